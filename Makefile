@@ -1,0 +1,51 @@
+# The Customer Relationship Service. `make run` and `make test` are all a newcomer
+# needs; every target installs what it uses.
+
+GO      ?= go
+PORT    ?= 8080
+export PORT
+
+.PHONY: run test lint generate check-generated conformance bench build db-stop clean
+
+## run: serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data unless DATABASE_URL is set)
+run:
+	LOG_FORMAT=$${LOG_FORMAT:-text} $(GO) run ./cmd/crm-server serve -migrate -demo
+
+## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data
+test:
+	$(GO) test -count=1 ./...
+
+## lint: generated code up to date, gofmt, go vet, and the OpenAPI document through Spectral and Redocly
+lint: check-generated
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	.ci/lint-openapi.sh
+
+## generate: rebuild gen/ from openapi.yaml with oapi-codegen
+generate:
+	$(GO) generate ./gen/...
+
+## check-generated: fail when gen/ differs from what openapi.yaml generates
+check-generated: generate
+	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run 'make generate' and commit it"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- gen); \
+	if [ -n "$$untracked" ]; then echo "gen/ has files not in git: $$untracked"; exit 1; fi
+
+## conformance: start a server on the demo data and replay conformance/cases against it
+conformance: build
+	.ci/conformance.sh
+
+## bench: the benchmarks
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## build: the binaries, into ./bin
+build:
+	$(GO) build -o bin/ ./cmd/...
+
+## db-stop: stop the private PostgreSQL under ./.data
+db-stop:
+	$(GO) run ./cmd/crm-server db stop
+
+clean: db-stop
+	rm -rf bin .data

@@ -1,0 +1,136 @@
+// Package conformance checks replies of a running server against openapi.yaml:
+// the envelope and HTTP status with kin-openapi, and the decoded `value` of a
+// successful reply against the schema its operation names in x-value-schema.
+// It also replays the documented cases of cases/*.yaml against any server.
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/legacy"
+)
+
+// Contract is a loaded and validated openapi.yaml.
+type Contract struct {
+	Doc    *openapi3.T
+	router routers.Router
+}
+
+// LoadContract reads an OpenAPI document from a file and checks that it is valid.
+func LoadContract(path string) (*Contract, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load %s: %w", path, err)
+	}
+	return newContract(loader, doc)
+}
+
+// ParseContract reads an OpenAPI document from memory and checks that it is valid.
+func ParseContract(data []byte) (*Contract, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("parse contract: %w", err)
+	}
+	return newContract(loader, doc)
+}
+
+func newContract(loader *openapi3.Loader, doc *openapi3.T) (*Contract, error) {
+	if err := doc.Validate(loader.Context); err != nil {
+		return nil, fmt.Errorf("the contract is not valid OpenAPI: %w", err)
+	}
+	doc.Servers = nil // match paths whatever the host
+	router, err := legacy.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("route the contract: %w", err)
+	}
+	return &Contract{Doc: doc, router: router}, nil
+}
+
+// ErrNoOperation is returned by Check for a request no operation of the contract matches.
+var ErrNoOperation = errors.New("no operation of the contract matches the request")
+
+// Check validates one exchange: the HTTP status must be documented for the
+// operation, the body must match its schema, and the decoded value of a
+// successful reply must match the operation's x-value-schema. An empty value
+// decodes as the empty string.
+func (c *Contract) Check(method, target string, status int, header http.Header, body []byte) error {
+	req := httptest.NewRequest(method, target, nil)
+	route, pathParams, err := c.router.FindRoute(req)
+	if err != nil {
+		return fmt.Errorf("%w: %s %s", ErrNoOperation, method, target)
+	}
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route},
+		Status:                 status,
+		Header:                 header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(context.Background(), in); err != nil {
+		return fmt.Errorf("%s %s: reply %d does not match the contract: %w", method, route.Path, status, err)
+	}
+	var env struct {
+		Status string `json:"status"`
+		Value  string `json:"value"`
+	}
+	if err := json.Unmarshal(body, &env); err != nil {
+		return fmt.Errorf("%s %s: reply is not JSON: %w", method, route.Path, err)
+	}
+	if env.Status != "success" {
+		return nil
+	}
+	schema, name, err := c.ValueSchema(route.Operation)
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", method, route.Path, err)
+	}
+	value, err := DecodeValue(env.Value)
+	if err != nil {
+		return fmt.Errorf("%s %s: value: %w", method, route.Path, err)
+	}
+	if err := schema.VisitJSON(value, openapi3.MultiErrors()); err != nil {
+		return fmt.Errorf("%s %s: value does not match %s: %w", method, route.Path, name, err)
+	}
+	return nil
+}
+
+// ValueSchema returns the schema an operation names in x-value-schema.
+func (c *Contract) ValueSchema(op *openapi3.Operation) (*openapi3.Schema, string, error) {
+	ref, _ := op.Extensions["x-value-schema"].(string)
+	name, found := strings.CutPrefix(ref, "#/components/schemas/")
+	if !found {
+		return nil, "", fmt.Errorf("operation %s has no x-value-schema naming a component schema", op.OperationID)
+	}
+	s := c.Doc.Components.Schemas[name]
+	if s == nil || s.Value == nil {
+		return nil, "", fmt.Errorf("x-value-schema %q: no such component schema", ref)
+	}
+	return s.Value, name, nil
+}
+
+// DecodeValue decodes an envelope's value: JSON text, or "" for the empty string.
+func DecodeValue(value string) (any, error) {
+	if value == "" {
+		return "", nil
+	}
+	dec := json.NewDecoder(bytes.NewReader([]byte(value)))
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("not JSON: %w", err)
+	}
+	if dec.More() {
+		return nil, errors.New("not JSON: text after the first value")
+	}
+	return v, nil
+}

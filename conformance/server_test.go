@@ -1,0 +1,52 @@
+package conformance_test
+
+import (
+	"context"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/crmservice/crm/conformance"
+	"github.com/crmservice/crm/db/dbtest"
+	"github.com/crmservice/crm/impl"
+)
+
+// TestCasesAgainstServer replays every documented case against this server on
+// the demo data, as `make conformance` does against a running process.
+func TestCasesAgainstServer(t *testing.T) {
+	pool := dbtest.New(t)
+	demo, err := impl.LoadDemo(context.Background(), pool, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler, err := impl.NewHandler(impl.Config{DB: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+
+	contract, err := conformance.LoadContract("../openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	suites, err := conformance.LoadCases(conformance.EmbeddedCases())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runner := &conformance.Runner{
+		BaseURL: srv.URL, Token: demo.Token, Contract: contract,
+		Vars: map[string]string{"user_id": strconv.FormatInt(demo.AdminUserID, 10)},
+	}
+	report := runner.Run(context.Background(), suites)
+	for _, r := range report.Results {
+		if !r.Pass {
+			t.Errorf("%s: %s\n  request: %s\n  reply %d: %s", r.Name(), r.Reason(), r.Request, r.HTTPStatus, r.Body)
+		}
+	}
+	if len(report.Results) == 0 {
+		t.Fatal("no cases ran")
+	}
+	t.Logf("%d cases, %d passed", len(report.Results), report.Passed())
+}

@@ -1,0 +1,190 @@
+// Package db holds the PostgreSQL schema of the service as embedded, ordered,
+// forward-only migrations, opens connection pools, and starts a private local
+// PostgreSQL cluster when no database is configured.
+package db
+
+import (
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	_ "github.com/lib/pq" // the PostgreSQL driver
+)
+
+//go:embed migrations/*.sql
+var migrationFiles embed.FS
+
+// ErrStaleSchema is returned by CheckSchema when migrations are pending.
+var ErrStaleSchema = errors.New("the database schema is not up to date: run `crm-server migrate` or serve with -migrate")
+
+// migrationLock is the advisory-lock key that serialises migrations of one
+// database between processes ("CRMmigr" in ASCII).
+const migrationLock = 0x43524d6d696772
+
+// Migration is one embedded .sql file; its version is the number its name starts with.
+type Migration struct {
+	Version int
+	Name    string
+	SQL     string
+}
+
+// Migrations returns the embedded migrations in version order.
+func Migrations() ([]Migration, error) {
+	entries, err := fs.ReadDir(migrationFiles, "migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read embedded migrations: %w", err)
+	}
+	var ms []Migration
+	for _, e := range entries {
+		num, _, ok := strings.Cut(e.Name(), "_")
+		version, err := strconv.Atoi(num)
+		if !ok || err != nil || version <= 0 {
+			return nil, fmt.Errorf("migration %s: the name must start with a positive version number and '_'", e.Name())
+		}
+		body, err := fs.ReadFile(migrationFiles, path.Join("migrations", e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
+		}
+		ms = append(ms, Migration{Version: version, Name: e.Name(), SQL: string(body)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
+	for i := 1; i < len(ms); i++ {
+		if ms[i].Version == ms[i-1].Version {
+			return nil, fmt.Errorf("migrations %s and %s have the same version", ms[i-1].Name, ms[i].Name)
+		}
+	}
+	return ms, nil
+}
+
+// Fingerprint is a short hash of all migrations; databases migrated from the same
+// files share it (the tests name their template database after it).
+func Fingerprint() (string, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	for _, m := range ms {
+		fmt.Fprintf(h, "%s\x00%s\x00", m.Name, m.SQL)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// Open connects to the database at url and checks that it answers.
+func Open(ctx context.Context, url string) (*sqlx.DB, error) {
+	db, err := sqlx.Open("postgres", url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	db.SetMaxOpenConns(32)
+	db.SetMaxIdleConns(32)
+	db.SetConnMaxIdleTime(5 * time.Minute)
+	pingCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := db.PingContext(pingCtx); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	return db, nil
+}
+
+// Migrate applies the pending migrations in one transaction, under an advisory
+// lock so that two processes starting at once never migrate concurrently. It
+// returns the names of the migrations it applied.
+func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
+	ms, err := Migrations()
+	if err != nil {
+		return nil, err
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
+		return nil, fmt.Errorf("take the migration lock: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer PRIMARY KEY,
+		name       text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+		return nil, fmt.Errorf("create schema_migrations: %w", err)
+	}
+	applied, err := appliedVersions(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var done []string
+	for _, m := range ms {
+		if applied[m.Version] {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
+			return nil, fmt.Errorf("apply migration %s: %w", m.Name, err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return nil, fmt.Errorf("record migration %s: %w", m.Name, err)
+		}
+		done = append(done, m.Name)
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit migrations: %w", err)
+	}
+	return done, nil
+}
+
+// CheckSchema returns ErrStaleSchema (wrapped with the pending names) when the
+// database lacks an embedded migration, and an error when it has one this build
+// does not know (a newer server migrated it).
+func CheckSchema(ctx context.Context, db sqlx.QueryerContext) error {
+	ms, err := Migrations()
+	if err != nil {
+		return err
+	}
+	var exists bool
+	if err := sqlx.GetContext(ctx, db, &exists, `SELECT to_regclass('schema_migrations') IS NOT NULL`); err != nil {
+		return fmt.Errorf("check schema: %w", err)
+	}
+	applied := map[int]bool{}
+	if exists {
+		if applied, err = appliedVersions(ctx, db); err != nil {
+			return err
+		}
+	}
+	var pending []string
+	for _, m := range ms {
+		if !applied[m.Version] {
+			pending = append(pending, m.Name)
+		}
+		delete(applied, m.Version)
+	}
+	if len(pending) > 0 {
+		return fmt.Errorf("%w (pending: %s)", ErrStaleSchema, strings.Join(pending, ", "))
+	}
+	for v := range applied {
+		return fmt.Errorf("the database has migration %d, which this build does not know: run a newer server", v)
+	}
+	return nil
+}
+
+func appliedVersions(ctx context.Context, q sqlx.QueryerContext) (map[int]bool, error) {
+	var versions []int
+	if err := sqlx.SelectContext(ctx, q, &versions, `SELECT version FROM schema_migrations`); err != nil {
+		return nil, fmt.Errorf("read schema_migrations: %w", err)
+	}
+	applied := make(map[int]bool, len(versions))
+	for _, v := range versions {
+		applied[v] = true
+	}
+	return applied, nil
+}

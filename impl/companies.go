@@ -1,0 +1,477 @@
+package impl
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+
+	"github.com/crmservice/crm/gen"
+)
+
+// companyRow holds the stored fields of a new counterparty; its json form is the
+// journal's record of the insert.
+type companyRow struct {
+	AccountID       int64          `db:"account_id" json:"-"`
+	Name            string         `db:"name" json:"name"`
+	Person          int            `db:"person" json:"person"`
+	FirstName       string         `db:"first_name" json:"first_name,omitempty"`
+	MiddleName      string         `db:"middle_name" json:"middle_name,omitempty"`
+	LastName        string         `db:"last_name" json:"last_name,omitempty"`
+	Address         string         `db:"address" json:"address,omitempty"`
+	City            string         `db:"city" json:"city,omitempty"`
+	Region          string         `db:"region" json:"region,omitempty"`
+	Country         string         `db:"country" json:"country,omitempty"`
+	URL             string         `db:"url" json:"url,omitempty"`
+	ActivityType    string         `db:"activity_type" json:"activity_type,omitempty"`
+	PropertyForm    string         `db:"property_form" json:"property_form,omitempty"`
+	InfoSource      string         `db:"info_source" json:"info_source,omitempty"`
+	Note            string         `db:"note" json:"note,omitempty"`
+	Tags            pq.StringArray `db:"tags" json:"tags,omitempty"`
+	ExternalCode    string         `db:"external_code" json:"external_code,omitempty"`
+	TypeID          int64          `db:"type_id" json:"type_id"`
+	StatusID        *int64         `db:"status_id" json:"status_id,omitempty"`
+	CategoryID      *int64         `db:"category_id" json:"category_id,omitempty"`
+	GroupID         *int64         `db:"group_id" json:"group_id,omitempty"`
+	AgentID         *int64         `db:"agent_id" json:"agent_id,omitempty"`
+	UserID          int64          `db:"user_id" json:"user_id"`
+	WhichSiteSource string         `db:"which_site_source" json:"which_site_source,omitempty"`
+	WhichHostSource string         `db:"which_host_source" json:"which_host_source,omitempty"`
+	WhichLinkSource string         `db:"which_link_source" json:"which_link_source,omitempty"`
+	UtmCampaign     string         `db:"utm_campaign" json:"utm_campaign,omitempty"`
+	UtmSource       string         `db:"utm_source" json:"utm_source,omitempty"`
+	UtmMedium       string         `db:"utm_medium" json:"utm_medium,omitempty"`
+	UtmContent      string         `db:"utm_content" json:"utm_content,omitempty"`
+	UtmTerm         string         `db:"utm_term" json:"utm_term,omitempty"`
+	CreatedVia      string         `db:"created_via" json:"-"`
+	CreatedBy       *int64         `db:"created_by" json:"-"`
+}
+
+func newCompanyRow(p *Principal, in *gen.CompanyInsertRequest) companyRow {
+	row := companyRow{
+		AccountID: p.AccountID, Name: in.Name, Person: 1,
+		FirstName: str(in.FirstName), MiddleName: str(in.MiddleName), LastName: str(in.LastName),
+		Address: str(in.Address), City: str(in.City), Region: str(in.Region), Country: str(in.Country),
+		URL: str(in.Url), ActivityType: str(in.ActivityType), PropertyForm: str(in.PropertyForm),
+		InfoSource: str(in.InfoSource), Note: str(in.Note), Tags: splitTags(str(in.Tags)),
+		ExternalCode: str(in.ExternalCode), TypeID: in.TypeId, StatusID: in.StatusId,
+		CategoryID: in.CategoryId, GroupID: in.GroupId, AgentID: in.AgentId, UserID: in.UserId,
+		WhichSiteSource: str(in.WhichSiteSource), WhichHostSource: str(in.WhichHostSource),
+		WhichLinkSource: str(in.WhichLinkSource), UtmCampaign: str(in.UtmCampaign),
+		UtmSource: str(in.UtmSource), UtmMedium: str(in.UtmMedium), UtmContent: str(in.UtmContent),
+		UtmTerm: str(in.UtmTerm), CreatedVia: "api", CreatedBy: &p.UserID,
+	}
+	if in.Person != nil {
+		row.Person = int(*in.Person)
+	}
+	return row
+}
+
+// CompanyInsert implements POST /company/insert: the counterparty, its e-mails,
+// phones, contact persons and requisites in one transaction.
+func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequestObject) (gen.CompanyInsertResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	row := newCompanyRow(p, in)
+	checkDuplicates := req.Params.CheckDuplicates != nil && *req.Params.CheckDuplicates
+
+	var id int64
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if err := lockEmails(ctx, tx, p.AccountID, allEmails(in)); err != nil {
+			return err
+		}
+		if checkDuplicates {
+			if err := findDuplicate(ctx, tx, p, allEmails(in)); err != nil {
+				return err
+			}
+		}
+		var journal []journalEntry
+		var err error
+		if id, err = insertCompany(ctx, tx, row); err != nil {
+			return err
+		}
+		journal = append(journal, journalEntry{ModuleCompanies, "company", id, "insert", row})
+
+		emails, phones := emailsOf(in.Emails), phonesOf(in.Phones)
+		entries, err := insertEmailsAndPhones(ctx, tx, p.AccountID, id, nil, emails, phones)
+		if err != nil {
+			return err
+		}
+		journal = append(journal, entries...)
+
+		for _, c := range deref(in.Contacts) {
+			_, entries, err := insertContact(ctx, tx, p, id, contactFields{
+				FirstName: str(c.FirstName), MiddleName: str(c.MiddleName), LastName: str(c.LastName),
+				Position: str(c.Position), Note: str(c.Note), StatusID: c.StatusId,
+				Emails: emailsOf(c.Emails), Phones: phonesOf(c.Phones),
+			})
+			if err != nil {
+				return err
+			}
+			journal = append(journal, entries...)
+		}
+
+		if in.Paymentdetails != nil {
+			reqID, fields, err := insertRequisites(ctx, tx, p.AccountID, id, true, requisitesFromPaymentdetails(in.Paymentdetails))
+			if err != nil {
+				return err
+			}
+			journal = append(journal, journalEntry{ModuleCompanies, "requisites", reqID, "insert", fields})
+		}
+		return writeJournal(ctx, tx, p, journal)
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.CompanyInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+}
+
+func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, error) {
+	stmt, err := tx.PrepareNamedContext(ctx, `
+		INSERT INTO companies (account_id, name, person, first_name, middle_name, last_name, address, city, region,
+			country, url, activity_type, property_form, info_source, note, tags, external_code, type_id, status_id,
+			category_id, group_id, agent_id, user_id, which_site_source, which_host_source, which_link_source,
+			utm_campaign, utm_source, utm_medium, utm_content, utm_term, created_via, created_by)
+		VALUES (:account_id, :name, :person, :first_name, :middle_name, :last_name, :address, :city, :region,
+			:country, :url, :activity_type, :property_form, :info_source, :note, :tags, :external_code, :type_id, :status_id,
+			:category_id, :group_id, :agent_id, :user_id, :which_site_source, :which_host_source, :which_link_source,
+			:utm_campaign, :utm_source, :utm_medium, :utm_content, :utm_term, :created_via, :created_by)
+		RETURNING id`)
+	if err != nil {
+		return 0, fmt.Errorf("prepare company insert: %w", err)
+	}
+	defer stmt.Close()
+	var id int64
+	if err := stmt.GetContext(ctx, &id, row); err != nil {
+		return 0, fmt.Errorf("insert company: %w", err)
+	}
+	return id, nil
+}
+
+// allEmails lists every e-mail of a counterparty insert: its own and those of its
+// contact persons.
+func allEmails(in *gen.CompanyInsertRequest) []string {
+	emails := emailsOf(in.Emails)
+	for _, c := range deref(in.Contacts) {
+		emails = append(emails, emailsOf(c.Emails)...)
+	}
+	return emails
+}
+
+// emailLockSpace is the first key of the advisory locks that serialise writes of
+// one e-mail address within an account ("CRMe").
+const emailLockSpace = 0x43524d65
+
+// lockEmails takes, for each e-mail, a transaction-scoped advisory lock on the
+// account and the lower-cased address, in a fixed order so that two transactions
+// never wait for each other crosswise. Every writer of e-mails takes it, so a
+// duplicate check never misses an e-mail being inserted concurrently (the rule
+// cannot be a unique constraint: without check_duplicates a duplicate is allowed).
+func lockEmails(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []string) error {
+	keys := make([]string, 0, len(emails))
+	for _, e := range emails {
+		keys = append(keys, strconv.FormatInt(accountID, 10)+":"+strings.ToLower(e))
+	}
+	sort.Strings(keys)
+	keys = slices.Compact(keys)
+	if len(keys) == 0 {
+		return nil
+	}
+	_, err := tx.ExecContext(ctx, `
+		SELECT pg_advisory_xact_lock($1, hashtext(k)) FROM unnest($2::text[]) WITH ORDINALITY AS u (k, n) ORDER BY n`,
+		emailLockSpace, pq.Array(keys))
+	if err != nil {
+		return fmt.Errorf("lock e-mails: %w", err)
+	}
+	return nil
+}
+
+// findDuplicate returns the 409 error of POST /company/insert when one of the
+// e-mails already belongs to a counterparty of the account (or to one of its
+// contact persons). The name of that counterparty is told only to a caller who
+// may see it.
+func findDuplicate(ctx context.Context, tx *sqlx.Tx, p *Principal, emails []string) error {
+	if len(emails) == 0 {
+		return nil
+	}
+	lower := make([]string, len(emails))
+	for i, e := range emails {
+		lower[i] = strings.ToLower(e)
+	}
+	args := sqlArgs{}
+	query := fmt.Sprintf(`
+		SELECT c.id, c.name, e.email, %s AS visible
+		  FROM emails e
+		  JOIN companies c ON c.account_id = e.account_id AND c.id = e.company_id
+		 WHERE e.account_id = %s AND lower(e.email) = ANY (%s) AND c.deleted_at IS NULL
+		 ORDER BY c.id
+		 LIMIT 1`,
+		p.responsibleFilter("c.user_id", &args), args.add(p.AccountID), args.add(pq.Array(lower)))
+	var dup struct {
+		ID      int64  `db:"id"`
+		Name    string `db:"name"`
+		Email   string `db:"email"`
+		Visible bool   `db:"visible"`
+	}
+	err := tx.GetContext(ctx, &dup, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("check duplicates: %w", err)
+	}
+	msg := fmt.Sprintf("duplicate: the e-mail %s already belongs to counterparty %d", dup.Email, dup.ID)
+	if dup.Visible {
+		msg += fmt.Sprintf(" %q", dup.Name)
+	}
+	value := strconv.FormatInt(dup.ID, 10)
+	return &Error{Code: CodeConflict, Msg: msg, Value: &value}
+}
+
+// CompanyGet implements GET /company/get: the whole card in one statement.
+func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject) (gen.CompanyGetResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	args := sqlArgs{}
+	acc, id, tz := args.add(p.AccountID), args.add(req.Params.Id), args.add(p.TimeZone)
+	visible := p.responsibleFilter("c.user_id", &args)
+	query := fmt.Sprintf(`
+		SELECT jsonb_build_object(
+			'company', %s,
+			'emails', coalesce((SELECT jsonb_agg(%s ORDER BY e.contact_id NULLS FIRST, e.id)
+			                      FROM emails e WHERE e.account_id = c.account_id AND e.company_id = c.id), '[]'),
+			'phones', coalesce((SELECT jsonb_agg(%s ORDER BY ph.contact_id NULLS FIRST, ph.id)
+			                      FROM phones ph WHERE ph.account_id = c.account_id AND ph.company_id = c.id), '[]'),
+			'requisites', coalesce((SELECT jsonb_agg(%s ORDER BY r.is_default DESC, r.id)
+			                          FROM requisites r WHERE r.account_id = c.account_id AND r.company_id = c.id), '[]'),
+			'contacts', coalesce((SELECT jsonb_agg(%s ORDER BY ct.id)
+			                        FROM contacts ct WHERE ct.account_id = c.account_id AND ct.company_id = c.id), '[]'))::text
+		  FROM companies c
+		  LEFT JOIN users u ON u.account_id = c.account_id AND u.id = c.user_id
+		  LEFT JOIN users cb ON cb.account_id = c.account_id AND cb.id = c.created_by
+		  LEFT JOIN directory_values dt ON dt.account_id = c.account_id AND dt.id = c.type_id
+		  LEFT JOIN directory_values ds ON ds.account_id = c.account_id AND ds.id = c.status_id
+		  LEFT JOIN directory_values dc ON dc.account_id = c.account_id AND dc.id = c.category_id
+		  LEFT JOIN directory_values dg ON dg.account_id = c.account_id AND dg.id = c.group_id
+		  LEFT JOIN directory_values da ON da.account_id = c.account_id AND da.id = c.agent_id
+		 WHERE c.account_id = %s AND c.id = %s AND c.deleted_at IS NULL AND %s`,
+		companyJSON(tz), emailJSON("e"), phoneJSON("ph"), requisitesJSON("r"), contactJSON("ct", "c.name", tz),
+		acc, id, visible)
+	var card string
+	err = s.db.GetContext(ctx, &card, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		// "For a missing or deleted counterparty the reply has status Error."
+		return nil, &Error{Code: CodeNotFound, Status: gen.StatusErrorCapital,
+			Msg: fmt.Sprintf("counterparty %d not found", req.Params.Id)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read card of counterparty %d: %w", req.Params.Id, err)
+	}
+	return gen.CompanyGet200JSONResponse(ok(card)), nil
+}
+
+// companyJSON is the company object of the card for the row c and its joined
+// names, with one ADD_{name} member per additional field of the account.
+func companyJSON(tz string) string {
+	return `(jsonb_build_object(
+		'id', c.id, 'name', c.name, 'address', c.address,
+		'created', to_char(c.created_at AT TIME ZONE ` + tz + `, 'YYYY-MM-DD HH24:MI:SS'),
+		'city', c.city, 'region', c.region, 'country', c.country, 'activity_type', c.activity_type,
+		'property_form', c.property_form, 'type_id', c.type_id, 'type', coalesce(dt.name, ''),
+		'created_by', coalesce(cb.name, c.created_via), 'info_source', c.info_source,
+		'first_name', c.first_name, 'middle_name', c.middle_name, 'last_name', c.last_name, 'url', c.url,
+		'user_id', c.user_id, 'user_name', coalesce(u.name, ''), 'person', c.person, 'note', c.note,
+		'external_code', c.external_code, 'category_id', c.category_id, 'category', coalesce(dc.name, ''),
+		'status_id', c.status_id, 'status', coalesce(ds.name, ''), 'agent_id', c.agent_id,
+		'agent', coalesce(da.name, ''), 'group_id', c.group_id, 'group', coalesce(dg.name, ''))
+	|| jsonb_build_object('tax_id', c.tax_id, 'tags', array_to_string(c.tags, ','),
+		'which_site_source', c.which_site_source, 'which_host_source', c.which_host_source,
+		'which_link_source', c.which_link_source, 'utm_campaign', c.utm_campaign, 'utm_source', c.utm_source,
+		'utm_medium', c.utm_medium, 'utm_content', c.utm_content, 'utm_term', c.utm_term)
+	|| coalesce((SELECT jsonb_object_agg('ADD_' || f.name, c.extra -> f.name)
+	               FROM field_definitions f WHERE f.account_id = c.account_id AND f.module = 1), '{}'))`
+}
+
+func emailJSON(e string) string {
+	return fmt.Sprintf(`jsonb_build_object('id', %[1]s.id, 'company_id', %[1]s.company_id, 'id_contact_man', %[1]s.contact_id, 'email', %[1]s.email)`, e)
+}
+
+func phoneJSON(ph string) string {
+	return fmt.Sprintf(`jsonb_build_object('id', %[1]s.id, 'company_id', %[1]s.company_id, 'id_contact_man', %[1]s.contact_id, 'phone', %[1]s.phone, 'descr', %[1]s.descr)`, ph)
+}
+
+func requisitesJSON(r string) string {
+	return fmt.Sprintf(`jsonb_build_object('id', %[1]s.id, 'id_company', %[1]s.company_id,
+		'use_default', CASE WHEN %[1]s.is_default THEN 'True' ELSE 'False' END,
+		'inn', %[1]s.inn, 'kpp', %[1]s.kpp, 'ogrn_client', %[1]s.ogrn_client, 'okpo', %[1]s.okpo, 'okved', %[1]s.okved,
+		'oktmo', %[1]s.oktmo, 'okato', %[1]s.okato, 'kr_name', %[1]s.kr_name, 'full_name', %[1]s.full_name,
+		'adres_yur', %[1]s.adres_yur, 'adres_fact', %[1]s.adres_fact, 'pocht_adr', %[1]s.pocht_adr,
+		'dir_name', %[1]s.dir_name, 'dir_status', %[1]s.dir_status, 'gl_buh', %[1]s.gl_buh,
+		'bank_name', %[1]s.bank_name, 'bik', %[1]s.bik, 'ks', %[1]s.ks, 'rs', %[1]s.rs, 'requis_prim', %[1]s.requis_prim)`, r)
+}
+
+// requisitesRow holds the stored fields of new requisites.
+type requisitesRow struct {
+	Inn        string `db:"inn" json:"inn,omitempty"`
+	Kpp        string `db:"kpp" json:"kpp,omitempty"`
+	OgrnClient string `db:"ogrn_client" json:"ogrn_client,omitempty"`
+	Okpo       string `db:"okpo" json:"okpo,omitempty"`
+	Okved      string `db:"okved" json:"okved,omitempty"`
+	Oktmo      string `db:"oktmo" json:"oktmo,omitempty"`
+	Okato      string `db:"okato" json:"okato,omitempty"`
+	KrName     string `db:"kr_name" json:"kr_name,omitempty"`
+	FullName   string `db:"full_name" json:"full_name,omitempty"`
+	AdresYur   string `db:"adres_yur" json:"adres_yur,omitempty"`
+	AdresFact  string `db:"adres_fact" json:"adres_fact,omitempty"`
+	PochtAdr   string `db:"pocht_adr" json:"pocht_adr,omitempty"`
+	DirName    string `db:"dir_name" json:"dir_name,omitempty"`
+	DirStatus  string `db:"dir_status" json:"dir_status,omitempty"`
+	GlBuh      string `db:"gl_buh" json:"gl_buh,omitempty"`
+	BankName   string `db:"bank_name" json:"bank_name,omitempty"`
+	Bik        string `db:"bik" json:"bik,omitempty"`
+	Ks         string `db:"ks" json:"ks,omitempty"`
+	Rs         string `db:"rs" json:"rs,omitempty"`
+	RequisPrim string `db:"requis_prim" json:"requis_prim,omitempty"`
+	// set by insertRequisites
+	AccountID int64 `db:"account_id" json:"-"`
+	CompanyID int64 `db:"company_id" json:"company_id"`
+	IsDefault bool  `db:"is_default" json:"is_default"`
+}
+
+func requisitesFromPaymentdetails(in *gen.RequisitesFields) requisitesRow {
+	return requisitesRow{
+		Inn: str(in.Inn), Kpp: str(in.Kpp), OgrnClient: str(in.OgrnClient), Okpo: str(in.Okpo), Okved: str(in.Okved),
+		Oktmo: str(in.Oktmo), Okato: str(in.Okato), KrName: str(in.KrName), FullName: str(in.FullName),
+		AdresYur: str(in.AdresYur), AdresFact: str(in.AdresFact), PochtAdr: str(in.PochtAdr),
+		DirName: str(in.DirName), DirStatus: str(in.DirStatus), GlBuh: str(in.GlBuh), BankName: str(in.BankName),
+		Bik: str(in.Bik), Ks: str(in.Ks), Rs: str(in.Rs), RequisPrim: str(in.RequisPrim),
+	}
+}
+
+// insertRequisites stores requisites of a counterparty; as default ones they
+// first take the default mark from the previous default requisites (the partial
+// unique index allows one default per counterparty).
+func insertRequisites(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, isDefault bool, row requisitesRow) (int64, requisitesRow, error) {
+	row.AccountID, row.CompanyID, row.IsDefault = accountID, companyID, isDefault
+	if isDefault {
+		if _, err := tx.ExecContext(ctx, `UPDATE requisites SET is_default = false
+			WHERE account_id = $1 AND company_id = $2 AND is_default`, accountID, companyID); err != nil {
+			return 0, row, fmt.Errorf("clear default requisites: %w", err)
+		}
+	}
+	stmt, err := tx.PrepareNamedContext(ctx, `
+		INSERT INTO requisites (account_id, company_id, is_default, inn, kpp, ogrn_client, okpo, okved, oktmo, okato,
+			kr_name, full_name, adres_yur, adres_fact, pocht_adr, dir_name, dir_status, gl_buh, bank_name, bik, ks, rs,
+			requis_prim)
+		VALUES (:account_id, :company_id, :is_default, :inn, :kpp, :ogrn_client, :okpo, :okved, :oktmo, :okato,
+			:kr_name, :full_name, :adres_yur, :adres_fact, :pocht_adr, :dir_name, :dir_status, :gl_buh, :bank_name, :bik,
+			:ks, :rs, :requis_prim)
+		RETURNING id`)
+	if err != nil {
+		return 0, row, fmt.Errorf("prepare requisites insert: %w", err)
+	}
+	defer stmt.Close()
+	var id int64
+	if err := stmt.GetContext(ctx, &id, row); err != nil {
+		return 0, row, fmt.Errorf("insert requisites: %w", err)
+	}
+	return id, row, nil
+}
+
+// insertEmailsAndPhones stores e-mails and phones of a counterparty, or of one
+// of its contact persons when contactID is set, and returns their journal
+// entries in the order given.
+func insertEmailsAndPhones(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, contactID *int64,
+	emails []string, phones []phoneInput) ([]journalEntry, error) {
+	var journal []journalEntry
+	emailIDs, err := insertEmails(ctx, tx, accountID, companyID, contactID, emails)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range emailIDs {
+		journal = append(journal, journalEntry{ModuleCompanies, "email", id, "insert",
+			map[string]any{"company_id": companyID, "contact_id": contactID, "email": emails[i]}})
+	}
+	phoneIDs, err := insertPhones(ctx, tx, accountID, companyID, contactID, phones)
+	if err != nil {
+		return nil, err
+	}
+	for i, id := range phoneIDs {
+		journal = append(journal, journalEntry{ModuleCompanies, "phone", id, "insert",
+			map[string]any{"company_id": companyID, "contact_id": contactID, "phone": phones[i].Phone, "descr": phones[i].Descr}})
+	}
+	return journal, nil
+}
+
+// insertEmails inserts the e-mails in one statement and returns their ids in the
+// order given (identity values grow in insertion order).
+func insertEmails(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, contactID *int64, emails []string) ([]int64, error) {
+	if len(emails) == 0 {
+		return nil, nil
+	}
+	var ids []int64
+	err := tx.SelectContext(ctx, &ids, `
+		INSERT INTO emails (account_id, company_id, contact_id, email)
+		SELECT $1, $2, $3, e FROM unnest($4::text[]) WITH ORDINALITY AS u (e, n) ORDER BY n
+		RETURNING id`, accountID, companyID, contactID, pq.Array(emails))
+	if err != nil {
+		return nil, fmt.Errorf("insert e-mails: %w", err)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+// insertPhones inserts the phones in one statement and returns their ids in the
+// order given.
+func insertPhones(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, contactID *int64, phones []phoneInput) ([]int64, error) {
+	if len(phones) == 0 {
+		return nil, nil
+	}
+	numbers := make([]string, len(phones))
+	descrs := make([]string, len(phones))
+	for i, ph := range phones {
+		numbers[i], descrs[i] = ph.Phone, ph.Descr
+	}
+	var ids []int64
+	err := tx.SelectContext(ctx, &ids, `
+		INSERT INTO phones (account_id, company_id, contact_id, phone, descr)
+		SELECT $1, $2, $3, p, d FROM unnest($4::text[], $5::text[]) WITH ORDINALITY AS u (p, d, n) ORDER BY n
+		RETURNING id`, accountID, companyID, contactID, pq.Array(numbers), pq.Array(descrs))
+	if err != nil {
+		return nil, fmt.Errorf("insert phones: %w", err)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids, nil
+}
+
+// CompanyUpdate implements POST /company/update.
+func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequestObject) (gen.CompanyUpdateResponseObject, error) {
+	return nil, errNotImplemented
+}
+
+// CompanyRequisitesInsert implements POST /company/requisites/insert.
+func (s *Server) CompanyRequisitesInsert(ctx context.Context, req gen.CompanyRequisitesInsertRequestObject) (gen.CompanyRequisitesInsertResponseObject, error) {
+	return nil, errNotImplemented
+}
+
+// CompanyPhoneInsert implements POST /company/phone/insert.
+func (s *Server) CompanyPhoneInsert(ctx context.Context, req gen.CompanyPhoneInsertRequestObject) (gen.CompanyPhoneInsertResponseObject, error) {
+	return nil, errNotImplemented
+}
+
+// CompanyEmailInsert implements POST /company/email/insert.
+func (s *Server) CompanyEmailInsert(ctx context.Context, req gen.CompanyEmailInsertRequestObject) (gen.CompanyEmailInsertResponseObject, error) {
+	return nil, errNotImplemented
+}

@@ -1,0 +1,277 @@
+package impl
+
+import (
+	"context"
+	"maps"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crmservice/crm/db/dbtest"
+)
+
+// demoCountQueries count the demo account's rows; $1 is the account id.
+func demoCountQueries() map[string]string {
+	return map[string]string{
+		"departments":       `SELECT count(*) FROM departments WHERE account_id = $1`,
+		"users":             `SELECT count(*) FROM users WHERE account_id = $1`,
+		"admins":            `SELECT count(*) FROM users WHERE account_id = $1 AND role = 'admin'`,
+		"heads":             `SELECT count(*) FROM users WHERE account_id = $1 AND role = 'head'`,
+		"members":           `SELECT count(*) FROM users WHERE account_id = $1 AND role = 'member'`,
+		"directory codes":   `SELECT count(DISTINCT directory_code) FROM directory_values WHERE account_id = $1`,
+		"field_definitions": `SELECT count(*) FROM field_definitions WHERE account_id = $1`,
+		"companies":         `SELECT count(*) FROM companies WHERE account_id = $1`,
+		"goods":             `SELECT count(*) FROM goods WHERE account_id = $1`,
+		"deals":             `SELECT count(*) FROM deals WHERE account_id = $1`,
+		"tasks":             `SELECT count(*) FROM tasks WHERE account_id = $1`,
+		"documents":         `SELECT count(*) FROM documents WHERE account_id = $1`,
+		"money_accounts":    `SELECT count(*) FROM money_accounts WHERE account_id = $1`,
+		"money_movements":   `SELECT count(*) FROM money_movements WHERE account_id = $1`,
+		"transfers":         `SELECT count(*) FROM money_movements WHERE account_id = $1 AND is_transfer`,
+		"mail_accounts":     `SELECT count(*) FROM mail_accounts WHERE account_id = $1`,
+		"mail_messages":     `SELECT count(*) FROM mail_messages WHERE account_id = $1`,
+		"kpi_plans":         `SELECT count(*) FROM kpi_plans WHERE account_id = $1`,
+		"user_filters":      `SELECT count(*) FROM user_filters WHERE account_id = $1`,
+		"journal":           `SELECT count(*) FROM journal WHERE account_id = $1`,
+		// Counts that depend on the random draws: only their stability is checked.
+		"contacts":       `SELECT count(*) FROM contacts WHERE account_id = $1`,
+		"emails":         `SELECT count(*) FROM emails WHERE account_id = $1`,
+		"phones":         `SELECT count(*) FROM phones WHERE account_id = $1`,
+		"requisites":     `SELECT count(*) FROM requisites WHERE account_id = $1`,
+		"deal_goods":     `SELECT count(*) FROM deal_goods WHERE account_id = $1`,
+		"document_goods": `SELECT count(*) FROM document_goods WHERE account_id = $1`,
+		"kpi_plan_items": `SELECT count(*) FROM kpi_plan_items WHERE account_id = $1`,
+	}
+}
+
+func TestLoadDemo(t *testing.T) {
+	db := dbtest.New(t)
+	ctx := context.Background()
+	now := time.Now()
+
+	start := time.Now()
+	demo, err := LoadDemo(ctx, db, now)
+	if err != nil {
+		t.Fatalf("LoadDemo: %v", err)
+	}
+	t.Logf("LoadDemo took %v", time.Since(start))
+	if !demo.Created || demo.AccountID == 0 || demo.AdminUserID == 0 || demo.Token == "" {
+		t.Fatalf("first LoadDemo = %+v, want a created account with an admin and a token", demo)
+	}
+
+	counts := demoCounts(t, db, demo.AccountID)
+	t.Logf("counts: %v", counts)
+	want := map[string]int{
+		"departments": 2, "users": 7, "admins": 1, "heads": 2, "members": 4,
+		"directory codes": 14, "field_definitions": 3, "companies": 300, "goods": 25,
+		"deals": 120, "tasks": 600, "documents": 200, "money_accounts": 2,
+		"money_movements": 410, "transfers": 10, "mail_accounts": 7, "mail_messages": 150,
+		"kpi_plans": 18, "user_filters": 3, "journal": 0,
+	}
+	for name, n := range want {
+		if counts[name] != n {
+			t.Errorf("%s: %d rows, want %d", name, counts[name], n)
+		}
+	}
+
+	// Each check's query answers true when the data are as they should be.
+	checks := []struct{ name, query string }{
+		{"every directory has 3 to 8 values", `
+			SELECT count(*) = 14 AND bool_and(n BETWEEN 3 AND 8)
+			  FROM (SELECT count(*) AS n FROM directory_values WHERE account_id = $1 GROUP BY directory_code) d`},
+		{"Client and Key client are controlled, nothing else", `
+			SELECT array_agg(name ORDER BY name) = '{Client,"Key client"}'
+			  FROM directory_values WHERE account_id = $1 AND is_controlled`},
+		{"Invoice is the only invoice type", `
+			SELECT array_agg(name) = '{Invoice}' FROM directory_values WHERE account_id = $1 AND is_invoice`},
+		{"the admin is Anna Berg with both KPI report rights", `
+			SELECT bool_and(name = 'Anna Berg' AND login = 'anna@demo.example' AND kpi_users_report AND kpi_departments_report)
+			  FROM users WHERE account_id = $1 AND role = 'admin'`},
+		{"one user has the Helsinki time zone, the others none", `
+			SELECT count(*) FILTER (WHERE time_zone = 'Europe/Helsinki') = 1 AND count(time_zone) = 1
+			  FROM users WHERE account_id = $1`},
+		{"about a fifth of the counterparties are private persons with names", `
+			SELECT count(*) = 60 AND bool_and(name = last_name || ' ' || first_name)
+			  FROM companies WHERE account_id = $1 AND person = 2`},
+		{"every counterparty has an own e-mail and phone and was created by the demo", `
+			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = c.account_id AND e.company_id = c.id AND e.contact_id IS NULL)
+			            AND EXISTS (SELECT 1 FROM phones p WHERE p.account_id = c.account_id AND p.company_id = c.id AND p.contact_id IS NULL)
+			            AND c.created_via = 'demo' AND c.created_by = c.user_id AND c.created_at <= now())
+			  FROM companies c WHERE c.account_id = $1`},
+		{"the counterparties are spread over all users", `
+			SELECT count(DISTINCT user_id) = 7 FROM companies WHERE account_id = $1`},
+		{"every contact person has an e-mail and a phone", `
+			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = k.account_id AND e.contact_id = k.id)
+			            AND EXISTS (SELECT 1 FROM phones p WHERE p.account_id = k.account_id AND p.contact_id = k.id))
+			  FROM contacts k WHERE k.account_id = $1`},
+		{"e-mails are unique case-insensitively and on .example domains", `
+			SELECT count(*) = count(DISTINCT lower(email)) AND bool_and(email LIKE '%_@%.example')
+			  FROM emails WHERE account_id = $1`},
+		{"tax_id follows the default requisites", `
+			SELECT count(*) > 100 AND bool_and(c.tax_id = r.inn AND c.tax_id <> '')
+			  FROM companies c JOIN requisites r ON r.account_id = c.account_id AND r.company_id = c.id AND r.is_default
+			 WHERE c.account_id = $1`},
+		{"no tax_id without default requisites", `
+			SELECT count(*) = 0 FROM companies c
+			 WHERE c.account_id = $1 AND c.tax_id <> ''
+			   AND NOT EXISTS (SELECT 1 FROM requisites r WHERE r.account_id = c.account_id AND r.company_id = c.id AND r.is_default)`},
+		{"some counterparties have second requisites", `
+			SELECT count(*) > 0 FROM requisites WHERE account_id = $1 AND NOT is_default`},
+		{"additional fields have values", `
+			SELECT (SELECT count(*) FROM companies WHERE account_id = $1 AND extra ? 'industry') > 100
+			   AND (SELECT count(*) FROM companies WHERE account_id = $1 AND extra ? 'employees') > 100
+			   AND (SELECT count(*) FROM deals WHERE account_id = $1 AND extra ? 'source_campaign') > 20`},
+		{"deal sums are the sums of their positions", `
+			SELECT bool_and(d.sum = (SELECT sum(g.sum) FROM deal_goods g WHERE g.account_id = d.account_id AND g.deal_id = d.id))
+			  FROM deals d WHERE d.account_id = $1`},
+		{"document sums are the sums of their positions", `
+			SELECT bool_and(d.sum = (SELECT sum(g.sum) FROM document_goods g WHERE g.account_id = d.account_id AND g.document_id = d.id))
+			  FROM documents d WHERE d.account_id = $1`},
+		{"about half of the documents are invoices, numbered INV- and due in 14 days", `
+			SELECT count(*) = 100 AND bool_and(d.number ~ '^INV-[0-9]{4}-[0-9]{4}$' AND d.date_expire = d.date + 14)
+			  FROM documents d JOIN directory_values v ON v.account_id = d.account_id AND v.id = d.type_id
+			 WHERE d.account_id = $1 AND v.is_invoice`},
+		{"document numbers are unique", `
+			SELECT count(*) = count(DISTINCT number) FROM documents WHERE account_id = $1`},
+		{"about half of the tasks are done, each with a result", `
+			SELECT count(*) FILTER (WHERE status_id = 2) BETWEEN 250 AND 350
+			   AND bool_and(status_id = 1 OR (result <> '' AND done_at <= now()))
+			  FROM tasks WHERE account_id = $1`},
+		{"several users have overdue tasks", `
+			SELECT count(DISTINCT user_id) >= 3 FROM tasks
+			 WHERE account_id = $1 AND status_id = 1 AND coalesce(date_finish, date_start) < now()`},
+		{"every user has a task today", `
+			SELECT count(DISTINCT user_id) = 7 FROM tasks
+			 WHERE account_id = $1 AND (date_start AT TIME ZONE 'Europe/Riga')::date = (now() AT TIME ZONE 'Europe/Riga')::date`},
+		{"transfers are pairs of an expense and an income", `
+			SELECT count(*) FILTER (WHERE direction = 1) = 5 AND count(*) FILTER (WHERE direction = 2) = 5
+			  FROM money_movements WHERE account_id = $1 AND is_transfer`},
+		{"USD movements are converted at 1.08", `
+			SELECT count(*) > 0 AND bool_and(m.sum_currency = round(m.sum * 1.08, 2))
+			  FROM money_movements m JOIN money_accounts a ON a.account_id = m.account_id AND a.id = m.money_account_id
+			 WHERE m.account_id = $1 AND a.currency = 'USD'`},
+		{"mail addresses are counterparties' e-mails and users' logins", `
+			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = m.account_id AND e.email = CASE m.folder WHEN 1 THEN m.from_address ELSE m.to_address END)
+			            AND EXISTS (SELECT 1 FROM users u WHERE u.account_id = m.account_id AND u.login = CASE m.folder WHEN 1 THEN m.to_address ELSE m.from_address END)
+			            AND (m.folder = 2) = (m.delivery_state IS NOT NULL)
+			            AND m.small_part_of_body <> '' AND m.body LIKE '<p>%')
+			  FROM mail_messages m WHERE m.account_id = $1`},
+		{"one member has no KPI plan, the other users plans for 3 months", `
+			SELECT count(*) FILTER (WHERE n = 0) = 1 AND count(*) FILTER (WHERE n = 3) = 6
+			  FROM (SELECT (SELECT count(*) FROM kpi_plans p WHERE p.account_id = u.account_id AND p.user_id = u.id) AS n
+			          FROM users u WHERE u.account_id = $1) x`},
+		{"every KPI plan has 3 to 5 items", `
+			SELECT bool_and(n BETWEEN 3 AND 5)
+			  FROM (SELECT count(*) AS n FROM kpi_plan_items WHERE account_id = $1 GROUP BY plan_id) x`},
+	}
+	for _, c := range checks {
+		var ok *bool
+		if err := db.GetContext(ctx, &ok, c.query, demo.AccountID); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		} else if ok == nil || !*ok {
+			t.Errorf("%s: not so", c.name)
+		}
+	}
+	checkDemoToken(t, db, demo, now)
+
+	again, err := LoadDemo(ctx, db, now.Add(time.Hour))
+	if err != nil {
+		t.Fatalf("second LoadDemo: %v", err)
+	}
+	if again.Created || again.AccountID != demo.AccountID || again.AdminUserID != demo.AdminUserID || again.Token == demo.Token {
+		t.Errorf("second LoadDemo = %+v, want the account %d not created again and a new token", again, demo.AccountID)
+	}
+	checkDemoToken(t, db, again, now.Add(time.Hour))
+	if after := demoCounts(t, db, demo.AccountID); !maps.Equal(after, counts) {
+		t.Errorf("the second LoadDemo changed the counts:\n%v\nto\n%v", counts, after)
+	}
+
+	// Another hour of the same day gives the same data in a fresh database: only
+	// the times clamped to now may differ.
+	riga, err := time.LoadLocation("Europe/Riga")
+	if err != nil {
+		t.Fatal(err)
+	}
+	local := now.In(riga)
+	otherNow := time.Date(local.Year(), local.Month(), local.Day(), 6, 30, 0, 0, riga)
+	if local.Hour() < 12 {
+		otherNow = otherNow.Add(15 * time.Hour)
+	}
+	// Two concurrent loads there: the lock lets exactly one create the account.
+	other := dbtest.New(t)
+	var results [2]*Demo
+	var errs [2]error
+	var wg sync.WaitGroup
+	for i := range results {
+		wg.Go(func() { results[i], errs[i] = LoadDemo(ctx, other, otherNow) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("concurrent LoadDemo %d: %v", i, err)
+		}
+	}
+	if results[0].Created == results[1].Created || results[0].AccountID != results[1].AccountID {
+		t.Errorf("concurrent loads = %+v and %+v, want one created account", results[0], results[1])
+	}
+	if a, b := demoFingerprint(t, db), demoFingerprint(t, other); a != b {
+		t.Errorf("loads at %v and %v differ: %s and %s", now, otherNow, a, b)
+	}
+}
+
+func demoCounts(t *testing.T, db *sqlx.DB, accountID int64) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for name, q := range demoCountQueries() {
+		var n int
+		if err := db.Get(&n, q, accountID); err != nil {
+			t.Fatalf("count %s: %v", name, err)
+		}
+		out[name] = n
+	}
+	return out
+}
+
+// checkDemoToken checks that the token is stored as a demo token of the admin.
+func checkDemoToken(t *testing.T, db *sqlx.DB, demo *Demo, now time.Time) {
+	t.Helper()
+	var tok struct {
+		AccountID int64     `db:"account_id"`
+		UserID    int64     `db:"user_id"`
+		Label     string    `db:"label"`
+		ExpiresAt time.Time `db:"expires_at"`
+	}
+	err := db.Get(&tok, `SELECT account_id, user_id, label, expires_at FROM tokens WHERE hash = $1`, HashToken(demo.Token))
+	if err != nil {
+		t.Fatalf("token of the demo: %v", err)
+	}
+	if tok.AccountID != demo.AccountID || tok.UserID != demo.AdminUserID || tok.Label != "demo" ||
+		tok.ExpiresAt.Sub(now.Add(30*24*time.Hour)).Abs() > time.Millisecond {
+		t.Errorf("token row = %+v, want account %d, user %d, label demo, expiry 30 days after %v",
+			tok, demo.AccountID, demo.AdminUserID, now)
+	}
+}
+
+// demoFingerprint hashes the demo data that the random draws decide, leaving
+// out the times that are clamped to now and the state of today's tasks.
+func demoFingerprint(t *testing.T, db *sqlx.DB) string {
+	t.Helper()
+	var fp string
+	err := db.Get(&fp, `
+		SELECT md5(concat_ws('|',
+			(SELECT string_agg(concat_ws(',', name, city, address, type_id, user_id, tags, extra), ';' ORDER BY id) FROM companies),
+			(SELECT string_agg(concat_ws(',', email, company_id, contact_id), ';' ORDER BY id) FROM emails),
+			(SELECT string_agg(concat_ws(',', inn, rs), ';' ORDER BY id) FROM requisites),
+			(SELECT string_agg(concat_ws(',', name, company_id, contact_id, sum, date_start, date_finish), ';' ORDER BY id) FROM deals),
+			(SELECT string_agg(concat_ws(',', note, company_id, deal_id, user_id, date_start), ';' ORDER BY id) FROM tasks),
+			(SELECT string_agg(concat_ws(',', number, date, sum, company_id, deal_id), ';' ORDER BY id) FROM documents),
+			(SELECT string_agg(concat_ws(',', date, sum, sum_currency, direction, company_id, deal_id), ';' ORDER BY id) FROM money_movements),
+			(SELECT string_agg(concat_ws(',', subject, from_address, to_address, company_id), ';' ORDER BY id) FROM mail_messages),
+			(SELECT string_agg(concat_ws(',', plan_id, metric, plan_value), ';' ORDER BY id) FROM kpi_plan_items)))`)
+	if err != nil {
+		t.Fatalf("fingerprint: %v", err)
+	}
+	return fp
+}

@@ -1,0 +1,214 @@
+package impl
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/lib/pq"
+
+	"github.com/crmservice/crm/gen"
+)
+
+// Error codes of the envelope (openapi.yaml, info.description).
+const (
+	CodeBadRequest     = "400"
+	CodeUnauthorized   = "401"
+	CodeForbidden      = "403"
+	CodeNotFound       = "404"
+	CodeNotAllowed     = "405"
+	CodeConflict       = "409"
+	CodeTooMany        = "429"
+	CodeInternal       = "500"
+	CodeNotImplemented = "501"
+	CodeNotReady       = "503"
+)
+
+// Error is a failure the client is told about: its code and text go into the
+// envelope. Any other error is internal and answered with code 500 and a fixed text.
+type Error struct {
+	Code   string
+	Msg    string
+	Status gen.EnvelopeStatus // empty means "error"
+	Value  *string            // nil means the operation's default error value
+}
+
+func (e *Error) Error() string { return e.Msg }
+
+func badRequest(format string, args ...any) *Error {
+	return &Error{Code: CodeBadRequest, Msg: fmt.Sprintf(format, args...)}
+}
+
+func notFound(format string, args ...any) *Error {
+	return &Error{Code: CodeNotFound, Msg: fmt.Sprintf(format, args...)}
+}
+
+// errNotImplemented answers the operations that later work will implement.
+var errNotImplemented = &Error{Code: CodeNotImplemented, Msg: "not implemented yet"}
+
+// envelope builds the reply envelope; every reply of the server goes through it.
+func envelope(status gen.EnvelopeStatus, code *string, msg string, value string) gen.Envelope {
+	return gen.Envelope{Status: status, Error: &msg, Code: code, Value: value}
+}
+
+// ok is the envelope of a successful single-record operation.
+func ok(value string) gen.Envelope {
+	return envelope(gen.StatusSuccess, nil, "", value)
+}
+
+// okList is the envelope of a list: rows in total, the page served and its size.
+func okList(value string, rows, page, perPage int) gen.Envelope {
+	env := ok(value)
+	env.Rows, env.Page = rows, page
+	if rows > 0 {
+		env.Pages = (rows + perPage - 1) / perPage
+	}
+	return env
+}
+
+// writeEnvelope writes env as the whole reply with the given HTTP status.
+func writeEnvelope(w http.ResponseWriter, httpStatus int, env gen.Envelope) {
+	body, err := json.Marshal(env)
+	if err != nil { // cannot happen: the envelope holds strings and ints only
+		http.Error(w, `{"status":"error","error":"internal error","code":"500","rows":0,"pages":0,"page":0,"value":""}`, http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(httpStatus)
+	_, _ = w.Write(append(body, '\n'))
+}
+
+// writeError is the one writer of error replies. A *Error is told to the client;
+// anything else is logged with the request and answered as an internal error.
+func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	var apiErr *Error
+	if !errors.As(err, &apiErr) {
+		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
+		apiErr = &Error{Code: CodeInternal, Msg: "internal error"}
+	}
+	status := apiErr.Status
+	if status == "" {
+		status = gen.StatusError
+	}
+	value := ""
+	if op := operationFrom(r.Context()); op != nil {
+		value = op.errorValue
+	}
+	if apiErr.Value != nil {
+		value = *apiErr.Value
+	}
+	httpStatus := http.StatusOK
+	switch apiErr.Code {
+	case CodeUnauthorized:
+		httpStatus = http.StatusUnauthorized
+		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="invalid_token", error_description=%q`, apiErr.Msg))
+	case CodeTooMany:
+		httpStatus = http.StatusTooManyRequests
+	case CodeNotReady:
+		httpStatus = http.StatusServiceUnavailable
+	}
+	code := apiErr.Code
+	setRequestCode(r.Context(), code)
+	writeEnvelope(w, httpStatus, envelope(status, &code, apiErr.Msg, value))
+}
+
+// describeValidation turns a kin-openapi validation error into one line that names
+// the parameter or body field and the rule, and never echoes the value sent.
+func describeValidation(err error) string {
+	var reqErr *openapi3filter.RequestError
+	if !errors.As(err, &reqErr) {
+		return firstLine(err.Error())
+	}
+	where := "request"
+	switch {
+	case reqErr.Parameter != nil:
+		where = fmt.Sprintf("%s parameter %q", reqErr.Parameter.In, reqErr.Parameter.Name)
+	case reqErr.RequestBody != nil:
+		where = "request body"
+	}
+	var schemaErr *openapi3.SchemaError
+	if errors.As(reqErr.Err, &schemaErr) {
+		if path := schemaErr.JSONPointer(); len(path) > 0 {
+			where += fmt.Sprintf(": field %q", strings.Join(path, "."))
+		}
+		return where + ": " + schemaErr.Reason
+	}
+	var parseErr *openapi3filter.ParseError
+	if errors.As(reqErr.Err, &parseErr) {
+		if reqErr.RequestBody != nil {
+			reason := "not valid JSON"
+			if parseErr.Cause != nil {
+				reason += " (" + firstLine(parseErr.Cause.Error()) + ")"
+			}
+			return where + ": " + reason
+		}
+		return where + ": " + firstLine(parseErr.Reason)
+	}
+	reason := reqErr.Reason
+	if reqErr.Err != nil {
+		reason = reqErr.Err.Error()
+	}
+	return where + ": " + firstLine(reason)
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return strings.TrimSpace(s)
+}
+
+// constraintErrors names, for each foreign key and check of the schema that bad
+// input can break, the field at fault and what is wrong with it.
+var constraintErrors = map[string]string{
+	"companies_type_fk":                "type_id: no such value in directory 9 (counterparty types)",
+	"companies_status_fk":              "status_id: no such value in directory 10 (counterparty statuses)",
+	"companies_category_fk":            "category_id: no such value in directory 29 (counterparty categories)",
+	"companies_group_fk":               "group_id: no such value in directory 49 (counterparty groups)",
+	"companies_agent_fk":               "agent_id: no such value in directory 48 (agents)",
+	"companies_user_fk":                "user_id: no such user in the account",
+	"contacts_status_fk":               "status_id: no such value in directory 43 (statuses of contact persons)",
+	"contacts_company_fk":              "company_id: no such counterparty",
+	"phones_contact_fk":                "contact_id: no such contact person of this counterparty",
+	"emails_contact_fk":                "contact_id: no such contact person of this counterparty",
+	"deals_type_fk":                    "type_id: no such value in directory 40 (deal types)",
+	"deals_status_fk":                  "status_id: no such value in directory 41 (deal stages)",
+	"deals_user_fk":                    "user_id: no such user in the account",
+	"deals_contact_fk":                 "contact_id: no such contact person of this counterparty",
+	"deals_dates":                      "date_finish: must not be before date_start",
+	"deal_goods_goods_fk":              "goods_id: no such goods in the catalogue",
+	"tasks_type_fk":                    "type_id: no such value in directory 35 (kinds of tasks)",
+	"tasks_user_fk":                    "user_id: no such user in the account",
+	"tasks_deal_fk":                    "deal_id: no such deal of this counterparty",
+	"tasks_contact_fk":                 "contact_id: no such contact person of this counterparty",
+	"tasks_dates":                      "date_finish: must not be before date_start",
+	"document_goods_goods_fk":          "goods_ids: no such goods in the catalogue",
+	"mail_messages_company_fk":         "mail.company_id: no such counterparty",
+	"mail_messages_contact_fk":         "mail.contact_id: no such contact person",
+	"mail_messages_deal_fk":            "mail.deal_id: no such deal",
+	"mail_messages_company_contact_fk": "mail.contact_id: the contact person belongs to another counterparty",
+	"mail_messages_company_deal_fk":    "mail.deal_id: the deal belongs to another counterparty",
+}
+
+// dbError maps the SQLSTATEs that bad input can cause (foreign key and check
+// violations of the constraints above) to a 400; everything else stays internal.
+func dbError(err error) error {
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) {
+		return err
+	}
+	switch pqErr.Code {
+	case "23503", "23514": // foreign_key_violation, check_violation
+		if msg, ok := constraintErrors[pqErr.Constraint]; ok {
+			return badRequest("%s", msg)
+		}
+	case "22001": // string_data_right_truncation
+		return badRequest("a text is longer than its limit")
+	}
+	return err
+}

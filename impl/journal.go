@@ -1,0 +1,80 @@
+package impl
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Module codes of the universal list; the journal files each change under one.
+const (
+	ModuleCompanies = 1
+	ModuleTasks     = 2
+	ModuleDocuments = 4
+	ModuleFinance   = 5
+	ModuleSales     = 6
+	ModuleDeals     = 20
+	ModuleGoods     = 21
+	ModuleMail      = 24
+	ModuleJournal   = 50
+)
+
+// journalEntry is one row of the journal: one record inserted, changed or sent.
+// For an insert, changes holds the stored fields; for an update, each changed
+// field maps to [old, new].
+type journalEntry struct {
+	module   int
+	entity   string
+	recordID int64
+	action   string
+	changes  any
+}
+
+// writeJournal stores entries in the caller's transaction, so that the journal
+// has a row exactly for every committed mutation.
+func writeJournal(ctx context.Context, tx *sqlx.Tx, p *Principal, entries []journalEntry) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	modules := make([]int64, len(entries))
+	entities := make([]string, len(entries))
+	records := make([]int64, len(entries))
+	actions := make([]string, len(entries))
+	changes := make([]string, len(entries))
+	for i, e := range entries {
+		body, err := json.Marshal(e.changes)
+		if err != nil {
+			return fmt.Errorf("journal %s %d: %w", e.entity, e.recordID, err)
+		}
+		modules[i], entities[i], records[i], actions[i], changes[i] = int64(e.module), e.entity, e.recordID, e.action, string(body)
+	}
+	_, err := tx.ExecContext(ctx, `
+		INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes)
+		SELECT $1, $2, $3, m, e, r, a, c::jsonb
+		  FROM unnest($4::smallint[], $5::text[], $6::bigint[], $7::text[], $8::text[]) AS j (m, e, r, a, c)`,
+		p.AccountID, p.UserID, p.TokenID,
+		pq.Array(modules), pq.Array(entities), pq.Array(records), pq.Array(actions), pq.Array(changes))
+	if err != nil {
+		return fmt.Errorf("write journal: %w", err)
+	}
+	return nil
+}
+
+// inTx runs fn in a transaction and commits when it returns nil.
+func (s *Server) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

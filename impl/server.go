@@ -1,0 +1,333 @@
+// Package impl is the hand-written server of the Customer Relationship Service: it
+// implements the strict server interface generated from openapi.yaml over
+// PostgreSQL, and wires authentication, rate limits and request validation in
+// front of it.
+package impl
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crmservice/crm/gen"
+)
+
+// Config holds what the server needs from its environment.
+type Config struct {
+	DB  *sqlx.DB
+	Log *slog.Logger
+	// RateLimit is the number of requests per second a token may make on average,
+	// with bursts of RateBurst; 0 switches the limit off.
+	RateLimit float64
+	RateBurst int
+	// BodyLimit caps request bodies (1 MiB when 0); MailBodyLimit those of
+	// POST /mail/send (10 MiB when 0).
+	BodyLimit     int64
+	MailBodyLimit int64
+}
+
+// Server implements gen.StrictServerInterface over PostgreSQL.
+type Server struct {
+	db      *sqlx.DB
+	log     *slog.Logger
+	limiter *rateLimiter
+}
+
+var _ gen.StrictServerInterface = (*Server)(nil)
+
+// NewHandler returns the HTTP handler of the whole API: every operation of
+// openapi.yaml behind authentication, rate limiting and request validation.
+func NewHandler(cfg Config) (http.Handler, error) {
+	if cfg.DB == nil {
+		return nil, errors.New("impl: Config.DB is required")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = 1 << 20
+	}
+	if cfg.MailBodyLimit <= 0 {
+		cfg.MailBodyLimit = 10 << 20
+	}
+	s := &Server{db: cfg.DB, log: cfg.Log, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst)}
+
+	doc, err := gen.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load the embedded openapi document: %w", err)
+	}
+	vm, err := newValidatingMux(s, doc, cfg)
+	if err != nil {
+		return nil, err
+	}
+	strict := gen.NewStrictHandlerWithOptions(s, nil, gen.StrictHTTPServerOptions{
+		RequestErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.writeError(w, r, badRequest("request body: %s", describeDecodeError(err)))
+		},
+		ResponseErrorHandlerFunc: s.writeError,
+	})
+	h := gen.HandlerWithOptions(strict, gen.StdHTTPServerOptions{
+		BaseRouter: vm,
+		ErrorHandlerFunc: func(w http.ResponseWriter, r *http.Request, err error) {
+			s.writeError(w, r, badRequest("%s", firstLine(err.Error())))
+		},
+	})
+	return s.recoverAndLog(h), nil
+}
+
+// requestInfo is what the middleware learns about a request, kept in its context
+// so that the error writer and the access log can use it.
+type requestInfo struct {
+	op        *operation
+	principal *Principal
+	code      string
+}
+
+type ctxKey int
+
+const infoKey ctxKey = iota
+
+func infoFrom(ctx context.Context) *requestInfo {
+	info, _ := ctx.Value(infoKey).(*requestInfo)
+	return info
+}
+
+func operationFrom(ctx context.Context) *operation {
+	if info := infoFrom(ctx); info != nil {
+		return info.op
+	}
+	return nil
+}
+
+func setRequestCode(ctx context.Context, code string) {
+	if info := infoFrom(ctx); info != nil {
+		info.code = code
+	}
+}
+
+// statusWriter remembers the HTTP status written, for the access log.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// recoverAndLog turns a panic into the internal-error envelope (the stack goes to
+// the log) and writes one access-log line per request.
+func (s *Server) recoverAndLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		info := &requestInfo{}
+		r = r.WithContext(context.WithValue(r.Context(), infoKey, info))
+		sw := &statusWriter{ResponseWriter: w}
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.log.ErrorContext(r.Context(), "panic", "method", r.Method, "path", r.URL.Path,
+					"panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				if sw.status == 0 {
+					s.writeError(sw, r, errors.New("panic"))
+				}
+			}
+			attrs := []any{"method", r.Method, "path", r.URL.Path, "status", sw.status,
+				"ms", float64(time.Since(start).Microseconds()) / 1000}
+			if info.code != "" {
+				attrs = append(attrs, "code", info.code)
+			}
+			if p := info.principal; p != nil {
+				attrs = append(attrs, "account", p.AccountID, "user", p.UserID)
+			}
+			s.log.InfoContext(r.Context(), "request", attrs...)
+		}()
+		next.ServeHTTP(sw, r)
+	})
+}
+
+// operation is one operation of the document, resolved once at start-up.
+type operation struct {
+	id         string
+	route      *routers.Route
+	pathParams []string
+	secured    bool
+	bodyLimit  int64
+	errorValue string // the envelope's value on failure (x-error-value)
+}
+
+// validatingMux is the gen.ServeMux the generated code registers its handlers on.
+// Each registered pattern is bound to its operation of the document, so routing
+// costs one ServeMux lookup. In front of the generated handler it authenticates,
+// rate-limits and validates the request with kin-openapi.
+type validatingMux struct {
+	s         *Server
+	mux       *http.ServeMux
+	paths     *http.ServeMux // the same paths without methods: 405 versus 404
+	ops       map[string]*operation
+	valOpts   *openapi3filter.Options
+	pathParam *regexp.Regexp
+}
+
+func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, error) {
+	m := &validatingMux{
+		s:         s,
+		mux:       http.NewServeMux(),
+		paths:     http.NewServeMux(),
+		ops:       map[string]*operation{},
+		pathParam: regexp.MustCompile(`\{([^}]+)\}`),
+		valOpts: &openapi3filter.Options{
+			// Authentication happens before validation, in ServeHTTP.
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			// The body goes to the handler exactly as sent: decimals keep their digits.
+			SkipSettingDefaults: true,
+		},
+	}
+	doc.Servers = nil
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			o := &operation{
+				id:        op.OperationID,
+				route:     &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op},
+				secured:   op.Security == nil || len(*op.Security) > 0,
+				bodyLimit: cfg.BodyLimit,
+			}
+			if path == "/mail/send" {
+				o.bodyLimit = cfg.MailBodyLimit
+			}
+			if v, ok := op.Extensions["x-error-value"].(string); ok {
+				o.errorValue = v
+			}
+			for _, match := range m.pathParam.FindAllStringSubmatch(path, -1) {
+				o.pathParams = append(o.pathParams, match[1])
+			}
+			m.ops[method+" "+path] = o
+		}
+		m.paths.HandleFunc(path, func(http.ResponseWriter, *http.Request) {})
+	}
+	return m, nil
+}
+
+// HandleFunc registers the generated handler of pattern ("METHOD /path").
+func (m *validatingMux) HandleFunc(pattern string, handler func(http.ResponseWriter, *http.Request)) {
+	op := m.ops[pattern]
+	if op == nil {
+		panic("impl: the generated code registers " + pattern + ", which is not in the document")
+	}
+	m.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		m.serveOperation(w, r, op, handler)
+	})
+}
+
+// ServeHTTP answers unknown paths and methods with the envelope.
+func (m *validatingMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if _, pattern := m.mux.Handler(r); pattern == "" {
+		if _, p := m.paths.Handler(r); p != "" {
+			m.s.writeError(w, r, &Error{Code: CodeNotAllowed, Msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
+			return
+		}
+		m.s.writeError(w, r, &Error{Code: CodeNotFound, Msg: "no such operation: " + r.Method + " " + r.URL.Path})
+		return
+	}
+	m.mux.ServeHTTP(w, r)
+}
+
+func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, op *operation, next func(http.ResponseWriter, *http.Request)) {
+	ctx := r.Context()
+	info := infoFrom(ctx)
+	info.op = op
+	if op.secured {
+		p, err := m.s.authenticate(ctx, r.Header.Get("Authorization"))
+		if err != nil {
+			m.s.writeError(w, r, err)
+			return
+		}
+		info.principal = p
+		ctx = withPrincipal(ctx, p)
+		if wait, limited := m.s.limiter.allow(p.TokenID, time.Now()); limited {
+			w.Header().Set("Retry-After", fmt.Sprint(wait))
+			m.s.writeError(w, r, &Error{Code: CodeTooMany, Msg: m.s.limiter.message()})
+			return
+		}
+	}
+	body, err := readBody(r, op.bodyLimit)
+	if err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
+	r = r.WithContext(ctx)
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	params := make(map[string]string, len(op.pathParams))
+	for _, name := range op.pathParams {
+		params[name] = r.PathValue(name)
+	}
+	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: op.route, Options: m.valOpts}
+	if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
+		m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	next(w, r)
+}
+
+// readBody reads the whole request body, refusing one larger than limit.
+func readBody(r *http.Request, limit int64) ([]byte, error) {
+	if r.Body == nil || r.Body == http.NoBody {
+		return nil, nil
+	}
+	tooLarge := badRequest("request body is larger than %d bytes", limit)
+	if r.ContentLength > limit {
+		return nil, tooLarge
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
+	if err != nil {
+		return nil, badRequest("request body could not be read")
+	}
+	if int64(len(body)) > limit {
+		return nil, tooLarge
+	}
+	return body, nil
+}
+
+// describeDecodeError explains why a validated body still did not decode into
+// its Go type (a date that does not exist, a number out of range) without Go
+// type names.
+func describeDecodeError(err error) string {
+	var typeErr *json.UnmarshalTypeError
+	if errors.As(err, &typeErr) {
+		return fmt.Sprintf("field %q: value does not fit %s", typeErr.Field, typeErr.Value)
+	}
+	var parseErr *time.ParseError
+	if errors.As(err, &parseErr) {
+		return fmt.Sprintf("date %q does not exist", parseErr.Value)
+	}
+	msg := firstLine(err.Error())
+	msg = strings.TrimPrefix(msg, "can't decode JSON body: ")
+	return msg
+}

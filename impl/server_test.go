@@ -1,0 +1,225 @@
+package impl_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crmservice/crm/impl"
+)
+
+func TestAuthentication(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	ctx := context.Background()
+
+	unauthorised := func(t *testing.T, header, want string) {
+		t.Helper()
+		r := httpRequest(t, e, http.MethodGet, "/directory/9", header)
+		if r.HTTPStatus != http.StatusUnauthorized || r.Status != "error" || r.code() != "401" || r.errorText() != want || r.Value != "" {
+			t.Fatalf("want HTTP 401 %q, got %d\n%s", want, r.HTTPStatus, r.Raw)
+		}
+		if got := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer ") {
+			t.Errorf("WWW-Authenticate %q", got)
+		}
+	}
+	t.Run("no token", func(t *testing.T) { unauthorised(t, "", "missing bearer token") })
+	t.Run("other scheme", func(t *testing.T) { unauthorised(t, "Basic YWRtaW46YWRtaW4=", "missing bearer token") })
+	t.Run("unknown token", func(t *testing.T) { unauthorised(t, "Bearer crm_nope", "unknown, expired or revoked token") })
+	t.Run("expired token", func(t *testing.T) {
+		id, token, err := impl.CreateToken(ctx, e.db, w.member.id, "short", time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.db.Exec(`UPDATE tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		unauthorised(t, "Bearer "+token, "unknown, expired or revoked token")
+	})
+	t.Run("revoked token", func(t *testing.T) {
+		id, token, err := impl.CreateToken(ctx, e.db, w.member.id, "revoked", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r := httpRequest(t, e, http.MethodGet, "/directory/9", "Bearer "+token); r.Status != "success" {
+			t.Fatalf("fresh token refused: %s", r.Raw)
+		}
+		if err := impl.RevokeToken(ctx, e.db, id); err != nil {
+			t.Fatal(err)
+		}
+		unauthorised(t, "Bearer "+token, "unknown, expired or revoked token")
+		if err := impl.RevokeToken(ctx, e.db, id); err == nil {
+			t.Error("revoking twice succeeded")
+		}
+	})
+	t.Run("inactive user", func(t *testing.T) {
+		if _, err := e.db.Exec(`UPDATE users SET active = false WHERE id = $1`, w.other.id); err != nil {
+			t.Fatal(err)
+		}
+		unauthorised(t, "Bearer "+w.other.token, "unknown, expired or revoked token")
+	})
+	t.Run("401 before validation", func(t *testing.T) {
+		r := e.do(t, request{method: http.MethodPost, target: "/company/insert", body: "not json"})
+		if r.HTTPStatus != http.StatusUnauthorized || r.code() != "401" {
+			t.Fatalf("want 401, got %s", r.Raw)
+		}
+	})
+	t.Run("only the hash is stored", func(t *testing.T) {
+		if n := e.count(t, `SELECT count(*) FROM tokens WHERE hash = $1`, impl.HashToken(w.admin.token)); n != 1 {
+			t.Fatalf("the token's hash is stored %d times", n)
+		}
+		if n := e.count(t, `SELECT count(*) FROM tokens WHERE encode(hash, 'escape') LIKE '%crm_%'`); n != 0 {
+			t.Fatal("a token is stored in clear")
+		}
+	})
+}
+
+// httpRequest sends a request with an exact Authorization header (or none).
+func httpRequest(t *testing.T, e *env, method, target, authorization string) reply {
+	t.Helper()
+	return e.do(t, request{method: method, target: target, authorization: authorization})
+}
+
+func TestRateLimit(t *testing.T) {
+	e := newEnv(t, func(c *impl.Config) { c.RateLimit, c.RateBurst = 1, 3 })
+	w := e.newWorld(t, "acme")
+	for i := range 3 {
+		if r := e.get(t, w.member.token, "/directory/9"); r.Status != "success" {
+			t.Fatalf("request %d within the burst refused: %s", i+1, r.Raw)
+		}
+	}
+	r := e.get(t, w.member.token, "/directory/9")
+	if r.HTTPStatus != http.StatusTooManyRequests || r.code() != "429" || r.Status != "error" ||
+		!strings.Contains(r.errorText(), "rate limit exceeded") {
+		t.Fatalf("want 429, got %d %s", r.HTTPStatus, r.Raw)
+	}
+	if got := r.Header.Get("Retry-After"); got != "1" {
+		t.Errorf("Retry-After %q, want 1", got)
+	}
+	// Another token has its own bucket.
+	if r := e.get(t, w.peer.token, "/directory/9"); r.Status != "success" {
+		t.Fatalf("another token was limited: %s", r.Raw)
+	}
+}
+
+func TestUnknownOperations(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	r := e.do(t, request{method: http.MethodGet, target: "/company/list", token: w.admin.token, noOperation: true})
+	expectError(t, r, "404", "no such operation: GET /company/list", "")
+	r = e.do(t, request{method: http.MethodGet, target: "/company/insert", token: w.admin.token, noOperation: true})
+	expectError(t, r, "405", "method GET is not allowed on /company/insert", "")
+}
+
+func TestHealth(t *testing.T) {
+	e := newEnv(t)
+	if v := expectOK(t, e.get(t, "", "/healthz")); v != `{"status":"ok"}` {
+		t.Errorf("healthz value %s", v)
+	}
+	if v := expectOK(t, e.get(t, "", "/readyz")); v != `{"status":"ok"}` {
+		t.Errorf("readyz value %s", v)
+	}
+	t.Run("stale schema", func(t *testing.T) {
+		if _, err := e.db.Exec(`DELETE FROM schema_migrations WHERE version = (SELECT max(version) FROM schema_migrations)`); err != nil {
+			t.Fatal(err)
+		}
+		r := e.get(t, "", "/readyz")
+		if r.HTTPStatus != http.StatusServiceUnavailable || r.code() != "503" || r.Status != "error" {
+			t.Fatalf("want HTTP 503, got %d %s", r.HTTPStatus, r.Raw)
+		}
+	})
+}
+
+func TestDirectoryGet(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	b := e.newWorld(t, "beta")
+	ctx := context.Background()
+	// A later sort order, an inactive value and an empty directory.
+	if _, err := impl.AddDirectoryValue(ctx, e.db, impl.DirectoryValueInput{AccountID: w.accountID, Code: 9, Name: "Agent", Sort: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.db.Exec(`UPDATE directory_values SET active = false WHERE id = $1`, w.dirs[10][1]); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name  string
+		token string
+		code  int
+		want  string
+		rows  int
+	}{
+		{"sorted by sort order", w.member.token, 9, "", 3},
+		{"inactive values hidden", w.member.token, 10, fmt.Sprintf(`[{"ID":%d,"NAME":"Active"}]`, w.dirs[10][0]), 1},
+		{"empty directory", w.member.token, 44, `[]`, 0},
+		{"own account only", b.admin.token, 10,
+			fmt.Sprintf(`[{"ID":%d,"NAME":"Active"},{"ID":%d,"NAME":"Lost"}]`, b.dirs[10][0], b.dirs[10][1]), 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.get(t, tc.token, fmt.Sprintf("/directory/%d", tc.code))
+			if r.Status != "success" || r.Rows != tc.rows || r.Pages != min(tc.rows, 1) || r.Page != min(tc.rows, 1) {
+				t.Fatalf("reply %s", r.Raw)
+			}
+			if tc.code == 9 { // the id of "Agent" is not known in advance
+				got := decode[[]map[string]any](t, r.Value)
+				if len(got) != 3 || got[2]["NAME"] != "Agent" || got[0]["NAME"] != "Client" {
+					t.Fatalf("value %s", r.Value)
+				}
+				return
+			}
+			if got, want := decode[any](t, r.Value), decode[any](t, tc.want); !reflect.DeepEqual(got, want) {
+				t.Fatalf("value %s, want %s", r.Value, tc.want)
+			}
+		})
+	}
+	t.Run("unknown code", func(t *testing.T) {
+		expectError(t, e.get(t, w.member.token, "/directory/7"), "400", `path parameter "code": value is not one of the allowed values`, "")
+		expectError(t, e.get(t, w.member.token, "/directory/abc"), "400", `path parameter "code"`, "")
+	})
+}
+
+// TestNotImplemented checks that the operations later work owns answer 501 to a
+// valid request, with the error value of their operation.
+func TestNotImplemented(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	for _, tc := range []struct {
+		method, target string
+		body           any
+		value          string
+	}{
+		{"POST", "/common/list/paging/1?columns=id", nil, ""},
+		{"GET", "/finance/list?company_id=1", nil, ""},
+		{"GET", "/document/list?company_id=1", nil, ""},
+		{"GET", "/task/list?company_id=1", nil, ""},
+		{"GET", "/contact/list", nil, ""},
+		{"POST", "/contact/insert", map[string]any{"company_id": 1}, ""},
+		{"POST", "/company/update", map[string]any{"id": 1, "note": "x"}, "0"},
+		{"POST", "/company/requisites/insert", map[string]any{"id_company": 1}, "0"},
+		{"POST", "/company/phone/insert", map[string]any{"company_id": 1, "phone": "123"}, ""},
+		{"POST", "/company/email/insert", map[string]any{"company_id": 1, "email": "a@b.example"}, ""},
+		{"POST", "/task/insert", map[string]any{"company_id": 1, "note": "x", "type_id": 1}, ""},
+		{"POST", "/deal/insert", map[string]any{"name": "d", "company_id": 1, "type_id": 1, "status_id": 1, "user_id": 1,
+			"date_start": "2026-01-01", "date_finish": "2026-01-02"}, ""},
+		{"POST", "/deal/update", map[string]any{"id": 1, "note": "x"}, "0"},
+		{"GET", "/deal/goods/list?deal_id=1", nil, ""},
+		{"POST", "/deal/goods/insert?deal_id=1&goods_ids=1,2", nil, "0"},
+		{"POST", "/deal/goods/update", map[string]any{"id": 1, "deal_id": 1, "qnt": 2}, ""},
+		{"GET", "/document/goods/list?document_id=1", nil, ""},
+		{"POST", "/document/goods/insert?document_id=1&goods_ids=1", nil, "0"},
+		{"POST", "/mail/send", map[string]any{"mail": map[string]any{"account_id": "1", "to_address": "a@b.example", "subject": "eA==", "body": "eA=="}}, ""},
+		{"GET", "/dashboard/my/day", nil, ""},
+		{"GET", "/dashboard/my/tasks", nil, ""},
+		{"GET", "/dashboard/kpi/my", nil, ""},
+		{"GET", "/dashboard/kpi/team", nil, ""},
+	} {
+		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
+			expectError(t, e.do(t, request{method: tc.method, target: tc.target, token: w.admin.token, body: tc.body}),
+				"501", "not implemented yet", tc.value)
+		})
+	}
+}
