@@ -1,0 +1,103 @@
+package conformance
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// TestContractDocumentsEveryOperation holds openapi.yaml to the rules it sets
+// itself: every operation has a unique operationId, a tag, a summary and a
+// description, names the schema of its decoded value, gives a request example
+// where it takes input, documents its 401 and 429 replies when it needs a token,
+// and has examples of a success and of a failure that match the envelope. Every
+// success example's value also matches the operation's x-value-schema.
+func TestContractDocumentsEveryOperation(t *testing.T) {
+	c := testContract(t)
+	ids := map[string]string{}
+	ops := 0
+	for path, item := range c.Doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops++
+			name := method + " " + path
+			t.Run(name, func(t *testing.T) {
+				if prev, dup := ids[op.OperationID]; dup || op.OperationID == "" {
+					t.Errorf("operationId %q missing or also used by %s", op.OperationID, prev)
+				}
+				ids[op.OperationID] = name
+				if len(op.Tags) != 1 || op.Summary == "" || strings.TrimSpace(op.Description) == "" {
+					t.Errorf("want one tag, a summary and a description")
+				}
+				schema, _, err := c.ValueSchema(op)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if hasInput(op) && !hasRequestExample(op) {
+					t.Errorf("takes input but has no request example")
+				}
+				secured := op.Security == nil || len(*op.Security) > 0
+				if secured && (op.Responses.Value("401") == nil || op.Responses.Value("429") == nil) {
+					t.Errorf("needs a token but does not document 401 and 429")
+				}
+				var success, failure int
+				for _, code := range []string{"200", "503"} {
+					resp := op.Responses.Value(code)
+					if resp == nil {
+						continue
+					}
+					for exName, ex := range resp.Value.Content.Get("application/json").Examples {
+						var env struct {
+							Status string `json:"status"`
+							Value  string `json:"value"`
+						}
+						raw, _ := json.Marshal(ex.Value.Value)
+						if err := json.Unmarshal(raw, &env); err != nil {
+							t.Errorf("example %s is not an envelope: %v", exName, err)
+							continue
+						}
+						if env.Status != "success" {
+							failure++
+							continue
+						}
+						success++
+						value, err := DecodeValue(env.Value)
+						if err != nil {
+							t.Errorf("example %s: value: %v", exName, err)
+							continue
+						}
+						if err := schema.VisitJSON(value, openapi3.MultiErrors()); err != nil {
+							t.Errorf("example %s: value does not match x-value-schema: %v", exName, err)
+						}
+					}
+				}
+				if success == 0 || (secured && failure == 0) {
+					t.Errorf("%d success and %d failure examples; want both", success, failure)
+				}
+			})
+		}
+	}
+	if ops < 26 {
+		t.Errorf("%d operations; the interface has 26", ops)
+	}
+}
+
+func hasInput(op *openapi3.Operation) bool {
+	return op.RequestBody != nil || len(op.Parameters) > 0
+}
+
+func hasRequestExample(op *openapi3.Operation) bool {
+	if op.RequestBody != nil {
+		if mt := op.RequestBody.Value.Content.Get("application/json"); mt != nil && (mt.Example != nil || len(mt.Examples) > 0) {
+			return true
+		}
+	}
+	for _, p := range op.Parameters {
+		if p.Value.Example != nil || len(p.Value.Examples) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
