@@ -101,3 +101,51 @@ func hasRequestExample(op *openapi3.Operation) bool {
 	return false
 }
 
+
+// TestContractNamesItsObjectSchemas checks that every object schema is a named
+// component, so that generated SDKs get a named type for each.
+func TestContractNamesItsObjectSchemas(t *testing.T) {
+	c := testContract(t)
+	var inline []string
+	var walk func(ref *openapi3.SchemaRef, where string, named bool)
+	walk = func(ref *openapi3.SchemaRef, where string, named bool) {
+		if ref == nil || ref.Value == nil || (ref.Ref != "" && !named) {
+			return
+		}
+		s := ref.Value
+		if !named && s.Type.Is(openapi3.TypeObject) {
+			inline = append(inline, where)
+		}
+		for name, p := range s.Properties {
+			walk(p, where+"."+name, false)
+		}
+		walk(s.Items, where+"[]", false)
+		for _, sub := range append(append(s.AllOf, s.OneOf...), s.AnyOf...) {
+			walk(sub, where+"(of)", false)
+		}
+	}
+	for name, s := range c.Doc.Components.Schemas {
+		walk(s, name, true)
+	}
+	for path, item := range c.Doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			where := method + " " + path
+			for _, p := range op.Parameters {
+				walk(p.Value.Schema, where+" parameter "+p.Value.Name, false)
+			}
+			if op.RequestBody != nil {
+				for ct, mt := range op.RequestBody.Value.Content {
+					walk(mt.Schema, where+" body "+ct, false)
+				}
+			}
+			for code, resp := range op.Responses.Map() {
+				for ct, mt := range resp.Value.Content {
+					walk(mt.Schema, where+" reply "+code+" "+ct, false)
+				}
+			}
+		}
+	}
+	if len(inline) > 0 {
+		t.Errorf("inline object schemas (make them named components): %v", inline)
+	}
+}

@@ -1082,6 +1082,10 @@ type InsertedPhone struct {
 	Phone string `json:"phone"`
 }
 
+// JournalChanges What a journal row changed: for an insert the stored fields (`{"name": "Contoso", ...}`),
+// for an update each changed field with its old and new value (`{"note": ["old", "new"]}`).
+type JournalChanges map[string]interface{}
+
 // KpiItem defines model for KpiItem.
 type KpiItem struct {
 	Actual  json.Number    `json:"actual"`
@@ -1139,100 +1143,103 @@ type KpiTeamUser struct {
 // the columns every module may have are below; `ADD_{name}` columns carry additional
 // fields (a string, number, boolean or null by the field's type).
 type ListRow struct {
-	Account              *string                 `json:"account,omitempty"`
-	AccountId            *int64                  `json:"account_id,omitempty"`
-	Action               *string                 `json:"action,omitempty"`
-	ActivityType         *string                 `json:"activity_type,omitempty"`
-	Address              *string                 `json:"address,omitempty"`
-	Agent                *string                 `json:"agent,omitempty"`
-	AgentId              *int64                  `json:"agent_id,omitempty"`
-	AttachmentFlag       *ListRowAttachmentFlag  `json:"attachment_flag,omitempty"`
-	Bcc                  *string                 `json:"bcc,omitempty"`
-	Body                 *string                 `json:"body,omitempty"`
-	Category             *string                 `json:"category,omitempty"`
-	CategoryId           *int64                  `json:"category_id,omitempty"`
-	Cc                   *string                 `json:"cc,omitempty"`
-	Changes              *map[string]interface{} `json:"changes,omitempty"`
-	City                 *string                 `json:"city,omitempty"`
-	Code                 *string                 `json:"code,omitempty"`
-	CompanyCategory      *string                 `json:"company_category,omitempty"`
-	CompanyCategoryId    *int64                  `json:"company_category_id,omitempty"`
-	CompanyCity          *string                 `json:"company_city,omitempty"`
-	CompanyCountry       *string                 `json:"company_country,omitempty"`
-	CompanyId            *int64                  `json:"company_id,omitempty"`
-	CompanyName          *string                 `json:"company_name,omitempty"`
-	CompanyRegion        *string                 `json:"company_region,omitempty"`
-	CompanyStatus        *string                 `json:"company_status,omitempty"`
-	CompanyStatusId      *int64                  `json:"company_status_id,omitempty"`
-	CompanyTaxId         *string                 `json:"company_tax_id,omitempty"`
-	CompanyType          *string                 `json:"company_type,omitempty"`
-	CompanyTypeId        *int64                  `json:"company_type_id,omitempty"`
-	CompanyUrl           *string                 `json:"company_url,omitempty"`
-	Contact              *string                 `json:"contact,omitempty"`
-	ContactId            *int64                  `json:"contact_id,omitempty"`
-	Country              *string                 `json:"country,omitempty"`
-	Created              *string                 `json:"created,omitempty"`
-	CreatedBy            *string                 `json:"created_by,omitempty"`
-	Currency             *string                 `json:"currency,omitempty"`
-	Date                 *string                 `json:"date,omitempty"`
-	DateExpire           *string                 `json:"date_expire,omitempty"`
-	DateFinish           *string                 `json:"date_finish,omitempty"`
-	DateStart            *string                 `json:"date_start,omitempty"`
-	Deal                 *string                 `json:"deal,omitempty"`
-	DealId               *int64                  `json:"deal_id,omitempty"`
-	Direction            *string                 `json:"direction,omitempty"`
-	DirectionId          *int                    `json:"direction_id,omitempty"`
-	Discount             *json.Number            `json:"discount,omitempty"`
-	DocumentId           *int64                  `json:"document_id,omitempty"`
-	Entity               *string                 `json:"entity,omitempty"`
-	ExternalCode         *string                 `json:"external_code,omitempty"`
-	FirstName            *string                 `json:"first_name,omitempty"`
-	From                 *string                 `json:"from,omitempty"`
-	FromAddress          *string                 `json:"from_address,omitempty"`
-	GoodsId              *int64                  `json:"goods_id,omitempty"`
-	Id                   *int64                  `json:"id,omitempty"`
-	InfoSource           *string                 `json:"info_source,omitempty"`
-	IsHot                *int                    `json:"is_hot,omitempty"`
-	LastName             *string                 `json:"last_name,omitempty"`
-	MessageId            *string                 `json:"message_id,omitempty"`
-	MiddleName           *string                 `json:"middle_name,omitempty"`
-	Module               *int                    `json:"module,omitempty"`
-	Name                 *string                 `json:"name,omitempty"`
-	Note                 *string                 `json:"note,omitempty"`
-	Number               *string                 `json:"number,omitempty"`
-	Person               *int                    `json:"person,omitempty"`
-	Price                *json.Number            `json:"price,omitempty"`
-	PropertyForm         *string                 `json:"property_form,omitempty"`
-	Qnt                  *json.Number            `json:"qnt,omitempty"`
-	RecordId             *int64                  `json:"record_id,omitempty"`
-	Region               *string                 `json:"region,omitempty"`
-	Result               *string                 `json:"result,omitempty"`
-	SmallPartOfBody      *string                 `json:"small_part_of_body,omitempty"`
-	Status               *string                 `json:"status,omitempty"`
-	StatusId             *int64                  `json:"status_id,omitempty"`
-	Subject              *string                 `json:"subject,omitempty"`
-	Sum                  *json.Number            `json:"sum,omitempty"`
-	SumCurrency          *json.Number            `json:"sum_currency,omitempty"`
-	Tags                 *string                 `json:"tags,omitempty"`
-	TaxId                *string                 `json:"tax_id,omitempty"`
-	To                   *string                 `json:"to,omitempty"`
-	ToAddress            *string                 `json:"to_address,omitempty"`
-	Type                 *string                 `json:"type,omitempty"`
-	TypeId               *int64                  `json:"type_id,omitempty"`
-	Unit                 *string                 `json:"unit,omitempty"`
-	Url                  *string                 `json:"url,omitempty"`
-	UserId               *int64                  `json:"user_id,omitempty"`
-	UserName             *string                 `json:"user_name,omitempty"`
-	UtmCampaign          *string                 `json:"utm_campaign,omitempty"`
-	UtmContent           *string                 `json:"utm_content,omitempty"`
-	UtmMedium            *string                 `json:"utm_medium,omitempty"`
-	UtmSource            *string                 `json:"utm_source,omitempty"`
-	UtmTerm              *string                 `json:"utm_term,omitempty"`
-	Vat                  *json.Number            `json:"vat,omitempty"`
-	WhichHostSource      *string                 `json:"which_host_source,omitempty"`
-	WhichLinkSource      *string                 `json:"which_link_source,omitempty"`
-	WhichSiteSource      *string                 `json:"which_site_source,omitempty"`
-	AdditionalProperties map[string]interface{}  `json:"-"`
+	Account        *string                `json:"account,omitempty"`
+	AccountId      *int64                 `json:"account_id,omitempty"`
+	Action         *string                `json:"action,omitempty"`
+	ActivityType   *string                `json:"activity_type,omitempty"`
+	Address        *string                `json:"address,omitempty"`
+	Agent          *string                `json:"agent,omitempty"`
+	AgentId        *int64                 `json:"agent_id,omitempty"`
+	AttachmentFlag *ListRowAttachmentFlag `json:"attachment_flag,omitempty"`
+	Bcc            *string                `json:"bcc,omitempty"`
+	Body           *string                `json:"body,omitempty"`
+	Category       *string                `json:"category,omitempty"`
+	CategoryId     *int64                 `json:"category_id,omitempty"`
+	Cc             *string                `json:"cc,omitempty"`
+
+	// Changes What a journal row changed: for an insert the stored fields (`{"name": "Contoso", ...}`),
+	// for an update each changed field with its old and new value (`{"note": ["old", "new"]}`).
+	Changes              *JournalChanges        `json:"changes,omitempty"`
+	City                 *string                `json:"city,omitempty"`
+	Code                 *string                `json:"code,omitempty"`
+	CompanyCategory      *string                `json:"company_category,omitempty"`
+	CompanyCategoryId    *int64                 `json:"company_category_id,omitempty"`
+	CompanyCity          *string                `json:"company_city,omitempty"`
+	CompanyCountry       *string                `json:"company_country,omitempty"`
+	CompanyId            *int64                 `json:"company_id,omitempty"`
+	CompanyName          *string                `json:"company_name,omitempty"`
+	CompanyRegion        *string                `json:"company_region,omitempty"`
+	CompanyStatus        *string                `json:"company_status,omitempty"`
+	CompanyStatusId      *int64                 `json:"company_status_id,omitempty"`
+	CompanyTaxId         *string                `json:"company_tax_id,omitempty"`
+	CompanyType          *string                `json:"company_type,omitempty"`
+	CompanyTypeId        *int64                 `json:"company_type_id,omitempty"`
+	CompanyUrl           *string                `json:"company_url,omitempty"`
+	Contact              *string                `json:"contact,omitempty"`
+	ContactId            *int64                 `json:"contact_id,omitempty"`
+	Country              *string                `json:"country,omitempty"`
+	Created              *string                `json:"created,omitempty"`
+	CreatedBy            *string                `json:"created_by,omitempty"`
+	Currency             *string                `json:"currency,omitempty"`
+	Date                 *string                `json:"date,omitempty"`
+	DateExpire           *string                `json:"date_expire,omitempty"`
+	DateFinish           *string                `json:"date_finish,omitempty"`
+	DateStart            *string                `json:"date_start,omitempty"`
+	Deal                 *string                `json:"deal,omitempty"`
+	DealId               *int64                 `json:"deal_id,omitempty"`
+	Direction            *string                `json:"direction,omitempty"`
+	DirectionId          *int                   `json:"direction_id,omitempty"`
+	Discount             *json.Number           `json:"discount,omitempty"`
+	DocumentId           *int64                 `json:"document_id,omitempty"`
+	Entity               *string                `json:"entity,omitempty"`
+	ExternalCode         *string                `json:"external_code,omitempty"`
+	FirstName            *string                `json:"first_name,omitempty"`
+	From                 *string                `json:"from,omitempty"`
+	FromAddress          *string                `json:"from_address,omitempty"`
+	GoodsId              *int64                 `json:"goods_id,omitempty"`
+	Id                   *int64                 `json:"id,omitempty"`
+	InfoSource           *string                `json:"info_source,omitempty"`
+	IsHot                *int                   `json:"is_hot,omitempty"`
+	LastName             *string                `json:"last_name,omitempty"`
+	MessageId            *string                `json:"message_id,omitempty"`
+	MiddleName           *string                `json:"middle_name,omitempty"`
+	Module               *int                   `json:"module,omitempty"`
+	Name                 *string                `json:"name,omitempty"`
+	Note                 *string                `json:"note,omitempty"`
+	Number               *string                `json:"number,omitempty"`
+	Person               *int                   `json:"person,omitempty"`
+	Price                *json.Number           `json:"price,omitempty"`
+	PropertyForm         *string                `json:"property_form,omitempty"`
+	Qnt                  *json.Number           `json:"qnt,omitempty"`
+	RecordId             *int64                 `json:"record_id,omitempty"`
+	Region               *string                `json:"region,omitempty"`
+	Result               *string                `json:"result,omitempty"`
+	SmallPartOfBody      *string                `json:"small_part_of_body,omitempty"`
+	Status               *string                `json:"status,omitempty"`
+	StatusId             *int64                 `json:"status_id,omitempty"`
+	Subject              *string                `json:"subject,omitempty"`
+	Sum                  *json.Number           `json:"sum,omitempty"`
+	SumCurrency          *json.Number           `json:"sum_currency,omitempty"`
+	Tags                 *string                `json:"tags,omitempty"`
+	TaxId                *string                `json:"tax_id,omitempty"`
+	To                   *string                `json:"to,omitempty"`
+	ToAddress            *string                `json:"to_address,omitempty"`
+	Type                 *string                `json:"type,omitempty"`
+	TypeId               *int64                 `json:"type_id,omitempty"`
+	Unit                 *string                `json:"unit,omitempty"`
+	Url                  *string                `json:"url,omitempty"`
+	UserId               *int64                 `json:"user_id,omitempty"`
+	UserName             *string                `json:"user_name,omitempty"`
+	UtmCampaign          *string                `json:"utm_campaign,omitempty"`
+	UtmContent           *string                `json:"utm_content,omitempty"`
+	UtmMedium            *string                `json:"utm_medium,omitempty"`
+	UtmSource            *string                `json:"utm_source,omitempty"`
+	UtmTerm              *string                `json:"utm_term,omitempty"`
+	Vat                  *json.Number           `json:"vat,omitempty"`
+	WhichHostSource      *string                `json:"which_host_source,omitempty"`
+	WhichLinkSource      *string                `json:"which_link_source,omitempty"`
+	WhichSiteSource      *string                `json:"which_site_source,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
 }
 
 // ListRowAttachmentFlag defines model for ListRow.AttachmentFlag.
@@ -7673,352 +7680,354 @@ func (sh *strictHandler) TaskList(w http.ResponseWriter, r *http.Request, params
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchs5kjZ6KwjuRrTkKVEkJbltKibOqm33tHcs29NWT5/Zpl8WxIJIjIoAu1CUzO6jiPPz/f3+2Ts4",
-	"N7J3sldyApkACihWkcUPtT07vTGxLbNQKHwk8guZT/7aGsnpTAomctXq/9pin+h0ljL4+xuavKQ503+q",
-	"+XRKs0Wr37ogCc0ZySc0J4lkigiZkxnNFGtFrTuazqH9SCas1W+ddjqtqMWyTGatfuvnOcsWui2dspxl",
-	"ZNDSXQ1afaLyjItx0d+U5qMJySeM3MhsSnPXtBW1ZnTMWv0O/qHgr0ze4x8qp/lctfrmk25ArdbDQ6Tn",
-	"8z37ec5UXp7SDWdpgnO6oTxV5I6mPKE5l2LtrDLsklzLZNE3PQ1agk5hZvAu4YroZjxjCbme52TKleJi",
-	"vNNsXsjpjIrFW5l/K+ciCad0iR8gMiNc3HHFr1NGRnIucpbNaJYvKqd16k3Lb0y6nU4XNuYGPrWHYb/L",
-	"XjKafm8WJRz8W8bzCcvICJsOeUKEzEjCaKr/HvM7tn5bvJe9d72N2HEWIqej/N3NhZB6rGZW4TyuJnrN",
-	"oSGZsUxJQa5ZKsVYkVwSim+u35VwVtDdkCf9ctc9vUfuBOGH9HfKG9nbaeJ61zYgOb3ua0lNNyIn+yOx",
-	"l3I0nzKRbzJO88r6sZqG5Nk+xytKTFb/cl7wju7ysMQ8TYtRNf28mo9GTClvAF0YwWtNIYKmJb4oyFyw",
-	"TzM2yllCFMvuWEZu6DzNyUHCcmCUUqQLwgXwatMilePDinU8CwiZmy8SuyLbL58d/H+wTP6jTaADM3jL",
-	"7l+XqPS1UCzLWeJRgR6hYPeEJ49HDk87HaSItzJ/rRUBTetl/qz5mpyxDOSjHpk+BrxoTa4XJJ9wZddz",
-	"wfLK5ex6y1nuAt/ZnijC8S+Txhc+B6SL79lIZol6J97TMbuS8g3NxiVOkWGToRS6e0Kv5R0DSpnST3w6",
-	"n26hlIVdaiVGzKfXLCPTuVZzGKE5mUqVEzwQ2+/RD+JWyHvxJykTVdbIxvpHwo1SZvcHj+mI5jSV4zk7",
-	"179ONDPn5ris5d/Q75Anqm8+8fz584KNL31hl/17iFoTRhOWweS+Z3m2OLq4yVmm/5kwNcr4DDTMfusD",
-	"G0mRgFpwT7le5BuZMXPiP+XE6pj3PJ8gWebylom2nhgq7K1+N2o51aafZ3MWtdRowqZUf27KBVCDbpUv",
-	"ZswwsDHLYCd+/PHHo4t5PmEi5yOj8ocjvEjv6UKR+BtGM5bFkR0KIxmjWv2gisSwCkPvxTgYYQtfRo75",
-	"x0GLC1CzhzCXQSsiS+//cdCaI5FEhH2agf4sM5KxO3nLEmJebK2auZktWhi4K47YYWOA/LRagyw4nLb+",
-	"PZiDVlOiFhf25LQiUPWNFjME3lw/GLRmcPGfarJcsy84NqNyVI7PPAvG+Kx+jKb5o4zzNZ7icIAv5HRK",
-	"jxTTa655Ik8UkTdAOHj+vMNMhT7wU7ogGZsxmpMDKRiZScWBSTOqbUI+ZYchVZ10utEJqLVVU3YHfuWE",
-	"p/TTGybG+aTV73U6cNhzLd9b/db/+qlz9PzjHw4i/O/hk39tRUtUFbX+POPaWP42k9PlVfiWZyonCV3Y",
-	"uc9YxmWitRBUR8DU9RvF2t4d5jL+SpGpFPmkNOlep/f0qNs9AgFUudX6/Rs9msqN1Y9XzeNKLs/iDV0z",
-	"CakfGhYKZ5PIe8GyrxRsG/lFClYzje7ZqmnkcsNJ/GXOR7fGJqs6Ni88m+icxIWtGGv2EpujHJMDmZFr",
-	"mU8OfcMx5Lq1Z63otLXL0YKprGJPW41/NQPbdrQP+oipmRQKHUhXUl5SsTBOF4VCWeTazur/2qKzWaql",
-	"DZfi+O9Kz+fXYl0L8d177jtbaM5Iyqc8J+zTiLGEJX1y1rECUmmaJAqkKfwJVLi9kuIvxb9m7KbVb/3L",
-	"ceEwO8an6viVuGOpnDFcg3CPrtxhsCMmPFekmMk5ybRuQKjWDUjsKQqxmYpqkxgGFet9jAetQSuO9E7n",
-	"vhb7lSLxpyOYxBG21jtdr4JUTci0PvabPqCuRuf5RGb8F7QGmu0jfNaI+VDD+2GdWK/U5Hxte96gh+11",
-	"U+uhCx1TsuHYzNvkGhWeXYezNzr0x6NJyYwzIisWcz+0V6VhriLApfYP3jJAj57LjSYJqAg0fZ/pIeVc",
-	"ry7K+JIaG7rDqDLqfpYQNZH3iujjGF+8fDn8VXPFh5hMmbZ9tJ6S6TPqvoSeXqWnOfM++muLjnJ+x/PF",
-	"ENnjkgYa6eFm2uyufDY2p6r6yRDP0RJb1vY/vdaME2ddZs1RSy/iWGaLyr7twx2653lN13q96z6bMWq8",
-	"C6uoGvQRPmXeK8PrxbI01BSud83qJ3PFMnI/kXrXgOsC3U7kPeE5uafK/H5AZzzShrvM8ohMKU8j0m63",
-	"QVNZGjL7hG6fIZ77ikmBGjdEmVrxeJzJ+az+yfY7UPNiRUNxI4dKzrNR9QhTumr8U54kKat/Xv9A5tUP",
-	"0H+9vJ1xNyYpG9OUaCaQLyIS92Iyy/idFp34FuhiQusjP3Wj3seq6ZrTuRjqpakcQMbGHAew9Mhy5dpH",
-	"2+9XTscN7CXdqpIQc/rJfDvsgAth6d/q5aD4KZ4zdU40/wbbXc7B6phWd17HuvQPw8aUNs/Syl70wdyg",
-	"F926lqzm+XQ4otMZ5WNR36DQViqfT1nC59PaxysOi36csxrCup/w0WQ4kSpf1QW2Srm4Xd9K72J9qwff",
-	"xP2pBbo8LFwhcwqma3i2I/+CVUclGVY+QwUZmO0K2HLIYAJ+GHIPn9MgrRSU4e+64xCGh5SZcCi+PEnn",
-	"n1F3lD1BaqWtx3otf3bny5zTqvWv2t+q3SzRaEBSAfmFtOrRVsHX5PXf2ShvFfeoL2iW1KtANzRVrKyg",
-	"jArFaZXUtfoVyHC4aURtPmdTtf5deKFgJS2aZRT6YlrANu/plW6OfvCq3mYTKVjz3t7r5vW9FYyycY/f",
-	"u1fqui0dSrv6biXcJILve4u+YvfxlsgLatiADF5suamvxWwOY5jST6/xvW6ns7yYr7bY6Iq+zyq6fk8X",
-	"UyZyc4XXfIu+BZUdetiCbhoObkn/932LZ2fRSnvAa9vteKtabQaUbBv9hBwkPGOjXGYLcvoMdNiNfDhL",
-	"tkBJPTEP/c/0nm/1GWMwrF0dz4BY23ZJOy8rVwkjXBAqiG1J6Ag+oK11tVA5KkRrPxQq+eGuRatV+3BI",
-	"f9JPgk3bajVLOv3a8Qc6/trhl3T+te1twyXVVvMsMNGcB+FmnqbOaKMV2n15KlMu3MejeiujdJCqRunb",
-	"HaAoQ4+/jQ2ydoMKm2Rt08AQKd0rwiOfvLqdbchrM1tlPRPzzIh6xzzRrfyxb3UyjA0SXPCcPotWGiXh",
-	"mL5HlzbECelG2wyiZKSs3dOS0dKofWHENGq+AbfwjZy1jSuNnvXLX2kFNX2tZBate62kkhkrozBqLCms",
-	"0Lx+mCU0Z001rxJT4UlMqEgIzUnKqMqJFIxgNCB4FdtIUH5HvbVuxsdTM3ZTIL5IveAxBfymonurl75I",
-	"ef9byOovRtI+hgg9JxmbpXTE8F5CplsK1d9ARm56j11yTFWzVvQabMZNL8qB0DYyiWcELeuIsCMwRoHp",
-	"KjniNCWC5fcyu624wHm1Vw/F+716KD7A4N+asTfuNXitql8vWKGZU9a+UOuX3eJuZ83NSeOx7ecCoxTB",
-	"Y+2UPtHdRyZaRxMUdggPK53p9RcfJrJp5cPtLxge7e6iys0cRLsExOFc0A0dwf7EvTWqceYaj3Dh1H5v",
-	"nWmvrHutdGZWcB708OzIfmwoKsnlmIFOBwyJBjfP++E6Td1lj+fs2lBNemQ1ZAN9wjt64X5e0nw0YQkZ",
-	"UcWO9F4K3fKOpQtCx5QLhcF6tgNFCvv04LR3eG4ulXMJl8wTJohg98sCfCs7HlwkJXLzXUcnmxvID6tO",
-	"w/bO5X9Mal4jBVcrUb8fhX/8o1BxUTNcrazaQ6LAf7jZGbm8eP3mQ3UYixMiRnONbFitzBKIcBT5OdFy",
-	"2qyrFIzcs4zBEwjwbHI2bJIRHD8gm2rJ7w7I21c/Dl+/rIm8YfelDflKEZ5UbkNp6aPWp6OxPDJxqG/Z",
-	"/euX+mtXr968ev/du7ev1i2SVfMfc42Aj6xfoxIRmQUL5hLZnV9BVm84stxdb1uNP3VDypxy4WusvhUr",
-	"c5pWPSrNG9tF2FPVPF9SNbmWNEuuqLrd7gJ7j8YKBstzwdVEP6/Z4lJ7ldMs38S+sQHW26nziQw25VrK",
-	"lFGxkWFUa4lkjn+tiIAynpcWFwTMSDOkj83jh6oMBxNA4hR66DNY4XB7VpsaRQy7MQzMzKpJ0GzNcuTZ",
-	"3/72t78dXV4evXxJvvuuf3nZ//AhXpPYABp9KWnk19OHI/yjV/xB7B/9pT/+tcp8fEkX7rBsdVA4U0OQ",
-	"xOv5CDILQ6pq2NCG/zCfeq/eyGws85yJofv8Bh/m4k7yEVNDrtR8009PpWCL9SdycQnt9AuL4e2Mr3vj",
-	"zzN+uTBeSC7Xjuk9tgKfn7pVDcZzBe2Mf61B+x9UBcs1gzOdREubb4dT3tzlNbcLWb2XbtWqz5RZ3M0I",
-	"lX2aMaF8loEpp+i7h2dDMJ+rpRIXIzmtfhsfrXpZi6hhbQ9lloXtSv2Gnbght8qDr1mxK0smG6zYdXHx",
-	"00hH0N+4WsyYd1rKuoLmvMNaAW/mWJJC5cfyjmXJfFULPaBknuLRXm5jOlg1DtfDsKk2Un4jmOvSuPyZ",
-	"lgdUmmbk9qFma39QGytfzaV5tTZTGwRaOURGU0ze3Mr1hSmcLkMTkFmsu0vbA5rTtMmP+ofYJmLGEZFT",
-	"nmu9PU54kSocDUQ8kgmLIxLPMj5ieEca39E8JjRjJKda8N5kclrOArfxzDwPuyRcDYRLeyPxzyKPbVQ0",
-	"JFt32wPRWpaaDe8I9acsXynl5ZknWmeYsWxkDA6bk49Wr7NFCwu44FveNCoSMbkwmQ4HAFsxY2kKWfCK",
-	"zGiW2/hvgKi4oSNMulx/gWR3qDLsC9cad3yLCIhNHBJ685fH8IPgOYFn5aUM/2/Nwv5ctV9/mVMI71nZ",
-	"85qO72hFx3+9uMJMv4IQtJk6SueQkYIaZeWkVn7tYdVR3sh2dG+9t26gCsmw3GhTPbQmV2aVRVRhAdWe",
-	"t/fFGfsNTtLKg/OYmTv1N0n2yNSR+9Lval6Rpp7JuUgOfhY5+a//RKrUfxx0Ox3y3//7/xC7/ofkmGgK",
-	"Jb3DyhWvPAnv11L/Gs0rCcw7t+ThBkctkxLwM6hluC4e5eDgcPpmPVeKxV3DfCIvGXvDiJ+T8inyDsuy",
-	"LwwwtHxvrAc1tgW79o/aFy61qlbE8qk6/+P+ZdWu8mhHqbOJ5Kg9VXUnYZeLIAfus5k0qryw2feNTQGm",
-	"VxFMX75cMNSpNP2Wb3I3PVyhtzH88Fvp4H/iwgkWB5+pxr0ouyXXNn/8sK0V9zh6q4nK6TgI8T3tbhPj",
-	"WynM8APzKYBEAZbkXNsczn5wmuzWR/c3i4qGqZSjoU+3iuR+vCjn6qDawFlbRNj6sRxFzl+t07eOMz1u",
-	"FC65IGI+ZRkfGVhX9vNcb4QkHWQBilCLf6sUaxS225RhddYzrA1fLnGdfTOTrTjwjhyoTMGl0EndrOLk",
-	"bcio7N0m8KrVp6LTmDmtIKBH5UaPH2DaWcN1NnqzWdzoS8sTX9mA8A0UFLzObmB8vb24fLXe3QaXvdB0",
-	"5Ug3s9HD+VUZ6Ba+9nNfpK7hUA1uOQ02TDP2hGg1Ve3XX+EydB1Xm1JfKbBUSngJFB2arWgzT8b6Wa9H",
-	"FdndR2A4xW+McqECWIVlbvVo0BN7g5io9KfjPCJLbehOWEJFWBWxWo100Oxu26Bqe4ctPA/LCAmw3JUc",
-	"yXCOLTyH/psrvYeVDfflQfxSfYI+1GYzIvzdi/hbeREDFNRH9iSab211tKpPk2CVWEl9kpgwFJsiVZkg",
-	"BbF+F0UqYMntIUzEITHZguQgTuWIpv+WyCnlop2nSRwRIYmaaS3y8ByrNGSVYaJL+dunYYzM//q3wUB9",
-	"/MO/2T8Gg7b9szIUxgsT3jC+AAIcmwQh25UpEw72ULXDZlDbu8j+IX1Yu69oIOrWLK9JiHpk7dbNaXvt",
-	"iydDuyNTKqr1y3K+SO656k3A6o1BR/A36StF5L2o3KqdE3ZKw169H7N88Y1MFpsGCwjC9KtQJyeC2f37",
-	"h3dvScpzltGUxHoSiCwZ//oQG9bhd9upnWhpdH+12JzLa49DwI0tcacqi9fhaW421yuARZ+lgJTM7li2",
-	"KJAyz4lizGyuuGMCI+e5IDEXN7JdBk+vVoNKzB+WjkhBTEEHchAPWp1BKwZCAnaumEi4GB+ew6cBqJPo",
-	"3vRbN5Sn8wxER3mBPW590Pl/fuoenX2EYEX4f4eVTNpgoC4NEpBDvUH6I8nZp3zNSJa1FTqu2WSohAB1",
-	"G5II/b1dcpBylWtx1YE1UVyMU3aEpQ6KzVHtta4MA926NL0R4+lBJu8VOSZhBYXDeH9fR7jYZc8XfA/L",
-	"ZmlVFeHE05xloB/JnKb7G0NhLZaWwGxsHJlKAOY0v4K/yQFUWon/9OqKHBvmczxmeYypHBYx1+d4h54y",
-	"49UqsQC50O9y+HHU+nSkXzq6o5nW4pV+G7NGPrg+8N+vTE/ev17QGc9p2vr44GH8VpHYIpU0IVQRatjJ",
-	"OcA6J0yfqgTqltmiLSWUXOj2CGVk3G6tQ6dwhqOdt9FLgRQsPZrjYMdcxbi/YzTNJxvK0OXob3lbEfFd",
-	"PeSqUYQpJ1tqcdvK5yo5WC/pwsyPzYYKFLObKjGbhKGWq/wR2NaIocrJ/HnGX+dsuuE06CifBxGWhXk2",
-	"ZVTN0fdmScMaRnRainZtgA47S+vUJah+kC6IbqE5K01H8xRv1qRXhqDShpxlcqyVz6GJvdrlqtwmLpt5",
-	"myFHdo0qPlazD5ebqk7vgHFOqBreznhMDqDRIWY1OZzjCdwkkD+/f40rZVXIYnXCrTXdVWeUwJoPna3a",
-	"yGi1FFZhs2J3uRwmK5C/l8Png9eGO+3l5rH72H64TwqyS15DF1eMTjdmM1pQTm3xzqb7pL/00r3aJPHP",
-	"+9CQohBdlv/yFiX+/WRBYu8NQI7XX6h0lG26MZraN54tZkysnyd03nCG0HbV3FYlaKhW6WPBGrcqV3wF",
-	"3Xi7uS0FDXcNPN8vuw0H5kAkmjJZt+nbLkdNvOq61Vrvp32c1dvsxqO01sVdhLtqCBffW5aGW/CGq/x7",
-	"eb9ZdYZ3ghFrkBgIf8HvWKZoSrT1YqqOsU90lKcLU30MXG4sISOZzqdCtQkUXFnMmCLyZiDQ0oZHxhSf",
-	"ymSeMqgzNaF3DHILrlkq70uVH+xb5coPA4GlH8iBVf0jUyEvIkaGah4BjpzrhbHFWJp8pWBYh1U5BwaF",
-	"tFHyqWm7PQXSkb34aPCtEsrc+jcK1/L6trbYRbOWO8w4z+loAvR8k9Kxp7R2ou7HJj1cj0aNBnptPGNr",
-	"G/r1OBo33qE+R7PhjyZUGP/GqmO71g9nUfzWf9B4tBo0RH/lZutWemmH9bM9NZ+YeaGAKWz8zs6jtDKm",
-	"8RcLELzGrxSugQ1f2X16Re2Lxp9uzL/8F3YfqUHWa/BVB33XtO0ug9uAJIsU8KZtTW2e9c3nWcbEaNEY",
-	"caE5NEMRF9Ss/dbQD43DjBo13CFsCkLEmh5h13r1KarJB6lp7UVXrAl9aBAPBdl4jeayFDq19o0QqGl9",
-	"c1PRs1HD4Sbqz28V8FECi107Lq6GE5k3I4wAxmptz1OmFB2zpsy7hHq1vj1o9s0G3rhTGy6zvqELsFt/",
-	"d+XgbNcP1EXlrD13S9i3a8fxc8MTjUbZ9qS6gXpRQNGsbaqmNE2H2jIdypuh1bzLseTru2muyOweDYka",
-	"cqNvzaeN9kbNp8MGonQ59HLtCDZQs3LZsNlGDLKx0rabsjYXvNmWNNXmVrliGgzHD0Zd/61SaYFmLxSl",
-	"BRq1L0oLNGq+gazxSwusbWxCAtdSeGUJgrW9V1YgaPhWqQDBmrce6h1mzT3b1sNWcd/yRo5oesnFPG8C",
-	"btUE2Wq5YnevQ7qdfqezPexVZfTIJeXpJWoJ2wT6hb6xcOKvExNqAOGN2ND6Gb2pVwJ5daPus+oBG8fQ",
-	"6hxAw/RYOdGmV51oY0VZ2Ok3VLGnp3bEP1x9e/SMfHd1+QYiqqrynKo7f4Tx7jGCcdNU2hVW07qcUSeK",
-	"1y+zaVxajdOaNKlAyC1F6vAZZyK3S3xOFLuDADiaMTIK96Fy9b3cuJN1V07ecQjGVUzfEFuVC18fxQ9M",
-	"JNtFtTaJD1067OXx18ZmAMjYpbxjW1x5eb72Nb71Ehyu/qZlHE1gTTesulziVgAmRmRGDIYY4aY42Q7u",
-	"qL05Flc6c2qdN+uTuvbnBCnQKkugbB8bOESWi4BhN1j+y/TUoO7X7jkZlRkWF1MLLqVZ1DVVjNj1rwyD",
-	"KZsIq3qb+lT+lVrd8U5ZXKXMDqzpCIFzW1L54+Z8BalewYqW6McnxKpSuXXFagNmbZmUd7L2kjpWmwgW",
-	"cNSNslVCXlyhjl4iwuG2KKaNuYcHPrhqvO+wmQPdzGVC16KGXulG5pVypIIZDnRTjKJqkd+y+9c1Kebc",
-	"3XkLdm9uwbfIywgmt2Gs50TeixrYZ9tds/SlANu5giA2RZHGkdlhVC3sexdEtCFhDa17t1nCMfo51rSt",
-	"oA/8TNFJ5RyKSgVbBpuGVPVnLoCmIDg0Imo+mhCqNGkxaBKRqbzmKdTiTFimGiHzu6jUtTUX3lbH9WAH",
-	"K+b/T5ZI5Tbv8Zc+kBBr9uGtc2aXlwJeNAEv5yThY54rjMuRM9woEv8hjkyCYESuMzq6ZbmKSCJzLMGV",
-	"UDVhqk0+MJqNJkzZHEICKQIQRg/dLtlbZevHt9P/8PH/0rb6wSFpH3184rJUzL8rbXe/2NYj55btISD8",
-	"y8wt2yxQfXXW2fow9qVa3ptFUhevoyvIL+1LDuKwrnhsi4x4JWmx5MThcjg11Yb18IZWeRQuIELcWvzN",
-	"sFawv8W84gi+gUFv1Ns1FbfDOrCd5db8tsotIm4hY6z0xaen1fbUsLqO2neMOkVHZmMquILUmEZVt3W3",
-	"ddlHDvLPdD5hNGlWynuepsM1Rd9cTUHM65E36CpUEz5rCK2bDq/nFWhvLyac3Vhri4q80Yi5qDr99NOM",
-	"LljWeI9uZ7MSNVQ3q9vJDxOZ5RuuTvV8bitxi7IMEMkScJYVTpd145XjTAxHKV+unFzd/JaiTre+4axh",
-	"u3zasOEdxtWsXZ+ZHE3yIU2ySqrPN2UGwJTVcJbxaSX8YFPMrKxi2z6wPE/BENxkz+aKDV0N9iVH2FjI",
-	"jCVkwjLWdzG/hosvIY4H3FqrFJiUB30TKdCjbX1DVxlguH+rRUV1VtsKAbSLphpKiw2lwSOx+014+oac",
-	"ejMevAk3Xc8rE1O6YrG62PwWmvvnYsMN+ek/O6PcmBE2Znk7sbNYM52YTOktYvApBAOwLKrgbW3yDssk",
-	"9Il5x2ruWHq2aBkhauU9V4zEwMzizbhcqKa7A7NaAd/KbgoZ32o+t5qt1bGxlXxrDZ9azZdWsKEdjTrH",
-	"nxoF81XXCzZ8ZBXjqGEU6zhDPSuoPfv1h73+dK8+zesOb81RXXc2tz0jrWDnwm5xj3BHwsU0C2QnbZfF",
-	"rmixWT7l+aci8g+Qv0IemQdE7YjUPz14VmD7YZ3Cxaw69WH98E2PfM1d+PtM3vCUOaQpmZEJFUlaXUW7",
-	"+VVaMcqSaqtNFedjh0aFVzTl4pYlXEQkZykbZ3QakRs6YtdS3q5P7cTcOfPhIgeqcimLimX7KsqI9Yvq",
-	"gBbrCynBo5oXazzxxSumtqP39arZblHdkSrFx6IGpfrHiSSmQYKBO1TdNr2L/zLRTmuR4CurEEY2tbAR",
-	"Rs7nqFPZXPS5MPMgF+8zlq1cgQKNMQAEmUbci5fA9moiAH5DnNOS0xFPCWt4ODZGQMWr6EqE06Ur7xXF",
-	"PM0W1l1q+8yg6RV3AItqiGzFxbdmUf98t04h41kZZ+oFk27EUsov1pWvucDiNXucXcFZnKrXiSoO9JRm",
-	"t4pQQebZmIncCZOG/Khs+atbADKrdp+tgbTP2JSLhGXDKSxYhbqEK6lscRBYK70NJJcE34bfqHfuHXrA",
-	"We/saQ2AwBKwl9sjs3LdaM+s8NHLZdiLb72dfsWMk7O9VsywHPa8HEFMrhfWnt9jEXrHc+2865jZRsE7",
-	"dSEa5XqhG0YkrKwSulV50VV6bKNq00YW+RVAS0psUncj7gX/7GsdPnNEjZl9XUCNZgZsNM94vvigh2Bq",
-	"zjKasexinlcpq/pnmfFf4DavT76BtmQw73RORnA24E8Wt8mV/pdC5zwUHNYcjCKKlcHLAPDG7CtFaDLl",
-	"YiAgLlok5CAeZdMjfGpOHCYdx4cRAHpg4i8EGYyoINeMZOxO3rLkHGML8gnj2UB8+O7iqHf2lHBFVC4z",
-	"liAmByw3QGHB6AtFaZLns9bDg8mlRKlfJGyD1tR68f0ljJuPGMkZ1RYS5AvBy6p/fDzm+WR+3R7J6fEo",
-	"m5qm+k8XH1DlmeZMkQNXfRlmNsv4Hc2ZUQvUobt/41lJZVARhmuoaCAQ1xl7KHyH58Al1TnIYBOdYdJ3",
-	"TVRHWONVnWOE6EBMTcSfOjeQ0efEslqu+9Vd4U4dueJLiaVj1R6IgfiXfyEvPBBUNQEc6etFGTNVt33y",
-	"BPBbDSBr+8kT8goaIc4qV1C9BxBlkYgHIv4VBVqEIKMRuOQjksl7vSx0zMx/IgKgiQ8xOcDzRmKL+xof",
-	"wjiPSIxdAdqTw7kEdEtEumyTd8IDeowqcC4jPVSZ5YrQgSAO8NLg3VDlgDLNbdYIkSjJKy1faL4eh74N",
-	"A8XxwDjLiKuwJfWgq/A6VOCFt1eDysbv3324Isd6348VE4k+gLr7oj8sp3Sj5xoPWqcdeJWLO5ryhHAx",
-	"m+fkAPcZfoJ1s+9GRNCpBTLVmsGU5SzT642FmMxEdN/ZPGWHEX6iqz8xFxRZkWKJ+f1E/+4WnI8nuTJP",
-	"TvUTIXNyI+fCNj8btGLYIpZPJJQRIjRN5b3r77l+K5nPUj6iOcMfe/Aj1HpN+ZTn8OuZnTXmqJuFh7IC",
-	"sPoIECoITe/pQsFShW1jfTAhGoWMpWFh0mORJJXjQ/Oprp0Ln87wDpYlZMHyyGzBGa6DbpExmizIARIp",
-	"/OOXGHo/bJMLMqPATiiMDzoUJJ9w5TgDoULdswwGDCDCbi0jQsmtkPcCO0FSFlhUyyynW2IkODh7QHG4",
-	"CISSJ09QhD950ibfyoxMpco9hFrCczKRaaKbwoGHpTygwpx8mC8VBIQj+EuoCVdz3j7qBdl+pQhPDiMC",
-	"iXwYGQXeWgPlCgCvbCRForvN+ZS1ySs6mhQDghgIRHo1/MOcTIsFa+cI4UTmNN3MU8u6BHQ8YeSOiQTy",
-	"PXImlO64DBZLDsyMZxLIRBOW1Ge2rDDEeh+hXwS8tiM4QJ5wWMwNxx3AYpNvKU+ZjwlM9GE17ASHazqM",
-	"CPs0YrOc3E+YsUl8sNuqCQFZH5nx4MoZAtH9wu/AYGgKJiHPlWUKCg+ONyyg0YAHAgwmUieJO5qmYRH0",
-	"N/thbMAcSsdFfjABBndFaI7a53BW76URg9hEHRoaSwgt+EDQv6Unc1JwlT9xlZdBjoH8ALRMd2lOtdCM",
-	"ETC7leHofXD6xW0Uhd9dXb0nKJJKktBWxtCfsesWwap475BepxNZrSFjbCBwG/Wi9smTJ6ed7pMnBb4o",
-	"akNG3+LKctKIzAWc9cioXYk+a0bfGoiDCaOJ3oYff/zxSGuHWszrdbLKoRYZT56c9p7bb1HzCT0Yphc7",
-	"Vx5D9Xr8nuXZ4ujiJmcZmKJ4PpURQU+enHVOnjxB5O+QxbkpzTIJMo2rgXAMsU0uUuuHmBKV8zQ14G+5",
-	"r3qQC8i49DnkQOhjGYEagmf/PpNafC1mkMLFFUlpNtaLOKE4ApgTOeiSS/7NOel29H814Q/EsmgF7giE",
-	"xBLcNtjMXqeDmq5jwR1kq5pE3tMx0ACESWoieS0AQw/IRGuSsVaEYotRbRikvLHg5VVg4gNRoInrVTMq",
-	"tVQAI58b6HUtj0C9Qj1iJTA61WwVWruRBOjteFJM1c5um/xlzke3MA+lh6AbczE+NKszEGZSf1yeTzGo",
-	"P5IuLJv5rP7nQSci+n9IIMANteb3oQYj3XIY85amiDicWkzotbzThkjAEI1DZiBgQ6064LbuMLInn6dM",
-	"5Kk+08l8BOaJ3lNIDtB7aTyVmg7BKMgC1dco7vELzPI/0nZ8n9AZ8ikuxfHflRSaUC4ZrJJhwxnDGi6u",
-	"ggsskznkZAptsVnG9HdY4o3d09gGAtseRkRJg+0+Y2lulDecIlQ8VGSujx/XUyQY0euUDAZKMcokNRB0",
-	"BILG/BtI79wqqXo14bFmQZomURxR80Gl1QqeW6RWep0ys6CY+maD0nMGB8X8GGFNIRWRn+dU5FxbYpGr",
-	"XoTv2PL+uCqASzkQCRvxqTamDt5LlY8z9uEvb/RIoZKo3uP7jOe5ZqUCd40qQ67KVZq75oJmi6ObVNIc",
-	"yaQ9EG602nLG81bk6QVZgGQuUlD4/RVwQSJt8tKOeSC8WyatbNKcHWklB79SeQW1Bi7gfCC8XrCwpX4F",
-	"6Yaaik1acNs3SC6l3RA0NVJ2x1LcDPOZIozdugrkDVgYNsyQvJU5sCutZRmN0zyD4wZEd8ehwK0WzjSH",
-	"X3iCM1VM9/Ej1334K4s6jZljJlPQ6njCVH8gYvBOxEQxZrFFkQuck1iLKvPEMtR7YJRZqc6uPzM4O/rN",
-	"rxQpIFe1apsY817ei8NzEuP5Wurf6GAY+IiRku5jAwFfOwBzv+/cxKAem0uWc4BG6BefCqAS1GFbW+uB",
-	"d2EgjHvBuABUoE/pYZe8BzAyswuh28JTnfQRoqkemeUFmsMaLgwKOk1TbVDQBZgnimkdZULv9DYYbFhQ",
-	"8q3JJ4U98P8u59q4KpQmq/OhugdDdvVS4KCCAfB3fI1k8p4c3E9kBILC6HgDASQaGWDZyIw0IgimmRgZ",
-	"fGjPDdxw5BkVCoFYzyuQbgdCTbTI5LmeiUGsPeuYWfyVZVqd1sr6kyemcMwd/qatc22rKqLYVLOtEblz",
-	"rfsOxVYrVtyEnk250GqHaaZ1qEVuBD/N0Y2WMXpLqDWM4FUU1lP6d5nZL6ATLeUjyLMuPGOXr6+WnGFy",
-	"xgTipbRlNj42L6lj3fYhauU8B7SRF3OVyynLyPcsRdk74TPywbjZLt6/bkUt8/VWv9Vtd9odCCqaMUFn",
-	"vNVvnbQ77RNE9JiAE/N4JKdTKY71Kh+j+nD8Ky7wg34+k6oiau+dMIqJUe/smZM3dnNi20lcmCX+nYAm",
-	"VsWYU7vZQFiAYb1MwBZj80scGYVLq0BKZiALRQIjQFsBNVDN1sByM4GBWpoMRFhRCQxj0wq0AyivFIjM",
-	"XEr0c/nGuBFN2oYGVms0i1u2MC66FSDMqFBEYCuGzyHTUPdnZnpeUkNRuSyUN6eEWi3OaIsq9lU4qtml",
-	"3q7roiCgV10JfRpjvYMqN7p8QowKpldmIIyvAFw9wgncgbjEzQVjuU+6Pp8CdaCH7tOInBZu04ickRsu",
-	"qBgxcoDp9M5Xqg3Hp0TRVFuzZd4ob4pODiPS66BTNiK9ruGjI5rTVI7nLCK9U2BU0UCcdSx/0kZ/oa8V",
-	"Q4/gjtP8brbooHAEovrH80N0lgyEKR3k6Nh0lUiG/iA1n81klpMaLRZpydKybmWvIKy7wJaliqymJojE",
-	"YNfiDJApo0INRMyTCExxbQNEuYwMdEnkBwBEJYTnuE0u3DWNYcDgjAw3EBU/9HxnPp1SVYkFDjP7FlYH",
-	"khavuTBi7OLtSzyYLtcAKF2rnOxeq+oYtHsAVec1sbp6XKA4DAS2B4sftXfdUEnchHua3hbu0LHeBtBe",
-	"MjZjNIfQOXXLZ/rYmsxxYMXO9HidtPotZHxvuMrRNgSuaFyrqtX/aRnvxBFQAAHVjVpcP9cs1ULG9y32",
-	"on/dhBFC6JLyInG6US86jc6ip1GvE/W6Ue80Out8rLoKXXdX7HMby5lxHOcFyWlaC4Dfr+c5EF+Ia8WT",
-	"CAhpxPNF5IegwFx/njPAaDCTNeTQ8me3BNTjJ6deHP0HPfqlc/R8+PEPB1Hwz8Oq3NTludsaXzOwncb6",
-	"TOfoGT3rdNo14wyN0mC47n7/rOMHCgRRAt0mm/Jec1aLf2/s9Jrh1A+iu+lXX+DW5xLkoxZIB1QsLEUE",
-	"tKAVZn2Ywlv5qvHprrgYD7GXut2tiPlfHl/c0WLJnPKIxF3/1JMDM5DDdSPxkUSql21lrMryuKCWkKe9",
-	"aBMq8IseGIHmiTMjzCIrjvThqR15ELFQDHnDIIgmwwYjYdVwV46ziBfb4yBd+YqDsqLQZOn2PxoOLtkS",
-	"qhjYvOAYCy1RRQ5omppDo62918bDp7Ujea8G4n6FYmuuarTtxLVJlqIjCmzewIzUZ/aOs/vzgbDeDp5H",
-	"xuoCo2fZubBki6J8q1pEE66zAW/uHD0Hpgz/bciNv9V8Du/E4JYAnO6K3zFnYGNsln56XhBnv7hCwyeG",
-	"VvvFdbp9RdNL2Asa5wZCGX47bJPQfYNrlCpp/WUKG7QvL9svX8b1q6Z76wZLVgHq+NNR+6MFb/T/brRi",
-	"V7Jyvc4Lkzih1mmAlA+3UzGMLG6vGHfvUcddFZ927vQsNFCYQscxz+GmxUQvCLaemdbyAgiWqyHhyni4",
-	"5ZG/1PwRbiAO1nzLxevujfnAt1WuCXXNx4MI4n19/r0XHwFa3VJx8jKHrh2f0QKreUlFFuLyYF5hQXUz",
-	"nEDYSufGNFedS+E7W48b61rWDryJDgPwKNuO21aFv/YBXQq/q0ULoDnciDadlUUI2V4xCxJ0i5v6cvbl",
-	"0ojOy1AgVnhVvIvGmWEN9Sf8U5nqN51LAxFPk4XxJakIr4DA4TNm4CBfUlNW6icgWrGzVRK2uxcJe6nP",
-	"zI1ME5b1SZdwcS0/RaQHjvqInJAkozc5OF7yjKpJRM6ImtFpRJ6SqcwYOVg5FcXGpppZpXl6ggbqx015",
-	"jXVNVBzb1cNxaKw78JklbNmNhxEixG7POD4wkbBs62EEhTQ2GchH9D4wldsC9R7Qefn+EyDvXNerom+L",
-	"kvcQAlri7vph5HtgSyXt2yZTSevaGEfb63QajM24JjBI2ASF1Y3Utj1+bRtimsLrIhJs7atvw+ZehXU1",
-	"n05pttBqLzixrCM8ZB4tr2A21mLR03f14Fu2RrWW4KaIetcWNO8VCVteoW/TXeunXwctngyAs/SiAZDJ",
-	"oNUftN7KLJ/cc5GQN29eDFrRAOqOwaPv+ZjCL86VAz9fCEHJNywbD1oPkddt1+/2hRS5VDLs8IqmKRdi",
-	"TZ8fETVEyksqFu9Z9t4s4cqVN66dd0K3vpLyDc3GDAsTgMsWfR3hTlxYV0eVf3ZC79jydrROAa3d7ofx",
-	"YfXLjuGBfiLn2aDl3W503e513O517O51vN2zRcrt3uGRaXjOTIRN1TGzdf3RRW2dzi4mR6/Waadb9wV3",
-	"/I5/sNGhvyCNn/aer3/pCvfTRF0gAmixFXrXEoytWb4d0jqSc41iBsxPLd229TFqheF9a4D+8bMupBj0",
-	"u2O8vqy/t/oRXMlFllmM1x+okQY3zzQvKXGRNt7JdK4shpy7oQ7UoLhw+MTnxLfoTaBqkMsFLnLzea4w",
-	"6pZcLwYipTnL/Fi6CRvdwgqacCg7b5xx3PYjRy1qqunYi+us8YPrnqACPSb+tTaVG85tHKb/ASOxZepb",
-	"iKr5byPkJm37TvPjUAzQZiY+hPkceTZnuwsXs+3vbi4wbGItv3pReuGFgUGA9Aismb9e2gASLrzx24u2",
-	"vXGkguiA2r5A5nSRJDAiPBkQPbNkydWacR7LchkozfmW2WKfaY0ZUKT5T8ljvnT5bO6r7w0Pgy5ivLh0",
-	"N3rLtikwYiPcooGYpXNFYj2NOCLxOJPzmWZV9u/YZC2w8L4PA2zgsoWW7hEPo4GI4Yy7S2iIgYnJQdVw",
-	"KOYiVqwuur4g/wuCljRjDfJ9oTpxHKJkxkSx/DAicWFuxu46AS8ZMQwWbmDhNd2A0ZGJxtcD0dI+fo+j",
-	"jkj8yp9MAPWhzGXuRRHzm7CU4U0+4cJG8pRmjCHPJtb4yROT2PLkCTlwSS3RQJjY8zB2G26hMaD1tHMa",
-	"r+Dff2L5uhvMFwF0ZxLeYgKvrnXD199ibuaa+rgze76mfgWO4mTzxKZnUBNDcIeLOWbZWuUPpuxl1hhN",
-	"2MTf0+uR61t4fW6rAUatkYF9DxXYkjfFXEb5Z6CxUbFmUMtGxa8DS0iDVr+JJWAMUvi9S76j2bWcZ+RD",
-	"njGWo6mA5U+hga2S1OmSzvN+p9PvdOrNCayOBz9jI6zPCj+8UrkUHE2ZoBh30Two+1f8bLy6elZd80+c",
-	"EwRx+SMeXi/Khkw08KtGFp0WtTOL37wqjcWPri5k8dM8S71/4DXNoNU/W2VQ6ekBIehp6J2RuddjUPvT",
-	"W7+iwsLAEEzxY9HMeZ513z33Aw5BLzXDVTelx4uu4JeiHytTigbwi7cT4OmDf3/9dafbOzk9e/q1eTJW",
-	"RbulUmLlR15Fs/Ijr2yZt8hebbjw16qWWOSt9DbyqfDHnDk6e9C7AOJjoPmvOUanZ51ONPBU4+JohdKs",
-	"WDLoBDrVdFdWmn1r/fQMOmrUeQ9/Lzr/OxVcVfT+URMaCMRgHp2N5wGdwKf+cPJ1jzztdEinYw4/CCd4",
-	"5jD4zacLYe5//qn3KcupzOc9vDFkJ9mcmVMrqgjtdjZzP3d0H/Crh01W7LC8nUn/X3eGpZl/5tPgKc29",
-	"f95mpSPvUMyKnxyYWfmnGzryRuGgzYqfLMJZ+It3aPE0At5Z8W8HewY/fUPTnI/IN1Tc4lN+C793Tk/P",
-	"eme93hnOw+svw79PO193es+6necd939dw7wddJo9Ex+BZlD38vfTUGMVOfmxbEuSx/347heZKvLvmoar",
-	"uHHxoAFLhr7MUmMAIg7o6673E67ZfMGyJY5p6L28/CGDbiIS37tjp9ftVRUzeZzzHmq6MICHjw+th22N",
-	"UqMih2rOZWO9uVJnOw0cdp6+pFegSFxuqga9ekTvnFbxvkAD2A6tKthpN/vWuD1eaNU2sHLXOeUuEshd",
-	"XtZ/K4xEchC/sGZcRAozzuVoDERovxmz7jAqLL2q51EJB2IglsofaDsyTQkXsG5ewkKfMA7XhxDogLkC",
-	"DkkD8OkwFac9ELHRQmMfh+e5tl8dLwkedTv6mafABU97zw8HAmZh1EfjDShHMh2i2xLybUuZUueEkmuK",
-	"Fj9iJGDQ8kB4iANg57dJjHsALoluqVaEDeDT0+2VEDnaA3EVwpSDG7NUXOKaQYG/ilIcFVjA2gg3vtwJ",
-	"G90OnaNU/TEHbGAhS4UqlEFGSUxurVhYJxB6KUpuXLzRryRAd5VfvsZLF+eFb2kgRhRSaeF9Lkz9l0NC",
-	"U7yFDjK4wm/f+DuEd2nSwUdUjAndyA75AyAUjLfB4F8UPoTnQOo+5IWfqGiWxAFjVGVo41Gx7qk/rknl",
-	"Pg9SHoiayHmKGBIARjODPcEJwFaSkbyzCeL3E5l663A/kZijpgbCJ3GLA105iHPYRCjLQGczRjPl8vUQ",
-	"7wPTI01mRkUgH+E5JHphLmFuU94DfDa7bJA4l3GaItgGxJ2ZqOQidGRqKLHM88opJ9aLv5wdX+8Ecv77",
-	"lX6gHyHtO5tDbtbNXOl5m0Et8WEIWLTzWyZdA3VWGflaOpnVIbsGJ8o4iq6lTBkV29xde3cQVkLA1JHb",
-	"w5/2JqJSC9JKkFG+iiWDQP5rDrdVpq6PNmS6pNdBS6YLrxWKZ6uPamcrKvTLVh+1S0AoRkWy1Uc1Et6u",
-	"GGGV0YcDDLgm+sMcCrivzhtU436hyhsg5r5nCxlU5n5hByECcr9Sv3closIFcsZbuEaFsQcDd7DHS86i",
-	"VgRuIIhFAicQYFaCy0eraOjwKcjKWAL6Y+gS63cDqL5uz4PC63Y9wLqzxrrdC/80Pepl0zVNXlp5XnYI",
-	"FoIe3ZBwKekutauk+Vo/p1mYPnn+/HnhLsXu5Y33xedBLNQC4ibV4U4+z9Bxu9KM+KZoqnVry0LCBSrz",
-	"F3N76l3oSgGirkosVK7Uc2+lXL99v8eqc1nFFpdtE8+E3XYV4Xw+lG4Vi/V4bX99NB+xN4CN7cG93jEu",
-	"icQv9aZxj+ZVxfUhcNstYx6wbOHnCHmoUHHQSyiaBSp4dTH3G6hgBRoGKtRIs27zgIWKAp6/Byx8eQEL",
-	"sMtfNhfBw/q5oxUK+7uZS8cz+CsYgbnJxyiGNrgwrAs/JuWqQFNkO9YTcDClXByWsTUQyIrdcTkPa5wR",
-	"lcsZuWZaCTC/R0ZzGohl+AlwENj8a8TJKVUcKsmfcgEi45TB0kM+zszV8rsx3oYVOBW6/5gLEdtttfca",
-	"ouT/qOCjRYuvLDkj6pshaVeYENEWhYPrrOe25QJvu7DcjUwVrxCQjU3YyXgp1brBEjeNGUldnbtHYei/",
-	"ARP+D5ZJw4i/BY95lZf+8zrny+pvB7jRTpIDZ71X6VFx5JYkiAnZ6sSfXZSELLmpeuphVMI+7CBDEFeo",
-	"XnC8AIwg5dCpLWDWigC3GNROwKXSnBahK27ZLG+Ti4Ew7wPDQ/Cvg1jInMURiY1PIo7If/+//98hOFDp",
-	"yCD5yDQxdrEeespyli4sXuhAjFL0JOaH5yaYDuP0ynlHmIqBuvVS9wDtj7n4EKBGc5IyanyFsFAU3JsI",
-	"8WvwODSfaZP3IcyUgT0MHdUAZwYeaIO7BGDiXBng2baHFgduAAt/A2ijYmG8/iVJE3cNaiRuZBI1EzDk",
-	"wGFPAWpiFU+JCG3i8jhcIax+QOraQUQV1gBWtWi9z9iNJipc6VboajqxR6Z1x2fRNYg01drUzYSjfmSJ",
-	"8rt8aCwfoJMJF+MriewonDxgL/CE3FML57fW7ZYV+JSLPgnOOZ7ua6Z4wpSJO/QhgnZbDXNK1y7DS23o",
-	"7kcwxt34S5aCuKOePHlsIeiW9tgw6Ob34SVfTHHP7bN9izhYYWJBzLNzzRi4aEQOsWBAEMGNhsmNq+6u",
-	"RZlSbHqdWqjZlKo8QjsHjRuMqIHmbRLbaw0QEamUtywh81nFBan1VzuQr4EoWP4B3FGe9g4RSTpJsBQG",
-	"z1HiCHZfg8qGgfF9Er999ePw9cvYuzrzl9DY+PHVqzev3n/37u2rDxZw99Xlxes3H2ITf43KtzG69VCC",
-	"PBplwg6M9MSh6Zb3zOJmVgooGMnuNtRvcZ217Brb4YKruTD0Vuix71y2u4hY7XcvYra9W3T9T5uk/3iR",
-	"20j3RcBXQeGl8M1uOSTT2/pSTCYSiokNwwNSEYbWILTsIbiz+IZmbMX6yXlewd1+s8XrlRfPhPW5+et/",
-	"7x4T96IocbzGUQvt3lol7AvznJYl1Bd7BxOkEa02fE3kwAZRbwHbguqNgbRPTfmxyiSvEoBwHZiUFt2A",
-	"Kn9DKrRtzhQgpd8zLZ2BVQfawqzCWFQQ7Gnr/mozVDPymNwyNlMGwx5jP7RaANFgzIYyAQzvQVm4HyJc",
-	"dHAbZKB/quo20rx0iwQ6bz7PBICWI+OkY+Y8uwhhXcS1IOz3WBTlqiolLlR/WxMP83kg++oRDHt7RDDs",
-	"bYNgWCB4OKVwGbUixIuUv8j00SCDLtJ0yb0BA+SqFOxVSykQFGfJ5TGx+j7+j0G3eLG84nSNld8c4qLb",
-	"DOLi9xyBIkege7acI1DS7TbJCthKD/yc6Qjuk88wKxEfQUe2XP1SZqLFV7+/v2/bRlBykItj+PqRxE19",
-	"+FgLVlKciJD7mpomPXD1bJpfGnY1aPUtyrcJt/CFwe9gIw3BRlbdgG+p2IH+AAqdK9Z4fDvjx9NFrVL3",
-	"7Ty94SmAVxopGqJ3/vn9azJLqXCRyDOWcZkgtuNQ6x9xu43/yGU8EAfub3sXjBfqMqGLyH/L+oDwPjpB",
-	"pHr38leKTKXIJ4dtSGDXf6YLGIhxtoMGNqLpaJ4itKP0R8cFmWVyJjOo8ZZL3b/qI5w0HU0GAnr038jl",
-	"fDSBqpL6G//1n+QggborN6VuwcmPQyPHfiOtI+LvEdFbrjVDC5YHvytAeOc5m36l9OjGGRaxInSUz2lK",
-	"jvHTeugsGzGRR0bp5GLsDli30zmH3AYuk6HtZGhecNfr9I5lgPNkBwBABe2BiGEkw1wO9UK79qv3QK+f",
-	"+9HiEwQdVYzEhZvbsei157lLhtC2M3XU5YIV7G5MWLHP8a+D1oSq4e2MD0wM9gMmxBjXN2GpYhC7X5Q9",
-	"9CoBLGnb7nD8ecYvF8sKd9UZL5oc/3nGX9KcfZvJaUurf82aX8nWfgAFXpo7yXW+IGi3re1/O+PlCF/Y",
-	"J7TU7iVS1KO6Oooth+h/SCbnMsGMf8dHSqoH6gNIq8Gj7hkmPNccHa0YnbU7WrVaSdg17XYcFPYFS2p0",
-	"hwImjd2b0i1G82NUzTN8hgWSQMVLQWfpdmBoyFBMen7FDM467Q7kZLuvvBYjOWVLH6DT8hfOOp1OuxN8",
-	"5Kn7qeJTXf3MutWEfJ/SEhbaW+mYwG9ETchAdr9/26N/6s/vX3+B6orel2WdwNNTiorQzTUVZLkVOgqU",
-	"3a7TUvRQbgJNBZ01UBYL64AUFbfClDQTIoDVyCMzIZ4NhPcKNCETRpNDFPBQibROOhm3yzVTuRaNKR2P",
-	"uRib0mlFMB9VWGwZiliW9bHYOqCKUYAPyoSS0Nwf31eAx3NzAxdWXNmKQt67yiv7DCL2eyiUjOkAsEig",
-	"dQoozQkpbvq5VZoAQP4rmC6WuY4MsK5bICxrtfSiNwD/dZwblMKT+cQUbTbgeibtz5iVYinl7yQmB7ZA",
-	"pvXSwaJI4T7u3CYwqaLetV4Unpt6g0qZ6+oxv2P261RJAXmPQQvdg7yNLQ64cv3OMlZ3R+brEFdYMf63",
-	"0iKqCyyAwgVUYp1Nxe6cV+2ny77EGqrozayvuOCR6Wd1ON3I7JonCSvLEZPWDCRSaeKeeCaukI4qkZIL",
-	"4gV1HksqhIxF7ZRQ9Hn8ZJapFuv0TXEiH1Xe7kVZg20wGlEIOlSDNxSQ6aDV7wW/wQsfaMqUxV6q0u3A",
-	"oQNfHiKXgNfkbekDdlxVn3Sja/Yxr9PyJ1FPgdHoU14R3FPHzZGaf9/jXffY+EFr9sgykgqJ6PEU3Md9",
-	"qotYRvnLVhpRGi0z0R3VR5C2JQVyujhO6GLFzSXcA5TdOeDU8N1X5AAUFlfgJCK+EyhwjA1EUTTXdFTv",
-	"8NJdWydKfNgmr+hoYi8niLa8FKFaGYIKijGW8rE4xK6Grb1fxYijeMoFi8nBUgFZ07iEO3COOixWNKmq",
-	"H4tYkT9C3Xuopmrif12xlMD91ye1tfhMTdiMgQjHZTrHL5tnCaNJygUjxld4wwVXEwzEw1+gck5R8T1j",
-	"6NUR7BCrrA/gICXzlCWDFikq7JroZ/D56d3Rcx60Erg6IAcURqG7SgBBJPBnIqwCzyFSckqzW5Zgs3ss",
-	"KwzR064UjJ1JWBCoVC/SGhpBdaA2eXfHsmTOzJLgdZ9UDNQw/CL8060SV+Sa3UizuwwgSVEXx6G3yVVG",
-	"hYLA32uW3zNWLi+NFSX12FwdJ/1ZBPyAGu3tgfhWZmMJpa1dLCFWFQ832gW1izyTacoSzLbWq3uT0nGQ",
-	"mD0Qzw9doAxUscSthko86rZiojQHmrzJjd8SZ+vtE/gwF9qSd85LtCnkTZ2l5aw3cEe6buo1+svFS7pY",
-	"dw3/re8y9ejIwbkCAzgM752t7Ot1VpREqtauzZO1t89v6OphWR60YgDDXG40hn8cr+bO+rSTc6EaxvSK",
-	"f2ZVq9epVbX0I6tqeYCpdTrWg7si5UwNIbQV3wLxNGj1T+AGGu5juw+AhKng0vNXjy8PbWNA59R8zf3y",
-	"tXl96DHx/qn9Ebk1fEMip3Qv9mwb88Dgil47UFWtQxZYqTRNEajTvP4ssrIApm5mcFL6cO/h4wPoezRV",
-	"w+J+25t+z/Y5VAC5edq1DlC7KG6C8Lx3Bs8fAOHxTvIRU0Ou1Lzcb7fUr3mvSb/A3c3WGlduv9vrdNpn",
-	"ncj+NDTu4qKbiqbs04wJBetiP25+cq/39AdvrLQYOkoJJ3NaDBteQKaNbcq+2L0qx+ZcfoGq8Uutv+G/",
-	"9u9XfUkXL+1rFdoxHNFa/fgKVJFChfSj+jC+fklfbJMYJFyMPsbc9KAFOmhvA3FD01QRKax2HEpGm9Ps",
-	"LpqdOn1o4gEn8p5MqVg4JCrIEdOntE1iwwH01+HLK5QnRrOUY0VsYe0SjBnDgUVaQ4OUaG0galXCKGhw",
-	"K3pOrFauFyK91/ZAEWtmwvBiNZH3Ii6GDEM1rtoDe3drBz1M+ZTn8eEaJQQ2ZZ0aAlWr6eKzqx3fuc0K",
-	"tNtcgqEaka7+s1sfKhgsTXWk4IkfKdhdGym4F63kDQwnkPbBSInWbOUNySDzavPAmqCzFXE13Z3iaj6b",
-	"99EynVBXAt3fMAFAhMBFeFT9yVzSLqlLMIxlMWx0gY6n3LiIrjMMDFvWM7xQOS4IhnsVfSF2nFHQkEWG",
-	"4yHdjoes61nGFe1OClD6TYMNTe3kwrPlIvr0RAi91iQNjPnmxoQFZhAp7hCSHwrVbHnlgBNaZaa8dKfP",
-	"n3f8pbtkLOdivPvqdZ8RCDhct3q63VMf0r+0er2q1VuuVFas4YmpambX8D3eGBVJXTSnqRwbgO/yQu5V",
-	"8THOnS8PxFcfsa/QRRRKh70rQUZolhUhRtPjsZRJQygYiOY3AbIQ8M7BCRFDF0OeqLjw9tKUxIYaYqO3",
-	"mAB0mbBoIH6eUwCdjcgs4yNMEPjrxRXJqZ7zDVaiZgS6LoiFHIxklrFRbhSfm5xl9xTcfDyfDIQpq+VN",
-	"DHNnY5MdeS0TuGVl05mpYmODycnrG8iXLwqQWGiZ4uM2qoorl1+I3cJ01XxqX/UD8Gpz7/UBjrZHdtHf",
-	"/JOeYh1a6Jp7U3j3JaMpYI80a/46UfuI1UogZ7FRMvNuoCi755CbMoIw+7Vd/OA3/qfIw75IEu9w4mGF",
-	"zCxNnT7PYjTdWwa2d7pXpmVdOf7hEpWL0sghf7ImV5agf3WBecDg4mmTC9fBV2ogYjWf4knO5FwkBz+L",
-	"nPzXfxo29l//SQ66nQ757//9f0jCFbgGDsmx1lMj0juMz0l8R4t4VM3xMpozwsVA2OhWvGZJWHG1oLte",
-	"yQOa5Efpsx6YPye1xaLMwnxRFaO20tQtfYR6tktvfvzMlxNMrAj0Iv2DFZnwC7Tgbq9Q55xQnpFX2dhU",
-	"bLW1gF58d4RXxz+jzwnDC/kIvVVn6JmylAe6WzRo3VHX1njIemfGieWlrZjUCR8sZDWHZjT9EpNa3Wn/",
-	"AnW+Py3zo1XMshFjDJhAmUPuB6rJaX0xqnNwG7oMKQozGQjHWM9XoaRYyKSCD/uIKUuKFaIgrdKsgoFC",
-	"1T1wTbk7M0RQIgc8VwSZeMb0es5zlhyuZK+7IxJZjmqYrj2gcD4BrggYhT7UrX7vtPFReBmO8MtCH6pH",
-	"HnoriZqPJsVu2fwRcxJWow6FMp3olYPbVU0rJ3sBIdpHDHQA2xNWbimItESbj+rp+W3k0el28ujrToU8",
-	"2mshHwOfZtf+C5QNBtRIc8oSie9TSry3yk8hKRpCGcEBcyV9ypr1QQzdx4cVtXXaQWUczcsHLRNKYrnU",
-	"oGW13aJ0KtjnhUggE5axNimq73A3KnCcCa+ozmmnVI7HNFQ51SLAa9g9bBOn0ue+zKFqIMb8jolzI0ow",
-	"LgQFRslFUYflqjurhcLWD3fHEjK26U+OW+oj2fJlTCfyjzNSmjnMrcgdfTz5eHjh7Fpx1KlGE/Jcie4q",
-	"pXfUPWtFnjPSu2QB9FYLNHRzo62lkR6HCuH4nnfhTOAtrlcE4tl2RSBeujX+8tGI/kmgut2Z+GKxZnZj",
-	"tR5gKrDX/ajg6LLgSdwmT55cEDGfsoyPjE7Nfp5TKITewbA0BYWoNb/Cvp48IQdLlakVXajDiChJKPA7",
-	"U+rqmhHFIG73F5ZJzJi4p4v2QCDkKursCJdq0FBDrFXlga22yYXhuUb7RoBVI+luBsLj0RW+VKgUFaQz",
-	"A9t18qcAXg0sjYFYCby6HzTUOo6+H/jSEx++9EfKIdnZBezxsWCIFZvRUV5ioL2NmOP/ENzSRpbDHk2E",
-	"PeKU/g7v2QDe81EdylYbPP5Vk83DSo8y1CtnltMF5ZZi/XZcDRfh1QFMWGZxnCEMWsksN65nE7Et9FO8",
-	"LoN8y5/nfHSLuWkHsaZNW7HPREXIGzOeaCBioGLdAP7Sf3RhrzsR/M+mfeIVmBv8YZu4ElZwR6f65DlZ",
-	"rh4VkW6nBE+KZ0Q/6pXeMCUvuX52ckZuuTDyDG45D5wK7WTS4Tk57RgvkvncadfT3PW/e6H7rIQWEpHT",
-	"E2JH5D0H97ppcFrEp9uPnBU/FdM5fUpmWKlNL9pU//I1wdhABHswEYCY8x+R02cEqqjrP0srAcXTFTkA",
-	"aapYdgdEMZpIPmKHbXIhFpi5ORCQ7+kX8WyTV0VKbymFd0oXJGM0MVm/bjcrZZN9+Ce2/q4gIIXg1uC5",
-	"uTKY0Xzig24lbOV1ARNap//pedTtRL3n0clZdNqJTrvRaS86PYlOT6PTs+j0aXT6dXT6LDp9/vHLuUMw",
-	"V4AvQKDU1XaDXavAOV8b+qSXMYh8Mp4Vg/LxtbU7i8qThKapvGdO2frpuT6Svef6hJ129Hk57elDcHqq",
-	"yfr0qSba02fk9PnHndxh+LUytliZPexypdJbe6UCAJ/dbjRovb24fIX+J1PoHWAb8Pmp//zDXNMEy8z1",
-	"xt4MGcNvvzwL5q9OMGmScRTqy07z20aVhBxH8G4ZDMd8pBASy49j+1c5lAR5ZUS2CyWpCQgZiHURIWRN",
-	"QMj74HJnINxECvvKOiNlZiuoP1qUiPn47pEipqPfo0V+jxbZf7SIIS6fSdmMwr0p+SG32jpypIYtrYog",
-	"iQYC1x/czM6DbHBQQLt131l7iKtDPTY9wv+s8RjPzP1XsXf6x984JqP6Cuyss4eQDDOv38My9hGWsZYr",
-	"NeNA5cMbsqOVjAgtP8dzKgtn+UjdVCTHxkcYhrihbQLxrBXI5BZ33OAdHlwvICU7MnjLick8kvOczOiY",
-	"i3GbXPiBHTbvGvDvvAu7A2fEFvUTD1dxuK2Y21/mfHRri303Uk/gDRv7+sWwwpcuid73eD06R0Tmh54k",
-	"xLx7+9cjuLTrdE57LmsghC85wdSEEucyl3WDVv8syAR5jdmdS1DKT7thfsNrk/y5BKcc4p/Av2pAUHZI",
-	"+zChEOB9AqBo/5LSdG7LL3v4JzRnQ/ZpxrNwibpfwyvsE2750EkLTK+hY1Xi8YjT9Cd+hwhOTUpKvMs0",
-	"EX9vnS5fELN3jPJLTDcNz1m5Fu+yr3l7pl/w+xsuqBixJuw+RMvYlekbzrx3pj8Q1s/dhOmfI+JdLscM",
-	"0MgEzTJ57yqWw7grK0p4wRlGxb6mipHRPMuYGC0ieDy0/4xtowDV4ys1ELbFOYnR/4G47zHpGo9uRHrE",
-	"+HOrJJTZv39qAXXpAFw+RxGBrw17XpJFPU8WFQn7PlkED/ztt1mN9ieTZecwXwuBdhIItG+ouMUAJ5sK",
-	"aK46jOA57Xo/lZC3DFGabosfMPGPckHcD7qTYgqD1qsfvv9cwtFIu//pcsthFH2BcuuyhKLUTHoZxrVB",
-	"rqD+jD3qhQCbMJrmk19qZdeFUPeADakIRISbcJNZJgFQFO68FPnu6uo9hNO5axLAl0fhRXOqmXubvJVG",
-	"YEEMCEsQfjNkyHY8OzNHmvK78s0O/PSYwbie0mvRDPdnaJslB1wGKPEDfbPRPOP5otX/6aNPVW/0wcXx",
-	"WZJRC5WzaXOK+Q62AslkSnl6rBj6KqovAv4yZ3MAUJsypSwCfsL0ULMFySeZnI+RIrAAn7nrjAvGaapg",
-	"JmzEpzQlPAFlhIbty2qPvBfK3KcjXAMGfkLVSRPUdC2TRYwYFd9QxZ6eHjG4Y0jID1ffHj0jByqnIqFZ",
-	"Qmg6m9BrlkdkBi6+c/LD92+OFL0BLJC5wF8JF7M5ZiGkSiL87ixnySHiztrLh++uLt9gDBOZpZSLI3Ds",
-	"0xRkMUQbAGhtxu+KAKg2iUcjW/nyGv4ETLKwcrUposJUO1AZI/0va8qUkzBSrmXbhA2E3R+rpYV1nkv1",
-	"wCzQHdxkvBPEkD3uo+kI8I2lVhKp1iFHDmsuVlAb4UamCcv0j5T8rKkkgdt4c9tuSARjJyi5pqPbMaTg",
-	"QVI8y86rkJT1FsNAHJRyx8SLiYHAWx9z7RKRpQi5CWSRVKmDmtI+MJHsEuaFhT9/9RSCVr/V7bWi1jX0",
-	"1Xr/3cUfPvzpr+r6T8/U61ezyfU0/eX11f3d6OXpH1tVIbnFppoyPS1D35oz9P5j+h//92v9Yi6HhjDq",
-	"64425kaXZiUeO7wWD2TIp83s7P2cabLuyl2ve9u82ocX72jKk+L1fzQ4ETwq4dL8BY+Pz1orFsZflu3l",
-	"GULx4nXWxcgEnYeREis5s9MF5L1YG8MHu1ccmX7Ydbe3l+yfvchi3IIvUJHUxxWGhBVuDXf2FADgTI3F",
-	"/yvNRSHsAFWAjNFkUa8oOobsYEyd5keoUSINtqgUjCg2kiKxEPYEP6pPPFpG+flAODcDqJfkyZOzzsmT",
-	"J+RAGblFSSppQq5pqjXhTG+IzEYTpvKM5oD+estCbVXOc1ApMpkDU0K0TidSQmz+s85J7ApcIpR+pQpb",
-	"IUbMUu3MH6Gf8Mx9Dz/9I+qwMHI4IGedkw0XQsj8++W1uPJpzHEbJLYKhnMWQOK7F+eC3lGeQlS5zCwl",
-	"QlIQkuLnZjhvIUGWJouicKylx5UmgF4xvkcbIKfqtmlSmcG8Wu3iXEr6uuUG/1a/DYifXgX6kzOM7XHo",
-	"fLHxkJSAqEMphNqjRfGDJDUP1c5rWE5mAw8iqKAObO5Q00ePGEg+D7kZy+4H6M6gt8d/+9vf/nZ0eXn0",
-	"8iX57rv+5aVzZIZRxGVobdetPzEh79uePg9f9NX9irxthYWBPbdrTT6bXvDafDb9cPd8tmaZZgXgV12+",
-	"mQUOa0UtroYTidV9TUZFFaSXo/6W+6dNPut1Gx/QK7cIj6oR6+19d3OBsq+C2zGamj3GGBtsuMZnW1KU",
-	"DQn1vdRqxzwL+glOrd6wHTXof7p8OHemvth8OD1CTzYgfOE2+XAgGRpcgQFfX3vxZWMa1t9uDcTB9QLx",
-	"Tevvt85NlJzjnC4hz0NlM5dVdeyvCRCPHzUdhNZ3awF5gprW+8LkqS+X5M0XPE8IHLQaKegfHhnoyk76",
-	"N7/ZMsCZ6/Em/diJbj00ZHFr1asG5Nwz1GaA3rjRhZRVt4rWu19RVQVpoALggEvNHZZZWHORNcW0QnNF",
-	"FdJGMSoQfoAKsAWqrT85/878c+KU/M+H2aw911vKsyvL5x9KRtWvrWtGM5ZdzPOJtrE0b8NcryoxoI92",
-	"Kkc0NflgKJ7Qux1P6S0j2VzErag1z9JWH2qg94+P4Y2JVHn/WedZB4IDzDSqgpjnguuv0xQqf9sS2/pj",
-	"zISaJPMU8rsMPwe2uCwZXoS1Tg5SNqYpYSLnrsjNLON3UB4H0+wOI1MKBgrUq8g4m7At0L3iOVPtsozj",
-	"TFV+P0jyw7w+f0hBP6ZI+HI3SApFWZwir9J7H6lh+eWXUMXH+nkqwsMhJ7UdysbKjorYqPIwvLGVPuD3",
-	"6+KRlvsu3RF7b9l74OV3ioyhsDqOlyfkf93LHlru6xW6FA3Ub3GTZ2qv+b5av1NwOC739gEOxpGLmC+g",
-	"b10qvG+Y+7jtDiO3ohKMufE0pGh8H2SWyWuGHQfuQgPQ6zkM/ZEbP8nDx4f/PwAA//8=",
+	"7L1vcxs3ljf6VVDcrYrkaVEkJTk2VVN3FduZeMeyPbEyubOhHzbEBkmMmgDTaEpmclV1Xz6vnzf7De4X",
+	"2W+yn+QWzgHQQLObbJJS7NnJ1tRGZqPR+HNw/uGc3/m1NZKzuRRM5KrV/7XFPtHZPGXw9zc0eUlzpv9U",
+	"i9mMZstWv3VBEpozkk9pThLJFBEyJ3OaKdaKWrc0XUD7kUxYq9867XRaUYtlmcxa/dbPC5YtdVs6YznL",
+	"yKCluxq0+kTlGReTor8ZzUdTkk8ZGctsRnPXtBW15nTCWv0O/qHgr0ze4R8qp/lCtfrmk25Ardb9faTn",
+	"8z37ecFUXp7SmLM0wTmNKU8VuaUpT2jOpdg4qwy7JNcyWfZNT4OWoDOYGbxLuCK6Gc9YQq4XOZlxpbiY",
+	"7DWbF3I2p2L5VubfyoVIwild4geIzAgXt1zx65SRkVyInGVzmuXLymmdetPyG5Nup9OFjRnDpx5g2O+y",
+	"l4ym35tFCQf/lvF8yjIywqZDnhAhM5Iwmuq/J/yWbd4W72XvXW8j9pyFyOkofze+EFKP1cwqnMfVVK85",
+	"NCRzlikpyDVLpZgokktC8c3NuxLOCrob8qRf7rqn98idIPyQ/k55I3t7TVzv2hYkp9d9I6npRuTk4Ujs",
+	"pRwtZkzk24zTvLJ5rKYhefaQ4xUlJqt/OS94R3d1WGKRpsWomn5eLUYjppQ3gC6M4LWmEEHTEl8UZCHY",
+	"pzkb5SwhimW3LCNjukhzcpCwHBilFOmScAG82rRI5eSwYh3PAkLm5ovErsjuy2cH/x8sk/9oE+jADN6y",
+	"u9clKn0tFMtylnhUoEco2B3hyeORw9NOBynircxfa0VA03qZP2u+JucsA/moR6aPAS9ak+slyadc2fVc",
+	"srxyObvecpa7wHd2J4pw/Kuk8YXPAeniezaSWaLeifd0wq6kfEOzSYlTZNhkKIXuntBrecuAUmb0E58t",
+	"ZjsoZWGXWokRi9k1y8hsodUcRmhOZlLlBA/E7nv0g7gR8k78ScpElTWyif6RcKOU2f3BYzqiOU3lZMHO",
+	"9a9Tzcy5OS4b+Tf0O+SJ6ptPPH/+vGDjK1/YZ//uo9aU0YRlMLnvWZ4tjy7GOcv0PxOmRhmfg4bZb31g",
+	"IykSUAvuKNeLPJYZMyf+U06sjnnH8ymSZS5vmGjriaHC3up3o5ZTbfp5tmBRS42mbEb152ZcADXoVvly",
+	"zgwDm7AMduLHH388uljkUyZyPjIqfzjCi/SOLhWJv2E0Y1kc2aEwkjGq1Q+qSAyrMPRejIMRtvBl5Jh/",
+	"HLS4ADV7CHMZtCKy8v4fB60FEklE2Kc56M8yIxm7lTcsIebF1rqZm9mihYG74ogdNgbIT6s1yILDaevf",
+	"gzloNSVqcWFPTisCVd9oMUPgzfWDQWsGF/+pJssN+4JjMypH5fjMs2CMz+rHaJo/yjhf4ykOB/hCzmb0",
+	"SDG95pon8kQROQbCwfPnHWYq9IGf0SXJ2JzRnBxIwchcKg5MmlFtE/IZOwyp6qTTjU5Ara2asjvwayc8",
+	"o5/eMDHJp61+r9OBw55r+d7qt/7XT52j5x//cBDhfw+f/GsrWqGqqPXnOdfG8reZnK2uwrc8UzlJ6NLO",
+	"fc4yLhOthaA6Aqau3yjW9u4wl/FXisykyKelSfc6vadH3e4RCKDKrdbvj/VoKjdWP143jyu5Oos3dMMk",
+	"pH5oWCicTSLvBMu+UrBt5BcpWM00umfrppHLLSfxlwUf3RibrOrYvPBsonMSF7ZirNlLbI5yTA5kRq5l",
+	"Pj30DceQ69aetaLT1j5HC6ayjj3tNP71DGzX0d7rI6bmUih0IF1JeUnF0jhdFAplkWs7q/9ri87nqZY2",
+	"XIrjvys9n1+LdS3Ed++572yhOSMpn/GcsE8jxhKW9MlZxwpIpWmSKJCm8CdQ4e5Kir8U/5qxcavf+pfj",
+	"wmF2jE/V8Stxy1I5Z7gG4R5ducNgR0x4rkgxk3OSad2AUK0bkNhTFGIzFdUmMQwq1vsYD1qDVhzpnc59",
+	"LfYrReJPRzCJI2ytd7peBamakGl97De9R12NLvKpzPgvaA0020f4rBHzoYb3wyaxXqnJ+dr2okEPu+um",
+	"1kMXOqZkw7GZt8k1Kjz7DufB6NAfjyYlM86IrFnMh6G9Kg1zHQGutL/3lgF69FxuNElARaDp+0wPKed6",
+	"dVHGl9TY0B1GlVH3s4SoqbxTRB/H+OLly+Gvmivex2TGtO2j9ZRMn1H3JfT0Kj3NuffRX1t0lPNbni+H",
+	"yB5XNNBIDzfTZnfls4k5VdVPhniOVtiytv/ptWacOOsya45aehEnMltW9m0f7tE9z2u61utd99mMUeNd",
+	"WEfVoI/wGfNeGV4vV6WhpnC9a1Y/WSiWkbup1LsGXBfodirvCM/JHVXm9wM655E23GWWR2RGeRqRdrsN",
+	"msrKkNkndPsM8dxXTArUuCHK1IrHk0wu5vVPdt+BmhcrGoqxHCq5yEbVI0zpuvHPeJKkrP55/QOZVz9A",
+	"//XqdsbdmKRsQlOimUC+jEjci8k847dadOJboIsJrY/81I16H6uma07ncqiXpnIAGZtwHMDKI8uVax/t",
+	"vl85nTSwl3SrSkLM6Sfz7bADLoSlf6uXg+KneM7UOdH8G2x3uQCrY1bdeR3r0j8MG1PaIksre9EHc4te",
+	"dOtaslrks+GIzuaUT0R9g0JbqXw+YwlfzGofrzks+nHOagjrbspH0+FUqnxdF9gq5eJmcyu9i/Wt7n0T",
+	"96cW6PKwcIXMKZiu4dmO/AtWHZVkWPkMFWRgtitgyyGDCfhhyD18ToO0UlCGv+uOQxgeUmbCofjyJJ1/",
+	"Rt1R9gSplbYe67X82Z0vc06r1r9qf6t2s0SjAUkF5BfSqkdbBV+T139no7xV3KO+oFlSrwKNaapYWUEZ",
+	"FYrTOqlr9SuQ4XDTiNp8zmZq87vwQsFKWjTLKPTFtIBt3tMr3Rz94FW9zadSsOa9vdfN63srGGXjHr93",
+	"r9R1WzqUdvXdSrhJBN/3Fn3N7uMtkRfUsAUZvNhxU1+L+QLGMKOfXuN73U5ndTFf7bDRFX2fVXT9ni5n",
+	"TOTmCq/5Fn0LKjv0sAPdNBzciv7v+xbPzqK19oDXttvxVrXaDCjZNvoJOUh4xka5zJbk9BnosFv5cFZs",
+	"gZJ6Yh76n+k93+kzxmDYuDqeAbGx7Yp2XlauEka4IFQQ25LQEXxAW+tqqXJUiDZ+KFTyw12L1qv24ZD+",
+	"pJ8Em7bTapZ0+o3jD3T8jcMv6fwb29uGK6qt5llgojkPwniRps5ooxXafXkqMy7cx6N6K6N0kKpG6dsd",
+	"oChDj7+NDbJxgwqbZGPTwBAp3SvCI5+8up1dyGs7W2UzE/PMiHrHPNGt/LHvdDKMDRJc8Jw+i9YaJeGY",
+	"vkeXNsQJ6Ua7DKJkpGzc05LR0qh9YcQ0ar4Ft/CNnI2NK42ezctfaQU1fa1kFm16raSSGSujMGosKazR",
+	"vH6YJzRnTTWvElPhSUyoSAjNScqoyokUjGA0IHgV20hQfke9jW7Gx1Mz9lMgvki94DEF/Laie6eXvkh5",
+	"/1vI6i9G0j6GCD0nGZundMTwXkKmOwrV30BGbnuPXXJMVbNW9Bpsx00vyoHQNjKJZwQt64iwIzBGgekq",
+	"OeI0JYLldzK7qbjAefWgHor3D+qh+ACDf2vG3rjX4LWqfr1ghWZOWftCrV92h7udDTcnjcf2MBcYpQge",
+	"a6f0ie4+MtE6mqCwQ3hY6Uyvv/gwkU1rH+5+wfBodxdVbuYg2iUgDueCbugI9ifurVGNM9d4hAun9nvr",
+	"THtl3WulM7OG86CHZ0/2Y0NRSS4nDHQ6YEg0uHl+GK7T1F32eM6uLdWkR1ZDttAnvKMX7uclzUdTlpAR",
+	"VexI76XQLW9ZuiR0QrlQGKxnO1CksE8PTnuH5+ZSOZdwyTxlggh2tyrAd7LjwUVSIjffdXSyvYF8v+40",
+	"7O5c/sek5g1ScL0S9ftR+Mc/ChUXNcP1yqo9JAr8h9udkcuL128+VIexOCFiNNfIhtXKLIEIR5GfEy2n",
+	"zbpKwcgdyxg8gQDPJmfDJhnB8QOyqZb87oC8ffXj8PXLmsgbdlfakK8U4UnlNpSWPmp9OprIIxOH+pbd",
+	"vX6pv3b16s2r99+9e/tq0yJZNf8x1wj4yOY1KhGRWbBgLpHd+TVk9YYjy933ttX4U7ekzBkXvsbqW7Ey",
+	"p2nVo9K8sV2EPVXN8yVV02tJs+SKqpvdLrAf0FjBYHkuuJrq5zVbXGqvcprl29g3NsB6N3U+kcGmXEuZ",
+	"Miq2MoxqLZHM8a81EVDG89LigoAZaYb0sXn8UJXhYAJInEIPfQYrHG7PelOjiGE3hoGZWTUJmq1ZjTz7",
+	"29/+9rejy8ujly/Jd9/1Ly/7Hz7EGxIbQKMvJY38enp/hH/0ij+I/aO/8se/VpmPL+nSHZadDgpnagiS",
+	"eDMfQWZhSFUNG9rwHxYz79WxzCYyz5kYus9v8WEubiUfMTXkSi22/fRMCrbcfCKXl9BOv7Ac3sz5pjf+",
+	"POeXS+OF5HLjmN5jK/D5qRvVYDxX0M741xq0/0FVsFwzONNJtLL5djjlzV1dc7uQ1XvpVq36TJnF3Y5Q",
+	"2ac5E8pnGZhyir57eDYE87laKnExkrPqt/HRupe1iBrW9lBmWdiu1G/YiRtyqzz4mhW7smSyxYpdFxc/",
+	"jXQE/Y2r5Zx5p6WsK2jOO6wV8GaOJSlUfixvWZYs1rXQA0oWKR7t1Tamg3XjcD0Mm2oj5TeCua6My59p",
+	"eUClaUZuH2q29ge1tfLVXJpXazO1QaCVQ2Q0xeTNnVxfmMLpMjQBmcW6u7Q9oDlNm/yof4htImYcETnj",
+	"udbb44QXqcLRQMQjmbA4IvE84yOGd6TxLc1jQjNGcqoF7ziTs3IWuI1n5nnYJeFqIFzaG4l/Fnlso6Ih",
+	"2brbHojWqtRseEeoP2X5SikvzzzROsOcZSNjcNicfLR6nS1aWMAF3/KmUZGIyYXJdDgA2Io5S1PIgldk",
+	"TrPcxn8DRMWYjjDpcvMFkt2hyrAvXGvc8R0iILZxSOjNXx3DD4LnBJ6VlzL8vw0L+3PVfv1lQSG8Z23P",
+	"Gzq+pRUd//XiCjP9CkLQZuooXUBGCmqUlZNa+7X7dUd5K9vRvfXeuoEqJMNqo2310JpcmXUWUYUFVHve",
+	"3hdn7Dc4SWsPzmNm7tTfJNkjU0fuK7+rRUWaeiYXIjn4WeTkv/4TqVL/cdDtdMh//+//Q+z6H5JjoimU",
+	"9A4rV7zyJLzfSP0bNK8kMO/ckocbHLVMSsDPoJbhuniUg4PD6Zv1XCsW9w3zibxk7C0jfk7Kp8g7LKu+",
+	"MMDQ8r2xHtTYDuzaP2pfuNSqWhHLp+r8jw8vq/aVR3tKnW0kR+2pqjsJ+1wEOXCf7aRR5YXNQ9/YFGB6",
+	"FcH05csFQ51K02/5JnfbwxV6G8MPv5UO/icunGBx8Jlq3IuyW3Jj88cP21pzj6O3mqicToIQ39PuLjG+",
+	"lcIMP7CYAUgUYEkutM3h7Aenye58dH+zqGiYSjka+nSnSO7Hi3KuDqoNnLVFhK0fy1Hk/NU6fes40+NG",
+	"4ZILIhYzlvGRgXVlPy/0RkjSQRagCLX4t0qxRmG7TRlWZzPD2vLlEtd5aGayEwfekwOVKbgUOqmbVZy8",
+	"LRmVvdsEXrX+VHQaM6c1BPSo3OjxA0w7G7jOVm82ixt9aXniKxsQvoWCgtfZDYyvtxeXrza72+CyF5qu",
+	"Hel2Nno4vyoD3cLXfu6L1A0cqsEtp8GGacaeEK2mqv3mK1yGruNqU+orBZZKCS+BokOzFW3nydg8682o",
+	"Ivv7CAyn+I1RLlQAq7DKrR4NeuLBICYq/ek4j8hSG7oTVlAR1kWsViMdNLvbNqja3mELz8MqQgIsdyVH",
+	"MpxjB8+h/+Za72Flw4fyIH6pPkEfarMZEf7uRfytvIgBCuojexLNt3Y6WtWnSbBKrKQ+SUwYik2RqkyQ",
+	"gli/iyIVsOT2ECbikJhsQXIQp3JE039L5Ixy0c7TJI6IkETNtRZ5eI5VGrLKMNGV/O3TMEbmf/3bYKA+",
+	"/uHf7B+DQdv+WRkK44UJbxlfAAGOTYKQ7cqUCQd7qNphM6jdXWT/kD6s/Vc0EHUbltckRD2yduvmtLv2",
+	"xZOh3ZEZFdX6ZTlfJPdc9SZgdWzQEfxN+koReScqt2rvhJ3SsNfvxzxffiOT5bbBAoIw/SrUyYlgdv/+",
+	"4d1bkvKcZTQlsZ4EIkvGv97HhnX43XZqJ1oa3V8tNufq2uMQcGNL3KnK4nV4mtvN9Qpg0ecpICWzW5Yt",
+	"C6TMc6IYM5srbpnAyHkuSMzFWLbL4OnValCJ+cPSESmIKehADuJBqzNoxUBIwM4VEwkXk8Nz+DQAdRLd",
+	"m35rTHm6yEB0lBfY49YHnf/np+7R2UcIVoT/d1jJpA0G6sogATnUG6Q/kpx9yjeMZFVboZOaTYZKCFC3",
+	"IYnQ39slBylXuRZXHVgTxcUkZUdY6qDYHNXe6Mow0K0r0xsxnh5k8k6RYxJWUDiMH+7rCBe76vmC72HZ",
+	"LK2qIpx4mrMM9COZ0/ThxlBYi6UlMBsbR6YSgDnNr+BvcgCVVuI/vboix4b5HE9YHmMqh0XM9TneoafM",
+	"eLVKLEAu9Lsafhy1Ph3pl45uaaa1eKXfxqyRD64P/Pcr05P3rxd0znOatj7eexi/VSS2TCVNCFWEGnZy",
+	"DrDOCdOnKoG6ZbZoSwklF7o9QhkZt1ub0Cmc4WjnbfRSIAVLj+Y42DFXMe7vGE3z6ZYydDX6W95URHxX",
+	"D7lqFGHKyY5a3K7yuUoO1ku6MPNju6ECxeynSsynYajlOn8EtjViqHIy/y4XmaDpiykVhn81B03+cUpz",
+	"QsnfsQuSyTsygn6SPrASapNeUbvMpbYGEB6ZHMS/FsXwBpDeIpUctABi9z4+jAbCdLGAuxys8mC6N9cu",
+	"EFCoD5dME7ixEezOlEXC7iVWEfxp0JJpovsetAS7G7Q+3seHGOG3UXH485y/ztlsy22mo3wRRKAW5uuM",
+	"UbVA36Q9OtZwpLNSNHAD9Nx5WqdOQnWIdEl0Cy15aDpapHjzKL0yDZU29jyTE62cD01s2j6hBDax28zb",
+	"DDmya1TxsY/V+3C5rWr5DgTLlKrhzZzH5AAaHWLWl8OBnsJNC/nz+9e4UlbFLlYn3FrTXXXGDaz50Nny",
+	"jYx6S2EVNj12l8thsgYZfTW9IHhtuNdebp/bgO2HD0lBdslr6OKK0dnWbFgrEjNb3LTpPukvvXSvNkmM",
+	"9D40pKhkrOpH8gY1orvpksTeG4Csr79Q6UjcdmM0tW89W8wo2TxP6LzhDKHturmtS2BRrdLHgjVuVa74",
+	"GrrxdnNXChruG5j/sOw2HJgD2WjKZN2m77ocNfG8m1Zrsx/7cVZvuxuh0loXdzXuKiZcfG9ZGm7BG67y",
+	"7+XddorYO8GINdhMiQPBb1mmaEq0dWeqsrFPdJSnS1OdDVySLCEjmS5mQrUJFKRZzpkicjwQ6ImAR8ZV",
+	"MZPJImVQh2tKbxnkXlyzVN6VKmPYt8qVMQbC6n7WNIpMBcGIGBmqeQQ4uq6XxlZlafKVgmEdVuVkGJTW",
+	"Rsm5pu3uFEhH9mKowbdKKHyb3yhc75vb2mIgzVruMeM8p6Mp0PM4pRNPae1E3Y9NergejRoN9Np4Djc2",
+	"9OuVNG68R/2SZsMfFfbTOqlasrY8WMPNXzAuvgYN0YG73UKVXtpjwWxPzSdmXihwGxu/s/corVBp/MUC",
+	"FbDxK4WvZMtX9p9eUQyk8acbMyz/hf1HaqAGG3zVYQE2bbvP4LYgySInvmlbU6xoc/NFljExWjaGoGiO",
+	"VVEESjVrvzMWRuO4q0YN94gjg5i5pkfYtV5/imoSZGpae+EmG2JBGgSIQXpio7msxJJtfCNErtrc3JQ4",
+	"bdRwuI2+81tFwJTQczeOi6vhVObNCCPA9drY84wpRSesKfMuwYBtbg+qfLOBN+7Uxg9tbugiDjdf5jl8",
+	"380DdWFKG8/dChjwxnH83PBEoxW2O6luoV4U2Dwbm6oZTdOhNkWHcjy0qnY5uH5zN80Vmf3DQ9EibvSt",
+	"xazR3qjFbNhAlK7Gom4cwRZqVi4bNtuKQTZW2vZT1haCN9uSptrcOt9Lg+H40bmbv1WqtdDshaLWQqP2",
+	"Ra2FRs23kDV+rYWNjU2M5EYKr6zJsLH3ypIMDd8qVWTY8NZ9vYesuSvbutQqLljeyBFNL7lY5E3QvppA",
+	"fa2WMO91SLfT73R2xwGrDKe5pDy9RC1hl8jH0BkWTvx1YmIvIN4TG1rHojf1SmSzbtR9Vj1g4wlanxRp",
+	"mB4rZx71qjOPrCgLO/2GKvb01I74h6tvj56R764u30CIWVXiV3XnjzDeBwzp3Da3eI3VtCmJ1onizcts",
+	"GpdW47QmbywQciuhS3zOmcjtEp8TxW4hIpBmjIzCfahcfS9Z8GTTHZN3HIJxFdM3xFbls9dH8QMTyW5h",
+	"vk0CZlcOe3n8tcEqgLp2KW/ZDndcnnN9gzO9hA+sv2kZRxOc1y3LUJe4FaCrEZkRA6pGuKnWtoc76sEc",
+	"i2udObXOm81Zbg/nBCngO0sodR8bOERWq6JhN1gPzfTUoBDa/kkqlSknFzOLtqVZ1DVVjNj1r4x7KZsI",
+	"63qb+VT+lVrf8V5pbaVUFyxyCZGEO1L54ybBBblvwYqW6McnxKrawXXVewNmbZmUd7IeJJeuNjMu4Khb",
+	"pe+EvLhCHb1EyMddYV0bcw8PjXHdeN9hM4dCmsuEboRRvdKNzCvl0AQzHOimGEXVIr9ld69rcu65u+QW",
+	"7M5ce++QqBJMbsvg16m8EzU42La7ZvlcAdh1BUFsC6uNI7PDqFrY9y5qaEvCGlr3brMMbPRzbGhbQR/4",
+	"maKTyjkUpRt2jL4NqerPXABNQbRsRNRiNCVUadJi0CQiM3nNUyhOmrBMNSpV4MJ0NxaheFsdyIMdrJn/",
+	"P1lmmdu8x1/6QEJs2Ie3zpldXgp40US4nJOET3iuMBBHznGjSPyHODIZkxG5zujohuUqIonMsSZZQtWU",
+	"qTb5wGg2mjJlkyoJ5ExAXgF0u2Jvla0f307/w8f/S9vqB4ekffTxiUvbMf+utN396mOPnGz3ABHyX2ay",
+	"3XaR++vT8DbH9a8UN98udLp4HV1Bfq1jchCHhdZjW3XFq9GLgf+Hq/HTVBvWwzGt8ihcQEi4tfibgc9g",
+	"f8tFxRF8A4PeqrdrKm6GdehDq635TZVbRNxACl3pi09Pq+2pYXVhue8YdYqOzCZUcAW5Qo3KkOtu69Kx",
+	"HAai6XzKaNKstvkiTYcbquC5IouY6CTH6CpUUz5viDWcDq8XFfB3L6acja21RUXeaMRcVJ1++mlOlyxr",
+	"vEc383mJGqqb1e3kh6nM8i1Xp3o+N5VATlkGEG0JOMsKp8um8cpJJoajlK+Wkq5ufkNRp9vccN6wXT5r",
+	"2PAW42o2rs9cjqb5kCZZJdXn2zIDYMpqOM/4rBKPsSmIWFaxbR9YnqdgCG6zZwvFhq4o/YojbCIgw2rK",
+	"MtZ3Qb6Gi69AsAfcWqsUmKUIfRMp0KNtfUNXGYDaf6tFRXWa3xoBtI+mGkqLLaXBI7H7bXj6lpx6Ox68",
+	"DTfdzCsTU8tjub76/g6a++diww356T87o9yaETZmeXuxs1gznZjM6A2CEipER7AsquBtbfIO60b0iXnH",
+	"au5Yi7doGSGM5x1XjMTAzOLtuFyoprsDs14B38luChnfej63nq3VsbG1fGsDn1rPl9awoT2NOsefGgXz",
+	"VRdQNnxkHeOoYRSbOEM9K6g9+/WHvf50rz/Nmw5vzVHddDZ3PSOtYOfCbnGPcEfCxTQLZCdtl8WuaLFZ",
+	"PuX5pyLyD5C/Qh6ZB0TtiNQ/PXhWYPthncLFrDr1YUH1bY98zV34+0yOecoc9JbMyJSKJK0uK978Kq0Y",
+	"ZUm11aaK87FDo8IrmnJxwxIuIpKzlE0yOovImI7YtZQ3m3M5MVnOfLhIeqpcyqKE20NVqcSCTnXIk/WV",
+	"peBRzYs1nvjiFVPs0vt61Wx3KHdJleITUQPb/eNUEtMgwcAdqm6a3sV/mfCvtdD4lWUZI5tL2Ag06HMU",
+	"7mwu+lyYeZB89xnreK6BxcYYAIJMI+7FK+iDNREAvyHwa8npiKeENTwcW0PC4lV0JeTrypX3muqmZgvr",
+	"LrV9ZtD0ijvAiTVEtubiW7Oof75bp5DxrI0z9YJJt2Ip5Rfr6vlcYDWfB5xdwVmcqteJKg70jGY3CsB4",
+	"sgkTuRMmDflR2fJXN4DsVu0+24Dxn7EZFwnLhjNYsAp1CVdS2WopiD1Es5zkkuDb8Bv1zr2DCzjrnT2t",
+	"QQxYQTpze2RWrhs9MCt89Poh9uJbb6dfQuTk7EFLiFgOe16OICbXS2vPP2BVfsdz7bzrmNlWwTt1IRrl",
+	"AqpbRiSsLZu6U73VdXpso/LbRhb5JVFLSmxSdyPuBf881Dp85ogaM/u6gBrNDNhokfF8+UEPwRThZTRj",
+	"2cUir1JW9c8y47/AbV6ffANtyWDR6ZyM4GzAnyxukyv9L4XOeajArDkYRdgqA5ABaJbZV4rQZMbFQEBc",
+	"tEjIQTzKZkf41Jw4TDqODyNA8MDEXwgyGFFBrhnJ2K28Yck5xhbkU8azgfjw3cVR7+wp4crgtyEIByw3",
+	"YF/B6AtFaZrn89b9vcmlRKlfJGyD1tR68f0ljJuPGMkZ1RYS5AvBy6p/fDzh+XRx3R7J2fEom5mm+k8X",
+	"H1DlmeZMkQNXjhpmNs/4Lc2ZUQvUobt/41lJZVARhmuoaCAQ6Bp7KHyH58Al1TnIYBOdYdJ3TVRHWPRW",
+	"nWOE6EDMTMSfOjcY2ufEslqu+9Vd4U4duWpUiaVj1R6IgfiXfyEvPFRYNQVg7etlGURWt33yBABtDUJt",
+	"+8kT8goaIfAsV1DOCCB2kYgHIv4VBVqEqKsRuOQjksk7vSx0wsx/IgTXu4/JAZ43ElsgXMDTG4gjEmNX",
+	"AO/kgD8B7hOhP9vknfCQL6MK4M9ID1VmuSJ0IIhDADUAN1Q55FBzmzVCaE7ySssXmm8G5m/DQHE8MM4y",
+	"BC1sST0KLbwOJYnh7fUou/H7dx+uyLHe92PFRKIPoO6+6A/rS431XONB67QDr3JxS1OeEC7mi5wc4D7D",
+	"T7Bu9t2ICDqzyK5aM5ixnGV6vREi0UxE950tUnYY4Se6+hMLQZEVKZaY30/0727B+WSaK/PkVD8RMidj",
+	"uRC2+dmgFcMWsXwqoa4SoWkq71x/z/VbyWKe8hHNGf7Ygx+h+G3KZzyHX8/srDFH3Sw81FmA1UfEVEFo",
+	"ekeXCpYqbBvrgwnRKGQiDQuTHoskqZwcmk917Vz4bI53sCwhS5ZHZgvOcB10i4zRZEkOkEjhH7/E0Pth",
+	"m1yQOQV2QmF80KEg+ZQrxxkIFeqOZTBgQFV2axkRSm6EvBPYCZKywCpjZjndEiPBwdkDisNFIJQ8eYIi",
+	"/MmTNvlWZmQmVe5B9hKek6lME90UDjws5QEV5uTDfKkgIBzBX0JNuJrz9lEvyPYrRXhyGBFI5MPIKPDW",
+	"GmxbQLxlIykS3W3OZ6xNXtHRtBgQxEAg9K3hH+ZkWnBcO0cIJzKnabxILesS0PGUkVsmEsj3yJlQuuMy",
+	"ei45MDOeSyATTVhSn9mywhDrfYR+EQHcjuAAecJhMTccd4ATTr6lPGU+SDLRh9WwExyu6TAi7NOIzXNy",
+	"N2XGJvHRf6smBGR9ZMaDK2cIRPeLMKcAkZqCSchzZZmCwoPjDQtoNOCBgHuJ1EnijqZpWAT9zX4YG4D4",
+	"q5EfTIDBXRGao/Y5nNU7acQgNlGHhsYSQgs+EPRv6cmcFFzlT1zlZdRnID9AKdNdmlMtNGMEEHNlOHof",
+	"nH5xG0Xhd1dX7wmKpJIktKVC9GfsukWwKt47pNfpRFZryBgbCNxGvah98uTJaaf75EkBKIrakNG3uLKc",
+	"NCILAWc9MmpXos+a0bcG4mDKaKK34ccffzzS2qEW83qdrHKoRcaTJ6e95/Zb1HxCD4bpxc6Vx1C9Hr9n",
+	"ebY8uhjnLANTFM+nMiLoyZOzzsmTJwiFHrI4N6V5JkGmcTUQjiG2yUVq/RAzonKepgbtLfdVD3IBGZc+",
+	"hxwIfSwjUEPw7N9lUouv5RxSuLgiKc0mehGnFEcAcyIHXXLJvzkn3Y7+ryb8gVgVrcAdgZCYgQeGzex1",
+	"OqjpOhbcQbaqSeQ9nQANQJikJpLXAkDzgEy0JhlrRSi2oN2GQcqxRXOvQlcfiAJeXa+aUamlAlz93GDR",
+	"a3kE6hXqEWuR4qlmq9DajSSAs8eTYsqYdtvkLws+uoF5KD0E3ZiLyaFZnYEwk/rj6nyKQf2RdGHZzGf1",
+	"Pw86EdH/QwIBbqg1vw81oPGWw5i3NEXE4dRiQq/lrTZEAoZoHDIDARtq1QG3dYeRPfk8ZSJP9ZlOFiMw",
+	"T/SeQnKA3kvjqdR0CEZBFqi+RnGPX2CW/5G24/uEzpFPcSmO/66k0IRyyWCVDBvOGBa1cSVtYJnMIScz",
+	"aIvNMqa/wxJv7J7GNhDY9jAiShqw+zlLc6O84RShBKQiC338uJ4iwYhep2QwUIpRJqmBoCMQNObfQHrn",
+	"VknVqwmPNQvSNIniiJoPKq1W8NxCs9LrlJkFxdQ3G5SeMzgo5scIiyypiPy8oCLn2hKLXDknfOevF1fA",
+	"oXBVAIhyIBI24jNtTB28lyqfZOzDX97okUJpVb3HdxnPc81KBe4aVYZclSu9d80FzZZH41TSHMmkPRBu",
+	"tNpyxvNW5OkFWYBkIVJQ+P0VcEEibfLSjnkgvFsmrWzSnB1pJQe/UnkFtQEu4HwgvF6w0qd+BemGmhJW",
+	"WnDbN0gupd0QNDVSdstS3AzzmSKM3boK5BgsDBtmSN7KHNiV1rKMxmmewXEDorvlUPFXC2eawy88wZkq",
+	"pvv4kes+/JVFncbMMZMpaHU8Yao/EDF4J2KiGLNgosgFzkmsRZV5YhnqHTDKrFR42J8ZnB395leKFBir",
+	"WrVNjHkv78ThOYnxfK30b3QwDHzESEn3sYGArx2Aud93bmJQj80lyzlAI/SLTwVQCeqwra31wLswEMa9",
+	"YFwAKtCn9LBL3gMYmdmF0G3hqU76CNFUj8zyAs1hDRcGBZ2mqTYo6BLME8W0jjKlt3obDBgsKPnW5JPC",
+	"HniDVFkoTVbnM3D8esiugAwcVDAA/FoAB3dTGYGgMDreQACJRgZJNjIjjUJYf3Vozw3ccOQZFQqRV88r",
+	"oG0HQk21yOS5nomBqD3rmFn8lWVandbK+pMnppLOLf6mrXNtqyqi2EyzrRG5da37DrZWK1bchJ7NuNBq",
+	"h2mmdahlbgQ/zdGNljF6Q6g1jOBVFNYz+neZ2S+gEy3lI8izLjxjl6+vVpxhcs4E4qW0ZTY5Ni+pY932",
+	"PmrlPAe0kRcLlcsZy8j3LEXZO+Vz8sG42S7ev25FLfP1Vr/VbXfaHQgqmjNB57zVb520O+0TRPSYghPz",
+	"eCRnMymO9Sofo/pw/Csu8L1+PpeqImrvnTCKiVHv7JmTY7s5se0kLswS/05AE6tizKndbCAsorBeJmCL",
+	"sfkljozCpVUgJTOQhSKBEaCtgBqoZmtguZnAQC1NBiIsMQWGsWkF2gHUmwpEZi4l+rl8Y9yIJm1DA6s1",
+	"msUNWxoX3RrUZVQoIrAVw+eQaaj7MzM9L6mhqFwWyptTQq0WZ7RFFfsqHNXsUm/XdVEh0Ss3hT6Nid5B",
+	"lRtdPiFGBdMrMxDGVwCuHuEE7kBc4uaCsdwnXZ9PgTrQQ/dpRE4Lt2lEzsiYCypGjBxgOr3zlWrD8SlR",
+	"NNXWbJk3ynHRyWFEeh10ykak1zV8dERzmsrJgkWkdwqMKhqIs47lT9roL/S1YugR3HGa380WHRSOQFT/",
+	"eH6IzpKBMLWUHB2brhLJ0B+kFvO5zHJSo8UiLVla1q3sFYR1F9g6XZHV1ASRGOxanAEyY1SogYh5EoEp",
+	"rm2AKJeRgS6J/ACAqATpHLfJhbumscVZ5FifucCzDoofer4zn06pqgT/hpl9C6sDSYvXXBgxdvH2JR5M",
+	"l2sAlK5VTnanVXUM2j2AMvyaWF2BMlAcBgLbg8WP2rtuqCRuwh1Nbwp36ERvA2gvGZszmkPonLrhc31s",
+	"TeY4sGJnerxOWv0WMr43XOVoGwJXNK5V1er/tIp34ggogIDqRi2un2uWajHi+xZ70b9uwgghdEl5kTjd",
+	"qBedRmfR06jXiXrdqHcanXU+Vl2Fbror9rmN5cw4jvOC5DStBUjv14sciC/EteJJBIQ04vky8kNQYK4/",
+	"LxhgNJjJGnJo+bNbAerxk1Mvjv6DHv3SOXo+/PiHgyj452FVburq3G3RsznYThN9pnP0jJ51Ou2acYZG",
+	"aTBcd79/1vEDBYIogW6TTXmvOasFvDd2es1w6gfR3farL3DrcwnyUQukAyqWliICWtAKsz5M4a181fh0",
+	"V1xMhthL3e5WxPyvji/uaLFkTnlE4q5/6smBGcjhppH4SCLVy7Y2VmV1XFA8yNNetAkV+EUPjEDzxJkR",
+	"ZpEVR/rw1I48iFgohrxlEESTYYORsG64a8dZxIs94CBdvYqDsqLQZOkefjQcXLIlVDGwecExFlqiihzQ",
+	"NDWHRlt7r42HT2tH8k4NxN0axdZc1WjbiWuTLEVHFNi8gRmpz+wtZ3fnA2G9HTyPjNUFRs+qc2HFFkX5",
+	"VrWIJlxnC97cOXoOTBn+25Abf6v5HN6JwS0BON0Vv2XOwMbYLP30vCDOfnGFhk8MrfaL63T7iqaXsBc0",
+	"zg2EMvx22Cah+wbXKFXS+ssUNmhfXrZfvozrV0331g2WrALU8aej9kcL3uj/3WjFrmTlep0XJnFCrdMA",
+	"KR9up2IYWdxeM+7eo467Kj7t3OlZaKAwhY5jnsNNi4leEGwzM63lBRAsV0PClfFwqyN/qfkj3EAcbPiW",
+	"i9d9MOYD31a5JtQNHw8iiB/q8++9+AjQ6laqtZc5dO34jBZYzUsqshBXB/MKK8yb4QTCVjo3prnqXAnf",
+	"2XncWOizduBNdBiAR9l13LZM/rUP6FL4XS1aAM3hRrTprCxCyO6KWZCgW9zUl7MvV0Z0XoYCscKr4l00",
+	"zgxrqD/hn8pUv+1cGoh4miyNL0lFeAUEDp8JAwf5ipqyVj8B0YqdrZOw3QeRsJf6zIxlmrCsT7qEi2v5",
+	"KSI9cNRH5IQkGR3n4HjJM6qmETkjak5nEXlKZjJj5GDtVBSbmPJllebpCRqoH7flNdY1UXFs1w/HobHu",
+	"wWdWsGW3HkaIELs74/jARMKynYcRFNLYZiAf0fvAVG4r9ntA5+X7T4C8c12vi76FKvvQI4SAlri7fhj5",
+	"HthSjf+2yVTSujbG0fY6nQZjM64JDBI2QWF1I7Vtj1/bhpim8LqIBNv46tuwuVdyXi1mM5ottdoLTizr",
+	"CA+ZR8urII61WPT0XYH8li3arSW4qSrftRXee0XCllf53HTX+unXQYsnA+AsvcjVVx603sosn95xkZA3",
+	"b14MWtEA6o7Bo+/5hMIvzpUDP18IQck3LJsMWveR123X77ao2ux1eEXTlAuxoc+PiBoi5SUVy/cse2+W",
+	"cO3KG9fOO6FbX0n5hmYThoUJwGWLvo5wJy6sq6PKPzult2x1O1qngNZu98P4sPplx/BAP5GLbNDybje6",
+	"bvc6bvc6dvc63u7Zqu127/DINDxnJsKm6phdGc8nuqit09nF5OjVOu10677gjt/xDzY69Bek8dPe880v",
+	"XeF+mqgLRAAttkLvWoKxNau3Q1pHcq5RzID5qaXbtj5GrTC8bwPQP37WhRSDfneM15f191Y/giu5yDKL",
+	"8foDNdLg5pnmJSUu0sY7mS2UxZBzN9SBGhQXDp/4nPgWvQlUDXK5wEVuPs8VRt2S6+VApDRnmR9LN2Wj",
+	"G1hBEw5l540zjtt+5KhFTTUde3GdNX5w3ROU5MfEv9a2csO5jcP0P2Aktm5/C1E1/22E3KRt32l+HIoB",
+	"2szE+zCfI88WbH/hYrb93fgCwyY28qsXpRdeGBgESI/Qw20ibQAJF9747UXbg3GkguiA2r5A5nSRJDAi",
+	"PBkQPbNiydWacR7LchkozfmW2WKfaU0YUKT5T8ljvnL5bO6r7wwPgy5ivLh0N3qrtikwYiPcooGYpwtF",
+	"Yj2NOCLxJJOLuWZV9u/YZC2w8L4PA2zgsoWW7hEPo4GI4Yy7S2iIgYnJQdVwKOYiVqwuur4g/wuCljRj",
+	"DfJ9oRxxHKJkxkSx/DAicWFuxu46AS8ZMQwWbmDhNd2A0ZGJxtcD0dI+fo+jjkj8yp9MAPWhzGXuRRHz",
+	"m7CU4U0+4cJG8pRmjCHPJtb4yROT2PLkCTlwSS3RQJjY8zB2G26hMaD1tHMar+Hff2L5phvMFwF0ZxLe",
+	"YgKvrnXD199ibuea+rg3e76mfgWO4mTzxKZnUBNDcIuLOWHZRuUPpuxl1hhN2MTf0+uR61t4fe6qAUat",
+	"kYF9DxXYkjfFXEb5Z6CxUbFhUKtGxa8DS0iDVr+JJWAMUvi9S76j2bVcZORDnjGWo6mA5U+hga2S1OmS",
+	"zvN+p9PvdOrNCayOBz9jI6zPCj+8UrkUHE2ZoPp20Two+1f8bLy6elZd80+cEwRx+SMeXi/Lhkw08KtG",
+	"Fp0WtTOL37wqjcWPri5k8dMiS71/4DXNoNU/W2dQ6ekBIehp6J2RuddjUPvTW7+iwsLAEEzxY9HMeZ51",
+	"3z33Aw5BLzXDVTe1xouu4JeiHytTigbwi7cT4OmDf3/9dafbOzk9e/q1eTJRRbuVUmLlR15Fs/Ijr2yZ",
+	"t8hebbjw16qWWOSt9DbyqfDHnDk6u9e7AOJjoPmvOUanZ51ONPBU4+JohdKsWDLoBDrVdFdWmn1r/fQM",
+	"OmrUeQ9/Lzr/OxVcVfT+URMaCMRgHp2t5wGdwKf+cPJ1jzztdEinYw4/CCd45jD4zacLYe5//qn3Kcup",
+	"zOc9vDFkJ9mCmVMrqgjtZj53P3d0H/Crh01W7LC8mUv/X7eGpZl/5rPgKc29f95kpSPvUMyKnxyYWfmn",
+	"MR15o3DQZsVPFuEs/MU7tHgaAe+s+LeDPYOfvqFpzkfkGypu8Cm/gd87p6dnvbNe7wzn4fWX4d+nna87",
+	"vWfdzvOO+7+uYd4OOs2eiY9AM6h7+ftpqLGKnPxYthXJ435894tMFfl3TcNV3Lh40IAlQ19mqTEAEQf0",
+	"ddf7CddssWTZCsc09F5e/pBBNxGJ792x0+v2qoqZPM55DzVdGMD9x/vW/a5GqVGRQzXnsrHeXKmznQYO",
+	"O09f0itQJC43VYNePaJ3Tqt4X6ABbIdWFey0n31r3B4vtGobWLmbnHIXCeQur+q/FUYiOYhfWDMuIoUZ",
+	"53I0BiK034xZdxgVll7V86iEAzEQK+UPtB2ZpoQLWDcvYaFPGIfrQwh0wFwBh6QB+HSYitMeiNhoobGP",
+	"w/Nc26+OlwSPuh39zFPggqe954cDAbMw6qPxBpQjmQ7RbQn5tqVMqXNCyTVFix8xEjBoeSA8xAGw89sk",
+	"xj0Al0S3VCvCBvDp6fZKiBztgbgKYcrBjVkqLnHNoMBfRSmOCixgbYQbX+6UjW6GzlGq/pgDNrCQpUIV",
+	"yiCjJCa3ViytEwi9FCU3Lt7oVxKgu8ovX+Oly/PCtzQQIwqptPA+F6b+yyGhKd5CBxlc4bfH/g7hXZp0",
+	"8BEVY0I3skP+AAgF420w+BeFD+E5kLoPeeEnKpolccAYVRnaeFSse+qPG1K5z4OUB6KmcpEihgSA0cxh",
+	"T3ACsJVkJG9tgvjdVKbeOtxNJeaoqYHwSdziQFcO4hw2Ecoy0Pmc0Uy5fD3E+8D0SJOZURHIR3gOiV6Y",
+	"S5jblPcAn80uGyTOZZymCLYBcWcmKrkIHZkZSizzvHLKifXir2bH1zuBnP9+rR/oR0j7zhaQmzVeKD1v",
+	"M6gVPgwBi3Z+q6RroM4qI19LJ7M6ZNfgRBlH0bWUKaNil7tr7w7CSgiYOnJ7+NPeRFRqQVoJMspXsWQQ",
+	"yH/N4bbK1PXRhkyX9DpoyXThtULxbPVR7WxFhX7Z6qN2CQjFqEi2+qhGwtsVI6wy+nCAAddEf5hDAffV",
+	"eYNq3C9UeQPE3PdsIYPK3C/sIERA7lfq965EVLhAzngL16gw9mDgDvZ4xVnUisANBLFI4AQCzEpw+WgV",
+	"DR0+BVkZS0B/DF1i/W4A1dfteVB43a4HWHfWWLd74Z+mR71suqbJSyvPyw7BQtCjGxIuJd2ldpU03+jn",
+	"NAvTJ8+fPy/cpdi9HHtffB7EQi0hblId7uXzDB23a82Ib4qmWre2LCRcoDJ/Mben3oWuFCDqqsRC5Uo9",
+	"91bK9dv3e6w6l1VscdU28UzYXVcRzud96VaxWI/X9tdH8xF7A9jaHnzQO8YVkfil3jQ+oHlVcX0I3HbH",
+	"mAcsW/g5Qh4qVBz0EopmgQpeXcyHDVSwAg0DFWqkWbd5wEJFAc/fAxa+vIAF2OUvm4vgYf3c0QqF/d3M",
+	"peMZ/BWMwNzkYxRDG1wY1oUfk3JVoBmyHesJOJhRLg7L2BoIZMVuuVyENc6IyuWcXDOtBJjfI6M5DcQq",
+	"/AQ4CGz+NeLklCoOleRPuQCRccpg6SEfZ+Zq9d0Yb8MKnArdf8yFiO222nsNUfJ/VPDRosVXlpwR9c2Q",
+	"tCtMiGiLwsF11nPbcoG3fVjuVqaKVwjIxibsZbyUat1giZvGjKSuzt2jMPTfgAn/B8ukYcTfgse8ykv/",
+	"eZ3zZfW3A9xoL8mBs35Q6VFx5FYkiAnZ6sSfXZSELLmpeuphVMI+7CFDEFeoXnC8AIwg5dCpLWDWmgC3",
+	"GNROwKXSnBahK27YPG+Ti4Ew7wPDQ/Cvg1jInMURiY1PIo7If/+//98hOFDpyCD5yDQxdrEeespyli4t",
+	"XuhAjFL0JOaH5yaYDuP0ynlHmIqBuvVK9wDtj7n4EKBGc5IyanyFsFAU3JsI8WvwODSfaZP3IcyUgT0M",
+	"HdUAZwYeaIO7BGDiXBng2baHFgduAAt/A2ijYmm8/iVJE3cNaiRuZBI1EzDkwGFPAWpiFU+JCG3i8jhc",
+	"I6x+QOraQ0QV1gBWtWi9z9hYExWudCt0NZ3YI9O65fPoGkSaam3rZsJRP7JE+V0+NJYP0MmUi8mVRHYU",
+	"Th6wF3hC7qiF89vodssKfMplnwTnHE/3NVM8YcrEHfoQQfuthjmlG5fhpTZ0H0Ywxt34S5aCuKOePHls",
+	"IeiW9tgw6Ob34SVfTHHP7bN9izhYYWJBzLNzzRi4aEQOsWBAEMGNhsnYVXfXokwpNrtOLdRsSlUeoZ2D",
+	"xg1G1EDzNonttQaIiFTKG5aQxbzigtT6qx3I10AULP8A7ihPe4eIJJ0kWAqD5yhxBLurQWXDwPg+id++",
+	"+nH4+mXsXZ35S2hs/Pjq1ZtX77979/bVBwu4++ry4vWbD7GJv0bl2xjdeihBHo0yYQdGeuLQdMs7ZnEz",
+	"KwUUjGR/G+q3uM5adY3tccHVXBh6K/TYdy67XUSs97sXMdveLbr+p03Sf7zIbaT7IuCroPBS+Ga3HJLp",
+	"bX0pJhMJxcSG4QGpCENrEFp2H9xZfEMztmb95CKv4G6/2eL1yotnwvrc/PW/94+Je1GUON7gqIV2b60S",
+	"9oV5TssS6ou9gwnSiNYbviZyYIuot4BtQfXGQNqnpvxYZZJXCUC4DkxKi25AlR+TCm2bMwVI6XdMS2dg",
+	"1YG2MK8wFhUEe9q6v9oM1Yw8JjeMzZXBsMfYD60WQDQYs6FMAMN7UBbuhwgXHdwGGeifqrqNNC/dIoHO",
+	"my8yAaDlyDjphDnPLkJYF3EtCPs9EUW5qkqJC9XfNsTDfB7IvnoEw94DIhj2dkEwLBA8nFK4iloR4kXK",
+	"X2T6aJBBF2m64t6AAXJVCvaqpRQIirPk8phYfR//x6BbvFhdcbrBym8OcdFtBnHxe45AkSPQPVvNESjp",
+	"dttkBeykB37OdAT3yWeYlYiPoCNbrn4lM9Hiq9/d3bVtIyg5yMUxfP1I4qbef6wFKylORMh9TU2THrh6",
+	"ts0vDbsatPoW5duEW/jC4HewkYZgI+tuwHdU7EB/AIXOFWs8vpnz49myVqn7dpGOeQrglUaKhuidf37/",
+	"msxTKlwk8pxlXCaI7TjU+kfcbuM/chkPxIH7294F44W6TOgy8t+yPiC8j04Qqd69/JUiMyny6WEbEtj1",
+	"n+kSBmKc7aCBjWg6WqQI7Sj90XFB5pmcywxqvOVS96/6CCdNR9OBgB79N3K5GE2hqqT+xn/9JzlIoO7K",
+	"uNQtOPlxaOTYb6R1RPw9InrLtWZowfLgdwUI7zxns6+UHt0kwyJWhI7yBU3JMX5aD51lIybyyCidXEzc",
+	"Aet2OueQ28BlMrSdDM0L7nqd3rIMcJ7sAACooD0QMYxkmMuhXmjXfv0e6PVzP1p8gqCjipG4cHM7Fr32",
+	"PHfJENp2po66XLCC3Y0pK/Y5/nXQmlI1vJnzgYnBvseEGOP6JixVDGL3i7KHXiWAFW3bHY4/z/nlclXh",
+	"rjrjRZPjP8/5S5qzbzM5a2n1r1nzK9l6GECBl+ZOcpMvCNrtavvfzHk5whf2CS21O4kU9aiujmLLIfof",
+	"ksm5TDDj3/GRkuqB+gDSavCoe4YJzzVHRytGZ+2OVq3WEnZNuz0HhX3BkhrdoYBJY3emdIvR/BhViwyf",
+	"YYEkUPFS0Fm6HRgaMhSTnl8xg7NOuwM52e4rr8VIztjKB+is/IWzTqfT7gQfeep+qvhUVz+zbjUh36e0",
+	"hIX2Vjom8BtREzKQ/e/fHtA/9ef3r79AdUXvy6pO4OkpRUXo5poKstwKHQXKbtdpKXoo40BTQWcNlMXC",
+	"OiBFxa0wJc2ECGA18shMiGcD4b0CTciU0eQQBTxUIq2TTsbtcs1UrkVjSicTLiamdFoRzEcVFluGIpZl",
+	"fSy2DqhiFOCDMqEkNPfH9xXg8YzHcGHFla0o5L2rvLLPIGK/h0LJmA4AiwRap4DSnJDipp9bpQkA5L+C",
+	"6WKZ68gA67oFwrJWKy96A/Bfx7lBKTyZT03RZgOuZ9L+jFkpVlL+TmJyYAtkWi8dLIoU7uPObQKTKupd",
+	"60Xhuak3qJS5rp7wW2a/TpUUkPcYtNA9yJvY4oAr1+88Y3V3ZL4OcYUV438rLaK6wAIoXEAl1tlU7M55",
+	"1X667EusoYrezPqKCx6ZflaH01hm1zxJWFmOmLRmIJFKE/fEM3GFdFSJlFwQL6jzWFIhZCxqr4Siz+Mn",
+	"s0y1WKdvihP5qPL2QZQ12AajEYWgQzV4QwGZDlr9XvAbvPCBpkxZ7KUq3Q4cOvDlIXIJeE3elD5gx1X1",
+	"STe6Zh/zOi1/EvUUGI0+5RXBPXXcHKn59z3ed4+NH7RmjywjqZCIHk/BfXxIdRHLKH/ZSiNKo1Umuqf6",
+	"CNK2pEDOlscJXa65uYR7gLI7B5wavvuKHIDC4gqcRMR3AgWOsYEoiuaajuodXrpr60SJD9vkFR1N7eUE",
+	"0ZaXIlQrQ1BBMcZSPhaH2NWwtferGHEUz7hgMTlYKSBrGpdwB85Rh8WKJlX1YxEr8keoew/VVE38ryuW",
+	"Erj/+qS2Fp+pCZsxEOG4TOf4ZfMsYTRJuWDE+ArHXHA1xUA8/AUq5xQV3zOGXh3BDrHK+gAOUrJIWTJo",
+	"kaLCrol+Bp+f3h0950ErgasDckBhFLqrBBBEAn8mwirwHCIlZzS7YQk2u8OywhA97UrB2JmEBYFK9SKt",
+	"oRFUB2qTd7csSxbMLAle90nFQA3DL8I/3SpxRa7ZWJrdZQBJiro4Dr1NrjIqFAT+XrP8jrFyeWmsKKnH",
+	"5uo46c8i4AfUaG8PxLcym0gobe1iCbGqeLjRLqhd5JlMU5ZgtrVe3XFKJ0Fi9kA8P3SBMlDFErcaKvGo",
+	"m4qJ0hxocpwbvyXO1tsn8GEutSXvnJdoU8hxnaXlrDdwR7pu6jX6y+VLutx0Df+t7zL16MjBuQIDOAzv",
+	"na3s63XWlESq1q7Nk423z2/o+mFZHrRmAMNcbjWGfxyv5t76tJNzoRrG9Ip/ZlWr16lVtfQjq2p5gKl1",
+	"Ota9uyLlTA0htBXfAvE0aPVP4AYa7mO794CEqeDS81ePLw9tY0Dn1HzN/fK1eX3oMfH+qf0RuTV8QyKn",
+	"dC/2bBvzwOCKXjtQVa1DFlipNE0RqNO8/iyysgCmbmZwUvpw7/7jPeh7NFXD4n7bm37P9jlUALl52rUO",
+	"ULsoboLwvHcGz+8B4fFW8hFTQ67Uotxvt9Svea9Jv8DdzdYaV26/2+t02medyP40NO7iopuKpuzTnAkF",
+	"62I/bn5yr/f0B8dWWgwdpYSTOS2GDS8g08Y2ZV/sgyrH5lx+garxS62/4b8e3q/6ki5f2tcqtGM4orX6",
+	"8RWoIoUK6Uf1YXz9ir7YJjFIuBh9jLnpQQt00N4GYkzTVBEprHYcSkab0+wump06fWjiAafyjsyoWDok",
+	"KsgR06e0TWLDAfTX4ctrlCdGs5RjRWxh7RKMGcOBRVpDg5RobSBqVcIoaHArek6sVq4XIr3T9kARa2bC",
+	"8GI1lXciLoYMQzWu2gN7d2sHPUz5jOfx4QYlBDZlkxoCVavp8rOrHd+5zQq021yCoRqRrv6zWx8qGCxN",
+	"daTgiR8p2N0YKfggWskbGE4g7YOREq3ZyjHJIPNq+8CaoLM1cTXdveJqPpv30TKdUFcC3d8wAUCEwEV4",
+	"VP3JXNKuqEswjFUxbHSBjqfcuIiuMwwMW9UzvFA5LgiGexV9IXacUdCQRYbjId2Oh6zrWcYV7U4KUPpt",
+	"gw1N7eTCs+Ui+vRECL3WJA2MeTw2YYEZRIo7hOT7QjVbXTnghFaZKS/d6fPnHX/pLhnLuZjsv3rdZwQC",
+	"Djetnm731If0L61er2r1ViuVFWt4Yqqa2TV8jzdGRVIXzWkqJwbgu7yQD6r4GOfOlwfiq4/YV+giCqXD",
+	"gytBRmiWFSFG0+OJlElDKBiI5jcBshDwzsEJEUMXQ56ouPD20pTEhhpio7eYAHSZsGggfl5QAJ2NyDzj",
+	"I0wQ+OvFFcmpnvMYK1EzAl0XxEIORjLL2Cg3is84Z9kdBTcfz6cDYcpqeRPD3NnYZEdeywRuWdlsbqrY",
+	"2GBy8noM+fJFARILLVN83EZVceXyC7FbmK5azOyrfgBebe69PsDR7sgu+pt/0lOsQwvdcG8K775kNAXs",
+	"kWbNXyfqIWK1EshZbJTMvB8oyv455KaMIMx+Yxc/+I3/KfKwL5LEO5x4WCEzS1Onz7MYTR8sA9s73WvT",
+	"sq4c/3CJykVp5JA/WZMrS9C/usQ8YHDxtMmF6+ArNRCxWszwJGdyIZKDn0VO/us/DRv7r/8kB91Oh/z3",
+	"//4/JOEKXAOH5FjrqRHpHcbnJL6lRTyq5ngZzRnhYiBsdCtesySsuFrQXa/lAU3yo/RZD8yfk9piUWZh",
+	"vqiKUTtp6pY+Qj3bpTc/fubLCSZWBHqR/sGKTPgFWnC3V6hzTinPyKtsYiq22lpAL747wqvjn9HnhOGF",
+	"fITeqjP0TFnKA90tGrRuqWtrPGS9M+PE8tJWTOqEDxaynkMzmn6JSa3utH+BOt+fVvnROmbZiDEGTKDM",
+	"IR8GqslpfTGqc3AbugopCjMZCMdYz9ehpFjIpIIP+4gpK4oVoiCt06yCgULVPXBNuTszRFAiBzxXBJl4",
+	"xvR6LnKWHK5lr/sjElmOapiuPaBwPgGuCBiFPtStfu+08VF4GY7wy0IfqkceeiuJWoymxW7Z/BFzEtaj",
+	"DoUyneiVg9tVTSsnDwJC9BAx0AFsT1i5pSDSEm0+qqfnt5FHp7vJo687FfLoQQv5GPg0u/ZfoGwwoEaa",
+	"U5ZI/CGlxHur/BSSoiGUERwwV9KnrFkfxNB9fFhRW6cdVMbRvHzQMqEklksNWlbbLUqngn1eiAQyZRlr",
+	"k6L6DnejAseZ8IrqnHZK5XhMQ5VTLQK8ht3DNnEqfe7LHKoGYsJvmTg3ogTjQlBglFwUdViuurNaKGz9",
+	"cH8sIWOb/uS4pT6SLV/GdCL/OCOlmcPcitzRx5OPhxfOrhVHnWo0Ic+V6K5Sekfds1bkOSO9SxZAb7VA",
+	"Q+OxtpZGehwqhON73oUzgbe4XhGIZ7sVgXjp1vjLRyP6J4Hqdmfii8Wa2Y/VeoCpwF4fRgVHlwVP4jZ5",
+	"8uSCiMWMZXxkdGr284JCIfQOhqUpKESt+RX29eQJOVipTK3oUh1GRElCgd+ZUlfXjCgGcbu/sExixsQd",
+	"XbYHAiFXUWdHuFSDhhpirSoPbLVNLgzPNdo3AqwaSTceCI9HV/hSoVJUkM4MbNfJnwJ4NbA0BmIt8OrD",
+	"oKHWcfSHgS898eFLf6Qckp1dwB6fCIZYsRkd5SUG2tuKOf4PwS1tZDk8oInwgDilv8N7NoD3fFSHstUG",
+	"j3/VZHO/1qMM9cqZ5XRBuaVYvx1Xw0V4dQATllkcZwiDVjLLjevZRGwL/RSvyyDf8ucFH91gbtpBrGnT",
+	"VuwzURFybMYTDUQMVKwbwF/6jy7sdSeC/9m0T7wCc4M/bBNXwgru6FSfPCer1aMi0u2U4EnxjOhHvdIb",
+	"puQl189OzsgNF0aewS3ngVOhnUw6PCenHeNFMp877Xqau/53L3SfldBCInJ6QuyIvOfgXjcNTov4dPuR",
+	"s+KnYjqnT8kcK7XpRZvpX74mGBuIYA8mAhBz/iNy+oxAFXX9Z2kloHi6IgcgTRXLboEoRlPJR+ywTS7E",
+	"EjM3BwLyPf0inm3yqkjpLaXwzuiSZIwmJuvX7WalbLIP/8Q23xUEpBDcGjw3VwZzmk990K2Erb0uYELr",
+	"9D89j7qdqPc8OjmLTjvRaTc67UWnJ9HpaXR6Fp0+jU6/jk6fRafPP345dwjmCvAFCJS62m6waxU45xtD",
+	"n/QyBpFPxrNiUD6+tnZnUXmS0DSVd8wpWz8910ey91yfsNOOPi+nPX0ITk81WZ8+1UR7+oycPv+4lzsM",
+	"v1bGFiuzh32uVHobr1QA4LPbjQattxeXr9D/ZAq9A2wDPj/1n39YaJpgmbneeDBDxvDbL8+C+asTTJpk",
+	"HIX6stP8tlUlIccRvFsGwzEfKYTE8uPY/lUOJUFeGZHdQklqAkIGYlNECNkQEPI+uNwZCDeRwr6yzkiZ",
+	"2QrqjxYlYj6+f6SI6ej3aJHfo0UePlrEEJfPpGxG4YMp+SG32jlypIYtrYsgiQYC1x/czM6DbHBQQLt1",
+	"39l4iKtDPbY9wv+s8RjPzP1XsXf6x984JqP6Cuys8wAhGWZev4dlPERYxkau1IwDlQ9vyI7WMiK0/BzP",
+	"qSyc5SN1U5EcGx9hGOKGtgnEs1Ygk1vccYN3eHC9hJTsyOAtJybzSC5yMqcTLiZtcuEHdti8a8C/8y7s",
+	"DpwRW9RPPFzH4XZibn9Z8NGNLfbdSD2BN2zs6xfDCl+6JHrf4/XoHBGZH3qSEPPu7V+P4NKu0zntuayB",
+	"EL7kBFMTSpzLXNYNWv2zIBPkNWZ3rkApP+2G+Q2vTfLnCpxyiH8C/6oBQdkj7cOEQoD3CYCi/UtK07kt",
+	"v+zhn9CcDdmnOc/CJep+Da+wT7jlQyctML2GTlSJxyNO05/4LSI4NSkp8S7TRPy9dbp8QczeMcovMd00",
+	"PGflWryrvubdmX7B78dcUDFiTdh9iJaxL9M3nPnBmf5AWD93E6Z/joh3uZwwQCMTNMvknatYDuOurCjh",
+	"BWcYFfuaKkZGiyxjYrSM4PHQ/jO2jQJUj6/UQNgW5yRG/wfivsekazy6EekR48+tklBm//6pBdSlA3D5",
+	"HEUEvjbseUUW9TxZVCTs+2QRPPC332Y12p9Mlp3DfC0E2kkg0L6h4gYDnGwqoLnqMILntOv9VELeMkRp",
+	"ui1+wMQ/ygVxP+hOiikMWq9++P5zCUcj7f6nyy2HUfQFyq3LEopSM+llGNcWuYL6M/aoFwJsymiaT3+p",
+	"lV0XQt0BNqQiEBFuwk3mmQRAUbjzUuS7q6v3EE7nrkkAXx6FF82pZu5t8lYagQUxICxB+M2QIdvx7M0c",
+	"acpvyzc78NNjBuN6Sq9FM3w4Q9ssOeAyQIkf6JuNFhnPl63+Tx99qnqjDy6Oz5KMWqqczZpTzHewFUgm",
+	"M8rTY8XQV1F9EfCXBVsAgNqMKWUR8BOmh5otST7N5GKCFIEF+MxdZ1wwTlMFM2EjPqMp4QkoIzRsX1Z7",
+	"5J1Q5j4d4Row8BOqTpqgpmuZLGPEqPiGKvb09IjBHUNCfrj69ugZOVA5FQnNEkLT+ZReszwic3DxnZMf",
+	"vn9zpOgYsEAWAn8lXMwXmIWQKonwu/OcJYeIO2svH767unyDMUxknlIujsCxT1OQxRBtAKC1Gb8tAqDa",
+	"JB6NbOXLa/gTMMnCytWmiApT7UBljPS/rClTTsJIuZZtUzYQdn+slhbWeS7VA7NAd3CT8U4QQ/a4j6Yj",
+	"wDeWWkmkWoccOay5WEFthLFME5bpHyn5WVNJArfx5rbdkAjGTlByTUc3E0jBg6R4lp1XISnrLYaBOCjl",
+	"jokXEwOBtz7m2iUiKxFyU8giqVIHNaV9YCLZJ8wLC3/+6ikErX6r22tFrWvoq/X+u4s/fPjTX9X1n56p",
+	"16/m0+tZ+svrq7vb0cvTP7aqQnKLTTVlelqGvjVn6P3H7D/+79f6xVwODWHU1x1tzI0uzUo8dngtHsiQ",
+	"T5vZ2fs502TTlbte97Z5tQ8v3tKUJ8Xr/2hwInhUwqX5Cx4fn7VWLIy/LLvLM4Tixeusi5EJOg8jJdZy",
+	"ZqcLyDuxMYYPdq84Mv2w627vQbJ/HkQW4xZ8gYqkPq4wJKxwa7izpwAAZ2os/l9pLgphB6gCZIwmy3pF",
+	"0TFkB2PqND9CjRJpsEWlYESxkRSJhbAn+FF94tEyys8HwrkZQL0kT56cdU6ePCEHysgtSlJJE3JNU60J",
+	"Z3pDZDaaMpVnNAf01xsWaqtykYNKkckcmBKidTqREmLzn3VOYlfgEqH0K1XYCjFilmpv/gj9hGfue/jp",
+	"H1GHhZHDATnrnGy5EELm36+uxZVPY47bILFVMJyzABLfvbgQ9JbyFKLKZWYpEZKCkBQ/N8N5CwmyNFkW",
+	"hWMtPa41AfSK8Qe0AXKqbpomlRnMq/UuzpWkrxtu8G/124D46VWgPznD2B6HzhcbD0kJiDqUQqg9WhQ/",
+	"SFLzUO28huVkNvAgggrqwOYONX30iIHk85Cbsex+gO4Menv8t7/97W9Hl5dHL1+S777rX146R2YYRVyG",
+	"1nbd+hMT8q7t6fPwRV/dr8jbVlgY2HO71uSz6QWvzWfTD/fPZ2uWaVYAftXlm1ngsFbU4mo4lVjd12RU",
+	"VEF6OepvuX/a5LNet/EBvXKL8Kgasd7ed+MLlH0V3I7R1Owxxthgww0+25KibEio76VWO+ZZ0E9wavWG",
+	"7alB/9Plw7kz9cXmw+kRerIB4Qt3yYcDydDgCgz4+saLLxvTsPl2ayAOrpeIb1p/v3VuouQc53QJeR4q",
+	"m7msqmN/TYB4/KjpILS+WwvIE9S0fihMnvpySd58wfOEwEHrkYL+4ZGBruykf/ObLQOcuRlv0o+d6NZD",
+	"Qxa3Vr1qQM4HhtoM0Bu3upCy6lbRev8rqqogDVQAHHCpucMyC2susmaYVmiuqELaKEYFwg9QAXZAtfUn",
+	"59+Zf06ckv/5MJu153pHeXZl+fx9yaj6tXXNaMayi0U+1TaW5m2Y61UlBvTRTuWIpiYfDMUTerfjGb1h",
+	"JFuIuBW1Flna6kMN9P7xMbwxlSrvP+s860BwgJlGVRDzQnD9dZpC5W9bYlt/jJlQk2SRQn6X4efAFlcl",
+	"w4uw1slByiY0JUzk3BW5mWf8FsrjYJrdYWRKwUCBehUZZxO2BbpXPGeqXZZxnKnK7wdJfpjX5w8p6McU",
+	"CV/tBkmhKItT5FV67yM1rL78Eqr4WD9PRXg45KS2Q9lY2VERG1Uehje20gf8fl080mrfpTti7y17D7z6",
+	"TpExFFbH8fKE/K972UOrfb1Cl6KB+i1u8kztNd9X63cKDsfV3j7AwThyEfMF9K1LhfcNcx+33WHkVlSC",
+	"MTeehhSN74PMM3nNsOPAXWgAej2HoT9y4ye5/3j//wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
