@@ -205,7 +205,9 @@ func decode[T any](t *testing.T, value string) T {
 }
 
 // world is an account with a user of every role, in two departments, each
-// with a token, and a value in each directory the tests need.
+// with a token, and values in every directory (dirs[code] in sort order;
+// "Client" of 9 is controlled, "Invoice" of 44 an invoice). Directory 42
+// (positions) starts empty.
 type world struct {
 	accountID                        int64
 	sales, support                   int64 // departments
@@ -254,14 +256,23 @@ func (e *env) newWorld(t *testing.T, name string) *world {
 		impl.DirCompanyTypes:      {"Client", "Supplier"},
 		impl.DirCompanyStatuses:   {"Active", "Lost"},
 		impl.DirCompanyCategories: {"A", "B"},
-		impl.DirCompanyGroups:     {"Retail"},
-		impl.DirAgents:            {"Agent Smith"},
-		impl.DirContactStatuses:   {"Works", "Left"},
 		impl.DirTaskKinds:         {"Call", "Meeting"},
+		impl.DirDealTypes:         {"New business", "Upsell"},
+		impl.DirDealStages:        {"Lead", "Offer", "Won"},
+		impl.DirContactStatuses:   {"Works", "Left"},
+		impl.DirDocumentTypes:     {"Invoice", "Contract"},
+		impl.DirDocumentStatuses:  {"Draft", "Issued"},
+		impl.DirPaymentForms:      {"Bank transfer", "Cash"},
+		impl.DirMoneyCategories:   {"Sales", "Rent"},
+		impl.DirAgents:            {"Agent Smith"},
+		impl.DirCompanyGroups:     {"Retail"},
 	} {
 		for i, n := range names {
-			w.dirs[code] = append(w.dirs[code], must(impl.AddDirectoryValue(ctx, e.db,
-				impl.DirectoryValueInput{AccountID: w.accountID, Code: code, Name: n, Sort: i})))
+			w.dirs[code] = append(w.dirs[code], must(impl.AddDirectoryValue(ctx, e.db, impl.DirectoryValueInput{
+				AccountID: w.accountID, Code: code, Name: n, Sort: i,
+				Controlled: code == impl.DirCompanyTypes && n == "Client",
+				Invoice:    code == impl.DirDocumentTypes && n == "Invoice",
+			})))
 		}
 	}
 	return w
