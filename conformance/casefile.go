@@ -86,6 +86,10 @@ type Expect struct {
 	// QuickList checks the paging fields of a list without paging: rows is the
 	// length of the value array, pages and page are 1 (0 and 0 when it is empty).
 	QuickList bool
+	// WalkPages requests every following page of a paged list (the same query with
+	// page = 2, 3, ...): each reply must match the contract, and together the pages
+	// must hold `rows` records with no id twice.
+	WalkPages bool
 	// Headers maps a reply header to a text its value must contain ("" only
 	// requires the header to be present).
 	Headers map[string]string
@@ -131,6 +135,7 @@ type rawExpect struct {
 	Pages             *int                 `yaml:"pages"`
 	Page              *int                 `yaml:"page"`
 	QuickList         bool                 `yaml:"quick_list"`
+	WalkPages         bool                 `yaml:"walk_pages"`
 	Headers           map[string]string    `yaml:"headers"`
 }
 
@@ -240,7 +245,7 @@ func (rc rawCase) check() (Case, error) {
 
 	ex := rc.Expect
 	c.Expect = Expect{HTTPStatus: ex.HTTPStatus, Status: ex.Status, Value: ex.Value, ErrorContains: ex.ErrorContains,
-		Rows: ex.Rows, Pages: ex.Pages, Page: ex.Page, QuickList: ex.QuickList, Headers: ex.Headers}
+		Rows: ex.Rows, Pages: ex.Pages, Page: ex.Page, QuickList: ex.QuickList, WalkPages: ex.WalkPages, Headers: ex.Headers}
 	if c.Expect.HTTPStatus == 0 {
 		c.Expect.HTTPStatus = 200
 	}

@@ -245,6 +245,11 @@ func (r *Runner) runCase(ctx context.Context, suite string, c *Case, vars map[st
 	if len(problems) > 0 {
 		return res
 	}
+	if c.Expect.WalkPages {
+		if err := r.walkPages(ctx, c, rc, body); err != nil {
+			return fail("walking the pages: %v", err)
+		}
+	}
 	for name, p := range c.Save {
 		v, err := atPath(value, p)
 		if err == nil {
@@ -258,6 +263,61 @@ func (r *Runner) runCase(ctx context.Context, suite string, c *Case, vars map[st
 	}
 	res.Pass = len(res.Problems) == 0
 	return res
+}
+
+// walkPages requests pages 2, 3, ... of a paged list whose first page is first,
+// and checks that each reply matches the contract and that the pages together
+// hold rows records, none twice.
+func (r *Runner) walkPages(ctx context.Context, c *Case, rc *resolvedCase, first []byte) error {
+	var env struct {
+		Rows, Pages, Page int
+		Value             string
+	}
+	seen := map[string]bool{}
+	body := first
+	for page := 1; ; page++ {
+		if err := json.Unmarshal(body, &env); err != nil {
+			return fmt.Errorf("page %d: %w", page, err)
+		}
+		if env.Page != page {
+			return fmt.Errorf("page %d answered page %d", page, env.Page)
+		}
+		var rows []map[string]any
+		if err := json.Unmarshal([]byte(env.Value), &rows); err != nil {
+			return fmt.Errorf("page %d: value is not an array of objects: %w", page, err)
+		}
+		for _, row := range rows {
+			id := fmt.Sprint(row["id"])
+			if row["id"] == nil || seen[id] {
+				return fmt.Errorf("page %d: id %s missing or seen on an earlier page", page, id)
+			}
+			seen[id] = true
+		}
+		if page >= env.Pages {
+			break
+		}
+		next := *rc
+		u, err := url.Parse(rc.url)
+		if err != nil {
+			return err
+		}
+		q := u.Query()
+		q.Set("page", strconv.Itoa(page+1))
+		u.RawQuery = q.Encode()
+		next.url, next.target = u.String(), u.RequestURI()
+		status, header, reply, _, err := r.exchange(ctx, c, &next)
+		if err != nil {
+			return fmt.Errorf("page %d: %w", page+1, err)
+		}
+		if err := r.Contract.Check(c.Request.Method, next.target, status, header, reply); err != nil {
+			return fmt.Errorf("page %d: %w", page+1, err)
+		}
+		body = reply
+	}
+	if len(seen) != env.Rows {
+		return fmt.Errorf("the pages hold %d records, rows says %d", len(seen), env.Rows)
+	}
+	return nil
 }
 
 // resolvedCase is a case with its placeholders replaced: what to send and what to expect.

@@ -710,3 +710,47 @@ func TestRequestBodies(t *testing.T) {
 		t.Errorf("url %q, target %q", rc.url, rc.target)
 	}
 }
+
+func TestRunWalkPages(t *testing.T) {
+	pages := map[string][]int{"1": {5, 4}, "2": {3, 2}, "3": {1}}
+	for _, tc := range []struct {
+		name  string
+		pages map[string][]int
+		rows  int
+		want  string
+	}{
+		{"every record once", pages, 5, ""},
+		{"a record twice", map[string][]int{"1": {5, 4}, "2": {4, 2}, "3": {1}}, 5, "seen on an earlier page"},
+		{"a record missing", pages, 6, "the pages hold 5 records, rows says 6"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, srv := startFake(t, map[string]http.HandlerFunc{
+				"POST /common/list/paging/1": func(w http.ResponseWriter, r *http.Request) {
+					page := r.URL.Query().Get("page")
+					if page == "" {
+						page = "1"
+					}
+					var rows []string
+					for _, id := range tc.pages[page] {
+						rows = append(rows, fmt.Sprintf(`{"id":%d}`, id))
+					}
+					n := map[string]int{"1": 1, "2": 2, "3": 3}[page]
+					reply(w, 200, map[string]any{"rows": tc.rows, "pages": 3, "page": n, "value": "[" + strings.Join(rows, ",") + "]"})
+				},
+			})
+			suites := parseSuites(t, `
+- name: walk
+  request: {method: POST, path: /common/list/paging/1, query: {columns: id, records_onpage: "2"}}
+  expect: {walk_pages: true}
+`)
+			rep := (&Runner{BaseURL: srv.URL, Token: "crm_test", Contract: testContract(t), Client: srv.Client()}).Run(context.Background(), suites)
+			res := rep.Results[0]
+			if tc.want == "" && !res.Pass {
+				t.Fatalf("failed: %s", res.Reason())
+			}
+			if tc.want != "" && (res.Pass || !strings.Contains(res.Reason(), tc.want)) {
+				t.Fatalf("pass %t, reason %q; want a failure mentioning %q", res.Pass, res.Reason(), tc.want)
+			}
+		})
+	}
+}

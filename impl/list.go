@@ -2,11 +2,527 @@ package impl
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/gen"
 )
 
+// The universal list (POST /common/list/paging/{module}) reads every module
+// through one machine: a module declares its table, joins, columns, filters and
+// access rule (list_modules.go), and a request picks columns, filters and a sort
+// from those declarations only. Values never enter the SQL text; identifiers come
+// from the declarations (or, for ADD_ columns, from the account's field
+// definitions, whose names the schema restricts to [A-Za-z0-9_]).
+
+const listMaxPerPage = 500
+
+// listColumn is one column of a module.
+type listColumn struct {
+	expr  string   // the value, in terms of the module's aliases; $TZ is the owner's time zone
+	sort  string   // what to sort by, when not expr (a timestamp rather than its text)
+	joins []string // names of the module's joins the expression needs
+}
+
+// listJoin is a named join of a module.
+type listJoin struct{ name, sql string }
+
+// listFilter adds the condition of one filter value to a query.
+type listFilter func(q *listQuery, value string) error
+
+// listModule is the declaration of one module of the list.
+type listModule struct {
+	code           int
+	from           string     // the module's table with its alias
+	inner          string     // joins every row needs (they also restrict the rows), or ""
+	alias          string     // alias of the table whose id identifies a record
+	always         string     // a condition every query has (such as "not deleted"), or ""
+	joins          []listJoin // LEFT JOINs the columns may need, each after those it uses
+	columns        map[string]listColumn
+	defaultColumns string // used when columns is omitted; "" makes columns required
+	fields         int    // module of field_definitions for ADD_ columns; 0: none
+	filters        map[string]listFilter
+	visible        func(q *listQuery) string // the access-level condition
+	count          func(q *listQuery) string // the unfiltered total from list_counts; nil or "": count rows
+	ownerScoped    bool                      // user_ids chooses whose records (mail), so it does not stop count
+}
+
+// listQuery is one request being turned into SQL.
+type listQuery struct {
+	ctx       context.Context
+	s         *Server
+	p         *Principal
+	m         *listModule
+	args      sqlArgs
+	acc       string          // placeholder of the account id
+	where     []string        // conditions, ANDed
+	colJoins  map[string]bool // joins the requested columns need
+	sortJoins map[string]bool // joins the sort needs
+	owners    []int64         // user_ids, when given
+}
+
+func (q *listQuery) add(v any) string { return q.args.add(v) }
+
 // CommonListPaging implements POST /common/list/paging/{module}.
 func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingRequestObject) (gen.CommonListPagingResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m := listModules[int(req.Module)]
+	if m == nil { // the contract's enum lets only known codes through
+		return nil, badRequest("module %d does not exist", req.Module)
+	}
+	params := req.Params
+	perPage, page := 50, 1
+	if params.RecordsOnpage != nil {
+		perPage = *params.RecordsOnpage
+	}
+	if params.Page != nil {
+		page = *params.Page
+	}
+
+	q := &listQuery{ctx: ctx, s: s, p: p, m: m, colJoins: map[string]bool{}, sortJoins: map[string]bool{}}
+	q.acc = q.add(p.AccountID)
+	q.where = append(q.where, m.alias+".account_id = "+q.acc)
+	if m.always != "" {
+		q.where = append(q.where, m.always)
+	}
+
+	filters := listFiltersOf(params)
+	if err := q.applyFilters(filters); err != nil {
+		return nil, err
+	}
+	q.where = append(q.where, m.visible(q))
+
+	columns, err := q.columns(params.Columns)
+	if err != nil {
+		return nil, err
+	}
+	sortExpr, err := q.sortBy(params.SortingColumn)
+	if err != nil {
+		return nil, err
+	}
+	dir := "DESC"
+	if params.SortingDirection != nil && *params.SortingDirection == 0 {
+		dir = "ASC"
+	}
+
+	countSQL := ""
+	onlyOwners := len(filters) == 1 && filters[0].name == "user_ids" && m.ownerScoped
+	if m.count != nil && (len(filters) == 0 || onlyOwners) {
+		countSQL = m.count(q)
+	}
+	query := q.sql(columns, sortExpr, dir, perPage, (page-1)*perPage, countSQL)
+	var out struct {
+		Rows  int    `db:"rows"`
+		Value string `db:"value"`
+	}
+	if err := s.db.GetContext(ctx, &out, query, q.args...); err != nil {
+		return nil, fmt.Errorf("list module %d: %w", m.code, err)
+	}
+	env := okList(out.Value, out.Rows, page, perPage)
+	return gen.CommonListPaging200JSONResponse(env), nil
+}
+
+// listFilter is one filter given to a request: a query parameter, or an entry
+// of a ready filter.
+type listFilterValue struct {
+	name, value string
+}
+
+// listFiltersOf lists the filter parameters of a request, in a fixed order.
+func listFiltersOf(p gen.CommonListPagingParams) []listFilterValue {
+	var fs []listFilterValue
+	addInt := func(name string, v *int64) {
+		if v != nil {
+			fs = append(fs, listFilterValue{name, strconv.FormatInt(*v, 10)})
+		}
+	}
+	addStr := func(name string, v *string) {
+		if v != nil {
+			fs = append(fs, listFilterValue{name, *v})
+		}
+	}
+	addInt("company_id", p.CompanyId)
+	addInt("deal_id", p.DealId)
+	addInt("id", p.Id)
+	addStr("user_ids", p.UserIds)
+	addStr("date1", p.Date1)
+	addStr("date2", p.Date2)
+	addStr("tags", p.Tags)
+	addInt("type_id", p.TypeId)
+	addInt("status_id", p.StatusId)
+	addStr("name", p.Name)
+	addStr("email", p.Email)
+	addStr("phone", p.Phone)
+	addStr("tax_id", p.TaxId)
+	addStr("user_filter_ids", p.UserFilterIds)
+	if p.Segment != nil {
+		fs = append(fs, listFilterValue{"segment", strconv.Itoa(int(*p.Segment))})
+	}
+	addStr("subject", p.Subject)
+	addStr("to_address", p.ToAddress)
+	addStr("from_address", p.FromAddress)
+	return fs
+}
+
+// applyFilters adds the conditions of the filters; a filter the module does not
+// support is an error.
+func (q *listQuery) applyFilters(fs []listFilterValue) error {
+	for _, f := range fs {
+		if f.name == "user_filter_ids" {
+			if err := q.applyReadyFilters(f.value); err != nil {
+				return err
+			}
+			continue
+		}
+		apply, ok := q.m.filters[f.name]
+		if !ok {
+			return badRequest("filter %s is not supported by module %d", f.name, q.m.code)
+		}
+		if err := apply(q, f.value); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyReadyFilters applies the saved definitions of ready filters: each is a JSON
+// object of filter parameters, and all of them apply together.
+func (q *listQuery) applyReadyFilters(ids string) error {
+	if _, ok := q.m.filters["user_filter_ids"]; !ok {
+		return badRequest("filter user_filter_ids is not supported by module %d", q.m.code)
+	}
+	list, err := parseIDs("user_filter_ids", ids)
+	if err != nil {
+		return err
+	}
+	var defs []struct {
+		ID         int64  `db:"id"`
+		Definition []byte `db:"definition"`
+	}
+	err = q.s.db.SelectContext(q.ctx, &defs, `
+		SELECT id, definition FROM user_filters WHERE account_id = $1 AND module = $2 AND id = ANY ($3) ORDER BY id`,
+		q.p.AccountID, q.m.code, pq.Array(list))
+	if err != nil {
+		return fmt.Errorf("read ready filters: %w", err)
+	}
+	if len(defs) != len(uniqueIDs(list)) {
+		return badRequest("user_filter_ids: a ready filter of module %d does not exist", q.m.code)
+	}
+	for _, d := range defs {
+		var def map[string]any
+		if err := json.Unmarshal(d.Definition, &def); err != nil {
+			return fmt.Errorf("ready filter %d: %w", d.ID, err)
+		}
+		fs, err := readyFilterValues(d.ID, def)
+		if err != nil {
+			return err
+		}
+		for _, f := range fs {
+			if f.name == "user_filter_ids" {
+				return badRequest("ready filter %d refers to other ready filters", d.ID)
+			}
+		}
+		if err := q.applyFilters(fs); err != nil {
+			return badRequest("ready filter %d: %s", d.ID, err.Error())
+		}
+	}
+	return nil
+}
+
+// readyFilterValues turns a ready filter's definition into filter values, in a
+// stable order; values are strings or numbers.
+func readyFilterValues(id int64, def map[string]any) ([]listFilterValue, error) {
+	names := make([]string, 0, len(def))
+	for name := range def {
+		names = append(names, name)
+	}
+	sortStrings(names)
+	var fs []listFilterValue
+	for _, name := range names {
+		switch v := def[name].(type) {
+		case string:
+			fs = append(fs, listFilterValue{name, v})
+		case float64:
+			fs = append(fs, listFilterValue{name, strconv.FormatFloat(v, 'f', -1, 64)})
+		default:
+			return nil, badRequest("ready filter %d: the value of %s is neither a string nor a number", id, name)
+		}
+	}
+	return fs, nil
+}
+
+var listColumnName = regexp.MustCompile(`^[A-Za-z0-9_]+$`)
+
+// columns resolves the requested column names to their expressions, in the order
+// requested; an unknown column is an error that names it.
+func (q *listQuery) columns(requested *string) ([]string, error) {
+	spec := q.m.defaultColumns
+	if requested != nil {
+		spec = *requested
+	}
+	if spec == "" {
+		return nil, badRequest("columns is required for module %d", q.m.code)
+	}
+	names := strings.Split(spec, ",")
+	seen := map[string]bool{}
+	var exprs []string
+	for _, name := range names {
+		if seen[name] {
+			return nil, badRequest("columns: %q is requested twice", name)
+		}
+		seen[name] = true
+		expr, err := q.column(name)
+		if err != nil {
+			return nil, err
+		}
+		// The name is a declared column or a checked ADD_ name: quoting makes it the JSON key.
+		exprs = append(exprs, expr+` AS "`+name+`"`)
+	}
+	return exprs, nil
+}
+
+// column returns the expression of one column, noting the joins it needs.
+func (q *listQuery) column(name string) (string, error) {
+	if c, ok := q.m.columns[name]; ok {
+		for _, j := range c.joins {
+			q.colJoins[j] = true
+		}
+		return c.expr, nil
+	}
+	if field, ok := strings.CutPrefix(name, "ADD_"); ok && q.m.fields != 0 && listColumnName.MatchString(field) {
+		var exists bool
+		err := q.s.db.GetContext(q.ctx, &exists, `
+			SELECT EXISTS (SELECT 1 FROM field_definitions WHERE account_id = $1 AND module = $2 AND name = $3)`,
+			q.p.AccountID, q.m.fields, field)
+		if err != nil {
+			return "", fmt.Errorf("read field definitions: %w", err)
+		}
+		if exists {
+			return fmt.Sprintf("%s.extra -> %s::text", q.m.alias, q.add(field)), nil
+		}
+	}
+	return "", badRequest("columns: unknown column %q of module %d", name, q.m.code)
+}
+
+// sortBy returns the expression to sort by; records are newest first by default.
+func (q *listQuery) sortBy(column *string) (string, error) {
+	if column == nil || *column == "" || *column == "id" {
+		return "", nil
+	}
+	if c, ok := q.m.columns[*column]; ok {
+		for _, j := range c.joins {
+			q.sortJoins[j] = true
+		}
+		if c.sort != "" {
+			return c.sort, nil
+		}
+		return c.expr, nil
+	}
+	if strings.HasPrefix(*column, "ADD_") {
+		expr, err := q.column(*column)
+		if err != nil {
+			return "", badRequest("sorting_column: unknown column %q of module %d", *column, q.m.code)
+		}
+		return expr, nil
+	}
+	return "", badRequest("sorting_column: unknown column %q of module %d", *column, q.m.code)
+}
+
+// sql assembles the statement: the total and the page as a JSON array, in one
+// round trip. The page's ids are chosen first, with only the joins that filters
+// and the sort need; the requested columns are computed for those rows only.
+func (q *listQuery) sql(columns []string, sortExpr, dir string, limit, offset int, countSQL string) string {
+	a := q.m.alias
+	order := a + ".id " + dir
+	if sortExpr != "" {
+		order = sortExpr + " " + dir + ", " + order
+	}
+	where := strings.Join(q.where, " AND ")
+	if countSQL == "" {
+		countSQL = fmt.Sprintf("SELECT count(*) FROM %s %s WHERE %s", q.m.from, q.m.inner, where)
+	}
+	query := fmt.Sprintf(`
+		WITH page AS (
+			SELECT %[1]s.id, row_number() OVER (ORDER BY %[2]s) AS n
+			  FROM %[3]s %[4]s %[5]s
+			 WHERE %[6]s
+			 ORDER BY %[2]s
+			 LIMIT %[7]d OFFSET %[8]d)
+		SELECT (%[9]s) AS rows,
+		       coalesce((SELECT '[' || string_agg(r.j, ',' ORDER BY r.n) || ']'
+		                   FROM (SELECT page.n, (SELECT row_to_json(x)::text FROM (SELECT %[10]s) x) AS j
+		                           FROM page
+		                           JOIN %[3]s ON %[1]s.account_id = %[11]s AND %[1]s.id = page.id
+		                           %[4]s %[12]s) r), '[]') AS value`,
+		a, order, q.m.from, q.m.inner, q.joinSQL(q.sortJoins), where, limit, offset, countSQL,
+		strings.Join(columns, ", "), q.acc, q.joinSQL(q.colJoins))
+	if strings.Contains(query, "$TZ") { // the owner's time zone, for date-times
+		query = strings.ReplaceAll(query, "$TZ", q.add(q.p.TimeZone)+"::text")
+	}
+	return query
+}
+
+// joinSQL lists the module's joins that are needed, in declaration order.
+func (q *listQuery) joinSQL(needed map[string]bool) string {
+	var b strings.Builder
+	for _, j := range q.m.joins {
+		if needed[j.name] {
+			b.WriteString(" ")
+			b.WriteString(j.sql)
+		}
+	}
+	return b.String()
+}
+
+// ---- filters shared by modules
+
+// eqFilter keeps records whose column equals a positive id.
+func eqFilter(col string) listFilter {
+	return func(q *listQuery, v string) error {
+		id, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || id <= 0 {
+			return badRequest("filter on %s: %q is not a positive id", col, v)
+		}
+		q.where = append(q.where, col+" = "+q.add(id))
+		return nil
+	}
+}
+
+// ownersFilter (user_ids) keeps records whose responsible user is one of the ids;
+// it only narrows what the access level lets the caller see.
+func ownersFilter(col string) listFilter {
+	return func(q *listQuery, v string) error {
+		ids, err := parseIDs("user_ids", v)
+		if err != nil {
+			return err
+		}
+		q.owners = ids
+		q.where = append(q.where, col+" = ANY ("+q.add(pq.Array(ids))+")")
+		return nil
+	}
+}
+
+// parseListDate reads YYYY-MM-DD, or YYYY.MM.DD as the mail filter's
+// documentation writes it.
+func parseListDate(name, v string) (string, error) {
+	d, err := time.Parse("2006-01-02", strings.ReplaceAll(v, ".", "-"))
+	if err != nil {
+		return "", badRequest("%s: %q is not a date (YYYY-MM-DD)", name, v)
+	}
+	return d.Format("2006-01-02"), nil
+}
+
+// dateFilter keeps records whose date column is on or after (from) or on or
+// before (to) the given day. A timestamp column is compared with the day's
+// bounds in the token owner's time zone.
+func dateFilter(col string, timestamp, from bool) listFilter {
+	return func(q *listQuery, v string) error {
+		name := "date2"
+		if from {
+			name = "date1"
+		}
+		d, err := parseListDate(name, v)
+		if err != nil {
+			return err
+		}
+		ph := q.add(d)
+		switch {
+		case timestamp && from:
+			q.where = append(q.where, fmt.Sprintf("%s >= (%s::date::timestamp AT TIME ZONE $TZ)", col, ph))
+		case timestamp:
+			q.where = append(q.where, fmt.Sprintf("%s < ((%s::date + 1)::timestamp AT TIME ZONE $TZ)", col, ph))
+		case from:
+			q.where = append(q.where, fmt.Sprintf("%s >= %s::date", col, ph))
+		default:
+			q.where = append(q.where, fmt.Sprintf("%s <= %s::date", col, ph))
+		}
+		return nil
+	}
+}
+
+// tagsFilter keeps records that have every one of the comma-separated tags.
+func tagsFilter(col string) listFilter {
+	return func(q *listQuery, v string) error {
+		tags := splitTags(v)
+		if len(tags) == 0 {
+			return badRequest("tags: no tag given")
+		}
+		q.where = append(q.where, col+" @> "+q.add(tags)+"::text[]")
+		return nil
+	}
+}
+
+// containsFilter keeps records whose text column contains the value,
+// case-insensitively; LIKE's wildcards in the value match themselves.
+func containsFilter(col string) listFilter {
+	return func(q *listQuery, v string) error {
+		if v == "" {
+			return badRequest("filter on %s: empty text", col)
+		}
+		q.where = append(q.where, fmt.Sprintf(`%s ILIKE '%%' || %s::text || '%%'`, col, q.add(escapeLike(v))))
+		return nil
+	}
+}
+
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// intFilter keeps records whose column equals an integer.
+func intFilter(col string) listFilter {
+	return func(q *listQuery, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return badRequest("filter on %s: %q is not a number", col, v)
+		}
+		q.where = append(q.where, col+" = "+q.add(n))
+		return nil
+	}
+}
+
+// parseIDs reads one id or comma-separated ids.
+func parseIDs(name, v string) ([]int64, error) {
+	var ids []int64
+	for _, part := range strings.Split(v, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
+		if err != nil || id <= 0 {
+			return nil, badRequest("%s: %q is not a list of ids", name, v)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func onlyDigits(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r >= '0' && r <= '9' {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func reverseString(s string) string {
+	b := []byte(s) // digits only: bytes are runes
+	slices.Reverse(b)
+	return string(b)
+}
+
+func uniqueIDs(ids []int64) map[int64]bool {
+	set := make(map[int64]bool, len(ids))
+	for _, id := range ids {
+		set[id] = true
+	}
+	return set
 }

@@ -192,7 +192,6 @@ func TestNotImplemented(t *testing.T) {
 		body           any
 		value          string
 	}{
-		{"POST", "/common/list/paging/1?columns=id", nil, ""},
 		{"GET", "/finance/list?company_id=1", nil, ""},
 		{"GET", "/document/list?company_id=1", nil, ""},
 		{"GET", "/task/list?company_id=1", nil, ""},

@@ -1183,6 +1183,7 @@ type ListRow struct {
 	Direction            *string                `json:"direction,omitempty"`
 	DirectionId          *int                   `json:"direction_id,omitempty"`
 	Discount             *json.Number           `json:"discount,omitempty"`
+	Discription          *string                `json:"discription,omitempty"`
 	DocumentId           *int64                 `json:"document_id,omitempty"`
 	Entity               *string                `json:"entity,omitempty"`
 	ExternalCode         *string                `json:"external_code,omitempty"`
@@ -1667,13 +1668,13 @@ type CommonListPagingParams struct {
 	// SortingDirection `0` ascending, `1` descending (default).
 	SortingDirection *CommonListPagingParamsSortingDirection `form:"sorting_direction,omitempty" json:"sorting_direction,omitempty"`
 
-	// CompanyId Only records of one counterparty (tasks, documents, finance, deals, mail).
+	// CompanyId Only records of one counterparty (tasks, documents, finance, sales, deals, mail).
 	CompanyId *int64 `form:"company_id,omitempty" json:"company_id,omitempty"`
 
-	// DealId Only records of one deal (tasks, documents, finance, mail).
+	// DealId Only records of one deal (tasks, documents, finance, sales, mail).
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
 
-	// Id One record (counterparties, deals, mail).
+	// Id One record (counterparties, deals, goods, mail, journal).
 	Id *int64 `form:"id,omitempty" json:"id,omitempty"`
 
 	// UserIds One id or comma-separated ids of responsible users (all modules). It only narrows
@@ -1681,9 +1682,10 @@ type CommonListPagingParams struct {
 	// without it, mail shows the token owner's own mail accounts.
 	UserIds *string `form:"user_ids,omitempty" json:"user_ids,omitempty"`
 
-	// Date1 From this date, inclusive (tasks: start date; documents: document date; finance:
-	// movement date; deals: start date; mail: message date). `YYYY-MM-DD`; mail also
-	// accepts `YYYY.MM.DD`.
+	// Date1 From this day, inclusive (tasks: start; documents and sales: document date;
+	// finance: movement date; deals: start date; mail: message date; journal: time of the
+	// change; days of the token owner's time zone). `YYYY-MM-DD`, or `YYYY.MM.DD` as the
+	// interface's mail filter writes it.
 	Date1 *string `form:"date1,omitempty" json:"date1,omitempty"`
 
 	// Date2 To this date, inclusive; the same dates and formats as `date1`.
@@ -1698,19 +1700,19 @@ type CommonListPagingParams struct {
 	// StatusId Deal stage (deals).
 	StatusId *int64 `form:"status_id,omitempty" json:"status_id,omitempty"`
 
-	// Name Part of the name, case-insensitive (counterparties).
+	// Name Part of the name, case-insensitive (counterparties, goods).
 	Name *string `form:"name,omitempty" json:"name,omitempty"`
 
-	// Email E-mail of the counterparty or of one of its contact persons, case-insensitive (counterparties).
+	// Email E-mail of the counterparty or of one of its contact persons, the whole address, case-insensitive (counterparties).
 	Email *string `form:"email,omitempty" json:"email,omitempty"`
 
-	// Phone Phone of the counterparty or of one of its contact persons, compared by its digits whatever the formatting (counterparties).
+	// Phone Phone of the counterparty or of one of its contact persons whose digits end with the digits given (at least 3), whatever the formatting (counterparties).
 	Phone *string `form:"phone,omitempty" json:"phone,omitempty"`
 
 	// TaxId Taxpayer code of the default requisites (counterparties); a counterparty without default requisites never matches.
 	TaxId *string `form:"tax_id,omitempty" json:"tax_id,omitempty"`
 
-	// UserFilterIds One id or comma-separated ids of ready filters, applied together (counterparties, mail).
+	// UserFilterIds One id or comma-separated ids of ready filters of the module, applied together (counterparties, deals, mail).
 	UserFilterIds *string `form:"user_filter_ids,omitempty" json:"user_filter_ids,omitempty"`
 
 	// Segment Mail folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more (mail).
@@ -2847,6 +2849,14 @@ func (a *ListRow) UnmarshalJSON(b []byte) error {
 		delete(object, "discount")
 	}
 
+	if raw, found := object["discription"]; found {
+		err = json.Unmarshal(raw, &a.Discription)
+		if err != nil {
+			return fmt.Errorf("error reading 'discription': %w", err)
+		}
+		delete(object, "discription")
+	}
+
 	if raw, found := object["document_id"]; found {
 		err = json.Unmarshal(raw, &a.DocumentId)
 		if err != nil {
@@ -3566,6 +3576,13 @@ func (a ListRow) MarshalJSON() ([]byte, error) {
 		}
 	}
 
+	if a.Discription != nil {
+		object["discription"], err = json.Marshal(a.Discription)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'discription': %w", err)
+		}
+	}
+
 	if a.DocumentId != nil {
 		object["document_id"], err = json.Marshal(a.DocumentId)
 		if err != nil {
@@ -3995,25 +4012,65 @@ type ClientInterface interface {
 	// CommonListPagingWithBody Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-	// literal `null` (an empty object `{}` is accepted too).
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
-	// the requested order of columns; `rows` is the total number of matching records,
-	// `pages` and `page` as described in the conventions. A page past the end is an empty
-	// array, not an error.
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
 	//
-	// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-	// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-	// 50 journal. An unknown module code, an unknown column (the error names it), or a
-	// filter that the module does not support is an error (`"400"`).
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 	//
-	// `columns` is required except for mail, where an omitted `columns` means
-	// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-	// counterparties and deals are requested as `ADD_{name}` columns.
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 	//
-	// Filters combine with AND. The default order is newest first (`id` descending); every
-	// order ends with `id` so that walking the pages never repeats or skips a record.
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4023,25 +4080,65 @@ type ClientInterface interface {
 	// CommonListPaging Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-	// literal `null` (an empty object `{}` is accepted too).
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
-	// the requested order of columns; `rows` is the total number of matching records,
-	// `pages` and `page` as described in the conventions. A page past the end is an empty
-	// array, not an error.
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
 	//
-	// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-	// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-	// 50 journal. An unknown module code, an unknown column (the error names it), or a
-	// filter that the module does not support is an error (`"400"`).
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 	//
-	// `columns` is required except for mail, where an omitted `columns` means
-	// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-	// counterparties and deals are requested as `ADD_{name}` columns.
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 	//
-	// Filters combine with AND. The default order is newest first (`id` descending); every
-	// order ends with `id` so that walking the pages never repeats or skips a record.
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4578,25 +4675,65 @@ type ClientInterface interface {
 // CommonListPagingWithBody Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-// literal `null` (an empty object `{}` is accepted too).
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
-// the requested order of columns; `rows` is the total number of matching records,
-// `pages` and `page` as described in the conventions. A page past the end is an empty
-// array, not an error.
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
 //
-// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-// 50 journal. An unknown module code, an unknown column (the error names it), or a
-// filter that the module does not support is an error (`"400"`).
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 //
-// `columns` is required except for mail, where an omitted `columns` means
-// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-// counterparties and deals are requested as `ADD_{name}` columns.
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 //
-// Filters combine with AND. The default order is newest first (`id` descending); every
-// order ends with `id` so that walking the pages never repeats or skips a record.
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
 //
 // Takes any type of body and a specified content type.
 //
@@ -4616,25 +4753,65 @@ func (c *Client) CommonListPagingWithBody(ctx context.Context, module CommonList
 // CommonListPaging Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-// literal `null` (an empty object `{}` is accepted too).
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
-// the requested order of columns; `rows` is the total number of matching records,
-// `pages` and `page` as described in the conventions. A page past the end is an empty
-// array, not an error.
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
 //
-// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-// 50 journal. An unknown module code, an unknown column (the error names it), or a
-// filter that the module does not support is an error (`"400"`).
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 //
-// `columns` is required except for mail, where an omitted `columns` means
-// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-// counterparties and deals are requested as `ADD_{name}` columns.
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 //
-// Filters combine with AND. The default order is newest first (`id` descending); every
-// order ends with `id` so that walking the pages never repeats or skips a record.
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7323,25 +7500,65 @@ type ClientWithResponsesInterface interface {
 	// CommonListPagingWithBodyWithResponse Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-	// literal `null` (an empty object `{}` is accepted too).
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
-	// the requested order of columns; `rows` is the total number of matching records,
-	// `pages` and `page` as described in the conventions. A page past the end is an empty
-	// array, not an error.
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
 	//
-	// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-	// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-	// 50 journal. An unknown module code, an unknown column (the error names it), or a
-	// filter that the module does not support is an error (`"400"`).
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 	//
-	// `columns` is required except for mail, where an omitted `columns` means
-	// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-	// counterparties and deals are requested as `ADD_{name}` columns.
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 	//
-	// Filters combine with AND. The default order is newest first (`id` descending); every
-	// order ends with `id` so that walking the pages never repeats or skips a record.
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7351,25 +7568,65 @@ type ClientWithResponsesInterface interface {
 	// CommonListPagingWithResponse Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-	// literal `null` (an empty object `{}` is accepted too).
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
-	// the requested order of columns; `rows` is the total number of matching records,
-	// `pages` and `page` as described in the conventions. A page past the end is an empty
-	// array, not an error.
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
 	//
-	// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-	// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-	// 50 journal. An unknown module code, an unknown column (the error names it), or a
-	// filter that the module does not support is an error (`"400"`).
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 	//
-	// `columns` is required except for mail, where an omitted `columns` means
-	// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-	// counterparties and deals are requested as `ADD_{name}` columns.
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 	//
-	// Filters combine with AND. The default order is newest first (`id` descending); every
-	// order ends with `id` so that walking the pages never repeats or skips a record.
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9821,25 +10078,65 @@ func (r TaskListResponse) ContentType() string {
 // CommonListPagingWithBodyWithResponse Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-// literal `null` (an empty object `{}` is accepted too).
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
-// the requested order of columns; `rows` is the total number of matching records,
-// `pages` and `page` as described in the conventions. A page past the end is an empty
-// array, not an error.
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
 //
-// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-// 50 journal. An unknown module code, an unknown column (the error names it), or a
-// filter that the module does not support is an error (`"400"`).
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 //
-// `columns` is required except for mail, where an omitted `columns` means
-// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-// counterparties and deals are requested as `ADD_{name}` columns.
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 //
-// Filters combine with AND. The default order is newest first (`id` descending); every
-// order ends with `id` so that walking the pages never repeats or skips a record.
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9855,25 +10152,65 @@ func (c *ClientWithResponses) CommonListPagingWithBodyWithResponse(ctx context.C
 // CommonListPagingWithResponse Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty or the JSON
-// literal `null` (an empty object `{}` is accepted too).
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
-// the requested order of columns; `rows` is the total number of matching records,
-// `pages` and `page` as described in the conventions. A page past the end is an empty
-// array, not an error.
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
 //
-// Module codes: 1 counterparties, 2 tasks, 4 documents, 5 finance (money movements),
-// 6 sales (goods positions of documents), 20 deals, 21 goods catalogue, 24 mail,
-// 50 journal. An unknown module code, an unknown column (the error names it), or a
-// filter that the module does not support is an error (`"400"`).
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
 //
-// `columns` is required except for mail, where an omitted `columns` means
-// `id,date,from,to,subject,company_name,attachment_flag`. Additional fields of
-// counterparties and deals are requested as `ADD_{name}` columns.
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
 //
-// Filters combine with AND. The default order is newest first (`id` descending); every
-// order ends with `id` so that walking the pages never repeats or skips a record.
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -1,0 +1,435 @@
+package impl
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/lib/pq"
+)
+
+// listModules declares every module of the universal list: its columns (the
+// whitelist of columns and sort keys), the filters it supports and its access
+// rule. openapi.yaml documents the same columns and filters per module.
+var listModules = map[int]*listModule{
+	ModuleCompanies: companiesList,
+	ModuleTasks:     tasksList,
+	ModuleDocuments: documentsList,
+	ModuleFinance:   financeList,
+	ModuleSales:     salesList,
+	ModuleDeals:     dealsList,
+	ModuleGoods:     goodsList,
+	ModuleMail:      mailList,
+	ModuleJournal:   journalList,
+}
+
+// Column helpers: a plain column, a date-time shown in the owner's time zone,
+// a joined name, and tags as a comma-separated string.
+func col(expr string, joins ...string) listColumn { return listColumn{expr: expr, joins: joins} }
+
+func dateTimeCol(expr string) listColumn {
+	return listColumn{expr: "to_char(" + expr + " AT TIME ZONE $TZ, 'YYYY-MM-DD HH24:MI:SS')", sort: expr}
+}
+
+func nameCol(alias string) listColumn {
+	return listColumn{expr: "coalesce(" + alias + ".name, '')", sort: alias + ".name", joins: []string{alias}}
+}
+
+func tagsCol(expr string) listColumn {
+	return listColumn{expr: "array_to_string(" + expr + ", ',')", sort: expr}
+}
+
+// join helpers: a user, a directory value and a record joined by an id column.
+func joinUser(alias, idCol string) string {
+	return fmt.Sprintf("LEFT JOIN users %[1]s ON %[1]s.account_id = %[2]s AND %[1]s.id = %[3]s", alias, accountOf(idCol), idCol)
+}
+
+func joinDir(alias, idCol string) string {
+	return fmt.Sprintf("LEFT JOIN directory_values %[1]s ON %[1]s.account_id = %[2]s AND %[1]s.id = %[3]s", alias, accountOf(idCol), idCol)
+}
+
+func joinTable(table, alias, idCol string) string {
+	return fmt.Sprintf("LEFT JOIN %[1]s %[2]s ON %[2]s.account_id = %[3]s AND %[2]s.id = %[4]s", table, alias, accountOf(idCol), idCol)
+}
+
+// accountOf is the account column of the alias an id column belongs to ("c.user_id" → "c.account_id").
+func accountOf(idCol string) string {
+	for i := range idCol {
+		if idCol[i] == '.' {
+			return idCol[:i] + ".account_id"
+		}
+	}
+	panic("impl: column without alias: " + idCol)
+}
+
+// visibleBy is the access rule of modules whose records have one responsible user.
+func visibleBy(col string) func(q *listQuery) string {
+	return func(q *listQuery) string { return q.p.responsibleFilter(col, &q.args) }
+}
+
+// countByOwner reads the exact total of an unfiltered list from list_counts:
+// the counts of the owners the caller may see.
+func countByOwner(module int) func(q *listQuery) string {
+	return func(q *listQuery) string {
+		return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = %d AND kind = 0 AND %s",
+			q.acc, module, q.p.responsibleFilter("owner_id", &q.args))
+	}
+}
+
+func sortStrings(s []string) { slices.Sort(s) }
+
+var companiesList = &listModule{
+	code:   ModuleCompanies,
+	from:   "companies c",
+	alias:  "c",
+	always: "c.deleted_at IS NULL",
+	joins: []listJoin{
+		{"u", joinUser("u", "c.user_id")},
+		{"cb", joinUser("cb", "c.created_by")},
+		{"dt", joinDir("dt", "c.type_id")},
+		{"ds", joinDir("ds", "c.status_id")},
+		{"dc", joinDir("dc", "c.category_id")},
+		{"da", joinDir("da", "c.agent_id")},
+	},
+	columns: map[string]listColumn{
+		"id": col("c.id"), "name": col("c.name"), "address": col("c.address"),
+		"created": dateTimeCol("c.created_at"), "city": col("c.city"), "region": col("c.region"),
+		"country": col("c.country"), "activity_type": col("c.activity_type"), "property_form": col("c.property_form"),
+		"type_id": col("c.type_id"), "type": nameCol("dt"),
+		"created_by":  {expr: "coalesce(cb.name, c.created_via)", joins: []string{"cb"}},
+		"info_source": col("c.info_source"), "first_name": col("c.first_name"), "middle_name": col("c.middle_name"),
+		"last_name": col("c.last_name"), "url": col("c.url"), "user_id": col("c.user_id"), "user_name": nameCol("u"),
+		"person": col("c.person"), "note": col("c.note"), "external_code": col("c.external_code"),
+		"category_id": col("c.category_id"), "category": nameCol("dc"), "status_id": col("c.status_id"),
+		"status": nameCol("ds"), "agent_id": col("c.agent_id"), "agent": nameCol("da"), "tax_id": col("c.tax_id"),
+		"which_site_source": col("c.which_site_source"), "which_host_source": col("c.which_host_source"),
+		"which_link_source": col("c.which_link_source"), "utm_campaign": col("c.utm_campaign"),
+		"utm_source": col("c.utm_source"), "utm_medium": col("c.utm_medium"), "utm_content": col("c.utm_content"),
+		"utm_term": col("c.utm_term"),
+	},
+	fields: ModuleCompanies,
+	filters: map[string]listFilter{
+		"id":       eqFilter("c.id"),
+		"user_ids": ownersFilter("c.user_id"),
+		"name":     containsFilter("c.name"),
+		"email": func(q *listQuery, v string) error {
+			// Of the counterparty or of its contact persons: both are rows of emails.
+			q.where = append(q.where, fmt.Sprintf(`EXISTS (SELECT 1 FROM emails e
+				WHERE e.account_id = c.account_id AND lower(e.email) = lower(%s::text) AND e.company_id = c.id)`, q.add(v)))
+			return nil
+		},
+		"phone": func(q *listQuery, v string) error {
+			digits := onlyDigits(v)
+			if len(digits) < 3 {
+				return badRequest("phone: give at least 3 digits")
+			}
+			// A number is found by the end of its digits: "2000 0001" finds "+371 2000 0001".
+			q.where = append(q.where, fmt.Sprintf(`EXISTS (SELECT 1 FROM phones ph
+				WHERE ph.account_id = c.account_id AND reverse(ph.phone_digits) LIKE %s::text || '%%' AND ph.company_id = c.id)`,
+				q.add(reverseString(digits))))
+			return nil
+		},
+		"tax_id": func(q *listQuery, v string) error {
+			// tax_id is the inn of the default requisites; without them it is "" and never matches.
+			if v == "" {
+				return badRequest("tax_id: empty")
+			}
+			q.where = append(q.where, "c.tax_id = "+q.add(v))
+			return nil
+		},
+		"user_filter_ids": nil, // handled by applyReadyFilters
+	},
+	visible: visibleBy("c.user_id"),
+	count:   countByOwner(ModuleCompanies),
+}
+
+var tasksList = &listModule{
+	code:  ModuleTasks,
+	from:  "tasks t",
+	alias: "t",
+	joins: []listJoin{
+		{"u", joinUser("u", "t.user_id")},
+		{"dt", joinDir("dt", "t.type_id")},
+		{"co", joinTable("companies", "co", "t.company_id")},
+	},
+	columns: map[string]listColumn{
+		"id": col("t.id"), "note": col("t.note"), "status_id": col("t.status_id"),
+		"status":  {expr: "CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END", sort: "t.status_id"},
+		"type_id": col("t.type_id"), "type": nameCol("dt"),
+		"date_start": dateTimeCol("t.date_start"), "date_finish": dateTimeCol("t.date_finish"),
+		"result": col("t.result"), "user_id": col("t.user_id"), "user_name": nameCol("u"),
+		"company_id": col("t.company_id"), "company_name": nameCol("co"), "deal_id": col("t.deal_id"),
+		"contact_id": col("t.contact_id"), "is_hot": {expr: "t.is_hot::int", sort: "t.is_hot"}, "tags": tagsCol("t.tags"),
+	},
+	filters: map[string]listFilter{
+		"company_id": eqFilter("t.company_id"),
+		"deal_id":    eqFilter("t.deal_id"),
+		"user_ids":   ownersFilter("t.user_id"),
+		"date1":      dateFilter("t.date_start", true, true),
+		"date2":      dateFilter("t.date_start", true, false),
+		"tags":       tagsFilter("t.tags"),
+	},
+	// A task is the assignee's and the assigner's.
+	visible: func(q *listQuery) string {
+		if q.p.Role == RoleAdmin {
+			return "TRUE"
+		}
+		return "(" + q.p.responsibleFilter("t.user_id", &q.args) + " OR " + q.p.responsibleFilter("t.assigner_id", &q.args) + ")"
+	},
+	count: func(q *listQuery) string {
+		switch q.p.Role {
+		case RoleAdmin:
+			return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = 2 AND kind = 0", q.acc)
+		case RoleMember:
+			// kind 0: tasks the member is assigned; kind 1: tasks they assigned to someone else.
+			return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = 2 AND owner_id = %s",
+				q.acc, q.add(q.p.UserID))
+		}
+		return "" // a head's department: the two kinds overlap; count the rows
+	},
+}
+
+var documentsList = &listModule{
+	code:  ModuleDocuments,
+	from:  "documents d",
+	alias: "d",
+	joins: []listJoin{
+		{"u", joinUser("u", "d.user_id")},
+		{"dt", joinDir("dt", "d.type_id")},
+		{"ds", joinDir("ds", "d.status_id")},
+		{"co", joinTable("companies", "co", "d.company_id")},
+		{"dl", joinTable("deals", "dl", "d.deal_id")},
+	},
+	columns: map[string]listColumn{
+		"id": col("d.id"), "number": col("d.number"), "date": col("d.date"), "sum": col("d.sum"),
+		"type_id": col("d.type_id"), "type": nameCol("dt"), "status_id": col("d.status_id"), "status": nameCol("ds"),
+		"note": col("d.note"), "user_id": col("d.user_id"), "user_name": nameCol("u"), "company_id": col("d.company_id"),
+		"company_name": nameCol("co"), "deal_id": col("d.deal_id"), "deal": nameCol("dl"),
+		"contact_id": col("d.contact_id"), "date_expire": col("d.date_expire"), "external_code": col("d.external_code"),
+		"tags": tagsCol("d.tags"),
+	},
+	filters: map[string]listFilter{
+		"company_id": eqFilter("d.company_id"),
+		"deal_id":    eqFilter("d.deal_id"),
+		"user_ids":   ownersFilter("d.user_id"),
+		"date1":      dateFilter("d.date", false, true),
+		"date2":      dateFilter("d.date", false, false),
+		"tags":       tagsFilter("d.tags"),
+	},
+	visible: visibleBy("d.user_id"),
+	count:   countByOwner(ModuleDocuments),
+}
+
+var financeList = &listModule{
+	code:  ModuleFinance,
+	from:  "money_movements m",
+	alias: "m",
+	joins: []listJoin{
+		{"u", joinUser("u", "m.user_id")},
+		{"dt", joinDir("dt", "m.type_id")},
+		{"dc", joinDir("dc", "m.category_id")},
+		{"ma", joinTable("money_accounts", "ma", "m.money_account_id")},
+		{"co", joinTable("companies", "co", "m.company_id")},
+	},
+	columns: map[string]listColumn{
+		"id": col("m.id"), "date": col("m.date"), "sum": col("m.sum"), "sum_currency": col("m.sum_currency"),
+		"direction_id": col("m.direction"),
+		"direction":    {expr: "CASE m.direction WHEN 1 THEN 'income' ELSE 'expense' END", sort: "m.direction"},
+		"type_id":      col("m.type_id"), "type": nameCol("dt"), "category_id": col("m.category_id"),
+		"category": nameCol("dc"), "account_id": col("m.money_account_id"), "account": nameCol("ma"),
+		"currency": {expr: "ma.currency", joins: []string{"ma"}}, "note": col("m.note"), "user_id": col("m.user_id"),
+		"user_name": nameCol("u"), "company_id": col("m.company_id"), "company_name": nameCol("co"),
+		"deal_id": col("m.deal_id"), "tags": tagsCol("m.tags"),
+	},
+	filters: map[string]listFilter{
+		"company_id": eqFilter("m.company_id"),
+		"deal_id":    eqFilter("m.deal_id"),
+		"user_ids":   ownersFilter("m.user_id"),
+		"date1":      dateFilter("m.date", false, true),
+		"date2":      dateFilter("m.date", false, false),
+		"tags":       tagsFilter("m.tags"),
+	},
+	visible: visibleBy("m.user_id"),
+	count:   countByOwner(ModuleFinance),
+}
+
+// salesList is module 6: the goods positions of documents whose type is an
+// invoice, that is the goods sold.
+var salesList = &listModule{
+	code: ModuleSales,
+	from: "document_goods dg",
+	inner: "JOIN documents d ON d.account_id = dg.account_id AND d.id = dg.document_id " +
+		"JOIN directory_values dty ON dty.account_id = d.account_id AND dty.id = d.type_id AND dty.is_invoice",
+	alias: "dg",
+	joins: []listJoin{
+		{"u", joinUser("u", "d.user_id")},
+		{"co", joinTable("companies", "co", "d.company_id")},
+	},
+	columns: map[string]listColumn{
+		"id": col("dg.id"), "date": {expr: "d.date", sort: "d.date"}, "document_id": col("dg.document_id"),
+		"number": col("d.number"), "company_id": col("d.company_id"), "company_name": nameCol("co"),
+		"deal_id": col("d.deal_id"), "goods_id": col("dg.goods_id"), "discription": col("dg.description"),
+		"code": col("dg.code"), "qnt": col("dg.qnt"), "price": col("dg.price"), "discount": col("dg.discount"),
+		"vat": col("dg.vat"), "sum": col("dg.sum"), "user_id": col("d.user_id"), "user_name": nameCol("u"),
+	},
+	filters: map[string]listFilter{
+		"company_id": eqFilter("d.company_id"),
+		"deal_id":    eqFilter("d.deal_id"),
+		"user_ids":   ownersFilter("d.user_id"),
+		"date1":      dateFilter("d.date", false, true),
+		"date2":      dateFilter("d.date", false, false),
+	},
+	visible: visibleBy("d.user_id"),
+}
+
+var dealsList = &listModule{
+	code:  ModuleDeals,
+	from:  "deals dl",
+	alias: "dl",
+	joins: []listJoin{
+		{"u", joinUser("u", "dl.user_id")},
+		{"dt", joinDir("dt", "dl.type_id")},
+		{"ds", joinDir("ds", "dl.status_id")},
+		{"co", joinTable("companies", "co", "dl.company_id")},
+		{"cot", "LEFT JOIN directory_values cot ON cot.account_id = co.account_id AND cot.id = co.type_id"},
+		{"cos", "LEFT JOIN directory_values cos ON cos.account_id = co.account_id AND cos.id = co.status_id"},
+		{"coc", "LEFT JOIN directory_values coc ON coc.account_id = co.account_id AND coc.id = co.category_id"},
+	},
+	columns: map[string]listColumn{
+		"id": col("dl.id"), "name": col("dl.name"), "sum": col("dl.sum"), "type_id": col("dl.type_id"),
+		"type": nameCol("dt"), "status_id": col("dl.status_id"), "status": nameCol("ds"),
+		"company_id": col("dl.company_id"), "company_name": nameCol("co"),
+		"company_type":     {expr: "coalesce(cot.name, '')", sort: "cot.name", joins: []string{"co", "cot"}},
+		"company_status":   {expr: "coalesce(cos.name, '')", sort: "cos.name", joins: []string{"co", "cos"}},
+		"company_category": {expr: "coalesce(coc.name, '')", sort: "coc.name", joins: []string{"co", "coc"}},
+		"company_tax_id":   col("co.tax_id", "co"), "company_country": col("co.country", "co"),
+		"company_region": col("co.region", "co"), "company_city": col("co.city", "co"),
+		"company_url": col("co.url", "co"), "user_id": col("dl.user_id"), "user_name": nameCol("u"),
+		"note": col("dl.note"),
+	},
+	fields: ModuleDeals,
+	filters: map[string]listFilter{
+		"company_id":      eqFilter("dl.company_id"),
+		"id":              eqFilter("dl.id"),
+		"user_ids":        ownersFilter("dl.user_id"),
+		"date1":           dateFilter("dl.date_start", false, true),
+		"date2":           dateFilter("dl.date_start", false, false),
+		"tags":            tagsFilter("dl.tags"),
+		"type_id":         eqFilter("dl.type_id"),
+		"status_id":       eqFilter("dl.status_id"),
+		"user_filter_ids": nil,
+	},
+	visible: visibleBy("dl.user_id"),
+	count:   countByOwner(ModuleDeals),
+}
+
+var goodsList = &listModule{
+	code:   ModuleGoods,
+	from:   "goods g",
+	alias:  "g",
+	always: "g.active",
+	columns: map[string]listColumn{
+		"id": col("g.id"), "name": col("g.name"), "code": col("g.code"), "unit": col("g.unit"),
+		"price": col("g.price"), "qnt": col("g.qnt"), "vat": col("g.vat"), "note": col("g.note"),
+	},
+	filters: map[string]listFilter{
+		"id":   eqFilter("g.id"),
+		"name": containsFilter("g.name"),
+	},
+	// The catalogue is the whole account's.
+	visible: func(*listQuery) string { return "TRUE" },
+}
+
+// mailList is module 24. Without user_ids it shows the token owner's own mail
+// accounts; user_ids selects whose mail accounts, among the users the caller may see.
+var mailList = &listModule{
+	code:  ModuleMail,
+	from:  "mail_messages mm",
+	alias: "mm",
+	joins: []listJoin{
+		{"ma", joinTable("mail_accounts", "ma", "mm.mail_account_id")},
+		{"mu", "LEFT JOIN users mu ON mu.account_id = ma.account_id AND mu.id = ma.user_id"},
+		{"co", joinTable("companies", "co", "mm.company_id")},
+		{"ct", joinTable("contacts", "ct", "mm.contact_id")},
+		{"dl", joinTable("deals", "dl", "mm.deal_id")},
+		{"cot", "LEFT JOIN directory_values cot ON cot.account_id = co.account_id AND cot.id = co.type_id"},
+		{"cos", "LEFT JOIN directory_values cos ON cos.account_id = co.account_id AND cos.id = co.status_id"},
+		{"coc", "LEFT JOIN directory_values coc ON coc.account_id = co.account_id AND coc.id = co.category_id"},
+	},
+	columns: map[string]listColumn{
+		"id":           col("mm.id"),
+		"from":         {expr: "coalesce(nullif(mm.from_name, ''), mm.from_address)", sort: "mm.from_address"},
+		"from_address": col("mm.from_address"),
+		"to":           {expr: "coalesce(nullif(mm.to_name, ''), mm.to_address)", sort: "mm.to_address"},
+		"to_address":   col("mm.to_address"), "cc": col("mm.cc"), "bcc": col("mm.bcc"), "subject": col("mm.subject"),
+		"date":       dateTimeCol("mm.date"),
+		"user_name":  {expr: "coalesce(mu.name, '')", sort: "mu.name", joins: []string{"ma", "mu"}},
+		"company_id": col("mm.company_id"), "company_name": nameCol("co"), "contact_id": col("mm.contact_id"),
+		"contact":             nameCol("ct"),
+		"company_type_id":     col("co.type_id", "co"),
+		"company_type":        {expr: "coalesce(cot.name, '')", sort: "cot.name", joins: []string{"co", "cot"}},
+		"company_category_id": col("co.category_id", "co"),
+		"company_category":    {expr: "coalesce(coc.name, '')", sort: "coc.name", joins: []string{"co", "coc"}},
+		"company_status_id":   col("co.status_id", "co"),
+		"company_status":      {expr: "coalesce(cos.name, '')", sort: "cos.name", joins: []string{"co", "cos"}},
+		"deal_id":             col("mm.deal_id"), "deal": nameCol("dl"), "message_id": col("mm.message_id"),
+		"attachment_flag":    {expr: "mm.attachment_flag::int", sort: "mm.attachment_flag"},
+		"small_part_of_body": col("mm.small_part_of_body"), "body": col("mm.body"),
+	},
+	defaultColumns: "id,date,from,to,subject,company_name,attachment_flag",
+	filters: map[string]listFilter{
+		"company_id": eqFilter("mm.company_id"),
+		"deal_id":    eqFilter("mm.deal_id"),
+		"id":         eqFilter("mm.id"),
+		"user_ids": func(q *listQuery, v string) error {
+			ids, err := parseIDs("user_ids", v)
+			q.owners = ids
+			return err
+		},
+		"date1":           dateFilter("mm.date", true, true),
+		"date2":           dateFilter("mm.date", true, false),
+		"segment":         intFilter("mm.folder"),
+		"subject":         containsFilter("mm.subject"),
+		"to_address":      containsFilter("mm.to_address"),
+		"from_address":    containsFilter("mm.from_address"),
+		"user_filter_ids": nil,
+	},
+	visible: func(q *listQuery) string { return "mm.mail_account_id IN (" + mailboxesOf(q) + ")" },
+	count: func(q *listQuery) string {
+		return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = 24 AND owner_id IN (%s)",
+			q.acc, mailboxesOf(q))
+	},
+	ownerScoped: true,
+}
+
+// mailboxesOf selects the mail accounts whose messages a mail list shows: those
+// of user_ids (the token owner by default) that the caller may see.
+func mailboxesOf(q *listQuery) string {
+	owners := q.owners
+	if owners == nil {
+		owners = []int64{q.p.UserID}
+	}
+	return fmt.Sprintf("SELECT mb.id FROM mail_accounts mb WHERE mb.account_id = %s AND mb.user_id = ANY (%s) AND %s",
+		q.acc, q.add(pq.Array(owners)), q.p.responsibleFilter("mb.user_id", &q.args))
+}
+
+var journalList = &listModule{
+	code:  ModuleJournal,
+	from:  "journal j",
+	alias: "j",
+	joins: []listJoin{{"u", joinUser("u", "j.user_id")}},
+	columns: map[string]listColumn{
+		"id": col("j.id"), "date": dateTimeCol("j.at"), "user_id": col("j.user_id"), "user_name": nameCol("u"),
+		"module": col("j.module"), "entity": col("j.entity"), "record_id": col("j.record_id"),
+		"action": col("j.action"), "changes": col("j.changes"),
+	},
+	filters: map[string]listFilter{
+		"id":       eqFilter("j.id"),
+		"user_ids": ownersFilter("j.user_id"),
+		"date1":    dateFilter("j.at", true, true),
+		"date2":    dateFilter("j.at", true, false),
+	},
+	// Admins see every change; heads the changes of their department's users;
+	// members their own.
+	visible: visibleBy("j.user_id"),
+	count:   countByOwner(ModuleJournal),
+}
