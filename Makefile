@@ -35,8 +35,9 @@ check-generated: generate
 conformance: build
 	.ci/conformance.sh
 
-## bench: the benchmarks
+## bench: generate (once) a million counterparties, measure the hot paths over HTTP and SQL into docs/benchmarks.md, then the Go benchmarks
 bench:
+	$(GO) run ./cmd/crm-bench
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## build: the binaries, into ./bin

@@ -1,0 +1,371 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crmservice/crm/impl"
+)
+
+// benchEnv is what the scenarios need to know about the big account.
+type benchEnv struct {
+	base               string
+	token              string
+	client             *http.Client
+	firstCo, lastCo    int64
+	typeID, userID     int64
+	weekFrom, weekTo   string
+	monthFrom, monthTo string
+}
+
+func newBenchEnv(ctx context.Context, pool *sqlx.DB, data *dataSet, base string) (*benchEnv, error) {
+	acc := data.Accounts[0]
+	e := &benchEnv{base: base, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	err := pool.GetContext(ctx, &e.userID, `SELECT id FROM users WHERE account_id = $1 AND role = 'admin' ORDER BY id LIMIT 1`, acc)
+	if err != nil {
+		return nil, fmt.Errorf("the big account's admin: %w", err)
+	}
+	if err := pool.QueryRowxContext(ctx, `SELECT min(id), max(id) FROM companies WHERE account_id = $1 AND created_via = 'import'`, acc).
+		Scan(&e.firstCo, &e.lastCo); err != nil {
+		return nil, err
+	}
+	if err := pool.GetContext(ctx, &e.typeID, `SELECT min(id) FROM directory_values WHERE account_id = $1 AND directory_code = 9`, acc); err != nil {
+		return nil, err
+	}
+	if _, e.token, err = impl.CreateToken(ctx, pool, e.userID, "crm-bench", time.Hour); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	e.weekFrom, e.weekTo = now.AddDate(0, 0, -30).Format("2006-01-02"), now.AddDate(0, 0, -24).Format("2006-01-02")
+	e.monthFrom, e.monthTo = now.AddDate(0, -2, 0).Format("2006-01-02"), now.AddDate(0, -1, 0).Format("2006-01-02")
+	return e, nil
+}
+
+// scenario is one kind of request; next makes the request of one iteration.
+type scenario struct {
+	name   string
+	goal   time.Duration // median target over HTTP, 0: none
+	minRPS float64       // throughput target, 0: none
+	next   func(rng *rand.Rand) (method, target string, body []byte)
+}
+
+func list(module int, query string) func(*rand.Rand) (string, string, []byte) {
+	return func(*rand.Rand) (string, string, []byte) {
+		return http.MethodPost, fmt.Sprintf("/common/list/paging/%d?%s", module, query), nil
+	}
+}
+
+func scenarios(e *benchEnv) []scenario {
+	const cols = "columns=id,name,city,user_name,created"
+	company := func(rng *rand.Rand) int64 { return e.firstCo + rng.Int64N(e.lastCo-e.firstCo+1) }
+	return []scenario{
+		{name: "first page of 50 counterparties, exact total", goal: 5 * time.Millisecond, minRPS: 1000,
+			next: list(1, cols+"&records_onpage=50")},
+		{name: "same, rare name substring (0.3 % of the account)", goal: 20 * time.Millisecond,
+			next: list(1, cols+"&records_onpage=50&name=zephyr")},
+		{name: "same, frequent name substring (3.3 %)",
+			next: list(1, cols+"&records_onpage=50&name=nordic")},
+		{name: "same, e-mail filter", goal: 3 * time.Millisecond, next: func(rng *rand.Rand) (string, string, []byte) {
+			id := company(rng)
+			return http.MethodPost, fmt.Sprintf("/common/list/paging/1?%s&email=info%d@company%d.example", cols, id, id), nil
+		}},
+		{name: "same, phone filter (last 8 digits)", goal: 3 * time.Millisecond, next: func(rng *rand.Rand) (string, string, []byte) {
+			return http.MethodPost, fmt.Sprintf("/common/list/paging/1?%s&phone=2%07d", cols, company(rng)%10_000_000), nil
+		}},
+		{name: "page 100 of 50 counterparties", goal: 10 * time.Millisecond, next: list(1, cols+"&records_onpage=50&page=100")},
+		{name: "a page of 500 counterparties", goal: 15 * time.Millisecond, next: list(1, cols+"&records_onpage=500")},
+		{name: "tasks of a week (date range)", next: list(2, "columns=id,note,status,date_start,user_name,company_name&records_onpage=50&date1="+e.weekFrom+"&date2="+e.weekTo)},
+		{name: "deals of a month (date range)", next: list(20, "columns=id,name,sum,status,company_name,user_name&records_onpage=50&date1="+e.monthFrom+"&date2="+e.monthTo)},
+		{name: "counterparty card", next: func(rng *rand.Rand) (string, string, []byte) {
+			return http.MethodGet, fmt.Sprintf("/company/get?id=%d", company(rng)), nil
+		}},
+		{name: "counterparty insert, 2 e-mails and 2 phones, duplicate check", next: func(rng *rand.Rand) (string, string, []byte) {
+			n := rng.Uint64()
+			body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("Bench insert %d", n), "type_id": e.typeID, "user_id": e.userID,
+				"Emails": []any{map[string]any{"email": fmt.Sprintf("a%d@new.example", n)}, map[string]any{"email": fmt.Sprintf("b%d@new.example", n)}},
+				"Phones": []any{map[string]any{"phone": fmt.Sprintf("+371 2%07d", n%10_000_000)}, map[string]any{"phone": "+372 5000 0000"}}})
+			return http.MethodPost, "/company/insert?check_duplicates=true", body
+		}},
+	}
+}
+
+// result is what one scenario measured.
+type result struct {
+	scenario
+	http, sql   stats
+	errors      int
+	statements  int
+	sampleBytes int
+}
+
+type stats struct {
+	n             int
+	rps           float64
+	p50, p95, p99 time.Duration
+}
+
+func summarize(lat []time.Duration, elapsed time.Duration) stats {
+	slices.Sort(lat)
+	at := func(q float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return lat[min(len(lat)-1, int(q*float64(len(lat))))]
+	}
+	return stats{n: len(lat), rps: float64(len(lat)) / elapsed.Seconds(), p50: at(0.50), p95: at(0.95), p99: at(0.99)}
+}
+
+// measure runs a scenario over HTTP with o.clients clients, then replays the
+// statements of sample requests directly with as many connections.
+func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direct *sql.DB, o options) (result, error) {
+	res := result{scenario: sc}
+	// Samples: a few requests one at a time, each with its statements recorded.
+	rng := rand.New(rand.NewPCG(1, 2))
+	var traces [][]statement
+	for range 20 {
+		method, target, body := sc.next(rng)
+		rec.start()
+		n, _, err := e.call(ctx, method, target, body)
+		trace := rec.stop()
+		if err != nil {
+			return res, err
+		}
+		res.sampleBytes, res.statements = n, len(trace)
+		traces = append(traces, trace)
+	}
+
+	if o.explain {
+		return res, explain(ctx, direct, sc.name, traces[0])
+	}
+	httpLat, errs, elapsed := e.load(ctx, sc, o, func(ctx context.Context, rng *rand.Rand) error {
+		method, target, body := sc.next(rng)
+		_, _, err := e.call(ctx, method, target, body)
+		return err
+	})
+	res.http, res.errors = summarize(httpLat, elapsed), errs
+
+	sqlLat, errs, elapsed := e.load(ctx, sc, o, func(ctx context.Context, rng *rand.Rand) error {
+		return replay(ctx, direct, traces[rng.IntN(len(traces))])
+	})
+	res.sql = summarize(sqlLat, elapsed)
+	res.errors += errs
+	return res, nil
+}
+
+// load runs fn from o.clients goroutines for the warm-up and then o.duration,
+// returning the latencies measured after the warm-up.
+func (e *benchEnv) load(ctx context.Context, sc scenario, o options, fn func(context.Context, *rand.Rand) error) ([]time.Duration, int, time.Duration) {
+	var mu sync.Mutex
+	var all []time.Duration
+	errs := 0
+	start := time.Now()
+	measureFrom, end := start.Add(o.warmup), start.Add(o.warmup+o.duration)
+	var wg sync.WaitGroup
+	for c := range o.clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(c), uint64(time.Now().UnixNano())))
+			var lat []time.Duration
+			bad := 0
+			for ctx.Err() == nil {
+				t := time.Now()
+				if t.After(end) {
+					break
+				}
+				err := fn(ctx, rng)
+				if t.After(measureFrom) {
+					lat = append(lat, time.Since(t))
+					if err != nil {
+						bad++
+					}
+				}
+			}
+			mu.Lock()
+			all, errs = append(all, lat...), errs+bad
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	return all, errs, o.duration
+}
+
+// call sends one request and checks that it succeeded.
+func (e *benchEnv) call(ctx context.Context, method, target string, body []byte) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, method, e.base+target, bytes.NewReader(body))
+	if err != nil {
+		return 0, "", err
+	}
+	req.Header.Set("Authorization", "Bearer "+e.token)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := e.client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, "", err
+	}
+	var env struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+	}
+	if err := json.Unmarshal(data, &env); err != nil || env.Status != "success" {
+		return len(data), "", fmt.Errorf("%s %s: %s", method, target, data)
+	}
+	return len(data), env.Status, nil
+}
+
+func (r result) line() string {
+	return fmt.Sprintf("%-62s http p50 %7s p95 %7s p99 %7s %6.0f/s | sql p50 %7s %6.0f/s | errors %d",
+		r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.http.rps, ms(r.sql.p50), r.sql.rps, r.errors)
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
+
+// machineInfo describes where the run happened.
+type machineInfo struct {
+	cpu, memory, goVersion, postgres, loadBefore string
+	cores                                        int
+}
+
+func machine(ctx context.Context, pool *sqlx.DB) machineInfo {
+	m := machineInfo{cores: runtime.NumCPU(), goVersion: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				m.cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		m.memory = strings.TrimSpace(strings.TrimPrefix(strings.SplitN(string(b), "\n", 2)[0], "MemTotal:"))
+	}
+	if b, err := os.ReadFile("/proc/loadavg"); err == nil {
+		m.loadBefore = strings.Join(strings.Fields(string(b))[:3], " ")
+	}
+	_ = pool.GetContext(ctx, &m.postgres, `SHOW server_version`)
+	return m
+}
+
+func renderReport(d *dataSet, o options, results []result, m machineInfo) string {
+	var b strings.Builder
+	total := func(v []int) (n int) {
+		for _, x := range v {
+			n += x
+		}
+		return n
+	}
+	fmt.Fprintf(&b, "## Universal list and hot paths (`go run ./cmd/crm-bench`)\n\n")
+	fmt.Fprintf(&b, "Run on %s: %d cores (%s), %s memory, %s, PostgreSQL %s, load average before the run %s. "+
+		"The machine is shared: compare figures within one run, not across runs.\n\n",
+		time.Now().UTC().Format("2006-01-02 15:04 UTC"), m.cores, m.cpu, m.memory, m.goVersion, m.postgres, m.loadBefore)
+	fmt.Fprintf(&b, "Data: %d counterparties over %d accounts, the big account holding %d, each with two e-mails and two phones; "+
+		"%d tasks, %d deals, %d documents, %d money movements (the big account: %d, %d, %d, %d). "+
+		"Every request is made by the big account's admin, who sees all of it. %d concurrent clients, %s per scenario and side after %s of warm-up.\n\n",
+		total(d.Companies), len(d.Companies), d.Companies[0], total(d.Tasks), total(d.Deals), total(d.Documents), total(d.Movements),
+		d.Tasks[0], d.Deals[0], d.Documents[0], d.Movements[0], o.clients, o.duration, o.warmup)
+	b.WriteString("**HTTP** is the whole request through the server on loopback (authentication, validation, SQL, JSON); " +
+		"**SQL** replays the very statements the server ran for sample requests (the token lookup included) directly " +
+		"with lib/pq and as many connections. **Server share** = HTTP p50 − SQL p50.\n\n")
+	b.WriteString("| scenario | HTTP p50 | p95 | p99 | req/s | SQL p50 | SQL req/s | HTTP/SQL (p50) | server share | statements | reply bytes | target | errors |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
+	for _, r := range results {
+		ratio := 0.0
+		if r.sql.p50 > 0 {
+			ratio = float64(r.http.p50) / float64(r.sql.p50)
+		}
+		target := ""
+		if r.goal > 0 {
+			verdict := "met"
+			if r.http.p50 > r.goal {
+				verdict = "MISSED"
+			}
+			target = fmt.Sprintf("p50 < %s ms: %s", ms(r.goal), verdict)
+		}
+		if r.minRPS > 0 {
+			verdict := "met"
+			if r.http.rps < r.minRPS {
+				verdict = "MISSED"
+			}
+			target += fmt.Sprintf("; ≥ %.0f req/s: %s", r.minRPS, verdict)
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %s | %.0f | %.1f | %s | %d | %d | %s | %d |\n",
+			r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.http.rps, ms(r.sql.p50), r.sql.rps, ratio,
+			ms(r.http.p50-r.sql.p50), r.statements, r.sampleBytes, strings.TrimPrefix(target, "; "), r.errors)
+	}
+	b.WriteString("\n(milliseconds)\n")
+	return b.String()
+}
+
+const (
+	sectionBegin = "<!-- crm-bench:begin -->"
+	sectionEnd   = "<!-- crm-bench:end -->"
+)
+
+// writeSection replaces the report's section in the file, keeping the rest.
+func writeSection(path, report string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	text := string(old)
+	if text == "" {
+		text = "# Benchmarks\n\nMeasured with `make bench`. Figures are medians and ratios of one run on a shared machine.\n\n"
+	}
+	section := sectionBegin + "\n" + report + sectionEnd
+	if i, j := strings.Index(text, sectionBegin), strings.Index(text, sectionEnd); i >= 0 && j > i {
+		text = text[:i] + section + text[j+len(sectionEnd):]
+	} else {
+		text = strings.TrimRight(text, "\n") + "\n\n" + section + "\n"
+	}
+	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// explain prints the plan of each statement of a trace but the token lookup.
+func explain(ctx context.Context, db *sql.DB, name string, trace []statement) error {
+	fmt.Printf("\n### %s\n", name)
+	for _, st := range trace {
+		if strings.Contains(st.query, "FROM tokens") || st.query == "BEGIN" || st.query == "COMMIT" || st.query == "ROLLBACK" ||
+			!strings.Contains(strings.ToUpper(st.query), "SELECT") {
+			continue
+		}
+		args := make([]any, len(st.args))
+		for i, a := range st.args {
+			args[i] = a.Value
+		}
+		rows, err := db.QueryContext(ctx, "EXPLAIN (ANALYZE, BUFFERS) "+st.query, args...)
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			fmt.Println(line)
+		}
+		if err := rows.Close(); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,216 @@
+// Command crm-bench measures the server at scale: it generates (once) a data set
+// of a million counterparties over 20 accounts, one of them holding half, serves
+// the API on loopback, drives it over HTTP with concurrent clients, replays the
+// very statements the server ran directly against PostgreSQL, and writes the
+// report into docs/benchmarks.md.
+//
+//	go run ./cmd/crm-bench [-companies 1000000] [-clients 8] [-duration 5s] [-report docs/benchmarks.md]
+//
+// The database is "crm_bench" on the server of DATABASE_URL, or of the private
+// cluster under ./.data; it is kept between runs (new migrations are applied to
+// it) and generated again when its size changes or with -regenerate.
+package main
+
+import (
+	"context"
+	"database/sql"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crmservice/crm/db"
+	"github.com/crmservice/crm/impl"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, log, os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "crm-bench:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	companies int
+	accounts  int
+	clients   int
+	duration  time.Duration
+	warmup    time.Duration
+	report    string
+	regen     bool
+	explain   bool
+	database  string
+}
+
+func run(ctx context.Context, log *slog.Logger, args []string) error {
+	var o options
+	flag := flag.NewFlagSet("crm-bench", flag.ContinueOnError)
+	flag.IntVar(&o.companies, "companies", 1_000_000, "counterparties in all accounts (half in the big one)")
+	flag.IntVar(&o.accounts, "accounts", 20, "accounts")
+	flag.IntVar(&o.clients, "clients", 8, "concurrent clients")
+	flag.DurationVar(&o.duration, "duration", 5*time.Second, "measuring time per scenario and side")
+	flag.DurationVar(&o.warmup, "warmup", time.Second, "warm-up time per scenario")
+	flag.StringVar(&o.report, "report", "docs/benchmarks.md", "file whose list section gets the report (\"\": print only)")
+	flag.BoolVar(&o.regen, "regenerate", false, "generate the data set again even if it is current")
+	flag.BoolVar(&o.explain, "explain", false, "print the plans (EXPLAIN ANALYZE) of each scenario's statements instead of measuring")
+	flag.StringVar(&o.database, "database", "", "URL of the database to use (default: crm_bench, created when missing)")
+	if err := flag.Parse(args); err != nil {
+		return err
+	}
+
+	url := o.database
+	if url == "" {
+		var err error
+		if url, err = benchDatabase(ctx, log, o); err != nil {
+			return err
+		}
+	}
+	data, err := ensureData(ctx, log, url, o)
+	if err != nil {
+		return err
+	}
+
+	rec := &recorder{}
+	traced, err := openTracing(url, rec)
+	if err != nil {
+		return err
+	}
+	defer traced.Close()
+	traced.SetMaxOpenConns(32)
+	traced.SetMaxIdleConns(32)
+	pool := sqlx.NewDb(traced, "postgres")
+	handler, err := impl.NewHandler(impl.Config{DB: pool, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	defer srv.Close()
+
+	direct, err := sql.Open("postgres", url)
+	if err != nil {
+		return err
+	}
+	defer direct.Close()
+	direct.SetMaxOpenConns(32)
+	direct.SetMaxIdleConns(32)
+
+	env, err := newBenchEnv(ctx, pool, data, "http://"+ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	var results []result
+	for _, sc := range scenarios(env) {
+		log.Info("scenario", "name", sc.name)
+		res, err := measure(ctx, env, sc, rec, direct, o)
+		if err != nil {
+			return fmt.Errorf("%s: %w", sc.name, err)
+		}
+		results = append(results, res)
+		fmt.Println(res.line())
+	}
+	report := renderReport(data, o, results, machine(ctx, pool))
+	if o.report == "" {
+		fmt.Println(report)
+		return nil
+	}
+	return writeSection(o.report, report)
+}
+
+// benchDatabase returns the URL of the crm_bench database, creating it when missing.
+func benchDatabase(ctx context.Context, log *slog.Logger, o options) (string, error) {
+	server := os.Getenv("DATABASE_URL")
+	if server == "" {
+		cluster, err := db.EnsureLocal(ctx, ".data", log)
+		if err != nil {
+			return "", err
+		}
+		server = cluster.URL("postgres")
+	}
+	u, err := url.Parse(server)
+	if err != nil {
+		return "", err
+	}
+	admin, err := db.Open(ctx, u.String())
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	var exists bool
+	if err := admin.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'crm_bench')`); err != nil {
+		return "", err
+	}
+	if exists && o.regen {
+		if _, err := admin.ExecContext(ctx, `DROP DATABASE crm_bench WITH (FORCE)`); err != nil {
+			return "", err
+		}
+		exists = false
+	}
+	if !exists {
+		if _, err := admin.ExecContext(ctx, `CREATE DATABASE crm_bench`); err != nil {
+			return "", err
+		}
+	}
+	u.Path = "/crm_bench"
+	return u.String(), nil
+}
+
+// ensureData generates the data set unless the database holds one made by the
+// same migrations and size.
+func ensureData(ctx context.Context, log *slog.Logger, url string, o options) (*dataSet, error) {
+	pool, err := db.Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	key := fmt.Sprintf("%d/%d", o.companies, o.accounts)
+	d := plan(o.accounts, o.companies)
+	var stored string
+	err = pool.GetContext(ctx, &stored, `SELECT key FROM bench_meta`)
+	if err == nil && stored == key {
+		// Migrations added since the data set was made apply to it like to any database.
+		if _, err := db.Migrate(ctx, pool); err != nil {
+			return nil, fmt.Errorf("migrate the data set (run with -regenerate to start again): %w", err)
+		}
+		if err := pool.SelectContext(ctx, &d.Accounts, `SELECT id FROM accounts WHERE name LIKE 'Bench %' ORDER BY id`); err != nil {
+			return nil, err
+		}
+		log.Info("reusing the generated data set", "key", key)
+		return &d, nil
+	}
+	// No data set, or one of another size: start from an empty database.
+	if _, err := pool.ExecContext(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+		return nil, err
+	}
+	if _, err := db.Migrate(ctx, pool); err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	log.Info("generating the data set", "companies", o.companies, "accounts", o.accounts)
+	if err := generate(ctx, pool, log, &d); err != nil {
+		return nil, err
+	}
+	if _, err := pool.ExecContext(ctx, `CREATE TABLE bench_meta (key text NOT NULL)`); err != nil {
+		return nil, err
+	}
+	if _, err := pool.ExecContext(ctx, `INSERT INTO bench_meta VALUES ($1)`, key); err != nil {
+		return nil, err
+	}
+	log.Info("generated", "took", time.Since(start).Round(time.Second))
+	return &d, nil
+}
