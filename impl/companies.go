@@ -122,11 +122,11 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 		}
 
 		if in.Paymentdetails != nil {
-			reqID, fields, err := insertRequisites(ctx, tx, p.AccountID, id, true, requisitesFromPaymentdetails(in.Paymentdetails))
+			_, entries, err := insertRequisites(ctx, tx, p.AccountID, id, true, requisitesFromPaymentdetails(in.Paymentdetails))
 			if err != nil {
 				return err
 			}
-			journal = append(journal, journalEntry{ModuleCompanies, "requisites", reqID, "insert", fields})
+			journal = append(journal, entries...)
 		}
 		return writeJournal(ctx, tx, p, journal)
 	})
@@ -360,15 +360,23 @@ func requisitesFromPaymentdetails(in *gen.RequisitesFields) requisitesRow {
 	}
 }
 
-// insertRequisites stores requisites of a counterparty; as default ones they
-// first take the default mark from the previous default requisites (the partial
-// unique index allows one default per counterparty).
-func insertRequisites(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, isDefault bool, row requisitesRow) (int64, requisitesRow, error) {
+// insertRequisites stores requisites of a counterparty and returns their id and
+// the journal entries of what it changed. As default ones they first take the
+// default mark from the previous default requisites (the partial unique index
+// allows one default per counterparty); the caller serialises this per
+// counterparty by locking its row or by having just created it.
+func insertRequisites(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, isDefault bool, row requisitesRow) (int64, []journalEntry, error) {
 	row.AccountID, row.CompanyID, row.IsDefault = accountID, companyID, isDefault
+	var journal []journalEntry
 	if isDefault {
-		if _, err := tx.ExecContext(ctx, `UPDATE requisites SET is_default = false
-			WHERE account_id = $1 AND company_id = $2 AND is_default`, accountID, companyID); err != nil {
-			return 0, row, fmt.Errorf("clear default requisites: %w", err)
+		var demoted []int64
+		if err := tx.SelectContext(ctx, &demoted, `UPDATE requisites SET is_default = false
+			WHERE account_id = $1 AND company_id = $2 AND is_default RETURNING id`, accountID, companyID); err != nil {
+			return 0, nil, fmt.Errorf("clear default requisites: %w", err)
+		}
+		for _, id := range demoted {
+			journal = append(journal, journalEntry{ModuleCompanies, "requisites", id, "update",
+				map[string][2]any{"is_default": {true, false}}})
 		}
 	}
 	stmt, err := tx.PrepareNamedContext(ctx, `
@@ -380,14 +388,14 @@ func insertRequisites(ctx context.Context, tx *sqlx.Tx, accountID, companyID int
 			:ks, :rs, :requis_prim)
 		RETURNING id`)
 	if err != nil {
-		return 0, row, fmt.Errorf("prepare requisites insert: %w", err)
+		return 0, nil, fmt.Errorf("prepare requisites insert: %w", err)
 	}
 	defer stmt.Close()
 	var id int64
 	if err := stmt.GetContext(ctx, &id, row); err != nil {
-		return 0, row, fmt.Errorf("insert requisites: %w", err)
+		return 0, nil, fmt.Errorf("insert requisites: %w", err)
 	}
-	return id, row, nil
+	return id, append(journal, journalEntry{ModuleCompanies, "requisites", id, "insert", row}), nil
 }
 
 // insertEmailsAndPhones stores e-mails and phones of a counterparty, or of one
@@ -456,22 +464,273 @@ func insertPhones(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, 
 	return ids, nil
 }
 
-// CompanyUpdate implements POST /company/update.
+// companyWhere is the condition on the row c that finds the counterparty id of
+// p's account when it is not deleted and p may see it.
+func companyWhere(p *Principal, id int64, args *sqlArgs) string {
+	return fmt.Sprintf("c.account_id = %s AND c.id = %s AND c.deleted_at IS NULL AND %s",
+		args.add(p.AccountID), args.add(id), p.responsibleFilter("c.user_id", args))
+}
+
+// companyNotFound is the error of a counterparty that is missing, deleted or
+// not visible to the caller: the reply does not tell the three apart.
+func companyNotFound(id int64) *Error {
+	return notFound("counterparty %d not found", id)
+}
+
+// checkCompany returns companyNotFound unless p may see the counterparty id.
+func checkCompany(ctx context.Context, q sqlx.QueryerContext, p *Principal, id int64) error {
+	args := sqlArgs{}
+	var found bool
+	err := sqlx.GetContext(ctx, q, &found, `SELECT true FROM companies c WHERE `+companyWhere(p, id, &args), args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return companyNotFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("find counterparty %d: %w", id, err)
+	}
+	return nil
+}
+
+// CompanyUpdate implements POST /company/update: the passed fields that differ
+// from the stored ones are written in one UPDATE, with a journal row of their
+// old and new values.
 func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequestObject) (gen.CompanyUpdateResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		args := sqlArgs{}
+		var old companyRow
+		// FOR NO KEY UPDATE: the row is read and changed under one lock, while inserts of
+		// its phones, e-mails and contacts (whose foreign keys take KEY SHARE) go on.
+		err := tx.GetContext(ctx, &old, `
+			SELECT name, person, first_name, middle_name, last_name, address, city, region, country, url, activity_type,
+			       property_form, info_source, note, tags, external_code, type_id, status_id, category_id, group_id,
+			       agent_id, user_id
+			  FROM companies c
+			 WHERE `+companyWhere(p, in.Id, &args)+`
+			   FOR NO KEY UPDATE`, args...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return companyNotFound(in.Id)
+		}
+		if err != nil {
+			return fmt.Errorf("read counterparty %d: %w", in.Id, err)
+		}
+		changes := companyChanges(&old, in)
+		if len(changes) == 0 {
+			return nil // the passed values are the stored ones: nothing to write
+		}
+		args = sqlArgs{}
+		set := make([]string, 0, len(changes)+1)
+		journal := make(map[string][2]any, len(changes))
+		for _, c := range changes {
+			set = append(set, c.column+" = "+args.add(c.arg))
+			journal[c.column] = [2]any{c.old, c.new}
+		}
+		set = append(set, "updated_at = now()")
+		query := fmt.Sprintf(`UPDATE companies SET %s WHERE account_id = %s AND id = %s`,
+			strings.Join(set, ", "), args.add(p.AccountID), args.add(in.Id))
+		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+			return fmt.Errorf("update counterparty %d: %w", in.Id, err)
+		}
+		return writeJournal(ctx, tx, p, []journalEntry{{ModuleCompanies, "company", in.Id, "update", journal}})
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.CompanyUpdate200JSONResponse(ok("1")), nil
+}
+
+// fieldChange is one column an update changes: its journal values and the
+// value stored.
+type fieldChange struct {
+	column   string
+	old, new any
+	arg      any
+}
+
+// companyChanges lists the passed fields of an update whose value differs from
+// the stored one, in a fixed order. Column names come only from here.
+func companyChanges(old *companyRow, in *gen.CompanyUpdateRequest) []fieldChange {
+	var out []fieldChange
+	text := func(column, stored string, passed *string) {
+		if passed != nil && *passed != stored {
+			out = append(out, fieldChange{column, stored, *passed, *passed})
+		}
+	}
+	id := func(column string, stored int64, passed *int64) {
+		if passed != nil && *passed != stored {
+			out = append(out, fieldChange{column, stored, *passed, *passed})
+		}
+	}
+	// A clearable reference: null stores NULL.
+	ref := func(column string, stored *int64, passed gen.ClearableDirectoryId) {
+		if !passed.IsSpecified() {
+			return
+		}
+		var next *int64
+		if !passed.IsNull() {
+			v := passed.MustGet()
+			next = &v
+		}
+		if (stored == nil) != (next == nil) || (stored != nil && *stored != *next) {
+			out = append(out, fieldChange{column, stored, next, next})
+		}
+	}
+	text("name", old.Name, in.Name)
+	if in.Person != nil && int(*in.Person) != old.Person {
+		out = append(out, fieldChange{"person", old.Person, int(*in.Person), int(*in.Person)})
+	}
+	text("first_name", old.FirstName, in.FirstName)
+	text("middle_name", old.MiddleName, in.MiddleName)
+	text("last_name", old.LastName, in.LastName)
+	text("address", old.Address, in.Address)
+	text("city", old.City, in.City)
+	text("region", old.Region, in.Region)
+	text("country", old.Country, in.Country)
+	text("url", old.URL, in.Url)
+	text("activity_type", old.ActivityType, in.ActivityType)
+	text("property_form", old.PropertyForm, in.PropertyForm)
+	text("info_source", old.InfoSource, in.InfoSource)
+	text("note", old.Note, in.Note)
+	if in.Tags != nil {
+		// Journalled as lists, as the insert journals them.
+		tags := splitTags(*in.Tags)
+		if !slices.Equal(old.Tags, tags) {
+			out = append(out, fieldChange{"tags", append(pq.StringArray{}, old.Tags...), tags, tags})
+		}
+	}
+	text("external_code", old.ExternalCode, in.ExternalCode)
+	id("type_id", old.TypeID, in.TypeId)
+	ref("status_id", old.StatusID, in.StatusId)
+	ref("category_id", old.CategoryID, in.CategoryId)
+	ref("group_id", old.GroupID, in.GroupId)
+	ref("agent_id", old.AgentID, in.AgentId)
+	id("user_id", old.UserID, in.UserId)
+	return out
 }
 
 // CompanyRequisitesInsert implements POST /company/requisites/insert.
 func (s *Server) CompanyRequisitesInsert(ctx context.Context, req gen.CompanyRequisitesInsertRequestObject) (gen.CompanyRequisitesInsertResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	var id int64
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		args := sqlArgs{}
+		var taxIDBefore string
+		// The row lock serialises the requisites inserts of one counterparty, so that
+		// "first requisites" and "the previous default ones" are decided on what is
+		// committed, and two first requisites never both become the default. The
+		// requisites are read by the next statement, whose snapshot is taken after
+		// the lock is granted.
+		err := tx.GetContext(ctx, &taxIDBefore, `SELECT c.tax_id FROM companies c WHERE `+
+			companyWhere(p, in.IdCompany, &args)+` FOR NO KEY UPDATE`, args...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return companyNotFound(in.IdCompany)
+		}
+		if err != nil {
+			return fmt.Errorf("lock counterparty %d: %w", in.IdCompany, err)
+		}
+		var hasRequisites bool
+		if err := tx.GetContext(ctx, &hasRequisites, `SELECT EXISTS (SELECT 1 FROM requisites WHERE account_id = $1 AND company_id = $2)`,
+			p.AccountID, in.IdCompany); err != nil {
+			return fmt.Errorf("read requisites of counterparty %d: %w", in.IdCompany, err)
+		}
+		// "When omitted: True for the counterparty's first requisites, otherwise False."
+		isDefault := !hasRequisites
+		if in.UseDefault != nil {
+			isDefault = *in.UseDefault == gen.RequisitesInsertRequestUseDefaultTrue
+		}
+		var journal []journalEntry
+		if id, journal, err = insertRequisites(ctx, tx, p.AccountID, in.IdCompany, isDefault, requisitesFromInsert(in)); err != nil {
+			return err
+		}
+		// The trigger requisites_sync_tax_id has moved tax_id to the new default's inn.
+		var taxID string
+		if err := tx.GetContext(ctx, &taxID, `SELECT tax_id FROM companies WHERE account_id = $1 AND id = $2`,
+			p.AccountID, in.IdCompany); err != nil {
+			return fmt.Errorf("read tax_id of counterparty %d: %w", in.IdCompany, err)
+		}
+		if taxID != taxIDBefore {
+			journal = append(journal, journalEntry{ModuleCompanies, "company", in.IdCompany, "update",
+				map[string][2]any{"tax_id": {taxIDBefore, taxID}}})
+		}
+		return writeJournal(ctx, tx, p, journal)
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.CompanyRequisitesInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
 }
 
-// CompanyPhoneInsert implements POST /company/phone/insert.
+func requisitesFromInsert(in *gen.RequisitesInsertRequest) requisitesRow {
+	return requisitesRow{
+		Inn: str(in.Inn), Kpp: str(in.Kpp), OgrnClient: str(in.OgrnClient), Okpo: str(in.Okpo), Okved: str(in.Okved),
+		Oktmo: str(in.Oktmo), Okato: str(in.Okato), KrName: str(in.KrName), FullName: str(in.FullName),
+		AdresYur: str(in.AdresYur), AdresFact: str(in.AdresFact), PochtAdr: str(in.PochtAdr),
+		DirName: str(in.DirName), DirStatus: str(in.DirStatus), GlBuh: str(in.GlBuh), BankName: str(in.BankName),
+		Bik: str(in.Bik), Ks: str(in.Ks), Rs: str(in.Rs), RequisPrim: str(in.RequisPrim),
+	}
+}
+
+// CompanyPhoneInsert implements POST /company/phone/insert. The foreign key
+// phones_contact_fk checks that contact_id is a contact person of company_id.
 func (s *Server) CompanyPhoneInsert(ctx context.Context, req gen.CompanyPhoneInsertRequestObject) (gen.CompanyPhoneInsertResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	var id int64
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if err := checkCompany(ctx, tx, p, in.CompanyId); err != nil {
+			return err
+		}
+		journal, err := insertEmailsAndPhones(ctx, tx, p.AccountID, in.CompanyId, in.ContactId, nil,
+			[]phoneInput{{Phone: in.Phone, Descr: str(in.Descr)}})
+		if err != nil {
+			return err
+		}
+		id = journal[0].recordID
+		return writeJournal(ctx, tx, p, journal)
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.CompanyPhoneInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
 }
 
-// CompanyEmailInsert implements POST /company/email/insert.
+// CompanyEmailInsert implements POST /company/email/insert. It takes the
+// e-mail's lock like every writer of e-mails, so a concurrent duplicate check of
+// POST /company/insert either sees this e-mail or runs before it exists.
 func (s *Server) CompanyEmailInsert(ctx context.Context, req gen.CompanyEmailInsertRequestObject) (gen.CompanyEmailInsertResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	var id int64
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if err := checkCompany(ctx, tx, p, in.CompanyId); err != nil {
+			return err
+		}
+		if err := lockEmails(ctx, tx, p.AccountID, []string{in.Email}); err != nil {
+			return err
+		}
+		journal, err := insertEmailsAndPhones(ctx, tx, p.AccountID, in.CompanyId, in.ContactId, []string{in.Email}, nil)
+		if err != nil {
+			return err
+		}
+		id = journal[0].recordID
+		return writeJournal(ctx, tx, p, journal)
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.CompanyEmailInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
 }

@@ -2,7 +2,12 @@ package impl
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
+	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -88,12 +93,153 @@ func contactJSON(ct, companyName, tz string) string {
 		ct, companyName, tz, phoneJSON("cp"), emailJSON("ce"))
 }
 
-// ContactInsert implements POST /contact/insert.
+// ContactInsert implements POST /contact/insert: the contact person with their
+// e-mails and phones in one transaction.
 func (s *Server) ContactInsert(ctx context.Context, req gen.ContactInsertRequestObject) (gen.ContactInsertResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	fields := contactFields{
+		FirstName: str(in.FirstName), MiddleName: str(in.MiddleName), LastName: str(in.LastName),
+		Position: str(in.Position), Note: str(in.Note), StatusID: in.StatusId,
+		Emails: emailsOf(in.Emails), Phones: phonesOf(in.Phones),
+	}
+	var created insertedContact
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if err := checkCompany(ctx, tx, p, in.CompanyId); err != nil {
+			return err
+		}
+		if err := lockEmails(ctx, tx, p.AccountID, fields.Emails); err != nil {
+			return err
+		}
+		var journal []journalEntry
+		var err error
+		if created, journal, err = insertContact(ctx, tx, p, in.CompanyId, fields); err != nil {
+			return err
+		}
+		return writeJournal(ctx, tx, p, journal)
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	// "TELEPHONES, EMAILS; the last two are null when no phones or e-mails were sent."
+	out := gen.ContactInsertResult{NewID: created.ID}
+	if len(fields.Phones) > 0 {
+		phones := make([]gen.InsertedPhone, len(fields.Phones))
+		for i, ph := range fields.Phones {
+			phones[i] = gen.InsertedPhone{Id: created.PhoneIDs[i], Phone: ph.Phone, Descr: ph.Descr}
+		}
+		out.TELEPHONES = &phones
+	}
+	if len(fields.Emails) > 0 {
+		emails := make([]gen.InsertedEmail, len(fields.Emails))
+		for i, e := range fields.Emails {
+			emails[i] = gen.InsertedEmail{Id: created.EmailIDs[i], Email: e}
+		}
+		out.EMAILS = &emails
+	}
+	value, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("encode new contact %d: %w", created.ID, err)
+	}
+	return gen.ContactInsert200JSONResponse(ok(string(value))), nil
 }
 
-// ContactList implements GET /contact/list.
+// contactsPerPage is the default records_onpage of GET /contact/list; the
+// validator holds it to 1..200 (openapi.yaml) and page to 1 or more.
+const contactsPerPage = 50
+
+// ContactList implements GET /contact/list: a page of the contact persons of
+// the counterparties the caller may see, newest first, or with company_id all
+// contact persons of that one counterparty.
 func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObject) (gen.ContactListResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if req.Params.CompanyId != nil {
+		return s.companyContacts(ctx, p, *req.Params.CompanyId)
+	}
+	page, perPage := 1, contactsPerPage
+	if req.Params.Page != nil {
+		page = *req.Params.Page
+	}
+	if req.Params.RecordsOnpage != nil {
+		perPage = *req.Params.RecordsOnpage
+	}
+	offset := int64(math.MaxInt64) // a page past any possible end
+	if int64(page-1) <= math.MaxInt64/int64(perPage) {
+		offset = int64(page-1) * int64(perPage)
+	}
+
+	args := sqlArgs{}
+	acc, tz := args.add(p.AccountID), args.add(p.TimeZone)
+	where := []string{"ct.account_id = " + acc, "c.deleted_at IS NULL", p.responsibleFilter("c.user_id", &args)}
+	if name := str(req.Params.Name); name != "" {
+		where = append(where, "ct.name ILIKE "+args.add(containsPattern(name)))
+	}
+	from := `contacts ct JOIN companies c ON c.account_id = ct.account_id AND c.id = ct.company_id WHERE ` +
+		strings.Join(where, " AND ")
+	// The total and the page are two scans of the same filter: a window count would
+	// fetch every matching row. The page's ids are chosen first, so that the JSON of
+	// a contact is built only for the rows on the page.
+	query := fmt.Sprintf(`
+		SELECT (SELECT count(*) FROM %[1]s) AS rows,
+		       coalesce((SELECT jsonb_agg(%[2]s ORDER BY ct.id DESC)
+		                   FROM (SELECT ct.id FROM %[1]s ORDER BY ct.id DESC LIMIT %[3]s OFFSET %[4]s) pg
+		                   JOIN contacts ct ON ct.account_id = %[5]s AND ct.id = pg.id
+		                   JOIN companies c ON c.account_id = ct.account_id AND c.id = ct.company_id), '[]')::text AS value`,
+		from, contactJSON("ct", "c.name", tz), args.add(perPage), args.add(offset), acc)
+	var out struct {
+		Rows  int    `db:"rows"`
+		Value string `db:"value"`
+	}
+	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
+		return nil, fmt.Errorf("list contacts: %w", err)
+	}
+	return gen.ContactList200JSONResponse(okList(out.Value, out.Rows, page, perPage)), nil
+}
+
+// companyContacts is GET /contact/list with company_id: "all contact persons of
+// that counterparty are returned and other parameters are ignored", so on one
+// page, as a quick list. A missing or invisible counterparty is an error.
+func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID int64) (gen.ContactListResponseObject, error) {
+	args := sqlArgs{}
+	tz := args.add(p.TimeZone)
+	query := fmt.Sprintf(`
+		SELECT count(ct.id) AS rows,
+		       coalesce(jsonb_agg(%s ORDER BY ct.id DESC) FILTER (WHERE ct.id IS NOT NULL), '[]')::text AS value
+		  FROM companies c
+		  LEFT JOIN contacts ct ON ct.account_id = c.account_id AND ct.company_id = c.id
+		 WHERE %s
+		 GROUP BY c.id`, contactJSON("ct", "c.name", tz), companyWhere(p, companyID, &args))
+	var out struct {
+		Rows  int    `db:"rows"`
+		Value string `db:"value"`
+	}
+	err := s.db.GetContext(ctx, &out, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, companyNotFound(companyID)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list contacts of counterparty %d: %w", companyID, err)
+	}
+	return gen.ContactList200JSONResponse(okList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
+}
+
+// containsPattern is the LIKE pattern of the texts that contain s literally:
+// its own %, _ and \ are escaped.
+func containsPattern(s string) string {
+	var b strings.Builder
+	b.WriteByte('%')
+	for _, r := range s {
+		if r == '%' || r == '_' || r == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('%')
+	return b.String()
 }

@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 
+	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 )
@@ -497,6 +498,9 @@ func (e DirectoryGetParamsCode) Valid() bool {
 	}
 }
 
+// ClearableDirectoryId A value of the field's directory; `null` removes the value (the field becomes empty).
+type ClearableDirectoryId = nullable.Nullable[int64]
+
 // Company A counterparty as the card shows it; `ADD_{name}` members carry additional fields.
 type Company struct {
 	ActivityType string `json:"activity_type"`
@@ -630,15 +634,21 @@ type CompanyInsertRequestPerson int
 
 // CompanyUpdateRequest `id` and at least one other field.
 type CompanyUpdateRequest struct {
-	ActivityType *string                     `json:"activity_type,omitempty"`
-	Address      *string                     `json:"address,omitempty"`
-	AgentId      *int64                      `json:"agent_id,omitempty"`
-	CategoryId   *int64                      `json:"category_id,omitempty"`
-	City         *string                     `json:"city,omitempty"`
-	Country      *string                     `json:"country,omitempty"`
-	ExternalCode *string                     `json:"external_code,omitempty"`
-	FirstName    *string                     `json:"first_name,omitempty"`
-	GroupId      *int64                      `json:"group_id,omitempty"`
+	ActivityType *string `json:"activity_type,omitempty"`
+	Address      *string `json:"address,omitempty"`
+
+	// AgentId A value of the field's directory; `null` removes the value (the field becomes empty).
+	AgentId ClearableDirectoryId `json:"agent_id,omitempty"`
+
+	// CategoryId A value of the field's directory; `null` removes the value (the field becomes empty).
+	CategoryId   ClearableDirectoryId `json:"category_id,omitempty"`
+	City         *string              `json:"city,omitempty"`
+	Country      *string              `json:"country,omitempty"`
+	ExternalCode *string              `json:"external_code,omitempty"`
+	FirstName    *string              `json:"first_name,omitempty"`
+
+	// GroupId A value of the field's directory; `null` removes the value (the field becomes empty).
+	GroupId      ClearableDirectoryId        `json:"group_id,omitempty"`
 	Id           int64                       `json:"id"`
 	InfoSource   *string                     `json:"info_source,omitempty"`
 	LastName     *string                     `json:"last_name,omitempty"`
@@ -648,7 +658,9 @@ type CompanyUpdateRequest struct {
 	Person       *CompanyUpdateRequestPerson `json:"person,omitempty"`
 	PropertyForm *string                     `json:"property_form,omitempty"`
 	Region       *string                     `json:"region,omitempty"`
-	StatusId     *int64                      `json:"status_id,omitempty"`
+
+	// StatusId A value of the field's directory; `null` removes the value (the field becomes empty).
+	StatusId ClearableDirectoryId `json:"status_id,omitempty"`
 
 	// Tags Comma-separated; replaces the old tags.
 	Tags   *string `json:"tags,omitempty"`
@@ -719,14 +731,14 @@ type ContactInsertRequest struct {
 
 // ContactInsertResult defines model for ContactInsertResult.
 type ContactInsertResult struct {
-	// EMAILS The inserted e-mails, in the order sent; null when none were sent.
-	EMAILS *[]InsertedEmail `json:"EMAILS"`
-
 	// NewID The new contact person's id.
 	NewID int64 `json:"NEW_ID"`
 
 	// TELEPHONES The inserted phones, in the order sent; null when none were sent.
 	TELEPHONES *[]InsertedPhone `json:"TELEPHONES"`
+
+	// EMAILS The inserted e-mails, in the order sent; null when none were sent.
+	EMAILS *[]InsertedEmail `json:"EMAILS"`
 }
 
 // ContactList defines model for ContactList.
@@ -4147,9 +4159,21 @@ type ClientInterface interface {
 
 	// CompanyEmailInsertWithBody Add an e-mail to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-	// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4158,9 +4182,21 @@ type ClientInterface interface {
 
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-	// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4237,9 +4273,15 @@ type ClientInterface interface {
 
 	// CompanyPhoneInsertWithBody Add a phone to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the phone belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-	// record's id.
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4248,9 +4290,15 @@ type ClientInterface interface {
 
 	// CompanyPhoneInsert Add a phone to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the phone belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-	// record's id.
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4259,13 +4307,21 @@ type ClientInterface interface {
 
 	// CompanyRequisitesInsertWithBody Add requisites to a counterparty
 	//
-	// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-	// default (main) requisites and the previous default ones stop being default, in the
-	// same transaction; when omitted it is `True` for the counterparty's first requisites
-	// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-	// requisites.
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
 	//
-	// `value` is the new requisites' id, or `0` on error with the text in `error`.
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4274,13 +4330,21 @@ type ClientInterface interface {
 
 	// CompanyRequisitesInsert Add requisites to a counterparty
 	//
-	// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-	// default (main) requisites and the previous default ones stop being default, in the
-	// same transaction; when omitted it is `True` for the counterparty's first requisites
-	// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-	// requisites.
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
 	//
-	// `value` is the new requisites' id, or `0` on error with the text in `error`.
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4289,14 +4353,30 @@ type ClientInterface interface {
 
 	// CompanyUpdateWithBody Change fields of a counterparty
 	//
-	// Changes only the passed fields of the counterparty `id`; the others are kept. A
-	// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-	// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-	// at least one updatable field are required. Phones, e-mails and contact persons are
-	// not changed by this method. `null` is not accepted for any field.
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
 	//
-	// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-	// invisible counterparty, a directory value that does not exist).
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4305,14 +4385,30 @@ type ClientInterface interface {
 
 	// CompanyUpdate Change fields of a counterparty
 	//
-	// Changes only the passed fields of the counterparty `id`; the others are kept. A
-	// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-	// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-	// at least one updatable field are required. Phones, e-mails and contact persons are
-	// not changed by this method. `null` is not accepted for any field.
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
 	//
-	// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-	// invisible counterparty, a directory value that does not exist).
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4322,12 +4418,23 @@ type ClientInterface interface {
 	// ContactInsertWithBody Add a contact person to a counterparty
 	//
 	// Adds a contact person, with their e-mails and phones, to the counterparty
-	// `company_id` (the only required field). The full name is assembled from last, first
-	// and middle name. `position` is looked up case-insensitively in the positions
-	// directory (code 42) and added to it when new.
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 	//
-	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-	// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4337,12 +4444,23 @@ type ClientInterface interface {
 	// ContactInsert Add a contact person to a counterparty
 	//
 	// Adds a contact person, with their e-mails and phones, to the counterparty
-	// `company_id` (the only required field). The full name is assembled from last, first
-	// and middle name. `position` is looked up case-insensitively in the positions
-	// directory (code 42) and added to it when new.
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 	//
-	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-	// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4351,10 +4469,20 @@ type ClientInterface interface {
 
 	// ContactList Paged list of contact persons
 	//
-	// Contact persons the token owner may see (those of visible counterparties), newest
-	// first, with their phones, e-mails and social networks. `name` keeps those whose full
-	// name contains it (case-insensitive). With `company_id` every contact person of that
-	// counterparty is returned on one page and the other parameters are ignored.
+	// Contact persons of the counterparties the token owner may see (a contact person is
+	// visible with their counterparty; those of deleted counterparties never), newest first
+	// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+	//
+	// - `name` keeps the contact persons whose full name (last, first and middle name)
+	//   contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+	//   An empty `name` filters nothing.
+	// - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+	//   page; `rows` is the number of matching contact persons in total and `pages` is
+	//   `ceil(rows / records_onpage)`. A page past the end is an empty array.
+	// - With `company_id`, every contact person of that counterparty is returned on one
+	//   page and `name`, `page` and `records_onpage` are ignored (they are still
+	//   validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+	//   counterparty has none. A missing, deleted or invisible counterparty is code `404`.
 	//
 	// Corresponds with GET /contact/list (the `ContactList` operationId).
 	ContactList(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4830,9 +4958,21 @@ func (c *Client) CommonListPaging(ctx context.Context, module CommonListPagingPa
 
 // CompanyEmailInsertWithBody Add an e-mail to a counterparty or one of its contact persons
 //
-// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4851,9 +4991,21 @@ func (c *Client) CompanyEmailInsertWithBody(ctx context.Context, contentType str
 
 // CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 //
-// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4970,9 +5122,15 @@ func (c *Client) CompanyInsert(ctx context.Context, params *CompanyInsertParams,
 
 // CompanyPhoneInsertWithBody Add a phone to a counterparty or one of its contact persons
 //
-// With `contact_id` the phone belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-// record's id.
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4991,9 +5149,15 @@ func (c *Client) CompanyPhoneInsertWithBody(ctx context.Context, contentType str
 
 // CompanyPhoneInsert Add a phone to a counterparty or one of its contact persons
 //
-// With `contact_id` the phone belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-// record's id.
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5012,13 +5176,21 @@ func (c *Client) CompanyPhoneInsert(ctx context.Context, body CompanyPhoneInsert
 
 // CompanyRequisitesInsertWithBody Add requisites to a counterparty
 //
-// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-// default (main) requisites and the previous default ones stop being default, in the
-// same transaction; when omitted it is `True` for the counterparty's first requisites
-// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-// requisites.
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
 //
-// `value` is the new requisites' id, or `0` on error with the text in `error`.
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5037,13 +5209,21 @@ func (c *Client) CompanyRequisitesInsertWithBody(ctx context.Context, contentTyp
 
 // CompanyRequisitesInsert Add requisites to a counterparty
 //
-// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-// default (main) requisites and the previous default ones stop being default, in the
-// same transaction; when omitted it is `True` for the counterparty's first requisites
-// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-// requisites.
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
 //
-// `value` is the new requisites' id, or `0` on error with the text in `error`.
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5062,14 +5242,30 @@ func (c *Client) CompanyRequisitesInsert(ctx context.Context, body CompanyRequis
 
 // CompanyUpdateWithBody Change fields of a counterparty
 //
-// Changes only the passed fields of the counterparty `id`; the others are kept. A
-// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-// at least one updatable field are required. Phones, e-mails and contact persons are
-// not changed by this method. `null` is not accepted for any field.
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
 //
-// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-// invisible counterparty, a directory value that does not exist).
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5088,14 +5284,30 @@ func (c *Client) CompanyUpdateWithBody(ctx context.Context, contentType string, 
 
 // CompanyUpdate Change fields of a counterparty
 //
-// Changes only the passed fields of the counterparty `id`; the others are kept. A
-// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-// at least one updatable field are required. Phones, e-mails and contact persons are
-// not changed by this method. `null` is not accepted for any field.
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
 //
-// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-// invisible counterparty, a directory value that does not exist).
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5115,12 +5327,23 @@ func (c *Client) CompanyUpdate(ctx context.Context, body CompanyUpdateJSONReques
 // ContactInsertWithBody Add a contact person to a counterparty
 //
 // Adds a contact person, with their e-mails and phones, to the counterparty
-// `company_id` (the only required field). The full name is assembled from last, first
-// and middle name. `position` is looked up case-insensitively in the positions
-// directory (code 42) and added to it when new.
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 //
-// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
 //
 // Takes any type of body and a specified content type.
 //
@@ -5140,12 +5363,23 @@ func (c *Client) ContactInsertWithBody(ctx context.Context, contentType string, 
 // ContactInsert Add a contact person to a counterparty
 //
 // Adds a contact person, with their e-mails and phones, to the counterparty
-// `company_id` (the only required field). The full name is assembled from last, first
-// and middle name. `position` is looked up case-insensitively in the positions
-// directory (code 42) and added to it when new.
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 //
-// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5164,10 +5398,20 @@ func (c *Client) ContactInsert(ctx context.Context, body ContactInsertJSONReques
 
 // ContactList Paged list of contact persons
 //
-// Contact persons the token owner may see (those of visible counterparties), newest
-// first, with their phones, e-mails and social networks. `name` keeps those whose full
-// name contains it (case-insensitive). With `company_id` every contact person of that
-// counterparty is returned on one page and the other parameters are ignored.
+// Contact persons of the counterparties the token owner may see (a contact person is
+// visible with their counterparty; those of deleted counterparties never), newest first
+// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+//
+//   - `name` keeps the contact persons whose full name (last, first and middle name)
+//     contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+//     An empty `name` filters nothing.
+//   - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+//     page; `rows` is the number of matching contact persons in total and `pages` is
+//     `ceil(rows / records_onpage)`. A page past the end is an empty array.
+//   - With `company_id`, every contact person of that counterparty is returned on one
+//     page and `name`, `page` and `records_onpage` are ignored (they are still
+//     validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+//     counterparty has none. A missing, deleted or invisible counterparty is code `404`.
 //
 // Corresponds with GET /contact/list (the `ContactList` operationId).
 func (c *Client) ContactList(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7635,9 +7879,21 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyEmailInsertWithBodyWithResponse Add an e-mail to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-	// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7646,9 +7902,21 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyEmailInsertWithResponse Add an e-mail to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-	// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7727,9 +7995,15 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyPhoneInsertWithBodyWithResponse Add a phone to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the phone belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-	// record's id.
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7738,9 +8012,15 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyPhoneInsertWithResponse Add a phone to a counterparty or one of its contact persons
 	//
-	// With `contact_id` the phone belongs to that contact person, who must belong to the
-	// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-	// record's id.
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7749,13 +8029,21 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyRequisitesInsertWithBodyWithResponse Add requisites to a counterparty
 	//
-	// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-	// default (main) requisites and the previous default ones stop being default, in the
-	// same transaction; when omitted it is `True` for the counterparty's first requisites
-	// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-	// requisites.
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
 	//
-	// `value` is the new requisites' id, or `0` on error with the text in `error`.
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7764,13 +8052,21 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyRequisitesInsertWithResponse Add requisites to a counterparty
 	//
-	// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-	// default (main) requisites and the previous default ones stop being default, in the
-	// same transaction; when omitted it is `True` for the counterparty's first requisites
-	// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-	// requisites.
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
 	//
-	// `value` is the new requisites' id, or `0` on error with the text in `error`.
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7779,14 +8075,30 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyUpdateWithBodyWithResponse Change fields of a counterparty
 	//
-	// Changes only the passed fields of the counterparty `id`; the others are kept. A
-	// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-	// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-	// at least one updatable field are required. Phones, e-mails and contact persons are
-	// not changed by this method. `null` is not accepted for any field.
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
 	//
-	// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-	// invisible counterparty, a directory value that does not exist).
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7795,14 +8107,30 @@ type ClientWithResponsesInterface interface {
 
 	// CompanyUpdateWithResponse Change fields of a counterparty
 	//
-	// Changes only the passed fields of the counterparty `id`; the others are kept. A
-	// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-	// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-	// at least one updatable field are required. Phones, e-mails and contact persons are
-	// not changed by this method. `null` is not accepted for any field.
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
 	//
-	// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-	// invisible counterparty, a directory value that does not exist).
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7812,12 +8140,23 @@ type ClientWithResponsesInterface interface {
 	// ContactInsertWithBodyWithResponse Add a contact person to a counterparty
 	//
 	// Adds a contact person, with their e-mails and phones, to the counterparty
-	// `company_id` (the only required field). The full name is assembled from last, first
-	// and middle name. `position` is looked up case-insensitively in the positions
-	// directory (code 42) and added to it when new.
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 	//
-	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-	// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7827,12 +8166,23 @@ type ClientWithResponsesInterface interface {
 	// ContactInsertWithResponse Add a contact person to a counterparty
 	//
 	// Adds a contact person, with their e-mails and phones, to the counterparty
-	// `company_id` (the only required field). The full name is assembled from last, first
-	// and middle name. `position` is looked up case-insensitively in the positions
-	// directory (code 42) and added to it when new.
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 	//
-	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-	// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7841,10 +8191,20 @@ type ClientWithResponsesInterface interface {
 
 	// ContactListWithResponse Paged list of contact persons
 	//
-	// Contact persons the token owner may see (those of visible counterparties), newest
-	// first, with their phones, e-mails and social networks. `name` keeps those whose full
-	// name contains it (case-insensitive). With `company_id` every contact person of that
-	// counterparty is returned on one page and the other parameters are ignored.
+	// Contact persons of the counterparties the token owner may see (a contact person is
+	// visible with their counterparty; those of deleted counterparties never), newest first
+	// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+	//
+	// - `name` keeps the contact persons whose full name (last, first and middle name)
+	//   contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+	//   An empty `name` filters nothing.
+	// - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+	//   page; `rows` is the number of matching contact persons in total and `pages` is
+	//   `ceil(rows / records_onpage)`. A page past the end is an empty array.
+	// - With `company_id`, every contact person of that counterparty is returned on one
+	//   page and `name`, `page` and `records_onpage` are ignored (they are still
+	//   validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+	//   counterparty has none. A missing, deleted or invisible counterparty is code `404`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10225,9 +10585,21 @@ func (c *ClientWithResponses) CommonListPagingWithResponse(ctx context.Context, 
 
 // CompanyEmailInsertWithBodyWithResponse Add an e-mail to a counterparty or one of its contact persons
 //
-// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10242,9 +10614,21 @@ func (c *ClientWithResponses) CompanyEmailInsertWithBodyWithResponse(ctx context
 
 // CompanyEmailInsertWithResponse Add an e-mail to a counterparty or one of its contact persons
 //
-// With `contact_id` the e-mail belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. The e-mail is found by
-// later duplicate checks of `POST /company/insert`. `value` is the new e-mail record's id.
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10347,9 +10731,15 @@ func (c *ClientWithResponses) CompanyInsertWithResponse(ctx context.Context, par
 
 // CompanyPhoneInsertWithBodyWithResponse Add a phone to a counterparty or one of its contact persons
 //
-// With `contact_id` the phone belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-// record's id.
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10364,9 +10754,15 @@ func (c *ClientWithResponses) CompanyPhoneInsertWithBodyWithResponse(ctx context
 
 // CompanyPhoneInsertWithResponse Add a phone to a counterparty or one of its contact persons
 //
-// With `contact_id` the phone belongs to that contact person, who must belong to the
-// counterparty `company_id`; without it, to the counterparty. `value` is the new phone
-// record's id.
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10381,13 +10777,21 @@ func (c *ClientWithResponses) CompanyPhoneInsertWithResponse(ctx context.Context
 
 // CompanyRequisitesInsertWithBodyWithResponse Add requisites to a counterparty
 //
-// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-// default (main) requisites and the previous default ones stop being default, in the
-// same transaction; when omitted it is `True` for the counterparty's first requisites
-// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-// requisites.
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
 //
-// `value` is the new requisites' id, or `0` on error with the text in `error`.
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10402,13 +10806,21 @@ func (c *ClientWithResponses) CompanyRequisitesInsertWithBodyWithResponse(ctx co
 
 // CompanyRequisitesInsertWithResponse Add requisites to a counterparty
 //
-// Adds requisites to the counterparty `id_company`. `use_default` `True` makes them the
-// default (main) requisites and the previous default ones stop being default, in the
-// same transaction; when omitted it is `True` for the counterparty's first requisites
-// and `False` otherwise. The counterparty's `tax_id` follows the `inn` of its default
-// requisites.
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
 //
-// `value` is the new requisites' id, or `0` on error with the text in `error`.
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10423,14 +10835,30 @@ func (c *ClientWithResponses) CompanyRequisitesInsertWithResponse(ctx context.Co
 
 // CompanyUpdateWithBodyWithResponse Change fields of a counterparty
 //
-// Changes only the passed fields of the counterparty `id`; the others are kept. A
-// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-// at least one updatable field are required. Phones, e-mails and contact persons are
-// not changed by this method. `null` is not accepted for any field.
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
 //
-// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-// invisible counterparty, a directory value that does not exist).
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10445,14 +10873,30 @@ func (c *ClientWithResponses) CompanyUpdateWithBodyWithResponse(ctx context.Cont
 
 // CompanyUpdateWithResponse Change fields of a counterparty
 //
-// Changes only the passed fields of the counterparty `id`; the others are kept. A
-// passed text field (`note`, `address`, …) replaces the old value completely (`""`
-// clears it); `tags` is a comma-separated string that replaces the old tags. `id` and
-// at least one updatable field are required. Phones, e-mails and contact persons are
-// not changed by this method. `null` is not accepted for any field.
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
 //
-// `value` is `1` when updated, `0` on error with the text in `error` (missing or
-// invisible counterparty, a directory value that does not exist).
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10468,12 +10912,23 @@ func (c *ClientWithResponses) CompanyUpdateWithResponse(ctx context.Context, bod
 // ContactInsertWithBodyWithResponse Add a contact person to a counterparty
 //
 // Adds a contact person, with their e-mails and phones, to the counterparty
-// `company_id` (the only required field). The full name is assembled from last, first
-// and middle name. `position` is looked up case-insensitively in the positions
-// directory (code 42) and added to it when new.
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 //
-// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10489,12 +10944,23 @@ func (c *ClientWithResponses) ContactInsertWithBodyWithResponse(ctx context.Cont
 // ContactInsertWithResponse Add a contact person to a counterparty
 //
 // Adds a contact person, with their e-mails and phones, to the counterparty
-// `company_id` (the only required field). The full name is assembled from last, first
-// and middle name. `position` is looked up case-insensitively in the positions
-// directory (code 42) and added to it when new.
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
 //
-// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` and
-// `EMAILS` the inserted phone and e-mail records, each `null` when none were sent.
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10509,10 +10975,20 @@ func (c *ClientWithResponses) ContactInsertWithResponse(ctx context.Context, bod
 
 // ContactListWithResponse Paged list of contact persons
 //
-// Contact persons the token owner may see (those of visible counterparties), newest
-// first, with their phones, e-mails and social networks. `name` keeps those whose full
-// name contains it (case-insensitive). With `company_id` every contact person of that
-// counterparty is returned on one page and the other parameters are ignored.
+// Contact persons of the counterparties the token owner may see (a contact person is
+// visible with their counterparty; those of deleted counterparties never), newest first
+// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+//
+//   - `name` keeps the contact persons whose full name (last, first and middle name)
+//     contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+//     An empty `name` filters nothing.
+//   - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+//     page; `rows` is the number of matching contact persons in total and `pages` is
+//     `ceil(rows / records_onpage)`. A page past the end is an empty array.
+//   - With `company_id`, every contact person of that counterparty is returned on one
+//     page and `name`, `page` and `records_onpage` are ignored (they are still
+//     validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+//     counterparty has none. A missing, deleted or invisible counterparty is code `404`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
