@@ -37,7 +37,13 @@ func TestCasesAgainstServer(t *testing.T) {
 	}
 	runner := &conformance.Runner{
 		BaseURL: srv.URL, Token: demo.Token, Contract: contract,
-		Vars: map[string]string{"user_id": strconv.FormatInt(demo.AdminUserID, 10)},
+		Vars: map[string]string{
+			"user_id":            strconv.FormatInt(demo.AdminUserID, 10),
+			"sample_goods_id":    strconv.FormatInt(demo.Samples.GoodsID, 10),
+			"sample_company_id":  strconv.FormatInt(demo.Samples.CompanyID, 10),
+			"sample_deal_id":     strconv.FormatInt(demo.Samples.DealID, 10),
+			"sample_document_id": strconv.FormatInt(demo.Samples.DocumentID, 10),
+		},
 	}
 	report := runner.Run(context.Background(), suites)
 	for _, r := range report.Results {

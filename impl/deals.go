@@ -2,16 +2,275 @@ package impl
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"strconv"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/gen"
 )
 
-// DealInsert implements POST /deal/insert.
-func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject) (gen.DealInsertResponseObject, error) {
-	return nil, errNotImplemented
+// dealRow is the stored state of a deal as the journal records it; numbers are
+// kept in their decimal text.
+type dealRow struct {
+	Name       string         `db:"name" json:"name"`
+	CompanyID  int64          `db:"company_id" json:"company_id"`
+	ContactID  *int64         `db:"contact_id" json:"contact_id"`
+	TypeID     int64          `db:"type_id" json:"type_id"`
+	StatusID   int64          `db:"status_id" json:"status_id"`
+	UserID     int64          `db:"user_id" json:"user_id"`
+	DateStart  string         `db:"date_start" json:"date_start"`
+	DateFinish string         `db:"date_finish" json:"date_finish"`
+	Sum        string         `db:"sum" json:"-"`
+	Note       string         `db:"note" json:"note"`
+	Tags       pq.StringArray `db:"tags" json:"tags"`
 }
+
+// MarshalJSON writes the sum as the exact number it is.
+func (r dealRow) MarshalJSON() ([]byte, error) {
+	type plain dealRow
+	return json.Marshal(struct {
+		plain
+		Sum json.RawMessage `json:"sum"`
+	}{plain(r), json.RawMessage(r.Sum)})
+}
+
+// dealColumns reads a dealRow from the deals row d.
+const dealColumns = `d.name, d.company_id, d.contact_id, d.type_id, d.status_id, d.user_id,
+	to_char(d.date_start, 'YYYY-MM-DD') AS date_start, to_char(d.date_finish, 'YYYY-MM-DD') AS date_finish,
+	d.sum::text AS sum, d.note, d.tags`
+
+// DealInsert implements POST /deal/insert: the deal and its goods positions in
+// one transaction. The counterparty must be one the token owner sees.
+func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject) (gen.DealInsertResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	var id int64
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if err := checkCompanyVisible(ctx, tx, p, in.CompanyId); err != nil {
+			return err
+		}
+		positions, err := dealInsertPositions(ctx, tx, p.AccountID, deref(in.Goods))
+		if err != nil {
+			return err
+		}
+		var row dealRow
+		err = tx.QueryRowxContext(ctx, `
+			INSERT INTO deals AS d (account_id, name, company_id, contact_id, type_id, status_id, user_id,
+				date_start, date_finish, sum, note, tags, created_by)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::date, $9::date, coalesce($10::numeric, 0), $11, $12, $13)
+			RETURNING d.id, `+dealColumns,
+			p.AccountID, in.Name, in.CompanyId, in.ContactId, in.TypeId, in.StatusId, in.UserId,
+			in.DateStart.String(), in.DateFinish.String(), decimal(in.Sum), str(in.Note), splitTags(str(in.Tags)), p.UserID,
+		).Scan(&id, &row.Name, &row.CompanyID, &row.ContactID, &row.TypeID, &row.StatusID, &row.UserID,
+			&row.DateStart, &row.DateFinish, &row.Sum, &row.Note, &row.Tags)
+		if err != nil {
+			return fmt.Errorf("insert deal: %w", err)
+		}
+		journal := []journalEntry{{ModuleDeals, "deal", id, "insert", row}}
+		entries, err := insertPositions(ctx, tx, dealPositions, p.AccountID, id, positions)
+		if err != nil {
+			return err
+		}
+		return writeJournal(ctx, tx, p, append(journal, entries...))
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.DealInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+}
+
+// dealInsertPositions turns the Goods items of a new deal into positions: an
+// item with goods_id takes what it omits (name, code, price, quantity, VAT)
+// from the catalogue; an item without one needs its own discription.
+func dealInsertPositions(ctx context.Context, tx *sqlx.Tx, accountID int64, items []gen.DealGoodsInput) ([]position, error) {
+	var ids []int64
+	for _, it := range items {
+		if it.GoodsId != nil {
+			ids = append(ids, *it.GoodsId)
+		}
+	}
+	goods, err := catalogue(ctx, tx, accountID, ids)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]position, 0, len(items))
+	for i, it := range items {
+		ps := position{Qnt: "1", Price: "0", Discount: "0", Vat: "0"}
+		if it.GoodsId != nil {
+			g, ok := goods[*it.GoodsId]
+			if !ok {
+				return nil, badRequest("Goods.%d.goods_id: goods %d not found in the catalogue", i, *it.GoodsId)
+			}
+			ps = g.position()
+		} else if it.Discription == nil || *it.Discription == "" {
+			return nil, badRequest("Goods.%d.discription: required for a position without goods_id", i)
+		}
+		if it.Discription != nil {
+			ps.Description = *it.Discription
+		}
+		if it.Code != nil {
+			ps.Code = *it.Code
+		}
+		for _, f := range []struct {
+			dst *string
+			src *json.Number
+		}{{&ps.Qnt, it.Qnt}, {&ps.Price, it.Price}, {&ps.Discount, it.Discount}, {&ps.Vat, it.Vat}} {
+			if f.src != nil {
+				*f.dst = string(*f.src)
+			}
+		}
+		ps.Note = str(it.Note)
+		out = append(out, ps)
+	}
+	return out, nil
+}
+
+// dealLinkFKs are the foreign keys through which tasks, documents, money
+// movements and mail point at a deal together with its counterparty.
+var dealLinkFKs = []string{"tasks_deal_fk", "documents_deal_fk", "money_movements_company_deal_fk", "mail_messages_company_deal_fk"}
 
 // DealUpdate implements POST /deal/update.
 func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject) (gen.DealUpdateResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	// "A numeric field equal to 0 counts as not passed, so a sum cannot be set to zero."
+	nonZero := func(v *int64) *int64 {
+		if v == nil || *v == 0 {
+			return nil
+		}
+		return v
+	}
+	companyID, contactID := nonZero(in.CompanyId), nonZero(in.ContactId)
+	typeID, statusID, userID := nonZero(in.TypeId), nonZero(in.StatusId), nonZero(in.UserId)
+	sum := in.Sum
+	if sum != nil && isZeroCents(*sum) {
+		sum = nil
+	}
+	if companyID == nil && contactID == nil && typeID == nil && statusID == nil && userID == nil && sum == nil &&
+		in.Name == nil && in.DateStart == nil && in.DateFinish == nil && in.Note == nil && in.Tags == nil {
+		return nil, badRequest(`request body: at least one field besides "id" is required (a numeric field equal to 0 counts as not passed)`)
+	}
+
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		args := sqlArgs{}
+		query := fmt.Sprintf(`SELECT %s FROM deals d WHERE d.account_id = %s AND d.id = %s AND %s FOR UPDATE`,
+			dealColumns, args.add(p.AccountID), args.add(in.Id), p.responsibleFilter("d.user_id", &args))
+		var old dealRow
+		err := tx.GetContext(ctx, &old, query, args...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return notFound("deal %d not found", in.Id)
+		}
+		if err != nil {
+			return fmt.Errorf("read deal %d: %w", in.Id, err)
+		}
+
+		next := old
+		if companyID != nil && *companyID != old.CompanyID {
+			if err := checkCompanyVisible(ctx, tx, p, *companyID); err != nil {
+				return err
+			}
+			next.CompanyID = *companyID
+			// The contact person belongs to the old counterparty; since 0 counts as
+			// not passed, there would be no other way to take them off the deal.
+			next.ContactID = nil
+		}
+		if contactID != nil {
+			next.ContactID = contactID
+		}
+		setIf(&next.TypeID, typeID)
+		setIf(&next.StatusID, statusID)
+		setIf(&next.UserID, userID)
+		setIf(&next.Name, in.Name)
+		setIf(&next.Note, in.Note)
+		if sum != nil {
+			next.Sum = string(*sum)
+		}
+		if in.DateStart != nil {
+			next.DateStart = in.DateStart.String()
+		}
+		if in.DateFinish != nil {
+			next.DateFinish = in.DateFinish.String()
+		}
+		if in.Tags != nil {
+			next.Tags = splitTags(*in.Tags)
+		}
+
+		var stored dealRow
+		err = tx.QueryRowxContext(ctx, `
+			UPDATE deals AS d SET name = $3, company_id = $4, contact_id = $5, type_id = $6, status_id = $7, user_id = $8,
+				date_start = $9::date, date_finish = $10::date, sum = $11::numeric, note = $12, tags = $13, updated_at = now()
+			 WHERE d.account_id = $1 AND d.id = $2
+			RETURNING `+dealColumns,
+			p.AccountID, in.Id, next.Name, next.CompanyID, next.ContactID, next.TypeID, next.StatusID, next.UserID,
+			next.DateStart, next.DateFinish, next.Sum, next.Note, next.Tags,
+		).StructScan(&stored)
+		var pqErr *pq.Error
+		if errors.As(err, &pqErr) && pqErr.Code == "23503" && slices.Contains(dealLinkFKs, pqErr.Constraint) {
+			return badRequest("company_id: the deal has tasks, documents, money movements or mail of its counterparty, so it cannot move to another")
+		}
+		if err != nil {
+			return fmt.Errorf("update deal %d: %w", in.Id, err)
+		}
+		return writeJournal(ctx, tx, p, []journalEntry{{ModuleDeals, "deal", in.Id, "update", dealChanges(old, stored)}})
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.DealUpdate200JSONResponse(ok("1")), nil
+}
+
+func setIf[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// dealChanges maps each field that differs between two states of a deal to its
+// [old, new] values.
+func dealChanges(old, cur dealRow) map[string][2]any {
+	changes := map[string][2]any{}
+	add := func(field string, changed bool, o, n any) {
+		if changed {
+			changes[field] = [2]any{o, n}
+		}
+	}
+	add("name", old.Name != cur.Name, old.Name, cur.Name)
+	add("company_id", old.CompanyID != cur.CompanyID, old.CompanyID, cur.CompanyID)
+	add("contact_id", !equalPtr(old.ContactID, cur.ContactID), old.ContactID, cur.ContactID)
+	add("type_id", old.TypeID != cur.TypeID, old.TypeID, cur.TypeID)
+	add("status_id", old.StatusID != cur.StatusID, old.StatusID, cur.StatusID)
+	add("user_id", old.UserID != cur.UserID, old.UserID, cur.UserID)
+	add("date_start", old.DateStart != cur.DateStart, old.DateStart, cur.DateStart)
+	add("date_finish", old.DateFinish != cur.DateFinish, old.DateFinish, cur.DateFinish)
+	add("sum", old.Sum != cur.Sum, json.RawMessage(old.Sum), json.RawMessage(cur.Sum))
+	add("note", old.Note != cur.Note, old.Note, cur.Note)
+	add("tags", !slices.Equal(old.Tags, cur.Tags), []string(old.Tags), []string(cur.Tags))
+	return changes
+}
+
+func equalPtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return *a == *b
+}
+
+// isZeroCents reports whether a sum is 0 once rounded to cents, as the deals
+// table stores it: such a sum counts as 0, and so as not passed.
+func isZeroCents(n json.Number) bool {
+	r, ok := new(big.Rat).SetString(string(n))
+	return ok && r.Abs(r).Cmp(big.NewRat(1, 200)) < 0
 }

@@ -49,6 +49,18 @@ type Demo struct {
 	AdminUserID int64
 	Created     bool   // false when the account existed already
 	Token       string // a new bearer token of the demo admin user
+	Samples     DemoSamples
+}
+
+// DemoSamples are records of the demo account that the conformance cases read
+// and add goods positions to, since the API can neither list nor create them:
+// an active catalogue item, and a document with goods positions whose deal has
+// money movements, with its counterparty and deal.
+type DemoSamples struct {
+	GoodsID    int64
+	CompanyID  int64
+	DealID     int64
+	DocumentID int64
 }
 
 // LoadDemo creates the demo account, unless it exists, and issues a new token of
@@ -74,6 +86,9 @@ func LoadDemo(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 		}
 	}
 	if demo.Token, err = issueDemoToken(ctx, tx, demo, now); err != nil {
+		return nil, err
+	}
+	if demo.Samples, err = findDemoSamples(ctx, tx, demo.AccountID); err != nil {
 		return nil, err
 	}
 	if err := tx.Commit(); err != nil {
@@ -104,6 +119,25 @@ func findDemo(ctx context.Context, tx *sqlx.Tx) (*Demo, error) {
 		return nil, fmt.Errorf("demo: account %d has no admin user", accountID)
 	}
 	return &Demo{AccountID: accountID, AdminUserID: adminID.Int64}, nil
+}
+
+// findDemoSamples picks the sample records: the first of each kind by id, so
+// that every load of the same demo data picks the same ones.
+func findDemoSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (DemoSamples, error) {
+	var s DemoSamples
+	err := tx.QueryRowContext(ctx, `
+		SELECT (SELECT min(g.id) FROM goods g WHERE g.account_id = d.account_id AND g.active), d.company_id, d.deal_id, d.id
+		  FROM documents d
+		 WHERE d.account_id = $1 AND d.deal_id IS NOT NULL
+		   AND EXISTS (SELECT 1 FROM document_goods p WHERE p.account_id = d.account_id AND p.document_id = d.id)
+		   AND EXISTS (SELECT 1 FROM money_movements m
+		                WHERE m.account_id = d.account_id AND m.company_id = d.company_id AND m.deal_id = d.deal_id)
+		 ORDER BY d.id
+		 LIMIT 1`, accountID).Scan(&s.GoodsID, &s.CompanyID, &s.DealID, &s.DocumentID)
+	if err != nil {
+		return s, fmt.Errorf("demo: find sample records: %w", err)
+	}
+	return s, nil
 }
 
 func issueDemoToken(ctx context.Context, tx *sqlx.Tx, demo *Demo, now time.Time) (string, error) {

@@ -184,6 +184,10 @@ func TestLoadDemo(t *testing.T) {
 		t.Errorf("second LoadDemo = %+v, want the account %d not created again and a new token", again, demo.AccountID)
 	}
 	checkDemoToken(t, db, again, now.Add(time.Hour))
+	if again.Samples != demo.Samples {
+		t.Errorf("second LoadDemo samples %+v, want the same as the first %+v", again.Samples, demo.Samples)
+	}
+	checkDemoSamples(t, db, demo)
 	if after := demoCounts(t, db, demo.AccountID); !maps.Equal(after, counts) {
 		t.Errorf("the second LoadDemo changed the counts:\n%v\nto\n%v", counts, after)
 	}
@@ -274,4 +278,24 @@ func demoFingerprint(t *testing.T, db *sqlx.DB) string {
 		t.Fatalf("fingerprint: %v", err)
 	}
 	return fp
+}
+
+// checkDemoSamples checks that the sample records are what the conformance
+// cases take them for.
+func checkDemoSamples(t *testing.T, db *sqlx.DB, demo *Demo) {
+	t.Helper()
+	s := demo.Samples
+	var ok bool
+	err := db.Get(&ok, `
+		SELECT EXISTS (SELECT 1 FROM goods WHERE account_id = $1 AND id = $2 AND active)
+		   AND EXISTS (SELECT 1 FROM documents WHERE account_id = $1 AND id = $5 AND company_id = $3 AND deal_id = $4)
+		   AND EXISTS (SELECT 1 FROM document_goods WHERE account_id = $1 AND document_id = $5)
+		   AND EXISTS (SELECT 1 FROM money_movements WHERE account_id = $1 AND company_id = $3 AND deal_id = $4)`,
+		demo.AccountID, s.GoodsID, s.CompanyID, s.DealID, s.DocumentID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Errorf("samples %+v are not an active catalogue item and a document with positions whose deal has money movements", s)
+	}
 }

@@ -2,11 +2,60 @@ package impl
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/crmservice/crm/gen"
 )
 
-// DocumentList implements GET /document/list.
+// DocumentList implements GET /document/list: the visible documents of a
+// counterparty and/or a deal, latest date first.
 func (s *Server) DocumentList(ctx context.Context, req gen.DocumentListRequestObject) (gen.DocumentListResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	args := sqlArgs{}
+	where, err := companyOrDeal("doc", p.AccountID, req.Params.CompanyId, req.Params.DealId, &args)
+	if err != nil {
+		return nil, err
+	}
+	query := fmt.Sprintf(`
+		SELECT count(*) AS rows,
+		       coalesce(jsonb_agg(jsonb_build_object(
+		           'id', doc.id, 'number', doc.number, 'date', to_char(doc.date, 'YYYY-MM-DD'), 'sum', doc.sum,
+		           'type_id', doc.type_id, 'type', coalesce(dt.name, ''), 'status_id', doc.status_id,
+		           'status', coalesce(ds.name, ''), 'note', doc.note, 'user_id', doc.user_id, 'user_name', coalesce(u.name, ''),
+		           'company_id', doc.company_id, 'company_name', c.name, 'deal_id', doc.deal_id, 'deal', coalesce(d.name, ''),
+		           'contact_id', doc.contact_id, 'date_expire', to_char(doc.date_expire, 'YYYY-MM-DD'),
+		           'external_code', doc.external_code, 'tags', array_to_string(doc.tags, ','))
+		         ORDER BY doc.date DESC, doc.id DESC), '[]')::text AS value
+		  FROM documents doc
+		  JOIN companies c ON c.account_id = doc.account_id AND c.id = doc.company_id
+		  LEFT JOIN deals d ON d.account_id = doc.account_id AND d.id = doc.deal_id
+		  LEFT JOIN users u ON u.account_id = doc.account_id AND u.id = doc.user_id
+		  LEFT JOIN directory_values dt ON dt.account_id = doc.account_id AND dt.id = doc.type_id
+		  LEFT JOIN directory_values ds ON ds.account_id = doc.account_id AND ds.id = doc.status_id
+		 WHERE %s AND c.deleted_at IS NULL AND %s`,
+		where, p.responsibleFilter("doc.user_id", &args))
+	env, err := s.quickList(ctx, query, args)
+	if err != nil {
+		return nil, fmt.Errorf("list documents: %w", err)
+	}
+	return gen.DocumentList200JSONResponse(env), nil
+}
+
+// companyOrDeal is the condition of the quick lists by counterparty and/or deal
+// over the rows of alias t; one of the two is required.
+func companyOrDeal(t string, accountID int64, companyID, dealID *int64, args *sqlArgs) (string, error) {
+	if companyID == nil && dealID == nil {
+		return "", badRequest("company_id or deal_id is required")
+	}
+	where := fmt.Sprintf("%s.account_id = %s", t, args.add(accountID))
+	if companyID != nil {
+		where += fmt.Sprintf(" AND %s.company_id = %s", t, args.add(*companyID))
+	}
+	if dealID != nil {
+		where += fmt.Sprintf(" AND %s.deal_id = %s", t, args.add(*dealID))
+	}
+	return where, nil
 }

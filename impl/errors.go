@@ -181,7 +181,9 @@ var constraintErrors = map[string]string{
 	"deals_user_fk":                    "user_id: no such user in the account",
 	"deals_contact_fk":                 "contact_id: no such contact person of this counterparty",
 	"deals_dates":                      "date_finish: must not be before date_start",
+	"deals_company_fk":                 "company_id: no such counterparty",
 	"deal_goods_goods_fk":              "goods_id: no such goods in the catalogue",
+	"tasks_company_fk":                 "company_id: no such counterparty",
 	"tasks_type_fk":                    "type_id: no such value in directory 35 (kinds of tasks)",
 	"tasks_user_fk":                    "user_id: no such user in the account",
 	"tasks_deal_fk":                    "deal_id: no such deal of this counterparty",
@@ -209,6 +211,10 @@ func dbError(err error) error {
 		}
 	case "22001": // string_data_right_truncation
 		return badRequest("a text is longer than its limit")
+	case "22003": // numeric_value_out_of_range: a decimal, or a position's sum, too large for its column
+		return badRequest("a number is out of range: amounts and sums up to 9999999999999999.99, quantities up to 999999999999999.999")
+	case "22008": // datetime_field_overflow: a date of the right form outside PostgreSQL's range, such as year 0
+		return badRequest("a date is out of range")
 	}
 	return err
 }

@@ -192,18 +192,6 @@ func TestNotImplemented(t *testing.T) {
 		body           any
 		value          string
 	}{
-		{"GET", "/finance/list?company_id=1", nil, ""},
-		{"GET", "/document/list?company_id=1", nil, ""},
-		{"GET", "/task/list?company_id=1", nil, ""},
-		{"POST", "/task/insert", map[string]any{"company_id": 1, "note": "x", "type_id": 1}, ""},
-		{"POST", "/deal/insert", map[string]any{"name": "d", "company_id": 1, "type_id": 1, "status_id": 1, "user_id": 1,
-			"date_start": "2026-01-01", "date_finish": "2026-01-02"}, ""},
-		{"POST", "/deal/update", map[string]any{"id": 1, "note": "x"}, "0"},
-		{"GET", "/deal/goods/list?deal_id=1", nil, ""},
-		{"POST", "/deal/goods/insert?deal_id=1&goods_ids=1,2", nil, "0"},
-		{"POST", "/deal/goods/update", map[string]any{"id": 1, "deal_id": 1, "qnt": 2}, ""},
-		{"GET", "/document/goods/list?document_id=1", nil, ""},
-		{"POST", "/document/goods/insert?document_id=1&goods_ids=1", nil, "0"},
 		{"POST", "/mail/send", map[string]any{"mail": map[string]any{"account_id": "1", "to_address": "a@b.example", "subject": "eA==", "body": "eA=="}}, ""},
 		{"GET", "/dashboard/my/day", nil, ""},
 		{"GET", "/dashboard/my/tasks", nil, ""},

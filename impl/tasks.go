@@ -2,16 +2,223 @@ package impl
 
 import (
 	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/gen"
 )
 
-// TaskInsert implements POST /task/insert.
-func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject) (gen.TaskInsertResponseObject, error) {
-	return nil, errNotImplemented
+// localMinute is the layout of a task's date_start and date_finish in requests.
+const localMinute = "2006-01-02 15:04"
+
+// taskRow holds the fields of a new task; its json form is the journal's record
+// of the insert.
+type taskRow struct {
+	CompanyID       int64           `json:"company_id"`
+	DealID          *int64          `json:"deal_id,omitempty"`
+	ContactID       *int64          `json:"contact_id,omitempty"`
+	Note            string          `json:"note"`
+	TypeID          int64           `json:"type_id"`
+	StatusID        int             `json:"status_id"`
+	UserID          int64           `json:"user_id"`
+	AssignerID      int64           `json:"assigner_id"`
+	DateStart       json.RawMessage `json:"date_start"`            // as stored, set from RETURNING
+	DateFinish      json.RawMessage `json:"date_finish,omitempty"` // as stored
+	DoneAt          json.RawMessage `json:"done_at,omitempty"`     // as stored
+	IsHot           bool            `json:"is_hot"`
+	ReminderMinutes *int            `json:"reminder_minutes,omitempty"`
+	Tags            pq.StringArray  `json:"tags,omitempty"`
 }
 
-// TaskList implements GET /task/list.
+// TaskInsert implements POST /task/insert. The counterparty must be one the
+// token owner sees, and a linked deal one of its deals that the owner sees: an
+// invisible one behaves as a missing one.
+func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject) (gen.TaskInsertResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := req.Body
+	start, err := parseLocalMinute("date_start", in.DateStart)
+	if err != nil {
+		return nil, err
+	}
+	finish, err := parseLocalMinute("date_finish", in.DateFinish)
+	if err != nil {
+		return nil, err
+	}
+	row := taskRow{
+		CompanyID: in.CompanyId, DealID: in.DealId, ContactID: in.ContactId, Note: in.Note, TypeID: in.TypeId,
+		StatusID: 1, UserID: p.UserID, AssignerID: p.UserID, ReminderMinutes: in.ReminderMinutes,
+		Tags: splitTags(str(in.Tags)),
+	}
+	if in.StatusId != nil {
+		row.StatusID = int(*in.StatusId)
+	}
+	if in.UserId != nil {
+		row.UserID = *in.UserId
+	}
+	row.IsHot = in.IsHot != nil && *in.IsHot == gen.TaskInsertRequestIsHotN1
+
+	var id int64
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if err := checkCompanyVisible(ctx, tx, p, row.CompanyID); err != nil {
+			return err
+		}
+		if row.DealID != nil {
+			if err := checkDealOfCompany(ctx, tx, p, *row.DealID, row.CompanyID); err != nil {
+				return err
+			}
+		}
+		// A task inserted as done was done now: done_at is set exactly when status_id is 2.
+		err := tx.QueryRowContext(ctx, `
+			INSERT INTO tasks (account_id, company_id, deal_id, contact_id, note, type_id, status_id, user_id, assigner_id,
+				date_start, date_finish, done_at, is_hot, reminder_minutes, tags)
+			VALUES ($1, $2, $3, $4, $5, $6, $7::smallint, $8, $9,
+				coalesce($10::timestamp AT TIME ZONE $11, now()), $12::timestamp AT TIME ZONE $11,
+				CASE WHEN $7::smallint = 2 THEN now() END, $13, $14, $15)
+			RETURNING id, to_json(date_start)::text, to_json(date_finish)::text, to_json(done_at)::text`,
+			p.AccountID, row.CompanyID, row.DealID, row.ContactID, row.Note, row.TypeID, row.StatusID, row.UserID,
+			row.AssignerID, start, p.TimeZone, finish, row.IsHot, row.ReminderMinutes, row.Tags,
+		).Scan(&id, (*rawJSON)(&row.DateStart), (*rawJSON)(&row.DateFinish), (*rawJSON)(&row.DoneAt))
+		if err != nil {
+			return fmt.Errorf("insert task: %w", err)
+		}
+		return writeJournal(ctx, tx, p, []journalEntry{{ModuleTasks, "task", id, "insert", row}})
+	})
+	if err != nil {
+		return nil, dbError(err)
+	}
+	return gen.TaskInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+}
+
+// parseLocalMinute checks an optional `YYYY-MM-DD HH:MM` of a request (the
+// schema's pattern lets 2026-13-45 25:99 through) and returns it for
+// $n::timestamp, or nil when omitted.
+func parseLocalMinute(field string, v *string) (*string, error) {
+	if v == nil {
+		return nil, nil
+	}
+	if _, err := time.Parse(localMinute, *v); err != nil {
+		return nil, badRequest("%s: not a valid date and time (YYYY-MM-DD HH:MM)", field)
+	}
+	return v, nil
+}
+
+// rawJSON scans a JSON text column, keeping SQL NULL as an empty (omitted) value.
+type rawJSON json.RawMessage
+
+func (r *rawJSON) Scan(src any) error {
+	switch v := src.(type) {
+	case nil:
+		*r = nil
+	case string:
+		*r = rawJSON(v)
+	case []byte:
+		*r = append(rawJSON(nil), v...)
+	default:
+		return fmt.Errorf("rawJSON: cannot scan %T", src)
+	}
+	return nil
+}
+
+// checkCompanyVisible answers "counterparty N not found" unless the counterparty
+// exists, is not deleted and the principal may see it.
+func checkCompanyVisible(ctx context.Context, tx *sqlx.Tx, p *Principal, id int64) error {
+	args := sqlArgs{}
+	query := fmt.Sprintf(`SELECT 1 FROM companies c WHERE c.account_id = %s AND c.id = %s AND c.deleted_at IS NULL AND %s`,
+		args.add(p.AccountID), args.add(id), p.responsibleFilter("c.user_id", &args))
+	var one int
+	err := tx.GetContext(ctx, &one, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("counterparty %d not found", id)
+	}
+	if err != nil {
+		return fmt.Errorf("look up counterparty %d: %w", id, err)
+	}
+	return nil
+}
+
+// checkDealOfCompany answers a 400 naming deal_id unless the deal belongs to the
+// counterparty and the principal may see it.
+func checkDealOfCompany(ctx context.Context, tx *sqlx.Tx, p *Principal, dealID, companyID int64) error {
+	args := sqlArgs{}
+	query := fmt.Sprintf(`SELECT 1 FROM deals d WHERE d.account_id = %s AND d.id = %s AND d.company_id = %s AND %s`,
+		args.add(p.AccountID), args.add(dealID), args.add(companyID), p.responsibleFilter("d.user_id", &args))
+	var one int
+	err := tx.GetContext(ctx, &one, query, args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return badRequest("%s", constraintErrors["tasks_deal_fk"])
+	}
+	if err != nil {
+		return fmt.Errorf("look up deal %d: %w", dealID, err)
+	}
+	return nil
+}
+
+// taskFilter is the condition that keeps the tasks the principal may see: those
+// whose assignee or assigner is a user whose records the principal sees.
+func (p *Principal) taskFilter(t string, args *sqlArgs) string {
+	if p.Role == RoleAdmin {
+		return "TRUE"
+	}
+	return fmt.Sprintf("(%s OR %s)", p.responsibleFilter(t+".user_id", args), p.responsibleFilter(t+".assigner_id", args))
+}
+
+// TaskList implements GET /task/list: the visible tasks of a counterparty (of
+// one of its deals with deal_id), latest start first.
 func (s *Server) TaskList(ctx context.Context, req gen.TaskListRequestObject) (gen.TaskListResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	args := sqlArgs{}
+	acc, tz := args.add(p.AccountID), args.add(p.TimeZone)
+	where := fmt.Sprintf("t.account_id = %s AND t.company_id = %s", acc, args.add(req.Params.CompanyId))
+	if req.Params.DealId != nil {
+		where += " AND t.deal_id = " + args.add(*req.Params.DealId)
+	}
+	query := fmt.Sprintf(`
+		SELECT count(*) AS rows,
+		       coalesce(jsonb_agg(jsonb_build_object(
+		           'id', t.id, 'note', t.note, 'status_id', t.status_id,
+		           'status', CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END,
+		           'type_id', t.type_id, 'type', coalesce(dt.name, ''),
+		           'date_start', to_char(t.date_start AT TIME ZONE %[1]s, 'YYYY-MM-DD HH24:MI:SS'),
+		           'date_finish', to_char(t.date_finish AT TIME ZONE %[1]s, 'YYYY-MM-DD HH24:MI:SS'),
+		           'result', t.result, 'user_id', t.user_id, 'user_name', coalesce(u.name, ''), 'assigner_id', t.assigner_id,
+		           'company_id', t.company_id, 'company_name', c.name, 'deal_id', t.deal_id, 'contact_id', t.contact_id,
+		           'is_hot', CASE WHEN t.is_hot THEN 1 ELSE 0 END, 'tags', array_to_string(t.tags, ','))
+		         ORDER BY t.date_start DESC, t.id DESC), '[]')::text AS value
+		  FROM tasks t
+		  JOIN companies c ON c.account_id = t.account_id AND c.id = t.company_id
+		  LEFT JOIN users u ON u.account_id = t.account_id AND u.id = t.user_id
+		  LEFT JOIN directory_values dt ON dt.account_id = t.account_id AND dt.id = t.type_id
+		 WHERE %[2]s AND c.deleted_at IS NULL AND %[3]s`,
+		tz, where, p.taskFilter("t", &args))
+	env, err := s.quickList(ctx, query, args)
+	if err != nil {
+		return nil, fmt.Errorf("list tasks of counterparty %d: %w", req.Params.CompanyId, err)
+	}
+	return gen.TaskList200JSONResponse(env), nil
+}
+
+// quickList runs a query that answers one row (rows, value) and returns the
+// envelope of a list without paging.
+func (s *Server) quickList(ctx context.Context, query string, args sqlArgs) (gen.Envelope, error) {
+	var out struct {
+		Rows  int    `db:"rows"`
+		Value string `db:"value"`
+	}
+	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
+		return gen.Envelope{}, err
+	}
+	return okList(out.Value, out.Rows, quickPage(out.Rows), out.Rows), nil
 }

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/lib/pq"
@@ -59,4 +60,15 @@ func phonesOf(in *[]gen.PhoneInput) []phoneInput {
 		out = append(out, phoneInput{Phone: ph.Phone, Descr: str(ph.Descr)})
 	}
 	return out
+}
+
+// decimal is an optional decimal of a request as the literal text it was sent
+// in, which PostgreSQL reads exactly with $n::numeric; an omitted one is nil
+// (NULL). A json.Number never passes through a float64 on its way.
+func decimal(n *json.Number) *string {
+	if n == nil {
+		return nil
+	}
+	s := string(*n)
+	return &s
 }

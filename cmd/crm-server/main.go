@@ -142,6 +142,8 @@ func adminCommands(fs *flag.FlagSet, stdout io.Writer) map[string]func(context.C
 			}
 			// key=value lines, read by people and by .ci/conformance.sh
 			fmt.Fprintf(stdout, "account_id=%d\nadmin_user_id=%d\ncreated=%t\ntoken=%s\n", demo.AccountID, demo.AdminUserID, demo.Created, demo.Token)
+			fmt.Fprintf(stdout, "sample_goods_id=%d\nsample_company_id=%d\nsample_deal_id=%d\nsample_document_id=%d\n",
+				demo.Samples.GoodsID, demo.Samples.CompanyID, demo.Samples.DealID, demo.Samples.DocumentID)
 			return nil
 		},
 		"account create": func(ctx context.Context, pool *sqlx.DB) error {

@@ -814,9 +814,10 @@ type DayUser struct {
 	Name string `json:"name"`
 }
 
-// DealGoodsInput A goods position given with a new deal. With `goods_id`, omitted `discription`,
-// `code`, `price` and `vat` are taken from the catalogue; without it `discription` is
-// required. `qnt` defaults to 1.
+// DealGoodsInput A goods position given with a new deal. With `goods_id` (an active item of the
+// catalogue), omitted `discription`, `code`, `price`, `qnt` and `vat` are taken from the
+// catalogue; without it a non-empty `discription` is required and `qnt` defaults to 1,
+// `price` and `vat` to 0. `discount` defaults to 0.
 type DealGoodsInput struct {
 	Code *string `json:"code,omitempty"`
 
@@ -866,7 +867,7 @@ type DealGoodsPosition struct {
 	Vat json.Number `json:"vat"`
 }
 
-// DealGoodsUpdateRequest `id`, `deal_id` and at least one other field.
+// DealGoodsUpdateRequest `id`, `deal_id` and at least one other field; 0 is a value here.
 type DealGoodsUpdateRequest struct {
 	// DealId The deal the position belongs to.
 	DealId   int64        `json:"deal_id"`
@@ -913,7 +914,7 @@ type DealInsertRequest struct {
 	UserId int64 `json:"user_id"`
 }
 
-// DealUpdateRequest `id` and at least one other field. A numeric field equal to 0 counts as not passed.
+// DealUpdateRequest `id` and at least one other field that is not a numeric field equal to 0: such a field counts as not passed.
 type DealUpdateRequest struct {
 	CompanyId  *int64              `json:"company_id,omitempty"`
 	ContactId  *int64              `json:"contact_id,omitempty"`
@@ -4552,10 +4553,15 @@ type ClientInterface interface {
 
 	// DealGoodsInsert Add catalogue goods to a deal
 	//
-	// Adds one position per id of `goods_ids` to the deal `deal_id`, with name, code,
-	// quantity, price and VAT taken from the goods catalogue (correct them afterwards with
-	// `POST /deal/goods/update`). The body is empty and ignored. If any id is not in the
-	// catalogue nothing is inserted. The deal sum is not recalculated.
+	// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+	// id may repeat (one position each time). Each position takes its name (`discription`),
+	// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+	// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+	// The body is empty and ignored. The deal sum is not recalculated.
+	//
+	// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+	// is not an active item of the account's catalogue (unknown, another account's, or
+	// withdrawn), nothing is inserted: `"404"` naming every such id.
 	//
 	// `value` is `1` when done, `0` on error with the text in `error`.
 	//
@@ -4564,9 +4570,14 @@ type ClientInterface interface {
 
 	// DealGoodsList Goods positions of a deal
 	//
-	// The goods positions of the deal `deal_id`, in the order they were added. A position's
-	// `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT rate in
-	// percent, included in the price.
+	// The goods positions of the deal `deal_id`, in the order they were added, without
+	// paging. Positions are visible with their deal: a missing or invisible deal answers
+	// `"404"` `deal N not found`; a deal without positions gives an empty list.
+	//
+	// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+	// rate in percent, included in the price; `goods_id` is null for a position that did not
+	// come from the catalogue. Quantities, discounts and VAT rates are written with their
+	// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
 	//
 	// Corresponds with GET /deal/goods/list (the `DealGoodsList` operationId).
 	DealGoodsList(ctx context.Context, params *DealGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4574,10 +4585,17 @@ type ClientInterface interface {
 	// DealGoodsUpdateWithBody Change one goods position of a deal
 	//
 	// Changes only the passed fields of the position `id`, which must belong to the deal
-	// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-	// not recalculated.
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
 	//
-	// `value` is the position as it is after the change (its `sum` recomputed).
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4587,10 +4605,17 @@ type ClientInterface interface {
 	// DealGoodsUpdate Change one goods position of a deal
 	//
 	// Changes only the passed fields of the position `id`, which must belong to the deal
-	// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-	// not recalculated.
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
 	//
-	// `value` is the position as it is after the change (its `sum` recomputed).
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -4599,10 +4624,23 @@ type ClientInterface interface {
 
 	// DealInsertWithBody Add a deal
 	//
-	// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-	// "marked required" in the interface and is required here. `type_id` is a deal type
-	// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-	// given; it is not computed from the goods.
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
 	//
 	// `value` is the new deal's id.
 	//
@@ -4613,10 +4651,23 @@ type ClientInterface interface {
 
 	// DealInsert Add a deal
 	//
-	// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-	// "marked required" in the interface and is required here. `type_id` is a deal type
-	// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-	// given; it is not computed from the goods.
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
 	//
 	// `value` is the new deal's id.
 	//
@@ -4627,11 +4678,29 @@ type ClientInterface interface {
 
 	// DealUpdateWithBody Change fields of a deal
 	//
-	// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-	// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-	// `note` and `tags` replace the old values completely. A stage change is a change of
-	// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-	// updatable field are required.
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
 	//
 	// `value` is `1` when updated, `0` on error with the text in `error`.
 	//
@@ -4642,11 +4711,29 @@ type ClientInterface interface {
 
 	// DealUpdate Change fields of a deal
 	//
-	// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-	// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-	// `note` and `tags` replace the old values completely. A stage change is a change of
-	// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-	// updatable field are required.
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
 	//
 	// `value` is `1` when updated, `0` on error with the text in `error`.
 	//
@@ -4671,10 +4758,15 @@ type ClientInterface interface {
 
 	// DocumentGoodsInsert Add catalogue goods to a document
 	//
-	// Adds one position per id of `goods_ids` to the document `document_id`, with name,
-	// code, quantity, price and VAT taken from the goods catalogue. The body is empty and
-	// ignored. If any id is not in the catalogue nothing is inserted. Positions of a
-	// document cannot be changed or deleted.
+	// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+	// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+	// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+	// the document's sum not recalculated. Positions of a document cannot be changed or
+	// deleted.
+	//
+	// The document must be one the token owner may see (`"404"` `document N not found`). If
+	// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+	// naming every such id.
 	//
 	// `value` is `1` when done, `0` on error with the text in `error`.
 	//
@@ -4684,7 +4776,10 @@ type ClientInterface interface {
 	// DocumentGoodsList Goods positions of a document
 	//
 	// The goods positions of the document `document_id`, in the order they were added,
-	// with `sum` computed as for deal positions.
+	// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+	// in place of `deal_id`). Positions are visible with their document: a missing or
+	// invisible document answers `"404"` `document N not found`; a document without
+	// positions gives an empty list.
 	//
 	// Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
 	DocumentGoodsList(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4693,7 +4788,16 @@ type ClientInterface interface {
 	//
 	// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
 	// token owner may see, newest first (by date, then id), without paging. At least one of
-	// the two is required (`"400"` otherwise).
+	// the two is required (`"400"` otherwise); both together narrow to that deal of that
+	// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+	// the document's sign or status (null and `""` when it has none), `date_expire` its
+	// validity term (null when it has none).
+	//
+	// Each document is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+	// listed.
 	//
 	// Corresponds with GET /document/list (the `DocumentList` operationId).
 	DocumentList(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4704,7 +4808,16 @@ type ClientInterface interface {
 	// the token owner may see, newest first (by date, then id), without paging. At least one
 	// of the two is required (`"400"` otherwise); both together narrow to that deal of that
 	// counterparty. `sum` is in the base currency, `sum_currency` in the money account's
-	// currency; `direction_id` 1 income, 2 expense.
+	// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+	// are the money account's. Transfers between the account's own money accounts are
+	// listed too (they have no counterparty, so only a `deal_id` could find them).
+	//
+	// Each movement is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. A movement may have a deal without a
+	// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+	// counterparty are not listed.
 	//
 	// Corresponds with GET /finance/list (the `FinanceList` operationId).
 	FinanceList(ctx context.Context, params *FinanceListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4763,11 +4876,21 @@ type ClientInterface interface {
 
 	// TaskInsertWithBody Add a task
 	//
-	// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-	// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-	// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-	// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-	// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 	//
 	// `value` is the new task's id.
 	//
@@ -4778,11 +4901,21 @@ type ClientInterface interface {
 
 	// TaskInsert Add a task
 	//
-	// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-	// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-	// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-	// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-	// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 	//
 	// `value` is the new task's id.
 	//
@@ -4793,8 +4926,20 @@ type ClientInterface interface {
 
 	// TaskList Tasks of a counterparty
 	//
-	// Every task of the counterparty `company_id` that the token owner may see, newest first
-	// (by start, then id), without paging; with `deal_id` only the tasks of that deal.
+	// Every task of the counterparty `company_id` that the token owner may see, latest start
+	// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+	// deal.
+	//
+	// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+	// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+	// assigner is in the head's department (or is the head), an admin all of them, whoever
+	// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+	// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+	// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+	//
+	// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+	// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+	// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
 	//
 	// Corresponds with GET /task/list (the `TaskList` operationId).
 	TaskList(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5531,10 +5676,15 @@ func (c *Client) DashboardMyTasks(ctx context.Context, params *DashboardMyTasksP
 
 // DealGoodsInsert Add catalogue goods to a deal
 //
-// Adds one position per id of `goods_ids` to the deal `deal_id`, with name, code,
-// quantity, price and VAT taken from the goods catalogue (correct them afterwards with
-// `POST /deal/goods/update`). The body is empty and ignored. If any id is not in the
-// catalogue nothing is inserted. The deal sum is not recalculated.
+// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+// id may repeat (one position each time). Each position takes its name (`discription`),
+// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+// The body is empty and ignored. The deal sum is not recalculated.
+//
+// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+// is not an active item of the account's catalogue (unknown, another account's, or
+// withdrawn), nothing is inserted: `"404"` naming every such id.
 //
 // `value` is `1` when done, `0` on error with the text in `error`.
 //
@@ -5553,9 +5703,14 @@ func (c *Client) DealGoodsInsert(ctx context.Context, params *DealGoodsInsertPar
 
 // DealGoodsList Goods positions of a deal
 //
-// The goods positions of the deal `deal_id`, in the order they were added. A position's
-// `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT rate in
-// percent, included in the price.
+// The goods positions of the deal `deal_id`, in the order they were added, without
+// paging. Positions are visible with their deal: a missing or invisible deal answers
+// `"404"` `deal N not found`; a deal without positions gives an empty list.
+//
+// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+// rate in percent, included in the price; `goods_id` is null for a position that did not
+// come from the catalogue. Quantities, discounts and VAT rates are written with their
+// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
 //
 // Corresponds with GET /deal/goods/list (the `DealGoodsList` operationId).
 func (c *Client) DealGoodsList(ctx context.Context, params *DealGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5573,10 +5728,17 @@ func (c *Client) DealGoodsList(ctx context.Context, params *DealGoodsListParams,
 // DealGoodsUpdateWithBody Change one goods position of a deal
 //
 // Changes only the passed fields of the position `id`, which must belong to the deal
-// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-// not recalculated.
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
 //
-// `value` is the position as it is after the change (its `sum` recomputed).
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -5596,10 +5758,17 @@ func (c *Client) DealGoodsUpdateWithBody(ctx context.Context, contentType string
 // DealGoodsUpdate Change one goods position of a deal
 //
 // Changes only the passed fields of the position `id`, which must belong to the deal
-// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-// not recalculated.
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
 //
-// `value` is the position as it is after the change (its `sum` recomputed).
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5618,10 +5787,23 @@ func (c *Client) DealGoodsUpdate(ctx context.Context, body DealGoodsUpdateJSONRe
 
 // DealInsertWithBody Add a deal
 //
-// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-// "marked required" in the interface and is required here. `type_id` is a deal type
-// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-// given; it is not computed from the goods.
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
 //
 // `value` is the new deal's id.
 //
@@ -5642,10 +5824,23 @@ func (c *Client) DealInsertWithBody(ctx context.Context, contentType string, bod
 
 // DealInsert Add a deal
 //
-// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-// "marked required" in the interface and is required here. `type_id` is a deal type
-// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-// given; it is not computed from the goods.
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
 //
 // `value` is the new deal's id.
 //
@@ -5666,11 +5861,29 @@ func (c *Client) DealInsert(ctx context.Context, body DealInsertJSONRequestBody,
 
 // DealUpdateWithBody Change fields of a deal
 //
-// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-// `note` and `tags` replace the old values completely. A stage change is a change of
-// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-// updatable field are required.
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
 //
 // `value` is `1` when updated, `0` on error with the text in `error`.
 //
@@ -5691,11 +5904,29 @@ func (c *Client) DealUpdateWithBody(ctx context.Context, contentType string, bod
 
 // DealUpdate Change fields of a deal
 //
-// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-// `note` and `tags` replace the old values completely. A stage change is a change of
-// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-// updatable field are required.
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
 //
 // `value` is `1` when updated, `0` on error with the text in `error`.
 //
@@ -5740,10 +5971,15 @@ func (c *Client) DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, 
 
 // DocumentGoodsInsert Add catalogue goods to a document
 //
-// Adds one position per id of `goods_ids` to the document `document_id`, with name,
-// code, quantity, price and VAT taken from the goods catalogue. The body is empty and
-// ignored. If any id is not in the catalogue nothing is inserted. Positions of a
-// document cannot be changed or deleted.
+// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+// the document's sum not recalculated. Positions of a document cannot be changed or
+// deleted.
+//
+// The document must be one the token owner may see (`"404"` `document N not found`). If
+// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+// naming every such id.
 //
 // `value` is `1` when done, `0` on error with the text in `error`.
 //
@@ -5763,7 +5999,10 @@ func (c *Client) DocumentGoodsInsert(ctx context.Context, params *DocumentGoodsI
 // DocumentGoodsList Goods positions of a document
 //
 // The goods positions of the document `document_id`, in the order they were added,
-// with `sum` computed as for deal positions.
+// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+// in place of `deal_id`). Positions are visible with their document: a missing or
+// invisible document answers `"404"` `document N not found`; a document without
+// positions gives an empty list.
 //
 // Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
 func (c *Client) DocumentGoodsList(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5782,7 +6021,16 @@ func (c *Client) DocumentGoodsList(ctx context.Context, params *DocumentGoodsLis
 //
 // Every document of the counterparty `company_id` and/or the deal `deal_id` that the
 // token owner may see, newest first (by date, then id), without paging. At least one of
-// the two is required (`"400"` otherwise).
+// the two is required (`"400"` otherwise); both together narrow to that deal of that
+// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+// the document's sign or status (null and `""` when it has none), `date_expire` its
+// validity term (null when it has none).
+//
+// Each document is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+// listed.
 //
 // Corresponds with GET /document/list (the `DocumentList` operationId).
 func (c *Client) DocumentList(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5803,7 +6051,16 @@ func (c *Client) DocumentList(ctx context.Context, params *DocumentListParams, r
 // the token owner may see, newest first (by date, then id), without paging. At least one
 // of the two is required (`"400"` otherwise); both together narrow to that deal of that
 // counterparty. `sum` is in the base currency, `sum_currency` in the money account's
-// currency; `direction_id` 1 income, 2 expense.
+// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+// are the money account's. Transfers between the account's own money accounts are
+// listed too (they have no counterparty, so only a `deal_id` could find them).
+//
+// Each movement is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. A movement may have a deal without a
+// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+// counterparty are not listed.
 //
 // Corresponds with GET /finance/list (the `FinanceList` operationId).
 func (c *Client) FinanceList(ctx context.Context, params *FinanceListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5912,11 +6169,21 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 
 // TaskInsertWithBody Add a task
 //
-// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 //
 // `value` is the new task's id.
 //
@@ -5937,11 +6204,21 @@ func (c *Client) TaskInsertWithBody(ctx context.Context, contentType string, bod
 
 // TaskInsert Add a task
 //
-// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 //
 // `value` is the new task's id.
 //
@@ -5962,8 +6239,20 @@ func (c *Client) TaskInsert(ctx context.Context, body TaskInsertJSONRequestBody,
 
 // TaskList Tasks of a counterparty
 //
-// Every task of the counterparty `company_id` that the token owner may see, newest first
-// (by start, then id), without paging; with `deal_id` only the tasks of that deal.
+// Every task of the counterparty `company_id` that the token owner may see, latest start
+// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+// deal.
+//
+// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+// assigner is in the head's department (or is the head), an admin all of them, whoever
+// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+//
+// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
 //
 // Corresponds with GET /task/list (the `TaskList` operationId).
 func (c *Client) TaskList(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8284,10 +8573,15 @@ type ClientWithResponsesInterface interface {
 
 	// DealGoodsInsertWithResponse Add catalogue goods to a deal
 	//
-	// Adds one position per id of `goods_ids` to the deal `deal_id`, with name, code,
-	// quantity, price and VAT taken from the goods catalogue (correct them afterwards with
-	// `POST /deal/goods/update`). The body is empty and ignored. If any id is not in the
-	// catalogue nothing is inserted. The deal sum is not recalculated.
+	// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+	// id may repeat (one position each time). Each position takes its name (`discription`),
+	// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+	// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+	// The body is empty and ignored. The deal sum is not recalculated.
+	//
+	// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+	// is not an active item of the account's catalogue (unknown, another account's, or
+	// withdrawn), nothing is inserted: `"404"` naming every such id.
 	//
 	// `value` is `1` when done, `0` on error with the text in `error`.
 	//
@@ -8298,9 +8592,14 @@ type ClientWithResponsesInterface interface {
 
 	// DealGoodsListWithResponse Goods positions of a deal
 	//
-	// The goods positions of the deal `deal_id`, in the order they were added. A position's
-	// `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT rate in
-	// percent, included in the price.
+	// The goods positions of the deal `deal_id`, in the order they were added, without
+	// paging. Positions are visible with their deal: a missing or invisible deal answers
+	// `"404"` `deal N not found`; a deal without positions gives an empty list.
+	//
+	// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+	// rate in percent, included in the price; `goods_id` is null for a position that did not
+	// come from the catalogue. Quantities, discounts and VAT rates are written with their
+	// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8310,10 +8609,17 @@ type ClientWithResponsesInterface interface {
 	// DealGoodsUpdateWithBodyWithResponse Change one goods position of a deal
 	//
 	// Changes only the passed fields of the position `id`, which must belong to the deal
-	// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-	// not recalculated.
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
 	//
-	// `value` is the position as it is after the change (its `sum` recomputed).
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8323,10 +8629,17 @@ type ClientWithResponsesInterface interface {
 	// DealGoodsUpdateWithResponse Change one goods position of a deal
 	//
 	// Changes only the passed fields of the position `id`, which must belong to the deal
-	// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-	// not recalculated.
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
 	//
-	// `value` is the position as it is after the change (its `sum` recomputed).
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8335,10 +8648,23 @@ type ClientWithResponsesInterface interface {
 
 	// DealInsertWithBodyWithResponse Add a deal
 	//
-	// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-	// "marked required" in the interface and is required here. `type_id` is a deal type
-	// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-	// given; it is not computed from the goods.
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
 	//
 	// `value` is the new deal's id.
 	//
@@ -8349,10 +8675,23 @@ type ClientWithResponsesInterface interface {
 
 	// DealInsertWithResponse Add a deal
 	//
-	// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-	// "marked required" in the interface and is required here. `type_id` is a deal type
-	// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-	// given; it is not computed from the goods.
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
 	//
 	// `value` is the new deal's id.
 	//
@@ -8363,11 +8702,29 @@ type ClientWithResponsesInterface interface {
 
 	// DealUpdateWithBodyWithResponse Change fields of a deal
 	//
-	// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-	// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-	// `note` and `tags` replace the old values completely. A stage change is a change of
-	// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-	// updatable field are required.
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
 	//
 	// `value` is `1` when updated, `0` on error with the text in `error`.
 	//
@@ -8378,11 +8735,29 @@ type ClientWithResponsesInterface interface {
 
 	// DealUpdateWithResponse Change fields of a deal
 	//
-	// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-	// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-	// `note` and `tags` replace the old values completely. A stage change is a change of
-	// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-	// updatable field are required.
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
 	//
 	// `value` is `1` when updated, `0` on error with the text in `error`.
 	//
@@ -8409,10 +8784,15 @@ type ClientWithResponsesInterface interface {
 
 	// DocumentGoodsInsertWithResponse Add catalogue goods to a document
 	//
-	// Adds one position per id of `goods_ids` to the document `document_id`, with name,
-	// code, quantity, price and VAT taken from the goods catalogue. The body is empty and
-	// ignored. If any id is not in the catalogue nothing is inserted. Positions of a
-	// document cannot be changed or deleted.
+	// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+	// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+	// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+	// the document's sum not recalculated. Positions of a document cannot be changed or
+	// deleted.
+	//
+	// The document must be one the token owner may see (`"404"` `document N not found`). If
+	// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+	// naming every such id.
 	//
 	// `value` is `1` when done, `0` on error with the text in `error`.
 	//
@@ -8424,7 +8804,10 @@ type ClientWithResponsesInterface interface {
 	// DocumentGoodsListWithResponse Goods positions of a document
 	//
 	// The goods positions of the document `document_id`, in the order they were added,
-	// with `sum` computed as for deal positions.
+	// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+	// in place of `deal_id`). Positions are visible with their document: a missing or
+	// invisible document answers `"404"` `document N not found`; a document without
+	// positions gives an empty list.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8435,7 +8818,16 @@ type ClientWithResponsesInterface interface {
 	//
 	// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
 	// token owner may see, newest first (by date, then id), without paging. At least one of
-	// the two is required (`"400"` otherwise).
+	// the two is required (`"400"` otherwise); both together narrow to that deal of that
+	// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+	// the document's sign or status (null and `""` when it has none), `date_expire` its
+	// validity term (null when it has none).
+	//
+	// Each document is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+	// listed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8448,7 +8840,16 @@ type ClientWithResponsesInterface interface {
 	// the token owner may see, newest first (by date, then id), without paging. At least one
 	// of the two is required (`"400"` otherwise); both together narrow to that deal of that
 	// counterparty. `sum` is in the base currency, `sum_currency` in the money account's
-	// currency; `direction_id` 1 income, 2 expense.
+	// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+	// are the money account's. Transfers between the account's own money accounts are
+	// listed too (they have no counterparty, so only a `deal_id` could find them).
+	//
+	// Each movement is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. A movement may have a deal without a
+	// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+	// counterparty are not listed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8513,11 +8914,21 @@ type ClientWithResponsesInterface interface {
 
 	// TaskInsertWithBodyWithResponse Add a task
 	//
-	// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-	// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-	// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-	// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-	// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 	//
 	// `value` is the new task's id.
 	//
@@ -8528,11 +8939,21 @@ type ClientWithResponsesInterface interface {
 
 	// TaskInsertWithResponse Add a task
 	//
-	// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-	// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-	// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-	// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-	// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 	//
 	// `value` is the new task's id.
 	//
@@ -8543,8 +8964,20 @@ type ClientWithResponsesInterface interface {
 
 	// TaskListWithResponse Tasks of a counterparty
 	//
-	// Every task of the counterparty `company_id` that the token owner may see, newest first
-	// (by start, then id), without paging; with `deal_id` only the tasks of that deal.
+	// Every task of the counterparty `company_id` that the token owner may see, latest start
+	// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+	// deal.
+	//
+	// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+	// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+	// assigner is in the head's department (or is the head), an admin all of them, whoever
+	// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+	// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+	// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+	//
+	// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+	// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+	// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11098,10 +11531,15 @@ func (c *ClientWithResponses) DashboardMyTasksWithResponse(ctx context.Context, 
 
 // DealGoodsInsertWithResponse Add catalogue goods to a deal
 //
-// Adds one position per id of `goods_ids` to the deal `deal_id`, with name, code,
-// quantity, price and VAT taken from the goods catalogue (correct them afterwards with
-// `POST /deal/goods/update`). The body is empty and ignored. If any id is not in the
-// catalogue nothing is inserted. The deal sum is not recalculated.
+// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+// id may repeat (one position each time). Each position takes its name (`discription`),
+// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+// The body is empty and ignored. The deal sum is not recalculated.
+//
+// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+// is not an active item of the account's catalogue (unknown, another account's, or
+// withdrawn), nothing is inserted: `"404"` naming every such id.
 //
 // `value` is `1` when done, `0` on error with the text in `error`.
 //
@@ -11118,9 +11556,14 @@ func (c *ClientWithResponses) DealGoodsInsertWithResponse(ctx context.Context, p
 
 // DealGoodsListWithResponse Goods positions of a deal
 //
-// The goods positions of the deal `deal_id`, in the order they were added. A position's
-// `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT rate in
-// percent, included in the price.
+// The goods positions of the deal `deal_id`, in the order they were added, without
+// paging. Positions are visible with their deal: a missing or invisible deal answers
+// `"404"` `deal N not found`; a deal without positions gives an empty list.
+//
+// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+// rate in percent, included in the price; `goods_id` is null for a position that did not
+// come from the catalogue. Quantities, discounts and VAT rates are written with their
+// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11136,10 +11579,17 @@ func (c *ClientWithResponses) DealGoodsListWithResponse(ctx context.Context, par
 // DealGoodsUpdateWithBodyWithResponse Change one goods position of a deal
 //
 // Changes only the passed fields of the position `id`, which must belong to the deal
-// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-// not recalculated.
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
 //
-// `value` is the position as it is after the change (its `sum` recomputed).
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11155,10 +11605,17 @@ func (c *ClientWithResponses) DealGoodsUpdateWithBodyWithResponse(ctx context.Co
 // DealGoodsUpdateWithResponse Change one goods position of a deal
 //
 // Changes only the passed fields of the position `id`, which must belong to the deal
-// `deal_id`; at least one field besides `id` and `deal_id` is required. The deal sum is
-// not recalculated.
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
 //
-// `value` is the position as it is after the change (its `sum` recomputed).
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11173,10 +11630,23 @@ func (c *ClientWithResponses) DealGoodsUpdateWithResponse(ctx context.Context, b
 
 // DealInsertWithBodyWithResponse Add a deal
 //
-// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-// "marked required" in the interface and is required here. `type_id` is a deal type
-// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-// given; it is not computed from the goods.
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
 //
 // `value` is the new deal's id.
 //
@@ -11193,10 +11663,23 @@ func (c *ClientWithResponses) DealInsertWithBodyWithResponse(ctx context.Context
 
 // DealInsertWithResponse Add a deal
 //
-// Adds a deal with its goods positions (`Goods`) in one transaction. `status_id` is
-// "marked required" in the interface and is required here. `type_id` is a deal type
-// (directory 40), `status_id` a deal stage (directory 41). `sum` is the deal sum as
-// given; it is not computed from the goods.
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
 //
 // `value` is the new deal's id.
 //
@@ -11213,11 +11696,29 @@ func (c *ClientWithResponses) DealInsertWithResponse(ctx context.Context, body D
 
 // DealUpdateWithBodyWithResponse Change fields of a deal
 //
-// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-// `note` and `tags` replace the old values completely. A stage change is a change of
-// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-// updatable field are required.
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
 //
 // `value` is `1` when updated, `0` on error with the text in `error`.
 //
@@ -11234,11 +11735,29 @@ func (c *ClientWithResponses) DealUpdateWithBodyWithResponse(ctx context.Context
 
 // DealUpdateWithResponse Change fields of a deal
 //
-// Changes only the passed fields of the deal `id`. **A numeric field equal to 0 counts
-// as not passed** (as the interface says), so a sum cannot be set to zero this way.
-// `note` and `tags` replace the old values completely. A stage change is a change of
-// `status_id`. The deal sum is never recalculated from its goods. `id` and at least one
-// updatable field are required.
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
 //
 // `value` is `1` when updated, `0` on error with the text in `error`.
 //
@@ -11277,10 +11796,15 @@ func (c *ClientWithResponses) DirectoryGetWithResponse(ctx context.Context, code
 
 // DocumentGoodsInsertWithResponse Add catalogue goods to a document
 //
-// Adds one position per id of `goods_ids` to the document `document_id`, with name,
-// code, quantity, price and VAT taken from the goods catalogue. The body is empty and
-// ignored. If any id is not in the catalogue nothing is inserted. Positions of a
-// document cannot be changed or deleted.
+// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+// the document's sum not recalculated. Positions of a document cannot be changed or
+// deleted.
+//
+// The document must be one the token owner may see (`"404"` `document N not found`). If
+// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+// naming every such id.
 //
 // `value` is `1` when done, `0` on error with the text in `error`.
 //
@@ -11298,7 +11822,10 @@ func (c *ClientWithResponses) DocumentGoodsInsertWithResponse(ctx context.Contex
 // DocumentGoodsListWithResponse Goods positions of a document
 //
 // The goods positions of the document `document_id`, in the order they were added,
-// with `sum` computed as for deal positions.
+// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+// in place of `deal_id`). Positions are visible with their document: a missing or
+// invisible document answers `"404"` `document N not found`; a document without
+// positions gives an empty list.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11315,7 +11842,16 @@ func (c *ClientWithResponses) DocumentGoodsListWithResponse(ctx context.Context,
 //
 // Every document of the counterparty `company_id` and/or the deal `deal_id` that the
 // token owner may see, newest first (by date, then id), without paging. At least one of
-// the two is required (`"400"` otherwise).
+// the two is required (`"400"` otherwise); both together narrow to that deal of that
+// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+// the document's sign or status (null and `""` when it has none), `date_expire` its
+// validity term (null when it has none).
+//
+// Each document is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+// listed.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11334,7 +11870,16 @@ func (c *ClientWithResponses) DocumentListWithResponse(ctx context.Context, para
 // the token owner may see, newest first (by date, then id), without paging. At least one
 // of the two is required (`"400"` otherwise); both together narrow to that deal of that
 // counterparty. `sum` is in the base currency, `sum_currency` in the money account's
-// currency; `direction_id` 1 income, 2 expense.
+// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+// are the money account's. Transfers between the account's own money accounts are
+// listed too (they have no counterparty, so only a `deal_id` could find them).
+//
+// Each movement is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. A movement may have a deal without a
+// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+// counterparty are not listed.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11429,11 +11974,21 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 
 // TaskInsertWithBodyWithResponse Add a task
 //
-// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 //
 // `value` is the new task's id.
 //
@@ -11450,11 +12005,21 @@ func (c *ClientWithResponses) TaskInsertWithBodyWithResponse(ctx context.Context
 
 // TaskInsertWithResponse Add a task
 //
-// Adds a task to the counterparty `company_id`. `type_id` is a kind of task from
-// directory 35. The assignee `user_id` defaults to the token owner; the assigner is
-// always the token owner. `status_id` is 1 in work (default) or 2 done. `date_start`
-// and `date_finish` are `YYYY-MM-DD HH:MM` in the token owner's time zone; `date_start`
-// defaults to now. `deal_id` and `contact_id` must belong to the same counterparty.
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
 //
 // `value` is the new task's id.
 //
@@ -11471,8 +12036,20 @@ func (c *ClientWithResponses) TaskInsertWithResponse(ctx context.Context, body T
 
 // TaskListWithResponse Tasks of a counterparty
 //
-// Every task of the counterparty `company_id` that the token owner may see, newest first
-// (by start, then id), without paging; with `deal_id` only the tasks of that deal.
+// Every task of the counterparty `company_id` that the token owner may see, latest start
+// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+// deal.
+//
+// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+// assigner is in the head's department (or is the head), an admin all of them, whoever
+// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+//
+// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
 //
 // Returns a wrapper object for the known response body format(s).
 //
