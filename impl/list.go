@@ -22,8 +22,6 @@ import (
 // from the declarations (or, for ADD_ columns, from the account's field
 // definitions, whose names the schema restricts to [A-Za-z0-9_]).
 
-const listMaxPerPage = 500
-
 // listColumn is one column of a module.
 type listColumn struct {
 	expr  string   // the value, in terms of the module's aliases; $TZ is the owner's time zone
@@ -66,6 +64,8 @@ type listQuery struct {
 	colJoins  map[string]bool // joins the requested columns need
 	sortJoins map[string]bool // joins the sort needs
 	owners    []int64         // user_ids, when given
+
+	limit, offset string // placeholders of the page
 }
 
 func (q *listQuery) add(v any) string { return q.args.add(v) }
@@ -114,19 +114,34 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	if params.SortingDirection != nil && *params.SortingDirection == 0 {
 		dir = "ASC"
 	}
+	q.limit, q.offset = q.add(perPage), q.add((page-1)*perPage)
+	q.finishTimeZone(columns)
 
-	countSQL := ""
-	onlyOwners := len(filters) == 1 && filters[0].name == "user_ids" && m.ownerScoped
-	if m.count != nil && (len(filters) == 0 || onlyOwners) {
-		countSQL = m.count(q)
-	}
-	query := q.sql(columns, sortExpr, dir, perPage, (page-1)*perPage, countSQL)
 	var out struct {
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	if err := s.db.GetContext(ctx, &out, query, q.args...); err != nil {
+	onlyOwners := len(filters) == 1 && filters[0].name == "user_ids" && m.ownerScoped
+	if m.count != nil && (len(filters) == 0 || onlyOwners) {
+		if counted := m.count(q); counted != "" {
+			// Unfiltered: the kept total and the page through the order's index.
+			err = s.stmts.get(ctx, &out, q.orderedSQL(columns, sortExpr, dir, counted), q.args...)
+			if err != nil {
+				return nil, fmt.Errorf("list module %d: %w", m.code, err)
+			}
+			return gen.CommonListPaging200JSONResponse(okList(out.Value, out.Rows, page, perPage)), nil
+		}
+	}
+	// Filtered: read the matches once when they are few, else count them and
+	// read the page through the order's index.
+	if err := s.stmts.get(ctx, &out, q.scanOnceSQL(columns, sortExpr, dir), q.args...); err != nil {
 		return nil, fmt.Errorf("list module %d: %w", m.code, err)
+	}
+	if out.Rows > s.scanOnce {
+		counted := fmt.Sprintf("SELECT count(*) FROM %s %s WHERE %s", m.from, m.inner, q.whereSQL())
+		if err := s.stmts.get(ctx, &out, q.orderedSQL(columns, sortExpr, dir, counted), q.args...); err != nil {
+			return nil, fmt.Errorf("list module %d: %w", m.code, err)
+		}
 	}
 	env := okList(out.Value, out.Rows, page, perPage)
 	return gen.CommonListPaging200JSONResponse(env), nil
@@ -338,38 +353,67 @@ func (q *listQuery) sortBy(column *string) (string, error) {
 	return "", badRequest("sorting_column: unknown column %q of module %d", *column, q.m.code)
 }
 
-// sql assembles the statement: the total and the page as a JSON array, in one
-// round trip. The page's ids are chosen first, with only the joins that filters
-// and the sort need; the requested columns are computed for those rows only.
-func (q *listQuery) sql(columns []string, sortExpr, dir string, limit, offset int, countSQL string) string {
+// finishTimeZone binds the token owner's time zone where the conditions or
+// columns format or compare date-times ($TZ).
+func (q *listQuery) finishTimeZone(columns []string) {
+	if !strings.Contains(strings.Join(q.where, " ")+strings.Join(columns, " "), "$TZ") {
+		return
+	}
+	tz := q.add(q.p.TimeZone) + "::text"
+	for i := range q.where {
+		q.where[i] = strings.ReplaceAll(q.where[i], "$TZ", tz)
+	}
+	for i := range columns {
+		columns[i] = strings.ReplaceAll(columns[i], "$TZ", tz)
+	}
+}
+
+func (q *listQuery) whereSQL() string { return strings.Join(q.where, " AND ") }
+
+// orderedSQL is the statement of a list whose total is given by counted: the
+// page's ids come through the sort order (an index when there is one), with only
+// the joins the sort needs. Values, limit and offset are placeholders, so one
+// shape of request is one prepared statement.
+func (q *listQuery) orderedSQL(columns []string, sortExpr, dir, counted string) string {
 	a := q.m.alias
 	order := a + ".id " + dir
 	if sortExpr != "" {
 		order = sortExpr + " " + dir + ", " + order
 	}
-	where := strings.Join(q.where, " AND ")
-	if countSQL == "" {
-		countSQL = fmt.Sprintf("SELECT count(*) FROM %s %s WHERE %s", q.m.from, q.m.inner, where)
+	ids := fmt.Sprintf(`SELECT %s.id FROM %s %s %s WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
+		a, q.m.from, q.m.inner, q.joinSQL(q.sortJoins), q.whereSQL(), order, q.limit, q.offset)
+	return q.pageSQL(columns, "", ids, counted)
+}
+
+// scanOnceSQL is the statement of a filtered list: it reads the ids (and sort
+// keys) of at most Config.ListScanOnce + 1 matches once, and takes the total and
+// the sorted page from them. A larger total means there were more.
+func (q *listQuery) scanOnceSQL(columns []string, sortExpr, dir string) string {
+	a := q.m.alias
+	key := "NULL"
+	if sortExpr != "" {
+		key = sortExpr
 	}
-	query := fmt.Sprintf(`
-		WITH page AS (
-			SELECT %[1]s.id, row_number() OVER (ORDER BY %[2]s) AS n
-			  FROM %[3]s %[4]s %[5]s
-			 WHERE %[6]s
-			 ORDER BY %[2]s
-			 LIMIT %[7]d OFFSET %[8]d)
-		SELECT (%[9]s) AS rows,
+	matched := fmt.Sprintf(`matched AS MATERIALIZED (SELECT %s.id, %s AS k FROM %s %s %s WHERE %s LIMIT %d),`,
+		a, key, q.m.from, q.m.inner, q.joinSQL(q.sortJoins), q.whereSQL(), q.s.scanOnce+1)
+	ids := fmt.Sprintf(`SELECT id FROM matched ORDER BY k %[1]s, id %[1]s LIMIT %[2]s OFFSET %[3]s`, dir, q.limit, q.offset)
+	return q.pageSQL(columns, matched, ids, "SELECT count(*) FROM matched")
+}
+
+// pageSQL builds the reply of a list: the total, and the page as a JSON array of
+// objects with the requested columns, computed for the page's rows only, in the
+// order of ids (ARRAY keeps the subquery's order; ORDINALITY numbers it).
+func (q *listQuery) pageSQL(columns []string, with, ids, counted string) string {
+	a := q.m.alias
+	return fmt.Sprintf(`
+		WITH %[1]s page AS (SELECT p.id, p.n FROM unnest(ARRAY(%[2]s)) WITH ORDINALITY AS p (id, n))
+		SELECT (%[3]s) AS rows,
 		       coalesce((SELECT '[' || string_agg(r.j, ',' ORDER BY r.n) || ']'
-		                   FROM (SELECT page.n, (SELECT row_to_json(x)::text FROM (SELECT %[10]s) x) AS j
+		                   FROM (SELECT page.n, (SELECT row_to_json(x)::text FROM (SELECT %[4]s) x) AS j
 		                           FROM page
-		                           JOIN %[3]s ON %[1]s.account_id = %[11]s AND %[1]s.id = page.id
-		                           %[4]s %[12]s) r), '[]') AS value`,
-		a, order, q.m.from, q.m.inner, q.joinSQL(q.sortJoins), where, limit, offset, countSQL,
-		strings.Join(columns, ", "), q.acc, q.joinSQL(q.colJoins))
-	if strings.Contains(query, "$TZ") { // the owner's time zone, for date-times
-		query = strings.ReplaceAll(query, "$TZ", q.add(q.p.TimeZone)+"::text")
-	}
-	return query
+		                           JOIN %[5]s ON %[6]s.account_id = %[7]s AND %[6]s.id = page.id
+		                           %[8]s %[9]s) r), '[]') AS value`,
+		with, ids, counted, strings.Join(columns, ", "), q.m.from, a, q.acc, q.m.inner, q.joinSQL(q.colJoins))
 }
 
 // joinSQL lists the module's joins that are needed, in declaration order.

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/crmservice/crm/impl"
 )
 
 // listFixture is a small known world for the universal list: records of every
@@ -407,7 +409,9 @@ func objectKeys(t *testing.T, raw json.RawMessage) []string {
 }
 
 func TestListPagingAndTotals(t *testing.T) {
-	e := newEnv(t)
+	// Filtered lists of more than 7 matches take the counted path, fewer the
+	// single pass: both are walked below.
+	e := newEnv(t, func(c *impl.Config) { c.ListScanOnce = 7 })
 	w := e.newWorld(t, "acme")
 	// 23 counterparties of the member with only 3 cities, so sorts by city tie a lot.
 	for i := range 23 {
@@ -441,6 +445,26 @@ func TestListPagingAndTotals(t *testing.T) {
 	expectError(t, r, "400", `query parameter "page"`, "")
 
 	t.Run("walking the pages returns each record once", func(t *testing.T) {
+		for _, filter := range []string{"", "&name=C", "&name=C2"} { // unfiltered, counted (23 > 7), single pass (3)
+			want := map[string]int{"": 23, "&name=C": 23, "&name=C2": 3}[filter]
+			for _, sort := range []string{"city", "name", "id"} {
+				var seen []int64
+				for page := 1; page <= 5; page++ {
+					r, rows := e.list(t, w.member.token, 1, fmt.Sprintf("columns=id&records_onpage=5&page=%d&sorting_column=%s&sorting_direction=0%s", page, sort, filter))
+					if r.Rows != want {
+						t.Fatalf("%s sorted by %s: rows %d, want %d", filter, sort, r.Rows, want)
+					}
+					for _, row := range rows {
+						seen = append(seen, int64(row["id"].(float64)))
+					}
+				}
+				sorted := slices.Clone(seen)
+				slices.Sort(sorted)
+				if len(seen) != want || len(slices.Compact(sorted)) != want {
+					t.Errorf("%s sorted by %s: %d records over the pages, want %d distinct", filter, sort, len(seen), want)
+				}
+			}
+		}
 		for _, sort := range []string{"city", "name", "created", "user_name", "type"} {
 			for _, dir := range []string{"0", "1"} {
 				var seen []int64

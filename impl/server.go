@@ -38,6 +38,10 @@ type Config struct {
 	// POST /mail/send (10 MiB when 0).
 	BodyLimit     int64
 	MailBodyLimit int64
+	// ListScanOnce is how many matches a filtered list reads in one pass, taking
+	// its total and page from them (10,000 when 0); with more matches it counts
+	// them and reads the page through the sort order's index instead.
+	ListScanOnce int
 }
 
 // Server implements gen.StrictServerInterface over PostgreSQL.
@@ -45,6 +49,9 @@ type Server struct {
 	db      *sqlx.DB
 	log     *slog.Logger
 	limiter *rateLimiter
+	stmts   *stmtCache
+
+	scanOnce int
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -64,7 +71,11 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.MailBodyLimit <= 0 {
 		cfg.MailBodyLimit = 10 << 20
 	}
-	s := &Server{db: cfg.DB, log: cfg.Log, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst)}
+	if cfg.ListScanOnce <= 0 {
+		cfg.ListScanOnce = 10_000
+	}
+	s := &Server{db: cfg.DB, log: cfg.Log, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst), stmts: newStmtCache(cfg.DB, 200),
+		scanOnce: cfg.ListScanOnce}
 
 	doc, err := gen.GetSpec()
 	if err != nil {
