@@ -45,10 +45,11 @@ const (
 
 // Demo describes the demo account.
 type Demo struct {
-	AccountID   int64
-	AdminUserID int64
-	Created     bool   // false when the account existed already
-	Token       string // a new bearer token of the demo admin user
+	AccountID     int64
+	AdminUserID   int64
+	MailAccountID int64  // the demo admin's mail account (POST /mail/send needs one of the token owner)
+	Created       bool   // false when the account existed already
+	Token         string // a new bearer token of the demo admin user
 }
 
 // LoadDemo creates the demo account, unless it exists, and issues a new token of
@@ -75,6 +76,10 @@ func LoadDemo(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	}
 	if demo.Token, err = issueDemoToken(ctx, tx, demo, now); err != nil {
 		return nil, err
+	}
+	if err := tx.GetContext(ctx, &demo.MailAccountID, `
+		SELECT coalesce(min(id), 0) FROM mail_accounts WHERE account_id = $1 AND user_id = $2`, demo.AccountID, demo.AdminUserID); err != nil {
+		return nil, fmt.Errorf("demo: find the admin's mail account: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("demo: commit: %w", err)

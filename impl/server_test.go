@@ -211,7 +211,6 @@ func TestNotImplemented(t *testing.T) {
 		{"POST", "/deal/goods/update", map[string]any{"id": 1, "deal_id": 1, "qnt": 2}, ""},
 		{"GET", "/document/goods/list?document_id=1", nil, ""},
 		{"POST", "/document/goods/insert?document_id=1&goods_ids=1", nil, "0"},
-		{"POST", "/mail/send", map[string]any{"mail": map[string]any{"account_id": "1", "to_address": "a@b.example", "subject": "eA==", "body": "eA=="}}, ""},
 		{"GET", "/dashboard/my/day", nil, ""},
 		{"GET", "/dashboard/my/tasks", nil, ""},
 		{"GET", "/dashboard/kpi/my", nil, ""},
