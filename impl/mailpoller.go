@@ -12,6 +12,7 @@ import (
 	"io"
 	"mime"
 	"net/mail"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -68,7 +69,7 @@ func (w *MailWorker) PollMailboxes(ctx context.Context) (int, error) {
 	var wg sync.WaitGroup
 	for _, b := range boxes {
 		wg.Go(func() {
-			n, more, err := w.poll(ctx, b)
+			n, more, err := w.pollRecovering(ctx, b)
 			w.finishPoll(ctx, b, more, err)
 			mu.Lock()
 			total += n
@@ -77,6 +78,18 @@ func (w *MailWorker) PollMailboxes(ctx context.Context) (int, error) {
 	}
 	wg.Wait()
 	return total, nil
+}
+
+// pollRecovering polls b, turning a panic (a library meeting input it did not
+// expect) into a failed poll: mail from outside never stops the server.
+func (w *MailWorker) pollRecovering(ctx context.Context, b mailbox) (stored int, more bool, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.cfg.Log.Error("panic while polling a mailbox", "mail_account", b.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errors.New("internal error while polling (see the server log)")
+		}
+	}()
+	return w.poll(ctx, b)
 }
 
 // finishPoll releases the mailbox and schedules its next poll: at once when
@@ -222,47 +235,92 @@ type fetchedMessage struct {
 // fetch reads the messages uids: whole, or their header and body structure
 // when they are larger than MaxFetchSize.
 func (w *MailWorker) fetch(c *imapclient.Client, uids []imap.UID) ([]fetchedMessage, error) {
-	sizes, err := c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true}).Collect()
+	sizes, err := collectFetch(c.Fetch(imap.UIDSetNum(uids...), &imap.FetchOptions{UID: true, RFC822Size: true}))
 	if err != nil {
 		return nil, fmt.Errorf("fetch sizes: %w", err)
 	}
 	var small, large []imap.UID
 	for _, m := range sizes {
-		if m.RFC822Size > w.cfg.MaxFetchSize {
-			large = append(large, m.UID)
+		if m.size > w.cfg.MaxFetchSize {
+			large = append(large, m.uid)
 		} else {
-			small = append(small, m.UID)
+			small = append(small, m.uid)
 		}
 	}
 	var out []fetchedMessage
-	whole := &imap.FetchItemBodySection{Peek: true}
 	if len(small) > 0 {
-		bufs, err := c.Fetch(imap.UIDSetNum(small...), &imap.FetchOptions{
-			UID: true, InternalDate: true, BodySection: []*imap.FetchItemBodySection{whole},
-		}).Collect()
+		msgs, err := collectFetch(c.Fetch(imap.UIDSetNum(small...), &imap.FetchOptions{
+			UID: true, InternalDate: true, BodySection: []*imap.FetchItemBodySection{{Peek: true}},
+		}))
 		if err != nil {
 			return nil, fmt.Errorf("fetch messages: %w", err)
 		}
-		for _, m := range bufs {
-			out = append(out, fetchedMessage{uid: m.UID, internalDate: m.InternalDate, raw: m.FindBodySection(whole)})
+		for _, m := range msgs {
+			out = append(out, fetchedMessage{uid: m.uid, internalDate: m.internalDate, raw: m.body})
 		}
 	}
-	header := &imap.FetchItemBodySection{Specifier: imap.PartSpecifierHeader, Peek: true}
 	if len(large) > 0 {
-		bufs, err := c.Fetch(imap.UIDSetNum(large...), &imap.FetchOptions{
+		msgs, err := collectFetch(c.Fetch(imap.UIDSetNum(large...), &imap.FetchOptions{
 			UID: true, InternalDate: true, BodyStructure: &imap.FetchItemBodyStructure{Extended: true},
-			BodySection: []*imap.FetchItemBodySection{header},
-		}).Collect()
+			BodySection: []*imap.FetchItemBodySection{{Specifier: imap.PartSpecifierHeader, Peek: true}},
+		}))
 		if err != nil {
 			return nil, fmt.Errorf("fetch message headers: %w", err)
 		}
-		for _, m := range bufs {
-			out = append(out, fetchedMessage{uid: m.UID, internalDate: m.InternalDate, raw: m.FindBodySection(header),
-				headerOnly: true, attachment: hasAttachment(m.BodyStructure)})
+		for _, m := range msgs {
+			out = append(out, fetchedMessage{uid: m.uid, internalDate: m.internalDate, raw: m.body,
+				headerOnly: true, attachment: hasAttachment(m.bodyStructure)})
 		}
 	}
 	slices.SortFunc(out, func(a, b fetchedMessage) int { return int(a.uid) - int(b.uid) })
 	return out, nil
+}
+
+// fetchItem is one message of a FETCH reply (of a request for at most one body section).
+type fetchItem struct {
+	uid           imap.UID
+	size          int64
+	internalDate  time.Time
+	bodyStructure imap.BodyStructure
+	body          []byte
+}
+
+// collectFetch reads the reply of a FETCH. Unlike FetchCommand.Collect it stops
+// at the first failed read and never reads on: once a body read has failed
+// (the connection dropped), the client's own reader goroutine reads the
+// connection again, and reading the body further would race with it. The
+// caller then closes the client.
+func collectFetch(cmd *imapclient.FetchCommand) ([]fetchItem, error) {
+	var out []fetchItem
+	for msg := cmd.Next(); msg != nil; msg = cmd.Next() {
+		var it fetchItem
+		for item := msg.Next(); item != nil; item = msg.Next() {
+			switch d := item.(type) {
+			case imapclient.FetchItemDataUID:
+				it.uid = d.UID
+			case imapclient.FetchItemDataRFC822Size:
+				it.size = d.Size
+			case imapclient.FetchItemDataInternalDate:
+				it.internalDate = d.Time
+			case imapclient.FetchItemDataBodyStructure:
+				it.bodyStructure = d.BodyStructure
+			case imapclient.FetchItemDataBodySection:
+				if d.Literal == nil {
+					continue
+				}
+				b, err := io.ReadAll(d.Literal)
+				if err == nil && int64(len(b)) != d.Literal.Size() {
+					err = io.ErrUnexpectedEOF // a cut connection ends a body early
+				}
+				if err != nil {
+					return nil, err
+				}
+				it.body = b
+			}
+		}
+		out = append(out, it)
+	}
+	return out, cmd.Close()
 }
 
 // hasAttachment applies the rule of go-message's reader to a body structure: a

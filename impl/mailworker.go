@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -230,7 +231,7 @@ func classify(err error) *deliveryError {
 
 // deliver makes one delivery attempt of a claimed message and records its outcome.
 func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage) {
-	err := w.send(ctx, m)
+	err := w.sendRecovering(ctx, m)
 	// The outcome is recorded even when ctx ended meanwhile (shutdown): a
 	// message the server accepted must not be sent again.
 	rec, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
@@ -282,6 +283,18 @@ func (w *MailWorker) backoff(n int) time.Duration {
 	}
 	d = min(d, w.cfg.RetryMax)
 	return d + time.Duration((rand.Float64()-0.5)*0.2*float64(d))
+}
+
+// sendRecovering sends m, turning a panic into a temporary failure, so that
+// one message never stops the server.
+func (w *MailWorker) sendRecovering(ctx context.Context, m outboxMessage) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			w.cfg.Log.Error("panic while sending a message", "mail_message", m.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			err = errors.New("internal error while sending (see the server log)")
+		}
+	}()
+	return w.send(ctx, m)
 }
 
 // send delivers the message over the mail account's SMTP server.
