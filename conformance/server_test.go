@@ -39,6 +39,7 @@ func TestCasesAgainstServer(t *testing.T) {
 		BaseURL: srv.URL, Token: demo.Token, Contract: contract,
 		Vars: map[string]string{
 			"user_id":            strconv.FormatInt(demo.AdminUserID, 10),
+			"mail_account_id":    strconv.FormatInt(demo.MailAccountID, 10),
 			"sample_goods_id":    strconv.FormatInt(demo.Samples.GoodsID, 10),
 			"sample_company_id":  strconv.FormatInt(demo.Samples.CompanyID, 10),
 			"sample_deal_id":     strconv.FormatInt(demo.Samples.DealID, 10),

@@ -45,11 +45,12 @@ const (
 
 // Demo describes the demo account.
 type Demo struct {
-	AccountID   int64
-	AdminUserID int64
-	Created     bool   // false when the account existed already
-	Token       string // a new bearer token of the demo admin user
-	Samples     DemoSamples
+	AccountID     int64
+	AdminUserID   int64
+	MailAccountID int64  // the demo admin's mail account (POST /mail/send needs one of the token owner)
+	Created       bool   // false when the account existed already
+	Token         string // a new bearer token of the demo admin user
+	Samples       DemoSamples
 }
 
 // DemoSamples are records of the demo account that the conformance cases read
@@ -90,6 +91,10 @@ func LoadDemo(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	}
 	if demo.Samples, err = findDemoSamples(ctx, tx, demo.AccountID); err != nil {
 		return nil, err
+	}
+	if err := tx.GetContext(ctx, &demo.MailAccountID, `
+		SELECT coalesce(min(id), 0) FROM mail_accounts WHERE account_id = $1 AND user_id = $2`, demo.AccountID, demo.AdminUserID); err != nil {
+		return nil, fmt.Errorf("demo: find the admin's mail account: %w", err)
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("demo: commit: %w", err)

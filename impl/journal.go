@@ -2,6 +2,7 @@ package impl
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 
@@ -34,7 +35,8 @@ type journalEntry struct {
 }
 
 // writeJournal stores entries in the caller's transaction, so that the journal
-// has a row exactly for every committed mutation.
+// has a row exactly for every committed mutation. A zero p.TokenID (the mail
+// poller, acting for a mailbox owner without a token) is stored as NULL.
 func writeJournal(ctx context.Context, tx *sqlx.Tx, p *Principal, entries []journalEntry) error {
 	if len(entries) == 0 {
 		return nil
@@ -55,7 +57,7 @@ func writeJournal(ctx context.Context, tx *sqlx.Tx, p *Principal, entries []jour
 		INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes)
 		SELECT $1, $2, $3, m, e, r, a, c::jsonb
 		  FROM unnest($4::smallint[], $5::text[], $6::bigint[], $7::text[], $8::text[]) AS j (m, e, r, a, c)`,
-		p.AccountID, p.UserID, p.TokenID,
+		p.AccountID, p.UserID, sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0},
 		pq.Array(modules), pq.Array(entities), pq.Array(records), pq.Array(actions), pq.Array(changes))
 	if err != nil {
 		return fmt.Errorf("write journal: %w", err)

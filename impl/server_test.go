@@ -192,7 +192,6 @@ func TestNotImplemented(t *testing.T) {
 		body           any
 		value          string
 	}{
-		{"POST", "/mail/send", map[string]any{"mail": map[string]any{"account_id": "1", "to_address": "a@b.example", "subject": "eA==", "body": "eA=="}}, ""},
 		{"GET", "/dashboard/my/day", nil, ""},
 		{"GET", "/dashboard/my/tasks", nil, ""},
 		{"GET", "/dashboard/kpi/my", nil, ""},

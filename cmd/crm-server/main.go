@@ -9,10 +9,14 @@
 //	crm-server token create -user ID [-label L] [-ttl 720h]
 //	crm-server token revoke -id ID
 //	crm-server directory add -account ID -code C -name N [-sort S] [-controlled] [-invoice]
+//	crm-server mail-account create -user ID -address A [-name N] [-smtp-host H ...] [-imap-host H ...]
+//	crm-server mail-account list -account ID | mail-account disable -id ID
 //	crm-server demo
 //
 // The database is DATABASE_URL; when it is unset, a private PostgreSQL cluster
 // under ./.data (CRM_DATA_DIR) is started from the installed server binaries.
+// CRM_SECRET_KEY (Base64 of 32 bytes) encrypts the passwords of mail accounts;
+// serve runs the mail worker only when it is set.
 package main
 
 import (
@@ -59,7 +63,7 @@ func newLogger() *slog.Logger {
 
 func run(ctx context.Context, log *slog.Logger, stdout io.Writer, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: crm-server serve|migrate|db|account|department|user|token|directory|demo ... (see the package documentation)")
+		return errors.New("usage: crm-server serve|migrate|db|account|department|user|token|directory|mail-account|demo ... (see the package documentation)")
 	}
 	cmd, args := args[0], args[1:]
 	switch cmd {
@@ -67,6 +71,8 @@ func run(ctx context.Context, log *slog.Logger, stdout io.Writer, args []string)
 		return serve(ctx, log, stdout, args)
 	case "db":
 		return localDB(ctx, log, stdout, args)
+	case "mail-account":
+		return mailAccount(ctx, log, os.Stdin, stdout, args)
 	}
 	fs := flag.NewFlagSet(cmd, flag.ContinueOnError)
 	sub := ""
@@ -141,7 +147,8 @@ func adminCommands(fs *flag.FlagSet, stdout io.Writer) map[string]func(context.C
 				return err
 			}
 			// key=value lines, read by people and by .ci/conformance.sh
-			fmt.Fprintf(stdout, "account_id=%d\nadmin_user_id=%d\ncreated=%t\ntoken=%s\n", demo.AccountID, demo.AdminUserID, demo.Created, demo.Token)
+			fmt.Fprintf(stdout, "account_id=%d\nadmin_user_id=%d\nadmin_mail_account_id=%d\ncreated=%t\ntoken=%s\n",
+				demo.AccountID, demo.AdminUserID, demo.MailAccountID, demo.Created, demo.Token)
 			fmt.Fprintf(stdout, "sample_goods_id=%d\nsample_company_id=%d\nsample_deal_id=%d\nsample_document_id=%d\n",
 				demo.Samples.GoodsID, demo.Samples.CompanyID, demo.Samples.DealID, demo.Samples.DocumentID)
 			return nil
@@ -189,6 +196,7 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 	demo := fs.Bool("demo", false, "load the demo account (once) and print a token of its admin")
 	rate := fs.Float64("rate-limit", envFloat("RATE_LIMIT", 50), "requests per second per token (0: no limit)")
 	burst := fs.Int("rate-burst", int(envFloat("RATE_BURST", 100)), "burst of requests per token")
+	mail := fs.Bool("mail", os.Getenv("CRM_MAIL") != "off", "deliver queued mail and poll mailboxes (needs CRM_SECRET_KEY; CRM_MAIL=off turns it off)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -237,6 +245,7 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
+	defer startMail(ctx, log, pool, *mail)()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	log.Info("serving", "addr", *addr)

@@ -1262,25 +1262,31 @@ type LocalMinute = string
 
 // MailMessageInput defines model for MailMessageInput.
 type MailMessageInput struct {
-	// AccountId Id of a mail account of the token owner.
+	// AccountId Id of a mail account of the token owner, in decimal digits.
 	AccountId string `json:"account_id"`
 
-	// Bcc Comma-separated addresses.
+	// Bcc Hidden copy recipients, comma-separated, as in to_address; in no header.
 	Bcc *string `json:"bcc,omitempty"`
 
-	// Body Base64 of the UTF-8 HTML body.
+	// Body Base64 (standard or URL-safe, padding optional) of the UTF-8 HTML body.
 	Body string `json:"body"`
 
-	// Cc Comma-separated addresses.
-	Cc        *string `json:"cc,omitempty"`
-	CompanyId *int64  `json:"company_id,omitempty"`
-	ContactId *int64  `json:"contact_id,omitempty"`
-	DealId    *int64  `json:"deal_id,omitempty"`
+	// Cc Copy recipients, comma-separated, as in to_address.
+	Cc *string `json:"cc,omitempty"`
 
-	// Subject Base64 of the UTF-8 subject.
+	// CompanyId The counterparty the message concerns.
+	CompanyId *int64 `json:"company_id,omitempty"`
+
+	// ContactId The contact person; must belong to company_id when both are given.
+	ContactId *int64 `json:"contact_id,omitempty"`
+
+	// DealId The deal; must belong to company_id when both are given.
+	DealId *int64 `json:"deal_id,omitempty"`
+
+	// Subject Base64 (standard or URL-safe, padding optional) of the UTF-8 subject; no line breaks.
 	Subject string `json:"subject"`
 
-	// ToAddress Recipient address; several are comma-separated.
+	// ToAddress Recipient addresses, comma-separated, each `local@domain.tld` or `Name <local@domain.tld>`.
 	ToAddress string `json:"to_address"`
 }
 
@@ -4832,15 +4838,62 @@ type ClientInterface interface {
 	// MailSendWithBody Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
-	// of a mail account the token owner owns, as a string). `subject` and `body` are
-	// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-	// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-	// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-	// message to that counterparty, contact person and deal.
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
 	//
-	// On success the message is stored at once in the `sent` folder in a queued state and
-	// delivered by a background worker; the reply is status `success`, code `0` and an
-	// empty `value`, as the interface has it.
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice;
+	// a message whose process died during an attempt is retried. The delivery state is
+	// not part of this interface; `crm-server mail-account list` shows queued and failed
+	// counts.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -4850,15 +4903,62 @@ type ClientInterface interface {
 	// MailSend Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
-	// of a mail account the token owner owns, as a string). `subject` and `body` are
-	// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-	// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-	// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-	// message to that counterparty, contact person and deal.
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
 	//
-	// On success the message is stored at once in the `sent` folder in a queued state and
-	// delivered by a background worker; the reply is status `success`, code `0` and an
-	// empty `value`, as the interface has it.
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice;
+	// a message whose process died during an attempt is retried. The delivery state is
+	// not part of this interface; `crm-server mail-account list` shows queued and failed
+	// counts.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6095,15 +6195,62 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // MailSendWithBody Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
-// of a mail account the token owner owns, as a string). `subject` and `body` are
-// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-// message to that counterparty, contact person and deal.
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
 //
-// On success the message is stored at once in the `sent` folder in a queued state and
-// delivered by a background worker; the reply is status `success`, code `0` and an
-// empty `value`, as the interface has it.
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice;
+// a message whose process died during an attempt is retried. The delivery state is
+// not part of this interface; `crm-server mail-account list` shows queued and failed
+// counts.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6123,15 +6270,62 @@ func (c *Client) MailSendWithBody(ctx context.Context, contentType string, body 
 // MailSend Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
-// of a mail account the token owner owns, as a string). `subject` and `body` are
-// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-// message to that counterparty, contact person and deal.
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
 //
-// On success the message is stored at once in the `sent` folder in a queued state and
-// delivered by a background worker; the reply is status `success`, code `0` and an
-// empty `value`, as the interface has it.
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice;
+// a message whose process died during an attempt is retried. The delivery state is
+// not part of this interface; `crm-server mail-account list` shows queued and failed
+// counts.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -8868,15 +9062,62 @@ type ClientWithResponsesInterface interface {
 	// MailSendWithBodyWithResponse Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
-	// of a mail account the token owner owns, as a string). `subject` and `body` are
-	// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-	// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-	// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-	// message to that counterparty, contact person and deal.
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
 	//
-	// On success the message is stored at once in the `sent` folder in a queued state and
-	// delivered by a background worker; the reply is status `success`, code `0` and an
-	// empty `value`, as the interface has it.
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice;
+	// a message whose process died during an attempt is retried. The delivery state is
+	// not part of this interface; `crm-server mail-account list` shows queued and failed
+	// counts.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8886,15 +9127,62 @@ type ClientWithResponsesInterface interface {
 	// MailSendWithResponse Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
-	// of a mail account the token owner owns, as a string). `subject` and `body` are
-	// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-	// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-	// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-	// message to that counterparty, contact person and deal.
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
 	//
-	// On success the message is stored at once in the `sent` folder in a queued state and
-	// delivered by a background worker; the reply is status `success`, code `0` and an
-	// empty `value`, as the interface has it.
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice;
+	// a message whose process died during an attempt is retried. The delivery state is
+	// not part of this interface; `crm-server mail-account list` shows queued and failed
+	// counts.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11910,15 +12198,62 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // MailSendWithBodyWithResponse Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
-// of a mail account the token owner owns, as a string). `subject` and `body` are
-// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-// message to that counterparty, contact person and deal.
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
 //
-// On success the message is stored at once in the `sent` folder in a queued state and
-// delivered by a background worker; the reply is status `success`, code `0` and an
-// empty `value`, as the interface has it.
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice;
+// a message whose process died during an attempt is retried. The delivery state is
+// not part of this interface; `crm-server mail-account list` shows queued and failed
+// counts.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11934,15 +12269,62 @@ func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, 
 // MailSendWithResponse Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
-// of a mail account the token owner owns, as a string). `subject` and `body` are
-// Base64-encoded UTF-8 (standard alphabet, padded; URL-safe or unpadded input is also
-// accepted); the body is HTML and a plain-text alternative is derived from it. `cc` and
-// `bcc` are comma-separated addresses. `company_id`, `contact_id` and `deal_id` link the
-// message to that counterparty, contact person and deal.
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
 //
-// On success the message is stored at once in the `sent` folder in a queued state and
-// delivered by a background worker; the reply is status `success`, code `0` and an
-// empty `value`, as the interface has it.
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice;
+// a message whose process died during an attempt is retried. The delivery state is
+// not part of this interface; `crm-server mail-account list` shows queued and failed
+// counts.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -1,0 +1,167 @@
+package impl_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/crmservice/crm/impl"
+)
+
+func TestSecretBox(t *testing.T) {
+	box := testSecretBox(t)
+	sealed := box.Seal(7, "smtp", "pa55 word")
+	if bytes.Contains(sealed, []byte("pa55")) {
+		t.Error("the sealed secret contains the password")
+	}
+	if got, err := box.Open(7, "smtp", sealed); err != nil || got != "pa55 word" {
+		t.Errorf("Open = %q, %v", got, err)
+	}
+	if bytes.Equal(sealed, box.Seal(7, "smtp", "pa55 word")) {
+		t.Error("two seals of one secret are equal: the nonce is not fresh")
+	}
+	for _, tc := range []struct {
+		name    string
+		account int64
+		use     string
+		sealed  []byte
+		box     *impl.SecretBox
+	}{
+		{"another account", 8, "smtp", sealed, box},
+		{"another use", 7, "imap", sealed, box},
+		{"another key", 7, "smtp", sealed, testSecretBox(t)},
+		{"tampered", 7, "smtp", append(bytes.Clone(sealed[:len(sealed)-1]), sealed[len(sealed)-1]^1), box},
+		{"truncated", 7, "smtp", sealed[:5], box},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.box.Open(tc.account, tc.use, tc.sealed)
+			if err == nil || strings.Contains(err.Error(), "pa55") {
+				t.Errorf("Open = %v", err)
+			}
+		})
+	}
+	t.Run("keys", func(t *testing.T) {
+		if _, err := impl.NewSecretBox(""); !errors.Is(err, impl.ErrNoSecretKey) {
+			t.Errorf("empty key: %v", err)
+		}
+		if _, err := impl.NewSecretBox(base64.StdEncoding.EncodeToString(make([]byte, 16))); err == nil || !strings.Contains(err.Error(), "32 bytes") {
+			t.Errorf("short key: %v", err)
+		}
+		if _, err := impl.NewSecretBox("not base64!"); err == nil {
+			t.Error("a key that is not Base64 was accepted")
+		}
+		if _, err := impl.NewSecretBox(base64.RawURLEncoding.EncodeToString(make([]byte, 32))); err != nil {
+			t.Errorf("URL-safe unpadded key: %v", err)
+		}
+	})
+}
+
+func TestMailAccounts(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	box := testSecretBox(t)
+	ctx := context.Background()
+
+	t.Run("OK: created with encrypted passwords and defaults", func(t *testing.T) {
+		id, err := impl.CreateMailAccount(ctx, e.db, box, impl.MailAccountInput{
+			UserID: w.member.id, Address: "member@acme.example", DisplayName: " Member M ",
+			SMTP: impl.MailServerInput{Host: "smtp.acme.example", Password: "smtp-secret"},
+			IMAP: impl.MailServerInput{Host: "imap.acme.example", Login: "member", Password: "imap-secret"},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var row struct {
+			AccountID    int64  `db:"account_id"`
+			DisplayName  string `db:"display_name"`
+			SMTPPort     int    `db:"smtp_port"`
+			SMTPSecurity string `db:"smtp_security"`
+			SMTPLogin    string `db:"smtp_login"`
+			SMTPSecret   []byte `db:"smtp_secret"`
+			IMAPPort     int    `db:"imap_port"`
+			IMAPSecurity string `db:"imap_security"`
+			IMAPLogin    string `db:"imap_login"`
+			IMAPSecret   []byte `db:"imap_secret"`
+			Active       bool   `db:"active"`
+		}
+		if err := e.db.Get(&row, `SELECT account_id, display_name, smtp_port, smtp_security, smtp_login, smtp_secret,
+			imap_port, imap_security, imap_login, imap_secret, active FROM mail_accounts WHERE id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		if row.AccountID != w.accountID || row.DisplayName != "Member M" || row.SMTPPort != 587 || row.SMTPSecurity != "starttls" ||
+			row.SMTPLogin != "member@acme.example" || row.IMAPPort != 993 || row.IMAPSecurity != "tls" || row.IMAPLogin != "member" || !row.Active {
+			t.Errorf("stored %+v", row)
+		}
+		if bytes.Contains(row.SMTPSecret, []byte("smtp-secret")) || bytes.Contains(row.IMAPSecret, []byte("imap-secret")) {
+			t.Error("a password is stored in clear")
+		}
+		if p, err := box.Open(w.accountID, "smtp", row.SMTPSecret); err != nil || p != "smtp-secret" {
+			t.Errorf("SMTP secret opens to %q, %v", p, err)
+		}
+		if p, err := box.Open(w.accountID, "imap", row.IMAPSecret); err != nil || p != "imap-secret" {
+			t.Errorf("IMAP secret opens to %q, %v", p, err)
+		}
+
+		list, err := impl.ListMailAccounts(ctx, e.db, w.accountID)
+		if err != nil || len(list) != 1 {
+			t.Fatalf("list %+v, %v", list, err)
+		}
+		a := list[0]
+		if a.ID != id || a.UserID != w.member.id || a.SMTP != "starttls://member@acme.example@smtp.acme.example:587" || !a.SMTPPassword ||
+			a.IMAP != "tls://member@imap.acme.example:993" || !a.IMAPPassword || !a.Active {
+			t.Errorf("listed %+v", a)
+		}
+
+		if err := impl.DisableMailAccount(ctx, e.db, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := impl.DisableMailAccount(ctx, e.db, id); err == nil {
+			t.Error("disabled twice")
+		}
+		if list, _ := impl.ListMailAccounts(ctx, e.db, w.accountID); list[0].Active {
+			t.Error("still active")
+		}
+	})
+
+	t.Run("OK: an unauthenticated relay needs no key", func(t *testing.T) {
+		if _, err := impl.CreateMailAccount(ctx, e.db, nil, impl.MailAccountInput{
+			UserID: w.peer.id, Address: "peer@acme.example", SMTP: impl.MailServerInput{Host: "relay.acme.example", Port: 25, Security: "none"},
+		}); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	before := e.count(t, `SELECT count(*) FROM mail_accounts`)
+	for _, tc := range []struct {
+		name string
+		box  *impl.SecretBox
+		in   impl.MailAccountInput
+		want string
+	}{
+		{"a password without a key", nil, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example",
+			SMTP: impl.MailServerInput{Host: "h.example", Password: "p"}}, impl.SecretKeyEnv + " is not set"},
+		{"a password in clear over the network", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example",
+			IMAP: impl.MailServerInput{Host: "h.example", Security: "none", Password: "p"}}, "would cross the network unencrypted"},
+		{"IMAP without a password", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example",
+			IMAP: impl.MailServerInput{Host: "h.example"}}, "IMAP needs a password"},
+		{"a bad address", box, impl.MailAccountInput{UserID: w.member.id, Address: "a b@acme.example"}, "local@domain.tld"},
+		{"a display name with a line break", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example", DisplayName: "A\r\nBcc: x@y.example"}, "line breaks"},
+		{"an unknown security", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example", SMTP: impl.MailServerInput{Host: "h", Security: "ssl"}}, `"ssl"`},
+		{"a bad port", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example", SMTP: impl.MailServerInput{Host: "h", Port: 70000}}, "port 70000"},
+		{"a login without a host", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example", SMTP: impl.MailServerInput{Login: "x"}}, "without a host"},
+		{"an unknown user", box, impl.MailAccountInput{UserID: 987654321, Address: "a@acme.example"}, "no active user"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := impl.CreateMailAccount(ctx, e.db, tc.box, tc.in)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+			if n := e.count(t, `SELECT count(*) FROM mail_accounts`); n != before {
+				t.Error("a mail account was stored")
+			}
+		})
+	}
+}
