@@ -15,6 +15,7 @@ bin/crm-server migrate >/dev/null
 demo=$(bin/crm-server demo)
 token=$(sed -n 's/^token=//p' <<<"$demo")
 user=$(sed -n 's/^admin_user_id=//p' <<<"$demo")
+member_token=$(sed -n 's/^member_token=//p' <<<"$demo")
 
 RATE_LIMIT=0 bin/crm-server serve -addr "127.0.0.1:$port" 2>conformance-server.log &
 server=$!
@@ -24,4 +25,4 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-bin/crm-conformance -base-url "http://127.0.0.1:$port" -token "$token" -var "user_id=$user" "$@"
+bin/crm-conformance -base-url "http://127.0.0.1:$port" -token "$token" -var "user_id=$user" -var "member_token=$member_token" "$@"

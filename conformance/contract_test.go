@@ -101,7 +101,6 @@ func hasRequestExample(op *openapi3.Operation) bool {
 	return false
 }
 
-
 // TestContractNamesItsObjectSchemas checks that every object schema is a named
 // component, so that generated SDKs get a named type for each.
 func TestContractNamesItsObjectSchemas(t *testing.T) {

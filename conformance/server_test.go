@@ -37,7 +37,7 @@ func TestCasesAgainstServer(t *testing.T) {
 	}
 	runner := &conformance.Runner{
 		BaseURL: srv.URL, Token: demo.Token, Contract: contract,
-		Vars: map[string]string{"user_id": strconv.FormatInt(demo.AdminUserID, 10)},
+		Vars: map[string]string{"user_id": strconv.FormatInt(demo.AdminUserID, 10), "member_token": demo.MemberToken},
 	}
 	report := runner.Run(context.Background(), suites)
 	for _, r := range report.Results {

@@ -212,10 +212,6 @@ func TestNotImplemented(t *testing.T) {
 		{"GET", "/document/goods/list?document_id=1", nil, ""},
 		{"POST", "/document/goods/insert?document_id=1&goods_ids=1", nil, "0"},
 		{"POST", "/mail/send", map[string]any{"mail": map[string]any{"account_id": "1", "to_address": "a@b.example", "subject": "eA==", "body": "eA=="}}, ""},
-		{"GET", "/dashboard/my/day", nil, ""},
-		{"GET", "/dashboard/my/tasks", nil, ""},
-		{"GET", "/dashboard/kpi/my", nil, ""},
-		{"GET", "/dashboard/kpi/team", nil, ""},
 	} {
 		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
 			expectError(t, e.do(t, request{method: tc.method, target: tc.target, token: w.admin.token, body: tc.body}),
