@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
@@ -106,6 +108,54 @@ func (s *Server) kpiPeriod(ctx context.Context, p *Principal, dateFrom, dateTo *
 	return pd, checkPeriod(pd, "date_from", "date_to")
 }
 
+// stmtCache keeps the dashboards' statements prepared. Planning one of them
+// costs PostgreSQL more than running it (they read a few index ranges, but
+// have many parts); prepared, each is planned a few times per connection and
+// then runs on its generic plan. The texts depend on the dashboard and the
+// caller's role only (every value is a placeholder), so the cache stays small.
+type stmtCache struct {
+	mu    sync.Mutex
+	stmts map[string]*sqlx.Stmt
+}
+
+// get returns the prepared statement of query, preparing it on first use.
+func (c *stmtCache) get(ctx context.Context, db *sqlx.DB, query string) (*sqlx.Stmt, error) {
+	c.mu.Lock()
+	stmt := c.stmts[query]
+	c.mu.Unlock()
+	if stmt != nil {
+		return stmt, nil
+	}
+	stmt, err := db.PreparexContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if prev := c.stmts[query]; prev != nil { // prepared concurrently
+		stmt.Close()
+		return prev, nil
+	}
+	if c.stmts == nil {
+		c.stmts = map[string]*sqlx.Stmt{}
+	}
+	c.stmts[query] = stmt
+	return stmt, nil
+}
+
+// dashboardValue runs a dashboard statement and returns the value it builds.
+func (s *Server) dashboardValue(ctx context.Context, q *dashQuery, query string) (string, error) {
+	stmt, err := s.stmts.get(ctx, s.db, query)
+	if err != nil {
+		return "", err
+	}
+	var value string
+	if err := stmt.GetContext(ctx, &value, q.args...); err != nil {
+		return "", err
+	}
+	return value, nil
+}
+
 // dashQuery builds the one statement of a dashboard. Its SQL templates name the
 // shared placeholders in braces ({acc}, {tz}, {from}, {to}, {me}), which sql
 // replaces; every value still travels as a placeholder argument.
@@ -133,9 +183,20 @@ func (q *dashQuery) owner() string {
 }
 
 // sql expands a template: first the pairs of extra names and SQL fragments
-// given (which may use the shared names), then the shared placeholders.
+// given, as often as the fragments bring in more of those names, then the
+// shared placeholders.
 func (q *dashQuery) sql(template string, extra ...string) string {
-	out := strings.NewReplacer(extra...).Replace(template)
+	out := template
+	if len(extra) > 0 {
+		r := strings.NewReplacer(extra...)
+		for range 4 {
+			next := r.Replace(out)
+			if next == out {
+				break
+			}
+			out = next
+		}
+	}
 	shared := []string{"{acc}", q.acc, "{tz}", q.tz, "{from}", q.from, "{to}", q.to}
 	if strings.Contains(out, "{me}") {
 		shared = append(shared, "{me}", q.owner())
@@ -190,6 +251,22 @@ func (q *dashQuery) visibleTasks() string {
 	return fmt.Sprintf("(t.user_id = ANY (%[1]s) OR t.assigner_id = ANY (%[1]s))", v)
 }
 
+// overdueTasks is the template of a SELECT of the assignee and assigner of the
+// visible unfinished tasks due before {start}: one index range of the account
+// for an admin, for others the ranges of the visible users as assignees and as
+// assigners (dash_tasks_open_user, dash_tasks_open_assigner).
+func overdueTasks(q *dashQuery) string {
+	if q.p.Role == RoleAdmin {
+		return `SELECT t.user_id, t.assigner_id FROM tasks t
+			 WHERE t.account_id = {acc} AND t.status_id = 1 AND {deadline} < {start}`
+	}
+	return `SELECT t.id, t.user_id, t.assigner_id FROM tasks t
+		 WHERE t.account_id = {acc} AND t.status_id = 1 AND t.user_id = ANY ({visible}) AND {deadline} < {start}
+		UNION
+		SELECT t.id, t.user_id, t.assigner_id FROM tasks t
+		 WHERE t.account_id = {acc} AND t.status_id = 1 AND t.assigner_id = ANY ({visible}) AND {deadline} < {start}`
+}
+
 // taskDeadline is the moment by which a task t is due: its finish, or its start
 // when it has none (the expression of the dash_tasks_* indexes).
 const taskDeadline = "coalesce(t.date_finish, t.date_start)"
@@ -206,7 +283,17 @@ func (s *Server) DashboardMyDay(ctx context.Context, req gen.DashboardMyDayReque
 		return nil, err
 	}
 	q := newDashQuery(p, pd)
-	query := q.sql(`
+	query := daySQL(q)
+	value, err := s.dashboardValue(ctx, q, query)
+	if err != nil {
+		return nil, fmt.Errorf("day dashboard: %w", err)
+	}
+	return gen.DashboardMyDay200JSONResponse(ok(value)), nil
+}
+
+// daySQL is the statement of GET /dashboard/my/day.
+func daySQL(q *dashQuery) string {
+	return q.sql(`
 		SELECT jsonb_build_object(
 			'period', jsonb_build_object('date_from', {from}::date, 'date_to', {to}::date),
 			'user', jsonb_build_object('id', {me}::bigint, 'name', {name}::text),
@@ -232,8 +319,7 @@ func (s *Server) DashboardMyDay(ctx context.Context, req gen.DashboardMyDayReque
 					 GROUP BY type_id
 				), overdue AS (
 					SELECT count(*) AS total, count(*) FILTER (WHERE {mineTask}) AS mine
-					  FROM tasks t
-					 WHERE t.account_id = {acc} AND t.status_id = 1 AND {deadline} < {start} AND {visibleTasks}
+					  FROM ({overdueTasks}) t
 				)
 				SELECT jsonb_build_object(
 					'scheduled_total', coalesce(sum(b.total), 0), 'done_total', coalesce(sum(b.done), 0),
@@ -276,19 +362,14 @@ func (s *Server) DashboardMyDay(ctx context.Context, req gen.DashboardMyDayReque
 				                    WHERE t.account_id = c.account_id AND t.company_id = c.id AND t.status_id = 1
 				                      AND {deadline} >= {end})),
 			'my_kpi', {kpi})::text`,
-		"{name}", q.args.add(p.UserName),
+		"{name}", q.args.add(q.p.UserName),
 		"{start}", q.start(q.from), "{end}", q.end(q.to),
-		"{visible}", q.visibleUsers(), "{visibleTasks}", q.visibleTasks(),
+		"{visible}", q.visibleUsers(), "{visibleTasks}", q.visibleTasks(), "{overdueTasks}", overdueTasks(q),
 		"{visibleCompanies}", visibleCompanies(q),
 		"{mineTask}", "(t.user_id = {me} OR t.assigner_id = {me})",
 		"{deadline}", taskDeadline,
 		"{dirTypes}", fmt.Sprint(DirCompanyTypes),
 		"{kpi}", kpiMyJSON(q))
-	var value string
-	if err := s.db.GetContext(ctx, &value, query, q.args...); err != nil {
-		return nil, fmt.Errorf("day dashboard: %w", err)
-	}
-	return gen.DashboardMyDay200JSONResponse(ok(value)), nil
 }
 
 // invoiceTypes is the SQL array of the account's document types that are
@@ -318,9 +399,19 @@ func (s *Server) DashboardMyTasks(ctx context.Context, req gen.DashboardMyTasksR
 		limit = *req.Params.OverdueLimit
 	}
 	q := newDashQuery(p, pd)
+	query := myTasksSQL(q, limit)
+	value, err := s.dashboardValue(ctx, q, query)
+	if err != nil {
+		return nil, fmt.Errorf("tasks dashboard: %w", err)
+	}
+	return gen.DashboardMyTasks200JSONResponse(ok(value)), nil
+}
+
+// myTasksSQL is the statement of GET /dashboard/my/tasks.
+func myTasksSQL(q *dashQuery, limit int) string {
 	// The overdue tasks are read as two index ranges, of the owner as assignee
 	// and as assigner (dash_tasks_open_user, dash_tasks_open_assigner).
-	query := q.sql(`
+	return q.sql(`
 		WITH today AS (
 			SELECT t.id, t.status_id, {deadline} AS deadline
 			  FROM tasks t
@@ -351,11 +442,6 @@ func (s *Server) DashboardMyTasks(ctx context.Context, req gen.DashboardMyTasksR
 				                     FROM shown x JOIN tasks t ON t.account_id = {acc} AND t.id = x.id {joins}), '[]')))::text`,
 		"{start}", q.start(q.from), "{end}", q.end(q.to), "{deadline}", taskDeadline,
 		"{limit}", q.args.add(limit), "{task}", dashboardTaskJSON, "{joins}", dashboardTaskJoins)
-	var value string
-	if err := s.db.GetContext(ctx, &value, query, q.args...); err != nil {
-		return nil, fmt.Errorf("tasks dashboard: %w", err)
-	}
-	return gen.DashboardMyTasks200JSONResponse(ok(value)), nil
 }
 
 // dashboardTaskJSON is the DashboardTask object of the task t.
@@ -495,8 +581,8 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 		return nil, err
 	}
 	q := newDashQuery(p, pd)
-	var value string
-	if err := s.db.GetContext(ctx, &value, "SELECT "+kpiMyJSON(q)+"::text", q.args...); err != nil {
+	value, err := s.dashboardValue(ctx, q, "SELECT "+kpiMyJSON(q)+"::text")
+	if err != nil {
 		return nil, fmt.Errorf("own KPI: %w", err)
 	}
 	return gen.DashboardKpiMy200JSONResponse(ok(value)), nil
@@ -530,8 +616,19 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 	case !p.KPIDepartmentsReport:
 		deptsAccess = accessNoDepartmentRight
 	}
+	query := kpiTeamSQL(q, scope, usersAccess, deptsAccess)
+	value, err := s.dashboardValue(ctx, q, query)
+	if err != nil {
+		return nil, fmt.Errorf("team KPI: %w", err)
+	}
+	return gen.DashboardKpiTeam200JSONResponse(ok(value)), nil
+}
+
+// kpiTeamSQL is the statement of GET /dashboard/kpi/team for the staff that
+// passes scope, with the lists whose access is "ok".
+func kpiTeamSQL(q *dashQuery, scope, usersAccess, deptsAccess string) string {
 	items := kpiItemsSQL(q, scope, "%s = ANY (ARRAY(SELECT DISTINCT user_id FROM plan))", "{from}::date")
-	query := q.sql(`
+	return q.sql(`
 		WITH items AS (`+items+`), users_progress AS (
 			SELECT i.user_id, u.name, u.department_id, coalesce(dp.name, '') AS department, avg(i.progress) AS progress
 			  FROM items i
@@ -557,11 +654,6 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 					FROM departments_progress), '[]') END,
 			'departments_access', {deptsAccess}::text)::text`,
 		"{usersAccess}", q.args.add(usersAccess), "{deptsAccess}", q.args.add(deptsAccess))
-	var value string
-	if err := s.db.GetContext(ctx, &value, query, q.args...); err != nil {
-		return nil, fmt.Errorf("team KPI: %w", err)
-	}
-	return gen.DashboardKpiTeam200JSONResponse(ok(value)), nil
 }
 
 // kpiTeamScope is the condition on u (users) that keeps the staff of the team

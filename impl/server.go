@@ -45,6 +45,7 @@ type Server struct {
 	db      *sqlx.DB
 	log     *slog.Logger
 	limiter *rateLimiter
+	stmts   stmtCache // prepared statements of the dashboards (dashboards.go)
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)

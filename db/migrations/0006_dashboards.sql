@@ -9,7 +9,7 @@
 
 -- Counterparties added in a period; those of the controlled types (forgotten companies).
 CREATE INDEX dash_companies_user_created ON companies (account_id, user_id, created_at) WHERE deleted_at IS NULL;
-CREATE INDEX dash_companies_type ON companies (account_id, type_id) INCLUDE (user_id) WHERE deleted_at IS NULL;
+CREATE INDEX dash_companies_type ON companies (account_id, type_id, user_id) INCLUDE (id) WHERE deleted_at IS NULL;
 
 -- Tasks of the whole account scheduled in a period (by deadline), done in a period
 -- (by completion time), and unfinished (overdue before a day; planned from a day on).
@@ -22,9 +22,9 @@ CREATE INDEX dash_tasks_open ON tasks (account_id, (coalesce(date_finish, date_s
 -- Tasks of one user: done in a period (KPI); unfinished as assignee and as assigner.
 CREATE INDEX dash_tasks_user_done ON tasks (account_id, user_id, done_at) WHERE done_at IS NOT NULL;
 CREATE INDEX dash_tasks_open_user ON tasks (account_id, user_id, (coalesce(date_finish, date_start)))
-    INCLUDE (id, date_start, date_finish) WHERE status_id = 1;
+    INCLUDE (id, assigner_id, date_start, date_finish) WHERE status_id = 1;
 CREATE INDEX dash_tasks_open_assigner ON tasks (account_id, assigner_id, (coalesce(date_finish, date_start)))
-    INCLUDE (id, date_start, date_finish) WHERE status_id = 1;
+    INCLUDE (id, user_id, date_start, date_finish) WHERE status_id = 1;
 
 -- Deals created, documents (invoices) and money movements (not transfers) of a user in a period.
 CREATE INDEX dash_deals_user_created ON deals (account_id, user_id, created_at) INCLUDE (sum);
