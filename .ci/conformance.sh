@@ -19,6 +19,7 @@ user=$(sed -n 's/^admin_user_id=//p' <<<"$demo")
 samples=()
 while IFS= read -r line; do samples+=(-var "$line"); done < <(grep '^sample_' <<<"$demo")
 mail_account=$(sed -n 's/^admin_mail_account_id=//p' <<<"$demo")
+member_token=$(sed -n 's/^member_token=//p' <<<"$demo")
 
 RATE_LIMIT=0 bin/crm-server serve -addr "127.0.0.1:$port" 2>conformance-server.log &
 server=$!
@@ -28,4 +29,4 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-bin/crm-conformance -base-url "http://127.0.0.1:$port" -token "$token" -var "user_id=$user" -var "mail_account_id=$mail_account" "${samples[@]}" "$@"
+bin/crm-conformance -base-url "http://127.0.0.1:$port" -token "$token" -var "user_id=$user" -var "mail_account_id=$mail_account" -var "member_token=$member_token" "${samples[@]}" "$@"

@@ -25,7 +25,7 @@ type envelopeReply struct {
 }
 
 // errorCodes are the codes info.description lists for failures.
-var errorCodes = []string{"400", "401", "403", "404", "405", "409", "429", "500", "501", "503"}
+var errorCodes = []string{"400", "401", "403", "404", "405", "409", "429", "500", "503"}
 
 // CheckConventions validates what the conventions of info.description state
 // about every reply but the schemas cannot express: error and code of a

@@ -44,6 +44,7 @@ func TestCasesAgainstServer(t *testing.T) {
 			"sample_company_id":  strconv.FormatInt(demo.Samples.CompanyID, 10),
 			"sample_deal_id":     strconv.FormatInt(demo.Samples.DealID, 10),
 			"sample_document_id": strconv.FormatInt(demo.Samples.DocumentID, 10),
+			"member_token":       demo.MemberToken,
 		},
 	}
 	report := runner.Run(context.Background(), suites)

@@ -2,26 +2,650 @@ package impl
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/lib/pq"
+	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/crmservice/crm/gen"
 )
 
-// DashboardMyDay implements GET /dashboard/my/day.
+// maxPeriodDays bounds the period of every dashboard, so that one request never
+// aggregates more than a year of an account's records.
+const maxPeriodDays = 366
+
+// kpiMetrics are what a KPI plan item can measure (kpi_plan_items.metric), in
+// the order the dashboards list the items.
+var kpiMetrics = []string{"companies_added", "tasks_done", "deals_created", "deal_sum", "invoices_issued", "invoice_sum", "income"}
+
+// Access texts of the team KPI lists (KpiTeam.users_access, departments_access).
+const (
+	accessOK                = "ok"
+	accessNoUsersRight      = "no right to the users KPI report"
+	accessNoDepartmentRight = "no right to the departments KPI report"
+	accessDepartmentGiven   = "not returned when department_id is given"
+)
+
+// period is a span of whole days of the token owner's time zone, both ends
+// included. Its times are midnights in UTC, used only as calendar dates.
+type period struct{ from, to time.Time }
+
+func firstOfMonth(d time.Time) time.Time {
+	return time.Date(d.Year(), d.Month(), 1, 0, 0, 0, 0, time.UTC)
+}
+
+func sameDay(d time.Time) time.Time { return d }
+
+// today is the current date in the time zone tz.
+func (s *Server) today(ctx context.Context, tz string) (time.Time, error) {
+	var d string
+	if err := s.db.GetContext(ctx, &d, `SELECT to_char(now() AT TIME ZONE $1::text, 'YYYY-MM-DD')`, tz); err != nil {
+		return time.Time{}, fmt.Errorf("today in %s: %w", tz, err)
+	}
+	return time.Parse(time.DateOnly, d)
+}
+
+// fillDays returns the day anchor, or today in the token owner's time zone when
+// it is missing, and the day other, or derive(anchor day) when it is missing.
+func (s *Server) fillDays(ctx context.Context, p *Principal, anchor, other *openapi_types.Date,
+	derive func(time.Time) time.Time) (time.Time, time.Time, error) {
+	var a time.Time
+	if anchor != nil {
+		a = anchor.Time
+	} else {
+		today, err := s.today(ctx, p.TimeZone)
+		if err != nil {
+			return a, a, err
+		}
+		a = today
+	}
+	if other != nil {
+		return a, other.Time, nil
+	}
+	return a, derive(a), nil
+}
+
+// checkPeriod refuses a period that ends before it starts or is longer than
+// maxPeriodDays; fromName and toName are the parameters of its days.
+func checkPeriod(pd period, fromName, toName string) error {
+	from, to := pd.from.Format(time.DateOnly), pd.to.Format(time.DateOnly)
+	if pd.from.After(pd.to) {
+		return badRequest("query parameter %q: %s is before %q %s", toName, to, fromName, from)
+	}
+	if days := int(pd.to.Sub(pd.from).Hours()/24) + 1; days > maxPeriodDays {
+		return badRequest("query parameter %q: the period %s..%s has %d days; at most %d are allowed",
+			toName, from, to, days, maxPeriodDays)
+	}
+	return nil
+}
+
+// dayPeriod resolves date and date_to of the day dashboards: "date (start of
+// period, default today), date_to (end, default equal to date)".
+func (s *Server) dayPeriod(ctx context.Context, p *Principal, date, dateTo *openapi_types.Date) (period, error) {
+	from, to, err := s.fillDays(ctx, p, date, dateTo, sameDay)
+	if err != nil {
+		return period{}, err
+	}
+	pd := period{from, to}
+	return pd, checkPeriod(pd, "date", "date_to")
+}
+
+// kpiPeriod resolves date_from and date_to of the KPI dashboards: "date_from
+// (default first day of the month of date_to), date_to (default today)".
+func (s *Server) kpiPeriod(ctx context.Context, p *Principal, dateFrom, dateTo *openapi_types.Date) (period, error) {
+	to, from, err := s.fillDays(ctx, p, dateTo, dateFrom, firstOfMonth)
+	if err != nil {
+		return period{}, err
+	}
+	pd := period{from, to}
+	return pd, checkPeriod(pd, "date_from", "date_to")
+}
+
+// dashboardValue runs a dashboard statement and returns the value it builds.
+func (s *Server) dashboardValue(ctx context.Context, q *dashQuery, query string) (string, error) {
+	var value string
+	if err := s.stmts.get(ctx, &value, query, q.args...); err != nil {
+		return "", err
+	}
+	return value, nil
+}
+
+// dashQuery builds the one statement of a dashboard. Its SQL templates name the
+// shared placeholders in braces ({acc}, {tz}, {from}, {to}, {me}), which sql
+// replaces; every value still travels as a placeholder argument.
+type dashQuery struct {
+	p                 *Principal
+	args              sqlArgs
+	acc, tz, from, to string
+	me                string // added on first use: an unused placeholder has no type
+	visible           string // visibleUsers, built once
+}
+
+func newDashQuery(p *Principal, pd period) *dashQuery {
+	q := &dashQuery{p: p}
+	q.acc, q.tz = q.args.add(p.AccountID), q.args.add(p.TimeZone)
+	q.from, q.to = q.args.add(pd.from.Format(time.DateOnly)), q.args.add(pd.to.Format(time.DateOnly))
+	return q
+}
+
+// owner is the placeholder of the token owner's id.
+func (q *dashQuery) owner() string {
+	if q.me == "" {
+		q.me = q.args.add(q.p.UserID)
+	}
+	return q.me
+}
+
+// sql expands a template: first the pairs of extra names and SQL fragments
+// given, as often as the fragments bring in more of those names, then the
+// shared placeholders.
+func (q *dashQuery) sql(template string, extra ...string) string {
+	out := template
+	if len(extra) > 0 {
+		r := strings.NewReplacer(extra...)
+		for range 4 {
+			next := r.Replace(out)
+			if next == out {
+				break
+			}
+			out = next
+		}
+	}
+	shared := []string{"{acc}", q.acc, "{tz}", q.tz, "{from}", q.from, "{to}", q.to}
+	if strings.Contains(out, "{me}") {
+		shared = append(shared, "{me}", q.owner())
+	}
+	out = strings.NewReplacer(shared...).Replace(out)
+	if name := unexpandedName.FindString(out); name != "" {
+		panic("impl: dashboard SQL uses the unknown name " + name)
+	}
+	return out
+}
+
+var unexpandedName = regexp.MustCompile(`\{[a-zA-Z]+\}`)
+
+// start is the first moment of the day d (a date expression) in the token
+// owner's time zone; end the first moment after the day d.
+func (q *dashQuery) start(d string) string {
+	return fmt.Sprintf("(%s::date::timestamp AT TIME ZONE %s::text)", d, q.tz)
+}
+
+func (q *dashQuery) end(d string) string {
+	return fmt.Sprintf("((%s::date + 1)::timestamp AT TIME ZONE %s::text)", d, q.tz)
+}
+
+// visibleUsers is an SQL array of the users whose records the token owner may
+// see: exactly the users responsibleFilter keeps (admin: every user of the
+// account; head: the department's users and themselves; member: themselves).
+// As an array, "user_id = ANY (...)" reads the per-user dashboard indexes once
+// per user.
+func (q *dashQuery) visibleUsers() string {
+	if q.visible != "" {
+		return q.visible
+	}
+	switch {
+	case q.p.Role == RoleAdmin:
+		q.visible = q.sql(`ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc})`)
+	case q.p.Role == RoleHead && q.p.DepartmentID.Valid:
+		q.visible = q.sql(`ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc} AND (vu.id = {me} OR vu.department_id = {dept}))`,
+			"{dept}", q.args.add(q.p.DepartmentID.Int64))
+	default:
+		q.visible = q.sql(`ARRAY[{me}::bigint]`)
+	}
+	return q.visible
+}
+
+// visibleTasks is the condition that keeps the tasks t the token owner may see:
+// those whose assignee or assigner is a visible user.
+func (q *dashQuery) visibleTasks() string {
+	if q.p.Role == RoleAdmin {
+		return "TRUE"
+	}
+	v := q.visibleUsers()
+	return fmt.Sprintf("(t.user_id = ANY (%[1]s) OR t.assigner_id = ANY (%[1]s))", v)
+}
+
+// overdueTasks is the template of a SELECT of the assignee and assigner of the
+// visible unfinished tasks due before {start}: one index range of the account
+// for an admin, for others the ranges of the visible users as assignees and as
+// assigners (dash_tasks_open_user, dash_tasks_open_assigner).
+func overdueTasks(q *dashQuery) string {
+	if q.p.Role == RoleAdmin {
+		return `SELECT t.user_id, t.assigner_id FROM tasks t
+			 WHERE t.account_id = {acc} AND t.status_id = 1 AND {deadline} < {start}`
+	}
+	return `SELECT t.id, t.user_id, t.assigner_id FROM tasks t
+		 WHERE t.account_id = {acc} AND t.status_id = 1 AND t.user_id = ANY ({visible}) AND {deadline} < {start}
+		UNION
+		SELECT t.id, t.user_id, t.assigner_id FROM tasks t
+		 WHERE t.account_id = {acc} AND t.status_id = 1 AND t.assigner_id = ANY ({visible}) AND {deadline} < {start}`
+}
+
+// taskDeadline is the moment by which a task t is due: its finish, or its start
+// when it has none (the expression of the dash_tasks_* indexes).
+const taskDeadline = "coalesce(t.date_finish, t.date_start)"
+
+// DashboardMyDay implements GET /dashboard/my/day: every counter of the period
+// in one statement.
 func (s *Server) DashboardMyDay(ctx context.Context, req gen.DashboardMyDayRequestObject) (gen.DashboardMyDayResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pd, err := s.dayPeriod(ctx, p, req.Params.Date, req.Params.DateTo)
+	if err != nil {
+		return nil, err
+	}
+	q := newDashQuery(p, pd)
+	query := daySQL(q)
+	value, err := s.dashboardValue(ctx, q, query)
+	if err != nil {
+		return nil, fmt.Errorf("day dashboard: %w", err)
+	}
+	return gen.DashboardMyDay200JSONResponse(ok(value)), nil
+}
+
+// daySQL is the statement of GET /dashboard/my/day.
+func daySQL(q *dashQuery) string {
+	return q.sql(`
+		SELECT jsonb_build_object(
+			'period', jsonb_build_object('date_from', {from}::date, 'date_to', {to}::date),
+			'user', jsonb_build_object('id', {me}::bigint, 'name', {name}::text),
+			'companies_added', (
+				SELECT jsonb_build_object('total', count(*), 'mine', count(*) FILTER (WHERE c.user_id = {me}))
+				  FROM companies c
+				 WHERE c.account_id = {acc} AND c.user_id = ANY ({visible}) AND c.deleted_at IS NULL
+				   AND c.created_at >= {start} AND c.created_at < {end}),
+			'tasks', (
+				WITH counted AS (
+					SELECT t.type_id, true AS scheduled, {mineTask} AS mine
+					  FROM tasks t
+					 WHERE t.account_id = {acc} AND {deadline} >= {start} AND {deadline} < {end} AND {visibleTasks}
+					UNION ALL
+					SELECT t.type_id, false, {mineTask}
+					  FROM tasks t
+					 WHERE t.account_id = {acc} AND t.done_at >= {start} AND t.done_at < {end} AND {visibleTasks}
+				), by_type AS (
+					SELECT type_id, count(*) FILTER (WHERE scheduled) AS total, count(*) FILTER (WHERE NOT scheduled) AS done,
+					       count(*) FILTER (WHERE scheduled AND mine) AS mine,
+					       count(*) FILTER (WHERE NOT scheduled AND mine) AS mine_done
+					  FROM counted
+					 GROUP BY type_id
+				), overdue AS (
+					SELECT count(*) AS total, count(*) FILTER (WHERE {mineTask}) AS mine
+					  FROM ({overdueTasks}) t
+				)
+				SELECT jsonb_build_object(
+					'scheduled_total', coalesce(sum(b.total), 0), 'done_total', coalesce(sum(b.done), 0),
+					'mine_scheduled', coalesce(sum(b.mine), 0), 'mine_done', coalesce(sum(b.mine_done), 0),
+					'overdue_total', (SELECT total FROM overdue), 'mine_overdue', (SELECT mine FROM overdue),
+					'by_type', coalesce(jsonb_agg(jsonb_build_object('type', coalesce(ty.name, ''), 'total', b.total,
+						'done', b.done, 'mine', b.mine, 'mine_done', b.mine_done) ORDER BY ty.sort, ty.name, b.type_id), '[]'))
+				  FROM by_type b
+				  LEFT JOIN directory_values ty ON ty.account_id = {acc} AND ty.id = b.type_id),
+			'deals_created', (
+				SELECT jsonb_build_object('total', count(*), 'total_sum', coalesce(sum(d.sum), 0),
+					'mine', count(*) FILTER (WHERE d.user_id = {me}),
+					'mine_sum', coalesce(sum(d.sum) FILTER (WHERE d.user_id = {me}), 0))
+				  FROM deals d
+				 WHERE d.account_id = {acc} AND d.user_id = ANY ({visible}) AND d.created_at >= {start} AND d.created_at < {end}),
+			'invoices_issued', (
+				SELECT jsonb_build_object('total', count(*), 'total_sum', coalesce(sum(d.sum), 0),
+					'mine', count(*) FILTER (WHERE d.user_id = {me}),
+					'mine_sum', coalesce(sum(d.sum) FILTER (WHERE d.user_id = {me}), 0))
+				  FROM documents d
+				 WHERE d.account_id = {acc} AND d.user_id = ANY ({visible}) AND d.date BETWEEN {from}::date AND {to}::date
+				   AND d.type_id = ANY (`+invoiceTypes+`)),
+			'money', (
+				SELECT jsonb_build_object(
+					'income', coalesce(sum(m.sum) FILTER (WHERE m.direction = 1), 0),
+					'income_count', count(*) FILTER (WHERE m.direction = 1),
+					'mine_income', coalesce(sum(m.sum) FILTER (WHERE m.direction = 1 AND m.user_id = {me}), 0),
+					'expense', coalesce(sum(m.sum) FILTER (WHERE m.direction = 2), 0),
+					'expense_count', count(*) FILTER (WHERE m.direction = 2))
+				  FROM money_movements m
+				 WHERE m.account_id = {acc} AND m.user_id = ANY ({visible}) AND NOT m.is_transfer
+				   AND m.date BETWEEN {from}::date AND {to}::date),
+			'forgotten_companies', (
+				SELECT jsonb_build_object('total', count(*), 'mine', count(*) FILTER (WHERE c.user_id = {me}))
+				  FROM companies c
+				 WHERE c.account_id = {acc} AND c.deleted_at IS NULL AND {visibleCompanies}
+				   AND c.type_id = ANY (ARRAY(SELECT v.id FROM directory_values v
+				                               WHERE v.account_id = {acc} AND v.directory_code = {dirTypes} AND v.is_controlled))
+				   AND NOT EXISTS (SELECT FROM tasks t
+				                    WHERE t.account_id = c.account_id AND t.company_id = c.id AND t.status_id = 1
+				                      AND {deadline} >= {end})),
+			'my_kpi', {kpi})::text`,
+		"{name}", q.args.add(q.p.UserName),
+		"{start}", q.start(q.from), "{end}", q.end(q.to),
+		"{visible}", q.visibleUsers(), "{visibleTasks}", q.visibleTasks(), "{overdueTasks}", overdueTasks(q),
+		"{visibleCompanies}", visibleCompanies(q),
+		"{mineTask}", "(t.user_id = {me} OR t.assigner_id = {me})",
+		"{deadline}", taskDeadline,
+		"{dirTypes}", fmt.Sprint(DirCompanyTypes),
+		"{kpi}", kpiMyJSON(q))
+}
+
+// invoiceTypes is the SQL array of the account's document types that are
+// invoices (an InitPlan, so that the type is an index condition).
+const invoiceTypes = `ARRAY(SELECT iv.id FROM directory_values iv
+	WHERE iv.account_id = {acc} AND iv.directory_code = 44 AND iv.is_invoice)`
+
+func visibleCompanies(q *dashQuery) string {
+	if q.p.Role == RoleAdmin {
+		return "TRUE"
+	}
+	return "c.user_id = ANY (" + q.visibleUsers() + ")"
 }
 
 // DashboardMyTasks implements GET /dashboard/my/tasks.
 func (s *Server) DashboardMyTasks(ctx context.Context, req gen.DashboardMyTasksRequestObject) (gen.DashboardMyTasksResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pd, err := s.dayPeriod(ctx, p, req.Params.Date, nil)
+	if err != nil {
+		return nil, err
+	}
+	limit := 30
+	if req.Params.OverdueLimit != nil {
+		limit = *req.Params.OverdueLimit
+	}
+	q := newDashQuery(p, pd)
+	query := myTasksSQL(q, limit)
+	value, err := s.dashboardValue(ctx, q, query)
+	if err != nil {
+		return nil, fmt.Errorf("tasks dashboard: %w", err)
+	}
+	return gen.DashboardMyTasks200JSONResponse(ok(value)), nil
+}
+
+// myTasksSQL is the statement of GET /dashboard/my/tasks.
+func myTasksSQL(q *dashQuery, limit int) string {
+	// The overdue tasks are read as two index ranges, of the owner as assignee
+	// and as assigner (dash_tasks_open_user, dash_tasks_open_assigner).
+	return q.sql(`
+		WITH today AS (
+			SELECT t.id, t.status_id, {deadline} AS deadline
+			  FROM tasks t
+			 WHERE t.account_id = {acc} AND {deadline} >= {start} AND {deadline} < {end}
+			   AND (t.user_id = {me} OR t.assigner_id = {me})
+		), overdue AS (
+			SELECT t.id, {deadline} AS deadline
+			  FROM tasks t
+			 WHERE t.account_id = {acc} AND t.status_id = 1 AND t.user_id = {me} AND {deadline} < {start}
+			UNION
+			SELECT t.id, {deadline}
+			  FROM tasks t
+			 WHERE t.account_id = {acc} AND t.status_id = 1 AND t.assigner_id = {me} AND {deadline} < {start}
+		), shown AS (
+			SELECT id, deadline FROM overdue ORDER BY deadline DESC, id DESC LIMIT {limit}
+		)
+		SELECT jsonb_build_object(
+			'date', {from}::date,
+			'today', jsonb_build_object(
+				'total', (SELECT count(*) FROM today),
+				'done', (SELECT count(*) FROM today WHERE status_id = 2),
+				'tasks', coalesce((SELECT jsonb_agg({task} ORDER BY x.deadline, x.id)
+				                     FROM today x JOIN tasks t ON t.account_id = {acc} AND t.id = x.id {joins}), '[]')),
+			'overdue', jsonb_build_object(
+				'total', (SELECT count(*) FROM overdue),
+				'shown', (SELECT count(*) FROM shown),
+				'tasks', coalesce((SELECT jsonb_agg({task} ORDER BY x.deadline DESC, x.id DESC)
+				                     FROM shown x JOIN tasks t ON t.account_id = {acc} AND t.id = x.id {joins}), '[]')))::text`,
+		"{start}", q.start(q.from), "{end}", q.end(q.to), "{deadline}", taskDeadline,
+		"{limit}", q.args.add(limit), "{task}", dashboardTaskJSON, "{joins}", dashboardTaskJoins)
+}
+
+// dashboardTaskJSON is the DashboardTask object of the task t.
+const dashboardTaskJSON = `jsonb_build_object('id', t.id, 'type', coalesce(ty.name, ''),
+	'status', CASE WHEN t.status_id = 2 THEN 'done' ELSE 'in work' END, 'done', t.status_id = 2,
+	'date_start', to_char(t.date_start AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
+	'date_finish', to_char(t.date_finish AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
+	'company_id', t.company_id, 'company_name', coalesce(c.name, ''), 'deal_id', t.deal_id,
+	'note', t.note, 'result', t.result)`
+
+// dashboardTaskJoins brings the names a DashboardTask shows for the task t.
+const dashboardTaskJoins = `
+	LEFT JOIN directory_values ty ON ty.account_id = t.account_id AND ty.id = t.type_id
+	LEFT JOIN companies c ON c.account_id = t.account_id AND c.id = t.company_id`
+
+// kpiItemsSQL is a SELECT of KPI items: one row per user and metric, with the
+// plan recalculated to the period {from}..{to}, the actual and the progress
+// (percent, at most 100), and the same for the days mtdFrom..{to} (mtd_plan,
+// mtd_actual, mtd_progress: null when the month of {to} has no plan item of the
+// metric). The plans are those of the users u that pass planUsers; actualUsers
+// is the condition on a record's user column (%s) that keeps their records.
+//
+// Each month a period touches counts with the days the period has in it: the
+// month's plan item with plan_value × those days / the days of the month, and
+// the records of those days. A month without a plan item of the metric counts
+// for neither. The records are read once for both periods: they end on the
+// same day.
+func kpiItemsSQL(q *dashQuery, planUsers, actualUsers, mtdFrom string) string {
+	lo := fmt.Sprintf("least({from}::date, %s)", mtdFrom)
+	month := func(ts string) string {
+		return fmt.Sprintf("date_trunc('month', %s AT TIME ZONE {tz}::text)::date", ts)
+	}
+	userIs := func(col string) string { return fmt.Sprintf(actualUsers, col) }
+	return q.sql(`
+		WITH plan AS (
+			SELECT kp.user_id, kp.month, i.metric, i.name, i.measure, i.plan_value,
+			       (kp.month + interval '1 month')::date - kp.month AS days,
+			       greatest(0, least({to}::date, (kp.month + interval '1 month')::date - 1) - greatest({from}::date, kp.month) + 1) AS period_days,
+			       greatest(0, least({to}::date, (kp.month + interval '1 month')::date - 1) - greatest({mtd}, kp.month) + 1) AS mtd_days
+			  FROM kpi_plans kp
+			  JOIN users u ON u.account_id = kp.account_id AND u.id = kp.user_id
+			  JOIN kpi_plan_items i ON i.account_id = kp.account_id AND i.plan_id = kp.id
+			 WHERE kp.account_id = {acc} AND kp.month BETWEEN date_trunc('month', {lo}::timestamp)::date AND {to}::date
+			   AND {planUsers}
+		), actual AS (
+			SELECT c.user_id, {companyMonth} AS month, 'companies_added' AS metric,
+			       count(*) FILTER (WHERE c.created_at >= {start})::numeric AS period_value,
+			       count(*) FILTER (WHERE c.created_at >= {mtdStart})::numeric AS mtd_value
+			  FROM companies c
+			 WHERE c.account_id = {acc} AND {companyUser} AND c.deleted_at IS NULL
+			   AND c.created_at >= {loStart} AND c.created_at < {end}
+			 GROUP BY 1, 2
+			UNION ALL
+			SELECT t.user_id, {taskMonth}, 'tasks_done',
+			       count(*) FILTER (WHERE t.done_at >= {start}), count(*) FILTER (WHERE t.done_at >= {mtdStart})
+			  FROM tasks t
+			 WHERE t.account_id = {acc} AND {taskUser} AND t.done_at >= {loStart} AND t.done_at < {end}
+			 GROUP BY 1, 2
+			UNION ALL
+			SELECT g.user_id, g.month, x.metric, x.period_value, x.mtd_value
+			  FROM (SELECT d.user_id, {dealMonth} AS month,
+			               count(*) FILTER (WHERE d.created_at >= {start}) AS n, count(*) FILTER (WHERE d.created_at >= {mtdStart}) AS mtd_n,
+			               coalesce(sum(d.sum) FILTER (WHERE d.created_at >= {start}), 0) AS s,
+			               coalesce(sum(d.sum) FILTER (WHERE d.created_at >= {mtdStart}), 0) AS mtd_s
+			          FROM deals d
+			         WHERE d.account_id = {acc} AND {dealUser} AND d.created_at >= {loStart} AND d.created_at < {end}
+			         GROUP BY 1, 2) g
+			 CROSS JOIN LATERAL (VALUES ('deals_created', g.n::numeric, g.mtd_n::numeric), ('deal_sum', g.s, g.mtd_s))
+			       AS x (metric, period_value, mtd_value)
+			UNION ALL
+			SELECT g.user_id, g.month, x.metric, x.period_value, x.mtd_value
+			  FROM (SELECT d.user_id, date_trunc('month', d.date)::date AS month,
+			               count(*) FILTER (WHERE d.date >= {from}::date) AS n, count(*) FILTER (WHERE d.date >= {mtd}) AS mtd_n,
+			               coalesce(sum(d.sum) FILTER (WHERE d.date >= {from}::date), 0) AS s,
+			               coalesce(sum(d.sum) FILTER (WHERE d.date >= {mtd}), 0) AS mtd_s
+			          FROM documents d
+			         WHERE d.account_id = {acc} AND {documentUser} AND d.date BETWEEN {lo} AND {to}::date
+			           AND d.type_id = ANY (`+invoiceTypes+`)
+			         GROUP BY 1, 2) g
+			 CROSS JOIN LATERAL (VALUES ('invoices_issued', g.n::numeric, g.mtd_n::numeric), ('invoice_sum', g.s, g.mtd_s))
+			       AS x (metric, period_value, mtd_value)
+			UNION ALL
+			SELECT m.user_id, date_trunc('month', m.date)::date, 'income',
+			       coalesce(sum(m.sum) FILTER (WHERE m.date >= {from}::date), 0), coalesce(sum(m.sum) FILTER (WHERE m.date >= {mtd}), 0)
+			  FROM money_movements m
+			 WHERE m.account_id = {acc} AND {moneyUser} AND NOT m.is_transfer AND m.direction = 1
+			   AND m.date BETWEEN {lo} AND {to}::date
+			 GROUP BY 1, 2
+		), items AS (
+			SELECT pl.user_id, pl.metric, (array_agg(pl.name ORDER BY pl.month DESC))[1] AS name, min(pl.measure) AS measure,
+			       sum(pl.plan_value * pl.period_days / pl.days) AS plan,
+			       coalesce(sum(a.period_value), 0) AS actual,
+			       sum(pl.plan_value * pl.mtd_days / pl.days) FILTER (WHERE pl.mtd_days > 0) AS mtd_plan,
+			       coalesce(sum(a.mtd_value) FILTER (WHERE pl.mtd_days > 0), 0) AS mtd_actual
+			  FROM plan pl
+			  LEFT JOIN actual a ON a.user_id = pl.user_id AND a.month = pl.month AND a.metric = pl.metric
+			 GROUP BY pl.user_id, pl.metric
+		)
+		SELECT user_id, metric, name, measure, plan, actual, least(actual * 100 / plan, 100) AS progress,
+		       mtd_plan, mtd_actual, CASE WHEN mtd_plan IS NOT NULL THEN least(mtd_actual * 100 / mtd_plan, 100) END AS mtd_progress
+		  FROM items`,
+		"{planUsers}", planUsers, "{lo}", lo, "{mtd}", mtdFrom,
+		"{start}", q.start("{from}"), "{mtdStart}", q.start(mtdFrom), "{loStart}", q.start(lo), "{end}", q.end("{to}"),
+		"{companyMonth}", month("c.created_at"), "{taskMonth}", month("t.done_at"), "{dealMonth}", month("d.created_at"),
+		"{companyUser}", userIs("c.user_id"), "{taskUser}", userIs("t.user_id"), "{dealUser}", userIs("d.user_id"),
+		"{documentUser}", userIs("d.user_id"), "{moneyUser}", userIs("m.user_id"))
+}
+
+// kpiMyJSON is the KpiMy object of the token owner for the dashboard's period.
+func kpiMyJSON(q *dashQuery) string {
+	mtdFrom := "date_trunc('month', {to}::date::timestamp)::date"
+	items := kpiItemsSQL(q, "kp.user_id = {me}", "%s = {me}", mtdFrom)
+	return q.sql(`(
+		WITH items AS (`+items+`)
+		SELECT CASE WHEN NOT EXISTS (SELECT FROM items) THEN jsonb_build_object('has_kpi', false)
+		ELSE jsonb_build_object(
+			'has_kpi', true,
+			'period', jsonb_build_object('date_from', {from}::date, 'date_to', {to}::date),
+			'period_progress_percent', (SELECT round(avg(progress), 2) FROM items),
+			'month_to_date_progress_percent', (SELECT round(avg(mtd_progress), 2) FROM items),
+			'month_to_date', jsonb_build_object('date_from', {mtd}, 'date_to', {to}::date),
+			'month_items', (SELECT jsonb_agg(jsonb_build_object('name', name, 'measure', measure, 'plan', round(plan, 2),
+				'actual', actual, 'progress_percent', round(progress, 2)) ORDER BY array_position({metrics}::text[], metric))
+				FROM items))
+		END)`,
+		"{mtd}", mtdFrom, "{metrics}", q.args.add(pq.Array(kpiMetrics)))
 }
 
 // DashboardKpiMy implements GET /dashboard/kpi/my.
 func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyRequestObject) (gen.DashboardKpiMyResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pd, err := s.kpiPeriod(ctx, p, req.Params.DateFrom, req.Params.DateTo)
+	if err != nil {
+		return nil, err
+	}
+	q := newDashQuery(p, pd)
+	value, err := s.dashboardValue(ctx, q, "SELECT "+kpiMyJSON(q)+"::text")
+	if err != nil {
+		return nil, fmt.Errorf("own KPI: %w", err)
+	}
+	return gen.DashboardKpiMy200JSONResponse(ok(value)), nil
 }
 
 // DashboardKpiTeam implements GET /dashboard/kpi/team.
 func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamRequestObject) (gen.DashboardKpiTeamResponseObject, error) {
-	return nil, errNotImplemented
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !p.KPIUsersReport && !p.KPIDepartmentsReport {
+		return nil, &Error{Code: CodeForbidden, Msg: "no rights to the KPI reports of users and departments"}
+	}
+	pd, err := s.kpiPeriod(ctx, p, req.Params.DateFrom, req.Params.DateTo)
+	if err != nil {
+		return nil, err
+	}
+	q := newDashQuery(p, pd)
+	scope, err := s.kpiTeamScope(ctx, q, req.Params.DepartmentId)
+	if err != nil {
+		return nil, err
+	}
+	usersAccess, deptsAccess := accessOK, accessOK
+	if !p.KPIUsersReport {
+		usersAccess = accessNoUsersRight
+	}
+	switch {
+	case req.Params.DepartmentId != nil:
+		deptsAccess = accessDepartmentGiven
+	case !p.KPIDepartmentsReport:
+		deptsAccess = accessNoDepartmentRight
+	}
+	query := kpiTeamSQL(q, scope, usersAccess, deptsAccess)
+	value, err := s.dashboardValue(ctx, q, query)
+	if err != nil {
+		return nil, fmt.Errorf("team KPI: %w", err)
+	}
+	return gen.DashboardKpiTeam200JSONResponse(ok(value)), nil
+}
+
+// kpiTeamSQL is the statement of GET /dashboard/kpi/team for the staff that
+// passes scope, with the lists whose access is "ok".
+func kpiTeamSQL(q *dashQuery, scope, usersAccess, deptsAccess string) string {
+	items := kpiItemsSQL(q, scope, "%s = ANY (ARRAY(SELECT DISTINCT user_id FROM plan))", "{from}::date")
+	return q.sql(`
+		WITH items AS (`+items+`), users_progress AS (
+			SELECT i.user_id, u.name, u.department_id, coalesce(dp.name, '') AS department, avg(i.progress) AS progress
+			  FROM items i
+			  JOIN users u ON u.account_id = {acc} AND u.id = i.user_id
+			  LEFT JOIN departments dp ON dp.account_id = u.account_id AND dp.id = u.department_id
+			 GROUP BY i.user_id, u.name, u.department_id, dp.name
+		), departments_progress AS (
+			SELECT department_id, department AS name, avg(progress) AS progress
+			  FROM users_progress
+			 WHERE department_id IS NOT NULL
+			 GROUP BY department_id, department
+		)
+		SELECT jsonb_build_object(
+			'period', jsonb_build_object('date_from', {from}::date, 'date_to', {to}::date),
+			'users', CASE WHEN {usersAccess}::text = 'ok' THEN
+				coalesce((SELECT jsonb_agg(jsonb_build_object('user_id', user_id, 'name', name, 'department_id', department_id,
+					'department', department, 'progress_percent', round(progress, 2)) ORDER BY round(progress, 2) DESC, name, user_id)
+					FROM users_progress), '[]') END,
+			'users_access', {usersAccess}::text,
+			'departments', CASE WHEN {deptsAccess}::text = 'ok' THEN
+				coalesce((SELECT jsonb_agg(jsonb_build_object('department_id', department_id, 'name', name,
+					'progress_percent', round(progress, 2)) ORDER BY round(progress, 2) DESC, name, department_id)
+					FROM departments_progress), '[]') END,
+			'departments_access', {deptsAccess}::text)::text`,
+		"{usersAccess}", q.args.add(usersAccess), "{deptsAccess}", q.args.add(deptsAccess))
+}
+
+// kpiTeamScope is the condition on u (users) that keeps the staff of the team
+// KPI: the active users of the account for an admin; of their own department
+// for a head or a member with a report right (only themselves without a
+// department); of department_id when it is given. A department outside that
+// scope is answered as a missing one.
+func (s *Server) kpiTeamScope(ctx context.Context, q *dashQuery, departmentID *int64) (string, error) {
+	p := q.p
+	if departmentID != nil {
+		missing := notFound("query parameter \"department_id\": department %d not found", *departmentID)
+		if p.Role != RoleAdmin {
+			if !p.DepartmentID.Valid || p.DepartmentID.Int64 != *departmentID {
+				return "", missing
+			}
+		} else {
+			var id int64
+			err := s.db.GetContext(ctx, &id, `SELECT id FROM departments WHERE account_id = $1 AND id = $2`, p.AccountID, *departmentID)
+			if errors.Is(err, sql.ErrNoRows) {
+				return "", missing
+			}
+			if err != nil {
+				return "", fmt.Errorf("find department %d: %w", *departmentID, err)
+			}
+		}
+		return "u.active AND u.department_id = " + q.args.add(*departmentID), nil
+	}
+	switch {
+	case p.Role == RoleAdmin:
+		return "u.active", nil
+	case p.DepartmentID.Valid:
+		return "u.active AND u.department_id = " + q.args.add(p.DepartmentID.Int64), nil
+	default:
+		return q.sql("u.active AND u.id = {me}"), nil
+	}
 }

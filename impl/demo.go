@@ -29,9 +29,11 @@ const (
 	demoTimeZone   = "Europe/Riga"
 	demoCurrency   = "EUR"
 	demoAdminLogin = "anna@demo.example"
-	demoTokenLabel = "demo"
-	demoTokenTTL   = 30 * 24 * time.Hour
-	demoUSDPer100  = 108 // USD per 100 EUR for the USD money account
+	// demoMemberLogin is a member without KPI plans and KPI report rights.
+	demoMemberLogin = "tomas@demo.example"
+	demoTokenLabel  = "demo"
+	demoTokenTTL    = 30 * 24 * time.Hour
+	demoUSDPer100   = 108 // USD per 100 EUR for the USD money account
 
 	demoCompanyCount  = 300
 	demoDealCount     = 120
@@ -50,7 +52,10 @@ type Demo struct {
 	MailAccountID int64  // the demo admin's mail account (POST /mail/send needs one of the token owner)
 	Created       bool   // false when the account existed already
 	Token         string // a new bearer token of the demo admin user
-	Samples       DemoSamples
+	// MemberToken is a new bearer token of a demo member without KPI plans and
+	// KPI report rights, for what such a user is answered (conformance cases).
+	MemberToken string
+	Samples     DemoSamples
 }
 
 // DemoSamples are records of the demo account that the conformance cases read
@@ -86,7 +91,15 @@ func LoadDemo(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 			return nil, err
 		}
 	}
-	if demo.Token, err = issueDemoToken(ctx, tx, demo, now); err != nil {
+	if demo.Token, err = issueDemoToken(ctx, tx, demo.AccountID, demo.AdminUserID, now); err != nil {
+		return nil, err
+	}
+	var memberID int64
+	if err := tx.GetContext(ctx, &memberID, `SELECT id FROM users WHERE account_id = $1 AND lower(login) = $2`,
+		demo.AccountID, demoMemberLogin); err != nil {
+		return nil, fmt.Errorf("demo: find the member %s: %w", demoMemberLogin, err)
+	}
+	if demo.MemberToken, err = issueDemoToken(ctx, tx, demo.AccountID, memberID, now); err != nil {
 		return nil, err
 	}
 	if demo.Samples, err = findDemoSamples(ctx, tx, demo.AccountID); err != nil {
@@ -145,11 +158,11 @@ func findDemoSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (DemoSam
 	return s, nil
 }
 
-func issueDemoToken(ctx context.Context, tx *sqlx.Tx, demo *Demo, now time.Time) (string, error) {
+func issueDemoToken(ctx context.Context, tx *sqlx.Tx, accountID, userID int64, now time.Time) (string, error) {
 	token, hash := NewToken()
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO tokens (account_id, user_id, hash, label, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		demo.AccountID, demo.AdminUserID, hash, demoTokenLabel, now.Add(demoTokenTTL))
+		accountID, userID, hash, demoTokenLabel, now.Add(demoTokenTTL))
 	if err != nil {
 		return "", fmt.Errorf("demo: issue token: %w", err)
 	}
@@ -2057,7 +2070,7 @@ func demoStaff() []demoUser {
 		{name: "Janis Ozols", login: "janis@demo.example", role: RoleMember, dept: 0, plan: true},
 		{name: "Mikko Virtanen", login: "mikko@demo.example", role: RoleMember, dept: 0, timeZone: "Europe/Helsinki", plan: true},
 		{name: "Kristiina Tamm", login: "kristiina@demo.example", role: RoleMember, dept: 1, plan: true},
-		{name: "Tomas Petrauskas", login: "tomas@demo.example", role: RoleMember, dept: 1},
+		{name: "Tomas Petrauskas", login: demoMemberLogin, role: RoleMember, dept: 1},
 	}
 }
 
@@ -2415,11 +2428,11 @@ type demoKPIMetric struct {
 func demoKPIMetrics() []demoKPIMetric {
 	return []demoKPIMetric{
 		{"companies_added", "New counterparties", 4, 10, 1},
-		{"tasks_done", "Tasks done", 15, 35, 5},
+		{"tasks_done", "Tasks done", 10, 30, 5},
 		{"deals_created", "New deals", 3, 7, 1},
 		{"deal_sum", "Deal volume", 5000, 15000, 500},
 		{"invoices_issued", "Invoices issued", 3, 8, 1},
 		{"invoice_sum", "Invoiced amount", 4000, 12000, 500},
-		{"income", "Income", 4000, 12000, 500},
+		{"income", "Income", 8000, 24000, 1000},
 	}
 }

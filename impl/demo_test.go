@@ -256,6 +256,19 @@ func checkDemoToken(t *testing.T, db *sqlx.DB, demo *Demo, now time.Time) {
 		t.Errorf("token row = %+v, want account %d, user %d, label demo, expiry 30 days after %v",
 			tok, demo.AccountID, demo.AdminUserID, now)
 	}
+	var member struct {
+		Login  string `db:"login"`
+		Role   string `db:"role"`
+		Rights bool   `db:"rights"`
+		Plans  int    `db:"plans"`
+	}
+	err = db.Get(&member, `SELECT u.login, u.role, u.kpi_users_report OR u.kpi_departments_report AS rights,
+		(SELECT count(*) FROM kpi_plans p WHERE p.account_id = u.account_id AND p.user_id = u.id) AS plans
+		FROM tokens t JOIN users u ON u.account_id = t.account_id AND u.id = t.user_id
+		WHERE t.hash = $1 AND t.account_id = $2 AND t.label = 'demo'`, HashToken(demo.MemberToken), demo.AccountID)
+	if err != nil || member.Role != RoleMember || member.Rights || member.Plans != 0 {
+		t.Errorf("member token of %+v (%v), want a member without KPI rights and plans", member, err)
+	}
 }
 
 // demoFingerprint hashes the demo data that the random draws decide, leaving

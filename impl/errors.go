@@ -16,16 +16,15 @@ import (
 
 // Error codes of the envelope (openapi.yaml, info.description).
 const (
-	CodeBadRequest     = "400"
-	CodeUnauthorized   = "401"
-	CodeForbidden      = "403"
-	CodeNotFound       = "404"
-	CodeNotAllowed     = "405"
-	CodeConflict       = "409"
-	CodeTooMany        = "429"
-	CodeInternal       = "500"
-	CodeNotImplemented = "501"
-	CodeNotReady       = "503"
+	CodeBadRequest   = "400"
+	CodeUnauthorized = "401"
+	CodeForbidden    = "403"
+	CodeNotFound     = "404"
+	CodeNotAllowed   = "405"
+	CodeConflict     = "409"
+	CodeTooMany      = "429"
+	CodeInternal     = "500"
+	CodeNotReady     = "503"
 )
 
 // Error is a failure the client is told about: its code and text go into the
@@ -46,9 +45,6 @@ func badRequest(format string, args ...any) *Error {
 func notFound(format string, args ...any) *Error {
 	return &Error{Code: CodeNotFound, Msg: fmt.Sprintf(format, args...)}
 }
-
-// errNotImplemented answers the operations that later work will implement.
-var errNotImplemented = &Error{Code: CodeNotImplemented, Msg: "not implemented yet"}
 
 // envelope builds the reply envelope; every reply of the server goes through it.
 func envelope(status gen.EnvelopeStatus, code *string, msg string, value string) gen.Envelope {

@@ -181,25 +181,3 @@ func TestDirectoryGet(t *testing.T) {
 		expectError(t, e.get(t, w.member.token, "/directory/abc"), "400", `path parameter "code"`, "")
 	})
 }
-
-// TestNotImplemented checks that the operations later work owns answer 501 to a
-// valid request, with the error value of their operation.
-func TestNotImplemented(t *testing.T) {
-	e := newEnv(t)
-	w := e.newWorld(t, "acme")
-	for _, tc := range []struct {
-		method, target string
-		body           any
-		value          string
-	}{
-		{"GET", "/dashboard/my/day", nil, ""},
-		{"GET", "/dashboard/my/tasks", nil, ""},
-		{"GET", "/dashboard/kpi/my", nil, ""},
-		{"GET", "/dashboard/kpi/team", nil, ""},
-	} {
-		t.Run(tc.method+" "+tc.target, func(t *testing.T) {
-			expectError(t, e.do(t, request{method: tc.method, target: tc.target, token: w.admin.token, body: tc.body}),
-				"501", "not implemented yet", tc.value)
-		})
-	}
-}

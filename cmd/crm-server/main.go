@@ -11,6 +11,9 @@
 //	crm-server directory add -account ID -code C -name N [-sort S] [-controlled] [-invoice]
 //	crm-server mail-account create -user ID -address A [-name N] [-smtp-host H ...] [-imap-host H ...]
 //	crm-server mail-account list -account ID | mail-account disable -id ID
+//	crm-server kpi set -user ID -month YYYY-MM -metric M -plan V [-name N]
+//	crm-server kpi remove -user ID -month YYYY-MM -metric M
+//	crm-server kpi list -user ID
 //	crm-server demo
 //
 // The database is DATABASE_URL; when it is unset, a private PostgreSQL cluster
@@ -63,7 +66,7 @@ func newLogger() *slog.Logger {
 
 func run(ctx context.Context, log *slog.Logger, stdout io.Writer, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: crm-server serve|migrate|db|account|department|user|token|directory|mail-account|demo ... (see the package documentation)")
+		return errors.New("usage: crm-server serve|migrate|db|account|department|user|token|directory|mail-account|kpi|demo ... (see the package documentation)")
 	}
 	cmd, args := args[0], args[1:]
 	switch cmd {
@@ -120,7 +123,17 @@ func adminCommands(fs *flag.FlagSet, stdout io.Writer) map[string]func(context.C
 		sortOrder  = fs.Int("sort", 0, "sort order")
 		controlled = fs.Bool("controlled", false, "counterparty type watched by forgotten companies")
 		invoice    = fs.Bool("invoice", false, "document type counted as an invoice")
+		month      = fs.String("month", "", "month of a KPI plan (YYYY-MM)")
+		metric     = fs.String("metric", "", "what a KPI plan item measures: companies_added, tasks_done, deals_created, deal_sum, invoices_issued, invoice_sum or income")
+		planValue  = fs.String("plan", "", "monthly plan value of a KPI plan item")
 	)
+	kpiMonth := func() (time.Time, error) {
+		m, err := time.Parse("2006-01", *month)
+		if err != nil {
+			return m, fmt.Errorf("-month %q: want YYYY-MM", *month)
+		}
+		return m, nil
+	}
 	optional := func(v int64) *int64 {
 		if v == 0 {
 			return nil
@@ -147,8 +160,8 @@ func adminCommands(fs *flag.FlagSet, stdout io.Writer) map[string]func(context.C
 				return err
 			}
 			// key=value lines, read by people and by .ci/conformance.sh
-			fmt.Fprintf(stdout, "account_id=%d\nadmin_user_id=%d\nadmin_mail_account_id=%d\ncreated=%t\ntoken=%s\n",
-				demo.AccountID, demo.AdminUserID, demo.MailAccountID, demo.Created, demo.Token)
+			fmt.Fprintf(stdout, "account_id=%d\nadmin_user_id=%d\nadmin_mail_account_id=%d\ncreated=%t\ntoken=%s\nmember_token=%s\n",
+				demo.AccountID, demo.AdminUserID, demo.MailAccountID, demo.Created, demo.Token, demo.MemberToken)
 			fmt.Fprintf(stdout, "sample_goods_id=%d\nsample_company_id=%d\nsample_deal_id=%d\nsample_document_id=%d\n",
 				demo.Samples.GoodsID, demo.Samples.CompanyID, demo.Samples.DealID, demo.Samples.DocumentID)
 			return nil
@@ -180,6 +193,32 @@ func adminCommands(fs *flag.FlagSet, stdout io.Writer) map[string]func(context.C
 			return printID(impl.AddDirectoryValue(ctx, pool, impl.DirectoryValueInput{
 				AccountID: *account, Code: *code, Name: *name, Sort: *sortOrder, Controlled: *controlled, Invoice: *invoice,
 			}))
+		},
+		"kpi set": func(ctx context.Context, pool *sqlx.DB) error {
+			m, err := kpiMonth()
+			if err != nil {
+				return err
+			}
+			return printID(impl.SetKPIItem(ctx, pool, impl.KPIItemInput{
+				UserID: *user, Month: m, Metric: *metric, Plan: *planValue, Name: *name,
+			}))
+		},
+		"kpi remove": func(ctx context.Context, pool *sqlx.DB) error {
+			m, err := kpiMonth()
+			if err != nil {
+				return err
+			}
+			return impl.RemoveKPIItem(ctx, pool, *user, m, *metric)
+		},
+		"kpi list": func(ctx context.Context, pool *sqlx.DB) error {
+			items, err := impl.ListKPIItems(ctx, pool, *user)
+			if err != nil {
+				return err
+			}
+			for _, it := range items {
+				fmt.Fprintf(stdout, "%s\t%s\t%s\t%s\t%s\n", it.Month.Format("2006-01"), it.Metric, it.Measure, it.Plan, it.Name)
+			}
+			return nil
 		},
 	}
 }

@@ -781,7 +781,7 @@ type DayDashboard struct {
 	InvoicesIssued     SumCounter `json:"invoices_issued"`
 	Money              DayMoney   `json:"money"`
 
-	// MyKpi Only `has_kpi` (false) when the user has no KPI plan for the period.
+	// MyKpi Only `has_kpi` (false) when the user has no KPI plan for a month of the period.
 	MyKpi  KpiMy    `json:"my_kpi"`
 	Period Period   `json:"period"`
 	Tasks  DayTasks `json:"tasks"`
@@ -1094,26 +1094,37 @@ type JournalChanges map[string]interface{}
 
 // KpiItem defines model for KpiItem.
 type KpiItem struct {
-	Actual  json.Number    `json:"actual"`
-	Measure KpiItemMeasure `json:"measure"`
-	Name    string         `json:"name"`
+	// Actual What the records of the planned days give.
+	Actual json.Number `json:"actual"`
 
-	// Plan The monthly plan recalculated to the period.
-	Plan            json.Number `json:"plan"`
+	// Measure `amount` for deal_sum, invoice_sum and income (base currency), `count` otherwise.
+	Measure KpiItemMeasure `json:"measure"`
+
+	// Name The item's name in the latest month of the period that plans its metric.
+	Name string `json:"name"`
+
+	// Plan The monthly plan values recalculated to the period, rounded to cents.
+	Plan json.Number `json:"plan"`
+
+	// ProgressPercent actual / plan in percent, at most 100, rounded to two decimals.
 	ProgressPercent json.Number `json:"progress_percent"`
 }
 
-// KpiItemMeasure defines model for KpiItem.Measure.
+// KpiItemMeasure `amount` for deal_sum, invoice_sum and income (base currency), `count` otherwise.
 type KpiItemMeasure string
 
-// KpiMy Only `has_kpi` (false) when the user has no KPI plan for the period.
+// KpiMy Only `has_kpi` (false) when the user has no KPI plan for a month of the period.
 type KpiMy struct {
-	HasKpi                     bool         `json:"has_kpi"`
-	MonthItems                 *[]KpiItem   `json:"month_items,omitempty"`
-	MonthToDate                *Period      `json:"month_to_date,omitempty"`
+	HasKpi      bool       `json:"has_kpi"`
+	MonthItems  *[]KpiItem `json:"month_items,omitempty"`
+	MonthToDate *Period    `json:"month_to_date,omitempty"`
+
+	// MonthToDateProgressPercent The average progress of the items of `date_to`'s month from its first day to `date_to`; null when that month has no plan.
 	MonthToDateProgressPercent *json.Number `json:"month_to_date_progress_percent,omitempty"`
 	Period                     *Period      `json:"period,omitempty"`
-	PeriodProgressPercent      *json.Number `json:"period_progress_percent,omitempty"`
+
+	// PeriodProgressPercent The average progress of `month_items`.
+	PeriodProgressPercent *json.Number `json:"period_progress_percent,omitempty"`
 }
 
 // KpiTeam defines model for KpiTeam.
@@ -1138,7 +1149,10 @@ type KpiTeamDepartment struct {
 
 // KpiTeamUser defines model for KpiTeamUser.
 type KpiTeamUser struct {
-	Department      string      `json:"department"`
+	// Department The department's name; "" for a user without a department.
+	Department string `json:"department"`
+
+	// DepartmentId null for a user without a department.
 	DepartmentId    *int64      `json:"department_id"`
 	Name            string      `json:"name"`
 	ProgressPercent json.Number `json:"progress_percent"`
@@ -1629,11 +1643,16 @@ type TaskList = []Task
 
 // TaskTypeCounter defines model for TaskTypeCounter.
 type TaskTypeCounter struct {
-	Done     int    `json:"done"`
-	Mine     int    `json:"mine"`
-	MineDone int    `json:"mine_done"`
-	Total    int    `json:"total"`
-	Type     string `json:"type"`
+	// Done Tasks of the kind done in the period.
+	Done     int `json:"done"`
+	Mine     int `json:"mine"`
+	MineDone int `json:"mine_done"`
+
+	// Total Tasks of the kind scheduled in the period.
+	Total int `json:"total"`
+
+	// Type The name of the kind of task (directory 35).
+	Type string `json:"type"`
 }
 
 // TodayTasks defines model for TodayTasks.
@@ -1806,16 +1825,16 @@ type DashboardKpiTeamParams struct {
 
 // DashboardMyDayParams defines parameters for DashboardMyDay.
 type DashboardMyDayParams struct {
-	// Date First day of the period (default today).
+	// Date First day of the period (default today in the token owner's time zone).
 	Date *openapi_types.Date `form:"date,omitempty" json:"date,omitempty"`
 
-	// DateTo Last day of the period (default `date`).
+	// DateTo Last day of the period (default `date`); at most 365 days after `date`.
 	DateTo *openapi_types.Date `form:"date_to,omitempty" json:"date_to,omitempty"`
 }
 
 // DashboardMyTasksParams defines parameters for DashboardMyTasks.
 type DashboardMyTasksParams struct {
-	// Date The day (default today).
+	// Date The day (default today in the token owner's time zone).
 	Date *openapi_types.Date `form:"date,omitempty" json:"date,omitempty"`
 
 	// OverdueLimit How many overdue tasks to list, 1 to 100.
@@ -4496,63 +4515,136 @@ type ClientInterface interface {
 
 	// DashboardKpiMy KPI of the token owner
 	//
-	// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`
-	// (`date_to` defaults to today, `date_from` to the first day of `date_to`'s month).
-	// A monthly plan value is recalculated to the period in proportion to days: for each
-	// month the period touches, plan × (days of the period in that month) / (days of that
-	// month), summed over the months. An item's progress is actual / plan in percent,
-	// counting at most 100; `period_progress_percent` is the average over the items.
-	// `month_to_date` is the first day of `date_to`'s month to `date_to`, and
-	// `month_to_date_progress_percent` the same average for it.
+	// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+	// days included, days of the owner's time zone; `date_to` defaults to today,
+	// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+	// period of more than 366 days, is an error (`"400"`).
 	//
-	// Without a KPI plan for the period the value is `{"has_kpi":false}` and nothing else;
-	// that is not an error.
+	// A KPI plan belongs to a user and a calendar month (the admin command
+	// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+	// value and the metric it measures. The actual of a metric counts the records the user
+	// is responsible for, whoever may see them:
+	//
+	// - `companies_added` (`count`): counterparties, not deleted, created in the period;
+	// - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+	//   (their completion time);
+	// - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+	//   and the sum of their amounts;
+	// - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+	//   marked as invoices dated in the period, and the sum of their amounts;
+	// - `income` (`amount`): incoming money movements, except transfers between the
+	//   account's own money accounts, dated in the period.
+	//
+	// A monthly plan is recalculated to the period in proportion to days: each month the
+	// period touches counts with the days the period has in it, its plan value × those days
+	// / the days of the month, and the actual counts the records of the same days. A month
+	// without a plan item of the metric counts in neither. Example: 31 new counterparties
+	// planned in October and 30 in November make the plan of 17 October to 15 November
+	// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+	// at most 100; `period_progress_percent` is the average over the items.
+	//
+	// `month_items` has one item per metric planned in a month of the period, in the order
+	// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+	// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+	// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+	// items of that month's plan (`null` when that month has no plan). Percentages are
+	// rounded to two decimals.
+	//
+	// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+	// nothing else; that is not an error.
 	//
 	// Corresponds with GET /dashboard/kpi/my (the `DashboardKpiMy` operationId).
 	DashboardKpiMy(ctx context.Context, params *DashboardKpiMyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DashboardKpiTeam KPI of the staff and departments
 	//
-	// KPI fulfilment of every user and department (of the account for an admin, of their
-	// department for a head) that has a KPI plan for the period, from best to lagging;
-	// dates default as for `GET /dashboard/kpi/my`. With `department_id` only that
-	// department's staff is listed and `departments` is `null`.
+	// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+	// their departments, from best to lagging (equal percentages by name, then id). The
+	// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+	// of the token owner's time zone for every user; so are the metrics and the
+	// recalculation of plans to the period.
+	//
+	// - Staff: the active users of the account for an admin; the active users of their own
+	//   department for a head, and for a member who has a report right (a member without a
+	//   department: only themselves). With `department_id`, only that department's staff;
+	//   a department outside that scope, or of no department of the account, is answered
+	//   as not found (`"404"`), and `departments` is `null`.
+	// - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+	//   average progress of their items, each counting at most 100). A user without a
+	//   department has `department_id` null and `department` `""`.
+	// - `departments`: the departments of the listed users; `progress_percent` of a
+	//   department is the average over its listed users, each user weighing the same
+	//   whatever the number of their items. Users without a department are in none.
 	//
 	// Rights: the user list needs the right to the users' KPI report, the department list
-	// the right to the departments' KPI report. Without both rights the reply is status
-	// `error`, code `403` (HTTP 200). With only one right the other list is `null` and its
-	// access field gives the reason; an access field is `ok` when its list is present.
+	// the right to the departments' KPI report (flags of the user, whatever their role).
+	// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+	// right the other list is `null` and its access field gives the reason
+	// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+	// `department_id` given, `departments_access` is `not returned when department_id is
+	// given`. An access field is `ok` when its list is present.
 	//
 	// Corresponds with GET /dashboard/kpi/team (the `DashboardKpiTeam` operationId).
 	DashboardKpiTeam(ctx context.Context, params *DashboardKpiTeamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DashboardMyDay Day summary of the token owner
 	//
-	// Counters of the period `date`..`date_to` (both inclusive, days of the token owner's
-	// time zone; `date` defaults to today, `date_to` to `date`). Each counter comes as
-	// `total` (all records the owner may see) and `mine` (records where the owner is
-	// responsible; for tasks, assignee or assigner).
+	// Counters of the period `date`..`date_to`: both days included, each day running from
+	// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+	// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+	// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+	// their access level, and `mine`, the records the owner is responsible for.
 	//
-	// Which date places a record in the period: counterparties and deals their creation
-	// time; tasks their deadline (`date_finish`, or `date_start` when there is none) for
-	// "scheduled" and their completion time for "done" (a task is done in the period when
-	// it was marked done within it); documents their document date; money movements their
-	// movement date. Overdue tasks are those not done whose deadline is before the end of
-	// the period. Transfers between the account's own money accounts are not counted.
-	// Forgotten companies are counterparties of the controlled types (a flag of directory
-	// 9) without an unfinished task whose deadline is at or after the end of the period.
-	// `my_kpi` is the reply of `GET /dashboard/kpi/my` for the same period.
+	// - `companies_added`: counterparties created in the period (their creation time), not
+	//   deleted; seen and mine by their responsible user.
+	// - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+	//   owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+	//   assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+	//   finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+	//   done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+	//   completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+	//   done (now) whose deadline is before the start of the period, the same rule as
+	//   `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+	//   `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+	//   in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+	//   `mine_done` the tasks done in the period, so the entries add up to the four counters
+	//   above.
+	// - `deals_created`: deals created in the period (their creation time); `total_sum` and
+	//   `mine_sum` are the sums of their amounts.
+	// - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+	//   document date is in the period, whatever their status; with the sums of their
+	//   amounts.
+	// - `money`: money movements whose date is in the period, except the transfers between
+	//   the account's own money accounts. `income` and `income_count`: the sum and number of
+	//   the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+	//   `expense` and `expense_count`: the outgoing ones.
+	// - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+	//   the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+	//   at or after the end of the period (the midnight after `date_to`); seen and mine by
+	//   the counterparty's responsible user.
+	// - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+	//
+	// Amounts are sums in the account's base currency.
 	//
 	// Corresponds with GET /dashboard/my/day (the `DashboardMyDay` operationId).
 	DashboardMyDay(ctx context.Context, params *DashboardMyDayParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DashboardMyTasks Today's and overdue tasks of the token owner
 	//
-	// Tasks where the token owner is assignee or assigner. `today`: the tasks whose start
-	// falls on `date` (default today, in the owner's time zone), with how many of them are
-	// done. `overdue`: tasks not done whose deadline is earlier than the start of `date`,
-	// most recently overdue first; `total` is always the full number, `shown` how many are
-	// listed (at most `overdue_limit`).
+	// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+	// in the owner's time zone; the day runs from midnight to midnight there). A task's
+	// deadline is its `date_finish`, or its `date_start` when it has no finish.
+	//
+	// - `today`: every task whose deadline falls on `date`, done or not, in the order of
+	//   their deadlines (then ids); `done` is how many of them are done.
+	// - `overdue`: tasks not done whose deadline is before the start of `date`, most
+	//   recently overdue first (latest deadline first, then the higher id); `total` is
+	//   always the full number, `shown` how many are listed: at most `overdue_limit`.
+	//
+	// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+	// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+	// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+	// the counterparty's name, `deal_id` null for a task without a deal.
 	//
 	// Corresponds with GET /dashboard/my/tasks (the `DashboardMyTasks` operationId).
 	DashboardMyTasks(ctx context.Context, params *DashboardMyTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -5673,17 +5765,43 @@ func (c *Client) ContactList(ctx context.Context, params *ContactListParams, req
 
 // DashboardKpiMy KPI of the token owner
 //
-// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`
-// (`date_to` defaults to today, `date_from` to the first day of `date_to`'s month).
-// A monthly plan value is recalculated to the period in proportion to days: for each
-// month the period touches, plan × (days of the period in that month) / (days of that
-// month), summed over the months. An item's progress is actual / plan in percent,
-// counting at most 100; `period_progress_percent` is the average over the items.
-// `month_to_date` is the first day of `date_to`'s month to `date_to`, and
-// `month_to_date_progress_percent` the same average for it.
+// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+// days included, days of the owner's time zone; `date_to` defaults to today,
+// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+// period of more than 366 days, is an error (`"400"`).
 //
-// Without a KPI plan for the period the value is `{"has_kpi":false}` and nothing else;
-// that is not an error.
+// A KPI plan belongs to a user and a calendar month (the admin command
+// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+// value and the metric it measures. The actual of a metric counts the records the user
+// is responsible for, whoever may see them:
+//
+//   - `companies_added` (`count`): counterparties, not deleted, created in the period;
+//   - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+//     (their completion time);
+//   - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+//     and the sum of their amounts;
+//   - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+//     marked as invoices dated in the period, and the sum of their amounts;
+//   - `income` (`amount`): incoming money movements, except transfers between the
+//     account's own money accounts, dated in the period.
+//
+// A monthly plan is recalculated to the period in proportion to days: each month the
+// period touches counts with the days the period has in it, its plan value × those days
+// / the days of the month, and the actual counts the records of the same days. A month
+// without a plan item of the metric counts in neither. Example: 31 new counterparties
+// planned in October and 30 in November make the plan of 17 October to 15 November
+// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+// at most 100; `period_progress_percent` is the average over the items.
+//
+// `month_items` has one item per metric planned in a month of the period, in the order
+// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+// items of that month's plan (`null` when that month has no plan). Percentages are
+// rounded to two decimals.
+//
+// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+// nothing else; that is not an error.
 //
 // Corresponds with GET /dashboard/kpi/my (the `DashboardKpiMy` operationId).
 func (c *Client) DashboardKpiMy(ctx context.Context, params *DashboardKpiMyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5700,15 +5818,31 @@ func (c *Client) DashboardKpiMy(ctx context.Context, params *DashboardKpiMyParam
 
 // DashboardKpiTeam KPI of the staff and departments
 //
-// KPI fulfilment of every user and department (of the account for an admin, of their
-// department for a head) that has a KPI plan for the period, from best to lagging;
-// dates default as for `GET /dashboard/kpi/my`. With `department_id` only that
-// department's staff is listed and `departments` is `null`.
+// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+// their departments, from best to lagging (equal percentages by name, then id). The
+// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+// of the token owner's time zone for every user; so are the metrics and the
+// recalculation of plans to the period.
+//
+//   - Staff: the active users of the account for an admin; the active users of their own
+//     department for a head, and for a member who has a report right (a member without a
+//     department: only themselves). With `department_id`, only that department's staff;
+//     a department outside that scope, or of no department of the account, is answered
+//     as not found (`"404"`), and `departments` is `null`.
+//   - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+//     average progress of their items, each counting at most 100). A user without a
+//     department has `department_id` null and `department` `""`.
+//   - `departments`: the departments of the listed users; `progress_percent` of a
+//     department is the average over its listed users, each user weighing the same
+//     whatever the number of their items. Users without a department are in none.
 //
 // Rights: the user list needs the right to the users' KPI report, the department list
-// the right to the departments' KPI report. Without both rights the reply is status
-// `error`, code `403` (HTTP 200). With only one right the other list is `null` and its
-// access field gives the reason; an access field is `ok` when its list is present.
+// the right to the departments' KPI report (flags of the user, whatever their role).
+// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+// right the other list is `null` and its access field gives the reason
+// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+// `department_id` given, `departments_access` is `not returned when department_id is
+// given`. An access field is `ok` when its list is present.
 //
 // Corresponds with GET /dashboard/kpi/team (the `DashboardKpiTeam` operationId).
 func (c *Client) DashboardKpiTeam(ctx context.Context, params *DashboardKpiTeamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5725,20 +5859,42 @@ func (c *Client) DashboardKpiTeam(ctx context.Context, params *DashboardKpiTeamP
 
 // DashboardMyDay Day summary of the token owner
 //
-// Counters of the period `date`..`date_to` (both inclusive, days of the token owner's
-// time zone; `date` defaults to today, `date_to` to `date`). Each counter comes as
-// `total` (all records the owner may see) and `mine` (records where the owner is
-// responsible; for tasks, assignee or assigner).
+// Counters of the period `date`..`date_to`: both days included, each day running from
+// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+// their access level, and `mine`, the records the owner is responsible for.
 //
-// Which date places a record in the period: counterparties and deals their creation
-// time; tasks their deadline (`date_finish`, or `date_start` when there is none) for
-// "scheduled" and their completion time for "done" (a task is done in the period when
-// it was marked done within it); documents their document date; money movements their
-// movement date. Overdue tasks are those not done whose deadline is before the end of
-// the period. Transfers between the account's own money accounts are not counted.
-// Forgotten companies are counterparties of the controlled types (a flag of directory
-// 9) without an unfinished task whose deadline is at or after the end of the period.
-// `my_kpi` is the reply of `GET /dashboard/kpi/my` for the same period.
+//   - `companies_added`: counterparties created in the period (their creation time), not
+//     deleted; seen and mine by their responsible user.
+//   - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+//     owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+//     assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+//     finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+//     done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+//     completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+//     done (now) whose deadline is before the start of the period, the same rule as
+//     `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+//     `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+//     in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+//     `mine_done` the tasks done in the period, so the entries add up to the four counters
+//     above.
+//   - `deals_created`: deals created in the period (their creation time); `total_sum` and
+//     `mine_sum` are the sums of their amounts.
+//   - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+//     document date is in the period, whatever their status; with the sums of their
+//     amounts.
+//   - `money`: money movements whose date is in the period, except the transfers between
+//     the account's own money accounts. `income` and `income_count`: the sum and number of
+//     the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+//     `expense` and `expense_count`: the outgoing ones.
+//   - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+//     the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+//     at or after the end of the period (the midnight after `date_to`); seen and mine by
+//     the counterparty's responsible user.
+//   - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+//
+// Amounts are sums in the account's base currency.
 //
 // Corresponds with GET /dashboard/my/day (the `DashboardMyDay` operationId).
 func (c *Client) DashboardMyDay(ctx context.Context, params *DashboardMyDayParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5755,11 +5911,20 @@ func (c *Client) DashboardMyDay(ctx context.Context, params *DashboardMyDayParam
 
 // DashboardMyTasks Today's and overdue tasks of the token owner
 //
-// Tasks where the token owner is assignee or assigner. `today`: the tasks whose start
-// falls on `date` (default today, in the owner's time zone), with how many of them are
-// done. `overdue`: tasks not done whose deadline is earlier than the start of `date`,
-// most recently overdue first; `total` is always the full number, `shown` how many are
-// listed (at most `overdue_limit`).
+// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+// in the owner's time zone; the day runs from midnight to midnight there). A task's
+// deadline is its `date_finish`, or its `date_start` when it has no finish.
+//
+//   - `today`: every task whose deadline falls on `date`, done or not, in the order of
+//     their deadlines (then ids); `done` is how many of them are done.
+//   - `overdue`: tasks not done whose deadline is before the start of `date`, most
+//     recently overdue first (latest deadline first, then the higher id); `total` is
+//     always the full number, `shown` how many are listed: at most `overdue_limit`.
+//
+// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+// the counterparty's name, `deal_id` null for a task without a deal.
 //
 // Corresponds with GET /dashboard/my/tasks (the `DashboardMyTasks` operationId).
 func (c *Client) DashboardMyTasks(ctx context.Context, params *DashboardMyTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -8696,17 +8861,43 @@ type ClientWithResponsesInterface interface {
 
 	// DashboardKpiMyWithResponse KPI of the token owner
 	//
-	// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`
-	// (`date_to` defaults to today, `date_from` to the first day of `date_to`'s month).
-	// A monthly plan value is recalculated to the period in proportion to days: for each
-	// month the period touches, plan × (days of the period in that month) / (days of that
-	// month), summed over the months. An item's progress is actual / plan in percent,
-	// counting at most 100; `period_progress_percent` is the average over the items.
-	// `month_to_date` is the first day of `date_to`'s month to `date_to`, and
-	// `month_to_date_progress_percent` the same average for it.
+	// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+	// days included, days of the owner's time zone; `date_to` defaults to today,
+	// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+	// period of more than 366 days, is an error (`"400"`).
 	//
-	// Without a KPI plan for the period the value is `{"has_kpi":false}` and nothing else;
-	// that is not an error.
+	// A KPI plan belongs to a user and a calendar month (the admin command
+	// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+	// value and the metric it measures. The actual of a metric counts the records the user
+	// is responsible for, whoever may see them:
+	//
+	// - `companies_added` (`count`): counterparties, not deleted, created in the period;
+	// - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+	//   (their completion time);
+	// - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+	//   and the sum of their amounts;
+	// - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+	//   marked as invoices dated in the period, and the sum of their amounts;
+	// - `income` (`amount`): incoming money movements, except transfers between the
+	//   account's own money accounts, dated in the period.
+	//
+	// A monthly plan is recalculated to the period in proportion to days: each month the
+	// period touches counts with the days the period has in it, its plan value × those days
+	// / the days of the month, and the actual counts the records of the same days. A month
+	// without a plan item of the metric counts in neither. Example: 31 new counterparties
+	// planned in October and 30 in November make the plan of 17 October to 15 November
+	// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+	// at most 100; `period_progress_percent` is the average over the items.
+	//
+	// `month_items` has one item per metric planned in a month of the period, in the order
+	// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+	// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+	// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+	// items of that month's plan (`null` when that month has no plan). Percentages are
+	// rounded to two decimals.
+	//
+	// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+	// nothing else; that is not an error.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8715,15 +8906,31 @@ type ClientWithResponsesInterface interface {
 
 	// DashboardKpiTeamWithResponse KPI of the staff and departments
 	//
-	// KPI fulfilment of every user and department (of the account for an admin, of their
-	// department for a head) that has a KPI plan for the period, from best to lagging;
-	// dates default as for `GET /dashboard/kpi/my`. With `department_id` only that
-	// department's staff is listed and `departments` is `null`.
+	// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+	// their departments, from best to lagging (equal percentages by name, then id). The
+	// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+	// of the token owner's time zone for every user; so are the metrics and the
+	// recalculation of plans to the period.
+	//
+	// - Staff: the active users of the account for an admin; the active users of their own
+	//   department for a head, and for a member who has a report right (a member without a
+	//   department: only themselves). With `department_id`, only that department's staff;
+	//   a department outside that scope, or of no department of the account, is answered
+	//   as not found (`"404"`), and `departments` is `null`.
+	// - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+	//   average progress of their items, each counting at most 100). A user without a
+	//   department has `department_id` null and `department` `""`.
+	// - `departments`: the departments of the listed users; `progress_percent` of a
+	//   department is the average over its listed users, each user weighing the same
+	//   whatever the number of their items. Users without a department are in none.
 	//
 	// Rights: the user list needs the right to the users' KPI report, the department list
-	// the right to the departments' KPI report. Without both rights the reply is status
-	// `error`, code `403` (HTTP 200). With only one right the other list is `null` and its
-	// access field gives the reason; an access field is `ok` when its list is present.
+	// the right to the departments' KPI report (flags of the user, whatever their role).
+	// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+	// right the other list is `null` and its access field gives the reason
+	// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+	// `department_id` given, `departments_access` is `not returned when department_id is
+	// given`. An access field is `ok` when its list is present.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8732,20 +8939,42 @@ type ClientWithResponsesInterface interface {
 
 	// DashboardMyDayWithResponse Day summary of the token owner
 	//
-	// Counters of the period `date`..`date_to` (both inclusive, days of the token owner's
-	// time zone; `date` defaults to today, `date_to` to `date`). Each counter comes as
-	// `total` (all records the owner may see) and `mine` (records where the owner is
-	// responsible; for tasks, assignee or assigner).
+	// Counters of the period `date`..`date_to`: both days included, each day running from
+	// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+	// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+	// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+	// their access level, and `mine`, the records the owner is responsible for.
 	//
-	// Which date places a record in the period: counterparties and deals their creation
-	// time; tasks their deadline (`date_finish`, or `date_start` when there is none) for
-	// "scheduled" and their completion time for "done" (a task is done in the period when
-	// it was marked done within it); documents their document date; money movements their
-	// movement date. Overdue tasks are those not done whose deadline is before the end of
-	// the period. Transfers between the account's own money accounts are not counted.
-	// Forgotten companies are counterparties of the controlled types (a flag of directory
-	// 9) without an unfinished task whose deadline is at or after the end of the period.
-	// `my_kpi` is the reply of `GET /dashboard/kpi/my` for the same period.
+	// - `companies_added`: counterparties created in the period (their creation time), not
+	//   deleted; seen and mine by their responsible user.
+	// - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+	//   owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+	//   assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+	//   finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+	//   done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+	//   completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+	//   done (now) whose deadline is before the start of the period, the same rule as
+	//   `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+	//   `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+	//   in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+	//   `mine_done` the tasks done in the period, so the entries add up to the four counters
+	//   above.
+	// - `deals_created`: deals created in the period (their creation time); `total_sum` and
+	//   `mine_sum` are the sums of their amounts.
+	// - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+	//   document date is in the period, whatever their status; with the sums of their
+	//   amounts.
+	// - `money`: money movements whose date is in the period, except the transfers between
+	//   the account's own money accounts. `income` and `income_count`: the sum and number of
+	//   the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+	//   `expense` and `expense_count`: the outgoing ones.
+	// - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+	//   the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+	//   at or after the end of the period (the midnight after `date_to`); seen and mine by
+	//   the counterparty's responsible user.
+	// - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+	//
+	// Amounts are sums in the account's base currency.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -8754,11 +8983,20 @@ type ClientWithResponsesInterface interface {
 
 	// DashboardMyTasksWithResponse Today's and overdue tasks of the token owner
 	//
-	// Tasks where the token owner is assignee or assigner. `today`: the tasks whose start
-	// falls on `date` (default today, in the owner's time zone), with how many of them are
-	// done. `overdue`: tasks not done whose deadline is earlier than the start of `date`,
-	// most recently overdue first; `total` is always the full number, `shown` how many are
-	// listed (at most `overdue_limit`).
+	// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+	// in the owner's time zone; the day runs from midnight to midnight there). A task's
+	// deadline is its `date_finish`, or its `date_start` when it has no finish.
+	//
+	// - `today`: every task whose deadline falls on `date`, done or not, in the order of
+	//   their deadlines (then ids); `done` is how many of them are done.
+	// - `overdue`: tasks not done whose deadline is before the start of `date`, most
+	//   recently overdue first (latest deadline first, then the higher id); `total` is
+	//   always the full number, `shown` how many are listed: at most `overdue_limit`.
+	//
+	// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+	// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+	// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+	// the counterparty's name, `deal_id` null for a task without a deal.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -11724,17 +11962,43 @@ func (c *ClientWithResponses) ContactListWithResponse(ctx context.Context, param
 
 // DashboardKpiMyWithResponse KPI of the token owner
 //
-// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`
-// (`date_to` defaults to today, `date_from` to the first day of `date_to`'s month).
-// A monthly plan value is recalculated to the period in proportion to days: for each
-// month the period touches, plan × (days of the period in that month) / (days of that
-// month), summed over the months. An item's progress is actual / plan in percent,
-// counting at most 100; `period_progress_percent` is the average over the items.
-// `month_to_date` is the first day of `date_to`'s month to `date_to`, and
-// `month_to_date_progress_percent` the same average for it.
+// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+// days included, days of the owner's time zone; `date_to` defaults to today,
+// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+// period of more than 366 days, is an error (`"400"`).
 //
-// Without a KPI plan for the period the value is `{"has_kpi":false}` and nothing else;
-// that is not an error.
+// A KPI plan belongs to a user and a calendar month (the admin command
+// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+// value and the metric it measures. The actual of a metric counts the records the user
+// is responsible for, whoever may see them:
+//
+//   - `companies_added` (`count`): counterparties, not deleted, created in the period;
+//   - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+//     (their completion time);
+//   - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+//     and the sum of their amounts;
+//   - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+//     marked as invoices dated in the period, and the sum of their amounts;
+//   - `income` (`amount`): incoming money movements, except transfers between the
+//     account's own money accounts, dated in the period.
+//
+// A monthly plan is recalculated to the period in proportion to days: each month the
+// period touches counts with the days the period has in it, its plan value × those days
+// / the days of the month, and the actual counts the records of the same days. A month
+// without a plan item of the metric counts in neither. Example: 31 new counterparties
+// planned in October and 30 in November make the plan of 17 October to 15 November
+// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+// at most 100; `period_progress_percent` is the average over the items.
+//
+// `month_items` has one item per metric planned in a month of the period, in the order
+// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+// items of that month's plan (`null` when that month has no plan). Percentages are
+// rounded to two decimals.
+//
+// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+// nothing else; that is not an error.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11749,15 +12013,31 @@ func (c *ClientWithResponses) DashboardKpiMyWithResponse(ctx context.Context, pa
 
 // DashboardKpiTeamWithResponse KPI of the staff and departments
 //
-// KPI fulfilment of every user and department (of the account for an admin, of their
-// department for a head) that has a KPI plan for the period, from best to lagging;
-// dates default as for `GET /dashboard/kpi/my`. With `department_id` only that
-// department's staff is listed and `departments` is `null`.
+// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+// their departments, from best to lagging (equal percentages by name, then id). The
+// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+// of the token owner's time zone for every user; so are the metrics and the
+// recalculation of plans to the period.
+//
+//   - Staff: the active users of the account for an admin; the active users of their own
+//     department for a head, and for a member who has a report right (a member without a
+//     department: only themselves). With `department_id`, only that department's staff;
+//     a department outside that scope, or of no department of the account, is answered
+//     as not found (`"404"`), and `departments` is `null`.
+//   - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+//     average progress of their items, each counting at most 100). A user without a
+//     department has `department_id` null and `department` `""`.
+//   - `departments`: the departments of the listed users; `progress_percent` of a
+//     department is the average over its listed users, each user weighing the same
+//     whatever the number of their items. Users without a department are in none.
 //
 // Rights: the user list needs the right to the users' KPI report, the department list
-// the right to the departments' KPI report. Without both rights the reply is status
-// `error`, code `403` (HTTP 200). With only one right the other list is `null` and its
-// access field gives the reason; an access field is `ok` when its list is present.
+// the right to the departments' KPI report (flags of the user, whatever their role).
+// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+// right the other list is `null` and its access field gives the reason
+// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+// `department_id` given, `departments_access` is `not returned when department_id is
+// given`. An access field is `ok` when its list is present.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11772,20 +12052,42 @@ func (c *ClientWithResponses) DashboardKpiTeamWithResponse(ctx context.Context, 
 
 // DashboardMyDayWithResponse Day summary of the token owner
 //
-// Counters of the period `date`..`date_to` (both inclusive, days of the token owner's
-// time zone; `date` defaults to today, `date_to` to `date`). Each counter comes as
-// `total` (all records the owner may see) and `mine` (records where the owner is
-// responsible; for tasks, assignee or assigner).
+// Counters of the period `date`..`date_to`: both days included, each day running from
+// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+// their access level, and `mine`, the records the owner is responsible for.
 //
-// Which date places a record in the period: counterparties and deals their creation
-// time; tasks their deadline (`date_finish`, or `date_start` when there is none) for
-// "scheduled" and their completion time for "done" (a task is done in the period when
-// it was marked done within it); documents their document date; money movements their
-// movement date. Overdue tasks are those not done whose deadline is before the end of
-// the period. Transfers between the account's own money accounts are not counted.
-// Forgotten companies are counterparties of the controlled types (a flag of directory
-// 9) without an unfinished task whose deadline is at or after the end of the period.
-// `my_kpi` is the reply of `GET /dashboard/kpi/my` for the same period.
+//   - `companies_added`: counterparties created in the period (their creation time), not
+//     deleted; seen and mine by their responsible user.
+//   - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+//     owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+//     assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+//     finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+//     done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+//     completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+//     done (now) whose deadline is before the start of the period, the same rule as
+//     `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+//     `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+//     in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+//     `mine_done` the tasks done in the period, so the entries add up to the four counters
+//     above.
+//   - `deals_created`: deals created in the period (their creation time); `total_sum` and
+//     `mine_sum` are the sums of their amounts.
+//   - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+//     document date is in the period, whatever their status; with the sums of their
+//     amounts.
+//   - `money`: money movements whose date is in the period, except the transfers between
+//     the account's own money accounts. `income` and `income_count`: the sum and number of
+//     the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+//     `expense` and `expense_count`: the outgoing ones.
+//   - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+//     the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+//     at or after the end of the period (the midnight after `date_to`); seen and mine by
+//     the counterparty's responsible user.
+//   - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+//
+// Amounts are sums in the account's base currency.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11800,11 +12102,20 @@ func (c *ClientWithResponses) DashboardMyDayWithResponse(ctx context.Context, pa
 
 // DashboardMyTasksWithResponse Today's and overdue tasks of the token owner
 //
-// Tasks where the token owner is assignee or assigner. `today`: the tasks whose start
-// falls on `date` (default today, in the owner's time zone), with how many of them are
-// done. `overdue`: tasks not done whose deadline is earlier than the start of `date`,
-// most recently overdue first; `total` is always the full number, `shown` how many are
-// listed (at most `overdue_limit`).
+// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+// in the owner's time zone; the day runs from midnight to midnight there). A task's
+// deadline is its `date_finish`, or its `date_start` when it has no finish.
+//
+//   - `today`: every task whose deadline falls on `date`, done or not, in the order of
+//     their deadlines (then ids); `done` is how many of them are done.
+//   - `overdue`: tasks not done whose deadline is before the start of `date`, most
+//     recently overdue first (latest deadline first, then the higher id); `total` is
+//     always the full number, `shown` how many are listed: at most `overdue_limit`.
+//
+// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+// the counterparty's name, `deal_id` null for a task without a deal.
 //
 // Returns a wrapper object for the known response body format(s).
 //
