@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"path"
 	"sort"
 	"strconv"
@@ -96,6 +97,26 @@ func Open(ctx context.Context, url string) (*sqlx.DB, error) {
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	return db, nil
+}
+
+// OpenGeneric connects to the database at url with sessions whose prepared
+// statements get generic plans (plan_cache_mode=force_generic_plan), for the
+// statements that plan the same whatever their values (impl.Config.GenericDB).
+func OpenGeneric(ctx context.Context, url string) (*sqlx.DB, error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return nil, fmt.Errorf("open database: %w", err)
+	}
+	q := u.Query()
+	q.Set("plan_cache_mode", "force_generic_plan") // lib/pq sends unknown keys as session settings
+	u.RawQuery = q.Encode()
+	pool, err := Open(ctx, u.String())
+	if err != nil {
+		return nil, err
+	}
+	pool.SetMaxOpenConns(16)
+	pool.SetMaxIdleConns(16)
+	return pool, nil
 }
 
 // Migrate applies the pending migrations in one transaction, under an advisory

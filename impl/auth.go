@@ -74,7 +74,7 @@ func (s *Server) authenticate(ctx context.Context, header string) (*Principal, e
 		return nil, &Error{Code: CodeUnauthorized, Msg: "missing bearer token"}
 	}
 	var p Principal
-	err := s.stmts.get(ctx, &p, `
+	err := s.generic.get(ctx, &p, `
 		SELECT t.id AS token_id, t.account_id, u.id AS user_id, u.name AS user_name, u.role, u.department_id,
 		       u.kpi_users_report, u.kpi_departments_report,
 		       coalesce(u.time_zone, a.time_zone) AS time_zone, a.base_currency

@@ -270,7 +270,7 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 		companyJSON(tz), emailJSON("e"), phoneJSON("ph"), requisitesJSON("r"), contactJSON("ct", "c.name", tz),
 		acc, id, visible)
 	var card string
-	err = s.stmts.get(ctx, &card, query, args...)
+	err = s.generic.get(ctx, &card, query, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// "For a missing or deleted counterparty the reply has status Error."
 		return nil, &Error{Code: CodeNotFound, Status: gen.StatusErrorCapital,

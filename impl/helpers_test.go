@@ -16,6 +16,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crmservice/crm/conformance"
+	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/db/dbtest"
 	"github.com/crmservice/crm/impl"
 )
@@ -42,9 +43,19 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if err != nil {
 		t.Fatalf("contract: %v", err)
 	}
-	pool := dbtest.New(t)
+	url := dbtest.NewURL(t)
+	pool, err := db.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	generic, err := db.OpenGeneric(context.Background(), url) // as crm-server serve runs
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { generic.Close() })
 	e := &env{db: pool, contract: contract, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
-	cfg := impl.Config{DB: pool, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil))}
+	cfg := impl.Config{DB: pool, GenericDB: generic, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil))}
 	for _, o := range opts {
 		o(&cfg)
 	}

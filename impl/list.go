@@ -125,7 +125,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	if m.count != nil && (len(filters) == 0 || onlyOwners) {
 		if counted := m.count(q); counted != "" {
 			// Unfiltered: the kept total and the page through the order's index.
-			err = s.stmts.get(ctx, &out, q.orderedSQL(columns, sortExpr, dir, counted), q.args...)
+			err = s.generic.get(ctx, &out, q.orderedSQL(columns, sortExpr, dir, counted), q.args...)
 			if err != nil {
 				return nil, fmt.Errorf("list module %d: %w", m.code, err)
 			}

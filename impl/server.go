@@ -6,6 +6,7 @@ package impl
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,6 +39,13 @@ type Config struct {
 	// POST /mail/send (10 MiB when 0).
 	BodyLimit     int64
 	MailBodyLimit int64
+	// GenericDB, when set, is a pool of the same database whose sessions give
+	// prepared statements generic plans (db.OpenGeneric). PostgreSQL otherwise
+	// keeps planning each execution of the hot statements whose plans do not
+	// depend on their values (the token lookup, the card, an unfiltered list
+	// page): it prices their generic plan for an average account and prefers
+	// planning anew, which costs as much as running them. Nil: DB.
+	GenericDB *sqlx.DB
 	// ListScanOnce is how many matches a filtered list reads in one pass, taking
 	// its total and page from them (10,000 when 0); with more matches it counts
 	// them and reads the page through the sort order's index instead.
@@ -49,7 +57,8 @@ type Server struct {
 	db      *sqlx.DB
 	log     *slog.Logger
 	limiter *rateLimiter
-	stmts   *stmtCache
+	stmts   *stmtCache // prepared statements, planned for their values
+	generic *stmtCache // prepared statements with one generic plan
 
 	scanOnce int
 }
@@ -75,6 +84,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		cfg.ListScanOnce = 10_000
 	}
 	s := &Server{db: cfg.DB, log: cfg.Log, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst), stmts: newStmtCache(cfg.DB, 200),
+		generic:  newStmtCache(cmp.Or(cfg.GenericDB, cfg.DB), 100),
 		scanOnce: cfg.ListScanOnce}
 
 	doc, err := gen.GetSpec()

@@ -103,22 +103,23 @@ func scenarios(e *benchEnv) []scenario {
 	}
 }
 
-// result is what one scenario measured.
+// result is what one scenario measured: latency with one client, throughput
+// with o.clients, over HTTP and as direct SQL.
 type result struct {
 	scenario
-	http, sql   stats
-	errors      int
-	statements  int
-	sampleBytes int
+	http, sql       stats
+	httpRPS, sqlRPS float64
+	errors          int
+	statements      int
+	sampleBytes     int
 }
 
 type stats struct {
 	n             int
-	rps           float64
 	p50, p95, p99 time.Duration
 }
 
-func summarize(lat []time.Duration, elapsed time.Duration) stats {
+func summarize(lat []time.Duration) stats {
 	slices.Sort(lat)
 	at := func(q float64) time.Duration {
 		if len(lat) == 0 {
@@ -126,15 +127,19 @@ func summarize(lat []time.Duration, elapsed time.Duration) stats {
 		}
 		return lat[min(len(lat)-1, int(q*float64(len(lat))))]
 	}
-	return stats{n: len(lat), rps: float64(len(lat)) / elapsed.Seconds(), p50: at(0.50), p95: at(0.95), p99: at(0.99)}
+	return stats{n: len(lat), p50: at(0.50), p95: at(0.95), p99: at(0.99)}
 }
 
-// measure runs a scenario over HTTP with o.clients clients, then replays the
-// statements of sample requests directly with as many connections.
-func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direct *sql.DB, o options) (result, error) {
+// worker makes one request (or replays one) per call.
+type worker func(ctx context.Context, rng *rand.Rand) error
+
+// measure runs a scenario over HTTP, one client for latency and o.clients for
+// throughput, then replays the statements of sample requests directly the same
+// two ways.
+func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direct, directGeneric *sql.DB, o options) (result, error) {
 	res := result{scenario: sc}
 	// Samples: a few requests one at a time, each with its statements recorded.
-	rng := rand.New(rand.NewPCG(1, 2))
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	var traces [][]statement
 	for range 20 {
 		method, target, body := sc.next(rng)
@@ -147,35 +152,69 @@ func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direc
 		res.sampleBytes, res.statements = n, len(trace)
 		traces = append(traces, trace)
 	}
-
 	if o.explain {
 		return res, explain(ctx, direct, sc.name, traces[0])
 	}
-	httpLat, errs, elapsed := e.load(ctx, sc, o, func(ctx context.Context, rng *rand.Rand) error {
-		method, target, body := sc.next(rng)
-		_, _, err := e.call(ctx, method, target, body)
-		return err
-	})
-	res.http, res.errors = summarize(httpLat, elapsed), errs
 
-	sqlLat, errs, elapsed := e.load(ctx, sc, o, func(ctx context.Context, rng *rand.Rand) error {
-		return replay(ctx, direct, traces[rng.IntN(len(traces))])
-	})
-	res.sql = summarize(sqlLat, elapsed)
-	res.errors += errs
+	overHTTP := func() (worker, func(), error) {
+		return func(ctx context.Context, rng *rand.Rand) error {
+			method, target, body := sc.next(rng)
+			_, _, err := e.call(ctx, method, target, body)
+			return err
+		}, func() {}, nil
+	}
+	asSQL := func() (worker, func(), error) {
+		r, err := newReplayer(ctx, direct, directGeneric)
+		if err != nil {
+			return nil, nil, err
+		}
+		return func(ctx context.Context, rng *rand.Rand) error {
+			return r.replay(ctx, traces[rng.IntN(len(traces))])
+		}, r.close, nil
+	}
+	for _, phase := range []struct {
+		side    func() (worker, func(), error)
+		clients int
+		lat     *stats
+		rps     *float64
+	}{
+		{overHTTP, 1, &res.http, nil}, {overHTTP, o.clients, nil, &res.httpRPS},
+		{asSQL, 1, &res.sql, nil}, {asSQL, o.clients, nil, &res.sqlRPS},
+	} {
+		lat, errs, err := load(ctx, phase.clients, o, phase.side)
+		if err != nil {
+			return res, err
+		}
+		res.errors += errs
+		if phase.lat != nil {
+			*phase.lat = summarize(lat)
+		}
+		if phase.rps != nil {
+			*phase.rps = float64(len(lat)) / o.duration.Seconds()
+		}
+	}
 	return res, nil
 }
 
-// load runs fn from o.clients goroutines for the warm-up and then o.duration,
-// returning the latencies measured after the warm-up.
-func (e *benchEnv) load(ctx context.Context, sc scenario, o options, fn func(context.Context, *rand.Rand) error) ([]time.Duration, int, time.Duration) {
+// load runs clients workers for the warm-up and then o.duration, returning the
+// latencies measured after the warm-up and how many calls failed.
+func load(ctx context.Context, clients int, o options, newWorker func() (worker, func(), error)) ([]time.Duration, int, error) {
+	workers := make([]worker, clients)
+	for i := range workers {
+		w, done, err := newWorker()
+		if err != nil {
+			return nil, 0, err
+		}
+		defer done()
+		workers[i] = w
+	}
 	var mu sync.Mutex
 	var all []time.Duration
 	errs := 0
 	start := time.Now()
 	measureFrom, end := start.Add(o.warmup), start.Add(o.warmup+o.duration)
 	var wg sync.WaitGroup
-	for c := range o.clients {
+	for c, w := range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -187,7 +226,7 @@ func (e *benchEnv) load(ctx context.Context, sc scenario, o options, fn func(con
 				if t.After(end) {
 					break
 				}
-				err := fn(ctx, rng)
+				err := w(ctx, rng)
 				if t.After(measureFrom) {
 					lat = append(lat, time.Since(t))
 					if err != nil {
@@ -201,7 +240,7 @@ func (e *benchEnv) load(ctx context.Context, sc scenario, o options, fn func(con
 		}()
 	}
 	wg.Wait()
-	return all, errs, o.duration
+	return all, errs, ctx.Err()
 }
 
 // call sends one request and checks that it succeeded.
@@ -235,7 +274,7 @@ func (e *benchEnv) call(ctx context.Context, method, target string, body []byte)
 
 func (r result) line() string {
 	return fmt.Sprintf("%-62s http p50 %7s p95 %7s p99 %7s %6.0f/s | sql p50 %7s %6.0f/s | errors %d",
-		r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.http.rps, ms(r.sql.p50), r.sql.rps, r.errors)
+		r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.httpRPS, ms(r.sql.p50), r.sqlRPS, r.errors)
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
@@ -280,13 +319,15 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo) string
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), m.cores, m.cpu, m.memory, m.goVersion, m.postgres, m.loadBefore)
 	fmt.Fprintf(&b, "Data: %d counterparties over %d accounts, the big account holding %d, each with two e-mails and two phones; "+
 		"%d tasks, %d deals, %d documents, %d money movements (the big account: %d, %d, %d, %d). "+
-		"Every request is made by the big account's admin, who sees all of it. %d concurrent clients, %s per scenario and side after %s of warm-up.\n\n",
+		"Every request is made by the big account's admin, who sees all of it. Latencies are measured with one client, "+
+		"throughput (req/s) with %d concurrent clients; %s per measurement after %s of warm-up.\n\n",
 		total(d.Companies), len(d.Companies), d.Companies[0], total(d.Tasks), total(d.Deals), total(d.Documents), total(d.Movements),
 		d.Tasks[0], d.Deals[0], d.Documents[0], d.Movements[0], o.clients, o.duration, o.warmup)
 	b.WriteString("**HTTP** is the whole request through the server on loopback (authentication, validation, SQL, JSON); " +
 		"**SQL** replays the very statements the server ran for sample requests (the token lookup included) directly " +
-		"with lib/pq and as many connections. **Server share** = HTTP p50 − SQL p50.\n\n")
-	b.WriteString("| scenario | HTTP p50 | p95 | p99 | req/s | SQL p50 | SQL req/s | HTTP/SQL (p50) | server share | statements | reply bytes | target | errors |\n")
+		"with lib/pq (prepared where the server prepares them). **Server share** = HTTP p50 − SQL p50: what the server " +
+		"adds to PostgreSQL's time (HTTP, authentication, validation, JSON).\n\n")
+	b.WriteString("| scenario | HTTP p50 | p95 | p99 | req/s | SQL p50 | SQL req/s | HTTP/SQL (p50) | server share (p50) | statements | reply bytes | target | errors |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
 	for _, r := range results {
 		ratio := 0.0
@@ -303,13 +344,13 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo) string
 		}
 		if r.minRPS > 0 {
 			verdict := "met"
-			if r.http.rps < r.minRPS {
+			if r.httpRPS < r.minRPS {
 				verdict = "MISSED"
 			}
 			target += fmt.Sprintf("; ≥ %.0f req/s: %s", r.minRPS, verdict)
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %s | %.0f | %.1f | %s | %d | %d | %s | %d |\n",
-			r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.http.rps, ms(r.sql.p50), r.sql.rps, ratio,
+			r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.httpRPS, ms(r.sql.p50), r.sqlRPS, ratio,
 			ms(r.http.p50-r.sql.p50), r.statements, r.sampleBytes, strings.TrimPrefix(target, "; "), r.errors)
 	}
 	b.WriteString("\n(milliseconds)\n")

@@ -239,11 +239,20 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pool, err := openDB(ctx, log)
+	url, err := databaseURL(ctx, log)
+	if err != nil {
+		return err
+	}
+	pool, err := db.Open(ctx, url)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	generic, err := db.OpenGeneric(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer generic.Close()
 	if *migrate {
 		done, err := db.Migrate(ctx, pool)
 		if err != nil {
@@ -255,7 +264,7 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 	if err := db.CheckSchema(ctx, pool); err != nil {
 		return err
 	}
-	handler, err := impl.NewHandler(impl.Config{DB: pool, Log: log, RateLimit: *rate, RateBurst: *burst})
+	handler, err := impl.NewHandler(impl.Config{DB: pool, GenericDB: generic, Log: log, RateLimit: *rate, RateBurst: *burst})
 	if err != nil {
 		return err
 	}
@@ -322,14 +331,19 @@ func localDB(ctx context.Context, log *slog.Logger, stdout io.Writer, args []str
 
 // openDB connects to DATABASE_URL, or to the database crm of the private cluster.
 func openDB(ctx context.Context, log *slog.Logger) (*sqlx.DB, error) {
-	url := os.Getenv("DATABASE_URL")
-	if url == "" {
-		var err error
-		if url, err = localDatabase(ctx, log, "crm"); err != nil {
-			return nil, err
-		}
+	url, err := databaseURL(ctx, log)
+	if err != nil {
+		return nil, err
 	}
 	return db.Open(ctx, url)
+}
+
+// databaseURL is DATABASE_URL, or the URL of the database crm of the private cluster.
+func databaseURL(ctx context.Context, log *slog.Logger) (string, error) {
+	if url := os.Getenv("DATABASE_URL"); url != "" {
+		return url, nil
+	}
+	return localDatabase(ctx, log, "crm")
 }
 
 // localDatabase starts the private cluster when needed, creates the database
