@@ -147,7 +147,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	return gen.CommonListPaging200JSONResponse(env), nil
 }
 
-// listFilter is one filter given to a request: a query parameter, or an entry
+// listFilterValue is one filter given to a request: a query parameter, or an entry
 // of a ready filter.
 type listFilterValue struct {
 	name, value string
