@@ -178,7 +178,7 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 	acc, tz := args.add(p.AccountID), args.add(p.TimeZone)
 	where := []string{"ct.account_id = " + acc, "c.deleted_at IS NULL", p.responsibleFilter("c.user_id", &args)}
 	if name := str(req.Params.Name); name != "" {
-		where = append(where, "ct.name ILIKE "+args.add(containsPattern(name)))
+		where = append(where, "ct.name ILIKE "+args.add("%"+escapeLike(name)+"%"))
 	}
 	from := `contacts ct JOIN companies c ON c.account_id = ct.account_id AND c.id = ct.company_id WHERE ` +
 		strings.Join(where, " AND ")
@@ -227,19 +227,4 @@ func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID in
 		return nil, fmt.Errorf("list contacts of counterparty %d: %w", companyID, err)
 	}
 	return gen.ContactList200JSONResponse(okList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
-}
-
-// containsPattern is the LIKE pattern of the texts that contain s literally:
-// its own %, _ and \ are escaped.
-func containsPattern(s string) string {
-	var b strings.Builder
-	b.WriteByte('%')
-	for _, r := range s {
-		if r == '%' || r == '_' || r == '\\' {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	b.WriteByte('%')
-	return b.String()
 }

@@ -56,7 +56,7 @@ func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject
 	in := req.Body
 	var id int64
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := checkCompanyVisible(ctx, tx, p, in.CompanyId); err != nil {
+		if err := checkCompany(ctx, tx, p, in.CompanyId); err != nil {
 			return err
 		}
 		positions, err := dealInsertPositions(ctx, tx, p.AccountID, deref(in.Goods))
@@ -179,7 +179,7 @@ func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject
 
 		next := old
 		if companyID != nil && *companyID != old.CompanyID {
-			if err := checkCompanyVisible(ctx, tx, p, *companyID); err != nil {
+			if err := checkCompany(ctx, tx, p, *companyID); err != nil {
 				return err
 			}
 			next.CompanyID = *companyID

@@ -64,6 +64,7 @@ type listQuery struct {
 	colJoins  map[string]bool // joins the requested columns need
 	sortJoins map[string]bool // joins the sort needs
 	owners    []int64         // user_ids, when given
+	fields    map[string]bool // names of the account's additional fields, read once when needed
 
 	limit, offset string // placeholders of the page
 }
@@ -261,7 +262,7 @@ func readyFilterValues(id int64, def map[string]any) ([]listFilterValue, error) 
 	for name := range def {
 		names = append(names, name)
 	}
-	sortStrings(names)
+	slices.Sort(names)
 	var fs []listFilterValue
 	for _, name := range names {
 		switch v := def[name].(type) {
@@ -315,14 +316,19 @@ func (q *listQuery) column(name string) (string, error) {
 		return c.expr, nil
 	}
 	if field, ok := strings.CutPrefix(name, "ADD_"); ok && q.m.fields != 0 && listColumnName.MatchString(field) {
-		var exists bool
-		err := q.s.db.GetContext(q.ctx, &exists, `
-			SELECT EXISTS (SELECT 1 FROM field_definitions WHERE account_id = $1 AND module = $2 AND name = $3)`,
-			q.p.AccountID, q.m.fields, field)
-		if err != nil {
-			return "", fmt.Errorf("read field definitions: %w", err)
+		if q.fields == nil {
+			var names []string
+			err := q.s.db.SelectContext(q.ctx, &names, `SELECT name FROM field_definitions WHERE account_id = $1 AND module = $2`,
+				q.p.AccountID, q.m.fields)
+			if err != nil {
+				return "", fmt.Errorf("read field definitions: %w", err)
+			}
+			q.fields = make(map[string]bool, len(names))
+			for _, n := range names {
+				q.fields[n] = true
+			}
 		}
-		if exists {
+		if q.fields[field] {
 			return fmt.Sprintf("%s.extra -> %s::text", q.m.alias, q.add(field)), nil
 		}
 	}

@@ -2,7 +2,6 @@ package impl
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/lib/pq"
 )
@@ -74,8 +73,6 @@ func countByOwner(module int) func(q *listQuery) string {
 			q.acc, module, q.p.responsibleFilter("owner_id", &q.args))
 	}
 }
-
-func sortStrings(s []string) { slices.Sort(s) }
 
 var companiesList = &listModule{
 	code:   ModuleCompanies,

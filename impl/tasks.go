@@ -69,7 +69,7 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 
 	var id int64
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := checkCompanyVisible(ctx, tx, p, row.CompanyID); err != nil {
+		if err := checkCompany(ctx, tx, p, row.CompanyID); err != nil {
 			return err
 		}
 		if row.DealID != nil {
@@ -125,23 +125,6 @@ func (r *rawJSON) Scan(src any) error {
 		*r = append(rawJSON(nil), v...)
 	default:
 		return fmt.Errorf("rawJSON: cannot scan %T", src)
-	}
-	return nil
-}
-
-// checkCompanyVisible answers "counterparty N not found" unless the counterparty
-// exists, is not deleted and the principal may see it.
-func checkCompanyVisible(ctx context.Context, tx *sqlx.Tx, p *Principal, id int64) error {
-	args := sqlArgs{}
-	query := fmt.Sprintf(`SELECT 1 FROM companies c WHERE c.account_id = %s AND c.id = %s AND c.deleted_at IS NULL AND %s`,
-		args.add(p.AccountID), args.add(id), p.responsibleFilter("c.user_id", &args))
-	var one int
-	err := tx.GetContext(ctx, &one, query, args...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return notFound("counterparty %d not found", id)
-	}
-	if err != nil {
-		return fmt.Errorf("look up counterparty %d: %w", id, err)
 	}
 	return nil
 }
