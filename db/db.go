@@ -145,6 +145,17 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	citus, err := IsCitus(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	if citus {
+		// The list_counts triggers keep exact totals in the writing transaction; on
+		// Citus they run on the shards, beside the rows they count.
+		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.enable_unsafe_triggers = on`); err != nil {
+			return nil, fmt.Errorf("allow triggers on distributed tables: %w", err)
+		}
+	}
 	var done []string
 	for _, m := range ms {
 		if applied[m.Version] {
@@ -156,7 +167,21 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 			return nil, fmt.Errorf("record migration %s: %w", m.Name, err)
 		}
+		if citus {
+			// Distributed after each migration, so that the next one alters
+			// distributed tables, as it will on a database migrated earlier.
+			if err := distribute(ctx, tx); err != nil {
+				return nil, fmt.Errorf("after migration %s: %w", m.Name, err)
+			}
+		}
 		done = append(done, m.Name)
+	}
+	if citus {
+		// A single-node database being converted: its tables become distributed
+		// even when no migration is pending (docs/scale-out.md).
+		if err := distribute(ctx, tx); err != nil {
+			return nil, err
+		}
 	}
 	if err := tx.Commit(); err != nil {
 		return nil, fmt.Errorf("commit migrations: %w", err)
@@ -194,6 +219,19 @@ func CheckSchema(ctx context.Context, db sqlx.QueryerContext) error {
 	}
 	for v := range applied {
 		return fmt.Errorf("the database has migration %d, which this build does not know: run a newer server", v)
+	}
+	citus, err := IsCitus(ctx, db)
+	if err != nil {
+		return err
+	}
+	if citus {
+		var local []string
+		if err := sqlx.SelectContext(ctx, db, &local, undistributedTables+` ORDER BY 1`); err != nil {
+			return fmt.Errorf("check distribution: %w", err)
+		}
+		if len(local) > 0 {
+			return fmt.Errorf("%w (not distributed on Citus: %s)", ErrStaleSchema, strings.Join(local, ", "))
+		}
 	}
 	return nil
 }

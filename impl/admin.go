@@ -90,19 +90,23 @@ func CreateUser(ctx context.Context, db *sqlx.DB, in UserInput) (int64, error) {
 // CreateToken issues a bearer token to a user; the token is returned once and
 // only its hash is stored. A zero ttl means the token does not expire.
 func CreateToken(ctx context.Context, db *sqlx.DB, userID int64, label string, ttl time.Duration) (id int64, token string, err error) {
-	token, hash := NewToken()
+	var accountID int64
+	err = db.GetContext(ctx, &accountID, `SELECT account_id FROM users WHERE id = $1 AND active`, userID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, "", fmt.Errorf("create token: no active user %d", userID)
+	}
+	if err != nil {
+		return 0, "", fmt.Errorf("create token: %w", err)
+	}
+	token, hash := NewToken(accountID)
 	var expires *time.Time
 	if ttl > 0 {
 		t := time.Now().Add(ttl)
 		expires = &t
 	}
 	err = db.GetContext(ctx, &id, `
-		INSERT INTO tokens (account_id, user_id, hash, label, expires_at)
-		SELECT account_id, id, $2, $3, $4 FROM users WHERE id = $1 AND active
-		RETURNING id`, userID, hash, label, expires)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, "", fmt.Errorf("create token: no active user %d", userID)
-	}
+		INSERT INTO tokens (account_id, user_id, hash, label, expires_at) VALUES ($1, $2, $3, $4, $5)
+		RETURNING id`, accountID, userID, hash, label, expires)
 	if err != nil {
 		return 0, "", fmt.Errorf("create token: %w", err)
 	}

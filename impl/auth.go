@@ -5,21 +5,14 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"database/sql"
-	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-)
-
-// Roles of users: what part of the account's records they see.
-const (
-	RoleAdmin  = "admin"  // every record of the account
-	RoleHead   = "head"   // records of the users of their department, and their own
-	RoleMember = "member" // records they are responsible for
 )
 
 // Principal is the owner of the request's token.
@@ -53,12 +46,93 @@ func principal(ctx context.Context) (*Principal, error) {
 	return p, nil
 }
 
-// NewToken returns a fresh random bearer token and the hash under which it is stored.
-func NewToken() (token string, hash []byte) {
-	var raw [32]byte
-	_, _ = rand.Read(raw[:]) // crypto/rand.Read never fails (Go 1.24+)
-	token = "crm_" + base64.RawURLEncoding.EncodeToString(raw[:])
+// A bearer token names its account in its own text, so that its lookup runs
+// where the account's rows are (one shard on Citus), and carries a checksum, so
+// that a mistyped or made-up token is refused without a lookup and secret
+// scanners can tell a real one from noise:
+//
+//	crm_{account id}_{43 base62 characters of secret}{6 base62 characters of CRC-32}
+//
+// Only the SHA-256 of the whole token is stored. Tokens issued before this
+// format ("crm_" and 43 characters of Base64url, no account) are legacy tokens:
+// the table legacy_tokens routes their hash to the account (see authenticate).
+const (
+	tokenPrefix       = "crm_"
+	tokenSecretLen    = 43 // base62 digits: 43 × log2(62) ≈ 256 bits
+	tokenChecksumLen  = 6  // base62 digits of a CRC-32: 62^6 > 2^32
+	legacyTokenLength = len(tokenPrefix) + 43
+)
+
+const base62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+// NewToken returns a fresh random bearer token of the account and the hash under
+// which it is stored.
+func NewToken(accountID int64) (token string, hash []byte) {
+	secret := make([]byte, 0, tokenSecretLen)
+	var buf [64]byte
+	for len(secret) < tokenSecretLen {
+		_, _ = rand.Read(buf[:]) // crypto/rand.Read never fails (Go 1.24+)
+		for _, b := range buf {
+			// 248 = 4 × 62: rejecting the bytes above keeps every digit equally likely.
+			if b < 248 && len(secret) < tokenSecretLen {
+				secret = append(secret, base62[b%62])
+			}
+		}
+	}
+	body := tokenPrefix + strconv.FormatInt(accountID, 10) + "_" + string(secret)
+	token = body + tokenChecksum(body)
 	return token, HashToken(token)
+}
+
+// tokenChecksum is the CRC-32 of a token's body in base62 digits.
+func tokenChecksum(body string) string {
+	sum := crc32.ChecksumIEEE([]byte(body))
+	var out [tokenChecksumLen]byte
+	for i := tokenChecksumLen - 1; i >= 0; i-- {
+		out[i] = base62[sum%62]
+		sum /= 62
+	}
+	return string(out[:])
+}
+
+// TokenAccount returns the account a token names, and legacy = true for a
+// token of the old format that names none. ok is false for text that is no
+// token of this server: its checksum or form is wrong.
+func TokenAccount(token string) (accountID int64, legacy, ok bool) {
+	rest, found := strings.CutPrefix(token, tokenPrefix)
+	if !found {
+		return 0, false, false
+	}
+	if len(token) == legacyTokenLength {
+		for i := 0; i < len(rest); i++ {
+			if !isBase64URL(rest[i]) {
+				return 0, false, false
+			}
+		}
+		return 0, true, true
+	}
+	digits, secret, found := strings.Cut(rest, "_")
+	if !found || len(secret) != tokenSecretLen+tokenChecksumLen || len(digits) == 0 || len(digits) > 19 || digits[0] == '0' {
+		return 0, false, false
+	}
+	id, err := strconv.ParseInt(digits, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, false, false
+	}
+	for i := 0; i < len(secret); i++ {
+		if strings.IndexByte(base62, secret[i]) < 0 {
+			return 0, false, false
+		}
+	}
+	cut := len(token) - tokenChecksumLen
+	if tokenChecksum(token[:cut]) != token[cut:] {
+		return 0, false, false
+	}
+	return id, false, true
+}
+
+func isBase64URL(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_'
 }
 
 // HashToken returns the SHA-256 of a token, the only form in which tokens are stored.
@@ -67,11 +141,31 @@ func HashToken(token string) []byte {
 	return sum[:]
 }
 
-// authenticate resolves the Authorization header to the token's owner.
+// errBadToken is the 401 of a token that is unknown, expired or revoked, or
+// whose user is deactivated: the reply does not tell them apart.
+var errBadToken = &Error{Code: CodeUnauthorized, Msg: "unknown, expired or revoked token"}
+
+// authenticate resolves the Authorization header to the token's owner. The
+// account named in the token leads every statement, so each reads one shard.
 func (s *Server) authenticate(ctx context.Context, header string) (*Principal, error) {
 	scheme, token, found := strings.Cut(header, " ")
-	if header == "" || !found || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+	token = strings.TrimSpace(token)
+	if header == "" || !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return nil, &Error{Code: CodeUnauthorized, Msg: "missing bearer token"}
+	}
+	accountID, legacy, ok := TokenAccount(token)
+	if !ok {
+		return nil, errBadToken
+	}
+	hash := HashToken(token)
+	if legacy {
+		err := s.generic.get(ctx, &accountID, `SELECT account FROM legacy_tokens WHERE hash = $1`, hash)
+		if errors.Is(err, sql.ErrNoRows) {
+			return nil, errBadToken
+		}
+		if err != nil {
+			return nil, fmt.Errorf("look up legacy token: %w", err)
+		}
 	}
 	var p Principal
 	err := s.generic.get(ctx, &p, `
@@ -79,12 +173,12 @@ func (s *Server) authenticate(ctx context.Context, header string) (*Principal, e
 		       u.kpi_users_report, u.kpi_departments_report,
 		       coalesce(u.time_zone, a.time_zone) AS time_zone, a.base_currency
 		  FROM tokens t
-		  JOIN users u ON u.account_id = t.account_id AND u.id = t.user_id
-		  JOIN accounts a ON a.id = t.account_id
-		 WHERE t.hash = $1 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now()) AND u.active`,
-		HashToken(strings.TrimSpace(token)))
+		  JOIN users u ON u.account_id = $1 AND u.id = t.user_id
+		  JOIN accounts a ON a.id = $1
+		 WHERE t.account_id = $1 AND t.hash = $2 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
+		   AND u.active`, accountID, hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, &Error{Code: CodeUnauthorized, Msg: "unknown, expired or revoked token"}
+		return nil, errBadToken
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up token: %w", err)

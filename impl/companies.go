@@ -133,7 +133,7 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
 }
 
 func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, error) {
@@ -279,7 +279,7 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 	if err != nil {
 		return nil, fmt.Errorf("read card of counterparty %d: %w", req.Params.Id, err)
 	}
-	return gen.CompanyGet200JSONResponse(ok(card)), nil
+	return gen.CompanyGet200JSONResponse(success(card)), nil
 }
 
 // companyJSON is the company object of the card for the row c and its joined
@@ -471,26 +471,6 @@ func companyWhere(p *Principal, id int64, args *sqlArgs) string {
 		args.add(p.AccountID), args.add(id), p.responsibleFilter("c.user_id", args))
 }
 
-// companyNotFound is the error of a counterparty that is missing, deleted or
-// not visible to the caller: the reply does not tell the three apart.
-func companyNotFound(id int64) *Error {
-	return notFound("counterparty %d not found", id)
-}
-
-// checkCompany returns companyNotFound unless p may see the counterparty id.
-func checkCompany(ctx context.Context, q sqlx.QueryerContext, p *Principal, id int64) error {
-	args := sqlArgs{}
-	var found bool
-	err := sqlx.GetContext(ctx, q, &found, `SELECT true FROM companies c WHERE `+companyWhere(p, id, &args), args...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return companyNotFound(id)
-	}
-	if err != nil {
-		return fmt.Errorf("find counterparty %d: %w", id, err)
-	}
-	return nil
-}
-
 // CompanyUpdate implements POST /company/update: the passed fields that differ
 // from the stored ones are written in one UPDATE, with a journal row of their
 // old and new values.
@@ -540,7 +520,7 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyUpdate200JSONResponse(ok("1")), nil
+	return gen.CompanyUpdate200JSONResponse(success("1")), nil
 }
 
 // fieldChange is one column an update changes: its journal values and the
@@ -665,7 +645,7 @@ func (s *Server) CompanyRequisitesInsert(ctx context.Context, req gen.CompanyReq
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyRequisitesInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyRequisitesInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
 }
 
 func requisitesFromInsert(in *gen.RequisitesInsertRequest) requisitesRow {
@@ -702,7 +682,7 @@ func (s *Server) CompanyPhoneInsert(ctx context.Context, req gen.CompanyPhoneIns
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyPhoneInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyPhoneInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
 }
 
 // CompanyEmailInsert implements POST /company/email/insert. It takes the
@@ -732,5 +712,5 @@ func (s *Server) CompanyEmailInsert(ctx context.Context, req gen.CompanyEmailIns
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyEmailInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyEmailInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
 }

@@ -144,7 +144,7 @@ func (s *Server) ContactInsert(ctx context.Context, req gen.ContactInsertRequest
 	if err != nil {
 		return nil, fmt.Errorf("encode new contact %d: %w", created.ID, err)
 	}
-	return gen.ContactInsert200JSONResponse(ok(string(value))), nil
+	return gen.ContactInsert200JSONResponse(success(string(value))), nil
 }
 
 // contactsPerPage is the default records_onpage of GET /contact/list; the
@@ -199,7 +199,7 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
 		return nil, fmt.Errorf("list contacts: %w", err)
 	}
-	return gen.ContactList200JSONResponse(okList(out.Value, out.Rows, page, perPage)), nil
+	return gen.ContactList200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
 }
 
 // companyContacts is GET /contact/list with company_id: "all contact persons of
@@ -226,5 +226,5 @@ func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID in
 	if err != nil {
 		return nil, fmt.Errorf("list contacts of counterparty %d: %w", companyID, err)
 	}
-	return gen.ContactList200JSONResponse(okList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
+	return gen.ContactList200JSONResponse(successList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
 }

@@ -247,7 +247,7 @@ func (s *Server) DashboardMyDay(ctx context.Context, req gen.DashboardMyDayReque
 	if err != nil {
 		return nil, fmt.Errorf("day dashboard: %w", err)
 	}
-	return gen.DashboardMyDay200JSONResponse(ok(value)), nil
+	return gen.DashboardMyDay200JSONResponse(success(value)), nil
 }
 
 // daySQL is the statement of GET /dashboard/my/day.
@@ -363,7 +363,7 @@ func (s *Server) DashboardMyTasks(ctx context.Context, req gen.DashboardMyTasksR
 	if err != nil {
 		return nil, fmt.Errorf("tasks dashboard: %w", err)
 	}
-	return gen.DashboardMyTasks200JSONResponse(ok(value)), nil
+	return gen.DashboardMyTasks200JSONResponse(success(value)), nil
 }
 
 // myTasksSQL is the statement of GET /dashboard/my/tasks.
@@ -544,7 +544,7 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 	if err != nil {
 		return nil, fmt.Errorf("own KPI: %w", err)
 	}
-	return gen.DashboardKpiMy200JSONResponse(ok(value)), nil
+	return gen.DashboardKpiMy200JSONResponse(success(value)), nil
 }
 
 // DashboardKpiTeam implements GET /dashboard/kpi/team.
@@ -580,7 +580,7 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 	if err != nil {
 		return nil, fmt.Errorf("team KPI: %w", err)
 	}
-	return gen.DashboardKpiTeam200JSONResponse(ok(value)), nil
+	return gen.DashboardKpiTeam200JSONResponse(success(value)), nil
 }
 
 // kpiTeamSQL is the statement of GET /dashboard/kpi/team for the staff that

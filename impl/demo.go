@@ -159,7 +159,7 @@ func findDemoSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (DemoSam
 }
 
 func issueDemoToken(ctx context.Context, tx *sqlx.Tx, accountID, userID int64, now time.Time) (string, error) {
-	token, hash := NewToken()
+	token, hash := NewToken(accountID)
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO tokens (account_id, user_id, hash, label, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 		accountID, userID, hash, demoTokenLabel, now.Add(demoTokenTTL))

@@ -47,15 +47,7 @@ func (s *Server) DirectoryGet(ctx context.Context, req gen.DirectoryGetRequestOb
 	if err != nil {
 		return nil, fmt.Errorf("read directory %d: %w", req.Code, err)
 	}
-	return gen.DirectoryGet200JSONResponse(okList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
-}
-
-// quickPage is the page number of a list without paging: 1, or 0 when empty.
-func quickPage(rows int) int {
-	if rows == 0 {
-		return 0
-	}
-	return 1
+	return gen.DirectoryGet200JSONResponse(successList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
 }
 
 // positionID returns the id of the position named name in the positions

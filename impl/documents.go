@@ -14,12 +14,12 @@ func (s *Server) DocumentList(ctx context.Context, req gen.DocumentListRequestOb
 	if err != nil {
 		return nil, err
 	}
-	args := sqlArgs{}
-	where, err := companyOrDeal("doc", p.AccountID, req.Params.CompanyId, req.Params.DealId, &args)
-	if err != nil {
+	q := sqlFor(p)
+	if err := byCompanyOrDeal(q, "doc", req.Params.CompanyId, req.Params.DealId); err != nil {
 		return nil, err
 	}
-	query := fmt.Sprintf(`
+	q.set("visible", p.seesOwner("doc.user_id"))
+	env, err := s.quickList(ctx, q, `
 		SELECT count(*) AS rows,
 		       coalesce(jsonb_agg(jsonb_build_object(
 		           'id', doc.id, 'number', doc.number, 'date', to_char(doc.date, 'YYYY-MM-DD'), 'sum', doc.sum,
@@ -30,32 +30,14 @@ func (s *Server) DocumentList(ctx context.Context, req gen.DocumentListRequestOb
 		           'external_code', doc.external_code, 'tags', array_to_string(doc.tags, ','))
 		         ORDER BY doc.date DESC, doc.id DESC), '[]')::text AS value
 		  FROM documents doc
-		  JOIN companies c ON c.account_id = doc.account_id AND c.id = doc.company_id
-		  LEFT JOIN deals d ON d.account_id = doc.account_id AND d.id = doc.deal_id
-		  LEFT JOIN users u ON u.account_id = doc.account_id AND u.id = doc.user_id
-		  LEFT JOIN directory_values dt ON dt.account_id = doc.account_id AND dt.id = doc.type_id
-		  LEFT JOIN directory_values ds ON ds.account_id = doc.account_id AND ds.id = doc.status_id
-		 WHERE %s AND c.deleted_at IS NULL AND %s`,
-		where, p.responsibleFilter("doc.user_id", &args))
-	env, err := s.quickList(ctx, query, args)
+		  JOIN companies c ON c.account_id = {acc} AND c.id = doc.company_id
+		  LEFT JOIN deals d ON d.account_id = {acc} AND d.id = doc.deal_id
+		  LEFT JOIN users u ON u.account_id = {acc} AND u.id = doc.user_id
+		  LEFT JOIN directory_values dt ON dt.account_id = {acc} AND dt.id = doc.type_id
+		  LEFT JOIN directory_values ds ON ds.account_id = {acc} AND ds.id = doc.status_id
+		 WHERE doc.account_id = {acc} AND {byCompanyOrDeal} AND c.deleted_at IS NULL AND {visible}`)
 	if err != nil {
 		return nil, fmt.Errorf("list documents: %w", err)
 	}
 	return gen.DocumentList200JSONResponse(env), nil
-}
-
-// companyOrDeal is the condition of the quick lists by counterparty and/or deal
-// over the rows of alias t; one of the two is required.
-func companyOrDeal(t string, accountID int64, companyID, dealID *int64, args *sqlArgs) (string, error) {
-	if companyID == nil && dealID == nil {
-		return "", badRequest("company_id or deal_id is required")
-	}
-	where := fmt.Sprintf("%s.account_id = %s", t, args.add(accountID))
-	if companyID != nil {
-		where += fmt.Sprintf(" AND %s.company_id = %s", t, args.add(*companyID))
-	}
-	if dealID != nil {
-		where += fmt.Sprintf(" AND %s.deal_id = %s", t, args.add(*dealID))
-	}
-	return where, nil
 }

@@ -1,7 +1,6 @@
 package impl
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -44,39 +43,6 @@ func badRequest(format string, args ...any) *Error {
 
 func notFound(format string, args ...any) *Error {
 	return &Error{Code: CodeNotFound, Msg: fmt.Sprintf(format, args...)}
-}
-
-// envelope builds the reply envelope; every reply of the server goes through it.
-func envelope(status gen.EnvelopeStatus, code *string, msg string, value string) gen.Envelope {
-	return gen.Envelope{Status: status, Error: &msg, Code: code, Value: value}
-}
-
-// ok is the envelope of a successful single-record operation.
-func ok(value string) gen.Envelope {
-	return envelope(gen.StatusSuccess, nil, "", value)
-}
-
-// okList is the envelope of a list: rows in total, the page served and its size.
-func okList(value string, rows, page, perPage int) gen.Envelope {
-	env := ok(value)
-	env.Rows, env.Page = rows, page
-	if rows > 0 {
-		env.Pages = (rows + perPage - 1) / perPage
-	}
-	return env
-}
-
-// writeEnvelope writes env as the whole reply with the given HTTP status.
-func writeEnvelope(w http.ResponseWriter, httpStatus int, env gen.Envelope) {
-	body, err := json.Marshal(env)
-	if err != nil { // cannot happen: the envelope holds strings and ints only
-		http.Error(w, `{"status":"error","error":"internal error","code":"500","rows":0,"pages":0,"page":0,"value":""}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(httpStatus)
-	_, _ = w.Write(append(body, '\n'))
 }
 
 // writeError is the one writer of error replies. A *Error is told to the client;

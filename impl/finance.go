@@ -14,12 +14,12 @@ func (s *Server) FinanceList(ctx context.Context, req gen.FinanceListRequestObje
 	if err != nil {
 		return nil, err
 	}
-	args := sqlArgs{}
-	where, err := companyOrDeal("m", p.AccountID, req.Params.CompanyId, req.Params.DealId, &args)
-	if err != nil {
+	q := sqlFor(p)
+	if err := byCompanyOrDeal(q, "m", req.Params.CompanyId, req.Params.DealId); err != nil {
 		return nil, err
 	}
-	query := fmt.Sprintf(`
+	q.set("visible", p.seesOwner("m.user_id"))
+	env, err := s.quickList(ctx, q, `
 		SELECT count(*) AS rows,
 		       coalesce(jsonb_agg(jsonb_build_object(
 		           'id', m.id, 'date', to_char(m.date, 'YYYY-MM-DD'), 'sum', m.sum, 'sum_currency', m.sum_currency,
@@ -31,14 +31,12 @@ func (s *Server) FinanceList(ctx context.Context, req gen.FinanceListRequestObje
 		           'tags', array_to_string(m.tags, ','))
 		         ORDER BY m.date DESC, m.id DESC), '[]')::text AS value
 		  FROM money_movements m
-		  JOIN money_accounts ma ON ma.account_id = m.account_id AND ma.id = m.money_account_id
-		  LEFT JOIN companies c ON c.account_id = m.account_id AND c.id = m.company_id
-		  LEFT JOIN users u ON u.account_id = m.account_id AND u.id = m.user_id
-		  LEFT JOIN directory_values dt ON dt.account_id = m.account_id AND dt.id = m.type_id
-		  LEFT JOIN directory_values dc ON dc.account_id = m.account_id AND dc.id = m.category_id
-		 WHERE %s AND c.deleted_at IS NULL AND %s`,
-		where, p.responsibleFilter("m.user_id", &args))
-	env, err := s.quickList(ctx, query, args)
+		  JOIN money_accounts ma ON ma.account_id = {acc} AND ma.id = m.money_account_id
+		  LEFT JOIN companies c ON c.account_id = {acc} AND c.id = m.company_id
+		  LEFT JOIN users u ON u.account_id = {acc} AND u.id = m.user_id
+		  LEFT JOIN directory_values dt ON dt.account_id = {acc} AND dt.id = m.type_id
+		  LEFT JOIN directory_values dc ON dc.account_id = {acc} AND dc.id = m.category_id
+		 WHERE m.account_id = {acc} AND {byCompanyOrDeal} AND c.deleted_at IS NULL AND {visible}`)
 	if err != nil {
 		return nil, fmt.Errorf("list money movements: %w", err)
 	}

@@ -34,9 +34,17 @@ var (
 // json is the reply object of the position row g: quantities, discounts and VAT
 // rates with their significant decimals only, prices and sums with cents.
 func (pt positionTable) json(g string) string {
-	return fmt.Sprintf(`jsonb_build_object('id', %[1]s.id, '%[2]s', %[1]s.%[2]s, 'goods_id', %[1]s.goods_id,
-		'discription', %[1]s.description, 'code', %[1]s.code, 'qnt', trim_scale(%[1]s.qnt), 'price', %[1]s.price,
-		'discount', trim_scale(%[1]s.discount), 'vat', trim_scale(%[1]s.vat), 'sum', %[1]s.sum, 'note', %[1]s.note)`, g, pt.owner)
+	return `jsonb_build_object('id', ` + g + `.id, '` + pt.owner + `', ` + g + `.` + pt.owner + `, 'goods_id', ` + g + `.goods_id,
+		'discription', ` + g + `.description, 'code', ` + g + `.code, 'qnt', trim_scale(` + g + `.qnt), 'price', ` + g + `.price,
+		'discount', trim_scale(` + g + `.discount), 'vat', trim_scale(` + g + `.vat), 'sum', ` + g + `.sum, 'note', ` + g + `.note)`
+}
+
+// slots sets the names of the table, its owner and the owner's table:
+// {positions}, {owner}, {owners}.
+func (pt positionTable) slots(q *sqlText) {
+	q.set("positions", pt.table)
+	q.set("owner", pt.owner)
+	q.set("owners", pt.ownerTable)
 }
 
 // position is a new goods position; decimals are kept in their exact text.
@@ -101,15 +109,22 @@ func insertPositions(ctx context.Context, tx *sqlx.Tx, pt positionTable, account
 		ID   int64  `db:"id"`
 		JSON string `db:"json"`
 	}
-	err := tx.SelectContext(ctx, &rows, fmt.Sprintf(`
-		INSERT INTO %[1]s AS g (account_id, %[2]s, goods_id, description, code, qnt, price, discount, vat, note)
-		SELECT $1, $2, gid, d, c, q::numeric, p::numeric, dc::numeric, v::numeric, n
-		  FROM unnest($3::bigint[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[])
-		       WITH ORDINALITY AS u (gid, d, c, q, p, dc, v, n, i)
-		 ORDER BY i
-		RETURNING g.id, %[3]s::text AS json`, pt.table, pt.owner, pt.json("g")),
-		accountID, ownerID, pq.Array(goodsIDs), pq.Array(cols[0]), pq.Array(cols[1]), pq.Array(cols[2]),
-		pq.Array(cols[3]), pq.Array(cols[4]), pq.Array(cols[5]), pq.Array(cols[6]))
+	q := newSQL()
+	pt.slots(q)
+	q.set("json", pt.json("g"))
+	// The JSON is built over the inserted rows, not in RETURNING: a distributed
+	// table (Citus) returns only immutable expressions of a row.
+	err := tx.SelectContext(ctx, &rows, q.expand(`
+		WITH g AS (
+			INSERT INTO {positions} (account_id, {owner}, goods_id, description, code, qnt, price, discount, vat, note)
+			SELECT `+q.arg(accountID)+`, `+q.arg(ownerID)+`, gid, d, c, q::numeric, p::numeric, dc::numeric, v::numeric, n
+			  FROM unnest(`+q.arg(pq.Array(goodsIDs))+`::bigint[], `+q.arg(pq.Array(cols[0]))+`::text[], `+q.arg(pq.Array(cols[1]))+`::text[],
+			              `+q.arg(pq.Array(cols[2]))+`::text[], `+q.arg(pq.Array(cols[3]))+`::text[], `+q.arg(pq.Array(cols[4]))+`::text[],
+			              `+q.arg(pq.Array(cols[5]))+`::text[], `+q.arg(pq.Array(cols[6]))+`::text[])
+			       WITH ORDINALITY AS u (gid, d, c, q, p, dc, v, n, i)
+			 ORDER BY i
+			RETURNING *)
+		SELECT g.id, {json}::text AS json FROM g`), q.args...)
 	if err != nil {
 		return nil, fmt.Errorf("insert %s positions: %w", pt.ownerName, err)
 	}
@@ -128,17 +143,18 @@ func (s *Server) listPositions(ctx context.Context, pt positionTable, ownerID in
 	if err != nil {
 		return gen.Envelope{}, err
 	}
-	args := sqlArgs{}
-	query := fmt.Sprintf(`
+	q := sqlFor(p)
+	pt.slots(q)
+	q.set("json", pt.json("g"))
+	q.bind("id", ownerID)
+	q.set("visible", p.seesOwner("o.user_id"))
+	env, err := s.quickList(ctx, q, `
 		SELECT count(g.id) AS rows,
-		       coalesce(jsonb_agg(%[1]s ORDER BY g.id) FILTER (WHERE g.id IS NOT NULL), '[]')::text AS value
-		  FROM %[2]s o
-		  LEFT JOIN %[3]s g ON g.account_id = o.account_id AND g.%[4]s = o.id
-		 WHERE o.account_id = %[5]s AND o.id = %[6]s AND %[7]s
-		 GROUP BY o.id`,
-		pt.json("g"), pt.ownerTable, pt.table, pt.owner, args.add(p.AccountID), args.add(ownerID),
-		p.responsibleFilter("o.user_id", &args))
-	env, err := s.quickList(ctx, query, args)
+		       coalesce(jsonb_agg({json} ORDER BY g.id) FILTER (WHERE g.id IS NOT NULL), '[]')::text AS value
+		  FROM {owners} o
+		  LEFT JOIN {positions} g ON g.account_id = {acc} AND g.{owner} = o.id
+		 WHERE o.account_id = {acc} AND o.id = {id} AND {visible}
+		 GROUP BY o.id`)
 	if errors.Is(err, sql.ErrNoRows) {
 		return gen.Envelope{}, notFound("%s %d not found", pt.ownerName, ownerID)
 	}
@@ -164,11 +180,11 @@ func (s *Server) insertCatalogueGoods(ctx context.Context, pt positionTable, own
 		ids = append(ids, id)
 	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		args := sqlArgs{}
-		query := fmt.Sprintf(`SELECT 1 FROM %s o WHERE o.account_id = %s AND o.id = %s AND %s`,
-			pt.ownerTable, args.add(p.AccountID), args.add(ownerID), p.responsibleFilter("o.user_id", &args))
+		q := sqlFor(p)
+		pt.slots(q)
 		var one int
-		err := tx.GetContext(ctx, &one, query, args...)
+		err := tx.GetContext(ctx, &one, q.expand(`SELECT 1 FROM {owners} o WHERE o.account_id = {acc} AND o.id = `+
+			q.arg(ownerID)+` AND `+p.seesOwner("o.user_id")), q.args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("%s %d not found", pt.ownerName, ownerID)
 		}
@@ -217,7 +233,7 @@ func (s *Server) DealGoodsInsert(ctx context.Context, req gen.DealGoodsInsertReq
 	if err := s.insertCatalogueGoods(ctx, dealPositions, req.Params.DealId, req.Params.GoodsIds); err != nil {
 		return nil, err
 	}
-	return gen.DealGoodsInsert200JSONResponse(ok("1")), nil
+	return gen.DealGoodsInsert200JSONResponse(success("1")), nil
 }
 
 // DealGoodsUpdate implements POST /deal/goods/update: only the passed fields of
@@ -234,29 +250,34 @@ func (s *Server) DealGoodsUpdate(ctx context.Context, req gen.DealGoodsUpdateReq
 	}
 	var value string
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		args := sqlArgs{}
-		query := fmt.Sprintf(`
-			SELECT %s::text FROM deal_goods g JOIN deals d ON d.account_id = g.account_id AND d.id = g.deal_id
-			 WHERE g.account_id = %s AND g.id = %s AND g.deal_id = %s AND %s
-			   FOR UPDATE OF g`,
-			dealPositions.json("g"), args.add(p.AccountID), args.add(in.Id), args.add(in.DealId),
-			p.responsibleFilter("d.user_id", &args))
+		q := sqlFor(p)
+		q.set("json", dealPositions.json("g"))
+		q.bind("id", in.Id)
+		q.bind("deal", in.DealId)
+		q.set("visible", p.seesOwner("d.user_id"))
 		var old string
-		err := tx.GetContext(ctx, &old, query, args...)
+		err := tx.GetContext(ctx, &old, q.expand(`
+			SELECT {json}::text FROM deal_goods g JOIN deals d ON d.account_id = {acc} AND d.id = g.deal_id
+			 WHERE g.account_id = {acc} AND g.id = {id} AND g.deal_id = {deal} AND {visible}
+			   FOR UPDATE OF g`), q.args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("goods position %d of deal %d not found", in.Id, in.DealId)
 		}
 		if err != nil {
 			return fmt.Errorf("read goods position %d: %w", in.Id, err)
 		}
-		err = tx.GetContext(ctx, &value, `
-			UPDATE deal_goods AS g SET qnt = coalesce($3::numeric, g.qnt), price = coalesce($4::numeric, g.price),
-				discount = coalesce($5::numeric, g.discount), vat = coalesce($6::numeric, g.vat),
-				description = coalesce($7, g.description), note = coalesce($8, g.note)
-			 WHERE g.account_id = $1 AND g.id = $2
-			RETURNING `+dealPositions.json("g")+`::text`,
-			p.AccountID, in.Id, decimal(in.Qnt), decimal(in.Price), decimal(in.Discount), decimal(in.Vat),
-			in.Discription, in.Note)
+		u := newSQL()
+		u.set("json", dealPositions.json("g"))
+		err = tx.GetContext(ctx, &value, u.expand(`
+			WITH g AS (
+				UPDATE deal_goods AS g SET qnt = coalesce(`+u.arg(decimal(in.Qnt))+`::numeric, g.qnt),
+					price = coalesce(`+u.arg(decimal(in.Price))+`::numeric, g.price),
+					discount = coalesce(`+u.arg(decimal(in.Discount))+`::numeric, g.discount),
+					vat = coalesce(`+u.arg(decimal(in.Vat))+`::numeric, g.vat),
+					description = coalesce(`+u.arg(in.Discription)+`, g.description), note = coalesce(`+u.arg(in.Note)+`, g.note)
+				 WHERE g.account_id = `+u.arg(p.AccountID)+` AND g.id = `+u.arg(in.Id)+`
+				RETURNING *)
+			SELECT {json}::text FROM g`), u.args...)
 		if err != nil {
 			return fmt.Errorf("update goods position %d: %w", in.Id, err)
 		}
@@ -269,7 +290,7 @@ func (s *Server) DealGoodsUpdate(ctx context.Context, req gen.DealGoodsUpdateReq
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.DealGoodsUpdate200JSONResponse(ok(value)), nil
+	return gen.DealGoodsUpdate200JSONResponse(success(value)), nil
 }
 
 // jsonChanges maps each member that differs between two JSON objects (as
@@ -305,5 +326,5 @@ func (s *Server) DocumentGoodsInsert(ctx context.Context, req gen.DocumentGoodsI
 	if err := s.insertCatalogueGoods(ctx, documentPositions, req.Params.DocumentId, req.Params.GoodsIds); err != nil {
 		return nil, err
 	}
-	return gen.DocumentGoodsInsert200JSONResponse(ok("1")), nil
+	return gen.DocumentGoodsInsert200JSONResponse(success("1")), nil
 }

@@ -10,7 +10,7 @@ import (
 
 // Healthz implements GET /healthz: the process serves HTTP.
 func (s *Server) Healthz(ctx context.Context, req gen.HealthzRequestObject) (gen.HealthzResponseObject, error) {
-	return gen.Healthz200JSONResponse(ok(`{"status":"ok"}`)), nil
+	return gen.Healthz200JSONResponse(success(`{"status":"ok"}`)), nil
 }
 
 // Readyz implements GET /readyz: the database answers within a second and has
@@ -23,5 +23,5 @@ func (s *Server) Readyz(ctx context.Context, req gen.ReadyzRequestObject) (gen.R
 		code := CodeNotReady
 		return gen.Readyz503JSONResponse(envelope(gen.StatusError, &code, "database unavailable or schema not current", "")), nil
 	}
-	return gen.Readyz200JSONResponse(ok(`{"status":"ok"}`)), nil
+	return gen.Readyz200JSONResponse(success(`{"status":"ok"}`)), nil
 }

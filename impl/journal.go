@@ -64,19 +64,3 @@ func writeJournal(ctx context.Context, tx *sqlx.Tx, p *Principal, entries []jour
 	}
 	return nil
 }
-
-// inTx runs fn in a transaction and commits when it returns nil.
-func (s *Server) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := s.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}

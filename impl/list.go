@@ -130,7 +130,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 			if err != nil {
 				return nil, fmt.Errorf("list module %d: %w", m.code, err)
 			}
-			return gen.CommonListPaging200JSONResponse(okList(out.Value, out.Rows, page, perPage)), nil
+			return gen.CommonListPaging200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
 		}
 	}
 	// Filtered: read the matches once when they are few, else count them and
@@ -144,7 +144,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 			return nil, fmt.Errorf("list module %d: %w", m.code, err)
 		}
 	}
-	env := okList(out.Value, out.Rows, page, perPage)
+	env := successList(out.Value, out.Rows, page, perPage)
 	return gen.CommonListPaging200JSONResponse(env), nil
 }
 
@@ -524,10 +524,6 @@ func containsFilter(col string) listFilter {
 	}
 }
 
-func escapeLike(s string) string {
-	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
-}
-
 // intFilter keeps records whose column equals an integer.
 func intFilter(col string) listFilter {
 	return func(q *listQuery, v string) error {
@@ -538,19 +534,6 @@ func intFilter(col string) listFilter {
 		q.where = append(q.where, col+" = "+q.add(n))
 		return nil
 	}
-}
-
-// parseIDs reads one id or comma-separated ids.
-func parseIDs(name, v string) ([]int64, error) {
-	var ids []int64
-	for _, part := range strings.Split(v, ",") {
-		id, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
-		if err != nil || id <= 0 {
-			return nil, badRequest("%s: %q is not a list of ids", name, v)
-		}
-		ids = append(ids, id)
-	}
-	return ids, nil
 }
 
 func onlyDigits(s string) string {

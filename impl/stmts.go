@@ -3,8 +3,6 @@ package impl
 import (
 	"container/list"
 	"context"
-	"errors"
-	"strings"
 	"sync"
 
 	"github.com/jmoiron/sqlx"
@@ -77,8 +75,4 @@ func (c *stmtCache) get(ctx context.Context, dest any, query string, args ...any
 		return c.db.GetContext(ctx, dest, query, args...)
 	}
 	return err
-}
-
-func isClosedStmt(err error) bool {
-	return err != nil && !errors.Is(err, context.Canceled) && strings.Contains(err.Error(), "statement is closed")
 }

@@ -2,9 +2,7 @@ package impl
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -96,7 +94,7 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.TaskInsert200JSONResponse(ok(strconv.FormatInt(id, 10))), nil
+	return gen.TaskInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
 }
 
 // parseLocalMinute checks an optional `YYYY-MM-DD HH:MM` of a request (the
@@ -129,32 +127,6 @@ func (r *rawJSON) Scan(src any) error {
 	return nil
 }
 
-// checkDealOfCompany answers a 400 naming deal_id unless the deal belongs to the
-// counterparty and the principal may see it.
-func checkDealOfCompany(ctx context.Context, tx *sqlx.Tx, p *Principal, dealID, companyID int64) error {
-	args := sqlArgs{}
-	query := fmt.Sprintf(`SELECT 1 FROM deals d WHERE d.account_id = %s AND d.id = %s AND d.company_id = %s AND %s`,
-		args.add(p.AccountID), args.add(dealID), args.add(companyID), p.responsibleFilter("d.user_id", &args))
-	var one int
-	err := tx.GetContext(ctx, &one, query, args...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return badRequest("%s", constraintErrors["tasks_deal_fk"])
-	}
-	if err != nil {
-		return fmt.Errorf("look up deal %d: %w", dealID, err)
-	}
-	return nil
-}
-
-// taskFilter is the condition that keeps the tasks the principal may see: those
-// whose assignee or assigner is a user whose records the principal sees.
-func (p *Principal) taskFilter(t string, args *sqlArgs) string {
-	if p.Role == RoleAdmin {
-		return "TRUE"
-	}
-	return fmt.Sprintf("(%s OR %s)", p.responsibleFilter(t+".user_id", args), p.responsibleFilter(t+".assigner_id", args))
-}
-
 // TaskList implements GET /task/list: the visible tasks of a counterparty (of
 // one of its deals with deal_id), latest start first.
 func (s *Server) TaskList(ctx context.Context, req gen.TaskListRequestObject) (gen.TaskListResponseObject, error) {
@@ -162,46 +134,32 @@ func (s *Server) TaskList(ctx context.Context, req gen.TaskListRequestObject) (g
 	if err != nil {
 		return nil, err
 	}
-	args := sqlArgs{}
-	acc, tz := args.add(p.AccountID), args.add(p.TimeZone)
-	where := fmt.Sprintf("t.account_id = %s AND t.company_id = %s", acc, args.add(req.Params.CompanyId))
+	q := sqlFor(p)
+	q.bind("company", req.Params.CompanyId)
+	q.set("byDeal", "TRUE")
 	if req.Params.DealId != nil {
-		where += " AND t.deal_id = " + args.add(*req.Params.DealId)
+		q.set("byDeal", "t.deal_id = "+q.arg(*req.Params.DealId))
 	}
-	query := fmt.Sprintf(`
+	q.set("visible", p.seesTask("t"))
+	env, err := s.quickList(ctx, q, `
 		SELECT count(*) AS rows,
 		       coalesce(jsonb_agg(jsonb_build_object(
 		           'id', t.id, 'note', t.note, 'status_id', t.status_id,
 		           'status', CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END,
 		           'type_id', t.type_id, 'type', coalesce(dt.name, ''),
-		           'date_start', to_char(t.date_start AT TIME ZONE %[1]s, 'YYYY-MM-DD HH24:MI:SS'),
-		           'date_finish', to_char(t.date_finish AT TIME ZONE %[1]s, 'YYYY-MM-DD HH24:MI:SS'),
+		           'date_start', to_char(t.date_start AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
+		           'date_finish', to_char(t.date_finish AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
 		           'result', t.result, 'user_id', t.user_id, 'user_name', coalesce(u.name, ''), 'assigner_id', t.assigner_id,
 		           'company_id', t.company_id, 'company_name', c.name, 'deal_id', t.deal_id, 'contact_id', t.contact_id,
 		           'is_hot', CASE WHEN t.is_hot THEN 1 ELSE 0 END, 'tags', array_to_string(t.tags, ','))
 		         ORDER BY t.date_start DESC, t.id DESC), '[]')::text AS value
 		  FROM tasks t
-		  JOIN companies c ON c.account_id = t.account_id AND c.id = t.company_id
-		  LEFT JOIN users u ON u.account_id = t.account_id AND u.id = t.user_id
-		  LEFT JOIN directory_values dt ON dt.account_id = t.account_id AND dt.id = t.type_id
-		 WHERE %[2]s AND c.deleted_at IS NULL AND %[3]s`,
-		tz, where, p.taskFilter("t", &args))
-	env, err := s.quickList(ctx, query, args)
+		  JOIN companies c ON c.account_id = {acc} AND c.id = t.company_id
+		  LEFT JOIN users u ON u.account_id = {acc} AND u.id = t.user_id
+		  LEFT JOIN directory_values dt ON dt.account_id = {acc} AND dt.id = t.type_id
+		 WHERE t.account_id = {acc} AND t.company_id = {company} AND {byDeal} AND c.deleted_at IS NULL AND {visible}`)
 	if err != nil {
 		return nil, fmt.Errorf("list tasks of counterparty %d: %w", req.Params.CompanyId, err)
 	}
 	return gen.TaskList200JSONResponse(env), nil
-}
-
-// quickList runs a query that answers one row (rows, value) and returns the
-// envelope of a list without paging.
-func (s *Server) quickList(ctx context.Context, query string, args sqlArgs) (gen.Envelope, error) {
-	var out struct {
-		Rows  int    `db:"rows"`
-		Value string `db:"value"`
-	}
-	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
-		return gen.Envelope{}, err
-	}
-	return okList(out.Value, out.Rows, quickPage(out.Rows), out.Rows), nil
 }

@@ -46,12 +46,15 @@ CREATE TABLE tokens (
     account_id   bigint NOT NULL,
     id           bigint GENERATED ALWAYS AS IDENTITY,
     user_id      bigint NOT NULL,
-    hash         bytea NOT NULL UNIQUE CHECK (length(hash) = 32),
+    hash         bytea NOT NULL CHECK (length(hash) = 32),
     label        text NOT NULL DEFAULT '',
     created_at   timestamptz NOT NULL DEFAULT now(),
     expires_at   timestamptz,
     revoked_at   timestamptz,
     PRIMARY KEY (account_id, id),
+    -- Unique per account: on Citus every unique key holds the distribution column.
+    -- (Databases migrated before 0008 had UNIQUE (hash); 0008 makes them equal.)
+    CONSTRAINT tokens_hash UNIQUE (account_id, hash),
     FOREIGN KEY (account_id, user_id) REFERENCES users (account_id, id)
 );
 

@@ -12,7 +12,10 @@ ALTER TABLE mail_messages
     ADD COLUMN raw_message bytea,
     ADD COLUMN lease_id    bigint,
     ADD COLUMN lease_until timestamptz,
-    ADD COLUMN sent_at     timestamptz,
+    ADD COLUMN sent_at     timestamptz;
+-- A constraint in an ALTER TABLE of its own: Citus refuses ADD COLUMN and ADD
+-- CONSTRAINT in one statement on a distributed table.
+ALTER TABLE mail_messages
     ADD CONSTRAINT mail_messages_sending_lease CHECK (delivery_state IS DISTINCT FROM 'sending' OR lease_until IS NOT NULL);
 CREATE INDEX mail_messages_leases ON mail_messages (lease_until) WHERE delivery_state = 'sending';
 

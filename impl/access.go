@@ -1,0 +1,152 @@
+package impl
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+)
+
+// Who sees what. Every rule of access lives in this file, and every statement
+// that reads records for a request takes its condition from here:
+//
+//   - admin sees every record of the account;
+//   - head sees the records whose responsible user is in their department, and
+//     their own (a head without a department is a member);
+//   - member sees the records they are responsible for;
+//   - a task is seen through its assignee or its assigner;
+//   - a message is seen through its mail account's owner (mail lists show the
+//     token owner's mail accounts unless user_ids names others);
+//   - a record the caller may not see behaves exactly as a missing one.
+
+// Roles of users: what part of the account's records they see.
+const (
+	RoleAdmin  = "admin"  // every record of the account
+	RoleHead   = "head"   // records of the users of their department, and their own
+	RoleMember = "member" // records they are responsible for
+)
+
+// sqlFor starts a statement on behalf of p: {acc} is p's account, {me} p's
+// user, {tz} p's time zone and, for a user in a department, {dept} that
+// department. Each becomes a placeholder only when a template uses it.
+func sqlFor(p *Principal) *sqlText {
+	q := newSQL()
+	q.bind("acc", p.AccountID)
+	q.bind("me", p.UserID)
+	q.bind("tz", p.TimeZone)
+	if p.DepartmentID.Valid {
+		q.bind("dept", p.DepartmentID.Int64)
+	}
+	return q
+}
+
+// seesDepartment reports whether p sees by department (a head in one).
+func (p *Principal) seesDepartment() bool {
+	return p.Role == RoleHead && p.DepartmentID.Valid
+}
+
+// visibleUsers is an SQL array of the users whose records p sees: every user
+// of the account for an admin, the department's users and themselves for a
+// head, themselves for a member. As an array, "user_id = ANY (...)" reads an
+// index led by (account_id, user_id) once per user.
+func (p *Principal) visibleUsers() string {
+	switch {
+	case p.Role == RoleAdmin:
+		return `ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc})`
+	case p.seesDepartment():
+		return `ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc} AND (vu.id = {me} OR vu.department_id = {dept}))`
+	default:
+		return `ARRAY[{me}::bigint]`
+	}
+}
+
+// seesOwner is the condition that keeps the records whose responsible user is
+// the column col.
+func (p *Principal) seesOwner(col string) string {
+	switch {
+	case p.Role == RoleAdmin:
+		return "TRUE"
+	case p.seesDepartment():
+		return col + " = ANY (" + p.visibleUsers() + ")"
+	default:
+		return col + " = {me}"
+	}
+}
+
+// seesTask is the condition that keeps the tasks t (an alias) whose assignee
+// or assigner is a user whose records p sees.
+func (p *Principal) seesTask(t string) string {
+	if p.Role == RoleAdmin {
+		return "TRUE"
+	}
+	return "(" + p.seesOwner(t+".user_id") + " OR " + p.seesOwner(t+".assigner_id") + ")"
+}
+
+// ownsTask is the condition that p is the assignee or the assigner of task t,
+// the "mine" of the dashboards.
+func ownsTask(t string) string {
+	return "(" + t + ".user_id = {me} OR " + t + ".assigner_id = {me})"
+}
+
+// mailboxes selects the mail accounts whose messages a mail list shows: those
+// of owners (the token owner when nil) that p may see.
+func (p *Principal) mailboxes(q *sqlText, owners []int64) string {
+	if owners == nil {
+		owners = []int64{p.UserID}
+	}
+	return "SELECT mb.id FROM mail_accounts mb WHERE mb.account_id = {acc} AND mb.user_id = ANY (" +
+		q.arg(pq.Array(owners)) + ") AND " + p.seesOwner("mb.user_id")
+}
+
+// seesCompany is the condition on the counterparty row c that it is id (a
+// placeholder), not deleted, and seen by p.
+func (p *Principal) seesCompany(id string) string {
+	return "c.account_id = {acc} AND c.id = " + id + " AND c.deleted_at IS NULL AND " + p.seesOwner("c.user_id")
+}
+
+// companyNotFound is the error of a counterparty that is missing, deleted or
+// not visible to the caller: the reply does not tell the three apart.
+func companyNotFound(id int64) *Error {
+	return notFound("counterparty %d not found", id)
+}
+
+// checkCompany returns companyNotFound unless p may see the counterparty id.
+func checkCompany(ctx context.Context, db sqlx.QueryerContext, p *Principal, id int64) error {
+	q := sqlFor(p)
+	var found bool
+	err := sqlx.GetContext(ctx, db, &found, q.expand(`SELECT true FROM companies c WHERE `+p.seesCompany(q.arg(id))), q.args...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return companyNotFound(id)
+	}
+	if err != nil {
+		return fmt.Errorf("find counterparty %d: %w", id, err)
+	}
+	return nil
+}
+
+// dealCompany returns the counterparty of the deal dealID when p may see the
+// deal, and sql.ErrNoRows when the deal is missing or invisible.
+func dealCompany(ctx context.Context, db sqlx.QueryerContext, p *Principal, dealID int64) (int64, error) {
+	q := sqlFor(p)
+	var companyID int64
+	err := sqlx.GetContext(ctx, db, &companyID, q.expand(`
+		SELECT d.company_id FROM deals d WHERE d.account_id = {acc} AND d.id = `+q.arg(dealID)+` AND `+p.seesOwner("d.user_id")),
+		q.args...)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("look up deal %d: %w", dealID, err)
+	}
+	return companyID, err
+}
+
+// checkDealOfCompany answers a 400 naming deal_id unless the deal belongs to the
+// counterparty and the principal may see it.
+func checkDealOfCompany(ctx context.Context, db sqlx.QueryerContext, p *Principal, dealID, companyID int64) error {
+	got, err := dealCompany(ctx, db, p, dealID)
+	if errors.Is(err, sql.ErrNoRows) || err == nil && got != companyID {
+		return badRequest("%s", constraintErrors["tasks_deal_fk"])
+	}
+	return err
+}

@@ -1,0 +1,195 @@
+package impl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/jmoiron/sqlx"
+
+	"github.com/crmservice/crm/gen"
+)
+
+// A statement is written one way in this package: a template whose values are
+// placeholders ($n, from arg or bind) and whose variable fragments are named
+// slots ({name}, from set or bind). Values never enter the SQL text; fragments
+// come only from code (the access rules, the list modules' whitelists).
+//
+//	q := newSQL()
+//	q.bind("acc", p.AccountID)
+//	q.set("visible", p.seesOwner(q, "c.user_id"))
+//	err := db.GetContext(ctx, &n, q.expand(`SELECT count(*) FROM companies c WHERE c.account_id = {acc} AND {visible}`), q.args...)
+//
+// A slot is recognised as a brace around a name of letters, digits and
+// underscores; a template that names a slot nobody set panics, since it is a
+// programming error that no input can cause.
+
+// sqlText is one statement being built: its arguments and its named slots.
+type sqlText struct {
+	args  []any
+	slots map[string]func() string
+}
+
+func newSQL() *sqlText { return &sqlText{slots: map[string]func() string{}} }
+
+// arg appends a value and returns its placeholder.
+func (q *sqlText) arg(v any) string {
+	q.args = append(q.args, v)
+	return "$" + strconv.Itoa(len(q.args))
+}
+
+// bind names a value: {name} becomes its placeholder, appended when a template
+// first uses it (PostgreSQL cannot type a placeholder that no text uses).
+func (q *sqlText) bind(name string, v any) {
+	ph := ""
+	q.slots[name] = func() string {
+		if ph == "" {
+			ph = q.arg(v)
+		}
+		return ph
+	}
+}
+
+// set names a fragment of SQL: {name} becomes the fragment, itself expanded.
+func (q *sqlText) set(name, fragment string) {
+	q.slots[name] = func() string { return fragment }
+}
+
+// has reports whether the slot name is set.
+func (q *sqlText) has(name string) bool {
+	_, ok := q.slots[name]
+	return ok
+}
+
+// expand fills the slots of a template.
+func (q *sqlText) expand(template string) string {
+	return q.expandDepth(template, 0)
+}
+
+func (q *sqlText) expandDepth(template string, depth int) string {
+	if depth > 8 {
+		panic("impl: SQL slots nest more than 8 deep: " + template)
+	}
+	var b strings.Builder
+	rest := template
+	for {
+		i := strings.IndexByte(rest, '{')
+		if i < 0 {
+			b.WriteString(rest)
+			return b.String()
+		}
+		n := slotNameLen(rest[i+1:])
+		if n == 0 || i+1+n >= len(rest) || rest[i+1+n] != '}' {
+			b.WriteString(rest[:i+1])
+			rest = rest[i+1:]
+			continue
+		}
+		name := rest[i+1 : i+1+n]
+		fill, ok := q.slots[name]
+		if !ok {
+			panic("impl: SQL template uses the unknown slot {" + name + "}")
+		}
+		b.WriteString(rest[:i])
+		b.WriteString(q.expandDepth(fill(), depth+1))
+		rest = rest[i+2+n:]
+	}
+}
+
+// slotNameLen is the length of the slot name that s starts with: a letter,
+// then letters, digits and underscores.
+func slotNameLen(s string) int {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z':
+		case i > 0 && (c >= '0' && c <= '9' || c == '_'):
+		default:
+			return i
+		}
+	}
+	return len(s)
+}
+
+// inTx runs fn in a transaction and commits when it returns nil.
+func (s *Server) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := s.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// listResult is what the statement of a list reads: the total and the JSON
+// array of the rows.
+type listResult struct {
+	Rows  int    `db:"rows"`
+	Value string `db:"value"`
+}
+
+// quickList runs a statement that answers one row (rows, value) and returns
+// the envelope of a list without paging.
+func (s *Server) quickList(ctx context.Context, q *sqlText, template string) (gen.Envelope, error) {
+	var out listResult
+	if err := s.db.GetContext(ctx, &out, q.expand(template), q.args...); err != nil {
+		return gen.Envelope{}, err
+	}
+	return quickListEnvelope(out), nil
+}
+
+// quickPage is the page number of a list without paging: 1, or 0 when empty.
+func quickPage(rows int) int {
+	if rows == 0 {
+		return 0
+	}
+	return 1
+}
+
+// parseIDs reads one id or comma-separated ids.
+func parseIDs(name, v string) ([]int64, error) {
+	var ids []int64
+	for _, part := range strings.Split(v, ",") {
+		id, err := strconv.ParseInt(strings.TrimSpace(part), 10, 64)
+		if err != nil || id <= 0 {
+			return nil, badRequest("%s: %q is not a list of ids", name, v)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+// escapeLike makes LIKE's wildcards and escape character in s match themselves.
+func escapeLike(s string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(s)
+}
+
+// isClosedStmt reports the error of a cached statement closed by eviction
+// between lookup and use.
+func isClosedStmt(err error) bool {
+	return err != nil && !errors.Is(err, context.Canceled) && strings.Contains(err.Error(), "statement is closed")
+}
+
+// byCompanyOrDeal sets {byCompanyOrDeal}, the condition of the quick lists by
+// counterparty and/or deal over the rows of alias t; one of the two is required.
+func byCompanyOrDeal(q *sqlText, t string, companyID, dealID *int64) error {
+	if companyID == nil && dealID == nil {
+		return badRequest("company_id or deal_id is required")
+	}
+	cond := "TRUE"
+	if companyID != nil {
+		cond = t + ".company_id = " + q.arg(*companyID)
+	}
+	if dealID != nil {
+		cond += " AND " + t + ".deal_id = " + q.arg(*dealID)
+	}
+	q.set("byCompanyOrDeal", cond)
+	return nil
+}
