@@ -137,22 +137,9 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 }
 
 func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, error) {
-	stmt, err := tx.PrepareNamedContext(ctx, `
-		INSERT INTO companies (account_id, name, person, first_name, middle_name, last_name, address, city, region,
-			country, url, activity_type, property_form, info_source, note, tags, external_code, type_id, status_id,
-			category_id, group_id, agent_id, user_id, which_site_source, which_host_source, which_link_source,
-			utm_campaign, utm_source, utm_medium, utm_content, utm_term, created_via, created_by)
-		VALUES (:account_id, :name, :person, :first_name, :middle_name, :last_name, :address, :city, :region,
-			:country, :url, :activity_type, :property_form, :info_source, :note, :tags, :external_code, :type_id, :status_id,
-			:category_id, :group_id, :agent_id, :user_id, :which_site_source, :which_host_source, :which_link_source,
-			:utm_campaign, :utm_source, :utm_medium, :utm_content, :utm_term, :created_via, :created_by)
-		RETURNING id`)
-	if err != nil {
-		return 0, fmt.Errorf("prepare company insert: %w", err)
-	}
-	defer stmt.Close()
+	q := newSQL()
 	var id int64
-	if err := stmt.GetContext(ctx, &id, row); err != nil {
+	if err := tx.GetContext(ctx, &id, `INSERT INTO companies `+q.values(row)+` RETURNING id`, q.args...); err != nil {
 		return 0, fmt.Errorf("insert company: %w", err)
 	}
 	return id, nil
@@ -208,22 +195,22 @@ func findDuplicate(ctx context.Context, tx *sqlx.Tx, p *Principal, emails []stri
 	for i, e := range emails {
 		lower[i] = strings.ToLower(e)
 	}
-	args := sqlArgs{}
-	query := fmt.Sprintf(`
-		SELECT c.id, c.name, e.email, %s AS visible
-		  FROM emails e
-		  JOIN companies c ON c.account_id = e.account_id AND c.id = e.company_id
-		 WHERE e.account_id = %s AND lower(e.email) = ANY (%s) AND c.deleted_at IS NULL
-		 ORDER BY c.id
-		 LIMIT 1`,
-		p.responsibleFilter("c.user_id", &args), args.add(p.AccountID), args.add(pq.Array(lower)))
+	q := sqlFor(p)
+	q.bind("emails", pq.Array(lower))
+	q.set("visible", p.seesOwner("c.user_id"))
 	var dup struct {
 		ID      int64  `db:"id"`
 		Name    string `db:"name"`
 		Email   string `db:"email"`
 		Visible bool   `db:"visible"`
 	}
-	err := tx.GetContext(ctx, &dup, query, args...)
+	err := tx.GetContext(ctx, &dup, q.expand(`
+		SELECT c.id, c.name, e.email, {visible} AS visible
+		  FROM emails e
+		  JOIN companies c ON c.account_id = {acc} AND c.id = e.company_id
+		 WHERE e.account_id = {acc} AND lower(e.email) = ANY ({emails}) AND c.deleted_at IS NULL
+		 ORDER BY c.id
+		 LIMIT 1`), q.args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil
 	}
@@ -244,33 +231,33 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 	if err != nil {
 		return nil, err
 	}
-	args := sqlArgs{}
-	acc, id, tz := args.add(p.AccountID), args.add(req.Params.Id), args.add(p.TimeZone)
-	visible := p.responsibleFilter("c.user_id", &args)
-	query := fmt.Sprintf(`
-		SELECT jsonb_build_object(
-			'company', %s,
-			'emails', coalesce((SELECT jsonb_agg(%s ORDER BY e.contact_id NULLS FIRST, e.id)
-			                      FROM emails e WHERE e.account_id = c.account_id AND e.company_id = c.id), '[]'),
-			'phones', coalesce((SELECT jsonb_agg(%s ORDER BY ph.contact_id NULLS FIRST, ph.id)
-			                      FROM phones ph WHERE ph.account_id = c.account_id AND ph.company_id = c.id), '[]'),
-			'requisites', coalesce((SELECT jsonb_agg(%s ORDER BY r.is_default DESC, r.id)
-			                          FROM requisites r WHERE r.account_id = c.account_id AND r.company_id = c.id), '[]'),
-			'contacts', coalesce((SELECT jsonb_agg(%s ORDER BY ct.id)
-			                        FROM contacts ct WHERE ct.account_id = c.account_id AND ct.company_id = c.id), '[]'))::text
-		  FROM companies c
-		  LEFT JOIN users u ON u.account_id = c.account_id AND u.id = c.user_id
-		  LEFT JOIN users cb ON cb.account_id = c.account_id AND cb.id = c.created_by
-		  LEFT JOIN directory_values dt ON dt.account_id = c.account_id AND dt.id = c.type_id
-		  LEFT JOIN directory_values ds ON ds.account_id = c.account_id AND ds.id = c.status_id
-		  LEFT JOIN directory_values dc ON dc.account_id = c.account_id AND dc.id = c.category_id
-		  LEFT JOIN directory_values dg ON dg.account_id = c.account_id AND dg.id = c.group_id
-		  LEFT JOIN directory_values da ON da.account_id = c.account_id AND da.id = c.agent_id
-		 WHERE c.account_id = %s AND c.id = %s AND c.deleted_at IS NULL AND %s`,
-		companyJSON(tz), emailJSON("e"), phoneJSON("ph"), requisitesJSON("r"), contactJSON("ct", "c.name", tz),
-		acc, id, visible)
+	q := sqlFor(p)
+	q.set("company", companyJSON)
+	q.set("email", emailJSON)
+	q.set("phone", phoneJSON)
+	q.set("requisites", requisitesJSON)
+	q.set("contact", contactJSON)
 	var card string
-	err = s.generic.get(ctx, &card, query, args...)
+	err = s.generic.get(ctx, &card, q.expand(`
+		SELECT jsonb_build_object(
+			'company', {company},
+			'emails', coalesce((SELECT jsonb_agg({email} ORDER BY e.contact_id NULLS FIRST, e.id)
+			                      FROM emails e WHERE e.account_id = {acc} AND e.company_id = c.id), '[]'),
+			'phones', coalesce((SELECT jsonb_agg({phone} ORDER BY ph.contact_id NULLS FIRST, ph.id)
+			                      FROM phones ph WHERE ph.account_id = {acc} AND ph.company_id = c.id), '[]'),
+			'requisites', coalesce((SELECT jsonb_agg({requisites} ORDER BY r.is_default DESC, r.id)
+			                          FROM requisites r WHERE r.account_id = {acc} AND r.company_id = c.id), '[]'),
+			'contacts', coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id)
+			                        FROM contacts ct WHERE ct.account_id = {acc} AND ct.company_id = c.id), '[]'))::text
+		  FROM companies c
+		  LEFT JOIN users u ON u.account_id = {acc} AND u.id = c.user_id
+		  LEFT JOIN users cb ON cb.account_id = {acc} AND cb.id = c.created_by
+		  LEFT JOIN directory_values dt ON dt.account_id = {acc} AND dt.id = c.type_id
+		  LEFT JOIN directory_values ds ON ds.account_id = {acc} AND ds.id = c.status_id
+		  LEFT JOIN directory_values dc ON dc.account_id = {acc} AND dc.id = c.category_id
+		  LEFT JOIN directory_values dg ON dg.account_id = {acc} AND dg.id = c.group_id
+		  LEFT JOIN directory_values da ON da.account_id = {acc} AND da.id = c.agent_id
+		 WHERE `+p.seesCompany(q.arg(req.Params.Id))), q.args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// "For a missing or deleted counterparty the reply has status Error."
 		return nil, &Error{Code: CodeNotFound, Status: gen.StatusErrorCapital,
@@ -283,11 +270,11 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 }
 
 // companyJSON is the company object of the card for the row c and its joined
-// names, with one ADD_{name} member per additional field of the account.
-func companyJSON(tz string) string {
-	return `(jsonb_build_object(
+// names (u, cb, dt, ds, dc, dg, da), with one ADD_{name} member per additional
+// field of the account.
+const companyJSON = `(jsonb_build_object(
 		'id', c.id, 'name', c.name, 'address', c.address,
-		'created', to_char(c.created_at AT TIME ZONE ` + tz + `, 'YYYY-MM-DD HH24:MI:SS'),
+		'created', to_char(c.created_at AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
 		'city', c.city, 'region', c.region, 'country', c.country, 'activity_type', c.activity_type,
 		'property_form', c.property_form, 'type_id', c.type_id, 'type', coalesce(dt.name, ''),
 		'created_by', coalesce(cb.name, c.created_via), 'info_source', c.info_source,
@@ -301,26 +288,23 @@ func companyJSON(tz string) string {
 		'which_link_source', c.which_link_source, 'utm_campaign', c.utm_campaign, 'utm_source', c.utm_source,
 		'utm_medium', c.utm_medium, 'utm_content', c.utm_content, 'utm_term', c.utm_term)
 	|| coalesce((SELECT jsonb_object_agg('ADD_' || f.name, c.extra -> f.name)
-	               FROM field_definitions f WHERE f.account_id = c.account_id AND f.module = 1), '{}'))`
-}
+	               FROM field_definitions f WHERE f.account_id = {acc} AND f.module = 1), '{}'))`
 
-func emailJSON(e string) string {
-	return fmt.Sprintf(`jsonb_build_object('id', %[1]s.id, 'company_id', %[1]s.company_id, 'id_contact_man', %[1]s.contact_id, 'email', %[1]s.email)`, e)
-}
+// emailJSON is the object of the e-mail row e in the card.
+const emailJSON = `jsonb_build_object('id', e.id, 'company_id', e.company_id, 'id_contact_man', e.contact_id, 'email', e.email)`
 
-func phoneJSON(ph string) string {
-	return fmt.Sprintf(`jsonb_build_object('id', %[1]s.id, 'company_id', %[1]s.company_id, 'id_contact_man', %[1]s.contact_id, 'phone', %[1]s.phone, 'descr', %[1]s.descr)`, ph)
-}
+// phoneJSON is the object of the phone row ph in the card.
+const phoneJSON = `jsonb_build_object('id', ph.id, 'company_id', ph.company_id, 'id_contact_man', ph.contact_id,
+	'phone', ph.phone, 'descr', ph.descr)`
 
-func requisitesJSON(r string) string {
-	return fmt.Sprintf(`jsonb_build_object('id', %[1]s.id, 'id_company', %[1]s.company_id,
-		'use_default', CASE WHEN %[1]s.is_default THEN 'True' ELSE 'False' END,
-		'inn', %[1]s.inn, 'kpp', %[1]s.kpp, 'ogrn_client', %[1]s.ogrn_client, 'okpo', %[1]s.okpo, 'okved', %[1]s.okved,
-		'oktmo', %[1]s.oktmo, 'okato', %[1]s.okato, 'kr_name', %[1]s.kr_name, 'full_name', %[1]s.full_name,
-		'adres_yur', %[1]s.adres_yur, 'adres_fact', %[1]s.adres_fact, 'pocht_adr', %[1]s.pocht_adr,
-		'dir_name', %[1]s.dir_name, 'dir_status', %[1]s.dir_status, 'gl_buh', %[1]s.gl_buh,
-		'bank_name', %[1]s.bank_name, 'bik', %[1]s.bik, 'ks', %[1]s.ks, 'rs', %[1]s.rs, 'requis_prim', %[1]s.requis_prim)`, r)
-}
+// requisitesJSON is the object of the requisites row r in the card.
+const requisitesJSON = `jsonb_build_object('id', r.id, 'id_company', r.company_id,
+	'use_default', CASE WHEN r.is_default THEN 'True' ELSE 'False' END,
+	'inn', r.inn, 'kpp', r.kpp, 'ogrn_client', r.ogrn_client, 'okpo', r.okpo, 'okved', r.okved,
+	'oktmo', r.oktmo, 'okato', r.okato, 'kr_name', r.kr_name, 'full_name', r.full_name,
+	'adres_yur', r.adres_yur, 'adres_fact', r.adres_fact, 'pocht_adr', r.pocht_adr,
+	'dir_name', r.dir_name, 'dir_status', r.dir_status, 'gl_buh', r.gl_buh,
+	'bank_name', r.bank_name, 'bik', r.bik, 'ks', r.ks, 'rs', r.rs, 'requis_prim', r.requis_prim)`
 
 // requisitesRow holds the stored fields of new requisites.
 type requisitesRow struct {
@@ -379,20 +363,9 @@ func insertRequisites(ctx context.Context, tx *sqlx.Tx, accountID, companyID int
 				map[string][2]any{"is_default": {true, false}}})
 		}
 	}
-	stmt, err := tx.PrepareNamedContext(ctx, `
-		INSERT INTO requisites (account_id, company_id, is_default, inn, kpp, ogrn_client, okpo, okved, oktmo, okato,
-			kr_name, full_name, adres_yur, adres_fact, pocht_adr, dir_name, dir_status, gl_buh, bank_name, bik, ks, rs,
-			requis_prim)
-		VALUES (:account_id, :company_id, :is_default, :inn, :kpp, :ogrn_client, :okpo, :okved, :oktmo, :okato,
-			:kr_name, :full_name, :adres_yur, :adres_fact, :pocht_adr, :dir_name, :dir_status, :gl_buh, :bank_name, :bik,
-			:ks, :rs, :requis_prim)
-		RETURNING id`)
-	if err != nil {
-		return 0, nil, fmt.Errorf("prepare requisites insert: %w", err)
-	}
-	defer stmt.Close()
+	q := newSQL()
 	var id int64
-	if err := stmt.GetContext(ctx, &id, row); err != nil {
+	if err := tx.GetContext(ctx, &id, `INSERT INTO requisites `+q.values(row)+` RETURNING id`, q.args...); err != nil {
 		return 0, nil, fmt.Errorf("insert requisites: %w", err)
 	}
 	return id, append(journal, journalEntry{ModuleCompanies, "requisites", id, "insert", row}), nil
@@ -464,13 +437,6 @@ func insertPhones(ctx context.Context, tx *sqlx.Tx, accountID, companyID int64, 
 	return ids, nil
 }
 
-// companyWhere is the condition on the row c that finds the counterparty id of
-// p's account when it is not deleted and p may see it.
-func companyWhere(p *Principal, id int64, args *sqlArgs) string {
-	return fmt.Sprintf("c.account_id = %s AND c.id = %s AND c.deleted_at IS NULL AND %s",
-		args.add(p.AccountID), args.add(id), p.responsibleFilter("c.user_id", args))
-}
-
 // CompanyUpdate implements POST /company/update: the passed fields that differ
 // from the stored ones are written in one UPDATE, with a journal row of their
 // old and new values.
@@ -481,17 +447,17 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 	}
 	in := req.Body
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		args := sqlArgs{}
+		q := sqlFor(p)
 		var old companyRow
 		// FOR NO KEY UPDATE: the row is read and changed under one lock, while inserts of
 		// its phones, e-mails and contacts (whose foreign keys take KEY SHARE) go on.
-		err := tx.GetContext(ctx, &old, `
+		err := tx.GetContext(ctx, &old, q.expand(`
 			SELECT name, person, first_name, middle_name, last_name, address, city, region, country, url, activity_type,
 			       property_form, info_source, note, tags, external_code, type_id, status_id, category_id, group_id,
 			       agent_id, user_id
 			  FROM companies c
-			 WHERE `+companyWhere(p, in.Id, &args)+`
-			   FOR NO KEY UPDATE`, args...)
+			 WHERE `+p.seesCompany(q.arg(in.Id))+`
+			   FOR NO KEY UPDATE`), q.args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return companyNotFound(in.Id)
 		}
@@ -502,17 +468,17 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 		if len(changes) == 0 {
 			return nil // the passed values are the stored ones: nothing to write
 		}
-		args = sqlArgs{}
+		u := newSQL()
 		set := make([]string, 0, len(changes)+1)
 		journal := make(map[string][2]any, len(changes))
 		for _, c := range changes {
-			set = append(set, c.column+" = "+args.add(c.arg))
+			set = append(set, c.column+" = "+u.arg(c.arg))
 			journal[c.column] = [2]any{c.old, c.new}
 		}
 		set = append(set, "updated_at = now()")
-		query := fmt.Sprintf(`UPDATE companies SET %s WHERE account_id = %s AND id = %s`,
-			strings.Join(set, ", "), args.add(p.AccountID), args.add(in.Id))
-		if _, err := tx.ExecContext(ctx, query, args...); err != nil {
+		u.set("set", strings.Join(set, ", "))
+		if _, err := tx.ExecContext(ctx, u.expand(`UPDATE companies SET {set} WHERE account_id = `+u.arg(p.AccountID)+
+			` AND id = `+u.arg(in.Id)), u.args...); err != nil {
 			return fmt.Errorf("update counterparty %d: %w", in.Id, err)
 		}
 		return writeJournal(ctx, tx, p, []journalEntry{{ModuleCompanies, "company", in.Id, "update", journal}})
@@ -601,15 +567,15 @@ func (s *Server) CompanyRequisitesInsert(ctx context.Context, req gen.CompanyReq
 	in := req.Body
 	var id int64
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		args := sqlArgs{}
+		q := sqlFor(p)
 		var taxIDBefore string
 		// The row lock serialises the requisites inserts of one counterparty, so that
 		// "first requisites" and "the previous default ones" are decided on what is
 		// committed, and two first requisites never both become the default. The
 		// requisites are read by the next statement, whose snapshot is taken after
 		// the lock is granted.
-		err := tx.GetContext(ctx, &taxIDBefore, `SELECT c.tax_id FROM companies c WHERE `+
-			companyWhere(p, in.IdCompany, &args)+` FOR NO KEY UPDATE`, args...)
+		err := tx.GetContext(ctx, &taxIDBefore, q.expand(`SELECT c.tax_id FROM companies c WHERE `+
+			p.seesCompany(q.arg(in.IdCompany))+` FOR NO KEY UPDATE`), q.args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return companyNotFound(in.IdCompany)
 		}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/jmoiron/sqlx"
 
@@ -71,27 +70,24 @@ func insertContact(ctx context.Context, tx *sqlx.Tx, p *Principal, companyID int
 	return res, append(journal, entries...), nil
 }
 
-// contactJSON is the object of a contact person (row ct, its counterparty's name
-// companyName) with their phones, e-mails and social networks, as the card and
-// the contact list show it.
-func contactJSON(ct, companyName, tz string) string {
-	return fmt.Sprintf(`jsonb_build_object(
-		'id', %[1]s.id, 'company_id', %[1]s.company_id, 'company_name', %[2]s, 'name', %[1]s.name,
-		'first_name', %[1]s.first_name, 'middle_name', %[1]s.middle_name, 'last_name', %[1]s.last_name,
-		'position_id', %[1]s.position_id,
-		'position', coalesce((SELECT d.name FROM directory_values d WHERE d.account_id = %[1]s.account_id AND d.id = %[1]s.position_id), ''),
-		'status_id', %[1]s.status_id,
-		'status', coalesce((SELECT d.name FROM directory_values d WHERE d.account_id = %[1]s.account_id AND d.id = %[1]s.status_id), ''),
-		'note', %[1]s.note,
-		'created', to_char(%[1]s.created_at AT TIME ZONE %[3]s, 'YYYY-MM-DD HH24:MI:SS'),
-		'Phones', coalesce((SELECT jsonb_agg(%[4]s ORDER BY cp.id) FROM phones cp
-		                     WHERE cp.account_id = %[1]s.account_id AND cp.contact_id = %[1]s.id), '[]'),
-		'Emails', coalesce((SELECT jsonb_agg(%[5]s ORDER BY ce.id) FROM emails ce
-		                     WHERE ce.account_id = %[1]s.account_id AND ce.contact_id = %[1]s.id), '[]'),
-		'SocialNetworks', coalesce((SELECT jsonb_agg(jsonb_build_object('id', cs.id, 'network', cs.network, 'address', cs.address) ORDER BY cs.id)
-		                     FROM contact_socials cs WHERE cs.account_id = %[1]s.account_id AND cs.contact_id = %[1]s.id), '[]'))`,
-		ct, companyName, tz, phoneJSON("cp"), emailJSON("ce"))
-}
+// contactJSON is the object of the contact person ct (of the counterparty c)
+// with their phones, e-mails and social networks, as the card and the contact
+// list show it.
+const contactJSON = `jsonb_build_object(
+	'id', ct.id, 'company_id', ct.company_id, 'company_name', c.name, 'name', ct.name,
+	'first_name', ct.first_name, 'middle_name', ct.middle_name, 'last_name', ct.last_name,
+	'position_id', ct.position_id,
+	'position', coalesce((SELECT d.name FROM directory_values d WHERE d.account_id = {acc} AND d.id = ct.position_id), ''),
+	'status_id', ct.status_id,
+	'status', coalesce((SELECT d.name FROM directory_values d WHERE d.account_id = {acc} AND d.id = ct.status_id), ''),
+	'note', ct.note,
+	'created', to_char(ct.created_at AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
+	'Phones', coalesce((SELECT jsonb_agg(` + phoneJSON + ` ORDER BY ph.id) FROM phones ph
+	                     WHERE ph.account_id = {acc} AND ph.contact_id = ct.id), '[]'),
+	'Emails', coalesce((SELECT jsonb_agg(` + emailJSON + ` ORDER BY e.id) FROM emails e
+	                     WHERE e.account_id = {acc} AND e.contact_id = ct.id), '[]'),
+	'SocialNetworks', coalesce((SELECT jsonb_agg(jsonb_build_object('id', cs.id, 'network', cs.network, 'address', cs.address) ORDER BY cs.id)
+	                     FROM contact_socials cs WHERE cs.account_id = {acc} AND cs.contact_id = ct.id), '[]'))`
 
 // ContactInsert implements POST /contact/insert: the contact person with their
 // e-mails and phones in one transaction.
@@ -174,29 +170,29 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 		offset = int64(page-1) * int64(perPage)
 	}
 
-	args := sqlArgs{}
-	acc, tz := args.add(p.AccountID), args.add(p.TimeZone)
-	where := []string{"ct.account_id = " + acc, "c.deleted_at IS NULL", p.responsibleFilter("c.user_id", &args)}
+	q := sqlFor(p)
+	q.set("contact", contactJSON)
+	q.set("visible", p.seesOwner("c.user_id"))
+	q.set("byName", "TRUE")
 	if name := str(req.Params.Name); name != "" {
-		where = append(where, "ct.name ILIKE "+args.add("%"+escapeLike(name)+"%"))
+		q.set("byName", "ct.name ILIKE "+q.arg("%"+escapeLike(name)+"%"))
 	}
-	from := `contacts ct JOIN companies c ON c.account_id = ct.account_id AND c.id = ct.company_id WHERE ` +
-		strings.Join(where, " AND ")
+	q.set("matches", `contacts ct JOIN companies c ON c.account_id = {acc} AND c.id = ct.company_id
+		WHERE ct.account_id = {acc} AND c.deleted_at IS NULL AND {visible} AND {byName}`)
 	// The total and the page are two scans of the same filter: a window count would
 	// fetch every matching row. The page's ids are chosen first, so that the JSON of
 	// a contact is built only for the rows on the page.
-	query := fmt.Sprintf(`
-		SELECT (SELECT count(*) FROM %[1]s) AS rows,
-		       coalesce((SELECT jsonb_agg(%[2]s ORDER BY ct.id DESC)
-		                   FROM (SELECT ct.id FROM %[1]s ORDER BY ct.id DESC LIMIT %[3]s OFFSET %[4]s) pg
-		                   JOIN contacts ct ON ct.account_id = %[5]s AND ct.id = pg.id
-		                   JOIN companies c ON c.account_id = ct.account_id AND c.id = ct.company_id), '[]')::text AS value`,
-		from, contactJSON("ct", "c.name", tz), args.add(perPage), args.add(offset), acc)
+	query := q.expand(`
+		SELECT (SELECT count(*) FROM {matches}) AS rows,
+		       coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id DESC)
+		                   FROM (SELECT ct.id FROM {matches} ORDER BY ct.id DESC LIMIT ` + q.arg(perPage) + ` OFFSET ` + q.arg(offset) + `) pg
+		                   JOIN contacts ct ON ct.account_id = {acc} AND ct.id = pg.id
+		                   JOIN companies c ON c.account_id = {acc} AND c.id = ct.company_id), '[]')::text AS value`)
 	var out struct {
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
+	if err := s.db.GetContext(ctx, &out, query, q.args...); err != nil {
 		return nil, fmt.Errorf("list contacts: %w", err)
 	}
 	return gen.ContactList200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
@@ -206,20 +202,20 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 // that counterparty are returned and other parameters are ignored", so on one
 // page, as a quick list. A missing or invisible counterparty is an error.
 func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID int64) (gen.ContactListResponseObject, error) {
-	args := sqlArgs{}
-	tz := args.add(p.TimeZone)
-	query := fmt.Sprintf(`
+	q := sqlFor(p)
+	q.set("contact", contactJSON)
+	query := q.expand(`
 		SELECT count(ct.id) AS rows,
-		       coalesce(jsonb_agg(%s ORDER BY ct.id DESC) FILTER (WHERE ct.id IS NOT NULL), '[]')::text AS value
+		       coalesce(jsonb_agg({contact} ORDER BY ct.id DESC) FILTER (WHERE ct.id IS NOT NULL), '[]')::text AS value
 		  FROM companies c
-		  LEFT JOIN contacts ct ON ct.account_id = c.account_id AND ct.company_id = c.id
-		 WHERE %s
-		 GROUP BY c.id`, contactJSON("ct", "c.name", tz), companyWhere(p, companyID, &args))
+		  LEFT JOIN contacts ct ON ct.account_id = {acc} AND ct.company_id = c.id
+		 WHERE ` + p.seesCompany(q.arg(companyID)) + `
+		 GROUP BY c.id`)
 	var out struct {
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	err := s.db.GetContext(ctx, &out, query, args...)
+	err := s.db.GetContext(ctx, &out, query, q.args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, companyNotFound(companyID)
 	}

@@ -5,8 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"regexp"
-	"strings"
+	"strconv"
 	"time"
 
 	"github.com/lib/pq"
@@ -115,100 +114,36 @@ func (s *Server) dashboardValue(ctx context.Context, q *dashQuery, query string)
 	return value, nil
 }
 
-// dashQuery builds the one statement of a dashboard. Its SQL templates name the
-// shared placeholders in braces ({acc}, {tz}, {from}, {to}, {me}), which sql
-// replaces; every value still travels as a placeholder argument.
+// dashQuery builds the one statement of a dashboard: the slots of sqlFor and
+// {from}, {to}, the days of the period. Each part of the statement is expanded
+// when it is built (sql), so a slot a part sets holds for that part only.
 type dashQuery struct {
-	p                 *Principal
-	args              sqlArgs
-	acc, tz, from, to string
-	me                string // added on first use: an unused placeholder has no type
-	visible           string // visibleUsers, built once
+	*sqlText
+	p *Principal
 }
 
 func newDashQuery(p *Principal, pd period) *dashQuery {
-	q := &dashQuery{p: p}
-	q.acc, q.tz = q.args.add(p.AccountID), q.args.add(p.TimeZone)
-	q.from, q.to = q.args.add(pd.from.Format(time.DateOnly)), q.args.add(pd.to.Format(time.DateOnly))
+	q := &dashQuery{sqlText: sqlFor(p), p: p}
+	q.bind("from", pd.from.Format(time.DateOnly))
+	q.bind("to", pd.to.Format(time.DateOnly))
+	q.set("visible", p.visibleUsers())
+	q.set("deadline", taskDeadline)
 	return q
 }
 
-// owner is the placeholder of the token owner's id.
-func (q *dashQuery) owner() string {
-	if q.me == "" {
-		q.me = q.args.add(q.p.UserID)
+// sql sets the slots given as name, fragment pairs and expands template.
+func (q *dashQuery) sql(template string, slots ...string) string {
+	for i := 0; i+1 < len(slots); i += 2 {
+		q.set(slots[i], slots[i+1])
 	}
-	return q.me
+	return q.expand(template)
 }
-
-// sql expands a template: first the pairs of extra names and SQL fragments
-// given, as often as the fragments bring in more of those names, then the
-// shared placeholders.
-func (q *dashQuery) sql(template string, extra ...string) string {
-	out := template
-	if len(extra) > 0 {
-		r := strings.NewReplacer(extra...)
-		for range 4 {
-			next := r.Replace(out)
-			if next == out {
-				break
-			}
-			out = next
-		}
-	}
-	shared := []string{"{acc}", q.acc, "{tz}", q.tz, "{from}", q.from, "{to}", q.to}
-	if strings.Contains(out, "{me}") {
-		shared = append(shared, "{me}", q.owner())
-	}
-	out = strings.NewReplacer(shared...).Replace(out)
-	if name := unexpandedName.FindString(out); name != "" {
-		panic("impl: dashboard SQL uses the unknown name " + name)
-	}
-	return out
-}
-
-var unexpandedName = regexp.MustCompile(`\{[a-zA-Z]+\}`)
 
 // start is the first moment of the day d (a date expression) in the token
 // owner's time zone; end the first moment after the day d.
-func (q *dashQuery) start(d string) string {
-	return fmt.Sprintf("(%s::date::timestamp AT TIME ZONE %s::text)", d, q.tz)
-}
+func start(d string) string { return "(" + d + "::date::timestamp AT TIME ZONE {tz}::text)" }
 
-func (q *dashQuery) end(d string) string {
-	return fmt.Sprintf("((%s::date + 1)::timestamp AT TIME ZONE %s::text)", d, q.tz)
-}
-
-// visibleUsers is an SQL array of the users whose records the token owner may
-// see: exactly the users responsibleFilter keeps (admin: every user of the
-// account; head: the department's users and themselves; member: themselves).
-// As an array, "user_id = ANY (...)" reads the per-user dashboard indexes once
-// per user.
-func (q *dashQuery) visibleUsers() string {
-	if q.visible != "" {
-		return q.visible
-	}
-	switch {
-	case q.p.Role == RoleAdmin:
-		q.visible = q.sql(`ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc})`)
-	case q.p.Role == RoleHead && q.p.DepartmentID.Valid:
-		q.visible = q.sql(`ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc} AND (vu.id = {me} OR vu.department_id = {dept}))`,
-			"{dept}", q.args.add(q.p.DepartmentID.Int64))
-	default:
-		q.visible = q.sql(`ARRAY[{me}::bigint]`)
-	}
-	return q.visible
-}
-
-// visibleTasks is the condition that keeps the tasks t the token owner may see:
-// those whose assignee or assigner is a visible user.
-func (q *dashQuery) visibleTasks() string {
-	if q.p.Role == RoleAdmin {
-		return "TRUE"
-	}
-	v := q.visibleUsers()
-	return fmt.Sprintf("(t.user_id = ANY (%[1]s) OR t.assigner_id = ANY (%[1]s))", v)
-}
+func end(d string) string { return "((" + d + "::date + 1)::timestamp AT TIME ZONE {tz}::text)" }
 
 // overdueTasks is the template of a SELECT of the assignee and assigner of the
 // visible unfinished tasks due before {start}: one index range of the account
@@ -318,30 +253,22 @@ func daySQL(q *dashQuery) string {
 				   AND c.type_id = ANY (ARRAY(SELECT v.id FROM directory_values v
 				                               WHERE v.account_id = {acc} AND v.directory_code = {dirTypes} AND v.is_controlled))
 				   AND NOT EXISTS (SELECT FROM tasks t
-				                    WHERE t.account_id = c.account_id AND t.company_id = c.id AND t.status_id = 1
+				                    WHERE t.account_id = {acc} AND t.company_id = c.id AND t.status_id = 1
 				                      AND {deadline} >= {end})),
 			'my_kpi', {kpi})::text`,
-		"{name}", q.args.add(q.p.UserName),
-		"{start}", q.start(q.from), "{end}", q.end(q.to),
-		"{visible}", q.visibleUsers(), "{visibleTasks}", q.visibleTasks(), "{overdueTasks}", overdueTasks(q),
-		"{visibleCompanies}", visibleCompanies(q),
-		"{mineTask}", "(t.user_id = {me} OR t.assigner_id = {me})",
-		"{deadline}", taskDeadline,
-		"{dirTypes}", fmt.Sprint(DirCompanyTypes),
-		"{kpi}", kpiMyJSON(q))
+		"name", q.arg(q.p.UserName),
+		"start", start("{from}"), "end", end("{to}"),
+		"visibleTasks", q.p.seesTask("t"), "overdueTasks", overdueTasks(q),
+		"visibleCompanies", q.p.seesOwner("c.user_id"),
+		"mineTask", ownsTask("t"),
+		"dirTypes", strconv.Itoa(DirCompanyTypes),
+		"kpi", kpiMyJSON(q))
 }
 
 // invoiceTypes is the SQL array of the account's document types that are
 // invoices (an InitPlan, so that the type is an index condition).
 const invoiceTypes = `ARRAY(SELECT iv.id FROM directory_values iv
 	WHERE iv.account_id = {acc} AND iv.directory_code = 44 AND iv.is_invoice)`
-
-func visibleCompanies(q *dashQuery) string {
-	if q.p.Role == RoleAdmin {
-		return "TRUE"
-	}
-	return "c.user_id = ANY (" + q.visibleUsers() + ")"
-}
 
 // DashboardMyTasks implements GET /dashboard/my/tasks.
 func (s *Server) DashboardMyTasks(ctx context.Context, req gen.DashboardMyTasksRequestObject) (gen.DashboardMyTasksResponseObject, error) {
@@ -399,8 +326,8 @@ func myTasksSQL(q *dashQuery, limit int) string {
 				'shown', (SELECT count(*) FROM shown),
 				'tasks', coalesce((SELECT jsonb_agg({task} ORDER BY x.deadline DESC, x.id DESC)
 				                     FROM shown x JOIN tasks t ON t.account_id = {acc} AND t.id = x.id {joins}), '[]')))::text`,
-		"{start}", q.start(q.from), "{end}", q.end(q.to), "{deadline}", taskDeadline,
-		"{limit}", q.args.add(limit), "{task}", dashboardTaskJSON, "{joins}", dashboardTaskJoins)
+		"start", start("{from}"), "end", end("{to}"),
+		"limit", q.arg(limit), "task", dashboardTaskJSON, "joins", dashboardTaskJoins)
 }
 
 // dashboardTaskJSON is the DashboardTask object of the task t.
@@ -413,27 +340,24 @@ const dashboardTaskJSON = `jsonb_build_object('id', t.id, 'type', coalesce(ty.na
 
 // dashboardTaskJoins brings the names a DashboardTask shows for the task t.
 const dashboardTaskJoins = `
-	LEFT JOIN directory_values ty ON ty.account_id = t.account_id AND ty.id = t.type_id
-	LEFT JOIN companies c ON c.account_id = t.account_id AND c.id = t.company_id`
+	LEFT JOIN directory_values ty ON ty.account_id = {acc} AND ty.id = t.type_id
+	LEFT JOIN companies c ON c.account_id = {acc} AND c.id = t.company_id`
 
 // kpiItemsSQL is a SELECT of KPI items: one row per user and metric, with the
 // plan recalculated to the period {from}..{to}, the actual and the progress
 // (percent, at most 100), and the same for the days mtdFrom..{to} (mtd_plan,
 // mtd_actual, mtd_progress: null when the month of {to} has no plan item of the
 // metric). The plans are those of the users u that pass planUsers; actualUsers
-// is the condition on a record's user column (%s) that keeps their records.
+// is the condition on a record's user column that keeps their records.
 //
 // Each month a period touches counts with the days the period has in it: the
 // month's plan item with plan_value × those days / the days of the month, and
 // the records of those days. A month without a plan item of the metric counts
 // for neither. The records are read once for both periods: they end on the
 // same day.
-func kpiItemsSQL(q *dashQuery, planUsers, actualUsers, mtdFrom string) string {
-	lo := fmt.Sprintf("least({from}::date, %s)", mtdFrom)
-	month := func(ts string) string {
-		return fmt.Sprintf("date_trunc('month', %s AT TIME ZONE {tz}::text)::date", ts)
-	}
-	userIs := func(col string) string { return fmt.Sprintf(actualUsers, col) }
+func kpiItemsSQL(q *dashQuery, planUsers string, actualUsers func(col string) string, mtdFrom string) string {
+	lo := "least({from}::date, " + mtdFrom + ")"
+	month := func(ts string) string { return "date_trunc('month', " + ts + " AT TIME ZONE {tz}::text)::date" }
 	return q.sql(`
 		WITH plan AS (
 			SELECT kp.user_id, kp.month, i.metric, i.name, i.measure, i.plan_value,
@@ -441,8 +365,8 @@ func kpiItemsSQL(q *dashQuery, planUsers, actualUsers, mtdFrom string) string {
 			       greatest(0, least({to}::date, (kp.month + interval '1 month')::date - 1) - greatest({from}::date, kp.month) + 1) AS period_days,
 			       greatest(0, least({to}::date, (kp.month + interval '1 month')::date - 1) - greatest({mtd}, kp.month) + 1) AS mtd_days
 			  FROM kpi_plans kp
-			  JOIN users u ON u.account_id = kp.account_id AND u.id = kp.user_id
-			  JOIN kpi_plan_items i ON i.account_id = kp.account_id AND i.plan_id = kp.id
+			  JOIN users u ON u.account_id = {acc} AND u.id = kp.user_id
+			  JOIN kpi_plan_items i ON i.account_id = {acc} AND i.plan_id = kp.id
 			 WHERE kp.account_id = {acc} AND kp.month BETWEEN date_trunc('month', {lo}::timestamp)::date AND {to}::date
 			   AND {planUsers}
 		), actual AS (
@@ -502,17 +426,17 @@ func kpiItemsSQL(q *dashQuery, planUsers, actualUsers, mtdFrom string) string {
 		SELECT user_id, metric, name, measure, plan, actual, least(actual * 100 / plan, 100) AS progress,
 		       mtd_plan, mtd_actual, CASE WHEN mtd_plan IS NOT NULL THEN least(mtd_actual * 100 / mtd_plan, 100) END AS mtd_progress
 		  FROM items`,
-		"{planUsers}", planUsers, "{lo}", lo, "{mtd}", mtdFrom,
-		"{start}", q.start("{from}"), "{mtdStart}", q.start(mtdFrom), "{loStart}", q.start(lo), "{end}", q.end("{to}"),
-		"{companyMonth}", month("c.created_at"), "{taskMonth}", month("t.done_at"), "{dealMonth}", month("d.created_at"),
-		"{companyUser}", userIs("c.user_id"), "{taskUser}", userIs("t.user_id"), "{dealUser}", userIs("d.user_id"),
-		"{documentUser}", userIs("d.user_id"), "{moneyUser}", userIs("m.user_id"))
+		"planUsers", planUsers, "lo", lo, "mtd", mtdFrom,
+		"start", start("{from}"), "mtdStart", start(mtdFrom), "loStart", start(lo), "end", end("{to}"),
+		"companyMonth", month("c.created_at"), "taskMonth", month("t.done_at"), "dealMonth", month("d.created_at"),
+		"companyUser", actualUsers("c.user_id"), "taskUser", actualUsers("t.user_id"), "dealUser", actualUsers("d.user_id"),
+		"documentUser", actualUsers("d.user_id"), "moneyUser", actualUsers("m.user_id"))
 }
 
 // kpiMyJSON is the KpiMy object of the token owner for the dashboard's period.
 func kpiMyJSON(q *dashQuery) string {
 	mtdFrom := "date_trunc('month', {to}::date::timestamp)::date"
-	items := kpiItemsSQL(q, "kp.user_id = {me}", "%s = {me}", mtdFrom)
+	items := kpiItemsSQL(q, "kp.user_id = {me}", func(col string) string { return col + " = {me}" }, mtdFrom)
 	return q.sql(`(
 		WITH items AS (`+items+`)
 		SELECT CASE WHEN NOT EXISTS (SELECT FROM items) THEN jsonb_build_object('has_kpi', false)
@@ -526,7 +450,7 @@ func kpiMyJSON(q *dashQuery) string {
 				'actual', actual, 'progress_percent', round(progress, 2)) ORDER BY array_position({metrics}::text[], metric))
 				FROM items))
 		END)`,
-		"{mtd}", mtdFrom, "{metrics}", q.args.add(pq.Array(kpiMetrics)))
+		"mtd", mtdFrom, "metrics", q.arg(pq.Array(kpiMetrics)))
 }
 
 // DashboardKpiMy implements GET /dashboard/kpi/my.
@@ -586,13 +510,13 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 // kpiTeamSQL is the statement of GET /dashboard/kpi/team for the staff that
 // passes scope, with the lists whose access is "ok".
 func kpiTeamSQL(q *dashQuery, scope, usersAccess, deptsAccess string) string {
-	items := kpiItemsSQL(q, scope, "%s = ANY (ARRAY(SELECT DISTINCT user_id FROM plan))", "{from}::date")
+	items := kpiItemsSQL(q, scope, func(col string) string { return col + " = ANY (ARRAY(SELECT DISTINCT user_id FROM plan))" }, "{from}::date")
 	return q.sql(`
 		WITH items AS (`+items+`), users_progress AS (
 			SELECT i.user_id, u.name, u.department_id, coalesce(dp.name, '') AS department, avg(i.progress) AS progress
 			  FROM items i
 			  JOIN users u ON u.account_id = {acc} AND u.id = i.user_id
-			  LEFT JOIN departments dp ON dp.account_id = u.account_id AND dp.id = u.department_id
+			  LEFT JOIN departments dp ON dp.account_id = {acc} AND dp.id = u.department_id
 			 GROUP BY i.user_id, u.name, u.department_id, dp.name
 		), departments_progress AS (
 			SELECT department_id, department AS name, avg(progress) AS progress
@@ -612,7 +536,7 @@ func kpiTeamSQL(q *dashQuery, scope, usersAccess, deptsAccess string) string {
 					'progress_percent', round(progress, 2)) ORDER BY round(progress, 2) DESC, name, department_id)
 					FROM departments_progress), '[]') END,
 			'departments_access', {deptsAccess}::text)::text`,
-		"{usersAccess}", q.args.add(usersAccess), "{deptsAccess}", q.args.add(deptsAccess))
+		"usersAccess", q.arg(usersAccess), "deptsAccess", q.arg(deptsAccess))
 }
 
 // kpiTeamScope is the condition on u (users) that keeps the staff of the team
@@ -638,13 +562,13 @@ func (s *Server) kpiTeamScope(ctx context.Context, q *dashQuery, departmentID *i
 				return "", fmt.Errorf("find department %d: %w", *departmentID, err)
 			}
 		}
-		return "u.active AND u.department_id = " + q.args.add(*departmentID), nil
+		return "u.active AND u.department_id = " + q.arg(*departmentID), nil
 	}
 	switch {
 	case p.Role == RoleAdmin:
 		return "u.active", nil
 	case p.DepartmentID.Valid:
-		return "u.active AND u.department_id = " + q.args.add(p.DepartmentID.Int64), nil
+		return "u.active AND u.department_id = " + q.arg(p.DepartmentID.Int64), nil
 	default:
 		return q.sql("u.active AND u.id = {me}"), nil
 	}

@@ -64,11 +64,15 @@ func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject
 			return err
 		}
 		var row dealRow
+		// The stored values are read back over the inserted row, not in RETURNING:
+		// a distributed table (Citus) returns only immutable expressions of a row.
 		err = tx.QueryRowxContext(ctx, `
-			INSERT INTO deals AS d (account_id, name, company_id, contact_id, type_id, status_id, user_id,
-				date_start, date_finish, sum, note, tags, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8::date, $9::date, coalesce($10::numeric, 0), $11, $12, $13)
-			RETURNING d.id, `+dealColumns,
+			WITH d AS (
+				INSERT INTO deals (account_id, name, company_id, contact_id, type_id, status_id, user_id,
+					date_start, date_finish, sum, note, tags, created_by)
+				VALUES ($1, $2, $3, $4, $5, $6, $7, $8::date, $9::date, coalesce($10::numeric, 0), $11, $12, $13)
+				RETURNING *)
+			SELECT d.id, `+dealColumns+` FROM d`,
 			p.AccountID, in.Name, in.CompanyId, in.ContactId, in.TypeId, in.StatusId, in.UserId,
 			in.DateStart.String(), in.DateFinish.String(), decimal(in.Sum), str(in.Note), splitTags(str(in.Tags)), p.UserID,
 		).Scan(&id, &row.Name, &row.CompanyID, &row.ContactID, &row.TypeID, &row.StatusID, &row.UserID,
@@ -165,11 +169,10 @@ func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject
 	}
 
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		args := sqlArgs{}
-		query := fmt.Sprintf(`SELECT %s FROM deals d WHERE d.account_id = %s AND d.id = %s AND %s FOR UPDATE`,
-			dealColumns, args.add(p.AccountID), args.add(in.Id), p.responsibleFilter("d.user_id", &args))
+		q := sqlFor(p)
 		var old dealRow
-		err := tx.GetContext(ctx, &old, query, args...)
+		err := tx.GetContext(ctx, &old, q.expand(`SELECT `+dealColumns+` FROM deals d
+			WHERE d.account_id = {acc} AND d.id = `+q.arg(in.Id)+` AND `+p.seesOwner("d.user_id")+` FOR UPDATE`), q.args...)
 		if errors.Is(err, sql.ErrNoRows) {
 			return notFound("deal %d not found", in.Id)
 		}
@@ -210,15 +213,16 @@ func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject
 
 		var stored dealRow
 		err = tx.QueryRowxContext(ctx, `
-			UPDATE deals AS d SET name = $3, company_id = $4, contact_id = $5, type_id = $6, status_id = $7, user_id = $8,
-				date_start = $9::date, date_finish = $10::date, sum = $11::numeric, note = $12, tags = $13, updated_at = now()
-			 WHERE d.account_id = $1 AND d.id = $2
-			RETURNING `+dealColumns,
+			WITH d AS (
+				UPDATE deals AS d SET name = $3, company_id = $4, contact_id = $5, type_id = $6, status_id = $7, user_id = $8,
+					date_start = $9::date, date_finish = $10::date, sum = $11::numeric, note = $12, tags = $13, updated_at = now()
+				 WHERE d.account_id = $1 AND d.id = $2
+				RETURNING *)
+			SELECT `+dealColumns+` FROM d`,
 			p.AccountID, in.Id, next.Name, next.CompanyID, next.ContactID, next.TypeID, next.StatusID, next.UserID,
 			next.DateStart, next.DateFinish, next.Sum, next.Note, next.Tags,
 		).StructScan(&stored)
-		var pqErr *pq.Error
-		if errors.As(err, &pqErr) && pqErr.Code == "23503" && slices.Contains(dealLinkFKs, pqErr.Constraint) {
+		if code, constraint := violation(err); code == "23503" && slices.Contains(dealLinkFKs, constraint) {
 			return badRequest("company_id: the deal has tasks, documents, money movements or mail of its counterparty, so it cannot move to another")
 		}
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -166,9 +167,9 @@ func dbError(err error) error {
 	if !errors.As(err, &pqErr) {
 		return err
 	}
-	switch pqErr.Code {
+	switch code, constraint := violation(err); code {
 	case "23503", "23514": // foreign_key_violation, check_violation
-		if msg, ok := constraintErrors[pqErr.Constraint]; ok {
+		if msg, ok := constraintErrors[constraint]; ok {
 			return badRequest("%s", msg)
 		}
 	case "22001": // string_data_right_truncation
@@ -180,3 +181,31 @@ func dbError(err error) error {
 	}
 	return err
 }
+
+// violation returns the SQLSTATE of a PostgreSQL error and the name of the
+// constraint it broke, as the schema names it. A Citus worker reports the
+// constraint of a shard, with the shard's number appended
+// ("companies_type_fk_102169"), and only in the message text.
+func violation(err error) (code, constraint string) {
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) {
+		return "", ""
+	}
+	constraint = pqErr.Constraint
+	if constraint == "" {
+		if m := constraintInMessage.FindStringSubmatch(pqErr.Message); m != nil {
+			constraint = m[1]
+		}
+	}
+	if _, known := constraintErrors[constraint]; !known {
+		if m := shardSuffix.FindStringSubmatch(constraint); m != nil {
+			constraint = m[1]
+		}
+	}
+	return string(pqErr.Code), constraint
+}
+
+var (
+	constraintInMessage = regexp.MustCompile(`constraint "([^"]+)"`)
+	shardSuffix         = regexp.MustCompile(`^(.+)_[0-9]+$`)
+)

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,11 +21,12 @@ import (
 // access rule (list_modules.go), and a request picks columns, filters and a sort
 // from those declarations only. Values never enter the SQL text; identifiers come
 // from the declarations (or, for ADD_ columns, from the account's field
-// definitions, whose names the schema restricts to [A-Za-z0-9_]).
+// definitions, whose names the schema restricts to [A-Za-z0-9_]). Declarations
+// are SQL fragments with the slots of sqlFor ({acc}, {tz}, {me}, ...).
 
 // listColumn is one column of a module.
 type listColumn struct {
-	expr  string   // the value, in terms of the module's aliases; $TZ is the owner's time zone
+	expr  string   // the value, in terms of the module's aliases
 	sort  string   // what to sort by, when not expr (a timestamp rather than its text)
 	joins []string // names of the module's joins the expression needs
 }
@@ -54,22 +56,17 @@ type listModule struct {
 
 // listQuery is one request being turned into SQL.
 type listQuery struct {
+	*sqlText
 	ctx       context.Context
 	s         *Server
 	p         *Principal
 	m         *listModule
-	args      sqlArgs
-	acc       string          // placeholder of the account id
 	where     []string        // conditions, ANDed
 	colJoins  map[string]bool // joins the requested columns need
 	sortJoins map[string]bool // joins the sort needs
 	owners    []int64         // user_ids, when given
 	fields    map[string]bool // names of the account's additional fields, read once when needed
-
-	limit, offset string // placeholders of the page
 }
-
-func (q *listQuery) add(v any) string { return q.args.add(v) }
 
 // CommonListPaging implements POST /common/list/paging/{module}.
 func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingRequestObject) (gen.CommonListPagingResponseObject, error) {
@@ -90,9 +87,8 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 		page = *params.Page
 	}
 
-	q := &listQuery{ctx: ctx, s: s, p: p, m: m, colJoins: map[string]bool{}, sortJoins: map[string]bool{}}
-	q.acc = q.add(p.AccountID)
-	q.where = append(q.where, m.alias+".account_id = "+q.acc)
+	q := &listQuery{sqlText: sqlFor(p), ctx: ctx, s: s, p: p, m: m, colJoins: map[string]bool{}, sortJoins: map[string]bool{}}
+	q.where = append(q.where, m.alias+".account_id = {acc}")
 	if m.always != "" {
 		q.where = append(q.where, m.always)
 	}
@@ -115,18 +111,24 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	if params.SortingDirection != nil && *params.SortingDirection == 0 {
 		dir = "ASC"
 	}
-	q.limit, q.offset = q.add(perPage), q.add((page-1)*perPage)
-	q.finishTimeZone(columns)
+	q.bind("limit", perPage)
+	q.bind("offset", (page-1)*perPage)
+	q.set("columns", strings.Join(columns, ", "))
+	q.set("order", q.order(sortExpr, dir))
+	q.set("where", strings.Join(q.where, " AND "))
+	q.set("from", m.from)
+	q.set("inner", m.inner)
+	q.set("alias", m.alias)
+	q.set("colJoins", q.joinSQL(q.colJoins))
+	q.set("sortJoins", q.joinSQL(q.sortJoins))
 
-	var out struct {
-		Rows  int    `db:"rows"`
-		Value string `db:"value"`
-	}
+	var out listResult
 	onlyOwners := len(filters) == 1 && filters[0].name == "user_ids" && m.ownerScoped
 	if m.count != nil && (len(filters) == 0 || onlyOwners) {
 		if counted := m.count(q); counted != "" {
 			// Unfiltered: the kept total and the page through the order's index.
-			err = s.generic.get(ctx, &out, q.orderedSQL(columns, sortExpr, dir, counted), q.args...)
+			q.set("counted", counted)
+			err = s.generic.get(ctx, &out, q.expand(orderedSQL), q.args...)
 			if err != nil {
 				return nil, fmt.Errorf("list module %d: %w", m.code, err)
 			}
@@ -135,12 +137,16 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	}
 	// Filtered: read the matches once when they are few, else count them and
 	// read the page through the order's index.
-	if err := s.stmts.get(ctx, &out, q.scanOnceSQL(columns, sortExpr, dir), q.args...); err != nil {
+	q.set("key", cmp.Or(sortExpr, "NULL"))
+	q.set("dir", dir)
+	q.set("scanOnce", strconv.Itoa(s.scanOnce+1))
+	q.set("counted", "SELECT count(*) FROM matched")
+	if err := s.stmts.get(ctx, &out, q.expand(scanOnceSQL), q.args...); err != nil {
 		return nil, fmt.Errorf("list module %d: %w", m.code, err)
 	}
 	if out.Rows > s.scanOnce {
-		counted := fmt.Sprintf("SELECT count(*) FROM %s %s WHERE %s", m.from, m.inner, q.whereSQL())
-		if err := s.stmts.get(ctx, &out, q.orderedSQL(columns, sortExpr, dir, counted), q.args...); err != nil {
+		q.set("counted", "SELECT count(*) FROM {from} {inner} WHERE {where}")
+		if err := s.stmts.get(ctx, &out, q.expand(orderedSQL), q.args...); err != nil {
 			return nil, fmt.Errorf("list module %d: %w", m.code, err)
 		}
 	}
@@ -329,7 +335,7 @@ func (q *listQuery) column(name string) (string, error) {
 			}
 		}
 		if q.fields[field] {
-			return fmt.Sprintf("%s.extra -> %s::text", q.m.alias, q.add(field)), nil
+			return q.m.alias + ".extra -> " + q.arg(field) + "::text", nil
 		}
 	}
 	return "", badRequest("columns: unknown column %q of module %d", name, q.m.code)
@@ -359,68 +365,49 @@ func (q *listQuery) sortBy(column *string) (string, error) {
 	return "", badRequest("sorting_column: unknown column %q of module %d", *column, q.m.code)
 }
 
-// finishTimeZone binds the token owner's time zone where the conditions or
-// columns format or compare date-times ($TZ).
-func (q *listQuery) finishTimeZone(columns []string) {
-	if !strings.Contains(strings.Join(q.where, " ")+strings.Join(columns, " "), "$TZ") {
-		return
-	}
-	tz := q.add(q.p.TimeZone) + "::text"
-	for i := range q.where {
-		q.where[i] = strings.ReplaceAll(q.where[i], "$TZ", tz)
-	}
-	for i := range columns {
-		columns[i] = strings.ReplaceAll(columns[i], "$TZ", tz)
-	}
-}
-
-func (q *listQuery) whereSQL() string { return strings.Join(q.where, " AND ") }
-
-// orderedSQL is the statement of a list whose total is given by counted: the
-// page's ids come through the sort order (an index when there is one), with only
-// the joins the sort needs. Values, limit and offset are placeholders, so one
-// shape of request is one prepared statement.
-func (q *listQuery) orderedSQL(columns []string, sortExpr, dir, counted string) string {
-	a := q.m.alias
-	order := a + ".id " + dir
+// order is the ORDER BY of a list: the sort key, then the id in the same
+// direction, so that pages never repeat or skip a record.
+func (q *listQuery) order(sortExpr, dir string) string {
+	order := q.m.alias + ".id " + dir
 	if sortExpr != "" {
 		order = sortExpr + " " + dir + ", " + order
 	}
-	ids := fmt.Sprintf(`SELECT %s.id FROM %s %s %s WHERE %s ORDER BY %s LIMIT %s OFFSET %s`,
-		a, q.m.from, q.m.inner, q.joinSQL(q.sortJoins), q.whereSQL(), order, q.limit, q.offset)
-	return q.pageSQL(columns, "", ids, counted)
+	return order
 }
+
+// orderedSQL is the statement of a list whose total is given by {counted}: the
+// page's ids come through the sort order (an index when there is one), with only
+// the joins the sort needs. Values, limit and offset are placeholders, so one
+// shape of request is one prepared statement.
+const orderedSQL = `
+	WITH page AS (
+		SELECT p.id, p.n
+		  FROM unnest(ARRAY(SELECT {alias}.id FROM {from} {inner} {sortJoins} WHERE {where} ORDER BY {order} LIMIT {limit} OFFSET {offset}))
+		       WITH ORDINALITY AS p (id, n))
+	` + pageSQL
 
 // scanOnceSQL is the statement of a filtered list: it reads the ids (and sort
 // keys) of at most Config.ListScanOnce + 1 matches once, and takes the total and
 // the sorted page from them. A larger total means there were more.
-func (q *listQuery) scanOnceSQL(columns []string, sortExpr, dir string) string {
-	a := q.m.alias
-	key := "NULL"
-	if sortExpr != "" {
-		key = sortExpr
-	}
-	matched := fmt.Sprintf(`matched AS MATERIALIZED (SELECT %s.id, %s AS k FROM %s %s %s WHERE %s LIMIT %d),`,
-		a, key, q.m.from, q.m.inner, q.joinSQL(q.sortJoins), q.whereSQL(), q.s.scanOnce+1)
-	ids := fmt.Sprintf(`SELECT id FROM matched ORDER BY k %[1]s, id %[1]s LIMIT %[2]s OFFSET %[3]s`, dir, q.limit, q.offset)
-	return q.pageSQL(columns, matched, ids, "SELECT count(*) FROM matched")
-}
+const scanOnceSQL = `
+	WITH matched AS MATERIALIZED (SELECT {alias}.id, {key} AS k FROM {from} {inner} {sortJoins} WHERE {where} LIMIT {scanOnce}),
+	page AS (
+		SELECT p.id, p.n
+		  FROM unnest(ARRAY(SELECT id FROM matched ORDER BY k {dir}, id {dir} LIMIT {limit} OFFSET {offset}))
+		       WITH ORDINALITY AS p (id, n))
+	` + pageSQL
 
-// pageSQL builds the reply of a list: the total, and the page as a JSON array of
-// objects with the requested columns, computed for the page's rows only, in the
-// order of ids (ARRAY keeps the subquery's order; ORDINALITY numbers it).
-func (q *listQuery) pageSQL(columns []string, with, ids, counted string) string {
-	a := q.m.alias
-	return fmt.Sprintf(`
-		WITH %[1]s page AS (SELECT p.id, p.n FROM unnest(ARRAY(%[2]s)) WITH ORDINALITY AS p (id, n))
-		SELECT (%[3]s) AS rows,
-		       coalesce((SELECT '[' || string_agg(r.j, ',' ORDER BY r.n) || ']'
-		                   FROM (SELECT page.n, (SELECT row_to_json(x)::text FROM (SELECT %[4]s) x) AS j
-		                           FROM page
-		                           JOIN %[5]s ON %[6]s.account_id = %[7]s AND %[6]s.id = page.id
-		                           %[8]s %[9]s) r), '[]') AS value`,
-		with, ids, counted, strings.Join(columns, ", "), q.m.from, a, q.acc, q.m.inner, q.joinSQL(q.colJoins))
-}
+// pageSQL reads the reply of a list after its WITH: the total ({counted}), and
+// the page as a JSON array of objects with the requested columns, computed for
+// the page's rows only, in the order of the page (ARRAY keeps the subquery's
+// order; ORDINALITY numbers it).
+const pageSQL = `
+	SELECT ({counted}) AS rows,
+	       coalesce((SELECT '[' || string_agg(r.j, ',' ORDER BY r.n) || ']'
+	                   FROM (SELECT page.n, (SELECT row_to_json(x)::text FROM (SELECT {columns}) x) AS j
+	                           FROM page
+	                           JOIN {from} ON {alias}.account_id = {acc} AND {alias}.id = page.id
+	                           {inner} {colJoins}) r), '[]') AS value`
 
 // joinSQL lists the module's joins that are needed, in declaration order.
 func (q *listQuery) joinSQL(needed map[string]bool) string {
@@ -443,7 +430,7 @@ func eqFilter(col string) listFilter {
 		if err != nil || id <= 0 {
 			return badRequest("filter on %s: %q is not a positive id", col, v)
 		}
-		q.where = append(q.where, col+" = "+q.add(id))
+		q.where = append(q.where, col+" = "+q.arg(id))
 		return nil
 	}
 }
@@ -457,7 +444,7 @@ func ownersFilter(col string) listFilter {
 			return err
 		}
 		q.owners = ids
-		q.where = append(q.where, col+" = ANY ("+q.add(pq.Array(ids))+")")
+		q.where = append(q.where, col+" = ANY ("+q.arg(pq.Array(ids))+")")
 		return nil
 	}
 }
@@ -485,16 +472,16 @@ func dateFilter(col string, timestamp, from bool) listFilter {
 		if err != nil {
 			return err
 		}
-		ph := q.add(d)
+		day := q.arg(d) + "::date"
 		switch {
 		case timestamp && from:
-			q.where = append(q.where, fmt.Sprintf("%s >= (%s::date::timestamp AT TIME ZONE $TZ)", col, ph))
+			q.where = append(q.where, col+" >= ("+day+"::timestamp AT TIME ZONE {tz}::text)")
 		case timestamp:
-			q.where = append(q.where, fmt.Sprintf("%s < ((%s::date + 1)::timestamp AT TIME ZONE $TZ)", col, ph))
+			q.where = append(q.where, col+" < (("+day+" + 1)::timestamp AT TIME ZONE {tz}::text)")
 		case from:
-			q.where = append(q.where, fmt.Sprintf("%s >= %s::date", col, ph))
+			q.where = append(q.where, col+" >= "+day)
 		default:
-			q.where = append(q.where, fmt.Sprintf("%s <= %s::date", col, ph))
+			q.where = append(q.where, col+" <= "+day)
 		}
 		return nil
 	}
@@ -507,7 +494,7 @@ func tagsFilter(col string) listFilter {
 		if len(tags) == 0 {
 			return badRequest("tags: no tag given")
 		}
-		q.where = append(q.where, col+" @> "+q.add(tags)+"::text[]")
+		q.where = append(q.where, col+" @> "+q.arg(tags)+"::text[]")
 		return nil
 	}
 }
@@ -519,7 +506,7 @@ func containsFilter(col string) listFilter {
 		if v == "" {
 			return badRequest("filter on %s: empty text", col)
 		}
-		q.where = append(q.where, fmt.Sprintf(`%s ILIKE '%%' || %s::text || '%%'`, col, q.add(escapeLike(v))))
+		q.where = append(q.where, col+" ILIKE '%' || "+q.arg(escapeLike(v))+"::text || '%'")
 		return nil
 	}
 }
@@ -531,7 +518,7 @@ func intFilter(col string) listFilter {
 		if err != nil {
 			return badRequest("filter on %s: %q is not a number", col, v)
 		}
-		q.where = append(q.where, col+" = "+q.add(n))
+		q.where = append(q.where, col+" = "+q.arg(n))
 		return nil
 	}
 }

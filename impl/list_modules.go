@@ -1,9 +1,8 @@
 package impl
 
 import (
-	"fmt"
-
-	"github.com/lib/pq"
+	"maps"
+	"strconv"
 )
 
 // listModules declares every module of the universal list: its columns (the
@@ -26,7 +25,7 @@ var listModules = map[int]*listModule{
 func col(expr string, joins ...string) listColumn { return listColumn{expr: expr, joins: joins} }
 
 func dateTimeCol(expr string) listColumn {
-	return listColumn{expr: "to_char(" + expr + " AT TIME ZONE $TZ, 'YYYY-MM-DD HH24:MI:SS')", sort: expr}
+	return listColumn{expr: "to_char(" + expr + " AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS')", sort: expr}
 }
 
 func nameCol(alias string) listColumn {
@@ -37,41 +36,48 @@ func tagsCol(expr string) listColumn {
 	return listColumn{expr: "array_to_string(" + expr + ", ',')", sort: expr}
 }
 
-// join helpers: a user, a directory value and a record joined by an id column.
-func joinUser(alias, idCol string) string {
-	return fmt.Sprintf("LEFT JOIN users %[1]s ON %[1]s.account_id = %[2]s AND %[1]s.id = %[3]s", alias, accountOf(idCol), idCol)
-}
+// join helpers: a user, a directory value and a record joined by an id column,
+// each of the caller's account.
+func joinUser(alias, idCol string) string { return joinTable("users", alias, idCol) }
 
-func joinDir(alias, idCol string) string {
-	return fmt.Sprintf("LEFT JOIN directory_values %[1]s ON %[1]s.account_id = %[2]s AND %[1]s.id = %[3]s", alias, accountOf(idCol), idCol)
-}
+func joinDir(alias, idCol string) string { return joinTable("directory_values", alias, idCol) }
 
 func joinTable(table, alias, idCol string) string {
-	return fmt.Sprintf("LEFT JOIN %[1]s %[2]s ON %[2]s.account_id = %[3]s AND %[2]s.id = %[4]s", table, alias, accountOf(idCol), idCol)
-}
-
-// accountOf is the account column of the alias an id column belongs to ("c.user_id" → "c.account_id").
-func accountOf(idCol string) string {
-	for i := range idCol {
-		if idCol[i] == '.' {
-			return idCol[:i] + ".account_id"
-		}
-	}
-	panic("impl: column without alias: " + idCol)
+	return "LEFT JOIN " + table + " " + alias + " ON " + alias + ".account_id = {acc} AND " + alias + ".id = " + idCol
 }
 
 // visibleBy is the access rule of modules whose records have one responsible user.
 func visibleBy(col string) func(q *listQuery) string {
-	return func(q *listQuery) string { return q.p.responsibleFilter(col, &q.args) }
+	return func(q *listQuery) string { return q.p.seesOwner(col) }
 }
 
 // countByOwner reads the exact total of an unfiltered list from list_counts:
 // the counts of the owners the caller may see.
 func countByOwner(module int) func(q *listQuery) string {
 	return func(q *listQuery) string {
-		return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = %d AND kind = 0 AND %s",
-			q.acc, module, q.p.responsibleFilter("owner_id", &q.args))
+		return "SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = {acc} AND module = " + strconv.Itoa(module) +
+			" AND kind = 0 AND " + q.p.seesOwner("owner_id")
 	}
+}
+
+// recordFilters are the filters that tasks, documents, money movements and
+// deals share: their counterparty, responsible users, a date range on dateCol
+// (a timestamp compared in the owner's days when timestamp) and tags. A module
+// adds its own to the map it gets.
+func recordFilters(alias, dateCol string, timestamp bool) map[string]listFilter {
+	return map[string]listFilter{
+		"company_id": eqFilter(alias + ".company_id"),
+		"user_ids":   ownersFilter(alias + ".user_id"),
+		"date1":      dateFilter(dateCol, timestamp, true),
+		"date2":      dateFilter(dateCol, timestamp, false),
+		"tags":       tagsFilter(alias + ".tags"),
+	}
+}
+
+// with adds filters to a map of them.
+func with(fs map[string]listFilter, more map[string]listFilter) map[string]listFilter {
+	maps.Copy(fs, more)
+	return fs
 }
 
 var companiesList = &listModule{
@@ -110,8 +116,8 @@ var companiesList = &listModule{
 		"name":     containsFilter("c.name"),
 		"email": func(q *listQuery, v string) error {
 			// Of the counterparty or of its contact persons: both are rows of emails.
-			q.where = append(q.where, fmt.Sprintf(`EXISTS (SELECT 1 FROM emails e
-				WHERE e.account_id = c.account_id AND lower(e.email) = lower(%s::text) AND e.company_id = c.id)`, q.add(v)))
+			q.where = append(q.where, `EXISTS (SELECT 1 FROM emails e
+				WHERE e.account_id = {acc} AND lower(e.email) = lower(`+q.arg(v)+`::text) AND e.company_id = c.id)`)
 			return nil
 		},
 		"phone": func(q *listQuery, v string) error {
@@ -120,9 +126,9 @@ var companiesList = &listModule{
 				return badRequest("phone: give at least 3 digits")
 			}
 			// A number is found by the end of its digits: "2000 0001" finds "+371 2000 0001".
-			q.where = append(q.where, fmt.Sprintf(`EXISTS (SELECT 1 FROM phones ph
-				WHERE ph.account_id = c.account_id AND reverse(ph.phone_digits) LIKE %s::text || '%%' AND ph.company_id = c.id)`,
-				q.add(reverseString(digits))))
+			q.where = append(q.where, `EXISTS (SELECT 1 FROM phones ph
+				WHERE ph.account_id = {acc} AND reverse(ph.phone_digits) LIKE `+q.arg(reverseString(digits))+`::text || '%'
+				  AND ph.company_id = c.id)`)
 			return nil
 		},
 		"tax_id": func(q *listQuery, v string) error {
@@ -130,7 +136,7 @@ var companiesList = &listModule{
 			if v == "" {
 				return badRequest("tax_id: empty")
 			}
-			q.where = append(q.where, "c.tax_id = "+q.add(v))
+			q.where = append(q.where, "c.tax_id = "+q.arg(v))
 			return nil
 		},
 		"user_filter_ids": nil, // handled by applyReadyFilters
@@ -157,29 +163,15 @@ var tasksList = &listModule{
 		"company_id": col("t.company_id"), "company_name": nameCol("co"), "deal_id": col("t.deal_id"),
 		"contact_id": col("t.contact_id"), "is_hot": {expr: "t.is_hot::int", sort: "t.is_hot"}, "tags": tagsCol("t.tags"),
 	},
-	filters: map[string]listFilter{
-		"company_id": eqFilter("t.company_id"),
-		"deal_id":    eqFilter("t.deal_id"),
-		"user_ids":   ownersFilter("t.user_id"),
-		"date1":      dateFilter("t.date_start", true, true),
-		"date2":      dateFilter("t.date_start", true, false),
-		"tags":       tagsFilter("t.tags"),
-	},
-	// A task is the assignee's and the assigner's.
-	visible: func(q *listQuery) string {
-		if q.p.Role == RoleAdmin {
-			return "TRUE"
-		}
-		return "(" + q.p.responsibleFilter("t.user_id", &q.args) + " OR " + q.p.responsibleFilter("t.assigner_id", &q.args) + ")"
-	},
+	filters: with(recordFilters("t", "t.date_start", true), map[string]listFilter{"deal_id": eqFilter("t.deal_id")}),
+	visible: func(q *listQuery) string { return q.p.seesTask("t") },
 	count: func(q *listQuery) string {
-		switch q.p.Role {
-		case RoleAdmin:
-			return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = 2 AND kind = 0", q.acc)
-		case RoleMember:
+		switch {
+		case q.p.Role == RoleAdmin:
+			return "SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = {acc} AND module = 2 AND kind = 0"
+		case !q.p.seesDepartment():
 			// kind 0: tasks the member is assigned; kind 1: tasks they assigned to someone else.
-			return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = 2 AND owner_id = %s",
-				q.acc, q.add(q.p.UserID))
+			return "SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = {acc} AND module = 2 AND owner_id = {me}"
 		}
 		return "" // a head's department: the two kinds overlap; count the rows
 	},
@@ -204,14 +196,7 @@ var documentsList = &listModule{
 		"contact_id": col("d.contact_id"), "date_expire": col("d.date_expire"), "external_code": col("d.external_code"),
 		"tags": tagsCol("d.tags"),
 	},
-	filters: map[string]listFilter{
-		"company_id": eqFilter("d.company_id"),
-		"deal_id":    eqFilter("d.deal_id"),
-		"user_ids":   ownersFilter("d.user_id"),
-		"date1":      dateFilter("d.date", false, true),
-		"date2":      dateFilter("d.date", false, false),
-		"tags":       tagsFilter("d.tags"),
-	},
+	filters: with(recordFilters("d", "d.date", false), map[string]listFilter{"deal_id": eqFilter("d.deal_id")}),
 	visible: visibleBy("d.user_id"),
 	count:   countByOwner(ModuleDocuments),
 }
@@ -237,14 +222,7 @@ var financeList = &listModule{
 		"user_name": nameCol("u"), "company_id": col("m.company_id"), "company_name": nameCol("co"),
 		"deal_id": col("m.deal_id"), "tags": tagsCol("m.tags"),
 	},
-	filters: map[string]listFilter{
-		"company_id": eqFilter("m.company_id"),
-		"deal_id":    eqFilter("m.deal_id"),
-		"user_ids":   ownersFilter("m.user_id"),
-		"date1":      dateFilter("m.date", false, true),
-		"date2":      dateFilter("m.date", false, false),
-		"tags":       tagsFilter("m.tags"),
-	},
+	filters: with(recordFilters("m", "m.date", false), map[string]listFilter{"deal_id": eqFilter("m.deal_id")}),
 	visible: visibleBy("m.user_id"),
 	count:   countByOwner(ModuleFinance),
 }
@@ -254,8 +232,8 @@ var financeList = &listModule{
 var salesList = &listModule{
 	code: ModuleSales,
 	from: "document_goods dg",
-	inner: "JOIN documents d ON d.account_id = dg.account_id AND d.id = dg.document_id " +
-		"JOIN directory_values dty ON dty.account_id = d.account_id AND dty.id = d.type_id AND dty.is_invoice",
+	inner: "JOIN documents d ON d.account_id = {acc} AND d.id = dg.document_id " +
+		"JOIN directory_values dty ON dty.account_id = {acc} AND dty.id = d.type_id AND dty.is_invoice",
 	alias: "dg",
 	joins: []listJoin{
 		{"u", joinUser("u", "d.user_id")},
@@ -287,9 +265,9 @@ var dealsList = &listModule{
 		{"dt", joinDir("dt", "dl.type_id")},
 		{"ds", joinDir("ds", "dl.status_id")},
 		{"co", joinTable("companies", "co", "dl.company_id")},
-		{"cot", "LEFT JOIN directory_values cot ON cot.account_id = co.account_id AND cot.id = co.type_id"},
-		{"cos", "LEFT JOIN directory_values cos ON cos.account_id = co.account_id AND cos.id = co.status_id"},
-		{"coc", "LEFT JOIN directory_values coc ON coc.account_id = co.account_id AND coc.id = co.category_id"},
+		{"cot", joinDir("cot", "co.type_id")},
+		{"cos", joinDir("cos", "co.status_id")},
+		{"coc", joinDir("coc", "co.category_id")},
 	},
 	columns: map[string]listColumn{
 		"id": col("dl.id"), "name": col("dl.name"), "sum": col("dl.sum"), "type_id": col("dl.type_id"),
@@ -304,17 +282,12 @@ var dealsList = &listModule{
 		"note": col("dl.note"),
 	},
 	fields: ModuleDeals,
-	filters: map[string]listFilter{
-		"company_id":      eqFilter("dl.company_id"),
+	filters: with(recordFilters("dl", "dl.date_start", false), map[string]listFilter{
 		"id":              eqFilter("dl.id"),
-		"user_ids":        ownersFilter("dl.user_id"),
-		"date1":           dateFilter("dl.date_start", false, true),
-		"date2":           dateFilter("dl.date_start", false, false),
-		"tags":            tagsFilter("dl.tags"),
 		"type_id":         eqFilter("dl.type_id"),
 		"status_id":       eqFilter("dl.status_id"),
 		"user_filter_ids": nil,
-	},
+	}),
 	visible: visibleBy("dl.user_id"),
 	count:   countByOwner(ModuleDeals),
 }
@@ -344,13 +317,13 @@ var mailList = &listModule{
 	alias: "mm",
 	joins: []listJoin{
 		{"ma", joinTable("mail_accounts", "ma", "mm.mail_account_id")},
-		{"mu", "LEFT JOIN users mu ON mu.account_id = ma.account_id AND mu.id = ma.user_id"},
+		{"mu", joinUser("mu", "ma.user_id")},
 		{"co", joinTable("companies", "co", "mm.company_id")},
 		{"ct", joinTable("contacts", "ct", "mm.contact_id")},
 		{"dl", joinTable("deals", "dl", "mm.deal_id")},
-		{"cot", "LEFT JOIN directory_values cot ON cot.account_id = co.account_id AND cot.id = co.type_id"},
-		{"cos", "LEFT JOIN directory_values cos ON cos.account_id = co.account_id AND cos.id = co.status_id"},
-		{"coc", "LEFT JOIN directory_values coc ON coc.account_id = co.account_id AND coc.id = co.category_id"},
+		{"cot", joinDir("cot", "co.type_id")},
+		{"cos", joinDir("cos", "co.status_id")},
+		{"coc", joinDir("coc", "co.category_id")},
 	},
 	columns: map[string]listColumn{
 		"id":           col("mm.id"),
@@ -390,23 +363,14 @@ var mailList = &listModule{
 		"from_address":    containsFilter("mm.from_address"),
 		"user_filter_ids": nil,
 	},
-	visible: func(q *listQuery) string { return "mm.mail_account_id IN (" + mailboxesOf(q) + ")" },
+	visible: func(q *listQuery) string {
+		q.set("mailboxes", q.p.mailboxes(q.sqlText, q.owners))
+		return "mm.mail_account_id IN ({mailboxes})"
+	},
 	count: func(q *listQuery) string {
-		return fmt.Sprintf("SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = %s AND module = 24 AND owner_id IN (%s)",
-			q.acc, mailboxesOf(q))
+		return "SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = {acc} AND module = 24 AND owner_id IN ({mailboxes})"
 	},
 	ownerScoped: true,
-}
-
-// mailboxesOf selects the mail accounts whose messages a mail list shows: those
-// of user_ids (the token owner by default) that the caller may see.
-func mailboxesOf(q *listQuery) string {
-	owners := q.owners
-	if owners == nil {
-		owners = []int64{q.p.UserID}
-	}
-	return fmt.Sprintf("SELECT mb.id FROM mail_accounts mb WHERE mb.account_id = %s AND mb.user_id = ANY (%s) AND %s",
-		q.acc, q.add(pq.Array(owners)), q.p.responsibleFilter("mb.user_id", &q.args))
 }
 
 var journalList = &listModule{

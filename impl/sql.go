@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -192,4 +193,26 @@ func byCompanyOrDeal(q *sqlText, t string, companyID, dealID *int64) error {
 	}
 	q.set("byCompanyOrDeal", cond)
 	return nil
+}
+
+// values is the column list and the VALUES of an INSERT of row, a struct whose
+// fields carry db tags: "(a, b) VALUES ($1, $2)". Fields tagged "-" or untagged
+// are left out.
+func (q *sqlText) values(row any) string {
+	v := reflect.ValueOf(row)
+	if v.Kind() == reflect.Pointer {
+		v = v.Elem()
+	}
+	t := v.Type()
+	cols := make([]string, 0, t.NumField())
+	phs := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		col := t.Field(i).Tag.Get("db")
+		if col == "" || col == "-" {
+			continue
+		}
+		cols = append(cols, col)
+		phs = append(phs, q.arg(v.Field(i).Interface()))
+	}
+	return "(" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(phs, ", ") + ")"
 }

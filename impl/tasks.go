@@ -76,13 +76,17 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 			}
 		}
 		// A task inserted as done was done now: done_at is set exactly when status_id is 2.
+		// The stored times are read back over the inserted row, not in RETURNING:
+		// a distributed table (Citus) returns only immutable expressions of a row.
 		err := tx.QueryRowContext(ctx, `
-			INSERT INTO tasks (account_id, company_id, deal_id, contact_id, note, type_id, status_id, user_id, assigner_id,
-				date_start, date_finish, done_at, is_hot, reminder_minutes, tags)
-			VALUES ($1, $2, $3, $4, $5, $6, $7::smallint, $8, $9,
-				coalesce($10::timestamp AT TIME ZONE $11, now()), $12::timestamp AT TIME ZONE $11,
-				CASE WHEN $7::smallint = 2 THEN now() END, $13, $14, $15)
-			RETURNING id, to_json(date_start)::text, to_json(date_finish)::text, to_json(done_at)::text`,
+			WITH t AS (
+				INSERT INTO tasks (account_id, company_id, deal_id, contact_id, note, type_id, status_id, user_id, assigner_id,
+					date_start, date_finish, done_at, is_hot, reminder_minutes, tags)
+				VALUES ($1, $2, $3, $4, $5, $6, $7::smallint, $8, $9,
+					coalesce($10::timestamp AT TIME ZONE $11, now()), $12::timestamp AT TIME ZONE $11,
+					CASE WHEN $7::smallint = 2 THEN now() END, $13, $14, $15)
+				RETURNING id, date_start, date_finish, done_at)
+			SELECT id, to_json(date_start)::text, to_json(date_finish)::text, to_json(done_at)::text FROM t`,
 			p.AccountID, row.CompanyID, row.DealID, row.ContactID, row.Note, row.TypeID, row.StatusID, row.UserID,
 			row.AssignerID, start, p.TimeZone, finish, row.IsHot, row.ReminderMinutes, row.Tags,
 		).Scan(&id, (*rawJSON)(&row.DateStart), (*rawJSON)(&row.DateFinish), (*rawJSON)(&row.DoneAt))
