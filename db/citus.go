@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"fmt"
+	neturl "net/url"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -94,4 +95,19 @@ func checkDistributed(ctx context.Context, tx *sqlx.Tx) error {
 		return fmt.Errorf("tables left undistributed: %v", left)
 	}
 	return nil
+}
+
+// SingleShardURL returns url with the Citus setting under which a statement
+// that would run on more than one shard fails instead of running
+// (citus.multi_task_query_log_level=error). The tests on Citus serve requests
+// through it, to prove that every statement of a request routes to one shard.
+func SingleShardURL(url string) (string, error) {
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return "", fmt.Errorf("database URL: %w", err)
+	}
+	q := u.Query()
+	q.Set("citus.multi_task_query_log_level", "error") // lib/pq sends unknown keys as session settings
+	u.RawQuery = q.Encode()
+	return u.String(), nil
 }

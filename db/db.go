@@ -102,11 +102,29 @@ func Open(ctx context.Context, url string) (*sqlx.DB, error) {
 // OpenGeneric connects to the database at url with sessions whose prepared
 // statements get generic plans (plan_cache_mode=force_generic_plan), for the
 // statements that plan the same whatever their values (impl.Config.GenericDB).
+// On Citus it opens an ordinary pool: a generic plan does not know the account
+// its statement routes to, and Citus cannot plan a join for every shard at once
+// (it plans router statements itself, and caches the simplest).
 func OpenGeneric(ctx context.Context, url string) (*sqlx.DB, error) {
 	u, err := neturl.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
+	probe, err := Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	citus, err := IsCitus(ctx, probe)
+	if err != nil || citus {
+		if err != nil {
+			probe.Close()
+			return nil, err
+		}
+		probe.SetMaxOpenConns(16)
+		probe.SetMaxIdleConns(16)
+		return probe, nil
+	}
+	probe.Close()
 	q := u.Query()
 	q.Set("plan_cache_mode", "force_generic_plan") // lib/pq sends unknown keys as session settings
 	u.RawQuery = q.Encode()
@@ -161,8 +179,10 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 		if applied[m.Version] {
 			continue
 		}
-		if _, err := tx.ExecContext(ctx, m.SQL); err != nil {
-			return nil, fmt.Errorf("apply migration %s: %w", m.Name, err)
+		for _, stmt := range statements(m.SQL) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return nil, fmt.Errorf("apply migration %s: %w\n%s", m.Name, err, firstLines(stmt, 3))
+			}
 		}
 		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
 			return nil, fmt.Errorf("record migration %s: %w", m.Name, err)
@@ -246,4 +266,96 @@ func appliedVersions(ctx context.Context, q sqlx.QueryerContext) (map[int]bool, 
 		applied[v] = true
 	}
 	return applied, nil
+}
+
+// statements splits a migration into its statements, so that each is sent on
+// its own: Citus propagates some commands (CREATE EXTENSION, CREATE INDEX on a
+// distributed table) to the workers with the text of the whole query, which
+// must then be that one command. Semicolons inside quotes, dollar-quoted
+// bodies and comments do not split.
+func statements(sql string) []string {
+	var out []string
+	start := 0
+	for i := 0; i < len(sql); i++ {
+		switch c := sql[i]; {
+		case c == '\'' || c == '"':
+			end := strings.IndexByte(sql[i+1:], c)
+			for end >= 0 && i+1+end+1 < len(sql) && sql[i+1+end+1] == c { // a doubled quote is one quote character
+				next := strings.IndexByte(sql[i+1+end+2:], c)
+				if next < 0 {
+					end = -1
+					break
+				}
+				end += 2 + next
+			}
+			if end < 0 {
+				i = len(sql)
+			} else {
+				i += 1 + end
+			}
+		case c == '-' && strings.HasPrefix(sql[i:], "--"):
+			if end := strings.IndexByte(sql[i:], '\n'); end >= 0 {
+				i += end
+			} else {
+				i = len(sql)
+			}
+		case c == '/' && strings.HasPrefix(sql[i:], "/*"):
+			if end := strings.Index(sql[i+2:], "*/"); end >= 0 {
+				i += 2 + end + 1
+			} else {
+				i = len(sql)
+			}
+		case c == '$':
+			if tag := dollarTag(sql[i:]); tag != "" {
+				if end := strings.Index(sql[i+len(tag):], tag); end >= 0 {
+					i += len(tag) + end + len(tag) - 1
+				} else {
+					i = len(sql)
+				}
+			}
+		case c == ';':
+			if s := strings.TrimSpace(sql[start:i]); !onlyComments(s) {
+				out = append(out, s)
+			}
+			start = i + 1
+		}
+	}
+	if s := strings.TrimSpace(sql[start:]); !onlyComments(s) {
+		out = append(out, s)
+	}
+	return out
+}
+
+// dollarTag returns the dollar-quote tag that s starts with ($$ or $name$), or "".
+func dollarTag(s string) string {
+	for i := 1; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '$':
+			return s[:i+1]
+		case c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 1 && c >= '0' && c <= '9':
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// onlyComments reports whether s holds no SQL but comments and white space.
+func onlyComments(s string) bool {
+	for _, line := range strings.Split(s, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "--") {
+			return false
+		}
+	}
+	return true
+}
+
+// firstLines returns the first n lines of s, to name a statement in an error.
+func firstLines(s string, n int) string {
+	lines := strings.SplitN(s, "\n", n+1)
+	if len(lines) > n {
+		lines = append(lines[:n], "...")
+	}
+	return strings.Join(lines, "\n")
 }

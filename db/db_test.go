@@ -19,6 +19,7 @@ import (
 // emptyDatabase creates a database without any migration and drops it afterwards.
 func emptyDatabase(t *testing.T) *sqlx.DB {
 	t.Helper()
+	dbtest.RequireOwnDatabase(t)
 	ctx := context.Background()
 	server := dbtest.ServerURL(t)
 	admin, err := db.Open(ctx, server)

@@ -34,6 +34,10 @@ type LocalCluster struct {
 	binDir string
 	cred   *syscall.Credential // nil unless we are root and must act as "postgres"
 	log    *slog.Logger
+	// settings are extra -c settings of the server (Citus nodes preload citus).
+	settings []string
+	// anyPort skips the stable default port, for a cluster's second and later nodes.
+	anyPort bool
 }
 
 // EnsureLocal returns the cluster in dir, creating it with initdb and starting
@@ -346,7 +350,7 @@ func (c *LocalCluster) choosePort() error {
 	b, err := os.ReadFile(c.portFile())
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		if c.Port, err = pickFreePort(); err != nil {
+		if c.Port, err = pickFreePort(c.anyPort); err != nil {
 			return err
 		}
 		return c.savePort()
@@ -364,8 +368,12 @@ func (c *LocalCluster) choosePort() error {
 	return l.Close()
 }
 
-func pickFreePort() (int, error) {
+func pickFreePort(anyPort bool) (int, error) {
 	l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(localPGDefaultPort)))
+	if err == nil && anyPort {
+		l.Close()
+		err = errors.New("any port")
+	}
 	if err != nil {
 		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
 			return 0, fmt.Errorf("find a free port: %w", err)
@@ -431,6 +439,9 @@ func (c *LocalCluster) start(ctx context.Context) error {
 	opts := fmt.Sprintf("-p %d -k '%s' -c listen_addresses=127.0.0.1 -c max_connections=200 "+
 		"-c shared_buffers=256MB -c max_parallel_workers_per_gather=0 -c jit=off",
 		c.Port, strings.ReplaceAll(c.runDir(), "'", `'\''`))
+	for _, s := range c.settings {
+		opts += " -c " + s
+	}
 	if err := c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-l", c.logFile(), "-w", "-t", "60", "start", "-o", opts); err != nil {
 		return fmt.Errorf("%w\nserver log tail (%s):\n%s", err, c.logFile(), c.logTail())
 	}

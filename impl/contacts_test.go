@@ -96,7 +96,8 @@ func TestContactInsert(t *testing.T) {
 		if n := e.count(t, `SELECT count(*) FROM directory_values WHERE account_id = $1 AND directory_code = 42`, w.accountID); n != 1 {
 			t.Errorf("%d positions, want 1", n)
 		}
-		if n := e.count(t, `SELECT count(*) FROM contacts c JOIN directory_values d ON d.id = c.position_id WHERE c.id = $1 AND d.name = 'Buyer' AND c.name = 'Mari'`, id); n != 1 {
+		if n := e.count(t, `SELECT count(*) FROM contacts c JOIN directory_values d ON d.account_id = $1 AND d.id = c.position_id
+			WHERE c.account_id = $1 AND c.id = $2 AND d.name = 'Buyer' AND c.name = 'Mari'`, w.accountID, id); n != 1 {
 			t.Error("position not matched case-insensitively")
 		}
 	})

@@ -49,13 +49,28 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { pool.Close() })
-	generic, err := db.OpenGeneric(context.Background(), url) // as crm-server serve runs
+	// The server's pools: on Citus, a statement of a request that would run on
+	// more than one shard fails the test (the test's own pool may cross accounts).
+	serverURL := url
+	if citus, err := db.IsCitus(context.Background(), pool); err != nil {
+		t.Fatal(err)
+	} else if citus {
+		if serverURL, err = db.SingleShardURL(url); err != nil {
+			t.Fatal(err)
+		}
+	}
+	serverPool, err := db.Open(context.Background(), serverURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { serverPool.Close() })
+	generic, err := db.OpenGeneric(context.Background(), serverURL) // as crm-server serve runs
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { generic.Close() })
 	e := &env{db: pool, contract: contract, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
-	cfg := impl.Config{DB: pool, GenericDB: generic, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil))}
+	cfg := impl.Config{DB: serverPool, GenericDB: generic, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil))}
 	for _, o := range opts {
 		o(&cfg)
 	}

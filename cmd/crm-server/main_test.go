@@ -93,6 +93,7 @@ func TestAdminCommands(t *testing.T) {
 }
 
 func TestServeRefusesStaleSchema(t *testing.T) {
+	dbtest.RequireOwnDatabase(t)
 	url := dbtest.NewURL(t)
 	t.Setenv("DATABASE_URL", url)
 	pool, err := db.Open(context.Background(), url)

@@ -4,6 +4,11 @@
 //
 // The server is DATABASE_URL when set; otherwise the private cluster under the
 // repository's .data directory, started on first use.
+//
+// With CRM_TEST_DB=shared, DATABASE_URL names one database that every test
+// uses (migrated once), and tests keep apart by working in accounts of their
+// own. That is how the tests run on Citus, which cannot copy a database from a
+// template; a test that needs a database of its own calls RequireOwnDatabase.
 package dbtest
 
 import (
@@ -26,8 +31,20 @@ import (
 // copied ("CRMtmpl").
 const templateLock = 0x43524d746d706c
 
+// Shared reports whether the tests share one database (CRM_TEST_DB=shared).
+func Shared() bool { return os.Getenv("CRM_TEST_DB") == "shared" }
+
+// RequireOwnDatabase skips a test that needs a database of its own (one that
+// counts or changes what every account shares) when the tests share one.
+func RequireOwnDatabase(t testing.TB) {
+	t.Helper()
+	if Shared() {
+		t.Skip("dbtest: the tests share one database (CRM_TEST_DB=shared), and this test needs its own")
+	}
+}
+
 // New returns a connection pool to a new, empty, migrated database that is
-// dropped when the test ends.
+// dropped when the test ends (the shared database, with CRM_TEST_DB=shared).
 func New(t testing.TB) *sqlx.DB {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -46,6 +63,9 @@ func NewURL(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	if Shared() {
+		return sharedURL(ctx, t)
+	}
 
 	serverURL := ServerURL(t)
 	admin, err := db.Open(ctx, withDatabase(t, serverURL, "postgres"))
@@ -188,4 +208,23 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
+}
+
+// sharedURL migrates the shared database DATABASE_URL (Migrate takes its own
+// lock, so concurrent test processes migrate it once) and returns its URL.
+func sharedURL(ctx context.Context, t testing.TB) string {
+	t.Helper()
+	u := os.Getenv("DATABASE_URL")
+	if u == "" {
+		t.Fatal("dbtest: CRM_TEST_DB=shared needs DATABASE_URL, the database the tests share")
+	}
+	pool, err := db.Open(ctx, u)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	defer pool.Close()
+	if _, err := db.Migrate(ctx, pool); err != nil {
+		t.Fatalf("dbtest: migrate the shared database: %v", err)
+	}
+	return u
 }

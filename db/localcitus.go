@@ -1,0 +1,167 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// A private Citus cluster for tests and benchmarks: a coordinator and workers,
+// each a LocalCluster started from the installed PostgreSQL binaries with the
+// citus library preloaded, kept under one directory (.data/citus). It exists
+// only where the citus extension is installed beside those binaries; the
+// project never installs it.
+
+// CitusLibrary returns the path where the citus extension's library must be for
+// the installed PostgreSQL server binaries, and whether it is there.
+func CitusLibrary() (path string, installed bool, err error) {
+	bin, err := findPGBinDir()
+	if err != nil {
+		return "", false, err
+	}
+	path = filepath.Join(filepath.Dir(bin), "lib", "citus.so")
+	_, err = os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return path, false, nil
+	}
+	return path, err == nil, err
+}
+
+// LocalCitus is a private Citus cluster: a coordinator and its workers.
+type LocalCitus struct {
+	Coordinator *LocalCluster
+	Workers     []*LocalCluster
+}
+
+// URL returns the connection URL of database on the coordinator.
+func (c *LocalCitus) URL(database string) string { return c.Coordinator.URL(database) }
+
+// EnsureLocalCitus starts the Citus cluster in dir (creating its nodes when
+// needed): a coordinator and the given number of workers. database is created
+// on every node with the citus extension, and the workers are registered with
+// the coordinator for it. It is idempotent, so concurrent callers share one
+// cluster.
+func EnsureLocalCitus(ctx context.Context, dir string, workers int, database string, log *slog.Logger) (*LocalCitus, error) {
+	if _, installed, err := CitusLibrary(); err != nil || !installed {
+		if err == nil {
+			err = errors.New("the citus extension is not installed beside the PostgreSQL server binaries")
+		}
+		return nil, err
+	}
+	if !validDatabase(database) {
+		return nil, fmt.Errorf("database name %q: use lower-case letters, digits and _", database)
+	}
+	cluster := &LocalCitus{}
+	for i := 0; i <= workers; i++ {
+		name := "coordinator"
+		if i > 0 {
+			name = fmt.Sprintf("worker%d", i)
+		}
+		node, err := newLocalCluster(filepath.Join(dir, name), log)
+		if err != nil {
+			return nil, err
+		}
+		node.anyPort = true
+		node.settings = []string{"shared_preload_libraries=citus", "max_prepared_transactions=200"}
+		if err := node.prepareDirs(); err != nil {
+			return nil, fmt.Errorf("citus node %s: %w", name, err)
+		}
+		unlock, err := node.lock(ctx)
+		if err != nil {
+			return nil, err
+		}
+		err = node.ensureRunning(ctx)
+		unlock()
+		if err != nil {
+			return nil, fmt.Errorf("citus node %s: %w", name, err)
+		}
+		if i == 0 {
+			cluster.Coordinator = node
+		} else {
+			cluster.Workers = append(cluster.Workers, node)
+		}
+	}
+	unlock, err := cluster.Coordinator.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	for _, node := range append([]*LocalCluster{cluster.Coordinator}, cluster.Workers...) {
+		if err := createCitusDatabase(ctx, node, database); err != nil {
+			return nil, err
+		}
+	}
+	coord, err := Open(ctx, cluster.URL(database))
+	if err != nil {
+		return nil, err
+	}
+	defer coord.Close()
+	if _, err := coord.ExecContext(ctx, `SELECT citus_set_coordinator_host('127.0.0.1', $1)`, cluster.Coordinator.Port); err != nil {
+		return nil, fmt.Errorf("register the citus coordinator: %w", err)
+	}
+	for _, w := range cluster.Workers {
+		// citus_add_node returns the existing node's id when it is registered already.
+		if _, err := coord.ExecContext(ctx, `SELECT citus_add_node('127.0.0.1', $1)`, w.Port); err != nil {
+			return nil, fmt.Errorf("register citus worker on port %d: %w", w.Port, err)
+		}
+	}
+	return cluster, nil
+}
+
+// createCitusDatabase creates database on one node, when missing, with the
+// citus extension in it (Citus does not propagate CREATE DATABASE).
+func createCitusDatabase(ctx context.Context, node *LocalCluster, database string) error {
+	admin, err := Open(ctx, node.URL("postgres"))
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	var exists bool
+	if err := admin.GetContext(ctx, &exists, `SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)`, database); err != nil {
+		return err
+	}
+	if !exists {
+		// The name is checked by validDatabase; CREATE DATABASE takes no parameters.
+		if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+database); err != nil {
+			return fmt.Errorf("create database %s on port %d: %w", database, node.Port, err)
+		}
+	}
+	pool, err := Open(ctx, node.URL(database))
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if _, err := pool.ExecContext(ctx, `CREATE EXTENSION IF NOT EXISTS citus`); err != nil {
+		return fmt.Errorf("create the citus extension in %s on port %d: %w", database, node.Port, err)
+	}
+	return nil
+}
+
+// StopLocalCitus stops every node of the Citus cluster in dir that runs.
+func StopLocalCitus(ctx context.Context, dir string) error {
+	nodes, _ := filepath.Glob(filepath.Join(dir, "*", "data", "PG_VERSION"))
+	var errs []error
+	for _, f := range nodes {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		errs = append(errs, StopLocal(ctx, filepath.Dir(filepath.Dir(f))))
+		cancel()
+	}
+	return errors.Join(errs...)
+}
+
+func validDatabase(name string) bool {
+	if name == "" || len(name) > 63 {
+		return false
+	}
+	for i, c := range name {
+		if !(c >= 'a' && c <= 'z' || c == '_' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
