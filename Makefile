@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test lint generate check-generated conformance bench build db-stop clean
+.PHONY: run test test-citus lint generate check-generated conformance bench build db-stop clean
 
 ## run: serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data unless DATABASE_URL is set)
 run:
@@ -14,6 +14,10 @@ run:
 ## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data
 test:
 	$(GO) test -count=1 ./...
+
+## test-citus: the tests on a private Citus cluster under ./.data/citus (skips, saying why, where the citus extension is not installed)
+test-citus:
+	.ci/test-citus.sh
 
 ## lint: generated code up to date, gofmt, go vet, and the OpenAPI document through Spectral and Redocly
 lint: check-generated

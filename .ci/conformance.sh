@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
-# Start a server on the demo data and replay conformance/cases against it.
+# Start servers on the demo data and replay conformance/cases against them.
 # Uses DATABASE_URL when set, otherwise the database "conformance" of the private
 # cluster under ./.data. Expects the binaries in ./bin (make build).
+#
+#   CONFORMANCE_SERVERS   how many server processes share the database (default 2);
+#                         the cases go to them in turn
+#   CONFORMANCE_SERVE_URL the database URL the servers use (default DATABASE_URL;
+#                         make test-citus adds a setting that fails any statement
+#                         touching more than one shard)
+#   CONFORMANCE_PORT      the first server's port (default 18080)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,6 +17,8 @@ if [[ -z "${DATABASE_URL:-}" ]]; then
   export DATABASE_URL
 fi
 port=${CONFORMANCE_PORT:-18080}
+servers=${CONFORMANCE_SERVERS:-2}
+serve_url=${CONFORMANCE_SERVE_URL:-$DATABASE_URL}
 
 bin/crm-server migrate >/dev/null
 demo=$(bin/crm-server demo)
@@ -21,12 +30,26 @@ while IFS= read -r line; do samples+=(-var "$line"); done < <(grep '^sample_' <<
 mail_account=$(sed -n 's/^admin_mail_account_id=//p' <<<"$demo")
 member_token=$(sed -n 's/^member_token=//p' <<<"$demo")
 
-RATE_LIMIT=0 bin/crm-server serve -addr "127.0.0.1:$port" 2>conformance-server.log &
-server=$!
-trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
-for _ in $(seq 1 100); do
-  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
-  sleep 0.1
+pids=()
+urls=()
+stop() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${pids[@]}"; do wait "$pid" 2>/dev/null || true; done
+}
+trap stop EXIT
+: >conformance-server.log
+for i in $(seq 0 $((servers - 1))); do
+  p=$((port + i))
+  DATABASE_URL=$serve_url RATE_LIMIT=0 CRM_MAIL=off bin/crm-server serve -addr "127.0.0.1:$p" 2>>conformance-server.log &
+  pids+=($!)
+  urls+=(-base-url "http://127.0.0.1:$p")
+done
+for i in $(seq 0 $((servers - 1))); do
+  for _ in $(seq 1 100); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$((port + i))") 2>/dev/null; then break; fi
+    sleep 0.1
+  done
 done
 
-bin/crm-conformance -base-url "http://127.0.0.1:$port" -token "$token" -var "user_id=$user" -var "mail_account_id=$mail_account" -var "member_token=$member_token" "${samples[@]}" "$@"
+echo "conformance: $servers server processes over one database"
+bin/crm-conformance "${urls[@]}" -token "$token" -var "user_id=$user" -var "mail_account_id=$mail_account" -var "member_token=$member_token" "${samples[@]}" "$@"

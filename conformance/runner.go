@@ -35,7 +35,7 @@ func EmbeddedCases() fs.FS {
 }
 
 // InvalidToken is the bearer token sent by cases with auth: invalid; no server
-// issues it (tokens of this server start with "crm_" and 43 characters of Base64).
+// issues it (a token of this server names its account and ends in a checksum).
 const InvalidToken = "crm_conformance-invalid-token"
 
 // maxReply caps the reply bodies read, so that a broken server cannot exhaust memory.
@@ -44,7 +44,10 @@ const maxReply = 32 << 20
 // Runner replays cases against a running server and validates every reply.
 type Runner struct {
 	BaseURL string // such as http://localhost:8080; a path prefix is kept
-	Token   string // the bearer token of auth: token
+	// BaseURLs, when set, are several servers of one deployment: the cases go to
+	// them in turn, the first case to the first (BaseURL is then not used).
+	BaseURLs []string
+	Token    string // the bearer token of auth: token
 	// Vars are the variables known before the first case (-var name=value).
 	// run_id is added when missing: a random string, new for each run, that
 	// cases use to make names and e-mails unique.
@@ -53,6 +56,8 @@ type Runner struct {
 	Client   *http.Client // nil: a client with a 60 s timeout that does not follow redirects
 	// Progress, when not nil, is called with each result as soon as its case has run.
 	Progress func(Result)
+
+	sent int // cases sent, to spread them over BaseURLs
 }
 
 // Result is the outcome of one case.
@@ -221,7 +226,7 @@ func (r *Runner) runCase(ctx context.Context, suite string, c *Case, vars map[st
 	if r.Contract == nil {
 		return fail("Runner.Contract is nil: nothing to check the replies against")
 	}
-	rc, err := resolve(c, r.BaseURL, r.Token, vars)
+	rc, err := resolve(c, r.nextBaseURL(), r.Token, vars)
 	if err != nil {
 		var missing *missingVarError
 		if errors.As(err, &missing) {
@@ -603,4 +608,14 @@ func intOrNull(p *int64) string {
 		return "null"
 	}
 	return strconv.FormatInt(*p, 10)
+}
+
+// nextBaseURL is the server the next case goes to.
+func (r *Runner) nextBaseURL() string {
+	if len(r.BaseURLs) == 0 {
+		return r.BaseURL
+	}
+	u := r.BaseURLs[r.sent%len(r.BaseURLs)]
+	r.sent++
+	return u
 }

@@ -67,7 +67,9 @@ func EnsureLocalCitus(ctx context.Context, dir string, workers int, database str
 			return nil, err
 		}
 		node.anyPort = true
-		node.settings = []string{"shared_preload_libraries=citus", "max_prepared_transactions=200"}
+		// The nodes talk over loopback only: no TLS between them (and no client
+		// certificate looked up in the home directory of the user who started them).
+		node.settings = []string{"shared_preload_libraries=citus", "max_prepared_transactions=200", "citus.node_conninfo=sslmode=disable"}
 		if err := node.prepareDirs(); err != nil {
 			return nil, fmt.Errorf("citus node %s: %w", name, err)
 		}
@@ -164,4 +166,35 @@ func validDatabase(name string) bool {
 		}
 	}
 	return true
+}
+
+// DropLocalCitusDatabase drops database on every node of the Citus cluster in
+// dir that runs, so that the next EnsureLocalCitus creates it empty.
+func DropLocalCitusDatabase(ctx context.Context, dir, database string) error {
+	if !validDatabase(database) {
+		return fmt.Errorf("database name %q: use lower-case letters, digits and _", database)
+	}
+	nodes, _ := filepath.Glob(filepath.Join(dir, "*", "data", "PG_VERSION"))
+	for _, f := range nodes {
+		node, err := newLocalCluster(filepath.Dir(filepath.Dir(f)), nil)
+		if err != nil {
+			return err
+		}
+		pm, alive := node.postmaster()
+		if !alive {
+			continue
+		}
+		node.Port = pm.port
+		admin, err := Open(ctx, node.URL("postgres"))
+		if err != nil {
+			return err
+		}
+		// The name is checked by validDatabase; DROP DATABASE takes no parameters.
+		_, err = admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+database+` WITH (FORCE)`)
+		admin.Close()
+		if err != nil {
+			return fmt.Errorf("drop database %s on port %d: %w", database, node.Port, err)
+		}
+	}
+	return nil
 }

@@ -29,7 +29,11 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	fl := flag.NewFlagSet("crm-conformance", flag.ContinueOnError)
 	fl.SetOutput(stderr)
-	baseURL := fl.String("base-url", "", "base URL of the server under test, such as http://localhost:8080 (required)")
+	var baseURLs []string
+	fl.Func("base-url", "base URL of the server under test, such as http://localhost:8080 (required; repeat it for several servers of one deployment, which then get the cases in turn)", func(s string) error {
+		baseURLs = append(baseURLs, s)
+		return nil
+	})
 	token := fl.String("token", "", "bearer token of a user of the account under test (default $CRM_TOKEN)")
 	contractPath := fl.String("contract", "", "openapi.yaml to check the replies against (default: the copy built into this binary)")
 	casesDir := fl.String("cases", "", "directory of case files (default: the cases built into this binary)")
@@ -57,7 +61,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if *token == "" {
 		*token = os.Getenv("CRM_TOKEN")
 	}
-	if *baseURL == "" || *token == "" || fl.NArg() > 0 {
+	if len(baseURLs) == 0 || *token == "" || fl.NArg() > 0 {
 		fmt.Fprintln(stderr, "crm-conformance: -base-url and -token (or $CRM_TOKEN) are required")
 		fl.Usage()
 		return 2
@@ -89,7 +93,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	runner := &conformance.Runner{
-		BaseURL:  *baseURL,
+		BaseURLs: baseURLs,
 		Token:    *token,
 		Vars:     vars,
 		Contract: contract,

@@ -32,6 +32,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"syscall"
@@ -49,6 +50,9 @@ func main() {
 	defer stop()
 	if err := run(ctx, log, os.Stdout, os.Args[1:]); err != nil {
 		fmt.Fprintln(os.Stderr, "crm-server:", err)
+		if errors.Is(err, errNoCitus) {
+			os.Exit(3) // told apart by make test-citus, which then skips
+		}
 		os.Exit(1)
 	}
 }
@@ -324,10 +328,57 @@ func localDB(ctx context.Context, log *slog.Logger, stdout io.Writer, args []str
 		fmt.Fprintln(stdout, url)
 		return nil
 	case len(args) == 1 && args[0] == "stop":
-		return db.StopLocal(ctx, dataDir())
+		return errors.Join(db.StopLocal(ctx, dataDir()), db.StopLocalCitus(ctx, filepath.Join(dataDir(), "citus")))
+	case len(args) >= 2 && args[0] == "citus":
+		return localCitus(ctx, log, stdout, args[1:])
 	}
-	return errors.New("usage: crm-server db start [DATABASE] | db stop")
+	return errors.New("usage: crm-server db start [DATABASE] | db stop | db citus check|start [--fresh] [DATABASE]|stop")
 }
+
+// localCitus checks for the citus extension, starts the private Citus cluster
+// (a coordinator and two workers under .data/citus) and prints the URL of a
+// database on it (crm, or the name given; --fresh drops it first), or stops it.
+func localCitus(ctx context.Context, log *slog.Logger, stdout io.Writer, args []string) error {
+	dir := filepath.Join(dataDir(), "citus")
+	switch args[0] {
+	case "check":
+		path, installed, err := db.CitusLibrary()
+		if err != nil {
+			return err
+		}
+		if !installed {
+			return fmt.Errorf("%w: %s is missing", errNoCitus, path)
+		}
+		fmt.Fprintln(stdout, path)
+		return nil
+	case "stop":
+		return db.StopLocalCitus(ctx, dir)
+	case "start":
+		fresh := len(args) > 1 && args[1] == "--fresh"
+		if fresh {
+			args = args[1:]
+		}
+		name := "crm"
+		if len(args) == 2 {
+			name = args[1]
+		}
+		cluster, err := db.EnsureLocalCitus(ctx, dir, 2, name, log)
+		if err == nil && fresh {
+			if err = db.DropLocalCitusDatabase(ctx, dir, name); err == nil {
+				cluster, err = db.EnsureLocalCitus(ctx, dir, 2, name, log)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, cluster.URL(name))
+		return nil
+	}
+	return errors.New("usage: crm-server db citus check|start [--fresh] [DATABASE]|stop")
+}
+
+// errNoCitus is the error of `db citus check` where the extension is not installed.
+var errNoCitus = errors.New("the citus extension is not installed beside the PostgreSQL server binaries")
 
 // openDB connects to DATABASE_URL, or to the database crm of the private cluster.
 func openDB(ctx context.Context, log *slog.Logger) (*sqlx.DB, error) {
