@@ -328,20 +328,12 @@ func TestCompanyGet(t *testing.T) {
 		}
 	}
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name    string
-			token   string
-			visible bool
-		}{
-			{"admin", w.admin.token, true}, {"head of the department", w.head.token, true},
-			{"the responsible member", w.member.token, true}, {"a peer member", w.peer.token, false},
-			{"a member of another department", w.other.token, false},
-		} {
+		for _, who := range w.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				if who.visible {
-					expectOK(t, e.get(t, who.token, fmt.Sprintf("/company/get?id=%d", id)))
+					expectOK(t, e.get(t, who.u.token, fmt.Sprintf("/company/get?id=%d", id)))
 				} else {
-					missing(t, who.token, id)
+					missing(t, who.u.token, id)
 				}
 			})
 		}

@@ -293,14 +293,7 @@ func TestCompanyRequisitesInsert(t *testing.T) {
 	})
 
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name    string
-			u       user
-			visible bool
-		}{
-			{"admin", w.admin, true}, {"head of the department", w.head, true}, {"the responsible member", w.member, true},
-			{"a peer member", w.peer, false}, {"a member of another department", w.other, false},
-		} {
+		for _, who := range w.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				body := map[string]any{"id_company": id, "inn": "1"}
 				if who.visible {

@@ -287,19 +287,11 @@ func TestContactList(t *testing.T) {
 	})
 
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name string
-			u    user
-			ids  []int64
-		}{
-			{"admin", w.admin, all}, {"head of the department", w.head, []int64{ilze, anna, janis}},
-			{"a member", w.member, []int64{anna, janis}}, {"a peer member", w.peer, []int64{ilze}},
-			{"a member of another department", w.other, []int64{odd, peteris}},
-		} {
+		for _, who := range byRole(w, all, []int64{ilze, anna, janis}, []int64{anna, janis}, []int64{ilze}, []int64{odd, peteris}) {
 			t.Run(who.name, func(t *testing.T) {
-				expectPage(t, e.contactList(t, who.u.token, nil), len(who.ids), 1, 1, who.ids...)
-				expectPage(t, e.contactList(t, who.u.token, q("name", "ozol")), 0+countIn(who.ids, ilze, janis), pagesOf(countIn(who.ids, ilze, janis)), 1,
-					filter(who.ids, ilze, janis)...)
+				expectPage(t, e.contactList(t, who.u.token, nil), len(who.want), 1, 1, who.want...)
+				expectPage(t, e.contactList(t, who.u.token, q("name", "ozol")), 0+countIn(who.want, ilze, janis), pagesOf(countIn(who.want, ilze, janis)), 1,
+					filter(who.want, ilze, janis)...)
 			})
 		}
 		for _, tc := range []struct {

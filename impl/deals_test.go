@@ -102,14 +102,7 @@ func TestDealInsert(t *testing.T) {
 	})
 
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name    string
-			u       user
-			visible bool
-		}{
-			{"admin", w.admin, true}, {"head of the department", w.head, true}, {"the responsible member", w.member, true},
-			{"a peer member", w.peer, false}, {"a member of another department", w.other, false},
-		} {
+		for _, who := range w.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				before := e.rowCounts(t, "deals", "deal_goods", "journal")
 				r := e.post(t, who.u.token, "/deal/insert", map[string]any{"name": "D", "company_id": company,
@@ -333,14 +326,7 @@ func TestDealUpdate(t *testing.T) {
 
 	t.Run("access levels", func(t *testing.T) {
 		id := fresh(t)
-		for _, who := range []struct {
-			name    string
-			u       user
-			visible bool
-		}{
-			{"admin", w.admin, true}, {"head of the department", w.head, true}, {"the responsible member", w.member, true},
-			{"a peer member", w.peer, false}, {"a member of another department", w.other, false},
-		} {
+		for _, who := range w.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				r := update(t, who.u.token, map[string]any{"id": id, "note": "by " + who.name})
 				if who.visible {

@@ -103,18 +103,10 @@ func TestDocumentList(t *testing.T) {
 		}
 	})
 	t.Run("access levels", func(t *testing.T) {
-		for _, tc := range []struct {
-			name string
-			u    user
-			want []int64
-		}{
-			{"admin", w.admin, []int64{byPeer, withDeal, sameDate, older}},
-			{"head", w.head, []int64{byPeer, withDeal, sameDate, older}},
-			{"member", w.member, []int64{withDeal, sameDate, older}},
-			{"peer", w.peer, []int64{byPeer}},
-			{"member of another department", w.other, []int64{}},
-			{"another account's admin", e.newWorld(t, "beta").admin, []int64{}},
-		} {
+		beta := e.newWorld(t, "beta")
+		for _, tc := range append(byRole(w, []int64{byPeer, withDeal, sameDate, older}, []int64{byPeer, withDeal, sameDate, older},
+			[]int64{withDeal, sameDate, older}, []int64{byPeer}, []int64{}),
+			expectation[[]int64]{role{name: "another account's admin", u: beta.admin}, []int64{}}) {
 			t.Run(tc.name, func(t *testing.T) {
 				if got := list(t, tc.u.token, fmt.Sprintf("company_id=%d", q.company)); !reflect.DeepEqual(got, tc.want) {
 					t.Errorf("got %v, want %v", got, tc.want)
@@ -197,18 +189,10 @@ func TestFinanceList(t *testing.T) {
 		}
 	})
 	t.Run("access levels", func(t *testing.T) {
-		for _, tc := range []struct {
-			name string
-			u    user
-			want []int64
-		}{
-			{"admin", w.admin, []int64{byPeer, paid, sameDate, older}},
-			{"head", w.head, []int64{byPeer, paid, sameDate, older}},
-			{"member", w.member, []int64{paid, sameDate, older}},
-			{"peer", w.peer, []int64{byPeer}},
-			{"member of another department", w.other, []int64{}},
-			{"another account's admin", e.newWorld(t, "beta").admin, []int64{}},
-		} {
+		beta := e.newWorld(t, "beta")
+		for _, tc := range append(byRole(w, []int64{byPeer, paid, sameDate, older}, []int64{byPeer, paid, sameDate, older},
+			[]int64{paid, sameDate, older}, []int64{byPeer}, []int64{}),
+			expectation[[]int64]{role{name: "another account's admin", u: beta.admin}, []int64{}}) {
 			t.Run(tc.name, func(t *testing.T) {
 				if got := list(t, tc.u.token, fmt.Sprintf("company_id=%d", q.company)); !reflect.DeepEqual(got, tc.want) {
 					t.Errorf("got %v, want %v", got, tc.want)

@@ -81,14 +81,7 @@ func testCatalogueInsert(t *testing.T, e *env, g *goodsWorld, target, table, own
 	})
 
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name    string
-			u       user
-			visible bool
-		}{
-			{"admin", g.admin, true}, {"head of the department", g.head, true}, {"the responsible member", g.member, true},
-			{"a peer member", g.peer, false}, {"a member of another department", g.other, false},
-		} {
+		for _, who := range g.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				before := e.rowCounts(t, table, "journal")
 				r := insert(t, who.u.token, ownerID, fmt.Sprint(g.desk))
@@ -202,14 +195,7 @@ func testPositionList(t *testing.T, e *env, g *goodsWorld, target, insertTarget,
 		}
 	})
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name    string
-			u       user
-			visible bool
-		}{
-			{"admin", g.admin, true}, {"head of the department", g.head, true}, {"the responsible member", g.member, true},
-			{"a peer member", g.peer, false}, {"a member of another department", g.other, false},
-		} {
+		for _, who := range g.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				r := e.get(t, who.u.token, fmt.Sprintf(target, ownerID))
 				if who.visible {
@@ -309,14 +295,7 @@ func TestDealGoodsUpdate(t *testing.T) {
 	})
 
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name    string
-			u       user
-			visible bool
-		}{
-			{"admin", g.admin, true}, {"head of the department", g.head, true}, {"the responsible member", g.member, true},
-			{"a peer member", g.peer, false}, {"a member of another department", g.other, false},
-		} {
+		for _, who := range g.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				before := positionsOf(t, e, "deal_goods", "deal_id", g.deal)
 				r := update(t, who.u.token, map[string]any{"id": second, "deal_id": g.deal, "note": "by " + who.name})

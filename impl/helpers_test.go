@@ -313,3 +313,38 @@ func (e *env) count(t *testing.T, query string, args ...any) int {
 	}
 	return n
 }
+
+// role is one of the five users of a world, and whether they see a record
+// whose responsible user is the world's member.
+type role struct {
+	name    string
+	u       user
+	visible bool
+}
+
+// roles are the five users of the world, each with whether they see a record
+// the member is responsible for: the admin, the head of the member's
+// department and the member do; a peer member of the same department and a
+// member of another department do not.
+func (w *world) roles() []role {
+	return []role{
+		{"admin", w.admin, true},
+		{"head of the department", w.head, true},
+		{"the responsible member", w.member, true},
+		{"a peer member", w.peer, false},
+		{"a member of another department", w.other, false},
+	}
+}
+
+// expectation is a role of the world with what it should see.
+type expectation[T any] struct {
+	role
+	want T
+}
+
+// byRole pairs the five roles of the world, in the order of roles, with what
+// each should see.
+func byRole[T any](w *world, admin, head, member, peer, other T) []expectation[T] {
+	rs := w.roles()
+	return []expectation[T]{{rs[0], admin}, {rs[1], head}, {rs[2], member}, {rs[3], peer}, {rs[4], other}}
+}

@@ -109,14 +109,7 @@ func TestTaskInsert(t *testing.T) {
 	})
 
 	t.Run("access levels", func(t *testing.T) {
-		for _, who := range []struct {
-			name    string
-			u       user
-			visible bool
-		}{
-			{"admin", w.admin, true}, {"head of the department", w.head, true}, {"the responsible member", w.member, true},
-			{"a peer member", w.peer, false}, {"a member of another department", w.other, false},
-		} {
+		for _, who := range w.roles() {
 			t.Run(who.name, func(t *testing.T) {
 				before := e.rowCounts(t, "tasks", "journal")
 				r := e.post(t, who.u.token, "/task/insert", map[string]any{"company_id": company, "note": "x", "type_id": w.dirs[35][0]})
@@ -282,17 +275,11 @@ func TestTaskList(t *testing.T) {
 		}
 	})
 	t.Run("access levels", func(t *testing.T) {
-		for _, tc := range []struct {
-			name string
-			u    user
-			want []int64
-		}{
-			{"admin", w.admin, []int64{full, sameStart, early, byPeer}},
-			{"head: assignee or assigner in the department", w.head, []int64{full, byPeer}},
-			{"member: assignee", w.member, []int64{full}},
-			{"peer: assigner", w.peer, []int64{byPeer}},
-			{"member of another department: assignee", w.other, []int64{early}},
-		} {
+		// The head sees tasks whose assignee or assigner is in the department; the
+		// member is the assignee of full, the peer the assigner of byPeer, and the
+		// member of another department the assignee of early.
+		for _, tc := range byRole(w, []int64{full, sameStart, early, byPeer}, []int64{full, byPeer}, []int64{full},
+			[]int64{byPeer}, []int64{early}) {
 			t.Run(tc.name, func(t *testing.T) {
 				if got := list(t, tc.u.token, fmt.Sprintf("company_id=%d", company)); !reflect.DeepEqual(got, tc.want) {
 					t.Errorf("got %v, want %v", got, tc.want)
