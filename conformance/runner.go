@@ -537,7 +537,7 @@ func (r *Runner) verify(c *Case, rc *resolvedCase, status int, header http.Heade
 
 	var value any = ""
 	if *env.Value != "" {
-		v, err := decodeJSON([]byte(*env.Value))
+		v, err := decodeJSON([]byte(*env.Value), true)
 		switch {
 		case err == nil:
 			value = v

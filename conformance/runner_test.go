@@ -565,7 +565,7 @@ func TestRunBodySize(t *testing.T) {
 
 func TestMatchJSON(t *testing.T) {
 	dec := func(s string) any {
-		v, err := decodeJSON([]byte(s))
+		v, err := decodeJSON([]byte(s), true)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -604,7 +604,7 @@ func TestMatchJSON(t *testing.T) {
 }
 
 func TestValuePaths(t *testing.T) {
-	v, err := decodeJSON([]byte(`{"company":{"user_id":5},"contacts":[{"Emails":[{"email":"a"},{"email":"b"}]}]}`))
+	v, err := decodeJSON([]byte(`{"company":{"user_id":5},"contacts":[{"Emails":[{"email":"a"},{"email":"b"}]}]}`), true)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,7 +75,7 @@ func expandJSON(v any, vars map[string]string) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			return decodeJSON([]byte(text))
+			return decodeJSON([]byte(text), true)
 		}
 		return expandText(v, vars)
 	case []any:
@@ -102,10 +102,13 @@ func expandJSON(v any, vars map[string]string) (any, error) {
 	return v, nil
 }
 
-// decodeJSON decodes one JSON value keeping numbers as json.Number.
-func decodeJSON(data []byte) (any, error) {
+// decodeJSON decodes exactly one JSON value; exact keeps numbers as
+// json.Number (their text), for the variables cases save and compare.
+func decodeJSON(data []byte, exact bool) (any, error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
+	if exact {
+		dec.UseNumber()
+	}
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("not JSON: %w", err)
