@@ -11,18 +11,21 @@ export PORT
 run:
 	LOG_FORMAT=$${LOG_FORMAT:-text} $(GO) run ./cmd/crm-server serve -migrate -demo
 
-## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data
+## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with concurrency
+RACE_PKGS = ./impl/... ./conformance/...
 test:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -race $(RACE_PKGS)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance')
 
 ## test-citus: the tests on a private Citus cluster under ./.data/citus (skips, saying why, where the citus extension is not installed)
 test-citus:
 	.ci/test-citus.sh
 
-## lint: generated code up to date, gofmt, go vet, and the OpenAPI document through Spectral and Redocly
+## lint: generated code up to date, gofmt, go vet, staticcheck, and the OpenAPI document through Spectral and Redocly
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck ./...
 	.ci/lint-openapi.sh
 
 ## generate: rebuild gen/ from openapi.yaml with oapi-codegen

@@ -19,7 +19,6 @@ var (
 	rigaStart  = time.Date(2026, 11, 19, 22, 0, 0, 0, time.UTC) // 2026-11-20 00:00 in Riga
 	rigaEnd    = rigaStart.Add(24 * time.Hour)                  // 2026-11-21 00:00 in Riga
 	tokyoStart = time.Date(2026, 11, 19, 15, 0, 0, 0, time.UTC) // 2026-11-20 00:00 in Tokyo
-	tokyoEnd   = tokyoStart.Add(24 * time.Hour)
 )
 
 const day = 24 * time.Hour

@@ -58,12 +58,6 @@ func (q *sqlText) set(name, fragment string) {
 	q.slots[name] = func() string { return fragment }
 }
 
-// has reports whether the slot name is set.
-func (q *sqlText) has(name string) bool {
-	_, ok := q.slots[name]
-	return ok
-}
-
 // expand fills the slots of a template.
 func (q *sqlText) expand(template string) string {
 	return q.expandDepth(template, 0)
