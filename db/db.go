@@ -173,6 +173,12 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.enable_unsafe_triggers = on`); err != nil {
 			return nil, fmt.Errorf("allow triggers on distributed tables: %w", err)
 		}
+		// One connection per worker for the whole migration: a command on
+		// functions or types cannot follow DDL that Citus ran on the shards over
+		// several connections in the same transaction.
+		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.multi_shard_modify_mode = 'sequential'`); err != nil {
+			return nil, fmt.Errorf("run the migration's shard commands on one connection per worker: %w", err)
+		}
 	}
 	var done []string
 	for _, m := range ms {

@@ -174,9 +174,15 @@ func lockEmails(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []stri
 	if len(keys) == 0 {
 		return nil
 	}
+	// The locks are taken through the account's row, so that on Citus they are
+	// taken on the node that holds the account's rows, in the transaction that
+	// then reads and writes them there, whichever node the server talks to.
 	_, err := tx.ExecContext(ctx, `
-		SELECT pg_advisory_xact_lock($1, hashtext(k)) FROM unnest($2::text[]) WITH ORDINALITY AS u (k, n) ORDER BY n`,
-		emailLockSpace, pq.Array(keys))
+		SELECT pg_advisory_xact_lock($1, hashtext(u.k))
+		  FROM accounts a, unnest($2::text[]) WITH ORDINALITY AS u (k, n)
+		 WHERE a.id = $3
+		 ORDER BY u.n`,
+		emailLockSpace, pq.Array(keys), accountID)
 	if err != nil {
 		return fmt.Errorf("lock e-mails: %w", err)
 	}
