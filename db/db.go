@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	neturl "net/url"
 	"path"
 	"sort"
@@ -141,9 +142,21 @@ func OpenGeneric(ctx context.Context, url string) (*sqlx.DB, error) {
 // lock so that two processes starting at once never migrate concurrently. It
 // returns the names of the migrations it applied.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
-	ms, err := Migrations()
+	return MigrateTo(ctx, db, math.MaxInt)
+}
+
+// MigrateTo applies the pending migrations up to version (inclusive), as
+// Migrate does; tests use it to build a database as an older build left it.
+func MigrateTo(ctx context.Context, db *sqlx.DB, version int) ([]string, error) {
+	all, err := Migrations()
 	if err != nil {
 		return nil, err
+	}
+	var ms []Migration
+	for _, m := range all {
+		if m.Version <= version {
+			ms = append(ms, m)
+		}
 	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {

@@ -16,9 +16,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -153,6 +155,10 @@ func buildTemplate(ctx context.Context, conn *sqlx.Conn, serverURL, tmpl string)
 func ServerURL(t testing.TB) string {
 	t.Helper()
 	if u := os.Getenv("DATABASE_URL"); u != "" {
+		if Shared() {
+			// The server of the shared database, reached through its maintenance database.
+			return withDatabase(t, u, "postgres")
+		}
 		return u
 	}
 	root, err := repoRoot()
@@ -227,4 +233,102 @@ func sharedURL(ctx context.Context, t testing.TB) string {
 		t.Fatalf("dbtest: migrate the shared database: %v", err)
 	}
 	return u
+}
+
+// NewEmptyURL creates a new database without any migration, dropped when the
+// test ends, and returns its URL. On a Citus coordinator (the shared database
+// of make test-citus is on one) the database is created on every node with the
+// citus extension and the workers registered, as an operator would set one up.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	base := ServerURL(t)
+	name := "crm_empty_" + randomHex(6)
+
+	// The nodes of a Citus cluster, when base is its coordinator.
+	type node struct {
+		Host string `db:"nodename"`
+		Port int    `db:"nodeport"`
+	}
+	var workers []node
+	probe, err := db.Open(ctx, base)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	citus, err := db.IsCitus(ctx, probe)
+	if err == nil && citus {
+		err = probe.SelectContext(ctx, &workers, `SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid`)
+	}
+	probe.Close()
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("dbtest: %v", err)
+	}
+	coordinator := u.Host
+	hosts := []string{coordinator}
+	for _, w := range workers {
+		hosts = append(hosts, net.JoinHostPort(w.Host, strconv.Itoa(w.Port)))
+	}
+	onHost := func(host, database string) string {
+		v := *u
+		v.Host, v.Path = host, "/"+database
+		return v.String()
+	}
+	for _, h := range hosts {
+		admin, err := db.Open(ctx, onHost(h, "postgres"))
+		if err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+		// The name is made here of [a-z0-9_]; CREATE DATABASE takes no parameters.
+		_, err = admin.ExecContext(ctx, `CREATE DATABASE `+name)
+		admin.Close()
+		if err != nil {
+			t.Fatalf("dbtest: create %s on %s: %v", name, h, err)
+		}
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			admin, err := db.Open(ctx, onHost(h, "postgres"))
+			if err != nil {
+				t.Errorf("dbtest: drop %s: %v", name, err)
+				return
+			}
+			defer admin.Close()
+			if _, err := admin.ExecContext(ctx, `DROP DATABASE IF EXISTS `+name+` WITH (FORCE)`); err != nil {
+				t.Errorf("dbtest: drop %s: %v", name, err)
+			}
+		})
+		if citus {
+			pool, err := db.Open(ctx, onHost(h, name))
+			if err != nil {
+				t.Fatalf("dbtest: %v", err)
+			}
+			_, err = pool.ExecContext(ctx, `CREATE EXTENSION citus`)
+			pool.Close()
+			if err != nil {
+				t.Fatalf("dbtest: citus in %s on %s: %v", name, h, err)
+			}
+		}
+	}
+	if citus {
+		coord, err := db.Open(ctx, onHost(coordinator, name))
+		if err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+		defer coord.Close()
+		host, port, _ := net.SplitHostPort(coordinator)
+		if _, err := coord.ExecContext(ctx, `SELECT citus_set_coordinator_host($1, $2)`, host, port); err != nil {
+			t.Fatalf("dbtest: %v", err)
+		}
+		for _, w := range workers {
+			if _, err := coord.ExecContext(ctx, `SELECT citus_add_node($1, $2)`, w.Host, w.Port); err != nil {
+				t.Fatalf("dbtest: %v", err)
+			}
+		}
+	}
+	return onHost(coordinator, name)
 }
