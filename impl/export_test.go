@@ -1,4 +1,7 @@
 package impl
 
-// OpenTestRedis is testRedis for the tests of package impl_test.
-var OpenTestRedis = testRedis
+// Redis clients for the tests of package impl_test: see testRedis and closedRedis.
+var (
+	OpenTestRedis   = testRedis
+	OpenClosedRedis = closedRedis
+)

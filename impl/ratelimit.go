@@ -53,10 +53,10 @@ const (
 	knownTokenRefresh = 10 * time.Minute
 )
 
-// OpenRedis returns a client of the Redis at url (redis://[[user]:password@]host[:port][/db],
+// OpenRedis returns a client of the Redis at rawURL (redis://[[user]:password@]host[:port][/db],
 // rediss:// for TLS) for Config.Redis. Unless the URL sets them (dial_timeout,
-// read_timeout, write_timeout, pool_timeout, max_retries), a decision waits at
-// most about a quarter of a second for Redis before the process decides alone.
+// read_timeout, write_timeout, pool_timeout, max_retries), Redis gets 250 ms
+// per attempt and one retry before the process decides alone.
 // OpenRedis does not connect: a server whose Redis is down still starts, and
 // limits in the process until Redis answers.
 func OpenRedis(rawURL string) (*redis.Client, error) {

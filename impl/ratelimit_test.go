@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -183,17 +182,7 @@ func TestRateLimitSharedByProcesses(t *testing.T) {
 // TestRateLimitRedisUnreachable: with REDIS_URL on a closed port every request
 // is still answered, the limit holds in the process, and the log says so once.
 func TestRateLimitRedisUnreachable(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	rdb, err := impl.OpenRedis("redis://" + addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rdb.Close() })
+	rdb := impl.OpenClosedRedis(t)
 	e := newEnv(t, func(c *impl.Config) {
 		c.RateLimit, c.RateBurst = 1, 3
 		c.AuthFailureLimit, c.AuthFailureBurst = 6, 2
