@@ -8,11 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
-	"math"
+	"net/http"
 	"strconv"
 	"strings"
-	"sync"
-	"time"
 )
 
 // Principal is the owner of the request's token.
@@ -145,23 +143,33 @@ func HashToken(token string) []byte {
 // whose user is deactivated: the reply does not tell them apart.
 var errBadToken = &Error{Code: CodeUnauthorized, Msg: "unknown, expired or revoked token"}
 
-// authenticate resolves the Authorization header to the token's owner. The
-// account named in the token leads every statement, so each reads one shard.
-func (s *Server) authenticate(ctx context.Context, header string) (*Principal, error) {
+var errNoToken = &Error{Code: CodeUnauthorized, Msg: "missing bearer token"}
+
+// authenticate resolves the request's Authorization header to the token's
+// owner. The account named in the token leads every statement, so each reads
+// one shard. Each failure counts against the client address (limits.authFailed),
+// and past its limit a token that only the lookup could tell valid is refused
+// before the lookup (limits.beforeLookup).
+func (s *Server) authenticate(r *http.Request) (*Principal, error) {
+	ctx := r.Context()
+	header := r.Header.Get("Authorization")
 	scheme, token, found := strings.Cut(header, " ")
 	token = strings.TrimSpace(token)
 	if header == "" || !found || !strings.EqualFold(scheme, "Bearer") || token == "" {
-		return nil, &Error{Code: CodeUnauthorized, Msg: "missing bearer token"}
+		return nil, s.limits.authFailed(r, errNoToken)
 	}
 	accountID, legacy, ok := TokenAccount(token)
 	if !ok {
-		return nil, errBadToken
+		return nil, s.limits.authFailed(r, errBadToken)
 	}
 	hash := HashToken(token)
+	if err := s.limits.beforeLookup(r, hash); err != nil {
+		return nil, err
+	}
 	if legacy {
 		err := s.generic.get(ctx, &accountID, `SELECT account FROM legacy_tokens WHERE hash = $1`, hash)
 		if errors.Is(err, sql.ErrNoRows) {
-			return nil, errBadToken
+			return nil, s.limits.authFailed(r, errBadToken)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("look up legacy token: %w", err)
@@ -178,11 +186,12 @@ func (s *Server) authenticate(ctx context.Context, header string) (*Principal, e
 		 WHERE t.account_id = $1 AND t.hash = $2 AND t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())
 		   AND u.active`, accountID, hash)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, errBadToken
+		return nil, s.limits.authFailed(r, errBadToken)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("look up token: %w", err)
 	}
+	s.limits.authenticated(ctx, hash)
 	return &p, nil
 }
 
@@ -207,61 +216,4 @@ func (p *Principal) responsibleFilter(col string, args *sqlArgs) string {
 	default:
 		return fmt.Sprintf("%s = %s", col, args.add(p.UserID))
 	}
-}
-
-// rateLimiter is a token bucket per bearer token, kept in the process. Each
-// process of a deployment limits on its own, so the effective limit behind a load
-// balancer is the per-process one times the number of processes.
-type rateLimiter struct {
-	rate  float64 // tokens per second; 0: no limit
-	burst float64
-	mu    sync.Mutex
-	seen  map[int64]*bucket
-	sweep time.Time
-}
-
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-func newRateLimiter(rate float64, burst int) *rateLimiter {
-	if burst < 1 {
-		burst = int(math.Max(1, math.Ceil(rate)))
-	}
-	return &rateLimiter{rate: rate, burst: float64(burst), seen: map[int64]*bucket{}}
-}
-
-// allow takes one request from the token's bucket; when the bucket is empty it
-// reports how many whole seconds to wait.
-func (l *rateLimiter) allow(tokenID int64, now time.Time) (retryAfter int, limited bool) {
-	if l.rate <= 0 {
-		return 0, false
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now.Sub(l.sweep) > time.Minute { // forget tokens idle long enough to be full again
-		for id, b := range l.seen {
-			if now.Sub(b.last).Seconds()*l.rate >= l.burst {
-				delete(l.seen, id)
-			}
-		}
-		l.sweep = now
-	}
-	b := l.seen[tokenID]
-	if b == nil {
-		b = &bucket{tokens: l.burst, last: now}
-		l.seen[tokenID] = b
-	}
-	b.tokens = math.Min(l.burst, b.tokens+now.Sub(b.last).Seconds()*l.rate)
-	b.last = now
-	if b.tokens < 1 {
-		return int(math.Ceil((1 - b.tokens) / l.rate)), true
-	}
-	b.tokens--
-	return 0, false
-}
-
-func (l *rateLimiter) message() string {
-	return fmt.Sprintf("rate limit exceeded: %g requests per second per token", l.rate)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -34,6 +35,8 @@ type Error struct {
 	Msg    string
 	Status gen.EnvelopeStatus // empty means "error"
 	Value  *string            // nil means the operation's default error value
+	// RetryAfter is the Retry-After of a 429, in seconds (at least 1).
+	RetryAfter int
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -72,6 +75,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("WWW-Authenticate", fmt.Sprintf(`Bearer error="invalid_token", error_description=%q`, apiErr.Msg))
 	case CodeTooMany:
 		httpStatus = http.StatusTooManyRequests
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, apiErr.RetryAfter)))
 	case CodeNotReady:
 		httpStatus = http.StatusServiceUnavailable
 	}

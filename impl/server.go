@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"regexp"
 	"runtime/debug"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/jmoiron/sqlx"
+	"github.com/redis/go-redis/v9"
 
 	"github.com/crmservice/crm/gen"
 )
@@ -35,6 +37,20 @@ type Config struct {
 	// with bursts of RateBurst; 0 switches the limit off.
 	RateLimit float64
 	RateBurst int
+	// AuthFailureLimit is the number of failed authentications per minute a
+	// client address may make on average, with bursts of AuthFailureBurst; past
+	// it the server answers 429 instead of 401. 0 switches the limit off.
+	AuthFailureLimit float64
+	AuthFailureBurst int
+	// TrustedProxies are the reverse proxies (ParseTrustedProxies) from whose
+	// connections the client address is taken from X-Forwarded-For; from any
+	// other connection it is the connection's own address.
+	TrustedProxies []netip.Prefix
+	// Redis, when set (OpenRedis), keeps the counters of both limits for every
+	// process of a deployment; nil keeps them in the process. Keys begin with
+	// RedisPrefix ("crm:" when empty).
+	Redis       *redis.Client
+	RedisPrefix string
 	// BodyLimit caps request bodies (1 MiB when 0); MailBodyLimit those of
 	// POST /mail/send (10 MiB when 0).
 	BodyLimit     int64
@@ -56,7 +72,7 @@ type Config struct {
 type Server struct {
 	db      *sqlx.DB
 	log     *slog.Logger
-	limiter *rateLimiter
+	limits  *limits
 	stmts   *stmtCache // prepared statements, planned for their values
 	generic *stmtCache // prepared statements with one generic plan
 
@@ -83,7 +99,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.ListScanOnce <= 0 {
 		cfg.ListScanOnce = 10_000
 	}
-	s := &Server{db: cfg.DB, log: cfg.Log, limiter: newRateLimiter(cfg.RateLimit, cfg.RateBurst), stmts: newStmtCache(cfg.DB, 200),
+	s := &Server{db: cfg.DB, log: cfg.Log, limits: newLimits(cfg), stmts: newStmtCache(cfg.DB, 200),
 		generic:  newStmtCache(cmp.Or(cfg.GenericDB, cfg.DB), 100),
 		scanOnce: cfg.ListScanOnce}
 
@@ -284,16 +300,15 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 	info := infoFrom(ctx)
 	info.op = op
 	if op.secured {
-		p, err := m.s.authenticate(ctx, r.Header.Get("Authorization"))
+		p, err := m.s.authenticate(r)
 		if err != nil {
 			m.s.writeError(w, r, err)
 			return
 		}
 		info.principal = p
 		ctx = withPrincipal(ctx, p)
-		if wait, limited := m.s.limiter.allow(p.TokenID, time.Now()); limited {
-			w.Header().Set("Retry-After", fmt.Sprint(wait))
-			m.s.writeError(w, r, &Error{Code: CodeTooMany, Msg: m.s.limiter.message()})
+		if err := m.s.limits.tokenRequest(ctx, p); err != nil {
+			m.s.writeError(w, r, err)
 			return
 		}
 	}

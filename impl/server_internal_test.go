@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestPanicBecomesInternalError(t *testing.T) {
@@ -40,24 +39,3 @@ func TestPanicBecomesInternalError(t *testing.T) {
 		t.Errorf("the panic and its stack are not in the log:\n%s", logs.String())
 	}
 }
-
-func TestRateLimiter(t *testing.T) {
-	l := newRateLimiter(2, 2)
-	now := testTime()
-	for i := range 2 {
-		if _, limited := l.allow(1, now); limited {
-			t.Fatalf("request %d of the burst limited", i)
-		}
-	}
-	if wait, limited := l.allow(1, now); !limited || wait != 1 {
-		t.Fatalf("third request: limited %t wait %d, want limited, wait 1", limited, wait)
-	}
-	if _, limited := l.allow(1, now.Add(500*time.Millisecond)); limited { // half a second refills one at 2/s
-		t.Fatal("not refilled after half a second")
-	}
-	if _, limited := newRateLimiter(0, 0).allow(1, now); limited {
-		t.Fatal("a zero rate limits")
-	}
-}
-
-func testTime() time.Time { return time.Date(2026, 11, 21, 12, 0, 0, 0, time.UTC) }

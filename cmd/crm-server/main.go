@@ -239,9 +239,27 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 	demo := fs.Bool("demo", false, "load the demo account (once) and print a token of its admin")
 	rate := fs.Float64("rate-limit", envFloat("RATE_LIMIT", 50), "requests per second per token (0: no limit)")
 	burst := fs.Int("rate-burst", int(envFloat("RATE_BURST", 100)), "burst of requests per token")
+	failLimit := fs.Float64("auth-failure-limit", envFloat("AUTH_FAILURE_LIMIT", 20), "failed authentications per minute per client address before 429 (0: no limit)")
+	failBurst := fs.Int("auth-failure-burst", int(envFloat("AUTH_FAILURE_BURST", 20)), "burst of failed authentications per client address")
+	trusted := fs.String("trusted-proxies", os.Getenv("TRUSTED_PROXIES"), "CIDRs of the reverse proxies whose X-Forwarded-For names the client address, comma-separated")
+	redisURL := fs.String("redis-url", os.Getenv("REDIS_URL"), "Redis that keeps the rate limits for every process (redis://host:6379/0; empty: each process limits alone)")
 	mail := fs.Bool("mail", os.Getenv("CRM_MAIL") != "off", "deliver queued mail and poll mailboxes (needs CRM_SECRET_KEY; CRM_MAIL=off turns it off)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	proxies, err := impl.ParseTrustedProxies(*trusted)
+	if err != nil {
+		return fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
+	cfg := impl.Config{RateLimit: *rate, RateBurst: *burst, AuthFailureLimit: *failLimit, AuthFailureBurst: *failBurst, TrustedProxies: proxies}
+	if *redisURL != "" {
+		rdb, err := impl.OpenRedis(*redisURL)
+		if err != nil {
+			return fmt.Errorf("REDIS_URL: %w", err)
+		}
+		defer rdb.Close()
+		cfg.Redis = rdb
+		log.Info("rate limits shared through Redis", "addr", rdb.Options().Addr)
 	}
 	url, err := databaseURL(ctx, log)
 	if err != nil {
@@ -268,7 +286,8 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 	if err := db.CheckSchema(ctx, pool); err != nil {
 		return err
 	}
-	handler, err := impl.NewHandler(impl.Config{DB: pool, GenericDB: generic, Log: log, RateLimit: *rate, RateBurst: *burst})
+	cfg.DB, cfg.GenericDB, cfg.Log = pool, generic, log
+	handler, err := impl.NewHandler(cfg)
 	if err != nil {
 		return err
 	}
