@@ -41,6 +41,7 @@ import (
 
 	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/impl"
+	demodata "github.com/crmservice/crm/impl/demo"
 )
 
 func main() {
@@ -155,7 +156,7 @@ func adminCommands(fs *flag.FlagSet, stdout io.Writer) map[string]func(context.C
 			return err
 		},
 		"demo ": func(ctx context.Context, pool *sqlx.DB) error {
-			demo, err := impl.LoadDemo(ctx, pool, time.Now())
+			demo, err := demodata.Load(ctx, pool, time.Now())
 			if err != nil {
 				return err
 			}
@@ -269,7 +270,7 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 		return err
 	}
 	if *demo {
-		d, err := impl.LoadDemo(ctx, pool, time.Now())
+		d, err := demodata.Load(ctx, pool, time.Now())
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-package impl
+package demo
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crmservice/crm/db/dbtest"
+	"github.com/crmservice/crm/impl"
 )
 
 // demoCountQueries count the demo account's rows; $1 is the account id.
@@ -46,19 +47,19 @@ func demoCountQueries() map[string]string {
 	}
 }
 
-func TestLoadDemo(t *testing.T) {
+func TestLoad(t *testing.T) {
 	db := dbtest.New(t)
 	ctx := context.Background()
 	now := time.Now()
 
 	start := time.Now()
-	demo, err := LoadDemo(ctx, db, now)
+	demo, err := Load(ctx, db, now)
 	if err != nil {
-		t.Fatalf("LoadDemo: %v", err)
+		t.Fatalf("Load: %v", err)
 	}
-	t.Logf("LoadDemo took %v", time.Since(start))
+	t.Logf("Load took %v", time.Since(start))
 	if !demo.Created || demo.AccountID == 0 || demo.AdminUserID == 0 || demo.Token == "" {
-		t.Fatalf("first LoadDemo = %+v, want a created account with an admin and a token", demo)
+		t.Fatalf("first Load = %+v, want a created account with an admin and a token", demo)
 	}
 
 	counts := demoCounts(t, db, demo.AccountID)
@@ -176,20 +177,20 @@ func TestLoadDemo(t *testing.T) {
 	}
 	checkDemoToken(t, db, demo, now)
 
-	again, err := LoadDemo(ctx, db, now.Add(time.Hour))
+	again, err := Load(ctx, db, now.Add(time.Hour))
 	if err != nil {
-		t.Fatalf("second LoadDemo: %v", err)
+		t.Fatalf("second Load: %v", err)
 	}
 	if again.Created || again.AccountID != demo.AccountID || again.AdminUserID != demo.AdminUserID || again.Token == demo.Token {
-		t.Errorf("second LoadDemo = %+v, want the account %d not created again and a new token", again, demo.AccountID)
+		t.Errorf("second Load = %+v, want the account %d not created again and a new token", again, demo.AccountID)
 	}
 	checkDemoToken(t, db, again, now.Add(time.Hour))
 	if again.Samples != demo.Samples {
-		t.Errorf("second LoadDemo samples %+v, want the same as the first %+v", again.Samples, demo.Samples)
+		t.Errorf("second Load samples %+v, want the same as the first %+v", again.Samples, demo.Samples)
 	}
 	checkDemoSamples(t, db, demo)
 	if after := demoCounts(t, db, demo.AccountID); !maps.Equal(after, counts) {
-		t.Errorf("the second LoadDemo changed the counts:\n%v\nto\n%v", counts, after)
+		t.Errorf("the second Load changed the counts:\n%v\nto\n%v", counts, after)
 	}
 
 	// Another hour of the same day gives the same data in a fresh database: only
@@ -209,12 +210,12 @@ func TestLoadDemo(t *testing.T) {
 	var errs [2]error
 	var wg sync.WaitGroup
 	for i := range results {
-		wg.Go(func() { results[i], errs[i] = LoadDemo(ctx, other, otherNow) })
+		wg.Go(func() { results[i], errs[i] = Load(ctx, other, otherNow) })
 	}
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("concurrent LoadDemo %d: %v", i, err)
+			t.Fatalf("concurrent Load %d: %v", i, err)
 		}
 	}
 	if results[0].Created == results[1].Created || results[0].AccountID != results[1].AccountID {
@@ -247,7 +248,7 @@ func checkDemoToken(t *testing.T, db *sqlx.DB, demo *Demo, now time.Time) {
 		Label     string    `db:"label"`
 		ExpiresAt time.Time `db:"expires_at"`
 	}
-	err := db.Get(&tok, `SELECT account_id, user_id, label, expires_at FROM tokens WHERE hash = $1`, HashToken(demo.Token))
+	err := db.Get(&tok, `SELECT account_id, user_id, label, expires_at FROM tokens WHERE hash = $1`, impl.HashToken(demo.Token))
 	if err != nil {
 		t.Fatalf("token of the demo: %v", err)
 	}
@@ -265,8 +266,8 @@ func checkDemoToken(t *testing.T, db *sqlx.DB, demo *Demo, now time.Time) {
 	err = db.Get(&member, `SELECT u.login, u.role, u.kpi_users_report OR u.kpi_departments_report AS rights,
 		(SELECT count(*) FROM kpi_plans p WHERE p.account_id = u.account_id AND p.user_id = u.id) AS plans
 		FROM tokens t JOIN users u ON u.account_id = t.account_id AND u.id = t.user_id
-		WHERE t.hash = $1 AND t.account_id = $2 AND t.label = 'demo'`, HashToken(demo.MemberToken), demo.AccountID)
-	if err != nil || member.Role != RoleMember || member.Rights || member.Plans != 0 {
+		WHERE t.hash = $1 AND t.account_id = $2 AND t.label = 'demo'`, impl.HashToken(demo.MemberToken), demo.AccountID)
+	if err != nil || member.Role != impl.RoleMember || member.Rights || member.Plans != 0 {
 		t.Errorf("member token of %+v (%v), want a member without KPI rights and plans", member, err)
 	}
 }

@@ -1,4 +1,8 @@
-package impl
+// Package demo owns the demo data set: a generated account of a small office
+// supplier with its staff, counterparties, deals, tasks, documents, money and
+// mail, loaded once into a database by Load. It writes through SQL of its own,
+// beside the server in package impl, whose tokens and constants it uses.
+package demo
 
 import (
 	"cmp"
@@ -17,10 +21,12 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	"github.com/crmservice/crm/impl"
 )
 
-// DemoAccountName is the name of the demo account; LoadDemo loads it only once.
-const DemoAccountName = "Demo: Baltic Office Supply"
+// AccountName is the name of the demo account; Load creates it only once.
+const AccountName = "Demo: Baltic Office Supply"
 
 const (
 	demoLockKey    = 0x43524d64656d6f // "CRMdemo" in ASCII
@@ -55,23 +61,23 @@ type Demo struct {
 	// MemberToken is a new bearer token of a demo member without KPI plans and
 	// KPI report rights, for what such a user is answered (conformance cases).
 	MemberToken string
-	Samples     DemoSamples
+	Samples     Samples
 }
 
-// DemoSamples are records of the demo account that the conformance cases read
+// Samples are records of the demo account that the conformance cases read
 // and add goods positions to, since the API can neither list nor create them:
 // an active catalogue item, and a document with goods positions whose deal has
 // money movements, with its counterparty and deal.
-type DemoSamples struct {
+type Samples struct {
 	GoodsID    int64
 	CompanyID  int64
 	DealID     int64
 	DocumentID int64
 }
 
-// LoadDemo creates the demo account, unless it exists, and issues a new token of
+// Load creates the demo account, unless it exists, and issues a new token of
 // its admin user (valid 30 days, label "demo"). now anchors all dates.
-func LoadDemo(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
+func Load(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("demo: begin: %w", err)
@@ -102,7 +108,7 @@ func LoadDemo(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	if demo.MemberToken, err = issueDemoToken(ctx, tx, demo.AccountID, memberID, now); err != nil {
 		return nil, err
 	}
-	if demo.Samples, err = findDemoSamples(ctx, tx, demo.AccountID); err != nil {
+	if demo.Samples, err = findSamples(ctx, tx, demo.AccountID); err != nil {
 		return nil, err
 	}
 	if err := tx.GetContext(ctx, &demo.MailAccountID, `
@@ -126,7 +132,7 @@ func findDemo(ctx context.Context, tx *sqlx.Tx) (*Demo, error) {
 		         ORDER BY lower(u.login) = $3 DESC, u.id LIMIT 1)
 		  FROM accounts a
 		 WHERE a.name = $1
-		 ORDER BY a.id LIMIT 1`, DemoAccountName, RoleAdmin, demoAdminLogin).Scan(&accountID, &adminID)
+		 ORDER BY a.id LIMIT 1`, AccountName, impl.RoleAdmin, demoAdminLogin).Scan(&accountID, &adminID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, nil
 	}
@@ -139,10 +145,10 @@ func findDemo(ctx context.Context, tx *sqlx.Tx) (*Demo, error) {
 	return &Demo{AccountID: accountID, AdminUserID: adminID.Int64}, nil
 }
 
-// findDemoSamples picks the sample records: the first of each kind by id, so
+// findSamples picks the sample records: the first of each kind by id, so
 // that every load of the same demo data picks the same ones.
-func findDemoSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (DemoSamples, error) {
-	var s DemoSamples
+func findSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (Samples, error) {
+	var s Samples
 	err := tx.QueryRowContext(ctx, `
 		SELECT (SELECT min(g.id) FROM goods g WHERE g.account_id = d.account_id AND g.active), d.company_id, d.deal_id, d.id
 		  FROM documents d
@@ -159,7 +165,7 @@ func findDemoSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (DemoSam
 }
 
 func issueDemoToken(ctx context.Context, tx *sqlx.Tx, accountID, userID int64, now time.Time) (string, error) {
-	token, hash := NewToken(accountID)
+	token, hash := impl.NewToken(accountID)
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO tokens (account_id, user_id, hash, label, expires_at) VALUES ($1, $2, $3, $4, $5)`,
 		accountID, userID, hash, demoTokenLabel, now.Add(demoTokenTTL))
@@ -388,7 +394,7 @@ func (l *demoLoader) loadAccount() error {
 	created := l.day(-200)
 	err := l.tx.GetContext(l.ctx, &l.accountID, `
 		INSERT INTO accounts (name, base_currency, time_zone, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
-		DemoAccountName, demoCurrency, demoTimeZone, created)
+		AccountName, demoCurrency, demoTimeZone, created)
 	if err != nil {
 		return fmt.Errorf("insert account: %w", err)
 	}
@@ -482,7 +488,7 @@ func (l *demoLoader) pickNamed(code int, names []string, weights []int) (int64, 
 
 func (l *demoLoader) loadFieldDefinitions() error {
 	_, err := l.insert("field_definitions",
-		demoInt("module", []int64{ModuleCompanies, ModuleCompanies, ModuleDeals}),
+		demoInt("module", []int64{impl.ModuleCompanies, impl.ModuleCompanies, impl.ModuleDeals}),
 		demoText("name", []string{"industry", "employees", "source_campaign"}),
 		demoText("title", []string{"Industry", "Employees", "Source campaign"}),
 		demoText("type", []string{"text", "number", "text"}),
@@ -575,19 +581,19 @@ func (l *demoLoader) newCompanyBase() demoCompany {
 	c.createdDay = -l.rng.IntN(181)
 	c.drawn = l.workTime(c.createdDay)
 	c.createdAt = l.clampTime(c.drawn, time.Time{}, l.now)
-	typ := l.pickDir(DirCompanyTypes)
+	typ := l.pickDir(impl.DirCompanyTypes)
 	c.typeID = typ.id
 	if l.chance(0.9) {
-		c.statusID = l.pickDir(DirCompanyStatuses).id
+		c.statusID = l.pickDir(impl.DirCompanyStatuses).id
 	}
 	if l.chance(0.6) {
-		c.categoryID = l.pickDir(DirCompanyCategories).id
+		c.categoryID = l.pickDir(impl.DirCompanyCategories).id
 	}
 	if l.chance(0.5) {
-		c.groupID = l.pickDir(DirCompanyGroups).id
+		c.groupID = l.pickDir(impl.DirCompanyGroups).id
 	}
 	if l.chance(0.2) {
-		c.agentID = l.pickDir(DirAgents).id
+		c.agentID = l.pickDir(impl.DirAgents).id
 	}
 	if l.chance(0.7) {
 		c.infoSource = demoPick(l.rng, []string{"Website", "Trade fair", "Referral", "Cold call", "LinkedIn", "Newsletter"})
@@ -782,10 +788,10 @@ func (l *demoLoader) newContact(ci int, seen map[string]bool) {
 	p := demoContact{company: ci}
 	p.first, p.last = l.personName(c.country)
 	if l.chance(0.85) {
-		p.positionID = l.pickDir(DirPositions).id
+		p.positionID = l.pickDir(impl.DirPositions).id
 	}
 	if l.chance(0.5) {
-		p.statusID = l.pickDir(DirContactStatuses).id
+		p.statusID = l.pickDir(impl.DirContactStatuses).id
 	}
 	if l.chance(0.15) {
 		p.note = demoPick(l.rng, []string{
@@ -969,7 +975,7 @@ func (l *demoLoader) loadGoods() error {
 
 // dealCandidates are the counterparties that buy: not suppliers or competitors.
 func (l *demoLoader) dealCandidates() []int {
-	excluded := []int64{l.dirID(DirCompanyTypes, "Supplier"), l.dirID(DirCompanyTypes, "Competitor")}
+	excluded := []int64{l.dirID(impl.DirCompanyTypes, "Supplier"), l.dirID(impl.DirCompanyTypes, "Competitor")}
 	var out []int
 	for i := range l.companies {
 		if !slices.Contains(excluded, l.companies[i].typeID) {
@@ -1034,21 +1040,21 @@ func (l *demoLoader) newDeal(ci int, theme demoDealTheme) demoDeal {
 	if l.chance(0.15) {
 		d.user = l.rng.IntN(len(l.users))
 	}
-	d.typeID = l.pickDir(DirDealTypes).id
+	d.typeID = l.pickDir(impl.DirDealTypes).id
 	future := l.chance(0.1)
 	if future {
 		d.startDay = 1 + l.rng.IntN(20)
-		d.stageID, _ = l.pickNamed(DirDealStages, []string{"Lead", "Qualified"}, []int{2, 1})
+		d.stageID, _ = l.pickNamed(impl.DirDealStages, []string{"Lead", "Qualified"}, []int{2, 1})
 		d.drawn = l.workTime(-l.rng.IntN(7))
 	} else {
 		lo := max(-90, c.createdDay)
 		d.startDay = lo + l.rng.IntN(1-lo)
-		d.stageID = l.pickDir(DirDealStages).id
+		d.stageID = l.pickDir(impl.DirDealStages).id
 		d.drawn = l.workTime(d.startDay)
 	}
 	d.createdAt = l.clampTime(d.drawn, c.createdAt, l.now)
 	d.finishDay = min(d.startDay+10+l.rng.IntN(36), max(d.startDay, 30))
-	if (d.stageID == l.dirID(DirDealStages, "Won") || d.stageID == l.dirID(DirDealStages, "Lost")) && d.finishDay > 0 {
+	if (d.stageID == l.dirID(impl.DirDealStages, "Won") || d.stageID == l.dirID(impl.DirDealStages, "Lost")) && d.finishDay > 0 {
 		d.finishDay = max(d.startDay, 0)
 	}
 	if l.chance(0.2) {
@@ -1212,7 +1218,7 @@ func (l *demoLoader) newTask(ci, day int) demoTask {
 	if len(c.contacts) > 0 && l.chance(0.35) {
 		t.contact = demoPick(l.rng, c.contacts)
 	}
-	kind := l.pickDir(DirTaskKinds)
+	kind := l.pickDir(impl.DirTaskKinds)
 	t.typeID = kind.id
 	t.note = demoPick(l.rng, demoTaskNotes(kind.name))
 	if l.chance(0.25) {
@@ -1304,10 +1310,10 @@ func (l *demoLoader) loadDocuments() error {
 	for i := range demoDocumentCount {
 		typeName := "Invoice"
 		if i%2 == 1 {
-			_, typeName = l.pickNamed(DirDocumentTypes, []string{"Contract", "Act", "Offer"}, []int{3, 3, 4})
+			_, typeName = l.pickNamed(impl.DirDocumentTypes, []string{"Contract", "Act", "Offer"}, []int{3, 3, 4})
 		}
-		d := demoDocument{typeName: typeName, typeID: l.dirID(DirDocumentTypes, typeName), deal: -1, contact: -1}
-		d.statusID, d.status = l.pickNamed(DirDocumentStatuses, statuses, statusWeights[typeName])
+		d := demoDocument{typeName: typeName, typeID: l.dirID(impl.DirDocumentTypes, typeName), deal: -1, contact: -1}
+		d.statusID, d.status = l.pickNamed(impl.DirDocumentStatuses, statuses, statusWeights[typeName])
 		var free []int
 		if l.chance(0.7) {
 			for _, di := range started {
@@ -1497,7 +1503,7 @@ func (l *demoLoader) loadMoney() error {
 // account and tags.
 func (l *demoLoader) newMovement(day int, direction int64) demoMovement {
 	m := demoMovement{day: day, direction: direction, company: -1, deal: -1}
-	m.typeID = l.pickDir(DirPaymentForms).id
+	m.typeID = l.pickDir(impl.DirPaymentForms).id
 	m.usd = l.chance(0.15)
 	if l.chance(0.1) {
 		m.tags = l.pickSome([]string{"recurring", "one-off", "prepayment"}, 1)
@@ -1508,7 +1514,7 @@ func (l *demoLoader) newMovement(day int, direction int64) demoMovement {
 func (l *demoLoader) invoicePayment(d *demoDocument, sum int64) demoMovement {
 	m := l.newMovement(min(0, d.day+l.rng.IntN(15)), 1)
 	m.sum, m.user, m.company, m.deal = sum, d.user, d.company, d.deal
-	m.categoryID, _ = l.pickNamed(DirMoneyCategories, []string{"Sales", "Services"}, []int{4, 1})
+	m.categoryID, _ = l.pickNamed(impl.DirMoneyCategories, []string{"Sales", "Services"}, []int{4, 1})
 	m.note = "Payment for " + d.number
 	if sum != d.sum {
 		m.note = "Partial payment for " + d.number
@@ -1525,7 +1531,7 @@ func (l *demoLoader) otherIncome(ci int) demoMovement {
 		m.deal = demoPick(l.rng, c.deals)
 	}
 	m.sum = int64(5000 + l.rng.IntN(245000))
-	m.categoryID, _ = l.pickNamed(DirMoneyCategories, []string{"Sales", "Services"}, []int{7, 3})
+	m.categoryID, _ = l.pickNamed(impl.DirMoneyCategories, []string{"Sales", "Services"}, []int{7, 3})
 	m.note = demoPick(l.rng, []string{"Card payment at the showroom", "Prepayment for the order", "Payment for services", "Cash sale"})
 	return m
 }
@@ -1535,7 +1541,7 @@ func (l *demoLoader) expense() demoMovement {
 	m.user = l.rng.IntN(3)
 	cats := []string{"Purchases", "Rent", "Salaries", "Marketing", "Taxes", "Software"}
 	var cat string
-	m.categoryID, cat = l.pickNamed(DirMoneyCategories, cats, []int{45, 5, 10, 15, 7, 18})
+	m.categoryID, cat = l.pickNamed(impl.DirMoneyCategories, cats, []int{45, 5, 10, 15, 7, 18})
 	euros := map[string][2]int{ // range of amounts in whole euros
 		"Purchases": {80, 2000}, "Rent": {1500, 2500}, "Salaries": {1800, 3500},
 		"Marketing": {100, 1500}, "Taxes": {300, 2500}, "Software": {15, 400},
@@ -1551,7 +1557,7 @@ func (l *demoLoader) expense() demoMovement {
 }
 
 func (l *demoLoader) companiesOfType(name string) []int {
-	id := l.dirID(DirCompanyTypes, name)
+	id := l.dirID(impl.DirCompanyTypes, name)
 	var out []int
 	for i := range l.companies {
 		if l.companies[i].typeID == id {
@@ -1563,7 +1569,7 @@ func (l *demoLoader) companiesOfType(name string) []int {
 
 // transfers are the pairs of movements of money moved between the two money accounts.
 func (l *demoLoader) transfers() []demoMovement {
-	transfer := l.dirID(DirPaymentForms, "Bank transfer")
+	transfer := l.dirID(impl.DirPaymentForms, "Bank transfer")
 	var out []demoMovement
 	for k := range demoTransferCount {
 		day := -80 + 16*k
@@ -1806,9 +1812,9 @@ func (l *demoLoader) loadKPIPlans() error {
 }
 
 func (l *demoLoader) loadFilters() error {
-	client := l.dirID(DirCompanyTypes, "Client")
+	client := l.dirID(impl.DirCompanyTypes, "Client")
 	_, err := l.insert("user_filters",
-		demoInt("module", []int64{ModuleCompanies, ModuleCompanies, ModuleMail}),
+		demoInt("module", []int64{impl.ModuleCompanies, impl.ModuleCompanies, impl.ModuleMail}),
 		demoText("name", []string{"Clients", "VIP counterparties", "Mail about invoices"}),
 		demoJSONCol("definition", []string{
 			demoJSON(map[string]any{"type_id": client}),
@@ -2064,13 +2070,13 @@ func demoRepeat[V any](v V, n int) []V {
 
 func demoStaff() []demoUser {
 	return []demoUser{
-		{name: "Anna Berg", login: demoAdminLogin, role: RoleAdmin, dept: -1, usersReport: true, deptsReport: true, plan: true},
-		{name: "Lars Nilsson", login: "lars@demo.example", role: RoleHead, dept: 0, usersReport: true, plan: true},
-		{name: "Ieva Kazlauskiene", login: "ieva@demo.example", role: RoleHead, dept: 1, usersReport: true, plan: true},
-		{name: "Janis Ozols", login: "janis@demo.example", role: RoleMember, dept: 0, plan: true},
-		{name: "Mikko Virtanen", login: "mikko@demo.example", role: RoleMember, dept: 0, timeZone: "Europe/Helsinki", plan: true},
-		{name: "Kristiina Tamm", login: "kristiina@demo.example", role: RoleMember, dept: 1, plan: true},
-		{name: "Tomas Petrauskas", login: demoMemberLogin, role: RoleMember, dept: 1},
+		{name: "Anna Berg", login: demoAdminLogin, role: impl.RoleAdmin, dept: -1, usersReport: true, deptsReport: true, plan: true},
+		{name: "Lars Nilsson", login: "lars@demo.example", role: impl.RoleHead, dept: 0, usersReport: true, plan: true},
+		{name: "Ieva Kazlauskiene", login: "ieva@demo.example", role: impl.RoleHead, dept: 1, usersReport: true, plan: true},
+		{name: "Janis Ozols", login: "janis@demo.example", role: impl.RoleMember, dept: 0, plan: true},
+		{name: "Mikko Virtanen", login: "mikko@demo.example", role: impl.RoleMember, dept: 0, timeZone: "Europe/Helsinki", plan: true},
+		{name: "Kristiina Tamm", login: "kristiina@demo.example", role: impl.RoleMember, dept: 1, plan: true},
+		{name: "Tomas Petrauskas", login: demoMemberLogin, role: impl.RoleMember, dept: 1},
 	}
 }
 
@@ -2078,89 +2084,89 @@ func demoStaff() []demoUser {
 // the order of their sort.
 func demoDirectoryValues() []demoDirValue {
 	return []demoDirValue{
-		{code: DirCompanyTypes, name: "Client", weight: 40, controlled: true},
-		{code: DirCompanyTypes, name: "Key client", weight: 10, controlled: true},
-		{code: DirCompanyTypes, name: "Prospect", weight: 25},
-		{code: DirCompanyTypes, name: "Partner", weight: 10},
-		{code: DirCompanyTypes, name: "Supplier", weight: 10},
-		{code: DirCompanyTypes, name: "Competitor", weight: 5},
+		{code: impl.DirCompanyTypes, name: "Client", weight: 40, controlled: true},
+		{code: impl.DirCompanyTypes, name: "Key client", weight: 10, controlled: true},
+		{code: impl.DirCompanyTypes, name: "Prospect", weight: 25},
+		{code: impl.DirCompanyTypes, name: "Partner", weight: 10},
+		{code: impl.DirCompanyTypes, name: "Supplier", weight: 10},
+		{code: impl.DirCompanyTypes, name: "Competitor", weight: 5},
 
-		{code: DirCompanyStatuses, name: "New", weight: 20},
-		{code: DirCompanyStatuses, name: "Active", weight: 45},
-		{code: DirCompanyStatuses, name: "Negotiating", weight: 15},
-		{code: DirCompanyStatuses, name: "On hold", weight: 10},
-		{code: DirCompanyStatuses, name: "Inactive", weight: 10},
+		{code: impl.DirCompanyStatuses, name: "New", weight: 20},
+		{code: impl.DirCompanyStatuses, name: "Active", weight: 45},
+		{code: impl.DirCompanyStatuses, name: "Negotiating", weight: 15},
+		{code: impl.DirCompanyStatuses, name: "On hold", weight: 10},
+		{code: impl.DirCompanyStatuses, name: "Inactive", weight: 10},
 
-		{code: DirCompanyCategories, name: "A: strategic", weight: 15},
-		{code: DirCompanyCategories, name: "B: regular", weight: 50},
-		{code: DirCompanyCategories, name: "C: occasional", weight: 35},
+		{code: impl.DirCompanyCategories, name: "A: strategic", weight: 15},
+		{code: impl.DirCompanyCategories, name: "B: regular", weight: 50},
+		{code: impl.DirCompanyCategories, name: "C: occasional", weight: 35},
 
-		{code: DirTaskKinds, name: "Call", weight: 30},
-		{code: DirTaskKinds, name: "Meeting", weight: 15},
-		{code: DirTaskKinds, name: "E-mail", weight: 25},
-		{code: DirTaskKinds, name: "Follow-up", weight: 15},
-		{code: DirTaskKinds, name: "Demo", weight: 5},
-		{code: DirTaskKinds, name: "Contract review", weight: 10},
+		{code: impl.DirTaskKinds, name: "Call", weight: 30},
+		{code: impl.DirTaskKinds, name: "Meeting", weight: 15},
+		{code: impl.DirTaskKinds, name: "E-mail", weight: 25},
+		{code: impl.DirTaskKinds, name: "Follow-up", weight: 15},
+		{code: impl.DirTaskKinds, name: "Demo", weight: 5},
+		{code: impl.DirTaskKinds, name: "Contract review", weight: 10},
 
-		{code: DirDealTypes, name: "New business", weight: 40},
-		{code: DirDealTypes, name: "Upsell", weight: 25},
-		{code: DirDealTypes, name: "Renewal", weight: 20},
-		{code: DirDealTypes, name: "Service contract", weight: 15},
+		{code: impl.DirDealTypes, name: "New business", weight: 40},
+		{code: impl.DirDealTypes, name: "Upsell", weight: 25},
+		{code: impl.DirDealTypes, name: "Renewal", weight: 20},
+		{code: impl.DirDealTypes, name: "Service contract", weight: 15},
 
-		{code: DirDealStages, name: "Lead", weight: 20},
-		{code: DirDealStages, name: "Qualified", weight: 15},
-		{code: DirDealStages, name: "Proposal", weight: 20},
-		{code: DirDealStages, name: "Negotiation", weight: 15},
-		{code: DirDealStages, name: "Won", weight: 20},
-		{code: DirDealStages, name: "Lost", weight: 10},
+		{code: impl.DirDealStages, name: "Lead", weight: 20},
+		{code: impl.DirDealStages, name: "Qualified", weight: 15},
+		{code: impl.DirDealStages, name: "Proposal", weight: 20},
+		{code: impl.DirDealStages, name: "Negotiation", weight: 15},
+		{code: impl.DirDealStages, name: "Won", weight: 20},
+		{code: impl.DirDealStages, name: "Lost", weight: 10},
 
-		{code: DirPositions, name: "CEO", weight: 15},
-		{code: DirPositions, name: "Purchasing manager", weight: 25},
-		{code: DirPositions, name: "Office manager", weight: 25},
-		{code: DirPositions, name: "Chief accountant", weight: 15},
-		{code: DirPositions, name: "IT manager", weight: 10},
-		{code: DirPositions, name: "Facility manager", weight: 10},
+		{code: impl.DirPositions, name: "CEO", weight: 15},
+		{code: impl.DirPositions, name: "Purchasing manager", weight: 25},
+		{code: impl.DirPositions, name: "Office manager", weight: 25},
+		{code: impl.DirPositions, name: "Chief accountant", weight: 15},
+		{code: impl.DirPositions, name: "IT manager", weight: 10},
+		{code: impl.DirPositions, name: "Facility manager", weight: 10},
 
-		{code: DirContactStatuses, name: "Decision maker", weight: 30},
-		{code: DirContactStatuses, name: "Influencer", weight: 30},
-		{code: DirContactStatuses, name: "Day-to-day contact", weight: 35},
-		{code: DirContactStatuses, name: "Left the company", weight: 5},
+		{code: impl.DirContactStatuses, name: "Decision maker", weight: 30},
+		{code: impl.DirContactStatuses, name: "Influencer", weight: 30},
+		{code: impl.DirContactStatuses, name: "Day-to-day contact", weight: 35},
+		{code: impl.DirContactStatuses, name: "Left the company", weight: 5},
 
-		{code: DirDocumentTypes, name: "Invoice", weight: 50, invoice: true},
-		{code: DirDocumentTypes, name: "Contract", weight: 15},
-		{code: DirDocumentTypes, name: "Act", weight: 15},
-		{code: DirDocumentTypes, name: "Offer", weight: 20},
+		{code: impl.DirDocumentTypes, name: "Invoice", weight: 50, invoice: true},
+		{code: impl.DirDocumentTypes, name: "Contract", weight: 15},
+		{code: impl.DirDocumentTypes, name: "Act", weight: 15},
+		{code: impl.DirDocumentTypes, name: "Offer", weight: 20},
 
-		{code: DirDocumentStatuses, name: "Draft", weight: 1},
-		{code: DirDocumentStatuses, name: "Issued", weight: 1},
-		{code: DirDocumentStatuses, name: "Signed", weight: 1},
-		{code: DirDocumentStatuses, name: "Paid", weight: 1},
-		{code: DirDocumentStatuses, name: "Cancelled", weight: 1},
+		{code: impl.DirDocumentStatuses, name: "Draft", weight: 1},
+		{code: impl.DirDocumentStatuses, name: "Issued", weight: 1},
+		{code: impl.DirDocumentStatuses, name: "Signed", weight: 1},
+		{code: impl.DirDocumentStatuses, name: "Paid", weight: 1},
+		{code: impl.DirDocumentStatuses, name: "Cancelled", weight: 1},
 
-		{code: DirPaymentForms, name: "Bank transfer", weight: 60},
-		{code: DirPaymentForms, name: "Card", weight: 25},
-		{code: DirPaymentForms, name: "Cash", weight: 5},
-		{code: DirPaymentForms, name: "Direct debit", weight: 10},
+		{code: impl.DirPaymentForms, name: "Bank transfer", weight: 60},
+		{code: impl.DirPaymentForms, name: "Card", weight: 25},
+		{code: impl.DirPaymentForms, name: "Cash", weight: 5},
+		{code: impl.DirPaymentForms, name: "Direct debit", weight: 10},
 
-		{code: DirMoneyCategories, name: "Sales", weight: 1},
-		{code: DirMoneyCategories, name: "Services", weight: 1},
-		{code: DirMoneyCategories, name: "Purchases", weight: 1},
-		{code: DirMoneyCategories, name: "Rent", weight: 1},
-		{code: DirMoneyCategories, name: "Salaries", weight: 1},
-		{code: DirMoneyCategories, name: "Marketing", weight: 1},
-		{code: DirMoneyCategories, name: "Taxes", weight: 1},
-		{code: DirMoneyCategories, name: "Software", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Sales", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Services", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Purchases", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Rent", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Salaries", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Marketing", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Taxes", weight: 1},
+		{code: impl.DirMoneyCategories, name: "Software", weight: 1},
 
-		{code: DirAgents, name: "Baltic Sales Partners", weight: 50},
-		{code: DirAgents, name: "Nordic Reseller Network", weight: 30},
-		{code: DirAgents, name: "Office Expo Agency", weight: 20},
+		{code: impl.DirAgents, name: "Baltic Sales Partners", weight: 50},
+		{code: impl.DirAgents, name: "Nordic Reseller Network", weight: 30},
+		{code: impl.DirAgents, name: "Office Expo Agency", weight: 20},
 
-		{code: DirCompanyGroups, name: "Retail", weight: 20},
-		{code: DirCompanyGroups, name: "Wholesale", weight: 20},
-		{code: DirCompanyGroups, name: "Public sector", weight: 15},
-		{code: DirCompanyGroups, name: "Education", weight: 10},
-		{code: DirCompanyGroups, name: "Healthcare", weight: 15},
-		{code: DirCompanyGroups, name: "IT and telecom", weight: 20},
+		{code: impl.DirCompanyGroups, name: "Retail", weight: 20},
+		{code: impl.DirCompanyGroups, name: "Wholesale", weight: 20},
+		{code: impl.DirCompanyGroups, name: "Public sector", weight: 15},
+		{code: impl.DirCompanyGroups, name: "Education", weight: 10},
+		{code: impl.DirCompanyGroups, name: "Healthcare", weight: 15},
+		{code: impl.DirCompanyGroups, name: "IT and telecom", weight: 20},
 	}
 }
 
