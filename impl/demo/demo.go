@@ -79,11 +79,11 @@ func Load(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, demoLockKey); err != nil {
 		return nil, fmt.Errorf("demo: lock: %w", err)
 	}
-	demo, err := findDemo(ctx, tx)
+	demo, found, err := findDemo(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
-	if demo == nil {
+	if !found {
 		if demo, err = createDemo(ctx, tx, now); err != nil {
 			return nil, err
 		}
@@ -112,28 +112,30 @@ func Load(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	return demo, nil
 }
 
-// findDemo returns the existing demo account, or nil when there is none.
-func findDemo(ctx context.Context, tx *sqlx.Tx) (*Demo, error) {
+// findDemo returns the existing demo account with its admin user; found is
+// false when there is none.
+func findDemo(ctx context.Context, tx *sqlx.Tx) (demo *Demo, found bool, err error) {
 	var accountID int64
-	var adminID sql.NullInt64
-	err := tx.QueryRowContext(ctx, `
-		SELECT a.id,
-		       (SELECT u.id FROM users u
-		         WHERE u.account_id = a.id AND u.role = $2
-		         ORDER BY lower(u.login) = $3 DESC, u.id LIMIT 1)
-		  FROM accounts a
-		 WHERE a.name = $1
-		 ORDER BY a.id LIMIT 1`, AccountName, impl.RoleAdmin, demoAdminLogin).Scan(&accountID, &adminID)
+	// cross-account: the demo account is known only by its name until it is
+	// found; an admin step that runs once per load.
+	err = tx.GetContext(ctx, &accountID, `SELECT id FROM accounts WHERE name = $1 ORDER BY id LIMIT 1`, AccountName)
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
+		return nil, false, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("demo: find account: %w", err)
+		return nil, false, fmt.Errorf("demo: find account: %w", err)
 	}
-	if !adminID.Valid {
-		return nil, fmt.Errorf("demo: account %d has no admin user", accountID)
+	var adminID int64
+	err = tx.GetContext(ctx, &adminID, `
+		SELECT id FROM users WHERE account_id = $1 AND role = $2
+		 ORDER BY lower(login) = $3 DESC, id LIMIT 1`, accountID, impl.RoleAdmin, demoAdminLogin)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, fmt.Errorf("demo: account %d has no admin user", accountID)
 	}
-	return &Demo{AccountID: accountID, AdminUserID: adminID.Int64}, nil
+	if err != nil {
+		return nil, false, fmt.Errorf("demo: find the admin of account %d: %w", accountID, err)
+	}
+	return &Demo{AccountID: accountID, AdminUserID: adminID}, true, nil
 }
 
 // findSamples picks the sample records: the first of each kind by id, so
@@ -141,12 +143,12 @@ func findDemo(ctx context.Context, tx *sqlx.Tx) (*Demo, error) {
 func findSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (Samples, error) {
 	var s Samples
 	err := tx.QueryRowContext(ctx, `
-		SELECT (SELECT min(g.id) FROM goods g WHERE g.account_id = d.account_id AND g.active), d.company_id, d.deal_id, d.id
+		SELECT (SELECT min(g.id) FROM goods g WHERE g.account_id = $1 AND g.active), d.company_id, d.deal_id, d.id
 		  FROM documents d
 		 WHERE d.account_id = $1 AND d.deal_id IS NOT NULL
-		   AND EXISTS (SELECT 1 FROM document_goods p WHERE p.account_id = d.account_id AND p.document_id = d.id)
+		   AND EXISTS (SELECT 1 FROM document_goods p WHERE p.account_id = $1 AND p.document_id = d.id)
 		   AND EXISTS (SELECT 1 FROM money_movements m
-		                WHERE m.account_id = d.account_id AND m.company_id = d.company_id AND m.deal_id = d.deal_id)
+		                WHERE m.account_id = $1 AND m.company_id = d.company_id AND m.deal_id = d.deal_id)
 		 ORDER BY d.id
 		 LIMIT 1`, accountID).Scan(&s.GoodsID, &s.CompanyID, &s.DealID, &s.DocumentID)
 	if err != nil {

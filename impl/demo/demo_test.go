@@ -97,27 +97,27 @@ func TestLoad(t *testing.T) {
 			SELECT count(*) = 60 AND bool_and(name = last_name || ' ' || first_name)
 			  FROM companies WHERE account_id = $1 AND person = 2`},
 		{"every counterparty has an own e-mail and phone and was created by the demo", `
-			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = c.account_id AND e.company_id = c.id AND e.contact_id IS NULL)
-			            AND EXISTS (SELECT 1 FROM phones p WHERE p.account_id = c.account_id AND p.company_id = c.id AND p.contact_id IS NULL)
+			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = $1 AND e.company_id = c.id AND e.contact_id IS NULL)
+			            AND EXISTS (SELECT 1 FROM phones p WHERE p.account_id = $1 AND p.company_id = c.id AND p.contact_id IS NULL)
 			            AND c.created_via = 'demo' AND c.created_by = c.user_id AND c.created_at <= now())
 			  FROM companies c WHERE c.account_id = $1`},
 		{"the counterparties are spread over all users", `
 			SELECT count(DISTINCT user_id) = 7 FROM companies WHERE account_id = $1`},
 		{"every contact person has an e-mail and a phone", `
-			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = k.account_id AND e.contact_id = k.id)
-			            AND EXISTS (SELECT 1 FROM phones p WHERE p.account_id = k.account_id AND p.contact_id = k.id))
+			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = $1 AND e.contact_id = k.id)
+			            AND EXISTS (SELECT 1 FROM phones p WHERE p.account_id = $1 AND p.contact_id = k.id))
 			  FROM contacts k WHERE k.account_id = $1`},
 		{"e-mails are unique case-insensitively and on .example domains", `
 			SELECT count(*) = count(DISTINCT lower(email)) AND bool_and(email LIKE '%_@%.example')
 			  FROM emails WHERE account_id = $1`},
 		{"tax_id follows the default requisites", `
 			SELECT count(*) > 100 AND bool_and(c.tax_id = r.inn AND c.tax_id <> '')
-			  FROM companies c JOIN requisites r ON r.account_id = c.account_id AND r.company_id = c.id AND r.is_default
+			  FROM companies c JOIN requisites r ON r.account_id = $1 AND r.company_id = c.id AND r.is_default
 			 WHERE c.account_id = $1`},
 		{"no tax_id without default requisites", `
 			SELECT count(*) = 0 FROM companies c
 			 WHERE c.account_id = $1 AND c.tax_id <> ''
-			   AND NOT EXISTS (SELECT 1 FROM requisites r WHERE r.account_id = c.account_id AND r.company_id = c.id AND r.is_default)`},
+			   AND NOT EXISTS (SELECT 1 FROM requisites r WHERE r.account_id = $1 AND r.company_id = c.id AND r.is_default)`},
 		{"some counterparties have second requisites", `
 			SELECT count(*) > 0 FROM requisites WHERE account_id = $1 AND NOT is_default`},
 		{"additional fields have values", `
@@ -125,14 +125,14 @@ func TestLoad(t *testing.T) {
 			   AND (SELECT count(*) FROM companies WHERE account_id = $1 AND extra ? 'employees') > 100
 			   AND (SELECT count(*) FROM deals WHERE account_id = $1 AND extra ? 'source_campaign') > 20`},
 		{"deal sums are the sums of their positions", `
-			SELECT bool_and(d.sum = (SELECT sum(g.sum) FROM deal_goods g WHERE g.account_id = d.account_id AND g.deal_id = d.id))
+			SELECT bool_and(d.sum = (SELECT sum(g.sum) FROM deal_goods g WHERE g.account_id = $1 AND g.deal_id = d.id))
 			  FROM deals d WHERE d.account_id = $1`},
 		{"document sums are the sums of their positions", `
-			SELECT bool_and(d.sum = (SELECT sum(g.sum) FROM document_goods g WHERE g.account_id = d.account_id AND g.document_id = d.id))
+			SELECT bool_and(d.sum = (SELECT sum(g.sum) FROM document_goods g WHERE g.account_id = $1 AND g.document_id = d.id))
 			  FROM documents d WHERE d.account_id = $1`},
 		{"about half of the documents are invoices, numbered INV- and due in 14 days", `
 			SELECT count(*) = 100 AND bool_and(d.number ~ '^INV-[0-9]{4}-[0-9]{4}$' AND d.date_expire = d.date + 14)
-			  FROM documents d JOIN directory_values v ON v.account_id = d.account_id AND v.id = d.type_id
+			  FROM documents d JOIN directory_values v ON v.account_id = $1 AND v.id = d.type_id
 			 WHERE d.account_id = $1 AND v.is_invoice`},
 		{"document numbers are unique", `
 			SELECT count(*) = count(DISTINCT number) FROM documents WHERE account_id = $1`},
@@ -151,17 +151,17 @@ func TestLoad(t *testing.T) {
 			  FROM money_movements WHERE account_id = $1 AND is_transfer`},
 		{"USD movements are converted at 1.08", `
 			SELECT count(*) > 0 AND bool_and(m.sum_currency = round(m.sum * 1.08, 2))
-			  FROM money_movements m JOIN money_accounts a ON a.account_id = m.account_id AND a.id = m.money_account_id
+			  FROM money_movements m JOIN money_accounts a ON a.account_id = $1 AND a.id = m.money_account_id
 			 WHERE m.account_id = $1 AND a.currency = 'USD'`},
 		{"mail addresses are counterparties' e-mails and users' logins", `
-			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = m.account_id AND e.email = CASE m.folder WHEN 1 THEN m.from_address ELSE m.to_address END)
-			            AND EXISTS (SELECT 1 FROM users u WHERE u.account_id = m.account_id AND u.login = CASE m.folder WHEN 1 THEN m.to_address ELSE m.from_address END)
+			SELECT bool_and(EXISTS (SELECT 1 FROM emails e WHERE e.account_id = $1 AND e.email = CASE m.folder WHEN 1 THEN m.from_address ELSE m.to_address END)
+			            AND EXISTS (SELECT 1 FROM users u WHERE u.account_id = $1 AND u.login = CASE m.folder WHEN 1 THEN m.to_address ELSE m.from_address END)
 			            AND (m.folder = 2) = (m.delivery_state IS NOT NULL)
 			            AND m.small_part_of_body <> '' AND m.body LIKE '<p>%')
 			  FROM mail_messages m WHERE m.account_id = $1`},
 		{"one member has no KPI plan, the other users plans for 3 months", `
 			SELECT count(*) FILTER (WHERE n = 0) = 1 AND count(*) FILTER (WHERE n = 3) = 6
-			  FROM (SELECT (SELECT count(*) FROM kpi_plans p WHERE p.account_id = u.account_id AND p.user_id = u.id) AS n
+			  FROM (SELECT (SELECT count(*) FROM kpi_plans p WHERE p.account_id = $1 AND p.user_id = u.id) AS n
 			          FROM users u WHERE u.account_id = $1) x`},
 		{"every KPI plan has 3 to 5 items", `
 			SELECT bool_and(n BETWEEN 3 AND 5)
@@ -264,8 +264,8 @@ func checkDemoToken(t *testing.T, db *sqlx.DB, demo *Demo, now time.Time) {
 		Plans  int    `db:"plans"`
 	}
 	err = db.Get(&member, `SELECT u.login, u.role, u.kpi_users_report OR u.kpi_departments_report AS rights,
-		(SELECT count(*) FROM kpi_plans p WHERE p.account_id = u.account_id AND p.user_id = u.id) AS plans
-		FROM tokens t JOIN users u ON u.account_id = t.account_id AND u.id = t.user_id
+		(SELECT count(*) FROM kpi_plans p WHERE p.account_id = $2 AND p.user_id = u.id) AS plans
+		FROM tokens t JOIN users u ON u.account_id = $2 AND u.id = t.user_id
 		WHERE t.hash = $1 AND t.account_id = $2 AND t.label = 'demo'`, impl.HashToken(demo.MemberToken), demo.AccountID)
 	if err != nil || member.Role != impl.RoleMember || member.Rights || member.Plans != 0 {
 		t.Errorf("member token of %+v (%v), want a member without KPI rights and plans", member, err)
