@@ -68,7 +68,27 @@ type Samples struct {
 
 // Load creates the demo account, unless it exists, and issues a new token of
 // its admin user (valid 30 days, label "demo"). now anchors all dates.
-func Load(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
+func Load(ctx context.Context, db *sqlx.DB, now time.Time, opts ...Option) (*Demo, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	createRows := 0
+	for _, s := range createSteps() {
+		createRows += s.rows
+	}
+	t := newTracker(o)
+	t.at("waiting for the lock", 0, createRows+tokenRows)
+	t.run()
+	demo, err := load(ctx, db, now, t, createRows)
+	t.stop(err == nil)
+	return demo, err
+}
+
+// tokenRows are the rows of the tokens that every load issues.
+const tokenRows = 2
+
+func load(ctx context.Context, db *sqlx.DB, now time.Time, t *tracker, createRows int) (*Demo, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("demo: begin: %w", err)
@@ -79,18 +99,21 @@ func Load(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, demoLockKey); err != nil {
 		return nil, fmt.Errorf("demo: lock: %w", err)
 	}
+	t.at("finding the demo account", 0, createRows+tokenRows)
 	demo, found, err := findDemo(ctx, tx)
 	if err != nil {
 		return nil, err
 	}
 	if !found {
-		if demo, err = createDemo(ctx, tx, now); err != nil {
+		if demo, err = createDemo(ctx, tx, now, t); err != nil {
 			return nil, err
 		}
 	}
+	t.at("issuing tokens", tokenRows, 0)
 	if demo.Token, err = issueDemoToken(ctx, tx, demo.AccountID, demo.AdminUserID, now); err != nil {
 		return nil, err
 	}
+	t.add(1)
 	var memberID int64
 	if err := tx.GetContext(ctx, &memberID, `SELECT id FROM users WHERE account_id = $1 AND lower(login) = $2`,
 		demo.AccountID, demoMemberLogin); err != nil {
@@ -99,6 +122,7 @@ func Load(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
 	if demo.MemberToken, err = issueDemoToken(ctx, tx, demo.AccountID, memberID, now); err != nil {
 		return nil, err
 	}
+	t.add(1)
 	if demo.Samples, err = findSamples(ctx, tx, demo.AccountID); err != nil {
 		return nil, err
 	}

@@ -3,11 +3,13 @@ package demo
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/db/dbtest"
 	"github.com/crmservice/crm/impl"
@@ -312,4 +314,117 @@ func checkDemoSamples(t *testing.T, db *sqlx.DB, demo *Demo) {
 	if !ok {
 		t.Errorf("samples %+v are not an active catalogue item and a document with positions whose deal has money movements", s)
 	}
+}
+
+// TestLoadTwice loads into a fresh database, where the demo account must then
+// be the only account of every table, and loads again, which must find that
+// account and write nothing but its two new tokens.
+func TestLoadTwice(t *testing.T) {
+	db := dbtest.New(t)
+	ctx := context.Background()
+	now := time.Now()
+
+	first, err := Load(ctx, db, now)
+	if err != nil {
+		t.Fatalf("first Load: %v", err)
+	}
+	if !first.Created {
+		t.Fatalf("first Load = %+v, want Created", first)
+	}
+	var accounts []int64
+	if err := db.Select(&accounts, `SELECT id FROM accounts ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if len(accounts) != 1 || accounts[0] != first.AccountID {
+		t.Errorf("accounts %v, want only the demo account %d", accounts, first.AccountID)
+	}
+	before := rowsByAccount(t, db)
+	var filled []string
+	for table, byAccount := range before {
+		for acc, n := range byAccount {
+			if acc != first.AccountID {
+				t.Errorf("%s has %d rows of account %d, not the demo's %d", table, n, acc, first.AccountID)
+			}
+		}
+		if byAccount[first.AccountID] > 0 {
+			filled = append(filled, table)
+		}
+	}
+	// Every table the demo fills, so that the check above is not vacuous;
+	// the journal stays empty (nothing was done through the API).
+	slices.Sort(filled)
+	wantFilled := []string{"companies", "contact_socials", "contacts", "deal_goods", "deals", "departments",
+		"directory_values", "document_goods", "documents", "emails", "field_definitions", "goods", "kpi_plan_items",
+		"kpi_plans", "list_counts", "mail_accounts", "mail_messages", "money_accounts", "money_movements", "phones",
+		"requisites", "tasks", "tokens", "user_filters", "users"}
+	if !slices.Equal(filled, wantFilled) {
+		t.Errorf("tables with rows %v, want %v", filled, wantFilled)
+	}
+
+	second, err := Load(ctx, db, now.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("second Load: %v", err)
+	}
+	if second.Created || second.AccountID != first.AccountID || second.AdminUserID != first.AdminUserID ||
+		second.MailAccountID != first.MailAccountID || second.Samples != first.Samples ||
+		second.Token == first.Token || second.MemberToken == first.MemberToken {
+		t.Errorf("second Load = %+v, want the first %+v found, with new tokens", second, first)
+	}
+	if err := db.Select(&accounts, `SELECT id FROM accounts ORDER BY id`); err != nil {
+		t.Fatal(err)
+	}
+	if len(accounts) != 1 {
+		t.Errorf("accounts after the second load %v, want one", accounts)
+	}
+	after := rowsByAccount(t, db)
+	before["tokens"][first.AccountID] += 2
+	if !maps.EqualFunc(before, after, maps.Equal) {
+		t.Errorf("rows by table and account after the second load:\n%v\nwant\n%v", after, before)
+	}
+	var labels []string
+	if err := db.Select(&labels, `SELECT label FROM tokens WHERE account_id = $1 ORDER BY id`, first.AccountID); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(labels, []string{"demo", "demo", "demo", "demo"}) {
+		t.Errorf("token labels %v, want four demo tokens", labels)
+	}
+}
+
+// accountTables lists the tables of the schema that have an account_id column.
+func accountTables(t *testing.T, db *sqlx.DB) []string {
+	t.Helper()
+	var tables []string
+	err := db.Select(&tables, `
+		SELECT c.relname::text FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid
+		 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'p') AND NOT c.relispartition
+		   AND a.attname = 'account_id' AND NOT a.attisdropped
+		 ORDER BY 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tables) < 20 {
+		t.Fatalf("only %d tables with account_id: %v", len(tables), tables)
+	}
+	return tables
+}
+
+// rowsByAccount counts the rows of every table with account_id by account.
+func rowsByAccount(t *testing.T, db *sqlx.DB) map[string]map[int64]int {
+	t.Helper()
+	out := map[string]map[int64]int{}
+	for _, table := range accountTables(t, db) {
+		var rows []struct {
+			AccountID int64 `db:"account_id"`
+			N         int   `db:"n"`
+		}
+		// Every account on purpose: the test looks for rows of others.
+		if err := db.Select(&rows, `SELECT account_id, count(*) AS n FROM `+pq.QuoteIdentifier(table)+` GROUP BY account_id`); err != nil {
+			t.Fatalf("count %s: %v", table, err)
+		}
+		out[table] = map[int64]int{}
+		for _, r := range rows {
+			out[table][r.AccountID] = r.N
+		}
+	}
+	return out
 }

@@ -129,6 +129,7 @@ func (l *demoLoader) insert(table string, cols ...demoColumn) ([]int64, error) {
 	if len(ids) != cols[0].n {
 		return nil, fmt.Errorf("insert %s: %d rows inserted of %d", table, len(ids), cols[0].n)
 	}
+	l.progress.add(len(ids))
 	slices.Sort(ids)
 	return ids, nil
 }

@@ -18,41 +18,58 @@ import (
 	"github.com/crmservice/crm/impl"
 )
 
-func createDemo(ctx context.Context, tx *sqlx.Tx, now time.Time) (*Demo, error) {
+// createStep is a step of creating the demo account and the rows it writes
+// in a load, as measured: they only feed the estimate of what is left, and
+// TestLoadProgress keeps them close.
+type createStep struct {
+	name string
+	rows int
+	run  func(*demoLoader) error
+}
+
+func createSteps() []createStep {
+	return []createStep{
+		{"account", 10, (*demoLoader).loadAccount},
+		{"directories", 70, (*demoLoader).loadDirectories},
+		{"field definitions", 3, (*demoLoader).loadFieldDefinitions},
+		{"companies", 1183, (*demoLoader).loadCompanies},
+		{"contacts", 1285, (*demoLoader).loadContacts},
+		{"requisites", 178, (*demoLoader).loadRequisites},
+		{"goods", 25, (*demoLoader).loadGoods},
+		{"deals", 420, (*demoLoader).loadDeals},
+		{"tasks", 600, (*demoLoader).loadTasks},
+		{"documents", 641, (*demoLoader).loadDocuments},
+		{"money", 412, (*demoLoader).loadMoney},
+		{"mail", 157, (*demoLoader).loadMail},
+		{"kpi plans", 99, (*demoLoader).loadKPIPlans},
+		{"filters", 3, (*demoLoader).loadFilters},
+	}
+}
+
+func createDemo(ctx context.Context, tx *sqlx.Tx, now time.Time, t *tracker) (*Demo, error) {
 	loc, err := time.LoadLocation(demoTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("demo: time zone: %w", err)
 	}
 	local := now.In(loc)
 	l := &demoLoader{
-		ctx:   ctx,
-		tx:    tx,
-		rng:   rand.New(rand.NewPCG(demoSeedHi, demoSeedLo)),
-		now:   now,
-		loc:   loc,
-		today: time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc),
+		ctx:      ctx,
+		tx:       tx,
+		progress: t,
+		rng:      rand.New(rand.NewPCG(demoSeedHi, demoSeedLo)),
+		now:      now,
+		loc:      loc,
+		today:    time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc),
 	}
-	steps := []struct {
-		name string
-		run  func() error
-	}{
-		{"account", l.loadAccount},
-		{"directories", l.loadDirectories},
-		{"field definitions", l.loadFieldDefinitions},
-		{"companies", l.loadCompanies},
-		{"contacts", l.loadContacts},
-		{"requisites", l.loadRequisites},
-		{"goods", l.loadGoods},
-		{"deals", l.loadDeals},
-		{"tasks", l.loadTasks},
-		{"documents", l.loadDocuments},
-		{"money", l.loadMoney},
-		{"mail", l.loadMail},
-		{"kpi plans", l.loadKPIPlans},
-		{"filters", l.loadFilters},
+	steps := createSteps()
+	later := tokenRows
+	for _, s := range steps {
+		later += s.rows
 	}
 	for _, s := range steps {
-		if err := s.run(); err != nil {
+		later -= s.rows
+		t.at(s.name, s.rows, later)
+		if err := s.run(l); err != nil {
 			return nil, fmt.Errorf("demo: %s: %w", s.name, err)
 		}
 	}
@@ -65,12 +82,13 @@ func createDemo(ctx context.Context, tx *sqlx.Tx, now time.Time) (*Demo, error) 
 // depends on the time of day of now, and rows are ordered by their drawn times,
 // not by those clamped to now.
 type demoLoader struct {
-	ctx   context.Context
-	tx    *sqlx.Tx
-	rng   *rand.Rand
-	now   time.Time
-	loc   *time.Location
-	today time.Time // midnight of now's day in the account time zone
+	ctx      context.Context
+	tx       *sqlx.Tx
+	progress *tracker
+	rng      *rand.Rand
+	now      time.Time
+	loc      *time.Location
+	today    time.Time // midnight of now's day in the account time zone
 
 	accountID     int64
 	users         []demoUser
@@ -241,6 +259,7 @@ func (l *demoLoader) loadAccount() error {
 	if err != nil {
 		return fmt.Errorf("insert account: %w", err)
 	}
+	l.progress.add(1)
 	depts := []string{"Sales", "Key accounts"}
 	deptIDs, err := l.insert("departments", demoText("name", depts), demoTime("created_at", demoRepeat(created, len(depts))))
 	if err != nil {
