@@ -66,8 +66,9 @@ type Samples struct {
 	DocumentID int64
 }
 
-// Load creates the demo account, unless it exists, and issues a new token of
-// its admin user (valid 30 days, label "demo"). now anchors all dates.
+// Load creates the demo account, unless it exists, and issues new tokens of
+// its admin user and of a member (valid 30 days, label "demo"). now anchors
+// all dates. With WithProgress it reports how far it is while it runs.
 func Load(ctx context.Context, db *sqlx.DB, now time.Time, opts ...Option) (*Demo, error) {
 	var o options
 	for _, opt := range opts {

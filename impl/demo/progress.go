@@ -18,8 +18,8 @@ type Progress struct {
 	Total int
 	// Elapsed is the time since Load was called.
 	Elapsed time.Duration
-	// Left is an estimate of the time still needed at the rate so far; 0 in
-	// the last report and before the first row.
+	// Left is an estimate of the time still needed at the rate of writing so
+	// far; 0 in the last report and before the first row.
 	Left time.Duration
 	// Done is set in the last report, once the load has committed.
 	Done bool
@@ -55,6 +55,7 @@ type tracker struct {
 
 	mu       sync.Mutex
 	step     string
+	began    time.Time // of the step that wrote the first row: the rate leaves out the wait for the lock
 	rows     int
 	stepRows int // written in the current step
 	stepPlan int // planned for the current step
@@ -95,6 +96,9 @@ func (t *tracker) at(step string, rows, later int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.step, t.stepRows, t.stepPlan, t.later = step, 0, rows, later
+	if t.rows == 0 {
+		t.began = time.Now()
+	}
 }
 
 // add counts n rows written.
@@ -110,7 +114,7 @@ func (t *tracker) snapshot() Progress {
 	defer t.mu.Unlock()
 	p := Progress{Step: t.step, Rows: t.rows, Total: t.rows + max(t.stepPlan-t.stepRows, 0) + t.later, Elapsed: time.Since(t.start)}
 	if t.rows > 0 {
-		p.Left = time.Duration(float64(p.Elapsed) * float64(p.Total-p.Rows) / float64(p.Rows))
+		p.Left = time.Duration(float64(time.Since(t.began)) * float64(p.Total-p.Rows) / float64(p.Rows))
 	}
 	return p
 }
