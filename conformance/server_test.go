@@ -10,13 +10,14 @@ import (
 	"github.com/crmservice/crm/conformance"
 	"github.com/crmservice/crm/db/dbtest"
 	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/demo"
 )
 
 // TestCasesAgainstServer replays every documented case against this server on
 // the demo data, as `make conformance` does against a running process.
 func TestCasesAgainstServer(t *testing.T) {
 	pool := dbtest.New(t)
-	demo, err := impl.LoadDemo(context.Background(), pool, time.Now())
+	d, err := demo.Load(context.Background(), pool, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,15 +37,15 @@ func TestCasesAgainstServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	runner := &conformance.Runner{
-		BaseURL: srv.URL, Token: demo.Token, Contract: contract,
+		BaseURL: srv.URL, Token: d.Token, Contract: contract,
 		Vars: map[string]string{
-			"user_id":            strconv.FormatInt(demo.AdminUserID, 10),
-			"mail_account_id":    strconv.FormatInt(demo.MailAccountID, 10),
-			"sample_goods_id":    strconv.FormatInt(demo.Samples.GoodsID, 10),
-			"sample_company_id":  strconv.FormatInt(demo.Samples.CompanyID, 10),
-			"sample_deal_id":     strconv.FormatInt(demo.Samples.DealID, 10),
-			"sample_document_id": strconv.FormatInt(demo.Samples.DocumentID, 10),
-			"member_token":       demo.MemberToken,
+			"user_id":            strconv.FormatInt(d.AdminUserID, 10),
+			"mail_account_id":    strconv.FormatInt(d.MailAccountID, 10),
+			"sample_goods_id":    strconv.FormatInt(d.Samples.GoodsID, 10),
+			"sample_company_id":  strconv.FormatInt(d.Samples.CompanyID, 10),
+			"sample_deal_id":     strconv.FormatInt(d.Samples.DealID, 10),
+			"sample_document_id": strconv.FormatInt(d.Samples.DocumentID, 10),
+			"member_token":       d.MemberToken,
 		},
 	}
 	report := runner.Run(context.Background(), suites)

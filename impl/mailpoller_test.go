@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/demo"
 )
 
 // inboxWorld is an account whose member has a mailbox on an in-memory IMAP
@@ -391,7 +392,7 @@ func TestMailReceiveFaults(t *testing.T) {
 // message queued through one fails at once without a connection attempt.
 func TestMailWorkerOnDemoData(t *testing.T) {
 	e := newEnv(t)
-	demo, err := impl.LoadDemo(context.Background(), e.db, time.Now())
+	d, err := demo.Load(context.Background(), e.db, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,10 +407,10 @@ func TestMailWorkerOnDemoData(t *testing.T) {
 		t.Errorf("the demo's sent messages were delivered: %d", n)
 	}
 	var acc int64
-	if err := e.db.Get(&acc, `SELECT min(id) FROM mail_accounts WHERE account_id = $1 AND user_id = $2`, demo.AccountID, demo.AdminUserID); err != nil {
+	if err := e.db.Get(&acc, `SELECT min(id) FROM mail_accounts WHERE account_id = $1 AND user_id = $2`, d.AccountID, d.AdminUserID); err != nil {
 		t.Fatal(err)
 	}
-	sendMail(t, e, demo.Token, map[string]any{"account_id": itoa(acc), "to_address": "x@elsewhere.example", "subject": "", "body": ""})
+	sendMail(t, e, d.Token, map[string]any{"account_id": itoa(acc), "to_address": "x@elsewhere.example", "subject": "", "body": ""})
 	id := e.lastMail(t).ID
 	if n := deliverAll(t, w); n != 1 {
 		t.Errorf("delivered %d", n)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -49,71 +50,187 @@ var (
 		"Tartu", "Kaunas", "Turku", "Uppsala"}
 )
 
+// Generation logs its progress this often, and writes at most chunkRows rows
+// per statement so that the rows done move between two reports (tests use
+// smaller values, through options).
+const (
+	progressEvery = 3 * time.Second
+	chunkRows     = 20_000
+)
+
+// directory is a directory's code and the names of its values.
+type directory struct {
+	code  int
+	names []string
+}
+
+// directories are the directory values of every account, in the order they
+// are inserted.
+func directories() []directory {
+	return []directory{
+		{9, []string{"Client", "Key client", "Prospect", "Supplier", "Partner"}}, {10, []string{"Active", "Lost", "Sleeping"}},
+		{35, []string{"Call", "Meeting", "E-mail"}}, {40, []string{"New business", "Upsell"}}, {41, []string{"Lead", "Offer", "Won", "Lost"}},
+		{44, []string{"Invoice", "Contract"}}, {46, []string{"Bank transfer", "Card"}}, {47, []string{"Sales", "Rent", "Salaries"}},
+	}
+}
+
+// Rows of an account besides its records: the account, two departments, 20
+// users and a money account, and the directory values.
+const fixedRows = 1 + 2 + 20 + 1
+
+// accountRows is the number of rows generateAccount writes for account n.
+func (d *dataSet) accountRows(n int) int64 {
+	rows := fixedRows
+	for _, dir := range directories() {
+		rows += len(dir.names)
+	}
+	// Each counterparty has two e-mails and two phones.
+	return int64(rows + 5*d.Companies[n] + d.Tasks[n] + d.Deals[n] + d.Documents[n] + d.Movements[n])
+}
+
 // generate creates the accounts and their records. Secondary indexes are
 // dropped during the load and built afterwards, which is several times faster
-// than maintaining them row by row.
-func generate(ctx context.Context, db *sqlx.DB, log *slog.Logger, d *dataSet) error {
+// than maintaining them row by row. Each of the three phases logs its progress
+// every few seconds.
+func generate(ctx context.Context, db *sqlx.DB, log *slog.Logger, d *dataSet, o options) error {
 	tables := []string{"companies", "emails", "phones", "tasks", "deals", "documents", "money_movements"}
 	indexes, err := dropIndexes(ctx, db, tables)
 	if err != nil {
 		return err
 	}
+	var total int64
 	for i := range d.Companies {
-		start := time.Now()
-		acc, err := generateAccount(ctx, db, i, d)
+		total += d.accountRows(i)
+	}
+	p := startProgress(log, o.progressEvery, "generating rows", "rows", 1, total)
+	for i := range d.Companies {
+		acc, err := generateAccount(ctx, db, i, d, p, o.chunkRows)
 		if err != nil {
+			p.stop(false)
 			return fmt.Errorf("account %d: %w", i+1, err)
 		}
 		d.Accounts = append(d.Accounts, acc)
-		if i == 0 || i == len(d.Companies)-1 {
-			log.Info("generated account", "n", i+1, "companies", d.Companies[i], "took", time.Since(start).Round(time.Millisecond))
-		}
 	}
-	start := time.Now()
-	for _, def := range indexes {
-		if _, err := db.ExecContext(ctx, def); err != nil {
-			return fmt.Errorf("rebuild index: %w\n%s", err, def)
-		}
-	}
-	log.Info("rebuilt indexes", "n", len(indexes), "took", time.Since(start).Round(time.Millisecond))
-	start = time.Now()
-	// VACUUM sets the visibility map, so counts and index scans stay index-only.
-	if _, err := db.ExecContext(ctx, `VACUUM ANALYZE`); err != nil {
+	p.stop(true)
+	if err := rebuildIndexes(ctx, db, log, o.progressEvery, indexes); err != nil {
 		return err
 	}
-	log.Info("vacuumed", "took", time.Since(start).Round(time.Millisecond))
-	return nil
+	return vacuum(ctx, db, log, o.progressEvery)
 }
 
-// dropIndexes drops the non-unique indexes of the tables and returns their
-// definitions (unique ones back primary keys and foreign keys).
-func dropIndexes(ctx context.Context, db *sqlx.DB, tables []string) ([]string, error) {
-	var idx []struct {
-		Name string `db:"indexname"`
-		Def  string `db:"indexdef"`
-	}
+// index is a secondary index dropped for the load.
+type index struct {
+	Name  string `db:"indexname"`
+	Table string `db:"tablename"`
+	Def   string `db:"indexdef"`
+}
+
+// dropIndexes drops the non-unique indexes of the tables and returns them
+// (unique ones back primary keys and foreign keys).
+func dropIndexes(ctx context.Context, db *sqlx.DB, tables []string) ([]index, error) {
+	var idx []index
 	err := db.SelectContext(ctx, &idx, `
-		SELECT indexname, indexdef FROM pg_indexes
-		 WHERE schemaname = 'public' AND tablename = ANY ($1) AND indexdef NOT LIKE 'CREATE UNIQUE%'`, pq.Array(tables))
+		SELECT indexname, tablename, indexdef FROM pg_indexes
+		 WHERE schemaname = 'public' AND tablename = ANY ($1) AND indexdef NOT LIKE 'CREATE UNIQUE%'
+		 ORDER BY tablename, indexname`, pq.Array(tables))
 	if err != nil {
 		return nil, err
 	}
-	var defs []string
 	for _, i := range idx {
+		// cross-account: DDL on the whole table, in the benchmark's own database.
 		if _, err := db.ExecContext(ctx, `DROP INDEX `+pq.QuoteIdentifier(i.Name)); err != nil {
 			return nil, err
 		}
-		defs = append(defs, i.Def)
 	}
-	return defs, nil
+	return idx, nil
 }
 
-func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet) (int64, error) {
+// rebuildIndexes creates the dropped indexes again. Progress counts the size
+// of each index's table, which is what building it reads.
+func rebuildIndexes(ctx context.Context, db *sqlx.DB, log *slog.Logger, every time.Duration, indexes []index) error {
+	sizes := map[string]int64{}
+	var total int64
+	for _, i := range indexes {
+		if _, ok := sizes[i.Table]; !ok {
+			var size int64
+			if err := db.GetContext(ctx, &size, `SELECT pg_table_size($1::regclass)`, i.Table); err != nil {
+				return fmt.Errorf("size of %s: %w", i.Table, err)
+			}
+			sizes[i.Table] = size
+		}
+		total += sizes[i.Table]
+	}
+	p := startProgress(log, every, "rebuilding indexes", "MB", 1<<20, total)
+	for n, i := range indexes {
+		p.at(fmt.Sprintf("index %d of %d: %s", n+1, len(indexes), i.Name))
+		// cross-account: DDL on the whole table, in the benchmark's own database.
+		if _, err := db.ExecContext(ctx, i.Def); err != nil {
+			p.stop(false)
+			return fmt.Errorf("rebuild index: %w\n%s", err, i.Def)
+		}
+		p.add(sizes[i.Table])
+	}
+	p.stop(true)
+	return nil
+}
+
+// vacuum vacuums and analyses the schema's tables one by one, largest first.
+// VACUUM sets the visibility map, so counts and index scans stay index-only.
+func vacuum(ctx context.Context, db *sqlx.DB, log *slog.Logger, every time.Duration) error {
+	var tables []struct {
+		Name string `db:"name"`
+		Size int64  `db:"size"`
+	}
+	err := db.SelectContext(ctx, &tables, `
+		SELECT c.relname AS name, pg_table_size(c.oid) AS size FROM pg_class c
+		 WHERE c.relnamespace = 'public'::regnamespace AND c.relkind = 'r'
+		 ORDER BY size DESC, name`)
+	if err != nil {
+		return fmt.Errorf("list tables: %w", err)
+	}
+	var total int64
+	for _, t := range tables {
+		total += t.Size
+	}
+	p := startProgress(log, every, "vacuuming", "MB", 1<<20, total)
+	for n, t := range tables {
+		p.at(fmt.Sprintf("table %d of %d: %s", n+1, len(tables), t.Name))
+		// cross-account: maintenance of the whole table, in the benchmark's own database.
+		if _, err := db.ExecContext(ctx, `VACUUM ANALYZE `+pq.QuoteIdentifier(t.Name)); err != nil {
+			p.stop(false)
+			return fmt.Errorf("vacuum %s: %w", t.Name, err)
+		}
+		p.add(t.Size)
+	}
+	p.stop(true)
+	return nil
+}
+
+// inChunks runs stmt for i from 1 to n in ranges of at most chunk/perI,
+// passing each range's ends as the two parameters after args, and counts perI
+// rows of progress per i.
+func inChunks(ctx context.Context, tx *sqlx.Tx, p *progress, chunk, n, perI int, stmt string, args ...any) error {
+	size := max(1, chunk/perI)
+	for lo := 1; lo <= n; lo += size {
+		hi := min(lo+size-1, n)
+		if _, err := tx.ExecContext(ctx, stmt, append(slices.Clip(args), lo, hi)...); err != nil {
+			return err
+		}
+		p.add(int64((hi - lo + 1) * perI))
+	}
+	return nil
+}
+
+// generateAccount writes account n in one transaction. Every statement names
+// the account as its parameter $1.
+func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet, p *progress, chunk int) (int64, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, err
 	}
 	defer tx.Rollback()
+	at := func(what string) { p.at(fmt.Sprintf("account %d of %d: %s", n+1, len(d.Companies), what)) }
+	at("users and directories")
 	var acc int64
 	if err := tx.GetContext(ctx, &acc, `INSERT INTO accounts (name, base_currency, time_zone) VALUES ($1, 'EUR', 'Europe/Riga') RETURNING id`,
 		fmt.Sprintf("Bench %02d", n+1)); err != nil {
@@ -134,25 +251,28 @@ func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet) (int64
 	if err != nil {
 		return 0, fmt.Errorf("users: %w", err)
 	}
+	var moneyAccount int64
+	if err := tx.GetContext(ctx, &moneyAccount, `INSERT INTO money_accounts (account_id, name, currency) VALUES ($1, 'Main', 'EUR') RETURNING id`, acc); err != nil {
+		return 0, fmt.Errorf("money account: %w", err)
+	}
+	p.add(fixedRows)
 	dirs := map[int][]int64{}
-	for code, names := range map[int][]string{
-		9: {"Client", "Key client", "Prospect", "Supplier", "Partner"}, 10: {"Active", "Lost", "Sleeping"},
-		35: {"Call", "Meeting", "E-mail"}, 40: {"New business", "Upsell"}, 41: {"Lead", "Offer", "Won", "Lost"},
-		44: {"Invoice", "Contract"}, 46: {"Bank transfer", "Card"}, 47: {"Sales", "Rent", "Salaries"},
-	} {
+	for _, dir := range directories() {
 		var ids []int64
 		err := tx.SelectContext(ctx, &ids, `
 			INSERT INTO directory_values (account_id, directory_code, name, sort, is_invoice)
 			SELECT $1, $2::smallint, v, o, $2::smallint = 44 AND v = 'Invoice' FROM unnest($3::text[]) WITH ORDINALITY AS x (v, o) ORDER BY o RETURNING id`,
-			acc, code, pq.Array(names))
+			acc, dir.code, pq.Array(dir.names))
 		if err != nil {
-			return 0, fmt.Errorf("directory %d: %w", code, err)
+			return 0, fmt.Errorf("directory %d: %w", dir.code, err)
 		}
-		dirs[code] = ids
+		dirs[dir.code] = ids
+		p.add(int64(len(ids)))
 	}
 
 	nc := d.Companies[n]
-	_, err = tx.ExecContext(ctx, `
+	at("counterparties")
+	err = inChunks(ctx, tx, p, chunk, nc, 1, `
 		INSERT INTO companies (account_id, name, person, address, city, country, type_id, status_id, user_id, created_via, created_at)
 		SELECT $1,
 		       ($2::text[])[1 + i % 20] || ' ' || ($3::text[])[1 + (i / 20) % 15]
@@ -160,52 +280,55 @@ func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet) (int64
 		       1 + (i % 10 = 0)::int, i || ' Harbour Street', ($4::text[])[1 + i % 12], 'Latvia',
 		       ($5::bigint[])[1 + i % 5], ($6::bigint[])[1 + i % 3], ($7::bigint[])[1 + i % 20], 'import',
 		       now() - ($8 - i) * interval '37 seconds'
-		  FROM generate_series(1, $8::int) i ORDER BY i`, acc, pq.Array(nameFirst), pq.Array(nameSecond), pq.Array(cities),
+		  FROM generate_series($9::int, $10::int) i ORDER BY i`, acc, pq.Array(nameFirst), pq.Array(nameSecond), pq.Array(cities),
 		pq.Array(dirs[9]), pq.Array(dirs[10]), pq.Array(users), nc)
 	if err != nil {
 		return 0, fmt.Errorf("companies: %w", err)
 	}
-	// The ids of one statement are consecutive; the first is the smallest.
+	// The ids of the account's counterparties are consecutive (nothing else
+	// writes to the database meanwhile); the first is the smallest.
 	var first int64
-	if err := tx.GetContext(ctx, &first, `SELECT min(id) FROM companies WHERE account_id = $1`, acc); err != nil {
+	if err := tx.GetContext(ctx, &first, `SELECT min(c.id) FROM companies c WHERE c.account_id = $1`, acc); err != nil {
 		return 0, err
 	}
 	steps := []struct {
 		what string
+		n    int // rows i of generate_series, or counterparties by number
+		perI int // rows per i
 		sql  string
 		args []any
 	}{
-		{"e-mails", `INSERT INTO emails (account_id, company_id, email)
-			SELECT $1, id, e || id || '@company' || id || '.example' FROM companies, unnest(ARRAY['info', 'sales']) e
-			 WHERE account_id = $1`, []any{acc}},
-		{"phones", `INSERT INTO phones (account_id, company_id, phone, descr)
-			SELECT $1, id, p || lpad((id % 10000000)::text, 7, '0'), d FROM companies,
+		{"e-mails", nc, 2, `INSERT INTO emails (account_id, company_id, email)
+			SELECT $1, c.id, e || c.id || '@company' || c.id || '.example' FROM companies c, unnest(ARRAY['info', 'sales']) e
+			 WHERE c.account_id = $1 AND c.id BETWEEN $2::bigint + $3 - 1 AND $2::bigint + $4 - 1`, []any{acc, first}},
+		{"phones", nc, 2, `INSERT INTO phones (account_id, company_id, phone, descr)
+			SELECT $1, c.id, p || lpad((c.id % 10000000)::text, 7, '0'), d FROM companies c,
 			       unnest(ARRAY['+371 2', '+372 5'], ARRAY['mobile', 'reception']) AS x (p, d)
-			 WHERE account_id = $1`, []any{acc}},
-		{"tasks", `INSERT INTO tasks (account_id, company_id, note, type_id, status_id, user_id, assigner_id, date_start, date_finish, done_at)
+			 WHERE c.account_id = $1 AND c.id BETWEEN $2::bigint + $3 - 1 AND $2::bigint + $4 - 1`, []any{acc, first}},
+		{"tasks", d.Tasks[n], 1, `INSERT INTO tasks (account_id, company_id, note, type_id, status_id, user_id, assigner_id, date_start, date_finish, done_at)
 			SELECT $1, $2 + i % $3, 'Task ' || i, ($4::bigint[])[1 + i % 3], 1 + (i % 2), ($5::bigint[])[1 + i % 20],
 			       ($5::bigint[])[1 + (i / 7) % 20], s, s + interval '1 hour', CASE WHEN i % 2 = 1 THEN s + interval '2 hours' END
-			  FROM generate_series(1, $6::int) i, LATERAL (SELECT now() - interval '365 days' + i * (interval '730 days' / $6)) AS t (s)`,
+			  FROM generate_series($7::int, $8::int) i, LATERAL (SELECT now() - interval '365 days' + i * (interval '730 days' / $6::int)) AS t (s)`,
 			[]any{acc, first, nc, pq.Array(dirs[35]), pq.Array(users), d.Tasks[n]}},
-		{"deals", `INSERT INTO deals (account_id, name, company_id, type_id, status_id, user_id, date_start, date_finish, sum)
+		{"deals", d.Deals[n], 1, `INSERT INTO deals (account_id, name, company_id, type_id, status_id, user_id, date_start, date_finish, sum)
 			SELECT $1, 'Deal ' || i, $2 + i % $3, ($4::bigint[])[1 + i % 2], ($5::bigint[])[1 + i % 4], ($6::bigint[])[1 + i % 20],
 			       s::date, s::date + 30, (i % 1000) * 10.5
-			  FROM generate_series(1, $7::int) i, LATERAL (SELECT now() - interval '365 days' + i * (interval '730 days' / $7)) AS t (s)`,
+			  FROM generate_series($8::int, $9::int) i, LATERAL (SELECT now() - interval '365 days' + i * (interval '730 days' / $7::int)) AS t (s)`,
 			[]any{acc, first, nc, pq.Array(dirs[40]), pq.Array(dirs[41]), pq.Array(users), d.Deals[n]}},
-		{"documents", `INSERT INTO documents (account_id, number, date, sum, type_id, user_id, company_id)
-			SELECT $1, 'D-' || i, (now() - interval '365 days' + i * (interval '730 days' / $6))::date, (i % 700) * 3.25,
+		{"documents", d.Documents[n], 1, `INSERT INTO documents (account_id, number, date, sum, type_id, user_id, company_id)
+			SELECT $1, 'D-' || i, (now() - interval '365 days' + i * (interval '730 days' / $6::int))::date, (i % 700) * 3.25,
 			       ($2::bigint[])[1 + i % 2], ($3::bigint[])[1 + i % 20], $4 + i % $5
-			  FROM generate_series(1, $6::int) i`,
+			  FROM generate_series($7::int, $8::int) i`,
 			[]any{acc, pq.Array(dirs[44]), pq.Array(users), first, nc, d.Documents[n]}},
-		{"money", `WITH ma AS (INSERT INTO money_accounts (account_id, name, currency) VALUES ($1, 'Main', 'EUR') RETURNING id)
-			INSERT INTO money_movements (account_id, date, sum, sum_currency, direction, type_id, category_id, money_account_id, user_id, company_id)
-			SELECT $1, (now() - interval '365 days' + i * (interval '730 days' / $7))::date, (i % 900) * 1.75, (i % 900) * 1.75,
-			       1 + (i % 3 = 0)::int, ($2::bigint[])[1 + i % 2], ($3::bigint[])[1 + i % 3], ma.id, ($4::bigint[])[1 + i % 20], $5 + i % $6
-			  FROM generate_series(1, $7::int) i, ma`,
-			[]any{acc, pq.Array(dirs[46]), pq.Array(dirs[47]), pq.Array(users), first, nc, d.Movements[n]}},
+		{"money", d.Movements[n], 1, `INSERT INTO money_movements (account_id, date, sum, sum_currency, direction, type_id, category_id, money_account_id, user_id, company_id)
+			SELECT $1, (now() - interval '365 days' + i * (interval '730 days' / $8::int))::date, (i % 900) * 1.75, (i % 900) * 1.75,
+			       1 + (i % 3 = 0)::int, ($2::bigint[])[1 + i % 2], ($3::bigint[])[1 + i % 3], $4, ($5::bigint[])[1 + i % 20], $6 + i % $7
+			  FROM generate_series($9::int, $10::int) i`,
+			[]any{acc, pq.Array(dirs[46]), pq.Array(dirs[47]), moneyAccount, pq.Array(users), first, nc, d.Movements[n]}},
 	}
 	for _, st := range steps {
-		if _, err := tx.ExecContext(ctx, st.sql, st.args...); err != nil {
+		at(st.what)
+		if err := inChunks(ctx, tx, p, chunk, st.n, st.perI, st.sql, st.args...); err != nil {
 			return 0, fmt.Errorf("%s: %w", st.what, err)
 		}
 	}

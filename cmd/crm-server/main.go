@@ -42,6 +42,7 @@ import (
 
 	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/impl"
+	demodata "github.com/crmservice/crm/impl/demo"
 )
 
 func main() {
@@ -159,7 +160,11 @@ func adminCommands(fs *flag.FlagSet, stdout io.Writer) map[string]func(context.C
 			return err
 		},
 		"demo ": func(ctx context.Context, pool *sqlx.DB) error {
-			demo, err := impl.LoadDemo(ctx, pool, time.Now())
+			// Progress goes to stderr (the admin commands have no logger of their
+			// own), so that stdout keeps only the key=value lines.
+			demo, err := demodata.Load(ctx, pool, time.Now(), demodata.WithProgress(2*time.Second, func(p demodata.Progress) {
+				slog.Info("loading the demo data set", "step", p.Step, "rows", p.Rows, "of", p.Total, "left", p.Left.Round(100*time.Millisecond))
+			}))
 			if err != nil {
 				return err
 			}
@@ -292,7 +297,9 @@ func serve(ctx context.Context, log *slog.Logger, stdout io.Writer, args []strin
 		return err
 	}
 	if *demo {
-		d, err := impl.LoadDemo(ctx, pool, time.Now())
+		d, err := demodata.Load(ctx, pool, time.Now(), demodata.WithProgress(2*time.Second, func(p demodata.Progress) {
+			log.Info("loading the demo data set", "step", p.Step, "rows", p.Rows, "of", p.Total, "left", p.Left.Round(100*time.Millisecond))
+		}))
 		if err != nil {
 			return err
 		}

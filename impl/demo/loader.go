@@ -1,11 +1,9 @@
-package impl
+package demo
 
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"html"
 	"math/rand/v2"
@@ -16,194 +14,62 @@ import (
 	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
-	"github.com/lib/pq"
+
+	"github.com/crmservice/crm/impl"
 )
 
-// DemoAccountName is the name of the demo account; LoadDemo loads it only once.
-const DemoAccountName = "Demo: Baltic Office Supply"
-
-const (
-	demoLockKey    = 0x43524d64656d6f // "CRMdemo" in ASCII
-	demoSeedHi     = 0x4352_4d64
-	demoSeedLo     = 0x656d_6f31
-	demoTimeZone   = "Europe/Riga"
-	demoCurrency   = "EUR"
-	demoAdminLogin = "anna@demo.example"
-	// demoMemberLogin is a member without KPI plans and KPI report rights.
-	demoMemberLogin = "tomas@demo.example"
-	demoTokenLabel  = "demo"
-	demoTokenTTL    = 30 * 24 * time.Hour
-	demoUSDPer100   = 108 // USD per 100 EUR for the USD money account
-
-	demoCompanyCount  = 300
-	demoDealCount     = 120
-	demoTaskCount     = 600
-	demoDocumentCount = 200
-	demoMovementCount = 400
-	demoIncomeCount   = 230
-	demoTransferCount = 5
-	demoMailCount     = 150
-)
-
-// Demo describes the demo account.
-type Demo struct {
-	AccountID     int64
-	AdminUserID   int64
-	MailAccountID int64  // the demo admin's mail account (POST /mail/send needs one of the token owner)
-	Created       bool   // false when the account existed already
-	Token         string // a new bearer token of the demo admin user
-	// MemberToken is a new bearer token of a demo member without KPI plans and
-	// KPI report rights, for what such a user is answered (conformance cases).
-	MemberToken string
-	Samples     DemoSamples
+// createStep is a step of creating the demo account and the rows it writes
+// in a load, as measured: they only feed the estimate of what is left, and
+// TestLoadProgress keeps them close.
+type createStep struct {
+	name string
+	rows int
+	run  func(*demoLoader) error
 }
 
-// DemoSamples are records of the demo account that the conformance cases read
-// and add goods positions to, since the API can neither list nor create them:
-// an active catalogue item, and a document with goods positions whose deal has
-// money movements, with its counterparty and deal.
-type DemoSamples struct {
-	GoodsID    int64
-	CompanyID  int64
-	DealID     int64
-	DocumentID int64
+func createSteps() []createStep {
+	return []createStep{
+		{"account", 10, (*demoLoader).loadAccount},
+		{"directories", 70, (*demoLoader).loadDirectories},
+		{"field definitions", 3, (*demoLoader).loadFieldDefinitions},
+		{"companies", 1183, (*demoLoader).loadCompanies},
+		{"contacts", 1285, (*demoLoader).loadContacts},
+		{"requisites", 178, (*demoLoader).loadRequisites},
+		{"goods", 25, (*demoLoader).loadGoods},
+		{"deals", 420, (*demoLoader).loadDeals},
+		{"tasks", 600, (*demoLoader).loadTasks},
+		{"documents", 641, (*demoLoader).loadDocuments},
+		{"money", 412, (*demoLoader).loadMoney},
+		{"mail", 157, (*demoLoader).loadMail},
+		{"kpi plans", 99, (*demoLoader).loadKPIPlans},
+		{"filters", 3, (*demoLoader).loadFilters},
+	}
 }
 
-// LoadDemo creates the demo account, unless it exists, and issues a new token of
-// its admin user (valid 30 days, label "demo"). now anchors all dates.
-func LoadDemo(ctx context.Context, db *sqlx.DB, now time.Time) (*Demo, error) {
-	tx, err := db.BeginTxx(ctx, nil)
-	if err != nil {
-		return nil, fmt.Errorf("demo: begin: %w", err)
-	}
-	defer tx.Rollback()
-	// accounts.name is not unique, so only the lock keeps two loads from both
-	// seeing no demo account and creating one each.
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, demoLockKey); err != nil {
-		return nil, fmt.Errorf("demo: lock: %w", err)
-	}
-	demo, err := findDemo(ctx, tx)
-	if err != nil {
-		return nil, err
-	}
-	if demo == nil {
-		if demo, err = createDemo(ctx, tx, now); err != nil {
-			return nil, err
-		}
-	}
-	if demo.Token, err = issueDemoToken(ctx, tx, demo.AccountID, demo.AdminUserID, now); err != nil {
-		return nil, err
-	}
-	var memberID int64
-	if err := tx.GetContext(ctx, &memberID, `SELECT id FROM users WHERE account_id = $1 AND lower(login) = $2`,
-		demo.AccountID, demoMemberLogin); err != nil {
-		return nil, fmt.Errorf("demo: find the member %s: %w", demoMemberLogin, err)
-	}
-	if demo.MemberToken, err = issueDemoToken(ctx, tx, demo.AccountID, memberID, now); err != nil {
-		return nil, err
-	}
-	if demo.Samples, err = findDemoSamples(ctx, tx, demo.AccountID); err != nil {
-		return nil, err
-	}
-	if err := tx.GetContext(ctx, &demo.MailAccountID, `
-		SELECT coalesce(min(id), 0) FROM mail_accounts WHERE account_id = $1 AND user_id = $2`, demo.AccountID, demo.AdminUserID); err != nil {
-		return nil, fmt.Errorf("demo: find the admin's mail account: %w", err)
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("demo: commit: %w", err)
-	}
-	return demo, nil
-}
-
-// findDemo returns the existing demo account, or nil when there is none.
-func findDemo(ctx context.Context, tx *sqlx.Tx) (*Demo, error) {
-	var accountID int64
-	var adminID sql.NullInt64
-	err := tx.QueryRowContext(ctx, `
-		SELECT a.id,
-		       (SELECT u.id FROM users u
-		         WHERE u.account_id = a.id AND u.role = $2
-		         ORDER BY lower(u.login) = $3 DESC, u.id LIMIT 1)
-		  FROM accounts a
-		 WHERE a.name = $1
-		 ORDER BY a.id LIMIT 1`, DemoAccountName, RoleAdmin, demoAdminLogin).Scan(&accountID, &adminID)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("demo: find account: %w", err)
-	}
-	if !adminID.Valid {
-		return nil, fmt.Errorf("demo: account %d has no admin user", accountID)
-	}
-	return &Demo{AccountID: accountID, AdminUserID: adminID.Int64}, nil
-}
-
-// findDemoSamples picks the sample records: the first of each kind by id, so
-// that every load of the same demo data picks the same ones.
-func findDemoSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (DemoSamples, error) {
-	var s DemoSamples
-	err := tx.QueryRowContext(ctx, `
-		SELECT (SELECT min(g.id) FROM goods g WHERE g.account_id = d.account_id AND g.active), d.company_id, d.deal_id, d.id
-		  FROM documents d
-		 WHERE d.account_id = $1 AND d.deal_id IS NOT NULL
-		   AND EXISTS (SELECT 1 FROM document_goods p WHERE p.account_id = d.account_id AND p.document_id = d.id)
-		   AND EXISTS (SELECT 1 FROM money_movements m
-		                WHERE m.account_id = d.account_id AND m.company_id = d.company_id AND m.deal_id = d.deal_id)
-		 ORDER BY d.id
-		 LIMIT 1`, accountID).Scan(&s.GoodsID, &s.CompanyID, &s.DealID, &s.DocumentID)
-	if err != nil {
-		return s, fmt.Errorf("demo: find sample records: %w", err)
-	}
-	return s, nil
-}
-
-func issueDemoToken(ctx context.Context, tx *sqlx.Tx, accountID, userID int64, now time.Time) (string, error) {
-	token, hash := NewToken(accountID)
-	_, err := tx.ExecContext(ctx, `
-		INSERT INTO tokens (account_id, user_id, hash, label, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		accountID, userID, hash, demoTokenLabel, now.Add(demoTokenTTL))
-	if err != nil {
-		return "", fmt.Errorf("demo: issue token: %w", err)
-	}
-	return token, nil
-}
-
-func createDemo(ctx context.Context, tx *sqlx.Tx, now time.Time) (*Demo, error) {
+func createDemo(ctx context.Context, tx *sqlx.Tx, now time.Time, t *tracker) (*Demo, error) {
 	loc, err := time.LoadLocation(demoTimeZone)
 	if err != nil {
 		return nil, fmt.Errorf("demo: time zone: %w", err)
 	}
 	local := now.In(loc)
 	l := &demoLoader{
-		ctx:   ctx,
-		tx:    tx,
-		rng:   rand.New(rand.NewPCG(demoSeedHi, demoSeedLo)),
-		now:   now,
-		loc:   loc,
-		today: time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc),
+		ctx:      ctx,
+		tx:       tx,
+		progress: t,
+		rng:      rand.New(rand.NewPCG(demoSeedHi, demoSeedLo)),
+		now:      now,
+		loc:      loc,
+		today:    time.Date(local.Year(), local.Month(), local.Day(), 0, 0, 0, 0, loc),
 	}
-	steps := []struct {
-		name string
-		run  func() error
-	}{
-		{"account", l.loadAccount},
-		{"directories", l.loadDirectories},
-		{"field definitions", l.loadFieldDefinitions},
-		{"companies", l.loadCompanies},
-		{"contacts", l.loadContacts},
-		{"requisites", l.loadRequisites},
-		{"goods", l.loadGoods},
-		{"deals", l.loadDeals},
-		{"tasks", l.loadTasks},
-		{"documents", l.loadDocuments},
-		{"money", l.loadMoney},
-		{"mail", l.loadMail},
-		{"kpi plans", l.loadKPIPlans},
-		{"filters", l.loadFilters},
+	steps := createSteps()
+	later := tokenRows
+	for _, s := range steps {
+		later += s.rows
 	}
 	for _, s := range steps {
-		if err := s.run(); err != nil {
+		later -= s.rows
+		t.at(s.name, s.rows, later)
+		if err := s.run(l); err != nil {
 			return nil, fmt.Errorf("demo: %s: %w", s.name, err)
 		}
 	}
@@ -216,12 +82,13 @@ func createDemo(ctx context.Context, tx *sqlx.Tx, now time.Time) (*Demo, error) 
 // depends on the time of day of now, and rows are ordered by their drawn times,
 // not by those clamped to now.
 type demoLoader struct {
-	ctx   context.Context
-	tx    *sqlx.Tx
-	rng   *rand.Rand
-	now   time.Time
-	loc   *time.Location
-	today time.Time // midnight of now's day in the account time zone
+	ctx      context.Context
+	tx       *sqlx.Tx
+	progress *tracker
+	rng      *rand.Rand
+	now      time.Time
+	loc      *time.Location
+	today    time.Time // midnight of now's day in the account time zone
 
 	accountID     int64
 	users         []demoUser
@@ -388,10 +255,11 @@ func (l *demoLoader) loadAccount() error {
 	created := l.day(-200)
 	err := l.tx.GetContext(l.ctx, &l.accountID, `
 		INSERT INTO accounts (name, base_currency, time_zone, created_at) VALUES ($1, $2, $3, $4) RETURNING id`,
-		DemoAccountName, demoCurrency, demoTimeZone, created)
+		AccountName, demoCurrency, demoTimeZone, created)
 	if err != nil {
 		return fmt.Errorf("insert account: %w", err)
 	}
+	l.progress.add(1)
 	depts := []string{"Sales", "Key accounts"}
 	deptIDs, err := l.insert("departments", demoText("name", depts), demoTime("created_at", demoRepeat(created, len(depts))))
 	if err != nil {
@@ -482,7 +350,7 @@ func (l *demoLoader) pickNamed(code int, names []string, weights []int) (int64, 
 
 func (l *demoLoader) loadFieldDefinitions() error {
 	_, err := l.insert("field_definitions",
-		demoInt("module", []int64{ModuleCompanies, ModuleCompanies, ModuleDeals}),
+		demoInt("module", []int64{impl.ModuleCompanies, impl.ModuleCompanies, impl.ModuleDeals}),
 		demoText("name", []string{"industry", "employees", "source_campaign"}),
 		demoText("title", []string{"Industry", "Employees", "Source campaign"}),
 		demoText("type", []string{"text", "number", "text"}),
@@ -575,19 +443,19 @@ func (l *demoLoader) newCompanyBase() demoCompany {
 	c.createdDay = -l.rng.IntN(181)
 	c.drawn = l.workTime(c.createdDay)
 	c.createdAt = l.clampTime(c.drawn, time.Time{}, l.now)
-	typ := l.pickDir(DirCompanyTypes)
+	typ := l.pickDir(impl.DirCompanyTypes)
 	c.typeID = typ.id
 	if l.chance(0.9) {
-		c.statusID = l.pickDir(DirCompanyStatuses).id
+		c.statusID = l.pickDir(impl.DirCompanyStatuses).id
 	}
 	if l.chance(0.6) {
-		c.categoryID = l.pickDir(DirCompanyCategories).id
+		c.categoryID = l.pickDir(impl.DirCompanyCategories).id
 	}
 	if l.chance(0.5) {
-		c.groupID = l.pickDir(DirCompanyGroups).id
+		c.groupID = l.pickDir(impl.DirCompanyGroups).id
 	}
 	if l.chance(0.2) {
-		c.agentID = l.pickDir(DirAgents).id
+		c.agentID = l.pickDir(impl.DirAgents).id
 	}
 	if l.chance(0.7) {
 		c.infoSource = demoPick(l.rng, []string{"Website", "Trade fair", "Referral", "Cold call", "LinkedIn", "Newsletter"})
@@ -782,10 +650,10 @@ func (l *demoLoader) newContact(ci int, seen map[string]bool) {
 	p := demoContact{company: ci}
 	p.first, p.last = l.personName(c.country)
 	if l.chance(0.85) {
-		p.positionID = l.pickDir(DirPositions).id
+		p.positionID = l.pickDir(impl.DirPositions).id
 	}
 	if l.chance(0.5) {
-		p.statusID = l.pickDir(DirContactStatuses).id
+		p.statusID = l.pickDir(impl.DirContactStatuses).id
 	}
 	if l.chance(0.15) {
 		p.note = demoPick(l.rng, []string{
@@ -969,7 +837,7 @@ func (l *demoLoader) loadGoods() error {
 
 // dealCandidates are the counterparties that buy: not suppliers or competitors.
 func (l *demoLoader) dealCandidates() []int {
-	excluded := []int64{l.dirID(DirCompanyTypes, "Supplier"), l.dirID(DirCompanyTypes, "Competitor")}
+	excluded := []int64{l.dirID(impl.DirCompanyTypes, "Supplier"), l.dirID(impl.DirCompanyTypes, "Competitor")}
 	var out []int
 	for i := range l.companies {
 		if !slices.Contains(excluded, l.companies[i].typeID) {
@@ -1034,21 +902,21 @@ func (l *demoLoader) newDeal(ci int, theme demoDealTheme) demoDeal {
 	if l.chance(0.15) {
 		d.user = l.rng.IntN(len(l.users))
 	}
-	d.typeID = l.pickDir(DirDealTypes).id
+	d.typeID = l.pickDir(impl.DirDealTypes).id
 	future := l.chance(0.1)
 	if future {
 		d.startDay = 1 + l.rng.IntN(20)
-		d.stageID, _ = l.pickNamed(DirDealStages, []string{"Lead", "Qualified"}, []int{2, 1})
+		d.stageID, _ = l.pickNamed(impl.DirDealStages, []string{"Lead", "Qualified"}, []int{2, 1})
 		d.drawn = l.workTime(-l.rng.IntN(7))
 	} else {
 		lo := max(-90, c.createdDay)
 		d.startDay = lo + l.rng.IntN(1-lo)
-		d.stageID = l.pickDir(DirDealStages).id
+		d.stageID = l.pickDir(impl.DirDealStages).id
 		d.drawn = l.workTime(d.startDay)
 	}
 	d.createdAt = l.clampTime(d.drawn, c.createdAt, l.now)
 	d.finishDay = min(d.startDay+10+l.rng.IntN(36), max(d.startDay, 30))
-	if (d.stageID == l.dirID(DirDealStages, "Won") || d.stageID == l.dirID(DirDealStages, "Lost")) && d.finishDay > 0 {
+	if (d.stageID == l.dirID(impl.DirDealStages, "Won") || d.stageID == l.dirID(impl.DirDealStages, "Lost")) && d.finishDay > 0 {
 		d.finishDay = max(d.startDay, 0)
 	}
 	if l.chance(0.2) {
@@ -1212,7 +1080,7 @@ func (l *demoLoader) newTask(ci, day int) demoTask {
 	if len(c.contacts) > 0 && l.chance(0.35) {
 		t.contact = demoPick(l.rng, c.contacts)
 	}
-	kind := l.pickDir(DirTaskKinds)
+	kind := l.pickDir(impl.DirTaskKinds)
 	t.typeID = kind.id
 	t.note = demoPick(l.rng, demoTaskNotes(kind.name))
 	if l.chance(0.25) {
@@ -1304,10 +1172,10 @@ func (l *demoLoader) loadDocuments() error {
 	for i := range demoDocumentCount {
 		typeName := "Invoice"
 		if i%2 == 1 {
-			_, typeName = l.pickNamed(DirDocumentTypes, []string{"Contract", "Act", "Offer"}, []int{3, 3, 4})
+			_, typeName = l.pickNamed(impl.DirDocumentTypes, []string{"Contract", "Act", "Offer"}, []int{3, 3, 4})
 		}
-		d := demoDocument{typeName: typeName, typeID: l.dirID(DirDocumentTypes, typeName), deal: -1, contact: -1}
-		d.statusID, d.status = l.pickNamed(DirDocumentStatuses, statuses, statusWeights[typeName])
+		d := demoDocument{typeName: typeName, typeID: l.dirID(impl.DirDocumentTypes, typeName), deal: -1, contact: -1}
+		d.statusID, d.status = l.pickNamed(impl.DirDocumentStatuses, statuses, statusWeights[typeName])
 		var free []int
 		if l.chance(0.7) {
 			for _, di := range started {
@@ -1497,7 +1365,7 @@ func (l *demoLoader) loadMoney() error {
 // account and tags.
 func (l *demoLoader) newMovement(day int, direction int64) demoMovement {
 	m := demoMovement{day: day, direction: direction, company: -1, deal: -1}
-	m.typeID = l.pickDir(DirPaymentForms).id
+	m.typeID = l.pickDir(impl.DirPaymentForms).id
 	m.usd = l.chance(0.15)
 	if l.chance(0.1) {
 		m.tags = l.pickSome([]string{"recurring", "one-off", "prepayment"}, 1)
@@ -1508,7 +1376,7 @@ func (l *demoLoader) newMovement(day int, direction int64) demoMovement {
 func (l *demoLoader) invoicePayment(d *demoDocument, sum int64) demoMovement {
 	m := l.newMovement(min(0, d.day+l.rng.IntN(15)), 1)
 	m.sum, m.user, m.company, m.deal = sum, d.user, d.company, d.deal
-	m.categoryID, _ = l.pickNamed(DirMoneyCategories, []string{"Sales", "Services"}, []int{4, 1})
+	m.categoryID, _ = l.pickNamed(impl.DirMoneyCategories, []string{"Sales", "Services"}, []int{4, 1})
 	m.note = "Payment for " + d.number
 	if sum != d.sum {
 		m.note = "Partial payment for " + d.number
@@ -1525,7 +1393,7 @@ func (l *demoLoader) otherIncome(ci int) demoMovement {
 		m.deal = demoPick(l.rng, c.deals)
 	}
 	m.sum = int64(5000 + l.rng.IntN(245000))
-	m.categoryID, _ = l.pickNamed(DirMoneyCategories, []string{"Sales", "Services"}, []int{7, 3})
+	m.categoryID, _ = l.pickNamed(impl.DirMoneyCategories, []string{"Sales", "Services"}, []int{7, 3})
 	m.note = demoPick(l.rng, []string{"Card payment at the showroom", "Prepayment for the order", "Payment for services", "Cash sale"})
 	return m
 }
@@ -1535,7 +1403,7 @@ func (l *demoLoader) expense() demoMovement {
 	m.user = l.rng.IntN(3)
 	cats := []string{"Purchases", "Rent", "Salaries", "Marketing", "Taxes", "Software"}
 	var cat string
-	m.categoryID, cat = l.pickNamed(DirMoneyCategories, cats, []int{45, 5, 10, 15, 7, 18})
+	m.categoryID, cat = l.pickNamed(impl.DirMoneyCategories, cats, []int{45, 5, 10, 15, 7, 18})
 	euros := map[string][2]int{ // range of amounts in whole euros
 		"Purchases": {80, 2000}, "Rent": {1500, 2500}, "Salaries": {1800, 3500},
 		"Marketing": {100, 1500}, "Taxes": {300, 2500}, "Software": {15, 400},
@@ -1551,7 +1419,7 @@ func (l *demoLoader) expense() demoMovement {
 }
 
 func (l *demoLoader) companiesOfType(name string) []int {
-	id := l.dirID(DirCompanyTypes, name)
+	id := l.dirID(impl.DirCompanyTypes, name)
 	var out []int
 	for i := range l.companies {
 		if l.companies[i].typeID == id {
@@ -1563,7 +1431,7 @@ func (l *demoLoader) companiesOfType(name string) []int {
 
 // transfers are the pairs of movements of money moved between the two money accounts.
 func (l *demoLoader) transfers() []demoMovement {
-	transfer := l.dirID(DirPaymentForms, "Bank transfer")
+	transfer := l.dirID(impl.DirPaymentForms, "Bank transfer")
 	var out []demoMovement
 	for k := range demoTransferCount {
 		day := -80 + 16*k
@@ -1806,9 +1674,9 @@ func (l *demoLoader) loadKPIPlans() error {
 }
 
 func (l *demoLoader) loadFilters() error {
-	client := l.dirID(DirCompanyTypes, "Client")
+	client := l.dirID(impl.DirCompanyTypes, "Client")
 	_, err := l.insert("user_filters",
-		demoInt("module", []int64{ModuleCompanies, ModuleCompanies, ModuleMail}),
+		demoInt("module", []int64{impl.ModuleCompanies, impl.ModuleCompanies, impl.ModuleMail}),
 		demoText("name", []string{"Clients", "VIP counterparties", "Mail about invoices"}),
 		demoJSONCol("definition", []string{
 			demoJSON(map[string]any{"type_id": client}),
@@ -1934,505 +1802,4 @@ func demoJSON(v map[string]any) string {
 		panic(fmt.Sprintf("demo: %v", err)) // only maps of strings and numbers come here
 	}
 	return string(b)
-}
-
-// Bulk inserts.
-
-// demoColumn is one column of a bulk insert: the values go as one array
-// parameter of type typ[], and expr (with %s for an element) is what is stored.
-type demoColumn struct {
-	name string
-	typ  string
-	expr string
-	n    int
-	vals any
-}
-
-func demoText(name string, v []string) demoColumn {
-	return demoColumn{name, "text", "%s", len(v), pq.StringArray(v)}
-}
-
-// demoNullText stores "" as NULL.
-func demoNullText(name string, v []string) demoColumn {
-	return demoColumn{name, "text", "nullif(%s, '')", len(v), pq.StringArray(v)}
-}
-
-func demoInt(name string, v []int64) demoColumn {
-	return demoColumn{name, "bigint", "%s", len(v), pq.Int64Array(v)}
-}
-
-// demoRef stores 0 as NULL: an unset reference or optional number.
-func demoRef(name string, v []int64) demoColumn {
-	return demoColumn{name, "bigint", "nullif(%s, 0)", len(v), pq.Int64Array(v)}
-}
-
-func demoBool(name string, v []bool) demoColumn {
-	return demoColumn{name, "boolean", "%s", len(v), pq.BoolArray(v)}
-}
-
-// demoAmount stores cents as a decimal amount.
-func demoAmount(name string, cents []int64) demoColumn {
-	s := make([]string, len(cents))
-	for i, c := range cents {
-		s[i] = fmt.Sprintf("%d.%02d", c/100, c%100)
-	}
-	return demoColumn{name, "numeric", "%s", len(s), pq.StringArray(s)}
-}
-
-// demoTime stores the zero time as NULL.
-func demoTime(name string, v []time.Time) demoColumn {
-	return demoColumn{name, "text", "nullif(%s, '')::timestamptz", len(v), pq.StringArray(demoFormatTimes(v, time.RFC3339Nano))}
-}
-
-// demoDate stores the dates of the times; the zero time as NULL.
-func demoDate(name string, v []time.Time) demoColumn {
-	return demoColumn{name, "text", "nullif(%s, '')::date", len(v), pq.StringArray(demoFormatTimes(v, time.DateOnly))}
-}
-
-// demoTags sends each row's tags joined by commas, since unnest flattens a
-// two-dimensional array; tags never contain commas.
-func demoTags(name string, v [][]string) demoColumn {
-	s := make([]string, len(v))
-	for i, tags := range v {
-		s[i] = strings.Join(tags, ",")
-	}
-	return demoColumn{name, "text", "string_to_array(%s, ',')", len(s), pq.StringArray(s)}
-}
-
-func demoJSONCol(name string, v []string) demoColumn {
-	return demoColumn{name, "text", "%s::jsonb", len(v), pq.StringArray(v)}
-}
-
-func demoFormatTimes(v []time.Time, layout string) []string {
-	s := make([]string, len(v))
-	for i, t := range v {
-		if !t.IsZero() {
-			s[i] = t.Format(layout)
-		}
-	}
-	return s
-}
-
-// insert adds one row of the account per element of the columns with a single
-// INSERT ... SELECT FROM unnest and returns the new ids in the order of the
-// elements: the rows are inserted in ordinality order, so their identity values
-// ascend in that order.
-func (l *demoLoader) insert(table string, cols ...demoColumn) ([]int64, error) {
-	names, exprs, params, aliases := []string{"account_id"}, []string{"$1"}, []string{}, []string{}
-	args := []any{l.accountID}
-	for i, c := range cols {
-		if c.n != cols[0].n {
-			return nil, fmt.Errorf("insert %s: column %s has %d values, %s has %d", table, c.name, c.n, cols[0].name, cols[0].n)
-		}
-		alias := "c" + strconv.Itoa(i)
-		args = append(args, c.vals)
-		names = append(names, c.name)
-		exprs = append(exprs, fmt.Sprintf(c.expr, "u."+alias))
-		params = append(params, fmt.Sprintf("$%d::%s[]", len(args), c.typ))
-		aliases = append(aliases, alias)
-	}
-	q := fmt.Sprintf(`INSERT INTO %s (%s) SELECT %s FROM unnest(%s) WITH ORDINALITY AS u (%s, ord) ORDER BY u.ord RETURNING id`,
-		table, strings.Join(names, ", "), strings.Join(exprs, ", "), strings.Join(params, ", "), strings.Join(aliases, ", "))
-	var ids []int64
-	if err := l.tx.SelectContext(l.ctx, &ids, q, args...); err != nil {
-		return nil, fmt.Errorf("insert %s: %w", table, err)
-	}
-	if len(ids) != cols[0].n {
-		return nil, fmt.Errorf("insert %s: %d rows inserted of %d", table, len(ids), cols[0].n)
-	}
-	slices.Sort(ids)
-	return ids, nil
-}
-
-func demoEach[R, V any](rows []R, f func(*R) V) []V {
-	out := make([]V, len(rows))
-	for i := range rows {
-		out[i] = f(&rows[i])
-	}
-	return out
-}
-
-func demoRepeat[V any](v V, n int) []V {
-	out := make([]V, n)
-	for i := range out {
-		out[i] = v
-	}
-	return out
-}
-
-// The demo's fixed content.
-
-func demoStaff() []demoUser {
-	return []demoUser{
-		{name: "Anna Berg", login: demoAdminLogin, role: RoleAdmin, dept: -1, usersReport: true, deptsReport: true, plan: true},
-		{name: "Lars Nilsson", login: "lars@demo.example", role: RoleHead, dept: 0, usersReport: true, plan: true},
-		{name: "Ieva Kazlauskiene", login: "ieva@demo.example", role: RoleHead, dept: 1, usersReport: true, plan: true},
-		{name: "Janis Ozols", login: "janis@demo.example", role: RoleMember, dept: 0, plan: true},
-		{name: "Mikko Virtanen", login: "mikko@demo.example", role: RoleMember, dept: 0, timeZone: "Europe/Helsinki", plan: true},
-		{name: "Kristiina Tamm", login: "kristiina@demo.example", role: RoleMember, dept: 1, plan: true},
-		{name: "Tomas Petrauskas", login: demoMemberLogin, role: RoleMember, dept: 1},
-	}
-}
-
-// demoDirectoryValues lists the values of every directory, grouped by code in
-// the order of their sort.
-func demoDirectoryValues() []demoDirValue {
-	return []demoDirValue{
-		{code: DirCompanyTypes, name: "Client", weight: 40, controlled: true},
-		{code: DirCompanyTypes, name: "Key client", weight: 10, controlled: true},
-		{code: DirCompanyTypes, name: "Prospect", weight: 25},
-		{code: DirCompanyTypes, name: "Partner", weight: 10},
-		{code: DirCompanyTypes, name: "Supplier", weight: 10},
-		{code: DirCompanyTypes, name: "Competitor", weight: 5},
-
-		{code: DirCompanyStatuses, name: "New", weight: 20},
-		{code: DirCompanyStatuses, name: "Active", weight: 45},
-		{code: DirCompanyStatuses, name: "Negotiating", weight: 15},
-		{code: DirCompanyStatuses, name: "On hold", weight: 10},
-		{code: DirCompanyStatuses, name: "Inactive", weight: 10},
-
-		{code: DirCompanyCategories, name: "A: strategic", weight: 15},
-		{code: DirCompanyCategories, name: "B: regular", weight: 50},
-		{code: DirCompanyCategories, name: "C: occasional", weight: 35},
-
-		{code: DirTaskKinds, name: "Call", weight: 30},
-		{code: DirTaskKinds, name: "Meeting", weight: 15},
-		{code: DirTaskKinds, name: "E-mail", weight: 25},
-		{code: DirTaskKinds, name: "Follow-up", weight: 15},
-		{code: DirTaskKinds, name: "Demo", weight: 5},
-		{code: DirTaskKinds, name: "Contract review", weight: 10},
-
-		{code: DirDealTypes, name: "New business", weight: 40},
-		{code: DirDealTypes, name: "Upsell", weight: 25},
-		{code: DirDealTypes, name: "Renewal", weight: 20},
-		{code: DirDealTypes, name: "Service contract", weight: 15},
-
-		{code: DirDealStages, name: "Lead", weight: 20},
-		{code: DirDealStages, name: "Qualified", weight: 15},
-		{code: DirDealStages, name: "Proposal", weight: 20},
-		{code: DirDealStages, name: "Negotiation", weight: 15},
-		{code: DirDealStages, name: "Won", weight: 20},
-		{code: DirDealStages, name: "Lost", weight: 10},
-
-		{code: DirPositions, name: "CEO", weight: 15},
-		{code: DirPositions, name: "Purchasing manager", weight: 25},
-		{code: DirPositions, name: "Office manager", weight: 25},
-		{code: DirPositions, name: "Chief accountant", weight: 15},
-		{code: DirPositions, name: "IT manager", weight: 10},
-		{code: DirPositions, name: "Facility manager", weight: 10},
-
-		{code: DirContactStatuses, name: "Decision maker", weight: 30},
-		{code: DirContactStatuses, name: "Influencer", weight: 30},
-		{code: DirContactStatuses, name: "Day-to-day contact", weight: 35},
-		{code: DirContactStatuses, name: "Left the company", weight: 5},
-
-		{code: DirDocumentTypes, name: "Invoice", weight: 50, invoice: true},
-		{code: DirDocumentTypes, name: "Contract", weight: 15},
-		{code: DirDocumentTypes, name: "Act", weight: 15},
-		{code: DirDocumentTypes, name: "Offer", weight: 20},
-
-		{code: DirDocumentStatuses, name: "Draft", weight: 1},
-		{code: DirDocumentStatuses, name: "Issued", weight: 1},
-		{code: DirDocumentStatuses, name: "Signed", weight: 1},
-		{code: DirDocumentStatuses, name: "Paid", weight: 1},
-		{code: DirDocumentStatuses, name: "Cancelled", weight: 1},
-
-		{code: DirPaymentForms, name: "Bank transfer", weight: 60},
-		{code: DirPaymentForms, name: "Card", weight: 25},
-		{code: DirPaymentForms, name: "Cash", weight: 5},
-		{code: DirPaymentForms, name: "Direct debit", weight: 10},
-
-		{code: DirMoneyCategories, name: "Sales", weight: 1},
-		{code: DirMoneyCategories, name: "Services", weight: 1},
-		{code: DirMoneyCategories, name: "Purchases", weight: 1},
-		{code: DirMoneyCategories, name: "Rent", weight: 1},
-		{code: DirMoneyCategories, name: "Salaries", weight: 1},
-		{code: DirMoneyCategories, name: "Marketing", weight: 1},
-		{code: DirMoneyCategories, name: "Taxes", weight: 1},
-		{code: DirMoneyCategories, name: "Software", weight: 1},
-
-		{code: DirAgents, name: "Baltic Sales Partners", weight: 50},
-		{code: DirAgents, name: "Nordic Reseller Network", weight: 30},
-		{code: DirAgents, name: "Office Expo Agency", weight: 20},
-
-		{code: DirCompanyGroups, name: "Retail", weight: 20},
-		{code: DirCompanyGroups, name: "Wholesale", weight: 20},
-		{code: DirCompanyGroups, name: "Public sector", weight: 15},
-		{code: DirCompanyGroups, name: "Education", weight: 10},
-		{code: DirCompanyGroups, name: "Healthcare", weight: 15},
-		{code: DirCompanyGroups, name: "IT and telecom", weight: 20},
-	}
-}
-
-type demoCountry struct {
-	name, form, fullName string // fullName formats the registered name
-	weight               int
-	cities, streets      []string
-	mobile, landline     string // phone patterns, '#' a digit
-	vat                  string // pattern of the VAT number
-	banks                []demoBank
-	director             string // the title of a company's head
-	maleFirst            []string
-	femaleFirst          []string
-	maleLast             []string
-	femaleLast           []string // nil: as maleLast
-}
-
-type demoBank struct {
-	name, bic, iban string // iban is a pattern, '#' a digit
-}
-
-func demoCountries() []demoCountry {
-	f := strings.Fields
-	return []demoCountry{{
-		name: "Latvia", form: "SIA", fullName: `SIA "%s"`, weight: 35,
-		cities:  f("Riga Riga Riga Jelgava Liepaja Daugavpils Ventspils Valmiera Jurmala"),
-		streets: []string{"Brivibas iela", "Elizabetes iela", "Krisjana Valdemara iela", "Terbatas iela", "Dzirnavu iela", "Maskavas iela", "Lacplesa iela", "Ganibu dambis"},
-		mobile:  "+371 2### ####", landline: "+371 67## ####", vat: "LV40#########",
-		banks: []demoBank{
-			{"Swedbank", "HABALV22", "LV##HABA#############"}, {"SEB banka", "UNLALV2X", "LV##UNLA#############"},
-			{"Citadele banka", "PARXLV22", "LV##PARX#############"}, {"Luminor Bank", "RIKOLV2X", "LV##RIKO#############"},
-		},
-		director:    "Chairman of the Board",
-		maleFirst:   f("Janis Andris Martins Edgars Raimonds Kristaps Arturs Ivars"),
-		femaleFirst: f("Liga Ilze Kristine Anete Zane Inese Laura Elina"),
-		maleLast:    f("Ozols Berzins Kalnins Liepins Krumins Zarins Vitols Klavins"),
-		femaleLast:  f("Ozola Berzina Kalnina Liepina Krumina Zarina Vitola Klavina"),
-	}, {
-		name: "Estonia", form: "OÜ", fullName: "%s OÜ", weight: 15,
-		cities:  f("Tallinn Tallinn Tartu Parnu Narva Rakvere"),
-		streets: []string{"Parnu mnt", "Narva mnt", "Tartu mnt", "Liivalaia", "Endla", "Suur-Sojamae"},
-		mobile:  "+372 5### ####", landline: "+372 6## ####", vat: "EE10#######",
-		banks: []demoBank{
-			{"Swedbank", "HABAEE2X", "EE##22##############"}, {"SEB Pank", "EEUHEE2X", "EE##10##############"},
-			{"LHV Pank", "LHVBEE22", "EE##77##############"},
-		},
-		director:    "Member of the Board",
-		maleFirst:   f("Kristjan Andres Marko Tarmo Rasmus Siim"),
-		femaleFirst: f("Kadri Liis Maarja Triin Kertu Piret"),
-		maleLast:    f("Tamm Saar Sepp Magi Kask Kukk Rebane Ilves"),
-	}, {
-		name: "Lithuania", form: "UAB", fullName: `UAB "%s"`, weight: 15,
-		cities:  f("Vilnius Vilnius Kaunas Klaipeda Siauliai Panevezys"),
-		streets: []string{"Gedimino pr.", "Konstitucijos pr.", "Savanoriu pr.", "Ukmerges g.", "Vilniaus g.", "Laisves al."},
-		mobile:  "+370 6## #####", landline: "+370 5 ### ####", vat: "LT1########",
-		banks: []demoBank{
-			{"Swedbank", "HABALT22", "LT##73000###########"}, {"SEB bankas", "CBVILT2X", "LT##70440###########"},
-			{"Luminor Bank", "AGBLLT2X", "LT##40100###########"},
-		},
-		director:    "Director",
-		maleFirst:   f("Tomas Mantas Lukas Darius Andrius Paulius"),
-		femaleFirst: f("Ieva Egle Ruta Agne Greta Laura"),
-		maleLast:    f("Kazlauskas Petrauskas Jankauskas Stankevicius Vasiliauskas Zukauskas"),
-		femaleLast:  f("Kazlauskiene Petrauskiene Jankauskiene Stankeviciene Vasiliauskiene Zukauskiene"),
-	}, {
-		name: "Sweden", form: "AB", fullName: "%s AB", weight: 10,
-		cities:  f("Stockholm Stockholm Gothenburg Malmo Uppsala"),
-		streets: f("Drottninggatan Kungsgatan Sveavagen Storgatan Vasagatan Hamngatan"),
-		mobile:  "+46 70 ### ## ##", landline: "+46 8 ### ### ##", vat: "SE55########01",
-		banks: []demoBank{
-			{"SEB", "ESSESESS", "SE##5000################"}, {"Handelsbanken", "HANDSESS", "SE##6000################"},
-			{"Nordea", "NDEASESS", "SE##3000################"},
-		},
-		director:    "CEO",
-		maleFirst:   f("Erik Lars Johan Anders Karl Oskar"),
-		femaleFirst: f("Anna Maria Sara Emma Karin Elin"),
-		maleLast:    f("Andersson Johansson Karlsson Nilsson Lindqvist Berg Lindgren Holm"),
-	}, {
-		name: "Finland", form: "Oy", fullName: "%s Oy", weight: 10,
-		cities:  f("Helsinki Helsinki Espoo Tampere Turku Oulu"),
-		streets: f("Mannerheimintie Aleksanterinkatu Hameenkatu Kauppakatu Satamakatu"),
-		mobile:  "+358 40 ### ####", landline: "+358 9 #### ###", vat: "FI2#######",
-		banks: []demoBank{
-			{"Nordea", "NDEAFIHH", "FI##1#############"}, {"OP", "OKOYFIHH", "FI##5#############"},
-		},
-		director:    "Managing Director",
-		maleFirst:   f("Mikko Juha Antti Janne Ville Timo"),
-		femaleFirst: f("Laura Anni Johanna Satu Hanna Emilia"),
-		maleLast:    f("Virtanen Korhonen Nieminen Makinen Hamalainen Laine Heikkinen Koskinen"),
-	}, {
-		name: "Norway", form: "AS", fullName: "%s AS", weight: 8,
-		cities:  f("Oslo Oslo Bergen Trondheim Stavanger"),
-		streets: []string{"Karl Johans gate", "Storgata", "Kongens gate", "Dronningens gate", "Markveien"},
-		mobile:  "+47 4## ## ###", landline: "+47 22 ## ## ##", vat: "NO9########MVA",
-		banks: []demoBank{
-			{"DNB", "DNBANOKK", "NO##12#########"}, {"Nordea", "NDEANOKK", "NO##60#########"},
-		},
-		director:    "Managing Director",
-		maleFirst:   f("Ole Lars Magnus Henrik Jonas Sindre"),
-		femaleFirst: f("Ingrid Ida Nora Silje Kari Marte"),
-		maleLast:    f("Hansen Johansen Olsen Larsen Andersen Pedersen Berg Haugen"),
-	}, {
-		name: "Denmark", form: "ApS", fullName: "%s ApS", weight: 7,
-		cities:  f("Copenhagen Copenhagen Aarhus Odense Aalborg"),
-		streets: f("Vesterbrogade Norregade Osterbrogade Bredgade Vestergade"),
-		mobile:  "+45 2# ## ## ##", landline: "+45 3# ## ## ##", vat: "DK3#######",
-		banks: []demoBank{
-			{"Danske Bank", "DABADKKK", "DK##3000##########"}, {"Nordea", "NDEADKKK", "DK##2000##########"},
-		},
-		director:    "CEO",
-		maleFirst:   f("Soren Mads Rasmus Frederik Mikkel Anders"),
-		femaleFirst: f("Mette Camilla Louise Sofie Line Pernille"),
-		maleLast:    f("Jensen Nielsen Hansen Pedersen Christensen Rasmussen Sorensen Madsen"),
-	}}
-}
-
-// demoCompanyWords are the first words of the legal entities' names.
-func demoCompanyWords() []string {
-	return strings.Fields(`Northwind Amber Daugava Hanseatic Nordic Gauja Kurzeme Lakeside Harbour Seaside
-		Pinewood Birchwood Oakridge Granite Silverline Bluewave Northstar Polaris Aurora Fjord Lindgren
-		Saule Venta Kalev Viking Copper Emerald Riverside Meridian Livonia Courland Helix Brightway
-		Coastal Evergreen`)
-}
-
-type demoActivity struct {
-	suffix, activity, industry, nace string
-}
-
-func demoActivities() []demoActivity {
-	return []demoActivity{
-		{"Trading", "Wholesale trade", "Trade", "46.90"},
-		{"Logistics", "Freight transport by road", "Transport", "49.41"},
-		{"Consulting", "Management consulting", "Professional services", "70.22"},
-		{"Systems", "IT consulting", "IT", "62.02"},
-		{"Software", "Software development", "IT", "62.01"},
-		{"Foods", "Food production", "Manufacturing", "10.89"},
-		{"Bakery", "Bakery products", "Manufacturing", "10.71"},
-		{"Construction", "Construction of buildings", "Construction", "41.20"},
-		{"Engineering", "Engineering services", "Professional services", "71.12"},
-		{"Architects", "Architectural services", "Professional services", "71.11"},
-		{"Design", "Interior design", "Creative industries", "74.10"},
-		{"Media", "Advertising agency", "Creative industries", "73.11"},
-		{"Print", "Printing", "Manufacturing", "18.12"},
-		{"Pharma", "Pharmaceuticals", "Healthcare", "21.20"},
-		{"Clinic", "Medical practice", "Healthcare", "86.21"},
-		{"Dental", "Dental practice", "Healthcare", "86.23"},
-		{"Legal", "Legal services", "Professional services", "69.10"},
-		{"Accounting", "Accounting and audit", "Professional services", "69.20"},
-		{"Energy", "Electricity trade", "Energy", "35.14"},
-		{"Motors", "Car dealership", "Retail", "45.11"},
-		{"Retail", "Retail trade", "Retail", "47.19"},
-		{"Hotels", "Hotels", "Hospitality", "55.10"},
-		{"Academy", "Education and training", "Education", "85.59"},
-		{"Textiles", "Textile manufacturing", "Manufacturing", "13.92"},
-		{"Properties", "Real estate management", "Real estate", "68.32"},
-	}
-}
-
-func demoCampaigns() []string {
-	return []string{"spring-office-sale", "back-to-office", "printer-fleet", "ergonomic-week", "paper-subscription"}
-}
-
-// demoCatalogue is the goods catalogue; the code's first three letters name its group.
-func demoCatalogue() []demoGoods {
-	return []demoGoods{
-		{name: "Office chair ErgoPro 300", code: "FUR-001", unit: "pcs", price: 18900, maxQnt: 20, note: "Synchronous mechanism, adjustable armrests"},
-		{name: "Height-adjustable desk 160x80", code: "FUR-002", unit: "pcs", price: 44900, maxQnt: 12, note: "Electric, two motors"},
-		{name: "Meeting table for 8", code: "FUR-003", unit: "pcs", price: 54900, maxQnt: 2},
-		{name: "Mobile pedestal, 3 drawers", code: "FUR-004", unit: "pcs", price: 12900, maxQnt: 12},
-		{name: "Bookcase, 5 shelves", code: "FUR-005", unit: "pcs", price: 15900, maxQnt: 6},
-		{name: "Visitor chair, stackable", code: "FUR-006", unit: "pcs", price: 5900, maxQnt: 24},
-		{name: "Copy paper A4 80 g/m², 500 sheets", code: "PAP-001", unit: "ream", price: 490, maxQnt: 100},
-		{name: "Copy paper A3 80 g/m², 500 sheets", code: "PAP-002", unit: "ream", price: 980, maxQnt: 30},
-		{name: "Recycled paper A4, 500 sheets", code: "PAP-003", unit: "ream", price: 540, maxQnt: 60},
-		{name: "Notebook A5, ruled", code: "PAP-004", unit: "pcs", price: 230, maxQnt: 50},
-		{name: "Sticky notes 76x76, 12 pads", code: "PAP-005", unit: "pack", price: 690, maxQnt: 20},
-		{name: "Envelopes C4, 250 pcs", code: "PAP-006", unit: "box", price: 1850, maxQnt: 10},
-		{name: "Laser printer, monochrome", code: "PRN-001", unit: "pcs", price: 29900, maxQnt: 5},
-		{name: "Colour multifunction printer", code: "PRN-002", unit: "pcs", price: 68900, maxQnt: 3},
-		{name: "Toner cartridge, black", code: "PRN-003", unit: "pcs", price: 7900, maxQnt: 20},
-		{name: "Toner cartridge set, colour", code: "PRN-004", unit: "set", price: 21900, maxQnt: 8},
-		{name: "Label printer", code: "PRN-005", unit: "pcs", price: 11900, maxQnt: 4},
-		{name: "Ballpoint pens, box of 50", code: "STA-001", unit: "box", price: 1250, maxQnt: 10},
-		{name: "Lever arch files A4, 10 pcs", code: "STA-002", unit: "pack", price: 2400, maxQnt: 10},
-		{name: "Whiteboard 120x90", code: "STA-003", unit: "pcs", price: 8900, maxQnt: 4},
-		{name: "Delivery and assembly", code: "SRV-001", unit: "hour", price: 4500, maxQnt: 8},
-		{name: "Printer maintenance visit", code: "SRV-002", unit: "visit", price: 6500, maxQnt: 6},
-		{name: "Workplace design consultation", code: "SRV-003", unit: "hour", price: 7500, maxQnt: 10},
-		{name: "Monthly supply subscription", code: "SRV-004", unit: "month", price: 14900, maxQnt: 12, note: "Paper, toner and stationery on a monthly schedule"},
-		{name: "Old furniture removal", code: "SRV-005", unit: "service", price: 12000, maxQnt: 2},
-	}
-}
-
-func demoDealThemes() []demoDealTheme {
-	return []demoDealTheme{
-		{"Office chairs for the new office", []string{"FUR"}},
-		{"Open-space desks", []string{"FUR"}},
-		{"Meeting room furnishing", []string{"FUR", "STA"}},
-		{"Annual paper supply", []string{"PAP"}},
-		{"Stationery framework agreement", []string{"PAP", "STA"}},
-		{"Printer fleet renewal", []string{"PRN"}},
-		{"Toner supply contract", []string{"PRN"}},
-		{"Office relocation support", []string{"SRV", "FUR"}},
-		{"Printer maintenance contract", []string{"SRV", "PRN"}},
-		{"Reception area refurbishment", []string{"FUR", "STA", "SRV"}},
-	}
-}
-
-func demoTaskNotes(kind string) []string {
-	return map[string][]string{
-		"Call":            {"Call to confirm the delivery date", "Call about the offer", "Follow-up call after the demo", "Call the accountant about the unpaid invoice"},
-		"Meeting":         {"Meeting: present the new furniture catalogue", "Meeting at the client's office", "Quarterly review meeting"},
-		"E-mail":          {"Send the updated offer", "Send the price list", "E-mail the contract draft"},
-		"Follow-up":       {"Check whether the invoice was paid", "Ask for feedback on the delivery", "Remind about the expiring offer"},
-		"Demo":            {"Show the height-adjustable desks in the showroom", "Demo of the printer fleet service"},
-		"Contract review": {"Review the contract terms with the lawyer", "Prepare the framework agreement"},
-	}[kind]
-}
-
-func demoExpenseNotes(category string) []string {
-	return map[string][]string{
-		"Purchases": {"Purchase of goods from the supplier", "Furniture for stock", "Paper and toner for stock"},
-		"Rent":      {"Office and showroom rent", "Warehouse rent"},
-		"Salaries":  {"Salaries", "Sales bonuses"},
-		"Marketing": {"Google Ads campaign", "Trade fair stand", "Printed catalogues"},
-		"Taxes":     {"VAT payment", "Social security contributions"},
-		"Software":  {"CRM subscription", "Accounting software", "Cloud storage"},
-	}[category]
-}
-
-func demoMailTemplates() []demoMailTemplate {
-	sign := []string{"Best regards,", "{user}"}
-	regards := []string{"Kind regards,", "{name}"}
-	with := func(paras []string, tail []string) []string { return append(slices.Clone(paras), tail...) }
-	return []demoMailTemplate{
-		{folder: 2, needs: "deal", subject: "Offer: {deal}", attachment: true, paras: with([]string{"{hello}",
-			"Please find attached our offer for {deal}. The prices include VAT and are valid for 30 days.",
-			"I will be glad to answer any questions."}, sign)},
-		{folder: 2, needs: "invoice", subject: "Invoice {invoice}", attachment: true, paras: with([]string{"{hello}",
-			"Please find attached invoice {invoice}. Payment is due within 14 days.", "Thank you for your order!"}, sign)},
-		{folder: 2, subject: "Delivery schedule", paras: with([]string{"{hello}",
-			"We plan to deliver your order on {weekday} between 9:00 and 12:00. Please let us know if that suits you."}, sign)},
-		{folder: 2, subject: "Meeting follow-up", paras: with([]string{"{hello}",
-			"Thank you for the meeting today. As agreed, I will send the updated price list by the end of the week."}, sign)},
-		{folder: 2, subject: "New catalogue of ergonomic furniture", paras: with([]string{"{hello}",
-			"Our new catalogue of ergonomic chairs and height-adjustable desks is out. Would you like a short demo in our showroom in Riga?"}, sign)},
-		{folder: 1, needs: "deal", subject: "Re: Offer: {deal}", paras: with([]string{"Hello {userFirst},",
-			"Thank you for the offer. Could you check whether a discount is possible if we order before the end of the month?"}, regards)},
-		{folder: 1, needs: "invoice", subject: "Question about invoice {invoice}", paras: with([]string{"Hello {userFirst},",
-			"We have received invoice {invoice}. Could you please also send a copy to our accounting e-mail?"}, regards)},
-		{folder: 1, subject: "Order confirmation", paras: with([]string{"Hello {userFirst},",
-			"We confirm the order as discussed. Please deliver to our office at {address}."}, regards)},
-		{folder: 1, subject: "Printer shows a paper jam error", paras: with([]string{"Hello,",
-			"Our printer shows a paper jam error again. Could your technician come this week?"}, regards)},
-		{folder: 1, subject: "Request for a price list", paras: with([]string{"Hello,",
-			"Could you send us your current price list for copy paper and toner cartridges?"}, regards)},
-	}
-}
-
-type demoKPIMetric struct {
-	metric, name   string
-	min, max, step int // range of monthly plan values
-}
-
-func demoKPIMetrics() []demoKPIMetric {
-	return []demoKPIMetric{
-		{"companies_added", "New counterparties", 4, 10, 1},
-		{"tasks_done", "Tasks done", 10, 30, 5},
-		{"deals_created", "New deals", 3, 7, 1},
-		{"deal_sum", "Deal volume", 5000, 15000, 500},
-		{"invoices_issued", "Invoices issued", 3, 8, 1},
-		{"invoice_sum", "Invoiced amount", 4000, 12000, 500},
-		{"income", "Income", 8000, 24000, 1000},
-	}
 }

@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/crmservice/crm/db/dbtest"
+)
+
+// TestGenerate generates a small data set in chunks of a few rows, logging its
+// progress every millisecond, and checks the stored rows and the log.
+func TestGenerate(t *testing.T) {
+	pool := dbtest.New(t)
+	ctx := context.Background()
+	countIndexes := func() int {
+		var n int
+		if err := pool.Get(&n, `SELECT count(*) FROM pg_indexes WHERE schemaname = 'public'`); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	indexes := countIndexes()
+	var logged bytes.Buffer
+	log := slog.New(slog.NewJSONHandler(&logged, nil))
+	d := plan(3, 600)
+	if err := generate(ctx, pool, log, &d, options{progressEvery: time.Millisecond, chunkRows: 37}); err != nil {
+		t.Fatal(err)
+	}
+	if n := countIndexes(); n != indexes {
+		t.Errorf("%d indexes after generating, %d before", n, indexes)
+	}
+
+	// Every account has its planned records, each counterparty two e-mails and
+	// two phones, whatever the chunks.
+	var want int64
+	for i, acc := range d.Accounts {
+		want += d.accountRows(i)
+		var got struct {
+			Companies      int `db:"companies"`
+			Emails         int `db:"emails"`
+			EmailCompanies int `db:"email_companies"`
+			Phones         int `db:"phones"`
+			PhoneCompanies int `db:"phone_companies"`
+			Tasks          int `db:"tasks"`
+			Deals          int `db:"deals"`
+			Documents      int `db:"documents"`
+			Movements      int `db:"movements"`
+		}
+		err := pool.Get(&got, `
+			SELECT (SELECT count(*) FROM companies WHERE account_id = $1) AS companies,
+			       (SELECT count(*) FROM emails WHERE account_id = $1) AS emails,
+			       (SELECT count(DISTINCT company_id) FROM emails WHERE account_id = $1) AS email_companies,
+			       (SELECT count(*) FROM phones WHERE account_id = $1) AS phones,
+			       (SELECT count(DISTINCT company_id) FROM phones WHERE account_id = $1) AS phone_companies,
+			       (SELECT count(*) FROM tasks WHERE account_id = $1) AS tasks,
+			       (SELECT count(*) FROM deals WHERE account_id = $1) AS deals,
+			       (SELECT count(*) FROM documents WHERE account_id = $1) AS documents,
+			       (SELECT count(*) FROM money_movements WHERE account_id = $1) AS movements`, acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc := d.Companies[i]
+		if got.Companies != nc || got.Emails != 2*nc || got.EmailCompanies != nc || got.Phones != 2*nc || got.PhoneCompanies != nc ||
+			got.Tasks != d.Tasks[i] || got.Deals != d.Deals[i] || got.Documents != d.Documents[i] || got.Movements != d.Movements[i] {
+			t.Errorf("account %d: %+v, want %d counterparties with 2 e-mails and 2 phones each, %d tasks, %d deals, %d documents, %d movements",
+				acc, got, nc, d.Tasks[i], d.Deals[i], d.Documents[i], d.Movements[i])
+		}
+	}
+	var stored int64
+	err := pool.Get(&stored, `
+		SELECT (SELECT count(*) FROM accounts) + (SELECT count(*) FROM departments) + (SELECT count(*) FROM users)
+		     + (SELECT count(*) FROM directory_values) + (SELECT count(*) FROM companies) + (SELECT count(*) FROM emails)
+		     + (SELECT count(*) FROM phones) + (SELECT count(*) FROM tasks) + (SELECT count(*) FROM deals)
+		     + (SELECT count(*) FROM documents) + (SELECT count(*) FROM money_accounts) + (SELECT count(*) FROM money_movements)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stored != want {
+		t.Errorf("%d rows stored, the plan says %d", stored, want)
+	}
+
+	// The log: reports of rows done of the planned total that never go back,
+	// with a rate and the time left, then a line per phase done.
+	var reports, between int
+	var last float64
+	phases := map[string]float64{}
+	for _, line := range strings.Split(strings.TrimSpace(logged.String()), "\n") {
+		var rec map[string]any
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		msg, _ := rec["msg"].(string)
+		if name, ok := strings.CutSuffix(msg, ": done"); ok {
+			phases[name], _ = rec["total"].(float64)
+			continue
+		}
+		if msg != "generating rows" {
+			continue
+		}
+		reports++
+		done, of := rec["done"].(float64), rec["of"].(float64)
+		_, hasLeft := rec["left"]
+		_, hasRate := rec["per_second"]
+		at, _ := rec["at"].(string)
+		if of != float64(want) || done < last || done > of || !hasLeft || !hasRate || rec["unit"] != "rows" || !strings.HasPrefix(at, "account ") {
+			t.Errorf("report %s, want rows done from %v up to %d, a rate, the time left and the account", line, last, want)
+		}
+		if done > 0 && done < of {
+			between++
+		}
+		last = done
+	}
+	if reports == 0 || between == 0 {
+		t.Errorf("%d reports, %d of them between the start and the end:\n%s", reports, between, logged.String())
+	}
+	if phases["generating rows"] != float64(want) {
+		t.Errorf("generating rows: done with %v rows, want %d", phases["generating rows"], want)
+	}
+	for _, name := range []string{"rebuilding indexes", "vacuuming"} {
+		if _, ok := phases[name]; !ok {
+			t.Errorf("no line %q", name+": done")
+		}
+	}
+}
