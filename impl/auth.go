@@ -194,26 +194,3 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 	s.limits.authenticated(ctx, hash)
 	return &p, nil
 }
-
-// sqlArgs collects the arguments of a query as it is built; add returns the
-// placeholder of the value it appends. Values never enter the SQL text.
-type sqlArgs []any
-
-func (a *sqlArgs) add(v any) string {
-	*a = append(*a, v)
-	return "$" + strconv.Itoa(len(*a))
-}
-
-// responsibleFilter is the condition that keeps the records whose responsible
-// user (column col) the principal may see.
-func (p *Principal) responsibleFilter(col string, args *sqlArgs) string {
-	switch {
-	case p.Role == RoleAdmin:
-		return "TRUE"
-	case p.Role == RoleHead && p.DepartmentID.Valid:
-		return fmt.Sprintf("(%s = %s OR %s IN (SELECT du.id FROM users du WHERE du.account_id = %s AND du.department_id = %s))",
-			col, args.add(p.UserID), col, args.add(p.AccountID), args.add(p.DepartmentID.Int64))
-	default:
-		return fmt.Sprintf("%s = %s", col, args.add(p.UserID))
-	}
-}

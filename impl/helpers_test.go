@@ -28,11 +28,13 @@ var contractOnce = sync.OnceValues(func() (*conformance.Contract, error) {
 // env is a server on a fresh database; every reply it gives a test is checked
 // against openapi.yaml.
 type env struct {
-	db       *sqlx.DB
-	handler  http.Handler
-	contract *conformance.Contract
-	logs     *bytes.Buffer
-	logMu    *sync.Mutex
+	db        *sqlx.DB // the test's own pool: its statements may cross accounts
+	server    *sqlx.DB // the server's pool: on Citus, a statement on more than one shard fails
+	serverURL string   // the URL of the server's pool
+	handler   http.Handler
+	contract  *conformance.Contract
+	logs      *bytes.Buffer
+	logMu     *sync.Mutex
 }
 
 type envOption func(*impl.Config)
@@ -69,7 +71,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { generic.Close() })
-	e := &env{db: pool, contract: contract, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	e := &env{db: pool, server: serverPool, serverURL: serverURL, contract: contract, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
 	cfg := impl.Config{DB: serverPool, GenericDB: generic, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil))}
 	for _, o := range opts {
 		o(&cfg)

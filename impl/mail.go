@@ -1,26 +1,20 @@
 package impl
 
 import (
-	"bytes"
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/mail"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
-	gomail "github.com/emersion/go-message/mail"
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/gen"
+	"github.com/crmservice/crm/impl/mailer"
 )
 
 // Mail folders: the codes of the mail list's segment filter and of
@@ -34,15 +28,6 @@ const (
 	FolderMore   = 6
 )
 
-// maxRecipients caps the addresses of one message (to, cc and bcc together).
-const maxRecipients = 100
-
-// outgoingMail is a message of POST /mail/send, decoded and checked.
-type outgoingMail struct {
-	subject, html string
-	to, cc, bcc   []*mail.Address
-}
-
 // MailSend implements POST /mail/send: the message is checked, composed and
 // stored in the sent folder as queued, in one transaction with its journal row;
 // the mail worker delivers it.
@@ -52,9 +37,9 @@ func (s *Server) MailSend(ctx context.Context, req gen.MailSendRequestObject) (g
 		return nil, err
 	}
 	in := req.Body.Mail
-	m, err := decodeOutgoingMail(in)
+	m, err := mailer.DecodeDraft(mailer.Draft{Subject: in.Subject, Body: in.Body, To: in.ToAddress, Cc: str(in.Cc), Bcc: str(in.Bcc)})
 	if err != nil {
-		return nil, err
+		return nil, mailInputError(err)
 	}
 	mailAccountID, err := strconv.ParseInt(in.AccountId, 10, 64)
 	if err != nil { // the contract's pattern allows 18 digits at most
@@ -66,23 +51,23 @@ func (s *Server) MailSend(ctx context.Context, req gen.MailSendRequestObject) (g
 			return err
 		}
 		links, err := resolveLinks(ctx, tx, p, mailLinks{CompanyID: in.CompanyId, ContactID: in.ContactId, DealID: in.DealId},
-			addresses(m.to, m.cc, m.bcc))
+			mailer.Addresses(m.To, m.Cc, m.Bcc))
 		if err != nil {
 			return err
 		}
 		date := time.Now().Truncate(time.Second)
-		messageID := newMessageID(from.Address)
-		raw, text, err := composeMail(from, m, date, messageID)
+		messageID := mailer.NewMessageID(from.Address)
+		raw, text, err := m.Compose(from, date, messageID)
 		if err != nil {
 			return err
 		}
 		row := mailRow{
 			AccountID: p.AccountID, MailAccountID: mailAccountID, Folder: FolderSent,
 			FromName: from.Name, FromAddress: from.Address,
-			ToName: recipientNames(m.to), ToAddress: strings.Join(addresses(m.to), ", "),
-			Cc: strings.Join(addresses(m.cc), ", "), Bcc: strings.Join(addresses(m.bcc), ", "),
-			Subject: m.subject, Date: date, mailLinks: links, MessageID: messageID,
-			SmallPartOfBody: preview(text), Body: m.html, CreatedBy: &p.UserID,
+			ToName: mailer.DisplayNames(m.To), ToAddress: strings.Join(mailer.Addresses(m.To), ", "),
+			Cc: strings.Join(mailer.Addresses(m.Cc), ", "), Bcc: strings.Join(mailer.Addresses(m.Bcc), ", "),
+			Subject: m.Subject, Date: date, mailLinks: links, MessageID: messageID,
+			SmallPartOfBody: mailer.Preview(text), Body: m.HTML, CreatedBy: &p.UserID,
 		}
 		var id int64
 		err = tx.GetContext(ctx, &id, `
@@ -108,11 +93,24 @@ func (s *Server) MailSend(ctx context.Context, req gen.MailSendRequestObject) (g
 	return gen.MailSend200JSONResponse(envelope(gen.StatusSuccess, &code, "", "")), nil
 }
 
+// mailInputError is the one mapping of mailer's input errors to the "400"
+// envelope: the field is named as in the body of POST /mail/send.
+func mailInputError(err error) error {
+	var in *mailer.InputError
+	if !errors.As(err, &in) {
+		return err
+	}
+	if in.Field == "" {
+		return badRequest("mail: %s", in.Reason)
+	}
+	return badRequest("mail.%s: %s", in.Field, in.Reason)
+}
+
 // mailLinks are the counterparty, contact person and deal a message concerns.
 type mailLinks struct {
-	CompanyID *int64 `json:"company_id"`
-	ContactID *int64 `json:"contact_id"`
-	DealID    *int64 `json:"deal_id"`
+	CompanyID *int64 `db:"company_id" json:"company_id"`
+	ContactID *int64 `db:"contact_id" json:"contact_id"`
+	DealID    *int64 `db:"deal_id" json:"deal_id"`
 }
 
 // mailRow is a stored message, sent or received, without its delivery state;
@@ -142,111 +140,6 @@ func (r mailRow) journal() map[string]any {
 		"to_address": r.ToAddress, "cc": r.Cc, "bcc": r.Bcc, "subject": r.Subject, "message_id": r.MessageID,
 		"company_id": r.CompanyID, "contact_id": r.ContactID, "deal_id": r.DealID,
 	}
-}
-
-// decodeOutgoingMail decodes subject and body and parses the addresses, refusing
-// anything that could not go into a message header as it is.
-func decodeOutgoingMail(in gen.MailMessageInput) (*outgoingMail, error) {
-	m := &outgoingMail{}
-	var err error
-	if m.subject, err = decodeMailText("mail.subject", in.Subject); err != nil {
-		return nil, err
-	}
-	if i := strings.IndexFunc(m.subject, unicode.IsControl); i >= 0 {
-		return nil, badRequest("mail.subject: must not contain line breaks or other control characters")
-	}
-	if m.html, err = decodeMailText("mail.body", in.Body); err != nil {
-		return nil, err
-	}
-	if m.to, err = parseRecipients("mail.to_address", in.ToAddress); err != nil {
-		return nil, err
-	}
-	if len(m.to) == 0 {
-		return nil, badRequest("mail.to_address: at least one address is required")
-	}
-	if m.cc, err = parseRecipients("mail.cc", str(in.Cc)); err != nil {
-		return nil, err
-	}
-	if m.bcc, err = parseRecipients("mail.bcc", str(in.Bcc)); err != nil {
-		return nil, err
-	}
-	if n := len(m.to) + len(m.cc) + len(m.bcc); n > maxRecipients {
-		return nil, badRequest("mail: %d recipients, at most %d are allowed", n, maxRecipients)
-	}
-	return m, nil
-}
-
-// decodeMailText decodes a Base64 field of POST /mail/send: the standard or the
-// URL-safe alphabet, with or without padding, into UTF-8 text.
-func decodeMailText(field, encoded string) (string, error) {
-	raw, err := decodeBase64(encoded)
-	if err != nil {
-		return "", badRequest("%s: not valid Base64", field)
-	}
-	if !utf8.Valid(raw) {
-		return "", badRequest("%s: the decoded text is not UTF-8", field)
-	}
-	if bytes.IndexByte(raw, 0) >= 0 {
-		return "", badRequest("%s: the decoded text contains a NUL character", field)
-	}
-	return string(raw), nil
-}
-
-// mailboxAddress is the form of an address this server sends to: ASCII, no
-// white space, a dot in the domain (as EmailAddress in the contract).
-var mailboxAddress = regexp.MustCompile(`^[!#-'*+\-/-9=?A-Z^-~.]+@[A-Za-z0-9](?:[A-Za-z0-9.\-]*[A-Za-z0-9])?\.[A-Za-z0-9\-]+$`)
-
-// parseRecipients parses a comma-separated list of addresses ("a@x.example",
-// "Name <a@x.example>"); empty text is an empty list.
-func parseRecipients(field, list string) ([]*mail.Address, error) {
-	if strings.ContainsAny(list, "\r\n") {
-		return nil, badRequest("%s: must not contain line breaks", field)
-	}
-	if strings.IndexFunc(list, unicode.IsControl) >= 0 {
-		return nil, badRequest("%s: must not contain control characters", field)
-	}
-	if strings.TrimSpace(list) == "" {
-		return nil, nil
-	}
-	addrs, err := mail.ParseAddressList(list)
-	if err != nil {
-		return nil, badRequest("%s: not a valid address or comma-separated list of addresses", field)
-	}
-	for i, a := range addrs {
-		if len(a.Address) > 254 || !mailboxAddress.MatchString(a.Address) {
-			return nil, badRequest("%s: address %d is not of the form local@domain.tld (ASCII, no spaces)", field, i+1)
-		}
-	}
-	return addrs, nil
-}
-
-// addresses lists the addresses of the lists, in order.
-func addresses(lists ...[]*mail.Address) []string {
-	var out []string
-	for _, l := range lists {
-		for _, a := range l {
-			out = append(out, a.Address)
-		}
-	}
-	return out
-}
-
-// recipientNames is to_name of a message: the recipients as a reader names
-// them (the display name, or the address of one without a name), or "" when no
-// recipient has a name.
-func recipientNames(list []*mail.Address) string {
-	named := false
-	parts := make([]string, len(list))
-	for i, a := range list {
-		parts[i] = a.Address
-		if name := strings.TrimSpace(a.Name); name != "" {
-			parts[i], named = name, true
-		}
-	}
-	if !named {
-		return ""
-	}
-	return strings.Join(parts, ", ")
 }
 
 // senderAccount is the mail account id of the token owner, usable for sending.
@@ -281,7 +174,7 @@ func senderAccount(ctx context.Context, tx *sqlx.Tx, p *Principal, id int64) (*m
 // token owner and belong together.
 func resolveLinks(ctx context.Context, tx *sqlx.Tx, p *Principal, in mailLinks, addrs []string) (mailLinks, error) {
 	out := in
-	var contactCompany, dealCompany int64
+	var contactCompany, companyOfDeal int64
 	if in.ContactID != nil {
 		err := tx.GetContext(ctx, &contactCompany, `SELECT company_id FROM contacts WHERE account_id = $1 AND id = $2`,
 			p.AccountID, *in.ContactID)
@@ -293,15 +186,13 @@ func resolveLinks(ctx context.Context, tx *sqlx.Tx, p *Principal, in mailLinks, 
 		}
 	}
 	if in.DealID != nil {
-		args := sqlArgs{}
-		query := fmt.Sprintf(`SELECT company_id FROM deals d WHERE d.account_id = %s AND d.id = %s AND %s`,
-			args.add(p.AccountID), args.add(*in.DealID), p.responsibleFilter("d.user_id", &args))
-		err := tx.GetContext(ctx, &dealCompany, query, args...)
+		var err error
+		companyOfDeal, err = dealCompany(ctx, tx, p, *in.DealID)
 		if errors.Is(err, sql.ErrNoRows) {
 			return out, badRequest("%s", constraintErrors["mail_messages_deal_fk"])
 		}
 		if err != nil {
-			return out, fmt.Errorf("look up deal: %w", err)
+			return out, err
 		}
 	}
 	switch {
@@ -309,14 +200,13 @@ func resolveLinks(ctx context.Context, tx *sqlx.Tx, p *Principal, in mailLinks, 
 	case in.ContactID != nil:
 		out.CompanyID = &contactCompany
 	case in.DealID != nil:
-		out.CompanyID = &dealCompany
+		out.CompanyID = &companyOfDeal
 	}
 	if out.CompanyID != nil {
-		args := sqlArgs{}
-		query := fmt.Sprintf(`SELECT EXISTS (SELECT 1 FROM companies c WHERE c.account_id = %s AND c.id = %s AND c.deleted_at IS NULL AND %s)`,
-			args.add(p.AccountID), args.add(*out.CompanyID), p.responsibleFilter("c.user_id", &args))
+		q := sqlFor(p)
 		var visible bool
-		if err := tx.GetContext(ctx, &visible, query, args...); err != nil {
+		err := tx.GetContext(ctx, &visible, q.expand(`SELECT EXISTS (SELECT 1 FROM companies c WHERE `+p.seesCompany(q.arg(*out.CompanyID))+`)`), q.args...)
+		if err != nil {
 			return out, fmt.Errorf("look up counterparty: %w", err)
 		}
 		if !visible {
@@ -326,7 +216,7 @@ func resolveLinks(ctx context.Context, tx *sqlx.Tx, p *Principal, in mailLinks, 
 	if in.ContactID != nil && contactCompany != *out.CompanyID {
 		return out, badRequest("%s", constraintErrors["mail_messages_company_contact_fk"])
 	}
-	if in.DealID != nil && dealCompany != *out.CompanyID {
+	if in.DealID != nil && companyOfDeal != *out.CompanyID {
 		return out, badRequest("%s", constraintErrors["mail_messages_company_deal_fk"])
 	}
 	if out.ContactID == nil {
@@ -362,7 +252,7 @@ func linkByAddress(ctx context.Context, q sqlx.QueryerContext, accountID int64, 
 		SELECT e.company_id, e.contact_id
 		  FROM unnest($2::text[]) WITH ORDINALITY AS a (address, n)
 		  JOIN emails e ON e.account_id = $1 AND lower(e.email) = a.address
-		  JOIN companies c ON c.account_id = e.account_id AND c.id = e.company_id AND c.deleted_at IS NULL
+		  JOIN companies c ON c.account_id = $1 AND c.id = e.company_id AND c.deleted_at IS NULL
 		 WHERE $3::bigint IS NULL OR (e.company_id = $3 AND e.contact_id IS NOT NULL)
 		 ORDER BY a.n, e.id
 		 LIMIT 1`, accountID, pq.Array(lower), companyID)
@@ -377,54 +267,4 @@ func linkByAddress(ctx context.Context, q sqlx.QueryerContext, accountID int64, 
 		contact = &found.ContactID.Int64
 	}
 	return company, contact, nil
-}
-
-// newMessageID returns a new Message-ID, with angle brackets, in the domain of
-// the sender's address.
-func newMessageID(from string) string {
-	var r [16]byte
-	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails (Go 1.24+)
-	domain := from[strings.LastIndexByte(from, '@')+1:]
-	if domain == "" || domain == from {
-		domain = "crm.invalid"
-	}
-	return "<crm." + hex.EncodeToString(r[:]) + "@" + domain + ">"
-}
-
-// composeMail writes the MIME text of a message: multipart/alternative with the
-// plain text derived from the HTML body, then the HTML body, both UTF-8 and
-// quoted-printable. Bcc recipients are not in the header. It also returns the
-// plain text.
-func composeMail(from *mail.Address, m *outgoingMail, date time.Time, messageID string) (raw []byte, text string, err error) {
-	var h gomail.Header
-	h.SetDate(date)
-	h.SetAddressList("From", []*gomail.Address{from})
-	h.SetAddressList("To", m.to)
-	h.SetAddressList("Cc", m.cc)
-	h.SetSubject(m.subject)
-	h.Set("Message-Id", messageID)
-	text = htmlToText(m.html)
-	var buf bytes.Buffer
-	w, err := gomail.CreateInlineWriter(&buf, h)
-	if err != nil {
-		return nil, "", fmt.Errorf("compose mail: %w", err)
-	}
-	for _, part := range []struct{ contentType, body string }{{"text/plain", text}, {"text/html", m.html}} {
-		var ph gomail.InlineHeader
-		ph.SetContentType(part.contentType, map[string]string{"charset": "utf-8"})
-		pw, err := w.CreatePart(ph)
-		if err != nil {
-			return nil, "", fmt.Errorf("compose mail: %w", err)
-		}
-		if _, err := pw.Write([]byte(part.body)); err != nil {
-			return nil, "", fmt.Errorf("compose mail: %w", err)
-		}
-		if err := pw.Close(); err != nil {
-			return nil, "", fmt.Errorf("compose mail: %w", err)
-		}
-	}
-	if err := w.Close(); err != nil {
-		return nil, "", fmt.Errorf("compose mail: %w", err)
-	}
-	return buf.Bytes(), text, nil
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+
+	"github.com/crmservice/crm/impl/mailer"
 )
 
 // Mail accounts have no API operation ("the methods that list ... mail accounts:
@@ -33,8 +35,8 @@ type MailAccountInput struct {
 
 // CreateMailAccount creates a mail account and returns its id. Passwords are
 // sealed with box, which may be nil only when no password is given.
-func CreateMailAccount(ctx context.Context, db *sqlx.DB, box *SecretBox, in MailAccountInput) (int64, error) {
-	if !mailboxAddress.MatchString(in.Address) {
+func CreateMailAccount(ctx context.Context, db *sqlx.DB, box *mailer.SecretBox, in MailAccountInput) (int64, error) {
+	if !mailer.ValidAddress(in.Address) {
 		return 0, errors.New("create mail account: the address must be of the form local@domain.tld (ASCII, no spaces)")
 	}
 	if strings.ContainsAny(in.DisplayName, "\r\n") {
@@ -57,6 +59,8 @@ func CreateMailAccount(ctx context.Context, db *sqlx.DB, box *SecretBox, in Mail
 	}
 	defer tx.Rollback()
 	var accountID int64
+	// cross-account: the admin command names the user by id alone, which is
+	// unique across accounts; the account it finds scopes the insert.
 	if err := tx.GetContext(ctx, &accountID, `SELECT account_id FROM users WHERE id = $1 AND active`, in.UserID); err != nil {
 		return 0, fmt.Errorf("create mail account: no active user %d", in.UserID)
 	}
@@ -86,7 +90,7 @@ func CreateMailAccount(ctx context.Context, db *sqlx.DB, box *SecretBox, in Mail
 }
 
 // mailServer checks one side of a new mail account and fills in its defaults.
-func mailServer(what string, in MailServerInput, address string, port int, security string, box *SecretBox) (MailServerInput, error) {
+func mailServer(what string, in MailServerInput, address string, port int, security string, box *mailer.SecretBox) (MailServerInput, error) {
 	if in.Port == 0 {
 		in.Port = port
 	}
@@ -101,8 +105,8 @@ func mailServer(what string, in MailServerInput, address string, port int, secur
 	case in.Host == "" && (in.Login != "" || in.Password != ""):
 		return in, fmt.Errorf("create mail account: %s login or password without a host", what)
 	case in.Password != "" && box == nil:
-		return in, fmt.Errorf("create mail account: %w", ErrNoSecretKey)
-	case in.Password != "" && in.Security == "none" && !isLoopback(in.Host):
+		return in, fmt.Errorf("create mail account: %w", mailer.ErrNoSecretKey)
+	case in.Password != "" && mailer.ExposesPassword(in.Security, in.Host):
 		return in, fmt.Errorf("create mail account: the %s password would cross the network unencrypted: use starttls or tls", what)
 	}
 	if in.Login == "" && in.Password != "" {
@@ -143,13 +147,13 @@ func ListMailAccounts(ctx context.Context, db *sqlx.DB, accountID int64) ([]Mail
 		       CASE WHEN a.imap_host = '' THEN '' ELSE a.imap_security || '://' || a.imap_login || '@' || a.imap_host || ':' || a.imap_port END AS imap,
 		       a.imap_secret IS NOT NULL AS imap_password,
 		       a.active,
-		       (SELECT count(*) FROM mail_messages m WHERE m.account_id = a.account_id AND m.mail_account_id = a.id
+		       (SELECT count(*) FROM mail_messages m WHERE m.account_id = $1 AND m.mail_account_id = a.id
 		           AND m.delivery_state IN ('queued', 'sending')) AS queued,
-		       (SELECT count(*) FROM mail_messages m WHERE m.account_id = a.account_id AND m.mail_account_id = a.id
+		       (SELECT count(*) FROM mail_messages m WHERE m.account_id = $1 AND m.mail_account_id = a.id
 		           AND m.delivery_state = 'failed') AS failed,
 		       a.imap_polled_at, a.imap_last_error, a.imap_last_uid, a.imap_uidvalidity
 		  FROM mail_accounts a
-		  JOIN users u ON u.account_id = a.account_id AND u.id = a.user_id
+		  JOIN users u ON u.account_id = $1 AND u.id = a.user_id
 		 WHERE a.account_id = $1
 		 ORDER BY a.id`, accountID)
 	if err != nil {
@@ -161,6 +165,8 @@ func ListMailAccounts(ctx context.Context, db *sqlx.DB, accountID int64) ([]Mail
 // DisableMailAccount disables a mail account: it is no longer polled, sends
 // nothing more (its queued messages fail), and POST /mail/send refuses it.
 func DisableMailAccount(ctx context.Context, db *sqlx.DB, id int64) error {
+	// cross-account: the admin command names the mail account by id alone,
+	// which is unique across accounts.
 	res, err := db.ExecContext(ctx, `UPDATE mail_accounts SET active = false WHERE id = $1 AND active`, id)
 	if err != nil {
 		return fmt.Errorf("disable mail account: %w", err)

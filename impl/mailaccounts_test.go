@@ -3,61 +3,12 @@ package impl_test
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
-	"errors"
 	"strings"
 	"testing"
 
 	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/mailer"
 )
-
-func TestSecretBox(t *testing.T) {
-	box := testSecretBox(t)
-	sealed := box.Seal(7, "smtp", "pa55 word")
-	if bytes.Contains(sealed, []byte("pa55")) {
-		t.Error("the sealed secret contains the password")
-	}
-	if got, err := box.Open(7, "smtp", sealed); err != nil || got != "pa55 word" {
-		t.Errorf("Open = %q, %v", got, err)
-	}
-	if bytes.Equal(sealed, box.Seal(7, "smtp", "pa55 word")) {
-		t.Error("two seals of one secret are equal: the nonce is not fresh")
-	}
-	for _, tc := range []struct {
-		name    string
-		account int64
-		use     string
-		sealed  []byte
-		box     *impl.SecretBox
-	}{
-		{"another account", 8, "smtp", sealed, box},
-		{"another use", 7, "imap", sealed, box},
-		{"another key", 7, "smtp", sealed, testSecretBox(t)},
-		{"tampered", 7, "smtp", append(bytes.Clone(sealed[:len(sealed)-1]), sealed[len(sealed)-1]^1), box},
-		{"truncated", 7, "smtp", sealed[:5], box},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.box.Open(tc.account, tc.use, tc.sealed)
-			if err == nil || strings.Contains(err.Error(), "pa55") {
-				t.Errorf("Open = %v", err)
-			}
-		})
-	}
-	t.Run("keys", func(t *testing.T) {
-		if _, err := impl.NewSecretBox(""); !errors.Is(err, impl.ErrNoSecretKey) {
-			t.Errorf("empty key: %v", err)
-		}
-		if _, err := impl.NewSecretBox(base64.StdEncoding.EncodeToString(make([]byte, 16))); err == nil || !strings.Contains(err.Error(), "32 bytes") {
-			t.Errorf("short key: %v", err)
-		}
-		if _, err := impl.NewSecretBox("not base64!"); err == nil {
-			t.Error("a key that is not Base64 was accepted")
-		}
-		if _, err := impl.NewSecretBox(base64.RawURLEncoding.EncodeToString(make([]byte, 32))); err != nil {
-			t.Errorf("URL-safe unpadded key: %v", err)
-		}
-	})
-}
 
 func TestMailAccounts(t *testing.T) {
 	e := newEnv(t)
@@ -137,12 +88,12 @@ func TestMailAccounts(t *testing.T) {
 	before := e.count(t, `SELECT count(*) FROM mail_accounts`)
 	for _, tc := range []struct {
 		name string
-		box  *impl.SecretBox
+		box  *mailer.SecretBox
 		in   impl.MailAccountInput
 		want string
 	}{
 		{"a password without a key", nil, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example",
-			SMTP: impl.MailServerInput{Host: "h.example", Password: "p"}}, impl.SecretKeyEnv + " is not set"},
+			SMTP: impl.MailServerInput{Host: "h.example", Password: "p"}}, mailer.SecretKeyEnv + " is not set"},
 		{"a password in clear over the network", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example",
 			IMAP: impl.MailServerInput{Host: "h.example", Security: "none", Password: "p"}}, "would cross the network unencrypted"},
 		{"IMAP without a password", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example",

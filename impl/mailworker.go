@@ -1,7 +1,7 @@
 package impl
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"database/sql"
@@ -9,18 +9,32 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
-	"net"
-	"runtime/debug"
-	"strconv"
-	"strings"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
-	"github.com/emersion/go-sasl"
-	"github.com/emersion/go-smtp"
 	"github.com/jmoiron/sqlx"
+
+	"github.com/crmservice/crm/impl/mailer"
 )
+
+// The mail worker delivers the outbox (mailoutbox.go) and polls the mailboxes
+// (mailinbox.go) of every account, in any number of processes over one
+// database. Each round of either loop is:
+//
+//  1. a scheduling scan, the only statements of the worker that read more
+//     than one account: which messages or mailboxes are due (or whose lease
+//     ran out), at most PerAccount of each account. Of these the round takes
+//     every account's first before any account's second, and among accounts
+//     those the process served longest ago (or never) first, so that an
+//     account with many due cannot hold back another's by more than a round;
+//  2. for each, a conditional claim of that one row, filtered by its account,
+//     which exactly one process wins (the loser's UPDATE finds the row no
+//     longer due and changes nothing);
+//  3. the work, and its outcome recorded on that row under the claim's lease.
+//
+// On Citus every statement but the scans therefore runs on one shard.
 
 // MailConfig configures the mail worker: delivery of the outbox over SMTP and
 // polling of the mailboxes over IMAP. Zero durations and counts take the
@@ -28,7 +42,7 @@ import (
 type MailConfig struct {
 	DB      *sqlx.DB
 	Log     *slog.Logger
-	Secrets *SecretBox // required: the worker decrypts the mail account passwords
+	Secrets *mailer.SecretBox // required: the worker decrypts the mail account passwords
 	// OutboxInterval is how long the worker waits before it looks at the outbox
 	// again after finding nothing due (2 s).
 	OutboxInterval time.Duration
@@ -49,8 +63,11 @@ type MailConfig struct {
 	RetryBase time.Duration
 	RetryMax  time.Duration
 	// Concurrency is the number of messages delivered, and of mailboxes polled,
-	// at once by this process (4).
+	// at once by this process: the size of a round (4).
 	Concurrency int
+	// PerAccount is the number of one account's messages, and of its mailboxes,
+	// that a round takes at most (2, at most Concurrency).
+	PerAccount int
 	// MaxFetchSize is the size above which a received message is stored with its
 	// header only (25 MiB).
 	MaxFetchSize int64
@@ -62,10 +79,13 @@ type MailConfig struct {
 }
 
 // MailWorker delivers the outbox and polls the mailboxes. Any number of
-// processes may run one over the same database: messages and mailboxes are
-// claimed with row locks taken with SKIP LOCKED and held as leases.
+// processes may run one over the same database: each message and mailbox is
+// claimed by one conditional UPDATE of its row and held under a lease.
 type MailWorker struct {
-	cfg MailConfig
+	cfg       MailConfig
+	dialer    *mailer.Dialer
+	outbox    turns // of the outbox's rounds
+	mailboxes turns // of the polls' rounds
 }
 
 // NewMailWorker checks cfg and fills in its defaults.
@@ -74,7 +94,7 @@ func NewMailWorker(cfg MailConfig) (*MailWorker, error) {
 		return nil, errors.New("mail worker: MailConfig.DB is required")
 	}
 	if cfg.Secrets == nil {
-		return nil, fmt.Errorf("mail worker: %w", ErrNoSecretKey)
+		return nil, fmt.Errorf("mail worker: %w", mailer.ErrNoSecretKey)
 	}
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -99,13 +119,17 @@ func NewMailWorker(cfg MailConfig) (*MailWorker, error) {
 	if cfg.Concurrency <= 0 {
 		cfg.Concurrency = 4
 	}
+	if cfg.PerAccount <= 0 {
+		cfg.PerAccount = 2
+	}
+	cfg.PerAccount = min(cfg.PerAccount, cfg.Concurrency)
 	if cfg.MaxFetchSize <= 0 {
 		cfg.MaxFetchSize = 25 << 20
 	}
 	if cfg.MaxPerPoll <= 0 {
 		cfg.MaxPerPoll = 500
 	}
-	return &MailWorker{cfg: cfg}, nil
+	return &MailWorker{cfg: cfg, dialer: &mailer.Dialer{TLSConfig: cfg.TLSConfig}}, nil
 }
 
 // Run delivers the outbox and polls the mailboxes until ctx ends.
@@ -136,322 +160,82 @@ func (w *MailWorker) loop(ctx context.Context, what string, idle time.Duration, 
 	}
 }
 
-// outboxMessage is a claimed message with what its delivery needs.
-type outboxMessage struct {
-	AccountID     int64  `db:"account_id"`
-	ID            int64  `db:"id"`
-	MailAccountID int64  `db:"mail_account_id"`
-	Attempts      int    `db:"attempts"`
-	FromAddress   string `db:"from_address"`
-	ToAddress     string `db:"to_address"`
-	Cc            string `db:"cc"`
-	Bcc           string `db:"bcc"`
-	Active        bool   `db:"active"`
-	Host          string `db:"smtp_host"`
-	Port          int    `db:"smtp_port"`
-	Security      string `db:"smtp_security"`
-	Login         string `db:"smtp_login"`
-	Secret        []byte `db:"smtp_secret"`
-}
-
-// DeliverOutbox claims the messages due for delivery (as many as it delivers at
-// once), delivers them and records each outcome. It returns how many it claimed.
-func (w *MailWorker) DeliverOutbox(ctx context.Context) (int, error) {
-	if err := w.expireLeases(ctx); err != nil {
-		return 0, err
-	}
-	leaseID := rand.Int64()
-	var msgs []outboxMessage
-	err := w.cfg.DB.SelectContext(ctx, &msgs, `
-		UPDATE mail_messages m
-		   SET delivery_state = 'sending', attempts = m.attempts + 1, lease_id = $1,
-		       lease_until = now() + $2 * interval '1 millisecond'
-		  FROM (SELECT account_id, id FROM mail_messages
-		         WHERE delivery_state = 'queued' AND next_attempt_at <= now()
-		         ORDER BY next_attempt_at, id
-		         LIMIT $3
-		           FOR UPDATE SKIP LOCKED) due,
-		       mail_accounts a
-		 WHERE m.account_id = due.account_id AND m.id = due.id
-		   AND a.account_id = m.account_id AND a.id = m.mail_account_id
-		RETURNING m.account_id, m.id, m.mail_account_id, m.attempts, m.from_address, m.to_address, m.cc, m.bcc,
-		          a.active, a.smtp_host, a.smtp_port, a.smtp_security, a.smtp_login, a.smtp_secret`,
-		leaseID, w.cfg.Lease.Milliseconds(), w.cfg.Concurrency)
+// scan runs a scheduling scan, one of the few statements that read every
+// account (each marked "cross-account" where it is written), into dest. On
+// Citus a pool may refuse statements that touch more than one shard
+// (citus.multi_task_query_log_level = error, as the tests set it to prove
+// that every other statement runs on one); a scan lifts that for its own
+// transaction. On plain PostgreSQL the setting is an unused placeholder.
+func (w *MailWorker) scan(ctx context.Context, dest any, query string, args ...any) error {
+	tx, err := w.cfg.DB.BeginTxx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return 0, fmt.Errorf("claim outbox: %w", err)
+		return fmt.Errorf("begin: %w", err)
 	}
-	var wg sync.WaitGroup
-	for _, m := range msgs {
-		wg.Go(func() { w.deliver(ctx, leaseID, m) })
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, `SET LOCAL citus.multi_task_query_log_level = 'off'`); err != nil {
+		return fmt.Errorf("allow a scan over every shard: %w", err)
 	}
-	wg.Wait()
-	return len(msgs), nil
-}
-
-// expireLeases returns the messages whose delivering process stopped during an
-// attempt to the queue (or marks them failed when that was the last attempt).
-func (w *MailWorker) expireLeases(ctx context.Context) error {
-	_, err := w.cfg.DB.ExecContext(ctx, `
-		UPDATE mail_messages
-		   SET delivery_state = CASE WHEN attempts >= $1 THEN 'failed' ELSE 'queued' END,
-		       last_error = 'the process delivering it stopped during attempt ' || attempts,
-		       next_attempt_at = now(), lease_id = NULL, lease_until = NULL
-		 WHERE delivery_state = 'sending' AND lease_until < now()`, w.cfg.MaxAttempts)
-	if err != nil {
-		return fmt.Errorf("expire outbox leases: %w", err)
-	}
-	return nil
-}
-
-// deliveryError is a failure of one delivery attempt; permanent ones are not retried.
-type deliveryError struct {
-	permanent bool
-	reason    string
-}
-
-func (e *deliveryError) Error() string { return e.reason }
-
-func permanentError(format string, args ...any) error {
-	return &deliveryError{permanent: true, reason: fmt.Sprintf(format, args...)}
-}
-
-// classify tells a permanent failure (an SMTP 5xx reply, a refused
-// configuration) from a temporary one (4xx, network, timeout).
-func classify(err error) *deliveryError {
-	var de *deliveryError
-	if errors.As(err, &de) {
-		return de
-	}
-	var se *smtp.SMTPError
-	if errors.As(err, &se) {
-		return &deliveryError{permanent: se.Code/100 == 5, reason: se.Error()}
-	}
-	return &deliveryError{reason: err.Error()}
-}
-
-// deliver makes one delivery attempt of a claimed message and records its outcome.
-func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage) {
-	err := w.sendRecovering(ctx, m)
-	// The outcome is recorded even when ctx ended meanwhile (shutdown): a
-	// message the server accepted must not be sent again.
-	rec, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-	defer cancel()
-	var res sql.Result
-	log := w.cfg.Log.With("mail_message", m.ID, "mail_account", m.MailAccountID, "attempt", m.Attempts)
-	switch {
-	case err == nil:
-		res, err = w.cfg.DB.ExecContext(rec, `
-			UPDATE mail_messages
-			   SET delivery_state = 'sent', sent_at = now(), last_error = '', raw_message = NULL,
-			       next_attempt_at = NULL, lease_id = NULL, lease_until = NULL
-			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'`,
-			m.AccountID, m.ID, leaseID)
-		log.Info("mail sent")
-	default:
-		de := classify(err)
-		reason := truncateRunes(de.reason, 1000)
-		state, next := "queued", w.backoff(m.Attempts)
-		switch {
-		case de.permanent:
-			state = "failed"
-		case m.Attempts >= w.cfg.MaxAttempts:
-			state, reason = "failed", truncateRunes(fmt.Sprintf("gave up after %d attempts: %s", m.Attempts, de.reason), 1000)
-		}
-		res, err = w.cfg.DB.ExecContext(rec, `
-			UPDATE mail_messages
-			   SET delivery_state = $4, last_error = $5,
-			       next_attempt_at = CASE WHEN $4 = 'queued' THEN now() + $6 * interval '1 millisecond' END,
-			       lease_id = NULL, lease_until = NULL
-			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'`,
-			m.AccountID, m.ID, leaseID, state, reason, next.Milliseconds())
-		log.Warn("mail not sent", "state", state, "reason", reason)
-	}
-	if err != nil {
-		log.Error("record the delivery outcome", "err", err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		log.Error("the lease of the message ran out before its outcome was recorded")
-	}
-}
-
-// backoff is the wait before the attempt after attempt n.
-func (w *MailWorker) backoff(n int) time.Duration {
-	d := w.cfg.RetryBase
-	for i := 1; i < n && d < w.cfg.RetryMax; i++ {
-		d *= 2
-	}
-	d = min(d, w.cfg.RetryMax)
-	return d + time.Duration((rand.Float64()-0.5)*0.2*float64(d))
-}
-
-// sendRecovering sends m, turning a panic into a temporary failure, so that
-// one message never stops the server.
-func (w *MailWorker) sendRecovering(ctx context.Context, m outboxMessage) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			w.cfg.Log.Error("panic while sending a message", "mail_message", m.ID, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
-			err = errors.New("internal error while sending (see the server log)")
-		}
-	}()
-	return w.send(ctx, m)
-}
-
-// send delivers the message over the mail account's SMTP server.
-func (w *MailWorker) send(ctx context.Context, m outboxMessage) error {
-	switch {
-	case !m.Active:
-		return permanentError("mail account %d is disabled", m.MailAccountID)
-	case m.Host == "":
-		return permanentError("mail account %d has no SMTP server", m.MailAccountID)
-	case m.Login != "" && m.Secret == nil:
-		return permanentError("mail account %d has an SMTP login but no password", m.MailAccountID)
-	case m.Login != "" && m.Security == "none" && !isLoopback(m.Host):
-		return permanentError("mail account %d: the password would cross the network unencrypted (smtp_security none)", m.MailAccountID)
-	}
-	var password string
-	if m.Login != "" {
-		var err error
-		if password, err = w.cfg.Secrets.Open(m.AccountID, "smtp", m.Secret); err != nil {
-			return permanentError("mail account %d: %s", m.MailAccountID, err)
-		}
-	}
-	var raw []byte
-	if err := w.cfg.DB.GetContext(ctx, &raw, `SELECT raw_message FROM mail_messages WHERE account_id = $1 AND id = $2`,
-		m.AccountID, m.ID); err != nil {
-		return fmt.Errorf("read the message: %w", err)
-	}
-	if raw == nil {
-		return permanentError("the message has no MIME text")
-	}
-	rcpts := envelopeRecipients(m.ToAddress, m.Cc, m.Bcc)
-
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
-	defer cancel()
-	err := w.sendSMTP(ctx, m, password, rcpts, raw)
-	return explainTimeout(ctx, w.cfg.Timeout, err)
-}
-
-// explainTimeout names the cause of an error that ctx ending caused: the
-// timeout, or the process stopping.
-func explainTimeout(ctx context.Context, timeout time.Duration, err error) error {
-	switch {
-	case err == nil || ctx.Err() == nil:
-		return err
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return fmt.Errorf("timeout: no answer within %s (%w)", timeout, err)
-	default:
-		return fmt.Errorf("interrupted: the process is stopping (%w)", err)
-	}
-}
-
-// sendSMTP connects, authenticates when the account has a login, and sends raw.
-func (w *MailWorker) sendSMTP(ctx context.Context, m outboxMessage, password string, rcpts []string, raw []byte) error {
-	conn, err := dialMail(ctx, m.Host, m.Port)
-	if err != nil {
+	if err := tx.SelectContext(ctx, dest, query, args...); err != nil {
 		return err
 	}
-	defer conn.Close()
-	var c *smtp.Client
-	switch m.Security {
-	case "tls":
-		c = smtp.NewClient(tls.Client(conn, w.tlsConfig(m.Host)))
-	case "starttls":
-		if c, err = smtp.NewClientStartTLS(conn, w.tlsConfig(m.Host)); err != nil {
-			return fmt.Errorf("STARTTLS: %w", err)
+	return tx.Commit()
+}
+
+// scanLimit is the number of due rows a scheduling scan reads at most: the
+// candidates of a round, among which turns picks Concurrency.
+func (w *MailWorker) scanLimit() int { return max(64, 4*w.cfg.Concurrency) }
+
+// dueRow is a candidate of a scheduling scan: a row keyed by (account_id, id),
+// and its turn in its account (1 for the account's longest waiting row).
+type dueRow struct {
+	AccountID int64 `db:"account_id"`
+	ID        int64 `db:"id"`
+	Turn      int   `db:"turn"`
+}
+
+// turns remembers the round of one loop in which this process last served
+// each account. Ordering by the turn within the account alone would not be
+// fair across rounds: once an account's oldest message is sent, its next one
+// is its first again and still older than another account's only one.
+type turns struct {
+	mu     sync.Mutex
+	round  uint64
+	served map[int64]uint64 // account → round
+}
+
+// pick takes n of the candidates (as a scan gives them: by turn, then longest
+// waiting first): by turn, then their account's last round served (never
+// served first), then as given; it records their accounts as served in this
+// round.
+func (t *turns) pick(due []dueRow, n int) []dueRow {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.round++
+	if t.served == nil {
+		t.served = map[int64]uint64{}
+	}
+	slices.SortStableFunc(due, func(a, b dueRow) int {
+		if a.Turn != b.Turn {
+			return cmp.Compare(a.Turn, b.Turn)
 		}
-	default:
-		c = smtp.NewClient(conn)
+		return cmp.Compare(t.served[a.AccountID], t.served[b.AccountID])
+	})
+	due = due[:min(n, len(due))]
+	for _, d := range due {
+		t.served[d.AccountID] = t.round
 	}
-	defer c.Close()
-	c.CommandTimeout, c.SubmissionTimeout = w.cfg.Timeout, w.cfg.Timeout
-	if m.Login != "" {
-		var auth sasl.Client = sasl.NewPlainClient("", m.Login, password)
-		if !c.SupportsAuth(sasl.Plain) && c.SupportsAuth(sasl.Login) {
-			auth = sasl.NewLoginClient(m.Login, password)
-		}
-		if err := c.Auth(auth); err != nil {
-			return fmt.Errorf("authenticate: %w", err)
-		}
+	if len(t.served) > 10_000 { // an account not served for long is as good as never served
+		maps.DeleteFunc(t.served, func(_ int64, r uint64) bool { return r+1000 < t.round })
 	}
-	if err := c.SendMail(m.FromAddress, rcpts, bytes.NewReader(raw)); err != nil {
-		return err
-	}
-	_ = c.Quit() // the message is accepted; a failed QUIT changes nothing
-	return nil
+	return due
 }
 
-// envelopeRecipients are the RCPT TO addresses: to, cc and bcc (stored as
-// comma-separated addresses), each once.
-func envelopeRecipients(lists ...string) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, l := range lists {
-		for _, a := range strings.Split(l, ",") {
-			a = strings.TrimSpace(a)
-			if a != "" && !seen[strings.ToLower(a)] {
-				seen[strings.ToLower(a)] = true
-				out = append(out, a)
-			}
-		}
-	}
-	return out
+// recordContext is the context in which an outcome is recorded: it outlives
+// ctx (a process stopping still records what happened, so that a message the
+// server accepted is not sent again) by 10 seconds at most.
+func recordContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 }
 
-// dialMail connects to host:port; the connection is closed when ctx ends and
-// times out at ctx's deadline.
-func dialMail(ctx context.Context, host string, port int) (net.Conn, error) {
-	d := net.Dialer{Timeout: 30 * time.Second}
-	conn, err := d.DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
-	if err != nil {
-		return nil, err
-	}
-	if deadline, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(deadline)
-	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	return &stoppingConn{Conn: conn, stop: stop}, nil
-}
-
-// stoppingConn releases the context watch of dialMail when it is closed.
-type stoppingConn struct {
-	net.Conn
-	stop func() bool
-	once sync.Once
-}
-
-func (c *stoppingConn) Close() error {
-	c.once.Do(func() { c.stop() })
-	return c.Conn.Close()
-}
-
-func (w *MailWorker) tlsConfig(host string) *tls.Config {
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-	if w.cfg.TLSConfig != nil {
-		cfg = w.cfg.TLSConfig.Clone()
-	}
-	cfg.ServerName = host
-	return cfg
-}
-
-// isLoopback reports whether host is this machine, where a password in clear
-// text crosses no network.
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// truncateRunes cuts s to at most n characters.
-func truncateRunes(s string, n int) string {
-	i := 0
-	for j := range s {
-		if i == n {
-			return s[:j]
-		}
-		i++
-	}
-	return s
-}
+// errorText is the text of a failure as last_error and imap_last_error keep it.
+func errorText(s string) string { return mailer.TruncateRunes(s, 1000) }

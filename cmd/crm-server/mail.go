@@ -17,6 +17,7 @@ import (
 
 	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/mailer"
 )
 
 // mailAccount runs `crm-server mail-account create|list|disable`.
@@ -63,9 +64,9 @@ func mailAccount(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout 
 			if in.IMAP.Password, err = readPassword(imapFile, readLine); err != nil {
 				return err
 			}
-			var box *impl.SecretBox
+			var box *mailer.SecretBox
 			if in.SMTP.Password != "" || in.IMAP.Password != "" {
-				if box, err = impl.NewSecretBox(os.Getenv(impl.SecretKeyEnv)); err != nil {
+				if box, err = mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv)); err != nil {
 					return err
 				}
 			}
@@ -156,7 +157,7 @@ func startMail(ctx context.Context, log *slog.Logger, pool *sqlx.DB, on bool) (s
 		log.Info("mail worker off (-mail=false)")
 		return func() {}
 	}
-	box, err := impl.NewSecretBox(os.Getenv(impl.SecretKeyEnv))
+	box, err := mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv))
 	if err != nil {
 		log.Warn("mail worker not started: queued messages are not delivered and mailboxes are not polled", "reason", err.Error())
 		return func() {}

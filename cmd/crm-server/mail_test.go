@@ -12,13 +12,13 @@ import (
 
 	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/db/dbtest"
-	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/mailer"
 )
 
 func TestMailAccountCommands(t *testing.T) {
 	url := dbtest.NewURL(t)
 	t.Setenv("DATABASE_URL", url)
-	t.Setenv(impl.SecretKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
+	t.Setenv(mailer.SecretKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
 	account := mustCommand(t, "account", "create", "-name", "Acme", "-tz", "UTC")
 	user := mustCommand(t, "user", "create", "-account", account, "-name", "Mia", "-login", "mia@acme.example")
 	dir := t.TempDir()
@@ -38,7 +38,7 @@ func TestMailAccountCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
-	box, err := impl.NewSecretBox(os.Getenv(impl.SecretKeyEnv))
+	box, err := mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,9 +75,9 @@ func TestMailAccountCommands(t *testing.T) {
 			t.Errorf("crm-server %s succeeded", strings.Join(args, " "))
 		}
 	}
-	t.Setenv(impl.SecretKeyEnv, "")
+	t.Setenv(mailer.SecretKeyEnv, "")
 	if _, err := command(t, "mail-account", "create", "-user", user, "-address", "x@acme.example", "-smtp-host", "h.example", "-smtp-password-file", smtpFile); err == nil ||
-		!strings.Contains(err.Error(), impl.SecretKeyEnv) {
+		!strings.Contains(err.Error(), mailer.SecretKeyEnv) {
 		t.Errorf("a password without a key: %v", err)
 	}
 }
@@ -86,13 +86,13 @@ func TestStartMail(t *testing.T) {
 	pool := dbtest.New(t)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	t.Setenv(impl.SecretKeyEnv, "")
+	t.Setenv(mailer.SecretKeyEnv, "")
 	startMail(context.Background(), log, pool, true)()
 	if !strings.Contains(logs.String(), "mail worker not started") {
 		t.Errorf("without a key: %s", logs.String())
 	}
 	logs.Reset()
-	t.Setenv(impl.SecretKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
+	t.Setenv(mailer.SecretKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
 	stop := startMail(context.Background(), log, pool, true)
 	stop()
 	if !strings.Contains(logs.String(), "mail worker started") || !strings.Contains(logs.String(), "mail worker stopped") {

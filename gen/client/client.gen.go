@@ -4982,10 +4982,16 @@ type ClientInterface interface {
 	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 	// account without SMTP server or password), the message is marked failed with the
-	// reason. Several server processes share the outbox without sending a message twice;
-	// a message whose process died during an attempt is retried. The delivery state is
-	// not part of this interface; `crm-server mail-account list` shows queued and failed
-	// counts.
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -5047,10 +5053,16 @@ type ClientInterface interface {
 	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 	// account without SMTP server or password), the message is marked failed with the
-	// reason. Several server processes share the outbox without sending a message twice;
-	// a message whose process died during an attempt is retried. The delivery state is
-	// not part of this interface; `crm-server mail-account list` shows queued and failed
-	// counts.
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -6412,10 +6424,16 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 // or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 // account without SMTP server or password), the message is marked failed with the
-// reason. Several server processes share the outbox without sending a message twice;
-// a message whose process died during an attempt is retried. The delivery state is
-// not part of this interface; `crm-server mail-account list` shows queued and failed
-// counts.
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
 //
 // Takes any type of body and a specified content type.
 //
@@ -6487,10 +6505,16 @@ func (c *Client) MailSendWithBody(ctx context.Context, contentType string, body 
 // after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 // or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 // account without SMTP server or password), the message is marked failed with the
-// reason. Several server processes share the outbox without sending a message twice;
-// a message whose process died during an attempt is retried. The delivery state is
-// not part of this interface; `crm-server mail-account list` shows queued and failed
-// counts.
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -9352,10 +9376,16 @@ type ClientWithResponsesInterface interface {
 	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 	// account without SMTP server or password), the message is marked failed with the
-	// reason. Several server processes share the outbox without sending a message twice;
-	// a message whose process died during an attempt is retried. The delivery state is
-	// not part of this interface; `crm-server mail-account list` shows queued and failed
-	// counts.
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9417,10 +9447,16 @@ type ClientWithResponsesInterface interface {
 	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 	// account without SMTP server or password), the message is marked failed with the
-	// reason. Several server processes share the outbox without sending a message twice;
-	// a message whose process died during an attempt is retried. The delivery state is
-	// not part of this interface; `crm-server mail-account list` shows queued and failed
-	// counts.
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12561,10 +12597,16 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 // or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 // account without SMTP server or password), the message is marked failed with the
-// reason. Several server processes share the outbox without sending a message twice;
-// a message whose process died during an attempt is retried. The delivery state is
-// not part of this interface; `crm-server mail-account list` shows queued and failed
-// counts.
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12632,10 +12674,16 @@ func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, 
 // after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
 // or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
 // account without SMTP server or password), the message is marked failed with the
-// reason. Several server processes share the outbox without sending a message twice;
-// a message whose process died during an attempt is retried. The delivery state is
-// not part of this interface; `crm-server mail-account list` shows queued and failed
-// counts.
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -1,8 +1,10 @@
-package impl
+package mailer_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/crmservice/crm/impl/mailer"
 )
 
 func TestHTMLToText(t *testing.T) {
@@ -24,8 +26,8 @@ func TestHTMLToText(t *testing.T) {
 		{"empty", "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := htmlToText(tc.html); got != tc.want {
-				t.Errorf("htmlToText(%q)\n= %q\nwant %q", tc.html, got, tc.want)
+			if got := mailer.HTMLToText(tc.html); got != tc.want {
+				t.Errorf("HTMLToText(%q)\n= %q\nwant %q", tc.html, got, tc.want)
 			}
 		})
 	}
@@ -51,9 +53,9 @@ func TestSanitizeHTML(t *testing.T) {
 		{"void elements", `a<br/>b<hr>c`, `a<br>b<hr>c`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := sanitizeHTML(tc.html)
+			got := mailer.Sanitize(tc.html)
 			if got != tc.want {
-				t.Errorf("sanitizeHTML(%q)\n= %q\nwant %q", tc.html, got, tc.want)
+				t.Errorf("Sanitize(%q)\n= %q\nwant %q", tc.html, got, tc.want)
 			}
 			if l := strings.ToLower(got); strings.Contains(l, "<script") || strings.Contains(l, "javascript:") || strings.Contains(l, " on") {
 				t.Errorf("unsafe output %q", got)
@@ -63,32 +65,41 @@ func TestSanitizeHTML(t *testing.T) {
 }
 
 func TestTextToHTML(t *testing.T) {
-	got := textToHTML("Hello <b>,\r\nline two\n\n\n\nNext & last  \n")
+	got := mailer.TextToHTML("Hello <b>,\r\nline two\n\n\n\nNext & last  \n")
 	want := "<p>Hello &lt;b&gt;,<br>\nline two</p>\n<p>Next &amp; last</p>"
 	if got != want {
-		t.Errorf("textToHTML = %q, want %q", got, want)
+		t.Errorf("TextToHTML = %q, want %q", got, want)
 	}
 }
 
 func TestPreview(t *testing.T) {
-	if got := preview("  a\n\n b\tc  "); got != "a b c" {
-		t.Errorf("preview = %q", got)
-	}
-	long := strings.Repeat("ž", 300)
-	if got := preview(long); got != strings.Repeat("ž", 255) {
-		t.Errorf("preview of 300 characters has %d", len([]rune(got)))
+	for _, tc := range []struct{ name, text, want string }{
+		{"white space collapsed", "  a\n\n b\tc  ", "a b c"},
+		{"255 characters of 300", strings.Repeat("ž", 300), strings.Repeat("ž", 255)},
+		{"exactly 255", strings.Repeat("a", 255), strings.Repeat("a", 255)},
+		{"cut after collapsing", strings.Repeat("a ", 200), strings.TrimSpace(strings.Repeat("a ", 128))},
+		{"bytes that are not UTF-8", "a\xffb", "a\uFFFDb"},
+		{"empty", " \n ", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := mailer.Preview(tc.text); got != tc.want {
+				t.Errorf("Preview = %q, want %q", got, tc.want)
+			}
+		})
 	}
 }
 
-func TestDecodeMailText(t *testing.T) {
-	for _, in := range []string{"fn5+Pw==", "fn5+Pw", "fn5-Pw==", "fn5-Pw", "fn5+\nPw=="} {
-		if got, err := decodeMailText("f", in); err != nil || got != "~~~?" {
-			t.Errorf("decodeMailText(%q) = %q, %v", in, got, err)
-		}
-	}
-	for _, in := range []string{"fn5+Pw=", "fn5+P", "fn5-Pw+=", "%%%%", "fn 5"} {
-		if _, err := decodeMailText("f", in); err == nil {
-			t.Errorf("decodeMailText(%q) accepted", in)
+func TestTruncateRunes(t *testing.T) {
+	for _, tc := range []struct {
+		s    string
+		n    int
+		want string
+	}{
+		{"abc", 5, "abc"}, {"abc", 3, "abc"}, {"abc", 2, "ab"}, {"ābč", 2, "āb"}, {"ābč", 0, ""}, {"", 1, ""},
+		{strings.Repeat("ā", 10), 9, strings.Repeat("ā", 9)},
+	} {
+		if got := mailer.TruncateRunes(tc.s, tc.n); got != tc.want {
+			t.Errorf("TruncateRunes(%q, %d) = %q, want %q", tc.s, tc.n, got, tc.want)
 		}
 	}
 }

@@ -1,9 +1,8 @@
-package impl
+package mailer
 
 import (
 	"html"
 	"strings"
-	"unicode/utf8"
 
 	nethtml "golang.org/x/net/html"
 	"golang.org/x/net/html/atom"
@@ -14,23 +13,27 @@ import (
 // plain-text message, the safe HTML of a received HTML message, and the
 // 255-character preview (small_part_of_body).
 
-// previewLength is the interface's limit of small_part_of_body: "first 255
+// PreviewLength is the interface's limit of small_part_of_body: "first 255
 // characters of the content".
-const previewLength = 255
+const PreviewLength = 255
 
-// preview is the first 255 characters of text with every run of white space
-// made one space.
-func preview(text string) string {
-	s := strings.Join(strings.Fields(text), " ")
-	if utf8.RuneCountInString(s) <= previewLength {
+// Preview is the first PreviewLength characters of text with every run of
+// white space made one space; bytes that are not UTF-8 become U+FFFD.
+func Preview(text string) string {
+	return TruncateRunes(strings.Join(strings.Fields(strings.ToValidUTF8(text, "\uFFFD")), " "), PreviewLength)
+}
+
+// TruncateRunes cuts s to at most n characters (runes).
+func TruncateRunes(s string, n int) string {
+	if len(s) <= n { // n bytes hold at least n runes
 		return s
 	}
-	n := 0
-	for i := range s {
-		if n == previewLength {
-			return s[:i]
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j]
 		}
-		n++
+		i++
 	}
 	return s
 }
@@ -89,10 +92,10 @@ func (b *textBuilder) verbatim(text string) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' }
 
-// htmlToText derives the plain text of an HTML body: the text a reader sees,
+// HTMLToText derives the plain text of an HTML body: the text a reader sees,
 // paragraphs separated by a blank line, list items on lines of their own
 // starting with "- ", and the target of a link after its text when the two differ.
-func htmlToText(src string) string {
+func HTMLToText(src string) string {
 	z := nethtml.NewTokenizer(strings.NewReader(src))
 	var b textBuilder
 	skip, pre := 0, 0
@@ -212,9 +215,9 @@ func safeLink(href string) bool {
 	return strings.HasPrefix(h, "http://") || strings.HasPrefix(h, "https://") || strings.HasPrefix(h, "mailto:")
 }
 
-// textToHTML turns a plain-text body into HTML: every character escaped,
+// TextToHTML turns a plain-text body into HTML: every character escaped,
 // paragraphs (separated by blank lines) in <p>, line breaks as <br>.
-func textToHTML(text string) string {
+func TextToHTML(text string) string {
 	text = strings.ReplaceAll(strings.ReplaceAll(text, "\r\n", "\n"), "\r", "\n")
 	var out []string
 	for _, para := range strings.Split(text, "\n\n") {
@@ -231,13 +234,14 @@ func textToHTML(text string) string {
 	return strings.Join(out, "\n")
 }
 
-// sanitizeHTML keeps of a received HTML body only what cannot run or load
+// Sanitize keeps of a received HTML body only what cannot run or load
 // anything: an allowlist of formatting elements with an allowlist of
 // attributes, links to web and mail addresses only, images replaced by their
 // alternative text, no styles, scripts, frames, forms or comments; every tag it
-// opens is closed, so the result can be embedded in a page.
-func sanitizeHTML(src string) string {
-	z := nethtml.NewTokenizer(strings.NewReader(src))
+// opens is closed, so the result can be embedded in a page. The result is
+// UTF-8, and sanitising it again changes nothing.
+func Sanitize(src string) string {
+	z := nethtml.NewTokenizer(strings.NewReader(strings.ToValidUTF8(src, "\uFFFD")))
 	var out strings.Builder
 	var open []atom.Atom
 	skip := 0

@@ -1,10 +1,9 @@
-package impl
+package mailer
 
 import (
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"strconv"
@@ -79,17 +78,4 @@ func (b *SecretBox) Open(accountID int64, use string, sealed []byte) (string, er
 		return "", fmt.Errorf("%s password: cannot be decrypted with this %s", use, SecretKeyEnv)
 	}
 	return string(plain), nil
-}
-
-// decodeBase64 decodes the standard or the URL-safe alphabet, with or without
-// padding.
-func decodeBase64(s string) ([]byte, error) {
-	enc := base64.StdEncoding
-	if strings.ContainsAny(s, "-_") {
-		enc = base64.URLEncoding
-	}
-	if !strings.HasSuffix(s, "=") {
-		enc = enc.WithPadding(base64.NoPadding)
-	}
-	return enc.DecodeString(s)
 }
