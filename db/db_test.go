@@ -1,6 +1,7 @@
 package db_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -142,5 +143,37 @@ func TestMigrateOverData(t *testing.T) {
 	var n int
 	if err := pool.GetContext(ctx, &n, `SELECT count(*) FROM companies WHERE account_id = $1`, accountID); err != nil || n != 20 {
 		t.Fatalf("%d counterparties after the upgrade (%v), want 20", n, err)
+	}
+}
+
+// TestLegacyTokensRouted checks that migration 0008 records the tokens issued
+// before tokens named their account, so that they keep working after it.
+func TestLegacyTokensRouted(t *testing.T) {
+	ctx := context.Background()
+	pool := emptyDatabase(t)
+	if _, err := db.MigrateTo(ctx, pool, 7); err != nil {
+		t.Fatal(err)
+	}
+	var accountID, userID int64
+	if err := pool.GetContext(ctx, &accountID, `INSERT INTO accounts (name, base_currency, time_zone) VALUES ('Old', 'EUR', 'UTC') RETURNING id`); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.GetContext(ctx, &userID, `INSERT INTO users (account_id, name, login, role) VALUES ($1, 'A', 'a@old.example', 'admin') RETURNING id`, accountID); err != nil {
+		t.Fatal(err)
+	}
+	hash := bytes.Repeat([]byte{7}, 32)
+	if _, err := pool.ExecContext(ctx, `INSERT INTO tokens (account_id, user_id, hash) VALUES ($1, $2, $3)`, accountID, userID, hash); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Migrate(ctx, pool); err != nil {
+		t.Fatal(err)
+	}
+	var routed int64
+	if err := pool.GetContext(ctx, &routed, `SELECT account FROM legacy_tokens WHERE hash = $1`, hash); err != nil || routed != accountID {
+		t.Fatalf("legacy token routed to %d (%v), want %d", routed, err, accountID)
+	}
+	// A token is unique within its account, no longer across the database.
+	if _, err := pool.ExecContext(ctx, `INSERT INTO tokens (account_id, user_id, hash) VALUES ($1, $2, $3)`, accountID, userID, hash); err == nil {
+		t.Fatal("the same hash twice in one account was accepted")
 	}
 }

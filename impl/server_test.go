@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -62,6 +63,46 @@ func TestAuthentication(t *testing.T) {
 			t.Fatal(err)
 		}
 		unauthorised(t, "Bearer "+w.other.token, "unknown, expired or revoked token")
+	})
+	t.Run("the token names its account", func(t *testing.T) {
+		accountID, legacy, ok := impl.TokenAccount(w.member.token)
+		if !ok || legacy || accountID != w.accountID {
+			t.Fatalf("TokenAccount(%s) = %d, %t, %t; want %d, false, true", w.member.token, accountID, legacy, ok, w.accountID)
+		}
+		if !regexp.MustCompile(`^crm_[1-9][0-9]*_[0-9A-Za-z]{49}$`).MatchString(w.member.token) {
+			t.Errorf("token %s is not of the documented form", w.member.token)
+		}
+	})
+	t.Run("a wrong checksum, or another account named", func(t *testing.T) {
+		tok := w.member.token
+		last := tok[len(tok)-1]
+		flipped := tok[:len(tok)-1] + string("01"[boolIndex(last == '0')])
+		unauthorised(t, "Bearer "+flipped, "unknown, expired or revoked token")
+		// The same secret under another account's number fails its checksum.
+		beta := e.newWorld(t, "beta")
+		other := strings.Replace(tok, fmt.Sprintf("crm_%d_", w.accountID), fmt.Sprintf("crm_%d_", beta.accountID), 1)
+		unauthorised(t, "Bearer "+other, "unknown, expired or revoked token")
+		// A well-formed token of an account where it is not stored.
+		fresh, _ := impl.NewToken(beta.accountID)
+		unauthorised(t, "Bearer "+fresh, "unknown, expired or revoked token")
+	})
+	t.Run("a legacy token (no account in it) is routed by legacy_tokens", func(t *testing.T) {
+		legacy := "crm_" + strings.Repeat("Ab3-_", 8) + "xyz"
+		if _, isLegacy, ok := impl.TokenAccount(legacy); !ok || !isLegacy {
+			t.Fatalf("TokenAccount of an old-form token: legacy %t, ok %t", isLegacy, ok)
+		}
+		unauthorised(t, "Bearer "+legacy, "unknown, expired or revoked token")
+		if _, err := e.db.Exec(`INSERT INTO tokens (account_id, user_id, hash, label) VALUES ($1, $2, $3, 'legacy')`,
+			w.accountID, w.member.id, impl.HashToken(legacy)); err != nil {
+			t.Fatal(err)
+		}
+		unauthorised(t, "Bearer "+legacy, "unknown, expired or revoked token") // not routed yet
+		if _, err := e.db.Exec(`INSERT INTO legacy_tokens (hash, account) VALUES ($1, $2)`, impl.HashToken(legacy), w.accountID); err != nil {
+			t.Fatal(err)
+		}
+		if r := httpRequest(t, e, http.MethodGet, "/directory/9", "Bearer "+legacy); r.Status != "success" {
+			t.Fatalf("a routed legacy token was refused: %s", r.Raw)
+		}
 	})
 	t.Run("401 before validation", func(t *testing.T) {
 		r := e.do(t, request{method: http.MethodPost, target: "/company/insert", body: "not json"})
@@ -182,4 +223,11 @@ func TestDirectoryGet(t *testing.T) {
 		expectError(t, e.get(t, w.member.token, "/directory/7"), "400", `path parameter "code": value is not one of the allowed values`, "")
 		expectError(t, e.get(t, w.member.token, "/directory/abc"), "400", `path parameter "code"`, "")
 	})
+}
+
+func boolIndex(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
