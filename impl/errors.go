@@ -45,6 +45,10 @@ func notFound(format string, args ...any) *Error {
 	return &Error{Code: CodeNotFound, Msg: fmt.Sprintf(format, args...)}
 }
 
+func conflict(format string, args ...any) *Error {
+	return &Error{Code: CodeConflict, Msg: fmt.Sprintf(format, args...)}
+}
+
 // writeError is the one writer of error replies. A *Error is told to the client;
 // anything else is logged with the request and answered as an internal error.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
