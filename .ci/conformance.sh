@@ -21,7 +21,7 @@ while IFS= read -r line; do samples+=(-var "$line"); done < <(grep '^sample_' <<
 mail_account=$(sed -n 's/^admin_mail_account_id=//p' <<<"$demo")
 member_token=$(sed -n 's/^member_token=//p' <<<"$demo")
 
-RATE_LIMIT=0 bin/crm-server serve -addr "127.0.0.1:$port" 2>conformance-server.log &
+RATE_LIMIT=0 bin/crm-server serve --addr "127.0.0.1:$port" 2>conformance-server.log &
 server=$!
 trap 'kill "$server" 2>/dev/null; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do

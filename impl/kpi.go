@@ -29,6 +29,9 @@ var kpiMetricNames = map[string]string{
 	"income":          "Income",
 }
 
+// KPIMetrics returns what a KPI plan item can measure, in the dashboards' order.
+func KPIMetrics() []string { return slices.Clone(kpiMetrics) }
+
 // planValue is a positive decimal with at most two decimals (kpi_plan_items.plan_value).
 var planValue = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,2})?$`)
 
