@@ -314,6 +314,16 @@ func adminDBError(op string, err error, known map[string]*Error) error {
 	return &dbRefusal{op: op, err: pqErr}
 }
 
+// DescribeDBError returns err with a refusal of PostgreSQL told by its
+// SQLSTATE rather than the driver's text, for messages an operator reads;
+// other errors are wrapped with op.
+func DescribeDBError(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return adminDBError(op, err, nil)
+}
+
 // dbRefusal is an error of PostgreSQL that no admin rule explains. Its text
 // names the SQLSTATE and its condition, never the server's message, which may
 // quote values; the *pq.Error stays reachable through errors.As for the logs.

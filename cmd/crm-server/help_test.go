@@ -128,6 +128,15 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+func TestHelpCommand(t *testing.T) {
+	help, err1 := command(t, "help")
+	flag, err2 := command(t, "--help")
+	if err1 != nil || err2 != nil || help != flag || !strings.HasPrefix(help, "crm-server serves the HTTP API") ||
+		!strings.Contains(help, "\n  token        Issue and revoke bearer tokens\n") {
+		t.Errorf("help (%v) and --help (%v) printed\n%s\n---\n%s", err1, err2, help, flag)
+	}
+}
+
 func TestHelpOfTokenCreate(t *testing.T) {
 	out, err := command(t, "token", "create", "-h")
 	want := `Issue a bearer token to a user and print it, once: only its hash is stored.

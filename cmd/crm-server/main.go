@@ -130,7 +130,8 @@ A command that creates something prints its id; -o json prints a JSON object.`,
 		SilenceErrors: true, // main prints the one line
 		SilenceUsage:  true, // a failure is not a reason to print the help
 		RunE:          needsCommand,
-		// The one persistent hook: every command's required flags.
+		// Runs before cobra's own check of required flags, whose message
+		// names neither the command nor its help.
 		PersistentPreRunE: checkRequired,
 	}
 	root.SetFlagErrorFunc(flagError)

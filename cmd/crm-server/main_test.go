@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	neturl "net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -230,5 +231,28 @@ func TestServeRefusesStaleSchema(t *testing.T) {
 	}
 	if _, err := command(t, "account", "create", "--name", "X", "--tz", "UTC"); !errors.Is(err, db.ErrStaleSchema) {
 		t.Fatalf("an admin command on a stale schema: %v, want ErrStaleSchema", err)
+	}
+}
+
+func TestDatabaseRefusals(t *testing.T) {
+	server, err := neturl.Parse(dbtest.ServerURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	noDatabase := *server
+	noDatabase.Path = "/crm_no_such_database"
+	noRole := *server
+	noRole.User = neturl.User("crm_no_such_role")
+	for _, tc := range []struct {
+		url  *neturl.URL
+		args []string
+		want string
+	}{
+		{&noDatabase, []string{"account", "create", "--name", "X", "--tz", "UTC"}, "the database does not exist (SQLSTATE 3D000)"},
+		{&noDatabase, []string{"serve", "--addr", "127.0.0.1:0"}, "the database does not exist (SQLSTATE 3D000)"},
+		{&noRole, []string{"kpi", "list", "--user", "1"}, "the database server refused the user or password (SQLSTATE 28000)"},
+	} {
+		t.Setenv("DATABASE_URL", tc.url.String())
+		failing(t, tc.want, tc.args...)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 	"github.com/spf13/cobra"
 
 	"github.com/crmservice/crm/db"
@@ -69,9 +70,12 @@ and polls mailboxes.`,
 	f.StringVar(&fl.addr, "addr", "", `listen address, host:port (default ":$PORT", or ":8080")`)
 	f.BoolVar(&fl.migrate, "migrate", false, "apply pending migrations before serving")
 	f.BoolVar(&fl.demo, "demo", false, "load the demo account (once) and print a token of its admin")
-	f.Float64Var(&fl.rateLimit, "rate-limit", 50, "requests per second per token, 0: no limit (default $RATE_LIMIT, or 50)")
-	f.IntVar(&fl.rateBurst, "rate-burst", 100, "burst of requests per token (default $RATE_BURST, or 100)")
+	f.Float64Var(&fl.rateLimit, "rate-limit", 50, "requests per second per token, 0: no limit")
+	f.IntVar(&fl.rateBurst, "rate-burst", 100, "burst of requests per token")
 	f.BoolVar(&fl.mail, "mail", true, "deliver queued mail and poll mailboxes when CRM_SECRET_KEY is set (CRM_MAIL=off: false)")
+	// The help names the variables that give these defaults.
+	f.Lookup("rate-limit").DefValue = "$RATE_LIMIT, or 50"
+	f.Lookup("rate-burst").DefValue = "$RATE_BURST, or 100"
 	return cmd
 }
 
@@ -155,12 +159,12 @@ func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) err
 	}
 	pool, err := db.Open(ctx, url)
 	if err != nil {
-		return err
+		return openError(err)
 	}
 	defer pool.Close()
 	generic, err := db.OpenGeneric(ctx, url)
 	if err != nil {
-		return err
+		return openError(err)
 	}
 	defer generic.Close()
 	if cfg.migrate {
@@ -285,7 +289,27 @@ func openDB(ctx context.Context, log *slog.Logger) (*sqlx.DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	return db.Open(ctx, url)
+	pool, err := db.Open(ctx, url)
+	if err != nil {
+		return nil, openError(err)
+	}
+	return pool, nil
+}
+
+// openError tells why the database could not be opened: a refusal of the
+// server by what it means, not in the driver's words.
+func openError(err error) error {
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) {
+		return err
+	}
+	switch {
+	case pqErr.Code.Class() == "28": // invalid_authorization_specification, invalid_password
+		return fmt.Errorf("the database server refused the user or password (SQLSTATE %s)", pqErr.Code)
+	case pqErr.Code == "3D000": // invalid_catalog_name
+		return fmt.Errorf("the database does not exist (SQLSTATE %s)", pqErr.Code)
+	}
+	return impl.DescribeDBError("connect to the database", err)
 }
 
 // databaseURL is DATABASE_URL, or the URL of the database crm of the private cluster.
