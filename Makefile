@@ -9,7 +9,7 @@ export PORT
 
 ## run: serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data unless DATABASE_URL is set)
 run:
-	LOG_FORMAT=$${LOG_FORMAT:-text} $(GO) run ./cmd/crm-server serve -migrate -demo
+	LOG_FORMAT=$${LOG_FORMAT:-text} $(GO) run ./cmd/crm-server serve --migrate --demo
 
 ## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with concurrency
 RACE_PKGS = ./impl/... ./conformance/...

@@ -40,7 +40,7 @@ trap stop EXIT
 : >conformance-server.log
 for i in $(seq 0 $((servers - 1))); do
   p=$((port + i))
-  DATABASE_URL=$serve_url RATE_LIMIT=0 CRM_MAIL=off bin/crm-server serve -addr "127.0.0.1:$p" 2>>conformance-server.log &
+  DATABASE_URL=$serve_url RATE_LIMIT=0 CRM_MAIL=off bin/crm-server serve --addr "127.0.0.1:$p" 2>>conformance-server.log &
   pids+=($!)
   urls+=(-base-url "http://127.0.0.1:$p")
 done

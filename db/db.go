@@ -27,7 +27,7 @@ import (
 var migrationFiles embed.FS
 
 // ErrStaleSchema is returned by CheckSchema when migrations are pending.
-var ErrStaleSchema = errors.New("the database schema is not up to date: run `crm-server migrate` or serve with -migrate")
+var ErrStaleSchema = errors.New("the database schema is not up to date: run `crm-server migrate` or serve with --migrate")
 
 // migrationLock is the advisory-lock key that serialises migrations of one
 // database between processes ("CRMmigr" in ASCII).

@@ -49,6 +49,10 @@ func notFound(format string, args ...any) *Error {
 	return &Error{Code: CodeNotFound, Msg: fmt.Sprintf(format, args...)}
 }
 
+func conflict(format string, args ...any) *Error {
+	return &Error{Code: CodeConflict, Msg: fmt.Sprintf(format, args...)}
+}
+
 // writeError is the one writer of error replies. A *Error is told to the client;
 // anything else is logged with the request and answered as an internal error.
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
@@ -201,15 +205,11 @@ func violation(err error) (code, constraint string) {
 			constraint = m[1]
 		}
 	}
-	if _, known := constraintErrors[constraint]; !known {
-		if m := shardSuffix.FindStringSubmatch(constraint); m != nil {
-			constraint = m[1]
-		}
-	}
-	return string(pqErr.Code), constraint
+	// No constraint of the schema ends in digits, so digits at the end are a shard's.
+	return string(pqErr.Code), shardSuffix.ReplaceAllString(constraint, "")
 }
 
 var (
 	constraintInMessage = regexp.MustCompile(`constraint "([^"]+)"`)
-	shardSuffix         = regexp.MustCompile(`^(.+)_[0-9]+$`)
+	shardSuffix         = regexp.MustCompile(`_[0-9]+$`)
 )

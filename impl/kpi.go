@@ -29,6 +29,9 @@ var kpiMetricNames = map[string]string{
 	"income":          "Income",
 }
 
+// KPIMetrics returns what a KPI plan item can measure, in the dashboards' order.
+func KPIMetrics() []string { return slices.Clone(kpiMetrics) }
+
 // planValue is a positive decimal with at most two decimals (kpi_plan_items.plan_value).
 var planValue = regexp.MustCompile(`^[0-9]{1,16}(\.[0-9]{1,2})?$`)
 
@@ -46,69 +49,84 @@ type KPIItemInput struct {
 // item's id.
 func SetKPIItem(ctx context.Context, db *sqlx.DB, in KPIItemInput) (int64, error) {
 	if !slices.Contains(kpiMetrics, in.Metric) {
-		return 0, fmt.Errorf("set KPI item: metric %q is not one of %s", in.Metric, strings.Join(kpiMetrics, ", "))
+		return 0, badRequest("metric %q is not one of %s", in.Metric, strings.Join(kpiMetrics, ", "))
 	}
 	if !planValue.MatchString(in.Plan) || strings.Trim(in.Plan, "0.") == "" {
-		return 0, fmt.Errorf("set KPI item: plan %q is not a decimal greater than 0 with at most two decimals", in.Plan)
+		return 0, badRequest("plan %q is not a decimal greater than 0 with at most two decimals", in.Plan)
 	}
 	name := in.Name
 	if name == "" {
 		name = kpiMetricNames[in.Metric]
 	}
-	month := time.Date(in.Month.Year(), in.Month.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+	u, err := findUser(ctx, db, in.UserID)
+	if err != nil {
+		return 0, err
+	}
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, fmt.Errorf("set KPI item: %w", err)
+	}
+	defer tx.Rollback()
+	// DO UPDATE rather than DO NOTHING, so that RETURNING gives the plan a
+	// concurrent set created first.
+	var planID int64
+	err = tx.GetContext(ctx, &planID, `
+		INSERT INTO kpi_plans (account_id, user_id, month) VALUES ($1, $2, $3::date)
+		ON CONFLICT (account_id, user_id, month) DO UPDATE SET month = EXCLUDED.month
+		RETURNING id`, u.AccountID, in.UserID, monthStart(in.Month))
+	if err != nil {
+		return 0, adminDBError("set KPI plan", err, map[string]*Error{"kpi_plans_user_fk": notFound("no user %d", in.UserID)})
+	}
 	var id int64
-	err := db.GetContext(ctx, &id, `
-		WITH u AS (
-			SELECT account_id, id FROM users WHERE id = $1
-		), plan AS (
-			INSERT INTO kpi_plans (account_id, user_id, month)
-			SELECT account_id, id, $2::date FROM u
-			ON CONFLICT (account_id, user_id, month) DO UPDATE SET month = EXCLUDED.month
-			RETURNING account_id, id
-		)
-		INSERT INTO kpi_plan_items (account_id, plan_id, name, metric, plan_value)
-		SELECT account_id, id, $3, $4, $5::numeric FROM plan
+	err = tx.GetContext(ctx, &id, `
+		INSERT INTO kpi_plan_items (account_id, plan_id, name, metric, plan_value) VALUES ($1, $2, $3, $4, $5::numeric)
 		ON CONFLICT (account_id, plan_id, metric) DO UPDATE
 			SET plan_value = EXCLUDED.plan_value, name = CASE WHEN $6 THEN EXCLUDED.name ELSE kpi_plan_items.name END
-		RETURNING id`,
-		in.UserID, month, name, in.Metric, in.Plan, in.Name != "")
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, fmt.Errorf("set KPI item: no user %d", in.UserID)
-	}
+		RETURNING id`, u.AccountID, planID, name, in.Metric, in.Plan, in.Name != "")
 	if err != nil {
+		return 0, adminDBError("set KPI item", err, nil)
+	}
+	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("set KPI item: %w", err)
 	}
 	return id, nil
 }
 
+// monthStart is the first day of t's month as a date.
+func monthStart(t time.Time) string {
+	return time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+}
+
 // RemoveKPIItem removes the item of a metric from a user's KPI plan for a
 // month; a plan left without items is removed as well.
 func RemoveKPIItem(ctx context.Context, db *sqlx.DB, userID int64, month time.Time, metric string) error {
-	first := time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, time.UTC).Format(time.DateOnly)
+	first := monthStart(month)
+	u, err := findUser(ctx, db, userID)
+	if err != nil {
+		return err
+	}
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("remove KPI item: %w", err)
 	}
 	defer tx.Rollback()
-	var plan struct {
-		AccountID int64 `db:"account_id"`
-		ID        int64 `db:"id"`
-	}
-	err = tx.GetContext(ctx, &plan, `
-		DELETE FROM kpi_plan_items i USING kpi_plans p
-		 WHERE p.user_id = $1 AND p.month = $2::date AND i.account_id = p.account_id AND i.plan_id = p.id AND i.metric = $3
-		RETURNING p.account_id, p.id`, userID, first, metric)
+	var planID int64
+	err = tx.GetContext(ctx, &planID, `
+		DELETE FROM kpi_plan_items i
+		 WHERE i.account_id = $1 AND i.metric = $4
+		   AND i.plan_id = (SELECT p.id FROM kpi_plans p WHERE p.account_id = $1 AND p.user_id = $2 AND p.month = $3::date)
+		RETURNING i.plan_id`, u.AccountID, userID, first, metric)
 	if errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("remove KPI item: user %d has no %s item in the plan for %s", userID, metric, first[:7])
+		return notFound("user %d has no %s item in the plan for %s", userID, metric, first[:7])
 	}
 	if err != nil {
-		return fmt.Errorf("remove KPI item: %w", err)
+		return adminDBError("remove KPI item", err, nil)
 	}
 	if _, err := tx.ExecContext(ctx, `
 		DELETE FROM kpi_plans p WHERE p.account_id = $1 AND p.id = $2
-		   AND NOT EXISTS (SELECT FROM kpi_plan_items i WHERE i.account_id = p.account_id AND i.plan_id = p.id)`,
-		plan.AccountID, plan.ID); err != nil {
-		return fmt.Errorf("remove KPI item: remove the empty plan: %w", err)
+		   AND NOT EXISTS (SELECT FROM kpi_plan_items i WHERE i.account_id = $1 AND i.plan_id = $2)`,
+		u.AccountID, planID); err != nil {
+		return adminDBError("remove the empty KPI plan", err, nil)
 	}
 	if err := tx.Commit(); err != nil {
 		return fmt.Errorf("remove KPI item: %w", err)
@@ -129,22 +147,19 @@ type KPIItem struct {
 // ListKPIItems returns the items of a user's KPI plans, latest month first,
 // the metrics of a month in the dashboards' order.
 func ListKPIItems(ctx context.Context, db *sqlx.DB, userID int64) ([]KPIItem, error) {
-	var exists bool
-	if err := db.GetContext(ctx, &exists, `SELECT EXISTS (SELECT FROM users WHERE id = $1)`, userID); err != nil {
-		return nil, fmt.Errorf("list KPI items: %w", err)
+	u, err := findUser(ctx, db, userID)
+	if err != nil {
+		return nil, err
 	}
-	if !exists {
-		return nil, fmt.Errorf("list KPI items: no user %d", userID)
-	}
-	var items []KPIItem
-	err := db.SelectContext(ctx, &items, `
+	items := []KPIItem{}
+	err = db.SelectContext(ctx, &items, `
 		SELECT p.month, i.id, i.metric, i.measure, i.plan_value::text AS plan_value, i.name
 		  FROM kpi_plans p
-		  JOIN kpi_plan_items i ON i.account_id = p.account_id AND i.plan_id = p.id
-		 WHERE p.user_id = $1
-		 ORDER BY p.month DESC, array_position($2::text[], i.metric)`, userID, pq.Array(kpiMetrics))
+		  JOIN kpi_plan_items i ON i.account_id = $1 AND i.plan_id = p.id
+		 WHERE p.account_id = $1 AND p.user_id = $2
+		 ORDER BY p.month DESC, array_position($3::text[], i.metric)`, u.AccountID, userID, pq.Array(kpiMetrics))
 	if err != nil {
-		return nil, fmt.Errorf("list KPI items: %w", err)
+		return nil, adminDBError("list KPI items", err, nil)
 	}
 	return items, nil
 }

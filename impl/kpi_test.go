@@ -83,20 +83,23 @@ func TestKPIPlans(t *testing.T) {
 			in   impl.KPIItemInput
 			want string
 		}{
-			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "calls", Plan: "1"}, `metric "calls" is not one of`},
-			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "0"}, `plan "0" is not a decimal greater than 0`},
-			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "0.00"}, `greater than 0`},
-			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "-5"}, `greater than 0`},
-			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "1.005"}, `at most two decimals`},
-			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "1e3"}, `not a decimal`},
+			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "calls", Plan: "1"}, `metric "calls" is not one of companies_added, tasks_done, deals_created, deal_sum, invoices_issued, invoice_sum, income`},
+			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "0"}, `plan "0" is not a decimal greater than 0 with at most two decimals`},
+			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "0.00"}, `plan "0.00" is not a decimal greater than 0`},
+			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "-5"}, `plan "-5" is not a decimal greater than 0`},
+			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "1.005"}, `plan "1.005" is not a decimal greater than 0 with at most two decimals`},
+			{impl.KPIItemInput{UserID: w.member.id, Month: november, Metric: "income", Plan: "1e3"}, `plan "1e3" is not a decimal`},
 			{impl.KPIItemInput{UserID: 987654321, Month: november, Metric: "income", Plan: "1"}, `no user 987654321`},
 		} {
-			if _, err := impl.SetKPIItem(ctx, e.db, tc.in); err == nil || !strings.Contains(err.Error(), tc.want) {
+			if _, err := impl.SetKPIItem(ctx, e.db, tc.in); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 				t.Errorf("%+v: %v, want %q", tc.in, err, tc.want)
 			}
 		}
-		if _, err := impl.ListKPIItems(ctx, e.db, 987654321); err == nil || !strings.Contains(err.Error(), "no user 987654321") {
+		if _, err := impl.ListKPIItems(ctx, e.db, 987654321); err == nil || err.Error() != "no user 987654321" {
 			t.Errorf("list of a missing user: %v", err)
+		}
+		if err := impl.RemoveKPIItem(ctx, e.db, 987654321, november, "income"); err == nil || err.Error() != "no user 987654321" {
+			t.Errorf("remove from a missing user: %v", err)
 		}
 		if after := e.count(t, `SELECT count(*) FROM kpi_plan_items`); after != before {
 			t.Errorf("%d items after refused sets, want %d", after, before)

@@ -2,6 +2,7 @@ package impl
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -58,12 +59,14 @@ func CreateMailAccount(ctx context.Context, db *sqlx.DB, box *mailer.SecretBox, 
 		return 0, fmt.Errorf("create mail account: %w", err)
 	}
 	defer tx.Rollback()
-	var accountID int64
-	// cross-account: the admin command names the user by id alone, which is
-	// unique across accounts; the account it finds scopes the insert.
-	if err := tx.GetContext(ctx, &accountID, `SELECT account_id FROM users WHERE id = $1 AND active`, in.UserID); err != nil {
-		return 0, fmt.Errorf("create mail account: no active user %d", in.UserID)
+	u, err := findUser(ctx, tx, in.UserID)
+	if err != nil {
+		return 0, err
 	}
+	if !u.Active {
+		return 0, badRequest("user %d is deactivated", in.UserID)
+	}
+	accountID := u.AccountID
 	seal := func(use, password string) []byte {
 		if password == "" {
 			return nil
@@ -81,7 +84,7 @@ func CreateMailAccount(ctx context.Context, db *sqlx.DB, box *mailer.SecretBox, 
 		smtp.Host, smtp.Port, smtp.Security, smtp.Login, seal("smtp", smtp.Password),
 		imap.Host, imap.Port, imap.Security, imap.Login, seal("imap", imap.Password))
 	if err != nil {
-		return 0, fmt.Errorf("create mail account: %w", err)
+		return 0, adminDBError("create mail account", err, nil)
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("create mail account: %w", err)
@@ -139,7 +142,14 @@ type MailAccount struct {
 // ListMailAccounts lists the mail accounts of an account with their state:
 // messages waiting in the outbox, messages that failed, the last poll.
 func ListMailAccounts(ctx context.Context, db *sqlx.DB, accountID int64) ([]MailAccount, error) {
-	var out []MailAccount
+	var exists bool
+	if err := db.GetContext(ctx, &exists, `SELECT EXISTS (SELECT FROM accounts WHERE id = $1)`, accountID); err != nil {
+		return nil, adminDBError("list mail accounts", err, nil)
+	}
+	if !exists {
+		return nil, noAccount(accountID)
+	}
+	out := []MailAccount{}
 	err := db.SelectContext(ctx, &out, `
 		SELECT a.id, a.user_id, u.name AS user_name, a.address, a.display_name,
 		       CASE WHEN a.smtp_host = '' THEN '' ELSE a.smtp_security || '://' || a.smtp_login || '@' || a.smtp_host || ':' || a.smtp_port END AS smtp,
@@ -157,7 +167,7 @@ func ListMailAccounts(ctx context.Context, db *sqlx.DB, accountID int64) ([]Mail
 		 WHERE a.account_id = $1
 		 ORDER BY a.id`, accountID)
 	if err != nil {
-		return nil, fmt.Errorf("list mail accounts: %w", err)
+		return nil, adminDBError("list mail accounts", err, nil)
 	}
 	return out, nil
 }
@@ -165,14 +175,23 @@ func ListMailAccounts(ctx context.Context, db *sqlx.DB, accountID int64) ([]Mail
 // DisableMailAccount disables a mail account: it is no longer polled, sends
 // nothing more (its queued messages fail), and POST /mail/send refuses it.
 func DisableMailAccount(ctx context.Context, db *sqlx.DB, id int64) error {
-	// cross-account: the admin command names the mail account by id alone,
-	// which is unique across accounts.
-	res, err := db.ExecContext(ctx, `UPDATE mail_accounts SET active = false WHERE id = $1 AND active`, id)
-	if err != nil {
-		return fmt.Errorf("disable mail account: %w", err)
+	var accountID int64
+	// cross-account: admin lookup by id
+	err := db.GetContext(ctx, &accountID, `SELECT account_id FROM mail_accounts WHERE id = $1`, id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("no mail account %d", id)
 	}
-	if n, _ := res.RowsAffected(); n == 0 {
-		return fmt.Errorf("disable mail account: no active mail account %d", id)
+	if err != nil {
+		return adminDBError("find mail account", err, nil)
+	}
+	res, err := db.ExecContext(ctx, `UPDATE mail_accounts SET active = false WHERE account_id = $1 AND id = $2 AND active`, accountID, id)
+	if err != nil {
+		return adminDBError("disable mail account", err, nil)
+	}
+	if n, err := res.RowsAffected(); err != nil {
+		return fmt.Errorf("disable mail account: %w", err)
+	} else if n == 0 {
+		return conflict("mail account %d is already disabled", id)
 	}
 	return nil
 }

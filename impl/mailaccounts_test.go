@@ -69,8 +69,14 @@ func TestMailAccounts(t *testing.T) {
 		if err := impl.DisableMailAccount(ctx, e.db, id); err != nil {
 			t.Fatal(err)
 		}
-		if err := impl.DisableMailAccount(ctx, e.db, id); err == nil {
-			t.Error("disabled twice")
+		if err := impl.DisableMailAccount(ctx, e.db, id); err == nil || err.Error() != "mail account "+itoa(id)+" is already disabled" {
+			t.Errorf("disabled twice: %v", err)
+		}
+		if err := impl.DisableMailAccount(ctx, e.db, 987654321); err == nil || err.Error() != "no mail account 987654321" {
+			t.Errorf("disabled a missing mail account: %v", err)
+		}
+		if list, err := impl.ListMailAccounts(ctx, e.db, 987654321); err == nil || err.Error() != "no account 987654321" {
+			t.Errorf("listed the mail accounts of a missing account: %v, %v", list, err)
 		}
 		if list, _ := impl.ListMailAccounts(ctx, e.db, w.accountID); list[0].Active {
 			t.Error("still active")
@@ -103,7 +109,7 @@ func TestMailAccounts(t *testing.T) {
 		{"an unknown security", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example", SMTP: impl.MailServerInput{Host: "h", Security: "ssl"}}, `"ssl"`},
 		{"a bad port", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example", SMTP: impl.MailServerInput{Host: "h", Port: 70000}}, "port 70000"},
 		{"a login without a host", box, impl.MailAccountInput{UserID: w.member.id, Address: "a@acme.example", SMTP: impl.MailServerInput{Login: "x"}}, "without a host"},
-		{"an unknown user", box, impl.MailAccountInput{UserID: 987654321, Address: "a@acme.example"}, "no active user"},
+		{"an unknown user", box, impl.MailAccountInput{UserID: 987654321, Address: "a@acme.example"}, "no user 987654321"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := impl.CreateMailAccount(ctx, e.db, tc.box, tc.in)

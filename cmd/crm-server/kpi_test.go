@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"strings"
 	"testing"
 
 	"github.com/crmservice/crm/db"
@@ -18,40 +17,65 @@ func TestKPICommands(t *testing.T) {
 	}
 	defer pool.Close()
 
-	account := mustCommand(t, "account", "create", "-name", "Acme", "-currency", "EUR", "-tz", "Europe/Riga")
-	user := mustCommand(t, "user", "create", "-account", account, "-name", "Mia Member", "-login", "mia@acme.example")
+	account := mustCommand(t, "account", "create", "--name", "Acme", "--currency", "EUR", "--tz", "Europe/Riga")
+	user := mustCommand(t, "user", "create", "--account", account, "--name", "Mia Member", "--login", "mia@acme.example")
 
-	item := mustCommand(t, "kpi", "set", "-user", user, "-month", "2026-11", "-metric", "income", "-plan", "12000.50")
-	mustCommand(t, "kpi", "set", "-user", user, "-month", "2026-11", "-metric", "tasks_done", "-plan", "30", "-name", "Calls")
-	mustCommand(t, "kpi", "set", "-user", user, "-month", "2026-10", "-metric", "deal_sum", "-plan", "5000")
-	if again := mustCommand(t, "kpi", "set", "-user", user, "-month", "2026-11", "-metric", "income", "-plan", "13000"); again != item {
+	item := mustCommand(t, "kpi", "set", "--user", user, "--month", "2026-11", "--metric", "income", "--plan", "12000.50")
+	calls := mustCommand(t, "kpi", "set", "--user", user, "--month", "2026-11", "--metric", "tasks_done", "--plan", "30", "--name", "Calls")
+	october := mustCommand(t, "kpi", "set", "--user", user, "--month", "2026-10", "--metric", "deal_sum", "--plan", "5000")
+	if again := mustCommand(t, "kpi", "set", "--user", user, "--month", "2026-11", "--metric", "income", "--plan", "13000"); again != item {
 		t.Errorf("setting an item again printed %s, want its id %s", again, item)
 	}
 	var n int
-	if err := pool.Get(&n, `SELECT count(*) FROM kpi_plan_items WHERE id = $1 AND plan_value = 13000 AND name = 'Income'`, item); err != nil || n != 1 {
+	if err := pool.Get(&n, `SELECT count(*) FROM kpi_plan_items i JOIN kpi_plans p ON p.account_id = i.account_id AND p.id = i.plan_id
+		WHERE i.id = $1 AND i.account_id = $2 AND p.user_id = $3 AND p.month = '2026-11-01' AND i.plan_value = 13000 AND i.name = 'Income'`,
+		item, account, user); err != nil || n != 1 {
 		t.Fatalf("item not stored (%v)", err)
 	}
 	want := "2026-11\ttasks_done\tcount\t30.00\tCalls\n2026-11\tincome\tamount\t13000.00\tIncome\n2026-10\tdeal_sum\tamount\t5000.00\tDeal volume"
-	if got := mustCommand(t, "kpi", "list", "-user", user); got != want {
+	if got := mustCommand(t, "kpi", "list", "--user", user); got != want {
 		t.Errorf("kpi list printed\n%s\nwant\n%s", got, want)
 	}
-	mustCommand(t, "kpi", "remove", "-user", user, "-month", "2026-10", "-metric", "deal_sum")
-	if err := pool.Get(&n, `SELECT count(*) FROM kpi_plans WHERE user_id = $1`, user); err != nil || n != 1 {
-		t.Errorf("%d plans after removing October's only item, want 1 (%v)", n, err)
+	wantJSON := `[{"id":` + calls + `,"month":"2026-11","metric":"tasks_done","measure":"count","plan":30.00,"name":"Calls"},` +
+		`{"id":` + item + `,"month":"2026-11","metric":"income","measure":"amount","plan":13000.00,"name":"Income"},` +
+		`{"id":` + october + `,"month":"2026-10","metric":"deal_sum","measure":"amount","plan":5000.00,"name":"Deal volume"}]`
+	if got := mustCommand(t, "kpi", "list", "--user", user, "-o", "json"); got != wantJSON {
+		t.Errorf("kpi list -o json printed\n%s\nwant\n%s", got, wantJSON)
+	}
+	if got := mustCommand(t, "kpi", "set", "--user", user, "--month", "2026-12", "--metric", "income", "--plan", "1", "-o", "json"); got == "" || got[0] != '{' {
+		t.Errorf("kpi set -o json printed %q", got)
+	}
+	mustCommand(t, "kpi", "remove", "--user", user, "--month", "2026-10", "--metric", "deal_sum")
+	if err := pool.Get(&n, `SELECT count(*) FROM kpi_plans WHERE account_id = $1 AND user_id = $2 AND month = '2026-10-01'`, account, user); err != nil || n != 0 {
+		t.Errorf("%d October plans after removing its only item, want 0 (%v)", n, err)
+	}
+	other := mustCommand(t, "user", "create", "--account", account, "--name", "Noah", "--login", "noah@acme.example")
+	if got := mustCommand(t, "kpi", "list", "--user", other, "-o", "json"); got != "[]" {
+		t.Errorf("kpi list -o json of a user without plans printed %q, want []", got)
 	}
 
-	for _, args := range [][]string{
-		{"kpi", "set", "-user", user, "-month", "2026-13", "-metric", "income", "-plan", "1"},
-		{"kpi", "set", "-user", user, "-month", "November", "-metric", "income", "-plan", "1"},
-		{"kpi", "set", "-user", user, "-month", "2026-11", "-metric", "visits", "-plan", "1"},
-		{"kpi", "set", "-user", user, "-month", "2026-11", "-metric", "income", "-plan", "0"},
-		{"kpi", "set", "-user", "987654321", "-month", "2026-11", "-metric", "income", "-plan", "1"},
-		{"kpi", "remove", "-user", user, "-month", "2026-10", "-metric", "deal_sum"},
-		{"kpi", "list", "-user", "987654321"},
-		{"kpi", "frobnicate"},
+	before := countRows(t, pool, "kpi_plan_items")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"kpi", "set", "--user", user, "--month", "2026-13", "--metric", "income", "--plan", "1"},
+			`kpi set: invalid argument "2026-13" for "--month" flag: want a month as YYYY-MM, such as 2026-11 (see crm-server kpi set --help)`},
+		{[]string{"kpi", "set", "--user", user, "--month", "November", "--metric", "income", "--plan", "1"},
+			`kpi set: invalid argument "November" for "--month" flag: want a month as YYYY-MM, such as 2026-11 (see crm-server kpi set --help)`},
+		{[]string{"kpi", "set", "--user", user, "--month", "2026-11", "--metric", "visits", "--plan", "1"},
+			`metric "visits" is not one of companies_added, tasks_done, deals_created, deal_sum, invoices_issued, invoice_sum, income`},
+		{[]string{"kpi", "set", "--user", user, "--month", "2026-11", "--metric", "income", "--plan", "0"},
+			`plan "0" is not a decimal greater than 0 with at most two decimals`},
+		{[]string{"kpi", "set", "--user", "987654321", "--month", "2026-11", "--metric", "income", "--plan", "1"}, "no user 987654321"},
+		{[]string{"kpi", "remove", "--user", user, "--month", "2026-10", "--metric", "deal_sum"}, "user " + user + " has no deal_sum item in the plan for 2026-10"},
+		{[]string{"kpi", "list", "--user", "987654321"}, "no user 987654321"},
+		{[]string{"kpi", "list", "--user", user, "--month", "2026-11"}, "kpi list: unknown flag: --month (see crm-server kpi list --help)"},
+		{[]string{"kpi", "frobnicate"}, `unknown command "frobnicate" for "crm-server kpi"`},
 	} {
-		if _, err := command(t, args...); err == nil {
-			t.Errorf("crm-server %s succeeded", strings.Join(args, " "))
-		}
+		failing(t, tc.want, tc.args...)
+	}
+	if n := countRows(t, pool, "kpi_plan_items"); n != before {
+		t.Errorf("%d KPI items after refused commands, want %d", n, before)
 	}
 }

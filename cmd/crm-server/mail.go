@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,103 +11,146 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
+	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/spf13/cobra"
 
-	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/mailer"
 )
 
-// mailAccount runs `crm-server mail-account create|list|disable`.
-//
-//	mail-account create -user ID -address A [-name N]
-//	    [-smtp-host H] [-smtp-port 587] [-smtp-security starttls] [-smtp-login L] [-smtp-password-file F]
-//	    [-imap-host H] [-imap-port 993] [-imap-security tls] [-imap-login L] [-imap-password-file F]
-//	mail-account list -account ID
-//	mail-account disable -id ID
-//
-// Passwords are read from files ("-": a line of standard input, the SMTP one
-// first), never from the command line, and stored encrypted with CRM_SECRET_KEY.
-func mailAccount(ctx context.Context, log *slog.Logger, stdin io.Reader, stdout io.Writer, args []string) error {
-	if len(args) == 0 {
-		return errors.New("usage: crm-server mail-account create|list|disable ...")
+func (c *cli) mailAccountCommand() *cobra.Command {
+	var in impl.MailAccountInput
+	var smtpFile, imapFile string
+	create := &cobra.Command{
+		Use:   "create",
+		Short: "Create a mail account (a user's mailbox at a mail provider) and print its id",
+		Long: `Create a mail account (a user's mailbox at a mail provider) and print its id.
+
+Passwords are read from files ("-": a line of standard input, the SMTP one first),
+never from the command line, and stored encrypted with CRM_SECRET_KEY (Base64 of
+32 bytes). Without --smtp-host the account does not send; without --imap-host it
+is not polled.`,
+		Example: `  crm-server mail-account create --user "$ANNA" --address anna@acme.example --name "Anna Berg" \
+      --smtp-host smtp.acme.example --smtp-password-file - --imap-host imap.acme.example --imap-password-file -`,
+		Args: noArgs,
 	}
-	sub, args := args[0], args[1:]
-	fs := flag.NewFlagSet("mail-account "+sub, flag.ContinueOnError)
-	var run func(context.Context, *sqlx.DB) error
-	switch sub {
-	case "create":
-		var in impl.MailAccountInput
-		var smtpFile, imapFile string
-		fs.Int64Var(&in.UserID, "user", 0, "id of the user who owns the mailbox")
-		fs.StringVar(&in.Address, "address", "", "e-mail address of the mailbox")
-		fs.StringVar(&in.DisplayName, "name", "", "display name in the From header")
-		for _, side := range []struct {
-			name string
-			srv  *impl.MailServerInput
-			file *string
-		}{{"smtp", &in.SMTP, &smtpFile}, {"imap", &in.IMAP, &imapFile}} {
-			fs.StringVar(&side.srv.Host, side.name+"-host", "", side.name+" server host")
-			fs.IntVar(&side.srv.Port, side.name+"-port", 0, side.name+" server port (default 587 for smtp, 993 for imap)")
-			fs.StringVar(&side.srv.Security, side.name+"-security", "", "none, starttls or tls (default starttls for smtp, tls for imap)")
-			fs.StringVar(&side.srv.Login, side.name+"-login", "", side.name+" login (default: the address, when a password is given)")
-			fs.StringVar(side.file, side.name+"-password-file", "", "file holding the "+side.name+" password (-: a line of standard input)")
-		}
-		run = func(ctx context.Context, pool *sqlx.DB) error {
-			readLine := sync.OnceValue(func() *bufio.Reader { return bufio.NewReader(stdin) })
-			var err error
-			if in.SMTP.Password, err = readPassword(smtpFile, readLine); err != nil {
-				return err
-			}
-			if in.IMAP.Password, err = readPassword(imapFile, readLine); err != nil {
-				return err
-			}
-			var box *mailer.SecretBox
-			if in.SMTP.Password != "" || in.IMAP.Password != "" {
-				if box, err = mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv)); err != nil {
-					return err
-				}
-			}
-			id, err := impl.CreateMailAccount(ctx, pool, box, in)
-			if err == nil {
-				fmt.Fprintln(stdout, id)
-			}
+	f := create.Flags()
+	f.Int64Var(&in.UserID, "user", 0, "`ID` of the user who owns the mailbox")
+	f.StringVar(&in.Address, "address", "", "e-mail address of the mailbox")
+	f.StringVar(&in.DisplayName, "name", "", "display name in the From header")
+	for _, side := range []struct {
+		name, port, security string
+		srv                  *impl.MailServerInput
+		file                 *string
+	}{{"smtp", "587", "starttls", &in.SMTP, &smtpFile}, {"imap", "993", "tls", &in.IMAP, &imapFile}} {
+		upper := strings.ToUpper(side.name)
+		f.StringVar(&side.srv.Host, side.name+"-host", "", upper+" server host")
+		f.IntVar(&side.srv.Port, side.name+"-port", 0, upper+" server port (default "+side.port+")")
+		f.StringVar(&side.srv.Security, side.name+"-security", "", "none, starttls or tls (default "+side.security+")")
+		f.StringVar(&side.srv.Login, side.name+"-login", "", upper+" login (default: the address, when a password is given)")
+		f.StringVar(side.file, side.name+"-password-file", "", "file holding the "+upper+" password (-: a line of standard input)")
+		completeWords(create, side.name+"-security", "none", "starttls", "tls")
+	}
+	required(create, "user", "address")
+	out := outputFlag(create, "the id")
+	create.RunE = func(cmd *cobra.Command, _ []string) error {
+		readLine := sync.OnceValue(func() *bufio.Reader { return bufio.NewReader(c.in) })
+		var err error
+		if in.SMTP.Password, err = readPassword(smtpFile, readLine); err != nil {
 			return err
 		}
-	case "list":
-		account := fs.Int64("account", 0, "account id")
-		run = func(ctx context.Context, pool *sqlx.DB) error {
-			list, err := impl.ListMailAccounts(ctx, pool, *account)
+		if in.IMAP.Password, err = readPassword(imapFile, readLine); err != nil {
+			return err
+		}
+		var box *mailer.SecretBox
+		if in.SMTP.Password != "" || in.IMAP.Password != "" {
+			if box, err = mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv)); err != nil {
+				return err
+			}
+		}
+		return c.withDB(cmd.Context(), func(pool *sqlx.DB) error {
+			id, err := impl.CreateMailAccount(cmd.Context(), pool, box, in)
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+			return c.printID(out, id)
+		})
+	}
+
+	var account int64
+	list := &cobra.Command{
+		Use:   "list",
+		Short: "List the mail accounts of an account with their state",
+		Long: `List the mail accounts of an account with their state: messages waiting in the
+outbox, messages that failed, the last poll error. Passwords are never shown, only
+whether they are set.`,
+		Args: noArgs,
+	}
+	list.Flags().Int64Var(&account, "account", 0, "`ID` of the account")
+	required(list, "account")
+	listOut := outputFlag(list, "a table")
+	list.RunE = func(cmd *cobra.Command, _ []string) error {
+		return c.withDB(cmd.Context(), func(pool *sqlx.DB) error {
+			accounts, err := impl.ListMailAccounts(cmd.Context(), pool, account)
+			if err != nil {
+				return err
+			}
+			if *listOut == outJSON {
+				return c.printJSON(mailAccountsJSON(accounts))
+			}
+			tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tUSER\tADDRESS\tSMTP\tIMAP\tACTIVE\tQUEUED\tFAILED\tLAST POLL ERROR")
-			for _, a := range list {
+			for _, a := range accounts {
 				fmt.Fprintf(tw, "%d\t%d %s\t%s\t%s\t%s\t%t\t%d\t%d\t%s\n", a.ID, a.UserID, a.UserName, a.Address,
 					withPassword(a.SMTP, a.SMTPPassword), withPassword(a.IMAP, a.IMAPPassword), a.Active, a.Queued, a.Failed, a.IMAPLastError)
 			}
 			return tw.Flush()
-		}
-	case "disable":
-		id := fs.Int64("id", 0, "mail account id")
-		run = func(ctx context.Context, pool *sqlx.DB) error { return impl.DisableMailAccount(ctx, pool, *id) }
-	default:
-		return fmt.Errorf("unknown command %q", "mail-account "+sub)
+		})
 	}
-	if err := fs.Parse(args); err != nil {
-		return err
+
+	var id int64
+	disable := &cobra.Command{
+		Use:   "disable",
+		Short: "Disable a mail account: it is no longer polled and sends nothing more",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return c.withDB(cmd.Context(), func(pool *sqlx.DB) error {
+				return impl.DisableMailAccount(cmd.Context(), pool, id)
+			})
+		},
 	}
-	pool, err := openDB(ctx, log)
-	if err != nil {
-		return err
+	disable.Flags().Int64Var(&id, "id", 0, "`ID` of the mail account")
+	required(disable, "id")
+	return group("mail-account", "Create, list and disable mail accounts", create, list, disable)
+}
+
+// mailAccountJSON is a mail account as mail-account list -o json prints it.
+type mailAccountJSON struct {
+	ID            int64      `json:"id"`
+	UserID        int64      `json:"user_id"`
+	UserName      string     `json:"user_name"`
+	Address       string     `json:"address"`
+	DisplayName   string     `json:"display_name"`
+	SMTP          string     `json:"smtp"` // security://login@host:port, "" when the account does not send
+	SMTPPassword  bool       `json:"smtp_password"`
+	IMAP          string     `json:"imap"`
+	IMAPPassword  bool       `json:"imap_password"`
+	Active        bool       `json:"active"`
+	Queued        int        `json:"queued"`
+	Failed        int        `json:"failed"`
+	IMAPPolledAt  *time.Time `json:"imap_polled_at"`
+	IMAPLastError string     `json:"imap_last_error"`
+}
+
+func mailAccountsJSON(list []impl.MailAccount) []mailAccountJSON {
+	out := make([]mailAccountJSON, len(list))
+	for i, a := range list {
+		out[i] = mailAccountJSON{a.ID, a.UserID, a.UserName, a.Address, a.DisplayName, a.SMTP, a.SMTPPassword,
+			a.IMAP, a.IMAPPassword, a.Active, a.Queued, a.Failed, a.IMAPPolledAt, a.IMAPLastError}
 	}
-	defer pool.Close()
-	if err := db.CheckSchema(ctx, pool); err != nil {
-		return err
-	}
-	return run(ctx, pool)
+	return out
 }
 
 func withPassword(server string, has bool) string {
@@ -149,17 +191,16 @@ func readPassword(file string, stdin func() *bufio.Reader) (string, error) {
 }
 
 // startMail starts the mail worker (outbox delivery and mailbox polling) when
-// on is true and CRM_SECRET_KEY is set, and returns the function that stops it
-// and waits for it. Without the key the API is served all the same: queued
+// on is true and a key is given, and returns the function that stops it and
+// waits for it. Without the key the API is served all the same: queued
 // messages wait in the outbox for a process that has it.
-func startMail(ctx context.Context, log *slog.Logger, pool *sqlx.DB, on bool) (stop func()) {
-	if !on {
-		log.Info("mail worker off (-mail=false)")
+func startMail(ctx context.Context, log *slog.Logger, pool *sqlx.DB, on bool, box *mailer.SecretBox) (stop func()) {
+	switch {
+	case !on:
+		log.Info("mail worker off (--mail=false or CRM_MAIL=off)")
 		return func() {}
-	}
-	box, err := mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv))
-	if err != nil {
-		log.Warn("mail worker not started: queued messages are not delivered and mailboxes are not polled", "reason", err.Error())
+	case box == nil:
+		log.Warn("mail worker not started: queued messages are not delivered and mailboxes are not polled", "reason", mailer.ErrNoSecretKey.Error())
 		return func() {}
 	}
 	w, err := impl.NewMailWorker(impl.MailConfig{DB: pool, Log: log, Secrets: box})

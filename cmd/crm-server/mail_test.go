@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,8 +23,8 @@ func TestMailAccountCommands(t *testing.T) {
 	url := dbtest.NewURL(t)
 	t.Setenv("DATABASE_URL", url)
 	t.Setenv(mailer.SecretKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
-	account := mustCommand(t, "account", "create", "-name", "Acme", "-tz", "UTC")
-	user := mustCommand(t, "user", "create", "-account", account, "-name", "Mia", "-login", "mia@acme.example")
+	account := mustCommand(t, "account", "create", "--name", "Acme", "--tz", "UTC")
+	user := mustCommand(t, "user", "create", "--account", account, "--name", "Mia", "--login", "mia@acme.example")
 	dir := t.TempDir()
 	smtpFile, imapFile := filepath.Join(dir, "smtp"), filepath.Join(dir, "imap")
 	if err := os.WriteFile(smtpFile, []byte("smtp-pa55\n"), 0o600); err != nil {
@@ -30,9 +34,9 @@ func TestMailAccountCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	id := mustCommand(t, "mail-account", "create", "-user", user, "-address", "mia@acme.example", "-name", "Mia",
-		"-smtp-host", "smtp.acme.example", "-smtp-password-file", smtpFile,
-		"-imap-host", "imap.acme.example", "-imap-login", "mia", "-imap-password-file", imapFile)
+	id := mustCommand(t, "mail-account", "create", "--user", user, "--address", "mia@acme.example", "--name", "Mia",
+		"--smtp-host", "smtp.acme.example", "--smtp-password-file", smtpFile,
+		"--imap-host", "imap.acme.example", "--imap-login", "mia", "--imap-password-file", imapFile)
 	pool, err := db.Open(context.Background(), url)
 	if err != nil {
 		t.Fatal(err)
@@ -54,46 +58,110 @@ func TestMailAccountCommands(t *testing.T) {
 		t.Errorf("the SMTP password opens to %q, %v (the line end must be cut)", p, err)
 	}
 
-	list := mustCommand(t, "mail-account", "list", "-account", account)
-	if !strings.Contains(list, "starttls://mia@acme.example@smtp.acme.example:587 (password set)") ||
-		!strings.Contains(list, "tls://mia@imap.acme.example:993 (password set)") || strings.Contains(list, "pa55") {
-		t.Errorf("list:\n%s", list)
-	}
-	mustCommand(t, "mail-account", "disable", "-id", id)
-	if list := mustCommand(t, "mail-account", "list", "-account", account); !strings.Contains(list, "false") {
-		t.Errorf("list after disable:\n%s", list)
+	list := mustCommand(t, "mail-account", "list", "--account", account)
+	// Columns are aligned by at least two spaces.
+	columns := regexp.MustCompile(`  +`)
+	want := "ID|USER|ADDRESS|SMTP|IMAP|ACTIVE|QUEUED|FAILED|LAST POLL ERROR\n" +
+		id + "|" + user + " Mia|mia@acme.example|starttls://mia@acme.example@smtp.acme.example:587 (password set)|tls://mia@imap.acme.example:993 (password set)|true|0|0"
+	if got := columns.ReplaceAllString(list, "|"); got != want {
+		t.Errorf("list:\n%s\nwant\n%s", got, want)
 	}
 
-	for _, args := range [][]string{
-		{"mail-account"},
-		{"mail-account", "frobnicate"},
-		{"mail-account", "disable", "-id", id},
-		{"mail-account", "create", "-user", user, "-address", "bad address"},
-		{"mail-account", "create", "-user", user, "-address", "x@acme.example", "-smtp-host", "h.example", "-smtp-password-file", filepath.Join(dir, "missing")},
+	// Passwords from standard input: the SMTP one first.
+	stdinID, err := commandIn(t, "smtp-in\nimap-in\n", "mail-account", "create", "--user", user, "--address", "box@acme.example",
+		"--smtp-host", "smtp.acme.example", "--smtp-password-file", "-", "--imap-host", "imap.acme.example", "--imap-password-file", "-", "-o", "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var created struct{ ID int64 }
+	if err := json.Unmarshal([]byte(stdinID), &created); err != nil || created.ID == 0 {
+		t.Fatalf("mail-account create -o json printed %q", stdinID)
+	}
+	var secrets struct {
+		SMTP []byte `db:"smtp_secret"`
+		IMAP []byte `db:"imap_secret"`
+	}
+	if err := pool.Get(&secrets, `SELECT smtp_secret, imap_secret FROM mail_accounts WHERE id = $1`, created.ID); err != nil {
+		t.Fatal(err)
+	}
+	smtp, err1 := box.Open(accountID, "smtp", secrets.SMTP)
+	imap, err2 := box.Open(accountID, "imap", secrets.IMAP)
+	if smtp != "smtp-in" || imap != "imap-in" || err1 != nil || err2 != nil {
+		t.Errorf("passwords from standard input open to %q, %q (%v, %v)", smtp, imap, err1, err2)
+	}
+
+	mustCommand(t, "mail-account", "disable", "--id", id)
+	var listed []map[string]any
+	out := mustCommand(t, "mail-account", "list", "--account", account, "-o", "json")
+	if err := json.Unmarshal([]byte(out), &listed); err != nil || len(listed) != 2 {
+		t.Fatalf("list -o json printed %s (%v)", out, err)
+	}
+	wantFirst := map[string]any{"id": float64(mustInt(t, id)), "user_id": float64(mustInt(t, user)), "user_name": "Mia", "address": "mia@acme.example",
+		"display_name": "Mia", "smtp": "starttls://mia@acme.example@smtp.acme.example:587", "smtp_password": true,
+		"imap": "tls://mia@imap.acme.example:993", "imap_password": true, "active": false, "queued": float64(0), "failed": float64(0),
+		"imap_polled_at": nil, "imap_last_error": ""}
+	if !reflect.DeepEqual(listed[0], wantFirst) {
+		t.Errorf("list -o json, first:\n%v\nwant\n%v", listed[0], wantFirst)
+	}
+	if strings.Contains(out, "pa55") || strings.Contains(out, "-in") {
+		t.Errorf("list -o json shows a password: %s", out)
+	}
+
+	before := countRows(t, pool, "mail_accounts")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"mail-account"}, "mail-account needs a command: create, disable, list (see crm-server mail-account --help)"},
+		{[]string{"mail-account", "frobnicate"}, `unknown command "frobnicate" for "crm-server mail-account"`},
+		{[]string{"mail-account", "disable", "--id", id}, "mail account " + id + " is already disabled"},
+		{[]string{"mail-account", "disable", "--id", "987654321"}, "no mail account 987654321"},
+		{[]string{"mail-account", "list", "--account", "987654321"}, "no account 987654321"},
+		{[]string{"mail-account", "create", "--user", "987654321", "--address", "x@acme.example"}, "no user 987654321"},
+		{[]string{"mail-account", "create", "--user", user, "--address", "bad address"},
+			"create mail account: the address must be of the form local@domain.tld (ASCII, no spaces)"},
+		{[]string{"mail-account", "create", "--user", user, "--address", "x@acme.example", "--smtp-host", "h.example", "--smtp-password-file", filepath.Join(dir, "missing")},
+			"read a password: open " + filepath.Join(dir, "missing") + ": no such file or directory"},
+		{[]string{"mail-account", "list", "--account", account, "--user", user}, "mail-account list: unknown flag: --user (see crm-server mail-account list --help)"},
 	} {
-		if _, err := command(t, args...); err == nil {
-			t.Errorf("crm-server %s succeeded", strings.Join(args, " "))
-		}
+		failing(t, tc.want, tc.args...)
 	}
 	t.Setenv(mailer.SecretKeyEnv, "")
-	if _, err := command(t, "mail-account", "create", "-user", user, "-address", "x@acme.example", "-smtp-host", "h.example", "-smtp-password-file", smtpFile); err == nil ||
-		!strings.Contains(err.Error(), mailer.SecretKeyEnv) {
-		t.Errorf("a password without a key: %v", err)
+	failing(t, mailer.ErrNoSecretKey.Error(),
+		"mail-account", "create", "--user", user, "--address", "x@acme.example", "--smtp-host", "h.example", "--smtp-password-file", smtpFile)
+	if n := countRows(t, pool, "mail_accounts"); n != before {
+		t.Errorf("%d mail accounts after refused commands, want %d", n, before)
 	}
+}
+
+func mustInt(t *testing.T, s string) int64 {
+	t.Helper()
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestStartMail(t *testing.T) {
 	pool := dbtest.New(t)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	t.Setenv(mailer.SecretKeyEnv, "")
-	startMail(context.Background(), log, pool, true)()
+	startMail(context.Background(), log, pool, true, nil)()
 	if !strings.Contains(logs.String(), "mail worker not started") {
 		t.Errorf("without a key: %s", logs.String())
 	}
 	logs.Reset()
-	t.Setenv(mailer.SecretKeyEnv, base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
-	stop := startMail(context.Background(), log, pool, true)
+	box, err := mailer.NewSecretBox(base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{7}, 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startMail(context.Background(), log, pool, false, box)()
+	if !strings.Contains(logs.String(), "mail worker off") {
+		t.Errorf("turned off: %s", logs.String())
+	}
+	logs.Reset()
+	stop := startMail(context.Background(), log, pool, true, box)
 	stop()
 	if !strings.Contains(logs.String(), "mail worker started") || !strings.Contains(logs.String(), "mail worker stopped") {
 		t.Errorf("with a key: %s", logs.String())

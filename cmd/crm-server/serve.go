@@ -1,0 +1,487 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
+	"github.com/spf13/cobra"
+
+	"github.com/crmservice/crm/db"
+	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/demo"
+	"github.com/crmservice/crm/impl/mailer"
+)
+
+// serveFlags are the flags of serve; the environment gives the defaults of
+// those not set.
+type serveFlags struct {
+	addr           string
+	migrate        bool
+	demo           bool
+	rateLimit      float64
+	rateBurst      int
+	authFailLimit  float64
+	authFailBurst  int
+	trustedProxies string
+	redisURL       string
+	mail           bool
+}
+
+// serveConfig is what serve runs with, checked before anything is printed.
+type serveConfig struct {
+	addr           string
+	migrate        bool
+	demo           bool
+	rateLimit      float64
+	rateBurst      int
+	authFailLimit  float64
+	authFailBurst  int
+	trustedProxies []netip.Prefix
+	redisURL       string
+	mail           bool
+	secrets        *mailer.SecretBox // nil: no key, no mail worker
+}
+
+func (c *cli) serveCommand() *cobra.Command {
+	var fl serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the HTTP API until interrupted",
+		Long: `Serve the HTTP API until interrupted (SIGINT or SIGTERM: it drains and exits 0).
+
+Configuration is checked before anything is printed: the environment (PORT,
+RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
+REDIS_URL, CRM_MAIL, CRM_SECRET_KEY), the flags, and the listen address, which must
+be free. With CRM_SECRET_KEY set, a mail worker delivers queued messages and polls
+mailboxes. With REDIS_URL set, the rate limits hold across every process of the
+deployment.`,
+		Example: `  crm-server serve --migrate --demo
+  PORT=9090 crm-server serve`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := fl.config(cmd)
+			if err != nil {
+				return err
+			}
+			return c.serve(cmd.Context(), cfg)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&fl.addr, "addr", "", `listen address, host:port (default ":$PORT", or ":8080")`)
+	f.BoolVar(&fl.migrate, "migrate", false, "apply pending migrations before serving")
+	f.BoolVar(&fl.demo, "demo", false, "load the demo account (once) and print a token of its admin")
+	f.Float64Var(&fl.rateLimit, "rate-limit", 50, "requests per second per token, 0: no limit")
+	f.IntVar(&fl.rateBurst, "rate-burst", 100, "burst of requests per token")
+	f.Float64Var(&fl.authFailLimit, "auth-failure-limit", 20, "failed authentications per minute per client address before 429, 0: no limit")
+	f.IntVar(&fl.authFailBurst, "auth-failure-burst", 20, "burst of failed authentications per client address")
+	f.StringVar(&fl.trustedProxies, "trusted-proxies", "", "CIDRs of the reverse proxies whose X-Forwarded-For names the client address, comma-separated")
+	f.StringVar(&fl.redisURL, "redis-url", "", "Redis that keeps the rate limits for every process (redis://host:6379/0; empty: each process limits alone)")
+	f.BoolVar(&fl.mail, "mail", true, "deliver queued mail and poll mailboxes when CRM_SECRET_KEY is set (CRM_MAIL=off: false)")
+	// The help names the variables that give these defaults.
+	f.Lookup("rate-limit").DefValue = "$RATE_LIMIT, or 50"
+	f.Lookup("rate-burst").DefValue = "$RATE_BURST, or 100"
+	f.Lookup("auth-failure-limit").DefValue = "$AUTH_FAILURE_LIMIT, or 20"
+	f.Lookup("auth-failure-burst").DefValue = "$AUTH_FAILURE_BURST, or 20"
+	f.Lookup("trusted-proxies").DefValue = "$TRUSTED_PROXIES"
+	f.Lookup("redis-url").DefValue = "$REDIS_URL"
+	return cmd
+}
+
+// config reads the flags over the environment and checks them, without I/O.
+func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
+	cfg := serveConfig{addr: fl.addr, migrate: fl.migrate, demo: fl.demo, rateLimit: fl.rateLimit, rateBurst: fl.rateBurst,
+		authFailLimit: fl.authFailLimit, authFailBurst: fl.authFailBurst, redisURL: fl.redisURL, mail: fl.mail}
+	changed := cmd.Flags().Changed
+	if !changed("addr") {
+		port := os.Getenv("PORT")
+		if port == "" {
+			port = "8080"
+		}
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return cfg, fmt.Errorf("PORT %q is not a port number (1 to 65535)", port)
+		}
+		cfg.addr = ":" + port
+	}
+	if _, port, err := net.SplitHostPort(cfg.addr); err != nil {
+		return cfg, fmt.Errorf("--addr %q is not host:port, such as :8080 or 127.0.0.1:8080", cfg.addr)
+	} else if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return cfg, fmt.Errorf("--addr %q: the port is not a number from 0 to 65535", cfg.addr)
+	}
+	if v := os.Getenv("RATE_LIMIT"); v != "" && !changed("rate-limit") {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("RATE_LIMIT %q is not a number", v)
+		}
+		cfg.rateLimit = n
+	}
+	if v := os.Getenv("RATE_BURST"); v != "" && !changed("rate-burst") {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return cfg, fmt.Errorf("RATE_BURST %q is not a whole number", v)
+		}
+		cfg.rateBurst = n
+	}
+	if cfg.rateLimit < 0 || cfg.rateBurst < 0 {
+		return cfg, fmt.Errorf("the rate limit (%g) and burst (%d) must not be negative", cfg.rateLimit, cfg.rateBurst)
+	}
+	if v := os.Getenv("AUTH_FAILURE_LIMIT"); v != "" && !changed("auth-failure-limit") {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return cfg, fmt.Errorf("AUTH_FAILURE_LIMIT %q is not a number", v)
+		}
+		cfg.authFailLimit = n
+	}
+	if v := os.Getenv("AUTH_FAILURE_BURST"); v != "" && !changed("auth-failure-burst") {
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			return cfg, fmt.Errorf("AUTH_FAILURE_BURST %q is not a whole number", v)
+		}
+		cfg.authFailBurst = n
+	}
+	if cfg.authFailLimit < 0 || cfg.authFailBurst < 0 {
+		return cfg, fmt.Errorf("the failed-authentication limit (%g) and burst (%d) must not be negative", cfg.authFailLimit, cfg.authFailBurst)
+	}
+	trusted := fl.trustedProxies
+	if !changed("trusted-proxies") {
+		trusted = os.Getenv("TRUSTED_PROXIES")
+	}
+	proxies, err := impl.ParseTrustedProxies(trusted)
+	if err != nil {
+		return cfg, fmt.Errorf("TRUSTED_PROXIES: %w", err)
+	}
+	cfg.trustedProxies = proxies
+	if !changed("redis-url") {
+		cfg.redisURL = os.Getenv("REDIS_URL")
+	}
+	if !changed("mail") {
+		switch v := os.Getenv("CRM_MAIL"); v {
+		case "", "on":
+		case "off":
+			cfg.mail = false
+		default:
+			return cfg, fmt.Errorf("CRM_MAIL %q is not on or off", v)
+		}
+	}
+	if cfg.mail {
+		box, err := mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv))
+		if err != nil && !errors.Is(err, mailer.ErrNoSecretKey) {
+			return cfg, err
+		}
+		cfg.secrets = box
+	}
+	return cfg, nil
+}
+
+// serve listens first, so that a taken port is told before any token is
+// printed; then it prepares the database, prints the demo's token and serves
+// until ctx ends, which is a normal end: it drains and returns nil.
+func (c *cli) serve(ctx context.Context, cfg serveConfig) error {
+	ln, err := listen(ctx, cfg.addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	err = c.serveOn(ctx, ln, cfg)
+	if err != nil && ctx.Err() != nil {
+		// Interrupted while preparing: what failed failed because of it.
+		c.log.Info("interrupted before serving", "while", err.Error())
+		return nil
+	}
+	return err
+}
+
+func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) error {
+	url, err := databaseURL(ctx, c.log)
+	if err != nil {
+		return err
+	}
+	pool, err := db.Open(ctx, url)
+	if err != nil {
+		return openError(err)
+	}
+	defer pool.Close()
+	generic, err := db.OpenGeneric(ctx, url)
+	if err != nil {
+		return openError(err)
+	}
+	defer generic.Close()
+	if cfg.migrate {
+		done, err := db.Migrate(ctx, pool)
+		if err != nil {
+			return err
+		}
+		c.log.Info("migrated", "applied", done)
+	}
+	// Refuse to serve on a schema this build does not match.
+	if err := db.CheckSchema(ctx, pool); err != nil {
+		return err
+	}
+	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
+		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies}
+	if cfg.redisURL != "" {
+		rdb, err := impl.OpenRedis(cfg.redisURL)
+		if err != nil {
+			return fmt.Errorf("REDIS_URL: %w", err)
+		}
+		defer rdb.Close()
+		hc.Redis = rdb
+		c.log.Info("rate limits shared through Redis", "addr", rdb.Options().Addr)
+	}
+	handler, err := impl.NewHandler(hc)
+	if err != nil {
+		return err
+	}
+	if cfg.demo {
+		d, err := c.loadDemo(ctx, pool)
+		if err != nil {
+			return err
+		}
+		c.log.Info("demo account ready", "account", d.AccountID, "created", d.Created)
+		c.printTry(d, ln.Addr(), cfg.addr)
+	}
+
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
+	}
+	defer startMail(ctx, c.log, pool, cfg.mail, cfg.secrets)()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	c.log.Info("serving", "addr", ln.Addr().String())
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	c.log.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
+
+// listen opens the listening socket, telling a taken port in one line.
+func listen(ctx context.Context, addr string) (net.Listener, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", addr)
+	switch {
+	case errors.Is(err, syscall.EADDRINUSE):
+		return nil, fmt.Errorf("cannot listen on %s: the port is taken by another program (choose another with PORT or --addr)", addr)
+	case errors.Is(err, syscall.EACCES):
+		return nil, fmt.Errorf("cannot listen on %s: permission denied (ports below 1024 need privileges)", addr)
+	case err != nil:
+		return nil, fmt.Errorf("cannot listen on %s: %w", addr, err)
+	}
+	return ln, nil
+}
+
+// printTry prints the demo admin's token and a first request to try, through
+// jq when it is installed, since the reply's value is a string of JSON.
+func (c *cli) printTry(d *demo.Demo, bound net.Addr, addr string) {
+	host, _, _ := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		host = "localhost"
+	}
+	port := strconv.Itoa(bound.(*net.TCPAddr).Port)
+	curl := fmt.Sprintf("curl -s -H 'Authorization: Bearer %s' 'http://%s/company/get?id=%d'",
+		d.Token, net.JoinHostPort(host, port), d.Samples.CompanyID)
+	fmt.Fprintf(c.out, "\nThe demo account is ready; its admin's token (valid 30 days): %s\nTry:\n\n", d.Token)
+	if _, err := exec.LookPath("jq"); err == nil {
+		fmt.Fprintf(c.out, "  %s | jq '.value | fromjson'\n\n", curl)
+		return
+	}
+	fmt.Fprintf(c.out, "  %s\n\n"+
+		"The reply's value is a string of JSON: with jq installed (it is not), add\n"+
+		"  | jq '.value | fromjson'\nto read it as JSON.\n\n", curl)
+}
+
+func (c *cli) dbCommand() *cobra.Command {
+	start := &cobra.Command{
+		Use:   "start [DATABASE]",
+		Short: "Start the private PostgreSQL cluster and print the URL of a database in it",
+		Long: `Start the private PostgreSQL cluster under ./.data (CRM_DATA_DIR) and print the URL
+of a database in it: crm, or the one named, created when missing.`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "crm"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			url, err := localDatabase(cmd.Context(), c.log, name)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(c.out, url)
+			return err
+		},
+	}
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the private PostgreSQL cluster (and the private Citus cluster, when it runs)",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return errors.Join(db.StopLocal(cmd.Context(), dataDir()), db.StopLocalCitus(cmd.Context(), citusDir()))
+		},
+	}
+	return group("db", "Start and stop the private PostgreSQL cluster (used when DATABASE_URL is unset)", start, stop, c.citusCommand())
+}
+
+// openDB connects to DATABASE_URL, or to the database crm of the private cluster.
+func openDB(ctx context.Context, log *slog.Logger) (*sqlx.DB, error) {
+	url, err := databaseURL(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	pool, err := db.Open(ctx, url)
+	if err != nil {
+		return nil, openError(err)
+	}
+	return pool, nil
+}
+
+// openError tells why the database could not be opened: a refusal of the
+// server by what it means, not in the driver's words.
+func openError(err error) error {
+	var pqErr *pq.Error
+	if !errors.As(err, &pqErr) {
+		return err
+	}
+	switch {
+	case pqErr.Code.Class() == "28": // invalid_authorization_specification, invalid_password
+		return fmt.Errorf("the database server refused the user or password (SQLSTATE %s)", pqErr.Code)
+	case pqErr.Code == "3D000": // invalid_catalog_name
+		return fmt.Errorf("the database does not exist (SQLSTATE %s)", pqErr.Code)
+	}
+	return impl.DescribeDBError("connect to the database", err)
+}
+
+// databaseURL is DATABASE_URL, or the URL of the database crm of the private cluster.
+func databaseURL(ctx context.Context, log *slog.Logger) (string, error) {
+	if url := os.Getenv("DATABASE_URL"); url != "" {
+		return url, nil
+	}
+	return localDatabase(ctx, log, "crm")
+}
+
+// localDatabase starts the private cluster when needed, creates the database
+// name in it when missing, and returns its URL.
+func localDatabase(ctx context.Context, log *slog.Logger, name string) (string, error) {
+	if !validDatabaseName.MatchString(name) {
+		return "", fmt.Errorf("database name %q: use lower-case letters, digits and _", name)
+	}
+	cluster, err := db.EnsureLocal(ctx, dataDir(), log)
+	if err != nil {
+		return "", err
+	}
+	admin, err := db.Open(ctx, cluster.URL("postgres"))
+	if err != nil {
+		return "", err
+	}
+	defer admin.Close()
+	var exists bool
+	if err := admin.GetContext(ctx, &exists, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name); err != nil {
+		return "", fmt.Errorf("look for database %s: %w", name, err)
+	}
+	if !exists {
+		// The name is checked above; CREATE DATABASE takes no parameters.
+		if _, err := admin.ExecContext(ctx, `CREATE DATABASE `+name); err != nil {
+			return "", fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	return cluster.URL(name), nil
+}
+
+var validDatabaseName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
+
+func dataDir() string {
+	if dir := os.Getenv("CRM_DATA_DIR"); dir != "" {
+		return dir
+	}
+	return ".data"
+}
+
+func citusDir() string { return filepath.Join(dataDir(), "citus") }
+
+// errNoCitus is the error of `db citus check` where the extension is not
+// installed; crm-server then exits with status 3, which make test-citus reads
+// as "skip".
+var errNoCitus = errors.New("the citus extension is not installed beside the PostgreSQL server binaries")
+
+// citusCommand manages the private Citus cluster of the tests and benchmarks:
+// a coordinator and two workers under .data/citus.
+func (c *cli) citusCommand() *cobra.Command {
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Print where the citus extension is installed; exit 3 when it is not",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			path, installed, err := db.CitusLibrary()
+			if err != nil {
+				return err
+			}
+			if !installed {
+				return fmt.Errorf("%w: %s is missing", errNoCitus, path)
+			}
+			_, err = fmt.Fprintln(c.out, path)
+			return err
+		},
+	}
+	var fresh bool
+	start := &cobra.Command{
+		Use:   "start [DATABASE]",
+		Short: "Start the private Citus cluster and print the coordinator's URL of a database in it",
+		Long: `Start the private Citus cluster under ./.data/citus (a coordinator and two workers,
+from the installed PostgreSQL binaries, where the citus extension is installed
+beside them) and print the coordinator's URL of a database in it: crm, or the one
+named, created on every node when missing (--fresh: dropped first).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "crm"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			ctx := cmd.Context()
+			cluster, err := db.EnsureLocalCitus(ctx, citusDir(), 2, name, c.log)
+			if err == nil && fresh {
+				if err = db.DropLocalCitusDatabase(ctx, citusDir(), name); err == nil {
+					cluster, err = db.EnsureLocalCitus(ctx, citusDir(), 2, name, c.log)
+				}
+			}
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(c.out, cluster.URL(name))
+			return err
+		},
+	}
+	start.Flags().BoolVar(&fresh, "fresh", false, "drop the database first, so that it starts empty")
+	stop := &cobra.Command{
+		Use:   "stop",
+		Short: "Stop the private Citus cluster",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return db.StopLocalCitus(cmd.Context(), citusDir())
+		},
+	}
+	return group("citus", "Check for Citus, start and stop the private Citus cluster (make test-citus, make bench)", check, start, stop)
+}
