@@ -15,6 +15,8 @@ import (
 // TestGenerate generates a small data set in chunks of a few rows, logging its
 // progress every millisecond, and checks the stored rows and the log.
 func TestGenerate(t *testing.T) {
+	// Needs a database of its own: generates the benchmark data set into a database of its own.
+	dbtest.RequireOwnDatabase(t)
 	pool := dbtest.New(t)
 	ctx := context.Background()
 	countIndexes := func() int {

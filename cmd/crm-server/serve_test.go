@@ -169,6 +169,8 @@ func TestServeConfiguration(t *testing.T) {
 }
 
 func TestServePortTaken(t *testing.T) {
+	// Needs a database of its own: it checks that no account at all was made.
+	dbtest.RequireOwnDatabase(t)
 	url := dbtest.NewURL(t)
 	t.Setenv("DATABASE_URL", url)
 	taken, err := net.Listen("tcp", "127.0.0.1:0")

@@ -50,6 +50,8 @@ func demoCountQueries() map[string]string {
 }
 
 func TestLoad(t *testing.T) {
+	// Needs a database of its own: the first load must create the demo account.
+	dbtest.RequireOwnDatabase(t)
 	db := dbtest.New(t)
 	ctx := context.Background()
 	now := time.Now()
@@ -320,6 +322,8 @@ func checkDemoSamples(t *testing.T, db *sqlx.DB, demo *Demo) {
 // be the only account of every table, and loads again, which must find that
 // account and write nothing but its two new tokens.
 func TestLoadTwice(t *testing.T) {
+	// Needs a database of its own: the first load must create the demo account.
+	dbtest.RequireOwnDatabase(t)
 	db := dbtest.New(t)
 	ctx := context.Background()
 	now := time.Now()

@@ -33,6 +33,8 @@ func (r *reports) all() []Progress {
 // while it creates the account and when it is done; then a second load, which
 // only issues tokens.
 func TestLoadProgress(t *testing.T) {
+	// Needs a database of its own: the first load must create the demo account.
+	dbtest.RequireOwnDatabase(t)
 	db := dbtest.New(t)
 	ctx := context.Background()
 	planned := tokenRows
