@@ -11,11 +11,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 
 	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/mailer"
 )
 
 // createStep is a step of creating the demo account and the rows it writes
@@ -1581,7 +1581,7 @@ func (l *demoLoader) newMessage(u int) demoMessage {
 		body = append(body, "<p>"+html.EscapeString(p)+"</p>")
 	}
 	m.body = strings.Join(body, "\n")
-	m.preview = demoTruncate(strings.Join(text, " "), 255)
+	m.preview = mailer.TruncateRunes(strings.Join(text, " "), mailer.PreviewLength)
 	m.attachment = tpl.attachment || l.chance(0.1)
 	if m.folder == 1 {
 		m.fromName, m.fromAddr, m.toName, m.toAddr = e.name, e.email, user.name, user.login
@@ -1787,13 +1787,6 @@ func demoUniqueEmail(seen map[string]bool, local, domain string) string {
 // demoSlug turns a company name into a host name label.
 func demoSlug(name string) string {
 	return strings.ToLower(strings.Join(strings.Fields(name), "-"))
-}
-
-func demoTruncate(s string, n int) string {
-	if utf8.RuneCountInString(s) <= n {
-		return s
-	}
-	return string([]rune(s)[:n])
 }
 
 func demoJSON(v map[string]any) string {
