@@ -133,6 +133,201 @@ func (e EnvelopeStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventAction.
+const (
+	Delete         EventAction = "delete"
+	Deliver        EventAction = "deliver"
+	DeliveryFailed EventAction = "delivery_failed"
+	Insert         EventAction = "insert"
+	Receive        EventAction = "receive"
+	Send           EventAction = "send"
+	Update         EventAction = "update"
+)
+
+// Valid indicates whether the value is a known member of the EventAction enum.
+func (e EventAction) Valid() bool {
+	switch e {
+	case Delete:
+		return true
+	case Deliver:
+		return true
+	case DeliveryFailed:
+		return true
+	case Insert:
+		return true
+	case Receive:
+		return true
+	case Send:
+		return true
+	case Update:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldModule.
+const (
+	FieldModuleN1  FieldModule = 1
+	FieldModuleN20 FieldModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldModule enum.
+func (e FieldModule) Valid() bool {
+	switch e {
+	case FieldModuleN1:
+		return true
+	case FieldModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldType.
+const (
+	FieldTypeBoolean FieldType = "boolean"
+	FieldTypeDate    FieldType = "date"
+	FieldTypeNumber  FieldType = "number"
+	FieldTypeText    FieldType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FieldType enum.
+func (e FieldType) Valid() bool {
+	switch e {
+	case FieldTypeBoolean:
+		return true
+	case FieldTypeDate:
+		return true
+	case FieldTypeNumber:
+		return true
+	case FieldTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldInsertRequestModule.
+const (
+	FieldInsertRequestModuleN1  FieldInsertRequestModule = 1
+	FieldInsertRequestModuleN20 FieldInsertRequestModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldInsertRequestModule enum.
+func (e FieldInsertRequestModule) Valid() bool {
+	switch e {
+	case FieldInsertRequestModuleN1:
+		return true
+	case FieldInsertRequestModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldInsertRequestType.
+const (
+	FieldInsertRequestTypeBoolean FieldInsertRequestType = "boolean"
+	FieldInsertRequestTypeDate    FieldInsertRequestType = "date"
+	FieldInsertRequestTypeNumber  FieldInsertRequestType = "number"
+	FieldInsertRequestTypeText    FieldInsertRequestType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FieldInsertRequestType enum.
+func (e FieldInsertRequestType) Valid() bool {
+	switch e {
+	case FieldInsertRequestTypeBoolean:
+		return true
+	case FieldInsertRequestTypeDate:
+		return true
+	case FieldInsertRequestTypeNumber:
+		return true
+	case FieldInsertRequestTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldValuesRequestModule.
+const (
+	FieldValuesRequestModuleN1  FieldValuesRequestModule = 1
+	FieldValuesRequestModuleN20 FieldValuesRequestModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldValuesRequestModule enum.
+func (e FieldValuesRequestModule) Valid() bool {
+	switch e {
+	case FieldValuesRequestModuleN1:
+		return true
+	case FieldValuesRequestModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterModule.
+const (
+	FilterModuleN1  FilterModule = 1
+	FilterModuleN20 FilterModule = 20
+	FilterModuleN24 FilterModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterModule enum.
+func (e FilterModule) Valid() bool {
+	switch e {
+	case FilterModuleN1:
+		return true
+	case FilterModuleN20:
+		return true
+	case FilterModuleN24:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterInsertRequestModule.
+const (
+	FilterInsertRequestModuleN1  FilterInsertRequestModule = 1
+	FilterInsertRequestModuleN20 FilterInsertRequestModule = 20
+	FilterInsertRequestModuleN24 FilterInsertRequestModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterInsertRequestModule enum.
+func (e FilterInsertRequestModule) Valid() bool {
+	switch e {
+	case FilterInsertRequestModuleN1:
+		return true
+	case FilterInsertRequestModuleN20:
+		return true
+	case FilterInsertRequestModuleN24:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FinanceInsertRequestDirectionId.
+const (
+	FinanceInsertRequestDirectionIdN1 FinanceInsertRequestDirectionId = 1
+	FinanceInsertRequestDirectionIdN2 FinanceInsertRequestDirectionId = 2
+)
+
+// Valid indicates whether the value is a known member of the FinanceInsertRequestDirectionId enum.
+func (e FinanceInsertRequestDirectionId) Valid() bool {
+	switch e {
+	case FinanceInsertRequestDirectionIdN1:
+		return true
+	case FinanceInsertRequestDirectionIdN2:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -364,6 +559,66 @@ func (e TaskInsertRequestStatusId) Valid() bool {
 	}
 }
 
+// Defines values for TaskUpdateRequestIsHot.
+const (
+	TaskUpdateRequestIsHotN0 TaskUpdateRequestIsHot = 0
+	TaskUpdateRequestIsHotN1 TaskUpdateRequestIsHot = 1
+)
+
+// Valid indicates whether the value is a known member of the TaskUpdateRequestIsHot enum.
+func (e TaskUpdateRequestIsHot) Valid() bool {
+	switch e {
+	case TaskUpdateRequestIsHotN0:
+		return true
+	case TaskUpdateRequestIsHotN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TaskUpdateRequestStatusId.
+const (
+	TaskUpdateRequestStatusIdN1 TaskUpdateRequestStatusId = 1
+	TaskUpdateRequestStatusIdN2 TaskUpdateRequestStatusId = 2
+)
+
+// Valid indicates whether the value is a known member of the TaskUpdateRequestStatusId enum.
+func (e TaskUpdateRequestStatusId) Valid() bool {
+	switch e {
+	case TaskUpdateRequestStatusIdN1:
+		return true
+	case TaskUpdateRequestStatusIdN2:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryOutcome.
+const (
+	Delivered  WebhookDeliveryOutcome = "delivered"
+	Failed     WebhookDeliveryOutcome = "failed"
+	Test       WebhookDeliveryOutcome = "test"
+	TestFailed WebhookDeliveryOutcome = "test_failed"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryOutcome enum.
+func (e WebhookDeliveryOutcome) Valid() bool {
+	switch e {
+	case Delivered:
+		return true
+	case Failed:
+		return true
+	case Test:
+		return true
+	case TestFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CommonListPagingParamsSortingDirection.
 const (
 	CommonListPagingParamsSortingDirectionN0 CommonListPagingParamsSortingDirection = 0
@@ -499,6 +754,45 @@ func (e DirectoryGetParamsCode) Valid() bool {
 	case N49:
 		return true
 	case N9:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldListParamsModule.
+const (
+	FieldListParamsModuleN1  FieldListParamsModule = 1
+	FieldListParamsModuleN20 FieldListParamsModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldListParamsModule enum.
+func (e FieldListParamsModule) Valid() bool {
+	switch e {
+	case FieldListParamsModuleN1:
+		return true
+	case FieldListParamsModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterListParamsModule.
+const (
+	FilterListParamsModuleN1  FilterListParamsModule = 1
+	FilterListParamsModuleN20 FilterListParamsModule = 20
+	FilterListParamsModuleN24 FilterListParamsModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterListParamsModule enum.
+func (e FilterListParamsModule) Valid() bool {
+	switch e {
+	case FilterListParamsModuleN1:
+		return true
+	case FilterListParamsModuleN20:
+		return true
+	case FilterListParamsModuleN24:
 		return true
 	default:
 		return false
@@ -750,6 +1044,12 @@ type ContactInsertResult struct {
 
 // ContactList defines model for ContactList.
 type ContactList = []Contact
+
+// ContactSocialSetRequest defines model for ContactSocialSetRequest.
+type ContactSocialSetRequest struct {
+	SocialNetworks []SocialNetworkInput `json:"SocialNetworks"`
+	ContactId      int64                `json:"contact_id"`
+}
 
 // Counter defines model for Counter.
 type Counter struct {
@@ -1005,6 +1305,29 @@ type DocumentGoodsPosition struct {
 	Vat json.Number `json:"vat"`
 }
 
+// DocumentInsertRequest defines model for DocumentInsertRequest.
+type DocumentInsertRequest struct {
+	CompanyId    int64               `json:"company_id"`
+	ContactId    *int64              `json:"contact_id,omitempty"`
+	Date         openapi_types.Date  `json:"date"`
+	DateExpire   *openapi_types.Date `json:"date_expire,omitempty"`
+	DealId       *int64              `json:"deal_id,omitempty"`
+	ExternalCode *string             `json:"external_code,omitempty"`
+	Note         *string             `json:"note,omitempty"`
+	Number       *string             `json:"number,omitempty"`
+
+	// StatusId Document status (directory 45).
+	StatusId *int64       `json:"status_id,omitempty"`
+	Sum      *json.Number `json:"sum,omitempty"`
+	Tags     *string      `json:"tags,omitempty"`
+
+	// TypeId Document type (directory 44).
+	TypeId int64 `json:"type_id"`
+
+	// UserId Responsible user; the token owner by default.
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
 // DocumentList defines model for DocumentList.
 type DocumentList = []Document
 
@@ -1074,6 +1397,202 @@ type Envelope struct {
 // EnvelopeStatus `success`, `error`, or `Error` (only `GET /company/get` of a missing counterparty).
 type EnvelopeStatus string
 
+// Event defines model for Event.
+type Event struct {
+	Action EventAction `json:"action"`
+
+	// Changes What a journal row changed: for an insert the stored fields (`{"name": "Contoso", ...}`),
+	// for an update each changed field with its old and new value (`{"note": ["old", "new"]}`).
+	Changes *JournalChanges `json:"changes"`
+
+	// Date `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Date   DateTime `json:"date"`
+	Entity string   `json:"entity"`
+
+	// Id The event's stable id (the journal row's id; the webhook-id of its deliveries).
+	Id int64 `json:"id"`
+
+	// Module Module code: 1, 2, 4, 5, 20, 24 or 60 (webhook subscriptions).
+	Module   int   `json:"module"`
+	RecordId int64 `json:"record_id"`
+
+	// TokenId The token the change came through; null when none.
+	TokenId *int64 `json:"token_id"`
+
+	// UserId Who made the change; null for the server.
+	UserId   *int64 `json:"user_id"`
+	UserName string `json:"user_name"`
+}
+
+// EventAction defines model for Event.Action.
+type EventAction string
+
+// EventPage defines model for EventPage.
+type EventPage struct {
+	// Cursor Opaque; pass it as `cursor` to the next call.
+	Cursor string  `json:"cursor"`
+	Events []Event `json:"events"`
+
+	// More True when events past `cursor` may remain; false when the client has caught up.
+	More bool `json:"more"`
+}
+
+// Field defines model for Field.
+type Field struct {
+	Id     int64       `json:"id"`
+	Module FieldModule `json:"module"`
+
+	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
+	Name  FieldName `json:"name"`
+	Title string    `json:"title"`
+	Type  FieldType `json:"type"`
+}
+
+// FieldModule defines model for Field.Module.
+type FieldModule int
+
+// FieldType defines model for Field.Type.
+type FieldType string
+
+// FieldInsertRequest defines model for FieldInsertRequest.
+type FieldInsertRequest struct {
+	Module FieldInsertRequestModule `json:"module"`
+
+	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
+	Name  FieldName               `json:"name"`
+	Title *string                 `json:"title,omitempty"`
+	Type  *FieldInsertRequestType `json:"type,omitempty"`
+}
+
+// FieldInsertRequestModule defines model for FieldInsertRequest.Module.
+type FieldInsertRequestModule int
+
+// FieldInsertRequestType defines model for FieldInsertRequest.Type.
+type FieldInsertRequestType string
+
+// FieldList defines model for FieldList.
+type FieldList = []Field
+
+// FieldName Letters, digits and `_`; the list column is `ADD_{name}`.
+type FieldName = string
+
+// FieldUpdateRequest defines model for FieldUpdateRequest.
+type FieldUpdateRequest struct {
+	Id    int64  `json:"id"`
+	Title string `json:"title"`
+}
+
+// FieldValuesRequest defines model for FieldValuesRequest.
+type FieldValuesRequest struct {
+	// Id The counterparty or deal.
+	Id     int64                    `json:"id"`
+	Module FieldValuesRequestModule `json:"module"`
+
+	// Values Field name → value of the field's type, or null to remove it.
+	Values map[string]*FieldValuesRequest_Values_AdditionalProperties `json:"values"`
+}
+
+// FieldValuesRequestModule defines model for FieldValuesRequest.Module.
+type FieldValuesRequestModule int
+
+// FieldValuesRequestValues0 defines model for FieldValuesRequest.Values.0.
+type FieldValuesRequestValues0 = string
+
+// FieldValuesRequestValues1 defines model for FieldValuesRequest.Values.1.
+type FieldValuesRequestValues1 = json.Number
+
+// FieldValuesRequestValues2 defines model for FieldValuesRequest.Values.2.
+type FieldValuesRequestValues2 = bool
+
+// FieldValuesRequest_Values_AdditionalProperties defines model for FieldValuesRequest.values.AdditionalProperties.
+type FieldValuesRequest_Values_AdditionalProperties struct {
+	union json.RawMessage
+}
+
+// Filter defines model for Filter.
+type Filter struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition FilterDefinition `json:"definition"`
+	Id         int64            `json:"id"`
+	Module     FilterModule     `json:"module"`
+	Name       string           `json:"name"`
+}
+
+// FilterModule defines model for Filter.Module.
+type FilterModule int
+
+// FilterDefinition Filter parameters of the universal list for the module, with string or number values.
+type FilterDefinition map[string]FilterDefinition_AdditionalProperties
+
+// FilterDefinition0 defines model for FilterDefinition.0.
+type FilterDefinition0 = string
+
+// FilterDefinition1 defines model for FilterDefinition.1.
+type FilterDefinition1 = json.Number
+
+// FilterDefinition_AdditionalProperties defines model for FilterDefinition.AdditionalProperties.
+type FilterDefinition_AdditionalProperties struct {
+	union json.RawMessage
+}
+
+// FilterInsertRequest defines model for FilterInsertRequest.
+type FilterInsertRequest struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition FilterDefinition          `json:"definition"`
+	Module     FilterInsertRequestModule `json:"module"`
+	Name       string                    `json:"name"`
+}
+
+// FilterInsertRequestModule defines model for FilterInsertRequest.Module.
+type FilterInsertRequestModule int
+
+// FilterList defines model for FilterList.
+type FilterList = []Filter
+
+// FilterUpdateRequest defines model for FilterUpdateRequest.
+type FilterUpdateRequest struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition *FilterDefinition `json:"definition,omitempty"`
+	Id         int64             `json:"id"`
+	Name       *string           `json:"name,omitempty"`
+}
+
+// FinanceInsertRequest defines model for FinanceInsertRequest.
+type FinanceInsertRequest struct {
+	// AccountId Money account.
+	AccountId int64 `json:"account_id"`
+
+	// CategoryId Income or expense item (directory 47).
+	CategoryId *int64             `json:"category_id,omitempty"`
+	CompanyId  *int64             `json:"company_id,omitempty"`
+	Date       openapi_types.Date `json:"date"`
+	DealId     *int64             `json:"deal_id,omitempty"`
+
+	// DirectionId `1` income, `2` expense; required unless to_account_id is given.
+	DirectionId *FinanceInsertRequestDirectionId `json:"direction_id,omitempty"`
+	Note        *string                          `json:"note,omitempty"`
+
+	// Sum Amount in the base currency.
+	Sum json.Number `json:"sum"`
+
+	// SumCurrency Amount in the money account's currency.
+	SumCurrency *json.Number `json:"sum_currency,omitempty"`
+	Tags        *string      `json:"tags,omitempty"`
+
+	// ToAccountId Target money account: the movement is a transfer.
+	ToAccountId *int64 `json:"to_account_id,omitempty"`
+
+	// ToSumCurrency Amount in the target money account's currency.
+	ToSumCurrency *json.Number `json:"to_sum_currency,omitempty"`
+
+	// TypeId Payment form (directory 46).
+	TypeId *int64 `json:"type_id,omitempty"`
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
+// FinanceInsertRequestDirectionId `1` income, `2` expense; required unless to_account_id is given.
+type FinanceInsertRequestDirectionId int
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -1081,6 +1600,11 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// IdRequest defines model for IdRequest.
+type IdRequest struct {
+	Id int64 `json:"id"`
+}
 
 // InsertedEmail defines model for InsertedEmail.
 type InsertedEmail struct {
@@ -1316,6 +1840,17 @@ type MailSendRequest struct {
 	Mail MailMessageInput `json:"mail"`
 }
 
+// MoneyAccount defines model for MoneyAccount.
+type MoneyAccount struct {
+	Active   bool   `json:"active"`
+	Currency string `json:"currency"`
+	Id       int64  `json:"id"`
+	Name     string `json:"name"`
+}
+
+// MoneyAccountList defines model for MoneyAccountList.
+type MoneyAccountList = []MoneyAccount
+
 // MoneyMovement defines model for MoneyMovement.
 type MoneyMovement struct {
 	Account string `json:"account"`
@@ -1370,6 +1905,9 @@ type MyTasksDashboard struct {
 
 // NewId The id of the new record.
 type NewId = int64
+
+// NewIdList The ids of the new records.
+type NewIdList = []int64
 
 // OverdueTasks defines model for OverdueTasks.
 type OverdueTasks struct {
@@ -1549,6 +2087,15 @@ type SocialNetwork struct {
 	Network string `json:"network"`
 }
 
+// SocialNetworkInput defines model for SocialNetworkInput.
+type SocialNetworkInput struct {
+	Address string `json:"address"`
+	Network string `json:"network"`
+}
+
+// SocialNetworkList defines model for SocialNetworkList.
+type SocialNetworkList = []SocialNetwork
+
 // SumCounter defines model for SumCounter.
 type SumCounter struct {
 	Mine     int         `json:"mine"`
@@ -1662,11 +2209,157 @@ type TaskTypeCounter struct {
 	Type string `json:"type"`
 }
 
+// TaskUpdateRequest defines model for TaskUpdateRequest.
+type TaskUpdateRequest struct {
+	// DateFinish `YYYY-MM-DD HH:MM` in the token owner's time zone, or `""` for no deadline.
+	DateFinish *string `json:"date_finish,omitempty"`
+
+	// DateStart `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	//
+	// Example: 2026-11-20 10:00
+	DateStart *LocalMinute            `json:"date_start,omitempty"`
+	Id        int64                   `json:"id"`
+	IsHot     *TaskUpdateRequestIsHot `json:"is_hot,omitempty"`
+	Note      *string                 `json:"note,omitempty"`
+
+	// Result Result of execution.
+	Result *string `json:"result,omitempty"`
+
+	// StatusId `2` finishes the task (completion time now), `1` reopens it.
+	StatusId *TaskUpdateRequestStatusId `json:"status_id,omitempty"`
+
+	// Tags Comma-separated; replaces the old tags.
+	Tags   *string `json:"tags,omitempty"`
+	TypeId *int64  `json:"type_id,omitempty"`
+
+	// UserId The new assignee.
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
+// TaskUpdateRequestIsHot defines model for TaskUpdateRequest.IsHot.
+type TaskUpdateRequestIsHot int
+
+// TaskUpdateRequestStatusId `2` finishes the task (completion time now), `1` reopens it.
+type TaskUpdateRequestStatusId int
+
 // TodayTasks defines model for TodayTasks.
 type TodayTasks struct {
 	Done  int             `json:"done"`
 	Tasks []DashboardTask `json:"tasks"`
 	Total int             `json:"total"`
+}
+
+// Webhook defines model for Webhook.
+type Webhook struct {
+	Actions []string `json:"actions"`
+	Active  bool     `json:"active"`
+
+	// Created `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Created     DateTime `json:"created"`
+	Description string   `json:"description"`
+
+	// DisabledAt `YYYY-MM-DD HH:MM:SS`, or null.
+	DisabledAt *string `json:"disabled_at"`
+
+	// DisabledReason Why the server disabled the subscription; "" otherwise.
+	DisabledReason string `json:"disabled_reason"`
+
+	// FailingSince When the event at the head began to fail, or null.
+	FailingSince *string `json:"failing_since"`
+	Id           int64   `json:"id"`
+	Modules      []int   `json:"modules"`
+	Url          string  `json:"url"`
+}
+
+// WebhookActions Actions delivered; empty or omitted for all.
+type WebhookActions = []string
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempt int `json:"attempt"`
+
+	// Date `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Date       DateTime               `json:"date"`
+	DurationMs int                    `json:"duration_ms"`
+	Error      string                 `json:"error"`
+	EventId    *int64                 `json:"event_id"`
+	Id         int64                  `json:"id"`
+	Outcome    WebhookDeliveryOutcome `json:"outcome"`
+	StatusCode *int                   `json:"status_code"`
+
+	// Type `{entity}.{action}`, or `webhook.test`.
+	Type string `json:"type"`
+}
+
+// WebhookDeliveryOutcome defines model for WebhookDelivery.Outcome.
+type WebhookDeliveryOutcome string
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList = []WebhookDelivery
+
+// WebhookInsertRequest defines model for WebhookInsertRequest.
+type WebhookInsertRequest struct {
+	// Actions Actions delivered; empty or omitted for all.
+	Actions     *WebhookActions `json:"actions,omitempty"`
+	Description *string         `json:"description,omitempty"`
+
+	// Modules Modules whose events are delivered; empty or omitted for all.
+	Modules *WebhookModules `json:"modules,omitempty"`
+
+	// Secret `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+	Secret *WebhookSecretValue `json:"secret,omitempty"`
+
+	// Url https:// or http:// URL of the receiver.
+	Url string `json:"url"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList = []Webhook
+
+// WebhookModules Modules whose events are delivered; empty or omitted for all.
+type WebhookModules = []int
+
+// WebhookSecret defines model for WebhookSecret.
+type WebhookSecret struct {
+	Id int64 `json:"id"`
+
+	// Secret The secret when it was made or changed now; otherwise null.
+	Secret *string `json:"secret"`
+}
+
+// WebhookSecretValue `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+type WebhookSecretValue = string
+
+// WebhookTestResult defines model for WebhookTestResult.
+type WebhookTestResult struct {
+	Delivered  bool   `json:"delivered"`
+	DurationMs int    `json:"duration_ms"`
+	Error      string `json:"error"`
+	StatusCode *int   `json:"status_code"`
+
+	// WebhookId The webhook-id header sent.
+	WebhookId string `json:"webhook_id"`
+}
+
+// WebhookUpdateRequest defines model for WebhookUpdateRequest.
+type WebhookUpdateRequest struct {
+	// Actions Actions delivered; empty or omitted for all.
+	Actions *WebhookActions `json:"actions,omitempty"`
+
+	// Active false pauses deliveries; true resumes them (also after the server disabled the subscription).
+	Active      *bool   `json:"active,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Id          int64   `json:"id"`
+
+	// Modules Modules whose events are delivered; empty or omitted for all.
+	Modules *WebhookModules `json:"modules,omitempty"`
+
+	// RotateSecret true makes a new secret.
+	RotateSecret *bool `json:"rotate_secret,omitempty"`
+
+	// Secret `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+	Secret *WebhookSecretValue `json:"secret,omitempty"`
+	Url    *string             `json:"url,omitempty"`
 }
 
 // GoodsDealId defines model for GoodsDealId.
@@ -1689,6 +2382,9 @@ type QuickCompanyId = int64
 
 // QuickDealId defines model for QuickDealId.
 type QuickDealId = int64
+
+// NoSecretKey The reply of every operation; see the conventions in `info.description`.
+type NoSecretKey = Envelope
 
 // TooManyRequests The reply of every operation; see the conventions in `info.description`.
 type TooManyRequests = Envelope
@@ -1890,6 +2586,37 @@ type DocumentListParams struct {
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
 }
 
+// EventListParams defines parameters for EventList.
+type EventListParams struct {
+	// Cursor The `cursor` of the previous reply; omitted to start at the first event.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// RecordsOnpage Events per reply (default 100, at most 500).
+	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+
+	// Module Only the events of these modules (one code or comma-separated codes).
+	Module *string `form:"module,omitempty" json:"module,omitempty"`
+
+	// Action Only these actions (one or comma-separated).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+}
+
+// FieldListParams defines parameters for FieldList.
+type FieldListParams struct {
+	Module *FieldListParamsModule `form:"module,omitempty" json:"module,omitempty"`
+}
+
+// FieldListParamsModule defines parameters for FieldList.
+type FieldListParamsModule int
+
+// FilterListParams defines parameters for FilterList.
+type FilterListParams struct {
+	Module *FilterListParamsModule `form:"module,omitempty" json:"module,omitempty"`
+}
+
+// FilterListParamsModule defines parameters for FilterList.
+type FilterListParamsModule int
+
 // FinanceListParams defines parameters for FinanceList.
 type FinanceListParams struct {
 	// CompanyId Counterparty; `company_id` or `deal_id` (or both) is required.
@@ -1908,8 +2635,18 @@ type TaskListParams struct {
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
 }
 
+// WebhookDeliveriesParams defines parameters for WebhookDeliveries.
+type WebhookDeliveriesParams struct {
+	WebhookId     int64 `form:"webhook_id" json:"webhook_id"`
+	Page          *int  `form:"page,omitempty" json:"page,omitempty"`
+	RecordsOnpage *int  `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+}
+
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
 type CommonListPagingJSONRequestBody = EmptyBody
+
+// CompanyDeleteJSONRequestBody defines body for CompanyDelete for application/json ContentType.
+type CompanyDeleteJSONRequestBody = IdRequest
 
 // CompanyEmailInsertJSONRequestBody defines body for CompanyEmailInsert for application/json ContentType.
 type CompanyEmailInsertJSONRequestBody = EmailInsertRequest
@@ -1929,6 +2666,9 @@ type CompanyUpdateJSONRequestBody = CompanyUpdateRequest
 // ContactInsertJSONRequestBody defines body for ContactInsert for application/json ContentType.
 type ContactInsertJSONRequestBody = ContactInsertRequest
 
+// ContactSocialSetJSONRequestBody defines body for ContactSocialSet for application/json ContentType.
+type ContactSocialSetJSONRequestBody = ContactSocialSetRequest
+
 // DealGoodsUpdateJSONRequestBody defines body for DealGoodsUpdate for application/json ContentType.
 type DealGoodsUpdateJSONRequestBody = DealGoodsUpdateRequest
 
@@ -1938,11 +2678,53 @@ type DealInsertJSONRequestBody = DealInsertRequest
 // DealUpdateJSONRequestBody defines body for DealUpdate for application/json ContentType.
 type DealUpdateJSONRequestBody = DealUpdateRequest
 
+// DocumentInsertJSONRequestBody defines body for DocumentInsert for application/json ContentType.
+type DocumentInsertJSONRequestBody = DocumentInsertRequest
+
+// FieldDeleteJSONRequestBody defines body for FieldDelete for application/json ContentType.
+type FieldDeleteJSONRequestBody = IdRequest
+
+// FieldInsertJSONRequestBody defines body for FieldInsert for application/json ContentType.
+type FieldInsertJSONRequestBody = FieldInsertRequest
+
+// FieldUpdateJSONRequestBody defines body for FieldUpdate for application/json ContentType.
+type FieldUpdateJSONRequestBody = FieldUpdateRequest
+
+// FieldValuesUpdateJSONRequestBody defines body for FieldValuesUpdate for application/json ContentType.
+type FieldValuesUpdateJSONRequestBody = FieldValuesRequest
+
+// FilterDeleteJSONRequestBody defines body for FilterDelete for application/json ContentType.
+type FilterDeleteJSONRequestBody = IdRequest
+
+// FilterInsertJSONRequestBody defines body for FilterInsert for application/json ContentType.
+type FilterInsertJSONRequestBody = FilterInsertRequest
+
+// FilterUpdateJSONRequestBody defines body for FilterUpdate for application/json ContentType.
+type FilterUpdateJSONRequestBody = FilterUpdateRequest
+
+// FinanceInsertJSONRequestBody defines body for FinanceInsert for application/json ContentType.
+type FinanceInsertJSONRequestBody = FinanceInsertRequest
+
 // MailSendJSONRequestBody defines body for MailSend for application/json ContentType.
 type MailSendJSONRequestBody = MailSendRequest
 
 // TaskInsertJSONRequestBody defines body for TaskInsert for application/json ContentType.
 type TaskInsertJSONRequestBody = TaskInsertRequest
+
+// TaskUpdateJSONRequestBody defines body for TaskUpdate for application/json ContentType.
+type TaskUpdateJSONRequestBody = TaskUpdateRequest
+
+// WebhookDeleteJSONRequestBody defines body for WebhookDelete for application/json ContentType.
+type WebhookDeleteJSONRequestBody = IdRequest
+
+// WebhookInsertJSONRequestBody defines body for WebhookInsert for application/json ContentType.
+type WebhookInsertJSONRequestBody = WebhookInsertRequest
+
+// WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
+type WebhookTestJSONRequestBody = IdRequest
+
+// WebhookUpdateJSONRequestBody defines body for WebhookUpdate for application/json ContentType.
+type WebhookUpdateJSONRequestBody = WebhookUpdateRequest
 
 // Getter for additional properties for Company. Returns the specified
 // element and whether it was found
@@ -3980,11 +4762,164 @@ func (a ListRow) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// AsFieldValuesRequestValues0 returns the union data inside the FieldValuesRequest_Values_AdditionalProperties as a FieldValuesRequestValues0
+func (t FieldValuesRequest_Values_AdditionalProperties) AsFieldValuesRequestValues0() (FieldValuesRequestValues0, error) {
+	var body FieldValuesRequestValues0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValuesRequestValues0 overwrites any union data inside the FieldValuesRequest_Values_AdditionalProperties as the provided FieldValuesRequestValues0
+func (t *FieldValuesRequest_Values_AdditionalProperties) FromFieldValuesRequestValues0(v FieldValuesRequestValues0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValuesRequestValues0 performs a merge with any union data inside the FieldValuesRequest_Values_AdditionalProperties, using the provided FieldValuesRequestValues0
+func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequestValues0(v FieldValuesRequestValues0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValuesRequestValues1 returns the union data inside the FieldValuesRequest_Values_AdditionalProperties as a FieldValuesRequestValues1
+func (t FieldValuesRequest_Values_AdditionalProperties) AsFieldValuesRequestValues1() (FieldValuesRequestValues1, error) {
+	var body FieldValuesRequestValues1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValuesRequestValues1 overwrites any union data inside the FieldValuesRequest_Values_AdditionalProperties as the provided FieldValuesRequestValues1
+func (t *FieldValuesRequest_Values_AdditionalProperties) FromFieldValuesRequestValues1(v FieldValuesRequestValues1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValuesRequestValues1 performs a merge with any union data inside the FieldValuesRequest_Values_AdditionalProperties, using the provided FieldValuesRequestValues1
+func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequestValues1(v FieldValuesRequestValues1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFieldValuesRequestValues2 returns the union data inside the FieldValuesRequest_Values_AdditionalProperties as a FieldValuesRequestValues2
+func (t FieldValuesRequest_Values_AdditionalProperties) AsFieldValuesRequestValues2() (FieldValuesRequestValues2, error) {
+	var body FieldValuesRequestValues2
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFieldValuesRequestValues2 overwrites any union data inside the FieldValuesRequest_Values_AdditionalProperties as the provided FieldValuesRequestValues2
+func (t *FieldValuesRequest_Values_AdditionalProperties) FromFieldValuesRequestValues2(v FieldValuesRequestValues2) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFieldValuesRequestValues2 performs a merge with any union data inside the FieldValuesRequest_Values_AdditionalProperties, using the provided FieldValuesRequestValues2
+func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequestValues2(v FieldValuesRequestValues2) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FieldValuesRequest_Values_AdditionalProperties) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FieldValuesRequest_Values_AdditionalProperties) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsFilterDefinition0 returns the union data inside the FilterDefinition_AdditionalProperties as a FilterDefinition0
+func (t FilterDefinition_AdditionalProperties) AsFilterDefinition0() (FilterDefinition0, error) {
+	var body FilterDefinition0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFilterDefinition0 overwrites any union data inside the FilterDefinition_AdditionalProperties as the provided FilterDefinition0
+func (t *FilterDefinition_AdditionalProperties) FromFilterDefinition0(v FilterDefinition0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFilterDefinition0 performs a merge with any union data inside the FilterDefinition_AdditionalProperties, using the provided FilterDefinition0
+func (t *FilterDefinition_AdditionalProperties) MergeFilterDefinition0(v FilterDefinition0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFilterDefinition1 returns the union data inside the FilterDefinition_AdditionalProperties as a FilterDefinition1
+func (t FilterDefinition_AdditionalProperties) AsFilterDefinition1() (FilterDefinition1, error) {
+	var body FilterDefinition1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFilterDefinition1 overwrites any union data inside the FilterDefinition_AdditionalProperties as the provided FilterDefinition1
+func (t *FilterDefinition_AdditionalProperties) FromFilterDefinition1(v FilterDefinition1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFilterDefinition1 performs a merge with any union data inside the FilterDefinition_AdditionalProperties, using the provided FilterDefinition1
+func (t *FilterDefinition_AdditionalProperties) MergeFilterDefinition1(v FilterDefinition1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FilterDefinition_AdditionalProperties) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FilterDefinition_AdditionalProperties) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// CommonListPaging Paged list of the records of one module
 	// (POST /common/list/paging/{module})
 	CommonListPaging(w http.ResponseWriter, r *http.Request, module CommonListPagingParamsModule, params CommonListPagingParams)
+	// CompanyDelete Delete a counterparty
+	// (POST /company/delete)
+	CompanyDelete(w http.ResponseWriter, r *http.Request)
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	// (POST /company/email/insert)
 	CompanyEmailInsert(w http.ResponseWriter, r *http.Request)
@@ -4009,6 +4944,9 @@ type ServerInterface interface {
 	// ContactList Paged list of contact persons
 	// (GET /contact/list)
 	ContactList(w http.ResponseWriter, r *http.Request, params ContactListParams)
+	// ContactSocialSet Set the social networks of a contact person
+	// (POST /contact/social/set)
+	ContactSocialSet(w http.ResponseWriter, r *http.Request)
 	// DashboardKpiMy KPI of the token owner
 	// (GET /dashboard/kpi/my)
 	DashboardKpiMy(w http.ResponseWriter, r *http.Request, params DashboardKpiMyParams)
@@ -4045,9 +4983,48 @@ type ServerInterface interface {
 	// DocumentGoodsList Goods positions of a document
 	// (GET /document/goods/list)
 	DocumentGoodsList(w http.ResponseWriter, r *http.Request, params DocumentGoodsListParams)
+	// DocumentInsert Add a document
+	// (POST /document/insert)
+	DocumentInsert(w http.ResponseWriter, r *http.Request)
 	// DocumentList Documents of a counterparty or a deal
 	// (GET /document/list)
 	DocumentList(w http.ResponseWriter, r *http.Request, params DocumentListParams)
+	// EventList The account's changes after a cursor, oldest first
+	// (GET /event/list)
+	EventList(w http.ResponseWriter, r *http.Request, params EventListParams)
+	// FieldDelete Delete an additional field (admins)
+	// (POST /field/delete)
+	FieldDelete(w http.ResponseWriter, r *http.Request)
+	// FieldInsert Define an additional field (admins)
+	// (POST /field/insert)
+	FieldInsert(w http.ResponseWriter, r *http.Request)
+	// FieldList The account's additional fields
+	// (GET /field/list)
+	FieldList(w http.ResponseWriter, r *http.Request, params FieldListParams)
+	// FieldUpdate Rename the title of an additional field (admins)
+	// (POST /field/update)
+	FieldUpdate(w http.ResponseWriter, r *http.Request)
+	// FieldValuesUpdate Set the additional fields of a counterparty or deal
+	// (POST /field/values/update)
+	FieldValuesUpdate(w http.ResponseWriter, r *http.Request)
+	// FilterDelete Delete a ready filter (admins)
+	// (POST /filter/delete)
+	FilterDelete(w http.ResponseWriter, r *http.Request)
+	// FilterInsert Define a ready filter (admins)
+	// (POST /filter/insert)
+	FilterInsert(w http.ResponseWriter, r *http.Request)
+	// FilterList The account's ready filters
+	// (GET /filter/list)
+	FilterList(w http.ResponseWriter, r *http.Request, params FilterListParams)
+	// FilterUpdate Change a ready filter (admins)
+	// (POST /filter/update)
+	FilterUpdate(w http.ResponseWriter, r *http.Request)
+	// FinanceAccounts The account's money accounts
+	// (GET /finance/accounts)
+	FinanceAccounts(w http.ResponseWriter, r *http.Request)
+	// FinanceInsert Add a money movement, or a transfer between own money accounts
+	// (POST /finance/insert)
+	FinanceInsert(w http.ResponseWriter, r *http.Request)
 	// FinanceList Money movements of a counterparty or a deal
 	// (GET /finance/list)
 	FinanceList(w http.ResponseWriter, r *http.Request, params FinanceListParams)
@@ -4066,6 +5043,27 @@ type ServerInterface interface {
 	// TaskList Tasks of a counterparty
 	// (GET /task/list)
 	TaskList(w http.ResponseWriter, r *http.Request, params TaskListParams)
+	// TaskUpdate Finish, reopen, reschedule or reassign a task
+	// (POST /task/update)
+	TaskUpdate(w http.ResponseWriter, r *http.Request)
+	// WebhookDelete Delete a webhook subscription (admins)
+	// (POST /webhook/delete)
+	WebhookDelete(w http.ResponseWriter, r *http.Request)
+	// WebhookDeliveries The delivery log of a subscription (admins)
+	// (GET /webhook/deliveries)
+	WebhookDeliveries(w http.ResponseWriter, r *http.Request, params WebhookDeliveriesParams)
+	// WebhookInsert Subscribe a URL to the account's events (admins)
+	// (POST /webhook/insert)
+	WebhookInsert(w http.ResponseWriter, r *http.Request)
+	// WebhookList The account's webhook subscriptions (admins)
+	// (GET /webhook/list)
+	WebhookList(w http.ResponseWriter, r *http.Request)
+	// WebhookTest Send a test delivery now (admins)
+	// (POST /webhook/test)
+	WebhookTest(w http.ResponseWriter, r *http.Request)
+	// WebhookUpdate Change a webhook subscription (admins)
+	// (POST /webhook/update)
+	WebhookUpdate(w http.ResponseWriter, r *http.Request)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -4405,6 +5403,20 @@ func (siw *ServerInterfaceWrapper) CommonListPaging(w http.ResponseWriter, r *ht
 	handler.ServeHTTP(w, r)
 }
 
+// CompanyDelete operation middleware
+func (siw *ServerInterfaceWrapper) CompanyDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CompanyDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // CompanyEmailInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyEmailInsert(w http.ResponseWriter, r *http.Request) {
 
@@ -4604,6 +5616,20 @@ func (siw *ServerInterfaceWrapper) ContactList(w http.ResponseWriter, r *http.Re
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ContactList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ContactSocialSet operation middleware
+func (siw *ServerInterfaceWrapper) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ContactSocialSet(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5036,6 +6062,20 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsList(w http.ResponseWriter, r *h
 	handler.ServeHTTP(w, r)
 }
 
+// DocumentInsert operation middleware
+func (siw *ServerInterfaceWrapper) DocumentInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DocumentInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DocumentList operation middleware
 func (siw *ServerInterfaceWrapper) DocumentList(w http.ResponseWriter, r *http.Request) {
 
@@ -5073,6 +6113,270 @@ func (siw *ServerInterfaceWrapper) DocumentList(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DocumentList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// EventList operation middleware
+func (siw *ServerInterfaceWrapper) EventList(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EventListParams
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "records_onpage" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "records_onpage", r.URL.Query(), &params.RecordsOnpage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "records_onpage"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "records_onpage", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", r.URL.Query(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "action"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "action", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.EventList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldDelete operation middleware
+func (siw *ServerInterfaceWrapper) FieldDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldInsert operation middleware
+func (siw *ServerInterfaceWrapper) FieldInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldList operation middleware
+func (siw *ServerInterfaceWrapper) FieldList(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldListParams
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldUpdate operation middleware
+func (siw *ServerInterfaceWrapper) FieldUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldValuesUpdate operation middleware
+func (siw *ServerInterfaceWrapper) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldValuesUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterDelete operation middleware
+func (siw *ServerInterfaceWrapper) FilterDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterInsert operation middleware
+func (siw *ServerInterfaceWrapper) FilterInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterList operation middleware
+func (siw *ServerInterfaceWrapper) FilterList(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterListParams
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterUpdate operation middleware
+func (siw *ServerInterfaceWrapper) FilterUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FinanceAccounts operation middleware
+func (siw *ServerInterfaceWrapper) FinanceAccounts(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FinanceAccounts(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FinanceInsert operation middleware
+func (siw *ServerInterfaceWrapper) FinanceInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FinanceInsert(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5230,6 +6534,149 @@ func (siw *ServerInterfaceWrapper) TaskList(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// TaskUpdate operation middleware
+func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.TaskUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookDelete operation middleware
+func (siw *ServerInterfaceWrapper) WebhookDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookDeliveries operation middleware
+func (siw *ServerInterfaceWrapper) WebhookDeliveries(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookDeliveriesParams
+
+	// ------------- Required query parameter "webhook_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "webhook_id", r.URL.Query(), &params.WebhookId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "webhook_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "webhook_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", r.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "page"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "page", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "records_onpage" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "records_onpage", r.URL.Query(), &params.RecordsOnpage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "records_onpage"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "records_onpage", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookDeliveries(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookInsert operation middleware
+func (siw *ServerInterfaceWrapper) WebhookInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookList operation middleware
+func (siw *ServerInterfaceWrapper) WebhookList(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookList(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookTest operation middleware
+func (siw *ServerInterfaceWrapper) WebhookTest(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookTest(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookUpdate operation middleware
+func (siw *ServerInterfaceWrapper) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -5376,11 +6823,35 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/my/tasks", wrapper.DashboardMyTasks)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/kpi/my", wrapper.DashboardKpiMy)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/kpi/team", wrapper.DashboardKpiTeam)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/event/list", wrapper.EventList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/insert", wrapper.WebhookInsert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/webhook/list", wrapper.WebhookList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/update", wrapper.WebhookUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/delete", wrapper.WebhookDelete)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/webhook/deliveries", wrapper.WebhookDeliveries)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/test", wrapper.WebhookTest)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/task/update", wrapper.TaskUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/company/delete", wrapper.CompanyDelete)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/document/insert", wrapper.DocumentInsert)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/finance/insert", wrapper.FinanceInsert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/finance/accounts", wrapper.FinanceAccounts)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/field/list", wrapper.FieldList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/insert", wrapper.FieldInsert)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/update", wrapper.FieldUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/delete", wrapper.FieldDelete)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/values/update", wrapper.FieldValuesUpdate)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/filter/list", wrapper.FilterList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/filter/insert", wrapper.FilterInsert)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/filter/update", wrapper.FilterUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/filter/delete", wrapper.FilterDelete)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/contact/social/set", wrapper.ContactSocialSet)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/healthz", wrapper.Healthz)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/readyz", wrapper.Readyz)
 
 	return m
 }
+
+type NoSecretKeyJSONResponse Envelope
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
@@ -5442,6 +6913,58 @@ func (response CommonListPaging401JSONResponse) VisitCommonListPagingResponse(w 
 type CommonListPaging429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response CommonListPaging429JSONResponse) VisitCommonListPagingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDeleteRequestObject struct {
+	Body *CompanyDeleteJSONRequestBody
+}
+
+type CompanyDeleteResponseObject interface {
+	VisitCompanyDeleteResponse(w http.ResponseWriter) error
+}
+
+type CompanyDelete200JSONResponse Envelope
+
+func (response CompanyDelete200JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CompanyDelete401JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CompanyDelete429JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5859,6 +7382,58 @@ func (response ContactList401JSONResponse) VisitContactListResponse(w http.Respo
 type ContactList429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response ContactList429JSONResponse) VisitContactListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactSocialSetRequestObject struct {
+	Body *ContactSocialSetJSONRequestBody
+}
+
+type ContactSocialSetResponseObject interface {
+	VisitContactSocialSetResponse(w http.ResponseWriter) error
+}
+
+type ContactSocialSet200JSONResponse Envelope
+
+func (response ContactSocialSet200JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactSocialSet401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ContactSocialSet401JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactSocialSet429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ContactSocialSet429JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6495,6 +8070,58 @@ func (response DocumentGoodsList429JSONResponse) VisitDocumentGoodsListResponse(
 	return err
 }
 
+type DocumentInsertRequestObject struct {
+	Body *DocumentInsertJSONRequestBody
+}
+
+type DocumentInsertResponseObject interface {
+	VisitDocumentInsertResponse(w http.ResponseWriter) error
+}
+
+type DocumentInsert200JSONResponse Envelope
+
+func (response DocumentInsert200JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DocumentInsert401JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DocumentInsert429JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentListRequestObject struct {
 	Params DocumentListParams
 }
@@ -6535,6 +8162,629 @@ func (response DocumentList401JSONResponse) VisitDocumentListResponse(w http.Res
 type DocumentList429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response DocumentList429JSONResponse) VisitDocumentListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventListRequestObject struct {
+	Params EventListParams
+}
+
+type EventListResponseObject interface {
+	VisitEventListResponse(w http.ResponseWriter) error
+}
+
+type EventList200JSONResponse Envelope
+
+func (response EventList200JSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response EventList401JSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response EventList429JSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldDeleteRequestObject struct {
+	Body *FieldDeleteJSONRequestBody
+}
+
+type FieldDeleteResponseObject interface {
+	VisitFieldDeleteResponse(w http.ResponseWriter) error
+}
+
+type FieldDelete200JSONResponse Envelope
+
+func (response FieldDelete200JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldDelete401JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldDelete429JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldInsertRequestObject struct {
+	Body *FieldInsertJSONRequestBody
+}
+
+type FieldInsertResponseObject interface {
+	VisitFieldInsertResponse(w http.ResponseWriter) error
+}
+
+type FieldInsert200JSONResponse Envelope
+
+func (response FieldInsert200JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldInsert401JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldInsert429JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldListRequestObject struct {
+	Params FieldListParams
+}
+
+type FieldListResponseObject interface {
+	VisitFieldListResponse(w http.ResponseWriter) error
+}
+
+type FieldList200JSONResponse Envelope
+
+func (response FieldList200JSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldList401JSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldList429JSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldUpdateRequestObject struct {
+	Body *FieldUpdateJSONRequestBody
+}
+
+type FieldUpdateResponseObject interface {
+	VisitFieldUpdateResponse(w http.ResponseWriter) error
+}
+
+type FieldUpdate200JSONResponse Envelope
+
+func (response FieldUpdate200JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldUpdate401JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldUpdate429JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdateRequestObject struct {
+	Body *FieldValuesUpdateJSONRequestBody
+}
+
+type FieldValuesUpdateResponseObject interface {
+	VisitFieldValuesUpdateResponse(w http.ResponseWriter) error
+}
+
+type FieldValuesUpdate200JSONResponse Envelope
+
+func (response FieldValuesUpdate200JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldValuesUpdate401JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldValuesUpdate429JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterDeleteRequestObject struct {
+	Body *FilterDeleteJSONRequestBody
+}
+
+type FilterDeleteResponseObject interface {
+	VisitFilterDeleteResponse(w http.ResponseWriter) error
+}
+
+type FilterDelete200JSONResponse Envelope
+
+func (response FilterDelete200JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterDelete401JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterDelete429JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterInsertRequestObject struct {
+	Body *FilterInsertJSONRequestBody
+}
+
+type FilterInsertResponseObject interface {
+	VisitFilterInsertResponse(w http.ResponseWriter) error
+}
+
+type FilterInsert200JSONResponse Envelope
+
+func (response FilterInsert200JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterInsert401JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterInsert429JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterListRequestObject struct {
+	Params FilterListParams
+}
+
+type FilterListResponseObject interface {
+	VisitFilterListResponse(w http.ResponseWriter) error
+}
+
+type FilterList200JSONResponse Envelope
+
+func (response FilterList200JSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterList401JSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterList429JSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterUpdateRequestObject struct {
+	Body *FilterUpdateJSONRequestBody
+}
+
+type FilterUpdateResponseObject interface {
+	VisitFilterUpdateResponse(w http.ResponseWriter) error
+}
+
+type FilterUpdate200JSONResponse Envelope
+
+func (response FilterUpdate200JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterUpdate401JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterUpdate429JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccountsRequestObject struct {
+}
+
+type FinanceAccountsResponseObject interface {
+	VisitFinanceAccountsResponse(w http.ResponseWriter) error
+}
+
+type FinanceAccounts200JSONResponse Envelope
+
+func (response FinanceAccounts200JSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccounts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FinanceAccounts401JSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccounts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FinanceAccounts429JSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceInsertRequestObject struct {
+	Body *FinanceInsertJSONRequestBody
+}
+
+type FinanceInsertResponseObject interface {
+	VisitFinanceInsertResponse(w http.ResponseWriter) error
+}
+
+type FinanceInsert200JSONResponse Envelope
+
+func (response FinanceInsert200JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FinanceInsert401JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FinanceInsert429JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6811,11 +9061,419 @@ func (response TaskList429JSONResponse) VisitTaskListResponse(w http.ResponseWri
 	return err
 }
 
+type TaskUpdateRequestObject struct {
+	Body *TaskUpdateJSONRequestBody
+}
+
+type TaskUpdateResponseObject interface {
+	VisitTaskUpdateResponse(w http.ResponseWriter) error
+}
+
+type TaskUpdate200JSONResponse Envelope
+
+func (response TaskUpdate200JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TaskUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TaskUpdate401JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TaskUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TaskUpdate429JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeleteRequestObject struct {
+	Body *WebhookDeleteJSONRequestBody
+}
+
+type WebhookDeleteResponseObject interface {
+	VisitWebhookDeleteResponse(w http.ResponseWriter) error
+}
+
+type WebhookDelete200JSONResponse Envelope
+
+func (response WebhookDelete200JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookDelete401JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookDelete429JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveriesRequestObject struct {
+	Params WebhookDeliveriesParams
+}
+
+type WebhookDeliveriesResponseObject interface {
+	VisitWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type WebhookDeliveries200JSONResponse Envelope
+
+func (response WebhookDeliveries200JSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookDeliveries401JSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookDeliveries429JSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsertRequestObject struct {
+	Body *WebhookInsertJSONRequestBody
+}
+
+type WebhookInsertResponseObject interface {
+	VisitWebhookInsertResponse(w http.ResponseWriter) error
+}
+
+type WebhookInsert200JSONResponse Envelope
+
+func (response WebhookInsert200JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookInsert401JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookInsert429JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsert503JSONResponse struct{ NoSecretKeyJSONResponse }
+
+func (response WebhookInsert503JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookListRequestObject struct {
+}
+
+type WebhookListResponseObject interface {
+	VisitWebhookListResponse(w http.ResponseWriter) error
+}
+
+type WebhookList200JSONResponse Envelope
+
+func (response WebhookList200JSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookList401JSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookList429JSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTestRequestObject struct {
+	Body *WebhookTestJSONRequestBody
+}
+
+type WebhookTestResponseObject interface {
+	VisitWebhookTestResponse(w http.ResponseWriter) error
+}
+
+type WebhookTest200JSONResponse Envelope
+
+func (response WebhookTest200JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTest401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookTest401JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTest429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookTest429JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTest503JSONResponse struct{ NoSecretKeyJSONResponse }
+
+func (response WebhookTest503JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdateRequestObject struct {
+	Body *WebhookUpdateJSONRequestBody
+}
+
+type WebhookUpdateResponseObject interface {
+	VisitWebhookUpdateResponse(w http.ResponseWriter) error
+}
+
+type WebhookUpdate200JSONResponse Envelope
+
+func (response WebhookUpdate200JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookUpdate401JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookUpdate429JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdate503JSONResponse struct{ NoSecretKeyJSONResponse }
+
+func (response WebhookUpdate503JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// CommonListPaging Paged list of the records of one module
 	// (POST /common/list/paging/{module})
 	CommonListPaging(ctx context.Context, request CommonListPagingRequestObject) (CommonListPagingResponseObject, error)
+	// CompanyDelete Delete a counterparty
+	// (POST /company/delete)
+	CompanyDelete(ctx context.Context, request CompanyDeleteRequestObject) (CompanyDeleteResponseObject, error)
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	// (POST /company/email/insert)
 	CompanyEmailInsert(ctx context.Context, request CompanyEmailInsertRequestObject) (CompanyEmailInsertResponseObject, error)
@@ -6840,6 +9498,9 @@ type StrictServerInterface interface {
 	// ContactList Paged list of contact persons
 	// (GET /contact/list)
 	ContactList(ctx context.Context, request ContactListRequestObject) (ContactListResponseObject, error)
+	// ContactSocialSet Set the social networks of a contact person
+	// (POST /contact/social/set)
+	ContactSocialSet(ctx context.Context, request ContactSocialSetRequestObject) (ContactSocialSetResponseObject, error)
 	// DashboardKpiMy KPI of the token owner
 	// (GET /dashboard/kpi/my)
 	DashboardKpiMy(ctx context.Context, request DashboardKpiMyRequestObject) (DashboardKpiMyResponseObject, error)
@@ -6876,9 +9537,48 @@ type StrictServerInterface interface {
 	// DocumentGoodsList Goods positions of a document
 	// (GET /document/goods/list)
 	DocumentGoodsList(ctx context.Context, request DocumentGoodsListRequestObject) (DocumentGoodsListResponseObject, error)
+	// DocumentInsert Add a document
+	// (POST /document/insert)
+	DocumentInsert(ctx context.Context, request DocumentInsertRequestObject) (DocumentInsertResponseObject, error)
 	// DocumentList Documents of a counterparty or a deal
 	// (GET /document/list)
 	DocumentList(ctx context.Context, request DocumentListRequestObject) (DocumentListResponseObject, error)
+	// EventList The account's changes after a cursor, oldest first
+	// (GET /event/list)
+	EventList(ctx context.Context, request EventListRequestObject) (EventListResponseObject, error)
+	// FieldDelete Delete an additional field (admins)
+	// (POST /field/delete)
+	FieldDelete(ctx context.Context, request FieldDeleteRequestObject) (FieldDeleteResponseObject, error)
+	// FieldInsert Define an additional field (admins)
+	// (POST /field/insert)
+	FieldInsert(ctx context.Context, request FieldInsertRequestObject) (FieldInsertResponseObject, error)
+	// FieldList The account's additional fields
+	// (GET /field/list)
+	FieldList(ctx context.Context, request FieldListRequestObject) (FieldListResponseObject, error)
+	// FieldUpdate Rename the title of an additional field (admins)
+	// (POST /field/update)
+	FieldUpdate(ctx context.Context, request FieldUpdateRequestObject) (FieldUpdateResponseObject, error)
+	// FieldValuesUpdate Set the additional fields of a counterparty or deal
+	// (POST /field/values/update)
+	FieldValuesUpdate(ctx context.Context, request FieldValuesUpdateRequestObject) (FieldValuesUpdateResponseObject, error)
+	// FilterDelete Delete a ready filter (admins)
+	// (POST /filter/delete)
+	FilterDelete(ctx context.Context, request FilterDeleteRequestObject) (FilterDeleteResponseObject, error)
+	// FilterInsert Define a ready filter (admins)
+	// (POST /filter/insert)
+	FilterInsert(ctx context.Context, request FilterInsertRequestObject) (FilterInsertResponseObject, error)
+	// FilterList The account's ready filters
+	// (GET /filter/list)
+	FilterList(ctx context.Context, request FilterListRequestObject) (FilterListResponseObject, error)
+	// FilterUpdate Change a ready filter (admins)
+	// (POST /filter/update)
+	FilterUpdate(ctx context.Context, request FilterUpdateRequestObject) (FilterUpdateResponseObject, error)
+	// FinanceAccounts The account's money accounts
+	// (GET /finance/accounts)
+	FinanceAccounts(ctx context.Context, request FinanceAccountsRequestObject) (FinanceAccountsResponseObject, error)
+	// FinanceInsert Add a money movement, or a transfer between own money accounts
+	// (POST /finance/insert)
+	FinanceInsert(ctx context.Context, request FinanceInsertRequestObject) (FinanceInsertResponseObject, error)
 	// FinanceList Money movements of a counterparty or a deal
 	// (GET /finance/list)
 	FinanceList(ctx context.Context, request FinanceListRequestObject) (FinanceListResponseObject, error)
@@ -6897,6 +9597,27 @@ type StrictServerInterface interface {
 	// TaskList Tasks of a counterparty
 	// (GET /task/list)
 	TaskList(ctx context.Context, request TaskListRequestObject) (TaskListResponseObject, error)
+	// TaskUpdate Finish, reopen, reschedule or reassign a task
+	// (POST /task/update)
+	TaskUpdate(ctx context.Context, request TaskUpdateRequestObject) (TaskUpdateResponseObject, error)
+	// WebhookDelete Delete a webhook subscription (admins)
+	// (POST /webhook/delete)
+	WebhookDelete(ctx context.Context, request WebhookDeleteRequestObject) (WebhookDeleteResponseObject, error)
+	// WebhookDeliveries The delivery log of a subscription (admins)
+	// (GET /webhook/deliveries)
+	WebhookDeliveries(ctx context.Context, request WebhookDeliveriesRequestObject) (WebhookDeliveriesResponseObject, error)
+	// WebhookInsert Subscribe a URL to the account's events (admins)
+	// (POST /webhook/insert)
+	WebhookInsert(ctx context.Context, request WebhookInsertRequestObject) (WebhookInsertResponseObject, error)
+	// WebhookList The account's webhook subscriptions (admins)
+	// (GET /webhook/list)
+	WebhookList(ctx context.Context, request WebhookListRequestObject) (WebhookListResponseObject, error)
+	// WebhookTest Send a test delivery now (admins)
+	// (POST /webhook/test)
+	WebhookTest(ctx context.Context, request WebhookTestRequestObject) (WebhookTestResponseObject, error)
+	// WebhookUpdate Change a webhook subscription (admins)
+	// (POST /webhook/update)
+	WebhookUpdate(ctx context.Context, request WebhookUpdateRequestObject) (WebhookUpdateResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error)
@@ -6968,6 +9689,37 @@ func (sh *strictHandler) CommonListPaging(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CommonListPagingResponseObject); ok {
 		if err := validResponse.VisitCommonListPagingResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CompanyDelete operation middleware
+func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request) {
+	var request CompanyDeleteRequestObject
+
+	var body CompanyDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CompanyDelete(ctx, request.(CompanyDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CompanyDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CompanyDeleteResponseObject); ok {
+		if err := validResponse.VisitCompanyDeleteResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7208,6 +9960,37 @@ func (sh *strictHandler) ContactList(w http.ResponseWriter, r *http.Request, par
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ContactListResponseObject); ok {
 		if err := validResponse.VisitContactListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ContactSocialSet operation middleware
+func (sh *strictHandler) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
+	var request ContactSocialSetRequestObject
+
+	var body ContactSocialSetJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ContactSocialSet(ctx, request.(ContactSocialSetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ContactSocialSet")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ContactSocialSetResponseObject); ok {
+		if err := validResponse.VisitContactSocialSetResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7542,6 +10325,37 @@ func (sh *strictHandler) DocumentGoodsList(w http.ResponseWriter, r *http.Reques
 	}
 }
 
+// DocumentInsert operation middleware
+func (sh *strictHandler) DocumentInsert(w http.ResponseWriter, r *http.Request) {
+	var request DocumentInsertRequestObject
+
+	var body DocumentInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DocumentInsert(ctx, request.(DocumentInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DocumentInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DocumentInsertResponseObject); ok {
+		if err := validResponse.VisitDocumentInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DocumentList operation middleware
 func (sh *strictHandler) DocumentList(w http.ResponseWriter, r *http.Request, params DocumentListParams) {
 	var request DocumentListRequestObject
@@ -7561,6 +10375,356 @@ func (sh *strictHandler) DocumentList(w http.ResponseWriter, r *http.Request, pa
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(DocumentListResponseObject); ok {
 		if err := validResponse.VisitDocumentListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// EventList operation middleware
+func (sh *strictHandler) EventList(w http.ResponseWriter, r *http.Request, params EventListParams) {
+	var request EventListRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.EventList(ctx, request.(EventListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EventList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(EventListResponseObject); ok {
+		if err := validResponse.VisitEventListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldDelete operation middleware
+func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request) {
+	var request FieldDeleteRequestObject
+
+	var body FieldDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldDelete(ctx, request.(FieldDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldDeleteResponseObject); ok {
+		if err := validResponse.VisitFieldDeleteResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldInsert operation middleware
+func (sh *strictHandler) FieldInsert(w http.ResponseWriter, r *http.Request) {
+	var request FieldInsertRequestObject
+
+	var body FieldInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldInsert(ctx, request.(FieldInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldInsertResponseObject); ok {
+		if err := validResponse.VisitFieldInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldList operation middleware
+func (sh *strictHandler) FieldList(w http.ResponseWriter, r *http.Request, params FieldListParams) {
+	var request FieldListRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldList(ctx, request.(FieldListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldListResponseObject); ok {
+		if err := validResponse.VisitFieldListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldUpdate operation middleware
+func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request) {
+	var request FieldUpdateRequestObject
+
+	var body FieldUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldUpdate(ctx, request.(FieldUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldUpdateResponseObject); ok {
+		if err := validResponse.VisitFieldUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldValuesUpdate operation middleware
+func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
+	var request FieldValuesUpdateRequestObject
+
+	var body FieldValuesUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldValuesUpdate(ctx, request.(FieldValuesUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldValuesUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldValuesUpdateResponseObject); ok {
+		if err := validResponse.VisitFieldValuesUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterDelete operation middleware
+func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request) {
+	var request FilterDeleteRequestObject
+
+	var body FilterDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterDelete(ctx, request.(FilterDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterDeleteResponseObject); ok {
+		if err := validResponse.VisitFilterDeleteResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterInsert operation middleware
+func (sh *strictHandler) FilterInsert(w http.ResponseWriter, r *http.Request) {
+	var request FilterInsertRequestObject
+
+	var body FilterInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterInsert(ctx, request.(FilterInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterInsertResponseObject); ok {
+		if err := validResponse.VisitFilterInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterList operation middleware
+func (sh *strictHandler) FilterList(w http.ResponseWriter, r *http.Request, params FilterListParams) {
+	var request FilterListRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterList(ctx, request.(FilterListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterListResponseObject); ok {
+		if err := validResponse.VisitFilterListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterUpdate operation middleware
+func (sh *strictHandler) FilterUpdate(w http.ResponseWriter, r *http.Request) {
+	var request FilterUpdateRequestObject
+
+	var body FilterUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterUpdate(ctx, request.(FilterUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterUpdateResponseObject); ok {
+		if err := validResponse.VisitFilterUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FinanceAccounts operation middleware
+func (sh *strictHandler) FinanceAccounts(w http.ResponseWriter, r *http.Request) {
+	var request FinanceAccountsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FinanceAccounts(ctx, request.(FinanceAccountsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinanceAccounts")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FinanceAccountsResponseObject); ok {
+		if err := validResponse.VisitFinanceAccountsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FinanceInsert operation middleware
+func (sh *strictHandler) FinanceInsert(w http.ResponseWriter, r *http.Request) {
+	var request FinanceInsertRequestObject
+
+	var body FinanceInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FinanceInsert(ctx, request.(FinanceInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinanceInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FinanceInsertResponseObject); ok {
+		if err := validResponse.VisitFinanceInsertResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7730,553 +10894,922 @@ func (sh *strictHandler) TaskList(w http.ResponseWriter, r *http.Request, params
 	}
 }
 
+// TaskUpdate operation middleware
+func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request) {
+	var request TaskUpdateRequestObject
+
+	var body TaskUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.TaskUpdate(ctx, request.(TaskUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TaskUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(TaskUpdateResponseObject); ok {
+		if err := validResponse.VisitTaskUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookDelete operation middleware
+func (sh *strictHandler) WebhookDelete(w http.ResponseWriter, r *http.Request) {
+	var request WebhookDeleteRequestObject
+
+	var body WebhookDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookDelete(ctx, request.(WebhookDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookDeleteResponseObject); ok {
+		if err := validResponse.VisitWebhookDeleteResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookDeliveries operation middleware
+func (sh *strictHandler) WebhookDeliveries(w http.ResponseWriter, r *http.Request, params WebhookDeliveriesParams) {
+	var request WebhookDeliveriesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookDeliveries(ctx, request.(WebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookDeliveries")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookDeliveriesResponseObject); ok {
+		if err := validResponse.VisitWebhookDeliveriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookInsert operation middleware
+func (sh *strictHandler) WebhookInsert(w http.ResponseWriter, r *http.Request) {
+	var request WebhookInsertRequestObject
+
+	var body WebhookInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookInsert(ctx, request.(WebhookInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookInsertResponseObject); ok {
+		if err := validResponse.VisitWebhookInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookList operation middleware
+func (sh *strictHandler) WebhookList(w http.ResponseWriter, r *http.Request) {
+	var request WebhookListRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookList(ctx, request.(WebhookListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookListResponseObject); ok {
+		if err := validResponse.VisitWebhookListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookTest operation middleware
+func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request) {
+	var request WebhookTestRequestObject
+
+	var body WebhookTestJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookTest(ctx, request.(WebhookTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookTestResponseObject); ok {
+		if err := validResponse.VisitWebhookTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookUpdate operation middleware
+func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
+	var request WebhookUpdateRequestObject
+
+	var body WebhookUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookUpdate(ctx, request.(WebhookUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookUpdateResponseObject); ok {
+		if err := validResponse.VisitWebhookUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tcuM4kij6KgidvVFSDS1Lsl3dJcfEGXdV9XSdqa/tck/f3WatCYuwxDEFqAnKLnV3RezP8/vEjdg3",
-	"OC+yb7JPcgOZCRCkSImS7eqa2OnYnZJJEEgkEonMRH782pmo+UJJIXPdGf/aER/5fJEK+P0Nj5/zXJif",
-	"ejmf82zVGXfOWMxzwfIZz1mshGZS5WzBMy06QeeGp0toP1Gx6Iw7x4NBJ+iILFNZZ9z5eSmylWnL5yIX",
-	"GQs7pquwM2Y6zxI5Lfqb83wyY/lMsCuVzXnumnaCzoJPRWc8wB8afmXqFn/onOdL3RnTkA6gTufTp8DM",
-	"589KxfplrMtzmpqnF0msWYLjczZR8zk/0MJAm4uYpYnOmbpiSaz3mKcboDJZ+cifayamy5RnTHxcZELr",
-	"REkWdv7tp8HB0w9/6Ab4b+/xP+2PhYFFw18WyWdY2YtcbZzvPa/t9+LnpdB5dVJXiUhjnNUVT1LNbnia",
-	"xDxPlNw6rwy7ZJcqXo2pp7Aj+RyodpGphcjylXtkyGeeaJ3I6Z0m80zNF1yu3qj8W7WUcXlGr3GAgMUi",
-	"FYY0VcYSeZPo5DIVbKKWMhfZgmf5qnZ6x970/MZsOBgMYcmvYMx7gP9t9lzw1CxLkonKLN6IJJ+JzOwz",
-	"0/QiiZlUGYsFT83vaXIjti+P97H3baJZZse82yxkzif526szqQysNKvyPCbYiMa1vAOesYXItJKGa3iA",
-	"djn2VlqpRzowM5BKil6LWdshx0wqppeTWc2Q+SzRVWrYHxdmITeSY5kKzVJspT7TiB3dH9U9V5PlXMh8",
-	"Fzjpk+2wUkP29X3CKysc2Dw5ZdDIUNNwHSy5TNMCqrbD6+VkIrR3cHWGAMFLQxySpxWWKdlSio8LMTHc",
-	"RYvsRmTsii/TnHVjkQMPVTJdsUQCG6cWqZrW0e5JiXYTGpFZjOyPPgv8v4pM/b1NAA/iN+L2ZYVKX0ot",
-	"slzEHhUYCKW4ZUn8cOTwZDBAini7zN9efc/ldE02kMv5pciATXG2UDoxB+gjzfRyHrBcKZbybApnOkty",
-	"jWflVlbGqVszT7UEASszg48ZnxvWpRmXsRlCs+WC5Yo9rfzXf/o0YD8vucyTPBENrfpPnz69E6l9LyYq",
-	"i/Vb+Y5PxblSr8xUywjKsMmFkqZ3xi/VjYClm/OPyXw530OEKndpBA5C1nxpRBLBeM7mSucMKXT/6f0g",
-	"r6W6lSAbl2cFj4zMi/ITzwTwPto3E57zVE2X4tQ8nRnumhD9bmWoTiIeM/jJnj79OjALVzDXtWHusts+",
-	"BZ2Z4LHIYIbfizxbHZxd5SIzf8ZCT7JkASLhuPNeTJQ0U1bslicG01cqE7QPP+bMCoW3ST7DYzZX10Ka",
-	"rREwbvqE/TDncgUSp4gZX+YzIfNkAmKnDtb65Hku5oucXWVqTkd3mpjzhsex0QX6BnWomnXGw6DjBJxx",
-	"ni1F0NGTmZhzM5d5IoHeTKt8tRDEs6Yig7X+8ccfD84KaMT69M/SW77SLPpG8ExkUWDnafQTboQLrlkE",
-	"KL7wPoxKEHbwY2SSfww7iQSh+wIQFXYCtvb9H8POEskwMPqPmZthNZm4UdciZvRhZ9PMabaobuCSu+0E",
-	"qw7UbCQZ5LrlaZvnpTkYySToJNLuzU4AUj4JLhfAjpuBQd0Gkf/EEP6WdUHYSMqohY/elWD8uhlGav4g",
-	"cJICXQbwWUVjNlwD5FBBO9xjF1yyJGZzvmKZWAies66Swp0qTHCjISZz0StT1dFgGBwNRp36KTuWsnHC",
-	"c/7xlZDTfNYZjwYD4CS5OdI74xpVuxOsUVXQIeX520zN17HwbZLpnMV8Zee+EFmiYiN4oAQCiq/fKCJV",
-	"OXqk2VzJfFaZ9GgwenIwHB4Mhg3zhu8N4+jULqx5vWke52p9Fq/4lkko85L4M+xNpm6lyB5pWDb2i1Fk",
-	"6qcxPNk0jVztOIl/XiaTa9LM6rbNM08DOmVRoYhFhr1EtJUj1lUZu1T5rOerj2Wu27jXik47d9laMJVN",
-	"7Gkv+DczsH2h/WS2mF4oqdFUeK7Uay5XZILReOzL3KhW4187fLFI6ew7/Js28ykbGvGUPCsfkmVJ5NwI",
-	"AqUjsf5shaNXXeX11oPRU08E2XJIj9loYAifzRO5zGEPVCC4k9AFu2Z9jriZxMeJELFhorlmhp2yNJkn",
-	"+dYpFU1dF2N2MrAii4ZJaJBv4CcCsf80PvkU9E+ZuOqMO//jsLAoH+JbffhC3ohULQR+UybtrdMGpSPf",
-	"gQBCCRTAuuaFYVOLlE+EZWbHg2EAeoUnhOH4iWapAnljuQjYUqZmlCQPpTeEiEEgIt6XGkY5OmYztcz0",
-	"KdNCsCiRV6rvi0YBe2WmoXt9BoJnKFFKjDwxNKJl0X0WAYIjA00UdsJO5OavFiLjpHdFHw9gQQ6wdT80",
-	"69gs4tYtDrU+9Jt+QoXATFhlyS9ottthK5OkVybsH7ZJdrXqwtAj7GWLHvbfi9ZmW7ZQqpaw0dfsEmXe",
-	"L2ZP+fB4lmlD2I3I3Jf62Fl1cy7MzjD7GNmRumpgs2wqcs2OR0+N7pgLHrPutl1UJvQ6jWYTta+1/+Th",
-	"HHp8lgqe8ctUPE8yMclVVitZnJGJhrgKGDweaRbbb05ZJJdpGrFMzNWNQEMOftJ1H7BLMVFzoZnR/lYw",
-	"tY0HsenRQGbl2srBHHQ+HkzVAT21jftv6MdP0OUHv9lBMl+oDLb2ghuhuDNN8tnysj9R80PFF8mBofmp",
-	"kIdu6E/+5/o6WRwowAlPDxYK7GMIXXERAIwjjhNs9Q6vTRKzKXAWVcSW7iW4JitAFjM9U7eGI5+y6Oz5",
-	"84tfjTzzKWJzMb8UmdEwsmzFipEQx6A8L7xBf+3wSZ7cJPnqAjG1pjsGHXvE176bEjOsf3OB7G9tHbes",
-	"3aegY8hxqrJVbd/25R26T/KGrg2+m4bNhDn0tjEj0CSSufA+ubhcre8aw5jMqtlts9QiY7czZVYNDn5g",
-	"NzN1y5Kc3XJNz7t8kQQMaTVgc56kAev3+7Bh1kAWH9FGe4HsumZSoIBdoDRc83qaqeWi+c3+K9DwYU1D",
-	"eaUutFpmk3oIjdzRDP88ieNUNL9vfqHy+hd4r7S+nNEwYqmY8pQZdpqvAhaNIrbIkhuOIrNWErQoaRjY",
-	"T8Ng9KFuuvYm9cKgphaATEwTBGDtlT1MG1/tv145n7awdJhWtYSY8480drmDREpL/1ajBpVNJ7nQp8wc",
-	"uyBkqiXYC+b1nTexLvPgojWlLbO0thezMXfoxbRuJKtlPr+Y8PmCJ1PZ3KAQMmvfz0WcLOeNrzdsFvM6",
-	"Fw2EdTtLJrOLmdL5pi6wVZrI6+2tzCo2t/rkG6d+6oAWDogrzpyC6RLPduRfsOqgcoZV91BBBrRcJbZc",
-	"ZjAlfljmHj6nQVopKMNfdcchiIdUmXD5+PJOOn+Puq3sHaT2tPVYr+XPbn/RPq3Df9361q1mhUZLJFUi",
-	"vzKterRV8DV1+TcxyTuF+POMZ3GzCHTFUy2qAsqkEJw2nbpWvoIzHDwAUAnLxVxv/xY+KFhJh2cZh76E",
-	"OWDb9/TCNMc7srreFjMlRfve3pnmzb0VjLJ1j9+7T5q6rWxKi32HCTeJ0vge0jesPl7pes5JO5DBsz0X",
-	"9aVcLAGGOf/4Er8bDgbryHyxx0LX9H1S0/U7vpoLmdN9e/sl+hZEduhhD7ppCdya/O/fCpycBBv1Aa/t",
-	"cOBhtV4NqOg25g3rOiWRHX+9XelrVhRqx3hGL/1hRk/3GoYUhq3Y8RSIrW3XpPOqcBULlkjGJbMtGZ/A",
-	"AImcMr3SOQpEWwcqC/nlVQs2i/ZlkP5s3pQWbS9sVmT6rfCXZPyt4Fdk/q3tbcM10dbwLFDRnOHnapmm",
-	"TmnjNdJ9dSrzRLrBg2Yto7KR6qD09Q4QlKHHz6ODbF2gQifZ2rSkiFTcDeCVT17DwT7ktZuusp2JeWpE",
-	"85UaM6182PfaGaSDlK5mj78ONiolZZi+x8socOozjfYBoqKkbF3TitLSqn2hxLRqvgO38JWcrY1rlZ7t",
-	"6K/Vgtp+VlGLtn1WEclIyyiUGksKGySvHxYxz0VbyavCVJI4gksinrNUcJ0zJQVDz12wKvaRoPyORlvN",
-	"jA8nZmwUCuvs2etSxF5dfBYJ4SGP+n1m3WAW+Xs8/j/H0f3FHLz7rHWrY/WUZQLumPGuQqV7HrSf4dzc",
-	"1SulYqyqZ7doSdiNw55Vgxasn2GSMdS2AyYOQEFFL2A1SXjKpMhvVXZdc6nz4l6tFu/u1WrxHoB/Q7C3",
-	"7rX0WV2/nutRO0Ot/aDRVrvHfc+W25TWsN3PpUbFH8/qLmPw1QjI984QFHYIL2sN7M2XIeSnuPHl/pcO",
-	"D3afUWd6LvmulYjDmaVbGof9iXs4ajDwkpW4MHS/swa2F9bkVtkzGzgPWn3uyH6s6zrL1VSAnAcMiZdu",
-	"o++H67Q1oT2cAWxHgemBZZEdhApv65XX8zXPJzMRswnX4sCspTQtb0S6YnzKE6nR9dZ24DlqsO7xqHdK",
-	"F825govnmZBMitv1A3wv3R7MJhVy881JR7srzZ827Yb9Dc5/n9S85RTcLET9Yyv8/W+Fmsubi83Cqt0k",
-	"GmyKu+2R12cvX72vd21xhwhJroF1kldZDK63Mj9l5pwmvCop2K3IBLwBd+02e8NGCcL2A7KpP/lxgwSd",
-	"jwcwfGd89CnovHnx48XL5w2eOeK2sjiPNEvi2iWpdz0jD/M34vblc3/k4aegc/7i1Yt3371982Ib8qz4",
-	"/5C4A/6yC+5GVUIjRJbmFVjq2EB6rxJky3e9pSU77I7UO0+kL9X6BmSV87TuVWXe2C7Anurm+Zzr2aXi",
-	"WXzO9fV+F9/3qNBgeEwiEz0z7xuWu9Je5xydItvqQDakYj+RP1alRblUKhVc7qQ8NWormeNxGzynyETT",
-	"SSQDVZNA+tDe76hOuSDHEyf0Q58lDJeXZ7M6UkStkPJAM6snQVqadY+1f/mXf/mXg9evD54/Z999N379",
-	"evz+fbQllAmk/kqY2K/Hnw7wx6j4weyP8dqPf6pTMZ/zldsse22UROgLOK238xFkFkSq+qKlnv9+Ofc+",
-	"vVLZVOW5kBdu+B0GTuSNSiZCXyRaL3cdeq6kWG3fkavX0M58sLq4XiTbvvjLInm9InNlorbC9A5bgV1Q",
-	"X+sW8JxDO7LBtWj/g65huQQcdRKsLb4Fp7q46zi3iKxfS4e1+j1FyN2NUMXHhZDaZxkYxo6Wfnh3ASp2",
-	"/amUyIma13+NrzZ9bI6oi8YeqiwL21X6LXfiQO5UgW/A2Lklkx0wdllcGLWSEcwY56uF8HZLVVYwnPei",
-	"8YCnOVZOoeprdSOyeLmphQEoXqa4tdfbUAeb4HA9XLSVRqpflOa6Bpc/0ypAlWkGbh0alvYHvbPw1f40",
-	"r5dmGp1Ha0EUPMVw7b3MYxi07WKyISOTNYkZPcFwmj770TyIbOh1xLpcMrj2FMzQLrk5h9IFf/cCpuZJ",
-	"bsT8KE788J5oomJh/l1kyQR+/CxzvISNbrj5lQmWc3NCU5oEv99T5zGd5AZCJQ8gpqY8ih8diz3DGORc",
-	"AjkfhkEoCQRv7FyxQR/7Mrus/MkAo++qB3TLy0vbZ03QL72BEEaRTUjPsSlFUAl3qnGhkBcs0pt7TZR3",
-	"IikYAwKS9EKkKSTx0GzBs9y6qENIzxWfYET39vssSwy1nmm4WEhcezhp7GIfMUu4DsMPMskZvKuisvzf",
-	"FsT+XLde/4yJaFYbe97S8Q2v6fivZ+cYD1sQgtGOJ+kSgmZQeK2d1MbRPm3iGjupqe6rd9YqVXMIrTfa",
-	"VeRtCOfZpHzVKFuN++1dscc+w07auHEeMrio+WLLbpkmcl97rpc1OTAytZRx92eZs//8D6RK86M7HAzY",
-	"f/3v/8Ms/nvskBkKZaNeLcZrd8K7rdS/RciLS5qkQ3l5gYMORS38DBIg4sWjHAQOp0/43HgC39UTKfAy",
-	"PWxySjplA0NznOJMZyITNX5KR9WN5e2fdascpOnz7cXsUqRKTs3JtwcH93ffF36Q1WHEsq4mq+j9H193",
-	"PaLueBDtcpg0brSmzXGXqyqXrmy3A6r2Sum+75SKFJ11ceN1yToF04Z+q3fNu26usq2zPPAb5XKZRYUJ",
-	"LioNU59np2oU3dr84b3LNtw0maVmOufTkmPy8XAfz+Ta8w0HWM4h7R3kdl0adcYqJYVwu/fW/Wy+3DCV",
-	"qg/38V7+5w/nm13vClwyFRd+wb63SRGp2GhybuJMD+o7jNkUXb5guZyLLJnQO/Hz0qyJYoMx5vbl9GJC",
-	"GTFtYm6tRSsv5LacbLCdk+34cYUd3TeX2Ys135E1VUm74vVpmtVsyR05mL2KBSa2ebsMWnOtQTMBPSib",
-	"enjf2MEWdrTTl+1cXp2T8Avr1b6D5IK37y0UtTdnr19stwLCHTQ03Qjpbvp8eX51yrxNnf173+9u4VAt",
-	"Ll8paVA79oQ5k+rab79ZFmjRrtexHmlQYSrpHzjaWTvBblaP7bPeniTl7vYE4hSfOWmHLmWJWOdWD5ZJ",
-	"494yZtSa+XEegaU2ND2sJXnY5Gxbn7ih3ZU7ZfT3Nlt5P6wnfAB013Ik4hx7WBn9LzdaGmsb3pe18Uu1",
-	"H/o5f9sR4T8sjp/L4lhKx/zAVkcaa6+tVb+bpKhN/TRmMXnH2BCv2gAvcFM8KyIbK/YQSc6SLnVgN0rV",
-	"hKd/itWcJ7Kfp3EUQKWThZEie6dYTiWr9XBdC0c/Lrvu/NufwlB/+MOf7I8w7NuftR46nofzjm4P4JvZ",
-	"xn/aYqZKONhD3QoTUPvbzv4ujVt3x2jpqNuCXorlemDp1s1pf+kriS/sisy5rJcvq6EuuWfDJ5/aK5tj",
-	"t1SWiKlbWbtUd441qoC9eT0W+eobFa929WGQmFYTyncFMLv/9f7tG5Ymuch4Svk5Ic1F9OuniFiH3+2g",
-	"caIV6P5qM8Su4x5BwIWtcKc6jddldd1trudQn2GRQsp2cSOyVZGvFfMS4+LKGyHR6T+RNUlW+41uDBXm",
-	"j6lNlWRUTIZ1o7AzCDsREBKwcy1knMhp7xSGhnSxzPRmvrriSbrEy6kqgj1u3R389tPw4OQD+FDC//Rq",
-	"mTRl4l0DEvLXekD6kOTiY74FknVphU8bFhmKvkAdoThAQ/CQddNE5+a4GgBOdCKnqTjAqi7F4uj+VlMG",
-	"JRBem95EJGk3U7eaHbJysZhedH+jY9LidcsXjIfV/Iyoiilt01xkIB+pnKf3B0OhLVZQQAsbBVSShHbz",
-	"C/jNulDlKfrzi3N2SMzncCryCKNQbN5mn+P1PGHGq5Nk0zRDv+te0UHn44H56OCGZ0aK1+ZrDHh57/rA",
-	"v19QT95fz/giyXna+fDJyzRdR2KrVPGYcc04sZNTSLAcC7OrYiinaAtGVXI1Q7cHeEZG/c62ZBtOcbTz",
-	"JrkUSMHSI20HC3Md4/5O8DSf7XiGrjulq+saR/R6kOugKEfL7CnF7Xs+152DzSddOThlN1CBYu4mSixm",
-	"ZQ/QTfYIbEvHUO1k/pdaZpKnz2ZcEv9qnwP6Ryg3xf6GXbBM3bIJ9BOPgZVwG6+L0mWujDaA2Z5ZN/q1",
-	"qNEZQtSN0irsQMbgT1EvCCV1sYRLHiw3Q93TXQv4OZrNpVL0E5Ti1ibvhu4VFq79KeyoNDZ9hx0pbsPO",
-	"h09RD70BtwoOf1kkL3Mx33GZ+SRf1pkRAWNYpQk5sy3dknIpRcxivtLgxFmr+c4F18us7qDHQmx4rIM5",
-	"CAq+kVu5+QPQg+7RrHvJtWCTZZYJOVn1wKcTvobLr9tE+8pix2q1OERtsEl9UD8Ei+ViTiZT5oox5ELn",
-	"WESnUrkGLtwMKjSs6lzkWTKpNaKYRvUjQr/pCrpBWtAG2TydLFO8j1XekAEDowQ+nhgdpRbxi0xNja5y",
-	"QW5960PjgrNDHNd3ALT138Ck4Y2W3ypzKCRznupd/QFrLlotbRBuAkuCNcB/qCfz17tK7m/h3J5xfXG9",
-	"SCLWhUY9jPtzWcNncJHF/vLuJaIGNnXd6q8LtdRzfcgV9HDhrCatzCd2L9dYT7C7XF3EG4oTrMeXlD67",
-	"2E4mhkL5jciMIGpbO7uhmUJtrSmUVbFgo61JlauinR9wCXsIvyLUG7RvJrAGJujR/45hN9j+DviIvOWN",
-	"7rI7LA010Py54POdT3Ajg85tKfa2hGdGeu4+3RrSCjdHbqALjvLpOuNX1yhM385WLPK+AB96M0I9+9xx",
-	"Pc1O3nm2GCO1fZ7QecsZQttNc9sUkqU7lcFKOO7UYnwD3XiruS8FXdw11KT+aNp3s5QBc6ll2h4gbtH3",
-	"RUfTtat9X758xZMES1N497C2ccNtbAX15eGcjW1Lv3vcwjzMAu52n1lZ7uKm0V0kltffW5mWVPAq0fn3",
-	"6nY3NeKttPKwqzcikxuRaZ6yNNE5FTcVH/kkT1ckPoNBXcRsotLlXOo+gwJlq4Uw50co0Y4Gr8jQNlfx",
-	"MhVQznLGbwTEKV2KVN1WytTYr6plakJpNRer2Aeu3DLJJVAd3pDQ5apUbciA1auLPqKUya0i3qnt/veA",
-	"fGKvNVuMVUmJuf2L4uJoe1tbmaddyzvMOM/5ZAb0fJXyqWetGATDD216uJxMWgF6SXbvrQ394kGtG9+h",
-	"mFA78CeF9r/pYK/YCrzMottHIAN1i4Z4/bAboiof3QFhtqf2E6MPitSprb+5M5T2UGk9YpGTs/UnhaVv",
-	"x0/uPr2iMk/roVszLP+Du0NKOT5bjOqScLZtexfgdiDJItFE27ZUOWx7czI0tc7r0j4BTOHm16793glm",
-	"WnsNtmp4By9I8Phsu4Vd6827qCHua6tVoOIstR2cLZ5PLdwhIXC31WBrnpNbvyinmNvenCqLt2p4sYt8",
-	"9Ln8vSq5rrfCleiLmcrbEVIpAd/WnudCaz4VbZl9JV/f9vYg+rcDvHWn1ltue0PnX7v96tpl494OqHPK",
-	"2269q6bu3grHzy05AGpt+5PqDuJIkSBra1M952l6YVTXC3V1YUXzaijJ9m7aCz53d4ZGDbrVWMt5q7XR",
-	"y/lFi6N33fN6KwQ7iGW5atlsJwbZWsi7m3C3lEm7JWkr/W2y1bQAx/dF3z5WpVBKuw+KQimt2heFUlo1",
-	"3+Gs8QulbG1MHsFbKby2oMrW3mvrqbT8qlJOZctXn5otau2t79YEV3PJ9UpNePo6kcu8Tcq9Nvn2qKh8",
-	"Z9wZDUZPDobDg9GADQfjwWD/ZHy1zmOveZK+RilhHz/fsvGsPPGXMXkagXczNrSGSG/qkOiULmxZnEwT",
-	"vCtem+QwGH5dPwcyJpVH/y6JYyHZRC1WLBOTZJGY1QzYpByfFzCu0WXLcspT86dUDCumVz2q6wP17FlY",
-	"BuEbrsWTY9bVOZcxz6DS/A/fvzrQ/EoEbGHQLKfMlg/vWdz8cP7twdfsu/PXr8B1sy6gsh6KOjQ823n+",
-	"7WZcNrXU+dz6ZbJmgpEoyiZKTkQm90l/tMn1et3P95TNl9q6+oIbggMZb3QvVT4DazUk99on38C2xCEP",
-	"D4In4Nwj7VGvp2YbpIkU7DIT/LpKGccNQaslmWPNbxIJ0UY7iDqKBI+k9SgI8G18w+eChcvB4GhSbQBP",
-	"RVRLv15889G2u02Pp5VmU2CbNnzdRY3hp++FjPeLTGjj47/GsavwN/rXQf7K1+pG7HG36t2obLlBqWRj",
-	"N2Na7t8mk3bFlr/Ndl85ctARS2WM0lOC88eeN4v3bk3eaMFrtNhtD8y9P8tXkQi5ku/zQwsr2HpdSuwG",
-	"K1JSTy1KUd49rq42Su5sbpMJGkZXctWr9U2r6nmbepv7VP5Ib+74TpG4leg8LDMMzs97UvnDxu2WwnVL",
-	"GK3Qj0+IddXbm+qnl5i1ZVLezrqX8N/GYN4SR90p4rDMi2t0iteYPHffBNmtuYeX13YTvG+xmcvnnKuY",
-	"b01IfW4a0SdVlxgCB7opoKhD8htx+7JByEqcZ4MUt+TrsIcUVZrcjv76M3UrGyoK2O7ahaCWygbUEMSu",
-	"BQoQMgtGHWLfOW+1HQnrwtro2yWNQGPVlrY19IHDFJ3UzqEolLNnwECZqv6SSKApcPAPKAUReDoLaBKw",
-	"ubpMUigPHYtMtyoM4yILtpb8eVPvQIYdbJj/f7NgWLd4D4/60gmxZR3euBuJKirgQ3JrOiUrB3pfWRWM",
-	"RX+IAgryDthlxifXwujrscqxAmTM9UzoPnsveDaZCW3jwBmEeUEolDOelLS0qvbjW1b+8OF//jQ4eNrt",
-	"sf7Bh8cu0pD+rrW2+LUeHzg++B6Cer7M+ODdgo02Rw5vD0UyjCHRSS70t+Bpt2M4QvE52vP8avOsG5EM",
-	"GoucJ6mObI0rz/yDsUq99UAEbhTriyteZ8A4w8CPeqNUU0lo6G+1rNmCrwDonXq75PL6oilh2nrr5LrO",
-	"CiOvIeq3MuKT43p96qI+4uc7wZ2go7Ipl4mG8Ma1dA8nDd02RZC6fK7U+UzwuFWnV8s0vdhSc9SVtMXY",
-	"THWF9l49SxYtU6mnF5fLmlSez2aJuLLaFndZ4TdDnMi63c8/LvhKZK3X6HqxqFBDfbOmlXw/U1m+I3bq",
-	"53Ndm3suyyDdZAwmtsLosg1eNc3kxSRN1ov51ze/5ijTbW+4aNkun7dseIPOVFvxs1CTWX7B46yW6vNd",
-	"mQEwZX2xyJJ5bW7ZtnkPs5pley/yPAVFcJc1W2pxQWUYagxhUwlBoTORibHz7CYuvlbMosStjUiBgdXQ",
-	"N1NSaD9u8TyD8iDfmqOiPjJ5wwF0F0m1fFrseBo8ELvfhafvyKl348G7cNPtvDKmqkirOh5zJ8n992LD",
-	"Lfnpf3dGuTMjbM3y7sTOIsN0Ijbn15hHVWNCF8uiCt7WZ2+xvM6Y0TdWcscIz6JlUERlswiYWbQblyuL",
-	"6W7DbBbA99KbyoxvM5/bzNaa2NhGvrWFT23mSxvY0B2VOsefWnlk1perJz6yiXE0MIptnKGZFTTu/ebN",
-	"3ry7N+/mbZu3Yatu25v77pFOaeXK3eIa4YqUkUkIspO2aLEYLRbLpzx/VwT+BvIx5JF5iagdkfq7B/cK",
-	"LD/gqYzMul1fquC/85ZvuEF/l6mrJBUuW6DK2IzLOBX9HXKE11ylFVBWRFujqjgbOzQqrKJpIq9FnMiA",
-	"5SIV04zPA3bFJ+JSqevtMcQYIUkDF5FutagsimHeV71fLI3XlCy3uUYfvGr4sMESX3xCZYO90etmu0fh",
-	"YK51MpUNJQh+nClGDWL0vuL6uu1d/JeZsbqxzEdtgdvABpC2ynP2e5RAbn/0uViBUsTl71gReUMmf/QB",
-	"YMg0olG0ljC1wQPgM+aqrhgdcZeIlptj5yzWeBVdm6V67cp7Q51oWsKmS22fGbS94i6ltiYi23DxbVjU",
-	"f79bpzLj2egs7HkE78RSqh82uRieYWWye5xdwVmcqDcIajb0nGfXGvKHZVMhc3eYtORHVc1fX0Myynrz",
-	"2ZayJJmYJzIW2cUcEFYjLiEmta38hOnSeJazXDH8Gp5xb9+7HBEno5MnDWki1pIzujUizA2De2aFD14L",
-	"yV58m+X0yyEdndxrOSTLYU+rbuDscmX1+buWSCpxPOK5dt5NzGwn550mF41qKeodPRJqE42DU4rd59dm",
-	"kUw7l4Xdpfiql3D3qnftpN9tkLjK0m3AsWd3TbEfT8e43kyGmw9ZOjn9UtgVkTtuur/3XJX2W7Uvzv+H",
-	"Zt/k/mNYl5gssyRfvTcgUPF1wTORnS3zOtHaPFZZ8gvcPY7ZN9CWnLFhJ1sPbHZu/tJ4lQCV9w2/pdw/",
-	"lMMF0gVnjzTj8TyRoQQvcBmzbjTJ5gf4lvgDxsVHvQCSzGBsOrhETLhkl4Jl4kZdi/gUPSHymUiyUL7/",
-	"7uxgdPKEJZoSZGKeGEA3pLwD6AuSmuX5ovPpE4XvooxS5BQAGa/z7PvXAHcyESwX3OhzEKIGH+vx4eE0",
-	"yWfLy/5EzQ8n2Zyamp/Om6HOjp4IzbrItMxPM7NFltzwXJAQo3vutjDJKgKODtC5RAehxEoC2ENh6TyF",
-	"zaRPQWIgXxKKGCcflHKxc32K/qyhnJN/oj6lIgWnzO7IxPRrusKVOnB1AGNLx7ofylD+j//Bnnlpt/UM",
-	"KhdcrqpZuk3bx48hYzilAO8/fsxeQCPM7J1oKCQHOcyRiEMZ/YrHb4BprQO4QAhYpm4NWvhU0D8BZqz8",
-	"FLEu7jcW2UzjkLA0lAcswq4gCZrLrAwxB5hbuc/eSi+1cFCTWTkwoKos14yHkrkUy5SDiWuXmpnu3iaY",
-	"+5i9OMX0glsrn/QBUIQH4Kzm+IYlaU7zDZ9DoXn4enMa8+jd2/fn7NCs+6EWMjYb0HRf9IeV/a7MXKOw",
-	"czyATxN5w9PEHAmLZc66uM7wCPBmvw0M27eps40cMxe5yAy+MQctTcT0nS1T0QtwiKEZYik5siItYnp+",
-	"ZJ47hCfTWa7pzbF5I1XOrtRS2uYnYSeCJRL5TMVYiTBN1a3r76n5Kl4u0mTCc4EPR/AQKpGnyTzJ4emJ",
-	"nTWmRSDEQyEbwD6mpJaMp7d8pQFV5baR2ZjgO8OmiliY8lgkS9W0R0Md2blkgscr1kUShD9+ieDbXp+d",
-	"sQUHZlFUWYTjOdFu3zMu9a3IABxISu8wFTDOrqW6ldgJEqrE6o2ELIdAJCfYWUBPOEXG2ePHeEA/ftxn",
-	"36oM87QWGc9ZkrOZSmPTFLYzIKrLJe3rwIDFJYOjD2w3nFznnOWRew6/jzRL4l7AIDIUvbTAckypwSFh",
-	"uJgoGZtu82Qu+uwFn8wKgEAAwczhxB1o39nc4naO4NpEe+VqmVrGJKHjmWA3QsYQe5ILqU3H1eTjrEsz",
-	"XiggAkM2yuzIqjgQmXWEfrGAgoWgizu+V8wN4S6VWWDf8sQIZR7GzVYkZoHgUocBEx8nYpGz25kg/chP",
-	"nl43ISDaA4IHMUcEYvrFLNGQ6i8F9RSyq+KW17gtPLBym7bZcThIrorUyaKBoWlAghlzXPZTwPTVge/Y",
-	"gI5mAarG9j3sxFtFhxw20T2isZjxYpeX+rf0RDsFsfwx0Xk1aT6QH6TJM13SnpWG7UENCE38egwGyKiP",
-	"B9135+fvGB44lXPOVloyw1i8BYAV7xs2GgwCKxNkQoQSl9EgdcwePz4eDB8/LhIGo6xD0lSiLZ8M2FLC",
-	"Xg9IqIIoQZKmQtnFCFgW/fjjjwdG9jOHuMGTFf3MgfD48fHoqR2L0xAGGBFjsumCXTKVhZLbzWkvMMzM",
-	"rpBeeTGGobVcKaauciGZg+R7kWerg7OrXGRIyLixNdb4ePz4lRlHP35MJ9XjxyeDo8ePMc1vmVc63Cwy",
-	"BUdfokPpOGufnaXWuDJnOk/SlPIW5r6Ews4gQtdntaE0+zsAaQWZyG0GwZ+rBcSlJZqlPJua1ZhxStwN",
-	"yOkO2evkm1M2HJh/zQ4K5foJDGwWKFJQmnagitFggAKx4+UD5M+G1hApQGaG7eESGUl6zq8FOxnYpI/a",
-	"SJTEKs0hT/mDIT77cpmZBuqKDQeDUHZLEjyp7VRgBLc3lEFZUV55QGPvlC24zglZuT+TUB6PnrLIIxWk",
-	"IBGP2X/9+/8leam0+sTDK8RkhjTEFMoKLXWlwonDcWLEFrtmc55eqWxuDv4Nu6EXytEADg/EEhqcmrE0",
-	"GpRn6/FADspLaeKG0udcruo3giYkJFLn5Ah6PBgGxL3cps7E1VITVYQSxjWdk+ULEZ4qMxm2XJjJpkD2",
-	"uT+aiL3jLV1BXy69vM5DOTpmM7XM9BglOhxds2shFmDbAq5ldps5vmlRABQ4IDTjl0stINMnKAKhVFdX",
-	"RptSGeyvRGT2MzzQU2FXBfzQjCq3YBOFXNiTkczYfXYWSu90rpBArIQmOTCbJjfCB9FfIMx4ioQVStcC",
-	"T4BiTuA2LjFijU2UIQwzcUNfAbsUM2tatNvhkQ5lni0ht2pmTgcNvOdjYtg7NASiFCtwz4P6RP/vwbcq",
-	"u+VZLGLzKzplL9/dPClCp43SvJSgCLLDJ8f2fhYnAPtIg5zlfGBuZyqFvL+pAp/tgM3ULZxUhvoMNwVk",
-	"EksU7iCm6Zj+oAjLJU+5nIiMGMw7PoV1B+dyw2deSsgvCwea0Wgjo5BFFockyqkrV6yhpoxOKIs6OmbR",
-	"SLVXGjZdTkWHjFwMah7qMxtLAnEjAEJrB0mpbhGe6VTIfthn/7xMJtcwDw3sYwGz7BFOQkmT+uP6fAqg",
-	"/siGsE1pWPNndxAw8394AoHcZjTQ9w3VgewS0FfmyInKU4sYv1RIzr7oRmbsUAKftWqJOxt6gZVRklTI",
-	"PDXSR7ycgJnErCmEVJm1pPsdc9AlxL08FZwMCNEzTHBzcL5aiDHjC5SoEiUP/6aVNCfRawFYIoExE1i9",
-	"0NUuBDTZrT6HttgsE2YcEXuwe5pjKLFtL2BaUVWjhUhzUiJxilDrW7OlOd8TM0WGcRBOHRKgnKP0rEPJ",
-	"JyAS099AeqdWWTbYhNfmeDA0iYKzrVKvjQKEvNZe+hJCMWDYhvLkAjYKPQywmqYO2M9LLvMkB6Zgcwbi",
-	"N389OwdZCrECOZtDaetcsO47pfNpJt7/8ysDKVTUN2t8myW5kaASiavGNZGrdjm4LxPJs9XBVap4jmTS",
-	"D6WDNnOm5iK6uRQ7bQ+SEgaKgifsuYU5lN7dvFF6eS4O8EQ1o9Re3G/JlHMaSq8XLOluPkG64WSWNiqG",
-	"/cIIlWYP2XwzQL1zc0C6Iu1chhJLQsB0cmUObXO+UomRGU+vGL81kobhFL+ITLEu91YX19IVPglCWayq",
-	"eXpEYzWvcK7YqGcPeGIvRkYAyRG4eZJryptNZqCSxHeG1pxU3IgU6YwwWMQ1WWusuoKDx/qdszcqB05s",
-	"VF1S++kdcBLYTzeJTi5TYQ5onsOTJMZF1ML08WMhNdi0P3DA0fJleAhNkljocSgjMABHRoK3KcWRwZ2y",
-	"yMj99MaeFbdwBmCYA4BBVuViZsAWzJcgmtpM66xLFqUkM5D0TlmErGOtf1KE0RMeXefdYKGE0bpgUR27",
-	"e0OwUdCt+ykkPBoXQ5USIOlenz2rGHBDSRZcsrLqklJrwK4YaAEyWoWyZdjTXw134KmBzLI5Q/h0wID8",
-	"wtNUoJhuTlijQV2KGb8xy0Ap4cHSYq1qSlpeRvmqC83VKt5UUsqA7IogAg8CK4xfz6p7O1MBnIGkaIeS",
-	"5HNMKhkQpEG5NJXuWZYAV955xqXG/OunNQnuQ6lnRhowQq62iepPBqQ72IxEnhh5JXIIrUQRFuZwqT6y",
-	"qcjR+JwrFcoudTQ6DhiODUeySG5EhKKc/Q4vNrkGEoUivjDHHqHxryLTiZKJnBpMYjnKG3wWsSuVpgZ2",
-	"LeaGeUzYjWs9dtnzjXqdkDP0PJFGZ6RmhnuschKqeI5XJZng18xp4PCpJoD/pjI7Al6UpMkEMn8Utx+v",
-	"X56vXXiohZCYhq2vsukhfaQPTdtPQSdPckhi9mypczUXGftepCjXzJIFe09XKWfvXnaCDo3eGXeG/UF/",
-	"AG6uCyH5IumMO0f9Qf8Is4LN4KLqcKLmcyUPzTIfomh2+CsuzCfzfqF0jR/5W0lCH+nmXrUwWtTIdhIV",
-	"xin/ltrsFi2EM74II4RjYQODJjhyInoSBSTMGvFSqwzkDHNA8KlAixGaDwxfNXJgUaQ1lE1VWg3l+CZX",
-	"OtazjEPtUyuVXYsVXbNsKO6AwlgAhpTye4htP63I7SiNF9Kuk9otFrswWMB4qhUaMOjAIiQw9FvSPV9A",
-	"3iq0W+HZCuykpsRo6J4Kq2cLZpgNSbtgDiX7MRj3pRNtzM57DWvsbkuAdcKSPX5szomVNf2AVg9/I0K4",
-	"xVyBqvw2mYgglFw68ZXadIt7GJR6k7xH1mzLUh2lMF9K/69////ILIu1+gw7CaygKZnCCAfv47ngUrMo",
-	"iQMweYIemquA0lUFvtNXUKndEPXGBiW/oenoN7sNfnPlOn4L5W8HBwfu/03bIbwv318aLMciFbmIe+w3",
-	"lsRwwSMCq64GdI1rOHpiaB1z1JLela2Ql7riGEYk9rLrBowcOPCH6+ziEgymLt9ywIps0wHz8hkHzGVO",
-	"DtgySwNGLir0A1/giQwkIwJWSnUdMC8HTfFHwJwDkP0ZMFteg34FDDO70knnJ6+0j7zcmfaRlxgzYH7W",
-	"UfzLf4PpQqkVamL4Ry4M6kplWGABR+w3vBS2KwXzXZsJ60bksxQdRrGScAdfWYjCtY1+o4NcQJu9Ds+s",
-	"a+WmXuClxCt+42KQ71vACn+/gKGXGusODocGFj5FCmXH7DfvVptmRVVk8B4AKjdWgK9ZO0RFHXG0gNT8",
-	"KMPrpdNfI6gC+hP2G7tKJJcTwbqYTMrdvdvd5GaxXmfST6xkv19PRtULmJ9yiXWHLkHXyKbn8ttUsMW6",
-	"Cy/bVK9xPxQZmdzvwMFwR/wWGHvCfmOap0KP14RjdeX7N4C6APAji6XanYBU1rVf9RC/rOtuSM2f5mmR",
-	"W98SlNcIH7SjYpt9HtU+kkmsx8LPBkmgOBZaYcBueE50W7eJ4IaSIDFqVUUl6tFWH5idAZ4fPldutRsg",
-	"feR08y71630Uf9ndVC0g47Unllip81I8KM6HonJM8VcjC0f6qmF55tBCUpnwnKdqujSMaALGJ3hePrZw",
-	"XZYyKRbmZ6NF2phD0unNroJlMuPSSIYXgfqD/aFZ2K9WELBcBV7K1YBNJgG7NP9jz2za7t5yo/xJgquv",
-	"Um5ZnoIX0e/ympW+KS9ieYM3rqRHNtXlrzDGohxBwCpyiOXo6znmAxSSkU8aYrZqpLoi3VB7HNIolsJs",
-	"57odcztTvULBtBlMCGgPPwIlLsoB5ceMmkPTzqbf7/esmkrcDu+aytpwAFqwbW4hpkZOr0UJ/yeVGgIU",
-	"tx8isOqXdF/Y0KGsLaoG1i66oCDPRVsQ2qCpLKuBCRI4QiyuEiliFDN9e00X1AqyeVoTJ9kOqPwpKCE9",
-	"NPAVdrySla+1IQ/XTvtGQGvL+haUByOYT9T8MpFk8Dh78/wUbI5Qcx8zGoBViwRYUN7clY9eLhYqo2tH",
-	"kNXX7OEkBlOHVhA2pGWkayOs10nCXkLf39goYMcBOwnYk4CNBgEyAk/FVLKSFxm6oD1S/b7mW7DnwDfQ",
-	"fEijmH/Nd2ZvqKLkHzSkXaCp+RqA9Fn17NBrFq5Tu+3GDH2veqfM103MKVuyc9HkeC6GuLqjWgwRAODz",
-	"oA0rjvlKj0k4vVwxK1m6Ax18Ds3BDw7j/mkdOBHqshCf6A2Su+2PHgK8pi0ZgvCpZS+XK6RP4ri4FU9L",
-	"JAp71vzdf/26b/6GOaOQUsx1NPCWcsZvDC2R96Msuq/x6KfuLJN2fJZ5p7qVws1POKzxI+B3uObm3POd",
-	"Celc4FocGB5k71/gM0HHlvnGbBIwRxYgeqSrMuvcs+aOWu06oHtHe3cKI2FCNBqJ/tppHKI5SqUGdkab",
-	"UIeeIVPo8pylguucHfU8i7VNvMPz3O5t0tIIKIyT9PJSFE5h1aQDp+4uZf2dYT9gJAFridDetkRW4+3O",
-	"gmXweEWcyMhg/EbETIvcupRo4V5avm3PtDmPgfzhbnuemIOQpyleyAniCVpMYWeQpHKl0lhkY2a0gUv1",
-	"0SgDGhTIIxZn/CrXATtmecaNTnfC9ILPA/YE70ywOyux+PKML+3YgXwidB+51PRmpc1BWXgA1BNpcb/h",
-	"PFqI5aOt93aD1Y51ASlj/6g7haRX41B6zDavVsdFnli6QDilW8qx/wjZFnh4pFqhVc3eCzzSvT4WWjZL",
-	"jt6aTPIMTF/muOqz12Azn+GD6mFpbxLgfhJY7KnfnRYp3seus+KA8bmi23WcibuOsZjph/J8JtbkY7L8",
-	"0f61GiWa2i2fRHgBsfb+BnllgLcw2l7bXxGm1jEbuBtfh0s6/d+rLAdHUiTqlbWtWTEYV74baWx3ga+j",
-	"gLknTp2N2CCUXE+EBN+6QzZksbB/Bm7rDnunljtnhhjBhQ8vuZM48m8fQumpylqxW55eFw7NRsjD6+dM",
-	"LATPIVRfXycL7SSpPnuOg46NyCd0HkrMUtKFoQroqMatu95/GXfGHTSAv0p0jv4XYB0nN2rdGf+0nokd",
-	"cGVT7LgKI8Ogk5j3C57PbMnisS3t5YeWYOwyOqh6McLDYBQcByfBk2A0CEbDYHQcnAw+1AVpbYti863S",
-	"5RU+ZRYM4HilwsOXyxzIvVw2JYkDOOhAa/SDY2GuPy8FZI+myZIU3fFnt1ZCwE+beXbwr/zgl8HB04sP",
-	"f+gGpT97dVkz1+f+PXGbBfgnTIVRiNBP+mQw6DfAWTaPl8B1kYcnAz+EsRS/OGyzKO+MDGEtZ+QL0wBO",
-	"MxDDXUd9hkufK7gnMZu927Tbe6e4E8vxgnXwlZlC0+rWZCNahy8aRIwXzCIa+tvTGQV62yDxc5zXo21j",
-	"FO06XG9lutqoYqAc7wnQTkoOUIwm2Ril4cYJlEIqC8h3jNJsAz1Isi2g3ghuEdd+j7A6zapb1qcdBuH0",
-	"DEglouOxEcT7hy4Bh9WqIpEgams0PCMYkpbb67OXeUkiCeUmQYrCOoyQkeSbRA+zo28ScXsaSisjJzlp",
-	"XtsEHdcJnn51SLTiT3vOPTh4Ciwb/m3Jq781XBDjZ7j1zwdd1SrJoFSe1imp47KKempOeKDjcVlDpeC8",
-	"saefWj8SXzv1tHBPNw2lVU5jcL662mRqMUKop8IGazosRpSE0oVkgDNhklrTCLlzJHnzsoDWX1qTmpJl",
-	"Px30P9jSZP7vVktyruyC5MJbkdPCNQQNSmYhcGtBqEwEkEX9DXCPHhTuusD908K0ZpVE8A1NcjC1FaaC",
-	"TVwRyKeR2UAWgYY9UpsoYB3y59bYYE67jWO5RCb3xt2eF9aNLYOXUqvc1/DvtltP1o4EvFFoApNk0Xqe",
-	"VZOlcR2mF9tMM2RQqbXQeDpdo6pdmVHjVMBk1DyXNsLVuy3Wn+ap3K8RqO2Ubcb1/cXJ83aGpTWITqup",
-	"1TcZnsixHzhKM2P4WN0su86lhejhm7NKsnzgLFO5mgrwNm0SrjbKexV72mZWd1dxAKw0d7CadTdOhaxz",
-	"nQZN+wh17Q+78i1ncFvf6JvBcSXv7sCs1sr+7QxGuQzf/qzm/TYL42YwSiXndwHkAxpShM6/oVKhXkng",
-	"argE1BVyXW9KGvJivshX0CNkrqgcEehTSBZiuNArexX2KR2cUQww/cdoMGgBG1lZMLcJxbI3QWrbHr60",
-	"DT8FaDgwk1zO5zxbGREb7F7WNbPMAjpBB+4aEbJYdMYG+qADV3idcadjOxziDw2/MqjtOyqS2nUoNKzo",
-	"rvPTr2EniUNgDKMghFUOO+Ow80Zl+ew2kTF79epZ2AnCziTJV/Dq+2TK4YkzKsHjMyk5+0Zk07DzKfC6",
-	"HfrdPlMyV1qVOzznaZpIuaXPD5hZXanXXK7eiewdoXAjzsnI9Faa1udKveLZVGAFbvBURKtLeSXOrNHF",
-	"s6+6e9QZvxHry9E5hrLEdj3Imjau+kOG5o1aZmHH87cdutUbuNUb2NUbeKuHvRdrhxTfcptQwG7dLjkn",
-	"ay16ZtqLYRfia7B1PBg2jeB2z+EPNifFLyKGj0ZPt390jutJMVZYJa1YCrNqMUbSrfsrG6HIGWkxS9hP",
-	"HdO28yHolNMObKlojcO6RCYg0B2ie0KzJ/VZHGvvipAyVpRkk6gwGkU2mh7q4UIYPahml0UYQ07XJb61",
-	"oVuk6MbI5uPBcdTDABPTvXVtQedgAqUUCcLzUJZlRriNtHV5QZxqlS7QgyWUhddAcfWXwA3YGhbAsIIJ",
-	"QBYLwTNtbxAmHDJXRIBuHYWyay8Z/Po+EdMix3QKFUgf6R6g0HZXeRnK6AX2DDcp5wV+7NRpplB9pKbY",
-	"rp0XVqQ6dfeYiWZ5lsznIg5CqRXTywwio8w7bEvhVxCNDNN3KZggyg7Tj8SYjqXIBJRyiPr0kjHMxOTa",
-	"QElR8JY+kTIj1o2gxYX7Qv8xzyClBRXGikNZPd7TlRGhJcWrlBbbXlZmSwneHmT8gndzBYaaW45hV3Ci",
-	"YjoiuPhB9wADLcncCcQbJjn6+Je6n/OVVw9am/Y8pUBed+KNsX/Kt+K4L+K0yFehq9EAthAirbSXHqXh",
-	"AskgFMgEc3l2dpVSfEnAS5flnSa+E0GzHlc+U4rUoHCAlvJ9juAJKp3jzt/66heV6j9N8GDt2/ufT5Al",
-	"tNiFG4CqbtjNoNiBsfhfzbjtz6QC7TaF6qdyKjdDzXcX0C55/MKWlS5Q8IZiIhANlji74OhFyalSwYtN",
-	"3dt66mdFnPBqTMGTIeIr7IwpmBZoWT7KUS2lI226TDkUbDYwJMoICv/207/9KQz1hz/8yf4Iw779+U9h",
-	"5w5CgyOnt1dnGOC4VYx6VvngGWWwh1xx6MW3tQ8sYgpf7CEwS5V/a9hlC1ABtDe2/f3JSAVfAYbyBYpL",
-	"Z3Fclkj4ujFpEweyQpTLxNdekqLV9cWoqYDtSf9UbhPXArgwbov8DKiLCF28CzfONQkLREMSt4NQLtKl",
-	"ZpGZRhSwaJqp5QJlL/wdUfY2UfaORtcLuIiuOo/2glBaAYVCsSBQNWLdOnA4pu6swS7a5SEPJkQWV4Uy",
-	"UCxqZZ9ewKLCqBUV/tfgKYFB0qG0sqBpIPiE8pYZQIz+Eb1DqANmZSKcTKlAg6ZEgGdFdiQKZ4K0PdLK",
-	"qZUZY3Iocpd//JgS/D1+zLouuV8QSsrSVc5ylaDntpVrNxzRfxb5Nu+OZ6WCi3HZwwOOrsZLyGYPj93s",
-	"5h/u46zy0okXOzuJbSI7TnEeN4jMqci2HkwwZS/DIOnmlKmMX05c39Lr8w7HCxXrLqvUFZstXdT7e6C1",
-	"mWMLUOtmjl9DS0hhZ9zGNkHyADwfsu94dqmWGXufZ0LkaLzA6DtoMBqMnhwMhweDIRs8HQ8GY6MZNRk4",
-	"MKgDHmMjjPqABy90rmSCxpVSLGDRvBQTWDymKyczqyH9iXPCJD4exBeXq6ppJQg7XgBh0WkRSFg88wIK",
-	"i4cusLB4tMxS7w+8pA4745NNJh4zPSAEMw2zMir3eiyFjnn4K0I0QiKY4mHRzF2Lmb5H7gGCACEwiHWK",
-	"Wyy6gidFP/ZMKRrAE28l4D4B/v7qq8FwdHR88uQrejPVRbu1QMjqKy8gsvrKC4z0kOwFSJaf1rXEgMnK",
-	"18inyg9z4ejsU0DirJmGsxwenwwGQehpCsXWKp9mBcqsTIx0V9UhfPvh8Ql01KrzET4vOv8bl4mu6f2D",
-	"ITQ4EEvzGOw8D+gEhvrD0Vcj9mQwYIMBbX44nOCdq5xOQxeHuT/8E28oy6loeK9KFLKTbClo18o6Qrte",
-	"LNzjgekDnnoVpYoVVtcL5f91QyyN/sznpbc89/68zipb3tWeKh65ElTVR1d84kHhClIVj2xdqvITb9Pi",
-	"boQqVcXfrlgVPPqGp3kyYd9weY1vk2t4Pjg+PhmdjEYnOA+vvwx/Hw++Goy+Hg6eDtx/Q2LeruCV3RMf",
-	"gGZQ9vLXk6ixjpz8+LS1k8c9fGv0eva/DA3XcePiRQuWDH0RqjHcEwH6aug9QpwtVyJb45hE71X0lxl0",
-	"myPxndt2Bm8v6pjJw+z3sqQLAHz68KnzaV99lETkspjzurXcXCuzHZeuEDx5yWCgSODcVgx68YD3BUbE",
-	"+wIVYAtanSPo3fRbMis8M6JtScttd01QI//WOXN0o2dWjQtYoca5mIDCpo36G6l1vaDQ9OreB5V8+KFc",
-	"K1pPYTKJxCw/RVahMRMJuCWAkdpZwMmcrTJrFu+HMiIpNPLLVjw1+qvjJaVXw4F55wlwpbejp71QwixI",
-	"fCRrwHqUt3elUk66dco4u+So8ftJwkLpZV4HPb/PIlwDMEkMKxX+rXOzme6oUpmA4kY8txMw2Jexyy7F",
-	"RM3FmsGgSB3rV3A1Sjhd8NTa95lUZXpKtM0GQlmI5aps3y2Z1zeFlHXtzQFbvzg4LWxLoZxwyBUM3yeS",
-	"7j16jKfo61JKs1Ye+8pfIbycVy6Nfg1MeIXgKiDATRJZG6gOQGFDeAqk7qf+9xMlWluvLRBQl8sat4o1",
-	"T/1xS9Lr01LaIKZnapliLn0oyrGANaF0qnA9MlE3NvqoFFIEd3KYSE6H0idxG99WC8QpLCKEOlYu16ju",
-	"AaZnlOsXizYeLMkhGxtmp8htcvDSvZBFG2S3yxKeYtEBrUJpIzYK77U5UWKV5zVd1KznEW82Arkrmo12",
-	"oB8hr3W2hLh1uC7KFQG1xofBd87Ob510qUBVbThAZWfWhzNQvRwyFF0qlQou93GGcZasXzv2hICpI7eH",
-	"n+5GqE4KMkIQCV8FyiDI6TKB+3P06BsbRWbIRgPUZIbwWSF4dsYodnaCQr7sjFG6hLqyKEh2xihGwtc1",
-	"ENYpfQhgiWuiPczVbvbFeapFOy5EeSqfO/Z0IaqlOy70IKxbO66V740EUoMgp7yVcVQoewC4K1a7Zizq",
-	"BGAGAo9HMAJ1AmvyMSIaGnwKsiJNwAyGJrHxsFRgbTjyCpgNh16ZsZPWst0zfzc99M3bc3ueVw2CxUGP",
-	"ZshyuoK603yrnZMQMzbnI5TJwJ4T6Q32tOReuQJ/bt27k7mzbLPdqEF8UzQ1YrXlHmXcVFkL+Ql4Dh5K",
-	"wilXdyLUIumphyTX79jvsW5L1nHEdbXE0173xSJszU+Vu8QCHy/t0wczD3sA7KwK3uv14tpp+KVeMt6j",
-	"ZlVzcwiMtq1mhZkT7sP9CqXE/d2vEJK/M+8rus98AO8rUj77LIJ1c2KfLXCI6Oq6EzZgKI0EGHeuA/Zf",
-	"//5/se5T2IlIjqXUj03iJPbZzu0H4Hswt58io8f9Of20k9pG25x/mpONbAbIDo/L0yAQDXcxM3lL8NCC",
-	"yLsZlamsuAARMqiA/X4+PvYeYGcfnz98+J8/DQ6ednusf/DhMcRgeH//w83n93LzgQX9sg9gd+z9rj4+",
-	"hdWq3XHtmclqT+zi+ut+HaapwKV3kxax6ByMaXN+jTnA56UYtO6cJ7JXLiIKxbLETaKWzm4XSubV5bkU",
-	"sP2pi4Y87X0WfctTLSLG45hG5ppdLTNbQs7PtweppG2triIjf0VSpKwpCZ31lKDOg7Ho0ogvpo1Nooy1",
-	"OggZ1tpU2305JT/U0KOJeNUuaoxJV0STZcehNXMSSwBS9CA2M8hvVb159AAtamUYI7x5L/LGm3lEiZSR",
-	"3Qx14YUoXJhxrSAFlbrcIC5jP8UdWEGjlBKxhi6QKFKlrZl5zrNrV3KvSKcG1mKCvEmoKcZ6ZDkSFgYk",
-	"x3HkTS7uE4tuSle1tVkC+t51fDcxaGdLjdvlhWvWnWw3gX9Hbvh4toQon3YnQhUNDy2K/KDFcwuqL494",
-	"cwCPLLp4MZNhUmUMNtueIkrZh8BaRtDY4gmDVAIW32v2k+dsAKOHnQ/7iiSDNRX/geSIfxWZqsoSX+od",
-	"bR2S7lWSqeEda9IMOd0Oot9drCmLB22tDF49VkDhHeQZTFjbLMQ8o+S1ts66Lbm0wUU5SuKI6kJSBcBM",
-	"sGuxyPvwCu84XXS+2YsABIfLHywEnQmX/avP3lUr5VTv8OBs9s/qTABh2lS6UH7eBdeQaHRmZwKnB47b",
-	"jaTKRRSwiOzbEarkcBlHtaIEUymxC4g6MnsKioW5c3WSotkhN/3xuYgY3R1eClv8jVy20Ru8GkNPOhXY",
-	"h+3AttywGRvyhHZtRBYVvoDTN87UYmGe2fxzButMyYmw8LFMzNWNwVGamjOfMQKROGMssuTGVsSLiosQ",
-	"gxN3A0J37Z4bDtWFxtzBNH+shEi+5YU9OhNXIhPSINO7Ja9ci4PcULiz43jWVdF3kqd7ZlfY3LP19DBj",
-	"EeVSsZImflVUdrMlNP20wB5JUN06MyNbfRURSdem1gEAAXb39ug4T/frldVHVLXyHKjzFxhBqwI13eOn",
-	"PSedeig6/rrnjG50uBXpGN2Q5QsHmlQxDdOprRlWcjMolI66En2IO+zNBhFSFmwnZ1bvZm0dqTIvARXA",
-	"FeDBIlMrNgM7XM4UZPRQKGRi5bK1KmG4ZnZKAeNXkNHIFg5fUTEslio5hVq4AvMcMbZTWECiy379B+wd",
-	"shfCvfh5yV3MrPUlkbY2rFeNfxj1cOtT0qXC24Sxtw7rhTwd+4RKHa87tQQ1Sg4Uw1dxcuWqLydzEJG0",
-	"yG0lOr9+l9UIwE2nNDjjWOXey2VeFe2jIRVgxnWOgxqJPthHpP8BD7A72TNhLlWboREm/AohqMdgViUn",
-	"JhW2QtOkM+68A/6m6bDqlO8yj+yJ3rlJFsElKA0oFQCHKUPwPXBqYmfIAZwqRTVm4Cu/SK0PWnFF2wmc",
-	"m7e9QvJ4in1kp7KDPPbMX4Lf7WKVfGO8ityM0wGtrpjvfbXr/apbu403rMNB5YoVP7vDLetgv7u5v3c9",
-	"ACA3zO5cPavZkpA6MonZLbeFP3dUDXOIdXU3UVYCHdm6U5h45C7gL9P0XHysaLnmKd0oIbe01flIKihJ",
-	"F6bxnhovOSezv/qqri1Je7eJEdPeSonPlRT3ZJmOhtGXrLwhgXpq0EPrbg61h6T+tHfErdzGFg62pFFh",
-	"hULSsmqs1BBs6S6WUfpWmMfVZmjG0NEGj9r+mvUSNmEoN1xLb7dxB2BDLtXWg1yXqN6ZEa/MxsMyMFbL",
-	"kbZAeQ90L63F/DK1+o5RcKiaHIqaoOBg/j8j3xQq2uWKaaje7XJlmJnns0wISvfAinvbAxZZR7GoVJG/",
-	"xuXUnlBFaavinOnC3I9HPWtU5XEMadSMKAyylRS3pzWX01jMFDPklXyQEDhP4yhu6WvOz+MjKA4FRxum",
-	"bCqp4b2AidRXCLB3657dLZJd98hi7fvjZFB5pTH1x9hdBoASZ/OIQAYRVkkgohvzhPT8RCGsBv3Wbxx1",
-	"QsSpyrflTelKUEGQFIKatClG4SfnAC/nd0NhT4wLH7PozYsfL14+jzzP0bLHAZi3ovMXr168++7tmxfv",
-	"I5vElaoM4Y5m0U+/moZU2QhYxKcPpKK+eH328hV+yNx3xBVCSV+CF+OnD1FgiROz5GthFEFQBmz62VsF",
-	"or4rIWSwJwXrEhs32m8ooURnD05xqB1dK9rDTO9uo/8c3qLrbgN38B9tL3l7GHpoybs2QNsrg2RDg/YT",
-	"W0qhT64EaOWFoatimDu5Lr6nBvspEcdH96Q1bOOmd5rmZr/CIhzdCxAwf9ospw8XlI48rYhlK7hXJTJ1",
-	"WI029bZdJdwUNymFvSFHq4mwaxE196mEu294JjbgTy3zGvnpsyFvVEUeRSy6+Zu/7x7uZx1ifl/vlKoI",
-	"+8W6iJakrs0XOhTTsEM8Xonj62Wal9UBSATYlH7mWeXKZP3eJhF6Qw2l6twSHTrTgadQlEN1XBEga3Go",
-	"DAeOD72AKuGg4B3KtUo464GBLbO7WCcYlP2vhVjoGunYZpT2tIUNigAI3xQEpsEHtS5uLPp/DGwXBFYY",
-	"guaR5GCjXaQ8kWwy4xmf5CLTaGu2BcwJWJs6ubD+Htii6F2s0OKXL8JhyqViItYdGhIcDQZFUyN7T2ZK",
-	"oQXZDGyaVqu+19R7r6LMSIJQG95Va4fPwQq8qbp7ywruMN8f/cxIaLynWlM1HsQ8X7PHZyJfZhLs7OZ0",
-	"s7NFkO2lFqKqFn9msZKpBIt61/ki6TxJU9PXDU8TsIr0xmX8JZkrpuPVvMc+/2gWTmVsEMD/OT8npCoP",
-	"fnRokqJ/t2uIJtH6lWEWW+LKfp+yQM1Vkkb3WCVptE+VpCJ9pOMV69u/XJNK/aLSBysIcJamaxsTAAQq",
-	"KHNiuowvkiJp61knLZE/aCGgu2eKIjCKaEBfNANe4ZdE5k24qZYbQGsVkc3eSaeH7ZJO/yNHRpEjY3iy",
-	"niOjogDskhVjL2Xh90zH4Yb8GrNy4SvoKE3ktYgTuZaZa5bnCz0+PLy9ve3bRv2Jmh8m8hBGP1C4qJ8+",
-	"UPrw30X4DzqyLvbAL4q6x2ZrqSj9hBNfTzgPJuFS0vlRceEMgh+VO4oMEqNTdkTxDFbY2QPmkYX5qDWD",
-	"OKqhv1Edg/iWX2bJNZ+vcwjOXqa/iDoG4Z635A+8hj/YXFA+h7hH5nDEhsfj0dYEOk05boJ/8Np/8Nrf",
-	"h9eul2oomE9ZQmX8Ut0Ig7g9clmWuwo7Y6uweTfbVmD+R6mFlqUWNsUN7WmqAR0LTDQx17NLxbP48HqR",
-	"HM5XjWaab5fpVZJC5vnakn5/efeSLVIuXVDrQmSJirHI3YXR0aJ+H//IVTRmlyqfhRJKBELBvFjEQali",
-	"4FqtwFPmPrdWA4xcUjFfBaH0RrI3tXimxhxS3bivH2k2VzKf+R1eiiuVCR9apItQ0jygSAioJVyyoydP",
-	"ANbA2geAdjxHTUrea5FSzsEDzn/oxDbhqZAxzxAgvL+G4tXoeovZhLP5gRbZjcjY9SJhWuR+oBRaWDCD",
-	"r5hruvYyv+EhJ12Q4wjpCuAJJeWbJaetucizZMKSnM0F18tMUKYfPsmXPEUfAmpjK2l69T9sJe9Qgmmj",
-	"lC+nSKZjLXYG6DGZv5wDwgVcGEMZBdN/1BuzauUt9AEGK0PgUiyVaO0U3Ve5vtYXsZKi1B0WQ7egWnsS",
-	"lUM3IlcAYUEiZjGkqPI7DiWDpQEzIvhVW5/EHo4JVcEuCChvWLTeQP1XvZybF3xuAYJv6idSik3Sy3nh",
-	"Houfaxw1kTcqmQh9kWi9rBmX3tcM7UqD2q28WqAjN6HAUBN1DqUrq/C1Am6i5qI8LjwDSVtJsXI1R3XA",
-	"xMeJWOTomQFOipcivxWFAcpVe8d6rPB5UVC+BkSbPdsjejS8TXg6WaZY7lL5jCqRcMOnMlxcBRt8jNsJ",
-	"dyfAQq1ztYTamLQdikJ/hoN5vcLGlGCNTXKNcODe+8//ICu0+SSUh8XnriidzGcFqmkv1uw/P0+B6QAM",
-	"c+bjoswtJwwYtmC7L+3nRNoYpz57gSLLmB0Nq5kwEkMmpiuJCH87ydUlcbMjcGJ8YxYVjnx+jS6iMLK6",
-	"YsOvXPNcseGJaxrKo6FBx/Dk8GjI/mA6or8G7I/saNBnZwj6I22WaArVIQzjRYwc0tykwfkEvU8NxImc",
-	"FlmxhoPBKfi9Jyq+sJ1c0AfOvMxvRAYKmK3HCDwVvSEAoxfwIIJlBTZhELows0VseqghjmvRbXeO76gQ",
-	"SnoJRz0IXgHwa9qB+I7nkM9saenQzCPl6LADxW6QlCewobtIpBZLcIWLKcuMCAGU1+szmkyuLszWcdPf",
-	"fFyGMlfFU3LIL3VUg9iiog2h9kplsBssikPpEvGDqRw6fEQ7pes7bBSvbUytadPrs3c4mJEh0Q3HwwrG",
-	"rU6SOU+LZH7ejgAvLbmqWyv46YLzol/Dzozri+tFElIysU8RRjdYrxqRaqj5693Tk2hQZ+52ktdfFsnr",
-	"1brFu06ALJoc/mWRPOe5+DZT886noG3zc9W5n8z4zyk0a1uKJRoXUizB+N+AoOVAL2kiRFtWGHOy2B6a",
-	"CHVlVBDUNwcHR0OzLNQ3tTC9hx1WqKR39G3Yw6J1vUjWcoIYysQj5VYhDwq8DTrj6ZUhVcs/H/Rmv6B5",
-	"yOMHaeGNSAS5+z0clhR71LbdEhSvhieYuryBEYed8dNBH3J/b2YsTQ3vCJbH40k3L4owmoMQMnaTZQUF",
-	"ZXgHxw2aUFKwCZwgaHhAGeUeqwVUp/C1mQKYhQorGIhNayOgDOUP8WQwGFRGefLEPqoZawjvrCeJVO9S",
-	"LqtmUKevfCaKQi6KBopb9dogf837yapfcFzcKmTU+hRlSeEOXHD69cSPL2tPDA6GX91hTzw5abknaht+",
-	"IXviqEquo8+zK44GG3bFSbEp7s2o9Jd3L79Am5LZ2uuGG8+Y5OSRHcxJKLrUGJJyweeNpiQDytWaOUnn",
-	"/IpkQDRcOOMJedLXSdNY5AlSzyQZi4XRUUilBLeASyM654qlfDqFouoY7LjwJMbLFZlI8MI57oHpwyp6",
-	"gZ+tBN3pzIM0mZt/8J6aXImiP784Z2sGtSgoK4dO5i+bz5yVC2aLziRLLbJTppVLNINKhrYqYSgLdTZB",
-	"bxO0wJUUW3I1em/QO7aaZHKDdhBdCZ8leRhtUKdNrW0CdOZhnFZpJjgtC60aKoO3M0WrmgmjYrMsmc5y",
-	"1i0aWLG83OvYRffPtUhvMGMOON8UbdD/htrx3Pv6kUaqOgUTgg+sWuY6iSnTqZ6oBZqB1RWm6inaVTJk",
-	"g7lP3wpy0+e6CC8j899x2Il6gTX8OHqMCvfzvk1/lOlozKJ1nQnMbZ6VKsk2aK5dayEh/cqpfm6pSH7E",
-	"2FhSjJmnF/f67KwISK5ZBFi5CsIheqs6y4gi0PtkFCtmP6Z8Tu4J8zRfESN1nTYhowJOnbKOm7Loi+aL",
-	"0xLJdGbjv40yCimGZjwXVs0v3Mo8lPXZD0DzhQ3FgwE8sDCIADbY94ae9bgwMIJKL4Ug+yjSO21MgPAR",
-	"MDjcDkEFPfA15TP3P/QQ6H/Oulcpnzqcmu6D0gSTjGUqhQgkq/9eqnyGnVtjEiV1r8/nbkj7KOxErPvd",
-	"+fk7NgKy+RGdtdMVOrERqM6hB1BQRF1Y3skxnhyd7KfJjbAAcK1kKLuRVDXo8qYbBWytjU9aXktKyhnK",
-	"KvmacWVQItILBIx2KlS4JS89MD+UOgCHQugjAutUaU7me3VNVgtLmObpIhNNcSW+NeDcHJ6fzx6w5rz1",
-	"1iZUwSPZ+m0VCDitI1dXEMBHXcnlbFTvxFVCbOd3rvi3j12jICGDuZrI4M37GEn1QRWWe9HZYRsWF/7w",
-	"J+0ZaL9t29IVvJs5aROl5Tdqge/o8J6nQttie1Xh/asTEN7LvfoQqeuwg+rllcoukzgWVZWX0noB3LVW",
-	"piPPymQn6ASsYm7Ae3HChs158Hx+g5KS4rkbv2Jg83H9x9HfD80ZQikqFz7xSQScXVjhxVJHT8Wz7VT1",
-	"1KmfxYBf+QO+4plmb5JUQ3XEexjxycDS8dqeUtc1u4Y2YAPRbz+58PCzW8OqagWVfFOIBv+gkJYUcuIP",
-	"WK6jWR1ubflKFUXrmdyXTI6fjYkv5bVUt7KJuZ3VK3iCTXiagpINih6YZjZkWTnefK9Qmag/5tO75xrB",
-	"eRq0txUlSJf4exMiPvt2vT/22kbxQJK9T5MiyNj6yzYsor6wLgDd0cQI+lDFyDhfHcZ8tSGoEFwWdOVG",
-	"F26v1/3QWMUNDUwHMV+xbCllIqdgSwzlPImlXXr329b4qrfm9WnIdYc1TPnj3NZyBU5r2LrJMY180lgL",
-	"l7RQrvuksRfOBCTAk0loxjWLwIM8CtZ8usqRlksJHgvk6oP6bipuRGo9ARIpGjtZdwzrN7iAVR2/6j2k",
-	"nDuWeemcscBJDI1F4Cd2agCXFCcpBWbbBGNIJRVfv/Aci8aMg7MYppsTslDjC2exzP87wwwZaGoCY7A3",
-	"f8hJDijQAlKIY0yh7+DYRdT1XMRdgbOaUdHsiAP32RmACqULeZwmWFvRfEWOjIlM9AzJpniqc57lzjxB",
-	"zhSYgdI077PIbL54mYr4AmnjEEC8cI8j60+H83WDX/E01TW+bOBSh/UpzY5QUpQ7Bm8926fvhneb5LO6",
-	"hcegxLIr3prJy4LVZ5G6EVm8rIxKD93AlnggMYhUt73q9Ar3AeJ2RdidvS1w/i7ZMhU2+WDlYmC+OkRS",
-	"g0zrYIIuSA5TrgNXcujGaw6EFjOjXmIt+miMuRJkbsQUkbl6LtCbl7/z6KSH1xDc61VlOFfTGJaJMO0+",
-	"e6TRT+nU8ghvp+M2xfm6HmFaAa5w5FJ/FkuMrBKQve5lSdjA6Zidz2NIRWR9edXSRXHjLrhUN6Jf43+5",
-	"0beynnPYGaKvZAlwfGLXfDnXaw6P/VpvzCY3yzofS2+ljo+J7JAUsQdwhYGtXUZYheBRfjstLpxK4ALO",
-	"fIjBjTIaV70xLdXXD2k9NWdi3VvTpgLe5K3ZL1xDyUnV/HGBjqtj51QK+VmtVd726/xHlRT6lNaHehuX",
-	"/VEpjrzx+IEroUh8XAipLSj0VwkWtcynyg6JaLtS2VTluZAX7uyKtrgru/BOmWcqhZ0CpNDl7CrlU2+K",
-	"RT5cP/muvRa9EUwqtpTIqGnDQfdcriCJ0hrHglXPQW6A9LI2sL0sGIHjuZNpsKWTQXrr56gFt1L3of5c",
-	"na8urhcJIdQlrmm4LnVlL4CL+s68SLoY6W7oupwx85Fml1wLhgUvJquNRvbXq+d8tS3I/FvfG9LHlU1Z",
-	"gHLcZgGwVw66turQaNAQ0UwZY2ts4PRma+j1K74ZapQke6fuCvDoyQkKwN6yR3uAfZGrnSD/rPb6JifE",
-	"rQ6I9+F7ODwYPl3zPfTcDkeDz28lrvMAO2O3QlwH3o3nZ3EI225YGD5pNCyMRoVhAbtYN5GdqznX7J3I",
-	"M77U11zjFxXNAz8GKSA0QIcdw+vMT9MYhBZsUhGOw874yMDmhNqwMx7S14XETK2cKESNSnKpN6yVTekR",
-	"iXtkN6GfYecZT1NATBUQD4S6gT99+AQGDk9oWp+9k4cq2HBTwzemp4roc6e+QFqghSSvL2jnywn+p6VG",
-	"dIKX/yq+Mf3XnN5leD3EDQGgFfn61bguol0S6fdcqVdKTpv8F+t09bvxFo+5jwajk4PB8GAw7PdhY5jf",
-	"I9Dsjp58BWP5/P4JpnbH+jJ3Yj1upmVDJbg6/c48YzRo5hmDWp7RZMPfyiyOKiSzkVkMR1Vu8VUdtziu",
-	"bNqjGm4xWucWwx24xdcFtzhp5hYjuHxwvbwWAiJr/I6Oi45GHip2ZjujCqs4HlrXzWqX+H50gk7N21jQ",
-	"sNIvfdem3zp2NBwNBv2TGqY0XGNKRdOCNR3Zwav8adSKPx0XYI+a+VNrZ/0W26TZMfmkrbP+kxFi4T4c",
-	"ky1Y9+WYPOgfHfkOww2uwnfwSj5ec0ou6GKTq/693iEQf/4CbxCe85WF7v5dlJ/z1XP7Wc0lArDqxmuE",
-	"czJyCjL/+BkIk7Jp1tpkA6fAGh2MrP9llTGUiWwKcbcfZkup0YW59tYBLg96hf03lHc2AFvrL9nlAdJo",
-	"TK7IYE+sNfYq6e4mPCtvJSGzs294VlmMVZQsiXXv1JoME81m6pbNubSkMAdZJUY/ywNnyfWNtmQqbmWr",
-	"tbAaSQhrcZpNl66sedVW76Soy2Ky5jH5iJsOZ8l0Zogg7hXGUTK2pLc2BhhzsdmEe3qmbmVUzM/MC11W",
-	"x042c4ZqcDDHNJGGCCmb/xirMxXpEPnclQvcYPp1tZsiFiWS3arsOgqlyizWu+jH6yy0GLCpGWeXSqWC",
-	"S9ODTznY3iMwWu5Qrvuzd8sNvZITSFRO18QWUFbKS4IToRtsxdCEHvsYWe+8kWt7NU222IJgl2+zBp3T",
-	"xvzCrT/fud1D9Ex5DxSQWsAg8eYQ0xU6wI4G9eCUiLE+deGRn7pwuDV14e9i87nk8SuYQUlLKU2OGWJR",
-	"VyyD2i67q2WlzjbkvRkOfgdTDwBVzbh9DhUhSlQSsNI0/jh8UA2OJMA1SRSPyDX53TNrWPXK5U46wTRk",
-	"Tkd5cYDJmMppqbCHoisSkQu+VoGGDZ6OBy7Zl8fECh+RnTN4EcMqenBpst4LyvOgrq4oy1YGqZTt2xzS",
-	"ORVa4LoKCgdME46Onz4dBA16nIckOh58PIGpoxlRw68Z5PCqR1S53ROvXatEcm9Uls9uzcn26tWzCgaP",
-	"8BuHwXfoXV8UpeA5T9WUSuZ6yAREkvOjFf/K1gs4QzCvEFbkRZR/gfth0LAfhkGd5n+nhR4N2HDQYqGx",
-	"3VHjQt9hk5iJMH5JpcHrt8rGbTL8xzbZfZvcmwpqT5kvTQE9N1vskfbdLEhuund1lKTNqkoqeHo4VSrW",
-	"7UpnQV5gSs0Ifh8JiP4RdHGRxDoq3BN5WsjJFbUM/MBPwVsswfKlWJ2XdUsDgDscuEmQC5l7k0MaMqNY",
-	"Ui2rOHGwRr0glIZLBuznJZd5kq/wmtkR3KOiQr9t0QvYIksmmJnsr2fnLOO5QD3YfArzC6XrgWJrpWJm",
-	"YKz/OlGZUX1Id7zKRXZrlohqs2EJJw/fWD/OaFqGQi9VDEFwlPBdxi4DNeRDA2zq5dzmd/HTSaGuZhtZ",
-	"wQ/8a5pqF7iAUVwh9qZwII56ffYSrvVZEkNiNconQ+G4fian4gbcIYZ1yVk6cOVnXSuzATEzVJzxW9kr",
-	"lYWyJUbGrACOqueiJQDyECVxYxHVGNwQbAVV2OO7lE41ePizWRhXYWm3MDj49rngKRSsb9f8ZazvKSuO",
-	"666FdlIMHcAR0rKC4UMV3yxn7jfLsNU7Hmj26B5rbBLNAma2zu4Hv/F/i8KOZ3Hs7XBgX5hQklbLnUuC",
-	"p/dW0tFjlRvLuJxb9uwVCCT+tPEMguoVtyITWDPQOR+EcsGniZz22TvXH8+KWoxezRXT89ivtVilZIrZ",
-	"16HcxHFPCZPOeFRMBKOUXSEQgwhKMGjbPNIsAk9Bwwsh/1j3Z5mz//wPOs/+8z9YdzgYsP/63//HnVU9",
-	"dsiGg0HARr3olEU3vEhE99ez81DC2eentbMe6s4nz3R9Whz7WCu/MIUV5zTkRUhidHGFxDnuTHUU1Wf/",
-	"jKcw+K9ZIHXpKMY1uM2SPBfSW4NQ6mQqoV63zF3CNYwN70ajQRSwaNg/gX9G/ZPInvPYO7hzQWeUxC4a",
-	"jk76gwHkUW0+ItpUCjFHQcXWNRg2xSEDgXaqhep+z4hkoLf1MKc6In045fSnD3exPVWr8731RMu71LUY",
-	"tUtbf4SpvEv6kHlg9ww8gRaF6Iq65ownGXuRTRXpYTHpoN8d4N3kz3hpi5d4yQSveykBk909oLMFYeeG",
-	"u7Z0xTyyd6deovQiQ/zRyWC0BWobplQB+7lIEyOolYH2AB568B4/7T99Wga3gLYA1jZzoFJiRXV1Zfaw",
-	"URRtjWwnYGwWZQRPH6Agm9sLX6CO+ef1s3HTwd3qkC4xwuppjYpNsyKJZaK1S7BDhcu9utF+tV8WwdF9",
-	"O0smM6vcpEpOfT0TsmzYQ57O0gbd55QVdZOt9jEhgFzCWzi0Qffxju2yjMHeYBE3nrLX3lHeZ2e2hDqk",
-	"VIK0HJdCJ7HQMBN08S/uj8BBHJl+n31npJEBRvWgu3KaXAvQxVCVAjU27Axs8lxKA4QIDDsuxRPAhetg",
-	"NUbNUVV3hNAbs8huvzEbRCwTcwXShjuC+wZST7GmMmEqFxGkbeET8nVPY1CxdJ89tycwnKrgeQbtNDqg",
-	"6VxBBiNzmNtkqZBVkt/yFYoGv4hMsS4KLza7rKfJ54odUZeFrIBYNbJCrtioZwQqugfJlWIpz2y2fYZm",
-	"JrPqRpv23trFhirNJZ3bKcFrSrenhpZIFnKiwzI6z3ekMTIbwIU4CG2ZMNtrmVM5tVAWm4Dc1MtS8BbB",
-	"5IcFXdftXR3YyiIkrlgEw2nSgefmWDMcvTMeHbdmoM/LED5odd49vZLrVNQ3VKvWrWxiRVrBU6KoRm4D",
-	"u06IrdpshbEYBDvecj9Krj0jDbc7V8h/a0K8k5hCaK04ukvpYnAM8a8dkQse2erFibhbRhK1zN9efW8h",
-	"37iub4umRrcHiovX6x4V27WySx/0tuXzyIbH+8mGXw1qZMP7NMQjgmOH+y9QXsLtAcd3ZWfep+RkbQue",
-	"9NTKAO9ZCuAYqVo+uhF0H/UMqwIbcMal5hPzdswo6xAYVIEbwNmGhzI5UEFpVTj/SjUB/Zqj22zMoaQC",
-	"uZuLdJqvyT7iy1mlYcuG6VBGrgAUnLphh2Ia7RkSdqyJAk6BK04WfU/MYoZR9dGfyfbDwY0theC4Ukzk",
-	"oHBhgraEfp3zabnh0DSkvBKRzZFZjkljXSPIwa+y/Rw9j7C0Ew5SV83VZhAsV7GsOEOhoFKqKYOeU/3C",
-	"SpT79wncJuWRXaq8quZJnou4d0oyjOnQCSnlCxGDRT7FxHVQNuZAiwXPnHx0xoga8dYAbZmFzai77VYB",
-	"idvZiXp47RPKW8h0nwOoKCv5UipgM8ZKtoYFmh8/S+s8BsaudRvUaShtmQpr4PAgxXSKnEklD6gm8Zpc",
-	"7CdawPGGQSgJBDYIaOhBvxC7y9kZBlAIeN2sF8p97Hr3LIp79rI1oRzKZHtieSjXbXiNcjnVZaAUhoFn",
-	"PHykSfp26TFKMnqNAC7FLVD2I40XRbWCsrvf2VtGpmuCn5xcZE7fji8sDwL/5MZDhc7tTuBOeTzk8ZyG",
-	"Y9rK1YNPHwK/xCw6L/g3986nb3QwPOkE3t2/5+0HRQXIxvgWLCbm/E0yI5E4ntYZPx3C8YfRB2hMhOdf",
-	"DwObKaczPtlJ1LcV2R9Qyr/kse2/xZ2XAwWc8t7na7XozpjDSLmQhs/wywxqq4DsehwzSYoEVfWQzD86",
-	"WLcYQ/fuJCVPKmVH9yhTai9it377Rty+jDv7h4E+93dIeS3QZlXixnbTAEexD/1Ntm01oM/+sO99My6E",
-	"gsq9RXXU30l1qVxLNqEIHNAdgohySQ4qTjj/th2Zf0ucDfq27zEdyUe+Vro20pdQYLF0FHyBWsZZHN9Z",
-	"maAN6BSI+zG84qXputF1i7S/6YKzsLn2+uzx4zMjBIgsmZB9FFPjGwmobNcMJQL4+DHrcl2R6jVfgQnT",
-	"CElBST0pS9NBIekHZf0BxEEnsntAQIpt9L6B1DAcJOUJlyhbMy0gJgalI45CCpwZIEaRLDfwJzMw8k7P",
-	"ll4sC/f/P3tfo9y2ce3/Kjuc/4xJ/SGZpKhYpqYzUSwn1r2W7Vhye9PA11wSSxERuGAB0LLS8Uyfpg/W",
-	"J7lzPnaxC4ASJUqOm6bTTmUSXOzn2fPxO79TtgvaLSj7THt8Ka/A4jFdlXXHsrmoEjU13BlRli4WRDkO",
-	"QgH6SKFTayHpkpnLWxcmyzb33mSiFoURjPqK3khKFzmAcfpI/a/6gplLhHmSFIZikZ9dTBIlM64feVBa",
-	"Dxga9swHcch3LnkMyCfOf4PC76wjmlX08Bw01zRJ0kvoc0gApE4DhAq5a7yafKjwWot6RxzZC5pGE5Qs",
-	"u9Bbv4o+TPBkpiaWXsfDe9GNOjpAWgf/4SI9V2iSE1k4ZQyRNa6Vp4jQUWCzCqRbo0Uufav9ZgBYqFcb",
-	"3N72MFP4KK9uYKfEKG8A30jFM7TUicphDT1Ll0UODCel1CkWSezfCEqJBJsE93mZYeP3A7YM+2JlYRCf",
-	"lgkpqJENpTAdcQJ2+pQqA/JJhEcQ3sL4NW9+PFq7Qzxy3r408oTWkhB56AsWMEkqg0UyDhCeMGeBcHnf",
-	"SEKTOKw8rIXKJFMyuqLajjnKJfQwUvbeL+kSlCuRpZeULmbY4HQaao5xrUTPsZd0QwDd5vGHMvQAUqY1",
-	"bP1Fxhiusew88blWETEayUlRMWX6tzJTvkAw4vdqbXTvhswwiEAqHv6WNmhlbpqO3dQNtciCw6Fmg5sT",
-	"fOMclSJzWEoWOE1riwtYFbglagIuLlbIj81m+KuHTq4TVqISN/C3p/jljtJ1y2iTXB1lpxCL5/FtyzU1",
-	"Tr5+NjwVTsRpDVztfwKAlGMqpaHxwNBRI+4e/x320udrsaPsgW7ivyM/cnPZeVuZCdGkKrIcr6HO06xg",
-	"kClDSnRZ7Auzm/+2jCcXVLykPYJtNRJ/qtQDYq0z1CPcgPAA/gV/9HCtuwH+11TOIr+07XzHVWFhHPlQ",
-	"PK1oh1cL0Gt7Xe/jUNP2hq/6lV9MZKHO0wxxmrt7mPmdm9TvXLStW92aaZ0DMegyRodfN+g5lxz8u++D",
-	"kyq6dSAGu8L0yPke66TxA4OSr9K8ZK/8qBzO4BuxkFemaNgcPnli6jmiXs/EKKZy1WBfyHO6DgaVmTjP",
-	"0uUCmQSQrTf7iJtiMkvjCdIjGMgOZaJU0CXPbZW1ahU0SoWREec82NVsVLjMlz+om9Go3lbwcKlPGZS6",
-	"kMWs9BejDL4OkKr0ct4a/vw06HWD/tNgdy8YdINBLxj0g8FuMBgEg71g8E0weBIM9oPB0/cPglK9k+eR",
-	"vWrP8JapAFy9aWKoR6roblCfCPZ7/T0F0+hlaHOMnpWxJ0bVw+xOXnziwzIi6OencCT7T+GEDbpwXgZ9",
-	"OASDAWzrwTewaQf7YvD0/UZeSXqbPwPPauLhYYGyx0dha9jrBWHr1eHJc0IyIHsOQ1Lp+4H7/ekS9oTK",
-	"GPt5bw5DY+V/dZ7CP9uLCbaM3aHu3cmfxeo2SATTkIPhZIn5QAmBRh6PzF/1pAwubYa3ZD1jjv0odCLh",
-	"1kOlYci5g7k5RwHftJgCGGqDHKwm+NVjwIGbz0euB0zLq+XkBWzd8zgoUFmHCDoJJKTymBkoXX4GD5Nm",
-	"oWaQRJnOZx6/dUqf+WEtrS/UlNcnbpvWd1OqXqi/aK4eD3DzfD1u6I+cvY1y9ngWbzY+zcbc/yN377fP",
-	"3StXzV4kxv1xb4aYf6PcOY9vjaujls9HmcaYqYT5fE45ZLZDS6r3awDXou29FCnUKNqBuCPG8XfWyRbk",
-	"ZvyMQWiwepCaYHGNQv3AvVXK/MUb0gevl6fNyW23laYPlYFWGex/bhZab70stH1GGpdbGAvdf9lMtGaw",
-	"8V4T2Pi2+Vw8rj9yutYR6OsJ76os8CX5tTKcHBv2kNrqE6uAxFJHjw1ppZerzUG8mQp1g7YbCK0uVV4Y",
-	"zsTxFYZWy0r6JZO8yeX20rK4cD+mEnp+4qbI+AHVxLGRWi0zjLClZSYIDVQWftxzh4bjYW4fWcISiof7",
-	"dIE+2Pix4U6sWxvxuYZNyRWz22VJdG7V49fUyrIoqk+LOANdvMhD/VEmcYQpVSqbcyO1X6IKj9wrdlXj",
-	"3N5u4ysMhqSXWtTRzjYWigWSUgy5x7mPizZRPW+LODtip7ZfnD0C9+w0TuACGhJ8l6Npc1lMZuS1QZvl",
-	"Bk4STAubpFnUDG/hPJ5O020aGDMKhcOOOHIr70iLe/eGB91GdAtxcF53Id/pLv5xGU8uGNi3nmGDvzDc",
-	"Jfdi2xxH1aCeqIY6tTCewNuzHnrcVNQU7manybs7xhoUj1e8kczGape5Eqss8s6/i0JS27JNUcT710tI",
-	"BSH1m0itX/15m0oIdAd9y1Tmc3PvEh1aRX9gfFfYGu557HPHRM3uUKhx0c+ez6l2zMztvioSVKvs4r9W",
-	"lNrdgGqOU78wRgJPeUhtbtwgZpzs+1Kc+yxuT/An6hMt+Qc/ER/0goqmRSlBP8QfqUT5Omjh1xnIircm",
-	"NHB/KpcTfv/6uML9Y1K9sOoBzburXqXWNY211BO1jtLl4xU2Vb1YP7p31ctmqD+46mWyndhH4JXoCvDr",
-	"D+afhkTaLxj3KA+1eeJAjMjJHqca56jHYcNA9AUHDQ/EiH/JsFP+F2st9mWUcdPwuh1xVq1rd2NRO1Am",
-	"jCKBOTVtdIOYgm01lAqCMKSz2JN0mURiGlOceu7oe3Yr/aHvrdb3DstpggOC814hc5L+1hRtb4QozivE",
-	"4wLkc2dHnJTgI0eZrDTH2qRYrUyyEPk965JsCn9UG+iU5Y3cwKFNAqz3h165vl5Z2b3upv0C7EtPiHy2",
-	"rkLuOSqkLYjj3gbwef/JzjfkwyqFvqE/Nh8xHa+txFJqobueFvqd1Be2Yinpc4SiYW1x0HM+qhSVLy8U",
-	"rr/DH+Bj706PhP03tFEOAL/0Fdo3MitimbgAGFFXub+kxusqo4Gzbr3Gdes761YWsaksXPnFl1g5w8Xu",
-	"rl192XYry3YiY7163Z6/e/tbGSI8HLssqVbb6XT6dZoKFpj7FZoKJ1Xo8FoGA1/Tt2B0htcYKVvaDDMl",
-	"k2L260pz4ZBjSzLHlATBmVWLLMXK+ohly8WLs7M3yABg4U9FupzMuExQIUGf3hGvUr6iMKdGRSraqakf",
-	"pj8bqwIyiT9WEVv40UPStThugvTinslQzJTHucCx7dA+UpNlFoOm8PN7d1e9hHNH/TNbJr/KCzVff8e8",
-	"wKWgbTKXcfI4VxRjaQb4/LhUlHwyV3kuOVU/Ypo/UcyydHlOOwKR8QbD6JpBxFjGtJxIKI2HwX2eIbFU",
-	"WaazI16b7ERSe2rPC+h0bl8fFwERQjjlyLM0UUOn3+ewh0EXX2qOFFsYL0GF8hShMNE8Nvl4oc6pLga9",
-	"BdoCnbAE/qLu73arASwYOLlRYLCQLUK4z8xNMTJteIxz7RG0v1PO5tB/4SvyIjO854B42+Q44eSxOmq5",
-	"gkI9cRqjoPVcRopxzKHm2Ujnc7Jfs/k24VyxF9umF1RPcUQpSIdvjk1RLysEaGJAP8zRqzBHE3Nr63Q5",
-	"/kVNkLoNYVZbW9iH72SuvhlA79+dfb+9j3CgoSmlpSOZRUImi5kcKwoCi4WMolifBzDB8B3X8n/39uV2",
-	"LqeqfBoBXHqxdILH9NMDgZW2xpmSF4huihH7qULNnUFIkpMVivhe0tJVkvvoXrNsOQ1viLuBnNPUGtLT",
-	"I5kGekAiBTKL+PM8o4aGn2YEeI41HJJX716KyUxmclKozOTk4e9DzS8kq4VIW/B33uDSTJjsGqwIX7aW",
-	"i7ZOxUxJhOHF+hfSlYgGBmyPsSI7mF5r+OpfnJ28DATWdZC54eelzVA9faGWuRjNl0kRwy34WCZoPoDZ",
-	"RoEwsOMSGettnAt4RkQqiz+6vDPwPtEGu+08k4tZHoTaGV9AmHqGbycx6G8yO1dF3rHsjtgCNB6Qdwnn",
-	"2RkU+gDGSiwXVLEq6Hbxf2ZnujMG7ZnEFPO8OIm/6/AeP4yiTOW5yne2tsSoSD9I+mAk2sbzheQ/E3Z1",
-	"jPGvTFXZdOj4YNxSmiYDKo8wStKJTL6N0rmM9U6RRCNY5NFRnC8SeSVeybkS4bLb3Z1UH8RP1SgQh6fP",
-	"jo9LuEy+kBPllO3tdbsiU5N4gWUtBWivSQLiD+eadxmcBelsNUS2lBmUlc1mlDYeDAp5fnaaZnOf6cWU",
-	"ASj5EalunEe5aKCL1GBnh+fS6XemJir+qLytOcZduVgomcG47AHg5XsZ6wtaupXp5RUXFW055w3sq6xm",
-	"xFZSaA3tHsxqlfuJYK7E0lRifDwn0hiuzryWl8ZFM1Ag4H1k/JxGdqPotVilUNcTUkWbvVns+at6/YJ6",
-	"PruhJvOH3Dlgv19t3EWlcoVL7uqNJtSvLXWrtzlUXqK6dsRfDH2TO0NtlzVEVnNIzCR3vKWLc0Fpik29",
-	"CbDv/nACYuIItcIyYCbuT55y3qDlhnwk7FEW7VGRjtiHDtLA/Al7uMMbKCZX5LbJQqyYFG2sR0kuwg7K",
-	"+alRA2hf+BnrpmyiVcJKj62oOmzj4oCxjN6mW8I1U+FaAD0HL7FK2cTqHkFygnKa5Dxlj5edEz6Cr7VJ",
-	"ct7aqq4OZ8rLQqR6oszmHsFlNBLTNAFdr52rc/R39HkFQo0vBdnVKWn0YKHzwNMMjWzCs8nSVHN9StAN",
-	"VYZ8EnOZJB9gmB/S6Qe4QFjnpVXv7+25F4bhNoZbDm/8DhwgrS5DPTqhgW0fH4EOQSJ7ks13/vWPf36L",
-	"6g++81EuSIJb6W1mAe5WagJ98PZs/Q20+Ajh5aS4g0mjAiajcJPG2/M0WiZK9AeBIMZAnExoLLZ3e8DE",
-	"gqF2mAXp+szUIrmihUFcyohXbkRYfDi0eGTxzcarzvDwgO1QUD0MxQemuRc7wjCLl1QImXOeFskV7xXz",
-	"HEjsQzGWk4tzZOTAilllrhVrsWRG0OyYXZVjFSZr0tjj8SgXpydnb8xP26dnh2/Pzl6ewjmD/5O4w6fx",
-	"+RI5Q+QSjm8BxqyKCFPjiN1Qz9DiSdLzGPQrgszLooAJsdYNF0M9OT55jjsFS+6q+SLNZHYlpjJOlplC",
-	"Cj3oWahHg0+fiIkDZJPpqVEoo/SSpJyxTwhhigcg1qIv5rFeFirv0Pkvship4ZDfoBeIfiAGgfjXP/5p",
-	"nhNtox1ILWbpMrMRKx5HDgaJ5VXdB+WOvgiw/qs5s5IZFBYqm0uNfsnKyMRozxuYtXFK81HbdbIi3l2t",
-	"NMO03ss0A2WrIkOYPxLeamgnmLxRIqfEKayOTExbbLKrXOQzE8ZLl8U4/WRfDQtI2pDVAS7jiQIjNU4U",
-	"wZSzpT5wHiBxaNwBUawiES0zbMROqLMwTjdxj/iiAwlrrmm5XBV3kgzfS6hjMHUyDH1hxzs74tAYiYW8",
-	"UKJYZjoH85oOF1IVG58AluUyW6MvoiXIW3u26EayC8cb3x4xEplMXomFiu1XuZqkOgooS9M5S+yvijhA",
-	"Y4sqc9XkPBWz9FKR0aqvnGNe9gPETKhJDjQEDMuplMhSiJnszJhoR9o2k0GnF02BUA/K9/F+PyBhgFyM",
-	"dgTIxogHFcOH9jfRUrGOb18Nq5PjApRX5tySs7jyvS4rMRbOovUAFMgVBj2h3vNZemmlIwhsPiHU56Yw",
-	"IzRyqnR0V/aPnB5dxNWkxL9gfRb8AgTALI4ipeGDK77DQHU7KA1+ttMqRr7rJYSuYm+sa6U1bPX6raA1",
-	"nkxaw5bMJrP4o/pWTuZqxyTKBq0xjqf15sXh9rif77/cPdxuBS38Rayn6bcTcqubXwTCuubZApNaS69R",
-	"usRbQZV2nW351rA11Xvbby5bQas0HlvD1i9Sx3n1feRmJJW1wnadNnLKrg7KXTNBdg7+/+kPf87HP+zn",
-	"x88Xs/E8+fX47PLj5Gjwp1YTd2WpJbaG/coYz/p/nf/1f47/VB3lf8Eoxetf0yTnCWwcN0/i51t4Zk94",
-	"rz4o9QsP5BkZv7UYttEvXSs6FytN5hsj2uh1KudvWHcE1X0+G8Wz+UXfp9l85eBch1bV/wCKJLoe1hva",
-	"eDIZ2nb7No2adLppms3rL2hj85jWSU6Nzn0M+Nj4xtZdUsctst5QYaTXufE2GsVYRnyfV4EV5WkvgRXk",
-	"lidajPO4yG/J00LumrBV8WSHraFpGTRS/YgxPKzSny8TmQn1aQGzCWZI2Prfn7vbT9//vRf09j//v7C1",
-	"6QzQHeEP3zhQeez8yFoLttLZu1k/0+jqLE1fpvq8mgeFnkq0Va5zUG6yWPARLBPX2DfLlSh9DjZzLnpd",
-	"+s9GQzTaPO/IOh8DK/te4KOxNu4aq7QyktJDcWJettGAQHeNz/Uzuu7qRSdWc+c10c2tKS7s3TpscrLd",
-	"/I6Nh3ukZFIfKzkO72OErB45pF0POag7AaDmMoFLSEWHRn/xpqMa3ZH+bXH7253EM8ka60bPGgMHqOsZ",
-	"v9pGM8Npq9+DoKie1ZJKGcUI2Nb09H1IIS4icyXCFn3kt79JVZy3xiPrD6icazFLE2RRNJN4+8Xy6MpM",
-	"sw78edPCPu/Ovt9vOn8UWjSxOhtVXFPhMnV9/BhlpaEN+r1Mnlnt9vrOrwqBbjSQaxq9+6DIYvaH8yNZ",
-	"0S56oqHjbrfvDllhKBKqIysUVXd2jc6zgbJqdZ+7Bp43mu8iTV/KrM6vaWQK60jiJP7uVnIIoz/QcEb+",
-	"mV53sL/35JuuGF8VauMuE3jMRIKquFn0K+I73cDrWqsxFL2++6PAi+LKzJJNbTQChtevUNoqqBg/nmgd",
-	"0OmlvpEv5Eat7X4qo1lCMHRaVIdTIVSugXwofUEWt64B16DHleykhsL13pQaO8gGxbQWdG4aph87vr1m",
-	"Wo7IfdV9jKmufbpM0A+1WlYnNQNjPOdvWvrgR3Zjf3WY2FPFQT+K+bKT28EyostxbSTj8/miuEJmNEIz",
-	"Ii/2asyrjUSWwTgDYrVcKxwKAw2Nog0EGCtyQS/FIlcI1S4OmFkeoQgvzs7eiK2tve7u1hZGX3B7SZGk",
-	"MhJjmUg9oSBUmk1mKi8yWcAexEiJC7xFWEc6FVlaoE+Ro9MmlkpsWCaSutfdHdkIr4lVNaBxG/z0PFUb",
-	"uzexHf/YvcWP/h3huNhzPCB73d1bToROi7f1uThz91gl7NogYOC1DlGW+eFSy48yTiTWy8vMTkQli7bi",
-	"by1wXiHpnYyuHHol3o/XoplhxuJ7hDMXMr9Yt4IiPNuE6anAvNavfuIwOq2odein7FXZna4rwlCtVIik",
-	"u4Zzl3CRJWvp7h7GAkMtc+TJV06Bk5XVB70idJUhEmqLW6OS2DK5lFd59UGMtZao7QulFjncpTaTDed8",
-	"pq5MY0wO6Ndz7IGWcZlmF6LNnUIoUx8JAw/M0hn+QSFz/IIADloJnV6KNkPPsPQIwo/juTJQLPybh0+t",
-	"dHa8MokM53NrKmKG7einn376afvkZPvoSLx4MTw5GQXE08takc8Nja/5FXqEUCCYdM48RbiwC7x6lHcO",
-	"/B64q6HTy4YSjynuZ0mUL2W9x1D7BR8PMTObbgnoUJM21B5R/ld/e7cret1htzsKxKg/gD86VHuwBIyX",
-	"MMey3EiZg82Albq6vCqTnFDQa1e+XFWHw4GHku/IuZxhdeP8wywtRqKHWA8E0S2zc+SKlvnFgRhlah7r",
-	"SGUfGNuCc3yhFpQjZ77ND0K9stqlaBdZPJ+D5kWoplSrnGrxwGeGoBQbTfWEaXUaqhdCl1ZWL4QvN69e",
-	"uF5dwd52HzfEbndVdcE+b5hW0KIpxiRNrtrxTCaJkON0ScufTqd465Gkb9l/mlKD/d7al9GZnYSHrttx",
-	"xMW0PLPiphN1o+1QzqXvw/VbblflTWfTiNd/x7rmsuX5r+RSexfMLYuQcIvXliDZ3RNtnzn+N695CFLs",
-	"9ZQrj9wtkBEYGoMVRqWI19gbTSalRe/cX9AGj/p3eGmc0qluGHGE7rs4N4AsTsHJ1tzi9BLHKzhWpiVH",
-	"nGwWpvkChSrvtSChle5fbUFC6KGjkePpvFNBQtTH16CtcYXMarKaa/UIkchC5QVtzlCXxDSuOrSaoMZg",
-	"261yY8sjUlULSzCDCRpUf43U0BovitW6HS4U60UwSrRoj8yf+MBQyFBTdiEMJ3deTfpypsqGYduYdtIp",
-	"wuFAC6VifwT2dJ61dkDmMOHADx7lIgLdpUBofDvNjA4CX3aCMhkSrnFanblNEUAr4CZSl7WJXETJ4xLq",
-	"2xO5GAnZJJKZwQWpYlZTuJyZVb6erq8kWPH17GaLQdQMhuHp6egGayHUbb+hkpLRmlCcXWnkMxgPzBKJ",
-	"OVNsPlEOGNhEI1BbSxWYNN9AdGFItgBjvXZ7o+7ZzCBTqTHq7gG3zAipmlhpBLlX3FIjViG9ruDINM3m",
-	"sqACIgismcc6ni/nqHbWaosE1Y69bjjVmH4pE+hnU8cMKPPuvXgQFuTfM2mMcxjvizBmTULCPSYkNLwb",
-	"TRZMjUmwQiTIp69CKtL3SEWgXctuSDLEIzoxZtUQjFvzGAmEhud27XOZypdJcRfKEOc24qc3JxFpoiwk",
-	"KcR00CXLCE0sc4ywF60xFFf2CuUxJkRuzB3K9onDRDdeFveALLk3vZErE351+uLqk3pH5fHM3DCfK37j",
-	"v7fGSmYqO1wWs9bw5/cgVSlxoekCgsOKQGCb5wVHjOqzjebyQolsqUetoLXMktawNSuKxfDxY/zFLM2L",
-	"4X53v4vEZTyMpjIFSx3D25FN6dyCrOBlirkYo2WCVbb4JkFBV7+TnMsyBkGeqHOZCKWLGP8NmsUiiz/K",
-	"Qpm8TUpgijOxmKUac8AxnkbP4hbO40LlO9XbNVZ54/v9pFCsruZ2yWsHn21qhrYCR6PizKlu5/yedkP9",
-	"x0dKJvbHTQUgsMjPjn8rNzZUkodWu+H0rfICt11L2Flvu8Lo4/zKsPbUf1PWbfJJHJ1qTe7bnRpO9bae",
-	"U9QUaRZc3hUsSf3Ig0W4jWJMtd7aKR6MbdgZSzgZkcxn41RmUW5VebcmsdNJ+2BDq4afhrcih3fEIkvH",
-	"XK7Ji4jSc25M1O05h4I+v//8fwEAAP//",
+	"7L3tchs5kij6KgievWHSU6JIWXa3qZg4o7bd095pf6yt3r57ml4WxAJJjIoAu1CUzOlWxP66cX+fuBHn",
+	"Dc6LnDfZJ7mBzAQKVSySRUpy98ROx+6YqkLhI5FI5Hf+0hrr+UIroXLTGvzSEp/5fJEK+H2ezKUy71S6",
+	"sn+Z5XzOs1Vr0DpXTC9ExnOpFdMTxqFdxC5XjCudz0TGMp2KVtS65ulS2I/HOhGtQeu096QVtUSW6aw1",
+	"aGmVruhjNucrlmiWz6RpRa0Fn4rWoIc/DPzK9A3+MDnPl6Y1oG78IK3W7W3U+oYnL3kuKhNmCc8Fy2c8",
+	"Z4kWhimdswXPTP0ce8Ecf16KbGXb8rnIRcaGLdvVsDVgJs+kmhb9zXk+nrF8JthEZ3Oe+6Z3Xc+ftU7M",
+	"68SU1zS1T0cyMUzi+JyN9XzOj4yws81FwlJpcrs/MjEHrNMPUFmsehSuNRPTZcozJj4vMmGMxYhh699/",
+	"6h09//SHdoT/dh7/0+FQ6Dkw/GUhv8DOjnK9db33vLcfxM9LYfLqoiZSpAmuasJlatg1T2UCB27nujLs",
+	"kl3qZDWgnoYtxeeAtYvMHt185R9Z9JlLY6Sa3mkxL/R8wdXqrc6/1UuVlFf0BgeIWCJSYVFTZ0yqa2nk",
+	"ZSrYWC9VLrIFz/JV7fJOg+WFjVm/1+vDlk9gzHuY/7vspeCp3RaZicoq3goJxG2MTUcyYUpnLBE8tb+n",
+	"8lrs3p7g4+BbaVjmxrzbKlTOx/m7yTkSYlpVeR1jbETjOtoBz9hCZAapejDRtiPrIfAfmciuQGklOg1W",
+	"7YYcMKWZWY5nNUNa6l/FhsNhYTdyKzqWsdBuxU7ss43Yk/vDupd6vJwLle8zT/pk91ypIfv6PuerKhTY",
+	"Pjlj0MhiU399WmqZpsWsmg5vluOxMMHF1erDDF5b5FA8XWNJlkp8XoixpS5GZNciYxO+THPWTkQONBTY",
+	"DamAjFOLVE/rcPdpCXcljcgcRA4Hn5v8/xCZ/ntbAF7Eb8XN6wqWvlZGZLlIAiywM1Tihsnk4dDhWa+H",
+	"GPFumb+bfOBqusYbqOX8UmRApjhbaCPtBfrIMLOcRyzXmqU8m8KdzmRu8K7cSco4dWvXqZfAYGV28AHj",
+	"c0u6DOMqsUMYtlywXLPnlf+6z59H7OclV7nMpdjQqvv8+fM7odoHMdZZYt6p93wqLrT+3i61DKAMm4y0",
+	"sr0zfqmvBWzdnH+W8+X8ABaq3KVlOAhY86VlSQTjOZtrkzPE0MOX94O6UvpGAW9cXhU8sjwv8k88E0D7",
+	"6NyMec5TPV2KM/t0ZqmrJPzdSVA9Rzxg8JM9f/51ZDeuIK5rw9zttP0oLmdaX9XfDufMLC/NOJMLL4jR",
+	"Nc3HcIn6+3nnym5wHNY/uZd74jZqzQRPRAZb80Hk2erofJKLzP6ZCD/n1qD1UYy1snul2Q2XFkUmOhNE",
+	"QD7nzHGzNzKfIX+Q6yuh7NIixm2fcJDnXK2AVRYJ48t8JlQux8AvW7m00ifPczFf5GyS6TnxHKm0FyVP",
+	"EivEdC1kUA5uDfpRy3NmgzxbiqhlxjMx53Ytc6ngoNhW+WohiNhORYbb9+OPR+fFbMT68s/TG74yLP5G",
+	"8ExkceTWaQUrbrkiblgMEB4FH8alGbbwY6Tufxy2pAJpYQSAGrYitvb9H4etJZ6fyApudm0WVTJxra9E",
+	"wujD1raV02pRTsIt93QAdh2OoWXB8LooL9s+L63BslRRSypHVFoRiCfEcY3gHtk8GRTKEPjPLF7v2Bec",
+	"G7FHtfOjd6U5fr15jtT8QeZJkn95gi8qor4ld8BACyJNAZ3jiskEFCyZWAies7ZWwl+HTHAr2sq56JSx",
+	"6kmvHz3pnbTql+xp4dYFz/nn74Wa5rPW4KTXA0KSW16kNajREbSiNayKWiT1f5vp+ToUvpWZyVnCV27t",
+	"C5FJnViOCVknkNjDRjHJ+PEjw+Za5bPKok96J8+O+v2jXn/DuuF7SzhatRtrX29bx4VeX8X3fMcitH1J",
+	"FwucTaZvlMgeGdg29jcrgdUvo/902zJyveci/mUpx1ckUtYdmxeB6HbG4kKCjC15iekox6ytM3ap81kn",
+	"lHvLVHfjWSs6bd3laMFStpGng+a/nYAdOttbe8TMQiuDetm3+qMYZyL/i1jhja5yKw8OfmnxxSKle+/4",
+	"r8aupazRVZq+CZQaml2JlRXGJ3K6zGrZoKcltS0xC8azVvyay5RfpmIQiiYzbqyo/+LDm9HHVy8+vLoY",
+	"/eXVv9l7XqhxtlrA4ZQZM7AUczduo4DsP2Vi0hq0/ttxodY+xrfm+JW6FqleCPymvOUXaxOPyzOPI2Y0",
+	"kzkbc2UXfSXEgjm+iRZxBmIE6sY18bxG5Ewr0W3dRq0Lrd9wtSKln9lz85C9OS9zN+XNtKso8zL1TBHw",
+	"THqS1+urTp4Hu72Duxqwk56lWGwu1TIH4lWZwZ3YfCB362tEKig+j4VI7O2XG2bvQZbKucx3Lqlo6rsY",
+	"sKc9x2saWIQBxhR+4iR+Bwi6ddnA7ed7IMBQAQawtn1h75dFysfC3UKnvX4EkmzAPeP40rBUA6O4XERs",
+	"qVI7isyHKhhCJMDJ0qWV2hvu5JTN9DIzZ8wIwWKpJrob8rQR+94uw3S6DCSGoUL2Pg7kh5i2xXRZDACO",
+	"7WziYWvYiv36vW3qkWHx5yPYkCNs3R3afdwsm9RtDrU+DpveoghqF6wz+TdUFO9xlIlFLyP2D7tY8lox",
+	"rh8g9rJBD4efRWclqF4fzeZGX7NLFFZ+N2cqnE9gC7GIvRGYh2IfO68ezoU9GfYcIznSkw1klk1Fbtjp",
+	"yXMmlckFT1h71ykqI3qdKLoN29fa3wYwhx5fpIJn9tZ/KTMxznVWyxKek1KQqAqo2B4Zlrhvzlislmka",
+	"s0zM9bVA1SF+0vYfsEsx1nNhmBXbV7C0rRyU7dHOzAkkFY4qan0+muojeuoad9/Sj5+gy09hsyM5X+gM",
+	"jvaCW2mmNZX5bHnZHev5seYLeWRxfirUsR/6NvzcXMnFkQaY8PRooUEji7MrTE9AOJJEYqv3aKiT9lDg",
+	"KqqALVnCuCG9U5YwM9M3liKfsfj85cvRL5YRvY3ZXMwvRWZFwyxbsWIkhDFoPRbBoL+0+DiX1zJfjRBS",
+	"a0J/1HJXfO27KRHD+jcjJH9r+7hj726jlkXHqc5WtX27l3foXuYburbw3jRsJuylt4sYgQgo5yL4ZHS5",
+	"Wj81ljDZXXPHZmlExm5m2u4aXPxAbmb6xjKkN9zQ8zZfyIghrkZszmUasW63CwdmbcriM1oFRkiuaxYF",
+	"kvMIxZia19NMLxeb3xy+Axs+rGmoJnpk9DIb18/Q8h2b5z+XSZKKze83v9B5/Qu0ZK5vZ9yPWSqmPGWW",
+	"nOariMUnMVtk8pojy2y0AvFXWQL2Uz86+VS3XGe7H1nQ1E4gE1OJE1h75S7Tja8O36+cTxuoqGyrWkTM",
+	"+Wcau9yBVMrhv1OFgKxtZC7MGbPXLjCZegmy5Ly+802kyz4YNca0ZZbW9mIP5h692NYb0WqZz0djPl9w",
+	"OVWbGxRMZu37uUjkcr7x9ZbDYl/nYgNi3czkeDaaaZNv6wJbpVJd7W5ld3Fzq9tQq/hTC9QnALjizimI",
+	"LtFsj/4FqY4qd1j1DBVoQNtVIstlAlOih2XqEVIaxJUCM8Jd9xSCaEiVCJevr+CmC8+oP8rBRepu24D0",
+	"Ovrszxed0zr41+1v3W5WcLSEUiX0K+NqgFsFXdOXfxXjvFWwPy94lmxmgSY8NaLKoIwLxmnbrev4K7jD",
+	"wecEhbBczM3ub+GDgpS0eJZx6EvYC7Z5T69sc7TK1vW2mGklmvf23jbf3FtBKBv3+MF/sqnbyqF00PeQ",
+	"8IsojR8AfcvuoxNB4A63Bxq8OHBTX6vFEuYw559f43f9Xm8dmK8O2Oiavp/WdP2er+ZC5eTh0XyLvgWW",
+	"HXo4AG8aTm6N/w/NOU+fRlvlgaBtvxdAtV4MqMg29g1reyGRnX69W+jbLCjUjvGCXobDnDw/aBgSGHZC",
+	"JxAgdrZd486rzFUimFSMK+ZaOqu/VFNmViZHhmjnQGUmv7xr0XbWvjylP9s3pU07CJoVnn7n/Es8/s7p",
+	"V3j+ne1dwzXW1tIsENG84meyTFMvtPEa7r66lLlUfvBos5RROUh1swzlDmCUoccvI4Ps3KBCJtnZtCSI",
+	"VPxE4FWIXv3eIei1n6yym4gFYsRmWyizrcK5H3QySAYp2dRPv462CiXlOX1AKyK4kdpGh0yiIqTs3NOK",
+	"0NKofSHENGq+B7UIhZydjWuFnt3gr5WCmn5WEYt2fVZhyUjKKIQahwpbOK8fFgnPRVPOq0JUZBKDkYjn",
+	"LBXcgKmToRMaaBW7iFBhRyc71YwPx2ZsZQrr9NnrXMRBXXwRDuEhr/pDVr1BLfL3eP1/iav7d3PxHrLX",
+	"ja7VM5YJsDGjrUKnB160X+De3NedqKKsqie3qEnYj8KeV8NknIOozBhK2xETRyCgot+5HkueMiXyG51d",
+	"1Rh1Xt2r1uL9vWotPsLk39LcG/da+qyu38BnrJmi1n2wUVd7gL1nhzWl8dzux6hRcaR0sssAfDUicpq0",
+	"CIUdwstaBftmYwg5mG59ebjR4cHsGXWq55LTYQk5vFq6oXI4XHgAow0KXtISF4ru907B9sqp3CpnZgvl",
+	"Qa3PHcmPC5ZguZ4K4POAIPGSNfp+qE5TFdrDKcD2ZJgemBfZg6kIjl55P9/wfDwTCRtzI47sXirb8lqk",
+	"K8anXCqDPtOug8BRg7VPTzpnZGjOwRPyZiYUU+Jm/QI/SLYHtUkF3UJ10pP9hebbbafhcIXz3yc277gF",
+	"tzNR/zgKf/9HocZ4M9rOrLpDYkCnuN8ZeXP++vuP9a4t/hIhzjVy0Q06S8D1VuVnzN7TBFetBLsRmYA3",
+	"4Gff5Gy4uFQ4foA29Tc/HpCo9fkIhm8NntxGrbevfhy9frnBM0fcVDbnkWEyqd2SetczCg14K25evwxH",
+	"7t9GrYtX3796/927t692Ac+x/w8JO6Av+8DupIpoBMjSuiKHHVtQ73uJZPmuVlp6hWzSR3Egxb8PyaQx",
+	"mXapEu4qiAY9NeQTl4ocofcAzVyqUAAIde0652ndq8o8sV2EPdVN7CU3s0vNs+SCm6vDfATuUfbDEDCp",
+	"pJlBTE39yai0NzlH/9Gm4qILGzpMOkp0aVMutU4FV3vJmRsFu8xfB1uczEib1ZKKgVROU/rU3EWrTg4j",
+	"Hx0vHyUY3BxAuLw92yW3IjKL5CxaWT0K0tasO/f927/9278dvXlz9PIl++67wZs3g48f4x3heiAgVUIh",
+	"fzm9PcIfJ8UP5n4M1n78U500/pKv/GE56KBIYUbA2OwmuUgsCFXNqKFK5ONyHnw60dlU57lQIz/8HgNL",
+	"da3lWJiRNGa579BzrcRq94lcvYF29oPV6Gohd33xl4V8syLNrtQ75/QeW4EK1VyZBvO5gHakrmzQ/gdT",
+	"Q3JpctRJtLb5bjrVzV2HuQNk/V56qNWfKQLufogqPi+EMiHJwBwTaBSBdyPQRtTfSlKN9bz+a3y17WN7",
+	"RY029lAlWdiu0m+5Ez/lVnXyGyB24dBkD4hdFra1RmyLHeNitRDBaalyKZbyjjZe8LTGyi1Ufa2vRZYs",
+	"t7WwE0qWKR7t9TbUwbZ5+B5GTbmR6helta7NK1xpdUKVZUZ+HzZs7Q9mb+ar+W1ez81s9LOtnaLgKaYk",
+	"OEiTiIkJfN4BSJfmtIdWpLKUpst+tA9il14gZm2uGFiIBbO4Sx7hQ+UTHHQipucytxJRnMgwEioe60TY",
+	"fxeZHMOPn1WO9ur4mttfmWA5tzc0pQIJ+z3zzuUytzPU6gjCj8qjhBHg2DOMQX44kNekHw0VTSEYO9es",
+	"18W+7Ckrf9LDQMXqBd3Qzuv6rAlspzcQ7SmyMYmELt8P6iu8hFEIJwWJDNZek8lAKopbgdgtsxBpChl2",
+	"DFvwLHfe/BD9NOFjzFqw2/TnkKHWiQ83C5HrAH+WfVRJdgvX5/CDkjmDd1VQlv/bAdif6/brXzBL1Gpr",
+	"zzs6vuY1Hf/r+QWGDheIEDGpxukS4ouQea1d1NbRbrdRjb0kev/Ve6fAq7mE1hvty/JuiHzaJnzVCFsb",
+	"z9v74ox9gZO09eA8ZBzWZhugOzKb0H3tuVnW5HnJ9FIl7Z9Vzv7P/0KstD/a/V6P/ef/+z+Zg3+HHTOL",
+	"oeykUwvx2pPwfif272DykpIk6UFe3uCoRQEePwMHiHAJMAcnh8sneG69ge/qtBUF2Uy2+W+dsZ7FOU4h",
+	"uTORiRqXrifVgxWcn3UFJuTQDFXr7FKkWk3tzXcABQ9P3+/8IquDiCNdmxTI93993fWKuuNFtM9lsvGg",
+	"bTocd7Hq+VyC+11QtWrd+za/lZXCO2z0hJ3G4m/VLL/v4SrrOssDv9U+X19cqODi0jD1uaSqStGdzR/e",
+	"EW+LUc5uNTM5n5Z8uE/7hzhx195vOMByDjkpIfHy0oozTigpmNuDj+4Xc3uHpVTd3U8PctV/ODf2eq/p",
+	"kqq4cKEOHXOKoM6NKudNlOlB3awx1alP5q2Wc5HJMb0TPy/tnmjWG2DibU4vxpSu1mXNN0Y0cthuSsl6",
+	"uynZnh9XyNF9U5mDSPMdSVMVtSsOsrZZzZHck4I5qzUQse3HpdeYavU2I9CDkqmHdyPu7SBHe33ZzDvY",
+	"+1O/cgEAe3Au6KjQQFB7e/7m1W4tIJjroenWme4nz5fXVyfMu7z2v7V9dweFamB8pfxKzcgTppeqa7/b",
+	"sixQo10vYz0yIMJUMmVw1LO2ov20HrtXvTufzN31CUQpvnB+E1NKqLFOrR4s6ci9JRepVfPjOiKHbah6",
+	"WMuHsc0vuT7HRTOTO5XbKPmohOdhPTcGgLuWIhHlOEDLGH65VdNY2/C+tI2/V/1hmNe6GRL+Q+P4pTSO",
+	"pZTjD6x1dJnS76BcuUftxwEqjPu4jfe6LrdPaf/QzT0UGcUdeZd4e7fnzKwF3p8+vYPi486iwV10E25N",
+	"a/qJ0wfVT5xVXcHY5cqZe+/Rjzu8vAFnt53lg67J+ptRidqMdwOWkKebi2ytjWsF7+zzIqC7ottU5CPu",
+	"M6a241SPefqnRM+5VN08TeIISootrETYOcO6ZVmtY/9aFo7Tshvev/9pODSf/vAn92M47Lqftd52QWDH",
+	"ni5M4JLeJGzEQaa679hD3Q7TpH4XpPrLKarvDtHSSdoBXgphfWBJ1a/pcElKJiO3I3Ou6mXFaoRfHtjj",
+	"KJRg4lKLl+r/WWJWu1V3DrGsTHv7fizy1Tc6We3rj6QwmzDUyYxgdf/88d1blspcZDyltMSQ3Sf+5TYm",
+	"0hF229u40Mrs/tUlxl6HPU4BN7ZCnequNp/Mer+1XkA9oUUKJUbEtchWRZpqTMeOm6uuhcJYJ6lqckt3",
+	"N7okVYg/ZnTWilHVNtaOh63esBUDIgE5N0IlUk07eDdClmxme7NfTbhMl2horgI4oNbt3q8/9Y+efgJ/",
+	"aPifTi2RpgTka5OEtN3BJMOZ5OJzvmMm65IHn27YZKiuBsUlkgiNOn3WTqXJ7XXVA5gYqaapOMLyacXm",
+	"mO5OtSTlTV9b3ljItJ3pG8OOWbkqWye+v9ExV/s6AwTjYdlcK3ZiJu80FxnIOjrn6f3NodD8VEBAGxtH",
+	"VEKLTvMr+M3aUE4x/vOrC3ZMxOd4KvIYg+9cuvqQ4nUCZiYoSOiy00O/6xEOUevzkf3o6JpnViI39muM",
+	"8/vo+8C/X1FPwV8v+ELmPG19ug0S7Neh2CrVPGHcME7kBIuRJMKeqgTqFrvKjJUU9dDtEd6Rcbe1K8eQ",
+	"VwK5dZOMCajg8JGOg5tzLeG+3l/Zy8dO3VHEl1hGpxW1lguS07DEsJVqhcJyXGMhr+mNvEaVF/5ajTDb",
+	"fm1YynjG1XR3OMI/66UV5V5Q60DgbBrpg/nYttzzNdeGhd0jY4UzK2TIBNU8f8W5sEzfQEQikjQqUnMk",
+	"EygGDkgBy5fCdJoELUKwRLJMa3DvDTwHyj1g/YidROw0Yk8jdtKL2MmpPW/Peqzt6+QEBQtNqDIJSQpQ",
+	"gOZcEshVG61eKHXB9QY7xMaW2cxnmV5OZ9VAyYOYmS2C4I8zzeY8EcH4FYYKSw7dZdw9NL50QOq1th6M",
+	"frM9ZoZ7ErkzWByQjYf7Pd2I+/DIy8zU3dbvFvznpTgDGyP4YxsWY1vwpPalHcc8rbdtwInZI2T/eoO4",
+	"O9dZHQnOlgLRCMfBuh5+hlh7z8qrZwyWjW2DYj0zbtiYL6eznC0XwQJ84F5V/MPlRA5gNLG6rYBUsQ8V",
+	"VlDQhSJ9Ve/TNjP5NqjDVN9yJIu5zFOx1bzi7gDLrdUYNBzsPkVNDodHenceYHj6dCNc7yJnfwnY7VQB",
+	"Olj6xKEOmvcF3DJcNwJyL30UonTN6SyAsG4REVZyMBFL5FRSkeZ4FOMVaVlRNtbpcg41gMKyKdVQzfOj",
+	"/8GP/tY7ej769Es/evakPg4TJrKfy0+jE7gjuWnDba8NrYVvN+4PyLDmLmupUzwEKVJ15g3Te666+TkC",
+	"ZnRL8Nx6MLdW4t2kNfipieZ93ba0Hn/9aa0GFUAXTXX/+f/8z/pqSbYXLOZseYdcU7EkJvMatYRzqy09",
+	"W9vWTae0qNhuNiBDun+KgERMpPIm0+0n23b/smi/j7KrFhGik9NPdwyIq14NwXI2g+hlac2b8G0jfjVA",
+	"rzpcAhG7KMTs6wcpy+8bniKlc9wnLoyKTuNAiGVQsh2xoAbDnjRBMAeHu9yQd8Obg9BhLy++rVddQzzZ",
+	"8+JLN8Tj4pv9bpxdfp4PcmwfwJmymYfdt1JxNRZ3wUfKsF8r60Eku8vBf9/FCl5DsLg9mxQjjrGwoQnz",
+	"q4NKF9zF1NPcsH6woRzXV+SJXE9pj2H0mMyeYHNWBORScdJcj4qtswwexB43yHa/T/xAnRvJ+dxF21py",
+	"e8mNYONllgk1XmG563G6NPJavHFQQK7jYCO5Wc5HboBds5mHCPvIPOzE9rDeh3tVwzfybCry8uQHtJ5r",
+	"AdZ9iFfLM67M5KAU97ke7QPHvGZGDw7OTS4OVE8G1b0heXh2Rw+Hu/golBwMg82to9LfCZ7msz3p8nra",
+	"IX21WzKlr+pm8Tr5YlJbs8urnMvuQGeDQ83IdTzxZoNsOXXcvgyfGWd3s3gvZuWkI9sYe2xLXHTtYira",
+	"/b0qtP444znjoVKedMDJADhw7rLpoiY41/bGwlqsrB3/MgRmaNgasCEksdNGD1tQz/M27kRDRV2g3YMJ",
+	"Pp657im8B7h6KEifYmoKJW5caV3oXufQ/U/Dlk4T2/ewpcTNsPXpNu5gAoqd9u2/LOTrXMz3N+Ms6zzX",
+	"AWI5GKvRgEjiyyLlSomEJXyFd3ets+VccLOs087GfI4pNiakZLD0PWKUycj+AeBBVoK1S9d0B9KIwNcQ",
+	"b3UjTejT1HKOlDhErSGpPuU2pHLMxZy89JkvlZ4LA7dJPvPLh2RNGONlQWFgV+ciz+S4VtltG9WPCP2m",
+	"K+iGBDwLbJ6OlymGAOpgyIiBHyw+HluOvxbwi0xPM2HMiDJJrA+NG86Ocdww5wS3azU5etEGo+U3miVi",
+	"LOc8NfumoKiJ7XO4QbCJHArWTP5TPZq/2dfB5B2Yl2fcjK4WMmZtaNQpNP9Q03cGsVPsL+9fI2jgUNft",
+	"/rrvBfVcn+UPehh5mbKRcOnOcq3Vw3aX61ET22aR0qz02Wg3mlgM5dci41PBXGvvqm6XYP/AUONcx48M",
+	"AQpcKuyRwKz1CV9ZDPLtQisfnCH8ikBvwb4dwTYQwQD/98z0hu3vAI842N74LqfD4dAGnL8QfL73Db7g",
+	"WT7fy9hGI730n+5MOAtCpR/ICgy13qOxvkKfj5vZisXBF5C2yY5QTz733E97kvdeLabl271O6LzhCqHt",
+	"trVtywJoWpXBSjBu1UJ8C94Eu3koBo3umt2s/mo69LCUJ+a1fE0vEL/ph4JjU6Sfe1+O98ObBAvHB6F/",
+	"rvGGAMAK6MvDec+FHf0e4MrwMBu4XwhdZbsLNwmvzi3vf7AzDbHge2nyD/pmPzHinXL8cL02n9T34jMf",
+	"5+mK2GcQXkVCNk3TZeALs1oIe38MFbp7wivyB0XdNXgqzPi1gNR4lyLVN2cla6j/asyzbMWKVQyVk1yc",
+	"/1lEdoSIEV/iDViXqzXrVqcu4R2pCholWS7rjA7AwMK1rMFYlYJ1u78o4ht2t52KpmueijutOM/5eAb4",
+	"PEn5NFCf9KL+pyY9XI7HjSZ6Se7ZOxv6guf7ND4cAg2nf7AnoKv7t3sE8qNu0BAV9vsBqvLRHQDmemq+",
+	"MPqgKGzY+Js7z9JdKo1HLCrmNf6kUD3u+cndl0d1/fcZujHBCj+4+0ypAl+DUX2JvKZt7zK5PVCyyG3e",
+	"tO3osmHXgZmhUSmB5jUHiljWZu0PrmnQOFFFo4Z3SLzhzIXNxqoYF5v0b3ZxJBvj83dPZ0ewfYMMHN6R",
+	"fOdgaxHIO78oF4Da3TzT88YNR/vwR18qxUClEu3OeUkzmum8GSKVymPt7HkujOFT0ZTYV6pp7W7v/WSa",
+	"y2k7O3WW890Nfbj67ggrXyt390R9Hojd2rtqYd2d8/i5IQXYHsmwew17sCNFTZadTc2cp+nIiq4jPRk5",
+	"1rzqcLO7m+aMz93z76AE3Wis5bzR3lQt/Ds/cB4MO2ewB1uW64bN9iKQjZm8uzF3SyWbbUlT7m+brmbP",
+	"YJjdY+Xz0ZjPF1xOVfMPtMqbyua2/Vwkcjlv3HyPu8Y2z0VDckVJaHZi+M1MjmejmTb5PlPBr1Kprvb/",
+	"ykjLRTb96nazRq259t2p4GqMXN/rMU/fSLXMm1R5alLiSXzm84VdT+ukd/LsqN8/Oumxfm/Q6x1e/6k2",
+	"3OANl+kb5BIOSUexzeHqdUIBsZCEAxs6RWSwdChDSAZbCrGoLXLVj/pf16+BlEnl0b+TSSIUG+vFimVi",
+	"LBfS7mbExuWUkBHjBiOLHaU8s38qzWaCJ+gFVqr/Xut65u7C8hS+4UY8O2Vtk3OV8CxhOmM/fPj+yPCJ",
+	"iNjCgllNmV4grDsONj9cfHv0Nfvu4s33kGGgLodn/SzqwPBi7/U3W3FZ1bIjQgOc7BDJ2FirsciUOcjn",
+	"dHOGkPV0FGdsvjQuIwW4Ifgpo0X3Uucz0FZ7n859fUx35ap/+CkEDM494h71emaPQSqVYJeZ4FdVzDjd",
+	"7Ia5KSnPB4eILimPqMNI8EhaT9YDIfhv+Vyw4bLXezKuNoCnIq7F38AL/Mku22ZA00qrKaBNB77OUGPp",
+	"6UehDvQCbJKKZo1irwUTbPKvA0fz88I0smf4/PWGupAhM1yJd/v0y4YotwerPhVMJ3Kz3gWLvQIpSkCs",
+	"4QXg/RvyKD7sNq01Z94tgmBz1EB9Itv9QwoONN/eu8p+q5p0o1r0TpEIe6oXiwQUlTp+nxqoGhvFMTSI",
+	"T7h7vsxDwhYeLOzgfjPsbvaMv3uehwfIx1vyki9BtII/ISLWJOwNT31AIKLyjeiIVInS3kNa341JeksU",
+	"dX9a7WlxHbHGopiHFr5tTD2CepXb5vsOm/k6rblO+M5Csxe2EX1SHz6B3RSzqAPyW3HzegMnK737iBI3",
+	"5FByAKsKI7jtqxvFrA9jSmXn943u9lV1TqAp/dFfR4MS3PcMIJnpG7WhiLnrrlmmzFKl8hpc3bcmOs7M",
+	"TaNuz997b8U9cX7kbDTNMuOisnJH2xrUxWGKTmrXMNPqIM2FDxgpo+JfpAJ0hwCPiKqegKe7gCYRm+tL",
+	"mUJQfSKymtoRdeYHF1my1SvUNnpb70CIHWxZ/3+xnJ1+8x4e9KXLa8c+vPUWqSoo4ENyaztziUTA+86J",
+	"4Cz+QxxRLtqIXWZ8fCVyE7FEU8qRhJuZMF32UfBsPBPGpatlkI0OknN55VlJSq9Kv6GM9odP//2n3tHz",
+	"dod1jz499gkR6e9a0Q1W+mXSmN5DUNfvM43pfsFm2xOc7g5Fs4RBGpkLAylDzJ7hKMXnqM9NxZSnDF0G",
+	"WDsm9jgROZepoSSIJfUfxqp11gNReJIJM5rwOgXWOQb+1CslN0QAY3+rZVaXxGe6b2+XXF2NNqUVWG8t",
+	"r+q0cOoKUtxVRnx2Wi/qjeojvr4T3PNgOptyJQ1kYVzLSv10Q7ebEl36EpLU+UzwpFGnk2Wabpjst/a8",
+	"QGAa0Dfw19UZlN8Gfb+ZyUXD6s3p6HJZUz3wxUyKiRMEuS9EvX3GUtWdfv55wVcia7xHV4tFBRvqm23a",
+	"yY8zneV7Qqd+PVe15a6yDDLIJ6BiLfRBu+arp5kaYUK5JsvTVxx5ut0NFw3b5fOGDa/RmW4nfBZ6PMtH",
+	"PMlqsT7flxgAUTajRSbnteUsm5Zay2q27aPI8xQzEOyxZ0sjRj732pqObqogKHgmMjHwnv1Exdfq55eo",
+	"tWUpMNUn9M20wlQ+Tm11kS3tdfOtvSrqQ+W3XEB3yqFSui32vA0eiNzvQ9P3pNT70eB9qOluWml5DOA5",
+	"6mjMnTj334oMN6Sn/9UJ5d6EsDHJuxM5iy3RidmcX2HpRoOJcR2JKmhbl72byzwXyYDRN45zxwjfomVU",
+	"ROWzGIhZvB+VK7Pp/sBsZ8APkpvKhG87ndtO1jaRsa10awed2k6XtpChOwp1nj418shVtSMSHdlGODYQ",
+	"il2UYTMp2Hj2Nx/2zad7+2nedXg3HNVdZ/PQM9Iq7Vy5W9wj3JEyMAlAbtEOLA6ixWaFmBeeiig8QCGE",
+	"AjQvIbVH0vD04FmB7Qc4lYFZd+o/6rHk6VuR3+jsau8jv8GD4n2mJzIVvqiRztiMqyQV3buZ2YtZVlhb",
+	"K6p4vTw0KrSiqVRXIpEqYrlIxTTj84hN+Fhcan21O4YcjfY0cBHpuBOUB/mpFfAs+Yacfr273HIBmuDT",
+	"p73qh/Wpfrt/OKotAVVNNrI/GPayhJVxsca68HE5J85uX5cVWdJjhfYXqSBFTn0F1E3WDHq14cMNto7i",
+	"Exy2FYxeB0iwseyJQcbIqdqSrp8aJJTazVw1dcT4fZYhDmK6dvizDj5+jH2O4UYFb8oxYE2rXdzNBaM5",
+	"c+GjcUoxzXt4RhQhFVtiHwovEEYnPynbFhoVW0QHEIZkOT6J1yrnbXD/+IIFiCtqXTwlouHh2Ls0Mfoh",
+	"1JYeXvN3CNCwjPN+Czd5NITEoKl/Q6leMSHZFq8HS6L+69n1yoRnqzt+4HO/F0mpfrjJifccXHjvc3UF",
+	"ZfHMdC+qOdBznl0ZyNCXTaHoKF0mDelRVbdirqAqWb2Ccgfzk4m5VInIRnMAWA1DipA07FJMdCYoISHP",
+	"cko2LxVeiDw49z4Ly9OTp882JGJZq9Ll94gg14/umRRW1Vwlp2RmWzXTFG/0I3OuBXY7wwyrT57eaw1Z",
+	"R2G/WO1Yorlu3ZuI2V786iYnGPv8YrUQh/GqSW3FWXD7cef8ym6SbedLa/skevUc7hbeN9GbXnvud9dM",
+	"LDySZRpU+t4ynaIiS9XCrQIp7mo7Gm6/ZOnmdHx3oj2v3QoXvQkH7jnL/F5s6q6wKyzxh7UdJ5ab1fYC",
+	"SFKJVCSsH7lP1FXnv/9T604scOW+Oug+35unPeCiMLWa2w/wHKqHfhbjZY3VemNa9C1c70nMcN9RHUy4",
+	"bIGXCrBnw64qfdOJmL0XMqEXArKf3teFcAZlUfmYJqDTA6+I+6L6F+Q3ybfx13fPJh04mx5Gen93bpJE",
+	"wjZ7Sf6IFQgPqjdZXtcGYauY+9YomyKRTHOBuZRHpEaPb6zMnIx4/jBivus/E5zSL1TVJqugliFz7fFZ",
+	"UPCREhOW0iivmx24TKWajoxUY1E3FmXPhQJ4jNJFzwRP2KWYcmX5VdvFfkvcs8JQLT6s3eBBCs8sbSj4",
+	"2pbFKJHHvzIWeBRb35wyOlTBWeDfliNyXuD8mi8X1Iam6qGWemL5ap0xjfY6zA6JUPcAevhSrYWP+FcV",
+	"6EOagp+Xgl7b/S9W+pK63pco5LldN6lNGxRIaXzSl1iWdzQ3pc5r5Slf1rq+1OUXULHpZQ6hT8EWe9Qg",
+	"1IMfueUS8Z9tm0icwo6ERDsZ5fgX9Gm87f6Cp+eWyj5TDdqunUfc0K7hQem1TW7zi+WXZ16URQ53k3Bh",
+	"y6lzuLiXfFXF4xraQ03uVvXIE4QGk3HkY/3m2unDEFDXBgO9odYWdcQ4E3nD7z5CY6zJXxDnMhLN8nxh",
+	"BsfHYJjL84X9+cOH753wRXRqPa3ATkNUNcdslm5DikOQYQsSvCngW1fF2bCbmTbClbDlmTiU1Pejk+g0",
+	"eorl1qJn9cUYDyTaH/1eP0Q92wKT1hlzfIch/zJnN9xgcWed+cIbSt+cBR4pDRmQOspDE9mCHCEer1PB",
+	"m5kR41EMMQcWZSmTgJ6wk1PLJD07ZZerXBjW/uhyC1C/poM6p+/enL9gV2Llqsa7SvLwWV3ATCBb4+iF",
+	"AfUPx59+eXISff317R9/6UUbkpjQ+BfC5B+8HLpXLJC7fGpZ73u6Xfe+puje2SjvBeXZMVkJM/X5udfS",
+	"kRd3bZMbKJjHFqy6X93OwVdHIUOVAYbVsxd8aURYxv6MWeizTJjlHGX5OWvz1GjGJ7nIGoknnbqy2/tf",
+	"YgcpBA6++TKdgwpqA9kCqKC/HfoIY8P6ld7DLXqny7AWMXFey0zmq492BgikS8EzkZ0v8zqVoX2sM/k3",
+	"wP0B+wbaUrYR0Bq6FCPswv6FN500ZomVZyi5/WUo1D4yjCdzqYYK0pyohLXjcTY/IpxCXSTKVnEngizq",
+	"mHwV6O+YK3ZpsfNaX9mrFEK98pmQ2VB9/O786OTpM0tksQIUJkIHaMP+wOyL/bLcSOv2lvJToomwSJoL",
+	"JtbWiw9vYN5yLFgu+JwEy4Ktmcp8trzsjvX8eJzNqan9uYbwoaOwtLcF2gzsT7uyRSaveS7Ihmg6PhxC",
+	"ZhX7ookwes5EQyWO5lym2EPhynkG+j9zBgY7CpajlKgUZAeZP9mCol3MGeYSGCpX+c+cMez6jDmFONAG",
+	"2xXu1JGd/jIXGIcHGijTHaqh+m//jb3QyjI+IOKaGc/gqqPs+JamATrZto8fW7It1LVI9UJ0Hz9mr6BR",
+	"JhYp3JZaCfbPH9+9ZYjEQxX/ggQ6YkCaI/CQjlimbyxY+FTQPxGWZLqNWRuPG4tf0TBQkWuojliMXUGV",
+	"j9gsoQ4HJtWBvuMue6dEMeGIxX9+dcGOydZzPBV5HNmp6szyeEPF2FwaI9XUFRnghsWvoCsXXDDmC5nz",
+	"lL06w/o5ZiHS1H4hDbOI4Uv0WEyZ8LHowkRxPjBP1MdrxWjCni2BNmDYtG+tdLjM6HMLI/za3rGlr9vx",
+	"sNVzGv74/buPF+zY7vuxESqxB9B2X/QHG6Indq3xsHXag0+luuapTJhUi2XO2rjP8Ajg5r6NmOJzu1Yw",
+	"27jCyhbeWGSNFmL7zpap6EQ4RN8OsVQcSZERCT1/Yp97gMvpLDf05tS+UTpnE71UrvnTYSuGLRL5TCfw",
+	"mqepvvH9PbdfJctFKsc8F/jwBB5m9lymci5zePrUrRrz/hLg26B2t9BHJk8xnt7wlQFQldvG9mBCcCCb",
+	"aiJhOrxYUz3t0FBP3FoywZMVayMKwh9/i+HbTpedswUHYsFhdNscTDvS+HPPuDI3IoPpWHQoIBUxzq6U",
+	"vlHYCSKqAs7bAcsDENEJThbgEy6Rcfb4Md5Ejx932bc6w0Jk/uQYy+TPdJrYpnCcAVBtruhcR3ZaXDEQ",
+	"WkDHwF3pbOdayYMsCI8Mk0knYpD6EMNQwTWWGGvb2IixVontNpdz0WWv+HhWTAjsf8iLE3Wgc+c4c7dG",
+	"iN2kszJZpo4wKeh4Jti1UAnk/cmFMrbj+PMRfHqE/casTSteaEACizbansgqNxDbfYR+UTx0M2jjie8U",
+	"a8N5YyuEepd9C8qgEOL2KBKxwOlShxETn8diAcIXuSf4rx6Z2gUB0h7RfBByhCC2XyyDSCKsBRiUD8Mj",
+	"b/BYBNPKXV1CT+GgehhiJ4t7FqcBCHbMQTkQC5WdURi5hYrQCD1T3Hs4iTeaLjlsYjqEYwnjxSkv9e/w",
+	"iU4KQvmzNLklMJU4Z5lAHRjbJZ1ZZcmelTcSQ/R6AEJr3MWL7ruLi/cML5zKPRcxqcbpEvLPObhFAJXg",
+	"G3bS60WOJ8iEGCrcRgvUAXv8+LTXf/y4qIiHvA5xU9I4OhmxpYKzHhFTBWnwiJsaqjZJTfGPP/54ZHk/",
+	"e4lbODnWz14Ijx+fnjx3Y3Eawk5GJFhNsSCXTGdDxd3hdB7admWovGS8GAOMlFozPcmFYn4mH0SerY7O",
+	"reiBiIwH25wxIwR7/Ph7O455/JhuqsePn/aePH6MdezKtNLDZpFpuPqkGSpPWbvsPHW+TXNmcpmmVJgn",
+	"DzkUdg4pKENSO1T2fEfArSARuckgu+FqAQoNaVjKsymITpwqUwJw2n32Rn5zxvo9+689QUO1fgMDmQWM",
+	"FFSHFLDipNdDhtjT8h7SZ4trCBRAM0v2cIssJ23lF/a056oaGctREqm0lzwVyIMEpJfLzDbQE9bv9Yaq",
+	"XeLgyWvGnAX0w1J9viL9DYCxc8YW3OQErDxcyVCdnjxncYAqiEEiGbD//I//TfxSafeJhleQyQ5pkWmo",
+	"KrjUVhoXDteJZVvcns15amVKe/FvOQ2doTrpweWBUEJ/r81QOumVVxvQQA7CS2nhFtPnXK3qD4IhIEhl",
+	"cop0P+31I6Je/lBnYrI0hBVDBePazsnxDAGearsYtlxEroK7zMPRRBJcb+kK+vL1U00+VCenbKaXmRkg",
+	"R4ejG3YlxAJcy4Bq2dNmr2/aFJgKXBCG8culEVDKCgSBodKTiZWmdAbnS4rMfYYXeircrkCgrRXlFmys",
+	"kQoHPJIdu8vOhyq4nSsokGhhiA/MpvJahFMMNwhLeiFiDZVvgTdAsSbIi6EwWxgba4sYduEWvyJ2KWbO",
+	"s88dh0dmqPJsCcXDMns7GKA9n6Ul79AQkFKsIP7YYlP8fx99q7MbniUisb/iM/b6/fWzIjeoFZqXCgRB",
+	"dvzs1AWg4ALgHBngs3yQ381Mp1DYLtWQlCJiM30DN5XFPktNAZhEEoW/iGk5tr9U84Rd8pSrsciIwLzn",
+	"U9h3yJ5h6cxrBQXU4EKzEm1sBbLYwZBYOT3x1YjnPB/P3I5OZJpbXgKy7lrpqG03jUR7beDQocwwBakA",
+	"xDyUZ8ZCpm07Fjt2fY+0goagsB0qaO1nYv9ADEoiutMTRN9+l/3LUo6vYB0GyMcCVtkhmAwVLeqP6+sp",
+	"JvVH1odjSsPaP9u9iNn/wxsI+DYrgX6UapqKI1ePrmCRaAvoK3vlxOWlxYxfakTnkHUjL9KhAjrrxBJ/",
+	"N3Qix6PIVKg8tdxHshyDmsTuKUQR2b0kjaW96CRRr0AEJwVC/AIzuB9drBZiwPgCOSqp1fFfjVb2Jnoj",
+	"AErEMGaCjbkRR8bylTmexsQf9Tm0xWaZsOOIJJh7IDkOFbbtRMxoxoGzWYg0JyESl7jggMxLe79Lu0SG",
+	"iV68OCRAOEfu2QwVHwNLTH8D6p05YdlCE17b68HiJDLOnAY0VgBCWusU2ARQTNbochXlAg4KPYwYVNUw",
+	"Eft5yVUucyAKrigOfvOv5xfASyFUoCjhULlCzqz9Xpt8momP//K9nelcZHJs9/gmk7nloKTCXeOG0NX4",
+	"IpOXUvFsdTRJNc8RTbpD5WebeU/PIrNkKW+lu0hKEChcUdhLN+ehCnxmrNDLc3GEN6odpdahZodP4tlQ",
+	"Bb3ANoMnKOINJ69QK2K4LyxTac+QS6gO2Du3F6T3VuNqqLDmMSwn1/bStvcr1dCe8XTC+I3lNCyl+JvI",
+	"NGvzYHdxL31l72ioil21T5/QWJt3ONfspOMueCIvlkcAzhGoucwNFYYkNVCJ4ztHbU4qrkWKeEYQLBI3",
+	"OW2snsDF4xJrsLc6B0psRV0S++kdUBI4T9fSyMtU2Aua5/BEJriJYGBhPxZcg8trDxccbV+Gl9BYJsIM",
+	"hioGBXBsOXhXMxMJ3BmLLd9Pb9xdgaZUzOMC0yCtcrEyIAv2S2BNXSlR1iaNkszsTDpnLEbSsdY/CcKY",
+	"6gOt0n6woYLR2qBRHXh3QtBRUNDLGWT0HxRDlTL8m06XvagocIeKNLikZTUlodZOu6KghZnRLpQ1w4H8",
+	"aqkDT+3MHJmziE8XDPAvPE0Fsun2hrUS1KWY8Wu7DVTzFDQtTqumlaNlVJCxkFyd4I0yN0wZFm2FFqBB",
+	"oIX5K37GMn3D2jczHcEdSIL2UBF/jiabiGYaeRMwshcdRxIg4iTPuDJoCzurqeA6VGZmuQHL5BpXifVp",
+	"j2QHl3I/YCMnIofcccjCwhou9Wc2FTkqn3Oth6pNHZ2cRgzHhitZyGsRIyvnvsO4Am4ARSPmZJAOgfFf",
+	"RWakVlJNLSRjqSa6e43PYjbRaWrnbsTcEo8xu/atB748rBWvJWV7mEtlZUZqZqnHKiemiudoKskEv2Je",
+	"AodPDU34rzpzI6ChJJVjyLpcWD/evL5YM3iA3zDUGenqbHpMH5lj2/Y2auUyhyodL5Ym13ORsQ8iRb5m",
+	"JhfsI5lSzt+/bkUtGr01aPW7vW4PHKEWQvGFbA1aT7q97hN0M5+Boep4rOdzrY7tNh8ja3b8C27MLWRa",
+	"13WZVN8pYvoKfxM49HrisCN2ncSFcioMErGnxQjhlS/CMuFYudeCCa6cmJ7EETGzlr00OgM+w14QfCpQ",
+	"Y4TqA0tXLR+IyGPv6aFKZS4ynhLbgY5Wv9wigQ9VrnStZxlfAS0nruxKrMjMsqV6MTJjEShSyu8heedZ",
+	"hW9Hbrzgdj3X7qDYhsEiBvZhUGDQhUVAYOgFbzohg7yTaXfMs2PYSUxJUNE9FU7OFswSG+J2QR1K+mNQ",
+	"7ivP2tiT5/xyiiuBtuzxY3tPrJzqB6R6+BsBwh3kClDlN3IsoqHiyrOv1KZd2GGQ65V5h7TZjqR6TGEh",
+	"l/6f//H/kVp2qCagSJFp5BhN5f2Eio/ngivDYplEoPIEOTTXEdVjiMKYy6hSnDjuDCxIfkXV0a/uGPzq",
+	"61H/OlS/Hh0d+f+3bfvwvmy/tFBGt9Okw35lMgEDj4icuBqRGddSdGlxHYuwkdyVrZCW+urPliUOysdF",
+	"jIIC8IfvbHQJClNfUDBiRTnFiAUF+yLmSwNGbJmlEaNYAfqBL/BGBpQRESvVcoxYkP+7+CNiPhDD/YyY",
+	"qx9NvyKGpcvopgurM7lHQXEo9yio/BSxsKwW/hW+wXpY1AolMfwjFxZ0pTrjsIEn7Fc0CrudgvWurYS1",
+	"YwoZjI/jRCuwwVc2oojUod8YeRLRYa+DM2s7vqkTBTVfit+4GRR6GrEi3DZiGKrD2r3jvp0LnyKGslP2",
+	"a2DVplVRmXS0A5jlOhbV7B2Cog45GszU/ijPN6gXu4ZQxeyfsl/ZRCquxoK1MZG/t7270+RXwdolAawD",
+	"D31Se/f9eiGATsTCdPes3ffFEU5caYSwTQVarL0IMv13Np6HIhu+/x35OdwRvgXEnrFfmeGpMIM15lhP",
+	"Qv8GEBdg/khipbrWlumwQGVt91UH4cva3kJq/7RPi+KxDqGCRvigGRa78qoo9hFP4jwWfrZAAsGxkAoj",
+	"ds1zwtu6QwQWSpqJFasqIlGHjnrPngzw/AipcqPTAPWRpttPaVjQuvjLnaZqhfSgPZHESiHz4kFxPxSl",
+	"0Yu/NpJwxK8akmcvLUSVMc95qqdLS4jAHQ6fl68t3JelksXG/GylSJdUjWR6e6pgm+y4NJKlRSD+YH+o",
+	"Fg7L8UYs11FQUyxi43HELu3/uDubjnuw3ch/EuMaipQ7tqegRfS7vGelb8qbWD7gG3cyQJvq9lcIY1Fv",
+	"N2IVPsRR9PUiqhEyyUgnLTI7MVJPSDY0AYW0gqWwx7nuxNzMdKcQMF2KZpp0AB+BHBcluQ+T4tlL062m",
+	"2+12nJhK1A5tTWVpOAIp2DV3M6ZGXq5FDv8nnVoEFDefYtDql2RfONBDVUJtx6WBtosMFORVSh0DmMq8",
+	"GqgggSIkYiKVSJDNDPU1bRArSOfpVJykO5hxY0VZEEI6qOAr9HglLV9jRR7unQmVgE6X9S0ID5YxH+v5",
+	"pVSk8Dh/+/IMdI72LaVsBa0WMbAgvHmTj1kuFjojsyPw6mv6cGKDqUPHCFvUsty1ZdbrOOGgYt2v7CRi",
+	"pxF7GrFnETvpRUgIAhFTq0rhP+iCzkj1+5pvQZ8D30DzPo1i/7Xf2bNhm9E2QUM6BYaar02QPqveHWZN",
+	"w3Xmjt2Aoe9V54yFsom9ZUt6Llocz0Ufd/ekFkI0AfB5MJYUJ3xlBsScXq6Y4yz9hQ4+h/bih3wN4W0d",
+	"eRbqsmCf6A2iu+uPHsJ8bVtSBOFTR14uV4ifRHHxKJ6VUBTOrP27++ZN1/4Na0YmpVjrSS/Yyhm/trhE",
+	"3o+q6L4moQZ154i0p7MsuNUdF25/wmWNHwG9wz23917oTEj3AjfiyNIgZ3+BzwRdW/Ybe0hAHVlMMUBd",
+	"nTnnnjV31GrXEdkdne0URsKKDzQS/bXXOIRzVCsC9IwuYzg9Q6LQ5jlLBTc5e9IJNNYuszjPc3e2SUqj",
+	"SWHcfJB4t3AKq2ZVPfO2lPV3lvyAkgS0JcIExxJJTXA6C5LBkxVRIsuD8WuRMCNy51JihH/p6La70yBu",
+	"5nKFtu25tBchT1M0yAmiCUZM4WQQpzLRaSKyAbPSwKX+bIUBAwLkE5ZkfJKbiJ2yPONWpnvKzILPI/YM",
+	"bSbYneNYQn4m5HbcQCES+o987VW70/aiLDwA6pG0sG94jxYi+ajrvdmitWNtAMogvOrOIDhkMFQBscVt",
+	"dpaDR4ZoYsmAcEZWykH4CMkWeHikRqNWzdkFHplOl8WOIKO3JlM8A9WXva667A3ozGf4oHpZOksC2CeB",
+	"xJ6F3RmRoj12nRRHjM81WddxJd4c4yDTHaqLmVjjj0nzR+fXSZSoand0EucLgHX2G6SVEVphjDPbTwhS",
+	"65CNvMXXw5Ju/486y8GRFJF65XRrjg3GnW/HBtuN8HUcMf/Ei7Mx6w0VN2OhwLfumPVZItyfkT+6/c6Z",
+	"o86ZRUZw4UMjt0zi0PowVIGobDS74elV4dBsmTw0P2diIXgOuUjNlVwYz0l12UscdGBZPmHyocI0zG0Y",
+	"qphdB1Xy3rz/OmkNWqgA/16aHP0vQDtObtSmNfipPhbR5xD3JbT7UUva9wuez1yZ0AEFzrTCQBKMw0IH",
+	"1ZqYxGcQldiPTk6jp3WBibfRriRSoVa6vMNnzE0DKB7uD23+5TIHdC/XBZdJBBcdSI1hbjpY689LAZX7",
+	"aLHERbfC1a3VyK1PYPrpD+2o9GfncW0605pSv0BtFuCfMBVWIEI/6ae9XnfDPMvq8dJ0feIvyLzqM4iV",
+	"0of1m2zKe8tDOM0Z+cJsmM7mSfT3HfUFbn2uwU5iD3t702nvnOFJLKfrqptfmShs2t2adOvr84t7MeMF",
+	"sYj74fH0SoHOrpmE9SXrwbY1AdH6vN6pdLVVxEA+PmCgPZccIRtNvDFywxsXUMpoVsx8zxQ6TWYPnGyD",
+	"WW+dbpFW8h7n6iWrdlme9hCE2zMikYiux41TvP/ZSXBYrQoSVDiyRsKzjCFJuZ0ue52XOJKh2sZIUViH",
+	"ZTJkvo31sCf6Woqbs6FyPLLMSfLaxej4TvD2qwOiY3+aU+7e0XMg2fBvQ1r9raWCGD/DnX8+yKpOSAah",
+	"8qxOSB2URdQze8MDHg/KEioF5w0C+dT5kYTSaSCFB7LpUDnhNAHnq8k2VYtlQgMRNlqTYTGiZKh8SAY4",
+	"E8rUqUbInUPmm7cFpP7SnlS34JfT25+Oup9cFrjwd6MtudBuQ3IR7MhZ4RqCCiW7EXi0IFQmhpnF3S3z",
+	"PnnQedflzTwrVGtOSHSpEGbcBKqCbVQR0GcjsYGcbRvOSG0StvWZv3TKBnvbbR3L5xG+N+r2stBu7Bi8",
+	"lNn4voZ/v1t7snYloEVh0zSJF62nWTXR7+tzerVLNUMKlVoNTSDTbRS1KyvauBRQGW1eSxPm6v0O7c/m",
+	"pdyvEqjpkl1JycPZyYtmiqW1GZ1Va0duUzyRYz9QlM2E4XP1sOy7lgasR6jOKvHykddM5XoqwNt0E3O1",
+	"ld+r6NO2k7q7sgOgpbmD1qy9dSmknWttkLSfoKz9aV+65RVu6wd9+3Twu7sRqw9eybeF3mydRqFbvBup",
+	"+bhLw7h9GqFac6+JfEJFijD5NzpZuewSVAypGi4BhdN919tyhryaL/IV9AiZKypXBPoUkoYYDHplr8Iu",
+	"Zaa1ggGm/zjp9RrMjbQsmACKYtk3zdS1PX7tGt5GqDiwi1zO5zxbWRYb9F7ONbNMAlpR69olY8LsQHb2",
+	"PpVQq+U67OMPLGJvhRhInONqSrQoNKzorvXTL8OWTIZAGE6iIezysDUYtt7qLJ/dSJWw779/MWxFw9ZY",
+	"5it49UFOOTzxSiV4fK4UZ9+IbDps3UZBt/2w2xda5drococXPE2lUjv6/ISlI7V+w9XqvcjeEwi3wpyU",
+	"TO+UbX2h9fc8m2JWGfRURK1LeSfOndIl0K96O+qMQxLJyna0Tnu9VrEfpE0bVP0hh/aNXmbDVuBv2/e7",
+	"1/O713O71wt2z+VecnuHGN/wmFDAbt0puSBtLXpmOsOwD/G10Drt9TeN4E/P8Q8uJ8XfRAIfnTzf/dEF",
+	"7ifFWBnMyuO3wu5agpF06/7KlinySlrMyfxTy7ZtfYpa5bQDG1NnS5N/sIC2w/pEJpQ7dKMP9ePHr1w6",
+	"gO7jx+wlNDfrvBso6fLt1pih8qHoPEU+gXxIIVZauRgHSDhvgnwecWmot0V+D0jncgHclO0H0v/oST5Y",
+	"n58VDUG2Qvsc+qNgpiKZW2ljRYmDoqG6XOaoC4VUHlAE3bAxzxKfHoAcplyCF46muVLwRETBhBCIWKTJ",
+	"YUqzVKupyEAjAvoRYAeLtAQzMb6ye07x4G6n0IUkZkoPFfUwkYri7l0uICD/ZH+pFQYsHJyREqrdQlKl",
+	"oSoDpMteQ9Fb4MXW5dCKz2IRAcIzwa7EImfcgDkMomqiMGhlTTNVMs+ZR2wmDWTg91SItB0YpqUXQpHd",
+	"DfYM/l6qXKbM6LmwmBPmQp+zNkHRfnOMLjqANP/sNCuOMnkPoZgAHhfxHohdcTdMfxL34w12GvvxS5eS",
+	"dz8+wFs0MNeivVEak73XiUs3d1tOCUaJH+949dNJ3XkLvbTSEibP/9Ye0Z0fvECIvXXt74fQx/34d0jj",
+	"ES0qYl1A0X1aMLBuEd01SOP9384214zs436EJB9keCInmwn/eZKYwCuEkhSVaX5hJ4hdApX50uSYOQWo",
+	"wmURuZaThTy8G9pFkk9MZnHaO407GFNou3fejBgPQlMpBf/xfKjKRA4cUHAelwjqRgWagrkMVeEoVnh7",
+	"AKVehwLo0jHn02IheGac0dheGI8MiwHcJh6qtrMrj9zC5hwiIXO6PcozfWQ6AELXXeXlUMWvsGcwnl8U",
+	"8HFLp5VCRf041WOe/inRcy5VN0+T2K/LLPhYmDN/K0jD8kzO53AVGs3MMoNgWPsO21LELSSggOX7rHsQ",
+	"WI0ZpxK8oYvkbymHQP/mF107hhYj/4X5o0X8mBxPIaFEVaJLV50z9Pu2fZQ22/mnZEulkAUo3s016OZv",
+	"OEbawi2KGejA1o8eYXa2pGaREGJu78mLaveW3UEMBfumbc9Tyt3ghZwB9k8ptvxVhzAteAFTDQDLqbAF",
+	"7XSQEWvLXQRo8tpljT/oQjKVDImBABH6jW1W3ZXFiKIYG8hMpQprJ/AE9YyD1l+7+m86NX8aoyzVdRfk",
+	"LdRlC2jo5klVD+z2qbiBwR2kbtzmt1MB9ge9mC958gonHYLgLYXBIRgccrbBt5fyEaaCF4e6s1PQy4rU",
+	"EKsBxcsPEV7D1oDyJwAuq0c5aiJJipkuU54x8Xlh52AZqmHr33/69z8Nh+bTH/7kfgyHXffzn4atO8iJ",
+	"Hp3eTc4xpr0BC1L+gFgSLJaNjts7+3grbl4n+MUBOpLfmFu6KNEVICi/Q+7pPEnKHAlftx9so0DrXFZj",
+	"4Zl2N2Sjppjkd1qXMHg9ZhdDdcm1zEkYGNVTeO6vcVigDSANSzRUi9QKnXYZccTiaaaXC+S98HdMCTtF",
+	"OSAGve3A96gaL9CJhsoxKBR9C7kJYtaumw7HYmk10EVTLCSwh2QSVaYMdEm1vE8nYnFhx4iLkBtwjsO8",
+	"GEPleEHbQPAxpaoEifBGsfg9zjpijifCxZQKPRvK/XpeJMSr1T5UVlwS+B8/JpH/8WPW9vlco6GixIzl",
+	"xIYSg3UcX7vliv6zyHc59L0IpyWTslMfXF0b/U42O/XtZyr9dB93VZATvTjZMnG5SzmF9l0jMKci23kx",
+	"wZKDpLKkjqXklPxy7PtWQZ93uF54lqxrUStmOvLNCs9AY832jkmta7Z/GTpEGrYGTdTRxA/A8z77jmeX",
+	"epmxj3kmRI76agy4hgYnvZNnR/3+Ua/Pes8Hvd7ASkabdNoYxwePsREG+sGDVybXSqI+vRT+XTQvhYEX",
+	"j8nLwK6qT3/imjBvWzDj0eWqqk2Phq0gZrzotIgdL54FMeTFQx9LXjxaZmnwB/olDVuDp9u0+nZ5gAh2",
+	"GXZndB70WIoWDuBXROUNCWGKh0Uz7wlh+z7xD3AKEPWIUKdQ9aIreFL04+6UogE8CXYCTMjw91df9fon",
+	"T06fPvuK3kxN0W4t9r36KoiBr74KYuEDIAcx8eWndS0xRr7yNdKp8sNceDy7jYidtcvwxqLTp71eNAwk",
+	"heJolW+zAmSOJ0a8q8oQocno9Cl01KjzE3xedP5XrqSp6f2TRTS4EEvr6O29DugEhvrDk69O2LNej/V6",
+	"dPjhcoJ3maBctDR0cZmHwz8LhnKUioZfGjGiSx/JSbYUdGpVHaJdLRb+cc/2AU/1NFMjyuPod1hfLXT4",
+	"1zWRNPozn5fe8jz48yqrHPnJMk0rj7iloqPVMqs+mvBxMIuFHs/yEU+CZomsdm+fBIcWT2M6ulzOir8v",
+	"uboqPvuGp7kcs2+4usK38gqe905Pn548PTl5iusI+svw92nvq97J1/3e857/r0/E227daJFJfyY+Ac4g",
+	"7xXuJ2FjHTqFIclrN49/+M7K9eyfLQ7XUePiRQOSDH0RqDHCHyf0VT94hDBbrkS2RjEJ36vgLxPoJlfi",
+	"e3/sLNxe1RGThznvZU4XJnD76bZ1e6g8Sixymc1505hvruXZTktW44BfshAobHpN2aBXD2gitize71AA",
+	"dlOr8/2/m3xLaoUXlrUtSbnNzAQ1/G+d/147fuHEuIgVYpwPAyt02ii/kVjXiQpJr+59VCmBMlTt+D1m",
+	"L6FaCzFFRkqFid2KRHIDJiR4ogXG4UKdDZWv4WF3qGLiQuOwUPhzK796WlJ61e/ZdwEDV3p78rwzVLAK",
+	"Yh9JG7Ce2CMwqZTzLJ4xzi55UrKX96DURVBsA+T8LotxD0Al0WepmPLUp0Rw8Sx2uSeVYjRkXw88DUFh",
+	"X4YuuxRjPRdrCoMiW3jQAQjhZOCp1e8zpcv4JI1LAEWJ59WqrN8tqde3RRG3neWArRsOzgrd0lCNOaSH",
+	"h++lIrtHx7stlDJrlseehDuE/ljaV06pmROaEHzRG7AkOfcCrBhS6BCeA6qH1V7C3LhO1+tqwtSVL8Cj",
+	"4tRTf9xR5+CslCmOmZleplg+BeowLWBPKIM2mEfG+toFnJaiSMEmh7lDzVCFKO5CmmsncQabCNHtFeMa",
+	"lbrBjLxq3bDonE5kDgk4MSFR7upBlOxCDmyQ0DSTPMU6M0YPlQvSKxyW54SJVZq3yVCzXjpisxLIm2i2",
+	"6oGwdHO2hFQlYC7KNU1qjQ5jHUpa3zrqaizmXxsBVjmZ9RFsVL6uWgNtf//HwO/B3RCwdKT28NNbhOq4",
+	"IMsEEfNVgAziWi8luEyhE/fACjJ9dtJDSaYPnxWMZ2uAbGcrKvjL1gC5S9sHMZKtAbKR8HXNDOuEPpxg",
+	"iWqiPowYettnwc63IsvMtwYFKw/bZEcuZKFWZCUhegRyUCtqWZSp5e8tB1IDIC+8lWFUCHswcecDO1hT",
+	"FrUiUAOBkzsogVqRU/lYFg0VPgVakSRgB0OV2KAfBVEcg/5J5CNKBv1+UOL/aWPe7kV4mh7a8vbS3edV",
+	"hWBx0aMaspyhpu4236nnJMAM7P0IlZGwZ6mCwZ6XPOpXEMJjOndSd5Z1tlsliG+KplAplKhHGTZV0kJ+",
+	"AoGDh1Zwy9XdCLVAeh4Ayfc7CHusO5J1FHFdLAmk10OhCEfztmJLLODx2j19MPVwMIG9RcF7NS+u3Ya/",
+	"VyPjPUpWNZZDILRNJStMlnMf7lfIJR7ufoUz+TvzviJ75gN4X5Hw2WUx7Jtn+64kWkkRXG1/w0YMuZEI",
+	"U42YiP3nf/xvLPU3bMXEx1K2303sJPbZzO0H5vdgbj9FEqf7c/ppxrWd7HL+2ZxfavuE3PC4PRsYov4+",
+	"aqZgCx6aEXmPc11zASJgYIqPA318nB1gbx+fP3z67z/1jp63O6x79OkxhN0Ff//Dzee3cvOBDf19X8D+",
+	"2vtNfXwKrVWz6zpQk9Xe2IX5634dpqmmcWBJi1l8Aco0LFsOqosw7Lg951J1ynWjoT6iuJZ66fV2Q8WC",
+	"UmyXAo4/dbGhNEeXxd/y1IiY8SShkblhk2XmqoaGKVaheoArz1gUYalwipQoS9JdTzlJgzkWXVr2BcJ2",
+	"KG8+lmciYDhtU2335SosUDaVFhIUOKpRJk0IJ8uOQ2vqJCZhpuhBbFeQ3+h69egRatTKc4zR8l6UCrHr",
+	"iKVSsTsMdRHlyFzYcR0jBcUZ/SC+SAuFmjlGo5QFtwYvEClSbZyaec6zK19ltcigCdpimvkmpqYY65Gj",
+	"SFgLlhzHkTb5UH+ss6x8oe7NHNAH3/Hd2KC9NTX+lBeuWXfS3UShjdzS8WwJMTbNboQqGB6aFfnBiJdu",
+	"qiE/EqwBPLLI8GIXw5TOGBy2A1mUsg+B04ygsiVgBqnqN7437KfA2QBGH7Y+HcqS9NZE/AfiI/6HyHSV",
+	"l/i92mjrgHSvnEwN7VjjZsjpthf/5mxNmT1oqmUISnADCO/Az2AA5GYm5gXlK6f6m8JV2dviohzLJKZS",
+	"wFT0lWJAu/AKbZw+IYs9izAJDsYfrP2fCZ/wscveV4ujVW14cDeHd3UmgjhRCDgKgmuINTp3K4HbA8dt",
+	"x0rnIo5YTPrtGEVyMMZReUDBdErkAqKO7JmC+pD+Xh2nqHbIbX98LmJGtsNL4ep9kss2eoNX06aQTAX6",
+	"YTewqzBvx4bU0G0XkUW1juD2TTK9WNhnLuUoRN5qNRZufiwTc31tYZSm9s5njKZIlDERmbx2RVDjwhBi",
+	"YeItIGRrD9xwYmAfKF08rR+L35JveaGPzsREZEJZYAZW8opZHPiGwp0dx3OuiqGTPNmZjS/PWeh6Opik",
+	"jtJnOU4TvyqKebqqyWEm+AAlqFSpXZEruI2AJLOpcwDACXu7PTrOk329svsIqkaeA3X+AifQqgBN+/R5",
+	"x3OnAYhOv+54pRtdbkUGXj9k2eBAiyqWYTt1ZSJLbgaF0FFXlRVhVw4tp8IHns+s2mZd6cAyLQERwNdc",
+	"w6jyFZuBHi5nGpI4aWQysVjlWmFI3DO3pIjxCSSxA0nL9x6E4KOJ2Ha5V1iANGW//iP2HskLwV78vOQ+",
+	"Ztb5kihXDtxV3WbtuB938OhTnr3C24Sxdx7qBT+dhIhKHa87tUQ1Qo7tca4TOfEF9+UcEyaI3BUfDUs2",
+	"OokA3HRKg0NwPyuVr6iy9nGfau7jPidRDUcfHcLS/4AX2J30mbCWqs7QMhNhUSiUYzCRnmeTCl2hbdIa",
+	"tN4DfXPpF1plW+YTd6O3ruUiugShAbkCoDDlGXwASk3kDCmAF6WorBh8FdYlD6dWmGhbkXfzdiakgKa4",
+	"Rz69wO2+hlXcgt/MsEq+Ma6gP8aM4AWtJyz0vtrXvur3bquFtd+rmFjxsztYWXuH2eb+3uUAmLkldhf6",
+	"Rc2RhGzBMmE33NV63lM0zCHW1VuiHAd64koNYpaFu0x/maYX4nNFyrVPyaKE1NIVZCWuoMRd2MYHSrzk",
+	"nMz+NRR1XRXyuy2MiHbDVB8Pm67j9yG8IYIGYtBDy25h1g4Qf5o74lassYWDrcsRBEVpScqq0VJDsKU3",
+	"LCP3rTF1t0vKj6GjGzxqu2vaSziEQ7XFLL1bxx3VJllymm874sQePKz85aQcBRKVFKYDspcxYn6ZOnnH",
+	"CjhUQBRZTRBwMOWr5W8KEe1yxeyAqfC5MuzK81kmBKV7YIXd9ojFzlEMWKFU6yuRsOWixuXU3VBFNcPi",
+	"nmnD2k9POk6pypPE56sC3kqJm7Ma4zTWr8akqCUfJJxcIHEUVvqa+/P0CdQDhKsNs/SVxPBOxEQaCgTY",
+	"u3PPbhf1DTqksQ79cTIotrUx9cfAGwNAiHN5RCCDSDVTltmYJ6QTJgphNeB3fuMoEyJMdb4rb0pbgQiC",
+	"qBDVpE2xAj85BwRlHjbUcsa48AGL3776cfT6ZRx4jpY9DkC9FV+8+v7V++/evX31MXZ5u6mwHJ5oFv/0",
+	"i21IxeyARNx+IhH11Zvz19/jh8x/R1RhqOhL8GK8/RRHDjmxMIoRVhAEYcBlHL/RwOr7qnEWekqwNpFx",
+	"K/0OFVRl7sAtbruoZ+1hpXfX0X8Jb9F1t4E7+I8257wDCD00510boB1UvnOhQYexLaXQJ1/1ufLC4lUx",
+	"zJ1cFz9Sg8OEiNMn9yQ17KKmd1rmdr/CIhw9CBCwf7rE1g8XlI40rYhlK6hXJTK1X402DY5dJdwUDymF",
+	"vSFFq4mwaxA1d1uC3Tc8E1vgp5d5Df/0xYB3UgUeRSz69du/7x7u5xxiflvvlCoL+7t1ES1xXdsNOhTT",
+	"sEc8Xonim2Wal8UByP26Kf3Mi4rJZN1uI4XZkqi1ujZphl51EAgU5VAdn3fUaRwqw4HjQyei4mfIeA/V",
+	"WvGz9cDAhtldnBMM8v5XQixMDXfsiggE0sIWQQCYbwoCM+CDWhc3Fv9fdm4jmtZwCJKHzEFHu0i5VGw8",
+	"4xkf5yIzqGsm9shN1mXLL7S/VorgUxGzNhblCivW4TDl6mAxa/ctCp70ekVTy3uPZ1qjBtkObJuesdhS",
+	"oMIFA8uc6wn686HHfRlklhPUOU/J0mEpWQxIwVg8FjJtQ1XDY1aeUyfugt1tCmZEzLYnVEKV2REAwB7C",
+	"en8MMyOh8p7KC9Z4EPN8TR+fiXyZKdCz29vNrRan7IxaCKpa+NnNklMFGvW290UyuUxT29c1TyVoRTqD",
+	"Mvxk5uunOcj80Q30R7txOmO9CP7P+zkhVgXzR4cmJbp3M0NsYq2/t8RiR1zZb1MJbnNhvJN7LIx3ckhh",
+	"vCJ9pKcV68e/XIZQ/02nD1YD5jxN1w4mTBCwoEyJyRhfJEUyzrNOOSR/0Npvd88URdMoogFD1gxoRVgF",
+	"n2+CTbXCDGqrCG0OrjPQb1Zn4B85MoocGf2n6zkyKgLAPlkxDhIWfst0HH7IrzErF76CjlKprkQi1Vpm",
+	"rlmeL8zg+Pjm5qbrGnXHen4s1TGMfqRxU28/UcWI34T5j1qqLvYgrIN9wGFrKCj9hAtfrzECKuFSnZGT",
+	"wuAMjB9VuIstEOMz9oTiGRyzc8CcT9ycnzQmEE9q8O+kjkB8yy8zecXn6xSCs9fp30QdgfDPG9IHXkMf",
+	"XC6okELcI3F4wvqng5OdCXQ25biJ/kFr/0Frfxtau16dpyA+ZQ6V8Ut9LSzgDshlWe5q2Bo4gS2wbDuG",
+	"+R/VdRpW19kWN3SgqgZkrJKKxgBiHhuRNy6v8yH0PMXvGaFvwNCW5OEwTBfL7q5pRli7LG97t1CMzUnT",
+	"jrPZVoNc16y4YOtUYk13ZARFmxQVe0qzhJo9Q4VFewp/wo4368rcOBMWlOpBXetgDQhWjEl4zn3mHzwf",
+	"YIdjRkBpR1NxYOyymL4nyxtc/6Cq54bF7rjHTGdDFeciFdOMz2PWTvWNyI6szJd0AjdhiojRE1nU1LQY",
+	"P+MqScUZ42zBZYbFKIcqv5FjcNDw7rld5qvPcOciV91du5FDVdnJAQt97thaLI2Dkc9f1eaGSTVU8Z9f",
+	"gZW10B1C0NgmfQGO+lHcyRpXnjpoHAontW3klivFjy5FNrVCKX7eGnjKTVa4cuzwvpY0v8AHNaZt9cyq",
+	"qnW2Zwpec8kqna6Te3HKQoop8qoflseshzN3+Cv76b1c2B6DqJTevV1udKzcSfsd3nMfRb7p8uDrWLZ2",
+	"691b2aHS6S/uRl8I7fhqIY/nq40mjG+X6USmUJWltsL5X96/ZouUK5/wYSEyqROs+T2aZHoed7v4R67j",
+	"AbvUlp5CxXSoH56IJCoVUF8rnX7G/OdOo45RvTrhq2iogpGcFxPKmwmHNHD+60eGzbXKZ2GHl2KiMxHO",
+	"FnFpqGgdUDMRVHZcsSfPnsFcI6c7B3wLghgosb0DSjk/HTjGo4P3mKdCJTzDCaFvF0/mUmFYCmbaz+ZH",
+	"RmTXImNXC2nv1DCIGK0PmN1ezA25hNjf8JCTnpTjCOkK5jNUlIudHJrnIs/kmMmczQU3y0xQFjw+zpc8",
+	"RVylNlgWrlQO0f62axoqUPuXcskVieacNctOekCmIe+cNwJnKigxZPuPOwNWLUSM8TGggY98+sESrp1h",
+	"aAc3V2aUaCVK3WGNOjdVd0VzY+RUCXvbRxAyKxKWQPrGsOOhYrA1YGKDmCPnr9/BMaEw34gmFQyLlg37",
+	"dmSWloGJ+dxNCL6pX0gpbtcs50XoCH5ucFSprrUcCzOSxixrxqX3NUO7yoH+KK8WGOREIAAuBTuHSv7V",
+	"+TWa3FjPRXlceAZaqHK9woiJz2PLjIHXIjjwX4r8RhTGGWIcH2HSUfzclSiM6qboKksESI9GqTFPx8sU",
+	"q//rkFBJBd4vOsPN1XDAB3ic8HTCXKh1rpfjmTDuOBR1zy0FC3qFg6nAUgkctZ0Hnr3/87/IQms/Garj",
+	"4nNfo1vlswLUdBZrzl+Yw8d2AEYr+zGKH3oJaUcAApYsuO5L51kqF//bZa+QZRqwJ/1qlihp0cR2pRDg",
+	"78a5viRq9gQc/N/aTQVxmF+hWAIj6wnrf+Wb55r1n/qmQ/Wkb8HRf3r8pM/+YDuiv3rsj+xJr8vOceqP",
+	"jN2iKbD3lvAiRI5pbcrCfIyRGXbGUk2LjJH9Xu8MYsKkTkaukxF94Dl2fi0yUE668vRAU9FTECA6ggcx",
+	"bCuQCQvQhV0tQjMADVFcB253ckInvqGilyAGg1IiAnpNJxDf8RxyfS4dHtp1pBydWaEQHKLyGA50G5HU",
+	"QQncmzCdp+UzAPM6XUaLyfUI6m+65W+/Locq18VTClYrdVQD2KLaG4EWZcvIg3iofJEaMCNDh4/opLRD",
+	"Z8bitcs3Ydt0uuw9DmYZXHRRDaCCOR3Gcs7TItFtcCLAg1mt6vYKfvrA9fiXYWvGzehqIYeUaPM2xsg/",
+	"53EqUiPOyj5sxBrUiXae8/rLQr5ZrVuD65jOosnxXxbyJc/Ft5met26jps0vdOt+qsa8pLDlXekHaVxI",
+	"PwjjfwOMlp96SbQh3HLMmOfFDtDSUVfD1oChLrZ39KRvt4X6pha292GLFeraO/r9HWDtuVrItXxZFjPx",
+	"SrnRSIOi4IDOeDqxqOro54N6vRU4D9IGlEyxLBHUtQlgWFJ6oybab0Hxqv8Uy3psIMTD1uB5rwt1MbYT",
+	"lk0N7zitgMaT3rqoSW8vQqhmQVYHZJThHVw3aF5IQV/+FKeGF9SwNTjFSjrVJXxtlwAmk8JCBGzT2gjI",
+	"Q4VDPOv1epVRnj1zj2rG6sM752Wp9PuUq6qJ0MsrXwijkIqi8v5Gv7HAX/MMduIXXBc3Ggm1OUNeUvgL",
+	"FwJiAvbj93Umekf9r+5wJp49bXgmahv+Ts7Ekyq6nnyZU/Gkt+VUPC0Oxb3ppP7y/vXvUA9lj/a64iZQ",
+	"ORUl8ZubWpB1qVEk5YLPN6qS7FQma+okk/MJ8YCouPDKE4oyq+OmsQAipGWTGUuElVFIpASXuUvLOuea",
+	"pXw6tSxaGxMBLAKO8XJFKhJ0xkrQ9uIEvSjM5IWmEPsglXP7D/pwkZst6vSrCrU4KguHnucvq8+8lgtW",
+	"i46WSyOyM2a0T8KGQoZxIiHYWkicleiJiRq4kmBLbrgfLXhdbX8o5wfV/iuWGeKHUQd1tqm1Kw7CAojT",
+	"Ls0Ep22hXUNh8GamaVczYUVslsnpLGftooFjy8u9Dnzmm7kR6TVmkwOTWtEGfVOpHc+Drx8ZxKozUCGE",
+	"k9XL3MiEsoCbsV6giVRPMI1d0a5SPQLUfeZGUAgbN4WWP7C2dSKn+PH4GBehWV2XGjAz8YDF6zITqNsC",
+	"LZXMtkiubachIfnKi35+q4h/xLwRJBizQC7udNl5kayjZhNg5yoAh8jm6ipjys7SJaVYsfoB5Tr0T1gg",
+	"+YoEsetsEzAq06kT1vFQFn3RenFZQk5nLjeKFUYh/d6M58KJ+YXLdQCyLvsBcL7QoQRzAO9kDLCDA/bB",
+	"4rMZFApGEOmVEKQfRXyngwkzfAQEDo9DVAEPfE21PsIPAwCGn7P2JOWFldV2H5UWKDOW6RSic538e6nz",
+	"GXbulElU8KS+1olF7SfDVsza311cvGcngDY/YiBTukIHb5qqd3YFEBQRiY52csy1ggFoU0l2b5YJbrQa",
+	"qnasdA24guXGEVtrE6JW0JISVg9VFX3BFhyVkHSEE6OTCtXfyYMd1A+lDsDZHvqIQTtVWpP9Xl+R1sIh",
+	"pn26yMSmmMtQG3BhL88vpw9Yc2x+55KN4ZXsfJoLAJzVoasvlhOCruSOfVLv4FwCbOs3roZ7iF6jQCEL",
+	"uZqsGdvPMaLqgwos9yKzwzEsnOHgTzoz0H7XsSX3NL9ykiZK22/FgtAJ8CNPhXGFaKvM+1dPgXkv9xrO",
+	"SF8NWyheTnR2KZNEVEVeSnkJ867VMj0JtExugZ7BKtYGtBcXbMlcMJ8vr1DSSrz041cUbCGs/3jy94Nz",
+	"FlGKqr7PQhQBR1BWeHjW4VPxbDdWPffiZzHgV+GA3/PMsLcyNVA5+B5GfNZzeLx2pvRVzamhA7gB6Xff",
+	"XOQIRUfDiWoFlnxTsAb/wJCGGPI0HLBcY7o63Nr2lapt1xO53zM6fjEivlRXSt+oTcTtvF7AE2zM0xSE",
+	"bBD0QDWzJQPZ6Xa7QmWh4ZjP78nlC8DelJUgWeLvjYn44sf1/shrE8EDUfY+VYrAY5vft2IR5YV1BuiO",
+	"KkaQhypKxvnqOOGrLQH34LJgKhZdsF6v+6GxihsaqA4SvmLZUimppqBLHKq5TJTbev/b1b+s1+Z1ach1",
+	"hzVMh+fd1nINTmvYepNjGvmksQYuaUO17pPGXnkVkABPJgGuyTFEV8XRmk9XOQvBUoHHArn6oLybimuR",
+	"Ok8AqcTGTtYdw7obXMCqjl/1HlLeHcu+9M5YETq1M+cndmYnriiHgBKYiRqUIZU0td3CcyweMA7OYpiK",
+	"VahCjC+cxbLw7wx92FHVBMrgYP1Qr8N75COopCk5OLYRdB0fjV7ArGZUVDviwF12DlOFsr48SSXWHbZf",
+	"kSOjVNLMEG2KpybnWe7VE+RMgdmZbfMui+3hS5apSEaIG8cwxZF/HDt/OlyvH3zC09TU+LKBSx3WbrYn",
+	"QitR7hi89VyfoRvejcxndRuPAftlV7w1lZebVpfF+lpkybIyKj30AzvkgaRZSt90qssr3AeI2hUh6c5a",
+	"4P1dsmUqXGLeimFgvjpGVIMqJKCCLlAOy5EAVfLgRjMHzhazhl+uRvlqYacOeYRUbtkUkflaZ9BbkNv6",
+	"ydMOmiF40KvOcK22MWwTQdp/9sign9KZoxHBScdjiuv1PcKyItzh2KfFLrYYSSUAe93LkqCBy7EnnyeQ",
+	"ps/58uqlz3CCp+BSX4tujf/lVt/KesrhVoi+kqWJ4xO358u5WXN47NZ6Y25ys6zzsQx26vSU0A5REXsA",
+	"Vxg42mWAVRAe+bezwuBUmi7ALJwxuFHGg6o3psP6+iGdp+ZMrHtrujT527w1u4VrKDmp2j9G6Lg68E6l",
+	"kLvcaeVdv95/VCthzmh/qLdB2R+VcqxsvH7AJBSLzwuhjJsK/VWai17mU+2GRLBNdDbVeS7UyN9d8Q53",
+	"5SCWKNMpnBRAhfb/z967LreNJPnir1LB2H+Y9EI0SVFum4qJGI3tnva2b2Opp3em4b9QIooiWmCBDYCm",
+	"OR2O2I/n8/myb7DfzyucfZN9khOVmXUDQIoSKVsz03uJlkmwUJesvOcvOZuk/NJZosWKd4HpdVj0o2Ay",
+	"YwuJjJouHAzP5QoABmscC069BL0BoNc16IuvGEHiudFp8Emjg3TqclRPt9ITqVmuzlbnV/OENtSAuq0J",
+	"l5qWUMBF3WReJF1EgVF07aNJPyjYBS8Ew2ZQ49VGJ/vr1XO+ug6A5Vs3G9LdKw3ng3rcZgWw4wOSaHNo",
+	"0FuD9kFo6g0+cPrmWliSV3zzrFGT7BybEODh4yNUgJ1jj24x7fMyu9HMv6i/fl0S4rUJiPvIPewf9J/W",
+	"cg+dtMNB78t7iZsywE7YUoirwIl4fpGEsOsdC/3Hax0Lg4F1LOAQdRfZWTbjBXsnypwviite4C8qlgf+",
+	"GLSAUE06bClep/5UD4PSgo9UlOOwNTpUczNKbdga9enXVmOmp4wqRA95eqnzWq2b0kek7pHfhP4MW894",
+	"msLGVCfiTKHpxZ8/fAYHh6M01Vdv9KHKbpil4TdqpIrqs9NYoC3QQVLWFzzn6gnuT72HSIL7/7K/UeM3",
+	"SG9/vs7G9WFCK8r1a0hdRL8k0u9Zlr3K5OW6/MUmW3033uIw90FvcHTQ6x/0+t0uXAz19wAsu8PH38C7",
+	"XH7/GNueYO+13apT9UqrFaoxX31lnjHorecZvUaesc6Hfy2zOKyQzEZm0R9UucU3TdxiWLm0hw3cYlDn",
+	"Fv0bcIsnllscrecWAwg+mFFeCwGVNe5AQzvQwNmKG7OdQYVVDPs6dbM6JH4/OMKk5utYUL8yLv1um3Gb",
+	"2FF/0Ot1jxqYUr/GlOyjljUd6pdX+dNgK/40tNMerOdPWyfrb3FN1icmH22brP94gLuwj8RkPa19JSb3",
+	"uoeHbsLwmlThHbKSh7WkZEsXm1L19xpDIP58DyMIz/lKz27/KcrP+eq5/llDEAFY9dowwhk5OUVeR1hJ",
+	"fNes9skGxoBVNhh5/32TMZSJXFfirn+YL2SBKcyNUQcIHnSs/zeUOzuAtfeX/PIw02hEqcjgT2x09mbS",
+	"xCYcL2+lWYHxbzheWaxVlCyJi86xdhkmBZtmSzbjUpPCDBFmMM/ywHhyXactuYq38tXquSpNCPtUq0uX",
+	"rrR7VXe2pqpLu1j1MeWIqwGnyeVUEUHcsc5RcrakS10DjDilGoy2mGZLGdn1qXVhyurI6GbGUQ0J5gih",
+	"rIiQOt2MsHOhRZjhMwNUs8H1a/oaRixKJAPgnVBmud71NubxGg8tFmwWjLOLLEsFl2oEl3LweYfA6LhD",
+	"Wc9nb/sPOu2YkKiMrYlPQMtFByAuwjTYiqMJM/axst5kIzeOqh65xhcEt/w6b9AZXcx77v35ztweomfC",
+	"PciA1AIGoNR9hPI1EzvsNU/HI8ZmWN9DF9a3fy2s71fx+Vzw+BWswLNSvMUxRSzZhOXQ9+zmZpk32AZM",
+	"uH7vK7h6YFLVbhRn0C3Jo5KAecv4Xf9OLTjSAGuaKIrImv7uuDW0eWVBihCi09goLw4QqNCHbMQR7FCk",
+	"Ilu+VpkN6z0d9QwQpsPEbI7IjdEtiWHZEQyE5KkgnIdsMiEEyhzaDOhvS4A6tFZg3QQFAbNuj4ZPn/aC",
+	"NXacs0kkHtx9AlfH+o3qP2GAb9m8Uf5zj53ntgJZfZPl5XSpJNurV88qO3iIvzE7+A6z623DJl7yNLuk",
+	"dvLOZsJGUvKjVv987wXIEMQVwm71uOX38D701tyHftBk+e900IMe6/e2OGh87nDtQe9wSdRCGL9QzHrt",
+	"Vdl4Tfq/XZObX5O9maBaytw3A/RMXbEHhZtmQXrT3s1R0jarJqng6aPLLIuL7dpKAmY+wRZD3kcCqn8E",
+	"Q5wncRHZ9ESeWj25YpZBHvgxZIsl2NobO9eztvcCSIeDNAlKITPflABDpgxL6vMYJ2auUScIpeKSAftl",
+	"wWWZlCsMMxuCe2AKa80TnYDN82SMyGR/PjljOS8F2sHqp7C+UJoRqLZWZky9GHujj7NcmT5kO05KkS/V",
+	"EVHfUmxv6Ow3on0qS0tR6EUWQxEcgbPK2HRnADw02M1iMdP4Li6cFNpq+qFN2Kymr48Dzwo/emMTiKNO",
+	"l72EsD5LYgBWIzwZKsd1kZxsBNxsDGtTsnRgWrObpwKAVVXbEed8KTtey0TdfmvE7OSoszx6AgCHKInX",
+	"NhiPIQ1BdxeHO36TtuJqH/6oDsZ0H7xZGRz89rng6ct4mzI4fFVc7AkVxwy3hXViXx2ACNmyu+9dNab2",
+	"4U/VMVybHQ80e7jH/tNEs7Az167uB/fhf4qmxydx7NxwYF8IKEmnZeSS4One2h07rHJji7MzzZ6d5rnE",
+	"nzbKIOjstBS5wH66JvkglHN+mcjLLntnxuO57VPs9CNTI4/cPsRVSqaa/SKUmzjuMe2kcR7ZhWCVsgHt",
+	"VhtBAIP6mQcFiyBTUPFCwB9r/yJL9t//SfLsv/+Ttfu9Hvuf//W/jazqsEes3+sFbNCJjln0kVsguj+f",
+	"nIUSZJ8La6cz1E1Onhr62Ip9+LnjCrNyGnARkhhTXAE4x8hUQ1Fd9ieUwpC/pidZeKIYz2CZJ2UppHMG",
+	"oSySS5lMkjGXpQFcw9rwdjToRQGL+t0j+M+gexRpOY+jQzoXDEYgdlF/cNTt9ZoxsY2I2KaLlhIFFV9X",
+	"r7+uDhkItFXFnf6aFclAb/UypyYivUMw6A+7+J6KBvxq03l3h55Pg+0ArA+xzYVnD6kP9J2BT+AJq7qi",
+	"rTnlSc5e5JcZ2WEx2aDfHWBs8hcM2mIQLxljuJcAmPTtAZstCFsfuXmWQswDHTt1mojY7imHR73BNbPW",
+	"ZUqVaT8XaaIUNX/SzoT7znyHT7tPn/rTtbO1k9WPmakSsGI2mag7TKDevoKxWZURPL2DZqXmLtxDG/OP",
+	"ddm4SXBvJaQ9RliV1mjYrDckn025vBSFAdhhc14UIqZIk8ke1SIkAtG9nCbjqTZu0kxeunYmoGxoIU+y",
+	"dI3tc2xbThjrY0wTMoC3ILTB9nHEtq9jsDfY4JSn7LUjyrvspGSp4EUJBhjCclyIIolFASvBFH8bP4IE",
+	"cWT6Xfad0kZ6WNWD6cppciXAFkNTCszYsNXT4LkEA4QbGLYMxBPMi9pJkAVXcDTVDSF0RizS12/EepHp",
+	"BcKNCO6qmTqGNbXQzEoRAWwLH1OuexqDiVV02XMtgUGqQuaZaWTCJcHmh1IJcw2WCqiSfMlXqBr8TeQZ",
+	"a6PyotFlHUu+zNghDWl1BdxVpSuUGRt0lEJFcZAyy1jKc92JhqGbSZ26sqadb/Vh98JW5NvcxgiuGd2V",
+	"thuGNgATHY7RZL4jjZHbAALioLTlQl2vRUmtRkNpLwGlqfta8DWKyQ9zCtfduleH1kVIXdEbDNKkBZ8r",
+	"saY4ems0GG7NQJ/7M7zTZhu3zEpuMlHfUB93c7KJVmkFT4mi1nIb7EMjrrVmK4xFbbDhLYf76+dB3O4s",
+	"Q/7bUOKdxFRCq9XRm7T1h8QQN+yIXPBQd/ZPxG6IJNmifDt5r2e+8Vzf2keVbQ8UF9d7AtrrWrmldxpt",
+	"+TK64fB2uuE3vQbdcJ+OeNzg2Oz9PdSX8HqA+K7czH1qTtq34GhPWzngHU8BiJGq56MdwfBRR7Eq8AHn",
+	"XBZ8rL4dMUIdAocqcAOQbdTLBhOooO04NQFzWn65/biv8zGHkprHb25grX5N/hHm9QtzXus7pkMZmeaI",
+	"IHXDFtU0ahkStrSLAqTAhJNH31GzmGJUXcxn0uNwSGNLoTjOq4ns2RQmeJa2vyj5pf9gXz1IuBKRxsj0",
+	"a9JYWyly8JfvP8fMI9O7rdaex+2z4HdiO64mQ6Gi4vWUwcyprvUSlW48gWtQHtmmruTZLClLEXeOSYdR",
+	"AxolxQ+IqF3klwhcB21jDgox57nRj04YUSNGDdCXaX1G7euiCkjcxk/UwbBPKJeAdF/CVFFXcrVU2M0Y",
+	"u7wrFqj++EXq5DFwdtV9UMeh1G0qtIPDmSnCKXImM3lA/fprerELtIDv6wehpCmwXkCv7nWt2u2jM/Sg",
+	"SX7drRfK2/j19qyKO/6ymlKeiMJTy0NZ9+Gt1ctNzz/QfAPHefigIO3bwGN4OnqDAi7FEij7QYGBokZF",
+	"2cR3bq0jU5jgJ6MXKenbcpXlXuBKbhQqJLdbgZHyKORRToOY1np1DzvbmfbrmLzgRu5NTt/goH/UCpzY",
+	"v5PtB00FyMf4FjwmSv4mudJIDE9rjZ72Qfxh9QE6E+HzJ/1AI+W0Rkc3UvVxj+9Uy7/gsR5/i5iXmQok",
+	"5Z2WtT6tJ8zsiN9Iw2X4PoO6VkE2I46YJEOCunpI5ooO1rbvKDo7acnjSkvuW7Tw1oHYa3/7Rixfxq3b",
+	"l4E+d2+Ifxbos/K4sb40wFH0h+4lu+40YMxuv+v8ZmSVgkrcovrWr2S6VMKS67YIEtDNBhHlkh5kJZwb",
+	"bUfmv+We9bp67BGJ5EPXKq296T40H/ZEwT20Mk7ieGdjgi6gMSD243jFoGnd6XqNtr8pwOm0+e2yhw9P",
+	"lBIg8mRM/lGExlcakO/XDCVO8OFDaF/ra/UFX4ELUylJgWee+Np0YDX9wLcfQB00KrszCYDYxuwbgIbh",
+	"oCmPuUTdmhUCamJQO+KopIDMADWKdLmeu5ie0nc6uvWir9zbcZV2q5R9gj1e8pWyePRUed2xrAVVKiYa",
+	"OyPOs/kcIccVU1BzxNCpsZCkRebyzoXAsrXcG4/FvNSMUa7wjah0oQMYtg/V/6ovmLBECCdJQCgW8NnZ",
+	"OBU8p/6Rx9Z6gNCwZz6wE5K56DFAnzj9rRR+5xzBrMKHZ0pzzdI0W6o5h5iA1GlIoQLsGq8nHyi8xqLu",
+	"sudGQONqAouyq2brdQ2HDR5PxdjA63j5XihRo2OAdfAfLrNLASY5goWXtrMs3jariOBVILNKcbdGi5z7",
+	"Vvv1CWChXG9we+Sht/BBUSVgp8UoEYBvpMIdWshUFOoMPUuXWI5aToalU8SSyL8RWI6kiATo3FbY+PNQ",
+	"JEO+WF7qjE+DhBTUwIYytR1Jquz0CXYGpJuoHoH0Fspf8/bHg7U7gSvn0aXmJ3iWmJEHvmCmNknk6pC0",
+	"A4Q2zDkgON53HLNJHFQe0kJ5mgser7C3YwF8CTyMWL33M7YSZ3m2xHIxjQYns1BSjGtt9hx5SXdMoNs9",
+	"/mBDD4rLtEatH3kC4RqDzpNcShEjohEflxVTZnAjM+ULBCP+Ua2N3u0yM3RGIPbpfo8EWtmbpms3cUMt",
+	"vKRwqCZwfYOv3SPLMkeWs6jbtDW7UKeipESNwSXlGv6x2w7f+9TJbcJK2OJG/e0pfoWjdN0w2sTXR9kx",
+	"xOJ5fNt8S42TxM+Ot8KJOG2RV/vPkEBKMRVraNxx6qhmd49+VbT0eWPuKHmgm/Dv0I/c3HbedGaCbFIR",
+	"G4zXUBZZXlKSKaWUSNvsC6qbf1kk4ytsXtKOFFlF7HeVfkCkdYYyAgJUD8Bf6o8+nHUvgP/TnbPQL20m",
+	"33FVWLWOYsSeVrTD1Vzptf2e93EokbzVV4PKL8a8FJdZDnmah0dQ+V3o0u+CtY1b3ZhpnWM27FGODr1u",
+	"2HeEnPr3wE9OqujWARseMj0j53vok0YPDC1epX7Jkf3ILmf4mM35SjcNm6lPvtH9HEGvJ2AU3blq+ITx",
+	"SxQHw8pOXObZYg5IAoDWm38EohhPs2QM8Ag6ZQcrUSrZJS9Ml7VqFzQsheEx1TyY02xUuPSXfxTXZ6N6",
+	"pODlpT6lpNQ5L6fWXww8eFNCqpCLWWv009Og3wsGT4PDo2DYC4b9YDgIhofBcBgMj4Lh42D4TTB8Egyf",
+	"friTLNVbeR7Jq/YMpEwlwdXbJkr1yATKBvEJ0343yym1jV6FNsXoSRn7Rqt6UN1Jh494WJoF/fRUXcnB",
+	"U3XDhj11X4YDdQmGQ0XWw8eKaIdP2PDph528kvg2fwee1djD3SbKvnwetkb9fhC23py8foGZDICeQymp",
+	"+P3Q/f50oWhC5JT7uTeHobby752n8M9GMCmSMRTqyk76LBE3yUTQAzk5nMQx76ggUPPjSP9VL8qg1mYg",
+	"JesVc+RHwRuppB4oDSOqHSz0PQpI0kIJYCh15mC1wK8eAw7cej50PUBZXq0mLyDrntaBgcp6iqBTQIIq",
+	"j94B6/LT+TBZHkpKkrDlfPrxG5f06R/WyvpCiXV97KZlfdeV6oXyi9bq0QJ3r9ejgX6r2dupZo928Xrj",
+	"UxPmk99q975+7Z49NSNItPtjb4aYL1FuXce3heio1fNhpTFUKkE9n9MOmexQC/W+IeGatb2XAoQaRjsg",
+	"74jy+DvbVAvSMH7FoBqwepGa0uIamfqxK1Vs/eI15YOb+WlzcdtNueldVaBVFvvPW4XW364K7QllGlsS",
+	"hkb3X7YSrTnZ+Kgp2fim9Vy0rt9qurZh6Nsx7yov8Dn5dVbBw4cvPpVCFkkmuw8fMp20rO+taUixJrdY",
+	"Jx0YPZeQ/VAJrmq624Qua3zfV97RC1dMs2VRTQr2vUqVXimK9QJYj7RtVbjUnVXYDABKvBc537Y12qZB",
+	"ctF+6KSE3j0IJqy0YwOeqWRMJf2ZV51c3hyP1A+0gAqlDRGD+83JKa7GjHlZMzOwh5SfpVwNg2NoxImQ",
+	"avwOs/V+voEOlQbN6dKB37qsEiitpDObbdiU0nxc0y+41hZ8kJYmO5gq9+IME6IpK6HsUKO1c/FpnuQC",
+	"6FdI3eW7IR97feKqtSaTuMv+DaO5IzbL4kUq2DBgAivgjCqw0TbaPc21OQG1iiZZKRhDfao1ar188+cD",
+	"evBJqznB9Jv+9tFab1V3HbE9A0+lr3nQrKvhWo9D3DBiS0NujtcOWdt3bv/dJYjuN6fPvSX3N69vkygO",
+	"WkJLSG1o6X9rN/vN8/80y9poYmHcYWtZrDjeI40p7UGpGCERygZnVKBOShSlhjS+WEHmE4EYJ3HHNnrR",
+	"UCte1XQ2QRFdLjM/jNuUuHaMLetMIpXkOSTAZLZQExfKSz8tiYSjVxLzwOCJYbqaj+br1wI90tDGdWdg",
+	"cikVZWqZDMAokC5Ho3rw11IYkGOSIdht8SNPkxgqnkU+o0FqvwRhAtBo5lSTwhifFytQH7KlZPViJCN/",
+	"oX9hBhlxSeHLYZ1045GIQxHdGr04NKKE6yRJlX04wuoa4p4zXo6nGFQBl+I1kGFQtT3O8rg5+5TKbDtN",
+	"xm6gvZzAIbrsudsYj5uyNG95atqQfIoQ2Ztk7K1M5T8tkvEVsdXt/I7wCw0tthfX48u4mnPDqqJNMh2o",
+	"uzkosQcdSXqvomZnyNtLsAa/wBsiJE1YbVvKuM5h3vl78RfUSLYpyWf/bgP0EKA2hz0ntD7X6w0HBkjU",
+	"b51xiGilFfOe1JywNTrywGFfojHkIJxST+6+D3n6khqr+J6CoNoEH/61phP+DkiwVJkNKQzqKa+QigbX",
+	"RpEDjmPZuQ+y+g38RAl8deTnPk6O0hUqjhCs2P2jMie21dXe5opXvNdq8f70Lyc77v618vCvSVVg1fON",
+	"bu8ZsU4R8fFalctxhzx8yNpOYY7NkcHkahiMTYSIde8LMjKd3F4lnTHlsU1m4VFPq3ELmXwUecFTkHyd",
+	"unfc4NwsRS4w4x7M4kD3Xxwv8iLLo4BlaWzUt8C2iKB3n2cSE5HmImdjnqZddhJK7HrDroSYoz6lh1Pz",
+	"AyDXXMxTDKNClh34Osiyl+JTCUNB0TFk58NShRHpsDnlUgdwMYF/lsA4EEycZkvdkBZg4kRRMcdCCTue",
+	"Cv6RHDCe/wzegB6BKYdiWKX4JZLhPul+xIUQoVQWePEoFuMElPjuDAIAP+q6Yb1w8HsIEWMTkIKRX8WG",
+	"V2GDQwmvtpocrnUKiWJFyZUeBkUg7UqSN5lAPKXuxdFSXEyz7OqAMutBi6TPlKqjyCMRRQcj29Aqoq27",
+	"klzTTQJ/Al3LJKS0wXOkzMUC3T5YP4KZukS68CUmxlGSlJqVSCcjyr2naa3UZmNfeNC/oSksT9KL7BPO",
+	"JoBk9wtzs1icFGpndNodo3WGcpnlVyLXrWXUlGn2Ed6YiLX7tZ65A50APHSZ3BEmAQehHGAOm3pyCBML",
+	"2OOefqc3Mb29ETprItYmORPoxLUglPMpkKzAkcC+KRTFBtRWF9FlQAaBC8omJtu/6JtQwhzPdaJyQNOj",
+	"amrUvwM9VT05vMnG+cYiBIiIQtmOyN0VsIgQiqHdiVKU1V+FkIBQMBNFwS8F+2UhFlA2QLfV+S6UE6H0",
+	"sRgHUOccQe6j+oUZwBQakbFy+vrsHdFKAEBZSCDnE56kwns1+NjYYo51VRFxt2ikEyJxIczW1Gh0pUA/",
+	"QQhZwJ10JgY6KtEd+FOm9lCK5Qfy2mkSghfSngHLszV1xEdML2j8CQYb8RcFoFyDgbeAtkWV2idKRepA",
+	"nqBpPDxVVhwROzEBzEIVRQE939HG4vEskeCuJSEC81HXZyp47M7QvZtY2mT7dcdqLiV5rWOKX6KFxmYC",
+	"C/j1Z7Azb6UA/g3Ji4URGUdBr9fztsSmOs6VuQ9iCdjlCIxbdURgMbLiKpkTlHaaIpWiAKGbTYNegHVu",
+	"WK4edEY4a7NM2dPgVNFN3o2sYZcZCA+TCQSwIPiLpGAAq48WNzg6SMCp14/54nJassW8y05o+uoX2Zz/",
+	"shDHOrWvYsxSEjwZl0i8sP3qXaIR3uAdeEdsCybMFNY+Y5MqTFsBPBz8JfN0FTCdNwy0CgIbsR76rK0z",
+	"h/XickFWL3oUavYuvGAb0NOzitxHrFjxMckWNK9j7YxXoh+bY5FYRGcRysI1XYpwZK8f0Ix/eiXkZTml",
+	"JkDX9imiOzWH8hFFT6avEiBnGMrt9TrrpuHrQc3tibAjke5PdHRtf6LaPN82MRThMBSAyoc01QYWAgnf",
+	"lSZQ/WCwZkE45MZ9nfNSmSytUev//6l38PTDv7YD/G/n4b9s0x5KL6cQHhdsmHtl1sjFg4WuLGuaP464",
+	"bv6D6vz5wd/OYQH4R/MK9uJneYYEWwklEMcwN18DJINEu76GidglBiBorIxqhq1uac2J3bwtQH0V8LSl",
+	"Zr93lx38a0ivdnukPCVbvN6wxm8Qs71jABTZc9O4Gy8CYdWiBketO0GHo0YlpDtZVwLSHzyJdIp+AVRI",
+	"sA8MeS5+Iksf+slc8PFV2Prw2aLvPsWWKesW2N/fAgf+ApXeWVvdcOvVue6bn/rB4IO6PyGRKvzyr//+",
+	"l0+vfv7T6tXPL3AblZw17axv6zDbi2vjhM2p3JJYrckX0Bc1Y5eZVhTuYxcZP2dXo9nq4mRYhG/UO44Q",
+	"c5H3FJQC+fpOXXpwkYDu8gjthxskjcwSiTgVXfYcfls4WQTKGh5hYsTJ8+fnERtn6WIm0XVNddYhhhS0",
+	"gyFNCoB3NwGkJRZIw36KuMNklpOOrUx+nsdFl1F5Kir4pBnrMoFpEsdCklIJcaZJIv1kB37JE8kulDxB",
+	"xAO48F3mJ0Q36Vvwe1z3zrXUW1+Rl/GdhtUp1nIviiK/rqcSNgJS7+MY/E88JYppg/UGEX59PQtRloqA",
+	"9ndBbXYu3s0bJ3R5d3MCDXWbFgOleq6bJZRtY0D3O0zXb7D2oNcZsQh6rrJ2KpSiBtjOlwkByEXnkdXM",
+	"Hx8emysdSnv1gRf8qkb5HAVsIZNfFgLUfHwnFSs89aPHAYvKpEyFGh8N3VBSp1sq9KairHZUik9lpCw2",
+	"0vEDFqEJFgW623L0l7/85S8Hr18fPH8OYDPUxBagIiiG+cCMCFa9KL3MIzwRfMA0iGJUAcRNiYjdYZPC",
+	"BW6zKVea/0wAo9EYGh7D0clGzfB4MOzuiUNkTihVjxT0QlzqdAi1261R69R+goq32t7W1tf+WzvTu+Va",
+	"C/xe1OGDyQGPflrnQHgJh9Goxz919Hj6fd9D9bDSI9SbFrZ2UuAnWX4Bsupazos3WxlqXz3LB7bgvqb4",
+	"INP7egzcSftBfrFtAEqxb9AVK9Mu6rzaxJf6HYMJjpw6CCUUKJPnEBUr7rNfUsiQedODSqc6JmanpYAS",
+	"IgSdhR89KHRxdJ6lAt2YSnNS/NPWzAdqTJofBIP4TKxlZ81uqy29IFTk3A8GvbspYG6uD4CJf4Eo/2HV",
+	"5DVGpOE9yoRULJuaATuf6jC+Ytz7LsZFsrxHRlXtytzpDf/WEK5zy69D99ukp2nkP4j1oMKjtQdrUnmZ",
+	"9fBxKNfCgb3UrTdBbVrNBStKvhoZSB5rM2l9ZyGhwBc0EHVht7WD9oQpZVWP1zy/EiXTOsnNdI4vABl1",
+	"n+BjvuoVfC9MMBjODoMq98Rs8pT0rW/lqbAmhVpNkySuJVy6ZlMoyW4CYezhdNYy3RoqZrwCDJxHFMoZ",
+	"nxP+NlzNgrUNBjo4WDpYMUoBS4dvPCioNAato5GyUdCDbq2jkQH91nbSyDeUmLGTRhCpU4QIbsEO0GSZ",
+	"hZJyC8qMmhSxpDyGAC55eYBOIPHAzFFH32B+lciaqa2wMWBaFSWaoppiNZoRc0PB23IutNv2w7+wAMOx",
+	"rCx8h5jN02wl1D+GyhwgvqbuT8mTm3hJv7Wz/holFs1nB2D1DsVdGyDBnemabRk5ci7BG6bGpUqVXWyr",
+	"3zg1nd2poNSmJn5Wz8ar5OLdLbNOS5HvzQGNljoOCsz3mHGsIDSGP/b+kqHEBHt8FpFQXDZksg4ky+R2",
+	"LEUNtB+v8PA3r/A99Qr7FPbFNRu4LHvxCPsLySZu/l3ABj11BINhZwQ5XpNEJphMlYAzObv4WYxNgZL2",
+	"DejBrC3fnPuKyA8MFRFoa4SpMsaV+6ublM6eDAJmcq9Z2PqYzMPW56gTuJDO4BmGiw4fUkCnudbVlkIY",
+	"deuY1bkBZihRKLcAgwwQRqkAxcCCJbJIYquwbeXHVW/Z3ZFrD0b9yzYGGXy2qsigZxwoP8wLkaboK7qJ",
+	"WWUne9daB76rqnfY87LUZmHfiOguVtcqHna7RvpXpIyZJpyL+TzLKduRXgRVtP90/l21O/fdwfsVeLHn",
+	"2wVmfFPnrjvnNfxR1/45zKgDRZdVH3C/EzieX3D1AIdqD4YaVsHz5TLflRvKJl8ua3O9pVirWbClhhwY",
+	"8zR1QM24XC35qmO8v8iBt3f/qpfsy/8bDIZf1gUMnOrufcBDLyuo5zqBXX5OVVGawWHajxWiTwaf9+sB",
+	"9sj4HjmCvXndsRPYkK/LD/bmBsZ4O5V4ezqY8YXweKUTsps8xPD5WtQVR3nKdDJ+twoHuP7e7qOVsau9",
+	"VBqe+crMzWyib50J/uYJ/oL44V/bOpJcjsUjYgbFTaQydhPQv6yWQrRFk5yEugdOcEXVVpgjUJ0I6HSR",
+	"50KOsbZuOUUcBGpADuiegYYfh0o9G0jtstf+vJTpAXUhKNvH+eyAyrZgAQd6wuNcEJRNw+2FXTrRm3QH",
+	"8vFsmVU29G5RijHV14uP/oHLK/bih/eYCkv7D9/oD3HnQ80KzDCD2jA/nD6vD6M/9IfZq4j1t/Aeydja",
+	"2erbTbS1v8sN5E+k6kpavOi3gjqTGlC+HSGKT5JJgMPAlDeNMN8edJRYLPU5hFLfrYj+qLbIdQHD8YkR",
+	"QVZWGRN1SnbwsfgMhqYqT7vTF7wQhn0EgKl1rv8Z6cf9+T0ozA9GpoDIPzLECEb8ZPcFiic5mF56jmBW",
+	"LIqSunIk5bHVI4iNacFaQ2hz4fxD6aKfPYauytivQKOT6KNxzgFwj9vDbzr1ntfQGssDprPAXpsgmYGD",
+	"W00J0F0MJopuNN34G50/5jeXQQgzbI8Fr+8cu32mNqGkhTKUPwIrL7PzCl3p4jQgLu/8OnSkWFGKG/3w",
+	"ITQSn4g8lBeiXAp8R+WuPnwIMTW9ueDi9ugZqiDNOQAN+DMLEM7HYurp1xasbcDyMLHo+3cvmYZjA7LD",
+	"rnKh9C9erTmgPQwoG/VIJBe6ddZkUUBpPDjpyuy8cjWa7lXJ80vhXhBTW5bIS5YmVwJJ3o7TaQKD43nO",
+	"V25rNNOE6AFL4mKE9e5ZTqXWeoOwWAx3HnQGDTOgtrqOJ3dk8eT8CuIoUHpWtoThBR9PN0j53V2M9uhB",
+	"xLac4wAkkG1R6JwTR9NX483dQKt3lnSnar0+/qofssJEpe1Ap+lJh+VdIrq+MZjzsO14G1Re1x8Q2/7h",
+	"9LnOha6y70KpPDt5K12vo+/w0OR3h7g83/R6fYRV0XemBvKnP7/TSQyCb3q9ww/7bnfrs4l7i43nN1Yj",
+	"gC/DxNbLlrvUA8HtWlcAtwDT81ezK6Qe4d7tHVIvlLqH1V1D6mmts0n/26hgWq00lPqJY1bVoUmcBWyg",
+	"Rd2xp2AE5l9avOuXYfF7w+u67MyoGJr6fC25TotKUdAAcazMMsBmWbEp/yiYzOrNAcE5zp3DHmeLNGaT",
+	"BPnszMHxc9Wu33D81uD4ndhtUhcE9p1wjQ1ko0+arO2tENi5XTT6QsNW2Op02Wvb89EBCawMp4O060EC",
+	"iYn8I2MEEoLSR7EDVqBFWtNhegNUrRlY/ze8wO3xAivU6xLtF/CSfbOmgL135EADHmpkQFcaqM8H33Qf",
+	"Y+sAy/SpMsF8BMOiFDB1CITU56ELgmvN2KzgX7OmRdgaDfvOR1jdwFNRkNNNCxQKkGkIMfLMGUixtW47",
+	"A1T4judlwlPXUcHqUIpfEsnQBRkMnHNrRFboDZxz6w96ve5Rw8HZL77EyRHEond29WM7rBzba64MqnXn",
+	"pr22XwFgkpZjjiWT4iCbTO4nBKSxMe6hefG62rF5KyBIbUt8uJHPWHNZazNMBU/L6d/Wmgsn1NKHF4BQ",
+	"QDllbJ5ngOAFYZaCfXd29g4wEE36UZktKLc/5iVX+nSXvclIRClBLEQs4m5N/dDz2VkV4GnysZqqnTYC",
+	"1exLIP7qwb9mV2Hr8z5tZb3lScFgbV2kIzFe5InSFH764FLVK3XvcH4myLgqSjHbn/X5HRwVktGMJ+mj",
+	"QiAyf3PY4U8LAeXgBggPWyESkGI5zbPF5dRAKLLmuAJq/uNkxlOWxGAfcu956lSMSZSdLjN4VKgW1Z5n",
+	"atKFeX1SBqFcTnmpQTmTHOKbIxfAD/DXFiWWhtnBCYUdLCcDaYc9E0OpXmPeotHobD9msA3caTX0cA3Y",
+	"hVB3EIMQ2lbBdry507ndjWfYxId2pMbv2t0c+S98gwBv1HUROnRprEonhOOqmH5z4NfOYE5EFstoQ0m7",
+	"kc1maN86IVqepNUILUIlnLx7qWHzDJPAjYHyXfA6zMAEffjwdIG5t1C6m8Wrhw9hDn/ghXg8VLP/4ezb",
+	"gyfQpXFE2IpcxjyPGU/nU36hEQ3mPI4TeRkgYKgBKf3h/auDgk+EfRr6asr5wunphT89ZmkiBbvIBb8q",
+	"KAsW94AmA50i1eSoLSe0XUYtXqSFX/Wjj63A5SF8FoKS42hRh6ZagIckFoqnxfgO1+jB5QNsmSx5ItUl",
+	"efPDKzae8pyPS5FjIIl+H0p6IVo1GKuA33mLyyhVGL7Ms9SOVrC2zAC7UUCruJ9Rl+qAkFC2yYVAOxlf",
+	"C/1KEyVHXr8K1JUs1TVe5klZConEUL19oeQFi2aLtEyUlHzEUzAvSgDzhKPkbJ7yRB7AXqhnWCzy5KOI",
+	"bQ9V9T7WVnbdZc7n0yIIpbO+ANMOqat2mij9DmIlRce4mmEENThFgGCfnUWBj+BCsMVc3dB+L+j14P81",
+	"Zbo7htlLoCSY59nr5A8dovGTOM5FUYii+/Ahhsbwg4i1tWcMoodjcoVcwF+5qMHsYfV7NlHXkoYMEE40",
+	"SrMxT38fZzOeyG6ZxpE65Oh5UsxTvmJv+EywcNHrHY6rD8KnIgrYyemzly9tF8NizseiODY4KP1ej+Vi",
+	"nMwTjf6IUMy410Rl6i5wh9Sg4aAJK1SJTSt1tBi3FGuS5TMfodLJeCdgVdbWh2k6AuuANQ7Y6dJeOvMm",
+	"3FiPNC+AKudzwXO1LnMB6PheJfIKj84P7HndqTwXFpKc8wbyZfpOnaDSe94gHwDMZ6XXFVVhIo6nab3o",
+	"OZkI+ikpC+Z7SdHRByHvT3AxPI8jsl7TQjKU9cAua5O3izyD9d5ZvDphQoMp/CV3jskvWFu38VCTOwaU",
+	"VpqJt5pQvjXReo84XMwuFx3b2SEgGNtkpdLaX29yxzu6pIDjRATR6mwQxsdfDrhFCxFKcQCCOikcvFFb",
+	"90kE+YCZq8zaUZlF5GNX3ED/qWi4QwSEBSs0dN3kAMR3ciFCAgj18SZ0IX+m2m1uki1cjy6rOnSTUuNp",
+	"eES3UGLGuwwB6Dm1zIIHRY1GALHYbhOfZeQRM3tCV/CtZKS3P3xYPR0EW1Z8KpNjoYk7UsIoYpMsVbpe",
+	"WxdGDOgEQgkvBeh6Q6tw0EXgaYaaN8HdJG6KQAQFqKAIG13MeJqeq2WeZ5NzJUBI58VTHxwduQJDI9Uq",
+	"KQcSv6MukBTLUEavcWEHL59D+iuw7HE+6/7Pf/zX7xHWXL3zQcGQgxvurXdByVYcAnz05m4hDLaDgK5M",
+	"HoH0y12YdwPFMhgGhJ1KMNwdtdsk2wHCHSI94DnB57pUETBPV3gw0I8oopOLsEW6urRwZSk3A73ulJMQ",
+	"mNon064ANMmkhLpInDlpRqAZmPs0T1dEK/o5yJECaKrLXCnHjKDaNYwVarFoRvgg4QXLNLQ/wsbb2IwD",
+	"F87ap2cn78/OXp2qe6b+w4HCJ8nlAgLefKGubwl4TrHNXTL9ARDKKc0uE6VfYU4mL0u1Ica6Ibit1y9f",
+	"vwBKUaJBPZHlPF+xCU/SRS4gbUvNLJTR8NOnSEMycz1TrVDG2RK5nLZPsPEvXIBEsgGbJXJRiqKD97/M",
+	"E0UyiOzYD9ggYMOA/c9//Jd+jrW1dsAlm2YLG0+ldRTKIJnoUqcnSrnDLwIAFtB3VmNHzkU+4xL8lpWV",
+	"sejIW5ixcaz5KG1Om2bx7mllOfSBWGZ5TLD0Dg+h/B8EfTeAnAA9VCi6PlWnw1M9Fpn0omDFVIf5skV5",
+	"kX2yKRNCxqgNGR1gmYyFMlKTVGD36Hwhj50HkB1qd0GciJjFC6gp5GZDnYNxpgk04rMOZctuGtmeirtJ",
+	"Gh0/lIkydXIIjcHEO12mc2xZya8EKxe5LEaQu6MuVzZxfALQjFSTxoDFC8Vvzd1CiWQOjgjf71Khe1hy",
+	"6X5ViHEmdZaUc5fInxVTAEfpeLJMV7qjSJGZdh0zNaCdip2HYjOh1O0FagFFu5VcCYoJYavj2vVK23oz",
+	"8PaCKRDKoX0f0fsxMoMZLNBsKuIO8BLDi+Y38UKQjm9erU6ngAOwInPW0Yagy9/rvBJi5cRaj5UCucag",
+	"x2bk0KdWc0fFsOmGUA5vQxhSDXIqoMn+rZK0MGMpmyeiggINeYX4BbQXgCJE9cGKZJhS3Y6twU92WsXI",
+	"d72IaqrVnLBWf9AKWhfjcWvU4vl4mnwUv+fjmejqHLKgdQHrab377uTgYlA8eXV4ctAKWvCLRE6y34/R",
+	"7a5/ETDjuicLjEvJvUFRiNebm5It3xq1JvLo4N2yFbSs8dgatX7mMimq70M3JKqslTz2rK6mbwzabdgg",
+	"swf/evrHPxcXf3xSvHwxn17M0r+9PFt+HD8f/q7VlEtntUTASffWeDb46+yv//7yd9VV/ptaJXv7tywt",
+	"aAMb102b+PkGntvXRKt3mn1HC3mGxm8txq31S9eKLthak/naiDd4nez+jeqOoLrPZ6d4N73o2yyfrV2c",
+	"69Cq+h+UIgmuh+2WdjEej8y4Az2oBgnK8ln9BW0YPoC2t+DU6OxjwS+1b2zbI3XcItstVa10kxtvp1Vc",
+	"8JjkeTXxwt52m3ihsQ0mBJN77QK0O0wxipGBGK14ssPWSI+sNFL5gHJ8SKW/XKQcMufVbiozJKRmEL/2",
+	"g/6Tz/+yI1LpBY9RRvjL1w5UWjs9stWBrXX27jbPLF6dZdmrTF5W80fBUwm2yiYH5S6HpT5Sx0StRfRx",
+	"pdDrQu1Rv4f/s9MStTZPFFldplH2vcBHPbKx3SmtjaRgSrJ+2a4oCSK5lM9Q3NXBfCtS2MaHHM6/KZGm",
+	"kV0Y2TpqcrJd/46dl/tc8LS+VnQc7mOFpB6NrLPwLhd1qwSpGU+VEBLxidZfvO2oRne4Ly1uLt2RPSOv",
+	"MW70vDFwQACA6FfbaWdmSVEk8hLg26p31aT6GgA0enofXGieK2OjXLGwhR/5499+RTJ7rz2y/oLsXrNp",
+	"lsYQ09Sq6Y0Pi7tdx/WwTnr0jksofzj79knT/cPQoo7VmajilgoXHEfpDARxucpAO8x7kT4z2u3mya8L",
+	"ge60kA2D3n5RaDH7y/kTWtFu9kTDxN1p3z6lhVKVQB1Zo6i6u6t1nh2UVaP73DbwvNN+l1n2iueXookb",
+	"KZ5COhJ7nfzhRnwIoj9q4Bz9M/3e8MnRN4977GJVip2njMllOhJUzavNhX6nG3jd6jRGrD9wfxR4UVye",
+	"Cw32tRscJabfr1HaKlkxfjzROKCzpWxc0fAmWptBBNnHciilsdZEzY2yNST5YHkDLxsTuqnWYFs9TntN",
+	"RmCyLsbT/Sk1ZpENimkt6Ny0TD92fHPN1K7IfdU+1lTXPk8YFT/f4WkZnVQvjPI9b7ucvaQd/onc2PcQ",
+	"uJWCfhjzJSe3k+sILsetc2NfzOblCgCEMZsR4FrW58SaSKQNxukkV4qEFToUpjQ0jDZgwlhZMHypkgiY",
+	"yl0eh9ICB3x3dvaOPXx41Dt8+BCiL0BenKUZj9kFT7kcYxAqy8dTUZQ5LxUNQqTETcyFtI5swvKsBJ8i",
+	"Rad1LBXO0kRSj3qHkYnw6lhVQ7Zug5+etmpn9yaM41+79/DR32O6LswcLshR7/CGGyGz8n19L85cGquE",
+	"XRsYjHqtA/Cof7iQ/CNPUujNnuWaEkHJQlL82gznTVYiVlJguxkSPW7MdlY7lnzBdOeSF1fX4qwgsAr0",
+	"Rm/K+WFVmI5EZ1etAeiAVMJCYC4yGquBztFRx5lIXXjpl/wRRzKpwJDu5TzgQqHVkEquEgzKwiogb9KC",
+	"lRweQawwlLwokksphMX3YG0uV5Sb7IG/dNgG4A/M6qLRckxSSpd8VVQfNF2xcWeuhJgXStaaSjjY86lY",
+	"6cFiRKwwaGqwur7SQpZZfmUALyDVacDiTIpjfXS69p/xAr7ABAhoiL1kbUpNU9cX05OTmdCpWvA3LR9H",
+	"6XSxl8A5tJDW6X7qg0kik2IaYYWu02eAfffd6PXrKIBrYRA77E48KPA1f1Mzauum6FS5CunEbmLWg6Jz",
+	"7M/APQ2ZLY8r04H24ASNDqCVmQ6ph9Idp8tOoLIbpUgC7S/q2lI7wvqxwcEhtb6NAhYNhuqPDlT/Ognl",
+	"Ng3SVFY6NdyU0FJXp9dVomOWtJ9s2RDFbB65GTCZms14zSmS4nyalRHrQy4IJNkt8kuhbBdeXB2zKBez",
+	"RMYiP6fcF9jjKzHHGjv9bXEcykhxMvi66oZrl3kymynNDLOeMikKFufZfK4+y8Vc8JIGzeRYNMK1SLGE",
+	"KQGabZNkV1/uDpTSjINC9OXBoSiCOARQFENWte9Bb8Ytxj59GWCqQFtifpEt8PizCWJhoCRomX9q7MRB",
+	"f2thdWY24a4xnp/XuvVtcaOux3Y2e+n7eP2R21V+09k1IvZ9ImsuXdr/Si22J2B8WXHt6mhEazRhK45E",
+	"ekKKtdU7Cv2SHcO2RNBvsvJbcBVsWdponv+M6RlvJyfIOG4X6Ag0DMIao5MlW9BGk8lpsnv2F9SBq/4H",
+	"EBqneKsbVhyDey8pdMIWlejkW5I4vsTxGl4IPZLDTvYFAbQN8PjXawx+VuXu9xZTR83Q0djhdm5vtTug",
+	"46CPbwF74zKZ9WA3G/UIlvJSFCUSZygtsI2rDq0HuNG570a5yXSBIqzeAtRAAYeS2yekhtZwVYzW7WCp",
+	"GC+DVqJZO9J/wgPQ6wqrDw1mK70a9eVc2IEV2ehxsgmkyykttIQ0UEwGdZ41dkDuIOmoHzwoWKx0lxJS",
+	"59tZrnUQ9WUnsMWSSozj6cxMCQFYAdeBwmwNBMMsDkwobw4EozlkE0smBBiAmlkPAXOmT9kgtLDNAC2+",
+	"nt1sMbCawTA6PY2usRZC2fYHkos0tR4tIDqqvtT8WRkPyCURCJvMJ6wRUzZRpNRWqwKj5huwnlrSMSOF",
+	"tqLNrtM9mxFo/Fv9zKUBMPVJ8URVswku31FIq3qcy3wnWT7jJWLmQ+LNLJHJbDEDtbMGpx9UJ/a24VZD",
+	"eSZP1TybJqaTNm8/i93xc/7JQGecy7gvwJkt2xccIdaGwe1osmAQwkR7LAiWxHFZ0u2rgJIMPFASNS4C",
+	"dxge4gGlaLNqpIxb/RgyhIbnDs1zuSgWaXkbyBFHGtHTu4OQWKPefoZcKFQE5aKU4MYSRgl50RpDdXZW",
+	"wI+hYPIWOFHe4rR94iDZXSzKPWSe7E1vBHZ1D/XF9Tf1lsrjmZYwVn+8YYsKtyvFnBeFzlUydXkgQTd0",
+	"Og2lbXXKi0ati8w8A42R5I4mdeygO0TwsjcIR9fQ99j1fA4YXnBH+RtRVafvxmwvDbajg2FMxb7oBO2g",
+	"Ib88Zn2Wi2wuJPQRhGrWVPC8IFXNG/g4lGrDtAShmFQCtTPky234VZdFyHWMCwv/CXXs4pMYL7B28Bp1",
+	"KReKBKAyMSlZu+5qNcWsa/Smqos0Uiwwog6vhc4pBH3pmNyE6kFwb1r3qTVw1ekYt3ku8OhhO8D2b/Si",
+	"g6fX0beLkq+gTF0JlCiwTvzAeiRhK1AD46CeR+/enp4xN5YRdY25sV5DHXPJijJJU2VjEyWRomqgst0E",
+	"NSrEhzw8pataUPR3HhFA3Sn1uksKaMmL8hPtsWWelFZXd4ChsX5qaQNGY7iY+jaGMnKa4LI26KnnXFGR",
+	"HKeLWMSdbdpYqk3ZT0vcIaimSLvKEr7MBWCsKNamtAApPpVsKYSyjJ3uL4Mb+Sy/QJeXfxC/jnQceU7a",
+	"FIpkP6xG7orNWUZwe9QZ7yud6LdmOngk3wIpBCRmApeRQ+AEmeE6r9IdNNZZiotpll3trUlvsbgwP2OG",
+	"lyrBbIox0+zyGJsx0AcIQbXkKyPTA2OdJeaHpk43KbfhdbSw/fTs7Q/+Ppv2+pxh4w9+xP2yLv5/hoa/",
+	"RCQ+1Ta0tqLn7voGKjKnWt9tmlt5l9Crd9aIAyYY7KwvlBG9EnUrF9w8YIq166a79daViCFdnGdSPWcC",
+	"76E86tm02qNer4O55eIj+Eoj+C++zYCR6UkcQCPvSBm8ke6qIYrSsgcCKIhoTZGGKp7otEUYnR7KFuU4",
+	"mwlQkTTbiIJQRlirjcQYqRdE7BH+cU5fwYCkTuozgQdpApDURp4L2aYJg6dRZoTzMeYzQU9jwg9qoITf",
+	"ENh8ipIrrZxahsluKF/IUp08Q4QWSHU+7LGYrwpSN5VeHm/mc5p6tmq4aUlgvx7EpnfNMa3RjkpkA4Pc",
+	"ZkCfDJuHPuoFLSrUA0/Vnbsd06xWkqiBOyCOwlnNlXZ3UNBB2NKXLmyNnhL6sHaokT+ni2oZerTwdoXq",
+	"FWGLrhE8bO6R68pT84aepT31JjVx60aLF0ie57MibI0Oj5qwjcll1wdXnIVCfrzDvPuVeeO1bpj0Ue/Q",
+	"mzRc7KPeYcPk+4MNk0c/okYK/rpy9gQYt2b3aXZ5H91froRKs0tkjl9e9P7occyVdaBprn/7HvyUY3UY",
+	"tlCcoNsgz1JRdLrUpK5R6Rihh4rAR5QQKhDnBEVoxXGCUUuCpsIwJfWCxtb2GnSNEKvoCfxXEbE2JVzl",
+	"LJslZSniEeNp2mFlxqJFniohKbXwnqv543kGoaRgXJbH1puDz00EQMVYn8lYBAyzFrU2carBSukAilAW",
+	"czFOJsRVWaHEXRvhBgtPQWC/s6+ibADztRKoRclnc5Dz+lP1al4ucqF+G33sBzY33MKpglh/ffLs4PS7",
+	"k8HRY3DCRb/a937u/lp7y+furxdZvPocOci5hRjn0HzsSqw6HhioGs8wMBa2fsW+X5+7v+JpfA5bAQtb",
+	"ZnT11Ptvn7HDw8On6ouYl1x99qvdafB7hRK6D8InjzBEC9lQtS6DxuP3+TPkN6KiMvj0SSf393uU219A",
+	"kNpw+2PGq4CuGmuJEKog0LMZCWsYymm2yAvGEV0U3Fv/9/8Meuz/Yz8r0ss7ARFsAh3FaY3Oy4CfcfXC",
+	"TIoilEueQPhd7b0iTvcWdbrsRxC1epwpLzRKj7qOgyHD6SBQlMt5nGL3atY2dJPEr87xk6hzzITkFylY",
+	"qCXjl1wdSbuiPaKYIiDXCLv9jZhiVVEH/L4zUeiXaT3WQruFEvxChZ0OPICJlHBtHdwqdy3oxlQXGczj",
+	"aVnOi9GjRxjgVv+Cf+iMDg29rPHAjsFYn6rT06lYF5gYkYsiSz8Cfidn8zz5CJh5aZbNL/j4CrFlDwBw",
+	"xJQ2QjWIzOTBfHGRJmNT57uQqSiouy6qs0papWm2LNCh/eOLP3z39u335yevXr398cXz8zcvzn58+/77",
+	"04hAMw0S4bhc8DRdsTjhKUB1Fbb5dUlwWlroIKnlAvPqCpOmMMmwAJC1OTv89Alzxkl3w3aecL9xO5fT",
+	"QozPm7jJYKi25vGQ5VzG2QzLIo81jw0coL1QzqDWJZMCuQW+wMk4wWsKImUqcmFMBerJSd7htSSHEMUW",
+	"D1LIcb6aly5t40weKA717P3r89MXz96/ODv//sVfIo2DSMJIEwrQ6JWwufhab7JQhqBERdVE3UhrdyZl",
+	"16VWxeVw+foJ/JdiV5W+iaF83LOdE2nJhC1pd1ACthmBOIq4s8Fo2kcLRZCpSlFJ9GAUgvtQ1dFOV3Ks",
+	"6wVevH+njCmU2a3RT/1g8CFoLfK0NWrpCwsyUiM6dcfZ7NE4n7W2Vhd/dNd4t070LL8ABLJrlV9Uld7K",
+	"dNVa25DwFInjAgpy765synaENtQXtvByv558/6en+ZM/fv+XX/Kz5c8/vHv+5OWrd399mQ1e8Vf8dIlF",
+	"VrdM4CDG2QiJccJiUZSJRHUokZbPMinKZZZfX3++yNMR6/e66n+PqE/vLqz6PsTzqyzDViHCyd0PU8eU",
+	"yW3+3ZvsFCb9vVhVy0E13TPOfnj/SnMKq8qR+P+SNhLO1beONmaobvJQYvaqd5C+XVP1RSrJg/COgN84",
+	"0joUSSh0FnoNHmqKGsXO9ae8hOQ+JdsTeXleJHIsnAJYUrBLVIEEj0GBvBBCMvpJl+GWkPKAuZ2U5shO",
+	"mG3vz9qRuiTK+nBXXAQsgmsEZgk6UX/H+puEFKUQfiUeXc83eyt9dfMLJJoBm17kKfDojeIRfDgkVkMt",
+	"V0MtptUnIYkdzPgiR9IHSMiyLnJoSeaLa+pypegvpLsUtirk5vjALMXZbC6P7JzEL2gXEl/jYtobN62Q",
+	"4710E1mm1+Qs+bI8sO4fKkVR3i5SegpYuNa7ovjfam6DIV2MTEBOM49G6D2wrnqlISfx56hjXSsytvZO",
+	"UbN3iHzdzVMavxIvMltSNAZtb7QX5nxRYCGupmCyBhxEAI3wDG3kFe9EO46aSeTAM/F5ZVLV3AzkINEY",
+	"zkICDHzpOAdDmWaXJsY7Yk4oR5log0+fINICcOadwKSFKeaj9o4iM7YXKRhT6kEEDGDt5XSl1ouegWNK",
+	"flIPON5fa+F5jqhC2eihPNFuBSijAEMrSVPr4zfJ0oalb+DwZ6Io/6Ei1HhY9VQaQyKGPAagvN6dlu8E",
+	"LzTPvnEEA7pVepcwbEHg8HAy4E/H2hr4yhGAM+dS6txNRZuWGfxjaMkAmuIvDYvYv6BIUBf2Pea+eYLh",
+	"hsm3nmi4NhO3llkTyraTO6sFpQuEYKDZnWofgxiaK2sP0mrB5x9KE0IInFgBVSGZN1fyLv2QSdQ1Knoo",
+	"JzwtBAoU41YGvHK14cb9WU7FzEoVLERD2aiWsRI2EQD8c0peOV5P9FAZE6C6TcfUoAe8uJhvK0MJOb2Y",
+	"Makde0pC8LFOYYIPj1kEsDPiXD8E80bHHTQoAfddKG3knfEUcD+McCb/ov7nJU/kOueY6wb7HDmuMvRr",
+	"ad/fkhvnX4B+eRR3G6TL7gmfeKT6ptxQ2vzozuJeuqFuz7i9xEYXyEXR9hd3X6nRP9+VpWB8Lg5RQhXV",
+	"Ik07/yCyBVnwV00Lq/pdfLigX1sXinXlJ4ty2hr99OHzB/W14oFNdYWYCTC2nVogniRidrFikeJjLF/I",
+	"qOW6nUePHsEvpllRjp70nvSgnz0t99cGErEZYpg4hti66mVoiqBI6drUHfAn1EsNnRpIxUjbqbjkKbr6",
+	"gbHK2HhCqV0X5lklOZtPMwmt/wBGraAYzy+LpEhKUXSrRZOJKBrf7/cCyyZuvUBSGQeebRoGK3zIcEhy",
+	"xx/k/B5zees/fi54an7MLrMsLkwzvwJ7yvDUnQj8u2mgbLygRtHVaThzq7zAHVf/vmHsSqNn51e6mXP9",
+	"N3/Gegjf2fegMPgW/vY6nzaM9QLB8qC7pttud1GIvHjgoWG6gwKUXn20U7gYB4oyFupmOBVCkzo2hTtJ",
+	"82DDqLptMZEioXqxeZ5dCBzYA8LD51woPHfmhADWQGveXo5JfYQ2WvNFmkJGBqN2tUmJORvOuOhNbtoT",
+	"1FasxlY/OPJEl5nmkBciZj+8f+XO2/DG62bO4zghcCZSePW2rXTFu7sdoiwTedk07Fut/RRoehPXQxfu",
+	"KqN7ZXupeckn1FYIFExsgBXKyGHjFLeHuaG/F7TgOBsrBUHz/u4shiyLcZooAqX+cKj5FWW1mRtPAYEL",
+	"4pVSCOxxNgs0RpWuTl6xOLPnq0PDk8poDxxfAx2NWg9NBfVDffRWVn3+8Pn/BQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
