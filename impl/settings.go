@@ -103,7 +103,7 @@ type Filter struct {
 	ID         int64           `db:"id" json:"id"`
 	Module     int             `db:"module" json:"module"`
 	Name       string          `db:"name" json:"name"`
-	Definition json.RawMessage `db:"definition" json:"definition"`
+	Definition rawJSON `db:"definition" json:"definition"`
 }
 
 // checkFilterDefinition applies a definition to a list query of the module,
@@ -349,6 +349,26 @@ func (s *Server) FieldValuesUpdate(ctx context.Context, req gen.FieldValuesUpdat
 	in := req.Body
 	module := int(in.Module)
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		q := sqlFor(p)
+		table, entity, alias := "companies c", "company", "c"
+		var cond string
+		if module == ModuleDeals {
+			table, entity, alias = "deals d", "deal", "d"
+			cond = "d.account_id = {acc} AND d.id = " + q.arg(in.Id) + " AND " + p.seesOwner("d.user_id")
+		} else {
+			cond = p.seesCompany(q.arg(in.Id))
+		}
+		var extraText string
+		err = tx.GetContext(ctx, &extraText, q.expand(`SELECT `+alias+`.extra::text FROM `+table+` WHERE `+cond+` FOR NO KEY UPDATE`), q.args...)
+		if errors.Is(err, sql.ErrNoRows) {
+			if module == ModuleDeals {
+				return notFound("deal %d not found", in.Id)
+			}
+			return companyNotFound(in.Id)
+		}
+		if err != nil {
+			return fmt.Errorf("read %s %d: %w", entity, in.Id, err)
+		}
 		fields, err := ListFields(ctx, tx, p.AccountID, module)
 		if err != nil {
 			return err
@@ -381,24 +401,6 @@ func (s *Server) FieldValuesUpdate(ctx context.Context, req gen.FieldValuesUpdat
 			if set[name], err = fieldValue(name, typ, raw); err != nil {
 				return err
 			}
-		}
-		q := sqlFor(p)
-		table, entity, cond := "companies c", "company", p.seesCompany(q.arg(in.Id))
-		alias := "c"
-		if module == ModuleDeals {
-			table, entity, alias = "deals d", "deal", "d"
-			cond = "d.account_id = {acc} AND d.id = " + q.arg(in.Id) + " AND " + p.seesOwner("d.user_id")
-		}
-		var extraText string
-		err = tx.GetContext(ctx, &extraText, q.expand(`SELECT `+alias+`.extra::text FROM `+table+` WHERE `+cond+` FOR NO KEY UPDATE`), q.args...)
-		if errors.Is(err, sql.ErrNoRows) {
-			if module == ModuleDeals {
-				return notFound("deal %d not found", in.Id)
-			}
-			return companyNotFound(in.Id)
-		}
-		if err != nil {
-			return fmt.Errorf("read %s %d: %w", entity, in.Id, err)
 		}
 		var extra map[string]json.RawMessage
 		if err := json.Unmarshal([]byte(extraText), &extra); err != nil {
@@ -528,7 +530,7 @@ func (s *Server) FilterUpdate(ctx context.Context, req gen.FilterUpdateRequestOb
 			return fmt.Errorf("read ready filter %d: %w", in.Id, err)
 		}
 		changes := map[string][2]any{}
-		name, def := old.Name, old.Definition
+		name, def := old.Name, json.RawMessage(old.Definition)
 		if in.Name != nil && *in.Name != old.Name {
 			name = *in.Name
 			changes["name"] = [2]any{old.Name, name}
@@ -541,7 +543,7 @@ func (s *Server) FilterUpdate(ctx context.Context, req gen.FilterUpdateRequestOb
 			if def, err = checkFilterDefinition(p.AccountID, old.Module, raw); err != nil {
 				return err
 			}
-			if !jsonEqual(def, old.Definition) {
+			if !jsonEqual(def, json.RawMessage(old.Definition)) {
 				changes["definition"] = [2]any{old.Definition, def}
 			}
 		}
