@@ -115,3 +115,28 @@ func (s *Server) ContactSocialSet(ctx context.Context, req gen.ContactSocialSetR
 	}
 	return gen.ContactSocialSet200JSONResponse(success(jsonText(stored))), nil
 }
+
+// SetContactSocialsAdmin replaces the social networks of the contact person
+// contactID of account, as crm-server contact-social set does (no journal).
+func SetContactSocialsAdmin(ctx context.Context, db *sqlx.DB, accountID, contactID int64, networks []SocialNetwork) error {
+	tx, err := db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	var found bool
+	err = tx.GetContext(ctx, &found, `SELECT true FROM contacts WHERE account_id = $1 AND id = $2 FOR NO KEY UPDATE`, accountID, contactID)
+	if errors.Is(err, sql.ErrNoRows) {
+		return notFound("account %d has no contact person %d", accountID, contactID)
+	}
+	if err != nil {
+		return fmt.Errorf("find contact %d: %w", contactID, err)
+	}
+	if _, _, err := SetContactSocials(ctx, tx, accountID, contactID, networks); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}

@@ -192,7 +192,9 @@ func TestDocumentInsert(t *testing.T) {
 			"unknown user":            {map[string]any{"company_id": company, "type_id": w.dirs[44][0], "date": "2026-11-21", "user_id": beta.admin.id}, "user_id"},
 			"no date":                 {map[string]any{"company_id": company, "type_id": w.dirs[44][0]}, "date"},
 		} {
-			t.Run(name, func(t *testing.T) { expectError(t, e.post(t, w.admin.token, "/document/insert", c.body), "400", c.msg, "") })
+			t.Run(name, func(t *testing.T) {
+				expectError(t, e.post(t, w.admin.token, "/document/insert", c.body), "400", c.msg, "")
+			})
 		}
 		if after := e.rowCounts(t, "documents", "journal"); after != before {
 			t.Error("a refused request wrote rows")
@@ -288,11 +290,12 @@ func TestFinanceInsert(t *testing.T) {
 			"zero sum":              {map[string]any{"date": "2026-11-21", "direction_id": 1, "account_id": eur, "sum": 0}, "sum"},
 			"unknown category":      {map[string]any{"date": "2026-11-21", "direction_id": 1, "account_id": eur, "sum": 1, "category_id": beta.dirs[47][0]}, "category_id"},
 		} {
-			t.Run(name, func(t *testing.T) { expectError(t, e.post(t, w.admin.token, "/finance/insert", c.body), "400", c.msg, "") })
+			t.Run(name, func(t *testing.T) {
+				expectError(t, e.post(t, w.admin.token, "/finance/insert", c.body), "400", c.msg, "")
+			})
 		}
 		if after := e.rowCounts(t, "money_movements", "journal"); after != before {
 			t.Error("a refused request wrote rows")
 		}
 	})
 }
-

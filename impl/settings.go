@@ -100,9 +100,9 @@ type FilterInput struct {
 
 // Filter is a ready filter as listed.
 type Filter struct {
-	ID         int64           `db:"id" json:"id"`
-	Module     int             `db:"module" json:"module"`
-	Name       string          `db:"name" json:"name"`
+	ID         int64   `db:"id" json:"id"`
+	Module     int     `db:"module" json:"module"`
+	Name       string  `db:"name" json:"name"`
 	Definition rawJSON `db:"definition" json:"definition"`
 }
 

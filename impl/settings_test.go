@@ -155,7 +155,9 @@ func TestFilters(t *testing.T) {
 		"module without filters":   {map[string]any{"module": 2, "name": "x", "definition": map[string]any{"tags": "a"}}, "module"},
 		"empty definition":         {map[string]any{"module": 1, "name": "x", "definition": map[string]any{}}, "definition"},
 	} {
-		t.Run(name, func(t *testing.T) { expectError(t, e.post(t, w.admin.token, "/filter/insert", c.body), "400", c.msg, "") })
+		t.Run(name, func(t *testing.T) {
+			expectError(t, e.post(t, w.admin.token, "/filter/insert", c.body), "400", c.msg, "")
+		})
 	}
 	if after := e.rowCounts(t, "user_filters", "journal"); after != before {
 		t.Error("a refused request wrote rows")
