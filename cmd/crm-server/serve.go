@@ -527,7 +527,7 @@ func startWebhooks(ctx context.Context, log *slog.Logger, pool *sqlx.DB, cfg ser
 		log.Info("webhook worker off (--webhooks=false or CRM_WEBHOOKS=off)")
 		return func() {}
 	case cfg.secrets == nil:
-		log.Warn("webhook worker not started, and webhook operations answer 503", "reason", mailer.ErrNoSecretKey.Error())
+		log.Info("webhooks off: the webhook operations answer 503 and no webhook worker runs", "reason", mailer.ErrNoSecretKey.Error())
 		return func() {}
 	}
 	w, err := impl.NewWebhookWorker(impl.WebhookConfig{DB: pool, Log: log, Secrets: cfg.secrets,
