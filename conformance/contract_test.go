@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,8 +28,15 @@ func TestContractDocumentsEveryOperation(t *testing.T) {
 					t.Errorf("operationId %q missing or also used by %s", op.OperationID, prev)
 				}
 				ids[op.OperationID] = name
-				if len(op.Tags) != 1 || op.Summary == "" || strings.TrimSpace(op.Description) == "" {
-					t.Errorf("want one tag, a summary and a description")
+				// One tag of its resource, and the tag extensions exactly on the
+				// operations marked x-extension (docs/extensions.md).
+				extension, _ := op.Extensions["x-extension"].(bool)
+				tags := slices.DeleteFunc(slices.Clone(op.Tags), func(tag string) bool { return tag == "extensions" })
+				if len(tags) != 1 || op.Summary == "" || strings.TrimSpace(op.Description) == "" {
+					t.Errorf("want one tag besides extensions, a summary and a description")
+				}
+				if (len(tags) != len(op.Tags)) != extension {
+					t.Errorf("the tag extensions and x-extension: true go together")
 				}
 				schema, _, err := c.ValueSchema(op)
 				if err != nil {

@@ -247,6 +247,17 @@ func (s *Server) FieldInsert(ctx context.Context, req gen.FieldInsertRequestObje
 		return writeJournal(ctx, tx, p, []journalEntry{{in.Module, "field", id, "insert",
 			map[string]any{"module": in.Module, "name": in.Name, "title": in.Title, "type": in.Type}}})
 	})
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeConflict {
+		// A duplicate answers the existing record's id, as the counterparty's does.
+		var existing int64
+		if err := s.db.GetContext(ctx, &existing, `SELECT id FROM field_definitions WHERE account_id = $1 AND module = $2 AND name = $3`,
+			p.AccountID, in.Module, in.Name); err != nil {
+			return nil, fmt.Errorf("find field %q: %w", in.Name, err)
+		}
+		value := strconv.FormatInt(existing, 10)
+		e.Value = &value
+	}
 	if err != nil {
 		return nil, err
 	}

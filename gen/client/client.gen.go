@@ -1475,6 +1475,23 @@ type FieldUpdateRequest struct {
 	Title string `json:"title"`
 }
 
+// FieldValues Field name → value of the field's type, or null to remove it.
+type FieldValues map[string]*FieldValues_AdditionalProperties
+
+// FieldValues0 defines model for FieldValues.0.
+type FieldValues0 = string
+
+// FieldValues1 defines model for FieldValues.1.
+type FieldValues1 = json.Number
+
+// FieldValues2 defines model for FieldValues.2.
+type FieldValues2 = bool
+
+// FieldValues_AdditionalProperties defines model for FieldValues.AdditionalProperties.
+type FieldValues_AdditionalProperties struct {
+	union json.RawMessage
+}
+
 // FieldValuesRequest defines model for FieldValuesRequest.
 type FieldValuesRequest struct {
 	// Id The counterparty or deal.
@@ -1482,25 +1499,11 @@ type FieldValuesRequest struct {
 	Module FieldValuesRequestModule `json:"module"`
 
 	// Values Field name → value of the field's type, or null to remove it.
-	Values map[string]*FieldValuesRequest_Values_AdditionalProperties `json:"values"`
+	Values FieldValues `json:"values"`
 }
 
 // FieldValuesRequestModule defines model for FieldValuesRequest.Module.
 type FieldValuesRequestModule int
-
-// FieldValuesRequestValues0 defines model for FieldValuesRequest.Values.0.
-type FieldValuesRequestValues0 = string
-
-// FieldValuesRequestValues1 defines model for FieldValuesRequest.Values.1.
-type FieldValuesRequestValues1 = json.Number
-
-// FieldValuesRequestValues2 defines model for FieldValuesRequest.Values.2.
-type FieldValuesRequestValues2 = bool
-
-// FieldValuesRequest_Values_AdditionalProperties defines model for FieldValuesRequest.values.AdditionalProperties.
-type FieldValuesRequest_Values_AdditionalProperties struct {
-	union json.RawMessage
-}
 
 // Filter defines model for Filter.
 type Filter struct {
@@ -2596,6 +2599,7 @@ type EventListParams struct {
 
 // FieldListParams defines parameters for FieldList.
 type FieldListParams struct {
+	// Module Only the fields of this module.
 	Module *FieldListParamsModule `form:"module,omitempty" json:"module,omitempty"`
 }
 
@@ -2604,6 +2608,7 @@ type FieldListParamsModule int
 
 // FilterListParams defines parameters for FilterList.
 type FilterListParams struct {
+	// Module Only the ready filters of this module.
 	Module *FilterListParamsModule `form:"module,omitempty" json:"module,omitempty"`
 }
 
@@ -2630,6 +2635,7 @@ type TaskListParams struct {
 
 // WebhookDeliveriesParams defines parameters for WebhookDeliveries.
 type WebhookDeliveriesParams struct {
+	// WebhookId The subscription.
 	WebhookId     int64 `form:"webhook_id" json:"webhook_id"`
 	Page          *int  `form:"page,omitempty" json:"page,omitempty"`
 	RecordsOnpage *int  `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
@@ -4755,22 +4761,22 @@ func (a ListRow) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
-// AsFieldValuesRequestValues0 returns the union data inside the FieldValuesRequest_Values_AdditionalProperties as a FieldValuesRequestValues0
-func (t FieldValuesRequest_Values_AdditionalProperties) AsFieldValuesRequestValues0() (FieldValuesRequestValues0, error) {
-	var body FieldValuesRequestValues0
+// AsFieldValues0 returns the union data inside the FieldValues_AdditionalProperties as a FieldValues0
+func (t FieldValues_AdditionalProperties) AsFieldValues0() (FieldValues0, error) {
+	var body FieldValues0
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromFieldValuesRequestValues0 overwrites any union data inside the FieldValuesRequest_Values_AdditionalProperties as the provided FieldValuesRequestValues0
-func (t *FieldValuesRequest_Values_AdditionalProperties) FromFieldValuesRequestValues0(v FieldValuesRequestValues0) error {
+// FromFieldValues0 overwrites any union data inside the FieldValues_AdditionalProperties as the provided FieldValues0
+func (t *FieldValues_AdditionalProperties) FromFieldValues0(v FieldValues0) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeFieldValuesRequestValues0 performs a merge with any union data inside the FieldValuesRequest_Values_AdditionalProperties, using the provided FieldValuesRequestValues0
-func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequestValues0(v FieldValuesRequestValues0) error {
+// MergeFieldValues0 performs a merge with any union data inside the FieldValues_AdditionalProperties, using the provided FieldValues0
+func (t *FieldValues_AdditionalProperties) MergeFieldValues0(v FieldValues0) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -4781,22 +4787,22 @@ func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequest
 	return err
 }
 
-// AsFieldValuesRequestValues1 returns the union data inside the FieldValuesRequest_Values_AdditionalProperties as a FieldValuesRequestValues1
-func (t FieldValuesRequest_Values_AdditionalProperties) AsFieldValuesRequestValues1() (FieldValuesRequestValues1, error) {
-	var body FieldValuesRequestValues1
+// AsFieldValues1 returns the union data inside the FieldValues_AdditionalProperties as a FieldValues1
+func (t FieldValues_AdditionalProperties) AsFieldValues1() (FieldValues1, error) {
+	var body FieldValues1
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromFieldValuesRequestValues1 overwrites any union data inside the FieldValuesRequest_Values_AdditionalProperties as the provided FieldValuesRequestValues1
-func (t *FieldValuesRequest_Values_AdditionalProperties) FromFieldValuesRequestValues1(v FieldValuesRequestValues1) error {
+// FromFieldValues1 overwrites any union data inside the FieldValues_AdditionalProperties as the provided FieldValues1
+func (t *FieldValues_AdditionalProperties) FromFieldValues1(v FieldValues1) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeFieldValuesRequestValues1 performs a merge with any union data inside the FieldValuesRequest_Values_AdditionalProperties, using the provided FieldValuesRequestValues1
-func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequestValues1(v FieldValuesRequestValues1) error {
+// MergeFieldValues1 performs a merge with any union data inside the FieldValues_AdditionalProperties, using the provided FieldValues1
+func (t *FieldValues_AdditionalProperties) MergeFieldValues1(v FieldValues1) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -4807,22 +4813,22 @@ func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequest
 	return err
 }
 
-// AsFieldValuesRequestValues2 returns the union data inside the FieldValuesRequest_Values_AdditionalProperties as a FieldValuesRequestValues2
-func (t FieldValuesRequest_Values_AdditionalProperties) AsFieldValuesRequestValues2() (FieldValuesRequestValues2, error) {
-	var body FieldValuesRequestValues2
+// AsFieldValues2 returns the union data inside the FieldValues_AdditionalProperties as a FieldValues2
+func (t FieldValues_AdditionalProperties) AsFieldValues2() (FieldValues2, error) {
+	var body FieldValues2
 	err := json.Unmarshal(t.union, &body)
 	return body, err
 }
 
-// FromFieldValuesRequestValues2 overwrites any union data inside the FieldValuesRequest_Values_AdditionalProperties as the provided FieldValuesRequestValues2
-func (t *FieldValuesRequest_Values_AdditionalProperties) FromFieldValuesRequestValues2(v FieldValuesRequestValues2) error {
+// FromFieldValues2 overwrites any union data inside the FieldValues_AdditionalProperties as the provided FieldValues2
+func (t *FieldValues_AdditionalProperties) FromFieldValues2(v FieldValues2) error {
 	b, err := json.Marshal(v)
 	t.union = b
 	return err
 }
 
-// MergeFieldValuesRequestValues2 performs a merge with any union data inside the FieldValuesRequest_Values_AdditionalProperties, using the provided FieldValuesRequestValues2
-func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequestValues2(v FieldValuesRequestValues2) error {
+// MergeFieldValues2 performs a merge with any union data inside the FieldValues_AdditionalProperties, using the provided FieldValues2
+func (t *FieldValues_AdditionalProperties) MergeFieldValues2(v FieldValues2) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err
@@ -4833,12 +4839,12 @@ func (t *FieldValuesRequest_Values_AdditionalProperties) MergeFieldValuesRequest
 	return err
 }
 
-func (t FieldValuesRequest_Values_AdditionalProperties) MarshalJSON() ([]byte, error) {
+func (t FieldValues_AdditionalProperties) MarshalJSON() ([]byte, error) {
 	b, err := t.union.MarshalJSON()
 	return b, err
 }
 
-func (t *FieldValuesRequest_Values_AdditionalProperties) UnmarshalJSON(b []byte) error {
+func (t *FieldValues_AdditionalProperties) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -6012,7 +6018,8 @@ type ClientInterface interface {
 	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
-	// deleted field of the same name had come back with it. `value` is the new id.
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -6026,7 +6033,8 @@ type ClientInterface interface {
 	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
-	// deleted field of the same name had come back with it. `value` is the new id.
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -8146,7 +8154,8 @@ func (c *Client) FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBod
 // column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 // `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 // `boolean`). A record's values are set with `POST /field/values/update`. Values a
-// deleted field of the same name had come back with it. `value` is the new id.
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
 //
 // Takes any type of body and a specified content type.
 //
@@ -8170,7 +8179,8 @@ func (c *Client) FieldInsertWithBody(ctx context.Context, contentType string, bo
 // column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 // `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 // `boolean`). A record's values are set with `POST /field/values/update`. Values a
-// deleted field of the same name had come back with it. `value` is the new id.
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -12994,7 +13004,8 @@ type ClientWithResponsesInterface interface {
 	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
-	// deleted field of the same name had come back with it. `value` is the new id.
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -13008,7 +13019,8 @@ type ClientWithResponsesInterface interface {
 	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
-	// deleted field of the same name had come back with it. `value` is the new id.
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -18430,7 +18442,8 @@ func (c *ClientWithResponses) FieldDeleteWithResponse(ctx context.Context, body 
 // column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 // `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 // `boolean`). A record's values are set with `POST /field/values/update`. Values a
-// deleted field of the same name had come back with it. `value` is the new id.
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -18450,7 +18463,8 @@ func (c *ClientWithResponses) FieldInsertWithBodyWithResponse(ctx context.Contex
 // column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
 // `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
 // `boolean`). A record's values are set with `POST /field/values/update`. Values a
-// deleted field of the same name had come back with it. `value` is the new id.
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
