@@ -130,10 +130,17 @@ func (s *Server) TaskUpdate(ctx context.Context, req gen.TaskUpdateRequestObject
 			}
 		}
 		if in.StatusId != nil {
-			// Finishing sets the completion time once; reopening clears it.
-			st := u.arg(int(*in.StatusId))
-			set = append(set, "status_id = "+st+"::smallint",
-				"done_at = CASE WHEN "+st+"::smallint = 1 THEN NULL WHEN status_id = 2 THEN done_at ELSE now() END")
+			// Finishing sets the completion time once; reopening clears it. Decided
+			// here from the row read under lock: Citus refuses now() beside a column
+			// in an UPDATE.
+			status := int(*in.StatusId)
+			set = append(set, "status_id = "+u.arg(status)+"::smallint")
+			switch {
+			case status == 1:
+				set = append(set, "done_at = NULL")
+			case old.StatusID != 2:
+				set = append(set, "done_at = now()")
+			}
 		}
 		if len(set) == 0 {
 			return badRequest("request body: at least one field besides \"id\" is required")

@@ -116,11 +116,16 @@ func (s *Server) WebhookInsert(ctx context.Context, req gen.WebhookInsertRequest
 	var id int64
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
 		// Deliveries start after the events committed so far.
-		err := tx.GetContext(ctx, &id, `
+		var position int64
+		err := tx.GetContext(ctx, &position, `SELECT coalesce(max(last), 0) FROM event_counters WHERE account_id = $1`, p.AccountID)
+		if err != nil {
+			return fmt.Errorf("read the event counter: %w", err)
+		}
+		err = tx.GetContext(ctx, &id, `
 			INSERT INTO webhooks (account_id, url, modules, actions, description, secret, position, created_by)
-			VALUES ($1, $2, $3, $4, $5, $6, coalesce((SELECT last FROM event_counters WHERE account_id = $1), 0), $7)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
 			RETURNING id`,
-			p.AccountID, f.URL, pq.Array(f.Modules), pq.Array(f.Actions), f.Description, sealed, p.UserID)
+			p.AccountID, f.URL, pq.Array(f.Modules), pq.Array(f.Actions), f.Description, sealed, position, p.UserID)
 		if err != nil {
 			return fmt.Errorf("insert webhook: %w", err)
 		}

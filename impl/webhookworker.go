@@ -368,15 +368,24 @@ func (w *WebhookWorker) recordFailed(ctx context.Context, h *claimedHook, positi
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
+	// Citus refuses now() beside a column in an UPDATE: what depends on the row
+	// is decided here, from the claim.
+	set := "next_attempt_at = now() + $6 * interval '1 millisecond'"
+	if !h.FailingSince.Valid {
+		set += ", failing_since = now()"
+	}
+	if giveUp {
+		set += ", active = false, disabled_reason = $7, disabled_at = now()"
+	} else {
+		set += ", disabled_reason = $7"
+	}
 	var id int64
 	err = tx.GetContext(ctx, &id, `
 		UPDATE webhooks
-		   SET position = greatest(position, $4), attempts = $5, failing_since = coalesce(failing_since, now()),
-		       next_attempt_at = now() + $6 * interval '1 millisecond', lease_id = NULL, lease_until = NULL,
-		       active = active AND NOT $7, disabled_reason = $8, disabled_at = CASE WHEN $7 THEN now() END
+		   SET position = greatest(position, $4), attempts = $5, lease_id = NULL, lease_until = NULL, `+set+`
 		 WHERE account_id = $1 AND id = $2 AND lease_id = $3
 		RETURNING id`,
-		h.AccountID, h.ID, h.leaseID, position, attempt, w.backoff(attempt).Milliseconds(), giveUp, reason)
+		h.AccountID, h.ID, h.leaseID, position, attempt, w.backoff(attempt).Milliseconds(), reason)
 	if errors.Is(err, sql.ErrNoRows) {
 		return errors.New("the lease ran out (or the subscription was deleted) before the failure was recorded")
 	}
