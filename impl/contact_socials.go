@@ -66,9 +66,6 @@ func SetContactSocials(ctx context.Context, tx *sqlx.Tx, accountID, contactID in
 		}
 		stored = append(stored, n)
 	}
-	if had == nil {
-		had = []socialPair{}
-	}
 	if want == nil {
 		want = []socialPair{}
 	}

@@ -389,23 +389,29 @@ func (s *Server) FieldValuesUpdate(ctx context.Context, req gen.FieldValuesUpdat
 			types[f.Name] = f.Type
 		}
 		set := map[string]json.RawMessage{}
-		var remove []string
-		names := make([]string, 0, len(in.Values))
-		for name := range in.Values {
+		values := deref2(in.Values)
+		names := make([]string, 0, len(values))
+		for name := range values {
+			names = append(names, name)
+		}
+		for _, name := range deref(in.Remove) {
+			if _, both := values[name]; both {
+				return badRequest("remove.%s: also in values", name)
+			}
 			names = append(names, name)
 		}
 		slices.Sort(names)
+		names = slices.Compact(names)
 		for _, name := range names {
 			typ, ok := types[name]
 			if !ok {
 				return badRequest("values.%s: no such additional field of module %d", name, module)
 			}
-			v := in.Values[name]
-			if v == nil {
-				remove = append(remove, name)
-				continue
+			v, set1 := values[name]
+			if !set1 {
+				continue // removed below
 			}
-			raw, err := v.MarshalJSON()
+			raw, err := json.Marshal(v)
 			if err != nil {
 				return badRequest("values.%s: not a JSON value", name)
 			}
@@ -453,6 +459,14 @@ func (s *Server) FieldValuesUpdate(ctx context.Context, req gen.FieldValuesUpdat
 		return nil, dbError(err)
 	}
 	return gen.FieldValuesUpdate200JSONResponse(success("1")), nil
+}
+
+// deref2 is the value of an optional map; an omitted one is empty.
+func deref2(m *gen.FieldValues) gen.FieldValues {
+	if m == nil {
+		return nil
+	}
+	return *m
 }
 
 // jsonEqual compares two JSON texts by value.

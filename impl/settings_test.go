@@ -53,7 +53,7 @@ func TestFields(t *testing.T) {
 		if fmt.Sprint(changes["ADD_segment"]) != "[<nil> Retail]" {
 			t.Errorf("journal %v", changes)
 		}
-		expectOK(t, e.post(t, w.member.token, "/field/values/update", map[string]any{"module": 1, "id": company, "values": map[string]any{"segment": nil}}))
+		expectOK(t, e.post(t, w.member.token, "/field/values/update", map[string]any{"module": 1, "id": company, "remove": []string{"segment"}}))
 		if row := decode[[]map[string]any](t, e.post(t, w.member.token, fmt.Sprintf("/common/list/paging/1?columns=ADD_segment&id=%d", company), nil).Value); row[0]["ADD_segment"] != nil {
 			t.Errorf("removed value %v", row)
 		}
@@ -84,7 +84,7 @@ func TestFields(t *testing.T) {
 
 	t.Run("bad input writes nothing", func(t *testing.T) {
 		before := e.rowCounts(t, "field_definitions", "journal")
-		expectError(t, e.post(t, w.admin.token, "/field/insert", map[string]any{"module": 1, "name": "segment"}), "409", `module 1 already has the field "segment"`, "")
+		expectError(t, e.post(t, w.admin.token, "/field/insert", map[string]any{"module": 1, "name": "segment"}), "409", `module 1 already has the field "segment"`, fmt.Sprint(segment))
 		expectError(t, e.post(t, w.admin.token, "/field/insert", map[string]any{"module": 2, "name": "x"}), "400", "module", "")
 		expectError(t, e.post(t, w.admin.token, "/field/insert", map[string]any{"module": 1, "name": "bad name"}), "400", "name", "")
 		expectError(t, e.post(t, w.member.token, "/field/values/update", map[string]any{"module": 1, "id": company, "values": map[string]any{"employees": "many"}}),

@@ -1475,22 +1475,8 @@ type FieldUpdateRequest struct {
 	Title string `json:"title"`
 }
 
-// FieldValues Field name → value of the field's type, or null to remove it.
-type FieldValues map[string]*FieldValues_AdditionalProperties
-
-// FieldValues0 defines model for FieldValues.0.
-type FieldValues0 = string
-
-// FieldValues1 defines model for FieldValues.1.
-type FieldValues1 = json.Number
-
-// FieldValues2 defines model for FieldValues.2.
-type FieldValues2 = bool
-
-// FieldValues_AdditionalProperties defines model for FieldValues.AdditionalProperties.
-type FieldValues_AdditionalProperties struct {
-	union json.RawMessage
-}
+// FieldValues Field name → value of the field's type.
+type FieldValues map[string]interface{}
 
 // FieldValuesRequest defines model for FieldValuesRequest.
 type FieldValuesRequest struct {
@@ -1498,8 +1484,11 @@ type FieldValuesRequest struct {
 	Id     int64                    `json:"id"`
 	Module FieldValuesRequestModule `json:"module"`
 
-	// Values Field name → value of the field's type, or null to remove it.
-	Values FieldValues `json:"values"`
+	// Remove Names of fields whose values are removed.
+	Remove *[]FieldName `json:"remove,omitempty"`
+
+	// Values Field name → value of the field's type.
+	Values *FieldValues `json:"values,omitempty"`
 }
 
 // FieldValuesRequestModule defines model for FieldValuesRequest.Module.
@@ -4761,94 +4750,6 @@ func (a ListRow) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
-// AsFieldValues0 returns the union data inside the FieldValues_AdditionalProperties as a FieldValues0
-func (t FieldValues_AdditionalProperties) AsFieldValues0() (FieldValues0, error) {
-	var body FieldValues0
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromFieldValues0 overwrites any union data inside the FieldValues_AdditionalProperties as the provided FieldValues0
-func (t *FieldValues_AdditionalProperties) FromFieldValues0(v FieldValues0) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeFieldValues0 performs a merge with any union data inside the FieldValues_AdditionalProperties, using the provided FieldValues0
-func (t *FieldValues_AdditionalProperties) MergeFieldValues0(v FieldValues0) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsFieldValues1 returns the union data inside the FieldValues_AdditionalProperties as a FieldValues1
-func (t FieldValues_AdditionalProperties) AsFieldValues1() (FieldValues1, error) {
-	var body FieldValues1
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromFieldValues1 overwrites any union data inside the FieldValues_AdditionalProperties as the provided FieldValues1
-func (t *FieldValues_AdditionalProperties) FromFieldValues1(v FieldValues1) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeFieldValues1 performs a merge with any union data inside the FieldValues_AdditionalProperties, using the provided FieldValues1
-func (t *FieldValues_AdditionalProperties) MergeFieldValues1(v FieldValues1) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-// AsFieldValues2 returns the union data inside the FieldValues_AdditionalProperties as a FieldValues2
-func (t FieldValues_AdditionalProperties) AsFieldValues2() (FieldValues2, error) {
-	var body FieldValues2
-	err := json.Unmarshal(t.union, &body)
-	return body, err
-}
-
-// FromFieldValues2 overwrites any union data inside the FieldValues_AdditionalProperties as the provided FieldValues2
-func (t *FieldValues_AdditionalProperties) FromFieldValues2(v FieldValues2) error {
-	b, err := json.Marshal(v)
-	t.union = b
-	return err
-}
-
-// MergeFieldValues2 performs a merge with any union data inside the FieldValues_AdditionalProperties, using the provided FieldValues2
-func (t *FieldValues_AdditionalProperties) MergeFieldValues2(v FieldValues2) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
-
-	merged, err := runtime.JSONMerge(t.union, b)
-	t.union = merged
-	return err
-}
-
-func (t FieldValues_AdditionalProperties) MarshalJSON() ([]byte, error) {
-	b, err := t.union.MarshalJSON()
-	return b, err
-}
-
-func (t *FieldValues_AdditionalProperties) UnmarshalJSON(b []byte) error {
-	err := t.union.UnmarshalJSON(b)
-	return err
-}
-
 // AsFilterDefinition0 returns the union data inside the FilterDefinition_AdditionalProperties as a FilterDefinition0
 func (t FilterDefinition_AdditionalProperties) AsFilterDefinition0() (FilterDefinition0, error) {
 	var body FilterDefinition0
@@ -6077,8 +5978,9 @@ type ClientInterface interface {
 	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
-	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-	// `null` to remove it; an unknown name or a value of another type is `"400"`.
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
 	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 	//
 	// Takes any type of body and a specified content type.
@@ -6091,8 +5993,9 @@ type ClientInterface interface {
 	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
-	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-	// `null` to remove it; an unknown name or a value of another type is `"400"`.
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
 	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 	//
 	// Takes a body of the `application/json` content type.
@@ -8263,8 +8166,9 @@ func (c *Client) FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBod
 // **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 // or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 // maps field names (without `ADD_`) to a value of the field's type (`text`: a
-// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-// `null` to remove it; an unknown name or a value of another type is `"400"`.
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
 // Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 //
 // Takes any type of body and a specified content type.
@@ -8287,8 +8191,9 @@ func (c *Client) FieldValuesUpdateWithBody(ctx context.Context, contentType stri
 // **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 // or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 // maps field names (without `ADD_`) to a value of the field's type (`text`: a
-// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-// `null` to remove it; an unknown name or a value of another type is `"400"`.
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
 // Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 //
 // Takes a body of the `application/json` content type.
@@ -13065,8 +12970,9 @@ type ClientWithResponsesInterface interface {
 	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
-	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-	// `null` to remove it; an unknown name or a value of another type is `"400"`.
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
 	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -13079,8 +12985,9 @@ type ClientWithResponsesInterface interface {
 	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
-	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-	// `null` to remove it; an unknown name or a value of another type is `"400"`.
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
 	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
@@ -18533,8 +18440,9 @@ func (c *ClientWithResponses) FieldUpdateWithResponse(ctx context.Context, body 
 // **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 // or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 // maps field names (without `ADD_`) to a value of the field's type (`text`: a
-// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-// `null` to remove it; an unknown name or a value of another type is `"400"`.
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
 // Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
@@ -18553,8 +18461,9 @@ func (c *ClientWithResponses) FieldValuesUpdateWithBodyWithResponse(ctx context.
 // **Extension.** Sets values of additional fields of the counterparty (`module` 1)
 // or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
 // maps field names (without `ADD_`) to a value of the field's type (`text`: a
-// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false), or to
-// `null` to remove it; an unknown name or a value of another type is `"400"`.
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
 // Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
