@@ -42,23 +42,15 @@ type journalEntry struct {
 // poller, acting for a mailbox owner without a token) is stored as NULL.
 //
 // It also gives the rows their positions in the account's event feed
-// (migration 0030): it takes them from the account's event counter, whose row
-// stays locked until the transaction ends, so that positions are handed out in
-// commit order. Callers therefore call it as the last statement of their
-// transaction: the account's other writers wait for its commit from here on.
+// (migration 0030): it takes them from the account's event counter in the same
+// statement, and the counter's row stays locked until the transaction ends, so
+// that positions are handed out in commit order. Callers therefore call it as
+// the last statement of their transaction: the account's other writers wait
+// for its commit from here on.
 func writeJournal(ctx context.Context, tx *sqlx.Tx, p *Principal, entries []journalEntry) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	var last int64
-	err := tx.GetContext(ctx, &last, `
-		INSERT INTO event_counters AS ec (account_id, last) VALUES ($1, $2)
-		ON CONFLICT (account_id) DO UPDATE SET last = ec.last + excluded.last
-		RETURNING last`, p.AccountID, len(entries))
-	if err != nil {
-		return fmt.Errorf("take event positions: %w", err)
-	}
-	first := last - int64(len(entries)) + 1
 	modules := make([]int64, len(entries))
 	entities := make([]string, len(entries))
 	records := make([]int64, len(entries))
@@ -71,12 +63,18 @@ func writeJournal(ctx context.Context, tx *sqlx.Tx, p *Principal, entries []jour
 		}
 		modules[i], entities[i], records[i], actions[i], changes[i] = int64(e.module), e.entity, e.recordID, e.action, string(body)
 	}
-	_, err = tx.ExecContext(ctx, `
+	// One statement: the account's counter moves by the number of rows (and stays
+	// locked until the commit), and the rows take the positions it handed out.
+	_, err := tx.ExecContext(ctx, `
+		WITH c AS (
+			INSERT INTO event_counters AS ec (account_id, last) VALUES ($1, $9)
+			ON CONFLICT (account_id) DO UPDATE SET last = ec.last + excluded.last
+			RETURNING last)
 		INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes, position)
-		SELECT $1, $2, $3, m, e, r, a, c::jsonb, $9 + n - 1
-		  FROM unnest($4::smallint[], $5::text[], $6::bigint[], $7::text[], $8::text[]) WITH ORDINALITY AS j (m, e, r, a, c, n)`,
+		SELECT $1, $2, $3, m, e, r, a, x::jsonb, c.last - $9 + n
+		  FROM c, unnest($4::smallint[], $5::text[], $6::bigint[], $7::text[], $8::text[]) WITH ORDINALITY AS j (m, e, r, a, x, n)`,
 		p.AccountID, sql.NullInt64{Int64: p.UserID, Valid: p.UserID != 0}, sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0},
-		pq.Array(modules), pq.Array(entities), pq.Array(records), pq.Array(actions), pq.Array(changes), first)
+		pq.Array(modules), pq.Array(entities), pq.Array(records), pq.Array(actions), pq.Array(changes), len(entries))
 	if err != nil {
 		return fmt.Errorf("write journal: %w", err)
 	}

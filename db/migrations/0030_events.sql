@@ -5,17 +5,17 @@
 -- therefore gets a position: per account, dense (1, 2, 3, ...), and handed out
 -- in commit order.
 --
--- How: the transaction that writes journal rows takes its positions from its
--- account's row of event_counters (an upsert that adds the number of rows and
--- returns the new last position) as its last statement but one, inserts its
--- journal rows with them, and commits. The counter row stays locked from that
+-- How: the transaction that writes journal rows inserts them, as its last
+-- statement, together with an upsert of its account's row of event_counters
+-- that adds the number of rows and returns the new last position, and takes
+-- their positions from it; then it commits. The counter row stays locked from that
 -- upsert to the commit, so the next writer of the account gets its positions
 -- only once this transaction is committed and visible: a reader that sees
 -- position n sees every position below it. A transaction that rolls back
 -- returns its positions with it, so there are no gaps. The price: the writes
 -- of one account commit one after another (each holds the counter for its
--- last insert and its commit, about a millisecond); accounts do not wait for
--- each other.
+-- journal insert and its commit, about a millisecond); accounts do not wait
+-- for each other.
 --
 -- Existing rows get positions in id order. On a big journal this migration
 -- rewrites the table once (the UPDATE below): plan the time of a table copy.
