@@ -30,6 +30,11 @@ while IFS= read -r line; do samples+=(-var "$line"); done < <(grep '^sample_' <<
 mail_account=$(sed -n 's/^admin_mail_account_id=//p' <<<"$demo")
 member_token=$(sed -n 's/^member_token=//p' <<<"$demo")
 
+# The webhook operations need a key for their secrets; the webhook worker stays off,
+# so that nothing is delivered anywhere.
+CRM_SECRET_KEY=${CRM_SECRET_KEY:-$(head -c 32 /dev/urandom | base64)}
+export CRM_SECRET_KEY
+
 pids=()
 urls=()
 stop() {
@@ -40,7 +45,7 @@ trap stop EXIT
 : >conformance-server.log
 for i in $(seq 0 $((servers - 1))); do
   p=$((port + i))
-  DATABASE_URL=$serve_url RATE_LIMIT=0 CRM_MAIL=off bin/crm-server serve --addr "127.0.0.1:$p" 2>>conformance-server.log &
+  DATABASE_URL=$serve_url RATE_LIMIT=0 CRM_MAIL=off CRM_WEBHOOKS=off bin/crm-server serve --addr "127.0.0.1:$p" 2>>conformance-server.log &
   pids+=($!)
   urls+=(-base-url "http://127.0.0.1:$p")
 done

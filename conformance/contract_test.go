@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"encoding/json"
+	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,8 +29,15 @@ func TestContractDocumentsEveryOperation(t *testing.T) {
 					t.Errorf("operationId %q missing or also used by %s", op.OperationID, prev)
 				}
 				ids[op.OperationID] = name
-				if len(op.Tags) != 1 || op.Summary == "" || strings.TrimSpace(op.Description) == "" {
-					t.Errorf("want one tag, a summary and a description")
+				// One tag of its resource, and the tag extensions exactly on the
+				// operations marked x-extension (docs/extensions.md).
+				extension, _ := op.Extensions["x-extension"].(bool)
+				tags := slices.DeleteFunc(slices.Clone(op.Tags), func(tag string) bool { return tag == "extensions" })
+				if len(tags) != 1 || op.Summary == "" || strings.TrimSpace(op.Description) == "" {
+					t.Errorf("want one tag besides extensions, a summary and a description")
+				}
+				if (len(tags) != len(op.Tags)) != extension {
+					t.Errorf("the tag extensions and x-extension: true go together")
 				}
 				schema, _, err := c.ValueSchema(op)
 				if err != nil {
@@ -146,5 +155,49 @@ func TestContractNamesItsObjectSchemas(t *testing.T) {
 	}
 	if len(inline) > 0 {
 		t.Errorf("inline object schemas (make them named components): %v", inline)
+	}
+}
+
+// interfaceOperations are the operations of the interface specification; every
+// other operation of the contract is an extension.
+var interfaceOperations = []string{
+	"POST /common/list/paging/{module}", "GET /finance/list", "GET /document/list", "GET /task/list",
+	"GET /contact/list", "POST /contact/insert", "POST /company/insert", "POST /company/update", "GET /company/get",
+	"POST /company/requisites/insert", "POST /company/phone/insert", "POST /company/email/insert", "POST /task/insert",
+	"POST /deal/insert", "POST /deal/update", "GET /deal/goods/list", "POST /deal/goods/insert", "POST /deal/goods/update",
+	"GET /document/goods/list", "POST /document/goods/insert", "GET /directory/{code}", "POST /mail/send",
+	"GET /dashboard/my/day", "GET /dashboard/my/tasks", "GET /dashboard/kpi/my", "GET /dashboard/kpi/team",
+}
+
+// TestExtensionsListed checks that every operation beyond the interface is
+// marked (x-extension: true and the tag extensions) and named in
+// docs/extensions.md, and that no operation of the interface is.
+func TestExtensionsListed(t *testing.T) {
+	c := testContract(t)
+	doc, err := os.ReadFile("../docs/extensions.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := 0
+	for path, item := range c.Doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			name := method + " " + path
+			marked, _ := op.Extensions["x-extension"].(bool)
+			tagged := slices.Contains(op.Tags, "extensions")
+			listed := strings.Contains(string(doc), "`"+name+"`")
+			if slices.Contains(interfaceOperations, name) {
+				seen++
+				if marked || tagged || listed {
+					t.Errorf("%s is an operation of the interface but is marked or listed as an extension", name)
+				}
+				continue
+			}
+			if !marked || !tagged || !listed {
+				t.Errorf("%s is an extension: x-extension %t, tag extensions %t, in docs/extensions.md %t; want all three", name, marked, tagged, listed)
+			}
+		}
+	}
+	if seen != len(interfaceOperations) {
+		t.Errorf("%d of the %d operations of the interface are in the contract", seen, len(interfaceOperations))
 	}
 }

@@ -2,6 +2,8 @@ package conformance_test
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"net/http/httptest"
 	"strconv"
 	"testing"
@@ -11,6 +13,7 @@ import (
 	"github.com/crmservice/crm/db/dbtest"
 	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/demo"
+	"github.com/crmservice/crm/impl/mailer"
 )
 
 // TestCasesAgainstServer replays every documented case against this server on
@@ -21,7 +24,13 @@ func TestCasesAgainstServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	handler, err := impl.NewHandler(impl.Config{DB: pool})
+	key := make([]byte, 32)
+	_, _ = rand.Read(key)
+	box, err := mailer.NewSecretBox(base64.StdEncoding.EncodeToString(key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler, err := impl.NewHandler(impl.Config{DB: pool, Secrets: box}) // the webhook cases need a key
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -133,6 +133,201 @@ func (e EnvelopeStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventAction.
+const (
+	Delete         EventAction = "delete"
+	Deliver        EventAction = "deliver"
+	DeliveryFailed EventAction = "delivery_failed"
+	Insert         EventAction = "insert"
+	Receive        EventAction = "receive"
+	Send           EventAction = "send"
+	Update         EventAction = "update"
+)
+
+// Valid indicates whether the value is a known member of the EventAction enum.
+func (e EventAction) Valid() bool {
+	switch e {
+	case Delete:
+		return true
+	case Deliver:
+		return true
+	case DeliveryFailed:
+		return true
+	case Insert:
+		return true
+	case Receive:
+		return true
+	case Send:
+		return true
+	case Update:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldModule.
+const (
+	FieldModuleN1  FieldModule = 1
+	FieldModuleN20 FieldModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldModule enum.
+func (e FieldModule) Valid() bool {
+	switch e {
+	case FieldModuleN1:
+		return true
+	case FieldModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldType.
+const (
+	FieldTypeBoolean FieldType = "boolean"
+	FieldTypeDate    FieldType = "date"
+	FieldTypeNumber  FieldType = "number"
+	FieldTypeText    FieldType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FieldType enum.
+func (e FieldType) Valid() bool {
+	switch e {
+	case FieldTypeBoolean:
+		return true
+	case FieldTypeDate:
+		return true
+	case FieldTypeNumber:
+		return true
+	case FieldTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldInsertRequestModule.
+const (
+	FieldInsertRequestModuleN1  FieldInsertRequestModule = 1
+	FieldInsertRequestModuleN20 FieldInsertRequestModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldInsertRequestModule enum.
+func (e FieldInsertRequestModule) Valid() bool {
+	switch e {
+	case FieldInsertRequestModuleN1:
+		return true
+	case FieldInsertRequestModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldInsertRequestType.
+const (
+	FieldInsertRequestTypeBoolean FieldInsertRequestType = "boolean"
+	FieldInsertRequestTypeDate    FieldInsertRequestType = "date"
+	FieldInsertRequestTypeNumber  FieldInsertRequestType = "number"
+	FieldInsertRequestTypeText    FieldInsertRequestType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FieldInsertRequestType enum.
+func (e FieldInsertRequestType) Valid() bool {
+	switch e {
+	case FieldInsertRequestTypeBoolean:
+		return true
+	case FieldInsertRequestTypeDate:
+		return true
+	case FieldInsertRequestTypeNumber:
+		return true
+	case FieldInsertRequestTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldValuesRequestModule.
+const (
+	FieldValuesRequestModuleN1  FieldValuesRequestModule = 1
+	FieldValuesRequestModuleN20 FieldValuesRequestModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldValuesRequestModule enum.
+func (e FieldValuesRequestModule) Valid() bool {
+	switch e {
+	case FieldValuesRequestModuleN1:
+		return true
+	case FieldValuesRequestModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterModule.
+const (
+	FilterModuleN1  FilterModule = 1
+	FilterModuleN20 FilterModule = 20
+	FilterModuleN24 FilterModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterModule enum.
+func (e FilterModule) Valid() bool {
+	switch e {
+	case FilterModuleN1:
+		return true
+	case FilterModuleN20:
+		return true
+	case FilterModuleN24:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterInsertRequestModule.
+const (
+	FilterInsertRequestModuleN1  FilterInsertRequestModule = 1
+	FilterInsertRequestModuleN20 FilterInsertRequestModule = 20
+	FilterInsertRequestModuleN24 FilterInsertRequestModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterInsertRequestModule enum.
+func (e FilterInsertRequestModule) Valid() bool {
+	switch e {
+	case FilterInsertRequestModuleN1:
+		return true
+	case FilterInsertRequestModuleN20:
+		return true
+	case FilterInsertRequestModuleN24:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FinanceInsertRequestDirectionId.
+const (
+	FinanceInsertRequestDirectionIdN1 FinanceInsertRequestDirectionId = 1
+	FinanceInsertRequestDirectionIdN2 FinanceInsertRequestDirectionId = 2
+)
+
+// Valid indicates whether the value is a known member of the FinanceInsertRequestDirectionId enum.
+func (e FinanceInsertRequestDirectionId) Valid() bool {
+	switch e {
+	case FinanceInsertRequestDirectionIdN1:
+		return true
+	case FinanceInsertRequestDirectionIdN2:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -364,6 +559,66 @@ func (e TaskInsertRequestStatusId) Valid() bool {
 	}
 }
 
+// Defines values for TaskUpdateRequestIsHot.
+const (
+	TaskUpdateRequestIsHotN0 TaskUpdateRequestIsHot = 0
+	TaskUpdateRequestIsHotN1 TaskUpdateRequestIsHot = 1
+)
+
+// Valid indicates whether the value is a known member of the TaskUpdateRequestIsHot enum.
+func (e TaskUpdateRequestIsHot) Valid() bool {
+	switch e {
+	case TaskUpdateRequestIsHotN0:
+		return true
+	case TaskUpdateRequestIsHotN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TaskUpdateRequestStatusId.
+const (
+	TaskUpdateRequestStatusIdN1 TaskUpdateRequestStatusId = 1
+	TaskUpdateRequestStatusIdN2 TaskUpdateRequestStatusId = 2
+)
+
+// Valid indicates whether the value is a known member of the TaskUpdateRequestStatusId enum.
+func (e TaskUpdateRequestStatusId) Valid() bool {
+	switch e {
+	case TaskUpdateRequestStatusIdN1:
+		return true
+	case TaskUpdateRequestStatusIdN2:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryOutcome.
+const (
+	Delivered  WebhookDeliveryOutcome = "delivered"
+	Failed     WebhookDeliveryOutcome = "failed"
+	Test       WebhookDeliveryOutcome = "test"
+	TestFailed WebhookDeliveryOutcome = "test_failed"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryOutcome enum.
+func (e WebhookDeliveryOutcome) Valid() bool {
+	switch e {
+	case Delivered:
+		return true
+	case Failed:
+		return true
+	case Test:
+		return true
+	case TestFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CommonListPagingParamsSortingDirection.
 const (
 	CommonListPagingParamsSortingDirectionN0 CommonListPagingParamsSortingDirection = 0
@@ -499,6 +754,45 @@ func (e DirectoryGetParamsCode) Valid() bool {
 	case N49:
 		return true
 	case N9:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldListParamsModule.
+const (
+	FieldListParamsModuleN1  FieldListParamsModule = 1
+	FieldListParamsModuleN20 FieldListParamsModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldListParamsModule enum.
+func (e FieldListParamsModule) Valid() bool {
+	switch e {
+	case FieldListParamsModuleN1:
+		return true
+	case FieldListParamsModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterListParamsModule.
+const (
+	FilterListParamsModuleN1  FilterListParamsModule = 1
+	FilterListParamsModuleN20 FilterListParamsModule = 20
+	FilterListParamsModuleN24 FilterListParamsModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterListParamsModule enum.
+func (e FilterListParamsModule) Valid() bool {
+	switch e {
+	case FilterListParamsModuleN1:
+		return true
+	case FilterListParamsModuleN20:
+		return true
+	case FilterListParamsModuleN24:
 		return true
 	default:
 		return false
@@ -750,6 +1044,12 @@ type ContactInsertResult struct {
 
 // ContactList defines model for ContactList.
 type ContactList = []Contact
+
+// ContactSocialSetRequest defines model for ContactSocialSetRequest.
+type ContactSocialSetRequest struct {
+	SocialNetworks []SocialNetworkInput `json:"SocialNetworks"`
+	ContactId      int64                `json:"contact_id"`
+}
 
 // Counter defines model for Counter.
 type Counter struct {
@@ -1005,6 +1305,29 @@ type DocumentGoodsPosition struct {
 	Vat json.Number `json:"vat"`
 }
 
+// DocumentInsertRequest defines model for DocumentInsertRequest.
+type DocumentInsertRequest struct {
+	CompanyId    int64               `json:"company_id"`
+	ContactId    *int64              `json:"contact_id,omitempty"`
+	Date         openapi_types.Date  `json:"date"`
+	DateExpire   *openapi_types.Date `json:"date_expire,omitempty"`
+	DealId       *int64              `json:"deal_id,omitempty"`
+	ExternalCode *string             `json:"external_code,omitempty"`
+	Note         *string             `json:"note,omitempty"`
+	Number       *string             `json:"number,omitempty"`
+
+	// StatusId Document status (directory 45).
+	StatusId *int64       `json:"status_id,omitempty"`
+	Sum      *json.Number `json:"sum,omitempty"`
+	Tags     *string      `json:"tags,omitempty"`
+
+	// TypeId Document type (directory 44).
+	TypeId int64 `json:"type_id"`
+
+	// UserId Responsible user; the token owner by default.
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
 // DocumentList defines model for DocumentList.
 type DocumentList = []Document
 
@@ -1074,6 +1397,194 @@ type Envelope struct {
 // EnvelopeStatus `success`, `error`, or `Error` (only `GET /company/get` of a missing counterparty).
 type EnvelopeStatus string
 
+// Event defines model for Event.
+type Event struct {
+	Action EventAction `json:"action"`
+
+	// Changes What a journal row changed: for an insert the stored fields (`{"name": "Contoso", ...}`),
+	// for an update each changed field with its old and new value (`{"note": ["old", "new"]}`).
+	Changes *JournalChanges `json:"changes"`
+
+	// Date `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Date   DateTime `json:"date"`
+	Entity string   `json:"entity"`
+
+	// Id The event's stable id (the journal row's id; the webhook-id of its deliveries).
+	Id int64 `json:"id"`
+
+	// Module Module code: 1, 2, 4, 5, 20, 24 or 60 (webhook subscriptions).
+	Module   int   `json:"module"`
+	RecordId int64 `json:"record_id"`
+
+	// TokenId The token the change came through; null when none.
+	TokenId *int64 `json:"token_id"`
+
+	// UserId Who made the change; null for the server.
+	UserId   *int64 `json:"user_id"`
+	UserName string `json:"user_name"`
+}
+
+// EventAction defines model for Event.Action.
+type EventAction string
+
+// EventPage defines model for EventPage.
+type EventPage struct {
+	// Cursor Opaque; pass it as `cursor` to the next call.
+	Cursor string  `json:"cursor"`
+	Events []Event `json:"events"`
+
+	// More True when events past `cursor` may remain; false when the client has caught up.
+	More bool `json:"more"`
+}
+
+// Field defines model for Field.
+type Field struct {
+	Id     int64       `json:"id"`
+	Module FieldModule `json:"module"`
+
+	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
+	Name  FieldName `json:"name"`
+	Title string    `json:"title"`
+	Type  FieldType `json:"type"`
+}
+
+// FieldModule defines model for Field.Module.
+type FieldModule int
+
+// FieldType defines model for Field.Type.
+type FieldType string
+
+// FieldInsertRequest defines model for FieldInsertRequest.
+type FieldInsertRequest struct {
+	Module FieldInsertRequestModule `json:"module"`
+
+	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
+	Name  FieldName               `json:"name"`
+	Title *string                 `json:"title,omitempty"`
+	Type  *FieldInsertRequestType `json:"type,omitempty"`
+}
+
+// FieldInsertRequestModule defines model for FieldInsertRequest.Module.
+type FieldInsertRequestModule int
+
+// FieldInsertRequestType defines model for FieldInsertRequest.Type.
+type FieldInsertRequestType string
+
+// FieldList defines model for FieldList.
+type FieldList = []Field
+
+// FieldName Letters, digits and `_`; the list column is `ADD_{name}`.
+type FieldName = string
+
+// FieldUpdateRequest defines model for FieldUpdateRequest.
+type FieldUpdateRequest struct {
+	Id    int64  `json:"id"`
+	Title string `json:"title"`
+}
+
+// FieldValues Field name → value of the field's type.
+type FieldValues map[string]interface{}
+
+// FieldValuesRequest defines model for FieldValuesRequest.
+type FieldValuesRequest struct {
+	// Id The counterparty or deal.
+	Id     int64                    `json:"id"`
+	Module FieldValuesRequestModule `json:"module"`
+
+	// Remove Names of fields whose values are removed.
+	Remove *[]FieldName `json:"remove,omitempty"`
+
+	// Values Field name → value of the field's type.
+	Values *FieldValues `json:"values,omitempty"`
+}
+
+// FieldValuesRequestModule defines model for FieldValuesRequest.Module.
+type FieldValuesRequestModule int
+
+// Filter defines model for Filter.
+type Filter struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition FilterDefinition `json:"definition"`
+	Id         int64            `json:"id"`
+	Module     FilterModule     `json:"module"`
+	Name       string           `json:"name"`
+}
+
+// FilterModule defines model for Filter.Module.
+type FilterModule int
+
+// FilterDefinition Filter parameters of the universal list for the module, with string or number values.
+type FilterDefinition map[string]FilterDefinition_AdditionalProperties
+
+// FilterDefinition0 defines model for FilterDefinition.0.
+type FilterDefinition0 = string
+
+// FilterDefinition1 defines model for FilterDefinition.1.
+type FilterDefinition1 = json.Number
+
+// FilterDefinition_AdditionalProperties defines model for FilterDefinition.AdditionalProperties.
+type FilterDefinition_AdditionalProperties struct {
+	union json.RawMessage
+}
+
+// FilterInsertRequest defines model for FilterInsertRequest.
+type FilterInsertRequest struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition FilterDefinition          `json:"definition"`
+	Module     FilterInsertRequestModule `json:"module"`
+	Name       string                    `json:"name"`
+}
+
+// FilterInsertRequestModule defines model for FilterInsertRequest.Module.
+type FilterInsertRequestModule int
+
+// FilterList defines model for FilterList.
+type FilterList = []Filter
+
+// FilterUpdateRequest defines model for FilterUpdateRequest.
+type FilterUpdateRequest struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition *FilterDefinition `json:"definition,omitempty"`
+	Id         int64             `json:"id"`
+	Name       *string           `json:"name,omitempty"`
+}
+
+// FinanceInsertRequest defines model for FinanceInsertRequest.
+type FinanceInsertRequest struct {
+	// AccountId Money account.
+	AccountId int64 `json:"account_id"`
+
+	// CategoryId Income or expense item (directory 47).
+	CategoryId *int64             `json:"category_id,omitempty"`
+	CompanyId  *int64             `json:"company_id,omitempty"`
+	Date       openapi_types.Date `json:"date"`
+	DealId     *int64             `json:"deal_id,omitempty"`
+
+	// DirectionId `1` income, `2` expense; required unless to_account_id is given.
+	DirectionId *FinanceInsertRequestDirectionId `json:"direction_id,omitempty"`
+	Note        *string                          `json:"note,omitempty"`
+
+	// Sum Amount in the base currency.
+	Sum json.Number `json:"sum"`
+
+	// SumCurrency Amount in the money account's currency.
+	SumCurrency *json.Number `json:"sum_currency,omitempty"`
+	Tags        *string      `json:"tags,omitempty"`
+
+	// ToAccountId Target money account: the movement is a transfer.
+	ToAccountId *int64 `json:"to_account_id,omitempty"`
+
+	// ToSumCurrency Amount in the target money account's currency.
+	ToSumCurrency *json.Number `json:"to_sum_currency,omitempty"`
+
+	// TypeId Payment form (directory 46).
+	TypeId *int64 `json:"type_id,omitempty"`
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
+// FinanceInsertRequestDirectionId `1` income, `2` expense; required unless to_account_id is given.
+type FinanceInsertRequestDirectionId int
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -1081,6 +1592,11 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// IdRequest defines model for IdRequest.
+type IdRequest struct {
+	Id int64 `json:"id"`
+}
 
 // InsertedEmail defines model for InsertedEmail.
 type InsertedEmail struct {
@@ -1316,6 +1832,17 @@ type MailSendRequest struct {
 	Mail MailMessageInput `json:"mail"`
 }
 
+// MoneyAccount defines model for MoneyAccount.
+type MoneyAccount struct {
+	Active   bool   `json:"active"`
+	Currency string `json:"currency"`
+	Id       int64  `json:"id"`
+	Name     string `json:"name"`
+}
+
+// MoneyAccountList defines model for MoneyAccountList.
+type MoneyAccountList = []MoneyAccount
+
 // MoneyMovement defines model for MoneyMovement.
 type MoneyMovement struct {
 	Account string `json:"account"`
@@ -1370,6 +1897,9 @@ type MyTasksDashboard struct {
 
 // NewId The id of the new record.
 type NewId = int64
+
+// NewIdList The ids of the new records.
+type NewIdList = []int64
 
 // OverdueTasks defines model for OverdueTasks.
 type OverdueTasks struct {
@@ -1549,6 +2079,15 @@ type SocialNetwork struct {
 	Network string `json:"network"`
 }
 
+// SocialNetworkInput defines model for SocialNetworkInput.
+type SocialNetworkInput struct {
+	Address string `json:"address"`
+	Network string `json:"network"`
+}
+
+// SocialNetworkList defines model for SocialNetworkList.
+type SocialNetworkList = []SocialNetwork
+
 // SumCounter defines model for SumCounter.
 type SumCounter struct {
 	Mine     int         `json:"mine"`
@@ -1662,11 +2201,157 @@ type TaskTypeCounter struct {
 	Type string `json:"type"`
 }
 
+// TaskUpdateRequest defines model for TaskUpdateRequest.
+type TaskUpdateRequest struct {
+	// DateFinish `YYYY-MM-DD HH:MM` in the token owner's time zone, or `""` for no deadline.
+	DateFinish *string `json:"date_finish,omitempty"`
+
+	// DateStart `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	//
+	// Example: 2026-11-20 10:00
+	DateStart *LocalMinute            `json:"date_start,omitempty"`
+	Id        int64                   `json:"id"`
+	IsHot     *TaskUpdateRequestIsHot `json:"is_hot,omitempty"`
+	Note      *string                 `json:"note,omitempty"`
+
+	// Result Result of execution.
+	Result *string `json:"result,omitempty"`
+
+	// StatusId `2` finishes the task (completion time now), `1` reopens it.
+	StatusId *TaskUpdateRequestStatusId `json:"status_id,omitempty"`
+
+	// Tags Comma-separated; replaces the old tags.
+	Tags   *string `json:"tags,omitempty"`
+	TypeId *int64  `json:"type_id,omitempty"`
+
+	// UserId The new assignee.
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
+// TaskUpdateRequestIsHot defines model for TaskUpdateRequest.IsHot.
+type TaskUpdateRequestIsHot int
+
+// TaskUpdateRequestStatusId `2` finishes the task (completion time now), `1` reopens it.
+type TaskUpdateRequestStatusId int
+
 // TodayTasks defines model for TodayTasks.
 type TodayTasks struct {
 	Done  int             `json:"done"`
 	Tasks []DashboardTask `json:"tasks"`
 	Total int             `json:"total"`
+}
+
+// Webhook defines model for Webhook.
+type Webhook struct {
+	Actions []string `json:"actions"`
+	Active  bool     `json:"active"`
+
+	// Created `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Created     DateTime `json:"created"`
+	Description string   `json:"description"`
+
+	// DisabledAt `YYYY-MM-DD HH:MM:SS`, or null.
+	DisabledAt *string `json:"disabled_at"`
+
+	// DisabledReason Why the server disabled the subscription; "" otherwise.
+	DisabledReason string `json:"disabled_reason"`
+
+	// FailingSince When the event at the head began to fail, or null.
+	FailingSince *string `json:"failing_since"`
+	Id           int64   `json:"id"`
+	Modules      []int   `json:"modules"`
+	Url          string  `json:"url"`
+}
+
+// WebhookActions Actions delivered; empty or omitted for all.
+type WebhookActions = []string
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempt int `json:"attempt"`
+
+	// Date `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Date       DateTime               `json:"date"`
+	DurationMs int                    `json:"duration_ms"`
+	Error      string                 `json:"error"`
+	EventId    *int64                 `json:"event_id"`
+	Id         int64                  `json:"id"`
+	Outcome    WebhookDeliveryOutcome `json:"outcome"`
+	StatusCode *int                   `json:"status_code"`
+
+	// Type `{entity}.{action}`, or `webhook.test`.
+	Type string `json:"type"`
+}
+
+// WebhookDeliveryOutcome defines model for WebhookDelivery.Outcome.
+type WebhookDeliveryOutcome string
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList = []WebhookDelivery
+
+// WebhookInsertRequest defines model for WebhookInsertRequest.
+type WebhookInsertRequest struct {
+	// Actions Actions delivered; empty or omitted for all.
+	Actions     *WebhookActions `json:"actions,omitempty"`
+	Description *string         `json:"description,omitempty"`
+
+	// Modules Modules whose events are delivered; empty or omitted for all.
+	Modules *WebhookModules `json:"modules,omitempty"`
+
+	// Secret `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+	Secret *WebhookSecretValue `json:"secret,omitempty"`
+
+	// Url https:// or http:// URL of the receiver.
+	Url string `json:"url"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList = []Webhook
+
+// WebhookModules Modules whose events are delivered; empty or omitted for all.
+type WebhookModules = []int
+
+// WebhookSecret defines model for WebhookSecret.
+type WebhookSecret struct {
+	Id int64 `json:"id"`
+
+	// Secret The secret when it was made or changed now; otherwise null.
+	Secret *string `json:"secret"`
+}
+
+// WebhookSecretValue `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+type WebhookSecretValue = string
+
+// WebhookTestResult defines model for WebhookTestResult.
+type WebhookTestResult struct {
+	Delivered  bool   `json:"delivered"`
+	DurationMs int    `json:"duration_ms"`
+	Error      string `json:"error"`
+	StatusCode *int   `json:"status_code"`
+
+	// WebhookId The webhook-id header sent.
+	WebhookId string `json:"webhook_id"`
+}
+
+// WebhookUpdateRequest defines model for WebhookUpdateRequest.
+type WebhookUpdateRequest struct {
+	// Actions Actions delivered; empty or omitted for all.
+	Actions *WebhookActions `json:"actions,omitempty"`
+
+	// Active false pauses deliveries; true resumes them (also after the server disabled the subscription).
+	Active      *bool   `json:"active,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Id          int64   `json:"id"`
+
+	// Modules Modules whose events are delivered; empty or omitted for all.
+	Modules *WebhookModules `json:"modules,omitempty"`
+
+	// RotateSecret true makes a new secret.
+	RotateSecret *bool `json:"rotate_secret,omitempty"`
+
+	// Secret `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+	Secret *WebhookSecretValue `json:"secret,omitempty"`
+	Url    *string             `json:"url,omitempty"`
 }
 
 // GoodsDealId defines model for GoodsDealId.
@@ -1689,6 +2374,9 @@ type QuickCompanyId = int64
 
 // QuickDealId defines model for QuickDealId.
 type QuickDealId = int64
+
+// NoSecretKey The reply of every operation; see the conventions in `info.description`.
+type NoSecretKey = Envelope
 
 // TooManyRequests The reply of every operation; see the conventions in `info.description`.
 type TooManyRequests = Envelope
@@ -1890,6 +2578,39 @@ type DocumentListParams struct {
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
 }
 
+// EventListParams defines parameters for EventList.
+type EventListParams struct {
+	// Cursor The `cursor` of the previous reply; omitted to start at the first event.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// RecordsOnpage Events per reply (default 100, at most 500).
+	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+
+	// Module Only the events of these modules (one code or comma-separated codes).
+	Module *string `form:"module,omitempty" json:"module,omitempty"`
+
+	// Action Only these actions (one or comma-separated).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+}
+
+// FieldListParams defines parameters for FieldList.
+type FieldListParams struct {
+	// Module Only the fields of this module.
+	Module *FieldListParamsModule `form:"module,omitempty" json:"module,omitempty"`
+}
+
+// FieldListParamsModule defines parameters for FieldList.
+type FieldListParamsModule int
+
+// FilterListParams defines parameters for FilterList.
+type FilterListParams struct {
+	// Module Only the ready filters of this module.
+	Module *FilterListParamsModule `form:"module,omitempty" json:"module,omitempty"`
+}
+
+// FilterListParamsModule defines parameters for FilterList.
+type FilterListParamsModule int
+
 // FinanceListParams defines parameters for FinanceList.
 type FinanceListParams struct {
 	// CompanyId Counterparty; `company_id` or `deal_id` (or both) is required.
@@ -1908,8 +2629,19 @@ type TaskListParams struct {
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
 }
 
+// WebhookDeliveriesParams defines parameters for WebhookDeliveries.
+type WebhookDeliveriesParams struct {
+	// WebhookId The subscription.
+	WebhookId     int64 `form:"webhook_id" json:"webhook_id"`
+	Page          *int  `form:"page,omitempty" json:"page,omitempty"`
+	RecordsOnpage *int  `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+}
+
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
 type CommonListPagingJSONRequestBody = EmptyBody
+
+// CompanyDeleteJSONRequestBody defines body for CompanyDelete for application/json ContentType.
+type CompanyDeleteJSONRequestBody = IdRequest
 
 // CompanyEmailInsertJSONRequestBody defines body for CompanyEmailInsert for application/json ContentType.
 type CompanyEmailInsertJSONRequestBody = EmailInsertRequest
@@ -1929,6 +2661,9 @@ type CompanyUpdateJSONRequestBody = CompanyUpdateRequest
 // ContactInsertJSONRequestBody defines body for ContactInsert for application/json ContentType.
 type ContactInsertJSONRequestBody = ContactInsertRequest
 
+// ContactSocialSetJSONRequestBody defines body for ContactSocialSet for application/json ContentType.
+type ContactSocialSetJSONRequestBody = ContactSocialSetRequest
+
 // DealGoodsUpdateJSONRequestBody defines body for DealGoodsUpdate for application/json ContentType.
 type DealGoodsUpdateJSONRequestBody = DealGoodsUpdateRequest
 
@@ -1938,11 +2673,53 @@ type DealInsertJSONRequestBody = DealInsertRequest
 // DealUpdateJSONRequestBody defines body for DealUpdate for application/json ContentType.
 type DealUpdateJSONRequestBody = DealUpdateRequest
 
+// DocumentInsertJSONRequestBody defines body for DocumentInsert for application/json ContentType.
+type DocumentInsertJSONRequestBody = DocumentInsertRequest
+
+// FieldDeleteJSONRequestBody defines body for FieldDelete for application/json ContentType.
+type FieldDeleteJSONRequestBody = IdRequest
+
+// FieldInsertJSONRequestBody defines body for FieldInsert for application/json ContentType.
+type FieldInsertJSONRequestBody = FieldInsertRequest
+
+// FieldUpdateJSONRequestBody defines body for FieldUpdate for application/json ContentType.
+type FieldUpdateJSONRequestBody = FieldUpdateRequest
+
+// FieldValuesUpdateJSONRequestBody defines body for FieldValuesUpdate for application/json ContentType.
+type FieldValuesUpdateJSONRequestBody = FieldValuesRequest
+
+// FilterDeleteJSONRequestBody defines body for FilterDelete for application/json ContentType.
+type FilterDeleteJSONRequestBody = IdRequest
+
+// FilterInsertJSONRequestBody defines body for FilterInsert for application/json ContentType.
+type FilterInsertJSONRequestBody = FilterInsertRequest
+
+// FilterUpdateJSONRequestBody defines body for FilterUpdate for application/json ContentType.
+type FilterUpdateJSONRequestBody = FilterUpdateRequest
+
+// FinanceInsertJSONRequestBody defines body for FinanceInsert for application/json ContentType.
+type FinanceInsertJSONRequestBody = FinanceInsertRequest
+
 // MailSendJSONRequestBody defines body for MailSend for application/json ContentType.
 type MailSendJSONRequestBody = MailSendRequest
 
 // TaskInsertJSONRequestBody defines body for TaskInsert for application/json ContentType.
 type TaskInsertJSONRequestBody = TaskInsertRequest
+
+// TaskUpdateJSONRequestBody defines body for TaskUpdate for application/json ContentType.
+type TaskUpdateJSONRequestBody = TaskUpdateRequest
+
+// WebhookDeleteJSONRequestBody defines body for WebhookDelete for application/json ContentType.
+type WebhookDeleteJSONRequestBody = IdRequest
+
+// WebhookInsertJSONRequestBody defines body for WebhookInsert for application/json ContentType.
+type WebhookInsertJSONRequestBody = WebhookInsertRequest
+
+// WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
+type WebhookTestJSONRequestBody = IdRequest
+
+// WebhookUpdateJSONRequestBody defines body for WebhookUpdate for application/json ContentType.
+type WebhookUpdateJSONRequestBody = WebhookUpdateRequest
 
 // Getter for additional properties for Company. Returns the specified
 // element and whether it was found
@@ -3980,11 +4757,76 @@ func (a ListRow) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// AsFilterDefinition0 returns the union data inside the FilterDefinition_AdditionalProperties as a FilterDefinition0
+func (t FilterDefinition_AdditionalProperties) AsFilterDefinition0() (FilterDefinition0, error) {
+	var body FilterDefinition0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFilterDefinition0 overwrites any union data inside the FilterDefinition_AdditionalProperties as the provided FilterDefinition0
+func (t *FilterDefinition_AdditionalProperties) FromFilterDefinition0(v FilterDefinition0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFilterDefinition0 performs a merge with any union data inside the FilterDefinition_AdditionalProperties, using the provided FilterDefinition0
+func (t *FilterDefinition_AdditionalProperties) MergeFilterDefinition0(v FilterDefinition0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFilterDefinition1 returns the union data inside the FilterDefinition_AdditionalProperties as a FilterDefinition1
+func (t FilterDefinition_AdditionalProperties) AsFilterDefinition1() (FilterDefinition1, error) {
+	var body FilterDefinition1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFilterDefinition1 overwrites any union data inside the FilterDefinition_AdditionalProperties as the provided FilterDefinition1
+func (t *FilterDefinition_AdditionalProperties) FromFilterDefinition1(v FilterDefinition1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFilterDefinition1 performs a merge with any union data inside the FilterDefinition_AdditionalProperties, using the provided FilterDefinition1
+func (t *FilterDefinition_AdditionalProperties) MergeFilterDefinition1(v FilterDefinition1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FilterDefinition_AdditionalProperties) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FilterDefinition_AdditionalProperties) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// CommonListPaging Paged list of the records of one module
 	// (POST /common/list/paging/{module})
 	CommonListPaging(w http.ResponseWriter, r *http.Request, module CommonListPagingParamsModule, params CommonListPagingParams)
+	// CompanyDelete Delete a counterparty
+	// (POST /company/delete)
+	CompanyDelete(w http.ResponseWriter, r *http.Request)
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	// (POST /company/email/insert)
 	CompanyEmailInsert(w http.ResponseWriter, r *http.Request)
@@ -4009,6 +4851,9 @@ type ServerInterface interface {
 	// ContactList Paged list of contact persons
 	// (GET /contact/list)
 	ContactList(w http.ResponseWriter, r *http.Request, params ContactListParams)
+	// ContactSocialSet Set the social networks of a contact person
+	// (POST /contact/social/set)
+	ContactSocialSet(w http.ResponseWriter, r *http.Request)
 	// DashboardKpiMy KPI of the token owner
 	// (GET /dashboard/kpi/my)
 	DashboardKpiMy(w http.ResponseWriter, r *http.Request, params DashboardKpiMyParams)
@@ -4045,9 +4890,48 @@ type ServerInterface interface {
 	// DocumentGoodsList Goods positions of a document
 	// (GET /document/goods/list)
 	DocumentGoodsList(w http.ResponseWriter, r *http.Request, params DocumentGoodsListParams)
+	// DocumentInsert Add a document
+	// (POST /document/insert)
+	DocumentInsert(w http.ResponseWriter, r *http.Request)
 	// DocumentList Documents of a counterparty or a deal
 	// (GET /document/list)
 	DocumentList(w http.ResponseWriter, r *http.Request, params DocumentListParams)
+	// EventList The account's changes after a cursor, oldest first
+	// (GET /event/list)
+	EventList(w http.ResponseWriter, r *http.Request, params EventListParams)
+	// FieldDelete Delete an additional field (admins)
+	// (POST /field/delete)
+	FieldDelete(w http.ResponseWriter, r *http.Request)
+	// FieldInsert Define an additional field (admins)
+	// (POST /field/insert)
+	FieldInsert(w http.ResponseWriter, r *http.Request)
+	// FieldList The account's additional fields
+	// (GET /field/list)
+	FieldList(w http.ResponseWriter, r *http.Request, params FieldListParams)
+	// FieldUpdate Rename the title of an additional field (admins)
+	// (POST /field/update)
+	FieldUpdate(w http.ResponseWriter, r *http.Request)
+	// FieldValuesUpdate Set the additional fields of a counterparty or deal
+	// (POST /field/values/update)
+	FieldValuesUpdate(w http.ResponseWriter, r *http.Request)
+	// FilterDelete Delete a ready filter (admins)
+	// (POST /filter/delete)
+	FilterDelete(w http.ResponseWriter, r *http.Request)
+	// FilterInsert Define a ready filter (admins)
+	// (POST /filter/insert)
+	FilterInsert(w http.ResponseWriter, r *http.Request)
+	// FilterList The account's ready filters
+	// (GET /filter/list)
+	FilterList(w http.ResponseWriter, r *http.Request, params FilterListParams)
+	// FilterUpdate Change a ready filter (admins)
+	// (POST /filter/update)
+	FilterUpdate(w http.ResponseWriter, r *http.Request)
+	// FinanceAccounts The account's money accounts
+	// (GET /finance/accounts)
+	FinanceAccounts(w http.ResponseWriter, r *http.Request)
+	// FinanceInsert Add a money movement, or a transfer between own money accounts
+	// (POST /finance/insert)
+	FinanceInsert(w http.ResponseWriter, r *http.Request)
 	// FinanceList Money movements of a counterparty or a deal
 	// (GET /finance/list)
 	FinanceList(w http.ResponseWriter, r *http.Request, params FinanceListParams)
@@ -4066,6 +4950,27 @@ type ServerInterface interface {
 	// TaskList Tasks of a counterparty
 	// (GET /task/list)
 	TaskList(w http.ResponseWriter, r *http.Request, params TaskListParams)
+	// TaskUpdate Finish, reopen, reschedule or reassign a task
+	// (POST /task/update)
+	TaskUpdate(w http.ResponseWriter, r *http.Request)
+	// WebhookDelete Delete a webhook subscription (admins)
+	// (POST /webhook/delete)
+	WebhookDelete(w http.ResponseWriter, r *http.Request)
+	// WebhookDeliveries The delivery log of a subscription (admins)
+	// (GET /webhook/deliveries)
+	WebhookDeliveries(w http.ResponseWriter, r *http.Request, params WebhookDeliveriesParams)
+	// WebhookInsert Subscribe a URL to the account's events (admins)
+	// (POST /webhook/insert)
+	WebhookInsert(w http.ResponseWriter, r *http.Request)
+	// WebhookList The account's webhook subscriptions (admins)
+	// (GET /webhook/list)
+	WebhookList(w http.ResponseWriter, r *http.Request)
+	// WebhookTest Send a test delivery now (admins)
+	// (POST /webhook/test)
+	WebhookTest(w http.ResponseWriter, r *http.Request)
+	// WebhookUpdate Change a webhook subscription (admins)
+	// (POST /webhook/update)
+	WebhookUpdate(w http.ResponseWriter, r *http.Request)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -4405,6 +5310,20 @@ func (siw *ServerInterfaceWrapper) CommonListPaging(w http.ResponseWriter, r *ht
 	handler.ServeHTTP(w, r)
 }
 
+// CompanyDelete operation middleware
+func (siw *ServerInterfaceWrapper) CompanyDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.CompanyDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // CompanyEmailInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyEmailInsert(w http.ResponseWriter, r *http.Request) {
 
@@ -4604,6 +5523,20 @@ func (siw *ServerInterfaceWrapper) ContactList(w http.ResponseWriter, r *http.Re
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.ContactList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// ContactSocialSet operation middleware
+func (siw *ServerInterfaceWrapper) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.ContactSocialSet(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5036,6 +5969,20 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsList(w http.ResponseWriter, r *h
 	handler.ServeHTTP(w, r)
 }
 
+// DocumentInsert operation middleware
+func (siw *ServerInterfaceWrapper) DocumentInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DocumentInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DocumentList operation middleware
 func (siw *ServerInterfaceWrapper) DocumentList(w http.ResponseWriter, r *http.Request) {
 
@@ -5073,6 +6020,270 @@ func (siw *ServerInterfaceWrapper) DocumentList(w http.ResponseWriter, r *http.R
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DocumentList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// EventList operation middleware
+func (siw *ServerInterfaceWrapper) EventList(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params EventListParams
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", r.URL.Query(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "cursor"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "cursor", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "records_onpage" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "records_onpage", r.URL.Query(), &params.RecordsOnpage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "records_onpage"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "records_onpage", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "action" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "action", r.URL.Query(), &params.Action, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "action"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "action", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.EventList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldDelete operation middleware
+func (siw *ServerInterfaceWrapper) FieldDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldInsert operation middleware
+func (siw *ServerInterfaceWrapper) FieldInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldList operation middleware
+func (siw *ServerInterfaceWrapper) FieldList(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldListParams
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldUpdate operation middleware
+func (siw *ServerInterfaceWrapper) FieldUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FieldValuesUpdate operation middleware
+func (siw *ServerInterfaceWrapper) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FieldValuesUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterDelete operation middleware
+func (siw *ServerInterfaceWrapper) FilterDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterInsert operation middleware
+func (siw *ServerInterfaceWrapper) FilterInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterList operation middleware
+func (siw *ServerInterfaceWrapper) FilterList(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterListParams
+
+	// ------------- Optional query parameter "module" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "module", r.URL.Query(), &params.Module, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "module"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "module", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterList(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FilterUpdate operation middleware
+func (siw *ServerInterfaceWrapper) FilterUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FilterUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FinanceAccounts operation middleware
+func (siw *ServerInterfaceWrapper) FinanceAccounts(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FinanceAccounts(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// FinanceInsert operation middleware
+func (siw *ServerInterfaceWrapper) FinanceInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.FinanceInsert(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5230,6 +6441,149 @@ func (siw *ServerInterfaceWrapper) TaskList(w http.ResponseWriter, r *http.Reque
 	handler.ServeHTTP(w, r)
 }
 
+// TaskUpdate operation middleware
+func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.TaskUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookDelete operation middleware
+func (siw *ServerInterfaceWrapper) WebhookDelete(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookDelete(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookDeliveries operation middleware
+func (siw *ServerInterfaceWrapper) WebhookDeliveries(w http.ResponseWriter, r *http.Request) {
+
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookDeliveriesParams
+
+	// ------------- Required query parameter "webhook_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, true, "webhook_id", r.URL.Query(), &params.WebhookId, runtime.BindQueryParameterOptions{Type: "integer", Format: "int64"})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "webhook_id"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "webhook_id", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "page" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "page", r.URL.Query(), &params.Page, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "page"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "page", Err: err})
+		}
+		return
+	}
+
+	// ------------- Optional query parameter "records_onpage" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "records_onpage", r.URL.Query(), &params.RecordsOnpage, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		var requiredError *runtime.RequiredParameterError
+		if errors.As(err, &requiredError) {
+			siw.ErrorHandlerFunc(w, r, &RequiredParamError{ParamName: "records_onpage"})
+		} else {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "records_onpage", Err: err})
+		}
+		return
+	}
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookDeliveries(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookInsert operation middleware
+func (siw *ServerInterfaceWrapper) WebhookInsert(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookInsert(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookList operation middleware
+func (siw *ServerInterfaceWrapper) WebhookList(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookList(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookTest operation middleware
+func (siw *ServerInterfaceWrapper) WebhookTest(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookTest(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// WebhookUpdate operation middleware
+func (siw *ServerInterfaceWrapper) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.WebhookUpdate(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 type UnescapedCookieParamError struct {
 	ParamName string
 	Err       error
@@ -5376,11 +6730,35 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/my/tasks", wrapper.DashboardMyTasks)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/kpi/my", wrapper.DashboardKpiMy)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/kpi/team", wrapper.DashboardKpiTeam)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/event/list", wrapper.EventList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/insert", wrapper.WebhookInsert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/webhook/list", wrapper.WebhookList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/update", wrapper.WebhookUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/delete", wrapper.WebhookDelete)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/webhook/deliveries", wrapper.WebhookDeliveries)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/webhook/test", wrapper.WebhookTest)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/task/update", wrapper.TaskUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/company/delete", wrapper.CompanyDelete)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/document/insert", wrapper.DocumentInsert)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/finance/insert", wrapper.FinanceInsert)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/finance/accounts", wrapper.FinanceAccounts)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/field/list", wrapper.FieldList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/insert", wrapper.FieldInsert)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/update", wrapper.FieldUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/delete", wrapper.FieldDelete)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/field/values/update", wrapper.FieldValuesUpdate)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/filter/list", wrapper.FilterList)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/filter/insert", wrapper.FilterInsert)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/filter/update", wrapper.FilterUpdate)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/filter/delete", wrapper.FilterDelete)
+	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/contact/social/set", wrapper.ContactSocialSet)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/healthz", wrapper.Healthz)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/readyz", wrapper.Readyz)
 
 	return m
 }
+
+type NoSecretKeyJSONResponse Envelope
 
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
@@ -5442,6 +6820,58 @@ func (response CommonListPaging401JSONResponse) VisitCommonListPagingResponse(w 
 type CommonListPaging429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response CommonListPaging429JSONResponse) VisitCommonListPagingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDeleteRequestObject struct {
+	Body *CompanyDeleteJSONRequestBody
+}
+
+type CompanyDeleteResponseObject interface {
+	VisitCompanyDeleteResponse(w http.ResponseWriter) error
+}
+
+type CompanyDelete200JSONResponse Envelope
+
+func (response CompanyDelete200JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response CompanyDelete401JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response CompanyDelete429JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5859,6 +7289,58 @@ func (response ContactList401JSONResponse) VisitContactListResponse(w http.Respo
 type ContactList429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response ContactList429JSONResponse) VisitContactListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactSocialSetRequestObject struct {
+	Body *ContactSocialSetJSONRequestBody
+}
+
+type ContactSocialSetResponseObject interface {
+	VisitContactSocialSetResponse(w http.ResponseWriter) error
+}
+
+type ContactSocialSet200JSONResponse Envelope
+
+func (response ContactSocialSet200JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactSocialSet401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response ContactSocialSet401JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactSocialSet429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response ContactSocialSet429JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6495,6 +7977,58 @@ func (response DocumentGoodsList429JSONResponse) VisitDocumentGoodsListResponse(
 	return err
 }
 
+type DocumentInsertRequestObject struct {
+	Body *DocumentInsertJSONRequestBody
+}
+
+type DocumentInsertResponseObject interface {
+	VisitDocumentInsertResponse(w http.ResponseWriter) error
+}
+
+type DocumentInsert200JSONResponse Envelope
+
+func (response DocumentInsert200JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DocumentInsert401JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DocumentInsert429JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentListRequestObject struct {
 	Params DocumentListParams
 }
@@ -6535,6 +8069,629 @@ func (response DocumentList401JSONResponse) VisitDocumentListResponse(w http.Res
 type DocumentList429JSONResponse struct{ TooManyRequestsJSONResponse }
 
 func (response DocumentList429JSONResponse) VisitDocumentListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventListRequestObject struct {
+	Params EventListParams
+}
+
+type EventListResponseObject interface {
+	VisitEventListResponse(w http.ResponseWriter) error
+}
+
+type EventList200JSONResponse Envelope
+
+func (response EventList200JSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response EventList401JSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response EventList429JSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldDeleteRequestObject struct {
+	Body *FieldDeleteJSONRequestBody
+}
+
+type FieldDeleteResponseObject interface {
+	VisitFieldDeleteResponse(w http.ResponseWriter) error
+}
+
+type FieldDelete200JSONResponse Envelope
+
+func (response FieldDelete200JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldDelete401JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldDelete429JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldInsertRequestObject struct {
+	Body *FieldInsertJSONRequestBody
+}
+
+type FieldInsertResponseObject interface {
+	VisitFieldInsertResponse(w http.ResponseWriter) error
+}
+
+type FieldInsert200JSONResponse Envelope
+
+func (response FieldInsert200JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldInsert401JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldInsert429JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldListRequestObject struct {
+	Params FieldListParams
+}
+
+type FieldListResponseObject interface {
+	VisitFieldListResponse(w http.ResponseWriter) error
+}
+
+type FieldList200JSONResponse Envelope
+
+func (response FieldList200JSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldList401JSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldList429JSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldUpdateRequestObject struct {
+	Body *FieldUpdateJSONRequestBody
+}
+
+type FieldUpdateResponseObject interface {
+	VisitFieldUpdateResponse(w http.ResponseWriter) error
+}
+
+type FieldUpdate200JSONResponse Envelope
+
+func (response FieldUpdate200JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldUpdate401JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldUpdate429JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdateRequestObject struct {
+	Body *FieldValuesUpdateJSONRequestBody
+}
+
+type FieldValuesUpdateResponseObject interface {
+	VisitFieldValuesUpdateResponse(w http.ResponseWriter) error
+}
+
+type FieldValuesUpdate200JSONResponse Envelope
+
+func (response FieldValuesUpdate200JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FieldValuesUpdate401JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FieldValuesUpdate429JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterDeleteRequestObject struct {
+	Body *FilterDeleteJSONRequestBody
+}
+
+type FilterDeleteResponseObject interface {
+	VisitFilterDeleteResponse(w http.ResponseWriter) error
+}
+
+type FilterDelete200JSONResponse Envelope
+
+func (response FilterDelete200JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterDelete401JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterDelete429JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterInsertRequestObject struct {
+	Body *FilterInsertJSONRequestBody
+}
+
+type FilterInsertResponseObject interface {
+	VisitFilterInsertResponse(w http.ResponseWriter) error
+}
+
+type FilterInsert200JSONResponse Envelope
+
+func (response FilterInsert200JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterInsert401JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterInsert429JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterListRequestObject struct {
+	Params FilterListParams
+}
+
+type FilterListResponseObject interface {
+	VisitFilterListResponse(w http.ResponseWriter) error
+}
+
+type FilterList200JSONResponse Envelope
+
+func (response FilterList200JSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterList401JSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterList429JSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterUpdateRequestObject struct {
+	Body *FilterUpdateJSONRequestBody
+}
+
+type FilterUpdateResponseObject interface {
+	VisitFilterUpdateResponse(w http.ResponseWriter) error
+}
+
+type FilterUpdate200JSONResponse Envelope
+
+func (response FilterUpdate200JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FilterUpdate401JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FilterUpdate429JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccountsRequestObject struct {
+}
+
+type FinanceAccountsResponseObject interface {
+	VisitFinanceAccountsResponse(w http.ResponseWriter) error
+}
+
+type FinanceAccounts200JSONResponse Envelope
+
+func (response FinanceAccounts200JSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccounts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FinanceAccounts401JSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccounts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FinanceAccounts429JSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceInsertRequestObject struct {
+	Body *FinanceInsertJSONRequestBody
+}
+
+type FinanceInsertResponseObject interface {
+	VisitFinanceInsertResponse(w http.ResponseWriter) error
+}
+
+type FinanceInsert200JSONResponse Envelope
+
+func (response FinanceInsert200JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response FinanceInsert401JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response FinanceInsert429JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -6811,11 +8968,419 @@ func (response TaskList429JSONResponse) VisitTaskListResponse(w http.ResponseWri
 	return err
 }
 
+type TaskUpdateRequestObject struct {
+	Body *TaskUpdateJSONRequestBody
+}
+
+type TaskUpdateResponseObject interface {
+	VisitTaskUpdateResponse(w http.ResponseWriter) error
+}
+
+type TaskUpdate200JSONResponse Envelope
+
+func (response TaskUpdate200JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TaskUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response TaskUpdate401JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TaskUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response TaskUpdate429JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeleteRequestObject struct {
+	Body *WebhookDeleteJSONRequestBody
+}
+
+type WebhookDeleteResponseObject interface {
+	VisitWebhookDeleteResponse(w http.ResponseWriter) error
+}
+
+type WebhookDelete200JSONResponse Envelope
+
+func (response WebhookDelete200JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDelete401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookDelete401JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDelete429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookDelete429JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveriesRequestObject struct {
+	Params WebhookDeliveriesParams
+}
+
+type WebhookDeliveriesResponseObject interface {
+	VisitWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type WebhookDeliveries200JSONResponse Envelope
+
+func (response WebhookDeliveries200JSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveries401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookDeliveries401JSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveries429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookDeliveries429JSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsertRequestObject struct {
+	Body *WebhookInsertJSONRequestBody
+}
+
+type WebhookInsertResponseObject interface {
+	VisitWebhookInsertResponse(w http.ResponseWriter) error
+}
+
+type WebhookInsert200JSONResponse Envelope
+
+func (response WebhookInsert200JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsert401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookInsert401JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsert429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookInsert429JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookInsert503JSONResponse struct{ NoSecretKeyJSONResponse }
+
+func (response WebhookInsert503JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookListRequestObject struct {
+}
+
+type WebhookListResponseObject interface {
+	VisitWebhookListResponse(w http.ResponseWriter) error
+}
+
+type WebhookList200JSONResponse Envelope
+
+func (response WebhookList200JSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookList401JSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookList429JSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTestRequestObject struct {
+	Body *WebhookTestJSONRequestBody
+}
+
+type WebhookTestResponseObject interface {
+	VisitWebhookTestResponse(w http.ResponseWriter) error
+}
+
+type WebhookTest200JSONResponse Envelope
+
+func (response WebhookTest200JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTest401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookTest401JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTest429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookTest429JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookTest503JSONResponse struct{ NoSecretKeyJSONResponse }
+
+func (response WebhookTest503JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdateRequestObject struct {
+	Body *WebhookUpdateJSONRequestBody
+}
+
+type WebhookUpdateResponseObject interface {
+	VisitWebhookUpdateResponse(w http.ResponseWriter) error
+}
+
+type WebhookUpdate200JSONResponse Envelope
+
+func (response WebhookUpdate200JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdate401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response WebhookUpdate401JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdate429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response WebhookUpdate429JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdate503JSONResponse struct{ NoSecretKeyJSONResponse }
+
+func (response WebhookUpdate503JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// CommonListPaging Paged list of the records of one module
 	// (POST /common/list/paging/{module})
 	CommonListPaging(ctx context.Context, request CommonListPagingRequestObject) (CommonListPagingResponseObject, error)
+	// CompanyDelete Delete a counterparty
+	// (POST /company/delete)
+	CompanyDelete(ctx context.Context, request CompanyDeleteRequestObject) (CompanyDeleteResponseObject, error)
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	// (POST /company/email/insert)
 	CompanyEmailInsert(ctx context.Context, request CompanyEmailInsertRequestObject) (CompanyEmailInsertResponseObject, error)
@@ -6840,6 +9405,9 @@ type StrictServerInterface interface {
 	// ContactList Paged list of contact persons
 	// (GET /contact/list)
 	ContactList(ctx context.Context, request ContactListRequestObject) (ContactListResponseObject, error)
+	// ContactSocialSet Set the social networks of a contact person
+	// (POST /contact/social/set)
+	ContactSocialSet(ctx context.Context, request ContactSocialSetRequestObject) (ContactSocialSetResponseObject, error)
 	// DashboardKpiMy KPI of the token owner
 	// (GET /dashboard/kpi/my)
 	DashboardKpiMy(ctx context.Context, request DashboardKpiMyRequestObject) (DashboardKpiMyResponseObject, error)
@@ -6876,9 +9444,48 @@ type StrictServerInterface interface {
 	// DocumentGoodsList Goods positions of a document
 	// (GET /document/goods/list)
 	DocumentGoodsList(ctx context.Context, request DocumentGoodsListRequestObject) (DocumentGoodsListResponseObject, error)
+	// DocumentInsert Add a document
+	// (POST /document/insert)
+	DocumentInsert(ctx context.Context, request DocumentInsertRequestObject) (DocumentInsertResponseObject, error)
 	// DocumentList Documents of a counterparty or a deal
 	// (GET /document/list)
 	DocumentList(ctx context.Context, request DocumentListRequestObject) (DocumentListResponseObject, error)
+	// EventList The account's changes after a cursor, oldest first
+	// (GET /event/list)
+	EventList(ctx context.Context, request EventListRequestObject) (EventListResponseObject, error)
+	// FieldDelete Delete an additional field (admins)
+	// (POST /field/delete)
+	FieldDelete(ctx context.Context, request FieldDeleteRequestObject) (FieldDeleteResponseObject, error)
+	// FieldInsert Define an additional field (admins)
+	// (POST /field/insert)
+	FieldInsert(ctx context.Context, request FieldInsertRequestObject) (FieldInsertResponseObject, error)
+	// FieldList The account's additional fields
+	// (GET /field/list)
+	FieldList(ctx context.Context, request FieldListRequestObject) (FieldListResponseObject, error)
+	// FieldUpdate Rename the title of an additional field (admins)
+	// (POST /field/update)
+	FieldUpdate(ctx context.Context, request FieldUpdateRequestObject) (FieldUpdateResponseObject, error)
+	// FieldValuesUpdate Set the additional fields of a counterparty or deal
+	// (POST /field/values/update)
+	FieldValuesUpdate(ctx context.Context, request FieldValuesUpdateRequestObject) (FieldValuesUpdateResponseObject, error)
+	// FilterDelete Delete a ready filter (admins)
+	// (POST /filter/delete)
+	FilterDelete(ctx context.Context, request FilterDeleteRequestObject) (FilterDeleteResponseObject, error)
+	// FilterInsert Define a ready filter (admins)
+	// (POST /filter/insert)
+	FilterInsert(ctx context.Context, request FilterInsertRequestObject) (FilterInsertResponseObject, error)
+	// FilterList The account's ready filters
+	// (GET /filter/list)
+	FilterList(ctx context.Context, request FilterListRequestObject) (FilterListResponseObject, error)
+	// FilterUpdate Change a ready filter (admins)
+	// (POST /filter/update)
+	FilterUpdate(ctx context.Context, request FilterUpdateRequestObject) (FilterUpdateResponseObject, error)
+	// FinanceAccounts The account's money accounts
+	// (GET /finance/accounts)
+	FinanceAccounts(ctx context.Context, request FinanceAccountsRequestObject) (FinanceAccountsResponseObject, error)
+	// FinanceInsert Add a money movement, or a transfer between own money accounts
+	// (POST /finance/insert)
+	FinanceInsert(ctx context.Context, request FinanceInsertRequestObject) (FinanceInsertResponseObject, error)
 	// FinanceList Money movements of a counterparty or a deal
 	// (GET /finance/list)
 	FinanceList(ctx context.Context, request FinanceListRequestObject) (FinanceListResponseObject, error)
@@ -6897,6 +9504,27 @@ type StrictServerInterface interface {
 	// TaskList Tasks of a counterparty
 	// (GET /task/list)
 	TaskList(ctx context.Context, request TaskListRequestObject) (TaskListResponseObject, error)
+	// TaskUpdate Finish, reopen, reschedule or reassign a task
+	// (POST /task/update)
+	TaskUpdate(ctx context.Context, request TaskUpdateRequestObject) (TaskUpdateResponseObject, error)
+	// WebhookDelete Delete a webhook subscription (admins)
+	// (POST /webhook/delete)
+	WebhookDelete(ctx context.Context, request WebhookDeleteRequestObject) (WebhookDeleteResponseObject, error)
+	// WebhookDeliveries The delivery log of a subscription (admins)
+	// (GET /webhook/deliveries)
+	WebhookDeliveries(ctx context.Context, request WebhookDeliveriesRequestObject) (WebhookDeliveriesResponseObject, error)
+	// WebhookInsert Subscribe a URL to the account's events (admins)
+	// (POST /webhook/insert)
+	WebhookInsert(ctx context.Context, request WebhookInsertRequestObject) (WebhookInsertResponseObject, error)
+	// WebhookList The account's webhook subscriptions (admins)
+	// (GET /webhook/list)
+	WebhookList(ctx context.Context, request WebhookListRequestObject) (WebhookListResponseObject, error)
+	// WebhookTest Send a test delivery now (admins)
+	// (POST /webhook/test)
+	WebhookTest(ctx context.Context, request WebhookTestRequestObject) (WebhookTestResponseObject, error)
+	// WebhookUpdate Change a webhook subscription (admins)
+	// (POST /webhook/update)
+	WebhookUpdate(ctx context.Context, request WebhookUpdateRequestObject) (WebhookUpdateResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx context.Context, w http.ResponseWriter, r *http.Request, request any) (any, error)
@@ -6968,6 +9596,37 @@ func (sh *strictHandler) CommonListPaging(w http.ResponseWriter, r *http.Request
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(CommonListPagingResponseObject); ok {
 		if err := validResponse.VisitCommonListPagingResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// CompanyDelete operation middleware
+func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request) {
+	var request CompanyDeleteRequestObject
+
+	var body CompanyDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.CompanyDelete(ctx, request.(CompanyDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CompanyDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(CompanyDeleteResponseObject); ok {
+		if err := validResponse.VisitCompanyDeleteResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7208,6 +9867,37 @@ func (sh *strictHandler) ContactList(w http.ResponseWriter, r *http.Request, par
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(ContactListResponseObject); ok {
 		if err := validResponse.VisitContactListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// ContactSocialSet operation middleware
+func (sh *strictHandler) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
+	var request ContactSocialSetRequestObject
+
+	var body ContactSocialSetJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.ContactSocialSet(ctx, request.(ContactSocialSetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ContactSocialSet")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(ContactSocialSetResponseObject); ok {
+		if err := validResponse.VisitContactSocialSetResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7542,6 +10232,37 @@ func (sh *strictHandler) DocumentGoodsList(w http.ResponseWriter, r *http.Reques
 	}
 }
 
+// DocumentInsert operation middleware
+func (sh *strictHandler) DocumentInsert(w http.ResponseWriter, r *http.Request) {
+	var request DocumentInsertRequestObject
+
+	var body DocumentInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DocumentInsert(ctx, request.(DocumentInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DocumentInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DocumentInsertResponseObject); ok {
+		if err := validResponse.VisitDocumentInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DocumentList operation middleware
 func (sh *strictHandler) DocumentList(w http.ResponseWriter, r *http.Request, params DocumentListParams) {
 	var request DocumentListRequestObject
@@ -7561,6 +10282,356 @@ func (sh *strictHandler) DocumentList(w http.ResponseWriter, r *http.Request, pa
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(DocumentListResponseObject); ok {
 		if err := validResponse.VisitDocumentListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// EventList operation middleware
+func (sh *strictHandler) EventList(w http.ResponseWriter, r *http.Request, params EventListParams) {
+	var request EventListRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.EventList(ctx, request.(EventListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "EventList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(EventListResponseObject); ok {
+		if err := validResponse.VisitEventListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldDelete operation middleware
+func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request) {
+	var request FieldDeleteRequestObject
+
+	var body FieldDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldDelete(ctx, request.(FieldDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldDeleteResponseObject); ok {
+		if err := validResponse.VisitFieldDeleteResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldInsert operation middleware
+func (sh *strictHandler) FieldInsert(w http.ResponseWriter, r *http.Request) {
+	var request FieldInsertRequestObject
+
+	var body FieldInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldInsert(ctx, request.(FieldInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldInsertResponseObject); ok {
+		if err := validResponse.VisitFieldInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldList operation middleware
+func (sh *strictHandler) FieldList(w http.ResponseWriter, r *http.Request, params FieldListParams) {
+	var request FieldListRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldList(ctx, request.(FieldListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldListResponseObject); ok {
+		if err := validResponse.VisitFieldListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldUpdate operation middleware
+func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request) {
+	var request FieldUpdateRequestObject
+
+	var body FieldUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldUpdate(ctx, request.(FieldUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldUpdateResponseObject); ok {
+		if err := validResponse.VisitFieldUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FieldValuesUpdate operation middleware
+func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
+	var request FieldValuesUpdateRequestObject
+
+	var body FieldValuesUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FieldValuesUpdate(ctx, request.(FieldValuesUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FieldValuesUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FieldValuesUpdateResponseObject); ok {
+		if err := validResponse.VisitFieldValuesUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterDelete operation middleware
+func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request) {
+	var request FilterDeleteRequestObject
+
+	var body FilterDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterDelete(ctx, request.(FilterDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterDeleteResponseObject); ok {
+		if err := validResponse.VisitFilterDeleteResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterInsert operation middleware
+func (sh *strictHandler) FilterInsert(w http.ResponseWriter, r *http.Request) {
+	var request FilterInsertRequestObject
+
+	var body FilterInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterInsert(ctx, request.(FilterInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterInsertResponseObject); ok {
+		if err := validResponse.VisitFilterInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterList operation middleware
+func (sh *strictHandler) FilterList(w http.ResponseWriter, r *http.Request, params FilterListParams) {
+	var request FilterListRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterList(ctx, request.(FilterListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterListResponseObject); ok {
+		if err := validResponse.VisitFilterListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FilterUpdate operation middleware
+func (sh *strictHandler) FilterUpdate(w http.ResponseWriter, r *http.Request) {
+	var request FilterUpdateRequestObject
+
+	var body FilterUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FilterUpdate(ctx, request.(FilterUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FilterUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FilterUpdateResponseObject); ok {
+		if err := validResponse.VisitFilterUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FinanceAccounts operation middleware
+func (sh *strictHandler) FinanceAccounts(w http.ResponseWriter, r *http.Request) {
+	var request FinanceAccountsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FinanceAccounts(ctx, request.(FinanceAccountsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinanceAccounts")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FinanceAccountsResponseObject); ok {
+		if err := validResponse.VisitFinanceAccountsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// FinanceInsert operation middleware
+func (sh *strictHandler) FinanceInsert(w http.ResponseWriter, r *http.Request) {
+	var request FinanceInsertRequestObject
+
+	var body FinanceInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.FinanceInsert(ctx, request.(FinanceInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "FinanceInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(FinanceInsertResponseObject); ok {
+		if err := validResponse.VisitFinanceInsertResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -7730,553 +10801,933 @@ func (sh *strictHandler) TaskList(w http.ResponseWriter, r *http.Request, params
 	}
 }
 
+// TaskUpdate operation middleware
+func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request) {
+	var request TaskUpdateRequestObject
+
+	var body TaskUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.TaskUpdate(ctx, request.(TaskUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "TaskUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(TaskUpdateResponseObject); ok {
+		if err := validResponse.VisitTaskUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookDelete operation middleware
+func (sh *strictHandler) WebhookDelete(w http.ResponseWriter, r *http.Request) {
+	var request WebhookDeleteRequestObject
+
+	var body WebhookDeleteJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookDelete(ctx, request.(WebhookDeleteRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookDelete")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookDeleteResponseObject); ok {
+		if err := validResponse.VisitWebhookDeleteResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookDeliveries operation middleware
+func (sh *strictHandler) WebhookDeliveries(w http.ResponseWriter, r *http.Request, params WebhookDeliveriesParams) {
+	var request WebhookDeliveriesRequestObject
+
+	request.Params = params
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookDeliveries(ctx, request.(WebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookDeliveries")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookDeliveriesResponseObject); ok {
+		if err := validResponse.VisitWebhookDeliveriesResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookInsert operation middleware
+func (sh *strictHandler) WebhookInsert(w http.ResponseWriter, r *http.Request) {
+	var request WebhookInsertRequestObject
+
+	var body WebhookInsertJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookInsert(ctx, request.(WebhookInsertRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookInsert")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookInsertResponseObject); ok {
+		if err := validResponse.VisitWebhookInsertResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookList operation middleware
+func (sh *strictHandler) WebhookList(w http.ResponseWriter, r *http.Request) {
+	var request WebhookListRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookList(ctx, request.(WebhookListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookListResponseObject); ok {
+		if err := validResponse.VisitWebhookListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookTest operation middleware
+func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request) {
+	var request WebhookTestRequestObject
+
+	var body WebhookTestJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookTest(ctx, request.(WebhookTestRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookTest")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookTestResponseObject); ok {
+		if err := validResponse.VisitWebhookTestResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// WebhookUpdate operation middleware
+func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
+	var request WebhookUpdateRequestObject
+
+	var body WebhookUpdateJSONRequestBody
+	if err := runtime.BindJSONBody(r, &body); err != nil {
+		sh.options.RequestErrorHandlerFunc(w, r, fmt.Errorf("can't decode JSON body: %w", err))
+		return
+	}
+	request.Body = &body
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.WebhookUpdate(ctx, request.(WebhookUpdateRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "WebhookUpdate")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(WebhookUpdateResponseObject); ok {
+		if err := validResponse.VisitWebhookUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tcuM4kij6KgidvVFSDS1Lsl3dJcfEGXdV9XSdqa/tck/f3WatCYuwxDEFqAnKLnV3RezP8/vEjdg3",
-	"OC+yb7JPcgOZCRCkSImS7eqa2OnYnZJJEEgkEonMRH782pmo+UJJIXPdGf/aER/5fJEK+P0Nj5/zXJif",
-	"ejmf82zVGXfOWMxzwfIZz1mshGZS5WzBMy06QeeGp0toP1Gx6Iw7x4NBJ+iILFNZZ9z5eSmylWnL5yIX",
-	"GQs7pquwM2Y6zxI5Lfqb83wyY/lMsCuVzXnumnaCzoJPRWc8wB8afmXqFn/onOdL3RnTkA6gTufTp8DM",
-	"589KxfplrMtzmpqnF0msWYLjczZR8zk/0MJAm4uYpYnOmbpiSaz3mKcboDJZ+cifayamy5RnTHxcZELr",
-	"REkWdv7tp8HB0w9/6Ab4b+/xP+2PhYFFw18WyWdY2YtcbZzvPa/t9+LnpdB5dVJXiUhjnNUVT1LNbnia",
-	"xDxPlNw6rwy7ZJcqXo2pp7Aj+RyodpGphcjylXtkyGeeaJ3I6Z0m80zNF1yu3qj8W7WUcXlGr3GAgMUi",
-	"FYY0VcYSeZPo5DIVbKKWMhfZgmf5qnZ6x970/MZsOBgMYcmvYMx7gP9t9lzw1CxLkonKLN6IJJ+JzOwz",
-	"0/QiiZlUGYsFT83vaXIjti+P97H3baJZZse82yxkzif526szqQysNKvyPCbYiMa1vAOesYXItJKGa3iA",
-	"djn2VlqpRzowM5BKil6LWdshx0wqppeTWc2Q+SzRVWrYHxdmITeSY5kKzVJspT7TiB3dH9U9V5PlXMh8",
-	"Fzjpk+2wUkP29X3CKysc2Dw5ZdDIUNNwHSy5TNMCqrbD6+VkIrR3cHWGAMFLQxySpxWWKdlSio8LMTHc",
-	"RYvsRmTsii/TnHVjkQMPVTJdsUQCG6cWqZrW0e5JiXYTGpFZjOyPPgv8v4pM/b1NAA/iN+L2ZYVKX0ot",
-	"slzEHhUYCKW4ZUn8cOTwZDBAini7zN9efc/ldE02kMv5pciATXG2UDoxB+gjzfRyHrBcKZbybApnOkty",
-	"jWflVlbGqVszT7UEASszg48ZnxvWpRmXsRlCs+WC5Yo9rfzXf/o0YD8vucyTPBENrfpPnz69E6l9LyYq",
-	"i/Vb+Y5PxblSr8xUywjKsMmFkqZ3xi/VjYClm/OPyXw530OEKndpBA5C1nxpRBLBeM7mSucMKXT/6f0g",
-	"r6W6lSAbl2cFj4zMi/ITzwTwPto3E57zVE2X4tQ8nRnumhD9bmWoTiIeM/jJnj79OjALVzDXtWHusts+",
-	"BZ2Z4LHIYIbfizxbHZxd5SIzf8ZCT7JkASLhuPNeTJQ0U1bslicG01cqE7QPP+bMCoW3ST7DYzZX10Ka",
-	"rREwbvqE/TDncgUSp4gZX+YzIfNkAmKnDtb65Hku5oucXWVqTkd3mpjzhsex0QX6BnWomnXGw6DjBJxx",
-	"ni1F0NGTmZhzM5d5IoHeTKt8tRDEs6Yig7X+8ccfD84KaMT69M/SW77SLPpG8ExkUWDnafQTboQLrlkE",
-	"KL7wPoxKEHbwY2SSfww7iQSh+wIQFXYCtvb9H8POEskwMPqPmZthNZm4UdciZvRhZ9PMabaobuCSu+0E",
-	"qw7UbCQZ5LrlaZvnpTkYySToJNLuzU4AUj4JLhfAjpuBQd0Gkf/EEP6WdUHYSMqohY/elWD8uhlGav4g",
-	"cJICXQbwWUVjNlwD5FBBO9xjF1yyJGZzvmKZWAies66Swp0qTHCjISZz0StT1dFgGBwNRp36KTuWsnHC",
-	"c/7xlZDTfNYZjwYD4CS5OdI74xpVuxOsUVXQIeX520zN17HwbZLpnMV8Zee+EFmiYiN4oAQCiq/fKCJV",
-	"OXqk2VzJfFaZ9GgwenIwHB4Mhg3zhu8N4+jULqx5vWke52p9Fq/4lkko85L4M+xNpm6lyB5pWDb2i1Fk",
-	"6qcxPNk0jVztOIl/XiaTa9LM6rbNM08DOmVRoYhFhr1EtJUj1lUZu1T5rOerj2Wu27jXik47d9laMJVN",
-	"7Gkv+DczsH2h/WS2mF4oqdFUeK7Uay5XZILReOzL3KhW4187fLFI6ew7/Js28ykbGvGUPCsfkmVJ5NwI",
-	"AqUjsf5shaNXXeX11oPRU08E2XJIj9loYAifzRO5zGEPVCC4k9AFu2Z9jriZxMeJELFhorlmhp2yNJkn",
-	"+dYpFU1dF2N2MrAii4ZJaJBv4CcCsf80PvkU9E+ZuOqMO//jsLAoH+JbffhC3ohULQR+UybtrdMGpSPf",
-	"gQBCCRTAuuaFYVOLlE+EZWbHg2EAeoUnhOH4iWapAnljuQjYUqZmlCQPpTeEiEEgIt6XGkY5OmYztcz0",
-	"KdNCsCiRV6rvi0YBe2WmoXt9BoJnKFFKjDwxNKJl0X0WAYIjA00UdsJO5OavFiLjpHdFHw9gQQ6wdT80",
-	"69gs4tYtDrU+9Jt+QoXATFhlyS9ottthK5OkVybsH7ZJdrXqwtAj7GWLHvbfi9ZmW7ZQqpaw0dfsEmXe",
-	"L2ZP+fB4lmlD2I3I3Jf62Fl1cy7MzjD7GNmRumpgs2wqcs2OR0+N7pgLHrPutl1UJvQ6jWYTta+1/+Th",
-	"HHp8lgqe8ctUPE8yMclVVitZnJGJhrgKGDweaRbbb05ZJJdpGrFMzNWNQEMOftJ1H7BLMVFzoZnR/lYw",
-	"tY0HsenRQGbl2srBHHQ+HkzVAT21jftv6MdP0OUHv9lBMl+oDLb2ghuhuDNN8tnysj9R80PFF8mBofmp",
-	"kIdu6E/+5/o6WRwowAlPDxYK7GMIXXERAIwjjhNs9Q6vTRKzKXAWVcSW7iW4JitAFjM9U7eGI5+y6Oz5",
-	"84tfjTzzKWJzMb8UmdEwsmzFipEQx6A8L7xBf+3wSZ7cJPnqAjG1pjsGHXvE176bEjOsf3OB7G9tHbes",
-	"3aegY8hxqrJVbd/25R26T/KGrg2+m4bNhDn0tjEj0CSSufA+ubhcre8aw5jMqtlts9QiY7czZVYNDn5g",
-	"NzN1y5Kc3XJNz7t8kQQMaTVgc56kAev3+7Bh1kAWH9FGe4HsumZSoIBdoDRc83qaqeWi+c3+K9DwYU1D",
-	"eaUutFpmk3oIjdzRDP88ieNUNL9vfqHy+hd4r7S+nNEwYqmY8pQZdpqvAhaNIrbIkhuOIrNWErQoaRjY",
-	"T8Ng9KFuuvYm9cKgphaATEwTBGDtlT1MG1/tv145n7awdJhWtYSY8480drmDREpL/1ajBpVNJ7nQp8wc",
-	"uyBkqiXYC+b1nTexLvPgojWlLbO0thezMXfoxbRuJKtlPr+Y8PmCJ1PZ3KAQMmvfz0WcLOeNrzdsFvM6",
-	"Fw2EdTtLJrOLmdL5pi6wVZrI6+2tzCo2t/rkG6d+6oAWDogrzpyC6RLPduRfsOqgcoZV91BBBrRcJbZc",
-	"ZjAlfljmHj6nQVopKMNfdcchiIdUmXD5+PJOOn+Puq3sHaT2tPVYr+XPbn/RPq3Df9361q1mhUZLJFUi",
-	"vzKterRV8DV1+TcxyTuF+POMZ3GzCHTFUy2qAsqkEJw2nbpWvoIzHDwAUAnLxVxv/xY+KFhJh2cZh76E",
-	"OWDb9/TCNMc7srreFjMlRfve3pnmzb0VjLJ1j9+7T5q6rWxKi32HCTeJ0vge0jesPl7pes5JO5DBsz0X",
-	"9aVcLAGGOf/4Er8bDgbryHyxx0LX9H1S0/U7vpoLmdN9e/sl+hZEduhhD7ppCdya/O/fCpycBBv1Aa/t",
-	"cOBhtV4NqOg25g3rOiWRHX+9XelrVhRqx3hGL/1hRk/3GoYUhq3Y8RSIrW3XpPOqcBULlkjGJbMtGZ/A",
-	"AImcMr3SOQpEWwcqC/nlVQs2i/ZlkP5s3pQWbS9sVmT6rfCXZPyt4Fdk/q3tbcM10dbwLFDRnOHnapmm",
-	"TmnjNdJ9dSrzRLrBg2Yto7KR6qD09Q4QlKHHz6ODbF2gQifZ2rSkiFTcDeCVT17DwT7ktZuusp2JeWpE",
-	"85UaM6182PfaGaSDlK5mj78ONiolZZi+x8socOozjfYBoqKkbF3TitLSqn2hxLRqvgO38JWcrY1rlZ7t",
-	"6K/Vgtp+VlGLtn1WEclIyyiUGksKGySvHxYxz0VbyavCVJI4gksinrNUcJ0zJQVDz12wKvaRoPyORlvN",
-	"jA8nZmwUCuvs2etSxF5dfBYJ4SGP+n1m3WAW+Xs8/j/H0f3FHLz7rHWrY/WUZQLumPGuQqV7HrSf4dzc",
-	"1SulYqyqZ7doSdiNw55Vgxasn2GSMdS2AyYOQEFFL2A1SXjKpMhvVXZdc6nz4l6tFu/u1WrxHoB/Q7C3",
-	"7rX0WV2/nutRO0Ot/aDRVrvHfc+W25TWsN3PpUbFH8/qLmPw1QjI984QFHYIL2sN7M2XIeSnuPHl/pcO",
-	"D3afUWd6LvmulYjDmaVbGof9iXs4ajDwkpW4MHS/swa2F9bkVtkzGzgPWn3uyH6s6zrL1VSAnAcMiZdu",
-	"o++H67Q1oT2cAWxHgemBZZEdhApv65XX8zXPJzMRswnX4sCspTQtb0S6YnzKE6nR9dZ24DlqsO7xqHdK",
-	"F825govnmZBMitv1A3wv3R7MJhVy881JR7srzZ827Yb9Dc5/n9S85RTcLET9Yyv8/W+Fmsubi83Cqt0k",
-	"GmyKu+2R12cvX72vd21xhwhJroF1kldZDK63Mj9l5pwmvCop2K3IBLwBd+02e8NGCcL2A7KpP/lxgwSd",
-	"jwcwfGd89CnovHnx48XL5w2eOeK2sjiPNEvi2iWpdz0jD/M34vblc3/k4aegc/7i1Yt3371982Ib8qz4",
-	"/5C4A/6yC+5GVUIjRJbmFVjq2EB6rxJky3e9pSU77I7UO0+kL9X6BmSV87TuVWXe2C7Anurm+Zzr2aXi",
-	"WXzO9fV+F9/3qNBgeEwiEz0z7xuWu9Je5xydItvqQDakYj+RP1alRblUKhVc7qQ8NWormeNxGzynyETT",
-	"SSQDVZNA+tDe76hOuSDHEyf0Q58lDJeXZ7M6UkStkPJAM6snQVqadY+1f/mXf/mXg9evD54/Z999N379",
-	"evz+fbQllAmk/kqY2K/Hnw7wx6j4weyP8dqPf6pTMZ/zldsse22UROgLOK238xFkFkSq+qKlnv9+Ofc+",
-	"vVLZVOW5kBdu+B0GTuSNSiZCXyRaL3cdeq6kWG3fkavX0M58sLq4XiTbvvjLInm9InNlorbC9A5bgV1Q",
-	"X+sW8JxDO7LBtWj/g65huQQcdRKsLb4Fp7q46zi3iKxfS4e1+j1FyN2NUMXHhZDaZxkYxo6Wfnh3ASp2",
-	"/amUyIma13+NrzZ9bI6oi8YeqiwL21X6LXfiQO5UgW/A2Lklkx0wdllcGLWSEcwY56uF8HZLVVYwnPei",
-	"8YCnOVZOoeprdSOyeLmphQEoXqa4tdfbUAeb4HA9XLSVRqpflOa6Bpc/0ypAlWkGbh0alvYHvbPw1f40",
-	"r5dmGp1Ha0EUPMVw7b3MYxi07WKyISOTNYkZPcFwmj770TyIbOh1xLpcMrj2FMzQLrk5h9IFf/cCpuZJ",
-	"bsT8KE788J5oomJh/l1kyQR+/CxzvISNbrj5lQmWc3NCU5oEv99T5zGd5AZCJQ8gpqY8ih8diz3DGORc",
-	"AjkfhkEoCQRv7FyxQR/7Mrus/MkAo++qB3TLy0vbZ03QL72BEEaRTUjPsSlFUAl3qnGhkBcs0pt7TZR3",
-	"IikYAwKS9EKkKSTx0GzBs9y6qENIzxWfYET39vssSwy1nmm4WEhcezhp7GIfMUu4DsMPMskZvKuisvzf",
-	"FsT+XLde/4yJaFYbe97S8Q2v6fivZ+cYD1sQgtGOJ+kSgmZQeK2d1MbRPm3iGjupqe6rd9YqVXMIrTfa",
-	"VeRtCOfZpHzVKFuN++1dscc+w07auHEeMrio+WLLbpkmcl97rpc1OTAytZRx92eZs//8D6RK86M7HAzY",
-	"f/3v/8Ms/nvskBkKZaNeLcZrd8K7rdS/RciLS5qkQ3l5gYMORS38DBIg4sWjHAQOp0/43HgC39UTKfAy",
-	"PWxySjplA0NznOJMZyITNX5KR9WN5e2fdascpOnz7cXsUqRKTs3JtwcH93ffF36Q1WHEsq4mq+j9H193",
-	"PaLueBDtcpg0brSmzXGXqyqXrmy3A6r2Sum+75SKFJ11ceN1yToF04Z+q3fNu26usq2zPPAb5XKZRYUJ",
-	"LioNU59np2oU3dr84b3LNtw0maVmOufTkmPy8XAfz+Ta8w0HWM4h7R3kdl0adcYqJYVwu/fW/Wy+3DCV",
-	"qg/38V7+5w/nm13vClwyFRd+wb63SRGp2GhybuJMD+o7jNkUXb5guZyLLJnQO/Hz0qyJYoMx5vbl9GJC",
-	"GTFtYm6tRSsv5LacbLCdk+34cYUd3TeX2Ys135E1VUm74vVpmtVsyR05mL2KBSa2ebsMWnOtQTMBPSib",
-	"enjf2MEWdrTTl+1cXp2T8Avr1b6D5IK37y0UtTdnr19stwLCHTQ03Qjpbvp8eX51yrxNnf173+9u4VAt",
-	"Ll8paVA79oQ5k+rab79ZFmjRrtexHmlQYSrpHzjaWTvBblaP7bPeniTl7vYE4hSfOWmHLmWJWOdWD5ZJ",
-	"494yZtSa+XEegaU2ND2sJXnY5Gxbn7ih3ZU7ZfT3Nlt5P6wnfAB013Ik4hx7WBn9LzdaGmsb3pe18Uu1",
-	"H/o5f9sR4T8sjp/L4lhKx/zAVkcaa6+tVb+bpKhN/TRmMXnH2BCv2gAvcFM8KyIbK/YQSc6SLnVgN0rV",
-	"hKd/itWcJ7Kfp3EUQKWThZEie6dYTiWr9XBdC0c/Lrvu/NufwlB/+MOf7I8w7NuftR46nofzjm4P4JvZ",
-	"xn/aYqZKONhD3QoTUPvbzv4ujVt3x2jpqNuCXorlemDp1s1pf+kriS/sisy5rJcvq6EuuWfDJ5/aK5tj",
-	"t1SWiKlbWbtUd441qoC9eT0W+eobFa929WGQmFYTyncFMLv/9f7tG5Ymuch4Svk5Ic1F9OuniFiH3+2g",
-	"caIV6P5qM8Su4x5BwIWtcKc6jddldd1trudQn2GRQsp2cSOyVZGvFfMS4+LKGyHR6T+RNUlW+41uDBXm",
-	"j6lNlWRUTIZ1o7AzCDsREBKwcy1knMhp7xSGhnSxzPRmvrriSbrEy6kqgj1u3R389tPw4OQD+FDC//Rq",
-	"mTRl4l0DEvLXekD6kOTiY74FknVphU8bFhmKvkAdoThAQ/CQddNE5+a4GgBOdCKnqTjAqi7F4uj+VlMG",
-	"JRBem95EJGk3U7eaHbJysZhedH+jY9LidcsXjIfV/Iyoiilt01xkIB+pnKf3B0OhLVZQQAsbBVSShHbz",
-	"C/jNulDlKfrzi3N2SMzncCryCKNQbN5mn+P1PGHGq5Nk0zRDv+te0UHn44H56OCGZ0aK1+ZrDHh57/rA",
-	"v19QT95fz/giyXna+fDJyzRdR2KrVPGYcc04sZNTSLAcC7OrYiinaAtGVXI1Q7cHeEZG/c62ZBtOcbTz",
-	"JrkUSMHSI20HC3Md4/5O8DSf7XiGrjulq+saR/R6kOugKEfL7CnF7Xs+152DzSddOThlN1CBYu4mSixm",
-	"ZQ/QTfYIbEvHUO1k/pdaZpKnz2ZcEv9qnwP6Ryg3xf6GXbBM3bIJ9BOPgZVwG6+L0mWujDaA2Z5ZN/q1",
-	"qNEZQtSN0irsQMbgT1EvCCV1sYRLHiw3Q93TXQv4OZrNpVL0E5Ti1ibvhu4VFq79KeyoNDZ9hx0pbsPO",
-	"h09RD70BtwoOf1kkL3Mx33GZ+SRf1pkRAWNYpQk5sy3dknIpRcxivtLgxFmr+c4F18us7qDHQmx4rIM5",
-	"CAq+kVu5+QPQg+7RrHvJtWCTZZYJOVn1wKcTvobLr9tE+8pix2q1OERtsEl9UD8Ei+ViTiZT5oox5ELn",
-	"WESnUrkGLtwMKjSs6lzkWTKpNaKYRvUjQr/pCrpBWtAG2TydLFO8j1XekAEDowQ+nhgdpRbxi0xNja5y",
-	"QW5960PjgrNDHNd3ALT138Ck4Y2W3ypzKCRznupd/QFrLlotbRBuAkuCNcB/qCfz17tK7m/h3J5xfXG9",
-	"SCLWhUY9jPtzWcNncJHF/vLuJaIGNnXd6q8LtdRzfcgV9HDhrCatzCd2L9dYT7C7XF3EG4oTrMeXlD67",
-	"2E4mhkL5jciMIGpbO7uhmUJtrSmUVbFgo61JlauinR9wCXsIvyLUG7RvJrAGJujR/45hN9j+DviIvOWN",
-	"7rI7LA010Py54POdT3Ajg85tKfa2hGdGeu4+3RrSCjdHbqALjvLpOuNX1yhM385WLPK+AB96M0I9+9xx",
-	"Pc1O3nm2GCO1fZ7QecsZQttNc9sUkqU7lcFKOO7UYnwD3XiruS8FXdw11KT+aNp3s5QBc6ll2h4gbtH3",
-	"RUfTtat9X758xZMES1N497C2ccNtbAX15eGcjW1Lv3vcwjzMAu52n1lZ7uKm0V0kltffW5mWVPAq0fn3",
-	"6nY3NeKttPKwqzcikxuRaZ6yNNE5FTcVH/kkT1ckPoNBXcRsotLlXOo+gwJlq4Uw50co0Y4Gr8jQNlfx",
-	"MhVQznLGbwTEKV2KVN1WytTYr6plakJpNRer2Aeu3DLJJVAd3pDQ5apUbciA1auLPqKUya0i3qnt/veA",
-	"fGKvNVuMVUmJuf2L4uJoe1tbmaddyzvMOM/5ZAb0fJXyqWetGATDD216uJxMWgF6SXbvrQ394kGtG9+h",
-	"mFA78CeF9r/pYK/YCrzMottHIAN1i4Z4/bAboiof3QFhtqf2E6MPitSprb+5M5T2UGk9YpGTs/UnhaVv",
-	"x0/uPr2iMk/roVszLP+Du0NKOT5bjOqScLZtexfgdiDJItFE27ZUOWx7czI0tc7r0j4BTOHm16793glm",
-	"WnsNtmp4By9I8Phsu4Vd6827qCHua6tVoOIstR2cLZ5PLdwhIXC31WBrnpNbvyinmNvenCqLt2p4sYt8",
-	"9Ln8vSq5rrfCleiLmcrbEVIpAd/WnudCaz4VbZl9JV/f9vYg+rcDvHWn1ltue0PnX7v96tpl494OqHPK",
-	"2269q6bu3grHzy05AGpt+5PqDuJIkSBra1M952l6YVTXC3V1YUXzaijJ9m7aCz53d4ZGDbrVWMt5q7XR",
-	"y/lFi6N33fN6KwQ7iGW5atlsJwbZWsi7m3C3lEm7JWkr/W2y1bQAx/dF3z5WpVBKuw+KQimt2heFUlo1",
-	"3+Gs8QulbG1MHsFbKby2oMrW3mvrqbT8qlJOZctXn5otau2t79YEV3PJ9UpNePo6kcu8Tcq9Nvn2qKh8",
-	"Z9wZDUZPDobDg9GADQfjwWD/ZHy1zmOveZK+RilhHz/fsvGsPPGXMXkagXczNrSGSG/qkOiULmxZnEwT",
-	"vCtem+QwGH5dPwcyJpVH/y6JYyHZRC1WLBOTZJGY1QzYpByfFzCu0WXLcspT86dUDCumVz2q6wP17FlY",
-	"BuEbrsWTY9bVOZcxz6DS/A/fvzrQ/EoEbGHQLKfMlg/vWdz8cP7twdfsu/PXr8B1sy6gsh6KOjQ823n+",
-	"7WZcNrXU+dz6ZbJmgpEoyiZKTkQm90l/tMn1et3P95TNl9q6+oIbggMZb3QvVT4DazUk99on38C2xCEP",
-	"D4In4Nwj7VGvp2YbpIkU7DIT/LpKGccNQaslmWPNbxIJ0UY7iDqKBI+k9SgI8G18w+eChcvB4GhSbQBP",
-	"RVRLv15889G2u02Pp5VmU2CbNnzdRY3hp++FjPeLTGjj47/GsavwN/rXQf7K1+pG7HG36t2obLlBqWRj",
-	"N2Na7t8mk3bFlr/Ndl85ctARS2WM0lOC88eeN4v3bk3eaMFrtNhtD8y9P8tXkQi5ku/zQwsr2HpdSuwG",
-	"K1JSTy1KUd49rq42Su5sbpMJGkZXctWr9U2r6nmbepv7VP5Ib+74TpG4leg8LDMMzs97UvnDxu2WwnVL",
-	"GK3Qj0+IddXbm+qnl5i1ZVLezrqX8N/GYN4SR90p4rDMi2t0iteYPHffBNmtuYeX13YTvG+xmcvnnKuY",
-	"b01IfW4a0SdVlxgCB7opoKhD8htx+7JByEqcZ4MUt+TrsIcUVZrcjv76M3UrGyoK2O7ahaCWygbUEMSu",
-	"BQoQMgtGHWLfOW+1HQnrwtro2yWNQGPVlrY19IHDFJ3UzqEolLNnwECZqv6SSKApcPAPKAUReDoLaBKw",
-	"ubpMUigPHYtMtyoM4yILtpb8eVPvQIYdbJj/f7NgWLd4D4/60gmxZR3euBuJKirgQ3JrOiUrB3pfWRWM",
-	"RX+IAgryDthlxifXwujrscqxAmTM9UzoPnsveDaZCW3jwBmEeUEolDOelLS0qvbjW1b+8OF//jQ4eNrt",
-	"sf7Bh8cu0pD+rrW2+LUeHzg++B6Cer7M+ODdgo02Rw5vD0UyjCHRSS70t+Bpt2M4QvE52vP8avOsG5EM",
-	"GoucJ6mObI0rz/yDsUq99UAEbhTriyteZ8A4w8CPeqNUU0lo6G+1rNmCrwDonXq75PL6oilh2nrr5LrO",
-	"CiOvIeq3MuKT43p96qI+4uc7wZ2go7Ipl4mG8Ma1dA8nDd02RZC6fK7U+UzwuFWnV8s0vdhSc9SVtMXY",
-	"THWF9l49SxYtU6mnF5fLmlSez2aJuLLaFndZ4TdDnMi63c8/LvhKZK3X6HqxqFBDfbOmlXw/U1m+I3bq",
-	"53Ndm3suyyDdZAwmtsLosg1eNc3kxSRN1ov51ze/5ijTbW+4aNkun7dseIPOVFvxs1CTWX7B46yW6vNd",
-	"mQEwZX2xyJJ5bW7ZtnkPs5pley/yPAVFcJc1W2pxQWUYagxhUwlBoTORibHz7CYuvlbMosStjUiBgdXQ",
-	"N1NSaD9u8TyD8iDfmqOiPjJ5wwF0F0m1fFrseBo8ELvfhafvyKl348G7cNPtvDKmqkirOh5zJ8n992LD",
-	"Lfnpf3dGuTMjbM3y7sTOIsN0Ijbn15hHVWNCF8uiCt7WZ2+xvM6Y0TdWcscIz6JlUERlswiYWbQblyuL",
-	"6W7DbBbA99KbyoxvM5/bzNaa2NhGvrWFT23mSxvY0B2VOsefWnlk1perJz6yiXE0MIptnKGZFTTu/ebN",
-	"3ry7N+/mbZu3Yatu25v77pFOaeXK3eIa4YqUkUkIspO2aLEYLRbLpzx/VwT+BvIx5JF5iagdkfq7B/cK",
-	"LD/gqYzMul1fquC/85ZvuEF/l6mrJBUuW6DK2IzLOBX9HXKE11ylFVBWRFujqjgbOzQqrKJpIq9FnMiA",
-	"5SIV04zPA3bFJ+JSqevtMcQYIUkDF5FutagsimHeV71fLI3XlCy3uUYfvGr4sMESX3xCZYO90etmu0fh",
-	"YK51MpUNJQh+nClGDWL0vuL6uu1d/JeZsbqxzEdtgdvABpC2ynP2e5RAbn/0uViBUsTl71gReUMmf/QB",
-	"YMg0olG0ljC1wQPgM+aqrhgdcZeIlptj5yzWeBVdm6V67cp7Q51oWsKmS22fGbS94i6ltiYi23DxbVjU",
-	"f79bpzLj2egs7HkE78RSqh82uRieYWWye5xdwVmcqDcIajb0nGfXGvKHZVMhc3eYtORHVc1fX0Myynrz",
-	"2ZayJJmYJzIW2cUcEFYjLiEmta38hOnSeJazXDH8Gp5xb9+7HBEno5MnDWki1pIzujUizA2De2aFD14L",
-	"yV58m+X0yyEdndxrOSTLYU+rbuDscmX1+buWSCpxPOK5dt5NzGwn550mF41qKeodPRJqE42DU4rd59dm",
-	"kUw7l4Xdpfiql3D3qnftpN9tkLjK0m3AsWd3TbEfT8e43kyGmw9ZOjn9UtgVkTtuur/3XJX2W7Uvzv+H",
-	"Zt/k/mNYl5gssyRfvTcgUPF1wTORnS3zOtHaPFZZ8gvcPY7ZN9CWnLFhJ1sPbHZu/tJ4lQCV9w2/pdw/",
-	"lMMF0gVnjzTj8TyRoQQvcBmzbjTJ5gf4lvgDxsVHvQCSzGBsOrhETLhkl4Jl4kZdi/gUPSHymUiyUL7/",
-	"7uxgdPKEJZoSZGKeGEA3pLwD6AuSmuX5ovPpE4XvooxS5BQAGa/z7PvXAHcyESwX3OhzEKIGH+vx4eE0",
-	"yWfLy/5EzQ8n2Zyamp/Om6HOjp4IzbrItMxPM7NFltzwXJAQo3vutjDJKgKODtC5RAehxEoC2ENh6TyF",
-	"zaRPQWIgXxKKGCcflHKxc32K/qyhnJN/oj6lIgWnzO7IxPRrusKVOnB1AGNLx7ofylD+j//Bnnlpt/UM",
-	"KhdcrqpZuk3bx48hYzilAO8/fsxeQCPM7J1oKCQHOcyRiEMZ/YrHb4BprQO4QAhYpm4NWvhU0D8BZqz8",
-	"FLEu7jcW2UzjkLA0lAcswq4gCZrLrAwxB5hbuc/eSi+1cFCTWTkwoKos14yHkrkUy5SDiWuXmpnu3iaY",
-	"+5i9OMX0glsrn/QBUIQH4Kzm+IYlaU7zDZ9DoXn4enMa8+jd2/fn7NCs+6EWMjYb0HRf9IeV/a7MXKOw",
-	"czyATxN5w9PEHAmLZc66uM7wCPBmvw0M27eps40cMxe5yAy+MQctTcT0nS1T0QtwiKEZYik5siItYnp+",
-	"ZJ47hCfTWa7pzbF5I1XOrtRS2uYnYSeCJRL5TMVYiTBN1a3r76n5Kl4u0mTCc4EPR/AQKpGnyTzJ4emJ",
-	"nTWmRSDEQyEbwD6mpJaMp7d8pQFV5baR2ZjgO8OmiliY8lgkS9W0R0Md2blkgscr1kUShD9+ieDbXp+d",
-	"sQUHZlFUWYTjOdFu3zMu9a3IABxISu8wFTDOrqW6ldgJEqrE6o2ELIdAJCfYWUBPOEXG2ePHeEA/ftxn",
-	"36oM87QWGc9ZkrOZSmPTFLYzIKrLJe3rwIDFJYOjD2w3nFznnOWRew6/jzRL4l7AIDIUvbTAckypwSFh",
-	"uJgoGZtu82Qu+uwFn8wKgEAAwczhxB1o39nc4naO4NpEe+VqmVrGJKHjmWA3QsYQe5ILqU3H1eTjrEsz",
-	"XiggAkM2yuzIqjgQmXWEfrGAgoWgizu+V8wN4S6VWWDf8sQIZR7GzVYkZoHgUocBEx8nYpGz25kg/chP",
-	"nl43ISDaA4IHMUcEYvrFLNGQ6i8F9RSyq+KW17gtPLBym7bZcThIrorUyaKBoWlAghlzXPZTwPTVge/Y",
-	"gI5mAarG9j3sxFtFhxw20T2isZjxYpeX+rf0RDsFsfwx0Xk1aT6QH6TJM13SnpWG7UENCE38egwGyKiP",
-	"B9135+fvGB44lXPOVloyw1i8BYAV7xs2GgwCKxNkQoQSl9EgdcwePz4eDB8/LhIGo6xD0lSiLZ8M2FLC",
-	"Xg9IqIIoQZKmQtnFCFgW/fjjjwdG9jOHuMGTFf3MgfD48fHoqR2L0xAGGBFjsumCXTKVhZLbzWkvMMzM",
-	"rpBeeTGGobVcKaauciGZg+R7kWerg7OrXGRIyLixNdb4ePz4lRlHP35MJ9XjxyeDo8ePMc1vmVc63Cwy",
-	"BUdfokPpOGufnaXWuDJnOk/SlPIW5r6Ews4gQtdntaE0+zsAaQWZyG0GwZ+rBcSlJZqlPJua1ZhxStwN",
-	"yOkO2evkm1M2HJh/zQ4K5foJDGwWKFJQmnagitFggAKx4+UD5M+G1hApQGaG7eESGUl6zq8FOxnYpI/a",
-	"SJTEKs0hT/mDIT77cpmZBuqKDQeDUHZLEjyp7VRgBLc3lEFZUV55QGPvlC24zglZuT+TUB6PnrLIIxWk",
-	"IBGP2X/9+/8leam0+sTDK8RkhjTEFMoKLXWlwonDcWLEFrtmc55eqWxuDv4Nu6EXytEADg/EEhqcmrE0",
-	"GpRn6/FADspLaeKG0udcruo3giYkJFLn5Ah6PBgGxL3cps7E1VITVYQSxjWdk+ULEZ4qMxm2XJjJpkD2",
-	"uT+aiL3jLV1BXy69vM5DOTpmM7XM9BglOhxds2shFmDbAq5ldps5vmlRABQ4IDTjl0stINMnKAKhVFdX",
-	"RptSGeyvRGT2MzzQU2FXBfzQjCq3YBOFXNiTkczYfXYWSu90rpBArIQmOTCbJjfCB9FfIMx4ioQVStcC",
-	"T4BiTuA2LjFijU2UIQwzcUNfAbsUM2tatNvhkQ5lni0ht2pmTgcNvOdjYtg7NASiFCtwz4P6RP/vwbcq",
-	"u+VZLGLzKzplL9/dPClCp43SvJSgCLLDJ8f2fhYnAPtIg5zlfGBuZyqFvL+pAp/tgM3ULZxUhvoMNwVk",
-	"EksU7iCm6Zj+oAjLJU+5nIiMGMw7PoV1B+dyw2deSsgvCwea0Wgjo5BFFockyqkrV6yhpoxOKIs6OmbR",
-	"SLVXGjZdTkWHjFwMah7qMxtLAnEjAEJrB0mpbhGe6VTIfthn/7xMJtcwDw3sYwGz7BFOQkmT+uP6fAqg",
-	"/siGsE1pWPNndxAw8394AoHcZjTQ9w3VgewS0FfmyInKU4sYv1RIzr7oRmbsUAKftWqJOxt6gZVRklTI",
-	"PDXSR7ycgJnErCmEVJm1pPsdc9AlxL08FZwMCNEzTHBzcL5aiDHjC5SoEiUP/6aVNCfRawFYIoExE1i9",
-	"0NUuBDTZrT6HttgsE2YcEXuwe5pjKLFtL2BaUVWjhUhzUiJxilDrW7OlOd8TM0WGcRBOHRKgnKP0rEPJ",
-	"JyAS099AeqdWWTbYhNfmeDA0iYKzrVKvjQKEvNZe+hJCMWDYhvLkAjYKPQywmqYO2M9LLvMkB6Zgcwbi",
-	"N389OwdZCrECOZtDaetcsO47pfNpJt7/8ysDKVTUN2t8myW5kaASiavGNZGrdjm4LxPJs9XBVap4jmTS",
-	"D6WDNnOm5iK6uRQ7bQ+SEgaKgifsuYU5lN7dvFF6eS4O8EQ1o9Re3G/JlHMaSq8XLOluPkG64WSWNiqG",
-	"/cIIlWYP2XwzQL1zc0C6Iu1chhJLQsB0cmUObXO+UomRGU+vGL81kobhFL+ITLEu91YX19IVPglCWayq",
-	"eXpEYzWvcK7YqGcPeGIvRkYAyRG4eZJryptNZqCSxHeG1pxU3IgU6YwwWMQ1WWusuoKDx/qdszcqB05s",
-	"VF1S++kdcBLYTzeJTi5TYQ5onsOTJMZF1ML08WMhNdi0P3DA0fJleAhNkljocSgjMABHRoK3KcWRwZ2y",
-	"yMj99MaeFbdwBmCYA4BBVuViZsAWzJcgmtpM66xLFqUkM5D0TlmErGOtf1KE0RMeXefdYKGE0bpgUR27",
-	"e0OwUdCt+ykkPBoXQ5USIOlenz2rGHBDSRZcsrLqklJrwK4YaAEyWoWyZdjTXw134KmBzLI5Q/h0wID8",
-	"wtNUoJhuTlijQV2KGb8xy0Ap4cHSYq1qSlpeRvmqC83VKt5UUsqA7IogAg8CK4xfz6p7O1MBnIGkaIeS",
-	"5HNMKhkQpEG5NJXuWZYAV955xqXG/OunNQnuQ6lnRhowQq62iepPBqQ72IxEnhh5JXIIrUQRFuZwqT6y",
-	"qcjR+JwrFcoudTQ6DhiODUeySG5EhKKc/Q4vNrkGEoUivjDHHqHxryLTiZKJnBpMYjnKG3wWsSuVpgZ2",
-	"LeaGeUzYjWs9dtnzjXqdkDP0PJFGZ6RmhnuschKqeI5XJZng18xp4PCpJoD/pjI7Al6UpMkEMn8Utx+v",
-	"X56vXXiohZCYhq2vsukhfaQPTdtPQSdPckhi9mypczUXGftepCjXzJIFe09XKWfvXnaCDo3eGXeG/UF/",
-	"AG6uCyH5IumMO0f9Qf8Is4LN4KLqcKLmcyUPzTIfomh2+CsuzCfzfqF0jR/5W0lCH+nmXrUwWtTIdhIV",
-	"xin/ltrsFi2EM74II4RjYQODJjhyInoSBSTMGvFSqwzkDHNA8KlAixGaDwxfNXJgUaQ1lE1VWg3l+CZX",
-	"OtazjEPtUyuVXYsVXbNsKO6AwlgAhpTye4htP63I7SiNF9Kuk9otFrswWMB4qhUaMOjAIiQw9FvSPV9A",
-	"3iq0W+HZCuykpsRo6J4Kq2cLZpgNSbtgDiX7MRj3pRNtzM57DWvsbkuAdcKSPX5szomVNf2AVg9/I0K4",
-	"xVyBqvw2mYgglFw68ZXadIt7GJR6k7xH1mzLUh2lMF9K/69////ILIu1+gw7CaygKZnCCAfv47ngUrMo",
-	"iQMweYIemquA0lUFvtNXUKndEPXGBiW/oenoN7sNfnPlOn4L5W8HBwfu/03bIbwv318aLMciFbmIe+w3",
-	"lsRwwSMCq64GdI1rOHpiaB1z1JLela2Ql7riGEYk9rLrBowcOPCH6+ziEgymLt9ywIps0wHz8hkHzGVO",
-	"DtgySwNGLir0A1/giQwkIwJWSnUdMC8HTfFHwJwDkP0ZMFteg34FDDO70knnJ6+0j7zcmfaRlxgzYH7W",
-	"UfzLf4PpQqkVamL4Ry4M6kplWGABR+w3vBS2KwXzXZsJ60bksxQdRrGScAdfWYjCtY1+o4NcQJu9Ds+s",
-	"a+WmXuClxCt+42KQ71vACn+/gKGXGusODocGFj5FCmXH7DfvVptmRVVk8B4AKjdWgK9ZO0RFHXG0gNT8",
-	"KMPrpdNfI6gC+hP2G7tKJJcTwbqYTMrdvdvd5GaxXmfST6xkv19PRtULmJ9yiXWHLkHXyKbn8ttUsMW6",
-	"Cy/bVK9xPxQZmdzvwMFwR/wWGHvCfmOap0KP14RjdeX7N4C6APAji6XanYBU1rVf9RC/rOtuSM2f5mmR",
-	"W98SlNcIH7SjYpt9HtU+kkmsx8LPBkmgOBZaYcBueE50W7eJ4IaSIDFqVUUl6tFWH5idAZ4fPldutRsg",
-	"feR08y71630Uf9ndVC0g47Unllip81I8KM6HonJM8VcjC0f6qmF55tBCUpnwnKdqujSMaALGJ3hePrZw",
-	"XZYyKRbmZ6NF2phD0unNroJlMuPSSIYXgfqD/aFZ2K9WELBcBV7K1YBNJgG7NP9jz2za7t5yo/xJgquv",
-	"Um5ZnoIX0e/ympW+KS9ieYM3rqRHNtXlrzDGohxBwCpyiOXo6znmAxSSkU8aYrZqpLoi3VB7HNIolsJs",
-	"57odcztTvULBtBlMCGgPPwIlLsoB5ceMmkPTzqbf7/esmkrcDu+aytpwAFqwbW4hpkZOr0UJ/yeVGgIU",
-	"tx8isOqXdF/Y0KGsLaoG1i66oCDPRVsQ2qCpLKuBCRI4QiyuEiliFDN9e00X1AqyeVoTJ9kOqPwpKCE9",
-	"NPAVdrySla+1IQ/XTvtGQGvL+haUByOYT9T8MpFk8Dh78/wUbI5Qcx8zGoBViwRYUN7clY9eLhYqo2tH",
-	"kNXX7OEkBlOHVhA2pGWkayOs10nCXkLf39goYMcBOwnYk4CNBgEyAk/FVLKSFxm6oD1S/b7mW7DnwDfQ",
-	"fEijmH/Nd2ZvqKLkHzSkXaCp+RqA9Fn17NBrFq5Tu+3GDH2veqfM103MKVuyc9HkeC6GuLqjWgwRAODz",
-	"oA0rjvlKj0k4vVwxK1m6Ax18Ds3BDw7j/mkdOBHqshCf6A2Su+2PHgK8pi0ZgvCpZS+XK6RP4ri4FU9L",
-	"JAp71vzdf/26b/6GOaOQUsx1NPCWcsZvDC2R96Msuq/x6KfuLJN2fJZ5p7qVws1POKzxI+B3uObm3POd",
-	"Celc4FocGB5k71/gM0HHlvnGbBIwRxYgeqSrMuvcs+aOWu06oHtHe3cKI2FCNBqJ/tppHKI5SqUGdkab",
-	"UIeeIVPo8pylguucHfU8i7VNvMPz3O5t0tIIKIyT9PJSFE5h1aQDp+4uZf2dYT9gJAFridDetkRW4+3O",
-	"gmXweEWcyMhg/EbETIvcupRo4V5avm3PtDmPgfzhbnuemIOQpyleyAniCVpMYWeQpHKl0lhkY2a0gUv1",
-	"0SgDGhTIIxZn/CrXATtmecaNTnfC9ILPA/YE70ywOyux+PKML+3YgXwidB+51PRmpc1BWXgA1BNpcb/h",
-	"PFqI5aOt93aD1Y51ASlj/6g7haRX41B6zDavVsdFnli6QDilW8qx/wjZFnh4pFqhVc3eCzzSvT4WWjZL",
-	"jt6aTPIMTF/muOqz12Azn+GD6mFpbxLgfhJY7KnfnRYp3seus+KA8bmi23WcibuOsZjph/J8JtbkY7L8",
-	"0f61GiWa2i2fRHgBsfb+BnllgLcw2l7bXxGm1jEbuBtfh0s6/d+rLAdHUiTqlbWtWTEYV74baWx3ga+j",
-	"gLknTp2N2CCUXE+EBN+6QzZksbB/Bm7rDnunljtnhhjBhQ8vuZM48m8fQumpylqxW55eFw7NRsjD6+dM",
-	"LATPIVRfXycL7SSpPnuOg46NyCd0HkrMUtKFoQroqMatu95/GXfGHTSAv0p0jv4XYB0nN2rdGf+0nokd",
-	"cGVT7LgKI8Ogk5j3C57PbMnisS3t5YeWYOwyOqh6McLDYBQcByfBk2A0CEbDYHQcnAw+1AVpbYti863S",
-	"5RU+ZRYM4HilwsOXyxzIvVw2JYkDOOhAa/SDY2GuPy8FZI+myZIU3fFnt1ZCwE+beXbwr/zgl8HB04sP",
-	"f+gGpT97dVkz1+f+PXGbBfgnTIVRiNBP+mQw6DfAWTaPl8B1kYcnAz+EsRS/OGyzKO+MDGEtZ+QL0wBO",
-	"MxDDXUd9hkufK7gnMZu927Tbe6e4E8vxgnXwlZlC0+rWZCNahy8aRIwXzCIa+tvTGQV62yDxc5zXo21j",
-	"FO06XG9lutqoYqAc7wnQTkoOUIwm2Ril4cYJlEIqC8h3jNJsAz1Isi2g3ghuEdd+j7A6zapb1qcdBuH0",
-	"DEglouOxEcT7hy4Bh9WqIpEgams0PCMYkpbb67OXeUkiCeUmQYrCOoyQkeSbRA+zo28ScXsaSisjJzlp",
-	"XtsEHdcJnn51SLTiT3vOPTh4Ciwb/m3Jq781XBDjZ7j1zwdd1SrJoFSe1imp47KKempOeKDjcVlDpeC8",
-	"saefWj8SXzv1tHBPNw2lVU5jcL662mRqMUKop8IGazosRpSE0oVkgDNhklrTCLlzJHnzsoDWX1qTmpJl",
-	"Px30P9jSZP7vVktyruyC5MJbkdPCNQQNSmYhcGtBqEwEkEX9DXCPHhTuusD908K0ZpVE8A1NcjC1FaaC",
-	"TVwRyKeR2UAWgYY9UpsoYB3y59bYYE67jWO5RCb3xt2eF9aNLYOXUqvc1/DvtltP1o4EvFFoApNk0Xqe",
-	"VZOlcR2mF9tMM2RQqbXQeDpdo6pdmVHjVMBk1DyXNsLVuy3Wn+ap3K8RqO2Ubcb1/cXJ83aGpTWITqup",
-	"1TcZnsixHzhKM2P4WN0su86lhejhm7NKsnzgLFO5mgrwNm0SrjbKexV72mZWd1dxAKw0d7CadTdOhaxz",
-	"nQZN+wh17Q+78i1ncFvf6JvBcSXv7sCs1sr+7QxGuQzf/qzm/TYL42YwSiXndwHkAxpShM6/oVKhXkng",
-	"argE1BVyXW9KGvJivshX0CNkrqgcEehTSBZiuNArexX2KR2cUQww/cdoMGgBG1lZMLcJxbI3QWrbHr60",
-	"DT8FaDgwk1zO5zxbGREb7F7WNbPMAjpBB+4aEbJYdMYG+qADV3idcadjOxziDw2/MqjtOyqS2nUoNKzo",
-	"rvPTr2EniUNgDKMghFUOO+Ow80Zl+ew2kTF79epZ2AnCziTJV/Dq+2TK4YkzKsHjMyk5+0Zk07DzKfC6",
-	"HfrdPlMyV1qVOzznaZpIuaXPD5hZXanXXK7eiewdoXAjzsnI9Faa1udKveLZVGAFbvBURKtLeSXOrNHF",
-	"s6+6e9QZvxHry9E5hrLEdj3Imjau+kOG5o1aZmHH87cdutUbuNUb2NUbeKuHvRdrhxTfcptQwG7dLjkn",
-	"ay16ZtqLYRfia7B1PBg2jeB2z+EPNifFLyKGj0ZPt390jutJMVZYJa1YCrNqMUbSrfsrG6HIGWkxS9hP",
-	"HdO28yHolNMObKlojcO6RCYg0B2ie0KzJ/VZHGvvipAyVpRkk6gwGkU2mh7q4UIYPahml0UYQ07XJb61",
-	"oVuk6MbI5uPBcdTDABPTvXVtQedgAqUUCcLzUJZlRriNtHV5QZxqlS7QgyWUhddAcfWXwA3YGhbAsIIJ",
-	"QBYLwTNtbxAmHDJXRIBuHYWyay8Z/Po+EdMix3QKFUgf6R6g0HZXeRnK6AX2DDcp5wV+7NRpplB9pKbY",
-	"rp0XVqQ6dfeYiWZ5lsznIg5CqRXTywwio8w7bEvhVxCNDNN3KZggyg7Tj8SYjqXIBJRyiPr0kjHMxOTa",
-	"QElR8JY+kTIj1o2gxYX7Qv8xzyClBRXGikNZPd7TlRGhJcWrlBbbXlZmSwneHmT8gndzBYaaW45hV3Ci",
-	"YjoiuPhB9wADLcncCcQbJjn6+Je6n/OVVw9am/Y8pUBed+KNsX/Kt+K4L+K0yFehq9EAthAirbSXHqXh",
-	"AskgFMgEc3l2dpVSfEnAS5flnSa+E0GzHlc+U4rUoHCAlvJ9juAJKp3jzt/66heV6j9N8GDt2/ufT5Al",
-	"tNiFG4CqbtjNoNiBsfhfzbjtz6QC7TaF6qdyKjdDzXcX0C55/MKWlS5Q8IZiIhANlji74OhFyalSwYtN",
-	"3dt66mdFnPBqTMGTIeIr7IwpmBZoWT7KUS2lI226TDkUbDYwJMoICv/207/9KQz1hz/8yf4Iw779+U9h",
-	"5w5CgyOnt1dnGOC4VYx6VvngGWWwh1xx6MW3tQ8sYgpf7CEwS5V/a9hlC1ABtDe2/f3JSAVfAYbyBYpL",
-	"Z3Fclkj4ujFpEweyQpTLxNdekqLV9cWoqYDtSf9UbhPXArgwbov8DKiLCF28CzfONQkLREMSt4NQLtKl",
-	"ZpGZRhSwaJqp5QJlL/wdUfY2UfaORtcLuIiuOo/2glBaAYVCsSBQNWLdOnA4pu6swS7a5SEPJkQWV4Uy",
-	"UCxqZZ9ewKLCqBUV/tfgKYFB0qG0sqBpIPiE8pYZQIz+Eb1DqANmZSKcTKlAg6ZEgGdFdiQKZ4K0PdLK",
-	"qZUZY3Iocpd//JgS/D1+zLouuV8QSsrSVc5ylaDntpVrNxzRfxb5Nu+OZ6WCi3HZwwOOrsZLyGYPj93s",
-	"5h/u46zy0okXOzuJbSI7TnEeN4jMqci2HkwwZS/DIOnmlKmMX05c39Lr8w7HCxXrLqvUFZstXdT7e6C1",
-	"mWMLUOtmjl9DS0hhZ9zGNkHyADwfsu94dqmWGXufZ0LkaLzA6DtoMBqMnhwMhweDIRs8HQ8GY6MZNRk4",
-	"MKgDHmMjjPqABy90rmSCxpVSLGDRvBQTWDymKyczqyH9iXPCJD4exBeXq6ppJQg7XgBh0WkRSFg88wIK",
-	"i4cusLB4tMxS7w+8pA4745NNJh4zPSAEMw2zMir3eiyFjnn4K0I0QiKY4mHRzF2Lmb5H7gGCACEwiHWK",
-	"Wyy6gidFP/ZMKRrAE28l4D4B/v7qq8FwdHR88uQrejPVRbu1QMjqKy8gsvrKC4z0kOwFSJaf1rXEgMnK",
-	"18inyg9z4ejsU0DirJmGsxwenwwGQehpCsXWKp9mBcqsTIx0V9UhfPvh8Ql01KrzET4vOv8bl4mu6f2D",
-	"ITQ4EEvzGOw8D+gEhvrD0Vcj9mQwYIMBbX44nOCdq5xOQxeHuT/8E28oy6loeK9KFLKTbClo18o6Qrte",
-	"LNzjgekDnnoVpYoVVtcL5f91QyyN/sznpbc89/68zipb3tWeKh65ElTVR1d84kHhClIVj2xdqvITb9Pi",
-	"boQqVcXfrlgVPPqGp3kyYd9weY1vk2t4Pjg+PhmdjEYnOA+vvwx/Hw++Goy+Hg6eDtx/Q2LeruCV3RMf",
-	"gGZQ9vLXk6ixjpz8+LS1k8c9fGv0eva/DA3XcePiRQuWDH0RqjHcEwH6aug9QpwtVyJb45hE71X0lxl0",
-	"myPxndt2Bm8v6pjJw+z3sqQLAHz68KnzaV99lETkspjzurXcXCuzHZeuEDx5yWCgSODcVgx68YD3BUbE",
-	"+wIVYAtanSPo3fRbMis8M6JtScttd01QI//WOXN0o2dWjQtYoca5mIDCpo36G6l1vaDQ9OreB5V8+KFc",
-	"K1pPYTKJxCw/RVahMRMJuCWAkdpZwMmcrTJrFu+HMiIpNPLLVjw1+qvjJaVXw4F55wlwpbejp71QwixI",
-	"fCRrwHqUt3elUk66dco4u+So8ftJwkLpZV4HPb/PIlwDMEkMKxX+rXOzme6oUpmA4kY8txMw2Jexyy7F",
-	"RM3FmsGgSB3rV3A1Sjhd8NTa95lUZXpKtM0GQlmI5aps3y2Z1zeFlHXtzQFbvzg4LWxLoZxwyBUM3yeS",
-	"7j16jKfo61JKs1Ye+8pfIbycVy6Nfg1MeIXgKiDATRJZG6gOQGFDeAqk7qf+9xMlWluvLRBQl8sat4o1",
-	"T/1xS9Lr01LaIKZnapliLn0oyrGANaF0qnA9MlE3NvqoFFIEd3KYSE6H0idxG99WC8QpLCKEOlYu16ju",
-	"AaZnlOsXizYeLMkhGxtmp8htcvDSvZBFG2S3yxKeYtEBrUJpIzYK77U5UWKV5zVd1KznEW82Arkrmo12",
-	"oB8hr3W2hLh1uC7KFQG1xofBd87Ob510qUBVbThAZWfWhzNQvRwyFF0qlQou93GGcZasXzv2hICpI7eH",
-	"n+5GqE4KMkIQCV8FyiDI6TKB+3P06BsbRWbIRgPUZIbwWSF4dsYodnaCQr7sjFG6hLqyKEh2xihGwtc1",
-	"ENYpfQhgiWuiPczVbvbFeapFOy5EeSqfO/Z0IaqlOy70IKxbO66V740EUoMgp7yVcVQoewC4K1a7Zizq",
-	"BGAGAo9HMAJ1AmvyMSIaGnwKsiJNwAyGJrHxsFRgbTjyCpgNh16ZsZPWst0zfzc99M3bc3ueVw2CxUGP",
-	"ZshyuoK603yrnZMQMzbnI5TJwJ4T6Q32tOReuQJ/bt27k7mzbLPdqEF8UzQ1YrXlHmXcVFkL+Ql4Dh5K",
-	"wilXdyLUIumphyTX79jvsW5L1nHEdbXE0173xSJszU+Vu8QCHy/t0wczD3sA7KwK3uv14tpp+KVeMt6j",
-	"ZlVzcwiMtq1mhZkT7sP9CqXE/d2vEJK/M+8rus98AO8rUj77LIJ1c2KfLXCI6Oq6EzZgKI0EGHeuA/Zf",
-	"//5/se5T2IlIjqXUj03iJPbZzu0H4Hswt58io8f9Of20k9pG25x/mpONbAbIDo/L0yAQDXcxM3lL8NCC",
-	"yLsZlamsuAARMqiA/X4+PvYeYGcfnz98+J8/DQ6ednusf/DhMcRgeH//w83n93LzgQX9sg9gd+z9rj4+",
-	"hdWq3XHtmclqT+zi+ut+HaapwKV3kxax6ByMaXN+jTnA56UYtO6cJ7JXLiIKxbLETaKWzm4XSubV5bkU",
-	"sP2pi4Y87X0WfctTLSLG45hG5ppdLTNbQs7PtweppG2triIjf0VSpKwpCZ31lKDOg7Ho0ogvpo1Nooy1",
-	"OggZ1tpU2305JT/U0KOJeNUuaoxJV0STZcehNXMSSwBS9CA2M8hvVb159AAtamUYI7x5L/LGm3lEiZSR",
-	"3Qx14YUoXJhxrSAFlbrcIC5jP8UdWEGjlBKxhi6QKFKlrZl5zrNrV3KvSKcG1mKCvEmoKcZ6ZDkSFgYk",
-	"x3HkTS7uE4tuSle1tVkC+t51fDcxaGdLjdvlhWvWnWw3gX9Hbvh4toQon3YnQhUNDy2K/KDFcwuqL494",
-	"cwCPLLp4MZNhUmUMNtueIkrZh8BaRtDY4gmDVAIW32v2k+dsAKOHnQ/7iiSDNRX/geSIfxWZqsoSX+od",
-	"bR2S7lWSqeEda9IMOd0Oot9drCmLB22tDF49VkDhHeQZTFjbLMQ8o+S1ts66Lbm0wUU5SuKI6kJSBcBM",
-	"sGuxyPvwCu84XXS+2YsABIfLHywEnQmX/avP3lUr5VTv8OBs9s/qTABh2lS6UH7eBdeQaHRmZwKnB47b",
-	"jaTKRRSwiOzbEarkcBlHtaIEUymxC4g6MnsKioW5c3WSotkhN/3xuYgY3R1eClv8jVy20Ru8GkNPOhXY",
-	"h+3AttywGRvyhHZtRBYVvoDTN87UYmGe2fxzButMyYmw8LFMzNWNwVGamjOfMQKROGMssuTGVsSLiosQ",
-	"gxN3A0J37Z4bDtWFxtzBNH+shEi+5YU9OhNXIhPSINO7Ja9ci4PcULiz43jWVdF3kqd7ZlfY3LP19DBj",
-	"EeVSsZImflVUdrMlNP20wB5JUN06MyNbfRURSdem1gEAAXb39ug4T/frldVHVLXyHKjzFxhBqwI13eOn",
-	"PSedeig6/rrnjG50uBXpGN2Q5QsHmlQxDdOprRlWcjMolI66En2IO+zNBhFSFmwnZ1bvZm0dqTIvARXA",
-	"FeDBIlMrNgM7XM4UZPRQKGRi5bK1KmG4ZnZKAeNXkNHIFg5fUTEslio5hVq4AvMcMbZTWECiy379B+wd",
-	"shfCvfh5yV3MrPUlkbY2rFeNfxj1cOtT0qXC24Sxtw7rhTwd+4RKHa87tQQ1Sg4Uw1dxcuWqLydzEJG0",
-	"yG0lOr9+l9UIwE2nNDjjWOXey2VeFe2jIRVgxnWOgxqJPthHpP8BD7A72TNhLlWboREm/AohqMdgViUn",
-	"JhW2QtOkM+68A/6m6bDqlO8yj+yJ3rlJFsElKA0oFQCHKUPwPXBqYmfIAZwqRTVm4Cu/SK0PWnFF2wmc",
-	"m7e9QvJ4in1kp7KDPPbMX4Lf7WKVfGO8ityM0wGtrpjvfbXr/apbu403rMNB5YoVP7vDLetgv7u5v3c9",
-	"ACA3zO5cPavZkpA6MonZLbeFP3dUDXOIdXU3UVYCHdm6U5h45C7gL9P0XHysaLnmKd0oIbe01flIKihJ",
-	"F6bxnhovOSezv/qqri1Je7eJEdPeSonPlRT3ZJmOhtGXrLwhgXpq0EPrbg61h6T+tHfErdzGFg62pFFh",
-	"hULSsmqs1BBs6S6WUfpWmMfVZmjG0NEGj9r+mvUSNmEoN1xLb7dxB2BDLtXWg1yXqN6ZEa/MxsMyMFbL",
-	"kbZAeQ90L63F/DK1+o5RcKiaHIqaoOBg/j8j3xQq2uWKaaje7XJlmJnns0wISvfAinvbAxZZR7GoVJG/",
-	"xuXUnlBFaavinOnC3I9HPWtU5XEMadSMKAyylRS3pzWX01jMFDPklXyQEDhP4yhu6WvOz+MjKA4FRxum",
-	"bCqp4b2AidRXCLB3657dLZJd98hi7fvjZFB5pTH1x9hdBoASZ/OIQAYRVkkgohvzhPT8RCGsBv3Wbxx1",
-	"QsSpyrflTelKUEGQFIKatClG4SfnAC/nd0NhT4wLH7PozYsfL14+jzzP0bLHAZi3ovMXr168++7tmxfv",
-	"I5vElaoM4Y5m0U+/moZU2QhYxKcPpKK+eH328hV+yNx3xBVCSV+CF+OnD1FgiROz5GthFEFQBmz62VsF",
-	"or4rIWSwJwXrEhs32m8ooURnD05xqB1dK9rDTO9uo/8c3qLrbgN38B9tL3l7GHpoybs2QNsrg2RDg/YT",
-	"W0qhT64EaOWFoatimDu5Lr6nBvspEcdH96Q1bOOmd5rmZr/CIhzdCxAwf9ospw8XlI48rYhlK7hXJTJ1",
-	"WI029bZdJdwUNymFvSFHq4mwaxE196mEu294JjbgTy3zGvnpsyFvVEUeRSy6+Zu/7x7uZx1ifl/vlKoI",
-	"+8W6iJakrs0XOhTTsEM8Xonj62Wal9UBSATYlH7mWeXKZP3eJhF6Qw2l6twSHTrTgadQlEN1XBEga3Go",
-	"DAeOD72AKuGg4B3KtUo464GBLbO7WCcYlP2vhVjoGunYZpT2tIUNigAI3xQEpsEHtS5uLPp/DGwXBFYY",
-	"guaR5GCjXaQ8kWwy4xmf5CLTaGu2BcwJWJs6ubD+Htii6F2s0OKXL8JhyqViItYdGhIcDQZFUyN7T2ZK",
-	"oQXZDGyaVqu+19R7r6LMSIJQG95Va4fPwQq8qbp7ywruMN8f/cxIaLynWlM1HsQ8X7PHZyJfZhLs7OZ0",
-	"s7NFkO2lFqKqFn9msZKpBIt61/ki6TxJU9PXDU8TsIr0xmX8JZkrpuPVvMc+/2gWTmVsEMD/OT8npCoP",
-	"fnRokqJ/t2uIJtH6lWEWW+LKfp+yQM1Vkkb3WCVptE+VpCJ9pOMV69u/XJNK/aLSBysIcJamaxsTAAQq",
-	"KHNiuowvkiJp61knLZE/aCGgu2eKIjCKaEBfNANe4ZdE5k24qZYbQGsVkc3eSaeH7ZJO/yNHRpEjY3iy",
-	"niOjogDskhVjL2Xh90zH4Yb8GrNy4SvoKE3ktYgTuZaZa5bnCz0+PLy9ve3bRv2Jmh8m8hBGP1C4qJ8+",
-	"UPrw30X4DzqyLvbAL4q6x2ZrqSj9hBNfTzgPJuFS0vlRceEMgh+VO4oMEqNTdkTxDFbY2QPmkYX5qDWD",
-	"OKqhv1Edg/iWX2bJNZ+vcwjOXqa/iDoG4Z635A+8hj/YXFA+h7hH5nDEhsfj0dYEOk05boJ/8Np/8Nrf",
-	"h9eul2oomE9ZQmX8Ut0Ig7g9clmWuwo7Y6uweTfbVmD+R6mFlqUWNsUN7WmqAR0LTDQx17NLxbP48HqR",
-	"HM5XjWaab5fpVZJC5vnakn5/efeSLVIuXVDrQmSJirHI3YXR0aJ+H//IVTRmlyqfhRJKBELBvFjEQali",
-	"4FqtwFPmPrdWA4xcUjFfBaH0RrI3tXimxhxS3bivH2k2VzKf+R1eiiuVCR9apItQ0jygSAioJVyyoydP",
-	"ANbA2geAdjxHTUrea5FSzsEDzn/oxDbhqZAxzxAgvL+G4tXoeovZhLP5gRbZjcjY9SJhWuR+oBRaWDCD",
-	"r5hruvYyv+EhJ12Q4wjpCuAJJeWbJaetucizZMKSnM0F18tMUKYfPsmXPEUfAmpjK2l69T9sJe9Qgmmj",
-	"lC+nSKZjLXYG6DGZv5wDwgVcGEMZBdN/1BuzauUt9AEGK0PgUiyVaO0U3Ve5vtYXsZKi1B0WQ7egWnsS",
-	"lUM3IlcAYUEiZjGkqPI7DiWDpQEzIvhVW5/EHo4JVcEuCChvWLTeQP1XvZybF3xuAYJv6idSik3Sy3nh",
-	"Houfaxw1kTcqmQh9kWi9rBmX3tcM7UqD2q28WqAjN6HAUBN1DqUrq/C1Am6i5qI8LjwDSVtJsXI1R3XA",
-	"xMeJWOTomQFOipcivxWFAcpVe8d6rPB5UVC+BkSbPdsjejS8TXg6WaZY7lL5jCqRcMOnMlxcBRt8jNsJ",
-	"dyfAQq1ztYTamLQdikJ/hoN5vcLGlGCNTXKNcODe+8//ICu0+SSUh8XnriidzGcFqmkv1uw/P0+B6QAM",
-	"c+bjoswtJwwYtmC7L+3nRNoYpz57gSLLmB0Nq5kwEkMmpiuJCH87ydUlcbMjcGJ8YxYVjnx+jS6iMLK6",
-	"YsOvXPNcseGJaxrKo6FBx/Dk8GjI/mA6or8G7I/saNBnZwj6I22WaArVIQzjRYwc0tykwfkEvU8NxImc",
-	"FlmxhoPBKfi9Jyq+sJ1c0AfOvMxvRAYKmK3HCDwVvSEAoxfwIIJlBTZhELows0VseqghjmvRbXeO76gQ",
-	"SnoJRz0IXgHwa9qB+I7nkM9saenQzCPl6LADxW6QlCewobtIpBZLcIWLKcuMCAGU1+szmkyuLszWcdPf",
-	"fFyGMlfFU3LIL3VUg9iiog2h9kplsBssikPpEvGDqRw6fEQ7pes7bBSvbUytadPrs3c4mJEh0Q3HwwrG",
-	"rU6SOU+LZH7ejgAvLbmqWyv46YLzol/Dzozri+tFElIysU8RRjdYrxqRaqj5693Tk2hQZ+52ktdfFsnr",
-	"1brFu06ALJoc/mWRPOe5+DZT886noG3zc9W5n8z4zyk0a1uKJRoXUizB+N+AoOVAL2kiRFtWGHOy2B6a",
-	"CHVlVBDUNwcHR0OzLNQ3tTC9hx1WqKR39G3Yw6J1vUjWcoIYysQj5VYhDwq8DTrj6ZUhVcs/H/Rmv6B5",
-	"yOMHaeGNSAS5+z0clhR71LbdEhSvhieYuryBEYed8dNBH3J/b2YsTQ3vCJbH40k3L4owmoMQMnaTZQUF",
-	"ZXgHxw2aUFKwCZwgaHhAGeUeqwVUp/C1mQKYhQorGIhNayOgDOUP8WQwGFRGefLEPqoZawjvrCeJVO9S",
-	"LqtmUKevfCaKQi6KBopb9dogf837yapfcFzcKmTU+hRlSeEOXHD69cSPL2tPDA6GX91hTzw5abknaht+",
-	"IXviqEquo8+zK44GG3bFSbEp7s2o9Jd3L79Am5LZ2uuGG8+Y5OSRHcxJKLrUGJJyweeNpiQDytWaOUnn",
-	"/IpkQDRcOOMJedLXSdNY5AlSzyQZi4XRUUilBLeASyM654qlfDqFouoY7LjwJMbLFZlI8MI57oHpwyp6",
-	"gZ+tBN3pzIM0mZt/8J6aXImiP784Z2sGtSgoK4dO5i+bz5yVC2aLziRLLbJTppVLNINKhrYqYSgLdTZB",
-	"bxO0wJUUW3I1em/QO7aaZHKDdhBdCZ8leRhtUKdNrW0CdOZhnFZpJjgtC60aKoO3M0WrmgmjYrMsmc5y",
-	"1i0aWLG83OvYRffPtUhvMGMOON8UbdD/htrx3Pv6kUaqOgUTgg+sWuY6iSnTqZ6oBZqB1RWm6inaVTJk",
-	"g7lP3wpy0+e6CC8j899x2Il6gTX8OHqMCvfzvk1/lOlozKJ1nQnMbZ6VKsk2aK5dayEh/cqpfm6pSH7E",
-	"2FhSjJmnF/f67KwISK5ZBFi5CsIheqs6y4gi0PtkFCtmP6Z8Tu4J8zRfESN1nTYhowJOnbKOm7Loi+aL",
-	"0xLJdGbjv40yCimGZjwXVs0v3Mo8lPXZD0DzhQ3FgwE8sDCIADbY94ae9bgwMIJKL4Ug+yjSO21MgPAR",
-	"MDjcDkEFPfA15TP3P/QQ6H/Oulcpnzqcmu6D0gSTjGUqhQgkq/9eqnyGnVtjEiV1r8/nbkj7KOxErPvd",
-	"+fk7NgKy+RGdtdMVOrERqM6hB1BQRF1Y3skxnhyd7KfJjbAAcK1kKLuRVDXo8qYbBWytjU9aXktKyhnK",
-	"KvmacWVQItILBIx2KlS4JS89MD+UOgCHQugjAutUaU7me3VNVgtLmObpIhNNcSW+NeDcHJ6fzx6w5rz1",
-	"1iZUwSPZ+m0VCDitI1dXEMBHXcnlbFTvxFVCbOd3rvi3j12jICGDuZrI4M37GEn1QRWWe9HZYRsWF/7w",
-	"J+0ZaL9t29IVvJs5aROl5Tdqge/o8J6nQttie1Xh/asTEN7LvfoQqeuwg+rllcoukzgWVZWX0noB3LVW",
-	"piPPymQn6ASsYm7Ae3HChs158Hx+g5KS4rkbv2Jg83H9x9HfD80ZQikqFz7xSQScXVjhxVJHT8Wz7VT1",
-	"1KmfxYBf+QO+4plmb5JUQ3XEexjxycDS8dqeUtc1u4Y2YAPRbz+58PCzW8OqagWVfFOIBv+gkJYUcuIP",
-	"WK6jWR1ubflKFUXrmdyXTI6fjYkv5bVUt7KJuZ3VK3iCTXiagpINih6YZjZkWTnefK9Qmag/5tO75xrB",
-	"eRq0txUlSJf4exMiPvt2vT/22kbxQJK9T5MiyNj6yzYsor6wLgDd0cQI+lDFyDhfHcZ8tSGoEFwWdOVG",
-	"F26v1/3QWMUNDUwHMV+xbCllIqdgSwzlPImlXXr329b4qrfm9WnIdYc1TPnj3NZyBU5r2LrJMY180lgL",
-	"l7RQrvuksRfOBCTAk0loxjWLwIM8CtZ8usqRlksJHgvk6oP6bipuRGo9ARIpGjtZdwzrN7iAVR2/6j2k",
-	"nDuWeemcscBJDI1F4Cd2agCXFCcpBWbbBGNIJRVfv/Aci8aMg7MYppsTslDjC2exzP87wwwZaGoCY7A3",
-	"f8hJDijQAlKIY0yh7+DYRdT1XMRdgbOaUdHsiAP32RmACqULeZwmWFvRfEWOjIlM9AzJpniqc57lzjxB",
-	"zhSYgdI077PIbL54mYr4AmnjEEC8cI8j60+H83WDX/E01TW+bOBSh/UpzY5QUpQ7Bm8926fvhneb5LO6",
-	"hcegxLIr3prJy4LVZ5G6EVm8rIxKD93AlnggMYhUt73q9Ar3AeJ2RdidvS1w/i7ZMhU2+WDlYmC+OkRS",
-	"g0zrYIIuSA5TrgNXcujGaw6EFjOjXmIt+miMuRJkbsQUkbl6LtCbl7/z6KSH1xDc61VlOFfTGJaJMO0+",
-	"e6TRT+nU8ghvp+M2xfm6HmFaAa5w5FJ/FkuMrBKQve5lSdjA6Zidz2NIRWR9edXSRXHjLrhUN6Jf43+5",
-	"0beynnPYGaKvZAlwfGLXfDnXaw6P/VpvzCY3yzofS2+ljo+J7JAUsQdwhYGtXUZYheBRfjstLpxK4ALO",
-	"fIjBjTIaV70xLdXXD2k9NWdi3VvTpgLe5K3ZL1xDyUnV/HGBjqtj51QK+VmtVd726/xHlRT6lNaHehuX",
-	"/VEpjrzx+IEroUh8XAipLSj0VwkWtcynyg6JaLtS2VTluZAX7uyKtrgru/BOmWcqhZ0CpNDl7CrlU2+K",
-	"RT5cP/muvRa9EUwqtpTIqGnDQfdcriCJ0hrHglXPQW6A9LI2sL0sGIHjuZNpsKWTQXrr56gFt1L3of5c",
-	"na8urhcJIdQlrmm4LnVlL4CL+s68SLoY6W7oupwx85Fml1wLhgUvJquNRvbXq+d8tS3I/FvfG9LHlU1Z",
-	"gHLcZgGwVw66turQaNAQ0UwZY2ts4PRma+j1K74ZapQke6fuCvDoyQkKwN6yR3uAfZGrnSD/rPb6JifE",
-	"rQ6I9+F7ODwYPl3zPfTcDkeDz28lrvMAO2O3QlwH3o3nZ3EI225YGD5pNCyMRoVhAbtYN5GdqznX7J3I",
-	"M77U11zjFxXNAz8GKSA0QIcdw+vMT9MYhBZsUhGOw874yMDmhNqwMx7S14XETK2cKESNSnKpN6yVTekR",
-	"iXtkN6GfYecZT1NATBUQD4S6gT99+AQGDk9oWp+9k4cq2HBTwzemp4roc6e+QFqghSSvL2jnywn+p6VG",
-	"dIKX/yq+Mf3XnN5leD3EDQGgFfn61bguol0S6fdcqVdKTpv8F+t09bvxFo+5jwajk4PB8GAw7PdhY5jf",
-	"I9Dsjp58BWP5/P4JpnbH+jJ3Yj1upmVDJbg6/c48YzRo5hmDWp7RZMPfyiyOKiSzkVkMR1Vu8VUdtziu",
-	"bNqjGm4xWucWwx24xdcFtzhp5hYjuHxwvbwWAiJr/I6Oi45GHip2ZjujCqs4HlrXzWqX+H50gk7N21jQ",
-	"sNIvfdem3zp2NBwNBv2TGqY0XGNKRdOCNR3Zwav8adSKPx0XYI+a+VNrZ/0W26TZMfmkrbP+kxFi4T4c",
-	"ky1Y9+WYPOgfHfkOww2uwnfwSj5ec0ou6GKTq/693iEQf/4CbxCe85WF7v5dlJ/z1XP7Wc0lArDqxmuE",
-	"czJyCjL/+BkIk7Jp1tpkA6fAGh2MrP9llTGUiWwKcbcfZkup0YW59tYBLg96hf03lHc2AFvrL9nlAdJo",
-	"TK7IYE+sNfYq6e4mPCtvJSGzs294VlmMVZQsiXXv1JoME81m6pbNubSkMAdZJUY/ywNnyfWNtmQqbmWr",
-	"tbAaSQhrcZpNl66sedVW76Soy2Ky5jH5iJsOZ8l0Zogg7hXGUTK2pLc2BhhzsdmEe3qmbmVUzM/MC11W",
-	"x042c4ZqcDDHNJGGCCmb/xirMxXpEPnclQvcYPp1tZsiFiWS3arsOgqlyizWu+jH6yy0GLCpGWeXSqWC",
-	"S9ODTznY3iMwWu5Qrvuzd8sNvZITSFRO18QWUFbKS4IToRtsxdCEHvsYWe+8kWt7NU222IJgl2+zBp3T",
-	"xvzCrT/fud1D9Ex5DxSQWsAg8eYQ0xU6wI4G9eCUiLE+deGRn7pwuDV14e9i87nk8SuYQUlLKU2OGWJR",
-	"VyyD2i67q2WlzjbkvRkOfgdTDwBVzbh9DhUhSlQSsNI0/jh8UA2OJMA1SRSPyDX53TNrWPXK5U46wTRk",
-	"Tkd5cYDJmMppqbCHoisSkQu+VoGGDZ6OBy7Zl8fECh+RnTN4EcMqenBpst4LyvOgrq4oy1YGqZTt2xzS",
-	"ORVa4LoKCgdME46Onz4dBA16nIckOh58PIGpoxlRw68Z5PCqR1S53ROvXatEcm9Uls9uzcn26tWzCgaP",
-	"8BuHwXfoXV8UpeA5T9WUSuZ6yAREkvOjFf/K1gs4QzCvEFbkRZR/gfth0LAfhkGd5n+nhR4N2HDQYqGx",
-	"3VHjQt9hk5iJMH5JpcHrt8rGbTL8xzbZfZvcmwpqT5kvTQE9N1vskfbdLEhuund1lKTNqkoqeHo4VSrW",
-	"7UpnQV5gSs0Ifh8JiP4RdHGRxDoq3BN5WsjJFbUM/MBPwVsswfKlWJ2XdUsDgDscuEmQC5l7k0MaMqNY",
-	"Ui2rOHGwRr0glIZLBuznJZd5kq/wmtkR3KOiQr9t0QvYIksmmJnsr2fnLOO5QD3YfArzC6XrgWJrpWJm",
-	"YKz/OlGZUX1Id7zKRXZrlohqs2EJJw/fWD/OaFqGQi9VDEFwlPBdxi4DNeRDA2zq5dzmd/HTSaGuZhtZ",
-	"wQ/8a5pqF7iAUVwh9qZwII56ffYSrvVZEkNiNconQ+G4fian4gbcIYZ1yVk6cOVnXSuzATEzVJzxW9kr",
-	"lYWyJUbGrACOqueiJQDyECVxYxHVGNwQbAVV2OO7lE41ePizWRhXYWm3MDj49rngKRSsb9f8ZazvKSuO",
-	"666FdlIMHcAR0rKC4UMV3yxn7jfLsNU7Hmj26B5rbBLNAma2zu4Hv/F/i8KOZ3Hs7XBgX5hQklbLnUuC",
-	"p/dW0tFjlRvLuJxb9uwVCCT+tPEMguoVtyITWDPQOR+EcsGniZz22TvXH8+KWoxezRXT89ivtVilZIrZ",
-	"16HcxHFPCZPOeFRMBKOUXSEQgwhKMGjbPNIsAk9Bwwsh/1j3Z5mz//wPOs/+8z9YdzgYsP/63//HnVU9",
-	"dsiGg0HARr3olEU3vEhE99ez81DC2eentbMe6s4nz3R9Whz7WCu/MIUV5zTkRUhidHGFxDnuTHUU1Wf/",
-	"jKcw+K9ZIHXpKMY1uM2SPBfSW4NQ6mQqoV63zF3CNYwN70ajQRSwaNg/gX9G/ZPInvPYO7hzQWeUxC4a",
-	"jk76gwHkUW0+ItpUCjFHQcXWNRg2xSEDgXaqhep+z4hkoLf1MKc6In045fSnD3exPVWr8731RMu71LUY",
-	"tUtbf4SpvEv6kHlg9ww8gRaF6Iq65ownGXuRTRXpYTHpoN8d4N3kz3hpi5d4yQSveykBk909oLMFYeeG",
-	"u7Z0xTyyd6deovQiQ/zRyWC0BWobplQB+7lIEyOolYH2AB568B4/7T99Wga3gLYA1jZzoFJiRXV1Zfaw",
-	"URRtjWwnYGwWZQRPH6Agm9sLX6CO+ef1s3HTwd3qkC4xwuppjYpNsyKJZaK1S7BDhcu9utF+tV8WwdF9",
-	"O0smM6vcpEpOfT0TsmzYQ57O0gbd55QVdZOt9jEhgFzCWzi0Qffxju2yjMHeYBE3nrLX3lHeZ2e2hDqk",
-	"VIK0HJdCJ7HQMBN08S/uj8BBHJl+n31npJEBRvWgu3KaXAvQxVCVAjU27Axs8lxKA4QIDDsuxRPAhetg",
-	"NUbNUVV3hNAbs8huvzEbRCwTcwXShjuC+wZST7GmMmEqFxGkbeET8nVPY1CxdJ89tycwnKrgeQbtNDqg",
-	"6VxBBiNzmNtkqZBVkt/yFYoGv4hMsS4KLza7rKfJ54odUZeFrIBYNbJCrtioZwQqugfJlWIpz2y2fYZm",
-	"JrPqRpv23trFhirNJZ3bKcFrSrenhpZIFnKiwzI6z3ekMTIbwIU4CG2ZMNtrmVM5tVAWm4Dc1MtS8BbB",
-	"5IcFXdftXR3YyiIkrlgEw2nSgefmWDMcvTMeHbdmoM/LED5odd49vZLrVNQ3VKvWrWxiRVrBU6KoRm4D",
-	"u06IrdpshbEYBDvecj9Krj0jDbc7V8h/a0K8k5hCaK04ukvpYnAM8a8dkQse2erFibhbRhK1zN9efW8h",
-	"37iub4umRrcHiovX6x4V27WySx/0tuXzyIbH+8mGXw1qZMP7NMQjgmOH+y9QXsLtAcd3ZWfep+RkbQue",
-	"9NTKAO9ZCuAYqVo+uhF0H/UMqwIbcMal5hPzdswo6xAYVIEbwNmGhzI5UEFpVTj/SjUB/Zqj22zMoaQC",
-	"uZuLdJqvyT7iy1mlYcuG6VBGrgAUnLphh2Ia7RkSdqyJAk6BK04WfU/MYoZR9dGfyfbDwY0theC4Ukzk",
-	"oHBhgraEfp3zabnh0DSkvBKRzZFZjkljXSPIwa+y/Rw9j7C0Ew5SV83VZhAsV7GsOEOhoFKqKYOeU/3C",
-	"SpT79wncJuWRXaq8quZJnou4d0oyjOnQCSnlCxGDRT7FxHVQNuZAiwXPnHx0xoga8dYAbZmFzai77VYB",
-	"idvZiXp47RPKW8h0nwOoKCv5UipgM8ZKtoYFmh8/S+s8BsaudRvUaShtmQpr4PAgxXSKnEklD6gm8Zpc",
-	"7CdawPGGQSgJBDYIaOhBvxC7y9kZBlAIeN2sF8p97Hr3LIp79rI1oRzKZHtieSjXbXiNcjnVZaAUhoFn",
-	"PHykSfp26TFKMnqNAC7FLVD2I40XRbWCsrvf2VtGpmuCn5xcZE7fji8sDwL/5MZDhc7tTuBOeTzk8ZyG",
-	"Y9rK1YNPHwK/xCw6L/g3986nb3QwPOkE3t2/5+0HRQXIxvgWLCbm/E0yI5E4ntYZPx3C8YfRB2hMhOdf",
-	"DwObKaczPtlJ1LcV2R9Qyr/kse2/xZ2XAwWc8t7na7XozpjDSLmQhs/wywxqq4DsehwzSYoEVfWQzD86",
-	"WLcYQ/fuJCVPKmVH9yhTai9it377Rty+jDv7h4E+93dIeS3QZlXixnbTAEexD/1Ntm01oM/+sO99My6E",
-	"gsq9RXXU30l1qVxLNqEIHNAdgohySQ4qTjj/th2Zf0ucDfq27zEdyUe+Vro20pdQYLF0FHyBWsZZHN9Z",
-	"maAN6BSI+zG84qXputF1i7S/6YKzsLn2+uzx4zMjBIgsmZB9FFPjGwmobNcMJQL4+DHrcl2R6jVfgQnT",
-	"CElBST0pS9NBIekHZf0BxEEnsntAQIpt9L6B1DAcJOUJlyhbMy0gJgalI45CCpwZIEaRLDfwJzMw8k7P",
-	"ll4sC/f/P3tfo9y2ce3/Kjuc/4xJ/SGZpKhYpqYzUSwn1r2W7Vhye9PA11wSSxERuGAB0LLS8Uyfpg/W",
-	"J7lzPnaxC4ASJUqOm6bTTmUSXOzn2fPxO79TtgvaLSj7THt8Ka/A4jFdlXXHsrmoEjU13BlRli4WRDkO",
-	"QgH6SKFTayHpkpnLWxcmyzb33mSiFoURjPqK3khKFzmAcfpI/a/6gplLhHmSFIZikZ9dTBIlM64feVBa",
-	"Dxga9swHcch3LnkMyCfOf4PC76wjmlX08Bw01zRJ0kvoc0gApE4DhAq5a7yafKjwWot6RxzZC5pGE5Qs",
-	"u9Bbv4o+TPBkpiaWXsfDe9GNOjpAWgf/4SI9V2iSE1k4ZQyRNa6Vp4jQUWCzCqRbo0Uufav9ZgBYqFcb",
-	"3N72MFP4KK9uYKfEKG8A30jFM7TUicphDT1Ll0UODCel1CkWSezfCEqJBJsE93mZYeP3A7YM+2JlYRCf",
-	"lgkpqJENpTAdcQJ2+pQqA/JJhEcQ3sL4NW9+PFq7Qzxy3r408oTWkhB56AsWMEkqg0UyDhCeMGeBcHnf",
-	"SEKTOKw8rIXKJFMyuqLajjnKJfQwUvbeL+kSlCuRpZeULmbY4HQaao5xrUTPsZd0QwDd5vGHMvQAUqY1",
-	"bP1Fxhiusew88blWETEayUlRMWX6tzJTvkAw4vdqbXTvhswwiEAqHv6WNmhlbpqO3dQNtciCw6Fmg5sT",
-	"fOMclSJzWEoWOE1riwtYFbglagIuLlbIj81m+KuHTq4TVqISN/C3p/jljtJ1y2iTXB1lpxCL5/FtyzU1",
-	"Tr5+NjwVTsRpDVztfwKAlGMqpaHxwNBRI+4e/x320udrsaPsgW7ivyM/cnPZeVuZCdGkKrIcr6HO06xg",
-	"kClDSnRZ7Auzm/+2jCcXVLykPYJtNRJ/qtQDYq0z1CPcgPAA/gV/9HCtuwH+11TOIr+07XzHVWFhHPlQ",
-	"PK1oh1cL0Gt7Xe/jUNP2hq/6lV9MZKHO0wxxmrt7mPmdm9TvXLStW92aaZ0DMegyRodfN+g5lxz8u++D",
-	"kyq6dSAGu8L0yPke66TxA4OSr9K8ZK/8qBzO4BuxkFemaNgcPnli6jmiXs/EKKZy1WBfyHO6DgaVmTjP",
-	"0uUCmQSQrTf7iJtiMkvjCdIjGMgOZaJU0CXPbZW1ahU0SoWREec82NVsVLjMlz+om9Go3lbwcKlPGZS6",
-	"kMWs9BejDL4OkKr0ct4a/vw06HWD/tNgdy8YdINBLxj0g8FuMBgEg71g8E0weBIM9oPB0/cPglK9k+eR",
-	"vWrP8JapAFy9aWKoR6roblCfCPZ7/T0F0+hlaHOMnpWxJ0bVw+xOXnziwzIi6OencCT7T+GEDbpwXgZ9",
-	"OASDAWzrwTewaQf7YvD0/UZeSXqbPwPPauLhYYGyx0dha9jrBWHr1eHJc0IyIHsOQ1Lp+4H7/ekS9oTK",
-	"GPt5bw5DY+V/dZ7CP9uLCbaM3aHu3cmfxeo2SATTkIPhZIn5QAmBRh6PzF/1pAwubYa3ZD1jjv0odCLh",
-	"1kOlYci5g7k5RwHftJgCGGqDHKwm+NVjwIGbz0euB0zLq+XkBWzd8zgoUFmHCDoJJKTymBkoXX4GD5Nm",
-	"oWaQRJnOZx6/dUqf+WEtrS/UlNcnbpvWd1OqXqi/aK4eD3DzfD1u6I+cvY1y9ngWbzY+zcbc/yN377fP",
-	"3StXzV4kxv1xb4aYf6PcOY9vjaujls9HmcaYqYT5fE45ZLZDS6r3awDXou29FCnUKNqBuCPG8XfWyRbk",
-	"ZvyMQWiwepCaYHGNQv3AvVXK/MUb0gevl6fNyW23laYPlYFWGex/bhZab70stH1GGpdbGAvdf9lMtGaw",
-	"8V4T2Pi2+Vw8rj9yutYR6OsJ76os8CX5tTKcHBv2kNrqE6uAxFJHjw1ppZerzUG8mQp1g7YbCK0uVV4Y",
-	"zsTxFYZWy0r6JZO8yeX20rK4cD+mEnp+4qbI+AHVxLGRWi0zjLClZSYIDVQWftxzh4bjYW4fWcISiof7",
-	"dIE+2Pix4U6sWxvxuYZNyRWz22VJdG7V49fUyrIoqk+LOANdvMhD/VEmcYQpVSqbcyO1X6IKj9wrdlXj",
-	"3N5u4ysMhqSXWtTRzjYWigWSUgy5x7mPizZRPW+LODtip7ZfnD0C9+w0TuACGhJ8l6Npc1lMZuS1QZvl",
-	"Bk4STAubpFnUDG/hPJ5O020aGDMKhcOOOHIr70iLe/eGB91GdAtxcF53Id/pLv5xGU8uGNi3nmGDvzDc",
-	"Jfdi2xxH1aCeqIY6tTCewNuzHnrcVNQU7manybs7xhoUj1e8kczGape5Eqss8s6/i0JS27JNUcT710tI",
-	"BSH1m0itX/15m0oIdAd9y1Tmc3PvEh1aRX9gfFfYGu557HPHRM3uUKhx0c+ez6l2zMztvioSVKvs4r9W",
-	"lNrdgGqOU78wRgJPeUhtbtwgZpzs+1Kc+yxuT/An6hMt+Qc/ER/0goqmRSlBP8QfqUT5Omjh1xnIircm",
-	"NHB/KpcTfv/6uML9Y1K9sOoBzburXqXWNY211BO1jtLl4xU2Vb1YP7p31ctmqD+46mWyndhH4JXoCvDr",
-	"D+afhkTaLxj3KA+1eeJAjMjJHqca56jHYcNA9AUHDQ/EiH/JsFP+F2st9mWUcdPwuh1xVq1rd2NRO1Am",
-	"jCKBOTVtdIOYgm01lAqCMKSz2JN0mURiGlOceu7oe3Yr/aHvrdb3DstpggOC814hc5L+1hRtb4QozivE",
-	"4wLkc2dHnJTgI0eZrDTH2qRYrUyyEPk965JsCn9UG+iU5Y3cwKFNAqz3h165vl5Z2b3upv0C7EtPiHy2",
-	"rkLuOSqkLYjj3gbwef/JzjfkwyqFvqE/Nh8xHa+txFJqobueFvqd1Be2Yinpc4SiYW1x0HM+qhSVLy8U",
-	"rr/DH+Bj706PhP03tFEOAL/0Fdo3MitimbgAGFFXub+kxusqo4Gzbr3Gdes761YWsaksXPnFl1g5w8Xu",
-	"rl192XYry3YiY7163Z6/e/tbGSI8HLssqVbb6XT6dZoKFpj7FZoKJ1Xo8FoGA1/Tt2B0htcYKVvaDDMl",
-	"k2L260pz4ZBjSzLHlATBmVWLLMXK+ohly8WLs7M3yABg4U9FupzMuExQIUGf3hGvUr6iMKdGRSraqakf",
-	"pj8bqwIyiT9WEVv40UPStThugvTinslQzJTHucCx7dA+UpNlFoOm8PN7d1e9hHNH/TNbJr/KCzVff8e8",
-	"wKWgbTKXcfI4VxRjaQb4/LhUlHwyV3kuOVU/Ypo/UcyydHlOOwKR8QbD6JpBxFjGtJxIKI2HwX2eIbFU",
-	"WaazI16b7ERSe2rPC+h0bl8fFwERQjjlyLM0UUOn3+ewh0EXX2qOFFsYL0GF8hShMNE8Nvl4oc6pLga9",
-	"BdoCnbAE/qLu73arASwYOLlRYLCQLUK4z8xNMTJteIxz7RG0v1PO5tB/4SvyIjO854B42+Q44eSxOmq5",
-	"gkI9cRqjoPVcRopxzKHm2Ujnc7Jfs/k24VyxF9umF1RPcUQpSIdvjk1RLysEaGJAP8zRqzBHE3Nr63Q5",
-	"/kVNkLoNYVZbW9iH72SuvhlA79+dfb+9j3CgoSmlpSOZRUImi5kcKwoCi4WMolifBzDB8B3X8n/39uV2",
-	"LqeqfBoBXHqxdILH9NMDgZW2xpmSF4huihH7qULNnUFIkpMVivhe0tJVkvvoXrNsOQ1viLuBnNPUGtLT",
-	"I5kGekAiBTKL+PM8o4aGn2YEeI41HJJX716KyUxmclKozOTk4e9DzS8kq4VIW/B33uDSTJjsGqwIX7aW",
-	"i7ZOxUxJhOHF+hfSlYgGBmyPsSI7mF5r+OpfnJ28DATWdZC54eelzVA9faGWuRjNl0kRwy34WCZoPoDZ",
-	"RoEwsOMSGettnAt4RkQqiz+6vDPwPtEGu+08k4tZHoTaGV9AmHqGbycx6G8yO1dF3rHsjtgCNB6Qdwnn",
-	"2RkU+gDGSiwXVLEq6Hbxf2ZnujMG7ZnEFPO8OIm/6/AeP4yiTOW5yne2tsSoSD9I+mAk2sbzheQ/E3Z1",
-	"jPGvTFXZdOj4YNxSmiYDKo8wStKJTL6N0rmM9U6RRCNY5NFRnC8SeSVeybkS4bLb3Z1UH8RP1SgQh6fP",
-	"jo9LuEy+kBPllO3tdbsiU5N4gWUtBWivSQLiD+eadxmcBelsNUS2lBmUlc1mlDYeDAp5fnaaZnOf6cWU",
-	"ASj5EalunEe5aKCL1GBnh+fS6XemJir+qLytOcZduVgomcG47AHg5XsZ6wtaupXp5RUXFW055w3sq6xm",
-	"xFZSaA3tHsxqlfuJYK7E0lRifDwn0hiuzryWl8ZFM1Ag4H1k/JxGdqPotVilUNcTUkWbvVns+at6/YJ6",
-	"PruhJvOH3Dlgv19t3EWlcoVL7uqNJtSvLXWrtzlUXqK6dsRfDH2TO0NtlzVEVnNIzCR3vKWLc0Fpik29",
-	"CbDv/nACYuIItcIyYCbuT55y3qDlhnwk7FEW7VGRjtiHDtLA/Al7uMMbKCZX5LbJQqyYFG2sR0kuwg7K",
-	"+alRA2hf+BnrpmyiVcJKj62oOmzj4oCxjN6mW8I1U+FaAD0HL7FK2cTqHkFygnKa5Dxlj5edEz6Cr7VJ",
-	"ct7aqq4OZ8rLQqR6oszmHsFlNBLTNAFdr52rc/R39HkFQo0vBdnVKWn0YKHzwNMMjWzCs8nSVHN9StAN",
-	"VYZ8EnOZJB9gmB/S6Qe4QFjnpVXv7+25F4bhNoZbDm/8DhwgrS5DPTqhgW0fH4EOQSJ7ks13/vWPf36L",
-	"6g++81EuSIJb6W1mAe5WagJ98PZs/Q20+Ajh5aS4g0mjAiajcJPG2/M0WiZK9AeBIMZAnExoLLZ3e8DE",
-	"gqF2mAXp+szUIrmihUFcyohXbkRYfDi0eGTxzcarzvDwgO1QUD0MxQemuRc7wjCLl1QImXOeFskV7xXz",
-	"HEjsQzGWk4tzZOTAilllrhVrsWRG0OyYXZVjFSZr0tjj8SgXpydnb8xP26dnh2/Pzl6ewjmD/5O4w6fx",
-	"+RI5Q+QSjm8BxqyKCFPjiN1Qz9DiSdLzGPQrgszLooAJsdYNF0M9OT55jjsFS+6q+SLNZHYlpjJOlplC",
-	"Cj3oWahHg0+fiIkDZJPpqVEoo/SSpJyxTwhhigcg1qIv5rFeFirv0Pkvship4ZDfoBeIfiAGgfjXP/5p",
-	"nhNtox1ILWbpMrMRKx5HDgaJ5VXdB+WOvgiw/qs5s5IZFBYqm0uNfsnKyMRozxuYtXFK81HbdbIi3l2t",
-	"NMO03ss0A2WrIkOYPxLeamgnmLxRIqfEKayOTExbbLKrXOQzE8ZLl8U4/WRfDQtI2pDVAS7jiQIjNU4U",
-	"wZSzpT5wHiBxaNwBUawiES0zbMROqLMwTjdxj/iiAwlrrmm5XBV3kgzfS6hjMHUyDH1hxzs74tAYiYW8",
-	"UKJYZjoH85oOF1IVG58AluUyW6MvoiXIW3u26EayC8cb3x4xEplMXomFiu1XuZqkOgooS9M5S+yvijhA",
-	"Y4sqc9XkPBWz9FKR0aqvnGNe9gPETKhJDjQEDMuplMhSiJnszJhoR9o2k0GnF02BUA/K9/F+PyBhgFyM",
-	"dgTIxogHFcOH9jfRUrGOb18Nq5PjApRX5tySs7jyvS4rMRbOovUAFMgVBj2h3vNZemmlIwhsPiHU56Yw",
-	"IzRyqnR0V/aPnB5dxNWkxL9gfRb8AgTALI4ipeGDK77DQHU7KA1+ttMqRr7rJYSuYm+sa6U1bPX6raA1",
-	"nkxaw5bMJrP4o/pWTuZqxyTKBq0xjqf15sXh9rif77/cPdxuBS38Rayn6bcTcqubXwTCuubZApNaS69R",
-	"usRbQZV2nW351rA11Xvbby5bQas0HlvD1i9Sx3n1feRmJJW1wnadNnLKrg7KXTNBdg7+/+kPf87HP+zn",
-	"x88Xs/E8+fX47PLj5Gjwp1YTd2WpJbaG/coYz/p/nf/1f47/VB3lf8Eoxetf0yTnCWwcN0/i51t4Zk94",
-	"rz4o9QsP5BkZv7UYttEvXSs6FytN5hsj2uh1KudvWHcE1X0+G8Wz+UXfp9l85eBch1bV/wCKJLoe1hva",
-	"eDIZ2nb7No2adLppms3rL2hj85jWSU6Nzn0M+Nj4xtZdUsctst5QYaTXufE2GsVYRnyfV4EV5WkvgRXk",
-	"lidajPO4yG/J00LumrBV8WSHraFpGTRS/YgxPKzSny8TmQn1aQGzCWZI2Prfn7vbT9//vRf09j//v7C1",
-	"6QzQHeEP3zhQeez8yFoLttLZu1k/0+jqLE1fpvq8mgeFnkq0Va5zUG6yWPARLBPX2DfLlSh9DjZzLnpd",
-	"+s9GQzTaPO/IOh8DK/te4KOxNu4aq7QyktJDcWJettGAQHeNz/Uzuu7qRSdWc+c10c2tKS7s3TpscrLd",
-	"/I6Nh3ukZFIfKzkO72OErB45pF0POag7AaDmMoFLSEWHRn/xpqMa3ZH+bXH7253EM8ka60bPGgMHqOsZ",
-	"v9pGM8Npq9+DoKie1ZJKGcUI2Nb09H1IIS4icyXCFn3kt79JVZy3xiPrD6icazFLE2RRNJN4+8Xy6MpM",
-	"sw78edPCPu/Ovt9vOn8UWjSxOhtVXFPhMnV9/BhlpaEN+r1Mnlnt9vrOrwqBbjSQaxq9+6DIYvaH8yNZ",
-	"0S56oqHjbrfvDllhKBKqIysUVXd2jc6zgbJqdZ+7Bp43mu8iTV/KrM6vaWQK60jiJP7uVnIIoz/QcEb+",
-	"mV53sL/35JuuGF8VauMuE3jMRIKquFn0K+I73cDrWqsxFL2++6PAi+LKzJJNbTQChtevUNoqqBg/nmgd",
-	"0OmlvpEv5Eat7X4qo1lCMHRaVIdTIVSugXwofUEWt64B16DHleykhsL13pQaO8gGxbQWdG4aph87vr1m",
-	"Wo7IfdV9jKmufbpM0A+1WlYnNQNjPOdvWvrgR3Zjf3WY2FPFQT+K+bKT28EyostxbSTj8/miuEJmNEIz",
-	"Ii/2asyrjUSWwTgDYrVcKxwKAw2Nog0EGCtyQS/FIlcI1S4OmFkeoQgvzs7eiK2tve7u1hZGX3B7SZGk",
-	"MhJjmUg9oSBUmk1mKi8yWcAexEiJC7xFWEc6FVlaoE+Ro9MmlkpsWCaSutfdHdkIr4lVNaBxG/z0PFUb",
-	"uzexHf/YvcWP/h3huNhzPCB73d1bToROi7f1uThz91gl7NogYOC1DlGW+eFSy48yTiTWy8vMTkQli7bi",
-	"by1wXiHpnYyuHHol3o/XoplhxuJ7hDMXMr9Yt4IiPNuE6anAvNavfuIwOq2odein7FXZna4rwlCtVIik",
-	"u4Zzl3CRJWvp7h7GAkMtc+TJV06Bk5XVB70idJUhEmqLW6OS2DK5lFd59UGMtZao7QulFjncpTaTDed8",
-	"pq5MY0wO6Ndz7IGWcZlmF6LNnUIoUx8JAw/M0hn+QSFz/IIADloJnV6KNkPPsPQIwo/juTJQLPybh0+t",
-	"dHa8MokM53NrKmKG7einn376afvkZPvoSLx4MTw5GQXE08takc8Nja/5FXqEUCCYdM48RbiwC7x6lHcO",
-	"/B64q6HTy4YSjynuZ0mUL2W9x1D7BR8PMTObbgnoUJM21B5R/ld/e7cret1htzsKxKg/gD86VHuwBIyX",
-	"MMey3EiZg82Albq6vCqTnFDQa1e+XFWHw4GHku/IuZxhdeP8wywtRqKHWA8E0S2zc+SKlvnFgRhlah7r",
-	"SGUfGNuCc3yhFpQjZ77ND0K9stqlaBdZPJ+D5kWoplSrnGrxwGeGoBQbTfWEaXUaqhdCl1ZWL4QvN69e",
-	"uF5dwd52HzfEbndVdcE+b5hW0KIpxiRNrtrxTCaJkON0ScufTqd465Gkb9l/mlKD/d7al9GZnYSHrttx",
-	"xMW0PLPiphN1o+1QzqXvw/VbblflTWfTiNd/x7rmsuX5r+RSexfMLYuQcIvXliDZ3RNtnzn+N695CFLs",
-	"9ZQrj9wtkBEYGoMVRqWI19gbTSalRe/cX9AGj/p3eGmc0qluGHGE7rs4N4AsTsHJ1tzi9BLHKzhWpiVH",
-	"nGwWpvkChSrvtSChle5fbUFC6KGjkePpvFNBQtTH16CtcYXMarKaa/UIkchC5QVtzlCXxDSuOrSaoMZg",
-	"261yY8sjUlULSzCDCRpUf43U0BovitW6HS4U60UwSrRoj8yf+MBQyFBTdiEMJ3deTfpypsqGYduYdtIp",
-	"wuFAC6VifwT2dJ61dkDmMOHADx7lIgLdpUBofDvNjA4CX3aCMhkSrnFanblNEUAr4CZSl7WJXETJ4xLq",
-	"2xO5GAnZJJKZwQWpYlZTuJyZVb6erq8kWPH17GaLQdQMhuHp6egGayHUbb+hkpLRmlCcXWnkMxgPzBKJ",
-	"OVNsPlEOGNhEI1BbSxWYNN9AdGFItgBjvXZ7o+7ZzCBTqTHq7gG3zAipmlhpBLlX3FIjViG9ruDINM3m",
-	"sqACIgismcc6ni/nqHbWaosE1Y69bjjVmH4pE+hnU8cMKPPuvXgQFuTfM2mMcxjvizBmTULCPSYkNLwb",
-	"TRZMjUmwQiTIp69CKtL3SEWgXctuSDLEIzoxZtUQjFvzGAmEhud27XOZypdJcRfKEOc24qc3JxFpoiwk",
-	"KcR00CXLCE0sc4ywF60xFFf2CuUxJkRuzB3K9onDRDdeFveALLk3vZErE351+uLqk3pH5fHM3DCfK37j",
-	"v7fGSmYqO1wWs9bw5/cgVSlxoekCgsOKQGCb5wVHjOqzjebyQolsqUetoLXMktawNSuKxfDxY/zFLM2L",
-	"4X53v4vEZTyMpjIFSx3D25FN6dyCrOBlirkYo2WCVbb4JkFBV7+TnMsyBkGeqHOZCKWLGP8NmsUiiz/K",
-	"Qpm8TUpgijOxmKUac8AxnkbP4hbO40LlO9XbNVZ54/v9pFCsruZ2yWsHn21qhrYCR6PizKlu5/yedkP9",
-	"x0dKJvbHTQUgsMjPjn8rNzZUkodWu+H0rfICt11L2Flvu8Lo4/zKsPbUf1PWbfJJHJ1qTe7bnRpO9bae",
-	"U9QUaRZc3hUsSf3Ig0W4jWJMtd7aKR6MbdgZSzgZkcxn41RmUW5VebcmsdNJ+2BDq4afhrcih3fEIkvH",
-	"XK7Ji4jSc25M1O05h4I+v//8fwEAAP//",
+	"7L3tchtHliD6KhnYuSFAXQQBipItMDq2aUkea2x9jESP76yhQSVRCSCbhUy4skAKbTNif924vzduxL7B",
+	"vsi+yTzJjTznZFZWoQAUQFJ2x7ZjpgVWZeXHyZMnz/f5tTXW84VWQuWmNfi1JT7z+SIV8Ps8mUtl3ql0",
+	"Zf8yy/mcZ6vWoHWumF6IjOdSK6YnjEO7iF2uGFc6n4mMZToVrah1zdOlsB+PdSJag9Zp70kraoks01lr",
+	"0NIqXdHHbM5XLNEsn0nTiloLPhWtQQ9/GPiV6Rv8YXKeL01rQN34QVqt29uo9Q1PXvJcVCbMEp4Lls94",
+	"zhItDFM6Zwuemfo59oI5/rIU2cq25XORi4wNW7arYWvATJ5JNS36m/N8PGP5TLCJzuY8903vup5/1jox",
+	"rxNTXtPUPh3JxDCJ43M21vM5PzLCzjYXCUulye3+yMQcsE4/QGWx6lG41kxMlynPmPi8yIQxFiOGrf/4",
+	"uXf0/NOf2hH+23n8T4dDoefA8P1CfoGdHeV663rveW8/iF+WwuTVRU2kSBNc1YTL1LBrnsoEDtzOdWXY",
+	"JbvUyWpAPQ1bis8BaxeZPbr5yj+y6DOXxkg1vdNiXuj5gqvVW51/q5cqKa/oDQ4QsUSkwqKmzphU19LI",
+	"y1SwsV6qXGQLnuWr2uWdBssLG7N+r9eHLZ/AmPcw/3fZS8FTuy0yE5VVvBUSiNsYm45kwpTOWCJ4an9P",
+	"5bXYvT3Bx8G30rDMjXm3Vaicj/N3k3MkxLSq8jrG2IjGdbQDnrGFyAxS9WCibUfWQ+A/MpFdgdJKdBqs",
+	"2g05YEozsxzPaoa01L+KDYfDwm7kVnQsY6Hdip3YZxuxJ/eHdS/1eDkXKt9nnvTJ7rlSQ/b1fc5XVSiw",
+	"fXLGoJHFpv76tNQyTYtZNR3eLMdjYYKLq9WHGby2yKF4usaSLJX4vBBjS12MyK5FxiZ8measnYgcaCiw",
+	"G1IBGacWqZ7W4e7TEu5KGpE5iBwOPjf5/yYy/fe2ALyI34qb1xUsfa2MyHKRBFhgZ6jEDZPJw6HDs14P",
+	"MeLdMn83+cDVdI03UMv5pciATHG20EbaC/SRYWY5j1iuNUt5NoU7ncnc4F25k5Rx6tauUy+Bwcrs4APG",
+	"55Z0GcZVYocwbLlguWbPK/91nz+P2C9LrnKZS7GhVff58+d3QrUPYqyzxLxT7/lUXGj9g11qGUAZNhlp",
+	"ZXtn/FJfC9i6Of8s58v5ASxUuUvLcBCw5kvLkgjGczbXJmeIoYcv70d1pfSNAt64vCp4ZHle5J94JoD2",
+	"0bkZ85yneroUZ/bpzFJXSfi7k6B6jnjA4Cd7/vzryG5cQVzXhrnbaftJXM60vqq/Hc6ZWV6acSYXXhCj",
+	"a5qP4RL19/POld3gOKx/ci/3xG3UmgmeiAy25oPIs9XR+SQXmf0zEX7OrUHroxhrZfdKsxsuLYpMdCaI",
+	"gHzOmeNmb2Q+Q/4g11dC2aVFjNs+4SDPuVoBqywSxpf5TKhcjoFftnJppU+e52K+yNkk03PiOVJpL0qe",
+	"JFaI6VrIoBzcGvSjlufMBnm2FFHLjGdizu1a5lLBQbGt8tVCELGdigy376efjs6L2Yj15Z+nN3xlWPyN",
+	"4JnI4sit0wpW3HJF3LAYIDwKPoxLM2zhx0jd/zxsSQXSwggANWxFbO37Pw9bSzw/kRXc7NosqmTiWl+J",
+	"hNGHrW0rp9WinIRb7ukA7DocQ8uC4XVRXrZ9XlqDZamillSOqLQiEE+I4xrBPbJ5MiiUIfCfWbzesS84",
+	"N2KPaudH70pz/HrzHKn5g8yTJP/yBF9URH1L7oCBFkSaAjrHFZMJKFgysRA8Z22thL8OmeBWtJVz0Slj",
+	"1ZNeP3rSO2nVL9nTwq0LnvPPPwg1zWetwUmvB4Qkt7xIa1CjI2hFa1gVtUjq/zbT83UofCszk7OEr9za",
+	"FyKTOrEcE7JOILGHjWKS8eNHhs21ymeVRZ/0Tp4d9ftHvf6GdcP3lnC0ajfWvt62jgu9voof+I5FaPuS",
+	"LhY4m0zfKJE9MrBt7G9WAqtfRv/ptmXkes9F/OtSjq9IpKw7Ni8C0e2MxYUEGVvyEtNRjllbZ+xS57NO",
+	"KPeWqe7Gs1Z02rrL0YKlbCNPB81/OwE7dLa39oiZhVYG9bJv9UcxzkT+vVjhja5yKw8Ofm3xxSKle+/4",
+	"r8aupazRVZq+CZQaml2JlRXGJ3K6zGrZoKcltS0xC8azVvyay5RfpmIQiiYzbqyo/+LDm9HHVy8+vLoY",
+	"ff/q3+09L9Q4Wy3gcMqMGViKuRu3UUD2nzIxaQ1a/+W4UGsf41tz/Epdi1QvBH5T3vKLtYnH5ZnHETOa",
+	"yZyNubKLvhJiwRzfRIs4AzECdeOaeF4jcqaV6LZuo9aF1m+4WpHSz+y5ecjenJe5m/Jm2lWUeZl6pgh4",
+	"Jj3J6/VVJ8+D3d7BXQ3YSc9SLDaXapkD8arM4E5sPpC79TUiFRSfx0Ik9vbLDbP3IEvlXOY7l1Q09V0M",
+	"2NOe4zUNLMIAYwo/cRJ/AATdumzg9vM9EGCoAANY276w98si5WPhbqHTXj8CSTbgnnF8aViqgVFcLiK2",
+	"VKkdReZDFQwhEuBk6dJK7Q13cspmepmZM2aEYLFUE90NedqI/WCXYTpdBhLDUCF7HwfyQ0zbYrosBgDH",
+	"djbxsDVsxX793jb1yLD48xFsyBG27g7tPm6WTeo2h1ofh01vUQS1C9aZ/Bsqivc4ysSilxH7x10sea0Y",
+	"1w8Qe9mgh8PPorMSVK+PZnOjr9klCit/mDMVziewhVjE3gjMQ7GPnVcP58KeDHuOkRzpyQYyy6YiN+z0",
+	"5DmTyuSCJ6y96xSVEb1OFN2G7WvtbwOYQ48vUsEze+u/lJkY5zqrZQnPSSlIVAVUbI8MS9w3ZyxWyzSN",
+	"WSbm+lqg6hA/afsP2KUY67kwzIrtK1jaVg7K9mhn5gSSCkcVtT4fTfURPXWNu2/px8/Q5aew2ZGcL3QG",
+	"R3vBrTTTmsp8trzsjvX8WPOFPLI4PxXq2A99G35uruTiSANMeHq00KCRxdkVpicgHEkisdV7NNRJeyhw",
+	"FVXAlixh3JDeKUuYmekbS5HPWHz+8uXoV8uI3sZsLuaXIrOiYZatWDESwhi0Hotg0F9bfJzLa5mvRgip",
+	"NaE/arkrvvbdlIhh/ZsRkr+1fdyxd7dRy6LjVGer2r7dyzt0L/MNXVt4bxo2E/bS20WMQASUcxF8Mrpc",
+	"rZ8aS5jsrrljszQiYzczbXcNLn4gNzN9YxnSG27oeZsvZMQQVyM25zKNWLfbhQOzNmXxGa0CIyTXNYsC",
+	"yXmEYkzN62mml4vNbw7fgQ0f1jRUEz0yepmN62do+Y7N85/LJEnF5vebX+i8/gVaMte3M+7HLBVTnjJL",
+	"TvNVxOKTmC0yec2RZTZagfirLAH7uR+dfKpbrrPdjyxoaieQianECay9cpfpxleH71fOpw1UVLZVLSLm",
+	"/DONXe5AKuXw36lCQNY2MhfmjNlrF5hMvQRZcl7f+SbSZR+MGmPaMktre7EHc49ebOuNaLXM56Mxny+4",
+	"nKrNDQoms/b9XCRyOd/4esthsa9zsQGxbmZyPBvNtMm3dYGtUqmudreyu7i51W2oVfy5BeoTAFxx5xRE",
+	"l2i2R/+CVEeVO6x6hgo0oO0qkeUygSnRwzL1CCkN4kqBGeGuewpBNKRKhMvXV3DThWfUH+XgInW3bUB6",
+	"HX3254vOaR386/a3bjcrOFpCqRL6lXE1wK2CrunLv4px3irYnxc8SzazQBOeGlFlUMYF47Tt1nX8Fdzh",
+	"4HOCQlgu5mb3t/BBQUpaPMs49CXsBdu8p1e2OVpl63pbzLQSzXt7b5tv7q0glI17/OA/2dRt5VA66HtI",
+	"+EWUxg+AvmX30YkgcIfbAw1eHLipr9ViCXOY88+v8bt+r7cOzFcHbHRN309run7PV3OhcvLwaL5F3wLL",
+	"Dj0cgDcNJ7fG/4fmnKdPo63yQNC23wugWi8GVGQb+4a1vZDITr/eLfRtFhRqx3hBL8NhTp4fNAwJDDuh",
+	"EwgQO9uucedV5ioRTCrGFXMtndVfqikzK5MjQ7RzoDKTX961aDtrX57SP9s3pU07CJoVnn7n/Es8/s7p",
+	"V3j+ne1dwzXW1tIsENG84meyTFMvtPEa7r66lLlUfvBos5RROUh1swzlDmCUoccvI4Ps3KBCJtnZtCSI",
+	"VPxE4FWIXv3eIei1n6yym4gFYsRmWyizrcK5H3QySAYp2dRPv462CiXlOX1AKyK4kdpGh0yiIqTs3NOK",
+	"0NKofSHENGq+B7UIhZydjWuFnt3gr5WCmn5WEYt2fVZhyUjKKIQahwpbOK8fFwnPRVPOq0JUZBKDkYjn",
+	"LBXcgKmToRMaaBW7iFBhRyc71YwPx2ZsZQrr9NnrXMRBXXwRDuEhr/pDVr1BLfL3eP1/iav7D3PxHrLX",
+	"ja7VM5YJsDGjrUKnB160X+De3NedqKKsqie3qEnYj8KeV8NknIOozBhK2xETRyCgot+5HkueMiXyG51d",
+	"1Rh1Xt2r1uL9vWotPsLk39LcG/da+qyu38BnrJmi1n2wUVd7gL1nhzWl8dzux6hRcaR0sssAfDUicpq0",
+	"CIUdwstaBftmYwg5mG59ebjR4cHsGXWq55LTYQk5vFq6oXI4XHgAow0KXtISF4ru907B9sqp3CpnZgvl",
+	"Qa3PHcmPC5ZguZ4K4POAIPGSNfp+qE5TFdrDKcD2ZJgemBfZg6kIjl55P9/wfDwTCRtzI47sXirb8lqk",
+	"K8anXCqDPtOug8BRg7VPTzpnZGjOwRPyZiYUU+Jm/QI/SLYHtUkF3UJ10pP9hebbbafhcIXz3yc277gF",
+	"tzNR/zgKf/9HocZ4M9rOrLpDYkCnuN8ZeXP++oeP9a4t/hIhzjVy0Q06S8D1VuVnzN7TBFetBLsRmYA3",
+	"4Gff5Gy4uFQ4foA29Tc/HpCo9fkIhm8NntxGrbevfhq9frnBM0fcVDbnkWEyqd2SetczCg14K25evwxH",
+	"7t9GrYtXP7x6/927t692Ac+x/w8JO6Av+8DupIpoBMjSuiKHHVtQ7weJZPmuVlp6hWzSR3Egxb8PyaQx",
+	"mXapEu4qiAY9NeQTl4ocofcAzVyqUAAIde0652ndq8o8sV2EPdVN7CU3s0vNs+SCm6vDfATuUfbDEDCp",
+	"pJlBTE39yai0NzlH/9Gm4qILGzpMOkp0aVMutU4FV3vJmRsFu8xfB1uczEib1ZKKgVROU/rU3EWrTg4j",
+	"Hx0vHyUY3BxAuLw92yW3IjKL5CxaWT0K0tasO/f9+7//+78fvXlz9PIl++67wZs3g48f4x3heiAgVUIh",
+	"fz29PcIfJ8UP5n4M1n78U500/pKv/GE56KBIYUbA2OwmuUgsCFXNqKFK5ONyHnw60dlU57lQIz/8HgNL",
+	"da3lWJiRNGa579BzrcRq94lcvYF29oPV6Gohd33x/UK+WZFmV+qdc3qPrUCFaq5Mg/lcQDtSVzZo/6Op",
+	"Ibk0OeokWtt8N53q5q7D3AGyfi891OrPFAF3P0QVnxdCmZBkYI4JNIrAuxFoI+pvJanGel7/Nb7a9rG9",
+	"okYbe6iSLGxX6bfciZ9yqzr5DRC7cGiyB8QuC9taI7bFjnGxWojgtFS5FEt5RxsveFpj5RaqvtbXIkuW",
+	"21rYCSXLFI/2ehvqYNs8fA+jptxI9YvSWtfmFa60OqHKMiO/Dxu29kezN/PV/Dav52Y2+tnWTlHwFFMS",
+	"HKRJxMQEPu8ApEtz2kMrUllK02U/2QexSy8QszZXDCzEglncJY/wofIJDjoR03OZW4koTmQYCRWPdSLs",
+	"v4tMjuHHLypHe3V8ze2vTLCc2xuaUoGE/Z5553KZ2xlqdQThR+VRwghw7BnGID8cyGvSj4aKphCMnWvW",
+	"62Jf9pSVP+lhoGL1gm5o53V91gS20xuI9hTZmERCl+8H9RVewiiEk4JEBmuvyWQgFcWtQOyWWYg0hQw7",
+	"hi14ljtvfoh+mvAxZi3YbfpzyFDrxIebhch1gD/LPqoku4Xrc/hRyZzBuyooy//tAOwvdfv1r5glarW1",
+	"5x0dX/Oajv/t/AJDhwtEiJhU43QJ8UXIvNYuautot9uoxl4Svf/qvVPg1VxC6432ZXk3RD5tE75qhK2N",
+	"5+19cca+wEnaenAeMg5rsw3QHZlN6L723Cxr8rxkeqmS9i8qZ//7fyJW2h/tfq/H/vP//R/Mwb/DjpnF",
+	"UHbSqYV47Ul4vxP7dzB5SUmS9CAvb3DUogCPX4ADRLgEmIOTw+UTPLfewHd12oqCbCbb/LfOWM/iHKeQ",
+	"3JnIRI1L15PqwQrOz7oCE3Johqp1dilSrab25juAgoen7w9+kdVBxJGuTQrk+7++7npF3fEi2ucy2XjQ",
+	"Nh2Ou1j1fC7B/S6oWrXufZvfykrhHTZ6wk5j8bdqlt/3cJV1neWB32qfry8uVHBxaZj6XFJVpejO5g/v",
+	"iLfFKGe3mpmcT0s+3Kf9Q5y4a+83HGA5h5yUkHh5acUZJ5QUzO3BR/eLub3DUqru7qcHueo/nBt7vdd0",
+	"SVVcuFCHjjlFUOdGlfMmyvSgbtaY6tQn81bLucjkmN6JX5Z2TzTrDTDxNqcXY0pX67LmGyMaOWw3pWS9",
+	"3ZRsz48r5Oi+qcxBpPmOpKmK2hUHWdus5kjuScGc1RqI2Pbj0mtMtXqbEehBydTDuxH3dpCjvb5s5h3s",
+	"/alfuQCAPTgXdFRoIKi9PX/zarcWEMz10HTrTPeT58vrqxPmXV7739u+u4NCNTC+Un6lZuQJ00vVtd9t",
+	"WRao0a6XsR4ZEGEqmTI46llb0X5aj92r3p1P5u76BKIUXzi/iSkl1FinVg+WdOTekovUqvlxHZHDNlQ9",
+	"rOXD2OaXXJ/jopnJncptlHxUwvOwnhsDwF1LkYhyHKBlDL/cqmmsbXhf2sY/qv4wzGvdDAn/oXH8UhrH",
+	"UsrxB9Y6ukzpd1Cu3KP24wAVxn3cxntdl9untH/o5h6KjOKOvEu8vdtzZtYC70+f3kHxcWfR4C66Cbem",
+	"Nf3E6YPqJ86qrmDscuXMvffoxx1e3oCz287yQddk/c2oRG3GuwFLyNPNRbbWxrWCd/Z5EdBd0W0q8hH3",
+	"GVPbcarHPP1Loudcqm6eJnEEJcUWViLsnGHdsqzWsX8tC8dp2Q3vP/4yHJpPf/qL+zEcdt3PWm+7ILBj",
+	"TxcmcElvEjbiIFPdd+yhbodpUn8IUv3lFNV3h2jpJO0AL4WwPrCk6td0uCQlk5HbkTlX9bJiNcIvD+xx",
+	"FEowcanFS/X/LDGr3ao7h1hWpr19Pxb56hudrPb1R1KYTRjqZEawun/5+O4tS2UuMp5SWmLI7hP/ehsT",
+	"6Qi77W1caGV2/+YSY6/DHqeAG1uhTnVXm09mvd9aL6Ce0CKFEiPiWmSrIk01pmPHzVXXQmGsk1Q1uaW7",
+	"G12SKsQfMzprxahqG2vHw1Zv2IoBkYCcG6ESqaYdvBshSzazvdmvJlymSzQ0VwEcUOt277ef+0dPP4E/",
+	"NPxPp5ZIUwLytUlC2u5gkuFMcvE53zGTdcmDTzdsMlRXg+ISSYRGnT5rp9Lk9rrqAUyMVNNUHGH5tGJz",
+	"THenWpLypq8tbyxk2s70jWHHrFyVrRPf3+iYq32dAYLxsGyuFTsxk3eaiwxkHZ3z9P7mUGh+KiCgjY0j",
+	"KqFFp/kV/GZtKKcY//OrC3ZMxOd4KvIYg+9cuvqQ4nUCZiYoSOiy00O/6xEOUevzkf3o6JpnViI39muM",
+	"8/vo+8C/X1FPwV8v+ELmPG19ug0S7Neh2CrVPGHcME7kBIuRJMKeqgTqFrvKjJUU9dDtEd6Rcbe1K8eQ",
+	"VwK5dZOMCajg8JGOg5tzLeG+3l/Zy8dO3VHEl1hGpxW1lguS07DEsJVqhcJyXGMhr+mNvEaVF/5ajTDb",
+	"fm1YynjG1XR3OMK/6KUV5V5Q60DgbBrpg/nYttzzNdeGhd0jY4UzK2TIBNU8f8W5sEzfQEQikjQqUnMk",
+	"EygGDkgBy5fCdJoELUKwRLJMa3DvDTwHyj1g/YidROw0Yk8jdtKL2MmpPW/Peqzt6+QEBQtNqDIJSQpQ",
+	"gOZcEshVG61eKHXB9QY7xMaW2cxnmV5OZ9VAyYOYmS2C4E8zzeY8EcH4FYYKSw7dZdw9NL50QOq1th6M",
+	"frM9ZoZ7ErkzWByQjYf7Pd2I+/DIy8zU3dbvFvyXpTgDGyP4YxsWY1vwpPalHcc8rbdtwInZI2T/eoO4",
+	"O9dZHQnOlgLRCMfBuh5+hlh7z8qrZwyWjW2DYj0zbtiYL6eznC0XwQJ84F5V/MPlRA5gNLG6rYBUsQ8V",
+	"VlDQhSJ9Ve/TNjP5NqjDVN9yJIu5zFOx1bzi7gDLrdUYNBzsPkVNDodHenceYHj6dCNc7yJnfwnY7VQB",
+	"Olj6xKEOmvcF3DJcNwJyL30UonTN6SyAsG4REVZyMBFL5FRSkeZ4FOMVaVlRNtbpcg41gMKyKdVQzfOj",
+	"/8aP/tY7ej769Gs/evakPg4TJrKfy0+jE7gjuWnDba8NrYVvN+4PyLBb4s7WdT04WOQKQEPJRMCZai0g",
+	"1MZylkA8gmVgg5DamPrpnDGuVliwWVgKipWXTntWrOy21ko7waTRAvaf/8//qC9CZAeukevDpB21UGi6",
+	"o7u8pDfxLKXCPjrzBvs9saE5fcHaSzUOnlZcgaJUkG6c3cy0oepMWP0RP0wap5UoEakdWdevPcbt7JGQ",
+	"cyPp2eBz8y1IpHsezERMpPLm3+1Ts92/LNrvo7ir3bzo5PTTHYP7qtdcsJzNIHpZWvMmAqCVeDdpDX5u",
+	"YKNZM8N+qjnAoC4oikr7WkjKyi6Gp0i1HSeNC6MC2jgQlD9H6oPIVHPYn/TWzml/IxzuctvfDW8OQoe9",
+	"PBK3XtsN8WTPSzzdEFuMb/a7PXf5rD7IsX0Ax9Bm3oLfSsXVWNwFH6laQK3cClH5rp7AfRdeeA2B7/Zs",
+	"Urw7xvWG5tivDirDcBezVXMngYON/ri+Iuflenp+TAmAifkJNmdFcDEVWs31qNg6ywVBHHWDzP37xELU",
+	"ucScz13ksCW3l9wINl5mmVDjFZbuHqdLI6/FGwcFVFscbPA3y/nIDbBrNvMQYR+Zh53YHp4I4V7V8Ho8",
+	"m4q8PPkBredagKcCsMN5xpWZHJSuP9ejfeCY18zowcG5yV2DauOg6jokD8/u6K1xF3+LkrNksLl1VPo7",
+	"wdN8tiddXk+hpK92S9n0Vd0sXidfTAJtdnmV8/Id6DhxqEm8jifebFwup8Hbl+Ez4+xu1vvFrJxAZRtj",
+	"j22Ji65dTMVSsVe12Z9mPGc8NDCQPjsZAAfOXWZg1Grn2t5YJDW241+HwAwNWwM2hIR82uhhC2qT3sad",
+	"aKioC7ThMMHHM9c9hSoBVw/F9VNMs6HEjSsTDN3rHLr/edjSaWL7HraUuBm2Pt3GHUymsdNW//1CWnl0",
+	"f5PUss4LHyCWg+EdjaEkvixSrpRIWMJXeHfXOo7OBTfLOk1zzOeYLmRCigFL3yNGWZnsHwAeZCVYu3RN",
+	"dyAlCnwNsWM30oT+WS3nFIpD1BrF6tOHQ1rKXMwp4oD5su+5MHCb5DO/fEg8hfFqFhQGdnUu8kyOaxX3",
+	"tlH9iNBvuoJunFIiE2OejpcphjPqYMiIgU8vPh5bjr8W8ItMTzNhzIiyYqwPjRvOjnHcMH8Gt2s1OXoE",
+	"B6PlN5olYiznPDX7ptOoiVN0uEGwiRwK1kz+Uz2av9nXWeYdmMpn3IyuFjJmbWjUKawYUJ94BnFg7Pv3",
+	"rxE0cKjrdn/dj4R6rs9YCD2MvEzZSLh0Z7nWgmO7y/WoiZ22SM9W+my0G00shvJrkfGpYK61d7u3S7B/",
+	"YNh0ruNHhgAF7iH2SGAG/oSvLAb5dqHFEs4QfkWgt2DfjmAbiGCA/3tmrcP2d4BHHGxvfJfT4XBoA85f",
+	"CD7f+wZf8Cyf72U4pJFe+k93Js8FodIPZAWGWk/YWF+h/8rNbMXi4AtIQWVHqCefe+6nPcl7rxZTDO5e",
+	"J3TecIXQdtvatmU0NK3KYCUYt2ohvgVvgt08FINGd83UVn81HXpYyhPzWr6mF4jf9EPBsSlq0b0vxy7i",
+	"TYJF8IMwRtd4QzBjBfTl4bwXxo5+D3DLeJgN3C8csLLdhcuHV+eW9z/YmYZY8IM0+Qd9s58Y8U45frhe",
+	"m0/qe/GZj/N0RewzCK8iIfus6TLw61ktwDQ1VOi6Cq/ItxV11+B1MePXAixVlyLVN2cly67/asyzbMWK",
+	"VQyVk1x4xYoZFTbMDG/iy9WaSbFTl7yPVAWNEkaXdUYHYGDhJtdgrErxvd1fFLEau9tORdM1T8WdVpzn",
+	"fDwDfJ6kfBqoT3pR/1OTHi7H40YTvSRX850NffH2fRofDoGG0z/Yq9HVMNw9AvmEN2iICvv9AFX56A4A",
+	"cz01Xxh9UBRpbPzNnWfpLpXGIxbV/xp/Uqge9/zk7svL+WfqpPHQjQlW+MHdZ0rVBBuM6sv9NW17l8nt",
+	"gZJFnvambUeXDbsOzAyNyiI0r59QxOU2a39wfYbGSTcaNbxDEhFnLmw2VsW42KR/s4sj2ZhrYPd0diQO",
+	"aJBNxDvF7xxsLZp65xflYla7m2d63rjhaB/+6EulS6hU1d05L2lGM503Q6RSqa+dPc+FMXwqmhL7SmWw",
+	"3e29n0xzOW1np85yvruhD73fHS3m6/7unqjPabFbe1ctErxzHr80pADbozJ2r2EPdqSoL7OzqZnzNB1Z",
+	"0XWkJyPHmlcdbnZ305zxuXsuIZSgG421nDfam6qFf+cHzoNh5wz2YMty3bDZXgSyMZN3N+ZuqWSzLWnK",
+	"/W3T1ewZ2LN7rHw+GvP5gsupav6BVnlT2dy2n4tELueNm+9x19jmuWhIriihzk4Mv5nJ8Ww00ybfZyr4",
+	"VSrV1f5fGWm5yKZf3W7WqDXXvjsVXI2R6wc95ukbqZZ5k4pVTcpVic98vrDraZ30Tp4d9ftHJz3W7w16",
+	"vcNrWdWGTrzhMn2DXMIhqTW2OVy9Tii4FxKKYEOniAyWDiUVyWBL4SK1Bbv6Uf/r+jWQMqk8+ncySYRi",
+	"Y71YsUyM5ULa3YzYuJzeMmLcYJS0o5Rn9k+l2UzwBL3ASrXsa13P3F1YnsI33Ihnp6xtcq4SniVMZ+zH",
+	"Dz8cGT4REVtYMKsp0wuEdcfB5seLb4++Zt9dvPkBsiXU5SOtn0UdGF7svf5mKy6rWnZEVYCTHSIZG2s1",
+	"FpkyB/mcbs52sp5a44zNl8Zl1wA3BD9ltOhe6nwG2mrv07mvj+muvPsPP4WAwblH3KNez+wxSKUS7DIT",
+	"/KqKGaeb3TA3JRj64BDRJRgSdRgJHknriYcgncBbPhdsuOz1noyrDeCpiGvxN/ACf7LLthnQtNJqCmjT",
+	"ga8z1Fh6+lGoA70Am6TVWaPYa8EEm/zrwNH8vDCN7JkK4HpDjcuQGa7E7n36dUPE3oNV0gqmE7lZ74LF",
+	"XoEUJSDW8ALw/g15FB92m9aaM+8WQbA5aqA+Ke/+IQUHmm/vXWW/VU26US16p0iEPdWLRTKNSk3CTw1U",
+	"jY3iGBrEJ9w99+chYQsPFnZwv9mCN3vG3z1nxQPkFi55yZcgWsGfEBFrkg+Hpz4gEFH5RnREqkRp7yFF",
+	"8caEwyWKuj+t9rS4jlhjgc9Di/g2ph5B7c1t832HzXzN2VwnfGfR3AvbiD6pD5/AbopZ1AH5rbh5vYGT",
+	"ld59RIkbcig5gFWFEdz21Y1i1ocxpVjnfSOyfcTzCTR14c/raFCC+54BJDN9ozYUZHfdNcv6Waq6XoOr",
+	"+9Z3x5m5adTt+Xvvrbgnzo+cjaZZll9UVu5oW4O6OEzRSe0aZlodpLnwASNlVPxeKkB3CPCIqIILeLoL",
+	"aBKxub6UqYiYzhKR1dTBqDM/uMiSrV6httHbegdC7GDL+v8Pyz/qN+/hQV+6vHbsw1tvkaqCAj4kt7Yz",
+	"lxQFvO+cCM7iP8UR5dWN2GXGx1ciNxFLNKVPSbiZCdNlHwXPxjNhXOpdBpn1INGYV56VpPSq9BvKaH/6",
+	"9F9/7h09b3dY9+jTY5/ckf6uFd1gpV8mJes9BHX9MVOy7hdstj1Z6+5QNEsYpJG5MJC/w+wZjlJ8jvrc",
+	"VEx5ytBlgLVjYo8TkXOZGkroWFL/YaxaZz0QhSeZMKMJr1NgnWPgT71SckMEMPa3WmZ1CYmm+/Z2ydXV",
+	"aFNagfXW8qpOC6euIF1fZcRnp/Wi3qg+4us7wT0PprMpV9JARsm1DNtPN3S7KWmnL4dJnc8ETxp1Olmm",
+	"6YbJfmvPCwSmAX0Df12dQSlx0PebmVw0rESdji6XNZUQX8ykmDhBkPui2ttnLFXd6eefF3wlssZ7dLVY",
+	"VLChvtmmnfw401m+J3Tq13NVW7oryyAbfgIq1kIftGu+epqpESbHa7I8fcWRp9vdcNGwXT5v2PAanel2",
+	"wmehx7N8xJOsFuvzfYkBEGUzWmRyXluas2nZuKxm2z6KPE8xA8Eee7Y0YuTzyK3p6KYKgoJnIhMD79lP",
+	"VByMDYh/HIStErW2LAWmLYW+mVaYyseprS6ypb1uvrVXRX2o/JYL6E45VEq3xZ63wQOR+31o+p6Uej8a",
+	"vA813U0rLY8BPEcdjbkT5/57keGG9PT/dEK5NyFsTPLuRM5iS3RiNudXWIbSYJJfR6IK2tZl7+Yyz0Uy",
+	"YPSN49wxwrdoGRVR+SwGYhbvR+XKbLo/MNsZ8IPkpjLh207ntpO1TWRsK93aQae206UtZOiOQp2nT408",
+	"clXtiERHthGODYRiF2XYTAo2nv3Nh33z6d5+mncd3g1HddfZPPSMtEo7V+4W9wh3pAxMApBbtAOLg2ix",
+	"WSHmhaciCg9QCKEAzUtI7ZE0PD14VmD7AU5lYNad+o96LHn6VuQ3Orva+8hv8KB4n+mJTIUv0KQzNuMq",
+	"SUX3bmb2YpbrSUkLvTw0KrSiqVRXIpEqYrlIxTTj84hN+Fhcan21O4YcjfY0cBHpuBOUB/mpFfAs+Yac",
+	"fr27dHQBmuDTp73qh/Vpi7t/OqotZ1VNNrI/GPayhJVxsca68HE5J85uX5cVWdJjhfYXqSBFTn01103W",
+	"DHq14cMNto7iExy2FYxeB0iwseyJQcbIqdpSeoAaJJTazVw1dcT4Y5ZUDmK6dvizDj5+xEwSLnXEnjFg",
+	"TSt33M0Fozlz4aNxSjHNe3hGFCEVW2IfCi8QRic/KdsWGhWORAcQhmQ5PonXqgBucP/4gsWUK2pdPCWi",
+	"4eHYu8wy+iHUllFe83cI0LCM834LN3k0hMSgqX9DqfYyIdkWrwdLov7Ps+uVCc9Wd/zA534vklL9cJMT",
+	"7zm48N7n6grK4pnpXlRzoOc8uzKQoS+bQgFVukwa0qOqbsVcQYW1egXlDuYnE3OpEpGN5gCwGoYUIWnY",
+	"pZjoTFBCQp7lLNcMv4ZnPDj3PgvL05OnzzYkYlmrOOb3iCDXj+6ZFFbVXCWnZGZbNdMUb/Qjc64FdjvD",
+	"DKtPnt5rPVxHYb9YHVyiuW7dm4jZXvzqJicY+/xitRCH8apJbfVccPtx5/zKbpJt58uE+yR69RzuFt43",
+	"0Ztee+5310wsPJJlGlQt3zKdorpM1cKtAinuajsabr9k6eZ0fHeiPa/dChe9CQfuOcv8XmzqrrArLFeI",
+	"dSonlpvV9gJIUolUJKyFuU/UVee//lPrTixw5b466D7fm6c94KIwtZrbD/AcKqF+FuNljdV6Y1r0LVzv",
+	"Scxw31EdTLhsgZcKsGfDrip904mYvRcyoRcCsp/e14VwBiVe+ZgmoNMDr4j7ovoX5DfJt/HXd88mHTib",
+	"HkZ6/3BukkTCNntJ/oTVFA+qnVle1wZhq5j71iibIpFMc4G5lEekRo9vrMycjHj+MGK+6z8TnNIvVNUm",
+	"q6AuI3Pt8VlQvJISE5bSKK+bHbhMpZqOjFRjUTcWZc+FYn6M0kXPBE/YpZhyZflV28V+S9yzwlAtPqzd",
+	"4EEKzyxtKPjalsUokce/MhZ4FFvfnDI6VMFZ4N+WI3Je4PyaLxfUuaZKqJZ6YilunTGN9jrMDolQ9wB6",
+	"+LKzhY/4VxXoQ5qCX5aCXtv9L1b6krrelyjkuV03qU0bFEhpfNKXWGJ4NDelzmvlKV+iu75s5xdQsell",
+	"DqFPwRZ71CDUgx+55RLxn22bSJzCjoREOxnl+Ff0abzt/oqn55ZKWFM93a6dR9zQruFB6bVNbvOL5Zdn",
+	"XpR4DneTcGHLqXO4uJd8VcXjGtpDTe5W9cgThAaTceRj/eba6cMQUNcGA72h1hZ1xDgTecPvPkJjKH8X",
+	"EOcyEs3yfGEGx8dgmMvzhf3544cfnPBFdGo9rcBOQ1Q1x2yWbkOKQ5BhCxK8KeBbV5Ha1Sqkcrw8E4eS",
+	"+n50Ep1GT7HcWvSsvoDigUT7o9/rh6jNW2DSOmOO7zDkX+bshhssVK0zX3hD6ZuzwCOlIQNSR3loIluQ",
+	"I8TjdSp4MzNiPIoh5sCiLGUS0BN2cmqZpGen7HKVC8PaH11uAerXdFDn9N2b8xfsSqxcBXxXFR8+qwuY",
+	"CWRrHL0woP7p+NOvT06ir7++/fOvvWhDEhMa/0KY/IOXQ/eKBXKXTy3rfU+3697XFN07G+W9oNQ8Jith",
+	"pj4/91o68uKubXIDBfPYglX3q9s5+OooZKgywLAS+IIvjQhL8p8xC32WCbOcoyw/Z22eGs34JBdZI/Gk",
+	"U1dCfP9L7CCFwME3X6ZzUEFtIFsAFfS3Qx9hbFi/0nu4Re90GdYiJs5rmcl89dHOAIF0KXgmsvNlXqcy",
+	"tI91Jv8GuD9g30BbyjYCWkOXYoRd2L/wppPGLLHyDCW3vwyF2keG8WQu1VBBmhOVsHY8zuZHhFOoi0TZ",
+	"Ku5EkEUdk68C/R1zxS4tdl7rK3uVQqhXPhMyG6qP350fnTx9ZoksVoDCROgAbdgfmH2xX5Ybad3eUn5K",
+	"NBEWSXPBxNp68eENzFuOBcsFn5NgWbA1U5nPlpfdsZ4fj7M5NbU/12tCB47C0t4WaDOwP+3KFpm85rkg",
+	"G6Lp+HAImVXsiybC6DkTDZU4mnOZYg+FK+cZ6P/MGRjsKFiOUqJSkB1k/mQLinYxZ5hLYKhc5T9zxrDr",
+	"M+YU4kAbbFe4U0d2+stcYBweaKBMd6iG6r/8F/ZCK8v4gIhrZjyDq46y41uaBuhk2z5+bMm2UNci1QvR",
+	"ffyYvYJGmVikcFtqJdi/fHz3liESD1X8KxLoiAFpjsBDOmKZvrFg4VNB/0RYkuk2Zm08bix+RcNARa6h",
+	"OmIxdgVVPmKzhDocmFQH+o677J0SxYQjFv/zqwt2TLae46nI48hOVWeWxxsqxubSGKmmrsgANyx+BV25",
+	"4IIxX8icp+zVGdbPMQuRpvYLaZhFDF+ix2LKhI9FFyaK86Gi48NWzLRiNGHPlkAbMGzat1Y6XGb0uYUR",
+	"fm3v2NLX7XjY6jkNf/z+3ccLdmz3/dgIldgDaLsv+oMN0RO7Vl/+nEl1zVOZMKkWy5y1cZ/hEcDNfRsx",
+	"xed2rWC2cYWVLbyxyBotxPadLVPRiXCIvh1iqTiSIiMSev7EPvcAl9NZbujNqX2jdM4meqlc86fDVgxb",
+	"JPKZTuA1T1N94/t7br9KlotUjnku8OEJPMzsuUzlXObw9KlbNeb9JcC3Qe1uoY9MnmI8veErA6Aqt43t",
+	"wYTgQDbVRMJ0eLGmetqhoZ64tWSCJyvWRhSEP/4Wd0A1p3M7Br/mEtgnnAmxKAX22rPEuBvB1RuJX3x4",
+	"M/r46sWHVxej71/9e9zpsnO24EB5OCzFjg12Imk8EWFcmRuRwdosbhVgjxhnV0rfKOwEsV4BG+8g73cD",
+	"cROOKSAnwotx9vgxXmuPH3fZtzrDqmbBQmTOZjpNbFOgDQD1NldEJCIAh2IgAYHCgrs63M5PkwcpFR4Z",
+	"JpNOxCCPIsa0gp8tcekGgDbWKrHd5nIuuuwVH8+KCYExERl7IjV0iB2b79YIgaB08CbL1FE5BR3PBLsW",
+	"KoEkQrlQxnYcfz6CT4+w35i1acULDRhlcVDb411lLWAfoV+UNd0M2kg+OsXacN7YCqHeZd+CZimEuD3X",
+	"RHlwutRhxMTnsViAJEe+Dv6rR6Z2QXACjmg+CDlCENsv1lQkedgCDGqRIf0wiNnBtHJX5NCTSyhFhtjJ",
+	"4p6ldAAEO+agHNWFmtMoDANDrWqEbi7uPRzrG003JjYxHcKxhPGCZJT6d/hEJwWh/Fma3FKrStC0TKCo",
+	"jO2SjqeyNNQKL4kh4j8ACTju4q353cXFe4a3V+XSjJhU43QJyewc3CKASvANO+n1IsdgZEIMFW6jBeqA",
+	"PX582us/flyU10PGiVgzaRzRjdhSwVmPiEODnHrEmg1Vm0Sw+KeffjqyjKTlCCycHB9pb5fHj09Pnrux",
+	"OA1hJyMSLM1Y0F6ms6Hi7nA6d2+7MtSEMl6MARZPrZme5EIxP5MPIs9WR+dWjkFExoNtzpgRgj1+/IMd",
+	"xzx+TNfe48dPe08eP8aieCXCW8BmkWm4R6UZqoJM26/hqw2kGBBXCSc6OcaY1CJXYuVUI0OFtfWU6LLz",
+	"1DlfzZnJZZpS5aA8ZKHYOeTIDMn3UFmaEQE7hYTpJoP0i6sFaFykYSnPpiDbcSqdCQBv99kb+c0Z6/fs",
+	"v/ZUDtU6iwCkG7BcUKFUwLSTXg85dn8/9JDmW/xFQAPqWlKK225ZfStgsac9V3bJWJaXyC/cX1jBDzKk",
+	"Xi4z20BPWL/XG6p2CZLk1mPOAppkbxK+IgUTgLFzxhbc5ASsPFzJUJ2ePGdxgH6IlSIZsP/87/+LGLoS",
+	"RtG9UEFQO6RF0KGq4GdbaVw4XFGWr3J7NuepFXotZ7LlhHWG6qQHFxJCCR3SNkPppFdebUBXOUhXpYXb",
+	"0zPnalV/uAwBQSqTUyj+aa8fEUX0hCITk6UhrBgqGNd2Tp5xCPBU28Ww5SJyJeZlHo4mkuDKTFfQly/w",
+	"avKhOjllM73MzABZThzdsCshFuD7BpTQnkXLEtCmwFTg0jGMXy6NgFpbIKkMlZ5MrLinMzhfUmTuM2QS",
+	"UuF2BSKBray5YGONlD1g4uzYXXY+VMGNX0GBRAtDjGo2ldcinGK4QVhzDBFrqHwLvFWKNUHiDoXpzNhY",
+	"W8SwC7f4FbFLMXOuh+44PDJDlWdLqG6W2RvHAD37LO2VAQ0BKcUKAqQtNsX/99G3OrvhWSIS+ys+Y6/f",
+	"Xz8rkpdaqX6pQFJlx89OXYQMLgDOkQHezUch3sx0CpX3Ug1ZMyI20zdw+1nssxQagElkVvjLnZZj+0s1",
+	"T9glT7kai4wIzHs+hX2H9B6WzrxWUOENLkkrcsdWYowdDIk91BNfLnnO8/HM7ehEprnlTyAtsBXf2nbT",
+	"SPegDRw6FGqmILaAHIoC11jItG3HYseu75FW0BA0ykMFrf1M7B+IQUlEfAJdJf0u+9elHF/BOgyQjwWs",
+	"skMwGSpa1J/X11NM6s+sD8eUhrV/tnsRs/+Hlw7wglZE/ijVNBVHrmBecXvRFtBX9sqJy0uLGb/UiM4h",
+	"O0hurkMFdNbJTf5u6ESO75GpUHlqOZpkOQY9jt1TCHOye0kqVXvRSaJegY6ANBzxC0wxf3SxWogB4wvk",
+	"0qRWx381Wtmb6I0AKBETmgk25kYcGcur5ngaE3/U59AWm2XCjiOSYO6BaDtU2LYTMaMZB25pIdKcpFxc",
+	"4oIDMi8tzyDtEhlmovEilgDtAXLkZqj4GNhs+htQ78xJ8xaa8NpeDxYnkRnnNKCxQhXSWqdhJ4BiNkmX",
+	"TCkXcFDoYcSg7IeJ2C9LrnKZA1FwVXvwm387vwD+DKECVROHylWaZu332uTTTHz81x/sTOcik2O7xzeZ",
+	"zC1XJhXumuVvlghcJ5VeSsWz1dEk1TxHNOkOlZ9t5l1Ri9SXpcSa7iIpQaDwlWEv3ZyHKnDqsVI5z8UR",
+	"3qh2lFqPnx1Ok2dDFfQC2wyuqog3nNxWrdjivrCMqj1DLuM7YO/cXpDenY6rocKizLCcXNtL296vVOR7",
+	"xtMJ4zeW07CU4m8i06zNg93FvfSlx6OhKnbVPn1CY23e4Vyzk4674Im8WB4BOEeg5jI3VLmS9FQlju8c",
+	"1U2puBYp4hlBsMgs5dTFegIXj8v8wd7qHCixFZ9JlUDvgJLAebqWRl6mwl7QPIcnMsFNBAsQ+6ngGlzi",
+	"fbjgaPsyvITGMhFmMFQxaKhjKxW4op5I4M5YbGUJeuPuCrT1YqIZmAapvYuVAVmwXwJr6mqdsjapvGRm",
+	"Z9I5YzGSjrX+SbjGXCRoNveDDRWM1gaV78D7O4Leg6JyzqDkwKAYqlSCwHS67EVFwzxUpGImNbApCcp2",
+	"2hUNMsyMdqGsug5kYksdeGpn5sicRXy6YIB/4WkqkE23N6yVyi7FjF/bbaCirKC9cWo/KxchflHFSJga",
+	"Wt0LwdjJ9U6kR18paApwsHIMkCVQ9vyVesr0zVC1b2Y6gnvRK4iQZUczU0STj7zZGjmOjqMSECWTZ1wZ",
+	"tN+dISqUy84yM7MMguV7jase+7RH4oQrExBwlhORQ7475GphDZf6M5sKewKJorA2dXRyGjEcG25pIa+F",
+	"U+sajRwopJcnHxxUUv2yFEuRuLGHqh2TgTB2gqlhH99cvHcz8vcPqEgrfmZxyc6PuXaWi84Aauca8sWH",
+	"fMa0EAzO4AaPkZ2pE5W6jEqC2mk6uTq0PBJZp7U/6505HtbNFC14bTRdWhTijBz7yhZMV9PeToG0M4QY",
+	"QC5uSGhKja7cRI8fI/o9fkx5+0nz704KRKfbm3qZM2cFA+VGIrIBaRmgh2OLGjFcGmSGRQMst/ecsSy9",
+	"hUwtEIaKdpqUBRiG27bHifjVkJlLWJzosTm29M/YZ915QjaSx49fOd0dnKeLqv5NGgdYC69LsdIkYxQa",
+	"ObMQYzlxIg+oLIYq/nzktYIDsDgX/hU5n7LYvzVxFMyxeGwnSawwLBJlzJvZypIUksEdq8Gn3EqqlYnx",
+	"FKJaUALjkwnydGisnMOey2yoCiGZtIqkukR1KEHp30RmJyXV1EIplmqiu9f4LGYTnaYWYYyY2zt3zK59",
+	"64Ev+2xYxiVlcZlLpbOhomZ2+aucZBGeowk0E/yKeWUYfGroDP1VZ24ENICmcgzZ1Aur5pvXF2uGTIgH",
+	"gPpBXZ1Nj+kjc2zb3katXOZQfefF0uR6LjL2QaSIBTO5YB/JRHr+/nUratHorUGr3+13e+DguBCKL2Rr",
+	"0HrS7XWfYPjIDAzQx/YEaAXofowSzfGveIBvoYKCrsuQ/E6RrFT4kcFdqSeOgsauk7jQE4fBX/aSMUJ4",
+	"PaiwZxErclswAacW05M4IhnQSmVGZ8CeW76KTwUqb1HrZtkRKz6h+GzZ26FKZS4ynhK3jg6Uv94i5oTW",
+	"D+KGs4yvgAUiYeZKrMh8uqUqOcowERCU8nugK2cVcReF2EJI9MKug2IbBouQvoHej/g8AgLD6BbTCeXK",
+	"nbKukzmdnEvSfYI2p6lw6inB7IVMQiJYJsiUAwdVeYnAnjznb1dwUrRljx9b9mrlNKagDIO/ESDcQa4A",
+	"VX4jxyIaKq681Edt2oV9FYVFmXfIsOQ4EY8pLBRu//O//39kIRmqCegfZRo5+Ux5/7/i47ngyrBYJhGw",
+	"KqC+yXVEdVaiMJY6qhQdj+2NOlS/ocb1N3cMfvN15n8bqt+Ojo78/9u2fXhf9kuwUEYWKemw35hMwHAr",
+	"Iqflicg9w3I90uI6FlckdUW2Qn7DV3W3kmRQFjJiFOyDP3xno0uwXfhCoREryqRGLCjEGTFf8jNiyyyN",
+	"GMUA0Q98gYwsoIyIWKlGa8SCvP7FHxHzAVbuZ8RcXXj6FTEsSUjMYFh1zT0Kir65R0FFt4iF5fLwr/AN",
+	"1rmjVqjAwD9yYUEXn798OfrVrvA2hv1kJ+w3dPZwOwXrXVsJa8cUChwfx4lWwANWNqKIwKPfGFEW0WGv",
+	"gzNrO3GjEwW1nIrfuBkUUh6xIow+YhiCx9q9476dC58ihrJT9lvgrUKrAlKF04qYWa5jUc3eISjqkKPB",
+	"TO2P8nyDOtBrCFXM/in7jU2k4mosLAuuxIp5nxp3mvwqWLukt+jAQ1+swn2/XuCjE7GwjAVr933RkxNX",
+	"8iRsU4EWay+CCh6djeehqHLhf0d+DneEbwGxZ+w3ZngqzGBNptST0G8JOFeYP5JYqa61ZTosUFnbfdVB",
+	"+LK2d1awf9qnRVFoh1BBI3zQDItd2WTUlhBP4jyRfrFAAn1LoUyJ2DXPCW/rDhE4C9BMrHhR0SR06Kj3",
+	"7MkAj66QKjc6DVD3bLr9lIaF6ou/3GlyfxfoUS6eH7Rw14B7UNwP1ABujaCifT0WIX7VkDx7aSGqjHnO",
+	"Uz1dWkIEbq74vHxt4b4slSw25heVs7ZLlkiqMHuqYJvsuDSSpUWgIsD+0JoSltmOWK6joFZgxMbjiF3a",
+	"/3F3Nh33YLuR/yTGNdTE7NieghbR7/Kelb4pb2L5gG/cyQBtqttfIYxFHe2IVfgQR9HXiyNHyCQjnbTI",
+	"7FQtekL6ExNQSNa+mQl7nOtOzM1MdwoljEu9TpMO4COQ46LiFWGyS3tputV0u92OU+UQtUMTbVVzZIRK",
+	"XHM3Y2rkdT/I4f+sU4uA4uZTDMawkn4IDvRQlVDbcWmgJCa7HnmLU8cApjKvBpp7oAiJmEglEmQzQzVn",
+	"G8QKMhU4ywCp3EjHAUJIB/Xihfq7pBxvrP/GvTOh7twJyd+C8GAZ87GeX0pFesLzty/PQFVv35J6CJTB",
+	"xMCC8OYtpWa5WOiMrPXAq6+ZkYgNpg4dI2xRy3LXllmv44SDSpS/sZOInUbsacSeReykFyEhCERMrSoF",
+	"PaELOiPV72u+BTUofAPN+zSK/dd+Z8+GbUbbBA3pFBhqvjZB+qx6d5g1xfCZO3YDhj6VnTMWyib2li2p",
+	"h2lxPBd93N2TWgjRBMD9yFhSnPCVGRBzerlijrP0FzqoIO3FD3lYwts68izUZcE+Mae8teju+qOHMF/b",
+	"lpSl+NSRl8sV4idRXDyKZyUUhTNr/+6+edO1f8OakUkp1nrSC7Zyxq8tLpFXsyq6r0mUQ905Iu3pLAtu",
+	"dceF259wWeNHQO9wz+29FzoJ073AjTiyNMiZLeEzQdeW/cYeEtDiF1MMUFdnzs9uzc282nVE5nrncgAj",
+	"YSUXGon+2mscwjmqAQO6eFcJgJ4hUWjznKWCm5w96QSGHlcxgOe5O9skpdGkUKcYJNQu/DOr2ZLPvAly",
+	"/Z0lP6AkAW2JMMGxRFITnM6CZPBkRZTI8mD8WiTMiNx5YhnhXzq67e40iIe7XKFLyFzai5CnKdqxBdEE",
+	"I6ZwMohTmegUlMhWGrjUn60wYECAfMKSjE9yE7FTlmfcynRPmVnwecSeoakRu3McS8jPhNyOGyhEQv+R",
+	"r6lsd9pelIXjTD2SFmZB7whGJB/tITdbtHasDUAZhFfdGQR9DUD57YgtbrMzuD0yRBNLdrczMu4PwkdI",
+	"tpyOH7Vqzpz2yHS6LHYEOUaju+IZqL7sddVlb8CuNMMH1cvSGeDArA8k9izszogU3RjWSXHE+FyTUwqu",
+	"xFsxHWS6Q3UxE2v8MWn+6Pw6iRLd4xydxPkCYJ3ZE2llhMZL46wHE4LUOmQj7yjhYUm3/0ed5eDTjUi9",
+	"cro1xwbjzrdjg+1G+DqOmH/ixdmY9YaKm7FQ4OZ6zPosEe7PyB/dfufMUefMIiN406JviEzi0EI3VIGo",
+	"bDS74elVEahgmTz02sjEQvAccgybK7kwnpPqspc46MCyfMLkQ4Xp1dswVDG7DqrkvQ3lddIatFAB/oM0",
+	"ObotgXacwiNMa/BzfYyxrw3gS+P3o5a07xc8n7nyvwMKiGuFAWIYX4m+4jWxxs8g2rgfnZxGT+sCjm+j",
+	"XcnhQq10eYfPmJsGUDzcH9r8y2UO6F6u9y+TCC46kBrDnJOw1l+WAipy0mKJi26Fq1urfV2fmPjTn9pR",
+	"6c/O49o0xTUlvIHaLMCtZyqsQIQhC097ve6GeZbV46Xp+oR+kFHZZwYspQXsN9mU95aHcJozciHbMJ3N",
+	"k+jvO+oL3Ppcg53EHvb2ptPeOcOTWE7DVze/MlHYtLs1ZRTW5xf3YsYLYhH3w+PplQKdXTMJ68bWg21r",
+	"YrH1eb1T6WqriIF8fMBAey45QjaaeGPkhjcuoJSpsJj5nqmxmsweONkGs9463SJd7D3O1UtW7bI87SEI",
+	"t2dEIhFdjxuneP+zk+DnXRUkqCBsjYRnGUOScjtd9jovcSRDtY2Roggry2TIfBvrYU/0tRQ3Z0PleGSZ",
+	"k+S1i9HxneDtVwdEx/40p9y9o+dAsuHfhrT6W4zJkMYKp1EgqzohGYTKszohdVAWUc/sDQ94PChLqBR0",
+	"OwjkU+d+FUqngRQeyKZD5YTTBHwWJ9tULZYJDUTYaE2GxeCuofIuD+CDK1OnGiGXJ5lv3haQ+kt7Ut2C",
+	"X09vfz7qfnLZHcPfjbbkQrsNyUWwI2eF+xQqlCCkBo4WRK3FMLO4u2XeJw8677p8uGeFas0Jic71acZN",
+	"oCrYRhUBfTYSG8jFuOGM1CZXXJ/5S6dssLfd1rF8fvB7o24vC+3GjsFLGcvva/j3u7Una1cCWhQ2TZN4",
+	"0XqaVZPVYn1Or3apZkihUquhCWS6jaJ2ZUUblwIqo81racJcvd+h/dm8lPtVAjVdsisVezg7edFMsbQ2",
+	"o7NqTdhtiieKhwGKspkwfK4eln3X0oD1CNVZJV4+8pqpXE8FOGlvYq628nsVfdp2UndXdgC0NHfQmrW3",
+	"LoW0c60NkvYTlLU/7Uu3vMJt/aBvnw5+dzdi9cEr+bbQm63TKHSLdyM1H3dpGLdPI1Rr7jWRT6hIESb/",
+	"RicrlzWGipxVo4zss6LrbbmAXs0X+Qp6hIw0lSsCfQpJQwwGvbJXYZcyTlvBANP6nPR6DeZGWhZM7EY5",
+	"KjbN1LU9fu0a3kaoOLCLXM7nPFtZFhv0Xs41s0wCWlHr2iVZw6xfdvY+RVir5Trs4w8Dv6wQAwmxXK2Y",
+	"FkVUFt21fv512JLJEAjDSTSEXR62BsPWW53lsxupEvbDDy+GrWjYGst8Ba8+yCmHJ16pBI/PleLsG5FN",
+	"h63bKOi2H3b7QqtcG13u8IKnqVRqR5+fsCSs1m+4Wr0X2XsC4VaYk5LpnbKtL7T+gWdTzBaFnoqodSnv",
+	"xLlTugT6VW9HnXFIDlvZjtZpr9cq9oO0aYOqP+TQvtHLbNgK/G37fvd6fvd6bvd6we65nGpu7xDjGx4T",
+	"inOvOyUXpK1Fz0xnGPaR8RZap73+phH86Tn+0eWa+ZtI4KOT57s/usD9pNBEg9m2/FbYXUsw1mPdX9ky",
+	"RV5Ji7nWf27Ztq1PUaucAWRjSnxp8g8W0HZYn6CIcgJv9KEOvPu7jx+zl9DcrPNuoKTLt1tjhspnheAp",
+	"8gnkQwopBpQLDSKX+yJPT1wa6m2RtwdCEC6Am4JwHWmY0ZN8sD4/ivnJyEse/VEwA5nMrbSxooRg0VBd",
+	"LnOfmUExjaEsY54lPlMHOUy5xE0cTXOlmKOIAg8gfrdIf8WUZqlWU5GBRgT0I8AOFhlCZmJ8Zfec0ii4",
+	"nUIXkpgpPVTUw0QqSoHhcnwB+Sf7S60wgJEyCASoYg3J0oaqDJAuew3FrIEXW5dDKz6LRZQUzwS7Eouc",
+	"cQPmMAhGi8JYrzXNVMk8Zx6xmTRQWcNTIdJ2YHSjXghFdjfYM/h7qXKZMqPnwmJOWONgztoERfvNMbro",
+	"ANL8i9OsOMrkPYRiAnhcxEQhdsXdMBNR3I832Gnsxy9dqu39+ABv0cAcqvZGaUz2XicujeRtOdUfJXS9",
+	"49VPJ3XnLfTSSktYFONbe0R3fvACIfbWtb8fQh/34z8gjX9JUYUl2hRQdJ/uD6xbLowJabz/29nmmpF9",
+	"3I+Q5IMMT+RkM+E/TxITeIVQ8rEyzS/sBLELfZwvTY5JjIAqXBYBnzlZyMO7oV0k78UcMKe907iDobi2",
+	"e+fNiPEgNJVSzCzPh6pM5MABBedxiaBuVHgtmMtQFY5ihbcHUOp1KIAuHXO5LRaCZ8YZje2F8ciwGMBt",
+	"4qFqO7vyyC1sziGAOKfbozzTR6YDIHTdVV4OVfwKewbj+UUBH7d0WulEZ3MWp3rM078kes6l6uZpEvt1",
+	"mQUfC3PmbwVpWJ7J+RyuQqOZWWYQQw7hj9CWAtUhbwss32fThHwEmPwtwRu6SOqYcsiP0fyia8fQYuS/",
+	"MH+GIEByPIU8LFWJLl11ztDv2/ZR2mznn5ItlUIWoHg316Cbv+EYoA63KGaWBFs/eoTZ2ZKaRUJmBntP",
+	"XlS7t+wOYijYN217nlLKEy/kDLB/ynbnrzqEacELmGoAWE4Fa2ing+R0W+4iQJPXrhrEQReSqWQ+DQSI",
+	"0G9ss+quLEYURRZBZipVTjyBJ6hnHLT+2tV/06n5yxhlqa67IG+h3mJAQzdPqnpgt0/FDQzuIHXjNr+d",
+	"CrA/6MV8yZNXOOkQBG8pDA7B4JCzDb69FG2cCl4c6s5OQS8rMqqsBpRmYojwGrYGlHYEcFk9ylETSVLM",
+	"dJnyjInPCzsHy1ANW//x83/8ZTg0n/70F/djOOy6n/80bN1BTvTo9G5yjqkgGrAg5Q+IJcEi+Oi4vbOP",
+	"t+LmdYJfHKAj+Z25pYsSXQGC8gfkns6TpMyR8HX7wTYKtM5lNRaeaXdDNmqKybundYnA12N2MVSXXMuc",
+	"hIFRPYXn/hqHBdoA0rBEQ7VIrdBplxFHLJ5merlA3gt/x5SIV5QDYtDbDnyPqvECnWioHINC0beQ0iNm",
+	"7brpcCyCWANdNMVCYQrIDlFlykCXVMv7dCIWF3aMuAi5Aec4zEIxVI4XtA2KjAkgEd4oFr/HWUfM8US4",
+	"mFIBd0P5Cs6L3JS12ofKiksC/+PHJPI/fszaPk9zNFSUI7WcY1RisI7ja7dc0f8s8l0OfS/Cacmk7NQH",
+	"V9dGv5PNTn37mUo/3cddFdQ6KE62THyOBQrtu0ZgTkW282KCJQfJokkdS3li+eXY962CPu9wvfAsWdei",
+	"Vsx05JsVnoHGmu0dk1rXbP86dIg0bA2aqKOJH4DnffYdzy71MmMf80yIHPXVGHANDU56J8+O+v2jXp/1",
+	"ng96vYGVjDbptDGODx5jIwz0gwevTK6VRH16Kfy7aF4KAy8ek5eBXVWf/sQ1YbrDYMajy1VVmx4NW0HM",
+	"eNFpETtePAtiyIuHPpa8eLTM0uAP9EsatgZPt2n17fIAEewy7M7oPOixFC0cwK+IyhsSwhQPi2beE8L2",
+	"feIf4BQg6hGhTqHqRVfwpOjH3SlFA3gS7ASYkOHvr77q9U+enD599hW9mZqi3Vrse/VVEANffRXEwgdA",
+	"DmLiy0/rWmKMfOVrpFPlh7nweHYbETtrl+GNRadPe71oGEgKxdEq32YFyBxPjHhXlSFCk9HpU+ioUecn",
+	"+Lzo/K9cSVPT+yeLaHAhltbR23sd0AkM9acnX52wZ70e6/Xo8MPlBO8yQWmhaejiMg+HfxYM5SgVDb80",
+	"YkSXPpKTbCno1Ko6RLtaLPzjnu0DnupppkaU/tTvsL5a6PCvayJp9Gc+L73lefDnVVY58pNlmlYecUtF",
+	"R6tlVn004eNgFgs9nuUjngTNElnt3j4JDi2exnR0uZwVf19ydVV89g1Pczlm33B1hW/lFTzvnZ4+PXl6",
+	"cvIU1xH0l+Hv095XvZOv+73nPf9fn4i33brRIpP+THwCnEHeK9xPwsY6dApDktduHv/wnZXr2b9YHK6j",
+	"xsWLBiQZ+iJQY4Q/TuirfvAIYbZciWyNYhK+V8FfJtBNrsT3/thZuL2qIyYPc97LnC5M4PbTbev2UHmU",
+	"WOQym/OmMd9cy7OdlqzGAb9kIVDY9JqyQa8e0ERsWbw/oADsplbn+383+ZbUCi8sa1uScpuZCWr43zr/",
+	"vXb8wolxYeI7HwZW6LRRfiOxrhMVkl7d+6hS2mio2vF7zF5CNVRiioyUCnP9FckWB0xI8EQLjMOFOhtL",
+	"p9iH3aGKiQu1MirVO1qx51Z+9bSk9Krfs+8CBq709uR5Z6hgFcQ+kjZgPbFHYFIppyc9Y5xd8qRkL+9B",
+	"CZugiA7I+V0W4x6ASqLPUjHlqU+J4OJZ7HJPKkWmyL4eeBqCwr4MXXYpIC9kVWFQJNkPOgAhnAw8tfp9",
+	"pnQZn6RxCaCoBoRalfW7JfX6tijitrMcsHXDwVmhWxqqMYdKDfC9VGT36Hi3hVJC2vLYk3CH0B9L+4pI",
+	"NXNCE4IvZgWWJOdegJWACh3Cc0D1sIpTmFLa6Xpdrae6SiKUJ5HUU3/eUXLkrJQpjpmZXqZYFgnqqy1g",
+	"TyjxPJhHxvraBZyWokjBJocpdyHxZIHiLqS5dhJnsIkQ3V4xrlEJK0xkrdYNi87pROaQtxYTEuWuNEvJ",
+	"LuTABnmAM8lTrB9l9FC5IL3CYXlOmFileZsMNetVXDYrgbyJZqseCEuyZ0tIVQLmolzTpNboMNaXpfWt",
+	"o65WYmMEWOVk1kewUVnKam3D/f0fA78Hd0PA0pHaw09vEarjgiwTRMxXATKIa72U4DKFTtwDK8j02UkP",
+	"JZk+fFYwnq0Bsp2tqOAvWwPkLm0fxEi2BshGwtc1M6wT+nCCJaqJ+jBi6G2fBTvfiiwz3xoUrDxskx25",
+	"kIVakZWE6BHIQa2oZVGmlr+3HEgNgLzwVoZRIezBxJ0P7GBNWdSKQA0ETu6gBGpFTuVjWTRU+BRoRZKA",
+	"HQxVYoN+FERxDPonkY8oGfT7kVOttAZPG/N2L8LT9NCWt5fuPq8qBIuLHtWQ5Qw1dbf5Tj0nAWZg70co",
+	"UoY9SxUM9rzkUb+CEB7TuZO6s6yz3SpBfFM0hQrARD3KsKmSFvITCBw8tIJbru5GqAXS8wBIvt9B2GPd",
+	"kayjiOtiSSC9HgpFOJq3FVtiAY/X7umDqYeDCewtCt6reXHtNvyjGhnvUbKqsRwCoW0qWWGynPtwv0Iu",
+	"8XD3K5zJ35n3FdkzH8D7ioTPLoth3zzbdyXRSorgavsbNmLIjUSYasRE7D//+//CEp7DVkx8LGX73cRO",
+	"Yp/N3H5gfg/m9lMkcbo/p59mXNvJLuefzfmltk/IDY/bs4Eh6u+jZgq24KEZkfc41zUXIAIGpvg40MfH",
+	"2QH29vH506f/+nPv6Hm7w7pHnx5D2F3w9z/cfH4vNx/Y0D/2Beyvvd/Vx6fQWjW7rgM1We2NXZi/7tdh",
+	"mmqVB5a0mMUXoEzDYiagugjDjttzLlWnXA8eSpWKa6mXXm83VCyoYHgp4PhTFxvK13RZ/C1PjYgZT3xV",
+	"EsMmy8wV8A1TrEL1AFcptahdVOEUKVGWpLuecpIGcyy6tOwLhO1Q3nysakbAcNqm2u7LxYuggjEtJKgL",
+	"VqNMmhBOlh2H1tRJUKmVkQexXUF+o+vVo0eoUSvPMUbLe1EqxK4jlkrF7jDURZQjc2HHdYwU1DT1g/hC",
+	"RhRq5hiNUhbcGrxApEi1cWrmOc+ufMHjIoMmaItp5puYmmKsR44iYVlmchxH2uRD/bF+uvIF+DdzQB98",
+	"x3djg/bW1PhTXrhm3Ul3E4U2ckvHsyXE2DS7EapgeGhW5EcjXrqphvxIsAbwyCLDi10MUzpjcNgOZFHK",
+	"PgROM4LKloAZpGr++N6wnwNnAxh92Pp0KEvSWxPxH4iP+G8i01Ve4o9qo60D0r1yMjW0Y42bIafbXvy7",
+	"szVl9qCpliGohg8gvAM/gwGQm5kYXzlNUREhKk65xUU5lklMFbSpVjLFgHbhFdo4fUIWexZhEhyMP3B6",
+	"MZoIyVCXva/WFKza8OBuDu/qTARxolScywfXEGt07lYCtweO246VzkUcsZj02zGK5GCMo6qagumUyAVE",
+	"HdkzBWVV/b06TlHtkNv++FzEjGyHl8KVySWXbfQGr6ZNIZkK9MNuYNuvGxtSQ7ddRBbVOoLbN8n0YmGf",
+	"uZSjEHmr1Vi4+bFMzPW1hVGa2jufMZoiUcZEZPLa1Q6OC0OIhYm3gJCtPXDDiYF9oHTxtH6sGU2+5YU+",
+	"OhMTkQllgRlYyStmceAbCnd2HM+5KoZO8mRnNr6qbaHr6WCSOkqf5ThN/KqogeuKjYeZ4AOUoAq/dkWu",
+	"Tj0CksymzgEAJ+zt9ug4T/b1yu4jqBp5DtT5C5xAqwI07dPnHc+dBiA6/brjlW50uRUZeP2QZYMDLapY",
+	"hu3UVVctuRkUQkddMWOEXTm0nAofeD6zaptFQlQV7kAE8DXXMKp8BcUQ7fnSkMRJI5OJNV7X6qninrkl",
+	"RVQOkapyut6DEHw0Edsu9woLkKbs13/E3iN5IdiLX5bcx8w6XxLlqui7YvWsHffjDh59yrNXeJsw9s5D",
+	"veCnkxBRqeN1p5aoRsixPc51UlRZhByBUJsxdzV7g7KmXiIAN53S4BDcz0rlK6qsfdyngp64z0lUw9FH",
+	"h7D0P+IFdid9JqylqjO0zERYFArlGEyk59mkQldom7QGrfdA31z6hVbZlvnE3eita7mILkFoQK4AKEx5",
+	"Bh+AUhM5QwrgRSkqKwZfheX8w6kVJtpW5N28nQkpoCnukU8vcLuvYRW34HczrJJvDBwaHzOCF7SesND7",
+	"al/7qt+7rRbWfq9iYsXP7mBl7R1mm/t7lwNg5pbYXegXNUcSsgXLBOoBI++2p2iYQ6yrt0Q5DvTElRrE",
+	"LAt3mf4yTS/E54qUa5+SRQmppSvISlxBibuwjQ+UeMk5mf1bKOq64v13WxgR7YapPh42XccfQ3hDBA3E",
+	"oIeW3cKsHSD+NHfErVhjCwdblyMIitKSlFWjpYZgS29YRu5bY+pul5QfQ0c3eNR217SXcAiHaotZereO",
+	"O6pNsuQ033bEiT14WPnLSTkKJCopTAdkL2PE/DJ18o4VcKiAKLKaIOBgylfL3xQi2uWK2QFT4XNl2JXn",
+	"s0wISvfACrvtEYudoxiwQqnWVyJhy0WNy6m7oYpqhsU904a1n550nFKVJ4nPVwW8lRI3ZzXGaajxTklR",
+	"Sz5IOLlA4iis9DX35+kTqAcIVxtm6SuJ4Z2IiTQUCLB3557dLuobdEhjHfrjZFBsa2Pqj4E3BoAQ5/KI",
+	"QAaRaqYsszFPSCdMFMJqwO/8xlEmRJjqfFfelLYCEQRRIapJm2IFfnIOCMo8bKjljHHhAxa/ffXT6PXL",
+	"OPAcLXscgHorvnj1w6v33717++pj7PJ2U2E5PNEs/vlX25CK2QGJuP1EIuqrN+evf8APmf+OqMJQ0Zfg",
+	"xXj7KY4ccmJhFCOsIAjCgMs4fqOB1fdV4yz0lGBtIuNW+h0qqMrcgVvcdlHP2sNK766j/xLeoutuA3fw",
+	"H23OeQcQemjOuzZAO6h850KDDmNbSqFPvupz5YXFq2KYO7kufqQGhwkRp0/uSWrYRU3vtMztfoVFOHoQ",
+	"IGD/dImtHy4oHWlaEctWUK9KZGq/Gm0aHLtKuCkeUgp7Q4pWE2HXIGrutgS7b3gmtsBPL/Ma/umLAe+k",
+	"CjyKWPTrt3/fPdzPOcT8vt4pVRb2D+siWuK6tht0KKZhj3i8EsU3yzQviwOQ+3VT+pkXFZPJut1GCrMl",
+	"UWt1bdIMveogECjKoTo+76jTOFSGA8eHTkTFz5DxHqq14mfrgYENs7s4Jxjk/a+EWJga7tgVEQikhS2C",
+	"ADDfFARmwAe1Lm4s/r/s3EY0reEQJA+Zg452kXKp2HjGMz7ORWZQ10zskZusy5ZfaH+tFMGnImZtLMoV",
+	"VqzDYcrVwWLW7lsUPOn1iqaW9x7PtEYNsh3YNj1jsaVAhQsGljnXE/TnQ4/7MsgsJ6hznpKlw1KyGJCC",
+	"sXgsZNqGqobHrDynTtwFu9sUzIiYbU+ohCqzIwCAPYT1/hRmRkLlPZUXrPEg5vmaPj4T+TJToGe3t5tb",
+	"LU7ZGbUQVLXws5slpwo06m3vi2Rymaa2r2ueStCKdAZl+MnM109zkPmzG+jPduN0xnoR/J/3c0KsCuaP",
+	"Dk1KdO9mhtjEWv9gicWOuLLfpxLc5sJ4J/dYGO/kkMJ4RfpITyvWj3+5DKH+m04frAbMeZquHUyYIGBB",
+	"mRKTMb5IimScZ51ySP6gtd/unimKplFEA4asGdCKsAo+3wSbaoUZ1FYR2hxcZ6DfrM7AP3JkFDky+k/X",
+	"c2RUBIB9smIcJCz8nuk4/JBfY1YufAUdpVJdiUSqtcxcszxfmMHx8c3NTdc16o71/FiqYxj9SOOm3n6i",
+	"ihG/C/MftVRd7EFYB/uAw9ZQUPoZF75eYwRUwqU6IyeFwRkYP6pwF1sgxmfsCcUzOGbngDmfuDk/aUwg",
+	"ntTg30kdgfiWX2byis/XKQRnr9O/iToC4Z83pA+8hj64XFAhhbhH4vCE9U8HJzsT6GzKcRP9g9b+g9b+",
+	"PrR2vTpPQXzKHCrjl/paWMAdkMuy3NWwNXACW2DZdgzzP6rrNKyusy1u6EBVDchYJRWNAcQ8NiJvXF7n",
+	"Q+h5it8zQt+AoS3Jw2GYLpbdXdOMsHZZ3vZuoRibk6YdZ7OtBrmuWXHB1qnEmu7ICIo2KSr2lGYJNXuG",
+	"Cov2FP6EHW/WlblxJiwo1YO61sEaEKwYk/Cc+8w/eD7ADseMgNKOpuLA2GUxfU+WN7j+QVXPDYvdcY+Z",
+	"zoYqzkUqphmfx6yd6huRHVmZL+kEbsIUEaMnsqipaTF+xlWSijPG2YLLDItRDlV+I8fgoOHdc7vMV5/h",
+	"zkWuurt2I4eqspMDFvrcsbVYGgcjn7+qzQ2Taqjif34FVtZCdwhBY5v0BTjqR3Ena1x56qBxKJzUtpFb",
+	"rhQ/uhTZ1Aql+Hlr4Ck3WeHKscP7WtL8Ah/UmLbVM6uq1tmeKXjNJat0uk7uxSkLKabIq35YHrMeztzh",
+	"r+yn93JhewyiUnr3drnRsXIn7Q94z30U+abLg69j2dqtd29lh0qnv7gbfSG046uFPJ6vNpowvl2mE5lC",
+	"VZbaCuffv3/NFilXPuHDQmRSJ1jzezTJ9DzudvGPXMcDdqktPYWK6VA/PBFJVCqgvlY6/Yz5z51GHaN6",
+	"dcJX0VAFIzkvJpQ3Ew5p4PzXjwyba5XPwg4vxURnIpwt4tJQ0TqgZiKo7LhiT549g7lGTncO+BYEMVBi",
+	"eweUcn46cIxHB+8xT4VKeIYTQt8unsylwrAUzLSfzY+MyK5Fxq4W0t6pYRAxWh8wu72YG3IJsb/hISc9",
+	"KccR0hXMZ6goFzs5NM9FnskxkzmbC26WmaAseHycL3mKuEptsCxcqRyi/W3XNFSg9i/lkisSzTlrlp30",
+	"gExD3jlvBM5UUGLI9h93BqxaiBjjY0ADH/n0gyVcO8PQDm6uzCjRSpS6wxp1bqruiubGyKkS9raPIGRW",
+	"JCyB9I1hx0PFYGvAxAYxR85fv4NjQmG+EU0qGBYtG/btyCwtAxPzuZsQfFO/kFLcrlnOi9AR/NzgqFJd",
+	"azkWZiSNWdaMS+9rhnaVA/1RXi0wyIlAAFwKdg6V/KvzazS5sZ6L8rjwDLRQ5XqFEROfx5YZA69FcOC/",
+	"FPmNKIwzxDg+wqSj+LkrURjVTdFVlgiQHo1SY56OlylW/9choZIKvF90hpur4YAP8Djh6YS5UOtcL8cz",
+	"YdxxKOqeWwoW9AoHU4GlEjhqOw88e//7f5KF1n4yVMfF575Gt8pnBajpLNacvzCHj+0AjFb2YxQ/9BLS",
+	"jgAELFlw3ZfOs1Qu/rfLXiHLNGBP+tUsUdKiie1KIcDfjXN9SdTsCTj4v7WbCuIwv0KxBEbWE9b/yjfP",
+	"Nes/9U2H6knfgqP/9PhJn/3JdkR/9dif2ZNel53j1B8Zu0VTYO8t4UWIHNPalIX5GCMz7IylmhYZI/u9",
+	"3hnEhEmdjFwnI/rAc+z8WmSgnHTl6YGmoqcgQHQED2LYViATFqALu1qEZgAaorgO3O7khE58Q0UvQQwG",
+	"pUQE9JpOIL7jOeT6XDo8tOtIOTqzQiE4ROUxHOg2IqmDErg3YTpPy2cA5nW6jBaT6xHU33TL335dDlWu",
+	"i6cUrFbqqAawRbU3Ai3KlpEH8VD5IjVgRoYOH9FJaYfOjMVrl2/Ctul02XsczDK46KIaQAVzOozlnKdF",
+	"otvgRIAHs1rV7RX89IHr8a/D1oyb0dVCDinR5m2MkX/O41SkRpyVfdiINagT7Tzn9f1CvlmtW4PrmM6i",
+	"yfH3C/mS5+LbTM9bt1HT5he6dT9VY15S2PKu9IM0LqQfhPG/AUbLT70k2hBuOWbM82IHaOmoq2FrwFAX",
+	"2zt60rfbQn1TC9v7sMUKde0d/f4OsPZcLeRaviyLmXil3GikQVFwQGc8nVhUdfTzQb3eCpwHaQNKpliW",
+	"COraBDAsKb1RE+23oHjVf4plPTYQ4mFr8LzXhboY2wnLpoZ3nFZA40lvXdSktxchVLMgqwMyyvAOrhs0",
+	"L6SgL3+KU8MLatganGIlneoSvrZLAJNJYSECtmltBOShwiGe9Xq9yijPnrlHNWP14Z3zslT6fcpV1UTo",
+	"5ZUvhFFIRVF5f6PfWOCveQY78QuuixuNhNqcIS8p/IULATEB+/HHOhO9o/5XdzgTz542PBO1Df8gZ+JJ",
+	"FV1PvsypeNLbciqeFofi3nRS379//QfUQ9mjva64CVRORUn85qYWZF1qFEm54PONqiQ7lcmaOsnkfEI8",
+	"ICouvPKEoszquGksgAhp2WTGEmFlFBIpwWXu0rLOuWYpn04ti9bGRACLgGO8XJGKBJ2xErS9OEEvCjN5",
+	"oSnEPkjl3P6DPlzkZos6/apCLY7KwqHn+cvqM6/lgtWio+XSiOyMGe2TsKGQYZxICLYWEmclemKiBq4k",
+	"2JIb7kcLXlfbH8r5QbX/imWG+GHUQZ1tau2Kg7AA4rRLM8FpW2jXUBi8mWna1UxYEZtlcjrLWbto4Njy",
+	"cq8Dn/lmbkR6jdnkwKRWtEHfVGrH8+DrRwax6gxUCOFk9TI3MqEs4GasF2gi1RNMY1e0q1SPAHWfuREU",
+	"wsZNoeUPrG2dyCl+PD7GRWhW16UGzEw8YPG6zATqtkBLJbMtkmvbaUhIvvKin98q4h8xbwQJxiyQiztd",
+	"dl4k66jZBNi5CsAhsrm6ypiys3RJKVasfkC5Dv0TFki+IkHsOtsEjMp06oR1PJRFX7ReXJaQ05nLjWKF",
+	"UUi/N+O5cGJ+4XIdgKzLfgScL3QowRzAOxkD7OCAfbD4bAaFghFEeiUE6UcR3+lgwgwfAYHD4xBVwANf",
+	"U62P8MMAgOHnrD1JeWFltd1HpQXKjGU6hehcJ/9e6nyGnTtlEhU8qa91YlH7ybAVs/Z3Fxfv2QmgzU8Y",
+	"yJSu0MGbpuqdXQEERUSio50cc61gANpUkt2bZYIbrYaqHStdA65guXHE1tqEqBW0pITVQ1VFX7AFRyUk",
+	"HeHE6KRC9XfyYAf1Q6kDcLaHPmLQTpXWZL/XV6S1cIhpny4ysSnmMtQGXNjL88vpA9Ycm9+5ZGN4JTuf",
+	"5gIAZ3Xo6ovlhKAruWOf1Ds4lwDb+p2r4R6i1yhQyEKuJmvG9nOMqPqgAsu9yOxwDAtnOPiTzgy033Vs",
+	"yT3Nr5ykidL2W7EgdAL8yFNhXCHaKvP+1VNg3su9hjPSV8MWipcTnV3KJBFVkZdSXsK8a7VMTwItk1ug",
+	"Z7CKtQHtxQVbMhfM58srlLQSL/34FQVbCOs/n/z94JxFlKKq77MQRcARlBUennX4VDzbjVXPvfhZDPhV",
+	"OOAPPDPsrUwNVA6+hxGf9Rwer50pfVVzaugAbkD63TcXOULR0XCiWoEl3xSswT8wpCGGPA0HLNeYrg63",
+	"tn2latv1RO6PjI5fjIgv1ZXSN2oTcTuvF/AEG/M0BSEbBD1QzWzJQHa63a5QWWg45vN7cvkCsDdlJUiW",
+	"+HtjIr74cb0/8tpE8ECUvU+VIvDY5o+tWER5YZ0BuqOKEeShipJxvjpO+GpLwD24LJiKRRes1+t+aKzi",
+	"hgaqg4SvWLZUSqop6BKHai4T5bbe/3b1L+u1eV0act1hDdPhebe1XIPTGrbe5JhGPmmsgUvaUK37pLFX",
+	"XgUkwJNJgGtyDNFVcbTm01XOQrBU4LFArj4o76biWqTOE0AqsbGTdcew7gYXsKrjV72HlHfHsi+9M1aE",
+	"Tu3M+Ymd2YkryiGgBGaiBmVIJU1tt/AciweMg7MYpmIVqhDjC2exLPw7Qx92VDWBMjhYP9Tr8B75CCpp",
+	"Sg6ObQRdx0ejFzCrGRXVjjhwl53DVP9/9t5tuW0kSxt9lQzGv8Okf4gmKcplU9ERrbZdXZ7yqS1V13QX",
+	"vIUUkRRRAhMsADTNrnDEXO7rfTNvMPf7Ffa8yTzJH7nWyhMAHiRRtrq65hAlk2AijyvX4VvfgrK+PE4T",
+	"rDusfkVAxkQmxRS3jf20KHleGvcEgSmQnVk93mWROnzxIhXxOe6NR9DFc/NxpPF0OF7z8glP06IBywaQ",
+	"OqzdrE5EJoXfMKD1dJsuDG+ZlNOmhceEfR+KV3N56W51WZR9FHm8qLyVPjQv1psHSLNktuxUh2fhAyTt",
+	"bEq6jhYYvEu+SIUm5q0EBmarR7jVoAoJuKDtlsNyJCCVzHRjmAN7i6zhF6vzcjVXXQceIVkqNUXkptYZ",
+	"tOZwWx8edTAMwZ1WsxzHqh6GZaKZNj97UCBO6VjLCOek4zHF8ZoWYVgBrnBkaLHtEqOohMmuoyxpNnA4",
+	"6uTzGGj6NJY3WxiGEzwFF9lH0W3AX27EVjZLDj1CxEp6HcdP9JovZkUN8NhtRGOug1k2YSydlRoOadvh",
+	"VsQWAAoDR9ufsMqGR/3t2AacvO7CnLk9BhhlNKqiMfWub36lRmpORR2tqWnyN6E1uxYaSiBV9Y9zBK6O",
+	"DKgUuMu1V163a/CjmRTFMa0PtTby8ajEsbL2+oGQUCQ+zYUsdFfoX15fskV5melX4rRNsvwyK0shz83d",
+	"FW2BKzu5RHmWwkmBrdDmbJLyS2eIliveJabXYdGPgsmMLSQKajpw0DyXKyAYrEksWPUS9AagXtekL75i",
+	"BMBzo9Pgk0YH6dTvUd3dSk2k5nt1tjq/mic0oYbUbU241JSEAinqgnlx6yILjNrXPpv0g4Jd8EIwLAY1",
+	"Xm10sr9ePeerbQQs37poSHeuNJ0P6nGbFcCOT0iizaFBbw3bB7GpN/jA6ZuttCSv+OZeoybZOTYhwMPH",
+	"R6gAO8se3aDb52V2rZ5/UX/9OhDiVgDiPrCH/YP+0xr20IEdDnpf3kvchAA7YUshrgIn4vlFAGHbHQv9",
+	"x2sdC4OBdSxgE3UX2Vk24wV7J8qcL4orXuAvKpYH/hi0gFB1OmwpWaf+VA+D0oKPVJTjsDU6VH0zSm3Y",
+	"GvXp11ZjpqeMKkQPeXqp81qtm9JHpO6R34T+DFvPeJrCxFQ74nSh6cWfP3wGB4ejNNVHb/ShymyYoeE3",
+	"qqWK6nOrtkBboIUk1Bc85+oJ7k+9h+gG9/9lf6Pab7i9/f46E9eHDq0I69cAXUS/JO7fsyx7lcnLdfjF",
+	"Jlv9drLFEe6D3uDooNc/6PW7XTgY6u8BWHaHj7+Bd7ny/jGWPcHaa7fLTtUjrWaoxnz1lWXGoLdeZvQa",
+	"ZcY6H/5WYXFY2TIbhUV/UJUW3zRJi2Hl0B42SItBXVr0ryEtnlhpcbReWgwg+GBaeS0EZNa4DQ1tQwNn",
+	"Kq4tdgYVUTHsa+hmtUn8fnCEoOZtIqhfaZd+t0u7TeKoP+j1ukcNQqlfE0r2USuaDvXLq/JpsJN8Gtpu",
+	"D9bLp53B+jsck/XA5KNdwfqPBzgL+wAm627tC5jc6x4euoDhNVDhW6CShzVQst0Xm6D6e40hkHy+hxGE",
+	"53yle7d/iPJzvnquf9YQRABRvTaMcEZOTpHXGVYS3zWrfbKBMWCVDUbef99kDGUi16W46x/mC1kghLkx",
+	"6gDBg471/4by1g5g7f0lvzz0NBoRFBn8iY3O3kya2ITj5a0UKzD+Dccri7mKkiVx0TnWLsOkYNNsyWZc",
+	"6q0wQ4YZxFkeGE+u67QlV/FOvlrdV6UJYZ1qdejSlXav6srWlHVpB6s+Joy4anCaXE7VJog71jlKzpZ0",
+	"qXOAkadUk9EW02wpIzs+NS6ErI6MbmYc1QAwRwpltQmp0s0IKxdahhk+M0Q1G1y/pq5hxKJEMiDeCWWW",
+	"61lvI47XeGgxYbNgnF1kWSq4VC24OwefdzYYLXco63j2tv+gU44JN5WxNfEJKLnoEMRFCIOtOJoQsY+Z",
+	"9QaN3NiqemSLLwhO+TZv0BkdzHvu/fnOnB7az8R7kMFWCxiQUveRytd07LDX3B1vMzbT+h66tL79rbS+",
+	"X8Xnc8HjVzACz0rxBsfUZskmLIe6Z9c3y7zGNnDC9XtfwdUDnapWoziDakneLgmYN4w/9O/UgiMNsKaJ",
+	"4hVZ098dt4Y2ryxJEVJ0GhvlxQESFfqUjdiCbYpUZCvXKr1hvaejniHCdISYxYhcm92SBJZtwVBIngri",
+	"ecgmE2KgzKHMgP62BKpDawXWTVC4YNbN0fDp016wxo5zJomuB3eewNWxfqL6TxjwWzZPlP/cY+e5nUhW",
+	"32R5OV2qm+3Vq2eVGTzE35gZfIfoeluwiZc8zS6pnLwzmTCRBH7U6p/vvYA7BHmFsFo9Tvk9PA+9Neeh",
+	"HzRZ/rda6EGP9Xs7LDQ+d7h2oW9xSNRAGL9QwnrtUdl4TPq/H5PrH5O9maD6lrlvBuiZOmIPChdmQXrT",
+	"3s1R0jarJqng6aPLLIuL3cpKAmc+0RYD7iMB1T+CJs6TuIgsPJGnVk+umGWAAz8GtFiCpb2xcj1rey8A",
+	"OBzAJAhCZr4pgYZMGZZU5zFOTF+jThBKJSUD9suCyzIpVxhmNhvugUmsNU90AjbPkzEyk/315IzlvBRo",
+	"B6ufwvhCaVqg3FqZMfVirI0+znJl+pDtOClFvlRLRHVLsbyhM9/I9qksLbVDL7IYkuCInFXGpjoD8KHB",
+	"bBaLmeZ3cemk0FbTD23iZjV1fRx6VvjRGwsgjjpd9hLC+iyJgViN+GQoHddlcrIRcDMxrE1g6cCUZjdP",
+	"BUCrqqYjzvlSdrySibr81ojZzlFlefQEAA9REq8tMB4DDEFXF4czfp2y4moe/qwWxlQfvF4aHPz2ueDp",
+	"y3iXNDh8VVzsiRXHNLeDdWJfHcAVsmN137sqTO3Tn6pl2IqOhz17uMf607RnYWa2ju4H9+F/iaLHJ3Hs",
+	"nHAQX0goSatl7iXB072VO3ZE5cYSZ2daPDvFc0k+bbyDoLLTUuQC6+ka8EEo5/wykZdd9s60x3Nbp9ip",
+	"R6ZaHrl1iKs7mXL2i1BukrjHNJPGeWQHglnKhrRbTQQRDOpnHhQsAqSgkoXAP9b+RZbsv/+T7rP//k/W",
+	"7vd67H/+n//X3FUd9oj1e72ADTrRMYs+cktE99eTs1DC3efS2mmEusHkqaaP7bUPP3dcYfaeBl6EJEaI",
+	"KxDnmDvV7Kgu+wvewoBf050svKsY12CZJ2UppLMGoSySS5lMkjGXpSFcw9zwdjToRQGL+t0j+M+gexTp",
+	"ex5bBzgXNEYkdlF/cNTt9Zo5sc0VsUsVLXUVVHxdvf66PGTYoK0q7/TXzEiG/VZPc2rapHdIBv3hNr6n",
+	"ooG/2lTevUXNp8FuBNaHWObCs4fUB/rMwCfwhFVd0dac8iRnL/LLjOywmGzQ7w4wNvkLBm0xiJeMMdxL",
+	"BEz69IDNFoStj9w8SyHmgY6dOkVEbPWUw6PeYEuvdZpSpdvPRZooRc3vtNPhvtPf4dPu06d+d21vbWf1",
+	"Y6arRKyYTSbqDBOpt69gbFZlBE/voFipOQv30Mb8c/1u3HRx73RJe4KwelujYbPekHw25fJSFIZgh815",
+	"UYiYIk0GPaqvkAiu7uU0GU+1cZNm8tK1M4FlQ1/ydJeusX2ObckJY32MqUOG8BYubbB9nGvb1zHYGyxw",
+	"ylP22rnKu+ykZKngRQkGGNJyXIgiiUUBI0GIv40fAUAchX6Xfae0kR5m9SBcOU2uBNhiaEqBGRu2epo8",
+	"l2iAcALDlqF4gn5ROQmy4AqOprrZCJ0Ri/TxG7FeZGqBcHMFd1VPHcOaSmhmpYiAtoWPCeuexmBiFV32",
+	"XN/AcKsC8swUMuGSaPNDqS5zTZYKrJJ8yVeoGvxD5Blro/Ki2WUdS77M2CE1aXUFnFWlK5QZG3SUQkVx",
+	"kDLLWMpzXYmGoZtJrbqypp1v9WL3wlbk29zGCK4Z3ZWyG2ZvACc6LKNBvuMeI7cBBMRBacuFOl6LkkqN",
+	"htIeAoKp+1rwFsXkhzmF625cq0PrIqSu6AmG26QFn6trTUn01mgw3FmAPvd7eKfFNm6ISm4yUd9QHXez",
+	"solWaQVPaUetlTZYh0ZstWYrgkVNsJEth/ur50HS7ixD+duQ4p3ElEKr1dHrlPUHYIgbdkQpeKgr+yfi",
+	"dowk2aJ8O3mve75xXd/aR5VtDzsurtcEtMe1ckrvNNryZXTD4c10w296DbrhPh3xOMGxmft7qC/h8YDr",
+	"u3Iy96k5ad+Coz3t5IB3PAVwjVQ9H+0Imo86SlSBDzjnsuBj9e2IEesQOFRBGsDdRrVsEEAFZcepCJhT",
+	"8sutx73NxxxKKh6/uYC1+jX5R5hXL8x5re+YDmVkiiPCrRu2KKdR3yFhS7so4BaYcPLoO2oWU4Kqi3gm",
+	"3Q4HGFsKyXFeTmTPQpjgWZr+ouSX/oN99SDxSkSaI9PPSWNtpcjBX77/HJFHpnZbrTyPW2fBr8R2XAVD",
+	"oaLi1ZRB5FTXeolKN57ANSmPbFNV8myWlKWIO8ekw6gGjZLiB0TULPJLJK6DsjEHhZjz3OhHJ4x2I0YN",
+	"0JdpfUbtbVEF3NzGT9TBsE8ol8B0X0JXUVdytVSYzRirvCsRqP74RWrwGDi76j6o41DqMhXaweH0FOkU",
+	"OZOZPKB6/TW92CVawPf1g1BSF1gvoFf3ulbt9tkZelAkv+7WC+VN/Hp7VsUdf1lNKU9E4anloaz78Nbq",
+	"5abmH2i+geM8fFCQ9m3oMTwdvUEBl2IJO/tBgYGiRkXZxHdurCNTmOAnoxep27flKsu9wL258VKhe7sV",
+	"mFseL3m8p+Ga1np1DyvbmfLrCF5wI/cG0zc46B+1Aif276D9oKgA+RjfgsdE3b9JrjQSI9Nao6d9uP4w",
+	"+wCdifD5k36gmXJao6Nrqfo4x3eq5V/wWLe/Q8zLdAVAeadlrU7rCTMz4hfScAW+L6C2KsimxRGTZEhQ",
+	"VQ/J3KuDte07is6ttORxpST3DUp460Ds1t++EcuXcevmaaDP3RPirwX6rDxprA8NSBT9oXvItq0GtNnt",
+	"d53fjKxSUIlbVN/6lUyXSlhy3RQBAN1MEO1c0oPsDedG21H47zhnva5ue0RX8qFrldbedB+KD3tXwT20",
+	"Mk7i+NbGBB1AY0Dsx/GKQdO603WLtr8pwOmU+e2yhw9PlBIg8mRM/lGkxlcakO/XDCV28OFDKF/ra/UF",
+	"X4ELUylJgWee+Np0YDX9wLcfQB00KrvTCaDYRvQNUMNw0JTHXKJuzQoBOTGoHXFUUuDOADWKdLmeO5ie",
+	"0nc6uvSir9zbdpV2q5R9oj1e8pWyeHRXed2xrC+qVEw0d0acZ/M5Uo4roaD6iKFTYyFJy8zlrQuRZet7",
+	"bzwW81ILRrnCN6LShQ5gmD5U/6u+YOISIZ4kAaFY4Gdn41TwnOpHHlvrAULDnvnATujORY8B+sTpb6Xw",
+	"O+sIZhU+PFOaa5am2VL1OUQAUqcBQgXcNV5NPlB4jUXdZc/NBY2jCSzLruqtVzUcJng8FWNDr+PhvfBG",
+	"jY6B1sF/uMwuBZjkSBZe2sqyeNqsIoJHgcwqJd0aLXLuW+3bAWChXG9we9tDT+GDorqBnRKjtAF8IxXO",
+	"0EKmolBr6Fm6JHLUcDJMnSKRRP6NwEoktUlgn9sMG78fasuQL5aXGvFpmJCCGtlQpqYjSZWdPsHKgHQS",
+	"1SMAbyH8mjc/Hq3dCRw5b19qeYJriYg88AUzNUkiV4ukHSA0Yc4CwfK+44gmcVh5SAvlaS54vMLajgXI",
+	"JfAwYvbez1hKnOXZEtPFNBuczEJJMa616Dnykt4SQHf7+IMNPSgp0xq1fuQJhGsMO09yKUWMjEZ8XFZM",
+	"mcG1zJQvEIz4rVobvZshMzQiEOt0v8cNWpmbpmM3cUMtvKRwqN7g+gRvnSMrMkdWsqjTtLO4UKuiboma",
+	"gEvKNfLjdjN876GTu4SVsMSN+ttT/ApH6bpmtImvj7JjiMXz+Lb5jhonXT+3PBVOxGkHXO2/AoCUYirW",
+	"0Lhj6KgWd49+VXvp80bsKHmgm/jv0I/cXHbeVGYCNKmIDcdrKIssLwlkSpASaYt9QXbzL4tkfIXFS9qR",
+	"2lYR+0OlHhBpnaGMYAOqB+Av9Ucf1roXwP/pylnolzad77gqrBpHMWJPK9rhaq702n7P+ziUuL3VV4PK",
+	"L8a8FJdZDjjNwyPI/C506nfB2satbsy0zjEb9gijQ68b9p1LTv174IOTKrp1wIaHTPfI+R7qpNEDQ8tX",
+	"qV9yZD+ywxk+ZnO+0kXDZuqTb3Q9R9DriRhFV64aPmH8Eq+DYWUmLvNsMQcmAWDrzT/CphhPs2QM9Aga",
+	"soOZKBV0yQtTZa1aBQ1TYXhMOQ9mNRsVLv3ln8V2NKq3FTxc6lMCpc55ObX+YpDBmwCpQi5mrdFPT4N+",
+	"Lxg8DQ6PgmEvGPaD4SAYHgbDYTA8CoaPg+E3wfBJMHz64U5QqjfyPJJX7RncMhWAqzdNBPXIBN4N4hPC",
+	"fjffU2oavQxtitGTMvaNVvUgu5MWH/mwtAj66ak6koOn6oQNe+q8DAfqEAyHalsPH6tNO3zChk8/3Mor",
+	"iW/zZ+BZTTzcLVD25fOwNer3g7D15uT1C0QyAHsOQVLx+6H7/elC7QmRE/Zzbw5DbeXfO0/hX83FpLaM",
+	"2aHu3UmfJeI6SATdkIPhJIl5RwmBWh5H+q96UgaVNoNbsp4xR34UPJHq1gOlYUS5g4U+RwHdtJACGEqN",
+	"HKwm+NVjwIGbz4euB0jLq+XkBWTd0zgwUFmHCDoJJKjy6BmwLj+Nh8nyUBJIwqbz6cevndKnf1hL6wsl",
+	"5vWx66b1bUvVC+UXzdWjAd4+X48a+j1n71Y5ezSL241PvTGf/J679/Vz9+yqmYtEuz/2Zoj5N8qN8/h2",
+	"uDpq+XyYaQyZSpDP55RDJjvUUr1vAFyztvdSoFDDaAfgjgjH39klW5Ca8TMGVYPVg9QEi2sU6sfurWLz",
+	"F7ekD26Wp83JbdeVpneVgVYZ7L9uFlp/tyy0J4Q0tlsYCt1/2Uy0ZrDxURPY+Lr5XDSu33O6dhHouwnv",
+	"qizwJfk2q+DhwxefSiGLJJPdhw+ZBi3rc2sKUqzBFmvQgdFzidkPleCqprtL6LIm933lHb1wxTRbFlVQ",
+	"sO9VqtRKUaIXyHqkLavCpa6swmZAUOK9yPm2rdk2DZOL9kMnJdTuQTJhpR0b8kx1x1Tgz7zq5PL6eKR+",
+	"oC+oUNoQMbjfHExxNWbMy5qZgTWkfJRyNQyOoREnQqr5O8zU+3gDHSoNmuHSgV+6rBIorcCZzTRsgjQf",
+	"1/QLrrUFn6SlyQ6mzL04Q0A0oRLKDhVaOxef5kkuYP8Kqat8N+Cx1wNXrTWZxF32bxjNHbFZFi9SwYYB",
+	"E5gBZ1SBjbbR7WGuzQDUKptkJWEM9anWqPXyzV8P6MEnrWaA6Tf93aO13qjuOmJ7Bp5KX/OgXlfDtZ6E",
+	"uGbElprcHK8dsrbv3P6nA4juF9PnnpL7i+vbdBUHLaFvSG1o6X9rN/v18X9aZG00sTDusPNdrCTeI80p",
+	"7VGpmEsilA3OqECtlChKTWl8sQLkE5EYJ3HHFnrRVCte1nQ2wSu6XGZ+GLcJuHaMJesMkEryHAAwmU3U",
+	"xIHy0ocl0eXopcQ8MHxiCFfz2Xz9XKBHmtq47gxMLqXamfpOBmIUgMtRqx79tRSG5JjuEKy2+JGnSQwZ",
+	"zyKfUSO1X8JlAtRoZlWTwhifFytQH7KlZPVkJHP/Qv3CDBBxSeHfwxp0420RZ0d0a/vF2SPqcp0kqbIP",
+	"R5hdQ9JzxsvxFIMq4FLcQhkGWdvjLI+b0aeUZttpMnYD7eUECdFlz93CeNykpXnDU90G8ClSZG+6Y29k",
+	"Kv9lkYyvSKzu5neEX2hqsb24Hl/GVcwNq15tkulA3fVJiT3qSNJ71W52mrz5DdbgF3hDG0lvrLZNZVzn",
+	"MO/8s/gLalu2CeSzf7cBeghQm8OaE1qf6/WGA0Mk6pfOOES20op5T2pO2BodeeSwL9EYchhOqSZ336c8",
+	"fUmFVXxPQVAtgg//WlMJ/xZMsJSZDRAG9ZSXSEWNa6PIIcex4twnWf0GfqIufLXk5z5PjtIVKo4QzNj9",
+	"szIndtXV3uZKVrzXavH+9C8HHXf/Snn4x6R6YdXxRjf3jFiniPi4VeVy3CEPH7K2k5hjMTIIrobG2ESI",
+	"WNe+ICPTwfaq2xkhj20yC496Wo1byOSjyAuews3XqXvHDc/NUuQCEfdgFge6/uJ4kRdZHgUsS2OjvgW2",
+	"RAS9+zyTCESai5yNeZp22UkoseoNuxJijvqUbk71D4hcczFPMYwKKDvwdZBlL8WnEpqCpGNA58NQhbnS",
+	"YXLKpQ7gIoB/lkA7EEycZktdkBZo4kRRMcdCCTOeCv6RHDCe/wzegB6BKYdkWKX4JZLhPOl6xIUQoVQW",
+	"ePEoFuMElPjuDAIAP+q8YT1w8HsIEWMRkIKRX8WGV2GCQwmvtpocjnUKQLGi5EoPgySQdgXkTSYQT6l6",
+	"cbQUF9MsuzogZD1okfSZUnXU9khE0cHINpSKaOuqJFuqSeBPoGqZBEgbPEfKXCzQ7YP5I4jUpa0LXyIw",
+	"jkBSqlcinYwIe0/dWqnJxrrwoH9DUViepBfZJ+xNAGD3C3OyWJwUamY07I7ROEO5zPIrkevSMqrL1PsI",
+	"T0zE2v1azdyBBgAPXSF3hCDgIJQDxLCpJ4fQsYA97ul3eh3T0xuhsyZibbpnAg1cC0I5n8KWFdgS2DeF",
+	"2rEBldVFdhm4g8AFZYHJ9i/6JpTQx3MNVA6oe5RNjfp3oLuqO4cn2TjfWIQEEVEo2xG5uwIWEUMxlDtR",
+	"irL6qxASGApmoij4pWC/LMQC0gbotDrfhXIilD4WYwNqnSPAPqpfmAZMohEZK6evz97RXgmAKAs3yPmE",
+	"J6nwXg0+NraYY15VRNItGmlAJA6E2Zwaza4U6CeIIQukk0ZioKMS3YE/ZWoOpVh+IK+d3kLwQpozEHk2",
+	"p47kiKkFjT/BYCP+ogCWazDwFlC2qJL7RFCkDuAETeHhqbLiaLOTEEAUqigKqPmONhaPZ4kEdy1dItAf",
+	"dXymgsduD92zialNtl53rPpSktc6pvglWmhsJjCBX38GM/NWCpDfAF4szJVxFPR6PW9KLNRxrsx9uJZA",
+	"XI7AuFVLBBYjK66SOVFppynuUrxA6GRToxdgnRuRqxudEc/aLFP2NDhVdJF3c9ewywwuD4MEAloQ/EVS",
+	"MKDVR4sbHB10wanXj/niclqyxbzLTqj76hfZnP+yEMca2lcxZgkET8Ylbl6YfvUu0Uhv8A68I7YEEyKF",
+	"tc/YQIVpKkCGg79knq4CpnHDsFfhwkauhz5ra+SwHlwuyOpFj0LN3oUX7EJ6ela595ErVnxMsgX161g7",
+	"49XVj8Wx6FpEZxHehWuqFGHLXj2gGf/0SsjLckpFgLbWKaIzNYf0EbWfTF0lYM4wO7fX66zrhq8HNZcn",
+	"wopEuj7R0db6RLV+vm0SKMIRKECVDzDVBhECgO9KEah+MFgzIGxy47zOealMltao9X//1Dt4+uF/twP8",
+	"b+fh/9qlPJQeTiE8KdjQ90qvUYoHC51Z1tR/bHFd/wfV/vODf5zDAPCP5hHsxc/yDDdsJZRAEsOcfE2Q",
+	"DDfa9hwmEpcYgKC2MsoZtrqlNSdu522B3VchT1tq8Xt36OBfQ3q1WyPlKdni9YI1foGY3R0DoMiem8Ld",
+	"eBCIqxY1OCrdCTocFSoh3cm6EnD/wZO4T9EvgAoJ1oEhz8VPZOlDPZkLPr4KWx8+W/bdp1gyZd0A+/sb",
+	"4MAfoNI7a6Mb7jw6133zUz8YfFDnJ6StCr/8+7//7dOrn/+yevXzC5xGdc+actY3dZjtxbVxwuaUbkmi",
+	"1uAF9EHN2GWmFYX7WEXGx+xqNludnAyD8I16xxFiDvKeglJwv75Thx5cJKC7PEL74RqgkVkikaeiy57D",
+	"bwsHRaCs4RECI06ePz+P2DhLFzOJrmvKsw4xpKAdDGlSAL27CSAtMUEa5lPEHSaznHRsZfLzPC66jNJT",
+	"UcEnzVinCUyTOBaSlEqIM00S6YMd+CVPJLtQ9wkyHsCB7zIfEN2kb8Hvcdy3zqXe+Yi8jO80rE6xlp2B",
+	"y8344xMNJGlWr5UGuxWFjC0c7oVW9W4RxF/XowoLBikCcQx+Mp7S7LfBygQkghYjhShLtdH3J0gsihhl",
+	"yLWBZ54MmUDh36bBQEqh6w4KZdsY+v0O03kmrD3odUYsgtqwrJ0KpVACB/VlQkR30XlkLYjHh8dG9ITS",
+	"iiiQWb+qVj5HAVvI5JeFAHME30lJFU/9KHfAojIpU6HaR4M8lFSRlxLSKXmsHZXiUxkpy5JskYBFaCpG",
+	"ga4KHf3tb3/728Hr1wfPnwMpDhXbBUoLirU+MC2C90GUHkIKVwQfMIWsGGUqcZPKYmfYQM3AvTflykKZ",
+	"CRCImuvDE4waFJXEx2yS5aHkjmMQPd/KEG+bueqgrfQpKUpjMq+lAYRvbw+QIrNJqbRkiBTiUsM+1Gq1",
+	"Rq1T+wkaGGp5WjuLjW9tT+9WOi/we1GnSXamm7sLyktYkkZx+9QRt/T7vsdeYm/JUE9a2LqpHD4EMTHJ",
+	"8gu4lLdeMSgalEX61eFMdp/eyxtASc2vdwM4+CYUOLtG2pT8B6W40u2iLuxNIK3fMeTnKOqDUEImNrlI",
+	"UYPkvvwmzROlPz2olMdjkpb6GlG3EHGE4UcPCp0FnmepQH+tUhGVALbkAIFqk/oHUS8+E2vl2S7+OeNU",
+	"cinfkoLe4Tle+ju7iigTvB8Meh/uqvL2axK1vi5IU2NQWtXlvgF0xRjIGoy5NVsbxn0rH0tzkggM4QtA",
+	"PQ6rfg/jSTCCOQjxPqOK0M6nGsuhbrV9Z2TjGt4jy7ppf92d9PvWHGpHAm6jeNykBGv6Rwj4oTap97S1",
+	"q730Cvg4lGs54V7q+qugk67mghUlX40ML5M1nPVpWUjI8gb1TgmzXY3hPRGLWb3sNc+vRMm0wnY9hewL",
+	"8Ib9c5i/94vr6KuKivfCGCiwx3CN7ont7FlqO0uPU2HtSjWaJm2qhg52bedQkvEMCpVHKluDZTakd3nZ",
+	"QtiPKJQzPieyeBAhBWsbwn7wBnYwvZmi6458e1BQHheayCNlqGK4x5rII8NQr43lkW8tM2MsjyCsrDYi",
+	"+LA7x6GMsIRWRMoizRLSMzvWND4V20GpRsxvHcQ7FiUgdDRKWkDXmLFpIQDjqoSPTQKRBTrQbBCaGlVU",
+	"q82OmIt32FUyo9G/H/mMWUaOWW05asRsnmYrof4xVEKJ5LY6dyVPrhMK+Nb2+mvkETWvHVRkcHbqVs0V",
+	"Z6ZrpmXk3OMJnkzVLqVj/S7h9yDhTwXh95rkYB1yWgGc3q2QT0uR7y3Kgm4abBSE9jHjmCZrvD5Y4E6G",
+	"ErNI8Fmk+3HFkIHWSJbJ3USKamg/oY/hby/0AStyO+UPmhj+HvzYLfjhn4UvrrvBsd5L4MMfSDZx4bAB",
+	"G/TUEgyGnRFALieJTBDbmEDMJLv4WYxNvqD2YOnGrMepGYqORCwMVS3YqYhcMxGLX90cEfZkEDCTCsHC",
+	"1sdkHrY+R53AZViHAAiIJPiQ4qvNqefWvWMUymNWl1sIGCRkRQGmMRD+Uj6Y8fskskhiq5JWwhXrhdrt",
+	"4w12YdS/bJ2ewWerNA16xlX3w7wQaYoezesYuLazd60f4buqYs6ulxPtMSyMtOkuVltVJDtdI/0rUhtN",
+	"TdzFfJ7lBD6mF0FS+821pX/SKISanfsehvgKstiLQIAwvm4Iwu3zGvmoU3EdYdSBHOhqpKLfCZz4BDjd",
+	"QEK1B0PNcuJFHJgfcAhlU8SBtbmeUkydVgYrQXLHPE0djkEuV0u+6pgYBUrg3YMU6iXXilI0TF5zsEJJ",
+	"vetHK4LB8OsGLLzxfbFghRr2ncQrQJjffcBi6OEYe27Ewr3yKI9T3wEIVLR6xpPB5/2GK7zFvEdRi+om",
+	"u8uIhTnhrsjcW8wCkTdESuGpqcaxxeOVTiFpCmfA52t5ohz9MtPpQ90qgel60baP4uuuglcp0ejre9cz",
+	"cL91OviVwhb3y3T93a1Vrc3wtU1dyeVYPKJdUVxHxcJKLfqX1TSztmhSeiCnjBMVXLXM8Aj0YCKRXuS5",
+	"kGPMW15OkWMGCyMjc3KgSztAFrTFbnTZa79fyo6EnDtU1Mb57IBSYmEAB7rD41wQTViDnIFZOtGT9HX4",
+	"8+vX/9kyq6zC3dLGY+6Fh1X4E5dX7MUP7zE3gRYNvtEf4nKFWtKZZga1Zn44fV5vRn/oN7NXDcKfwnuk",
+	"QtTWVosE2pD7kwhwZmh/u4oESocbcU9KXeGjHSGtWpJJ4CdCbK8u+dEedNStX+p1CKU+kBH9Ua1Z7qrZ",
+	"+MSIOISr0oxK1zuEhXwGTVPavZ3pC14II3MCIDk81/+M9ON+/x4U5gcjk9HpLxmStiOhvfsCJcgckkXd",
+	"RzAsF0VJZZKS8tiqSST7tN5Qo8x066uE0qWjfAxl7rGAjKaL0kvjrAMQ0beH3xArhl+ZpsoUapkWN3Hk",
+	"g9i3iiDQbRmSKl35v/E3GujqV/tCTkmsVwiv7xy7hf820VaGMpQ/gvwvs/PKvtJ6EWwub/06tKSY4o8T",
+	"/fBhmXNZTEQeygtRLgW+o3JWHz6E+K+eXAjHePsZ0tLNOsAe8HsWIL+aJTnVry1Y27CXIgDy+3cvmebH",
+	"hG2HZT5D6R+8WrVWuxiQx+9tkVzoWoaTRQFcJeCmLbPzytFoOlclzy+Fe0BMsm8iL1maXAnc8radThM7",
+	"J89zvnJrVZqqcA9YEhcjJCDJcuK+0BNEiHSYeVA0NO+Lmuo6weeRJfj0KR2iQCln2RKaF3w83aAa3N7J",
+	"bJcertiWsxxAzbQrLaiz4mjZawLQaxgtzpDu1GrRy19313hCVNqSoHo/aU+Ou4m2V2p0HrYlyIPK6/oD",
+	"Ets/nD7XSR9V8V0oledWZpDrd/b9OXr73SFR2je9Xh95rvSZqbGu6s/vtBOD4Jte7/DDvuuP+2Li3pKV",
+	"+pUuiXHRCLH1d8td6oHgeK8rgDuwm/qjuS3HKRGR7p3jNJS6qOBdc5xqrbNJ/9uoYFqtNJT6iWNW1aHp",
+	"OgvYQF91x56CEZh/6etdvwzZSBpe12VnRsXQu8/Xkut7USkKmrGTlVkGZFkrNuUfBZNZvVorhEe4s9jj",
+	"bJHGbJKgnJ05xKqu2vU7seoaYtUTO03qgMC8E9G8yc7wtyZreyMEcW4Hja7esBW2Ol322hbhdVhbK83p",
+	"MP161lYSIr9l0laitPsobkHeaqkvNVDDVA7QAqz/O4Hr7s6xyu51N+0X8JJ9s4ZRpHfkcLUeaqpW9zZQ",
+	"nw++6T7GWi5W6FOWkPkImsVbwOQEEXWqR/cKrjVjs4J/zZoWYWs07DsfYaYRT0VBTjd9oVD8T3M6kmfO",
+	"cDyuddsZ5th3PC8TnrqOClbntv2S1LIu62vgrFsj1U1v4Kxbf9DrdY8aFs5+8SVWjjhvvbWrL9thZdle",
+	"c2VQrVs37bX9Coy/NByzLJkUB9lkcj85eY2NcQ/Ni9fVEvo7MfNqW+LDtXzGWspam2EqeFpO/7HWXDih",
+	"Gmu8AMoYQhWyeZ4BpSLEZgr23dnZOyClNQC0MltQ/krMS6706S57k9EVpS5iIWIRd2vqh+7PrVUBniYf",
+	"q8iStJE5bF8X4q8eH3d2FbY+79NW1lOeFAzG1sV9JMaLPFGawk8f3F31Sp077J+JTK6KUsz2Z31+B0uF",
+	"22jGk/RRITCk3Rx2+MtCQGqPYSbF2rTEbFtO82xxOTWctqw5roCa/ziZ8ZQlMdiH3HueSscjjLbTZQYl",
+	"hWpR7XmmOl2Y1ydlEMrllJeaJTnJISg6chlVgRBzUWKapm2cymKA5WQ4RrGIbSjVa8xbND2oLZAPtoHb",
+	"rYai2gG7EOoMYhBC2ypYHx3otyrmi8kxAFxHO1Ltd+1sjvwXvkHGTSqDCyUTNXmwE8JxVUy/WvtrpzEn",
+	"jIvp/qGk2chmM7RvnbguT9JqWBc5YU7evdQ8pkZI4MRA5hh4HWZggj58eLpA9DVQDGTx6uFD6MOfeCEe",
+	"D1Xvfzj79uAJlM0dEdktlzHPY8bT+ZRfaOqWOY/jRF4GyOBsWKN/eP/qoOATYZ+GQsdyvnCKLOJPj1ma",
+	"SMEucsGvCsJB4xxQZ6B0r+oc1UmGOvioxYu08DPU9LIVODzkM8QqEdha1KGuFuAhiYWSaTG+wzV6cPjA",
+	"IylLnkh1SN788IqNpzzn41LkGEii34eSXohWDcYq4Hfe4DICi8OXeZba1grWlhmQ6Qqo3fkz6lIduCSU",
+	"bXIh0E7G10IB6UTdI69fBepIluoYL/OkLIXEzVA9faHkBYtmi7RM1C35iKdgXpTArgxLydk85Yk8gLlQ",
+	"z7BY5MlHEdui1up9rK3susucz6dFEEpnfAECT5NSzOBvpd9BrKToGFcztKAapwgQzLMzKPARXAi2mKsT",
+	"2u8FvR78v96Z7owhOAuUBPM8e538qUN7/CSOc1EUoug+fIihMfwgYm3tGYPo4ZhcIRfwVy5qvKeYeJlN",
+	"1LGkJgPkd47SbMzTP8bZjCeyW6YxZl0+T4p5ylfsDZ8JFi56vcNx9UH4VEQBOzl99vKlLStbzPlYFMeG",
+	"8Knf67FcjJN5oul4kRsf55p2mToL3NlqUAHWhBWqm00rdTQYFz81yfKZTxns5DwQ0zVr68U0Jdp1wBob",
+	"7HRpLp1+E5G3tzUvYFfO54LnalzmANDyvUrkFS6dH9jzygV6Lizccs4byJfpO3UMZ7quMKgZWoB3uVJ8",
+	"kDKNkVjZ1ML1nEzExZeUBfO9pOjog5D3JzgYnscRRa+p6RvKemCXtcnbRZ7BejFDXu0w0V4V/pA7x+QX",
+	"rI3beKjJHQNKK/XEG00o35povbc5XBJFt1yBM0OwYWzVK+pGKP1J7nhLlxSwnEjpXO0N8pX5wwkwJTqU",
+	"4gAu6qRwCKBtjjJtyAfMHGXWjsosIh+7kgb6T7WHO7SBMGWJmq6bHFCCg1yIAADJJloNwH3h9lS7zQ3Y",
+	"wvXosqpDNyk174+36RbqmvEOQwB6Tg1Z8KCo7RFIHbfTxGcZecTMnNARfCsZ6e0PH1ZXB9nvlZzK5Fjo",
+	"zR2pyyhikyxVul5bp8YMaAVCCS+FWiJmr8JCF4GnGWrZBGeTpCmSghSggiKPfzHjaXquhnmeTc7VBUI6",
+	"L6764OjIvTA0dbi65eDG76gDJMUylNFrHNjBy+eA7gWRPc5n3f/5j//6I9aZUO98UDCU4EZ661lQdys2",
+	"AT56c7awLoFTkkKZPAL3L3frbhjKqMEwIDJrqovQUbNNdzvU1IBID3hO8Lku5YTM0xUuDBSIi2jlogD5",
+	"vKOwBUeWsBnodSdMQmCy30z9GNAkkxJyeLHnpBmBZmDO0zxd0V7RzwFGCjj4LnOlHDOqnaH5+lCLRTPC",
+	"r9pQsEzXWsE6HjY249RvYO3Ts5P3Z2evTtU5U//hsMMnyeUCAt58oY5vCcRzscUumYItyDmXZpeJ0q8Q",
+	"yMnLUk2IsW6IV/D1y9cvYKeoq0E9keU8X7EJT9JFLgC2pXoWymj46VOkOfK57qlWKONsiVJO2ydYiR0O",
+	"QCLZgM0SuShF0cHzX+aJ2jJItdsP2CBgw4D9z3/8l36OtbV2wCWbZgsbT6VxFMogmehktydKucMvAiDP",
+	"0GdWk/nORT7jEvyWlZGx6MgbmLFxrPkoLaZNi3h3tbIcCvMsszymOiGODCH8D1bhMAzJQJFWqH19qlaH",
+	"p7otMulFwYqpDvNli/Ii+2QhE0LGqA0ZHWCZjIUyUpNUYDn/fCGPnQdQHGp3QZyImMULyCrlZkKdhXG6",
+	"CXvEFx3Klt3Usl0Vd5J0uZJQJsrUySE0Bh3vdJkG5rKSXwlWLnJZjAC7ow5XNnF8AlAdWm+NAYsXSt6a",
+	"s4U3klk42vh+2SBdVJhL96tCjDOpUVLOWSJ/VkwBHKXjyTJd6RJPRWbqJ81Ug7Yrth9KzIRS13upBRTt",
+	"VHJ1UUyo2AWOXY+0rScDTy+YAqEc2vfRfj9GYTCDAZpJRY4MXmJ40fwmXgjS8c2r1eoUsAD2ypx1tCHo",
+	"yve6rIRYOYnWY6VArjHo1c0YYeFwLR2VwKYTQhjehjCkauRUQPbCjUBaiFjK5omo0PIDrhC/gHovkIaq",
+	"PljRHaZUt2Nr8JOdVjHyXS+i6moVE9bqD1pB62I8bo1aPB9Pk4/ij3w8E12NIQtaFzCe1rvvTg4uBsWT",
+	"V4cnB62gBb9I5CT74xjd7voXATOue7LAuJTcaxQv8Xq1abLlW6PWRB4dvFu2gpY1Hluj1s9cJkX1feiG",
+	"RJW1gmPP6mr6xqDdhgkyc/C/T//81+Liz0+Kly/m04tZ+o+XZ8uP4+fDP7SasHRWS4TCFd4YzwZ/n/39",
+	"31/+oTrKf1OjZG//kaUFTWDjuGkSP1/Dc/ua9uqdou9oIM/Q+K3FuLV+6VrRBVtrMm+NeIPXyc7fqO4I",
+	"qvt8bhXvphd9m+WztYNzHVpV/4NSJMH1sNvQLsbjkWl3YHJCiQgry2f1F7Sh+QDqkINTo7OPAb/UvrFd",
+	"l9Rxi+w2VDXSTW68W43igsd0n1eBF/a0W+CFZreYEB/41gFod5gSFCPDhVzxZIetkW5ZaaTyAWF8SKW/",
+	"XKQckPNqNpUZElJ1nl/7Qf/J5/91c0plPQN4R/jD1w5UGjs9stOCrXX23q6fWbw6y7JXmbys4kfBUwm2",
+	"yiYH5W0WS32klolqPenlSqH4kJqjfg//51ZD1No87cjqMI2y7wU+6pGN3VZpbSQFIcn6ZbflyRDJpXyG",
+	"112ddbxyC9v4kCP5NwFpGsWFuVtHTU627e+49XCfC57Wx4qOw32MkNSjkXUW3uWgbgSQmvFUXUIiPtH6",
+	"izcd1egO92+L69/uKJ5R1hg3et4YOCCSS/Sr3WpmZklRJPISqAarZ9VAfQ1ZHz29Dyk0z5WxUa5Y2MKP",
+	"/PZvPiKZvdceWX9Adq7ZNEtjiGlq1fTai8UdiLRZLQcefcshlD+cffuk6fxhaFHH6kxUcUeFC5ajdBqC",
+	"uFyloVv0e5E+M9rt5s6vC4HeaiAbGr35oNBi9ofzF7SiXfREQ8fdbt8c0kJQJVBH1iiq7uxqnecWyqrR",
+	"fW4aeL7VfJdZ9ornl6JJGimZQjoSe5386VpyCKI/quEc/TP93vDJ0TePe+xiVYpbdxnBZToSVMXV5kK/",
+	"0w287rQaI9YfuD8KvCguzw1zzu04JhB+v0Zpq6Bi/HiicUBnS7mVGmOr1rYnygwcDkEaa1Ut3ShbA8gH",
+	"0xt42QjoplyDXfU47TUZgcm6GE/3p9SYQTYoprWgc9Mw/djx9TVTOyL3VfsYU137PGGU/HyHq2V0Uj0w",
+	"wnt+VdbRv5Ab+x6SDFPQD2O+5OR2sI7gctwZG/tiNi9XQHaNaEbgeFmPiTWRSBuM0yBXioQVOhSmNDSM",
+	"NiBgrCwYvlTdCAjlLo9DaYkDvjs7e8cePjzqHT58CNEX2F6cpRmP2QVPuRxjECrLx1NRlDkv1R6ESIkL",
+	"zAVYRzZheVaCT5Gi0zqWCmtpIqlHvcPIRHh1rKoBrdvgp6epurV7E9rxj917+OifEa4LPYcDctQ7vD43",
+	"1Pv6XJy5e6wSdm0QMOq1DsWn/uFC8o88SflFCmQStBNBycKt+LUFzpuM6P4CW16W9uNGtLOaseQLwp1L",
+	"Xlxt5VlBYhWmnm3C/LAqTUei0VVrCDoASlgIxCKjsRpojI5azkTqxEs/5Y8kkoECA9zLecBleqsxlVwl",
+	"GJSFUQBu0pKVHB5BrDCUvCiSSymE5fdgbS5XhE32yF86bAPxB6K6qLUcQUrpkq+K6oNUUVajuq+EmBfq",
+	"rjWZcDDnU7HSjcXIWGHI4mB0faWFLLP8yhBeANRpwOJMimO9dDr3n/ECvkAAhBRMZkvWJmiaOr4IT05m",
+	"QkO14G8aPrbS6WK9jHOo6a/hfuqDSSKTYhphhq5TS4N9993o9esogGNhGDvsTDwo8DX/UD0CqJCadMpc",
+	"BTixC8x6UHSO/R64qyGz5XGlO0nBsjnR+ANtaaZD6qF02+myE8jsxlskgRIvdW2pHWH+2ODgkGqRRwGL",
+	"BkP1Rweyfx1AuYVBmsxKJ4ebAC11dXpdJjqipH2wZUMUs7nlZspsKvzkFWBJivNpVkasD1gQANkt8kuh",
+	"bBdeXB1DAZNExiI/J+wLzPGVmGOOnf62OA5lpCQZfF11w7XLPJnNlGaGqKdMioLFeTafq89yMRe8pEYz",
+	"ORaNdC1SLKFLa8t/qi9vT5TSzINC+8ujQ1Eb4hBIUcy2qn0PejNOMRYUzYBTBerE84tsgcufTZALA2+C",
+	"lvmnpoYc9He+rM7MJNw1y/fzWlnRHU7UdnZvM5e+j9dvuV2VN53bRsS+T+rsljT/lVxs74Lx74qto6MW",
+	"rdFEBL/Su6RYW72j0C+5ZdiWNvQbh8Jzl9RG8/xnhGe8nZyg4LhZoCPQNAhrjE6W7LA3mkxOg+7ZX1AH",
+	"jvqf4NI4xVPdMOIY3HtJoQFblKKT77jF8SWO1/BC6JYccbIvCqBdqOdvFPjZK7GOke73llNH9dDR2OF0",
+	"7m61O7TzoI/vQHvjCpn1ZDcb9QiW8lIUJW7OUFpiG1cdWk9wo7HvRrnJdIIijN4S1EACh7q3T0gNrfGq",
+	"GK3b4VIxXgatRLN2pP+EB6CeG2YfGqJXejXqy7mwDatto9vJJgCXU1poCTBQBIM6zxo7IHeYdNQPHhQs",
+	"VrpLCdD5dpZrHUR92QlssqS6xnF1ZiaFAKyAbaQwOxPBMMsDE8rrE8FoCdkkkokBBqhm1lPAnOlVNgwt",
+	"bDNBi69nN1sMrGYwjE5Poy3WQijbfkNykabWowWbjrIvtXxWxgNKSeT5JvMJc8SUTRQptdWqwKj5Bqyn",
+	"hnTMSKGtaLPrdM9daiA8c/eAV5cZVM2mYgeOQlrV41zhO8nyGS+x4gEAb2aJTGaLGaidtWIIwdriDM6p",
+	"hvRMnqp+NnVMgzZv3ovb8+f8i5HOOIdxX4QzO1ZnOEKuDcPb0WTBIIWJ9lgQLYnjsqTTVyElGXikJKpd",
+	"JO4wMsQjStFm1UgZt/oxFAgNzx2a53JRLNLyJpQjzm1ET9+ehMQa9fYzlEKh2lAuSwlOLHGUkBetMVRn",
+	"ewXyGBImb8AT5Q3OFiAx8JaLRbkH5Mne9EYQV/dQX1x/Um+oPJ7pG8bqj9eswOEW3ZjzotBYJZOXBzfo",
+	"hmq+obTlfHnRqHWRmWeoMZLc0aSOHXaHCF72BunoGmqQu57PAcMD7ih/I8rq9N2Y7aXhdnQ4jCnZF52g",
+	"HTTkl8esz3KRzYWEmpeQzZoKnhekqnkNH4dSTZi+QSgmlUDuDPlyG37VZRFKHePCwn9CHrv4JMYLzB3c",
+	"oi7lQm0ByExMStauu1pNMusavanqIo2UCIyoXHGhMYWgLx2Tm1A9CO5N6z61Bq5aHeM2zwUuPUwH2P6N",
+	"XnTw9Dr6dlHyFaSpqwslCqwTP7AeSZgK1MA4qOfRu7enZ8yNZURdY26s11DHXLKiTNJU2di0k0hRNVTZ",
+	"LkCNEvEBh4d1nTUp+jtvE0DeKVVgSgooO433J9pjyzwpra7uEENj/tTSBozGcDD1aQxl5BRsZm3QU8+5",
+	"2kVynC5iEXd2KbmqJmU/5ZuHoJri3lWW8GUugGNFiTalBUjxqWRLIZRl7BS3GVzLZ/kFitj8Rvw6zbV4",
+	"XuOV7IfVyF2xGWUEp0et8e8VeParAnwLWyGgayZwBTkETlAYrvMq3UE1nqW4mGbZ1d4KSheLC/MzZmSp",
+	"uphNMmaaXR5jMQb6ACmolnxl7vTAWGeJ+aHJ003KXWQdDWw/9aX7g99CgemNP/gR58u6+P8VSj7TJvF3",
+	"bUM9LHrurk+g2uaU67tLRSzvEHr5zppxwASDnfGFMqJXom7lkpsHTIl2XXa5XrwUOaSL80yq50zgPZRH",
+	"PQurPer1OogtFx/BVxrBf/FthoxMd+IAis5HyuCNdFUNUZRWPBBBQURjijRV8UTDFqF1eihblONsJkBF",
+	"0mIjCkIZYa42bsZIvSBij/CPc/oKGiR1Uq8JPEgdAFAbeS5kmzoMnkaZEc/HmM8EPY2AH9RAib8hsHiK",
+	"kiutnOqMyW4oX8hSrTxDhhaAOh/2WMxXBambSi+PN8s5vXu2uBvPKvvBdzkOmv16dsfs1+HY9K45oiBt",
+	"q7TLoJGbNOjv2uamj3pBi/L6wLF1517KNKtlMGqeDwi7cFbzvN0dc3QQtvQZDVujp0RWrP1v5P7pohaH",
+	"DjA8jKF6RdiiUwcPm2Pnev5Uv6GCa0+9SXXcet3iBe7m81kRtkaHR01UyOTh64PnzjInP75Fv/uVfqMU",
+	"aOj0Ue/Q6zTIgaPeYUPn+4MNnUe3oyYW/rrX8gnIeX07pNnlffSWuRdaml2iLP3yN/WPnoBdWX+bviSu",
+	"XarO3NoEyToMW3j7oJchz1JRdLpU065RRxmhQ4u4StSdVSAtCt64FT8LBjmJyQqjmlQ8vIjoEgKONiK4",
+	"oifwX0XE2oTPylk2S8pSxCPG07TDyoxFizxVd6rUd/1c9R/XMwglxe6yPLbOH3xuIoBZxrpYxiJgCHLU",
+	"ysep5jalBShCWczFOJmQVGWFuh3byE5YePoE+4N9FYEHzNfq/i1KPpuDWqA/Va/m5SIX6rfRx35goeSW",
+	"fRW0gNcnzw5OvzsZHD0Gn130q33v5+6vtbd87v56kcWrz5FDtFuIcQ61yq7EquNxh6r2jABjYetXLBP2",
+	"ufsrrsbnsBWwsGVaV0+9//YZOzw8fKq+iHnJ1We/2pkGN1kooVghfPIII7oAnqoVJTQOws+fAQ6Jes3g",
+	"0yedC9DvUSpAATFtI+2PGa/yv2pqJiK0grjQZuKsYSin2SIvGEcyUvCG/f//36DH/i/2s9p6eSegDZtA",
+	"CXoao/MykGccChBLUYRyyROI1qu5V5vTPUWdLvsRrlrdzpQXmtRHHcfBkGF3kFfKlTxObnwV5A3FJ/Gr",
+	"c/wk6hwzIflFCgZtyfglV0vSriibeE0R72uExQFHTImqqANu4pko9Mu02muZ4EIJbqTCdgceQNwlHFuH",
+	"5srT/8DrqQ4yWNPTspwXo0ePMB6u/gX/0AAQzdSs6cOOwbafqtXTyK0LxFHkosjSj0D3ydk8Tz4CxV6a",
+	"ZfMLPr5CKtoD4CcxmZCQPCIzeTBfXKTJ2KQFL2QqCqrgi9qvuq3SNFsW6P/+8cWfvnv79vvzk1ev3v74",
+	"4vn5mxdnP759//1pRBybhrhwXC54mq5YnPAUmL0KWwq8JPYtfengVssFwvAKg2qYZFRpv83Z4adPCDEn",
+	"3Q2rf8L5xulcTgsxPm+SJoOhmprHQ5ZzGWczzKI81jI2cHj5QjmD1JhMCpQW+AIHoILHFK6UqciFsSyo",
+	"hCc5k9duOWQ0tvSRQo7z1bx09zb25IGSUM/evz4/ffHs/Yuz8+9f/C3StIl0GemNAnv0SljovtabLPMh",
+	"KFFRFdcbae3OIHzd3aqkHA5fP4H/UuKqUmYxlI97ttAiDZmoKO0MSqBCI85HEXc22Fj7qLgId6pSVBLd",
+	"GEXsPlR1tNOVHOv0ghfv3yljCu/s1uinfjD4ELQWedoatfSBhTtSE0B1x9ns0TiftXZWF390x3i3Pvcs",
+	"vwDCsq3KL6pKb2W6aq2tX3iKm+MC8nfvLsvKFpA2uy9s4eF+Pfn+L0/zJ3/+/m+/5GfLn3949/zJy1fv",
+	"/v4yG7zir/jpEnOyboj3IMHZyKBxwmJRlIlEdSiRVs4yKcpllm9PV1/k6Yj1e131v0dU1vc2ovo+hP+r",
+	"IsMmLcLK3Q9Tx2TVbf7dm+wUOv29WFWzR/W+Z5z98P6VlhRWlaPr/0vaSNhX3zraCGjd5NBEsKu3kL5d",
+	"U3VdqpsH2SCB7nGkdSi6odC36NWDqClqFGrXn/ISsIDqbk/k5XmRyLFw8mVJwS5RBRI8BgXyQgjJ6Cdd",
+	"hlNCygNCQQkVyU7YL4tkfGV8q9myUNaHO+IiYBEcIzBL0Of6B9bfdEkR4vAryeg6PO2t9NXNL4BLAzG9",
+	"yFOQ0RuvR/Dh0LUa6ns11Ne0+iSkawcBYuRI+gD4LetRhwpm/nVNRbHU/gvpLIWtynZzfGB2x1nwl7ft",
+	"HJwYVBeJt7iY9iZNK9vxXrqJrNBrcpZ8WRlY9w+VoihvFlg9Bepc611R8m81t7GTLgYyAALNoxF6D6yr",
+	"XmnISfw56ljXioytvVPU7B3avu7kKY1fXS8yW1LwBm1vtBfmfFFg3q7ewWQNOAQCmhAaqs4r2Yl2HNWe",
+	"yEFm4vPKpKq5GchBoimfhQTW+NJxDoYyzS5NSHjEnMiPMtEGnz5BYAbYzzuBQZEp4aPmjgI5tnQpGFPq",
+	"QeQXYO3ldKXGi56BY8JKqQcc76+18DxHVKFs9FCeaLcCZF2AoZWkqfXxG2y1EekbJPyZKMrfVEAbF6uO",
+	"vDFbxGyPASivd6flO8ELLbOvHcGA4pbeIQxbEGc8nAz407G2Br5yBODMOZQa6qn2phUGvw0tGThW/KFh",
+	"zvsXvBLUgX2PUDnvYrgmVte7GrYCd2tAnFC2Haitvihd3gTD5O4kBxmC0VxZe4DCBZ9/KE0IIXBiBZS0",
+	"ZN5cgWn6IZOoa1T0UE54Wgi8UIxbGejN1YQb92c5FTN7q2DeGt6NahgrYXED4J9T95Xj9UQPlTEBqtN0",
+	"TPV8wIuL8FwZSoAAI8BSO/bUDcHHGvEEHx6zCFhqxLl+CPqNjjuoZwLuu1DaQD3jKdCEmMuZ/Iv6n5c8",
+	"keucY64b7HPkuMrQr6V9f0tunH8B+uXxuttwu9weH4pLqk/KNW+bH91e3Es31M0Ft4eDdHlf1N7+4u4r",
+	"1frnu7IUjM/F2ZSQdLVI085v5G5BEfxVUWRVv4vPLvRr60KJrvxkUU5bo58+fP6gvlYysAkXhEiAsS3s",
+	"AvEkEbOLFYuUHGP5QkYt1+08evQIfjHNinL0pPekB+XvabhNuCMLKEOcGVLxqpehKYJXStdCd8CfUM9M",
+	"dFImlSBtp+KSp+jqB8EqY+MJpepeCMtKcjafZhIqBQLrWkExnl8WSZGUouhWcywTUTS+3y8dlk3c9IKk",
+	"0g4829QMJgSR4ZDkjj/I+T1Cf+s/fi54an7MLrMsLkztvwJL0PDU7Qj8u6mhbLygutLVbjh9q7zAbVf/",
+	"vqHtSl1o51e69nP9N3/F9Anf2fegMHQY/vQ6nza09QK59aAYp1udd1GIvHjgkWe6jQLzXr21UzgYB2pn",
+	"LNTJcBKKJnUqC7eT5sGGVnWVY9qKRALG5nl2IbBhjzcPn3OZ89yeE2FYw17z5nJM6iNU3Zov0hQQGYyq",
+	"2yYlYjacdtGb3DQnqK1Yja2+cOSJLjMtIS9EzH54/8rtt5GN23rO4zghLidSePW0rXSCvDsdoiwTednU",
+	"7Fut/RRoepPUQxfuKqNzZUuveeATqkIECibWywpl5IhxittD39DfC1pwnI2VgqBlf3cWA8pinCZqg1I5",
+	"OdT8irJa+42nQNgF8UopBJZEmwWa0konM69YnNn11aHhSaW1B46vgZZGjYe6gvqhXnp7V33+8Pn/BAAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

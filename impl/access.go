@@ -76,6 +76,24 @@ func (p *Principal) seesOwner(col string) string {
 	}
 }
 
+// requireAdmin refuses the operations that change the account's settings
+// (additional fields, ready filters, webhooks) to every role but admin.
+func (p *Principal) requireAdmin() error {
+	if p.Role != RoleAdmin {
+		return &Error{Code: CodeForbidden, Msg: "only admins may do this"}
+	}
+	return nil
+}
+
+// seesJournal is the condition that keeps the journal rows j (an alias) that
+// p sees: every change for an admin, the changes made by the department's
+// users (and their own) for a head, their own for a member. A change made by
+// no user (a background worker's) only admins see. The universal list's
+// module 50 and the event feed both read the journal through it.
+func (p *Principal) seesJournal(j string) string {
+	return p.seesOwner(j + ".user_id")
+}
+
 // seesTask is the condition that keeps the tasks t (an alias) whose assignee
 // or assigner is a user whose records p sees.
 func (p *Principal) seesTask(t string) string {

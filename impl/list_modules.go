@@ -391,6 +391,6 @@ var journalList = &listModule{
 	},
 	// Admins see every change; heads the changes of their department's users;
 	// members their own.
-	visible: visibleBy("j.user_id"),
+	visible: func(q *listQuery) string { return q.p.seesJournal("j") },
 	count:   countByOwner(ModuleJournal),
 }

@@ -249,9 +249,6 @@ func (w *MailWorker) store(ctx context.Context, b mailbox, msgs []mailer.Fetched
 		}
 		journal = append(journal, journalEntry{ModuleMail, "mail", id, "receive", row.journal()})
 	}
-	if err := writeJournal(ctx, tx, owner, journal); err != nil {
-		return 0, err
-	}
 	_, err = tx.ExecContext(ctx, `
 		UPDATE mail_accounts
 		   SET imap_uidvalidity = $3,
@@ -259,6 +256,10 @@ func (w *MailWorker) store(ctx context.Context, b mailbox, msgs []mailer.Fetched
 		 WHERE account_id = $1 AND id = $2`, b.AccountID, b.ID, uidValidity, lastUID)
 	if err != nil {
 		return 0, fmt.Errorf("record the mailbox position: %w", err)
+	}
+	// Last: it holds the account's event counter until the commit.
+	if err := writeJournal(ctx, tx, owner, journal); err != nil {
+		return 0, err
 	}
 	if err := tx.Commit(); err != nil {
 		return 0, fmt.Errorf("commit: %w", err)

@@ -35,6 +35,7 @@ type outboxMessage struct {
 	Security      string `db:"smtp_security"`
 	Login         string `db:"smtp_login"`
 	Secret        []byte `db:"smtp_secret"`
+	OwnerID       int64  `db:"owner_id"` // the mail account's user, author of the outcome's journal row
 }
 
 // DeliverOutbox runs one round of delivery: it expires the leases of
@@ -95,7 +96,7 @@ func (w *MailWorker) claimMessage(ctx context.Context, ref dueRow, leaseID int64
 			 WHERE account_id = $1 AND id = $2 AND delivery_state = 'queued' AND next_attempt_at <= now()
 			RETURNING account_id, id, mail_account_id, attempts, from_address, to_address, cc, bcc, raw_message)
 		SELECT c.account_id, c.id, c.mail_account_id, c.attempts, c.from_address, c.to_address, c.cc, c.bcc, c.raw_message,
-		       a.active, a.smtp_host, a.smtp_port, a.smtp_security, a.smtp_login, a.smtp_secret
+		       a.active, a.smtp_host, a.smtp_port, a.smtp_security, a.smtp_login, a.smtp_secret, a.user_id AS owner_id
 		  FROM claimed c
 		  JOIN mail_accounts a ON a.account_id = $1 AND a.id = c.mail_account_id`,
 		ref.AccountID, ref.ID, leaseID, w.cfg.Lease.Milliseconds())
@@ -133,14 +134,15 @@ func (w *MailWorker) expireLeases(ctx context.Context) error {
 		// attempts and the lease's end identify the attempt that was cut: a
 		// process that expired and claimed the message again meanwhile has
 		// changed both.
-		_, err := w.cfg.DB.ExecContext(ctx, `
+		reason := fmt.Sprintf("the process delivering it stopped during attempt %d", m.Attempts)
+		err := w.recordOutcome(ctx, m.AccountID, m.ID, 0, outcomeJournal(state, m.Attempts, reason), `
 			UPDATE mail_messages
 			   SET delivery_state = $4, last_error = $5, next_attempt_at = now() + $6 * interval '1 millisecond',
 			       lease_id = NULL, lease_until = NULL
-			 WHERE account_id = $1 AND id = $2 AND attempts = $3 AND delivery_state = 'sending' AND lease_until < now()`,
-			m.AccountID, m.ID, m.Attempts, state,
-			fmt.Sprintf("the process delivering it stopped during attempt %d", m.Attempts), next)
-		if err != nil {
+			 WHERE account_id = $1 AND id = $2 AND attempts = $3 AND delivery_state = 'sending' AND lease_until < now()
+			RETURNING mail_account_id`,
+			m.AccountID, m.ID, m.Attempts, state, reason, next)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) { // no row: another process expired it first
 			return fmt.Errorf("expire the lease of mail message %d: %w", m.ID, err)
 		}
 	}
@@ -152,15 +154,15 @@ func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage
 	err := w.sendRecovering(ctx, m)
 	rec, cancel := recordContext(ctx)
 	defer cancel()
-	var res sql.Result
 	log := w.cfg.Log.With("mail_message", m.ID, "mail_account", m.MailAccountID, "attempt", m.Attempts)
 	switch {
 	case err == nil:
-		res, err = w.cfg.DB.ExecContext(rec, `
+		err = w.recordOutcome(rec, m.AccountID, m.ID, m.OwnerID, outcomeJournal("sent", m.Attempts, ""), `
 			UPDATE mail_messages
 			   SET delivery_state = 'sent', sent_at = now(), last_error = '', raw_message = NULL,
 			       next_attempt_at = NULL, lease_id = NULL, lease_until = NULL
-			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'`,
+			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'
+			RETURNING mail_account_id`,
 			m.AccountID, m.ID, leaseID)
 		log.Info("mail sent")
 	default:
@@ -174,21 +176,69 @@ func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage
 			state, next = "failed", sql.NullInt64{}
 			reason = errorText(fmt.Sprintf("gave up after %d attempts: %s", m.Attempts, de.Reason))
 		}
-		res, err = w.cfg.DB.ExecContext(rec, `
+		err = w.recordOutcome(rec, m.AccountID, m.ID, m.OwnerID, outcomeJournal(state, m.Attempts, reason), `
 			UPDATE mail_messages
 			   SET delivery_state = $4, last_error = $5, next_attempt_at = now() + $6 * interval '1 millisecond',
 			       lease_id = NULL, lease_until = NULL
-			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'`,
+			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'
+			RETURNING mail_account_id`,
 			m.AccountID, m.ID, leaseID, state, reason, next)
 		log.Warn("mail not sent", "state", state, "reason", reason)
 	}
-	if err != nil {
-		log.Error("record the delivery outcome", "err", err)
-		return
-	}
-	if n, _ := res.RowsAffected(); n == 0 {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
 		log.Error("the lease of the message ran out before its outcome was recorded")
+	case err != nil:
+		log.Error("record the delivery outcome", "err", err)
 	}
+}
+
+// outcomeJournal is the journal row of a delivery outcome: sent (deliver) and
+// failed (delivery_failed) are events of the feed; a message queued again for
+// a later attempt is none (nil).
+func outcomeJournal(state string, attempts int, reason string) *journalEntry {
+	changes := map[string]any{"delivery_state": state, "attempts": attempts}
+	switch state {
+	case "sent":
+		return &journalEntry{ModuleMail, "mail", 0, "deliver", changes}
+	case "failed":
+		changes["last_error"] = reason
+		return &journalEntry{ModuleMail, "mail", 0, "delivery_failed", changes}
+	}
+	return nil
+}
+
+// recordOutcome runs update, a statement on the message (accountID, id) that
+// returns its mail_account_id and finds no row when the outcome is no longer
+// this worker's to record (sql.ErrNoRows), and writes the journal row of the
+// outcome in the same transaction, as the mailbox owner (ownerID; 0: looked
+// up) without a token.
+func (w *MailWorker) recordOutcome(ctx context.Context, accountID, id, ownerID int64, entry *journalEntry, update string, args ...any) error {
+	tx, err := w.cfg.DB.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	var mailbox int64
+	if err := tx.GetContext(ctx, &mailbox, update, args...); err != nil {
+		return err
+	}
+	if entry != nil {
+		if ownerID == 0 {
+			if err := tx.GetContext(ctx, &ownerID, `SELECT user_id FROM mail_accounts WHERE account_id = $1 AND id = $2`,
+				accountID, mailbox); err != nil {
+				return fmt.Errorf("find the owner of mail account %d: %w", mailbox, err)
+			}
+		}
+		entry.recordID = id
+		if err := writeJournal(ctx, tx, &Principal{AccountID: accountID, UserID: ownerID}, []journalEntry{*entry}); err != nil {
+			return err
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
 }
 
 // backoff is the wait before the attempt after attempt n.

@@ -27,6 +27,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/crmservice/crm/gen"
+	"github.com/crmservice/crm/impl/mailer"
+	"github.com/crmservice/crm/impl/webhook"
 )
 
 // Config holds what the server needs from its environment.
@@ -62,6 +64,15 @@ type Config struct {
 	// page): it prices their generic plan for an average account and prefers
 	// planning anew, which costs as much as running them. Nil: DB.
 	GenericDB *sqlx.DB
+	// Secrets encrypts and decrypts the secrets of webhook subscriptions
+	// (CRM_SECRET_KEY); nil refuses the webhook operations that need one
+	// (HTTP 503, code "503").
+	Secrets *mailer.SecretBox
+	// WebhookAllowedNetworks are webhook destinations allowed besides public
+	// addresses (WEBHOOK_ALLOWED_NETWORKS); WebhookTimeout bounds a test
+	// delivery (10 s when 0).
+	WebhookAllowedNetworks []netip.Prefix
+	WebhookTimeout         time.Duration
 	// ListScanOnce is how many matches a filtered list reads in one pass, taking
 	// its total and page from them (10,000 when 0); with more matches it counts
 	// them and reads the page through the sort order's index instead.
@@ -77,6 +88,10 @@ type Server struct {
 	generic *stmtCache // prepared statements with one generic plan
 
 	scanOnce int
+
+	secrets    *mailer.SecretBox // nil: no CRM_SECRET_KEY
+	hookGuard  *webhook.Guard
+	hookClient *http.Client
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -101,7 +116,12 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	}
 	s := &Server{db: cfg.DB, log: cfg.Log, limits: newLimits(cfg), stmts: newStmtCache(cfg.DB, 200),
 		generic:  newStmtCache(cmp.Or(cfg.GenericDB, cfg.DB), 100),
-		scanOnce: cfg.ListScanOnce}
+		scanOnce: cfg.ListScanOnce, secrets: cfg.Secrets}
+	if cfg.WebhookTimeout <= 0 {
+		cfg.WebhookTimeout = 10 * time.Second
+	}
+	s.hookGuard = webhook.NewGuard(cfg.WebhookAllowedNetworks)
+	s.hookClient = s.hookGuard.Client(cfg.WebhookTimeout)
 
 	doc, err := gen.GetSpec()
 	if err != nil {

@@ -117,6 +117,14 @@ func parseLocalMinute(field string, v *string) (*string, error) {
 // rawJSON scans a JSON text column, keeping SQL NULL as an empty (omitted) value.
 type rawJSON json.RawMessage
 
+// MarshalJSON writes the JSON text as it is (null when empty).
+func (r rawJSON) MarshalJSON() ([]byte, error) {
+	if len(r) == 0 {
+		return []byte("null"), nil
+	}
+	return r, nil
+}
+
 func (r *rawJSON) Scan(src any) error {
 	switch v := src.(type) {
 	case nil:

@@ -15,7 +15,7 @@ import (
 // the tree must be listed, so that a new one gets its help tested.
 var ownFlags = map[string][]string{
 	"crm-server":            nil,
-	"serve":                 {"addr", "migrate", "demo", "rate-limit", "rate-burst", "auth-failure-limit", "auth-failure-burst", "trusted-proxies", "redis-url", "mail"},
+	"serve":                 {"addr", "migrate", "demo", "rate-limit", "rate-burst", "auth-failure-limit", "auth-failure-burst", "trusted-proxies", "redis-url", "mail", "webhooks"},
 	"migrate":               nil,
 	"demo":                  nil,
 	"db":                    nil,
@@ -46,6 +46,19 @@ var ownFlags = map[string][]string{
 	"mail-account create":   {"user", "address", "name", "smtp-host", "smtp-port", "smtp-security", "smtp-login", "smtp-password-file", "imap-host", "imap-port", "imap-security", "imap-login", "imap-password-file", "output"},
 	"mail-account list":     {"account", "output"},
 	"mail-account disable":  {"id"},
+	"money-account":         nil,
+	"money-account create":  {"account", "name", "currency", "output"},
+	"money-account list":    {"account", "output"},
+	"field":                 nil,
+	"field add":             {"account", "module", "name", "title", "type", "output"},
+	"field list":            {"account", "output"},
+	"field remove":          {"account", "id"},
+	"filter":                nil,
+	"filter add":            {"account", "module", "name", "definition", "output"},
+	"filter list":           {"account", "output"},
+	"filter remove":         {"account", "id"},
+	"contact-social":        nil,
+	"contact-social set":    {"account", "contact", "network"},
 	"completion":            nil,
 	"completion bash":       {"no-descriptions"},
 	"completion zsh":        {"no-descriptions"},
@@ -136,7 +149,7 @@ func TestHelpCommand(t *testing.T) {
 	help, err1 := command(t, "help")
 	flag, err2 := command(t, "--help")
 	if err1 != nil || err2 != nil || help != flag || !strings.HasPrefix(help, "crm-server serves the HTTP API") ||
-		!strings.Contains(help, "\n  token        Issue and revoke bearer tokens\n") {
+		!strings.Contains(help, "\n  token          Issue and revoke bearer tokens\n") {
 		t.Errorf("help (%v) and --help (%v) printed\n%s\n---\n%s", err1, err2, help, flag)
 	}
 }

@@ -17,6 +17,12 @@
 //	crm-server kpi list --user ID
 //	crm-server mail-account create --user ID --address A [--name N] [--smtp-host H ...] [--imap-host H ...]
 //	crm-server mail-account list --account ID | mail-account disable --id ID
+//	crm-server money-account create --account ID --name N --currency C | money-account list --account ID
+//	crm-server field add --account ID --module 1|20 --name N [--title T] [--type text|number|date|boolean]
+//	crm-server field list --account ID | field remove --account ID --id ID
+//	crm-server filter add --account ID --module 1|20|24 --name N --definition JSON
+//	crm-server filter list --account ID | filter remove --account ID --id ID
+//	crm-server contact-social set --account ID --contact ID [--network NAME=ADDRESS ...]
 //	crm-server completion bash|zsh|fish|powershell
 //
 // `crm-server help` lists the commands and `crm-server COMMAND --help` explains
@@ -123,7 +129,8 @@ func newRoot(c *cli) *cobra.Command {
 		Short: "The Customer Relationship Service: its HTTP server and admin commands",
 		Long: `crm-server serves the HTTP API of the Customer Relationship Service and manages
 what the API cannot write: accounts, departments, users, tokens, directory values,
-KPI plans and mail accounts.
+KPI plans, mail accounts and money accounts; and, as admins can through the API,
+additional fields, ready filters and social networks of contact persons.
 
 The database is DATABASE_URL; when it is unset, a private PostgreSQL cluster under
 ./.data (CRM_DATA_DIR) is started from the installed server binaries.
@@ -152,6 +159,10 @@ A command that creates something prints its id; -o json prints a JSON object.`,
 		c.directoryCommand(),
 		c.kpiCommand(),
 		c.mailAccountCommand(),
+		c.moneyAccountCommand(),
+		c.fieldCommand(),
+		c.filterCommand(),
+		c.contactSocialCommand(),
 	)
 	return root
 }

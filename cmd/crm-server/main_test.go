@@ -186,7 +186,7 @@ func TestAdminCommands(t *testing.T) {
 				`token create: invalid argument "yaml" for "-o, --output" flag: want text or json (see crm-server token create --help)`},
 			{[]string{"token", "revoke", "--id", m[1], "-o", "json"}, "token revoke: unknown shorthand flag: 'o' in -o (see crm-server token revoke --help)"},
 			{[]string{"token", "create", user}, `token create takes only flags, not "` + user + `" (see crm-server token create --help)`},
-			{[]string{}, "name a command: account, completion, db, demo, department, directory, kpi, mail-account, migrate, serve, token, user (see crm-server --help)"},
+			{[]string{}, "name a command: account, completion, contact-social, db, demo, department, directory, field, filter, kpi, mail-account, migrate, money-account, serve, token, user (see crm-server --help)"},
 			{[]string{"frobnicate"}, `unknown command "frobnicate" for "crm-server"`},
 			{[]string{"toke", "create"}, `unknown command "toke" for "crm-server": did you mean "token"?`},
 			{[]string{"token"}, "token needs a command: create, revoke (see crm-server token --help)"},

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/demo"
 	"github.com/crmservice/crm/impl/mailer"
+	"github.com/crmservice/crm/impl/webhook"
 )
 
 // serveFlags are the flags of serve; the environment gives the defaults of
@@ -39,6 +41,7 @@ type serveFlags struct {
 	trustedProxies string
 	redisURL       string
 	mail           bool
+	webhooks       bool
 }
 
 // serveConfig is what serve runs with, checked before anything is printed.
@@ -53,7 +56,10 @@ type serveConfig struct {
 	trustedProxies []netip.Prefix
 	redisURL       string
 	mail           bool
-	secrets        *mailer.SecretBox // nil: no key, no mail worker
+	webhooks       bool
+	secrets        *mailer.SecretBox // nil: no key, no mail or webhook worker, no webhook operations
+	hookNetworks   []netip.Prefix    // WEBHOOK_ALLOWED_NETWORKS
+	hookTimeout    time.Duration     // WEBHOOK_TIMEOUT
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -65,10 +71,13 @@ func (c *cli) serveCommand() *cobra.Command {
 
 Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
-REDIS_URL, CRM_MAIL, CRM_SECRET_KEY), the flags, and the listen address, which must
-be free. With CRM_SECRET_KEY set, a mail worker delivers queued messages and polls
-mailboxes. With REDIS_URL set, the rate limits hold across every process of the
-deployment.`,
+REDIS_URL, CRM_MAIL, CRM_WEBHOOKS, CRM_SECRET_KEY, WEBHOOK_ALLOWED_NETWORKS,
+WEBHOOK_TIMEOUT), the flags, and the listen address, which must be free. With
+CRM_SECRET_KEY set, a mail worker delivers queued messages and polls mailboxes, and
+a webhook worker delivers the events of webhook subscriptions (whose secrets the key
+encrypts; without it the webhook operations answer 503). Webhooks reach only public
+addresses unless WEBHOOK_ALLOWED_NETWORKS (CIDRs, comma-separated) allows more.
+With REDIS_URL set, the rate limits hold across every process of the deployment.`,
 		Example: `  crm-server serve --migrate --demo
   PORT=9090 crm-server serve`,
 		Args: noArgs,
@@ -91,6 +100,7 @@ deployment.`,
 	f.StringVar(&fl.trustedProxies, "trusted-proxies", "", "CIDRs of the reverse proxies whose X-Forwarded-For names the client address, comma-separated")
 	f.StringVar(&fl.redisURL, "redis-url", "", "Redis that keeps the rate limits for every process (redis://host:6379/0; empty: each process limits alone)")
 	f.BoolVar(&fl.mail, "mail", true, "deliver queued mail and poll mailboxes when CRM_SECRET_KEY is set (CRM_MAIL=off: false)")
+	f.BoolVar(&fl.webhooks, "webhooks", true, "deliver webhook events when CRM_SECRET_KEY is set (CRM_WEBHOOKS=off: false)")
 	// The help names the variables that give these defaults.
 	f.Lookup("rate-limit").DefValue = "$RATE_LIMIT, or 50"
 	f.Lookup("rate-burst").DefValue = "$RATE_BURST, or 100"
@@ -176,13 +186,34 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 			return cfg, fmt.Errorf("CRM_MAIL %q is not on or off", v)
 		}
 	}
-	if cfg.mail {
-		box, err := mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv))
-		if err != nil && !errors.Is(err, mailer.ErrNoSecretKey) {
-			return cfg, err
+	cfg.webhooks = fl.webhooks
+	if !changed("webhooks") {
+		switch v := os.Getenv("CRM_WEBHOOKS"); v {
+		case "", "on":
+		case "off":
+			cfg.webhooks = false
+		default:
+			return cfg, fmt.Errorf("CRM_WEBHOOKS %q is not on or off", v)
 		}
-		cfg.secrets = box
 	}
+	nets, err := webhook.ParseNetworks(os.Getenv("WEBHOOK_ALLOWED_NETWORKS"))
+	if err != nil {
+		return cfg, fmt.Errorf("WEBHOOK_ALLOWED_NETWORKS: %w", err)
+	}
+	cfg.hookNetworks = nets
+	if v := os.Getenv("WEBHOOK_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 100*time.Millisecond || d > 5*time.Minute {
+			return cfg, fmt.Errorf("WEBHOOK_TIMEOUT %q is not a duration from 100ms to 5m (such as 10s)", v)
+		}
+		cfg.hookTimeout = d
+	}
+	// The key serves the API (webhook secrets) whether or not the workers run.
+	box, err := mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv))
+	if err != nil && !errors.Is(err, mailer.ErrNoSecretKey) {
+		return cfg, err
+	}
+	cfg.secrets = box
 	return cfg, nil
 }
 
@@ -231,7 +262,8 @@ func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) err
 		return err
 	}
 	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
-		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies}
+		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
+		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout}
 	if cfg.redisURL != "" {
 		rdb, err := impl.OpenRedis(cfg.redisURL)
 		if err != nil {
@@ -264,6 +296,7 @@ func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) err
 		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
 	}
 	defer startMail(ctx, c.log, pool, cfg.mail, cfg.secrets)()
+	defer startWebhooks(ctx, c.log, pool, cfg)()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	c.log.Info("serving", "addr", ln.Addr().String())
@@ -484,4 +517,30 @@ named, created on every node when missing (--fresh: dropped first).`,
 		},
 	}
 	return group("citus", "Check for Citus, start and stop the private Citus cluster (make test-citus, make bench)", check, start, stop)
+}
+
+// startWebhooks runs the webhook worker when it is on and the key is set; the
+// returned stop waits for deliveries under way to be recorded.
+func startWebhooks(ctx context.Context, log *slog.Logger, pool *sqlx.DB, cfg serveConfig) (stop func()) {
+	switch {
+	case !cfg.webhooks:
+		log.Info("webhook worker off (--webhooks=false or CRM_WEBHOOKS=off)")
+		return func() {}
+	case cfg.secrets == nil:
+		log.Info("webhooks off: the webhook operations answer 503 and no webhook worker runs", "reason", mailer.ErrNoSecretKey.Error())
+		return func() {}
+	}
+	w, err := impl.NewWebhookWorker(impl.WebhookConfig{DB: pool, Log: log, Secrets: cfg.secrets,
+		AllowedNetworks: cfg.hookNetworks, Timeout: cfg.hookTimeout})
+	if err != nil {
+		log.Error("webhook worker not started", "err", err)
+		return func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { w.Run(ctx) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -156,10 +157,29 @@ func TestServeConfiguration(t *testing.T) {
 			}
 		})
 	}
-	// A key of CRM_SECRET_KEY does not matter when mail is off.
-	t.Run("a bad key with --mail=false", func(t *testing.T) {
-		t.Setenv("CRM_SECRET_KEY", "c2hvcnQ=")
-		s := startServe(t, "--mail=false", "--addr", "127.0.0.1:0")
+	// The key encrypts webhook secrets for the API too, so a bad one stops serve even
+	// with the mail and webhook workers off; CRM_WEBHOOKS and WEBHOOK_* are checked.
+	for name, env := range map[string]map[string]string{
+		"CRM_SECRET_KEY: the key must be 32 bytes, it is 5":                        {"CRM_SECRET_KEY": "c2hvcnQ="},
+		`CRM_WEBHOOKS "maybe" is not on or off`:                                    {"CRM_WEBHOOKS": "maybe"},
+		`WEBHOOK_ALLOWED_NETWORKS: "10.0.0.0/33" is neither a CIDR nor an address`: {"WEBHOOK_ALLOWED_NETWORKS": "10.0.0.0/33"},
+		`WEBHOOK_TIMEOUT "1h" is not a duration from 100ms to 5m (such as 10s)`:    {"WEBHOOK_TIMEOUT": "1h"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			for k, v := range env {
+				t.Setenv(k, v)
+			}
+			s := startServe(t, "--mail=false", "--addr", "127.0.0.1:0")
+			err := <-s.done
+			s.done <- err
+			if err == nil || err.Error() != name {
+				t.Errorf("error %v, want %q", err, name)
+			}
+		})
+	}
+	t.Run("the workers off, a valid key", func(t *testing.T) {
+		t.Setenv("CRM_SECRET_KEY", base64.StdEncoding.EncodeToString(make([]byte, 32)))
+		s := startServe(t, "--mail=false", "--webhooks=false", "--addr", "127.0.0.1:0")
 		err := <-s.done
 		s.done <- err
 		if err == nil || !strings.HasPrefix(err.Error(), "connect to database") {

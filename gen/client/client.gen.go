@@ -126,6 +126,201 @@ func (e EnvelopeStatus) Valid() bool {
 	}
 }
 
+// Defines values for EventAction.
+const (
+	Delete         EventAction = "delete"
+	Deliver        EventAction = "deliver"
+	DeliveryFailed EventAction = "delivery_failed"
+	Insert         EventAction = "insert"
+	Receive        EventAction = "receive"
+	Send           EventAction = "send"
+	Update         EventAction = "update"
+)
+
+// Valid indicates whether the value is a known member of the EventAction enum.
+func (e EventAction) Valid() bool {
+	switch e {
+	case Delete:
+		return true
+	case Deliver:
+		return true
+	case DeliveryFailed:
+		return true
+	case Insert:
+		return true
+	case Receive:
+		return true
+	case Send:
+		return true
+	case Update:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldModule.
+const (
+	FieldModuleN1  FieldModule = 1
+	FieldModuleN20 FieldModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldModule enum.
+func (e FieldModule) Valid() bool {
+	switch e {
+	case FieldModuleN1:
+		return true
+	case FieldModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldType.
+const (
+	FieldTypeBoolean FieldType = "boolean"
+	FieldTypeDate    FieldType = "date"
+	FieldTypeNumber  FieldType = "number"
+	FieldTypeText    FieldType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FieldType enum.
+func (e FieldType) Valid() bool {
+	switch e {
+	case FieldTypeBoolean:
+		return true
+	case FieldTypeDate:
+		return true
+	case FieldTypeNumber:
+		return true
+	case FieldTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldInsertRequestModule.
+const (
+	FieldInsertRequestModuleN1  FieldInsertRequestModule = 1
+	FieldInsertRequestModuleN20 FieldInsertRequestModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldInsertRequestModule enum.
+func (e FieldInsertRequestModule) Valid() bool {
+	switch e {
+	case FieldInsertRequestModuleN1:
+		return true
+	case FieldInsertRequestModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldInsertRequestType.
+const (
+	FieldInsertRequestTypeBoolean FieldInsertRequestType = "boolean"
+	FieldInsertRequestTypeDate    FieldInsertRequestType = "date"
+	FieldInsertRequestTypeNumber  FieldInsertRequestType = "number"
+	FieldInsertRequestTypeText    FieldInsertRequestType = "text"
+)
+
+// Valid indicates whether the value is a known member of the FieldInsertRequestType enum.
+func (e FieldInsertRequestType) Valid() bool {
+	switch e {
+	case FieldInsertRequestTypeBoolean:
+		return true
+	case FieldInsertRequestTypeDate:
+		return true
+	case FieldInsertRequestTypeNumber:
+		return true
+	case FieldInsertRequestTypeText:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldValuesRequestModule.
+const (
+	FieldValuesRequestModuleN1  FieldValuesRequestModule = 1
+	FieldValuesRequestModuleN20 FieldValuesRequestModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldValuesRequestModule enum.
+func (e FieldValuesRequestModule) Valid() bool {
+	switch e {
+	case FieldValuesRequestModuleN1:
+		return true
+	case FieldValuesRequestModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterModule.
+const (
+	FilterModuleN1  FilterModule = 1
+	FilterModuleN20 FilterModule = 20
+	FilterModuleN24 FilterModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterModule enum.
+func (e FilterModule) Valid() bool {
+	switch e {
+	case FilterModuleN1:
+		return true
+	case FilterModuleN20:
+		return true
+	case FilterModuleN24:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterInsertRequestModule.
+const (
+	FilterInsertRequestModuleN1  FilterInsertRequestModule = 1
+	FilterInsertRequestModuleN20 FilterInsertRequestModule = 20
+	FilterInsertRequestModuleN24 FilterInsertRequestModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterInsertRequestModule enum.
+func (e FilterInsertRequestModule) Valid() bool {
+	switch e {
+	case FilterInsertRequestModuleN1:
+		return true
+	case FilterInsertRequestModuleN20:
+		return true
+	case FilterInsertRequestModuleN24:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FinanceInsertRequestDirectionId.
+const (
+	FinanceInsertRequestDirectionIdN1 FinanceInsertRequestDirectionId = 1
+	FinanceInsertRequestDirectionIdN2 FinanceInsertRequestDirectionId = 2
+)
+
+// Valid indicates whether the value is a known member of the FinanceInsertRequestDirectionId enum.
+func (e FinanceInsertRequestDirectionId) Valid() bool {
+	switch e {
+	case FinanceInsertRequestDirectionIdN1:
+		return true
+	case FinanceInsertRequestDirectionIdN2:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -357,6 +552,66 @@ func (e TaskInsertRequestStatusId) Valid() bool {
 	}
 }
 
+// Defines values for TaskUpdateRequestIsHot.
+const (
+	TaskUpdateRequestIsHotN0 TaskUpdateRequestIsHot = 0
+	TaskUpdateRequestIsHotN1 TaskUpdateRequestIsHot = 1
+)
+
+// Valid indicates whether the value is a known member of the TaskUpdateRequestIsHot enum.
+func (e TaskUpdateRequestIsHot) Valid() bool {
+	switch e {
+	case TaskUpdateRequestIsHotN0:
+		return true
+	case TaskUpdateRequestIsHotN1:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TaskUpdateRequestStatusId.
+const (
+	TaskUpdateRequestStatusIdN1 TaskUpdateRequestStatusId = 1
+	TaskUpdateRequestStatusIdN2 TaskUpdateRequestStatusId = 2
+)
+
+// Valid indicates whether the value is a known member of the TaskUpdateRequestStatusId enum.
+func (e TaskUpdateRequestStatusId) Valid() bool {
+	switch e {
+	case TaskUpdateRequestStatusIdN1:
+		return true
+	case TaskUpdateRequestStatusIdN2:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookDeliveryOutcome.
+const (
+	Delivered  WebhookDeliveryOutcome = "delivered"
+	Failed     WebhookDeliveryOutcome = "failed"
+	Test       WebhookDeliveryOutcome = "test"
+	TestFailed WebhookDeliveryOutcome = "test_failed"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryOutcome enum.
+func (e WebhookDeliveryOutcome) Valid() bool {
+	switch e {
+	case Delivered:
+		return true
+	case Failed:
+		return true
+	case Test:
+		return true
+	case TestFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CommonListPagingParamsSortingDirection.
 const (
 	CommonListPagingParamsSortingDirectionN0 CommonListPagingParamsSortingDirection = 0
@@ -492,6 +747,45 @@ func (e DirectoryGetParamsCode) Valid() bool {
 	case N49:
 		return true
 	case N9:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FieldListParamsModule.
+const (
+	FieldListParamsModuleN1  FieldListParamsModule = 1
+	FieldListParamsModuleN20 FieldListParamsModule = 20
+)
+
+// Valid indicates whether the value is a known member of the FieldListParamsModule enum.
+func (e FieldListParamsModule) Valid() bool {
+	switch e {
+	case FieldListParamsModuleN1:
+		return true
+	case FieldListParamsModuleN20:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for FilterListParamsModule.
+const (
+	FilterListParamsModuleN1  FilterListParamsModule = 1
+	FilterListParamsModuleN20 FilterListParamsModule = 20
+	FilterListParamsModuleN24 FilterListParamsModule = 24
+)
+
+// Valid indicates whether the value is a known member of the FilterListParamsModule enum.
+func (e FilterListParamsModule) Valid() bool {
+	switch e {
+	case FilterListParamsModuleN1:
+		return true
+	case FilterListParamsModuleN20:
+		return true
+	case FilterListParamsModuleN24:
 		return true
 	default:
 		return false
@@ -743,6 +1037,12 @@ type ContactInsertResult struct {
 
 // ContactList defines model for ContactList.
 type ContactList = []Contact
+
+// ContactSocialSetRequest defines model for ContactSocialSetRequest.
+type ContactSocialSetRequest struct {
+	SocialNetworks []SocialNetworkInput `json:"SocialNetworks"`
+	ContactId      int64                `json:"contact_id"`
+}
 
 // Counter defines model for Counter.
 type Counter struct {
@@ -998,6 +1298,29 @@ type DocumentGoodsPosition struct {
 	Vat json.Number `json:"vat"`
 }
 
+// DocumentInsertRequest defines model for DocumentInsertRequest.
+type DocumentInsertRequest struct {
+	CompanyId    int64               `json:"company_id"`
+	ContactId    *int64              `json:"contact_id,omitempty"`
+	Date         openapi_types.Date  `json:"date"`
+	DateExpire   *openapi_types.Date `json:"date_expire,omitempty"`
+	DealId       *int64              `json:"deal_id,omitempty"`
+	ExternalCode *string             `json:"external_code,omitempty"`
+	Note         *string             `json:"note,omitempty"`
+	Number       *string             `json:"number,omitempty"`
+
+	// StatusId Document status (directory 45).
+	StatusId *int64       `json:"status_id,omitempty"`
+	Sum      *json.Number `json:"sum,omitempty"`
+	Tags     *string      `json:"tags,omitempty"`
+
+	// TypeId Document type (directory 44).
+	TypeId int64 `json:"type_id"`
+
+	// UserId Responsible user; the token owner by default.
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
 // DocumentList defines model for DocumentList.
 type DocumentList = []Document
 
@@ -1067,6 +1390,194 @@ type Envelope struct {
 // EnvelopeStatus `success`, `error`, or `Error` (only `GET /company/get` of a missing counterparty).
 type EnvelopeStatus string
 
+// Event defines model for Event.
+type Event struct {
+	Action EventAction `json:"action"`
+
+	// Changes What a journal row changed: for an insert the stored fields (`{"name": "Contoso", ...}`),
+	// for an update each changed field with its old and new value (`{"note": ["old", "new"]}`).
+	Changes *JournalChanges `json:"changes"`
+
+	// Date `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Date   DateTime `json:"date"`
+	Entity string   `json:"entity"`
+
+	// Id The event's stable id (the journal row's id; the webhook-id of its deliveries).
+	Id int64 `json:"id"`
+
+	// Module Module code: 1, 2, 4, 5, 20, 24 or 60 (webhook subscriptions).
+	Module   int   `json:"module"`
+	RecordId int64 `json:"record_id"`
+
+	// TokenId The token the change came through; null when none.
+	TokenId *int64 `json:"token_id"`
+
+	// UserId Who made the change; null for the server.
+	UserId   *int64 `json:"user_id"`
+	UserName string `json:"user_name"`
+}
+
+// EventAction defines model for Event.Action.
+type EventAction string
+
+// EventPage defines model for EventPage.
+type EventPage struct {
+	// Cursor Opaque; pass it as `cursor` to the next call.
+	Cursor string  `json:"cursor"`
+	Events []Event `json:"events"`
+
+	// More True when events past `cursor` may remain; false when the client has caught up.
+	More bool `json:"more"`
+}
+
+// Field defines model for Field.
+type Field struct {
+	Id     int64       `json:"id"`
+	Module FieldModule `json:"module"`
+
+	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
+	Name  FieldName `json:"name"`
+	Title string    `json:"title"`
+	Type  FieldType `json:"type"`
+}
+
+// FieldModule defines model for Field.Module.
+type FieldModule int
+
+// FieldType defines model for Field.Type.
+type FieldType string
+
+// FieldInsertRequest defines model for FieldInsertRequest.
+type FieldInsertRequest struct {
+	Module FieldInsertRequestModule `json:"module"`
+
+	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
+	Name  FieldName               `json:"name"`
+	Title *string                 `json:"title,omitempty"`
+	Type  *FieldInsertRequestType `json:"type,omitempty"`
+}
+
+// FieldInsertRequestModule defines model for FieldInsertRequest.Module.
+type FieldInsertRequestModule int
+
+// FieldInsertRequestType defines model for FieldInsertRequest.Type.
+type FieldInsertRequestType string
+
+// FieldList defines model for FieldList.
+type FieldList = []Field
+
+// FieldName Letters, digits and `_`; the list column is `ADD_{name}`.
+type FieldName = string
+
+// FieldUpdateRequest defines model for FieldUpdateRequest.
+type FieldUpdateRequest struct {
+	Id    int64  `json:"id"`
+	Title string `json:"title"`
+}
+
+// FieldValues Field name → value of the field's type.
+type FieldValues map[string]interface{}
+
+// FieldValuesRequest defines model for FieldValuesRequest.
+type FieldValuesRequest struct {
+	// Id The counterparty or deal.
+	Id     int64                    `json:"id"`
+	Module FieldValuesRequestModule `json:"module"`
+
+	// Remove Names of fields whose values are removed.
+	Remove *[]FieldName `json:"remove,omitempty"`
+
+	// Values Field name → value of the field's type.
+	Values *FieldValues `json:"values,omitempty"`
+}
+
+// FieldValuesRequestModule defines model for FieldValuesRequest.Module.
+type FieldValuesRequestModule int
+
+// Filter defines model for Filter.
+type Filter struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition FilterDefinition `json:"definition"`
+	Id         int64            `json:"id"`
+	Module     FilterModule     `json:"module"`
+	Name       string           `json:"name"`
+}
+
+// FilterModule defines model for Filter.Module.
+type FilterModule int
+
+// FilterDefinition Filter parameters of the universal list for the module, with string or number values.
+type FilterDefinition map[string]FilterDefinition_AdditionalProperties
+
+// FilterDefinition0 defines model for FilterDefinition.0.
+type FilterDefinition0 = string
+
+// FilterDefinition1 defines model for FilterDefinition.1.
+type FilterDefinition1 = json.Number
+
+// FilterDefinition_AdditionalProperties defines model for FilterDefinition.AdditionalProperties.
+type FilterDefinition_AdditionalProperties struct {
+	union json.RawMessage
+}
+
+// FilterInsertRequest defines model for FilterInsertRequest.
+type FilterInsertRequest struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition FilterDefinition          `json:"definition"`
+	Module     FilterInsertRequestModule `json:"module"`
+	Name       string                    `json:"name"`
+}
+
+// FilterInsertRequestModule defines model for FilterInsertRequest.Module.
+type FilterInsertRequestModule int
+
+// FilterList defines model for FilterList.
+type FilterList = []Filter
+
+// FilterUpdateRequest defines model for FilterUpdateRequest.
+type FilterUpdateRequest struct {
+	// Definition Filter parameters of the universal list for the module, with string or number values.
+	Definition *FilterDefinition `json:"definition,omitempty"`
+	Id         int64             `json:"id"`
+	Name       *string           `json:"name,omitempty"`
+}
+
+// FinanceInsertRequest defines model for FinanceInsertRequest.
+type FinanceInsertRequest struct {
+	// AccountId Money account.
+	AccountId int64 `json:"account_id"`
+
+	// CategoryId Income or expense item (directory 47).
+	CategoryId *int64             `json:"category_id,omitempty"`
+	CompanyId  *int64             `json:"company_id,omitempty"`
+	Date       openapi_types.Date `json:"date"`
+	DealId     *int64             `json:"deal_id,omitempty"`
+
+	// DirectionId `1` income, `2` expense; required unless to_account_id is given.
+	DirectionId *FinanceInsertRequestDirectionId `json:"direction_id,omitempty"`
+	Note        *string                          `json:"note,omitempty"`
+
+	// Sum Amount in the base currency.
+	Sum json.Number `json:"sum"`
+
+	// SumCurrency Amount in the money account's currency.
+	SumCurrency *json.Number `json:"sum_currency,omitempty"`
+	Tags        *string      `json:"tags,omitempty"`
+
+	// ToAccountId Target money account: the movement is a transfer.
+	ToAccountId *int64 `json:"to_account_id,omitempty"`
+
+	// ToSumCurrency Amount in the target money account's currency.
+	ToSumCurrency *json.Number `json:"to_sum_currency,omitempty"`
+
+	// TypeId Payment form (directory 46).
+	TypeId *int64 `json:"type_id,omitempty"`
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
+// FinanceInsertRequestDirectionId `1` income, `2` expense; required unless to_account_id is given.
+type FinanceInsertRequestDirectionId int
+
 // Health defines model for Health.
 type Health struct {
 	Status HealthStatus `json:"status"`
@@ -1074,6 +1585,11 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// IdRequest defines model for IdRequest.
+type IdRequest struct {
+	Id int64 `json:"id"`
+}
 
 // InsertedEmail defines model for InsertedEmail.
 type InsertedEmail struct {
@@ -1309,6 +1825,17 @@ type MailSendRequest struct {
 	Mail MailMessageInput `json:"mail"`
 }
 
+// MoneyAccount defines model for MoneyAccount.
+type MoneyAccount struct {
+	Active   bool   `json:"active"`
+	Currency string `json:"currency"`
+	Id       int64  `json:"id"`
+	Name     string `json:"name"`
+}
+
+// MoneyAccountList defines model for MoneyAccountList.
+type MoneyAccountList = []MoneyAccount
+
 // MoneyMovement defines model for MoneyMovement.
 type MoneyMovement struct {
 	Account string `json:"account"`
@@ -1363,6 +1890,9 @@ type MyTasksDashboard struct {
 
 // NewId The id of the new record.
 type NewId = int64
+
+// NewIdList The ids of the new records.
+type NewIdList = []int64
 
 // OverdueTasks defines model for OverdueTasks.
 type OverdueTasks struct {
@@ -1542,6 +2072,15 @@ type SocialNetwork struct {
 	Network string `json:"network"`
 }
 
+// SocialNetworkInput defines model for SocialNetworkInput.
+type SocialNetworkInput struct {
+	Address string `json:"address"`
+	Network string `json:"network"`
+}
+
+// SocialNetworkList defines model for SocialNetworkList.
+type SocialNetworkList = []SocialNetwork
+
 // SumCounter defines model for SumCounter.
 type SumCounter struct {
 	Mine     int         `json:"mine"`
@@ -1655,11 +2194,157 @@ type TaskTypeCounter struct {
 	Type string `json:"type"`
 }
 
+// TaskUpdateRequest defines model for TaskUpdateRequest.
+type TaskUpdateRequest struct {
+	// DateFinish `YYYY-MM-DD HH:MM` in the token owner's time zone, or `""` for no deadline.
+	DateFinish *string `json:"date_finish,omitempty"`
+
+	// DateStart `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	//
+	// Example: 2026-11-20 10:00
+	DateStart *LocalMinute            `json:"date_start,omitempty"`
+	Id        int64                   `json:"id"`
+	IsHot     *TaskUpdateRequestIsHot `json:"is_hot,omitempty"`
+	Note      *string                 `json:"note,omitempty"`
+
+	// Result Result of execution.
+	Result *string `json:"result,omitempty"`
+
+	// StatusId `2` finishes the task (completion time now), `1` reopens it.
+	StatusId *TaskUpdateRequestStatusId `json:"status_id,omitempty"`
+
+	// Tags Comma-separated; replaces the old tags.
+	Tags   *string `json:"tags,omitempty"`
+	TypeId *int64  `json:"type_id,omitempty"`
+
+	// UserId The new assignee.
+	UserId *int64 `json:"user_id,omitempty"`
+}
+
+// TaskUpdateRequestIsHot defines model for TaskUpdateRequest.IsHot.
+type TaskUpdateRequestIsHot int
+
+// TaskUpdateRequestStatusId `2` finishes the task (completion time now), `1` reopens it.
+type TaskUpdateRequestStatusId int
+
 // TodayTasks defines model for TodayTasks.
 type TodayTasks struct {
 	Done  int             `json:"done"`
 	Tasks []DashboardTask `json:"tasks"`
 	Total int             `json:"total"`
+}
+
+// Webhook defines model for Webhook.
+type Webhook struct {
+	Actions []string `json:"actions"`
+	Active  bool     `json:"active"`
+
+	// Created `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Created     DateTime `json:"created"`
+	Description string   `json:"description"`
+
+	// DisabledAt `YYYY-MM-DD HH:MM:SS`, or null.
+	DisabledAt *string `json:"disabled_at"`
+
+	// DisabledReason Why the server disabled the subscription; "" otherwise.
+	DisabledReason string `json:"disabled_reason"`
+
+	// FailingSince When the event at the head began to fail, or null.
+	FailingSince *string `json:"failing_since"`
+	Id           int64   `json:"id"`
+	Modules      []int   `json:"modules"`
+	Url          string  `json:"url"`
+}
+
+// WebhookActions Actions delivered; empty or omitted for all.
+type WebhookActions = []string
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempt int `json:"attempt"`
+
+	// Date `YYYY-MM-DD HH:MM:SS` in the token owner's time zone.
+	Date       DateTime               `json:"date"`
+	DurationMs int                    `json:"duration_ms"`
+	Error      string                 `json:"error"`
+	EventId    *int64                 `json:"event_id"`
+	Id         int64                  `json:"id"`
+	Outcome    WebhookDeliveryOutcome `json:"outcome"`
+	StatusCode *int                   `json:"status_code"`
+
+	// Type `{entity}.{action}`, or `webhook.test`.
+	Type string `json:"type"`
+}
+
+// WebhookDeliveryOutcome defines model for WebhookDelivery.Outcome.
+type WebhookDeliveryOutcome string
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList = []WebhookDelivery
+
+// WebhookInsertRequest defines model for WebhookInsertRequest.
+type WebhookInsertRequest struct {
+	// Actions Actions delivered; empty or omitted for all.
+	Actions     *WebhookActions `json:"actions,omitempty"`
+	Description *string         `json:"description,omitempty"`
+
+	// Modules Modules whose events are delivered; empty or omitted for all.
+	Modules *WebhookModules `json:"modules,omitempty"`
+
+	// Secret `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+	Secret *WebhookSecretValue `json:"secret,omitempty"`
+
+	// Url https:// or http:// URL of the receiver.
+	Url string `json:"url"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList = []Webhook
+
+// WebhookModules Modules whose events are delivered; empty or omitted for all.
+type WebhookModules = []int
+
+// WebhookSecret defines model for WebhookSecret.
+type WebhookSecret struct {
+	Id int64 `json:"id"`
+
+	// Secret The secret when it was made or changed now; otherwise null.
+	Secret *string `json:"secret"`
+}
+
+// WebhookSecretValue `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+type WebhookSecretValue = string
+
+// WebhookTestResult defines model for WebhookTestResult.
+type WebhookTestResult struct {
+	Delivered  bool   `json:"delivered"`
+	DurationMs int    `json:"duration_ms"`
+	Error      string `json:"error"`
+	StatusCode *int   `json:"status_code"`
+
+	// WebhookId The webhook-id header sent.
+	WebhookId string `json:"webhook_id"`
+}
+
+// WebhookUpdateRequest defines model for WebhookUpdateRequest.
+type WebhookUpdateRequest struct {
+	// Actions Actions delivered; empty or omitted for all.
+	Actions *WebhookActions `json:"actions,omitempty"`
+
+	// Active false pauses deliveries; true resumes them (also after the server disabled the subscription).
+	Active      *bool   `json:"active,omitempty"`
+	Description *string `json:"description,omitempty"`
+	Id          int64   `json:"id"`
+
+	// Modules Modules whose events are delivered; empty or omitted for all.
+	Modules *WebhookModules `json:"modules,omitempty"`
+
+	// RotateSecret true makes a new secret.
+	RotateSecret *bool `json:"rotate_secret,omitempty"`
+
+	// Secret `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
+	Secret *WebhookSecretValue `json:"secret,omitempty"`
+	Url    *string             `json:"url,omitempty"`
 }
 
 // GoodsDealId defines model for GoodsDealId.
@@ -1682,6 +2367,9 @@ type QuickCompanyId = int64
 
 // QuickDealId defines model for QuickDealId.
 type QuickDealId = int64
+
+// NoSecretKey The reply of every operation; see the conventions in `info.description`.
+type NoSecretKey = Envelope
 
 // TooManyRequests The reply of every operation; see the conventions in `info.description`.
 type TooManyRequests = Envelope
@@ -1883,6 +2571,39 @@ type DocumentListParams struct {
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
 }
 
+// EventListParams defines parameters for EventList.
+type EventListParams struct {
+	// Cursor The `cursor` of the previous reply; omitted to start at the first event.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// RecordsOnpage Events per reply (default 100, at most 500).
+	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+
+	// Module Only the events of these modules (one code or comma-separated codes).
+	Module *string `form:"module,omitempty" json:"module,omitempty"`
+
+	// Action Only these actions (one or comma-separated).
+	Action *string `form:"action,omitempty" json:"action,omitempty"`
+}
+
+// FieldListParams defines parameters for FieldList.
+type FieldListParams struct {
+	// Module Only the fields of this module.
+	Module *FieldListParamsModule `form:"module,omitempty" json:"module,omitempty"`
+}
+
+// FieldListParamsModule defines parameters for FieldList.
+type FieldListParamsModule int
+
+// FilterListParams defines parameters for FilterList.
+type FilterListParams struct {
+	// Module Only the ready filters of this module.
+	Module *FilterListParamsModule `form:"module,omitempty" json:"module,omitempty"`
+}
+
+// FilterListParamsModule defines parameters for FilterList.
+type FilterListParamsModule int
+
 // FinanceListParams defines parameters for FinanceList.
 type FinanceListParams struct {
 	// CompanyId Counterparty; `company_id` or `deal_id` (or both) is required.
@@ -1901,8 +2622,19 @@ type TaskListParams struct {
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
 }
 
+// WebhookDeliveriesParams defines parameters for WebhookDeliveries.
+type WebhookDeliveriesParams struct {
+	// WebhookId The subscription.
+	WebhookId     int64 `form:"webhook_id" json:"webhook_id"`
+	Page          *int  `form:"page,omitempty" json:"page,omitempty"`
+	RecordsOnpage *int  `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+}
+
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
 type CommonListPagingJSONRequestBody = EmptyBody
+
+// CompanyDeleteJSONRequestBody defines body for CompanyDelete for application/json ContentType.
+type CompanyDeleteJSONRequestBody = IdRequest
 
 // CompanyEmailInsertJSONRequestBody defines body for CompanyEmailInsert for application/json ContentType.
 type CompanyEmailInsertJSONRequestBody = EmailInsertRequest
@@ -1922,6 +2654,9 @@ type CompanyUpdateJSONRequestBody = CompanyUpdateRequest
 // ContactInsertJSONRequestBody defines body for ContactInsert for application/json ContentType.
 type ContactInsertJSONRequestBody = ContactInsertRequest
 
+// ContactSocialSetJSONRequestBody defines body for ContactSocialSet for application/json ContentType.
+type ContactSocialSetJSONRequestBody = ContactSocialSetRequest
+
 // DealGoodsUpdateJSONRequestBody defines body for DealGoodsUpdate for application/json ContentType.
 type DealGoodsUpdateJSONRequestBody = DealGoodsUpdateRequest
 
@@ -1931,11 +2666,53 @@ type DealInsertJSONRequestBody = DealInsertRequest
 // DealUpdateJSONRequestBody defines body for DealUpdate for application/json ContentType.
 type DealUpdateJSONRequestBody = DealUpdateRequest
 
+// DocumentInsertJSONRequestBody defines body for DocumentInsert for application/json ContentType.
+type DocumentInsertJSONRequestBody = DocumentInsertRequest
+
+// FieldDeleteJSONRequestBody defines body for FieldDelete for application/json ContentType.
+type FieldDeleteJSONRequestBody = IdRequest
+
+// FieldInsertJSONRequestBody defines body for FieldInsert for application/json ContentType.
+type FieldInsertJSONRequestBody = FieldInsertRequest
+
+// FieldUpdateJSONRequestBody defines body for FieldUpdate for application/json ContentType.
+type FieldUpdateJSONRequestBody = FieldUpdateRequest
+
+// FieldValuesUpdateJSONRequestBody defines body for FieldValuesUpdate for application/json ContentType.
+type FieldValuesUpdateJSONRequestBody = FieldValuesRequest
+
+// FilterDeleteJSONRequestBody defines body for FilterDelete for application/json ContentType.
+type FilterDeleteJSONRequestBody = IdRequest
+
+// FilterInsertJSONRequestBody defines body for FilterInsert for application/json ContentType.
+type FilterInsertJSONRequestBody = FilterInsertRequest
+
+// FilterUpdateJSONRequestBody defines body for FilterUpdate for application/json ContentType.
+type FilterUpdateJSONRequestBody = FilterUpdateRequest
+
+// FinanceInsertJSONRequestBody defines body for FinanceInsert for application/json ContentType.
+type FinanceInsertJSONRequestBody = FinanceInsertRequest
+
 // MailSendJSONRequestBody defines body for MailSend for application/json ContentType.
 type MailSendJSONRequestBody = MailSendRequest
 
 // TaskInsertJSONRequestBody defines body for TaskInsert for application/json ContentType.
 type TaskInsertJSONRequestBody = TaskInsertRequest
+
+// TaskUpdateJSONRequestBody defines body for TaskUpdate for application/json ContentType.
+type TaskUpdateJSONRequestBody = TaskUpdateRequest
+
+// WebhookDeleteJSONRequestBody defines body for WebhookDelete for application/json ContentType.
+type WebhookDeleteJSONRequestBody = IdRequest
+
+// WebhookInsertJSONRequestBody defines body for WebhookInsert for application/json ContentType.
+type WebhookInsertJSONRequestBody = WebhookInsertRequest
+
+// WebhookTestJSONRequestBody defines body for WebhookTest for application/json ContentType.
+type WebhookTestJSONRequestBody = IdRequest
+
+// WebhookUpdateJSONRequestBody defines body for WebhookUpdate for application/json ContentType.
+type WebhookUpdateJSONRequestBody = WebhookUpdateRequest
 
 // Getter for additional properties for Company. Returns the specified
 // element and whether it was found
@@ -3973,6 +4750,68 @@ func (a ListRow) MarshalJSON() ([]byte, error) {
 	return json.Marshal(object)
 }
 
+// AsFilterDefinition0 returns the union data inside the FilterDefinition_AdditionalProperties as a FilterDefinition0
+func (t FilterDefinition_AdditionalProperties) AsFilterDefinition0() (FilterDefinition0, error) {
+	var body FilterDefinition0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFilterDefinition0 overwrites any union data inside the FilterDefinition_AdditionalProperties as the provided FilterDefinition0
+func (t *FilterDefinition_AdditionalProperties) FromFilterDefinition0(v FilterDefinition0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFilterDefinition0 performs a merge with any union data inside the FilterDefinition_AdditionalProperties, using the provided FilterDefinition0
+func (t *FilterDefinition_AdditionalProperties) MergeFilterDefinition0(v FilterDefinition0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsFilterDefinition1 returns the union data inside the FilterDefinition_AdditionalProperties as a FilterDefinition1
+func (t FilterDefinition_AdditionalProperties) AsFilterDefinition1() (FilterDefinition1, error) {
+	var body FilterDefinition1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromFilterDefinition1 overwrites any union data inside the FilterDefinition_AdditionalProperties as the provided FilterDefinition1
+func (t *FilterDefinition_AdditionalProperties) FromFilterDefinition1(v FilterDefinition1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeFilterDefinition1 performs a merge with any union data inside the FilterDefinition_AdditionalProperties, using the provided FilterDefinition1
+func (t *FilterDefinition_AdditionalProperties) MergeFilterDefinition1(v FilterDefinition1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t FilterDefinition_AdditionalProperties) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *FilterDefinition_AdditionalProperties) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
 
@@ -4182,6 +5021,42 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
 	CommonListPaging(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyDeleteWithBody Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyDelete Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDelete(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyEmailInsertWithBody Add an e-mail to a counterparty or one of its contact persons
 	//
@@ -4512,6 +5387,40 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /contact/list (the `ContactList` operationId).
 	ContactList(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContactSocialSetWithBody Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContactSocialSet Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSet(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DashboardKpiMy KPI of the token owner
 	//
@@ -4882,6 +5791,46 @@ type ClientInterface interface {
 	// Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
 	DocumentGoodsList(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DocumentInsertWithBody Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocumentInsert Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsert(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DocumentList Documents of a counterparty or a deal
 	//
 	// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
@@ -4899,6 +5848,301 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /document/list (the `DocumentList` operationId).
 	DocumentList(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EventList The account's changes after a cursor, oldest first
+	//
+	// **Extension** (not in the interface). The event feed: every change the journal
+	// records (module 50 of the universal list), in the order the changes were
+	// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+	// client keeps the `cursor` of each reply and passes it to the next call; it never
+	// receives an event twice and never misses one, however the writes of the account
+	// interleave (the positions of events are handed out in commit order; see
+	// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+	// event.
+	//
+	// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+	// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+	// and token that made it (`null` for a change made by the server itself: mail
+	// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+	// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+	// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+	// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+	// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+	// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+	// fetched, `deliver` a queued message accepted by its SMTP server,
+	// `delivery_failed` a message given up) and `changes`: for an insert the stored
+	// fields, for an update each changed field with `[old, new]`.
+	//
+	// `module` and `action` keep only the events of those modules and actions (one
+	// value or comma-separated values). Events are shown by the journal's access rule:
+	// an admin sees every event, a head the events made by the users of their
+	// department and their own, a member their own.
+	//
+	// One call reads at most 5,000 events of the account past the cursor: when
+	// filters skip them all, the reply has no events but a `cursor` past them and
+	// `more` true, so the next call goes on from there. `more` is false when the
+	// client has caught up. A cursor is opaque; one of another account, or one not
+	// given by this feed, is `"400"`.
+	//
+	// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+	// are 1 (0, 0, 0 when there are none).
+	//
+	// Corresponds with GET /event/list (the `EventList` operationId).
+	EventList(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldDeleteWithBody Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldDelete Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldInsertWithBody Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldInsert Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsert(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldList The account's additional fields
+	//
+	// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+	// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+	// that module's. Every role sees them. A quick list, by module and name.
+	//
+	// Corresponds with GET /field/list (the `FieldList` operationId).
+	FieldList(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldUpdateWithBody Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldUpdate Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldValuesUpdateWithBody Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldValuesUpdate Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdate(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterDeleteWithBody Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterDelete Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDelete(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterInsertWithBody Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterInsert Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsert(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterList The account's ready filters
+	//
+	// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+	// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+	// Every role sees them (a filter narrows what the caller may see anyway). A quick
+	// list, by module and name.
+	//
+	// Corresponds with GET /filter/list (the `FilterList` operationId).
+	FilterList(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterUpdateWithBody Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterUpdate Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdate(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinanceAccounts The account's money accounts
+	//
+	// **Extension.** The money accounts of the account (every role sees them all, as
+	// the goods catalogue): id, name, currency and whether it is active, by name. A
+	// quick list. Money accounts are made with `crm-server money-account create`.
+	//
+	// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+	FinanceAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinanceInsertWithBody Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinanceInsert Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsert(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FinanceList Money movements of a counterparty or a deal
 	//
@@ -5147,6 +6391,227 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /task/list (the `TaskList` operationId).
 	TaskList(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskUpdateWithBody Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskUpdate Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdate(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookDeleteWithBody Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookDelete Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDelete(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookDeliveries The delivery log of a subscription (admins)
+	//
+	// **Extension.** Admins only. The delivery attempts of the subscription
+	// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+	// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+	// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+	// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+	// (`null` when no reply came), the reason of a failure, the time taken and when.
+	// Entries older than 30 days are removed.
+	//
+	// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+	WebhookDeliveries(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookInsertWithBody Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookInsert Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsert(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookList The account's webhook subscriptions (admins)
+	//
+	// **Extension.** Admins only. Every subscription of the account, newest first, with
+	// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+	// `failing_since` when the event at its head has been failing. Secrets are never
+	// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+	//
+	// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+	WebhookList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTestWithBody Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTest Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTest(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookUpdateWithBody Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookUpdate Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdate(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // CommonListPagingWithBody Paged list of the records of one module
@@ -5295,6 +6760,62 @@ func (c *Client) CommonListPagingWithBody(ctx context.Context, module CommonList
 // Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
 func (c *Client) CommonListPaging(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewCommonListPagingRequest(c.Server, module, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyDeleteWithBody Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *Client) CompanyDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyDelete Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *Client) CompanyDelete(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyDeleteRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5765,6 +7286,60 @@ func (c *Client) ContactInsert(ctx context.Context, body ContactInsertJSONReques
 // Corresponds with GET /contact/list (the `ContactList` operationId).
 func (c *Client) ContactList(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewContactListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContactSocialSetWithBody Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *Client) ContactSocialSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactSocialSetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContactSocialSet Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *Client) ContactSocialSet(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactSocialSetRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6294,6 +7869,66 @@ func (c *Client) DocumentGoodsList(ctx context.Context, params *DocumentGoodsLis
 	return c.Client.Do(req)
 }
 
+// DocumentInsertWithBody Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *Client) DocumentInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocumentInsert Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *Client) DocumentInsert(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DocumentList Documents of a counterparty or a deal
 //
 // Every document of the counterparty `company_id` and/or the deal `deal_id` that the
@@ -6312,6 +7947,501 @@ func (c *Client) DocumentGoodsList(ctx context.Context, params *DocumentGoodsLis
 // Corresponds with GET /document/list (the `DocumentList` operationId).
 func (c *Client) DocumentList(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewDocumentListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventList The account's changes after a cursor, oldest first
+//
+// **Extension** (not in the interface). The event feed: every change the journal
+// records (module 50 of the universal list), in the order the changes were
+// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+// client keeps the `cursor` of each reply and passes it to the next call; it never
+// receives an event twice and never misses one, however the writes of the account
+// interleave (the positions of events are handed out in commit order; see
+// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+// event.
+//
+// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+// and token that made it (`null` for a change made by the server itself: mail
+// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+// fetched, `deliver` a queued message accepted by its SMTP server,
+// `delivery_failed` a message given up) and `changes`: for an insert the stored
+// fields, for an update each changed field with `[old, new]`.
+//
+// `module` and `action` keep only the events of those modules and actions (one
+// value or comma-separated values). Events are shown by the journal's access rule:
+// an admin sees every event, a head the events made by the users of their
+// department and their own, a member their own.
+//
+// One call reads at most 5,000 events of the account past the cursor: when
+// filters skip them all, the reply has no events but a `cursor` past them and
+// `more` true, so the next call goes on from there. `more` is false when the
+// client has caught up. A cursor is opaque; one of another account, or one not
+// given by this feed, is `"400"`.
+//
+// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+// are 1 (0, 0, 0 when there are none).
+//
+// Corresponds with GET /event/list (the `EventList` operationId).
+func (c *Client) EventList(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldDeleteWithBody Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *Client) FieldDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldDelete Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *Client) FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldInsertWithBody Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *Client) FieldInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldInsert Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *Client) FieldInsert(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldList The account's additional fields
+//
+// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+// that module's. Every role sees them. A quick list, by module and name.
+//
+// Corresponds with GET /field/list (the `FieldList` operationId).
+func (c *Client) FieldList(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldUpdateWithBody Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *Client) FieldUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldUpdate Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *Client) FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldValuesUpdateWithBody Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *Client) FieldValuesUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldValuesUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldValuesUpdate Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *Client) FieldValuesUpdate(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldValuesUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterDeleteWithBody Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *Client) FilterDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterDelete Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *Client) FilterDelete(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterInsertWithBody Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *Client) FilterInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterInsert Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *Client) FilterInsert(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterList The account's ready filters
+//
+// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+// Every role sees them (a filter narrows what the caller may see anyway). A quick
+// list, by module and name.
+//
+// Corresponds with GET /filter/list (the `FilterList` operationId).
+func (c *Client) FilterList(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterUpdateWithBody Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *Client) FilterUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterUpdate Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *Client) FilterUpdate(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinanceAccounts The account's money accounts
+//
+// **Extension.** The money accounts of the account (every role sees them all, as
+// the goods catalogue): id, name, currency and whether it is active, by name. A
+// quick list. Money accounts are made with `crm-server money-account create`.
+//
+// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+func (c *Client) FinanceAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceAccountsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinanceInsertWithBody Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *Client) FinanceInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinanceInsert Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *Client) FinanceInsert(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceInsertRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6650,6 +8780,347 @@ func (c *Client) TaskList(ctx context.Context, params *TaskListParams, reqEditor
 	return c.Client.Do(req)
 }
 
+// TaskUpdateWithBody Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *Client) TaskUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskUpdate Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *Client) TaskUpdate(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookDeleteWithBody Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *Client) WebhookDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookDelete Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *Client) WebhookDelete(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookDeliveries The delivery log of a subscription (admins)
+//
+// **Extension.** Admins only. The delivery attempts of the subscription
+// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+// (`null` when no reply came), the reason of a failure, the time taken and when.
+// Entries older than 30 days are removed.
+//
+// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+func (c *Client) WebhookDeliveries(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeliveriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookInsertWithBody Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *Client) WebhookInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookInsert Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *Client) WebhookInsert(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookList The account's webhook subscriptions (admins)
+//
+// **Extension.** Admins only. Every subscription of the account, newest first, with
+// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+// `failing_since` when the event at its head has been failing. Secrets are never
+// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+//
+// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+func (c *Client) WebhookList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookListRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookTestWithBody Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *Client) WebhookTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookTest Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *Client) WebhookTest(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookUpdateWithBody Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *Client) WebhookUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookUpdate Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *Client) WebhookUpdate(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // NewCommonListPagingRequest calls the generic CommonListPaging builder with application/json body
 func NewCommonListPagingRequest(server string, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -6976,6 +9447,46 @@ func NewCommonListPagingRequestWithBody(server string, module CommonListPagingPa
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
 		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCompanyDeleteRequest calls the generic CompanyDelete builder with application/json body
+func NewCompanyDeleteRequest(server string, body CompanyDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompanyDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCompanyDeleteRequestWithBody constructs an http.Request for the CompanyDelete method, with any body, and a specified content type
+func NewCompanyDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
@@ -7391,6 +9902,46 @@ func NewContactListRequest(server string, params *ContactListParams) (*http.Requ
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewContactSocialSetRequest calls the generic ContactSocialSet builder with application/json body
+func NewContactSocialSetRequest(server string, body ContactSocialSetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewContactSocialSetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewContactSocialSetRequestWithBody constructs an http.Request for the ContactSocialSet method, with any body, and a specified content type
+func NewContactSocialSetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/contact/social/set")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -8041,6 +10592,46 @@ func NewDocumentGoodsListRequest(server string, params *DocumentGoodsListParams)
 	return req, nil
 }
 
+// NewDocumentInsertRequest calls the generic DocumentInsert builder with application/json body
+func NewDocumentInsertRequest(server string, body DocumentInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDocumentInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDocumentInsertRequestWithBody constructs an http.Request for the DocumentInsert method, with any body, and a specified content type
+func NewDocumentInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/document/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewDocumentListRequest constructs an http.Request for the DocumentList method
 func NewDocumentListRequest(server string, params *DocumentListParams) (*http.Request, error) {
 	var err error
@@ -8103,6 +10694,551 @@ func NewDocumentListRequest(server string, params *DocumentListParams) (*http.Re
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewEventListRequest constructs an http.Request for the EventList method
+func NewEventListRequest(server string, params *EventListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/event/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RecordsOnpage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "records_onpage", *params.RecordsOnpage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFieldDeleteRequest calls the generic FieldDelete builder with application/json body
+func NewFieldDeleteRequest(server string, body FieldDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldDeleteRequestWithBody constructs an http.Request for the FieldDelete method, with any body, and a specified content type
+func NewFieldDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFieldInsertRequest calls the generic FieldInsert builder with application/json body
+func NewFieldInsertRequest(server string, body FieldInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldInsertRequestWithBody constructs an http.Request for the FieldInsert method, with any body, and a specified content type
+func NewFieldInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFieldListRequest constructs an http.Request for the FieldList method
+func NewFieldListRequest(server string, params *FieldListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFieldUpdateRequest calls the generic FieldUpdate builder with application/json body
+func NewFieldUpdateRequest(server string, body FieldUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldUpdateRequestWithBody constructs an http.Request for the FieldUpdate method, with any body, and a specified content type
+func NewFieldUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFieldValuesUpdateRequest calls the generic FieldValuesUpdate builder with application/json body
+func NewFieldValuesUpdateRequest(server string, body FieldValuesUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldValuesUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldValuesUpdateRequestWithBody constructs an http.Request for the FieldValuesUpdate method, with any body, and a specified content type
+func NewFieldValuesUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/values/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFilterDeleteRequest calls the generic FilterDelete builder with application/json body
+func NewFilterDeleteRequest(server string, body FilterDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFilterDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFilterDeleteRequestWithBody constructs an http.Request for the FilterDelete method, with any body, and a specified content type
+func NewFilterDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFilterInsertRequest calls the generic FilterInsert builder with application/json body
+func NewFilterInsertRequest(server string, body FilterInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFilterInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFilterInsertRequestWithBody constructs an http.Request for the FilterInsert method, with any body, and a specified content type
+func NewFilterInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFilterListRequest constructs an http.Request for the FilterList method
+func NewFilterListRequest(server string, params *FilterListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFilterUpdateRequest calls the generic FilterUpdate builder with application/json body
+func NewFilterUpdateRequest(server string, body FilterUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFilterUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFilterUpdateRequestWithBody constructs an http.Request for the FilterUpdate method, with any body, and a specified content type
+func NewFilterUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFinanceAccountsRequest constructs an http.Request for the FinanceAccounts method
+func NewFinanceAccountsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/finance/accounts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFinanceInsertRequest calls the generic FinanceInsert builder with application/json body
+func NewFinanceInsertRequest(server string, body FinanceInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFinanceInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFinanceInsertRequestWithBody constructs an http.Request for the FinanceInsert method, with any body, and a specified content type
+func NewFinanceInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/finance/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -8369,6 +11505,307 @@ func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, e
 	return req, nil
 }
 
+// NewTaskUpdateRequest calls the generic TaskUpdate builder with application/json body
+func NewTaskUpdateRequest(server string, body TaskUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTaskUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTaskUpdateRequestWithBody constructs an http.Request for the TaskUpdate method, with any body, and a specified content type
+func NewTaskUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/task/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookDeleteRequest calls the generic WebhookDelete builder with application/json body
+func NewWebhookDeleteRequest(server string, body WebhookDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookDeleteRequestWithBody constructs an http.Request for the WebhookDelete method, with any body, and a specified content type
+func NewWebhookDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookDeliveriesRequest constructs an http.Request for the WebhookDeliveries method
+func NewWebhookDeliveriesRequest(server string, params *WebhookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/deliveries")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "webhook_id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RecordsOnpage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "records_onpage", *params.RecordsOnpage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewWebhookInsertRequest calls the generic WebhookInsert builder with application/json body
+func NewWebhookInsertRequest(server string, body WebhookInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookInsertRequestWithBody constructs an http.Request for the WebhookInsert method, with any body, and a specified content type
+func NewWebhookInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookListRequest constructs an http.Request for the WebhookList method
+func NewWebhookListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewWebhookTestRequest calls the generic WebhookTest builder with application/json body
+func NewWebhookTestRequest(server string, body WebhookTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookTestRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookTestRequestWithBody constructs an http.Request for the WebhookTest method, with any body, and a specified content type
+func NewWebhookTestRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/test")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookUpdateRequest calls the generic WebhookUpdate builder with application/json body
+func NewWebhookUpdateRequest(server string, body WebhookUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookUpdateRequestWithBody constructs an http.Request for the WebhookUpdate method, with any body, and a specified content type
+func NewWebhookUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
 	for _, r := range c.RequestEditors {
 		if err := r(ctx, req); err != nil {
@@ -8548,6 +11985,42 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
 	CommonListPagingWithResponse(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody, reqEditors ...RequestEditorFn) (*CommonListPagingResponse, error)
+
+	// CompanyDeleteWithBodyWithResponse Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
+
+	// CompanyDeleteWithResponse Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDeleteWithResponse(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
 
 	// CompanyEmailInsertWithBodyWithResponse Add an e-mail to a counterparty or one of its contact persons
 	//
@@ -8882,6 +12355,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /contact/list (the `ContactList` operationId).
 	ContactListWithResponse(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*ContactListResponse, error)
+
+	// ContactSocialSetWithBodyWithResponse Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
+
+	// ContactSocialSetWithResponse Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSetWithResponse(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
 
 	// DashboardKpiMyWithResponse KPI of the token owner
 	//
@@ -9270,6 +12777,46 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
 	DocumentGoodsListWithResponse(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*DocumentGoodsListResponse, error)
 
+	// DocumentInsertWithBodyWithResponse Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
+
+	// DocumentInsertWithResponse Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsertWithResponse(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
+
 	// DocumentListWithResponse Documents of a counterparty or a deal
 	//
 	// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
@@ -9289,6 +12836,309 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /document/list (the `DocumentList` operationId).
 	DocumentListWithResponse(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*DocumentListResponse, error)
+
+	// EventListWithResponse The account's changes after a cursor, oldest first
+	//
+	// **Extension** (not in the interface). The event feed: every change the journal
+	// records (module 50 of the universal list), in the order the changes were
+	// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+	// client keeps the `cursor` of each reply and passes it to the next call; it never
+	// receives an event twice and never misses one, however the writes of the account
+	// interleave (the positions of events are handed out in commit order; see
+	// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+	// event.
+	//
+	// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+	// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+	// and token that made it (`null` for a change made by the server itself: mail
+	// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+	// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+	// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+	// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+	// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+	// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+	// fetched, `deliver` a queued message accepted by its SMTP server,
+	// `delivery_failed` a message given up) and `changes`: for an insert the stored
+	// fields, for an update each changed field with `[old, new]`.
+	//
+	// `module` and `action` keep only the events of those modules and actions (one
+	// value or comma-separated values). Events are shown by the journal's access rule:
+	// an admin sees every event, a head the events made by the users of their
+	// department and their own, a member their own.
+	//
+	// One call reads at most 5,000 events of the account past the cursor: when
+	// filters skip them all, the reply has no events but a `cursor` past them and
+	// `more` true, so the next call goes on from there. `more` is false when the
+	// client has caught up. A cursor is opaque; one of another account, or one not
+	// given by this feed, is `"400"`.
+	//
+	// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+	// are 1 (0, 0, 0 when there are none).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /event/list (the `EventList` operationId).
+	EventListWithResponse(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*EventListResponse, error)
+
+	// FieldDeleteWithBodyWithResponse Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
+
+	// FieldDeleteWithResponse Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDeleteWithResponse(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
+
+	// FieldInsertWithBodyWithResponse Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
+
+	// FieldInsertWithResponse Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsertWithResponse(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
+
+	// FieldListWithResponse The account's additional fields
+	//
+	// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+	// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+	// that module's. Every role sees them. A quick list, by module and name.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /field/list (the `FieldList` operationId).
+	FieldListWithResponse(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*FieldListResponse, error)
+
+	// FieldUpdateWithBodyWithResponse Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
+
+	// FieldUpdateWithResponse Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdateWithResponse(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
+
+	// FieldValuesUpdateWithBodyWithResponse Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
+
+	// FieldValuesUpdateWithResponse Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdateWithResponse(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
+
+	// FilterDeleteWithBodyWithResponse Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
+
+	// FilterDeleteWithResponse Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDeleteWithResponse(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
+
+	// FilterInsertWithBodyWithResponse Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
+
+	// FilterInsertWithResponse Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsertWithResponse(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
+
+	// FilterListWithResponse The account's ready filters
+	//
+	// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+	// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+	// Every role sees them (a filter narrows what the caller may see anyway). A quick
+	// list, by module and name.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /filter/list (the `FilterList` operationId).
+	FilterListWithResponse(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*FilterListResponse, error)
+
+	// FilterUpdateWithBodyWithResponse Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
+
+	// FilterUpdateWithResponse Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdateWithResponse(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
+
+	// FinanceAccountsWithResponse The account's money accounts
+	//
+	// **Extension.** The money accounts of the account (every role sees them all, as
+	// the goods catalogue): id, name, currency and whether it is active, by name. A
+	// quick list. Money accounts are made with `crm-server money-account create`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+	FinanceAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FinanceAccountsResponse, error)
+
+	// FinanceInsertWithBodyWithResponse Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
+
+	// FinanceInsertWithResponse Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsertWithResponse(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
 
 	// FinanceListWithResponse Money movements of a counterparty or a deal
 	//
@@ -9545,6 +13395,231 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /task/list (the `TaskList` operationId).
 	TaskListWithResponse(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*TaskListResponse, error)
+
+	// TaskUpdateWithBodyWithResponse Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+
+	// TaskUpdateWithResponse Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdateWithResponse(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+
+	// WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
+
+	// WebhookDeleteWithResponse Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDeleteWithResponse(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
+
+	// WebhookDeliveriesWithResponse The delivery log of a subscription (admins)
+	//
+	// **Extension.** Admins only. The delivery attempts of the subscription
+	// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+	// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+	// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+	// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+	// (`null` when no reply came), the reason of a failure, the time taken and when.
+	// Entries older than 30 days are removed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+	WebhookDeliveriesWithResponse(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*WebhookDeliveriesResponse, error)
+
+	// WebhookInsertWithBodyWithResponse Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
+
+	// WebhookInsertWithResponse Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsertWithResponse(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
+
+	// WebhookListWithResponse The account's webhook subscriptions (admins)
+	//
+	// **Extension.** Admins only. Every subscription of the account, newest first, with
+	// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+	// `failing_since` when the event at its head has been failing. Secrets are never
+	// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+	WebhookListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WebhookListResponse, error)
+
+	// WebhookTestWithBodyWithResponse Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
+
+	// WebhookTestWithResponse Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTestWithResponse(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
+
+	// WebhookUpdateWithBodyWithResponse Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
+
+	// WebhookUpdateWithResponse Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdateWithResponse(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
 }
 
 // CommonListPagingResponse401Headers the declared response headers of an HTTP 401 response for CommonListPaging
@@ -9610,6 +13685,75 @@ func (r CommonListPagingResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r CommonListPagingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyDeleteResponse401Headers the declared response headers of an HTTP 401 response for CompanyDelete
+type CompanyDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyDeleteResponse429Headers the declared response headers of an HTTP 429 response for CompanyDelete
+type CompanyDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyDeleteResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10162,6 +14306,75 @@ func (r ContactListResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ContactListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ContactSocialSetResponse401Headers the declared response headers of an HTTP 401 response for ContactSocialSet
+type ContactSocialSetResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ContactSocialSetResponse429Headers the declared response headers of an HTTP 429 response for ContactSocialSet
+type ContactSocialSetResponse429Headers struct {
+	RetryAfter int
+}
+
+type ContactSocialSetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ContactSocialSetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ContactSocialSetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ContactSocialSetResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ContactSocialSetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ContactSocialSetResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r ContactSocialSetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ContactSocialSetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ContactSocialSetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ContactSocialSetResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10996,6 +15209,75 @@ func (r DocumentGoodsListResponse) ContentType() string {
 	return ""
 }
 
+// DocumentInsertResponse401Headers the declared response headers of an HTTP 401 response for DocumentInsert
+type DocumentInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DocumentInsertResponse429Headers the declared response headers of an HTTP 429 response for DocumentInsert
+type DocumentInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type DocumentInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DocumentInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DocumentInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DocumentInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DocumentInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DocumentInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r DocumentInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocumentInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocumentInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocumentInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DocumentListResponse401Headers the declared response headers of an HTTP 401 response for DocumentList
 type DocumentListResponse401Headers struct {
 	WWWAuthenticate string
@@ -11059,6 +15341,834 @@ func (r DocumentListResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r DocumentListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EventListResponse401Headers the declared response headers of an HTTP 401 response for EventList
+type EventListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// EventListResponse429Headers the declared response headers of an HTTP 429 response for EventList
+type EventListResponse429Headers struct {
+	RetryAfter int
+}
+
+type EventListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EventListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EventListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EventListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EventListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EventListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r EventListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EventListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EventListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EventListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldDeleteResponse401Headers the declared response headers of an HTTP 401 response for FieldDelete
+type FieldDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldDeleteResponse429Headers the declared response headers of an HTTP 429 response for FieldDelete
+type FieldDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldInsertResponse401Headers the declared response headers of an HTTP 401 response for FieldInsert
+type FieldInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldInsertResponse429Headers the declared response headers of an HTTP 429 response for FieldInsert
+type FieldInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldListResponse401Headers the declared response headers of an HTTP 401 response for FieldList
+type FieldListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldListResponse429Headers the declared response headers of an HTTP 429 response for FieldList
+type FieldListResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldUpdateResponse401Headers the declared response headers of an HTTP 401 response for FieldUpdate
+type FieldUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldUpdateResponse429Headers the declared response headers of an HTTP 429 response for FieldUpdate
+type FieldUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldValuesUpdateResponse401Headers the declared response headers of an HTTP 401 response for FieldValuesUpdate
+type FieldValuesUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldValuesUpdateResponse429Headers the declared response headers of an HTTP 429 response for FieldValuesUpdate
+type FieldValuesUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldValuesUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldValuesUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldValuesUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldValuesUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldValuesUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldValuesUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldValuesUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterDeleteResponse401Headers the declared response headers of an HTTP 401 response for FilterDelete
+type FilterDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterDeleteResponse429Headers the declared response headers of an HTTP 429 response for FilterDelete
+type FilterDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterInsertResponse401Headers the declared response headers of an HTTP 401 response for FilterInsert
+type FilterInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterInsertResponse429Headers the declared response headers of an HTTP 429 response for FilterInsert
+type FilterInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterListResponse401Headers the declared response headers of an HTTP 401 response for FilterList
+type FilterListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterListResponse429Headers the declared response headers of an HTTP 429 response for FilterList
+type FilterListResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterUpdateResponse401Headers the declared response headers of an HTTP 401 response for FilterUpdate
+type FilterUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterUpdateResponse429Headers the declared response headers of an HTTP 429 response for FilterUpdate
+type FilterUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FinanceAccountsResponse401Headers the declared response headers of an HTTP 401 response for FinanceAccounts
+type FinanceAccountsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FinanceAccountsResponse429Headers the declared response headers of an HTTP 429 response for FinanceAccounts
+type FinanceAccountsResponse429Headers struct {
+	RetryAfter int
+}
+
+type FinanceAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinanceAccountsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinanceAccountsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinanceAccountsResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FinanceAccountsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FinanceAccountsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FinanceAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinanceAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinanceAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinanceAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FinanceInsertResponse401Headers the declared response headers of an HTTP 401 response for FinanceInsert
+type FinanceInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FinanceInsertResponse429Headers the declared response headers of an HTTP 429 response for FinanceInsert
+type FinanceInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type FinanceInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinanceInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinanceInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinanceInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FinanceInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FinanceInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r FinanceInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinanceInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinanceInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinanceInsertResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11430,6 +16540,510 @@ func (r TaskListResponse) ContentType() string {
 	return ""
 }
 
+// TaskUpdateResponse401Headers the declared response headers of an HTTP 401 response for TaskUpdate
+type TaskUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// TaskUpdateResponse429Headers the declared response headers of an HTTP 429 response for TaskUpdate
+type TaskUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type TaskUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TaskUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TaskUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TaskUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TaskUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TaskUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r TaskUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TaskUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TaskUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TaskUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookDeleteResponse401Headers the declared response headers of an HTTP 401 response for WebhookDelete
+type WebhookDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookDeleteResponse429Headers the declared response headers of an HTTP 429 response for WebhookDelete
+type WebhookDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for WebhookDeliveries
+type WebhookDeliveriesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for WebhookDeliveries
+type WebhookDeliveriesResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookDeliveriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookInsertResponse401Headers the declared response headers of an HTTP 401 response for WebhookInsert
+type WebhookInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookInsertResponse429Headers the declared response headers of an HTTP 429 response for WebhookInsert
+type WebhookInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NoSecretKey
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookInsertResponse) GetJSON503() *NoSecretKey {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookListResponse401Headers the declared response headers of an HTTP 401 response for WebhookList
+type WebhookListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookListResponse429Headers the declared response headers of an HTTP 429 response for WebhookList
+type WebhookListResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookTestResponse401Headers the declared response headers of an HTTP 401 response for WebhookTest
+type WebhookTestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookTestResponse429Headers the declared response headers of an HTTP 429 response for WebhookTest
+type WebhookTestResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NoSecretKey
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookTestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookTestResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookTestResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookTestResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookTestResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookTestResponse) GetJSON503() *NoSecretKey {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookUpdateResponse401Headers the declared response headers of an HTTP 401 response for WebhookUpdate
+type WebhookUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookUpdateResponse429Headers the declared response headers of an HTTP 429 response for WebhookUpdate
+type WebhookUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NoSecretKey
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookUpdateResponse) GetJSON503() *NoSecretKey {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // CommonListPagingWithBodyWithResponse Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
@@ -11576,6 +17190,54 @@ func (c *ClientWithResponses) CommonListPagingWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseCommonListPagingResponse(rsp)
+}
+
+// CompanyDeleteWithBodyWithResponse Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *ClientWithResponses) CompanyDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
+	rsp, err := c.CompanyDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyDeleteResponse(rsp)
+}
+
+// CompanyDeleteWithResponse Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *ClientWithResponses) CompanyDeleteWithResponse(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
+	rsp, err := c.CompanyDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyDeleteResponse(rsp)
 }
 
 // CompanyEmailInsertWithBodyWithResponse Add an e-mail to a counterparty or one of its contact persons
@@ -11994,6 +17656,52 @@ func (c *ClientWithResponses) ContactListWithResponse(ctx context.Context, param
 		return nil, err
 	}
 	return ParseContactListResponse(rsp)
+}
+
+// ContactSocialSetWithBodyWithResponse Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *ClientWithResponses) ContactSocialSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
+	rsp, err := c.ContactSocialSetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContactSocialSetResponse(rsp)
+}
+
+// ContactSocialSetWithResponse Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *ClientWithResponses) ContactSocialSetWithResponse(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
+	rsp, err := c.ContactSocialSet(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContactSocialSetResponse(rsp)
 }
 
 // DashboardKpiMyWithResponse KPI of the token owner
@@ -12473,6 +18181,58 @@ func (c *ClientWithResponses) DocumentGoodsListWithResponse(ctx context.Context,
 	return ParseDocumentGoodsListResponse(rsp)
 }
 
+// DocumentInsertWithBodyWithResponse Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *ClientWithResponses) DocumentInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
+	rsp, err := c.DocumentInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocumentInsertResponse(rsp)
+}
+
+// DocumentInsertWithResponse Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *ClientWithResponses) DocumentInsertWithResponse(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
+	rsp, err := c.DocumentInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocumentInsertResponse(rsp)
+}
+
 // DocumentListWithResponse Documents of a counterparty or a deal
 //
 // Every document of the counterparty `company_id` and/or the deal `deal_id` that the
@@ -12497,6 +18257,429 @@ func (c *ClientWithResponses) DocumentListWithResponse(ctx context.Context, para
 		return nil, err
 	}
 	return ParseDocumentListResponse(rsp)
+}
+
+// EventListWithResponse The account's changes after a cursor, oldest first
+//
+// **Extension** (not in the interface). The event feed: every change the journal
+// records (module 50 of the universal list), in the order the changes were
+// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+// client keeps the `cursor` of each reply and passes it to the next call; it never
+// receives an event twice and never misses one, however the writes of the account
+// interleave (the positions of events are handed out in commit order; see
+// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+// event.
+//
+// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+// and token that made it (`null` for a change made by the server itself: mail
+// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+// fetched, `deliver` a queued message accepted by its SMTP server,
+// `delivery_failed` a message given up) and `changes`: for an insert the stored
+// fields, for an update each changed field with `[old, new]`.
+//
+// `module` and `action` keep only the events of those modules and actions (one
+// value or comma-separated values). Events are shown by the journal's access rule:
+// an admin sees every event, a head the events made by the users of their
+// department and their own, a member their own.
+//
+// One call reads at most 5,000 events of the account past the cursor: when
+// filters skip them all, the reply has no events but a `cursor` past them and
+// `more` true, so the next call goes on from there. `more` is false when the
+// client has caught up. A cursor is opaque; one of another account, or one not
+// given by this feed, is `"400"`.
+//
+// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+// are 1 (0, 0, 0 when there are none).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /event/list (the `EventList` operationId).
+func (c *ClientWithResponses) EventListWithResponse(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*EventListResponse, error) {
+	rsp, err := c.EventList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventListResponse(rsp)
+}
+
+// FieldDeleteWithBodyWithResponse Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *ClientWithResponses) FieldDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
+	rsp, err := c.FieldDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldDeleteResponse(rsp)
+}
+
+// FieldDeleteWithResponse Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *ClientWithResponses) FieldDeleteWithResponse(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
+	rsp, err := c.FieldDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldDeleteResponse(rsp)
+}
+
+// FieldInsertWithBodyWithResponse Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *ClientWithResponses) FieldInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
+	rsp, err := c.FieldInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldInsertResponse(rsp)
+}
+
+// FieldInsertWithResponse Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *ClientWithResponses) FieldInsertWithResponse(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
+	rsp, err := c.FieldInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldInsertResponse(rsp)
+}
+
+// FieldListWithResponse The account's additional fields
+//
+// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+// that module's. Every role sees them. A quick list, by module and name.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /field/list (the `FieldList` operationId).
+func (c *ClientWithResponses) FieldListWithResponse(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*FieldListResponse, error) {
+	rsp, err := c.FieldList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldListResponse(rsp)
+}
+
+// FieldUpdateWithBodyWithResponse Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *ClientWithResponses) FieldUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
+	rsp, err := c.FieldUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldUpdateResponse(rsp)
+}
+
+// FieldUpdateWithResponse Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *ClientWithResponses) FieldUpdateWithResponse(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
+	rsp, err := c.FieldUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldUpdateResponse(rsp)
+}
+
+// FieldValuesUpdateWithBodyWithResponse Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *ClientWithResponses) FieldValuesUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
+	rsp, err := c.FieldValuesUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldValuesUpdateResponse(rsp)
+}
+
+// FieldValuesUpdateWithResponse Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *ClientWithResponses) FieldValuesUpdateWithResponse(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
+	rsp, err := c.FieldValuesUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldValuesUpdateResponse(rsp)
+}
+
+// FilterDeleteWithBodyWithResponse Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *ClientWithResponses) FilterDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
+	rsp, err := c.FilterDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterDeleteResponse(rsp)
+}
+
+// FilterDeleteWithResponse Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *ClientWithResponses) FilterDeleteWithResponse(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
+	rsp, err := c.FilterDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterDeleteResponse(rsp)
+}
+
+// FilterInsertWithBodyWithResponse Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *ClientWithResponses) FilterInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
+	rsp, err := c.FilterInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterInsertResponse(rsp)
+}
+
+// FilterInsertWithResponse Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *ClientWithResponses) FilterInsertWithResponse(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
+	rsp, err := c.FilterInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterInsertResponse(rsp)
+}
+
+// FilterListWithResponse The account's ready filters
+//
+// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+// Every role sees them (a filter narrows what the caller may see anyway). A quick
+// list, by module and name.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /filter/list (the `FilterList` operationId).
+func (c *ClientWithResponses) FilterListWithResponse(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*FilterListResponse, error) {
+	rsp, err := c.FilterList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterListResponse(rsp)
+}
+
+// FilterUpdateWithBodyWithResponse Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *ClientWithResponses) FilterUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
+	rsp, err := c.FilterUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterUpdateResponse(rsp)
+}
+
+// FilterUpdateWithResponse Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *ClientWithResponses) FilterUpdateWithResponse(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
+	rsp, err := c.FilterUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterUpdateResponse(rsp)
+}
+
+// FinanceAccountsWithResponse The account's money accounts
+//
+// **Extension.** The money accounts of the account (every role sees them all, as
+// the goods catalogue): id, name, currency and whether it is active, by name. A
+// quick list. Money accounts are made with `crm-server money-account create`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+func (c *ClientWithResponses) FinanceAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FinanceAccountsResponse, error) {
+	rsp, err := c.FinanceAccounts(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinanceAccountsResponse(rsp)
+}
+
+// FinanceInsertWithBodyWithResponse Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *ClientWithResponses) FinanceInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
+	rsp, err := c.FinanceInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinanceInsertResponse(rsp)
+}
+
+// FinanceInsertWithResponse Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *ClientWithResponses) FinanceInsertWithResponse(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
+	rsp, err := c.FinanceInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinanceInsertResponse(rsp)
 }
 
 // FinanceListWithResponse Money movements of a counterparty or a deal
@@ -12803,6 +18986,303 @@ func (c *ClientWithResponses) TaskListWithResponse(ctx context.Context, params *
 	return ParseTaskListResponse(rsp)
 }
 
+// TaskUpdateWithBodyWithResponse Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *ClientWithResponses) TaskUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
+	rsp, err := c.TaskUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskUpdateResponse(rsp)
+}
+
+// TaskUpdateWithResponse Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *ClientWithResponses) TaskUpdateWithResponse(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
+	rsp, err := c.TaskUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskUpdateResponse(rsp)
+}
+
+// WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *ClientWithResponses) WebhookDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
+	rsp, err := c.WebhookDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookDeleteResponse(rsp)
+}
+
+// WebhookDeleteWithResponse Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *ClientWithResponses) WebhookDeleteWithResponse(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
+	rsp, err := c.WebhookDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookDeleteResponse(rsp)
+}
+
+// WebhookDeliveriesWithResponse The delivery log of a subscription (admins)
+//
+// **Extension.** Admins only. The delivery attempts of the subscription
+// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+// (`null` when no reply came), the reason of a failure, the time taken and when.
+// Entries older than 30 days are removed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+func (c *ClientWithResponses) WebhookDeliveriesWithResponse(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*WebhookDeliveriesResponse, error) {
+	rsp, err := c.WebhookDeliveries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookDeliveriesResponse(rsp)
+}
+
+// WebhookInsertWithBodyWithResponse Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *ClientWithResponses) WebhookInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
+	rsp, err := c.WebhookInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookInsertResponse(rsp)
+}
+
+// WebhookInsertWithResponse Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *ClientWithResponses) WebhookInsertWithResponse(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
+	rsp, err := c.WebhookInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookInsertResponse(rsp)
+}
+
+// WebhookListWithResponse The account's webhook subscriptions (admins)
+//
+// **Extension.** Admins only. Every subscription of the account, newest first, with
+// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+// `failing_since` when the event at its head has been failing. Secrets are never
+// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+func (c *ClientWithResponses) WebhookListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WebhookListResponse, error) {
+	rsp, err := c.WebhookList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookListResponse(rsp)
+}
+
+// WebhookTestWithBodyWithResponse Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *ClientWithResponses) WebhookTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
+	rsp, err := c.WebhookTestWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookTestResponse(rsp)
+}
+
+// WebhookTestWithResponse Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *ClientWithResponses) WebhookTestWithResponse(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
+	rsp, err := c.WebhookTest(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookTestResponse(rsp)
+}
+
+// WebhookUpdateWithBodyWithResponse Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *ClientWithResponses) WebhookUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
+	rsp, err := c.WebhookUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookUpdateResponse(rsp)
+}
+
+// WebhookUpdateWithResponse Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *ClientWithResponses) WebhookUpdateWithResponse(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
+	rsp, err := c.WebhookUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookUpdateResponse(rsp)
+}
+
 // ParseCommonListPagingResponse parses an HTTP response from a CommonListPagingWithResponse call
 func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -12853,6 +19333,69 @@ func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers CommonListPagingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyDeleteResponse parses an HTTP response from a CompanyDeleteWithResponse call
+func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CompanyDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyDeleteResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -13357,6 +19900,69 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers ContactListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseContactSocialSetResponse parses an HTTP response from a ContactSocialSetWithResponse call
+func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ContactSocialSetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ContactSocialSetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ContactSocialSetResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -14126,6 +20732,69 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 	return response, nil
 }
 
+// ParseDocumentInsertResponse parses an HTTP response from a DocumentInsertWithResponse call
+func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocumentInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DocumentInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DocumentInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDocumentListResponse parses an HTTP response from a DocumentListWithResponse call
 func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14176,6 +20845,762 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers DocumentListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEventListResponse parses an HTTP response from a EventListWithResponse call
+func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EventListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers EventListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers EventListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldDeleteResponse parses an HTTP response from a FieldDeleteWithResponse call
+func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldInsertResponse parses an HTTP response from a FieldInsertWithResponse call
+func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldListResponse parses an HTTP response from a FieldListWithResponse call
+func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldUpdateResponse parses an HTTP response from a FieldUpdateWithResponse call
+func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldValuesUpdateResponse parses an HTTP response from a FieldValuesUpdateWithResponse call
+func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldValuesUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldValuesUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldValuesUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterDeleteResponse parses an HTTP response from a FilterDeleteWithResponse call
+func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterInsertResponse parses an HTTP response from a FilterInsertWithResponse call
+func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterListResponse parses an HTTP response from a FilterListWithResponse call
+func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterUpdateResponse parses an HTTP response from a FilterUpdateWithResponse call
+func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinanceAccountsResponse parses an HTTP response from a FinanceAccountsWithResponse call
+func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinanceAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FinanceAccountsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinanceAccountsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinanceInsertResponse parses an HTTP response from a FinanceInsertWithResponse call
+func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinanceInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FinanceInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinanceInsertResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -14487,6 +21912,468 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers TaskListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTaskUpdateResponse parses an HTTP response from a TaskUpdateWithResponse call
+func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TaskUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TaskUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TaskUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookDeleteResponse parses an HTTP response from a WebhookDeleteWithResponse call
+func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookDeliveriesResponse parses an HTTP response from a WebhookDeliveriesWithResponse call
+func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookInsertResponse parses an HTTP response from a WebhookInsertWithResponse call
+func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NoSecretKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookListResponse parses an HTTP response from a WebhookListWithResponse call
+func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookTestResponse parses an HTTP response from a WebhookTestWithResponse call
+func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NoSecretKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookTestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookTestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookUpdateResponse parses an HTTP response from a WebhookUpdateWithResponse call
+func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NoSecretKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookUpdateResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
