@@ -163,6 +163,7 @@ func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage
 			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'`,
 			m.AccountID, m.ID, leaseID)
 		log.Info("mail sent")
+		w.cfg.Metrics.mailDelivered("sent")
 	default:
 		de := mailer.Classify(err)
 		reason := errorText(de.Reason)
@@ -181,6 +182,11 @@ func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage
 			 WHERE account_id = $1 AND id = $2 AND lease_id = $3 AND delivery_state = 'sending'`,
 			m.AccountID, m.ID, leaseID, state, reason, next)
 		log.Warn("mail not sent", "state", state, "reason", reason)
+		if state == "failed" {
+			w.cfg.Metrics.mailDelivered("failed")
+		} else {
+			w.cfg.Metrics.mailDelivered("retry")
+		}
 	}
 	if err != nil {
 		log.Error("record the delivery outcome", "err", err)

@@ -39,6 +39,8 @@ type serveFlags struct {
 	trustedProxies string
 	redisURL       string
 	mail           bool
+	metricsAddr    string
+	corsOrigins    string
 }
 
 // serveConfig is what serve runs with, checked before anything is printed.
@@ -54,6 +56,9 @@ type serveConfig struct {
 	redisURL       string
 	mail           bool
 	secrets        *mailer.SecretBox // nil: no key, no mail worker
+	metricsAddr    string            // "off", "main" or a listen address (observe.go)
+	corsOrigins    []string
+	tracing        *tracingConfig // nil: no traces
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -65,10 +70,16 @@ func (c *cli) serveCommand() *cobra.Command {
 
 Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
-REDIS_URL, CRM_MAIL, CRM_SECRET_KEY), the flags, and the listen address, which must
-be free. With CRM_SECRET_KEY set, a mail worker delivers queued messages and polls
-mailboxes. With REDIS_URL set, the rate limits hold across every process of the
-deployment.`,
+REDIS_URL, CRM_MAIL, CRM_SECRET_KEY, METRICS_ADDR, CORS_ALLOWED_ORIGINS and the
+OTEL_* variables), the flags, and the listen addresses, which must be free. With
+CRM_SECRET_KEY set, a mail worker delivers queued messages and polls mailboxes.
+With REDIS_URL set, the rate limits hold across every process of the deployment.
+
+Besides the API it serves its reference page at /docs and the contract at
+/openapi.yaml and /openapi.json; the Prometheus metrics at /metrics of the API's
+port (METRICS_ADDR=main) or of a port of their own (METRICS_ADDR=127.0.0.1:9464);
+and, with OTEL_EXPORTER_OTLP_ENDPOINT set (http://collector:4318), OpenTelemetry
+traces of every request and its database statements over OTLP/HTTP.`,
 		Example: `  crm-server serve --migrate --demo
   PORT=9090 crm-server serve`,
 		Args: noArgs,
@@ -98,6 +109,7 @@ deployment.`,
 	f.Lookup("auth-failure-burst").DefValue = "$AUTH_FAILURE_BURST, or 20"
 	f.Lookup("trusted-proxies").DefValue = "$TRUSTED_PROXIES"
 	f.Lookup("redis-url").DefValue = "$REDIS_URL"
+	fl.observeFlags(f)
 	return cmd
 }
 
@@ -183,6 +195,9 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 		}
 		cfg.secrets = box
 	}
+	if err := fl.observeConfig(changed, &cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
@@ -195,7 +210,14 @@ func (c *cli) serve(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	defer ln.Close()
-	err = c.serveOn(ctx, ln, cfg)
+	metricsLn, err := listenMetrics(ctx, cfg.metricsAddr)
+	if err != nil {
+		return err
+	}
+	if metricsLn != nil {
+		defer metricsLn.Close()
+	}
+	err = c.serveOn(ctx, ln, metricsLn, cfg)
 	if err != nil && ctx.Err() != nil {
 		// Interrupted while preparing: what failed failed because of it.
 		c.log.Info("interrupted before serving", "while", err.Error())
@@ -204,17 +226,22 @@ func (c *cli) serve(ctx context.Context, cfg serveConfig) error {
 	return err
 }
 
-func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) error {
+func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serveConfig) error {
 	url, err := databaseURL(ctx, c.log)
 	if err != nil {
 		return err
 	}
-	pool, err := db.Open(ctx, url)
+	tracer, stopTracing, err := startTracing(ctx, cfg.tracing, c.log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	pool, err := db.Open(ctx, url, db.WithTracerProvider(tracer))
 	if err != nil {
 		return openError(err)
 	}
 	defer pool.Close()
-	generic, err := db.OpenGeneric(ctx, url)
+	generic, err := db.OpenGeneric(ctx, url, db.WithTracerProvider(tracer))
 	if err != nil {
 		return openError(err)
 	}
@@ -231,7 +258,13 @@ func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) err
 		return err
 	}
 	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
-		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies}
+		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
+		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins}
+	var metrics *impl.Metrics
+	if cfg.metricsAddr != metricsOff {
+		metrics = impl.NewMetrics()
+		hc.Metrics, hc.ServeMetrics = metrics, cfg.metricsAddr == metricsMain
+	}
 	if cfg.redisURL != "" {
 		rdb, err := impl.OpenRedis(cfg.redisURL)
 		if err != nil {
@@ -263,7 +296,10 @@ func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) err
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
 	}
-	defer startMail(ctx, c.log, pool, cfg.mail, cfg.secrets)()
+	defer startMail(ctx, c.log, pool, cfg.mail, cfg.secrets, metrics)()
+	if metricsLn != nil {
+		defer serveMetrics(metricsLn, metrics, c.log)()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	c.log.Info("serving", "addr", ln.Addr().String())
