@@ -1678,6 +1678,9 @@ type GoodsDocumentId = int64
 // GoodsIds defines model for GoodsIds.
 type GoodsIds = string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // KpiDateFrom defines model for KpiDateFrom.
 type KpiDateFrom = openapi_types.Date
 
@@ -1786,6 +1789,9 @@ type CommonListPagingParamsModule int
 type CompanyGetParams struct {
 	// Id Counterparty id.
 	Id int64 `form:"id" json:"id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CompanyInsertParams defines parameters for CompanyInsert.
@@ -1807,6 +1813,9 @@ type ContactListParams struct {
 
 	// CompanyId All contact persons of this counterparty; the other parameters are then ignored.
 	CompanyId *int64 `form:"company_id,omitempty" json:"company_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DashboardKpiMyParams defines parameters for DashboardKpiMy.
@@ -1861,6 +1870,15 @@ type DealGoodsInsertParams struct {
 type DealGoodsListParams struct {
 	// DealId Deal.
 	DealId int64 `form:"deal_id" json:"deal_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DirectoryGetParams defines parameters for DirectoryGet.
+type DirectoryGetParams struct {
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DirectoryGetParamsCode defines parameters for DirectoryGet.
@@ -1879,6 +1897,9 @@ type DocumentGoodsInsertParams struct {
 type DocumentGoodsListParams struct {
 	// DocumentId Document.
 	DocumentId GoodsDocumentId `form:"document_id" json:"document_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DocumentListParams defines parameters for DocumentList.
@@ -1888,6 +1909,9 @@ type DocumentListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // FinanceListParams defines parameters for FinanceList.
@@ -1897,6 +1921,9 @@ type FinanceListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // TaskListParams defines parameters for TaskList.
@@ -1906,6 +1933,9 @@ type TaskListParams struct {
 
 	// DealId Only the tasks of this deal.
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
@@ -4038,7 +4068,7 @@ type ServerInterface interface {
 	DealUpdate(w http.ResponseWriter, r *http.Request)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
-	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode)
+	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams)
 	// DocumentGoodsInsert Add catalogue goods to a document
 	// (POST /document/goods/insert)
 	DocumentGoodsInsert(w http.ResponseWriter, r *http.Request, params DocumentGoodsInsertParams)
@@ -4441,6 +4471,27 @@ func (siw *ServerInterfaceWrapper) CompanyGet(w http.ResponseWriter, r *http.Req
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CompanyGet(w, r, params)
 	}))
@@ -4600,6 +4651,27 @@ func (siw *ServerInterfaceWrapper) ContactList(w http.ResponseWriter, r *http.Re
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "company_id", Err: err})
 		}
 		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -4878,6 +4950,27 @@ func (siw *ServerInterfaceWrapper) DealGoodsList(w http.ResponseWriter, r *http.
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DealGoodsList(w, r, params)
 	}))
@@ -4946,8 +5039,32 @@ func (siw *ServerInterfaceWrapper) DirectoryGet(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DirectoryGetParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DirectoryGet(w, r, code)
+		siw.Handler.DirectoryGet(w, r, code, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5025,6 +5142,27 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsList(w http.ResponseWriter, r *h
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DocumentGoodsList(w, r, params)
 	}))
@@ -5071,6 +5209,27 @@ func (siw *ServerInterfaceWrapper) DocumentList(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DocumentList(w, r, params)
 	}))
@@ -5115,6 +5274,27 @@ func (siw *ServerInterfaceWrapper) FinanceList(w http.ResponseWriter, r *http.Re
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "deal_id", Err: err})
 		}
 		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -5217,6 +5397,27 @@ func (siw *ServerInterfaceWrapper) TaskList(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "deal_id", Err: err})
 		}
 		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -5382,6 +5583,13 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	return m
 }
 
+type NotModifiedResponseHeaders struct {
+	ETag string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
+
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
 }
@@ -5526,6 +5734,14 @@ func (response CompanyGet200JSONResponse) VisitCompanyGetResponse(w http.Respons
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type CompanyGet304Response = NotModifiedResponse
+
+func (response CompanyGet304Response) VisitCompanyGetResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type CompanyGet401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -5841,6 +6057,14 @@ func (response ContactList200JSONResponse) VisitContactListResponse(w http.Respo
 	return err
 }
 
+type ContactList304Response = NotModifiedResponse
+
+func (response ContactList304Response) VisitContactListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type ContactList401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response ContactList401JSONResponse) VisitContactListResponse(w http.ResponseWriter) error {
@@ -6153,6 +6377,14 @@ func (response DealGoodsList200JSONResponse) VisitDealGoodsListResponse(w http.R
 	return err
 }
 
+type DealGoodsList304Response = NotModifiedResponse
+
+func (response DealGoodsList304Response) VisitDealGoodsListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type DealGoodsList401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response DealGoodsList401JSONResponse) VisitDealGoodsListResponse(w http.ResponseWriter) error {
@@ -6340,7 +6572,8 @@ func (response DealUpdate429JSONResponse) VisitDealUpdateResponse(w http.Respons
 }
 
 type DirectoryGetRequestObject struct {
-	Code DirectoryGetParamsCode `json:"code"`
+	Code   DirectoryGetParamsCode `json:"code"`
+	Params DirectoryGetParams
 }
 
 type DirectoryGetResponseObject interface {
@@ -6359,6 +6592,14 @@ func (response DirectoryGet200JSONResponse) VisitDirectoryGetResponse(w http.Res
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type DirectoryGet304Response = NotModifiedResponse
+
+func (response DirectoryGet304Response) VisitDirectoryGetResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type DirectoryGet401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -6465,6 +6706,14 @@ func (response DocumentGoodsList200JSONResponse) VisitDocumentGoodsListResponse(
 	return err
 }
 
+type DocumentGoodsList304Response = NotModifiedResponse
+
+func (response DocumentGoodsList304Response) VisitDocumentGoodsListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type DocumentGoodsList401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response DocumentGoodsList401JSONResponse) VisitDocumentGoodsListResponse(w http.ResponseWriter) error {
@@ -6517,6 +6766,14 @@ func (response DocumentList200JSONResponse) VisitDocumentListResponse(w http.Res
 	return err
 }
 
+type DocumentList304Response = NotModifiedResponse
+
+func (response DocumentList304Response) VisitDocumentListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type DocumentList401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response DocumentList401JSONResponse) VisitDocumentListResponse(w http.ResponseWriter) error {
@@ -6567,6 +6824,14 @@ func (response FinanceList200JSONResponse) VisitFinanceListResponse(w http.Respo
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type FinanceList304Response = NotModifiedResponse
+
+func (response FinanceList304Response) VisitFinanceListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type FinanceList401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -6779,6 +7044,14 @@ func (response TaskList200JSONResponse) VisitTaskListResponse(w http.ResponseWri
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type TaskList304Response = NotModifiedResponse
+
+func (response TaskList304Response) VisitTaskListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type TaskList401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -7465,10 +7738,11 @@ func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // DirectoryGet operation middleware
-func (sh *strictHandler) DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode) {
+func (sh *strictHandler) DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams) {
 	var request DirectoryGetRequestObject
 
 	request.Code = code
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.DirectoryGet(ctx, request.(DirectoryGetRequestObject))
@@ -7735,548 +8009,570 @@ func (sh *strictHandler) TaskList(w http.ResponseWriter, r *http.Request, params
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tcuM4kij6KgidvVFSDS1Lsl3dJcfEGXdV9XSdqa/tck/f3WatCYuwxDEFqAnKLnV3RezP8/vEjdg3",
-	"OC+yb7JPcgOZCRCkSImS7eqa2OnYnZJJEEgkEonMRH782pmo+UJJIXPdGf/aER/5fJEK+P0Nj5/zXJif",
-	"ejmf82zVGXfOWMxzwfIZz1mshGZS5WzBMy06QeeGp0toP1Gx6Iw7x4NBJ+iILFNZZ9z5eSmylWnL5yIX",
-	"GQs7pquwM2Y6zxI5Lfqb83wyY/lMsCuVzXnumnaCzoJPRWc8wB8afmXqFn/onOdL3RnTkA6gTufTp8DM",
-	"589KxfplrMtzmpqnF0msWYLjczZR8zk/0MJAm4uYpYnOmbpiSaz3mKcboDJZ+cifayamy5RnTHxcZELr",
-	"REkWdv7tp8HB0w9/6Ab4b+/xP+2PhYFFw18WyWdY2YtcbZzvPa/t9+LnpdB5dVJXiUhjnNUVT1LNbnia",
-	"xDxPlNw6rwy7ZJcqXo2pp7Aj+RyodpGphcjylXtkyGeeaJ3I6Z0m80zNF1yu3qj8W7WUcXlGr3GAgMUi",
-	"FYY0VcYSeZPo5DIVbKKWMhfZgmf5qnZ6x970/MZsOBgMYcmvYMx7gP9t9lzw1CxLkonKLN6IJJ+JzOwz",
-	"0/QiiZlUGYsFT83vaXIjti+P97H3baJZZse82yxkzif526szqQysNKvyPCbYiMa1vAOesYXItJKGa3iA",
-	"djn2VlqpRzowM5BKil6LWdshx0wqppeTWc2Q+SzRVWrYHxdmITeSY5kKzVJspT7TiB3dH9U9V5PlXMh8",
-	"Fzjpk+2wUkP29X3CKysc2Dw5ZdDIUNNwHSy5TNMCqrbD6+VkIrR3cHWGAMFLQxySpxWWKdlSio8LMTHc",
-	"RYvsRmTsii/TnHVjkQMPVTJdsUQCG6cWqZrW0e5JiXYTGpFZjOyPPgv8v4pM/b1NAA/iN+L2ZYVKX0ot",
-	"slzEHhUYCKW4ZUn8cOTwZDBAini7zN9efc/ldE02kMv5pciATXG2UDoxB+gjzfRyHrBcKZbybApnOkty",
-	"jWflVlbGqVszT7UEASszg48ZnxvWpRmXsRlCs+WC5Yo9rfzXf/o0YD8vucyTPBENrfpPnz69E6l9LyYq",
-	"i/Vb+Y5PxblSr8xUywjKsMmFkqZ3xi/VjYClm/OPyXw530OEKndpBA5C1nxpRBLBeM7mSucMKXT/6f0g",
-	"r6W6lSAbl2cFj4zMi/ITzwTwPto3E57zVE2X4tQ8nRnumhD9bmWoTiIeM/jJnj79OjALVzDXtWHusts+",
-	"BZ2Z4LHIYIbfizxbHZxd5SIzf8ZCT7JkASLhuPNeTJQ0U1bslicG01cqE7QPP+bMCoW3ST7DYzZX10Ka",
-	"rREwbvqE/TDncgUSp4gZX+YzIfNkAmKnDtb65Hku5oucXWVqTkd3mpjzhsex0QX6BnWomnXGw6DjBJxx",
-	"ni1F0NGTmZhzM5d5IoHeTKt8tRDEs6Yig7X+8ccfD84KaMT69M/SW77SLPpG8ExkUWDnafQTboQLrlkE",
-	"KL7wPoxKEHbwY2SSfww7iQSh+wIQFXYCtvb9H8POEskwMPqPmZthNZm4UdciZvRhZ9PMabaobuCSu+0E",
-	"qw7UbCQZ5LrlaZvnpTkYySToJNLuzU4AUj4JLhfAjpuBQd0Gkf/EEP6WdUHYSMqohY/elWD8uhlGav4g",
-	"cJICXQbwWUVjNlwD5FBBO9xjF1yyJGZzvmKZWAies66Swp0qTHCjISZz0StT1dFgGBwNRp36KTuWsnHC",
-	"c/7xlZDTfNYZjwYD4CS5OdI74xpVuxOsUVXQIeX520zN17HwbZLpnMV8Zee+EFmiYiN4oAQCiq/fKCJV",
-	"OXqk2VzJfFaZ9GgwenIwHB4Mhg3zhu8N4+jULqx5vWke52p9Fq/4lkko85L4M+xNpm6lyB5pWDb2i1Fk",
-	"6qcxPNk0jVztOIl/XiaTa9LM6rbNM08DOmVRoYhFhr1EtJUj1lUZu1T5rOerj2Wu27jXik47d9laMJVN",
-	"7Gkv+DczsH2h/WS2mF4oqdFUeK7Uay5XZILReOzL3KhW4187fLFI6ew7/Js28ykbGvGUPCsfkmVJ5NwI",
-	"AqUjsf5shaNXXeX11oPRU08E2XJIj9loYAifzRO5zGEPVCC4k9AFu2Z9jriZxMeJELFhorlmhp2yNJkn",
-	"+dYpFU1dF2N2MrAii4ZJaJBv4CcCsf80PvkU9E+ZuOqMO//jsLAoH+JbffhC3ohULQR+UybtrdMGpSPf",
-	"gQBCCRTAuuaFYVOLlE+EZWbHg2EAeoUnhOH4iWapAnljuQjYUqZmlCQPpTeEiEEgIt6XGkY5OmYztcz0",
-	"KdNCsCiRV6rvi0YBe2WmoXt9BoJnKFFKjDwxNKJl0X0WAYIjA00UdsJO5OavFiLjpHdFHw9gQQ6wdT80",
-	"69gs4tYtDrU+9Jt+QoXATFhlyS9ottthK5OkVybsH7ZJdrXqwtAj7GWLHvbfi9ZmW7ZQqpaw0dfsEmXe",
-	"L2ZP+fB4lmlD2I3I3Jf62Fl1cy7MzjD7GNmRumpgs2wqcs2OR0+N7pgLHrPutl1UJvQ6jWYTta+1/+Th",
-	"HHp8lgqe8ctUPE8yMclVVitZnJGJhrgKGDweaRbbb05ZJJdpGrFMzNWNQEMOftJ1H7BLMVFzoZnR/lYw",
-	"tY0HsenRQGbl2srBHHQ+HkzVAT21jftv6MdP0OUHv9lBMl+oDLb2ghuhuDNN8tnysj9R80PFF8mBofmp",
-	"kIdu6E/+5/o6WRwowAlPDxYK7GMIXXERAIwjjhNs9Q6vTRKzKXAWVcSW7iW4JitAFjM9U7eGI5+y6Oz5",
-	"84tfjTzzKWJzMb8UmdEwsmzFipEQx6A8L7xBf+3wSZ7cJPnqAjG1pjsGHXvE176bEjOsf3OB7G9tHbes",
-	"3aegY8hxqrJVbd/25R26T/KGrg2+m4bNhDn0tjEj0CSSufA+ubhcre8aw5jMqtlts9QiY7czZVYNDn5g",
-	"NzN1y5Kc3XJNz7t8kQQMaTVgc56kAev3+7Bh1kAWH9FGe4HsumZSoIBdoDRc83qaqeWi+c3+K9DwYU1D",
-	"eaUutFpmk3oIjdzRDP88ieNUNL9vfqHy+hd4r7S+nNEwYqmY8pQZdpqvAhaNIrbIkhuOIrNWErQoaRjY",
-	"T8Ng9KFuuvYm9cKgphaATEwTBGDtlT1MG1/tv145n7awdJhWtYSY8480drmDREpL/1ajBpVNJ7nQp8wc",
-	"uyBkqiXYC+b1nTexLvPgojWlLbO0thezMXfoxbRuJKtlPr+Y8PmCJ1PZ3KAQMmvfz0WcLOeNrzdsFvM6",
-	"Fw2EdTtLJrOLmdL5pi6wVZrI6+2tzCo2t/rkG6d+6oAWDogrzpyC6RLPduRfsOqgcoZV91BBBrRcJbZc",
-	"ZjAlfljmHj6nQVopKMNfdcchiIdUmXD5+PJOOn+Puq3sHaT2tPVYr+XPbn/RPq3Df9361q1mhUZLJFUi",
-	"vzKterRV8DV1+TcxyTuF+POMZ3GzCHTFUy2qAsqkEJw2nbpWvoIzHDwAUAnLxVxv/xY+KFhJh2cZh76E",
-	"OWDb9/TCNMc7srreFjMlRfve3pnmzb0VjLJ1j9+7T5q6rWxKi32HCTeJ0vge0jesPl7pes5JO5DBsz0X",
-	"9aVcLAGGOf/4Er8bDgbryHyxx0LX9H1S0/U7vpoLmdN9e/sl+hZEduhhD7ppCdya/O/fCpycBBv1Aa/t",
-	"cOBhtV4NqOg25g3rOiWRHX+9XelrVhRqx3hGL/1hRk/3GoYUhq3Y8RSIrW3XpPOqcBULlkjGJbMtGZ/A",
-	"AImcMr3SOQpEWwcqC/nlVQs2i/ZlkP5s3pQWbS9sVmT6rfCXZPyt4Fdk/q3tbcM10dbwLFDRnOHnapmm",
-	"TmnjNdJ9dSrzRLrBg2Yto7KR6qD09Q4QlKHHz6ODbF2gQifZ2rSkiFTcDeCVT17DwT7ktZuusp2JeWpE",
-	"85UaM6182PfaGaSDlK5mj78ONiolZZi+x8socOozjfYBoqKkbF3TitLSqn2hxLRqvgO38JWcrY1rlZ7t",
-	"6K/Vgtp+VlGLtn1WEclIyyiUGksKGySvHxYxz0VbyavCVJI4gksinrNUcJ0zJQVDz12wKvaRoPyORlvN",
-	"jA8nZmwUCuvs2etSxF5dfBYJ4SGP+n1m3WAW+Xs8/j/H0f3FHLz7rHWrY/WUZQLumPGuQqV7HrSf4dzc",
-	"1SulYqyqZ7doSdiNw55Vgxasn2GSMdS2AyYOQEFFL2A1SXjKpMhvVXZdc6nz4l6tFu/u1WrxHoB/Q7C3",
-	"7rX0WV2/nutRO0Ot/aDRVrvHfc+W25TWsN3PpUbFH8/qLmPw1QjI984QFHYIL2sN7M2XIeSnuPHl/pcO",
-	"D3afUWd6LvmulYjDmaVbGof9iXs4ajDwkpW4MHS/swa2F9bkVtkzGzgPWn3uyH6s6zrL1VSAnAcMiZdu",
-	"o++H67Q1oT2cAWxHgemBZZEdhApv65XX8zXPJzMRswnX4sCspTQtb0S6YnzKE6nR9dZ24DlqsO7xqHdK",
-	"F825govnmZBMitv1A3wv3R7MJhVy881JR7srzZ827Yb9Dc5/n9S85RTcLET9Yyv8/W+Fmsubi83Cqt0k",
-	"GmyKu+2R12cvX72vd21xhwhJroF1kldZDK63Mj9l5pwmvCop2K3IBLwBd+02e8NGCcL2A7KpP/lxgwSd",
-	"jwcwfGd89CnovHnx48XL5w2eOeK2sjiPNEvi2iWpdz0jD/M34vblc3/k4aegc/7i1Yt3371982Ib8qz4",
-	"/5C4A/6yC+5GVUIjRJbmFVjq2EB6rxJky3e9pSU77I7UO0+kL9X6BmSV87TuVWXe2C7Anurm+Zzr2aXi",
-	"WXzO9fV+F9/3qNBgeEwiEz0z7xuWu9Je5xydItvqQDakYj+RP1alRblUKhVc7qQ8NWormeNxGzynyETT",
-	"SSQDVZNA+tDe76hOuSDHEyf0Q58lDJeXZ7M6UkStkPJAM6snQVqadY+1f/mXf/mXg9evD54/Z999N379",
-	"evz+fbQllAmk/kqY2K/Hnw7wx6j4weyP8dqPf6pTMZ/zldsse22UROgLOK238xFkFkSq+qKlnv9+Ofc+",
-	"vVLZVOW5kBdu+B0GTuSNSiZCXyRaL3cdeq6kWG3fkavX0M58sLq4XiTbvvjLInm9InNlorbC9A5bgV1Q",
-	"X+sW8JxDO7LBtWj/g65huQQcdRKsLb4Fp7q46zi3iKxfS4e1+j1FyN2NUMXHhZDaZxkYxo6Wfnh3ASp2",
-	"/amUyIma13+NrzZ9bI6oi8YeqiwL21X6LXfiQO5UgW/A2Lklkx0wdllcGLWSEcwY56uF8HZLVVYwnPei",
-	"8YCnOVZOoeprdSOyeLmphQEoXqa4tdfbUAeb4HA9XLSVRqpflOa6Bpc/0ypAlWkGbh0alvYHvbPw1f40",
-	"r5dmGp1Ha0EUPMVw7b3MYxi07WKyISOTNYkZPcFwmj770TyIbOh1xLpcMrj2FMzQLrk5h9IFf/cCpuZJ",
-	"bsT8KE788J5oomJh/l1kyQR+/CxzvISNbrj5lQmWc3NCU5oEv99T5zGd5AZCJQ8gpqY8ih8diz3DGORc",
-	"AjkfhkEoCQRv7FyxQR/7Mrus/MkAo++qB3TLy0vbZ03QL72BEEaRTUjPsSlFUAl3qnGhkBcs0pt7TZR3",
-	"IikYAwKS9EKkKSTx0GzBs9y6qENIzxWfYET39vssSwy1nmm4WEhcezhp7GIfMUu4DsMPMskZvKuisvzf",
-	"FsT+XLde/4yJaFYbe97S8Q2v6fivZ+cYD1sQgtGOJ+kSgmZQeK2d1MbRPm3iGjupqe6rd9YqVXMIrTfa",
-	"VeRtCOfZpHzVKFuN++1dscc+w07auHEeMrio+WLLbpkmcl97rpc1OTAytZRx92eZs//8D6RK86M7HAzY",
-	"f/3v/8Ms/nvskBkKZaNeLcZrd8K7rdS/RciLS5qkQ3l5gYMORS38DBIg4sWjHAQOp0/43HgC39UTKfAy",
-	"PWxySjplA0NznOJMZyITNX5KR9WN5e2fdascpOnz7cXsUqRKTs3JtwcH93ffF36Q1WHEsq4mq+j9H193",
-	"PaLueBDtcpg0brSmzXGXqyqXrmy3A6r2Sum+75SKFJ11ceN1yToF04Z+q3fNu26usq2zPPAb5XKZRYUJ",
-	"LioNU59np2oU3dr84b3LNtw0maVmOufTkmPy8XAfz+Ta8w0HWM4h7R3kdl0adcYqJYVwu/fW/Wy+3DCV",
-	"qg/38V7+5w/nm13vClwyFRd+wb63SRGp2GhybuJMD+o7jNkUXb5guZyLLJnQO/Hz0qyJYoMx5vbl9GJC",
-	"GTFtYm6tRSsv5LacbLCdk+34cYUd3TeX2Ys135E1VUm74vVpmtVsyR05mL2KBSa2ebsMWnOtQTMBPSib",
-	"enjf2MEWdrTTl+1cXp2T8Avr1b6D5IK37y0UtTdnr19stwLCHTQ03Qjpbvp8eX51yrxNnf173+9u4VAt",
-	"Ll8paVA79oQ5k+rab79ZFmjRrtexHmlQYSrpHzjaWTvBblaP7bPeniTl7vYE4hSfOWmHLmWJWOdWD5ZJ",
-	"494yZtSa+XEegaU2ND2sJXnY5Gxbn7ih3ZU7ZfT3Nlt5P6wnfAB013Ik4hx7WBn9LzdaGmsb3pe18Uu1",
-	"H/o5f9sR4T8sjp/L4lhKx/zAVkcaa6+tVb+bpKhN/TRmMXnH2BCv2gAvcFM8KyIbK/YQSc6SLnVgN0rV",
-	"hKd/itWcJ7Kfp3EUQKWThZEie6dYTiWr9XBdC0c/Lrvu/NufwlB/+MOf7I8w7NuftR46nofzjm4P4JvZ",
-	"xn/aYqZKONhD3QoTUPvbzv4ujVt3x2jpqNuCXorlemDp1s1pf+kriS/sisy5rJcvq6EuuWfDJ5/aK5tj",
-	"t1SWiKlbWbtUd441qoC9eT0W+eobFa929WGQmFYTyncFMLv/9f7tG5Ymuch4Svk5Ic1F9OuniFiH3+2g",
-	"caIV6P5qM8Su4x5BwIWtcKc6jddldd1trudQn2GRQsp2cSOyVZGvFfMS4+LKGyHR6T+RNUlW+41uDBXm",
-	"j6lNlWRUTIZ1o7AzCDsREBKwcy1knMhp7xSGhnSxzPRmvrriSbrEy6kqgj1u3R389tPw4OQD+FDC//Rq",
-	"mTRl4l0DEvLXekD6kOTiY74FknVphU8bFhmKvkAdoThAQ/CQddNE5+a4GgBOdCKnqTjAqi7F4uj+VlMG",
-	"JRBem95EJGk3U7eaHbJysZhedH+jY9LidcsXjIfV/Iyoiilt01xkIB+pnKf3B0OhLVZQQAsbBVSShHbz",
-	"C/jNulDlKfrzi3N2SMzncCryCKNQbN5mn+P1PGHGq5Nk0zRDv+te0UHn44H56OCGZ0aK1+ZrDHh57/rA",
-	"v19QT95fz/giyXna+fDJyzRdR2KrVPGYcc04sZNTSLAcC7OrYiinaAtGVXI1Q7cHeEZG/c62ZBtOcbTz",
-	"JrkUSMHSI20HC3Md4/5O8DSf7XiGrjulq+saR/R6kOugKEfL7CnF7Xs+152DzSddOThlN1CBYu4mSixm",
-	"ZQ/QTfYIbEvHUO1k/pdaZpKnz2ZcEv9qnwP6Ryg3xf6GXbBM3bIJ9BOPgZVwG6+L0mWujDaA2Z5ZN/q1",
-	"qNEZQtSN0irsQMbgT1EvCCV1sYRLHiw3Q93TXQv4OZrNpVL0E5Ti1ibvhu4VFq79KeyoNDZ9hx0pbsPO",
-	"h09RD70BtwoOf1kkL3Mx33GZ+SRf1pkRAWNYpQk5sy3dknIpRcxivtLgxFmr+c4F18us7qDHQmx4rIM5",
-	"CAq+kVu5+QPQg+7RrHvJtWCTZZYJOVn1wKcTvobLr9tE+8pix2q1OERtsEl9UD8Ei+ViTiZT5oox5ELn",
-	"WESnUrkGLtwMKjSs6lzkWTKpNaKYRvUjQr/pCrpBWtAG2TydLFO8j1XekAEDowQ+nhgdpRbxi0xNja5y",
-	"QW5960PjgrNDHNd3ALT138Ck4Y2W3ypzKCRznupd/QFrLlotbRBuAkuCNcB/qCfz17tK7m/h3J5xfXG9",
-	"SCLWhUY9jPtzWcNncJHF/vLuJaIGNnXd6q8LtdRzfcgV9HDhrCatzCd2L9dYT7C7XF3EG4oTrMeXlD67",
-	"2E4mhkL5jciMIGpbO7uhmUJtrSmUVbFgo61JlauinR9wCXsIvyLUG7RvJrAGJujR/45hN9j+DviIvOWN",
-	"7rI7LA010Py54POdT3Ajg85tKfa2hGdGeu4+3RrSCjdHbqALjvLpOuNX1yhM385WLPK+AB96M0I9+9xx",
-	"Pc1O3nm2GCO1fZ7QecsZQttNc9sUkqU7lcFKOO7UYnwD3XiruS8FXdw11KT+aNp3s5QBc6ll2h4gbtH3",
-	"RUfTtat9X758xZMES1N497C2ccNtbAX15eGcjW1Lv3vcwjzMAu52n1lZ7uKm0V0kltffW5mWVPAq0fn3",
-	"6nY3NeKttPKwqzcikxuRaZ6yNNE5FTcVH/kkT1ckPoNBXcRsotLlXOo+gwJlq4Uw50co0Y4Gr8jQNlfx",
-	"MhVQznLGbwTEKV2KVN1WytTYr6plakJpNRer2Aeu3DLJJVAd3pDQ5apUbciA1auLPqKUya0i3qnt/veA",
-	"fGKvNVuMVUmJuf2L4uJoe1tbmaddyzvMOM/5ZAb0fJXyqWetGATDD216uJxMWgF6SXbvrQ394kGtG9+h",
-	"mFA78CeF9r/pYK/YCrzMottHIAN1i4Z4/bAboiof3QFhtqf2E6MPitSprb+5M5T2UGk9YpGTs/UnhaVv",
-	"x0/uPr2iMk/roVszLP+Du0NKOT5bjOqScLZtexfgdiDJItFE27ZUOWx7czI0tc7r0j4BTOHm16793glm",
-	"WnsNtmp4By9I8Phsu4Vd6827qCHua6tVoOIstR2cLZ5PLdwhIXC31WBrnpNbvyinmNvenCqLt2p4sYt8",
-	"9Ln8vSq5rrfCleiLmcrbEVIpAd/WnudCaz4VbZl9JV/f9vYg+rcDvHWn1ltue0PnX7v96tpl494OqHPK",
-	"2269q6bu3grHzy05AGpt+5PqDuJIkSBra1M952l6YVTXC3V1YUXzaijJ9m7aCz53d4ZGDbrVWMt5q7XR",
-	"y/lFi6N33fN6KwQ7iGW5atlsJwbZWsi7m3C3lEm7JWkr/W2y1bQAx/dF3z5WpVBKuw+KQimt2heFUlo1",
-	"3+Gs8QulbG1MHsFbKby2oMrW3mvrqbT8qlJOZctXn5otau2t79YEV3PJ9UpNePo6kcu8Tcq9Nvn2qKh8",
-	"Z9wZDUZPDobDg9GADQfjwWD/ZHy1zmOveZK+RilhHz/fsvGsPPGXMXkagXczNrSGSG/qkOiULmxZnEwT",
-	"vCtem+QwGH5dPwcyJpVH/y6JYyHZRC1WLBOTZJGY1QzYpByfFzCu0WXLcspT86dUDCumVz2q6wP17FlY",
-	"BuEbrsWTY9bVOZcxz6DS/A/fvzrQ/EoEbGHQLKfMlg/vWdz8cP7twdfsu/PXr8B1sy6gsh6KOjQ823n+",
-	"7WZcNrXU+dz6ZbJmgpEoyiZKTkQm90l/tMn1et3P95TNl9q6+oIbggMZb3QvVT4DazUk99on38C2xCEP",
-	"D4In4Nwj7VGvp2YbpIkU7DIT/LpKGccNQaslmWPNbxIJ0UY7iDqKBI+k9SgI8G18w+eChcvB4GhSbQBP",
-	"RVRLv15889G2u02Pp5VmU2CbNnzdRY3hp++FjPeLTGjj47/GsavwN/rXQf7K1+pG7HG36t2obLlBqWRj",
-	"N2Na7t8mk3bFlr/Ndl85ctARS2WM0lOC88eeN4v3bk3eaMFrtNhtD8y9P8tXkQi5ku/zQwsr2HpdSuwG",
-	"K1JSTy1KUd49rq42Su5sbpMJGkZXctWr9U2r6nmbepv7VP5Ib+74TpG4leg8LDMMzs97UvnDxu2WwnVL",
-	"GK3Qj0+IddXbm+qnl5i1ZVLezrqX8N/GYN4SR90p4rDMi2t0iteYPHffBNmtuYeX13YTvG+xmcvnnKuY",
-	"b01IfW4a0SdVlxgCB7opoKhD8htx+7JByEqcZ4MUt+TrsIcUVZrcjv76M3UrGyoK2O7ahaCWygbUEMSu",
-	"BQoQMgtGHWLfOW+1HQnrwtro2yWNQGPVlrY19IHDFJ3UzqEolLNnwECZqv6SSKApcPAPKAUReDoLaBKw",
-	"ubpMUigPHYtMtyoM4yILtpb8eVPvQIYdbJj/f7NgWLd4D4/60gmxZR3euBuJKirgQ3JrOiUrB3pfWRWM",
-	"RX+IAgryDthlxifXwujrscqxAmTM9UzoPnsveDaZCW3jwBmEeUEolDOelLS0qvbjW1b+8OF//jQ4eNrt",
-	"sf7Bh8cu0pD+rrW2+LUeHzg++B6Cer7M+ODdgo02Rw5vD0UyjCHRSS70t+Bpt2M4QvE52vP8avOsG5EM",
-	"GoucJ6mObI0rz/yDsUq99UAEbhTriyteZ8A4w8CPeqNUU0lo6G+1rNmCrwDonXq75PL6oilh2nrr5LrO",
-	"CiOvIeq3MuKT43p96qI+4uc7wZ2go7Ipl4mG8Ma1dA8nDd02RZC6fK7U+UzwuFWnV8s0vdhSc9SVtMXY",
-	"THWF9l49SxYtU6mnF5fLmlSez2aJuLLaFndZ4TdDnMi63c8/LvhKZK3X6HqxqFBDfbOmlXw/U1m+I3bq",
-	"53Ndm3suyyDdZAwmtsLosg1eNc3kxSRN1ov51ze/5ijTbW+4aNkun7dseIPOVFvxs1CTWX7B46yW6vNd",
-	"mQEwZX2xyJJ5bW7ZtnkPs5pley/yPAVFcJc1W2pxQWUYagxhUwlBoTORibHz7CYuvlbMosStjUiBgdXQ",
-	"N1NSaD9u8TyD8iDfmqOiPjJ5wwF0F0m1fFrseBo8ELvfhafvyKl348G7cNPtvDKmqkirOh5zJ8n992LD",
-	"Lfnpf3dGuTMjbM3y7sTOIsN0Ijbn15hHVWNCF8uiCt7WZ2+xvM6Y0TdWcscIz6JlUERlswiYWbQblyuL",
-	"6W7DbBbA99KbyoxvM5/bzNaa2NhGvrWFT23mSxvY0B2VOsefWnlk1perJz6yiXE0MIptnKGZFTTu/ebN",
-	"3ry7N+/mbZu3Yatu25v77pFOaeXK3eIa4YqUkUkIspO2aLEYLRbLpzx/VwT+BvIx5JF5iagdkfq7B/cK",
-	"LD/gqYzMul1fquC/85ZvuEF/l6mrJBUuW6DK2IzLOBX9HXKE11ylFVBWRFujqjgbOzQqrKJpIq9FnMiA",
-	"5SIV04zPA3bFJ+JSqevtMcQYIUkDF5FutagsimHeV71fLI3XlCy3uUYfvGr4sMESX3xCZYO90etmu0fh",
-	"YK51MpUNJQh+nClGDWL0vuL6uu1d/JeZsbqxzEdtgdvABpC2ynP2e5RAbn/0uViBUsTl71gReUMmf/QB",
-	"YMg0olG0ljC1wQPgM+aqrhgdcZeIlptj5yzWeBVdm6V67cp7Q51oWsKmS22fGbS94i6ltiYi23DxbVjU",
-	"f79bpzLj2egs7HkE78RSqh82uRieYWWye5xdwVmcqDcIajb0nGfXGvKHZVMhc3eYtORHVc1fX0Myynrz",
-	"2ZayJJmYJzIW2cUcEFYjLiEmta38hOnSeJazXDH8Gp5xb9+7HBEno5MnDWki1pIzujUizA2De2aFD14L",
-	"yV58m+X0yyEdndxrOSTLYU+rbuDscmX1+buWSCpxPOK5dt5NzGwn550mF41qKeodPRJqE42DU4rd59dm",
-	"kUw7l4Xdpfiql3D3qnftpN9tkLjK0m3AsWd3TbEfT8e43kyGmw9ZOjn9UtgVkTtuur/3XJX2W7Uvzv+H",
-	"Zt/k/mNYl5gssyRfvTcgUPF1wTORnS3zOtHaPFZZ8gvcPY7ZN9CWnLFhJ1sPbHZu/tJ4lQCV9w2/pdw/",
-	"lMMF0gVnjzTj8TyRoQQvcBmzbjTJ5gf4lvgDxsVHvQCSzGBsOrhETLhkl4Jl4kZdi/gUPSHymUiyUL7/",
-	"7uxgdPKEJZoSZGKeGEA3pLwD6AuSmuX5ovPpE4XvooxS5BQAGa/z7PvXAHcyESwX3OhzEKIGH+vx4eE0",
-	"yWfLy/5EzQ8n2Zyamp/Om6HOjp4IzbrItMxPM7NFltzwXJAQo3vutjDJKgKODtC5RAehxEoC2ENh6TyF",
-	"zaRPQWIgXxKKGCcflHKxc32K/qyhnJN/oj6lIgWnzO7IxPRrusKVOnB1AGNLx7ofylD+j//Bnnlpt/UM",
-	"KhdcrqpZuk3bx48hYzilAO8/fsxeQCPM7J1oKCQHOcyRiEMZ/YrHb4BprQO4QAhYpm4NWvhU0D8BZqz8",
-	"FLEu7jcW2UzjkLA0lAcswq4gCZrLrAwxB5hbuc/eSi+1cFCTWTkwoKos14yHkrkUy5SDiWuXmpnu3iaY",
-	"+5i9OMX0glsrn/QBUIQH4Kzm+IYlaU7zDZ9DoXn4enMa8+jd2/fn7NCs+6EWMjYb0HRf9IeV/a7MXKOw",
-	"czyATxN5w9PEHAmLZc66uM7wCPBmvw0M27eps40cMxe5yAy+MQctTcT0nS1T0QtwiKEZYik5siItYnp+",
-	"ZJ47hCfTWa7pzbF5I1XOrtRS2uYnYSeCJRL5TMVYiTBN1a3r76n5Kl4u0mTCc4EPR/AQKpGnyTzJ4emJ",
-	"nTWmRSDEQyEbwD6mpJaMp7d8pQFV5baR2ZjgO8OmiliY8lgkS9W0R0Md2blkgscr1kUShD9+ieDbXp+d",
-	"sQUHZlFUWYTjOdFu3zMu9a3IABxISu8wFTDOrqW6ldgJEqrE6o2ELIdAJCfYWUBPOEXG2ePHeEA/ftxn",
-	"36oM87QWGc9ZkrOZSmPTFLYzIKrLJe3rwIDFJYOjD2w3nFznnOWRew6/jzRL4l7AIDIUvbTAckypwSFh",
-	"uJgoGZtu82Qu+uwFn8wKgEAAwczhxB1o39nc4naO4NpEe+VqmVrGJKHjmWA3QsYQe5ILqU3H1eTjrEsz",
-	"XiggAkM2yuzIqjgQmXWEfrGAgoWgizu+V8wN4S6VWWDf8sQIZR7GzVYkZoHgUocBEx8nYpGz25kg/chP",
-	"nl43ISDaA4IHMUcEYvrFLNGQ6i8F9RSyq+KW17gtPLBym7bZcThIrorUyaKBoWlAghlzXPZTwPTVge/Y",
-	"gI5mAarG9j3sxFtFhxw20T2isZjxYpeX+rf0RDsFsfwx0Xk1aT6QH6TJM13SnpWG7UENCE38egwGyKiP",
-	"B9135+fvGB44lXPOVloyw1i8BYAV7xs2GgwCKxNkQoQSl9EgdcwePz4eDB8/LhIGo6xD0lSiLZ8M2FLC",
-	"Xg9IqIIoQZKmQtnFCFgW/fjjjwdG9jOHuMGTFf3MgfD48fHoqR2L0xAGGBFjsumCXTKVhZLbzWkvMMzM",
-	"rpBeeTGGobVcKaauciGZg+R7kWerg7OrXGRIyLixNdb4ePz4lRlHP35MJ9XjxyeDo8ePMc1vmVc63Cwy",
-	"BUdfokPpOGufnaXWuDJnOk/SlPIW5r6Ews4gQtdntaE0+zsAaQWZyG0GwZ+rBcSlJZqlPJua1ZhxStwN",
-	"yOkO2evkm1M2HJh/zQ4K5foJDGwWKFJQmnagitFggAKx4+UD5M+G1hApQGaG7eESGUl6zq8FOxnYpI/a",
-	"SJTEKs0hT/mDIT77cpmZBuqKDQeDUHZLEjyp7VRgBLc3lEFZUV55QGPvlC24zglZuT+TUB6PnrLIIxWk",
-	"IBGP2X/9+/8leam0+sTDK8RkhjTEFMoKLXWlwonDcWLEFrtmc55eqWxuDv4Nu6EXytEADg/EEhqcmrE0",
-	"GpRn6/FADspLaeKG0udcruo3giYkJFLn5Ah6PBgGxL3cps7E1VITVYQSxjWdk+ULEZ4qMxm2XJjJpkD2",
-	"uT+aiL3jLV1BXy69vM5DOTpmM7XM9BglOhxds2shFmDbAq5ldps5vmlRABQ4IDTjl0stINMnKAKhVFdX",
-	"RptSGeyvRGT2MzzQU2FXBfzQjCq3YBOFXNiTkczYfXYWSu90rpBArIQmOTCbJjfCB9FfIMx4ioQVStcC",
-	"T4BiTuA2LjFijU2UIQwzcUNfAbsUM2tatNvhkQ5lni0ht2pmTgcNvOdjYtg7NASiFCtwz4P6RP/vwbcq",
-	"u+VZLGLzKzplL9/dPClCp43SvJSgCLLDJ8f2fhYnAPtIg5zlfGBuZyqFvL+pAp/tgM3ULZxUhvoMNwVk",
-	"EksU7iCm6Zj+oAjLJU+5nIiMGMw7PoV1B+dyw2deSsgvCwea0Wgjo5BFFockyqkrV6yhpoxOKIs6OmbR",
-	"SLVXGjZdTkWHjFwMah7qMxtLAnEjAEJrB0mpbhGe6VTIfthn/7xMJtcwDw3sYwGz7BFOQkmT+uP6fAqg",
-	"/siGsE1pWPNndxAw8394AoHcZjTQ9w3VgewS0FfmyInKU4sYv1RIzr7oRmbsUAKftWqJOxt6gZVRklTI",
-	"PDXSR7ycgJnErCmEVJm1pPsdc9AlxL08FZwMCNEzTHBzcL5aiDHjC5SoEiUP/6aVNCfRawFYIoExE1i9",
-	"0NUuBDTZrT6HttgsE2YcEXuwe5pjKLFtL2BaUVWjhUhzUiJxilDrW7OlOd8TM0WGcRBOHRKgnKP0rEPJ",
-	"JyAS099AeqdWWTbYhNfmeDA0iYKzrVKvjQKEvNZe+hJCMWDYhvLkAjYKPQywmqYO2M9LLvMkB6Zgcwbi",
-	"N389OwdZCrECOZtDaetcsO47pfNpJt7/8ysDKVTUN2t8myW5kaASiavGNZGrdjm4LxPJs9XBVap4jmTS",
-	"D6WDNnOm5iK6uRQ7bQ+SEgaKgifsuYU5lN7dvFF6eS4O8EQ1o9Re3G/JlHMaSq8XLOluPkG64WSWNiqG",
-	"/cIIlWYP2XwzQL1zc0C6Iu1chhJLQsB0cmUObXO+UomRGU+vGL81kobhFL+ITLEu91YX19IVPglCWayq",
-	"eXpEYzWvcK7YqGcPeGIvRkYAyRG4eZJryptNZqCSxHeG1pxU3IgU6YwwWMQ1WWusuoKDx/qdszcqB05s",
-	"VF1S++kdcBLYTzeJTi5TYQ5onsOTJMZF1ML08WMhNdi0P3DA0fJleAhNkljocSgjMABHRoK3KcWRwZ2y",
-	"yMj99MaeFbdwBmCYA4BBVuViZsAWzJcgmtpM66xLFqUkM5D0TlmErGOtf1KE0RMeXefdYKGE0bpgUR27",
-	"e0OwUdCt+ykkPBoXQ5USIOlenz2rGHBDSRZcsrLqklJrwK4YaAEyWoWyZdjTXw134KmBzLI5Q/h0wID8",
-	"wtNUoJhuTlijQV2KGb8xy0Ap4cHSYq1qSlpeRvmqC83VKt5UUsqA7IogAg8CK4xfz6p7O1MBnIGkaIeS",
-	"5HNMKhkQpEG5NJXuWZYAV955xqXG/OunNQnuQ6lnRhowQq62iepPBqQ72IxEnhh5JXIIrUQRFuZwqT6y",
-	"qcjR+JwrFcoudTQ6DhiODUeySG5EhKKc/Q4vNrkGEoUivjDHHqHxryLTiZKJnBpMYjnKG3wWsSuVpgZ2",
-	"LeaGeUzYjWs9dtnzjXqdkDP0PJFGZ6RmhnuschKqeI5XJZng18xp4PCpJoD/pjI7Al6UpMkEMn8Utx+v",
-	"X56vXXiohZCYhq2vsukhfaQPTdtPQSdPckhi9mypczUXGftepCjXzJIFe09XKWfvXnaCDo3eGXeG/UF/",
-	"AG6uCyH5IumMO0f9Qf8Is4LN4KLqcKLmcyUPzTIfomh2+CsuzCfzfqF0jR/5W0lCH+nmXrUwWtTIdhIV",
-	"xin/ltrsFi2EM74II4RjYQODJjhyInoSBSTMGvFSqwzkDHNA8KlAixGaDwxfNXJgUaQ1lE1VWg3l+CZX",
-	"OtazjEPtUyuVXYsVXbNsKO6AwlgAhpTye4htP63I7SiNF9Kuk9otFrswWMB4qhUaMOjAIiQw9FvSPV9A",
-	"3iq0W+HZCuykpsRo6J4Kq2cLZpgNSbtgDiX7MRj3pRNtzM57DWvsbkuAdcKSPX5szomVNf2AVg9/I0K4",
-	"xVyBqvw2mYgglFw68ZXadIt7GJR6k7xH1mzLUh2lMF9K/69////ILIu1+gw7CaygKZnCCAfv47ngUrMo",
-	"iQMweYIemquA0lUFvtNXUKndEPXGBiW/oenoN7sNfnPlOn4L5W8HBwfu/03bIbwv318aLMciFbmIe+w3",
-	"lsRwwSMCq64GdI1rOHpiaB1z1JLela2Ql7riGEYk9rLrBowcOPCH6+ziEgymLt9ywIps0wHz8hkHzGVO",
-	"DtgySwNGLir0A1/giQwkIwJWSnUdMC8HTfFHwJwDkP0ZMFteg34FDDO70knnJ6+0j7zcmfaRlxgzYH7W",
-	"UfzLf4PpQqkVamL4Ry4M6kplWGABR+w3vBS2KwXzXZsJ60bksxQdRrGScAdfWYjCtY1+o4NcQJu9Ds+s",
-	"a+WmXuClxCt+42KQ71vACn+/gKGXGusODocGFj5FCmXH7DfvVptmRVVk8B4AKjdWgK9ZO0RFHXG0gNT8",
-	"KMPrpdNfI6gC+hP2G7tKJJcTwbqYTMrdvdvd5GaxXmfST6xkv19PRtULmJ9yiXWHLkHXyKbn8ttUsMW6",
-	"Cy/bVK9xPxQZmdzvwMFwR/wWGHvCfmOap0KP14RjdeX7N4C6APAji6XanYBU1rVf9RC/rOtuSM2f5mmR",
-	"W98SlNcIH7SjYpt9HtU+kkmsx8LPBkmgOBZaYcBueE50W7eJ4IaSIDFqVUUl6tFWH5idAZ4fPldutRsg",
-	"feR08y71630Uf9ndVC0g47Unllip81I8KM6HonJM8VcjC0f6qmF55tBCUpnwnKdqujSMaALGJ3hePrZw",
-	"XZYyKRbmZ6NF2phD0unNroJlMuPSSIYXgfqD/aFZ2K9WELBcBV7K1YBNJgG7NP9jz2za7t5yo/xJgquv",
-	"Um5ZnoIX0e/ympW+KS9ieYM3rqRHNtXlrzDGohxBwCpyiOXo6znmAxSSkU8aYrZqpLoi3VB7HNIolsJs",
-	"57odcztTvULBtBlMCGgPPwIlLsoB5ceMmkPTzqbf7/esmkrcDu+aytpwAFqwbW4hpkZOr0UJ/yeVGgIU",
-	"tx8isOqXdF/Y0KGsLaoG1i66oCDPRVsQ2qCpLKuBCRI4QiyuEiliFDN9e00X1AqyeVoTJ9kOqPwpKCE9",
-	"NPAVdrySla+1IQ/XTvtGQGvL+haUByOYT9T8MpFk8Dh78/wUbI5Qcx8zGoBViwRYUN7clY9eLhYqo2tH",
-	"kNXX7OEkBlOHVhA2pGWkayOs10nCXkLf39goYMcBOwnYk4CNBgEyAk/FVLKSFxm6oD1S/b7mW7DnwDfQ",
-	"fEijmH/Nd2ZvqKLkHzSkXaCp+RqA9Fn17NBrFq5Tu+3GDH2veqfM103MKVuyc9HkeC6GuLqjWgwRAODz",
-	"oA0rjvlKj0k4vVwxK1m6Ax18Ds3BDw7j/mkdOBHqshCf6A2Su+2PHgK8pi0ZgvCpZS+XK6RP4ri4FU9L",
-	"JAp71vzdf/26b/6GOaOQUsx1NPCWcsZvDC2R96Msuq/x6KfuLJN2fJZ5p7qVws1POKzxI+B3uObm3POd",
-	"Celc4FocGB5k71/gM0HHlvnGbBIwRxYgeqSrMuvcs+aOWu06oHtHe3cKI2FCNBqJ/tppHKI5SqUGdkab",
-	"UIeeIVPo8pylguucHfU8i7VNvMPz3O5t0tIIKIyT9PJSFE5h1aQDp+4uZf2dYT9gJAFridDetkRW4+3O",
-	"gmXweEWcyMhg/EbETIvcupRo4V5avm3PtDmPgfzhbnuemIOQpyleyAniCVpMYWeQpHKl0lhkY2a0gUv1",
-	"0SgDGhTIIxZn/CrXATtmecaNTnfC9ILPA/YE70ywOyux+PKML+3YgXwidB+51PRmpc1BWXgA1BNpcb/h",
-	"PFqI5aOt93aD1Y51ASlj/6g7haRX41B6zDavVsdFnli6QDilW8qx/wjZFnh4pFqhVc3eCzzSvT4WWjZL",
-	"jt6aTPIMTF/muOqz12Azn+GD6mFpbxLgfhJY7KnfnRYp3seus+KA8bmi23WcibuOsZjph/J8JtbkY7L8",
-	"0f61GiWa2i2fRHgBsfb+BnllgLcw2l7bXxGm1jEbuBtfh0s6/d+rLAdHUiTqlbWtWTEYV74baWx3ga+j",
-	"gLknTp2N2CCUXE+EBN+6QzZksbB/Bm7rDnunljtnhhjBhQ8vuZM48m8fQumpylqxW55eFw7NRsjD6+dM",
-	"LATPIVRfXycL7SSpPnuOg46NyCd0HkrMUtKFoQroqMatu95/GXfGHTSAv0p0jv4XYB0nN2rdGf+0nokd",
-	"cGVT7LgKI8Ogk5j3C57PbMnisS3t5YeWYOwyOqh6McLDYBQcByfBk2A0CEbDYHQcnAw+1AVpbYti863S",
-	"5RU+ZRYM4HilwsOXyxzIvVw2JYkDOOhAa/SDY2GuPy8FZI+myZIU3fFnt1ZCwE+beXbwr/zgl8HB04sP",
-	"f+gGpT97dVkz1+f+PXGbBfgnTIVRiNBP+mQw6DfAWTaPl8B1kYcnAz+EsRS/OGyzKO+MDGEtZ+QL0wBO",
-	"MxDDXUd9hkufK7gnMZu927Tbe6e4E8vxgnXwlZlC0+rWZCNahy8aRIwXzCIa+tvTGQV62yDxc5zXo21j",
-	"FO06XG9lutqoYqAc7wnQTkoOUIwm2Ril4cYJlEIqC8h3jNJsAz1Isi2g3ghuEdd+j7A6zapb1qcdBuH0",
-	"DEglouOxEcT7hy4Bh9WqIpEgams0PCMYkpbb67OXeUkiCeUmQYrCOoyQkeSbRA+zo28ScXsaSisjJzlp",
-	"XtsEHdcJnn51SLTiT3vOPTh4Ciwb/m3Jq781XBDjZ7j1zwdd1SrJoFSe1imp47KKempOeKDjcVlDpeC8",
-	"saefWj8SXzv1tHBPNw2lVU5jcL662mRqMUKop8IGazosRpSE0oVkgDNhklrTCLlzJHnzsoDWX1qTmpJl",
-	"Px30P9jSZP7vVktyruyC5MJbkdPCNQQNSmYhcGtBqEwEkEX9DXCPHhTuusD908K0ZpVE8A1NcjC1FaaC",
-	"TVwRyKeR2UAWgYY9UpsoYB3y59bYYE67jWO5RCb3xt2eF9aNLYOXUqvc1/DvtltP1o4EvFFoApNk0Xqe",
-	"VZOlcR2mF9tMM2RQqbXQeDpdo6pdmVHjVMBk1DyXNsLVuy3Wn+ap3K8RqO2Ubcb1/cXJ83aGpTWITqup",
-	"1TcZnsixHzhKM2P4WN0su86lhejhm7NKsnzgLFO5mgrwNm0SrjbKexV72mZWd1dxAKw0d7CadTdOhaxz",
-	"nQZN+wh17Q+78i1ncFvf6JvBcSXv7sCs1sr+7QxGuQzf/qzm/TYL42YwSiXndwHkAxpShM6/oVKhXkng",
-	"argE1BVyXW9KGvJivshX0CNkrqgcEehTSBZiuNArexX2KR2cUQww/cdoMGgBG1lZMLcJxbI3QWrbHr60",
-	"DT8FaDgwk1zO5zxbGREb7F7WNbPMAjpBB+4aEbJYdMYG+qADV3idcadjOxziDw2/MqjtOyqS2nUoNKzo",
-	"rvPTr2EniUNgDKMghFUOO+Ow80Zl+ew2kTF79epZ2AnCziTJV/Dq+2TK4YkzKsHjMyk5+0Zk07DzKfC6",
-	"HfrdPlMyV1qVOzznaZpIuaXPD5hZXanXXK7eiewdoXAjzsnI9Faa1udKveLZVGAFbvBURKtLeSXOrNHF",
-	"s6+6e9QZvxHry9E5hrLEdj3Imjau+kOG5o1aZmHH87cdutUbuNUb2NUbeKuHvRdrhxTfcptQwG7dLjkn",
-	"ay16ZtqLYRfia7B1PBg2jeB2z+EPNifFLyKGj0ZPt390jutJMVZYJa1YCrNqMUbSrfsrG6HIGWkxS9hP",
-	"HdO28yHolNMObKlojcO6RCYg0B2ie0KzJ/VZHGvvipAyVpRkk6gwGkU2mh7q4UIYPahml0UYQ07XJb61",
-	"oVuk6MbI5uPBcdTDABPTvXVtQedgAqUUCcLzUJZlRriNtHV5QZxqlS7QgyWUhddAcfWXwA3YGhbAsIIJ",
-	"QBYLwTNtbxAmHDJXRIBuHYWyay8Z/Po+EdMix3QKFUgf6R6g0HZXeRnK6AX2DDcp5wV+7NRpplB9pKbY",
-	"rp0XVqQ6dfeYiWZ5lsznIg5CqRXTywwio8w7bEvhVxCNDNN3KZggyg7Tj8SYjqXIBJRyiPr0kjHMxOTa",
-	"QElR8JY+kTIj1o2gxYX7Qv8xzyClBRXGikNZPd7TlRGhJcWrlBbbXlZmSwneHmT8gndzBYaaW45hV3Ci",
-	"YjoiuPhB9wADLcncCcQbJjn6+Je6n/OVVw9am/Y8pUBed+KNsX/Kt+K4L+K0yFehq9EAthAirbSXHqXh",
-	"AskgFMgEc3l2dpVSfEnAS5flnSa+E0GzHlc+U4rUoHCAlvJ9juAJKp3jzt/66heV6j9N8GDt2/ufT5Al",
-	"tNiFG4CqbtjNoNiBsfhfzbjtz6QC7TaF6qdyKjdDzXcX0C55/MKWlS5Q8IZiIhANlji74OhFyalSwYtN",
-	"3dt66mdFnPBqTMGTIeIr7IwpmBZoWT7KUS2lI226TDkUbDYwJMoICv/207/9KQz1hz/8yf4Iw779+U9h",
-	"5w5CgyOnt1dnGOC4VYx6VvngGWWwh1xx6MW3tQ8sYgpf7CEwS5V/a9hlC1ABtDe2/f3JSAVfAYbyBYpL",
-	"Z3Fclkj4ujFpEweyQpTLxNdekqLV9cWoqYDtSf9UbhPXArgwbov8DKiLCF28CzfONQkLREMSt4NQLtKl",
-	"ZpGZRhSwaJqp5QJlL/wdUfY2UfaORtcLuIiuOo/2glBaAYVCsSBQNWLdOnA4pu6swS7a5SEPJkQWV4Uy",
-	"UCxqZZ9ewKLCqBUV/tfgKYFB0qG0sqBpIPiE8pYZQIz+Eb1DqANmZSKcTKlAg6ZEgGdFdiQKZ4K0PdLK",
-	"qZUZY3Iocpd//JgS/D1+zLouuV8QSsrSVc5ylaDntpVrNxzRfxb5Nu+OZ6WCi3HZwwOOrsZLyGYPj93s",
-	"5h/u46zy0okXOzuJbSI7TnEeN4jMqci2HkwwZS/DIOnmlKmMX05c39Lr8w7HCxXrLqvUFZstXdT7e6C1",
-	"mWMLUOtmjl9DS0hhZ9zGNkHyADwfsu94dqmWGXufZ0LkaLzA6DtoMBqMnhwMhweDIRs8HQ8GY6MZNRk4",
-	"MKgDHmMjjPqABy90rmSCxpVSLGDRvBQTWDymKyczqyH9iXPCJD4exBeXq6ppJQg7XgBh0WkRSFg88wIK",
-	"i4cusLB4tMxS7w+8pA4745NNJh4zPSAEMw2zMir3eiyFjnn4K0I0QiKY4mHRzF2Lmb5H7gGCACEwiHWK",
-	"Wyy6gidFP/ZMKRrAE28l4D4B/v7qq8FwdHR88uQrejPVRbu1QMjqKy8gsvrKC4z0kOwFSJaf1rXEgMnK",
-	"18inyg9z4ejsU0DirJmGsxwenwwGQehpCsXWKp9mBcqsTIx0V9UhfPvh8Ql01KrzET4vOv8bl4mu6f2D",
-	"ITQ4EEvzGOw8D+gEhvrD0Vcj9mQwYIMBbX44nOCdq5xOQxeHuT/8E28oy6loeK9KFLKTbClo18o6Qrte",
-	"LNzjgekDnnoVpYoVVtcL5f91QyyN/sznpbc89/68zipb3tWeKh65ElTVR1d84kHhClIVj2xdqvITb9Pi",
-	"boQqVcXfrlgVPPqGp3kyYd9weY1vk2t4Pjg+PhmdjEYnOA+vvwx/Hw++Goy+Hg6eDtx/Q2LeruCV3RMf",
-	"gGZQ9vLXk6ixjpz8+LS1k8c9fGv0eva/DA3XcePiRQuWDH0RqjHcEwH6aug9QpwtVyJb45hE71X0lxl0",
-	"myPxndt2Bm8v6pjJw+z3sqQLAHz68KnzaV99lETkspjzurXcXCuzHZeuEDx5yWCgSODcVgx68YD3BUbE",
-	"+wIVYAtanSPo3fRbMis8M6JtScttd01QI//WOXN0o2dWjQtYoca5mIDCpo36G6l1vaDQ9OreB5V8+KFc",
-	"K1pPYTKJxCw/RVahMRMJuCWAkdpZwMmcrTJrFu+HMiIpNPLLVjw1+qvjJaVXw4F55wlwpbejp71QwixI",
-	"fCRrwHqUt3elUk66dco4u+So8ftJwkLpZV4HPb/PIlwDMEkMKxX+rXOzme6oUpmA4kY8txMw2Jexyy7F",
-	"RM3FmsGgSB3rV3A1Sjhd8NTa95lUZXpKtM0GQlmI5aps3y2Z1zeFlHXtzQFbvzg4LWxLoZxwyBUM3yeS",
-	"7j16jKfo61JKs1Ye+8pfIbycVy6Nfg1MeIXgKiDATRJZG6gOQGFDeAqk7qf+9xMlWluvLRBQl8sat4o1",
-	"T/1xS9Lr01LaIKZnapliLn0oyrGANaF0qnA9MlE3NvqoFFIEd3KYSE6H0idxG99WC8QpLCKEOlYu16ju",
-	"AaZnlOsXizYeLMkhGxtmp8htcvDSvZBFG2S3yxKeYtEBrUJpIzYK77U5UWKV5zVd1KznEW82Arkrmo12",
-	"oB8hr3W2hLh1uC7KFQG1xofBd87Ob510qUBVbThAZWfWhzNQvRwyFF0qlQou93GGcZasXzv2hICpI7eH",
-	"n+5GqE4KMkIQCV8FyiDI6TKB+3P06BsbRWbIRgPUZIbwWSF4dsYodnaCQr7sjFG6hLqyKEh2xihGwtc1",
-	"ENYpfQhgiWuiPczVbvbFeapFOy5EeSqfO/Z0IaqlOy70IKxbO66V740EUoMgp7yVcVQoewC4K1a7Zizq",
-	"BGAGAo9HMAJ1AmvyMSIaGnwKsiJNwAyGJrHxsFRgbTjyCpgNh16ZsZPWst0zfzc99M3bc3ueVw2CxUGP",
-	"ZshyuoK603yrnZMQMzbnI5TJwJ4T6Q32tOReuQJ/bt27k7mzbLPdqEF8UzQ1YrXlHmXcVFkL+Ql4Dh5K",
-	"wilXdyLUIumphyTX79jvsW5L1nHEdbXE0173xSJszU+Vu8QCHy/t0wczD3sA7KwK3uv14tpp+KVeMt6j",
-	"ZlVzcwiMtq1mhZkT7sP9CqXE/d2vEJK/M+8rus98AO8rUj77LIJ1c2KfLXCI6Oq6EzZgKI0EGHeuA/Zf",
-	"//5/se5T2IlIjqXUj03iJPbZzu0H4Hswt58io8f9Of20k9pG25x/mpONbAbIDo/L0yAQDXcxM3lL8NCC",
-	"yLsZlamsuAARMqiA/X4+PvYeYGcfnz98+J8/DQ6ednusf/DhMcRgeH//w83n93LzgQX9sg9gd+z9rj4+",
-	"hdWq3XHtmclqT+zi+ut+HaapwKV3kxax6ByMaXN+jTnA56UYtO6cJ7JXLiIKxbLETaKWzm4XSubV5bkU",
-	"sP2pi4Y87X0WfctTLSLG45hG5ppdLTNbQs7PtweppG2triIjf0VSpKwpCZ31lKDOg7Ho0ogvpo1Nooy1",
-	"OggZ1tpU2305JT/U0KOJeNUuaoxJV0STZcehNXMSSwBS9CA2M8hvVb159AAtamUYI7x5L/LGm3lEiZSR",
-	"3Qx14YUoXJhxrSAFlbrcIC5jP8UdWEGjlBKxhi6QKFKlrZl5zrNrV3KvSKcG1mKCvEmoKcZ6ZDkSFgYk",
-	"x3HkTS7uE4tuSle1tVkC+t51fDcxaGdLjdvlhWvWnWw3gX9Hbvh4toQon3YnQhUNDy2K/KDFcwuqL494",
-	"cwCPLLp4MZNhUmUMNtueIkrZh8BaRtDY4gmDVAIW32v2k+dsAKOHnQ/7iiSDNRX/geSIfxWZqsoSX+od",
-	"bR2S7lWSqeEda9IMOd0Oot9drCmLB22tDF49VkDhHeQZTFjbLMQ8o+S1ts66Lbm0wUU5SuKI6kJSBcBM",
-	"sGuxyPvwCu84XXS+2YsABIfLHywEnQmX/avP3lUr5VTv8OBs9s/qTABh2lS6UH7eBdeQaHRmZwKnB47b",
-	"jaTKRRSwiOzbEarkcBlHtaIEUymxC4g6MnsKioW5c3WSotkhN/3xuYgY3R1eClv8jVy20Ru8GkNPOhXY",
-	"h+3AttywGRvyhHZtRBYVvoDTN87UYmGe2fxzButMyYmw8LFMzNWNwVGamjOfMQKROGMssuTGVsSLiosQ",
-	"gxN3A0J37Z4bDtWFxtzBNH+shEi+5YU9OhNXIhPSINO7Ja9ci4PcULiz43jWVdF3kqd7ZlfY3LP19DBj",
-	"EeVSsZImflVUdrMlNP20wB5JUN06MyNbfRURSdem1gEAAXb39ug4T/frldVHVLXyHKjzFxhBqwI13eOn",
-	"PSedeig6/rrnjG50uBXpGN2Q5QsHmlQxDdOprRlWcjMolI66En2IO+zNBhFSFmwnZ1bvZm0dqTIvARXA",
-	"FeDBIlMrNgM7XM4UZPRQKGRi5bK1KmG4ZnZKAeNXkNHIFg5fUTEslio5hVq4AvMcMbZTWECiy379B+wd",
-	"shfCvfh5yV3MrPUlkbY2rFeNfxj1cOtT0qXC24Sxtw7rhTwd+4RKHa87tQQ1Sg4Uw1dxcuWqLydzEJG0",
-	"yG0lOr9+l9UIwE2nNDjjWOXey2VeFe2jIRVgxnWOgxqJPthHpP8BD7A72TNhLlWboREm/AohqMdgViUn",
-	"JhW2QtOkM+68A/6m6bDqlO8yj+yJ3rlJFsElKA0oFQCHKUPwPXBqYmfIAZwqRTVm4Cu/SK0PWnFF2wmc",
-	"m7e9QvJ4in1kp7KDPPbMX4Lf7WKVfGO8ityM0wGtrpjvfbXr/apbu403rMNB5YoVP7vDLetgv7u5v3c9",
-	"ACA3zO5cPavZkpA6MonZLbeFP3dUDXOIdXU3UVYCHdm6U5h45C7gL9P0XHysaLnmKd0oIbe01flIKihJ",
-	"F6bxnhovOSezv/qqri1Je7eJEdPeSonPlRT3ZJmOhtGXrLwhgXpq0EPrbg61h6T+tHfErdzGFg62pFFh",
-	"hULSsmqs1BBs6S6WUfpWmMfVZmjG0NEGj9r+mvUSNmEoN1xLb7dxB2BDLtXWg1yXqN6ZEa/MxsMyMFbL",
-	"kbZAeQ90L63F/DK1+o5RcKiaHIqaoOBg/j8j3xQq2uWKaaje7XJlmJnns0wISvfAinvbAxZZR7GoVJG/",
-	"xuXUnlBFaavinOnC3I9HPWtU5XEMadSMKAyylRS3pzWX01jMFDPklXyQEDhP4yhu6WvOz+MjKA4FRxum",
-	"bCqp4b2AidRXCLB3657dLZJd98hi7fvjZFB5pTH1x9hdBoASZ/OIQAYRVkkgohvzhPT8RCGsBv3Wbxx1",
-	"QsSpyrflTelKUEGQFIKatClG4SfnAC/nd0NhT4wLH7PozYsfL14+jzzP0bLHAZi3ovMXr168++7tmxfv",
-	"I5vElaoM4Y5m0U+/moZU2QhYxKcPpKK+eH328hV+yNx3xBVCSV+CF+OnD1FgiROz5GthFEFQBmz62VsF",
-	"or4rIWSwJwXrEhs32m8ooURnD05xqB1dK9rDTO9uo/8c3qLrbgN38B9tL3l7GHpoybs2QNsrg2RDg/YT",
-	"W0qhT64EaOWFoatimDu5Lr6nBvspEcdH96Q1bOOmd5rmZr/CIhzdCxAwf9ospw8XlI48rYhlK7hXJTJ1",
-	"WI029bZdJdwUNymFvSFHq4mwaxE196mEu294JjbgTy3zGvnpsyFvVEUeRSy6+Zu/7x7uZx1ifl/vlKoI",
-	"+8W6iJakrs0XOhTTsEM8Xonj62Wal9UBSATYlH7mWeXKZP3eJhF6Qw2l6twSHTrTgadQlEN1XBEga3Go",
-	"DAeOD72AKuGg4B3KtUo464GBLbO7WCcYlP2vhVjoGunYZpT2tIUNigAI3xQEpsEHtS5uLPp/DGwXBFYY",
-	"guaR5GCjXaQ8kWwy4xmf5CLTaGu2BcwJWJs6ubD+Htii6F2s0OKXL8JhyqViItYdGhIcDQZFUyN7T2ZK",
-	"oQXZDGyaVqu+19R7r6LMSIJQG95Va4fPwQq8qbp7ywruMN8f/cxIaLynWlM1HsQ8X7PHZyJfZhLs7OZ0",
-	"s7NFkO2lFqKqFn9msZKpBIt61/ki6TxJU9PXDU8TsIr0xmX8JZkrpuPVvMc+/2gWTmVsEMD/OT8npCoP",
-	"fnRokqJ/t2uIJtH6lWEWW+LKfp+yQM1Vkkb3WCVptE+VpCJ9pOMV69u/XJNK/aLSBysIcJamaxsTAAQq",
-	"KHNiuowvkiJp61knLZE/aCGgu2eKIjCKaEBfNANe4ZdE5k24qZYbQGsVkc3eSaeH7ZJO/yNHRpEjY3iy",
-	"niOjogDskhVjL2Xh90zH4Yb8GrNy4SvoKE3ktYgTuZaZa5bnCz0+PLy9ve3bRv2Jmh8m8hBGP1C4qJ8+",
-	"UPrw30X4DzqyLvbAL4q6x2ZrqSj9hBNfTzgPJuFS0vlRceEMgh+VO4oMEqNTdkTxDFbY2QPmkYX5qDWD",
-	"OKqhv1Edg/iWX2bJNZ+vcwjOXqa/iDoG4Z635A+8hj/YXFA+h7hH5nDEhsfj0dYEOk05boJ/8Np/8Nrf",
-	"h9eul2oomE9ZQmX8Ut0Ig7g9clmWuwo7Y6uweTfbVmD+R6mFlqUWNsUN7WmqAR0LTDQx17NLxbP48HqR",
-	"HM5XjWaab5fpVZJC5vnakn5/efeSLVIuXVDrQmSJirHI3YXR0aJ+H//IVTRmlyqfhRJKBELBvFjEQali",
-	"4FqtwFPmPrdWA4xcUjFfBaH0RrI3tXimxhxS3bivH2k2VzKf+R1eiiuVCR9apItQ0jygSAioJVyyoydP",
-	"ANbA2geAdjxHTUrea5FSzsEDzn/oxDbhqZAxzxAgvL+G4tXoeovZhLP5gRbZjcjY9SJhWuR+oBRaWDCD",
-	"r5hruvYyv+EhJ12Q4wjpCuAJJeWbJaetucizZMKSnM0F18tMUKYfPsmXPEUfAmpjK2l69T9sJe9Qgmmj",
-	"lC+nSKZjLXYG6DGZv5wDwgVcGEMZBdN/1BuzauUt9AEGK0PgUiyVaO0U3Ve5vtYXsZKi1B0WQ7egWnsS",
-	"lUM3IlcAYUEiZjGkqPI7DiWDpQEzIvhVW5/EHo4JVcEuCChvWLTeQP1XvZybF3xuAYJv6idSik3Sy3nh",
-	"Houfaxw1kTcqmQh9kWi9rBmX3tcM7UqD2q28WqAjN6HAUBN1DqUrq/C1Am6i5qI8LjwDSVtJsXI1R3XA",
-	"xMeJWOTomQFOipcivxWFAcpVe8d6rPB5UVC+BkSbPdsjejS8TXg6WaZY7lL5jCqRcMOnMlxcBRt8jNsJ",
-	"dyfAQq1ztYTamLQdikJ/hoN5vcLGlGCNTXKNcODe+8//ICu0+SSUh8XnriidzGcFqmkv1uw/P0+B6QAM",
-	"c+bjoswtJwwYtmC7L+3nRNoYpz57gSLLmB0Nq5kwEkMmpiuJCH87ydUlcbMjcGJ8YxYVjnx+jS6iMLK6",
-	"YsOvXPNcseGJaxrKo6FBx/Dk8GjI/mA6or8G7I/saNBnZwj6I22WaArVIQzjRYwc0tykwfkEvU8NxImc",
-	"FlmxhoPBKfi9Jyq+sJ1c0AfOvMxvRAYKmK3HCDwVvSEAoxfwIIJlBTZhELows0VseqghjmvRbXeO76gQ",
-	"SnoJRz0IXgHwa9qB+I7nkM9saenQzCPl6LADxW6QlCewobtIpBZLcIWLKcuMCAGU1+szmkyuLszWcdPf",
-	"fFyGMlfFU3LIL3VUg9iiog2h9kplsBssikPpEvGDqRw6fEQ7pes7bBSvbUytadPrs3c4mJEh0Q3HwwrG",
-	"rU6SOU+LZH7ejgAvLbmqWyv46YLzol/Dzozri+tFElIysU8RRjdYrxqRaqj5693Tk2hQZ+52ktdfFsnr",
-	"1brFu06ALJoc/mWRPOe5+DZT886noG3zc9W5n8z4zyk0a1uKJRoXUizB+N+AoOVAL2kiRFtWGHOy2B6a",
-	"CHVlVBDUNwcHR0OzLNQ3tTC9hx1WqKR39G3Yw6J1vUjWcoIYysQj5VYhDwq8DTrj6ZUhVcs/H/Rmv6B5",
-	"yOMHaeGNSAS5+z0clhR71LbdEhSvhieYuryBEYed8dNBH3J/b2YsTQ3vCJbH40k3L4owmoMQMnaTZQUF",
-	"ZXgHxw2aUFKwCZwgaHhAGeUeqwVUp/C1mQKYhQorGIhNayOgDOUP8WQwGFRGefLEPqoZawjvrCeJVO9S",
-	"LqtmUKevfCaKQi6KBopb9dogf837yapfcFzcKmTU+hRlSeEOXHD69cSPL2tPDA6GX91hTzw5abknaht+",
-	"IXviqEquo8+zK44GG3bFSbEp7s2o9Jd3L79Am5LZ2uuGG8+Y5OSRHcxJKLrUGJJyweeNpiQDytWaOUnn",
-	"/IpkQDRcOOMJedLXSdNY5AlSzyQZi4XRUUilBLeASyM654qlfDqFouoY7LjwJMbLFZlI8MI57oHpwyp6",
-	"gZ+tBN3pzIM0mZt/8J6aXImiP784Z2sGtSgoK4dO5i+bz5yVC2aLziRLLbJTppVLNINKhrYqYSgLdTZB",
-	"bxO0wJUUW3I1em/QO7aaZHKDdhBdCZ8leRhtUKdNrW0CdOZhnFZpJjgtC60aKoO3M0WrmgmjYrMsmc5y",
-	"1i0aWLG83OvYRffPtUhvMGMOON8UbdD/htrx3Pv6kUaqOgUTgg+sWuY6iSnTqZ6oBZqB1RWm6inaVTJk",
-	"g7lP3wpy0+e6CC8j899x2Il6gTX8OHqMCvfzvk1/lOlozKJ1nQnMbZ6VKsk2aK5dayEh/cqpfm6pSH7E",
-	"2FhSjJmnF/f67KwISK5ZBFi5CsIheqs6y4gi0PtkFCtmP6Z8Tu4J8zRfESN1nTYhowJOnbKOm7Loi+aL",
-	"0xLJdGbjv40yCimGZjwXVs0v3Mo8lPXZD0DzhQ3FgwE8sDCIADbY94ae9bgwMIJKL4Ug+yjSO21MgPAR",
-	"MDjcDkEFPfA15TP3P/QQ6H/Oulcpnzqcmu6D0gSTjGUqhQgkq/9eqnyGnVtjEiV1r8/nbkj7KOxErPvd",
-	"+fk7NgKy+RGdtdMVOrERqM6hB1BQRF1Y3skxnhyd7KfJjbAAcK1kKLuRVDXo8qYbBWytjU9aXktKyhnK",
-	"KvmacWVQItILBIx2KlS4JS89MD+UOgCHQugjAutUaU7me3VNVgtLmObpIhNNcSW+NeDcHJ6fzx6w5rz1",
-	"1iZUwSPZ+m0VCDitI1dXEMBHXcnlbFTvxFVCbOd3rvi3j12jICGDuZrI4M37GEn1QRWWe9HZYRsWF/7w",
-	"J+0ZaL9t29IVvJs5aROl5Tdqge/o8J6nQttie1Xh/asTEN7LvfoQqeuwg+rllcoukzgWVZWX0noB3LVW",
-	"piPPymQn6ASsYm7Ae3HChs158Hx+g5KS4rkbv2Jg83H9x9HfD80ZQikqFz7xSQScXVjhxVJHT8Wz7VT1",
-	"1KmfxYBf+QO+4plmb5JUQ3XEexjxycDS8dqeUtc1u4Y2YAPRbz+58PCzW8OqagWVfFOIBv+gkJYUcuIP",
-	"WK6jWR1ubflKFUXrmdyXTI6fjYkv5bVUt7KJuZ3VK3iCTXiagpINih6YZjZkWTnefK9Qmag/5tO75xrB",
-	"eRq0txUlSJf4exMiPvt2vT/22kbxQJK9T5MiyNj6yzYsor6wLgDd0cQI+lDFyDhfHcZ8tSGoEFwWdOVG",
-	"F26v1/3QWMUNDUwHMV+xbCllIqdgSwzlPImlXXr329b4qrfm9WnIdYc1TPnj3NZyBU5r2LrJMY180lgL",
-	"l7RQrvuksRfOBCTAk0loxjWLwIM8CtZ8usqRlksJHgvk6oP6bipuRGo9ARIpGjtZdwzrN7iAVR2/6j2k",
-	"nDuWeemcscBJDI1F4Cd2agCXFCcpBWbbBGNIJRVfv/Aci8aMg7MYppsTslDjC2exzP87wwwZaGoCY7A3",
-	"f8hJDijQAlKIY0yh7+DYRdT1XMRdgbOaUdHsiAP32RmACqULeZwmWFvRfEWOjIlM9AzJpniqc57lzjxB",
-	"zhSYgdI077PIbL54mYr4AmnjEEC8cI8j60+H83WDX/E01TW+bOBSh/UpzY5QUpQ7Bm8926fvhneb5LO6",
-	"hcegxLIr3prJy4LVZ5G6EVm8rIxKD93AlnggMYhUt73q9Ar3AeJ2RdidvS1w/i7ZMhU2+WDlYmC+OkRS",
-	"g0zrYIIuSA5TrgNXcujGaw6EFjOjXmIt+miMuRJkbsQUkbl6LtCbl7/z6KSH1xDc61VlOFfTGJaJMO0+",
-	"e6TRT+nU8ghvp+M2xfm6HmFaAa5w5FJ/FkuMrBKQve5lSdjA6Zidz2NIRWR9edXSRXHjLrhUN6Jf43+5",
-	"0beynnPYGaKvZAlwfGLXfDnXaw6P/VpvzCY3yzofS2+ljo+J7JAUsQdwhYGtXUZYheBRfjstLpxK4ALO",
-	"fIjBjTIaV70xLdXXD2k9NWdi3VvTpgLe5K3ZL1xDyUnV/HGBjqtj51QK+VmtVd726/xHlRT6lNaHehuX",
-	"/VEpjrzx+IEroUh8XAipLSj0VwkWtcynyg6JaLtS2VTluZAX7uyKtrgru/BOmWcqhZ0CpNDl7CrlU2+K",
-	"RT5cP/muvRa9EUwqtpTIqGnDQfdcriCJ0hrHglXPQW6A9LI2sL0sGIHjuZNpsKWTQXrr56gFt1L3of5c",
-	"na8urhcJIdQlrmm4LnVlL4CL+s68SLoY6W7oupwx85Fml1wLhgUvJquNRvbXq+d8tS3I/FvfG9LHlU1Z",
-	"gHLcZgGwVw66turQaNAQ0UwZY2ts4PRma+j1K74ZapQke6fuCvDoyQkKwN6yR3uAfZGrnSD/rPb6JifE",
-	"rQ6I9+F7ODwYPl3zPfTcDkeDz28lrvMAO2O3QlwH3o3nZ3EI225YGD5pNCyMRoVhAbtYN5GdqznX7J3I",
-	"M77U11zjFxXNAz8GKSA0QIcdw+vMT9MYhBZsUhGOw874yMDmhNqwMx7S14XETK2cKESNSnKpN6yVTekR",
-	"iXtkN6GfYecZT1NATBUQD4S6gT99+AQGDk9oWp+9k4cq2HBTwzemp4roc6e+QFqghSSvL2jnywn+p6VG",
-	"dIKX/yq+Mf3XnN5leD3EDQGgFfn61bguol0S6fdcqVdKTpv8F+t09bvxFo+5jwajk4PB8GAw7PdhY5jf",
-	"I9Dsjp58BWP5/P4JpnbH+jJ3Yj1upmVDJbg6/c48YzRo5hmDWp7RZMPfyiyOKiSzkVkMR1Vu8VUdtziu",
-	"bNqjGm4xWucWwx24xdcFtzhp5hYjuHxwvbwWAiJr/I6Oi45GHip2ZjujCqs4HlrXzWqX+H50gk7N21jQ",
-	"sNIvfdem3zp2NBwNBv2TGqY0XGNKRdOCNR3Zwav8adSKPx0XYI+a+VNrZ/0W26TZMfmkrbP+kxFi4T4c",
-	"ky1Y9+WYPOgfHfkOww2uwnfwSj5ec0ou6GKTq/693iEQf/4CbxCe85WF7v5dlJ/z1XP7Wc0lArDqxmuE",
-	"czJyCjL/+BkIk7Jp1tpkA6fAGh2MrP9llTGUiWwKcbcfZkup0YW59tYBLg96hf03lHc2AFvrL9nlAdJo",
-	"TK7IYE+sNfYq6e4mPCtvJSGzs294VlmMVZQsiXXv1JoME81m6pbNubSkMAdZJUY/ywNnyfWNtmQqbmWr",
-	"tbAaSQhrcZpNl66sedVW76Soy2Ky5jH5iJsOZ8l0Zogg7hXGUTK2pLc2BhhzsdmEe3qmbmVUzM/MC11W",
-	"x042c4ZqcDDHNJGGCCmb/xirMxXpEPnclQvcYPp1tZsiFiWS3arsOgqlyizWu+jH6yy0GLCpGWeXSqWC",
-	"S9ODTznY3iMwWu5Qrvuzd8sNvZITSFRO18QWUFbKS4IToRtsxdCEHvsYWe+8kWt7NU222IJgl2+zBp3T",
-	"xvzCrT/fud1D9Ex5DxSQWsAg8eYQ0xU6wI4G9eCUiLE+deGRn7pwuDV14e9i87nk8SuYQUlLKU2OGWJR",
-	"VyyD2i67q2WlzjbkvRkOfgdTDwBVzbh9DhUhSlQSsNI0/jh8UA2OJMA1SRSPyDX53TNrWPXK5U46wTRk",
-	"Tkd5cYDJmMppqbCHoisSkQu+VoGGDZ6OBy7Zl8fECh+RnTN4EcMqenBpst4LyvOgrq4oy1YGqZTt2xzS",
-	"ORVa4LoKCgdME46Onz4dBA16nIckOh58PIGpoxlRw68Z5PCqR1S53ROvXatEcm9Uls9uzcn26tWzCgaP",
-	"8BuHwXfoXV8UpeA5T9WUSuZ6yAREkvOjFf/K1gs4QzCvEFbkRZR/gfth0LAfhkGd5n+nhR4N2HDQYqGx",
-	"3VHjQt9hk5iJMH5JpcHrt8rGbTL8xzbZfZvcmwpqT5kvTQE9N1vskfbdLEhuund1lKTNqkoqeHo4VSrW",
-	"7UpnQV5gSs0Ifh8JiP4RdHGRxDoq3BN5WsjJFbUM/MBPwVsswfKlWJ2XdUsDgDscuEmQC5l7k0MaMqNY",
-	"Ui2rOHGwRr0glIZLBuznJZd5kq/wmtkR3KOiQr9t0QvYIksmmJnsr2fnLOO5QD3YfArzC6XrgWJrpWJm",
-	"YKz/OlGZUX1Id7zKRXZrlohqs2EJJw/fWD/OaFqGQi9VDEFwlPBdxi4DNeRDA2zq5dzmd/HTSaGuZhtZ",
-	"wQ/8a5pqF7iAUVwh9qZwII56ffYSrvVZEkNiNconQ+G4fian4gbcIYZ1yVk6cOVnXSuzATEzVJzxW9kr",
-	"lYWyJUbGrACOqueiJQDyECVxYxHVGNwQbAVV2OO7lE41ePizWRhXYWm3MDj49rngKRSsb9f8ZazvKSuO",
-	"666FdlIMHcAR0rKC4UMV3yxn7jfLsNU7Hmj26B5rbBLNAma2zu4Hv/F/i8KOZ3Hs7XBgX5hQklbLnUuC",
-	"p/dW0tFjlRvLuJxb9uwVCCT+tPEMguoVtyITWDPQOR+EcsGniZz22TvXH8+KWoxezRXT89ivtVilZIrZ",
-	"16HcxHFPCZPOeFRMBKOUXSEQgwhKMGjbPNIsAk9Bwwsh/1j3Z5mz//wPOs/+8z9YdzgYsP/63//HnVU9",
-	"dsiGg0HARr3olEU3vEhE99ez81DC2eentbMe6s4nz3R9Whz7WCu/MIUV5zTkRUhidHGFxDnuTHUU1Wf/",
-	"jKcw+K9ZIHXpKMY1uM2SPBfSW4NQ6mQqoV63zF3CNYwN70ajQRSwaNg/gX9G/ZPInvPYO7hzQWeUxC4a",
-	"jk76gwHkUW0+ItpUCjFHQcXWNRg2xSEDgXaqhep+z4hkoLf1MKc6In045fSnD3exPVWr8731RMu71LUY",
-	"tUtbf4SpvEv6kHlg9ww8gRaF6Iq65ownGXuRTRXpYTHpoN8d4N3kz3hpi5d4yQSveykBk909oLMFYeeG",
-	"u7Z0xTyyd6deovQiQ/zRyWC0BWobplQB+7lIEyOolYH2AB568B4/7T99Wga3gLYA1jZzoFJiRXV1Zfaw",
-	"URRtjWwnYGwWZQRPH6Agm9sLX6CO+ef1s3HTwd3qkC4xwuppjYpNsyKJZaK1S7BDhcu9utF+tV8WwdF9",
-	"O0smM6vcpEpOfT0TsmzYQ57O0gbd55QVdZOt9jEhgFzCWzi0Qffxju2yjMHeYBE3nrLX3lHeZ2e2hDqk",
-	"VIK0HJdCJ7HQMBN08S/uj8BBHJl+n31npJEBRvWgu3KaXAvQxVCVAjU27Axs8lxKA4QIDDsuxRPAhetg",
-	"NUbNUVV3hNAbs8huvzEbRCwTcwXShjuC+wZST7GmMmEqFxGkbeET8nVPY1CxdJ89tycwnKrgeQbtNDqg",
-	"6VxBBiNzmNtkqZBVkt/yFYoGv4hMsS4KLza7rKfJ54odUZeFrIBYNbJCrtioZwQqugfJlWIpz2y2fYZm",
-	"JrPqRpv23trFhirNJZ3bKcFrSrenhpZIFnKiwzI6z3ekMTIbwIU4CG2ZMNtrmVM5tVAWm4Dc1MtS8BbB",
-	"5IcFXdftXR3YyiIkrlgEw2nSgefmWDMcvTMeHbdmoM/LED5odd49vZLrVNQ3VKvWrWxiRVrBU6KoRm4D",
-	"u06IrdpshbEYBDvecj9Krj0jDbc7V8h/a0K8k5hCaK04ukvpYnAM8a8dkQse2erFibhbRhK1zN9efW8h",
-	"37iub4umRrcHiovX6x4V27WySx/0tuXzyIbH+8mGXw1qZMP7NMQjgmOH+y9QXsLtAcd3ZWfep+RkbQue",
-	"9NTKAO9ZCuAYqVo+uhF0H/UMqwIbcMal5hPzdswo6xAYVIEbwNmGhzI5UEFpVTj/SjUB/Zqj22zMoaQC",
-	"uZuLdJqvyT7iy1mlYcuG6VBGrgAUnLphh2Ia7RkSdqyJAk6BK04WfU/MYoZR9dGfyfbDwY0theC4Ukzk",
-	"oHBhgraEfp3zabnh0DSkvBKRzZFZjkljXSPIwa+y/Rw9j7C0Ew5SV83VZhAsV7GsOEOhoFKqKYOeU/3C",
-	"SpT79wncJuWRXaq8quZJnou4d0oyjOnQCSnlCxGDRT7FxHVQNuZAiwXPnHx0xoga8dYAbZmFzai77VYB",
-	"idvZiXp47RPKW8h0nwOoKCv5UipgM8ZKtoYFmh8/S+s8BsaudRvUaShtmQpr4PAgxXSKnEklD6gm8Zpc",
-	"7CdawPGGQSgJBDYIaOhBvxC7y9kZBlAIeN2sF8p97Hr3LIp79rI1oRzKZHtieSjXbXiNcjnVZaAUhoFn",
-	"PHykSfp26TFKMnqNAC7FLVD2I40XRbWCsrvf2VtGpmuCn5xcZE7fji8sDwL/5MZDhc7tTuBOeTzk8ZyG",
-	"Y9rK1YNPHwK/xCw6L/g3986nb3QwPOkE3t2/5+0HRQXIxvgWLCbm/E0yI5E4ntYZPx3C8YfRB2hMhOdf",
-	"DwObKaczPtlJ1LcV2R9Qyr/kse2/xZ2XAwWc8t7na7XozpjDSLmQhs/wywxqq4DsehwzSYoEVfWQzD86",
-	"WLcYQ/fuJCVPKmVH9yhTai9it377Rty+jDv7h4E+93dIeS3QZlXixnbTAEexD/1Ntm01oM/+sO99My6E",
-	"gsq9RXXU30l1qVxLNqEIHNAdgohySQ4qTjj/th2Zf0ucDfq27zEdyUe+Vro20pdQYLF0FHyBWsZZHN9Z",
-	"maAN6BSI+zG84qXputF1i7S/6YKzsLn2+uzx4zMjBIgsmZB9FFPjGwmobNcMJQL4+DHrcl2R6jVfgQnT",
-	"CElBST0pS9NBIekHZf0BxEEnsntAQIpt9L6B1DAcJOUJlyhbMy0gJgalI45CCpwZIEaRLDfwJzMw8k7P",
-	"ll4sC/f/P3tfo9y2ce3/Kjuc/4xJ/SGZpKhYpqYzUSwn1r2W7Vhye9PA11wSSxERuGAB0LLS8Uyfpg/W",
-	"J7lzPnaxC4ASJUqOm6bTTmUSXOzn2fPxO79TtgvaLSj7THt8Ka/A4jFdlXXHsrmoEjU13BlRli4WRDkO",
-	"QgH6SKFTayHpkpnLWxcmyzb33mSiFoURjPqK3khKFzmAcfpI/a/6gplLhHmSFIZikZ9dTBIlM64feVBa",
-	"Dxga9swHcch3LnkMyCfOf4PC76wjmlX08Bw01zRJ0kvoc0gApE4DhAq5a7yafKjwWot6RxzZC5pGE5Qs",
-	"u9Bbv4o+TPBkpiaWXsfDe9GNOjpAWgf/4SI9V2iSE1k4ZQyRNa6Vp4jQUWCzCqRbo0Uufav9ZgBYqFcb",
-	"3N72MFP4KK9uYKfEKG8A30jFM7TUicphDT1Ll0UODCel1CkWSezfCEqJBJsE93mZYeP3A7YM+2JlYRCf",
-	"lgkpqJENpTAdcQJ2+pQqA/JJhEcQ3sL4NW9+PFq7Qzxy3r408oTWkhB56AsWMEkqg0UyDhCeMGeBcHnf",
-	"SEKTOKw8rIXKJFMyuqLajjnKJfQwUvbeL+kSlCuRpZeULmbY4HQaao5xrUTPsZd0QwDd5vGHMvQAUqY1",
-	"bP1Fxhiusew88blWETEayUlRMWX6tzJTvkAw4vdqbXTvhswwiEAqHv6WNmhlbpqO3dQNtciCw6Fmg5sT",
-	"fOMclSJzWEoWOE1riwtYFbglagIuLlbIj81m+KuHTq4TVqISN/C3p/jljtJ1y2iTXB1lpxCL5/FtyzU1",
-	"Tr5+NjwVTsRpDVztfwKAlGMqpaHxwNBRI+4e/x320udrsaPsgW7ivyM/cnPZeVuZCdGkKrIcr6HO06xg",
-	"kClDSnRZ7Auzm/+2jCcXVLykPYJtNRJ/qtQDYq0z1CPcgPAA/gV/9HCtuwH+11TOIr+07XzHVWFhHPlQ",
-	"PK1oh1cL0Gt7Xe/jUNP2hq/6lV9MZKHO0wxxmrt7mPmdm9TvXLStW92aaZ0DMegyRodfN+g5lxz8u++D",
-	"kyq6dSAGu8L0yPke66TxA4OSr9K8ZK/8qBzO4BuxkFemaNgcPnli6jmiXs/EKKZy1WBfyHO6DgaVmTjP",
-	"0uUCmQSQrTf7iJtiMkvjCdIjGMgOZaJU0CXPbZW1ahU0SoWREec82NVsVLjMlz+om9Go3lbwcKlPGZS6",
-	"kMWs9BejDL4OkKr0ct4a/vw06HWD/tNgdy8YdINBLxj0g8FuMBgEg71g8E0weBIM9oPB0/cPglK9k+eR",
-	"vWrP8JapAFy9aWKoR6roblCfCPZ7/T0F0+hlaHOMnpWxJ0bVw+xOXnziwzIi6OencCT7T+GEDbpwXgZ9",
-	"OASDAWzrwTewaQf7YvD0/UZeSXqbPwPPauLhYYGyx0dha9jrBWHr1eHJc0IyIHsOQ1Lp+4H7/ekS9oTK",
-	"GPt5bw5DY+V/dZ7CP9uLCbaM3aHu3cmfxeo2SATTkIPhZIn5QAmBRh6PzF/1pAwubYa3ZD1jjv0odCLh",
-	"1kOlYci5g7k5RwHftJgCGGqDHKwm+NVjwIGbz0euB0zLq+XkBWzd8zgoUFmHCDoJJKTymBkoXX4GD5Nm",
-	"oWaQRJnOZx6/dUqf+WEtrS/UlNcnbpvWd1OqXqi/aK4eD3DzfD1u6I+cvY1y9ngWbzY+zcbc/yN377fP",
-	"3StXzV4kxv1xb4aYf6PcOY9vjaujls9HmcaYqYT5fE45ZLZDS6r3awDXou29FCnUKNqBuCPG8XfWyRbk",
-	"ZvyMQWiwepCaYHGNQv3AvVXK/MUb0gevl6fNyW23laYPlYFWGex/bhZab70stH1GGpdbGAvdf9lMtGaw",
-	"8V4T2Pi2+Vw8rj9yutYR6OsJ76os8CX5tTKcHBv2kNrqE6uAxFJHjw1ppZerzUG8mQp1g7YbCK0uVV4Y",
-	"zsTxFYZWy0r6JZO8yeX20rK4cD+mEnp+4qbI+AHVxLGRWi0zjLClZSYIDVQWftxzh4bjYW4fWcISiof7",
-	"dIE+2Pix4U6sWxvxuYZNyRWz22VJdG7V49fUyrIoqk+LOANdvMhD/VEmcYQpVSqbcyO1X6IKj9wrdlXj",
-	"3N5u4ysMhqSXWtTRzjYWigWSUgy5x7mPizZRPW+LODtip7ZfnD0C9+w0TuACGhJ8l6Npc1lMZuS1QZvl",
-	"Bk4STAubpFnUDG/hPJ5O020aGDMKhcOOOHIr70iLe/eGB91GdAtxcF53Id/pLv5xGU8uGNi3nmGDvzDc",
-	"Jfdi2xxH1aCeqIY6tTCewNuzHnrcVNQU7manybs7xhoUj1e8kczGape5Eqss8s6/i0JS27JNUcT710tI",
-	"BSH1m0itX/15m0oIdAd9y1Tmc3PvEh1aRX9gfFfYGu557HPHRM3uUKhx0c+ez6l2zMztvioSVKvs4r9W",
-	"lNrdgGqOU78wRgJPeUhtbtwgZpzs+1Kc+yxuT/An6hMt+Qc/ER/0goqmRSlBP8QfqUT5Omjh1xnIircm",
-	"NHB/KpcTfv/6uML9Y1K9sOoBzburXqXWNY211BO1jtLl4xU2Vb1YP7p31ctmqD+46mWyndhH4JXoCvDr",
-	"D+afhkTaLxj3KA+1eeJAjMjJHqca56jHYcNA9AUHDQ/EiH/JsFP+F2st9mWUcdPwuh1xVq1rd2NRO1Am",
-	"jCKBOTVtdIOYgm01lAqCMKSz2JN0mURiGlOceu7oe3Yr/aHvrdb3DstpggOC814hc5L+1hRtb4QozivE",
-	"4wLkc2dHnJTgI0eZrDTH2qRYrUyyEPk965JsCn9UG+iU5Y3cwKFNAqz3h165vl5Z2b3upv0C7EtPiHy2",
-	"rkLuOSqkLYjj3gbwef/JzjfkwyqFvqE/Nh8xHa+txFJqobueFvqd1Be2Yinpc4SiYW1x0HM+qhSVLy8U",
-	"rr/DH+Bj706PhP03tFEOAL/0Fdo3MitimbgAGFFXub+kxusqo4Gzbr3Gdes761YWsaksXPnFl1g5w8Xu",
-	"rl192XYry3YiY7163Z6/e/tbGSI8HLssqVbb6XT6dZoKFpj7FZoKJ1Xo8FoGA1/Tt2B0htcYKVvaDDMl",
-	"k2L260pz4ZBjSzLHlATBmVWLLMXK+ohly8WLs7M3yABg4U9FupzMuExQIUGf3hGvUr6iMKdGRSraqakf",
-	"pj8bqwIyiT9WEVv40UPStThugvTinslQzJTHucCx7dA+UpNlFoOm8PN7d1e9hHNH/TNbJr/KCzVff8e8",
-	"wKWgbTKXcfI4VxRjaQb4/LhUlHwyV3kuOVU/Ypo/UcyydHlOOwKR8QbD6JpBxFjGtJxIKI2HwX2eIbFU",
-	"WaazI16b7ERSe2rPC+h0bl8fFwERQjjlyLM0UUOn3+ewh0EXX2qOFFsYL0GF8hShMNE8Nvl4oc6pLga9",
-	"BdoCnbAE/qLu73arASwYOLlRYLCQLUK4z8xNMTJteIxz7RG0v1PO5tB/4SvyIjO854B42+Q44eSxOmq5",
-	"gkI9cRqjoPVcRopxzKHm2Ujnc7Jfs/k24VyxF9umF1RPcUQpSIdvjk1RLysEaGJAP8zRqzBHE3Nr63Q5",
-	"/kVNkLoNYVZbW9iH72SuvhlA79+dfb+9j3CgoSmlpSOZRUImi5kcKwoCi4WMolifBzDB8B3X8n/39uV2",
-	"LqeqfBoBXHqxdILH9NMDgZW2xpmSF4huihH7qULNnUFIkpMVivhe0tJVkvvoXrNsOQ1viLuBnNPUGtLT",
-	"I5kGekAiBTKL+PM8o4aGn2YEeI41HJJX716KyUxmclKozOTk4e9DzS8kq4VIW/B33uDSTJjsGqwIX7aW",
-	"i7ZOxUxJhOHF+hfSlYgGBmyPsSI7mF5r+OpfnJ28DATWdZC54eelzVA9faGWuRjNl0kRwy34WCZoPoDZ",
-	"RoEwsOMSGettnAt4RkQqiz+6vDPwPtEGu+08k4tZHoTaGV9AmHqGbycx6G8yO1dF3rHsjtgCNB6Qdwnn",
-	"2RkU+gDGSiwXVLEq6Hbxf2ZnujMG7ZnEFPO8OIm/6/AeP4yiTOW5yne2tsSoSD9I+mAk2sbzheQ/E3Z1",
-	"jPGvTFXZdOj4YNxSmiYDKo8wStKJTL6N0rmM9U6RRCNY5NFRnC8SeSVeybkS4bLb3Z1UH8RP1SgQh6fP",
-	"jo9LuEy+kBPllO3tdbsiU5N4gWUtBWivSQLiD+eadxmcBelsNUS2lBmUlc1mlDYeDAp5fnaaZnOf6cWU",
-	"ASj5EalunEe5aKCL1GBnh+fS6XemJir+qLytOcZduVgomcG47AHg5XsZ6wtaupXp5RUXFW055w3sq6xm",
-	"xFZSaA3tHsxqlfuJYK7E0lRifDwn0hiuzryWl8ZFM1Ag4H1k/JxGdqPotVilUNcTUkWbvVns+at6/YJ6",
-	"PruhJvOH3Dlgv19t3EWlcoVL7uqNJtSvLXWrtzlUXqK6dsRfDH2TO0NtlzVEVnNIzCR3vKWLc0Fpik29",
-	"CbDv/nACYuIItcIyYCbuT55y3qDlhnwk7FEW7VGRjtiHDtLA/Al7uMMbKCZX5LbJQqyYFG2sR0kuwg7K",
-	"+alRA2hf+BnrpmyiVcJKj62oOmzj4oCxjN6mW8I1U+FaAD0HL7FK2cTqHkFygnKa5Dxlj5edEz6Cr7VJ",
-	"ct7aqq4OZ8rLQqR6oszmHsFlNBLTNAFdr52rc/R39HkFQo0vBdnVKWn0YKHzwNMMjWzCs8nSVHN9StAN",
-	"VYZ8EnOZJB9gmB/S6Qe4QFjnpVXv7+25F4bhNoZbDm/8DhwgrS5DPTqhgW0fH4EOQSJ7ks13/vWPf36L",
-	"6g++81EuSIJb6W1mAe5WagJ98PZs/Q20+Ajh5aS4g0mjAiajcJPG2/M0WiZK9AeBIMZAnExoLLZ3e8DE",
-	"gqF2mAXp+szUIrmihUFcyohXbkRYfDi0eGTxzcarzvDwgO1QUD0MxQemuRc7wjCLl1QImXOeFskV7xXz",
-	"HEjsQzGWk4tzZOTAilllrhVrsWRG0OyYXZVjFSZr0tjj8SgXpydnb8xP26dnh2/Pzl6ewjmD/5O4w6fx",
-	"+RI5Q+QSjm8BxqyKCFPjiN1Qz9DiSdLzGPQrgszLooAJsdYNF0M9OT55jjsFS+6q+SLNZHYlpjJOlplC",
-	"Cj3oWahHg0+fiIkDZJPpqVEoo/SSpJyxTwhhigcg1qIv5rFeFirv0Pkvship4ZDfoBeIfiAGgfjXP/5p",
-	"nhNtox1ILWbpMrMRKx5HDgaJ5VXdB+WOvgiw/qs5s5IZFBYqm0uNfsnKyMRozxuYtXFK81HbdbIi3l2t",
-	"NMO03ss0A2WrIkOYPxLeamgnmLxRIqfEKayOTExbbLKrXOQzE8ZLl8U4/WRfDQtI2pDVAS7jiQIjNU4U",
-	"wZSzpT5wHiBxaNwBUawiES0zbMROqLMwTjdxj/iiAwlrrmm5XBV3kgzfS6hjMHUyDH1hxzs74tAYiYW8",
-	"UKJYZjoH85oOF1IVG58AluUyW6MvoiXIW3u26EayC8cb3x4xEplMXomFiu1XuZqkOgooS9M5S+yvijhA",
-	"Y4sqc9XkPBWz9FKR0aqvnGNe9gPETKhJDjQEDMuplMhSiJnszJhoR9o2k0GnF02BUA/K9/F+PyBhgFyM",
-	"dgTIxogHFcOH9jfRUrGOb18Nq5PjApRX5tySs7jyvS4rMRbOovUAFMgVBj2h3vNZemmlIwhsPiHU56Yw",
-	"IzRyqnR0V/aPnB5dxNWkxL9gfRb8AgTALI4ipeGDK77DQHU7KA1+ttMqRr7rJYSuYm+sa6U1bPX6raA1",
-	"nkxaw5bMJrP4o/pWTuZqxyTKBq0xjqf15sXh9rif77/cPdxuBS38Rayn6bcTcqubXwTCuubZApNaS69R",
-	"usRbQZV2nW351rA11Xvbby5bQas0HlvD1i9Sx3n1feRmJJW1wnadNnLKrg7KXTNBdg7+/+kPf87HP+zn",
-	"x88Xs/E8+fX47PLj5Gjwp1YTd2WpJbaG/coYz/p/nf/1f47/VB3lf8Eoxetf0yTnCWwcN0/i51t4Zk94",
-	"rz4o9QsP5BkZv7UYttEvXSs6FytN5hsj2uh1KudvWHcE1X0+G8Wz+UXfp9l85eBch1bV/wCKJLoe1hva",
-	"eDIZ2nb7No2adLppms3rL2hj85jWSU6Nzn0M+Nj4xtZdUsctst5QYaTXufE2GsVYRnyfV4EV5WkvgRXk",
-	"lidajPO4yG/J00LumrBV8WSHraFpGTRS/YgxPKzSny8TmQn1aQGzCWZI2Prfn7vbT9//vRf09j//v7C1",
-	"6QzQHeEP3zhQeez8yFoLttLZu1k/0+jqLE1fpvq8mgeFnkq0Va5zUG6yWPARLBPX2DfLlSh9DjZzLnpd",
-	"+s9GQzTaPO/IOh8DK/te4KOxNu4aq7QyktJDcWJettGAQHeNz/Uzuu7qRSdWc+c10c2tKS7s3TpscrLd",
-	"/I6Nh3ukZFIfKzkO72OErB45pF0POag7AaDmMoFLSEWHRn/xpqMa3ZH+bXH7253EM8ka60bPGgMHqOsZ",
-	"v9pGM8Npq9+DoKie1ZJKGcUI2Nb09H1IIS4icyXCFn3kt79JVZy3xiPrD6icazFLE2RRNJN4+8Xy6MpM",
-	"sw78edPCPu/Ovt9vOn8UWjSxOhtVXFPhMnV9/BhlpaEN+r1Mnlnt9vrOrwqBbjSQaxq9+6DIYvaH8yNZ",
-	"0S56oqHjbrfvDllhKBKqIysUVXd2jc6zgbJqdZ+7Bp43mu8iTV/KrM6vaWQK60jiJP7uVnIIoz/QcEb+",
-	"mV53sL/35JuuGF8VauMuE3jMRIKquFn0K+I73cDrWqsxFL2++6PAi+LKzJJNbTQChtevUNoqqBg/nmgd",
-	"0OmlvpEv5Eat7X4qo1lCMHRaVIdTIVSugXwofUEWt64B16DHleykhsL13pQaO8gGxbQWdG4aph87vr1m",
-	"Wo7IfdV9jKmufbpM0A+1WlYnNQNjPOdvWvrgR3Zjf3WY2FPFQT+K+bKT28EyostxbSTj8/miuEJmNEIz",
-	"Ii/2asyrjUSWwTgDYrVcKxwKAw2Nog0EGCtyQS/FIlcI1S4OmFkeoQgvzs7eiK2tve7u1hZGX3B7SZGk",
-	"MhJjmUg9oSBUmk1mKi8yWcAexEiJC7xFWEc6FVlaoE+Ro9MmlkpsWCaSutfdHdkIr4lVNaBxG/z0PFUb",
-	"uzexHf/YvcWP/h3huNhzPCB73d1bToROi7f1uThz91gl7NogYOC1DlGW+eFSy48yTiTWy8vMTkQli7bi",
-	"by1wXiHpnYyuHHol3o/XoplhxuJ7hDMXMr9Yt4IiPNuE6anAvNavfuIwOq2odein7FXZna4rwlCtVIik",
-	"u4Zzl3CRJWvp7h7GAkMtc+TJV06Bk5XVB70idJUhEmqLW6OS2DK5lFd59UGMtZao7QulFjncpTaTDed8",
-	"pq5MY0wO6Ndz7IGWcZlmF6LNnUIoUx8JAw/M0hn+QSFz/IIADloJnV6KNkPPsPQIwo/juTJQLPybh0+t",
-	"dHa8MokM53NrKmKG7einn376afvkZPvoSLx4MTw5GQXE08takc8Nja/5FXqEUCCYdM48RbiwC7x6lHcO",
-	"/B64q6HTy4YSjynuZ0mUL2W9x1D7BR8PMTObbgnoUJM21B5R/ld/e7cret1htzsKxKg/gD86VHuwBIyX",
-	"MMey3EiZg82Albq6vCqTnFDQa1e+XFWHw4GHku/IuZxhdeP8wywtRqKHWA8E0S2zc+SKlvnFgRhlah7r",
-	"SGUfGNuCc3yhFpQjZ77ND0K9stqlaBdZPJ+D5kWoplSrnGrxwGeGoBQbTfWEaXUaqhdCl1ZWL4QvN69e",
-	"uF5dwd52HzfEbndVdcE+b5hW0KIpxiRNrtrxTCaJkON0ScufTqd465Gkb9l/mlKD/d7al9GZnYSHrttx",
-	"xMW0PLPiphN1o+1QzqXvw/VbblflTWfTiNd/x7rmsuX5r+RSexfMLYuQcIvXliDZ3RNtnzn+N695CFLs",
-	"9ZQrj9wtkBEYGoMVRqWI19gbTSalRe/cX9AGj/p3eGmc0qluGHGE7rs4N4AsTsHJ1tzi9BLHKzhWpiVH",
-	"nGwWpvkChSrvtSChle5fbUFC6KGjkePpvFNBQtTH16CtcYXMarKaa/UIkchC5QVtzlCXxDSuOrSaoMZg",
-	"261yY8sjUlULSzCDCRpUf43U0BovitW6HS4U60UwSrRoj8yf+MBQyFBTdiEMJ3deTfpypsqGYduYdtIp",
-	"wuFAC6VifwT2dJ61dkDmMOHADx7lIgLdpUBofDvNjA4CX3aCMhkSrnFanblNEUAr4CZSl7WJXETJ4xLq",
-	"2xO5GAnZJJKZwQWpYlZTuJyZVb6erq8kWPH17GaLQdQMhuHp6egGayHUbb+hkpLRmlCcXWnkMxgPzBKJ",
-	"OVNsPlEOGNhEI1BbSxWYNN9AdGFItgBjvXZ7o+7ZzCBTqTHq7gG3zAipmlhpBLlX3FIjViG9ruDINM3m",
-	"sqACIgismcc6ni/nqHbWaosE1Y69bjjVmH4pE+hnU8cMKPPuvXgQFuTfM2mMcxjvizBmTULCPSYkNLwb",
-	"TRZMjUmwQiTIp69CKtL3SEWgXctuSDLEIzoxZtUQjFvzGAmEhud27XOZypdJcRfKEOc24qc3JxFpoiwk",
-	"KcR00CXLCE0sc4ywF60xFFf2CuUxJkRuzB3K9onDRDdeFveALLk3vZErE351+uLqk3pH5fHM3DCfK37j",
-	"v7fGSmYqO1wWs9bw5/cgVSlxoekCgsOKQGCb5wVHjOqzjebyQolsqUetoLXMktawNSuKxfDxY/zFLM2L",
-	"4X53v4vEZTyMpjIFSx3D25FN6dyCrOBlirkYo2WCVbb4JkFBV7+TnMsyBkGeqHOZCKWLGP8NmsUiiz/K",
-	"Qpm8TUpgijOxmKUac8AxnkbP4hbO40LlO9XbNVZ54/v9pFCsruZ2yWsHn21qhrYCR6PizKlu5/yedkP9",
-	"x0dKJvbHTQUgsMjPjn8rNzZUkodWu+H0rfICt11L2Flvu8Lo4/zKsPbUf1PWbfJJHJ1qTe7bnRpO9bae",
-	"U9QUaRZc3hUsSf3Ig0W4jWJMtd7aKR6MbdgZSzgZkcxn41RmUW5VebcmsdNJ+2BDq4afhrcih3fEIkvH",
-	"XK7Ji4jSc25M1O05h4I+v//8fwEAAP//",
+	"7L3tcuNGkij6KhXcvdFkD0SRlNR2UzFxRu5uj3unv8Ytj3fX6BVKRJHECKyiUaDUtKcjzs/z+8SN2De4",
+	"L7Jvsk9yozKzCgUQIEFKbXtix7E7TQGF+sjKysrv/LkzUYulkkLmujP+uSM+8sUyFfD7Kx4/57kwP/Vq",
+	"seDZujPuXLCY54Llc56zWAnNpMrZkmdadILOLU9X0H6iYtEZd04Hg07QEVmmss648+NKZGvTli9ELjIW",
+	"dkxXYWfMdJ4lclb0t+D5ZM7yuWBTlS147pp2gs6Sz0RnPMAfGn5l6g5/6JznK90Z05BuQp3Op0+BWc8f",
+	"lYr1y1iX1zQzT6+SWLMEx+dsohYLfqSFmW0uYpYmOmdqypJYH7BON0BlsfKRv9ZMzFYpz5j4uMyE1omS",
+	"LOz8xw+Do6cfftcN8N/e438+HAoDC4Y/LZNfYGevcrV1vQ+8t9+KH1dC59VFTRORxriqKU9SzW55msQ8",
+	"T5Tcua4Mu2TXKl6PqaewI/kCsHaZqaXI8rV7ZNBnkWidyNm9FvNMLZZcrt+o/Gu1knF5Ra9xgIDFIhUG",
+	"NVXGEnmb6OQ6FWyiVjIX2ZJn+bp2eafe8vzGbDgYDGHLpzDmA8z/bfZc8NRsS5KJyireiCSfi8ycM9P0",
+	"KomZVBmLBU/N71lyK3Zvj/ex922iWWbHvN8qZM4n+dvphVRmrrSq8jom2IjGtbQDnrGlyLSShmp4E+1y",
+	"7K20U490YFYglRS9Fqu2Q46ZVEyvJvOaIfN5oqvYcDgszEZuRccyFpqt2Il9phE7eTise64mq4WQ+T7z",
+	"pE92z5Uasi8fcr6yQoHNk3MGjQw2DTenJVdpWsyq7fB6NZkI7V1cnSHM4KVBDsnTCsmUbCXFx6WYGOqi",
+	"RXYrMjblqzRn3VjkQEOVTNcskUDGqUWqZgFbyVhkdJkh6UziOow+K2F0QvNg8IB1i2/Z6fX06Wh6cvbF",
+	"F9cnpzF/wk8m4unoaTwQA3H6xcmT3r22wALg30Wm/icCARmCN+LuZeW0vJRaZLmIPWw065HijiXx50PL",
+	"J4MBYubbVf52+i2Xsw0eRa4W1yIDcsnZUunEXOSPNNOrRcBypVjKsxnwFizJNd7ZO0kqp27NOtUKGL3M",
+	"DD5mfGFIqGZcxmYIzVZLliv2tPJf/+nTgP244jJP8kQ0tOo/ffr0Xuj6rZioLNZv5Ts+E5dKvTJLLQMo",
+	"wyZXSpreGb9WtwK2bsE/JovV4gBWrtylYXwIWIuVYY0E4zlbKJ0zxOfDl/edvJHqTgKPXl4VPDK8N/Jx",
+	"PBNAg+nsTXjOUzVbiXPzdG6ofEL4u5OwO858zOAne/r0y8BsXEHkN4a5z2n7FHTmgscigxW+uOQz828s",
+	"9CRLlsCTGiS/E/yG5XzmLvJMLNM162ohWJTIqep7X0QB++by8p3hAW6FNE9075xpYWaes2s+uTEriF5O",
+	"j94oKY5eG/476hsYoKzXGXe+Pw47N//65vZIvf+XL1795WV88ec/A0PuGKlxnq1E0NGTuVhwM+Ulzw29",
+	"6ow7/2G+/uHi6N/50U+Do6dXRx9+F3b+uRN08vXSdI78PyFwnq2PLqa5yDaX/V5MlDRbrNgdNzMXU5UJ",
+	"ojsfc0dM75J8jlDJ1Y2QhhQEjJs+4fwvuFwDpy9ixlf53IBkAuy+Djb6NItYLHM2zdSCWKY0Mfc8j2Mj",
+	"g5XANNwGj0Ui4XyZVrRwQ9FnIoOVf//990cXxWxEza6nd3ytWfSV4JnIosCu09wi3DB1XLMIUOrK3/zy",
+	"RuLHeIX8PuwkEoSdKwBU2AnYxve/DzsrPHaBkTvN2gxpzcStuhExow+3YkJ1mz+ZU0HkA7AcTq/hIPGW",
+	"KS/bPC+twXCEQSeRlhZ1ApCuiGG8guuneTIoUyLwn5iDvmNfcG7E3dXOj96V5vhl8xyp+WeZJykuyhN8",
+	"VtFUGCoJZEMQRfPII5eGnVjwtSEoguesq6RwtygT3EjmyUL0ylh1MhgGJ4NRp37JjoRuXfCCf3wl5Cyf",
+	"d8ajwQAopyMgGyqOWuLxcmroF5CvTShczgWLDDmNzOI5EUwg23ig5yqNNeuqjEWPo945u5sLaeijzpM0",
+	"ZdjZtdB04JbpOoCfXOo75Auik8Epe6Ny9lrFyTQRcQQn1LALHBQELUkqgBDvgAKGJeLcaYDbEOC2CRjS",
+	"5nydqcUmYL5OMp2zmK8tUixFlqjYcLHIzoImxm8Uke4meqTZQsl8XsGG0WD05Gg4PBoMGxACvjcUtVOL",
+	"8eZ1Z8s6LtXmKl7xHYtQ5iVd1EC0mLqTInukAZ/ZT0ayrl/G8GzbMnK15yL+vEomN6QqqKMnzzyR/JxF",
+	"hWYgMnQ3IhoXAaZeq3ze8/UZ5euokQgVnXbuQ3NgKdvo9kHz307ZD53tJ0N79FJJjbrrNyq357SeWCCB",
+	"uFOrNDY8rMEbQwvv5koLYL0qDBMzU40Nh+kOew0j98+ZmHbGnX86LrTqx9TsGNrATC+Ves3lmhSWGplT",
+	"mQsJyku+XKbEsRz/VZsJl9XyyNtclFmbMr98WdA9YmTqOSJgmNQ0r9e1jZ56jPIO1mrMRgNzKtkikasc",
+	"DmhlBvcSDeBIb64RT7r4OBEiNldfrpm5BFmaLJJ855KKpq6LMTsbWEZTwyI0cKXwEydx+DI++ehdhyn4",
+	"Vh+/kLciVUuB32zi7tZlg2ic74EAoQQMYN0crkTJlimfCEtpTwfDAKRfj3XG8RPNUgVc4moZsJVMzShJ",
+	"HkpvCBHDJUmEOTVUfHTK5mqVaSOi1Eszr8wydK/PQFwIJfL2kSc8RLQtus8iAHAEN3TYCTuRW79aioyT",
+	"diD6eAQbcoSt+6Esn9+KYLLtGPtNP6HYahassuQnpDV7HGXiz8uI/d0ufrxWqB16iL1q0cPhZ9FaOMr6",
+	"fNVybvQ1u0ZJ5Tdzpvz5eHYcg9iNwDwU+9hF9XAuzckw5xjJkZo2kFk2E7lmp6OnLJE6Fzxu1gnYU1RG",
+	"9Do5dBu2b7T/5MEcenyWCp7x61Q8TzIxyVVWy/ZckCKRqAqo5R5pFttvzlkkV2kasUws1C3x4fhJ133A",
+	"rsVELYRmRmZfw9K2cgmmRzMzK41UuIag8/Fopo7oqW3cf0M/foAuP/jNjpLFUmU56T/mRvhJ8vnquj9R",
+	"i2PFl8mRwfmZkMdu6E/+5/omWR4pgAlPj5YKdL44u8JsBoQjjhNs9Q6NjIk5FLiKKmBLVjyuSVeVxUzP",
+	"1Z2hyOcsunj+/Opnw8F8ithCLK5FZuTCLFuzYiSEMag8lt6gP3f4JE9uk3x9hZDakPiDjr3ia9/NiBjW",
+	"v7lC8rexjzv27lPQMeg4U9m6tm/78h7dJ3lD1wbeTcNmwlx6u4gRiDnJQnifXF2v6xlVs2v22Ky0yAyL",
+	"anYNLn4gN3N1ZyTZO67peZcvk4AhrgZswZM0YP1+Hw7MxpTFR7Q7XCG5rlkUSIdXyKrXvJ5larVsfnP4",
+	"DjR8WNNQTtWVVqtsUj9Dw3c0z3+RxHEqmt83v1B5/Qu0wm5uZzSMWCpmPGWGnObrgEWjiC2z5JYjy6yV",
+	"BBFPGgL2wzAYfahbrvU7uDKgqZ1AJmYJTmDjlb1MG18dvl85n7XQT5lWtYiY8480drmDREqL/1bcB3lS",
+	"J7nQ58xcu04Tk8/For7zJtJlHly1xrRVltb2Yg7mHr2Y1o1otcoXVxO+WPJkJpsbFExm7fuFiJPVovH1",
+	"lsNiXueiAbHu5slkfjVXOt/WBbZKE3mzu5XZxeZWn3yV4g8dUBEA4Io7pyC6RLMd+hekOqjcYdUzVKAB",
+	"bVeJLJcJTIkelqmHT2kQVwrM8HfdUQiiIVUiXL6+vJvOP6PuKHsXqb1tPdJr6bM7X3RO6+Bft791u1nB",
+	"0RJKldCvjKsebhV0TV3/VUzyTsH+PONZ3MwCTXmqRZVBmRSM07Zb1/JXcIeDvwwKYblY6N3fwgcFKenw",
+	"LOPQlzAXbPueXpjmaMmt6205V1K07+2dad7cW0EoW/f4rfukqdvKobTQd5BwiyiN7wF9y+6j44HnyrcH",
+	"Gjw7cFNfyuUK5rDgH1/id0NP0+6A+eKAja7p+6ym63d8vRAyJ8+S9lv0NbDs0MMBeNNychv8v2/LOTsL",
+	"tsoDu+wXZTGgItuYN6zrhER2+uVuoa9ZUKgd4xm99IcZPT1oGBIYdkLHEyB2tt3gzqvMVSxYIhmXzLZk",
+	"fAIDJHLG9FrnyBDtHKjM5Jd3LdjO2pen9EfzprRpB0GzwtPvnH+Jx985/QrPv7O9bbjB2hqaBSKaU/xM",
+	"V2nqhDZew91Xl7JIpBs8aJYyKgepbpa+3AGMMvT4y8ggOzeokEl2Ni0JIhUnEXjlo9dwcAh67Ser7CZi",
+	"nhjRbO9jppU/94NOBskgJYP66ZfBVqGkPKdv0VIGLrCm0SGTqAgpO/e0IrS0al8IMa2a70EtfCFnZ+Na",
+	"oWc3+GuloLafVcSiXZ9VWDKSMgqhxqLCFs7ru2XMc9GW86oQlSSOwEjEc5YKrnOwpaKfO2gV+4hQfkej",
+	"nWrGz8dmbGUK6/TZm1zEQV38IhzC57zqD1l1g1rk7/H6/yWu7t/MxXvIXre6Vs/B+YJPyMqj0gMv2l/g",
+	"3tzXZaairKont6hJ2I/CXlRDfKx3aJIxlLYDJo5AQEVfdTVJeMqkyO9UdlNj1HnxoFqLdw+qtXgPk39D",
+	"c2/da+mzun49v6h2ilr7QaOu9gB7zw5rSuu5PYxRo+IsaGWXMfhqBOQYaBAKO4SXtQr2ZmMIeZdufXm4",
+	"0eGz2TPqVM8lx7oScji1dEvlsL9wD0YNCl7SEheK7ndWwfbCqtwqZ2YL5UGtzz3Jjw2wYLmaCeDzgCDx",
+	"kjX6YahOWxXa51OA7ckwfWZeZA+mwjt65f0En0YRswnX4sjspTQtb0W6ZnzGE6nRL9h24DlqsO7pqHdO",
+	"huZcgeF5LiST4m7zAj9Itge1SQXdfHXSyf5C86dtp+FwhfPfJzbvuAW3M1H/OAp//0ehxnhztZ1ZtYdE",
+	"g05xvzPy+uLlq/f1ri3uEiHONbAe/CqLwfVW5ufM3NMEV3DQFpmAN+BL3uZs2FhWOH6ANvU3Px6QoPPx",
+	"CIbvjE8+BZ03L76/evm8wTNH3FU255FmSVy7JfWuZ+T+/kbcvXzujzz8FHQuX7x68e6bt29e7AKeZf8/",
+	"J+yAvuwDu1EV0QiQpXUFFju2oN6rBMnyfa20pIfdE3sXifS5Wl+BrHKe1r2qrBvbBdhT3Tqfcz2/VjyL",
+	"L7m+Oczw/YACDcbuJDLREGTVsN2V9jrn6BTZVgay8R6HsfyxKm3KtVKp4HIv4alRWskcjdviOUUqmk4i",
+	"GYiaNKUP7f2O6oQLcjxxTD/0WYJweXu2iyNFSA0JD7SyehSkrdn0WPu3f/u3fzt6/fro+XP2zTfj16/H",
+	"799HO+KsgOuvBPf9fPrpCH+Mih/M/hhv/PjnOhHzOV+7w3LQQUmEvoLbejcdQWJBqKqvWsr571cL79Op",
+	"ymYqz4W8csPvMXAib1UyEfoq0Xq179ALJcV694lcv4Z25oP11c0y2fXFn5bJ6zWpKxO1c07vsBXoBfWN",
+	"bjGfS2hHOrgW7b/TNSSXJkedBBubb6dT3dxNmFtA1u+lg1r9mSLg7oeo4uNSSO2TDEy2gJp+eHcFInb9",
+	"rZTIiVrUf42vtn1srqirxh6qJAvbVfotd+Km3KlOvgFilxZN9oDYdWEwasUjmDEu10vhnZYqr2Ao71Xj",
+	"BU9rrNxC1dfqVmTxalsLM6F4leLR3mxDHWybh+vhqi03Uv2itNaNefkrrU6osszA7UPD1n6n92a+2t/m",
+	"9dxMo/No7RQFTzHI/iD1GIbau0h6yF9mVWJGTjCUps++Nw8iGzAfsS6XDMyeghncJTfnULqQ/V7A1CLJ",
+	"DZsfxYkf3hNNVCzMv8ssmcCPH2WORtjolptfmWA5Nzc0Jbfw+z13HtNJbmao5BHE1JRH8UN3sWcYg5xL",
+	"IFPHMAglTcEbO1ds0Me+zCkrfzLA6LvqBd3SeGn7rIlIpjcQwiiyCck5NvENCuFONC4E8oJEemuvCUFP",
+	"JAVjQECSXoo0hVQzmi15llsXdQjpmfIJhpvvtmdZZKj1TMPNQuQ6wEljH/2I2cLNOXwnk5zBuyooy//t",
+	"AOyPdfv1Z0yXtN7a846Ob3lNx3+5uMR42AIRjHQ8SVcQNIPMa+2ito72aRvV2EtMdV+9s1qpmktos9G+",
+	"LG9DOM824atG2Go8b++KM/YLnKStB+dzBhc1G7bskWlC943nelWToCNTKxl3f5Q5+6//RKw0P7rDwYD9",
+	"9//5v8zCv8eOmcFQNurVQrz2JLzbif07mLy4JEk6kJc3OOhQ1MKPwAEiXDzMwcnh8gmeW2/g+3oiBV4a",
+	"im1OSedsYHCOU5zpXGSixk/ppHqwvPOzqZWDpJa+vphdi1TJmbn5DqDg/un7jV9kdRCxpKtJK/rw19d9",
+	"r6h7XkT7XCaNB63pcNzHVOWS6u13QdWalB7aplQktK2LG69LbSuYNvhbtTXve7jKus7ywG+Uy0AXFSq4",
+	"qDRMfRKgqlJ0Z/PP7122xdJktprpnM9Kjsmnw0M8k2vvNxxgtYDkjJAJeWXEGSuUFMztwUf3F/PlhqVU",
+	"fbhPD/I//3y+2fWuwCVVceEX7HubFJGKjSrnJsr0WX2HMeeny64tVwuRJRN6J35cmT1RbDDGTNicXkwo",
+	"b6tNY6+1aOWF3JaSDXZTsj0/rpCjh6YyB5Hme5KmKmpXvD5Ns5ojuScFs6ZYIGLbj8ugNdUaNCPQZyVT",
+	"n983drCDHO31ZTuXV+ck/MJ6te/BuaD1vYWg9ubi9YvdWkCwQUPTrTPdT54vr69OmLeJ5n9t++4OCtXC",
+	"+EpJg9qRJ8yZVNd+t2VZoEa7XsZ6pEGEqaR/4Khn7QT7aT12r3p3kpT76xOIUvzCSTt0KUvEJrX6bJk0",
+	"HixjRq2aH9cRWGxD1cNGkodtzrb1iRvamdyp/oV32MrnYTPhA4C7liIR5ThAy+h/uVXTWNvwobSNv1X9",
+	"oZ+puR0S/kPj+EtpHEtJtD+z1pHGOuho1Z8mKWpTP41ZTN4xNsSrNsAL3BQvisjGij5EkrOkSx3YjVI1",
+	"4ekfYrXgieznaRwFUBdoabjI3jkWH8pqPVw3wtFPy647//GHMNQffvcH+yMM+/ZnrYeO5+G8p9sD+Ga2",
+	"8Z+2kKkiDvZQt8M0qcN1Z3+Xyq37Q7R01e0AL8VyfWbu1q3pcO4ria/sjiy4rOcvq6EuuafDJ5/aqc2x",
+	"WyrixdSdrN2qe8caVaa9fT+W+forFa/39WGQmFYT0ltj8vt/ef/2DUuTXGQ8pfyckOYi+vlTRKTD73bQ",
+	"uNDK7P5iM8Ruwh6ngBtboU51Eq/L6rrfWosE4GrKxK3I1kW+VsxLjJvrCqpABZWNJKv9RjeGCvHH1KZK",
+	"Mip5xLpR2BmEnQgQCci5FjJO5Kx3DkNjDSjTm/lqypN0hcapKoA9at0d/O2H4dHZB/ChhP/p1RJpysS7",
+	"MUnIX+tN0p9JLj7mO2ayya3wWcMmQ2kiqJgVB6gIHrJumujcXFcDgIlO5CwVR1h7qNgc3d+pyqAEwhvL",
+	"m4gk7WbqTrNjVi5p1IsebnRMWryp+YLxsPalYVUxpW2aiwz4I5Xz9OHmUEiLFRDQxkYBFZKh0/wCfrMu",
+	"1DOL/vjikh0T8TmeiZwKati8zT7F63nMjFfNy6Zphn43vaKDzscj89HRLc8MF6/N1xjw8t71gX+/oJ68",
+	"v57xZZLztPPhk5dpug7F1qniMeOacSIn55BgORbmVMVQfNSWNavkaoZuj/COjPqdXck2nOBo1018KaCC",
+	"xUc6DnbOdYT7G8HTfL7nHbrplK5uahzR66dcN4tytMyBXNyh93PdPdh805WDU/abKmDM/ViJ5bzsAbpN",
+	"H4Ft6RqqXcy/qFUmefpsziXRr/Y5oL+Homjsr9gFy9Qdm0A/8RhICbfxushd5spIA5jtmXWjn4uKtiFE",
+	"3Sitwg5kDP4U9YJQUhcrMPJgkSDqnmwt4OdoDpdK0U9QijubvBu6V1jm+Yewo9LY9B12pLgLOx8+RT30",
+	"BtzJOPxpmbzMxWLPbeaTfFWnRgSIYakfpMy2rkzKpRQxi/lagxNnreS7EFyvsrqLHssF4rUO6iAoS0hu",
+	"5eYPAA+6R7PuNdeCTVZZJuRk3QOfTvgajF93ifaFxY6VanGI2mCT+qB+CBbLxYJUpswVY8iFzrHCT6Ws",
+	"DhjcDCg07OpC5FkyqVWimEb1I0K/6Rq6QVzQBtg8naxStMcqb8iAgVICH0+MjFIL+GWmZkZWuSK3vs2h",
+	"ccPZMY7rOwDaKoWg0vBGy++UuRSSBU/1vv6ANYZWixsEm8CiYM3kP9Sj+et9Ofe3cG/Pub66WSYR60Kj",
+	"Hsb9uazhczBksT+9e4mggUNdt/ubTC31XB9yBT1cOa1JK/WJPcs12hPsLldX8ZbiBJvxJaXPrnajicFQ",
+	"fisyw4ja1k5vaJZQWwgLeVUsK2oLZuWqaOcHXMIZwq8I9Abs2xGsgQh6+L9n2A22vwc8Im97o/ucDotD",
+	"DTh/Kfhi7xvc8KALs/J9EM+M9Nx9ujOkFSxHbqArjvzpJuFXN8hM383XLPK+AB96M0I9+dxzP81J3nu1",
+	"GCO1e53QecsVQttta9sWkqU7lcFKMO7UQnwL3ni7eSgGXd031KT+ajr0sJQn5lLLtL1A3KYfCo4ms6t9",
+	"Xza+4k2CpSk8O6xt3GCNrYC+PJzTse3o9wArzOfZwP3smZXtLiyNzpBY3n9vZ1piwatE59+qu/3EiLfS",
+	"8sOu3ohMbkWmecrSROdUklZ85JOcimtSqTQRs4lKVwup+wwKlK2XwtwfoUQ9GrwiRdtCxatUQBHSOb8V",
+	"EKd0LVJ1VylTY7+qlqkJpZVcrGAfuKLgxJcYMgUodL0uVRsy0+rVRR9RyuRWEe/U9nA7IJ9Ys2aLsSop",
+	"MXd/URiOdre1lXnatbzHivOcT+aAz9MUCyWSVDMIhh/a9HA9mbSa6DXpvXc29IsHtW58j2JC7aY/KaT/",
+	"bRd7RVfgZRbdPQIpqFs0RPPDfoCqfHQPgNme2i+MPihSp7b+5t6ztJdK6xGLnJytPyk0fXt+cv/lFZV5",
+	"Wg/dmmD5H9x/ppTjs8WoLgln27b3mdweKFkkmmjbliqH7W5OiqbWeV3aJ4Ap3PzatT84wUxrr8FWDe/h",
+	"BQken22PsGu9/RQ1xH3t1ApUnKV2T2eH51MLd0gI3G012Ibn5M4vyinmdjensuetGl7twx/9Uv5elVzX",
+	"O+eV6Ku5ytshUikB386eF0JrPhNtiX0lX9/u9sD6t5t4606tt9zuhs6/drfp2mXj3j1R55S3W3tXTd29",
+	"cx4/tqQAKLUdjqp7sCNFgqydTfWCp+mVEV2v1PTKsubVUJLd3bRnfO7vDI0SdKuxVotWe6NXi6sWV++m",
+	"5/XOGezBluWqZbO9CGRrJu9+zN1KJu22pC33t01X02I6vi/67rEqhVLafVAUSmnVviiU0qr5HneNXyhl",
+	"Z2PyCN6J4bUFVXb2XltPpeVXlXIqO7761KxRa699tyq4GiPXKzXh6etErvI2Kffa5NujovKdcWc0GD05",
+	"Gg6PRgM2HIwHg8OT8dU6j73mSfoauYRD/HzLyrPywl/G5GkE3s3Y0CoivaVDolMy2LI4mSVoK95Y5DAY",
+	"flm/BlImlUf/JoljIdlELdcsE5NkmZjdDNikHJ8XMK7RZctSynPzp1QMK6ZXParrA/XsXViewldciyen",
+	"rKtzLmOeQaX57759daT5VARsacAsZ8yWD+9Z2Hx3+fXRl+yby9evwHWzLqCyfhZ1YHi29/rbrbisaqnz",
+	"ufXLZM0FI1aUTZSciEwekv5om+v1pp/vOVustHX1BTcEN2W06F6rfA7aakjudUi+gV2JQz7/FDwG5wFx",
+	"j3o9N8cgTaRg15ngN1XMOG0IWi3xHBt+k4iINtpB1GEkeCRtRkGAb+MbvhAsXA0GJ5NqA3gqolr89eKb",
+	"T3bZNj2aVlpNAW068HWGGkNP3wsZHxaZ0MbHf4NiV+ff6F8H+Stfq1txgG3Vs6jssKBUsrGbMS31b5NJ",
+	"u6LL36W7r1w56IilMkbpKcH540DL4oNrk7dq8Bo1drsDcx9O81UkQq7k+/zQQgu2WZcSu8GKlNRTi1KU",
+	"94+rq42Su1jYZIKG0JVc9Wp906py3rbeFj6WP9LbO75XJG4lOg/LDIPz84FY/nnjdkvhuiWIVvDHR8S6",
+	"6u1N9dNLxNoSKe9kPUj4b2Mwb4mi7hVxWKbFNTLFa0yee2iC7NbUw8tru22+b7GZy+ecq5jvTEh9aRrR",
+	"J1WXGJoOdFPMog7Ib8TdywYmK3GeDVLcka/DAVxUaXF7+uvP1Z1sqChgu2sXgloqG1CDEPsWKMCZ2WnU",
+	"Afad81bbE7GurI6+XdIIVFbtaFuDHzhM0UntGopCOQcGDJSx6k+JBJwCB/+AUhCBp7OAJgFbqOskhfLQ",
+	"sch0q8IwLrJgZ8mfN/UOZNjBlvX/DwuGdZv3+UFfuiF27MMbZ5GoggI+JLemc9JyoPeVFcFY9LsooCDv",
+	"gF1nfHIjjLweqxwrQMZcz4Xus/eCZ5O50DYOnEGYF4RCOeVJSUqrSj++ZuV3H/7XD4Ojp90e6x99eOwi",
+	"DenvWm2LX+vxM8cHP0BQz28zPni/YKPtkcO7Q5EMYUh0kgv9NXja7RmOUHyO+jy/2jzrRsSDxiLnSaoj",
+	"W+PKU/9grFJvMxCBG8H6asrrFBgXGPhRr5RqKgkN/a1XNUfwFUx6r96uuby5akqYttk6uanTwsgbiPqt",
+	"jPjktF6euqqP+PlGcMfoqGzGZaIhvHEj3cNZQ7dNEaQunyt1Phc8btXpdJWmVztqjrqSthibqaao79Xz",
+	"ZNkylXp6db2qSeX5bJ6IqZW2uMsKv33Giaw7/fzjkq9F1nqPbpbLCjbUN2vayfdzleV7Qqd+PTe1ueey",
+	"DNJNxqBiK5Quu+arZpm8mqTJZjH/+uY3HHm63Q2XLdvli5YNb9GZaid8lmoyz694nNVifb4vMQCirK+W",
+	"WbKozS3bNu9hVrNt70WepyAI7rNnKy2uqAxDjSJsJiEodC4yMXae3UTFN4pZlKi1YSkwsBr6ZkoK7cct",
+	"XmZQHuRrc1XURyZvuYDuw6mWb4s9b4PPRO73oel7Uur9aPA+1HQ3rYypKtK6jsbci3P/tchwS3r6P51Q",
+	"7k0IW5O8e5GzyBCdiC34DeZR1ZjQxZKogrb12VssrzNm9I3l3DHCs2gZFFHZLAJiFu1H5cpsujsw2xnw",
+	"g+SmMuHbTue2k7UmMraVbu2gU9vp0hYydE+hztGnVh6Z9eXqiY5sIxwNhGIXZWgmBY1nv/mwN5/u7ad5",
+	"1+FtOKq7zuahZ6RT2rlyt7hHuCNlYBKA7KItWCxEi83yMc8/FYF/gHwIeWheQmqHpP7pwbMC2w9wKgOz",
+	"7tSXKvjvfeQbLOjvMjVNUuGyBaqMzbmMU9HfI0d4jSmtmGWFtTWiitOxQ6NCK5om8kbEiQxYLlIxy/gi",
+	"YFM+EddK3eyOIcYISRq4iHSrBWVRDPOh6v1iabymZLnNNfrgVcOHDZr44hMqG+yNXrfaAwoHc62TmWwo",
+	"QfD9XDFqEKP3Fdc3bW3xv82M1Y1lPmoL3AY2gLRVnrNfowRy+6vPxQqUIi5/xYrIWzL5ow8AQ6IRjaKN",
+	"hKkNHgC/YK7qitIRT4loeTj2zmKNpujaLNUbJu8tdaJpC5uM2j4xaGviLqW2JiTbYvg2JOp/ntWpTHi2",
+	"Ogt7HsF7kZTqh00uhhdYmewBV1dQFsfqDYKaA73g2Y2G/GHZTMjcXSYt6VFV8tc3kIyyXn22oyxJJhaJ",
+	"jEV2tQCA1bBLCEltKz9hujSe5SxXDL+GZ9w79y5HxNno7ElDmoiN5Ixujwhyw+CBSeFnr4VkDd9mO/1y",
+	"SCdnD1oOyVLY86obOLteW3n+viWSShSPaK5ddxMx28t5p8lFo1qKek+PhNpE4+CUYs/5jdkk085lYXcp",
+	"vuo53IPqXTvud9dMXGXpNtOxd3dNsR9PxrjZjobbL1m6Of1S2BWWO26y33uuSoft2m/O/4dW3+T+Y0iX",
+	"mKyyJF+/N1Og4uuCZyK7WOV1rLV5rLLkJ7A9jtlX0JacseEkWw9sdmn+0mhKgMr7ht5S7h/K4QLpgrNH",
+	"mvF4kchQghe4jFk3mmSLI3xL9AHj4qNeAElmMDYdXCImXLJrwTJxq25EfI6eEPlcJFko339zcTQ6e8IS",
+	"TQkyMU8MgBtS3sHsC5Sa5/my8+kThe8ij1LkFAAer/Ps29cw72QiWC64kecgRA0+1uPj41mSz1fX/Yla",
+	"HE+yBTU1P503Q50ePRGadZFomZ9mZcssueW5ICZG95y1MMkqDI4O0LlEB6HESgLYQ6HpPIfDpM+BYyBf",
+	"EooYJx+UcrFzfY7+rKFckH+iPqciBefMnsjE9Gu6wp06cnUAY4vHuh/KUP7TP7FnXtptPYfKBdfrapZu",
+	"0/bxY8gYTinA+48fsxfQCDN7JxoKyUEOc0TiUEY/4/UbYFrrAAwIAcvUnQELnwn6J8CMlZ8i1sXzxiKb",
+	"aRwSlobyiEXYFSRBc5mVIeYAcyv32VvppRYOajIrB2aqKss146FkLsUy5WDi2qVmJtvbBHMfsxfnmF5w",
+	"Z+WTPkwU5wPzrOb4hi1pTvMNn0Ohefh6exrz6N3b95fs2Oz7sRYyNgfQdF/0h5X9pmatUdg5HcCnibzl",
+	"aWKuhOUqZ13cZ3gEcLPfBobs29TZho9ZiFxkBt6Yg5YWYvrOVqnoBTjE0AyxkhxJkRYxPT8xzx3Ak9k8",
+	"1/Tm1LyRKmdTtZK2+VnYiWCLRD5XMVYiTFN15/p7ar6KV8s0mfBc4MMRPIRK5GmySHJ4emZXjWkRCPBQ",
+	"yAagjympJePpHV9rAFW1LSXdYknM/vt//3+9qHANAMx/pFn0r0ckZx29jKPAGTWAoOaK/bhSuTAHHHxw",
+	"2EwRKVRmvILaslTNejTrEwuWTPB4zbqIzfDHTxF83uuzC7bkMJWiYCPc9Il2JIRxqe9EBiuD/PYO6AHj",
+	"7EaqO4mdIM5LLARJcHd7wbrXq9wtC04uJZRn10InMbLuF+9eBphbrIeoDKcacBnByzh7/BiZg8eP++xr",
+	"lWGO2CLbOktyNldpbJoCKYFN6nJJNCUw6+CSwbULeiNObntO68k9Z+NHmiVxL2AQlYoeYqC1prTkkKxc",
+	"TJSMYSOSheizF3wyLyYEzA9mLSfKRGfe5jW3awS3Kjqn01VqiaK0O3wrZAxxL7mQ2nRcTXzOurTipQIE",
+	"NCirDDWosiKR2XjoF4s32Bl0kdr0irXhvEslHtjXPDEMoQdxQwaIUOF0qcOAiY8TsczZ3VyQbOYnbq9b",
+	"EByYI5oPQo4wyvSLGaohzWAKojFkdkVyo/FIetPKbcpoR10hsSuiM4sG5hAAEMyY47KPBKbODnynCnRy",
+	"C1Ast++BCtwpumCxie4RjsWMFxSm1L/FJzpaCOWPic6rCfsB/SBFn+mSDrk0JBfqT2i6K8ag/Iz6eMl+",
+	"c3n5juFlV7ljbZUnM4yFWwBQ8b5ho8EgsCQqEyKUuI0GqGP2+PHpYPj4cZGsGPks4uQSbWl0wFYSiENA",
+	"DB1EKBInF8ouRt+y6Pvvvz8yfKdhIAycLNtpLqPHj09HT+1YnIYwkxExJrouSDVTWSi5PZzWeGJWNkV8",
+	"5cUYBtdypZia5kIyN5NvRZ6tjy6mucgQkfFga6wv8vjxKzOOfvyYbsnHj88GJ48fY4rhMnF1sFlmCq7d",
+	"RIfSkeI+u0itYmfBdJ6kKeVMzH3uiF1AdLBPm0NpzncAnBISkbsMAk/XS4iJSzRLeTYzuzHnlDQcgNMd",
+	"stfJV+dsODD/mhMUys3bH8gsYKSgFPGAFaPBAJlxR/zNhUi4hkABNDNkD7fIcPELfiPY2cAmnNSGmyVS",
+	"aRgMyl0MseHXq8w0UFM2HAxC2S1JD6QyoOImeLyhBMuactoDGHvnbMl1TsDK/ZWE8nT0lEUeqiAGiXhs",
+	"bmO6jEu7TzS8gkxmSINMoazgUlcqXDhcJ4Zlsnu24OlUZQvDdGw5Db1QjgZweSCUUNnVDKXRoLxajwZy",
+	"EJxKCzeYvuByXX8QNAEhkTonJ9TTwTAg6uUOdSamK01YEUoY13ROWjcEeKrMYthqaRabAtrn/mgi9q63",
+	"dA19udT2Og/l6JTN1SrTY+QmcXTNboRYgl4NqJY5beb6pk2BqcAFoRm/XmkBWUZBCAmlmk6NJKcyOF+J",
+	"yOxneKGnwu4K+MAZMXLJJgqpsMdUmbH77CKU3u1cQYFYCU08aDZLboU/RX+DMNsqIlYoXQu8AYo1gcu6",
+	"xGg5NlEGMczCDX4Z/mhu1Zr2ODzSocyzFeR1zcztoIH2fEwMeYeGgJRiDa6BUBvpX4++Vtkdz2IRm1/R",
+	"OXv57vZJEbZtBPaVBCGUHT85tbZhXACcIw18luPp7uYqhZzDqQJ/8YDN1R3cVAb7DDUFYBJJFO4ipuWY",
+	"/qAAzDVPuZyIjAjMOz6DfQfHdkNnXkrIbQsXmpGmIyMMRhaGxMqpqSsUUVPCJ5RFDR+zaaRWUBoOnWVQ",
+	"DSMNjCrKUlvLEXHDAEJrN5NSzSS806mI/rDP/rxKJjewDg3kYwmr7BFMQkmL+v3meopJ/Z4N4ZjSsObP",
+	"7iBg5v/wBgK+zTDS7xsqE9ktoK/MlROVlxYxfq0QnX3WjVTooQQ6a8Ucdzf0AsujJKmQeWq4j3g1ARWN",
+	"2VMI5zJ7STKPuegSol6e+E/Ki+gZJtc5ulwvxZjxJXJUiZLHf9VKmpvotQAoEcOYCayc6OomApjsUV9A",
+	"W2yWCTOOiL25e1JrKLFtL2BaUUWlpUhzEmBxiVBnXLOVud8Ts0SGMRhOfhKgGEDuWYeST4Alpr8B9c6t",
+	"oG6gCa/N9WBwEhlnWyFfGwEIaa01OBNAMVjZhhHlAg4KPQywkqcO2I8rLvMkB6Jg8xXiN3+5uAReCqEC",
+	"+aJDaWtssO47pfNZJt7/+ZWZKVTzN3t8lyW54aASibvGNaGrdvm/rxPJs/XRNFU8RzTph9LNNnNq7iKy",
+	"uhS3bS+SEgSKYivsuZ1zKD2/gOgcgHCEN6oZpdZpYEeWnvNQer1gOXnzCeINJ5W4ETHsF4apNGfI5roB",
+	"7F2YC9IViOcylFiOApaTK3Npm/uVypvMeTpl/M5wGoZS/CQyxbrc213cS1d0JQhlsavm6QmN1bzDuWKj",
+	"nr3gibwYHgE4R6DmSa4pZzepoEoc3wVqklJxK1LEM4JgEVNlNcFqCheP9Xlnb1QOlNiIuqQnoHdASeA8",
+	"3SY6uU6FuaB5Dk+SGDdRC9PH9wXXYFMOwQVH25fhJTRJYqHHoYxA+RwZDt6mM0cCd84iw/fTG3tX3MEd",
+	"gCEWMA3SaBcrA7JgvgTW1GZ5Z13SZiWZmUnvnEVIOjb6J0EYvfBRA+QGCyWM1gVt7tjZLEFHQRb/c0i2",
+	"NC6GKiVf0r0+e1ZRHoeStMek4dUlodZMu6IchpnRLpS10p78aqgDT83MLJkziE8XDPAvPE0FsunmhjUS",
+	"1LWY81uzDZSOHjQtVqOnpKVllCu7kFyt4E3lrMyUXQFGoEGghfFraXXv5iqAO5AE7VASf44JLQOaaVAu",
+	"i6V7liSAuT3PuNSY+/28Jrl+KPXccAOGydU2Sf7ZgGQHmw3JYyOnIoewTmRhYQ3X6iObiRwV37lSoexS",
+	"R6PTgOHYcCWL5FZEyMrZ79CoyjWgKBQQhjX2CIzfOp0j6YwzQxaqOnfki6v6x7FfKgCjIENZboIcRpKD",
+	"iI1aYjY0B2Q4+pKlIs9FBjQI4mCBSzm66o8j3ymbeFLHGaLzd/dkxObiIy8nDOv1adqQrais8DSMv7lr",
+	"vDmH0i4syYnUyYoG15B68TFnoEWhemh0z8MpnHCJWlfYYOghlE78nFoOnAY02P/9yTMWAZiXPBMyj5Aq",
+	"4COdg4XLENS5kmqVGfHT6gm8jsVHtC/gR0FlI/SSSzAPJXJFSkU8aI/oC18D5FVDRV4L+WVDfHOWCiNA",
+	"Dtmfkq+QYVKLJTD+JPnPfkqW3vyKKUQXwKEcvZATFSdyFqFeHc5B17Fq9u0YOooCFv2FZ+sxq35ssPUr",
+	"w+sapgFkep6mVhWMJwVjIpNZInVZBUDjdqVBpMK54JxFj6NQ0lsu170x4+zZ22/fs2Umpmkym5uZvn13",
+	"+fLtm/dW/H8LI1hGHu+4I7OaTKUO71+DUruiKIlGg9PIK3hClAbGN5Qt+uOLS9vvu7fv8bcLxjTrLttd",
+	"DbB8jtf8/TIWi6XKDUt09CexjoJQRi+nR2+UFEevjXxjGlVMCGVUrGIi3NLS2kQIwKEEjHVTl3RfQ1s4",
+	"uL4i/Br3Da0fqCDQVA3XymbwIe2FG4WUXVUgX5hGR94+wFnQYnNhLy75DEBQ0tjBCqvaxAjlVeDXPLnH",
+	"3vOGBMZiCTQAGG4lsQKKvbArV5m5xroLnt2Yff94JHI+G7M8W4lo7BtOg5pQciBJzurFfiwEwB4K5TXK",
+	"f87uBL+hBRMKPeOTubBAG1s7sqH/RxPzKjpn3FIMWmcFVZxFwvCufMa6KgP2K3pcxeyTwanh2dhrFSfT",
+	"RMQ+mkPmQqwdw8Geyc1V4ErTwQKomgzC706t0tjcdkyqO6K0pGHLhDUfGqQDpu9GiCVWguUp9XYOLCFL",
+	"zM0LjAQJ2nBPT0WGpglQg2EfVIhGEgCJNr6vszoZAvkVPKkUmNVojgr8O8cZxFDrG6uJjlgXjGaZmAoj",
+	"uQCLIWNBtnBfmWQhKNd4F7K50nkvsL2ppZB8mfTXfJHaXgtTnLZCVw/xvfQJSMNoBgEGhmtUGJ9jGkJz",
+	"CIzMaHVoazqPKAwEG1YacxtJ8wHconZ+WFvSLPhdphYin4uVuZ0vIWbL3CSG3TPEuwDhGDleKUTs2BTE",
+	"ZuQsLbWwX1sVuKYd+4vIdKJkImdmm7Cq9y0+i9hUIaHXYmHkoAm7da3HrgiRZhlPKKZskUiD8NTMrH1N",
+	"VM5gF3icZObUFdhpPtXEe/1VZXYE9DdJkwkkUCucSF6/vNzwGzFbhNls+yqbHdNH+ti0/RR08iSHXLDP",
+	"VjpXC5Gxb0WKsJsnS/aePFIu3r3sBB0avTPuDPuD/gCihRABOuPOSX/QP8HkqnPw9zmeqMVCyWNDaY5R",
+	"y3T8M/KYn8z7pdI14XhvJemv3Gl2RVeJP41sJ1FhZ/Od/YhaOjuSCKWtD2XABNJzRE+igPRyIjZ0IQOV",
+	"iZF1+Uyg8QstIUZEXCxzr9Z9KJuK3RvM8a3HpKHIMg4l5K2C6UasyVtlS40sJJgB2ITK7yFF0HlFBYmK",
+	"xUJx5xSQFopdGMywCFqhLYZkbwICQ/dv3fN1fTv1j1YPaHWPxFfHaOSfCWsyEIblZaS4A8sumcLBR0I6",
+	"LY05ea9hj53TCUiBsGWPHxvmdm2tWGCgQIoCAOEWcgWo8rtkIoJQcuk0cdSmW7iz4M2U5D0yzFvp0GEK",
+	"8xWO//2//1+yMGPJYyMZWTLGJVMYKOp9vBBcahYlcQDWW1Cp5yqgrJ+B7zsfVEpgRb2xAcnf0Ar2N3sM",
+	"/uaqnv0tlH87Ojpy/2/aDuF92Q3MQDkWqchF3GN/Y0kMfjIisJr3gLzhjHCaGFzHVP+kQs7WKBa6GmMB",
+	"KxUpCBj5weIP19nVNdh+XdmKgBVFOwLmlYUImCtAEbBVlgaMPH3pB75A5QKgjAhYqWJIwLxUfsUfAXN+",
+	"1PZnwGyVMvoVMEyQT0ymnwPcPvJSkNtHXn7xgPnJ2/Ev/w1mXadWyGLjH7kwoCtVs4MNHLG/oW+d3SlY",
+	"78ZKWDci1+/oOIqVBFfGykYUEQL0G+MMAjrsdXBmXasC6gVeZuHiN24GhRAErAibCBg6+7Pu4Hho5sJn",
+	"iKHslP3Ncw6kVVExPnRpgALYlcnX7B2Cog45WszU/CjP16tKtIFQxezP2N+M6M3lxPDhkJPTuTDa0+RW",
+	"sVmu289Pab/fzOnZC5ifuZJ1hy7P6chmOfXbVKDFuksvaWev8TwUiS3d78DN4Z7wLSD2hP2NaZ4KPd7Q",
+	"86mp7yYKkgLMH0kslUAHoLKu/aqH8GVdx5KaP83TokSRRSivET5oh8W2iA9qsIknsY6fPxoggQ68UHAH",
+	"7JbnhLd1hwicrWgmj/SGdrdHR31gTgY40PpUudVpgCzcs+2n1C+bVvxlT1O1Dp/XnkhipVxe8aC4H4oC",
+	"fMVfjSQc8auG5JlLC1FlwnOeqtnKEKIJ2NHgefnawn1ZyaTYmB9lzro2dQOZJ8ypgm0y49JIhhaBJhf7",
+	"Qwu3X/QpYLkKvMz1AZtMAnZt/sfe2XTcve1G/pMYV187vmN7ClpEv8t7VvqmvInlA964kx7aVLe/QhiL",
+	"qk4Bq/AhlqJvluoJkElGOmmQ2WrE1ZTU3NqjkKx7NxfmONedmLu56hW6cpsIjibtwUcgx0WpNP3UG+bS",
+	"tKvp9/s9q3EnaoduM2XFfgAKfdvczpgaORU9cvg/qNQgoLj7EIGDQkmNDwc6lLW1aUERRL4WFABCHQOY",
+	"yrwaWFOBIsRimkgRI5vpm566IFaQ+dZaa8kMQlXkQQjpoa2yMEmWDJatbZK4d9q3Z1q1xtcgPBjGfKIW",
+	"14kk283Fm+fnYD41bykxFBjoiIEF4c15r+jVcqky8qACXn3DtE9sMHVoGWGDWoa7Nsx6HSfs1UX4GxsF",
+	"7DRgZwF7ErDRIEBC4ImYSlbKS0AXdEaq39d8C6Yp+AaaD2kU86/5zpwNVVROhoZ0CjQ135ggfVa9O/SG",
+	"se7cHrsxQxf23jnzZRNzy5ZMdrQ4nosh7u6oFkI0AXDf1IYUx3ytx8ScXq+Z5SzdhQ6hG+biB9W4f1sH",
+	"joW6LtgneoPobvujhzBf05ZsWvjUkpfrNeInUVw8iuclFIUza/7uv37dN3/DmpFJKdY6GnhbOee3Bpco",
+	"iEQW3dcERlJ3lkg7Osu8W91y4eYnXNb4EdA73HNz7/kxGXQvcC2ODA2yriTwmaBry3xjDglYVospeqir",
+	"MuunvBHVU+06IBcq6wYGI2FeWRqJ/tprHMI5ssSBydQGH9AzJApdZxQ66XnGd5u/kOe5PdskpdGkMN2E",
+	"l96r8G+v5m46d8rPzXfO1gDaEqG9Y4mkxjudBcng8ZookeHB+K2ImRa59Y7Vwr20dNveaQseA/qDm94C",
+	"daBpir5FgmiCFjM4GcSpTFUai2zMjDRwrT4aYUCDAHnC4oxPcx2wU5Zn3Mh0Z0wv+SJgT9D9A7uzHIvP",
+	"z/jcjh3IR0L3kavwY3Zag2rZ0xjUIGnhquGcc4nko9n6bovWjnUBKGP/qjsHc9U4lB6xxW22ThCPNNHE",
+	"ki/EOTlcjf1HSLbAWTXVCrVq1sXhke71WWQJMkaqMMkzUH2Z66rPXoP5f44PqpeldYoAVysgsed+d1qk",
+	"6Fq2SYoDxheKHAVxJc6zxEKmH8rLudjgj0nzR+fXSpRoC7N0EucLgLWuKEgrA3Qo0dYDcUqQ2oRs4JzX",
+	"HCytUUNlOcTEIFKvrW7NssG4891IY7srfB0FzD1x4mzEBqHkeiIkhAkcsyGLhf0zcEd32Du31DkzyFjY",
+	"0aMkjnxHilB6orJW7I6nN0Vc2MyZazKxFDyHjEf6JgHrDyX8Z89x0LFh+cC8j8neujBUMbsequSd5eFl",
+	"3Bl3UAH+KtE5upKCdpyi0XRn/MNmQRuAlc1U6Aq1DYNOYt4veT7v2HKntkKqH6GLKWAw1sZLtTIMRsFp",
+	"cBY8CUaDYDQMRqfB2eBDXaz7rmQAvla6vMPnzE4DKB7uD23+9SoHdC9Xn0viAC46kBr9HCOw1h9XAopw",
+	"0GKJi+74q9uoxORnH784+nd+9NPg6OnVh991g9Kfvbrk45tr/5aozRJcLWfCCEQY8nU2GPQb5llWj5em",
+	"6xI4nA38TBClNBDDNpvyzvAQVnNGbr0N02mexHDfUZ/h1ucK7CTmsHebTnvvHE9iOe1C3fzKRKFpd2uS",
+	"Om7OLxpEjBfEIhr6x9MpBXq7ZuKXiqkH29ZkJJvzeivT9VYRA/l4j4F2XHKAbDTxxsgNNy6glJmimPme",
+	"yS7azB442Raz3jrdIj3QA87VSVbdsjztIAi3Z0AiEV2PjVN8+NklEHtTFSQSBG2NhGcYQ5Jye332Mi9x",
+	"JKHcxkhRhKphMpJ8G+thTvRtIu7OQ2l55CQnyWsXo+M6wduvDoiW/WlPuQdHT4Fkw78tafXX6K6VaCOc",
+	"Bp6saoVkECrP64TUcVlEPTc3PODxuCyhUo6DsSefWpdYXzr1pHBPNg2lFU5j8COfblO1GCbUE2GDDRkW",
+	"g2ND6aJLIS4iSa1qhDxTk7x5W0DqL+1JTeXXH476H2yFV/93qy25VHZDcuHtyHnh5YoKJbMReLQg6jeC",
+	"mUX9LfMefdZ51+U/Oi9Ua1ZI9J1QC1XBNqoI6NNIbCAZU8MZqc23tDnz51bZYG67rWO5fHAPRt2eF9qN",
+	"HYOXMtQ91PDvdmtPNq4EtCg0TZN40XqaVZPsenNOL3apZkihUquh8WS6RlG7sqLGpYDKqHktbZirdzu0",
+	"P81LeVglUNsl28I1h7OTl+0USxszOq9WqNmmeKIYRaAozYThY/Ww7LuWFqyHr84q8fKB00zlaibAa7CJ",
+	"udrK71X0adtJ3X3ZAdDS3ENr1t26FNLOdRok7ROUtT/sS7ecwm3zoG+fjqscfA9itVE9ee9plKsZH05q",
+	"3u/SMG6fhq/W3GsiH1CRInT+FVVcJz8dSNpWifyE8oyu6225114slvkaeoQEYJUrAn0KSUMMBr2yV2Gf",
+	"suoawQCzqI0GgxZzIy0Lpoij4JOmmdq2xy9tw08BKg7MIleLBc/WhsUGvZd1zSyTgE7QAVsjziwWnbGZ",
+	"fdABE15n3OnYDof4Q8MvI8R0xqMiN3CH3NCL7jo//Bx2kjgEwjAKQtjlsDMOO29Uls/vEhmzV6+ehZ0g",
+	"7EySfA2vvk1mHJ44pRI8vpCSs69ENgs7nwKv26Hf7TMlc6VVucNLnqaJlDv6/IAFapR6zeX6ncjeEQi3",
+	"wpyUTG+laX2p1CuezSA7K3kqotalvBMXVuni6VedHXXOb8XmdnROB4NOsR+kTRtX/SFD80atsrDj+dsO",
+	"3e4N3O4N7O4NvN3D3ou9Q4xveUzI8brulFySthY9M61h2GUrMdA6HQybRnCn5/g7m9rrJxHDR6Onuz+6",
+	"xP2kMBAsNltshdm1GJMCbPorG6bIKWkx2eoPHdO28yHolDMoNabsTXT+rQG0GdblgwOG7hjdE5o9qS/i",
+	"WHsmQowgLfMmUaE0imx8zWKlc8wIBKLZdRGRmZO5xNc2dIugOkzScjo4jXoYK2u6t64t6BxMUykFtfI8",
+	"lGWeEayROI9rAexUq6zL3lxCWXgNFKa/BCxgG1AAxQrmUVsuBc+0tSBMOCThigDcOgpl1xoZ/DKJEdMC",
+	"04tVZ/pIY6iE7a7yMpTRC+wZLCmXBXzs0mmlUMQtStWEp3+I1YInsp+nXkQMFvY8d3bMRLM8SxYLEQeh",
+	"1IrpVQZB3uYdtqVIckisAst3mSwhYQCmXosxq12RUDHlkMDCyys1F5MbM0tK6GPxEzEzYt0IWly5L/Tv",
+	"IWIpsPVF41BWr/d0bVhoSaG3pc22xspsJcHbg5Rf8G6hQFFzxzGCHG5UzOoIhh90DzCzJZ47gdQJSY4+",
+	"/qXuF3xNGArKbtOep5STxN14Y+yfcs056oswLVJv6Wo0gK0nTTvtZXprMCAZgAKaYEr0zr5cis8JeFlH",
+	"vdvEdyJoluPKd0qRYR0u0FLa9BE8QaFz3PlrX/2kUv2HCV6sfWv/+QTJ1otTuGVS1QO7fSp2YKyhXDNu",
+	"+zupALvNRP+pnBHXYPP9GbRrHr/ASfsgeEMxEQgGi5xdcPSiHJ+p4MWh7u289bMi5cl6THkgQoRX2BlT",
+	"XhDAZfkoR7GUrrTZKuUQIGzmkCjDKPzHD//xhzDUH373B/sjDPv25z+HnXswDQ6d3k4vMPZzJxv1rPLB",
+	"MyoEBCl30YtvZx9YCx6+OIBhlir/2pDLFlOFqb2x7R+ORyroChCU3yC7dBHHZY6EbyqTtlEgy0S5hMbt",
+	"OSnaXZ+Nmgk4nvRPxZq4EcCFcVvkZ0BdUMhj4ca5wWEBa0jsdhDKZbrSLDLLiAIWzTK1WiLvhb8jSoIr",
+	"yt7R6HoBhuiq8yhEbxKDQqFYkHMjYt266XDMgF4DXdTLQzpxiNOvMmUgWNTyPr2ARYVSKyr8r8FTAkM8",
+	"Q2l5QdNA8MncJj5AY1L0DmcdMMsT4WJKda405VO+KBI9UjgTZCCUlk+trBjzXJK7/OPHlCf58WPWdTmS",
+	"g1BSwtFyws4EPbctX7vliv6jyHd5dzwr1a2Oyx4ecHU1GiGbPTz21pvXHd9i2scvp2+UFBCt3UGVyH2v",
+	"Nq+IS0EIktjm/OUUFnKLsJ+JbOc9BhDy8jqTKE85Wvn1xPUtvT7vcRtxLKtYlsArKl6y6/tHprVWZMek",
+	"NrUiP4cW78LOuI0qg9gHeD5k3/DsWq0y9j7PhMhR14HBetBgNBg9ORoOjwZDNng6HgzGRpBq0odgDAg8",
+	"xkYYJAIPXuhcyQR1MaXQwaJ5KYSweEwWKrOqIf2Ja8L0hd6Mr67XVU1MEHa8eMOi0yLusHjmxR8WD10c",
+	"YvFolaXeH2jTDjvjs20aIbM8QASzDLMzKvd6LEWaefArIjpCQpjiYdHMWdFM3yP3AKcAETMIdQpzLLqC",
+	"J0U/9goqGsATbyfA/AB/f/HFYDg6OT178gW9memi3UbcZPWVFz9ZfeXFUXpA9uIpy0/rWmJ8ZeVrpFPl",
+	"h7lwePYpIO7XLMMpGk/PBoMg9ASL4miVL78CZJaFRryrihy+uvH0DDpq1fkInxed/5XLRNf0/sEgGtyf",
+	"pXUM9l4HdAJD/e7kixF7MhiwwYAOP9xl8C4TlJKZhi7ufn/4J95QllLR8F5tTiQn2UrQqZV1iHazXLrH",
+	"A9MHPPXqeBY7rG6Wyv/rlkga/ZkvSm957v15k1WOvKv4WTxyhT+rj6Z84s3ClQEtHtlqoOUn3qHF0wi1",
+	"QYu/XYlQePQVT/Nkwr7i8gbfJjfwfHB6ejY6G43OcB1efxn+Ph18MRh9ORw8Hbj/hkS8XZlReyY+AM4g",
+	"q+bvJ2FjHTr54WwbN497+PYnlWr2LwaH66hx8aIFSYa+CNQYHYoT+mLoPUKYrdYi26CYhO9V8JcJdJsr",
+	"8Z07dgZuL+qIyec572XGGCbw6cOnzqdDxVfiqMtszuvWbHYtz3Zasjh4/JKBQFE2oy0b9OIzmhcMi7dF",
+	"Xj4ZnO4Wfd+o3GYr+jVlbLucOl/TZhFa5HxmpYt2AjXpMZ4Z5rgkVrezS9Rw0HXeI5jXDeTGgBVyowtC",
+	"KJToKDCSHNkLCtGy7n1QqWMUym70DmPnqdBJRHE5icRsgUVGxjETCfhBgFbcqdxJf64yq4fvhzIiPjby",
+	"y409NQKzo0alV8OBeeexgKW3o6e9UMIqiAEl9cNmWLlnwyknLD1nnF1zVDH4CVZD6VXMAcVCn0W4B6AD",
+	"GbJUzHjqAnKtN7VZ7qhSUYoCVTw/F7AQlKHLrsVELURNtrK6yvtG6ieLUq1BgUlVxqdE2/QjVMFBrssK",
+	"5ZI+f1sMW9eaKtimpeK8UGaFcsKhzgJ8n0gytPQYT9G5ppSitjz21N8h9AZQrvxRzZxsYjmqXAWmK1Jv",
+	"UP2mQmnxFFDdL9nkJ5m2ymVb2KmuDggeFasP+/2OgiHnpTxFTM8h9ZoBDBRTW8KeUCp6sMdM1K0NdyrF",
+	"MIEREJPw6lD6KG4D6moncQ6bCLGVFWse1avC1NZy05JpA9CSHDLZYjqM3BZWKRmiLNggM3CW8BSLRWkV",
+	"ShsiUrjLLQgTqzSvyTK0WYOlWevkbEJbFU/fQy5NQ9qtfSpXNKkNOgzOenZ9m6hLhUVr4w8qJ7M+foLq",
+	"HJJm6lqpVHB5iPeNU5393LE3BCwdqT38dCaoOj4KtFt4GxQgg6iq6wQM9uhCODai0JCNBigLDeGzgnXt",
+	"jJFx7QQFh9oZI39q+iBWtDNGRhS+rplhndiIEyxRTdSokUhg+iwEgk5gxIHOuBAGYJvMyIU01QmMLEWP",
+	"QJLqBB2DMrUSguFHagDkxL8yjApxESZuPbDGG+qmTgCKJHCxBDVSJ7BKI8PkocqoQCuSJcxgqFQbD0uF",
+	"cYcjr/DscOiVhz1rzR0+80/T5zb1Pbf3eVWlWFz0qMgs50eou813akoJMGNzP0KJMew5kd5gT0v+nGtw",
+	"INe9eylMy1rfrTLIV0VTw5hb6lGGTZW0kGOC51GiJNxydTdCLZCeekBy/Y79HuuOZB1F3BRsPPn3UCjC",
+	"0fxUMV4W8Hhpn342BbM3gb2FyQe1Z27chr9Vq2ZLOetAUyUQ2raSFaZqeAh/L+QSD/f3wpn8nbl7kQH1",
+	"M7h7kfDZZxHsm2P7bGFqBFfX3bABQ24kwEB3HUANz8BWPEQ+lnJNNrGT2Gc7PyOY32fzMypSiDycl1E7",
+	"rm20y9uoObvJ9gnZ4XF7Ghii4T6KKm8LPjcj8m5O5cUrPkcEDAwwP9CpyFoS9nYq+t2H//XD4Ohpt8f6",
+	"Rx8eQ9CH9/c//Ip+Lb8i2NDf9gXsrr1f1amo0Fq1u649NVntjV0Y0B7WQ5sKk3u2uIhFl6BMw2oooLrw",
+	"g966C57IXrn4OxQaFbeJWjm9XSiZV9PwWsDxpy4aatz0WfQ1T7WIGI9jGplrNl1ltvyun+APclfb+iBF",
+	"NaMKp0hpWhK66ykjnjfHokvDvpg2Nmsz1jkjYFhtU2335XJGUH+YFuJVCqtRJk0JJ8ueShvqJCg4wMhl",
+	"2awgv1P16tEj1KiV5xih7b5IVG/WESVSRvYw1MUzInNhxrWMFFQ5dYO4akdenQosWu3lYKzBC0SKVGmr",
+	"Zl7w7MaVKy7yt4G2mGbexNQUYz2yFAmLKpOnOtImF2iKxdKlq7bfzAF96zq+Hxu0t6bGnfLCF+xeupvA",
+	"t7IbOp6tIKyo3Y1QBcPnZkW+0+K5narPj3hrAJ8uMryYxTCpMgaH7UAWpeyFYDUjqGzxmEFbQAbea/aD",
+	"564Ao4edD4eyJIMNEf8z8RH/LjJV5SV+q1beOiA9KCdTQzs2uBny8h1EvzpbU2YP2moZvFr2AMJ78DOY",
+	"IbeZiXlG2XKpkK2w5Sq3+ERHSRxRTW2qnpwJdiOWeR9eoY3TpQMwZxEmgQVk4PRi+BKSoT57V60yWLXh",
+	"wd3s39VU7cXm7oUyOS6ah1ijC7sSuD1w3G4kVQ5lsUi/HaFIDsY4qrMpmEqJXECYkzlTUGjV3auTFNUO",
+	"uemPL0TEyHZ4LWzhXPIRR/fzatA+yVSgH7YDm37t2JCYtGtDwKjSBty+caaWS/PMJrwzUGdKToSdH8vE",
+	"Qt0aGKWpufMZoykSZYxFltzaasJRYQgxMHEWELK1e448EbAPlKyY1o/lfsiZvdBHuzpG2reSV8ziwDcU",
+	"/vM4nnV29L3yyc6sXZ3bQtfTwxRJlLzFcpr4VVEV15Yf9/MQeyhBNX/Nimz9OgQkmU2tAwBO2Nnt0VOf",
+	"7OuV3UdQtfIcqPMXGEGrAjTd06c9x516IDr9sueUbnS5Ffkf3ZBlgwMtqliG6dTWWy25GRRCR115Y4Qd",
+	"9majFinttuMzq7ZZW4OzTEtABHAVf7BA55rNQQ+XMwUpRBQymVjyaqPCKu6ZXVLA+BRSKNlac2sqJMpS",
+	"JWcisyZi0+VecQiJLgcSHLF3SF4I9uLHFXdButaXRNq6+rZAG+tGw6iHR5+yPBXeJoy9dVAv+OnYR1Tq",
+	"eNOppb5uHGML8GiiUvOQoSrRTAtb2rJU+9RKBOCmUxoc6oGxUvL0KmsfDamwJ+5zHNRw9MEhLP13eIHd",
+	"S58Ja6nqDA0z4ZckQTkG0zg5NqnQFZomnXHnHdA3TZdVp2zLPLE3euc2WQbXIDQgVwAUpjyDb4FSEzlD",
+	"CuBEKSpqA1/5Bf79qRUm2k7gHMWtCcmjKfaRXcoe/Ngzfwt+NcMq+cbAoXFRJ3hBqynzva/2ta+6vdtq",
+	"YR0OKiZW/OweVtbBYba5v3c5AGZuiN2lelZzJCFXZRKzO26Lpu8pGuYQXOssUZYDHdlCV5jp5D7TX6Xp",
+	"pfhYkXLNU7IoIbW05QCJKyhxF6bxgRIvuTezv/iiri3nf7+FEdHeiYnPlRQPpJmOhtFvWXhDBPXEoM8t",
+	"uznQHpP4094Rt2KNLRxsSaLCkogkZdVoqSG60xmWkftWmDjWpoTGWNUGj9r+hvYSDmEot5ild+u4A9Ah",
+	"l4r5QXJNFO/MiFNz8LDujJVypC0JivVotRaL69TKO0bAofJ1yGqCgIMJBw1/U4ho12tmBkyFS86BxaUz",
+	"ISi/BCvstkcsso5iwAqlSt2ImK2WNS6n9oYqamkV90wX1n466lmlKo9jyNtmWGHgraS4O68xTmMheEzJ",
+	"V/JBwsl5Ekdhpa+5P09PoBoVXG2YI6okhvcCJlJfIMDerXt2t8iu3SONte+Pk0Gpl8ZcI2NnDAAhziYu",
+	"gZQlrJKxRDcmJun5mUlYDfit3zjKhAhTle9K1NKVIIIgKgQ1eVqMwE/OAV6S8YZKohiIPmbRmxffX718",
+	"Hnmeo2WPA1BvRZcvXr14983bNy/eRzZrLJU1whPNoh9+Ng2plBKQiE8fSER98fri5Sv8kLnviCqEkr4E",
+	"L8ZPH6LAIiem5dfCCIIgDNh8t3cKWH1Xs8hATwrWJTJupN9QQk3QHtzipot61h5Wen8d/S/hLbrpNnAP",
+	"/9H2nLcHoc/NedeGeHt1l2xw0WFsSyl4ytUcrbwweFUMcy/XxffU4DAh4vTkgaSGXdT0Xsvc7ldYBLR7",
+	"AQLmT5tW9fOFtSNNK6LhCupViW0dVuNVvWNXCVjFQ0qBc0jRamL0WsTdfSrB7iueiS3wU6u8hn/6xYA3",
+	"qgKPYh7d+s3f9w8YtA4xv653SpWF/c26iJa4ru0GHYpp+NA+Hq9E8fUqzcviAGQebMp386xiMtm02yRC",
+	"bynaVF1bokOnOvAEinKojqs6ZDUOleHA8aEXUOkdZLxDuVF6ZzMwsGU6GesEg7z/jRBLXcMd2xTWnrSw",
+	"RRAA5puCwDT4oNbFjUX/j5nbFU0rDEHySHLQ0S5Tnkg2mfOMT3KRadQ124rpNFmbq7nQ/h7ZKuxdLAnj",
+	"10vCYcq1aSLWHRoUHA0GRVPDe0/mSqEG2QxsmlbLzNcUmK+CzHCCUIzelYeHz0ELvK2cfMuS8bDe7/1U",
+	"TKi8p+JWNR7EPN/Qx2ciX2US9OzmdrOrxSlboxaCqhZ+ZrOSmQSNetf5Iuk8SVPT1y1PE9CK9MZl+CWZ",
+	"q97jFdnHPn9vNk5lbBDA/zk/J8Qqb/7o0CRF/35miCbW+pUhFjviyn6dOkTNZZlGD1iWaXRIWaYiX6Wj",
+	"FZvHv1wES/2k0s9WgeAiTTcOJkwQsKBMickYX6RV0tazTlok/9yVh37Z1FQ06yJ40OfkgLT4JZt5Eyir",
+	"5RBQuUVYdnBS7GG7pNj/SMpRJOUYnm0m5ajIC/uk4ThItvg183+4Ib/ENGD4CjpKE3kj4kRupAKb5/lS",
+	"j4+P7+7u+rZRf6IWx4k8htGPFG7qpw+U3vxXkRWCjqwLVfCLth5w2FrKVT/gwjcT4oMGuZQUf1TYp4FP",
+	"pHJMkQFidM5OKPzB8kYHzHlk53zSmkCc1ODfqI5AfM2vs+SGLzYpBGcv059EHYFwz1vSB15DH2zyKZ9C",
+	"PCBxOGHD0/FoZ8aepqQ6wT9o7T9o7a9DazdLSRTEp8zQMn6tboUB3AHJM8tdhZ2xle88Q7jlr/8OSkH8",
+	"PeVqKpeP2Baa5GuDDsnVVAh1oBOKuZ5fK57FxzfL5HixbtQLfb1Kp0kKufVrixb+6d1Ltky5dFG0S5El",
+	"KsYyfldGKIz6ffwjV9GYXat8HkooggglAWMRB6WaiBvVEM+Z+9yqKTBUSsV8HYTSG8mahvFWjjnk1nFf",
+	"P9JsoWQ+9zu8FlOVCX+2iFmhpHVAGRSQg7hkJ0+ewFwDq5AA7PM8Qyk9sQVKOekPeBui19yEp0LGPMMJ",
+	"ocEcynOjry/mS84WR1pktyJjN8uEaZH7kVmo0sEcxWKhyc5mfsNDTsInxxHSNcwnlJQil7zEFiLPkglL",
+	"crYQXK8yQamF+CRf8RSdFqiNrRXqVTixtcpDCbqUUoKeInuPVRGaSY9J3+Y8Hq7AQg2FIkz/UW/MqrXF",
+	"0OkY1BqBy+lUwrVz9Jfl+kZfxUqKUndY7t1O1SqwqOC7YdoCiEMSMYshJ5bfcSgZbA3oLcGR2zpB9nBM",
+	"qHt2RZPyhkV1EVS41auFecEXdkLwTf1CSsFQerUo/HHxc42jJvJWJROhrxKtVzXj0vuaoV3xU3uU10v0",
+	"HCcQGGyizqE4Z3V+rSY3UQtRHheeAa+upFi7qqo6YOLjRCxzdAUBr8hrkd+JQuPl6tljxVn4vCiZXzNF",
+	"mx/cQ3rU9E14OlmlWNBT+YQqkWBSVBluroIDPsbjhKcT5kKtc7WC6p90HIpShoaCeb3CwZSg/k1yjfPA",
+	"s/df/0lqb/NJKI+Lz13ZPZnPC1DTWaw5f35iBNMBaALNx0UhX04QMGTBdl86z4m0QVV99gKZnjE7GVZT",
+	"byQGTUxXEgH+dpKra6JmJ+A1+cZsKjAN/AZ9UmFkNWXDL1zzXLHhmWsaypOhAcfw7PhkyH5nOqK/Buz3",
+	"7GTQZxc49UfabNEM6l8YwosQOaa1SQPzCbq7mhknclak4RoOBufgaJ+o+Mp2ckUfOH02vxUZiHC24iTQ",
+	"VHS/AIhewYMIthXIhAHo0qwWoemBhiiuBbc9Ob5nRCjpJVz8wLoFQK/pBOI7nkMCtZXFQ7OOlKOHEJTz",
+	"QVSewIHuIpJaKIHNGHOkGYYCMK/XZ7SYXF2Zo+OWv/26DGWuiqcUAVDqqAawRc0eAu1UZXAaLIhD6UoN",
+	"gG4eOnxEJ6Xre4gUr20Qr2nT67N3OJjhQtHvx4MKBspOkgVPi+yB3okAtzC5rtsr+OmiAaOfw86c66ub",
+	"ZRJS9rJPEYZTWDcekWqoauw5BhBrUKdfd5zXn5bJ6/Wmin2HEvRPy+Q5z8XXmVp0WuhMqfmleqBk/s8p",
+	"FmxXTicaF3I6wfhfAaPlpl6SZQi3LDPmeLEDZBnqyggxKLEOjk6GZluob2pheg87rBBq7+lMcYBO7GaZ",
+	"bCQhMZiJV8qdQhoUeAd0ztOpQVVLPz+rK0GB8yBnQCZ7wxJBuQEPhiXVAMrrbguKV8MzzLbeQIjDzvjp",
+	"oA/pyrcTlqaG95yWR+NJui/KTJqLEJKMk24GGWV4B9cNKmFS0Cqc4dTwggo741MscFBdwpdmCaBYKvRo",
+	"wDZtjIA8lD/Ek8FgUBnlyRP7qGasIbyzritSvUu5rCpSnbzyC2EUUlFUcdyp1wb4G+5WVvyC6+JOIaHW",
+	"58hLCnfhgpexx378ts7E4Gj4xT3OxJOzlmeituFv5EycVNF19MucipPBllNxVhyKB1NL/endy9+g45E5",
+	"2puKG0+15PiRPVyNkHWpUSTlgi8aVUlmKtMNdZLO+ZR4QFRcOOUJue7XcdNYxgpy3SQZi4WRUUikBD+E",
+	"a8M654qlfDaDsvEYXbn0OMbrNalI0MId90D1YQW9wE+Pgv575kGaLMw/aBgn36Xojy8u2YZCLQrKwqHj",
+	"+cvqM6flgtWi98pKi+ycaeUy26CQoa1IGMpCnE3QvQU1cCXBlnyb3hvwjq0kmdyiHkRX4nWJH0Yd1HlT",
+	"a5txnXkQp12aC07bQruGwuDdXNGuZsKI2CxLZvOcdYsGli0v9zp26QQWWqS3mKIHvH2KNujwQ+147n39",
+	"SCNWnYMKwZ+sWuU6iSm1qp6oJSqS1RRzAxXtKim5Qd2n7wTFBXBdxLOR+u807ES9wCp+HD5Ghb973+Zb",
+	"ynQ0ZtGmzATqNk9LlWRbJNeu1ZCQfOVEP7dVxD9iMC4JxsyTi3t9dlFEQNdsAuxcBeAQLlZdZUQh731S",
+	"ihWrH1MCKfeEeZKviBG7zpuAUZlOnbCOh7Loi9aLyxLJbG4Dzo0wCjmN5jwXVswv/Ng8kPXZd4DzhQ7F",
+	"mwO4fGHUAhywbw0+63GhYASRXgpB+lHEdzqYMMNHQODwOAQV8MDXlEDd/9ADoP85605TPnMwNd0HpQUm",
+	"GctUCiFPVv69VvkcO7fKJMoiX59A3qD2SdiJWPeby8t3bARo8z16h6dr9JqjqToPIgBBEeZhaSfHAHb0",
+	"6p8lt8JOgGslQ9mNpKoBl7fcKGAbbXzU8lpSFtBQVtHXjCuDEpJe4cTopEINX3ILBPVDqQPwYIQ+ItBO",
+	"ldZkvlc3pLWwiGmeLjPRFMjiawMuzeX5y+kDNrzF3toMLnglW0exAgDndejqKhD4oCv5uI3qvcZKgL2H",
+	"49ivptcoUMhAriYUefs5RlT9rALLg8jscAwLlwH4k84MtN91bMmI71ZO0kRp+41Y4LtKvOep0LY+YJV5",
+	"/+IMmPdyr/6M1E3YQfFyqrLrJI5FVeSlPGIw71ot04mnZbILdAxWsTagvbhgQ+a8+fzyCiUlxXM3fkXB",
+	"5sP696O/H5wziFIUW3ziowi4y7DCD6YOn4pnu7HqqRM/iwG/8Ad8xTPN3iSphoKODzDik4HF440zpW5q",
+	"Tg0dwAak331z4eVnj4YV1Qos+apgDf6BIS0x5MwfsFz6szrcxvaViqDWE7nfMjr+YkR8JW+kupNNxO2i",
+	"XsATbMLTFIRsEPRANbMlrcvpdrtCZaH+mE/vn9wE12nA3paVIFni742J+MWP68OR1zaCB6LsQ6oUgcfW",
+	"v23FIsoLmwzQPVWMIA9VlIyL9XHM11uiGMFlQVcsumC93vRDYxU3NFAdxHzNspWUiZyBLjGUiySWduvd",
+	"b1tUrF6b16chNx3WMMeQc1vLFTitYesmxzTySWMtXNJCuemTxl44FZAATyahGdcsAh/0KNjw6SqHdq4k",
+	"eCyQqw/Ku6m4Fan1BEikaOxk0zGs3+ACVnX8qveQcu5Y5qVzxgInMVQWgZ/YuZm4pMBMKTC9JyhDKrn/",
+	"+oXnWDRmHJzFML+dkIUYXziLZf7fGabkQFUTKIO99UMSdACBFpCzHIMYfQfHLoKu50L8CpjVjIpqRxy4",
+	"zy5gqlArkcdpgsUczVfkyJjIRM8RbYqnOudZ7tQT5EyBKS9N8z6LzOGLV6mIrxA3jmGKV+5xZP3pcL1u",
+	"8ClPU13jywYudVgQ05wIJUW5Y/DWs336bnh3ST6v23iMgiy74m2ovOy0+ixStyKLV5VR6aEb2CIPZCKR",
+	"6q5XXV7hPkDUrojzs9YC5++SrVJhsx1WDAOL9TGiGqR2BxV0gXKY4x2okgM3mjlwtpiK9RrL50djTM4g",
+	"c8OmiMwVkIHevIShJ2c9NENwr1eV4VpNY9gmgrT77JFGP6VzSyO8k47HFNfreoRlBbjDkcs1WmwxkkoA",
+	"9qaXJUEDl2NOPo8h95H15VUrFzaOp+Ba3Yp+jf/lVt/KesphV4i+kqWJ4xO756uF3nB47Nd6Yza5Wdb5",
+	"WHo7dXpKaIeoiD2AKwwc7TLAKgiP/Nt5YXAqTRdg5s8Y3CijcdUb02J9/ZDWU3MuNr01be7hbd6a/cI1",
+	"lJxUzR9X6Lg6dk6lkBDWauVtv85/VEmhz2l/qLdx2R+VAtcbrx8wCUXi41JIbadCf5Xmolb5TNkhEWxT",
+	"lc1Ungt55e6uaIe7sgsQlXmmUjgpgApdzqYpn3lLLBLw+tl+rVn0VjCp2EoioaYDB91zuYasTRsUC3Y9",
+	"B74B8tnaSPoyYwSO546nwZaOB+lt3qN2upVCE/X36mJ9dbNMCKAuU06DudTV2QAq6jvzIupiaL3B63KK",
+	"zkeaXXMtGFbYmKy3Ktlfr5/z9a6o9q99b0gfVjZHAvJx2xnAXjnK24pDo0FDCDWlqK3RgdObnbHer/j2",
+	"WSMn2Tt3JsCTJ2fIAHvbHh0w7atc7TXzX1Rf3+SEuNMB8SF8D4dHw6cbvoee2+Fo8Mtries8wC7YnRA3",
+	"gWfx/EUcwnYrFoZPGhULo1GhWMAuNlVkl2rBNXsn8oyv9A3X+EVF8sCPgQsIzaTDjqF15qdpDEwLNqkw",
+	"x2FnfGLm5pjasDMe0tcFx0ytHCtEjUp8qTes5U3pEbF7pDehn2HnGU9TAEx1It4U6gb+9OETKDg8pmlz",
+	"9Y4fqkDDLQ3fmJ4qrM+9+gJugTaSvL6gnc8n+J+WGtENXv6r+Mb0X3N7l+frAW4IE1qTr1+N6yLqJRF/",
+	"L5V6peSsyX+xTla/H23xiPtoMDo7GgyPBsN+Hw6G+T0Cye7kyRcwlk/vn2AueSxocy/S41ZaVlSCq9Ov",
+	"TDNGg2aaMailGU06/J3E4qSCMluJxXBUpRZf1FGL08qhPamhFqNNajHcg1p8WVCLs2ZqMQLjg+vltRAQ",
+	"WeN3dFp0NPJAsTfZGVVIxenQum5Wu8T3ozN0at5FgoaVfum7Nv3WkaPhaDDon9UQpeEGUSqaFqTpxA5e",
+	"pU+jVvTptJj2qJk+tXbWb3FMmh2Tz9o66z8ZIRQewjHZTuuhHJMH/ZMT32G4wVX4Hl7JpxtOyQVebHPV",
+	"f1AbAtHn36AF4Tlf29k9vIvyc75+bj+rMSIAqW40I1ySklOQ+sdPeZiUVbNWJxs4AdbIYKT9L4uMoUxk",
+	"U4i7/TBbSY0uzLVWBzAe9Ar9byjvrQC22l/Sy8NMozG5IoM+sVbZq6SzTXha3koGaKff8LSyGKsoWRLr",
+	"3rlVGSaazdUdW3BpUWEBvEqMfpZHTpPrK21JVdxKV2vnajghLP5pDl26tupVWy6Uoi6LxZrH5CNuOpwn",
+	"s7lBgrhXKEdJ2ZLe2RhgTP5mM/zpubqTUbE+sy50WR073swpqsHBHPNSGiSk8gFjLAdV5F/kC1efcIvq",
+	"1xWLiliUSHanspsolCqzUO+iH6/T0GLApmacXSuVCi5NDz7mYHsPwWi7Q7npz94tN/RqXCBSOVkTW0Ad",
+	"Ky+NToRusBVFE3rsY2S980au7dU02aELglO+Sxt0SQfzN679+cadHsJnynugANUCBpk+h5gf0U3sZFA/",
+	"nRIy1udKPPFzJQ535kr8VXQ+1zx+BSsoSSmlxTGDLGrKMigms79YVupsS+ac4eBXUPXApKopvi+hBEUJ",
+	"SwJWWsbvh59VgiMOcIMTxStyg3/31BpWvHLZl84wkZmTUV4cYTqncmIr7KHoiljkgq5VZsMGT8cDly7M",
+	"I2KFj8jeOcCIYBU9uERb7wXleVDTKeXpyiB3s32bQ0KoQgrcFEHhgmmC0enTp4OgQY7zgETXgw8nUHU0",
+	"A2r4JYMsYPWAKrd74rVrlYrujcry+Z252V69elaB4Al+4yD4Dr3riyoYPOepmlGNXg+YAEhyfrTsX1l7",
+	"AXcI5hXCEsAI8t/geRg0nIdhUCf532ujRwM2HLTYaGx30rjR9zgkZiGMX1Mt8vqjsvWYDP9xTPY/Jg8m",
+	"gtpb5rcmgF6aI/ZI+24WxDc9uDhK3GZVJBU8PZ4pFet2tbogszAldwS/jwRY/wi6uEpiHRXuiTwt+OSK",
+	"WAZ+4OfgLZZgvVQsB8y6pQHAHQ7cJMiFzL3JIQ2ZESypeFacuLlGvSCUhkoG7McVl3mSr9HM7BDukQus",
+	"dS16AVtmyQQzk/3l4pJlPBcoB5tPYX2hdD1QbK1UzAyMBWcnKjOiD8mO01xkd2aLqBgc1ozy4I0F64yk",
+	"ZTD0WsUQBEcZ5mXsUl5DPjSApl4tbH4XP50Uymq2kWX8wL+mqViCCxjFHWJvCgfiqNdnL8Gsz5IYEqtR",
+	"PhkKx/UzORUWcAcY1iVn6cDVu3WtzAHEzFBxxu9kr1SHytY0GbNiclSuFzUBkIcoiRurtsbghmBLtsIZ",
+	"36dWq4HDH83GuJJO+4XBwbfPBU+hQn675i9j/UBZcVx3LaSTYugArpCWJRM/V7XPcqkAsw07veMBZ08e",
+	"sKgn4SxAZufqvvMb/4+oJHkRx94JB/KFCSVpt9y9JHj6YDUkPVK5tW7MpSXPXkVCok9b7yAol3EnMoFF",
+	"Cp3zQSiXfJbIWZ+9c/3xrCj+6BV5MT2P/eKOVUymmH0dym0U95wg6ZRHxUIwStlVHjGAoASDts0jzSLw",
+	"FDS0EPKPdX+UOfuv/6T77L/+k3WHgwH77//zf91d1WPHbDgYBGzUi85ZdMuLRHR/ubgMJdx9flo766Hu",
+	"fPJM1+fFtY/F+QtVWHFPQ16EJEYXV0ic4+5Uh1F99me8hcF/zU5Sl65i3IO77P9n72t02zbSdm9lIBwg",
+	"kg+tSrLcODIWqFunTc6JkzR2d0+3zIlG4shiTQ1VkorjLgLs1eyF7ZV8eH9mOENStmzZaTbbD9+ijkQN",
+	"5/993r/njYtCaWcNQp3H5xoLhOvCEq5Rbnh7POiNAzHud/fxP4Pu/tjIeWodw7mwMSaxG/cH+91eD3lU",
+	"14uITUqTgCio2Lp6/XV5yLhBW9XKeP9BpSxwe9azopr29MPpsr+83cZUVa0e+MpBotsU0hhsxpO/R9zh",
+	"nvoEH5gjhp/gEyXSJdV0LuNMPM3OU1bbIlZZn+2SK/M38vGSzy+ekneY+ZrMYUMVLwhb76V9lj3SA+Nq",
+	"dZjZS0r6vf3e4IZem6ymSrePVRIDrvM77XS47/R3+KT75Inf3bK3ZWfNY7arzMOYzmZw5EGvNDW8LR65",
+	"HvkomTxAwTh7Fr4QEvEf6uL3Wmxwa/bwY+/mrcID0qTWa65UCDu3jD5cmt2pjO3WMxZjxAqX83g6N9pU",
+	"kupzV7FFWg+DKlh4r1G2DkVZGdqoO1PukGXYRZSAypaDE3xQI15SmTqZiBMHO3TFkSkSjxxOyAMyUXkc",
+	"qRxHQjkFpcMKI9JJynTFM4A/PUojovjoJL5QqPyR7oZ6c9jqGbZe5h2iCQxbllMK+0XrYFTUXJJtwG6L",
+	"zkiMzQEeid5YZGqRIryxMr8LPXU0eS6ElhZqjDwxcsrB9UmEOl3eFcdG5KMYx1A3fC6niLe8SJEyCdCD",
+	"YWdFGkt5Ka8Ii/yuslS0CS0ZOlvHdFCkYo+bLMEJzSqAkyIVgw4gOHa8FGkqEpmZAgGC7Fqw6qC+O9+a",
+	"xcY61J6Sb7Xumpbv6L3elkUSdlxGG2pPe4ztFOiBR5SYKTheq4ILxoW6PAQcF+/D7huQ0E9L9g/euf6x",
+	"AT+Mj8wEozxq4ecgGEEmtEaD4cZX8LHfwwetP3zHMOgmnfglV+O1KxsbDK1kwjtq7W2Dp06pG9XnysUC",
+	"E2zvlvvRqo2UhdvuLKX7tyGnPI44Z9fg39sUZ8ZIFNfPSbfgnqnPHKvtKFDSVfFq9sb0/Np1fVU++jFo",
+	"0TUY1Us1lce1ckof1L3zadDl8G7o8nGvAV3ep+WfJjiyc/8ZOgHoeKD4rpzMG3DUrZCTMWY46Gkji79j",
+	"mkAxUjW1tMfY/LgDVxUanTOpczmFb0eCaY7Qgou3Aco2EsocsYXFY1H+eWUM3aqqNxm1Q80lgK8vQwq/",
+	"ZoOMi7O81/qW8FCPbc0qlLphi5MojQwJW8YmglJgJtmF4MAsARdVlwKoTDsS4+YSzMbzkjB7ZcwUPsvT",
+	"nxfy3H+wDw8ykcXYkHL6SXCiDUAO//IN9hTqRNWo6CVN9WoNZaFfp7MSfUVAxStiQ6Fa3dIsVbgODGlY",
+	"gHSba8umi7goVNQ5ZAwDDVqQ4ntgYBblOTHlYZ2a3VwtZWbx0ZHg3UhuCjKelkaq9k1uDNrc1jDVIT9T",
+	"qC+RWr/ArhJWclEqzmZEtXrhCoQ/ftMmWg2ta3Wj12GoTV0MYyJxekr8jVLoVO9y1eUaLnaZHeh9/SDU",
+	"3AXRC/jVvW4Ju306iB6WOq7bEUN9F0PiPUNxx0BXA+VYCNyB5aGuGw3X4nIuBMGciYFjrXyUM/q2fBwe",
+	"Rm8A4Fpd4s5+lJNnqhEoW4fSnTEy+yV+sbgIpG/LBcu9wJXcJFRYbrcCK+VJyJOcRjFtcHXv49vALaJL",
+	"0RJuqIANIhzs9vdbgRNs4IQXYhUDNmq+QpsLyN84A0Ri77TW6EkfxR+lO5D1Ej8/6AeGmqc12r8V1Dc1",
+	"5x8Q5U9kZNrfwMlmu4JRgKdFrXzekbAz4lfucC98/4K6ESDbFkdCsyLBZUS0cEWHaJfvyDtboeRppVLq",
+	"HSqrGs/vjb99qS6fR627550euyfEXwuyYHm3sTk0eKOYD91DdtNqYJvdftf5zagEBRVHSfWtf5DqUvGD",
+	"rpsijHi3E8Q7l3FQKeFc9z5d/hvOWa9r2h6xSN5ztdLamz6HmpCeKPgMtYyjKNpameADaBWI+zG8kpe2",
+	"bnS9Ae1f51Etba6drtjZOQIQoLJ4yvZR4uIHBOTbNUNNHdzZEW2ZV1B9Lq/QhAkgKfDUEx9NByXSD3z9",
+	"AeGghexOJ5DTm8J9kItGIlKeSk3YWuQKk3AIHUkCKSgzEEYxluu5g+kB3umYWo8+uC/bBXQLYJ95li/l",
+	"FWg8pquyblg2gipRM0PWEWXpckkc53ApQB/JV2s1JF1SgXnrwuzcRu5Np2pZmItRX9EbCXSRARinj+B/",
+	"1RbM5CVMzKTQ94uE8GKaKJlxwcrDUntAX7SnPogjlrlkMSCbOP8NgN9ZR1Sr6OEFINc0SdJL6HNIEU+d",
+	"hpgtJMvxigAi4LUadVccWwFNowlKWl/orV/4HyZ4OldTy+fjBZiRRB0fIo+E/3CRnitUyYmdnFKUSBvX",
+	"ygMidBRYrYLbrVEjl77WfnPEWajXK9ze9jBT+CivbmCnpilvAF9JxTO00onKYQ09TZevHBhOSrlafCWx",
+	"fSMobyTYJLjPy5Qevx+wZdgWKwsTYmqpl4Iau1EK0xEnoKfPqBQhn0R4BONpOGDOmx+PR+8Ij5y3L819",
+	"QmtJIYBoCxYwSSqDRTIGEJ4wZ4FweV9LCl9xaIAYhcokUzK6omKSOd5LaGGkdMFf0xWAK5Gll5SfZujn",
+	"dBpq9nGtDddjK+mWEXvb+x9K1wPcMq1R628yRneNpQOKz7WKiEJJTouKKjO4lZryCZwRX6q20btbbIcJ",
+	"QaR6529og1bmpunYzVxXiyzYHWo2uDnBN85ReWWOypsFTtPG1wWsCkiJ2gUXF2vuj+1m+LOP1dzErUQ1",
+	"deBvD/jlDui6pbdJrveyk4vFs/i25YaIk8XPlqfC8ThtEMj73xCxyj6VUtF44FhVc9199Q/YSx+vDVZl",
+	"C3QT4R7ZkZvr3NtSUBi+qiJLKhvqPM0KjmrlkBJdVhfDdOrfVvH0gqqltMewrcbiL5UCRIw6Qz3GDQgP",
+	"4F/wRx/Xuhfg/5tSXWSXtp3vuBAWxpGPxJMKOrxaAq7t97yPQ03bG74aVH4xlYU6TzMMDN3bx1Tz3OSa",
+	"56JtzepWTescimGPY3T4dcO+I+Tg3wM/VKmCrQMx3BOmR873WJiNHxiWBJnmJfvlR+Vwhl+LpbwyVcoW",
+	"8MljU0AScT0zsZhSWcMDIc9JHAwrM3GepaslUhcgPXD2HjfFdJ7GU+RjMCE7lPpSiS55asu6VcuuUe6N",
+	"jDjJwq5mI+AyX/6gbg5/9baCFwj7hKNgl7KYl/ZivIOvi4BVerVojX55EvR7weBJsLcfDHvBsB8MB8Fw",
+	"LxgOg+F+MPw6GD4OhgfB8MnbzyEs9k6GSjbCfYdCqRJR680qR4akikSJ+kBhydeLNZh1L4OcXfqM3R4b",
+	"ZIjZp7xXiK/L3Fi/PIETPHgCB3LYg+M1HMCZGQ7hFAy/hj0+PBDDJ2+3MmLS2/wZ+K52mzxsZO7z47A1",
+	"6veDsPXy6OQpBT4guw/HwNL3Q/f70xXsCZVxsOm92ReNUeCLCBj9q5V9sM3srnbFM38Wq7sHjZpmnaBR",
+	"vqIfKOXRCICx+auedsLF21As13MC2XBDZxrELKKUEWdH5uYkBizaMckx1CZUsZrCWHc6B27GItk6MPGw",
+	"lnUYsDmBx0Ge0XpMopMiQxjLzEBpYzQBOGkWao7KKBMWzeO3Tlo0P6wlLoaaMhfFbRMXb0pGDPUnzUbk",
+	"AW6fkcgN/ZmVuFVWIs/izdqu2ZgHf2Yn/vHZieWqWbFi7C33pvn5EuXOmYobiI5axiLlUmNyFWYsOgWf",
+	"WfEtyeyvifAWbe+lSBJH7hUMdOLEgc4m+ZDcjJ8TCQ1WD1JTHF7jpX7oSpUyQ/OGBMnr79Pm9L37v00/",
+	"SY5dZW7+e/Ps+pvl2R1wJHS547Hy/6fNtWsOht5vCoa+bcYaj+vPrLU7Zq3dLDNur4jULh9fdFwrNMh0",
+	"Y4+5LeixLlRa6ugrwwPqpb+zm3KuQt0ArwOh1aXKC0NDOblC5zETT8ZRpyTnN+nxXuJZOiONobhMfUt4",
+	"k+//kMoMWV+0lhn6ENMy14UGKgvfs9ul4XhRxY8sBwx5/H0GRj+c+itDR1lXb+JzDduai5C3yyrz3KpH",
+	"WaqVJaZUH5ZxBuC/yEP9XiZxhEljKltwI7Vfos6AdDZ2VePcitPJFbp70kst6vHc1tuLNadSDCqIcz/y",
+	"2/gtvS3i7Ihubb84ewQE+yxOQHyNKECZ/YULkGJkaEIl6QaaF0x8m6ZZ1BzAw5lKnSbxHRi9Da+Xrjh2",
+	"ixlJG9nvDQ+6jfE7RGt6HQK4k/D/cRVPLzh0cTPZj7/YnA7mnqHCREbPo6qXU1R9v1oY0+jteSc9djBq",
+	"Cje/0+TdTX8NSOcl7zuzD9tl8sg6i0HnPwUB1XZ4k1v1/oEQYR5SD4hW/OVfd6mIQ284sFxxPjv6HhHS",
+	"VQALB7yFrdG+x//3nMjxHRI7Lrva91ntnjN3vo99gmqdY/zXmmLHW5D9cS4cOo3gKS90nRs3IUQOoUF5",
+	"+/s8eo/xJ+oDLfk7n9sAQEUF2lGO1A/xeyoSv0n49KsMrpY3xldyfxjPiUf4IjBe5WhVZWLdK3xfWK+E",
+	"ebNYSz1Vm6A8PwRkW6zHgOzesZ5N+n9wrGcSyNgK4pVZC/Drd+afhgjcL/r3KA+1eeJQjMmpEKca56jP",
+	"nthADAT7YQ/FmH/Jkbz8L4ZJ9mWUxNTwuq44q9YmvLEwIaAXg1wwTamNhh5TdK8W+INxLdJZ7Gm6SiIx",
+	"i8n1v3AApt1KfwLM9QDzqJwmOCA47xVCLulvTdH2RogCoUIeL+CG73TFSRnP5aDXSnMMX8V69MqXyJ/g",
+	"tQxcJMX9vdoCxJYQoIE2ne67/p9AdnMgW9ns7h7/BAxaj4lvuI5Z9x3MamsgucIDPh887n5NVrpSRhjG",
+	"a/MRMzDb4jsl7N3zYO+3Ul/YIrUEICmOieHpsO98RFEDMlEENUv5wyWX+AN87KfTY2H/DW2UA8AvfQT9",
+	"WmZFLBM3BEnUMf6nhNgu+g2cdes3rtvAWbeyblFl4covPsXKGfp9d+3qy7ZXWbYTGev16/b0pzd/lObD",
+	"w7HLkmq1m85mn6duYkOjvxDd5KQa8L2RhsJI4K76Cb7U3NOlkjJXMinmv6/VT47YXSdzTCsRnB23zFK4",
+	"jSkeMRfPzs5eI4uDjUkr0tV0zrWlCgkAvitepizkMC9KRSrq1vCO6c/WYEIm8ftqGB1+9JCUO45lI724",
+	"Z0IbM+VxLnBsXdpVarrKYsAav7x199gLOLnUP7OB8qu8UIvNkz6f4VLQNlnIOPkqV+SHao6Z+nGlKIFo",
+	"ofJcMt1CxGSPophn6eqcdgRmN5g4VFfvItY55nJFFnI8Gu7zHNZM5Yg6XfHKZJgScKo9L6DTuX19XARE",
+	"6uHUsM/SRI2cfp/DHgbwv9LsfLeh2BR9lacYXRQtYpNTGeqciqnQW6AtQJVl8DYqG263GiI4Aye/DTQk",
+	"Un4odjdz08RMGx5rYHsM7XfL2Rz5L3xJdnKOmDok7j05STgBsB55XokkPnEaoziAhYwUx6KHmmcjXSxI",
+	"Yc4WuxSrjL3YNb2gIpxjSiM7ev3cVIKzlwBNDCDMHM0YC9Rpd3ZOV5Nf1RTp9zBybWcH+/CtzNXXQ+j9",
+	"T2ff7x5ghNXI1F/TkcwiIZPlXE4UOcrFUkZRrM8DmGD4LqcIvp/evNjN5UyVT2NMnF6uHAc7/fRQYHm2",
+	"SabkBQaMxRiQq0LNncEoLyezF2O0CeerJPcjtM2y5TS8Ee4GsqdTa1jTAAlR0OQSKbiziAPRU4to+GlG",
+	"QeuxhkPy8qcXYjqXmZwWKjN5lfj7UPMLSe8h4h38nTe4NBMmQ0oXWZqUreWirVMxVxIjG2P9K6EtovIB",
+	"7WWiSPGm15oiB8/OTl4EAouByNyQOtNmqJ6+UMtcjBerpIhBJn4lE1RAQPEjVx9ogomM9S7OBTwjIpXF",
+	"713uIHifaIPmd57J5TwPQu2ML6C8CA7BT2JAgDI7V0XesQyd2AI0HpA5C+fZGRQaHSZKrJZU5izo9fB/",
+	"Zme6MwbtmeQi87w4ib/t8B4/iqJM5bnKuzs7Ylyk7yR9MBZtY2pDAqcp21Ym+FemqoxIdHzQMytNkwHV",
+	"1Bgn6VQm30TpQsa6WyTRGBZ5fBzny0ReiZdyoUS46vX2ptUH8VM1DsTR6XfPn5cRSPlSTpVT67nf64lM",
+	"TeMl1kIVgH+TBK4/nGveZXAWpLPVMFiozIKtbDYD+3gweMnzs7M0W/hsPaZ2RMlxScUGPdpMEw1KDXa6",
+	"PJdOvzM1VfF75W3NCe7K5VLJDMZlDwAv34tYX9DSraUIqNjEaMs5b2DjaDWruZIGbagTYVar/F0UOUxM",
+	"W2XYlGe1moDozGu5hVxpBS8ElEfGsGrubrx6bfhXqOtJxaLN5jM2NVbNjEGdk8DQy/lD7hyyobE27qJS",
+	"7sQl6PVGE+pXln7X2xwqLwPluuJvhoLLnaG2y/wiq3lAZpI73tLFuaBU06beBNh3fzgBsamEWmHtOBPZ",
+	"QKZ53qDlhnwk7FEW7XGRjtloD7eB+RP2cIc3UEy2z12TSVpRMNpYxJRskh2852cGBtC+8FkHTK1NC8JK",
+	"E7GoWojj4pDDQ71NtwIxU+HLAJyDQqxSa7O6R5BgopwmuUjZZmbnhI/gK20S1Xd2qqvDbAeyEKmeKrO5",
+	"xyCMxmKWJoD12rk6R4vJgFcg1PhSuLs6JRUiLHQeeMjQ3E14Nvk21VzUFLChypATZCGT5B0M8106ewcC",
+	"hDEvrfpgf98VGIafGqQcSvwOHCCtLkM9PqGB7T4/BgxBV/Y0W3T//c9/fYPwB9/5KBd0g9vb28wCyFZq",
+	"Ao3+9mz9Big+woh9Au6g0qiACUXcxP/2Io1WiRKDYSCI9REnExqLrWwPmBwy1A47JInPTC2TK1oYjLwZ",
+	"88qNKb0BDi0eWXyzMeNzxH3AeihAD0PTglQFRVcYfvmSziJzztMyueK9Yp6DG/tITOT04hxZVbDMWpkv",
+	"xyiW1AiaHbOrcizdZVUaezwe5eL05Oy1+Wn79OzozdnZi1M4Z/AfiTt8Fp+vkPdFruD4FqDMqoiihpxr",
+	"N9Rz1HiS9DwGfEVZCLIoYEKsdsMVdE+enzzFnYJ1mtVimWYyuxIzGSerTCENIvQs1OPhhw/EpgJ3k+mp",
+	"AZRRekm3nNFPKGgXD0CsxUAsYr0qVN6h819kMdL7IUdFPxCDQAwD8e9//ss8J9oGHUgt5ukqsy4yHkcO",
+	"Conlxj0AcEdfBFg02JxZySwYS5UtpEbLZmVkYrzvDczqOKX6qO062SveXa00w9TsyzQDsFW5Q5gDFN5q",
+	"qEOYgFMiL8gprI5MTFussqtc5HPjN0xXxST9YF8NC0hoyGKAy3iqQEmNE0WR39lKHzoP0HVozAFRrCIR",
+	"rTJsxE6oszBON3GP+FcHkg5d03K5Ku4kGc6eUMeg6mToa8OOd7riyCiJhbxQolhlOgf1mg4X0k0bmwDW",
+	"cjNbYyCiFdy39myRRLILxxvfHjG6MpmAFKtb269yNU11FFCmrXOW2F4VsYvHVuLmUtt5KubppSKlVV85",
+	"x7zsB1wzoaZ7oMFDWU6lRKZJZCNg1ks70raZDDq9qAqEeli+j/f7IV0GyKdpR4CMmnhQ0V9pfxOtFGN8",
+	"+2pYnRwXoBSZC0uw497v9bsSne98tR4CgFyj0FMiQT5PL+3tCBc2nxDqc5NfExo5VTq6K4NLTo8u42qm",
+	"6N+wqA9+ARfAPI4ipeGDK5ZhAN0OS4Wf9bSKku9aCaGr2BtrWmmNWv1BK2hNptPWqCWz6Tx+r76R04Xq",
+	"mmTnoDXB8bRePzvanQzygxd7R7utoIW/iPUs/WZKhnnzi0BY4z5rYFJr6TVKQrwVVKnzWZdvjVozvb/7",
+	"+rIVtErlsTVq/Sp1nFffR2ZGgqwVxvK0kRd4vVvvmgmyc/C/T3/4az754SB//nQ5nyyS35+fXb6fHg//",
+	"0mriHy1RYms0qIzxbPD3xd//3/O/VEf5f2CU4tXvaZLzBDaOmyfx4y0ssye8Vx+UvocH8h0pvzUvuMGX",
+	"rhadi7Uq840+cbQ6lfM3qhuC6jafrTzi/KLv02yxdnCuQatqfwAgiaaHzYY2mU5Htt2BzW0nTDdLs0X9",
+	"BW1sHjNlyajRuY8BPze2sU2X1DGLbDZUGOl1ZrytRjGREcvzamhGedrL0AwyyxO1yXlc5Lfk2iFzTdiq",
+	"WLLD1si0DIhUP+KgIYb056tEZkJ9WMJsghoStv7/L73dJ2//0Q/6Bx//V9jadgZIRvjDNwZUHjs/stGC",
+	"rTX2btfPNLo6S9MXqT6v5oqhpRJ1lesMlNssFnwEy7SQH+LFamGWK1H6HHTmXPR79H9bDdGged6RdZIM",
+	"Bvue46OxoPIGq7TWk9LH68S8bKsBAXaNz/V3JO7qhUPW8x82UQZueF1Y2TpqMrLd/I6th3usZFIfKxkO",
+	"72OEDI8c4rWHHNSdQqgWMgEhpKIjg1+86ah6d6QvLW4v3el6prvGmtGzRscBYj1jV9tqZjgT+Hu4KKpn",
+	"taTDxmsEdGt6+j5uIS4EdCXCFn3kt79NZaM3xiLrD6icazFPE2TCNJN4+8XyKOdMs0689bbFmX46+/6g",
+	"6fyRa9H46qxXcUPAZWoz+T7KSkNb9HuVfGfR7fWdX+cC3Wog1zR690GRxuwP50fSot3oiYaOu92+e8gK",
+	"ByYhHFkDVN3ZNZhnC7Bqsc9dHc9bzXeRpi9kVudINXcKYyRxEn97q3sIvT/QcEb2mX5veLD/+OuemFwV",
+	"ausuUyiZ8QRVI2/RrojvdB2vG63GSPQH7o8Cz4srM8sAttUIOJ5/DWirRMX4/kRrgE4v9Y0ULDeitvup",
+	"bmdZ2tBoUR1OhRS7FuRD+RKyuHUdvwYcVzLMGhreewM1dpANwLTmdG4apu87vj0yLUfkvuo+xlRHny6b",
+	"90OtlsWkZmAc3fmHlq/4kc3Yn13NilPFTj/y+bKR24llRJPjxpGMTxfL4gqp5yiaEbnN18e8Wk9k6Ywz",
+	"QayWvoZdYYDQyNtAAWNFLuilWKgMg72LQ64OgKEIz87OXoudnf3e3s4Oel9we0mRpDISE5lIPSUnVJpN",
+	"5yovMlnAHkRPiRt4i2Ed6UxkaYE2RfZOG18qEYwZT+p+b29sPbzGV9UQjdtgp+ep2tq8ie34x+4NfvSf",
+	"GI6LPccDst/bu+VE6LR4U5+LM3ePVdyuDRcMvNbhHjM/XGn5XsaJxJqHmdmJCLJoK/7RF85L5BGU0ZXD",
+	"WMX78dpoZpix+B7DmQuZX2xaBROebYrpqYR5bV7BxiHJWlOv0s8RrBJmXVdIo1ptEomTDW8yxUWWVLJ7",
+	"++gLDLXMsdaBcorUrK0g6RUSrAyRora4NSprLpNLeZVXH0Rfaxm1faHUMgdZanPhcM7n6so0xnyLfk3O",
+	"PqCMyzS7EG3uFIYyDZCD8dAsnaF0FDLHLyjAQSuh00vR5tAzLB+D4cfxQplQLPybh0+tdLpeqUsO53Pr",
+	"YmJK7/jnn3/+effkZPf4WDx7Njo5GQfEtcyoyOf3xtf8Dj3CUCCYdE51xXBhN/DqUd459HvgroZOLxvK",
+	"dKa4nyWR2pQ1O0PtF+08wlRwkhLQoSY01B5TBtlgd68n+r1RrzcOxHgwhD86VD+yDBgvwxzLkjFl0jcH",
+	"rNTh8rrUdYqC3rh66bpaKk54KNmOHOEMqxvn7+ZpMRZ9jPXAILpVdo583zK/OBTjTC1iHansHce24Bxf",
+	"qCVl2Zlv88NQr61YKtpFFi8WgLwoqinVKqd6SvCZ4XzFRlM9ZeKghgqU0KW1FSjhy+0rUG5WG7K/O8AN",
+	"sddbVyFywBumFbRoijHNkyuvfCeTRMhJuqLlT2czlHp007fsP025yEF/Y2F0ZifhoWuvHHNBNE+tuOlE",
+	"3ag7lHPp23D9ltvV+6azrcfr/8a6ZrLl+a9kY3sC5paFZLjFa8vI7O2Lts/+/4fXrYRb7NWMq8fczZER",
+	"GN6ENUqliDfYG00qpY3euT+nDR71b1FonNKpbhhxhOa7ODcBWZyCk224xekljlVwokxLznWynZvmExQb",
+	"vdeikvZ2/2yLSkIPHUSOp/NORSURj2/Ak+NeMuvZca7FESKRhcoL2pyhLplwXDi0nhHHxLZbcGNLXFJl",
+	"EstogwkaVEOPYGiNiMWibod8xVoRDIgW7bH5Ex8YCRlqyi6E4eTOqwkvZ6psGLaNaSedYTgcoFAq2EjB",
+	"ns6zVg/IHOod+MGjXESAXQoMjW+nmcEg8GUnKJMhQYzT6ixsigBqATexyGzMHCNK4phQ3545xtyQTVcy",
+	"U8YgN816zpgzs8rXExKWjC4+zm7WGERNYRidno5v0BZC3fYbKkknrQrF2ZXmfgblgXkwMWeK1SfKAQOd",
+	"aAywtYTAhHwD0YMh2SKa9fr7jdizmbKmUifW3QNuqRiCmlgtBtlb3HIxFpBeVzRmlmYLWVARGAysWcQ6",
+	"XqwWCDub6sP4HXvVcKox/VIm0M+mjpmgzK168YcTS3/JLDXO2b0vhpoNKRf3mXLREH00KTw1rsQKVSIf",
+	"1gqLycBjMYF2LX8jXTkes4rRwkagC5vH6P5oeG7PPpepfJUUd+EocYQXP709a0kTKSNdWsywXdKa0MQy",
+	"qQkb3Ro9d2Wv8PrG/Mmt2VFZnXGY8iar4h4CUe4NZnIxyi+CVWX96W7Ap7fnTzkzIu1jxVD9j9ZEyUxl",
+	"R6ti3hr98hbuZcqUaJJ4cNwx8tgmlsEhpaJ+44W8UCJb6XEraK2ypDVqzYtiOfrqK/zFPM2L0UHvoIdX",
+	"Pw+qqdTESsfwdiSAOrdRXfAyxWyT0SrB0mwsuvCqrAtBRzrHIAoSdS4ToXQR478Byiyz+L0slEkUpYyp",
+	"OBPLeaox6RwdePQsHoI8LlTerYrzWOWN7/ezULEkn9slrx18tqkZ2hjs/oozpySi83vaG/UfHyuZ2B83",
+	"FfHAQk1dHwY0NlQSrFa74fSt8gK3XUtQWm+7Qijk/MqQBtV/U1bi8mkqnfpb7tudqlz1tp6SmxZ5HVyi",
+	"F6xj/siLw3AbRSduvbVTPBi7sDNWcDIimc8nqcyi3OoObiFrp5P2wYZWDSEOb0X2J4lllk645JbngqXn",
+	"XCes23P2PX18+/F/AgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/getkin/kin-openapi/openapi3"
@@ -185,6 +186,7 @@ func etags(ops map[string]bool, next http.Handler) http.Handler {
 		if ew.buf == nil {
 			return
 		}
+		defer putETagBuffer(ew.buf)
 		sum := xxhash.Sum64(ew.buf.Bytes())
 		var raw [8]byte
 		binary.BigEndian.PutUint64(raw[:], sum)
@@ -223,7 +225,7 @@ func (w *etagWriter) decide(status int) {
 	info := infoFrom(w.ctx)
 	// info.code is set by the error writer: only a success has none.
 	if status == http.StatusOK && info != nil && info.op != nil && info.code == "" && w.ops[info.op.id] {
-		w.hold, w.buf = true, &bytes.Buffer{}
+		w.hold, w.buf = true, etagBuffers.Get().(*bytes.Buffer)
 	}
 }
 
@@ -243,6 +245,19 @@ func (w *etagWriter) Write(b []byte) (int, error) {
 }
 
 func (w *etagWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// etagBuffers hold replies while their tag is computed; a reply is copied
+// once into one of them (the writer's slice is not ours to keep).
+var etagBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// putETagBuffer returns b to the pool unless it grew past 1 MiB, which
+// would keep a rare large reply's memory for ever.
+func putETagBuffer(b *bytes.Buffer) {
+	if b.Cap() <= 1<<20 {
+		b.Reset()
+		etagBuffers.Put(b)
+	}
+}
 
 // etagMatches is If-None-Match's weak comparison of the tags listed (or *)
 // with tag.

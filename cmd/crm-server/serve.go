@@ -339,16 +339,17 @@ func (c *cli) printTry(d *demo.Demo, bound net.Addr, addr string) {
 		host = "localhost"
 	}
 	port := strconv.Itoa(bound.(*net.TCPAddr).Port)
-	curl := fmt.Sprintf("curl -s -H 'Authorization: Bearer %s' 'http://%s/company/get?id=%d'",
-		d.Token, net.JoinHostPort(host, port), d.Samples.CompanyID)
+	base := "http://" + net.JoinHostPort(host, port)
+	curl := fmt.Sprintf("curl -s -H 'Authorization: Bearer %s' '%s/company/get?id=%d'", d.Token, base, d.Samples.CompanyID)
 	fmt.Fprintf(c.out, "\nThe demo account is ready; its admin's token (valid 30 days): %s\nTry:\n\n", d.Token)
 	if _, err := exec.LookPath("jq"); err == nil {
 		fmt.Fprintf(c.out, "  %s | jq '.value | fromjson'\n\n", curl)
-		return
+	} else {
+		fmt.Fprintf(c.out, "  %s\n\n"+
+			"The reply's value is a string of JSON: with jq installed (it is not), add\n"+
+			"  | jq '.value | fromjson'\nto read it as JSON.\n\n", curl)
 	}
-	fmt.Fprintf(c.out, "  %s\n\n"+
-		"The reply's value is a string of JSON: with jq installed (it is not), add\n"+
-		"  | jq '.value | fromjson'\nto read it as JSON.\n\n", curl)
+	fmt.Fprintf(c.out, "Every operation is explained at %s/docs\n\n", base)
 }
 
 func (c *cli) dbCommand() *cobra.Command {

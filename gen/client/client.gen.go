@@ -1671,6 +1671,9 @@ type GoodsDocumentId = int64
 // GoodsIds defines model for GoodsIds.
 type GoodsIds = string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // KpiDateFrom defines model for KpiDateFrom.
 type KpiDateFrom = openapi_types.Date
 
@@ -1779,6 +1782,9 @@ type CommonListPagingParamsModule int
 type CompanyGetParams struct {
 	// Id Counterparty id.
 	Id int64 `form:"id" json:"id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CompanyInsertParams defines parameters for CompanyInsert.
@@ -1800,6 +1806,9 @@ type ContactListParams struct {
 
 	// CompanyId All contact persons of this counterparty; the other parameters are then ignored.
 	CompanyId *int64 `form:"company_id,omitempty" json:"company_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DashboardKpiMyParams defines parameters for DashboardKpiMy.
@@ -1854,6 +1863,15 @@ type DealGoodsInsertParams struct {
 type DealGoodsListParams struct {
 	// DealId Deal.
 	DealId int64 `form:"deal_id" json:"deal_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DirectoryGetParams defines parameters for DirectoryGet.
+type DirectoryGetParams struct {
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DirectoryGetParamsCode defines parameters for DirectoryGet.
@@ -1872,6 +1890,9 @@ type DocumentGoodsInsertParams struct {
 type DocumentGoodsListParams struct {
 	// DocumentId Document.
 	DocumentId GoodsDocumentId `form:"document_id" json:"document_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DocumentListParams defines parameters for DocumentList.
@@ -1881,6 +1902,9 @@ type DocumentListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // FinanceListParams defines parameters for FinanceList.
@@ -1890,6 +1914,9 @@ type FinanceListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // TaskListParams defines parameters for TaskList.
@@ -1899,6 +1926,9 @@ type TaskListParams struct {
 
 	// DealId Only the tasks of this deal.
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
@@ -4852,7 +4882,7 @@ type ClientInterface interface {
 	// code is `"400"`. Every user of the account may read every directory.
 	//
 	// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-	DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DocumentGoodsInsert Add catalogue goods to a document
 	//
@@ -6234,8 +6264,8 @@ func (c *Client) DealUpdate(ctx context.Context, body DealUpdateJSONRequestBody,
 // code is `"400"`. Every user of the account may read every directory.
 //
 // Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-func (c *Client) DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDirectoryGetRequest(c.Server, code)
+func (c *Client) DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDirectoryGetRequest(c.Server, code, params)
 	if err != nil {
 		return nil, err
 	}
@@ -7075,6 +7105,21 @@ func NewCompanyGetRequest(server string, params *CompanyGetParams) (*http.Reques
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -7390,6 +7435,21 @@ func NewContactListRequest(server string, params *ContactListParams) (*http.Requ
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -7776,6 +7836,21 @@ func NewDealGoodsListRequest(server string, params *DealGoodsListParams) (*http.
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -7900,7 +7975,7 @@ func NewDealUpdateRequestWithBody(server string, contentType string, body io.Rea
 }
 
 // NewDirectoryGetRequest constructs an http.Request for the DirectoryGet method
-func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode) (*http.Request, error) {
+func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode, params *DirectoryGetParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -7928,6 +8003,21 @@ func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode) (*http.R
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -8038,6 +8128,21 @@ func NewDocumentGoodsListRequest(server string, params *DocumentGoodsListParams)
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -8104,6 +8209,21 @@ func NewDocumentListRequest(server string, params *DocumentListParams) (*http.Re
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -8168,6 +8288,21 @@ func NewFinanceListRequest(server string, params *FinanceListParams) (*http.Requ
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -8364,6 +8499,21 @@ func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, e
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -9236,7 +9386,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-	DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error)
+	DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error)
 
 	// DocumentGoodsInsertWithResponse Add catalogue goods to a document
 	//
@@ -9685,6 +9835,11 @@ func (r CompanyEmailInsertResponse) ContentType() string {
 	return ""
 }
 
+// CompanyGetResponse304Headers the declared response headers of an HTTP 304 response for CompanyGet
+type CompanyGetResponse304Headers struct {
+	ETag string
+}
+
 // CompanyGetResponse401Headers the declared response headers of an HTTP 401 response for CompanyGet
 type CompanyGetResponse401Headers struct {
 	WWWAuthenticate string
@@ -9704,6 +9859,8 @@ type CompanyGetResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *CompanyGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10099,6 +10256,11 @@ func (r ContactInsertResponse) ContentType() string {
 	return ""
 }
 
+// ContactListResponse304Headers the declared response headers of an HTTP 304 response for ContactList
+type ContactListResponse304Headers struct {
+	ETag string
+}
+
 // ContactListResponse401Headers the declared response headers of an HTTP 401 response for ContactList
 type ContactListResponse401Headers struct {
 	WWWAuthenticate string
@@ -10118,6 +10280,8 @@ type ContactListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ContactListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10513,6 +10677,11 @@ func (r DealGoodsInsertResponse) ContentType() string {
 	return ""
 }
 
+// DealGoodsListResponse304Headers the declared response headers of an HTTP 304 response for DealGoodsList
+type DealGoodsListResponse304Headers struct {
+	ETag string
+}
+
 // DealGoodsListResponse401Headers the declared response headers of an HTTP 401 response for DealGoodsList
 type DealGoodsListResponse401Headers struct {
 	WWWAuthenticate string
@@ -10532,6 +10701,8 @@ type DealGoodsListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DealGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10789,6 +10960,11 @@ func (r DealUpdateResponse) ContentType() string {
 	return ""
 }
 
+// DirectoryGetResponse304Headers the declared response headers of an HTTP 304 response for DirectoryGet
+type DirectoryGetResponse304Headers struct {
+	ETag string
+}
+
 // DirectoryGetResponse401Headers the declared response headers of an HTTP 401 response for DirectoryGet
 type DirectoryGetResponse401Headers struct {
 	WWWAuthenticate string
@@ -10808,6 +10984,8 @@ type DirectoryGetResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DirectoryGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DirectoryGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10927,6 +11105,11 @@ func (r DocumentGoodsInsertResponse) ContentType() string {
 	return ""
 }
 
+// DocumentGoodsListResponse304Headers the declared response headers of an HTTP 304 response for DocumentGoodsList
+type DocumentGoodsListResponse304Headers struct {
+	ETag string
+}
+
 // DocumentGoodsListResponse401Headers the declared response headers of an HTTP 401 response for DocumentGoodsList
 type DocumentGoodsListResponse401Headers struct {
 	WWWAuthenticate string
@@ -10946,6 +11129,8 @@ type DocumentGoodsListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DocumentGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10996,6 +11181,11 @@ func (r DocumentGoodsListResponse) ContentType() string {
 	return ""
 }
 
+// DocumentListResponse304Headers the declared response headers of an HTTP 304 response for DocumentList
+type DocumentListResponse304Headers struct {
+	ETag string
+}
+
 // DocumentListResponse401Headers the declared response headers of an HTTP 401 response for DocumentList
 type DocumentListResponse401Headers struct {
 	WWWAuthenticate string
@@ -11015,6 +11205,8 @@ type DocumentListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DocumentListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11065,6 +11257,11 @@ func (r DocumentListResponse) ContentType() string {
 	return ""
 }
 
+// FinanceListResponse304Headers the declared response headers of an HTTP 304 response for FinanceList
+type FinanceListResponse304Headers struct {
+	ETag string
+}
+
 // FinanceListResponse401Headers the declared response headers of an HTTP 401 response for FinanceList
 type FinanceListResponse401Headers struct {
 	WWWAuthenticate string
@@ -11084,6 +11281,8 @@ type FinanceListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *FinanceListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11361,6 +11560,11 @@ func (r TaskInsertResponse) ContentType() string {
 	return ""
 }
 
+// TaskListResponse304Headers the declared response headers of an HTTP 304 response for TaskList
+type TaskListResponse304Headers struct {
+	ETag string
+}
+
 // TaskListResponse401Headers the declared response headers of an HTTP 401 response for TaskList
 type TaskListResponse401Headers struct {
 	WWWAuthenticate string
@@ -11380,6 +11584,8 @@ type TaskListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *TaskListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12421,8 +12627,8 @@ func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, body D
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-func (c *ClientWithResponses) DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error) {
-	rsp, err := c.DirectoryGet(ctx, code, reqEditors...)
+func (c *ClientWithResponses) DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error) {
+	rsp, err := c.DirectoryGet(ctx, code, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12950,6 +13156,9 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12967,6 +13176,16 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers CompanyGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyGetResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -13328,6 +13547,9 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13345,6 +13567,16 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers ContactListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ContactListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -13706,6 +13938,9 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13723,6 +13958,16 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DealGoodsListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DealGoodsListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -13958,6 +14203,9 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13975,6 +14223,16 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DirectoryGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DirectoryGetResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -14084,6 +14342,9 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14101,6 +14362,16 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DocumentGoodsListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DocumentGoodsListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -14147,6 +14418,9 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14164,6 +14438,16 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DocumentListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DocumentListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -14210,6 +14494,9 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14227,6 +14514,16 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers FinanceListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers FinanceListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -14458,6 +14755,9 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14475,6 +14775,16 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers TaskListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers TaskListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
