@@ -7,15 +7,22 @@ export PORT
 
 .PHONY: run test test-citus test-browser lint generate check-generated conformance bench build apidocs db-stop clean
 
-## run: serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data unless DATABASE_URL is set)
-run:
-	LOG_FORMAT=$${LOG_FORMAT:-text} $(GO) run ./cmd/crm-server serve --migrate --demo
+## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
+## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
+run: apidocs
+	@GO=$(GO) tools/run.sh
 
-## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with concurrency
+## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with
+## concurrency. tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
+## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
-test:
-	$(GO) test -count=1 -race $(RACE_PKGS)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance')
+test: SHELL := /bin/bash
+test: apidocs
+	@set -o pipefail; export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
+	$(GO) build -o bin/testprogress ./tools/testprogress && \
+	{ $(GO) test -json -count=1 -race $(RACE_PKGS); r=$$?; \
+	  $(GO) test -json -count=1 $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); exit $$((r | $$?)); } 2>&1 \
+	| bin/testprogress
 
 ## test-citus: the tests on a private Citus cluster under ./.data/citus (skips, saying why, where the citus extension is not installed)
 test-citus:
