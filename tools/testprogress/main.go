@@ -71,12 +71,12 @@ type event struct {
 
 // pkg is what the report knows of one package.
 type pkg struct {
-	name                   string
-	start                  time.Time
-	passed, failed, skiped int
-	running                []string                   // top-level tests running now, in start order
-	output                 map[string]*strings.Builder // by test, until it ends
-	done                   bool
+	name                    string
+	start                   time.Time
+	passed, failed, skipped int
+	running                 []string                    // top-level tests running now, in start order
+	output                  map[string]*strings.Builder // by test, until it ends
+	done                    bool
 }
 
 // report renders events; every method may run beside heartbeat.
@@ -175,7 +175,7 @@ func (r *report) handle(ev event) {
 		case "pass":
 			p.passed++
 		case "skip":
-			p.skiped++
+			p.skipped++
 		case "fail":
 			p.failed++
 			// A parent fails with its subtests: it is printed only for what
@@ -242,8 +242,8 @@ func (r *report) packageEvent(p *pkg, ev event) {
 
 func (p *pkg) counts() string {
 	s := fmt.Sprintf("%d passed", p.passed)
-	if p.skiped > 0 {
-		s += fmt.Sprintf(", %d skipped", p.skiped)
+	if p.skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", p.skipped)
 	}
 	if p.failed > 0 {
 		s += fmt.Sprintf(", %d failed", p.failed)
@@ -261,7 +261,7 @@ func (r *report) heartbeat() {
 			continue
 		}
 		running := "starting"
-		if p.passed+p.failed+p.skiped > 0 {
+		if p.passed+p.failed+p.skipped > 0 {
 			running = "finishing"
 		}
 		if n := len(p.running); n > 0 {
@@ -280,7 +280,7 @@ func (r *report) finish() bool {
 	defer r.mu.Unlock()
 	var passed, failed, skipped int
 	for _, p := range r.pkgs {
-		passed, failed, skipped = passed+p.passed, failed+p.failed, skipped+p.skiped
+		passed, failed, skipped = passed+p.passed, failed+p.failed, skipped+p.skipped
 	}
 	ok := failed == 0 && r.failedPk == 0
 	verdict := "passed"
