@@ -92,10 +92,14 @@ type report struct {
 	builds   map[string]string // import path → build output
 	failures []string          // "pkg.TestX"
 	failedPk int
+	// idleSince is when the last package ended (or the run started): while no
+	// package runs, go test is building.
+	idleSince time.Time
 }
 
 func newReport(out io.Writer, title, module string, now func() time.Time) *report {
-	return &report{out: out, title: title, module: module, now: now, start: now(), pkgs: map[string]*pkg{}, builds: map[string]string{}}
+	start := now()
+	return &report{out: out, title: title, module: module, now: now, start: start, idleSince: start, pkgs: map[string]*pkg{}, builds: map[string]string{}}
 }
 
 // read renders the events of in until it ends. Lines that are not JSON
@@ -220,12 +224,15 @@ func (r *report) packageEvent(p *pkg, ev event) {
 		b.WriteString(ev.Output)
 	case "pass":
 		p.done = true
+		r.idleSince = r.now()
 		fmt.Fprintf(r.out, "ok    %-28s %s  %v\n", p.name, p.counts(), took)
 	case "skip":
 		p.done = true
+		r.idleSince = r.now()
 		fmt.Fprintf(r.out, "-     %-28s no tests\n", p.name)
 	case "fail":
 		p.done = true
+		r.idleSince = r.now()
 		r.failedPk++
 		if ev.FailedBuild != "" {
 			fmt.Fprintf(r.out, "FAIL  %-28s build failed (%s)\n", p.name, r.short(ev.FailedBuild))
@@ -251,10 +258,21 @@ func (p *pkg) counts() string {
 	return s
 }
 
-// heartbeat prints a line for each package still running.
+// heartbeat prints a line for each package still running, or, while none
+// runs, that the tests are being built.
 func (r *report) heartbeat() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	running := 0
+	for _, p := range r.pkgs {
+		if !p.done {
+			running++
+		}
+	}
+	if running == 0 {
+		fmt.Fprintf(r.out, "...   building the tests (%v since the last result)\n", r.now().Sub(r.idleSince).Round(time.Second))
+		return
+	}
 	for _, name := range r.order {
 		p := r.pkgs[name]
 		if p.done {

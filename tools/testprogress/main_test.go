@@ -44,10 +44,12 @@ func TestReport(t *testing.T) {
 	var out strings.Builder
 	r := newReport(&out, "make test", "github.com/crmservice/crm/", c.now)
 	before, after, _ := strings.Cut(stream, "HEARTBEAT\n")
+	c.t = c.t.Add(5 * time.Second)
+	r.heartbeat() // nothing started: go test builds
 	if err := r.read(strings.NewReader(before)); err != nil {
 		t.Fatal(err)
 	}
-	c.t = c.t.Add(15 * time.Second)
+	c.t = c.t.Add(10 * time.Second)
 	r.heartbeat()
 	if err := r.read(strings.NewReader(after)); err != nil {
 		t.Fatal(err)
@@ -56,11 +58,12 @@ func TestReport(t *testing.T) {
 	if r.finish() {
 		t.Error("finish reports success")
 	}
-	want := `go: downloading example.com/x v1.0.0
+	want := `...   building the tests (5s since the last result)
+go: downloading example.com/x v1.0.0
 --- FAIL: impl.TestB/sub (0.10s)
     b_test.go:12: want 2, got 3
-...   impl                         1 passed, 1 skipped, 2 failed so far; finishing (15s)
-...   db                           0 passed so far; running TestLong (15s)
+...   impl                         1 passed, 1 skipped, 2 failed so far; finishing (10s)
+...   db                           0 passed so far; running TestLong (10s)
 FAIL  impl                         1 passed, 1 skipped, 2 failed  12.3s
 ok    db                           1 passed  20s
 FAIL  broken [github.com/crmservice/crm/broken.test] does not build:
