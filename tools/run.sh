@@ -10,16 +10,17 @@ set -m
 trap ':' INT TERM
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
+bin=${CRM_RUN_BIN:-bin/crm-server} # where the server is built (tests build it elsewhere)
 say() { printf 'run: %s\n' "$*"; }
 
-say "compiling crm-server into bin/ (a minute or two on a machine that has not built it yet; seconds after that)"
+say "compiling crm-server into $(dirname "$bin")/ (a minute or two on a machine that has not built it yet; seconds after that)"
 start=$SECONDS
 ( while sleep 15; do say "still compiling ($((SECONDS - start)) s)"; done ) &
 ticker=$!
-"$GO" build -o bin/crm-server ./cmd/crm-server
+disown "$ticker" # no "Terminated" notice when it is stopped
+"$GO" build -o "$bin" ./cmd/crm-server
 rc=$?
 kill "$ticker" 2>/dev/null
-wait "$ticker" 2>/dev/null
 if [[ $rc -ge 128 ]]; then
   say "interrupted while compiling"
   exit 0
@@ -32,7 +33,7 @@ if [[ -n "${DATABASE_URL:-}" ]]; then
 else
   say "starting crm-server on :${PORT:-8080}: the private PostgreSQL under ./.data (created the first time), migrations, the demo account (loaded once), then the API"
 fi
-LOG_FORMAT=${LOG_FORMAT:-text} METRICS_ADDR=${METRICS_ADDR:-main} bin/crm-server serve --migrate --demo
+LOG_FORMAT=${LOG_FORMAT:-text} METRICS_ADDR=${METRICS_ADDR:-main} "$bin" serve --migrate --demo
 rc=$?
 # The server ends with 0 when interrupted; a signal that killed it is no failure either.
 if [[ $rc -ge 128 ]]; then
