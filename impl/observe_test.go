@@ -553,8 +553,10 @@ func TestMailMetrics(t *testing.T) {
 }
 
 func TestTracing(t *testing.T) {
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	// The SDK's in-memory exporter, fed at the end of each span.
+	exporter := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exporter))
+	spans := exportedSpans{exporter}
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
 	e := newEnv(t)
 	w := e.newWorld(t, "acme")
@@ -670,6 +672,12 @@ func TestTracing(t *testing.T) {
 		}
 	})
 }
+
+// exportedSpans reads what the in-memory exporter was given.
+type exportedSpans struct{ exp *tracetest.InMemoryExporter }
+
+func (e exportedSpans) Ended() []sdktrace.ReadOnlySpan { return e.exp.GetSpans().Snapshots() }
+func (e exportedSpans) Reset()                         { e.exp.Reset() }
 
 // gunzip decompresses a gzip body.
 func gunzip(t *testing.T, b []byte) []byte {
