@@ -48,7 +48,6 @@ func openPool(url string, opts []Option) (*sqlx.DB, error) {
 		otelsql.WithSpanOptions(otelsql.SpanOptions{
 			OmitConnResetSession: true,
 			OmitRows:             true,
-			OmitConnectorConnect: false,
 			// Only statements of a traced operation: background loops would
 			// otherwise start a trace of their own every few seconds.
 			SpanFilter: func(ctx context.Context, _ otelsql.Method, _ string, _ []driver.NamedValue) bool {

@@ -109,9 +109,6 @@ func (m *Metrics) Handler() http.Handler {
 	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{Registry: m.reg, EnableOpenMetrics: true})
 }
 
-// Registry is where the metrics are registered, for a caller that adds its own.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
-
 // WatchDB adds the statistics of a connection pool (open, in use and idle
 // connections, waits for a connection and their time) as the go_sql_*
 // metrics, labelled db_name=name. A second pool of the same name is ignored.
