@@ -5,21 +5,32 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-citus lint generate check-generated conformance bench build db-stop clean
+.PHONY: run test test-citus test-browser lint generate check-generated conformance bench build apidocs db-stop clean
 
-## run: serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data unless DATABASE_URL is set)
-run:
-	LOG_FORMAT=$${LOG_FORMAT:-text} $(GO) run ./cmd/crm-server serve --migrate --demo
+## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
+## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
+run: apidocs
+	@GO=$(GO) tools/run.sh
 
-## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with concurrency
+## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with
+## concurrency. tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
+## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
-test:
-	$(GO) test -count=1 -race $(RACE_PKGS)
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance')
+test: SHELL := /bin/bash
+test: apidocs
+	@set -o pipefail; export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
+	$(GO) build -o bin/testprogress ./tools/testprogress && \
+	{ $(GO) test -json -count=1 -race $(RACE_PKGS); r=$$?; \
+	  $(GO) test -json -count=1 $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); exit $$((r | $$?)); } 2>&1 \
+	| bin/testprogress
 
 ## test-citus: the tests on a private Citus cluster under ./.data/citus (skips, saying why, where the citus extension is not installed)
 test-citus:
 	.ci/test-citus.sh
+
+## test-browser: the API reference page (/docs) and CORS in Debian's Chromium driven by playwright-core; installs both when missing, or says why it skips
+test-browser:
+	.ci/test-browser.sh
 
 ## lint: generated code up to date, gofmt, go vet, staticcheck, and the OpenAPI document through Spectral and Redocly
 lint: check-generated
@@ -47,9 +58,22 @@ bench:
 	$(GO) run ./cmd/crm-bench
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
-## build: the binaries, into ./bin
-build:
+## build: the binaries, into ./bin (with the renderer of the API reference page, see apidocs)
+build: apidocs
 	$(GO) build -o bin/ ./cmd/...
+
+## apidocs: the renderer of the API reference page (/docs): Redoc from its npm package (impl/apidocs/package-lock.json)
+## into impl/apidocs/assets/redoc, which the server embeds. Without npm the server builds all the same and /docs says so.
+APIDOCS_BUNDLE = impl/apidocs/assets/redoc/redoc.standalone.js
+apidocs: $(APIDOCS_BUNDLE)
+$(APIDOCS_BUNDLE): impl/apidocs/package.json impl/apidocs/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "apidocs: npm is not installed, so /docs will only link the contract (install Node.js with npm for the rendered page)"; exit 0; fi; \
+	echo "apidocs: fetching the renderer of /docs (Redoc) with npm ci into impl/apidocs/node_modules"; \
+	npm ci --prefix impl/apidocs --omit=peer --ignore-scripts --no-audit --no-fund --loglevel=error && \
+	mkdir -p impl/apidocs/assets/redoc && \
+	cp impl/apidocs/node_modules/redoc/LICENSE impl/apidocs/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt impl/apidocs/assets/redoc/ && \
+	cp impl/apidocs/node_modules/redoc/bundles/redoc.standalone.js $@
 
 ## db-stop: stop the private PostgreSQL under ./.data
 db-stop:

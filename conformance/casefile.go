@@ -93,6 +93,9 @@ type Expect struct {
 	// Headers maps a reply header to a text its value must contain ("" only
 	// requires the header to be present).
 	Headers map[string]string
+	// NoBody expects a reply without a body (304 Not Modified, the 204 of a
+	// CORS preflight): none of the envelope's expectations apply to it.
+	NoBody bool
 }
 
 // The values of Expect.Status.
@@ -137,6 +140,7 @@ type rawExpect struct {
 	QuickList         bool                 `yaml:"quick_list"`
 	WalkPages         bool                 `yaml:"walk_pages"`
 	Headers           map[string]string    `yaml:"headers"`
+	NoBody            bool                 `yaml:"no_body"`
 }
 
 // LoadCases reads every case file (*.yaml, *.yml, *.json) at the root of fsys,
@@ -245,7 +249,8 @@ func (rc rawCase) check() (Case, error) {
 
 	ex := rc.Expect
 	c.Expect = Expect{HTTPStatus: ex.HTTPStatus, Status: ex.Status, Value: ex.Value, ErrorContains: ex.ErrorContains,
-		Rows: ex.Rows, Pages: ex.Pages, Page: ex.Page, QuickList: ex.QuickList, WalkPages: ex.WalkPages, Headers: ex.Headers}
+		Rows: ex.Rows, Pages: ex.Pages, Page: ex.Page, QuickList: ex.QuickList, WalkPages: ex.WalkPages, Headers: ex.Headers,
+		NoBody: ex.NoBody}
 	if c.Expect.HTTPStatus == 0 {
 		c.Expect.HTTPStatus = 200
 	}
@@ -268,6 +273,11 @@ func (rc rawCase) check() (Case, error) {
 			code := ex.Code.Value
 			c.Expect.Code = &code
 		}
+	}
+	if c.Expect.NoBody && (ex.Status != "" || c.Expect.CodeSet || c.Expect.Value != nil || !ex.ValueJSON.IsZero() ||
+		len(ex.ValueJSONContains) > 0 || ex.ErrorContains != "" || ex.Rows != nil || ex.Pages != nil || ex.Page != nil ||
+		ex.QuickList || ex.WalkPages || len(rc.Save) > 0) {
+		return c, errors.New("expect.no_body excludes every expectation of the envelope and save")
 	}
 	if c.Expect.Status != StatusSuccess && (!c.Expect.CodeSet || c.Expect.Code == nil) {
 		return c, errors.New("a case that expects an error must give expect.code")

@@ -75,8 +75,8 @@ func (c *Contract) CheckConventions(method, target string, status int, header ht
 		if *env.Status == StatusErrorUpper && (method != http.MethodGet || path != "/company/get" || code != `"404"`) {
 			bad(`status "Error" is only for a missing counterparty of GET /company/get (code "404")`)
 		}
-		if code == `"500"` && env.Error != nil && *env.Error != "internal error" {
-			bad(`code "500" has the error text "internal error", not %q`, *env.Error)
+		if want := "internal error (request id " + header.Get("X-Request-Id") + ")"; code == `"500"` && env.Error != nil && *env.Error != want {
+			bad(`code "500" has the error text %q (with the reply's X-Request-Id), not %q`, want, *env.Error)
 		}
 		if code == `"503"` && (op == nil || op.Responses.Status(http.StatusServiceUnavailable) == nil) {
 			bad(`code "503" is only for the operations that document an HTTP 503 (GET /readyz; the webhook operations that need CRM_SECRET_KEY)`)
@@ -113,8 +113,19 @@ func (c *Contract) CheckConventions(method, target string, status int, header ht
 			bad("HTTP 429 has the header Retry-After in whole seconds, not %q", header.Get("Retry-After"))
 		}
 	}
+	if err := checkRequestID(header); err != nil {
+		bad("%v", err)
+	}
 	if len(problems) > 0 {
 		return errors.New(strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// checkRequestID checks that a reply carries its request's id.
+func checkRequestID(header http.Header) error {
+	if id := header.Get("X-Request-Id"); id == "" || len(id) > 128 {
+		return fmt.Errorf("every reply carries X-Request-Id (1 to 128 characters), not %q", id)
 	}
 	return nil
 }

@@ -481,6 +481,9 @@ func (r *Runner) verify(c *Case, rc *resolvedCase, status int, header http.Heade
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 	method := c.Request.Method
 
+	if c.Expect.NoBody {
+		return nil, r.verifyNoBody(c, rc, status, header, body)
+	}
 	if c.Unchecked {
 		if err := r.Contract.CheckEnvelope(body); err != nil {
 			bad("contract: %v", err)
@@ -572,6 +575,34 @@ func (r *Runner) verify(c *Case, rc *resolvedCase, status int, header http.Heade
 		}
 	}
 	return value, problems
+}
+
+// verifyNoBody checks a reply that has no body: the contract (unless the case
+// is unchecked), the request id every reply carries, the status and headers.
+func (r *Runner) verifyNoBody(c *Case, rc *resolvedCase, status int, header http.Header, body []byte) []string {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if !c.Unchecked {
+		if err := r.Contract.Check(c.Request.Method, rc.target, status, header, body); err != nil {
+			bad("contract: %v", err)
+		}
+	}
+	if err := checkRequestID(header); err != nil {
+		bad("conventions: %v", err)
+	}
+	if len(body) > 0 {
+		bad("want no body, got %d bytes: %s", len(body), excerpt(body, 100))
+	}
+	if status != c.Expect.HTTPStatus {
+		bad("HTTP status: want %d, got %d", c.Expect.HTTPStatus, status)
+	}
+	for k, want := range rc.headers {
+		got, ok := header[http.CanonicalHeaderKey(k)]
+		if !ok || !strings.Contains(strings.Join(got, ", "), want) {
+			bad("header %s: want a value containing %q, got %q", k, want, strings.Join(got, ", "))
+		}
+	}
+	return problems
 }
 
 // checkQuickList checks the paging fields of a list without paging.

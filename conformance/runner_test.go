@@ -30,6 +30,9 @@ func reply(w http.ResponseWriter, status int, env map[string]any) {
 		full[k] = v
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if _, ok := w.Header()["X-Request-Id"]; !ok {
+		w.Header().Set("X-Request-Id", "fake-1") // as every reply of the service
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(full)
 }
@@ -251,7 +254,14 @@ func TestRunReportsContractViolations(t *testing.T) {
 		}, "HTTP 401 goes with code"},
 		{"internal error with details", func(w http.ResponseWriter, r *http.Request) {
 			reply(w, 200, map[string]any{"status": "error", "error": "pq: relation does not exist", "code": "500"})
-		}, `"internal error"`},
+		}, `"internal error (request id fake-1)"`},
+		{"internal error without the request id", func(w http.ResponseWriter, r *http.Request) {
+			reply(w, 200, map[string]any{"status": "error", "error": "internal error", "code": "500"})
+		}, `"internal error (request id fake-1)"`},
+		{"no request id", func(w http.ResponseWriter, r *http.Request) {
+			w.Header()["X-Request-Id"] = []string{""}
+			reply(w, 200, map[string]any{"rows": 0, "pages": 0, "page": 0, "value": `[]`})
+		}, "every reply carries X-Request-Id"},
 		{"not a JSON body", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "text/plain")
 			fmt.Fprint(w, "404 page not found")

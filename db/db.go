@@ -83,8 +83,8 @@ func Fingerprint() (string, error) {
 }
 
 // Open connects to the database at url and checks that it answers.
-func Open(ctx context.Context, url string) (*sqlx.DB, error) {
-	db, err := sqlx.Open("postgres", url)
+func Open(ctx context.Context, url string, opts ...Option) (*sqlx.DB, error) {
+	db, err := openPool(url, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
@@ -106,12 +106,12 @@ func Open(ctx context.Context, url string) (*sqlx.DB, error) {
 // On Citus it opens an ordinary pool: a generic plan does not know the account
 // its statement routes to, and Citus cannot plan a join for every shard at once
 // (it plans router statements itself, and caches the simplest).
-func OpenGeneric(ctx context.Context, url string) (*sqlx.DB, error) {
+func OpenGeneric(ctx context.Context, url string, opts ...Option) (*sqlx.DB, error) {
 	u, err := neturl.Parse(url)
 	if err != nil {
 		return nil, fmt.Errorf("open database: %w", err)
 	}
-	probe, err := Open(ctx, url)
+	probe, err := Open(ctx, url, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func OpenGeneric(ctx context.Context, url string) (*sqlx.DB, error) {
 	q := u.Query()
 	q.Set("plan_cache_mode", "force_generic_plan") // lib/pq sends unknown keys as session settings
 	u.RawQuery = q.Encode()
-	pool, err := Open(ctx, u.String())
+	pool, err := Open(ctx, u.String(), opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -2363,6 +2363,9 @@ type GoodsDocumentId = int64
 // GoodsIds defines model for GoodsIds.
 type GoodsIds = string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // KpiDateFrom defines model for KpiDateFrom.
 type KpiDateFrom = openapi_types.Date
 
@@ -2474,6 +2477,9 @@ type CommonListPagingParamsModule int
 type CompanyGetParams struct {
 	// Id Counterparty id.
 	Id int64 `form:"id" json:"id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CompanyInsertParams defines parameters for CompanyInsert.
@@ -2495,6 +2501,9 @@ type ContactListParams struct {
 
 	// CompanyId All contact persons of this counterparty; the other parameters are then ignored.
 	CompanyId *int64 `form:"company_id,omitempty" json:"company_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DashboardKpiMyParams defines parameters for DashboardKpiMy.
@@ -2549,6 +2558,15 @@ type DealGoodsInsertParams struct {
 type DealGoodsListParams struct {
 	// DealId Deal.
 	DealId int64 `form:"deal_id" json:"deal_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DirectoryGetParams defines parameters for DirectoryGet.
+type DirectoryGetParams struct {
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DirectoryGetParamsCode defines parameters for DirectoryGet.
@@ -2567,6 +2585,9 @@ type DocumentGoodsInsertParams struct {
 type DocumentGoodsListParams struct {
 	// DocumentId Document.
 	DocumentId GoodsDocumentId `form:"document_id" json:"document_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DocumentListParams defines parameters for DocumentList.
@@ -2576,6 +2597,9 @@ type DocumentListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // EventListParams defines parameters for EventList.
@@ -2618,6 +2642,9 @@ type FinanceListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // TaskListParams defines parameters for TaskList.
@@ -2627,6 +2654,9 @@ type TaskListParams struct {
 
 	// DealId Only the tasks of this deal.
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // WebhookDeliveriesParams defines parameters for WebhookDeliveries.
@@ -4883,7 +4913,7 @@ type ServerInterface interface {
 	DealUpdate(w http.ResponseWriter, r *http.Request)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
-	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode)
+	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams)
 	// DocumentGoodsInsert Add catalogue goods to a document
 	// (POST /document/goods/insert)
 	DocumentGoodsInsert(w http.ResponseWriter, r *http.Request, params DocumentGoodsInsertParams)
@@ -5360,6 +5390,27 @@ func (siw *ServerInterfaceWrapper) CompanyGet(w http.ResponseWriter, r *http.Req
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CompanyGet(w, r, params)
 	}))
@@ -5519,6 +5570,27 @@ func (siw *ServerInterfaceWrapper) ContactList(w http.ResponseWriter, r *http.Re
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "company_id", Err: err})
 		}
 		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -5811,6 +5883,27 @@ func (siw *ServerInterfaceWrapper) DealGoodsList(w http.ResponseWriter, r *http.
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DealGoodsList(w, r, params)
 	}))
@@ -5879,8 +5972,32 @@ func (siw *ServerInterfaceWrapper) DirectoryGet(w http.ResponseWriter, r *http.R
 		return
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DirectoryGetParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DirectoryGet(w, r, code)
+		siw.Handler.DirectoryGet(w, r, code, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5958,6 +6075,27 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsList(w http.ResponseWriter, r *h
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DocumentGoodsList(w, r, params)
 	}))
@@ -6016,6 +6154,27 @@ func (siw *ServerInterfaceWrapper) DocumentList(w http.ResponseWriter, r *http.R
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "deal_id", Err: err})
 		}
 		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -6328,6 +6487,27 @@ func (siw *ServerInterfaceWrapper) FinanceList(w http.ResponseWriter, r *http.Re
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.FinanceList(w, r, params)
 	}))
@@ -6428,6 +6608,27 @@ func (siw *ServerInterfaceWrapper) TaskList(w http.ResponseWriter, r *http.Reque
 			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "deal_id", Err: err})
 		}
 		return
+	}
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "If-None-Match", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "If-None-Match", Err: err})
+			return
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+
 	}
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -6760,6 +6961,13 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 
 type NoSecretKeyJSONResponse Envelope
 
+type NotModifiedResponseHeaders struct {
+	ETag string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
+
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
 }
@@ -6956,6 +7164,14 @@ func (response CompanyGet200JSONResponse) VisitCompanyGetResponse(w http.Respons
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type CompanyGet304Response = NotModifiedResponse
+
+func (response CompanyGet304Response) VisitCompanyGetResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type CompanyGet401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -7269,6 +7485,14 @@ func (response ContactList200JSONResponse) VisitContactListResponse(w http.Respo
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type ContactList304Response = NotModifiedResponse
+
+func (response ContactList304Response) VisitContactListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type ContactList401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -7635,6 +7859,14 @@ func (response DealGoodsList200JSONResponse) VisitDealGoodsListResponse(w http.R
 	return err
 }
 
+type DealGoodsList304Response = NotModifiedResponse
+
+func (response DealGoodsList304Response) VisitDealGoodsListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type DealGoodsList401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response DealGoodsList401JSONResponse) VisitDealGoodsListResponse(w http.ResponseWriter) error {
@@ -7822,7 +8054,8 @@ func (response DealUpdate429JSONResponse) VisitDealUpdateResponse(w http.Respons
 }
 
 type DirectoryGetRequestObject struct {
-	Code DirectoryGetParamsCode `json:"code"`
+	Code   DirectoryGetParamsCode `json:"code"`
+	Params DirectoryGetParams
 }
 
 type DirectoryGetResponseObject interface {
@@ -7841,6 +8074,14 @@ func (response DirectoryGet200JSONResponse) VisitDirectoryGetResponse(w http.Res
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type DirectoryGet304Response = NotModifiedResponse
+
+func (response DirectoryGet304Response) VisitDirectoryGetResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type DirectoryGet401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -7947,6 +8188,14 @@ func (response DocumentGoodsList200JSONResponse) VisitDocumentGoodsListResponse(
 	return err
 }
 
+type DocumentGoodsList304Response = NotModifiedResponse
+
+func (response DocumentGoodsList304Response) VisitDocumentGoodsListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type DocumentGoodsList401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response DocumentGoodsList401JSONResponse) VisitDocumentGoodsListResponse(w http.ResponseWriter) error {
@@ -8049,6 +8298,14 @@ func (response DocumentList200JSONResponse) VisitDocumentListResponse(w http.Res
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type DocumentList304Response = NotModifiedResponse
+
+func (response DocumentList304Response) VisitDocumentListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type DocumentList401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -8726,6 +8983,14 @@ func (response FinanceList200JSONResponse) VisitFinanceListResponse(w http.Respo
 	return err
 }
 
+type FinanceList304Response = NotModifiedResponse
+
+func (response FinanceList304Response) VisitFinanceListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type FinanceList401JSONResponse struct{ UnauthorizedJSONResponse }
 
 func (response FinanceList401JSONResponse) VisitFinanceListResponse(w http.ResponseWriter) error {
@@ -8936,6 +9201,14 @@ func (response TaskList200JSONResponse) VisitTaskListResponse(w http.ResponseWri
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type TaskList304Response = NotModifiedResponse
+
+func (response TaskList304Response) VisitTaskListResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type TaskList401JSONResponse struct{ UnauthorizedJSONResponse }
@@ -10155,10 +10428,11 @@ func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // DirectoryGet operation middleware
-func (sh *strictHandler) DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode) {
+func (sh *strictHandler) DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams) {
 	var request DirectoryGetRequestObject
 
 	request.Code = code
+	request.Params = params
 
 	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
 		return sh.ssi.DirectoryGet(ctx, request.(DirectoryGetRequestObject))
@@ -11011,723 +11285,744 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchtHliD6KhnYuSFAXQQBipItMDq2aUkea2x9jESP76yhQSVRCSCbhUy4skAKbTNif924vzduxL7B",
-	"vsi+yTzJjTznZFZWoQAUQFJ2x7ZjpgVWZeXHyZMnz/f5tTXW84VWQuWmNfi1JT7z+SIV8Ps8mUtl3ql0",
-	"Zf8yy/mcZ6vWoHWumF6IjOdSK6YnjEO7iF2uGFc6n4mMZToVrah1zdOlsB+PdSJag9Zp70kraoks01lr",
-	"0NIqXdHHbM5XLNEsn0nTiloLPhWtQQ9/GPiV6Rv8YXKeL01rQN34QVqt29uo9Q1PXvJcVCbMEp4Lls94",
-	"zhItDFM6Zwuemfo59oI5/rIU2cq25XORi4wNW7arYWvATJ5JNS36m/N8PGP5TLCJzuY8903vup5/1jox",
-	"rxNTXtPUPh3JxDCJ43M21vM5PzLCzjYXCUulye3+yMQcsE4/QGWx6lG41kxMlynPmPi8yIQxFiOGrf/4",
-	"uXf0/NOf2hH+23n8T4dDoefA8P1CfoGdHeV663rveW8/iF+WwuTVRU2kSBNc1YTL1LBrnsoEDtzOdWXY",
-	"JbvUyWpAPQ1bis8BaxeZPbr5yj+y6DOXxkg1vdNiXuj5gqvVW51/q5cqKa/oDQ4QsUSkwqKmzphU19LI",
-	"y1SwsV6qXGQLnuWr2uWdBssLG7N+r9eHLZ/AmPcw/3fZS8FTuy0yE5VVvBUSiNsYm45kwpTOWCJ4an9P",
-	"5bXYvT3Bx8G30rDMjXm3Vaicj/N3k3MkxLSq8jrG2IjGdbQDnrGFyAxS9WCibUfWQ+A/MpFdgdJKdBqs",
-	"2g05YEozsxzPaoa01L+KDYfDwm7kVnQsY6Hdip3YZxuxJ/eHdS/1eDkXKt9nnvTJ7rlSQ/b1fc5XVSiw",
-	"fXLGoJHFpv76tNQyTYtZNR3eLMdjYYKLq9WHGby2yKF4usaSLJX4vBBjS12MyK5FxiZ8measnYgcaCiw",
-	"G1IBGacWqZ7W4e7TEu5KGpE5iBwOPjf5/yYy/fe2ALyI34qb1xUsfa2MyHKRBFhgZ6jEDZPJw6HDs14P",
-	"MeLdMn83+cDVdI03UMv5pciATHG20EbaC/SRYWY5j1iuNUt5NoU7ncnc4F25k5Rx6tauUy+Bwcrs4APG",
-	"55Z0GcZVYocwbLlguWbPK/91nz+P2C9LrnKZS7GhVff58+d3QrUPYqyzxLxT7/lUXGj9g11qGUAZNhlp",
-	"ZXtn/FJfC9i6Of8s58v5ASxUuUvLcBCw5kvLkgjGczbXJmeIoYcv70d1pfSNAt64vCp4ZHle5J94JoD2",
-	"0bkZ85yneroUZ/bpzFJXSfi7k6B6jnjA4Cd7/vzryG5cQVzXhrnbaftJXM60vqq/Hc6ZWV6acSYXXhCj",
-	"a5qP4RL19/POld3gOKx/ci/3xG3UmgmeiAy25oPIs9XR+SQXmf0zEX7OrUHroxhrZfdKsxsuLYpMdCaI",
-	"gHzOmeNmb2Q+Q/4g11dC2aVFjNs+4SDPuVoBqywSxpf5TKhcjoFftnJppU+e52K+yNkk03PiOVJpL0qe",
-	"JFaI6VrIoBzcGvSjlufMBnm2FFHLjGdizu1a5lLBQbGt8tVCELGdigy376efjs6L2Yj15Z+nN3xlWPyN",
-	"4JnI4sit0wpW3HJF3LAYIDwKPoxLM2zhx0jd/zxsSQXSwggANWxFbO37Pw9bSzw/kRXc7NosqmTiWl+J",
-	"hNGHrW0rp9WinIRb7ukA7DocQ8uC4XVRXrZ9XlqDZamillSOqLQiEE+I4xrBPbJ5MiiUIfCfWbzesS84",
-	"N2KPaudH70pz/HrzHKn5g8yTJP/yBF9URH1L7oCBFkSaAjrHFZMJKFgysRA8Z22thL8OmeBWtJVz0Slj",
-	"1ZNeP3rSO2nVL9nTwq0LnvPPPwg1zWetwUmvB4Qkt7xIa1CjI2hFa1gVtUjq/zbT83UofCszk7OEr9za",
-	"FyKTOrEcE7JOILGHjWKS8eNHhs21ymeVRZ/0Tp4d9ftHvf6GdcP3lnC0ajfWvt62jgu9voof+I5FaPuS",
-	"LhY4m0zfKJE9MrBt7G9WAqtfRv/ptmXkes9F/OtSjq9IpKw7Ni8C0e2MxYUEGVvyEtNRjllbZ+xS57NO",
-	"KPeWqe7Gs1Z02rrL0YKlbCNPB81/OwE7dLa39oiZhVYG9bJv9UcxzkT+vVjhja5yKw8Ofm3xxSKle+/4",
-	"r8aupazRVZq+CZQaml2JlRXGJ3K6zGrZoKcltS0xC8azVvyay5RfpmIQiiYzbqyo/+LDm9HHVy8+vLoY",
-	"ff/q3+09L9Q4Wy3gcMqMGViKuRu3UUD2nzIxaQ1a/+W4UGsf41tz/Epdi1QvBH5T3vKLtYnH5ZnHETOa",
-	"yZyNubKLvhJiwRzfRIs4AzECdeOaeF4jcqaV6LZuo9aF1m+4WpHSz+y5ecjenJe5m/Jm2lWUeZl6pgh4",
-	"Jj3J6/VVJ8+D3d7BXQ3YSc9SLDaXapkD8arM4E5sPpC79TUiFRSfx0Ik9vbLDbP3IEvlXOY7l1Q09V0M",
-	"2NOe4zUNLMIAYwo/cRJ/AATdumzg9vM9EGCoAANY276w98si5WPhbqHTXj8CSTbgnnF8aViqgVFcLiK2",
-	"VKkdReZDFQwhEuBk6dJK7Q13cspmepmZM2aEYLFUE90NedqI/WCXYTpdBhLDUCF7HwfyQ0zbYrosBgDH",
-	"djbxsDVsxX793jb1yLD48xFsyBG27g7tPm6WTeo2h1ofh01vUQS1C9aZ/Bsqivc4ysSilxH7x10sea0Y",
-	"1w8Qe9mgh8PPorMSVK+PZnOjr9klCit/mDMVziewhVjE3gjMQ7GPnVcP58KeDHuOkRzpyQYyy6YiN+z0",
-	"5DmTyuSCJ6y96xSVEb1OFN2G7WvtbwOYQ48vUsEze+u/lJkY5zqrZQnPSSlIVAVUbI8MS9w3ZyxWyzSN",
-	"WSbm+lqg6hA/afsP2KUY67kwzIrtK1jaVg7K9mhn5gSSCkcVtT4fTfURPXWNu2/px8/Q5aew2ZGcL3QG",
-	"R3vBrTTTmsp8trzsjvX8WPOFPLI4PxXq2A99G35uruTiSANMeHq00KCRxdkVpicgHEkisdV7NNRJeyhw",
-	"FVXAlixh3JDeKUuYmekbS5HPWHz+8uXoV8uI3sZsLuaXIrOiYZatWDESwhi0Hotg0F9bfJzLa5mvRgip",
-	"NaE/arkrvvbdlIhh/ZsRkr+1fdyxd7dRy6LjVGer2r7dyzt0L/MNXVt4bxo2E/bS20WMQASUcxF8Mrpc",
-	"rZ8aS5jsrrljszQiYzczbXcNLn4gNzN9YxnSG27oeZsvZMQQVyM25zKNWLfbhQOzNmXxGa0CIyTXNYsC",
-	"yXmEYkzN62mml4vNbw7fgQ0f1jRUEz0yepmN62do+Y7N85/LJEnF5vebX+i8/gVaMte3M+7HLBVTnjJL",
-	"TvNVxOKTmC0yec2RZTZagfirLAH7uR+dfKpbrrPdjyxoaieQianECay9cpfpxleH71fOpw1UVLZVLSLm",
-	"/DONXe5AKuXw36lCQNY2MhfmjNlrF5hMvQRZcl7f+SbSZR+MGmPaMktre7EHc49ebOuNaLXM56Mxny+4",
-	"nKrNDQoms/b9XCRyOd/4esthsa9zsQGxbmZyPBvNtMm3dYGtUqmudreyu7i51W2oVfy5BeoTAFxx5xRE",
-	"l2i2R/+CVEeVO6x6hgo0oO0qkeUygSnRwzL1CCkN4kqBGeGuewpBNKRKhMvXV3DThWfUH+XgInW3bUB6",
-	"HX3254vOaR386/a3bjcrOFpCqRL6lXE1wK2CrunLv4px3irYnxc8SzazQBOeGlFlUMYF47Tt1nX8Fdzh",
-	"4HOCQlgu5mb3t/BBQUpaPMs49CXsBdu8p1e2OVpl63pbzLQSzXt7b5tv7q0glI17/OA/2dRt5VA66HtI",
-	"+EWUxg+AvmX30YkgcIfbAw1eHLipr9ViCXOY88+v8bt+r7cOzFcHbHRN309run7PV3OhcvLwaL5F3wLL",
-	"Dj0cgDcNJ7fG/4fmnKdPo63yQNC23wugWi8GVGQb+4a1vZDITr/eLfRtFhRqx3hBL8NhTp4fNAwJDDuh",
-	"EwgQO9uucedV5ioRTCrGFXMtndVfqikzK5MjQ7RzoDKTX961aDtrX57SP9s3pU07CJoVnn7n/Es8/s7p",
-	"V3j+ne1dwzXW1tIsENG84meyTFMvtPEa7r66lLlUfvBos5RROUh1swzlDmCUoccvI4Ps3KBCJtnZtCSI",
-	"VPxE4FWIXv3eIei1n6yym4gFYsRmWyizrcK5H3QySAYp2dRPv462CiXlOX1AKyK4kdpGh0yiIqTs3NOK",
-	"0NKofSHENGq+B7UIhZydjWuFnt3gr5WCmn5WEYt2fVZhyUjKKIQahwpbOK8fFwnPRVPOq0JUZBKDkYjn",
-	"LBXcgKmToRMaaBW7iFBhRyc71YwPx2ZsZQrr9NnrXMRBXXwRDuEhr/pDVr1BLfL3eP1/iav7D3PxHrLX",
-	"ja7VM5YJsDGjrUKnB160X+De3NedqKKsqie3qEnYj8KeV8NknIOozBhK2xETRyCgot+5HkueMiXyG51d",
-	"1Rh1Xt2r1uL9vWotPsLk39LcG/da+qyu38BnrJmi1n2wUVd7gL1nhzWl8dzux6hRcaR0sssAfDUicpq0",
-	"CIUdwstaBftmYwg5mG59ebjR4cHsGXWq55LTYQk5vFq6oXI4XHgAow0KXtISF4ru907B9sqp3CpnZgvl",
-	"Qa3PHcmPC5ZguZ4K4POAIPGSNfp+qE5TFdrDKcD2ZJgemBfZg6kIjl55P9/wfDwTCRtzI47sXirb8lqk",
-	"K8anXCqDPtOug8BRg7VPTzpnZGjOwRPyZiYUU+Jm/QI/SLYHtUkF3UJ10pP9hebbbafhcIXz3yc277gF",
-	"tzNR/zgKf/9HocZ4M9rOrLpDYkCnuN8ZeXP++oeP9a4t/hIhzjVy0Q06S8D1VuVnzN7TBFetBLsRmYA3",
-	"4Gff5Gy4uFQ4foA29Tc/HpCo9fkIhm8NntxGrbevfhq9frnBM0fcVDbnkWEyqd2SetczCg14K25evwxH",
-	"7t9GrYtXP7x6/927t692Ac+x/w8JO6Av+8DupIpoBMjSuiKHHVtQ7weJZPmuVlp6hWzSR3Egxb8PyaQx",
-	"mXapEu4qiAY9NeQTl4ocofcAzVyqUAAIde0652ndq8o8sV2EPdVN7CU3s0vNs+SCm6vDfATuUfbDEDCp",
-	"pJlBTE39yai0NzlH/9Gm4qILGzpMOkp0aVMutU4FV3vJmRsFu8xfB1uczEib1ZKKgVROU/rU3EWrTg4j",
-	"Hx0vHyUY3BxAuLw92yW3IjKL5CxaWT0K0tasO/f9+7//+78fvXlz9PIl++67wZs3g48f4x3heiAgVUIh",
-	"fz29PcIfJ8UP5n4M1n78U500/pKv/GE56KBIYUbA2OwmuUgsCFXNqKFK5ONyHnw60dlU57lQIz/8HgNL",
-	"da3lWJiRNGa579BzrcRq94lcvYF29oPV6Gohd33x/UK+WZFmV+qdc3qPrUCFaq5Mg/lcQDtSVzZo/6Op",
-	"Ibk0OeokWtt8N53q5q7D3AGyfi891OrPFAF3P0QVnxdCmZBkYI4JNIrAuxFoI+pvJanGel7/Nb7a9rG9",
-	"okYbe6iSLGxX6bfciZ9yqzr5DRC7cGiyB8QuC9taI7bFjnGxWojgtFS5FEt5RxsveFpj5RaqvtbXIkuW",
-	"21rYCSXLFI/2ehvqYNs8fA+jptxI9YvSWtfmFa60OqHKMiO/Dxu29kezN/PV/Dav52Y2+tnWTlHwFFMS",
-	"HKRJxMQEPu8ApEtz2kMrUllK02U/2QexSy8QszZXDCzEglncJY/wofIJDjoR03OZW4koTmQYCRWPdSLs",
-	"v4tMjuHHLypHe3V8ze2vTLCc2xuaUoGE/Z5553KZ2xlqdQThR+VRwghw7BnGID8cyGvSj4aKphCMnWvW",
-	"62Jf9pSVP+lhoGL1gm5o53V91gS20xuI9hTZmERCl+8H9RVewiiEk4JEBmuvyWQgFcWtQOyWWYg0hQw7",
-	"hi14ljtvfoh+mvAxZi3YbfpzyFDrxIebhch1gD/LPqoku4Xrc/hRyZzBuyooy//tAOwvdfv1r5glarW1",
-	"5x0dX/Oajv/t/AJDhwtEiJhU43QJ8UXIvNYuautot9uoxl4Svf/qvVPg1VxC6432ZXk3RD5tE75qhK2N",
-	"5+19cca+wEnaenAeMg5rsw3QHZlN6L723Cxr8rxkeqmS9i8qZ//7fyJW2h/tfq/H/vP//R/Mwb/DjpnF",
-	"UHbSqYV47Ul4vxP7dzB5SUmS9CAvb3DUogCPX4ADRLgEmIOTw+UTPLfewHd12oqCbCbb/LfOWM/iHKeQ",
-	"3JnIRI1L15PqwQrOz7oCE3Johqp1dilSrab25juAgoen7w9+kdVBxJGuTQrk+7++7npF3fEi2ucy2XjQ",
-	"Nh2Ou1j1fC7B/S6oWrXufZvfykrhHTZ6wk5j8bdqlt/3cJV1neWB32qfry8uVHBxaZj6XFJVpejO5g/v",
-	"iLfFKGe3mpmcT0s+3Kf9Q5y4a+83HGA5h5yUkHh5acUZJ5QUzO3BR/eLub3DUqru7qcHueo/nBt7vdd0",
-	"SVVcuFCHjjlFUOdGlfMmyvSgbtaY6tQn81bLucjkmN6JX5Z2TzTrDTDxNqcXY0pX67LmGyMaOWw3pWS9",
-	"3ZRsz48r5Oi+qcxBpPmOpKmK2hUHWdus5kjuScGc1RqI2Pbj0mtMtXqbEehBydTDuxH3dpCjvb5s5h3s",
-	"/alfuQCAPTgXdFRoIKi9PX/zarcWEMz10HTrTPeT58vrqxPmXV7739u+u4NCNTC+Un6lZuQJ00vVtd9t",
-	"WRao0a6XsR4ZEGEqmTI46llb0X5aj92r3p1P5u76BKIUXzi/iSkl1FinVg+WdOTekovUqvlxHZHDNlQ9",
-	"rOXD2OaXXJ/jopnJncptlHxUwvOwnhsDwF1LkYhyHKBlDL/cqmmsbXhf2sY/qv4wzGvdDAn/oXH8UhrH",
-	"UsrxB9Y6ukzpd1Cu3KP24wAVxn3cxntdl9untH/o5h6KjOKOvEu8vdtzZtYC70+f3kHxcWfR4C66Cbem",
-	"Nf3E6YPqJ86qrmDscuXMvffoxx1e3oCz287yQddk/c2oRG3GuwFLyNPNRbbWxrWCd/Z5EdBd0W0q8hH3",
-	"GVPbcarHPP1Loudcqm6eJnEEJcUWViLsnGHdsqzWsX8tC8dp2Q3vP/4yHJpPf/qL+zEcdt3PWm+7ILBj",
-	"TxcmcElvEjbiIFPdd+yhbodpUn8IUv3lFNV3h2jpJO0AL4WwPrCk6td0uCQlk5HbkTlX9bJiNcIvD+xx",
-	"FEowcanFS/X/LDGr3ao7h1hWpr19Pxb56hudrPb1R1KYTRjqZEawun/5+O4tS2UuMp5SWmLI7hP/ehsT",
-	"6Qi77W1caGV2/+YSY6/DHqeAG1uhTnVXm09mvd9aL6Ce0CKFEiPiWmSrIk01pmPHzVXXQmGsk1Q1uaW7",
-	"G12SKsQfMzprxahqG2vHw1Zv2IoBkYCcG6ESqaYdvBshSzazvdmvJlymSzQ0VwEcUOt277ef+0dPP4E/",
-	"NPxPp5ZIUwLytUlC2u5gkuFMcvE53zGTdcmDTzdsMlRXg+ISSYRGnT5rp9Lk9rrqAUyMVNNUHGH5tGJz",
-	"THenWpLypq8tbyxk2s70jWHHrFyVrRPf3+iYq32dAYLxsGyuFTsxk3eaiwxkHZ3z9P7mUGh+KiCgjY0j",
-	"KqFFp/kV/GZtKKcY//OrC3ZMxOd4KvIYg+9cuvqQ4nUCZiYoSOiy00O/6xEOUevzkf3o6JpnViI39muM",
-	"8/vo+8C/X1FPwV8v+ELmPG19ug0S7Neh2CrVPGHcME7kBIuRJMKeqgTqFrvKjJUU9dDtEd6Rcbe1K8eQ",
-	"VwK5dZOMCajg8JGOg5tzLeG+3l/Zy8dO3VHEl1hGpxW1lguS07DEsJVqhcJyXGMhr+mNvEaVF/5ajTDb",
-	"fm1YynjG1XR3OMK/6KUV5V5Q60DgbBrpg/nYttzzNdeGhd0jY4UzK2TIBNU8f8W5sEzfQEQikjQqUnMk",
-	"EygGDkgBy5fCdJoELUKwRLJMa3DvDTwHyj1g/YidROw0Yk8jdtKL2MmpPW/Peqzt6+QEBQtNqDIJSQpQ",
-	"gOZcEshVG61eKHXB9QY7xMaW2cxnmV5OZ9VAyYOYmS2C4E8zzeY8EcH4FYYKSw7dZdw9NL50QOq1th6M",
-	"frM9ZoZ7ErkzWByQjYf7Pd2I+/DIy8zU3dbvFvyXpTgDGyP4YxsWY1vwpPalHcc8rbdtwInZI2T/eoO4",
-	"O9dZHQnOlgLRCMfBuh5+hlh7z8qrZwyWjW2DYj0zbtiYL6eznC0XwQJ84F5V/MPlRA5gNLG6rYBUsQ8V",
-	"VlDQhSJ9Ve/TNjP5NqjDVN9yJIu5zFOx1bzi7gDLrdUYNBzsPkVNDodHenceYHj6dCNc7yJnfwnY7VQB",
-	"Olj6xKEOmvcF3DJcNwJyL30UonTN6SyAsG4REVZyMBFL5FRSkeZ4FOMVaVlRNtbpcg41gMKyKdVQzfOj",
-	"/8aP/tY7ej769Gs/evakPg4TJrKfy0+jE7gjuWnDba8NrYVvN+4PyLBb4s7WdT04WOQKQEPJRMCZai0g",
-	"1MZylkA8gmVgg5DamPrpnDGuVliwWVgKipWXTntWrOy21ko7waTRAvaf/8//qC9CZAeukevDpB21UGi6",
-	"o7u8pDfxLKXCPjrzBvs9saE5fcHaSzUOnlZcgaJUkG6c3cy0oepMWP0RP0wap5UoEakdWdevPcbt7JGQ",
-	"cyPp2eBz8y1IpHsezERMpPLm3+1Ts92/LNrvo7ir3bzo5PTTHYP7qtdcsJzNIHpZWvMmAqCVeDdpDX5u",
-	"YKNZM8N+qjnAoC4oikr7WkjKyi6Gp0i1HSeNC6MC2jgQlD9H6oPIVHPYn/TWzml/IxzuctvfDW8OQoe9",
-	"PBK3XtsN8WTPSzzdEFuMb/a7PXf5rD7IsX0Ax9Bm3oLfSsXVWNwFH6laQK3cClH5rp7AfRdeeA2B7/Zs",
-	"Urw7xvWG5tivDirDcBezVXMngYON/ri+Iuflenp+TAmAifkJNmdFcDEVWs31qNg6ywVBHHWDzP37xELU",
-	"ucScz13ksCW3l9wINl5mmVDjFZbuHqdLI6/FGwcFVFscbPA3y/nIDbBrNvMQYR+Zh53YHp4I4V7V8Ho8",
-	"m4q8PPkBredagKcCsMN5xpWZHJSuP9ejfeCY18zowcG5yV2DauOg6jokD8/u6K1xF3+LkrNksLl1VPo7",
-	"wdN8tiddXk+hpK92S9n0Vd0sXidfTAJtdnmV8/Id6DhxqEm8jifebFwup8Hbl+Ez4+xu1vvFrJxAZRtj",
-	"j22Ji65dTMVSsVe12Z9mPGc8NDCQPjsZAAfOXWZg1Grn2t5YJDW241+HwAwNWwM2hIR82uhhC2qT3sad",
-	"aKioC7ThMMHHM9c9hSoBVw/F9VNMs6HEjSsTDN3rHLr/edjSaWL7HraUuBm2Pt3GHUymsdNW//1CWnl0",
-	"f5PUss4LHyCWg+EdjaEkvixSrpRIWMJXeHfXOo7OBTfLOk1zzOeYLmRCigFL3yNGWZnsHwAeZCVYu3RN",
-	"dyAlCnwNsWM30oT+WS3nFIpD1BrF6tOHQ1rKXMwp4oD5su+5MHCb5DO/fEg8hfFqFhQGdnUu8kyOaxX3",
-	"tlH9iNBvuoJunFIiE2OejpcphjPqYMiIgU8vPh5bjr8W8ItMTzNhzIiyYqwPjRvOjnHcMH8Gt2s1OXoE",
-	"B6PlN5olYiznPDX7ptOoiVN0uEGwiRwK1kz+Uz2av9nXWeYdmMpn3IyuFjJmbWjUKawYUJ94BnFg7Pv3",
-	"rxE0cKjrdn/dj4R6rs9YCD2MvEzZSLh0Z7nWgmO7y/WoiZ22SM9W+my0G00shvJrkfGpYK61d7u3S7B/",
-	"YNh0ruNHhgAF7iH2SGAG/oSvLAb5dqHFEs4QfkWgt2DfjmAbiGCA/3tmrcP2d4BHHGxvfJfT4XBoA85f",
-	"CD7f+wZf8Cyf72U4pJFe+k93Js8FodIPZAWGWk/YWF+h/8rNbMXi4AtIQWVHqCefe+6nPcl7rxZTDO5e",
-	"J3TecIXQdtvatmU0NK3KYCUYt2ohvgVvgt08FINGd83UVn81HXpYyhPzWr6mF4jf9EPBsSlq0b0vxy7i",
-	"TYJF8IMwRtd4QzBjBfTl4bwXxo5+D3DLeJgN3C8csLLdhcuHV+eW9z/YmYZY8IM0+Qd9s58Y8U45frhe",
-	"m0/qe/GZj/N0RewzCK8iIfus6TLw61ktwDQ1VOi6Cq/ItxV11+B1MePXAixVlyLVN2cly67/asyzbMWK",
-	"VQyVk1x4xYoZFTbMDG/iy9WaSbFTl7yPVAWNEkaXdUYHYGDhJtdgrErxvd1fFLEau9tORdM1T8WdVpzn",
-	"fDwDfJ6kfBqoT3pR/1OTHi7H40YTvSRX850NffH2fRofDoGG0z/Yq9HVMNw9AvmEN2iICvv9AFX56A4A",
-	"cz01Xxh9UBRpbPzNnWfpLpXGIxbV/xp/Uqge9/zk7svL+WfqpPHQjQlW+MHdZ0rVBBuM6sv9NW17l8nt",
-	"gZJFnvambUeXDbsOzAyNyiI0r59QxOU2a39wfYbGSTcaNbxDEhFnLmw2VsW42KR/s4sj2ZhrYPd0diQO",
-	"aJBNxDvF7xxsLZp65xflYla7m2d63rjhaB/+6EulS6hU1d05L2lGM503Q6RSqa+dPc+FMXwqmhL7SmWw",
-	"3e29n0xzOW1np85yvruhD73fHS3m6/7unqjPabFbe1ctErxzHr80pADbozJ2r2EPdqSoL7OzqZnzNB1Z",
-	"0XWkJyPHmlcdbnZ305zxuXsuIZSgG421nDfam6qFf+cHzoNh5wz2YMty3bDZXgSyMZN3N+ZuqWSzLWnK",
-	"/W3T1ewZ2LN7rHw+GvP5gsupav6BVnlT2dy2n4tELueNm+9x19jmuWhIriihzk4Mv5nJ8Ww00ybfZyr4",
-	"VSrV1f5fGWm5yKZf3W7WqDXXvjsVXI2R6wc95ukbqZZ5k4pVTcpVic98vrDraZ30Tp4d9ftHJz3W7w16",
-	"vcNrWdWGTrzhMn2DXMIhqTW2OVy9Tii4FxKKYEOniAyWDiUVyWBL4SK1Bbv6Uf/r+jWQMqk8+ncySYRi",
-	"Y71YsUyM5ULa3YzYuJzeMmLcYJS0o5Rn9k+l2UzwBL3ASrXsa13P3F1YnsI33Ihnp6xtcq4SniVMZ+zH",
-	"Dz8cGT4REVtYMKsp0wuEdcfB5seLb4++Zt9dvPkBsiXU5SOtn0UdGF7svf5mKy6rWnZEVYCTHSIZG2s1",
-	"FpkyB/mcbs52sp5a44zNl8Zl1wA3BD9ltOhe6nwG2mrv07mvj+muvPsPP4WAwblH3KNez+wxSKUS7DIT",
-	"/KqKGaeb3TA3JRj64BDRJRgSdRgJHknriYcgncBbPhdsuOz1noyrDeCpiGvxN/ACf7LLthnQtNJqCmjT",
-	"ga8z1Fh6+lGoA70Am6TVWaPYa8EEm/zrwNH8vDCN7JkK4HpDjcuQGa7E7n36dUPE3oNV0gqmE7lZ74LF",
-	"XoEUJSDW8ALw/g15FB92m9aaM+8WQbA5aqA+Ke/+IQUHmm/vXWW/VU26US16p0iEPdWLRTKNSk3CTw1U",
-	"jY3iGBrEJ9w99+chYQsPFnZwv9mCN3vG3z1nxQPkFi55yZcgWsGfEBFrkg+Hpz4gEFH5RnREqkRp7yFF",
-	"8caEwyWKuj+t9rS4jlhjgc9Di/g2ph5B7c1t832HzXzN2VwnfGfR3AvbiD6pD5/AbopZ1AH5rbh5vYGT",
-	"ld59RIkbcig5gFWFEdz21Y1i1ocxpVjnfSOyfcTzCTR14c/raFCC+54BJDN9ozYUZHfdNcv6Waq6XoOr",
-	"+9Z3x5m5adTt+Xvvrbgnzo+cjaZZll9UVu5oW4O6OEzRSe0aZlodpLnwASNlVPxeKkB3CPCIqIILeLoL",
-	"aBKxub6UqYiYzhKR1dTBqDM/uMiSrV6httHbegdC7GDL+v8Pyz/qN+/hQV+6vHbsw1tvkaqCAj4kt7Yz",
-	"lxQFvO+cCM7iP8UR5dWN2GXGx1ciNxFLNKVPSbiZCdNlHwXPxjNhXOpdBpn1INGYV56VpPSq9BvKaH/6",
-	"9F9/7h09b3dY9+jTY5/ckf6uFd1gpV8mJes9BHX9MVOy7hdstj1Z6+5QNEsYpJG5MJC/w+wZjlJ8jvrc",
-	"VEx5ytBlgLVjYo8TkXOZGkroWFL/YaxaZz0QhSeZMKMJr1NgnWPgT71SckMEMPa3WmZ1CYmm+/Z2ydXV",
-	"aFNagfXW8qpOC6euIF1fZcRnp/Wi3qg+4us7wT0PprMpV9JARsm1DNtPN3S7KWmnL4dJnc8ETxp1Olmm",
-	"6YbJfmvPCwSmAX0Df12dQSlx0PebmVw0rESdji6XNZUQX8ykmDhBkPui2ttnLFXd6eefF3wlssZ7dLVY",
-	"VLChvtmmnfw401m+J3Tq13NVW7oryyAbfgIq1kIftGu+epqpESbHa7I8fcWRp9vdcNGwXT5v2PAanel2",
-	"wmehx7N8xJOsFuvzfYkBEGUzWmRyXluas2nZuKxm2z6KPE8xA8Eee7Y0YuTzyK3p6KYKgoJnIhMD79lP",
-	"VByMDYh/HIStErW2LAWmLYW+mVaYyseprS6ypb1uvrVXRX2o/JYL6E45VEq3xZ63wQOR+31o+p6Uej8a",
-	"vA813U0rLY8BPEcdjbkT5/57keGG9PT/dEK5NyFsTPLuRM5iS3RiNudXWIbSYJJfR6IK2tZl7+Yyz0Uy",
-	"YPSN49wxwrdoGRVR+SwGYhbvR+XKbLo/MNsZ8IPkpjLh207ntpO1TWRsK93aQae206UtZOiOQp2nT408",
-	"clXtiERHthGODYRiF2XYTAo2nv3Nh33z6d5+mncd3g1HddfZPPSMtEo7V+4W9wh3pAxMApBbtAOLg2ix",
-	"WSHmhaciCg9QCKEAzUtI7ZE0PD14VmD7AU5lYNad+o96LHn6VuQ3Orva+8hv8KB4n+mJTIUv0KQzNuMq",
-	"SUX3bmb2YpbrSUkLvTw0KrSiqVRXIpEqYrlIxTTj84hN+Fhcan21O4YcjfY0cBHpuBOUB/mpFfAs+Yac",
-	"fr27dHQBmuDTp73qh/Vpi7t/OqotZ1VNNrI/GPayhJVxsca68HE5J85uX5cVWdJjhfYXqSBFTn01103W",
-	"DHq14cMNto7iExy2FYxeB0iwseyJQcbIqdpSeoAaJJTazVw1dcT4Y5ZUDmK6dvizDj5+xEwSLnXEnjFg",
-	"TSt33M0Fozlz4aNxSjHNe3hGFCEVW2IfCi8QRic/KdsWGhWORAcQhmQ5PonXqgBucP/4gsWUK2pdPCWi",
-	"4eHYu8wy+iHUllFe83cI0LCM834LN3k0hMSgqX9DqfYyIdkWrwdLov7Ps+uVCc9Wd/zA534vklL9cJMT",
-	"7zm48N7n6grK4pnpXlRzoOc8uzKQoS+bQgFVukwa0qOqbsVcQYW1egXlDuYnE3OpEpGN5gCwGoYUIWnY",
-	"pZjoTFBCQp7lLNcMv4ZnPDj3PgvL05OnzzYkYlmrOOb3iCDXj+6ZFFbVXCWnZGZbNdMUb/Qjc64FdjvD",
-	"DKtPnt5rPVxHYb9YHVyiuW7dm4jZXvzqJicY+/xitRCH8apJbfVccPtx5/zKbpJt58uE+yR69RzuFt43",
-	"0Ztee+5310wsPJJlGlQt3zKdorpM1cKtAinuajsabr9k6eZ0fHeiPa/dChe9CQfuOcv8XmzqrrArLFeI",
-	"dSonlpvV9gJIUolUJKyFuU/UVee//lPrTixw5b466D7fm6c94KIwtZrbD/AcKqF+FuNljdV6Y1r0LVzv",
-	"Scxw31EdTLhsgZcKsGfDrip904mYvRcyoRcCsp/e14VwBiVe+ZgmoNMDr4j7ovoX5DfJt/HXd88mHTib",
-	"HkZ6/3BukkTCNntJ/oTVFA+qnVle1wZhq5j71iibIpFMc4G5lEekRo9vrMycjHj+MGK+6z8TnNIvVNUm",
-	"q6AuI3Pt8VlQvJISE5bSKK+bHbhMpZqOjFRjUTcWZc+FYn6M0kXPBE/YpZhyZflV28V+S9yzwlAtPqzd",
-	"4EEKzyxtKPjalsUokce/MhZ4FFvfnDI6VMFZ4N+WI3Je4PyaLxfUuaZKqJZ6YilunTGN9jrMDolQ9wB6",
-	"+LKzhY/4VxXoQ5qCX5aCXtv9L1b6krrelyjkuV03qU0bFEhpfNKXWGJ4NDelzmvlKV+iu75s5xdQsell",
-	"DqFPwRZ71CDUgx+55RLxn22bSJzCjoREOxnl+Ff0abzt/oqn55ZKWFM93a6dR9zQruFB6bVNbvOL5Zdn",
-	"XpR4DneTcGHLqXO4uJd8VcXjGtpDTe5W9cgThAaTceRj/eba6cMQUNcGA72h1hZ1xDgTecPvPkJjKH8X",
-	"EOcyEs3yfGEGx8dgmMvzhf3544cfnPBFdGo9rcBOQ1Q1x2yWbkOKQ5BhCxK8KeBbV5Ha1Sqkcrw8E4eS",
-	"+n50Ep1GT7HcWvSsvoDigUT7o9/rh6jNW2DSOmOO7zDkX+bshhssVK0zX3hD6ZuzwCOlIQNSR3loIluQ",
-	"I8TjdSp4MzNiPIoh5sCiLGUS0BN2cmqZpGen7HKVC8PaH11uAerXdFDn9N2b8xfsSqxcBXxXFR8+qwuY",
-	"CWRrHL0woP7p+NOvT06ir7++/fOvvWhDEhMa/0KY/IOXQ/eKBXKXTy3rfU+3697XFN07G+W9oNQ8Jith",
-	"pj4/91o68uKubXIDBfPYglX3q9s5+OooZKgywLAS+IIvjQhL8p8xC32WCbOcoyw/Z22eGs34JBdZI/Gk",
-	"U1dCfP9L7CCFwME3X6ZzUEFtIFsAFfS3Qx9hbFi/0nu4Re90GdYiJs5rmcl89dHOAIF0KXgmsvNlXqcy",
-	"tI91Jv8GuD9g30BbyjYCWkOXYoRd2L/wppPGLLHyDCW3vwyF2keG8WQu1VBBmhOVsHY8zuZHhFOoi0TZ",
-	"Ku5EkEUdk68C/R1zxS4tdl7rK3uVQqhXPhMyG6qP350fnTx9ZoksVoDCROgAbdgfmH2xX5Ybad3eUn5K",
-	"NBEWSXPBxNp68eENzFuOBcsFn5NgWbA1U5nPlpfdsZ4fj7M5NbU/12tCB47C0t4WaDOwP+3KFpm85rkg",
-	"G6Lp+HAImVXsiybC6DkTDZU4mnOZYg+FK+cZ6P/MGRjsKFiOUqJSkB1k/mQLinYxZ5hLYKhc5T9zxrDr",
-	"M+YU4kAbbFe4U0d2+stcYBweaKBMd6iG6r/8F/ZCK8v4gIhrZjyDq46y41uaBuhk2z5+bMm2UNci1QvR",
-	"ffyYvYJGmVikcFtqJdi/fHz3liESD1X8KxLoiAFpjsBDOmKZvrFg4VNB/0RYkuk2Zm08bix+RcNARa6h",
-	"OmIxdgVVPmKzhDocmFQH+o677J0SxYQjFv/zqwt2TLae46nI48hOVWeWxxsqxubSGKmmrsgANyx+BV25",
-	"4IIxX8icp+zVGdbPMQuRpvYLaZhFDF+ix2LKhI9FFyaK86Gi48NWzLRiNGHPlkAbMGzat1Y6XGb0uYUR",
-	"fm3v2NLX7XjY6jkNf/z+3ccLdmz3/dgIldgDaLsv+oMN0RO7Vl/+nEl1zVOZMKkWy5y1cZ/hEcDNfRsx",
-	"xed2rWC2cYWVLbyxyBotxPadLVPRiXCIvh1iqTiSIiMSev7EPvcAl9NZbujNqX2jdM4meqlc86fDVgxb",
-	"JPKZTuA1T1N94/t7br9KlotUjnku8OEJPMzsuUzlXObw9KlbNeb9JcC3Qe1uoY9MnmI8veErA6Aqt43t",
-	"wYTgQDbVRMJ0eLGmetqhoZ64tWSCJyvWRhSEP/4Wd0A1p3M7Br/mEtgnnAmxKAX22rPEuBvB1RuJX3x4",
-	"M/r46sWHVxej71/9e9zpsnO24EB5OCzFjg12Imk8EWFcmRuRwdosbhVgjxhnV0rfKOwEsV4BG+8g73cD",
-	"cROOKSAnwotx9vgxXmuPH3fZtzrDqmbBQmTOZjpNbFOgDQD1NldEJCIAh2IgAYHCgrs63M5PkwcpFR4Z",
-	"JpNOxCCPIsa0gp8tcekGgDbWKrHd5nIuuuwVH8+KCYExERl7IjV0iB2b79YIgaB08CbL1FE5BR3PBLsW",
-	"KoEkQrlQxnYcfz6CT4+w35i1acULDRhlcVDb411lLWAfoV+UNd0M2kg+OsXacN7YCqHeZd+CZimEuD3X",
-	"RHlwutRhxMTnsViAJEe+Dv6rR6Z2QXACjmg+CDlCENsv1lQkedgCDGqRIf0wiNnBtHJX5NCTSyhFhtjJ",
-	"4p6ldAAEO+agHNWFmtMoDANDrWqEbi7uPRzrG003JjYxHcKxhPGCZJT6d/hEJwWh/Fma3FKrStC0TKCo",
-	"jO2SjqeyNNQKL4kh4j8ACTju4q353cXFe4a3V+XSjJhU43QJyewc3CKASvANO+n1IsdgZEIMFW6jBeqA",
-	"PX582us/flyU10PGiVgzaRzRjdhSwVmPiEODnHrEmg1Vm0Sw+KeffjqyjKTlCCycHB9pb5fHj09Pnrux",
-	"OA1hJyMSLM1Y0F6ms6Hi7nA6d2+7MtSEMl6MARZPrZme5EIxP5MPIs9WR+dWjkFExoNtzpgRgj1+/IMd",
-	"xzx+TNfe48dPe08eP8aieCXCW8BmkWm4R6UZqoJM26/hqw2kGBBXCSc6OcaY1CJXYuVUI0OFtfWU6LLz",
-	"1DlfzZnJZZpS5aA8ZKHYOeTIDMn3UFmaEQE7hYTpJoP0i6sFaFykYSnPpiDbcSqdCQBv99kb+c0Z6/fs",
-	"v/ZUDtU6iwCkG7BcUKFUwLSTXg85dn8/9JDmW/xFQAPqWlKK225ZfStgsac9V3bJWJaXyC/cX1jBDzKk",
-	"Xi4z20BPWL/XG6p2CZLk1mPOAppkbxK+IgUTgLFzxhbc5ASsPFzJUJ2ePGdxgH6IlSIZsP/87/+LGLoS",
-	"RtG9UEFQO6RF0KGq4GdbaVw4XFGWr3J7NuepFXotZ7LlhHWG6qQHFxJCCR3SNkPppFdebUBXOUhXpYXb",
-	"0zPnalV/uAwBQSqTUyj+aa8fEUX0hCITk6UhrBgqGNd2Tp5xCPBU28Ww5SJyJeZlHo4mkuDKTFfQly/w",
-	"avKhOjllM73MzABZThzdsCshFuD7BpTQnkXLEtCmwFTg0jGMXy6NgFpbIKkMlZ5MrLinMzhfUmTuM2QS",
-	"UuF2BSKBray5YGONlD1g4uzYXXY+VMGNX0GBRAtDjGo2ldcinGK4QVhzDBFrqHwLvFWKNUHiDoXpzNhY",
-	"W8SwC7f4FbFLMXOuh+44PDJDlWdLqG6W2RvHAD37LO2VAQ0BKcUKAqQtNsX/99G3OrvhWSIS+ys+Y6/f",
-	"Xz8rkpdaqX6pQFJlx89OXYQMLgDOkQHezUch3sx0CpX3Ug1ZMyI20zdw+1nssxQagElkVvjLnZZj+0s1",
-	"T9glT7kai4wIzHs+hX2H9B6WzrxWUOENLkkrcsdWYowdDIk91BNfLnnO8/HM7ehEprnlTyAtsBXf2nbT",
-	"SPegDRw6FGqmILaAHIoC11jItG3HYseu75FW0BA0ykMFrf1M7B+IQUlEfAJdJf0u+9elHF/BOgyQjwWs",
-	"skMwGSpa1J/X11NM6s+sD8eUhrV/tnsRs/+Hlw7wglZE/ijVNBVHrmBecXvRFtBX9sqJy0uLGb/UiM4h",
-	"O0hurkMFdNbJTf5u6ESO75GpUHlqOZpkOQY9jt1TCHOye0kqVXvRSaJegY6ANBzxC0wxf3SxWogB4wvk",
-	"0qRWx381Wtmb6I0AKBETmgk25kYcGcur5ngaE3/U59AWm2XCjiOSYO6BaDtU2LYTMaMZB25pIdKcpFxc",
-	"4oIDMi8tzyDtEhlmovEilgDtAXLkZqj4GNhs+htQ78xJ8xaa8NpeDxYnkRnnNKCxQhXSWqdhJ4BiNkmX",
-	"TCkXcFDoYcSg7IeJ2C9LrnKZA1FwVXvwm387vwD+DKECVROHylWaZu332uTTTHz81x/sTOcik2O7xzeZ",
-	"zC1XJhXumuVvlghcJ5VeSsWz1dEk1TxHNOkOlZ9t5l1Ri9SXpcSa7iIpQaDwlWEv3ZyHKnDqsVI5z8UR",
-	"3qh2lFqPnx1Ok2dDFfQC2wyuqog3nNxWrdjivrCMqj1DLuM7YO/cXpDenY6rocKizLCcXNtL296vVOR7",
-	"xtMJ4zeW07CU4m8i06zNg93FvfSlx6OhKnbVPn1CY23e4Vyzk4674Im8WB4BOEeg5jI3VLmS9FQlju8c",
-	"1U2puBYp4hlBsMgs5dTFegIXj8v8wd7qHCixFZ9JlUDvgJLAebqWRl6mwl7QPIcnMsFNBAsQ+6ngGlzi",
-	"fbjgaPsyvITGMhFmMFQxaKhjKxW4op5I4M5YbGUJeuPuCrT1YqIZmAapvYuVAVmwXwJr6mqdsjapvGRm",
-	"Z9I5YzGSjrX+SbjGXCRoNveDDRWM1gaV78D7O4Leg6JyzqDkwKAYqlSCwHS67EVFwzxUpGImNbApCcp2",
-	"2hUNMsyMdqGsug5kYksdeGpn5sicRXy6YIB/4WkqkE23N6yVyi7FjF/bbaCirKC9cWo/KxchflHFSJga",
-	"Wt0LwdjJ9U6kR18paApwsHIMkCVQ9vyVesr0zVC1b2Y6gnvRK4iQZUczU0STj7zZGjmOjqMSECWTZ1wZ",
-	"tN+dISqUy84yM7MMguV7jase+7RH4oQrExBwlhORQ7475GphDZf6M5sKewKJorA2dXRyGjEcG25pIa+F",
-	"U+sajRwopJcnHxxUUv2yFEuRuLGHqh2TgTB2gqlhH99cvHcz8vcPqEgrfmZxyc6PuXaWi84Aauca8sWH",
-	"fMa0EAzO4AaPkZ2pE5W6jEqC2mk6uTq0PBJZp7U/6505HtbNFC14bTRdWhTijBz7yhZMV9PeToG0M4QY",
-	"QC5uSGhKja7cRI8fI/o9fkx5+0nz704KRKfbm3qZM2cFA+VGIrIBaRmgh2OLGjFcGmSGRQMst/ecsSy9",
-	"hUwtEIaKdpqUBRiG27bHifjVkJlLWJzosTm29M/YZ915QjaSx49fOd0dnKeLqv5NGgdYC69LsdIkYxQa",
-	"ObMQYzlxIg+oLIYq/nzktYIDsDgX/hU5n7LYvzVxFMyxeGwnSawwLBJlzJvZypIUksEdq8Gn3EqqlYnx",
-	"FKJaUALjkwnydGisnMOey2yoCiGZtIqkukR1KEHp30RmJyXV1EIplmqiu9f4LGYTnaYWYYyY2zt3zK59",
-	"64Ev+2xYxiVlcZlLpbOhomZ2+aucZBGeowk0E/yKeWUYfGroDP1VZ24ENICmcgzZ1Aur5pvXF2uGTIgH",
-	"gPpBXZ1Nj+kjc2zb3katXOZQfefF0uR6LjL2QaSIBTO5YB/JRHr+/nUratHorUGr3+13e+DguBCKL2Rr",
-	"0HrS7XWfYPjIDAzQx/YEaAXofowSzfGveIBvoYKCrsuQ/E6RrFT4kcFdqSeOgsauk7jQE4fBX/aSMUJ4",
-	"PaiwZxErclswAacW05M4IhnQSmVGZ8CeW76KTwUqb1HrZtkRKz6h+GzZ26FKZS4ynhK3jg6Uv94i5oTW",
-	"D+KGs4yvgAUiYeZKrMh8uqUqOcowERCU8nugK2cVcReF2EJI9MKug2IbBouQvoHej/g8AgLD6BbTCeXK",
-	"nbKukzmdnEvSfYI2p6lw6inB7IVMQiJYJsiUAwdVeYnAnjznb1dwUrRljx9b9mrlNKagDIO/ESDcQa4A",
-	"VX4jxyIaKq681Edt2oV9FYVFmXfIsOQ4EY8pLBRu//O//39kIRmqCegfZRo5+Ux5/7/i47ngyrBYJhGw",
-	"KqC+yXVEdVaiMJY6qhQdj+2NOlS/ocb1N3cMfvN15n8bqt+Ojo78/9u2fXhf9kuwUEYWKemw35hMwHAr",
-	"Iqflicg9w3I90uI6FlckdUW2Qn7DV3W3kmRQFjJiFOyDP3xno0uwXfhCoREryqRGLCjEGTFf8jNiyyyN",
-	"GMUA0Q98gYwsoIyIWKlGa8SCvP7FHxHzAVbuZ8RcXXj6FTEsSUjMYFh1zT0Kir65R0FFt4iF5fLwr/AN",
-	"1rmjVqjAwD9yYUEXn798OfrVrvA2hv1kJ+w3dPZwOwXrXVsJa8cUChwfx4lWwANWNqKIwKPfGFEW0WGv",
-	"gzNrO3GjEwW1nIrfuBkUUh6xIow+YhiCx9q9476dC58ihrJT9lvgrUKrAlKF04qYWa5jUc3eISjqkKPB",
-	"TO2P8nyDOtBrCFXM/in7jU2k4mosLAuuxIp5nxp3mvwqWLukt+jAQ1+swn2/XuCjE7GwjAVr933RkxNX",
-	"8iRsU4EWay+CCh6djeehqHLhf0d+DneEbwGxZ+w3ZngqzGBNptST0G8JOFeYP5JYqa61ZTosUFnbfdVB",
-	"+LK2d1awf9qnRVFoh1BBI3zQDItd2WTUlhBP4jyRfrFAAn1LoUyJ2DXPCW/rDhE4C9BMrHhR0SR06Kj3",
-	"7MkAj66QKjc6DVD3bLr9lIaF6ou/3GlyfxfoUS6eH7Rw14B7UNwP1ABujaCifT0WIX7VkDx7aSGqjHnO",
-	"Uz1dWkIEbq74vHxt4b4slSw25heVs7ZLlkiqMHuqYJvsuDSSpUWgIsD+0JoSltmOWK6joFZgxMbjiF3a",
-	"/3F3Nh33YLuR/yTGNdTE7NieghbR7/Kelb4pb2L5gG/cyQBtqttfIYxFHe2IVfgQR9HXiyNHyCQjnbTI",
-	"7FQtekL6ExNQSNa+mQl7nOtOzM1MdwoljEu9TpMO4COQ46LiFWGyS3tputV0u92OU+UQtUMTbVVzZIRK",
-	"XHM3Y2rkdT/I4f+sU4uA4uZTDMawkn4IDvRQlVDbcWmgJCa7HnmLU8cApjKvBpp7oAiJmEglEmQzQzVn",
-	"G8QKMhU4ywCp3EjHAUJIB/Xihfq7pBxvrP/GvTOh7twJyd+C8GAZ87GeX0pFesLzty/PQFVv35J6CJTB",
-	"xMCC8OYtpWa5WOiMrPXAq6+ZkYgNpg4dI2xRy3LXllmv44SDSpS/sZOInUbsacSeReykFyEhCERMrSoF",
-	"PaELOiPV72u+BTUofAPN+zSK/dd+Z8+GbUbbBA3pFBhqvjZB+qx6d5g1xfCZO3YDhj6VnTMWyib2li2p",
-	"h2lxPBd93N2TWgjRBMD9yFhSnPCVGRBzerlijrP0FzqoIO3FD3lYwts68izUZcE+Mae8teju+qOHMF/b",
-	"lpSl+NSRl8sV4idRXDyKZyUUhTNr/+6+edO1f8OakUkp1nrSC7Zyxq8tLpFXsyq6r0mUQ905Iu3pLAtu",
-	"dceF259wWeNHQO9wz+29FzoJ073AjTiyNMiZLeEzQdeW/cYeEtDiF1MMUFdnzs9uzc282nVE5nrncgAj",
-	"YSUXGon+2mscwjmqAQO6eFcJgJ4hUWjznKWCm5w96QSGHlcxgOe5O9skpdGkUKcYJNQu/DOr2ZLPvAly",
-	"/Z0lP6AkAW2JMMGxRFITnM6CZPBkRZTI8mD8WiTMiNx5YhnhXzq67e40iIe7XKFLyFzai5CnKdqxBdEE",
-	"I6ZwMohTmegUlMhWGrjUn60wYECAfMKSjE9yE7FTlmfcynRPmVnwecSeoakRu3McS8jPhNyOGyhEQv+R",
-	"r6lsd9pelIXjTD2SFmZB7whGJB/tITdbtHasDUAZhFfdGQR9DUD57YgtbrMzuD0yRBNLdrczMu4PwkdI",
-	"tpyOH7Vqzpz2yHS6LHYEOUaju+IZqL7sddVlb8CuNMMH1cvSGeDArA8k9izszogU3RjWSXHE+FyTUwqu",
-	"xFsxHWS6Q3UxE2v8MWn+6Pw6iRLd4xydxPkCYJ3ZE2llhMZL46wHE4LUOmQj7yjhYUm3/0ed5eDTjUi9",
-	"cro1xwbjzrdjg+1G+DqOmH/ixdmY9YaKm7FQ4OZ6zPosEe7PyB/dfufMUefMIiN406JviEzi0EI3VIGo",
-	"bDS74elVEahgmTz02sjEQvAccgybK7kwnpPqspc46MCyfMLkQ4Xp1dswVDG7DqrkvQ3lddIatFAB/oM0",
-	"ObotgXacwiNMa/BzfYyxrw3gS+P3o5a07xc8n7nyvwMKiGuFAWIYX4m+4jWxxs8g2rgfnZxGT+sCjm+j",
-	"XcnhQq10eYfPmJsGUDzcH9r8y2UO6F6u9y+TCC46kBrDnJOw1l+WAipy0mKJi26Fq1urfV2fmPjTn9pR",
-	"6c/O49o0xTUlvIHaLMCtZyqsQIQhC097ve6GeZbV46Xp+oR+kFHZZwYspQXsN9mU95aHcJozciHbMJ3N",
-	"k+jvO+oL3Ppcg53EHvb2ptPeOcOTWE7DVze/MlHYtLs1ZRTW5xf3YsYLYhH3w+PplQKdXTMJ68bWg21r",
-	"YrH1eb1T6WqriIF8fMBAey45QjaaeGPkhjcuoJSpsJj5nqmxmsweONkGs9463SJd7D3O1UtW7bI87SEI",
-	"t2dEIhFdjxuneP+zk+DnXRUkqCBsjYRnGUOScjtd9jovcSRDtY2Roggry2TIfBvrYU/0tRQ3Z0PleGSZ",
-	"k+S1i9HxneDtVwdEx/40p9y9o+dAsuHfhrT6W4zJkMYKp1EgqzohGYTKszohdVAWUc/sDQ94PChLqBR0",
-	"OwjkU+d+FUqngRQeyKZD5YTTBHwWJ9tULZYJDUTYaE2GxeCuofIuD+CDK1OnGiGXJ5lv3haQ+kt7Ut2C",
-	"X09vfz7qfnLZHcPfjbbkQrsNyUWwI2eF+xQqlCCkBo4WRK3FMLO4u2XeJw8677p8uGeFas0Jic71acZN",
-	"oCrYRhUBfTYSG8jFuOGM1CZXXJ/5S6dssLfd1rF8fvB7o24vC+3GjsFLGcvva/j3u7Una1cCWhQ2TZN4",
-	"0XqaVZPVYn1Or3apZkihUquhCWS6jaJ2ZUUblwIqo81racJcvd+h/dm8lPtVAjVdsisVezg7edFMsbQ2",
-	"o7NqTdhtiieKhwGKspkwfK4eln3X0oD1CNVZJV4+8pqpXE8FOGlvYq628nsVfdp2UndXdgC0NHfQmrW3",
-	"LoW0c60NkvYTlLU/7Uu3vMJt/aBvnw5+dzdi9cEr+bbQm63TKHSLdyM1H3dpGLdPI1Rr7jWRT6hIESb/",
-	"RicrlzWGipxVo4zss6LrbbmAXs0X+Qp6hIw0lSsCfQpJQwwGvbJXYZcyTlvBANP6nPR6DeZGWhZM7EY5",
-	"KjbN1LU9fu0a3kaoOLCLXM7nPFtZFhv0Xs41s0wCWlHr2iVZw6xfdvY+RVir5Trs4w8Dv6wQAwmxXK2Y",
-	"FkVUFt21fv512JLJEAjDSTSEXR62BsPWW53lsxupEvbDDy+GrWjYGst8Ba8+yCmHJ16pBI/PleLsG5FN",
-	"h63bKOi2H3b7QqtcG13u8IKnqVRqR5+fsCSs1m+4Wr0X2XsC4VaYk5LpnbKtL7T+gWdTzBaFnoqodSnv",
-	"xLlTugT6VW9HnXFIDlvZjtZpr9cq9oO0aYOqP+TQvtHLbNgK/G37fvd6fvd6bvd6we65nGpu7xDjGx4T",
-	"inOvOyUXpK1Fz0xnGPaR8RZap73+phH86Tn+0eWa+ZtI4KOT57s/usD9pNBEg9m2/FbYXUsw1mPdX9ky",
-	"RV5Ji7nWf27Ztq1PUaucAWRjSnxp8g8W0HZYn6CIcgJv9KEOvPu7jx+zl9DcrPNuoKTLt1tjhspnheAp",
-	"8gnkQwopBpQLDSKX+yJPT1wa6m2RtwdCEC6Am4JwHWmY0ZN8sD4/ivnJyEse/VEwA5nMrbSxooRg0VBd",
-	"LnOfmUExjaEsY54lPlMHOUy5xE0cTXOlmKOIAg8gfrdIf8WUZqlWU5GBRgT0I8AOFhlCZmJ8Zfec0ii4",
-	"nUIXkpgpPVTUw0QqSoHhcnwB+Sf7S60wgJEyCASoYg3J0oaqDJAuew3FrIEXW5dDKz6LRZQUzwS7Eouc",
-	"cQPmMAhGi8JYrzXNVMk8Zx6xmTRQWcNTIdJ2YHSjXghFdjfYM/h7qXKZMqPnwmJOWONgztoERfvNMbro",
-	"ANL8i9OsOMrkPYRiAnhcxEQhdsXdMBNR3I832Gnsxy9dqu39+ABv0cAcqvZGaUz2XicujeRtOdUfJXS9",
-	"49VPJ3XnLfTSSktYFONbe0R3fvACIfbWtb8fQh/34z8gjX9JUYUl2hRQdJ/uD6xbLowJabz/29nmmpF9",
-	"3I+Q5IMMT+RkM+E/TxITeIVQ8rEyzS/sBLELfZwvTY5JjIAqXBYBnzlZyMO7oV0k78UcMKe907iDobi2",
-	"e+fNiPEgNJVSzCzPh6pM5MABBedxiaBuVHgtmMtQFY5ihbcHUOp1KIAuHXO5LRaCZ8YZje2F8ciwGMBt",
-	"4qFqO7vyyC1sziGAOKfbozzTR6YDIHTdVV4OVfwKewbj+UUBH7d0WulEZ3MWp3rM078kes6l6uZpEvt1",
-	"mQUfC3PmbwVpWJ7J+RyuQqOZWWYQQw7hj9CWAtUhbwss32fThHwEmPwtwRu6SOqYcsiP0fyia8fQYuS/",
-	"MH+GIEByPIU8LFWJLl11ztDv2/ZR2mznn5ItlUIWoHg316Cbv+EYoA63KGaWBFs/eoTZ2ZKaRUJmBntP",
-	"XlS7t+wOYijYN217nlLKEy/kDLB/ynbnrzqEacELmGoAWE4Fa2ing+R0W+4iQJPXrhrEQReSqWQ+DQSI",
-	"0G9ss+quLEYURRZBZipVTjyBJ6hnHLT+2tV/06n5yxhlqa67IG+h3mJAQzdPqnpgt0/FDQzuIHXjNr+d",
-	"CrA/6MV8yZNXOOkQBG8pDA7B4JCzDb69FG2cCl4c6s5OQS8rMqqsBpRmYojwGrYGlHYEcFk9ylETSVLM",
-	"dJnyjInPCzsHy1ANW//x83/8ZTg0n/70F/djOOy6n/80bN1BTvTo9G5yjqkgGrAg5Q+IJcEi+Oi4vbOP",
-	"t+LmdYJfHKAj+Z25pYsSXQGC8gfkns6TpMyR8HX7wTYKtM5lNRaeaXdDNmqKybundYnA12N2MVSXXMuc",
-	"hIFRPYXn/hqHBdoA0rBEQ7VIrdBplxFHLJ5merlA3gt/x5SIV5QDYtDbDnyPqvECnWioHINC0beQ0iNm",
-	"7brpcCyCWANdNMVCYQrIDlFlykCXVMv7dCIWF3aMuAi5Aec4zEIxVI4XtA2KjAkgEd4oFr/HWUfM8US4",
-	"mFIBd0P5Cs6L3JS12ofKiksC/+PHJPI/fszaPk9zNFSUI7WcY1RisI7ja7dc0f8s8l0OfS/Cacmk7NQH",
-	"V9dGv5PNTn37mUo/3cddFdQ6KE62THyOBQrtu0ZgTkW282KCJQfJokkdS3li+eXY962CPu9wvfAsWdei",
-	"Vsx05JsVnoHGmu0dk1rXbP86dIg0bA2aqKOJH4DnffYdzy71MmMf80yIHPXVGHANDU56J8+O+v2jXp/1",
-	"ng96vYGVjDbptDGODx5jIwz0gwevTK6VRH16Kfy7aF4KAy8ek5eBXVWf/sQ1YbrDYMajy1VVmx4NW0HM",
-	"eNFpETtePAtiyIuHPpa8eLTM0uAP9EsatgZPt2n17fIAEewy7M7oPOixFC0cwK+IyhsSwhQPi2beE8L2",
-	"feIf4BQg6hGhTqHqRVfwpOjH3SlFA3gS7ASYkOHvr77q9U+enD599hW9mZqi3Vrse/VVEANffRXEwgdA",
-	"DmLiy0/rWmKMfOVrpFPlh7nweHYbETtrl+GNRadPe71oGEgKxdEq32YFyBxPjHhXlSFCk9HpU+ioUecn",
-	"+Lzo/K9cSVPT+yeLaHAhltbR23sd0AkM9acnX52wZ70e6/Xo8MPlBO8yQWmhaejiMg+HfxYM5SgVDb80",
-	"YkSXPpKTbCno1Ko6RLtaLPzjnu0DnupppkaU/tTvsL5a6PCvayJp9Gc+L73lefDnVVY58pNlmlYecUtF",
-	"R6tlVn004eNgFgs9nuUjngTNElnt3j4JDi2exnR0uZwVf19ydVV89g1Pczlm33B1hW/lFTzvnZ4+PXl6",
-	"cvIU1xH0l+Hv095XvZOv+73nPf9fn4i33brRIpP+THwCnEHeK9xPwsY6dApDktduHv/wnZXr2b9YHK6j",
-	"xsWLBiQZ+iJQY4Q/TuirfvAIYbZciWyNYhK+V8FfJtBNrsT3/thZuL2qIyYPc97LnC5M4PbTbev2UHmU",
-	"WOQym/OmMd9cy7OdlqzGAb9kIVDY9JqyQa8e0ERsWbw/oADsplbn+383+ZbUCi8sa1uScpuZCWr43zr/",
-	"vXb8wolxYeI7HwZW6LRRfiOxrhMVkl7d+6hS2mio2vF7zF5CNVRiioyUCnP9FckWB0xI8EQLjMOFOhtL",
-	"p9iH3aGKiQu1MirVO1qx51Z+9bSk9Krfs+8CBq709uR5Z6hgFcQ+kjZgPbFHYFIppyc9Y5xd8qRkL+9B",
-	"CZugiA7I+V0W4x6ASqLPUjHlqU+J4OJZ7HJPKkWmyL4eeBqCwr4MXXYpIC9kVWFQJNkPOgAhnAw8tfp9",
-	"pnQZn6RxCaCoBoRalfW7JfX6tijitrMcsHXDwVmhWxqqMYdKDfC9VGT36Hi3hVJC2vLYk3CH0B9L+4pI",
-	"NXNCE4IvZgWWJOdegJWACh3Cc0D1sIpTmFLa6Xpdrae6SiKUJ5HUU3/eUXLkrJQpjpmZXqZYFgnqqy1g",
-	"TyjxPJhHxvraBZyWokjBJocpdyHxZIHiLqS5dhJnsIkQ3V4xrlEJK0xkrdYNi87pROaQtxYTEuWuNEvJ",
-	"LuTABnmAM8lTrB9l9FC5IL3CYXlOmFileZsMNetVXDYrgbyJZqseCEuyZ0tIVQLmolzTpNboMNaXpfWt",
-	"o65WYmMEWOVk1kewUVnKam3D/f0fA78Hd0PA0pHaw09vEarjgiwTRMxXATKIa72U4DKFTtwDK8j02UkP",
-	"JZk+fFYwnq0Bsp2tqOAvWwPkLm0fxEi2BshGwtc1M6wT+nCCJaqJ+jBi6G2fBTvfiiwz3xoUrDxskx25",
-	"kIVakZWE6BHIQa2oZVGmlr+3HEgNgLzwVoZRIezBxJ0P7GBNWdSKQA0ETu6gBGpFTuVjWTRU+BRoRZKA",
-	"HQxVYoN+FERxDPonkY8oGfT7kVOttAZPG/N2L8LT9NCWt5fuPq8qBIuLHtWQ5Qw1dbf5Tj0nAWZg70co",
-	"UoY9SxUM9rzkUb+CEB7TuZO6s6yz3SpBfFM0hQrARD3KsKmSFvITCBw8tIJbru5GqAXS8wBIvt9B2GPd",
-	"kayjiOtiSSC9HgpFOJq3FVtiAY/X7umDqYeDCewtCt6reXHtNvyjGhnvUbKqsRwCoW0qWWGynPtwv0Iu",
-	"8XD3K5zJ35n3FdkzH8D7ioTPLoth3zzbdyXRSorgavsbNmLIjUSYasRE7D//+//CEp7DVkx8LGX73cRO",
-	"Yp/N3H5gfg/m9lMkcbo/p59mXNvJLuefzfmltk/IDY/bs4Eh6u+jZgq24KEZkfc41zUXIAIGpvg40MfH",
-	"2QH29vH506f/+nPv6Hm7w7pHnx5D2F3w9z/cfH4vNx/Y0D/2Beyvvd/Vx6fQWjW7rgM1We2NXZi/7tdh",
-	"mmqVB5a0mMUXoEzDYiagugjDjttzLlWnXA8eSpWKa6mXXm83VCyoYHgp4PhTFxvK13RZ/C1PjYgZT3xV",
-	"EsMmy8wV8A1TrEL1AFcptahdVOEUKVGWpLuecpIGcyy6tOwLhO1Q3nysakbAcNqm2u7LxYuggjEtJKgL",
-	"VqNMmhBOlh2H1tRJUKmVkQexXUF+o+vVo0eoUSvPMUbLe1EqxK4jlkrF7jDURZQjc2HHdYwU1DT1g/hC",
-	"RhRq5hiNUhbcGrxApEi1cWrmOc+ufMHjIoMmaItp5puYmmKsR44iYVlmchxH2uRD/bF+uvIF+DdzQB98",
-	"x3djg/bW1PhTXrhm3Ul3E4U2ckvHsyXE2DS7EapgeGhW5EcjXrqphvxIsAbwyCLDi10MUzpjcNgOZFHK",
-	"PgROM4LKloAZpGr++N6wnwNnAxh92Pp0KEvSWxPxH4iP+G8i01Ve4o9qo60D0r1yMjW0Y42bIafbXvy7",
-	"szVl9qCpliGohg8gvAM/gwGQm5kYXzlNUREhKk65xUU5lklMFbSpVjLFgHbhFdo4fUIWexZhEhyMP3B6",
-	"MZoIyVCXva/WFKza8OBuDu/qTARxolScywfXEGt07lYCtweO246VzkUcsZj02zGK5GCMo6qagumUyAVE",
-	"HdkzBWVV/b06TlHtkNv++FzEjGyHl8KVySWXbfQGr6ZNIZkK9MNuYNuvGxtSQ7ddRBbVOoLbN8n0YmGf",
-	"uZSjEHmr1Vi4+bFMzPW1hVGa2jufMZoiUcZEZPLa1Q6OC0OIhYm3gJCtPXDDiYF9oHTxtH6sGU2+5YU+",
-	"OhMTkQllgRlYyStmceAbCnd2HM+5KoZO8mRnNr6qbaHr6WCSOkqf5ThN/KqogeuKjYeZ4AOUoAq/dkWu",
-	"Tj0CksymzgEAJ+zt9ug4T/b1yu4jqBp5DtT5C5xAqwI07dPnHc+dBiA6/brjlW50uRUZeP2QZYMDLapY",
-	"hu3UVVctuRkUQkddMWOEXTm0nAofeD6zaptFQlQV7kAE8DXXMKp8BcUQ7fnSkMRJI5OJNV7X6qninrkl",
-	"RVQOkapyut6DEHw0Edsu9woLkKbs13/E3iN5IdiLX5bcx8w6XxLlqui7YvWsHffjDh59yrNXeJsw9s5D",
-	"veCnkxBRqeN1p5aoRsixPc51UlRZhByBUJsxdzV7g7KmXiIAN53S4BDcz0rlK6qsfdyngp64z0lUw9FH",
-	"h7D0P+IFdid9JqylqjO0zERYFArlGEyk59mkQldom7QGrfdA31z6hVbZlvnE3eita7mILkFoQK4AKEx5",
-	"Bh+AUhM5QwrgRSkqKwZfheX8w6kVJtpW5N28nQkpoCnukU8vcLuvYRW34HczrJJvDBwaHzOCF7SesND7",
-	"al/7qt+7rRbWfq9iYsXP7mBl7R1mm/t7lwNg5pbYXegXNUcSsgXLBOoBI++2p2iYQ6yrt0Q5DvTElRrE",
-	"LAt3mf4yTS/E54qUa5+SRQmppSvISlxBibuwjQ+UeMk5mf1bKOq64v13WxgR7YapPh42XccfQ3hDBA3E",
-	"oIeW3cKsHSD+NHfErVhjCwdblyMIitKSlFWjpYZgS29YRu5bY+pul5QfQ0c3eNR217SXcAiHaotZereO",
-	"O6pNsuQ033bEiT14WPnLSTkKJCopTAdkL2PE/DJ18o4VcKiAKLKaIOBgylfL3xQi2uWK2QFT4XNl2JXn",
-	"s0wISvfACrvtEYudoxiwQqnWVyJhy0WNy6m7oYpqhsU904a1n550nFKVJ4nPVwW8lRI3ZzXGaajxTklR",
-	"Sz5IOLlA4iis9DX35+kTqAcIVxtm6SuJ4Z2IiTQUCLB3557dLuobdEhjHfrjZFBsa2Pqj4E3BoAQ5/KI",
-	"QAaRaqYsszFPSCdMFMJqwO/8xlEmRJjqfFfelLYCEQRRIapJm2IFfnIOCMo8bKjljHHhAxa/ffXT6PXL",
-	"OPAcLXscgHorvnj1w6v33717++pj7PJ2U2E5PNEs/vlX25CK2QGJuP1EIuqrN+evf8APmf+OqMJQ0Zfg",
-	"xXj7KY4ccmJhFCOsIAjCgMs4fqOB1fdV4yz0lGBtIuNW+h0qqMrcgVvcdlHP2sNK766j/xLeoutuA3fw",
-	"H23OeQcQemjOuzZAO6h850KDDmNbSqFPvupz5YXFq2KYO7kufqQGhwkRp0/uSWrYRU3vtMztfoVFOHoQ",
-	"IGD/dImtHy4oHWlaEctWUK9KZGq/Gm0aHLtKuCkeUgp7Q4pWE2HXIGrutgS7b3gmtsBPL/Ma/umLAe+k",
-	"CjyKWPTrt3/fPdzPOcT8vt4pVRb2D+siWuK6tht0KKZhj3i8EsU3yzQviwOQ+3VT+pkXFZPJut1GCrMl",
-	"UWt1bdIMveogECjKoTo+76jTOFSGA8eHTkTFz5DxHqq14mfrgYENs7s4Jxjk/a+EWJga7tgVEQikhS2C",
-	"ADDfFARmwAe1Lm4s/r/s3EY0reEQJA+Zg452kXKp2HjGMz7ORWZQ10zskZusy5ZfaH+tFMGnImZtLMoV",
-	"VqzDYcrVwWLW7lsUPOn1iqaW9x7PtEYNsh3YNj1jsaVAhQsGljnXE/TnQ4/7MsgsJ6hznpKlw1KyGJCC",
-	"sXgsZNqGqobHrDynTtwFu9sUzIiYbU+ohCqzIwCAPYT1/hRmRkLlPZUXrPEg5vmaPj4T+TJToGe3t5tb",
-	"LU7ZGbUQVLXws5slpwo06m3vi2Rymaa2r2ueStCKdAZl+MnM109zkPmzG+jPduN0xnoR/J/3c0KsCuaP",
-	"Dk1KdO9mhtjEWv9gicWOuLLfpxLc5sJ4J/dYGO/kkMJ4RfpITyvWj3+5DKH+m04frAbMeZquHUyYIGBB",
-	"mRKTMb5IimScZ51ySP6gtd/unimKplFEA4asGdCKsAo+3wSbaoUZ1FYR2hxcZ6DfrM7AP3JkFDky+k/X",
-	"c2RUBIB9smIcJCz8nuk4/JBfY1YufAUdpVJdiUSqtcxcszxfmMHx8c3NTdc16o71/FiqYxj9SOOm3n6i",
-	"ihG/C/MftVRd7EFYB/uAw9ZQUPoZF75eYwRUwqU6IyeFwRkYP6pwF1sgxmfsCcUzOGbngDmfuDk/aUwg",
-	"ntTg30kdgfiWX2byis/XKQRnr9O/iToC4Z83pA+8hj64XFAhhbhH4vCE9U8HJzsT6GzKcRP9g9b+g9b+",
-	"PrR2vTpPQXzKHCrjl/paWMAdkMuy3NWwNXACW2DZdgzzP6rrNKyusy1u6EBVDchYJRWNAcQ8NiJvXF7n",
-	"Q+h5it8zQt+AoS3Jw2GYLpbdXdOMsHZZ3vZuoRibk6YdZ7OtBrmuWXHB1qnEmu7ICIo2KSr2lGYJNXuG",
-	"Cov2FP6EHW/WlblxJiwo1YO61sEaEKwYk/Cc+8w/eD7ADseMgNKOpuLA2GUxfU+WN7j+QVXPDYvdcY+Z",
-	"zoYqzkUqphmfx6yd6huRHVmZL+kEbsIUEaMnsqipaTF+xlWSijPG2YLLDItRDlV+I8fgoOHdc7vMV5/h",
-	"zkWuurt2I4eqspMDFvrcsbVYGgcjn7+qzQ2Taqjif34FVtZCdwhBY5v0BTjqR3Ena1x56qBxKJzUtpFb",
-	"rhQ/uhTZ1Aql+Hlr4Ck3WeHKscP7WtL8Ah/UmLbVM6uq1tmeKXjNJat0uk7uxSkLKabIq35YHrMeztzh",
-	"r+yn93JhewyiUnr3drnRsXIn7Q94z30U+abLg69j2dqtd29lh0qnv7gbfSG046uFPJ6vNpowvl2mE5lC",
-	"VZbaCuffv3/NFilXPuHDQmRSJ1jzezTJ9DzudvGPXMcDdqktPYWK6VA/PBFJVCqgvlY6/Yz5z51GHaN6",
-	"dcJX0VAFIzkvJpQ3Ew5p4PzXjwyba5XPwg4vxURnIpwt4tJQ0TqgZiKo7LhiT549g7lGTncO+BYEMVBi",
-	"eweUcn46cIxHB+8xT4VKeIYTQt8unsylwrAUzLSfzY+MyK5Fxq4W0t6pYRAxWh8wu72YG3IJsb/hISc9",
-	"KccR0hXMZ6goFzs5NM9FnskxkzmbC26WmaAseHycL3mKuEptsCxcqRyi/W3XNFSg9i/lkisSzTlrlp30",
-	"gExD3jlvBM5UUGLI9h93BqxaiBjjY0ADH/n0gyVcO8PQDm6uzCjRSpS6wxp1bqruiubGyKkS9raPIGRW",
-	"JCyB9I1hx0PFYGvAxAYxR85fv4NjQmG+EU0qGBYtG/btyCwtAxPzuZsQfFO/kFLcrlnOi9AR/NzgqFJd",
-	"azkWZiSNWdaMS+9rhnaVA/1RXi0wyIlAAFwKdg6V/KvzazS5sZ6L8rjwDLRQ5XqFEROfx5YZA69FcOC/",
-	"FPmNKIwzxDg+wqSj+LkrURjVTdFVlgiQHo1SY56OlylW/9choZIKvF90hpur4YAP8Djh6YS5UOtcL8cz",
-	"YdxxKOqeWwoW9AoHU4GlEjhqOw88e//7f5KF1n4yVMfF575Gt8pnBajpLNacvzCHj+0AjFb2YxQ/9BLS",
-	"jgAELFlw3ZfOs1Qu/rfLXiHLNGBP+tUsUdKiie1KIcDfjXN9SdTsCTj4v7WbCuIwv0KxBEbWE9b/yjfP",
-	"Nes/9U2H6knfgqP/9PhJn/3JdkR/9dif2ZNel53j1B8Zu0VTYO8t4UWIHNPalIX5GCMz7IylmhYZI/u9",
-	"3hnEhEmdjFwnI/rAc+z8WmSgnHTl6YGmoqcgQHQED2LYViATFqALu1qEZgAaorgO3O7khE58Q0UvQQwG",
-	"pUQE9JpOIL7jOeT6XDo8tOtIOTqzQiE4ROUxHOg2IqmDErg3YTpPy2cA5nW6jBaT6xHU33TL335dDlWu",
-	"i6cUrFbqqAawRbU3Ai3KlpEH8VD5IjVgRoYOH9FJaYfOjMVrl2/Ctul02XsczDK46KIaQAVzOozlnKdF",
-	"otvgRIAHs1rV7RX89IHr8a/D1oyb0dVCDinR5m2MkX/O41SkRpyVfdiINagT7Tzn9f1CvlmtW4PrmM6i",
-	"yfH3C/mS5+LbTM9bt1HT5he6dT9VY15S2PKu9IM0LqQfhPG/AUbLT70k2hBuOWbM82IHaOmoq2FrwFAX",
-	"2zt60rfbQn1TC9v7sMUKde0d/f4OsPZcLeRaviyLmXil3GikQVFwQGc8nVhUdfTzQb3eCpwHaQNKpliW",
-	"COraBDAsKb1RE+23oHjVf4plPTYQ4mFr8LzXhboY2wnLpoZ3nFZA40lvXdSktxchVLMgqwMyyvAOrhs0",
-	"L6SgL3+KU8MLatganGIlneoSvrZLAJNJYSECtmltBOShwiGe9Xq9yijPnrlHNWP14Z3zslT6fcpV1UTo",
-	"5ZUvhFFIRVF5f6PfWOCveQY78QuuixuNhNqcIS8p/IULATEB+/HHOhO9o/5XdzgTz542PBO1Df8gZ+JJ",
-	"FV1PvsypeNLbciqeFofi3nRS379//QfUQ9mjva64CVRORUn85qYWZF1qFEm54PONqiQ7lcmaOsnkfEI8",
-	"ICouvPKEoszquGksgAhp2WTGEmFlFBIpwWXu0rLOuWYpn04ti9bGRACLgGO8XJGKBJ2xErS9OEEvCjN5",
-	"oSnEPkjl3P6DPlzkZos6/apCLY7KwqHn+cvqM6/lgtWio+XSiOyMGe2TsKGQYZxICLYWEmclemKiBq4k",
-	"2JIb7kcLXlfbH8r5QbX/imWG+GHUQZ1tau2Kg7AA4rRLM8FpW2jXUBi8mWna1UxYEZtlcjrLWbto4Njy",
-	"cq8Dn/lmbkR6jdnkwKRWtEHfVGrH8+DrRwax6gxUCOFk9TI3MqEs4GasF2gi1RNMY1e0q1SPAHWfuREU",
-	"wsZNoeUPrG2dyCl+PD7GRWhW16UGzEw8YPG6zATqtkBLJbMtkmvbaUhIvvKin98q4h8xbwQJxiyQiztd",
-	"dl4k66jZBNi5CsAhsrm6ypiys3RJKVasfkC5Dv0TFki+IkHsOtsEjMp06oR1PJRFX7ReXJaQ05nLjWKF",
-	"UUi/N+O5cGJ+4XIdgKzLfgScL3QowRzAOxkD7OCAfbD4bAaFghFEeiUE6UcR3+lgwgwfAYHD4xBVwANf",
-	"U62P8MMAgOHnrD1JeWFltd1HpQXKjGU6hehcJ/9e6nyGnTtlEhU8qa91YlH7ybAVs/Z3Fxfv2QmgzU8Y",
-	"yJSu0MGbpuqdXQEERUSio50cc61gANpUkt2bZYIbrYaqHStdA65guXHE1tqEqBW0pITVQ1VFX7AFRyUk",
-	"HeHE6KRC9XfyYAf1Q6kDcLaHPmLQTpXWZL/XV6S1cIhpny4ysSnmMtQGXNjL88vpA9Ycm9+5ZGN4JTuf",
-	"5gIAZ3Xo6ovlhKAruWOf1Ds4lwDb+p2r4R6i1yhQyEKuJmvG9nOMqPqgAsu9yOxwDAtnOPiTzgy033Vs",
-	"yT3Nr5ykidL2W7EgdAL8yFNhXCHaKvP+1VNg3su9hjPSV8MWipcTnV3KJBFVkZdSXsK8a7VMTwItk1ug",
-	"Z7CKtQHtxQVbMhfM58srlLQSL/34FQVbCOs/n/z94JxFlKKq77MQRcARlBUennX4VDzbjVXPvfhZDPhV",
-	"OOAPPDPsrUwNVA6+hxGf9Rwer50pfVVzaugAbkD63TcXOULR0XCiWoEl3xSswT8wpCGGPA0HLNeYrg63",
-	"tn2latv1RO6PjI5fjIgv1ZXSN2oTcTuvF/AEG/M0BSEbBD1QzWzJQHa63a5QWWg45vN7cvkCsDdlJUiW",
-	"+HtjIr74cb0/8tpE8ECUvU+VIvDY5o+tWER5YZ0BuqOKEeShipJxvjpO+GpLwD24LJiKRRes1+t+aKzi",
-	"hgaqg4SvWLZUSqop6BKHai4T5bbe/3b1L+u1eV0act1hDdPhebe1XIPTGrbe5JhGPmmsgUvaUK37pLFX",
-	"XgUkwJNJgGtyDNFVcbTm01XOQrBU4LFArj4o76biWqTOE0AqsbGTdcew7gYXsKrjV72HlHfHsi+9M1aE",
-	"Tu3M+Ymd2YkryiGgBGaiBmVIJU1tt/AciweMg7MYpmIVqhDjC2exLPw7Qx92VDWBMjhYP9Tr8B75CCpp",
-	"Sg6ObQRdx0ejFzCrGRXVjjhwl53DVP9/9t5tuW0kSxt9lQzGv8Okf4gmKcplU9ERrbZdXZ7yqS1V13QX",
-	"vIUUkRRRAhMsADTNrnDEXO7rfTNvMPf7Ffa8yTzJH7nWyhMAHiRRtrq65hAlk2AijyvX4VvfgrK+PE4T",
-	"rDusfkVAxkQmxRS3jf20KHleGvcEgSmQnVk93mWROnzxIhXxOe6NR9DFc/NxpPF0OF7z8glP06IBywaQ",
-	"OqzdrE5EJoXfMKD1dJsuDG+ZlNOmhceEfR+KV3N56W51WZR9FHm8qLyVPjQv1psHSLNktuxUh2fhAyTt",
-	"bEq6jhYYvEu+SIUm5q0EBmarR7jVoAoJuKDtlsNyJCCVzHRjmAN7i6zhF6vzcjVXXQceIVkqNUXkptYZ",
-	"tOZwWx8edTAMwZ1WsxzHqh6GZaKZNj97UCBO6VjLCOek4zHF8ZoWYVgBrnBkaLHtEqOohMmuoyxpNnA4",
-	"6uTzGGj6NJY3WxiGEzwFF9lH0W3AX27EVjZLDj1CxEp6HcdP9JovZkUN8NhtRGOug1k2YSydlRoOadvh",
-	"VsQWAAoDR9ufsMqGR/3t2AacvO7CnLk9BhhlNKqiMfWub36lRmpORR2tqWnyN6E1uxYaSiBV9Y9zBK6O",
-	"DKgUuMu1V163a/CjmRTFMa0PtTby8ajEsbL2+oGQUCQ+zYUsdFfoX15fskV5melX4rRNsvwyK0shz83d",
-	"FW2BKzu5RHmWwkmBrdDmbJLyS2eIliveJabXYdGPgsmMLSQKajpw0DyXKyAYrEksWPUS9AagXtekL75i",
-	"BMBzo9Pgk0YH6dTvUd3dSk2k5nt1tjq/mic0oYbUbU241JSEAinqgnlx6yILjNrXPpv0g4Jd8EIwLAY1",
-	"Xm10sr9ePeerbQQs37poSHeuNJ0P6nGbFcCOT0iizaFBbw3bB7GpN/jA6ZuttCSv+OZeoybZOTYhwMPH",
-	"R6gAO8se3aDb52V2rZ5/UX/9OhDiVgDiPrCH/YP+0xr20IEdDnpf3kvchAA7YUshrgIn4vlFAGHbHQv9",
-	"x2sdC4OBdSxgE3UX2Vk24wV7J8qcL4orXuAvKpYH/hi0gFB1OmwpWaf+VA+D0oKPVJTjsDU6VH0zSm3Y",
-	"GvXp11ZjpqeMKkQPeXqp81qtm9JHpO6R34T+DFvPeJrCxFQ74nSh6cWfP3wGB4ejNNVHb/ShymyYoeE3",
-	"qqWK6nOrtkBboIUk1Bc85+oJ7k+9h+gG9/9lf6Pab7i9/f46E9eHDq0I69cAXUS/JO7fsyx7lcnLdfjF",
-	"Jlv9drLFEe6D3uDooNc/6PW7XTgY6u8BWHaHj7+Bd7ny/jGWPcHaa7fLTtUjrWaoxnz1lWXGoLdeZvQa",
-	"ZcY6H/5WYXFY2TIbhUV/UJUW3zRJi2Hl0B42SItBXVr0ryEtnlhpcbReWgwg+GBaeS0EZNa4DQ1tQwNn",
-	"Kq4tdgYVUTHsa+hmtUn8fnCEoOZtIqhfaZd+t0u7TeKoP+j1ukcNQqlfE0r2USuaDvXLq/JpsJN8Gtpu",
-	"D9bLp53B+jsck/XA5KNdwfqPBzgL+wAm627tC5jc6x4euoDhNVDhW6CShzVQst0Xm6D6e40hkHy+hxGE",
-	"53yle7d/iPJzvnquf9YQRABRvTaMcEZOTpHXGVYS3zWrfbKBMWCVDUbef99kDGUi16W46x/mC1kghLkx",
-	"6gDBg471/4by1g5g7f0lvzz0NBoRFBn8iY3O3kya2ITj5a0UKzD+Dccri7mKkiVx0TnWLsOkYNNsyWZc",
-	"6q0wQ4YZxFkeGE+u67QlV/FOvlrdV6UJYZ1qdejSlXav6srWlHVpB6s+Joy4anCaXE7VJog71jlKzpZ0",
-	"qXOAkadUk9EW02wpIzs+NS6ErI6MbmYc1QAwRwpltQmp0s0IKxdahhk+M0Q1G1y/pq5hxKJEMiDeCWWW",
-	"61lvI47XeGgxYbNgnF1kWSq4VC24OwefdzYYLXco63j2tv+gU44JN5WxNfEJKLnoEMRFCIOtOJoQsY+Z",
-	"9QaN3NiqemSLLwhO+TZv0BkdzHvu/fnOnB7az8R7kMFWCxiQUveRytd07LDX3B1vMzbT+h66tL79rbS+",
-	"X8Xnc8HjVzACz0rxBsfUZskmLIe6Z9c3y7zGNnDC9XtfwdUDnapWoziDakneLgmYN4w/9O/UgiMNsKaJ",
-	"4hVZ098dt4Y2ryxJEVJ0GhvlxQESFfqUjdiCbYpUZCvXKr1hvaejniHCdISYxYhcm92SBJZtwVBIngri",
-	"ecgmE2KgzKHMgP62BKpDawXWTVC4YNbN0fDp016wxo5zJomuB3eewNWxfqL6TxjwWzZPlP/cY+e5nUhW",
-	"32R5OV2qm+3Vq2eVGTzE35gZfIfoeluwiZc8zS6pnLwzmTCRBH7U6p/vvYA7BHmFsFo9Tvk9PA+9Neeh",
-	"HzRZ/rda6EGP9Xs7LDQ+d7h2oW9xSNRAGL9QwnrtUdl4TPq/H5PrH5O9maD6lrlvBuiZOmIPChdmQXrT",
-	"3s1R0jarJqng6aPLLIuL3cpKAmc+0RYD7iMB1T+CJs6TuIgsPJGnVk+umGWAAz8GtFiCpb2xcj1rey8A",
-	"OBzAJAhCZr4pgYZMGZZU5zFOTF+jThBKJSUD9suCyzIpVxhmNhvugUmsNU90AjbPkzEyk/315IzlvBRo",
-	"B6ufwvhCaVqg3FqZMfVirI0+znJl+pDtOClFvlRLRHVLsbyhM9/I9qksLbVDL7IYkuCInFXGpjoD8KHB",
-	"bBaLmeZ3cemk0FbTD23iZjV1fRx6VvjRGwsgjjpd9hLC+iyJgViN+GQoHddlcrIRcDMxrE1g6cCUZjdP",
-	"BUCrqqYjzvlSdrySibr81ojZzlFlefQEAA9REq8tMB4DDEFXF4czfp2y4moe/qwWxlQfvF4aHPz2ueDp",
-	"y3iXNDh8VVzsiRXHNLeDdWJfHcAVsmN137sqTO3Tn6pl2IqOhz17uMf607RnYWa2ju4H9+F/iaLHJ3Hs",
-	"nHAQX0goSatl7iXB072VO3ZE5cYSZ2daPDvFc0k+bbyDoLLTUuQC6+ka8EEo5/wykZdd9s60x3Nbp9ip",
-	"R6ZaHrl1iKs7mXL2i1BukrjHNJPGeWQHglnKhrRbTQQRDOpnHhQsAqSgkoXAP9b+RZbsv/+T7rP//k/W",
-	"7vd67H/+n//X3FUd9oj1e72ADTrRMYs+cktE99eTs1DC3efS2mmEusHkqaaP7bUPP3dcYfaeBl6EJEaI",
-	"KxDnmDvV7Kgu+wvewoBf050svKsY12CZJ2UppLMGoSySS5lMkjGXpSFcw9zwdjToRQGL+t0j+M+gexTp",
-	"ex5bBzgXNEYkdlF/cNTt9Zo5sc0VsUsVLXUVVHxdvf66PGTYoK0q7/TXzEiG/VZPc2rapHdIBv3hNr6n",
-	"ooG/2lTevUXNp8FuBNaHWObCs4fUB/rMwCfwhFVd0dac8iRnL/LLjOywmGzQ7w4wNvkLBm0xiJeMMdxL",
-	"BEz69IDNFoStj9w8SyHmgY6dOkVEbPWUw6PeYEuvdZpSpdvPRZooRc3vtNPhvtPf4dPu06d+d21vbWf1",
-	"Y6arRKyYTSbqDBOpt69gbFZlBE/voFipOQv30Mb8c/1u3HRx73RJe4KwelujYbPekHw25fJSFIZgh815",
-	"UYiYIk0GPaqvkAiu7uU0GU+1cZNm8tK1M4FlQ1/ydJeusX2ObckJY32MqUOG8BYubbB9nGvb1zHYGyxw",
-	"ylP22rnKu+ykZKngRQkGGNJyXIgiiUUBI0GIv40fAUAchX6Xfae0kR5m9SBcOU2uBNhiaEqBGRu2epo8",
-	"l2iAcALDlqF4gn5ROQmy4AqOprrZCJ0Ri/TxG7FeZGqBcHMFd1VPHcOaSmhmpYiAtoWPCeuexmBiFV32",
-	"XN/AcKsC8swUMuGSaPNDqS5zTZYKrJJ8yVeoGvxD5Blro/Ki2WUdS77M2CE1aXUFnFWlK5QZG3SUQkVx",
-	"kDLLWMpzXYmGoZtJrbqypp1v9WL3wlbk29zGCK4Z3ZWyG2ZvACc6LKNBvuMeI7cBBMRBacuFOl6LkkqN",
-	"htIeAoKp+1rwFsXkhzmF625cq0PrIqSu6AmG26QFn6trTUn01mgw3FmAPvd7eKfFNm6ISm4yUd9QHXez",
-	"solWaQVPaUetlTZYh0ZstWYrgkVNsJEth/ur50HS7ixD+duQ4p3ElEKr1dHrlPUHYIgbdkQpeKgr+yfi",
-	"dowk2aJ8O3mve75xXd/aR5VtDzsurtcEtMe1ckrvNNryZXTD4c10w296DbrhPh3xOMGxmft7qC/h8YDr",
-	"u3Iy96k5ad+Coz3t5IB3PAVwjVQ9H+0Imo86SlSBDzjnsuBj9e2IEesQOFRBGsDdRrVsEEAFZcepCJhT",
-	"8sutx73NxxxKKh6/uYC1+jX5R5hXL8x5re+YDmVkiiPCrRu2KKdR3yFhS7so4BaYcPLoO2oWU4Kqi3gm",
-	"3Q4HGFsKyXFeTmTPQpjgWZr+ouSX/oN99SDxSkSaI9PPSWNtpcjBX77/HJFHpnZbrTyPW2fBr8R2XAVD",
-	"oaLi1ZRB5FTXeolKN57ANSmPbFNV8myWlKWIO8ekw6gGjZLiB0TULPJLJK6DsjEHhZjz3OhHJ4x2I0YN",
-	"0JdpfUbtbVEF3NzGT9TBsE8ol8B0X0JXUVdytVSYzRirvCsRqP74RWrwGDi76j6o41DqMhXaweH0FOkU",
-	"OZOZPKB6/TW92CVawPf1g1BSF1gvoFf3ulbt9tkZelAkv+7WC+VN/Hp7VsUdf1lNKU9E4anloaz78Nbq",
-	"5abmH2i+geM8fFCQ9m3oMTwdvUEBl2IJO/tBgYGiRkXZxHdurCNTmOAnoxep27flKsu9wL258VKhe7sV",
-	"mFseL3m8p+Ga1np1DyvbmfLrCF5wI/cG0zc46B+1Aif276D9oKgA+RjfgsdE3b9JrjQSI9Nao6d9uP4w",
-	"+wCdifD5k36gmXJao6Nrqfo4x3eq5V/wWLe/Q8zLdAVAeadlrU7rCTMz4hfScAW+L6C2KsimxRGTZEhQ",
-	"VQ/J3KuDte07is6ttORxpST3DUp460Ds1t++EcuXcevmaaDP3RPirwX6rDxprA8NSBT9oXvItq0GtNnt",
-	"d53fjKxSUIlbVN/6lUyXSlhy3RQBAN1MEO1c0oPsDedG21H47zhnva5ue0RX8qFrldbedB+KD3tXwT20",
-	"Mk7i+NbGBB1AY0Dsx/GKQdO603WLtr8pwOmU+e2yhw9PlBIg8mRM/lGkxlcakO/XDCV28OFDKF/ra/UF",
-	"X4ELUylJgWee+Np0YDX9wLcfQB00KrvTCaDYRvQNUMNw0JTHXKJuzQoBOTGoHXFUUuDOADWKdLmeO5ie",
-	"0nc6uvSir9zbdpV2q5R9oj1e8pWyeHRXed2xrC+qVEw0d0acZ/M5Uo4roaD6iKFTYyFJy8zlrQuRZet7",
-	"bzwW81ILRrnCN6LShQ5gmD5U/6u+YOISIZ4kAaFY4Gdn41TwnOpHHlvrAULDnvnATujORY8B+sTpb6Xw",
-	"O+sIZhU+PFOaa5am2VL1OUQAUqcBQgXcNV5NPlB4jUXdZc/NBY2jCSzLruqtVzUcJng8FWNDr+PhvfBG",
-	"jY6B1sF/uMwuBZjkSBZe2sqyeNqsIoJHgcwqJd0aLXLuW+3bAWChXG9we9tDT+GDorqBnRKjtAF8IxXO",
-	"0EKmolBr6Fm6JHLUcDJMnSKRRP6NwEoktUlgn9sMG78fasuQL5aXGvFpmJCCGtlQpqYjSZWdPsHKgHQS",
-	"1SMAbyH8mjc/Hq3dCRw5b19qeYJriYg88AUzNUkiV4ukHSA0Yc4CwfK+44gmcVh5SAvlaS54vMLajgXI",
-	"JfAwYvbez1hKnOXZEtPFNBuczEJJMa616Dnykt4SQHf7+IMNPSgp0xq1fuQJhGsMO09yKUWMjEZ8XFZM",
-	"mcG1zJQvEIz4rVobvZshMzQiEOt0v8cNWpmbpmM3cUMtvKRwqN7g+gRvnSMrMkdWsqjTtLO4UKuiboma",
-	"gEvKNfLjdjN876GTu4SVsMSN+ttT/ApH6bpmtImvj7JjiMXz+Lb5jhonXT+3PBVOxGkHXO2/AoCUYirW",
-	"0Lhj6KgWd49+VXvp80bsKHmgm/jv0I/cXHbeVGYCNKmIDcdrKIssLwlkSpASaYt9QXbzL4tkfIXFS9qR",
-	"2lYR+0OlHhBpnaGMYAOqB+Av9Ucf1roXwP/pylnolzad77gqrBpHMWJPK9rhaq702n7P+ziUuL3VV4PK",
-	"L8a8FJdZDjjNwyPI/C506nfB2satbsy0zjEb9gijQ68b9p1LTv174IOTKrp1wIaHTPfI+R7qpNEDQ8tX",
-	"qV9yZD+ywxk+ZnO+0kXDZuqTb3Q9R9DriRhFV64aPmH8Eq+DYWUmLvNsMQcmAWDrzT/CphhPs2QM9Aga",
-	"soOZKBV0yQtTZa1aBQ1TYXhMOQ9mNRsVLv3ln8V2NKq3FTxc6lMCpc55ObX+YpDBmwCpQi5mrdFPT4N+",
-	"Lxg8DQ6PgmEvGPaD4SAYHgbDYTA8CoaPg+E3wfBJMHz64U5QqjfyPJJX7RncMhWAqzdNBPXIBN4N4hPC",
-	"fjffU2oavQxtitGTMvaNVvUgu5MWH/mwtAj66ak6koOn6oQNe+q8DAfqEAyHalsPH6tNO3zChk8/3Mor",
-	"iW/zZ+BZTTzcLVD25fOwNer3g7D15uT1C0QyAHsOQVLx+6H7/elC7QmRE/Zzbw5DbeXfO0/hX83FpLaM",
-	"2aHu3UmfJeI6SATdkIPhJIl5RwmBWh5H+q96UgaVNoNbsp4xR34UPJHq1gOlYUS5g4U+RwHdtJACGEqN",
-	"HKwm+NVjwIGbz4euB0jLq+XkBWTd0zgwUFmHCDoJJKjy6BmwLj+Nh8nyUBJIwqbz6cevndKnf1hL6wsl",
-	"5vWx66b1bUvVC+UXzdWjAd4+X48a+j1n71Y5ezSL241PvTGf/J679/Vz9+yqmYtEuz/2Zoj5N8qN8/h2",
-	"uDpq+XyYaQyZSpDP55RDJjvUUr1vAFyztvdSoFDDaAfgjgjH39klW5Ca8TMGVYPVg9QEi2sU6sfurWLz",
-	"F7ekD26Wp83JbdeVpneVgVYZ7L9uFlp/tyy0J4Q0tlsYCt1/2Uy0ZrDxURPY+Lr5XDSu33O6dhHouwnv",
-	"qizwJfk2q+DhwxefSiGLJJPdhw+ZBi3rc2sKUqzBFmvQgdFzidkPleCqprtL6LIm933lHb1wxTRbFlVQ",
-	"sO9VqtRKUaIXyHqkLavCpa6swmZAUOK9yPm2rdk2DZOL9kMnJdTuQTJhpR0b8kx1x1Tgz7zq5PL6eKR+",
-	"oC+oUNoQMbjfHExxNWbMy5qZgTWkfJRyNQyOoREnQqr5O8zU+3gDHSoNmuHSgV+6rBIorcCZzTRsgjQf",
-	"1/QLrrUFn6SlyQ6mzL04Q0A0oRLKDhVaOxef5kkuYP8Kqat8N+Cx1wNXrTWZxF32bxjNHbFZFi9SwYYB",
-	"E5gBZ1SBjbbR7WGuzQDUKptkJWEM9anWqPXyzV8P6MEnrWaA6Tf93aO13qjuOmJ7Bp5KX/OgXlfDtZ6E",
-	"uGbElprcHK8dsrbv3P6nA4juF9PnnpL7i+vbdBUHLaFvSG1o6X9rN/v18X9aZG00sTDusPNdrCTeI80p",
-	"7VGpmEsilA3OqECtlChKTWl8sQLkE5EYJ3HHFnrRVCte1nQ2wSu6XGZ+GLcJuHaMJesMkEryHAAwmU3U",
-	"xIHy0ocl0eXopcQ8MHxiCFfz2Xz9XKBHmtq47gxMLqXamfpOBmIUgMtRqx79tRSG5JjuEKy2+JGnSQwZ",
-	"zyKfUSO1X8JlAtRoZlWTwhifFytQH7KlZPVkJHP/Qv3CDBBxSeHfwxp0420RZ0d0a/vF2SPqcp0kqbIP",
-	"R5hdQ9JzxsvxFIMq4FLcQhkGWdvjLI+b0aeUZttpMnYD7eUECdFlz93CeNykpXnDU90G8ClSZG+6Y29k",
-	"Kv9lkYyvSKzu5neEX2hqsb24Hl/GVcwNq15tkulA3fVJiT3qSNJ71W52mrz5DdbgF3hDG0lvrLZNZVzn",
-	"MO/8s/gLalu2CeSzf7cBeghQm8OaE1qf6/WGA0Mk6pfOOES20op5T2pO2BodeeSwL9EYchhOqSZ336c8",
-	"fUmFVXxPQVAtgg//WlMJ/xZMsJSZDRAG9ZSXSEWNa6PIIcex4twnWf0GfqIufLXk5z5PjtIVKo4QzNj9",
-	"szIndtXV3uZKVrzXavH+9C8HHXf/Snn4x6R6YdXxRjf3jFiniPi4VeVy3CEPH7K2k5hjMTIIrobG2ESI",
-	"WNe+ICPTwfaq2xkhj20yC496Wo1byOSjyAuews3XqXvHDc/NUuQCEfdgFge6/uJ4kRdZHgUsS2OjvgW2",
-	"RAS9+zyTCESai5yNeZp22UkoseoNuxJijvqUbk71D4hcczFPMYwKKDvwdZBlL8WnEpqCpGNA58NQhbnS",
-	"YXLKpQ7gIoB/lkA7EEycZktdkBZo4kRRMcdCCTOeCv6RHDCe/wzegB6BKYdkWKX4JZLhPOl6xIUQoVQW",
-	"ePEoFuMElPjuDAIAP+q8YT1w8HsIEWMRkIKRX8WGV2GCQwmvtpocjnUKQLGi5EoPgySQdgXkTSYQT6l6",
-	"cbQUF9MsuzogZD1okfSZUnXU9khE0cHINpSKaOuqJFuqSeBPoGqZBEgbPEfKXCzQ7YP5I4jUpa0LXyIw",
-	"jkBSqlcinYwIe0/dWqnJxrrwoH9DUViepBfZJ+xNAGD3C3OyWJwUamY07I7ROEO5zPIrkevSMqrL1PsI",
-	"T0zE2v1azdyBBgAPXSF3hCDgIJQDxLCpJ4fQsYA97ul3eh3T0xuhsyZibbpnAg1cC0I5n8KWFdgS2DeF",
-	"2rEBldVFdhm4g8AFZYHJ9i/6JpTQx3MNVA6oe5RNjfp3oLuqO4cn2TjfWIQEEVEo2xG5uwIWEUMxlDtR",
-	"irL6qxASGApmoij4pWC/LMQC0gbotDrfhXIilD4WYwNqnSPAPqpfmAZMohEZK6evz97RXgmAKAs3yPmE",
-	"J6nwXg0+NraYY15VRNItGmlAJA6E2Zwaza4U6CeIIQukk0ZioKMS3YE/ZWoOpVh+IK+d3kLwQpozEHk2",
-	"p47kiKkFjT/BYCP+ogCWazDwFlC2qJL7RFCkDuAETeHhqbLiaLOTEEAUqigKqPmONhaPZ4kEdy1dItAf",
-	"dXymgsduD92zialNtl53rPpSktc6pvglWmhsJjCBX38GM/NWCpDfAF4szJVxFPR6PW9KLNRxrsx9uJZA",
-	"XI7AuFVLBBYjK66SOVFppynuUrxA6GRToxdgnRuRqxudEc/aLFP2NDhVdJF3c9ewywwuD4MEAloQ/EVS",
-	"MKDVR4sbHB10wanXj/niclqyxbzLTqj76hfZnP+yEMca2lcxZgkET8Ylbl6YfvUu0Uhv8A68I7YEEyKF",
-	"tc/YQIVpKkCGg79knq4CpnHDsFfhwkauhz5ra+SwHlwuyOpFj0LN3oUX7EJ6ela595ErVnxMsgX161g7",
-	"49XVj8Wx6FpEZxHehWuqFGHLXj2gGf/0SsjLckpFgLbWKaIzNYf0EbWfTF0lYM4wO7fX66zrhq8HNZcn",
-	"wopEuj7R0db6RLV+vm0SKMIRKECVDzDVBhECgO9KEah+MFgzIGxy47zOealMltao9X//1Dt4+uF/twP8",
-	"b+fh/9qlPJQeTiE8KdjQ90qvUYoHC51Z1tR/bHFd/wfV/vODf5zDAPCP5hHsxc/yDDdsJZRAEsOcfE2Q",
-	"DDfa9hwmEpcYgKC2MsoZtrqlNSdu522B3VchT1tq8Xt36OBfQ3q1WyPlKdni9YI1foGY3R0DoMiem8Ld",
-	"eBCIqxY1OCrdCTocFSoh3cm6EnD/wZO4T9EvgAoJ1oEhz8VPZOlDPZkLPr4KWx8+W/bdp1gyZd0A+/sb",
-	"4MAfoNI7a6Mb7jw6133zUz8YfFDnJ6StCr/8+7//7dOrn/+yevXzC5xGdc+actY3dZjtxbVxwuaUbkmi",
-	"1uAF9EHN2GWmFYX7WEXGx+xqNludnAyD8I16xxFiDvKeglJwv75Thx5cJKC7PEL74RqgkVkikaeiy57D",
-	"bwsHRaCs4RECI06ePz+P2DhLFzOJrmvKsw4xpKAdDGlSAL27CSAtMUEa5lPEHSaznHRsZfLzPC66jNJT",
-	"UcEnzVinCUyTOBaSlEqIM00S6YMd+CVPJLtQ9wkyHsCB7zIfEN2kb8Hvcdy3zqXe+Yi8jO80rE6xlp2B",
-	"y8344xMNJGlWr5UGuxWFjC0c7oVW9W4RxF/XowoLBikCcQx+Mp7S7LfBygQkghYjhShLtdH3J0gsihhl",
-	"yLWBZ54MmUDh36bBQEqh6w4KZdsY+v0O03kmrD3odUYsgtqwrJ0KpVACB/VlQkR30XlkLYjHh8dG9ITS",
-	"iiiQWb+qVj5HAVvI5JeFAHME30lJFU/9KHfAojIpU6HaR4M8lFSRlxLSKXmsHZXiUxkpy5JskYBFaCpG",
-	"ga4KHf3tb3/728Hr1wfPnwMpDhXbBUoLirU+MC2C90GUHkIKVwQfMIWsGGUqcZPKYmfYQM3AvTflykKZ",
-	"CRCImuvDE4waFJXEx2yS5aHkjmMQPd/KEG+bueqgrfQpKUpjMq+lAYRvbw+QIrNJqbRkiBTiUsM+1Gq1",
-	"Rq1T+wkaGGp5WjuLjW9tT+9WOi/we1GnSXamm7sLyktYkkZx+9QRt/T7vsdeYm/JUE9a2LqpHD4EMTHJ",
-	"8gu4lLdeMSgalEX61eFMdp/eyxtASc2vdwM4+CYUOLtG2pT8B6W40u2iLuxNIK3fMeTnKOqDUEImNrlI",
-	"UYPkvvwmzROlPz2olMdjkpb6GlG3EHGE4UcPCp0FnmepQH+tUhGVALbkAIFqk/oHUS8+E2vl2S7+OeNU",
-	"cinfkoLe4Tle+ju7iigTvB8Meh/uqvL2axK1vi5IU2NQWtXlvgF0xRjIGoy5NVsbxn0rH0tzkggM4QtA",
-	"PQ6rfg/jSTCCOQjxPqOK0M6nGsuhbrV9Z2TjGt4jy7ppf92d9PvWHGpHAm6jeNykBGv6Rwj4oTap97S1",
-	"q730Cvg4lGs54V7q+qugk67mghUlX40ML5M1nPVpWUjI8gb1TgmzXY3hPRGLWb3sNc+vRMm0wnY9hewL",
-	"8Ib9c5i/94vr6KuKivfCGCiwx3CN7ont7FlqO0uPU2HtSjWaJm2qhg52bedQkvEMCpVHKluDZTakd3nZ",
-	"QtiPKJQzPieyeBAhBWsbwn7wBnYwvZmi6458e1BQHheayCNlqGK4x5rII8NQr43lkW8tM2MsjyCsrDYi",
-	"+LA7x6GMsIRWRMoizRLSMzvWND4V20GpRsxvHcQ7FiUgdDRKWkDXmLFpIQDjqoSPTQKRBTrQbBCaGlVU",
-	"q82OmIt32FUyo9G/H/mMWUaOWW05asRsnmYrof4xVEKJ5LY6dyVPrhMK+Nb2+mvkETWvHVRkcHbqVs0V",
-	"Z6ZrpmXk3OMJnkzVLqVj/S7h9yDhTwXh95rkYB1yWgGc3q2QT0uR7y3Kgm4abBSE9jHjmCZrvD5Y4E6G",
-	"ErNI8Fmk+3HFkIHWSJbJ3USKamg/oY/hby/0AStyO+UPmhj+HvzYLfjhn4UvrrvBsd5L4MMfSDZx4bAB",
-	"G/TUEgyGnRFALieJTBDbmEDMJLv4WYxNvqD2YOnGrMepGYqORCwMVS3YqYhcMxGLX90cEfZkEDCTCsHC",
-	"1sdkHrY+R53AZViHAAiIJPiQ4qvNqefWvWMUymNWl1sIGCRkRQGmMRD+Uj6Y8fskskhiq5JWwhXrhdrt",
-	"4w12YdS/bJ2ewWerNA16xlX3w7wQaYoezesYuLazd60f4buqYs6ulxPtMSyMtOkuVltVJDtdI/0rUhtN",
-	"TdzFfJ7lBD6mF0FS+821pX/SKISanfsehvgKstiLQIAwvm4Iwu3zGvmoU3EdYdSBHOhqpKLfCZz4BDjd",
-	"QEK1B0PNcuJFHJgfcAhlU8SBtbmeUkydVgYrQXLHPE0djkEuV0u+6pgYBUrg3YMU6iXXilI0TF5zsEJJ",
-	"vetHK4LB8OsGLLzxfbFghRr2ncQrQJjffcBi6OEYe27Ewr3yKI9T3wEIVLR6xpPB5/2GK7zFvEdRi+om",
-	"u8uIhTnhrsjcW8wCkTdESuGpqcaxxeOVTiFpCmfA52t5ohz9MtPpQ90qgel60baP4uuuglcp0ejre9cz",
-	"cL91OviVwhb3y3T93a1Vrc3wtU1dyeVYPKJdUVxHxcJKLfqX1TSztmhSeiCnjBMVXLXM8Aj0YCKRXuS5",
-	"kGPMW15OkWMGCyMjc3KgSztAFrTFbnTZa79fyo6EnDtU1Mb57IBSYmEAB7rD41wQTViDnIFZOtGT9HX4",
-	"8+vX/9kyq6zC3dLGY+6Fh1X4E5dX7MUP7zE3gRYNvtEf4nKFWtKZZga1Zn44fV5vRn/oN7NXDcKfwnuk",
-	"QtTWVosE2pD7kwhwZmh/u4oESocbcU9KXeGjHSGtWpJJ4CdCbK8u+dEedNStX+p1CKU+kBH9Ua1Z7qrZ",
-	"+MSIOISr0oxK1zuEhXwGTVPavZ3pC14II3MCIDk81/+M9ON+/x4U5gcjk9HpLxmStiOhvfsCJcgckkXd",
-	"RzAsF0VJZZKS8tiqSST7tN5Qo8x066uE0qWjfAxl7rGAjKaL0kvjrAMQ0beH3xArhl+ZpsoUapkWN3Hk",
-	"g9i3iiDQbRmSKl35v/E3GujqV/tCTkmsVwiv7xy7hf820VaGMpQ/gvwvs/PKvtJ6EWwub/06tKSY4o8T",
-	"/fBhmXNZTEQeygtRLgW+o3JWHz6E+K+eXAjHePsZ0tLNOsAe8HsWIL+aJTnVry1Y27CXIgDy+3cvmebH",
-	"hG2HZT5D6R+8WrVWuxiQx+9tkVzoWoaTRQFcJeCmLbPzytFoOlclzy+Fe0BMsm8iL1maXAnc8radThM7",
-	"J89zvnJrVZqqcA9YEhcjJCDJcuK+0BNEiHSYeVA0NO+Lmuo6weeRJfj0KR2iQCln2RKaF3w83aAa3N7J",
-	"bJcertiWsxxAzbQrLaiz4mjZawLQaxgtzpDu1GrRy19313hCVNqSoHo/aU+Ou4m2V2p0HrYlyIPK6/oD",
-	"Ets/nD7XSR9V8V0oledWZpDrd/b9OXr73SFR2je9Xh95rvSZqbGu6s/vtBOD4Jte7/DDvuuP+2Li3pKV",
-	"+pUuiXHRCLH1d8td6oHgeK8rgDuwm/qjuS3HKRGR7p3jNJS6qOBdc5xqrbNJ/9uoYFqtNJT6iWNW1aHp",
-	"OgvYQF91x56CEZh/6etdvwzZSBpe12VnRsXQu8/Xkut7USkKmrGTlVkGZFkrNuUfBZNZvVorhEe4s9jj",
-	"bJHGbJKgnJ05xKqu2vU7seoaYtUTO03qgMC8E9G8yc7wtyZreyMEcW4Hja7esBW2Ol322hbhdVhbK83p",
-	"MP161lYSIr9l0laitPsobkHeaqkvNVDDVA7QAqz/O4Hr7s6xyu51N+0X8JJ9s4ZRpHfkcLUeaqpW9zZQ",
-	"nw++6T7GWi5W6FOWkPkImsVbwOQEEXWqR/cKrjVjs4J/zZoWYWs07DsfYaYRT0VBTjd9oVD8T3M6kmfO",
-	"cDyuddsZ5th3PC8TnrqOClbntv2S1LIu62vgrFsj1U1v4Kxbf9DrdY8aFs5+8SVWjjhvvbWrL9thZdle",
-	"c2VQrVs37bX9Coy/NByzLJkUB9lkcj85eY2NcQ/Ni9fVEvo7MfNqW+LDtXzGWspam2EqeFpO/7HWXDih",
-	"Gmu8AMoYQhWyeZ4BpSLEZgr23dnZOyClNQC0MltQ/krMS6706S57k9EVpS5iIWIRd2vqh+7PrVUBniYf",
-	"q8iStJE5bF8X4q8eH3d2FbY+79NW1lOeFAzG1sV9JMaLPFGawk8f3F31Sp077J+JTK6KUsz2Z31+B0uF",
-	"22jGk/RRITCk3Rx2+MtCQGqPYSbF2rTEbFtO82xxOTWctqw5roCa/ziZ8ZQlMdiH3HueSscjjLbTZQYl",
-	"hWpR7XmmOl2Y1ydlEMrllJeaJTnJISg6chlVgRBzUWKapm2cymKA5WQ4RrGIbSjVa8xbND2oLZAPtoHb",
-	"rYai2gG7EOoMYhBC2ypYHx3otyrmi8kxAFxHO1Ltd+1sjvwXvkHGTSqDCyUTNXmwE8JxVUy/WvtrpzEn",
-	"jIvp/qGk2chmM7RvnbguT9JqWBc5YU7evdQ8pkZI4MRA5hh4HWZggj58eLpA9DVQDGTx6uFD6MOfeCEe",
-	"D1Xvfzj79uAJlM0dEdktlzHPY8bT+ZRfaOqWOY/jRF4GyOBsWKN/eP/qoOATYZ+GQsdyvnCKLOJPj1ma",
-	"SMEucsGvCsJB4xxQZ6B0r+oc1UmGOvioxYu08DPU9LIVODzkM8QqEdha1KGuFuAhiYWSaTG+wzV6cPjA",
-	"IylLnkh1SN788IqNpzzn41LkGEii34eSXohWDcYq4Hfe4DICi8OXeZba1grWlhmQ6Qqo3fkz6lIduCSU",
-	"bXIh0E7G10IB6UTdI69fBepIluoYL/OkLIXEzVA9faHkBYtmi7RM1C35iKdgXpTArgxLydk85Yk8gLlQ",
-	"z7BY5MlHEdui1up9rK3susucz6dFEEpnfAECT5NSzOBvpd9BrKToGFcztKAapwgQzLMzKPARXAi2mKsT",
-	"2u8FvR78v96Z7owhOAuUBPM8e538qUN7/CSOc1EUoug+fIihMfwgYm3tGYPo4ZhcIRfwVy5qvKeYeJlN",
-	"1LGkJgPkd47SbMzTP8bZjCeyW6YxZl0+T4p5ylfsDZ8JFi56vcNx9UH4VEQBOzl99vKlLStbzPlYFMeG",
-	"8Knf67FcjJN5oul4kRsf55p2mToL3NlqUAHWhBWqm00rdTQYFz81yfKZTxns5DwQ0zVr68U0Jdp1wBob",
-	"7HRpLp1+E5G3tzUvYFfO54LnalzmANDyvUrkFS6dH9jzygV6Lizccs4byJfpO3UMZ7quMKgZWoB3uVJ8",
-	"kDKNkVjZ1ML1nEzExZeUBfO9pOjog5D3JzgYnscRRa+p6RvKemCXtcnbRZ7BejFDXu0w0V4V/pA7x+QX",
-	"rI3beKjJHQNKK/XEG00o35povbc5XBJFt1yBM0OwYWzVK+pGKP1J7nhLlxSwnEjpXO0N8pX5wwkwJTqU",
-	"4gAu6qRwCKBtjjJtyAfMHGXWjsosIh+7kgb6T7WHO7SBMGWJmq6bHFCCg1yIAADJJloNwH3h9lS7zQ3Y",
-	"wvXosqpDNyk174+36RbqmvEOQwB6Tg1Z8KCo7RFIHbfTxGcZecTMnNARfCsZ6e0PH1ZXB9nvlZzK5Fjo",
-	"zR2pyyhikyxVul5bp8YMaAVCCS+FWiJmr8JCF4GnGWrZBGeTpCmSghSggiKPfzHjaXquhnmeTc7VBUI6",
-	"L6764OjIvTA0dbi65eDG76gDJMUylNFrHNjBy+eA7gWRPc5n3f/5j//6I9aZUO98UDCU4EZ661lQdys2",
-	"AT56c7awLoFTkkKZPAL3L3frbhjKqMEwIDJrqovQUbNNdzvU1IBID3hO8Lku5YTM0xUuDBSIi2jlogD5",
-	"vKOwBUeWsBnodSdMQmCy30z9GNAkkxJyeLHnpBmBZmDO0zxd0V7RzwFGCjj4LnOlHDOqnaH5+lCLRTPC",
-	"r9pQsEzXWsE6HjY249RvYO3Ts5P3Z2evTtU5U//hsMMnyeUCAt58oY5vCcRzscUumYItyDmXZpeJ0q8Q",
-	"yMnLUk2IsW6IV/D1y9cvYKeoq0E9keU8X7EJT9JFLgC2pXoWymj46VOkOfK57qlWKONsiVJO2ydYiR0O",
-	"QCLZgM0SuShF0cHzX+aJ2jJItdsP2CBgw4D9z3/8l36OtbV2wCWbZgsbT6VxFMogmehktydKucMvAiDP",
-	"0GdWk/nORT7jEvyWlZGx6MgbmLFxrPkoLaZNi3h3tbIcCvMsszymOiGODCH8D1bhMAzJQJFWqH19qlaH",
-	"p7otMulFwYqpDvNli/Ii+2QhE0LGqA0ZHWCZjIUyUpNUYDn/fCGPnQdQHGp3QZyImMULyCrlZkKdhXG6",
-	"CXvEFx3Klt3Usl0Vd5J0uZJQJsrUySE0Bh3vdJkG5rKSXwlWLnJZjAC7ow5XNnF8AlAdWm+NAYsXSt6a",
-	"s4U3klk42vh+2SBdVJhL96tCjDOpUVLOWSJ/VkwBHKXjyTJd6RJPRWbqJ81Ug7Yrth9KzIRS13upBRTt",
-	"VHJ1UUyo2AWOXY+0rScDTy+YAqEc2vfRfj9GYTCDAZpJRY4MXmJ40fwmXgjS8c2r1eoUsAD2ypx1tCHo",
-	"yve6rIRYOYnWY6VArjHo1c0YYeFwLR2VwKYTQhjehjCkauRUQPbCjUBaiFjK5omo0PIDrhC/gHovkIaq",
-	"PljRHaZUt2Nr8JOdVjHyXS+i6moVE9bqD1pB62I8bo1aPB9Pk4/ij3w8E12NIQtaFzCe1rvvTg4uBsWT",
-	"V4cnB62gBb9I5CT74xjd7voXATOue7LAuJTcaxQv8Xq1abLlW6PWRB4dvFu2gpY1Hluj1s9cJkX1feiG",
-	"RJW1gmPP6mr6xqDdhgkyc/C/T//81+Liz0+Kly/m04tZ+o+XZ8uP4+fDP7SasHRWS4TCFd4YzwZ/n/39",
-	"31/+oTrKf1OjZG//kaUFTWDjuGkSP1/Dc/ua9uqdou9oIM/Q+K3FuLV+6VrRBVtrMm+NeIPXyc7fqO4I",
-	"qvt8bhXvphd9m+WztYNzHVpV/4NSJMH1sNvQLsbjkWl3YHJCiQgry2f1F7Sh+QDqkINTo7OPAb/UvrFd",
-	"l9Rxi+w2VDXSTW68W43igsd0n1eBF/a0W+CFZreYEB/41gFod5gSFCPDhVzxZIetkW5ZaaTyAWF8SKW/",
-	"XKQckPNqNpUZElJ1nl/7Qf/J5/91c0plPQN4R/jD1w5UGjs9stOCrXX23q6fWbw6y7JXmbys4kfBUwm2",
-	"yiYH5W0WS32klolqPenlSqH4kJqjfg//51ZD1No87cjqMI2y7wU+6pGN3VZpbSQFIcn6ZbflyRDJpXyG",
-	"112ddbxyC9v4kCP5NwFpGsWFuVtHTU627e+49XCfC57Wx4qOw32MkNSjkXUW3uWgbgSQmvFUXUIiPtH6",
-	"izcd1egO92+L69/uKJ5R1hg3et4YOCCSS/Sr3WpmZklRJPISqAarZ9VAfQ1ZHz29Dyk0z5WxUa5Y2MKP",
-	"/PZvPiKZvdceWX9Adq7ZNEtjiGlq1fTai8UdiLRZLQcefcshlD+cffuk6fxhaFHH6kxUcUeFC5ajdBqC",
-	"uFyloVv0e5E+M9rt5s6vC4HeaiAbGr35oNBi9ofzF7SiXfREQ8fdbt8c0kJQJVBH1iiq7uxqnecWyqrR",
-	"fW4aeL7VfJdZ9ornl6JJGimZQjoSe5386VpyCKI/quEc/TP93vDJ0TePe+xiVYpbdxnBZToSVMXV5kK/",
-	"0w287rQaI9YfuD8KvCguzw1zzu04JhB+v0Zpq6Bi/HiicUBnS7mVGmOr1rYnygwcDkEaa1Ut3ShbA8gH",
-	"0xt42QjoplyDXfU47TUZgcm6GE/3p9SYQTYoprWgc9Mw/djx9TVTOyL3VfsYU137PGGU/HyHq2V0Uj0w",
-	"wnt+VdbRv5Ab+x6SDFPQD2O+5OR2sI7gctwZG/tiNi9XQHaNaEbgeFmPiTWRSBuM0yBXioQVOhSmNDSM",
-	"NiBgrCwYvlTdCAjlLo9DaYkDvjs7e8cePjzqHT58CNEX2F6cpRmP2QVPuRxjECrLx1NRlDkv1R6ESIkL",
-	"zAVYRzZheVaCT5Gi0zqWCmtpIqlHvcPIRHh1rKoBrdvgp6epurV7E9rxj917+OifEa4LPYcDctQ7vD43",
-	"1Pv6XJy5e6wSdm0QMOq1DsWn/uFC8o88SflFCmQStBNBycKt+LUFzpuM6P4CW16W9uNGtLOaseQLwp1L",
-	"Xlxt5VlBYhWmnm3C/LAqTUei0VVrCDoASlgIxCKjsRpojI5azkTqxEs/5Y8kkoECA9zLecBleqsxlVwl",
-	"GJSFUQBu0pKVHB5BrDCUvCiSSymE5fdgbS5XhE32yF86bAPxB6K6qLUcQUrpkq+K6oNUUVajuq+EmBfq",
-	"rjWZcDDnU7HSjcXIWGHI4mB0faWFLLP8yhBeANRpwOJMimO9dDr3n/ECvkAAhBRMZkvWJmiaOr4IT05m",
-	"QkO14G8aPrbS6WK9jHOo6a/hfuqDSSKTYhphhq5TS4N9993o9esogGNhGDvsTDwo8DX/UD0CqJCadMpc",
-	"BTixC8x6UHSO/R64qyGz5XGlO0nBsjnR+ANtaaZD6qF02+myE8jsxlskgRIvdW2pHWH+2ODgkGqRRwGL",
-	"BkP1Rweyfx1AuYVBmsxKJ4ebAC11dXpdJjqipH2wZUMUs7nlZspsKvzkFWBJivNpVkasD1gQANkt8kuh",
-	"bBdeXB1DAZNExiI/J+wLzPGVmGOOnf62OA5lpCQZfF11w7XLPJnNlGaGqKdMioLFeTafq89yMRe8pEYz",
-	"ORaNdC1SLKFLa8t/qi9vT5TSzINC+8ujQ1Eb4hBIUcy2qn0PejNOMRYUzYBTBerE84tsgcufTZALA2+C",
-	"lvmnpoYc9He+rM7MJNw1y/fzWlnRHU7UdnZvM5e+j9dvuV2VN53bRsS+T+rsljT/lVxs74Lx74qto6MW",
-	"rdFEBL/Su6RYW72j0C+5ZdiWNvQbh8Jzl9RG8/xnhGe8nZyg4LhZoCPQNAhrjE6W7LA3mkxOg+7ZX1AH",
-	"jvqf4NI4xVPdMOIY3HtJoQFblKKT77jF8SWO1/BC6JYccbIvCqBdqOdvFPjZK7GOke73llNH9dDR2OF0",
-	"7m61O7TzoI/vQHvjCpn1ZDcb9QiW8lIUJW7OUFpiG1cdWk9wo7HvRrnJdIIijN4S1EACh7q3T0gNrfGq",
-	"GK3b4VIxXgatRLN2pP+EB6CeG2YfGqJXejXqy7mwDatto9vJJgCXU1poCTBQBIM6zxo7IHeYdNQPHhQs",
-	"VrpLCdD5dpZrHUR92QlssqS6xnF1ZiaFAKyAbaQwOxPBMMsDE8rrE8FoCdkkkokBBqhm1lPAnOlVNgwt",
-	"bDNBi69nN1sMrGYwjE5Poy3WQijbfkNykabWowWbjrIvtXxWxgNKSeT5JvMJc8SUTRQptdWqwKj5Bqyn",
-	"hnTMSKGtaLPrdM9daiA8c/eAV5cZVM2mYgeOQlrV41zhO8nyGS+x4gEAb2aJTGaLGaidtWIIwdriDM6p",
-	"hvRMnqp+NnVMgzZv3ovb8+f8i5HOOIdxX4QzO1ZnOEKuDcPb0WTBIIWJ9lgQLYnjsqTTVyElGXikJKpd",
-	"JO4wMsQjStFm1UgZt/oxFAgNzx2a53JRLNLyJpQjzm1ET9+ehMQa9fYzlEKh2lAuSwlOLHGUkBetMVRn",
-	"ewXyGBImb8AT5Q3OFiAx8JaLRbkH5Mne9EYQV/dQX1x/Um+oPJ7pG8bqj9eswOEW3ZjzotBYJZOXBzfo",
-	"hmq+obTlfHnRqHWRmWeoMZLc0aSOHXaHCF72BunoGmqQu57PAcMD7ih/I8rq9N2Y7aXhdnQ4jCnZF52g",
-	"HTTkl8esz3KRzYWEmpeQzZoKnhekqnkNH4dSTZi+QSgmlUDuDPlyG37VZRFKHePCwn9CHrv4JMYLzB3c",
-	"oi7lQm0ByExMStauu1pNMusavanqIo2UCIyoXHGhMYWgLx2Tm1A9CO5N6z61Bq5aHeM2zwUuPUwH2P6N",
-	"XnTw9Dr6dlHyFaSpqwslCqwTP7AeSZgK1MA4qOfRu7enZ8yNZURdY26s11DHXLKiTNJU2di0k0hRNVTZ",
-	"LkCNEvEBh4d1nTUp+jtvE0DeKVVgSgooO433J9pjyzwpra7uEENj/tTSBozGcDD1aQxl5BRsZm3QU8+5",
-	"2kVynC5iEXd2KbmqJmU/5ZuHoJri3lWW8GUugGNFiTalBUjxqWRLIZRl7BS3GVzLZ/kFitj8Rvw6zbV4",
-	"XuOV7IfVyF2xGWUEp0et8e8VeParAnwLWyGgayZwBTkETlAYrvMq3UE1nqW4mGbZ1d4KSheLC/MzZmSp",
-	"uphNMmaaXR5jMQb6ACmolnxl7vTAWGeJ+aHJ003KXWQdDWw/9aX7g99CgemNP/gR58u6+P8VSj7TJvF3",
-	"bUM9LHrurk+g2uaU67tLRSzvEHr5zppxwASDnfGFMqJXom7lkpsHTIl2XXa5XrwUOaSL80yq50zgPZRH",
-	"PQurPer1OogtFx/BVxrBf/FthoxMd+IAis5HyuCNdFUNUZRWPBBBQURjijRV8UTDFqF1eihblONsJkBF",
-	"0mIjCkIZYa42bsZIvSBij/CPc/oKGiR1Uq8JPEgdAFAbeS5kmzoMnkaZEc/HmM8EPY2AH9RAib8hsHiK",
-	"kiutnOqMyW4oX8hSrTxDhhaAOh/2WMxXBambSi+PN8s5vXu2uBvPKvvBdzkOmv16dsfs1+HY9K45oiBt",
-	"q7TLoJGbNOjv2uamj3pBi/L6wLF1517KNKtlMGqeDwi7cFbzvN0dc3QQtvQZDVujp0RWrP1v5P7pohaH",
-	"DjA8jKF6RdiiUwcPm2Pnev5Uv6GCa0+9SXXcet3iBe7m81kRtkaHR01UyOTh64PnzjInP75Fv/uVfqMU",
-	"aOj0Ue/Q6zTIgaPeYUPn+4MNnUe3oyYW/rrX8gnIeX07pNnlffSWuRdaml2iLP3yN/WPnoBdWX+bviSu",
-	"XarO3NoEyToMW3j7oJchz1JRdLpU065RRxmhQ4u4StSdVSAtCt64FT8LBjmJyQqjmlQ8vIjoEgKONiK4",
-	"oifwX0XE2oTPylk2S8pSxCPG07TDyoxFizxVd6rUd/1c9R/XMwglxe6yPLbOH3xuIoBZxrpYxiJgCHLU",
-	"ysep5jalBShCWczFOJmQVGWFuh3byE5YePoE+4N9FYEHzNfq/i1KPpuDWqA/Va/m5SIX6rfRx35goeSW",
-	"fRW0gNcnzw5OvzsZHD0Gn130q33v5+6vtbd87v56kcWrz5FDtFuIcQ61yq7EquNxh6r2jABjYetXLBP2",
-	"ufsrrsbnsBWwsGVaV0+9//YZOzw8fKq+iHnJ1We/2pkGN1kooVghfPIII7oAnqoVJTQOws+fAQ6Jes3g",
-	"0yedC9DvUSpAATFtI+2PGa/yv2pqJiK0grjQZuKsYSin2SIvGEcyUvCG/f//36DH/i/2s9p6eSegDZtA",
-	"CXoao/MykGccChBLUYRyyROI1qu5V5vTPUWdLvsRrlrdzpQXmtRHHcfBkGF3kFfKlTxObnwV5A3FJ/Gr",
-	"c/wk6hwzIflFCgZtyfglV0vSriibeE0R72uExQFHTImqqANu4pko9Mu02muZ4EIJbqTCdgceQNwlHFuH",
-	"5srT/8DrqQ4yWNPTspwXo0ePMB6u/gX/0AAQzdSs6cOOwbafqtXTyK0LxFHkosjSj0D3ydk8Tz4CxV6a",
-	"ZfMLPr5CKtoD4CcxmZCQPCIzeTBfXKTJ2KQFL2QqCqrgi9qvuq3SNFsW6P/+8cWfvnv79vvzk1ev3v74",
-	"4vn5mxdnP759//1pRBybhrhwXC54mq5YnPAUmL0KWwq8JPYtfengVssFwvAKg2qYZFRpv83Z4adPCDEn",
-	"3Q2rf8L5xulcTgsxPm+SJoOhmprHQ5ZzGWczzKI81jI2cHj5QjmD1JhMCpQW+AIHoILHFK6UqciFsSyo",
-	"hCc5k9duOWQ0tvSRQo7z1bx09zb25IGSUM/evz4/ffHs/Yuz8+9f/C3StIl0GemNAnv0SljovtabLPMh",
-	"KFFRFdcbae3OIHzd3aqkHA5fP4H/UuKqUmYxlI97ttAiDZmoKO0MSqBCI85HEXc22Fj7qLgId6pSVBLd",
-	"GEXsPlR1tNOVHOv0ghfv3yljCu/s1uinfjD4ELQWedoatfSBhTtSE0B1x9ns0TiftXZWF390x3i3Pvcs",
-	"vwDCsq3KL6pKb2W6aq2tX3iKm+MC8nfvLsvKFpA2uy9s4eF+Pfn+L0/zJ3/+/m+/5GfLn3949/zJy1fv",
-	"/v4yG7zir/jpEnOyboj3IMHZyKBxwmJRlIlEdSiRVs4yKcpllm9PV1/k6Yj1e131v0dU1vc2ovo+hP+r",
-	"IsMmLcLK3Q9Tx2TVbf7dm+wUOv29WFWzR/W+Z5z98P6VlhRWlaPr/0vaSNhX3zraCGjd5NBEsKu3kL5d",
-	"U3VdqpsH2SCB7nGkdSi6odC36NWDqClqFGrXn/ISsIDqbk/k5XmRyLFw8mVJwS5RBRI8BgXyQgjJ6Cdd",
-	"hlNCygNCQQkVyU7YL4tkfGV8q9myUNaHO+IiYBEcIzBL0Of6B9bfdEkR4vAryeg6PO2t9NXNL4BLAzG9",
-	"yFOQ0RuvR/Dh0LUa6ns11Ne0+iSkawcBYuRI+gD4LetRhwpm/nVNRbHU/gvpLIWtynZzfGB2x1nwl7ft",
-	"HJwYVBeJt7iY9iZNK9vxXrqJrNBrcpZ8WRlY9w+VoihvFlg9Bepc611R8m81t7GTLgYyAALNoxF6D6yr",
-	"XmnISfw56ljXioytvVPU7B3avu7kKY1fXS8yW1LwBm1vtBfmfFFg3q7ewWQNOAQCmhAaqs4r2Yl2HNWe",
-	"yEFm4vPKpKq5GchBoimfhQTW+NJxDoYyzS5NSHjEnMiPMtEGnz5BYAbYzzuBQZEp4aPmjgI5tnQpGFPq",
-	"QeQXYO3ldKXGi56BY8JKqQcc76+18DxHVKFs9FCeaLcCZF2AoZWkqfXxG2y1EekbJPyZKMrfVEAbF6uO",
-	"vDFbxGyPASivd6flO8ELLbOvHcGA4pbeIQxbEGc8nAz407G2Br5yBODMOZQa6qn2phUGvw0tGThW/KFh",
-	"zvsXvBLUgX2PUDnvYrgmVte7GrYCd2tAnFC2Haitvihd3gTD5O4kBxmC0VxZe4DCBZ9/KE0IIXBiBZS0",
-	"ZN5cgWn6IZOoa1T0UE54Wgi8UIxbGejN1YQb92c5FTN7q2DeGt6NahgrYXED4J9T95Xj9UQPlTEBqtN0",
-	"TPV8wIuL8FwZSoAAI8BSO/bUDcHHGvEEHx6zCFhqxLl+CPqNjjuoZwLuu1DaQD3jKdCEmMuZ/Iv6n5c8",
-	"keucY64b7HPkuMrQr6V9f0tunH8B+uXxuttwu9weH4pLqk/KNW+bH91e3Es31M0Ft4eDdHlf1N7+4u4r",
-	"1frnu7IUjM/F2ZSQdLVI085v5G5BEfxVUWRVv4vPLvRr60KJrvxkUU5bo58+fP6gvlYysAkXhEiAsS3s",
-	"AvEkEbOLFYuUHGP5QkYt1+08evQIfjHNinL0pPekB+XvabhNuCMLKEOcGVLxqpehKYJXStdCd8CfUM9M",
-	"dFImlSBtp+KSp+jqB8EqY+MJpepeCMtKcjafZhIqBQLrWkExnl8WSZGUouhWcywTUTS+3y8dlk3c9IKk",
-	"0g4829QMJgSR4ZDkjj/I+T1Cf+s/fi54an7MLrMsLkztvwJL0PDU7Qj8u6mhbLygutLVbjh9q7zAbVf/",
-	"vqHtSl1o51e69nP9N3/F9Anf2fegMHQY/vQ6nza09QK59aAYp1udd1GIvHjgkWe6jQLzXr21UzgYB2pn",
-	"LNTJcBKKJnUqC7eT5sGGVnWVY9qKRALG5nl2IbBhjzcPn3OZ89yeE2FYw17z5nJM6iNU3Zov0hQQGYyq",
-	"2yYlYjacdtGb3DQnqK1Yja2+cOSJLjMtIS9EzH54/8rtt5GN23rO4zghLidSePW0rXSCvDsdoiwTednU",
-	"7Fut/RRoepPUQxfuKqNzZUuveeATqkIECibWywpl5IhxittD39DfC1pwnI2VgqBlf3cWA8pinCZqg1I5",
-	"OdT8irJa+42nQNgF8UopBJZEmwWa0konM69YnNn11aHhSaW1B46vgZZGjYe6gvqhXnp7V33+8Pn/BAAA",
-	"//8=",
+	"7L3tctvGlij6Kl08c8ukA1GkLDsxVbvOVmxn4tnxx9jKzpkJPUSLaJLYArsZNCiZSVR1ft26v0/dqvMG",
+	"90XOm8yT3FofDTRAkAQpKcmu2btmYgpo9Mfq1avX9/qlNTbzhdFKZ7Y1+KWlPsv5IlH4+zyax9q+08kK",
+	"/rLL+Vymq9agda6FWahUZrHRwkyExHaBuFwJqU02U6lITaJaQetaJksFH49NpFqD1mnvSStoqTQ1aWvQ",
+	"MjpZ8cdiLlciMiKbxbYVtBZyqlqDHv2w+Cs1N/TDZjJb2taAu8kHabVub4PW1zJ6KTNVmbCIZKZENpOZ",
+	"iIyyQptMLGRq6+fY8+b401KlK2gr5ypTqRi2oKthayBslsZ6WvQ3l9l4JrKZEhOTzmWWN73rev7ZmMi+",
+	"jmx5TVN4OoojK2IaX4qxmc/lkVUw20xFIoltBvsTR/aAdeYDVBarH/lrTdV0mchUqM+LVFkLGDFs/ceP",
+	"vaPnn75oB/Rv5/E/HQ6FngPDXxbxb7Czo8xsXe897+0H9dNS2ay6qEmskohWNZFxYsW1TOIID9zOdaXU",
+	"pbg00WrAPQ1bWs4RaxcpHN1slT8C9JnH1sZ6eqfFvDDzhdSrtyb7xix1VF7RGxogEJFKFKCmSUWsr2Mb",
+	"XyZKjM1SZypdyDRb1S7v1Fue31j0e70+bvkEx7yH+b9LXyqZwLbEqaqs4q2KkbiNqekojoQ2qYiUTOD3",
+	"NL5Wu7fH+9j7NrYidWPebRU6k+Ps3eScCDGvqryOMTXicR3twGdioVJLVN2baNuRdR/4j2wAK9BGq06D",
+	"VbshB0IbYZfjWc2QQP2r2HA4LGAjt6JjGQthK3ZiHzQST+4P616a8XKudLbPPPmT3XPlhuKr+5yvrlBg",
+	"eHImsBFgU399WnqZJMWsmg5vl+Oxst7F1erjDF4DcmiZrLEkS60+L9QYqItV6bVKxUQuk0y0I5UhDUV2",
+	"I9ZIxrlFYqaBWOpIpXyZEemMozqMflrC6JjnIfCBaBffitPLyfOTyZOnX355+eQ0ks/kk7F6fvI86qme",
+	"Ov3yybPOnbbAAeDfVWr+KwKBGIK36uZ15bS81lalmYo8bIT1aHUj4ujh0PJZr0eY+W6ZvZt8kHq6xqPo",
+	"5fxSpUgupVgYG8NF/sgKu5wHIjNGJDKdIm8h4szSnb2TpEruFtZplsjopTD4QMg5kFArpI5gCCuWC5EZ",
+	"8bzyv+7z54H4aSl1Fmex2tCq+/z58zuh6wc1Nmlk3+n3cqoujPkOlloGUEpNRkZD70JemmuFWzeXn+P5",
+	"cn4AK1fuEhgfBtZ8CayREjITc2MzQfh8+PK+11fa3Gjk0curwkfAexMfJ1OFNJjP3lhmMjHTpTqDpzOg",
+	"8jHj707CnnPmA4E/xfPnXwWwcQWRXxvmbqftB3U5M+aq/pY6F3Z5acdpvMgFQmYX5Bgv85xP2LmyGxpH",
+	"9E/u5b66DVozJSOV4ta8upBT+DdS+WRx9jdKXolMTnMOJFWLZCXaVikRxnpiut4XYSC+vbh4D8zLtdLw",
+	"xHbOhFUA8kxcyvEVgD58PTl6a7Q6egOCQ9iFJZJg3Rq0fjgetq7+x9vrI/PxX7787q+vo/N//VeUJHIO",
+	"cJClSxW07Him5hKmvJAZENrWoPUf8PWP50f/Lo9+7h09Hx19+mLY+qdW0MpWC+icBBc+eVm6OjqfZCpd",
+	"X/ZHNTYacNOIGwkzVxOTKiaYn7P8FriJsxlBJTNXSsNWBkJCn0i45lKvUERRkZDLbAYgGaOcYoO1PmER",
+	"80UmJqmZM6+XxMCgyCgC4bEEpv42eMxjjYQBWvHC4SqaqpTQ9Ycfjs6L2aiaXU9u5MqK8GslU5WGgVsn",
+	"XH8SuFFpRYgYNfI3v7yR9DHdfX8atmKNUtoIATVsBWLt+z8NW0uiFwEIzLA2OBqpujZXKhL84VZMqG7z",
+	"LRwKpnuI5Uh2gPWl67G8bHheWgOwskEr1o6ItgIUC5nTHeG9uXkyJAwT8J/BOd6xLzQ3Zktr58fvSnP8",
+	"avMcufmDzJM1LuUJvqioWIC8I9lQTIo9ui418EFzuQKComQm2kar/PoXSo5nIovnqlPGqie9fvCkd9Kq",
+	"X3JO+7cueC4/f6f0NJu1Bie9HhLOnICs6WZqicfrCdAvJF/rULiYKRECOQ2R2jPBxPuGDvTMJJEVbZOK",
+	"8HHYORM3M6WBPtosThJBnV0qywdukawC/Cm1vSGGJnzSOxVvTSbemCiexCoK8YQCnyNRs9GQpCII6Q4o",
+	"YFgizq0NcOsj3NYBw2qob1IzXwfMN3FqMxHJlUOKhUpjEwH7TXw4qpD8RiErncJHVsyNzmYVbDjpnTw7",
+	"6vePev0NCIHfA0Vt1WI8vG5tWceFWV/Fd3LHIgy8ZA4DiZYwN1qljyzis/jZaLVhGf2n25aRmT0X8a/L",
+	"eHzFOo46evLC0yWcibBQaYRAd0OmcSFi6qXJZh1fEVO+jjYSoaLT1l1oDi5lG90+aP7bKfuhs70F2mMX",
+	"RlsyFLw1H9U4Vdlf1IpYO50pjUpNuVgkzBAc/83CWsomBm34G0/LZsSVWgGDNYmny7SWH35asiMw12hz",
+	"HlteyziRl4ka+HLuTFqhjXjx4c3o46sXH15djP7y6t+AAVJ6nK4WeDjjVFhcir0b21lA9p9SNWkNWv/t",
+	"uLCzHNNbe/xKX6vELBR9s05jyxMPyzMPA2ENENWx1LDoK6UWwjHQvIgzlCfJWGNY+LEqE0arbgukaJM5",
+	"AltP5Ymy35hlEoHUBNCES+xmZqxCnrnC6QrAsQhkmpxK13DgdTDhZsfYBuFxYcwbqVesIrd7YhYxpedl",
+	"nrSMaRfFhcUcaD0ri5yumWT12t2T5x4q7uCJB+KkB+RUzGO9zJCyVmZwJ2EUafH6GolEq89jpSLgWTIr",
+	"gHsRSTyPs51LKprmXQzE056TECwuwqI4gT9pEn+A07N12SiTZnsgwFAjBoh2hryMFotEjpW7Ik97/QD1",
+	"LZ7MQ+PHViQG2fvlIhBLncAocTbU3hAqQu6Gb9QErt+TUzEzy9SCbFkvhn4Hy7CdrkA5b6hJKAs9qS/k",
+	"bbFdESKAQ2Sthq1hK8zXn1tyH1kRfj7CDTmi1t2hLp/fikS57Rj7TW9JUQILNmn8M9GaPY4yC1ZlxP5+",
+	"lyBVq2zoe4i9bNDD4WfR2dSqd1uzufHX4pJEzD/MmfLn41kOAbE3AvNQ7BPn1cO5gJMB55jIkZlsILNi",
+	"qjIrTk+ei1jbTMloszLHnaIyotcpELZh+1r7Ww/m2OOLRMkUWJKXcarGmUlr+dVzVl0zVUFF8CMrIvfN",
+	"mQj1MklCkaq5uWYBij5p5x+ISzU2c2WFmi+yFS5tK3sHPcLMnBhZYfeC1uejqTnip65x9y3/+BG7/OQ3",
+	"O4rnC5NmrLiagdQaZ7PlZXds5sdGLuIjwPmp0sf50Lf+5/YqXhwZhIlMjhYGrQw0u8JQi4QjimJq9Z7M",
+	"2jEcClpFFbAlu7G0rB1NI2Fn5gYo8pkIz1++HP0CHMxtKOZqfqlSEOjTdCWKkQjGqKtaeIP+0pLjLL6O",
+	"s9WIILWmqgla7oqvfTdlYlj/ZkTkb20fd+zdbdACdJyadFXbt3t5h+7jbEPXAO9Nw6YKLr1dxAjl03iu",
+	"vE9Gl6t6RhV2zR2bpVUpsKiwa3jxI7mZmRvglm+k5edtuYgDQbgaiLmMk0B0u108MGtTVp/J0jUicl2z",
+	"KBTrRyRj1byepma52Pzm8B3Y8GFNQz0xI2uW6bh+hsB3bJ7/PI6iRG1+v/mFyepfkN1/fTvDfigSNZWJ",
+	"AHKarQIRnoRikcbXklhmazTK5hoI2I/94ORT3XKdp8sIQFM7gVRNY5rA2it3mW58dfh+ZXLaQLEIrWoR",
+	"MZOfeexyB7HWDv+dngYVATbOlD0TcO3mKrRspub1nW8iXfBg1BjTlmlS2wsczD16gdYb0WqZzUdjOV/I",
+	"eKo3NyiYzNr3cxXFy/nG11sOC7zO1AbEupnF49loZmy2rQtqlcT6ancr2MXNrW59XfCPLdTtIOCKO6cg",
+	"ukyzc/QvSHVQucOqZ6hAA96uElkuE5gSPSxTD5/SEK4UmOHvek4hmIZUiXD5+vJuOv+M5kfZu0jdbeuR",
+	"Xkef8/PF57QO/nX7W7ebFRwtoVQJ/cq46uFWQdfM5d/UOGsV7M8LmUabWaCJTKyqMijjgnHadus6/grv",
+	"cPTQIiEsU3O7+1v8oCAlLZmmEvtScME27+kVNCffgbreFjOjVfPe3kPzzb0VhLJxjx/yTzZ1WzmUDvo5",
+	"JPJFlMb3gL5l98nVxXMe3QMNXhy4qa/1YolzmMvPr+m7vmciyYH56oCNrun7aU3X7+VqrnTGvkzNt+gb",
+	"ZNmxhwPwpuHk1vh/3wj39GmwVR7YZXgqiwEV2QbeiHYuJIrTr3YLfZsFhdoxXvBLf5iT5wcNwwLDTuh4",
+	"AsTOtmvceZW5ipSItZBauJbONyXWU2FXNiOGaOdAZSa/vGvBdta+PKV/hjelTTsImhWefuf8Szz+zulX",
+	"eP6d7V3DNdYWaBaKaLniZ7JMklxokzXcfXUp81jngwebpYzKQaqbpS93IKOMPf42MsjODSpkkp1NS4JI",
+	"xbsHX/no1e8dgl77ySq7iZgnRmw21Apo5c/9oJPBMkjJE+L0q2CrUFKe0wcycaLTNTQ6ZBIVIWXnnlaE",
+	"lkbtCyGmUfM9qIUv5OxsXCv07AZ/rRTU9LOKWLTrswpLxlJGIdQ4VNjCeX2/iGSmmnJeFaISRyEaiWQm",
+	"EiUt2mEFuUqiVrFLCOV3dLJTzfhwbMZWprBOn73ORRzUxW/CITzkVX/IqjeoRf4er//f4ur+w1y8h+x1",
+	"o2v1DJ0v5JitPCY58KL9De7NfX2dKsqqenJLmoT9KOx5NajMufXGqSBpOxDqCAVUio4w41gmQqvsxqRX",
+	"NUadV/eqtXh/r1qLjzj5tzz3xr2WPqvr13Noa6aodR9s1NUeYO/ZYU1pPLf7MWpUvDyd7DJAX42APToB",
+	"oahDfFmrYN9sDGG34K0vDzc6PJg9o071XPKILCFHrpZuqBz2F+7BaIOCl7XEhaL7vVOwvXIqt8qZ2UJ5",
+	"SOtzR/LjQnpEZqYK+TwkSLJkjb4fqtNUhfZwCrA9GaYH5kX2YCq8o1feT/RpVJEYS6uOYC81tLxWyUrI",
+	"qYy1JYdu14HnqCHapyedMzY0Z+imiT7wWt2sX+AHyfaoNqmgm69OerK/0Hy77TQcrnD++8TmHbfgdibq",
+	"H0fh7/8o1BhvRtuZVXdILOoU9zsjb85ff/ex3rUlv0SYcw1c6IVJI3S91dmZgHua4YoO2ipV+AaDAJqc",
+	"DRc9jccP0ab+5qcDErQ+H+HwrcGT26D19tUPo9cvN3jmqJvK5jyyIo5qt6Te9YzjFt6qm9cv/ZH7t0Hr",
+	"4tV3r95/++7tq13Ac+z/Q8IO6cs+sDupIhoDsrSuwGHHFtT7LiayfFcrLb8iNumjOpDi34dk0phMu8Qi",
+	"dxVEvZ4a8olLzY7Qe4BmHmtfAPB17SaTSd2ryjypXUA91U3spbSzSyPT6ELaq8N8BO5R9qP4tFjHFgMJ",
+	"N5yMSnubSfIfbSouupimw6SjyJQ25dKYREm9l5y5UbBL8+tgi5MZa7NasRYolfOUPjV30aqTw9hHJ5eP",
+	"IgrB9yBc3p7tklsRNsZyFq+sHgV5a9ad+/7t3/7t347evDl6+VJ8++3gzZvBx4/hjlhCFJAqAay/nN4e",
+	"0Y+T4odwPwZrP/6pThp/KVf5YTnooMTKjpCx2U1yiVgwqtpRQ5XIx+Xc+3Ri0qnJMqVH+fB7DBzraxOP",
+	"lR3F1i73HXputFrtPpGrN9gOPliNrhbxri/+sojfrFizG5udc3pPrVCFaq9sg/lcYDtWVzZo/72tIbk8",
+	"Oe4kWNt8N53q5q7D3AGyfi9zqNWfKQbufoiqPi+Utj7JoEwoZBTBdyPURtTfSrEem3n91/Rq28dwRY02",
+	"9lAlWdSu0m+5k3zKrerkN0DswqHJHhC7LGxrjdgWGONitVDeaalyKUB5RxsveF5j5RaqvjbXKo2W21rA",
+	"hKJlQkd7vQ13sG0eeQ+jptxI9YvSWtfm5a+0OqHKMoN8HzZs7fd2b+ar+W1ez81s9LOtnaKSCSWSOEiT",
+	"SOkk8mwRmFzQaQ9BpAJK0xU/wIPQJYUIRVtqgRZiJQB32SN8qPO0FJ1AmHmcgUQURrEfCRWOTaTg30Ua",
+	"j/HHTzoje3V4LeFXqkQm4YbmBC5+v2e5c3mcwQyNPsLwo/Iofng69YxjsB8OZqPpB0PNU/DGzozodakv",
+	"OGXlT3oUqFi9oBvaeV2fNVH3/AajPVU6ZpHQZaUifUUuYRTCSUEivbXXpFmINcetYOyWXagkwTxQVixk",
+	"mjlvfox+msgxpVTYbfpzyFDrxEebRch1gD/LPqok2ML1OXyv40zguyooy//bAdif6vbrXymX2Wprzzs6",
+	"vpY1Hf/1/IJChwtECESsx8kS44uIea1d1NbRbrdRjb0k+vyr906BV3MJrTfal+XdEPm0TfiqEbY2nrf3",
+	"xRn7DU7S1oPzkHFYm22A7shsQve153ZZk4QmNUsdtX/Smfg//5uwEn60+72e+M//538JB/+OOBaAoeKk",
+	"Uwvx2pPwfif272DyopIkmYO8vMFBiwM8fkIOkODiYQ5NjpbP8Nx6A9/VaSvwUq1s8986Ez3AOckhuTOV",
+	"qhqXrifVg+Wdn3UFJmac9VXr4lIlRk/h5juAgvun7w9+kdVBxJGuTQrk+7++7npF3fEi2ucy2XjQNh2O",
+	"u1j18oyX+11QtWrd+za/lZXCO2z0jJ0W8Ldqlt/3cJV1neWB35o8y2JYqODC0jD1ia6qStGdzR/eEW+L",
+	"UQ62WthMTks+3Kf9Q5y4a+83GmA5x8ypmKZ8CeKME0oK5vbgo/ubub3jUqru7qcHueo/nBt7vdd0SVVc",
+	"uFD7jjlFUOdGlfMmyvSgbtaUkDdPfa+Xc5XGY36nflrCnhjRG1CaeskvxpxU2dWYsFY1cthuSsl6uynZ",
+	"nh9XyNF9U5mDSPMdSVMVtSsOstCs5kjuScGc1RqJ2Pbj0mtMtXqbEehBydTDuxH3dpCjvb5s5h2c+1O/",
+	"cgEAe3Au5KjQQFB7e/7m1W4tIJrrsenWme4nz5fXVyfMuyoQv7d9dweFamB85fxKzcgTpZeqa7/bsqxI",
+	"o10vYz2yKMJUMmVI0rO2gv20HrtXvTufzN31CUwpfuP8JraUUGOdWj1Y0pF7Sy5Sq+andQQO20j1sJYP",
+	"Y5tfcn2Oi2Ymdy5OU/JR8c/Dem4MBHctRWLKcYCW0f9yq6axtuF9aRv/qPpDPxt5MyT8h8bxt9I4lhLF",
+	"P7DW0eW3v4Ny5R61HweoMO7jNt7rutw+pf1DN/dQZBR35F3i7d2eC7sWeH/69A6KjzuLBnfRTbg1rekn",
+	"Th9UP3FWdQUTlytn7r1HP27/8kac3XaWD7om629GrWoz3g1ExJ5uLrK1Nq4VvbPPi4Duim5Ts494njG1",
+	"HSZmLJM/R2YuY93NkigMsADfAiTCzhlV+UtrHfvXsnCclt3w/uPPw6H99MWf3Y/hsOt+1nrbeYEde7ow",
+	"oUt6k7ARB5nqvlMPdTvMk/pDkOrfTlF9d4iWTtIO8HII6wNLqvmaDpek4mjkdmQudb2sWI3wyzx7HIcS",
+	"TFxq8VK1TCBmtVt15xDLyrS378ciW31totW+/kiasgljVn8q1vIvH9+9FUmcqVQmnJYYs/uEv9yGTDr8",
+	"bnsbF1qZ3V9dYux12NMUaGMr1KnuasuTWe+31qLugZkIda3SVZGmmtKx0+bmBcCw4tdabunuRpekCvGn",
+	"jM5GC64tKNrhsNUbtkJEJCTnVuko1tMO3Y1UbBF6g68mMk6WZGiuAtij1u3erz/2j55+Qn9o/E+nlkhz",
+	"AvK1SWLabm+S/kwy9TnbMZN1yUNON2wy1gDEyhdRQEadvmgnsc3guuohTGysp4k6oiJ/xebY7k61JOdN",
+	"X1veWMVJOzU3VhyLcu3ATnh/o1Ou9nUGCMejItMgdlIm7yRTKco6JpPJ/c2h0PxUQMAbGwZc+IxP8yv8",
+	"LdpYODT851cX4piJz/FUZVwAyqWr9ylex2NmvLKZLjs99rse4RC0Ph/BR0fXMgWJ3MLXFOf3Me+D/n7F",
+	"PXl/vZCLOJNJ69Otl2C/DsVWiZGRkFZIJidUKSVScKoirPLt6odWUtRjt0d0R4bd1q4cQ7kSyK2bZUxE",
+	"BYePfBzcnGsJ9/X+yl45duqOIr4EGJ1W0FouWE6jgtwg1SpNRdTGKr7mN/E1qbzo12pE2fZrw1LGM6mn",
+	"u8MR/sUsQZR7wa09gbNppA/lY9tyz9dcGwC7RxaEMxAy4ojUPH+juYjU3GBEIpE0rqBzFEdYOh+RApcf",
+	"K9tpErSIwRLRMqnBvTf4HCn3QPQDcRKI00A8DcRJLxAnp3DenvVEOy/i45XVtL7KxCcpSAGac0koV220",
+	"epHUhdcb7pAYA7OZzVKznM6qgZIHMTNbBMEfZkbMZaS88SsMFdVDusu4e2h8+YDUa21zMOabnWOmvyeB",
+	"O4PFAdl4uN/zjbgPj7xMbd1t/W4hf1qqM7Qxoj+2FSG1RU/qvCDnWCb1tg08MXuE7F9vEHfnJq0jwelS",
+	"ERrROFTXI58hVUwEefVM4LKprV9eUFoxlsvpLBPLhbeAPHCvKv7RcgIHMJ5Y3VZgqtiHCiso6EKRvqr3",
+	"aZuZfBvUcapvJZHFLM4StdW84u4A4NZqDBoOdp+CJocjR3p3HnB4/nQjXO8iZ/8WsNupAnSwzBOHOmje",
+	"F3DLcN0IyL30UYTSNaezAMK6RUSB5GADEcXTmEuJh6OQrkhgRcXYJMs51gDyy6ZUQzWLQsWffukHz57U",
+	"x2HiRPZz+Wl0AnckN2247bWhtfjtxv1BGXZL3Nm6rocGC1yZcqzniDhTrQVE2lgpIoxHAAbWC6kNuZ/O",
+	"mZB6RWXFFVBQqrx02gOxsttaK+2EkyYL2H/+3/+rvggRDFwj1/tJO2qh0HRHd3lJb+JZSoV9TJob7PfE",
+	"hub0hWov1Th4griCRakw3TgXSURYUmlK+jBqnFaiRKR2ZF2/zjFuZ4+MnBtJzwafm29QIt3zYEZqEuvc",
+	"/Lt9atD9y6L9Poq72s0LTk4/3TG4r3rNecvZDKKXpTVvIgBGq3eT1uDHBjaaNTPsp5oDjOqCohR4XgtJ",
+	"g+xiZUJU23HStDAue04DYZF+oj6ETDWH/Ulv7Zz2N8LhLrf93fDmIHTYyyNx67XdEE/2vMSTDbHF9Ga/",
+	"23OXz+qDHNsHcAxt5i34TaylHqu74CNXC6iVWzEq39UTuO/CC68x8B3OJse7U1yvb4798qAyDHcxWzV3",
+	"EjjY6E/rK3Jerqfnp5QAlJifYXNWBBdzodXMjIqtAy4I46gbZO7fJxaiziXmfO4ih4HcXkqrxHiZpkqP",
+	"uXT9OFna+Fq9cVAgtcXBBn+7nI/cALtmM/cR9pF92Int4Yng71UNryfTqcrKkx/weq4VeiogO5ylUtvJ",
+	"Qen6MzPaB45ZzYweHJyb3DW4Ng6prn3y8OyO3hp38bcoOUt6m1tHpb9VMslme9Ll9RRK5mq3lM1f1c3i",
+	"dfSbSaDNLq9yXr4DHScONYnX8cSbjcvlNHj7Mnx2nN7Ner+YlROobGPsqS1z0bWLqVgq9qo2+8NMZkL6",
+	"BgbWZ0cD5MClywxMWu3MwI3FUmM7/GWIzNCwNRBDTMhnrBm2sDbpbdgJhpq7IBuOUHI8c91zqBJy9Vj5",
+	"P6E0G1rduDLB2L3JsPsfhy2TRND3sKXVzbD16TbsUDKNnbb6vyxikEf3N0kt67zwEWIZGt7JGMriyyKR",
+	"WqtIRHJFd3et4+hcSbus0zSHck7pQiasGAD6HgjOygR/IHiIlRDt0jXdwZQo+DXGjt3E1vfPajmnUBqi",
+	"1ihWnz4c01Jmas4RByIv+54pi7dJNsuXj4mnKF4NQGFxV+cqS+NxreIeGtWPiP0mK+zGKSVSNZbJeJlQ",
+	"OKPxhgwE+vTS4zFw/LWAX6RmmiprR5wVY31o2nBxTOP6+TMkrNVm5BHsjZbdGBGpcTyXid03nUZNnKLD",
+	"DYZN4FCwZvKf6tH8zb7OMu/QVD6TdnS1iEPRxkadwoqB9YlnGAcm/vL+NYEGD3Xd7q/7kXDP9RkLsYdR",
+	"LlM2Ei7dWa614EB3mRk1sdMW6dlKn412owlgqLxWqZwq4VrnbvewBPiDwqYzEz6yDCh0D4EjQRn4I7kC",
+	"DMrb+RZLPEP0FYMewL4dwTYQQQ//98xaR+3vAI/Q297wLqfD4dAGnL9Qcr73Db6QaTbfy3DII73MP92Z",
+	"PBeFynwgEBhqPWFDc0X+KzezlQi9LzAFFYxQTz733E84yXuvllIM7l4ndt5whdh229q2ZTS0rcpgJRi3",
+	"aiG+BW+83TwUg0Z3zdRWfzUdeljKE8u1fE0vkHzTDwXHpqhF974cu0g3CRXB98IYXeMNwYwV0JeHy70w",
+	"dvR7gFvGw2zgfuGAle0uXD5ydW55/72daYgF38U2+2Bu9hMj3mnHD9dr81l9rz7LcZasmH1G4VVFbJ+1",
+	"XYF+PasFmqaGmlxX8RX7tpLuGr0uZvJaoaXqUiXm5qxk2c2/Gss0XYliFUPtJBdZsWIGhQ0zpZv4crVm",
+	"UuzUJe9jVUGjhNFlndEBGFi4yTUYq1J8b/cXRazG7rZT1XTNU3WnFWeZHM8QnyeJnHrqk17Q/9Skh8vx",
+	"uNFEL9nVfGfDvHj7Po0Ph0DD6R/s1ehqGO4egX3CGzQkhf1+gKp8dAeAuZ6aL4w/KIo0Nv7mzrN0l0rj",
+	"EYvqf40/KVSPe35y9+Vl8jN30njoxgTL/+DuM+Vqgg1Gzcv9NW17l8ntgZJFnvambUeXDbv2zAyNyiI0",
+	"r59QxOU2a39wfYbGSTcaNbxDEhFnLmw2VsW42KR/u4sj2ZhrYPd0diQOaJBNJHeK3znYWjT1zi/Kxax2",
+	"N0/NvHHD0T780W+VLqFSVXfnvGI7mpmsGSKVSn3t7HmurJVT1ZTYVyqD7W6f+8k0l9N2duos57sb5qH3",
+	"u6PF8rq/uyea57TYrb2rFgneOY+fGlKA7VEZu9ewBztS1JfZ2dTOZZKMQHQdmcnIseZVh5vd3TRnfO6e",
+	"S4gk6EZjLeeN9qZq4d/5gfNg2DmDPdiyzDRstheBbMzk3Y25W+q42ZY05f626Wr2DOzZPVY2H43lfCHj",
+	"qW7+gdFZU9kc2s9VFC/njZvvcddA80w1JFecUGcnht/M4vFsNDM222cq9FUS66v9v7IxcJFNv7rdrFFr",
+	"rn13KrgaI9d3ZiyTN7FeZk0qVjUpV6U+y/kC1tM66Z08O+r3j056ot8b9HqH17KqDZ14I+PkDXEJh6TW",
+	"2OZw9Tri4F5MKEINnSLSWzqWVGSDLYeL1Bbs6gf9r+rXwMqk8ujfxlGktBibxUqkahwvYtjNQIzL6S0D",
+	"IS1FSTtKeQZ/aiNmSkbkBVaqZV/reubuwvIUvpZWPTsVbZtJHck0EiYV33/47sjKiQrEAsCsp8IsCNYd",
+	"B5vvL745+kp8e/HmO8yWUJePtH4WdWB4sff6m624rGrZEVWBTnaEZGJs9Fil2h7kc7o528l6ao0zMV9a",
+	"l10D3RDyKZNF99JkM9RW5z6d+/qY7sq7//BT8Bice8Q97vUMjkESayUuUyWvqphxutkNc1OCoQ8OEV2C",
+	"IVWHkeiRtJ54CNMJvJVzJYbLXu/JuNoAn6qwFn89L/Anu2ybHk0rraaANh/4OkMN0NOPSh/oBdgkrc4a",
+	"xV4LJtjkX4eO5ueFaWTPVADXG2pc+sxwJXbv0y8bIvYerJKWN53AzXoXLPYKpCgBsYYXwPdv2KP4sNu0",
+	"1px5twiCzVED9Ul59w8pONB8e+8q+61q0o1q0TtFIuypXiySaVRqEn5qoGpsFMfQID7h7rk/DwlbeLCw",
+	"g/vNFrzZM/7uOSseILdwyUu+BNEK/viIWJN82D/1HoEIyjeiI1IlSnsPKYo3JhwuUdT9aXVOi+uINRX4",
+	"PLSIb2Pq4dXe3Dbfd9QsrzmbmUjuLJp7AY34k/rwCeqmmEUdkN+qm9cbONk4dx/R6oYdSg5gVXEEt311",
+	"o9j1YWwp1nnfiOw84vkEm7rw53U0KMF9zwCSmbnRGwqyu+6aZf0sVV2vwdV967vTzNw06vb8fe6tuCfO",
+	"j5yNplmWX1JW7mhbg7o0TNFJ7RpmRh+kucgDRsqo+JdYI7pjgEfAFVzQ011hk0DMzWWcqECYNFJpTR2M",
+	"OvODiyzZ6hUKjd7WOxBSB1vW/18s/2i+eQ8P+tLltWMf3uYWqSoo8EN2aztzSVHQ+86J4CL8Igw4r24g",
+	"LlM5vlKZDURkOH1KJO1M2a74qGQ6ninrUu8KzKyHicZy5VlJSq9Kv76M9sWn//5j7+h5uyO6R58e58kd",
+	"+e9a0Q1X+tukZL2HoK4/ZkrW/YLNtidr3R2KBoQhtnGmLObvsHuGoxSfkz43UVOZCHIZEO2Q2eNIZTJO",
+	"LCd0LKn/KFatsx6IIqNU2dFE1imwzinwp14puSECmPpbLdO6hETTfXu7lPpqtCmtwHrr+KpOC6evMF1f",
+	"ZcRnp/Wi3qg+4utbJXMezKRTqWOLGSXXMmw/3dDtpqSdeTlM7nymZNSo08kySTZM9hs4LxiYhvQN/XVN",
+	"iqXEUd9vZ/GiYSXqZHS5rKmE+GIWq4kTBGVeVHv7jGNdd/rl54VcqbTxHl0tFhVsqG+2aSc/zkya7Qmd",
+	"+vVc1ZbuSlPMhh+hirXQB+2ar5mmekTJ8Zosz1xJ4ul2N1w0bJfNGza8Jme6nfBZmPEsG8korcX6bF9i",
+	"gETZjhZpPK8tzdm0bFxas20fVZYllIFgjz1bWjXK88it6eimGoOCZypVg9yzn6k4GhsI/yQKWyVqDSwF",
+	"pS3FvoXRlMrHqa0u0iVcN9/AVVEfKr/lArpTDpXSbbHnbfBA5H4fmr4npd6PBu9DTXfTSuAxkOeoozF3",
+	"4tx/LzLckJ7+VyeUexPCxiTvTuQsBKITirm8ojKUlpL8OhJV0LaueDePs0xFA8HfOM6dInyLlkERlS9C",
+	"JGbhflSuzKbnB2Y7A36Q3FQmfNvp3HaytomMbaVbO+jUdrq0hQzdUajL6VMjj1xdOyLTkW2EYwOh2EUZ",
+	"NpOCjWd/82HffLq3n+Zdh3fDUd11Ng89I63SzpW7pT2iHSkDkwHkFu3A4iBabJaPef6pCPwD5EPIQ/MS",
+	"UudI6p8eOiu4/QinMjDrTv1HM45l8lZlNya92vvIb/CgeJ+aSZyovECTScVM6ihR3buZ2YtZriclLfTy",
+	"2KjQiiaxvlJRrAORqURNUzkPxESO1aUxV7tjyMlozwMXkY47QXmQn1oBz5JvyOlXu0tHF6DxPn3aq35Y",
+	"n7a4+8VRbTmrarKR/cGwlyWsjIs11oWPyzlzdvu6rMQlPZZvf4k1psipr+a6yZrBrzZ8uMHWUXxCw7a8",
+	"0esAiTaWPTHI2niqt5Qe4AYRp3azV00dMf6YJZW9mK4d/qyDjx8pk4RLHbFnDFjTyh13c8Fozlzk0Til",
+	"mOY9PCOKkIotsQ+FF4jgkx+VbQuNCkeSA4ggshyehGtVADe4f/yGxZQral06Jarh4di7zDL5IdSWUV7z",
+	"d/DQsIzz+RZu8mjwiUFT/4ZS7WVGsi1eD0Ci/uvZ9cqEZ6s7vudzvxdJqX64yYn3HF1473N1BWXJmele",
+	"UHOg5zK9spihL51iAVW+TBrSo6puxV5hhbV6BeUO5idV81hHKh3NEWA1DClB0opLNTGp4oSEMs1EZgR9",
+	"jc+kd+7zLCxPT54+25CIZa3iWL5HDLl+cM+ksKrmKjklC2jVTFO80Y/MuRbAdvoZVp88vdd6uI7C/mZ1",
+	"cJnmunVvImZ78aubnGDg+cVqoQ7jVaPa6rno9uPO+RVsErTLy4TnSfTqOdwtvG9kNr3Oud9dMwF4RMvE",
+	"q1q+ZTpFdZmqhVt7UtzVdjTcfsnyzen47sjkvHbLX/QmHLjnLPN7sam7wq6oXCHVqZwAN2vgAoiSmKiI",
+	"Xwtzn6irzn//p9adWODKfXXQfb43T3vARWFrNbcf8DlWQv2sxssaq/XGtOhbuN6TUNC+kzqYcRmAlyi0",
+	"Z+OuanPTCQTcC6kyC4XZT+/rQjjDEq9yzBMwyYFXxH1R/Qv2m5Tb+Ou7Z5P2nE0PI71/ODdJJmGbvSR/",
+	"oGqKB9XOLK9rg7BVzH1rlE2RSKa5wFzKI1Kjx7cgM0cjmT2MmO/6T5Xk9AtVtcnKq8soXHt65hWv5MSE",
+	"pTTK62YHGSexno5srMeqbizOnovF/ASni54pGYlLNZUa+FXoYr8l7llhqBYf1m5wL4VnmjQUfKFlMUqQ",
+	"418ZC3IUW9+cMjpUwVng35Yjcl7g/JovF9a55kqoQD2pFLdJhSF7HWWHJKjnAHr4srOFj/iXFehjmoKf",
+	"lopfw/4XK33JXe9LFLIM1s1q0wYFUhqf9CWVGB7NbanzWnkqL9FdX7bzN1CxmWWGoU/eFueowaiHPzLg",
+	"EumfbZvInMKOhEQ7GeXwF/JpvO3+QqfnlktYcz3dLswjbGjXyEGZa5vc5hfLL8+8KPHs7ybjwpZT53Bx",
+	"L/mqisc1tIeb3K3qUU4QGkzGkY/1m2unD4NHXRsM9IZbA+qocaqyht99xMZY/s4jzmUkmmXZwg6Oj9Ew",
+	"l2UL+Pn9h++c8MV0aj2twE5DVDXHbJpsQ4pDkGELErwp4FtXkdrVKuRyvDJVh5L6fnASnAZPqdxa8Ky+",
+	"gOKBRPtjvtcPUZu3wKR1xpzeUch/nIkbaalQtUnzwhva3Jx5HikNGZA6ysMT2YIcPh6vU8GbmVXjUYgx",
+	"B4CynEnATMTJKTBJz07F5SpTVrQ/utwC3K/tkM7p2zfnL8SVWrkK+K4qPn5WFzDjydY0emFA/eL40y9P",
+	"ToKvvrr90y+9YEMSEx7/QtnsQy6H7hUL5C6fWtb7nm7Xva8pvnc2ynteqXlKViJsfX7utXTkxV3b5Aby",
+	"5rEFq+5Xt3Pw1VHIUGWAUSXwhVxa5ZfkPxMAfZEqu5yTLD8XbZlYI+QkU2kj8aRTV0J8/0vsIIXAwTdf",
+	"ajJUQW0gWwgV8rcjH2FqWL/Se7hF73QZ1iImzWuZxtnqI8yAgHSpZKrS82VWpzKExyaNf0bcH4ivsS1n",
+	"G0GtoUsxIi7gL7rpYmuXVHmGk9tf+kLtIytkNI/1UGOaEx2JdjhO50eMU6SLJNkq7ASYRZ2SryL9HUst",
+	"LgE7r80VXKUY6pXNVJwO9cdvz49Onj4DIksVoCgROkIb9wdnX+wXcCOt21vOT0kmwiJpLppYWy8+vMF5",
+	"x2MlMiXnLFgWbM00zmbLy+7YzI/H6Zybws/1mtCeo3AMtwXZDOAnrGyRxtcyU2xDtJ08HCJOK/ZFG1D0",
+	"nA2GWh3NZZxQD4Ur5xnq/+wZGuw4WI5TonKQHWb+FAuOdrFnlEtgqF3lP3smqOsz4RTiSBugK9qpI5j+",
+	"MlMUh4caKNsd6qH+b/9NvDAaGB8Uce1MpnjVcXZ8oGmITtD28WMg20pfq8QsVPfxY/EKG6VqkeBtabQS",
+	"//Lx3VtBSDzU4S9EoAOBpDlAD+lApOYGwCKniv8JqCTTbSjadNxE+IqHwYpcQ30kQuoKq3yEdol1OCip",
+	"DvYddsU7rYoJByL851cX4phtPcdTlYUBTNWkwOMNtRDz2NpYT12RAWlF+Aq7csEFY7mIM5mIV2dUP8cu",
+	"VJLAF7EVgBh5iR7AlIkcqy5OlObDRceHrVAYLXjCOVuCbdCwCW9BOlym/DnAiL6GO7b0dTsctnpOwx++",
+	"f/fxQhzDvh9bpSM4gNB90R9uiJnAWvPy5yLW1zKJIxHrxTITbdpnfIRwc98GQss5rBXNNq6wMsCbiqzx",
+	"QqDvdJmoTkBD9GGIpZZEiqyK+PkTeJ4DPJ7OMstvTuGNNpmYmKV2zZ8OWyFukcpmJsLXMknMTd7fc/gq",
+	"Wi6SeCwzRQ9P8GEK5zKJ53GGT5+6VVPeXwZ8G9XuAH1i8rSQyY1cWQRVtS1XlRBxJP7zf/5/nbCIfULM",
+	"f2RF+D+OmHM4eh2FQe61jQQ1M+KnpckUHHAMMhRTw6TQwHjeHZ2YaYdn/cSBJVUyWok2YTP+8XPYQS0f",
+	"AOVaxsiG0YqY1SlOAZxJIbl7GMyVLglffHgz+vjqxYdXF6O/vPq3sNMV52IhcV0SoQLdo8kptjk9ElLb",
+	"G5UimABNix0MhBRX2txo6oQOkEaJwG1ivrGifbksanEjGaAZRuJS2TgiM/z5+9cBVeLo0LlAEoEHg/ZK",
+	"SPH4MV2pjx93xTcmpYpq3uLjTMxMEkFTpEu4422pmUAFsA6pBUpfqCyRrga48xGVXjqHR1bEUScQmMOR",
+	"4mnRx5clBIuAHhsd4a7Gc9UVr+R4VkwIDZkkVDCZYwLiRAy3RgxC5UM/WSaOwmqHLtdKR5jAKFPaQsfh",
+	"5yP89Ij6DUWbV7wwiM2A/wZIS5WtwY3HfknOdTNoE+nqFGujeVMrgnpXfINaLR/iQFOY6tF0ucNAqM9j",
+	"tUApkv0s8q8e2doF4ek74vkQ5BijoF+q58iyOAAM66AR7bJ0GrxpZa7AYk6qsQwaobMIe0BlEQgw5qAc",
+	"UUZa28APQSONbkAuNu49kpQbw7c1NbEdxrFIyIJclfp3+MRHi6D8ObYZUMpKwHYcYUEb6JIphgb6DYJT",
+	"ZPniGaD0HXbpxv724uK9oJuzcmEHItbjZImJ9BzcAoSK94046fUCR+9SpYaathGAOhCPH5/2+o8fF6X9",
+	"iGljtjC2juAHYqmROATMHWI+P2YLh7rN4l/4ww8/HAETC9wIwMnxsHCzPX58evLcjSV5CJiMiqgsZEH3",
+	"hUmHWrrD6VzNYWWkhRWyGAOtrcYIM8mUFvlMPqgsXR2dgwxFiEwH254Jq5R4/Pg7GMc+fsxX7uPHT3tP",
+	"Hj+mgnwlSl3AZpEavMNjO9QFXYev8asN5BsRVysntjmmnFUyV2rl1DJDTXX9tOqK88Q5fs2FzeIk4apF",
+	"mc++iXPMz+nT+6EGmhEgK0eE6SbF1I+rBWp7YisSmU5RrpRcthMB3u6LN/HXZ6Lfg3/hVA71OnuCpBux",
+	"XHGRVsS0k16PpIX8QoEbm/GXAI2oC6SUth3EDBDuxNOeK/lkgd1m8ot3HlUPxOysl8sUGpiJ6Pd6Q90u",
+	"QZJdiuyZR5PgJpErVm4hGDtnYiFtxsDK/JUM9enJcxF66EdYqaIBsAvMLZQwiu+FCoLCkICgQ13Bz7Y2",
+	"tHC8ooCnc3s2lwkI3MAVbTlhnaE+6eGFRFAiZ7jNUDrplVfr0VWJkl1p4XB65lKv6g+XZSDE2macBuC0",
+	"1w+YIuaEIlWTpWWsGGocFzpnrzwCeGJgMWK5CFx5+zjzR1ORd2UmK+wrLy5rs6E+ORUzs0ztgNhdGt2K",
+	"K6UW6HeHlBDOIrAEvCk4Fbx0rJCXS6uwzhdKSUNtJhMQNU2K5ytWqfuMmIREuV3BKGSQcxdibIiye1wf",
+	"jN0V50Pt3fgVFIiMsswkp9P4WvlT9DeI6p0RYg113oJulWJNmDREUyo1MTaAGLBwwC/guWbO7dEdh0d2",
+	"qLN0iZXVUrhxLNKzzzFcGdgQkVKtMDgbsCn8H0ffmPRGppGK4Fd4Jl6/v35WJE4dasqoDAh5/OzURefQ",
+	"AvAcWeTdcj7xZmYSrPqXGMzYEYiZucHbD7APKDQCk8msyi93Xg70lxgZiUuZSD1WKROY93KK+46pRYDO",
+	"vNZYXQ4vSRD3Q5BWQwdDZg/NJC/VPJfZeOZ2dBInGfAnmJIYRMc2bBrrPYzFQ+eYXuD0kfklYW+s4qQN",
+	"Y4lj1/fIaGyI2uyhxtb5TOAPZpsD5hP4Kul3xb8u4/EVrsMi+VjgKjsMk6HmRf1pfT3FpP4k+nhMeVj4",
+	"s90LBPwfXTrICwJz/jHW00QduWJ9xe3FW8BfwZUTlpcWCnlpCJ19dpBdbIca6ayTw/K7oRM4vidOlM4S",
+	"4Gii5Rh1SLCnGGIFe8lCGVx0MVMvTz/B2pXwBaW3P7pYLdRAyAVxabHRx3+zRsNN9EYhlJgJTZUYS6uO",
+	"LPCqGZ3GKD/qc2xLzVIF46jIm7snVg81te0EwhohkVtaqCRjCZuWuJCIzEvgGWJYoqAsOLlMplBzQRy5",
+	"HWo5Rjab/0bUO3OaBIAmvobrAXCSmHHJA1oQqojWOu0+A5QyWbpETpnCg8IPA4ElR2wgflpKncUZEgVX",
+	"MYi++ev5BfJnBBWs2DjUrsq1aL83Npum6uO/fgcznas0HsMe36RxBlxZrGnXgL9ZEnCdGHsZa5mujiaJ",
+	"kRmhSXeo89mmuRtskXazlNTTXSQlCBR+OuKlm/NQew5F4RkC4YhuVBil1ttoh8Pm2VB7veA2o5ss4Y1k",
+	"l1kQW9wXwKjCGXLZ5hF753BB5q58Ug81FYTG5WQGLm24X7nA+EwmEyFvgNMASvGzSo1oS293aS/zsufB",
+	"UBe7Ck+f8Fibdzgz4qTjLngmL8AjIOeI1DzOLFfNZB1ZieM7J1VXoq5VQnjGECyyWjlVtZngxeOyjoi3",
+	"JkNKDOIz6x74HVISPE/XsY0vEwUXtMzwSRzRJqL1SfxQcA0u6T9ecLx9KV1C4zhSdjDUIWrHQ5AKXEFR",
+	"InBnIgRZgt+4u4LszJTkBqfBKvdiZUgW4EtkTV2dVdFmdVucwkw6ZyIk0rHWPwvXlAeFVFT5YEONo7VR",
+	"3TzIfS1R78ERQWdY7mBQDFUqf2A7XfGiot0ealZvswralgRlmHZFe40z410oq809mRiog0xgZo7MAeLz",
+	"BYP8i0wSRWw63LAglV2qmbyGbeCCsKi9cSpHkIsIv7haJU6NLP6FYOzkeifSk58WNkU4gByDZAmVPX/j",
+	"nlJzM9Ttm5kJ8F7MFUTEspOJK+DJB7nJnDiOjqMSGKGTpVJbsh2eESqUS94KOwMGAfhe6yrXPu2xOOFK",
+	"FHic5URlmGuPuFpcw6X5LKYKTiBTFNHmjk5OA0Fj4y2t4mvlVMrWEAeKqe3Z/4eUVD8t1VJFbuyhbods",
+	"nAydYGrFxzcX792M8vsH1bMVH7ew5GNAeX6Wi84A6/ZajgPAXMq8EAoMkZaOEczUiUpdweVIYZpOrvat",
+	"nkzWee3PemeOh3UzJethm8ymgEJSsFNh2Xrq6unDFFg7w4iB5OKGhabEmspN9Pgxod/jx1wzgK0O7qRg",
+	"ZDzc1MtMOAscKjcilQ5Yy4A9HANqhHhpsAmYjL8S7jkLLD1AphYIQ807zcoCCgFuw3FiftVn5iIRRmZs",
+	"j4H+WXjWnUdsn3n8+JXT3eF5uqjq32LrAAvwulQrwzJGoZGzCzWOJ07kQZXFUIefj3Kt4ACt3YVvRyan",
+	"Iszf2jDw5lg8hkkyK4yLJBnzZrYCksIyuGM15FSCpFqZmEwwooYkMDmZEE9HhtI57nmcDnUhJLNWkVWX",
+	"pA5lKH3IbQlsC0rhNq3a0kicrNoVBn6Na0rfONTlJvkBAiCT9Uf04V7pn3wlEpVlKsWrGxN4IrCORt1B",
+	"6GeT4WOQC1R8Dp6ciJn6LMuVbjpdnjaW2SgbMkBeBtT15jzUbmFw+pFD0BXLDHBI6nMmUKGJBwKa2vzK",
+	"H0tN1hQkgtjDUOdam4kTXHlA2OEfnrwQIYJ5IVOls5AuU3pkM7Rcw97OjDbLVEWDXGXndaw+k92QPgoq",
+	"G2EXUqPZN9ZL1u/T/fSIv/CVsePC3EoiComZQE0zkShpM9EXf4m/JjnDzBcoL7PCbPpzvPDmV0whPEfC",
+	"evRKj00U62lI9jK8K9q5hOPeDrCjMBDhX2W6Gojqx3CmvwbaBbw2qsJkkjirTKGvNGk8jbUta8543Dbe",
+	"L0XM3pkIH4dDzW+lXnUGQooX7z58FItUTZJ4OoOZvnt/8frd249Oa/YOR3DyL7GGR7Ca1CQ53r9B+1JF",
+	"vxie9E5Dr1I/38Y4PtBwoJ+u3/fvPl4UVIV0wABS358CgOULivD360jNFyYDSeLoL2oVBkMdvp4cvTVa",
+	"Hb2R2XgGjSqmwTIqVjERmVvtbJ0M4KFGjM2nrpnNxbZ4cH2b1CXtG1k1Sa/mPNucSgM/5L3IR2EdcRXI",
+	"59DoyNsHPAtWrS/s1YWcIghKynNcYVWxH5KaB8Uc75Zw7DGQwEgtkAagnGo0le53fG6FA4Trqj2X6RXs",
+	"++cjlckpXxUD3yEiqMmBiyQpt2aLnwq9SYd0WTV2OClulLziBTMKvZDjmXJAGzj/kEBoczSGV+GZkI5i",
+	"8DorqJIbB0Hkk1PRNilKLeHjKmY/6Z2CqCPemCiexMg25WiOJbcQuNAHfAZXwaxw4F0kK4Ilw+/GLJMI",
+	"OEKhzQ1TWr4UU+XcAgDpUFa6UmqBds5MJtzbGUpSaIGwyH+zfgp52QnwRN+4i5H6IDyTmgHItPFjnQEY",
+	"COTX+MSKikUPLcOBf+fktmlijYALCEUbOY9UTRQI/MiG60il+fWd62AdBPWK7kIxMzbrBK43s1BaLuLu",
+	"Ss4T12thFbeOgegQvpc+QSUSWSSRyZeW7CxnVD8LDgFa8Fn1vOLzSKx3sGYwhdtIwwd4i7r5zVWWxrjg",
+	"96mZq2ymlnA7XyDfDDcJsC5AvAsQDkhQROOSY5sJm0kgc9TCfe0sR5Z37K8qBf4q1lPYpjDWE9O9pmeh",
+	"mBgi9FbNJRx6cZ23HgjnWmlFKmNOhjePNSA8N4O1r5jKAXahJ1kKp67ATvjUsjjwN5O6EciPLInHWJSm",
+	"cA578/pizR8MwyqxDGPXpNNj/sgeQ9vboJXFGRYxfLG0mZmrVHxQCcFuFi/ER/Y0O3//uhW0ePTWoNXv",
+	"9rs9jBMhBGgNWk+6ve4TisKdoR/fMTDzRiPnfkzK2eNfSBa5xUJUpq7QxDvNat/CHR/JoZk4YTB0nYSF",
+	"yduPoWdqmZt0FYgVyXKuLZIfVDqF/CQMWJ2tIqALKWoadYQzIDs0GRBjS5pgOoyA2UOdxJlKZcKKR4pD",
+	"+eWWzrrvyMGKvTSVK9TmsF72Sq3YC41leY/fUpGgCRLBDFA2Kr9HEemsorknfXyh78719g6KbRwsIFEN",
+	"TZissmIgCAoSth1fRb5Tbe/U505lz3x1RP42U+UsbQpYXsH6bnSyYK8UlDl0rtyEk+fCFgqlEG/Z48fA",
+	"3K6c8RftekRRECDSQa4AVXYTj1Uw1FLnCmxu0y7c1OhmirMO+8g4pUqOKcLX0//n//x/2dljqCdoSo0T",
+	"R8akzsMoio/nSmorwjgKUOuClqjMBFyuLvBT0gQyy+R4huXiJ4mchp0BgORXMh7/6o7Brw4g4teh/vXo",
+	"6Cj/f2jbx/dl906AMml7oo74VcQR+r+pwBmsAvZyjQIxjgHXqUY1W17SFalOruNsNcpWCxWIUnXtQHDM",
+	"NP3IOxtdohtGXm89EEW1+UB49cwDkVdOD8QyTQLBodT8g16QTg5RRgWiVOo+EF55pOKPQORx6u5nIOSU",
+	"gr/4VyCosjMzmX7xWvfIq53rHnmFcQPhVx2mv/w3VC6YWxGLTX9kCkAXnr98OfoFVngb4n6KE/Er+cy6",
+	"ncL1rq1EtEPOqBIeh5HRqM6qbESRyIB/U2B+wIe9Ds6i7TSnncAriVn8ps3gzDyBKLIRBYIyGYh277gP",
+	"c5FTwlBxKn71nH55VUiqaFqBsMt1LKrZOwJFHXI0mCn8KM8XQUIeBWsIVcz+qfgVRG+px8CHY52z3DXZ",
+	"naZ8FaJdMsF08GFe88t9v14nrRMIvxqYaPfz2nEnrnKc36YCLdFeeIXQOhvPQ1EsLP8d5HO4I3wLiD0T",
+	"vworE2UHa+pxM/Hdv1FSwPkTiY31tQGmA4Aq2u6rDsFXtHOWFP6Ep/z3qEAorxE9aIbFOE3CiTjnSZxD",
+	"908AJDQdFXahQFzLjPG27hCh3yPP5JFdM4p0+Kj34GSgY7xPlRudBiwfO91+St1fTJb5L3ea3N8FeuTt",
+	"mSTmLdw14B4U9wM3wFvD/bWRhBN+1ZA8uLQIVcYyk4mZLoEQYbQQPS9fW7QvSx0XG/OTzkTb5Zxmqx6c",
+	"KtwmGJdHAlqE1g7qjxxD4L+j/C7MTOCVXA7EeByIS/iPu7P5uHvbTfwnM66+UWnH9hS0iH+X96z0TXkT",
+	"ywd84056aFPd/gphZCMHkYYyH+Ioup3LJBkBVzEykxGwxwExyUQnAZmd1chM2BRkPQop2jczBce57sTc",
+	"zEynsCe5CjY8aQ8+ijgurgHm5wyHS9OtptvtdpxViqkdeZtVjWBWgRhKzd2MuVFuxiIO/0eTAAKqm08h",
+	"+vWUTF14oIe6hNqOS0NFELsocdAdd4xgKvNq6ISAFCFSk1iriNhM32LbRrGCvR6ckwNbD9lcg0JIh0z8",
+	"hSW/ZOdvbMqnvbO+G4BTa3yDwgMw5mMzv4w1mzzP3748Q68DeMuWLrRrMwOLwlvu9GWXi4VJ2fEQefU1",
+	"jxhmg7lDxwgDagF3Dcx6HSfsFfT+VZwE4jQQTwPxLBAnvYAIgSdiGl2pi45d8Bmpfl/zLVp08Rts3udR",
+	"4F/4Ds4GNONtwoZ8Ciw3X5sgf1a9O+yajfvMHbuBoNCUzpnwZRO4ZUuWbl6czFSfdvekFkI8AfSktkCK",
+	"I7myA2ZOL1fCcZb5hY7WVLj4UTXu39ZBzkJdFuyTcHZoQHfXHz/E+UJbtvvSU0deLleEn0xx6SielVAU",
+	"zyz83X3zpgt/45qJSSnWetLztnImrwGXODhMF93X5Bvk7hyRzums8G51x4XDT7ys6SOkd7TncO/5sVZ8",
+	"L0irjoAGOQ8s/EzxtQXfwCFBh4Riih7qmtSFDKxF61W7Dtjz0HlP4khUEI9H4r/2Godxji1x6Fbggor4",
+	"GRGFdm4UetLxfFZc4SWZZe5ss5TGkyLzqFeXpAg1qRadOMuVn+vvclsDakuU9Y4lkRrvdBYkQ0YrpkTA",
+	"g8lrFQmrMudUblX+0tFtd6dhWoHLFXm3zkkHmiTkkqeYJlg1xZPBnMrEJGgPB2ng0nwGYcCiAPlERKmc",
+	"ZDYQpyJLJch0T4VdyHkgnpHXFHXnOBafn/G5HTeQj4T5R6kaxwtURxqKwih8gOuRtPBwyn3ameSTa8fN",
+	"Fq2daCNQBv5Vd4bmqgHa8R2xpW12vkOPLNPEkgvRGfspDvxHRLacuwJp1Zxn0CPb6YrQEeSQ7DJapqj6",
+	"guuqK96gi8yMHlQvS+dLhB6KSGLP/O6sSsgjc50UB0LODfvX0kpyhywHme5QX8zUGn/Mmj8+v06iJFuY",
+	"o5M0XwSs8+AiWhmQH5Z1jhAThtQ6ZIPc5zOHpTNqmDTD8DRC6pXTrTk2mHa+HVpqN6LXYSDyJ7k4G4re",
+	"UEs7Vhojdo5FX0TK/RnkR7ffOXPUOQVkLOzoYRyFvrPRUHuisjXiRiZXRbznNDfXpGqhZIalGuxVjNYf",
+	"LqIsXtKgA2D50LxPVWraOFQxuw6p5HPLw+uoNWiRAvy72GbkgY3acY4yta3Bj/WpWvISS+qznC8ShdH1",
+	"MbxfyGzWCpyynyDb8uPsKU0Fhb3VpGx5hklb+sHJafC0Lm/LbbArx66vlS7v8Jlw00CKR/vDm3+5zBDd",
+	"S4tqxVGAFx1KjX7qblzrT0uFhc15scxFt/zVlRISVJKUePUdPn3RDkp/dh7XVntYz4tJ1GaBHspTBQIR",
+	"RV8+7fW6G+ZZVo+XppvnRcbCFHmC5VJ25X6TTXkPPITTnLE3/IbpbJ5Ef99RX9DWZwbtJHDY25tOe+eM",
+	"TmI5m3Hd/MpEYdPu1lSjWp9f2AuFLIhF2PePZ64U6OyaiV9+vx5sW/Ozrs/rnU5WW0UM4uM9BjrnkgNi",
+	"o5k3Jm544wJKCZ+Lme+ZYbTJ7JGTbTDrrdMtsu7f41xzyapdlqdzCOLtGbBIxNfjxine/+xiDFmrChJc",
+	"V79GwgPGkKXcTle8zkocyVBvY6Q4WByYjDjbxnrAib6O1c3ZUDseOc5Y8trF6OSd0O1XB0TH/jSn3L2j",
+	"50iy8d+GtPobcteKLQingSerOiEZhcqzOiF1UBZRz+CGRzwelCVUzl0y8ORT50nuS6eeFO7JpkPthNMI",
+	"wy8m21QtwIR6ImywJsNSnPpQ596bGE4UJ041wt7bcbZ5W1DqL+1JdQt+Ob398aj7ySXJ9n832pIL4zYk",
+	"U96OnBWe4KRQwuhgPFoYgB/izMLulnmfPOi868oKnBWqNSck+k6ohapgG1VE9NlIbDCl9YYzUpujen3m",
+	"L52yAW67rWPlZVbujbq9LLQbOwYvFX65r+Hf79aerF0JZFHYNE3mRetpVk1ysPU5vdqlmmGFSq2GxpPp",
+	"NoralRVtXAqqjDavpQlz9X6H9mfzUu5XCdR0ya7i/uHs5EUzxdLajM6qpfW3KZ44tBcpymbC8Ll6WPZd",
+	"SwPWw1dnlXj5INdMZWaq0GtwE3O1ld+r6NO2k7q7sgOopbmD1qy9dSmsnWttkLSfkKz9aV+6lSvc1g/6",
+	"9unQd3cjVh9yJd8WerN1GoVu8W6k5uMuDeP2afhqzb0m8okUKcpmX5to5ZLvca3YasA0PCu63pZS8dV8",
+	"ka2wR0zsV7kiyKeQNcRo0Ct7FXa5cAcIBpQd8aTXazA31rJQflwOPtk0U9f2+LVreBuQ4gAWuZzPZboC",
+	"Fhv1Xs41s0wCWkHr2uWqpeSpMPs802qr5Trs0w+Lv0CIwbyiruRei93Qi+5aP/4ybMXREAnDSTDEXR62",
+	"BsPWW5Nms5tYR+K7714MW8GwNY6zFb76EE8lPsmVSvj4XGspvlbpdNi6Dbxu+363L4zOjDXlDi9kksRa",
+	"7+jzE1XWN+aN1Kv3Kn3PINwKc1YyvdPQ+sKY72Q6paSb5KlIWpfyTpw7pYunX83tqDOJOfYr29E67fVa",
+	"xX6wNm1Q9YccwhuzTIctz9+2n+9eL9+9ntu9nrd7LjWt2zvC+IbHhB2v607JBWtryTPTGYbzJD8ArdNe",
+	"f9MI+ek5/t6l7PtZRfjRyfPdH13QfnIYiKWkpflWwK5FFLa67q8MTFGupKWSNT+2oG3rU9AqJzPbWFko",
+	"ttkHADQMm+d55NIKG32ovUDF7uPH4iU2t+u8Gyrpsu3WmKHOE1zJhPgE9iHFbEnaRTlz9GCR7jAsDfW2",
+	"SH+IkVcXyE1h5HFshTWTbLA+Pw5fTtlLnvxRKJFrnIG0seK8qsFQY7o9DtrSwlBULse9UNIxdphy+S8l",
+	"meZK4dMBx1BihECRRVRoIxKjpypFjQjqR5AdLJKdzdT4CvacM0K5nSIXklBoM9TcwyTWnM3LpUpF8s/2",
+	"l1phgIJ+CQha3XDO2aEuA6QrXmfW8WLrcmjFZ7EI+JapEldqkWHQhourD/yw9TXNVMk8Zx+JWWyxQFlO",
+	"hVjbQYkazEJptrvhnuHfS53FibBmrgBz/FJRc9FmKMI3x+Sig0jzL06z4ihT7iEUMsDDIrybsCvs+kkV",
+	"w364wU4DH790FUv24wNyiwaloocbpTHZex25bNy35YzJnBf/jlc/n9Sdt9BLkJaottg3cER3fvCCIPbW",
+	"tb8fQh/2wz8gjX/JCRJKtMmj6HnWZLRuuYhsovH5384214zs0374JB9leCYnmwn/eRRZzyuEcm1UaH5h",
+	"JwhdSOV8aTPKx4hU4bLIXZGxhdy/G9pFHDWlszvtnYYdyioC3TtvRooH4amU0n/IbKjLRA4dUGgelwTq",
+	"RvVrvbkMdeEoVnh7IKVehwLq0ikl7mKhZGqd0RgujEdWhAhuGw5129mVR25hc4m5UDK+PcozfWQpOs51",
+	"V3k51OEr6hmN5xcFfNzSeaUTk85FmJixTP4cmbmMdTdLvCBIu5BjZc/yWyG2Ikvj+RyvQmuEXaaYDgcz",
+	"OWBbzrmDKehw+XlSckytRIlvI7qhi9zYicRUX80vunaILUb5F/ZPGKTKjqeYUq4q0SWrzhn5fUMfpc12",
+	"/inpUmtiAYp3c4O6+RtJuXbwFqUE3WjrJ48wmC2rWWJMMgX35EW1e2B3CEPRvgntZcLZ23IhZ0D9c6bf",
+	"/KojmBa8gK0GgGVc94932suzu+UuQjR57YpqHXQh2UoCeU+A8P3GNqvuymJEUasaZaZSAeoTfEJ6xkHr",
+	"b13zs0nsn8ckS3XdBXmLZas9Grp5UtUDu30qbmB0B6kbt/ntVID9QS/mSxm9okn7IHjLYXAEBoecbfTt",
+	"5cQpiZLFoe7sFPTSIjncasAZs4YEr2FrwBnUEJf1o4w0kSzFTJeJxJwQMAdgqIat//jxP/48HNpPX/zZ",
+	"/RgOu+7nPw1bd5ATc3R6NzmncP8GLEj5A2ZJsEwHO27v7OOtunkd0RcH6Eh+Z27pokRXkKD8Abmn8ygq",
+	"cyRy3X6wjQKtc1mNhWfeXZ+NmlINlGldPZX1mF0K1WXXMidhUFRP4bm/xmGhNoA1LMFQLxIQOmEZYSDC",
+	"aWqWC+K96HfI9QxUOSCGvO3Q96gaL4AB+8ygcPQtZicLRbtuOpJqSddAl0yxWN8LU7NUmTLUJdXyPp1A",
+	"hIUdIyxCbtA5jqL6h9rxgtCgSP6EEuGNFuF7mnUgHE9Ei/loxrFM3lKqVMupl86LNNu12ofKiksC/+PH",
+	"LPI/fizaebmLYKg53Xs5XXpMwTqOr91yRf+zynY59L3wpxVHZac+vLo2+p1sdurb21Rad3yLaR+/nrw1",
+	"WmGCjhZpwe96tXkVpgpCEEd5dimOBLwm2E9VuvMeQwh5JTpYe8sZ8uXlOO9be33e4TaSabSudK1Y9diV",
+	"yz8yjRXhOya1rgj/ZejwbtgaNNFeM/uAz/viW5lemmUqPmapUhmptyk+Gxuc9E6eHfX7R72+6D0f9HoD",
+	"EKQ2qcAp7A8fUyOKC8QHr2xmdEzq91K0eNG8FDVePGanBFhVn/+kNVGiZ2/Go8tVVfkeDFteiHnRaRFq",
+	"XjzzQs6Lh3noefFomSbeH+TGNGwNnm4zAsDyEBFgGbAzJvN6LAUXe/ArgviGjDDFw6JZ7jgBfZ/kD2gK",
+	"GCRJUOfI9qIrfFL0466gogE+8XYCLc7495df9vonT06fPvuS30xt0W4tVL76yguZr77yQuc9IHsh9OWn",
+	"dS0ppL7yNdGp8sNM5Xh2GzD3C8vIbUunT3u9YOgJFsXRKl9+BcgcC014VxU5fAvT6VPsqFHnJ/S86Pxv",
+	"Use2pvdPgGh4f5bW0dt7HdgJDvXFky9PxLNeT/R6fPjxLsN3qeKCGDx0cff7wz/zhnKUiodfWjViHoHI",
+	"SbpUfGp1HaJdLRb54x70gU/NNNUjTvye77C5Whj/r2smafxnNi+9lZn351VaOfKTZZJUHkmgoqPVMq0+",
+	"msixN4uFGc+ykYy8ZlFc7R6eeIeWTmMyulzOir8vpb4qPvtaJlk8Fl9LfUVv4yt83js9fXry9OTkKa3D",
+	"6y+l36e9L3snX/V7z3v5//pMvGHrRos0zs/EJ8QZYtX8/WRsrEMnP4J57ebJH7772SRW/AvgcB01Ll40",
+	"IMnYF4OaEgLQhL7se48IZsuVStcoJuN7FfxlAt3kSnyfHzuA26s6YvIw573MGOMEbj/dtm4PFV+Zoy6z",
+	"OW8as9m1PNtpycjs8UsAgcIE2JQNevWAFmVg8bbIy096p7tF37cmcwnqfk8Z2y2nLrxgswitMjndzyzB",
+	"eowXwByXxOpmdokaDrrOYZBSeaLc6CcNzuPOCiU6CYwsR3aCQrSsex9USlIOdTt8T+lSuGZdyKGYsaYE",
+	"sUWi6oFQMbq+edboQn9OdergYXeoQ+ZjQSjmtIwr8RwE5pwalV71e/DOYwFLb0+ed4YaV8EMKKsf1jOJ",
+	"eDaccmr3MyHFpYxKBvoelh70ih+iYqErQtoD1IH0RaKmMslzMLgAGljuSaU4KBv0PddGtBCUoSsuFebU",
+	"Xk9QWeMbiVI/W5RqDQpCmzI+xdZlnOL6WXpVViiX9PnbwpbbzlQh1i0VZ4Uya6jHEqtc4fexZkNLJ/eT",
+	"KCXzL4898XeIHMBMXsmyZk4ulygXIUXTlfNnoFKchdLiOaK6X33TL8fhlMuuRmddFTbOMc36sD/tKNd2",
+	"VkpNJ+wMs20CYLAu7gL3hIv2oD1mbK5dhGspbBWNgFSuAJN2FyjuYqhrJ3GGm4jh9BVrHpcepSIget2S",
+	"6bxc4gxz/lMGpMyVtSsZohzYsIZCGsuE6n5aM9QuKrDwkJ4zJlZp3ibL0HoFvM1ap9wmtFXx9AOmTwbS",
+	"7uxTmeFJrdFhdD1x61tHXaPVxpCzysmsD5njcuLVmtT7O1x6jhbuhsClE7XHn7kJqo6PQu0W3QYFyDCQ",
+	"9jJGHy3yGh+AKNQXJz2Shfr4WcG6tgbEuLaCgkNtDYg/hT6YFW0NiBHFr2tmWCc20gRLVJM0aiwSQJ+F",
+	"QNAKQBxoDQphALcJRi6kqVYAshQ/QkmqFbQAZWolBOBHagCUi39lGBXiIk7cOd0O1tRNrQAVSehVj2qk",
+	"VuCURsDkkcqoQCuWJWAwUqoN+oEXNjLonwR5CMug3w+ccqY1eNqYO3zhn6aHNvW9dPd5VaVYXPSkyCyn",
+	"xKm7zXdqShkwA7gfscAr9Rxrb7DnJRf+FcYM2c6dFKZlre9WGeTroikw5o56lGFTJS3smOB5lBiNt1zd",
+	"jVALpOcekPJ+B36PdUeyjiKuCzae/HsoFPFo3laMlwU8XrunD6Zg9iawtzB5r/bMtdvwj2rVbChnHWiq",
+	"RELbVLKi7Dz34e9FXOLh/l40k78zdy82oD6AuxcLn10R4r7lbN9VTGZZAlc7v2EDQdxIQLlNbIDl2ANX",
+	"b5r4WE4vvImdpD6b+Rnh/B7Mz6jIGnV/XkbNuLaTXd5GmxNabZ+QG562ZwND1N9HUeVtwUMzIu9prms+",
+	"RwwMyilyoFORsyTs7VT0xaf//mPv6Hm7I7pHnx5jnJ/39z/8in4vvyLc0D/2BZxfe7+rU1GhtWp2XXtq",
+	"stobuzCg3a+HNlwXR6hJdLa4UIQXqEyjAliouvDjnNtzGetOKY8elXlX17FZ5nq7oRZe9edLhcefu9hQ",
+	"+q8rwm9kYlUoZJRXdLNiskxh6tChn9MVyxW4klBF3ccKp8iZuWK+6zkJqjfHoktgXzBOiBP1U0VYBobT",
+	"NtV2Xy78CL26hXg1VWuUSRPGybKn0po6CWvMCHZZhhVkN6ZePXpEGrXyHEOy3Re1SWAdYax16A5DXQg7",
+	"MRcwrmOksB58PkheBNIrTQQUopR2twYvCCkSY52aeS7TqwDGcepHLj9vJvnMNzE1xViPHEUKeyFIgeSp",
+	"TrQpzy2Aqr9YO+3oFg7oQ97x3digvTU1+SkvfMHupLsJfCs70PF0iUE9zW6EKhgemhX53qqXbqo+P+Kt",
+	"AX262PACixHapAIP24EsStkLwWlGSNniMYOuZhi+t+JHz10BRx+2Ph3KkvTWRPwH4iP+XaWmykv8Ua28",
+	"dUC6V06mhnascTPs5dsLf3e2psweNNUy4GqOChDegZ+hiMvNTExedVZz1SIu7L3FJzqMo5B4B7wlbR50",
+	"2sVXZOPMM8DAWcRJUM0wPL0UvkRkqCveV+sxV214eDf7dzUX+HLp2rEyWh7Nw6zRuVsJ3h40bjvUJsNK",
+	"iKzfDkkkR2McVyRXwiRMLjDMCc4UlqTP79VxQmqHDPqTcxUKth1eKqqE1Omyjzi5n1fztLBMhfphNzD0",
+	"68bGXNRtFwLGxZXw9o1Ss1jAM5fjFEN9jR4rNz+Rqrm5BhglCdz5QvAUmTJGKo2vYXtTMxdhYQgBmOQW",
+	"ELa1e448IbIPnJ+e108V3tiZvdBH56XrrG8lr5jFkW8o/OdpPOfs6Hvls53ZurE9XU+HsuJxvi7HadJX",
+	"rrV1UXKl1PMeShAy4YpcyVICJJtNnQMATTi325OnPtvXK7tPoGrkOVDnL3CCrQrQtE+fd3Lu1APR6Ved",
+	"XOnGl1uR8jcfsmxw4EUVy4BOXWX6kptBIXTkcBNVF4NyLDtXWsj5zKptlghRVbhDESAv8kZh7CssJA3n",
+	"y2DWKENMJlU5XKtFT3vmlhRwKem8vOiKS67nMf9kIoYu94pDiG05kOBIvCfywrBXPy1lHqTrfEk0E6u8",
+	"Jqdoh/2wQ0efE/sV3iZCvMuhXvDTkY+o3PG6U0t9qVAh5ujRxBWqMSkh1rV21Yz9kvC5RIBuOqXBMZuA",
+	"KNXLqLL2YZ9rOdM+R0ENRx8cwtJ/TxfYnfSZuJaqzhCYCb8KFckxlLkvZ5MKXSE0aQ1a75G+uXwPrbIt",
+	"84m70VvX8SK4RKGBuAKkMOUZfEBKzeSMKEAuSnEdM/zK1RlJSyaeXzwTbSvIHcWdCcmjKe5Rns/gdl/D",
+	"Km3B72ZYZd8YPDR51Ald0GYifO+rfe2r+d5ttbD2exUTK312Bytr7zDb3N+7HIAzB2J3YV7UHElMTxxH",
+	"4kZa5t32FA0zDK7NLVGOAz1xtQ0prcNdpr9Mkgv1uSLlwlO2KBG1dBVgmSsocRfQ+ECJl92bxV99URf6",
+	"A876bgtjot0wt8jD5gf5YwhvhKCeGPTQspufJgTFn+aOuBVrbOFg65ISYRVclrJqtNQY3Zkblon7NpQr",
+	"3FUBoFjVDR613TXtJR7Cod5ilt6t4w5qszo5zTeMOIGDR6XGnJSjXRVoKkFurZpfJk7eAQGHK5YSq4kC",
+	"DuWYBf6mENEuVwIGTFSenANWns1SpTi/hCjstkcidI5iyAolxlypSCwXNS6n7oYqyicW90wb13560nFK",
+	"VRlFeYIs5K20ujmrMU6LqcosZ2Et+SDR5DyJo7DS19yfp0+wACFebZQWsCSGdwKhEl8goN6de3a7KKjQ",
+	"YY2174+TYnWvjblGBrkxAIU4l7gEU5ZUU3PZjYlJOn5mElEDfuc3TjIhwdRkuxK1tDWKIIQKQU2eFhD4",
+	"2TnAqyuxoXg0BaIPRPj21Q+j1y9Dz3O07HGA6q3w4tV3r95/++7tq4+hSxTOlezoRIvwx1+gIVfPQxJx",
+	"+4lF1Fdvzl9/Rx+K/DumCkPNX6IX4+2nMHDISZVYrAJBEIUBl+L8xiCrn5epA+hpJdpMxkH6HWosA93B",
+	"Wxy6qGftcaV319H/Ft6i624Dd/Afbc55exB6aM67NsTbK7XngosOY1tKwVN5menKC8CrYpg7uS5+5AaH",
+	"CRGnT+5JathFTe+0zO1+hUVAuxcgAH+6TNoPF9ZONK2IhiuoVyW2tV+NV/WOXSVglQ4pB84RRauJ0WsQ",
+	"d3dbgt3XMlVb4GeWWQ3/9JsB76QKPI55zNcPf989YNA5xPy+3ilVFvYP6yJa4rq2G3Q4puFT83i8EsW3",
+	"yyQriwOYbHZTvpsXFZPJut0mVnZLZtjq2mI7zFUHnkBRDtXJE506jUNlOHR86ARcbY0Y76Feq7a2HhjY",
+	"MJ2Mc4Ih3v9KqYWt4Y5d1QJPWtgiCCDzzUFgFn1Q6+LGwv8L5jbiaQ2HKHnEGepoF4mMtRjPZCrHmUot",
+	"6ZqZPXKTden5C+0vSBFyqkLRpipgfok8GqZcjiwU7T6g4EmvVzQF3ns8M4Y0yDAwND0TIVCgwgWD6qqb",
+	"Cfnzkcd9GWTACZpMJmzpAEoWIlIIEY5VnLSxjOKxKM+pE3bR7jZFMyKl91M64lLwBABkD3G9P/ipmEh5",
+	"z/UMazyIZbamj09Vtkw16tnhdnOrpSk7oxaBqhZ+sFnxVKNGvZ37ItksThLo61omMWpFOoMy/OI0L9jm",
+	"IPMnN9CfYONMKnoB/l/u50RY5c2fHJq06t7NDLGJtf4OiMWOuLLfp/Tc5kp8J/dYie/kkEp8Rb7KnFas",
+	"H/9y3UPzs0kerOjMeZKsHUycIGJBmRKzMb5Iq2SdZ512SP7QxeZ+29RUPOsieNDn5JC0+FX65SZQVivg",
+	"kHKLsezgOgj9ZnUQ/pGUo0jK0X+6npSjIi/sk4bjINni98z/kQ/5FaUBo1fYURLrKxXFei0V2CzLFnZw",
+	"fHxzc9N1jbpjMz+O9TGOfmRoU28/cUWL30VWCFq6LlTBr9N9wGFrKFf9SAtfr4GCGuRSHZSTwj6NfCJX",
+	"4AsBiOGZeMLhD443OmDOJ27OTxoTiCc1+HdSRyC+kZdpfCXn6xRCitfJz6qOQOTPG9IHWUMfXPIpn0Lc",
+	"I3F4Ivqng5OdGXs2JdUJ/kFr/0Frfx9au149qCA+ZYZWyEtzrQBwByTPLHc1bA2cfOcZwh1//XdQ/efv",
+	"KVdTuWLQttAkXxt0SK6mQqgr6YQsovaxVVnjAkIffFdX+l7wAfBY4pIA7scFU2HhNVWMaJcF/NwPlYKB",
+	"kqTjjMTVqNo1szEaV7VaU1ZZxeEtRU2i0iyxKtFQU1miwoGxk9uR48w6mxkWIyLl7mANCCA3RTKTeaoh",
+	"OmFo+BNWYfFKW/GY7IqQv2dTHzIQaBuQVoSOYITCpEMdZipR01TOQ9FOzI1Kj0DIjDqeXzKH4JhJXFQN",
+	"hTMzkzpK1JmQYiHjlMptDnV2E4/RIyT3B+6KvL6OdD551d2FjRzqyk4OhO/kJ9aCdxyM8oRZbWlFrIc6",
+	"/OdXaNYtlJUYpbZJQUGjflR3Mv+Vp44qjsIrbhvBllrLo0uVTkEKps9bg5z2s9mvHKy8r+kuX+CDWu+2",
+	"uoJV9Ujbkxuv+YCVTtfJvXiBEf1UWdXxK8esh7Ov5Jf+03u58nMM4mKB93Y98rFyJ+0PaAz5qLJNl4dc",
+	"x7K1O/DeCiuVTn9xN+al3o6vFvHxfLXRZvLNMpnECdadqa3h/pf3r8UikTrPMLFQaWwiqmo+mqRmHna7",
+	"9EdmwoG4NEBPsSY8VkiPVBSUSsSvFYc/E/nnToVPYcQmkqtgqL2RnNsUSayRxLxz+dePrJgbnc38Di/V",
+	"xKTKny3h0lDzOrAqJOoIpRZPnj3DuQZOWY/45kVNcOp+B5RyQjz0xCeP8rFMlI5kShMiZzIZzWNNcTBU",
+	"SyCdH1mVXqtUXC1iuFP9qGUyd1D+fjW37IMCv/GhZMWspBGSFc5nqDl9PHtQz1WWxmMRZ2KupF2mitPu",
+	"yXG2lAnhKrehwnelgo/wG9Y01GhnKCWvKzLbOfMZTHrAtqjcG3CE3ltYRAn6DzsDUS21TAE5qPIP8nyH",
+	"JVw7o1gSaa/sKDJalbqjKnxuqu6KltbGU63gtg8wRldFIsJ8kX7HQy1wa9Cmh0FOLkCgQ2Ni6cERT8ob",
+	"lkwp8HZkl8DAhHLuJoTf1C+kFChsl/MiVoU+tzRqrK9NPFZ2FFu7rBmX39cM7Woj5kd5taCoKgYBcinU",
+	"uYhq5tdocmMzV+Vx8RnqscoVGQOhPo+BGUM3SYwYuFTZjSqsQcw4PqIsp/S5K8IY1E3R1c7wkJ6sYGOZ",
+	"jJcJfsBEgg94rNHdxqS0uQYP+ICOE51OnAu3zsxyPFPWHYeisjtQMK9XPJgaTaPIUcM86Oz9n//NJmH4",
+	"ZKiPi8/zKuQ6mxWg5rNYc/78pEHQAVrJ4GMSP8wS85wgBIAsuO5L5znWLuC4K14RyzQQT/rVtFQxoAl0",
+	"pQng78aZuWRq9gQjCt7CpqJALa9ILMGRzUT0v8ybZ0b0n+ZNh/pJH8DRf3r8pC++gI74r574k3jS64pz",
+	"mvojC1s0RfYeCC9B5JjXpgHmYwoFgRnHelqkqOz3emcYhBabaOQ6GfEHOccur1WK6k1XgB9pKrkmIkRH",
+	"+CDEbUUyAQBdwGoJmh5omOI6cLuT43sNDjW/RKEY1RoB0ms+gfROZphcdOnwENaRSPKexVJ3hMpjPNBt",
+	"QlIHJfSnovyhwGcg5nW6gheTmRFWGHXL335dDnVmiqccHVfqqAawRT07Bi3JlkEO4qHOy/Cg3Ro7fMQn",
+	"pe17TxavXYILaNPpivc0GDC45BPrQYWSSIzjuUyKzLreiUCXab2q2yv8mUfKh78MWzNpR1eLeMiZPW/D",
+	"/5+9d11uG8nWRF8lgzEnTHogmqQoX8joiK0uu7o85Vvbqq7pXfARUkRSRAtMsADQNLvCEfPz/D5/5g3m",
+	"/3mFM2+yn2Qi11p5A8CLJMpW1659iZJJMJHXlevyrW9hqqGGuIq0EGMfNEeqQZNpZzSvHxfJ63U9/Lwj",
+	"QPjjInnOS/F9ns1be8QT6fGz7ECFbp5TnvQuvkN6L/Adwvv/DIqW6bpn2tDe0sqY0cVu4OejpsLWiKE3",
+	"t3d03FfLQm3TE6r1sMWsw/eWQMMbxIuuFkmNoEvtTLxSVhnKoMA5oDOeTtVW1fLzTmF2ds+DtQFVXpRK",
+	"BKV4nDn03OboyzZLYL/qn2Alkg2COGyNnvW6UMpju2DZ9OAtu+XIePJ826r76iKEAhwUt0BFGb6D6wYD",
+	"FCl43E+wa3hBha3REIv/VIfwVA0Bgi42xgRqU+0NqEO5r3jc6/Uqb3n8WH/U8K4+fKdhnTJ7l3JZDTIa",
+	"e+Ur7SiUouj+X2Wv1eTXoMja/ILrYpWhoC7GqEsKc+FCBo6jftyvM9E76j+5xZl4fLLnmWh88J6ciePq",
+	"dh18nVNx3NtyKk7soTiYT+rHdy/voR9KHe2648ZxOdmi//vDcFF1aXAklYLPN7qSVFemNXdSUfIp6YDo",
+	"uDDOE0pra9KmscQj8MAlOYuFslHIpASM3oVSncuMpfzyUqlobWQeWDga48WaXCSI/oox9qINvcClDsNQ",
+	"iPogTebqPwgaI1wv+vSrDrUo8I1Do/P77jPj5YLRIrJzWYh8zIrMsL6hkVFokxBiLWTOJgj9RA+cZ9gS",
+	"7veDmt6RtiSTT+gHqUZmSB9GH9R409O6GglzZpxWaSY4LQutGhqDq1lGq5oLZWKzPLmclaxtH9Bqud/q",
+	"yFDtzAuRfkL6Ogip2WcQDEvP8dL59YMCd9UYXAhuZ7NlWSQx0Y4Xk2yBQdZsirx59rlKuQpw9xUrQTlz",
+	"vLBefifa1gm048fsx8jmgnU1F2FeRCMW1W0mcLc5Xqok32K5trWHhOwrY/qZpSL9EYkqyDBmjl3c6bJT",
+	"yw7SsAiwcpUJh1Tq6igjooPpklPMjn5E5IrmE+ZYviLG3TXeNBmV7jQZ63gobVs0XhyWSC5nmoxFGaPA",
+	"9zfjpdBmvsV4O1PWZT/Bnrc+FKcPAIfGjD44YO/Vfi5G1sEIJr0UgvyjuN/pYEIPH4CAw+MQVKYHfk3F",
+	"RdwfOhPo/py1pym3UVbVfOANMMlZnqWQDqzt34usnGHj2plEFVaai6uorX0ctiLW/uHs7B0bwLb5GTOn",
+	"0jUiyqmrBl0LU2BTILXs5EjughlvlwnFvVkueJHJULYjmTVMlzPcKGC1Z9yt5TxJDNmhrG5fiAUH3iY9",
+	"x47RSYX69gSZB/eD1wCg+6GNCLxT3pjU77Mr8lrojak+XeRiU5Kn6w04U5fn1/MH1JDUbzW7GV7JGkRt",
+	"J2DctF1NdR536jz896AZUe1N7C1A1d/Mr2G3kJq5BpqO7ecYt+qdGiwHsdnhGFo4HfyTzgw8v+vYEsDN",
+	"jJysCW/5lVngwgg/8FQUunZuVXl/cgLKu9+q26PsKmyheTnN8oskjkXV5CWOTeh3o5fp2PEy6QEaBcuO",
+	"DWQvDliJOac/X9+hlEnx3Ly/4mBz5/pPg3+dPac2ii1E/NjdIgAlZRYj2rSf7Ge7d9UzY37aFz5xX/iK",
+	"5wV7k6QFFDs+wBsf9/Q+rp2p7Krh1NAB3LDpd99cBISio6FNNbtL/mxVgz92yJ475MR9oV8Wu/q62vJ5",
+	"BcKbhdx93o5fTYgv5ZXMVnKTcDttNvAEm/A0BSMbDD1wzWyhPBtujytUBuq+89mBIF8w7fuqEmRL/Ksp",
+	"EV/9uB5OvO5jeOCWPaRLEXTs4n47FtFeqCtAt3Qxgj1UcTLO149ivt6S4Q+QhaIS0YXodR2HxiowNHAd",
+	"xHzN8qWUibwEX2Io50ks9dKbv3XBzWZvXpdeWQesIf+ega2VGYDW8OlNwDTCpLE9IGmhrGPS2AvjAhKA",
+	"ZBIATY4gPysKapgun/ZgKQGxQFAftHdT8UmkGgmQSLGxkTowrLsBAlYFfjUjpAwcS31pwFgBgtqZxomN",
+	"VcclkRZIgdTX4Ayp8OJ2LXIsGjEOYDHkfhXSmvEWLJa7/84Rw46uJnAGO+OHAiEGkY9TlRQewLGNU9cx",
+	"6e92zhreim5HfHGXnUJXoY4wj9MECx2rXxGQMZFJMcNtYz8tSp6Xxj1BYAqkg1aPd1mkDl+8TEV8jnvj",
+	"EXTx3HwcaTwdjte8fMrTtGjAsgGkDotFqxORSeE3DGg93aYLw1sl5axp4ZEhwIfi1VxeultdFmWfRB4v",
+	"K2+lD82L9eYBli6ZrTrV4Vn4AEk7mwOvowUG75IvU6GZgCuBgfn6EW41KHsCLmi75bD+CUglM90Y5sDe",
+	"Ik35xfq8XC9U14G4SJZKTRG5Ka4GrTlk2scnHQxDcKfVLMexqodhmWimzc8eFIhTGmsZ4Zx0PKY4XtMi",
+	"DCvAFY4MD7ddYhSVMNl1lCXNBg5HnXweAy+gxvJmS0OpgqfgIvskug34y63YymbJoUeIWEmv4/iJXvPl",
+	"vKgBHruNaMxNMMsmjKWzUsMhbTvcitgCQGHgaPsTVtnwqL+NbcDJ6y7MmdtjgFFGoyoaU+/65ldqpOZM",
+	"1NGampd/G1qza6GhBFJV/zhH4OrIgEqBLF175XW7Bj+aSVGMaX2otZGPRyVSl43XD4SEIvF5IWShu0L/",
+	"8vqSLcvLTL8Sp22a5ZdZWQp5bu6uaAdc2cklyrMUTgpshTZn05RfOkO05PQuE74Oi34STGZsKVFQ04GD",
+	"5rlcA6NhTWLBqpegNwDXu2aZ8RUjAJ4bnQafNDpIp36P6u5WijA136vz9fnVIqEJNSxyG8KlpgYVSFEX",
+	"zItbF2ln1L726asfFOyCF4Jh9anJequT/fX6OV/vYnz53kVDunOl+YNQj9uuAHZ8BhRtDg16G+hFiL69",
+	"wQdO3+zkQXnFt/caNcnO2IQAjx+foALsLHt0g26fl9m1ev5V/fWbQIg7AYiHwB72j/rPathDB3Y46H19",
+	"L3ETAuyUrYS4CpyI51cBhO12LPQfb3QsDAbWsYBN1F1kZ9mcF+ydKHO+LK54gb+oWB74Y9ACQtXpsKVk",
+	"nfpTPQxKCz5SUY7D1uhY9c0otWFr1KdfW42ZnjKqED3k6aXOa7VuSh+Rukd+E/ozbH3H0xQmptoRpwtN",
+	"L/7y8Qs4OBylqT56ow9VZsMMDb9RLVVUn1u1BdoCLSShvuA5V09wf+o9RDe4/y/7G9V+w+3t99eZuD50",
+	"aE1YvwboIvolcf+eZdmrTF5uwi822eq3ky2OcB/0BidHvf5Rr9/twsFQfw/Asjt+/ATe5cr7x1hnBYu9",
+	"3S47VY+0mqEa8/U3lhmD3maZ0WuUGZt8+DuFxXFly2wVFv1BVVo8aZIWw8qhPW6QFoO6tOhfQ1o8tdLi",
+	"ZLO0GEDwwbTyWgjIrHEbGtqGBs5UXFvsDCqiYtjX0M1qk/j94ARBzbtEUL/SLv1un3abxFF/0Ot1TxqE",
+	"Ur8mlOyjVjQd65dX5dNgL/k0tN0ebJZPe4P19zgmm4HJJ/uC9R8PcBYOAUzW3ToUMLnXPT52AcMboMK3",
+	"QCUPa6Bkuy+2QfUPGkMg+XwPIwjP+Vr37vAQ5ed8/Vz/rCGIAKJ6YxjhjJycIq8zrCS+a1b7ZANjwCob",
+	"jLz/vskYykRuSnHXP8yXskAIc2PUAYIHHev/DeWtHcDa+0t+eehpNCIoMvgTG529mTSxCcfLW6mOYPwb",
+	"jlcWcxUlS+KiM9Yuw6Rgs2zF5lzqrTBHhhnEWR4ZT67rtCVX8V6+Wt1XpQlhYWx16NK1dq/qUtqUdWkH",
+	"qz4mjLhqcJZcztQmiDvWOUrOlnSlc4CRGFWz3xazbCUjOz41LoSsjoxuZhzVADBHzma1Cam0zghLJVqG",
+	"GT43RDVbXL+mkGLEokQyIN4JZZbrWW8jjtd4aDFhs2CcXWRZKrhULbg7B593NhgtdyjrePa2/6BT/wk3",
+	"lbE18Qmo8ehQzEUIg604mhCxj5n1Bo3c2Kp6ZIcvCE75Lm/QGR3Me+79+cGcHtrPxHuQwVYLGLBg95E7",
+	"2HTsuNfcHW8zNvMIH7s8wv2dPMLfxOdzweNXMALPSvEGx9RmyaYsh0Jr1zfLvMa2sMr1e9/A1QOdqpa/",
+	"OIPyTN4uCZg3jD/179SCIw2wponiFVnT3x23hjavLEkRknwaG+XFEVId+qSP2IJtilRkK9cqvWG9Z6Oe",
+	"odJ0hJjFiFybH5MElm3BkFB+EMTzkE2nxGGZQ10D/W0JZInWCqyboHDBbJqj4bNnvWCDHedMEl0P7jyB",
+	"q2PzRPWfMmDIbJ4o/7nHznN70bS+yfJytlI326tX31Vm8Bh/Y2bwHaLrbYUoXvI0u6T69c5kwkQS+FGr",
+	"f773Au4Q5BXC8vg45ffwPPQ2nId+0GT532qhBz3W7+2x0Pjc8caFvsUhUQNh/EIJ641HZesx6f9xTK5/",
+	"TA5mgupb5r4ZoGfqiD0oXJgF6U0HN0dJ26yapIKnjy6zLC72q2MJrPtEfAy4jwRU/wiaOE/iIrLwRJ5a",
+	"PblilgEOfAxosQRriWOpfNb2XgBwOIBJEITMfFMCDZkyLKmwZJyYvkadIJRKSgbs1yWXZVKuMcxsNtwD",
+	"k1hrnugEbJEnE2Qm+9vpGct5KdAOVj+F8YXStEC5tTJj6sVYjH2S5cr0IdtxWop8pZaICqViPUVnvpHt",
+	"U1laaodeZDEkwRE5q4xNOQjgQ4PZLJZzze/i0kmhraYf2sbNagoJOfSs8KM3FkAcdbrsJYT1WRIDsRrx",
+	"yVA6rsvkZCPgZmJYm8DSgakFb54KgFZVTUec85XseDUadb2vEbOdo1L26AkAHqIk3ljRPAYYgi5nDmf8",
+	"OnXM1Tz8RS2MKXd4vTQ4+O1zwdOX8T5pcPiquDgQK45pbg/rxL46gCtkz3LCd1UJ26c/VcuwEx0Pe/b4",
+	"gAWvac/CzOwc3U/uw/8pqiyfxrFzwkF8IaEkrZa5lwRPD1Zf2RGVW2uqnWnx7FTrJfm09Q6CUlIrkQss",
+	"4GvAB6Fc8MtEXnbZO9Mez21hZKcAmmp55BY+ru5kytkvQrlN4o5pJo3zyA4Es5QNabeaCCIY1M88KFgE",
+	"SEElC4F/rP2rLNn//p90n/3v/8na/V6P/cf/8/+au6rDHrF+rxewQScas+gTt0R0fzs9CyXcfS6tnUao",
+	"G0yeanpsr334ueMKs/c08CIkMUJcgTjH3KlmR3XZX/EWBvya7mThXcW4Bqs8KUshnTUIZZFcymSaTLgs",
+	"DeEa5oa3o0EvCljU757Afwbdk0jf89g6wLmgMSKxi/qDk26v18yJba6Ifcp2qaug4uvq9TflIcMGbVV5",
+	"p/+FyjzB9qxnRTXt6Tvkjv54G1dV0UB3bSoD36LI1GA/vutjrKvhmU/qA33E4BN4wmq6aJrOeJKzF/ll",
+	"RmZbTCbrD0cYyvwVY7wY80smGB0mviZ92MDEC8LWJ26epYj0QIdanaoltlzL8UlvsKPXOqup0u3nIk2U",
+	"Xud32ulw3+nv8Fn32TO/u7a3trP6MdNV4mHMplN15IkD3NdHtms+gqd3UEzVnIXfSYGNv9Sv3626wbUr",
+	"azz3JG9VPUBLarPl+t2My0tRGEYftuBFIWIKbRm4qr6zItAVVrNkMtPWVJrJS9ewBVoPrVXQ5b3B2Brb",
+	"GhfG3JlQhwzDLmgJYGw5eoKv1LA3WMKVp+y1ozt02WnJUsGLEiw+5AG5EEUSiwJGgjkFNmAFiHS8Zbrs",
+	"B6X+9DCNCPHRaXIlwPhD2w3s5rDV02y9xDuEExi2DKcU9IvqV5DJWHD0DZht0RmxSB/gEetFpvgIN3d+",
+	"V/XUseSpSGhWigh4YviEwPVpDDZd0WXP9ZUP1zhA3UzlFC6Jpz+USnvQ7KxAY8lXfI26yD9FnrE2akua",
+	"ztZxHZQZO6YmrXKCs6qUkzJjg47S4CjwUmYZS3mui+cw9GupVVfmu/OtXuxe2Ip8I99Y3TUrv1Lnw+wN",
+	"IGGHZTRQe9xj5KeACDxoiblQx2tZUjHVUNpDQLh4X+3eoQn9tKD44I2Lg2jlh/QjPcFwH7Xgc3Uxqjuh",
+	"NRoM9xbBz/0e3ml1jxvCoJts4jdUqd6sbKJ1aMFT2lEbpQ0WvhE7zeeKYFETbGTL8eEKiJC0O8tQ/jbk",
+	"lCcx5exq/Xd79JP2GPjKRohEceOcKAWPgUxdQDLMrbqfLcu30/e651vX9a199EvQQjEY18sY2uNaOaV3",
+	"Gt75Otrl8Gba5ZNeg3Z5SM8/TnBs5v4eBgHweMD1XTmZO/Soa2lO2pnhaE97efwd1wRcI1VXSzuC5qOO",
+	"ElXgdM65LPhEfTtiRHMEHlyQBnC3UfEcRGxBYXWqOubUGHMrju9yaoeSyuNvL9Gtfk0OGeYVKHNe63vC",
+	"QxmZeo5w64YtSqLUd0jY0j4RuAWmnEIIjprFlKDqIoBKt8MBN5dCNp6XhNmzmCl4lqa/KPml/2BfPUhE",
+	"FpEm5fST4FhbKXLwl++wR6iTKRZXqwfkFnbwS7+Nq+grVFS8IjYI1epat1TpBjC4ZgGSbaq7ns2TshRx",
+	"Z0w6jGrQKCl+BEbNIr9EpjyoU3NUiAXPjX50ymg3YpgCnafWSdXeFcbAzW0cUx2MM4VyBdT6JXQVdSVX",
+	"S4XZjLGOvRKB6o9fpUargXet7vQah1LXxdAuEqenyN/ImczkEbr+6nqxy+yA7+sHoaQusF5Ar+51rdrt",
+	"00H0uqzRjxjKmzgSD6yKOw66mlKeiMJTy0NZdxpu1MtNkUHQfAPHW/mgIO3b8HF4OnqDAi7FCnb2gwIj",
+	"U42Ksgko3VhHprjEL0YvUrdvy1WWe4F7c+OlQvd2KzC3PF7yeE/DNa316h6W0jMF5hEt4UIFDIhwcNQ/",
+	"aQUO2MCBF0IVA3JqvgWfi7p/k1xpJEamtUbP+nD9YboDei/h86f9QFPztEYn11L1cY7vVMu/4LFuf48g",
+	"m+kKoAA/lLXSsqfMzIhfucMV+L6A2qkgmxZHTJIhQWVEJHOvDta27yg6t9KSJ5Uq4jeoOq4jvzt/+0as",
+	"Xsatm+edPndPiL8W6MHypLE+NCBR9IfuIdu1GtBmt991fjOySkElUFJ96zcyXSpx0E1TBIh3M0G0c0kP",
+	"sjecG95H4b/nnPW6uu0RXcnHrlVae9N9qJfsXQX30Mo4jeNbGxN0AI0BcRjHK0Zp607XHdr+toiqU1e4",
+	"yx4+PFVKgMiTCflHkYtfaUC+XzOU2MGHD6Ferq/VF3wNLkylJAWeeeJr04HV9APffgB10KjsTieA0xvh",
+	"PsBFw0FTnnCJujUrBCThoHbEUUmBOwPUKNLleu5gekrf6ehaj75yb9tV2q1S9olnecXXyuLRXeV1x7K+",
+	"qFIx1WQdcZ4tFshxroSC6iPGao2FJC0VmLcuxM6t773JRCxKLRjlGt+IShc6gGH6UP2v+oKJvISImQTE",
+	"foEQnk1SwXMqWDm21gPEoj3zgZ3SnYseA/SJ099K4XfWEcwqfHiuNNcsTbOV6nOIiKdOA2YLyHK8IoCg",
+	"8BqLusuemwsaRxNYWl/VW69oOUzwZCYmhs/HA5jhjRqNgUfCf7jMLgWY5MhOXtpStnjarCKCR4HMKiXd",
+	"Gi1y7lvtuxFnodxscHvbQ0/hg6K6gZ2aprQBfCMVztBSpqJQa+hZuiRy1HAyzNUikUT+jcBKJLVJYJ/b",
+	"lB6/H2rLkC+WlxpiaqiXghq7UaamI0mVnT7FUoR0EtUjgKchwJw3Px6P3ikcOW9fanmCa4kQQPAFMzVJ",
+	"IleLpB0gNGHOAsHyvuMIX3FogEgL5WkueLzGYpIFyCXwMGK64D+wdjnLsxXmp2n6OZmFkmJcG+F65CW9",
+	"JWLv9vEHG3pQUqY1av3MEwjXGDqg5FKKGCmU+KSsmDKDa5kpXyEY8Xu1Nno3w3ZoCCIWBn+PG7QyN03H",
+	"buqGWnhJ4VC9wfUJ3jlHVmSOrGRRp2lvcaFWRd0SNQGXlBvkx+1m+N5jNfcJK2FNHfW3p/gVjtJ1zWgT",
+	"3xxlxxCL5/Ft8z01Trp+bnkqnIjTHkDe/wyIVYqpWEPjjrGqWtw9+k3tpS9bwarkgW4i3EM/cnOde1MK",
+	"CuCrIjaksqEssrwkVCtBSqStLgbp1L8uk8kVVktpR2pbRexPlQJEpHWGMoINqB6Av9QffVjrXgD/p0t1",
+	"oV/adL7jqrBqHMWIPatoh+uF0mv7Pe/jUOL2Vl8NKr+Y8FJcZjkAQ49PINW80LnmBWsbt7ox0zpjNuwR",
+	"RodeN+w7l5z698CHKlV064ANj5nukfM9FGajB4aWIFO/5MR+ZIczfMwWfK2rlM3VJ090AUnQ64mJRZfK",
+	"Gj5l/BKvg2FlJi7zbLkA6gKgB84/waaYzLJkAnwMGrKDqS8VdMkLU9atWnYNc294TEkWZjUbFS795V/E",
+	"bvirtxU8IOwzQsEueDmz/mKQwdsQsEIu563RL8+Cfi8YPAuOT4JhLxj2g+EgGB4Hw2EwPAmGj4Phk2D4",
+	"NBg++3gfYLE3clSSE+47uJQqiFpvVgkZkgm8SsRnhCVvv9bUrHsZ5BTSJ93tidYMIfuU9grydWmJ9csz",
+	"dYIHz9SBHPbU8RoO1JkZDtUpGD5We3z4lA2ffbyVExPf5s/AdzVpcrfI3JfPw9ao3w/C1pvT1y8Q+ADs",
+	"PoSBxe+H7vcflmpPiJzApgfzL2qnwO8CMPo3c/epbWZ2tXs902eJuDloVDfrgEZJRN9RyqO+ACL9Vz3t",
+	"hIq3wbVczwkkxw2eaXXNgpYyouzIQp/EgK52SHIMpYYqVlMY60HnwM1YRF8HJB7Wsg4DcifQODAyWsck",
+	"OikyqGPpGbA+Rg3AyfJQEirDJizqx6+dtKh/WEtcDCVmLrLrJi7uSkYM5VfNRqQB3j4jkRr6IyvxVlmJ",
+	"NIu7rV29MZ/+kZ347bMT7aqZa0X7Ww5m+fk3yo0zFfe4OmoZi5hLDclVkLHoFHwmw9eS2W9BeLO291Ig",
+	"icPwCgCdKHGgs08+JDXj50SqBqsHqQmH1yjUx+6tYjM0dyRIbpenzel7h5emXyXHrjI3/3nz7Pr75dk9",
+	"JSS03fFQ+f/r5to1g6FPmsDQ181Yo3H9kbV2w6y13XfG9Q2RmvDxr45dZsjDhy8+l0IWSSa7Dx8yDcvW",
+	"J9/U+NiAntawCqNYE1kiat1V1Xqf4GztovGtBfQzFrNsVVRhz77frFJ+Rsl64D+StlINl7pYDZsD54v3",
+	"IufbtiYwNeQ42tOelFAOCfmZlTpu+EjVpVYBePOqG8/r44n6gb4RQ2mD4OBgdFDT1ag4L2t2DZbl8nHY",
+	"1UA/Bn+cGLCmRDFT7yMqdDA4aAaEB341uEoouALYNtOwDbQ9rik0XKsnPu9Nk+FNuYlxhpBvwl2UHapd",
+	"dy4+L5JcwP4VUhdOb0Ccb4bmWvM1ibvsv2G8esTmWbxMBRsGTGCOn9E9thpjtwfyNkNsqwSdlZQ4VOBa",
+	"o9bLN387ogeftpohtE/6+8ejvVHddUz6DHyxvu5Cva4GpD0Jcc2YNDW5PSI9ZG3fff8vB4E9LGrRPSX3",
+	"F7m47WIOWkLfkPqW1v++3lXtIhy1yNpq02FkZe+7WEm8R5qm22OnMZdEKBu8X4FaKVGUmiX6Yg3YLuKF",
+	"TuKOrZ2j2Wu8vPBsild0ucr8QHUTNG+MVQANVEzyHCA+mU1FxYHy0gde0eXoJf08MBRtCMjzCZL9bKdH",
+	"mi267n1MLqXamfpOBq4ZAARSqx6juBSGN5ruECxg+YmnSQw53SKfUyO1X8JlAmxzZlWTwli7F2tQH7KV",
+	"ZPV0K3P/QknIDDB/SeHfwxpW5G0RZ0d0a/vF2SPqcp0mqbIuR5g/RNJzroxMjAOBD3MHCxvkpU+yPG7G",
+	"11IicafJug60WxUkRJc9d2sNcpN45w1PdRvgtcg6vu2OvZFt/tdlMrkisbqfaQ6/2J+t7cCW/AWPX8ZV",
+	"EBKr3oSS6cjl9WmhPfJOUpPV5neavPmF1+CIeEP7Tu/Dts3t3OTQ7/yrOChqO7wJ9XR4PwW6JFD5w6of",
+	"Wv3r9YYDQ+XqFy85Rr7Yij+BtKKwNTrx6Hlfou3kcMxSVfS+Tzr7kkrb+K6JwC2kfqL/1VTH6HZcvJSq",
+	"DpgO9ZSXWUaNaxvK4Ruy0t+nuX0CP1H6gVryc596SKkWFc8LpjD/RVkf+6p2b3MlWt5rLfpw6poDF/xd",
+	"uGAqR6t6J9ZBW4dyxVgvjPi0U8dz/C8PH7K2k+tkYUeIV4fG2FSIWNcvIavWgUsrdQBRpG2yQ096Wm9c",
+	"yuSTyAuewlXbqfv/DXXQSuQCkxjADg90Dc3JMi+yPApYlsZGXwxsmQ9693kmEdu1EDmb8DTtstNQYuUi",
+	"diXEAhU43ZzqH5Dx5mKRYqAYgIvgXCFXghSfS2gK8rgh4QGGKowOAZNTrnSIGnMi5gm0A+HSWbbSRYWB",
+	"6k8UFfsvlDDjqeCfyOPjue/gDeiCmHHIL1aaZiIZzpOuKV0IEUpl8hePYjFJwGroziHE8bNOxdYDB0eL",
+	"EDEWcikYOXJsABkmOJTwaqs64lhngL0rSq4UP8iraVdw82Rz8ZQqUEcrcTHLsqsjSlYAtZU+U7qV2h6J",
+	"KDoYu4dyH21dWWZHRRD8CVSek4AShOdIe4wF+pkwJQfBz7R14UvEGhLuTPVKpNMRpTNQt9ZqsrG2Pyj8",
+	"UNiXJ+lF9hl7E0D+wIU5WSxOCjUzGsnIaJyhXGX5lch1eSDVZep9hCcmYu1+re7xQGOqh66YPEFcdRDK",
+	"AcIC1ZND6FjAHvf0O72O6emN0DsUsTbdVIHGAgahXMxgywpsCQyqQu3YgEojI2EP3GLg87JYb/sXfRNK",
+	"6OO5xn4H1D1KUEeFP9Bd1Z3Dk2y8fSxCzo0olO2I/GsBi4hlGkrWKM1c/VUICaQPc1EU/FKwX5diCZkY",
+	"dFqd70I5FUqji7EBtc4RwEnVL0wDJneLrKMPr8/e0V4JgHsMN8j5lCep8F4NTj22XGCqWkTSLRppjCkO",
+	"hNk0JU1YFegniHQMpJPGmqBnFP2Pv2RqDqVYfSQ3od5C8EKaMxB5Nk2R5Iip540/wXAq/qIApnKwKJdQ",
+	"eqqSTkZwrQ5AL03x6JkyG2mzkxBAYK8oCqjbj0Ydj+eJBP8wXSLQH3V8ZoLHbg/ds4nZYrbmeqz6UpKb",
+	"PKYILZqEbC6QE0F/BjPzVgqQ34AHLcyVcRL0ej1vSix6dMELXBwUlyOwptUSgYnKiqtkQXToaYq7FC8Q",
+	"OtnU6AW4A4zI1Y3OibpunikDHm55Xajf3DXsMoPLw2CdgGkFf5EUDEojoIkPnhW64NTrJ3x5OSvZctFl",
+	"p9R99YtswX9dirGGP1asZ8orIGsWNy9Mv3qXaGSMeAfuGFtGC8HX2klt0Nc0FSDDwUGzSNcB01Bs2Ktw",
+	"YSN9Rp+1NRhbDy4XZGajC6NmYMML9iGuPavc+8j3Kz4l2ZL6Ndbef3X1Y4EzuhbRO4V34YZKU9iyV9Np",
+	"zj+/EvKynFEhp521puhMLSAjR+0nUxsLyEjMzu31Opu64etBzSWmsKqUrjF1srPGVK2fb5sEinAECpQ7",
+	"AChvgwgBDH2lkFc/GGwYEDa5dV4XvFRGT2vU+r9/6R09+/hf2wH+t/Pwv+xT4ksPpxCeFGzoe6XXKMWD",
+	"pU7Wa+o/trip/4Nq//nRP89hAPhH8wgO4qn5DjdsJXZBEsOcfE1yDTfa7rQwEpcY8aC2MkrDtrqlNSdu",
+	"56+B3Vfho1tp8Xt3COrfQnq1W+fmGVnz9aJDfpGf/V0LoMiem+LreBCIQBg1OCq/CjocFZsh3ck6I3D/",
+	"wZO4T9GzgAoJ1vIh38cv5CuAmkAXfHIVtj5+sZTIz7DszaYB9g83wIE/QKV31kY33Ht0rgPol34w+KjO",
+	"T0hbFX757//9759f/eOv61f/eIHTqO5ZU5L8pi63gzhHTtmCMlhJ1BqAgj6oGbvMtKJwHysB+ahkTRCs",
+	"871hEL5R77hFzEE+UBQM7td36tCDiwR0l0doP1wDpTJPJFJ/dNlz+G3hwBaUNTxCJMbp8+fnEZtk6XIu",
+	"0flNqeshxjC0gyFNCqDoNxGrFeacw3yKuMNklpOOrUx+nsdFl1HGLyr4pBnrVIpZEsdCklIJga1pIn10",
+	"Bb/kiWQX6j5BEgk48F3mQ76b9C34PY771unpex+Rl/GdxvEpuLM3NLsZYX2qkSvN6rXSYHfirLGF44Mw",
+	"1d4tRvrbFriGBYMkiDgGPxlPafbbYGUC9EGLkUKUpdrohxMkFieNMuTaSDdPhkyheHPTYCBL03UHhbJt",
+	"DP1+h+lMGtYe9DojFkF9X9ZOhVIogdb7MiHuwOg8shbE4+OxET2htCIKZNZvqpUvUcCWMvl1KcAcwXdS",
+	"2sgzP6wesKhMylSo9tEgDyVVVaYcf0qwa0el+FxGyrIkWyRgEZqKUaAre0d///vf/370+vXR8+fAM0QF",
+	"k4ElhIK7D0yL4H0QpQfJwhXBB0wxMkaZWdwk69gZNtg2cO/NuLJQ5gIEoqZP8QSjRmEl8ZhNszyU3HEM",
+	"oudbGeJtM1cdtJU+J0VpTOaNzIrw7e0RWWQ2KZWWDJFCXGqciVqt1qj1wX6CBoZantbeYuN729O7lc5L",
+	"/F7Umaed6ebugvISlqRR3D5zxC39vu8RwthbMtSTFrZuKoePQUxMs/wCLuWdVwyKBmWRfnP8lN2n9/IG",
+	"UFLz290ADqAKBc6+kTYl/0EprnS7qAt7E0jrdwyfPIr6IJSQ3E4uUtQguS+/SfNE6U8PKuVxTNJSXyPq",
+	"FiLaNfzoQaET6/MsFeivVSqiEsCWbyFQbVL/IOrF52KjPNvHP2ecSi6LXlLQOzzHS39vVxEl1/eDQe/j",
+	"XVVPf02i1tcFaWoMLKy63DcAvxgDWaM/d2a0w7hv5WNpzmuBIXwFsMhx1e9hPAlGMAch3mdU1dv5VKNB",
+	"1K126Kx1XMN7ZFk37a+7k37fm0PtSMBdrJnblGDNqAkBP9Qm9Z62drWXzwEfh3Ijzd5LXUMXdNL1QrCi",
+	"5OuRobqyhrM+LUsJeeyg3ilhtq8xfCCuNquXveb5lSiZVtiup5B9BSq2fw3z937RR31TUfFeGAMF9hiu",
+	"0T2xnT1LbW/p8UFYu1KNpkmbqsGRXds5lGQ8g0Ll8fTWgJ0N+WReehL2IwrlnC+Ifx9ESMHapgYCeAM7",
+	"mMBN0XVHvj0oKHEMTeSRMlQx3GNN5JEh/dfG8si3lpkxlkcQVlYbEXzYnXEoI6xKFpGySLOEjNeONY1P",
+	"xXZQqhHzWwdij3UeCI6NkhbQNWZsWgjAuCrhY5OxZIEONBsE30YV1WqzI+biHfaVzGj0H0Y+Y1qTY1Zb",
+	"Hh8xX6TZWqh/DJVQIrmtzl3Jk+uEAr63vf4WiUvNawdFLpydulNzxZnpmmkZOfd4gidTtUv5X39I+ANI",
+	"+A+C8HtNcrAOQK3AT+9WyKelyA8WZUE3DTYKQnvMOOblGq8P1gyUocS0FXwWCY1cMWSgNZJlcj+Roho6",
+	"TOhj+PsLfcCK3E75gyaGfwQ/9gt++Gfhq+tucKwPEvjwB5JNXThswAY9tQSDYWcEkMtpIhPENiYQM8ku",
+	"/iEmJkFRe7B0Y9bj1AxFR6oZhqoW7FRErpmIxW9ulgl7OgiYSaZgYetTsghbX6JO4JLWQwAERBJ8SPHV",
+	"5lx3694xCuWY1eUWAgYJWVGAaQwcypSAZvw+iSyS2KqklXDFZqF2+3iDXRj1L1v6aPDFKk2DnnHV/bQo",
+	"RJqiR/M6Bq7t7F3rR/iuqpiz6+VEewxTJW26i/VOFclO10j/itRGU2Z4uVhkOYGP6UWQRX9zbelfNAqh",
+	"Zue+hyG+gSz2IhAgjK8bgnD7vEE+6txfRxh1IOm6GqnodwInPgFON5BQ7cFQ06p4EQfmBxxC2RRxYG2u",
+	"pxRztZXBSpDcCU9Th0WRy/WKrzsmRoESeP8ghXrJtaIUDZPXHKxQUu/60YpgMPy2AQtvfF8tWKGGfSfx",
+	"ChDmdx+wGHo4xp4bsXCvPMoE1XcAAhWtnvF08OWw4QpvMe9R1KK6ye4yYmFOuCsyDxazQOQNsWB4aqpx",
+	"bPF4rVNImsIZ8PlGYipHv8x0+lC3StG6WbQdop69q+BVql76+t71DNzvnQ5+o7DF/TJd/3BrVctdfGtT",
+	"V3I5EY9oVxTXUbGw+I3+ZTXNrC2alB7IKePEPVet3DwCPZhospd5LuQE85ZXMyS1wVrTyA0d6GoZkAVt",
+	"sRtd9trvl7IjIecOFbVJPj+ilFgYwJHu8CQXxEvWIGdglk71JH2bGgP16/9slVVW4W6p9TH3wsMq/JnL",
+	"K/bip/eYm0CLBt/oD3G5Qi3pTDODWjM/fXheb0Z/6DdzUA3Cn8J7pELU1laLBNqQh5MIcGZof7uKBEqH",
+	"G5FdSl00pR0hj1uSSSBEQmyvrqLSHnTUrV/qdQilPpAR/VEtA++q2fjEiFiSq9Is6ig1wmVI5HNomtLu",
+	"7Uxf8EIYmRMAq+K5/mekH/f796AwPxiZjE5/yZCWHin73RcoQeawOuo+gmG5LEqqPJWUY6smkezTekON",
+	"o9MtWRNKl//ycSdgEdXk0fxUemmcdQCq/fbwCbFi+MV+qtSkltpxWxUAEPtWEQR+L8OKFUoq1Nb0Gw10",
+	"9QuoIYklloCE13fGbi3FbTyZoQzlzyD/y+y8sq+0XgSby1u/Di0ppvjjRD98WOZcFlORh/JClCuB76ic",
+	"1YcPIf6rJxfCMd5+hrR0sw6wB/yeBUjoZllV9WsL1jZ0qQiA/PHdS6YJOWHbYeXUUPoHr1YA1y4G5PF7",
+	"WyQXujzkdFkAVwm4acvsvHI0ms5VyfNL4R4Qk+ybyEuWJlcCt7xtp9NEB8rznK/d8p+m0N4DlsTFCAlI",
+	"spy4L/QEESIdZh4UDc37oqa6zih6YhlFfUqHKFDKWbaC5gWfzLaoBrd3Mtulhyu25SwHkDvty0PqrDha",
+	"9ppx9BpGizOkO7Va9PLX3TWeEJW2yqreT9qT426i3cUvnYdtVfeg8rr+gMT2Tx+e66SPqvgulMpzKzPI",
+	"9Tv7/hy9/e6Qau1Jr9dHpix9Zmo0r/rzO+3EIHjS6x1/PHRJd19M3Ft2VL94KFE8GiG2+W65Sz0QHO91",
+	"BXAPOlV/NLclVSXm04OTqoZS12m8a1JVrXU26X9bFUyrlYZSPzFmVR2arrOADfRVN/YUjMD8S1/v+mXI",
+	"RtLwui47MyqG3n2+llzfi0pR0BShrMwyIMtasxn/JJjM6gVwITzCncWeZMs0ZtME5ezcYXJ11a4/mFw3",
+	"MLme2mlSBwTmnZjtTXaGvzVZ2xshiHM7aHT1hq2w1emy17ausUMTW2lOh+k308SSEPmDJdbypSMD3idx",
+	"C7ZYy7WpcR2msoGWd/0/GGP396VVNru7x7+CU+3JBgKS3olDDnusuWHdy0N9PnjSfYzVauwdQUlF5iNo",
+	"Fi8Nk0JEXK0evyx44oyJC+44a4mErdGw73yEiUk8FQX56PT9Q+FCTQFJjjxDCbnRy2eoat/xvEx46vo1",
+	"WJ1M92ty2bo0s4Gzbo3MOL2Bs279Qa/XPWlYOPvF11g5Itn11q6+bMeVZXvNlf21ad20k/cbUAzTcMyy",
+	"ZFIcZdPp/SQBNibJ74QE+LWn7e9LBazNlRsSAcNLtZy2RspM8LSc/XOjfXJKZet4ARw1BGNkizwDDkcI",
+	"BhXsh7Ozd8CCaxBvZbakhJmYl1wp8F32JqNLTl3lQsQi7tb0Hd2fWysTPE0+VaEsaSNV2aGu1N88CvHs",
+	"Kmx9OaRxrqc8KRiMrYu7SkyWeaJ0jV8+unvslTq52D8TCl0XpZgfztz9AZYKt9GcJ+mjQmAMvTnO8del",
+	"gFwiQ4WK5X6JSrec5dnycmZIdFlzIANNjUky5ylLYjBIufc8lf9H3G6nywwsCxWr2vNMdbowr0/KIJSr",
+	"GS81LXOSQxR25FK4AgPnssS8UNs4Ff4AU82QmmJd4FCq15i3aD7SB4b7DowRt1sNlc4DdiHUGcSohzaO",
+	"sMY98H1V7CWT1ABAknak2u/a2Rz5L3yDFJ9UWRiqUGq2Yidm5CqpfsX9105jTtwY+QVCSbORzedoUDuB",
+	"ZJ6k1TgyktCcvnupiVONkMCJgVQ1cHPMweZ9+PDDEuHewGmQxeuHD6EPf+aFeDxUvf/p7Pujp1CJeETs",
+	"ulzGPI8ZTxczfqG5YhY8jhN5GSBltKGp/un9q6OCT4V9GmpHy8XSKUSJPx2zNJGCXeSCXxUEvMY5oM5A",
+	"NWTVOSo93WWnco12gEgLPyVOL1uBw0MCRSxsga1FHepqAS6ZWCiZFuM7XLMJhw/ElbLkiVSH5M1Pr9hk",
+	"xnM+KUWOkSv6fSjphWgXYXAEfucNLiN0OnyZZ6ltrWBtmQF7r4ByqP9AbawDl4Sybi4EGub4WqjJnah7",
+	"5PWrQB3JUh3jVZ6UpZC4GaqnL5S8YNF8mZaJujMf8RQMlBLonGEpOVukPJFHMBfqGRaLPPkkYlsnXL2P",
+	"tZVleJnzxawIQumML0Cka1KKOfytNEQIzhQd49uGFlTjFHKCeXYGBU6JC8GWC3VC+72g14P/1zvTnTFE",
+	"g4HKYJ5nr5M/d2iPn8ZxLopCFN2HDzEWhx9ErK1dcRCunJDv5QL+ykWNaBUzPbOpOpbUZICE0lGaTXj6",
+	"b3E254nslmmMaZ7Pk2KR8jV7w+eChcte73hSfRA+FVHATj989/KlrdRbLPhEFGPDMNXv9VguJski0fy/",
+	"SMaPc027TJ0F7mw1KKpr4hjVzabVQhqMC9iaZvnc5yh2kiyIWpu19WKaqvc6Qo4Ndro0l06/iTnc25oX",
+	"sCsXC8FzNS5zAGj5XiXyCpfOjyR6BRE9nxluOecN5Dz1vUiGpF3XUNSUMED0XCmvSKnNyORsygt7Xi0i",
+	"/0vKgvluWfQsQoz9MxwMz8WJoteUSQ5lPZLM2uReI1dkvVwjr3aYeLYKf8idMTkia+M2LnFy6IDSSj3x",
+	"RhPKtwYe4G0Ol7XRrY/gzBBsGFvXi7oRSn+SO97SJQUsJ3JIV3uDBGn+cALMwQ6lOIKLOikcxmmbFE0b",
+	"8gEzR5m1ozKLyKmvpIH+U+3hDm0gzJGipusGCNT8IJ8lIE6yqVYDcF+4PdV+eoPucF3IrOpBTkpNNORt",
+	"uqW6ZrzDEICeU4MyPChqewRy1e008XlGPjUzJ3QE30pGevvDh9XVQbp9JacyORF6c0fqMorYNEuVrtfW",
+	"uTgDWoFQwkuheInZq7DQReBphlo2wdkkaYosJAWooFg4oJjzND1XwzzPpufqAiGdF1d9cHLiXhiaq1zd",
+	"cnDjd9QBkmIVyug1Duzo5XOAE4PInuTz7n/8j//1b1jYQr3zQcFQghvprWdB3a3YBAQFzNnCQghODQxl",
+	"8gjcv9wt9GE4qgbDgNizqRBDR8023e1QxANCS+B7wee6lISySNe4MFACL6KViwIkEI/CFhxZAoOgm59A",
+	"EIFJtzMFa0CTTEpIGsaek2YEmoE5T4t0TXtFPwegLCD9u8yVcsyoWIcmCEQtFs0Iv0xEwTJd3AULh9hg",
+	"kFMwgrU/nJ2+Pzt79UGdM/UfDjt8mlwuIcLOl+r4lsB0F1uwlKkQgyR3aXaZKP0KkaO8LNWEGOuGiAxf",
+	"v3z9AnaKuhrUE1nO8zWb8iRd5gJwYqpnoYyGnz9HmpSf655qhTLOVijltH2Cxe3hACSSDdg8kctSFB08",
+	"/2WeqC2D3L79gA0CNgzYf/yP/6WfY22tHXDJZtnSBnBpHIUySKY6u+6pUu7wiwDYOvSZ1ezBC5HPuQTP",
+	"Z2VkLDrxBmZsHGs+Sgui0yLeXa0sh0pAqyyPqTCJI0MIcIRlPwwlM3CyFWpff1Crw1PdFpn0omDFTMcV",
+	"s2V5kX22GA0hY9SGjA6wSiZCGalJCr9Ys3wpx84DKA61uyBORMziJaSxcjOhzsI43YQ94osOZctua9mu",
+	"ijtJuj5KKBNl6uQQi4OOd7pMI4FZya8EK5e5LEYAFlKHK5s6PgGof623xoDFSyVvzdnCG8ksHG18v06R",
+	"LpvMpftVISaZ1LAs5yyRPyumEJDS8WSZrnVNqSIzBZvmqkHbFdsPJWZCqQvM1CKYdiq5uiimVF0Dx65H",
+	"2taTgacXTIFQDu37aL+PURjMYYBmUpGUg5cYzzS/iZeCdHzzarU6BSyAvTLnHW0IuvK9LishOE+idawU",
+	"yA0GvboZIyyNrqWjEth0Qgg03BD3VI18EJAucSNUGEKkskUiKnUAAMiIX0CBGch7VR+s6Q5TqtvYGvxk",
+	"p1WMfNeLqLpaBaG1+oNW0LqYTFqjFs8ns+ST+Dc+mYuuBq0FrQsYT+vdD6dHF4Pi6avj06NW0IJfJHKa",
+	"/dsEHff6FwEzzn+ywLiU3GsUL/F6PW2y5Vuj1lSeHL1btYKWNR5bo9Y/uEyK6vvQDYkqawU4n9XV9K1h",
+	"vy0TZObgv374y9+Ki788LV6+WMwu5uk/X56tPk2eD//UagLvWS0RKmV4Yzwb/Pv83//7yz9VR/nf1CjZ",
+	"239maUET2DhumsQv1/Dcvqa9eqdwPxrId2j81qLkWr90reiCbTSZd8bMwetk529UdwTVfT63ipjTi77P",
+	"8vnGwbkOrar/QSmS4HrYb2gXk8nItDswSajEvJXl8/oL2tB8AJXWwanROcSAX2rf2L5L6rhF9huqGuk2",
+	"N96tRnHBY7rPq9ANe9otdEPTaUyJgHznALQ7TAmKkSFfrniyw9ZIt6w0UvmAQEWk0l8uUw5QfTWbygwJ",
+	"qRzQb/2g//TLf7k5h7OeAbwj/OFrByqNnR7Za8E2Ontv188sXp9l2atMXlYBq+CpBFtlm4PyNoulPlLL",
+	"RMWl9HKlUO1IzVG/h/9zqyFqbZ52ZHWYRtn3Ah/1yMZ+q7QxkoIYaP2y2xJziORSfofXXZ3mvHIL2/iQ",
+	"I/m3QXEaxYW5W0dNTrbd77j1cJ8LntbHio7DQ4yQ1KORdRbe5aBuBLGa81RdQiI+1fqLNx3V6A73b4vr",
+	"3+4onlHWGDd63hg4IFZN9KvdambmSVEk8hK4Datn1WCLDTsgPX0IKbTIlbFRrlnYwo/89m8+Ipm91x5Z",
+	"f0B2rtksS2OIaWrV9NqLxR1MtlktB499yyGUP519/7Tp/GFoUcfqTFRxT4ULlqN0GoK4XKWhW/R7mX5n",
+	"tNvtnd8UAr3VQLY0evNBocXsD+evaEW76ImGjrvdvjmkhYBLoI5sUFTd2dU6zy2UVaP73DTwfKv5LrPs",
+	"Fc8vRZM0UjKFdCT2OvnzteQQRH9Uwzn6Z/q94dOTJ4977GJdilt3GaFmOhJURebmQr/TDbzutRoj1h+4",
+	"Pwq8KC7PDVXP7UgtEO+/QWmroGL8eKJxQGcruZOLY6fWdiCODhwOgSJrZTTdKFsDyAfzKXjZCAmn5IZ9",
+	"9TjtNRmBybqczA6n1JhBNiimtaBz0zD92PH1NVM7IvdVhxhTXfs8ZZRtfYerZXRSPTBCf35TmtO/khv7",
+	"HrIaU9APY77k5HawjuBy/Lh3+cf5olwDuzaiGYFUZjMm1kQibTBOg1wpElboUJjS0DDagICxsmD4UnUj",
+	"IBi8HIfSMhX8cHb2jj18eNI7fvgQoi+wvThLMx6zC55yOcEgVJZPZqIoc16qPQiREheYC7CObMryrASf",
+	"IkWndSwV1tJEUk96x5GJ8OpYVQNat8FPT1N1a/cmtOMfu/fw0b8iXBd6DgfkpHd8fTKq9/W5OHP3WCXs",
+	"2iBg1GsdTlH9w6Xkn3iS8osU2CtoJ4KShVvxWwucNxnxCwa2ni3tx61oZzVjyVeEO5e8uNpJ7IJMLkw9",
+	"24T5YVVekESjqzYwggCUsBCIRUZjNdAYHbWcidSZnn6OIUkkAwUGuJfzgEstV6NGuUowKAujANykZUc5",
+	"PoFYYSh5USSXUghLKMLaXK4Jm+yxzXTYFqYRRHVRazmClNIVXxfVB6mErUZ1XwmxKNRda3LpYM5nYq0b",
+	"i5Eiw7DTwej6SgtZZfmVYdgAqNOAxZkUY710mmyA8QK+QACEFExmK9YmaJo6vghPTuZCQ7Xgbxo+ttLp",
+	"YoGO86LkuU4uhg+miUyKWYQpwU7xDvbDD6PXr6MAjoWhCLEz8aDA1/xT9QigQmrSKVUW4MQuMOtB0Rn7",
+	"PXBXQ2arcaU7ScGyBdUNAJ7UTIfUQ+m202WnkEqOt0gCNWXq2lI7wgy0wdExFT+PAhYNhuqPDqQbO4By",
+	"C4M0uZlO0jgBWurq9KbUd0RJ+2DLhihmc8vNHN1Uacqr+JIU57OsjFgfsCAAslvml0LZLry4GkPFlETG",
+	"Ij8n7AvM8ZVYYJae/rYYhzJSkgy+rrrh2mWezOdKM0PUUyZFweI8WyzUZ7lYCF5So5mciEZ+GClW0KWN",
+	"9UbVl7dnZmkmXqH95fGvqA1xDCwsZlvVvge9GacYK5hmQOIChen5RbbE5c+mSL6BN0HL/FNzUQ76e19W",
+	"Z2YS7ppW/HmtjukeJ2o3nbiZS9/H67fcrsqbzm0jYj8mdTpNmv9KNrd3wfh3xc7RUYvWaCJGYeldUqyt",
+	"3lHol9wybEsb+o3DGbpPcqR5/gvCM95OT1Fw3CzQEWjehQ1GJ0v22BtNJqdB9xwuqANH/c9waXzAU90w",
+	"4hjce0mhAVuUopPvucXxJY7X8ELolhxxcijOoX247m8U+Dkok4+R7veWxEf10NHY4XTub7U7PPegj+/B",
+	"s+MKmc3sOlv1CJbyUhQlbs5QWiYdVx3azKijse9Gucl0giKM3jLiQAKHurdPSQ2tEbkYrdshbzFeBq1E",
+	"s3ak/4QHoIAcZh8aZll6NerLubANq22j28mmAJdTWmgJMFAEgzrPGjsgd6h71A8eFCxWuksJ0Pl2lmsd",
+	"RH3ZCWyypLrGcXXmJoUArIBdLDR7M88wSzwTyuszz2gJ2SSSiXIGuG02c86c6VU2lDBsOyOMr2c3Wwys",
+	"ZjCMPnyIdlgLoWz7DcllmlqPFmw6yr7U8lkZDyglkViczCfMEVM2UaTUVqsCo+YbsJ4a0piRQlvRZjfp",
+	"nvsUXfjO3QNeIWhQNZuqKzgKaVWPc4XvNMvnvMQSCwC8mScymS/noHbWqi8EG6tBOKca0jN5qvrZ1DEN",
+	"2rxVL74uYc9/MpYb5+weiuFmz+oRJ0juYYhCmgwe5EzRDg7iQXE8nHRYKywoA48FRbWLTCFG5HjMLNoK",
+	"GylbWD+G8qPhuWPzXC6KZVrehOPEubzo6duznlgfgP0MhVaoNpRLi4ITS6Qo5HRrjOzZXoH4hvzKGxBT",
+	"eYOzBVIMGuZiWR4AqHIwNROk2++ElWXz6W7QT6/Pv3KmrzSrsF6zxohbVmTBi0KDo0wiIFzZW+oVh9IW",
+	"LOZFo5pHdqXh4khyR3UbO3QSEbzsDRLuNVRZd12tA4YiwtE2R5RG6vtN2yvDXumwNFN2MXpdO+g5WI1Z",
+	"n+UiWwgJVT0hfTYVPC9IN/QaHodSTZi+gygIlkCyDjmPG37VZRHKLeMzw39C4rz4LCZLTFbcoZ/lQm0B",
+	"SIVMStau+3ZN9uwGRa3qk42UEI2oIHOhQYygoI3JL6keBH+q9ddai1qtjvHT5wKXHqYDnA2NbntwLTsK",
+	"flHyNeTFqyspCmzUILAuUJgKVPk42APRu7cfzpgbPIm6xr7ZrBJPuGRFmaSpMuppJ5FmbMjAXUQcZf4D",
+	"8A8rV2va93feJoBEV6oxlRRQWBtvYDQAV3lSWuPAob7GhK2VjVBN4GDq0xjKyClJzdqgGJ9ztYvkJF3G",
+	"Iu7sU1RWTcphClQPQRfGvatM78tcAKmLEnRKj5Dic8lWQihT3CnfM7iWk/QrlOn5nTiSmqsNvcZL3Y/j",
+	"kX9kO6wJTo9a4z9qDB1WIfgetkJA10zgCnKI1KAw3OTGuoN6QytxMcuyq4OVzC6WF+ZnzMhSdTGb7M80",
+	"uxxjuQn6ADmvVnxt7vTA2HeJ+aFJDE7KfWQdDewwFbT7g99DCe2tP/gZ58vGFP4zFLWmTeLv2oaKX/Tc",
+	"XZ9Atc0puXifml/eIfQSrDXFgYk+O+MLZUSvRN3KpW8PmBLturB0vTwrsmQX55lUz5lIfyhPehbHe9Lr",
+	"dRDMLj6BczaC/+LbDPuZ7sQRlNWPlMkc6bohoiiteCBGhIjGFGl25anGSULr9FC2LCfZXICKpMVGFIQy",
+	"wuRw3IyRekHEHuEf5/QVNEjqpF4TeJA6ACg68n3INnUYXJsyI2KRCZ8LehoRRqiBEmFEYAEcJVdaOVVS",
+	"k91QvpClWnmGlDCArT7usZivC1I3lV4eb5dzevfs8G+eVfaD7+McNDsS7Y45rIez6V0LhF3aVmmXQSM3",
+	"adDftc1Nn/SCFiUSgmtsx5tu7+dMs1rKpCYWgTgPZzXf3d2RXQdhS5/RsDV6RvzK2oNHDqQuanHoQsPD",
+	"GKpXhC06dfCwOXau71D1G2rU9tSbVMet3y5e4m4+nxdha3R80sTeTD7CPvj+LNnz41v0u1/pN0qBhk6f",
+	"9I69ToMcOOkdN3S+P9jSeXRcai7kb3stn4Kc17dDml3ew0vau9DS7BJl6de/qX/2BOza+tv0JXHtYnzm",
+	"1iYM2HHYwtsHvQx5loqi06WqfY06yggdWkSOou6sAnlY8Mat+FkwqkrUWRhGpfLoRUSXEJDCEaMWPYH/",
+	"KiLWJkBYzrJ5UpYiHjGeph1WZixa5qm6U6W+6xeq/7ieQSgpWJjlsXX+4HNTAVQ21sUyEQFDVKVWPj5o",
+	"MlVagCKUxUJMkilJVVao27GNdIiFp0+wP9lXEVrBfK3u36Lk8wWoBfpT9WpeLnOhfht96gcWu27pXkEL",
+	"eH363dGHH04HJ4/BZxf9Zt/7pftb7S1fur9dZPH6S+Qw+xZikkM1tiux7nhkpao9I8BY2PoNC6F96f6G",
+	"q/ElbAUsbJnW1VPvv/+OHR8fP1NfxLzk6rPf7EyDmyyUUI4RPnmEIWRAa9XKLhoH4ZcvgL9EvWbw+bNO",
+	"Puj3KPeggCC6kfZjxquEs5oLihi0ILK0nalrGMpZtswLxpH9FLxh////N+ix/4v9Q229vBPQhk2gyD6N",
+	"0XkZyDMOJZalKEK54gnAA9Tcq83pnqJOl/0MV61uZ8YLzSKkjuNgyLA7SGTlSh4nGb+KKofymvjVOX4S",
+	"dcZMSH6RgkFbMn7J1ZK0K8omXlNENBth+cMRU6Iq6oCbeC4K/TKt9lrquVCCG6mw3YEHEOgJx9bh1fL0",
+	"P/B6qoMM1vSsLBfF6NEjDMCrf8E/NOJEU0NrvrIx2PYztXoaKnaBwI1cFFn6CfhFOVvkySfg9EuzbHHB",
+	"J1fIfXsEhCgm9RKyVWQmjxbLizSZmDzkpUxFQTWKUftVt1WaZqsC/d8/v/jzD2/f/nh++urV259fPD9/",
+	"8+Ls57fvf/wQEamnYUqclEuepmsWJzwFKrHCFjsvie5LXzq41XKBuL/CwCimGSYosjZnx58/I6addDes",
+	"bwrnG6dzNSvE5LxJmgyGamoeD1nOZZzNMW1zrGVs4BABhnIOuTiZFCgt8AUOIgaPKVwpM5ELY1lQkVJy",
+	"Jm/cckihbPkqhZzk60Xp7m3syQMlob57//r8w4vv3r84O//xxd8jzdNIl5HeKLBHr4TNFdB6k6VaBCUq",
+	"qgKJI63dGUixu1uVlMPh6yfwX0pcVQpJhvJxz5aSpCET96WdQQnca0QyKeLOFhvrEDUl4U5VikqiG6OI",
+	"3ceqjvZhLSc6n+HF+3fKmMI7uzX6pR8MPgatZZ62Ri19YOGO1IxT3Uk2fzTJ56291cWf3THerc89yy+A",
+	"IW2n8ouq0luZrlsbKzR+wM1xAQnDd5fWZUtkm90XtvBwv57++Ndn+dO//Pj3X/Oz1T9+evf86ctX7/79",
+	"ZTZ4xV/xDytMArshYoQEZyNlxymLRVEmEtWhRFo5y6QoV1m+Oz9+macj1u911f+eUOHi24jq+wAgqIoM",
+	"myUJK3c/TB2TxrcLx/ABOv2jWFfTVfW+Z5z99P6VlhRWlaPr/2vaSNhX3zraiqDd5tBEdK23kL5dU3Vd",
+	"qpsH6SeBX3KkdSi6odC36BWgqClqFGrXn/ISwIfqbk/k5XmRyIlwEnRJwS5RBRI8BgXyQgjJ6CddhlNC",
+	"ygNiTwmGyU7Zr8tkcmV8q9mqUNaHO+IiYBEcIzBL0Of6J9bfdkkRxPEbyeg6wO2t9NXNr4BsAzG9zFOQ",
+	"0VuvR/Dh0LUa6ns11Ne0+iSkawchZuRI+ggIMOtRh6Jr/nVNdbzU/gvpLIWtynZzfGB2x1n4mLftHKQZ",
+	"lDOJd7iYDiZNK9vxXrqJrNBrcpZ8XRlY9w+VoihvFlj9AFy91rui5N96YWMnXQxkAOaaRyP0HlhXvdKQ",
+	"k/hL1LGuFRlbe6eo2Tu0fd3JUxq/ul5ktqLgDdreaC8s+LLARGG9g8kacBgLNAM11NVXshPtOCp2kYPM",
+	"xOeVSVVzM5CDRHNMCwk09aXjHAxlml2akPCIOZEfZaINPn+GwAzQrXcCgyJTwkfNHQVybHFWMKbUg0ho",
+	"wNqr2VqNFz0DY8JKqQcc76+18DxHVKFs9FCearcCpHmAoZWkqfXxGzC3EelbJPyZKMrfVUAbF6uOvDFb",
+	"xGyPASivd6flO8ELLbOvHcGAepzeIQxbEGc8ng74s4m2Br5xBODMOZQa6qn2phUGvw8tGUhd/KFhkv1X",
+	"vBLUgX2PUDnvYrgmVte7GnYCd2tAnFC2HaitvihdogZDHe9kIxlG01xZe4DCBZ9/KE0IIXBiBZQlZd5c",
+	"gWn6IZOoa1T0UE55Wgi8UIxbGfjU1YQb92c5E3N7q2CiHN6NahhrYXED4J9T95Xj9UQPlTEBqtM0pgJC",
+	"4MVFeK4MJUCAEWCpHXvqhuATjXiCD8csAlocca4fgn6j4w4KqID7LpQ2UM94Crwk5nIm/6L+5yVP5Cbn",
+	"mOsG+xI5rjL0a2nf34ob51+Afnm87rbcLrfHh+KS6pNyzdvmZ7cX99INdXPB7eEgXaIZtbe/uvtKtf7l",
+	"riwF43NxNiWkbS3TtPM7uVtQBH9TFFnV7+LTGf3WulCiKz9dlrPW6JePXz6qr5UMbMIFIRJgYivJQDxJ",
+	"xOxizSIlx1i+lFHLdTuPHj2CX8yyohw97T3tQQIgDbcJd2QBZYgzQ+5f9TI0RfBK6VroDvgT6qmQTo6m",
+	"EqTtVFzyFF39IFhlbDyhVE4MYVlJzhazTEJpQqB5KyjG8+syKZJSFN1qUmciisb3+7XKsqmbXpBU2oFn",
+	"m5rB9CAyHJLc8Qc5v0fob/3HzwVPzY/ZZZbFhSk2WGDNG566HYF/NzWUTZZUCrvaDadvlRe47erfN7Rd",
+	"KUvt/EqXnq7/5m+YPuE7+x4Uhn/Dn17n04a2XiCZH1T/dMsBLwuRFw88tk63UaD6q7f2AQ7GkdoZS3Uy",
+	"nISiaZ07w+2kebChVV1WmbYisY6xRZ5dCGzYI+rD51yqPrfnxFDWsNe8uZyQ+ghlvhbLNAVEBqNyukmJ",
+	"mA2nXfQmN80JaitWY6svHHmiy0xLyAsRs5/ev3L7bWTjrp7zOE6IPIoUXj1ta52R706HKMtEXjY1+1Zr",
+	"PwWa3iT10IW7zuhc2VpvHviEyh6BgokFukIZOWKc4vbQN/T3ghYcZxOlIGjZ353HgLKYpInaoFS/DjW/",
+	"oqwWm+MpMIRBvFIKgTXY5oHm0NLp0GsWZ3Z9dWh4WmntgeNroKVR46GuoH6ol97eVV8+fvk/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

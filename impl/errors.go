@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -59,7 +60,7 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
 	if !errors.As(err, &apiErr) {
 		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
-		apiErr = &Error{Code: CodeInternal, Msg: "internal error"}
+		apiErr = &Error{Code: CodeInternal, Msg: internalErrorText(r.Context())}
 	}
 	status := apiErr.Status
 	if status == "" {
@@ -86,6 +87,16 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	code := apiErr.Code
 	setRequestCode(r.Context(), code)
 	writeEnvelope(w, httpStatus, envelope(status, &code, apiErr.Msg, value))
+}
+
+// internalErrorText is the fixed text of an internal error, followed by the
+// request's id so that a user can quote it and an operator find its log lines:
+// "internal error (request id 4bf92f3577b34da6a3ce929d0e0e4736)".
+func internalErrorText(ctx context.Context) string {
+	if id := requestIDFrom(ctx); id != "" {
+		return "internal error (request id " + id + ")"
+	}
+	return "internal error"
 }
 
 // describeValidation turns a kin-openapi validation error into one line that names

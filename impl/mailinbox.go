@@ -79,6 +79,7 @@ func (w *MailWorker) PollMailboxes(ctx context.Context) (int, error) {
 		wg.Go(func() {
 			n, more, err := w.pollRecovering(ctx, b)
 			w.finishPoll(ctx, b, more, err)
+			w.cfg.Metrics.mailPolled(err, n)
 			mu.Lock()
 			total += n
 			mu.Unlock()

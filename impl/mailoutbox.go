@@ -165,6 +165,7 @@ func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage
 			RETURNING mail_account_id`,
 			m.AccountID, m.ID, leaseID)
 		log.Info("mail sent")
+		w.cfg.Metrics.mailDelivered("sent")
 	default:
 		de := mailer.Classify(err)
 		reason := errorText(de.Reason)
@@ -184,6 +185,11 @@ func (w *MailWorker) deliver(ctx context.Context, leaseID int64, m outboxMessage
 			RETURNING mail_account_id`,
 			m.AccountID, m.ID, leaseID, state, reason, next)
 		log.Warn("mail not sent", "state", state, "reason", reason)
+		if state == "failed" {
+			w.cfg.Metrics.mailDelivered("failed")
+		} else {
+			w.cfg.Metrics.mailDelivered("retry")
+		}
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):

@@ -76,6 +76,8 @@ type MailConfig struct {
 	MaxPerPoll int
 	// TLSConfig holds the roots that verify mail servers (nil: the system's).
 	TLSConfig *tls.Config
+	// Metrics, when set, counts the delivery attempts and polls by result.
+	Metrics *Metrics
 }
 
 // MailWorker delivers the outbox and polls the mailboxes. Any number of

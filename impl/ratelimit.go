@@ -125,6 +125,7 @@ type limits struct {
 	proxies  []netip.Prefix
 	tokenMsg string
 	failMsg  string
+	metrics  *Metrics // counts the refusals; nil counts nothing
 }
 
 func newLimits(cfg Config) *limits {
@@ -143,6 +144,7 @@ func newLimits(cfg Config) *limits {
 		proxies:  cfg.TrustedProxies,
 		tokenMsg: fmt.Sprintf("rate limit exceeded: %g requests per second per token", cfg.RateLimit),
 		failMsg:  fmt.Sprintf("too many failed authentications: %g per minute per client address", cfg.AuthFailureLimit),
+		metrics:  cfg.Metrics,
 	}
 }
 
@@ -150,6 +152,7 @@ func newLimits(cfg Config) *limits {
 // with 429 once the token is over its limit.
 func (l *limits) tokenRequest(ctx context.Context, p *Principal) error {
 	if wait, ok := l.tokens.take(ctx, strconv.FormatInt(p.TokenID, 10)); !ok {
+		l.metrics.rateLimitRejected("token")
 		return tooMany(l.tokenMsg, wait)
 	}
 	return nil
@@ -163,6 +166,7 @@ func (l *limits) authFailed(r *http.Request, err *Error) error {
 		return err
 	}
 	if wait, ok := l.failures.take(r.Context(), l.clientKey(r)); !ok {
+		l.metrics.rateLimitRejected("auth_failure")
 		return tooMany(l.failMsg, wait)
 	}
 	return err
@@ -181,6 +185,7 @@ func (l *limits) beforeLookup(r *http.Request, hash []byte) error {
 	if ok || l.known.knownShared(r.Context(), hash) {
 		return nil
 	}
+	l.metrics.rateLimitRejected("auth_failure")
 	return tooMany(l.failMsg, wait)
 }
 

@@ -25,6 +25,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/jmoiron/sqlx"
 	"github.com/redis/go-redis/v9"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/crmservice/crm/gen"
 	"github.com/crmservice/crm/impl/mailer"
@@ -77,6 +78,20 @@ type Config struct {
 	// its total and page from them (10,000 when 0); with more matches it counts
 	// them and reads the page through the sort order's index instead.
 	ListScanOnce int
+
+	// Metrics, when set (NewMetrics), counts the requests, the limits and the
+	// database pools; ServeMetrics also serves them at GET /metrics of this
+	// handler (else the operator serves Metrics.Handler on a port of its own).
+	Metrics      *Metrics
+	ServeMetrics bool
+	// TracerProvider, when set, makes every request a server span that
+	// continues the W3C trace context it carries (traceparent); nil traces
+	// nothing and costs nothing. The database pools trace their statements
+	// when opened with db.WithTracerProvider.
+	TracerProvider trace.TracerProvider
+	// CORSOrigins are the origins browsers may call the API from
+	// (ParseCORSOrigins); none when empty.
+	CORSOrigins []string
 }
 
 // Server implements gen.StrictServerInterface over PostgreSQL.
@@ -92,6 +107,8 @@ type Server struct {
 	secrets    *mailer.SecretBox // nil: no CRM_SECRET_KEY
 	hookGuard  *webhook.Guard
 	hookClient *http.Client
+
+	observing // request ids, metrics, traces (observe.go)
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -114,6 +131,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.ListScanOnce <= 0 {
 		cfg.ListScanOnce = 10_000
 	}
+	cfg.Log = withRequestIDs(cfg.Log)
 	s := &Server{db: cfg.DB, log: cfg.Log, limits: newLimits(cfg), stmts: newStmtCache(cfg.DB, 200),
 		generic:  newStmtCache(cmp.Or(cfg.GenericDB, cfg.DB), 100),
 		scanOnce: cfg.ListScanOnce, secrets: cfg.Secrets}
@@ -127,6 +145,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load the embedded openapi document: %w", err)
 	}
+	s.observing = newObserving(cfg, doc)
 	vm, err := newValidatingMux(s, doc, cfg)
 	if err != nil {
 		return nil, err
@@ -143,7 +162,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 			s.writeError(w, r, badRequest("%s", firstLine(err.Error())))
 		},
 	})
-	return s.recoverAndLog(h), nil
+	return s.httpLayers(cfg, s.recoverAndLog(h))
 }
 
 // requestInfo is what the middleware learns about a request, kept in its context
@@ -152,6 +171,8 @@ type requestInfo struct {
 	op        *operation
 	principal *Principal
 	code      string
+	id        string // X-Request-Id (observe.go)
+	route     string // the metrics' name of a reply that is not an operation's
 }
 
 type ctxKey int
@@ -196,13 +217,18 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // recoverAndLog turns a panic into the internal-error envelope (the stack goes to
 // the log) and writes one access-log line per request.
 func (s *Server) recoverAndLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		info := &requestInfo{}
-		r = r.WithContext(context.WithValue(r.Context(), infoKey, info))
+		info := infoFrom(r.Context()) // made by observe
+		if info == nil {
+			info = &requestInfo{}
+			r = r.WithContext(context.WithValue(r.Context(), infoKey, info))
+		}
 		sw := &statusWriter{ResponseWriter: w}
 		defer func() {
 			if v := recover(); v != nil {

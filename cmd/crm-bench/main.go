@@ -135,15 +135,19 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	var results []result
-	for _, sc := range scenarios(env) {
-		log.Info("scenario", "name", sc.name)
+	list := scenarios(env)
+	eta := startETA(log, o.progressEvery, len(list), 4*(o.warmup+o.duration))
+	for i, sc := range list {
+		eta.begin(i, sc.name)
 		res, err := measure(ctx, env, sc, rec, direct, directGeneric, o)
 		if err != nil {
+			eta.stop()
 			return fmt.Errorf("%s: %w", sc.name, err)
 		}
 		results = append(results, res)
 		fmt.Println(res.line())
 	}
+	eta.stop()
 	report := renderReport(data, o, results, machine(ctx, pool))
 	if o.report == "" {
 		fmt.Println(report)

@@ -92,3 +92,64 @@ func percent(done, total int64) float64 {
 	}
 	return float64(done*1000/total) / 10
 }
+
+// eta logs, every few seconds while the scenarios are measured, which one
+// runs and the time left: the rest of the current scenario and the ones
+// after it, each taking what the finished ones took on average (before the
+// first finishes, what one is planned to take: four phases of warm-up and
+// measurement).
+type eta struct {
+	log     *slog.Logger
+	n       int
+	planned time.Duration
+	start   time.Time
+	quit    chan struct{}
+	wg      sync.WaitGroup
+
+	mu      sync.Mutex
+	current int
+	name    string
+	began   time.Time
+}
+
+func startETA(log *slog.Logger, every time.Duration, n int, planned time.Duration) *eta {
+	e := &eta{log: log, n: n, planned: planned, start: time.Now(), quit: make(chan struct{})}
+	e.wg.Go(func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-e.quit:
+				return
+			case <-tick.C:
+				e.report("measuring")
+			}
+		}
+	})
+	return e
+}
+
+// begin marks the start of scenario i and logs it.
+func (e *eta) begin(i int, name string) {
+	e.mu.Lock()
+	e.current, e.name, e.began = i, name, time.Now()
+	e.mu.Unlock()
+	e.report("scenario")
+}
+
+func (e *eta) report(msg string) {
+	e.mu.Lock()
+	i, name, began := e.current, e.name, e.began
+	e.mu.Unlock()
+	each := e.planned
+	if i > 0 {
+		each = began.Sub(e.start) / time.Duration(i)
+	}
+	left := max(each-time.Since(began), 0) + each*time.Duration(e.n-i-1)
+	e.log.Info(msg, "name", name, "n", i+1, "of", e.n, "left", left.Round(time.Second))
+}
+
+func (e *eta) stop() {
+	close(e.quit)
+	e.wg.Wait()
+}

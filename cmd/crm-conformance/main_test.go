@@ -13,6 +13,7 @@ import (
 func TestRun(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "fake-1") // as every reply of the service
 		if r.URL.Path == "/healthz" {
 			w.Write([]byte(`{"status":"success","error":"","code":null,"rows":0,"pages":0,"page":0,"value":"{\"status\":\"ok\"}"}`))
 			return
@@ -70,6 +71,7 @@ func TestRunTokenFromEnvironment(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		seen = r.Header.Get("Authorization")
 		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("X-Request-Id", "fake-1")
 		w.Write([]byte(`{"status":"success","error":"","code":null,"rows":2,"pages":1,"page":1,"value":"[{\"ID\":1,\"NAME\":\"a\"},{\"ID\":2,\"NAME\":\"b\"}]"}`))
 	}))
 	defer srv.Close()

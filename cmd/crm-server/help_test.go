@@ -15,7 +15,7 @@ import (
 // the tree must be listed, so that a new one gets its help tested.
 var ownFlags = map[string][]string{
 	"crm-server":            nil,
-	"serve":                 {"addr", "migrate", "demo", "rate-limit", "rate-burst", "auth-failure-limit", "auth-failure-burst", "trusted-proxies", "redis-url", "mail", "webhooks"},
+	"serve":                 {"addr", "migrate", "demo", "rate-limit", "rate-burst", "auth-failure-limit", "auth-failure-burst", "trusted-proxies", "redis-url", "mail", "webhooks", "metrics-addr", "cors-allowed-origins"},
 	"migrate":               nil,
 	"demo":                  nil,
 	"db":                    nil,

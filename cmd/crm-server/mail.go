@@ -194,7 +194,7 @@ func readPassword(file string, stdin func() *bufio.Reader) (string, error) {
 // on is true and a key is given, and returns the function that stops it and
 // waits for it. Without the key the API is served all the same: queued
 // messages wait in the outbox for a process that has it.
-func startMail(ctx context.Context, log *slog.Logger, pool *sqlx.DB, on bool, box *mailer.SecretBox) (stop func()) {
+func startMail(ctx context.Context, log *slog.Logger, pool *sqlx.DB, on bool, box *mailer.SecretBox, metrics *impl.Metrics) (stop func()) {
 	switch {
 	case !on:
 		log.Info("mail worker off (--mail=false or CRM_MAIL=off)")
@@ -203,7 +203,7 @@ func startMail(ctx context.Context, log *slog.Logger, pool *sqlx.DB, on bool, bo
 		log.Warn("mail worker not started: queued messages are not delivered and mailboxes are not polled", "reason", mailer.ErrNoSecretKey.Error())
 		return func() {}
 	}
-	w, err := impl.NewMailWorker(impl.MailConfig{DB: pool, Log: log, Secrets: box})
+	w, err := impl.NewMailWorker(impl.MailConfig{DB: pool, Log: log, Secrets: box, Metrics: metrics})
 	if err != nil {
 		log.Error("mail worker not started", "err", err)
 		return func() {}

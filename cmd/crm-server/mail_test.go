@@ -147,7 +147,7 @@ func TestStartMail(t *testing.T) {
 	pool := dbtest.New(t)
 	var logs bytes.Buffer
 	log := slog.New(slog.NewTextHandler(&logs, nil))
-	startMail(context.Background(), log, pool, true, nil)()
+	startMail(context.Background(), log, pool, true, nil, nil)()
 	if !strings.Contains(logs.String(), "mail worker not started") {
 		t.Errorf("without a key: %s", logs.String())
 	}
@@ -156,12 +156,12 @@ func TestStartMail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	startMail(context.Background(), log, pool, false, box)()
+	startMail(context.Background(), log, pool, false, box, nil)()
 	if !strings.Contains(logs.String(), "mail worker off") {
 		t.Errorf("turned off: %s", logs.String())
 	}
 	logs.Reset()
-	stop := startMail(context.Background(), log, pool, true, box)
+	stop := startMail(context.Background(), log, pool, true, box, nil)
 	stop()
 	if !strings.Contains(logs.String(), "mail worker started") || !strings.Contains(logs.String(), "mail worker stopped") {
 		t.Errorf("with a key: %s", logs.String())

@@ -42,6 +42,8 @@ type serveFlags struct {
 	redisURL       string
 	mail           bool
 	webhooks       bool
+	metricsAddr    string
+	corsOrigins    string
 }
 
 // serveConfig is what serve runs with, checked before anything is printed.
@@ -60,6 +62,9 @@ type serveConfig struct {
 	secrets        *mailer.SecretBox // nil: no key, no mail or webhook worker, no webhook operations
 	hookNetworks   []netip.Prefix    // WEBHOOK_ALLOWED_NETWORKS
 	hookTimeout    time.Duration     // WEBHOOK_TIMEOUT
+	metricsAddr    string            // "off", "main" or a listen address (observe.go)
+	corsOrigins    []string
+	tracing        *tracingConfig // nil: no traces
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -72,12 +77,19 @@ func (c *cli) serveCommand() *cobra.Command {
 Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
 REDIS_URL, CRM_MAIL, CRM_WEBHOOKS, CRM_SECRET_KEY, WEBHOOK_ALLOWED_NETWORKS,
-WEBHOOK_TIMEOUT), the flags, and the listen address, which must be free. With
-CRM_SECRET_KEY set, a mail worker delivers queued messages and polls mailboxes, and
-a webhook worker delivers the events of webhook subscriptions (whose secrets the key
-encrypts; without it the webhook operations answer 503). Webhooks reach only public
-addresses unless WEBHOOK_ALLOWED_NETWORKS (CIDRs, comma-separated) allows more.
-With REDIS_URL set, the rate limits hold across every process of the deployment.`,
+WEBHOOK_TIMEOUT, METRICS_ADDR, CORS_ALLOWED_ORIGINS and the OTEL_* variables), the
+flags, and the listen addresses, which must be free. With CRM_SECRET_KEY set, a mail
+worker delivers queued messages and polls mailboxes, and a webhook worker delivers the
+events of webhook subscriptions (whose secrets the key encrypts; without it the
+webhook operations answer 503). Webhooks reach only public addresses unless
+WEBHOOK_ALLOWED_NETWORKS (CIDRs, comma-separated) allows more. With REDIS_URL set, the
+rate limits hold across every process of the deployment.
+
+Besides the API it serves its reference page at /docs and the contract at
+/openapi.yaml and /openapi.json; the Prometheus metrics at /metrics of the API's
+port (METRICS_ADDR=main) or of a port of their own (METRICS_ADDR=127.0.0.1:9464);
+and, with OTEL_EXPORTER_OTLP_ENDPOINT set (http://collector:4318), OpenTelemetry
+traces of every request and its database statements over OTLP/HTTP.`,
 		Example: `  crm-server serve --migrate --demo
   PORT=9090 crm-server serve`,
 		Args: noArgs,
@@ -108,6 +120,7 @@ With REDIS_URL set, the rate limits hold across every process of the deployment.
 	f.Lookup("auth-failure-burst").DefValue = "$AUTH_FAILURE_BURST, or 20"
 	f.Lookup("trusted-proxies").DefValue = "$TRUSTED_PROXIES"
 	f.Lookup("redis-url").DefValue = "$REDIS_URL"
+	fl.observeFlags(f)
 	return cmd
 }
 
@@ -214,6 +227,9 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 		return cfg, err
 	}
 	cfg.secrets = box
+	if err := fl.observeConfig(changed, &cfg); err != nil {
+		return cfg, err
+	}
 	return cfg, nil
 }
 
@@ -226,7 +242,14 @@ func (c *cli) serve(ctx context.Context, cfg serveConfig) error {
 		return err
 	}
 	defer ln.Close()
-	err = c.serveOn(ctx, ln, cfg)
+	metricsLn, err := listenMetrics(ctx, cfg.metricsAddr)
+	if err != nil {
+		return err
+	}
+	if metricsLn != nil {
+		defer metricsLn.Close()
+	}
+	err = c.serveOn(ctx, ln, metricsLn, cfg)
 	if err != nil && ctx.Err() != nil {
 		// Interrupted while preparing: what failed failed because of it.
 		c.log.Info("interrupted before serving", "while", err.Error())
@@ -235,17 +258,22 @@ func (c *cli) serve(ctx context.Context, cfg serveConfig) error {
 	return err
 }
 
-func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) error {
+func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serveConfig) error {
 	url, err := databaseURL(ctx, c.log)
 	if err != nil {
 		return err
 	}
-	pool, err := db.Open(ctx, url)
+	tracer, stopTracing, err := startTracing(ctx, cfg.tracing, c.log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing()
+	pool, err := db.Open(ctx, url, db.WithTracerProvider(tracer))
 	if err != nil {
 		return openError(err)
 	}
 	defer pool.Close()
-	generic, err := db.OpenGeneric(ctx, url)
+	generic, err := db.OpenGeneric(ctx, url, db.WithTracerProvider(tracer))
 	if err != nil {
 		return openError(err)
 	}
@@ -263,7 +291,13 @@ func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) err
 	}
 	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
 		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
-		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout}
+		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout,
+		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins}
+	var metrics *impl.Metrics
+	if cfg.metricsAddr != metricsOff {
+		metrics = impl.NewMetrics()
+		hc.Metrics, hc.ServeMetrics = metrics, cfg.metricsAddr == metricsMain
+	}
 	if cfg.redisURL != "" {
 		rdb, err := impl.OpenRedis(cfg.redisURL)
 		if err != nil {
@@ -295,8 +329,11 @@ func (c *cli) serveOn(ctx context.Context, ln net.Listener, cfg serveConfig) err
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(c.log.Handler(), slog.LevelWarn),
 	}
-	defer startMail(ctx, c.log, pool, cfg.mail, cfg.secrets)()
+	defer startMail(ctx, c.log, pool, cfg.mail, cfg.secrets, metrics)()
 	defer startWebhooks(ctx, c.log, pool, cfg)()
+	if metricsLn != nil {
+		defer serveMetrics(metricsLn, metrics, c.log)()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	c.log.Info("serving", "addr", ln.Addr().String())
@@ -336,16 +373,17 @@ func (c *cli) printTry(d *demo.Demo, bound net.Addr, addr string) {
 		host = "localhost"
 	}
 	port := strconv.Itoa(bound.(*net.TCPAddr).Port)
-	curl := fmt.Sprintf("curl -s -H 'Authorization: Bearer %s' 'http://%s/company/get?id=%d'",
-		d.Token, net.JoinHostPort(host, port), d.Samples.CompanyID)
+	base := "http://" + net.JoinHostPort(host, port)
+	curl := fmt.Sprintf("curl -s -H 'Authorization: Bearer %s' '%s/company/get?id=%d'", d.Token, base, d.Samples.CompanyID)
 	fmt.Fprintf(c.out, "\nThe demo account is ready; its admin's token (valid 30 days): %s\nTry:\n\n", d.Token)
 	if _, err := exec.LookPath("jq"); err == nil {
 		fmt.Fprintf(c.out, "  %s | jq '.value | fromjson'\n\n", curl)
-		return
+	} else {
+		fmt.Fprintf(c.out, "  %s\n\n"+
+			"The reply's value is a string of JSON: with jq installed (it is not), add\n"+
+			"  | jq '.value | fromjson'\nto read it as JSON.\n\n", curl)
 	}
-	fmt.Fprintf(c.out, "  %s\n\n"+
-		"The reply's value is a string of JSON: with jq installed (it is not), add\n"+
-		"  | jq '.value | fromjson'\nto read it as JSON.\n\n", curl)
+	fmt.Fprintf(c.out, "Every operation is explained at %s/docs\n\n", base)
 }
 
 func (c *cli) dbCommand() *cobra.Command {

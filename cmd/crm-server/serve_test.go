@@ -241,7 +241,9 @@ func TestServeDemo(t *testing.T) {
 			if m == nil {
 				t.Fatalf("serve --demo printed no curl:\n%s", out)
 			}
-			want := "\nThe demo account is ready; its admin's token (valid 30 days): " + m[1] + "\nTry:\n\n  " + m[0] + tc.tail
+			base := strings.TrimSuffix(m[2], "/company/get?id="+m[3])
+			want := "\nThe demo account is ready; its admin's token (valid 30 days): " + m[1] + "\nTry:\n\n  " + m[0] + tc.tail +
+				"Every operation is explained at " + base + "/docs\n\n"
 			if out != want {
 				t.Fatalf("serve --demo printed\n%s\nwant\n%s", out, want)
 			}

@@ -2356,6 +2356,9 @@ type GoodsDocumentId = int64
 // GoodsIds defines model for GoodsIds.
 type GoodsIds = string
 
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
 // KpiDateFrom defines model for KpiDateFrom.
 type KpiDateFrom = openapi_types.Date
 
@@ -2467,6 +2470,9 @@ type CommonListPagingParamsModule int
 type CompanyGetParams struct {
 	// Id Counterparty id.
 	Id int64 `form:"id" json:"id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CompanyInsertParams defines parameters for CompanyInsert.
@@ -2488,6 +2494,9 @@ type ContactListParams struct {
 
 	// CompanyId All contact persons of this counterparty; the other parameters are then ignored.
 	CompanyId *int64 `form:"company_id,omitempty" json:"company_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DashboardKpiMyParams defines parameters for DashboardKpiMy.
@@ -2542,6 +2551,15 @@ type DealGoodsInsertParams struct {
 type DealGoodsListParams struct {
 	// DealId Deal.
 	DealId int64 `form:"deal_id" json:"deal_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DirectoryGetParams defines parameters for DirectoryGet.
+type DirectoryGetParams struct {
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DirectoryGetParamsCode defines parameters for DirectoryGet.
@@ -2560,6 +2578,9 @@ type DocumentGoodsInsertParams struct {
 type DocumentGoodsListParams struct {
 	// DocumentId Document.
 	DocumentId GoodsDocumentId `form:"document_id" json:"document_id"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // DocumentListParams defines parameters for DocumentList.
@@ -2569,6 +2590,9 @@ type DocumentListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // EventListParams defines parameters for EventList.
@@ -2611,6 +2635,9 @@ type FinanceListParams struct {
 
 	// DealId Deal; `company_id` or `deal_id` (or both) is required.
 	DealId *QuickDealId `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // TaskListParams defines parameters for TaskList.
@@ -2620,6 +2647,9 @@ type TaskListParams struct {
 
 	// DealId Only the tasks of this deal.
 	DealId *int64 `form:"deal_id,omitempty" json:"deal_id,omitempty"`
+
+	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // WebhookDeliveriesParams defines parameters for WebhookDeliveries.
@@ -5761,7 +5791,7 @@ type ClientInterface interface {
 	// code is `"400"`. Every user of the account may read every directory.
 	//
 	// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-	DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DocumentGoodsInsert Add catalogue goods to a document
 	//
@@ -7809,8 +7839,8 @@ func (c *Client) DealUpdate(ctx context.Context, body DealUpdateJSONRequestBody,
 // code is `"400"`. Every user of the account may read every directory.
 //
 // Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-func (c *Client) DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDirectoryGetRequest(c.Server, code)
+func (c *Client) DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDirectoryGetRequest(c.Server, code, params)
 	if err != nil {
 		return nil, err
 	}
@@ -9586,6 +9616,21 @@ func NewCompanyGetRequest(server string, params *CompanyGetParams) (*http.Reques
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -9901,6 +9946,21 @@ func NewContactListRequest(server string, params *ContactListParams) (*http.Requ
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -10327,6 +10387,21 @@ func NewDealGoodsListRequest(server string, params *DealGoodsListParams) (*http.
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -10451,7 +10526,7 @@ func NewDealUpdateRequestWithBody(server string, contentType string, body io.Rea
 }
 
 // NewDirectoryGetRequest constructs an http.Request for the DirectoryGet method
-func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode) (*http.Request, error) {
+func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode, params *DirectoryGetParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -10479,6 +10554,21 @@ func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode) (*http.R
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -10589,6 +10679,21 @@ func NewDocumentGoodsListRequest(server string, params *DocumentGoodsListParams)
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -10693,6 +10798,21 @@ func NewDocumentListRequest(server string, params *DocumentListParams) (*http.Re
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -11306,6 +11426,21 @@ func NewFinanceListRequest(server string, params *FinanceListParams) (*http.Requ
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -11500,6 +11635,21 @@ func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, e
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -12743,7 +12893,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-	DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error)
+	DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error)
 
 	// DocumentGoodsInsertWithResponse Add catalogue goods to a document
 	//
@@ -13829,6 +13979,11 @@ func (r CompanyEmailInsertResponse) ContentType() string {
 	return ""
 }
 
+// CompanyGetResponse304Headers the declared response headers of an HTTP 304 response for CompanyGet
+type CompanyGetResponse304Headers struct {
+	ETag string
+}
+
 // CompanyGetResponse401Headers the declared response headers of an HTTP 401 response for CompanyGet
 type CompanyGetResponse401Headers struct {
 	WWWAuthenticate string
@@ -13848,6 +14003,8 @@ type CompanyGetResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *CompanyGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14243,6 +14400,11 @@ func (r ContactInsertResponse) ContentType() string {
 	return ""
 }
 
+// ContactListResponse304Headers the declared response headers of an HTTP 304 response for ContactList
+type ContactListResponse304Headers struct {
+	ETag string
+}
+
 // ContactListResponse401Headers the declared response headers of an HTTP 401 response for ContactList
 type ContactListResponse401Headers struct {
 	WWWAuthenticate string
@@ -14262,6 +14424,8 @@ type ContactListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ContactListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14726,6 +14890,11 @@ func (r DealGoodsInsertResponse) ContentType() string {
 	return ""
 }
 
+// DealGoodsListResponse304Headers the declared response headers of an HTTP 304 response for DealGoodsList
+type DealGoodsListResponse304Headers struct {
+	ETag string
+}
+
 // DealGoodsListResponse401Headers the declared response headers of an HTTP 401 response for DealGoodsList
 type DealGoodsListResponse401Headers struct {
 	WWWAuthenticate string
@@ -14745,6 +14914,8 @@ type DealGoodsListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DealGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15002,6 +15173,11 @@ func (r DealUpdateResponse) ContentType() string {
 	return ""
 }
 
+// DirectoryGetResponse304Headers the declared response headers of an HTTP 304 response for DirectoryGet
+type DirectoryGetResponse304Headers struct {
+	ETag string
+}
+
 // DirectoryGetResponse401Headers the declared response headers of an HTTP 401 response for DirectoryGet
 type DirectoryGetResponse401Headers struct {
 	WWWAuthenticate string
@@ -15021,6 +15197,8 @@ type DirectoryGetResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DirectoryGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DirectoryGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15140,6 +15318,11 @@ func (r DocumentGoodsInsertResponse) ContentType() string {
 	return ""
 }
 
+// DocumentGoodsListResponse304Headers the declared response headers of an HTTP 304 response for DocumentGoodsList
+type DocumentGoodsListResponse304Headers struct {
+	ETag string
+}
+
 // DocumentGoodsListResponse401Headers the declared response headers of an HTTP 401 response for DocumentGoodsList
 type DocumentGoodsListResponse401Headers struct {
 	WWWAuthenticate string
@@ -15159,6 +15342,8 @@ type DocumentGoodsListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DocumentGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15278,6 +15463,11 @@ func (r DocumentInsertResponse) ContentType() string {
 	return ""
 }
 
+// DocumentListResponse304Headers the declared response headers of an HTTP 304 response for DocumentList
+type DocumentListResponse304Headers struct {
+	ETag string
+}
+
 // DocumentListResponse401Headers the declared response headers of an HTTP 401 response for DocumentList
 type DocumentListResponse401Headers struct {
 	WWWAuthenticate string
@@ -15297,6 +15487,8 @@ type DocumentListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DocumentListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16175,6 +16367,11 @@ func (r FinanceInsertResponse) ContentType() string {
 	return ""
 }
 
+// FinanceListResponse304Headers the declared response headers of an HTTP 304 response for FinanceList
+type FinanceListResponse304Headers struct {
+	ETag string
+}
+
 // FinanceListResponse401Headers the declared response headers of an HTTP 401 response for FinanceList
 type FinanceListResponse401Headers struct {
 	WWWAuthenticate string
@@ -16194,6 +16391,8 @@ type FinanceListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *FinanceListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16471,6 +16670,11 @@ func (r TaskInsertResponse) ContentType() string {
 	return ""
 }
 
+// TaskListResponse304Headers the declared response headers of an HTTP 304 response for TaskList
+type TaskListResponse304Headers struct {
+	ETag string
+}
+
 // TaskListResponse401Headers the declared response headers of an HTTP 401 response for TaskList
 type TaskListResponse401Headers struct {
 	WWWAuthenticate string
@@ -16490,6 +16694,8 @@ type TaskListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *TaskListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -18129,8 +18335,8 @@ func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, body D
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
-func (c *ClientWithResponses) DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error) {
-	rsp, err := c.DirectoryGet(ctx, code, reqEditors...)
+func (c *ClientWithResponses) DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error) {
+	rsp, err := c.DirectoryGet(ctx, code, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19493,6 +19699,9 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19510,6 +19719,16 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers CompanyGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyGetResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -19871,6 +20090,9 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19888,6 +20110,16 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers ContactListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers ContactListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20312,6 +20544,9 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20329,6 +20564,16 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DealGoodsListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DealGoodsListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20564,6 +20809,9 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20581,6 +20829,16 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DirectoryGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DirectoryGetResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20690,6 +20948,9 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20707,6 +20968,16 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DocumentGoodsListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DocumentGoodsListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20816,6 +21087,9 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20833,6 +21107,16 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers DocumentListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers DocumentListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21635,6 +21919,9 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21652,6 +21939,16 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers FinanceListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers FinanceListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21883,6 +22180,9 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21900,6 +22200,16 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 304:
+		var headers TaskListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers TaskListResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

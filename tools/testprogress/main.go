@@ -1,0 +1,338 @@
+// Command testprogress renders the output of `go test -json` for make test:
+// a line when each package ends, while packages run a line every few seconds
+// with what they have passed so far and which tests are running, the output
+// of each failed test as soon as it fails, and a summary line at the end.
+//
+//	go test -json ./... | go run ./tools/testprogress [-every 10s] [-title "make test"]
+//
+// It exits with status 1 when a test or a build failed, and 2 when its input
+// was not what go test -json writes.
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+func main() {
+	every := flag.Duration("every", 10*time.Second, "how often to report the packages still running (0: never)")
+	title := flag.String("title", "make test", "what the summary line calls the run")
+	module := flag.String("module", "github.com/crmservice/crm/", "prefix left out of package names")
+	flag.Parse()
+	r := newReport(os.Stdout, *title, *module, time.Now)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	if *every > 0 {
+		wg.Go(func() {
+			tick := time.NewTicker(*every)
+			defer tick.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+					r.heartbeat()
+				}
+			}
+		})
+	}
+	err := r.read(os.Stdin)
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "testprogress:", err)
+		os.Exit(2)
+	}
+	if !r.finish() {
+		os.Exit(1)
+	}
+}
+
+// event is one line of go test -json (cmd/test2json's TestEvent, and the
+// build events of go build -json).
+type event struct {
+	Time        time.Time
+	Action      string
+	Package     string
+	ImportPath  string // build-output and build-fail
+	Test        string
+	Elapsed     float64
+	Output      string
+	FailedBuild string
+}
+
+// pkg is what the report knows of one package.
+type pkg struct {
+	name                    string
+	start                   time.Time
+	passed, failed, skipped int
+	running                 []string                    // top-level tests running now, in start order
+	output                  map[string]*strings.Builder // by test, until it ends
+	done                    bool
+}
+
+// report renders events; every method may run beside heartbeat.
+type report struct {
+	mu       sync.Mutex
+	out      io.Writer
+	title    string
+	module   string
+	now      func() time.Time
+	start    time.Time
+	pkgs     map[string]*pkg
+	order    []string          // packages in the order they started
+	builds   map[string]string // import path → build output
+	failures []string          // "pkg.TestX"
+	failedPk int
+	// idleSince is when the last package ended (or the run started): while no
+	// package runs, go test is building.
+	idleSince time.Time
+}
+
+func newReport(out io.Writer, title, module string, now func() time.Time) *report {
+	start := now()
+	return &report{out: out, title: title, module: module, now: now, start: start, idleSince: start, pkgs: map[string]*pkg{}, builds: map[string]string{}}
+}
+
+// read renders the events of in until it ends. Lines that are not JSON
+// (a go command's own messages) are passed through.
+func (r *report) read(in io.Reader) error {
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if len(line) == 0 || line[0] != '{' {
+			r.mu.Lock()
+			fmt.Fprintf(r.out, "%s\n", line)
+			r.mu.Unlock()
+			continue
+		}
+		var ev event
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("not go test -json: %w: %.80s", err, line)
+		}
+		r.handle(ev)
+	}
+	return sc.Err()
+}
+
+func (r *report) short(name string) string {
+	if s := strings.TrimPrefix(name, r.module); s != "" {
+		return s
+	}
+	return name
+}
+
+func (r *report) pkg(name string) *pkg {
+	p := r.pkgs[name]
+	if p == nil {
+		p = &pkg{name: r.short(name), start: r.now(), output: map[string]*strings.Builder{}}
+		r.pkgs[name] = p
+		r.order = append(r.order, name)
+	}
+	return p
+}
+
+func (r *report) handle(ev event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch ev.Action {
+	case "build-output":
+		r.builds[ev.ImportPath] += ev.Output
+		return
+	case "build-fail":
+		fmt.Fprintf(r.out, "FAIL  %s does not build:\n%s", r.short(ev.ImportPath), indent(r.builds[ev.ImportPath]))
+		return
+	}
+	if ev.Package == "" {
+		return
+	}
+	p := r.pkg(ev.Package)
+	if ev.Test == "" {
+		r.packageEvent(p, ev)
+		return
+	}
+	top := ev.Test
+	if i := strings.IndexByte(top, '/'); i >= 0 {
+		top = top[:i]
+	}
+	switch ev.Action {
+	case "run":
+		if top == ev.Test {
+			p.running = append(p.running, ev.Test)
+		}
+		p.output[ev.Test] = &strings.Builder{}
+	case "output":
+		if b := p.output[ev.Test]; b != nil {
+			b.WriteString(ev.Output)
+		}
+	case "pass", "skip", "fail":
+		switch ev.Action {
+		case "pass":
+			p.passed++
+		case "skip":
+			p.skipped++
+		case "fail":
+			p.failed++
+			// A parent fails with its subtests: it is printed only for what
+			// it logged itself.
+			if b := p.output[ev.Test]; b != nil {
+				if text := testOutput(b.String()); text != "" || !r.failedChild(p, ev.Test) {
+					fmt.Fprintf(r.out, "--- FAIL: %s.%s (%.2fs)\n%s", p.name, ev.Test, ev.Elapsed, text)
+				}
+			}
+			r.failures = append(r.failures, p.name+"."+ev.Test)
+		}
+		delete(p.output, ev.Test)
+		if top == ev.Test {
+			p.running = slices.DeleteFunc(p.running, func(s string) bool { return s == ev.Test })
+		}
+	}
+}
+
+// failedChild reports whether a subtest of test failed before it.
+func (r *report) failedChild(p *pkg, test string) bool {
+	for _, f := range r.failures {
+		if strings.HasPrefix(f, p.name+"."+test+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (r *report) packageEvent(p *pkg, ev event) {
+	took := time.Duration(ev.Elapsed * float64(time.Second)).Round(100 * time.Millisecond)
+	switch ev.Action {
+	case "start":
+		p.start = r.now()
+	case "output":
+		// The package's own lines (coverage, ok/FAIL, panics outside a test)
+		// are kept for a failure.
+		b := p.output[""]
+		if b == nil {
+			b = &strings.Builder{}
+			p.output[""] = b
+		}
+		b.WriteString(ev.Output)
+	case "pass":
+		p.done = true
+		r.idleSince = r.now()
+		fmt.Fprintf(r.out, "ok    %-28s %s  %v\n", p.name, p.counts(), took)
+	case "skip":
+		p.done = true
+		r.idleSince = r.now()
+		fmt.Fprintf(r.out, "-     %-28s no tests\n", p.name)
+	case "fail":
+		p.done = true
+		r.idleSince = r.now()
+		r.failedPk++
+		if ev.FailedBuild != "" {
+			fmt.Fprintf(r.out, "FAIL  %-28s build failed (%s)\n", p.name, r.short(ev.FailedBuild))
+			return
+		}
+		fmt.Fprintf(r.out, "FAIL  %-28s %s  %v\n", p.name, p.counts(), took)
+		if p.failed == 0 { // a panic or os.Exit outside any test: the package's own output says why
+			if b := p.output[""]; b != nil {
+				fmt.Fprint(r.out, indent(b.String()))
+			}
+		}
+	}
+}
+
+func (p *pkg) counts() string {
+	s := fmt.Sprintf("%d passed", p.passed)
+	if p.skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", p.skipped)
+	}
+	if p.failed > 0 {
+		s += fmt.Sprintf(", %d failed", p.failed)
+	}
+	return s
+}
+
+// heartbeat prints a line for each package still running, or, while none
+// runs, that the tests are being built.
+func (r *report) heartbeat() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	running := 0
+	for _, p := range r.pkgs {
+		if !p.done {
+			running++
+		}
+	}
+	if running == 0 {
+		fmt.Fprintf(r.out, "...   building the tests (%v since the last result)\n", r.now().Sub(r.idleSince).Round(time.Second))
+		return
+	}
+	for _, name := range r.order {
+		p := r.pkgs[name]
+		if p.done {
+			continue
+		}
+		running := "starting"
+		if p.passed+p.failed+p.skipped > 0 {
+			running = "finishing"
+		}
+		if n := len(p.running); n > 0 {
+			running = "running " + strings.Join(p.running[:min(n, 3)], ", ")
+			if n > 3 {
+				running += fmt.Sprintf(" and %d more", n-3)
+			}
+		}
+		fmt.Fprintf(r.out, "...   %-28s %s so far; %s (%v)\n", p.name, p.counts(), running, r.now().Sub(p.start).Round(time.Second))
+	}
+}
+
+// finish prints the summary line and reports whether everything passed.
+func (r *report) finish() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var passed, failed, skipped int
+	for _, p := range r.pkgs {
+		passed, failed, skipped = passed+p.passed, failed+p.failed, skipped+p.skipped
+	}
+	ok := failed == 0 && r.failedPk == 0
+	verdict := "passed"
+	if !ok {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(r.out, "%s %s: %d tests passed, %d skipped, %d failed in %d packages (%d failed) in %v\n",
+		r.title, verdict, passed, skipped, failed, len(r.pkgs), r.failedPk, r.now().Sub(r.start).Round(time.Second))
+	for _, f := range r.failures {
+		fmt.Fprintf(r.out, "    failed: %s\n", f)
+	}
+	return ok
+}
+
+// testOutput is what a test logged, without the lines go test adds around it.
+func testOutput(s string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(s, "\n") {
+		t := strings.TrimLeft(l, " ")
+		if strings.HasPrefix(t, "=== ") || strings.HasPrefix(t, "--- FAIL: ") || strings.HasPrefix(t, "--- PASS: ") || strings.HasPrefix(t, "--- SKIP: ") {
+			continue
+		}
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+func indent(s string) string {
+	if s == "" {
+		return ""
+	}
+	lines := strings.SplitAfter(strings.TrimRight(s, "\n"), "\n")
+	for i, l := range lines {
+		lines[i] = "    " + l
+	}
+	return strings.Join(lines, "") + "\n"
+}
