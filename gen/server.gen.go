@@ -2387,6 +2387,9 @@ type TooManyRequests = Envelope
 // Unauthorized The reply of every operation; see the conventions in `info.description`.
 type Unauthorized = Envelope
 
+// Unavailable The reply of every operation; see the conventions in `info.description`.
+type Unavailable = Envelope
+
 // CommonListPagingParams defines parameters for CommonListPaging.
 type CommonListPagingParams struct {
 	// Columns Comma-separated column names of the module; required for every module but mail.
@@ -6986,6 +6989,8 @@ type UnauthorizedJSONResponse struct {
 	Headers UnauthorizedResponseHeaders
 }
 
+type UnavailableJSONResponse Envelope
+
 type CommonListPagingRequestObject struct {
 	Module CommonListPagingParamsModule `json:"module"`
 	Params CommonListPagingParams
@@ -7036,6 +7041,20 @@ func (response CommonListPaging429JSONResponse) VisitCommonListPagingResponse(w 
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CommonListPaging503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CommonListPaging503JSONResponse) VisitCommonListPagingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7092,6 +7111,20 @@ func (response CompanyDelete429JSONResponse) VisitCompanyDeleteResponse(w http.R
 	return err
 }
 
+type CompanyDelete503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CompanyDelete503JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyEmailInsertRequestObject struct {
 	Body *CompanyEmailInsertJSONRequestBody
 }
@@ -7140,6 +7173,20 @@ func (response CompanyEmailInsert429JSONResponse) VisitCompanyEmailInsertRespons
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyEmailInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CompanyEmailInsert503JSONResponse) VisitCompanyEmailInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7204,6 +7251,20 @@ func (response CompanyGet429JSONResponse) VisitCompanyGetResponse(w http.Respons
 	return err
 }
 
+type CompanyGet503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CompanyGet503JSONResponse) VisitCompanyGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyInsertRequestObject struct {
 	Params CompanyInsertParams
 	Body   *CompanyInsertJSONRequestBody
@@ -7253,6 +7314,20 @@ func (response CompanyInsert429JSONResponse) VisitCompanyInsertResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CompanyInsert503JSONResponse) VisitCompanyInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7309,6 +7384,20 @@ func (response CompanyPhoneInsert429JSONResponse) VisitCompanyPhoneInsertRespons
 	return err
 }
 
+type CompanyPhoneInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CompanyPhoneInsert503JSONResponse) VisitCompanyPhoneInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyRequisitesInsertRequestObject struct {
 	Body *CompanyRequisitesInsertJSONRequestBody
 }
@@ -7357,6 +7446,20 @@ func (response CompanyRequisitesInsert429JSONResponse) VisitCompanyRequisitesIns
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyRequisitesInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CompanyRequisitesInsert503JSONResponse) VisitCompanyRequisitesInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7413,6 +7516,20 @@ func (response CompanyUpdate429JSONResponse) VisitCompanyUpdateResponse(w http.R
 	return err
 }
 
+type CompanyUpdate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response CompanyUpdate503JSONResponse) VisitCompanyUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ContactInsertRequestObject struct {
 	Body *ContactInsertJSONRequestBody
 }
@@ -7461,6 +7578,20 @@ func (response ContactInsert429JSONResponse) VisitContactInsertResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ContactInsert503JSONResponse) VisitContactInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7525,6 +7656,20 @@ func (response ContactList429JSONResponse) VisitContactListResponse(w http.Respo
 	return err
 }
 
+type ContactList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ContactList503JSONResponse) VisitContactListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ContactSocialSetRequestObject struct {
 	Body *ContactSocialSetJSONRequestBody
 }
@@ -7573,6 +7718,20 @@ func (response ContactSocialSet429JSONResponse) VisitContactSocialSetResponse(w 
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactSocialSet503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response ContactSocialSet503JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7629,6 +7788,20 @@ func (response DashboardKpiMy429JSONResponse) VisitDashboardKpiMyResponse(w http
 	return err
 }
 
+type DashboardKpiMy503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DashboardKpiMy503JSONResponse) VisitDashboardKpiMyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardKpiTeamRequestObject struct {
 	Params DashboardKpiTeamParams
 }
@@ -7677,6 +7850,20 @@ func (response DashboardKpiTeam429JSONResponse) VisitDashboardKpiTeamResponse(w 
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DashboardKpiTeam503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DashboardKpiTeam503JSONResponse) VisitDashboardKpiTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7733,6 +7920,20 @@ func (response DashboardMyDay429JSONResponse) VisitDashboardMyDayResponse(w http
 	return err
 }
 
+type DashboardMyDay503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DashboardMyDay503JSONResponse) VisitDashboardMyDayResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardMyTasksRequestObject struct {
 	Params DashboardMyTasksParams
 }
@@ -7785,6 +7986,20 @@ func (response DashboardMyTasks429JSONResponse) VisitDashboardMyTasksResponse(w 
 	return err
 }
 
+type DashboardMyTasks503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DashboardMyTasks503JSONResponse) VisitDashboardMyTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DealGoodsInsertRequestObject struct {
 	Params DealGoodsInsertParams
 }
@@ -7833,6 +8048,20 @@ func (response DealGoodsInsert429JSONResponse) VisitDealGoodsInsertResponse(w ht
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DealGoodsInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DealGoodsInsert503JSONResponse) VisitDealGoodsInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7897,6 +8126,20 @@ func (response DealGoodsList429JSONResponse) VisitDealGoodsListResponse(w http.R
 	return err
 }
 
+type DealGoodsList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DealGoodsList503JSONResponse) VisitDealGoodsListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DealGoodsUpdateRequestObject struct {
 	Body *DealGoodsUpdateJSONRequestBody
 }
@@ -7945,6 +8188,20 @@ func (response DealGoodsUpdate429JSONResponse) VisitDealGoodsUpdateResponse(w ht
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DealGoodsUpdate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DealGoodsUpdate503JSONResponse) VisitDealGoodsUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8001,6 +8258,20 @@ func (response DealInsert429JSONResponse) VisitDealInsertResponse(w http.Respons
 	return err
 }
 
+type DealInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DealInsert503JSONResponse) VisitDealInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DealUpdateRequestObject struct {
 	Body *DealUpdateJSONRequestBody
 }
@@ -8049,6 +8320,20 @@ func (response DealUpdate429JSONResponse) VisitDealUpdateResponse(w http.Respons
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DealUpdate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DealUpdate503JSONResponse) VisitDealUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8114,6 +8399,20 @@ func (response DirectoryGet429JSONResponse) VisitDirectoryGetResponse(w http.Res
 	return err
 }
 
+type DirectoryGet503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DirectoryGet503JSONResponse) VisitDirectoryGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentGoodsInsertRequestObject struct {
 	Params DocumentGoodsInsertParams
 }
@@ -8162,6 +8461,20 @@ func (response DocumentGoodsInsert429JSONResponse) VisitDocumentGoodsInsertRespo
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentGoodsInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DocumentGoodsInsert503JSONResponse) VisitDocumentGoodsInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8226,6 +8539,20 @@ func (response DocumentGoodsList429JSONResponse) VisitDocumentGoodsListResponse(
 	return err
 }
 
+type DocumentGoodsList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DocumentGoodsList503JSONResponse) VisitDocumentGoodsListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentInsertRequestObject struct {
 	Body *DocumentInsertJSONRequestBody
 }
@@ -8274,6 +8601,20 @@ func (response DocumentInsert429JSONResponse) VisitDocumentInsertResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DocumentInsert503JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8338,6 +8679,20 @@ func (response DocumentList429JSONResponse) VisitDocumentListResponse(w http.Res
 	return err
 }
 
+type DocumentList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DocumentList503JSONResponse) VisitDocumentListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EventListRequestObject struct {
 	Params EventListParams
 }
@@ -8386,6 +8741,20 @@ func (response EventList429JSONResponse) VisitEventListResponse(w http.ResponseW
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response EventList503JSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8442,6 +8811,20 @@ func (response FieldDelete429JSONResponse) VisitFieldDeleteResponse(w http.Respo
 	return err
 }
 
+type FieldDelete503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FieldDelete503JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldInsertRequestObject struct {
 	Body *FieldInsertJSONRequestBody
 }
@@ -8490,6 +8873,20 @@ func (response FieldInsert429JSONResponse) VisitFieldInsertResponse(w http.Respo
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FieldInsert503JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8546,6 +8943,20 @@ func (response FieldList429JSONResponse) VisitFieldListResponse(w http.ResponseW
 	return err
 }
 
+type FieldList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FieldList503JSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldUpdateRequestObject struct {
 	Body *FieldUpdateJSONRequestBody
 }
@@ -8594,6 +9005,20 @@ func (response FieldUpdate429JSONResponse) VisitFieldUpdateResponse(w http.Respo
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldUpdate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FieldUpdate503JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8650,6 +9075,20 @@ func (response FieldValuesUpdate429JSONResponse) VisitFieldValuesUpdateResponse(
 	return err
 }
 
+type FieldValuesUpdate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FieldValuesUpdate503JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FilterDeleteRequestObject struct {
 	Body *FilterDeleteJSONRequestBody
 }
@@ -8698,6 +9137,20 @@ func (response FilterDelete429JSONResponse) VisitFilterDeleteResponse(w http.Res
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterDelete503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FilterDelete503JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8754,6 +9207,20 @@ func (response FilterInsert429JSONResponse) VisitFilterInsertResponse(w http.Res
 	return err
 }
 
+type FilterInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FilterInsert503JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FilterListRequestObject struct {
 	Params FilterListParams
 }
@@ -8802,6 +9269,20 @@ func (response FilterList429JSONResponse) VisitFilterListResponse(w http.Respons
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FilterList503JSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8858,6 +9339,20 @@ func (response FilterUpdate429JSONResponse) VisitFilterUpdateResponse(w http.Res
 	return err
 }
 
+type FilterUpdate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FilterUpdate503JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FinanceAccountsRequestObject struct {
 }
 
@@ -8905,6 +9400,20 @@ func (response FinanceAccounts429JSONResponse) VisitFinanceAccountsResponse(w ht
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccounts503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FinanceAccounts503JSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8957,6 +9466,20 @@ func (response FinanceInsert429JSONResponse) VisitFinanceInsertResponse(w http.R
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FinanceInsert503JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9017,6 +9540,20 @@ func (response FinanceList429JSONResponse) VisitFinanceListResponse(w http.Respo
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response FinanceList503JSONResponse) VisitFinanceListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9090,6 +9627,20 @@ func (response MailSend429JSONResponse) VisitMailSendResponse(w http.ResponseWri
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailSend503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response MailSend503JSONResponse) VisitMailSendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9181,6 +9732,20 @@ func (response TaskInsert429JSONResponse) VisitTaskInsertResponse(w http.Respons
 	return err
 }
 
+type TaskInsert503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TaskInsert503JSONResponse) VisitTaskInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type TaskListRequestObject struct {
 	Params TaskListParams
 }
@@ -9241,6 +9806,20 @@ func (response TaskList429JSONResponse) VisitTaskListResponse(w http.ResponseWri
 	return err
 }
 
+type TaskList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TaskList503JSONResponse) VisitTaskListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type TaskUpdateRequestObject struct {
 	Body *TaskUpdateJSONRequestBody
 }
@@ -9289,6 +9868,20 @@ func (response TaskUpdate429JSONResponse) VisitTaskUpdateResponse(w http.Respons
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TaskUpdate503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response TaskUpdate503JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9345,6 +9938,20 @@ func (response WebhookDelete429JSONResponse) VisitWebhookDeleteResponse(w http.R
 	return err
 }
 
+type WebhookDelete503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response WebhookDelete503JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookDeliveriesRequestObject struct {
 	Params WebhookDeliveriesParams
 }
@@ -9393,6 +10000,20 @@ func (response WebhookDeliveries429JSONResponse) VisitWebhookDeliveriesResponse(
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveries503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response WebhookDeliveries503JSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9510,6 +10131,20 @@ func (response WebhookList429JSONResponse) VisitWebhookListResponse(w http.Respo
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response WebhookList503JSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11285,744 +11920,749 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tctvGlij6Kl08c8ukA1GkLDsxVbvOVmxn4tnxx9jKzpkJPUSLaJLYArsZNCiZSVR1ft26v0/dqvMG",
-	"90XOm8yT3FofDTRAkAQpKcmu2btmYgpo9Mfq1avX9/qlNTbzhdFKZ7Y1+KWlPsv5IlH4+zyax9q+08kK",
-	"/rLL+Vymq9agda6FWahUZrHRwkyExHaBuFwJqU02U6lITaJaQetaJksFH49NpFqD1mnvSStoqTQ1aWvQ",
-	"MjpZ8cdiLlciMiKbxbYVtBZyqlqDHv2w+Cs1N/TDZjJb2taAu8kHabVub4PW1zJ6KTNVmbCIZKZENpOZ",
-	"iIyyQptMLGRq6+fY8+b401KlK2gr5ypTqRi2oKthayBslsZ6WvQ3l9l4JrKZEhOTzmWWN73rev7ZmMi+",
-	"jmx5TVN4OoojK2IaX4qxmc/lkVUw20xFIoltBvsTR/aAdeYDVBarH/lrTdV0mchUqM+LVFkLGDFs/ceP",
-	"vaPnn75oB/Rv5/E/HQ6FngPDXxbxb7Czo8xsXe897+0H9dNS2ay6qEmskohWNZFxYsW1TOIID9zOdaXU",
-	"pbg00WrAPQ1bWs4RaxcpHN1slT8C9JnH1sZ6eqfFvDDzhdSrtyb7xix1VF7RGxogEJFKFKCmSUWsr2Mb",
-	"XyZKjM1SZypdyDRb1S7v1Fue31j0e70+bvkEx7yH+b9LXyqZwLbEqaqs4q2KkbiNqekojoQ2qYiUTOD3",
-	"NL5Wu7fH+9j7NrYidWPebRU6k+Ps3eScCDGvqryOMTXicR3twGdioVJLVN2baNuRdR/4j2wAK9BGq06D",
-	"VbshB0IbYZfjWc2QQP2r2HA4LGAjt6JjGQthK3ZiHzQST+4P616a8XKudLbPPPmT3XPlhuKr+5yvrlBg",
-	"eHImsBFgU399WnqZJMWsmg5vl+Oxst7F1erjDF4DcmiZrLEkS60+L9QYqItV6bVKxUQuk0y0I5UhDUV2",
-	"I9ZIxrlFYqaBWOpIpXyZEemMozqMflrC6JjnIfCBaBffitPLyfOTyZOnX355+eQ0ks/kk7F6fvI86qme",
-	"Ov3yybPOnbbAAeDfVWr+KwKBGIK36uZ15bS81lalmYo8bIT1aHUj4ujh0PJZr0eY+W6ZvZt8kHq6xqPo",
-	"5fxSpUgupVgYG8NF/sgKu5wHIjNGJDKdIm8h4szSnb2TpEruFtZplsjopTD4QMg5kFArpI5gCCuWC5EZ",
-	"8bzyv+7z54H4aSl1Fmex2tCq+/z58zuh6wc1Nmlk3+n3cqoujPkOlloGUEpNRkZD70JemmuFWzeXn+P5",
-	"cn4AK1fuEhgfBtZ8CayREjITc2MzQfh8+PK+11fa3Gjk0curwkfAexMfJ1OFNJjP3lhmMjHTpTqDpzOg",
-	"8jHj707CnnPmA4E/xfPnXwWwcQWRXxvmbqftB3U5M+aq/pY6F3Z5acdpvMgFQmYX5Bgv85xP2LmyGxpH",
-	"9E/u5b66DVozJSOV4ta8upBT+DdS+WRx9jdKXolMTnMOJFWLZCXaVikRxnpiut4XYSC+vbh4D8zLtdLw",
-	"xHbOhFUA8kxcyvEVgD58PTl6a7Q6egOCQ9iFJZJg3Rq0fjgetq7+x9vrI/PxX7787q+vo/N//VeUJHIO",
-	"cJClSxW07Him5hKmvJAZENrWoPUf8PWP50f/Lo9+7h09Hx19+mLY+qdW0MpWC+icBBc+eVm6OjqfZCpd",
-	"X/ZHNTYacNOIGwkzVxOTKiaYn7P8FriJsxlBJTNXSsNWBkJCn0i45lKvUERRkZDLbAYgGaOcYoO1PmER",
-	"80UmJqmZM6+XxMCgyCgC4bEEpv42eMxjjYQBWvHC4SqaqpTQ9Ycfjs6L2aiaXU9u5MqK8GslU5WGgVsn",
-	"XH8SuFFpRYgYNfI3v7yR9DHdfX8atmKNUtoIATVsBWLt+z8NW0uiFwEIzLA2OBqpujZXKhL84VZMqG7z",
-	"LRwKpnuI5Uh2gPWl67G8bHheWgOwskEr1o6ItgIUC5nTHeG9uXkyJAwT8J/BOd6xLzQ3Zktr58fvSnP8",
-	"avMcufmDzJM1LuUJvqioWIC8I9lQTIo9ui418EFzuQKComQm2kar/PoXSo5nIovnqlPGqie9fvCkd9Kq",
-	"X3JO+7cueC4/f6f0NJu1Bie9HhLOnICs6WZqicfrCdAvJF/rULiYKRECOQ2R2jPBxPuGDvTMJJEVbZOK",
-	"8HHYORM3M6WBPtosThJBnV0qywdukawC/Cm1vSGGJnzSOxVvTSbemCiexCoK8YQCnyNRs9GQpCII6Q4o",
-	"YFgizq0NcOsj3NYBw2qob1IzXwfMN3FqMxHJlUOKhUpjEwH7TXw4qpD8RiErncJHVsyNzmYVbDjpnTw7",
-	"6vePev0NCIHfA0Vt1WI8vG5tWceFWV/Fd3LHIgy8ZA4DiZYwN1qljyzis/jZaLVhGf2n25aRmT0X8a/L",
-	"eHzFOo46evLC0yWcibBQaYRAd0OmcSFi6qXJZh1fEVO+jjYSoaLT1l1oDi5lG90+aP7bKfuhs70F2mMX",
-	"RlsyFLw1H9U4Vdlf1IpYO50pjUpNuVgkzBAc/83CWsomBm34G0/LZsSVWgGDNYmny7SWH35asiMw12hz",
-	"HlteyziRl4ka+HLuTFqhjXjx4c3o46sXH15djP7y6t+AAVJ6nK4WeDjjVFhcir0b21lA9p9SNWkNWv/t",
-	"uLCzHNNbe/xKX6vELBR9s05jyxMPyzMPA2ENENWx1LDoK6UWwjHQvIgzlCfJWGNY+LEqE0arbgukaJM5",
-	"AltP5Ymy35hlEoHUBNCES+xmZqxCnrnC6QrAsQhkmpxK13DgdTDhZsfYBuFxYcwbqVesIrd7YhYxpedl",
-	"nrSMaRfFhcUcaD0ri5yumWT12t2T5x4q7uCJB+KkB+RUzGO9zJCyVmZwJ2EUafH6GolEq89jpSLgWTIr",
-	"gHsRSTyPs51LKprmXQzE056TECwuwqI4gT9pEn+A07N12SiTZnsgwFAjBoh2hryMFotEjpW7Ik97/QD1",
-	"LZ7MQ+PHViQG2fvlIhBLncAocTbU3hAqQu6Gb9QErt+TUzEzy9SCbFkvhn4Hy7CdrkA5b6hJKAs9qS/k",
-	"bbFdESKAQ2Sthq1hK8zXn1tyH1kRfj7CDTmi1t2hLp/fikS57Rj7TW9JUQILNmn8M9GaPY4yC1ZlxP5+",
-	"lyBVq2zoe4i9bNDD4WfR2dSqd1uzufHX4pJEzD/MmfLn41kOAbE3AvNQ7BPn1cO5gJMB55jIkZlsILNi",
-	"qjIrTk+ei1jbTMloszLHnaIyotcpELZh+1r7Ww/m2OOLRMkUWJKXcarGmUlr+dVzVl0zVUFF8CMrIvfN",
-	"mQj1MklCkaq5uWYBij5p5x+ISzU2c2WFmi+yFS5tK3sHPcLMnBhZYfeC1uejqTnip65x9y3/+BG7/OQ3",
-	"O4rnC5NmrLiagdQaZ7PlZXds5sdGLuIjwPmp0sf50Lf+5/YqXhwZhIlMjhYGrQw0u8JQi4QjimJq9Z7M",
-	"2jEcClpFFbAlu7G0rB1NI2Fn5gYo8pkIz1++HP0CHMxtKOZqfqlSEOjTdCWKkQjGqKtaeIP+0pLjLL6O",
-	"s9WIILWmqgla7oqvfTdlYlj/ZkTkb20fd+zdbdACdJyadFXbt3t5h+7jbEPXAO9Nw6YKLr1dxAjl03iu",
-	"vE9Gl6t6RhV2zR2bpVUpsKiwa3jxI7mZmRvglm+k5edtuYgDQbgaiLmMk0B0u108MGtTVp/J0jUicl2z",
-	"KBTrRyRj1byepma52Pzm8B3Y8GFNQz0xI2uW6bh+hsB3bJ7/PI6iRG1+v/mFyepfkN1/fTvDfigSNZWJ",
-	"AHKarQIRnoRikcbXklhmazTK5hoI2I/94ORT3XKdp8sIQFM7gVRNY5rA2it3mW58dfh+ZXLaQLEIrWoR",
-	"MZOfeexyB7HWDv+dngYVATbOlD0TcO3mKrRspub1nW8iXfBg1BjTlmlS2wsczD16gdYb0WqZzUdjOV/I",
-	"eKo3NyiYzNr3cxXFy/nG11sOC7zO1AbEupnF49loZmy2rQtqlcT6ancr2MXNrW59XfCPLdTtIOCKO6cg",
-	"ukyzc/QvSHVQucOqZ6hAA96uElkuE5gSPSxTD5/SEK4UmOHvek4hmIZUiXD5+vJuOv+M5kfZu0jdbeuR",
-	"Xkef8/PF57QO/nX7W7ebFRwtoVQJ/cq46uFWQdfM5d/UOGsV7M8LmUabWaCJTKyqMijjgnHadus6/grv",
-	"cPTQIiEsU3O7+1v8oCAlLZmmEvtScME27+kVNCffgbreFjOjVfPe3kPzzb0VhLJxjx/yTzZ1WzmUDvo5",
-	"JPJFlMb3gL5l98nVxXMe3QMNXhy4qa/1YolzmMvPr+m7vmciyYH56oCNrun7aU3X7+VqrnTGvkzNt+gb",
-	"ZNmxhwPwpuHk1vh/3wj39GmwVR7YZXgqiwEV2QbeiHYuJIrTr3YLfZsFhdoxXvBLf5iT5wcNwwLDTuh4",
-	"AsTOtmvceZW5ipSItZBauJbONyXWU2FXNiOGaOdAZSa/vGvBdta+PKV/hjelTTsImhWefuf8Szz+zulX",
-	"eP6d7V3DNdYWaBaKaLniZ7JMklxokzXcfXUp81jngwebpYzKQaqbpS93IKOMPf42MsjODSpkkp1NS4JI",
-	"xbsHX/no1e8dgl77ySq7iZgnRmw21Apo5c/9oJPBMkjJE+L0q2CrUFKe0wcycaLTNTQ6ZBIVIWXnnlaE",
-	"lkbtCyGmUfM9qIUv5OxsXCv07AZ/rRTU9LOKWLTrswpLxlJGIdQ4VNjCeX2/iGSmmnJeFaISRyEaiWQm",
-	"EiUt2mEFuUqiVrFLCOV3dLJTzfhwbMZWprBOn73ORRzUxW/CITzkVX/IqjeoRf4er//f4ur+w1y8h+x1",
-	"o2v1DJ0v5JitPCY58KL9De7NfX2dKsqqenJLmoT9KOx5NajMufXGqSBpOxDqCAVUio4w41gmQqvsxqRX",
-	"NUadV/eqtXh/r1qLjzj5tzz3xr2WPqvr13Noa6aodR9s1NUeYO/ZYU1pPLf7MWpUvDyd7DJAX42APToB",
-	"oahDfFmrYN9sDGG34K0vDzc6PJg9o071XPKILCFHrpZuqBz2F+7BaIOCl7XEhaL7vVOwvXIqt8qZ2UJ5",
-	"SOtzR/LjQnpEZqYK+TwkSLJkjb4fqtNUhfZwCrA9GaYH5kX2YCq8o1feT/RpVJEYS6uOYC81tLxWyUrI",
-	"qYy1JYdu14HnqCHapyedMzY0Z+imiT7wWt2sX+AHyfaoNqmgm69OerK/0Hy77TQcrnD++8TmHbfgdibq",
-	"H0fh7/8o1BhvRtuZVXdILOoU9zsjb85ff/ex3rUlv0SYcw1c6IVJI3S91dmZgHua4YoO2ipV+AaDAJqc",
-	"DRc9jccP0ab+5qcDErQ+H+HwrcGT26D19tUPo9cvN3jmqJvK5jyyIo5qt6Te9YzjFt6qm9cv/ZH7t0Hr",
-	"4tV3r95/++7tq13Ac+z/Q8IO6cs+sDupIhoDsrSuwGHHFtT7LiayfFcrLb8iNumjOpDi34dk0phMu8Qi",
-	"dxVEvZ4a8olLzY7Qe4BmHmtfAPB17SaTSd2ryjypXUA91U3spbSzSyPT6ELaq8N8BO5R9qP4tFjHFgMJ",
-	"N5yMSnubSfIfbSouupimw6SjyJQ25dKYREm9l5y5UbBL8+tgi5MZa7NasRYolfOUPjV30aqTw9hHJ5eP",
-	"IgrB9yBc3p7tklsRNsZyFq+sHgV5a9ad+/7t3/7t347evDl6+VJ8++3gzZvBx4/hjlhCFJAqAay/nN4e",
-	"0Y+T4odwPwZrP/6pThp/KVf5YTnooMTKjpCx2U1yiVgwqtpRQ5XIx+Xc+3Ri0qnJMqVH+fB7DBzraxOP",
-	"lR3F1i73HXputFrtPpGrN9gOPliNrhbxri/+sojfrFizG5udc3pPrVCFaq9sg/lcYDtWVzZo/72tIbk8",
-	"Oe4kWNt8N53q5q7D3AGyfi9zqNWfKQbufoiqPi+Utj7JoEwoZBTBdyPURtTfSrEem3n91/Rq28dwRY02",
-	"9lAlWdSu0m+5k3zKrerkN0DswqHJHhC7LGxrjdgWGONitVDeaalyKUB5RxsveF5j5RaqvjbXKo2W21rA",
-	"hKJlQkd7vQ13sG0eeQ+jptxI9YvSWtfm5a+0OqHKMoN8HzZs7fd2b+ar+W1ez81s9LOtnaKSCSWSOEiT",
-	"SOkk8mwRmFzQaQ9BpAJK0xU/wIPQJYUIRVtqgRZiJQB32SN8qPO0FJ1AmHmcgUQURrEfCRWOTaTg30Ua",
-	"j/HHTzoje3V4LeFXqkQm4YbmBC5+v2e5c3mcwQyNPsLwo/Iofng69YxjsB8OZqPpB0PNU/DGzozodakv",
-	"OGXlT3oUqFi9oBvaeV2fNVH3/AajPVU6ZpHQZaUifUUuYRTCSUEivbXXpFmINcetYOyWXagkwTxQVixk",
-	"mjlvfox+msgxpVTYbfpzyFDrxEebRch1gD/LPqok2ML1OXyv40zguyooy//bAdif6vbrXymX2Wprzzs6",
-	"vpY1Hf/1/IJChwtECESsx8kS44uIea1d1NbRbrdRjb0k+vyr906BV3MJrTfal+XdEPm0TfiqEbY2nrf3",
-	"xRn7DU7S1oPzkHFYm22A7shsQve153ZZk4QmNUsdtX/Smfg//5uwEn60+72e+M//538JB/+OOBaAoeKk",
-	"Uwvx2pPwfif272DyopIkmYO8vMFBiwM8fkIOkODiYQ5NjpbP8Nx6A9/VaSvwUq1s8986Ez3AOckhuTOV",
-	"qhqXrifVg+Wdn3UFJmac9VXr4lIlRk/h5juAgvun7w9+kdVBxJGuTQrk+7++7npF3fEi2ucy2XjQNh2O",
-	"u1j18oyX+11QtWrd+za/lZXCO2z0jJ0W8Ldqlt/3cJV1neWB35o8y2JYqODC0jD1ia6qStGdzR/eEW+L",
-	"UQ62WthMTks+3Kf9Q5y4a+83GmA5x8ypmKZ8CeKME0oK5vbgo/ubub3jUqru7qcHueo/nBt7vdd0SVVc",
-	"uFD7jjlFUOdGlfMmyvSgbtaUkDdPfa+Xc5XGY36nflrCnhjRG1CaeskvxpxU2dWYsFY1cthuSsl6uynZ",
-	"nh9XyNF9U5mDSPMdSVMVtSsOstCs5kjuScGc1RqJ2Pbj0mtMtXqbEehBydTDuxH3dpCjvb5s5h2c+1O/",
-	"cgEAe3Au5KjQQFB7e/7m1W4tIJrrsenWme4nz5fXVyfMuyoQv7d9dweFamB85fxKzcgTpZeqa7/bsqxI",
-	"o10vYz2yKMJUMmVI0rO2gv20HrtXvTufzN31CUwpfuP8JraUUGOdWj1Y0pF7Sy5Sq+andQQO20j1sJYP",
-	"Y5tfcn2Oi2Ymdy5OU/JR8c/Dem4MBHctRWLKcYCW0f9yq6axtuF9aRv/qPpDPxt5MyT8h8bxt9I4lhLF",
-	"P7DW0eW3v4Ny5R61HweoMO7jNt7rutw+pf1DN/dQZBR35F3i7d2eC7sWeH/69A6KjzuLBnfRTbg1rekn",
-	"Th9UP3FWdQUTlytn7r1HP27/8kac3XaWD7om629GrWoz3g1ExJ5uLrK1Nq4VvbPPi4Duim5Ts494njG1",
-	"HSZmLJM/R2YuY93NkigMsADfAiTCzhlV+UtrHfvXsnCclt3w/uPPw6H99MWf3Y/hsOt+1nrbeYEde7ow",
-	"oUt6k7ARB5nqvlMPdTvMk/pDkOrfTlF9d4iWTtIO8HII6wNLqvmaDpek4mjkdmQudb2sWI3wyzx7HIcS",
-	"TFxq8VK1TCBmtVt15xDLyrS378ciW31totW+/kiasgljVn8q1vIvH9+9FUmcqVQmnJYYs/uEv9yGTDr8",
-	"bnsbF1qZ3V9dYux12NMUaGMr1KnuasuTWe+31qLugZkIda3SVZGmmtKx0+bmBcCw4tdabunuRpekCvGn",
-	"jM5GC64tKNrhsNUbtkJEJCTnVuko1tMO3Y1UbBF6g68mMk6WZGiuAtij1u3erz/2j55+Qn9o/E+nlkhz",
-	"AvK1SWLabm+S/kwy9TnbMZN1yUNON2wy1gDEyhdRQEadvmgnsc3guuohTGysp4k6oiJ/xebY7k61JOdN",
-	"X1veWMVJOzU3VhyLcu3ATnh/o1Ou9nUGCMejItMgdlIm7yRTKco6JpPJ/c2h0PxUQMAbGwZc+IxP8yv8",
-	"LdpYODT851cX4piJz/FUZVwAyqWr9ylex2NmvLKZLjs99rse4RC0Ph/BR0fXMgWJ3MLXFOf3Me+D/n7F",
-	"PXl/vZCLOJNJ69Otl2C/DsVWiZGRkFZIJidUKSVScKoirPLt6odWUtRjt0d0R4bd1q4cQ7kSyK2bZUxE",
-	"BYePfBzcnGsJ9/X+yl45duqOIr4EGJ1W0FouWE6jgtwg1SpNRdTGKr7mN/E1qbzo12pE2fZrw1LGM6mn",
-	"u8MR/sUsQZR7wa09gbNppA/lY9tyz9dcGwC7RxaEMxAy4ojUPH+juYjU3GBEIpE0rqBzFEdYOh+RApcf",
-	"K9tpErSIwRLRMqnBvTf4HCn3QPQDcRKI00A8DcRJLxAnp3DenvVEOy/i45XVtL7KxCcpSAGac0koV220",
-	"epHUhdcb7pAYA7OZzVKznM6qgZIHMTNbBMEfZkbMZaS88SsMFdVDusu4e2h8+YDUa21zMOabnWOmvyeB",
-	"O4PFAdl4uN/zjbgPj7xMbd1t/W4hf1qqM7Qxoj+2FSG1RU/qvCDnWCb1tg08MXuE7F9vEHfnJq0jwelS",
-	"ERrROFTXI58hVUwEefVM4LKprV9eUFoxlsvpLBPLhbeAPHCvKv7RcgIHMJ5Y3VZgqtiHCiso6EKRvqr3",
-	"aZuZfBvUcapvJZHFLM4StdW84u4A4NZqDBoOdp+CJocjR3p3HnB4/nQjXO8iZ/8WsNupAnSwzBOHOmje",
-	"F3DLcN0IyL30UYTSNaezAMK6RUSB5GADEcXTmEuJh6OQrkhgRcXYJMs51gDyy6ZUQzWLQsWffukHz57U",
-	"x2HiRPZz+Wl0AnckN2247bWhtfjtxv1BGXZL3Nm6rocGC1yZcqzniDhTrQVE2lgpIoxHAAbWC6kNuZ/O",
-	"mZB6RWXFFVBQqrx02gOxsttaK+2EkyYL2H/+3/+rvggRDFwj1/tJO2qh0HRHd3lJb+JZSoV9TJob7PfE",
-	"hub0hWov1Th4griCRakw3TgXSURYUmlK+jBqnFaiRKR2ZF2/zjFuZ4+MnBtJzwafm29QIt3zYEZqEuvc",
-	"/Lt9atD9y6L9Poq72s0LTk4/3TG4r3rNecvZDKKXpTVvIgBGq3eT1uDHBjaaNTPsp5oDjOqCohR4XgtJ",
-	"g+xiZUJU23HStDAue04DYZF+oj6ETDWH/Ulv7Zz2N8LhLrf93fDmIHTYyyNx67XdEE/2vMSTDbHF9Ga/",
-	"23OXz+qDHNsHcAxt5i34TaylHqu74CNXC6iVWzEq39UTuO/CC68x8B3OJse7U1yvb4798qAyDHcxWzV3",
-	"EjjY6E/rK3Jerqfnp5QAlJifYXNWBBdzodXMjIqtAy4I46gbZO7fJxaiziXmfO4ih4HcXkqrxHiZpkqP",
-	"uXT9OFna+Fq9cVAgtcXBBn+7nI/cALtmM/cR9pF92Int4Yng71UNryfTqcrKkx/weq4VeiogO5ylUtvJ",
-	"Qen6MzPaB45ZzYweHJyb3DW4Ng6prn3y8OyO3hp38bcoOUt6m1tHpb9VMslme9Ll9RRK5mq3lM1f1c3i",
-	"dfSbSaDNLq9yXr4DHScONYnX8cSbjcvlNHj7Mnx2nN7Ner+YlROobGPsqS1z0bWLqVgq9qo2+8NMZkL6",
-	"BgbWZ0cD5MClywxMWu3MwI3FUmM7/GWIzNCwNRBDTMhnrBm2sDbpbdgJhpq7IBuOUHI8c91zqBJy9Vj5",
-	"P6E0G1rduDLB2L3JsPsfhy2TRND3sKXVzbD16TbsUDKNnbb6vyxikEf3N0kt67zwEWIZGt7JGMriyyKR",
-	"WqtIRHJFd3et4+hcSbus0zSHck7pQiasGAD6HgjOygR/IHiIlRDt0jXdwZQo+DXGjt3E1vfPajmnUBqi",
-	"1ihWnz4c01Jmas4RByIv+54pi7dJNsuXj4mnKF4NQGFxV+cqS+NxreIeGtWPiP0mK+zGKSVSNZbJeJlQ",
-	"OKPxhgwE+vTS4zFw/LWAX6RmmiprR5wVY31o2nBxTOP6+TMkrNVm5BHsjZbdGBGpcTyXid03nUZNnKLD",
-	"DYZN4FCwZvKf6tH8zb7OMu/QVD6TdnS1iEPRxkadwoqB9YlnGAcm/vL+NYEGD3Xd7q/7kXDP9RkLsYdR",
-	"LlM2Ei7dWa614EB3mRk1sdMW6dlKn412owlgqLxWqZwq4VrnbvewBPiDwqYzEz6yDCh0D4EjQRn4I7kC",
-	"DMrb+RZLPEP0FYMewL4dwTYQQQ//98xaR+3vAI/Q297wLqfD4dAGnL9Qcr73Db6QaTbfy3DII73MP92Z",
-	"PBeFynwgEBhqPWFDc0X+KzezlQi9LzAFFYxQTz733E84yXuvllIM7l4ndt5whdh229q2ZTS0rcpgJRi3",
-	"aiG+BW+83TwUg0Z3zdRWfzUdeljKE8u1fE0vkHzTDwXHpqhF974cu0g3CRXB98IYXeMNwYwV0JeHy70w",
-	"dvR7gFvGw2zgfuGAle0uXD5ydW55/72daYgF38U2+2Bu9hMj3mnHD9dr81l9rz7LcZasmH1G4VVFbJ+1",
-	"XYF+PasFmqaGmlxX8RX7tpLuGr0uZvJaoaXqUiXm5qxk2c2/Gss0XYliFUPtJBdZsWIGhQ0zpZv4crVm",
-	"UuzUJe9jVUGjhNFlndEBGFi4yTUYq1J8b/cXRazG7rZT1XTNU3WnFWeZHM8QnyeJnHrqk17Q/9Skh8vx",
-	"uNFEL9nVfGfDvHj7Po0Ph0DD6R/s1ehqGO4egX3CGzQkhf1+gKp8dAeAuZ6aL4w/KIo0Nv7mzrN0l0rj",
-	"EYvqf40/KVSPe35y9+Vl8jN30njoxgTL/+DuM+Vqgg1Gzcv9NW17l8ntgZJFnvambUeXDbv2zAyNyiI0",
-	"r59QxOU2a39wfYbGSTcaNbxDEhFnLmw2VsW42KR/u4sj2ZhrYPd0diQOaJBNJHeK3znYWjT1zi/Kxax2",
-	"N0/NvHHD0T780W+VLqFSVXfnvGI7mpmsGSKVSn3t7HmurJVT1ZTYVyqD7W6f+8k0l9N2duos57sb5qH3",
-	"u6PF8rq/uyea57TYrb2rFgneOY+fGlKA7VEZu9ewBztS1JfZ2dTOZZKMQHQdmcnIseZVh5vd3TRnfO6e",
-	"S4gk6EZjLeeN9qZq4d/5gfNg2DmDPdiyzDRstheBbMzk3Y25W+q42ZY05f626Wr2DOzZPVY2H43lfCHj",
-	"qW7+gdFZU9kc2s9VFC/njZvvcddA80w1JFecUGcnht/M4vFsNDM222cq9FUS66v9v7IxcJFNv7rdrFFr",
-	"rn13KrgaI9d3ZiyTN7FeZk0qVjUpV6U+y/kC1tM66Z08O+r3j056ot8b9HqH17KqDZ14I+PkDXEJh6TW",
-	"2OZw9Tri4F5MKEINnSLSWzqWVGSDLYeL1Bbs6gf9r+rXwMqk8ujfxlGktBibxUqkahwvYtjNQIzL6S0D",
-	"IS1FSTtKeQZ/aiNmSkbkBVaqZV/reubuwvIUvpZWPTsVbZtJHck0EiYV33/47sjKiQrEAsCsp8IsCNYd",
-	"B5vvL745+kp8e/HmO8yWUJePtH4WdWB4sff6m624rGrZEVWBTnaEZGJs9Fil2h7kc7o528l6ao0zMV9a",
-	"l10D3RDyKZNF99JkM9RW5z6d+/qY7sq7//BT8Bice8Q97vUMjkESayUuUyWvqphxutkNc1OCoQ8OEV2C",
-	"IVWHkeiRtJ54CNMJvJVzJYbLXu/JuNoAn6qwFn89L/Anu2ybHk0rraaANh/4OkMN0NOPSh/oBdgkrc4a",
-	"xV4LJtjkX4eO5ueFaWTPVADXG2pc+sxwJXbv0y8bIvYerJKWN53AzXoXLPYKpCgBsYYXwPdv2KP4sNu0",
-	"1px5twiCzVED9Ul59w8pONB8e+8q+61q0o1q0TtFIuypXiySaVRqEn5qoGpsFMfQID7h7rk/DwlbeLCw",
-	"g/vNFrzZM/7uOSseILdwyUu+BNEK/viIWJN82D/1HoEIyjeiI1IlSnsPKYo3JhwuUdT9aXVOi+uINRX4",
-	"PLSIb2Pq4dXe3Dbfd9QsrzmbmUjuLJp7AY34k/rwCeqmmEUdkN+qm9cbONk4dx/R6oYdSg5gVXEEt311",
-	"o9j1YWwp1nnfiOw84vkEm7rw53U0KMF9zwCSmbnRGwqyu+6aZf0sVV2vwdV967vTzNw06vb8fe6tuCfO",
-	"j5yNplmWX1JW7mhbg7o0TNFJ7RpmRh+kucgDRsqo+JdYI7pjgEfAFVzQ011hk0DMzWWcqECYNFJpTR2M",
-	"OvODiyzZ6hUKjd7WOxBSB1vW/18s/2i+eQ8P+tLltWMf3uYWqSoo8EN2aztzSVHQ+86J4CL8Igw4r24g",
-	"LlM5vlKZDURkOH1KJO1M2a74qGQ6ninrUu8KzKyHicZy5VlJSq9Kv76M9sWn//5j7+h5uyO6R58e58kd",
-	"+e9a0Q1X+tukZL2HoK4/ZkrW/YLNtidr3R2KBoQhtnGmLObvsHuGoxSfkz43UVOZCHIZEO2Q2eNIZTJO",
-	"LCd0LKn/KFatsx6IIqNU2dFE1imwzinwp14puSECmPpbLdO6hETTfXu7lPpqtCmtwHrr+KpOC6evMF1f",
-	"ZcRnp/Wi3qg+4utbJXMezKRTqWOLGSXXMmw/3dDtpqSdeTlM7nymZNSo08kySTZM9hs4LxiYhvQN/XVN",
-	"iqXEUd9vZ/GiYSXqZHS5rKmE+GIWq4kTBGVeVHv7jGNdd/rl54VcqbTxHl0tFhVsqG+2aSc/zkya7Qmd",
-	"+vVc1ZbuSlPMhh+hirXQB+2ar5mmekTJ8Zosz1xJ4ul2N1w0bJfNGza8Jme6nfBZmPEsG8korcX6bF9i",
-	"gETZjhZpPK8tzdm0bFxas20fVZYllIFgjz1bWjXK88it6eimGoOCZypVg9yzn6k4GhsI/yQKWyVqDSwF",
-	"pS3FvoXRlMrHqa0u0iVcN9/AVVEfKr/lArpTDpXSbbHnbfBA5H4fmr4npd6PBu9DTXfTSuAxkOeoozF3",
-	"4tx/LzLckJ7+VyeUexPCxiTvTuQsBKITirm8ojKUlpL8OhJV0LaueDePs0xFA8HfOM6dInyLlkERlS9C",
-	"JGbhflSuzKbnB2Y7A36Q3FQmfNvp3HaytomMbaVbO+jUdrq0hQzdUajL6VMjj1xdOyLTkW2EYwOh2EUZ",
-	"NpOCjWd/82HffLq3n+Zdh3fDUd11Ng89I63SzpW7pT2iHSkDkwHkFu3A4iBabJaPef6pCPwD5EPIQ/MS",
-	"UudI6p8eOiu4/QinMjDrTv1HM45l8lZlNya92vvIb/CgeJ+aSZyovECTScVM6ihR3buZ2YtZriclLfTy",
-	"2KjQiiaxvlJRrAORqURNUzkPxESO1aUxV7tjyMlozwMXkY47QXmQn1oBz5JvyOlXu0tHF6DxPn3aq35Y",
-	"n7a4+8VRbTmrarKR/cGwlyWsjIs11oWPyzlzdvu6rMQlPZZvf4k1psipr+a6yZrBrzZ8uMHWUXxCw7a8",
-	"0esAiTaWPTHI2niqt5Qe4AYRp3azV00dMf6YJZW9mK4d/qyDjx8pk4RLHbFnDFjTyh13c8Fozlzk0Til",
-	"mOY9PCOKkIotsQ+FF4jgkx+VbQuNCkeSA4ggshyehGtVADe4f/yGxZQral06Jarh4di7zDL5IdSWUV7z",
-	"d/DQsIzz+RZu8mjwiUFT/4ZS7WVGsi1eD0Ci/uvZ9cqEZ6s7vudzvxdJqX64yYn3HF1473N1BWXJmele",
-	"UHOg5zK9spihL51iAVW+TBrSo6puxV5hhbV6BeUO5idV81hHKh3NEWA1DClB0opLNTGp4oSEMs1EZgR9",
-	"jc+kd+7zLCxPT54+25CIZa3iWL5HDLl+cM+ksKrmKjklC2jVTFO80Y/MuRbAdvoZVp88vdd6uI7C/mZ1",
-	"cJnmunVvImZ78aubnGDg+cVqoQ7jVaPa6rno9uPO+RVsErTLy4TnSfTqOdwtvG9kNr3Oud9dMwF4RMvE",
-	"q1q+ZTpFdZmqhVt7UtzVdjTcfsnyzen47sjkvHbLX/QmHLjnLPN7sam7wq6oXCHVqZwAN2vgAoiSmKiI",
-	"Xwtzn6irzn//p9adWODKfXXQfb43T3vARWFrNbcf8DlWQv2sxssaq/XGtOhbuN6TUNC+kzqYcRmAlyi0",
-	"Z+OuanPTCQTcC6kyC4XZT+/rQjjDEq9yzBMwyYFXxH1R/Qv2m5Tb+Ou7Z5P2nE0PI71/ODdJJmGbvSR/",
-	"oGqKB9XOLK9rg7BVzH1rlE2RSKa5wFzKI1Kjx7cgM0cjmT2MmO/6T5Xk9AtVtcnKq8soXHt65hWv5MSE",
-	"pTTK62YHGSexno5srMeqbizOnovF/ASni54pGYlLNZUa+FXoYr8l7llhqBYf1m5wL4VnmjQUfKFlMUqQ",
-	"418ZC3IUW9+cMjpUwVng35Yjcl7g/JovF9a55kqoQD2pFLdJhSF7HWWHJKjnAHr4srOFj/iXFehjmoKf",
-	"lopfw/4XK33JXe9LFLIM1s1q0wYFUhqf9CWVGB7NbanzWnkqL9FdX7bzN1CxmWWGoU/eFueowaiHPzLg",
-	"EumfbZvInMKOhEQ7GeXwF/JpvO3+QqfnlktYcz3dLswjbGjXyEGZa5vc5hfLL8+8KPHs7ybjwpZT53Bx",
-	"L/mqisc1tIeb3K3qUU4QGkzGkY/1m2unD4NHXRsM9IZbA+qocaqyht99xMZY/s4jzmUkmmXZwg6Oj9Ew",
-	"l2UL+Pn9h++c8MV0aj2twE5DVDXHbJpsQ4pDkGELErwp4FtXkdrVKuRyvDJVh5L6fnASnAZPqdxa8Ky+",
-	"gOKBRPtjvtcPUZu3wKR1xpzeUch/nIkbaalQtUnzwhva3Jx5HikNGZA6ysMT2YIcPh6vU8GbmVXjUYgx",
-	"B4CynEnATMTJKTBJz07F5SpTVrQ/utwC3K/tkM7p2zfnL8SVWrkK+K4qPn5WFzDjydY0emFA/eL40y9P",
-	"ToKvvrr90y+9YEMSEx7/QtnsQy6H7hUL5C6fWtb7nm7Xva8pvnc2ynteqXlKViJsfX7utXTkxV3b5Aby",
-	"5rEFq+5Xt3Pw1VHIUGWAUSXwhVxa5ZfkPxMAfZEqu5yTLD8XbZlYI+QkU2kj8aRTV0J8/0vsIIXAwTdf",
-	"ajJUQW0gWwgV8rcjH2FqWL/Se7hF73QZ1iImzWuZxtnqI8yAgHSpZKrS82VWpzKExyaNf0bcH4ivsS1n",
-	"G0GtoUsxIi7gL7rpYmuXVHmGk9tf+kLtIytkNI/1UGOaEx2JdjhO50eMU6SLJNkq7ASYRZ2SryL9HUst",
-	"LgE7r80VXKUY6pXNVJwO9cdvz49Onj4DIksVoCgROkIb9wdnX+wXcCOt21vOT0kmwiJpLppYWy8+vMF5",
-	"x2MlMiXnLFgWbM00zmbLy+7YzI/H6Zybws/1mtCeo3AMtwXZDOAnrGyRxtcyU2xDtJ08HCJOK/ZFG1D0",
-	"nA2GWh3NZZxQD4Ur5xnq/+wZGuw4WI5TonKQHWb+FAuOdrFnlEtgqF3lP3smqOsz4RTiSBugK9qpI5j+",
-	"MlMUh4caKNsd6qH+b/9NvDAaGB8Uce1MpnjVcXZ8oGmITtD28WMg20pfq8QsVPfxY/EKG6VqkeBtabQS",
-	"//Lx3VtBSDzU4S9EoAOBpDlAD+lApOYGwCKniv8JqCTTbSjadNxE+IqHwYpcQ30kQuoKq3yEdol1OCip",
-	"DvYddsU7rYoJByL851cX4phtPcdTlYUBTNWkwOMNtRDz2NpYT12RAWlF+Aq7csEFY7mIM5mIV2dUP8cu",
-	"VJLAF7EVgBh5iR7AlIkcqy5OlObDRceHrVAYLXjCOVuCbdCwCW9BOlym/DnAiL6GO7b0dTsctnpOwx++",
-	"f/fxQhzDvh9bpSM4gNB90R9uiJnAWvPy5yLW1zKJIxHrxTITbdpnfIRwc98GQss5rBXNNq6wMsCbiqzx",
-	"QqDvdJmoTkBD9GGIpZZEiqyK+PkTeJ4DPJ7OMstvTuGNNpmYmKV2zZ8OWyFukcpmJsLXMknMTd7fc/gq",
-	"Wi6SeCwzRQ9P8GEK5zKJ53GGT5+6VVPeXwZ8G9XuAH1i8rSQyY1cWQRVtS1XlRBxJP7zf/5/nbCIfULM",
-	"f2RF+D+OmHM4eh2FQe61jQQ1M+KnpckUHHAMMhRTw6TQwHjeHZ2YaYdn/cSBJVUyWok2YTP+8XPYQS0f",
-	"AOVaxsiG0YqY1SlOAZxJIbl7GMyVLglffHgz+vjqxYdXF6O/vPq3sNMV52IhcV0SoQLdo8kptjk9ElLb",
-	"G5UimABNix0MhBRX2txo6oQOkEaJwG1ivrGifbksanEjGaAZRuJS2TgiM/z5+9cBVeLo0LlAEoEHg/ZK",
-	"SPH4MV2pjx93xTcmpYpq3uLjTMxMEkFTpEu4422pmUAFsA6pBUpfqCyRrga48xGVXjqHR1bEUScQmMOR",
-	"4mnRx5clBIuAHhsd4a7Gc9UVr+R4VkwIDZkkVDCZYwLiRAy3RgxC5UM/WSaOwmqHLtdKR5jAKFPaQsfh",
-	"5yP89Ij6DUWbV7wwiM2A/wZIS5WtwY3HfknOdTNoE+nqFGujeVMrgnpXfINaLR/iQFOY6tF0ucNAqM9j",
-	"tUApkv0s8q8e2doF4ek74vkQ5BijoF+q58iyOAAM66AR7bJ0GrxpZa7AYk6qsQwaobMIe0BlEQgw5qAc",
-	"UUZa28APQSONbkAuNu49kpQbw7c1NbEdxrFIyIJclfp3+MRHi6D8ObYZUMpKwHYcYUEb6JIphgb6DYJT",
-	"ZPniGaD0HXbpxv724uK9oJuzcmEHItbjZImJ9BzcAoSK94046fUCR+9SpYaathGAOhCPH5/2+o8fF6X9",
-	"iGljtjC2juAHYqmROATMHWI+P2YLh7rN4l/4ww8/HAETC9wIwMnxsHCzPX58evLcjSV5CJiMiqgsZEH3",
-	"hUmHWrrD6VzNYWWkhRWyGAOtrcYIM8mUFvlMPqgsXR2dgwxFiEwH254Jq5R4/Pg7GMc+fsxX7uPHT3tP",
-	"Hj+mgnwlSl3AZpEavMNjO9QFXYev8asN5BsRVysntjmmnFUyV2rl1DJDTXX9tOqK88Q5fs2FzeIk4apF",
-	"mc++iXPMz+nT+6EGmhEgK0eE6SbF1I+rBWp7YisSmU5RrpRcthMB3u6LN/HXZ6Lfg3/hVA71OnuCpBux",
-	"XHGRVsS0k16PpIX8QoEbm/GXAI2oC6SUth3EDBDuxNOeK/lkgd1m8ot3HlUPxOysl8sUGpiJ6Pd6Q90u",
-	"QZJdiuyZR5PgJpErVm4hGDtnYiFtxsDK/JUM9enJcxF66EdYqaIBsAvMLZQwiu+FCoLCkICgQ13Bz7Y2",
-	"tHC8ooCnc3s2lwkI3MAVbTlhnaE+6eGFRFAiZ7jNUDrplVfr0VWJkl1p4XB65lKv6g+XZSDE2macBuC0",
-	"1w+YIuaEIlWTpWWsGGocFzpnrzwCeGJgMWK5CFx5+zjzR1ORd2UmK+wrLy5rs6E+ORUzs0ztgNhdGt2K",
-	"K6UW6HeHlBDOIrAEvCk4Fbx0rJCXS6uwzhdKSUNtJhMQNU2K5ytWqfuMmIREuV3BKGSQcxdibIiye1wf",
-	"jN0V50Pt3fgVFIiMsswkp9P4WvlT9DeI6p0RYg113oJulWJNmDREUyo1MTaAGLBwwC/guWbO7dEdh0d2",
-	"qLN0iZXVUrhxLNKzzzFcGdgQkVKtMDgbsCn8H0ffmPRGppGK4Fd4Jl6/v35WJE4dasqoDAh5/OzURefQ",
-	"AvAcWeTdcj7xZmYSrPqXGMzYEYiZucHbD7APKDQCk8msyi93Xg70lxgZiUuZSD1WKROY93KK+46pRYDO",
-	"vNZYXQ4vSRD3Q5BWQwdDZg/NJC/VPJfZeOZ2dBInGfAnmJIYRMc2bBrrPYzFQ+eYXuD0kfklYW+s4qQN",
-	"Y4lj1/fIaGyI2uyhxtb5TOAPZpsD5hP4Kul3xb8u4/EVrsMi+VjgKjsMk6HmRf1pfT3FpP4k+nhMeVj4",
-	"s90LBPwfXTrICwJz/jHW00QduWJ9xe3FW8BfwZUTlpcWCnlpCJ19dpBdbIca6ayTw/K7oRM4vidOlM4S",
-	"4Gii5Rh1SLCnGGIFe8lCGVx0MVMvTz/B2pXwBaW3P7pYLdRAyAVxabHRx3+zRsNN9EYhlJgJTZUYS6uO",
-	"LPCqGZ3GKD/qc2xLzVIF46jIm7snVg81te0EwhohkVtaqCRjCZuWuJCIzEvgGWJYoqAsOLlMplBzQRy5",
-	"HWo5Rjab/0bUO3OaBIAmvobrAXCSmHHJA1oQqojWOu0+A5QyWbpETpnCg8IPA4ElR2wgflpKncUZEgVX",
-	"MYi++ev5BfJnBBWs2DjUrsq1aL83Npum6uO/fgcznas0HsMe36RxBlxZrGnXgL9ZEnCdGHsZa5mujiaJ",
-	"kRmhSXeo89mmuRtskXazlNTTXSQlCBR+OuKlm/NQew5F4RkC4YhuVBil1ttoh8Pm2VB7veA2o5ss4Y1k",
-	"l1kQW9wXwKjCGXLZ5hF753BB5q58Ug81FYTG5WQGLm24X7nA+EwmEyFvgNMASvGzSo1oS293aS/zsufB",
-	"UBe7Ck+f8Fibdzgz4qTjLngmL8AjIOeI1DzOLFfNZB1ZieM7J1VXoq5VQnjGECyyWjlVtZngxeOyjoi3",
-	"JkNKDOIz6x74HVISPE/XsY0vEwUXtMzwSRzRJqL1SfxQcA0u6T9ecLx9KV1C4zhSdjDUIWrHQ5AKXEFR",
-	"InBnIgRZgt+4u4LszJTkBqfBKvdiZUgW4EtkTV2dVdFmdVucwkw6ZyIk0rHWPwvXlAeFVFT5YEONo7VR",
-	"3TzIfS1R78ERQWdY7mBQDFUqf2A7XfGiot0ealZvswralgRlmHZFe40z410oq809mRiog0xgZo7MAeLz",
-	"BYP8i0wSRWw63LAglV2qmbyGbeCCsKi9cSpHkIsIv7haJU6NLP6FYOzkeifSk58WNkU4gByDZAmVPX/j",
-	"nlJzM9Ttm5kJ8F7MFUTEspOJK+DJB7nJnDiOjqMSGKGTpVJbsh2eESqUS94KOwMGAfhe6yrXPu2xOOFK",
-	"FHic5URlmGuPuFpcw6X5LKYKTiBTFNHmjk5OA0Fj4y2t4mvlVMrWEAeKqe3Z/4eUVD8t1VJFbuyhbods",
-	"nAydYGrFxzcX792M8vsH1bMVH7ew5GNAeX6Wi84A6/ZajgPAXMq8EAoMkZaOEczUiUpdweVIYZpOrvat",
-	"nkzWee3PemeOh3UzJethm8ymgEJSsFNh2Xrq6unDFFg7w4iB5OKGhabEmspN9Pgxod/jx1wzgK0O7qRg",
-	"ZDzc1MtMOAscKjcilQ5Yy4A9HANqhHhpsAmYjL8S7jkLLD1AphYIQ807zcoCCgFuw3FiftVn5iIRRmZs",
-	"j4H+WXjWnUdsn3n8+JXT3eF5uqjq32LrAAvwulQrwzJGoZGzCzWOJ07kQZXFUIefj3Kt4ACt3YVvRyan",
-	"Iszf2jDw5lg8hkkyK4yLJBnzZrYCksIyuGM15FSCpFqZmEwwooYkMDmZEE9HhtI57nmcDnUhJLNWkVWX",
-	"pA5lKH3IbQlsC0rhNq3a0kicrNoVBn6Na0rfONTlJvkBAiCT9Uf04V7pn3wlEpVlKsWrGxN4IrCORt1B",
-	"6GeT4WOQC1R8Dp6ciJn6LMuVbjpdnjaW2SgbMkBeBtT15jzUbmFw+pFD0BXLDHBI6nMmUKGJBwKa2vzK",
-	"H0tN1hQkgtjDUOdam4kTXHlA2OEfnrwQIYJ5IVOls5AuU3pkM7Rcw97OjDbLVEWDXGXndaw+k92QPgoq",
-	"G2EXUqPZN9ZL1u/T/fSIv/CVsePC3EoiComZQE0zkShpM9EXf4m/JjnDzBcoL7PCbPpzvPDmV0whPEfC",
-	"evRKj00U62lI9jK8K9q5hOPeDrCjMBDhX2W6Gojqx3CmvwbaBbw2qsJkkjirTKGvNGk8jbUta8543Dbe",
-	"L0XM3pkIH4dDzW+lXnUGQooX7z58FItUTZJ4OoOZvnt/8frd249Oa/YOR3DyL7GGR7Ca1CQ53r9B+1JF",
-	"vxie9E5Dr1I/38Y4PtBwoJ+u3/fvPl4UVIV0wABS358CgOULivD360jNFyYDSeLoL2oVBkMdvp4cvTVa",
-	"Hb2R2XgGjSqmwTIqVjERmVvtbJ0M4KFGjM2nrpnNxbZ4cH2b1CXtG1k1Sa/mPNucSgM/5L3IR2EdcRXI",
-	"59DoyNsHPAtWrS/s1YWcIghKynNcYVWxH5KaB8Uc75Zw7DGQwEgtkAagnGo0le53fG6FA4Trqj2X6RXs",
-	"++cjlckpXxUD3yEiqMmBiyQpt2aLnwq9SYd0WTV2OClulLziBTMKvZDjmXJAGzj/kEBoczSGV+GZkI5i",
-	"8DorqJIbB0Hkk1PRNilKLeHjKmY/6Z2CqCPemCiexMg25WiOJbcQuNAHfAZXwaxw4F0kK4Ilw+/GLJMI",
-	"OEKhzQ1TWr4UU+XcAgDpUFa6UmqBds5MJtzbGUpSaIGwyH+zfgp52QnwRN+4i5H6IDyTmgHItPFjnQEY",
-	"COTX+MSKikUPLcOBf+fktmlijYALCEUbOY9UTRQI/MiG60il+fWd62AdBPWK7kIxMzbrBK43s1BaLuLu",
-	"Ss4T12thFbeOgegQvpc+QSUSWSSRyZeW7CxnVD8LDgFa8Fn1vOLzSKx3sGYwhdtIwwd4i7r5zVWWxrjg",
-	"96mZq2ymlnA7XyDfDDcJsC5AvAsQDkhQROOSY5sJm0kgc9TCfe0sR5Z37K8qBf4q1lPYpjDWE9O9pmeh",
-	"mBgi9FbNJRx6cZ23HgjnWmlFKmNOhjePNSA8N4O1r5jKAXahJ1kKp67ATvjUsjjwN5O6EciPLInHWJSm",
-	"cA578/pizR8MwyqxDGPXpNNj/sgeQ9vboJXFGRYxfLG0mZmrVHxQCcFuFi/ER/Y0O3//uhW0ePTWoNXv",
-	"9rs9jBMhBGgNWk+6ve4TisKdoR/fMTDzRiPnfkzK2eNfSBa5xUJUpq7QxDvNat/CHR/JoZk4YTB0nYSF",
-	"yduPoWdqmZt0FYgVyXKuLZIfVDqF/CQMWJ2tIqALKWoadYQzIDs0GRBjS5pgOoyA2UOdxJlKZcKKR4pD",
-	"+eWWzrrvyMGKvTSVK9TmsF72Sq3YC41leY/fUpGgCRLBDFA2Kr9HEemsorknfXyh78719g6KbRwsIFEN",
-	"TZissmIgCAoSth1fRb5Tbe/U505lz3x1RP42U+UsbQpYXsH6bnSyYK8UlDl0rtyEk+fCFgqlEG/Z48fA",
-	"3K6c8RftekRRECDSQa4AVXYTj1Uw1FLnCmxu0y7c1OhmirMO+8g4pUqOKcLX0//n//x/2dljqCdoSo0T",
-	"R8akzsMoio/nSmorwjgKUOuClqjMBFyuLvBT0gQyy+R4huXiJ4mchp0BgORXMh7/6o7Brw4g4teh/vXo",
-	"6Cj/f2jbx/dl906AMml7oo74VcQR+r+pwBmsAvZyjQIxjgHXqUY1W17SFalOruNsNcpWCxWIUnXtQHDM",
-	"NP3IOxtdohtGXm89EEW1+UB49cwDkVdOD8QyTQLBodT8g16QTg5RRgWiVOo+EF55pOKPQORx6u5nIOSU",
-	"gr/4VyCosjMzmX7xWvfIq53rHnmFcQPhVx2mv/w3VC6YWxGLTX9kCkAXnr98OfoFVngb4n6KE/Er+cy6",
-	"ncL1rq1EtEPOqBIeh5HRqM6qbESRyIB/U2B+wIe9Ds6i7TSnncAriVn8ps3gzDyBKLIRBYIyGYh277gP",
-	"c5FTwlBxKn71nH55VUiqaFqBsMt1LKrZOwJFHXI0mCn8KM8XQUIeBWsIVcz+qfgVRG+px8CHY52z3DXZ",
-	"naZ8FaJdMsF08GFe88t9v14nrRMIvxqYaPfz2nEnrnKc36YCLdFeeIXQOhvPQ1EsLP8d5HO4I3wLiD0T",
-	"vworE2UHa+pxM/Hdv1FSwPkTiY31tQGmA4Aq2u6rDsFXtHOWFP6Ep/z3qEAorxE9aIbFOE3CiTjnSZxD",
-	"908AJDQdFXahQFzLjPG27hCh3yPP5JFdM4p0+Kj34GSgY7xPlRudBiwfO91+St1fTJb5L3ea3N8FeuTt",
-	"mSTmLdw14B4U9wM3wFvD/bWRhBN+1ZA8uLQIVcYyk4mZLoEQYbQQPS9fW7QvSx0XG/OTzkTb5Zxmqx6c",
-	"KtwmGJdHAlqE1g7qjxxD4L+j/C7MTOCVXA7EeByIS/iPu7P5uHvbTfwnM66+UWnH9hS0iH+X96z0TXkT",
-	"ywd84056aFPd/gphZCMHkYYyH+Ioup3LJBkBVzEykxGwxwExyUQnAZmd1chM2BRkPQop2jczBce57sTc",
-	"zEynsCe5CjY8aQ8+ijgurgHm5wyHS9OtptvtdpxViqkdeZtVjWBWgRhKzd2MuVFuxiIO/0eTAAKqm08h",
-	"+vWUTF14oIe6hNqOS0NFELsocdAdd4xgKvNq6ISAFCFSk1iriNhM32LbRrGCvR6ckwNbD9lcg0JIh0z8",
-	"hSW/ZOdvbMqnvbO+G4BTa3yDwgMw5mMzv4w1mzzP3748Q68DeMuWLrRrMwOLwlvu9GWXi4VJ2fEQefU1",
-	"jxhmg7lDxwgDagF3Dcx6HSfsFfT+VZwE4jQQTwPxLBAnvYAIgSdiGl2pi45d8Bmpfl/zLVp08Rts3udR",
-	"4F/4Ds4GNONtwoZ8Ciw3X5sgf1a9O+yajfvMHbuBoNCUzpnwZRO4ZUuWbl6czFSfdvekFkI8AfSktkCK",
-	"I7myA2ZOL1fCcZb5hY7WVLj4UTXu39ZBzkJdFuyTcHZoQHfXHz/E+UJbtvvSU0deLleEn0xx6SielVAU",
-	"zyz83X3zpgt/45qJSSnWetLztnImrwGXODhMF93X5Bvk7hyRzums8G51x4XDT7ys6SOkd7TncO/5sVZ8",
-	"L0irjoAGOQ8s/EzxtQXfwCFBh4Riih7qmtSFDKxF61W7Dtjz0HlP4khUEI9H4r/2Godxji1x6Fbggor4",
-	"GRGFdm4UetLxfFZc4SWZZe5ss5TGkyLzqFeXpAg1qRadOMuVn+vvclsDakuU9Y4lkRrvdBYkQ0YrpkTA",
-	"g8lrFQmrMudUblX+0tFtd6dhWoHLFXm3zkkHmiTkkqeYJlg1xZPBnMrEJGgPB2ng0nwGYcCiAPlERKmc",
-	"ZDYQpyJLJch0T4VdyHkgnpHXFHXnOBafn/G5HTeQj4T5R6kaxwtURxqKwih8gOuRtPBwyn3ameSTa8fN",
-	"Fq2daCNQBv5Vd4bmqgHa8R2xpW12vkOPLNPEkgvRGfspDvxHRLacuwJp1Zxn0CPb6YrQEeSQ7DJapqj6",
-	"guuqK96gi8yMHlQvS+dLhB6KSGLP/O6sSsgjc50UB0LODfvX0kpyhywHme5QX8zUGn/Mmj8+v06iJFuY",
-	"o5M0XwSs8+AiWhmQH5Z1jhAThtQ6ZIPc5zOHpTNqmDTD8DRC6pXTrTk2mHa+HVpqN6LXYSDyJ7k4G4re",
-	"UEs7Vhojdo5FX0TK/RnkR7ffOXPUOQVkLOzoYRyFvrPRUHuisjXiRiZXRbznNDfXpGqhZIalGuxVjNYf",
-	"LqIsXtKgA2D50LxPVWraOFQxuw6p5HPLw+uoNWiRAvy72GbkgY3acY4yta3Bj/WpWvISS+qznC8ShdH1",
-	"MbxfyGzWCpyynyDb8uPsKU0Fhb3VpGx5hklb+sHJafC0Lm/LbbArx66vlS7v8Jlw00CKR/vDm3+5zBDd",
-	"S4tqxVGAFx1KjX7qblzrT0uFhc15scxFt/zVlRISVJKUePUdPn3RDkp/dh7XVntYz4tJ1GaBHspTBQIR",
-	"RV8+7fW6G+ZZVo+XppvnRcbCFHmC5VJ25X6TTXkPPITTnLE3/IbpbJ5Ef99RX9DWZwbtJHDY25tOe+eM",
-	"TmI5m3Hd/MpEYdPu1lSjWp9f2AuFLIhF2PePZ64U6OyaiV9+vx5sW/Ozrs/rnU5WW0UM4uM9BjrnkgNi",
-	"o5k3Jm544wJKCZ+Lme+ZYbTJ7JGTbTDrrdMtsu7f41xzyapdlqdzCOLtGbBIxNfjxine/+xiDFmrChJc",
-	"V79GwgPGkKXcTle8zkocyVBvY6Q4WByYjDjbxnrAib6O1c3ZUDseOc5Y8trF6OSd0O1XB0TH/jSn3L2j",
-	"50iy8d+GtPobcteKLQingSerOiEZhcqzOiF1UBZRz+CGRzwelCVUzl0y8ORT50nuS6eeFO7JpkPthNMI",
-	"wy8m21QtwIR6ImywJsNSnPpQ596bGE4UJ041wt7bcbZ5W1DqL+1JdQt+Ob398aj7ySXJ9n832pIL4zYk",
-	"U96OnBWe4KRQwuhgPFoYgB/izMLulnmfPOi868oKnBWqNSck+k6ohapgG1VE9NlIbDCl9YYzUpujen3m",
-	"L52yAW67rWPlZVbujbq9LLQbOwYvFX65r+Hf79aerF0JZFHYNE3mRetpVk1ysPU5vdqlmmGFSq2GxpPp",
-	"NoralRVtXAqqjDavpQlz9X6H9mfzUu5XCdR0ya7i/uHs5EUzxdLajM6qpfW3KZ44tBcpymbC8Ll6WPZd",
-	"SwPWw1dnlXj5INdMZWaq0GtwE3O1ld+r6NO2k7q7sgOopbmD1qy9dSmsnWttkLSfkKz9aV+6lSvc1g/6",
-	"9unQd3cjVh9yJd8WerN1GoVu8W6k5uMuDeP2afhqzb0m8okUKcpmX5to5ZLvca3YasA0PCu63pZS8dV8",
-	"ka2wR0zsV7kiyKeQNcRo0Ct7FXa5cAcIBpQd8aTXazA31rJQflwOPtk0U9f2+LVreBuQ4gAWuZzPZboC",
-	"Fhv1Xs41s0wCWkHr2uWqpeSpMPs802qr5Trs0w+Lv0CIwbyiruRei93Qi+5aP/4ybMXREAnDSTDEXR62",
-	"BsPWW5Nms5tYR+K7714MW8GwNY6zFb76EE8lPsmVSvj4XGspvlbpdNi6Dbxu+363L4zOjDXlDi9kksRa",
-	"7+jzE1XWN+aN1Kv3Kn3PINwKc1YyvdPQ+sKY72Q6paSb5KlIWpfyTpw7pYunX83tqDOJOfYr29E67fVa",
-	"xX6wNm1Q9YccwhuzTIctz9+2n+9eL9+9ntu9nrd7LjWt2zvC+IbHhB2v607JBWtryTPTGYbzJD8ArdNe",
-	"f9MI+ek5/t6l7PtZRfjRyfPdH13QfnIYiKWkpflWwK5FFLa67q8MTFGupKWSNT+2oG3rU9AqJzPbWFko",
-	"ttkHADQMm+d55NIKG32ovUDF7uPH4iU2t+u8Gyrpsu3WmKHOE1zJhPgE9iHFbEnaRTlz9GCR7jAsDfW2",
-	"SH+IkVcXyE1h5HFshTWTbLA+Pw5fTtlLnvxRKJFrnIG0seK8qsFQY7o9DtrSwlBULse9UNIxdphy+S8l",
-	"meZK4dMBx1BihECRRVRoIxKjpypFjQjqR5AdLJKdzdT4CvacM0K5nSIXklBoM9TcwyTWnM3LpUpF8s/2",
-	"l1phgIJ+CQha3XDO2aEuA6QrXmfW8WLrcmjFZ7EI+JapEldqkWHQhourD/yw9TXNVMk8Zx+JWWyxQFlO",
-	"hVjbQYkazEJptrvhnuHfS53FibBmrgBz/FJRc9FmKMI3x+Sig0jzL06z4ihT7iEUMsDDIrybsCvs+kkV",
-	"w364wU4DH790FUv24wNyiwaloocbpTHZex25bNy35YzJnBf/jlc/n9Sdt9BLkJaottg3cER3fvCCIPbW",
-	"tb8fQh/2wz8gjX/JCRJKtMmj6HnWZLRuuYhsovH5384214zs0374JB9leCYnmwn/eRRZzyuEcm1UaH5h",
-	"JwhdSOV8aTPKx4hU4bLIXZGxhdy/G9pFHDWlszvtnYYdyioC3TtvRooH4amU0n/IbKjLRA4dUGgelwTq",
-	"RvVrvbkMdeEoVnh7IKVehwLq0ikl7mKhZGqd0RgujEdWhAhuGw5129mVR25hc4m5UDK+PcozfWQpOs51",
-	"V3k51OEr6hmN5xcFfNzSeaUTk85FmJixTP4cmbmMdTdLvCBIu5BjZc/yWyG2Ikvj+RyvQmuEXaaYDgcz",
-	"OWBbzrmDKehw+XlSckytRIlvI7qhi9zYicRUX80vunaILUb5F/ZPGKTKjqeYUq4q0SWrzhn5fUMfpc12",
-	"/inpUmtiAYp3c4O6+RtJuXbwFqUE3WjrJ48wmC2rWWJMMgX35EW1e2B3CEPRvgntZcLZ23IhZ0D9c6bf",
-	"/KojmBa8gK0GgGVc94932suzu+UuQjR57YpqHXQh2UoCeU+A8P3GNqvuymJEUasaZaZSAeoTfEJ6xkHr",
-	"b13zs0nsn8ckS3XdBXmLZas9Grp5UtUDu30qbmB0B6kbt/ntVID9QS/mSxm9okn7IHjLYXAEBoecbfTt",
-	"5cQpiZLFoe7sFPTSIjncasAZs4YEr2FrwBnUEJf1o4w0kSzFTJeJxJwQMAdgqIat//jxP/48HNpPX/zZ",
-	"/RgOu+7nPw1bd5ATc3R6NzmncP8GLEj5A2ZJsEwHO27v7OOtunkd0RcH6Eh+Z27pokRXkKD8Abmn8ygq",
-	"cyRy3X6wjQKtc1mNhWfeXZ+NmlINlGldPZX1mF0K1WXXMidhUFRP4bm/xmGhNoA1LMFQLxIQOmEZYSDC",
-	"aWqWC+K96HfI9QxUOSCGvO3Q96gaL4AB+8ygcPQtZicLRbtuOpJqSddAl0yxWN8LU7NUmTLUJdXyPp1A",
-	"hIUdIyxCbtA5jqL6h9rxgtCgSP6EEuGNFuF7mnUgHE9Ei/loxrFM3lKqVMupl86LNNu12ofKiksC/+PH",
-	"LPI/fizaebmLYKg53Xs5XXpMwTqOr91yRf+zynY59L3wpxVHZac+vLo2+p1sdurb21Rad3yLaR+/nrw1",
-	"WmGCjhZpwe96tXkVpgpCEEd5dimOBLwm2E9VuvMeQwh5JTpYe8sZ8uXlOO9be33e4TaSabSudK1Y9diV",
-	"yz8yjRXhOya1rgj/ZejwbtgaNNFeM/uAz/viW5lemmUqPmapUhmptyk+Gxuc9E6eHfX7R72+6D0f9HoD",
-	"EKQ2qcAp7A8fUyOKC8QHr2xmdEzq91K0eNG8FDVePGanBFhVn/+kNVGiZ2/Go8tVVfkeDFteiHnRaRFq",
-	"XjzzQs6Lh3noefFomSbeH+TGNGwNnm4zAsDyEBFgGbAzJvN6LAUXe/ArgviGjDDFw6JZ7jgBfZ/kD2gK",
-	"GCRJUOfI9qIrfFL0466gogE+8XYCLc7495df9vonT06fPvuS30xt0W4tVL76yguZr77yQuc9IHsh9OWn",
-	"dS0ppL7yNdGp8sNM5Xh2GzD3C8vIbUunT3u9YOgJFsXRKl9+BcgcC014VxU5fAvT6VPsqFHnJ/S86Pxv",
-	"Use2pvdPgGh4f5bW0dt7HdgJDvXFky9PxLNeT/R6fPjxLsN3qeKCGDx0cff7wz/zhnKUiodfWjViHoHI",
-	"SbpUfGp1HaJdLRb54x70gU/NNNUjTvye77C5Whj/r2smafxnNi+9lZn351VaOfKTZZJUHkmgoqPVMq0+",
-	"msixN4uFGc+ykYy8ZlFc7R6eeIeWTmMyulzOir8vpb4qPvtaJlk8Fl9LfUVv4yt83js9fXry9OTkKa3D",
-	"6y+l36e9L3snX/V7z3v5//pMvGHrRos0zs/EJ8QZYtX8/WRsrEMnP4J57ebJH7772SRW/AvgcB01Ll40",
-	"IMnYF4OaEgLQhL7se48IZsuVStcoJuN7FfxlAt3kSnyfHzuA26s6YvIw573MGOMEbj/dtm4PFV+Zoy6z",
-	"OW8as9m1PNtpycjs8UsAgcIE2JQNevWAFmVg8bbIy096p7tF37cmcwnqfk8Z2y2nLrxgswitMjndzyzB",
-	"eowXwByXxOpmdokaDrrOYZBSeaLc6CcNzuPOCiU6CYwsR3aCQrSsex9USlIOdTt8T+lSuGZdyKGYsaYE",
-	"sUWi6oFQMbq+edboQn9OdergYXeoQ+ZjQSjmtIwr8RwE5pwalV71e/DOYwFLb0+ed4YaV8EMKKsf1jOJ",
-	"eDaccmr3MyHFpYxKBvoelh70ih+iYqErQtoD1IH0RaKmMslzMLgAGljuSaU4KBv0PddGtBCUoSsuFebU",
-	"Xk9QWeMbiVI/W5RqDQpCmzI+xdZlnOL6WXpVViiX9PnbwpbbzlQh1i0VZ4Uya6jHEqtc4fexZkNLJ/eT",
-	"KCXzL4898XeIHMBMXsmyZk4ulygXIUXTlfNnoFKchdLiOaK6X33TL8fhlMuuRmddFTbOMc36sD/tKNd2",
-	"VkpNJ+wMs20CYLAu7gL3hIv2oD1mbK5dhGspbBWNgFSuAJN2FyjuYqhrJ3GGm4jh9BVrHpcepSIget2S",
-	"6bxc4gxz/lMGpMyVtSsZohzYsIZCGsuE6n5aM9QuKrDwkJ4zJlZp3ibL0HoFvM1ap9wmtFXx9AOmTwbS",
-	"7uxTmeFJrdFhdD1x61tHXaPVxpCzysmsD5njcuLVmtT7O1x6jhbuhsClE7XHn7kJqo6PQu0W3QYFyDCQ",
-	"9jJGHy3yGh+AKNQXJz2Shfr4WcG6tgbEuLaCgkNtDYg/hT6YFW0NiBHFr2tmWCc20gRLVJM0aiwSQJ+F",
-	"QNAKQBxoDQphALcJRi6kqVYAshQ/QkmqFbQAZWolBOBHagCUi39lGBXiIk7cOd0O1tRNrQAVSehVj2qk",
-	"VuCURsDkkcqoQCuWJWAwUqoN+oEXNjLonwR5CMug3w+ccqY1eNqYO3zhn6aHNvW9dPd5VaVYXPSkyCyn",
-	"xKm7zXdqShkwA7gfscAr9Rxrb7DnJRf+FcYM2c6dFKZlre9WGeTroikw5o56lGFTJS3smOB5lBiNt1zd",
-	"jVALpOcekPJ+B36PdUeyjiKuCzae/HsoFPFo3laMlwU8XrunD6Zg9iawtzB5r/bMtdvwj2rVbChnHWiq",
-	"RELbVLKi7Dz34e9FXOLh/l40k78zdy82oD6AuxcLn10R4r7lbN9VTGZZAlc7v2EDQdxIQLlNbIDl2ANX",
-	"b5r4WE4vvImdpD6b+Rnh/B7Mz6jIGnV/XkbNuLaTXd5GmxNabZ+QG562ZwND1N9HUeVtwUMzIu9prms+",
-	"RwwMyilyoFORsyTs7VT0xaf//mPv6Hm7I7pHnx5jnJ/39z/8in4vvyLc0D/2BZxfe7+rU1GhtWp2XXtq",
-	"stobuzCg3a+HNlwXR6hJdLa4UIQXqEyjAliouvDjnNtzGetOKY8elXlX17FZ5nq7oRZe9edLhcefu9hQ",
-	"+q8rwm9kYlUoZJRXdLNiskxh6tChn9MVyxW4klBF3ccKp8iZuWK+6zkJqjfHoktgXzBOiBP1U0VYBobT",
-	"NtV2Xy78CL26hXg1VWuUSRPGybKn0po6CWvMCHZZhhVkN6ZePXpEGrXyHEOy3Re1SWAdYax16A5DXQg7",
-	"MRcwrmOksB58PkheBNIrTQQUopR2twYvCCkSY52aeS7TqwDGcepHLj9vJvnMNzE1xViPHEUKeyFIgeSp",
-	"TrQpzy2Aqr9YO+3oFg7oQ97x3digvTU1+SkvfMHupLsJfCs70PF0iUE9zW6EKhgemhX53qqXbqo+P+Kt",
-	"AX262PACixHapAIP24EsStkLwWlGSNniMYOuZhi+t+JHz10BRx+2Ph3KkvTWRPwH4iP+XaWmykv8Ua28",
-	"dUC6V06mhnascTPs5dsLf3e2psweNNUy4GqOChDegZ+hiMvNTExedVZz1SIu7L3FJzqMo5B4B7wlbR50",
-	"2sVXZOPMM8DAWcRJUM0wPL0UvkRkqCveV+sxV214eDf7dzUX+HLp2rEyWh7Nw6zRuVsJ3h40bjvUJsNK",
-	"iKzfDkkkR2McVyRXwiRMLjDMCc4UlqTP79VxQmqHDPqTcxUKth1eKqqE1Omyjzi5n1fztLBMhfphNzD0",
-	"68bGXNRtFwLGxZXw9o1Ss1jAM5fjFEN9jR4rNz+Rqrm5BhglCdz5QvAUmTJGKo2vYXtTMxdhYQgBmOQW",
-	"ELa1e448IbIPnJ+e108V3tiZvdBH56XrrG8lr5jFkW8o/OdpPOfs6Hvls53ZurE9XU+HsuJxvi7HadJX",
-	"rrV1UXKl1PMeShAy4YpcyVICJJtNnQMATTi325OnPtvXK7tPoGrkOVDnL3CCrQrQtE+fd3Lu1APR6Ved",
-	"XOnGl1uR8jcfsmxw4EUVy4BOXWX6kptBIXTkcBNVF4NyLDtXWsj5zKptlghRVbhDESAv8kZh7CssJA3n",
-	"y2DWKENMJlU5XKtFT3vmlhRwKem8vOiKS67nMf9kIoYu94pDiG05kOBIvCfywrBXPy1lHqTrfEk0E6u8",
-	"Jqdoh/2wQ0efE/sV3iZCvMuhXvDTkY+o3PG6U0t9qVAh5ujRxBWqMSkh1rV21Yz9kvC5RIBuOqXBMZuA",
-	"KNXLqLL2YZ9rOdM+R0ENRx8cwtJ/TxfYnfSZuJaqzhCYCb8KFckxlLkvZ5MKXSE0aQ1a75G+uXwPrbIt",
-	"84m70VvX8SK4RKGBuAKkMOUZfEBKzeSMKEAuSnEdM/zK1RlJSyaeXzwTbSvIHcWdCcmjKe5Rns/gdl/D",
-	"Km3B72ZYZd8YPDR51Ald0GYifO+rfe2r+d5ttbD2exUTK312Bytr7zDb3N+7HIAzB2J3YV7UHElMTxxH",
-	"4kZa5t32FA0zDK7NLVGOAz1xtQ0prcNdpr9Mkgv1uSLlwlO2KBG1dBVgmSsocRfQ+ECJl92bxV99URf6",
-	"A876bgtjot0wt8jD5gf5YwhvhKCeGPTQspufJgTFn+aOuBVrbOFg65ISYRVclrJqtNQY3Zkblon7NpQr",
-	"3FUBoFjVDR613TXtJR7Cod5ilt6t4w5qszo5zTeMOIGDR6XGnJSjXRVoKkFurZpfJk7eAQGHK5YSq4kC",
-	"DuWYBf6mENEuVwIGTFSenANWns1SpTi/hCjstkcidI5iyAolxlypSCwXNS6n7oYqyicW90wb13560nFK",
-	"VRlFeYIs5K20ujmrMU6LqcosZ2Et+SDR5DyJo7DS19yfp0+wACFebZQWsCSGdwKhEl8goN6de3a7KKjQ",
-	"YY2174+TYnWvjblGBrkxAIU4l7gEU5ZUU3PZjYlJOn5mElEDfuc3TjIhwdRkuxK1tDWKIIQKQU2eFhD4",
-	"2TnAqyuxoXg0BaIPRPj21Q+j1y9Dz3O07HGA6q3w4tV3r95/++7tq4+hSxTOlezoRIvwx1+gIVfPQxJx",
-	"+4lF1Fdvzl9/Rx+K/DumCkPNX6IX4+2nMHDISZVYrAJBEIUBl+L8xiCrn5epA+hpJdpMxkH6HWosA93B",
-	"Wxy6qGftcaV319H/Ft6i624Dd/Afbc55exB6aM67NsTbK7XngosOY1tKwVN5menKC8CrYpg7uS5+5AaH",
-	"CRGnT+5JathFTe+0zO1+hUVAuxcgAH+6TNoPF9ZONK2IhiuoVyW2tV+NV/WOXSVglQ4pB84RRauJ0WsQ",
-	"d3dbgt3XMlVb4GeWWQ3/9JsB76QKPI55zNcPf989YNA5xPy+3ilVFvYP6yJa4rq2G3Q4puFT83i8EsW3",
-	"yyQriwOYbHZTvpsXFZPJut0mVnZLZtjq2mI7zFUHnkBRDtXJE506jUNlOHR86ARcbY0Y76Feq7a2HhjY",
-	"MJ2Mc4Ih3v9KqYWt4Y5d1QJPWtgiCCDzzUFgFn1Q6+LGwv8L5jbiaQ2HKHnEGepoF4mMtRjPZCrHmUot",
-	"6ZqZPXKTden5C+0vSBFyqkLRpipgfok8GqZcjiwU7T6g4EmvVzQF3ns8M4Y0yDAwND0TIVCgwgWD6qqb",
-	"Cfnzkcd9GWTACZpMJmzpAEoWIlIIEY5VnLSxjOKxKM+pE3bR7jZFMyKl91M64lLwBABkD3G9P/ipmEh5",
-	"z/UMazyIZbamj09Vtkw16tnhdnOrpSk7oxaBqhZ+sFnxVKNGvZ37ItksThLo61omMWpFOoMy/OI0L9jm",
-	"IPMnN9CfYONMKnoB/l/u50RY5c2fHJq06t7NDLGJtf4OiMWOuLLfp/Tc5kp8J/dYie/kkEp8Rb7KnFas",
-	"H/9y3UPzs0kerOjMeZKsHUycIGJBmRKzMb5Iq2SdZ512SP7QxeZ+29RUPOsieNDn5JC0+FX65SZQVivg",
-	"kHKLsezgOgj9ZnUQ/pGUo0jK0X+6npSjIi/sk4bjINni98z/kQ/5FaUBo1fYURLrKxXFei0V2CzLFnZw",
-	"fHxzc9N1jbpjMz+O9TGOfmRoU28/cUWL30VWCFq6LlTBr9N9wGFrKFf9SAtfr4GCGuRSHZSTwj6NfCJX",
-	"4AsBiOGZeMLhD443OmDOJ27OTxoTiCc1+HdSRyC+kZdpfCXn6xRCitfJz6qOQOTPG9IHWUMfXPIpn0Lc",
-	"I3F4Ivqng5OdGXs2JdUJ/kFr/0Frfx9au149qCA+ZYZWyEtzrQBwByTPLHc1bA2cfOcZwh1//XdQ/efv",
-	"KVdTuWLQttAkXxt0SK6mQqgr6YQsovaxVVnjAkIffFdX+l7wAfBY4pIA7scFU2HhNVWMaJcF/NwPlYKB",
-	"kqTjjMTVqNo1szEaV7VaU1ZZxeEtRU2i0iyxKtFQU1miwoGxk9uR48w6mxkWIyLl7mANCCA3RTKTeaoh",
-	"OmFo+BNWYfFKW/GY7IqQv2dTHzIQaBuQVoSOYITCpEMdZipR01TOQ9FOzI1Kj0DIjDqeXzKH4JhJXFQN",
-	"hTMzkzpK1JmQYiHjlMptDnV2E4/RIyT3B+6KvL6OdD551d2FjRzqyk4OhO/kJ9aCdxyM8oRZbWlFrIc6",
-	"/OdXaNYtlJUYpbZJQUGjflR3Mv+Vp44qjsIrbhvBllrLo0uVTkEKps9bg5z2s9mvHKy8r+kuX+CDWu+2",
-	"uoJV9Ujbkxuv+YCVTtfJvXiBEf1UWdXxK8esh7Ov5Jf+03u58nMM4mKB93Y98rFyJ+0PaAz5qLJNl4dc",
-	"x7K1O/DeCiuVTn9xN+al3o6vFvHxfLXRZvLNMpnECdadqa3h/pf3r8UikTrPMLFQaWwiqmo+mqRmHna7",
-	"9EdmwoG4NEBPsSY8VkiPVBSUSsSvFYc/E/nnToVPYcQmkqtgqL2RnNsUSayRxLxz+dePrJgbnc38Di/V",
-	"xKTKny3h0lDzOrAqJOoIpRZPnj3DuQZOWY/45kVNcOp+B5RyQjz0xCeP8rFMlI5kShMiZzIZzWNNcTBU",
-	"SyCdH1mVXqtUXC1iuFP9qGUyd1D+fjW37IMCv/GhZMWspBGSFc5nqDl9PHtQz1WWxmMRZ2KupF2mitPu",
-	"yXG2lAnhKrehwnelgo/wG9Y01GhnKCWvKzLbOfMZTHrAtqjcG3CE3ltYRAn6DzsDUS21TAE5qPIP8nyH",
-	"JVw7o1gSaa/sKDJalbqjKnxuqu6KltbGU63gtg8wRldFIsJ8kX7HQy1wa9Cmh0FOLkCgQ2Ni6cERT8ob",
-	"lkwp8HZkl8DAhHLuJoTf1C+kFChsl/MiVoU+tzRqrK9NPFZ2FFu7rBmX39cM7Woj5kd5taCoKgYBcinU",
-	"uYhq5tdocmMzV+Vx8RnqscoVGQOhPo+BGUM3SYwYuFTZjSqsQcw4PqIsp/S5K8IY1E3R1c7wkJ6sYGOZ",
-	"jJcJfsBEgg94rNHdxqS0uQYP+ICOE51OnAu3zsxyPFPWHYeisjtQMK9XPJgaTaPIUcM86Oz9n//NJmH4",
-	"ZKiPi8/zKuQ6mxWg5rNYc/78pEHQAVrJ4GMSP8wS85wgBIAsuO5L5znWLuC4K14RyzQQT/rVtFQxoAl0",
-	"pQng78aZuWRq9gQjCt7CpqJALa9ILMGRzUT0v8ybZ0b0n+ZNh/pJH8DRf3r8pC++gI74r574k3jS64pz",
-	"mvojC1s0RfYeCC9B5JjXpgHmYwoFgRnHelqkqOz3emcYhBabaOQ6GfEHOccur1WK6k1XgB9pKrkmIkRH",
-	"+CDEbUUyAQBdwGoJmh5omOI6cLuT43sNDjW/RKEY1RoB0ms+gfROZphcdOnwENaRSPKexVJ3hMpjPNBt",
-	"QlIHJfSnovyhwGcg5nW6gheTmRFWGHXL335dDnVmiqccHVfqqAawRT07Bi3JlkEO4qHOy/Cg3Ro7fMQn",
-	"pe17TxavXYILaNPpivc0GDC45BPrQYWSSIzjuUyKzLreiUCXab2q2yv8mUfKh78MWzNpR1eLeMiZPW/D",
-	"/5+9d11uG8nWRF8lgzEnTHogmqQoX8joiK0uu7o85Vvbqq7pXfARUkRSRAtMsADQNLvCEfPz/D5/5g3m",
-	"/3mFM2+yn2Qi11p5A8CLJMpW1659iZJJMJHXlevyrW9hqqGGuIq0EGMfNEeqQZNpZzSvHxfJ63U9/Lwj",
-	"QPjjInnOS/F9ns1be8QT6fGz7ECFbp5TnvQuvkN6L/Adwvv/DIqW6bpn2tDe0sqY0cVu4OejpsLWiKE3",
-	"t3d03FfLQm3TE6r1sMWsw/eWQMMbxIuuFkmNoEvtTLxSVhnKoMA5oDOeTtVW1fLzTmF2ds+DtQFVXpRK",
-	"BKV4nDn03OboyzZLYL/qn2Alkg2COGyNnvW6UMpju2DZ9OAtu+XIePJ826r76iKEAhwUt0BFGb6D6wYD",
-	"FCl43E+wa3hBha3REIv/VIfwVA0Bgi42xgRqU+0NqEO5r3jc6/Uqb3n8WH/U8K4+fKdhnTJ7l3JZDTIa",
-	"e+Ur7SiUouj+X2Wv1eTXoMja/ILrYpWhoC7GqEsKc+FCBo6jftyvM9E76j+5xZl4fLLnmWh88J6ciePq",
-	"dh18nVNx3NtyKk7soTiYT+rHdy/voR9KHe2648ZxOdmi//vDcFF1aXAklYLPN7qSVFemNXdSUfIp6YDo",
-	"uDDOE0pra9KmscQj8MAlOYuFslHIpASM3oVSncuMpfzyUqlobWQeWDga48WaXCSI/oox9qINvcClDsNQ",
-	"iPogTebqPwgaI1wv+vSrDrUo8I1Do/P77jPj5YLRIrJzWYh8zIrMsL6hkVFokxBiLWTOJgj9RA+cZ9gS",
-	"7veDmt6RtiSTT+gHqUZmSB9GH9R409O6GglzZpxWaSY4LQutGhqDq1lGq5oLZWKzPLmclaxtH9Bqud/q",
-	"yFDtzAuRfkL6Ogip2WcQDEvP8dL59YMCd9UYXAhuZ7NlWSQx0Y4Xk2yBQdZsirx59rlKuQpw9xUrQTlz",
-	"vLBefifa1gm048fsx8jmgnU1F2FeRCMW1W0mcLc5Xqok32K5trWHhOwrY/qZpSL9EYkqyDBmjl3c6bJT",
-	"yw7SsAiwcpUJh1Tq6igjooPpklPMjn5E5IrmE+ZYviLG3TXeNBmV7jQZ63gobVs0XhyWSC5nmoxFGaPA",
-	"9zfjpdBmvsV4O1PWZT/Bnrc+FKcPAIfGjD44YO/Vfi5G1sEIJr0UgvyjuN/pYEIPH4CAw+MQVKYHfk3F",
-	"RdwfOhPo/py1pym3UVbVfOANMMlZnqWQDqzt34usnGHj2plEFVaai6uorX0ctiLW/uHs7B0bwLb5GTOn",
-	"0jUiyqmrBl0LU2BTILXs5EjughlvlwnFvVkueJHJULYjmTVMlzPcKGC1Z9yt5TxJDNmhrG5fiAUH3iY9",
-	"x47RSYX69gSZB/eD1wCg+6GNCLxT3pjU77Mr8lrojak+XeRiU5Kn6w04U5fn1/MH1JDUbzW7GV7JGkRt",
-	"J2DctF1NdR536jz896AZUe1N7C1A1d/Mr2G3kJq5BpqO7ecYt+qdGiwHsdnhGFo4HfyTzgw8v+vYEsDN",
-	"jJysCW/5lVngwgg/8FQUunZuVXl/cgLKu9+q26PsKmyheTnN8oskjkXV5CWOTeh3o5fp2PEy6QEaBcuO",
-	"DWQvDliJOac/X9+hlEnx3Ly/4mBz5/pPg3+dPac2ii1E/NjdIgAlZRYj2rSf7Ge7d9UzY37aFz5xX/iK",
-	"5wV7k6QFFDs+wBsf9/Q+rp2p7Krh1NAB3LDpd99cBISio6FNNbtL/mxVgz92yJ475MR9oV8Wu/q62vJ5",
-	"BcKbhdx93o5fTYgv5ZXMVnKTcDttNvAEm/A0BSMbDD1wzWyhPBtujytUBuq+89mBIF8w7fuqEmRL/Ksp",
-	"EV/9uB5OvO5jeOCWPaRLEXTs4n47FtFeqCtAt3Qxgj1UcTLO149ivt6S4Q+QhaIS0YXodR2HxiowNHAd",
-	"xHzN8qWUibwEX2Io50ks9dKbv3XBzWZvXpdeWQesIf+ega2VGYDW8OlNwDTCpLE9IGmhrGPS2AvjAhKA",
-	"ZBIATY4gPysKapgun/ZgKQGxQFAftHdT8UmkGgmQSLGxkTowrLsBAlYFfjUjpAwcS31pwFgBgtqZxomN",
-	"VcclkRZIgdTX4Ayp8OJ2LXIsGjEOYDHkfhXSmvEWLJa7/84Rw46uJnAGO+OHAiEGkY9TlRQewLGNU9cx",
-	"6e92zhreim5HfHGXnUJXoY4wj9MECx2rXxGQMZFJMcNtYz8tSp6Xxj1BYAqkg1aPd1mkDl+8TEV8jnvj",
-	"EXTx3HwcaTwdjte8fMrTtGjAsgGkDotFqxORSeE3DGg93aYLw1sl5axp4ZEhwIfi1VxeultdFmWfRB4v",
-	"K2+lD82L9eYBli6ZrTrV4Vn4AEk7mwOvowUG75IvU6GZgCuBgfn6EW41KHsCLmi75bD+CUglM90Y5sDe",
-	"Ik35xfq8XC9U14G4SJZKTRG5Ka4GrTlk2scnHQxDcKfVLMexqodhmWimzc8eFIhTGmsZ4Zx0PKY4XtMi",
-	"DCvAFY4MD7ddYhSVMNl1lCXNBg5HnXweAy+gxvJmS0OpgqfgIvskug34y63YymbJoUeIWEmv4/iJXvPl",
-	"vKgBHruNaMxNMMsmjKWzUsMhbTvcitgCQGHgaPsTVtnwqL+NbcDJ6y7MmdtjgFFGoyoaU+/65ldqpOZM",
-	"1NGampd/G1qza6GhBFJV/zhH4OrIgEqBLF175XW7Bj+aSVGMaX2otZGPRyVSl43XD4SEIvF5IWShu0L/",
-	"8vqSLcvLTL8Sp22a5ZdZWQp5bu6uaAdc2cklyrMUTgpshTZn05RfOkO05PQuE74Oi34STGZsKVFQ04GD",
-	"5rlcA6NhTWLBqpegNwDXu2aZ8RUjAJ4bnQafNDpIp36P6u5WijA136vz9fnVIqEJNSxyG8KlpgYVSFEX",
-	"zItbF2ln1L726asfFOyCF4Jh9anJequT/fX6OV/vYnz53kVDunOl+YNQj9uuAHZ8BhRtDg16G+hFiL69",
-	"wQdO3+zkQXnFt/caNcnO2IQAjx+foALsLHt0g26fl9m1ev5V/fWbQIg7AYiHwB72j/rPathDB3Y46H19",
-	"L3ETAuyUrYS4CpyI51cBhO12LPQfb3QsDAbWsYBN1F1kZ9mcF+ydKHO+LK54gb+oWB74Y9ACQtXpsKVk",
-	"nfpTPQxKCz5SUY7D1uhY9c0otWFr1KdfW42ZnjKqED3k6aXOa7VuSh+Rukd+E/ozbH3H0xQmptoRpwtN",
-	"L/7y8Qs4OBylqT56ow9VZsMMDb9RLVVUn1u1BdoCLSShvuA5V09wf+o9RDe4/y/7G9V+w+3t99eZuD50",
-	"aE1YvwboIvolcf+eZdmrTF5uwi822eq3ky2OcB/0BidHvf5Rr9/twsFQfw/Asjt+/ATe5cr7x1hnBYu9",
-	"3S47VY+0mqEa8/U3lhmD3maZ0WuUGZt8+DuFxXFly2wVFv1BVVo8aZIWw8qhPW6QFoO6tOhfQ1o8tdLi",
-	"ZLO0GEDwwbTyWgjIrHEbGtqGBs5UXFvsDCqiYtjX0M1qk/j94ARBzbtEUL/SLv1un3abxFF/0Ot1TxqE",
-	"Ur8mlOyjVjQd65dX5dNgL/k0tN0ebJZPe4P19zgmm4HJJ/uC9R8PcBYOAUzW3ToUMLnXPT52AcMboMK3",
-	"QCUPa6Bkuy+2QfUPGkMg+XwPIwjP+Vr37vAQ5ed8/Vz/rCGIAKJ6YxjhjJycIq8zrCS+a1b7ZANjwCob",
-	"jLz/vskYykRuSnHXP8yXskAIc2PUAYIHHev/DeWtHcDa+0t+eehpNCIoMvgTG529mTSxCcfLW6mOYPwb",
-	"jlcWcxUlS+KiM9Yuw6Rgs2zF5lzqrTBHhhnEWR4ZT67rtCVX8V6+Wt1XpQlhYWx16NK1dq/qUtqUdWkH",
-	"qz4mjLhqcJZcztQmiDvWOUrOlnSlc4CRGFWz3xazbCUjOz41LoSsjoxuZhzVADBHzma1Cam0zghLJVqG",
-	"GT43RDVbXL+mkGLEokQyIN4JZZbrWW8jjtd4aDFhs2CcXWRZKrhULbg7B593NhgtdyjrePa2/6BT/wk3",
-	"lbE18Qmo8ehQzEUIg604mhCxj5n1Bo3c2Kp6ZIcvCE75Lm/QGR3Me+79+cGcHtrPxHuQwVYLGLBg95E7",
-	"2HTsuNfcHW8zNvMIH7s8wv2dPMLfxOdzweNXMALPSvEGx9RmyaYsh0Jr1zfLvMa2sMr1e9/A1QOdqpa/",
-	"OIPyTN4uCZg3jD/179SCIw2wponiFVnT3x23hjavLEkRknwaG+XFEVId+qSP2IJtilRkK9cqvWG9Z6Oe",
-	"odJ0hJjFiFybH5MElm3BkFB+EMTzkE2nxGGZQ10D/W0JZInWCqyboHDBbJqj4bNnvWCDHedMEl0P7jyB",
-	"q2PzRPWfMmDIbJ4o/7nHznN70bS+yfJytlI326tX31Vm8Bh/Y2bwHaLrbYUoXvI0u6T69c5kwkQS+FGr",
-	"f773Au4Q5BXC8vg45ffwPPQ2nId+0GT532qhBz3W7+2x0Pjc8caFvsUhUQNh/EIJ641HZesx6f9xTK5/",
-	"TA5mgupb5r4ZoGfqiD0oXJgF6U0HN0dJ26yapIKnjy6zLC72q2MJrPtEfAy4jwRU/wiaOE/iIrLwRJ5a",
-	"PblilgEOfAxosQRriWOpfNb2XgBwOIBJEITMfFMCDZkyLKmwZJyYvkadIJRKSgbs1yWXZVKuMcxsNtwD",
-	"k1hrnugEbJEnE2Qm+9vpGct5KdAOVj+F8YXStEC5tTJj6sVYjH2S5cr0IdtxWop8pZaICqViPUVnvpHt",
-	"U1laaodeZDEkwRE5q4xNOQjgQ4PZLJZzze/i0kmhraYf2sbNagoJOfSs8KM3FkAcdbrsJYT1WRIDsRrx",
-	"yVA6rsvkZCPgZmJYm8DSgakFb54KgFZVTUec85XseDUadb2vEbOdo1L26AkAHqIk3ljRPAYYgi5nDmf8",
-	"OnXM1Tz8RS2MKXd4vTQ4+O1zwdOX8T5pcPiquDgQK45pbg/rxL46gCtkz3LCd1UJ26c/VcuwEx0Pe/b4",
-	"gAWvac/CzOwc3U/uw/8pqiyfxrFzwkF8IaEkrZa5lwRPD1Zf2RGVW2uqnWnx7FTrJfm09Q6CUlIrkQss",
-	"4GvAB6Fc8MtEXnbZO9Mez21hZKcAmmp55BY+ru5kytkvQrlN4o5pJo3zyA4Es5QNabeaCCIY1M88KFgE",
-	"SEElC4F/rP2rLNn//p90n/3v/8na/V6P/cf/8/+au6rDHrF+rxewQScas+gTt0R0fzs9CyXcfS6tnUao",
-	"G0yeanpsr334ueMKs/c08CIkMUJcgTjH3KlmR3XZX/EWBvya7mThXcW4Bqs8KUshnTUIZZFcymSaTLgs",
-	"DeEa5oa3o0EvCljU757Afwbdk0jf89g6wLmgMSKxi/qDk26v18yJba6Ifcp2qaug4uvq9TflIcMGbVV5",
-	"p/+FyjzB9qxnRTXt6Tvkjv54G1dV0UB3bSoD36LI1GA/vutjrKvhmU/qA33E4BN4wmq6aJrOeJKzF/ll",
-	"RmZbTCbrD0cYyvwVY7wY80smGB0mviZ92MDEC8LWJ26epYj0QIdanaoltlzL8UlvsKPXOqup0u3nIk2U",
-	"Xud32ulw3+nv8Fn32TO/u7a3trP6MdNV4mHMplN15IkD3NdHtms+gqd3UEzVnIXfSYGNv9Sv3626wbUr",
-	"azz3JG9VPUBLarPl+t2My0tRGEYftuBFIWIKbRm4qr6zItAVVrNkMtPWVJrJS9ewBVoPrVXQ5b3B2Brb",
-	"GhfG3JlQhwzDLmgJYGw5eoKv1LA3WMKVp+y1ozt02WnJUsGLEiw+5AG5EEUSiwJGgjkFNmAFiHS8Zbrs",
-	"B6X+9DCNCPHRaXIlwPhD2w3s5rDV02y9xDuEExi2DKcU9IvqV5DJWHD0DZht0RmxSB/gEetFpvgIN3d+",
-	"V/XUseSpSGhWigh4YviEwPVpDDZd0WXP9ZUP1zhA3UzlFC6Jpz+USnvQ7KxAY8lXfI26yD9FnrE2akua",
-	"ztZxHZQZO6YmrXKCs6qUkzJjg47S4CjwUmYZS3mui+cw9GupVVfmu/OtXuxe2Ip8I99Y3TUrv1Lnw+wN",
-	"IGGHZTRQe9xj5KeACDxoiblQx2tZUjHVUNpDQLh4X+3eoQn9tKD44I2Lg2jlh/QjPcFwH7Xgc3Uxqjuh",
-	"NRoM9xbBz/0e3ml1jxvCoJts4jdUqd6sbKJ1aMFT2lEbpQ0WvhE7zeeKYFETbGTL8eEKiJC0O8tQ/jbk",
-	"lCcx5exq/Xd79JP2GPjKRohEceOcKAWPgUxdQDLMrbqfLcu30/e651vX9a199EvQQjEY18sY2uNaOaV3",
-	"Gt75Otrl8Gba5ZNeg3Z5SM8/TnBs5v4eBgHweMD1XTmZO/Soa2lO2pnhaE97efwd1wRcI1VXSzuC5qOO",
-	"ElXgdM65LPhEfTtiRHMEHlyQBnC3UfEcRGxBYXWqOubUGHMrju9yaoeSyuNvL9Gtfk0OGeYVKHNe63vC",
-	"QxmZeo5w64YtSqLUd0jY0j4RuAWmnEIIjprFlKDqIoBKt8MBN5dCNp6XhNmzmCl4lqa/KPml/2BfPUhE",
-	"FpEm5fST4FhbKXLwl++wR6iTKRZXqwfkFnbwS7+Nq+grVFS8IjYI1epat1TpBjC4ZgGSbaq7ns2TshRx",
-	"Z0w6jGrQKCl+BEbNIr9EpjyoU3NUiAXPjX50ymg3YpgCnafWSdXeFcbAzW0cUx2MM4VyBdT6JXQVdSVX",
-	"S4XZjLGOvRKB6o9fpUargXet7vQah1LXxdAuEqenyN/ImczkEbr+6nqxy+yA7+sHoaQusF5Ar+51rdrt",
-	"00H0uqzRjxjKmzgSD6yKOw66mlKeiMJTy0NZdxpu1MtNkUHQfAPHW/mgIO3b8HF4OnqDAi7FCnb2gwIj",
-	"U42Ksgko3VhHprjEL0YvUrdvy1WWe4F7c+OlQvd2KzC3PF7yeE/DNa316h6W0jMF5hEt4UIFDIhwcNQ/",
-	"aQUO2MCBF0IVA3JqvgWfi7p/k1xpJEamtUbP+nD9YboDei/h86f9QFPztEYn11L1cY7vVMu/4LFuf48g",
-	"m+kKoAA/lLXSsqfMzIhfucMV+L6A2qkgmxZHTJIhQWVEJHOvDta27yg6t9KSJ5Uq4jeoOq4jvzt/+0as",
-	"Xsatm+edPndPiL8W6MHypLE+NCBR9IfuIdu1GtBmt991fjOySkElUFJ96zcyXSpx0E1TBIh3M0G0c0kP",
-	"sjecG95H4b/nnPW6uu0RXcnHrlVae9N9qJfsXQX30Mo4jeNbGxN0AI0BcRjHK0Zp607XHdr+toiqU1e4",
-	"yx4+PFVKgMiTCflHkYtfaUC+XzOU2MGHD6Ferq/VF3wNLkylJAWeeeJr04HV9APffgB10KjsTieA0xvh",
-	"PsBFw0FTnnCJujUrBCThoHbEUUmBOwPUKNLleu5gekrf6ehaj75yb9tV2q1S9olnecXXyuLRXeV1x7K+",
-	"qFIx1WQdcZ4tFshxroSC6iPGao2FJC0VmLcuxM6t773JRCxKLRjlGt+IShc6gGH6UP2v+oKJvISImQTE",
-	"foEQnk1SwXMqWDm21gPEoj3zgZ3SnYseA/SJ099K4XfWEcwqfHiuNNcsTbOV6nOIiKdOA2YLyHK8IoCg",
-	"8BqLusuemwsaRxNYWl/VW69oOUzwZCYmhs/HA5jhjRqNgUfCf7jMLgWY5MhOXtpStnjarCKCR4HMKiXd",
-	"Gi1y7lvtuxFnodxscHvbQ0/hg6K6gZ2aprQBfCMVztBSpqJQa+hZuiRy1HAyzNUikUT+jcBKJLVJYJ/b",
-	"lB6/H2rLkC+WlxpiaqiXghq7UaamI0mVnT7FUoR0EtUjgKchwJw3Px6P3ikcOW9fanmCa4kQQPAFMzVJ",
-	"IleLpB0gNGHOAsHyvuMIX3FogEgL5WkueLzGYpIFyCXwMGK64D+wdjnLsxXmp2n6OZmFkmJcG+F65CW9",
-	"JWLv9vEHG3pQUqY1av3MEwjXGDqg5FKKGCmU+KSsmDKDa5kpXyEY8Xu1Nno3w3ZoCCIWBn+PG7QyN03H",
-	"buqGWnhJ4VC9wfUJ3jlHVmSOrGRRp2lvcaFWRd0SNQGXlBvkx+1m+N5jNfcJK2FNHfW3p/gVjtJ1zWgT",
-	"3xxlxxCL5/Ft8z01Trp+bnkqnIjTHkDe/wyIVYqpWEPjjrGqWtw9+k3tpS9bwarkgW4i3EM/cnOde1MK",
-	"CuCrIjaksqEssrwkVCtBSqStLgbp1L8uk8kVVktpR2pbRexPlQJEpHWGMoINqB6Av9QffVjrXgD/p0t1",
-	"oV/adL7jqrBqHMWIPatoh+uF0mv7Pe/jUOL2Vl8NKr+Y8FJcZjkAQ49PINW80LnmBWsbt7ox0zpjNuwR",
-	"RodeN+w7l5z698CHKlV064ANj5nukfM9FGajB4aWIFO/5MR+ZIczfMwWfK2rlM3VJ090AUnQ64mJRZfK",
-	"Gj5l/BKvg2FlJi7zbLkA6gKgB84/waaYzLJkAnwMGrKDqS8VdMkLU9atWnYNc294TEkWZjUbFS795V/E",
-	"bvirtxU8IOwzQsEueDmz/mKQwdsQsEIu563RL8+Cfi8YPAuOT4JhLxj2g+EgGB4Hw2EwPAmGj4Phk2D4",
-	"NBg++3gfYLE3clSSE+47uJQqiFpvVgkZkgm8SsRnhCVvv9bUrHsZ5BTSJ93tidYMIfuU9grydWmJ9csz",
-	"dYIHz9SBHPbU8RoO1JkZDtUpGD5We3z4lA2ffbyVExPf5s/AdzVpcrfI3JfPw9ao3w/C1pvT1y8Q+ADs",
-	"PoSBxe+H7vcflmpPiJzApgfzL2qnwO8CMPo3c/epbWZ2tXs902eJuDloVDfrgEZJRN9RyqO+ACL9Vz3t",
-	"hIq3wbVczwkkxw2eaXXNgpYyouzIQp/EgK52SHIMpYYqVlMY60HnwM1YRF8HJB7Wsg4DcifQODAyWsck",
-	"OikyqGPpGbA+Rg3AyfJQEirDJizqx6+dtKh/WEtcDCVmLrLrJi7uSkYM5VfNRqQB3j4jkRr6IyvxVlmJ",
-	"NIu7rV29MZ/+kZ347bMT7aqZa0X7Ww5m+fk3yo0zFfe4OmoZi5hLDclVkLHoFHwmw9eS2W9BeLO291Ig",
-	"icPwCgCdKHGgs08+JDXj50SqBqsHqQmH1yjUx+6tYjM0dyRIbpenzel7h5emXyXHrjI3/3nz7Pr75dk9",
-	"JSS03fFQ+f/r5to1g6FPmsDQ181Yo3H9kbV2w6y13XfG9Q2RmvDxr45dZsjDhy8+l0IWSSa7Dx8yDcvW",
-	"J9/U+NiAntawCqNYE1kiat1V1Xqf4GztovGtBfQzFrNsVVRhz77frFJ+Rsl64D+StlINl7pYDZsD54v3",
-	"IufbtiYwNeQ42tOelFAOCfmZlTpu+EjVpVYBePOqG8/r44n6gb4RQ2mD4OBgdFDT1ag4L2t2DZbl8nHY",
-	"1UA/Bn+cGLCmRDFT7yMqdDA4aAaEB341uEoouALYNtOwDbQ9rik0XKsnPu9Nk+FNuYlxhpBvwl2UHapd",
-	"dy4+L5JcwP4VUhdOb0Ccb4bmWvM1ibvsv2G8esTmWbxMBRsGTGCOn9E9thpjtwfyNkNsqwSdlZQ4VOBa",
-	"o9bLN387ogeftpohtE/6+8ejvVHddUz6DHyxvu5Cva4GpD0Jcc2YNDW5PSI9ZG3fff8vB4E9LGrRPSX3",
-	"F7m47WIOWkLfkPqW1v++3lXtIhy1yNpq02FkZe+7WEm8R5qm22OnMZdEKBu8X4FaKVGUmiX6Yg3YLuKF",
-	"TuKOrZ2j2Wu8vPBsild0ucr8QHUTNG+MVQANVEzyHCA+mU1FxYHy0gde0eXoJf08MBRtCMjzCZL9bKdH",
-	"mi267n1MLqXamfpOBq4ZAARSqx6juBSGN5ruECxg+YmnSQw53SKfUyO1X8JlAmxzZlWTwli7F2tQH7KV",
-	"ZPV0K3P/QknIDDB/SeHfwxpW5G0RZ0d0a/vF2SPqcp0mqbIuR5g/RNJzroxMjAOBD3MHCxvkpU+yPG7G",
-	"11IicafJug60WxUkRJc9d2sNcpN45w1PdRvgtcg6vu2OvZFt/tdlMrkisbqfaQ6/2J+t7cCW/AWPX8ZV",
-	"EBKr3oSS6cjl9WmhPfJOUpPV5neavPmF1+CIeEP7Tu/Dts3t3OTQ7/yrOChqO7wJ9XR4PwW6JFD5w6of",
-	"Wv3r9YYDQ+XqFy85Rr7Yij+BtKKwNTrx6Hlfou3kcMxSVfS+Tzr7kkrb+K6JwC2kfqL/1VTH6HZcvJSq",
-	"DpgO9ZSXWUaNaxvK4Ruy0t+nuX0CP1H6gVryc596SKkWFc8LpjD/RVkf+6p2b3MlWt5rLfpw6poDF/xd",
-	"uGAqR6t6J9ZBW4dyxVgvjPi0U8dz/C8PH7K2k+tkYUeIV4fG2FSIWNcvIavWgUsrdQBRpG2yQ096Wm9c",
-	"yuSTyAuewlXbqfv/DXXQSuQCkxjADg90Dc3JMi+yPApYlsZGXwxsmQ9693kmEdu1EDmb8DTtstNQYuUi",
-	"diXEAhU43ZzqH5Dx5mKRYqAYgIvgXCFXghSfS2gK8rgh4QGGKowOAZNTrnSIGnMi5gm0A+HSWbbSRYWB",
-	"6k8UFfsvlDDjqeCfyOPjue/gDeiCmHHIL1aaZiIZzpOuKV0IEUpl8hePYjFJwGroziHE8bNOxdYDB0eL",
-	"EDEWcikYOXJsABkmOJTwaqs64lhngL0rSq4UP8iraVdw82Rz8ZQqUEcrcTHLsqsjSlYAtZU+U7qV2h6J",
-	"KDoYu4dyH21dWWZHRRD8CVSek4AShOdIe4wF+pkwJQfBz7R14UvEGhLuTPVKpNMRpTNQt9ZqsrG2Pyj8",
-	"UNiXJ+lF9hl7E0D+wIU5WSxOCjUzGsnIaJyhXGX5lch1eSDVZep9hCcmYu1+re7xQGOqh66YPEFcdRDK",
-	"AcIC1ZND6FjAHvf0O72O6emN0DsUsTbdVIHGAgahXMxgywpsCQyqQu3YgEojI2EP3GLg87JYb/sXfRNK",
-	"6OO5xn4H1D1KUEeFP9Bd1Z3Dk2y8fSxCzo0olO2I/GsBi4hlGkrWKM1c/VUICaQPc1EU/FKwX5diCZkY",
-	"dFqd70I5FUqji7EBtc4RwEnVL0wDJneLrKMPr8/e0V4JgHsMN8j5lCep8F4NTj22XGCqWkTSLRppjCkO",
-	"hNk0JU1YFegniHQMpJPGmqBnFP2Pv2RqDqVYfSQ3od5C8EKaMxB5Nk2R5Iip540/wXAq/qIApnKwKJdQ",
-	"eqqSTkZwrQ5AL03x6JkyG2mzkxBAYK8oCqjbj0Ydj+eJBP8wXSLQH3V8ZoLHbg/ds4nZYrbmeqz6UpKb",
-	"PKYILZqEbC6QE0F/BjPzVgqQ34AHLcyVcRL0ej1vSix6dMELXBwUlyOwptUSgYnKiqtkQXToaYq7FC8Q",
-	"OtnU6AW4A4zI1Y3OibpunikDHm55Xajf3DXsMoPLw2CdgGkFf5EUDEojoIkPnhW64NTrJ3x5OSvZctFl",
-	"p9R99YtswX9dirGGP1asZ8orIGsWNy9Mv3qXaGSMeAfuGFtGC8HX2klt0Nc0FSDDwUGzSNcB01Bs2Ktw",
-	"YSN9Rp+1NRhbDy4XZGajC6NmYMML9iGuPavc+8j3Kz4l2ZL6Ndbef3X1Y4EzuhbRO4V34YZKU9iyV9Np",
-	"zj+/EvKynFEhp521puhMLSAjR+0nUxsLyEjMzu31Opu64etBzSWmsKqUrjF1srPGVK2fb5sEinAECpQ7",
-	"AChvgwgBDH2lkFc/GGwYEDa5dV4XvFRGT2vU+r9/6R09+/hf2wH+t/Pwv+xT4ksPpxCeFGzoe6XXKMWD",
-	"pU7Wa+o/trip/4Nq//nRP89hAPhH8wgO4qn5DjdsJXZBEsOcfE1yDTfa7rQwEpcY8aC2MkrDtrqlNSdu",
-	"56+B3Vfho1tp8Xt3COrfQnq1W+fmGVnz9aJDfpGf/V0LoMiem+LreBCIQBg1OCq/CjocFZsh3ck6I3D/",
-	"wZO4T9GzgAoJ1vIh38cv5CuAmkAXfHIVtj5+sZTIz7DszaYB9g83wIE/QKV31kY33Ht0rgPol34w+KjO",
-	"T0hbFX757//9759f/eOv61f/eIHTqO5ZU5L8pi63gzhHTtmCMlhJ1BqAgj6oGbvMtKJwHysB+ahkTRCs",
-	"871hEL5R77hFzEE+UBQM7td36tCDiwR0l0doP1wDpTJPJFJ/dNlz+G3hwBaUNTxCJMbp8+fnEZtk6XIu",
-	"0flNqeshxjC0gyFNCqDoNxGrFeacw3yKuMNklpOOrUx+nsdFl1HGLyr4pBnrVIpZEsdCklIJga1pIn10",
-	"Bb/kiWQX6j5BEgk48F3mQ76b9C34PY771unpex+Rl/GdxvEpuLM3NLsZYX2qkSvN6rXSYHfirLGF44Mw",
-	"1d4tRvrbFriGBYMkiDgGPxlPafbbYGUC9EGLkUKUpdrohxMkFieNMuTaSDdPhkyheHPTYCBL03UHhbJt",
-	"DP1+h+lMGtYe9DojFkF9X9ZOhVIogdb7MiHuwOg8shbE4+OxET2htCIKZNZvqpUvUcCWMvl1KcAcwXdS",
-	"2sgzP6wesKhMylSo9tEgDyVVVaYcf0qwa0el+FxGyrIkWyRgEZqKUaAre0d///vf/370+vXR8+fAM0QF",
-	"k4ElhIK7D0yL4H0QpQfJwhXBB0wxMkaZWdwk69gZNtg2cO/NuLJQ5gIEoqZP8QSjRmEl8ZhNszyU3HEM",
-	"oudbGeJtM1cdtJU+J0VpTOaNzIrw7e0RWWQ2KZWWDJFCXGqciVqt1qj1wX6CBoZantbeYuN729O7lc5L",
-	"/F7Umaed6ebugvISlqRR3D5zxC39vu8RwthbMtSTFrZuKoePQUxMs/wCLuWdVwyKBmWRfnP8lN2n9/IG",
-	"UFLz290ADqAKBc6+kTYl/0EprnS7qAt7E0jrdwyfPIr6IJSQ3E4uUtQguS+/SfNE6U8PKuVxTNJSXyPq",
-	"FiLaNfzoQaET6/MsFeivVSqiEsCWbyFQbVL/IOrF52KjPNvHP2ecSi6LXlLQOzzHS39vVxEl1/eDQe/j",
-	"XVVPf02i1tcFaWoMLKy63DcAvxgDWaM/d2a0w7hv5WNpzmuBIXwFsMhx1e9hPAlGMAch3mdU1dv5VKNB",
-	"1K126Kx1XMN7ZFk37a+7k37fm0PtSMBdrJnblGDNqAkBP9Qm9Z62drWXzwEfh3Ijzd5LXUMXdNL1QrCi",
-	"5OuRobqyhrM+LUsJeeyg3ilhtq8xfCCuNquXveb5lSiZVtiup5B9BSq2fw3z937RR31TUfFeGAMF9hiu",
-	"0T2xnT1LbW/p8UFYu1KNpkmbqsGRXds5lGQ8g0Ll8fTWgJ0N+WReehL2IwrlnC+Ifx9ESMHapgYCeAM7",
-	"mMBN0XVHvj0oKHEMTeSRMlQx3GNN5JEh/dfG8si3lpkxlkcQVlYbEXzYnXEoI6xKFpGySLOEjNeONY1P",
-	"xXZQqhHzWwdij3UeCI6NkhbQNWZsWgjAuCrhY5OxZIEONBsE30YV1WqzI+biHfaVzGj0H0Y+Y1qTY1Zb",
-	"Hh8xX6TZWqh/DJVQIrmtzl3Jk+uEAr63vf4WiUvNawdFLpydulNzxZnpmmkZOfd4gidTtUv5X39I+ANI",
-	"+A+C8HtNcrAOQK3AT+9WyKelyA8WZUE3DTYKQnvMOOblGq8P1gyUocS0FXwWCY1cMWSgNZJlcj+Roho6",
-	"TOhj+PsLfcCK3E75gyaGfwQ/9gt++Gfhq+tucKwPEvjwB5JNXThswAY9tQSDYWcEkMtpIhPENiYQM8ku",
-	"/iEmJkFRe7B0Y9bj1AxFR6oZhqoW7FRErpmIxW9ulgl7OgiYSaZgYetTsghbX6JO4JLWQwAERBJ8SPHV",
-	"5lx3694xCuWY1eUWAgYJWVGAaQwcypSAZvw+iSyS2KqklXDFZqF2+3iDXRj1L1v6aPDFKk2DnnHV/bQo",
-	"RJqiR/M6Bq7t7F3rR/iuqpiz6+VEewxTJW26i/VOFclO10j/itRGU2Z4uVhkOYGP6UWQRX9zbelfNAqh",
-	"Zue+hyG+gSz2IhAgjK8bgnD7vEE+6txfRxh1IOm6GqnodwInPgFON5BQ7cFQ06p4EQfmBxxC2RRxYG2u",
-	"pxRztZXBSpDcCU9Th0WRy/WKrzsmRoESeP8ghXrJtaIUDZPXHKxQUu/60YpgMPy2AQtvfF8tWKGGfSfx",
-	"ChDmdx+wGHo4xp4bsXCvPMoE1XcAAhWtnvF08OWw4QpvMe9R1KK6ye4yYmFOuCsyDxazQOQNsWB4aqpx",
-	"bPF4rVNImsIZ8PlGYipHv8x0+lC3StG6WbQdop69q+BVql76+t71DNzvnQ5+o7DF/TJd/3BrVctdfGtT",
-	"V3I5EY9oVxTXUbGw+I3+ZTXNrC2alB7IKePEPVet3DwCPZhospd5LuQE85ZXMyS1wVrTyA0d6GoZkAVt",
-	"sRtd9trvl7IjIecOFbVJPj+ilFgYwJHu8CQXxEvWIGdglk71JH2bGgP16/9slVVW4W6p9TH3wsMq/JnL",
-	"K/bip/eYm0CLBt/oD3G5Qi3pTDODWjM/fXheb0Z/6DdzUA3Cn8J7pELU1laLBNqQh5MIcGZof7uKBEqH",
-	"G5FdSl00pR0hj1uSSSBEQmyvrqLSHnTUrV/qdQilPpAR/VEtA++q2fjEiFiSq9Is6ig1wmVI5HNomtLu",
-	"7Uxf8EIYmRMAq+K5/mekH/f796AwPxiZjE5/yZCWHin73RcoQeawOuo+gmG5LEqqPJWUY6smkezTekON",
-	"o9MtWRNKl//ycSdgEdXk0fxUemmcdQCq/fbwCbFi+MV+qtSkltpxWxUAEPtWEQR+L8OKFUoq1Nb0Gw10",
-	"9QuoIYklloCE13fGbi3FbTyZoQzlzyD/y+y8sq+0XgSby1u/Di0ppvjjRD98WOZcFlORh/JClCuB76ic",
-	"1YcPIf6rJxfCMd5+hrR0sw6wB/yeBUjoZllV9WsL1jZ0qQiA/PHdS6YJOWHbYeXUUPoHr1YA1y4G5PF7",
-	"WyQXujzkdFkAVwm4acvsvHI0ms5VyfNL4R4Qk+ybyEuWJlcCt7xtp9NEB8rznK/d8p+m0N4DlsTFCAlI",
-	"spy4L/QEESIdZh4UDc37oqa6zih6YhlFfUqHKFDKWbaC5gWfzLaoBrd3Mtulhyu25SwHkDvty0PqrDha",
-	"9ppx9BpGizOkO7Va9PLX3TWeEJW2yqreT9qT426i3cUvnYdtVfeg8rr+gMT2Tx+e66SPqvgulMpzKzPI",
-	"9Tv7/hy9/e6Qau1Jr9dHpix9Zmo0r/rzO+3EIHjS6x1/PHRJd19M3Ft2VL94KFE8GiG2+W65Sz0QHO91",
-	"BXAPOlV/NLclVSXm04OTqoZS12m8a1JVrXU26X9bFUyrlYZSPzFmVR2arrOADfRVN/YUjMD8S1/v+mXI",
-	"RtLwui47MyqG3n2+llzfi0pR0BShrMwyIMtasxn/JJjM6gVwITzCncWeZMs0ZtME5ezcYXJ11a4/mFw3",
-	"MLme2mlSBwTmnZjtTXaGvzVZ2xshiHM7aHT1hq2w1emy17ausUMTW2lOh+k308SSEPmDJdbypSMD3idx",
-	"C7ZYy7WpcR2msoGWd/0/GGP396VVNru7x7+CU+3JBgKS3olDDnusuWHdy0N9PnjSfYzVauwdQUlF5iNo",
-	"Fi8Nk0JEXK0evyx44oyJC+44a4mErdGw73yEiUk8FQX56PT9Q+FCTQFJjjxDCbnRy2eoat/xvEx46vo1",
-	"WJ1M92ty2bo0s4Gzbo3MOL2Bs279Qa/XPWlYOPvF11g5Itn11q6+bMeVZXvNlf21ad20k/cbUAzTcMyy",
-	"ZFIcZdPp/SQBNibJ74QE+LWn7e9LBazNlRsSAcNLtZy2RspM8LSc/XOjfXJKZet4ARw1BGNkizwDDkcI",
-	"BhXsh7Ozd8CCaxBvZbakhJmYl1wp8F32JqNLTl3lQsQi7tb0Hd2fWysTPE0+VaEsaSNV2aGu1N88CvHs",
-	"Kmx9OaRxrqc8KRiMrYu7SkyWeaJ0jV8+unvslTq52D8TCl0XpZgfztz9AZYKt9GcJ+mjQmAMvTnO8del",
-	"gFwiQ4WK5X6JSrec5dnycmZIdFlzIANNjUky5ylLYjBIufc8lf9H3G6nywwsCxWr2vNMdbowr0/KIJSr",
-	"GS81LXOSQxR25FK4AgPnssS8UNs4Ff4AU82QmmJd4FCq15i3aD7SB4b7DowRt1sNlc4DdiHUGcSohzaO",
-	"sMY98H1V7CWT1ABAknak2u/a2Rz5L3yDFJ9UWRiqUGq2Yidm5CqpfsX9105jTtwY+QVCSbORzedoUDuB",
-	"ZJ6k1TgyktCcvnupiVONkMCJgVQ1cHPMweZ9+PDDEuHewGmQxeuHD6EPf+aFeDxUvf/p7Pujp1CJeETs",
-	"ulzGPI8ZTxczfqG5YhY8jhN5GSBltKGp/un9q6OCT4V9GmpHy8XSKUSJPx2zNJGCXeSCXxUEvMY5oM5A",
-	"NWTVOSo93WWnco12gEgLPyVOL1uBw0MCRSxsga1FHepqAS6ZWCiZFuM7XLMJhw/ElbLkiVSH5M1Pr9hk",
-	"xnM+KUWOkSv6fSjphWgXYXAEfucNLiN0OnyZZ6ltrWBtmQF7r4ByqP9AbawDl4Sybi4EGub4WqjJnah7",
-	"5PWrQB3JUh3jVZ6UpZC4GaqnL5S8YNF8mZaJujMf8RQMlBLonGEpOVukPJFHMBfqGRaLPPkkYlsnXL2P",
-	"tZVleJnzxawIQumML0Cka1KKOfytNEQIzhQd49uGFlTjFHKCeXYGBU6JC8GWC3VC+72g14P/1zvTnTFE",
-	"g4HKYJ5nr5M/d2iPn8ZxLopCFN2HDzEWhx9ErK1dcRCunJDv5QL+ykWNaBUzPbOpOpbUZICE0lGaTXj6",
-	"b3E254nslmmMaZ7Pk2KR8jV7w+eChcte73hSfRA+FVHATj989/KlrdRbLPhEFGPDMNXv9VguJski0fy/",
-	"SMaPc027TJ0F7mw1KKpr4hjVzabVQhqMC9iaZvnc5yh2kiyIWpu19WKaqvc6Qo4Ndro0l06/iTnc25oX",
-	"sCsXC8FzNS5zAGj5XiXyCpfOjyR6BRE9nxluOecN5Dz1vUiGpF3XUNSUMED0XCmvSKnNyORsygt7Xi0i",
-	"/0vKgvluWfQsQoz9MxwMz8WJoteUSQ5lPZLM2uReI1dkvVwjr3aYeLYKf8idMTkia+M2LnFy6IDSSj3x",
-	"RhPKtwYe4G0Ol7XRrY/gzBBsGFvXi7oRSn+SO97SJQUsJ3JIV3uDBGn+cALMwQ6lOIKLOikcxmmbFE0b",
-	"8gEzR5m1ozKLyKmvpIH+U+3hDm0gzJGipusGCNT8IJ8lIE6yqVYDcF+4PdV+eoPucF3IrOpBTkpNNORt",
-	"uqW6ZrzDEICeU4MyPChqewRy1e008XlGPjUzJ3QE30pGevvDh9XVQbp9JacyORF6c0fqMorYNEuVrtfW",
-	"uTgDWoFQwkuheInZq7DQReBphlo2wdkkaYosJAWooFg4oJjzND1XwzzPpufqAiGdF1d9cHLiXhiaq1zd",
-	"cnDjd9QBkmIVyug1Duzo5XOAE4PInuTz7n/8j//1b1jYQr3zQcFQghvprWdB3a3YBAQFzNnCQghODQxl",
-	"8gjcv9wt9GE4qgbDgNizqRBDR8023e1QxANCS+B7wee6lISySNe4MFACL6KViwIkEI/CFhxZAoOgm59A",
-	"EIFJtzMFa0CTTEpIGsaek2YEmoE5T4t0TXtFPwegLCD9u8yVcsyoWIcmCEQtFs0Iv0xEwTJd3AULh9hg",
-	"kFMwgrU/nJ2+Pzt79UGdM/UfDjt8mlwuIcLOl+r4lsB0F1uwlKkQgyR3aXaZKP0KkaO8LNWEGOuGiAxf",
-	"v3z9AnaKuhrUE1nO8zWb8iRd5gJwYqpnoYyGnz9HmpSf655qhTLOVijltH2Cxe3hACSSDdg8kctSFB08",
-	"/2WeqC2D3L79gA0CNgzYf/yP/6WfY22tHXDJZtnSBnBpHIUySKY6u+6pUu7wiwDYOvSZ1ezBC5HPuQTP",
-	"Z2VkLDrxBmZsHGs+Sgui0yLeXa0sh0pAqyyPqTCJI0MIcIRlPwwlM3CyFWpff1Crw1PdFpn0omDFTMcV",
-	"s2V5kX22GA0hY9SGjA6wSiZCGalJCr9Ys3wpx84DKA61uyBORMziJaSxcjOhzsI43YQ94osOZctua9mu",
-	"ijtJuj5KKBNl6uQQi4OOd7pMI4FZya8EK5e5LEYAFlKHK5s6PgGof623xoDFSyVvzdnCG8ksHG18v06R",
-	"LpvMpftVISaZ1LAs5yyRPyumEJDS8WSZrnVNqSIzBZvmqkHbFdsPJWZCqQvM1CKYdiq5uiimVF0Dx65H",
-	"2taTgacXTIFQDu37aL+PURjMYYBmUpGUg5cYzzS/iZeCdHzzarU6BSyAvTLnHW0IuvK9LishOE+idawU",
-	"yA0GvboZIyyNrqWjEth0Qgg03BD3VI18EJAucSNUGEKkskUiKnUAAMiIX0CBGch7VR+s6Q5TqtvYGvxk",
-	"p1WMfNeLqLpaBaG1+oNW0LqYTFqjFs8ns+ST+Dc+mYuuBq0FrQsYT+vdD6dHF4Pi6avj06NW0IJfJHKa",
-	"/dsEHff6FwEzzn+ywLiU3GsUL/F6PW2y5Vuj1lSeHL1btYKWNR5bo9Y/uEyK6vvQDYkqawU4n9XV9K1h",
-	"vy0TZObgv374y9+Ki788LV6+WMwu5uk/X56tPk2eD//UagLvWS0RKmV4Yzwb/Pv83//7yz9VR/nf1CjZ",
-	"239maUET2DhumsQv1/Dcvqa9eqdwPxrId2j81qLkWr90reiCbTSZd8bMwetk529UdwTVfT63ipjTi77P",
-	"8vnGwbkOrar/QSmS4HrYb2gXk8nItDswSajEvJXl8/oL2tB8AJXWwanROcSAX2rf2L5L6rhF9huqGuk2",
-	"N96tRnHBY7rPq9ANe9otdEPTaUyJgHznALQ7TAmKkSFfrniyw9ZIt6w0UvmAQEWk0l8uUw5QfTWbygwJ",
-	"qRzQb/2g//TLf7k5h7OeAbwj/OFrByqNnR7Za8E2Ontv188sXp9l2atMXlYBq+CpBFtlm4PyNoulPlLL",
-	"RMWl9HKlUO1IzVG/h/9zqyFqbZ52ZHWYRtn3Ah/1yMZ+q7QxkoIYaP2y2xJziORSfofXXZ3mvHIL2/iQ",
-	"I/m3QXEaxYW5W0dNTrbd77j1cJ8LntbHio7DQ4yQ1KORdRbe5aBuBLGa81RdQiI+1fqLNx3V6A73b4vr",
-	"3+4onlHWGDd63hg4IFZN9KvdambmSVEk8hK4Datn1WCLDTsgPX0IKbTIlbFRrlnYwo/89m8+Ipm91x5Z",
-	"f0B2rtksS2OIaWrV9NqLxR1MtlktB499yyGUP519/7Tp/GFoUcfqTFRxT4ULlqN0GoK4XKWhW/R7mX5n",
-	"tNvtnd8UAr3VQLY0evNBocXsD+evaEW76ImGjrvdvjmkhYBLoI5sUFTd2dU6zy2UVaP73DTwfKv5LrPs",
-	"Fc8vRZM0UjKFdCT2OvnzteQQRH9Uwzn6Z/q94dOTJ4977GJdilt3GaFmOhJURebmQr/TDbzutRoj1h+4",
-	"Pwq8KC7PDVXP7UgtEO+/QWmroGL8eKJxQGcruZOLY6fWdiCODhwOgSJrZTTdKFsDyAfzKXjZCAmn5IZ9",
-	"9TjtNRmBybqczA6n1JhBNiimtaBz0zD92PH1NVM7IvdVhxhTXfs8ZZRtfYerZXRSPTBCf35TmtO/khv7",
-	"HrIaU9APY77k5HawjuBy/Lh3+cf5olwDuzaiGYFUZjMm1kQibTBOg1wpElboUJjS0DDagICxsmD4UnUj",
-	"IBi8HIfSMhX8cHb2jj18eNI7fvgQoi+wvThLMx6zC55yOcEgVJZPZqIoc16qPQiREheYC7CObMryrASf",
-	"IkWndSwV1tJEUk96x5GJ8OpYVQNat8FPT1N1a/cmtOMfu/fw0b8iXBd6DgfkpHd8fTKq9/W5OHP3WCXs",
-	"2iBg1GsdTlH9w6Xkn3iS8osU2CtoJ4KShVvxWwucNxnxCwa2ni3tx61oZzVjyVeEO5e8uNpJ7IJMLkw9",
-	"24T5YVVekESjqzYwggCUsBCIRUZjNdAYHbWcidSZnn6OIUkkAwUGuJfzgEstV6NGuUowKAujANykZUc5",
-	"PoFYYSh5USSXUghLKMLaXK4Jm+yxzXTYFqYRRHVRazmClNIVXxfVB6mErUZ1XwmxKNRda3LpYM5nYq0b",
-	"i5Eiw7DTwej6SgtZZfmVYdgAqNOAxZkUY710mmyA8QK+QACEFExmK9YmaJo6vghPTuZCQ7Xgbxo+ttLp",
-	"YoGO86LkuU4uhg+miUyKWYQpwU7xDvbDD6PXr6MAjoWhCLEz8aDA1/xT9QigQmrSKVUW4MQuMOtB0Rn7",
-	"PXBXQ2arcaU7ScGyBdUNAJ7UTIfUQ+m202WnkEqOt0gCNWXq2lI7wgy0wdExFT+PAhYNhuqPDqQbO4By",
-	"C4M0uZlO0jgBWurq9KbUd0RJ+2DLhihmc8vNHN1Uacqr+JIU57OsjFgfsCAAslvml0LZLry4GkPFlETG",
-	"Ij8n7AvM8ZVYYJae/rYYhzJSkgy+rrrh2mWezOdKM0PUUyZFweI8WyzUZ7lYCF5So5mciEZ+GClW0KWN",
-	"9UbVl7dnZmkmXqH95fGvqA1xDCwsZlvVvge9GacYK5hmQOIChen5RbbE5c+mSL6BN0HL/FNzUQ76e19W",
-	"Z2YS7ppW/HmtjukeJ2o3nbiZS9/H67fcrsqbzm0jYj8mdTpNmv9KNrd3wfh3xc7RUYvWaCJGYeldUqyt",
-	"3lHol9wybEsb+o3DGbpPcqR5/gvCM95OT1Fw3CzQEWjehQ1GJ0v22BtNJqdB9xwuqANH/c9waXzAU90w",
-	"4hjce0mhAVuUopPvucXxJY7X8ELolhxxcijOoX247m8U+Dkok4+R7veWxEf10NHY4XTub7U7PPegj+/B",
-	"s+MKmc3sOlv1CJbyUhQlbs5QWiYdVx3azKijse9Gucl0giKM3jLiQAKHurdPSQ2tEbkYrdshbzFeBq1E",
-	"s3ak/4QHoIAcZh8aZll6NerLubANq22j28mmAJdTWmgJMFAEgzrPGjsgd6h71A8eFCxWuksJ0Pl2lmsd",
-	"RH3ZCWyypLrGcXXmJoUArIBdLDR7M88wSzwTyuszz2gJ2SSSiXIGuG02c86c6VU2lDBsOyOMr2c3Wwys",
-	"ZjCMPnyIdlgLoWz7DcllmlqPFmw6yr7U8lkZDyglkViczCfMEVM2UaTUVqsCo+YbsJ4a0piRQlvRZjfp",
-	"nvsUXfjO3QNeIWhQNZuqKzgKaVWPc4XvNMvnvMQSCwC8mScymS/noHbWqi8EG6tBOKca0jN5qvrZ1DEN",
-	"2rxVL74uYc9/MpYb5+weiuFmz+oRJ0juYYhCmgwe5EzRDg7iQXE8nHRYKywoA48FRbWLTCFG5HjMLNoK",
-	"GylbWD+G8qPhuWPzXC6KZVrehOPEubzo6duznlgfgP0MhVaoNpRLi4ITS6Qo5HRrjOzZXoH4hvzKGxBT",
-	"eYOzBVIMGuZiWR4AqHIwNROk2++ElWXz6W7QT6/Pv3KmrzSrsF6zxohbVmTBi0KDo0wiIFzZW+oVh9IW",
-	"LOZFo5pHdqXh4khyR3UbO3QSEbzsDRLuNVRZd12tA4YiwtE2R5RG6vtN2yvDXumwNFN2MXpdO+g5WI1Z",
-	"n+UiWwgJVT0hfTYVPC9IN/QaHodSTZi+gygIlkCyDjmPG37VZRHKLeMzw39C4rz4LCZLTFbcoZ/lQm0B",
-	"SIVMStau+3ZN9uwGRa3qk42UEI2oIHOhQYygoI3JL6keBH+q9ddai1qtjvHT5wKXHqYDnA2NbntwLTsK",
-	"flHyNeTFqyspCmzUILAuUJgKVPk42APRu7cfzpgbPIm6xr7ZrBJPuGRFmaSpMuppJ5FmbMjAXUQcZf4D",
-	"8A8rV2va93feJoBEV6oxlRRQWBtvYDQAV3lSWuPAob7GhK2VjVBN4GDq0xjKyClJzdqgGJ9ztYvkJF3G",
-	"Iu7sU1RWTcphClQPQRfGvatM78tcAKmLEnRKj5Dic8lWQihT3CnfM7iWk/QrlOn5nTiSmqsNvcZL3Y/j",
-	"kX9kO6wJTo9a4z9qDB1WIfgetkJA10zgCnKI1KAw3OTGuoN6QytxMcuyq4OVzC6WF+ZnzMhSdTGb7M80",
-	"uxxjuQn6ADmvVnxt7vTA2HeJ+aFJDE7KfWQdDewwFbT7g99DCe2tP/gZ58vGFP4zFLWmTeLv2oaKX/Tc",
-	"XZ9Atc0puXifml/eIfQSrDXFgYk+O+MLZUSvRN3KpW8PmBLturB0vTwrsmQX55lUz5lIfyhPehbHe9Lr",
-	"dRDMLj6BczaC/+LbDPuZ7sQRlNWPlMkc6bohoiiteCBGhIjGFGl25anGSULr9FC2LCfZXICKpMVGFIQy",
-	"wuRw3IyRekHEHuEf5/QVNEjqpF4TeJA6ACg68n3INnUYXJsyI2KRCZ8LehoRRqiBEmFEYAEcJVdaOVVS",
-	"k91QvpClWnmGlDCArT7usZivC1I3lV4eb5dzevfs8G+eVfaD7+McNDsS7Y45rIez6V0LhF3aVmmXQSM3",
-	"adDftc1Nn/SCFiUSgmtsx5tu7+dMs1rKpCYWgTgPZzXf3d2RXQdhS5/RsDV6RvzK2oNHDqQuanHoQsPD",
-	"GKpXhC06dfCwOXau71D1G2rU9tSbVMet3y5e4m4+nxdha3R80sTeTD7CPvj+LNnz41v0u1/pN0qBhk6f",
-	"9I69ToMcOOkdN3S+P9jSeXRcai7kb3stn4Kc17dDml3ew0vau9DS7BJl6de/qX/2BOza+tv0JXHtYnzm",
-	"1iYM2HHYwtsHvQx5loqi06WqfY06yggdWkSOou6sAnlY8Mat+FkwqkrUWRhGpfLoRUSXEJDCEaMWPYH/",
-	"KiLWJkBYzrJ5UpYiHjGeph1WZixa5qm6U6W+6xeq/7ieQSgpWJjlsXX+4HNTAVQ21sUyEQFDVKVWPj5o",
-	"MlVagCKUxUJMkilJVVao27GNdIiFp0+wP9lXEVrBfK3u36Lk8wWoBfpT9WpeLnOhfht96gcWu27pXkEL",
-	"eH363dGHH04HJ4/BZxf9Zt/7pftb7S1fur9dZPH6S+Qw+xZikkM1tiux7nhkpao9I8BY2PoNC6F96f6G",
-	"q/ElbAUsbJnW1VPvv/+OHR8fP1NfxLzk6rPf7EyDmyyUUI4RPnmEIWRAa9XKLhoH4ZcvgL9EvWbw+bNO",
-	"Puj3KPeggCC6kfZjxquEs5oLihi0ILK0nalrGMpZtswLxpH9FLxh////N+ix/4v9Q229vBPQhk2gyD6N",
-	"0XkZyDMOJZalKEK54gnAA9Tcq83pnqJOl/0MV61uZ8YLzSKkjuNgyLA7SGTlSh4nGb+KKofymvjVOX4S",
-	"dcZMSH6RgkFbMn7J1ZK0K8omXlNENBth+cMRU6Iq6oCbeC4K/TKt9lrquVCCG6mw3YEHEOgJx9bh1fL0",
-	"P/B6qoMM1vSsLBfF6NEjDMCrf8E/NOJEU0NrvrIx2PYztXoaKnaBwI1cFFn6CfhFOVvkySfg9EuzbHHB",
-	"J1fIfXsEhCgm9RKyVWQmjxbLizSZmDzkpUxFQTWKUftVt1WaZqsC/d8/v/jzD2/f/nh++urV259fPD9/",
-	"8+Ls57fvf/wQEamnYUqclEuepmsWJzwFKrHCFjsvie5LXzq41XKBuL/CwCimGSYosjZnx58/I6addDes",
-	"bwrnG6dzNSvE5LxJmgyGamoeD1nOZZzNMW1zrGVs4BABhnIOuTiZFCgt8AUOIgaPKVwpM5ELY1lQkVJy",
-	"Jm/cckihbPkqhZzk60Xp7m3syQMlob57//r8w4vv3r84O//xxd8jzdNIl5HeKLBHr4TNFdB6k6VaBCUq",
-	"qgKJI63dGUixu1uVlMPh6yfwX0pcVQpJhvJxz5aSpCET96WdQQnca0QyKeLOFhvrEDUl4U5VikqiG6OI",
-	"3ceqjvZhLSc6n+HF+3fKmMI7uzX6pR8MPgatZZ62Ri19YOGO1IxT3Uk2fzTJ56291cWf3THerc89yy+A",
-	"IW2n8ouq0luZrlsbKzR+wM1xAQnDd5fWZUtkm90XtvBwv57++Ndn+dO//Pj3X/Oz1T9+evf86ctX7/79",
-	"ZTZ4xV/xDytMArshYoQEZyNlxymLRVEmEtWhRFo5y6QoV1m+Oz9+macj1u911f+eUOHi24jq+wAgqIoM",
-	"myUJK3c/TB2TxrcLx/ABOv2jWFfTVfW+Z5z99P6VlhRWlaPr/2vaSNhX3zraiqDd5tBEdK23kL5dU3Vd",
-	"qpsH6SeBX3KkdSi6odC36BWgqClqFGrXn/ISwIfqbk/k5XmRyIlwEnRJwS5RBRI8BgXyQgjJ6CddhlNC",
-	"ygNiTwmGyU7Zr8tkcmV8q9mqUNaHO+IiYBEcIzBL0Of6J9bfdkkRxPEbyeg6wO2t9NXNr4BsAzG9zFOQ",
-	"0VuvR/Dh0LUa6ns11Ne0+iSkawchZuRI+ggIMOtRh6Jr/nVNdbzU/gvpLIWtynZzfGB2x1n4mLftHKQZ",
-	"lDOJd7iYDiZNK9vxXrqJrNBrcpZ8XRlY9w+VoihvFlj9AFy91rui5N96YWMnXQxkAOaaRyP0HlhXvdKQ",
-	"k/hL1LGuFRlbe6eo2Tu0fd3JUxq/ul5ktqLgDdreaC8s+LLARGG9g8kacBgLNAM11NVXshPtOCp2kYPM",
-	"xOeVSVVzM5CDRHNMCwk09aXjHAxlml2akPCIOZEfZaINPn+GwAzQrXcCgyJTwkfNHQVybHFWMKbUg0ho",
-	"wNqr2VqNFz0DY8JKqQcc76+18DxHVKFs9FCearcCpHmAoZWkqfXxGzC3EelbJPyZKMrfVUAbF6uOvDFb",
-	"xGyPASivd6flO8ELLbOvHcGAepzeIQxbEGc8ng74s4m2Br5xBODMOZQa6qn2phUGvw8tGUhd/KFhkv1X",
-	"vBLUgX2PUDnvYrgmVte7GnYCd2tAnFC2HaitvihdogZDHe9kIxlG01xZe4DCBZ9/KE0IIXBiBZQlZd5c",
-	"gWn6IZOoa1T0UE55Wgi8UIxbGfjU1YQb92c5E3N7q2CiHN6NahhrYXED4J9T95Xj9UQPlTEBqtM0pgJC",
-	"4MVFeK4MJUCAEWCpHXvqhuATjXiCD8csAlocca4fgn6j4w4KqID7LpQ2UM94Crwk5nIm/6L+5yVP5Cbn",
-	"mOsG+xI5rjL0a2nf34ob51+Afnm87rbcLrfHh+KS6pNyzdvmZ7cX99INdXPB7eEgXaIZtbe/uvtKtf7l",
-	"riwF43NxNiWkbS3TtPM7uVtQBH9TFFnV7+LTGf3WulCiKz9dlrPW6JePXz6qr5UMbMIFIRJgYivJQDxJ",
-	"xOxizSIlx1i+lFHLdTuPHj2CX8yyohw97T3tQQIgDbcJd2QBZYgzQ+5f9TI0RfBK6VroDvgT6qmQTo6m",
-	"EqTtVFzyFF39IFhlbDyhVE4MYVlJzhazTEJpQqB5KyjG8+syKZJSFN1qUmciisb3+7XKsqmbXpBU2oFn",
-	"m5rB9CAyHJLc8Qc5v0fob/3HzwVPzY/ZZZbFhSk2WGDNG566HYF/NzWUTZZUCrvaDadvlRe47erfN7Rd",
-	"KUvt/EqXnq7/5m+YPuE7+x4Uhn/Dn17n04a2XiCZH1T/dMsBLwuRFw88tk63UaD6q7f2AQ7GkdoZS3Uy",
-	"nISiaZ07w+2kebChVV1WmbYisY6xRZ5dCGzYI+rD51yqPrfnxFDWsNe8uZyQ+ghlvhbLNAVEBqNyukmJ",
-	"mA2nXfQmN80JaitWY6svHHmiy0xLyAsRs5/ev3L7bWTjrp7zOE6IPIoUXj1ta52R706HKMtEXjY1+1Zr",
-	"PwWa3iT10IW7zuhc2VpvHviEyh6BgokFukIZOWKc4vbQN/T3ghYcZxOlIGjZ353HgLKYpInaoFS/DjW/",
-	"oqwWm+MpMIRBvFIKgTXY5oHm0NLp0GsWZ3Z9dWh4WmntgeNroKVR46GuoH6ol97eVV8+fvk/AQAA//8=",
+	"7L3rcttGuij6Kl3c65RJD0SRsuzEVE3tUWxnxSvxZWxlsmeFXkSLaJIYgd0MGpTMJKrav06d37tO1X6D",
+	"8yL7TdaTnPouDTRAkAQpKXNZM7VWTAGNvn793S+/tMZmvjBa6cy2Br+01Gc5XyQKf59H81jbdzpZwV92",
+	"OZ/LdNUatM61MAuVyiw2WpiJkNguEJcrIbXJZioVqUlUK2hdy2Sp4OOxiVRr0DrtPWkFLZWmJm0NWkYn",
+	"K/5YzOVKREZks9i2gtZCTlVr0KMfFn+l5oZ+2ExmS9sacDf5IK3W7W3Q+kpGL2WmKhMWkcyUyGYyE5FR",
+	"VmiTiYVMbf0ce94cf1qqdAVt5VxlKhXDFnQ1bA2EzdJYT4v+5jIbz0Q2U2Ji0rnM8qZ3Xc+/GhPZ15Et",
+	"r2kKT0dxZEVM40sxNvO5PLIKZpupSCSxzeB84sgesM58gMpi9SN/ramaLhOZCvV5kSprASKGrf/4sXf0",
+	"/NPv2gH923n8L4fvQs9tw7eL+Dc42VFmtq73ns/2g/ppqWxWXdQkVklEq5rIOLHiWiZxhBdu57pS6lJc",
+	"mmg14J6GLS3nCLWLFK5utsofAfjMY2tjPb3TYl6Y+ULq1VuTfW2WOiqv6A0NEIhIJQpA06Qi1texjS8T",
+	"JcZmqTOVLmSarWqXd+otz28s+r1eH498gmPew/zfpS+VTOBY4lRVVvFWxYjcxtR0FEdCm1RESibwexpf",
+	"q93H433sfRtbkbox77YKnclx9m5yToiYV1Vex5ga8bgOd+AzsVCpJazuTbTt0Lq/+Y9sACvQRqtOg1W7",
+	"IQdCG2GX41nNkID9q9Bw+F7AQW4FxzIUwlHshD5oJJ7cH9S9NOPlXOlsn3nyJ7vnyg3Fl/c5X13BwPDk",
+	"TGAjgKb++rT0MkmKWTUd3i7HY2U9wtXq4wxeA3BomayxJEutPi/UGLCLVem1SsVELpNMtCOVIQ5FdiPW",
+	"iMa5RWKmgVjqSKVMzAh1xlEdRD8tQXTM8xD4QLSLb8Xp5eT5yeTJ0y++uHxyGsln8slYPT95HvVUT51+",
+	"8eRZ505H4Dbg31Vq/ituAjEEb9XN68ptea2tSjMVedAI69HqRsTRw4Hls16PIPPdMns3+SD1dI1H0cv5",
+	"pUoRXUqxMDYGQv7ICrucByIzRiQynSJvIeLMEs3eiVIldwvrNEtk9FIYfCDkHFCoFVJHMIQVy4XIjHhe",
+	"+V/3+fNA/LSUOouzWG1o1X3+/PmdwPWDGps0su/0ezlVF8Z8B0stb1BKTUZGQ+9CXpprhUc3l5/j+XJ+",
+	"ACtX7hIYH96s+RJYIyVkJubGZoLg+fDlfa+vtLnRyKOXV4WPgPcmPk6mCnEw372xzGRipkt1Bk9ngOVj",
+	"ht+diD3nzAcCf4rnz78M4OAKJL82zN1u2w/qcmbMVT2VOhd2eWnHabzIBUJmF+QYiXnOJ+xc2Q2NI/on",
+	"90KvboPWTMlIpXg0ry7kFP6NVD5ZnP2Nklcik9OcA0nVIlmJtlVKhLGemK73RRiIby4u3gPzcq00PLGd",
+	"M2EVbHkmLuX4CrY+fD05emu0OnoDgkPYhSWSYN0atH44Hrau/sfb6yPz8d+++O5Pr6PzP/4RJYmcAxxk",
+	"6VIFLTueqbmEKS9kBoi2NWj9B3z94/nRv8ujn3tHz0dHn343bP1LK2hlqwV0ToIL37wsXR2dTzKVri/7",
+	"oxobDbBpxI2EmauJSRUjzM9ZTgVu4mxGu5KZK6XhKAMhoU9EXHOpVyiiqEjIZTaDLRmjnGKDtT5hEfNF",
+	"JiapmTOvl8TAoMgoAuGxtE39bfsxjzUiBmjFCwdSNFUpgesPPxydF7NRNaee3MiVFeFXSqYqDQO3TiB/",
+	"ErhRaUWIEDXyD798kPQx0b7fD1uxRilthBs1bAVi7fvfD1tLwhcBCMywNrgaqbo2VyoS/OFWSKge8y1c",
+	"CsZ7COWIdoD1JfJYXjY8L60BWNmgFWuHRFsBioXM6Y6Qbm6eDAnDtPnP4B7vOBeaG7OltfPjd6U5frl5",
+	"jtz8QebJGpfyBF9UVCyA3hFtKEbFHl6XGviguVwBQlEyE22jVU7+hZLjmcjiueqUoepJrx886Z206pec",
+	"4/6tC57Lz98pPc1mrcFJr4eIM0cga7qZWuTxegL4C9HX+i5czJQIAZ2GiO0ZYSK9oQs9M0lkRdukInwc",
+	"ds7EzUxpwI82i5NEUGeXyvKFWySrAH9KbW+IoQmf9E7FW5OJNyaKJ7GKQryhwOdI1Gw0RKm4hUQDij0s",
+	"IefWhn3r476tbwyrob5OzXx9Y76OU5uJSK4cUCxUGpsI2G/iw1GF5DcKWekUPrJibnQ2q0DDSe/k2VG/",
+	"f9TrbwAI/B4waqsW4uF1a8s6Lsz6Kr6TOxZh4CVzGIi0hLnRKn1kEZ7Fz0arDcvoP922jMzsuYg/LuPx",
+	"Fes46vDJC0+XcCbCQqURAt4NGceFCKmXJpt1fEVMmRxtREJFp6274Bxcyja8fdD8t2P2Q2d7C7jHLoy2",
+	"ZCh4az6qcaqyb9WKWDudKY1KTblYJMwQHP/FwlrKJoZIySiJqzoFwC+RzOSltEpEqGbLHHIANMCglxsh",
+	"HlmRd1QnsvpGBxB647ESSy2vZZzIy0QNsLdNA8Jg8VzdSUrQhrfGUyYacaVWwEdO4ukyrWX7yzNn5tjm",
+	"okRlASzOz6QV2ogXH96MPr568eHVxejbV38GPk/pcbpaIA6KU2HxxOzduOsCgP4lVZPWoPXfjgtz0jG9",
+	"tcev9LVKzELRN+ukpDzxsDzzMBDWAO0YSw2LvlJqIZycwIs4Q7GZwMGwjGdVJlA1hQyrReFaXYOcWNiu",
+	"iMX/voCEsBOUISsHhkmsYztz0AfDOYjrtm6D1luTOUpVTy6JRN6YZRKB+ImDaCVuZsYqFD4qIoOAyxqB",
+	"cJiTuxpRpm7XudkxtsEdvzDmjdQrtjXYPa8ocffnZeZ+/b6WWfl6mQBFBjPJ6tXkJ889YN8hXAzESQ/o",
+	"kpjHepkhiarM4E73FYna+hqJ1qnPY6UiYP4yK4ANFEk8j7OdSyqa5l0MxNOeE7UsLsKiXIY/aRJ/A/dz",
+	"67JRuM/2AIChRggQ7QyZQi0WiRwrx2uc9voBKq484ZHGj61IDMpJy0UgljqBUeJsqL0hVOTThwT4mJNT",
+	"MTPL1IKQXi/PfwfLsJ2uQIF5qEm6DT3xOeRjsV0R4gaHyKMOW8NWmK/fp0bh5yM8kCNq3R3q8v2tiObb",
+	"rrHf9JY0TrBgk8Y/E67Z4yqzhFoG7O93SaS1Wpu+B9jLBj0cfhedcbJKPZvNjb8WlySr/83cKX8+ngkW",
+	"AHvjZh4KfeK8ejkXcDPgHhM6MpMNaFZMVWbF6clzEWubKRlt1oq5W1QG9DpNzDZoX2vvQN5R6H/ylw8I",
+	"lPuwPZsh4SW3sJ3BUDdYeQDgvNSpkuMZbFcO00wYH1kBq1doy0ylHuocfOFzs8y6AslUKrWVY5z/jbQi",
+	"NQmA9KUcXyEP6fTs8O4mjbNM6TN/nKGeyxUwZxavylTGWrQnaLOB5spTElo5VyJ8Han5wmRKj1dH36pV",
+	"2Km7oEPdjD4Up4iA+yJRMoXdeBmnapyZtFa+PWdTFxNPNBwBsLpvzkSol0kSilTNzTUrXOiTdv6BuFRj",
+	"M1dWqPkiW+EN3ioOQo90FUntVBEPg9bno6k54qeucfct//gRu/zkNzuK5wuTZqzonrUGrWmczZaX3bGZ",
+	"Hxu5iI/gpk2VPs6HvvU/t1fx4sjgnsjkaGHQKkmzKxw7EFtEUUyt3pMbTAzXjFZR3diSn4m0bE1JI2Fn",
+	"5gYYjzMRnr98OfoFGPXbUMzV/FKlFtqkK1GMRHuMuu2FN+gvLYDU6zhbjWin1lS7QctxsrXvpowB69+M",
+	"iMqvneOOs7sNWoB1pyZd1fbtXt6h+zjb0DXs96ZhUwW83S70hvosQKXFJ6PLVb08Bqfmrs3SAt6fGTg1",
+	"5G8RA83MDYidgC3oeVsu4kAQrAZiLuMkEN1uFy/M2pTVZ7KMj4hI1CwK1YAj0snUvJ6mZrnY/ObwE9jw",
+	"YU1DPTEja5bpuH6GwF5vnv88jqJEbX6/+YXJ6l+Qn9D6cYb9UCRqKhMBXEO2CkR4EopFGl9Lkgyt0ajL",
+	"04DAfuwHJ5/qlus840awNbUTSNU0pgmsvXLkeeOrw88rk9MGhghoVQuImfzMY5c7iLV28O/0uqg4tHGm",
+	"7JkA4pWr3LOZmtd3vgl1wYNRY0hbpkltL3Ax9+gFWm8Eq2U2H43lfCHjqd7coOAsa9/PVRQv5xtfb7ks",
+	"8DpTGwDrZhaPZ6OZsdm2LqhVEuur3a3gFDe3uvVtRz+2UBeMG1fQnALpMs7Owb9A1UGFhlXvUAEGfFwl",
+	"tFxGMCV8WMYePqYhWCkgwz/1HEMwDqki4TL58iidf0fzq+wRUkdtPdTr8HN+v/ie1u1/3fnWnWYFRksg",
+	"VQK/Mqx6sFXgNXP5FzXOWgX780Km0WYWaCITq6oMyrhgnLZRXcdfIQ1Hj07SNWRqbnd/ix8UqKQl01Ri",
+	"XwoIbPOeXkFz8jWq620xM1o17+09NN/cW4EoG/f4If9kU7eVS+l2P9+JfBGl8b1N33L65BrnOZvvAQYv",
+	"DjzU13qxxDnM5efX9F3fM6nmm/nqgIOu6ftpTdfv5QqERvZ9bH5EXyPLjj0cADcNJ7fG//tG+6dPg63y",
+	"wC5DdVkMqMg28Ea0cyFRnH65W+jbLCjUjvGCX/rDnDw/aBgWGHbujidA7Gy7xp1XmatIiVgLqYVr6XzZ",
+	"Yj0VdmUzYoh2DlRm8sunFmxn7ctT+ld4Uzq0g3azwtPvnH+Jx985/QrPv7O9a7jG2gLOQhEt1wVNlkmS",
+	"C22yhruvLmUe63zwYLOUUblIdbP05Q5klLHH30YG2XlAhUyys2lJEKl4A+IrH7z6vUPAaz9ZZTcS88SI",
+	"zY4dAlr5cz/oZrAMUvKcOv0y2CqUlOf0gVwiMEgDGh0yiYqQsvNMK0JLo/aFENOo+R7YwhdydjauFXp2",
+	"b3+tFNT0s4pYtOuzCkvGUkYh1DhQ2MJ5fb+IZKaacl4VpBJHIdpCZSYSJS06NAhyrUatYpcAyu/oZKea",
+	"8eHYjK1MYZ0+e52LOKiL34RDeEhSf8iqN6hF/h7J/29Buv9mCO8hZ92IrJ6hj5Ecs5XHJAcS2t+Abu7r",
+	"G1lRVtWjW9Ik7Idhz6tBqM7CF6eCpO1AqCMUUCmayoxjmQitshuTXtUYdV7dq9bi/b1qLT7i5N/y3Bv3",
+	"Wvqsrl/PAbaZotZ9sFFXe4C9Z4c1pfHc7seoUfEKd7LLAF2SAvYAB4CiDvFlrYJ9szGEwwi2vjzc6PBg",
+	"9ow61XPJg7oEHLlauqFy2F+4t0cbFLysJS4U3e+dgu2VU7lV7swWzENanzuiHxcCKDIzVcjnIUKSJWv0",
+	"/WCdpiq0h1OA7ckwPTAvsgdT4V298nmi666KxFhadQRnqaHltUpW5E5iKQDEdeA5aoj26UnnjA3NGfo7",
+	"Y8yMVjfrBPwg2R7VJhVw89VJT/YXmm+33YbDFc5/n9C8gwpuZ6L+eRX+/q9CjfFmtJ1ZdZfEok5xvzvy",
+	"5vz1dx/rXVtyIsKca+BCtUwaoYe5zs4E0GneV4xDUCn5vWHQUJO74bIt4PVDsKmn/HRBgtbnIxy+NXhy",
+	"G7Tevvph9PrlBs8cdVM5nEdWxFHtkdS7nnGc01t18/qlP3L/NmhdvPru1ftv3r19tWvzHPv/kHuH+GWf",
+	"vTupAhpvZGldgYOOLaD3XUxo+a5WWn5FbNJHdSDGvw/JpDGadomI7iqIej015BOXmv3999iaOTsv1+ja",
+	"TSaTuleVeVK7gHqqm9hLaWeXRqbRhbRXh/kI3KPsR/Gs6HYM7zfcjEp7m0nyH20qLroYyMOko8iUDuXS",
+	"mERJvZecuVGwS3NysMXJjLVZrVgLlMp5Sp+au2jVyWHso5PLRxGl7PB2uHw82yW3IsyU5SxeWT0I8tGs",
+	"O/f9+c9//vPRmzdHL1+Kb74ZvHkz+Pgx3BF7jAJSJeD9l9PbI/pxUvwQ7sdg7ce/1EnjL+UqvywHXZRY",
+	"2REyNrtRLiELBlU7aqgS+bice59OTDo1Wab0KB9+j4FjfW3isbKj2NrlvkPPjVar3Tdy9QbbwQer0dUi",
+	"3vXFt4v4zYo1u7HZOaf31ApVqPbKNpjPBbZjdWWD9t/bGpTLk+NOgrXDd9OpHu76nruNrD/LfNfq7xRv",
+	"7n6Aqj4vlLY+yqDMSWQUwXcj1EbUU6VYj828/mt6te1jIFGjjT1UURa1q/Rb7iSfcqs6+Q07duHAZI8d",
+	"uyxsa43YFhjjYrVQ3m2pcimAeUcbCTyvsUKFqq/NtUqj5bYWMKFomdDVXm/DHWybR97DqCk3Uv2itNa1",
+	"efkrrU6osswgP4cNR/u93Zv5ak7N67mZjX62tVNUMqHEMwdpEin9TJ5dBpOROu0hiFSAabriB3gQuiQy",
+	"oWhLLdBCrATALnuED3WexqYTCDOPM5CIwij2w7zCsYkU/LtI4zH++ElnZK8OryX8SpXIJFBoTvjk93uW",
+	"O5fHGczQ6CMMPyqP4qezoJ5xDPbDwexV/WCoeQre2JkRvS71Bbes/EmP4nGrBLqhndf1WZOlg99gULNK",
+	"xywSuix2pK/IJYxCOClQpLf2mrQssea4FYzdsguVJJg3zoqFTDPnzY/RTxM5phQsu01/DhhqnfjosAi4",
+	"DvBn2UeVBEe4PofvdZwJfFfdyvL/dmzsT3Xn9UfKfbja2vOOjq9lTcd/Or+gCPkCEAIR63GyxPgiYl5r",
+	"F7V1tNttWGMviT7/6r1T4NUQofVG+7K8GyKftglfNcLWxvv2vrhjv8FN2npxHjIOa7MN0F2ZTeC+9twu",
+	"a5JWpWapo/ZPOhP/538TVMKPdr/XE//5//wv4fa/I44FQKg46dTueO1NeL8T+ncweVFJksy3vHzAQYsD",
+	"PH5CDpD2xYMcmhwtn/dzKwW+q9NW4KVm2ua/dSZ6AHOSQ3JnKlU1Ll1PqhfLuz/rCkzMUO2r1sWlSoye",
+	"AuU7AIP7t+9vnJDV7YhDXZsUyPdPvu5Kou5IiPYhJhsv2qbLcRerXp4hdz8CVavWvW/zW1kpvMNGz9CJ",
+	"KQCqZvl9L1dZ11ke+K3Js7KGhQouLA1TnxivqhTd2fzhHfG2GOXgqIXN5LTkw33aP8SJu5a+0QDLOWZa",
+	"xrIGSxBnnFBSMLcHX93fzO0dl1J1dz89yFX/4dzY672mS6riwoXad8wpgjo3qpw3YaYHdbOmBN55qQy9",
+	"nKs0HvM79dMSzsSI3oDKWkh+MeYk7K4mjbWqkcN2U0zW243J9vy4go7uG8schJrviJqqoF1xkIVmNVdy",
+	"TwzmrNaIxLZfl15jrNXbDEAPiqYe3o24twMd7fVlM+/g3J/6lQsA2INzIUeFBoLa2/M3r3ZrAdFcj023",
+	"znQ/eb68vjph3lWN+Wvbd3dgqAbGV04j1gw9URa1uva7LcuKNNr1MtYjiyJMJVOGJD1rK9hP67F71bvz",
+	"ydxdn8CY4jfOb2JLCTXWsdWDJR25t+QitWp+WkfgoI1UD2v5MLb5JdfnuGhmcudiViUfFf8+rOfGwO2u",
+	"xUiMOQ7QMvpfbtU01ja8L23j36r+0K9e0AwI/6lx/K00jqXCEg+sdXT1MO6gXLlH7ccBKoz7oMZ7kcvt",
+	"U9o/dHMPRUZBI+8Sb+/OXNi1wPvTp3dQfNxZNLiLbsKtaU0/cfqg+omzqiuYuFw5c+89+nH7xBthdttd",
+	"PohM1lNGrWoz3g1ExJ5uLrK1Nq4VvbPPi4Duim5Ts494nhi4HSZmLJM/RGYuY93NkigMsGDnAiTCzhlV",
+	"BU1rHfvXsnCclt3w/uMPw6H99Ls/uB/DYdf9rPW28wI79nRhQpf0JmEjbmeq50491J0wT+pvAlX/dorq",
+	"u+9o6Sbt2F4OYX1gSTVf0+GSVByN3InMpa6XFasRfplnj+NQgonLoF+qrgvIrPao7hxiWZn29vNYZKuv",
+	"TLTa1x9JUzZhLF5BNTX+7eO7tyKJM5XKhNMSY3af8JfbkFGH321v40Irs/uTS8e9vvc0BTrYCnaqI215",
+	"euz91lqU9zCTaokRqjpAh5sXDMQKgWuJs7sbXZIqyJ8yOhstuBapaIfDVm/YChGQEJ1bpaNYTztEG6k4",
+	"K/QGX01knCzJ0FzdYA9bt3u//tg/evoJ/aHxP51aJM1pz9cmicmvvUn6M8nU52zHTNYlDzndcMhYMxRL",
+	"yEQBGXX6op3ENgNy1cM9sbGeJuqIioIWh2O7O9WSnIl9bXljFSft1NxYcSzKtUY74f2NTtnf1xkgHI+K",
+	"0oPYSZm8k4xTqptMJvc3h0LzU9kCPtgw4EKJfJtf4W/RxkLD4b++uhDHjHyOpyrjgnGuKoOP8ToeM+OV",
+	"2XX57rHf9QiHoPX5CD46upYpSOQWvqY4v495H/T3K+7J++uFXMSZTFqfbr20/nUgtkqMjIS0QjI6OeNk",
+	"+HCrItjiuas3XMnzjt0eEY0Mu61dOYZyJZBbN8uYCAoOHvk6uDnXIu7r/ZW9lDu/HF8CjE4raC0XLKdR",
+	"AX+QapWmootjFV/zm/iaVF70azWiohK1YSnjmdTT3eEI/2aWIMq94NaewNk00ofysW2h8zVkA/aOqg6A",
+	"kBFHpOb5C81FpOYGIxIJpXEpqqM4AtAmoMDlx8p2mgQtYrBEtExqYO8NPkfMPRD9QJwE4jQQTwNx0gvE",
+	"ySnct2c90c6rYXlleK2vMvFRCmKA5lwSylUbrV4kdSF5wxMSY2A2s1lqltNZNVDyIGZmiyD4w8yIuYyU",
+	"N36FoaLCYncZdw+NL1+Qeq1tvo35YeeQ6Z9J4O5gcUE2Xu73TBH34ZGXqa2j1u8W8qelOkMbI/pjWxFS",
+	"W/Skzgv4jmVSb9vAG7NHyP71BnF3btI6FJwuFYERjUPla/IZUoVVkFfPBC6b2vrlSKUVY7mczjKxXHgL",
+	"yAP3quIfLSdwG8YTqzsKTBX7UGEFBV4o0lf1Pm0zk2/bdZzqW0loMYuzRG01rzgaANxajUHD7d2noMnl",
+	"yIHe3Qccnj/duK93kbN/i73bqQJ0e5knDnW7eV+bW97XjRu5lz6KQLrmdhabsG4RUSA52EBE8RRoIEZi",
+	"jEIikcCKirFJlnMsdeWXTamGahaFzT/90g+ePamPw8SJ7Ofy0+gG7khu2vDYa0Nr8duN54My7Ja4s3Vd",
+	"Dw0WCIIcgfVfEWaqtYBIGytFhPEIwMB6IbUh99M5E1KvqDySAgxK9YtOeyBWdltrxaJw0mQB+8//+3/V",
+	"FyGCgWvkej9pR+0uND3RXV7Sm3iWUmEfk+YG+z2hoTl+odpLNQ6eIK5g7TVMN861QHEvqcYrfRg1TitR",
+	"QlI7sq5f5xC3s0cGzo2oZ4PPzdcoke55MSM1iXVu/t0+Nej+ZdF+H8Vd7eEFJ6ef7hjcVyVz3nI2b9HL",
+	"0po3IQCj1btJa/BjAxvNmhn2U80FRnXBQqZyrgBz57WQNMguViaEtR0nTQvjCmg0ENwdxj4ETDWX/Ulv",
+	"7Z72N+7DXaj93eDmIHDYyyNxK9luCCd7EvFkQ2wxvdmPeu7yWX2Qa/sAjqHNvAW/jrXUY3UXeORqAbVy",
+	"K0blu3oC91144TUGvsPd5Hh3iuv1zbFfHFSG4S5mq+ZOAgcb/Wl9Rc7L9fT8lBKAEvPz3pwVwcVcTzgz",
+	"o+LogAvCOOoGmfv3iYWoc4k5n7vIYUC3WC1zvExTpcdor1Ofx8nSxtfqjdsFUlscbPC3y/nIDbBrNnMf",
+	"YB/Zh53YHp4I/lnV8HoynaqsPPkBr+eaiokiO4xlQycHpevPzGiffcxqZvTg27nJXYNr45Dq2kcPz+7o",
+	"rXEXf4uSs6R3uHVY+hslk2y2J15eT6FkrnZL2fxV3SxeR7+ZBNqMeJXz8h3oOHGoSbyOJ95sXC6nwduX",
+	"4bPj9G7W+8WsnEBlG2NPbZmLrl1MxVKxV7XZH2YyE9I3MLA+OxogBy5dZmDSamcGKBZLje3wlyEyQ8PW",
+	"QAwxIZ+xZtjC2qS3YScYau6CbDhCyfHMdc+hSsjVx5nFaA+pI4xm4TLB2L3JsPsfhy2TRND3sKXVzbD1",
+	"6TbsUDKNnbb6bxcxyKP7m6SWdV74uGNUu5mMoSy+LBKptYpEJFdEu2sdR+dK2mWdpjmUc0oXMmHFAOD3",
+	"QHBWJvgDt4dYCdEukekOpkTBrzF27Ca2vn9WyzmF0hC1RrH69OGYljJTc444cNQkkZmySE2yWb58TDxF",
+	"8WqwFRZPda6yNB7XKu6hUf2I2G+ywm6cUiJVY5mMlwmFMxpvyECgTy89HgPHX7vxi9RMU2XtiLNirA9N",
+	"By6OaVw/f4aEtdqMPIK90bIbIyI1jucysfum06iJU3SwwXsTOBCsmfynejB/s6+zzDs0lc+kHV0t4lC0",
+	"sVGnsGJgfeIZxoGJb9+/pq2hwuQ1p7/uR8I912csxB5GuUzZSLh0d7nWggPdZWbUxE5bpGcrfTbaDSYA",
+	"ofJapXKqhGudu93DEuAPCpvOTPjI8kahewhcCcrAH8kVQFDezrdY4h2ir3jrYdu3A9gGJOjB/55Z66j9",
+	"HfYj9I43vMvtcDC0AeYvlJzvTcEXMs3mexkOeaSX+ac7k+eiUJkPBAJDrSdsaK7If+VmthKh9wWmoIIR",
+	"6tHnnucJN3nv1VKKwd3rxM4brhDbblvbtoyGtlUZrLTHrdod3wI33mkeCkGju2ZqqydNh16W8sRyLV9T",
+	"ApIf+qHbsSlq0b0vxy4SJaEi+F4Yo2u8IZixsvXl4XIvjB39HuCW8TAHuF84YOW4C5ePXJ1bPn/vZBpC",
+	"wXexzT6Ym/3EiHfa8cP12nxW36vPcpwlK2afUXhVEdtnbVegX89qgaapoSbXVXzFvq2ku0avi5m8Vmip",
+	"ulSJuTkrWXbzr8YyTVeiWMVQO8lFVqyYQWHDTIkSX67WTIqduuR9rCpolDC6rDM6AAILN7kGY1WK7+3+",
+	"oojV2N12qpquearutOIsk+MZwvMkkVNPfdIL+p+a9HA5Hjea6CW7mu9smBdv36fx4TvQcPoHezW6Goa7",
+	"R2Cf8AYNSWG/30ZVPrrDhrmemi+MPyiKNDb+5s6zdESl8YhF9b/GnxSqxz0/ufvyMvmZO2k8dGOE5X9w",
+	"95lyNcEGo+bl/pq2vcvk9gDJIk9707ajy4Zde2aGRmURmtdPKOJym7U/uD5D46QbjRreIYmIMxc2G6ti",
+	"XGzSv93FkWzMNbB7OjsSBzTIJpI7xe8cbC2aeucX5WJWu5unZt644Wgf/ui3SpdQqaq7c16xHc1M1gyQ",
+	"SqW+dvY8V9bKqWqK7CuVwXa3z/1kmstpOzt1lvPdDfPQ+93RYnnd390TzXNa7NbeVYsE75zHTw0xwPao",
+	"jN1r2IMdKerL7Gxq5zJJRiC6jsxk5FjzqsPN7m6aMz53zyVEEnSjsZbzRmdTtfDv/MB5MOycwR5sWWYa",
+	"NtsLQTZm8u7G3C113OxImnJ/23Q1ewb27B4rm4/Gcr6Q8VQ3/8DorKlsDu3nKoqX88bN96A10DxTDdEV",
+	"J9TZCeE3s3g8G82MzfaZCn2VxPpq/69sDFxk069uN2vUmmvfnQquxsj1nRnL5E2sl1mTilVNylWpz3K+",
+	"gPW0Tnonz476/aOTnuj3Br3e4bWsakMn3sg4eUNcwiGpNbY5XL2OOLgXE4pQQ6eI9JaOJRXZYMvhIrUF",
+	"u/pB/8v6NbAyqTz6N3EUKS3GZrESqRrHixhOMxDjcnrLQEhLUdIOU57Bn9qImZIReYGVatnXup45Wlie",
+	"wlfSqmenom0zqSOZRsKk4vsP3x1ZOVGBWMA266kwC9rrjtub7y++PvpSfHPx5jvMllCXj7R+FnXb8GLv",
+	"9TdbcVnVsiOqAp3sCMjE2OixSrU9yOd0c7aT9dQaZ2K+tC67Broh5FMmi+6lyWaorc59Ovf1Md2Vd//h",
+	"p+AxOPcIe9zrGVyDJNZKXKZKXlUh43SzG+amBEMfHCC6BEOqDiLRI2k98RCmE3gr50oMl73ek3G1AT5V",
+	"YS38el7gT3bZNj2cVlpNsdt84esMNYBPPyp9oBdgk7Q6axh7LZhgk38dOpqfF6aRPVMBXG+ocekzw5XY",
+	"vU+/bIjYe7BKWt50AjfrXXuxVyBFaRNreAF8/4Y9ig+jprXmzLtFEGyOGqhPyrt/SMGB5tt7V9lvVZNu",
+	"VIveKRJhT/VikUyjUpPwUwNVY6M4hgbxCXfP/XlI2MKDhR3cb7bgzZ7xd89Z8QC5hUte8qUdrcCPD4g1",
+	"yYf9W+8hiKBMER2SKmHae0hRvDHhcAmj7o+rc1xch6ypwOehRXwbYw+v9ua2+b6jZnnN2cxEcmfR3Ato",
+	"xJ/Uh09QN8Us6jb5rbp5vYGTjXP3Ea1u2KHkAFYVR3DHVzeKXR/GlmKd943IziOeT7CpC39eB4PSvu8Z",
+	"QDIzN3pDQXbXXbOsn6Wq6zWwum99d5qZm0bdmb/PvRX3hPmRs9E0y/JLysodbWtAl4YpOqldw8zogzQX",
+	"ecBIGRS/jTWCOwZ4BFzBBT3dFTYJxNxcxokKhEkjldbUwagzP7jIkq1eodDobb0DIXWwZf3/xfKP5of3",
+	"8FtfIl47zuFtbpGqbgV+yG5tZy4pCnrfORFchL8LA86rG4jLVI6vVGYDERlOnxJJO1O2Kz4qmY5nyrrU",
+	"uwIz62GisVx5VpLSq9KvL6P97tN//7F39LzdEd2jT4/z5I78d63ohiv9bVKy3kNQ199mStb9gs22J2vd",
+	"HYoGiCG2caYs5u+we4ajFJ+TPjdRU5kIchkQ7ZDZ40hlMk4sJ3Qsqf8oVq2zHogio1TZ0UTWKbDOKfCn",
+	"Xim5IQKY+lst07qERNN9e7uU+mq0Ka3Aeuv4qk4Lp68wXV9lxGen9aLeqD7i6xslcx7MpFOpY4sZJdcy",
+	"bD/d0O2mpJ15OUzufKZk1KjTyTJJNkz2a7gvGJiG+A39dU2KpcRR329n8aJhJepkdLmsqYT4YhariRME",
+	"ZV5Ue/uMY113++XnhVyptPEZXS0WFWiob7bpJD/OTJrtuTv167mqLd2VppgNP0IVa6EP2jVfM031iJLj",
+	"NVmeuZLE0+1uuGjYLps3bHhNznQ792dhxrNsJKO0FuqzfZEBImU7WqTxvLY0Z9OycWnNsX1UWZZQBoI9",
+	"zmxp1SjPI7emo5tqDAqeqVQNcs9+xuJobCD4kyhslbA1sBSUthT7FkZTKh+ntrpIl0BuvgZSUR8qv4UA",
+	"3SmHSola7EkNHgjd74PT98TU++HgfbDpblwJPAbyHHU45k6c+18LDTfEp//VEeXeiLAxyrsTOgsB6YRi",
+	"Lq+oDKWlJL8ORRW4rSvezeMsU9FA8DeOc6cI36JlUETlixCRWbgfliuz6fmF2c6AHyQ3lRHfdjy3Ha1t",
+	"QmNb8dYOPLUdL21BQ3cU6nL81MgjV9eOyHhkG+LYgCh2YYbNqGDj3d982Tff7u23edfl3XBVd93NQ+9I",
+	"q3Ry5W7pjOhEypvJG+QW7bbF7WhxWD7k+bci8C+Qv0MemJeAOgdS//bQXcHjx30qb2bdrf9oxrFM3qrs",
+	"xqRXe1/5DR4U71MziROVF2gyqZhJHSWqezczezHL9aSkhV4eGxVa0STWVyqKdSAylahpKueBmMixujTm",
+	"ancMORnteeAi0nHnVh7kp1bsZ8k35PTL3aWji63xPn3aq35Yn7a4+7uj2nJW1WQj+2/DXpawMizWWBc+",
+	"LufM2e3rshKX9Fi+/SXWmCKnvprrJmsGv9rw4QZbR/EJDdvyRq/bSLSx7AlB1sZTvaX0ADeIOLWbvWrq",
+	"iPG3WVLZi+na4c86+PiRMkm41BF7xoA1rdxxNxeM5sxFHo1TimnewzOiCKnYEvtQeIEIvvlR2bbQqHAk",
+	"OYAIQsvhSbhWBXCD+8dvWEy5otalW6IaXo69yyyTH0JtGeU1fwcPDMswnx/hJo8GHxk09W8o1V5mINvi",
+	"9QAo6r+eXa+MeLa643s+93uhlOqHm5x4z9GF9z5XV2CWnJnuBTUXei7TK4sZ+tIpFlBlYtIQH1V1K/YK",
+	"K6zVKyh3MD+pmsc6UulojhtWw5DSTlpxqSYmVZyQUKaZyIygr/GZ9O59noXl6cnTZxsSsaxVHMvPiHeu",
+	"H9wzKqyquUpOyQJaNdMUb/Qjc64FcJx+htUnT++1Hq7DsL9ZHVzGuW7dm5DZXvzqJicYeH6xWqjDeNWo",
+	"tnouuv24e34FhwTt8jLheRK9eg53C+8bmU2vc+5310xgP6Jl4lUt3zKdorpM1cKtPSnuajsYbieyTDkd",
+	"3x2ZnNdu+YveBAP3nGV+LzZ1V9gVlSukOpUT4GYNEIAoiQmL+LUw94m66vz3f2ndiQWu0KuD6PnePO0B",
+	"hMLWam4/4HOshPpZjZc1VuuNadG3cL0noaBzJ3UwwzJsXqLQno2nqs1NJxBAF1JlFgqzn94XQTjDEq9y",
+	"zBMwyYEk4r6w/gX7Tcpt/PXds0l7zqaHod6/OTdJRmGbvSR/oGqKB9XOLK9rg7BVzH1rlE2RSKa5wFzK",
+	"I1Kjx7cgM0cjmT2MmO/6T5Xk9AtVtcnKq8soXHt65hWv5MSEpTTK62YHGSexno5srMeqbizOnovF/ASn",
+	"i54pGYlLNZUa+FXoYr8l7llhqBYe1ii4l8IzTRoKvtCyGCXI4a8MBTmIrR9OGRyq21nA35Yrcl7A/Jov",
+	"F9a55kqogD2pFLdJhSF7HWWHpF3PN+jhy84WPuJfVHYf0xT8tFT8Gs6/WOlL7npfpJBlsG5WmzYokNL4",
+	"pi+pxPBobkud18pTeYnu+rKdv4GKzSwzDH3yjjgHDQY9/JEBl0j/bDtE5hR2JCTaySiHv5BP4233F7o9",
+	"t1zCmuvpdmEeYUO7Rr6VubbJHX6x/PLMixLP/mkyLGy5dQ4W95KvqnBcg3u4yd2qHuUIocFkHPpYp1w7",
+	"fRg87NpgoDfcGkBHjVOVNfzuIzbG8nceci4D0SzLFnZwfIyGuSxbwM/vP3znhC/GU+tpBXYaoqo5ZtNk",
+	"G1AcAgxbgOBNsb91FaldrUIuxytTdSiq7wcnwWnwlMqtBc/qCygeiLQ/5mf9ELV5C0haZ8zpHYX8x5m4",
+	"kZYKVZs0L7yhzc2Z55HSkAGpwzw8kS3A4cPxOha8mVk1HoUYcwAgy5kEzEScnAKT9OxUXK4yZUX7o8st",
+	"wP3aDumcvnlz/kJcqZWrgO+q4uNndQEznmxNoxcG1N8df/rlyUnw5Ze3v/+lF2xIYsLjXyibfcjl0L1i",
+	"gRzxqWW974m67k2mmO5slPe8UvOUrETY+vzca+nIC1rbhAJ589gCVfer2zmYdBQyVHnDqBL4Qi6t8kvy",
+	"nwnYfZEqu5yTLD8XbZlYI+QkU2kj8aRTV0J8fyJ2kELgYMqXmgxVUBvQFu4K+duRjzA1rF/pPVDROxHD",
+	"WsCkeS3TOFt9hBnQJl0qmar0fJnVqQzhsUnjnxH2B+IrbMvZRlBr6FKMiAv4iyhdbO2SKs9wcvtLX6h9",
+	"ZIWM5rEeakxzoiPRDsfp/IhhinSRJFuFnQCzqFPyVcS/Y6nFJUDntbkCUoqhXtlMxelQf/zm/Ojk6TNA",
+	"slQBihKh427j+eDsi/MCbqR1e8v5KclEWCTNRRNr68WHNzjveKxEpuScBcuCrZnG2Wx52R2b+fE4nXNT",
+	"+LleE9pzFI6BWpDNAH7CyhZpfC0zxTZE28nDIeK0Yl+0AUXP2WCo1dFcxgn1ULhynqH+z56hwY6D5Tgl",
+	"KgfZYeZPseBoF3tGuQSG2lX+s2eCuj4TTiGOuAG6opM6gukvM0VxeKiBst2hHur/9t/EC6OB8UER185k",
+	"iqSOs+MDTkNwgraPHwPaVvpaJWahuo8fi1fYKFWLBKml0Ur828d3bwUB8VCHvxCCDgSi5gA9pAORmhvY",
+	"FjlV/E9AJZluQ9Gm6ybCVzwMVuQa6iMRUldY5SO0S6zDQUl1sO+wK95pVUw4EOG/vroQx2zrOZ6qLAxg",
+	"qiYFHm+ohZjH1sZ66ooMSCvCV9iVCy4Yy0WcyUS8OqP6OXahkgS+iK0AwMhL9ACkTORYdXGiNB8uOj5s",
+	"hcJowRPO2RJsg4ZNeAvS4TLlz2GP6GugsaWv2+Gw1XMa/vD9u48X4hjO/dgqHcEFhO6L/vBAzATWmpc/",
+	"F7G+lkkciVgvlplo0znjI9w3920gtJzDWtFs4worw35TkTVeCPSdLhPVCWiIPgyx1JJQkVURP38Cz/MN",
+	"j6ezzPKbU3ijTSYmZqld86fDVohHpLKZifC1TBJzk/f3HL6KloskHstM0cMTfJjCvUzieZzh06du1ZT3",
+	"lze+jWp32H1i8rSQyY1cWdyqaluuKiHiSPzn//z/OmER+4SQ/8iK8H8cMedw9DoKg9xrGxFqZsRPS5Mp",
+	"uOAYZCimhlGhgfE8Gp2YaYdn/cRtS6pktBJtgmb84+ewg1o+2JRrGSMbRitiVqe4BXAnheTuYTBXuiR8",
+	"8eHN6OOrFx9eXYy+ffXnsNMV52IhcV0SdwW6R5NTbHN8JKS2NyrFbQIwLU4wEFJcaXOjqRO6QBolAneI",
+	"+cGK9uWyqMWNaIBmGIlLZeOIzPDn718HVImjQ/cCUQReDDorIcXjx0RSHz/uiq9NShXVvMXHmZiZJIKm",
+	"iJfwxNtSM4IKYB1SC5S+UFkiXQ1w5yMqvXQOj6yIo04gMIcjxdOijy9LCBY3emx0hKcaz1VXvJLjWTEh",
+	"NGSSUMFojhGIEzHcGjEIlS/9ZJk4DKsduFwrHWECo0xpCx2Hn4/w0yPqNxRtXvHCIDQD/BtALVW2Bg8e",
+	"+yU5182gTairU6yN5k2taNe74mvUavk7DjiFsR5NlzsMhPo8VguUItnPIv/qka1dEN6+I54P7RxDFPRL",
+	"9RxZFocNwzpohLss3QZvWpkrsJijaiyDRuAswh5gWdwEGHNQjigjrW3gh6CRRjcgFxv3HlHKjWFqTU1s",
+	"h2EsErJAV6X+HTzx1aJd/hzbDDBlJWA7jrCgDXTJGEMD/gbBKbJMeAYofYddotjfXFy8F0Q5KwQ7ELEe",
+	"J0tMpOf2LcBd8b4RJ71e4PBdqtRQ0zHCpg7E48envf7jx0VpP2LamC2MrUP4gVhqRA4Bc4eYz4/ZwqFu",
+	"s/gX/vDDD0fAxAI3AvvkeFigbI8fn548d2NJHgImoyIqC1ngfWHSoZbucjpXc1gZaWGFLMZAa6sxwkwy",
+	"pUU+kw8qS1dH5yBDESDTxbZnwiolHj/+Dsaxjx8zyX38+GnvyePHVJCvhKmLvVmkBml4bIe6wOvwNX61",
+	"AX0j4GrlxDbHlLNK5kqtnFpmqKmun1ZdcZ44x6+5sFmcJFy1KPPZN3GO+Tl9fD/UgDMCZOUIMd2kmPpx",
+	"tUBtT2xFItMpypWSy3bihrf74k381Zno9+BfuJVDvc6eIOpGKFdcpBUh7aTXI2khJyhAsRl+aaMRdAGV",
+	"0rGDmAHCnXjacyWfLLDbjH6R5lH1QMzOerlMoYGZiH6vN9Tt0k6yS5E983ASUBK5YuUWbmPnTCykzXiz",
+	"Mn8lQ3168lyEHvgRVKpoAOwCcwsliGK6UAFQGBIAdKgr8NnWhhaOJAp4Ondmc5mAwA1c0ZYb1hnqkx4S",
+	"JNolcobbvEsnvfJqPbwqUbIrLRxuz1zqVf3lsrwJsbYZpwE47fUDxog5okjVZGkZKoYax4XO2SuPNjwx",
+	"sBixXASuvH2c+aOpyCOZyQr7yovL2myoT07FzCxTOyB2l0a34kqpBfrdISaEuwgsAR8KTgWJjhXycmkV",
+	"1vlCKWmozWQCoqZJ8X7FKnWfEZOQKHcqGIUMcu5CjA1hdo/rg7G74nyoPYpfAYHIKMtMcjqNr5U/Rf+A",
+	"qN4ZAdZQ5y2IqhRrwqQhmlKpibEBwICFA3wBzzVzbo/uOjyyQ52lS6yslgLFsYjPPsdAMrAhAqVaYXA2",
+	"QFP4P46+NumNTCMVwa/wTLx+f/2sSJw61JRRGQDy+Nmpi86hBeA9ssi75XzizcwkWPUvMZixIxAzc4PU",
+	"D6APMDRuJqNZlRN3Xg70lxgZiUuZSD1WKSOY93KK546pRQDPvNZYXQ6JJIj7IUirodtDZg/NJC/VPJfZ",
+	"eOZOdBInGfAnmJIYRMc2HBrrPYzFS+eYXuD0kfklYW+s4qQNY4lj1/fIaGyI2uyhxtb5TOAPZpsD5hOY",
+	"lPS74o/LeHyF67CIPha4yg7vyVDzon6/vp5iUr8XfbymPCz82e4FAv6PiA7ygsCcf4z1NFFHrlhfQb34",
+	"CPgrIDlheWmhkJeGwNlnB9nFdqgRzzo5LKcNncDxPXGidJYARxMtx6hDgjPFECs4SxbKgNDFjL08/QRr",
+	"V8IXlN7+6GK1UAMhF8SlxUYf/8UaDZTojcJdYiY0VWIsrTqywKtmdBuj/KrPsS01SxWMoyJv7p5YPdTU",
+	"thMIa4REbmmhkowlbFriQiIwL4FniGGJgrLg5DKZQs0FceR2qOUY2Wz+G0HvzGkSYDfxNZAHgElixiUP",
+	"aEGoIlzrtPu8oZTJ0iVyyhReFH4YCCw5YgPx01LqLM4QKbiKQfTNn84vkD+jXcGKjUPtqlyL9ntjs2mq",
+	"Pv7xO5jpXKXxGM74Jo0z4MpiTacG/M2SNteJsZexlunqaJIYmRGYdIc6n22au8EWaTdLST0dISntQOGn",
+	"I166OQ+151AUnuEmHBFFhVFqvY12OGyeDbXXCx4zuskS3Eh2mQWxxX0BjCrcIZdtHqF3DgQyd+WTeqip",
+	"IDQuJzNAtIG+coHxmUwmQt4ApwGY4meVGtGW3unSWeZlz4OhLk4Vnj7hsTafcGbESccReEYvwCMg54jY",
+	"PM4sV81kHVmJ4zsnVVeirlVCcMY7WGS1cqpqM0HC47KOiLcmQ0wM4jPrHvgdYhK8T9exjS8TBQRaZvgk",
+	"jugQ0fokfii4Bpf0HwkcH19KRGgcR8oOhjpE7XgIUoErKEoI7kyEIEvwG0cryM5MSW5wGqxyL1aGaAG+",
+	"RNbU1VkVbVa3xSnMpHMmQkIda/2zcE15UEhFlQ821DhaG9XNg9zXEvUeHBF0huUOBsVQpfIHttMVLyra",
+	"7aFm9TaroG1JUIZpV7TXODM+hbLa3JOJATvIBGbm0BwAPhMY5F9kkihi04HCglR2qWbyGo6BC8Ki9sap",
+	"HEEuIvjiapU4NbL4F4Kxk+udSE9+WtgU9wHkGERLqOz5C/eUmpuhbt/MTIB0MVcQEctOJq6AJx/kJnPi",
+	"ODoOS2CETpZKbcl2eEagUC55K+wMGATge62rXPu0x+KEK1HgcZYTlWGuPeJqcQ2X5rOYKriBjFFEmzs6",
+	"OQ0EjY1UWsXXyqmUrSEOFFPbs/8PKal+WqqlitzYQ90O2TgZOsHUio9vLt67GeX0B9WzFR+3sORjQHl+",
+	"lovOAOv2Wo4DwFzKvBAKDJGWrhHM1IlKXcHlSGGaTq72rZ6M1nntz3pnjod1MyXrYZvMpgBCUrBTYdl6",
+	"6urpwxRYO8OAgejihoWmxJoKJXr8mMDv8WOuGcBWB3dTMDIeKPUyE84Ch8qNSKUD1jJgD8cAGiESDTYB",
+	"k/FXAp2zwNLDztRuwlDzSbOygEKA23CdmF/1mblIhJEZ22PAfxaedecR22ceP37ldHd4ny6q+rfYuo2F",
+	"/bpUK8MyRqGRsws1jidO5EGVxVCHn49yreAArd2Fb0cmpyLM39ow8OZYPIZJMiuMiyQZ82a2ApTCMrhj",
+	"NeRUgqRamZhMMKKGJDA5mRBPR4bSOZ55nA51ISSzVpFVl6QO5V36kNsS2BaUAjWt2tJInKzaFQZ+jWtK",
+	"3zjU5Sb5BYJNJuuP6ANd6Z98KRKVZSpF0o0JPHGzjkbdQehnk+FrkAtUfA+enIiZ+izLlW46XZ42ltko",
+	"GzJAXgbQ9eY81G5hcPuRQ9AVywxwSOpzJlChiRcCmtqc5I+lJmsKIkHsYahzrc3ECa48IJzwD09eiBC3",
+	"eSFTpbOQiCk9shlaruFsZ0abZaqiQa6y8zpWn8luSB8FlYOwC6nR7BvrJev3iT494i98Zey4MLeSiEJi",
+	"JmDTTCRK2kz0xbfxVyRnmPkC5WVWmE1/jhfe/IophOeIWI9e6bGJYj0NyV6GtKKdSzju7QA7CgMR/kmm",
+	"q4Gofgx3+ivAXcBroypMJomzyhT6SpPG01jbsuaMx20jfSli9s5E+Dgcan4r9aozEFK8ePfho1ikapLE",
+	"0xnM9N37i9fv3n50WrN3OIKTf4k1PILVpCbJ4f4N2pcq+sXwpHcaepX6mRrj+IDDAX+6ft+/+3hRYBXS",
+	"AcOW+v4UsFm+oAh/v47UfGEykCSOvlWrMBjq8PXk6K3R6uiNzMYzaFQxDZZBsQqJyNxqZ+vkDR5qhNh8",
+	"6prZXGyLF9e3SV3SuZFVk/RqzrPNqTTwQz6LfBTWEVc3+RwaHXnngHfBqvWFvbqQU9yCkvIcV1hV7Iek",
+	"5kExx6MSjj0GFBipBeIAlFONptL9js+tcIBArtpzmV7BuX8+UpmcMqkY+A4RQU0OXERJuTVb/FToTTqk",
+	"y6qxw0lxo+QVL5hB6IUcz5TbtIHzDwmENkdjeBWeCekwBq+zAiq5cRBEPjkVbZOi1BI+rkL2k94piDri",
+	"jYniSYxsUw7mWHILNxf6gM+AFMwKB95FsqK95P27McskAo5QaHPDmJaJYqqcWwAAHcpKV0ot0M6ZyYR7",
+	"O0NJCi0QFvlv1k8hLzsBnuhrRxipD4IzqXkDGTd+rDMAA4L8Cp9YUbHooWU48GlObpsm1gi4gFC0kfNI",
+	"1USBwI9suI5UmpPvXAfrdlCviBaKmbFZJ3C9mYXSchF3V3KeuF4Lq7h1DESH4L30CSqRyCKJTL60ZGc5",
+	"o/pZcAnQgs+q5xXfR2K9gzWDKVAjDR8gFXXzm6ssjXHB71MzV9lMLYE6XyDfDJQEWBdA3sUWDkhQROOS",
+	"Y5sJmkkgc9jCfe0sR5ZP7E8qBf4q1lM4pjDWE9O9pmehmBhC9FbNJVx6cZ23HgjnWmlFKmNOhjePNQA8",
+	"N4O1rxjLAXShJ1kKt66ATvjUsjjwF5O6EciPLInHWJSmcA578/pizR8MwyqxDGPXpNNj/sgeQ9vboJXF",
+	"GRYxfLG0mZmrVHxQCe3dLF6Ij+xpdv7+dSto8eitQavf7Xd7GCdCANAatJ50e90nFIU7Qz++Y2DmjUbO",
+	"/ZiUs8e/kCxyi4WoTF2hiXea1b6FOz6iQzNxwmDoOgkLk7cfQ8/YMjfpKhArkuVcW0Q/qHQK+UkYsDpb",
+	"RYAXUtQ06ghnQHZoMiDGljTBdBkBsoc6iTOVyoQVjxSH8sst3XXfkYMVe2kqV6jNYb3slVqxFxrL8h6/",
+	"pSJBEySEGaBsVH6PItJZRXNP+vhC353r7d0utnGwgEQ1NGGyyoo3QVCQsO34KvKdanunPncqe+arI/K3",
+	"mSpnaVPA8grWd6OTBXuloMyhc+Um3DwXtlAohfjIHj8G5nbljL9o1yOMghsi3c4VW5XdxGMVDLXUuQKb",
+	"27QLNzWiTHHWYR8Zp1TJIUX4evr//J//Lzt7DPUETalx4tCY1HkYRfHxXEltRRhHAWpd0BKVmYDL1QV+",
+	"SppAZpkcz7Bc/CSR07AzgC35lYzHv7pr8KvbEPHrUP96dHSU/z+07eP7snsn7DJpe6KO+FXEEfq/qcAZ",
+	"rAL2co0CMY4B1qlGNVte0hWpTq7jbDXKVgsViFJ17UBwzDT9yDsbXaIbRl5vPRBFtflAePXMA5FXTg/E",
+	"Mk0CwaHU/INekE4OQUYFolTqPhBeeaTij0DkceruZyDklIK/+FcgqLIzM5l+8Vr3yKud6x55hXED4Vcd",
+	"pr/8N1QumFsRi01/ZAq2Ljx/+XL0C6zwNsTzFCfiV/KZdSeF611biWiHnFElPA4jo1GdVTmIIpEB/6bA",
+	"/IAve90+i7bTnHYCryRm8ZsOgzPzBKLIRhQIymQg2r3jPsxFTglCxan41XP65VUhqqJpBcIu16Go5uxo",
+	"K+qAo8FM4Ud5vrgl5FGwBlDF7J+KX0H0lnoMfDjWOctdk91tylch2iUTTAcf5jW/3PfrddI6gfCrgYl2",
+	"P68dd+Iqx/ltKrsl2guvEFpn430oioXlv4N8Dnfc32LHnolfhZWJsoM19biZ+O7fKCng/AnFxvraANMB",
+	"myra7qsO7a9o5ywp/AlP+e9RAVBeI3rQDIpxmgQTcc6TOIfun2CT0HRU2IUCcS0zhtu6S4R+jzyTR3bN",
+	"KNLhq96Dm4GO8T5WbnQbsHzsdPstdX8xWua/3G1yfxfgkbdnlJi3cGTAPSjoAzdAquH+2ojCCb5qUB4Q",
+	"LQKVscxkYqZLQEQYLUTPy2SLzmWp4+JgftKZaLuc02zVg1uFxwTj8kiAi9DaQf2RYwj8d5TTwswEXsnl",
+	"QIzHgbiE/ziazdfdO27iP5lx9Y1KO46nwEX8u3xmpW/Kh1i+4BtP0gOb6vFXECMbOQg1lPkQh9HtXCbJ",
+	"CLiKkZmMgD0OiEkmPAnA7KxGZsKmIOthSNG+mSm4znU35mZmOoU9yVWw4Ul7+6OI4+IaYH7OcCCabjXd",
+	"brfjrFKM7cjbrGoEswrEUGruZsyNcjMWcfg/mgQAUN18CtGvp2Tqwgs91CXQdlwaKoLYRYmD7rhj3KYy",
+	"r4ZOCIgRIjWJtYqIzfQttm0UK9jrwTk5sPWQzTUohHTIxF9Y8kt2/samfDo767sBOLXG1yg8AGM+NvPL",
+	"WLPJ8/ztyzP0OoC3bOlCuzYzsCi85U5fdrlYmJQdD5FXX/OIYTaYO3SMMIAWcNfArNdxwl5B71/FSSBO",
+	"A/E0EM8CcdILCBF4IqbRlbro2AXfker3Nd+iRRe/weZ9HgX+he/gbkAzPiZsyLfAcvO1CfJnVdph12zc",
+	"Z+7aDQSFpnTOhC+bAJUtWbp5cTJTfTrdk9od4gmgJ7UFVBzJlR0wc3q5Eo6zzAk6WlOB8KNq3KfWQc5C",
+	"XRbsk3B2aAB31x8/xPlCW7b70lOHXi5XBJ+McekqnpVAFO8s/N1986YLf+OaiUkp1nrS845yJq8Bljg4",
+	"TBfd1+Qb5O4cks7xrPCouuPC4ScSa/oI8R2dOdA9P9aK6YK06ghwkPPAws8Uky34Bi4JOiQUU/RA16Qu",
+	"ZGAtWq/adcCeh857Ekeigng8Ev+11zgMc2yJQ7cCF1TEzwgptHOj0JOO57PiCi/JLHN3m6U0nhSZR726",
+	"JEWoSbXoxFmu/Fx/l9saUFuirHctCdV4t7NAGTJaMSYCHkxeq0hYlTmncqvylw5vO5qGaQUuV+TdOicd",
+	"aJKQS55inGDVFG8GcyoTk6A9HKSBS/MZhAGLAuQTEaVyktlAnIoslSDTPRV2IeeBeEZeU9Sd41h8fsbn",
+	"dtxAPhDmH6VqHC9QHWkoCqPwAa4H0sLDKfdpZ5RPrh03W7R2oo2bMvBJ3RmaqwZox3fIlo7Z+Q49sowT",
+	"Sy5EZ+ynOPAfEdpy7gqkVXOeQY9spytCh5BDsstomaLqC8hVV7xBF5kZPagSS+dLhB6KiGLP/O6sSsgj",
+	"cx0VB0LODfvX0kpyhyy3M92hvpipNf6YNX98f51ESbYwhydpvrixzoOLcGVAfljWOUJMeKfWdzbIfT7z",
+	"vXRGDZNmGJ5GQL1yujXHBtPJt0NL7Ub0OgxE/iQXZ0PRG2ppx0pjxM6x6ItIuT+D/Or2O2cOO6cAjIUd",
+	"PYyj0Hc2GmpPVLZG3Mjkqoj3nObmmlQtlMywVIO9itH6w0WUxUsadAAsH5r3qUpNG4cqZtchlXxueXgd",
+	"tQYtUoB/F9uMPLBRO85RprY1+LE+VUteYkl9lvNFojC6Pob3C5nNWoFT9tPOtvw4e0pTQWFvNSlbnmHS",
+	"ln5wcho8rcvbchvsyrHra6XLJ3wm3DQQ49H58OFfLjME99KiWnEUIKFDqdFP3Y1r/WmpsLA5L5a56Ja/",
+	"ulJCgkqSEq++w6fftYPSn53HtdUe1vNiErZZoIfyVIFARNGXT3u97oZ5ltXjpenmeZGxMEWeYLmUXbnf",
+	"5FDeAw/hNGfsDb9hOpsn0d931Bd09JlBOwlc9vam2945o5tYzmZcN78yUth0ujXVqNbnF/ZCIQtkEfb9",
+	"65krBTq7ZuKX36/ftq35Wdfn9U4nq60iBvHxHgOdc8kBsdHMGxM3vHEBpYTPxcz3zDDaZPbIyTaY9dbp",
+	"Fln373GuuWTVLsvT+Q4i9QxYJGLyuHGK9z+7GEPWqoIE19WvkfCAMWQpt9MVr7MSRzLU2xgpDhYHJiPO",
+	"trEecKOvY3VzNtSOR44zlrx2MTp5J0T96jbRsT/NMXfv6DmibPy3Ia7+mty1YgvCaeDJqk5IRqHyrE5I",
+	"HZRF1DOg8AjHg7KEyrlLBp586jzJfenUk8I92XSonXAaYfjFZJuqBZhQT4QN1mRYilMf6tx7E8OJ4sSp",
+	"Rth7O842HwtK/aUzqR7BL6e3Px51P7kk2f7vRkdyYdyBZMo7kbPCE5wUShgdjFcLA/BDnFnY3TLvkwed",
+	"d11ZgbNCteaERN8JtVAVbMOKCD4bkQ2mtN5wR2pzVK/P/KVTNgC12zpWXmbl3rDby0K7sWPwUuGX+xr+",
+	"/W7tyRpJIIvCpmkyL1qPs2qSg63P6dUu1QwrVGo1NJ5Mt1HUrqxo41JQZbR5LU2Yq/c7tD+bl3K/SqCm",
+	"S3YV9w9nJy+aKZbWZnRWLa2/TfHEob2IUTYjhs/Vy7LvWhqwHr46q8TLB7lmKjNThV6Dm5irrfxeRZ+2",
+	"HdXdlR1ALc0dtGbtrUth7Vxrg6T9hGTtT/virVzhtn7Rt0+HvrsbsvqQK/m24Jut0yh0i3dDNR93aRi3",
+	"T8NXa+41kU+kSFE2+8pEK5d8j2vFVgOm4VnR9baUiq/mi2yFPWJivwqJIJ9C1hCjQa/sVdjlwh0gGFB2",
+	"xJNer8HcWMtC+XE5+GTTTF3b49eu4W1AigNY5HI+l+kKWGzUeznXzDIKaAWta5erlpKnwuzzTKutluuw",
+	"Tz8s/gIhBvOKupJ7LXZDL7pr/fjLsBVHQ0QMJ8EQT3nYGgxbb02azW5iHYnvvnsxbAXD1jjOVvjqQzyV",
+	"+CRXKuHjc62l+Eql02HrNvC67fvdvjA6M9aUO7yQSRJrvaPPT1RZ35g3Uq/eq/Q9b+HWPWcl0zsNrS+M",
+	"+U6mU0q6SZ6KpHUpn8S5U7p4+tXcjjqTmGO/chyt016vVZwHa9MGVX/IIbwxy3TY8vxt+/np9fLT67nT",
+	"63mn51LTurMjiG94Tdjxuu6WXLC2ljwznWE4T/IDu3Xa628aIb89x9+7lH0/qwg/Onm++6MLOk8OA8G8",
+	"rE97TxoN5vLWUaLT/PjgpCMKdV33cQZGKlfsUpmbH1vQtvUpaJUToG2sRhTb7AMcDgyb54bkcgwb/a69",
+	"4Mbu48fiJTa36/weKvay7Racoc6TYsmEeAv2O8UMS9pFRnPEYZEiMSwN9bZImYjRWhfIgWG0cmyFNZNs",
+	"sD4/DnlO2bOefFgo+WucgYSy4lyswVBjij4O9NLCUCQvx8pQojJ2snI5MyWZ80oh1wHHXWJUQZF5VGgj",
+	"EqOnKkUtCupUkIUsEqTN1PgKzpyzSLmTIreTUGgz1NzDJNacAcylV0WSwTabWgGCAoVpE7S64Ty1Q13e",
+	"kK54nVnHv63LrhU/xyJIXKZKXKlFhoEeLhY/8EPd17RZJZOefSRmscWiZjnmYg0JJXcwC6XZVodnhn8v",
+	"dRYnwpq5Asjxy0vNRZt3Eb45JrceBJp/c9oYh81yr6KQNzwsQsIJusKun4gx7IcbbDvw8UtX5WQ/3iG3",
+	"glD6eqBCjVHl68hl8L4tZ1nmXPp3ZBf4pu6kXC9BwqJ6ZF/DFd35wQvasbeu/f0Qh7Af/oPQhZeciKGE",
+	"zzwqkGdnRiuai/wmupD/7WyAzUgFnaFPJlBXwChoM7E4jyLreZ9QTo8KnSjsEaEL3ZwvbUZ5HxGTXBY5",
+	"MjK2xPv0pF3Ea1PavNPeadih7CXQvfOapLgTnkopzYjMhrqMGNHRheZxSVvdqE6uN5ehLhzSCq8SxO7r",
+	"u4A6e0q9u1gomVpnnAYi88iKELfbhkPddvbrkVvYXGLOlYwpTnmmjyxF4bnuKi+HOnxFPaOR/qLYH7d0",
+	"XunEpHMRJmYskz9EZi5j3c0SL9jSLuRY2bOcksRWZGk8nyP5tEbYZYppdzBjBLbl3D6Y6g6Xnyc/xxRO",
+	"lGA3Iqpe5OBOJKYUa04c2yG2GOVf2N9jMCw7uGLquqrkmKw6Z+RfDn2UDtv5waRLrYltKN7NDdoAbiTl",
+	"9EHKS4nA0aeAPM9gtqzOiTGZFdDWi2r3wCIRhKIdFdrLhLPE5cLUgPrnjMI5eaQ9LfgHWw00y7i+IJ+0",
+	"l893C/1CMHntincdRMRsJVG9J6j4/mmbVYRlcaWoiY2yWanQ9Qk+IX3moPWXrvnZJPYPY5LZuo6o3mJ5",
+	"bA+Hbp5U9cJun4obGN1O6sZtTtGKbX9QYn4po1c0aX8L3nK4HW2DA842+hBzgpZEyeJSd3YKlGmRhG41",
+	"4MxcQ9qvYWvAmdoQlvWjjDSeLPlMl4nE3BMwB2DChq3/+PE//jAc2k+/+4P7MRx23c9/GbbuII/m4PRu",
+	"ck5pBRqwLeUPmI3BciDsIL6zj7fq5nVEXxygi/krc1gXJbyCCOUfhOM6j6IyFyPXbRvbsNY6Z9ZYSGeI",
+	"8FmvKdVnmdbVelmPJ6YwYnZ7c5IMRRwVUQVrXBlqHVj7Ewz1IgHhFpYRBiKcpma5IH6Nfodca0GVg3XI",
+	"ExD9oqqxDJhMgJkajgzGzGmhaNdNR1Kd65rdJTMx1h7DtDFVRg71XLX8UicQYWFjCYtwIHTco4wDQ+34",
+	"R2hQJKZCyfNGi/A9zToQjo+ixXw041gmbymNq+W0UOdFCvBaLUdlxSXFwuPHrFp4/Fi081IcwVBzKvpy",
+	"KveYAokcL7yFrP+rynY5G77wpxVHZYdDJHcbfWI2Oxzubcatu7rFtI9fT94arTB5SIs09Hclh171qwIR",
+	"xFGe+YqjFK9p76cq3Un7cIe88iGsWebs/fJynPetvT7vQMFkGq0rhCsWR3Yz869MYyX9jkmtK+l/GTq4",
+	"G7YGTTTrzHLg8774RqaXZpmKj1mqVEaqd4odxwYnvZNnR/3+Ua8ves8Hvd4AhK9N6nkKScTH1IhiFvHB",
+	"K5sZHZNpoBTJXjQvRbQXj9lhAlbV5z9pTZSE2pvx6HJVNQwEw5YX/l50WoTBF8+8cPjiYR4WXzxapon3",
+	"B7lYDVuDp9sMFLA8BARYBpyMybweS4HP3v4VAYZDBpjiYdEsd+qAvk/yBzQFDOCkXeeo+6IrfFL040hQ",
+	"0QCfeCeB1nD8+4svev2TJ6dPn33Bb6a2aLcWxl995YXzV195Yf3eJnvh/eWndS0p3L/yNeGp8sNM5XB2",
+	"GzDHDMvI7V6nT3u9YOgJI8XVKhO/Yssc201wVxVTfOvX6VPsqFHnJ/S86PwvUse2pvdPAGhIP0vr6O29",
+	"DuwEh/rdky9OxLNeT/R6fPmRluG7VHGxDh66oP3+8M+8oRym4uGXVo2YRyB0ki4V31pdB2hXi0X+uAd9",
+	"4FMzTfWIk9LnJ2yuFsb/65pRGv+ZzUtvZeb9eZVWrvxkmSSVRxKw6Gi1TKuPJnLszWJhxrNsJCOvWRRX",
+	"u4cn3qWl25iMLpez4u9Lqa+Kz76SSRaPxVdSX9Hb+Aqf905Pn548PTl5Suvw+kvp92nvi97Jl/3e817+",
+	"vz4jbzi60SKN8zvxCWGGWDX/PBka68DJj65eozz5w3c/m8SKfwMYrsPGxYsGKBn74q2mZAU0oS/63iPa",
+	"s+VKpWsYk+G9uv1lBN2EJL7Prx3s26s6ZPIw973MGOMEbj/dtm4PFXmZoy6zOW8as9m1PNtpyQDu8Uuw",
+	"A4WpsSkb9OoBrd3A4m2RsZ/0TneLvW9N5pLn/b3J5W4L6sIlNovdKpPT/cwfrC95AQx1SRRvZv+o4brr",
+	"HCApNSnKmn4S5DyOrlDWk5DJsmcnKMTRuvdBpcTmULfD95T+hWvwhRxaGmtKeFsk3h4IFaMrn2cpL/T0",
+	"VHcPHnaHOmTeFwRpTjO5Es9ByM4xWOlVvwfvPLax9PbkeWeocRXMtLLKYj0zimcrKqeqPxNSXMqo5DzQ",
+	"w1KKXjFHVEZ0RUhngHqTvkjUVCZ5TgkXEATLPakUO2VnA89VEy0R5d0VlwpzhK8n3Kzx9URNAVuuag0X",
+	"QpsyPMXWZdDiemB6VVZcl+wG28Kw284kItYtImeFAmyoxxKrduH3sWaDTif34SgVJyiPPfFPiBzaTF6Z",
+	"s2ZOLjcqF1VFE5nztaDSooWi4zmCul9N1C8v4pTYruZoXVU5zpnNOrTf7yg/d1ZKtSfsDLOHwsZgnd8F",
+	"ngkXIUK7z9hcu4jdUhguGhup/AImIS9A3MWE107iDA8R0wNUrIZcSpWKmuh1i6nzwIkzrGFAGZ0yV6av",
+	"ZPBy24Y1IdJYJlTH1JqhdlGOhcf3nCGxivM2WaDWK/pt1lTltqetyqofMB00oHZnB8sMT2oND6NbjFvf",
+	"OugarTaG0FVuZn0IIJdHr9bY3t+B1HMCcRQCl07YHn/mpq463gs1YkQNii3DwODLGP3HyAt+AOJTX5z0",
+	"SH7q42cFu9saELPbCgqutjUgnhb6YPa1NSDmFb+umWGdqEkTLGFN0sKxGAF9FkJEKwARojUoBAg8Jhi5",
+	"kMBaAchf/Ailr1bQApCplSqAF6nZoFxkLO9RIWLixJ0T8WBNRdUKUPmEUQKoemoFTtEEjCGpmQqwYvkD",
+	"BiNF3KAfeGEwg/5JkIfkDPr9wCl0WoOnjTnKF/5temiT4ktHz6tqyILQk/KznOKnjprv1K7yxgyAPmLB",
+	"Wuo51t5gz0shCSuMgbKdOylZy5rirXLLV0VTYOYd9ijvTRW1sAOE57liNFK5OopQu0nPvU3K+x34PdZd",
+	"yTqMuC4MeTLzobuIV/O2YiQt9uO1e/pgSmlvAnsLoPdqN12jhv9I1tOGstmBJlFEzk2lMcpQdB++aMRZ",
+	"Hu6LRjP5O3NFY0PtA7iiscDaFSGeW84qXsVk/qXtaudUORDEwQSU38UGWJI+cDW3ifflFMubWFDqs5kP",
+	"FM7vwXygisxZ9+cB1YzTO9nlCbU5qdf2Cbnh6Xg2MFH9fRRi3hE8NPPynua65g/Fm0F5VQ50eHIWi70d",
+	"nn736b//2Dt63u6I7tGnxxjr6P39T5+nv5bPEx7oPx7RzknlX9XhqdCONSPxnjqulsoXxr379TgHEnOE",
+	"GktnJwxFeIFKOyochioSPz68PZex7pTyD1J5fHUdm2WuHxxq4VXNvlSIMriLDSUTuyL8WiZWhUJGeSU8",
+	"KybLFKYOHfq5cLHMgyulVdTLrHCknNEsZv6Ak8d6cyy6BJYHY6W4wAFV0uXNcFqt2u7LBTOhV7cQrxZt",
+	"jdJqwjBZ9qJaU1thbR7BLtiwguzG1Kthj0hzV55jSH4FRU0XWEcYax26y1AX+k8MCYzrmC+so58PkhfP",
+	"9Eo6AVYppSuugQsCisRYp86ey/QqgHGcmpPL9ptJPvNNjFAx1iOHxcJeCNImed4TPstzMqCKMdZOC7uF",
+	"a/qQd3w31mlvjVB+yws/tTvpiALfAwBwf7rEwKZmVKS6DQ/Nvnxv1Us3VZ+H8daA/mZs4IHFCG1SgZft",
+	"QLam7CHhNDCk1PEYSFdrDd9b8aPnSoGjD1ufDmVjemuqhAfiPf5dpabKf/ytWqDrNuleuZ8a3LHGAbEH",
+	"ci/8u2SFyixFU20G7sBRse134IEoUnUz45NX+NVcIYqLqG/x8Q7jKCR+AymrzYN1u/iK7K95th24vzgJ",
+	"qs+GN55CuAh1dcX7au3rqn0R6blP37mYmkuNj1Xo8ogmZqfO3UqQ4tC47VCbDKtOsu49JNEfDYVc/V0J",
+	"kzCKwVAvuIdY/j+nxeOE1BsZ9CfnKhRs17xUVHWq02Wfd3Knr+bEYdkNddduYOjXjY15v9suDI4LWSHF",
+	"jlKzWMAzl08WQ6SNHis3P5GqubmGPUoS4BOE4CkyNo1UGl/D8aZmLsLCSAN7kltn2A/Ac0wKkeXgWgC8",
+	"fqqmx875ha48LxNofQt+xWSPvEYRD0DjOedNP8qAbeDWje3plDqUgZBzoznulL5yra2LFCyl+fdAgoAJ",
+	"V+TKw9JGsknXOSfQhHOfAoo8YNt/5fRpqxp5NdT5Mpxgq2Jr2qfPOzlH623R6ZedXLnHBLFIr5wPWTaG",
+	"8KKKZUCnWBK4bGA/80oZ5/smqu4P5RwAXNUi502rdmNCRFWBEMWGvKAehf+vsGg33C+DGboMMaZUUXKt",
+	"7j+dmVtSwGW781KuKy5vn+dKIPM1dLlXXEVsy4ERR+I9oRfee/XTUuaBys7PRTOyyuufinbYDzt09TmJ",
+	"YuEJI8S7fNcLHjzyAZU7Xne4qS/LKsQcPbS4GjgmgMQa4q5ytF9+P5ci0IWoNDhmYRCl2iRVcSDsc91s",
+	"OucoqJECgkPEgO+JgN1Jb4prqeomgQHxK36R7ENZEnPWqtBJQpPWoPUe8ZvLk9Eq21mfOIreuo4XwSUK",
+	"GpQmBTFMeQYfEFMzOiMMkItfXDMOv3I1XdKS+ekXz3zcCnLHd2fe8nCKe5Tngbjd1+hLR/BXM/qy3w5e",
+	"mjyKhgi0mQjfM2xf229+dlutv/1exfxLn93BAtw7zG749y474MwB2V2YFzVXElNBx5G4kZZ5tz3FyQwD",
+	"jHOLl+NAT1wdSUptcZfpL5PkQn2uSMbwlC1XhC1dtV3mCkrcBTQ+UEpmd23xJ188hv5Q9rjTwhhpN8zJ",
+	"8rB5Vf5+BT4Cak90emh5z0+vgiJTc8fiiqW4cBh2CaCwSjFLZjXacIxwzY3exLEbyuXuqjRQvO4GD+Hu",
+	"mpYUL+5QbzGZ79alB7UZtJyGHUacwGWlUnBOMtKuSjeViLdWzS8TJyOBUMQVZYk9RaGIcgADT1SIdZcr",
+	"AQMmKk9qAivPZqlSnJdDFDblIxE6xzdknxJjrlQklosaF1pH1YrylgVtauPaT086TnkroyhPRob8mFY3",
+	"ZzWGczFVmeUsuSWfKpqcJ6UUHgQ1NPf0CRaIRHJIaRtLonsnECrxhQjq3bmbt4uCFx3WjPv+RSlWX9uY",
+	"o2WQGx1Q8HMJXzDVSzUNmt2Y0KXjZ3QRNdvv/OBJjqQ9NdmuBDdtjWILgUJQk9+m08097b26HxuKe1Mw",
+	"/kCEb1/9MHr9MvQ8YcveEKhGCy9efffq/Tfv3r76GLpE7lxpkG60CH/8BRpydUNEEbefWKx99eb89Xf0",
+	"oci/Y6ww1PwlemXefgoDB5xUKccqEB5RgHAp6G8Migd5GUHYPa1Em1E/SMxDjWW6O0j5oYt6cQBXendb",
+	"wG/h/bru0nAHf9jm3Lq3Qw/NrdeGuXulEF2A1WGsTimALC8DXnkBcFUMcydXzI/c4DDB4/TJPUkau7Dp",
+	"nZa53U+yCOr3Ah7gT5fp/OFC+wmnFRGBBfaqxPf2qzG73rWrBO3SJeXgQcJoNXGKDWIPb0t795VM1Zb9",
+	"M8ushn/6zTbvpLp5HPeZrx/+vnvQpHPW+et6zlRZ2H8ol9cSp7bdcMRxHZ+axySWqIRdJllZhMBkwJvy",
+	"BL2omGbW7UOxslsy91bXFtthrqLwhJByuFKeiNZpNirDoVNGJ+AKesSsD/VaBb314MiGaXicgw7JC1dK",
+	"LWwNR+0qUXgSxhbhARl2DoSz6FNbFzsX/l8wtxFPazhEaSXOUBe8SGSsxXgmUznOVGpJp80slZusK7lQ",
+	"aJlB8pBTFYo2VXbzyx7SMOUSc6Fo9wEET3q9oinw6+OZMaSphoGh6ZkIAWsV7iFUK99MyD+Rog7KWwbc",
+	"o8lkwhYVwH4hAoUQ4VjFSRtLYx6L8pw6YRfte1M0V1IqRaUjLu9PG4AsJa73Bz+FFRkJuEZljUe0zNb0",
+	"/qnKlqlGfT5QRLdamrIzntFW1e4fHFY81ai5b+d+UjaLkwT6upZJjNqXzqC8f3GaF+FzO/N7N9Dv4eBM",
+	"KnoB/l/ug0VQ5c2fnK206t7N3LGJHf8OkMWO2Lq/TjnBzdUVT+6xuuLJIdUVi9ygOa5Yv/7lWpbmZ5M8",
+	"WCGh8yRZu5g4QYSCMiZmo3+Rjso6rz/tgPyhCwj+tim9eNZFAKXP/SFqKdZFyq7xThq5YlQiGMoOrm3R",
+	"b1bb4p/JTIpkJv2n68lMKjLGPulLDpJH/pp5U/Ihv6T0afQKO0pifaWiWK+lUJtl2cIOjo9vbm66rlF3",
+	"bObHsT7G0Y8MHertJ65S8leRL4KWrgu98GuvH3DZGspiP9LC1+vaoNa5VNvmpLCDI5/IVRVD2MTwTDzh",
+	"cA7HGx0w5xM35yeNEcSTGvg7qUMQX8vLNL6S83UMIcXr5GdVhyDy5w3xg6zBDy5pl48h7hE5PBH908HJ",
+	"zkxHm5IRBf/Etf/EtX8dXLteEapAPmWGVshLc61g4w5IOlruatgaOPnOM7g7/vrvoKLTP3qOq3IVqG2h",
+	"Vr4G6ZAcV4UgWNIjWbwOx1ZljYtCffDdcOl7wZfGY6NLQrsfG00FptfUN6JdVgrkPrIU3JQkHWeMrkYW",
+	"r5mn0Yir1ZqCyyoO1ynqTJVmiZWmhppKTRXOlZ3cXh1n1tnmsMAUKZEHa5sAslYkM5mnaKJbiQZGYRUW",
+	"MbUVb86uCPl7Niki04E2CGlF6JBMKEw61GGmEjVN5TwU7cTcqPQIBNOo4/lMc0iRmcRF9Vi4ZzOpo0Sd",
+	"CSkWMk6p7OpQZzfxGL1Vcl/lrshrJknnL1g9XTjIoa6c5ED4DohiLRjJ7VGeaKwtrYj1UIf/+grNx4WC",
+	"E6PuNik1aNSP6k5mxvLUUS1SeOxtQ/JSa3l0qdIpSM70eWuQ0ws2L5YDtvc1EeYLfFAr4VY3taruaXsi",
+	"6TX/tNLtOrkXDzXCnyqrOqXlkPVwdpycUXh6L2xCDkFcNPLeSCpfK3fT/kGMLh9VtongyHXIXKOb91Ys",
+	"q4QxCnqal/w7vlrEx/PVRtvM18tkEidYS6i2/v+371+LRSJ1npljodLYRFQRfzRJzTzsdumPzIQDcWkA",
+	"B0dyZam6fqSiQOCf3L3rGP3KfzZanYn8c2cqoFBqE8lVMNTeSM6liyTjSGKOv/zrR1bMjc5mfoeXamJS",
+	"5c+W4G+oeR1YURR1kVKLJ8+e4VwDZxRAGPWiQLi0gtuUcvJBjCwgD/mxTJSOZEoTIkc3Gc1jTXE9VOsh",
+	"nR9ZlV6rVFwtYqDDfuQ2mVWovoKaW/aPgd/4ULICWNIIyQrnM9Sc3p89wucqS+OxiDMxV9IuU8UpDuU4",
+	"W8qEYJXbUAHEUuFP+A1rGmq0Z5QSBRZZBJ2ZDiY9YJtX7qk4Qs8yLIwF/YedgaiW6aYAIzQtBHluyRKs",
+	"nVFsjLRXdhQZrUrdUTVGN1VH1qW18VQr4BACjFNWkYgwN6ff8VALPBq0HWLQlgt46NCYWIJyxJPyhiWT",
+	"Dbwd2SUwPaGcuwnhN/ULKQVL2+W8iL2hzy2NGutrE4+VHcXWLmvG5fc1Q7samflVXi0oSoy3ADkb6lxE",
+	"NfNrNLmxmavyuPgM9WXlypyBUJ/HwMChCydGQFyq7EYVVidmNh9RRln63BXjDOqm6GqbeEBP1raxTMbL",
+	"BD9gJMEXPNboCmRSOlyDF3xA14luJ86FW2dmOZ4p665DrnJDDOb1ihdTowkWuXCYB929//O/2fQMnwz1",
+	"cfF5XsFeZ7Niq/ku1tw/P9kSdIDWOPiYRBazxPwwuAOAFlz3pfscaxd03RWviM0aiCf9agqwGMAEutK0",
+	"4e/GmblkbPYEIyTewqGi4C6vSJTBkc1E9L/Im2dG9J/mTYf6SR+2o///s/emy20j2broq2Qwzg2T3hBN",
+	"UpQHMjpiq8uuLp/y1Jaq6/Qu1BVSRFJEC0ywANA0u8IR5+f9ff+cNzj/7yvc/Sb7SU7kWisnABwkUXaV",
+	"u/YQJZNgIseVa/jWt04eHffZv6mG6F899id23OuyU+z6g0It0RWYBErw4ow8orFJNecTTG1RPU7klaUD",
+	"7fd6Y0iqS7L4QjdyQT8wWj7/IHJwo0JqmC7hg7BJmNEL+CCCZQUxoSZ0oUaLs+lMDUlcPd365LiIxlDS",
+	"l2BIg/skAHlNJxC/4yUQuS71PlTjSDkie6F8IW7lCRzoNm5SPUuA9UKuVqVnwM7rdBkNpswuoNKsHv72",
+	"6zKUZWY/pWw/r6GGibU1Cmlq0R4NzBSH0pRJgvg4NPiATkrbRXbarzXJh3qm02Xv8GVKKUa8rjMrSKQx",
+	"SeY8tSzGzokAOLdcN60V/GnYAqJfw9aMFxfXiyQkFtVPEaZOavitSAsx9gF9pBo0mYNG8/p+kbxe18Pc",
+	"OwKR3y+S57wU3+bZvLVH3JIeP88OVIjoOeV97+KWpPcCtyS8/8+gaJmue+YQ7S2tjBld7Bb+RGoqbI0Y",
+	"eo17R8d9tSzUNj2hWg9bzDqW7wiCvEVc6nqR1IjN1M7EK2WVoQwKnAM64+lUbVUtP+8VAmj3PFgbUIVH",
+	"qURQKsmZQ889jz5zswT2q/4JVorZIIjD1uhZrwulVrYLlk0P3rFbjownD7sJdrxRFyEUSKH4CCrK8B1c",
+	"NxgIScGzf4JdwwsqbI2GWJypOoSnaggQ3LGxLFCbam9AHcp9xeNer1d5y+PH+qOGd/XhOw05ldm7lMtq",
+	"MNPYK59pR6EUxTDDKnutJr8Gk9bmF1wXqwwFdTFGXVKYCxeygxz147d1JnpH/Sd3OBOPT/Y8E40P/kbO",
+	"xHF1uw4+z6k47m05FSf2UBzMj/X9u5dfie9KiYO6s8dxUxkd5gYQYVR3GpxPpeDzje4n1ZVpzQVVlHxK",
+	"eiM6O4zDhdL0mjRwLNsJ/HlJzmKh7BoyQwE/eKnU7TJjKb+6UmpdG9kXFo6Webkmtwoi02KM8WjjMHAp",
+	"1zDkoj5Ik7n6DwLaCHOMsYOqEy4KfIPS2Am+y814xmC0iDpdFiIfsyIzbHlomBTajISYDpnACcJS0Wvn",
+	"GcOEST5T0zvS1mfyAX0n1QgQ6dDotxpvelpXi2HOjNMqzQSnZaFVQwNyNctoVXOhzHKWJ1ezkrXtA1qV",
+	"91sdGbqheSHSD0j7B6E7+wwCdek5Xjq/flDgrhqD28HtbLYsiyQmWvhiki0wAJxNkW/QPlcpJwIuwmIl",
+	"KAeQFzaa4ET1OoF2Fpn9GNnctq7mcMyLaMSiup0FLjrHs5XkW6zdtvaqkE1mzEWzVKRzIlkHGdPMsaU7",
+	"XXZqGVIaFgFWrjLhkE5eHWVElDhdcqTZ0Y+IlNJ8whxrWcS4u8abJqPSnSYDHw+lbYvGi8MSydVME9Io",
+	"AxZ4Eme8FNo1YPHnzpR12Q+w563fxekDQLUxQxEO2Hu1n4uRdUqCG0AKQT5V3O90MKGHD0DA4XEIKtMD",
+	"v6biL+4PnQl0f87a05TbaK5qPvAGmOQsz1JIb9Y282VWzrBx7YCiCjjNxW/U1j4OWxFrf3d+/o4NYNv8",
+	"iJlg6RrR7tRVg/yFKbApnVp2ciS4wQy+q4Ti6ywXvMhkKNuRzBqmyxluFLDaM+7Wcp4kNvJQVrcvxJwD",
+	"b5NeYMfopGalhfODy8JrADIPoI0IPFremNTvs2vydOiNqT5d5GJT0qrrQThXl+fn8yHUUN5vNcMbXska",
+	"4G0nYNy0XU31JHfqPGz6oBnt7U3sHQDfX8wXYreQmrkGqpLt5xi36r0aOQex8+EYWqgf/JPODDy/69gS",
+	"+M6MnCwQb/mVKeFCHM94KgpdD7mq8D85AYXfb9XtUXYdttAknWb5ZRLHomomEzcp9LvRM3XseKb0AI2C",
+	"ZccGshcHrMSc05/P74TKpHhu3l9xyrlz/afB72fPqY1ii0s/drcIwFyZxa827Sf72e5d9cyYrPaFT9wX",
+	"vuJ5wd4kaQEFrA/wxsc9vY9rZyq7bjg1dAA3bPrdNxcBruhoaFPN7pI/W9Xgjx2y5w45cV/olzqvvq62",
+	"fF7R92Yh91vejp9NiC/ltcxWcpNwO2028ASb8DQFIxsMPXDnbKF9G26PRVQG6r7z2YGgZTDt+6oSZEv8",
+	"3pSIz35cDyde9zE8cMse0g0JOnbx9Tkj0caoK013dEuCDVVxTM7Xj2K+3sJYANCIohI5hih5He/GKnA3",
+	"cDfEfM3ypZSJvAL/YyjnSSz1djF/6yKqzR7ALr2yDoxD3kIDjyszAMfh05sAcIR9Y3tA30JZx76xF8Zt",
+	"JAAxJQA2HUG+WRTUsGM+jcNSAjKCIEVoI6fig0g14iCRYmMjdQBadwPUrAowa0ZiGdiX+tKAvgIE3DON",
+	"RxurjksiYZACKcPBgVLhE+5ahFo0YhxAaciZK6Q1/S0oLXf/nSO+Ht1T4EB2xg/FWEy2AE5VUnhAyjZO",
+	"Xcek89s5a3gruirxxV12Cl2F2tA8ThMsXq1+RYDJRCbFDLeN/bQoeV4alwaBNpBGWz3eZZE6fPEyFfEF",
+	"7o1H0MUL83GkcXs4XvPyKU/TogEzB9A9LACuTkQmhd8woAJ1my7cb5WUs6aFR8YDH/JXc5PpbnVZlH0Q",
+	"ebysvJU+NC/WmweYymS26lSHZ2EKJO1sTr+OMBhcTb5MhWZQrgQT5utHuNWgxAy4re2Ww1ozIJXMdGNo",
+	"BHuL9O6X64tyvVBdB/ImWSrVRuSm+B205pCQH590MHTBnVazHMeqHoZlopk2P3tQIB5qrGWEc9LxmOJ4",
+	"TYswrABXODL85XaJUVTCZNfRnDQbOBx18nkM3IgaM5wtDUUMnoLL7IPoNuA8t2I4myWHHiFiMr2O4yd6",
+	"zZfzogas7DaiPjfBOZuwnM5KDYe07XArYgsAuYGj7U9YZcOjzje2QSqvuzBnbo8BrhmNqqhPveubX6kR",
+	"oTNRR4XqegbbUKFdC0ElMKz6xwUCZEcGvAok89qTr9s1ONVMimJM60OtjXzcK5HUbLx+IIwUiY8LIQvd",
+	"FfqX15dsWV5l+pU4bdMsv8rKUsgLc3dFO2DRTp5TnqVwUmArtDmbpvzKGaIl9XcrCOhQ6gfBZMaWEgU1",
+	"HThonss1sDrWJBasegl6A3Dka9YcXzECgLvRafBJo4N06veo7m6l4FXzvTpfX1wvEppQw6S3IcRq6n2B",
+	"FHVBw7h1kUZH7Wuf9vtBwS55IRhW+pqstzrmX6+f8/UuBptvXdSlO1eaDwn1uO0KYMdndNEm1KC3gS6F",
+	"aO8b/Ob0zU5el1d8e69Rk+yMTdjw+PEJKsDOske36PZFmd2o55/Vx78J7LgT6HgIjGP/qP+shnF04I2D",
+	"3uf3LDchzU7ZSojrwImSfhbg2W5nRP/xRmfEYGCdEdhE3a12ns15wd6JMufL4poX+IuK5YE/Bi0gVJ0O",
+	"W0rWqT/Vw6C04CMV5ThsjY5V34xSG7ZGffq11ZjpKaMK0UOeXuq8Vuum9BGpe+RroT/D1jc8TWFiqh1x",
+	"utD04k8/fwKniKM01Udv9KHKbJih4TeqpYrqc6e2QFughSR0GTzn6gnuT72H6Ab3/2V/o9pvuL39/joT",
+	"14cOrQlT2ACRRF8m7t/zLHuVyatNOMkmW/1ussUR7oPe4OSo1z/q9btdOBjq7wFYdsePn8C7XHn/GOvT",
+	"YGG9u2XO6pFWs2djvv7CMmPQ2ywzeo0yY5Pff6ewOK5sma3Coj+oSosnTdJiWDm0xw3SYlCXFv0bSIun",
+	"VlqcbJYWAwhYmFZeCwEZPG5DQ9vQwJmKG4udQUVUDPsaIlptEr8fnCB4epcI6lfapd/t026TOOoPer3u",
+	"SYNQ6teEkn3UiqZj/fKqfBrsJZ+GttuDzfJp76SAPY7JZgD0yb5JAY8HOAuHAEDrbh0KAN3rHh+7wOQN",
+	"kOQ7oJ+HNfCz3RfbUgIOGncg+fyVRB2e87Ue0eGh0M/5+rn+WUPgAcT7xtDDOTlGRV5njEl8d6724wbG",
+	"6FV2G0UMfDMzlInclH6vf5gvZYFQ6cZIBQQcOtZnHMo7O421x5h8+dDTaESQZ/BBNjqIM2niGY5nuFJV",
+	"wvhEHE8u5lFKlsRFZ6zdjEnBZtmKzbnUW2GOjDmI5zwy3l/X0Uvu5b38u7qvSnvCwuXqoKZr7ZLVpc4p",
+	"I9QOVn1MWHTV4Cy5mqlNEHesQ5UcNOlK5ycjOaxmAC5m2UpGdnxqXAiNHRl9zji3AciOvNVqE1JJohGW",
+	"pbSMOXxuiHe2uItN0cqIRYlkQCQUyizXs95GvLDx6mIyacE4u8yyVHCpWnB3Dj7vbDBa7lDWcfNt/0Gn",
+	"1hZuKmOf4hNQT9Oh2YsQbltxTmFmAGb9G9RzY6vqkR3+IzjluzxI53Qwf+Meo+/M6aH9TJwMGWy1gAET",
+	"eB/5k03HjnvN3fE2YzOX8rHLpdzfyaX8RfxElzx+BSPwLBtvcExtlmzKcihqd3NTzmtsC7Nev/cF3EPQ",
+	"qWrZkHMoa+XtkoB5w/hT/16tPtIaa9orXpE1nd9xhWiTzJIuIdGpsWteHCHdo098iS3YpkittnKt0hvW",
+	"ezbqGTpRR4hZLMqNOUJJYNkWDBHnmSAOimw6JR7PHGo76G9LIIy0lmPdbIULZtMcDZ896wUbbD9nkuh6",
+	"cOcJ3CObJ6r/lAFLaPNE+c89dp7bi6r2TZaXs5W62V69+qYyg8f4GzOD7xDFbytr8ZKn2dVSVCcTJpJA",
+	"llr98z0ecIcg5xEEZWnKf4PnobfhPPSDJm/BnRZ60GP93h4Ljc8db1zoOxwSNRDGL5Ww3nhUth6T/h/H",
+	"5ObH5GBmq75lvgaj9VwdyweFC+cgXevgJixpqFUzVvD00VWWxcV+NUOhWgERRgO+JAFzIYImLpK4iCx0",
+	"kqdWt66YcoBRHwMqLcFa77lYCF6ytvcCgN0BHIOgauabEmjVlDFKRTzjxPQ16gShVJI1YL8suSyTco3h",
+	"bLNJH5ikX/NEJ2CLPJkg09rfTs9ZzkuBtrP6KYwvlKYFyvuVGVMvxmL5kyxX5hLZm9NS5Cu1RFTIFmtX",
+	"OvONjKfKOlO7+jKLIUGPCGplbMpoAL8bzGaxnGu+GpceC+07/dA2flpTgMmhqIUfvbHg5qjTZS8BPsCS",
+	"GIjiiB+HUoVdZiobaTcTw9oE5A5MrX7zVADUsmo64pyvZMerh6lrq42Y7ZzkAO5A7wHwKiXxxorzMcAd",
+	"dLl5kAs3qTOv5uEvamFMacmbpejBb58Lnr6M90nRw1fFxYFYfkxze1g09tUBXDt7lnu+r0rlPgWsWoad",
+	"yH3Ys8cHLEhOexZmZufofnAf/qMK9pYadlYqgMhDUk1aYXOXCZ4erP61I1631q871yLdqaZMMm3rvQVl",
+	"u1YiF1hg2QAjQrngV4m86rJ3pj2e28LVTrE51fLILUxd3f3EQVCEcpuUHtNMGieVHQhmXRuyczURRLKo",
+	"n3lQsAhQjEp+Agdb+xdZsv/8X3QH/uf/Yu1+r8f+6//5f8391mGPWL/XC9igE41Z9IFbMr6/nZ6HEu5L",
+	"l9pPo+cNXlA1PbaqAvzccbnZux14HpIY4bdAHmTuYbOjuuyveHMDtk53svCub1yDVZ6UpZDOGoSySK5k",
+	"Mk0mXJaGdA5z3dvRoBcFLOp3T+A/g+5JpHUDbB2gZtAYEflF/cFJt9dr5hI318o+JdLU9VHxqfX6m/Kq",
+	"YYO2qnzdv6OSWrA961leTXv6Hjm3f76LS6xooAk3lZvvUNBrsB9P+DHWMPHMNPWBPmLwCTxhtWM0gWc8",
+	"ydmL/Coj8zAm0/i7Iwyz/oLxZ4xHJhOMXBNnlT5sYEoGYesDN89StHygw8BOhRhbGuf4pDfY0WudpVXp",
+	"9nORJkoX9DvtdLjv9Hf4rPvsmd9d21vbWf2Y6SpxUWbTqTryxJ3u6zDbtSXB03sodmvOwr9wMZO/1K/s",
+	"rfrEjauYPPekdVWlQItts4X8zYzLK1EYViO24EUhYgq7Gfitvuci0C9Ws2Qy01Zbmskr14AGahOtidCF",
+	"v8GoG9t6IsasmlCHDDMxaBZg1Dm6ha8IsTdYYpen7LWjb3TZaclSwYsSLEvkQrkURRKLAkaCORI2mAYI",
+	"e7yZuuw7pTL1MC0K8d5pci3AyEQbEezzsNXTLMfEvYQTGLYMrxb0i2qFkGlacPRBmG3RGbFIH/oR60Wm",
+	"0As3ekJX9dTxGFAR16wUEXDl8AklC6Qx2I5Flz3XagJc/QDdM1VquKSaCKFUGodmtQX6T77ia9Rf/iny",
+	"jLVRw9I0wI6LoszYMTVpFRqcVaXQlBkbdJTWR0GhMstYynNd3Iihz02terGcu9/qxe6Frch3JhjrvuZN",
+	"qNRUMXsDyOthGU3qAO4x8ocAOgA0y1yo47UsqdhtKO0hIJy/r6rv0J5+WFDs8taFWLTCRDqVnmC4w1rw",
+	"ubpM1T3SGg2Ge4vt534P77WSyi1h3U2295sM/SlmZROtdwue0o7aKG2wyJDYaaZXBIuaYCNbjg9XrIWk",
+	"3XmG8rchrz6JKQdZ68zbI7O0x8AnN0KUjBuDRSl4DCT0ApJ77tT9bFm+nb7XPd+6rm/to5+CForBuF5m",
+	"0h7Xyim919DT59FIh7fTSJ/0GjTSQ0YlcIJjM/dfSYACjxRc+ZXTvEP3upG2pZ0mjsa1VzTCcYHA1VN1",
+	"6bQjaD7qKPEGDvGcy4JP1LcjRvRQ4F0GCQL3IRU3QgQaFMunqnBODTi3ivwuh3sowePOd5RdV78mxw/z",
+	"Csg5r/W99KGMTI1OuKnDFiWS6nsnbGnfC9wcU07hDUc1Y0q4dREQptvhgANMISPRS0TtWQwYPEvTX5T8",
+	"yn+wrx4kApBIk5n6iYCsrZQ/+MsPJiB0yxTzq9Vecoto+KX5xlU0GSo3XsEghJ51rfurdIMrXLMnyTbV",
+	"0s/mSVmKuDMmvUc1aBQbPzqkZpFfIcMg1AQ6KsSC50anOmW0GzGEgo5d6wxr7wqx4OY2DrAOxsBCuYIy",
+	"BiV0FfUrV7OF2YyF+i+ITfXHL1Kj78CLV3eujUOpa5BoV4zTU+S95Exm8ghdjHVd2mW3wPf1g1BSF1gv",
+	"oFf3ulZV9ykxel3W6K8M5W0clgdW3x1HYE2RT0ThqfKhrDsnN+rypggkaMuB4xV9UJDGbjhJPL2+QWmX",
+	"YgU7+0GBUbNG5doEu26tV1PM5CejS6kbu+Uq2L3Ave3xUqG7vhUYzQAVA7zb4WrXungPSx1qgUvoDxf6",
+	"YECRg6P+SStwwBMOXBIqRpDz9C34dtSdneRKizEyrTV61ofrD1M+0EsKnz/tB5rSqDU6uZF5gHN8r5bB",
+	"JY91+3sEAE1XANV4VtbKBZ8yMyN+lRRX4PsCaqdSbVocMUnGB5Vskcy9OljbvqPo3EmznlQqw9+ikryO",
+	"Su/87Ruxehm3bp97+9w9If5aoNfLk8b60IBE0R+6h2zXakCb3X7X+c3IKgWVgEz1rV/I3KnEaDdNESD4",
+	"zQTRziU9yN5wLvQAhf+ec9br6rZHdCUfu5Zs7U2/hRrY3lXwlVgmp3F8ZwOEDq0xOg7j4MUIct25u8NC",
+	"2BbtdWpFd9nDh6dKcRB5MiE/LNY9UFqT7z8NJXbw4UOogexbAgVfg6tUKVaBZ9L4GnhgrYPAtzlAhTRq",
+	"vtMJ4E9H+BJw+HDQridcoj7OCgGJSKhRcVRs4J4B1Yv0v547mJ7SkTq6FqdvENh2lUasDATitF7xtbKS",
+	"dFd53YGtL7dUTDXJSZxniwXyyStBovqIcWRjVUlLoeatCzGh67tyMhGLUgtTucY3oqKGjmaYPjQZqj5n",
+	"In0hQisBcWkg32eTVPCcCoqOrcUBcXLP5GCndE+jZwJ97/S3MhKcdQRTDB+eK203S9NspfocIoKr04BB",
+	"A5Ihr0gjKMnGCu+y5+ZSx9EElkJZ9dYrRA8TPJmJieFB8gBzeAtHY+Df8B8usysBZjwywZe2PDGeNqu8",
+	"4FEgU0xJxEYrnvuW/m4EXSg3G+ne9tBT+KCobmCn5ixtAN+whTO0lKko1Bp61jGJHDWcDPPVSCSRTySw",
+	"EkltEtjnNq3J74faMuTz5aWG2RrKqqDGCpWp6UhSZdtPsVQknUT1CGB9CADozY/HP3gKR87bl1qe4Foi",
+	"pBF8zkxNksjVImmnCU2Ys0CwvO84Qmsc+iTSXHmaCx6vsdhnAXIJPJmYMvkPrEfP8myFOXqatk9moaRY",
+	"2kb4IXlj74hAvHucw4Y4lJRpjVo/8gTCQoZGKbmSIkbqKT4pK+bP4EamzWcIenytFkrvdrgTDanEYu/v",
+	"cYNW5qbp2E3dkA4vKeyqN7g+wTvnyIrMkZUs6jTtLS7UqqhboibgknKD/LjbDP/msaf7hK+wfpH621P8",
+	"CkfpumFUi2+O5mMox/MSt/meGiddP3c8FU5kaw9g8h8I3K2xG2uc3DP2VovIR7+q/fdpK/iWPN1N5Ibo",
+	"r2aNhdRMqS6A44rYEPiGssjyklC6BHeRtvobpKH/skwm11jNph2prRixP1UKRJGmGsoINq16AP5Sf/Rh",
+	"f/QC+D9dSg3936bzHVftVeMoRuxZRaNcL5Qu3O95H4cSj4T6alD5xYSX4irLAeh6fAIp+oXO0S9Y27jv",
+	"jWnXGbNhj/BD9Lph37kY1b8HPoyqoo8HbHjMdI+c76FwHj0wtGSk+iUn9iM7nOFjtuBrXUVurj55oouC",
+	"gi1ArDe6lNnwKeNXeIUMKzNxlWfLBVA+ABVz/gE2xWSWJRPgsdBwIkz/qSBfXpiye9WyeJh/xGNKNDGr",
+	"2aik6S//InbDeb2t4AF7nxGqd8HLmfVLg9zehugVcjlvjX56FvR7weBZcHwSDHvBsB8MB8HwOBgOg+FJ",
+	"MHwcDJ8Ew6fB8NnPvwWY760couTs+wYusgpC2JtVQq1kAq8f8RFh1tuvQjXrXuY9wQ1I33uitUnI2qW9",
+	"gtxoWmL99Eyd4MEzdSCHPXW8hgN1ZoZDdQqGj9UeHz5lw2c/38lZim/zZ+CbmjS5X6Txy+dha9TvB2Hr",
+	"zenrFwjKACYlwvTi90P3+7Ol2hMiJ/DswfyY2pHwLwuA/Zu5L9XWNCfBvdLps0TcHgSrm3VAsCTW7ylV",
+	"VF8akf6rnnpDBfngKq/nUpKDCOWAuppBsxlRVmmhT29A6gAkh4ZSQy+rqZ/1gHjgZnqiTwUSNmvZmgG5",
+	"LWgcGLWtYyydNCHUy/QMWF+mBhRleSgJMWITPfXjN0721D+sJXyGEjM+2U0TPnclcYbys2Zx0gDvnslJ",
+	"Df2RzXmnbE6axd1Wtd6YT//I6vx9ZnXalTZXkfYFHczC9G+hW2d47nHd1DI9MW8dktIg09Mp/E0Gti1Q",
+	"sAXlztreS4HED0M/ANyi5InOPnmk1IyfS6oarB6+Jlxh40Uwdm8im9m6I7F0uwxuTns8vAT+LLmJlbn5",
+	"181P7O+Xn/iU0OB2x6sPP3OOYjMg/KQJEH7TTD8a1x/Zfp8x22/3PXNzg6cmsPzrZpe58/Dhi4+lkEWS",
+	"ye7Dh0xD07W0MLVeNiDINUzEKPBEgInafVWF3yfYXLucfKsEfaDFLFsVVei379OrlCFS9wNwWklbsYhL",
+	"XbSIzYGTx3uR821bk9Ia8iIdOUhKKIuFPN1K7Tccs+oirIDcedXF6PXxRP1A36KhtEF9cH46yPFqlJ+X",
+	"NfsJy7P5WPQqcAGDWU5MW1PWmKn3ESI6uB00g+IDvypgJbRdAa2badgGXB/XlCCuVRqfl6jJwKeczjhD",
+	"2DvhSMoO1TC8EB8XSS5g/wqpi+43oO43w5OtmZzEXfbfMf4+YvMsXqaCDQMmMDfS6Ctbjb67g5mbYcZV",
+	"0tVKKiEqfa1R6+Wbvx3Rg09bzTDiJ/394+veqO47xn4OfmJf36FeVwPsnoS4YYydmtweYR+yth9a+N3B",
+	"gA+L3HRPydeF3tx2mQctoW9VfbPrf9/sendRnlrMbbUdMVK09/2tpOQjTdfusQeZiyWUDZ65QK2uKErN",
+	"Fn65Bnwb8YMnccfWXdLsQl4OfjbFa71cZX6wvgmeOMYKkgYuJ3kOMKfMpv3iQHnpg8/oQvWSpR4Y2j0E",
+	"JfpE2X6W2CPNGl73jCZXUu1mfY8DFxCAIqlVj1leCsMfTvcOFj/9wNMkhvx5kc+pkdov4QICBkGzqklh",
+	"rOrLNagc2UqyepqaubOhnGgGuMek8O9uDa3ytoizI7q1/eLsEXUhT5NUWbEjzLsiiTtXxizGtcC/uoNZ",
+	"DzgAJlkeN2OMKWm702TFB9rlC1Kly567dSq5SVj0hqe6DRBjZJ/fdi/fygfw12UyuSZRvJ8LAH6xPwPf",
+	"gT0Glzx+GVeBWKx6e0qmI7E3pwf3SFxJtVab32ny9pdkg8PjDe07vQ/bNid2U7Ch83txhNR2eBPy6/D+",
+	"EHR9oMKIFWO0ytjrDQeG0tcvfHOMvMEVvwVpUmFrdOLRNL9Ee8vhGqYq/H2ffPgllUXyXSCBW7j/RP+r",
+	"qQbW3TiZiRYAMCrqKS8jjxrXdpfDB2Wlv093/AR+ovQDteQXPjWUUi0qHh5M/f6Lslj2VQff5kq0vNea",
+	"9+FUPAcy+S/r6qkcx+o9WgeuHcrlY7094sNOvdDx8zx8yNpOXpmFXiHOHxpjUyFiXfuGrGcHZq5UCETf",
+	"tsnePelpXXMpkw8iL3gK13OnHpsw1E4rkQtM/gB7P9A1WyfLvMjyKGBZGhsdM7AlYujdF5lEfNtC5GzC",
+	"07TLTkOJlbLYtRALVPp0c6p/QMqci0WKgW8AfIITh1wWUnwsoSnImYdEERiqMHoHTE650iF3zCWZJ9AO",
+	"hH9n2UoXsQb6RlFU7MxQwoyngn8gz5LnJoQ3oKtjxiGXW2mniWQ4T7qGeSFEKKM4mxSPYjFJwNLoziH8",
+	"8qNOe9cDB4eOEDEWASoYOYxsQBwmOJTwaqtu4lhngD8sSrXzkSyrXck3INuOp1TxPFqJy1mWXR9Rkgeo",
+	"uvSZ0sfU9khE0UEsApSKaeuqRDuqyeBPoNKhBKQkPEcaZyzQn4WpTAgap60LXyLekrB3qlcinY4oDYS6",
+	"tVaTPcnmgowEKCTNk/Qy+4i9CSDv4tKcLBYnhZoZjeZkNM5QrrL8WuS6tJTqMvU+whMTsXa/Vmd7oLHo",
+	"Q1e0niAePQjlAKGR6skhdCxgj3v6nV7H9PRG6IWKWJtut0DjIYNQLmawZQW2BEZYoXZsQKW4kVAJbj7w",
+	"rVmMvP2Lvgkl9PFCY+YD6h6RAaCREOiu6s7hSTZeRRYhv0kUynZEfryARcQ2DuWOlDav/iqEBIKNuSgK",
+	"fiXYL0uxhAwWOq3Od6GcCqUFxtiAWucIILXqF6YBk/NGFtXZ6/N3tFcC4IbDDXIx5UkqvFeD85AtF5ji",
+	"F5F0i0YaZ4sDYTa9SxOKBfoJIoUD6aSxM+iBRT/nT5maQylWP5M7Um8heCHNGYg8m95JcsTUj8efYKgX",
+	"f1EAYz1YoUsoW1ZJwyPIWgfgp6ZY+UyZmrTZSQgguFkUBcuXqUBDkMfzRIIfmi4R6I86PjPBY7eH7tnE",
+	"LDtb4z9WfSnJHR9T9BjNSDYXyD+hP4OZeSsFyG/AxBbmyjgJer2eNyUWQbvgBS4OissRWOBqicCsZcV1",
+	"siBa/DTFXYoXCJ1savQSXAhG5OpG50QtOM+U0Q+3PCsqdw27yuDyMNgtYLXBXyQFg7Ia6BYAbwxdcOr1",
+	"E768mpVsueiyU+q++kW24L8sxVhDQCsWN+VjkAWMmxemX71LNLJzvAMXji3BhgB07Qw3CHSaCpDh4NRZ",
+	"pOuAaTg67FW4sJGqpM/aGpCuB5cLMs3R7VEzyuEF+5ARn1fufeRwFh+SbEn9Gusog7r6sTgeXYvo0cK7",
+	"cEOVMmzZqwc25x9fCXlVzqgI2M46ZXSmFpDJpPaTqasGxC9m5/Z6nU3d8PWg5vJkWJFM1yc72VmfrNbP",
+	"t00CRTgCBcpeAJy5QYRAHkGlCFw/GGwYEDa5dV4XvFSGUmvU+r9/6h09+/nf2gH+t/Pwv+1THk4PpxCe",
+	"FGzoe6XXKMWDpU5ybOo/trip/4Nq//nRPy9gAPhH8wgO4t35BjdsJUZCEsOcfE1cDjfa7nQ6EpcYWaG2",
+	"Mkpft7qlNSfu5uOB3VfhC1xp8Xt/KPJfQ3q1WyPpGXkA6gWr/AJR+7sjQJG9MMX+8SAQKTRqcFTuF3Q4",
+	"KlREupN1YOD+gydxn6I3AhUSrANF/pKfyL8A9aQu+eQ6bP38ydJcP8OSSZsG2D/cAAf+AJXeWRvdcO/R",
+	"uU6jn/rB4Gd1fkLaqvDL//gff//46h9/Xb/6xwucRnXPmhL4t3XTHcShcsoWlPlLotYAIfRBzdhVphWF",
+	"r6WKlI/M1qTPOrceBu47AhxXijn8B4q2wZ38TgkKcKuAvvMIbY4bIGjmiUSalS57Dr8tHEiFsqBHiBI5",
+	"ff78ImKTLF3OJTrZiSYgxFiJdkqkSQGlGkxkbIX5/bAGIu4wmeWklyeSTXgeF11G2dVoFJA2rVNQZkkc",
+	"C0mKKATQpon0kR/8iieSXao7CAk7QEh0mQ97b9LR4Pc47jtTAex9rF7G94oxoCDS3vD0ZpT5qUbVNKvk",
+	"SuvdiTXHFo4Pwj58vzjx318RdlhkSB6JY/DH8ZRWrA3WLEA5tOgpRFmqw3E44WOx4ih3bozc8+TOFAqM",
+	"Nw0GMmJdt1Mo28ah0O8wnYHE2oNeZ8QiqEHN2qlQiivQu18lxAcZXUTWUnl8PDbiKpRWrIGc+1W18ikK",
+	"2FImvywFmD34Tkq3eeaH/AMWlUmZCtU+Gv6hpMrfxMFAyYztqBQfy0hZsGTzBCxCkzQKdPX56O9///vf",
+	"j16/Pnr+HHigqKg3sLhQ4PmBaRG8HKL0IGa4IviAKX7HKKONmyQnO8MGqwduxBlXltBcgBDV9DaeMNWo",
+	"siQes2mWh5I7Dkj0sCuDv23mqoM22cekKI1pvpEtE769O8KMzDOlOpPBU4grjYFRq9Uatc7sJ2jIqOVp",
+	"7S1qvrU9vV+JvsTvRZ2B3Jlu7i4oL2FJGkX0M0dE0+/7HmGPvVlDPWlh67ay+xjExDTLL+Ei33ktoWhQ",
+	"lu8Xx4PZffrV3BpK0n65W8MBiKGQ2jcKqO4MUL4r3S7qF4QJ8vU7phYBXg9BKIF8gNy3qKlyX+aThos3",
+	"Bj2olNQxSVh99aibi6j08KMHhSY+yLNUoC9ZqaJKaFs+jEC1Sf2DiByfi40ycB/foXF4ucyISUHv8JxC",
+	"/b3dWER+0A8GvSZig4M4eV6TePZ1TpoaA3OrLvctwDzGeNcI2J2MAzDuO/l/mvOBYAifAfxyXPXJGC+H",
+	"EeZBiHcgVat3PtXoFnUTHppVANfwd271N+3J+5OY3xpB4EjNXeyp25RtzawKAUzUWvU5sDa/lwcDH4dy",
+	"I93iS10bGnTf9UKwouTrkaE8s0a9PmFLCTwDoEYqAbivoX4gzj6r/73m+bUomVYMb6b4fQZKvt+Haf7b",
+	"ohH73YmX98IYT7AvcV1/I3a9Z0XuLXHOhLV51WiatLYajNu160NJhj0obh7Hcw0Q25C756WCYT+iUM75",
+	"guo9gNgpWNvU3ADvZgcT7Alh4MjEBwUl6aH5PlJGNIa8rPk+MkUmtCE/8i15Zgz5EYTW1eYFP35nHMoI",
+	"K+dFpJTSLCHDumPp41OxHZRqxPzWSU3AuiIEY0fpDAgjMzYtOGBclRC6yQ6zYA+aDYK9oypsteYRczEf",
+	"+0pzdEgcRqZjCplj8ls+JzFfpNlaqH8MlSAjWa/OXcmTm4RDvrW9/hJJYs1rB0VVnJ26U0PGmemaaRk5",
+	"d3+CJ1O1S7l2f9wKX+hWOBOEe2ySnXXgbgW2e78XQ1qK/GCRJnQ7YaMg6MeMY9608WJhLUwZSkwRwmeR",
+	"2MoVXQaSJFkm9xNDqqHDhH+GX1/4B1bkbkomNDH8IwB0fwEg//x8dh0RRMFBgj/+QLKpCz0O2KCnlm0w",
+	"7IwA3jpNZII40gTiRtnlP8TEJJBqj5xuzHrQmmH/SDnEUKWD3Y0oQRO1+dXNAmJPBwEzyS4sbH1IFmHr",
+	"U9QJ3MIKEAQCMQYfUly6mb/AuquM4jpmdVmH4ExCsRRgtgPPNyUIGj9WIosktqpvJWSzWRDePeZiF0b9",
+	"y5b0GnyyytmgZ1yPPywKkaboob2J8W07e996GL6rKhrtejkRL8OMSpvucr1TFbPTNdK/IvXUlNxeLhZZ",
+	"TkBvehEwI9xeK/udRmLU7HyNoZgvIL+9KAwI8JuGYdw+b5CpOp/bEWAdSKSvRmv6ncCJ0YATEaRaezDU",
+	"9Dpe1IX5QZdQNkVdWJvrKcX8e2VME2R6wtPUYe3kcr3i646J06DU3j9Qo15yo0hNw+Q1B2yUpLx5xCYY",
+	"DL9s0MYb32cL2Khh30vMBi6A+w/aDD2cac+N2rjXJGX36nsDgaRWN3k6+HTYkI23mL/zyE11Y95n1MZI",
+	"BVfMHixugygnYkPx1GHjqOPxWqcFNYV04PONpGaOHpvplLBulUZ4szi8u0/PVyQrVWN9vfJmxve3Tge/",
+	"UOjmt2VW/+GmO0Tply9thksuJ+IR7aTiJqocFo/Sv6ymG7ZFk3IFuYWcuA6r1dJHoKMT/fsyz4WcYP76",
+	"aoaESFjfHTnPA105BrLhLU6my177/VI2LuReokI4yedHlBoNAzjSHZ7kgnjwGmQTzNKpnqQvU2+jrmac",
+	"r7LKKtxvmQnMwfFwIX/m8pq9+OE95qjQosE3+kNcrlBLR9PMoNbMD2fP683oD/1mDqqp+FP4O1dVavtB",
+	"ixHaxIeTInDO6Ey4CgtKlFsRskpddKgdIddgkkkg4EK8tq5C1B50lHZR6rULpT7EEf2ha6bqAgmuCYBP",
+	"jIj9uyoBo45SV1wWTz6Hpomywc70JS+EkVMBMH9e6H9G+nG/fw8K84ORyQb2lwxLNGD5CvcFSvg5zKO6",
+	"j2D0LouSqr0l5diqYyQvtX5S45F1Sz6F0uVofdwJWEQ1rTQfml4aZx2g7ER7+IQYVfxiWVX6XEs/uq0i",
+	"BlwVVuEEPjnDwhZKKo7Y9BsNXvaLFiLRKpZdhdd3xm790m1crqEM5Y9wZ5TZRWVfaf0LNpe3fh1aUqSH",
+	"wIl++LDMuSymIg/lpShXAt9ROasPH0LcXE8uhKS8/QyUBmYdYA/4PQuQQNAy/+rXFqxtKH0RoPr9u5dM",
+	"k8bCtsNqxaH0D16t6LRdDOCA8LZILnRJ1umyAJ4bcDuX2UXlaDSdq5LnV8I9ICZRPJFXLE2uBW55206n",
+	"ibKW5zlfuyV3TXHLByyJixGS12Q58aboCaIsA5h5UE40Z5Ca6jrr7YllvfXpQKJAKXTZCpoXfDLbok7c",
+	"3Wlulx6u5ZazHEAmti9XrrPi6HXQrLg3MI6cId2rdaSXv+5K8oSotJWN9X7SXiZ3E+0uOOs8PDKiNKi8",
+	"rj8gsf3D2XOdyFMV34VSk+5kbrl+dN/XpLffPVL7Pen1+sjMps9MjYpYf36vnRgET3q944Pqf3Ux8VUx",
+	"+PpFfomG1Ai+zffRfeqOEEioK417UP76o7kr8S+x8x6c+DeUujbqfRP/ak21SWfcqpRaTTaU+okxq+rd",
+	"dAUGbKCvx7GnlATmX1ol0C9D9puG13XZuVFL9O7zNev6XlTKhaaxZWWWATnbms34B8FkVi9UDeEe7iz2",
+	"JFumMZsmKJvnDtuwq6r9wTa8gW341E6TOiAw71SxwWTc+FuTtb0RwhVgB41u6LAVtjpd9trWH3eojCvN",
+	"aajCZipjEiJ/MBnbOgDIuPhB3IHR2PLBamyLqdih5V3/D1bj/X12lc3u7vHP4Lx7soHwpnfiEBgfa/5i",
+	"9/JQnw+edB9j5SZ7R1CimPkImsVLw6SFEZ+wx4EMHj9jFoPbz1ovYWs07DsfYbIZT0VBvkB9/1D4U1OO",
+	"ksPQUJBu9CYaOuV3PC8Tnrq+EFYnfP6cfMsuFXLgrFsjE1Nv4Kxbf9DrdU8aFs5+8TlWjoigvbWrL9tx",
+	"Zdlec2WzbVo37Uz+AjTYNByzLJkUR9l0+tskqjZmzL8wUfVrz0LYl65amzi3JKuGl2rZbg2bmeBpOfvn",
+	"RpvmlMo+8gI4kQj+yRZ5BjyjEKgq2Hfn5++AqdkgBctsSQlNMS+5Uvq77E1GF6O6/oWIRdyt6Ui6P3dW",
+	"QHiafKjCedJGOr1DXcO/etT42XXY+nRIJ4Ce8qRgMLYu7ioxWeaJ0k9++tndY6/Uacf+mTDtuijF/HAm",
+	"8newVLiN5jxJHxUCMQHN8ZS/LgXkehm6XiyxTXTP5SzPllczQ/TMmgMmaJ5MkjlPWRKDEcu956G2Nye8",
+	"c6fLDDQNlbHa80x1ujCvT8oglKsZLzV1eJJDhHjk0gwDS+yyxFxf2zgVtAHzzhDvYi3uUKrXmLdoztwH",
+	"hp8RDBi3W2hX69ME9DIBuxTqDGJ0RRtUYPIhJ13FxjIJJACMaUeq/a6dzZH/wjdIQ0vVvKGKq2bUdmJT",
+	"rmLrpdax105jTkwbeSZCSbORzedohDtBbp6k1Rg3EhidvnupyX2NkMCJgVRCcI3MwU5++PBsiTB54LbI",
+	"4vXDh9CHP/NCPB6q3v9w/u3RU6j+PSIGaC5jnseMp4sZv9Q8Qwsex4m8CpDW3FCp//D+1VHBp8I+DfXa",
+	"5WLpFHLFn45ZmkjBLnPBrwsCrOMcUGegArnqHJV777JTuUbbQaSFn7Kol63A4SHJJxZswdaiDnW1ADdO",
+	"LJRMi/EdrqmFwwdyVVnyRKpD8uaHV2wy4zmflCLHCBn9PpT0QrSlMAgDv/MGlxGqH77Ms9S2VrC2zIBh",
+	"WkA54X+gBteBS0JZRJcCjXl8LdTBT9Q98vpVoI5kqY7xKk/KUkjcDNXTF0pesGi+TMtE3ZmPeApGTQmU",
+	"47CUnC1SnsgjmAv1DItFnnwQsa3Nr97H2sqavMr5YlYEoXTGFyDaNynFHP5WWiUEgYqO8aFDC6pxCm3B",
+	"PDuDAkfGpWDLhTqh/V7Q68H/653pzhii20DNMM+z18mfO7THT+M4F0Uhiu7Dhxjzww8i1tbuOwiLTshf",
+	"cwl/5aJGBoyZuNlUHUtqMkDS8yjNJjz99zib80R2yzTGNNznSbFI+Zq94XPBwmWvdzypPgifiihgp2ff",
+	"vHxpK10XCz4Rxdiwk/V7PZaLSbJINEc1FozAuaZdps4Cd7YaFKU28ZLqZtOqJA3GBaBNs3zu82g7ySlE",
+	"/87aejF1/QcTiccGO12aS6ffxG7vbc1L2JWLheC5Gpc5ALR8rxJ5jUvnRyy94qCenw23nPMGcrj6nidT",
+	"SEDXE9XUQEBGXik1SqnnyDZuynN7njAim0zKgvmuXPRGQiz/IxwMzy2KoteUGQ9lPWLN2uSSI/dlvXQp",
+	"r3aYONoKf8idMTkva+M2bnRyAoHSSj3xRhPKtwaG4G0OlyXUreHhzBBsGFuvjroRSn+SO97SJQUsJ/Kc",
+	"V3uD5Hr+cALMkQ+lOIKLOikcVnSbtE4b8gEzR5m1ozKLKBCgpIH+U+3hDm0gzC2jpusGCNSlIT8nIFuy",
+	"qVYDcF+4PdW+fYMicd3OrOp1TkpNOOVtuqW6ZrzDEICeU4NMPChqewS4BOw08XlGfjgzJ3QE30pGevvD",
+	"h9XVwZIQSk5lciL05o7UZRSxaZYqXa+tc5gGtAKhhJdCgR2zV2Ghi8DTDLVsgrNJ0hSZZQpQQbG4RTHn",
+	"aXqhhnmRTS/UBUI6L6764OTEvTA0n7665eDG76gDJMUqlNFrHNjRy+cAjwaRPcnn3f/6n//737H4inrn",
+	"g4KhBDfSW8+CuluxCQgkmLOFxTqcOi3K5BG4f7lbjMZwlQ2GATG8U7GQjpptutuh0AyEo8Bfg891KRFn",
+	"ka5xYaC0Y0QrFwVIch+FLTiyBDrB0ACBLQKTpmiKKoEmmZSQoI09J80INANznhbpmvaKfg7AX0AYeZUr",
+	"5ZhRQRlNLolaLJoRfimTgmW6ABEWt7EBJKeoCWufnZ++Pz9/dabOmfoPhx0+Ta6WEMnnS3V8S2BJjC0o",
+	"y1QxQoLENLtKlH6FqFZelmpCjHVDJJivX75+ATtFXQ3qiSzn+ZpNeZIucwF4NNWzUEbDjx8jXTiC655q",
+	"hTLOVijltH3CwUsAByCRbMDmiVyWoujg+S/zRG0Z5JLuB2wQsGHA/ut//m/9HGtr7YBLNsuWNuhL4yiU",
+	"QTLVWYlPlXKHXwTApqLPrGarXoh8ziV4SysjY9GJNzBj41jzUVqwnhbx7mplOVSrWmV5TMVzHBlCwCYs",
+	"TWNow4Gbr1D7+kytDk91W2TSi4IVMx2LzJblZfbRYkGEjFEbMjrAKpkIZaQmKfxizfKlHDsPoDjU7oI4",
+	"ETGLl5D+y82EOgvjdBP2iC86lC27rWW7Ku4k6Ro+oUyUqZND/A463ukyjVJmJb8WrFzmshgBKEkdrmzq",
+	"+ASgFrzeGgMWL5W8NWcLbySzcLTx/VpauoQ4l+5XhZhkUsO/nLNE/qyYwkZKx5NlutZ1z4rMFBWbqwZt",
+	"V2w/lJgJpS6CVIt62qnk6qKYUgUYHLseaVtPBp5eMAVCObTvo/0+RmEwhwGaSUXSFF5iDNT8Jl4K0vHN",
+	"q9XqFLAA9sqcd7Qh6Mr3uqyEgD6J1rFSIDcY9OpmjIAU3UhHJbDphBCguSFWqho5E5D+cSv0GUKxskUi",
+	"KrUqADCJX0ARJMgXVh+s6Q5TqtvYGvxkp1WMfNeLqLpaBbu1+oNW0LqcTFqjFs8ns+SD+Hc+mYuuBscF",
+	"rUsYT+vdd6dHl4Pi6avj06NW0IJfJHKa/fsEnf36FwEzAQOywLiU3GsUL/F6bXmy5Vuj1lSeHL1btYKW",
+	"NR5bo9Y/uEyK6vvQDYkqawXUn9XV9K2hwi0TZObg387+8rfi8i9Pi5cvFrPLefrPl+erD5Pnwz+1mkCC",
+	"VkuEai7eGM8H/zH/j//x8k/VUf53NUr29p9ZWtAENo6bJvHTDTy3r2mv3iuskAbyDRq/tci61i9dK7pg",
+	"G03mnXF28DrZ+RvVHUF1n8+douz0om+zfL5xcK5Dq+p/UIokuB72G9rlZDIy7Q5MIi4xo2X5vP6CNjQf",
+	"KDMFnRqdQwz4pfaN7bukjltkv6GqkW5z491pFJc8pvu8Cvewp93CPTQNyZTI63cOQLvDlKAYGeLuiic7",
+	"bI10y0ojlQ8IiEQq/dUy5ZASoGZTmSEhlaz6tR/0n376b7fn/9YzgHeEP3ztQKWx0yN7LdhGZ+/d+pnF",
+	"6/Mse5XJqyowFjyVYKtsc1DeZbHUR2qZqACaXq4UKnKpOer38H/uNEStzdOOrA7TKPte4KMe2dhvlTZG",
+	"UhBrrV92V0ITkVzJb/C6q1PkV25hGx9yJP82+E6juDB366jJybb7HXce7nPB0/pY0XF4iBGSejSyzsL7",
+	"HNStYFlznqpLSMSnWn/xpqMa3eH+bXHz2x3FM8oa40bPGwMHxHqKfrU7zcw8KYpEXgH3ZPWsGjyyYW+k",
+	"pw8hhRa5MjbKNQtb+JHf/u1HJLP32iPrD8jONZtlaQwxTa2a3nixuIPjNqvlYLjvOITyh/NvnzadPwwt",
+	"6lidiSruqXDBcpROQxCXqzR0h34v02+Mdru985tCoHcayJZGbz8otJj94fwVrWgXPdHQcbfbt4e0EHAJ",
+	"1JENiqo7u1rnuYOyanSf2wae7zTfZZa94vmVaJJGSqaQjsReJ3++kRyC6I9qOEf/TL83fHry5HGPXa5L",
+	"cecuIzxNR4KqaN5c6He6gde9VmPE+gP3R4EXxeW5oSu6G0kH5ghsUNoqqBg/nmgc0NlK7uQW2am1HYhz",
+	"BIdDQMpaqVc3ytYA8sEcDF42wsgpIWJfPU57TUZgsi4ns8MpNWaQDYppLejcNEw/dnxzzdSOyH3VIcZU",
+	"1z5PGWV13+NqGZ1UD4zQn1+UUvav5Mb+SlinKVCIcWJyjDv4SHBT/rx3idL5olwDYzoiIIEkZzOO1kQv",
+	"bQBPA2Mpelbo8JnS6jBCgSCzsmD4UnWLIOi8HIfSsih8d37+jj18eNI7fvgQIjawJTlLMx6zS55yOcHA",
+	"VZZPZqIoc16qfQvRFRfMC1CQbMryrAQ/JEW0dfwV1t9EX096x5GJCuv4VgPCt8G3T1N1Z5cotOMf1ffw",
+	"0e8R4gs97zr7/GaEXO/rc3Hu7rFKqLZBKKnXOvyt+odLe6DUFqKdCIoZbsUvLaTeZMTLGNg6zbQftyKk",
+	"1YwlnxEiXfLieifpDLLMMPVsE06IVTlLEo3I2sBWAvDDQiB+GQ3cQON61HImUmeU+rmMJJEMfBggYs4D",
+	"Lr1ejbblOsFALowCsJaWueX4BOKLoeRFkVxJISzZCWtzuSY8s8eE02FbWFAQCUat5QhsSld8XVQfpDLL",
+	"Ggl+LcSiUPezydmDOZ+JtW4sRvoOw9AHo+srzWWV5deG/QPgUQMWZ1KM9dJpIgTGC/gCQRNSMJmtWJvg",
+	"bOr4IqQ5mQsN74K/afjYSqeLRVcuipLnOokZPpgmMilmEaYeOwVZ2HffjV6/jgI4Foa+xM7EgwJf80/V",
+	"I4AXqUmnlFyAILtgrgdFZ+z3wF0Nma3Gle4kBcsWVNcB+GUzHYYPpdtOl51CyjreIgnUCaprWO0IM90G",
+	"R8dU1D8KWDQYqj86kNbsgNAtdNLkgDrJ6QSCqavgm1LsEVntAzQbIp/NLTfzoVPFMa+KT1JczLIyYn3A",
+	"jwAwb5lfCWXv8OJ6DFVwEhmL/ILwMjDH12KB2YD622IcykhJMvi66rprl3kynyttDpFSmRQFi/NssVCf",
+	"5WIheEmNZnIiGrlrpFhBlzbWt1Vf3p01ppkUhvaXxw2jNsQxMMSYbVX7HnRtnGKsmJsBwcw3PE0Zv8yW",
+	"uPzZFIlB8CZomX9qPs5Bf+/L6txMwn1TuD+v1c3d40Ttpm43c+n7hf2W21V507lrFO37pE4pSvNfyRr3",
+	"Lhj/rtg5OmrRGlrExCy9S4q11TsK/ZI7hnppQ79xeFP3ScI0z39CSMfb6SkKjtsFRwLN77DBUGXJHnuj",
+	"yUw1iKDDBYLgqP8ZLo0zPNUNI47BJZgUGuRFaT35nlscX+J4Gi+FbskRJ4fiQ9qnrsCtgkUHZRky0v2r",
+	"IhhSo3K0fDjR+1v6Tk0B0OH34AByBdNm5p+tugdLeSmKEjd0KC3Lj6tCbWb70Rh7oxBlOhESRm/ZeiBR",
+	"RN31p6S61khmjKbuEMsYz4RWvFk70n/CA1BIELMcDbsuvRp17FzYhtVW0+1kU4DlKc21BLgpgk6dZ43t",
+	"kDu0QuoHDwoWK32nBIh+O8u13qK+7AQ2KVNd/bg6c5OqAJbDLoacvVlxmCXFCeXNWXG0VG0S40SHA7w7",
+	"m/lwzvUqG7oatp2txtfNm60MVjMyRmdn0Q4LI5RtvyG5TFPrBYNNR1meWqYrgwMlKxKyk8mFuWjKjoqU",
+	"qmvVZtSWA9ZTQxozUoIrGvAmfXWfAhffuHvAKzwO6mlTJQtHia3qfq7Anmb5nJdYzgIAPvNEJvPlHFTV",
+	"WqWLYGPlDedUQxooT1U/mzqmwaF36sXnJRP6F2Pgcc7uodh39qzUcYLEI4bEpMlIQj4X7RQhjhbHK0qH",
+	"tcLQMvAYWlS7yGJiRI7HGqMtt5Gyn/VjKD8anjs2z+WiWKblbfhXnMuLnr47I4v1G9jPUGiFakO5lC04",
+	"sUTYQo66xgii7RWIb8jjvAVpljc4W4zGoG4ul+UBADEHU01Buv0LM8ZslggNOu3NuWHO9TVoldwb1nNx",
+	"S7gseFFo4JZJUoRrfkut61DaYte8aFQNyX41PCFJ7qh7Y4fqIoKXvUECwYaq/q5Ld8BQrDga6ohSXH3/",
+	"bHtl2DgdpmrKfEbvbgc9FKsx67NcZAshoborpPamgucF6ZNew+NQqgnT9xYF2xJIJCIndcOvuixCWWd8",
+	"c/hPSOoXH8VkiYmUO3S6XKgtAGmaScnadR+yyezdoNxVfb+RErwRFfMuNMASlLox+T/Vg+C3tX5ha7mr",
+	"1THxgFzg0sN0gFOjMTwALmzHKChKvoacfXWNRYGNTgTW1QpTgWoiBxsievf27Jy5QZqoa2yizWr0hEtW",
+	"lEmasks9Nq1NG0J0F61HrAQASsSq55r6/p23CSAJl2qAJQUUZcdbG43GVZ6U1qBw6L8xmWxlI2ETOJj6",
+	"NIYycsqZszYo0xdc7SI5SZexiDv7FBdWk3KY4uZD0J9x7ypz/SoXQDijBJ3SPaT4WLKVEMp8d0olDW7k",
+	"jP0MJZG+EodVc2Wn16gI+PFC8qlsh1zB6VFr/Ec9py+vRHwL2yegqylwhT9EkVCAbnKX3UNtp5W4nGXZ",
+	"9cHKrRfLS/MzZuSvusxNNmuaXY2xTAd9gBxeK742ekBg7MjE/NAkOiflPvKRBnaY6uv9wddQfn3rD37E",
+	"+bLxjj9ObnNBdNpY/k5vqMhGz933qVVHgxKs96nJ5h1cL8lc0zyYaLozvlBG9ErU4Vza+4CpK0QXJa+X",
+	"6UV28eIik+o5g1wI5UnPYplPer0OAvrFB3AcR/BffJthgNOdOEriaMwiZc5HukaLKEorUogVIqIxRZqV",
+	"eqqxotA6PZQty0k2F6CKaVETBaGMMEEeN3CkXhCxR/jHBX0FDZLaqtcEHqQOACqQ/DKyTR0Gt6vMiFxl",
+	"wueCnkbEFGq6RJoRWEBKyZX2T5XuZDeUL2SpVp4hLQ7gy497LObrgtRapf/H22Wj3j07fK/nlf3g+18H",
+	"zU5Ou2MO631tetcCYaS2Vdpl0MhtGvR3bXPTJ72gRcmU4Lbb8aa7+2DTrJY2qslVIAbFWc2veH8k4UHY",
+	"0mc0bI2eES+19i6Sc6uL2iK69/AwhuoVYYtOHTxsjp3r11T9hlrFPfUm1XHrU4yXuJsv5kXYGh2fNLFe",
+	"k/+yD35JS5L9+A797lf6jVKgodMnvWOv0yAHTnrHDZ3vD7Z0Hp2qmkP6y17lpyDn9e2QZldfycXuXYJp",
+	"doXy9/Pf7j96QnltfYH6YrlxsURz0xMO7jhs4Y2FHpA8S0XR6VJVxUa9ZoTONiKVUfdcgfw1eEtXfEAY",
+	"JSbKMQwLU2n9IqKLC8j0iImMnsB/FRFrEyguZ9k8KUsRjxhP0w4rMxYt81Tdw1LrBwvVf9wDQSgp+Jnl",
+	"sXVM4XNTARRA1v0zEQFDZKlWWM40CS0tQBHKYiEmyZQkMSvUjdpGGsnC00HYn+yrCLFhvlZ3dlHy+QJU",
+	"Cf2pejUvl7lQv40+9AOL37c0uaA5vD795ujsu9PByWPwJ0a/2vd+6v5ae8un7q+XWbz+FDmMyIWY5FAt",
+	"71qsOx7Jq2rPCD0Wtn7FQnWfur/ianwKWwELW6Z19dT7b79hx8fHz9QXMS+5+uxXO9PgwgsllMuETx5h",
+	"SBwQa7WymMZ5+ekTYFBRFxp8/KgTMPo9yr8oABRgbogx41WiXs2hRcxjECnbznA2DOUsW+YF48gaC566",
+	"////G/TY/8X+obZe3glowyapABn3gYr/6JeBDORQaluKIpQrngDcQc292pzuKep02Y9wPet2ZrzQ7Evq",
+	"OA6GDLuDBGCu5HFIDKrIeih/il9d4CdRZ8yE5JcpGM4l41dcLUm7oqDi1UYEvRGWpxwxJaqiDriw56LQ",
+	"L9OqsqXsCyW4uArbHXgAwa5wbB0+Mk9nBI+sOshgtc/KclGMHj1CQIH6F/xDI2g0pbbmeRuDD2GmVk/D",
+	"5S4RiJKLIks/AC8rZ4s8+QBciGmWLS755Bo5g4+ASMakrELGjszk0WJ5mSYTk7+9lKkoqO40aszqhkvT",
+	"bFWgb/7HF3/+7u3b7y9OX716++OL5xdvXpz/+Pb992cRkaEahslJueRpumZxwlOgYCts0fuSaNL0pYNb",
+	"LReIfSwMLGSaYWIna3N2/PEj4vpJ38P6s3C+cTpXs0JMLpqkyWCopubxkOVcxtkc013HWsYGDoFiKOeQ",
+	"j5RJgdICX+AgfPCYwpUyE7kw1ggVkSVH98Yth9TTludTyEm+XpTu3saePFAS6pv3ry/OXnzz/sX5xfcv",
+	"/h5pfku6jPRGgT16LWy+hNa1LEUlKF5RFUwdaY3QwKrd3aqkHA5fP4H/UuKqUugzlI97ttQnDZk4Q+0M",
+	"SuCsI3JOEXe22GWHqPkJd6pSVBLdGEUTf67qdWdrOdE5HS/ev1MGGN7ZrdFP/WDwc9Ba5mlr1NIHFu5I",
+	"zdTVnWTzR5N83tpbxfzRHeP9xgOy/BKY5XYqzKgqvZXpurWxguYZbo5LSLS+v9Q2W/bc7L6whYf79fT7",
+	"vz7Ln/7l+7//kp+v/vHDu+dPX7569x8vs8Er/oqfrTAR7pYIGBKcjVQnpywWRZlIVIcSaeUsk6JcZflu",
+	"XoFlno5Yv9dV/3tChaXvIqp/C4CIqsiwmaKwcr8r8+hNdgad/l6sqym7et8zzn54/0pLCqvK0fX/OW0k",
+	"7KtvHW1FBG9zgiJa2FtI366pujvVzYO0ncDLOdI6FN1Q6I/0CnfUFDWCAehPeQlgSnW3J/LqokjkRDhJ",
+	"yqRgl6gCCR6DAnkphGT0ky7DKSHlAbG0BCtlp+yXZTK5Nv7YbFUo68MdcRGwCI4RmCXop/0T62+7pAiy",
+	"+YVkdB2w91b66uZnQOqBmF7mKcjordcj+H3oWg31vRrqa1p9EtK1g5A5cj79DIg264WHAnf+dU0109T+",
+	"C+ksha3KdnP8ZnbHWTict+0c5ByUgYl3uKUOJk0r2/GrcS1ZQdnkYPm8crPuUypFUd4u6HsGvMjWI6Nk",
+	"5nphYzRdDJgA7pxHI/Q42JCA0qqT+FPUse4YGVsbqajZSLTl3clTVoK6kmS2oiAR2utoYyz4ssAEa73r",
+	"yYJwmB402/ckmwuQt2j7UWGRHOQsPq/MsJprgpwqms9bSCgJUDoOxVCm2ZUJV4+YE2FSZt3g40cIAAG1",
+	"fScwqDglsNTcUcDIFs8FA0w9iEQQrL2ardV40ZswJuyXesDxMlur0HNeFcquD+WpdkVAqgsYZ0ma2liC",
+	"AbSba2DLrXAuivKrCrbjYtWRRGaLmO0xAIX3/iwDJ0ii5fyNIyVQL9U7hGEL4pnH0wF/NtEWxBeONJw7",
+	"h1JDV9XetMLg69CsgQzHHxqSE3zGK0Ed2PcI/fMuhhtij72rYScQuQYSCmXbgQ7ri9IluDA0/U5GlmGP",
+	"zZWFCKhiiBOE0oQdAie+QJli5s0V2KkfZom6Rq0P5ZSnhcALxbiigbteTbhxmZYzMbe3CiYL4t2ohrEW",
+	"Fp8APj11XzmeUvRqGbOhOk1jKtYEnl+EG8tQAqQZAaPaGahuCD7RaCz4cMwioBMSF/oh6Dc6+6BYDbj8",
+	"QmkBAYynwOdiLmfySep/XvFEbnKoua6zT5HjXkNfmPYXrrhxGAboy8frbsvtcne8Ky6pPik3vG1+dHvx",
+	"m3Rd3V5we7hOl6BH7e3P7vJSrX+6L+vC+GmcTQmpa8s07XwldwuK4C+KVqv6anwaqF9bl0p05afLctYa",
+	"/fTzp5/V10oGNuGPEHEwsVV7IAYlYna5ZpGSYyxfyqjluqpHjx7BL2ZZUY6e9p72IAmShtuEb7LANcSz",
+	"Ic+yehmaInildC1ECHwQ9XRQJ09VCdJ2Kq54iuEBEKwyNt5TKt2G8K8kZ4tZJqEMJNDjFRQX+mWZFEkp",
+	"im41sTURReP7/bpw2dRNl0gq7cCzTc1guhMZDknu+JCc3yMsuf7j54Kn5sfsKsviwhR2LLC+EE/djsC/",
+	"mxrKJksqVV7thtO3ygvcdvXvG9qulAB3fqXLfNd/8zdMB/EdhA8Kw1viT6/zaUNbL5AEESqtuqWXl4XI",
+	"iwceM6rbKFAk1ls7g4NxpHbGUp0MJ0FqWucccTtpHmxoVZewpq1IbG1skWeXAhv2CA7xOZfi0O05Mbs1",
+	"7DVvLiekPkJJtcUyTQHFwah0cVIizsNpFz3QTXOC2orV2OoLR97rMtMS8lLE7If3r9x+G9m4q+c8jhMi",
+	"3SKFV0/bWrMSuNMhyjKRV03NvtXaT4GmN0k9dPuuMzpXtq6eB1ihElOgYGIxtFBGjhinWD/0DX3EoAXH",
+	"2UQpCFr2d+cxIDMmaaI2KNUKRM2vKKuF/XgKzGoQ45RCYL27eaC5x3RK+JrFmV1fHU6eVlp74PgaaGnU",
+	"eKgrqB/qpbd31aefP/2fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

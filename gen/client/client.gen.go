@@ -2380,6 +2380,9 @@ type TooManyRequests = Envelope
 // Unauthorized The reply of every operation; see the conventions in `info.description`.
 type Unauthorized = Envelope
 
+// Unavailable The reply of every operation; see the conventions in `info.description`.
+type Unavailable = Envelope
+
 // CommonListPagingParams defines parameters for CommonListPaging.
 type CommonListPagingParams struct {
 	// Columns Comma-separated column names of the module; required for every module but mail.
@@ -13791,6 +13794,8 @@ type CommonListPagingResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CommonListPagingResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13810,6 +13815,11 @@ func (r CommonListPagingResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CommonListPagingResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CommonListPagingResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -13860,6 +13870,8 @@ type CompanyDeleteResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13879,6 +13891,11 @@ func (r CompanyDeleteResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyDeleteResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -13929,6 +13946,8 @@ type CompanyEmailInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyEmailInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13948,6 +13967,11 @@ func (r CompanyEmailInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyEmailInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyEmailInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14003,6 +14027,8 @@ type CompanyGetResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *CompanyGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -14024,6 +14050,11 @@ func (r CompanyGetResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyGetResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14074,6 +14105,8 @@ type CompanyInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14093,6 +14126,11 @@ func (r CompanyInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14143,6 +14181,8 @@ type CompanyPhoneInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyPhoneInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14162,6 +14202,11 @@ func (r CompanyPhoneInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyPhoneInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyPhoneInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14212,6 +14257,8 @@ type CompanyRequisitesInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyRequisitesInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14231,6 +14278,11 @@ func (r CompanyRequisitesInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyRequisitesInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyRequisitesInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14281,6 +14333,8 @@ type CompanyUpdateResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14300,6 +14354,11 @@ func (r CompanyUpdateResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r CompanyUpdateResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14350,6 +14409,8 @@ type ContactInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14369,6 +14430,11 @@ func (r ContactInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14424,6 +14490,8 @@ type ContactListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *ContactListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -14445,6 +14513,11 @@ func (r ContactListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14495,6 +14568,8 @@ type ContactSocialSetResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactSocialSetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14514,6 +14589,11 @@ func (r ContactSocialSetResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r ContactSocialSetResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactSocialSetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14564,6 +14644,8 @@ type DashboardKpiMyResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardKpiMyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14583,6 +14665,11 @@ func (r DashboardKpiMyResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DashboardKpiMyResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardKpiMyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14633,6 +14720,8 @@ type DashboardKpiTeamResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardKpiTeamResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14652,6 +14741,11 @@ func (r DashboardKpiTeamResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DashboardKpiTeamResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardKpiTeamResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14702,6 +14796,8 @@ type DashboardMyDayResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardMyDayResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14721,6 +14817,11 @@ func (r DashboardMyDayResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DashboardMyDayResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardMyDayResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14771,6 +14872,8 @@ type DashboardMyTasksResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardMyTasksResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14790,6 +14893,11 @@ func (r DashboardMyTasksResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DashboardMyTasksResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardMyTasksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14840,6 +14948,8 @@ type DealGoodsInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14859,6 +14969,11 @@ func (r DealGoodsInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealGoodsInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealGoodsInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14914,6 +15029,8 @@ type DealGoodsListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DealGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -14935,6 +15052,11 @@ func (r DealGoodsListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealGoodsListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealGoodsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -14985,6 +15107,8 @@ type DealGoodsUpdateResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15004,6 +15128,11 @@ func (r DealGoodsUpdateResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealGoodsUpdateResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealGoodsUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15054,6 +15183,8 @@ type DealInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15073,6 +15204,11 @@ func (r DealInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15123,6 +15259,8 @@ type DealUpdateResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15142,6 +15280,11 @@ func (r DealUpdateResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DealUpdateResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15197,6 +15340,8 @@ type DirectoryGetResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DirectoryGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -15218,6 +15363,11 @@ func (r DirectoryGetResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DirectoryGetResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DirectoryGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15268,6 +15418,8 @@ type DocumentGoodsInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15287,6 +15439,11 @@ func (r DocumentGoodsInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentGoodsInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentGoodsInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15342,6 +15499,8 @@ type DocumentGoodsListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DocumentGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -15363,6 +15522,11 @@ func (r DocumentGoodsListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentGoodsListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentGoodsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15413,6 +15577,8 @@ type DocumentInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15432,6 +15598,11 @@ func (r DocumentInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15487,6 +15658,8 @@ type DocumentListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DocumentListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -15508,6 +15681,11 @@ func (r DocumentListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r DocumentListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15558,6 +15736,8 @@ type EventListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *EventListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15577,6 +15757,11 @@ func (r EventListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r EventListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EventListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15627,6 +15812,8 @@ type FieldDeleteResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15646,6 +15833,11 @@ func (r FieldDeleteResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FieldDeleteResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15696,6 +15888,8 @@ type FieldInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15715,6 +15909,11 @@ func (r FieldInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FieldInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15765,6 +15964,8 @@ type FieldListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15784,6 +15985,11 @@ func (r FieldListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FieldListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15834,6 +16040,8 @@ type FieldUpdateResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15853,6 +16061,11 @@ func (r FieldUpdateResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FieldUpdateResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15903,6 +16116,8 @@ type FieldValuesUpdateResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldValuesUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15922,6 +16137,11 @@ func (r FieldValuesUpdateResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FieldValuesUpdateResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -15972,6 +16192,8 @@ type FilterDeleteResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15991,6 +16213,11 @@ func (r FilterDeleteResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FilterDeleteResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16041,6 +16268,8 @@ type FilterInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16060,6 +16289,11 @@ func (r FilterInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FilterInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16110,6 +16344,8 @@ type FilterListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16129,6 +16365,11 @@ func (r FilterListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FilterListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16179,6 +16420,8 @@ type FilterUpdateResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16198,6 +16441,11 @@ func (r FilterUpdateResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FilterUpdateResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16248,6 +16496,8 @@ type FinanceAccountsResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceAccountsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16267,6 +16517,11 @@ func (r FinanceAccountsResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FinanceAccountsResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FinanceAccountsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16317,6 +16572,8 @@ type FinanceInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16336,6 +16593,11 @@ func (r FinanceInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FinanceInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FinanceInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16391,6 +16653,8 @@ type FinanceListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *FinanceListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -16412,6 +16676,11 @@ func (r FinanceListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r FinanceListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FinanceListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16503,6 +16772,8 @@ type MailSendResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MailSendResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16522,6 +16793,11 @@ func (r MailSendResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r MailSendResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MailSendResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16620,6 +16896,8 @@ type TaskInsertResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16639,6 +16917,11 @@ func (r TaskInsertResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TaskInsertResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16694,6 +16977,8 @@ type TaskListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *TaskListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -16715,6 +17000,11 @@ func (r TaskListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TaskListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16765,6 +17055,8 @@ type TaskUpdateResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16784,6 +17076,11 @@ func (r TaskUpdateResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r TaskUpdateResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16834,6 +17131,8 @@ type WebhookDeleteResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16853,6 +17152,11 @@ func (r WebhookDeleteResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r WebhookDeleteResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -16903,6 +17207,8 @@ type WebhookDeliveriesResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookDeliveriesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16922,6 +17228,11 @@ func (r WebhookDeliveriesResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r WebhookDeliveriesResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -17048,6 +17359,8 @@ type WebhookListResponse struct {
 	JSON401 *Unauthorized
 	// JSON429 the response for an HTTP 429 `application/json` response
 	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17067,6 +17380,11 @@ func (r WebhookListResponse) GetJSON401() *Unauthorized {
 // GetJSON429 returns the response for an HTTP 429 `application/json` response
 func (r WebhookListResponse) GetJSON429() *TooManyRequests {
 	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
 }
 
 // GetBody returns the raw response body bytes
@@ -19524,6 +19842,13 @@ func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -19587,6 +19912,13 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -19649,6 +19981,13 @@ func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertRes
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -19715,6 +20054,13 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -19789,6 +20135,13 @@ func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -19851,6 +20204,13 @@ func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertRes
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -19915,6 +20275,13 @@ func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisite
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -19978,6 +20345,13 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -20040,6 +20414,13 @@ func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20106,6 +20487,13 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20180,6 +20568,13 @@ func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -20242,6 +20637,13 @@ func ParseDashboardKpiMyResponse(rsp *http.Response) (*DashboardKpiMyResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20306,6 +20708,13 @@ func ParseDashboardKpiTeamResponse(rsp *http.Response) (*DashboardKpiTeamRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -20368,6 +20777,13 @@ func ParseDashboardMyDayResponse(rsp *http.Response) (*DashboardMyDayResponse, e
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20432,6 +20848,13 @@ func ParseDashboardMyTasksResponse(rsp *http.Response) (*DashboardMyTasksRespons
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -20494,6 +20917,13 @@ func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse,
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20560,6 +20990,13 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20634,6 +21071,13 @@ func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -20697,6 +21141,13 @@ func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -20759,6 +21210,13 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20825,6 +21283,13 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -20899,6 +21364,13 @@ func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertR
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -20964,6 +21436,13 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21038,6 +21517,13 @@ func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, e
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -21103,6 +21589,13 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21177,6 +21670,13 @@ func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -21239,6 +21739,13 @@ func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21303,6 +21810,13 @@ func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -21365,6 +21879,13 @@ func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21429,6 +21950,13 @@ func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) 
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -21491,6 +22019,13 @@ func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateRespo
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21555,6 +22090,13 @@ func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -21617,6 +22159,13 @@ func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21681,6 +22230,13 @@ func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -21743,6 +22299,13 @@ func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21807,6 +22370,13 @@ func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse,
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -21869,6 +22439,13 @@ func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, err
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -21935,6 +22512,13 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -22035,6 +22619,13 @@ func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -22131,6 +22722,13 @@ func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -22196,6 +22794,13 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -22270,6 +22875,13 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -22333,6 +22945,13 @@ func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, err
 		}
 		response.JSON429 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
 	}
 
 	switch {
@@ -22395,6 +23014,13 @@ func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesRespo
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
@@ -22528,6 +23154,13 @@ func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) 
 			return nil, err
 		}
 		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
 
 	}
 
