@@ -330,6 +330,10 @@ func (m *validatingMux) HandleFunc(pattern string, handler func(http.ResponseWri
 
 // ServeHTTP answers unknown paths and methods with the envelope.
 func (m *validatingMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := checkPath(r); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
 	if _, pattern := m.mux.Handler(r); pattern == "" {
 		if _, p := m.paths.Handler(r); p != "" {
 			m.s.writeError(w, r, &Error{Code: CodeNotAllowed, Msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
@@ -360,6 +364,14 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 	}
 	body, err := readBody(r, op.bodyLimit)
 	if err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
+	if err := checkQuery(r.URL.RawQuery); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
+	if err := checkBodyText(body); err != nil {
 		m.s.writeError(w, r, err)
 		return
 	}

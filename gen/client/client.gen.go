@@ -2391,7 +2391,7 @@ type CommonListPagingParams struct {
 	// RecordsOnpage Records per page, at most 500.
 	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
 
-	// Page Page number, from 1.
+	// Page Page number, from 1, at most 1000000.
 	Page *int `form:"page,omitempty" json:"page,omitempty"`
 
 	// SortingColumn Column to sort by (any column of the module); `id` by default.
@@ -2486,7 +2486,7 @@ type CompanyInsertParams struct {
 
 // ContactListParams defines parameters for ContactList.
 type ContactListParams struct {
-	// Page Page number, from 1.
+	// Page Page number, from 1, at most 1000000.
 	Page *int `form:"page,omitempty" json:"page,omitempty"`
 
 	// RecordsOnpage Records per page, at most 200.
@@ -2658,9 +2658,11 @@ type TaskListParams struct {
 // WebhookDeliveriesParams defines parameters for WebhookDeliveries.
 type WebhookDeliveriesParams struct {
 	// WebhookId The subscription.
-	WebhookId     int64 `form:"webhook_id" json:"webhook_id"`
-	Page          *int  `form:"page,omitempty" json:"page,omitempty"`
-	RecordsOnpage *int  `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+	WebhookId int64 `form:"webhook_id" json:"webhook_id"`
+
+	// Page Page number, from 1, at most 1000000.
+	Page          *int `form:"page,omitempty" json:"page,omitempty"`
+	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
 }
 
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
