@@ -9,13 +9,13 @@ import (
 // hostileBodyTexts are JSON string literals (as written in the body, quotes
 // included) that PostgreSQL cannot store as text.
 var hostileBodyTexts = map[string]string{
-	"escaped NUL":            `"a\u0000b"`,
-	"raw NUL":                "\"a\x00b\"",
-	"invalid UTF-8":          "\"a\xff\xfeb\"",
-	"overlong slash":         "\"a\xc0\xafb\"",
-	"lone low surrogate":     `"a\udfffb"`,
-	"lone high surrogate":    `"a\ud800b"`,
-	"high then no low":       `"a\ud800\u0041"`,
+	"escaped NUL":             `"a\u0000b"`,
+	"raw NUL":                 "\"a\x00b\"",
+	"invalid UTF-8":           "\"a\xff\xfeb\"",
+	"overlong slash":          "\"a\xc0\xafb\"",
+	"lone low surrogate":      `"a\udfffb"`,
+	"lone high surrogate":     `"a\ud800b"`,
+	"high then no low":        `"a\ud800\u0041"`,
 	"UTF-8 encoded surrogate": "\"a\xed\xbf\xbfb\"",
 }
 
