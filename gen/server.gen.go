@@ -2363,6 +2363,9 @@ type GoodsDocumentId = int64
 // GoodsIds defines model for GoodsIds.
 type GoodsIds = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -2476,6 +2479,26 @@ type CommonListPagingParamsSegment int
 // CommonListPagingParamsModule defines parameters for CommonListPaging.
 type CommonListPagingParamsModule int
 
+// CompanyDeleteParams defines parameters for CompanyDelete.
+type CompanyDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyEmailInsertParams defines parameters for CompanyEmailInsert.
+type CompanyEmailInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CompanyGetParams defines parameters for CompanyGet.
 type CompanyGetParams struct {
 	// Id Counterparty id.
@@ -2489,6 +2512,53 @@ type CompanyGetParams struct {
 type CompanyInsertParams struct {
 	// CheckDuplicates When true, refuse to create a counterparty whose e-mail already belongs to one.
 	CheckDuplicates *bool `form:"check_duplicates,omitempty" json:"check_duplicates,omitempty"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyPhoneInsertParams defines parameters for CompanyPhoneInsert.
+type CompanyPhoneInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyRequisitesInsertParams defines parameters for CompanyRequisitesInsert.
+type CompanyRequisitesInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyUpdateParams defines parameters for CompanyUpdate.
+type CompanyUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ContactInsertParams defines parameters for ContactInsert.
+type ContactInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ContactListParams defines parameters for ContactList.
@@ -2507,6 +2577,16 @@ type ContactListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ContactSocialSetParams defines parameters for ContactSocialSet.
+type ContactSocialSetParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DashboardKpiMyParams defines parameters for DashboardKpiMy.
@@ -2555,6 +2635,13 @@ type DealGoodsInsertParams struct {
 
 	// GoodsIds Comma-separated ids of the goods catalogue; an id may repeat (one position each time).
 	GoodsIds GoodsIds `form:"goods_ids" json:"goods_ids"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DealGoodsListParams defines parameters for DealGoodsList.
@@ -2564,6 +2651,36 @@ type DealGoodsListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DealGoodsUpdateParams defines parameters for DealGoodsUpdate.
+type DealGoodsUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DealInsertParams defines parameters for DealInsert.
+type DealInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DealUpdateParams defines parameters for DealUpdate.
+type DealUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DirectoryGetParams defines parameters for DirectoryGet.
@@ -2582,6 +2699,13 @@ type DocumentGoodsInsertParams struct {
 
 	// GoodsIds Comma-separated ids of the goods catalogue; an id may repeat (one position each time).
 	GoodsIds GoodsIds `form:"goods_ids" json:"goods_ids"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DocumentGoodsListParams defines parameters for DocumentGoodsList.
@@ -2591,6 +2715,16 @@ type DocumentGoodsListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DocumentInsertParams defines parameters for DocumentInsert.
+type DocumentInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DocumentListParams defines parameters for DocumentList.
@@ -2620,6 +2754,26 @@ type EventListParams struct {
 	Action *string `form:"action,omitempty" json:"action,omitempty"`
 }
 
+// FieldDeleteParams defines parameters for FieldDelete.
+type FieldDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FieldInsertParams defines parameters for FieldInsert.
+type FieldInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // FieldListParams defines parameters for FieldList.
 type FieldListParams struct {
 	// Module Only the fields of this module.
@@ -2629,6 +2783,46 @@ type FieldListParams struct {
 // FieldListParamsModule defines parameters for FieldList.
 type FieldListParamsModule int
 
+// FieldUpdateParams defines parameters for FieldUpdate.
+type FieldUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FieldValuesUpdateParams defines parameters for FieldValuesUpdate.
+type FieldValuesUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FilterDeleteParams defines parameters for FilterDelete.
+type FilterDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FilterInsertParams defines parameters for FilterInsert.
+type FilterInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // FilterListParams defines parameters for FilterList.
 type FilterListParams struct {
 	// Module Only the ready filters of this module.
@@ -2637,6 +2831,26 @@ type FilterListParams struct {
 
 // FilterListParamsModule defines parameters for FilterList.
 type FilterListParamsModule int
+
+// FilterUpdateParams defines parameters for FilterUpdate.
+type FilterUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FinanceInsertParams defines parameters for FinanceInsert.
+type FinanceInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // FinanceListParams defines parameters for FinanceList.
 type FinanceListParams struct {
@@ -2648,6 +2862,26 @@ type FinanceListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// MailSendParams defines parameters for MailSend.
+type MailSendParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// TaskInsertParams defines parameters for TaskInsert.
+type TaskInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TaskListParams defines parameters for TaskList.
@@ -2662,6 +2896,26 @@ type TaskListParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// TaskUpdateParams defines parameters for TaskUpdate.
+type TaskUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookDeleteParams defines parameters for WebhookDelete.
+type WebhookDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // WebhookDeliveriesParams defines parameters for WebhookDeliveries.
 type WebhookDeliveriesParams struct {
 	// WebhookId The subscription.
@@ -2670,6 +2924,36 @@ type WebhookDeliveriesParams struct {
 	// Page Page number, from 1, at most 1000000.
 	Page          *int `form:"page,omitempty" json:"page,omitempty"`
 	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+}
+
+// WebhookInsertParams defines parameters for WebhookInsert.
+type WebhookInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookTestParams defines parameters for WebhookTest.
+type WebhookTestParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookUpdateParams defines parameters for WebhookUpdate.
+type WebhookUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
@@ -4861,10 +5145,10 @@ type ServerInterface interface {
 	CommonListPaging(w http.ResponseWriter, r *http.Request, module CommonListPagingParamsModule, params CommonListPagingParams)
 	// CompanyDelete Delete a counterparty
 	// (POST /company/delete)
-	CompanyDelete(w http.ResponseWriter, r *http.Request)
+	CompanyDelete(w http.ResponseWriter, r *http.Request, params CompanyDeleteParams)
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	// (POST /company/email/insert)
-	CompanyEmailInsert(w http.ResponseWriter, r *http.Request)
+	CompanyEmailInsert(w http.ResponseWriter, r *http.Request, params CompanyEmailInsertParams)
 	// CompanyGet The card of one counterparty
 	// (GET /company/get)
 	CompanyGet(w http.ResponseWriter, r *http.Request, params CompanyGetParams)
@@ -4873,22 +5157,22 @@ type ServerInterface interface {
 	CompanyInsert(w http.ResponseWriter, r *http.Request, params CompanyInsertParams)
 	// CompanyPhoneInsert Add a phone to a counterparty or one of its contact persons
 	// (POST /company/phone/insert)
-	CompanyPhoneInsert(w http.ResponseWriter, r *http.Request)
+	CompanyPhoneInsert(w http.ResponseWriter, r *http.Request, params CompanyPhoneInsertParams)
 	// CompanyRequisitesInsert Add requisites to a counterparty
 	// (POST /company/requisites/insert)
-	CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request)
+	CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request, params CompanyRequisitesInsertParams)
 	// CompanyUpdate Change fields of a counterparty
 	// (POST /company/update)
-	CompanyUpdate(w http.ResponseWriter, r *http.Request)
+	CompanyUpdate(w http.ResponseWriter, r *http.Request, params CompanyUpdateParams)
 	// ContactInsert Add a contact person to a counterparty
 	// (POST /contact/insert)
-	ContactInsert(w http.ResponseWriter, r *http.Request)
+	ContactInsert(w http.ResponseWriter, r *http.Request, params ContactInsertParams)
 	// ContactList Paged list of contact persons
 	// (GET /contact/list)
 	ContactList(w http.ResponseWriter, r *http.Request, params ContactListParams)
 	// ContactSocialSet Set the social networks of a contact person
 	// (POST /contact/social/set)
-	ContactSocialSet(w http.ResponseWriter, r *http.Request)
+	ContactSocialSet(w http.ResponseWriter, r *http.Request, params ContactSocialSetParams)
 	// DashboardKpiMy KPI of the token owner
 	// (GET /dashboard/kpi/my)
 	DashboardKpiMy(w http.ResponseWriter, r *http.Request, params DashboardKpiMyParams)
@@ -4909,13 +5193,13 @@ type ServerInterface interface {
 	DealGoodsList(w http.ResponseWriter, r *http.Request, params DealGoodsListParams)
 	// DealGoodsUpdate Change one goods position of a deal
 	// (POST /deal/goods/update)
-	DealGoodsUpdate(w http.ResponseWriter, r *http.Request)
+	DealGoodsUpdate(w http.ResponseWriter, r *http.Request, params DealGoodsUpdateParams)
 	// DealInsert Add a deal
 	// (POST /deal/insert)
-	DealInsert(w http.ResponseWriter, r *http.Request)
+	DealInsert(w http.ResponseWriter, r *http.Request, params DealInsertParams)
 	// DealUpdate Change fields of a deal
 	// (POST /deal/update)
-	DealUpdate(w http.ResponseWriter, r *http.Request)
+	DealUpdate(w http.ResponseWriter, r *http.Request, params DealUpdateParams)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
 	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams)
@@ -4927,7 +5211,7 @@ type ServerInterface interface {
 	DocumentGoodsList(w http.ResponseWriter, r *http.Request, params DocumentGoodsListParams)
 	// DocumentInsert Add a document
 	// (POST /document/insert)
-	DocumentInsert(w http.ResponseWriter, r *http.Request)
+	DocumentInsert(w http.ResponseWriter, r *http.Request, params DocumentInsertParams)
 	// DocumentList Documents of a counterparty or a deal
 	// (GET /document/list)
 	DocumentList(w http.ResponseWriter, r *http.Request, params DocumentListParams)
@@ -4936,37 +5220,37 @@ type ServerInterface interface {
 	EventList(w http.ResponseWriter, r *http.Request, params EventListParams)
 	// FieldDelete Delete an additional field (admins)
 	// (POST /field/delete)
-	FieldDelete(w http.ResponseWriter, r *http.Request)
+	FieldDelete(w http.ResponseWriter, r *http.Request, params FieldDeleteParams)
 	// FieldInsert Define an additional field (admins)
 	// (POST /field/insert)
-	FieldInsert(w http.ResponseWriter, r *http.Request)
+	FieldInsert(w http.ResponseWriter, r *http.Request, params FieldInsertParams)
 	// FieldList The account's additional fields
 	// (GET /field/list)
 	FieldList(w http.ResponseWriter, r *http.Request, params FieldListParams)
 	// FieldUpdate Rename the title of an additional field (admins)
 	// (POST /field/update)
-	FieldUpdate(w http.ResponseWriter, r *http.Request)
+	FieldUpdate(w http.ResponseWriter, r *http.Request, params FieldUpdateParams)
 	// FieldValuesUpdate Set the additional fields of a counterparty or deal
 	// (POST /field/values/update)
-	FieldValuesUpdate(w http.ResponseWriter, r *http.Request)
+	FieldValuesUpdate(w http.ResponseWriter, r *http.Request, params FieldValuesUpdateParams)
 	// FilterDelete Delete a ready filter (admins)
 	// (POST /filter/delete)
-	FilterDelete(w http.ResponseWriter, r *http.Request)
+	FilterDelete(w http.ResponseWriter, r *http.Request, params FilterDeleteParams)
 	// FilterInsert Define a ready filter (admins)
 	// (POST /filter/insert)
-	FilterInsert(w http.ResponseWriter, r *http.Request)
+	FilterInsert(w http.ResponseWriter, r *http.Request, params FilterInsertParams)
 	// FilterList The account's ready filters
 	// (GET /filter/list)
 	FilterList(w http.ResponseWriter, r *http.Request, params FilterListParams)
 	// FilterUpdate Change a ready filter (admins)
 	// (POST /filter/update)
-	FilterUpdate(w http.ResponseWriter, r *http.Request)
+	FilterUpdate(w http.ResponseWriter, r *http.Request, params FilterUpdateParams)
 	// FinanceAccounts The account's money accounts
 	// (GET /finance/accounts)
 	FinanceAccounts(w http.ResponseWriter, r *http.Request)
 	// FinanceInsert Add a money movement, or a transfer between own money accounts
 	// (POST /finance/insert)
-	FinanceInsert(w http.ResponseWriter, r *http.Request)
+	FinanceInsert(w http.ResponseWriter, r *http.Request, params FinanceInsertParams)
 	// FinanceList Money movements of a counterparty or a deal
 	// (GET /finance/list)
 	FinanceList(w http.ResponseWriter, r *http.Request, params FinanceListParams)
@@ -4975,37 +5259,37 @@ type ServerInterface interface {
 	Healthz(w http.ResponseWriter, r *http.Request)
 	// MailSend Send an e-mail message
 	// (POST /mail/send)
-	MailSend(w http.ResponseWriter, r *http.Request)
+	MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams)
 	// Readyz Readiness
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
 	// TaskInsert Add a task
 	// (POST /task/insert)
-	TaskInsert(w http.ResponseWriter, r *http.Request)
+	TaskInsert(w http.ResponseWriter, r *http.Request, params TaskInsertParams)
 	// TaskList Tasks of a counterparty
 	// (GET /task/list)
 	TaskList(w http.ResponseWriter, r *http.Request, params TaskListParams)
 	// TaskUpdate Finish, reopen, reschedule or reassign a task
 	// (POST /task/update)
-	TaskUpdate(w http.ResponseWriter, r *http.Request)
+	TaskUpdate(w http.ResponseWriter, r *http.Request, params TaskUpdateParams)
 	// WebhookDelete Delete a webhook subscription (admins)
 	// (POST /webhook/delete)
-	WebhookDelete(w http.ResponseWriter, r *http.Request)
+	WebhookDelete(w http.ResponseWriter, r *http.Request, params WebhookDeleteParams)
 	// WebhookDeliveries The delivery log of a subscription (admins)
 	// (GET /webhook/deliveries)
 	WebhookDeliveries(w http.ResponseWriter, r *http.Request, params WebhookDeliveriesParams)
 	// WebhookInsert Subscribe a URL to the account's events (admins)
 	// (POST /webhook/insert)
-	WebhookInsert(w http.ResponseWriter, r *http.Request)
+	WebhookInsert(w http.ResponseWriter, r *http.Request, params WebhookInsertParams)
 	// WebhookList The account's webhook subscriptions (admins)
 	// (GET /webhook/list)
 	WebhookList(w http.ResponseWriter, r *http.Request)
 	// WebhookTest Send a test delivery now (admins)
 	// (POST /webhook/test)
-	WebhookTest(w http.ResponseWriter, r *http.Request)
+	WebhookTest(w http.ResponseWriter, r *http.Request, params WebhookTestParams)
 	// WebhookUpdate Change a webhook subscription (admins)
 	// (POST /webhook/update)
-	WebhookUpdate(w http.ResponseWriter, r *http.Request)
+	WebhookUpdate(w http.ResponseWriter, r *http.Request, params WebhookUpdateParams)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -5348,8 +5632,35 @@ func (siw *ServerInterfaceWrapper) CommonListPaging(w http.ResponseWriter, r *ht
 // CompanyDelete operation middleware
 func (siw *ServerInterfaceWrapper) CompanyDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyDelete(w, r)
+		siw.Handler.CompanyDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5362,8 +5673,35 @@ func (siw *ServerInterfaceWrapper) CompanyDelete(w http.ResponseWriter, r *http.
 // CompanyEmailInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyEmailInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyEmailInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyEmailInsert(w, r)
+		siw.Handler.CompanyEmailInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5449,6 +5787,27 @@ func (siw *ServerInterfaceWrapper) CompanyInsert(w http.ResponseWriter, r *http.
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CompanyInsert(w, r, params)
 	}))
@@ -5463,8 +5822,35 @@ func (siw *ServerInterfaceWrapper) CompanyInsert(w http.ResponseWriter, r *http.
 // CompanyPhoneInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyPhoneInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyPhoneInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyPhoneInsert(w, r)
+		siw.Handler.CompanyPhoneInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5477,8 +5863,35 @@ func (siw *ServerInterfaceWrapper) CompanyPhoneInsert(w http.ResponseWriter, r *
 // CompanyRequisitesInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyRequisitesInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyRequisitesInsert(w, r)
+		siw.Handler.CompanyRequisitesInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5491,8 +5904,35 @@ func (siw *ServerInterfaceWrapper) CompanyRequisitesInsert(w http.ResponseWriter
 // CompanyUpdate operation middleware
 func (siw *ServerInterfaceWrapper) CompanyUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyUpdate(w, r)
+		siw.Handler.CompanyUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5505,8 +5945,35 @@ func (siw *ServerInterfaceWrapper) CompanyUpdate(w http.ResponseWriter, r *http.
 // ContactInsert operation middleware
 func (siw *ServerInterfaceWrapper) ContactInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ContactInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ContactInsert(w, r)
+		siw.Handler.ContactInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5612,8 +6079,35 @@ func (siw *ServerInterfaceWrapper) ContactList(w http.ResponseWriter, r *http.Re
 // ContactSocialSet operation middleware
 func (siw *ServerInterfaceWrapper) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ContactSocialSetParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ContactSocialSet(w, r)
+		siw.Handler.ContactSocialSet(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5855,6 +6349,27 @@ func (siw *ServerInterfaceWrapper) DealGoodsInsert(w http.ResponseWriter, r *htt
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DealGoodsInsert(w, r, params)
 	}))
@@ -5923,8 +6438,35 @@ func (siw *ServerInterfaceWrapper) DealGoodsList(w http.ResponseWriter, r *http.
 // DealGoodsUpdate operation middleware
 func (siw *ServerInterfaceWrapper) DealGoodsUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DealGoodsUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DealGoodsUpdate(w, r)
+		siw.Handler.DealGoodsUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5937,8 +6479,35 @@ func (siw *ServerInterfaceWrapper) DealGoodsUpdate(w http.ResponseWriter, r *htt
 // DealInsert operation middleware
 func (siw *ServerInterfaceWrapper) DealInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DealInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DealInsert(w, r)
+		siw.Handler.DealInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5951,8 +6520,35 @@ func (siw *ServerInterfaceWrapper) DealInsert(w http.ResponseWriter, r *http.Req
 // DealUpdate operation middleware
 func (siw *ServerInterfaceWrapper) DealUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DealUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DealUpdate(w, r)
+		siw.Handler.DealUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6047,6 +6643,27 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsInsert(w http.ResponseWriter, r 
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DocumentGoodsInsert(w, r, params)
 	}))
@@ -6115,8 +6732,35 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsList(w http.ResponseWriter, r *h
 // DocumentInsert operation middleware
 func (siw *ServerInterfaceWrapper) DocumentInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DocumentInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DocumentInsert(w, r)
+		siw.Handler.DocumentInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6268,8 +6912,35 @@ func (siw *ServerInterfaceWrapper) EventList(w http.ResponseWriter, r *http.Requ
 // FieldDelete operation middleware
 func (siw *ServerInterfaceWrapper) FieldDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldDelete(w, r)
+		siw.Handler.FieldDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6282,8 +6953,35 @@ func (siw *ServerInterfaceWrapper) FieldDelete(w http.ResponseWriter, r *http.Re
 // FieldInsert operation middleware
 func (siw *ServerInterfaceWrapper) FieldInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldInsert(w, r)
+		siw.Handler.FieldInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6329,8 +7027,35 @@ func (siw *ServerInterfaceWrapper) FieldList(w http.ResponseWriter, r *http.Requ
 // FieldUpdate operation middleware
 func (siw *ServerInterfaceWrapper) FieldUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldUpdate(w, r)
+		siw.Handler.FieldUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6343,8 +7068,35 @@ func (siw *ServerInterfaceWrapper) FieldUpdate(w http.ResponseWriter, r *http.Re
 // FieldValuesUpdate operation middleware
 func (siw *ServerInterfaceWrapper) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldValuesUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldValuesUpdate(w, r)
+		siw.Handler.FieldValuesUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6357,8 +7109,35 @@ func (siw *ServerInterfaceWrapper) FieldValuesUpdate(w http.ResponseWriter, r *h
 // FilterDelete operation middleware
 func (siw *ServerInterfaceWrapper) FilterDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FilterDelete(w, r)
+		siw.Handler.FilterDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6371,8 +7150,35 @@ func (siw *ServerInterfaceWrapper) FilterDelete(w http.ResponseWriter, r *http.R
 // FilterInsert operation middleware
 func (siw *ServerInterfaceWrapper) FilterInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FilterInsert(w, r)
+		siw.Handler.FilterInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6418,8 +7224,35 @@ func (siw *ServerInterfaceWrapper) FilterList(w http.ResponseWriter, r *http.Req
 // FilterUpdate operation middleware
 func (siw *ServerInterfaceWrapper) FilterUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FilterUpdate(w, r)
+		siw.Handler.FilterUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6446,8 +7279,35 @@ func (siw *ServerInterfaceWrapper) FinanceAccounts(w http.ResponseWriter, r *htt
 // FinanceInsert operation middleware
 func (siw *ServerInterfaceWrapper) FinanceInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FinanceInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FinanceInsert(w, r)
+		siw.Handler.FinanceInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6541,8 +7401,35 @@ func (siw *ServerInterfaceWrapper) Healthz(w http.ResponseWriter, r *http.Reques
 // MailSend operation middleware
 func (siw *ServerInterfaceWrapper) MailSend(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params MailSendParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.MailSend(w, r)
+		siw.Handler.MailSend(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6569,8 +7456,35 @@ func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request
 // TaskInsert operation middleware
 func (siw *ServerInterfaceWrapper) TaskInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params TaskInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.TaskInsert(w, r)
+		siw.Handler.TaskInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6650,8 +7564,35 @@ func (siw *ServerInterfaceWrapper) TaskList(w http.ResponseWriter, r *http.Reque
 // TaskUpdate operation middleware
 func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params TaskUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.TaskUpdate(w, r)
+		siw.Handler.TaskUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6664,8 +7605,35 @@ func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Req
 // WebhookDelete operation middleware
 func (siw *ServerInterfaceWrapper) WebhookDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookDelete(w, r)
+		siw.Handler.WebhookDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6737,8 +7705,35 @@ func (siw *ServerInterfaceWrapper) WebhookDeliveries(w http.ResponseWriter, r *h
 // WebhookInsert operation middleware
 func (siw *ServerInterfaceWrapper) WebhookInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookInsert(w, r)
+		siw.Handler.WebhookInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6765,8 +7760,35 @@ func (siw *ServerInterfaceWrapper) WebhookList(w http.ResponseWriter, r *http.Re
 // WebhookTest operation middleware
 func (siw *ServerInterfaceWrapper) WebhookTest(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookTestParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookTest(w, r)
+		siw.Handler.WebhookTest(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6779,8 +7801,35 @@ func (siw *ServerInterfaceWrapper) WebhookTest(w http.ResponseWriter, r *http.Re
 // WebhookUpdate operation middleware
 func (siw *ServerInterfaceWrapper) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookUpdate(w, r)
+		siw.Handler.WebhookUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -7062,22 +8111,33 @@ func (response CommonListPaging503JSONResponse) VisitCommonListPagingResponse(w 
 }
 
 type CompanyDeleteRequestObject struct {
-	Body *CompanyDeleteJSONRequestBody
+	Params CompanyDeleteParams
+	Body   *CompanyDeleteJSONRequestBody
 }
 
 type CompanyDeleteResponseObject interface {
 	VisitCompanyDeleteResponse(w http.ResponseWriter) error
 }
 
-type CompanyDelete200JSONResponse Envelope
+type CompanyDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyDelete200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyDelete200ResponseHeaders
+}
 
 func (response CompanyDelete200JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7128,22 +8188,33 @@ func (response CompanyDelete503JSONResponse) VisitCompanyDeleteResponse(w http.R
 }
 
 type CompanyEmailInsertRequestObject struct {
-	Body *CompanyEmailInsertJSONRequestBody
+	Params CompanyEmailInsertParams
+	Body   *CompanyEmailInsertJSONRequestBody
 }
 
 type CompanyEmailInsertResponseObject interface {
 	VisitCompanyEmailInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyEmailInsert200JSONResponse Envelope
+type CompanyEmailInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyEmailInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyEmailInsert200ResponseHeaders
+}
 
 func (response CompanyEmailInsert200JSONResponse) VisitCompanyEmailInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7276,15 +8347,25 @@ type CompanyInsertResponseObject interface {
 	VisitCompanyInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyInsert200JSONResponse Envelope
+type CompanyInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyInsert200ResponseHeaders
+}
 
 func (response CompanyInsert200JSONResponse) VisitCompanyInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7335,22 +8416,33 @@ func (response CompanyInsert503JSONResponse) VisitCompanyInsertResponse(w http.R
 }
 
 type CompanyPhoneInsertRequestObject struct {
-	Body *CompanyPhoneInsertJSONRequestBody
+	Params CompanyPhoneInsertParams
+	Body   *CompanyPhoneInsertJSONRequestBody
 }
 
 type CompanyPhoneInsertResponseObject interface {
 	VisitCompanyPhoneInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyPhoneInsert200JSONResponse Envelope
+type CompanyPhoneInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyPhoneInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyPhoneInsert200ResponseHeaders
+}
 
 func (response CompanyPhoneInsert200JSONResponse) VisitCompanyPhoneInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7401,22 +8493,33 @@ func (response CompanyPhoneInsert503JSONResponse) VisitCompanyPhoneInsertRespons
 }
 
 type CompanyRequisitesInsertRequestObject struct {
-	Body *CompanyRequisitesInsertJSONRequestBody
+	Params CompanyRequisitesInsertParams
+	Body   *CompanyRequisitesInsertJSONRequestBody
 }
 
 type CompanyRequisitesInsertResponseObject interface {
 	VisitCompanyRequisitesInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyRequisitesInsert200JSONResponse Envelope
+type CompanyRequisitesInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyRequisitesInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyRequisitesInsert200ResponseHeaders
+}
 
 func (response CompanyRequisitesInsert200JSONResponse) VisitCompanyRequisitesInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7467,22 +8570,33 @@ func (response CompanyRequisitesInsert503JSONResponse) VisitCompanyRequisitesIns
 }
 
 type CompanyUpdateRequestObject struct {
-	Body *CompanyUpdateJSONRequestBody
+	Params CompanyUpdateParams
+	Body   *CompanyUpdateJSONRequestBody
 }
 
 type CompanyUpdateResponseObject interface {
 	VisitCompanyUpdateResponse(w http.ResponseWriter) error
 }
 
-type CompanyUpdate200JSONResponse Envelope
+type CompanyUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyUpdate200ResponseHeaders
+}
 
 func (response CompanyUpdate200JSONResponse) VisitCompanyUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7533,22 +8647,33 @@ func (response CompanyUpdate503JSONResponse) VisitCompanyUpdateResponse(w http.R
 }
 
 type ContactInsertRequestObject struct {
-	Body *ContactInsertJSONRequestBody
+	Params ContactInsertParams
+	Body   *ContactInsertJSONRequestBody
 }
 
 type ContactInsertResponseObject interface {
 	VisitContactInsertResponse(w http.ResponseWriter) error
 }
 
-type ContactInsert200JSONResponse Envelope
+type ContactInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type ContactInsert200JSONResponse struct {
+	Body    Envelope
+	Headers ContactInsert200ResponseHeaders
+}
 
 func (response ContactInsert200JSONResponse) VisitContactInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7673,22 +8798,33 @@ func (response ContactList503JSONResponse) VisitContactListResponse(w http.Respo
 }
 
 type ContactSocialSetRequestObject struct {
-	Body *ContactSocialSetJSONRequestBody
+	Params ContactSocialSetParams
+	Body   *ContactSocialSetJSONRequestBody
 }
 
 type ContactSocialSetResponseObject interface {
 	VisitContactSocialSetResponse(w http.ResponseWriter) error
 }
 
-type ContactSocialSet200JSONResponse Envelope
+type ContactSocialSet200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type ContactSocialSet200JSONResponse struct {
+	Body    Envelope
+	Headers ContactSocialSet200ResponseHeaders
+}
 
 func (response ContactSocialSet200JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8010,15 +9146,25 @@ type DealGoodsInsertResponseObject interface {
 	VisitDealGoodsInsertResponse(w http.ResponseWriter) error
 }
 
-type DealGoodsInsert200JSONResponse Envelope
+type DealGoodsInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealGoodsInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DealGoodsInsert200ResponseHeaders
+}
 
 func (response DealGoodsInsert200JSONResponse) VisitDealGoodsInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8143,22 +9289,33 @@ func (response DealGoodsList503JSONResponse) VisitDealGoodsListResponse(w http.R
 }
 
 type DealGoodsUpdateRequestObject struct {
-	Body *DealGoodsUpdateJSONRequestBody
+	Params DealGoodsUpdateParams
+	Body   *DealGoodsUpdateJSONRequestBody
 }
 
 type DealGoodsUpdateResponseObject interface {
 	VisitDealGoodsUpdateResponse(w http.ResponseWriter) error
 }
 
-type DealGoodsUpdate200JSONResponse Envelope
+type DealGoodsUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealGoodsUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers DealGoodsUpdate200ResponseHeaders
+}
 
 func (response DealGoodsUpdate200JSONResponse) VisitDealGoodsUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8209,22 +9366,33 @@ func (response DealGoodsUpdate503JSONResponse) VisitDealGoodsUpdateResponse(w ht
 }
 
 type DealInsertRequestObject struct {
-	Body *DealInsertJSONRequestBody
+	Params DealInsertParams
+	Body   *DealInsertJSONRequestBody
 }
 
 type DealInsertResponseObject interface {
 	VisitDealInsertResponse(w http.ResponseWriter) error
 }
 
-type DealInsert200JSONResponse Envelope
+type DealInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DealInsert200ResponseHeaders
+}
 
 func (response DealInsert200JSONResponse) VisitDealInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8275,22 +9443,33 @@ func (response DealInsert503JSONResponse) VisitDealInsertResponse(w http.Respons
 }
 
 type DealUpdateRequestObject struct {
-	Body *DealUpdateJSONRequestBody
+	Params DealUpdateParams
+	Body   *DealUpdateJSONRequestBody
 }
 
 type DealUpdateResponseObject interface {
 	VisitDealUpdateResponse(w http.ResponseWriter) error
 }
 
-type DealUpdate200JSONResponse Envelope
+type DealUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers DealUpdate200ResponseHeaders
+}
 
 func (response DealUpdate200JSONResponse) VisitDealUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8423,15 +9602,25 @@ type DocumentGoodsInsertResponseObject interface {
 	VisitDocumentGoodsInsertResponse(w http.ResponseWriter) error
 }
 
-type DocumentGoodsInsert200JSONResponse Envelope
+type DocumentGoodsInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DocumentGoodsInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DocumentGoodsInsert200ResponseHeaders
+}
 
 func (response DocumentGoodsInsert200JSONResponse) VisitDocumentGoodsInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8556,22 +9745,33 @@ func (response DocumentGoodsList503JSONResponse) VisitDocumentGoodsListResponse(
 }
 
 type DocumentInsertRequestObject struct {
-	Body *DocumentInsertJSONRequestBody
+	Params DocumentInsertParams
+	Body   *DocumentInsertJSONRequestBody
 }
 
 type DocumentInsertResponseObject interface {
 	VisitDocumentInsertResponse(w http.ResponseWriter) error
 }
 
-type DocumentInsert200JSONResponse Envelope
+type DocumentInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DocumentInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DocumentInsert200ResponseHeaders
+}
 
 func (response DocumentInsert200JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8762,22 +9962,33 @@ func (response EventList503JSONResponse) VisitEventListResponse(w http.ResponseW
 }
 
 type FieldDeleteRequestObject struct {
-	Body *FieldDeleteJSONRequestBody
+	Params FieldDeleteParams
+	Body   *FieldDeleteJSONRequestBody
 }
 
 type FieldDeleteResponseObject interface {
 	VisitFieldDeleteResponse(w http.ResponseWriter) error
 }
 
-type FieldDelete200JSONResponse Envelope
+type FieldDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldDelete200JSONResponse struct {
+	Body    Envelope
+	Headers FieldDelete200ResponseHeaders
+}
 
 func (response FieldDelete200JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8828,22 +10039,33 @@ func (response FieldDelete503JSONResponse) VisitFieldDeleteResponse(w http.Respo
 }
 
 type FieldInsertRequestObject struct {
-	Body *FieldInsertJSONRequestBody
+	Params FieldInsertParams
+	Body   *FieldInsertJSONRequestBody
 }
 
 type FieldInsertResponseObject interface {
 	VisitFieldInsertResponse(w http.ResponseWriter) error
 }
 
-type FieldInsert200JSONResponse Envelope
+type FieldInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldInsert200JSONResponse struct {
+	Body    Envelope
+	Headers FieldInsert200ResponseHeaders
+}
 
 func (response FieldInsert200JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8960,22 +10182,33 @@ func (response FieldList503JSONResponse) VisitFieldListResponse(w http.ResponseW
 }
 
 type FieldUpdateRequestObject struct {
-	Body *FieldUpdateJSONRequestBody
+	Params FieldUpdateParams
+	Body   *FieldUpdateJSONRequestBody
 }
 
 type FieldUpdateResponseObject interface {
 	VisitFieldUpdateResponse(w http.ResponseWriter) error
 }
 
-type FieldUpdate200JSONResponse Envelope
+type FieldUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers FieldUpdate200ResponseHeaders
+}
 
 func (response FieldUpdate200JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9026,22 +10259,33 @@ func (response FieldUpdate503JSONResponse) VisitFieldUpdateResponse(w http.Respo
 }
 
 type FieldValuesUpdateRequestObject struct {
-	Body *FieldValuesUpdateJSONRequestBody
+	Params FieldValuesUpdateParams
+	Body   *FieldValuesUpdateJSONRequestBody
 }
 
 type FieldValuesUpdateResponseObject interface {
 	VisitFieldValuesUpdateResponse(w http.ResponseWriter) error
 }
 
-type FieldValuesUpdate200JSONResponse Envelope
+type FieldValuesUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldValuesUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers FieldValuesUpdate200ResponseHeaders
+}
 
 func (response FieldValuesUpdate200JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9092,22 +10336,33 @@ func (response FieldValuesUpdate503JSONResponse) VisitFieldValuesUpdateResponse(
 }
 
 type FilterDeleteRequestObject struct {
-	Body *FilterDeleteJSONRequestBody
+	Params FilterDeleteParams
+	Body   *FilterDeleteJSONRequestBody
 }
 
 type FilterDeleteResponseObject interface {
 	VisitFilterDeleteResponse(w http.ResponseWriter) error
 }
 
-type FilterDelete200JSONResponse Envelope
+type FilterDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FilterDelete200JSONResponse struct {
+	Body    Envelope
+	Headers FilterDelete200ResponseHeaders
+}
 
 func (response FilterDelete200JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9158,22 +10413,33 @@ func (response FilterDelete503JSONResponse) VisitFilterDeleteResponse(w http.Res
 }
 
 type FilterInsertRequestObject struct {
-	Body *FilterInsertJSONRequestBody
+	Params FilterInsertParams
+	Body   *FilterInsertJSONRequestBody
 }
 
 type FilterInsertResponseObject interface {
 	VisitFilterInsertResponse(w http.ResponseWriter) error
 }
 
-type FilterInsert200JSONResponse Envelope
+type FilterInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FilterInsert200JSONResponse struct {
+	Body    Envelope
+	Headers FilterInsert200ResponseHeaders
+}
 
 func (response FilterInsert200JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9290,22 +10556,33 @@ func (response FilterList503JSONResponse) VisitFilterListResponse(w http.Respons
 }
 
 type FilterUpdateRequestObject struct {
-	Body *FilterUpdateJSONRequestBody
+	Params FilterUpdateParams
+	Body   *FilterUpdateJSONRequestBody
 }
 
 type FilterUpdateResponseObject interface {
 	VisitFilterUpdateResponse(w http.ResponseWriter) error
 }
 
-type FilterUpdate200JSONResponse Envelope
+type FilterUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FilterUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers FilterUpdate200ResponseHeaders
+}
 
 func (response FilterUpdate200JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9421,22 +10698,33 @@ func (response FinanceAccounts503JSONResponse) VisitFinanceAccountsResponse(w ht
 }
 
 type FinanceInsertRequestObject struct {
-	Body *FinanceInsertJSONRequestBody
+	Params FinanceInsertParams
+	Body   *FinanceInsertJSONRequestBody
 }
 
 type FinanceInsertResponseObject interface {
 	VisitFinanceInsertResponse(w http.ResponseWriter) error
 }
 
-type FinanceInsert200JSONResponse Envelope
+type FinanceInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FinanceInsert200JSONResponse struct {
+	Body    Envelope
+	Headers FinanceInsert200ResponseHeaders
+}
 
 func (response FinanceInsert200JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9582,22 +10870,33 @@ func (response Healthz200JSONResponse) VisitHealthzResponse(w http.ResponseWrite
 }
 
 type MailSendRequestObject struct {
-	Body *MailSendJSONRequestBody
+	Params MailSendParams
+	Body   *MailSendJSONRequestBody
 }
 
 type MailSendResponseObject interface {
 	VisitMailSendResponse(w http.ResponseWriter) error
 }
 
-type MailSend200JSONResponse Envelope
+type MailSend200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type MailSend200JSONResponse struct {
+	Body    Envelope
+	Headers MailSend200ResponseHeaders
+}
 
 func (response MailSend200JSONResponse) VisitMailSendResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9683,22 +10982,33 @@ func (response Readyz503JSONResponse) VisitReadyzResponse(w http.ResponseWriter)
 }
 
 type TaskInsertRequestObject struct {
-	Body *TaskInsertJSONRequestBody
+	Params TaskInsertParams
+	Body   *TaskInsertJSONRequestBody
 }
 
 type TaskInsertResponseObject interface {
 	VisitTaskInsertResponse(w http.ResponseWriter) error
 }
 
-type TaskInsert200JSONResponse Envelope
+type TaskInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type TaskInsert200JSONResponse struct {
+	Body    Envelope
+	Headers TaskInsert200ResponseHeaders
+}
 
 func (response TaskInsert200JSONResponse) VisitTaskInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9823,22 +11133,33 @@ func (response TaskList503JSONResponse) VisitTaskListResponse(w http.ResponseWri
 }
 
 type TaskUpdateRequestObject struct {
-	Body *TaskUpdateJSONRequestBody
+	Params TaskUpdateParams
+	Body   *TaskUpdateJSONRequestBody
 }
 
 type TaskUpdateResponseObject interface {
 	VisitTaskUpdateResponse(w http.ResponseWriter) error
 }
 
-type TaskUpdate200JSONResponse Envelope
+type TaskUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type TaskUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers TaskUpdate200ResponseHeaders
+}
 
 func (response TaskUpdate200JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9889,22 +11210,33 @@ func (response TaskUpdate503JSONResponse) VisitTaskUpdateResponse(w http.Respons
 }
 
 type WebhookDeleteRequestObject struct {
-	Body *WebhookDeleteJSONRequestBody
+	Params WebhookDeleteParams
+	Body   *WebhookDeleteJSONRequestBody
 }
 
 type WebhookDeleteResponseObject interface {
 	VisitWebhookDeleteResponse(w http.ResponseWriter) error
 }
 
-type WebhookDelete200JSONResponse Envelope
+type WebhookDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookDelete200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookDelete200ResponseHeaders
+}
 
 func (response WebhookDelete200JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10021,22 +11353,33 @@ func (response WebhookDeliveries503JSONResponse) VisitWebhookDeliveriesResponse(
 }
 
 type WebhookInsertRequestObject struct {
-	Body *WebhookInsertJSONRequestBody
+	Params WebhookInsertParams
+	Body   *WebhookInsertJSONRequestBody
 }
 
 type WebhookInsertResponseObject interface {
 	VisitWebhookInsertResponse(w http.ResponseWriter) error
 }
 
-type WebhookInsert200JSONResponse Envelope
+type WebhookInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookInsert200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookInsert200ResponseHeaders
+}
 
 func (response WebhookInsert200JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10152,22 +11495,33 @@ func (response WebhookList503JSONResponse) VisitWebhookListResponse(w http.Respo
 }
 
 type WebhookTestRequestObject struct {
-	Body *WebhookTestJSONRequestBody
+	Params WebhookTestParams
+	Body   *WebhookTestJSONRequestBody
 }
 
 type WebhookTestResponseObject interface {
 	VisitWebhookTestResponse(w http.ResponseWriter) error
 }
 
-type WebhookTest200JSONResponse Envelope
+type WebhookTest200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookTest200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookTest200ResponseHeaders
+}
 
 func (response WebhookTest200JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10218,22 +11572,33 @@ func (response WebhookTest503JSONResponse) VisitWebhookTestResponse(w http.Respo
 }
 
 type WebhookUpdateRequestObject struct {
-	Body *WebhookUpdateJSONRequestBody
+	Params WebhookUpdateParams
+	Body   *WebhookUpdateJSONRequestBody
 }
 
 type WebhookUpdateResponseObject interface {
 	VisitWebhookUpdateResponse(w http.ResponseWriter) error
 }
 
-type WebhookUpdate200JSONResponse Envelope
+type WebhookUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookUpdate200ResponseHeaders
+}
 
 func (response WebhookUpdate200JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10514,8 +11879,10 @@ func (sh *strictHandler) CommonListPaging(w http.ResponseWriter, r *http.Request
 }
 
 // CompanyDelete operation middleware
-func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request, params CompanyDeleteParams) {
 	var request CompanyDeleteRequestObject
+
+	request.Params = params
 
 	var body CompanyDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10545,8 +11912,10 @@ func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // CompanyEmailInsert operation middleware
-func (sh *strictHandler) CompanyEmailInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyEmailInsert(w http.ResponseWriter, r *http.Request, params CompanyEmailInsertParams) {
 	var request CompanyEmailInsertRequestObject
+
+	request.Params = params
 
 	var body CompanyEmailInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10635,8 +12004,10 @@ func (sh *strictHandler) CompanyInsert(w http.ResponseWriter, r *http.Request, p
 }
 
 // CompanyPhoneInsert operation middleware
-func (sh *strictHandler) CompanyPhoneInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyPhoneInsert(w http.ResponseWriter, r *http.Request, params CompanyPhoneInsertParams) {
 	var request CompanyPhoneInsertRequestObject
+
+	request.Params = params
 
 	var body CompanyPhoneInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10666,8 +12037,10 @@ func (sh *strictHandler) CompanyPhoneInsert(w http.ResponseWriter, r *http.Reque
 }
 
 // CompanyRequisitesInsert operation middleware
-func (sh *strictHandler) CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request, params CompanyRequisitesInsertParams) {
 	var request CompanyRequisitesInsertRequestObject
+
+	request.Params = params
 
 	var body CompanyRequisitesInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10697,8 +12070,10 @@ func (sh *strictHandler) CompanyRequisitesInsert(w http.ResponseWriter, r *http.
 }
 
 // CompanyUpdate operation middleware
-func (sh *strictHandler) CompanyUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyUpdate(w http.ResponseWriter, r *http.Request, params CompanyUpdateParams) {
 	var request CompanyUpdateRequestObject
+
+	request.Params = params
 
 	var body CompanyUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10728,8 +12103,10 @@ func (sh *strictHandler) CompanyUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // ContactInsert operation middleware
-func (sh *strictHandler) ContactInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ContactInsert(w http.ResponseWriter, r *http.Request, params ContactInsertParams) {
 	var request ContactInsertRequestObject
+
+	request.Params = params
 
 	var body ContactInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10785,8 +12162,10 @@ func (sh *strictHandler) ContactList(w http.ResponseWriter, r *http.Request, par
 }
 
 // ContactSocialSet operation middleware
-func (sh *strictHandler) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ContactSocialSet(w http.ResponseWriter, r *http.Request, params ContactSocialSetParams) {
 	var request ContactSocialSetRequestObject
+
+	request.Params = params
 
 	var body ContactSocialSetJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10972,8 +12351,10 @@ func (sh *strictHandler) DealGoodsList(w http.ResponseWriter, r *http.Request, p
 }
 
 // DealGoodsUpdate operation middleware
-func (sh *strictHandler) DealGoodsUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DealGoodsUpdate(w http.ResponseWriter, r *http.Request, params DealGoodsUpdateParams) {
 	var request DealGoodsUpdateRequestObject
+
+	request.Params = params
 
 	var body DealGoodsUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11003,8 +12384,10 @@ func (sh *strictHandler) DealGoodsUpdate(w http.ResponseWriter, r *http.Request)
 }
 
 // DealInsert operation middleware
-func (sh *strictHandler) DealInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DealInsert(w http.ResponseWriter, r *http.Request, params DealInsertParams) {
 	var request DealInsertRequestObject
+
+	request.Params = params
 
 	var body DealInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11034,8 +12417,10 @@ func (sh *strictHandler) DealInsert(w http.ResponseWriter, r *http.Request) {
 }
 
 // DealUpdate operation middleware
-func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request, params DealUpdateParams) {
 	var request DealUpdateRequestObject
+
+	request.Params = params
 
 	var body DealUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11144,8 +12529,10 @@ func (sh *strictHandler) DocumentGoodsList(w http.ResponseWriter, r *http.Reques
 }
 
 // DocumentInsert operation middleware
-func (sh *strictHandler) DocumentInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DocumentInsert(w http.ResponseWriter, r *http.Request, params DocumentInsertParams) {
 	var request DocumentInsertRequestObject
+
+	request.Params = params
 
 	var body DocumentInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11227,8 +12614,10 @@ func (sh *strictHandler) EventList(w http.ResponseWriter, r *http.Request, param
 }
 
 // FieldDelete operation middleware
-func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request, params FieldDeleteParams) {
 	var request FieldDeleteRequestObject
+
+	request.Params = params
 
 	var body FieldDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11258,8 +12647,10 @@ func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // FieldInsert operation middleware
-func (sh *strictHandler) FieldInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldInsert(w http.ResponseWriter, r *http.Request, params FieldInsertParams) {
 	var request FieldInsertRequestObject
+
+	request.Params = params
 
 	var body FieldInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11315,8 +12706,10 @@ func (sh *strictHandler) FieldList(w http.ResponseWriter, r *http.Request, param
 }
 
 // FieldUpdate operation middleware
-func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request, params FieldUpdateParams) {
 	var request FieldUpdateRequestObject
+
+	request.Params = params
 
 	var body FieldUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11346,8 +12739,10 @@ func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // FieldValuesUpdate operation middleware
-func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Request, params FieldValuesUpdateParams) {
 	var request FieldValuesUpdateRequestObject
+
+	request.Params = params
 
 	var body FieldValuesUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11377,8 +12772,10 @@ func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Reques
 }
 
 // FilterDelete operation middleware
-func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request, params FilterDeleteParams) {
 	var request FilterDeleteRequestObject
+
+	request.Params = params
 
 	var body FilterDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11408,8 +12805,10 @@ func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // FilterInsert operation middleware
-func (sh *strictHandler) FilterInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FilterInsert(w http.ResponseWriter, r *http.Request, params FilterInsertParams) {
 	var request FilterInsertRequestObject
+
+	request.Params = params
 
 	var body FilterInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11465,8 +12864,10 @@ func (sh *strictHandler) FilterList(w http.ResponseWriter, r *http.Request, para
 }
 
 // FilterUpdate operation middleware
-func (sh *strictHandler) FilterUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FilterUpdate(w http.ResponseWriter, r *http.Request, params FilterUpdateParams) {
 	var request FilterUpdateRequestObject
+
+	request.Params = params
 
 	var body FilterUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11520,8 +12921,10 @@ func (sh *strictHandler) FinanceAccounts(w http.ResponseWriter, r *http.Request)
 }
 
 // FinanceInsert operation middleware
-func (sh *strictHandler) FinanceInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FinanceInsert(w http.ResponseWriter, r *http.Request, params FinanceInsertParams) {
 	var request FinanceInsertRequestObject
+
+	request.Params = params
 
 	var body FinanceInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11601,8 +13004,10 @@ func (sh *strictHandler) Healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // MailSend operation middleware
-func (sh *strictHandler) MailSend(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams) {
 	var request MailSendRequestObject
+
+	request.Params = params
 
 	var body MailSendJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11656,8 +13061,10 @@ func (sh *strictHandler) Readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // TaskInsert operation middleware
-func (sh *strictHandler) TaskInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) TaskInsert(w http.ResponseWriter, r *http.Request, params TaskInsertParams) {
 	var request TaskInsertRequestObject
+
+	request.Params = params
 
 	var body TaskInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11713,8 +13120,10 @@ func (sh *strictHandler) TaskList(w http.ResponseWriter, r *http.Request, params
 }
 
 // TaskUpdate operation middleware
-func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request, params TaskUpdateParams) {
 	var request TaskUpdateRequestObject
+
+	request.Params = params
 
 	var body TaskUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11744,8 +13153,10 @@ func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // WebhookDelete operation middleware
-func (sh *strictHandler) WebhookDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookDelete(w http.ResponseWriter, r *http.Request, params WebhookDeleteParams) {
 	var request WebhookDeleteRequestObject
+
+	request.Params = params
 
 	var body WebhookDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11801,8 +13212,10 @@ func (sh *strictHandler) WebhookDeliveries(w http.ResponseWriter, r *http.Reques
 }
 
 // WebhookInsert operation middleware
-func (sh *strictHandler) WebhookInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookInsert(w http.ResponseWriter, r *http.Request, params WebhookInsertParams) {
 	var request WebhookInsertRequestObject
+
+	request.Params = params
 
 	var body WebhookInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11856,8 +13269,10 @@ func (sh *strictHandler) WebhookList(w http.ResponseWriter, r *http.Request) {
 }
 
 // WebhookTest operation middleware
-func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request, params WebhookTestParams) {
 	var request WebhookTestRequestObject
+
+	request.Params = params
 
 	var body WebhookTestJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11887,8 +13302,10 @@ func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request) {
 }
 
 // WebhookUpdate operation middleware
-func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request, params WebhookUpdateParams) {
 	var request WebhookUpdateRequestObject
+
+	request.Params = params
 
 	var body WebhookUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11922,757 +13339,775 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cttGnjD6Kl38ZsqkA1GULDsxVVM7iu1MPPFtbGWys6GXaBFNEiOwm0GDkhlHVfvXqfP3V6fqvMH3",
-	"IudN9klO/S4NNECQBCkpc9lJ7Y4poNHXX//ul8+tkZnNjVY6s63+55b6JGfzROHvs2gWa/tWJ0v4yy5m",
-	"M5kuW/3WmRZmrlKZxUYLMxYS2wXiYimkNtlUpSI1iWoFrSuZLBR8PDKRavVbJ71HraCl0tSkrX7L6GTJ",
-	"H4uZXIrIiGwa21bQmsuJavV79MPir9Rc0w+byWxhW33uJh+k1bq5CVpfy+i5zFRlwiKSmRLZVGYiMsoK",
-	"bTIxl6mtn2PPm+NPC5Uuoa2cqUylYtCCrgatvrBZGutJ0d9MZqOpyKZKjE06k1ne9Lbr+YMxkX0Z2fKa",
-	"JvB0GEdWxDS+FCMzm8kDq2C2mYpEEtsMzieO7B7rzAeoLFY/8NeaqskikalQn+apshYgYtD6zx97B08/",
-	"ftEO6N/Ow9/svws9tw3fzeNf4WSHmdm43js+2/fqp4WyWXVR41glEa1qLOPEiiuZxBFeuK3rSqlLcWGi",
-	"ZZ97GrS0nCHUzlO4utkyfwTgM4utjfXkVot5ZmZzqZdvTPaNWeiovKLXNEAgIpUoAE2TilhfxTa+SJQY",
-	"mYXOVDqXabasXd6Jtzy/sTjq9Y7wyMc45h3M/236XMkEjiVOVWUVb1SMyG1ETYdxJLRJRaRkAr8n8ZXa",
-	"fjzex963sRWpG/N2q9CZHGVvx2eEiHlV5XWMqBGP63AHPhNzlVrC6t5E2w6t+5v/wAawAm206jRYtRuy",
-	"L7QRdjGa1gwJ2L8KDfvvBRzkRnAsQyEcxVbog0bi0d1B3XMzWsyUznaZJ3+yfa7cUHx1l/PVFQwMT04F",
-	"NgJoOlqdll4kSTGrpsPbxWikrEe4Wkc4g5cAHFomKyzJQqtPczUC7GJVeqVSMZaLJBPtSGWIQ5HdiDWi",
-	"cW6RmEkgFjpSKRMzQp1xVAfRj0sQHfM8BD4Q7eJbcXIxfno8fvT4yy8vHp1E8ol8NFJPj59GPdVTJ18+",
-	"etK51RG4DfgPlZr/iZtADMEbdf2yclteaqvSTEUeNMJ6tLoWcXR/YPmk1yPIfLvI3o7fSz1Z4VH0Ynah",
-	"UkSXUsyNjYGQP7DCLmaByIwRiUwnyFuIOLNEs7eiVMndwjrNAhm9FAbvCzkDFGqF1BEMYcViLjIjnlb+",
-	"6z59GoifFlJncRarNa26T58+vRW4vlcjk0b2rX4nJ+rcmFew1PIGpdRkaDT0LuSFuVJ4dDP5KZ4tZnuw",
-	"cuUugfHhzZotgDVSQmZiZmwmCJ73X973+lKba408enlV+Ah4b+LjZKoQB/PdG8lMJmayUKfwdApYPmb4",
-	"3YrYc868L/CnePr0qwAOrkDyK8Pc7rb9oC6mxlzWU6kzYRcXdpTG81wgZHZBjpCY53zC1pVd0zji6PhO",
-	"6NVN0JoqGakUj+bFuZzAv5HKJ4uzv1byUmRyknMgqZonS9G2Sokw1mPT9b4IA/Ht+fk7YF6ulIYntnMq",
-	"rIItz8SFHF3C1ocvxwdvjFYHr0FwCLuwRBKsW/3WD4eD1uW/v7k6MB/++OWrP7+Mzv70J5Qkcg6wn6UL",
-	"FbTsaKpmEqY8lxkg2la/9Z/w9Y9nB/8hD37uHTwdHnz8YtD6TStoZcs5dE6CC9+8LF0enI0zla4u+4Ma",
-	"GQ2wacS1hJmrsUkVI8xPWU4FruNsSruSmUul4SgDIaFPRFwzqZcooqhIyEU2hS0ZoZxig5U+YRGzeSbG",
-	"qZkxr5fEwKDIKALhsbRNR5v2YxZrRAzQihcOpGiiUgLXH344OCtmo2pOPbmWSyvCr5VMVRoGbp1A/iRw",
-	"o9KKECFq6B9++SDpY6J9vxu0Yo1S2hA3atAKxMr3vxu0FoQvAhCYYW1wNVJ1ZS5VJPjDjZBQPeYbuBSM",
-	"9xDKEe0A60vksbxseF5aA7CyQSvWDom2AhQLmdMdIt1cPxkShmnzn8A93nIuNDdmS2vnx+9Kc/xq/Ry5",
-	"+b3MkzUu5Qk+q6hYAL0j2lCMij28LjXwQTO5BISiZCbaRquc/AslR1ORxTPVKUPVo95R8Kh33Kpfco77",
-	"Ny54Jj+9UnqSTVv9414PEWeOQFZ0M7XI4+UY8Beir9VdOJ8qEQI6DRHbM8JEekMXemqSyIq2SUX4MOyc",
-	"iuup0oAfbRYniaDOLpTlCzdPlgH+lNpeE0MTPuqdiDcmE69NFI9jFYV4Q4HPkajZaIhScQuJBhR7WELO",
-	"rTX7doT7troxrIb6JjWz1Y35Jk5tJiK5dEAxV2lsImC/iQ9HFZLfKGSlU/jAipnR2bQCDce94ycHR0cH",
-	"vaM1AIHfA0Zt1UI8vG5tWMe5WV3FK7llEQZeMoeBSEuYa63SBxbhWfxstFqzjKPHm5aRmR0X8adFPLpk",
-	"HUcdPnnm6RJORVioNELAuyHjuBAh9cJk046viCmTo7VIqOi0dRucg0vZhLf3mv9mzL7vbG8A99i50ZYM",
-	"BW/MBzVKVfadWhJrpzOlUakp5/OEGYLDv1pYS9nEECkZJXFVpwD4JZKZvJBWiQjVbJlDDoAGGPRyI8QD",
-	"K/KO6kRW3+gAQm88UmKh5ZWME3mRqD72tm5AGCyeqVtJCdrw1njKRCMu1RL4yHE8WaS1bH955swc21yU",
-	"qCyAxfmptEIb8ez96+GHF8/evzgffvfiL8DnKT1Kl3PEQXEqLJ6YvR13XQDQb1I1bvVb/+uwMCcd0lt7",
-	"+EJfqcTMFX2zSkrKEw/LMw8DYQ3QjpHUsOhLpebCyQm8iFMUmwkcDMt4VmUCVVPIsFoUrtUVyImF7YpY",
-	"/O8LSAg7QRmycmAYxzq2Uwd9MJyDuG7rJmi9MZmjVPXkkkjktVkkEYifOIhW4npqrELhoyIyCLisEQiH",
-	"ObmrEWXqdp2bHWIb3PFzY15LvWRbg93xihJ3f1Zm7lfva5mVr5cJUGQw46xeTX781AP2LcJFXxz3gC6J",
-	"WawXGZKoygxudV+RqK2ukWid+jRSKgLmL7MC2ECRxLM427qkomneRV887jlRy+IiLMpl+JMm8XdwPzcu",
-	"G4X7bAcAGGiEANHOkCnUYp7IkXK8xknvKEDFlSc80vixFYlBOWkxD8RCJzBKnA20N4SKfPqQAB9zfCKm",
-	"ZpFaENLr5flXsAzb6QoUmAeapNvQE59DPhbbFSFucIg86qA1aIX5+n1qFH46wAM5oNbdgS7f34povuka",
-	"+01vSOMECzZp/DPhmh2uMkuoZcD+fptEWqu1OfIAe9Ggh/3vojNOVqlns7nx1+KCZPW/mzvlz8czwQJg",
-	"r93MfaFPnFUv5xxuBtxjQkdmvAbNionKrDg5fipibTMlo/VaMXeLyoBep4nZBO0r7R3IOwr9L/7yHoFy",
-	"F7ZnPSQ85xa20x/oBisPAJwXOlVyNIXtymGaCeMDK2D1Cm2ZqdQDnYMvfG4WWVcgmUqltnKE87+WVqQm",
-	"AZC+kKNL5CGdnh3eXadxlil96o8z0DO5BObM4lWZyFiL9hhtNtBceUpCK2dKhC8jNZubTOnR8uA7tQw7",
-	"dRd0oJvRh+IUEXCfJUqmsBvP41SNMpPWyrdnbOpi4omGIwBW982pCPUiSUKRqpm5YoULfdLOPxAXamRm",
-	"ygo1m2dLvMEbxUHoka4iqZ0q4mHQ+nQwMQf81DXuvuEfP2KXH/1mB/FsbtKMFd3TVr81ibPp4qI7MrND",
-	"I+fxAdy0idKH+dA3/uf2Mp4fGNwTmRzMDVolaXaFYwdiiyiKqdU7coOJ4ZrRKqobW/IzkZatKWkk7NRc",
-	"A+NxKsKz58+Hn4FRvwnFTM0uVGqhTboUxUi0x6jbnnuDfm4BpF7F2XJIO7Wi2g1ajpOtfTdhDFj/ZkhU",
-	"fuUct5zdTdACrDsx6bK2b/fyFt3H2ZquYb/XDZsq4O22oTfUZwEqLT4ZXizr5TE4NXdtFhbw/tTAqSF/",
-	"ixhoaq5B7ARsQc/bch4HgmA1EDMZJ4Hodrt4YVamrD6RZXxIRKJmUagGHJJOpub1JDWL+fo3+5/Amg9r",
-	"GuqxGVqzSEf1MwT2ev38Z3EUJWr9+/UvTFb/gvyEVo8zPApFoiYyEcA1ZMtAhMehmKfxlSTJ0BqNujwN",
-	"COzHo+D4Y91ynWfcELamdgKpmsQ0gZVXjjyvfbX/eWVy0sAQAa1qATGTn3jscgex1g7+nV4XFYc2zpQ9",
-	"FUC8cpV7NlWz+s7XoS54MGwMaYs0qe0FLuYOvUDrtWC1yGbDkZzNZTzR6xsUnGXt+5mK4sVs7esNlwVe",
-	"Z2oNYF1P49F0ODU229QFtUpifbm9FZzi+lY3vu3oxxbqgnHjCppTIF3G2Tn4F6g6qNCw6h0qwICPq4SW",
-	"ywimhA/L2MPHNAQrBWT4p55jCMYhVSRcJl8epfPvaH6VPULqqK2Heh1+zu8X39O6/a8737rTrMBoCaRK",
-	"4FeGVQ+2CrxmLv6qRlmrYH+eyTRazwKNZWJVlUEZFYzTJqrr+Cuk4ejRSbqGTM3s9m/xgwKVtGSaSuxL",
-	"AYFt3tMLaE6+RnW9zadGq+a9vYPm63srEGXjHt/nn6zrtnIp3e7nO5EvojS+t+kbTp9c4zxn8x3A4Nme",
-	"h/pSzxc4h5n89JK+O/JMqvlmvtjjoGv6flzT9Tu5BKGRfR+bH9E3yLJjD3vATcPJrfD/vtH+8eNgozyw",
-	"zVBdFgMqsg28Ee1cSBQnX20X+tYLCrVjPOOX/jDHT/cahgWGrbvjCRBb265w51XmKlIi1kJq4Vo6X7ZY",
-	"T4Rd2owYoq0DlZn88qkFm1n78pT+AG9Kh7bXblZ4+q3zL/H4W6df4fm3tncNV1hbwFkoouW6oPEiSXKh",
-	"TdZw99WlzGKdDx6slzIqF6lulr7cgYwy9vjryCBbD6iQSbY2LQkiFW9AfOWD11FvH/DaTVbZjsQ8MWK9",
-	"Y4eAVv7c97oZLIOUPKdOvgo2CiXlOb0nlwgM0oBG+0yiIqRsPdOK0NKofSHENGq+A7bwhZytjWuFnu3b",
-	"XysFNf2sIhZt+6zCkrGUUQg1DhQ2cF7fzyOZqaacVwWpxFGItlCZiURJiw4NglyrUavYJYDyOzreqma8",
-	"PzZjI1NYp89e5SL26uJX4RDuk9Tvs+o1apF/RPL/a5DuvxvCu89ZNyKrp+hjJEds5THJnoT2V6Cbu/pG",
-	"VpRV9eiWNAm7YdizahCqs/DFqSBpOxDqAAVUiqYyo1gmQqvs2qSXNUadF3eqtXh3p1qLDzj5Nzz3xr2W",
-	"Pqvr13OAbaaodR+s1dXuYe/ZYk1pPLe7MWpUvMKd7NJHl6SAPcABoKhDfFmrYF9vDOEwgo0v9zc63Js9",
-	"o071XPKgLgFHrpZuqBz2F+7t0RoFL2uJC0X3O6dge+FUbpU7swHzkNbnlujHhQCKzEwU8nmIkGTJGn03",
-	"WKepCu3+FGA7Mkz3zIvswFR4V698nui6qyIxklYdwFlqaHmlkiW5k1gKAHEdeI4aon1y3DllQ3OG/s4Y",
-	"M6PV9SoB30u2R7VJBdx8ddKj3YXmm023YX+F8z8mNG+hgpuZqH9dhX/8q1BjvBluZlbdJbGoU9ztjrw+",
-	"e/nqQ71rS05EmHMNXKiWSSP0MNfZqQA6zfuKcQgqJb83DBpqcjdctgW8fgg29ZSfLkjQ+nSAw7f6j26C",
-	"1psXPwxfPl/jmaOuK4fzwIo4qj2SetczjnN6o65fPvdHProJWucvXr149+3bNy+2bZ5j/+9z7xC/7LJ3",
-	"x1VA440srStw0LEB9F7FhJZva6XlV8QmfVB7Yvy7kEwao2mXiOi2gqjXU0M+caHZ33+HrZmx83KNrt1k",
-	"Mql7VZkntQuop7qJPZd2emFkGp1Le7mfj8Adyn4Uz4pux/B+zc2otLeZJP/RpuKii4HcTzqKTOlQLoxJ",
-	"lNQ7yZlrBbs0JwcbnMxYm9WKtUCpnKf0sbmLVp0cxj46uXwUUcoOb4fLx7NZcivCTFnO4pXVgyAfzapz",
-	"31/+8pe/HLx+ffD8ufj22/7r1/0PH8ItsccoIFUC3j+f3BzQj+Pih3A/+is/flMnjT+Xy/yy7HVRYmWH",
-	"yNhsR7mELBhU7bChSuTDYuZ9OjbpxGSZ0sN8+B0GjvWViUfKDmNrF7sOPTNaLbffyOVrbAcfLIeX83jb",
-	"F9/N49dL1uzGZuuc3lErVKHaS9tgPufYjtWVDdp/b2tQLk+OOwlWDt9Np3q4q3vuNrL+LPNdq79TvLm7",
-	"Aar6NFfa+iiDMieRUQTfDVEbUU+VYj0ys/qv6dWmj4FEDdf2UEVZ1K7Sb7mTfMqt6uTX7Ni5A5Mdduyi",
-	"sK01YltgjPPlXHm3pcqlAOYdriXwvMYKFaq+NlcqjRabWsCEokVCV3u1DXewaR55D8Om3Ej1i9JaV+bl",
-	"r7Q6ocoyg/wc1hzt93Zn5qs5Na/nZtb62dZOUcmEEs/spUmk9DN5dhlMRuq0hyBSAabpih/gQeiSyISi",
-	"LbVAC7ESALvsET7QeRqbTiDMLM5AIgqj2A/zCkcmUvDvPI1H+OMnnZG9OryS8CtVIpNAoTnhk9/vae5c",
-	"HmcwQ6MPMPyoPIqfzoJ6xjHYDwezVx0FA81T8MbOjOh1qS+4ZeVPehSPWyXQDe28rs+aLB38BoOaVTpi",
-	"kdBlsSN9RS5hFMJJgSK9tdekZYk1x61g7JadqyTBvHFWzGWaOW9+jH4ayxGlYNlu+nPAUOvER4dFwLWH",
-	"P8suqiQ4wtU5fK/jTOC76laW/9uysT/VndefKPfhcmPPWzq+kjUd//nsnCLkC0AIRKxHyQLji4h5rV3U",
-	"xtFuNmGNnST6/Kt3ToFXQ4RWG+3K8q6JfNokfNUIW2vv27vijv0KN2njxbnPOKz1NkB3ZdaB+8pzu6hJ",
-	"WpWahY7aP+lM/H//L0El/Ggf9Xriv//v/y3c/nfEoQAIFced2h2vvQnvtkL/FiYvKkmS+ZaXDzhocYDH",
-	"T8gB0r54kEOTo+Xzfm6kwLd12gq81Eyb/LdORQ9gTnJI7lSlqsal61H1Ynn3Z1WBiRmqfdW6uFCJ0ROg",
-	"fHtgcP/2/Z0TsrodcahrnQL57snXbUnULQnRLsRk7UVbdzluY9XLM+TuRqBq1bp3bX4rK4W32OgZOjEF",
-	"QNUsv+vlKus6ywO/MXlW1rBQwYWlYeoT41WVolub378j3gajHBy1sJmclHy4T472ceKupW80wGKGmZax",
-	"rMECxBknlBTM7d5X91dze8elVN3dT/Zy1b8/N/Z6r+mSqrhwofYdc4qgzrUq53WY6V7drCmBd14qQy9m",
-	"Ko1H/E79tIAzMaLXp7IWkl+MOAm7q0ljrWrksN0Uk/W2Y7IdP66go7vGMnuh5luipipoVxxkoVnNldwR",
-	"gzmrNSKxzdel1xhr9dYD0L2iqft3I+5tQUc7fdnMOzj3p37hAgB24FzIUaGBoPbm7PWL7VpANNdj040z",
-	"3U2eL6+vTph3VWP+1vbdLRiqgfGV04g1Q0+URa2u/XbLsiKNdr2M9cCiCFPJlCFJz9oKdtN6bF/19nwy",
-	"t9cnMKb4lfOb2FJCjVVsdW9JR+4suUitmp/WEThoI9XDSj6MTX7J9TkumpncuZhVyUfFvw+ruTFwu2sx",
-	"EmOOPbSM/pcbNY21De9K2/j3qj/0qxc0A8J/aRx/LY1jqbDEPWsdXT2MWyhX7lD7sYcK4y6o8U7kcvOU",
-	"dg/d3EGRUdDI28TbuzMXdiXw/uTxLRQftxYNbqObcGta0U+c3Kt+4rTqCiYuls7ce4d+3D7xRpjddJf3",
-	"IpP1lFGr2ox3fRGxp5uLbK2Na0Xv7LMioLui29TsI54nBm6HiRnJ5PeRmclYd7MkCgMs2DkHibBzSlVB",
-	"01rH/pUsHCdlN7z//P1gYD9+8Xv3YzDoup+13nZeYMeOLkzokt4kbMTtTPXcqYe6E+ZJ/V2g6l9PUX37",
-	"HS3dpC3byyGs9yyp5mvaX5KKo6E7kZnU9bJiNcIv8+xxHEowdhn0S9V1AZnVHtWtQywr0958HvNs+bWJ",
-	"lrv6I2nKJozFK6imxh8/vH0jkjhTqUw4LTFm9wk/34SMOvxue2sXWpndn1067tW9pynQwVawUx1py9Nj",
-	"77bWoryHGVdLjFDVATrcvGAgVghcSZzdXeuSVEH+lNHZaMG1SEU7HLR6g1aIgITo3CodxXrSIdpIxVmh",
-	"N/hqLONkQYbm6gZ72Lrd++XHo4PHH9EfGv+nU4ukOe35yiQx+bU3SX8mmfqUbZnJquQhJ2sOGWuGYgmZ",
-	"KCCjzpFoJ7HNgFz1cE9srCeJOqCioMXh2O5WtSRnYl9Z3kjFSTs111YcinKt0U54d6NT9vdVBgjHo6L0",
-	"IHZSJu8k45TqJpPJ3c2h0PxUtoAPNgy4UCLf5hf4W7Sx0HD4hxfn4pCRz+FEZVwwzlVl8DFex2NmvDK7",
-	"Lt899rsa4RC0Ph3ARwdXMgWJ3MLXFOf3Ie+D/n7BPXl/PZPzOJNJ6+ONl9a/DsSWiZGRkFZIRiennAwf",
-	"blUEWzxz9YYred6x2wOikWG3tS3HUK4EcutmGRNBwcEjXwc351rEfbW7spdy55fjS4DRaQWtxZzlNCrg",
-	"D1Kt0lR0caTiK34TX5HKi34th1RUojYsZTSVerI9HOGPZgGi3DNu7QmcTSN9KB/bBjpfQzZg76jqAAgZ",
-	"cURqnr/SXERqrjEikVAal6I6iCMAbQIKXH6sbKdJ0CIGS0SLpAb2XuNzxNx9cRSI40CcBOJxII57gTg+",
-	"gfv2pCfaeTUsrwyv9VUmPkpBDNCcS0K5aq3Vi6QuJG94QmIEzGY2Tc1iMq0GSu7FzGwQBH+YGjGTkfLG",
-	"rzBUVFjsNuPuoPHlC1Kvtc23MT/sHDL9MwncHSwuyNrL/Y4p4i488iK1ddT67Vz+tFCnaGNEf2wrQmqL",
-	"ntR5Ad+RTOptG3hjdgjZv1oj7s5MWoeC04UiMKJxqHxNPkOqsAry6qnAZVNbvxyptGIkF5NpJhZzbwF5",
-	"4F5V/KPlBG7DeGJ1R4GpYu8rrKDAC0X6qt7HTWbyTbuOU30jCS1mcZaojeYVRwOAW6sxaLi9+xg0uRw5",
-	"0Lv7gMPzp2v39TZy9q+xd1tVgG4v88ShbjfvanPL+7p2I3fSRxFI19zOYhNWLSIKJAcbiCieAA3ESIxh",
-	"SCQSWFExMslihqWu/LIp1VDNorD5x89HwZNH9XGYOJHdXH4a3cAtyU0bHnttaC1+u/Z8UIbdEHe2quuh",
-	"wQJBkCOw/ivCTLUWEGljpYgwHgEYWC+kNuR+OqdC6iWVR1KAQal+0UkPxMpua6VYFE6aLGD//X/97/oi",
-	"RDBwjVzvJ+2o3YWmJ7rNS3odz1Iq7GPS3GC/IzQ0xy9Ue6nGwRPEFay9hunGuRYo7iXVeKUPo8ZpJUpI",
-	"akvW9asc4rb2yMC5FvWs8bn5BiXSHS9mpMaxzs2/m6cG3T8v2u+iuKs9vOD45OMtg/uqZM5bzvotel5a",
-	"8zoEYLR6O271f2xgo1kxw36sucCoLpjLVM4UYO68FpIG2cXKhLC246RpYVwBjQaCu8PYh4Cp5rI/6q3c",
-	"06O1+3Aban87uNkLHHbySNxIthvCyY5EPFkTW0xvdqOe23xW7+Xa3oNjaDNvwW9iLfVI3QYeuVpArdyK",
-	"UfmunsBdF154iYHvcDc53p3ien1z7Jd7lWG4jdmquZPA3kZ/Wl+R83I1PT+lBKDE/Lw3p0VwMdcTzsyw",
-	"ODrggjCOukHm/l1iIepcYs5mLnIY0C1Wyxwt0lTpEdrr1KdRsrDxlXrtdoHUFnsb/O1iNnQDbJvNzAfY",
-	"B/Z+J7aDJ4J/VjW8nkwnKitPvs/ruaJiosgOY9nQ8V7p+jMz3GUfs5oZ3ft2rnPX4No4pLr20cOTW3pr",
-	"3MbfouQs6R1uHZb+Vskkm+6Il1dTKJnL7VI2f1U3i5fRryaBNiNe5bx8ezpO7GsSr+OJ1xuXy2nwdmX4",
-	"7Ci9nfV+Pi0nUNnE2FNb5qJrF1OxVOxUbfaHqcyE9A0MrM+O+siBS5cZmLTamQGKxVJjO/w8QGZo0OqL",
-	"ASbkM9YMWlib9CbsBAPNXZANRyg5mrruOVQJufo4sxjtIXWE0SxcJhi7Nxl2/+OgZZII+h60tLoetD7e",
-	"hB1KprHVVv/dPAZ5dHeT1KLOCx93jGo3kzGUxZd5IrVWkYjkkmh3rePoTEm7qNM0h3JG6ULGrBgA/B4I",
-	"zsoEf+D2ECsh2iUy3cGUKPg1xo5dx9b3z2o5p1AaotYoVp8+HNNSZmrGEQeOmiQyUxapSTbNl4+Jpyhe",
-	"DbbC4qnOVJbGo1rFPTSqHxH7TZbYjVNKpGokk9EioXBG4w0ZCPTppccj4PhrN36emkmqrB1yVozVoenA",
-	"xSGN6+fPkLBWm5FHsDdadm1EpEbxTCZ213QaNXGKDjZ4bwIHgjWT/1gP5q93dZZ5i6byqbTDy3kcijY2",
-	"6hRWDKxPPMU4MPHdu5e0NVSYvOb0V/1IuOf6jIXYwzCXKRsJl+4u11pwoLvMDJvYaYv0bKXPhtvBBCBU",
-	"XqlUTpRwrXO3e1gC/EFh05kJH1jeKHQPgStBGfgjuQQIytv5Fku8Q/QVbz1s+2YAW4MEPfjfMWsdtb/F",
-	"foTe8Ya3uR0OhtbA/LmSs50p+Fym2WwnwyGP9Dz/dGvyXBQq84FAYKj1hA3NJfmvXE+XIvS+wBRUMEI9",
-	"+tzxPOEm77xaSjG4fZ3YecMVYttNa9uU0dC2KoOV9rhVu+Mb4MY7zX0haHjbTG31pGnfy1KeWK7la0pA",
-	"8kPfdzvWRS269+XYRaIkVATfC2N0jdcEM1a2vjxc7oWxpd893DLu5wB3CwesHHfh8pGrc8vn751MQyh4",
-	"FdvsvbneTYx4qx0/XK/NZ/W9+iRHWbJk9hmFVxWxfdZ2Bfr1LOdomhpocl3FV+zbSrpr9LqYyiuFlqoL",
-	"lZjr05JlN/9qJNN0KYpVDLSTXGTFihkUNsyUKPHFcsWk2KlL3seqgkYJo8s6oz0gsHCTazBWpfje9i+K",
-	"WI3tbSeq6Zon6lYrzjI5miI8jxM58dQnveDoY5MeLkajRhO9YFfzrQ3z4u27NN5/BxpOf2+vRlfDcPsI",
-	"7BPeoCEp7HfbqMpHt9gw11PzhfEHRZHGxt/cepaOqDQesaj+1/iTQvW44ye3X14mP3EnjYdujLD8D24/",
-	"U64m2GDUvNxf07a3mdwOIFnkaW/adnjRsGvPzNCoLELz+glFXG6z9nvXZ2icdKNRw1skEXHmwmZjVYyL",
-	"Tfq32ziStbkGtk9nS+KABtlEcqf4rYOtRFNv/aJczGp789TMGjcc7sIf/VrpEipVdbfOK7bDqcmaAVKp",
-	"1NfWnmfKWjlRTZF9pTLY9va5n0xzOW1rp85yvr1hHnq/PVosr/u7faJ5Tovt2rtqkeCt8/ipIQbYHJWx",
-	"fQ07sCNFfZmtTe1MJskQRNehGQ8da151uNneTXPG5/a5hEiCbjTWYtbobKoW/q0fOA+GrTPYgS3LTMNm",
-	"OyHIxkze7Zi7hY6bHUlT7m+TrmbHwJ7tY2Wz4UjO5jKe6OYfGJ01lc2h/UxF8WLWuPkOtAaaZ6ohuuKE",
-	"Olsh/Hoaj6bDqbHZLlOhr5JYX+7+lY2Bi2z61c16jVpz7btTwdUYuV6ZkUxex3qRNalY1aRclfokZ3NY",
-	"T+u4d/zk4Ojo4Lgnjnr9Xm//Wla1oROvZZy8Ji5hn9QamxyuXkYc3IsJRaihU0R6S8eSimyw5XCR2oJd",
-	"R8HRV/VrYGVSefRv4yhSWozMfClSNYrnMZxmIEbl9JaBkJaipB2mPIU/tRFTJSPyAivVsq91PXO0sDyF",
-	"r6VVT05E22ZSRzKNhEnF9+9fHVg5VoGYwzbriTBz2uuO25vvz785+Ep8e/76FWZLqMtHWj+Lum14tvP6",
-	"m624rGrZElWBTnYEZGJk9Eil2u7lc7o+28lqao1TMVtYl10D3RDyKZNF98JkU9RW5z6du/qYbsu7f/9T",
-	"8BicO4Q97vUUrkESayUuUiUvq5Bxst4Nc12CofcOEF2CIVUHkeiRtJp4CNMJvJEzJQaLXu/RqNoAn6qw",
-	"Fn49L/BH22ybHk4rrabYbb7wdYYawKcflN7TC7BJWp0VjL0STLDOvw4dzc8K08iOqQCu1tS49JnhSuze",
-	"x89rIvburZKWN53AzXrbXuwUSFHaxBpeAN+/Zo/i/ahprTnzdhEE66MG6pPy7h5SsKf59s5V9hvVpGvV",
-	"oreKRNhRvVgk06jUJPzYQNXYKI6hQXzC7XN/7hO2cG9hB3ebLXi9Z/ztc1bcQ27hkpd8aUcr8OMDYk3y",
-	"Yf/WewgiKFNEh6RKmPYOUhSvTThcwqi74+ocF9chayrwuW8R38bYw6u9uWm+b6lZXnM2M5HcWjT3HBrx",
-	"J/XhE9RNMYu6TX6jrl+u4WTj3H1Eq2t2KNmDVcUR3PHVjWJXh7GlWOddI7LziOdjbOrCn1fBoLTvOwaQ",
-	"TM21XlOQ3XXXLOtnqep6DazuWt+dZuamUXfm73JvxR1hfuhsNM2y/JKyckvbGtClYYpOatcwNXovzUUe",
-	"MFIGxe9ijeCOAR4BV3BBT3eFTQIxMxdxogJh0kilNXUw6swPLrJko1coNHpT70BIHWxY//+w/KP54d3/",
-	"1peI15ZzeJNbpKpbgR+yW9upS4qC3ndOBBfhF2HAeXUDcZHK0aXKbCAiw+lTImmnynbFByXT0VRZl3pX",
-	"YGY9TDSWK89KUnpV+vVltC8+/tuPvYOn7Y7oHnx8mCd35L9rRTdc6a+TkvUOgrr+PlOy7hZstjlZ6/ZQ",
-	"NEAMsY0zZTF/h90xHKX4nPS5iZrIRJDLgGiHzB5HKpNxYjmhY0n9R7FqndVAFBmlyg7Hsk6BdUaBP/VK",
-	"yTURwNTfcpHWJSSa7NrbhdSXw3VpBVZbx5d1Wjh9ien6KiM+OakX9Yb1EV/fKpnzYCadSB1bzCi5kmH7",
-	"8Zpu1yXtzMthcudTJaNGnY4XSbJmst/AfcHANMRv6K9rUiwljvp+O43nDStRJ8OLRU0lxGfTWI2dICjz",
-	"otqbZxzrutsvP83lUqWNz+hyPq9AQ32zdSf5YWrSbMfdqV/PZW3prjTFbPgRqlgLfdC2+ZpJqoeUHK/J",
-	"8sylJJ5ue8N5w3bZrGHDK3Km27o/czOaZkMZpbVQn+2KDBAp2+E8jWe1pTmblo1La47tg8qyhDIQ7HBm",
-	"C6uGeR65FR3dRGNQ8FSlqp979jMWR2MDwZ9EYauErYGloLSl2LcwmlL5OLXVeboAcvMNkIr6UPkNBOhW",
-	"OVRK1GJHanBP6H4XnL4jpt4NB++CTbfjSuAxkOeowzG34tz/Vmi4IT79n44od0aEjVHerdBZCEgnFDN5",
-	"SWUoLSX5dSiqwG1d8XYWZ5mK+oK/cZw7RfgWLYMiKl+EiMzC3bBcmU3PL8xmBnwvuamM+Dbjuc1obR0a",
-	"24i3tuCpzXhpAxq6pVCX46dGHrm6dkTGI5sQxxpEsQ0zrEcFa+/++su+/nZvvs3bLu+aq7rtbu57R1ql",
-	"kyt3S2dEJ1LeTN4gt2i3LW5Hi8PyIc+/FYF/gfwd8sC8BNQ5kPq3h+4KHj/uU3kz6279BzOKZfJGZdcm",
-	"vdz5yq/xoHiXmnGcqLxAk0nFVOooUd3bmdmLWa4mJS308tio0Iomsb5UUawDkalETVI5C8RYjtSFMZfb",
-	"Y8jJaM8DF5GOW7dyLz+1Yj9LviEnX20vHV1sjffp4171w/q0xd0vDmrLWVWTjey+DTtZwsqwWGNd+LCY",
-	"MWe3q8tKXNJj+faXWGOKnPpqruusGfxqzYdrbB3FJzRsyxu9biPRxrIjBFkbT/SG0gPcIOLUbvayqSPG",
-	"32dJZS+ma4s/a//DB8ok4VJH7BgD1rRyx+1cMJozF3k0TimmeQfPiCKkYkPsQ+EFIvjmR2XbQqPCkeQA",
-	"Iggth8fhShXANe4fv2Ix5Ypal26Jang5di6zTH4ItWWUV/wdPDAsw3x+hOs8Gnxk0NS/oVR7mYFsg9cD",
-	"oKj/eXa9MuLZ6I7v+dzvhFKqH65z4j1DF967XF2BWXJmuhfUXOiZTC8tZuhLJ1hAlYlJQ3xU1a3YS6yw",
-	"Vq+g3ML8pGoW60ilwxluWA1DSjtpxYUam1RxQkKZZiIzgr7GZ9K793kWlsfHj5+sScSyUnEsPyPeuaPg",
-	"jlFhVc1VckoW0KqZpnitH5lzLYDj9DOsPnp8p/VwHYb91ergMs51616HzHbiV9c5wcDz8+Vc7cerRrXV",
-	"c9Htx93zSzgkaJeXCc+T6NVzuBt438ise51zv9tmAvsRLRKvavmG6RTVZaoWbu1JcZebwXAzkWXK6fju",
-	"yOS8dstf9DoYuOMs8zuxqdvCrqhcIdWpHAM3a4AARElMWMSvhblL1FXn337TuhULXKFXe9HznXnaPQiF",
-	"rdXcvsfnWAn1kxotaqzWa9Oib+B6j0NB507qYIZl2LxEoT0bT1Wb604ggC6kyswVZj+9K4JwiiVe5Ygn",
-	"YJI9ScRdYf1z9puUm/jr22eT9pxN90O9f3dukozC1ntJ/kDVFPeqnVle1xphq5j7xiibIpFMc4G5lEek",
-	"Ro9vQWaOhjK7HzHf9Z8qyekXqmqTpVeXUbj29MwrXsmJCUtplFfNDjJOYj0Z2liPVN1YnD0Xi/kJThc9",
-	"VTISF2oiNfCr0MVuS9yxwlAtPKxQcC+FZ5o0FHyhZTFKkMNfGQpyEFs9nDI4VLezgL8NV+SsgPkVXy6s",
-	"c82VUAF7UilukwpD9jrKDkm7nm/Q/ZedLXzEv6zsPqYp+Gmh+DWcf7HS59z1rkghy2DdrDZtUCCl8U1f",
-	"UInh4cyWOq+Vp/IS3fVlO38FFZtZZBj65B1xDhoMevgjAy6R/tl0iMwpbElItJVRDj+TT+NN9zPdnhsu",
-	"Yc31dLswj7ChXSPfylzb5A6/WH555kWJZ/80GRY23DoHizvJV1U4rsE93OR2VY9yhNBgMg59rFKurT4M",
-	"HnZtMNBrbg2go0apyhp+9wEbY/k7DzmXgWiaZXPbPzxEw1yWzeHn9+9fOeGL8dRqWoGthqhqjtk02QQU",
-	"+wDDBiB4XexvXUVqV6uQy/HKVO2L6o+C4+AkeEzl1oIn9QUU90TaH/Kzvo/avAUkrTLm9I5C/uNMXEtL",
-	"hapNmhfe0Ob61PNIaciA1GEensgG4PDheBULXk+tGg1DjDkAkOVMAmYsjk+ASXpyIi6WmbKi/cHlFuB+",
-	"bYd0Tt++PnsmLtXSVcB3VfHxs7qAGU+2ptELA+oXhx8/PzoOvvrq5nefe8GaJCY8/rmy2ftcDt0pFsgR",
-	"n1rW+46o685kiunOWnnPKzVPyUqErc/PvZKOvKC1TSiQN48NUHW3up29SUchQ5U3jCqBz+XCKr8k/6mA",
-	"3RepsosZyfIz0ZaJNUKOM5U2Ek86dSXEdydieykE9qZ8qclQBbUGbeGukL8d+QhTw/qV3gEVvRUxrAVM",
-	"mtcijbPlB5gBbdKFkqlKzxZZncoQHps0/hlhvy++xracbQS1hi7FiDiHv4jSxdYuqPIMJ7e/8IXaB1bI",
-	"aBbrgcY0JzoS7XCUzg4YpkgXSbJV2AkwizolX0X8O5JaXAB0XplLIKUY6pVNVZwO9Idvzw6OHz8BJEsV",
-	"oCgROu42ng/Ovjgv4EZaNzecn5JMhEXSXDSxtp69f43zjkdKZErOWLAs2JpJnE0XF92RmR2O0hk3hZ+r",
-	"NaE9R+EYqAXZDOAnrGyexlcyU2xDtJ08HCJOK/ZFG1D0nA0GWh3MZJxQD4Ur5ynq/+wpGuw4WI5TonKQ",
-	"HWb+FHOOdrGnlEtgoF3lP3sqqOtT4RTiiBugKzqpA5j+IlMUh4caKNsd6IH+X/9LPDMaGB8Uce1Upkjq",
-	"ODs+4DQEJ2j78CGgbaWvVGLmqvvwoXiBjVI1T5BaGq3EHz+8fSMIiAc6/EwIOhCImgP0kA5Eaq5hW+RE",
-	"8T8BlWS6CUWbrpsIX/AwWJFroA9ESF1hlY/QLrAOByXVwb7DrnirVTHhQIR/eHEuDtnWczhRWRjAVE0K",
-	"PN5ACzGLrY31xBUZkFaEL7ArF1wwkvM4k4l4cUr1c+xcJQl8EVsBgJGX6AFIGcuR6uJEaT5cdHzQCoXR",
-	"giecsyXYBg2b8Bakw0XKn8Me0ddAY0tft8NBq+c0/OG7tx/OxSGc+6FVOoILCN0X/eGBmDGsNS9/LmJ9",
-	"JZM4ErGeLzLRpnPGR7hv7ttAaDmDtaLZxhVWhv2mImu8EOg7XSSqE9AQRzDEQktCRVZF/PwRPM83PJ5M",
-	"M8tvTuCNNpkYm4V2zR8PWiEekcqmJsLXMknMdd7fU/gqWsyTeCQzRQ+P8WEK9zKJZ3GGTx+7VVPeX974",
-	"NqrdYfeJydNCJtdyaXGrqm25qoSII/Hf//V/OmER+4SQ/8CK8N8PmHM4eBmFQe61jQg1M+KnhckUXHAM",
-	"MhQTw6jQwHgejU7MpMOzfuS2JVUyWoo2QTP+8XPYQS0fbMqVjJENoxUxq1PcAriTQnL3MJgrXRI+e/96",
-	"+OHFs/cvzoffvfhL2OmKMzGXuC6JuwLdo8kptjk+ElLba5XiNgGYFicYCCkutbnW1AldII0SgTvE/GBF",
-	"+2JR1OJGNEAzjMSFsnFEZvizdy8DqsTRoXuBKAIvBp2VkOLhQyKpDx92xTcmpYpq3uLjTExNEkFTxEt4",
-	"4m2pGUEFsA6pBUpfqCyRrga48xGVXjqHB1bEUScQmMOR4mnRx5clBIsbPTI6wlONZ6orXsjRtJgQGjJJ",
-	"qGA0xwjEiRhujRiEypd+vEgchtUOXK6UjjCBUaa0hY7DTwf46QH1G4o2r3huEJoB/g2glipbgweP/ZKc",
-	"62bQJtTVKdZG86ZWtOtd8Q1qtfwdB5zCWI+myx0GQn0aqTlKkexnkX/1wNYuCG/fAc+Hdo4hCvqleo4s",
-	"i8OGYR00wl2WboM3rcwVWMxRNZZBI3AWYQ+wLG4CjNkvR5SR1jbwQ9BIoxuQi417jyjl2jC1pia2wzAW",
-	"CVmgq1L/Dp74atEuf4ptBpiyErAdR1jQBrpkjKEBf4PgFFkmPH2UvsMuUexvz8/fCaKcFYIdiFiPkgUm",
-	"0nP7FuCueN+I414vcPguVWqg6RhhU/vi4cOT3tHDh0VpP2LamC2MrUP4gVhoRA4Bc4eYz4/ZwoFus/gX",
-	"/vDDDwfAxAI3AvvkeFigbA8fnhw/dWNJHgImoyIqC1ngfWHSgZbucjpXc1gZaWGFLMZAa6sxwowzpUU+",
-	"k/cqS5cHZyBDESDTxbanwiolHj58BePYhw+Z5D58+Lj36OFDKshXwtTF3sxTgzQ8tgNd4HX4Gr9ag74R",
-	"cLVyYptjylklc6mWTi0z0FTXT6uuOEuc49dM2CxOEq5alPnsmzjD/Jw+vh9owBkBsnKEmK5TTP24nKO2",
-	"J7YikekE5UrJZTtxw9tH4nX89ak46sG/cCsHepU9QdSNUK64SCtC2nGvR9JCTlCAYjP80kYj6AIqpWMH",
-	"MQOEO/G450o+WWC3Gf0izaPqgZid9WKRQgMzFke93kC3SzvJLkX21MNJQEnkkpVbuI2dUzGXNuPNyvyV",
-	"DPTJ8VMReuBHUKmiPrALzC2UIIrpQgVAYUgA0IGuwGdbG1o4kijg6dyZzWQCAjdwRRtuWGegj3tIkGiX",
-	"yBlu/S4d98qr9fCqRMmutHC4PTOpl/WXy/ImxNpmnAbgpHcUMEbMEUWqxgvLUDHQOC50zl55tOGJgcWI",
-	"xTxw5e3jzB9NRR7JTJbYV15c1mYDfXwipmaR2j6xuzS6FZdKzdHvDjEh3EVgCfhQcCpIdKyQFwursM4X",
-	"SkkDbcZjEDVNivcrVqn7jJiERLlTwShkkHPnYmQIs3tcH4zdFWcD7VH8CghERllmktNJfKX8KfoHRPXO",
-	"CLAGOm9BVKVYEyYN0ZRKTYwMAAYsHOALeK6pc3t01+GBHegsXWBltRQojkV89ikGkoENESjVEoOzAZrC",
-	"fz/4xqTXMo1UBL/CU/Hy3dWTInHqQFNGZQDIwycnLjqHFoD3yCLvlvOJ11OTYNW/xGDGjkBMzTVSP4A+",
-	"wNC4mYxmVU7ceTnQX2JkJC5kIvVIpYxg3skJnjumFgE881JjdTkkkiDuhyCthm4PmT0047xU80xmo6k7",
-	"0XGcZMCfYEpiEB3bcGis9zAWL51jeoHTR+aXhL2RipM2jCUOXd9Do7EharMHGlvnM4E/mG0OmE9gUnLU",
-	"FX9axKNLXIdF9DHHVXZ4TwaaF/W71fUUk/qdOMJrysPCn+1eIOD/iOggLwjM+YdYTxJ14Ir1FdSLj4C/",
-	"ApITlpcWCnlhCJx9dpBdbAca8ayTw3La0Akc3xMnSmcJcDTRYoQ6JDhTDLGCs2ShDAhdzNjL00+wdiV8",
-	"RuntD86Xc9UXck5cWmz04V+t0UCJXivcJWZCUyVG0qoDC7xqRrcxyq/6DNtSs1TBOCry5u6J1QNNbTuB",
-	"sEZI5JbmKslYwqYlziUC8wJ4hhiWKCgLTi6TKdRcEEduB1qOkM3mvxH0Tp0mAXYTXwN5AJgkZlzygBaE",
-	"KsK1TrvPG3quPmWurCHpMH5aACPpRmHmWkUTTy1EL0mWcSJ0myA3mwYDjXmSqZ9cv+CKgsMQyOFzOuVZ",
-	"cQCk1aK+SQhgXgW4mc5Ac85qxvGUEdpJvYj5pjKVI5CJ3nz/SrS//6LX6/U6XfFeXrNlCHE+HB/cXexg",
-	"oNvhb8fj345Ry2muVIopsYH2WtEOf/us99uzb+CV0iTIgSxjR3KONClNzURCx940YjjZOIWOB4NFNB6P",
-	"4fPwt70ema7gKUwsZDgqyKOoA6UaDQ10nRbwv+zzKRfl9et2CiVkN09/g4p9s1iFny9glsbzueM20KMw",
-	"Qmi+Zg6Fq/vHNq/TiW+uAWSVzgAl+KDExzeXQGFQ/Ea03xdShKfIRcQR8gNu7hY5KCvC3z76mnaOFFrh",
-	"b0PXZhJrIQes9aJTCYRKOAg/V+7YYmNPhfQ2FK4DLjZKDayVb6tD9RVMdCXJsbMrXpKZgxHGVI2Ae5ET",
-	"CawQg0CKDCZzOchcxJEVY+DmpeB4vCcnBxdwKam3U1FQAa+EPPxHK8crjWIJoF4Aj3xZA10HMLniJ861",
-	"MJSSTSPNHGEFU4D0PlJ5qrkKmD8QYTdEWSvsdkNh1YRU1u3wMNe6sto19NWwh90uPu7kIq+nRaLdlAOd",
-	"KlJlMwaiXLoulVymkFTzw0Bg0SMbiJ8WUmdxhmyJq1lG3/z57BwlRDoNhMWBdnX2RfudsdkkVR/+9Apw",
-	"5Uyl8Qju43UaZyAXxproBkhYjATdHbmItUyXB+PEyIwIVXeg89mmuSN+kfi3lFbYsbIlHFx4Cornbs4D",
-	"7bk0hqe4CQfE08Motf6OW1zGTwfa6wUJDTrqE8aR7LQPuN19AaIywIurd4HAMAPgzZ2JpR5oKkmPy4Hr",
-	"jwxoahYaMONUJmMhr0HWAV7lZ5Ua0Zbe6dJZYrkBLPkw0MWpwtNHPNb6E86MOO44EYMZHJBSUHZFfjLO",
-	"LNftLd17B2ukbE/UlUoIzngHi7x6zlhmxngpXN4j8cZkU0f0WPvJ75CXQeC+im18kagAMSE+gUsPm04Y",
-	"8YdCbnFlR5DF5uNLiQ0exZGy/YEO0T4H10+5ksbEYp2KcKpkxG8ct0qeLpRmC6fBRr9iZciYwJcoHLtK",
-	"z6LNCv84hZl0TkVINHmlf1bvUSYmwrD5YAONo7XR4NXPvb1R88oxiadYcKVfDFUqwGI7XfGsYl8baDaw",
-	"sRHMllR1MO2K/QxnxqdQNtx5WjnADjKBmTlGCwCfWVzkI2SSKFIUAJ9gFSDyqbxSBalDAuaMHkY7borr",
-	"5TpqpTNPNec0i06pSJ6i2BT3wSodIVpCdfNfuafUXA90+3pqAuTMcxU1KQ3IyB7w5IPcaYdkno7DEhgj",
-	"mKVSW/JeOCVQKBfdFnYKIkqMRJdrZz/usULDFUnxZNuxyjDbJ8nVuIYL80lMFNxAxiiizR0dnwSCxkY5",
-	"QcVXyhm1rCEZGLlB9kAk1vKnhVqoyI0NXA+7R4RONWbFh9fn79yMcg4YDUQVL9uw5OVEmcYW804fK4db",
-	"jkTCbO68EApNk5auEczUKWu6ggsiwzSdZs/3u2C0zmt/0jt1UrSbKfkvtMlxA0BICnZrLvtvCNL84RRY",
-	"P8yAgejimtU2iTUVSvTwIYHfw4fMZrPd090UzM0B/MAiE84HANWrkUr7rOfEHg4BNEIkGuyEQu4nEuic",
-	"NSmdYe0mAKXHk2Z1JTE9bbhOLDH74mQkwsiM7CHgPwvPurOILcQPH75w1gO8T+dVC4Djb1Lcrwu1NKzl",
-	"KGwCdq5G8dgpXVBpOtDhp4PcLtFHf5vCuyyTExHmb20YeHMsHsMkWRjHRZKW63q6BJTCWkDHangMojcx",
-	"mWBMH+mA5HhMUiW5aszwzEGWKNR0bNdg4wkZZHiX3ufWTLZGp0BNq9Z8UmhVLZt9n2WmBLIDXW6SXyDY",
-	"ZLI/iyOgK0fHX4lEZSBABC6FMG7WwbDbD/18VnwNcpUO34NHx2KqPslyra1Ol6eNhX7KplQr5IWT+njO",
-	"A+0WBrcfOQRdsQ0DhwRCEJpU8EJAU5uT/JHUZM9FJIg9DHSuNx471RkPCCf8w6NnIsRtnstU6SwkYkqP",
-	"bIa+M3C2U6PNIlVRPzcaeB2rT+S5QB8FlYOwc6nR8STWC7YwEn16wF/45qBR4fBBShJSdAE2zUSiJIgU",
-	"4rv4axJczGyOGjuWPic/x3NvfsUUwjNErAcvQASO9SQkiz3SinauY3Fv+9gRiAZ/lumyL6ofw53+GnAX",
-	"8NqojJdJ4uzChcXEpPEk1rasu+dx20hfiqjhUxE+DAea30q97IBY+ezt+w9inqpxEk+mMNO3785fvn3z",
-	"went3+IITgNHrOEBrCY1SQ73r9HCXbFwhMe9kzCXE6Sjxjg+ymV/eHHu+n339sN5gVXICgVb6nt0wWb5",
-	"qir4+2WkZnOTgSRx8J1ahsFAhy/HB2+MVgevZTaaQqOKc0IZFKuQiMytdt4WvMEDjRCbT10zm4tt8eL6",
-	"VvELOjfyqyDVhfOtdUpV/JDPIh+FrVTVTT6DRgfeOeBdsGp1YS/O5QS3oGS+wxVWTYshKZpRzPGohGOP",
-	"AQVGao44AKVho5EFyPncCgcI5Ko9kymI+EAvMjlhUtH3XbKCmizciJJyfxrxU6G57ZA2vcYTQIprJS95",
-	"wQxCz+Roqtym9Z2HWiC0ORjBK9RqOG0HrbMCKrl7Aoh8ciLaINuDfPSwCtmPeicg6ojXJorHMbJNOZhj",
-	"0T/cXOgDPgNSMC1CCObJkvaS9+/aLJIIOEKhzTVjWiaKqXKOSQB0KCtdKjVHT4tMJtzbKWubsoG2yH+z",
-	"hhx52THwRN84wkh9EJxJzRvIuPFDnQsKIMiv8YkVFZ8C9E0JfJqTe8cQawRcQCjayHmkaqxA4Ec2XEcq",
-	"zcl3bgVyO6iXRAvF1NisE7jezFxpOY+7SzlLXK+FX451DESH4L30CaqxSfeKTL60ZOk9pQp+cAnQh4iN",
-	"X0u+j8R6BysuG0CNNHyAVNTNb6ayNMYFv0vNTGVTtQDqfI58s9OmAvIutrBPgiKatx3bTNDM6jHGFu5r",
-	"Z7u2fGJ/VinwV7GewDGFsR6b7hU9C8XYEKK3aibh0ourvHVfOOduK1IZsyZwFmsAeG4Ga18ylgPoQl/W",
-	"FG5dAZ3wqWVx4K8mdSOQJ2sSj7AsVuGe+vrl+YpHKgZ2YyHYrkknh/yRPYS2N0ErizMso/psYTMzU6l4",
-	"rxLau2k8Fx/Y1/Xs3ctW0OLRW/3WUfeo28NINQKAVr/1qNvrPqI8AFP0JD4EZt5o5NwPyTx0+JlkkRss",
-	"hWfqSt281Wx4KgKCEB2asRMGQ9dJWDjd+Fk8GFvmTiUKxIpkMdOk+UelU8hPwoC1rKR0TdHWoSOcAXnC",
-	"kAtDbJ1GEkYDyB7oJM5UKhM2fVAk3Ocbuuu+Kxkr9tJULlGbw5ahS7VkP1iW5T1+S0WCJkgIM0DZqPwe",
-	"RaTTiu2QLIKFxS23HLpdbONgAYlq6ETBKiveBEFpCmzHN9JtNRw6jbEzGjJfHZHid6KcrV8ByyvY4oZu",
-	"XuwXhzKHzpWbcPNc4FShFOIje/gQmNulcz9BzwLCKLgh0u1csVXZdTxSwUBLnZvQuE27cJQlyhRnHfbS",
-	"c0qVHFKEbyn87//6f9jdbKDH6MwRJw6NSZ0HchUfz5TUVoRxFKDWBW3hmQm4YGbgJ8UKZJbJ0RSw7nCc",
-	"yEnY6cOW/ELuK7+4a/CL2xDxy0D/cnBwkP8/tD3C92UHc9hl0vZEHfGLiCP0wFWBM5kH7GcfBWIUA6xT",
-	"lXy2/aZLUp1cxdlymC3nKhCl+v6B4KwN9CPvbHiBjmBjw+WoA8o0TEsVsziKEsV/JDJ/vkiTQHAyB/5B",
-	"L0gnhyCjAnTnA8FqSG7fXoG24o9A5Jky3M9AyAmFn/KvQFBteWYy/fLZ7pFXvds98kpzB8Kve05/+W+o",
-	"YDm3Ihab/sgUbF149vz58DOs8CbE8xTH4hfy2ncnhetdWYloh5zTKTwMI6NRnVU5iCKVCv+m1CABX/a6",
-	"fRZtpzntBF5R3uI3HQbnBgtEkQ8tEJRLRbR7h0cwFzkhCBUn4hcv7IBXhaiKphUIu1iFopqzo62oA44G",
-	"M4Uf5fnilpBP0wpAFbN/LH4B0VvqEfDhWGkxD45wtylfhWiXTDAdfJhXHXTfr1Zq7ATCr0co2kd59cpj",
-	"V7vSb1PZLdGee6UYO2vvQ1GuMP8d5HO45f4WO/ZE/CKsTJTtr6jHzdgPQEFJAedPKDbWVwaYDthU0XZf",
-	"dWh/RTtnSeFPeMp/DwuA8hrRg2ZQjNMkmIhznsSFlPwEm4Smo8IuFIgrmTHc1l0i9LzmmTywK0aRDl/1",
-	"HtwMDM3xsXKj24AFrCebb6n7i9Ey/+Vuk/u7AI+8PaPEvIUjA+5BQR+4AVIN99daFE7wVYPygGgRqIxk",
-	"JhMzWQAiwnhFel4mW3QuCx0XB/OTzkTbZb1nqx7cKjwmGJdHAlyE1g7qj1zT4H+HOS3MTOAVfQ/EaBSI",
-	"C/gfR7P5unvHTfwnM66+UWnL8RS4iH+Xz6z0TfkQyxd87Ul6YFM9/gpiZCMHoYYyH+Iwup3JJBkCVzE0",
-	"4yGwxwExyYQnAZid1ciM2RRkPQwp2tdTBde57sZcT02nsCe5Glo8aW9/FHFcXIXQr1oARNOtptvtdpxV",
-	"irEd+btWjWBWgRhKzd2MuVFuxiIO/0eTAACq648hehaWTF14oQe6BNqOS0NFEDtJctgvd4zbVObV0AkB",
-	"MUKkxrFWEbGZvsW2jWIF+105Nyu2HrK5BoWQDpn4C0t+yc7f2JRPZ2d9NwCn1vgGhQdgzEdmdhE7F46z",
-	"N89Pcy8WtnShXZsZWBTecrdTu5jPTcquz8irr/jkMRvMHTpGGEALuGtg1us44eLiiV/EcSBOAvE4EE8C",
-	"cdwLCBF4IqbRZeUZwTTfker3Nd+iRRe/weZHPAr8C9/B3YBmfEzYkG+B5eYrE+TPqrTDrti4T9216wsK",
-	"juucCl82ASpbsnTz4mSmjuh0j2t3iCeAsRwWUHEkl7bPzOnFUjjOMifoaE0Fwo+qcZ9aBzkLdVGwT8LZ",
-	"oQHcXX/8EOcLbdnuS08derlYEnwyxqWreFoCUbyz8Hf39esu/I1rJialWOtxzzvKqbwCWOLwVF10X5Px",
-	"lLtzSDrHs8Kj6o4Lh59IrOkjxHd05kD3/GhPpgvSqgPAQc4HFD9TTLbgG7gk6JBQTNEDXZO6oKWVeOFq",
-	"1wH7Pjv/bRyJSnLySPzXTuMwzLElDt0KXFgjPyOk0M6NQo86ns+KK/0ms8zdbZbSeFJkHvUqIxXBbtWy",
-	"N6e58nP1XW5rQG2Jst61JFTj3c4CZchoyZgIeDB5pSJhVebCWqzKXzq87WgaJja5WJJ//Yx0oElCTsGK",
-	"cQJ7ugnmVMYmQXs4SAMX5hMIAxYFyEciSuU4s4E4EVkqQaZ7LOxczgLxhLymqDvHsfj8jM/tuIF8IMw/",
-	"StUonqM60lAcWBGFUA+khYdTHlXDKJ9cO643aO1EGzel75O6UzRX9dGO75AtHbPzHXpgGSeWXIhO2am3",
-	"7z8itOXcFUir5jyDHthOV4QOIYdkl9EyRdUXkKuueI0uMlN6UCWWzpcIfaQRxZ763VmVkE/4KioOhJwZ",
-	"9pukleQOWW5nugN9PlUr/DFr/vj+OomSbGEOT9J8cWOdBxfhyoD8sKxzhBjzTq3ubJB7ned76YwaJs0w",
-	"QJaAeul0a44NppNvh5baDel1GIj8SS7OhqI30NKOlMaYwUNxJCLl/gzyq3vUOXXYOQVgLOzoYRyFvrPR",
-	"QHuisjXiWiaXhXvqJDfXpGquZIbFYuxljNYfLuMuntOgfWD50LxPdbLaOFQxuw6p5HPLw8uo1W+RAvxV",
-	"bDOKAUHtODvF2lb/x/pkUXmRN/VJzuaJwvweMbyfy2zaCpyyn3a25Wf6oEQ5FHhbkzTqCaaNOgqOT4LH",
-	"dZmjboJtWb59rXT5hE+FmwZiPDofPvyLRYbgXlpUK44CJHQoNfrFA3Ct6LNdLJa56Ja/ulJKlEqaJK/C",
-	"zMcv2kHpz87D2nozq5l5CdvMMUZiooLcHfpxr9ddM8+yerw03TwzO5bGyVO8l/K7HzU5lHfAQzjNGcXj",
-	"BFVX7XXzWz+rI29S3MmuE3tG0JEZNKUAPmivQwidU7qs5ZTrdTMu4411AFBTMm91fmEvFLLAJ+GRf4Nz",
-	"vUFn20xynLJ2IzcmkV6d11udLDdKIcTqezx2zkgHxGkz+0wM89oFlLLSFzPfMQ1yk9kjs9tg1hunW5QG",
-	"ucO55sJXuyxy5zuIBDZgqYkp6Nop3v3sYox0qcoaMW1tjRAIvCMLwp2ueJmVmJaB3sRrcUYL4EPibBN3",
-	"Ajf6KlbXpwPt2Og4Y+FsGy+Ud0IEsm4THYfUHLn3Dp4iVsd/G6Lzb8ijK7YgvwaeOOvkaJQ7T+vk2H5Z",
-	"ij0FJgDhuF8WYjnBUt8TYZ2zuS/AeoK6J74OtJNfI4zQGG/SxgCf6km5wYqYS8k0Bjp38MSYxzhx2hN2",
-	"8I6z9ceCioHSmVSP4PPJzY8H3Y8uk7//u9GRnBt3IJnyTuS0cBYnnROmMMCrhVlCQpxZ2N0w7+N7nXdd",
-	"7ZPTQvvm5EjfT7XQJmzCigg+a5EN5t1fc0dqE+mvzvy500cAtds4Vl4L6s6w2/NCAbJl8FJ1qrsa/t12",
-	"BcsKSSCjw7ppMrtaj7NqMhiuzunFNu0N61xqlTie2LdWGq+saO1SUKu0fi1NmKt3WxRE65dyt3qipktG",
-	"hdat2MnzZrqnlRmRk4q3QZt0U5x/ADHKesTwqXpZdl1LA9bD13iVePkgV15lZqLQsXAdc7WR36uo3Daj",
-	"utuyA6jIuYVirb1xKazAa60Rxh+ROP5xV7yV6+RWL/rm6dB3t0NW73M94AZ8s3EahfrxdqjmwzYl5OZp",
-	"+JrPnSbykXQtymZfm2jpMoRyQetqVgd4VnS9Ke/ri9k8W2KPmH20QiLI7ZCVyGjzKzsedrm6EAgGlML1",
-	"uNdrMDdWxFASb45PWTdT1/bwpWt4E5AqARa5mM1kugQWG1VjznuzjAJaQevKJdSmDM8w+zwddKvlOjyi",
-	"HxZ/gRCDyY9dXdAWe6oX3bV+/DxoxdEAEcNxkCcfGLTemDSbXsc6Eq9ePRu0gkFrFGdLfPU+nkh8kuud",
-	"8PGZ1lJ8rdLJoHUTeN0e+d0+Mzoz1pQ7PJdJEmu9pc+PmHU3M+a11Mt3Kn3HW7hxz1kP9VZD63NjXsl0",
-	"QpmByZmRtC7lkzhzShdPBZubWqcSC4FUjqN10uu1ivNghVu/6jI5gDdmkQ5ankvuUX56vfz0eu70et7p",
-	"ufzZ7uwI4hteE/bNrrsl56zQJedNZzvOM5HBbp30jtaNkN+ew+9dXtGfVYQfHT/d/tE5nSdHimDy6Me9",
-	"R40Gc8k1KRtzfnxw0hFFw666QQMjlet+qRbXjy1o2/oYtMpZGteWTItt9h4OB4bNMydwzZi1rtle/GP3",
-	"4UPxHJvbVX4PFXvZZiPPQOeZ+2RCvAW7pmIaOO2CpzkoscjjGpaGelPkdcWArnPkwDCgObbCmnHWX51f",
-	"nsODzH7k5kIZquMMJJQlJxUJBhrziHIsmBaGM1ZQOA2llmA/LJfYV5LFrxSVHXBoJgYeFOmRhTYiMXqi",
-	"UtSioE4FWcgii+NUjS7hzDnVnTsp8kwJhTYDzT2MY81pCl0OaCQZbNapFSAolpg2QatrTqY90OUN6YqX",
-	"mXX826rsWnGFLOLIZarEpZpnGAviwvUDPxp+RZtVsvrZB2IaW6y8mGMu1pBQ/gczV5rNeXhm+PdCZ3Ei",
-	"rJkpgBy/Bt5MtHkX4ZtD8vxBoPmj08Y4bJY7HoW84WERNU7QFXb9bLHhUbjG/AMfP3elmHbjHXJDCdXY",
-	"ACrUGFW+jFyZgZtyKngu+HFLdoFv6lbK9RwkLCqa+A1c0a0fPKMde+Pa3w1xCI/CfxK68JxzNZTwmUcF",
-	"8hTyaGhzweFEF/K/nZmwGamgM/TJBOoKGAWtJxZnUWQ9BxVK+1GhE4U9InTRnZhRCZPTIia5KNJoZGys",
-	"9+lJuwjpptyeJ72TsEMJTqB751hJoSk8lVImEpkNdBkxoi9Mnv1JNi3m7c1loAuftcLxBLH76i6gzp7y",
-	"g8/nSqbW2a+ByDywIsTttuFAt52Je+gWNpOYliVjilOe6QNLgXquu8rLgQ5fUM9oxz8v9sctnVc6NulM",
-	"hIkZyeT3kZnJWHezxIvHtHM5UvY0pySxFVkaz2ZIPq2h7GQLMrFRWz/hGC6/yOLFSbtY47vQXqGARGIy",
-	"rObEsR1ii2H+hf0dxsuyDyzm16xKjsmyc0ou6NBH6bCdq0y60JrYhuLdzKAN4FpS2h+kvFStAN0OyDkN",
-	"ZsvqnBgz7gFtPa92DywSQSjaUaG9TDiVZS5M9al/Tnuek0fa04J/sNVYtIyLoPJJe0nHN9AvBJOXrsLg",
-	"XkTMVqppeIKK78K2XkVYFleKwv0om5Wq8R/jE9Jn9lt/7ZqfTWJ/PyKZreuI6g3W8Pdw6PpJVS/s5qm4",
-	"gdEzpW7c5hSt2PZ7JeYXMnpBk/a34A1H5NE2OOBso5sx53BJlCwudWerQFmfKRD3a9Dqu3yLAMv6QUYa",
-	"T5Z8JotEYnoKmAMwYYPWf/74n78fDOzHL37vfgwGXffzN4PWLeTRHJzejs8o80ADtqX8AbMxWLOIfci3",
-	"9vFGXb+M6Is9dDF/Yw7rvIRXEKH8k3BcZ1FU5mLkqm1jE9Za5cwaC+kMET7rNaEiUpO6glSrIccUacye",
-	"cU6SoaCkIvBghStDrQNrf4KBnicg3MIywkCEk9Qs5sSv0e+QC8KocjwPZ1Odk5a2FO6A+QaYqeHgYUyu",
-	"Fop23XQkFeOv2V0yE2OBRMwsU2XkUM9Vyy91AhEWNpawiBhC3z5KSjDQjn+EBkXuKpQ8r7UI39GsA+H4",
-	"KFrMBzOKZfKGck1bzhx1VtQpqNVyVFZcUiw8fMiqhYcPRTuvFxQMNNfLKNebiCnWyPHCG8j6H1S2zR/x",
-	"mT+tOCr7JCK5W+sTs94ncWczbt3VLaZ9+HL8xmiF+UVapKG/LTn0SvQViCCO8uRYHMh4pVzK1K20r5KD",
-	"WLBmmbMLy4tR3rf2+rwFBZNptKoQrlgc2c3MvzKNlfRbJrWqpP88cHA3aPWbaNaZ5cDnR+JbmV6YRSo+",
-	"ZKlSGaneKbwcGxz3jp8cHB0d9I5E72m/1+uD8LVOPU9Ri/iYGlFYIz54YTOjYzINlILdi+aloPfiMTtM",
-	"wKqO+E9aE2XK92Y8vFhWDQPBoOVFyBedFpHyxTMvYr54mEfOF48WaeL9QS5Wg1b/8SYDBSwPAQGWASdj",
-	"Mq/HUmy0t39FDOKAAaZ4WDTLnTqg7+P8AU0BYzxp1zkwv+gKnxT9OBJUNMAn3kmgNRz//vLL3tHxo5PH",
-	"T77kNxNbtFuJ9K++8iL+q6+8yH9vk70MAOWndS0pI0Dla8JT5YeZyuHsJmCOGZaR271OHvd6wcATRoqr",
-	"VSZ+xZY5tpvgriqm+Navk8fYUaPOj+l50flfpY5tTe8fAdCQfpbW0dt5HdgJDvXFoy+PxZNeT/R6fPmR",
-	"luG7VHFFIR66oP3+8E+8oRym4uEXVg2ZRyB0ki4U31pdB2iX83n+uAd94FMzSfWQK2fkJ2wu58b/64pR",
-	"Gv+ZzUpvZeb9eZlWrvx4kSSVRxKw6HC5SKuPxnLkzWJuRtNsKCOvWRRXu4cn3qWl25gMLxbT4u8LqS+L",
-	"z76WSRaPxNdSX9Lb+BKf905OHh8/Pj5+TOvw+kvp90nvy97xV0e9p738vyNG3nB0w3ka53fiI8IMsWr+",
-	"eTI01oGTH4C9Qnnyh29/NokVfwQYrsPGxYsGKBn74q2mfAY0oS+PvEe0Z4ulSlcwJsN7dfvLCLoJSXyX",
-	"XzvYtxd1yOR+7nuZMcYJ3Hy8ad3sK/IyR11mc143ZrNrebaTkgHc45dgBwpTY1M26MU9WruBxdsgYz/q",
-	"nWwXe9+YzOXX+0eTy90W1IVLrBe7VSYnu5k/WF/yDBjqkijezP5Rw3XXOUBS9lKUNf08yXmoXaGsJyGT",
-	"Zc9OUIijde+DSh3ggW6H7yhDDBcKDTn6NNaUE7fIzd0XKkZXPs9SXujpqTgoPOwOdMi8LwjSnIlyKZ6C",
-	"kJ1jsNKrox6889jG0tvjp52BxlUw08oqi9XkKZ6tqJzN/lRIcSGjkvPASnkKVEZ0RUhngHqTI5GoiUzy",
-	"tBMuIAiWe1ypyMzOBp6rJloiyrsrLhSmEV/NyVnj64maArZc1RouhDZleIqtS7LFRQv1sqy4LtkNNkVq",
-	"t51JRKxaRE4LBdhAjySWFsTvY80GnU7uw1GqX1Aee+yfEDm0mbx8cM2cXPpUrvyMJjLna0H1jwtFx1ME",
-	"db/ksV8DySmxXWHkutKXnFabdWi/21Ij87SUjU/YKSYYhY3BYuRzPBOulIZ2n5G5ckG9pUhdNDZShQbM",
-	"U16AuAsbr53EKR4i1SoqWw253jNVXtKrFlPngRNnWOaAkj5lrpZoyeDltg3LRqSxTKjYsjUD7YINC4/v",
-	"GUNiFeets0Ctlh1dr6nKbU8blVU/YMZoQO3ODpYZntQKHka3GLe+VdA1Wq0NoavczPoQwLFMrMq1WRfG",
-	"JErqfRxIPScQRyFw6YTt8Wdu6qrjvVAjRtSg2DKMHb6I0X+MvOD7ID4dieMeyU9H+FnB7rb6xOy2goKr",
-	"bfWJp4U+mH1t9Yl5xa9rZlgnatIES1iTtHAsRkCfhRDRCkCEaPULAQKPCUYuJLBWAPIXP0LpqxW0AGRq",
-	"pQrgRWo2KBcZy3tUiJg4cedE3F9RUbUCVD5hlACqnlqBUzQBY0hqpgKsWP6AwUgR1z8KvDCY/tFxkIfk",
-	"9I+OAqfQafUfN+Yon/m36b5Nis8dPa+qIQtCT8rPchagOmq+VbvKG9MH+ohVtannWHuDPS2FJCwxBsp2",
-	"bqVkLWuKN8otXxdNgZl32KO8N1XUwg4QnueK0Ujl6ihC7SY99TYp77fv91h3Jesw4qow5MnM++4iXs2b",
-	"ipG02I+X7um9KaW9CewsgN6p3XSFGv4zWU8bymZ7mkQROTeVxiiJ0V34ohFnub8vGs3kH8wVjQ219+CK",
-	"xgJrV4R4bjmreBmT+Ze2q51T5UAQBxNQChgbiP/+r/8DUiXWoWHel7Mwr2NBqc9mPlA4v3vzgSqSa92d",
-	"B1QzTu94myfU+rxfmyfkhqfjWcNEHe2iEPOO4L6Zl3c01xV/KN4MSr2yp8OTs1js7PD0xcd/+7F38LTd",
-	"Ed2Djw8x1tH7+18+T38rnyc80H8+op2Tyr+pw1OhHWtG4j11XC2VL4x7d+txDiTmADWWzk4YivAclXZU",
-	"WwxVJH58eHsmY90ppShEviBVV7FZ5PrBgRZeaf8LhSiDu1hTVbErwm9kYlUoZJQXy7NivEhh6tChny4X",
-	"K0G4altFSc0KR8pJz2LmDzi/rDfHoktgeTBWimsgULlv3gyn1artvlxTE3p1C/HK1dYorcYMk2UvqhW1",
-	"FZbvEeyCDSvIrk29GvaANHflOYbkV1CUfYF1hLHWobsMdaH/xJDAuF5p7lknHySvr+lVfQKsUspoXAMX",
-	"BBSJsU6dPZPpZQDjODUnxUqhVppnvo4RKsZ64LBY2AtB2iTPe8JneU4GVDHG2mlhN3BN7/OOb8c67awR",
-	"ym954ad2Kx1R4HsAAO5PFxjY1IyKVLfhvtmX76167qbq8zDeGqjkOBl4YDFCm1TgZduTrSl7SDgNDCl1",
-	"PAbSlWPD91b86LlS4OiD1sd92ZjeiirhnniP/1CpqfIff68W6LpNulPupwZ3rHBA7IHcC/8hWaEyS9FU",
-	"m4E7cFBs+y14IIpUXc/45EWANReR4jrrG3y8wzgKid9AymrzYN0uviL7a55tB+4vToJKuOGNpxAuQl1d",
-	"8a5aHrtqX0R67tN3rrfmsudjobo8oonZqTO3EqQ4NG471CbDwpSsew9J9EdDIReIV8IkjGIw1AvuYbI8",
-	"FQUtHiWk3sigPzlToWC75oWiwlSdLvu8kzt9NScOy26ou3YDQ79ubEwN3nZhcFzrCil2lJr5HJ65lLMY",
-	"Im30SLn5iVTNzBXsUZIAnyAET5GxaaTS+AqONzUzERZGGtiT3DrDfgCeY1KILAeXC+D1U8E9ds4vdOV5",
-	"JUHrW/ArJnvkNYp4ABrPOW/6UQZsA7dubE+n1KEMhJwbzXGn9JVrbV2kYKkSgAcSBEy4IldBljaSTbrO",
-	"OYEmnPsUUOQB2/4rp09b1ciroc6X4RhbFVvTPnnayTlab4tOvurkyj0miEUG5nzIsjGEF1UsAzrFqsFl",
-	"A/upV+043zdRdX8o5wDgwhc5b1q1GxMiqgqEKDbkNfco/H+Jdb3hfhnM0GWIMaWik1VHDj4zt6SAK3vn",
-	"1V6XXAE/z5VA5mvocqe4itiWAyMOxDtCL7z36qeFzAOVnZ+LZmSVl0gV7fAo7NDV5ySKhSeMEG/zXS94",
-	"8MgHVO541eGmvnKrEDP00OKC4ZgAEsuMu+LSfoX+XIpAF6LS4JiFQZTKl1TFgfCIS2vTOUdBjRQQ7CMG",
-	"fE8E7FZ6U1xLVTcJDIhfFIxkH8qSmLNWhU4SmrT6rXeI31yejFbZzvrIUfTWVTwPLlDQoDQpiGHKM3iP",
-	"mJrRGWGAXPzisnL4lSv7kpbMT58983EryB3fnXnLwynuUZ4H4mZXoy8dwd/M6Mt+O3hp8igaItBmLHzP",
-	"sF1tv/nZbbT+HvUq5l/67BYW4N5+dsN/dNkBZw7I7tw8q7mSmAo6jsS1tMy77ShOZhhgnFu8HAd67EpN",
-	"UmqL20x/kSTn6lNFMoanbLkibOkK8jJXUOIuoPGeUjK7a4s/++Ix9Ieyx60Wxki7YU6W+82r8o8r8BFQ",
-	"e6LTfct7fnoVFJmaOxZXLMWFw7BLAIWFjFkyq9GGY4RrbvQmjt1QLndXyIHiddd4CHdXtKR4cQd6g8l8",
-	"uy49qM2g5TTsMOIYLitVi3OSkXaFvKmKvLVqdpE4GQmEIi46S+wpCkWUAxh4okKsu1gKGDBReVITWHk2",
-	"TZXivByisCkfiNA5viH7lBhzqSKxmNe40DqqVlTALGhTG9d+ctxxylsZRXkyMuTHtLo+rTGci4nKLGfJ",
-	"LflU0eQ8KaXwIKihuSePsIYkkkNK21gS3TuBUIkvRFDvzt28XdTE6LBm3PcvSrFA29ocLf3c6ICCn0v4",
-	"gqleqmnQ7NqELh0/o4uo2X7nB09yJO2pybYluGlrFFsIFIKa/Dadbu5p75UGWVP/m4Lx+yJ88+KH4cvn",
-	"oecJW/aGQDVaeP7i1Yt337598+JD6BK5czFCutEi/PEzNOQCiIgibj6yWPvi9dnLV/ShyL9jrDDQ/CV6",
-	"Zd58DAMHnFRMxyoQHlGAcCnorw2KB3mlQdg9rUSbUT9IzAONlbw7SPmhi3pxAFd6e1vAr+H9uurScAt/",
-	"2ObcurdD982t14a5e9USXYDVfqxOKYAsrxReeQFwVQxzK1fMD9xgP8Hj5NEdSRrbsOmtlrnZT7II6vcC",
-	"HuBPl+n8/kL7CacVEYEF9qrE9x5VY3a9a1cJ2qVLysGDhNFq4hQbxB7elPbua5mqDftnFlkN//Srbd5x",
-	"dfM47jNfP/x9+6BJ56zzt/WcqbKw/1QuryVObbPhiOM6PjaPSSxRCbtIsrIIgcmA1+UJelYxzazah2Jl",
-	"N2Tura4ttoNcReEJIeVwpTwRrdNsVIZDp4xOwEX2iFkf6JUie6vBkQ3T8DgHHZIXLpWa2xqO2lWi8CSM",
-	"DcIDMuwcCGfRp7Yudi78LcxtyNMaDFBaiTPUBc8TGWsxmspUjjKVWtJpM0vlJutKLhRaZpA85ESFou2K",
-	"vxWVEWmYchW6ULSPAASPe72iKfDro6kxpKmGgaHpqQgBaxXuIVRO34zJP5GiDspbBtyjyWTCFhXAfiEC",
-	"hRDhSMVJG6tnHorynDphF+17EzRXUipFpTHHjuMpBbKUuN4f/BRWZCTgMpY1HtEyW9H7pypbpBr1+UAR",
-	"3Wppys54RltVu39wWPFEo+a+nftJ2SxOEujrSiYxal86/fL+xWlep8/tzO/cQL+DgzOp6AX4f7kPFkGV",
-	"N39yttKqeztzxzp2/BUgiy2xdX+3FQfX12g8vsMajcf71Ggs0ofm6GQVQ5QrYpqfTXJvtYbOkmTl7uIE",
-	"EVDKyJr9AoqMVdY5Bmp3D+67xuCvm/WLZ13EWPoMImKfYl2kDxttJaNLxjaCoWzv8hdHzcpf/CvfSZHv",
-	"5Ojxar6TihiyS4aTvUSWv2VqlXzIryjDGr3CjpJYX6oo1itZ1qZZNrf9w8Pr6+uua9QdmdlhrA9x9AND",
-	"h3rzkQuZ/E1EkKCl66Iz/Arue1y2huLaj7Tw1dI3qJgulb85LkzlyEpy4cUQNjE8FY844sOxT3vM+djN",
-	"+VFjBPGoBv6O6xDEN/IijS/lbBVDSPEy+VnVIYj8eUP8IGvwg8vr5WOIO0QOj8TRSf94azKkdfmKgn/h",
-	"2n/h2r8Nrl0tGlUgnzJDK+SFuVKwcXvkJS13NWj1nQjo2eQdf/0PUPTpnz0NVrlQ1KZoLF/JtE8arEJW",
-	"LKmaLF6HQ6uyxnWj3vueuvS94EvjsdElud4Pn6Ya1CsaHtEu6w1yN1qKf0qSjrNXV4OPVyzYaOfVakUH",
-	"ZhVH9BSlqEqzxGJUA03VqAr/y05u0o4z68x3WIOK9Mz9lU0AWSuSmcyzONGtRBuksArrnNqKw2dXhPw9",
-	"Wx2R6UAzhbQidEgmFCYd6DBTiZqkchaKdmKuVXoAgmnU8dyqOerIjOOiwCzcs6nUUaJOhRRzGadUmXWg",
-	"s+t4hA4tuTtzV+RllaRzKayeLhzkQFdOsi98H0WxEq/k9ijPRdaWVsR6oMM/vEALc6EDxcC8dXoPGvWD",
-	"upUlsjx11JwUTn2bkLzUWh5cqHQCkjN93urn9IItkOWY7l2tiPkC79WQuNGTraqe2pxresWFrXS7ju/E",
-	"iY3wp8qqfms5ZN2fqSdnFB7fCZuQQxDXlbwzksrXyt20fxK7zAeVrSM4chUyV+jmndXTKmGMgp7mVQEP",
-	"L+fx4Wy51nzzzSIZxwmWG3L+GQWJemDFd+9einkidZ68Y67S2ERUNH84Ts0s7Hbpj8yEfXFhAAdHcmmp",
-	"AH+kokDgn9y96xhdz382Wp2K/HNnTaBoaxPJZTDQ3kjO64sk40hiGsD86wdWzIzOpn6HF2psUuXPluBv",
-	"oHkdWHQUdZFSi0dPnuBcA2c3QBj1AkW4+oLblHJ+Qgw+ICf6kUyUjmRKEyJfOBnNYk2hP1QOIp0d2P+f",
-	"vX9bbuPI1kXhV8lArD8EaJYgACR1AKMjJtuS21rWqSW6vXq6/LOSqARRzUIWXFkQhHYoYl3u630z32Dd",
-	"71fY803mk+zIMUaeqgogSIKSrXavNcMUUMjK48hx+MY3RPlBlOxykel72E/uxsgLlmAQc0UQGv03fMjJ",
-	"AczxDfka+hNLqgBAoPG5qMpswrKKzQVXy1IQCyKfVEue416lZ7BGYlAbVP+txxRLCHkEXIKOaNBE8nSn",
-	"xxQWs2DGMwCfQe0s3X7SG7N6JW/MQYLoQ2TpJ4O9dozpM1xdqrO0kCJoDgs2mq6aa50rlV1IoTWECFKZ",
-	"RcpSoO/0G44lg6WB8CLkdZmciB6+E6pUnlGnvNdiVEd/e6aWWulJ+Nx0CH7TPpAgn1ot5y49B3+u8K2Z",
-	"/FBkE6HOMqWWLe+l71tebcpo2qO8XmAiGU0BaDbYOEtb+rdT5ybFXITvhc/AXxYW74yY+DjRChygPCFJ",
-	"4lxUK+ECU6Rs3kPSWfy5qdcZtXXRlD/xNj0G5CY8nyxz+AEJCTrgmQS0UFHi4hZwwMd4nPB0Ql/o6apY",
-	"TmZCmeNgXW4gwbxW4WBKiNKCFq77gWfvv/6TotP6J7F86H5ui9zLauamms5iy/nz+Zh0AxCw0z9Gk6VY",
-	"AoUMzIAWC6b54Dxn0uRl99lzVLPG7GBYZwnL9DbRTUmc8DeTqjgnaXYASRSv9aKC4c4v0ZSBNxdTNnxs",
-	"H68KNjyyj8byYKinY3j08GDI/k03RP8asD+xg0GfnWDX7ym9RBdgEmjBizPykMYm9ZxPMPtF9ziTF44x",
-	"dDgYHEPeXVakZ6aRM/qB1fL5B1GCGxWyx0yVH0RWwoyewQcJLCuICT2hCz1anE1vakjimuk2J8cHPcaS",
-	"vgRDGtwnEchrOoH4Ha+A63Vp9qEeR84R/AsVDnErT+BAd3GTmlkCOBjSuWo9A3Zer89oMFVxBsVozfC3",
-	"X5exrAr3KSUEBg21TKwrY0hTi/ZoZKc4lraSEoTQocF7dFK6PvjTfW14QPQzvT57iy/TSjFCer1ZQa6N",
-	"STbnuSM69k4EIL7lum2t4E9LKJD8GndmXJ1dLrKYiFY/JZhdaRC6IlfiOMT8kWrQZg5azev7RfZq3YyE",
-	"XxGI/H6RPeOV+LYs5p0d4pb0+Gmxp1pFzyg1/Cr6SXov0E/C+/8MipbtemAO0d4yypjVxW7gT6Sm4s6Y",
-	"odd48OBgqJeF2qYndOtxhznH8i1xkjeIS10usgb3md6ZeKWsCpRBkXdAZzyf6q1q5OedogTdngdrAwr1",
-	"aJUIqil5cxi459FnbpfAfTU8wmIyGwRx3Bk/HfShGst2wbLpwVt2y5Px5GG3wY7X+iKEGioUH0FFGb6D",
-	"6wYDITl49o+wa3hBxZ3xIdZvqg/hiR4CBHdcLAvUpsYbUIfyX/FoMBjU3vLokfmo5V1D+M6gUmXxNuey",
-	"Hsy09spn2lEoRTHMsCpe6clvIKmN+QXXxapAQa2OUZcU9sKFBCJP/fhtnYnBg+HjW5yJR0c7nonWB38j",
-	"Z+Kgvl1Hn+dUHAy2nIojdyj25sf6/u2Lr8R3pcVB09njuamsDnMNFDGqOy3Op0rw+Ub3k+7KtOGCUhWf",
-	"kt6Izg7rcKFMvjYNHCt7AsVeVrJUaLuGzFCAGJ5rdbsqWM4vLrRa10WChoWnZZ6vya2CyLQUYzzGOIx8",
-	"VjYMuegP8myu/4OANoIlY+yg7oRLotCgtHZC6HKznjEYLQJTl0qUx0wVllAPDRNlzEiI6ZAJnCFyFb12",
-	"gTFMsOX3enrHxvrMPqDvpB4BIh0a/VbHm542BWWYN+O0SjPBaVlo1dCAXM0KWtVSaLOcldnFrGJd94BR",
-	"5cNWx5aRaK5E/gGZASF0555BLC89xyvv1/cU7qpjcDv4nS2WlcpSYo5Xk2KBAeBiipSE7rlaxRFwEaqV",
-	"oDRBrlw0wYvq9SLjLLL7MXHpb31D81iqZMySpp0FLjrPs5WVW6zdrvGqkE1mzUW7VKRzIp8HGdM+8LbX",
-	"ZyeORKVlEWDlahMOGef1USbEmtMnR5ob/Zh4K+0nzLOWRYq763jTZNS602bg46F0bdF4cVgiu5gZzhpt",
-	"wAKV4oxXwrgGHETdm7I++wH2vPO7eH0ANDcmMcIBe6f3sxo7pyS4AaQQ5FPF/U4HE3p4DwQcHoeoNj3w",
-	"a6oP4//Qm0D/56w7zbmL5urmo2CAWcnKIocMaGMznxfVDBs3DigqktNeH0dv7YO4k7Dud6enb9kIts2P",
-	"mCyWrxEQT121yF+YApf1aWQnRw4cTPK7yCi+zkrBVSFj2U1k0TJd3nCTiDWe8beW9yQRlseyvn0h5hwF",
-	"m/QMO0Yntagc4h9cFkEDkJwAbSTg0QrGpH9fXJKnw2xM/emiFJvyWn0Pwqm+PD+fD6GB8n5jSODwSjYA",
-	"bzcBx23b1RZY8qcuwKaP2tHewcTeAvD9xXwhbgvpmWthM9l+jnGr3qmRsxc7H46hg/rBP+nMwPNXHVsC",
-	"39mRkwUSLL82JXyI43ueC2VKJtcV/sdHoPCHrfo9Ki7jDpqk06I8z9JU1M1koi+Ffrd6pg48z5QZoFWw",
-	"3NhA9uKAtZjz+vP5nVCFFM/s+2tOOX+u/zT6/ew5vVFc/elH/hYBmCtz+NW2/eQ+u3pXPbUmq3vhY/+F",
-	"L3mp2OssV1Djeg9vfDQw+7hxporLllNDB3DDpr/65iLAFR0NY6q5XfJnpxr8sUN23CFH/gvDauj11zWW",
-	"L6gL3y7kfsvb8bMJ8aW8lMVKbhJuJ+0GnmATnudgZIOhB+6cLcxwh9tjEbWB+u98uidoGUz7rqoE2RK/",
-	"NyXisx/X/YnXXQwP3LL7dEOCjq2+Pmck2hhNpemWbkmwoWqOyfn6YcrXW0gNABqhapFjiJI38W6sBncD",
-	"d0PK16xcSpnJC/A/xnKepdJsF/u3qbPa7gHs0yubwDikNrTwuKoAcBw+vQkAR9g3tgP0LZZN7Bt7bt1G",
-	"AhBTAmDTCeSbJVEDOxYyPSwlICMIUoQ2ci4+iNwgDjIpNjbSBKD1N0DN6gCzdiSWhX3pLy3oK0LAPTN4",
-	"tGPdcUk8DVIgqzg4UGqUw32HUEvGjAMoDWl1hXSmvwOllf6/S8TXo3sKHMje+KFei80WwKnKVACk7OLU",
-	"9WzGv5uzlreiqxJf3Gcn0FUoH83TPMP61vpXBJjMZKZmuG3cp6riZWVdGgTaQKZt/XifJfrwpctcpGe4",
-	"Nx5CF8/sx4nB7eF47cunPM9VC2YOoHtYI1yfiEKKsGFABZo2fbjfKqtmbQuPpAgh5K/hJjPd6rOk+CDK",
-	"dFl7K31oX2w2D5CZyWLVqw/PwRRI2rmcfhNhsLiacpkLQ7JcCybM1w9xq0EVGnBbuy2H5WhAKtnpxtAI",
-	"9hYZ4M/XZ9V6obsO/E6y0qqNKG19PGjN4yk/OOph6IJ7rRYljlU/DMtEM21/dk8hHurYyAjvpOMxxfHa",
-	"FmFYEa5wYinO3RKjqITJbqI5aTZwOPrk8xToEw1muFhaFhk8BefFB9FvwXluxXC2Sw4zQsRkBh3HT8ya",
-	"L+eqAazst6I+N8E527Cc3kodHtK2w62ILQDkBo52OGG1DY8637ELUgXdhTnzewxwzWRcR32aXd/+SoMI",
-	"nYkmKtSUPNiGCu07CCqBYfU/zhAgO7bgVeChN558067FqRZSqGNaH2ptHOJeicdm4/UDYaREfFwIqUxX",
-	"6F9BX4pldVGYV+K0TYvyoqgqIc/s3ZVcAYv28pzKIoeTAluhy9k05xfeEB3vv19kwIRSPwgmC7aUKKjp",
-	"wEHzXK6B+LEhsWDVK9AbgEbfEOuEihEA3K1Og09aHaTXvEdNd2s1sdrv1fn67HKR0YRasr0NIVZbEgyk",
-	"qA8axq2LTDt6X4fM4PcUO+dKMCwGNllvdcy/Wj/j66tIbr71UZf+XBnKJNTjtiuAvZDRxZhQo8EGuhRi",
-	"xm/xm9M3V/K6vOTbe42aZO/Yhg0PHh2hAuwte3KDbp9VxbV6/ll9/JvAjlcCHfeBcRw+GD5tYBw9eONo",
-	"8Pk9y21IsxO2EuIy8qKknwV4drUzYvhoozNiNHLOCGyi6VY7LeZcsbeiKvlSXXKFv6hZHvhj0AJi3em4",
-	"o2Wd/lM/DEoLPlJTjuPO+ED3zSq1cWc8pF87jZmesqoQPRTopd5rjW5KH5G6R74W+jPufMPzHCam3hGv",
-	"C20v/vTzJ3CKeEpTc/RWH6rNhh0afqNbqqk+t2oLtAVaSEKXwXO+nuD/NHiIbvDwX+43uv2W2zvsrzdx",
-	"Q+jQmjCFLRBJ9GXi/j0tipeFvNiEk2yz1W8nWzzhPhqMjh4Mhg8Gw34fDob+ewSW3cGjx/AuX94/whI2",
-	"WHvvdpmzZqT17NmUr7+wzBgNNsuMQavM2OT3v1JYHNS2zFZhMRzVpcXjNmlxWDu0By3SYtSUFsNrSIsn",
-	"TlocbZYWIwhY2FZeCQEZPH5Dh66hkTcV1xY7o5qoOBwaiGi9Sfx+dITg6atE0LDWLv1ul3bbxNFwNBj0",
-	"j1qE0rAhlNyjTjQdmJfX5dNoJ/l06Lo92iyfdk4K2OGYbAZAH+2aFPBohLOwDwC06da+ANCD/sGBD0ze",
-	"AEm+Bfr5sAF+dvtiW0rAXuMOJJ+/kqjDM742I9o/FPoZXz8zP2sJPIB43xh6OCXHqCibjDFZ6M41ftzI",
-	"Gr3abqOIQWhmxjKTm9LvzQ/LpVQIlW6NVEDAoed8xrG8tdPYeIzJlw89TcYEeQYfZKuDuJA2nuF5hmuF",
-	"J6xPxPPkYh6lZFmqesfGzZgpNitWbM6l2QpzZMxBPOcD6/31Hb3kXt7Jv2v6qrUnrG2uD2q+Ni5ZUw2d",
-	"MkLdYPXHhEXXDc6yi5neBGnPOVTJQZOvTH4yksMakmA1K1YycePT40Jo7Njqc9a5DUB2pLbWm5CqFo2x",
-	"cqVjzOFzS7yzxV1s61omLMkkAyKhWBalmfUu4oWtVxeTSRXj7LwocsGlbsHfOfi8t8FouWPZxM13wwe9",
-	"cly4qax9ik9AyU2PZi9BuG3NOYWZAZj1b1HPra3qR67wH8Epv8qDdEoH8zfuMfrOnh7az8TJUMBWixiQ",
-	"hQ+RP9l27GDQ3p1gM7ZzKR8MQqLn3xIW1PiJznn6EkYQWDbB4JjeLMWUlVD37vqmXNDYFma94eALuIeg",
-	"U/XKIqdQ+SrYJRELhvGn4Z1afaQ1NrRXvCIbOr/nCjEmmSNdQqJTa9c8f4B0jyHxJbbgmiK12sm1Wm/Y",
-	"4Ol4YOlEPSHmsCjX5gglgeVasESc7wVxUBTTKfF4llD+wXxbAWGksxybZitcMJvm6PDp00G0wfbzJomu",
-	"B3+ewD2yeaKGTxiwhLZPVPjcI++5nahqXxdlNVvpm+3ly29qM3iAv7Ez+BZR/K74Fq94XlwsRX0yYSIJ",
-	"ZGnUv9DjAXcIch5BUJam/Dd4HgYbzsMwavMW3GqhRwM2HOyw0PjcwcaFvsUh0QNh/FwL641HZesxGf5x",
-	"TK5/TPZmtppb5mswWk/1sbynfDgH6Vp7N2FJQ62bsYLnDy+KIlW7lRWFagVEGA34kgzMhQSaOMtSlTjo",
-	"JM+dbl0z5QCjfgyotAzLwZdiIXjFusELAHYHcAyCqtlvKqBV08Yo1flMM9vXpBfFUkvWiP2y5LLKqjWG",
-	"s+0mvWeTfu0TvYgtymyCTGt/OzllJa8E2s76pzC+WNoWKO9XFky/GOvpT4pSm0tkb04rUa70ElGtWyxv",
-	"6c03Mp5q60zv6vMihQQ9IqiVqS2jAfxuMJtqOTd8NT49Ftp35qFt/LS2RpNHUQs/eu3AzUmvz14AfIBl",
-	"KRDFET8OpQr7zFQu0m4nhnUJyB3Zcv72qQioZfV0pCVfyV5QMtOUXxsz1znJAdyB3gPgVcrSjUXpU4A7",
-	"mIr0IBeuU4pez8Nf9MLY6pPXS9GD3z4TPH+R7pKih69K1Z5YfmxzO1g07tURXDs7VoS+q2LmIQWsXoYr",
-	"kfuwZw/2WLOc9izMzJWj+8F/+I9C2VvK3DmpACIPSTVphe1dJni+txLZnnjdWuLu1Ih0r+AyybSt9xZU",
-	"9lqJUmANZguMiOWCX2Tyos/e2vZ46Wpbe/XodMtjv3Z1ffcTB4GK5TYpfUwzaZ1UbiCYdW3JzvVEEMmi",
-	"eeaeYgmgGLX8BA627i+yYv/1n3QH/td/su5wMGD//X/93/Z+67GHbDgYRGzUS45Z8oE7Mr6/nZzGEu5L",
-	"n9rPoOctXlA3fexUBfi553JzdzvwPGQpwm+BPMjew3ZH9dlf8eYGbJ3ppAqub1yDVZlVlZDeGsRSZRcy",
-	"m2YTLitLOoe57t1kNEgilgz7R/CfUf8oMboBtg5QM2iMiPyS4eioPxi0c4nba2WXKmr6+qj51AbDTXnV",
-	"sEE7db7u31FJLdiezSyvtj19h5zbP9/GJaZaaMJtcedbFPQa7cYTfoA1TAIzTX9gjhh8Ak847RhN4BnP",
-	"Sva8vCjIPEzJNP7uAYZZf8H4M8YjswlGromzyhw2MCWjuPOB22cpWj4yYWCvQowrjXNwNBhd0WuTpVXr",
-	"9jORZ1oXDDvtdXjo9ffwaf/p07C7rreus+Yx21XioiymU33kiTs91GG2a0uC53dQD9eehX/hYiZ/aV7Z",
-	"W/WJa1cxeRZI67pKgRbbZgv5mxmXF0JZViO24EqJlMJuFn5r7rkE9IvVLJvMjNWWF/LCN6CB2sRoInTh",
-	"bzDqjl09EWtWTahDlpkYNAsw6jzdIlSE2Guswstz9srTN/rspGK54KoCyxK5UM6FylKhYCSYI+GCaYCw",
-	"x5upz77TKtMA06IQ751nlwKMTLQRwT6POwPDckzcSziBccfyakG/qFYImaaKow/CbovemCXm0I/ZILGF",
-	"XrjVE/q6p57HgOq8FpVIgCuHTyhZIE/BdlR99syoCXD1A3TPVqnhkmoixFJrHIbVFug/+YqvUX/5pygL",
-	"1kUNy9AAey6KqmAH1KRTaHBWtUJTFWzU01ofBYWqomA5L01xI4Y+N73qajn3vzWLPYg7SehMsNZ9w5tQ",
-	"q6li9waQ18My2tQB3GPkDwF0AGiWpdDHa1lRPdxYukNAOP9QVb9Ce/phQbHLGxdiMQoT6VRmguEO68Dn",
-	"+jLV90hnPDrcWWw/C3t4p5VUbgjrbrO9XxfoT7Ermxm9W/CcdtRGaYNFhsSVZnpNsOgJtrLlYH/FWkja",
-	"nRYof1vy6rOUcpCNzrw9Mkt7DHxyY0TJ+DFYlIIHQEIvILnnVt0vltWb6TvT863r+sY9+inqoBhMm2Um",
-	"3XGtndI7DT19Ho308GYa6eNBi0a6z6gETnBq5/4rCVDgkYIrv3aar9C9rqVtGaeJp3HtFI3wXCBw9dRd",
-	"Ot0Emk96WryBQ7zkUvGJ/nbMiB4KvMsgQeA+pOJGiECDevpUFc6rAecXmr/K4R5L8LjzKyqz61+T44cF",
-	"BeS814Ze+lgmtkYn3NRxhxJJzb0Td4zvBW6OKafwhqeaMS3c+ggIM+1wwAHmkJEYJKIOHAYMnqXpVxW/",
-	"CB8c6geJACQxZKZhIiDrauUP/gqDCQjdssX8GrWX/CIaYWm+4zqaDJWboGAQQs/6zv1V+cEVbtiTZJfK",
-	"7RfzrKpE2jsmvUc3aBWbMDqkZ5FfIMMg1AR6oMSCl1anOmG0GzGEgo5d5wzrXhViwc1tHWA9jIHFcgVl",
-	"DCroKupXvmYLs5kK/V8Qm/qPX6RB34EXr+lcO46lqUFiXDFeT5H3kjNZyAfoYmzq0j67Bb5vGMWSusAG",
-	"Eb160HeqekiJMeizVn9lLG/isNyz+u45AhuKfCZUoMrHsumc3KjL2yKQoC1Hnlf0niKN3XKSBHp9i9Iu",
-	"xQp29j2FUbNW5doGu26sV1PM5CerS+kbu+Mr2IPIv+3xUqG7vhNZzQAVA7zb4Wo3uvgASx0agUvoDx/6",
-	"YEGRowfDo07kgSc8uCRUjCDn6Rvw7eg7Oyu1FmNlWmf8dAjXH6Z8oJcUPn8yjAylUWd8dC3zAOf4Ti2D",
-	"c56a9ncIANquAKrxfdUoF3zC7IyEVVJ8gR8KqCuVatvimEkyPqhki2T+1cG67h2qdyvNelKrDH+DSvIm",
-	"Kn3lb1+L1Yu0c/Pc22f+CQnXAr1egTQ2hwYkivnQP2RXrQa02R/2vd+MnVJQC8jU3/qFzJ1ajHbTFAGC",
-	"304Q7VzSg9wN50MPUPjvOGeDvml7TFfygW/JNt70W6iBHVwFX4llcpKmtzZA6NBao2M/Dl6MIDedu1dY",
-	"CNuivV6t6D67f/9EKw6izCbkh8W6B1prCv2nscQO3r8PNZBDS0DxNbhKtWIVBSZNqIFHzjqIQpsDVEir",
-	"5nudAP50hC8Bhw8H7XrCJerjTAlIREKNiqNiA/cMqF6k/w38wQy0jtQztThDg8C1qzVibSAQp/WKr7WV",
-	"ZLrKmw5sc7nlYmpITtKyWCyQT14LEt1HjCNbq0o6CrVgXYgJ3dyVk4lYVEaYyjW+ERU1dDTD9KHJUPc5",
-	"E+kLEVoJiEsD+T6b5IKXVFD02FkcECcPTA52Qvc0eibQ905/ayPBW0cwxfDhudZ2izwvVrrPMSK4ei0Y",
-	"NCAZCoo0gpJsrfA+e2YvdRxN5CiUdW+DQvQwwZOZmFgepAAwh7dwcgz8G+HDVXEhwIxHJvjKlSfG0+aU",
-	"FzwKZIppidhqxfPQ0r8aQRfLzUZ6sD3MFN5T9Q3s1ZylDRAatnCGljIXSq9hYB2TyNHDKTBfjUQS+UQi",
-	"J5H0JoF97tKawn7oLUM+X14ZmK2lrIoarFCFno4s17b9FEtF0knUjwDWhwCAwfwE/IMncOSCfWnkCa4l",
-	"QhrB58z0JIlSL5JxmtCEeQsEy/uWI7TGo08izZXnpeDpGot9KpBL4MnElMl/YD16VhYrzNEztH2yiCXF",
-	"0jbCD8kbe0sE4u3jHC7EoaVMZ9z5kWcQFrI0StmFFClST/FJVTN/RtcybT5D0ONrtVAGN8OdGEglFnt/",
-	"hxu0Njdtx27qh3R4RWFXs8HNCb5yjpzIHDvJok/TzuJCr4q+JRoCLqs2yI/bzfBvHnu6S/gK6xfpvwPF",
-	"T3lK1zWjWnxzNB9DOYGXuMt31Djp+rnlqfAiWzsAk/9A4G6N3Tjj5I6xt0ZEPvxV779PW8G35OluIzdE",
-	"fzVrLaRmS3UBHFeklsA3lqooK0LpEtxFuupvkIb+yzKbXGI1m26it2LC/lQrEEWaaiwT2LT6AfhL/zGE",
-	"/TGI4P+bUmro/7ad7/lqrx6HGrOnNY1yvdC68HAQfBxLPBL6q1HtFxNeiYuiBKDrwRGk6CuTo69Y17rv",
-	"rWnXO2aHA8IP0esOh97FqP89CmFUNX08YocHzPTI+x4K59EDh46M1LzkyH3khnP4iC342lSRm+tPHpui",
-	"oGALEOuNKWV2+ITxC7xCDmszcVEWywVQPgAVc/kBNsVkVmQT4LEwcCJM/6khX57bsnv1sniYf8RTSjSx",
-	"q9mqpJkv/yKuhvMGWyEA9j4lVO+CVzPnlwa5vQ3RK+Ry3hn/9DQaDqLR0+jgKDocRIfD6HAUHR5Eh4fR",
-	"4VF0+Cg6fBwdPokOn/78W4D53sghSs6+b+AiqyGEg1kl1Eoh8PoRHxFmvf0q1LMeZN4T3ID0vcdGm4Ss",
-	"XdoryI1mJNZPT/UJHj3VB/JwoI/X4UifmcNDfQoOH+k9fviEHT79+VbOUnxbOAPfNKTJ3SKNXzyLO+Ph",
-	"MIo7r09ePUdQBjApEaYXvz/0v3+/1HtClASe3Zsf0zgS/mUBsH+z96XemvYk+Fc6fZaJm4NgTbMeCJbE",
-	"+h2lippLIzF/NVNvqCAfXOXNXEpyEKEc0FczaDZjyipV5vRGpA5AcmgsDfSynvrZDIhHfqYn+lQgYbOR",
-	"rRmR24LGgVHbJsbSSxNCvczMgPNlGkBRUcaSECMu0dM8fu1kT/PDRsJnLDHjk1034fOqJM5YftYsThrg",
-	"7TM5qaE/sjlvlc1Js3i1VW025pM/sjp/n1mdbqXtVWR8QXuzMMNb6MYZnjtcN41MT8xbh6Q0yPT0Cn+T",
-	"ge0KFGxBubNu8FIg8cPQDwC3KHmit0seKTUT5pLqBuuHrw1X2HoRHPs3kctsvSKxdLsMbk973L8E/iy5",
-	"ibW5+dfNTxzulp/4hNDgbsfrDz9zjmI7IPyoDRB+3Uw/Gtcf2X6fMdvv6nvm+gZPQ2CF181V5s79+88/",
-	"VkKqrJD9+/eZgaYbaWFrvWxAkBuYiFXgiQATtfu6Cr9LsLlxOYVWCfpA1axYqTr0O/Tp1coQ6fsBOK2k",
-	"q1jEpSlaxObAyRO8yPu2a0hpLXmRiRxkFZTFQp5urfZbjll9EdZA7rzuYgz6eKR/YG7RWLqgPjg/PeR4",
-	"PcrPq4b9hOXZQix6HbiAwSwvpm0oa+zUhwgRE9yO2kHxUVgVsBbaroHW7TRsA64fN5QgblSakJeozcCn",
-	"nM60QNg74UiqHtUwPBMfF1kpYP8KaYrut6DuN8OTnZmcpX32PzH+PmbzIl3mgh1GTGBupNVXthp9twcz",
-	"t8OM66SrtVRCVPo6486L1397QA8+6bTDiB8Pd4+vB6O66xj7KfiJQ32Hel0PsAcS4poxdmpye4T9kHXD",
-	"0MLvDga8X+Smf0q+LvTmtss86ghzq5qb3fz7ete7j/I0Ym6r7YiRop3vby0lHxq69oA9yF4ssWzxzEV6",
-	"dYWqDFv4+RrwbcQPnqU9V3fJsAsFOfjFFK/1alWEwfo2eOIxVpC0cDnJS4A5FS7tFwfKqxB8RhdqkCx1",
-	"z9LuISgxJMoOs8QeGtbwpmc0u5B6N5t7HLiAABRJrQbM8lJY/nC6d7D46QeeZynkz4tyTo00fgkXEDAI",
-	"2lXNlLWqz9egchQryZppavbOhnKiBeAeMxXe3QZaFWwRb0f0G/vF2yP6Qp5mubZix5h3RRJ3ro1ZjGuB",
-	"f/UKZj3gAJgUZdqOMaak7V6bFR8Zly9IlT575tep5DZhMRie7jZAjJF9ftu9fCMfwF+X2eSSRPFuLgD4",
-	"xe4MfHv2GJzz9EVaB2Kx+u0pmYnEXp8ePCBxJdVab36vyZtfki0Oj9e078w+7Lqc2E3Bht7vxRHS2OFt",
-	"yK/9+0PQ9YEKI1aMMSrjYHA4spS+YeGbA+QNrvktSJOKO+OjgKb5BdpbHtcwVeEfhuTDL6gsUugCifzC",
-	"/UfmX201sG7HyUy0AIBR0U8FGXnUuLG7PD4oJ/1DuuPH8BOtH+glPwupobRqUfPwYOr3X7TFsqs6+KbU",
-	"ouWd0bz3p+J5kMl/WVdP7TjW79EmcG1fLh/n7REfrtQLPT/P/fus6+WVOegV4vyhMTYVIjW1b8h69mDm",
-	"WoVA9G2X7N2jgdE1lzL7IErFc7iee83YhKV2WolSYPIH2PuRqdk6WZaqKJOIFXlqdczIlYihd58VEvFt",
-	"C1GyCc/zPjuJJVbKYpdCLFDpM83p/gEpcykWOQa+AfAJThxyWUjxsYKmIGceEkVgqMLqHTA51cqE3DGX",
-	"ZJ5BOxD+nRUrU8Qa6BuFqtmZsYQZzwX/QJ6lwE0Ib0BXx4xDLrfWTjPJcJ5MDXMlRCyTtJioh6mYZGBp",
-	"9OcQfvnRpL2bgYNDR4gUiwApRg4jFxCHCY4lvNqpmzjWGeAPVaV3PpJldWv5BmTb8ZwqnicrcT4rissH",
-	"lOQBqi59pvUxvT0yoXqIRYBSMV1TleiKajL4E6h0KAEpCc+RxpkK9GdhKhOCxmnrwpeItyTsne6VyKdj",
-	"SgOhbq31ZE+KuSAjAQpJ8yw/Lz5ibyLIuzi3J4ulmdIzY9CcjMYZy1VRXorSlJbSXabeJ3hiEtYdNups",
-	"jwwW/dAXrUeIR49iOUJopH7yEDoWsUcD886gY2Z6E/RCJaxLt1tk8JBRLBcz2LICWwIjTOkdG1EpbiRU",
-	"gpsPfGsOI+/+om9iCX08M5j5iLpHZABoJESmq6ZzeJKtV5ElyG+SxLKbkB8vYgmxjUO5I63N67+UkECw",
-	"MRdK8QvBflmKJWSw0Gn1vovlVGgtMMUG9DonAKnVv7AN2Jw3sqjevzp9S3slAm443CBnU57lIng1OA/Z",
-	"coEpfglJt2RscLY4EObSuwyhWGSeIFI4kE4GO4MeWPRz/lToOZRi9TO5I80WghfSnIHIc+mdJEds/Xj8",
-	"CYZ68RcKGOvBCl1C2bJaGh5B1noAP7XFymfa1KTNTkIAwc1CKVYuc4GGIE/nmQQ/NF0i0B99fGaCp34P",
-	"/bOJWXauxn+q+1KROz6l6DGakWwukH/CfAYz80YKkN+AiVX2yjiKBoNBMCUOQbvgChcHxeUYLHC9RGDW",
-	"MnWZLYgWP89xl+IFQiebGj0HF4IVuabROVELzgtt9MMtz1TtrmEXBVweFrsFrDb4i0wxKKuBbgHwxtAF",
-	"p18/4cuLWcWWiz47oe7rXxQL/stSHBsIaM3ipnwMsoBx88L063eJVnaOt+DCcSXYEIBunOEWgU5TATIc",
-	"nDqLfB0xA0eHvQoXNlKVDFnXANLN4EpBpjm6PRpGObxgFzLi09q9jxzO4kNWLKlfxybKoK9+LI5H1yJ6",
-	"tPAu3FClDFsO6oHN+ceXQl5UMyoCdmWdMjpTC8hk0vvJ1lUD4he7cweD3qZuhHpQe3kyrEhm6pMdXVmf",
-	"rNHPN20CRXgCBcpeAJy5RYRAHkGtCNwwGm0YEDa5dV4XvNKGUmfc+f//NHjw9Od/60b43979/7FLeTgz",
-	"HCUCKdjS91qvUYpHS5Pk2NZ/bHFT/0f1/vMH/zyDAeAf7SPYi3fnG9ywtRgJSQx78g1xOdxoV6fTkbjE",
-	"yAq1VVD6utMtnTlxOx8P7L4aX+DKiN+7Q5H/GtOr/RpJT8kD0CxYFRaI2t0dAYrsmS32jweBSKFRg6Ny",
-	"v6DDUaEi0p2cAwP3HzyJ+xS9EaiQYB0o8pf8RP4FqCd1zieXcefnT47m+imWTNo0wOH+BjgKB6j1zsbo",
-	"Dncene80+mkYjX7W5yemrQq//I//9fePL//x1/XLfzzHadT3rC2Bf1M33V4cKidsQZm/JGotEMIc1IJd",
-	"FEZR+FqqSIXIbEP6bHLrYeChI8BzpdjDv6doG9zJb7WgALcK6DsP0ea4BoJmnkmkWemzZ/Bb5UEqtAU9",
-	"RpTIybNnZwmbFPlyLtHJTjQBMcZKjFMizxSUarCRsRXm98MaiLTHZFGSXp5JNuFlqvqMsqvRKCBt2qSg",
-	"zLI0FZIUUQigTTMZIj/4Bc8kO9d3EBJ2gJDosxD23qajwe9x3LemAtj5WL1I7xRjQEGkneHp7SjzE4Oq",
-	"aVfJtdZ7JdYcWzjYC/vw3eLEf39F2GGRIXkkTcEfx3NasS5YswDlMKJHiarSh2N/wsdhxVHuXBu5F8id",
-	"KRQYbxsMZMT6bqdYdq1DYdhjJgOJdUeD3pglUIOadXOhFVegd7/IiA8yOUucpfLo4NiKq1g6sQZy7lfd",
-	"yqckYkuZ/bIUYPbgOynd5mkY8o9YUmVVLnT7aPjHkip/EwcDJTN2k0p8rBJtwZLNE7EETdIkMtXnk7//",
-	"/e9/f/Dq1YNnz4AHiop6A4sLBZ7v2RbByyGqAGKGK4IP2OJ3jDLauE1ycjNssXrgRpxxbQnNBQhRQ28T",
-	"CFODKsvSYzYtylhyzwGJHnZt8HftXPXQJvuYqcqa5hvZMuHb2yPMyDzTqjMZPEpcGAyMXq3OuPPefYKG",
-	"jF6ezs6i5lvX07uV6Ev8XjQZyL3p5v6C8gqWpFVEP/VENP1+GBD2uJs1NpMWd24quw9ATEyL8hwu8iuv",
-	"JRQN2vL94ngwt0+/mltDS9ovd2t4ADEUUrtGAfWdAcp3rduqeUHYIN+wZ2sR4PUQxRLIB8h9i5oqD2U+",
-	"abh4Y9CDWkk9Jglrrh59cxGVHn50Txnig7LIBfqStSqqhbbjw4h0m9Q/iMjxudgoA3fxHVqHl8+MmCl6",
-	"R+AUGu7sxiLyg2E0GrQRG+zFyfOKxHOoc9LUWJhbfblvAOaxxrtBwF7JOADjvpX/pz0fCIbwGcAvB3Wf",
-	"jPVyWGEexXgHUrV671ODbtE34b5ZBXANf+dWf9uevDuJ+a0VBJ7UvIo9dZuybZhVIYCJWqs5B87mD/Jg",
-	"4ONYbqRbfGFqQ4Puu14Ipiq+HlvKM2fUmxO2lMAzAGqkFoC7Gup74uxz+t8rXl6KihnF8HqK32eg5Pt9",
-	"mOa/LRqx3514eSes8QT7Etf1N2LXB1bkzhLnvXA2rx5Nm9bWgHH7dn0sybAHxS3geG4AYlty94JUMOxH",
-	"Ess5X1C9BxA7inVtzQ3wbvYwwZ4QBp5MvKcoSQ/N97E2ojHk5cz3sS0yYQz5cWjJM2vIjyG0rjcv+PF7",
-	"x7FMsHJeQkopzRIyrHuWPj6VukHpRuxvvdQErCtCMHaUzoAwsmMzggPGVQuh2+wwB/ag2SDYO6rCTmse",
-	"Mx/zsas0R4fEfmQ6ppB5Jr/jcxLzRV6shf7HoRZkJOv1uat4dp1wyLeu118iSax97aCoirdTr9SQcWb6",
-	"dlrG3t2f4cnU7VKu3R+3whe6Fd4Lwj22yc4mcLcG273biyGvRLm3SBO6nbBREPTHjGPetPViYS1MGUtM",
-	"EcJnkdjKF10WkiRZIXcTQ7qh/YR/Dr++8A+syO2UTGji8I8A0N0FgMLz89l1RBAFewn+hAMppj70OGKj",
-	"gV620WFvDPDWaSYzxJFmEDcqzv8hJjaB1HjkTGPOg9YO+0fKIYYqHexuRAnaqM2vfhYQezKKmE12YXHn",
-	"Q7aIO5+SXuQXVoAgEIgx+JDi0u38Bc5dZRXXY9aUdQjOJBSLArMdeL4pQdD6sTKpstSpvrWQzWZBePuY",
-	"i1sY/S9X0mv0ySlno4F1Pf6wUCLP0UN7HePbdfau9TB8V100uvXyIl6WGZU23fn6SlXMTdfY/IrUU1ty",
-	"e7lYFCUBvelFwIxwc63sdxqJ0bPzNYZivoD8DqIwIMCvG4bx+7xBppp8bk+A9SCRvh6tGfYiL0YDTkSQ",
-	"at3RoaHXCaIuLAy6xLIt6sK63Ewp5t9rY5og0xOe5x5rJ5frFV/3bJwGpfbugRr9kmtFalomrz1goyXl",
-	"9SM20ejwywZtgvF9toCNHvadxGzgArj7oM1hgDMd+FEb/5qk7F5zbyCQ1OkmT0af9huyCRbzdx65qW/M",
-	"u4zaWKngi9m9xW0Q5URsKIE6bB11PF2btKC2kA58vpHUzNNjC5MS1q/TCG8Wh7f36YWKZK1qbKhXXs/4",
-	"/tbr4BcK3fy2zOo/3HT7KP3ypc1wyeVEPKSdpK6jymHxKPPLerphV7QpV5BbyInrsF4tfQw6OtG/L8tS",
-	"yAnmr69mSIiE9d2R8zwylWMgG97hZPrsVdgvbeNC7iUqhJNy/oBSo2EAD0yHJ6UgHrwW2QSzdGIm6cvU",
-	"22iqGaerorYKd1tmAnNwAlzIn7m8ZM9/eIc5KrRo8I35EJcrNtLRNjNqNPPD+2fNZsyHYTN71VTCKfyd",
-	"qyqN/WDECG3i/UkROGd0JnyFBSXKjQhZpSk61E2QazArJBBwIV7bVCHqjnpau6jM2sXSHOKE/jA1U02B",
-	"BN8EwCfGxP5dl4BJT6srPosnn0PTRNngZvqcK2HlVATMn2fmn4l5POzfPWV/MLbZwOGSYYkGLF/hv0AL",
-	"P4951PQRjN6lqqjaW1YdO3WM5KXRTxo8sn7Jp1j6HK2PehFLqKaV4UMzS+OtA5Sd6B4+JkaVsFhWnT7X",
-	"0Y9uq4gBV4VTOIFPzrKwxZKKI7b9xoCXw6KFSLSKZVfh9b1jv37pNi7XWMbyR7gzquKstq+M/gWbK1i/",
-	"Hi0p0kPgRN+/X5VcqqkoY3kuqpXAd9TO6v37EDc3kwshqWA/A6WBXQfYA2HPIiQQdMy/5rWKdS2lLwJU",
-	"v3/7ghnSWNh2WK04luHBaxSddosBHBDBFimFKck6XSrguQG3c1Wc1Y5G27mqeHkh/ANiE8UzecHy7FLg",
-	"lnft9Nooa3lZ8rVfctcWt7zHslSNkbymKIk3xUwQZRnAzINyYjiD9FQ3WW+PHOttSAeSRFqhK1bQvOCT",
-	"2RZ14vZOc7f0cC13vOUAMrFduXK9FUevg2HFvYZx5A3pTq0js/xNV1IgRKWrbGz2k/Ey+Zvo6oKz3sNj",
-	"K0qj2uuGIxLbP7x/ZhJ56uJbaTXpVuaW70cPfU1m+90htd/jwWCIzGzmzDSoiM3nd9qJUfR4MDjYq/7X",
-	"FBNfFYNvWOSXaEit4Nt8H92l7giBhKbSuAPlbzia2xL/Ejvv3ol/Y2lqo9418a/RVNt0xq1KqdNkY2me",
-	"OGZ1vZuuwIiNzPV4HCglkf2XUQnMy5D9puV1fXZq1RKz+0LNurkXtXJhaGxZVRRAzrZmM/5BMFk0C1VD",
-	"uId7iz0plnnKphnK5rnHNuyran+wDW9gGz5x06QPCMw7VWywGTfh1mTdYIRwBbhBoxs67sSdXp+9cvXH",
-	"PSrjWnMGqrCZypiEyB9Mxq4OADIufhC3YDR2fLAG22Irdhh5N/yD1Xh3n11ts/t7/DM47x5vILwZHHkE",
-	"xgeGv9i/PPTno8f9R1i5yd0RlChmP4Jm8dKwaWHEJxxwIIPHz5rF4PZz1kvcGR8OvY8w2YznQpEv0Nw/",
-	"FP40lKPkMLQUpBu9iZZO+S0vq4znvi+ENQmfPyffsk+FHHnr1srENBh56zYcDQb9o5aFc198jpUjIuhg",
-	"7ZrLdlBbtldc22yb1s04k78ADTYNxy5LIcWDYjr9bRJVWzPmX5io+lVgIexKV21MnBuSVcNLjWx3hs1M",
-	"8Lya/XOjTXNCZR+5Ak4kgn+yRVkAzygEqhT77vT0LTA1W6RgVSwpoSnlFddKf5+9Luhi1Ne/EKlI+w0d",
-	"yfTn1goIz7MPdThP3kqnt69r+NeAGr+4jDuf9ukEMFOeKQZj6+OuEpNlmWn95Kef/T32Up927J8N065V",
-	"Jeb7M5G/g6XCbTTnWf5QCcQEtMdT/roUkOtl6XqxxDbRPVezslhezCzRM2sPmKB5MsnmPGdZCkYsD56H",
-	"2t6c8M69PrPQNFTGGs8z3WllX59VUSxXM14Z6vCshAjx2KcZBpbYZYW5vq5xKmgD5p0l3sVa3LHUr7Fv",
-	"MZy59yw/IxgwfrfQrjanCehlInYu9BnE6IoxqMDkQ066mo1lE0gAGNNNdPt9N5vj8IWvkYaWqnlDFVfD",
-	"qO3FpnzFNkitY6+8xryYNvJMxJJmo5jP0Qj3gtw8y+sxbiQwOnn7wpD7WiGBEwOphOAamYOdfP/++yXC",
-	"5IHbokjX9+9DH/7MlXh0qHv/w+m3D55A9e8xMUBzmfIyZTxfzPi54Rla8DTN5EWEtOaWSv2Hdy8fKD4V",
-	"7mmo1y4XS6+QK/70mOWZFOy8FPxSEWAd54A6AxXIdeeo3Hufncg12g4iV2HKolk2hcNDkk8s2IKtJT3q",
-	"qgI3Tiq0TEvxHb6phcMHclVZ8UzqQ/L6h5dsMuMln1SixAgZ/T6W9EK0pTAIA78LBlcQqh++LIvctaZY",
-	"VxbAMC2gnPA/UIPrwSWhLaJzgcY8vhbq4Gf6Hnn1MtJHstLHeFVmVSUkbob66YslVyyZL/Mq03fmQ56D",
-	"UVMB5TgsJWeLnGfyAcyFfoalosw+iNTV5tfvY11tTV6UfDFTUSy98UWI9s0qMYe/tVYJQSDVsz50aEE3",
-	"TqEtmGdvUODIOBdsudAndDiIBgP4P7Mz/RlDdBuoGfZ59ir7c4/2+EmalkIpofr372PMDz9IWNe47yAs",
-	"OiF/zTn8VYoGGTBm4hZTfSypyQhJz5O8mPD839NizjPZr/IU03CfZWqR8zV7zeeCxcvB4GBSfxA+FUnE",
-	"Tt5/8+KFq3StFnwi1LFlJxsOBqwUk2yRGY5qLBiBc027TJ8F7m01KEpt4yX1zWZUSRqMD0CbFuU85NH2",
-	"klOI/p11zWKa+g82Eo8N9vo0l16/id0+2JrnsCsXC8FLPS57AGj5XmbyEpcujFgGxUEDPxtuOe8N5HAN",
-	"PU+2kICpJ2qogYCMvFZqlFLPkW3clucOPGFENplVioWuXPRGQiz/IxyMwC2KoteWGY9lM2LNuuSSI/dl",
-	"s3Qpr3eYONpUOOTeMTkvG+O2bnRyAoHSSj0JRhPLNxaGEGwOnyXUr+HhzRBsGFevjroRy3CSe8HSZQqW",
-	"E3nO671Bcr1wOBHmyMdSPICLOlMeK7pLWqcNeY/Zo8y6SVUkFAjQ0sD8qfdwjzYQ5pZR000DBOrSkJ8T",
-	"kC3F1KgBuC/8nhrfvkWR+G5nVvc6Z5UhnAo23VJfM8FhiEDPaUAm7qnGHgEuATdNfF6QH87OCR3BN5KR",
-	"3n7/fn11sCSEllOFnAizuRN9GSVsWuRa1+uaHKYRrUAs4aVQYMfuVVhoFQWaoZFNcDZJmiKzjAIVFItb",
-	"qDnP8zM9zLNieqYvENJ5cdVHR0f+hWH49PUtBzd+Tx8gKVaxTF7hwB68eAbwaBDZk3Le/+///X/+HYuv",
-	"6HfeUwwluJXeZhb03YpNQCDBni0s1uHVadEmj8D9y/1iNJarbHQYEcM7FQvp6dmmux0KzUA4Cvw1+Fyf",
-	"EnEW+RoXBko7JrRySYQk90ncgSNLoBMMDRDYIrJpiraoEmiSWQUJ2thz0oxAM7DnaZGvaa+Y5wD8BYSR",
-	"F6VWjhkVlDHkkqjFohkRljJRrDAFiLC4jQsgeUVNWPf96cm709OX7/U50//hsMOn2cUSIvl8qY9vBSyJ",
-	"qQNl2SpGSJCYFxeZ1q8Q1cqrSk+ItW6IBPPVi1fPYafoq0E/UZS8XLMpz/JlKQCPpnsWy+Tw48fEFI7g",
-	"pqdGoUyLFUo5Y59w8BLAAcgkG7F5JpeVUD08/1WZ6S2DXNLDiI0idhix//7f/8c8x7pGO+CSzYqlC/rS",
-	"OJQ2SKYmK/GJVu7wiwjYVMyZNWzVC1HOuQRvaW1kLDkKBmZtHGc+SgfWMyLeX62ihGpVq6JMqXiOJ0MI",
-	"2ISlaSxtOHDzKb2v3+vV4blpi0x6oZiamVhksazOi48OCyJkitqQ1QFW2URoIzXL4RdrVi7lsfcAikPj",
-	"LkgzkbJ0Cem/3E6otzBeN2GPhKJD27LbWnar4k+SqeETy0ybOiXE76DjvT4zKGVW8UvBqmUp1RhASfpw",
-	"FVPPJwC14M3WGLF0qeWtPVt4I9mFo40f1tIyJcS59L9SYlJIA//yzhL5s1IKG2kdT1b52tQ9U4UtKjbX",
-	"DbquuH5oMRNLUwSpEfV0U8n1RTGlCjA4djPSrpkMPL1gCsTy0L2P9vsxCoM5DNBOKpKm8ApjoPY36VKQ",
-	"jm9frVdHwQK4K3PeM4agL9+bshIC+iRaj7UCucGg1zdjAqToVjpqgU0nhADNLbFS3ch7AekfN0KfIRSr",
-	"WGSiVqsCAJP4BRRBgnxh/cGa7jCtuh07g5/stJqR73sRdVfrYLfOcNSJOueTSWfc4eVkln0Q/84nc9E3",
-	"4Liocw7j6bz97uTB+Ug9eXlw8qATdeAXmZwW/z5BZ7/5RcRswIAsMC4lDxrFS7xZW55s+c64M5VHD96u",
-	"OlHHGY+dcecfXGaq/j50Q6LKWgP1F001fWuocMsE2Tn4t/d/+Zs6/8sT9eL5YnY+z//54nT1YfLs8E+d",
-	"NpCg0xKhmkswxtPRf8z/43+9+FN9lP9Tj5K9+WeRK5rA1nHTJH66huf2Fe3VO4UV0kC+QeO3EVk3+qVv",
-	"RSu20WS+Ms4OXic3f+OmI6jp87lVlJ1e9G1RzjcOzndo1f0PWpEE18NuQzufTMa23ZFNxCVmtKKcN1/Q",
-	"heYjbaagU6O3jwG/ML6xXZfUc4vsNlQ90m1uvFuN4pyndJ/X4R7utDu4h6EhmRJ5/ZUDMO4wLSjGlri7",
-	"5smOO2PTstZI5T0CIpFKf7HMOaQE6NnUZkhMJat+HUbDJ5/+x835v80M4B0RDt84UGns9MhOC7bR2Xu7",
-	"fhbp+rQoXhbyog6MBU8l2CrbHJS3WSz9kV4mKoBmliuHilx6joYD/N+thmi0edqR9WFaZT8IfDQjG7ut",
-	"0sZICmKtzctuS2gisgv5DV53TYr82i3s4kOe5N8G32kVF/ZuHbc52a5+x62H+0zwvDlWdBzuY4SkHo2d",
-	"s/AuB3UjWNac5/oSEumJ0V+C6ahHd3h4W1z/dkfxjLLGutHL1sABsZ6iX+1WMzPPlMrkBXBP1s+qxSNb",
-	"9kZ6eh9SaFFqY6Nas7iDH4Xt33xEsnhnPLLhgNxcs1mRpxDTNKrptReLezhuu1oehvuWQ6h+OP32Sdv5",
-	"w9CiidXZqOKOChcsR+U1BHG5WkO36Pcy/8Zqt9s7vykEequBbGn05oNCizkczl/RivbREy0d97t9c0gL",
-	"AZdAHdmgqPqza3SeWyirVve5aeD5VvNdFcVLXl6INmmkZQrpSOxV9udrySGI/uiGS/TPDAeHT44ePxqw",
-	"83Ulbt1lhKeZSFAdzVsK804/8LrTaozZcOT/KAqiuLy0dEW3I+nAHIENSlsNFRPGE60DuljJK7lFrtTa",
-	"9sQ5gsMhIGWj1KsfZWsB+WAOBq9aYeSUELGrHme8JmMwWZeT2f6UGjvIFsW0EXRuG2YYO76+ZupG5L9q",
-	"H2Nqap8njLK673C1rE5qBkbozy9KKftXcmN/JazTFCjEODE5xj18JLgpf965ROl8Ua2BMR0RkECSsxlH",
-	"a6OXLoBngLEUPVMmfKa1OoxQIMisUgxfqm8RBJ1Xx7F0LArfnZ6+ZffvHw0O7t+HiA1sSc7ygqfsnOdc",
-	"TjBwVZSTmVBVySu9byG64oN5AQpSTFlZVOCHpIi2ib/C+tvo69HgILFRYRPfakH4tvj2aapu7RKFdsKj",
-	"+g4++j1CfKHnfW+fX4+Q611zLk79PVYL1bYIJf1aj7/V/HDpDpTeQrQTQTHDrfilhdTrgngZI1enmfbj",
-	"VoS0nrHsM0KkK64urySdQZYZpp9twwmxOmdJZhBZG9hKAH6oBOKX0cCNDK5HL2cmTUZpmMtIEsnChwEi",
-	"5j3g0+s1aFsuMwzkwigAa+mYWw6OIL4YS65UdiGFcGQnrMvlmvDMARNOj21hQUEkGLVWIrApX/G1qj9I",
-	"ZZYNEvxSiIXS97PN2YM5n4m1aSxF+g7L0AejG2rNZVWUl5b9A+BRI5YWUhybpTNECIwr+AJBE1IwWaxY",
-	"l+Bs+vgipDmbCwPvgr9p+NhKr49FV85UxUuTxAwfTDOZqVmCqcdeQRb23XfjV6+SCI6FpS9xM3FP4Wv+",
-	"qXsE8CI96ZSSCxBkH8x1T/WOwx74qyGL1XGtO5lixYLqOgC/bGHC8LH02+mzE0hZx1skgzpBTQ2rm2Cm",
-	"2+jBARX1TyKWjA71Hz1Ia/ZA6A46aXNAveR0AsE0VfBNKfaIrA4Bmi2Rz/aW2/nQqeJYUMUnU2ezokrY",
-	"EPAjAMxblhdC2ztcXR5DFZxMpqI8I7wMzPGlWGA2oPlWHccy0ZIMvq677rpVmc3nWptDpFQhhWJpWSwW",
-	"+rNSLASvqNFCTkQrd40UK+jSxvq2+svbs8a0k8LQ/gq4YfSGOACGGLutGt+Dro1TjBVzCyCY+YbnOePn",
-	"xRKXv5giMQjeBB37T8PHORrufFmd2km4awr3Z426uTucqKup2+1chn7hsOVuXd70bhtF+z5rUorS/Ney",
-	"xoMLJrwrrhwdtegMLWJilsElxbr6Hcq85JahXtrQrz3e1F2SMO3znxDS8WZ6goLjZsGRyPA7bDBUWbbD",
-	"3mgzUy0iaH+BIDjqf4ZL4z2e6pYRp+ASzJQBeVFaT7njFseXeJ7Gc2Fa8sTJvviQdqkrcKNg0V5Zhqx0",
-	"/6oIhvSoPC0fTvTulr5XUwB0+B04gHzBtJn5Z6vuwXJeCVXhho6lY/nxVajNbD8GY28VosIkQsLoHVsP",
-	"JIrou/6EVNcGyYzV1D1iGeuZMIo36ybmT3gACglilqNl16VXo45dCtew3mqmnWIKsDytuVYAN0XQqfes",
-	"tR1Kj1ZI/+CeYqnWdyqA6HeL0ugt+ste5JIy9dWPqzO3qQpgOVzFkLMzKw5zpDixvD4rjpGqbWKc6HCA",
-	"d2czH86pWWVLV8O2s9WEunm7lcEaRsb4/fvkCgsjlt2wIbnMc+cFg01HWZ5GpmuDAyUrErKTyYW5aNqO",
-	"SrSq69Rm1JYjNtBDOmakBNc04E366i4FLr7x90BQeBzU07ZKFp4SW9f9fIE9Lco5r7CcBQB85pnM5ss5",
-	"qKqNShfRxsob3qmGNFCe6362dcyAQ2/Vi89LJvQvxsDjnd19se/sWKnjCIlHLIlJm5GEfC7GKUIcLZ5X",
-	"lA5rjaFlFDC06HaRxcSKnIA1xlhuY20/m8dQfrQ8d2CfK4Va5tVN+Fe8y4uevj0ji/MbuM9QaMV6Q/mU",
-	"LTixRNhCjrrWCKLrFYhvyOO8AWlWMDhXjMaibs6X1R4AMXtTTUG6/QszxmyWCC067fW5YU7NNeiU3GvW",
-	"c/FLuCy4Uga4ZZMU4ZrfUus6lq7YNVetqiHZr5YnJCs9de/Yo7pI4GWvkUCwpaq/79IdMRQrnoY6phTX",
-	"0D/bXVk2To+pmjKf0bvbQw/F6pgNWSmKhZBQ3RVSe3PBS0X6ZNDwcSz1hJl7i4JtGSQSkZO65Vd9lqCs",
-	"s745/Cck9YuPYrLERMordLpS6C0AaZpZxbpNH7LN7N2g3NV9v4kWvAkV81YGYAlK3TH5P/WD4Ld1fmFn",
-	"uevVsfGAUuDSw3SAU6M1PAAubM8oUBVfQ86+vsaSyEUnIudqhalANZGDDZG8ffP+lPlBmqRvbaLNavSE",
-	"S6aqLM/ZuRmb0aYtIbqP1iNWAgAlYtVzQ33/NtgEkIRLNcAyBUXZ8dZGo3FVZpUzKDz6b0wmW7lI2AQO",
-	"pjmNsUy8cuasC8r0Gde7SE7yZSrS3i7FhfWk7Ke4+SHoz7h3tbl+UQognNGCTuseUnys2EoIbb57pZJG",
-	"13LGfoaSSF+Jw6q9stMrVATCeCH5VLZDruD06DX+o57Tl1civoXtE9HVFPnCH6JIKEA3ucvuoLbTSpzP",
-	"iuJyb+XW1fLc/oxZ+asvc5vNmhcXx1imgz5ADq8VX1s9ILJ2ZGZ/aBOds2oX+UgD20/19eHoayi/vvUH",
-	"P+J8uXjHHye3vSA6baxwp7dUZKPn7vrU6qNBCda71GQLDm6QZG5oHmw03RtfLBN6JepwPu19xPQVYoqS",
-	"N8v0Iru4Oiukfs4iF2J5NHBY5qPBoIeAfvEBHMcJ/BffZhngTCceZGlyzBJtziemRotQlRMpxAqR0JgS",
-	"w0o9NVhRaJ0eKpbVpJgLUMWMqEmiWCaYII8bONEvSNhD/OOMvoIGSW01awIPUgcAFUh+GdmlDoPbVRZE",
-	"rjLhc0FPI2IKNV0izYgcIKXiWvunSneyH8vnstIrz5AWB/DlBwOW8rUitVbr/+l22Wh2zxW+19Pafgj9",
-	"r6N2J6fbMXfpfX3LLwQtb4RAp2EAkdf/2+SGXSD41PWF9ia8mtIkwe+k/3d1x9peEe7+9pcdDby3HV35",
-	"ptv7cvOikX5qSFoglsVZwz95d2TjUdwxZz3ujJ8Sv7XxUpKTrI9aJ7oJ8VDH+hVxh04vPGyPr+8f1f2G",
-	"mscD/SbdceebTJd4Ks7mKu6MD47a2LPJDzoE/6Yj2350i34Pa/1GadLS6aPBQdBpkCdHg4OWzg9HWzqP",
-	"zlnDRf1lVYITuC/MLZMXF1+JghBcpnlxgXL882sJPwbCfe18iuaCunbRRasxEJ7uIO7gzYeelLLIher1",
-	"qTpjq340RqcdkdPo+1IhDw7e9jVfEkabiboMw8tUol8ldAECKR8xmtET+C+VsC6B60pWzLOqEumY8Tzv",
-	"sapgybLM9X0ujZ6x0P3HPRDFkoKoRZk6Bxc+NxVAJeTcSBMRMUSoGsXnvSGzpQVQsVQLMcmmJImZ0jdz",
-	"F+koVaDLsD+5VxHyw36t735V8fkCVBLzqX41r5al0L9NPgwjlwfg6HZBA3l18s2D99+djI4egV8y+dW9",
-	"91P/18ZbPvV/PS/S9afEY1ZWYlJC1b1Lse4FZLG6PSv0WNz5FQvefer/iqvxKe5ELO7Y1vVT7779hh0c",
-	"HDzVX6S84vqzX91MgyswllB2Ez55iKF1QL41ymtaJ+inT4BlRZ1q9PGjSeQYDiiPQwG4wN4Qx4zXCX8N",
-	"FxcxmEHEbTtT2mEsZ8WyVIwj+yx4/P7f/2c0YP8/9g+99cpeRBs2ywXIuA9URMi8DGQgh5LdUqhYrngG",
-	"sAk993pz+qeo12c/wvVs2plxZVic9HEcHTLsDhKJ+ZLHI0OoI/ShjCp+dYafJL1jJiQ/z8EArxi/4HpJ",
-	"ujVFF682IvpNsMzlmGlRlfTAFT4XyrzMqNyO+i+W4CpTrjvwAIJm4dh6vGaB7gmeXX2QwfqfVdVCjR8+",
-	"RGCC/hf8wyBxDDW34Ys7Bl/ETK+egd2dI6ClFKrIPwC/K2eLMvsAnIp5USzO+eQSuYcfACGNTX2FzB9Z",
-	"yAeL5XmeTWwe+FLmQlH9atS89Q2X58VKoY//x+d//u7Nm+/PTl6+fPPj82dnr5+f/vjm3ffvEyJVtUyV",
-	"k2rJ83zN0oznQOWmXPH8iujWzKWDW60UiKFUFl4yLTBBlHU5O/j4EfMDSN/DOrZwvnE6VzMlJmdt0mR0",
-	"qKfm0SEruUyLOabNHhsZG3lEjLGcQ15TIQVKC3yBhxTCYwpXykyUwlo1VIyWHOYbtxxSWDu+UCEn5XpR",
-	"+Xsbe3JPS6hv3r06e//8m3fPT8++f/73xPBk0mVkNgrs0Uvh8i6MruWoLkHxSuqg7MRohBae7e9WLeVw",
-	"+OYJ/JcWV7WCobF8NHAlQ2nIxD3qZlAC9x2RfIq0t8W+20ftULhTtaKSmcYoKvlzXa97v5YTkxvy/N1b",
-	"bcjhnd0Z/zSMRj9HnWWZd8Ydc2DhjjSMX/1JMX84KeednVXMH/0x3m1coSjPgaHuSoUZVaU3Ml93Nlbi",
-	"fI+b4xwStu8uRc6VT7e7L+7g4X41/f6vT8snf/n+77+Up6t//PD22ZMXL9/+x4ti9JK/5O9XmFB3QyQN",
-	"Cc5WypQTlgpVZRLVoUw6OcukqFZFeTU/wbLMx2w46Ov/d0QFqm8jqn8LwIq6yHAZp7Byvyvz6HXxHjr9",
-	"vVjXU3/Nvmec/fDupZEUTpWj6/9z2kjY19A62oos3uZMRdRxsJChXVN3m+qbB+k/gd9zbHQouqHQrxkU",
-	"AGkoagQnMJ/yCkCZ+m7P5MWZyuREeMnOpGBXqAIJnoICeS6EZPSTPsMpIeUBMbkET2Un7JdlNrm0ft1i",
-	"pbT14Y9YRSyBYwRmCfp7/8SG2y4pgn5+IRndBP69kaG6+RkQfyCml2UOMnrr9Qh+H7pWY3Ovxuaa1p/E",
-	"dO0g9I6cTz8DMs5586FQXnhdU+01vf9iOktxp7bdPL+Z23EOVhdsOw+BB+Vk0ivcUnuTprXt+NW4lpyg",
-	"bHOwfF652fQpVUJVNwsevwd+ZeeR0TJzvXCxnj4GXgC/zpMxehxcaEFr1Vn6Kek5d4xMnY2kGjYSbXl/",
-	"8rSVoK8kWawo2IT2OtoYC75UmKhtdj1ZEB5jhGENnxRzAfIWbT8qUFKCnMXntRnWcE2QU8XwggsJpQUq",
-	"z6EYy7y4sGHvMfMiVdqsG338CIEkoMjvRRZdpwWWnjsKPLkivGCA6QeRUIJ1V7O1Hi96E44JQ6Yf8LzM",
-	"zioMnFdK2/WxPDGuCEiZAeMsy3MXS7DAeHsNbLkVToWqvqqgPS5WE5Fkt4jdHiNQeO/OMvCCJEbOXztS",
-	"AnVXg0MYdyAuejAd8acTY0F84UjDqXcoDQRW700nDL4OzRpIdcKhIcnBZ7wS9IF9hxDC4GK4JoY5uBqu",
-	"BDQ3wEax7HoQZHNR+kQZlu7fy+yyLLSlthABnQxxgljasEPkxRco48y+uQZfDcMsSd+q9bGc8lwJvFCs",
-	"Kxo48PWEW5dpNRNzd6tg0iHejXoYa+FwDuDT0/eV5ylFr5Y1G+rTdExFn8Dzi7BlGUuARiPw1DgD9Q3B",
-	"JwbVBR8eswRoicSZeQj6jc4+KHoDLr9YOmAB4znwwtjLmXyS5p8XPJObHGq+6+xT4rnX0Bdm/IUrbh2G",
-	"Efry8brbcrvcHjeLS2pOyjVvmx/9XvwmXVc3F9wBPtQn+tF7+7O7vHTrn+7KurB+Gm9TQgrcMs97X8nd",
-	"giL4i6Le6r6akE7q1865Fl3lybKadcY//fzpZ/21loFtOCZEHExc9R+IQYmUna9ZouUYK5cy6fiu6vHD",
-	"h/CLWaGq8ZPBkwEkU9Jw23BSDgCHuDjka9YvQ1MEr5S+gwiBD6IJbPLyXbUg7ebigucYHgDBKlPrPaUS",
-	"cAgjy0q2mBUSykkCzZ6iuNAvy0xllVD9eoJsJlTr+8P6csXUT7vIau3As23NYNoUGQ5Z6fmQvN8jvLn5",
-	"42eC5/bH7KIoUmULRCqsU8RzvyPw77aGismSSp7Xu+H1rfYCv13z+5a2a6XEvV+ZcuHN3/wN00pCB+E9",
-	"ZflPwun1Pm1p6zmSKULFVr+E81KJUt0LGFb9RoFqsdnaezgYD/TOWOqT4SVaTZvcJX4n7YMtrZpS2LQV",
-	"ifWNLcriXGDDAVEiPudTJfo9J4a4lr0WzOWE1EcozbZY5jmgOBiVQM4qxHl47aIHum1OUFtxGltz4ch7",
-	"XRVGQp6LlP3w7qXfbysbr+o5T9OMyLtI4TXTtjbsBv50iKrK5EVbs2+M9qPQ9Caph27fdUHnytXnCwAr",
-	"VKoKFEwsqhbLxBPjFOuHvqGPGLTgtJhoBcHI/v48BWTGJM/0BqWag6j5qapeIJDnwNAGMU4pBNbNm0eG",
-	"w8yklq9ZWrj1NeHkaa21e56vgZZGj4e6gvqhWXp3V336+dP/FwAA//8=",
+	"7P3rkttGligKv0oG93SIlFEUq1SSLVZ07C5L8lhj6zJSub1nTE0hi0iS6AIzaSRYJbatL+bXF+f3jhNx",
+	"3mC/yHmTeZIT65KJBAiSYF3c7pjumLFYQCKvK9f98ktnbOYLo5UubGf4S0d9kvNFpvD3aTJPtX2rsxX8",
+	"ZZfzucxXnWHnVAuzULksUqOFmQiJ7SJxsRJSm2KmcpGbTHWizpXMlgo+HptEdYad48HjTtRReW7yzrBj",
+	"dLbij8VcrkRiRDFLbSfqLORUdYYD+mHxV26u6YctZLG0nSF34wfpdD5/jjpfy+SFLFRtwiKRhRLFTBYi",
+	"McoKbQqxkLltnuMgmOPPS5WvoK2cq0LlYtSBrkadobBFnupp2d9cFuOZKGZKTEw+l4Vvetv1/LMxiX2V",
+	"2OqapvD0PE2sSGl8KcZmPpcHVsFsC5WILLUFnE+a2Bus0w9QW6x+EK41V9NlJnOhPi1yZS1AxKjzHz8N",
+	"Dp59/KIb0b+9h/90810YuG34bpH+Bid7Xpit673js32vfl4qW9QXNUlVltCqJjLNrLiSWZrghdu5rpy6",
+	"FBcmWQ25p1FHyzlC7SKHq1us/CMAn3lqbaqnt1rMczNfSL16Y4pvzFIn1RW9pgEikahMAWiaXKT6KrXp",
+	"RabE2Cx1ofKFzItV4/KOg+WFjcXhYHCIRz7BMe9g/m/zF0pmcCxprmqreKNSRG5janqeJkKbXCRKZvB7",
+	"ml6p3ccTfBx8m1qRuzFvtwpdyHHxdnJKiJhXVV3HmBrxuA534DOxULklrB5MtOvQerj5D2wEK9BGq16L",
+	"Vbshh0IbYZfjWcOQgP3r0HDzvYCD3AqOVSiEo9gJfdBIPL47qHthxsu50sU+8+RPds+VG4qv7nK+uoaB",
+	"4cmJwEYATYfr09LLLCtn1XZ4uxyPlQ0IV+cQZ/AKgEPLbI0lWWr1aaHGgF2syq9ULiZymRWim6gCcSiy",
+	"G6lGNM4tMjONxFInKmdiRqgzTZog+kkFolOeh8AHolt+K44vJs+OJo+ffPnlxePjRD6Vj8fq2dGzZKAG",
+	"6vjLx097tzoCtwH/rnLz33ETiCF4o65f1W7LK21VXqgkgEZYj1bXIk3uDyyfDgYEmW+XxdvJe6mnazyK",
+	"Xs4vVI7oUoqFsSkQ8gdW2OU8EoUxIpP5FHkLkRaWaPZOlCq5W1inWSKjl8PgQyHngEKtkDqBIaxYLkRh",
+	"xLPa//rPnkXi56XURVqkakOr/rNnz24Fru/V2OSJfavfyak6M+Z7WGp1g3Jqcm409C7khblSeHRz+Smd",
+	"L+c3YOWqXQLjw5s1XwJrpIQsxNzYQhA833x5P+hLba418ujVVeEj4L2Jj5O5QhzMd28sC5mZ6VKdwNMZ",
+	"YPmU4XcnYvec+VDgT/Hs2VcRHFyJ5NeGud1t+1FdzIy5bKZSp8IuL+w4TxdeIGR2QY6RmHs+YefKrmkc",
+	"cXh0J/Tqc9SZKZmoHI/m5Zmcwr+J8pPF2V8reSkKOfUcSK4W2Up0rVIiTvXE9IMv4kh8e3b2DpiXK6Xh",
+	"ie2dCKtgywtxIceXsPXxq8nBG6PVwWsQHOI+LJEE686w8+OjUefyf725OjAf/uXL7//8Kjn9139FScJz",
+	"gMMiX6qoY8czNZcw5YUsANF2hp3/gK9/Oj34d3nw18HBs/ODj1+MOv/UiTrFagGdk+BChCJR84UplC4O",
+	"3qtFJlfEz1aX/wEYBGlFDEPG4nqmdLgJjENtYXKV8DM8YKFknqUg6TPKv04LkpCsnCsR+8HHq4Pv1Cre",
+	"vJ1By96JkBcWZoTwc51aBVtX7oPSy3ln+FMHJtv52LTo96rIVwenk0LlTYsdGw0X0ohrCcelJiZXTCU+",
+	"FfW1wOLNpdIAv5GQ0Cdi67nUK5TLVCLkspgBHIxROLPRWp9wcvNFISa5mTODm6W46UkCEnMFNg63AcE8",
+	"1YgNoRUvHOjvVOV0R3/88eC0nI1qAPXsWq6siL9WMld5HJVnlisJLDjAAV6j8/CIqtBLHxPB/+Ook2oU",
+	"Tc9xo0adSKx9/8dRZ0lIMhLq0wLWBvggV1fmUiWCP9wK/vVj/gyYgJE9Xm3EtcDvv2oAcXheWQPw71En",
+	"1Y5ydCKUhZm9P0dmYfNkSANAm/8UkNeOc6G5MS/eOD9+V5njV5vnyM3vZZ6sZqpO8HlNrwQ0DXGlYvoT",
+	"EDOpgfmbyxUgCyUL0TVaeZ5HKDmeiSKdq14Vqh4PDqPHg6NO85I9wdu64Ln89L3S02LWGR4NBkgtPNZc",
+	"U0htx5jj1Xdq1UQrLtXKLZ2u8QMrxjNjUEzrHgJmOXryRCzyVBcSpLXTD89fvRLjmczlGKA1ItlXWiHF",
+	"Dz+8etEbaWQP5vJSwbMc8JenRNd5WgBGnahhiVthDlVsG+KtVIuj45GemWUOHKC9VnkzDkdtVprbgvFA",
+	"3EAvhgLJQgSs5EjjbKznV+RUpvqkYV5SJOlkonLAcl4isCIeAds26sR98UGpkd5BDPojXQGRJxcD9aV8",
+	"cnTw+HB8fHCcfKkOnsknTw4G48fJ48mXk0P5TDn4IapfAlCNGnU2gc2TJ3hN3N+HVRgSB/+/j19sgJwJ",
+	"kHuk9utgczZTIgbuI0bayUdQwpCYmSyxomtyET+MeydEhdNC2CLNMkGdXSjLqHqRrSL8SaeLW/t4cCze",
+	"mEK8Nkk6SVUS40mAWCBREdiSA2nevJCX2bR1h3jj1jeGtbbf5Ga+vjHfAPiJRHp4XKg8NQlIqyS2ehh1",
+	"jWLW0cYPrJgbXcxqeORocPT04PDwYHC4AZXg90CLO424El53tqzjzKyv4nu5YxEGXjJDjuROmGut8gcW",
+	"MaH4q9FqwzIOn2xbRmH2XMS/LtPxJasEmyjR80D1diLiUgMYA8WOmTrGCKkXppj1Qr1llZHZSL7KTju3",
+	"oVa4lG0U/0bz384T3HS2n4Fq2YXRluxqb8wHNc5VwTRmbDQgXfgpF4uMWclHf7GwlqpFLlEyydK6Cg7w",
+	"SyILeSGtEglqpQuHHJgkAOh5m90DK3xHTRqe0EZnVX6VjpVYankl0wxoGpGiTQPCYOlc3Uqo1oa3JtC9",
+	"G6QvY6Mn6XSZN0rJ1ZmzLGm95F1bAGu/ZhIomnj+/vX5h5fP3788O//u5b8BHVd6nK8WiIPSXFg8MXs7",
+	"YbQEoH/K1aQz7PyPR6X19RG9tY9e6iuVmYWib9ZJSXXicXXmcSSsAdoxlhoWfanUQjixmhdxglomAgfD",
+	"KhGrCoGaXBR1LOqi1JUCXsSbekmE+6GEhLgXVSHLA8Mk1amdOeiD4RzE9Tufo84bUzhK1UwuiURem2WW",
+	"iAuSpoCPvJ4Zq1BWr0nYAi5rcgIb4shdg+TftOvc7BG2wR0/M+a11Cs2zdk9ryjJhadVsXD9vlaFwGZp",
+	"EoVNMymarUpHzwJg3yGWDsXRAOiSmKd6WSCJqs3gVvcVidr6GonWqU9jpRIQGworQIAQWTpPi51LKpv6",
+	"LobiycBxlBYXYVGix580id/B/dy6bNSFFXsAwEgjBIhugUyhFotMjpXjNY4Hh8ich2oHGj+1IjMoYS8X",
+	"kVjqDEZJi5EOhlBJSB8y4GOOjgWKDidik77me1iG7fUFqlpGmvQicaB4iflYbF/EuMExs/+jTuzXH1Kj",
+	"+NMBHsgBtSbOP7i/NaXOtmscNv1MClpYsMnTvxKu2eMqs26jCtg/7NJlNCo5DwPAXrbo4eZ30dny69Sz",
+	"3dz4a3FBWp7fzZ0K5xN4LABgb9zMm0KfOK1fzgXcDLjHhI7MZAOaFVNVWHF89Eyk2hZKJpu1nu4WVQG9",
+	"SYe3DdrX2juQdxT6H/zlPQLlPmzPZkh4wS1sbzjSLVYeATgvda7keAbb5WGaCeMDK2D1Ck3/udQj7cEX",
+	"PjfLoi+QTOVSWznG+V9LK3KTAUhfyPEl8pBOzQPvrvO0KBQre3ickZ7LFTBnqLBHZZDoTtDEiYqiaJdJ",
+	"oNd0QUe6HX0oTxEB93mmZA678SLN1bgweaN8e8qWYa/9UlkCwOq+ORGxXmZZLHI1N1escKFPuv4DcaHG",
+	"Zq6sUPNFscIbvFUchB7pKpLCsiYeRp1PB1NzwE9d4/4b/vETdvkxbHaQzhcmL9guNOsMO9O0mC0v+mMz",
+	"f2TkIj2AmzZV+pEf+nP4ub1MFwcG90RmBwuDRnyaXekHhdgiSVJq9Y68xlK4ZrSK+sZW3LKkZeNjngg7",
+	"M9fAeJyI+PTFi/NfgFH/HIu5ml+o3EKbfCXKkWiP0SqyCAb9pQOQepUWq3PaqTWjQNRxnGzjuyljwOY3",
+	"50Tl185xx9l9jjqAdacmXzX27V7eovu02NA17PemYXMFvN0u9Ib6LECl5SfnF6tmeQxOzV2bpQW8PzNw",
+	"asjfIgaamWsQOwFb0POuXKSRIFiNxFymWST6/T5emLUpq0/kSHJORKJhUagGPCedTMPraW6Wi81vbn4C",
+	"Gz5saKgn5tyaZT5uniGw15vnP0+TJFOb329+YYrmF+RWt36c8WEsMjWVmQCuoVhFIj6KxSJPryRJhtZo",
+	"1OWRrfUwOvrYtFznSHoOW9M4gVxNU5rA2itHnje+uvl5FXLawoQFrRoBsZCfeOxqB6nWDv6dXhcVhzYt",
+	"lD0RQLy8yr2YqXlz55tQFzw4bw1pyzxr7AUu5h69QOuNYLUs5udjOV/IdKo3Nyg5y8b3c5Wky/nG11su",
+	"C7wu1AbAup6l49n5zNhiWxfUKkv15e5WcIqbW30OrY4/dVAXjBtX0pwS6TLO9uBfouqoRsPqd6gEAz6u",
+	"ClquIpgKPqxijxDTEKyUkBGeuscQjEPqSLhKvgJKF95Rf5UDQuqobYB6HX7294vvadP+N51v02nWYLQC",
+	"UhXwq8JqAFslXjMXf1HjolOyP89lnmxmgSYys6rOoIxLxmkb1XX8FdJwdIAmXUOh5nb3t/hBiUo6Ms8l",
+	"9qWAwLbv6SU0J9e8pt4WM6NV+97eQfPNvZWIsnWP7/0nm7qtXUq3+34n/CIq4webvuX0yZM0iM3YAwye",
+	"3/BQX+nFEucwl59e0XeHgUnVb+bLGxx0Q99PGrp+J1cgNLKrcPsj+gZZduzhBnDTcnJr/H/dbr9NHthl",
+	"qK6KATXZBt6IrhcSxfFXu4W+zYJC4xjP+WU4zNGzGw3DAsPO3QkEiJ1t17jzOnOVKJFq9Arkls71M9VT",
+	"YVe2IIZo50BVJr96atF21r46pX+GN5VDu9Fu1nj6nfOv8Pg7p1/j+Xe2dw3XWFvAWSiieV3QZJllXmiT",
+	"Ddz9dq+XjVJG7SI1zTKUO5BRxh5/Gxlk5wGVMsnOphVBpOZHiq9C8Doc3AS89pNVdiOxQIzY7NghoFU4",
+	"9xvdDJZBKj53x19FW4WS6pzek0sExjRBo5tMoiak7DzTmtDSqn0pxLRqvge2CIWcnY0bhZ7d298oBbX9",
+	"rCYW7fqsxpKxlFEKNQ4UtnBePywSWai2nFcNqaRJjLZQWYhMSYsODeRJTlrFPgFU2NHRTjXj/bEZW5nC",
+	"Jn32Ohdxoy5+Ew7hPkn9TVa9QS3y90j+fwvS/bshvDc561Zk9QR9jOSYrTwmuyGh/Q3o5r6+kTVlVTO6",
+	"JU3Cfhj2tB6z7Sx8aS5I2o6EOkABlYIPzTiVmdCquDb5ZYNR5+Wdai3e3anW4gNO/g3PvXWvlc+a+g0c",
+	"YNspat0HG3W1N7D37LCmtJ7b3Rg1al7hTnYZoktSxB7gAFDUIb5sVLBvNoZwAMrWlzc3OtybPaNJ9Vzx",
+	"oK4Ah1dLt1QOhwsP9miDgpe1xKWi+51TsL10KrfandmCeUjrc0v04yJmRWGmCvk8jj8JrdF3g3XaqtDu",
+	"TwG2J8N0z7zIHkxFcPWq54muuyoRY2nVAZylhpZXKluRO4mlABDXQeCoIbrHR70TNjQX6O+MMTNaXa8T",
+	"8BvJ9qg2qYFbqE56vL/Q/Hnbbbi5wvnvE5p3UMHtTNQ/rsLf/1VoMN6cb2dW3SWxqFPc7468Pn31/Ydm",
+	"1xZPRJhzjVyolskT9DDXxYkAOs37inEIKie/NwwaanM3XHISvH4INs2Uny5I1Pl0gMN3ho8/R503L388",
+	"f/Vig2eOuq4dzgMr0qTxSJpdzzjO6Y26fvUiHPnwc9Q5e/n9y3ffvn3zctfmOfb/PvcO8cs+e3dUBzTe",
+	"yMq6IgcdW0Dv+5TQ8m2ttPyK2KQP6oYY/y4kk9Zo2uXtuq0gGvTUkk9cavb332Nr5uy83KBrN4XMml7V",
+	"5kntIuqpaWIvpJ1dGJknZ9Je3sxH4A5lP4pnRbdjeL/hZtTa20KS/2hbcdHFQN5MOkpM5VAujMmU1HvJ",
+	"mRsFu9yTgy1OZi5tSKoFSuU8pY/tXbSa5DD20fHyUUIZboIdrh7PdsmtDDNlOYtX1gyCfDTrzn3/9m//",
+	"9m8Hr18fvHghvv12+Pr18MOHeEfsMQpItVQJvxx/PqAfR+UP4X4M1378U5M0/kKu/GW50UVJlT1HxmY3",
+	"yiVkwaBqz1uqRD4s58GnE5NPTVEofe6H32PgVF+ZdKzseWrtct+h50ar1e4buXqN7eCD1fnlIt31xXeL",
+	"9PWKNbup2Tmnd9QKVaj20raYzxm2Y3Vli/Y/2AaUy5PjTqK1w3fTqR/u+p67jWw+S79rzXeKN3c/QFWf",
+	"FkrbEGVQojEyiuC7c9RGNFOlVI/NvPlrerXtYyBR5xt7qKMsalfrt9qJn3KnPvkNO3bmwGSPHbsobWut",
+	"2BYY42y1UMFtqXMpgHnPNxJ4XmONCtVfmyuVJ8ttLWBCyTKjq73ehjvYNg/fw3lbbqT+RWWta/MKV1qf",
+	"UG2ZkT+HDUf7g92b+WpPzZu5mY1+to1TVDKjlEU30iRS4iKflwhz9zrtIYhUgGn64kdMjOPSD8WiK7VA",
+	"C7ESALvsET7SPgFSLxJmnhYgEcVJGoZ5xWOTKPh3kadj/PGzLsheHV9J+JUrUUig0JwqLOz3xDuXpwXM",
+	"0OgDDD+qjhKms6CecQz2w8G8Z4fRSPMUgrELIwZ96gtuWfWTAcXj1gl0Szuv67MhSwe/waBmlY9ZJHRJ",
+	"H0lf4SWMUjgpUWSw9oa0LKnmuBWM3bILlWWYZtGKhcwL582P0U8TOaYULLtNfw4YGp346LAIuG7gz7KP",
+	"KgmOcH0OP+i0EPiuvpXV/+3Y2J+bzutfKVXoamvPOzq+kg0d//n0jCLkS0CIRKrH2RLji4h5bVzU1tE+",
+	"b8Mae0n0/qt3ToHXQITWG+3L8m6IfNomfDUIWxvv27vyjv0GN2nrxbnPOKzNNkB3ZTaB+9pzu2xIWpWb",
+	"pU66P+tC/L//D0El/OgeDgbiv/6v/y3c/vfEIwEQKo56jTveeBPe7YT+HUxeUpEk/ZZXDzjqcIDHz8gB",
+	"0r4EkEOTo+Xzfm6lwLd12oqC1Ezb/LdOxABgTnJI7kzlqsGl63H9YgX3Z12BiQndQ9W6uFCZ0VOgfDfA",
+	"4OHt+50TsqYdcahrkwL57snXbUnULQnRPsRk40XbdDluY9XzCaX3I1CNat27Nr9VlcI7bPQMnZgCoG6W",
+	"3/dyVXWd1YHfGJ/PNy5VcHFlmObEeHWl6M7m9++It8UoB0ctbCGnFR/u48ObOHE30jcaYDnHxORYBWQJ",
+	"4owTSkrm9sZX9zdze8el1N3dj2/kqn9/buzNXtMVVXHpQh065pRBnRtVzpsw0726WVO+e19ZRi/nKk/H",
+	"/E79vIQzMWIw5Ey4/GLMNQtcCSdrVSuH7baYbLAbk+35cQ0d3TWWuRFqviVqqoN2zUEWmjVcyT0xmLNa",
+	"IxLbfl0GrbHWYDMA3Suaun834sEOdLTXl+28g70/9UsXALAH50KOCi0EtTenr1/u1gKiuR6bbp3pfvJ8",
+	"dX1NwrwrsvS3tu/uwFAtjK+cRqwdeqIsak3td1uWFWm0m2WsBxZFmFqmDEl61k60n9Zj96p355O5vT6B",
+	"McVvnN/EVhJqrGOre0s6cmfJRRrV/LSOyEEbqR7W8mFs80tuznHRzuTOtd8qPirhfVjPjYHb3YiRGHPc",
+	"QMsYfrlV09jY8K60jb9X/WFY96IdEP5D4/hbaRwrJUnuWevoKqncQrlyh9qPG6gw7oIa70Uut09p/9DN",
+	"PRQZJY28Tby9O3Nh1wLvj5/cQvFxa9HgNroJt6Y1/cTxveonTuquYOJi5cy9d+jHHRJvhNltd/lGZLKZ",
+	"MmrVmPFuKBL2dHORrY1xreidfVoGdNd0m5p9xH1i4G6cmbHM/pSYuUx1v8iSOML6tguQCHsnVEQ3b3Ts",
+	"X8vCcVx1w/uPP41G9uMXf3I/RqO++9nobRcEduzpwoQu6W3CRtzO1M+demg6YZ7U7wJV/3aK6tvvaOUm",
+	"7dheDmG9Z0nVr+nmklSanLsTmUvdLCvWI/yKwB7HoQQTl0G/UowakFnjUd06xLI27e3nsShWX5tkta8/",
+	"kqZswli8gmpq/MuHt29ElhYqlxmnJcbsPvEvn2NGHWG3g40Lrc3uzy4d9/re0xToYGvYqYm0+fTY+621",
+	"LO9hJvUSI1R1gA7X19fEgppribP7G12SasifMjobLbh0r+jGo85g1IkRkBCdW6WTVE97RBupljH0Bl9N",
+	"ZJotydBc3+AAW3cHv/50ePDkI/pD4396jUia056vTRKTXweTDGdSqE/FjpmsSx5yuuGQscQulpBJIjLq",
+	"HIpultoCyNUA98SmepqpA6qhWx6O7e9US3Im9rXljVWadXNzbcUjUS3N24vvbnTK/r7OAOF4Yi6LMSY0",
+	"p0zeWcEp1U0hs7ubQ6n5qW0BH2wccYlNvs0v8bfoYl3u+J9fnolHjHweTVXBBeNcVYYQ4/UCZiaoSu3y",
+	"3WO/6xEOUefTAXx0cCVzkMgtfE1xfh98H/T3S+4p+Ou5XKSFzDofPwdp/ZtAbJUZmVCRQxr4hJPhw61K",
+	"YIvnrrRsLc87dntANDLud3blGPJKILduljERFBw88nVwc25E3Ff7K3spd341vgQYnU7UWS5YTktUpkih",
+	"pTSV6xyr9IrfpFek8qJfq3MqKtEYljKeST3dHY7wL2YJotxzbh0InG0jfSgf2xY630A2rqgOpqWKl2lC",
+	"ap6/0FxEbq4xIpFQGpeiOkgTAG0CClx+qmyvTdAiBksky6wB9l7jc8TcQ3EYiaNIHEfiSSSOBpE4Oob7",
+	"9nQgur4aVlC12oYqkxClIAZozyWhXLXR6kVSF5I3PCExBmazmOVmOZ3VAyVvxMxsEQR/nBkxl4kKxq8x",
+	"VFRY7Dbj7qHx5QvSrLX12+gP20NmeCaRu4PlBdl4ud8xRdyHR17mtolav13In5fqBG2M6I9tRUxt0ZPa",
+	"l34ey6zZtoE3Zo+Q/asN4u7c5E0oOF8qAiMah8rX+BlSbd451m7FZbui32U5UmnFWC6ns0IsF8ECfOBe",
+	"Xfyj5URuw3hiTUeBqWLvK6ygxAtl+qrBx21m8m27jlN9IwktFmmRqa3mFV+aXH0qGgwabu8+Rm0uhwd6",
+	"dx9weP50477eRs7+LfZupwrQ7aVPHOp28642t7qvGzdyL30UgXTD7Sw3Yd0iogoqBp2kU6CBGIlxHhOJ",
+	"BFZUjE22nGOpq7BsSj1U8/Tg3+XBXwcHz84//nIYPX3cHIeJE9nP5afVDdyR3LTlsTeG1uK3G88HZdgt",
+	"cWfruh4aLBIEOQLrvyLM1GsBkTZWigTjEYCBDUJqY+6ndyKkXlF5JAUYtFLdurNWLAonTRaw//r//+/m",
+	"IkQwcINcHybtaNyFtie6y0t6E89SKexjcm+w3xMa2uMXqr3U4OAJ4grWXsN041wLFPeSarzSh0nrtBIV",
+	"JLUj6/qVh7idPTJwbkQ9G3xuvkGJdM+LmahJqr35d/vUoPsXZft9FHeNhxcdHX+8ZXBfncwFy9m8RS8q",
+	"a96EAIxWbyed4U8tbDRrZtiPDRcY1QULmcu5AsztayFpkF2szAhrO06aFsYV0GgguDuMfQiYGi7748Ha",
+	"PT3cuA+3ofa3g5sbgcNeHolbyXZLONmTiGcbYovpzX7Uc5fP6r1c23twDG3nLfhNqqUeq9vAI1cLaJRb",
+	"MSrf1RO468ILrzDwHe4mx7tTXG9ojv3yRmUYbmO2au8kcGOjP62vzHm5np6fUgJQYn7em5MyuJjrCRfm",
+	"vDw64IIwjrpF5v59YiGaXGJO5y5yGNAtVsscL/Nc6THa69Sncba06ZV67XaB1BY3Nvjb5fzcDbBrNvMQ",
+	"YB/Y+53YHp4I4Vk18Hoyn6qiOvkhr+eKiokiO4xlQyc3StdfmPN99rFomNG9b+cmdw2ujUOq6xA9PL2l",
+	"t8Zt/C0qzpLB4TZh6W+VzIrZnnh5PYWSudwtZfNXTbN4lfxmEmg74lXNy3dDx4mbmsSbeOLNxuVqGrx9",
+	"GT47zm9nvV/MqglUtjH21Ja56MbF1CwVe1Wb/XEmCyFDAwPrs5MhcuDSZQYmrXZhgGKx1NiNfxkhMzTq",
+	"DMUIE/IZa0YdrE36Oe5FI81dkA1HKDmeue45VAm5+rSwGO0hdYLRLFwmGLs3BXb/06hjsgT6HnW0uh51",
+	"Pn6Oe5RMY6et/rtFCvLo/iapZZMXPu4Y1W4mYyiLL4tMaq0SkcgV0e5Gx9G5knbZpGmO5ZzShUxYMQD4",
+	"PRKclQn+wO0hVkJ0K2S6hylR8GuMHbtObeif1XFOoTREo1GsOX04pqUs1JwjDhw1yWShLFKTYuaXj4mn",
+	"KF4NtsLiqc5VkafjRsU9NGoeEfvNVtiNU0rkaiyz8TKjcEYTDBkJ9Omlx2Pg+Bs3fpGbaa6sPeesGOtD",
+	"04GLRzRumD9DwlptQR7BwWjFtRGJGqdzmdl902k0xCk62OC9iRwINkz+YzOYv97XWeYtmspn0p5fLtJY",
+	"dLFRr7RiYH3iGcaBie/evaKtocLkDae/7kfCPTdnLMQezr1M2Uq4dHe50YID3RXmvI2dtkzPVvnsfDeY",
+	"AITKK5XLqRKutXe7hyXAHxQ2XZj4geWNQvcQuBKUgT+RK4Ag3y60WOIdoq9462HbtwPYBiQYwP+eWeuo",
+	"/S32Iw6ON77N7XAwtAHmz5Sc703BFzIv5nsZDnmkF/7TnclzUaj0A4HA0OgJG5tL8l+5nq1EHHyBKahg",
+	"hGb0ued5wk3ee7WUYnD3OrHzlivEttvWti2joe3UBqvscadxx7fATXCaN4Wg89tmamsmTTe9LNWJeS1f",
+	"WwLiD/2m27EpatG9r8YuEiWhIvhBGKNrvCGYsbb11eG8F8aOfm/glnE/B7hfOGDtuEuXD6/OrZ5/cDIt",
+	"oeD71BbvzfV+YsRb7fjhZm0+q+/VJzkushWzzyi8qoTts7Yv0K9ntUDT1EiT6yq+Yt9W0l2j18VMXim0",
+	"VF2ozFyfVCy7/quxzPOVKFcx0k5ykTUrZlTaMHOixBerNZNiryl5H6sKWiWMruqMbgCBpZtci7Fqxfd2",
+	"f1HGauxuO1Vt1zxVt1pxUcjxDOF5kslpoD4ZRIcf2/RwMR63mugFu5rvbOiLt+/T+OY70HL6N/ZqdDUM",
+	"d4/APuEtGpLCfr+Nqn10iw1zPbVfGH9QFmls/c2tZ+mISusRy+p/rT8pVY97fnL75RXyE3fSeujWCCv8",
+	"4PYz5WqCLUb15f7atr3N5PYAyTJPe9u25xctuw7MDK3KIrSvn1DG5bZrf+P6DK2TbrRqeIskIs5c2G6s",
+	"mnGxTf92F0eyMdfA7unsSBzQIpuId4rfOdhaNPXOL6rFrHY3z828dcPzffij3ypdQq2q7s55pfZ8Zop2",
+	"gFQp9bWz57myVk5VW2Rfqwy2u733k2kvp+3s1FnOdzf0ofe7o8V83d/dE/U5LXZr7+pFgnfO4+eWGGB7",
+	"VMbuNezBjpT1ZXY2tXOZZecgup6bybljzesON7u7ac/43D6XEEnQrcZazludTd3Cv/MD58GwcwZ7sGWF",
+	"adlsLwTZmsm7HXO31Gm7I2nL/W3T1ewZ2LN7rGJ+PpbzhUynuv0HRhdtZXNoP1dJupy3br4HrYHmhWqJ",
+	"rjihzk4Iv56l49n5zNhin6nQV1mqL/f/yqbARbb96vNmjVp77btTwTUYub43Y5m9TvWyaFOxqk25KvVJ",
+	"zhewns7R4OjpweHhwdFAHA6Gg8HNa1k1hk68lmn2mriEm6TW2OZw9Srh4F5MKEINnSIyWDqWVGSDLYeL",
+	"NBbsOowOv2peAyuTqqN/myaJ0mJsFiuRq3G6SOE0IzGupreMhLQUJe0w5Qn8qY2YKZmQF1illn2j65mj",
+	"hdUpfC2tenosuraQOpF5Ikwufnj//YGVExWJBWyzngqzoL3uub354eybg6/Et2evv8dsCU35SJtn0bQN",
+	"z/def7sVV1UtO6Iq0MmOgEyMjR6rXNsb+ZxuznaynlrjRMyX1mXXQDcEP2Wy6F6YYobaau/Tua+P6a68",
+	"+/c/hYDBuUPY415P4BpkqVbiIlfysg4Zx5vdMDclGHrvANElGFJNEIkeSeuJhzCdwBs5V2K0HAwej+sN",
+	"8KmKG+E38AJ/vMu2GeC0ymrK3eYL32SoAXz6QekbegG2SauzhrHXggk2+deho/lpaRrZMxXA1YYalyEz",
+	"XIvd+/jLhoi9e6ukFUwncrPetRd7BVJUNrGBF8D3r9mj+GbUtNGcebsIgs1RA81JefcPKbih+fbOVfZb",
+	"1aQb1aK3ikTYU71YJtOo1ST82ELV2CqOoUV8wu1zf94kbOHewg7uNlvwZs/42+esuIfcwhUv+cqO1uAn",
+	"BMSG5MPhrQ8QRFSliA5JVTDtHaQo3phwuIJR98fVHhc3IWsq8HnTIr6tsUdQe3PbfN9SM19ztjCJ3Fk0",
+	"9wwa8SfN4RPUTTmLpk1+o65fbeBkU+8+otU1O5TcgFXFEdzxNY1i14exlVjnfSOyfcTzETZ14c/rYFDZ",
+	"9z0DSGbmWm8oyO66a5f1s1J1vQFW963vTjNz02g683feW3FPmD93Npp2WX5JWbmjbQPo0jBlJ41rmBl9",
+	"I82FDxipguJ3qUZwxwCPiCu4oKe7wiaRmJuLNFORMHmi8oY6GE3mBxdZstUrFBq9aXYgpA62rP+/Wf5R",
+	"f3j3v/UV4rXjHN54i1R9K/BDdms7cUlR0PvOieAi/iKOOK9uJC5yOb5UhY1EYjh9SiLtTNm++KBkPp4p",
+	"61LvCsysh4nGvPKsIqXXpd9QRvvi4//8aXDwrNsT/YOPD31yR/67UXTDlf42KVnvIKjr95mSdb9gs+3J",
+	"WneHogFiSG1aKIv5O+ye4Sjl56TPzdRUZoJcBkQ3ZvY4UYVMM8sJHSvqP4pV660HosgkV/Z8IpsUWKcU",
+	"+NOslNwQAUz9rZZ5U0Ki6b69XUh9eb4prcB66/SySQunLzFdX23Ep8fNot55c8TXt0p6HszkU6lTixkl",
+	"1zJsP9nQ7aaknb4cJnc+UzJp1elkmWUbJvsN3BcMTEP8hv66JsdS4qjvt7N00bISdXZ+sWyohPh8lqqJ",
+	"EwSlL6q9fcapbrr98tNCrlTe+owuF4saNDQ323SSH2YmL/bcneb1XDaW7spzzIafoIq11Aftmq+Z5vqc",
+	"kuO1WZ65lMTT7W64aNmumLdseEXOdDv3Z2HGs+JcJnkj1Bf7IgNEyvZ8kafzxtKcbcvG5Q3H9kEVRUYZ",
+	"CPY4s6VV5z6P3JqObqoxKHimcjX0nv2MxdHYQPAnUdiqYGtgKShtKfYtjKZUPk5tdZYvgdx8A6SiOVR+",
+	"CwG6VQ6VCrXYkxrcE7rfB6fvian3w8H7YNPduBJ4DOQ5mnDMrTj3vxUabolP/7sjyr0RYWuUdyt0FgPS",
+	"icVcXlIZSktJfh2KKnFbX7ydp0WhkqHgbxznThG+ZcuojMoXMSKzeD8sV2XT/YXZzoDfSG6qIr7teG47",
+	"WtuExrbirR14ajte2oKGbinUefzUyiNXN47IeGQb4tiAKHZhhs2oYOPd33zZN9/u7bd51+XdcFV33c2b",
+	"3pFO5eSq3dIZ0YlUN5M3yC3abYvb0fKwQsgLb0UUXqBwhwIwrwC1B9Lw9tBdwePHfapuZtOt/2DGqcze",
+	"qOLa5Jd7X/kNHhTvcjNJM+ULNJlczKROMtW/nZm9nOV6UtJSL4+NSq1olupLlaQ6EoXK1DSX80hM5Fhd",
+	"GHO5O4acjPY8cBnpuHMrb+SnVu5nxTfk+KvdpaPLrQk+fTKof9ictrj/xUFjOat6spH9t2EvS1gVFhus",
+	"Cx+Wc+bs9nVZSSt6rND+kmpMkdNczXWTNYNfbfhwg62j/ISG7QSjN20k2lj2hCBr06neUnqAGySc2s1e",
+	"tnXE+H2WVA5iunb4sw4/fKBMEi51xJ4xYG0rd9zOBaM9c+GjcSoxzXt4RpQhFVtiH0ovEME3P6naFloV",
+	"jiQHEEFoOT6K16oAbnD/+A2LKdfUunRLVMvLsXeZZfJDaCyjvObvEIBhFeb9EW7yaAiRQVv/hkrtZQay",
+	"LV4PgKL++9n1qohnqzt+4HO/F0qpf7jJifcUXXjvcnUlZvHM9CBquNBzmV9azNCXT7GAKhOTlviorlux",
+	"l1hhrVlBuYP5ydU81YnKz+e4YQ0MKe2kFRdqYnLFCQllXojCCPoan8ng3vssLE+OnjzdkIhlreKYPyPe",
+	"ucPojlFhXc1VcUoW0KqdpnijH5lzLYDjDDOsPn5yp/VwHYb9zergMs51696EzPbiVzc5wcDzs9VC3YxX",
+	"TRqr56Lbj7vnl3BI0M6XCfdJ9Jo53C28b2I2vfbc766ZwH4kyyyoWr5lOmV1mbqFWwdS3OV2MNxOZJly",
+	"Or47MZ7X7oSL3gQDd5xlfi82dVfYFZUrpDqVE+BmDRCAJEsJi4S1MPeJuur9z3/q3IoFrtGrG9HzvXna",
+	"GxAK26i5fY/PsRLqJzVeNlitN6ZF38L1HsWCzp3UwQzLsHmZQns2nqo2171IAF3IlVkozH56VwThBEu8",
+	"yjFPwGQ3JBF3hfXP2G9SbuOvb59NOnA2vRnq/d25STIK2+wl+SNVU7xR7czqujYIW+Xct0bZlIlk2gvM",
+	"lTwiDXp8CzJzci6L+xHzXf+5kpx+oa42WQV1GYVrT8+C4pWcmLCSRnnd7CDTLNXTc5vqsWoai7PnYjE/",
+	"wemiZ0om4kJNpQZ+FbrYb4l7VhhqhIc1Ch6k8MyzloIvtCxHiTz8VaHAg9j64VTBob6dJfxtuSKnJcyv",
+	"+XJhnWuuhArYk0pxm1wYstdRdkjadb9B9192tvQR/7K2+5im4Oel4tdw/uVKX3DX+yKFooB1s9q0RYGU",
+	"1jd9SSWGz+e20nmjPOVLdDeX7fwNVGxmWWDoU3DEHjQY9PBHAVwi/bPtEJlT2JGQaCejHP9CPo2f+7/Q",
+	"7fnMJay5nm4f5hG3tGv4rfTaJnf45fKrMy9LPIenybCw5dY5WNxLvqrDcQPu4Sa3q3rkEUKLyTj0sU65",
+	"dvowBNi1xUCvuTWAjhrnqmj53QdsjOXvAuRcBaJZUSzs8NEjNMwVxQJ+/vD+eyd8MZ5aTyuw0xBVzzGb",
+	"Z9uA4ibAsAUIXpf721SR2tUq5HK8Mlc3RfWH0VF0HD2hcmvR0+YCijdE2h/8Wd9Hbd4SktYZc3pHIf9p",
+	"Ia6lpULVJveFN7S5Pgk8UloyIE2YhyeyBThCOF7Hgtczq8bnMcYcAMhyJgEzEUfHwCQ9PRYXq0JZ0f3g",
+	"cgtwv7ZHOqdvX58+F5dq5Srgu6r4+FlTwEwgW9PopQH1i0cff3l8FH311ec//jKINiQx4fHPlC3eezl0",
+	"r1ggR3waWe87oq57kymmOxvlvaDUPCUrEbY5P/daOvKS1rahQME8tkDV3ep2bkw6ShmqumFUCXwhl1aF",
+	"JflPBOy+yJVdzkmWn4uuzKwRclKovJV40msqIb4/EbuRQuDGlC83BaqgNqAt3BXytyMfYWrYvNI7oKK3",
+	"IoaNgEnzWuZpsfoAM6BNulAyV/npsmhSGcJjk6d/Rdgfiq+xLWcbQa2hSzEizuAvonSptUuqPMPJ7S9C",
+	"ofaBFTKZp3qkMc2JTkQ3HufzA4Yp0kWSbBX3IsyiTslXEf+OpRYXAJ1X5hJIKYZ6FTOV5iP94dvTg6Mn",
+	"TwHJUgUoSoSOu43ng7Mvzwu4kc7nz5yfkkyEZdJcNLF2nr9/jfNOx0oUSs5ZsCzZmmlazJYX/bGZPxrn",
+	"c24KP9drQgeOwilQC7IZwE9Y2SJPr2Sh2IZoez4cIs1r9kUbUfScjUZaHcxlmlEPpSvnCer/7Aka7DhY",
+	"jlOicpAdZv4UC452sSeUS2CkXeU/eyKo6xPhFOKIG6ArOqkDmP6yUBSHhxoo2x/pkf4f/0M8NxoYHxRx",
+	"7UzmSOo4Oz7gNAQnaPvwIaBtpa9UZhaq//CheImNcrXIkFoarcS/fHj7RhAQj3T8CyHoSCBqjtBDOhK5",
+	"uYZtkVPF/0RUkulzLLp03UT8kofBilwjfSBi6gqrfMR2iXU4KKkO9h33xVutyglHIv7nl2fiEdt6Hk1V",
+	"EUcwVZMDjzfSQsxTa1M9dUUGpBXxS+zKBReM5SItZCZenlD9HLtQWQZfpFYAYPgSPQApEzlWfZwozYeL",
+	"jo86sTBa8IQ9W4Jt0LAJb0E6XOb8OewRfQ00tvJ1Nx51Bk7DH797++FMPIJzf2SVTuACQvdlf3ggZgJr",
+	"9eXPRaqvZJYmItWLZSG6dM74CPfNfRsJLeewVjTbuMLKsN9UZI0XAn3ny0z1IhriEIZYakmoyKqEnz+G",
+	"537D0+mssPzmGN5oU4iJWWrX/MmoE+MRqWJmEnwts8xc+/6ewVfJcpGlY1koeniED3O4l1k6Twt8+sSt",
+	"mvL+8sZ3Ue0Ou09MnhYyu5Yri1tVb8tVJUSaiP/6z//Ti8vYJ4T8B1bE/+uAOYeDV0kcea9tRKiFET8v",
+	"TaHggmOQoZgaRoUGxgtodGamPZ71Y7ctuZLJSnQJmvGPv8Y91PLBplzJFNkwWhGzOuUtgDspJHcPg7nS",
+	"JfHz96/PP7x8/v7l2fl3L/8t7vXFqVhIXJfEXYHu0eSUWo+PhNT2WuW4TQCm5QlGQopLba41dUIXSKNE",
+	"4A7RH6zoXizLWtyIBmiGibhQNk3IDH/67lVElTh6dC8QReDFoLMSUjx8SCT14cO++MbkVFEtWHxaiJnJ",
+	"EmiKeAlPvCs1I6gI1iG1QOkLlSXS1QB3PqIySOfwwIo06UUCczhSPC36+LKEYHGjx0YneKrpXPXFSzme",
+	"lRNCQyYJFYzmGIE4EcOtEYNQ+dJPlpnDsNqBy5XSCSYwKpS20HH86QA/PaB+Y9HlFS8MQjPAvwHUUmdr",
+	"8OCxX5Jz3Qy6hLp65dpo3tSKdr0vvkGtVrjjgFMY69F0ucNIqE9jtUApkv0s/FcPbOOC8PYd8Hxo5xii",
+	"oF+q58iyOGwY1kEj3GXpNgTTKlyBRY+qsQwagbOIB4BlcRNgzGE1ooy0tlEYgkYa3YhcbNx7RCnXhqk1",
+	"NbE9hrFEyBJdVfp38MRXi3b5U2oLwJS1gO00wYI20CVjDA34GwSnxDLhGaL0HfeJYn97dvZOEOWsEexI",
+	"pHqcLTGRntu3CHcl+EYcDQaRw3e5UiNNxwibOhQPHx4PDh8+LEv7EdPGbGFqHcKPxFIjcoiYO8R8fswW",
+	"jnSXxb/4xx9/PAAmFrgR2CfHwwJle/jw+OiZG0vyEDAZlVBZyBLvC5OPtHSX07maw8pICytkOQZaW40R",
+	"ZlIoLfxM3qsiXx2cggxFgEwX254Iq5R4+PB7GMc+fMgk9+HDJ4PHDx9SQb4Kpi73ZpEbpOGpHekSr8PX",
+	"+NUG9I2Aq5UT2xxTziqZS7VyapmRprp+WvXFaeYcv+bCFmmWcdWiImTfxCnm5wzx/UgDzoiQlSPEdJ1j",
+	"6sfVArU9qRWZzKcoV0ou24kb3j0Ur9OvT8ThAP6FWznS6+wJom6EcsVFWhHSjgYDkhY8QQGKzfBLG42g",
+	"C6iUjh3EDBDuxJOBK/lkgd1m9Is0j6oHYnbWi2UODcxEHA4GI92t7CS7FNmTACcBJZErVm7hNvZOxELa",
+	"gjerCFcy0sdHz0QcgB9BpUqGwC4wt1CBKKYLNQCFIQFAR7oGn11taOFIooCnc2c2lxkI3MAVbblhvZE+",
+	"GiBBol0iZ7jNu3Q0qK42wKsSJbvKwuH2zKVeNV8uy5uQaltwGoDjwWHEGNEjilxNlpahYqRxXOicvfJo",
+	"wzMDixHLReTK26dFOJpKApKZrbAvX1zWFiN9dCxmZpnbIbG7NLoVl0ot0O8OMSHcRWAJ+FBwKkh0rJAX",
+	"S6uwzhdKSSNtJhMQNU2O9ytVufuMmIRMuVPBKGSQcxdibAizB1wfjN0XpyMdUPwaCCRGWWaS82l6pcIp",
+	"hgdE9c4IsEbatyCqUq4Jk4ZoSqUmxgYAAxYO8AU818y5Pbrr8MCOdJEvsbJaDhTHIj77lALJwIYIlGqF",
+	"wdkATfH/OvjG5NcyT1QCv+IT8erd1dMycepIU0ZlAMhHT49ddA4tAO+RRd7N84nXM5Nh1b/MYMaOSMzM",
+	"NVI/gD7A0LiZjGaVJ+68HOgvMzIRFzKTeqxyRjCvEjVfmAIz8XkCWXJseP7XOVJ9lpUQscUCeNj1onS9",
+	"kZZjoJDoARsHvR98p1YxazqH4hDEgqMnT8QiT3WBHPzph+evXgHSyeW4AHgjHDzSdJwPrBjPjCF6WrKn",
+	"P/zw6kWE+78gNk9hJWGccl98p1Y2SOCLUEAx+iPtRFG6hCTgor8uKRGZece3D6xTiLvHl2rVo0ucK3EJ",
+	"jN3R8Ujj9eqLH93NA6YrnavSBRkJlpOe8IkTrrokJUQoP0Ti56XKVyPtBU/M8gxYBvNWRV6ORhJ2sSqI",
+	"FYQfDWTGi2q0n2UsLQw8NUVUNnMMgD+44uC9WmRyBei8yJGThbEZJGA34DbLqUz1CdUXrC5UiiSdTFQO",
+	"O+sFSRvI492YxyyF7FGnBjejzpD6xm6lFR5Z+gNxfQO2RWHOPcBTAPR0hYYujL7jbwjbws3g0yVmIV9q",
+	"DYu6lohagPCjPzT5rIlugFh5EMol5B0OETJwwlpMVcH8GRwAXW+vMOLa79wZblyRS21Jfe5kDtzrSFgj",
+	"5EjnQEdZuy1FZvAkoTseCK14JdfFWIFp04UqrhW/wV79RN30Qo2WS1njkUFaWJVNyolHJWEkXlolQB5o",
+	"imYCTGip4mAkjIv0T3teLqoqHUjVQ7oLumdeKcDywkhf56ZQJQTqBDkI1LcWeQqUUifOBMAgeVKyS47i",
+	"lo7vI12uNF9qmMLx4DCORHx89AwF/EBL5OG3R3vh56FSAK2+QE6nRApCIozxDHFkvDMkwekVfkyYwyyL",
+	"8CoqPhGCZpgYY+53cooUG5NCAe5+pREF4+mlyoo4N9fWbzwL9mbii+zPZTGeOVo8SbMCJEtMJl/IDLiu",
+	"wmmsjUV2yakrepGIUW1BarqxSrMujCUeub7PjcaGMQEYtvYzgT9Y4RGxhMdCwGFf/OsyHV/iOiwyfgtc",
+	"ZY8x2kjzov64vp5yUn8UhwQzNCz82R1EAv6PbgZK8b3+SH9I9TRTB67Mail3MPHkrwCfxNWlxUJeGGJE",
+	"QkGegyNGGpGw06CV0BI5iTXNlC4yONhkOUbtP1JjvVgWcJasTgP8njLfGWiWWS8eP6fCJAdnq4UaCrkg",
+	"+To1+tFfrNEgQ7xWuEusPsiVGEurDqzSNi2Ij0o8kzbHttQsVzAO3OcSU5cK0ZGmtj3CSijnLlRWsG6U",
+	"lriQyIYsQdpLYYmC8pd5bZpCnTPpUqzjG9zfCHonTgcMu4mvgbEHmCQ1iuQBrVxZ5pKdXZY39Ex9KlxB",
+	"WtI+I2X1o7BaRCXTQKFPL0kL5ekzQW4xi0YaM9xTP55ocRFmHAJ1M5wIf14eANkjqG9S3zCGBSLeG2mu",
+	"NsDcOeXyvw4QgmeNxJsfvhfdH74YDAaDXl+8l9ds02dah9iIOhjpbvyHyeQPE7RPmSuVIy8EUhMguD88",
+	"H/zh9BtEw5pUcCYXyo7lAqWJPDdTCR0H00jhZNMcOh6NlslkMoHP4z8MBjEj6tESJhYzHJWCjWgCpQbd",
+	"OnSdl/C/GvIpj9DONeoMRdNOoW7TzTPcoICljHvRSPMFLPJ0sXByIvqCJwjN1yxbOtpsfYVlfAPcB9rp",
+	"xWkFlPj4FhJkA+RMkWEfCiniE5T/0gQlOTd35DWlFfEfHn9NO8fs9R9i12YKPN+I7RV0KpFQGadPaeKm",
+	"ToQMNhSuAy42yQ2slW+rQ/U1THQlySW/L16RgZoRxkyNLx25sg4EclQNMPFEsTBNrJikwFcLjqR+enxw",
+	"kRJln6r8RJRUQBakquZqKLRyvNKoUALUC+DhlzXSTQDjVfap159TMk3kVMQYa08DpA9RPqBq2YD5IxH3",
+	"Y9SSxf1+LKyakrGxGz/y9jI2mMWhAe1Rv4+Pe15ZGej/aTeRQyMjJGMgyoLukoAWCkk1P4wElquzwO9L",
+	"XaQFCpSu2iR98+fTM9Tt0WkgLI40F9yxovvO2GKaqw//+j3gyrnK0zHcR+DuCqVhL5BuSOuRoLsjF6mW",
+	"+epgkhlZEKHqj7Sfbe5DqMqU7ZWE8E4JUcHBpY+3eOHmPNKBM3p8gptwQNoYGKXRU31HsM/JSAe9IKFB",
+	"LpowjmSO2klff0Xp3BiAF1epCIFhDsDrw0CkJlmAlwPXH1UHuVmiSDmT2UTIa7kiXuWvKjeiK4PTpbPE",
+	"QjFYrGeky1OFp495rM0nDDJxzymHmMEpjCGtI0siliuuV+69gzUyk2bqSmUEZ7yDZUZU5+ZgJngpXMY6",
+	"8Yb5VyB6LB55STmlYvHiKrXpRaYixIT4BC49bDphxB9LwcgVjEIBgo8vJwXGOE2UHY50jJ4VcP2U9Vwu",
+	"sFgnAkVCfuO4VfJRpASJOA121yhXhowJfIlqTVejH0T5hLGWuda9ExETTV7rnw0zlEOPMKwfbKRxtC66",
+	"Kgx9nA7azDia/ARLZQ3LoSqls2yvL57XPCNGml0j2H3BVowsMO2a5wPOjE+h6nIR2FMAO8gMZuYYLRKH",
+	"kcVFPkJmmSIVL/AJVgEin0mQjx2pQwLmzNVGO26KK507aqWLwKjibELOHEQ+/iyXpRnaaJzaQIq/cE+5",
+	"uR7p7vXMRMiZe+MiqXvJPSriyUfe3ZJknt4mwfmEQKGqmRJ2BiJKikSXOhZPBqyKduWtQpFZFZinmTSi",
+	"uIYL8wnF7JFmjCK63NHRcSRYaI/ZSdi5I1hD2kvkBtl3nFjLn5dqqRI3NnA97NgWO6OGFR9en71zM/Ic",
+	"MJr2a/ERccU/lXJELhc90ptYjiHFOhy8EAoqJl1KjjN1ava+4FL2ME1nkwk95hit89qfDk6c/tPNlDzP",
+	"uuRyh9K54ICUquedIJsNToEtewwYiC6uWeGeWVOjRA8fEvg9fMhsNuua3E3BrErADywL4by30DCGykey",
+	"UGEPjwA0YiQa7D7oVCvjZW4Na9oaNwEoPZ40G5qI6enCdWKJORQnExEnZmwfAf6z8Kw/T9i35+HDl87u",
+	"i/fprG67dfxNjvt1oVaGtX+lNdcu1DidOHU5mrtGOv504C3KrL3zisNCTkXs31pW69Ecy8cwSRbGcZGk",
+	"MbuerQClsP3GsRoBgxhMTGYYjU3aezmZkFRJTnZzPHOQJUoDC1uk2exNpnTepffeD4X9iHKgpnU/LDJF",
+	"1H1ShuvqupGuNvEXCDaZPIdITX149JXIVAECROSSv+NmHZz3h3GYiZCvgVfG8z14fCRm6pOsVknsOWUb",
+	"lmirOsFYIS+c1MdzHmm3MLj9yCHomtIMOCQQgtAYjhcCmlpP8sdSkycOIkHswem8UPRiyOAB4YR/fPxc",
+	"xLjNC5krXcRETOmRLdDrEc52ZrRZ5ioZesVj0LH6RD5n9FFUOwi7kBpdBlO9ZN8Qok8P+IvQkD8uXfVI",
+	"SUKKLsCmhciUBJFCfJd+TYKLmS/Q1sLS5/Sv6SKYXzmF+BQR68FLEIFTPY3J1wppRdfrWNzbIXYEosGf",
+	"Zb4aivrHcKe/BtwFvDaaUWWWOY+e0tZt8nSaalu1uvK4XaQvZb6HExE/jEea30q96oFY+fzt+w9ikatJ",
+	"lk5nMNO3785evX3zwVlc3+IITgNHrOEBrCY3mYf712h1qNmm46PBcezlBOmoMY6Pctk/vzxz/ZIxyGEV",
+	"0lnCloa+uLBZoaoK/q5bhqKRjl9NDt4YrQ5ey2I8g0Y1t7IqKNYhEZlb7fzkeINHGiHWT92pabEtXtzQ",
+	"n+mCzo084kh14aIinFIVP+Sz8KOwf0F9k0+h0UFwDngXrFpf2MszOcUtCM3k0bpHCK+6wToTO9OCrOgx",
+	"HdcMmDFRC0QNKCQb7fT+xP7WGEOgYt25zEHyBzJSyClTkGHoYxs1lFVATOUdJMXPpUK3R+bRBtcuKa6V",
+	"vOR9YMh6Lscz5fZy6FyOI6HNwRheobLDKUFonTUI8v5mIAnKqeiCyA9i08M6wD8eHIMEJF6bJJ2kyE15",
+	"6Mcqrri50Ad8BhRiVsaELbIV7SXv37VZZgkwikKba0bATCtz5WwIAIsoQl0qtUDXuUJm3NsJK6GKkbbI",
+	"lrPiHFncCbBK3zh6SX0Q+EnNG8go80OTTyHgza/xiRU1JzF0NoxCUuTdHYljAuYgFl1kSHKFRr0xcuc6",
+	"Ubmn6t6s73ZQr4hEipmxRS9yvZmF0nKR9ldynrleS0dL6/gKNv9UPkHtNqlkkfeXllx3TqgkK1wCNCmz",
+	"N8OKrylx5NGaDx4QKQ0fIHF185urIk9xwe9yM1fFTC2BaJ8hO+2UrIDTyy0ckvyI/kqOm/YmtjT3SMR9",
+	"7ZyRnEnnzyoHtivVUzimONUT07+iZ7GYGML/Vs0loANx5VsPhYvWsSKXKSsI56kGgOdmkTcz0YXA4IQc",
+	"bl0JnfCpZSnhLyZ3I1BoQpaOsc5hGW/w+tXZWogBZurAyt59k08f8Uf2EbT9HHWKtMC62M+XtjBzlYv3",
+	"KqO9m6UL8YGDF07fvepEHR69M+wc9g/7Aww9JgDoDDuP+4P+Y0rsMsPQkEfA4xuNDP0jsho9+oVElM9Y",
+	"29Q01S57q9keVUZ4Ijo0Eycjxq6TuPSiDNMyMbYsbeggbWTLuSaDAOqiYn4SR6x8JV1sjiYQneAMyLWR",
+	"DPqpdYpKGA0ge6SztFC5zNgiQqHNv3ymux76BrO+L88lWnCdwehSrTiwgUX8gA1TiaAJEsKMUGSqvkfJ",
+	"6aRmUiRDYWmI8wZFt4tdHCwiCQ694liTxZsgKO+M7YW2u532RKdIdrZEZrcT0gdPlXPeUsAJCzbEod8u",
+	"OzqjKKK9zhNunouELXVFfGQPHwLP64zh86jih3GCtXJw58qtKq7TsYpGWmpvWeM23TLygShTWvTY7drp",
+	"WjykiNCA+F//+X+znXykJ+idl2YOjUntI3PLj+dKaiviNIlQGYPOTYWJuAJyFGY5jGRRyPEMsO75JJPT",
+	"uDeELfmV/BF/ddfgV7ch4teR/vXg4MD/P7Q9xPfViCHYZVICJT3xq0gTDKlQkfOBijhwKonEOAVYz9UU",
+	"8RR2lK9Io3KVFqvzYrVQkeAQw9X5xOTzSHAaHvrhOzu/QM/eiTknLBRR6nhaqpinSZIp/iOT/vkyzyLB",
+	"2Xn4B70gVR2CjIrQPxvkrXOK4wkqbpZ/RMKnPnI/IyGnlE+Af0WikJ/wT+Q9z21aKD9fegS0svYoS/Wl",
+	"f7Qs5udjOV/IdKrpr/DNXCXpcs6tiPOmPwoFWxefvnhx/gus8HOM5ymOxK8UhuVOCte7thLRjTlJX/wo",
+	"ToxGLVftIMrcWPyb/GYivuxN+yy6TqHai4Iq6+VvOgxO9hiJMsFlJCg5lugOHh3CXOSUIFQci1+DODJe",
+	"FaIqmlYk7HIdihrOjraiCThazBR+VOeLW0JOqmsAVc7+ifgVJHKpx8CHY+lcH+3mbpNfhehWLDM9fOjL",
+	"yLrv10vv9iIRFpgV3UNfjvjIFSMO29R2S3QXQW3d3sb7UNaf9b8jP4db7m+5Y0/Fr8LKTNnhmtbcTMKI",
+	"QpQUcP6EYlN9ZYDpgE0VXfdVj/ZXdD1LCn/CU/77vASooBE9aAfFOE2CidTzJC5G8GfYJLQoleaiSFzJ",
+	"guG26RJhKA3P5IFds5X0+KoP4GZgrGWIlVvdBtG1BTkAbV6f+4vRMv/lbpP7uwQP355Rom/hyIB7UNIH",
+	"boBUw/21EYUTfDWgPCBaBCpjWcjMTJeAiDAAnZ5XyRady1Kn5cH8rAvRdWVM2NgHtwqPCcblkQAXoRGE",
+	"+iNfY/jvuaeFhYH/L/8ejyNxAf9xNJuve3DcxH8y4xramnYcT4mL+Hf1zCrfVA+xesE3nmQANvXjryFG",
+	"tn0QaqjyIQ6j27nMsnPgKs7N5BzY44iYZMKTAMzOmGQmbCGyAYYU3euZguvcdGOuZ6ZXmplcUUSedLA/",
+	"ijguLisblqEBoulW0+/3e85YxdiOAhjqtjGrQAyl5m7G3Mhbt4jD/8lkAIDq+mOMDs4VCxhe6JGugLbj",
+	"0lARxF7vnMeBO8ZtqvJq6JuAGCFRk1SrhNjM0JDbRbGC3bGc9xUbFdmKg0JIjyz/pYG/Yv5vbeGns7Oh",
+	"d4BTa3yDwgMw5mMzv0idZ8fpmxcn3rmFDWBo7mYGFoU3H0dgl4uFyTmWBXn1NVc9ZoO5Q8cIA2gBdw3M",
+	"ehMnXF488as4isRxJJ5E4mkkjgYRIYJAxDS6qjwjmOY7Uv++4Vs09OI32PyQR4F/4Tu4G9CMjwkb8i2w",
+	"3HxtgvxZnXbYNdP3ibt2Q0HRzr0TEcomQGUrBnBenCzUIZ3uUeMO8QTQodgCKk7kyg6ZOb1YCcdZeoKO",
+	"RlYg/KgxD6l15Fmoi5J9Es48DeDu+uOHOF9oy+ZgeurQy8WK4JMxLl3FkwqI4p2Fv/uvX/fhb1wzMSnl",
+	"Wo8GwVHO5BX6DVPghS67b0hhzd05JO3xrAiouuPC4ScSa/oI8R2dOdC9MHyf6YK06gBwkHMNxc8Uky34",
+	"Bi4J+imUUwxA1+QuCnUtAUS964iDWVxADo5ENZZ5JP5rr3EY5thAh94GLqqBnxFS6Hpb0eNe4MriannK",
+	"onB3m6U0nhRZTYNSd2X0cr2O2YlXfq6/8yYI1JYoG1xLQjXB7SxRhkxWjImAB5NXKhFWFS5Gxir/0uFt",
+	"R9MwU9XFigKm5qQDzTLyFVaME9gBTjCnMjEZx+ik+sJ8AmHAogD5WCS5nBQ2EseiyCXIdE+EXch5JJ6S",
+	"MxV15ziWkJ8JuR03UAiE/qNcjdMFqiMNBfaWYWXNQFo6PvkwSUb55PFxvUVrJ7q4KcOQ1J2gFWuI5n2H",
+	"bOmYnUvRA8s4seJZdMK+vsPwEaEt58VAWjXnMPTA9voidgg5JruMljmqvoBc9cVr9JyZ0YM6sXQuRug6",
+	"jSj2JOzOqoxcxddRcSTk3LA7Ja3E+2m5nemP9NlMrfHHrPnj++skSjKROTxJ88WNdY5dhCsjcs+yzj9i",
+	"wju1vrORd0b3e+mMGiYvMOMBAfXK6dYcG0wn340ttTun13Ek/BMvzsZiMNLSjpXGIPBH4lAkyv0Z+at7",
+	"2Dtx2DnHgAxvXo/TJA59kEY6EJWtEdcyuyy9VqfeXJOrhZIFVv+ylylafwjW+uIFDToElg+t/hSs1cWh",
+	"ytn1SCXvLQ+vks6wQwrw71NbUGgIasdd/Fhn+FNz9j9ftVN9kvNFpjBhUwrvF7KYdSKn7Ked7YSpmyjz",
+	"GWVSaMgC+BTzAB5GR8fRk6ZUgJ+jXWUbQq109YQpkgcDfQHj0fnw4V8sCwT3yqI6aRIhoUOpMawGg2tF",
+	"V+5yscxFd8LVVXJc1fLeBSXDPn7RjSp/9h42FhBbT7VO2GaBoRNTFXkv6SeDQX/DPKvq8cp0fakNrHXm",
+	"a3ZUCnYctjmUd8BDOM0ZhelEdQ/uTfPbPKvDYFLcyb4Te07QURg0pQA+6G5CCL0TuqzVGhpNM67ijU0A",
+	"0FADdX1+8SAWssQn8WF4g73eoLdrJh6nbNzIrVUB1uf1VmerrVIIsfoBj+0Z6Yg4bWafiWHeuIBKmZFy",
+	"5nvmtW8ze2R2W8x663TLWk93OFcvfHWrIrffQSSwEUtNTEE3TvHuZ5diAExd1khpaxuEQOAdWRDu9cWr",
+	"osK0jPQ2XotTFAEfkhbbuBO40Vepuj4ZacdGpwULZ7t4Id8JEcimTXQcUnvkPjh4hlgd/22Jzr8hR6/U",
+	"gvwaBeKsk6NR7jxpkmOHVSn2BJgAhONhVYjljHnDQIR1PuihABsI6oH4OtJOfk0wcGOyTRsDfGog5UZr",
+	"Yi5FKo+09/vEUMg0c9oT9vtOi83HgoqBypnUj+CX488/HfQ/utIs4e9WR3Jm3IEUKjiRk9KHnHROmJMG",
+	"rxamfYpxZnF/y7yP7nXeTcWsTkrtm5MjQ/fVUpuwDSsi+GxENlhIZcMdaayMsj7zF04fAdRu61i+uN+d",
+	"YbcXpQJkx+CVcoN3Nfy73QqWNZJARodN02R2tRlnNaSkXZ/Ty13aG9a5NCpxArFvozReW9HGpaBWafNa",
+	"2jBX73YoiDYv5W71RG2XjAqtW7GTZ+10T2szIieVYIO26aY4oQxilM2I4VP9suy7lhasR6jxqvDykVde",
+	"FWaq0LFwE3O1ld+rqdy2o7rbsgOoyLmFYq27dSmswOtsEMYfkzj+cV+85XVy6xd9+3Tou9shq/deD7gF",
+	"32ydRql+vB2q+bBLCbl9GqHmc6+JfCRdi7LF1yZZuZTPcM7DXzr1ZA/wrOx6WyLvl/NFscIeMZ10jUSQ",
+	"2yErkdHmV3U87HO5OBAMKCf30WDQYm6siKGqDBy2smmmru2jV67h54hUCbDI5Xwu8xWw2Kgac96bVRTQ",
+	"iTpXrkICpeyH2fv8/p2O6/CQflj8BUIMZrN3hZ477Kledtf56ZdRJ01GiBiOIp+TYNR5Y/Jidp3qRHz/",
+	"/fNRJxp1xmmBqYs679OpxCde74SPT7WW4muVT0edz1HQ7WHY7XOjC2NNtcMzmWWp1jv6/Ihp1AtjXku9",
+	"eqfyd7yFW/ec9VBvNbQ+M+Z7mU8p1Ts5M5LWpXoSp07pEqhgval1JrGyU+04OseDQac8D1a4DesukyN4",
+	"Y5b5qBO45B760xv40xu40xsEp+cKIrizI4hveU3YN7vplpyxQpecN53t2KeWhN06HhxuGsHfnkc/uETR",
+	"f1UJfnT0bPdHZ3SeHECC1QCeDB63GsxlS6b0+v744KQTCpJdd4MGRsrrfqm44k8daNv5GHWqaXc31sBM",
+	"bfEeDgeG9QkVuAjYRtfsICyy//CheIHN7Tq/h4q9YruRZ6R9KlaZEW/BrqmY11O7mGqOVSyzVsWVod6U",
+	"iboxzusMOTCMc06tsGZSDNfn51N7cKIqdHOhkgNpARLKyqXTGmlMDM0hYloYTmRB4TSUcYL9sFymdkkW",
+	"v0qwdsQRmxh4UOa7F9qIzOipylGLgjoVZCHLtLwzNb6EM+fcpe6kyDMlFtqMNPcwSTXnnXVJ/ZFksFmn",
+	"UYCgEGPaBK2uuTrCSFc3pC9eFdbxb+uya80Vsgwv93n4pEUrG0bxR2GQ/Jo2q2L1sw/ELLVYStdjLtaQ",
+	"UFoIs1CazXl4Zvj3UhdpJqyZK4CcsKjpXHR5F+GbR+T5g0DzL04b47CZdzyKecPjMpicoCvuh+m/48N4",
+	"g/kHPn7hauvVbD9NyKFs8iiIx/tOrTr7Mx/e0kJVl4CMtca1rxJXeOZztTgIl4C6Jb/BV30n6XsBIhqV",
+	"0f0G7vjOD57Tlr9x7e+GusSH8SbCEnU4whL6b4gC3DQsf/Wo6ROcwd8TuXrBmSUqaDYgTr5UCdr/XCg7",
+	"kSv/t7NetqNgBBkh9UIVBmPGzTTsNEls4DfDKUir5Ks0k7jchpT/CZOgI4K7KJN+FOxDEJK5bhmATjmk",
+	"jwfHcY/SsUD3zt+TImZ4KpW8KbIY6Sq+Rhcdn6tK1rC5FxDlvG468nMZ6dKVrvSHQaKzvgtoSqA6FIuF",
+	"kpTulEIqse5AjNtt45HuOsv7uVvYXGISmYIJYXWmDyzFD7ruai9HOn5JPaN7wVm5P27pvNKJyecizsxY",
+	"Zn9KzFymul9kQZioXcixsieewKVWFHk6nyNVt4ZyqS3J8kdtw/RouPwy5xinGGNF9FIHBWkyiam72tPs",
+	"bowtzv0X9o+cxhVbYh7nukCbrXon5BkPfVQO23nwuBypzHXhu7lB0wSmTXUOpFQVB70hyGcOZstaphTz",
+	"AwLJP6t3T3kyXdpeC+1lximTvYw3pP65vIan2rSnJVtj6yFyBRfb5pMOiltsIasIJq9cJdu/DW21tbJP",
+	"gQAWuuZtVn1WxTBvnSWZs1NiCjSCHUaspx12/tI3fzWZ/dOYZNG+o/WAEStIePOk6jd++1TcwOhx0zRu",
+	"e0Jbntu98hgXMnlJkw634A1HGtI2OOjuovs0p6zJlCyxQm+noNycGBH3a9QZuvSScBn0g4I0uSzRTZeZ",
+	"xGwcMAdgLked//jpP/40GtmPX/zJ/RiN+u7nP406t5CzPTi9nZxSooUW3FT1A+ausLge+8bv7OONun6V",
+	"0Bc30DH9jRm/swpiQoz0D0ZwCyN4miRV5kquW4K24cJ1hrG1SoPhLOQIp1RDcdpUj3E9QJvistmP0Ml9",
+	"FMJVhmmsMYuoo2FdWTTSi2xpRQzLiCMRT3OzXBAbSb9jroemqtFPnJJ2QTrtSnAIZmdgXotDrTFDXSy6",
+	"TdPB7ht3l4zqWB8Y0/PU+UvUCjaycb1IxKVFKi7jq9ATklI4jLRja6FBmQAM5fRrLeJ3NOtIOPaOFvPB",
+	"jFOZvaFSC5bTb52WZXoadUK1FVfUMA8fsiLm4UPR9eXyopHm1O3VckspRWY5Fn0Lt/HPqtjlvfk8nFaa",
+	"VD04kYhu9CDa7MG5t9F7F+czeWO0wmwszPbclsgGFWpLRJAmPsMYh31eKZd3didFrSVyFqyH5xTN8mLs",
+	"+9ZBn7egizJP1tXnNfssO+WFV6a1SWPHpNZNGr+MHNyNOsM2dghmZPD5ofhW5hdmmYsPRa5UQYYKCsbH",
+	"BkeDo6cHh4cHg0MxeDYcDIYgE24yZlCMJz6mRhQEig9e2sLolAwpldQAZfNKioDyMbuXwKoO+U9aExWK",
+	"CWZ8frGqm1GiUSfIJ1B2WuYVKJ8F+QXKhz7PQPlomWfBH+SQNuoMn2wz58DyEBBgGXAypgh6rESSB/tX",
+	"RmyOGGDKh2Uz7wIDfR/5BzQFjIilXec0BmVX+KTsx5GgsgE+CU4CfQfw7y+/HBwePT5+8vRLfjO1Zbu1",
+	"vAj1V0F+hPqrIE9CsMlBvoTq06aWlD+h9jXhqerDQnk4+xwxHw7L8FbC4yeDQTQKRJzyalWJX7lljpkn",
+	"uKsLP6Gt8PgJdtSq8yN6Xnb+F6lT29D7RwA0pJ+VdQz2Xgd2gkN98fjLI/F0MBCDAV9+pGX4LldcUI+H",
+	"Lml/OPzTYCiHqXj4pVXnzCMQOsmXim+tbgK0y8XCPx5AH/jUTHN9zoWj/Amby4UJ/7pilMZ/FvPKW1kE",
+	"f17mtSs/WWZZ7ZEELHq+Wub1RxM5DmaxMONZcS6ToFmS1ruHJ8GlpduYnV8sZ+XfF1Jflp99LbMiHYuv",
+	"pb6kt+klPh8cHz85enJ09ITWEfSX0+/jwZeDo68OB88G/n+HjLzh6M4XeervxEeEGWLVwvNkaGwCpzBc",
+	"fY3y+Idv/2oyK/4FYLgJG5cvWqBk7Iu3mrI/0IS+PAwe0Z4tVypfw5gM7/XtryLoNiTxnb92sG8vm5DJ",
+	"/dz3KmOME/j88XPn800Faeaoq2zO69ZsdiPPdlxxFwj4JdiB0jDblg16eY++AcDibfENeDw43i32vjGF",
+	"y0b49+ZP4LagKbhks9itCjndzyrDWpjnwFBXRPF2ZpkGrrvJXZRSwKKsGSab9oGJpQ2BhEyWPXtRKY42",
+	"vY9qZfBHuhu/o3w6XCc75ljdVFNi4TLB+ZDLTIV+BaX5gGpjY0GpkY6Z9wVBmvN2rsQzELI9Bqu8OhzA",
+	"u4BtrLw9etajwnkuzpRVFuupZgITVrUkwImQ4kImFVeLtRofqIzoi5jOAPUmhyJTU5n5JB0ufAqWe+Sy",
+	"g/KhsWtG4NiKBpLq7ooLhbnY1zOYNnjGoqaADWqN9hShTRWeUutSknHNXr2qqsMr5oxtce1dZ6kR64aa",
+	"k1IBNtJjiZV18ftUs52p5z1eKkUgqmNPwhMi9z/jq+c3zKlWxw4td84zhcr/l4oOrJ2mw4r/YSEppxrn",
+	"bLGNlZ85Nznr0P64o0T0SSV3obAzTMcKG4O14RZ4JlwoFM1RY3PlQqArcc1oA6UyF5jsvQRxF2TfOIkT",
+	"PEQq+FQ1ZuLiXfkqvW7Idf5KaYG1IihFVuFKaVfscG7bsPZGnsostZRTcqRdaGbpHz9nSKzjvE2GsfWq",
+	"25s1VXdkEltzuv0RE3UDMXAGvcLwMtYwN7oduR1ZB3aj1cYQxdpdbg6xnMjMKq//ujAmU1LfxEE38JFx",
+	"NAU3i+gD/vQmtyZuDXVoRD9KjSDGZl+k6J9HUQZDELgOxdGAJK5D/KxkkDtDYo87UckHd4bEBUMfzPB2",
+	"hsTu4tcNM2wSTmmCFTxLejsWPKDPUuzoRCB0dIalyIHHBCOXMlsnAomNH6G81ok6AGSNcghwLw0b5IXM",
+	"6h6VQilO3DlpD9eUWp0I1VUYhYHKqk7kVFPASpJiqgQrllhgMFLdDQ+jIMxoeHgU+ZCn4eFh5FRAneGT",
+	"1jzo8/D+3bdp84XjAOqKy5I1IHVpNctSE/3fqY/ljRkCRcU6v9RzqoPBnlVCPlYYY2Z7t1LLVnXLWyWd",
+	"r8umwP477FHdmzpqYU+OwAXHaKSLTTSkcZOeBZvk+x2GPTZdySaMuC4+BVL2TXcRr+bnmrG23I9X7um9",
+	"qbGDCewtst6p/XaNfv7DirvLittSRryhaRZRflupkFJP3YWrHnG4N3fVo5n8nXnqscH4Hjz1WHDuixjP",
+	"zbOslymZoWm7up7WR4L4oogS99hI/Nd//h+QbrGoEPPgnDt7EytMfbZzEcP5/X5dxMqcanfnINaOAT3a",
+	"5Si2Od3b9gm54el8N/B2h/to9oIzvG+e6h3Ndc1djDeDMu7c0B/MmV729gf74uP//Glw8KzbE/2Djw8x",
+	"xDX4+x8uYX8rlzA80H/wEu14CU/B/6b+YKXysB3nEWgrG5mP0vZ5t3ECQPkOUKHrzKixiM9Qp0n161CD",
+	"FCYb6M5lqnuVfJfIruTqKjVLrz4daQH7jXrphbhQiIi4iw2VO/si/kZmVsVCJr4goxWTZQ5Thw7D3MtY",
+	"VsRVdCvLttbYb86glzLbwsmKgzmWXQInhoF3XFCDSsrzZjilX2P31bqt0KtbSFASuUGnN2GYrDqZrWn1",
+	"sBaUYMd5WEFxbZq11Aek2KzOMSa3i7KGEKwjTrWO3WVoyiNBfBKMG5R/n/f8IL6Ga1BCDHBVJT12A1wQ",
+	"UGTGOm3/XOaXEYzjtMAUeIdKe575Jv6sHOuBw43xIAbRmuIlCEv6BB+ogU21U1JvYebe+47/xhzd3voz",
+	"jyZKP8BbadSi0MMCSFK+xCi5dsStvo/3zVX9YNULN9WQtQrWQHXxyYAGixHa5AJv6w25raoHitNXkQos",
+	"4GtdzUB8b8VPgasKjj7qfLwpdzVYU7zcE0v07yo3dbbo92rhb9qkO2XKGpDPGmPGHt6D+B8cmufQqpxO",
+	"W90P7utBeZi3YM0oGnszP+brX2sulLaQWEd2i2d+nCYxsUFI8K0PSO/jK7Ka+4xSgBVwElSmEPEIxQMS",
+	"QuyLd/XK8HWrMLIZIdvBNQVdhQgsxujD45jLO3UrQUJI43ZjbQqsycr2j5gUJWjexUhFXFXGiAvjBuF2",
+	"Z6sTUbII44yUQQX0J+cqFmyNvlBUfK3X50gFCoKo531iQRXtB25g6NeNjenvuy6mkuu5ISOR5GaxgGcu",
+	"rTKmATB6rNz8RK7m5gr2KMuAfRGCp8g4OlF5egXHm5u5iEtDGeyJt5Cx90bgThYjJ8QlMXj9VFSSQypK",
+	"e4WvlmlDv4uaowWyQGUUB43nXG7D2BD2XLBu7EAD16Msm5z/zzHN9JVrbV3YaaXaRQASBEy4Ilc8mTaS",
+	"DfHOpYQm7D1BKF6EPTZqp09b1coXpckD5QhblVvTPX7W84x2sEXHX/W8KpTJbJll3A9ZNUjxosplQKdY",
+	"MLvqFnESFPr2+ybqTivVPBdc3MWzzHVrPyGiupyK0oyvK0kpLlZY0h7ul8EsdIb4ZSqsWne/4TNzS4q4",
+	"qL0vdEy9B/lAyOkAutwrGia11XCWA/GO0Avvvfp5KX3Uu/NO0oysfBlg0Y0P4x5dfU4UWvovCfHW73op",
+	"GiQhoHLH625SzdWJhZijXx3Xysckp1hh39VVLwUbc+2FG3T8qgyOmUZEpURPXUqJD7mqPJ1zEjUIJ9FN",
+	"pJMfiID9bbXMuBl1TS7wRWHlPJLpKJWo5/hKDS406Qw77xBBumQynaqx/LFjCTpX6SK6QPmHcgkhiqrO",
+	"4D2iesaHhEK8WMm1F/ErVxspr9gQfwl8ADqRj3dwNsoAKblHPtfJ530t93SGfzPLPbtr4a3zwVNE4c1E",
+	"hA6B+xrw/dltNeEfDmo2fPrsFmb8wc2Mv3/vIg3OHLDlmXnecCUxX3qaiGtpmfnbU8otMFrdGxgdC3vk",
+	"6rFSopXbTH+ZZWfqU01gh6dsKCR066pWM1tRYU+g8Q2Fd/bSF38OpXboD4WXWy2MsX7LvEP3mzvoH3Jo",
+	"VQ6lqxJIdPcthoYphFCSa++lXjP3l97nLvca1hBngbHBdoDh0t5zgQQJQ2UUXA0VCv7e4G7eX9MpIzoY",
+	"6S1+D7stD1Fj8jpnj4ARJ4ACqFCjE9i0q6HfQzHSWjW/yJzoBrIa13smrhllNUq/DaxaKW1erAQMmCmf",
+	"uAdWXsxypTj3jCgdAw5E7HwikavLjLlUiVguGvyxHa0si8+WFK+Laz8+6jlVt0wSnwcQ2UStrk8avB/E",
+	"VBWWE1RX3O1ocoHwVLqBNFDy48dYvhWJLGVMrWgUepFQWSjbUO8udqFblqPpsR0hdD3LsTbixjxEQ2+i",
+	"QXnUJTXCdEb1DIR2Y9KiXpi1SDRsvwuqIPGW9tQUu5I4dTVKUwQKUUMOp17fh20EVXk2lN6nzA5DEb95",
+	"+eP5qxdx4FZddWlBnWF89vL7l+++ffvm5YfY1VDgOqB0o0X80y/QkGuPIor4/JGl7ZevT199Tx8K/x1j",
+	"hZHmL9Fh9/PHOHLASXWsrAKZFuUaV/3h2qDU4ot8wu5pJbpMUECQH2ksot9DfgK6aJZScKW/A8vJb+FZ",
+	"ve6Xcgtf6/ZCRLDF9y1ENCZdCCqdunC/m3FglXBGX+W/9gIAsxzmVm6+H7jBzeSh48d3JADtQse3WuZ2",
+	"H9wyxUQQfgN/uioF95dogpBiGZ9aor9atPlhPYI8uHa1EHK6pBzKSiixIWq2RSTs58refS1ztWX/zLJo",
+	"YMB+s807qm8eRyH79cPftw/hdR5Xf1v3pzoP/A8XqJ3u1BUGcruZjSORPraPu63QHrvMiqpkg+nBN+XC",
+	"el4zZK1b01Jlt+Tyrq8ttSOvjwlko2pInk9N7dQ4teHQs6YXcdlNkiFGeq3s5noAcMtUU87LisSYS6UW",
+	"toHRd7VpAsFni0yDcgQHe1r0126KD43/AHM752mNRihEpQVqzheZTLUYz2Qux8B6kQWAOT03WVeEpdTJ",
+	"g0AkpyoWXVcOsqyVSsNU61LGonsIIHg0GJRNQYwYz4whvT4MDE1PRAy4sPTxQS9YzP0vizHZVGpbBkyt",
+	"KWTG9ifAqTEChRDxWKVZF+vpPhLVOfXiPlpDp2jcpSym6v9j79+W2ziydVH4VTIQ6w8BmkUIAEkdwHDE",
+	"ZFtyW8s6tUS3V0+Xf1YSlSCrWciCKwuCYIci1uW+3jfzDdb9foU932Q+yY4cY+SpqnDgSZLd6jVXmAIK",
+	"WXkcOQ7f+IYEHimj6jLQdGG8P/k0bRhSocK2LWh7XjWiJKWoFqWE6Ie+Z81oscsm1IhT1Tp/erGycwlx",
+	"jq4Fu6kqy3Pd1nueZ+Bq6o3D+ctKW7nTzMw35kXf6IUrSjaI4P8skA53ldd/RMxJ0b9ZcGidlfBCC4st",
+	"ZGdfbA3S9VVbR7dYtXV0naqtjrnXipOmhAhr5Ba/FfmdVR87zvPG2YUOwkYJhTWhKBwrmzLoTmnOwV1X",
+	"Hf20zHbUa5cV7KudIH3cuNBNN9l6ja5I2jDaZdcuiDPcrSDOV04fx+kzPGxy+tSMm6uw+FzLEPqc9EH2",
+	"lY+RRRC/gobyTF6KNJMNJsGLqpqr8YMHy+Wybx7qT4rZg0w+gLfvFbioH3+h0kafxbCJOrItcQd0E6qc",
+	"d43DtqMR+DMOvFkMC/zlQUGskQMWgCpJpVgTPYnJEdunZCCjPl2jzyPT5/2dBcR+y/4btQmI7/hZmV3y",
+	"WVNCcPY8/020CQj7+Y7ygbfIB8Nd50uIWxQO+2x4MB5tJfxax8kVfZW1X2Xt55G1zTJyTviECi3jZ8V7",
+	"oSfuGty7YVNxZ2xMQA+AYPTrP0AZuD871VtYOm5TSp3vZLoO1ZuzFQNXk4Lj8ECJaudKcm99XDP+ntGh",
+	"8dTowK73U/OxKn3Dw8O6od/Ago4xiS3PeyaMXk9sbwTWIfwsRcMHpgSlZbnidEEvoTxdLLE+nUOr9myk",
+	"PauUiSpCVTr0Xo8bk6BtrZRX3DKV4amE0ChTAiofqxo8ts8S+j0FQ0HpgOAHVywxQiZhRRnLpBK5OC/5",
+	"LGHdvFiKck8bpmnPA6FT6lgxzVzJaX3OLrhMc3HEOJvzrMRazbGsltkE0DsW/N1nttAaNwDM+urqhYxl",
+	"bSXHzEd0skbSmZkjy7fX5YplMpbJX59B4Nv5QCG7cp3fA9/6TnzeAGk4dni7g0BuuiW4lHzvTJTn2vTG",
+	"n3fG9sKhwGjIF3DV4KadoTuNb27E/dX9W5sJ2RuAv+B4jm4F8ocCWFR1lJ/dmncXgbKaxuGt6Bl2B1Gp",
+	"2lu7k+lcmqP6NVy04QJ/J6p19yBv7vfGdX5rFfYCOeSueVu+9MHlPHswW62NKn23yKdZDgXIDJrF3Zz3",
+	"FPvhzXM2z7m0fDVzUWZFyhJ9L5xOy2KW9Pv4j6pIxuys0FdDylf6B5N8kYo0YvBPat40DPkDvxVSHDH7",
+	"cxPkwEz+IuWrKJbemwxGDg32lAMDp/31PcVmhawu/AbPxLQohd9b3NWxpHFAdWRwkXLJ9h8+hL5GJpwB",
+	"O9/L9qHCJ2ZSQmpQyCDBTIgJz4VMeYkdQuQgT2eZxPwtrMRSzvaUKN+Lkl3OM60e+MQBGBDC6idipghw",
+	"pP+GDzn5pTm+IV9Bf2JJxTcIuD8TVZlNWFaxmeBqUQoiIOWTasFz3Kv0DBZzDYoY67/1mGIJkZiAxtNx",
+	"fJoAo+70mKJ1Fvp5ClA9qKan209641oAMaJEMgiKRJb5NdhrR5gDxdWlOk0LKYLmsLKs6arRNrhS2bkU",
+	"WnGJIE1epCwF5ly/4VgyWBqIekJynkls6eE7oZzuKXXKey0Gm/S3p2qhdbGEz0yH4DftAwly9dVi5nKs",
+	"8OcK35rJ90U2Eeo0U2rR8l76vuXVpt6vPcqrOWYD0hSAwoWNs7Slfzt1blLMRPhe+AzceGGV4YiJDxOt",
+	"VwImFhJVzkS1FC5eRjrwPeR7xp+bwsJRWxdN5SFv02OccMLzySKHH5CQoAOeSYBGFSUubgEHfIzHCU8n",
+	"9IWerorF5EIocxysJxAkmNcqHEwJwWMwDnQ/8Oz9139S0Fz/JJYP3M9pUeClbqrpLLacP5+CTDcAcUT9",
+	"Y7SkigWQHsEMaLFgmg/OcyZNyn6fPUPlbcz2h3W6vUxvE92UxAl/PamKM5Jm+5DI8kovKvgT+CVaWPDm",
+	"YsqGj+zjVcGGh/bRWO4P9XQMDx/sD9m/6YboXwP2Ddsf9Nkxdv2e0kt0DpaKFrw4Iw9obFLP+QQzkHSP",
+	"M3nuyHqHg8ERJE9mRXpqGjmlH1jjg78XJXh3IQXQFNhCHCrM6Cl8kMCygpjQEzrXo8XZ9KaGJK6ZbnNy",
+	"fIhoLOlLsO/BqxOBvKYTiN/xCmiWF2Yf6nHkHKHSUPMUt/IEDnQXN6mZJcC+IZOy1jNg5/X6jAZTFadQ",
+	"NdsMf/N1GcuqcJ9SVmfQUMvEusKmNLVoJkd2imNpi5hBZB8avEcnpetDZd3XhmNGP9Prszf4Mq1qIwDa",
+	"mxXkcZlkM547jnHvRAA+Xq7a1gr+tFwTye9x54Kr08t5FhNj8ccEU2QNnlnkShyFAEdSDdqsVKt5/TDP",
+	"Xq6ubKP+MM+e8kp8Vxazzg7hVHr8pLilMmFPKb9/G48rvRd4XOH9fwFFy3Y9MLJobxllzOpi13BzUlNx",
+	"Z8zQmT3Y2x/qZaG26Qndetxhzt99Q1DoNcJll/OswdandyZeKcsCZVDkHdALnk/1VjXy804hkW7Pg7UB",
+	"NbK0SgSFzLw5DKIG6Mq3S+C+Gh5iHac1gjjujJ8M+lAIabNgWffgDbvlyXhy/NsYzCt9EUL5IgrboKIM",
+	"38F1g/GZHAIOh9g1vKDizvgAS6fVh/BYDwFiTi7EBmpT4w2oQ/mveDgYDGpvefjQfNTyriF8ZyC4sniT",
+	"c1mPsVp75RPtKJSiGP1YFi/15Ddg48b8gutiWaCgVkeoSwp74UK6lad+fFlnYrA3fHSDM/HwcMcz0frg",
+	"F3Im9uvbdfRpTsX+YMOpOHSH4ta8Yz+8eb4hYPVH8l1pcdB09nhuKqvDXAHcjOpOi/OpEny21v2kuzJt",
+	"uKBUxaekN6KzwzpcKO+xTQPHorpA35iVLBXariEzFJCPZ1rdrgqW8/NzrdZ1kWVj7mmZZytyqyBgLsXQ",
+	"kzEOI5/xDyNB+oM8m+n/IM6O0NIY0qg74ZIoNCitnRC63KxnDEaLeNmFEuURU4Ula0TDRBkzEkJNZAJn",
+	"CKhFr11gDBOa+p2e3rGxPrP36DupB6ZIh0a/1dG6p00tJ+bNOK3SheC0LLRqaEAuLwpa1VJos5yV2flF",
+	"xbruAaPKh62OLa3UTIn8PbJOQkTRPYMQY3qOV96v7yncVUfgdvA7WywqlaVUgkFNijnGpYsp0l2652rF",
+	"fsBFqJaCkiq5cjEKL9jYi4yzyO7HxCUL9g2FaKmSMUuadha46DzPVlZusHa7xqtCNpk1F+1Skc6JpCxk",
+	"TPt44F6fHTsmnJZFgJWrTThk/ddHmRD1UZ8caW70Y+JEtZ8wz1oWKe6uo3WTUetOm4GPh9K1RePFYYns",
+	"/MIQD2kDFmg6L3gljGvAIee9KeuzH2HPO7+L1wcAmWPKJxywt3o/q7FzSoIbQApBPlXc73QwoYf3QMDh",
+	"cYhq0wO/ptJM/g+9CfR/zrrTnLsgs24+CgaYlawscsgXNzbzWVFdYOPGAUX1qdpLU+mtvR93Etb9/uTk",
+	"DRvBtvkJM+PyFeL0qasWkAxT4HJkjezkSGSEGY3nGYX9WSm4KmQsu4ksWqbLG24SscYz/tbyniSO/ljW",
+	"ty+EwqNgk55ix+ikFpVLRACXRdAA5ExAGwl4tIIx6d8Xl+TpMBtTfzovxbosYN+DcKIvz0/nQ2iAz18b",
+	"Jj+8kg3u3E3AUdt2tbXN/KkLIPOjdhB6MLE3wKF/Nl+I20J65loYZTafY9yqd2rk3IqdD8fQIRDhn3Rm",
+	"4Pltx5YwgXbkZIEEy69NCR95+Y7nQplq5XWF/9EhKPxhq36Pisu4gybptCjPsjQVdTOZmG2h362eqX3P",
+	"M2UGaBUsNzaQvThgLea8/nx6J1QhxVP7/ppTzp/rb0Z/nD2nN4or/f7Q3yKAvmUOVtu2n9xn23fVE2uy",
+	"uhc+8l/4gpeKvcpyBeXlb+GNDwdmHzfOVHHZcmroAK7Z9NtvLsKB0dEwpprbJX9xqsHXHbLjDjn0X3gs",
+	"JWd/AbBOy+say+dVL18n5L7k7fjJhPhCXspiKdcJt+N2A0+wCc9zMLLB0AN3zgZ2voPNsYjaQP13Prkl",
+	"wBpM+66qBNkSfzQl4pMf19sTr7sYHrhlb9MNCTq2+vM5I9HGaCpNN3RLgg1Vc0zOVg9SvtrAtQDQCFWL",
+	"HEOUvIl3YzW4G7gbUr5i5ULKTJ6D/zGWsyyVZrvYv02J43YPYJ9e2QTGIb2khcdVBYDj8Ol1ADjCvrEd",
+	"oG+xbGLf2DPrNhKAmBKA5k4gDS6JGtixkIBiIQEZQZAitJFz8V7kBnGQSbG2kSYArb8GalYHmLUjsSzs",
+	"S39pQV8R5gEwg0c70h2XRB8hBVLDgwOlxhvddwi1ZMw4gNKQG1lIZ/o7UFrp/7tE2D+6p8CB7I0fagHZ",
+	"JAacqkwFQMouTl3PEhG4OWt5K7oq8cV9dgxdhcrtPM0zLC2vf0WAyUxm6gK3jftUVbysrEuDQBtIl64f",
+	"77NEH750kYv0FPfGA+jiqf04Mbg9HK99+ZTnuWrBzAF0D8vz6xNRSBE2DKhA06YP91tm1UXbwiNXQwj5",
+	"a7jJTLf6LCneizJd1N5KH9oXm80D1G+yWPbqw3MwBZJ2jmrARBgsrqZc5MIwZdeCCbPVA9xqUOEI3NZu",
+	"y2GpI5BKdroxNIK9RRr/s9VptZrrrgOZlay0aiNKWxISWvPI5vcPexi64F6rRYlj1Q/DMtFM25/dU4iH",
+	"OjIywjvpeExxvLZFGFaEK5xYnnq3xCgqYbKbaE6aDRyOPvk8BbJJgxkuFpbcBk/BWfFe9FtwnhsxnO2S",
+	"w4wQMZlBx/ETs+aLmWoAK/utqM91cM42LKe3UgcHtO1wK2ILALmBox1OWG3Do8535IJUQXdhzvweA1wz",
+	"GddRn2bXt7/SIEIvRBMVaupWbEKF9h0ElcCw+h+nCJAdW/AqFBMwnnzTrsWpFlKoI1ofam0c4l6JXmft",
+	"9QNhpER8mAupTFfoX0FfikV1XphX4rRNi/K8qCohT+3dlWyBRXvpV2WRw0mBrdDlbJrzc2+IrniDXynC",
+	"hFLfCyYLtpAoqOnAQfNcroAmsyGxYNUr0BugFoLh+wkVIwC4W50Gn7Q6SK95j5ru1uqttd+rs9Xp5Tyj",
+	"CbXMgmtCrLbcHEhRHzSMWxcJgPS+DtnZ7yl2xpVgWGhustromH+5espX27h3vvNRl/5cGSYn1OM2K4C9",
+	"kGjGmFCjwRoWFypv0OI3p2+20s284Jt7jZpk78iGDfcfHqIC7C17co1un1bFlXr+SX3868COW4GOt4Fx",
+	"HO4NnzQwjh68cTT49J7lNqTZMVsKcRl5UdJPAjzb7owYPlzrjBiNnDMCm2i61U6KGVfsjahKvlCXXOEv",
+	"apYH/hi0gFh3Ou5oWaf/1A+D0oKP1JTjuDPe132zSm3cGQ/p105jpqesKkQPBXqp91qjm9JHpO6Rr4X+",
+	"jDvf8jyHial3xOtC24s//vIRnCKe0tQcvdWHarNhh4bf6JZqqs+N2gJtgRaS0GXwnK8n+D8NHqIbPPyX",
+	"+41uv+X2DvvrTdwQOrQiTGELRBJ9mbh/T4riRSHP1+Ek22z1m8kWT7iPBqPDvcFwbzDs9+Fg6L9HYNnt",
+	"P3wE7/Ll/UOsQ4RlGW+Wj2tGWs/JTfnqM8uM0WC9zBi0yox1fv+twmK/tmU2CovhqC4tHrVJi4Paod1v",
+	"kRajprQYXkFaPHbS4nC9tBhBwMK28lIIyODxGzpwDY28qbiy2BnVRMXB0EBE603i96NDBE9vE0HDWrv0",
+	"u13abRNHw9Fg0D9sEUrDhlByjzrRtG9eXpdPo53k04Hr9mi9fNo5KWCHY7IeAH24a1LAwxHOwm0AoE23",
+	"bgsAPejv7/vA5DWQ5Bugnw8a4Ge3LzalBNxq3IHk858k6vCUr8yIbh8K/ZSvnpqftQQeQLyvDT2ckGNU",
+	"lE0imyx05xo/bmSNXm23UcQgNDNjmcl16ffmh+VCKoRKt0YqIODQcz7jWN7YaWw8xuTLh54mY4I8gw+y",
+	"1UFcSBvP8DzDtTId1ifieXIxj1KyLFW9I+NmzBS7KJZsxqXZCjMk8kE85571/vqOXnIv7+TfNX3V2hPW",
+	"zdcHNV8Zl6yptE8ZoW6w+mPCousGL7LzC70J0p5zqJKDJl+a/GTkrDXcxeqiWMrEjU+PC6GxY6vPWec2",
+	"ANmRcVtvQqrxNMbyo47Ih88sH9AGd7EtTpqwJJMM+I1iWZRm1ruIF7ZeXUwmVYyzs6LIBZe6BX/n4PPe",
+	"BqPljmUTN98NH/RKouGmsvYpPgF1Uz32vwThtjXnFGYGYNa/RT23tqof2eI/glO+zYN0QgfzC/cYfW9P",
+	"D+1n4mQoYKtFDDjMh0jrbDu2P2jvTrAZ2yme9wch//SXhAU1fqIznr6AEQSWTTA4pjdLMWUl1B68uikX",
+	"NLaB8G84+AzuIehUvYzKCdQJC3ZJxIJhfDO8U6uPtMaG9opXZEPn91whxiRzVE7Iv2rtmmd7yEIZ8nFi",
+	"C64pUqudXKv1hg2ejAeW5dQTYg6LcmXqUhJYrgXLD/pOEAdFMZ0SvWgJVSnMtxXwWDrLsWm2wgWzbo4O",
+	"njwZRGtsP2+S6Hrw5wncI+snaviYAXlp+0SFzz30ntuJQfdVUVYXS32zvXjxbW0G9/E3dgbfIIrflSrj",
+	"Fc+L84WoTyZMJIEsjfoXejzgDkHOIwjK0pR/gedhsOY8DKM2b8GNFno0YMPBDguNz+2vXegbHBI9EMbP",
+	"tLBee1Q2HpPh12Ny9WNya2aruWX+DEbriT6W95QP5yBd69ZNWNJQ62as4PmD86JI1W5FWKGIAvFYA74k",
+	"A3MhgSZOs1QlDjrJc6db10w5wKgfASotw5r+pZgLXrFu8AKA3QEcg6Bq9psKaNW0MUpVUdPM9jXpRbHU",
+	"kjVivy64rLJqheFsu0nv2aRf+0QvYvMymyDT2t+PT1jJK4G2s/4pjC+WtgXK+5UF0y/WZsURmxSlNpfI",
+	"3pxWolzqJaJ6w1gM1JtvJGLV1pne1WdFCgl6xJsrU1vdA/jdYDbVYmb4anx6LLTvzEObaHNt6SiPORd+",
+	"9MqBm5Nenz0H+ADLUiCKI34cShX2malcpN1ODOsSkDtiXGKmoH0qAsZbPR1pyZeyFxQYNbXmxsx1TnIA",
+	"d6D3AHiVsrReazQZkg8iBbhDMkhYYeSChb1U4gMAMynvsdWUEzz/q16YW6rVuT1LD972VPD8ebrz489T",
+	"dUu8QLa5HWwg9+oILqod63jfVQn6kIpWL9xWrD/s8v1brDRPuxxmZuvofvQf/lre/JNXAXTSCUQvknvS",
+	"vrF3quD5rRU298T8xgqAJ+Zq8cpkk2zdeH9C4bOlKAVWzrYAjVjO+Xkmz/vsjW2Pl64iuVeuT7c89iuO",
+	"188UcSGoWG66LY5oJq2zzA0Es78tF7yeCCJ7NM/cUywBNKWW48AF1/1VVuy//pPu4v/6T9YdDgbsv/+v",
+	"/9vesz32gA0Hg4iNeskRS95zRwr49+OTWMK97VMMGhS/xS3qpo+cygI/91x/TscAvoksRRgwkBhZfcDu",
+	"qD77G2oQgPEznVSBGoFrsCyzqhLSW4NYquxcZtNswmVlye8w576bjAZJxJJh/xD+M+ofJkZHwdYB8gaN",
+	"EaFgMhwd9geDdqp1e73tUmROX0o1395guC6/GzZop85G/geqOAbbs5lt1ran75BR/JebuOZUCwm6rah9",
+	"g3pno91Y0PexxEtgLuoPzBGDT+AJp6WjKX7Bs5I9K88LMlNTMtG/38Nw768YB8e4aDbBCDpxZ5nDBiZt",
+	"FHfec/ssRe1HJhztFdBxlYP2DwejLb022WK1bj8VeaZ10rDTXoeHXn8PnvSfPAm763rrOmses10lTsxi",
+	"OtVHnpjhQ81osw4meH4HRYjtWfgXrvXy1+aVvVGfuHKRl6eBtK6rFGg5rrfUv73g8lwoy67E5lwpkVL4",
+	"z8KAzT2XgH6xvMgmF8Z6zAt57hvyQLFiNBG68NcYl0eu3Io17ybUIcuQDJoFGJeebhEqQuwVFinmOXvp",
+	"6Rt9dlyxXHBVgYWLnCxnQmWpUDASzNVwQT1A+uPN1Gffa5VpgOlZiDvPs0sBxi7aquAniDsDw7ZMHFA4",
+	"gXHH8ntBv6iUCpnIiqMvxG6L3pgl5tCP2SCxdXC41RP6uqee54LK4BaVSICzh08oaSFPwYZVffbUqAlw",
+	"9QOE0Bbx4ZIqPsRSaxyGXRdoSPmSr1B/+U2UBeuihmXoiD1XSVWwfWrSKTQ4q1qhqQo26mmtj4JTVVGw",
+	"nJem9hND359edbWY+d+axR7EnSR0algvQ8OrUSs5Y/cGkOjDMtoUBtxj5JcBlAJolqXQx2tRUbngWLpD",
+	"QPkGoaq+RXv6cU4x1M9Xp8ZoXKSUmRWCS7ADn+vbWF9EnfHoYGe5/zQc4p0WmrkmPr3NJfCqQMeQ3RqZ",
+	"UdwFz2lLrhVXWMRJbPUe1CSTnmArnPZvr5YNicuTAgV4C0FAllIytVG6N4eYaY+Bc3GMcB8/mIxidB/Y",
+	"9AVkKd2o+8Wiej19a3q+cV1fu0c/Rh2Uo2mzjKc777VjfqcxtE+j0h5cT6V9NGhRaW8zvIITnNq5/1oz",
+	"aIMiiAcVNJGajNiiEl5JCTS+HE8R3ClY43lm4Ease5q6CTSf9LTQhHhByaXiE/3tmBF7FjjfQS7BNU0V",
+	"pRCgdwGuppN6se3EhRuTbfGIWEJAgm+pp69/Tf4oFpT9814bBjFimdjKqqBAxB3KszW3WdwxLiG4j6ac",
+	"oj+exsi0yOwjXs60wwEmmUPCZpCnO3AQOXiWpl9V/Dx8cKgfJH6UxHC9hnmSrKt1UvgrjLUgss2WYGyU",
+	"pvJrjIQFFY/qYDvUuYJ6SojM6zuvXOXHnrghl5LdAcZcillWVSLtHZE6phu0+lYYPNOzyM+RgBFKJu0p",
+	"oTUko+odM9qNGGFCL7bz0XW3RaBwc1u/XA9DhLFcQpWHCrqKap+vcMNspkL/F4Sx/uNXacCJ4Fxs+vyO",
+	"YmlKtBgPkddTpAXlTBZyDz2fTRXfJ//A9w2jWFIX2CCiVw/6zoIIGUMGfdbqRo3ldfyot2xVeP7Jhn2R",
+	"CRVYGLFs+kzXmhi2dCco8ZHnrL2nyJCwlC2BudFiS0ixhJ19T2FQsVXnv6VY4E3UfYow/WxVPK1IdHy9",
+	"fxD5SgjeSqSCdCKrsKC+gioHaBzGRBhggUojsQld40NLLOh0tDc87EQeOMWDo0JFDnIKvwaflVYlslIr",
+	"V1YodsZPhnB/YkoNen/h88fDyFBGdcaHV7JacJHu1GA546lpf4dwqe0KoEbfVY0q0cfMzkhYhca/MUIJ",
+	"t1XXty2OmSSbiEriSObfPazr3qF6N1L4adO82tUj+W3tefB3Y9R/629fieXztHP93Oan/gkJ1wK9eYE4",
+	"N4cGRJL50D9k21YD2uwP+95vxk6rqAWa6m/9TFZYLaK9boogQ8JOEO1cUqTcFelDO/D22HHOBn3T9pju",
+	"9H3fwG686UsofR7cJV8Npi3R+JvaRSQKrC10O+5wjLc3XeFbDJdNsXGv8Hif3b9/rPUZUWYT8lpjtQqt",
+	"zIXe5lhiB+/fh4LaoYGi+Aocy1rfiwJLKzQMIme0RKEpBJqttT68TgDrPYLOgHmJg9I/4RLNBKYEpI+h",
+	"osdR34LbCzRCUksH/mAGWnXrmQqqoZ3i2tWKurZbiIl8yVfaeDNd5U13v7kyczE11DRpWcznWAVAiyfd",
+	"R4y6W2NPOuK7YF2Iv97cwJOJmFdGRMsVvhH1R3TLw/ShJVP30BNVD9GQCYjiQ8kENskFL6kM7JEzhABV",
+	"EFhC7Jhuf3TDYKSC/ta2i7eOYCHiwzOthBd5Xix1n2PE3fVakINADRWU1gTd3ToH+uypVRVwNJEjvta9",
+	"9ZcQJ3hyISaWvSqAOeLdnhwBa0r4cFWcC/AuIH9/5UpV42lzKhEeBbIQtZxtdS7w0AGxHfcYy/W+g2B7",
+	"mCm8p+ob2KsUTBsgtLfhDC1kLpRew8BoJ5Gjh1NgliGJJHLVRE4i6U0C+9wlo4X90FuGHNy8MuBoSzQW",
+	"Nbi8Cj0dWR7LUkyxwCedRP0IIKMIthnMT8AaeQxHLtiXRp7gWiIQFRzsTE+SKPUiGV8OTZi3QLC8bzgC",
+	"kTzSK9KHeV4Knq6wRKsCuQRuW0x0/Wex0GoeK4slZlYaskVZxJIij2tBo+R6viFu9AuICrmAkBZTnXHn",
+	"J55BFM6yZ2XnUqTIOMYnVc0qG13J4voEIaI/q+E0uB7Mx+Bi80xeivQt7vDa3LSd26kfAOMVRbnNCTEi",
+	"YOscOZk7dqJJH8ed5Y1eFX3NNCRkVq0RQDeb4S8eQLxLsA/LVum/A81ReVrbFWOAfD14AgNfgfe7y3dU",
+	"Wen+uuGp8OKAO6DLv8KoP0Oky9lMdwygNoL3we96V3/ciKCmuEAbUyZ691lrVT5b9w0w1SK1bNCxVEVZ",
+	"EdSaMEvSlRIEToNfF9nkEksjdRO9wRP2Ta3aGCnQsUzgKOgH4C/9xxB23SCC/zN1+TBaYDvf87VxPQ41",
+	"Zk9qiu5qrlX04SD4OJZ40PRXo9ovJrwS50UJaOX9Q+B7UIbwQbGuDXZYi7N3xA4GBAKj1x0MvetW/3sU",
+	"YuFqZkLEDvaZ6ZH3PVRhpAcOHLOtecmh+8gN5+Ahm/OVKUk40588MhVmwUQhCiVTF+/gMePneDEd1Gbi",
+	"vCwWc+APAV7v8j1sislFkU2AFMVgwjCXrAZfemZrONZrLGIyG08pa8muZqvuaL78q9iOyQ62QoDOfkLQ",
+	"7DmvLpwTHm6DTbBsIRezzvjnJ9FwEI2eRPuH0cEgOhhGB6PoYD86OIgODqODh9HBo+jgcXTw5JcvAat9",
+	"Le8veTa/heuxBvMOZpWQQ4XAS018QKz85gtWz3pA40CQD9IiHxkdFVLAaa8g0Z6RWD8/0Sd49EQfyIOB",
+	"Pl4HI31mDg70KTh4qPf4wWN28OSXG3mG8W3hDHzbkCZ3Cxd//jTujIfDKO68On75DIExQMtFwGz8/sD/",
+	"/t1C7wlREgL61py2xr/xL4ti/ru9L/XWtCfBv9Lps0xcH8lsmvWQzCTW7yjv2FwaifmrmT9F1R3hKm8m",
+	"5pLfCuWAvppBsxlTirIypzcidQAyjWNp8LP1POImfCDy04bR1QPZv43U34i8KTQOjHE3gbJerhfqZWYG",
+	"nIvVgLqKMpaEr3FZw+bxK2cOmx82sodjienD7KrZw9sygmP5SVOCaYCfIy2YXv01NfhGqcE0i9ute7OV",
+	"H39NEf6aIuxShN3+sVei8XTdmqUb3obXThfe4dprpA0jGQNkOELasFfNngx9V3VjQ8oE6wYvBWZKjIwB",
+	"3I4ycXq7JCVTM2Fism6wfqTb0KCtF9KRfyO6NOktWcqb74L2HNrbl+ufJNG1Njf/usmuw92SXR9TZoDb",
+	"8frDT5zw2p4ccNiWHHDVtFEa19fU0U+YOrr9nrm64dUQWOF1s83sun//2YdKSJUVsn//PjMJBUZa2AJG",
+	"a3D/BkVjDQlidUUro25K7BKLb1xOoXWEvlh1USxVHbAf+hZrtbX0/QBEbdKV4eLSVOJiMyCaCl7kfds1",
+	"TMuWkcvERbIKar0h+bw2Pyxxsr4Ia6kJvO7qDPp4qH9gbtFYOswDOGE9vH8dBMGrhh2HNQfDDII6rgND",
+	"dV7I3/Aw2akPATQm9h+1pzJEYanLWuS/lmpgp2FTusFRQwniRqUJybbaHA2UIJwWmKxAMJuqR4U5T8WH",
+	"eVYK2L9CMvITtORKrAeVO3M9S/vsfyI8YcxmRbrIBTuImMBEW6uvbDQ+vwAIejs4vE5FXMtLRa2xM+48",
+	"f/X3PXrwcacd/P1ouDv8IJiWu4YgnIDDO1SYqNd1/EEgYq4IQaAmNwMQDlg3jJH84cDbt4u39Y/ZV8zt",
+	"dsztJh0j6ghz2RuFw/z7alqHj8010nejSYuBtJ3VCi28H5jSCAFDlr3vYtniuIz0nhGqMsz8ZytAJRIX",
+	"f5b2XI0zw6AV8EwUU9Q2qmURIiTaQKVHWK3VghwlLwGcVrjMdBwor0LIIN3zQebdPUtxiVDSkJQ+TDl8",
+	"YBj6m47j7FzqM2LUC+C7AigrtRpUcZDCcvXTdYiFht/zPEuBI0KUM2qk8Uu4F4Gt065qpqyxf7YCTahY",
+	"StbMebSqBJTuLQCtmqlQpTB4tmCLeDui39gv3h7ResI0y/UNOcYkPpLjM21jY9gP3M9bWCyB52JSlGk7",
+	"Mpx4BXptzoXIeMRBVvXZU78mLLfZr8HwdLcBGI6VHjapC9dyTfxtkU0uScDv5pmAX+zOXXnLjowznj5P",
+	"6+g3Vr+TJTOB6qtT8QeEyaTx683vNXn9q7fFD/OK9p3Zh12XYL0uFtP7o/hnGju8DW53+24a9MigGorV",
+	"mYwiOhgcjCx9dlhkah85umvuFNLP4s74MKBEf45moMfrjU89HIZE38+pBFnomaF6c6e21Bz8q63e3M34",
+	"z4m5AiA8+qkgO5MaN+agx3nmpH9ILf4IfqL1A73kpyH9mVYtao4n5BH4qzakdlUyX5datLw1+vztKY4e",
+	"TvVf1gNVO471e7SJ67stT5RzQon3W/VCz/10/z7rejmGDpmG2RnQGJsKkZo6U2TUe8kBWoVAyHOXzPDD",
+	"gdE1FzJ7L0rFc7iee82QiaUvW4pSYMoOuCEiUx95sihVUSYRK/LU6piRK8dE7z4tJML/5qJkE57nfXYc",
+	"S6xKxy6FmKPSZ5rT/QMC9FLMc8QFAMoWfEvkSZHiQwVNAQEDpPfAUIXVO2ByqqVBJGAG0CyDdiA6flEs",
+	"TcF4oCgVqma9xhJmPBf8PTm8Au8lvAE9MBcciAG0dppJhvOE0wj1wmOZpMVEPUjFJANLoz+DqNBPhkPB",
+	"DBz8TEKkWHBLMfJjObwATHAs4dVO3cSxXgA8U1V65yMhXLeWJUIWI88VTmKyFGcXRXG5R6k5oOrSZ1of",
+	"09sjE6qHUA0oy9Q1FcC2VG7Cn0BVUQlAUniONM5UoJsNE9AQqU9bF75EOCpBE3WvRD4dU/IOdWulJ3tS",
+	"zAQZCVC0nWf5WfEBexNBtsyZPVkszZSeGQN2ZTTOWC6L8lKUpoyb7jL1PsETk7DusFHTfmQSAA580XqI",
+	"SQBRLEeIHNVPHkDHIvZwYN4ZdMxMb4LOsYR16XaLDFw0iuX8AraswJbACFN6x0ZU9h45v+DmA5efS0xw",
+	"f9E3sYQ+nppEhYi6R8wSaCREpqumc3iSrbOTJUiWk8Sym5B7MWIJMftDaTGtzeu/lJDA1jITSvFzwX5d",
+	"iAXkHdFp9b6L5VRoLTDFBvQ6J4A41r+wDdhMRbKo3r08eUN7JQL+Q9wgp1Oe5SJ4Nfg02WKOiZkJSbdk",
+	"bGDIOBDmkvIMaV5kniDiQ5BOBlqEjmF0v/5c6DmUYvkLeUnNFoIX0pyByHNJuSRHQPYUSpC7FCPQ+AsF",
+	"1SHACl1AicBa8iQh+nqAzjUyCeq0mM1OQgCx30IpVi5ygYYgT2eZBPc4XSLQH318LgRP/R76ZxNzI1Fe",
+	"ZoCt0keDogQpBbXRjGQzgWQm5jOYmddSgPwGyLCyV8ZhNBgMgilxAOM5V7g4KC7HYIHrJQKzlqnLbE4l",
+	"KPIcdyleIHSyqdEzcCFYkWsanRF95qzQRj/c8kzV7hp2XsDlYaFtQJGEv8gUgxI26BYAbwxdcPr1E744",
+	"v6jYYt5nx9R9/Ytizn9diCODkK1Z3JQEQxYwbl6Yfv0u0Ur18gZcOK7cIeLzjY/eAvRpKkCGg1Nnnq8i",
+	"ZtD6sFfhwkbemyHrGry+GVwpyDRHt0fDKIcX7EK4fVK795GnXLzPigX168gEP/TVj4Uo6VpEjxbehWsq",
+	"AmLLQe29Gf/wQsjz6oIK7m2tCUhnag7pY3o/2RqGwCJkd+5g0FvXjVAPai8FiNX/TC3Aw621ABv9fN0m",
+	"UIQnUKDEDKC9W0QIpFnUCi4Oo9GaAWGTG+d1zittKHXGnf//z4O9J7/8WzfC//bu/49dSjGa4SgRSMGW",
+	"vtd6jVI8WpjU1Lb+Y4vr+j+q95/v/XYKA8A/2kdwK96db3HD1iIvJDHsyTfk/HCjbc9hJHGJ8RpqqyDS",
+	"AadbOnPiZj4e2H01SsulEb93B7L/PaZX+/XInpAHoFkcLizGtrs7AhRZfBSK1cNBIOJz1OCotDbocFQU",
+	"jHQn58DA/QdP4j5FbwQqJFhzjfwlP5N/AWq3nfHJZdz55aOjcn+C5cnWDXB4ewMchQPUemdjdAc7j853",
+	"Gv08jEa/6PMT01aFX/7H//rHhxf//NvqxT+f4TTqe9YUivt4XTfdrThUjtmc0q1J1Fp8hjmoBTsvjKLw",
+	"Z6nYFgLXDbG5YUSAgYeOAM+VYg//LUXb4E5+owUFuFVA33mANscVgD2zTCI5Tp89hd8qD+mhLegxgleO",
+	"nz49TdikyBcziU52IneIMVZinBJ5pqAciY2MLZGVAdZApD0mi5L08kyyCS9T1WeU0o5GAWnTJkPnIktT",
+	"IUkRhQDaNJMhIIWf80yyM30HIc0KCIk+C7MC2nQ0+D2O+/MTOOx8Lp+ndwp9oCjUzmD+dkz+sUELtev0",
+	"Wm3eiszHFvZvhWH7blH1X9EG6F6GrQMpP2kKbkKe0z7ogpENuBUjEZWoKn1mb08mOmQ9isMr4xwDcTjN",
+	"JDpSG4OBPGbfGxbLrvVzDHvM5I2x7mjQG7MEytCzbi60Pg2VFc4z4jxNThNnQD3cP7JSNJZO2oL4/V23",
+	"8jGJ2EJmvy4EWGP4TkqSehIiESKWVFmVC90++iNiScX/iY+DUlC7SSU+VIk2rMkUi1iClnJCUICEJf/4",
+	"xz/+sffy5d7Tp0AqRnX9gRKI4uH3bIvgfBFVAMjDFcEHbP1LRnmI3KamuRm2yEbwbl5wbaDNBMh2w5UU",
+	"yHiDwcvSIzYtylhyzy+Kjv8Lbu4mPVc9NBU/ZKqyHoO1jLDw7ReAxyOzU5sEZMgpcW6wPXq5O+POO/cJ",
+	"Gmh6fTs7S8Dv3FDv9qJZ4PeiSf7vrRf3dwSvYE1bb44n3s1Bvx8G9FFOY4jNpMWd614p+yBnpkV5BgrK",
+	"1tsSZYu26D87es5t9K+X2cbLTF8An+8y8+B0KDt3jZnqqwxMlVq3VfPesiHRYc8WF8FbK4olMFmQsxv1",
+	"eh5eRWQP4EVGD2qV/ogEv7kR9YVKdJH40T1lWDTKIhfoedeKu75LHLlKpNuk/kH8ks/EWtG8i6fVugd9",
+	"9s9M0TsCF9pwZ6cfMWkMo9GgjSXjVlxiL0nohwo2TY0FBdaX+xrQJ+vqMCjkrfQVMO4becvak7pgCJ8A",
+	"KrRf92BZn5C9IqIYb1ZkpPA/NVggfb/eNkUFruEf3EfStifvTmJ+ZwWBJzW3MQRvsgEMezCEe1GZNufA",
+	"eUiCZCb4OJZrKUWfm6r1oJKv5oKpiq/GlpXPuUDMCVtIIK0A7VYLwF3dGl8KL6VTS1/y8lJUzOirV9NH",
+	"PwHt5B/DkfFlUeV91RVhk7wV1tSE3Y675QvxggQ2986C8J1wHgI9mjZlsoHF970gsSQ3COiTAb16A9Xc",
+	"khcapBliP5JYzvicKsCANFSsa6vwgIu6h+QNBBPxRPU9RQmg6OwYMx5LjFs6Z8fYlp0xbo9x6Pdg1u0x",
+	"BnyEPhIQjOkdxTLBEp8J6co0S1gywfOL4FOpG5RuxP7Wyy/BSkOUi4CXBsDE7NiMOIJx1XAQNvPQIXZo",
+	"Nih3ATV0p8yPmQ/c2fWSQffNF3LVYHqi5yBxpGdiNs+LldD/ONDyla4gfXArnl0lKPadG/bnSEBsX3yo",
+	"0+Rt9a2aP85M307L2NNpMjzaul3K4/x6Wf2pLqt3gjC1bSK9CQqvQcLv9r7KK1HeWhQTXX/YKNw/R4wj",
+	"VYD1JGItYRlLTD/DZ5FTzpeoFu4mWSF3k466oS8ktHjw5wstwpLeTCWHJg6+Bhf/aMHF8Fh/co0aJNSt",
+	"BBbDgRRTH20fsdFAb4bRQW8MiO5pJjOETmcQkyzO/ikmNmfauFVNY06YtGe6IPkXQwUYzgwCY21E8Hc/",
+	"8Y09HkXM5nexuPM+m8edj0kv8ivAQIARpCt8SFCMdiYR53O0av4Ra4pgxCMTcEuB7wXqCVBOrHVGZlJl",
+	"qTMUauHA9fL5C4jnuZXV/3IlEUcfnSo7GlgH9I9zJfIc/fRX8aC40d611orvqktst+BeONaSLdOuPVtt",
+	"VVzddI3Nr0iZN75qtZjPi5KSI+hFwFFyfR32Dxrl07PzNcy3a5jvM1wrQYQP7pWrhvj8Pq8R9YZZwZOr",
+	"PaC0qEcCh73Ii/+BgxqEbXd0YPi3gogeCwN6sWyL6LEuN1OKTBiKLQ031YTnuUcvzOVqyVc9GwPEy2T3",
+	"IKB+yZWigC2T1x4M1PL36tHAaHTweQOCwfg+WTBQD/tO4oFwrdx9QPAgQHwP/Iigf/lSnr25jRDS7VSm",
+	"x6OPtxsODBbzDx4VrG/Mu4wIWqngi9lbiwkisI94iQIt3XpbeboyCXpt4UL4fC3roadeFyY5s1/nO18v",
+	"Dr8Ax2yo39aKgYfq7tVcFd95I/xMYcEvywnx1df65ZbO+txOC8nlRDyg/amuomFiST/zy3o+cle06XyQ",
+	"fMyJoxXpOi3Fem8MBgmVz1iUpZYyWGr9AhnTMjDlsGZEZCpvAV2Gg4b12cuwX7wk4gTUUyflbI+4E2AA",
+	"e6bDk1IQf2eLyIRZOjaT9HnqFTW1n5NlUVuFuy3Tg0l6ARTqL1xesmc/vsUkNlo0+MZ8iMsVG5lrmxk1",
+	"mvnx3dNmM+bDsJlbVaDCKfyDa1CN/WDECG3i25MicM7oTPh6FEqUaxFJS1O0rZsgxWlWSGDow8wJU8Wt",
+	"O+pppacyaxdLc4gT+sOUwjYFZnzLBJ8YU9WCugRMelqL8tmH+QyaJk4XN9NnXAkrpyJgLD41/0zM42H/",
+	"7in7g7GlCwiXDEvcYPkf/wVa+HmMyaaPYIsvVEU1OLPqyGmJJC+N1tPgv/ZL5sXS55Z+2ItYQjUBDWGi",
+	"WRpvHaBsT/fgEVEuhcUG67TfjjZ5U0UhuCqcHgyEk5amMZZUsrbtNyYLICwliwTRWE0bXt878stSb+Kg",
+	"jmUsf4I7oypOa/vKaHWwuYL169GSIn8MTvT9+1XJpZqKMpZnoloKfEftrN6/D5gMM7kQVwz2M3Ce2HWA",
+	"PRD2LEKGUcdYbl6rWNdSkSMm+4c3z5khu4Zth0XoYxkevKjG3u4tBpDEBFukFKbS9nShgAgLnPRVcVo7",
+	"Gm3nquLlufAPiGWSyOQ5y7NLgVvetdNro9rmZclXfiV1W3L4HstSNUZ2q6IkYiUzQZTvAzMPyokhFdNT",
+	"3WTrPnRs3SFfUBJpha5YQvOCTy42qBNfQIjB7R241zveegJd4a4c396WQW+KYfO+gs3mzcmdGm1m/zRd",
+	"ZIEUlq7ivdmQxnvm78LtdcS9h8dWFke11w1HJPd/fPfU5OTV5b/SetaNrEA/6hD60Mz+vUPy0EeDwRC5",
+	"H82ha1Com8/vtBOj6NFgsH+rCmRTzny1fLcyj4cV4Yk+2crj9dfkXaq0EHZp6rI7UJWHo7kpYTmxit86",
+	"YXksTcnruyYsNwp0myq7UVd2CnYszRNHrG4O0M0csZG5tY8CXSmy/zKainkZsna1vK7PTqy2ZHZfqPA3",
+	"96LWeQz9NquKAkglV+yCvxdMFjVVVBUYHOPeYk+KRZ6yaYYSf+axpPsa5FeW9DUs6cdumvQBgXmnAjg2",
+	"9y3cmqwbjBAuFjdodNrHnbjT67OXRqIHFOy15gzeZD0FOwmRrwzsrioKMsW+FzdgYnc81gagZAsgGXk3",
+	"/MrGvrsrsbbZ/T3+CXyKj9YQdQ0OPeL1fcO77l8e+vPRo/5DLITn7ghK2bQfQbN4adgETeJBD7jbwRFp",
+	"rXXwRjqbKO6MD4beR5j2yXOhyEVp7h8KFhuqZPJjWurktU5OSwP/hpdVxnPfRcOaRPWfkifep3CPvHVr",
+	"ZZAbjLx1G44Gg/5hy8K5Lz7FyhGBfbB2zWXbry3bS64twXXrZnzcn4G+n4Zjl6WQYq+YTr9Mgn1rHP0L",
+	"E+y/DCyEXWn2jYlzTZJ9eKmR7c6wuRA8ry5+W2vTHFMVXa6Ay40wvGxeFsCPDPEzxb4/OXkDDPMWrVkV",
+	"C8rhS3nFtdLfZ68Kuhj19S9EKtJ+Q0cy/bmxAsLz7H0d/JS30oDe1jX8e1DSo7iMOx9v07VgpjxTDMbW",
+	"x10lJosy0/rJz7/4e+yFPu3YPxs9XqlKzG7PRP4elgq30Yxn+QMlEADRHub520JAeqOlGZ9C3hDR1FcX",
+	"ZbE4v7AE9aw9joPmySSb8ZxlKRixPHg+YkTvX2byvNdnFsiHyljjeaY7rezrsyqK5fKCV6bkQVZC4Hrs",
+	"06MDu/Wiwqx71zgV4gLzzhKGT7gEWmr9GvsWw/V9z/LKggHjdwvtanOagH8qYmdCn0EM+hiDCkw+5NKs",
+	"2Vg2OQlgRN1Et993szkOX/gK6bMRXwRFT20lAC9k5iu2QTYpe+k15oXakfElljQbxWyGRrgXe+dZXg+9",
+	"I8PZ8ZvnhpTcCgmcGMieBdfIDOzk+/ffLTDXAVhminR1/z704S9ciYcHuvc/nny395hV4kM1JuZ6LlNe",
+	"pozn8wt+ZojI5jxNM3keYTkGWwLix7cv9hSfCve0/jqT84VXFxt/esTyTAp2Vgp+qSjrAOeAOqP7AJ3L",
+	"zmUB0bhjuULbQeQqzNI1y6ZweEhOjIWmsLWkR11V4MZJhZZpKb7DN7Vw+EAKLSueSX1IXv34gk0ueMkn",
+	"lSgxcEe/jyW9EG0pjA3B74LBFZSaAV+WRe5aU6wrC4a+ylhm8p+owfXgktAW0ZlAYx5fq1dM9/T7k5cv",
+	"In0kK32Ml2VWVULiZqifvlhyxZLZIq8yfWc+4DkYNRWUSoCl5Gye80zuwVzoZ1gqyuy9SG2iHryPdbU1",
+	"eV7y+YWKYumNL0JsdFaJGfyttUqITame9cxDC7pxirjBPHuDAkfGmWCLuT6hw0E0GMD/NzvTnzHEAoKa",
+	"YZ9nL7O/9GiPH6dpKZQSqn//PoYi8YOEdY37DqK1E/LXnMFfpWiQmGPyeTHVx5KajLBYQ5IXE57/e1rM",
+	"eCb7VZ5i5vnTTM1zvmKv+EyweDEY7E/qD8KnIonY8btvnz/H3CEIkcz5RKgjS184HAxYKSbZPDPc+ljo",
+	"Bueadpk+C9zbalDj30Zh6pvNqJI0GB9tNy3KWcj/72UYUdkK1jWLaerWWIAANtjr01x6/aaqHMHWPINd",
+	"OZ8LXupx2QNAy/cik5e4dGEgNai1HPjZcMt5byCHa+h5sgVQTHlmQ9IFRRRqlZuJbQGrJNAahRF6Q5Kb",
+	"VYqFrlz0RgLE4AMcjMAtiqJXGBdlLJuBdNYllxy5L5uVoHm9w0TiqMIh947IedkYt3WjkxMIlFbqSTCa",
+	"WL626Ihgc/jsxn7tIW+GYMO4OpvUjViGk9wLli5TsJxYn6HeG2TfDIcTIS1ELMUeXNSZ8qo5OJ4G2pD3",
+	"mD3KrJtURUKBAC0NzJ96D/doA2GCIDXdNECgnhb5OQFwU0yNGoD7wu+p8e1bcIvvdmZ1r3NWGeq3YNMt",
+	"9DUTHIYI9JwGkuOeauwRoM9w08RnBfnh7JzQEXwtGent9+/XVwdL2Wg5VciJMJs70ZdRwqZFrnW9rskj",
+	"G9EKxBJeCoXB7F6FhVZRoBka2QRnk6QpcjwpUEGxKI+a8Tw/1cM8Laan+gIhnRdXfXR46F8Ypg6IvuXg",
+	"xu/pAyTFMpbJSxzY3vOnACYHkT0pZ/3//t//59+xaJR+5z3FUIJb6W1mQd+t2AQEEuzZwiJDXn0pbfII",
+	"3L/cL6JlWQNHBxFVpqAiRz0923S3Q4EsCEeBvwaf61Pa0jxf4cJASdqEVi6JsDhHEnfgyBIWBkMDhAGJ",
+	"bK6pLQYHmmRWQfI/9pw0I9AM7Hma5yvaK+Y5wKQBo+x5qZVjRoWwDPssarFoRoQlmBQrTOE0LMrlAkhe",
+	"MSbWfXdy/Pbk5MU7fc70fzjs8Gl2vgB8AF/o41sBC2rqsGK2+hoSoObFeab1KwTb8qrSE2KtG2LJffn8",
+	"5TPYKfpq0E8UJS9XbMqzfFEKgMnpnsUyOfjwITEFb7jpqVEo02KJUs7YJxy8BHAAMslGbJbJRSVUD89/",
+	"VWZ6yyAH/jBio4gdROy///f/Mc+xrtEOuGQXxcIFfWkcShskU5MZ+lgrd/hFBARC5swalv25KGdcgre0",
+	"NjKWHAYDszaOMx+lwxAaEe+vVlFClb1lUaZU9MuTIYS3wpJattwBsGQqva/f6dXhuWmLTHqhmLowschi",
+	"UZ0VHxzCRMgUtSGrAyyzidBGapbDL1asXMgj7wEUh8ZdkGYiZekCcri5nVBvYbxuwh4JRYe2ZTe17FbF",
+	"nyRTeyyWmTZ1SojfQcd7fWbA06zil4JVi1KqMWCl9OEqpp5PgF8KV/JqxNKFlrf2bOGNZBeONn5YA5Cd",
+	"iWlRQt6g95USk0IaVJp3lsiflVLYSOt4sspXpl6jKmwxxJlu0HXF9UOLmVia4m2NqKebSq4viilVrsKx",
+	"m5F2zWTg6QVTIJYH7n20349QGMxggHZSkeaHVxgDtb9JF4J0fPtqvToKFsBdmbOeMQR9+d6UlRDQJ9F6",
+	"pBXINQa9vhkTKOZgpaMW2HRCCGfdEivVjbwTlOvyOUBxiBAr5pmoFekBICh+AdXfIOlbf7CiS1DrfkfO",
+	"Y0CGXs1L4Lsh9VjrGLzOcNSJOmeTSWfc4eXkInsv/p1PZqJvMHtR5wzG03nz/fHe2Ug9frF/vNeJOvCL",
+	"TE6Lf59gtMD8ImI24kAmHJeSB42iFtCJTHCBQj4dcgZ0xp2pPNx7s+xEHWd9dsadf3KZqfr70I+JOm8t",
+	"WaFo6vkbY40bJsjOwb+9++vf1dlfH6vnz+YXZ7P8t+cny/eTpwffdNqwi07NhDJWwRhPRv8x+4//9fyb",
+	"+ij/px4le/1bkSuawNZx0yR+vILr9yVt9jtFO9JAvkXruRGaNwqqb4Yrttbm3hqoB7eVm79x05PUdBrd",
+	"KExPL/quKGdrB+d7xOoODK2Jgu9it6GdTSZj2+7I5j0Tm2BRzpov6ELzkbZz0CvSu40BPzfOtV2X1POr",
+	"7DZUPdJNfsAbjeKMp6QQ1PEi7rQ7vIgho5lSeYytAzD+NC0oxpbZv+YKjztj07JWaeU9QjKRTXC+yDmk",
+	"OujZ1HZMTLX6fh9Gw8cf/8f1CwSYGcA7Ihy+8cDS2OmRnRZsrbf4Zv0s0tVJUbwo5HkdrwuuTjB2Nnk4",
+	"b7JY+iO9TFT50SxXDqUI9RwNB/i/Gw3RmAO0I+vDtNZCEDlphkZ2W6W1oRiEgJuX3ZSVRmTn8lu87po1",
+	"NGq3sAsweZJ/E/6nVVzYu3Xc5qXb/o4bD/ep4HlzrOh5vI0Rkno0dt7GuxzUtXBdM57rS0ikx0Z/Caaj",
+	"Hh7i4W1x9dsdxTPKGuuHL1sjD8QUjI65G83MLFMqk+dAt1o/qxbQbAlL6enbkELzUlsr1YrFHfwobP/6",
+	"I5LFW+PSDQfk5ppdFHkKQVGjml55sbgHBLer5YHAbziE6seT7x63nT+MTZpgnw1L7qhwwXJUXkMQ2Ks1",
+	"dIN+L/JvrXa7ufPrYqg3GsiGRq8/KDS5w+H8Dc1wH37R0nG/29fHxBDyCdSRNYqqP7tG57mBsmp1n+tG",
+	"rm8031VRvODluWiTRlqmkI7EXmZ/uZIcgvCRbrhEB89wcPD48NHDATtbVeLGXUZ8mwkl1eHApTDv9CO3",
+	"O63GmA1H/o+iIAzMS8sOdTNKE0wyWKO01WA1YUDSerCLpdzKxLJVa7slhhYcDiExGzWu/TBdC0oIkzh4",
+	"1YpDp4yKXfU44zUZg8m6mFzcnlJjB9mimDai1m3DDIPPV9dM3Yj8V93GmJra5zGjbPU7XC2rk5qBEXz0",
+	"s9IV/4384F9TIDcQrVP8EsPX5K/3YJvg/Pxl54rPs3m1gtIDCMwESqH18F4bVHVxRYPXpaCeMlE9rSti",
+	"4ASxb5Vi+FJ9NyEWvjqKpeOc+P7k5A27f/9wsH//PgSSYKNzlhc8ZWc853KC8bSinFwIVZW80qcBgj4+",
+	"xhgQKsWUlUUF3k0KtJuwMOwqGxQ+HOwnNlhtwm4twOOWkANN1Y0drdBOKADewkd/ROQx9Lzv7fOrkaK9",
+	"bc7Fib/HahHkFlGnX+tR+5ofLtyB0luIdiKoe7gVP7foe1UQuWbkyt7TftwI3NYzln1C5HbF1eVWih7k",
+	"5GH62Tb4EqszvGQGKLaG2wVQkUogrBrN5sjAjfRyZtIkuoYpliSRLKoZkGveAz5HYoPk5jLD+DKMAiCg",
+	"judm/xDCnrHkSmXnUghHDcO6XK4IZh3wBvXYBs4YBKhRayXirfIlX6n6g1S13gDUL4WYK33r21RCmPML",
+	"sTKNpUh2YlkSYXRDrQ8ti/LScqUAamvE0kKKI7N0hvWBcQVfIJZDCiaLJesSyk4fX0RaZzNhUGfwNw0f",
+	"W+n1sfzRqap4aXKr4YNpJjN1kWBGtFcaiX3//fjlyySCY2HJXtxM3FP4mt90jwD1pCedMoUBGe1jzO6p",
+	"3lHYA381ZLE8qnUnU6yYUykTIAkuDDogln47fXYMmfR4i2RQsaupt3UTTMAb7e0P2HAwHgySiCWjA/1H",
+	"D7KtPWy8Q3Ta1FQvZ56wOU3Ffl3mPwK+Q9xoSzy1veV2rn0qSRjU08rU6UVRJWwIsBbACy7Kc6GtKK4u",
+	"j6AeVSZTUZ4SjAfm+FLMMUnRfKuOYploSQZf1x2C3arMZjOtIyKAq5BCsbQs5nP9WSnmglfUaCEnopXp",
+	"R4oldGltXW795RfAsdNOoUMbNGDS0TtqH/h07L5sfA8mAK4RVvougI7nW57njJ8VC9w/xRRpVPAq6dh/",
+	"GlLV0XDn2+7EzuJdlwd42qj3vcOR3F4WwM5l6K4OW+7WBVbvpsG9H7ImLyzNfy0bPrihwstm6+ioRWf/",
+	"ER+3DG451tXvUOYlN4xA04Z+5ZHf7pJcap//iEiT19NjlDzXi9lEhrdijf3Msh32Rpv1bJFOtxefgqP+",
+	"F7h13uGpbhlxCp7KTBnwGqUrlTtucXyJ5wA9E6YlT5zcFnvULjUrrhXDulVOJns9fPVFbKVj0nPlGR8g",
+	"J3Z3QHj1KsC02IExyRd363mSNqpELOeVUBUek1g6TiRfs1vPjWQyEqyeVpi0URi94zaCtBqtghyTRt2g",
+	"5LEGhEfDYx0mxh5g3cT8CQ9ApVHMCbUUyfRqVP1L4RrWG9i0U0wBg6gV6grAuQjR9Z61Jk3pkTDpH9xT",
+	"LNVqWAUJDd2iNOqU/rIXuRRWrVDg6sxsYgcYNNv4hHbmEGKOQiiWV+cQMrK67XIg8iBgKVrPHnRiVtmS",
+	"+7DN3D6hydBu/LCG7TN+9y7ZYvjEshs2JBd57pxzsOkoJ9bcFNoOQnmNZP9kCWLmnjbvEq2BO20elfiI",
+	"DfSQjhjp5jXFfJ0avUvxlG/9PeDXSEGlt61Kiqca1zVK/xqYFuWMV1gqBdBMs0xms8UMFOBGFZVobVUX",
+	"71RD0izPdT/bOmaQsDfqxaelXvoX4yvyzu5tcRXtWAXmEGlaLOVLm+mF7DfGV0OMNp6zlg5rjc9mFPDZ",
+	"6HaR88WKnIBjx9iDY23Wm8dQfrQ8t2+fK4Va5NV12Gq8y4uevjl/jXNnuM9QaMV6Q/kENzixRG9D/sPW",
+	"cKnrFYhvyHq9BsVYMDhX6MhCjM4W1S2gf25N4QXp9i/Mr7NeIrTotFdn0jkx16BTcq9YK8gvDzTnShmU",
+	"mk3phGt+QzH8WLpq+Fy1qoZkFVtWlaz01L0jjxgkgZe9QrrFRnmhPvM9zSOGYsXTUMeUEBy6jbtLy13q",
+	"0Y1Tnjg6nXvo91gesSErRTEXEuosQyJ0LnipSJ8MGj6KpZ4wc29RDDCDtCvynbf8qs8SlHXWZYj/BAoE",
+	"8UFMFph2ukWnK4XeApDUmlWs23Rt2zzoNcpd3SWdaMGbULV/ZdCkoNQdkVtWPwjuZOeudv4AvTo2TFEK",
+	"XHqYDnCVtEYtwLPuGQWq4itgONDXWBK5oEnkPMAwFagmcrAhkjev350wP3aU9K1NtF6NnnDJVJXlOTsz",
+	"YzPatGW196GJxOEACEytULv6BW+CTQApy1RfLlPalqJbG43GZZlVzqDwONwx9W7pAnQTOJjmNMYy+bnI",
+	"U2Da/SVhXVCmT7neRXKSL1KR9nYp860n5QsosgWVs0ABx82v7f3zUgC/j5aUWnmR4kPFlkJo+98rwzW6",
+	"ko/4E5Tb+pP40dqrhr1ETSKMg5JTZjNADY6fXuOvtcL+rC6672BTRnRjRv6dBDE3lOvrvHh3UDdsKc4u",
+	"iuLyAQr861Y7178lnoLFmf0Zs9eC1jFsSnJenB9hCRj6AInYlnxl1ZPImreZ/aHNVs+qXcQ2DQz79tkl",
+	"93B3Gfz8bvNI6WbfUSiEQm7jD37CCXfRoa8C5ZOUttbLyTij/R4ewJYihPTcXQsTfWIp936XMoSBPAkI",
+	"DAyFiIVEeOOLZUKvRI3XL6kQMX1fpobxtFEwG5nr1Wkh9XMWfhLLw4GDuR8OBj3M9RDvwc2ewH/xbZZd",
+	"0HRiL0uTI5bIRZ4npiyRUJWTdMQ4ktCYEsN4PjUwYmidHioW1aSYCVBcjQRMolgmSL6AxyLRL0jYA/zj",
+	"lL6CBknJN2sCD1IHANpJXizZpQ6Dk1oWRNwz4TNBTyPsDe0CImSJHKqo4tpWouKOsh/LZ7LSK8+QcglS",
+	"D/YHLOUrRUaAtpbSzSLb7J4tnuqT2n4IvdWjdpew2zF36at+w88FLW+EaLVhkD2h/7fOaT1HBLHrC+1N",
+	"eDVl0IKXTv9ve8faXhHu/vaXHQ68tx1ufdPNPd950chMNgRAEPnjrOHNvTsi+yjumLMed8ZPiDvd+HTJ",
+	"pdhHFRudqnioY/2KuEOnFx62x9f3Jut+Q/XxgX6T7rjz5KYLPBWnMxV3xvuHbczs5DUegjfYEbk/vEG/",
+	"h7V+ozRp6fThYD/oNMiTw8F+S+eHow2dR1e24Tn/vIrGMdwX5pbJi/MNHtg/WlFRX/VGOf7ptYSfAuG+",
+	"ch5Yc0Fduc6o1RgIFLkfd/DmQ79TWeRC9fpUkLRVPxqji5OIj/R9qZBjCW/7mucNY/NEi4fB+AT/pRK6",
+	"AIHwkdjy6An8l0pYlxCSJStmWVWJdMx4nvdYVbBkUeb6PpdGz5jr/uMeiGJJIeeiTJ07EJ+bCqCpck63",
+	"iYgYwoyN4vPOECXTAqhYqrmYZFOSxEzpm7lLSnGgy7Bv3KsIfWO/1ne/qvhsDiqJ+VS/mleLUujfJu+H",
+	"kUvmcFTOoIG8PP527933x6PDh+DFTX537/3Y/73xlo/938+KdPUx8Vi7lZiUUGjyUqx6ARGxbs8KPRZ3",
+	"fscajx/7v+NqfIw7EYs7tnX91NvvvmX7+/tP9Bcpr7j+7Hc30+A4jSVUmoVPHiAQAdCHjYqy1mX88SMA",
+	"klGnGn34YLJxhgNKxlEAxbA3xBHjdTJpw/NG7HgQn9zMwncQy4tiUSrGkdkY/KP/7/8zGrD/H/un3npl",
+	"L6INm+UCZNx7KlBlXgYykEPteylULJc8A5CJnnu9Of1T1Ouzn+B6Nu1ccGUYwvRxHB0w7A6S1PmSx+PJ",
+	"qKdZQOVg/OoUP0l6R0xIfpaDX6Bi/JzrJenWFF282ohEOsHKrmOmRVXSg8DBTCjzMqNyO1rJWIJfULnu",
+	"wAOIfIZj63HmBbon+MH1QQanxEVVzdX4wQOEceh/wT8MbsnQvhsuwiNwkVzo1TPQxzOE/5RCFfl74A7m",
+	"bF5m74GvMy+K+RmfXCKv9R5wFdmsaEjfkoXcmy/O8mxiKQIWMheKSraj5q1vuDwvlgojIj89+8v3r1//",
+	"cHr84sXrn549PX317OSn129/eJcQYa9lQZ1UC57nK5ZmPAeaQMUmF2JyiQSsSOVnLh3caqVAHKuyYJxp",
+	"gbnDrMvZ/ocPmORB+h6WbobzjdO5vFBictomTUYHemoeHrCSy7SYYUb1kZGxkUfyGcsZJKcVUqC0wBd4",
+	"uCo8pnClXIhSWKuG6i9TeGHtlkN6dMdFK+SkXM0rf29jT+5pCfXt25en7559+/bZyekPz/6RGA5WuozM",
+	"RoE9eilc8ozRtRyNKiheSR1ZnxiN0GLs/d2qpRwO3zyB/9LiqlYjN5YPB65KLg2ZeG3dDErgVSQCWZH2",
+	"Nth3X0S5XLiUtaaTmd5QEPiXumL4biUnJkPo2ds32hLES78z/nkYjX6JOosy74w75sTDJWvY5PqTYvZg",
+	"Us46O+uoP/mTdLdRmKI8A/bDrRo36lqvZb7qrC0++w531xmQAdxdoiQCVLRRYbdv3EHp8HL6w9+elI//",
+	"+sM/fi1Plv/88c3Tx89fvPmP58XoBX/B3y0xrfKawCWSvK10PMcsFarKJOpTmXSCmklRLYtyO/fFoszH",
+	"bDjo6/93SEXdbyLrvwQcS13muLxjWLmvbt0Hr4p3MBUgz8K0cnOaGGc/vn1h5I/TMEkr+ZSmG/Y1NNo2",
+	"wsM3+XgROh5sj9Dcqntz9YWIjLdAaTs2qh1dnOhuDWreNPRHwoSYT3kFyFqtcmTy/FRlciK8RHrS+yvU",
+	"zARPQa89E0Iy+kmf4ZSQToPAasIYs2P26yKbXFp3c7FU2ijyR6wilsDhBGsJ3dDfsOGmu5Pwu59J8jfR",
+	"m69lqAV/AtgmCP9FmYPk33jpgjuKLuvY3Naxufz1JzFdZoifJJ/YLwBvdEEGqA0ZKgFUblDvv5jOUtyp",
+	"bTfPned2nMNGBtvOg1FCBaV0i7fs1mR0bTv+aTxeTlC2+X0+rdxsuroqoarrhdrfAaW4cxRpmbmauxBU",
+	"H+NBkITAkzE6QlzEQyv7Wfox6TkvkUyd6aYaphtteX/ytPGiryRZLCkGhm4ENH3mfKGQBMDsejJsPDYS",
+	"Q5Q/KWYC5C2apFSTpwQ5i89r67DhMSFfj6HCFxKqaVSenzOWeXFuQQJj5gXQtLU5+vAB4ltQFaIXWYik",
+	"Flh67ige5upOg12oH0SyEtZdXqz0eNHJcURAQP2A5/x2xmrgU1NCVgC2Iw8J5D2BzZjluQtx2OwGew1s",
+	"uBVOhKq+Qhx8iAOudhNWZveY3V8j0MPvzmDxgj/morhyBAhqFQenOO5AvHd/OuJPJsaw+cwRlBPvVBsg",
+	"tN7cTpp8VfjXK/zAIxVOGPJ6fMKbSsuRt4guDe6rK+LjgxtrK1i+gRiLZdeDt5v72+eGsYU3vKxBS+dc",
+	"anMYkO8QVYmlDdJEXjSGshntm2vQ6DAolfSttRHLKc+VwHvOOu6hmISecOtgri7EzF12mNCKV7Yexko4",
+	"VAh4QPU16vmV0QdorZn6NB1R+TXwkyMkXsYSYPcIajauU31x8YmB5sGHRywBJi5xah6CfqNrFMpPgYM0",
+	"lg6GwXgOVEhWZyAPrvnnOc/kOvej72j8mHjOSPQcGu/qklv3aoSRD7yFN1x6XwAmG/eEOWpXvAR/8ofx",
+	"RTr6rn+fBNhjnxxLH45P7iDUrX+8K6vJerW8XQ35mYs873298jZceXgzfFboYt2zFRK7/d450xK1PF5U",
+	"F53xz79oWYGiuQ2MhrCRiSsPBoFEkbKzFUu0eGXlQiYdP1wwfvAAfnFRqGr8ePB4AOKIhtsGdnMoRgQ3",
+	"Ih+7fhkabnjT9R3OCzw2TXSal+Kt5Xs3F+c8xxgPyHuZWg821YhELGBWsvlFIaHeLBBeKgru/brIVFYJ",
+	"1a/nhGdCtb4/LEBZTP1Mo6zWDjzb1gxmCpKZlZWex837PULnmz9+Knhuf8zOiyJVtoKswkJmPPc7Av9u",
+	"a6iYLGZIj1zvhte32gv8ds3vW9qGsv9sRnX//V9NM8nlRLT85u+YSRW6U+8pSyQUTq/3aUtbz5DWFEo6",
+	"+zXeF0qU6l7AoOw3CqSnzdbewcHY0ztjoU+Gl1s4bZIA+Z20D7a0amrl01Yk/kU2L4szgQ0HlKX4nE9a",
+	"6vecuBpb9lowlxPSaqF243yR5wDFYVQjPasQrOO1i/76tjlBJcopks2FI19/VRgJeSZS9uPbF36/rWzc",
+	"1nOephnR6JEebqZtZQg9/OkQVZXJ87ZmXxulTKGjgqQeOslXBZ0rV8AzQB1RLTvQe7HqYiwTT4wTYAP6",
+	"hh51UM7TYqLVDiP7+7MU4DWTPNMblIqSokKqqnoFUZ4DVyIEqqUQWFhzFhk2QcOmsGJp4dbXYAKmtdbu",
+	"eZ4ZWho9HuoKqq1m6d1d9fGXj/9fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
