@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/crmservice/crm/impl"
@@ -187,4 +188,88 @@ func TestEveryWriteTakesAnIdempotencyKey(t *testing.T) {
 			t.Errorf("POST %s is not called with a key by this test", path)
 		}
 	}
+}
+
+func TestIdempotencyConcurrent(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	body := map[string]any{"name": "Fabrikam", "type_id": w.dirs[9][0], "user_id": w.member.id}
+	send := func(token, key string) reply {
+		return e.do(t, request{method: http.MethodPost, target: "/company/insert", token: token, body: body, header: map[string]string{"Idempotency-Key": key}})
+	}
+
+	t.Run("one key sent at once by ten", func(t *testing.T) {
+		replies := make([]reply, 10)
+		var wg sync.WaitGroup
+		for i := range replies {
+			wg.Go(func() { replies[i] = send(w.member.token, "same") })
+		}
+		wg.Wait()
+		replayed := 0
+		for _, r := range replies {
+			if r.Status != "success" || r.Value != replies[0].Value {
+				t.Errorf("reply %s, want the one id %s", r.Raw, replies[0].Value)
+			}
+			if r.Header.Get("Idempotent-Replayed") == "true" {
+				replayed++
+			}
+		}
+		if replayed != 9 {
+			t.Errorf("%d replays, want 9", replayed)
+		}
+		if n := e.count(t, `SELECT count(*) FROM companies WHERE account_id = $1 AND name = 'Fabrikam'`, w.accountID); n != 1 {
+			t.Errorf("%d counterparties, want 1", n)
+		}
+	})
+
+	t.Run("keys belong to their token", func(t *testing.T) {
+		a := expectOK(t, send(w.member.token, "mine"))
+		b := send(w.admin.token, "mine")
+		if expectOK(t, b) == a || b.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("another token's key replayed: %s", b.Raw)
+		}
+		if n := e.count(t, `SELECT count(*) FROM idempotency_keys WHERE account_id = $1 AND key = 'mine'`, w.accountID); n != 2 {
+			t.Errorf("%d keys stored, want 2", n)
+		}
+	})
+
+	t.Run("failures of the operation are stored, validation failures are not", func(t *testing.T) {
+		missing := map[string]any{"id": 999999999, "note": "x"}
+		first := e.do(t, request{method: http.MethodPost, target: "/company/update", token: w.member.token, body: missing, header: map[string]string{"Idempotency-Key": "upd"}})
+		expectError(t, first, "404", "not found", "0")
+		second := e.do(t, request{method: http.MethodPost, target: "/company/update", token: w.member.token, body: missing, header: map[string]string{"Idempotency-Key": "upd"}})
+		expectError(t, second, "404", "not found", "0")
+		if second.Header.Get("Idempotent-Replayed") != "true" {
+			t.Error("the stored failure was not replayed")
+		}
+		invalid := map[string]any{"name": ""}
+		for range 2 {
+			r := e.do(t, request{method: http.MethodPost, target: "/company/insert", token: w.member.token, body: invalid, header: map[string]string{"Idempotency-Key": "invalid"}})
+			expectError(t, r, "400", "request body", "")
+			if r.Header.Get("Idempotent-Replayed") != "" {
+				t.Error("a validation failure was replayed")
+			}
+		}
+		if n := e.count(t, `SELECT count(*) FROM idempotency_keys WHERE key = 'invalid'`); n != 0 {
+			t.Errorf("a validation failure stored its key")
+		}
+	})
+
+	t.Run("a key past 24 hours is new again", func(t *testing.T) {
+		first := expectOK(t, send(w.member.token, "old"))
+		if _, err := e.db.Exec(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'`); err != nil {
+			t.Fatal(err)
+		}
+		r := send(w.member.token, "old")
+		if expectOK(t, r) == first || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("an expired key replayed: %s", r.Raw)
+		}
+	})
+
+	t.Run("malformed keys", func(t *testing.T) {
+		for _, key := range []string{strings.Repeat("k", 256), "tab\there", "ключ"} {
+			r := e.do(t, request{method: http.MethodPost, target: "/company/insert", token: w.member.token, body: body, header: map[string]string{"Idempotency-Key": key}})
+			expectError(t, r, "400", `header parameter "Idempotency-Key"`, "")
+		}
+	})
 }
