@@ -342,7 +342,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 		defer serveMetrics(metricsLn, metrics, c.log)()
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(impl.EnvelopeListener(ln)) }()
 	c.log.Info("serving", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:
