@@ -2363,6 +2363,9 @@ type GoodsDocumentId = int64
 // GoodsIds defines model for GoodsIds.
 type GoodsIds = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -2398,7 +2401,7 @@ type CommonListPagingParams struct {
 	// RecordsOnpage Records per page, at most 500.
 	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
 
-	// Page Page number, from 1.
+	// Page Page number, from 1, at most 1000000.
 	Page *int `form:"page,omitempty" json:"page,omitempty"`
 
 	// SortingColumn Column to sort by (any column of the module); `id` by default.
@@ -2476,6 +2479,26 @@ type CommonListPagingParamsSegment int
 // CommonListPagingParamsModule defines parameters for CommonListPaging.
 type CommonListPagingParamsModule int
 
+// CompanyDeleteParams defines parameters for CompanyDelete.
+type CompanyDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyEmailInsertParams defines parameters for CompanyEmailInsert.
+type CompanyEmailInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CompanyGetParams defines parameters for CompanyGet.
 type CompanyGetParams struct {
 	// Id Counterparty id.
@@ -2489,11 +2512,58 @@ type CompanyGetParams struct {
 type CompanyInsertParams struct {
 	// CheckDuplicates When true, refuse to create a counterparty whose e-mail already belongs to one.
 	CheckDuplicates *bool `form:"check_duplicates,omitempty" json:"check_duplicates,omitempty"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyPhoneInsertParams defines parameters for CompanyPhoneInsert.
+type CompanyPhoneInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyRequisitesInsertParams defines parameters for CompanyRequisitesInsert.
+type CompanyRequisitesInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyUpdateParams defines parameters for CompanyUpdate.
+type CompanyUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ContactInsertParams defines parameters for ContactInsert.
+type ContactInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ContactListParams defines parameters for ContactList.
 type ContactListParams struct {
-	// Page Page number, from 1.
+	// Page Page number, from 1, at most 1000000.
 	Page *int `form:"page,omitempty" json:"page,omitempty"`
 
 	// RecordsOnpage Records per page, at most 200.
@@ -2507,6 +2577,16 @@ type ContactListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ContactSocialSetParams defines parameters for ContactSocialSet.
+type ContactSocialSetParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DashboardKpiMyParams defines parameters for DashboardKpiMy.
@@ -2555,6 +2635,13 @@ type DealGoodsInsertParams struct {
 
 	// GoodsIds Comma-separated ids of the goods catalogue; an id may repeat (one position each time).
 	GoodsIds GoodsIds `form:"goods_ids" json:"goods_ids"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DealGoodsListParams defines parameters for DealGoodsList.
@@ -2564,6 +2651,36 @@ type DealGoodsListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DealGoodsUpdateParams defines parameters for DealGoodsUpdate.
+type DealGoodsUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DealInsertParams defines parameters for DealInsert.
+type DealInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DealUpdateParams defines parameters for DealUpdate.
+type DealUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DirectoryGetParams defines parameters for DirectoryGet.
@@ -2582,6 +2699,13 @@ type DocumentGoodsInsertParams struct {
 
 	// GoodsIds Comma-separated ids of the goods catalogue; an id may repeat (one position each time).
 	GoodsIds GoodsIds `form:"goods_ids" json:"goods_ids"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DocumentGoodsListParams defines parameters for DocumentGoodsList.
@@ -2591,6 +2715,16 @@ type DocumentGoodsListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DocumentInsertParams defines parameters for DocumentInsert.
+type DocumentInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DocumentListParams defines parameters for DocumentList.
@@ -2620,6 +2754,26 @@ type EventListParams struct {
 	Action *string `form:"action,omitempty" json:"action,omitempty"`
 }
 
+// FieldDeleteParams defines parameters for FieldDelete.
+type FieldDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FieldInsertParams defines parameters for FieldInsert.
+type FieldInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // FieldListParams defines parameters for FieldList.
 type FieldListParams struct {
 	// Module Only the fields of this module.
@@ -2629,6 +2783,46 @@ type FieldListParams struct {
 // FieldListParamsModule defines parameters for FieldList.
 type FieldListParamsModule int
 
+// FieldUpdateParams defines parameters for FieldUpdate.
+type FieldUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FieldValuesUpdateParams defines parameters for FieldValuesUpdate.
+type FieldValuesUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FilterDeleteParams defines parameters for FilterDelete.
+type FilterDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FilterInsertParams defines parameters for FilterInsert.
+type FilterInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // FilterListParams defines parameters for FilterList.
 type FilterListParams struct {
 	// Module Only the ready filters of this module.
@@ -2637,6 +2831,26 @@ type FilterListParams struct {
 
 // FilterListParamsModule defines parameters for FilterList.
 type FilterListParamsModule int
+
+// FilterUpdateParams defines parameters for FilterUpdate.
+type FilterUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FinanceInsertParams defines parameters for FinanceInsert.
+type FinanceInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // FinanceListParams defines parameters for FinanceList.
 type FinanceListParams struct {
@@ -2648,6 +2862,26 @@ type FinanceListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// MailSendParams defines parameters for MailSend.
+type MailSendParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// TaskInsertParams defines parameters for TaskInsert.
+type TaskInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TaskListParams defines parameters for TaskList.
@@ -2662,12 +2896,64 @@ type TaskListParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// TaskUpdateParams defines parameters for TaskUpdate.
+type TaskUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookDeleteParams defines parameters for WebhookDelete.
+type WebhookDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // WebhookDeliveriesParams defines parameters for WebhookDeliveries.
 type WebhookDeliveriesParams struct {
 	// WebhookId The subscription.
-	WebhookId     int64 `form:"webhook_id" json:"webhook_id"`
-	Page          *int  `form:"page,omitempty" json:"page,omitempty"`
-	RecordsOnpage *int  `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+	WebhookId int64 `form:"webhook_id" json:"webhook_id"`
+
+	// Page Page number, from 1, at most 1000000.
+	Page          *int `form:"page,omitempty" json:"page,omitempty"`
+	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+}
+
+// WebhookInsertParams defines parameters for WebhookInsert.
+type WebhookInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookTestParams defines parameters for WebhookTest.
+type WebhookTestParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookUpdateParams defines parameters for WebhookUpdate.
+type WebhookUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
@@ -4859,10 +5145,10 @@ type ServerInterface interface {
 	CommonListPaging(w http.ResponseWriter, r *http.Request, module CommonListPagingParamsModule, params CommonListPagingParams)
 	// CompanyDelete Delete a counterparty
 	// (POST /company/delete)
-	CompanyDelete(w http.ResponseWriter, r *http.Request)
+	CompanyDelete(w http.ResponseWriter, r *http.Request, params CompanyDeleteParams)
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	// (POST /company/email/insert)
-	CompanyEmailInsert(w http.ResponseWriter, r *http.Request)
+	CompanyEmailInsert(w http.ResponseWriter, r *http.Request, params CompanyEmailInsertParams)
 	// CompanyGet The card of one counterparty
 	// (GET /company/get)
 	CompanyGet(w http.ResponseWriter, r *http.Request, params CompanyGetParams)
@@ -4871,22 +5157,22 @@ type ServerInterface interface {
 	CompanyInsert(w http.ResponseWriter, r *http.Request, params CompanyInsertParams)
 	// CompanyPhoneInsert Add a phone to a counterparty or one of its contact persons
 	// (POST /company/phone/insert)
-	CompanyPhoneInsert(w http.ResponseWriter, r *http.Request)
+	CompanyPhoneInsert(w http.ResponseWriter, r *http.Request, params CompanyPhoneInsertParams)
 	// CompanyRequisitesInsert Add requisites to a counterparty
 	// (POST /company/requisites/insert)
-	CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request)
+	CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request, params CompanyRequisitesInsertParams)
 	// CompanyUpdate Change fields of a counterparty
 	// (POST /company/update)
-	CompanyUpdate(w http.ResponseWriter, r *http.Request)
+	CompanyUpdate(w http.ResponseWriter, r *http.Request, params CompanyUpdateParams)
 	// ContactInsert Add a contact person to a counterparty
 	// (POST /contact/insert)
-	ContactInsert(w http.ResponseWriter, r *http.Request)
+	ContactInsert(w http.ResponseWriter, r *http.Request, params ContactInsertParams)
 	// ContactList Paged list of contact persons
 	// (GET /contact/list)
 	ContactList(w http.ResponseWriter, r *http.Request, params ContactListParams)
 	// ContactSocialSet Set the social networks of a contact person
 	// (POST /contact/social/set)
-	ContactSocialSet(w http.ResponseWriter, r *http.Request)
+	ContactSocialSet(w http.ResponseWriter, r *http.Request, params ContactSocialSetParams)
 	// DashboardKpiMy KPI of the token owner
 	// (GET /dashboard/kpi/my)
 	DashboardKpiMy(w http.ResponseWriter, r *http.Request, params DashboardKpiMyParams)
@@ -4907,13 +5193,13 @@ type ServerInterface interface {
 	DealGoodsList(w http.ResponseWriter, r *http.Request, params DealGoodsListParams)
 	// DealGoodsUpdate Change one goods position of a deal
 	// (POST /deal/goods/update)
-	DealGoodsUpdate(w http.ResponseWriter, r *http.Request)
+	DealGoodsUpdate(w http.ResponseWriter, r *http.Request, params DealGoodsUpdateParams)
 	// DealInsert Add a deal
 	// (POST /deal/insert)
-	DealInsert(w http.ResponseWriter, r *http.Request)
+	DealInsert(w http.ResponseWriter, r *http.Request, params DealInsertParams)
 	// DealUpdate Change fields of a deal
 	// (POST /deal/update)
-	DealUpdate(w http.ResponseWriter, r *http.Request)
+	DealUpdate(w http.ResponseWriter, r *http.Request, params DealUpdateParams)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
 	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams)
@@ -4925,7 +5211,7 @@ type ServerInterface interface {
 	DocumentGoodsList(w http.ResponseWriter, r *http.Request, params DocumentGoodsListParams)
 	// DocumentInsert Add a document
 	// (POST /document/insert)
-	DocumentInsert(w http.ResponseWriter, r *http.Request)
+	DocumentInsert(w http.ResponseWriter, r *http.Request, params DocumentInsertParams)
 	// DocumentList Documents of a counterparty or a deal
 	// (GET /document/list)
 	DocumentList(w http.ResponseWriter, r *http.Request, params DocumentListParams)
@@ -4934,37 +5220,37 @@ type ServerInterface interface {
 	EventList(w http.ResponseWriter, r *http.Request, params EventListParams)
 	// FieldDelete Delete an additional field (admins)
 	// (POST /field/delete)
-	FieldDelete(w http.ResponseWriter, r *http.Request)
+	FieldDelete(w http.ResponseWriter, r *http.Request, params FieldDeleteParams)
 	// FieldInsert Define an additional field (admins)
 	// (POST /field/insert)
-	FieldInsert(w http.ResponseWriter, r *http.Request)
+	FieldInsert(w http.ResponseWriter, r *http.Request, params FieldInsertParams)
 	// FieldList The account's additional fields
 	// (GET /field/list)
 	FieldList(w http.ResponseWriter, r *http.Request, params FieldListParams)
 	// FieldUpdate Rename the title of an additional field (admins)
 	// (POST /field/update)
-	FieldUpdate(w http.ResponseWriter, r *http.Request)
+	FieldUpdate(w http.ResponseWriter, r *http.Request, params FieldUpdateParams)
 	// FieldValuesUpdate Set the additional fields of a counterparty or deal
 	// (POST /field/values/update)
-	FieldValuesUpdate(w http.ResponseWriter, r *http.Request)
+	FieldValuesUpdate(w http.ResponseWriter, r *http.Request, params FieldValuesUpdateParams)
 	// FilterDelete Delete a ready filter (admins)
 	// (POST /filter/delete)
-	FilterDelete(w http.ResponseWriter, r *http.Request)
+	FilterDelete(w http.ResponseWriter, r *http.Request, params FilterDeleteParams)
 	// FilterInsert Define a ready filter (admins)
 	// (POST /filter/insert)
-	FilterInsert(w http.ResponseWriter, r *http.Request)
+	FilterInsert(w http.ResponseWriter, r *http.Request, params FilterInsertParams)
 	// FilterList The account's ready filters
 	// (GET /filter/list)
 	FilterList(w http.ResponseWriter, r *http.Request, params FilterListParams)
 	// FilterUpdate Change a ready filter (admins)
 	// (POST /filter/update)
-	FilterUpdate(w http.ResponseWriter, r *http.Request)
+	FilterUpdate(w http.ResponseWriter, r *http.Request, params FilterUpdateParams)
 	// FinanceAccounts The account's money accounts
 	// (GET /finance/accounts)
 	FinanceAccounts(w http.ResponseWriter, r *http.Request)
 	// FinanceInsert Add a money movement, or a transfer between own money accounts
 	// (POST /finance/insert)
-	FinanceInsert(w http.ResponseWriter, r *http.Request)
+	FinanceInsert(w http.ResponseWriter, r *http.Request, params FinanceInsertParams)
 	// FinanceList Money movements of a counterparty or a deal
 	// (GET /finance/list)
 	FinanceList(w http.ResponseWriter, r *http.Request, params FinanceListParams)
@@ -4973,37 +5259,37 @@ type ServerInterface interface {
 	Healthz(w http.ResponseWriter, r *http.Request)
 	// MailSend Send an e-mail message
 	// (POST /mail/send)
-	MailSend(w http.ResponseWriter, r *http.Request)
+	MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams)
 	// Readyz Readiness
 	// (GET /readyz)
 	Readyz(w http.ResponseWriter, r *http.Request)
 	// TaskInsert Add a task
 	// (POST /task/insert)
-	TaskInsert(w http.ResponseWriter, r *http.Request)
+	TaskInsert(w http.ResponseWriter, r *http.Request, params TaskInsertParams)
 	// TaskList Tasks of a counterparty
 	// (GET /task/list)
 	TaskList(w http.ResponseWriter, r *http.Request, params TaskListParams)
 	// TaskUpdate Finish, reopen, reschedule or reassign a task
 	// (POST /task/update)
-	TaskUpdate(w http.ResponseWriter, r *http.Request)
+	TaskUpdate(w http.ResponseWriter, r *http.Request, params TaskUpdateParams)
 	// WebhookDelete Delete a webhook subscription (admins)
 	// (POST /webhook/delete)
-	WebhookDelete(w http.ResponseWriter, r *http.Request)
+	WebhookDelete(w http.ResponseWriter, r *http.Request, params WebhookDeleteParams)
 	// WebhookDeliveries The delivery log of a subscription (admins)
 	// (GET /webhook/deliveries)
 	WebhookDeliveries(w http.ResponseWriter, r *http.Request, params WebhookDeliveriesParams)
 	// WebhookInsert Subscribe a URL to the account's events (admins)
 	// (POST /webhook/insert)
-	WebhookInsert(w http.ResponseWriter, r *http.Request)
+	WebhookInsert(w http.ResponseWriter, r *http.Request, params WebhookInsertParams)
 	// WebhookList The account's webhook subscriptions (admins)
 	// (GET /webhook/list)
 	WebhookList(w http.ResponseWriter, r *http.Request)
 	// WebhookTest Send a test delivery now (admins)
 	// (POST /webhook/test)
-	WebhookTest(w http.ResponseWriter, r *http.Request)
+	WebhookTest(w http.ResponseWriter, r *http.Request, params WebhookTestParams)
 	// WebhookUpdate Change a webhook subscription (admins)
 	// (POST /webhook/update)
-	WebhookUpdate(w http.ResponseWriter, r *http.Request)
+	WebhookUpdate(w http.ResponseWriter, r *http.Request, params WebhookUpdateParams)
 }
 
 // ServerInterfaceWrapper converts contexts to parameters.
@@ -5346,8 +5632,35 @@ func (siw *ServerInterfaceWrapper) CommonListPaging(w http.ResponseWriter, r *ht
 // CompanyDelete operation middleware
 func (siw *ServerInterfaceWrapper) CompanyDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyDelete(w, r)
+		siw.Handler.CompanyDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5360,8 +5673,35 @@ func (siw *ServerInterfaceWrapper) CompanyDelete(w http.ResponseWriter, r *http.
 // CompanyEmailInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyEmailInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyEmailInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyEmailInsert(w, r)
+		siw.Handler.CompanyEmailInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5447,6 +5787,27 @@ func (siw *ServerInterfaceWrapper) CompanyInsert(w http.ResponseWriter, r *http.
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.CompanyInsert(w, r, params)
 	}))
@@ -5461,8 +5822,35 @@ func (siw *ServerInterfaceWrapper) CompanyInsert(w http.ResponseWriter, r *http.
 // CompanyPhoneInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyPhoneInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyPhoneInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyPhoneInsert(w, r)
+		siw.Handler.CompanyPhoneInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5475,8 +5863,35 @@ func (siw *ServerInterfaceWrapper) CompanyPhoneInsert(w http.ResponseWriter, r *
 // CompanyRequisitesInsert operation middleware
 func (siw *ServerInterfaceWrapper) CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyRequisitesInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyRequisitesInsert(w, r)
+		siw.Handler.CompanyRequisitesInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5489,8 +5904,35 @@ func (siw *ServerInterfaceWrapper) CompanyRequisitesInsert(w http.ResponseWriter
 // CompanyUpdate operation middleware
 func (siw *ServerInterfaceWrapper) CompanyUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CompanyUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.CompanyUpdate(w, r)
+		siw.Handler.CompanyUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5503,8 +5945,35 @@ func (siw *ServerInterfaceWrapper) CompanyUpdate(w http.ResponseWriter, r *http.
 // ContactInsert operation middleware
 func (siw *ServerInterfaceWrapper) ContactInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ContactInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ContactInsert(w, r)
+		siw.Handler.ContactInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5610,8 +6079,35 @@ func (siw *ServerInterfaceWrapper) ContactList(w http.ResponseWriter, r *http.Re
 // ContactSocialSet operation middleware
 func (siw *ServerInterfaceWrapper) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ContactSocialSetParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.ContactSocialSet(w, r)
+		siw.Handler.ContactSocialSet(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5853,6 +6349,27 @@ func (siw *ServerInterfaceWrapper) DealGoodsInsert(w http.ResponseWriter, r *htt
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DealGoodsInsert(w, r, params)
 	}))
@@ -5921,8 +6438,35 @@ func (siw *ServerInterfaceWrapper) DealGoodsList(w http.ResponseWriter, r *http.
 // DealGoodsUpdate operation middleware
 func (siw *ServerInterfaceWrapper) DealGoodsUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DealGoodsUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DealGoodsUpdate(w, r)
+		siw.Handler.DealGoodsUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5935,8 +6479,35 @@ func (siw *ServerInterfaceWrapper) DealGoodsUpdate(w http.ResponseWriter, r *htt
 // DealInsert operation middleware
 func (siw *ServerInterfaceWrapper) DealInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DealInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DealInsert(w, r)
+		siw.Handler.DealInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -5949,8 +6520,35 @@ func (siw *ServerInterfaceWrapper) DealInsert(w http.ResponseWriter, r *http.Req
 // DealUpdate operation middleware
 func (siw *ServerInterfaceWrapper) DealUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DealUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DealUpdate(w, r)
+		siw.Handler.DealUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6045,6 +6643,27 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsInsert(w http.ResponseWriter, r 
 		return
 	}
 
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.DocumentGoodsInsert(w, r, params)
 	}))
@@ -6113,8 +6732,35 @@ func (siw *ServerInterfaceWrapper) DocumentGoodsList(w http.ResponseWriter, r *h
 // DocumentInsert operation middleware
 func (siw *ServerInterfaceWrapper) DocumentInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DocumentInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.DocumentInsert(w, r)
+		siw.Handler.DocumentInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6266,8 +6912,35 @@ func (siw *ServerInterfaceWrapper) EventList(w http.ResponseWriter, r *http.Requ
 // FieldDelete operation middleware
 func (siw *ServerInterfaceWrapper) FieldDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldDelete(w, r)
+		siw.Handler.FieldDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6280,8 +6953,35 @@ func (siw *ServerInterfaceWrapper) FieldDelete(w http.ResponseWriter, r *http.Re
 // FieldInsert operation middleware
 func (siw *ServerInterfaceWrapper) FieldInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldInsert(w, r)
+		siw.Handler.FieldInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6327,8 +7027,35 @@ func (siw *ServerInterfaceWrapper) FieldList(w http.ResponseWriter, r *http.Requ
 // FieldUpdate operation middleware
 func (siw *ServerInterfaceWrapper) FieldUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldUpdate(w, r)
+		siw.Handler.FieldUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6341,8 +7068,35 @@ func (siw *ServerInterfaceWrapper) FieldUpdate(w http.ResponseWriter, r *http.Re
 // FieldValuesUpdate operation middleware
 func (siw *ServerInterfaceWrapper) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FieldValuesUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FieldValuesUpdate(w, r)
+		siw.Handler.FieldValuesUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6355,8 +7109,35 @@ func (siw *ServerInterfaceWrapper) FieldValuesUpdate(w http.ResponseWriter, r *h
 // FilterDelete operation middleware
 func (siw *ServerInterfaceWrapper) FilterDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FilterDelete(w, r)
+		siw.Handler.FilterDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6369,8 +7150,35 @@ func (siw *ServerInterfaceWrapper) FilterDelete(w http.ResponseWriter, r *http.R
 // FilterInsert operation middleware
 func (siw *ServerInterfaceWrapper) FilterInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FilterInsert(w, r)
+		siw.Handler.FilterInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6416,8 +7224,35 @@ func (siw *ServerInterfaceWrapper) FilterList(w http.ResponseWriter, r *http.Req
 // FilterUpdate operation middleware
 func (siw *ServerInterfaceWrapper) FilterUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FilterUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FilterUpdate(w, r)
+		siw.Handler.FilterUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6444,8 +7279,35 @@ func (siw *ServerInterfaceWrapper) FinanceAccounts(w http.ResponseWriter, r *htt
 // FinanceInsert operation middleware
 func (siw *ServerInterfaceWrapper) FinanceInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params FinanceInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.FinanceInsert(w, r)
+		siw.Handler.FinanceInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6539,8 +7401,35 @@ func (siw *ServerInterfaceWrapper) Healthz(w http.ResponseWriter, r *http.Reques
 // MailSend operation middleware
 func (siw *ServerInterfaceWrapper) MailSend(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params MailSendParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.MailSend(w, r)
+		siw.Handler.MailSend(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6567,8 +7456,35 @@ func (siw *ServerInterfaceWrapper) Readyz(w http.ResponseWriter, r *http.Request
 // TaskInsert operation middleware
 func (siw *ServerInterfaceWrapper) TaskInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params TaskInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.TaskInsert(w, r)
+		siw.Handler.TaskInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6648,8 +7564,35 @@ func (siw *ServerInterfaceWrapper) TaskList(w http.ResponseWriter, r *http.Reque
 // TaskUpdate operation middleware
 func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params TaskUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.TaskUpdate(w, r)
+		siw.Handler.TaskUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6662,8 +7605,35 @@ func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Req
 // WebhookDelete operation middleware
 func (siw *ServerInterfaceWrapper) WebhookDelete(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookDeleteParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookDelete(w, r)
+		siw.Handler.WebhookDelete(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6735,8 +7705,35 @@ func (siw *ServerInterfaceWrapper) WebhookDeliveries(w http.ResponseWriter, r *h
 // WebhookInsert operation middleware
 func (siw *ServerInterfaceWrapper) WebhookInsert(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookInsertParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookInsert(w, r)
+		siw.Handler.WebhookInsert(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6763,8 +7760,35 @@ func (siw *ServerInterfaceWrapper) WebhookList(w http.ResponseWriter, r *http.Re
 // WebhookTest operation middleware
 func (siw *ServerInterfaceWrapper) WebhookTest(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookTestParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookTest(w, r)
+		siw.Handler.WebhookTest(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -6777,8 +7801,35 @@ func (siw *ServerInterfaceWrapper) WebhookTest(w http.ResponseWriter, r *http.Re
 // WebhookUpdate operation middleware
 func (siw *ServerInterfaceWrapper) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
 
+	var err error
+	_ = err
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params WebhookUpdateParams
+
+	headers := r.Header
+
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			siw.ErrorHandlerFunc(w, r, &TooManyValuesForParamError{ParamName: "Idempotency-Key", Count: n})
+			return
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			siw.ErrorHandlerFunc(w, r, &InvalidParamFormatError{ParamName: "Idempotency-Key", Err: err})
+			return
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+
+	}
+
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		siw.Handler.WebhookUpdate(w, r)
+		siw.Handler.WebhookUpdate(w, r, params)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -7060,22 +8111,33 @@ func (response CommonListPaging503JSONResponse) VisitCommonListPagingResponse(w 
 }
 
 type CompanyDeleteRequestObject struct {
-	Body *CompanyDeleteJSONRequestBody
+	Params CompanyDeleteParams
+	Body   *CompanyDeleteJSONRequestBody
 }
 
 type CompanyDeleteResponseObject interface {
 	VisitCompanyDeleteResponse(w http.ResponseWriter) error
 }
 
-type CompanyDelete200JSONResponse Envelope
+type CompanyDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyDelete200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyDelete200ResponseHeaders
+}
 
 func (response CompanyDelete200JSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7126,22 +8188,33 @@ func (response CompanyDelete503JSONResponse) VisitCompanyDeleteResponse(w http.R
 }
 
 type CompanyEmailInsertRequestObject struct {
-	Body *CompanyEmailInsertJSONRequestBody
+	Params CompanyEmailInsertParams
+	Body   *CompanyEmailInsertJSONRequestBody
 }
 
 type CompanyEmailInsertResponseObject interface {
 	VisitCompanyEmailInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyEmailInsert200JSONResponse Envelope
+type CompanyEmailInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyEmailInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyEmailInsert200ResponseHeaders
+}
 
 func (response CompanyEmailInsert200JSONResponse) VisitCompanyEmailInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7274,15 +8347,25 @@ type CompanyInsertResponseObject interface {
 	VisitCompanyInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyInsert200JSONResponse Envelope
+type CompanyInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyInsert200ResponseHeaders
+}
 
 func (response CompanyInsert200JSONResponse) VisitCompanyInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7333,22 +8416,33 @@ func (response CompanyInsert503JSONResponse) VisitCompanyInsertResponse(w http.R
 }
 
 type CompanyPhoneInsertRequestObject struct {
-	Body *CompanyPhoneInsertJSONRequestBody
+	Params CompanyPhoneInsertParams
+	Body   *CompanyPhoneInsertJSONRequestBody
 }
 
 type CompanyPhoneInsertResponseObject interface {
 	VisitCompanyPhoneInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyPhoneInsert200JSONResponse Envelope
+type CompanyPhoneInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyPhoneInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyPhoneInsert200ResponseHeaders
+}
 
 func (response CompanyPhoneInsert200JSONResponse) VisitCompanyPhoneInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7399,22 +8493,33 @@ func (response CompanyPhoneInsert503JSONResponse) VisitCompanyPhoneInsertRespons
 }
 
 type CompanyRequisitesInsertRequestObject struct {
-	Body *CompanyRequisitesInsertJSONRequestBody
+	Params CompanyRequisitesInsertParams
+	Body   *CompanyRequisitesInsertJSONRequestBody
 }
 
 type CompanyRequisitesInsertResponseObject interface {
 	VisitCompanyRequisitesInsertResponse(w http.ResponseWriter) error
 }
 
-type CompanyRequisitesInsert200JSONResponse Envelope
+type CompanyRequisitesInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyRequisitesInsert200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyRequisitesInsert200ResponseHeaders
+}
 
 func (response CompanyRequisitesInsert200JSONResponse) VisitCompanyRequisitesInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7465,22 +8570,33 @@ func (response CompanyRequisitesInsert503JSONResponse) VisitCompanyRequisitesIns
 }
 
 type CompanyUpdateRequestObject struct {
-	Body *CompanyUpdateJSONRequestBody
+	Params CompanyUpdateParams
+	Body   *CompanyUpdateJSONRequestBody
 }
 
 type CompanyUpdateResponseObject interface {
 	VisitCompanyUpdateResponse(w http.ResponseWriter) error
 }
 
-type CompanyUpdate200JSONResponse Envelope
+type CompanyUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type CompanyUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers CompanyUpdate200ResponseHeaders
+}
 
 func (response CompanyUpdate200JSONResponse) VisitCompanyUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7531,22 +8647,33 @@ func (response CompanyUpdate503JSONResponse) VisitCompanyUpdateResponse(w http.R
 }
 
 type ContactInsertRequestObject struct {
-	Body *ContactInsertJSONRequestBody
+	Params ContactInsertParams
+	Body   *ContactInsertJSONRequestBody
 }
 
 type ContactInsertResponseObject interface {
 	VisitContactInsertResponse(w http.ResponseWriter) error
 }
 
-type ContactInsert200JSONResponse Envelope
+type ContactInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type ContactInsert200JSONResponse struct {
+	Body    Envelope
+	Headers ContactInsert200ResponseHeaders
+}
 
 func (response ContactInsert200JSONResponse) VisitContactInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7671,22 +8798,33 @@ func (response ContactList503JSONResponse) VisitContactListResponse(w http.Respo
 }
 
 type ContactSocialSetRequestObject struct {
-	Body *ContactSocialSetJSONRequestBody
+	Params ContactSocialSetParams
+	Body   *ContactSocialSetJSONRequestBody
 }
 
 type ContactSocialSetResponseObject interface {
 	VisitContactSocialSetResponse(w http.ResponseWriter) error
 }
 
-type ContactSocialSet200JSONResponse Envelope
+type ContactSocialSet200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type ContactSocialSet200JSONResponse struct {
+	Body    Envelope
+	Headers ContactSocialSet200ResponseHeaders
+}
 
 func (response ContactSocialSet200JSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8008,15 +9146,25 @@ type DealGoodsInsertResponseObject interface {
 	VisitDealGoodsInsertResponse(w http.ResponseWriter) error
 }
 
-type DealGoodsInsert200JSONResponse Envelope
+type DealGoodsInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealGoodsInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DealGoodsInsert200ResponseHeaders
+}
 
 func (response DealGoodsInsert200JSONResponse) VisitDealGoodsInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8141,22 +9289,33 @@ func (response DealGoodsList503JSONResponse) VisitDealGoodsListResponse(w http.R
 }
 
 type DealGoodsUpdateRequestObject struct {
-	Body *DealGoodsUpdateJSONRequestBody
+	Params DealGoodsUpdateParams
+	Body   *DealGoodsUpdateJSONRequestBody
 }
 
 type DealGoodsUpdateResponseObject interface {
 	VisitDealGoodsUpdateResponse(w http.ResponseWriter) error
 }
 
-type DealGoodsUpdate200JSONResponse Envelope
+type DealGoodsUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealGoodsUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers DealGoodsUpdate200ResponseHeaders
+}
 
 func (response DealGoodsUpdate200JSONResponse) VisitDealGoodsUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8207,22 +9366,33 @@ func (response DealGoodsUpdate503JSONResponse) VisitDealGoodsUpdateResponse(w ht
 }
 
 type DealInsertRequestObject struct {
-	Body *DealInsertJSONRequestBody
+	Params DealInsertParams
+	Body   *DealInsertJSONRequestBody
 }
 
 type DealInsertResponseObject interface {
 	VisitDealInsertResponse(w http.ResponseWriter) error
 }
 
-type DealInsert200JSONResponse Envelope
+type DealInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DealInsert200ResponseHeaders
+}
 
 func (response DealInsert200JSONResponse) VisitDealInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8273,22 +9443,33 @@ func (response DealInsert503JSONResponse) VisitDealInsertResponse(w http.Respons
 }
 
 type DealUpdateRequestObject struct {
-	Body *DealUpdateJSONRequestBody
+	Params DealUpdateParams
+	Body   *DealUpdateJSONRequestBody
 }
 
 type DealUpdateResponseObject interface {
 	VisitDealUpdateResponse(w http.ResponseWriter) error
 }
 
-type DealUpdate200JSONResponse Envelope
+type DealUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DealUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers DealUpdate200ResponseHeaders
+}
 
 func (response DealUpdate200JSONResponse) VisitDealUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8421,15 +9602,25 @@ type DocumentGoodsInsertResponseObject interface {
 	VisitDocumentGoodsInsertResponse(w http.ResponseWriter) error
 }
 
-type DocumentGoodsInsert200JSONResponse Envelope
+type DocumentGoodsInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DocumentGoodsInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DocumentGoodsInsert200ResponseHeaders
+}
 
 func (response DocumentGoodsInsert200JSONResponse) VisitDocumentGoodsInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8554,22 +9745,33 @@ func (response DocumentGoodsList503JSONResponse) VisitDocumentGoodsListResponse(
 }
 
 type DocumentInsertRequestObject struct {
-	Body *DocumentInsertJSONRequestBody
+	Params DocumentInsertParams
+	Body   *DocumentInsertJSONRequestBody
 }
 
 type DocumentInsertResponseObject interface {
 	VisitDocumentInsertResponse(w http.ResponseWriter) error
 }
 
-type DocumentInsert200JSONResponse Envelope
+type DocumentInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type DocumentInsert200JSONResponse struct {
+	Body    Envelope
+	Headers DocumentInsert200ResponseHeaders
+}
 
 func (response DocumentInsert200JSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8760,22 +9962,33 @@ func (response EventList503JSONResponse) VisitEventListResponse(w http.ResponseW
 }
 
 type FieldDeleteRequestObject struct {
-	Body *FieldDeleteJSONRequestBody
+	Params FieldDeleteParams
+	Body   *FieldDeleteJSONRequestBody
 }
 
 type FieldDeleteResponseObject interface {
 	VisitFieldDeleteResponse(w http.ResponseWriter) error
 }
 
-type FieldDelete200JSONResponse Envelope
+type FieldDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldDelete200JSONResponse struct {
+	Body    Envelope
+	Headers FieldDelete200ResponseHeaders
+}
 
 func (response FieldDelete200JSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8826,22 +10039,33 @@ func (response FieldDelete503JSONResponse) VisitFieldDeleteResponse(w http.Respo
 }
 
 type FieldInsertRequestObject struct {
-	Body *FieldInsertJSONRequestBody
+	Params FieldInsertParams
+	Body   *FieldInsertJSONRequestBody
 }
 
 type FieldInsertResponseObject interface {
 	VisitFieldInsertResponse(w http.ResponseWriter) error
 }
 
-type FieldInsert200JSONResponse Envelope
+type FieldInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldInsert200JSONResponse struct {
+	Body    Envelope
+	Headers FieldInsert200ResponseHeaders
+}
 
 func (response FieldInsert200JSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -8958,22 +10182,33 @@ func (response FieldList503JSONResponse) VisitFieldListResponse(w http.ResponseW
 }
 
 type FieldUpdateRequestObject struct {
-	Body *FieldUpdateJSONRequestBody
+	Params FieldUpdateParams
+	Body   *FieldUpdateJSONRequestBody
 }
 
 type FieldUpdateResponseObject interface {
 	VisitFieldUpdateResponse(w http.ResponseWriter) error
 }
 
-type FieldUpdate200JSONResponse Envelope
+type FieldUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers FieldUpdate200ResponseHeaders
+}
 
 func (response FieldUpdate200JSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9024,22 +10259,33 @@ func (response FieldUpdate503JSONResponse) VisitFieldUpdateResponse(w http.Respo
 }
 
 type FieldValuesUpdateRequestObject struct {
-	Body *FieldValuesUpdateJSONRequestBody
+	Params FieldValuesUpdateParams
+	Body   *FieldValuesUpdateJSONRequestBody
 }
 
 type FieldValuesUpdateResponseObject interface {
 	VisitFieldValuesUpdateResponse(w http.ResponseWriter) error
 }
 
-type FieldValuesUpdate200JSONResponse Envelope
+type FieldValuesUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FieldValuesUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers FieldValuesUpdate200ResponseHeaders
+}
 
 func (response FieldValuesUpdate200JSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9090,22 +10336,33 @@ func (response FieldValuesUpdate503JSONResponse) VisitFieldValuesUpdateResponse(
 }
 
 type FilterDeleteRequestObject struct {
-	Body *FilterDeleteJSONRequestBody
+	Params FilterDeleteParams
+	Body   *FilterDeleteJSONRequestBody
 }
 
 type FilterDeleteResponseObject interface {
 	VisitFilterDeleteResponse(w http.ResponseWriter) error
 }
 
-type FilterDelete200JSONResponse Envelope
+type FilterDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FilterDelete200JSONResponse struct {
+	Body    Envelope
+	Headers FilterDelete200ResponseHeaders
+}
 
 func (response FilterDelete200JSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9156,22 +10413,33 @@ func (response FilterDelete503JSONResponse) VisitFilterDeleteResponse(w http.Res
 }
 
 type FilterInsertRequestObject struct {
-	Body *FilterInsertJSONRequestBody
+	Params FilterInsertParams
+	Body   *FilterInsertJSONRequestBody
 }
 
 type FilterInsertResponseObject interface {
 	VisitFilterInsertResponse(w http.ResponseWriter) error
 }
 
-type FilterInsert200JSONResponse Envelope
+type FilterInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FilterInsert200JSONResponse struct {
+	Body    Envelope
+	Headers FilterInsert200ResponseHeaders
+}
 
 func (response FilterInsert200JSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9288,22 +10556,33 @@ func (response FilterList503JSONResponse) VisitFilterListResponse(w http.Respons
 }
 
 type FilterUpdateRequestObject struct {
-	Body *FilterUpdateJSONRequestBody
+	Params FilterUpdateParams
+	Body   *FilterUpdateJSONRequestBody
 }
 
 type FilterUpdateResponseObject interface {
 	VisitFilterUpdateResponse(w http.ResponseWriter) error
 }
 
-type FilterUpdate200JSONResponse Envelope
+type FilterUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FilterUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers FilterUpdate200ResponseHeaders
+}
 
 func (response FilterUpdate200JSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9419,22 +10698,33 @@ func (response FinanceAccounts503JSONResponse) VisitFinanceAccountsResponse(w ht
 }
 
 type FinanceInsertRequestObject struct {
-	Body *FinanceInsertJSONRequestBody
+	Params FinanceInsertParams
+	Body   *FinanceInsertJSONRequestBody
 }
 
 type FinanceInsertResponseObject interface {
 	VisitFinanceInsertResponse(w http.ResponseWriter) error
 }
 
-type FinanceInsert200JSONResponse Envelope
+type FinanceInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type FinanceInsert200JSONResponse struct {
+	Body    Envelope
+	Headers FinanceInsert200ResponseHeaders
+}
 
 func (response FinanceInsert200JSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9580,22 +10870,33 @@ func (response Healthz200JSONResponse) VisitHealthzResponse(w http.ResponseWrite
 }
 
 type MailSendRequestObject struct {
-	Body *MailSendJSONRequestBody
+	Params MailSendParams
+	Body   *MailSendJSONRequestBody
 }
 
 type MailSendResponseObject interface {
 	VisitMailSendResponse(w http.ResponseWriter) error
 }
 
-type MailSend200JSONResponse Envelope
+type MailSend200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type MailSend200JSONResponse struct {
+	Body    Envelope
+	Headers MailSend200ResponseHeaders
+}
 
 func (response MailSend200JSONResponse) VisitMailSendResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9681,22 +10982,33 @@ func (response Readyz503JSONResponse) VisitReadyzResponse(w http.ResponseWriter)
 }
 
 type TaskInsertRequestObject struct {
-	Body *TaskInsertJSONRequestBody
+	Params TaskInsertParams
+	Body   *TaskInsertJSONRequestBody
 }
 
 type TaskInsertResponseObject interface {
 	VisitTaskInsertResponse(w http.ResponseWriter) error
 }
 
-type TaskInsert200JSONResponse Envelope
+type TaskInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type TaskInsert200JSONResponse struct {
+	Body    Envelope
+	Headers TaskInsert200ResponseHeaders
+}
 
 func (response TaskInsert200JSONResponse) VisitTaskInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9821,22 +11133,33 @@ func (response TaskList503JSONResponse) VisitTaskListResponse(w http.ResponseWri
 }
 
 type TaskUpdateRequestObject struct {
-	Body *TaskUpdateJSONRequestBody
+	Params TaskUpdateParams
+	Body   *TaskUpdateJSONRequestBody
 }
 
 type TaskUpdateResponseObject interface {
 	VisitTaskUpdateResponse(w http.ResponseWriter) error
 }
 
-type TaskUpdate200JSONResponse Envelope
+type TaskUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type TaskUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers TaskUpdate200ResponseHeaders
+}
 
 func (response TaskUpdate200JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -9887,22 +11210,33 @@ func (response TaskUpdate503JSONResponse) VisitTaskUpdateResponse(w http.Respons
 }
 
 type WebhookDeleteRequestObject struct {
-	Body *WebhookDeleteJSONRequestBody
+	Params WebhookDeleteParams
+	Body   *WebhookDeleteJSONRequestBody
 }
 
 type WebhookDeleteResponseObject interface {
 	VisitWebhookDeleteResponse(w http.ResponseWriter) error
 }
 
-type WebhookDelete200JSONResponse Envelope
+type WebhookDelete200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookDelete200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookDelete200ResponseHeaders
+}
 
 func (response WebhookDelete200JSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10019,22 +11353,33 @@ func (response WebhookDeliveries503JSONResponse) VisitWebhookDeliveriesResponse(
 }
 
 type WebhookInsertRequestObject struct {
-	Body *WebhookInsertJSONRequestBody
+	Params WebhookInsertParams
+	Body   *WebhookInsertJSONRequestBody
 }
 
 type WebhookInsertResponseObject interface {
 	VisitWebhookInsertResponse(w http.ResponseWriter) error
 }
 
-type WebhookInsert200JSONResponse Envelope
+type WebhookInsert200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookInsert200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookInsert200ResponseHeaders
+}
 
 func (response WebhookInsert200JSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10150,22 +11495,33 @@ func (response WebhookList503JSONResponse) VisitWebhookListResponse(w http.Respo
 }
 
 type WebhookTestRequestObject struct {
-	Body *WebhookTestJSONRequestBody
+	Params WebhookTestParams
+	Body   *WebhookTestJSONRequestBody
 }
 
 type WebhookTestResponseObject interface {
 	VisitWebhookTestResponse(w http.ResponseWriter) error
 }
 
-type WebhookTest200JSONResponse Envelope
+type WebhookTest200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookTest200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookTest200ResponseHeaders
+}
 
 func (response WebhookTest200JSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10216,22 +11572,33 @@ func (response WebhookTest503JSONResponse) VisitWebhookTestResponse(w http.Respo
 }
 
 type WebhookUpdateRequestObject struct {
-	Body *WebhookUpdateJSONRequestBody
+	Params WebhookUpdateParams
+	Body   *WebhookUpdateJSONRequestBody
 }
 
 type WebhookUpdateResponseObject interface {
 	VisitWebhookUpdateResponse(w http.ResponseWriter) error
 }
 
-type WebhookUpdate200JSONResponse Envelope
+type WebhookUpdate200ResponseHeaders struct {
+	IdempotentReplayed *string
+}
+
+type WebhookUpdate200JSONResponse struct {
+	Body    Envelope
+	Headers WebhookUpdate200ResponseHeaders
+}
 
 func (response WebhookUpdate200JSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -10512,8 +11879,10 @@ func (sh *strictHandler) CommonListPaging(w http.ResponseWriter, r *http.Request
 }
 
 // CompanyDelete operation middleware
-func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request, params CompanyDeleteParams) {
 	var request CompanyDeleteRequestObject
+
+	request.Params = params
 
 	var body CompanyDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10543,8 +11912,10 @@ func (sh *strictHandler) CompanyDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // CompanyEmailInsert operation middleware
-func (sh *strictHandler) CompanyEmailInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyEmailInsert(w http.ResponseWriter, r *http.Request, params CompanyEmailInsertParams) {
 	var request CompanyEmailInsertRequestObject
+
+	request.Params = params
 
 	var body CompanyEmailInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10633,8 +12004,10 @@ func (sh *strictHandler) CompanyInsert(w http.ResponseWriter, r *http.Request, p
 }
 
 // CompanyPhoneInsert operation middleware
-func (sh *strictHandler) CompanyPhoneInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyPhoneInsert(w http.ResponseWriter, r *http.Request, params CompanyPhoneInsertParams) {
 	var request CompanyPhoneInsertRequestObject
+
+	request.Params = params
 
 	var body CompanyPhoneInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10664,8 +12037,10 @@ func (sh *strictHandler) CompanyPhoneInsert(w http.ResponseWriter, r *http.Reque
 }
 
 // CompanyRequisitesInsert operation middleware
-func (sh *strictHandler) CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyRequisitesInsert(w http.ResponseWriter, r *http.Request, params CompanyRequisitesInsertParams) {
 	var request CompanyRequisitesInsertRequestObject
+
+	request.Params = params
 
 	var body CompanyRequisitesInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10695,8 +12070,10 @@ func (sh *strictHandler) CompanyRequisitesInsert(w http.ResponseWriter, r *http.
 }
 
 // CompanyUpdate operation middleware
-func (sh *strictHandler) CompanyUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) CompanyUpdate(w http.ResponseWriter, r *http.Request, params CompanyUpdateParams) {
 	var request CompanyUpdateRequestObject
+
+	request.Params = params
 
 	var body CompanyUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10726,8 +12103,10 @@ func (sh *strictHandler) CompanyUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // ContactInsert operation middleware
-func (sh *strictHandler) ContactInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ContactInsert(w http.ResponseWriter, r *http.Request, params ContactInsertParams) {
 	var request ContactInsertRequestObject
+
+	request.Params = params
 
 	var body ContactInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10783,8 +12162,10 @@ func (sh *strictHandler) ContactList(w http.ResponseWriter, r *http.Request, par
 }
 
 // ContactSocialSet operation middleware
-func (sh *strictHandler) ContactSocialSet(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) ContactSocialSet(w http.ResponseWriter, r *http.Request, params ContactSocialSetParams) {
 	var request ContactSocialSetRequestObject
+
+	request.Params = params
 
 	var body ContactSocialSetJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -10970,8 +12351,10 @@ func (sh *strictHandler) DealGoodsList(w http.ResponseWriter, r *http.Request, p
 }
 
 // DealGoodsUpdate operation middleware
-func (sh *strictHandler) DealGoodsUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DealGoodsUpdate(w http.ResponseWriter, r *http.Request, params DealGoodsUpdateParams) {
 	var request DealGoodsUpdateRequestObject
+
+	request.Params = params
 
 	var body DealGoodsUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11001,8 +12384,10 @@ func (sh *strictHandler) DealGoodsUpdate(w http.ResponseWriter, r *http.Request)
 }
 
 // DealInsert operation middleware
-func (sh *strictHandler) DealInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DealInsert(w http.ResponseWriter, r *http.Request, params DealInsertParams) {
 	var request DealInsertRequestObject
+
+	request.Params = params
 
 	var body DealInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11032,8 +12417,10 @@ func (sh *strictHandler) DealInsert(w http.ResponseWriter, r *http.Request) {
 }
 
 // DealUpdate operation middleware
-func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request, params DealUpdateParams) {
 	var request DealUpdateRequestObject
+
+	request.Params = params
 
 	var body DealUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11142,8 +12529,10 @@ func (sh *strictHandler) DocumentGoodsList(w http.ResponseWriter, r *http.Reques
 }
 
 // DocumentInsert operation middleware
-func (sh *strictHandler) DocumentInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) DocumentInsert(w http.ResponseWriter, r *http.Request, params DocumentInsertParams) {
 	var request DocumentInsertRequestObject
+
+	request.Params = params
 
 	var body DocumentInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11225,8 +12614,10 @@ func (sh *strictHandler) EventList(w http.ResponseWriter, r *http.Request, param
 }
 
 // FieldDelete operation middleware
-func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request, params FieldDeleteParams) {
 	var request FieldDeleteRequestObject
+
+	request.Params = params
 
 	var body FieldDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11256,8 +12647,10 @@ func (sh *strictHandler) FieldDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // FieldInsert operation middleware
-func (sh *strictHandler) FieldInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldInsert(w http.ResponseWriter, r *http.Request, params FieldInsertParams) {
 	var request FieldInsertRequestObject
+
+	request.Params = params
 
 	var body FieldInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11313,8 +12706,10 @@ func (sh *strictHandler) FieldList(w http.ResponseWriter, r *http.Request, param
 }
 
 // FieldUpdate operation middleware
-func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request, params FieldUpdateParams) {
 	var request FieldUpdateRequestObject
+
+	request.Params = params
 
 	var body FieldUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11344,8 +12739,10 @@ func (sh *strictHandler) FieldUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // FieldValuesUpdate operation middleware
-func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Request, params FieldValuesUpdateParams) {
 	var request FieldValuesUpdateRequestObject
+
+	request.Params = params
 
 	var body FieldValuesUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11375,8 +12772,10 @@ func (sh *strictHandler) FieldValuesUpdate(w http.ResponseWriter, r *http.Reques
 }
 
 // FilterDelete operation middleware
-func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request, params FilterDeleteParams) {
 	var request FilterDeleteRequestObject
+
+	request.Params = params
 
 	var body FilterDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11406,8 +12805,10 @@ func (sh *strictHandler) FilterDelete(w http.ResponseWriter, r *http.Request) {
 }
 
 // FilterInsert operation middleware
-func (sh *strictHandler) FilterInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FilterInsert(w http.ResponseWriter, r *http.Request, params FilterInsertParams) {
 	var request FilterInsertRequestObject
+
+	request.Params = params
 
 	var body FilterInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11463,8 +12864,10 @@ func (sh *strictHandler) FilterList(w http.ResponseWriter, r *http.Request, para
 }
 
 // FilterUpdate operation middleware
-func (sh *strictHandler) FilterUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FilterUpdate(w http.ResponseWriter, r *http.Request, params FilterUpdateParams) {
 	var request FilterUpdateRequestObject
+
+	request.Params = params
 
 	var body FilterUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11518,8 +12921,10 @@ func (sh *strictHandler) FinanceAccounts(w http.ResponseWriter, r *http.Request)
 }
 
 // FinanceInsert operation middleware
-func (sh *strictHandler) FinanceInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) FinanceInsert(w http.ResponseWriter, r *http.Request, params FinanceInsertParams) {
 	var request FinanceInsertRequestObject
+
+	request.Params = params
 
 	var body FinanceInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11599,8 +13004,10 @@ func (sh *strictHandler) Healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // MailSend operation middleware
-func (sh *strictHandler) MailSend(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams) {
 	var request MailSendRequestObject
+
+	request.Params = params
 
 	var body MailSendJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11654,8 +13061,10 @@ func (sh *strictHandler) Readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // TaskInsert operation middleware
-func (sh *strictHandler) TaskInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) TaskInsert(w http.ResponseWriter, r *http.Request, params TaskInsertParams) {
 	var request TaskInsertRequestObject
+
+	request.Params = params
 
 	var body TaskInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11711,8 +13120,10 @@ func (sh *strictHandler) TaskList(w http.ResponseWriter, r *http.Request, params
 }
 
 // TaskUpdate operation middleware
-func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request, params TaskUpdateParams) {
 	var request TaskUpdateRequestObject
+
+	request.Params = params
 
 	var body TaskUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11742,8 +13153,10 @@ func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request) {
 }
 
 // WebhookDelete operation middleware
-func (sh *strictHandler) WebhookDelete(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookDelete(w http.ResponseWriter, r *http.Request, params WebhookDeleteParams) {
 	var request WebhookDeleteRequestObject
+
+	request.Params = params
 
 	var body WebhookDeleteJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11799,8 +13212,10 @@ func (sh *strictHandler) WebhookDeliveries(w http.ResponseWriter, r *http.Reques
 }
 
 // WebhookInsert operation middleware
-func (sh *strictHandler) WebhookInsert(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookInsert(w http.ResponseWriter, r *http.Request, params WebhookInsertParams) {
 	var request WebhookInsertRequestObject
+
+	request.Params = params
 
 	var body WebhookInsertJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11854,8 +13269,10 @@ func (sh *strictHandler) WebhookList(w http.ResponseWriter, r *http.Request) {
 }
 
 // WebhookTest operation middleware
-func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request, params WebhookTestParams) {
 	var request WebhookTestRequestObject
+
+	request.Params = params
 
 	var body WebhookTestJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11885,8 +13302,10 @@ func (sh *strictHandler) WebhookTest(w http.ResponseWriter, r *http.Request) {
 }
 
 // WebhookUpdate operation middleware
-func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
+func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request, params WebhookUpdateParams) {
 	var request WebhookUpdateRequestObject
+
+	request.Params = params
 
 	var body WebhookUpdateJSONRequestBody
 	if err := runtime.BindJSONBody(r, &body); err != nil {
@@ -11920,749 +13339,778 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcttGuij6Kl3c65RJD0SRsuzEVE3tUWxnxSvxZWxlsmeFXkSLaJIYgd0MGpTMJKrav06d37tO1X6D",
-	"8yL7TdaTnPouDTRAkAQpKXNZM7VWTAGNvn793S+/tMZmvjBa6cy2Br+01Gc5XyQKf59H81jbdzpZwV92",
-	"OZ/LdNUatM61MAuVyiw2WpiJkNguEJcrIbXJZioVqUlUK2hdy2Sp4OOxiVRr0DrtPWkFLZWmJm0NWkYn",
-	"K/5YzOVKREZks9i2gtZCTlVr0KMfFn+l5oZ+2ExmS9sacDf5IK3W7W3Q+kpGL2WmKhMWkcyUyGYyE5FR",
-	"VmiTiYVMbf0ce94cf1qqdAVt5VxlKhXDFnQ1bA2EzdJYT4v+5jIbz0Q2U2Ji0rnM8qZ3Xc+/GhPZ15Et",
-	"r2kKT0dxZEVM40sxNvO5PLIKZpupSCSxzeB84sgesM58gMpi9SN/ramaLhOZCvV5kSprASKGrf/4sXf0",
-	"/NPv2gH923n8L4fvQs9tw7eL+Dc42VFmtq73ns/2g/ppqWxWXdQkVklEq5rIOLHiWiZxhBdu57pS6lJc",
-	"mmg14J6GLS3nCLWLFK5utsofAfjMY2tjPb3TYl6Y+ULq1VuTfW2WOiqv6A0NEIhIJQpA06Qi1texjS8T",
-	"JcZmqTOVLmSarWqXd+otz28s+r1eH498gmPew/zfpS+VTOBY4lRVVvFWxYjcxtR0FEdCm1RESibwexpf",
-	"q93H433sfRtbkbox77YKnclx9m5yToiYV1Vex5ga8bgOd+AzsVCpJazuTbTt0Lq/+Y9sACvQRqtOg1W7",
-	"IQdCG2GX41nNkID9q9Bw+F7AQW4FxzIUwlHshD5oJJ7cH9S9NOPlXOlsn3nyJ7vnyg3Fl/c5X13BwPDk",
-	"TGAjgKb++rT0MkmKWTUd3i7HY2U9wtXq4wxeA3BomayxJEutPi/UGLCLVem1SsVELpNMtCOVIQ5FdiPW",
-	"iMa5RWKmgVjqSKVMzAh1xlEdRD8tQXTM8xD4QLSLb8Xp5eT5yeTJ0y++uHxyGsln8slYPT95HvVUT51+",
-	"8eRZ505H4Dbg31Vq/ituAjEEb9XN68ptea2tSjMVedAI69HqRsTRw4Hls16PIPPdMns3+SD1dI1H0cv5",
-	"pUoRXUqxMDYGQv7ICrucByIzRiQynSJvIeLMEs3eiVIldwvrNEtk9FIYfCDkHFCoFVJHMIQVy4XIjHhe",
-	"+V/3+fNA/LSUOouzWG1o1X3+/PmdwPWDGps0su/0ezlVF8Z8B0stb1BKTUZGQ+9CXpprhUc3l5/j+XJ+",
-	"ACtX7hIYH96s+RJYIyVkJubGZoLg+fDlfa+vtLnRyKOXV4WPgPcmPk6mCnEw372xzGRipkt1Bk9ngOVj",
-	"ht+diD3nzAcCf4rnz78M4OAKJL82zN1u2w/qcmbMVT2VOhd2eWnHabzIBUJmF+QYiXnOJ+xc2Q2NI/on",
-	"90KvboPWTMlIpXg0ry7kFP6NVD5ZnP2Nklcik9OcA0nVIlmJtlVKhLGemK73RRiIby4u3gPzcq00PLGd",
-	"M2EVbHkmLuX4CrY+fD05emu0OnoDgkPYhSWSYN0atH44Hrau/sfb6yPz8d+++O5Pr6PzP/4RJYmcAxxk",
-	"6VIFLTueqbmEKS9kBoi2NWj9B3z94/nRv8ujn3tHz0dHn343bP1LK2hlqwV0ToIL37wsXR2dTzKVri/7",
-	"oxobDbBpxI2EmauJSRUjzM9ZTgVu4mxGu5KZK6XhKAMhoU9EXHOpVyiiqEjIZTaDLRmjnGKDtT5hEfNF",
-	"JiapmTOvl8TAoMgoAuGxtE39bfsxjzUiBmjFCwdSNFUpgesPPxydF7NRNaee3MiVFeFXSqYqDQO3TiB/",
-	"ErhRaUWIEDXyD798kPQx0b7fD1uxRilthBs1bAVi7fvfD1tLwhcBCMywNrgaqbo2VyoS/OFWSKge8y1c",
-	"CsZ7COWIdoD1JfJYXjY8L60BWNmgFWuHRFsBioXM6Y6Qbm6eDAnDtPnP4B7vOBeaG7OltfPjd6U5frl5",
-	"jtz8QebJGpfyBF9UVCyA3hFtKEbFHl6XGviguVwBQlEyE22jVU7+hZLjmcjiueqUoepJrx886Z206pec",
-	"4/6tC57Lz98pPc1mrcFJr4eIM0cga7qZWuTxegL4C9HX+i5czJQIAZ2GiO0ZYSK9oQs9M0lkRdukInwc",
-	"ds7EzUxpwI82i5NEUGeXyvKFWySrAH9KbW+IoQmf9E7FW5OJNyaKJ7GKQryhwOdI1Gw0RKm4hUQDij0s",
-	"IefWhn3r476tbwyrob5OzXx9Y76OU5uJSK4cUCxUGpsI2G/iw1GF5DcKWekUPrJibnQ2q0DDSe/k2VG/",
-	"f9TrbwAI/B4waqsW4uF1a8s6Lsz6Kr6TOxZh4CVzGIi0hLnRKn1kEZ7Fz0arDcvoP922jMzsuYg/LuPx",
-	"Fes46vDJC0+XcCbCQqURAt4NGceFCKmXJpt1fEVMmRxtREJFp6274Bxcyja8fdD8t2P2Q2d7C7jHLoy2",
-	"ZCh4az6qcaqyb9WKWDudKY1KTblYJMwQHP/FwlrKJoZIySiJqzoFwC+RzOSltEpEqGbLHHIANMCglxsh",
-	"HlmRd1QnsvpGBxB647ESSy2vZZzIy0QNsLdNA8Jg8VzdSUrQhrfGUyYacaVWwEdO4ukyrWX7yzNn5tjm",
-	"okRlASzOz6QV2ogXH96MPr568eHVxejbV38GPk/pcbpaIA6KU2HxxOzduOsCgP4lVZPWoPXfjgtz0jG9",
-	"tcev9LVKzELRN+ukpDzxsDzzMBDWAO0YSw2LvlJqIZycwIs4Q7GZwMGwjGdVJlA1hQyrReFaXYOcWNiu",
-	"iMX/voCEsBOUISsHhkmsYztz0AfDOYjrtm6D1luTOUpVTy6JRN6YZRKB+ImDaCVuZsYqFD4qIoOAyxqB",
-	"cJiTuxpRpm7XudkxtsEdvzDmjdQrtjXYPa8ocffnZeZ+/b6WWfl6mQBFBjPJ6tXkJ889YN8hXAzESQ/o",
-	"kpjHepkhiarM4E73FYna+hqJ1qnPY6UiYP4yK4ANFEk8j7OdSyqa5l0MxNOeE7UsLsKiXIY/aRJ/A/dz",
-	"67JRuM/2AIChRggQ7QyZQi0WiRwrx2uc9voBKq484ZHGj61IDMpJy0UgljqBUeJsqL0hVOTThwT4mJNT",
-	"MTPL1IKQXi/PfwfLsJ2uQIF5qEm6DT3xOeRjsV0R4gaHyKMOW8NWmK/fp0bh5yM8kCNq3R3q8v2tiObb",
-	"rrHf9JY0TrBgk8Y/E67Z4yqzhFoG7O93SaS1Wpu+B9jLBj0cfhedcbJKPZvNjb8WlySr/83cKX8+ngkW",
-	"AHvjZh4KfeK8ejkXcDPgHhM6MpMNaFZMVWbF6clzEWubKRlt1oq5W1QG9DpNzDZoX2vvQN5R6H/ylw8I",
-	"lPuwPZsh4SW3sJ3BUDdYeQDgvNSpkuMZbFcO00wYH1kBq1doy0ylHuocfOFzs8y6AslUKrWVY5z/jbQi",
-	"NQmA9KUcXyEP6fTs8O4mjbNM6TN/nKGeyxUwZxavylTGWrQnaLOB5spTElo5VyJ8Han5wmRKj1dH36pV",
-	"2Km7oEPdjD4Up4iA+yJRMoXdeBmnapyZtFa+PWdTFxNPNBwBsLpvzkSol0kSilTNzTUrXOiTdv6BuFRj",
-	"M1dWqPkiW+EN3ioOQo90FUntVBEPg9bno6k54qeucfct//gRu/zkNzuK5wuTZqzonrUGrWmczZaX3bGZ",
-	"Hxu5iI/gpk2VPs6HvvU/t1fx4sjgnsjkaGHQKkmzKxw7EFtEUUyt3pMbTAzXjFZR3diSn4m0bE1JI2Fn",
-	"5gYYjzMRnr98OfoFGPXbUMzV/FKlFtqkK1GMRHuMuu2FN+gvLYDU6zhbjWin1lS7QctxsrXvpowB69+M",
-	"iMqvneOOs7sNWoB1pyZd1fbtXt6h+zjb0DXs96ZhUwW83S70hvosQKXFJ6PLVb08Bqfmrs3SAt6fGTg1",
-	"5G8RA83MDYidgC3oeVsu4kAQrAZiLuMkEN1uFy/M2pTVZ7KMj4hI1CwK1YAj0snUvJ6mZrnY/ObwE9jw",
-	"YU1DPTEja5bpuH6GwF5vnv88jqJEbX6/+YXJ6l+Qn9D6cYb9UCRqKhMBXEO2CkR4EopFGl9Lkgyt0ajL",
-	"04DAfuwHJ5/qlus840awNbUTSNU0pgmsvXLkeeOrw88rk9MGhghoVQuImfzMY5c7iLV28O/0uqg4tHGm",
-	"7JkA4pWr3LOZmtd3vgl1wYNRY0hbpkltL3Ax9+gFWm8Eq2U2H43lfCHjqd7coOAsa9/PVRQv5xtfb7ks",
-	"8DpTGwDrZhaPZ6OZsdm2LqhVEuur3a3gFDe3uvVtRz+2UBeMG1fQnALpMs7Owb9A1UGFhlXvUAEGfFwl",
-	"tFxGMCV8WMYePqYhWCkgwz/1HEMwDqki4TL58iidf0fzq+wRUkdtPdTr8HN+v/ie1u1/3fnWnWYFRksg",
-	"VQK/Mqx6sFXgNXP5FzXOWgX780Km0WYWaCITq6oMyrhgnLZRXcdfIQ1Hj07SNWRqbnd/ix8UqKQl01Ri",
-	"XwoIbPOeXkFz8jWq620xM1o17+09NN/cW4EoG/f4If9kU7eVS+l2P9+JfBGl8b1N33L65BrnOZvvAQYv",
-	"DjzU13qxxDnM5efX9F3fM6nmm/nqgIOu6ftpTdfv5QqERvZ9bH5EXyPLjj0cADcNJ7fG//tG+6dPg63y",
-	"wC5DdVkMqMg28Ea0cyFRnH65W+jbLCjUjvGCX/rDnDw/aBgWGHbujidA7Gy7xp1XmatIiVgLqYVr6XzZ",
-	"Yj0VdmUzYoh2DlRm8sunFmxn7ctT+ld4Uzq0g3azwtPvnH+Jx985/QrPv7O9a7jG2gLOQhEt1wVNlkmS",
-	"C22yhruvLmUe63zwYLOUUblIdbP05Q5klLHH30YG2XlAhUyys2lJEKl4A+IrH7z6vUPAaz9ZZTcS88SI",
-	"zY4dAlr5cz/oZrAMUvKcOv0y2CqUlOf0gVwiMEgDGh0yiYqQsvNMK0JLo/aFENOo+R7YwhdydjauFXp2",
-	"b3+tFNT0s4pYtOuzCkvGUkYh1DhQ2MJ5fb+IZKaacl4VpBJHIdpCZSYSJS06NAhyrUatYpcAyu/oZKea",
-	"8eHYjK1MYZ0+e52LOKiL34RDeEhSf8iqN6hF/h7J/29Buv9mCO8hZ92IrJ6hj5Ecs5XHJAcS2t+Abu7r",
-	"G1lRVtWjW9Ik7Idhz6tBqM7CF6eCpO1AqCMUUCmayoxjmQitshuTXtUYdV7dq9bi/b1qLT7i5N/y3Bv3",
-	"Wvqsrl/PAbaZotZ9sFFXe4C9Z4c1pfHc7seoUfEKd7LLAF2SAvYAB4CiDvFlrYJ9szGEwwi2vjzc6PBg",
-	"9ow61XPJg7oEHLlauqFy2F+4t0cbFLysJS4U3e+dgu2VU7lV7swWzENanzuiHxcCKDIzVcjnIUKSJWv0",
-	"/WCdpiq0h1OA7ckwPTAvsgdT4V298nmi666KxFhadQRnqaHltUpW5E5iKQDEdeA5aoj26UnnjA3NGfo7",
-	"Y8yMVjfrBPwg2R7VJhVw89VJT/YXmm+33YbDFc5/n9C8gwpuZ6L+eRX+/q9CjfFmtJ1ZdZfEok5xvzvy",
-	"5vz1dx/rXVtyIsKca+BCtUwaoYe5zs4E0GneV4xDUCn5vWHQUJO74bIt4PVDsKmn/HRBgtbnIxy+NXhy",
-	"G7Tevvph9PrlBs8cdVM5nEdWxFHtkdS7nnGc01t18/qlP3L/NmhdvPru1ftv3r19tWvzHPv/kHuH+GWf",
-	"vTupAhpvZGldgYOOLaD3XUxo+a5WWn5FbNJHdSDGvw/JpDGadomI7iqIej015BOXmv3999iaOTsv1+ja",
-	"TSaTuleVeVK7gHqqm9hLaWeXRqbRhbRXh/kI3KPsR/Gs6HYM7zfcjEp7m0nyH20qLroYyMOko8iUDuXS",
-	"mERJvZecuVGwS3NysMXJjLVZrVgLlMp5Sp+au2jVyWHso5PLRxGl7PB2uHw82yW3IsyU5SxeWT0I8tGs",
-	"O/f9+c9//vPRmzdHL1+Kb74ZvHkz+Pgx3BF7jAJSJeD9l9PbI/pxUvwQ7sdg7ce/1EnjL+UqvywHXZRY",
-	"2REyNrtRLiELBlU7aqgS+bice59OTDo1Wab0KB9+j4FjfW3isbKj2NrlvkPPjVar3Tdy9QbbwQer0dUi",
-	"3vXFt4v4zYo1u7HZOaf31ApVqPbKNpjPBbZjdWWD9t/bGpTLk+NOgrXDd9OpHu76nruNrD/LfNfq7xRv",
-	"7n6Aqj4vlLY+yqDMSWQUwXcj1EbUU6VYj828/mt6te1jIFGjjT1UURa1q/Rb7iSfcqs6+Q07duHAZI8d",
-	"uyxsa43YFhjjYrVQ3m2pcimAeUcbCTyvsUKFqq/NtUqj5bYWMKFomdDVXm/DHWybR97DqCk3Uv2itNa1",
-	"efkrrU6osswgP4cNR/u93Zv5ak7N67mZjX62tVNUMqHEMwdpEin9TJ5dBpOROu0hiFSAabriB3gQuiQy",
-	"oWhLLdBCrATALnuED3WexqYTCDOPM5CIwij2w7zCsYkU/LtI4zH++ElnZK8OryX8SpXIJFBoTvjk93uW",
-	"O5fHGczQ6CMMPyqP4qezoJ5xDPbDwexV/WCoeQre2JkRvS71Bbes/EmP4nGrBLqhndf1WZOlg99gULNK",
-	"xywSuix2pK/IJYxCOClQpLf2mrQssea4FYzdsguVJJg3zoqFTDPnzY/RTxM5phQsu01/DhhqnfjosAi4",
-	"DvBn2UeVBEe4PofvdZwJfFfdyvL/dmzsT3Xn9UfKfbja2vOOjq9lTcd/Or+gCPkCEAIR63GyxPgiYl5r",
-	"F7V1tNttWGMviT7/6r1T4NUQofVG+7K8GyKftglfNcLWxvv2vrhjv8FN2npxHjIOa7MN0F2ZTeC+9twu",
-	"a5JWpWapo/ZPOhP/538TVMKPdr/XE//5//wv4fa/I44FQKg46dTueO1NeL8T+ncweVFJksy3vHzAQYsD",
-	"PH5CDpD2xYMcmhwtn/dzKwW+q9NW4KVm2ua/dSZ6AHOSQ3JnKlU1Ll1PqhfLuz/rCkzMUO2r1sWlSoye",
-	"AuU7AIP7t+9vnJDV7YhDXZsUyPdPvu5Kou5IiPYhJhsv2qbLcRerXp4hdz8CVavWvW/zW1kpvMNGz9CJ",
-	"KQCqZvl9L1dZ11ke+K3Js7KGhQouLA1TnxivqhTd2fzhHfG2GOXgqIXN5LTkw33aP8SJu5a+0QDLOWZa",
-	"xrIGSxBnnFBSMLcHX93fzO0dl1J1dz89yFX/4dzY672mS6riwoXad8wpgjo3qpw3YaYHdbOmBN55qQy9",
-	"nKs0HvM79dMSzsSI3oDKWkh+MeYk7K4mjbWqkcN2U0zW243J9vy4go7uG8schJrviJqqoF1xkIVmNVdy",
-	"TwzmrNaIxLZfl15jrNXbDEAPiqYe3o24twMd7fVlM+/g3J/6lQsA2INzIUeFBoLa2/M3r3ZrAdFcj023",
-	"znQ/eb68vjph3lWN+Wvbd3dgqAbGV04j1gw9URa1uva7LcuKNNr1MtYjiyJMJVOGJD1rK9hP67F71bvz",
-	"ydxdn8CY4jfOb2JLCTXWsdWDJR25t+QitWp+WkfgoI1UD2v5MLb5JdfnuGhmcudiViUfFf8+rOfGwO2u",
-	"xUiMOQ7QMvpfbtU01ja8L23j36r+0K9e0AwI/6lx/K00jqXCEg+sdXT1MO6gXLlH7ccBKoz7oMZ7kcvt",
-	"U9o/dHMPRUZBI+8Sb+/OXNi1wPvTp3dQfNxZNLiLbsKtaU0/cfqg+omzqiuYuFw5c+89+nH7xBthdttd",
-	"PohM1lNGrWoz3g1ExJ5uLrK1Nq4VvbPPi4Duim5Ts494nhi4HSZmLJM/RGYuY93NkigMsGDnAiTCzhlV",
-	"BU1rHfvXsnCclt3w/uMPw6H99Ls/uB/DYdf9rPW28wI79nRhQpf0JmEjbmeq50491J0wT+pvAlX/dorq",
-	"u+9o6Sbt2F4OYX1gSTVf0+GSVByN3InMpa6XFasRfplnj+NQgonLoF+qrgvIrPao7hxiWZn29vNYZKuv",
-	"TLTa1x9JUzZhLF5BNTX+7eO7tyKJM5XKhNMSY3af8JfbkFGH321v40Irs/uTS8e9vvc0BTrYCnaqI215",
-	"euz91lqU9zCTaokRqjpAh5sXDMQKgWuJs7sbXZIqyJ8yOhstuBapaIfDVm/YChGQEJ1bpaNYTztEG6k4",
-	"K/QGX01knCzJ0FzdYA9bt3u//tg/evoJ/aHxP51aJM1pz9cmicmvvUn6M8nU52zHTNYlDzndcMhYMxRL",
-	"yEQBGXX6op3ENgNy1cM9sbGeJuqIioIWh2O7O9WSnIl9bXljFSft1NxYcSzKtUY74f2NTtnf1xkgHI+K",
-	"0oPYSZm8k4xTqptMJvc3h0LzU9kCPtgw4EKJfJtf4W/RxkLD4b++uhDHjHyOpyrjgnGuKoOP8ToeM+OV",
-	"2XX57rHf9QiHoPX5CD46upYpSOQWvqY4v495H/T3K+7J++uFXMSZTFqfbr20/nUgtkqMjIS0QjI6OeNk",
-	"+HCrItjiuas3XMnzjt0eEY0Mu61dOYZyJZBbN8uYCAoOHvk6uDnXIu7r/ZW9lDu/HF8CjE4raC0XLKdR",
-	"AX+QapWmootjFV/zm/iaVF70azWiohK1YSnjmdTT3eEI/2aWIMq94NaewNk00ofysW2h8zVkA/aOqg6A",
-	"kBFHpOb5C81FpOYGIxIJpXEpqqM4AtAmoMDlx8p2mgQtYrBEtExqYO8NPkfMPRD9QJwE4jQQTwNx0gvE",
-	"ySnct2c90c6rYXlleK2vMvFRCmKA5lwSylUbrV4kdSF5wxMSY2A2s1lqltNZNVDyIGZmiyD4w8yIuYyU",
-	"N36FoaLCYncZdw+NL1+Qeq1tvo35YeeQ6Z9J4O5gcUE2Xu73TBH34ZGXqa2j1u8W8qelOkMbI/pjWxFS",
-	"W/Skzgv4jmVSb9vAG7NHyP71BnF3btI6FJwuFYERjUPla/IZUoVVkFfPBC6b2vrlSKUVY7mczjKxXHgL",
-	"yAP3quIfLSdwG8YTqzsKTBX7UGEFBV4o0lf1Pm0zk2/bdZzqW0loMYuzRG01rzgaANxajUHD7d2noMnl",
-	"yIHe3Qccnj/duK93kbN/i73bqQJ0e5knDnW7eV+bW97XjRu5lz6KQLrmdhabsG4RUSA52EBE8RRoIEZi",
-	"jEIikcCKirFJlnMsdeWXTamGahaFzT/90g+ePamPw8SJ7Ofy0+gG7khu2vDYa0Nr8duN54My7Ja4s3Vd",
-	"Dw0WCIIcgfVfEWaqtYBIGytFhPEIwMB6IbUh99M5E1KvqDySAgxK9YtOeyBWdltrxaJw0mQB+8//+3/V",
-	"FyGCgWvkej9pR+0uND3RXV7Sm3iWUmEfk+YG+z2hoTl+odpLNQ6eIK5g7TVMN861QHEvqcYrfRg1TitR",
-	"QlI7sq5f5xC3s0cGzo2oZ4PPzdcoke55MSM1iXVu/t0+Nej+ZdF+H8Vd7eEFJ6ef7hjcVyVz3nI2b9HL",
-	"0po3IQCj1btJa/BjAxvNmhn2U80FRnXBQqZyrgBz57WQNMguViaEtR0nTQvjCmg0ENwdxj4ETDWX/Ulv",
-	"7Z72N+7DXaj93eDmIHDYyyNxK9luCCd7EvFkQ2wxvdmPeu7yWX2Qa/sAjqHNvAW/jrXUY3UXeORqAbVy",
-	"K0blu3oC91144TUGvsPd5Hh3iuv1zbFfHFSG4S5mq+ZOAgcb/Wl9Rc7L9fT8lBKAEvPz3pwVwcVcTzgz",
-	"o+LogAvCOOoGmfv3iYWoc4k5n7vIYUC3WC1zvExTpcdor1Ofx8nSxtfqjdsFUlscbPC3y/nIDbBrNnMf",
-	"YB/Zh53YHp4I/lnV8HoynaqsPPkBr+eaiokiO4xlQycHpevPzGiffcxqZvTg27nJXYNr45Dq2kcPz+7o",
-	"rXEXf4uSs6R3uHVY+hslk2y2J15eT6FkrnZL2fxV3SxeR7+ZBNqMeJXz8h3oOHGoSbyOJ95sXC6nwduX",
-	"4bPj9G7W+8WsnEBlG2NPbZmLrl1MxVKxV7XZH2YyE9I3MLA+OxogBy5dZmDSamcGKBZLje3wlyEyQ8PW",
-	"QAwxIZ+xZtjC2qS3YScYau6CbDhCyfHMdc+hSsjVx5nFaA+pI4xm4TLB2L3JsPsfhy2TRND3sKXVzbD1",
-	"6TbsUDKNnbb6bxcxyKP7m6SWdV74uGNUu5mMoSy+LBKptYpEJFdEu2sdR+dK2mWdpjmUc0oXMmHFAOD3",
-	"QHBWJvgDt4dYCdEukekOpkTBrzF27Ca2vn9WyzmF0hC1RrH69OGYljJTc444cNQkkZmySE2yWb58TDxF",
-	"8WqwFRZPda6yNB7XKu6hUf2I2G+ywm6cUiJVY5mMlwmFMxpvyECgTy89HgPHX7vxi9RMU2XtiLNirA9N",
-	"By6OaVw/f4aEtdqMPIK90bIbIyI1jucysfum06iJU3SwwXsTOBCsmfynejB/s6+zzDs0lc+kHV0t4lC0",
-	"sVGnsGJgfeIZxoGJb9+/pq2hwuQ1p7/uR8I912csxB5GuUzZSLh0d7nWggPdZWbUxE5bpGcrfTbaDSYA",
-	"ofJapXKqhGudu93DEuAPCpvOTPjI8kahewhcCcrAH8kVQFDezrdY4h2ir3jrYdu3A9gGJOjB/55Z66j9",
-	"HfYj9I43vMvtcDC0AeYvlJzvTcEXMs3mexkOeaSX+ac7k+eiUJkPBAJDrSdsaK7If+VmthKh9wWmoIIR",
-	"6tHnnucJN3nv1VKKwd3rxM4brhDbblvbtoyGtlUZrLTHrdod3wI33mkeCkGju2ZqqydNh16W8sRyLV9T",
-	"ApIf+qHbsSlq0b0vxy4SJaEi+F4Yo2u8IZixsvXl4XIvjB39HuCW8TAHuF84YOW4C5ePXJ1bPn/vZBpC",
-	"wXexzT6Ym/3EiHfa8cP12nxW36vPcpwlK2afUXhVEdtnbVegX89qgaapoSbXVXzFvq2ku0avi5m8Vmip",
-	"ulSJuTkrWXbzr8YyTVeiWMVQO8lFVqyYQWHDTIkSX67WTIqduuR9rCpolDC6rDM6AAILN7kGY1WK7+3+",
-	"oojV2N12qpquearutOIsk+MZwvMkkVNPfdIL+p+a9HA5Hjea6CW7mu9smBdv36fx4TvQcPoHezW6Goa7",
-	"R2Cf8AYNSWG/30ZVPrrDhrmemi+MPyiKNDb+5s6zdESl8YhF9b/GnxSqxz0/ufvyMvmZO2k8dGOE5X9w",
-	"95lyNcEGo+bl/pq2vcvk9gDJIk9707ajy4Zde2aGRmURmtdPKOJym7U/uD5D46QbjRreIYmIMxc2G6ti",
-	"XGzSv93FkWzMNbB7OjsSBzTIJpI7xe8cbC2aeucX5WJWu5unZt644Wgf/ui3SpdQqaq7c16xHc1M1gyQ",
-	"SqW+dvY8V9bKqWqK7CuVwXa3z/1kmstpOzt1lvPdDfPQ+93RYnnd390TzXNa7NbeVYsE75zHTw0xwPao",
-	"jN1r2IMdKerL7Gxq5zJJRiC6jsxk5FjzqsPN7m6aMz53zyVEEnSjsZbzRmdTtfDv/MB5MOycwR5sWWYa",
-	"NtsLQTZm8u7G3C113OxImnJ/23Q1ewb27B4rm4/Gcr6Q8VQ3/8DorKlsDu3nKoqX88bN96A10DxTDdEV",
-	"J9TZCeE3s3g8G82MzfaZCn2VxPpq/69sDFxk069uN2vUmmvfnQquxsj1nRnL5E2sl1mTilVNylWpz3K+",
-	"gPW0Tnonz476/aOTnuj3Br3e4bWsakMn3sg4eUNcwiGpNbY5XL2OOLgXE4pQQ6eI9JaOJRXZYMvhIrUF",
-	"u/pB/8v6NbAyqTz6N3EUKS3GZrESqRrHixhOMxDjcnrLQEhLUdIOU57Bn9qImZIReYGVatnXup45Wlie",
-	"wlfSqmenom0zqSOZRsKk4vsP3x1ZOVGBWMA266kwC9rrjtub7y++PvpSfHPx5jvMllCXj7R+FnXb8GLv",
-	"9TdbcVnVsiOqAp3sCMjE2OixSrU9yOd0c7aT9dQaZ2K+tC67Broh5FMmi+6lyWaorc59Ovf1Md2Vd//h",
-	"p+AxOPcIe9zrGVyDJNZKXKZKXlUh43SzG+amBEMfHCC6BEOqDiLRI2k98RCmE3gr50oMl73ek3G1AT5V",
-	"YS38el7gT3bZNj2cVlpNsdt84esMNYBPPyp9oBdgk7Q6axh7LZhgk38dOpqfF6aRPVMBXG+ocekzw5XY",
-	"vU+/bIjYe7BKWt50AjfrXXuxVyBFaRNreAF8/4Y9ig+jprXmzLtFEGyOGqhPyrt/SMGB5tt7V9lvVZNu",
-	"VIveKRJhT/VikUyjUpPwUwNVY6M4hgbxCXfP/XlI2MKDhR3cb7bgzZ7xd89Z8QC5hUte8qUdrcCPD4g1",
-	"yYf9W+8hiKBMER2SKmHae0hRvDHhcAmj7o+rc1xch6ypwOehRXwbYw+v9ua2+b6jZnnN2cxEcmfR3Ato",
-	"xJ/Uh09QN8Us6jb5rbp5vYGTjXP3Ea1u2KHkAFYVR3DHVzeKXR/GlmKd943IziOeT7CpC39eB4PSvu8Z",
-	"QDIzN3pDQXbXXbOsn6Wq6zWwum99d5qZm0bdmb/PvRX3hPmRs9E0y/JLysodbWtAl4YpOqldw8zogzQX",
-	"ecBIGRS/jTWCOwZ4BFzBBT3dFTYJxNxcxokKhEkjldbUwagzP7jIkq1eodDobb0DIXWwZf3/xfKP5of3",
-	"8FtfIl47zuFtbpGqbgV+yG5tZy4pCnrfORFchL8LA86rG4jLVI6vVGYDERlOnxJJO1O2Kz4qmY5nyrrU",
-	"uwIz62GisVx5VpLSq9KvL6P97tN//7F39LzdEd2jT4/z5I78d63ohiv9bVKy3kNQ199mStb9gs22J2vd",
-	"HYoGiCG2caYs5u+we4ajFJ+TPjdRU5kIchkQ7ZDZ40hlMk4sJ3Qsqf8oVq2zHogio1TZ0UTWKbDOKfCn",
-	"Xim5IQKY+lst07qERNN9e7uU+mq0Ka3Aeuv4qk4Lp68wXV9lxGen9aLeqD7i6xslcx7MpFOpY4sZJdcy",
-	"bD/d0O2mpJ15OUzufKZk1KjTyTJJNkz2a7gvGJiG+A39dU2KpcRR329n8aJhJepkdLmsqYT4YhariRME",
-	"ZV5Ue/uMY113++XnhVyptPEZXS0WFWiob7bpJD/OTJrtuTv167mqLd2VppgNP0IVa6EP2jVfM031iJLj",
-	"NVmeuZLE0+1uuGjYLps3bHhNznQ792dhxrNsJKO0FuqzfZEBImU7WqTxvLY0Z9OycWnNsX1UWZZQBoI9",
-	"zmxp1SjPI7emo5tqDAqeqVQNcs9+xuJobCD4kyhslbA1sBSUthT7FkZTKh+ntrpIl0BuvgZSUR8qv4UA",
-	"3SmHSola7EkNHgjd74PT98TU++HgfbDpblwJPAbyHHU45k6c+18LDTfEp//VEeXeiLAxyrsTOgsB6YRi",
-	"Lq+oDKWlJL8ORRW4rSvezeMsU9FA8DeOc6cI36JlUETlixCRWbgfliuz6fmF2c6AHyQ3lRHfdjy3Ha1t",
-	"QmNb8dYOPLUdL21BQ3cU6nL81MgjV9eOyHhkG+LYgCh2YYbNqGDj3d982Tff7u23edfl3XBVd93NQ+9I",
-	"q3Ry5W7pjOhEypvJG+QW7bbF7WhxWD7k+bci8C+Qv0MemJeAOgdS//bQXcHjx30qb2bdrf9oxrFM3qrs",
-	"xqRXe1/5DR4U71MziROVF2gyqZhJHSWqezczezHL9aSkhV4eGxVa0STWVyqKdSAylahpKueBmMixujTm",
-	"ancMORnteeAi0nHnVh7kp1bsZ8k35PTL3aWji63xPn3aq35Yn7a4+7uj2nJW1WQj+2/DXpawMizWWBc+",
-	"LufM2e3rshKX9Fi+/SXWmCKnvprrJmsGv9rw4QZbR/EJDdvyRq/bSLSx7AlB1sZTvaX0ADeIOLWbvWrq",
-	"iPG3WVLZi+na4c86+PiRMkm41BF7xoA1rdxxNxeM5sxFHo1TimnewzOiCKnYEvtQeIEIvvlR2bbQqHAk",
-	"OYAIQsvhSbhWBXCD+8dvWEy5otalW6IaXo69yyyTH0JtGeU1fwcPDMswnx/hJo8GHxk09W8o1V5mINvi",
-	"9QAo6r+eXa+MeLa643s+93uhlOqHm5x4z9GF9z5XV2CWnJnuBTUXei7TK4sZ+tIpFlBlYtIQH1V1K/YK",
-	"K6zVKyh3MD+pmsc6UulojhtWw5DSTlpxqSYmVZyQUKaZyIygr/GZ9O59noXl6cnTZxsSsaxVHMvPiHeu",
-	"H9wzKqyquUpOyQJaNdMUb/Qjc64FcJx+htUnT++1Hq7DsL9ZHVzGuW7dm5DZXvzqJicYeH6xWqjDeNWo",
-	"tnouuv24e34FhwTt8jLheRK9eg53C+8bmU2vc+5310xgP6Jl4lUt3zKdorpM1cKtPSnuajsYbieyTDkd",
-	"3x2ZnNdu+YveBAP3nGV+LzZ1V9gVlSukOpUT4GYNEIAoiQmL+LUw94m66vz3f2ndiQWu0KuD6PnePO0B",
-	"hMLWam4/4HOshPpZjZc1VuuNadG3cL0noaBzJ3UwwzJsXqLQno2nqs1NJxBAF1JlFgqzn94XQTjDEq9y",
-	"zBMwyYEk4r6w/gX7Tcpt/PXds0l7zqaHod6/OTdJRmGbvSR/oGqKB9XOLK9rg7BVzH1rlE2RSKa5wFzK",
-	"I1Kjx7cgM0cjmT2MmO/6T5Xk9AtVtcnKq8soXHt65hWv5MSEpTTK62YHGSexno5srMeqbizOnovF/ASn",
-	"i54pGYlLNZUa+FXoYr8l7llhqBYe1ii4l8IzTRoKvtCyGCXI4a8MBTmIrR9OGRyq21nA35Yrcl7A/Jov",
-	"F9a55kqogD2pFLdJhSF7HWWHpF3PN+jhy84WPuJfVHYf0xT8tFT8Gs6/WOlL7npfpJBlsG5WmzYokNL4",
-	"pi+pxPBobkud18pTeYnu+rKdv4GKzSwzDH3yjjgHDQY9/JEBl0j/bDtE5hR2JCTaySiHv5BP4233F7o9",
-	"t1zCmuvpdmEeYUO7Rr6VubbJHX6x/PLMixLP/mkyLGy5dQ4W95KvqnBcg3u4yd2qHuUIocFkHPpYp1w7",
-	"fRg87NpgoDfcGkBHjVOVNfzuIzbG8nceci4D0SzLFnZwfIyGuSxbwM/vP3znhC/GU+tpBXYaoqo5ZtNk",
-	"G1AcAgxbgOBNsb91FaldrUIuxytTdSiq7wcnwWnwlMqtBc/qCygeiLQ/5mf9ELV5C0haZ8zpHYX8x5m4",
-	"kZYKVZs0L7yhzc2Z55HSkAGpwzw8kS3A4cPxOha8mVk1HoUYcwAgy5kEzEScnAKT9OxUXK4yZUX7o8st",
-	"wP3aDumcvnlz/kJcqZWrgO+q4uNndQEznmxNoxcG1N8df/rlyUnw5Ze3v/+lF2xIYsLjXyibfcjl0L1i",
-	"gRzxqWW974m67k2mmO5slPe8UvOUrETY+vzca+nIC1rbhAJ589gCVfer2zmYdBQyVHnDqBL4Qi6t8kvy",
-	"nwnYfZEqu5yTLD8XbZlYI+QkU2kj8aRTV0J8fyJ2kELgYMqXmgxVUBvQFu4K+duRjzA1rF/pPVDROxHD",
-	"WsCkeS3TOFt9hBnQJl0qmar0fJnVqQzhsUnjnxH2B+IrbMvZRlBr6FKMiAv4iyhdbO2SKs9wcvtLX6h9",
-	"ZIWM5rEeakxzoiPRDsfp/IhhinSRJFuFnQCzqFPyVcS/Y6nFJUDntbkCUoqhXtlMxelQf/zm/Ojk6TNA",
-	"slQBihKh427j+eDsi/MCbqR1e8v5KclEWCTNRRNr68WHNzjveKxEpuScBcuCrZnG2Wx52R2b+fE4nXNT",
-	"+LleE9pzFI6BWpDNAH7CyhZpfC0zxTZE28nDIeK0Yl+0AUXP2WCo1dFcxgn1ULhynqH+z56hwY6D5Tgl",
-	"KgfZYeZPseBoF3tGuQSG2lX+s2eCuj4TTiGOuAG6opM6gukvM0VxeKiBst2hHur/9t/EC6OB8UER185k",
-	"iqSOs+MDTkNwgraPHwPaVvpaJWahuo8fi1fYKFWLBKml0Ur828d3bwUB8VCHvxCCDgSi5gA9pAORmhvY",
-	"FjlV/E9AJZluQ9Gm6ybCVzwMVuQa6iMRUldY5SO0S6zDQUl1sO+wK95pVUw4EOG/vroQx2zrOZ6qLAxg",
-	"qiYFHm+ohZjH1sZ66ooMSCvCV9iVCy4Yy0WcyUS8OqP6OXahkgS+iK0AwMhL9ACkTORYdXGiNB8uOj5s",
-	"hcJowRPO2RJsg4ZNeAvS4TLlz2GP6GugsaWv2+Gw1XMa/vD9u48X4hjO/dgqHcEFhO6L/vBAzATWmpc/",
-	"F7G+lkkciVgvlplo0znjI9w3920gtJzDWtFs4worw35TkTVeCPSdLhPVCWiIPgyx1JJQkVURP38Cz/MN",
-	"j6ezzPKbU3ijTSYmZqld86fDVohHpLKZifC1TBJzk/f3HL6KloskHstM0cMTfJjCvUzieZzh06du1ZT3",
-	"lze+jWp32H1i8rSQyY1cWdyqaluuKiHiSPzn//z/OmER+4SQ/8iK8H8cMedw9DoKg9xrGxFqZsRPS5Mp",
-	"uOAYZCimhlGhgfE8Gp2YaYdn/cRtS6pktBJtgmb84+ewg1o+2JRrGSMbRitiVqe4BXAnheTuYTBXuiR8",
-	"8eHN6OOrFx9eXYy+ffXnsNMV52IhcV0SdwW6R5NTbHN8JKS2NyrFbQIwLU4wEFJcaXOjqRO6QBolAneI",
-	"+cGK9uWyqMWNaIBmGIlLZeOIzPDn718HVImjQ/cCUQReDDorIcXjx0RSHz/uiq9NShXVvMXHmZiZJIKm",
-	"iJfwxNtSM4IKYB1SC5S+UFkiXQ1w5yMqvXQOj6yIo04gMIcjxdOijy9LCBY3emx0hKcaz1VXvJLjWTEh",
-	"NGSSUMFojhGIEzHcGjEIlS/9ZJk4DKsduFwrHWECo0xpCx2Hn4/w0yPqNxRtXvHCIDQD/BtALVW2Bg8e",
-	"+yU5182gTairU6yN5k2taNe74mvUavk7DjiFsR5NlzsMhPo8VguUItnPIv/qka1dEN6+I54P7RxDFPRL",
-	"9RxZFocNwzpohLss3QZvWpkrsJijaiyDRuAswh5gWdwEGHNQjigjrW3gh6CRRjcgFxv3HlHKjWFqTU1s",
-	"h2EsErJAV6X+HTzx1aJd/hzbDDBlJWA7jrCgDXTJGEMD/gbBKbJMeAYofYddotjfXFy8F0Q5KwQ7ELEe",
-	"J0tMpOf2LcBd8b4RJ71e4PBdqtRQ0zHCpg7E48envf7jx0VpP2LamC2MrUP4gVhqRA4Bc4eYz4/ZwqFu",
-	"s/gX/vDDD0fAxAI3AvvkeFigbI8fn548d2NJHgImoyIqC1ngfWHSoZbucjpXc1gZaWGFLMZAa6sxwkwy",
-	"pUU+kw8qS1dH5yBDESDTxbZnwiolHj/+Dsaxjx8zyX38+GnvyePHVJCvhKmLvVmkBml4bIe6wOvwNX61",
-	"AX0j4GrlxDbHlLNK5kqtnFpmqKmun1ZdcZ44x6+5sFmcJFy1KPPZN3GO+Tl9fD/UgDMCZOUIMd2kmPpx",
-	"tUBtT2xFItMpypWSy3bihrf74k381Zno9+BfuJVDvc6eIOpGKFdcpBUh7aTXI2khJyhAsRl+aaMRdAGV",
-	"0rGDmAHCnXjacyWfLLDbjH6R5lH1QMzOerlMoYGZiH6vN9Tt0k6yS5E983ASUBK5YuUWbmPnTCykzXiz",
-	"Mn8lQ3168lyEHvgRVKpoAOwCcwsliGK6UAFQGBIAdKgr8NnWhhaOJAp4Ondmc5mAwA1c0ZYb1hnqkx4S",
-	"JNolcobbvEsnvfJqPbwqUbIrLRxuz1zqVf3lsrwJsbYZpwE47fUDxog5okjVZGkZKoYax4XO2SuPNjwx",
-	"sBixXASuvH2c+aOpyCOZyQr7yovL2myoT07FzCxTOyB2l0a34kqpBfrdISaEuwgsAR8KTgWJjhXycmkV",
-	"1vlCKWmozWQCoqZJ8X7FKnWfEZOQKHcqGIUMcu5CjA1hdo/rg7G74nyoPYpfAYHIKMtMcjqNr5U/Rf+A",
-	"qN4ZAdZQ5y2IqhRrwqQhmlKpibEBwICFA3wBzzVzbo/uOjyyQ52lS6yslgLFsYjPPsdAMrAhAqVaYXA2",
-	"QFP4P46+NumNTCMVwa/wTLx+f/2sSJw61JRRGQDy+Nmpi86hBeA9ssi75XzizcwkWPUvMZixIxAzc4PU",
-	"D6APMDRuJqNZlRN3Xg70lxgZiUuZSD1WKSOY93KK546pRQDPvNZYXQ6JJIj7IUirodtDZg/NJC/VPJfZ",
-	"eOZOdBInGfAnmJIYRMc2HBrrPYzFS+eYXuD0kfklYW+s4qQNY4lj1/fIaGyI2uyhxtb5TOAPZpsD5hOY",
-	"lPS74o/LeHyF67CIPha4yg7vyVDzon6/vp5iUr8XfbymPCz82e4FAv6PiA7ygsCcf4z1NFFHrlhfQb34",
-	"CPgrIDlheWmhkJeGwNlnB9nFdqgRzzo5LKcNncDxPXGidJYARxMtx6hDgjPFECs4SxbKgNDFjL08/QRr",
-	"V8IXlN7+6GK1UAMhF8SlxUYf/8UaDZTojcJdYiY0VWIsrTqywKtmdBuj/KrPsS01SxWMoyJv7p5YPdTU",
-	"thMIa4REbmmhkowlbFriQiIwL4FniGGJgrLg5DKZQs0FceR2qOUY2Wz+G0HvzGkSYDfxNZAHgElixiUP",
-	"aEGoIlzrtPu8oZTJ0iVyyhReFH4YCCw5YgPx01LqLM4QKbiKQfTNn84vkD+jXcGKjUPtqlyL9ntjs2mq",
-	"Pv7xO5jpXKXxGM74Jo0z4MpiTacG/M2SNteJsZexlunqaJIYmRGYdIc6n22au8EWaTdLST0dISntQOGn",
-	"I166OQ+151AUnuEmHBFFhVFqvY12OGyeDbXXCx4zuskS3Eh2mQWxxX0BjCrcIZdtHqF3DgQyd+WTeqip",
-	"IDQuJzNAtIG+coHxmUwmQt4ApwGY4meVGtGW3unSWeZlz4OhLk4Vnj7hsTafcGbESccReEYvwCMg54jY",
-	"PM4sV81kHVmJ4zsnVVeirlVCcMY7WGS1cqpqM0HC47KOiLcmQ0wM4jPrHvgdYhK8T9exjS8TBQRaZvgk",
-	"jugQ0fokfii4Bpf0HwkcH19KRGgcR8oOhjpE7XgIUoErKEoI7kyEIEvwG0cryM5MSW5wGqxyL1aGaAG+",
-	"RNbU1VkVbVa3xSnMpHMmQkIda/2zcE15UEhFlQ821DhaG9XNg9zXEvUeHBF0huUOBsVQpfIHttMVLyra",
-	"7aFm9TaroG1JUIZpV7TXODM+hbLa3JOJATvIBGbm0BwAPhMY5F9kkihi04HCglR2qWbyGo6BC8Ki9sap",
-	"HEEuIvjiapU4NbL4F4Kxk+udSE9+WtgU9wHkGERLqOz5C/eUmpuhbt/MTIB0MVcQEctOJq6AJx/kJnPi",
-	"ODoOS2CETpZKbcl2eEagUC55K+wMGATge62rXPu0x+KEK1HgcZYTlWGuPeJqcQ2X5rOYKriBjFFEmzs6",
-	"OQ0EjY1UWsXXyqmUrSEOFFPbs/8PKal+WqqlitzYQ90O2TgZOsHUio9vLt67GeX0B9WzFR+3sORjQHl+",
-	"lovOAOv2Wo4DwFzKvBAKDJGWrhHM1IlKXcHlSGGaTq72rZ6M1nntz3pnjod1MyXrYZvMpgBCUrBTYdl6",
-	"6urpwxRYO8OAgejihoWmxJoKJXr8mMDv8WOuGcBWB3dTMDIeKPUyE84Ch8qNSKUD1jJgD8cAGiESDTYB",
-	"k/FXAp2zwNLDztRuwlDzSbOygEKA23CdmF/1mblIhJEZ22PAfxaedecR22ceP37ldHd4ny6q+rfYuo2F",
-	"/bpUK8MyRqGRsws1jidO5EGVxVCHn49yreAArd2Fb0cmpyLM39ow8OZYPIZJMiuMiyQZ82a2ApTCMrhj",
-	"NeRUgqRamZhMMKKGJDA5mRBPR4bSOZ55nA51ISSzVpFVl6QO5V36kNsS2BaUAjWt2tJInKzaFQZ+jWtK",
-	"3zjU5Sb5BYJNJuuP6ANd6Z98KRKVZSpF0o0JPHGzjkbdQehnk+FrkAtUfA+enIiZ+izLlW46XZ42ltko",
-	"GzJAXgbQ9eY81G5hcPuRQ9AVywxwSOpzJlChiRcCmtqc5I+lJmsKIkHsYahzrc3ECa48IJzwD09eiBC3",
-	"eSFTpbOQiCk9shlaruFsZ0abZaqiQa6y8zpWn8luSB8FlYOwC6nR7BvrJev3iT494i98Zey4MLeSiEJi",
-	"JmDTTCRK2kz0xbfxVyRnmPkC5WVWmE1/jhfe/IophOeIWI9e6bGJYj0NyV6GtKKdSzju7QA7CgMR/kmm",
-	"q4Gofgx3+ivAXcBroypMJomzyhT6SpPG01jbsuaMx20jfSli9s5E+Dgcan4r9aozEFK8ePfho1ikapLE",
-	"0xnM9N37i9fv3n50WrN3OIKTf4k1PILVpCbJ4f4N2pcq+sXwpHcaepX6mRrj+IDDAX+6ft+/+3hRYBXS",
-	"AcOW+v4UsFm+oAh/v47UfGEykCSOvlWrMBjq8PXk6K3R6uiNzMYzaFQxDZZBsQqJyNxqZ+vkDR5qhNh8",
-	"6prZXGyLF9e3SV3SuZFVk/RqzrPNqTTwQz6LfBTWEVc3+RwaHXnngHfBqvWFvbqQU9yCkvIcV1hV7Iek",
-	"5kExx6MSjj0GFBipBeIAlFONptL9js+tcIBArtpzmV7BuX8+UpmcMqkY+A4RQU0OXERJuTVb/FToTTqk",
-	"y6qxw0lxo+QVL5hB6IUcz5TbtIHzDwmENkdjeBWeCekwBq+zAiq5cRBEPjkVbZOi1BI+rkL2k94piDri",
-	"jYniSYxsUw7mWHILNxf6gM+AFMwKB95FsqK95P27McskAo5QaHPDmJaJYqqcWwAAHcpKV0ot0M6ZyYR7",
-	"O0NJCi0QFvlv1k8hLzsBnuhrRxipD4IzqXkDGTd+rDMAA4L8Cp9YUbHooWU48GlObpsm1gi4gFC0kfNI",
-	"1USBwI9suI5UmpPvXAfrdlCviBaKmbFZJ3C9mYXSchF3V3KeuF4Lq7h1DESH4L30CSqRyCKJTL60ZGc5",
-	"o/pZcAnQgs+q5xXfR2K9gzWDKVAjDR8gFXXzm6ssjXHB71MzV9lMLYE6XyDfDJQEWBdA3sUWDkhQROOS",
-	"Y5sJmkkgc9jCfe0sR5ZP7E8qBf4q1lM4pjDWE9O9pmehmBhC9FbNJVx6cZ23HgjnWmlFKmNOhjePNQA8",
-	"N4O1rxjLAXShJ1kKt66ATvjUsjjwF5O6EciPLInHWJSmcA578/pizR8MwyqxDGPXpNNj/sgeQ9vboJXF",
-	"GRYxfLG0mZmrVHxQCe3dLF6Ij+xpdv7+dSto8eitQavf7Xd7GCdCANAatJ50e90nFIU7Qz++Y2DmjUbO",
-	"/ZiUs8e/kCxyi4WoTF2hiXea1b6FOz6iQzNxwmDoOgkLk7cfQ8/YMjfpKhArkuVcW0Q/qHQK+UkYsDpb",
-	"RYAXUtQ06ghnQHZoMiDGljTBdBkBsoc6iTOVyoQVjxSH8sst3XXfkYMVe2kqV6jNYb3slVqxFxrL8h6/",
-	"pSJBEySEGaBsVH6PItJZRXNP+vhC353r7d0utnGwgEQ1NGGyyoo3QVCQsO34KvKdanunPncqe+arI/K3",
-	"mSpnaVPA8grWd6OTBXuloMyhc+Um3DwXtlAohfjIHj8G5nbljL9o1yOMghsi3c4VW5XdxGMVDLXUuQKb",
-	"27QLNzWiTHHWYR8Zp1TJIUX4evr//J//Lzt7DPUETalx4tCY1HkYRfHxXEltRRhHAWpd0BKVmYDL1QV+",
-	"SppAZpkcz7Bc/CSR07AzgC35lYzHv7pr8KvbEPHrUP96dHSU/z+07eP7snsn7DJpe6KO+FXEEfq/qcAZ",
-	"rAL2co0CMY4B1qlGNVte0hWpTq7jbDXKVgsViFJ17UBwzDT9yDsbXaIbRl5vPRBFtflAePXMA5FXTg/E",
-	"Mk0CwaHU/INekE4OQUYFolTqPhBeeaTij0DkceruZyDklIK/+FcgqLIzM5l+8Vr3yKud6x55hXED4Vcd",
-	"pr/8N1QumFsRi01/ZAq2Ljx/+XL0C6zwNsTzFCfiV/KZdSeF611biWiHnFElPA4jo1GdVTmIIpEB/6bA",
-	"/IAve90+i7bTnHYCryRm8ZsOgzPzBKLIRhQIymQg2r3jPsxFTglCxan41XP65VUhqqJpBcIu16Go5uxo",
-	"K+qAo8FM4Ud5vrgl5FGwBlDF7J+KX0H0lnoMfDjWOctdk91tylch2iUTTAcf5jW/3PfrddI6gfCrgYl2",
-	"P68dd+Iqx/ltKrsl2guvEFpn430oioXlv4N8Dnfc32LHnolfhZWJsoM19biZ+O7fKCng/AnFxvraANMB",
-	"myra7qsO7a9o5ywp/AlP+e9RAVBeI3rQDIpxmgQTcc6TOIfun2CT0HRU2IUCcS0zhtu6S4R+jzyTR3bN",
-	"KNLhq96Dm4GO8T5WbnQbsHzsdPstdX8xWua/3G1yfxfgkbdnlJi3cGTAPSjoAzdAquH+2ojCCb5qUB4Q",
-	"LQKVscxkYqZLQEQYLUTPy2SLzmWp4+JgftKZaLuc02zVg1uFxwTj8kiAi9DaQf2RYwj8d5TTwswEXsnl",
-	"QIzHgbiE/ziazdfdO27iP5lx9Y1KO46nwEX8u3xmpW/Kh1i+4BtP0gOb6vFXECMbOQg1lPkQh9HtXCbJ",
-	"CLiKkZmMgD0OiEkmPAnA7KxGZsKmIOthSNG+mSm4znU35mZmOoU9yVWw4Ul7+6OI4+IaYH7OcCCabjXd",
-	"brfjrFKM7cjbrGoEswrEUGruZsyNcjMWcfg/mgQAUN18CtGvp2Tqwgs91CXQdlwaKoLYRYmD7rhj3KYy",
-	"r4ZOCIgRIjWJtYqIzfQttm0UK9jrwTk5sPWQzTUohHTIxF9Y8kt2/samfDo767sBOLXG1yg8AGM+NvPL",
-	"WLPJ8/ztyzP0OoC3bOlCuzYzsCi85U5fdrlYmJQdD5FXX/OIYTaYO3SMMIAWcNfArNdxwl5B71/FSSBO",
-	"A/E0EM8CcdILCBF4IqbRlbro2AXfker3Nd+iRRe/weZ9HgX+he/gbkAzPiZsyLfAcvO1CfJnVdph12zc",
-	"Z+7aDQSFpnTOhC+bAJUtWbp5cTJTfTrdk9od4gmgJ7UFVBzJlR0wc3q5Eo6zzAk6WlOB8KNq3KfWQc5C",
-	"XRbsk3B2aAB31x8/xPlCW7b70lOHXi5XBJ+McekqnpVAFO8s/N1986YLf+OaiUkp1nrS845yJq8Bljg4",
-	"TBfd1+Qb5O4cks7xrPCouuPC4ScSa/oI8R2dOdA9P9aK6YK06ghwkPPAws8Uky34Bi4JOiQUU/RA16Qu",
-	"ZGAtWq/adcCeh857Ekeigng8Ev+11zgMc2yJQ7cCF1TEzwgptHOj0JOO57PiCi/JLHN3m6U0nhSZR726",
-	"JEWoSbXoxFmu/Fx/l9saUFuirHctCdV4t7NAGTJaMSYCHkxeq0hYlTmncqvylw5vO5qGaQUuV+TdOicd",
-	"aJKQS55inGDVFG8GcyoTk6A9HKSBS/MZhAGLAuQTEaVyktlAnIoslSDTPRV2IeeBeEZeU9Sd41h8fsbn",
-	"dtxAPhDmH6VqHC9QHWkoCqPwAa4H0sLDKfdpZ5RPrh03W7R2oo2bMvBJ3RmaqwZox3fIlo7Z+Q49sowT",
-	"Sy5EZ+ynOPAfEdpy7gqkVXOeQY9spytCh5BDsstomaLqC8hVV7xBF5kZPagSS+dLhB6KiGLP/O6sSsgj",
-	"cx0VB0LODfvX0kpyhyy3M92hvpipNf6YNX98f51ESbYwhydpvrixzoOLcGVAfljWOUJMeKfWdzbIfT7z",
-	"vXRGDZNmGJ5GQL1yujXHBtPJt0NL7Ub0OgxE/iQXZ0PRG2ppx0pjxM6x6ItIuT+D/Or2O2cOO6cAjIUd",
-	"PYyj0Hc2GmpPVLZG3Mjkqoj3nObmmlQtlMywVIO9itH6w0WUxUsadAAsH5r3qUpNG4cqZtchlXxueXgd",
-	"tQYtUoB/F9uMPLBRO85RprY1+LE+VUteYkl9lvNFojC6Pob3C5nNWoFT9tPOtvw4e0pTQWFvNSlbnmHS",
-	"ln5wcho8rcvbchvsyrHra6XLJ3wm3DQQ49H58OFfLjME99KiWnEUIKFDqdFP3Y1r/WmpsLA5L5a56Ja/",
-	"ulJCgkqSEq++w6fftYPSn53HtdUe1vNiErZZoIfyVIFARNGXT3u97oZ5ltXjpenmeZGxMEWeYLmUXbnf",
-	"5FDeAw/hNGfsDb9hOpsn0d931Bd09JlBOwlc9vam2945o5tYzmZcN78yUth0ujXVqNbnF/ZCIQtkEfb9",
-	"65krBTq7ZuKX36/ftq35Wdfn9U4nq60iBvHxHgOdc8kBsdHMGxM3vHEBpYTPxcz3zDDaZPbIyTaY9dbp",
-	"Fln373GuuWTVLsvT+Q4i9QxYJGLyuHGK9z+7GEPWqoIE19WvkfCAMWQpt9MVr7MSRzLU2xgpDhYHJiPO",
-	"trEecKOvY3VzNtSOR44zlrx2MTp5J0T96jbRsT/NMXfv6DmibPy3Ia7+mty1YgvCaeDJqk5IRqHyrE5I",
-	"HZRF1DOg8AjHg7KEyrlLBp586jzJfenUk8I92XSonXAaYfjFZJuqBZhQT4QN1mRYilMf6tx7E8OJ4sSp",
-	"Rth7O842HwtK/aUzqR7BL6e3Px51P7kk2f7vRkdyYdyBZMo7kbPCE5wUShgdjFcLA/BDnFnY3TLvkwed",
-	"d11ZgbNCteaERN8JtVAVbMOKCD4bkQ2mtN5wR2pzVK/P/KVTNgC12zpWXmbl3rDby0K7sWPwUuGX+xr+",
-	"/W7tyRpJIIvCpmkyL1qPs2qSg63P6dUu1QwrVGo1NJ5Mt1HUrqxo41JQZbR5LU2Yq/c7tD+bl3K/SqCm",
-	"S3YV9w9nJy+aKZbWZnRWLa2/TfHEob2IUTYjhs/Vy7LvWhqwHr46q8TLB7lmKjNThV6Dm5irrfxeRZ+2",
-	"HdXdlR1ALc0dtGbtrUth7Vxrg6T9hGTtT/virVzhtn7Rt0+HvrsbsvqQK/m24Jut0yh0i3dDNR93aRi3",
-	"T8NXa+41kU+kSFE2+8pEK5d8j2vFVgOm4VnR9baUiq/mi2yFPWJivwqJIJ9C1hCjQa/sVdjlwh0gGFB2",
-	"xJNer8HcWMtC+XE5+GTTTF3b49eu4W1AigNY5HI+l+kKWGzUeznXzDIKaAWta5erlpKnwuzzTKutluuw",
-	"Tz8s/gIhBvOKupJ7LXZDL7pr/fjLsBVHQ0QMJ8EQT3nYGgxbb02azW5iHYnvvnsxbAXD1jjOVvjqQzyV",
-	"+CRXKuHjc62l+Eql02HrNvC67fvdvjA6M9aUO7yQSRJrvaPPT1RZ35g3Uq/eq/Q9b+HWPWcl0zsNrS+M",
-	"+U6mU0q6SZ6KpHUpn8S5U7p4+tXcjjqTmGO/chyt016vVZwHa9MGVX/IIbwxy3TY8vxt+/np9fLT67nT",
-	"63mn51LTurMjiG94Tdjxuu6WXLC2ljwznWE4T/IDu3Xa628aIb89x9+7lH0/qwg/Onm++6MLOk8OA8G8",
-	"rE97TxoN5vLWUaLT/PjgpCMKdV33cQZGKlfsUpmbH1vQtvUpaJUToG2sRhTb7AMcDgyb54bkcgwb/a69",
-	"4Mbu48fiJTa36/weKvay7Racoc6TYsmEeAv2O8UMS9pFRnPEYZEiMSwN9bZImYjRWhfIgWG0cmyFNZNs",
-	"sD4/DnlO2bOefFgo+WucgYSy4lyswVBjij4O9NLCUCQvx8pQojJ2snI5MyWZ80oh1wHHXWJUQZF5VGgj",
-	"EqOnKkUtCupUkIUsEqTN1PgKzpyzSLmTIreTUGgz1NzDJNacAcylV0WSwTabWgGCAoVpE7S64Ty1Q13e",
-	"kK54nVnHv63LrhU/xyJIXKZKXKlFhoEeLhY/8EPd17RZJZOefSRmscWiZjnmYg0JJXcwC6XZVodnhn8v",
-	"dRYnwpq5Asjxy0vNRZt3Eb45JrceBJp/c9oYh81yr6KQNzwsQsIJusKun4gx7IcbbDvw8UtX5WQ/3iG3",
-	"glD6eqBCjVHl68hl8L4tZ1nmXPp3ZBf4pu6kXC9BwqJ6ZF/DFd35wQvasbeu/f0Qh7Af/oPQhZeciKGE",
-	"zzwqkGdnRiuai/wmupD/7WyAzUgFnaFPJlBXwChoM7E4jyLreZ9QTo8KnSjsEaEL3ZwvbUZ5HxGTXBY5",
-	"MjK2xPv0pF3Ea1PavNPeadih7CXQvfOapLgTnkopzYjMhrqMGNHRheZxSVvdqE6uN5ehLhzSCq8SxO7r",
-	"u4A6e0q9u1gomVpnnAYi88iKELfbhkPddvbrkVvYXGLOlYwpTnmmjyxF4bnuKi+HOnxFPaOR/qLYH7d0",
-	"XunEpHMRJmYskz9EZi5j3c0SL9jSLuRY2bOcksRWZGk8nyP5tEbYZYppdzBjBLbl3D6Y6g6Xnyc/xxRO",
-	"lGA3Iqpe5OBOJKYUa04c2yG2GOVf2N9jMCw7uGLquqrkmKw6Z+RfDn2UDtv5waRLrYltKN7NDdoAbiTl",
-	"9EHKS4nA0aeAPM9gtqzOiTGZFdDWi2r3wCIRhKIdFdrLhLPE5cLUgPrnjMI5eaQ9LfgHWw00y7i+IJ+0",
-	"l893C/1CMHntincdRMRsJVG9J6j4/mmbVYRlcaWoiY2yWanQ9Qk+IX3moPWXrvnZJPYPY5LZuo6o3mJ5",
-	"bA+Hbp5U9cJun4obGN1O6sZtTtGKbX9QYn4po1c0aX8L3nK4HW2DA842+hBzgpZEyeJSd3YKlGmRhG41",
-	"4MxcQ9qvYWvAmdoQlvWjjDSeLPlMl4nE3BMwB2DChq3/+PE//jAc2k+/+4P7MRx23c9/GbbuII/m4PRu",
-	"ck5pBRqwLeUPmI3BciDsIL6zj7fq5nVEXxygi/krc1gXJbyCCOUfhOM6j6IyFyPXbRvbsNY6Z9ZYSGeI",
-	"8FmvKdVnmdbVelmPJ6YwYnZ7c5IMRRwVUQVrXBlqHVj7Ewz1IgHhFpYRBiKcpma5IH6Nfodca0GVg3XI",
-	"ExD9oqqxDJhMgJkajgzGzGmhaNdNR1Kd65rdJTMx1h7DtDFVRg71XLX8UicQYWFjCYtwIHTco4wDQ+34",
-	"R2hQJKZCyfNGi/A9zToQjo+ixXw041gmbymNq+W0UOdFCvBaLUdlxSXFwuPHrFp4/Fi081IcwVBzKvpy",
-	"KveYAokcL7yFrP+rynY5G77wpxVHZYdDJHcbfWI2Oxzubcatu7rFtI9fT94arTB5SIs09Hclh171qwIR",
-	"xFGe+YqjFK9p76cq3Un7cIe88iGsWebs/fJynPetvT7vQMFkGq0rhCsWR3Yz869MYyX9jkmtK+l/GTq4",
-	"G7YGTTTrzHLg8774RqaXZpmKj1mqVEaqd4odxwYnvZNnR/3+Ua8ves8Hvd4AhK9N6nkKScTH1IhiFvHB",
-	"K5sZHZNpoBTJXjQvRbQXj9lhAlbV5z9pTZSE2pvx6HJVNQwEw5YX/l50WoTBF8+8cPjiYR4WXzxapon3",
-	"B7lYDVuDp9sMFLA8BARYBpyMybweS4HP3v4VAYZDBpjiYdEsd+qAvk/yBzQFDOCkXeeo+6IrfFL040hQ",
-	"0QCfeCeB1nD8+4svev2TJ6dPn33Bb6a2aLcWxl995YXzV195Yf3eJnvh/eWndS0p3L/yNeGp8sNM5XB2",
-	"GzDHDMvI7V6nT3u9YOgJI8XVKhO/Yssc201wVxVTfOvX6VPsqFHnJ/S86PwvUse2pvdPAGhIP0vr6O29",
-	"DuwEh/rdky9OxLNeT/R6fPmRluG7VHGxDh66oP3+8M+8oRym4uGXVo2YRyB0ki4V31pdB2hXi0X+uAd9",
-	"4FMzTfWIk9LnJ2yuFsb/65pRGv+ZzUtvZeb9eZVWrvxkmSSVRxKw6Gi1TKuPJnLszWJhxrNsJCOvWRRX",
-	"u4cn3qWl25iMLpez4u9Lqa+Kz76SSRaPxVdSX9Hb+Aqf905Pn548PTl5Suvw+kvp92nvi97Jl/3e817+",
-	"vz4jbzi60SKN8zvxCWGGWDX/PBka68DJj65eozz5w3c/m8SKfwMYrsPGxYsGKBn74q2mZAU0oS/63iPa",
-	"s+VKpWsYk+G9uv1lBN2EJL7Prx3s26s6ZPIw973MGOMEbj/dtm4PFXmZoy6zOW8as9m1PNtpyQDu8Uuw",
-	"A4WpsSkb9OoBrd3A4m2RsZ/0TneLvW9N5pLn/b3J5W4L6sIlNovdKpPT/cwfrC95AQx1SRRvZv+o4brr",
-	"HCApNSnKmn4S5DyOrlDWk5DJsmcnKMTRuvdBpcTmULfD95T+hWvwhRxaGmtKeFsk3h4IFaMrn2cpL/T0",
-	"VHcPHnaHOmTeFwRpTjO5Es9ByM4xWOlVvwfvPLax9PbkeWeocRXMtLLKYj0zimcrKqeqPxNSXMqo5DzQ",
-	"w1KKXjFHVEZ0RUhngHqTvkjUVCZ5TgkXEATLPakUO2VnA89VEy0R5d0VlwpzhK8n3Kzx9URNAVuuag0X",
-	"QpsyPMXWZdDiemB6VVZcl+wG28Kw284kItYtImeFAmyoxxKrduH3sWaDTif34SgVJyiPPfFPiBzaTF6Z",
-	"s2ZOLjcqF1VFE5nztaDSooWi4zmCul9N1C8v4pTYruZoXVU5zpnNOrTf7yg/d1ZKtSfsDLOHwsZgnd8F",
-	"ngkXIUK7z9hcu4jdUhguGhup/AImIS9A3MWE107iDA8R0wNUrIZcSpWKmuh1i6nzwIkzrGFAGZ0yV6av",
-	"ZPBy24Y1IdJYJlTH1JqhdlGOhcf3nCGxivM2WaDWK/pt1lTltqetyqofMB00oHZnB8sMT2oND6NbjFvf",
-	"OugarTaG0FVuZn0IIJdHr9bY3t+B1HMCcRQCl07YHn/mpq463gs1YkQNii3DwODLGP3HyAt+AOJTX5z0",
-	"SH7q42cFu9saELPbCgqutjUgnhb6YPa1NSDmFb+umWGdqEkTLGFN0sKxGAF9FkJEKwARojUoBAg8Jhi5",
-	"kMBaAchf/Ailr1bQApCplSqAF6nZoFxkLO9RIWLixJ0T8WBNRdUKUPmEUQKoemoFTtEEjCGpmQqwYvkD",
-	"BiNF3KAfeGEwg/5JkIfkDPr9wCl0WoOnjTnKF/5temiT4ktHz6tqyILQk/KznOKnjprv1K7yxgyAPmLB",
-	"Wuo51t5gz0shCSuMgbKdOylZy5rirXLLV0VTYOYd9ijvTRW1sAOE57liNFK5OopQu0nPvU3K+x34PdZd",
-	"yTqMuC4MeTLzobuIV/O2YiQt9uO1e/pgSmlvAnsLoPdqN12jhv9I1tOGstmBJlFEzk2lMcpQdB++aMRZ",
-	"Hu6LRjP5O3NFY0PtA7iiscDaFSGeW84qXsVk/qXtaudUORDEwQSU38UGWJI+cDW3ifflFMubWFDqs5kP",
-	"FM7vwXygisxZ9+cB1YzTO9nlCbU5qdf2Cbnh6Xg2MFH9fRRi3hE8NPPynua65g/Fm0F5VQ50eHIWi70d",
-	"nn736b//2Dt63u6I7tGnxxjr6P39T5+nv5bPEx7oPx7RzknlX9XhqdCONSPxnjqulsoXxr379TgHEnOE",
-	"GktnJwxFeIFKOyochioSPz68PZex7pTyD1J5fHUdm2WuHxxq4VXNvlSIMriLDSUTuyL8WiZWhUJGeSU8",
-	"KybLFKYOHfq5cLHMgyulVdTLrHCknNEsZv6Ak8d6cyy6BJYHY6W4wAFV0uXNcFqt2u7LBTOhV7cQrxZt",
-	"jdJqwjBZ9qJaU1thbR7BLtiwguzG1Kthj0hzV55jSH4FRU0XWEcYax26y1AX+k8MCYzrmC+so58PkhfP",
-	"9Eo6AVYppSuugQsCisRYp86ey/QqgHGcmpPL9ptJPvNNjFAx1iOHxcJeCNImed4TPstzMqCKMdZOC7uF",
-	"a/qQd3w31mlvjVB+yws/tTvpiALfAwBwf7rEwKZmVKS6DQ/Nvnxv1Us3VZ+H8daA/mZs4IHFCG1SgZft",
-	"QLam7CHhNDCk1PEYSFdrDd9b8aPnSoGjD1ufDmVjemuqhAfiPf5dpabKf/ytWqDrNuleuZ8a3LHGAbEH",
-	"ci/8u2SFyixFU20G7sBRse134IEoUnUz45NX+NVcIYqLqG/x8Q7jKCR+AymrzYN1u/iK7K95th24vzgJ",
-	"qs+GN55CuAh1dcX7au3rqn0R6blP37mYmkuNj1Xo8ogmZqfO3UqQ4tC47VCbDKtOsu49JNEfDYVc/V0J",
-	"kzCKwVAvuIdY/j+nxeOE1BsZ9CfnKhRs17xUVHWq02Wfd3Knr+bEYdkNddduYOjXjY15v9suDI4LWSHF",
-	"jlKzWMAzl08WQ6SNHis3P5GqubmGPUoS4BOE4CkyNo1UGl/D8aZmLsLCSAN7kltn2A/Ac0wKkeXgWgC8",
-	"fqqmx875ha48LxNofQt+xWSPvEYRD0DjOedNP8qAbeDWje3plDqUgZBzoznulL5yra2LFCyl+fdAgoAJ",
-	"V+TKw9JGsknXOSfQhHOfAoo8YNt/5fRpqxp5NdT5Mpxgq2Jr2qfPOzlH623R6ZedXLnHBLFIr5wPWTaG",
-	"8KKKZUCnWBK4bGA/80oZ5/smqu4P5RwAXNUi502rdmNCRFWBEMWGvKAehf+vsGg33C+DGboMMaZUUXKt",
-	"7j+dmVtSwGW781KuKy5vn+dKIPM1dLlXXEVsy4ERR+I9oRfee/XTUuaBys7PRTOyyuufinbYDzt09TmJ",
-	"YuEJI8S7fNcLHjzyAZU7Xne4qS/LKsQcPbS4GjgmgMQa4q5ytF9+P5ci0IWoNDhmYRCl2iRVcSDsc91s",
-	"OucoqJECgkPEgO+JgN1Jb4prqeomgQHxK36R7ENZEnPWqtBJQpPWoPUe8ZvLk9Eq21mfOIreuo4XwSUK",
-	"GpQmBTFMeQYfEFMzOiMMkItfXDMOv3I1XdKS+ekXz3zcCnLHd2fe8nCKe5Tngbjd1+hLR/BXM/qy3w5e",
-	"mjyKhgi0mQjfM2xf229+dlutv/1exfxLn93BAtw7zG749y474MwB2V2YFzVXElNBx5G4kZZ5tz3FyQwD",
-	"jHOLl+NAT1wdSUptcZfpL5PkQn2uSMbwlC1XhC1dtV3mCkrcBTQ+UEpmd23xJ188hv5Q9rjTwhhpN8zJ",
-	"8rB5Vf5+BT4Cak90emh5z0+vgiJTc8fiiqW4cBh2CaCwSjFLZjXacIxwzY3exLEbyuXuqjRQvO4GD+Hu",
-	"mpYUL+5QbzGZ79alB7UZtJyGHUacwGWlUnBOMtKuSjeViLdWzS8TJyOBUMQVZYk9RaGIcgADT1SIdZcr",
-	"AQMmKk9qAivPZqlSnJdDFDblIxE6xzdknxJjrlQklosaF1pH1YrylgVtauPaT086TnkroyhPRob8mFY3",
-	"ZzWGczFVmeUsuSWfKpqcJ6UUHgQ1NPf0CRaIRHJIaRtLonsnECrxhQjq3bmbt4uCFx3WjPv+RSlWX9uY",
-	"o2WQGx1Q8HMJXzDVSzUNmt2Y0KXjZ3QRNdvv/OBJjqQ9NdmuBDdtjWILgUJQk9+m08097b26HxuKe1Mw",
-	"/kCEb1/9MHr9MvQ8YcveEKhGCy9efffq/Tfv3r76GLpE7lxpkG60CH/8BRpydUNEEbefWKx99eb89Xf0",
-	"oci/Y6ww1PwlemXefgoDB5xUKccqEB5RgHAp6G8Migd5GUHYPa1Em1E/SMxDjWW6O0j5oYt6cQBXendb",
-	"wG/h/bru0nAHf9jm3Lq3Qw/NrdeGuXulEF2A1WGsTimALC8DXnkBcFUMcydXzI/c4DDB4/TJPUkau7Dp",
-	"nZa53U+yCOr3Ah7gT5fp/OFC+wmnFRGBBfaqxPf2qzG73rWrBO3SJeXgQcJoNXGKDWIPb0t795VM1Zb9",
-	"M8ushn/6zTbvpLp5HPeZrx/+vnvQpHPW+et6zlRZ2H8ol9cSp7bdcMRxHZ+axySWqIRdJllZhMBkwJvy",
-	"BL2omGbW7UOxslsy91bXFtthrqLwhJByuFKeiNZpNirDoVNGJ+AKesSsD/VaBb314MiGaXicgw7JC1dK",
-	"LWwNR+0qUXgSxhbhARl2DoSz6FNbFzsX/l8wtxFPazhEaSXOUBe8SGSsxXgmUznOVGpJp80slZusK7lQ",
-	"aJlB8pBTFYo2VXbzyx7SMOUSc6Fo9wEET3q9oinw6+OZMaSphoGh6ZkIAWsV7iFUK99MyD+Rog7KWwbc",
-	"o8lkwhYVwH4hAoUQ4VjFSRtLYx6L8pw6YRfte1M0V1IqRaUjLu9PG4AsJa73Bz+FFRkJuEZljUe0zNb0",
-	"/qnKlqlGfT5QRLdamrIzntFW1e4fHFY81ai5b+d+UjaLkwT6upZJjNqXzqC8f3GaF+FzO/N7N9Dv4eBM",
-	"KnoB/l/ug0VQ5c2fnK206t7N3LGJHf8OkMWO2Lq/TjnBzdUVT+6xuuLJIdUVi9ygOa5Yv/7lWpbmZ5M8",
-	"WCGh8yRZu5g4QYSCMiZmo3+Rjso6rz/tgPyhCwj+tim9eNZFAKXP/SFqKdZFyq7xThq5YlQiGMoOrm3R",
-	"b1bb4p/JTIpkJv2n68lMKjLGPulLDpJH/pp5U/Ihv6T0afQKO0pifaWiWK+lUJtl2cIOjo9vbm66rlF3",
-	"bObHsT7G0Y8MHertJ65S8leRL4KWrgu98GuvH3DZGspiP9LC1+vaoNa5VNvmpLCDI5/IVRVD2MTwTDzh",
-	"cA7HGx0w5xM35yeNEcSTGvg7qUMQX8vLNL6S83UMIcXr5GdVhyDy5w3xg6zBDy5pl48h7hE5PBH908HJ",
-	"zkxHm5IRBf/Etf/EtX8dXLteEapAPmWGVshLc61g4w5IOlruatgaOPnOM7g7/vrvoKLTP3qOq3IVqG2h",
-	"Vr4G6ZAcV4UgWNIjWbwOx1ZljYtCffDdcOl7wZfGY6NLQrsfG00FptfUN6JdVgrkPrIU3JQkHWeMrkYW",
-	"r5mn0Yir1ZqCyyoO1ynqTJVmiZWmhppKTRXOlZ3cXh1n1tnmsMAUKZEHa5sAslYkM5mnaKJbiQZGYRUW",
-	"MbUVb86uCPl7Niki04E2CGlF6JBMKEw61GGmEjVN5TwU7cTcqPQIBNOo4/lMc0iRmcRF9Vi4ZzOpo0Sd",
-	"CSkWMk6p7OpQZzfxGL1Vcl/lrshrJknnL1g9XTjIoa6c5ED4DohiLRjJ7VGeaKwtrYj1UIf/+grNx4WC",
-	"E6PuNik1aNSP6k5mxvLUUS1SeOxtQ/JSa3l0qdIpSM70eWuQ0ws2L5YDtvc1EeYLfFAr4VY3taruaXsi",
-	"6TX/tNLtOrkXDzXCnyqrOqXlkPVwdpycUXh6L2xCDkFcNPLeSCpfK3fT/kGMLh9VtongyHXIXKOb91Ys",
-	"q4QxCnqal/w7vlrEx/PVRtvM18tkEidYS6i2/v+371+LRSJ1npljodLYRFQRfzRJzTzsdumPzIQDcWkA",
-	"B0dyZam6fqSiQOCf3L3rGP3KfzZanYn8c2cqoFBqE8lVMNTeSM6liyTjSGKOv/zrR1bMjc5mfoeXamJS",
-	"5c+W4G+oeR1YURR1kVKLJ8+e4VwDZxRAGPWiQLi0gtuUcvJBjCwgD/mxTJSOZEoTIkc3Gc1jTXE9VOsh",
-	"nR9ZlV6rVFwtYqDDfuQ2mVWovoKaW/aPgd/4ULICWNIIyQrnM9Sc3p89wucqS+OxiDMxV9IuU8UpDuU4",
-	"W8qEYJXbUAHEUuFP+A1rGmq0Z5QSBRZZBJ2ZDiY9YJtX7qk4Qs8yLIwF/YedgaiW6aYAIzQtBHluyRKs",
-	"nVFsjLRXdhQZrUrdUTVGN1VH1qW18VQr4BACjFNWkYgwN6ff8VALPBq0HWLQlgt46NCYWIJyxJPyhiWT",
-	"Dbwd2SUwPaGcuwnhN/ULKQVL2+W8iL2hzy2NGutrE4+VHcXWLmvG5fc1Q7samflVXi0oSoy3ADkb6lxE",
-	"NfNrNLmxmavyuPgM9WXlypyBUJ/HwMChCydGQFyq7EYVVidmNh9RRln63BXjDOqm6GqbeEBP1raxTMbL",
-	"BD9gJMEXPNboCmRSOlyDF3xA14luJ86FW2dmOZ4p665DrnJDDOb1ihdTowkWuXCYB929//O/2fQMnwz1",
-	"cfF5XsFeZ7Niq/ku1tw/P9kSdIDWOPiYRBazxPwwuAOAFlz3pfscaxd03RWviM0aiCf9agqwGMAEutK0",
-	"4e/GmblkbPYEIyTewqGi4C6vSJTBkc1E9L/Im2dG9J/mTYf6SR+2o///s/emy20j2broq2Qwzg2T3hBN",
-	"UpQHMjpiq8uuLp/y1Jaq6/Qu1BVSRFJEC0ywANA0u8IR5+f9ff+cNzj/7yvc/Sb7SU7kWisnABwkUXaV",
-	"u/YQJZNgIseVa/jWt04eHffZv6mG6F899id23OuyU+z6g0It0RWYBErw4ow8orFJNecTTG1RPU7klaUD",
-	"7fd6Y0iqS7L4QjdyQT8wWj7/IHJwo0JqmC7hg7BJmNEL+CCCZQUxoSZ0oUaLs+lMDUlcPd365LiIxlDS",
-	"l2BIg/skAHlNJxC/4yUQuS71PlTjSDkie6F8IW7lCRzoNm5SPUuA9UKuVqVnwM7rdBkNpswuoNKsHv72",
-	"6zKUZWY/pWw/r6GGibU1Cmlq0R4NzBSH0pRJgvg4NPiATkrbRXbarzXJh3qm02Xv8GVKKUa8rjMrSKQx",
-	"SeY8tSzGzokAOLdcN60V/GnYAqJfw9aMFxfXiyQkFtVPEaZOavitSAsx9gF9pBo0mYNG8/p+kbxe18Pc",
-	"OwKR3y+S57wU3+bZvLVH3JIeP88OVIjoOeV97+KWpPcCtyS8/8+gaJmue+YQ7S2tjBld7Bb+RGoqbI0Y",
-	"eo17R8d9tSzUNj2hWg9bzDqW7wiCvEVc6nqR1IjN1M7EK2WVoQwKnAM64+lUbVUtP+8VAmj3PFgbUIVH",
-	"qURQKsmZQ889jz5zswT2q/4JVorZIIjD1uhZrwulVrYLlk0P3rFbjownD7sJdrxRFyEUSKH4CCrK8B1c",
-	"NxgIScGzf4JdwwsqbI2GWJypOoSnaggQ3LGxLFCbam9AHcp9xeNer1d5y+PH+qOGd/XhOw05ldm7lMtq",
-	"MNPYK59pR6EUxTDDKnutJr8Gk9bmF1wXqwwFdTFGXVKYCxeygxz147d1JnpH/Sd3OBOPT/Y8E40P/kbO",
-	"xHF1uw4+z6k47m05FSf2UBzMj/X9u5dfie9KiYO6s8dxUxkd5gYQYVR3GpxPpeDzje4n1ZVpzQVVlHxK",
-	"eiM6O4zDhdL0mjRwLNsJ/HlJzmKh7BoyQwE/eKnU7TJjKb+6UmpdG9kXFo6Webkmtwoi02KM8WjjMHAp",
-	"1zDkoj5Ik7n6DwLaCHOMsYOqEy4KfIPS2Am+y814xmC0iDpdFiIfsyIzbHlomBTajISYDpnACcJS0Wvn",
-	"GcOEST5T0zvS1mfyAX0n1QgQ6dDotxpvelpXi2HOjNMqzQSnZaFVQwNyNctoVXOhzHKWJ1ezkrXtA1qV",
-	"91sdGbqheSHSD0j7B6E7+wwCdek5Xjq/flDgrhqD28HtbLYsiyQmWvhiki0wAJxNkW/QPlcpJwIuwmIl",
-	"KAeQFzaa4ET1OoF2Fpn9GNnctq7mcMyLaMSiup0FLjrHs5XkW6zdtvaqkE1mzEWzVKRzIlkHGdPMsaU7",
-	"XXZqGVIaFgFWrjLhkE5eHWVElDhdcqTZ0Y+IlNJ8whxrWcS4u8abJqPSnSYDHw+lbYvGi8MSydVME9Io",
-	"AxZ4Eme8FNo1YPHnzpR12Q+w563fxekDQLUxQxEO2Hu1n4uRdUqCG0AKQT5V3O90MKGHD0DA4XEIKtMD",
-	"v6biL+4PnQl0f87a05TbaK5qPvAGmOQsz1JIb9Y282VWzrBx7YCiCjjNxW/U1j4OWxFrf3d+/o4NYNv8",
-	"iJlg6RrR7tRVg/yFKbApnVp2ciS4wQy+q4Ti6ywXvMhkKNuRzBqmyxluFLDaM+7Wcp4kNvJQVrcvxJwD",
-	"b5NeYMfopGalhfODy8JrADIPoI0IPFremNTvs2vydOiNqT5d5GJT0qrrQThXl+fn8yHUUN5vNcMbXska",
-	"4G0nYNy0XU31JHfqPGz6oBnt7U3sHQDfX8wXYreQmrkGqpLt5xi36r0aOQex8+EYWqgf/JPODDy/69gS",
-	"+M6MnCwQb/mVKeFCHM94KgpdD7mq8D85AYXfb9XtUXYdttAknWb5ZRLHomomEzcp9LvRM3XseKb0AI2C",
-	"ZccGshcHrMSc05/P74TKpHhu3l9xyrlz/afB72fPqY1ii0s/drcIwFyZxa827Sf72e5d9cyYrPaFT9wX",
-	"vuJ5wd4kaQEFrA/wxsc9vY9rZyq7bjg1dAA3bPrdNxcBruhoaFPN7pI/W9Xgjx2y5w45cV/olzqvvq62",
-	"fF7R92Yh91vejp9NiC/ltcxWcpNwO2028ASb8DQFIxsMPXDnbKF9G26PRVQG6r7z2YGgZTDt+6oSZEv8",
-	"3pSIz35cDyde9zE8cMse0g0JOnbx9Tkj0caoK013dEuCDVVxTM7Xj2K+3sJYANCIohI5hih5He/GKnA3",
-	"cDfEfM3ypZSJvAL/YyjnSSz1djF/6yKqzR7ALr2yDoxD3kIDjyszAMfh05sAcIR9Y3tA30JZx76xF8Zt",
-	"JAAxJQA2HUG+WRTUsGM+jcNSAjKCIEVoI6fig0g14iCRYmMjdQBadwPUrAowa0ZiGdiX+tKAvgIE3DON",
-	"RxurjksiYZACKcPBgVLhE+5ahFo0YhxAaciZK6Q1/S0oLXf/nSO+Ht1T4EB2xg/FWEy2AE5VUnhAyjZO",
-	"Xcek89s5a3gruirxxV12Cl2F2tA8ThMsXq1+RYDJRCbFDLeN/bQoeV4alwaBNpBGWz3eZZE6fPEyFfEF",
-	"7o1H0MUL83GkcXs4XvPyKU/TogEzB9A9LACuTkQmhd8woAJ1my7cb5WUs6aFR8YDH/JXc5PpbnVZlH0Q",
-	"ebysvJU+NC/WmweYymS26lSHZ2EKJO1sTr+OMBhcTb5MhWZQrgQT5utHuNWgxAy4re2Ww1ozIJXMdGNo",
-	"BHuL9O6X64tyvVBdB/ImWSrVRuSm+B205pCQH590MHTBnVazHMeqHoZlopk2P3tQIB5qrGWEc9LxmOJ4",
-	"TYswrABXODL85XaJUVTCZNfRnDQbOBx18nkM3IgaM5wtDUUMnoLL7IPoNuA8t2I4myWHHiFiMr2O4yd6",
-	"zZfzogas7DaiPjfBOZuwnM5KDYe07XArYgsAuYGj7U9YZcOjzje2QSqvuzBnbo8BrhmNqqhPveubX6kR",
-	"oTNRR4XqegbbUKFdC0ElMKz6xwUCZEcGvAok89qTr9s1ONVMimJM60OtjXzcK5HUbLx+IIwUiY8LIQvd",
-	"FfqX15dsWV5l+pU4bdMsv8rKUsgLc3dFO2DRTp5TnqVwUmArtDmbpvzKGaIl9XcrCOhQ6gfBZMaWEgU1",
-	"HThonss1sDrWJBasegl6A3Dka9YcXzECgLvRafBJo4N06veo7m6l4FXzvTpfX1wvEppQw6S3IcRq6n2B",
-	"FHVBw7h1kUZH7Wuf9vtBwS55IRhW+pqstzrmX6+f8/UuBptvXdSlO1eaDwn1uO0KYMdndNEm1KC3gS6F",
-	"aO8b/Ob0zU5el1d8e69Rk+yMTdjw+PEJKsDOske36PZFmd2o55/Vx78J7LgT6HgIjGP/qP+shnF04I2D",
-	"3uf3LDchzU7ZSojrwImSfhbg2W5nRP/xRmfEYGCdEdhE3a12ns15wd6JMufL4poX+IuK5YE/Bi0gVJ0O",
-	"W0rWqT/Vw6C04CMV5ThsjY5V34xSG7ZGffq11ZjpKaMK0UOeXuq8Vuum9BGpe+RroT/D1jc8TWFiqh1x",
-	"utD04k8/fwKniKM01Udv9KHKbJih4TeqpYrqc6e2QFughSR0GTzn6gnuT72H6Ab3/2V/o9pvuL39/joT",
-	"14cOrQlT2ACRRF8m7t/zLHuVyatNOMkmW/1ussUR7oPe4OSo1z/q9btdOBjq7wFYdsePn8C7XHn/GOvT",
-	"YGG9u2XO6pFWs2djvv7CMmPQ2ywzeo0yY5Pff6ewOK5sma3Coj+oSosnTdJiWDm0xw3SYlCXFv0bSIun",
-	"VlqcbJYWAwhYmFZeCwEZPG5DQ9vQwJmKG4udQUVUDPsaIlptEr8fnCB4epcI6lfapd/t026TOOoPer3u",
-	"SYNQ6teEkn3UiqZj/fKqfBrsJZ+GttuDzfJp76SAPY7JZgD0yb5JAY8HOAuHAEDrbh0KAN3rHh+7wOQN",
-	"kOQ7oJ+HNfCz3RfbUgIOGncg+fyVRB2e87Ue0eGh0M/5+rn+WUPgAcT7xtDDOTlGRV5njEl8d6724wbG",
-	"6FV2G0UMfDMzlInclH6vf5gvZYFQ6cZIBQQcOtZnHMo7O421x5h8+dDTaESQZ/BBNjqIM2niGY5nuFJV",
-	"wvhEHE8u5lFKlsRFZ6zdjEnBZtmKzbnUW2GOjDmI5zwy3l/X0Uvu5b38u7qvSnvCwuXqoKZr7ZLVpc4p",
-	"I9QOVn1MWHTV4Cy5mqlNEHesQ5UcNOlK5ycjOaxmAC5m2UpGdnxqXAiNHRl9zji3AciOvNVqE1JJohGW",
-	"pbSMOXxuiHe2uItN0cqIRYlkQCQUyizXs95GvLDx6mIyacE4u8yyVHCpWnB3Dj7vbDBa7lDWcfNt/0Gn",
-	"1hZuKmOf4hNQT9Oh2YsQbltxTmFmAGb9G9RzY6vqkR3+IzjluzxI53Qwf+Meo+/M6aH9TJwMGWy1gAET",
-	"eB/5k03HjnvN3fE2YzOX8rHLpdzfyaX8RfxElzx+BSPwLBtvcExtlmzKcihqd3NTzmtsC7Nev/cF3EPQ",
-	"qWrZkHMoa+XtkoB5w/hT/16tPtIaa9orXpE1nd9xhWiTzJIuIdGpsWteHCHdo098iS3YpkittnKt0hvW",
-	"ezbqGTpRR4hZLMqNOUJJYNkWDBHnmSAOimw6JR7PHGo76G9LIIy0lmPdbIULZtMcDZ896wUbbD9nkuh6",
-	"cOcJ3CObJ6r/lAFLaPNE+c89dp7bi6r2TZaXs5W62V69+qYyg8f4GzOD7xDFbytr8ZKn2dVSVCcTJpJA",
-	"llr98z0ecIcg5xEEZWnKf4PnobfhPPSDJm/BnRZ60GP93h4Ljc8db1zoOxwSNRDGL5Ww3nhUth6T/h/H",
-	"5ObH5GBmq75lvgaj9VwdyweFC+cgXevgJixpqFUzVvD00VWWxcV+NUOhWgERRgO+JAFzIYImLpK4iCx0",
-	"kqdWt66YcoBRHwMqLcFa77lYCF6ytvcCgN0BHIOgauabEmjVlDFKRTzjxPQ16gShVJI1YL8suSyTco3h",
-	"bLNJH5ikX/NEJ2CLPJkg09rfTs9ZzkuBtrP6KYwvlKYFyvuVGVMvxmL5kyxX5hLZm9NS5Cu1RFTIFmtX",
-	"OvONjKfKOlO7+jKLIUGPCGplbMpoAL8bzGaxnGu+GpceC+07/dA2flpTgMmhqIUfvbHg5qjTZS8BPsCS",
-	"GIjiiB+HUoVdZiobaTcTw9oE5A5MrX7zVADUsmo64pyvZMerh6lrq42Y7ZzkAO5A7wHwKiXxxorzMcAd",
-	"dLl5kAs3qTOv5uEvamFMacmbpejBb58Lnr6M90nRw1fFxYFYfkxze1g09tUBXDt7lnu+r0rlPgWsWoad",
-	"yH3Ys8cHLEhOexZmZufofnAf/qMK9pYadlYqgMhDUk1aYXOXCZ4erP61I1631q871yLdqaZMMm3rvQVl",
-	"u1YiF1hg2QAjQrngV4m86rJ3pj2e28LVTrE51fLILUxd3f3EQVCEcpuUHtNMGieVHQhmXRuyczURRLKo",
-	"n3lQsAhQjEp+Agdb+xdZsv/8X3QH/uf/Yu1+r8f+6//5f8391mGPWL/XC9igE41Z9IFbMr6/nZ6HEu5L",
-	"l9pPo+cNXlA1PbaqAvzccbnZux14HpIY4bdAHmTuYbOjuuyveHMDtk53svCub1yDVZ6UpZDOGoSySK5k",
-	"Mk0mXJaGdA5z3dvRoBcFLOp3T+A/g+5JpHUDbB2gZtAYEflF/cFJt9dr5hI318o+JdLU9VHxqfX6m/Kq",
-	"YYO2qnzdv6OSWrA961leTXv6Hjm3f76LS6xooAk3lZvvUNBrsB9P+DHWMPHMNPWBPmLwCTxhtWM0gWc8",
-	"ydmL/Coj8zAm0/i7Iwyz/oLxZ4xHJhOMXBNnlT5sYEoGYesDN89StHygw8BOhRhbGuf4pDfY0WudpVXp",
-	"9nORJkoX9DvtdLjv9Hf4rPvsmd9d21vbWf2Y6SpxUWbTqTryxJ3u6zDbtSXB03sodmvOwr9wMZO/1K/s",
-	"rfrEjauYPPekdVWlQItts4X8zYzLK1EYViO24EUhYgq7Gfitvuci0C9Ws2Qy01Zbmskr14AGahOtidCF",
-	"v8GoG9t6IsasmlCHDDMxaBZg1Dm6ha8IsTdYYpen7LWjb3TZaclSwYsSLEvkQrkURRKLAkaCORI2mAYI",
-	"e7yZuuw7pTL1MC0K8d5pci3AyEQbEezzsNXTLMfEvYQTGLYMrxb0i2qFkGlacPRBmG3RGbFIH/oR60Wm",
-	"0As3ekJX9dTxGFAR16wUEXDl8AklC6Qx2I5Flz3XagJc/QDdM1VquKSaCKFUGodmtQX6T77ia9Rf/iny",
-	"jLVRw9I0wI6LoszYMTVpFRqcVaXQlBkbdJTWR0GhMstYynNd3Iihz02terGcu9/qxe6Frch3JhjrvuZN",
-	"qNRUMXsDyOthGU3qAO4x8ocAOgA0y1yo47UsqdhtKO0hIJy/r6rv0J5+WFDs8taFWLTCRDqVnmC4w1rw",
-	"ubpM1T3SGg2Ge4vt534P77WSyi1h3U2295sM/SlmZROtdwue0o7aKG2wyJDYaaZXBIuaYCNbjg9XrIWk",
-	"3XmG8rchrz6JKQdZ68zbI7O0x8AnN0KUjBuDRSl4DCT0ApJ77tT9bFm+nb7XPd+6rm/to5+CForBuF5m",
-	"0h7Xyim919DT59FIh7fTSJ/0GjTSQ0YlcIJjM/dfSYACjxRc+ZXTvEP3upG2pZ0mjsa1VzTCcYHA1VN1",
-	"6bQjaD7qKPEGDvGcy4JP1LcjRvRQ4F0GCQL3IRU3QgQaFMunqnBODTi3ivwuh3sowePOd5RdV78mxw/z",
-	"Csg5r/W99KGMTI1OuKnDFiWS6nsnbGnfC9wcU07hDUc1Y0q4dREQptvhgANMISPRS0TtWQwYPEvTX5T8",
-	"yn+wrx4kApBIk5n6iYCsrZQ/+MsPJiB0yxTzq9Vecoto+KX5xlU0GSo3XsEghJ51rfurdIMrXLMnyTbV",
-	"0s/mSVmKuDMmvUc1aBQbPzqkZpFfIcMg1AQ6KsSC50anOmW0GzGEgo5d6wxr7wqx4OY2DrAOxsBCuYIy",
-	"BiV0FfUrV7OF2YyF+i+ITfXHL1Kj78CLV3eujUOpa5BoV4zTU+S95Exm8ghdjHVd2mW3wPf1g1BSF1gv",
-	"oFf3ulZV9ykxel3W6K8M5W0clgdW3x1HYE2RT0ThqfKhrDsnN+rypggkaMuB4xV9UJDGbjhJPL2+QWmX",
-	"YgU7+0GBUbNG5doEu26tV1PM5CejS6kbu+Uq2L3Ave3xUqG7vhUYzQAVA7zb4WrXungPSx1qgUvoDxf6",
-	"YECRg6P+SStwwBMOXBIqRpDz9C34dtSdneRKizEyrTV61ofrD1M+0EsKnz/tB5rSqDU6uZF5gHN8r5bB",
-	"JY91+3sEAE1XANV4VtbKBZ8yMyN+lRRX4PsCaqdSbVocMUnGB5Vskcy9OljbvqPo3EmznlQqw9+ikryO",
-	"Su/87Ruxehm3bp97+9w9If5aoNfLk8b60IBE0R+6h2zXakCb3X7X+c3IKgWVgEz1rV/I3KnEaDdNESD4",
-	"zQTRziU9yN5wLvQAhf+ec9br6rZHdCUfu5Zs7U2/hRrY3lXwlVgmp3F8ZwOEDq0xOg7j4MUIct25u8NC",
-	"2BbtdWpFd9nDh6dKcRB5MiE/LNY9UFqT7z8NJXbw4UOogexbAgVfg6tUKVaBZ9L4GnhgrYPAtzlAhTRq",
-	"vtMJ4E9H+BJw+HDQridcoj7OCgGJSKhRcVRs4J4B1Yv0v547mJ7SkTq6FqdvENh2lUasDATitF7xtbKS",
-	"dFd53YGtL7dUTDXJSZxniwXyyStBovqIcWRjVUlLoeatCzGh67tyMhGLUgtTucY3oqKGjmaYPjQZqj5n",
-	"In0hQisBcWkg32eTVPCcCoqOrcUBcXLP5GCndE+jZwJ97/S3MhKcdQRTDB+eK203S9NspfocIoKr04BB",
-	"A5Ihr0gjKMnGCu+y5+ZSx9EElkJZ9dYrRA8TPJmJieFB8gBzeAtHY+Df8B8usysBZjwywZe2PDGeNqu8",
-	"4FEgU0xJxEYrnvuW/m4EXSg3G+ne9tBT+KCobmCn5ixtAN+whTO0lKko1Bp61jGJHDWcDPPVSCSRTySw",
-	"EkltEtjnNq3J74faMuTz5aWG2RrKqqDGCpWp6UhSZdtPsVQknUT1CGB9CADozY/HP3gKR87bl1qe4Foi",
-	"pBF8zkxNksjVImmnCU2Ys0CwvO84Qmsc+iTSXHmaCx6vsdhnAXIJPJmYMvkPrEfP8myFOXqatk9moaRY",
-	"2kb4IXlj74hAvHucw4Y4lJRpjVo/8gTCQoZGKbmSIkbqKT4pK+bP4EamzWcIenytFkrvdrgTDanEYu/v",
-	"cYNW5qbp2E3dkA4vKeyqN7g+wTvnyIrMkZUs6jTtLS7UqqhboibgknKD/LjbDP/msaf7hK+wfpH621P8",
-	"CkfpumFUi2+O5mMox/MSt/meGiddP3c8FU5kaw9g8h8I3K2xG2uc3DP2VovIR7+q/fdpK/iWPN1N5Ibo",
-	"r2aNhdRMqS6A44rYEPiGssjyklC6BHeRtvobpKH/skwm11jNph2prRixP1UKRJGmGsoINq16AP5Sf/Rh",
-	"f/QC+D9dSg3936bzHVftVeMoRuxZRaNcL5Qu3O95H4cSj4T6alD5xYSX4irLAeh6fAIp+oXO0S9Y27jv",
-	"jWnXGbNhj/BD9Lph37kY1b8HPoyqoo8HbHjMdI+c76FwHj0wtGSk+iUn9iM7nOFjtuBrXUVurj55oouC",
-	"gi1ArDe6lNnwKeNXeIUMKzNxlWfLBVA+ABVz/gE2xWSWJRPgsdBwIkz/qSBfXpiye9WyeJh/xGNKNDGr",
-	"2aik6S//InbDeb2t4AF7nxGqd8HLmfVLg9zehugVcjlvjX56FvR7weBZcHwSDHvBsB8MB8HwOBgOg+FJ",
-	"MHwcDJ8Ew6fB8NnPvwWY760couTs+wYusgpC2JtVQq1kAq8f8RFh1tuvQjXrXuY9wQ1I33uitUnI2qW9",
-	"gtxoWmL99Eyd4MEzdSCHPXW8hgN1ZoZDdQqGj9UeHz5lw2c/38lZim/zZ+CbmjS5X6Txy+dha9TvB2Hr",
-	"zenrFwjKACYlwvTi90P3+7Ol2hMiJ/DswfyY2pHwLwuA/Zu5L9XWNCfBvdLps0TcHgSrm3VAsCTW7ylV",
-	"VF8akf6rnnpDBfngKq/nUpKDCOWAuppBsxlRVmmhT29A6gAkh4ZSQy+rqZ/1gHjgZnqiTwUSNmvZmgG5",
-	"LWgcGLWtYyydNCHUy/QMWF+mBhRleSgJMWITPfXjN0721D+sJXyGEjM+2U0TPnclcYbys2Zx0gDvnslJ",
-	"Df2RzXmnbE6axd1Wtd6YT//I6vx9ZnXalTZXkfYFHczC9G+hW2d47nHd1DI9MW8dktIg09Mp/E0Gti1Q",
-	"sAXlztreS4HED0M/ANyi5InOPnmk1IyfS6oarB6+Jlxh40Uwdm8im9m6I7F0uwxuTns8vAT+LLmJlbn5",
-	"181P7O+Xn/iU0OB2x6sPP3OOYjMg/KQJEH7TTD8a1x/Zfp8x22/3PXNzg6cmsPzrZpe58/Dhi4+lkEWS",
-	"ye7Dh0xD07W0MLVeNiDINUzEKPBEgInafVWF3yfYXLucfKsEfaDFLFsVVei379OrlCFS9wNwWklbsYhL",
-	"XbSIzYGTx3uR821bk9Ia8iIdOUhKKIuFPN1K7Tccs+oirIDcedXF6PXxRP1A36KhtEF9cH46yPFqlJ+X",
-	"NfsJy7P5WPQqcAGDWU5MW1PWmKn3ESI6uB00g+IDvypgJbRdAa2badgGXB/XlCCuVRqfl6jJwKeczjhD",
-	"2DvhSMoO1TC8EB8XSS5g/wqpi+43oO43w5OtmZzEXfbfMf4+YvMsXqaCDQMmMDfS6Ctbjb67g5mbYcZV",
-	"0tVKKiEqfa1R6+Wbvx3Rg09bzTDiJ/394+veqO47xn4OfmJf36FeVwPsnoS4YYydmtweYR+yth9a+N3B",
-	"gA+L3HRPydeF3tx2mQctoW9VfbPrf9/sendRnlrMbbUdMVK09/2tpOQjTdfusQeZiyWUDZ65QK2uKErN",
-	"Fn65Bnwb8YMnccfWXdLsQl4OfjbFa71cZX6wvgmeOMYKkgYuJ3kOMKfMpv3iQHnpg8/oQvWSpR4Y2j0E",
-	"JfpE2X6W2CPNGl73jCZXUu1mfY8DFxCAIqlVj1leCsMfTvcOFj/9wNMkhvx5kc+pkdov4QICBkGzqklh",
-	"rOrLNagc2UqyepqaubOhnGgGuMek8O9uDa3ytoizI7q1/eLsEXUhT5NUWbEjzLsiiTtXxizGtcC/uoNZ",
-	"DzgAJlkeN2OMKWm702TFB9rlC1Kly567dSq5SVj0hqe6DRBjZJ/fdi/fygfw12UyuSZRvJ8LAH6xPwPf",
-	"gT0Glzx+GVeBWKx6e0qmI7E3pwf3SFxJtVab32ny9pdkg8PjDe07vQ/bNid2U7Ch83txhNR2eBPy6/D+",
-	"EHR9oMKIFWO0ytjrDQeG0tcvfHOMvMEVvwVpUmFrdOLRNL9Ee8vhGqYq/H2ffPgllUXyXSCBW7j/RP+r",
-	"qQbW3TiZiRYAMCrqKS8jjxrXdpfDB2Wlv093/AR+ovQDteQXPjWUUi0qHh5M/f6Lslj2VQff5kq0vNea",
-	"9+FUPAcy+S/r6qkcx+o9WgeuHcrlY7094sNOvdDx8zx8yNpOXpmFXiHOHxpjUyFiXfuGrGcHZq5UCETf",
-	"tsnePelpXXMpkw8iL3gK13OnHpsw1E4rkQtM/gB7P9A1WyfLvMjyKGBZGhsdM7AlYujdF5lEfNtC5GzC",
-	"07TLTkOJlbLYtRALVPp0c6p/QMqci0WKgW8AfIITh1wWUnwsoSnImYdEERiqMHoHTE650iF3zCWZJ9AO",
-	"hH9n2UoXsQb6RlFU7MxQwoyngn8gz5LnJoQ3oKtjxiGXW2mniWQ4T7qGeSFEKKM4mxSPYjFJwNLoziH8",
-	"8qNOe9cDB4eOEDEWASoYOYxsQBwmOJTwaqtu4lhngD8sSrXzkSyrXck3INuOp1TxPFqJy1mWXR9Rkgeo",
-	"uvSZ0sfU9khE0UEsApSKaeuqRDuqyeBPoNKhBKQkPEcaZyzQn4WpTAgap60LXyLekrB3qlcinY4oDYS6",
-	"tVaTPcnmgowEKCTNk/Qy+4i9CSDv4tKcLBYnhZoZjeZkNM5QrrL8WuS6tJTqMvU+whMTsXa/Vmd7oLHo",
-	"Q1e0niAePQjlAKGR6skhdCxgj3v6nV7H9PRG6IWKWJtut0DjIYNQLmawZQW2BEZYoXZsQKW4kVAJbj7w",
-	"rVmMvP2Lvgkl9PFCY+YD6h6RAaCREOiu6s7hSTZeRRYhv0kUynZEfryARcQ2DuWOlDav/iqEBIKNuSgK",
-	"fiXYL0uxhAwWOq3Od6GcCqUFxtiAWucIILXqF6YBk/NGFtXZ6/N3tFcC4IbDDXIx5UkqvFeD85AtF5ji",
-	"F5F0i0YaZ4sDYTa9SxOKBfoJIoUD6aSxM+iBRT/nT5maQylWP5M7Um8heCHNGYg8m95JcsTUj8efYKgX",
-	"f1EAYz1YoUsoW1ZJwyPIWgfgp6ZY+UyZmrTZSQgguFkUBcuXqUBDkMfzRIIfmi4R6I86PjPBY7eH7tnE",
-	"LDtb4z9WfSnJHR9T9BjNSDYXyD+hP4OZeSsFyG/AxBbmyjgJer2eNyUWQbvgBS4OissRWOBqicCsZcV1",
-	"siBa/DTFXYoXCJ1savQSXAhG5OpG50QtOM+U0Q+3PCsqdw27yuDyMNgtYLXBXyQFg7Ia6BYAbwxdcOr1",
-	"E768mpVsueiyU+q++kW24L8sxVhDQCsWN+VjkAWMmxemX71LNLJzvAMXji3BhgB07Qw3CHSaCpDh4NRZ",
-	"pOuAaTg67FW4sJGqpM/aGpCuB5cLMs3R7VEzyuEF+5ARn1fufeRwFh+SbEn9Gusog7r6sTgeXYvo0cK7",
-	"cEOVMmzZqwc25x9fCXlVzqgI2M46ZXSmFpDJpPaTqasGxC9m5/Z6nU3d8PWg5vJkWJFM1yc72VmfrNbP",
-	"t00CRTgCBcpeAJy5QYRAHkGlCFw/GGwYEDa5dV4XvFSGUmvU+r9/6h09+/nf2gH+t/Pwv+1THk4PpxCe",
-	"FGzoe6XXKMWDpU5ybOo/trip/4Nq//nRPy9gAPhH8wgO4t35BjdsJUZCEsOcfE1cDjfa7nQ6EpcYWaG2",
-	"Mkpft7qlNSfu5uOB3VfhC1xp8Xt/KPJfQ3q1WyPpGXkA6gWr/AJR+7sjQJG9MMX+8SAQKTRqcFTuF3Q4",
-	"KlREupN1YOD+gydxn6I3AhUSrANF/pKfyL8A9aQu+eQ6bP38ydJcP8OSSZsG2D/cAAf+AJXeWRvdcO/R",
-	"uU6jn/rB4Gd1fkLaqvDL//gff//46h9/Xb/6xwucRnXPmhL4t3XTHcShcsoWlPlLotYAIfRBzdhVphWF",
-	"r6WKlI/M1qTPOrceBu47AhxXijn8B4q2wZ38TgkKcKuAvvMIbY4bIGjmiUSalS57Dr8tHEiFsqBHiBI5",
-	"ff78ImKTLF3OJTrZiSYgxFiJdkqkSQGlGkxkbIX5/bAGIu4wmeWklyeSTXgeF11G2dVoFJA2rVNQZkkc",
-	"C0mKKATQpon0kR/8iieSXao7CAk7QEh0mQ97b9LR4Pc47jtTAex9rF7G94oxoCDS3vD0ZpT5qUbVNKvk",
-	"SuvdiTXHFo4Pwj58vzjx318RdlhkSB6JY/DH8ZRWrA3WLEA5tOgpRFmqw3E44WOx4ih3bozc8+TOFAqM",
-	"Nw0GMmJdt1Mo28ah0O8wnYHE2oNeZ8QiqEHN2qlQiivQu18lxAcZXUTWUnl8PDbiKpRWrIGc+1W18ikK",
-	"2FImvywFmD34Tkq3eeaH/AMWlUmZCtU+Gv6hpMrfxMFAyYztqBQfy0hZsGTzBCxCkzQKdPX56O9///vf",
-	"j16/Pnr+HHigqKg3sLhQ4PmBaRG8HKL0IGa4IviAKX7HKKONmyQnO8MGqwduxBlXltBcgBDV9DaeMNWo",
-	"siQes2mWh5I7Dkj0sCuDv23mqoM22cekKI1pvpEtE769O8KMzDOlOpPBU4grjYFRq9Uatc7sJ2jIqOVp",
-	"7S1qvrU9vV+JvsTvRZ2B3Jlu7i4oL2FJGkX0M0dE0+/7HmGPvVlDPWlh67ay+xjExDTLL+Ei33ktoWhQ",
-	"lu8Xx4PZffrV3BpK0n65W8MBiKGQ2jcKqO4MUL4r3S7qF4QJ8vU7phYBXg9BKIF8gNy3qKlyX+aThos3",
-	"Bj2olNQxSVh99aibi6j08KMHhSY+yLNUoC9ZqaJKaFs+jEC1Sf2DiByfi40ycB/foXF4ucyISUHv8JxC",
-	"/b3dWER+0A8GvSZig4M4eV6TePZ1TpoaA3OrLvctwDzGeNcI2J2MAzDuO/l/mvOBYAifAfxyXPXJGC+H",
-	"EeZBiHcgVat3PtXoFnUTHppVANfwd271N+3J+5OY3xpB4EjNXeyp25RtzawKAUzUWvU5sDa/lwcDH4dy",
-	"I93iS10bGnTf9UKwouTrkaE8s0a9PmFLCTwDoEYqAbivoX4gzj6r/73m+bUomVYMb6b4fQZKvt+Haf7b",
-	"ohH73YmX98IYT7AvcV1/I3a9Z0XuLXHOhLV51WiatLYajNu160NJhj0obh7Hcw0Q25C756WCYT+iUM75",
-	"guo9gNgpWNvU3ADvZgcT7Alh4MjEBwUl6aH5PlJGNIa8rPk+MkUmtCE/8i15Zgz5EYTW1eYFP35nHMoI",
-	"K+dFpJTSLCHDumPp41OxHZRqxPzWSU3AuiIEY0fpDAgjMzYtOGBclRC6yQ6zYA+aDYK9oypsteYRczEf",
-	"+0pzdEgcRqZjCplj8ls+JzFfpNlaqH8MlSAjWa/OXcmTm4RDvrW9/hJJYs1rB0VVnJ26U0PGmemaaRk5",
-	"d3+CJ1O1S7l2f9wKX+hWOBOEe2ySnXXgbgW2e78XQ1qK/GCRJnQ7YaMg6MeMY9608WJhLUwZSkwRwmeR",
-	"2MoVXQaSJFkm9xNDqqHDhH+GX1/4B1bkbkomNDH8IwB0fwEg//x8dh0RRMFBgj/+QLKpCz0O2KCnlm0w",
-	"7IwA3jpNZII40gTiRtnlP8TEJJBqj5xuzHrQmmH/SDnEUKWD3Y0oQRO1+dXNAmJPBwEzyS4sbH1IFmHr",
-	"U9QJ3MIKEAQCMQYfUly6mb/AuquM4jpmdVmH4ExCsRRgtgPPNyUIGj9WIosktqpvJWSzWRDePeZiF0b9",
-	"y5b0GnyyytmgZ1yPPywKkaboob2J8W07e996GL6rKhrtejkRL8OMSpvucr1TFbPTNdK/IvXUlNxeLhZZ",
-	"TkBvehEwI9xeK/udRmLU7HyNoZgvIL+9KAwI8JuGYdw+b5CpOp/bEWAdSKSvRmv6ncCJ0YATEaRaezDU",
-	"9Dpe1IX5QZdQNkVdWJvrKcX8e2VME2R6wtPUYe3kcr3i646J06DU3j9Qo15yo0hNw+Q1B2yUpLx5xCYY",
-	"DL9s0MYb32cL2Khh30vMBi6A+w/aDD2cac+N2rjXJGX36nsDgaRWN3k6+HTYkI23mL/zyE11Y95n1MZI",
-	"BVfMHixugygnYkPx1GHjqOPxWqcFNYV04PONpGaOHpvplLBulUZ4szi8u0/PVyQrVWN9vfJmxve3Tge/",
-	"UOjmt2VW/+GmO0Tply9thksuJ+IR7aTiJqocFo/Sv6ymG7ZFk3IFuYWcuA6r1dJHoKMT/fsyz4WcYP76",
-	"aoaESFjfHTnPA105BrLhLU6my177/VI2LuReokI4yedHlBoNAzjSHZ7kgnjwGmQTzNKpnqQvU2+jrmac",
-	"r7LKKtxvmQnMwfFwIX/m8pq9+OE95qjQosE3+kNcrlBLR9PMoNbMD2fP683oD/1mDqqp+FP4O1dVavtB",
-	"ixHaxIeTInDO6Ey4CgtKlFsRskpddKgdIddgkkkg4EK8tq5C1B50lHZR6rULpT7EEf2ha6bqAgmuCYBP",
-	"jIj9uyoBo45SV1wWTz6Hpomywc70JS+EkVMBMH9e6H9G+nG/fw8K84ORyQb2lwxLNGD5CvcFSvg5zKO6",
-	"j2D0LouSqr0l5diqYyQvtX5S45F1Sz6F0uVofdwJWEQ1rTQfml4aZx2g7ER7+IQYVfxiWVX6XEs/uq0i",
-	"BlwVVuEEPjnDwhZKKo7Y9BsNXvaLFiLRKpZdhdd3xm790m1crqEM5Y9wZ5TZRWVfaf0LNpe3fh1aUqSH",
-	"wIl++LDMuSymIg/lpShXAt9ROasPH0LcXE8uhKS8/QyUBmYdYA/4PQuQQNAy/+rXFqxtKH0RoPr9u5dM",
-	"k8bCtsNqxaH0D16t6LRdDOCA8LZILnRJ1umyAJ4bcDuX2UXlaDSdq5LnV8I9ICZRPJFXLE2uBW55206n",
-	"ibKW5zlfuyV3TXHLByyJixGS12Q58aboCaIsA5h5UE40Z5Ca6jrr7YllvfXpQKJAKXTZCpoXfDLbok7c",
-	"3Wlulx6u5ZazHEAmti9XrrPi6HXQrLg3MI6cId2rdaSXv+5K8oSotJWN9X7SXiZ3E+0uOOs8PDKiNKi8",
-	"rj8gsf3D2XOdyFMV34VSk+5kbrl+dN/XpLffPVL7Pen1+sjMps9MjYpYf36vnRgET3q944Pqf3Ux8VUx",
-	"+PpFfomG1Ai+zffRfeqOEEioK417UP76o7kr8S+x8x6c+DeUujbqfRP/ak21SWfcqpRaTTaU+okxq+rd",
-	"dAUGbKCvx7GnlATmX1ol0C9D9puG13XZuVFL9O7zNev6XlTKhaaxZWWWATnbms34B8FkVi9UDeEe7iz2",
-	"JFumMZsmKJvnDtuwq6r9wTa8gW341E6TOiAw71SxwWTc+FuTtb0RwhVgB41u6LAVtjpd9trWH3eojCvN",
-	"aajCZipjEiJ/MBnbOgDIuPhB3IHR2PLBamyLqdih5V3/D1bj/X12lc3u7vHP4Lx7soHwpnfiEBgfa/5i",
-	"9/JQnw+edB9j5SZ7R1CimPkImsVLw6SFEZ+wx4EMHj9jFoPbz1ovYWs07DsfYbIZT0VBvkB9/1D4U1OO",
-	"ksPQUJBu9CYaOuV3PC8Tnrq+EFYnfP6cfMsuFXLgrFsjE1Nv4Kxbf9DrdU8aFs5+8TlWjoigvbWrL9tx",
-	"Zdlec2WzbVo37Uz+AjTYNByzLJkUR9l0+tskqjZmzL8wUfVrz0LYl65amzi3JKuGl2rZbg2bmeBpOfvn",
-	"RpvmlMo+8gI4kQj+yRZ5BjyjEKgq2Hfn5++AqdkgBctsSQlNMS+5Uvq77E1GF6O6/oWIRdyt6Ui6P3dW",
-	"QHiafKjCedJGOr1DXcO/etT42XXY+nRIJ4Ce8qRgMLYu7ioxWeaJ0k9++tndY6/Uacf+mTDtuijF/HAm",
-	"8newVLiN5jxJHxUCMQHN8ZS/LgXkehm6XiyxTXTP5SzPllczQ/TMmgMmaJ5MkjlPWRKDEcu956G2Nye8",
-	"c6fLDDQNlbHa80x1ujCvT8oglKsZLzV1eJJDhHjk0gwDS+yyxFxf2zgVtAHzzhDvYi3uUKrXmLdoztwH",
-	"hp8RDBi3W2hX69ME9DIBuxTqDGJ0RRtUYPIhJ13FxjIJJACMaUeq/a6dzZH/wjdIQ0vVvKGKq2bUdmJT",
-	"rmLrpdax105jTkwbeSZCSbORzedohDtBbp6k1Rg3EhidvnupyX2NkMCJgVRCcI3MwU5++PBsiTB54LbI",
-	"4vXDh9CHP/NCPB6q3v9w/u3RU6j+PSIGaC5jnseMp4sZv9Q8Qwsex4m8CpDW3FCp//D+1VHBp8I+DfXa",
-	"5WLpFHLFn45ZmkjBLnPBrwsCrOMcUGegArnqHJV777JTuUbbQaSFn7Kol63A4SHJJxZswdaiDnW1ADdO",
-	"LJRMi/EdrqmFwwdyVVnyRKpD8uaHV2wy4zmflCLHCBn9PpT0QrSlMAgDv/MGlxGqH77Ms9S2VrC2zIBh",
-	"WkA54X+gBteBS0JZRJcCjXl8LdTBT9Q98vpVoI5kqY7xKk/KUkjcDNXTF0pesGi+TMtE3ZmPeApGTQmU",
-	"47CUnC1SnsgjmAv1DItFnnwQsa3Nr97H2sqavMr5YlYEoXTGFyDaNynFHP5WWiUEgYqO8aFDC6pxCm3B",
-	"PDuDAkfGpWDLhTqh/V7Q68H/653pzhii20DNMM+z18mfO7THT+M4F0Uhiu7Dhxjzww8i1tbuOwiLTshf",
-	"cwl/5aJGBoyZuNlUHUtqMkDS8yjNJjz99zib80R2yzTGNNznSbFI+Zq94XPBwmWvdzypPgifiihgp2ff",
-	"vHxpK10XCz4Rxdiwk/V7PZaLSbJINEc1FozAuaZdps4Cd7YaFKU28ZLqZtOqJA3GBaBNs3zu82g7ySlE",
-	"/87aejF1/QcTiccGO12aS6ffxG7vbc1L2JWLheC5Gpc5ALR8rxJ5jUvnRyy94qCenw23nPMGcrj6nidT",
-	"SEDXE9XUQEBGXik1SqnnyDZuynN7njAim0zKgvmuXPRGQiz/IxwMzy2KoteUGQ9lPWLN2uSSI/dlvXQp",
-	"r3aYONoKf8idMTkva+M2bnRyAoHSSj3xRhPKtwaG4G0OlyXUreHhzBBsGFuvjroRSn+SO97SJQUsJ/Kc",
-	"V3uD5Hr+cALMkQ+lOIKLOikcVnSbtE4b8gEzR5m1ozKLKBCgpIH+U+3hDm0gzC2jpusGCNSlIT8nIFuy",
-	"qVYDcF+4PdW+fYMicd3OrOp1TkpNOOVtuqW6ZrzDEICeU4NMPChqewS4BOw08XlGfjgzJ3QE30pGevvD",
-	"h9XVwZIQSk5lciL05o7UZRSxaZYqXa+tc5gGtAKhhJdCgR2zV2Ghi8DTDLVsgrNJ0hSZZQpQQbG4RTHn",
-	"aXqhhnmRTS/UBUI6L6764OTEvTA0n7665eDG76gDJMUqlNFrHNjRy+cAjwaRPcnn3f/6n//737H4inrn",
-	"g4KhBDfSW8+CuluxCQgkmLOFxTqcOi3K5BG4f7lbjMZwlQ2GATG8U7GQjpptutuh0AyEo8Bfg891KRFn",
-	"ka5xYaC0Y0QrFwVIch+FLTiyBDrB0ACBLQKTpmiKKoEmmZSQoI09J80INANznhbpmvaKfg7AX0AYeZUr",
-	"5ZhRQRlNLolaLJoRfimTgmW6ABEWt7EBJKeoCWufnZ++Pz9/dabOmfoPhx0+Ta6WEMnnS3V8S2BJjC0o",
-	"y1QxQoLENLtKlH6FqFZelmpCjHVDJJivX75+ATtFXQ3qiSzn+ZpNeZIucwF4NNWzUEbDjx8jXTiC655q",
-	"hTLOVijltH3CwUsAByCRbMDmiVyWoujg+S/zRG0Z5JLuB2wQsGHA/ut//m/9HGtr7YBLNsuWNuhL4yiU",
-	"QTLVWYlPlXKHXwTApqLPrGarXoh8ziV4SysjY9GJNzBj41jzUVqwnhbx7mplOVSrWmV5TMVzHBlCwCYs",
-	"TWNow4Gbr1D7+kytDk91W2TSi4IVMx2LzJblZfbRYkGEjFEbMjrAKpkIZaQmKfxizfKlHDsPoDjU7oI4",
-	"ETGLl5D+y82EOgvjdBP2iC86lC27rWW7Ku4k6Ro+oUyUqZND/A463ukyjVJmJb8WrFzmshgBKEkdrmzq",
-	"+ASgFrzeGgMWL5W8NWcLbySzcLTx/VpauoQ4l+5XhZhkUsO/nLNE/qyYwkZKx5NlutZ1z4rMFBWbqwZt",
-	"V2w/lJgJpS6CVIt62qnk6qKYUgUYHLseaVtPBp5eMAVCObTvo/0+RmEwhwGaSUXSFF5iDNT8Jl4K0vHN",
-	"q9XqFLAA9sqcd7Qh6Mr3uqyEgD6J1rFSIDcY9OpmjIAU3UhHJbDphBCguSFWqho5E5D+cSv0GUKxskUi",
-	"KrUqADCJX0ARJMgXVh+s6Q5TqtvYGvxkp1WMfNeLqLpaBbu1+oNW0LqcTFqjFs8ns+SD+Hc+mYuuBscF",
-	"rUsYT+vdd6dHl4Pi6avj06NW0IJfJHKa/fsEnf36FwEzAQOywLiU3GsUL/F6bXmy5Vuj1lSeHL1btYKW",
-	"NR5bo9Y/uEyK6vvQDYkqawXUn9XV9K2hwi0TZObg387+8rfi8i9Pi5cvFrPLefrPl+erD5Pnwz+1mkCC",
-	"VkuEai7eGM8H/zH/j//x8k/VUf53NUr29p9ZWtAENo6bJvHTDTy3r2mv3iuskAbyDRq/tci61i9dK7pg",
-	"G03mnXF28DrZ+RvVHUF1n8+douz0om+zfL5xcK5Dq+p/UIokuB72G9rlZDIy7Q5MIi4xo2X5vP6CNjQf",
-	"KDMFnRqdQwz4pfaN7bukjltkv6GqkW5z491pFJc8pvu8Cvewp93CPTQNyZTI63cOQLvDlKAYGeLuiic7",
-	"bI10y0ojlQ8IiEQq/dUy5ZASoGZTmSEhlaz6tR/0n376b7fn/9YzgHeEP3ztQKWx0yN7LdhGZ+/d+pnF",
-	"6/Mse5XJqyowFjyVYKtsc1DeZbHUR2qZqACaXq4UKnKpOer38H/uNEStzdOOrA7TKPte4KMe2dhvlTZG",
-	"UhBrrV92V0ITkVzJb/C6q1PkV25hGx9yJP82+E6juDB366jJybb7HXce7nPB0/pY0XF4iBGSejSyzsL7",
-	"HNStYFlznqpLSMSnWn/xpqMa3eH+bXHz2x3FM8oa40bPGwMHxHqKfrU7zcw8KYpEXgH3ZPWsGjyyYW+k",
-	"pw8hhRa5MjbKNQtb+JHf/u1HJLP32iPrD8jONZtlaQwxTa2a3nixuIPjNqvlYLjvOITyh/NvnzadPwwt",
-	"6lidiSruqXDBcpROQxCXqzR0h34v02+Mdru985tCoHcayJZGbz8otJj94fwVrWgXPdHQcbfbt4e0EHAJ",
-	"1JENiqo7u1rnuYOyanSf2wae7zTfZZa94vmVaJJGSqaQjsReJ3++kRyC6I9qOEf/TL83fHry5HGPXa5L",
-	"cecuIzxNR4KqaN5c6He6gde9VmPE+gP3R4EXxeW5oSu6G0kH5ghsUNoqqBg/nmgc0NlK7uQW2am1HYhz",
-	"BIdDQMpaqVc3ytYA8sEcDF42wsgpIWJfPU57TUZgsi4ns8MpNWaQDYppLejcNEw/dnxzzdSOyH3VIcZU",
-	"1z5PGWV13+NqGZ1UD4zQn1+UUvav5Mb+SlinKVCIcWJyjDv4SHBT/rx3idL5olwDYzoiIIEkZzOO1kQv",
-	"bQBPA2Mpelbo8JnS6jBCgSCzsmD4UnWLIOi8HIfSsih8d37+jj18eNI7fvgQIjawJTlLMx6zS55yOcHA",
-	"VZZPZqIoc16qfQvRFRfMC1CQbMryrAQ/JEW0dfwV1t9EX096x5GJCuv4VgPCt8G3T1N1Z5cotOMf1ffw",
-	"0e8R4gs97zr7/GaEXO/rc3Hu7rFKqLZBKKnXOvyt+odLe6DUFqKdCIoZbsUvLaTeZMTLGNg6zbQftyKk",
-	"1YwlnxEiXfLieifpDLLMMPVsE06IVTlLEo3I2sBWAvDDQiB+GQ3cQON61HImUmeU+rmMJJEMfBggYs4D",
-	"Lr1ejbblOsFALowCsJaWueX4BOKLoeRFkVxJISzZCWtzuSY8s8eE02FbWFAQCUat5QhsSld8XVQfpDLL",
-	"Ggl+LcSiUPezydmDOZ+JtW4sRvoOw9AHo+srzWWV5deG/QPgUQMWZ1KM9dJpIgTGC/gCQRNSMJmtWJvg",
-	"bOr4IqQ5mQsN74K/afjYSqeLRVcuipLnOokZPpgmMilmEaYeOwVZ2HffjV6/jgI4Foa+xM7EgwJf80/V",
-	"I4AXqUmnlFyAILtgrgdFZ+z3wF0Nma3Gle4kBcsWVNcB+GUzHYYPpdtOl51CyjreIgnUCaprWO0IM90G",
-	"R8dU1D8KWDQYqj86kNbsgNAtdNLkgDrJ6QSCqavgm1LsEVntAzQbIp/NLTfzoVPFMa+KT1JczLIyYn3A",
-	"jwAwb5lfCWXv8OJ6DFVwEhmL/ILwMjDH12KB2YD622IcykhJMvi66rprl3kynyttDpFSmRQFi/NssVCf",
-	"5WIheEmNZnIiGrlrpFhBlzbWt1Vf3p01ppkUhvaXxw2jNsQxMMSYbVX7HnRtnGKsmJsBwcw3PE0Zv8yW",
-	"uPzZFIlB8CZomX9qPs5Bf+/L6txMwn1TuD+v1c3d40Ttpm43c+n7hf2W21V507lrFO37pE4pSvNfyRr3",
-	"Lhj/rtg5OmrRGlrExCy9S4q11TsK/ZI7hnppQ79xeFP3ScI0z39CSMfb6SkKjtsFRwLN77DBUGXJHnuj",
-	"yUw1iKDDBYLgqP8ZLo0zPNUNI47BJZgUGuRFaT35nlscX+J4Gi+FbskRJ4fiQ9qnrsCtgkUHZRky0v2r",
-	"IhhSo3K0fDjR+1v6Tk0B0OH34AByBdNm5p+tugdLeSmKEjd0KC3Lj6tCbWb70Rh7oxBlOhESRm/ZeiBR",
-	"RN31p6S61khmjKbuEMsYz4RWvFk70n/CA1BIELMcDbsuvRp17FzYhtVW0+1kU4DlKc21BLgpgk6dZ43t",
-	"kDu0QuoHDwoWK32nBIh+O8u13qK+7AQ2KVNd/bg6c5OqAJbDLoacvVlxmCXFCeXNWXG0VG0S40SHA7w7",
-	"m/lwzvUqG7oatp2txtfNm60MVjMyRmdn0Q4LI5RtvyG5TFPrBYNNR1meWqYrgwMlKxKyk8mFuWjKjoqU",
-	"qmvVZtSWA9ZTQxozUoIrGvAmfXWfAhffuHvAKzwO6mlTJQtHia3qfq7Anmb5nJdYzgIAPvNEJvPlHFTV",
-	"WqWLYGPlDedUQxooT1U/mzqmwaF36sXnJRP6F2Pgcc7uodh39qzUcYLEI4bEpMlIQj4X7RQhjhbHK0qH",
-	"tcLQMvAYWlS7yGJiRI7HGqMtt5Gyn/VjKD8anjs2z+WiWKblbfhXnMuLnr47I4v1G9jPUGiFakO5lC04",
-	"sUTYQo66xgii7RWIb8jjvAVpljc4W4zGoG4ul+UBADEHU01Buv0LM8ZslggNOu3NuWHO9TVoldwb1nNx",
-	"S7gseFFo4JZJUoRrfkut61DaYte8aFQNyX41PCFJ7qh7Y4fqIoKXvUECwYaq/q5Ld8BQrDga6ohSXH3/",
-	"bHtl2DgdpmrKfEbvbgc9FKsx67NcZAshoborpPamgucF6ZNew+NQqgnT9xYF2xJIJCIndcOvuixCWWd8",
-	"c/hPSOoXH8VkiYmUO3S6XKgtAGmaScnadR+yyezdoNxVfb+RErwRFfMuNMASlLox+T/Vg+C3tX5ha7mr",
-	"1THxgFzg0sN0gFOjMTwALmzHKChKvoacfXWNRYGNTgTW1QpTgWoiBxsievf27Jy5QZqoa2yizWr0hEtW",
-	"lEmasks9Nq1NG0J0F61HrAQASsSq55r6/p23CSAJl2qAJQUUZcdbG43GVZ6U1qBw6L8xmWxlI2ETOJj6",
-	"NIYycsqZszYo0xdc7SI5SZexiDv7FBdWk3KY4uZD0J9x7ypz/SoXQDijBJ3SPaT4WLKVEMp8d0olDW7k",
-	"jP0MJZG+EodVc2Wn16gI+PFC8qlsh1zB6VFr/Ec9py+vRHwL2yegqylwhT9EkVCAbnKX3UNtp5W4nGXZ",
-	"9cHKrRfLS/MzZuSvusxNNmuaXY2xTAd9gBxeK742ekBg7MjE/NAkOiflPvKRBnaY6uv9wddQfn3rD37E",
-	"+bLxjj9ObnNBdNpY/k5vqMhGz933qVVHgxKs96nJ5h1cL8lc0zyYaLozvlBG9ErU4Vza+4CpK0QXJa+X",
-	"6UV28eIik+o5g1wI5UnPYplPer0OAvrFB3AcR/BffJthgNOdOEriaMwiZc5HukaLKEorUogVIqIxRZqV",
-	"eqqxotA6PZQty0k2F6CKaVETBaGMMEEeN3CkXhCxR/jHBX0FDZLaqtcEHqQOACqQ/DKyTR0Gt6vMiFxl",
-	"wueCnkbEFGq6RJoRWEBKyZX2T5XuZDeUL2SpVp4hLQ7gy497LObrgtRapf/H22Wj3j07fK/nlf3g+18H",
-	"zU5Ou2MO631tetcCYaS2Vdpl0MhtGvR3bXPTJ72gRcmU4Lbb8aa7+2DTrJY2qslVIAbFWc2veH8k4UHY",
-	"0mc0bI2eES+19i6Sc6uL2iK69/AwhuoVYYtOHTxsjp3r11T9hlrFPfUm1XHrU4yXuJsv5kXYGh2fNLFe",
-	"k/+yD35JS5L9+A797lf6jVKgodMnvWOv0yAHTnrHDZ3vD7Z0Hp2qmkP6y17lpyDn9e2QZldfycXuXYJp",
-	"doXy9/Pf7j96QnltfYH6YrlxsURz0xMO7jhs4Y2FHpA8S0XR6VJVxUa9ZoTONiKVUfdcgfw1eEtXfEAY",
-	"JSbKMQwLU2n9IqKLC8j0iImMnsB/FRFrEyguZ9k8KUsRjxhP0w4rMxYt81Tdw1LrBwvVf9wDQSgp+Jnl",
-	"sXVM4XNTARRA1v0zEQFDZKlWWM40CS0tQBHKYiEmyZQkMSvUjdpGGsnC00HYn+yrCLFhvlZ3dlHy+QJU",
-	"Cf2pejUvl7lQv40+9AOL37c0uaA5vD795ujsu9PByWPwJ0a/2vd+6v5ae8un7q+XWbz+FDmMyIWY5FAt",
-	"71qsOx7Jq2rPCD0Wtn7FQnWfur/ianwKWwELW6Z19dT7b79hx8fHz9QXMS+5+uxXO9PgwgsllMuETx5h",
-	"SBwQa7WymMZ5+ekTYFBRFxp8/KgTMPo9yr8oABRgbogx41WiXs2hRcxjECnbznA2DOUsW+YF48gaC566",
-	"////G/TY/8X+obZe3glowyapABn3gYr/6JeBDORQaluKIpQrngDcQc292pzuKep02Y9wPet2ZrzQ7Evq",
-	"OA6GDLuDBGCu5HFIDKrIeih/il9d4CdRZ8yE5JcpGM4l41dcLUm7oqDi1UYEvRGWpxwxJaqiDriw56LQ",
-	"L9OqsqXsCyW4uArbHXgAwa5wbB0+Mk9nBI+sOshgtc/KclGMHj1CQIH6F/xDI2g0pbbmeRuDD2GmVk/D",
-	"5S4RiJKLIks/AC8rZ4s8+QBciGmWLS755Bo5g4+ASMakrELGjszk0WJ5mSYTk7+9lKkoqO40aszqhkvT",
-	"bFWgb/7HF3/+7u3b7y9OX716++OL5xdvXpz/+Pb992cRkaEahslJueRpumZxwlOgYCts0fuSaNL0pYNb",
-	"LReIfSwMLGSaYWIna3N2/PEj4vpJ38P6s3C+cTpXs0JMLpqkyWCopubxkOVcxtkc013HWsYGDoFiKOeQ",
-	"j5RJgdICX+AgfPCYwpUyE7kw1ggVkSVH98Yth9TTludTyEm+XpTu3saePFAS6pv3ry/OXnzz/sX5xfcv",
-	"/h5pfku6jPRGgT16LWy+hNa1LEUlKF5RFUwdaY3QwKrd3aqkHA5fP4H/UuKqUugzlI97ttQnDZk4Q+0M",
-	"SuCsI3JOEXe22GWHqPkJd6pSVBLdGEUTf67qdWdrOdE5HS/ev1MGGN7ZrdFP/WDwc9Ba5mlr1NIHFu5I",
-	"zdTVnWTzR5N83tpbxfzRHeP9xgOy/BKY5XYqzKgqvZXpurWxguYZbo5LSLS+v9Q2W/bc7L6whYf79fT7",
-	"vz7Ln/7l+7//kp+v/vHDu+dPX7569x8vs8Er/oqfrTAR7pYIGBKcjVQnpywWRZlIVIcSaeUsk6JcZflu",
-	"XoFlno5Yv9dV/3tChaXvIqp/C4CIqsiwmaKwcr8r8+hNdgad/l6sqym7et8zzn54/0pLCqvK0fX/OW0k",
-	"7KtvHW1FBG9zgiJa2FtI366pujvVzYO0ncDLOdI6FN1Q6I/0CnfUFDWCAehPeQlgSnW3J/LqokjkRDhJ",
-	"yqRgl6gCCR6DAnkphGT0ky7DKSHlAbG0BCtlp+yXZTK5Nv7YbFUo68MdcRGwCI4RmCXop/0T62+7pAiy",
-	"+YVkdB2w91b66uZnQOqBmF7mKcjordcj+H3oWg31vRrqa1p9EtK1g5A5cj79DIg264WHAnf+dU0109T+",
-	"C+ksha3KdnP8ZnbHWTict+0c5ByUgYl3uKUOJk0r2/GrcS1ZQdnkYPm8crPuUypFUd4u6HsGvMjWI6Nk",
-	"5nphYzRdDJgA7pxHI/Q42JCA0qqT+FPUse4YGVsbqajZSLTl3clTVoK6kmS2oiAR2utoYyz4ssAEa73r",
-	"yYJwmB402/ckmwuQt2j7UWGRHOQsPq/MsJprgpwqms9bSCgJUDoOxVCm2ZUJV4+YE2FSZt3g40cIAAG1",
-	"fScwqDglsNTcUcDIFs8FA0w9iEQQrL2ardV40ZswJuyXesDxMlur0HNeFcquD+WpdkVAqgsYZ0ma2liC",
-	"AbSba2DLrXAuivKrCrbjYtWRRGaLmO0xAIX3/iwDJ0ii5fyNIyVQL9U7hGEL4pnH0wF/NtEWxBeONJw7",
-	"h1JDV9XetMLg69CsgQzHHxqSE3zGK0Ed2PcI/fMuhhtij72rYScQuQYSCmXbgQ7ri9IluDA0/U5GlmGP",
-	"zZWFCKhiiBOE0oQdAie+QJli5s0V2KkfZom6Rq0P5ZSnhcALxbiigbteTbhxmZYzMbe3CiYL4t2ohrEW",
-	"Fp8APj11XzmeUvRqGbOhOk1jKtYEnl+EG8tQAqQZAaPaGahuCD7RaCz4cMwioBMSF/oh6Dc6+6BYDbj8",
-	"QmkBAYynwOdiLmfySep/XvFEbnKoua6zT5HjXkNfmPYXrrhxGAboy8frbsvtcne8Ky6pPik3vG1+dHvx",
-	"m3Rd3V5we7hOl6BH7e3P7vJSrX+6L+vC+GmcTQmpa8s07XwldwuK4C+KVqv6anwaqF9bl0p05afLctYa",
-	"/fTzp5/V10oGNuGPEHEwsVV7IAYlYna5ZpGSYyxfyqjluqpHjx7BL2ZZUY6e9p72IAmShtuEb7LANcSz",
-	"Ic+yehmaInildC1ECHwQ9XRQJ09VCdJ2Kq54iuEBEKwyNt5TKt2G8K8kZ4tZJqEMJNDjFRQX+mWZFEkp",
-	"im41sTURReP7/bpw2dRNl0gq7cCzTc1guhMZDknu+JCc3yMsuf7j54Kn5sfsKsviwhR2LLC+EE/djsC/",
-	"mxrKJksqVV7thtO3ygvcdvXvG9qulAB3fqXLfNd/8zdMB/EdhA8Kw1viT6/zaUNbL5AEESqtuqWXl4XI",
-	"iwceM6rbKFAk1ls7g4NxpHbGUp0MJ0FqWucccTtpHmxoVZewpq1IbG1skWeXAhv2CA7xOZfi0O05Mbs1",
-	"7DVvLiekPkJJtcUyTQHFwah0cVIizsNpFz3QTXOC2orV2OoLR97rMtMS8lLE7If3r9x+G9m4q+c8jhMi",
-	"3SKFV0/bWrMSuNMhyjKRV03NvtXaT4GmN0k9dPuuMzpXtq6eB1ihElOgYGIxtFBGjhinWD/0DX3EoAXH",
-	"2UQpCFr2d+cxIDMmaaI2KNUKRM2vKKuF/XgKzGoQ45RCYL27eaC5x3RK+JrFmV1fHU6eVlp74PgaaGnU",
-	"eKgrqB/qpbd31aefP/2fAAAA//8=",
+	"7P3rkttGligKv0oG93SIlEGKLJVkixUdu8uSPNbYuoxUbu8ZU0NkEUkSXWAmjQSrxLb1xfz64vzecSLO",
+	"G+wXOW8yT3JiXRJIgCAJsqrc7pjumLFYQCKvK9f98ktrYhZLo5XObGv4S0t9kotlovD3ebSItX2rkzX8",
+	"ZVeLhUzXrWHrXAuzVKnMYqOFmQqJ7QJxuRZSm2yuUpGaRLWC1rVMVgo+nphItYat0/7jVtBSaWrS1rBl",
+	"dLLmj8VCrkVkRDaPbStoLeVMtYZ9+mHxV2pu6IfNZLayrSF3kw/San3+HLS+ltELmanKhEUkMyWyucxE",
+	"ZJQV2mRiKVNbP8e+N8efVypdQ1u5UJlKxagFXY1aQ2GzNNazor+FzCZzkc2VmJp0IbO86W3X88/GRPZV",
+	"ZMtrmsHTcRxZEdP4UkzMYiG7VsFsMxWJJLYZnE8c2SPWmQ9QWax+4K81VbNVIlOhPi1TZS1AxKj1Hz/1",
+	"u88+ftEO6N/Ow386fhf6bhu+W8a/wcmOM7NzvXd8tu/Vzytls+qiprFKIlrVVMaJFdcyiSO8cHvXlVKX",
+	"4tJE6yH3NGppuUCoXaZwdbN1/gjAZxFbG+vZrRbz3CyWUq/fmOwbs9JReUWvaYBARCpRAJomFbG+jm18",
+	"mSgxMSudqXQp02xdu7xTb3l+YzHo9wd45FMc8w7m/zZ9oWQCxxKnqrKKNypG5DahpuM4EtqkIlIygd+z",
+	"+FrtPx7vY+/b2IrUjXm7VehMTrK303NCxLyq8jom1IjHdbgDn4mlSi1hdW+ibYfW/c1/YANYgTZadRqs",
+	"2g05FNoIu5rMa4YE7F+FhuP3Ag5yJziWoRCOYi/0QSPx+O6g7oWZrBZKZ4fMkz/ZP1duKL66y/nqCgaG",
+	"J2cCGwE0DTanpVdJUsyq6fB2NZko6xGu1gBn8AqAQ8tkgyVZafVpqSaAXaxKr1UqpnKVZKIdqQxxKLIb",
+	"sUY0zi0SMwvESkcqZWJGqDOO6iD6SQmiY56HwAeiXXwrTi+nz06mj598+eXl49NIPpWPJ+rZybOor/rq",
+	"9MvHTzu3OgK3Af+uUvPfcROIIXijbl5VbssrbVWaqciDRliPVjciju4PLJ/2+wSZb1fZ2+l7qWcbPIpe",
+	"LS5ViuhSiqWxMRDyB1bY1SIQmTEikekMeQsRZ5Zo9l6UKrlbWKdZIaOXwuBDIReAQq2QOoIhrFgtRWbE",
+	"s8r/es+eBeLnldRZnMVqS6ves2fPbgWu79XEpJF9q9/Jmbow5ntYanmDUmoyNhp6F/LSXCs8uoX8FC9W",
+	"iyNYuXKXwPjwZi1WwBopITOxMDYTBM/HL+8HfaXNjUYevbwqfAS8N/FxMlWIg/nuTWQmEzNbqTN4Ogcs",
+	"HzP87kXsOWc+FPhTPHv2VQAHVyD5jWFud9t+VJdzY67qqdS5sKtLO0njZS4QMrsgJ0jMcz5h78puaBwx",
+	"OLkTevU5aM2VjFSKR/PyQs7g30jlk8XZ3yh5JTI5yzmQVC2TtWhbpUQY66npeV+Egfj24uIdMC/XSsMT",
+	"2zkTVsGWZ+JSTq5g68NX0+4bo1X3NQgOYQ+WSIJ1a9j68dGodfW/3lx3zYd/+fL7P7+Kzv/1X1GSyDnA",
+	"YZauVNCyk7laSJjyUmaAaFvD1n/A1z+dd/9ddv/a7z4bdz9+MWr9UytoZesldE6CCxGKSC2WJlM6675X",
+	"y0SuiZ8tL/8DMAjSihCGDMXNXGl/ExiH2sykKuJneMBCyTSJQdJnlH8TZyQhWblQIswHn6y736l1uH07",
+	"vZadMyEvLcwI4ecmtgq2rtgHpVeL1vCnFky29bFu0e9Vlq6759NMpXWLnRgNF9KIGwnHpaYmVUwlPmXV",
+	"tcDizZXSAL+BkNAnYuuF1GuUy1Qk5CqbAxxMUDizwUafcHKLZSamqVkwg5vEuOlRBBJzCTYGu4BgEWvE",
+	"htCKFw70d6ZSuqM//tg9L2ajakA9uZFrK8KvlUxVGgbFmaVKAgsOcIDXaOwfURl66WMi+H8ctWKNoukY",
+	"N2rUCsTG938ctVaEJAOhPi1hbYAPUnVtrlQk+MOd4F895s+ACRjZ49VGXAv8/qsaEIfnpTUA/x60Yu0o",
+	"RytAWZjZ+zEyC9snQxoA2vyngLz2nAvNjXnx2vnxu9Icv9o+R25+L/NkNVN5gs8reiWgaYgrFdMfj5hJ",
+	"DczfQq4BWSiZibbRKud5hJKTucjiheqUoepxfxA87p+06pecE7ydC17IT98rPcvmreFJv4/UIseaGwqp",
+	"3Rhzsv5OretoxZVau6XTNX5gxWRuDIpp7QFglpMnT8QyjXUmQVo7//D81SsxmctUTgBaA5J9pRVS/PDD",
+	"qxedkUb2YCGvFDxLAX/llOgmjTPAqFM1LHArzKGMbX28FWtxcjrSc7NKgQO0Nyqtx+GozYpTmzEeCGvo",
+	"xVAgWQiAlRxpnI3N+RU5k7E+q5mXFFE8naoUsFwuEVgRjoBtG7XCnvig1EjvIQa9kS6ByJPLvvpSPjnp",
+	"Ph5MTrun0Zeq+0w+edLtTx5Hj6dfTgfymXLwQ1S/AKAKNWptA5snT/CauL8HZRgS3f/fxy+2QM4UyD1S",
+	"+02wuZgrEQL3ESLt5CMoYEjMTRJZ0TapCB+GnTOiwnEmbBYniaDOLpVlVL1M1gH+pNPFrX3cPxVvTCZe",
+	"myiexioK8SRALJCoCGzIgdRvns/LbNu6Ad64zY1hre03qVlsbsw3AH4ikjk8LlUamwikVRJbcxh1jULW",
+	"0YYPrFgYnc0reOSkf/K0Oxh0+4MtqAS/B1rcqsWV8Lq1Yx0XZnMV38s9izDwkhlyJHfC3GiVPrCICcVf",
+	"jVZbljF4smsZmTlwEf+6iidXrBKso0TPPdXbmQgLDWAIFDtk6hgipF6abN7x9ZZlRmYr+So6bd2GWuFS",
+	"dlH8o+a/myc4drafgWrZpdGW7GpvzAc1SVXGNGZiNCBd+CmXy4RZyUd/sbCWskUuUjJK4qoKDvBLJDN5",
+	"Ka0SEWqlM4ccmCQA6OU2uwdW5B3VaXh8G51V6XU8UWKl5bWME6BpRIq2DQiDxQt1K6FaG94aT/dukL5M",
+	"jJ7Gs1VaKyWXZ86ypM0l78oCWPs1l0DRxPP3r8cfXj5///Ji/N3LfwM6rvQkXS8RB8WpsHhi9nbCaAFA",
+	"/5SqaWvY+h+PCuvrI3prH73U1yoxS0XfbJKS8sTD8szDQFgDtGMiNSz6SqmlcGI1L+IMtUwEDoZVIlZl",
+	"AjW5KOpY1EWpawW8SG7qJRHuhwISwk5QhqwcGKaxju3cQR8M5yCu1/octN6YzFGqenJJJPLGrJJIXJI0",
+	"BXzkzdxYhbJ6RcIWcFmjM9gQR+5qJP+6Xedmj7AN7viFMa+lXrNpzh54RUkuPC+LhZv3tSwE1kuTKGya",
+	"aVZvVTp55gH7HrF0KE76QJfEItarDElUZQa3uq9I1DbXSLROfZooFYHYkFkBAoRI4kWc7V1S0TTvYiie",
+	"9B1HaXERFiV6/EmT+B3cz53LRl1YdgAAjDRCgGhnyBRqsUzkRDle47Q/QObcVzvQ+LEViUEJe7UMxEon",
+	"MEqcjbQ3hIp8+pAAH3NyKlB0OBPb9DXfwzJspydQ1TLSpBcJPcVLyMdieyLEDQ6Z/R+1wnz9PjUKP3Xx",
+	"QLrUmjh/7/5WlDq7rrHf9DMpaGHBJo3/SrjmgKvMuo0yYP+wT5dRq+QceIC9atDD8XfR2fKr1LPZ3Phr",
+	"cUlant/NnfLn43ksAGBv3cxjoU+cVy/nEm4G3GNCR2a6Bc2KmcqsOD15JmJtMyWj7VpPd4vKgF6nw9sF",
+	"7RvtHcg7Cv0P/vIegfIQtmc7JLzgFrYzHOkGKw8AnFc6VXIyh+3KYZoJ4wMrYPUKTf+p1COdgy98blZZ",
+	"TyCZSqW2coLzv5FWpCYBkL6UkyvkIZ2aB97dpHGWKVb28DgjvZBrYM5QYY/KINGeookTFUXBPpNAp+6C",
+	"jnQz+lCcIgLu80TJFHbjRZyqSWbSWvn2nC3DufZLJREAq/vmTIR6lSShSNXCXLPChT5p5x+ISzUxC2WF",
+	"WiyzNd7gneIg9EhXkRSWFfEwaH3qzkyXn7rGvTf84yfs8qPfrBsvlibN2C40bw1bszibry57E7N4ZOQy",
+	"7sJNmyn9KB/6s/+5vYqXXYN7IpPu0qARn2ZX+EEhtoiimFq9I6+xGK4ZraK6sSW3LGnZ+JhGws7NDTAe",
+	"ZyI8f/Fi/Asw6p9DsVCLS5VaaJOuRTES7TFaRZbeoL+0AFKv42w9pp3aMAoELcfJ1r6bMQasfzMmKr9x",
+	"jnvO7nPQAqw7M+m6tm/38hbdx9mWrmG/tw2bKuDt9qE31GcBKi0+GV+u6+UxODV3bVYW8P7cwKkhf4sY",
+	"aG5uQOwEbEHP23IZB4JgNRALGSeB6PV6eGE2pqw+kSPJmIhEzaJQDTgmnUzN61lqVsvtb44/gS0f1jTU",
+	"UzO2ZpVO6mcI7PX2+S/iKErU9vfbX5is/gW51W0eZzgIRaJmMhHANWTrQIQnoVim8bUkydAajbo8srUO",
+	"gpOPdct1jqRj2JraCaRqFtMENl458rz11fHnlclZAxMWtKoFxEx+4rHLHcRaO/h3el1UHNo4U/ZMAPHK",
+	"Ve7ZXC3qO9+GuuDBuDGkrdKkthe4mAf0Aq23gtUqW4wncrGU8Uxvb1BwlrXvFyqKV4utr3dcFnidqS2A",
+	"dTOPJ/Px3NhsVxfUKon11f5WcIrbW332rY4/tVAXjBtX0JwC6TLOzsG/QNVBhYZV71ABBnxcJbRcRjAl",
+	"fFjGHj6mIVgpIMM/9RxDMA6pIuEy+fIonX9H86vsEVJHbT3U6/Bzfr/4ntbtf9351p1mBUZLIFUCvzKs",
+	"erBV4DVz+Rc1yVoF+/NcptF2FmgqE6uqDMqkYJx2UV3HXyENRwdo0jVkamH3f4sfFKikJdNUYl8KCGzz",
+	"nl5Cc3LNq+ttOTdaNe/tHTTf3luBKBv3+D7/ZFu3lUvpdj/fiXwRpfG9Td9x+uRJ6sVmHAAGz4881Fd6",
+	"ucI5LOSnV/TdwDOp5pv58oiDrun7SU3X7+QahEZ2FW5+RN8gy449HAE3DSe3wf9X7fa75IF9huqyGFCR",
+	"beCNaOdCojj9ar/Qt11QqB3jOb/0hzl5dtQwLDDs3R1PgNjbdoM7rzJXkRKxRq9AbulcP2M9E3ZtM2KI",
+	"9g5UZvLLpxbsZu3LU/pneFM6tKN2s8LT751/icffO/0Kz7+3vWu4wdoCzkIRLdcFTVdJkgttsoa73+31",
+	"slXKqFykuln6cgcyytjjbyOD7D2gQibZ27QkiFT8SPGVD16D/jHgdZissh+JeWLEdscOAa38uR91M1gG",
+	"KfncnX4V7BRKynN6Ty4RGNMEjY6ZREVI2XumFaGlUftCiGnU/ABs4Qs5exvXCj37t79WCmr6WUUs2vdZ",
+	"hSVjKaMQahwo7OC8flhGMlNNOa8KUomjEG2hMhOJkhYdGsiTnLSKPQIov6OTvWrG+2MzdjKFdfrsTS7i",
+	"qC5+Ew7hPkn9Maveohb5eyT/vwXp/t0Q3mPOuhFZPUMfIzlhK49JjiS0vwHdPNQ3sqKsqke3pEk4DMOe",
+	"V2O2nYUvTgVJ24FQXRRQKfjQTGKZCK2yG5Ne1Rh1Xt6p1uLdnWotPuDk3/DcG/da+qyuX88Btpmi1n2w",
+	"VVd7hL1njzWl8dzuxqhR8Qp3sssQXZIC9gAHgKIO8WWtgn27MYQDUHa+PN7ocG/2jDrVc8mDugQcuVq6",
+	"oXLYX7i3R1sUvKwlLhTd75yC7aVTuVXuzA7MQ1qfW6IfFzErMjNTyOdx/Ilvjb4brNNUhXZ/CrADGaZ7",
+	"5kUOYCq8q1c+T3TdVZGYSKu6cJYaWl6rZE3uJJYCQFwHnqOGaJ+edM7Y0JyhvzPGzGh1s0nAj5LtUW1S",
+	"ATdfnfT4cKH5867bcLzC+e8TmvdQwd1M1D+uwt//Vagx3ox3M6vukljUKR52R16fv/r+Q71rS05EmHMN",
+	"XKiWSSP0MNfZmQA6zfuKcQgqJb83DBpqcjdcchK8fgg29ZSfLkjQ+tTF4VvDx5+D1puXP45fvdjimaNu",
+	"KofzwIo4qj2SetczjnN6o25evfBHHnwOWhcvv3/57tu3b17u2zzH/t/n3iF+OWTvTqqAxhtZWlfgoGMH",
+	"6H0fE1q+rZWWXxGb9EEdifHvQjJpjKZd3q7bCqJeTw35xJVmf/8DtmbBzss1unaTyaTuVWWe1C6gnuom",
+	"9kLa+aWRaXQh7dVxPgJ3KPtRPCu6HcP7LTej0t5mkvxHm4qLLgbyOOkoMqVDuTQmUVIfJGduFezSnBzs",
+	"cDJzaUNiLVAq5yl9bO6iVSeHsY9OLh9FlOHG2+Hy8eyW3IowU5azeGX1IMhHs+nc92//9m//1n39uvvi",
+	"hfj22+Hr18MPH8I9sccoIFVSJfxy+rlLP06KH8L9GG78+Kc6afyFXOeX5aiLEis7RsZmP8olZMGgascN",
+	"VSIfVgvv06lJZybLlB7nwx8wcKyvTTxRdhxbuzp06IXRar3/Rq5fYzv4YD2+Wsb7vvhuGb9es2Y3Nnvn",
+	"9I5aoQrVXtkG87nAdqyubND+B1uDcnly3EmwcfhuOtXD3dxzt5H1Z5nvWv2d4s09DFDVp6XS1kcZlGiM",
+	"jCL4bozaiHqqFOuJWdR/Ta92fQwkary1hyrKonaVfsud5FNuVSe/ZccuHJgcsGOXhW2tEdsCY1ysl8q7",
+	"LVUuBTDveCuB5zVWqFD1tblWabTa1QImFK0SutqbbbiDXfPIexg35UaqX5TWujEvf6XVCVWWGeTnsOVo",
+	"f7AHM1/NqXk9N7PVz7Z2ikomlLLoKE0iJS7K8xJh7l6nPQSRCjBNT/yIiXFc+qFQtKUWaCFWAmCXPcJH",
+	"Ok+A1AmEWcQZSERhFPthXuHERAr+XabxBH/8rDOyV4fXEn6lSmQSKDSnCvP7Pcudy+MMZmh0F8OPyqP4",
+	"6SyoZxyD/XAw79kgGGmegjd2ZkS/R33BLSt/0qd43CqBbmjndX3WZOngNxjUrNIJi4Qu6SPpK3IJoxBO",
+	"ChTprb0mLUusOW4FY7fsUiUJplm0YinTzHnzY/TTVE4oBct+058DhlonPjosAq4j/FkOUSXBEW7O4Qcd",
+	"ZwLfVbey/L89G/tz3Xn9K6UKXe/seU/H17Km4z+fX1CEfAEIgYj1JFlhfBExr7WL2jna511Y4yCJPv/q",
+	"nVPg1RChzUaHsrxbIp92CV81wtbW+/auuGO/wU3aeXHuMw5ruw3QXZlt4L7x3K5qklalZqWj9s86E//v",
+	"/0NQCT/ag35f/Nf/9b+F2/+OeCQAQsVJp3bHa2/Cu73Qv4fJi0qSZL7l5QMOWhzg8TNygLQvHuTQ5Gj5",
+	"vJ87KfBtnbYCLzXTLv+tM9EHmJMckjtXqapx6XpcvVje/dlUYGJCd1+1Li5VYvQMKN8RGNy/fb9zQla3",
+	"Iw51bVMg3z35ui2JuiUhOoSYbL1o2y7Hbax6eULpwwhUrVr3rs1vZaXwHhs9QyemAKia5Q+9XGVdZ3ng",
+	"NybP5xsWKriwNEx9YryqUnRv8/t3xNthlIOjFjaTs5IP9+ngGCfuWvpGA6wWmJgcq4CsQJxxQknB3B59",
+	"dX8zt3dcStXd/fQoV/37c2Ov95ouqYoLF2rfMacI6tyqct6Gme7VzZry3eeVZfRqodJ4wu/Uzys4EyP6",
+	"Q86Eyy8mXLPAlXCyVjVy2G6Kyfr7MdmBH1fQ0V1jmaNQ8y1RUxW0Kw6y0KzmSh6IwZzVGpHY7uvSb4y1",
+	"+tsB6F7R1P27Eff3oKODvmzmHZz7U790AQAHcC7kqNBAUHtz/vrlfi0gmuux6c6ZHibPl9dXJ8y7Ikt/",
+	"a/vuHgzVwPjKacSaoSfKolbXfr9lWZFGu17GemBRhKlkypCkZ20Fh2k99q96fz6Z2+sTGFP8xvlNbCmh",
+	"xia2urekI3eWXKRWzU/rCBy0kephIx/GLr/k+hwXzUzuXPut5KPi34fN3Bi43bUYiTHHEVpG/8udmsba",
+	"hnelbfy96g/9uhfNgPAfGsffSuNYKklyz1pHV0nlFsqVO9R+HKHCuAtqfBC53D2lw0M3D1BkFDTyNvH2",
+	"7syF3Qi8P31yC8XHrUWD2+gm3Jo29BOn96qfOKu6gonLtTP33qEft0+8EWZ33eWjyGQ9ZdSqNuPdUETs",
+	"6eYiW2vjWtE7+7wI6K7oNjX7iOeJgdthYiYy+VNkFjLWvSyJwgDr2y5BIuycURHdtNaxfyMLx2nZDe8/",
+	"/jQa2Y9f/Mn9GI167mett50X2HGgCxO6pDcJG3E7Uz136qHuhHlSvwtU/dspqm+/o6WbtGd7OYT1niXV",
+	"fE3HS1JxNHYnspC6XlasRvhlnj2OQwmmLoN+qRg1ILPao7p1iGVl2rvPY5mtvzbR+lB/JE3ZhLF4BdXU",
+	"+JcPb9+IJM5UKhNOS4zZfcJfPoeMOvxu+1sXWpndn1067s29pynQwVawUx1py9NjH7bWoryHmVZLjFDV",
+	"ATrcvL4mFtTcSJzd2+qSVEH+lNHZaMGle0U7HLX6o1aIgITo3CodxXrWIdpItYyhN/hqKuNkRYbm6gZ7",
+	"2Lrd//WnQffJR/SHxv90apE0pz3fmCQmv/Ym6c8kU5+yPTPZlDzkbMshY4ldLCETBWTUGYh2EtsMyFUf",
+	"98TGepaoLtXQLQ7H9vaqJTkT+8byJipO2qm5seKRKJfm7YR3Nzplf99kgHA8sZDZBBOaUybvJOOU6iaT",
+	"yd3NodD8VLaADzYMuMQm3+aX+Fu0sS53+M8vL8QjRj6PZirjgnGuKoOP8ToeM+NVpXb57rHfzQiHoPWp",
+	"Cx91r2UKErmFrynO70PeB/39knvy/noul3Emk9bHz15a/zoQWydGRlTkkAY+42T4cKsi2OKFKy1byfOO",
+	"3XaJRoa91r4cQ7kSyK2bZUwEBQePfB3cnGsR9/Xhyl7KnV+OLwFGpxW0VkuW0yKVKFJoKU3lOicqvuY3",
+	"8TWpvOjXekxFJWrDUiZzqWf7wxH+xaxAlHvOrT2Bs2mkD+Vj20Hna8jGNdXBtFTxMo5IzfMXmotIzQ1G",
+	"JBJK41JU3TgC0CagwOXHynaaBC1isES0Smpg7zU+R8w9FINAnATiNBBPAnHSD8TJKdy3p33RzqtheVWr",
+	"ra8y8VEKYoDmXBLKVVutXiR1IXnDExITYDazeWpWs3k1UPIoZmaHIPjj3IiFjJQ3foWhosJitxn3AI0v",
+	"X5B6rW2+jflh55Dpn0ng7mBxQbZe7ndMEQ/hkVepraPWb5fy55U6Qxsj+mNbEVJb9KTOSz9PZFJv28Ab",
+	"c0DI/vUWcXdh0joUnK4UgRGNQ+Vr8hlSbd4F1m7FZbui30U5UmnFRK5m80yslt4C8sC9qvhHywnchvHE",
+	"6o4CU8XeV1hBgReK9FX9j7vM5Lt2Haf6RhJazOIsUTvNK3lpcvUpqzFouL37GDS5HDnQu/uAw/OnW/f1",
+	"NnL2b7F3e1WAbi/zxKFuN+9qc8v7unUjD9JHEUjX3M5iEzYtIiqjYtBRPAMaiJEY45BIJLCiYmKS1QJL",
+	"XfllU6qhmufdf5fdv/a7z8YffxkETx/Xx2HiRA5z+Wl0A/ckN2147LWhtfjt1vNBGXZH3NmmrocGCwRB",
+	"jsD6rwgz1VpApI2VIsJ4BGBgvZDakPvpnAmp11QeSQEGLVW3bm0Ui8JJkwXsv/7//7u+CBEMXCPX+0k7",
+	"aneh6Ynu85LexrOUCvuYNDfYHwgNzfEL1V6qcfAEcQVrr2G6ca4FintJNV7pw6hxWokSktqTdf06h7i9",
+	"PTJwbkU9W3xuvkGJ9MCLGalprHPz7+6pQfcvivaHKO5qDy84Of14y+C+KpnzlrN9i16U1rwNARit3k5b",
+	"w58a2Gg2zLAfay4wqguWMpULBZg7r4WkQXaxMiGs7ThpWhhXQKOB4O4w9iFgqrnsj/sb93SwdR9uQ+1v",
+	"BzdHgcNBHok7yXZDODmQiCdbYovpzWHUc5/P6r1c23twDG3mLfhNrKWeqNvAI1cLqJVbMSrf1RO468IL",
+	"rzDwHe4mx7tTXK9vjv3yqDIMtzFbNXcSONroT+srcl5upuenlACUmJ/35qwILuZ6wpkZF0cHXBDGUTfI",
+	"3H9ILESdS8z5wkUOA7rFapmTVZoqPUF7nfo0SVY2vlav3S6Q2uJog79dLcZugH2zWfgA+8De78QO8ETw",
+	"z6qG15PpTGXlyQ95PddUTBTZYSwbOj0qXX9mxofsY1Yzo3vfzm3uGlwbh1TXPnp4ektvjdv4W5ScJb3D",
+	"rcPS3yqZZPMD8fJmCiVztV/K5q/qZvEq+s0k0GbEq5yX70jHiWNN4nU88XbjcjkN3qEMn52kt7PeL+fl",
+	"BCq7GHtqy1x07WIqloqDqs3+OJeZkL6BgfXZ0RA5cOkyA5NWOzNAsVhqbIe/jJAZGrWGYoQJ+Yw1oxbW",
+	"Jv0cdoKR5i7IhiOUnMxd9xyqhFx9nFmM9pA6wmgWLhOM3ZsMu/9p1DJJBH2PWlrdjFofP4cdSqax11b/",
+	"3TIGefRwk9Sqzgsfd4xqN5MxlMWXZSK1VpGI5Jpod63j6EJJu6rTNIdyQelCpqwYAPweCM7KBH/g9hAr",
+	"IdolMt3BlCj4NcaO3cTW989qOadQGqLWKFafPhzTUmZqwREHjpokMlMWqUk2z5ePiacoXg22wuKpLlSW",
+	"xpNaxT00qh8R+03W2I1TSqRqIpPJKqFwRuMNGQj06aXHE+D4azd+mZpZqqwdc1aMzaHpwMUjGtfPnyFh",
+	"rTYjj2BvtOzGiEhN4oVM7KHpNGriFB1s8N4EDgRrJv+xHsxfH+os8xZN5XNpx1fLOBRtbNQprBhYn3iO",
+	"cWDiu3evaGuoMHnN6W/6kXDP9RkLsYdxLlM2Ei7dXa614EB3mRk3sdMW6dlKn433gwlAqLxWqZwp4Vrn",
+	"bvewBPiDwqYzEz6wvFHoHgJXgjLwR3INEJS38y2WeIfoK9562PbdALYFCXrwf2DWOmp/i/0IveMNb3M7",
+	"HAxtgfkLJRcHU/ClTLPFQYZDHulF/une5LkoVOYDgcBQ6wkbmivyX7mZr0XofYEpqGCEevR54HnCTT54",
+	"tZRicP86sfOGK8S2u9a2K6OhbVUGK+1xq3bHd8CNd5rHQtD4tpna6knTsZelPLFcy9eUgOSHfux2bIta",
+	"dO/LsYtESagIvhfG6BpvCWasbH15uNwLY0+/R7hl3M8BHhYOWDnuwuUjV+eWz987mYZQ8H1ss/fm5jAx",
+	"4q12/HC9Np/V9+qTnGTJmtlnFF5VxPZZ2xPo17NeomlqpMl1FV+xbyvprtHrYi6vFVqqLlVibs5Klt38",
+	"q4lM07UoVjHSTnKRFStmUNgwU6LEl+sNk2KnLnkfqwoaJYwu64yOgMDCTa7BWJXie/u/KGI19redqaZr",
+	"nqlbrTjL5GSO8DxN5MxTn/SDwccmPVxOJo0mesmu5nsb5sXbD2l8/A40nP7RXo2uhuH+EdgnvEFDUtgf",
+	"tlGVj26xYa6n5gvjD4oijY2/ufUsHVFpPGJR/a/xJ4Xq8cBPbr+8TH7iThoP3Rhh+R/cfqZcTbDBqHm5",
+	"v6ZtbzO5A0CyyNPetO34smHXnpmhUVmE5vUTirjcZu2Prs/QOOlGo4a3SCLizIXNxqoYF5v0b/dxJFtz",
+	"Deyfzp7EAQ2yieRO8XsH24im3vtFuZjV/uapWTRuOD6EP/qt0iVUqurunVdsx3OTNQOkUqmvvT0vlLVy",
+	"ppoi+0plsP3tcz+Z5nLa3k6d5Xx/wzz0fn+0WF73d/9E85wW+7V31SLBe+fxc0MMsDsqY/8aDmBHivoy",
+	"e5vahUySMYiuYzMdO9a86nCzv5vmjM/tcwmRBN1orNWi0dlULfx7P3AeDHtncABblpmGzQ5CkI2ZvNsx",
+	"dysdNzuSptzfLl3NgYE9+8fKFuOJXCxlPNPNPzA6ayqbQ/uFiuLVonHzA2gNNM9UQ3TFCXX2QvjNPJ7M",
+	"x3Njs0OmQl8lsb46/CsbAxfZ9KvP2zVqzbXvTgVXY+T63kxk8jrWq6xJxaom5arUJ7lYwnpaJ/2Tp93B",
+	"oHvSF4P+sN8/vpZVbejEaxknr4lLOCa1xi6Hq1cRB/diQhFq6BSR3tKxpCIbbDlcpLZg1yAYfFW/BlYm",
+	"lUf/No4ipcXELNciVZN4GcNpBmJSTm8ZCGkpStphyjP4UxsxVzIiL7BSLfta1zNHC8tT+Fpa9fRUtG0m",
+	"dSTTSJhU/PD++66VUxWIJWyzngmzpL3uuL354eKb7lfi24vX32O2hLp8pPWzqNuG5wevv9mKy6qWPVEV",
+	"6GRHQCYmRk9Uqu1RPqfbs51sptY4E4uVddk10A0hnzJZdC9NNkdtde7TeaiP6b68+/c/BY/BuUPY417P",
+	"4BoksVbiMlXyqgoZp9vdMLclGHrvANElGFJ1EIkeSZuJhzCdwBu5UGK06vcfT6oN8KkKa+HX8wJ/vM+2",
+	"6eG00mqK3eYLX2eoAXz6QekjvQCbpNXZwNgbwQTb/OvQ0fy8MI0cmArgekuNS58ZrsTuffxlS8TevVXS",
+	"8qYTuFnv24uDAilKm1jDC+D71+xRfBw1rTVn3i6CYHvUQH1S3sNDCo403965yn6nmnSrWvRWkQgHqheL",
+	"ZBqVmoQfG6gaG8UxNIhPuH3uz2PCFu4t7OBuswVv94y/fc6Ke8gtXPKSL+1oBX58QKxJPuzfeg9BBGWK",
+	"6JBUCdPeQYrirQmHSxj1cFyd4+I6ZE0FPo8t4tsYe3i1N3fN9y01y2vOZiaSe4vmXkAj/qQ+fIK6KWZR",
+	"t8lv1M2rLZxsnLuPaHXDDiVHsKo4gju+ulHs5jC2FOt8aER2HvF8gk1d+PMmGJT2/cAAkrm50VsKsrvu",
+	"mmX9LFVdr4HVQ+u708zcNOrO/F3urXggzI+djaZZll9SVu5pWwO6NEzRSe0a5kYfpbnIA0bKoPhdrBHc",
+	"McAj4Aou6OmusEkgFuYyTlQgTBqptKYORp35wUWW7PQKhUZv6h0IqYMd6/9vln80P7z73/oS8dpzDm9y",
+	"i1R1K/BDdms7c0lR0PvOieAi/CIMOK9uIC5TOblSmQ1EZDh9SiTtXNme+KBkOpkr61LvCsysh4nGcuVZ",
+	"SUqvSr++jPbFx//5U7/7rN0Rve7Hh3lyR/67VnTDlf42KVnvIKjr95mS9bBgs93JWveHogFiiG2cKYv5",
+	"O+yB4SjF56TPTdRMJoJcBkQ7ZPY4UpmME8sJHUvqP4pV62wGosgoVXY8lXUKrHMK/KlXSm6JAKb+1qu0",
+	"LiHR7NDeLqW+Gm9LK7DZOr6q08LpK0zXVxnx6Wm9qDeuj/j6VsmcBzPpTOrYYkbJjQzbT7Z0uy1pZ14O",
+	"kzufKxk16nS6SpItk/0G7gsGpiF+Q39dk2IpcdT323m8bFiJOhlfrmoqIT6fx2rqBEGZF9XePeNY191+",
+	"+Wkp1yptfEZXy2UFGuqbbTvJD3OTZgfuTv16rmpLd6UpZsOPUMVa6IP2zdfMUj2m5HhNlmeuJPF0+xsu",
+	"G7bLFg0bXpMz3d79WZrJPBvLKK2F+uxQZIBI2Y6XabyoLc3ZtGxcWnNsH1SWJZSB4IAzW1k1zvPIbejo",
+	"ZhqDgucqVcPcs5+xOBobCP4kClslbA0sBaUtxb6F0ZTKx6mtLtIVkJtvgFTUh8rvIEC3yqFSohYHUoN7",
+	"QveH4PQDMfVhOPgQbLofVwKPgTxHHY65Fef+t0LDDfHpf3dEeTAibIzyboXOQkA6oVjIKypDaSnJr0NR",
+	"BW7ribeLOMtUNBT8jePcKcK3aBkUUfkiRGQWHoblymx6fmF2M+BHyU1lxLcbz+1Ga9vQ2E68tQdP7cZL",
+	"O9DQLYW6HD818sjVtSMyHtmFOLYgin2YYTsq2Hr3t1/27bd7923ed3m3XNV9d/PYO9IqnVy5WzojOpHy",
+	"ZvIGuUW7bXE7WhyWD3n+rQj8C+TvkAfmJaDOgdS/PXRX8Phxn8qbWXfrP5hJLJM3Krsx6dXBV36LB8W7",
+	"1EzjROUFmkwq5lJHierdzsxezHIzKWmhl8dGhVY0ifWVimIdiEwlapbKRSCmcqIujbnaH0NORnseuIh0",
+	"3LuVR/mpFftZ8g05/Wp/6ehia7xPn/SrH9anLe590a0tZ1VNNnL4NhxkCSvDYo114cNqwZzdoS4rcUmP",
+	"5dtfYo0pcuqruW6zZvCrLR9usXUUn9CwLW/0uo1EG8uBEGRtPNM7Sg9wg4hTu9mrpo4Yv8+Syl5M1x5/",
+	"1uGHD5RJwqWOODAGrGnljtu5YDRnLvJonFJM8wGeEUVIxY7Yh8ILRPDNj8q2hUaFI8kBRBBaDk/CjSqA",
+	"W9w/fsNiyhW1Lt0S1fByHFxmmfwQassob/g7eGBYhvn8CLd5NPjIoKl/Q6n2MgPZDq8HQFH//ex6ZcSz",
+	"0x3f87k/CKVUP9zmxHuOLrx3uboCs+TMdD+oudALmV5ZzNCXzrCAKhOThvioqluxV1hhrV5BuYf5SdUi",
+	"1pFKxwvcsBqGlHbSiks1NanihIQyzURmBH2Nz6R37/MsLE9Onjzdkohlo+JYfka8c4PgjlFhVc1VckoW",
+	"0KqZpnirH5lzLYDj9DOsPn5yp/VwHYb9zergMs51696GzA7iV7c5wcDzi/VSHcerRrXVc9Htx93zKzgk",
+	"aJeXCc+T6NVzuDt438hse51zv/tmAvsRrRKvavmO6RTVZaoWbu1JcVe7wXA3kWXK6fjuyOS8dstf9DYY",
+	"uOMs8wexqfvCrqhcIdWpnAI3a4AARElMWMSvhXlI1FXnf/5T61YscIVeHUXPD+ZpjyAUtlZz+x6fYyXU",
+	"T2qyqrFab02LvoPrPQkFnTupgxmWYfMShfZsPFVtbjqBALqQKrNUmP30rgjCGZZ4lROegEmOJBF3hfUv",
+	"2G9S7uKvb59N2nM2PQ71/u7cJBmFbfeS/JGqKR5VO7O8ri3CVjH3nVE2RSKZ5gJzKY9IjR7fgswcjWV2",
+	"P2K+6z9VktMvVNUma68uo3Dt6ZlXvJITE5bSKG+aHWScxHo2trGeqLqxOHsuFvMTnC56rmQkLtVMauBX",
+	"oYvDlnhghaFaeNig4F4KzzRpKPhCy2KUIIe/MhTkILZ5OGVwqG5nAX87rsh5AfMbvlxY55oroQL2pFLc",
+	"JhWG7HWUHZJ2Pd+g+y87W/iIf1nZfUxT8PNK8Ws4/2KlL7jrQ5FClsG6WW3aoEBK45u+ohLD44UtdV4r",
+	"T+UluuvLdv4GKjazyjD0yTviHDQY9PBHBlwi/bPrEJlT2JOQaC+jHP5CPo2fe7/Q7fnMJay5nm4P5hE2",
+	"tGvkW5lrm9zhF8svz7wo8eyfJsPCjlvnYPEg+aoKxzW4h5vcrupRjhAaTMahj03KtdeHwcOuDQZ6za0B",
+	"dNQkVVnD7z5gYyx/5yHnMhDNs2xph48eoWEuy5bw84f33zvhi/HUZlqBvYaoao7ZNNkFFMcAww4geF3s",
+	"b11FalerkMvxylQdi+oHwUlwGjyhcmvB0/oCikci7Q/5Wd9Hbd4CkjYZc3pHIf9xJm6kpULVJs0Lb2hz",
+	"c+Z5pDRkQOowD09kB3D4cLyJBW/mVk3GIcYcAMhyJgEzFSenwCQ9PRWX60xZ0f7gcgtwv7ZDOqdvX58/",
+	"F1dq7Srgu6r4+FldwIwnW9PohQH1i0cff3l8Enz11ec//tIPtiQx4fEvlM3e53LoQbFAjvjUst53RF0P",
+	"JlNMd7bKe16peUpWImx9fu6NdOQFrW1Cgbx57ICqu9XtHE06ChmqvGFUCXwpV1b5JfnPBOy+SJVdLUiW",
+	"X4i2TKwRcpqptJF40qkrIX44ETtKIXA05UtNhiqoLWgLd4X87chHmBrWr/QOqOitiGEtYNK8VmmcrT/A",
+	"DGiTLpVMVXq+yupUhvDYpPFfEfaH4mtsy9lGUGvoUoyIC/iLKF1s7Yoqz3By+0tfqH1ghYwWsR5pTHOi",
+	"I9EOJ+miyzBFukiSrcJOgFnUKfkq4t+J1OISoPPaXAEpxVCvbK7idKQ/fHvePXnyFJAsVYCiROi423g+",
+	"OPvivIAbaX3+zPkpyURYJM1FE2vr+fvXOO94okSm5IIFy4KtmcXZfHXZm5jFo0m64Kbwc7MmtOcoHAO1",
+	"IJsB/ISVLdP4WmaKbYi2k4dDxGnFvmgDip6zwUir7kLGCfVQuHKeof7PnqHBjoPlOCUqB9lh5k+x5GgX",
+	"e0a5BEbaVf6zZ4K6PhNOIY64Abqik+rC9FeZojg81EDZ3kiP9P/4H+K50cD4oIhr5zJFUsfZ8QGnIThB",
+	"24cPAW0rfa0Ss1S9hw/FS2yUqmWC1NJoJf7lw9s3goB4pMNfCEEHAlFzgB7SgUjNDWyLnCn+J6CSTJ9D",
+	"0abrJsKXPAxW5BrprgipK6zyEdoV1uGgpDrYd9gTb7UqJhyI8J9fXohHbOt5NFNZGMBUTQo83kgLsYit",
+	"jfXMFRmQVoQvsSsXXDCRyziTiXh5RvVz7FIlCXwRWwGAkZfoAUiZyonq4URpPlx0fNQKhdGCJ5yzJdgG",
+	"DZvwFqTDVcqfwx7R10BjS1+3w1Gr7zT84bu3Hy7EIzj3R1bpCC4gdF/0hwdiprDWvPy5iPW1TOJIxHq5",
+	"ykSbzhkf4b65bwOh5QLWimYbV1gZ9puKrPFCoO90lahOQEMMYIiVloSKrIr4+WN4nm94PJtnlt+cwhtt",
+	"MjE1K+2aPxm1Qjwilc1NhK9lkpibvL9n8FW0WibxRGaKHp7gwxTuZRIv4gyfPnGrpry/vPFtVLvD7hOT",
+	"p4VMbuTa4lZV23JVCRFH4r/+8/90wiL2CSH/gRXh/+oy59B9FYVB7rWNCDUz4ueVyRRccAwyFDPDqNDA",
+	"eB6NTsysw7N+7LYlVTJaizZBM/7x17CDWj7YlGsZIxtGK2JWp7gFcCeF5O5hMFe6JHz+/vX4w8vn719e",
+	"jL97+W9hpyfOxVLiuiTuCnSPJqfY5vhISG1vVIrbBGBanGAgpLjS5kZTJ3SBNEoE7hDzgxXty1VRixvR",
+	"AM0wEpfKxhGZ4c/fvQqoEkeH7gWiCLwYdFZCiocPiaQ+fNgT35iUKqp5i48zMTdJBE0RL+GJt6VmBBXA",
+	"OqQWKH2hskS6GuDOR1R66RweWBFHnUBgDkeKp0UfX5YQLG70xOgITzVeqJ54KSfzYkJoyCShgtEcIxAn",
+	"Yrg1YhAqX/rpKnEYVjtwuVY6wgRGmdIWOg4/dfHTLvUbijaveGkQmgH+DaCWKluDB4/9kpzrZtAm1NUp",
+	"1kbzpla06z3xDWq1/B0HnMJYj6bLHQZCfZqoJUqR7GeRf/XA1i4Ib1+X50M7xxAF/VI9R5bFYcOwDhrh",
+	"Lku3wZtW5gos5qgay6AROIuwD1gWNwHGHJYjykhrG/ghaKTRDcjFxr1HlHJjmFpTE9thGIuELNBVqX8H",
+	"T3y1aJc/xTYDTFkJ2I4jLGgDXTLG0IC/QXCKLBOeIUrfYY8o9rcXF+8EUc4KwQ5ErCfJChPpuX0LcFe8",
+	"b8RJvx84fJcqNdJ0jLCpQ/Hw4Wl/8PBhUdqPmDZmC2PrEH4gVhqRQ8DcIebzY7ZwpNss/oU//vhjF5hY",
+	"4EZgnxwPC5Tt4cPTk2duLMlDwGRURGUhC7wvTDrS0l1O52oOKyMtrJDFGGhtNUaYaaa0yGfyXmXpunsO",
+	"MhQBMl1seyasUuLhw+9hHPvwIZPchw+f9B8/fEgF+UqYutibZWqQhsd2pAu8Dl/jV1vQNwKuVk5sc0w5",
+	"q2Su1NqpZUaa6vpp1RPniXP8WgibxUnCVYsyn30T565cEmk98NAJqCYSZ7iUqVVCIukNRppdpKT22EI4",
+	"ZKbbV0otrdcVwQ/xTYCtb+broKCcbhojjYJCTkuAWBNg9WE/qSqkTECsVFE+YczqaFLWGyBwPPYBcaRL",
+	"LWEIampFZmYKqRLBjnh6Kr6LvwZ8iVcDU13+vIKfhOT4lqgIbjKc88DNSzuoFuEFF93uvtQTAzcqPCvN",
+	"uyyahU7f0ZYgV+ksNYmYzGUqJ5lHet788D0Q4DjrIM1D9KAikcRXSkhxKSO6BEFxDeNsPtLbbxEc+aWJ",
+	"1j6JH2kgEwFy70SLblLM9rle4g7HViQynaEqQXKlVrxj7YF4HX99JgZ9+Bd2ZKQ3OdLSzPHwEThO+n2x",
+	"ee6MsuhuIbYC6kk3HSRLkOfFk76DAgsSFlNcZHOoYCQm5L1cpdDATMWg3x/pdunysBeZPfPIEDAPcs36",
+	"TLw5nTOxlHg5YLMyfyUjfXryTIQexiFgUtEQOERmEEtIhFmBCk6CIQEnjXQFJbW1cadrUmTj3ZnlQLUT",
+	"qXZG+qSPPAjtEvk/bt+lk355tR4plXjnSwsHhLkAPFCLTy1vQqxtxpkfTvuDgIlgThtSNV1ZhoqRxnGh",
+	"c8YytOGJgcWI1RIWmyD2zPzRVORxScka+8rrCdtspE9OxdysUjskCYdGt4ir0NUSiR+gX+AC+VBwKshn",
+	"WCEvV1ZhaTcUjEfaTKfxhFTfMk1jlbrPiC9MVI4UQOYXNjNLMTFEzD1GH8buifOR9pi8CghERlmWi9JZ",
+	"fK38KfoHRCXuCLBGOm9BqLhYE+aJ0ZQ9T0wMAAYsHOAL2Oy583R11+GBHeksXWExvRSYDIsk7FMMXAI2",
+	"RKBUa4zHB2gK/1f3G5PeyDRSEfwKz8Srd9dPi1y5gOxWGhUj4tHTUxeQRQvAe2SRXc9Fg5u5SbDQY2Iw",
+	"SUsg5uYGGR6APiDKuJlMWVXOz/FyoL/EyEhcykTqiUoZwbyK1GJpMky+mPNEBUnD879JkdFj8RgRWyhA",
+	"bNmsQ9gZaTkBpgidnkOv9+53au2Q/VAMQBI8efJELNNYZyi0nX94/upVgfodDh5pOs4HVkzmxhALVUgk",
+	"P/zw6kWA+78kzl5h8Wicck98p9bWy9mMUEBpGYjWFj6ERJvRRZv0xiyv4dsH1tlA3OMrte7QJU6VuAJe",
+	"/uR0pPF69cSP7uYBnx0vVOF1jjyKI/v4xNHmNgmGAYqMAVHdkc51DZjYG7mNFIm8mzySsMt1Rtw//Kgh",
+	"M7l0TvtZhE/DwDOTeayI4/nyg8u679UykWtA51mKwguMzSABuwG3Wc5krM+opGR5oVJE8XSqUtjZXHdg",
+	"PRVMO+QxC73KqFWBm1FrSH1jt9KKHFnmB+L6BmzbKfNzwLSlaXyNtk0MuORvCNvCzeDTJf4wXWkNi7qR",
+	"iFqA8KMLPLkpiraHWHkQSh+V+5giZOCEtZipjFlyOAC63rmOkMv9c2e4cRlwT2QxcWIm7nUgrBESeLks",
+	"XbNBQ4rE4ElCdzwQGm4LRpuxAtOmS5XdKH6DveYTddPzlZguS1HB32ZWJdNi4kFBGB1jCOSBpmimIHcU",
+	"Wi1GwrjI/GknF4XLeibS7pG6iu5ZrgdiEXGkb1KTqQICdYQcBKrYszQGSqkjZ/VhkDwr2CVHcYtYh5Eu",
+	"VpquNEzhtD8IAxGenjxDnY6nGMzht0N7kc9DxQBaPYGcToEUhEQY4xniyHhnmHte48eEOcwq86+i4hMh",
+	"aIaJMeZ+J2dIsTEPGODuVxpRMJ5erKwIU3Nj841nXY6ZunycYiGzydzR4mmcZCodaawfkMkEuK7MGSmM",
+	"RXbJaag6gQhRU0Wa2YmKkzaMJR65vsdGY8OQAAxb5zOBP1jHFbBQz3LfoCf+dRVPrnAdFhm/Ja6ywxht",
+	"pHlRf9xcTzGpP4oBwQwNC3+2+4GA/6ObgYqbTm+kP8R6lqiuq6xbiJpMPPkrwCdheWmhkJeGGBFfd8Px",
+	"MCONSNgpTQtoCZySIk6UzhI42Gg1QYMPUmO9XGVwlqxBBfweM9/pGRPYFBI+p1o03Yv1Ug2FXJJKJTb6",
+	"0V+s0SBDvFa4S6wxSpWYSKu6VmkbZ8RHRTmTtsC21CxVMA7c5wJTFzrwkaa2HcJKqNpYqiRjdTgtcSmR",
+	"DVmB+BzDEgWlrMsVqArNDCRZWsc3uL8R9M6c2h92E18DYw8wSZozyQOiTE1csjPF84ZeqE+Zq0FMBgdf",
+	"nrXOd1RFM8+Gw8IuKh5z+kyQm82DkcaiBtRPTrS47jYOgeo4rn2wKA6ATFDUN2nsGMMCEe+MNBeYYO6c",
+	"yjfceAihkIpBGm7/8EW/3+93euK9vGE3DqZ1iI2og5Fuh3+YTv8wRZOkuVYp8kIgNQGC+8Pz/h/Ov0E0",
+	"rEnralKh7EQuUZpIUzOT0LE3jRhONk6h49FoFU2nU/g8/EO/HzKiHq1gYiHDUSHYiDpQqjGnQNdpAf/r",
+	"IZ/yCE2bo9ZQ1O0UqrPdPP0N8ljKsBOMNF/ALI2XSycnovt/hNB8w7Klo802L6qNb4D7QNcMcV4CJT4+",
+	"VhMBvkeGfSikCM9Q/osjlOTc3JHXlFaEf3j8Ne0cs9d/CF2bGfB8IzZR0akEQiWcMaeOmzoT0ttQuA64",
+	"2Cg1sFa+rQ7VVzDRtaQojJ54RT4JjDDmanLlyJV1IJCiaoCJJ4qFcWTFNAa+WnDw/NPT7mVMlH2m0jNR",
+	"UAGZkXWCC+DQyvFKow4RUC+AR76ska4DmNxKE+cmE8qfipyKmGC5cYD0IcoHVCAdMH8gwl6IitGw1wuF",
+	"VTOyL7fDR7mJlG2koW8zfdTr4eNOrp/2TD60m8ihkd2ZMRAlvnd5XzOFpJofBgIrFFrg96XO4gwFSldg",
+	"lL758/kFqnPpNBAWR5prLFnRfmdsNkvVh3/9HnDlQqXxBO4jcHeZ0rAXSDekzZGguyOXsZbpujtNjMyI",
+	"UPVGOp9tmkfNFVn6SzUAnBKihIMLt37xws15pL34g/AMN6FL2hgYpTY4YU9819lIe70goUEumjCOZI7a",
+	"SV9/RencGIAXV5wKgWEBwJtH/khNsgAvB64/qg5Ss0KRci6TqZA3ck28yl9VakRbeqdLZ4m1gbA+00gX",
+	"pwpPH/NY208YZOKOUw4xg5MZQ1pHlkQsF9kv3XsHa2QZT9S1SgjOeAeLJLjOs8VM8VK4JIXiDfOvQPRY",
+	"PMolZcCBANzXsY0vExUgJsQncOlh0wkj/lgIRq5GGAoQfHwpKTAmcaTscKRDdKaB66dszuUCi3UmUCTk",
+	"N45bJbdUyomJ02APnWJlyJjAl6jWXMo0QzNtm2XlOIWZdM5ESDR5o3+2xVHaRMKw+WAjjaO10TtlmIdm",
+	"oZmUEwicYXW0YTFUqVqa7fTE84ozzEizNwx7rNiSXQ2mXXF2wZnxKZS9bDwTGmAHmcDMHKNF4jCyuMhH",
+	"yCRRpOIFPsEqQORzCfKxI3VIwJyHgtGOm+Li9o5a6cyzozkzoLMAUlgHy2VxgmY5pzaQ4i/cU2puRrp9",
+	"MzcBcua5PZnUveQRF/Dkg9zDlmSezjbB+YxAoayZEnYOIkqMRJc6Fk/6rIp2Fc18kVllmJqbNKK4hkvz",
+	"CcXskWaMItrc0clpIFhoD9kv3HmgWEPaS+QGOVyAWMufV2qlIjc2cD3syxg6O5YVH14XlqicA0ZvjkpI",
+	"TFhySaa0oKtlh/QmlsOGsfQKL4TiyEmXkuJMnZq9J57jPqMGzpnhfCdJRuu89qf9M6f/dDMlZ8M2eVmi",
+	"dC44BqnsbCnITIdTYGMuAwaiixtWuCfWVCjRw4cEfg8fMpvNuiZ3UzCRFvADq0w4hz20haLykYyS2MMj",
+	"AI0QiQZ7jDrVymSVWsOattpNAEqPJ822RWJ62nCdWGL2xclIhJGZ2EeA/yw86y0idud6+PClM/Xjfbqo",
+	"musdf5Pifl2qtWHtX2HAt0s1iadOXY4WzpEOP3VzJwLW3uWKw0zORJi/tazWozkWj2GSLIzjIkljdjNf",
+	"A0ph+41jNTwG0ZuYTDAAn7T3cjolqZL8Khd45iBLFAYWdkJgTwfynuBdep+7HrHrWArUtOp6R6aIqhvS",
+	"cFNdN9LlJvkFgk0mZzFSUw9OvhKJykCACFy+f9ys7rg3DP3kk3wNcmU834PHJ2KuPslyYcyOU7ahVbbs",
+	"92SFvHRSH895pN3C4PYjh6ArSjPgkEAIQv8HvBDQ1OYkfyI1OV8hEsQenM4LRS+GDB4QTvjHx89FiNu8",
+	"lKnSWUjElB7ZDB1d4WznRptVqqKhZ3TOO1afyM2QPgoqB2GXUqOXaKxX7A5E9OkBf+H7bkwK70xSkpCi",
+	"C7BpJhIlQaRACzYKLmaxRFsLS5+zv8bLTaP4AyvCc0Sshb2a3OuQVrRzHYt7O8SOQDT4s0zXQ1H9GO70",
+	"14C7gNdGM6pMEufEVbg3mDSexdqWra48bhvpS5Hi40yED8OR5rdSrzsgVj5/+/6DWKZqmsSzOcz07buL",
+	"V2/ffHAW17c4gtPAEWvYfU4W9hzuX6PVoWKbDk/6p2EuJ0hHjXF8lMv++eWF65eMQQ6rOMeCio0/KKuq",
+	"4O+qZSgY6fDVtPvGaNV9LbPJHBpVPAnLoFiFRGRutXON5A0eaYTYfOpOTYtt8eL6LmyXdG7kBEmqCxcI",
+	"45Sq+CGfRT4Ku5RUN/kcGnW9c8C7YNXmwl5eyBlugW8mDzadgHjVNdaZ0JkWZEmP6bhmwIyRWiJqQCHZ",
+	"aKf3J/a3whgCFWsvZAqSP5CRTM6Yggx9t+qgppIGYqrcJ1b8XCh0O2QerfHmk+JGySveB4as53IyV24v",
+	"h87LPBDadCfwCpUdTglC66xAUO5iCJKgnIk2iPwgNj2sAvzj/ilIQOK1ieJpjNxUDv1YuBc3F/qAz4BC",
+	"zIswwGWypr3k/bsxqyQCRlFoc8MImGllqpwNAWARRShyFZLCZjLh3s5YCZWNtEW2nBXnGXvWkK8h0kvq",
+	"g8BPat5ARpkf6txIAW9+jU+sqPgFon9p4JOi3MOVOCZgDkLRRoYkVWjUmyB3riOV5lQ9N+u7HdRrIpFi",
+	"bmzWCVxvZqm0XMa9tVwkrtfCt9Y6voLNP6VPULtNKlnk/aUl150zqsILlwBNyuzNsOZrShx5sOF2CURK",
+	"wwdIXN38FipLY1zwu9QsVDZXKyDaF8hOOyUr4PRiC4ckP6KLmuOmcxNbnOZIxH3tHL+cSefPKgW2K9Yz",
+	"OKYw1lPTu6ZnoZgawv9WLSSgA3Gdtx4KF6BlRSpjVhAuYg0Az82C3MxEFwLjUVK4dQV0wqeWpYS/mNSN",
+	"QNEoSTzB0pZFiMnrVxcbUSWYnAWLufdMOnvEH9lH0PZz0MriDEuhP1/ZzCxUKt6rhPZuHi/FB45XOX/3",
+	"qhW0ePTWsDXoDXp9jDYnAGgNW497/d5jyuUzx2igR8DjG40M/SOyGj36hUSUz1jO1tSVq3ur2R5VBPUi",
+	"OjRTJyOGrpOwcJz1M3Extixs6CBtJKuFJoMA6qJCfhIGrHwlXWyKJhAd4QzIm5UM+rF1ikoYDSB7pJM4",
+	"U6lM2CJC0ey/fKa77ruDs74vTSVacJ3B6EqtOZaFRXyPDVORoAkSwgxQZCq/R8nprGJSJENhYYjLDYpu",
+	"F9s4WEASHHrFsSaLN0FQqiHb8W13e+2JTpHsbInMbkekD54p57ylgBMWbIhDV232bUdRROc6T7h5Lvi5",
+	"0BXxkT18CDyvM4YvgpIfxhmWR8KdK7Yqu4knKhhpzyeS27SLYBeiTHHWYU97p2vJIUX4BsT/+s//m+3k",
+	"Iz1F77w4cWhM6jwYu/h4oaS2IoyjAJUx6NyUmYCLXgd+YstAZpmczAHrjqeJnIWdIWzJr+SP+Ku7Br+6",
+	"DRG/jvSv3W43/39oO8D35SAx2GVSAkUd8auII4yiUYHzgQo4Vi4KxCQGWE/VDPEUdpSuSaNyHWfrcbZe",
+	"qkBwVOl6PDXpIhCceYl+5J2NL9GZe2rGhIUCqhZASxWLOIoSxX8kMn++SpNAcEIm/kEvSFWHIKMCdMkH",
+	"eWtMoVtekdXij0Dk2a7cz0DIGaWQ4F+ByOQn/BN5z7GNM5XPlx4Braw8SmJ9lT9aZYvxRC6WMp5p+st/",
+	"s1BRvFpwK+K86Y9MwdaF5y9ejH+BFX4O8TzFifiVIu/cSeF6N1Yi2iHnZQwfhZHRqOWqHESRDo1/k99M",
+	"wJe9bp9F2ylUO4FXWL/4TYfB+T0DUeQ0DQTlQxPt/qMBzEXOCELFqfjVCx3kVSGqomkFwq42oajm7Ggr",
+	"6oCjwUzhR3m+uCXkpLoBUMXsn4hfQSKXegJ8OFZLzgMc3W3KVyHaJctMBx/mlYPd95vVljuB8GsKi/Yg",
+	"r0B94upP+20quyXaS6+ccmfrfShKDue/g3wOt9zfYseeil+FlYmyww2tuZn6QaQoKeD8CcXG+toA0wGb",
+	"Ktruqw7tr2jnLCn8CU/573EBUF4jetAMinGaBBNxzpO4sNCfYZPQolSYiwJxLTOG27pLhNFTPJMHdsNW",
+	"0uGr3oebgeG1PlZudBtE22bkALR9fe4vRsv8l7tN7u8CPPL2jBLzFo4MuAcFfeAGSDXcX1tROMFXDcoD",
+	"okWgMpGZTMxsBYgIcw7Q8zLZonNZ6bg4mJ91Jtqucg0b++BW4THBuDwS4CI0glB/5GsM/x3ntDAz8P/F",
+	"35NJIC7hP45m83X3jpv4T2ZcfVvTnuMpcBH/Lp9Z6ZvyIZYv+NaT9MCmevwVxMi2D0INZT7EYXS7kEky",
+	"Bq5ibKZjYI8DYpIJTwIwO2OSmbKFyHoYUrRv5gquc92NuZmbTmFmcnUwedLe/ijiuLiSsF95CIimW02v",
+	"1+s4YxVjOwpgqNrGrAIxlJq7GXOj3LpFHP5PJgEAVDcfQ3RwLlnA8EKPdAm0HZeGiiD2eufUHdwxblOZ",
+	"V0PfBMQIkZrGWkXEZvqG3DaKFeyO5byv2KjIVhwUQjpk+S8M/CXzf2MLP52d9b0DnFrjGxQegDGfmMVl",
+	"7Dw7zt+8OMudW9gAhuZuZmBReMvjCOxquTQpx7Igr77hqsdsMHfoGGEALeCugVmv44SLiyd+FSeBOA3E",
+	"k0A8DcRJPyBE4ImYRpeVZwTTfEeq39d8i4Ze/AabD3gU+Be+g7sBzfiYsCHfAsvNNybIn1Vph90wfZ+5",
+	"azcUFODeORO+bAJUtmQA58XJTA3odE9qd4gngA7FFlBxJNd2yMzp5Vo4zjIn6GhkBcKPGnOfWgc5C3VZ",
+	"sE/CmacB3F1//BDnC23ZHExPHXq5XBN8Msalq3hWAlG8s/B37/XrHvyNayYmpVjrSd87yrm8Rr9hCrzQ",
+	"Rfc1Wcu5O4ekczwrPKruuHD4icSaPkJ8R2cOdM/P2MB0QVrVBRzkXEPxM8VkC76BS4J+CsUUPdA1qQs8",
+	"3sj5Ue064GAWF5CDI1FZbR6J/zpoHIY5NtCht4GLauBnhBTaua3occdzZXHlW2WWubvNUhpPiqymXnXD",
+	"ImC9WrruLFd+br7LTRCoLVHWu5aEarzbWaAMGa0ZEwEPJq9VJKzKXIyMVflLh7cdTcPkZJdrCphakA40",
+	"SchXWDFOYAc4wZzK1CQcoxPrS/MJhAGLAuRjEaVymtlAnIoslSDTPRF2KReBeErOVNSd41h8fsbndtxA",
+	"PhDmH6VqEi9RHWkolrsIK6sH0sLxKQ+TZJRPHh83O7R2oo2bMvRJ3RlasYZo3nfIlo7ZuRQ9sIwTS55F",
+	"Z+zrO/QfEdpyXgykVXMOQw9spydCh5BDsstomaLqC8hVT7xGz5k5PagSS+dihK7TiGLP/O6sSshVfBMV",
+	"B0IuDLtT0kpyPy23M72RvpirDf6YNX98f51ESSYyhydpvrixzrGLcGVA7lnW+UdMeac2dzbIndHzvXRG",
+	"DZNmmOSCgHrtdGuODaaTb4eW2o3pdRiI/EkuzoaiP9LSTpTGuP9HYiAi5f4M8qs76Jw57JxiQEZuXg/j",
+	"KPR9kEbaE5WtETcyuSq8Vme5uSZVSyUzLPhmr2K0/hCs9cQLGnQILB9a/SlYq41DFbPrkEo+tzy8ilrD",
+	"FinAv49tRqEhqB138WOt4U/1CR/zQq3qk1wsE4U5umJ4v5TZvBU4ZT/tbMvP1kXJ7ih5Rk3ix6eY+nEQ",
+	"nJwGT+qyP34O9lXq8LXS5ROmSB4M9AWMR+fDh3+5yhDcS4tqxVGAhA6lRr8AEK4VXbmLxTIX3fJXV0pr",
+	"Vkl16FWJ+/hFOyj92XlYWzNuM7s+YZslhk7MVJB7ST/p93tb5llWj5emm1dXwfJ2eZmWUo2WQZNDeQc8",
+	"hNOcUZhOUPXg3ja/7bMaeJPiTg6d2HOCjsygKQXwQXsbQuic0WUtl02pm3EZb2wDgJqyt5vzC/uhkAU+",
+	"CQf+Dc71Bp19M8lxytaN3FkIYnNeb3Wy3imFEKvv8dg5Ix0Qp83sMzHMWxdQqixTzPzAUgZNZo/MboNZ",
+	"75xuUd7rDueaC1/tssid7yAS2IClJqagW6d497OLMQCmKmvEtLU1QiDwjiwId3riVVZiWkZ6F6/FWamA",
+	"D4mzXdwJ3OjrWN2cjbRjo+OMhbN9vFDeCRHIuk10HFJz5N7vPkOsjv82ROffkKNXbEF+DTxx1snRKHee",
+	"1cmxw7IUewZMAMLxsCzEcpLEoSfCOh90X4D1BHVPfB1pJ79GGLgx3aWNAT7Vk3KDDTGXIpVHOvf7xFDI",
+	"OHHaE/b7jrPtx4KKgdKZVI/gl9PPP3V7H101Hv93oyO5MO5AMuWdyFnhQ046J0xDhFcLM32FOLOwt2Pe",
+	"J/c677r6ZWeF9s3Jkb77aqFN2IUVEXy2IhusnbPljtQWw9mc+QunjwBqt3OsvJ7jnWG3F4UCZM/gpQqT",
+	"dzX8u/0Klg2SQEaHbdNkdrUeZ9VkId6c08t92hvWudQqcTyxb6s0XlnR1qWgVmn7WpowV+/2KIi2L+Vu",
+	"9URNl4wKrVuxkxfNdE8bMyInFW+DdummOKEMYpTtiOFT9bIcupYGrIev8Srx8kGuvMrTl21jrnbyexWV",
+	"225Ud1t2ABU5t1CstXcuhRV4rS3C+GMSxz8eirdyndzmRd89Hfrudsjqfa4H3IFvdk6jUD/eDtV82KeE",
+	"3D0NX/N50EQ+kq5F2exrE61dlm845+EvrWqyB3hWdL0rd/vLxTJbY4+YQbxCIsjtkJXIaPMrOx72uEIg",
+	"CAaUhv2k328wN1bEUCEODlvZNlPX9tEr1/BzQKoEWORqsZDpGlhsVI05780yCmgFrWtXFIOqNMDs85IO",
+	"rZbrcEA/LP4CIQYLGLja3i32VC+6a/30y6gVRyNEDCdBnpNg1Hpj0mx+E+tIfP/981ErGLUmcYapi1rv",
+	"45nEJ7neCR+fay3F1yqdjVqfA6/bgd/tc6MzY025wwuZJLHWe/r8iJnzM2NeS71+p9J3vIU795z1UG81",
+	"tL4w5nuZzii7PzkzktalfBLnTuniqWBzU+tcYjGvynG0Tvv9VnEerHAbVl0mR/DGrNJRy3PJHeSn189P",
+	"r+9Or++dnquB4c6OIL7hNWHf7LpbcsEKXXLedLbjPJso7NZpf7BthPz2PPrB5Qb/q4rwo5Nn+z+6oPPk",
+	"ABIsAPGk/7jRYC5BNlVUyI8PTjqiINlNN2hgpHLdL9XT/KkFbVsfg1Y50/LWsqexzd7D4cCweUIFrvu2",
+	"1TXbC4vsPXwoXmBzu8nvoWIv223kGek8+65MiLdg11TM66ldTDXHKhZZq8LSUG+K3OwY53WBHBjGOcdW",
+	"WDPNhpvzy1N7cKIqdHOhKhNxBhLK2qXTGmnMBc4hYloYTmRB4TSUcYL9sFxyfmldXtgiWDvgiE0MPChK",
+	"HAhtMKOrSlGLgjoVZCGLTMxzNbmCM+fcpe6kyDMlFNqMNPcwjTWnGnZ1HJBksFmnVoCgEGPaBK1uuCDG",
+	"SJc3pCdeZdbxb5uya8UVsggvz/PwSYtWNoziD/wg+Q1tVsnqZx+IeWyxenKOuVhDQmkhzFJpNufhmeHf",
+	"K53FibBmoQBy/Dq2C9HmXYRvHpHnDwLNvzhtjMNmueNRyBseFsHkBF1hz8/4Hg7CLeYf+PiFK6dYsf3U",
+	"IYeiySMvHu87tW4dznzklhYqtAVkrDGufRW5WkOfy/VguOrXLfkNvup7Sd8LENGocvI3cMf3fvCctvyN",
+	"a3831CUchNsIS9DiCEvovyYKcNuw/NWjuk9wBn9P5OoFZ5YooVmPOOXVadD+50LZiVzlfzvrZTMKRpDh",
+	"Uy9UYTBm3E7DzqPIen4znIK0TL4KM4nLbUj5nzDvPSK4yyLpR8Y+BD6ZaxcB6JRD+rR/GnYoHQt07/w9",
+	"KWKGp1LKmyIzyr1d4Gt00clzVckKNs8FRLmomo7yuYx04UpX+MMg0dncBTQlUOmR5VJJSndKIZVYaiLE",
+	"7bbhSLed5X3sFraQmEQmY0JYnukDS/GDrrvKy5EOX1LP6F5wUeyPWzqvdGrShQgTM5HJnyKzkLHuZYkX",
+	"JmqXcqLsWU7gYiuyNF4skKpbQ7nUVmT5o7Z+ejRcfpFzjFOMsSJ6pb0aRInE1F3NaXY7xBbj/Av7R07j",
+	"ii0xj3NVoE3WnTPyjIc+SoftPHhcjlTmuvDdwqBpAtOmOgdSKoSE3hDkMwezZS1TjPkBgeRfVLunPJku",
+	"ba+F9jLhlMm5jDek/rmiSk61aU8LtsZWQ+Qyrq/OJ+3VM9lBVhFMXrnixX8b2morlb48Acx3zduu+iyL",
+	"Ybl1lmTOVoEp0Ag2CFhPO2z9pWf+ahL7pwnJoj1H6wEjlpDw9klVb/zuqbiB0eOmbtzmhLY4t3vlMS5l",
+	"9JIm7W/BG440pG1w0N1G92lOWZMoWWCFzl5BuT4xIu7XqDV06SXhMugHGWlyWaKbrRKJ2ThgDsBcjlr/",
+	"8dN//Gk0sh+/+JP7MRr13M9/GrVuIWfn4PR2ek6JFhpwU+UPmLvCeorsG7+3jzfq5lVEXxyhY/obM34X",
+	"JcSEGOkfjOAORvA8isrMldy0BO3ChZsMY2OVBsOZzxHOqGzmrK4E52aANsVlsx+hk/sohKsI09hgFlFH",
+	"w7qyYKSXycqKEJYRBiKcpWa1JDaSfodcAk+Vo584Je2SdNql4BDMzsC8FodaY4a6ULTrpoPd1+4uGdWx",
+	"JDSm56nyl6gVrGXjOoEIC4tUWMRXoSckpXAYacfWQoMiARjK6TdahO9o1oFw7B0t5oOZxDJ5Q6UWLKff",
+	"Oi8qM9XqhCorLqlhHj5kRczDh6KdV0gMRppTt5crbMUUmeVY9B3cxj+rbJ/35nN/WnFU9uBEIrrVg2i7",
+	"B+fBRu99nM/0jdEKs7Ew23NbIusVJS4QQRzlGcY47PNaubyzeylqJZGzYD08p2iWl5O8b+31eQu6KNNo",
+	"U31esc+yU55/ZRqbNPZMatOk8cvIwd2oNWxih2BGBp8PxLcyvTSrVHzIUqUyMlRQMD42OOmfPO0OBt3+",
+	"QPSfDfv9IciE24wZFOOJj6kRBYHig5c2MzomQ0opNUDRvJQioHjM7iWwqgH/SWuiQjHejMeX66oZJRi1",
+	"vHwCRadFXoHimZdfoHiY5xkoHq3SxPuDHNJGreGTXeYcWB4CAiwDTsZkXo+lSHJv/4qIzREDTPGwaJa7",
+	"wEDfJ/kDmgJGxNKucxqDoit8UvTjSFDRAJ94J4G+A/j3l1/2ByePT588/ZLfzGzRbiMvQvWVlx+h+srL",
+	"k+Btspcvofy0riXlT6h8TXiq/DBTOZx9DpgPh2XkVsLTJ/1+MPJEnOJqlYlfsWWOmSe4qwo/vq3w9Al2",
+	"1KjzE3pedP4XqWNb0/tHADSkn6V19A9eB3aCQ33x+MsT8bTfF/0+X36kZfguVVxDkYcuaL8//FNvKIep",
+	"ePiVVWPmEQidpCvFt1bXAdrVcpk/7kMf+NTMUj3mwlH5CZurpfH/umaUxn9mi9JbmXl/XqWVKz9dJUnl",
+	"kQQsOl6v0uqjqZx4s1iayTwby8hrFsXV7uGJd2npNibjy9W8+PtS6qvis69lksUT8bXUV/Q2vsLn/dPT",
+	"JydPTk6e0Dq8/lL6fdr/sn/y1aD/rJ//b8DIG45uvEzj/E58RJghVs0/T4bGOnDyw9U3KE/+8O1fTWLF",
+	"vwAM12Hj4kUDlIx98VZT9gea0JcD7xHt2Wqt0g2MyfBe3f4ygm5CEt/l1w727WUdMrmf+15mjHECnz9+",
+	"bn0+VpBmjrrM5rxuzGbX8mynJXcBj1+CHSgMs03ZoJf36BsALN4O34DH/dP9Yu8bk7lshH9v/gRuC+qC",
+	"S7aL3SqTs8OsMqyFeQ4MdUkUb2aWqeG669xFKQUsypp+suk8MLGwIZCQybJnJyjE0br3ZBD3qJ1uh+8o",
+	"nw6XRg85VjfWlFi4SHA+5DJTvl9BYT6gcuhYUGqkQ+Z9QZDmvJ1r8QyE7ByDlV4N+vDOYxtLb0+edahw",
+	"noszZZXFZqoZz4RVLglwxvVafVeLjRofqIzoiZDOAPUmA5GomUzyJB0ufAqWe+Kyg/KhsWuG59iKBpLy",
+	"7opLhbnYNzOY1njGoqaADWq19hShTRmeYutSknGZZr0uq8NL5oxdce1tZ6kRm4aas0IBNtJcqhi/jzXb",
+	"mTq5x0upCER57Kl/QuT+Z1h3Rt4PlTlV6tih5c55piDCCwtFB9ZOc3gQE1T7haScapyzxdYW++bc5KxD",
+	"++OequBnpdyFws4xHStsDNaGW+KZcKFQNEdNzLULgS7FNaMNlMpcYLL3AsRdkH3tJM7wEKngU9mYiYt3",
+	"5av0piHX+SvFGdaKoBRZmaueXrLDuW3D2htpLJPYUk7JkXahmYV//IIhsYrzthnGNgutb9dU3ZFJbMPp",
+	"9kdM1A3EwBn0MsPL2MDc6HbkdmQT2I1WW0MUK3e5PsRyKhOrcv3XpTGJkvoYB13PR8bRFNwsog/4Mze5",
+	"1XFrqEMj+lFoBDE2+zJG/zyKMhiCwDUQJ32SuAb4WcEgt4bEHreCgg9uDYkLhj6Y4W0Nid3Fr2tmWCec",
+	"0gRLeJb0dix4QJ+F2NEKQOhoDQuRA48JRi5ktlYAEhs/QnmtFbQAyGrlEOBeajYoFzLLe1QIpThx56Q9",
+	"3FBqtQJUV2EUBiqrWoFTTQErSYqpAqxYYoHBSHU3HARemNFwcBLkIU/DwSBwKqDW8EljHvS5f//u27T5",
+	"wnEAVcVlwRqQurScZamO/u/Vx/LGDIGiYp1f6jnW3mDPSiEfa4wxs51bqWXLuuWdks7XRVNg/x32KO9N",
+	"FbWwJ4fngmM00sU6GlK7Sc+8Tcr7Hfo91l3JOoy4KT55Uvaxu4hX83PFWFvsxyv39N7U2N4EDhZZ79R+",
+	"u0E//2HF3WfFbSgjHmmaRZTfVCqk1FN34apHHO7xrno0k78zTz02GN+Dpx4Lzj0R4rnlLOtVTGZo2q52",
+	"TusDQXxRQIl7bCD+6z//D0i3WFSIeXDOnb2NFaY+m7mI4fx+vy5iRU61u3MQa8aAnuxzFNue7m33hNzw",
+	"dL5beLvBIZo97wzvm6d6R3PdcBfjzaCMO0f6gznTy8H+YF98/J8/9bvP2h3R6358iCGu3t//cAn7W7mE",
+	"4YH+g5doxkvkFPxv6g9WKA+bcR6etrKW+Shsn3cbJwCUr4sKXWdGDUV4gTpNql+HGiQ/2UB7IWPdKeW7",
+	"RHYlVdexWeXq05EWsN+ol16KS4WIiLvYUrmzJ8JvZGJVKGSUF2S0YrpKYerQoZ97GcuKuIpuRdnWCvvN",
+	"GfRiZls4WbE3x6JL4MQw8I4LalBJed4Mp/Sr7b5ctxV6dQvxSiLX6PSmDJNlJ7MNrR7WghLsOA8ryG5M",
+	"vZa6S4rN8hxDcrsoagjBOsJY69Bdhro8EsQnwbhe+fdFJx8kr+HqlRADXFVKj10DFwQUibFO27+Q6VUA",
+	"4zgtMAXeodKeZ76NPyvGeuBwY9gPQbSmeAnCknmCD9TAxtopqXcwc+/zjv/GHN3B+rMcTRR+gLfSqAW+",
+	"hwWQpHSFUXLNiFt1H++bq/rBqhduqj5r5a2B6uKTAQ0WI7RJBd7WI7mtsgeK01eRCszja13NQHxvxU+e",
+	"qwqOPmp9PJa76m8oXu6JJfp3lZoqW/R7tfDXbdKdMmU1yGeDMWMP7374Dw4t59DKnE5T3Q/ua7c4zFuw",
+	"ZhSNvZ0fy+tfay6UtpRYR3aHZ34YRyGxQUjwbR6Q3sNXZDXPM0oBVsBJUJlCxCMUD0gIsSfeVSvDV63C",
+	"yGb4bAfXFHQVIrAYYx4ex1zeuVsJEkIatx1qk2FNVrZ/hKQoQfMuRiriqhJGXBg3CLc7WZ+JgkWYJKQM",
+	"yqA/uVChYGv0paLia50eRypQEEQ17xMLqmg/cANDv25sTH/fdjGVXM8NGYkoNcslPHNplTENgNET5eYn",
+	"UrUw17BHSQLsixA8RcbRkUrjazje1CxEWBjKYE9yCxl7b3juZCFyQlwSg9dPRSU5pKKwV+TVMq3vd1Fx",
+	"tEAWqIjioPGcy60fG8KeC9aN7WngOpRlk/P/OaaZvnKtrQs7LVW78ECCgAlX5Ion00ayId65lNCEc08Q",
+	"ihdhj43K6dNWNfJFqfNAOcFWxda0T591ckbb26LTrzq5KpTJbJFlPB+ybJDiRRXLgE6xYHbZLeLMK/Sd",
+	"75uoOq2U81xwcZecZa5a+wkRVeVUlGbyupKU4mKNJe3hfhnMQmeIX6bCqlX3Gz4zt6SAi9rnhY6pdy8f",
+	"CDkdQJcHRcPEthzO0hXvCL3w3qufVzKPenfeSZqRVV4GWLTDQdihq8+JQgv/JSHe5rteiAaRD6jc8aab",
+	"VH11YiEW6FfHtfIxySlW2Hd11QvBxtzkwg06fpUGx0wjolSipyqlhAOuKk/nHAU1wklwjHTyAxGwv62W",
+	"GTejqskFvsivnEcyHaUSzTm+QoMLTVrD1jtEkC6ZTKtsLH/sWILWdbwMLlH+oVxCiKLKM3iPqJ7xIaGQ",
+	"XKzk2ov4lauNlJZsiL94PgCtII93cDZKDym5R3muk8+HWu7pDP9mlnt218JblwdPEYU3U+E7BB5qwM/P",
+	"bqcJf9Cv2PDps1uY8fvHGX//3kUanDlgywvzvOZKYr70OBI30jLzd6CUm2G0em5gdCzsiavHSolWbjP9",
+	"VZJcqE8VgR2esqGQ0K2rWs1sRYk9gcZHCu/spS/+7Evt0B8KL7daGGP9hnmH7jd30D/k0LIcSlfFk+ju",
+	"Wwz1UwihJNfcS71i7i+8z13uNawhzgJjje0Aw6VzzwUSJAyVUXA1VCj4e4u7eW9Dp4zoYKR3+D3stzwE",
+	"tcnrnD0CRpwCCqBCjU5g066GfgfFSGvV4jJxohvIalzvmbhmlNUo/TawaoW0ebkWMGCi8sQ9sPJsnirF",
+	"uWdE4RjQFaHziUSuLjHmSkVitazxx3a0sig+W1C8Nq799KTjVN0yivI8gMgmanVzVuP9IGYqs5yguuRu",
+	"R5PzhKfCDaSGkp8+xvKtSGQpY2pJo9AJhEp82YZ6d7EL7aIcTYftCL7rWYq1EbfmIRrmJhqUR11SI0xn",
+	"VM1AaLcmLer4WYtEzfa7oAoSb2lPTbYviVNbozRFoBDU5HDq9PKwDa8qz5bS+5TZYSjCNy9/HL96EXpu",
+	"1WWXFtQZhhcvv3/57tu3b15+CF0NBa4DSjdahD/9Ag259iiiiM8fWdp++fr81ff0oci/Y6ww0vwlOux+",
+	"/hgGDjipjpVVINOiXOOqP9wYlFryIp+we1qJNhMUEORHGovod5CfgC7qpRRc6e/AcvJbeFZv+qXcwte6",
+	"uRDhbfF9CxG1SRe8Sqcu3O84DqwUzphX+a+8AMAshrmVm+8HbnCcPHT6+I4EoH3o+FbL3O2DW6SY8MJv",
+	"4E9XpeD+Ek0QUiziUwv0V4k2H1QjyL1rVwkhp0vKoayEEmuiZhtEwn4u7d3XMlU79s+sshoG7DfbvJPq",
+	"5nEUcr5++Pv2IbzO4+pv6/5U5YH/4QK11526xEDuNrNxJNLH5nG3JdpjV0lWlmwwPfi2XFjPK4asTWta",
+	"rOyOXN7VtcV2lOtjPNmoHJKXp6Z2apzKcOhZ0wm47CbJECO9UXZzMwC4Yaop52VFYsyVUkv7/7H3rstt",
+	"HNma6KtkIGZCgKYIASCpCxiO2GxLbmusW0t0e3q7fFhJVIKoZiELriwIgh2KmJ/n9/mz32D+n1c4+032",
+	"k5zItVbeqgogeJNkt3r2hCmgkJXXlevyrW+1KPqmNo1n+GyxacCOoGRPBXjttvzQ5L/rvp1St+IYjKis",
+	"As/5IueZZJMZL/lEq14YASBNz3TWFGFxPnltEPFzkbCuKQfpaqXia8K6lAnrDvUWHA0G7lFtRkxmRYF+",
+	"ff1i/egRS7QsdBgfQMEC9z+vJhhTqU2ZVmqLiucUf9IyNYFNwVgyEVnehXq6D1jYp17Sh2joOQR3kcVU",
+	"SOCRMqouA00XxvuTT9OGIRUqbNuCtudVI0pSimpZSoh+6HvWjBa7bEKNOFWt86cXKzuXEOfoWrCbqrI8",
+	"122953kGrqbeOJy/rLSVO83MfGNe9I1euKJkgwj+zwLpcFd5/UfEnBT9mwWHNlkJL7SwuITs7IutQbq5",
+	"auvoFqu2jq5TtdUx91px0pQQYY3c4rciv7PqY8d53ji70EHYKKGwJhSFY2VTBt0pzTm466qjn5bZjnrt",
+	"soJ9tROkjxsXuukml16ja5I2jHbZtQviDHcriPOV08dx+gwPm5w+NePmKiw+1zKEPid9kH3lY2QRxK+g",
+	"oTyTFyLNZINJcFZVCzV+8GC1WvXNQ/1JMX+QyQfw9r0CF/XjL1Ta6LMYNlFHtiXugG5ClfOucdh2NAJ/",
+	"xoE3i2GBvzwoiDVywAJQJakUa6InMTli+5QMZNSna/R5ZPq8v7OA2G/Zf6M2AfEdPyuzCz5vSgjOnue/",
+	"iTYBYT/fUT7wFvlguOt8CXGLwmGfDQ/Go0sJvzZxckVfZe1XWft5ZG2zjJwTPqFCy/hZ8V7oibsG927Y",
+	"VNwZGxPQAyAY/foPUAbuz071FpaO25ZS5zuZrkP15mzFwNWk4Dg8UKLauZLcWx/XjL9ndGg8NTqw6/3U",
+	"fKxK3/DwsG7oN7CgY0xiy/OeCaPXE9sbgXUIP0vR8IEpQWlZrjhd0EsoTxdLrE/n0Ko9G2nPKmWiilCV",
+	"Dr3X48YkaFsr5RW3TGV4KiE0ypSAyseqBo/ts4R+T8FQUDog+MEVS4yQSVhRxjKpRC7OSz5PWDcvVqLc",
+	"04Zp2vNA6JQ6VkwzV3Jan7MZl2kujhhnC56VWKs5ltUqmwB6x4K/+8wWWuMGgFlfXb2Qsayt5Jj5iE7W",
+	"SDozc2T59rpcsUzGMvnrMwh8Ox8oZFdu8nvgW9+JzxsgDccOb3cQyG23BJeS752J8lyb3vjzztheOBQY",
+	"DfkCrhrctDN0p/HNrbi/un9rOyF7A/AXHM/RrUD+UACLqo7ys1vz7iJQVtM4vBU9w+4gKlV7a3cynUtz",
+	"VL+Gi7Zc4O9Eteke5M393rjOb63CXiCH3DVvy5c+uFhkD+brjVGl75b5NMuhAJlBs7ib855iP7x5zhY5",
+	"l5avZiHKrEhZou+F02lZzJN+H/9RFcmYnRX6akj5Wv9gki9TkUYM/knNm4Yhf+C3QoojZn9ughyYyV+k",
+	"fB3F0nuTwcihwZ5yYOC0v76n2LyQ1cxv8ExMi1L4vcVdHUsaB1RHBhcpl2z/4UPoa2TCGbDzvWwfKnxi",
+	"JiWkBoUMEsyEmPBcyJSX2CFEDvJ0nknM38JKLOV8T4nyvSjZxSLT6oFPHIABIax+IuaKAEf6b/iQk1+a",
+	"4xvyNfQnllR8g4D7c1GV2YRlFZsLrpalIAJSPqmWPMe9Ss9gMdegiLH+W48plhCJCWg8HcenCTDqTo8p",
+	"Wmehn6cA1YNqerr9pDeuBRAjSiSDoEhkmV+DvXaEOVBcXajTtJAiaA4ry5quGm2DK5WdS6EVlwjS5EXK",
+	"UmDO9RuOJYOlgagnJOeZxJYevhPK6Z5Sp7zXYrBJf3uqlloXS/jcdAh+0z6QIFdfLecuxwp/rvCtmXxf",
+	"ZBOhTjOlli3vpe9bXm3q/dqjvF5gNiBNAShc2DhLW/q3U+cmxVyE74XPwI0XVhmOmPgw0XolYGIhUeVM",
+	"VCvh4mWkA99Dvmf8uSksHLV10VQe8jY9xgknPJ8sc/gBCQk64JkEaFRR4uIWcMDHeJzwdEJf6OmqWE5m",
+	"QpnjYD2BIMG8VuFgSggeg3Gg+4Fn7z//g4Lm+iexfOB+TosCL3VTTWex5fz5FGS6AYgj6h+jJVUsgfQI",
+	"ZkCLBdN8cJ4zaVL2++wZKm9jtj+s0+1lepvopiRO+OtJVZyRNNuHRJZXelHBn8Av0MKCNxdTNnxkH68K",
+	"Njy0j8Zyf6inY3j4YH/I/oduiP41YN+w/UGfHWPX7ym9ROdgqWjBizPygMYm9ZxPMANJ9ziT546sdzgY",
+	"HEHyZFakp6aRU/qBNT74e1GCdxdSAE2BLcShwoyewgcJLCuICT2hCz1anE1vakjimuk2J8eHiMaSvgT7",
+	"Hrw6EchrOoH4Ha+AZnlp9qEeR84RKg01T3ErT+BAd3GTmlkC7BsyKWs9A3Zer89oMFVxClWzzfC3X5ex",
+	"rAr3KWV1Bg21TKwrbEpTi2ZyZKc4lraIGUT2ocF7dFK6PlTWfW04ZvQzvT57gy/TqjYCoL1ZQR6XSTbn",
+	"ueMY904E4OPlum2t4E/LNZH8HndmXJ1eLLKYGIs/Jpgia/DMIlfiKAQ4kmrQZqVazeuHRfZyfWUb9YdF",
+	"9pRX4ruymHd2CKfS4yfFLZUJe0r5/ZfxuNJ7gccV3v8XULRs1wMji/aWUcasLnYNNyc1FXfGDJ3Zg739",
+	"oV4Wapue0K3HHeb83TcEhV4jXHaxyBpsfXpn4pWyKlAGRd4BnfF8qreqkZ93Col0ex6sDaiRpVUiKGTm",
+	"zWEQNUBXvl0C99XwEOs4bRDEcWf8ZNCHQkjbBcumB2/YLU/Gk+PfxmBe6YsQyhdR2AYVZfgOrhuMz+QQ",
+	"cDjEruEFFXfGB1g6rT6Ex3oIEHNyITZQmxpvQB3Kf8XDwWBQe8vDh+ajlncN4TsDwZXFm5zLeozV2iuf",
+	"aEehFMXox6p4qSe/ARs35hdcF6sCBbU6Ql1S2AsX0q089ePLOhODveGjG5yJh4c7nonWB7+QM7Ff366j",
+	"T3Mq9gdbTsWhOxS35h374c3zLQGrP5LvSouDprPHc1NZHeYK4GZUd1qcT5Xg843uJ92VacMFpSo+Jb0R",
+	"nR3W4UJ5j20aOBbVBfrGrGSp0HYNmaGAfDzT6nZVsJyfn2u1rossGwtPyzxbk1sFAXMphp6McRj5jH8Y",
+	"CdIf5Nlc/wdxdoSWxpBG3QmXRKFBae2E0OVmPWMwWsTLLpUoj5gqLFkjGibKmJEQaiITOENALXrtAmOY",
+	"0NTv9PSOjfWZvUffST0wRTo0+q2ONj1tajkxb8ZplWaC07LQqqEBuZoVtKql0GY5K7PzWcW67gGjyoet",
+	"ji2t1FyJ/D2yTkJE0T2DEGN6jlfer+8p3FVH4HbwO1ssK5WlVIJBTYoFxqWLKdJduudqxX7ARahWgpIq",
+	"uXIxCi/Y2IuMs8jux8QlC/YNhWipkjFLmnYWuOg8z1ZWbrF2u8arQjaZNRftUpHOiaQsZEz7eOBenx07",
+	"JpyWRYCVq004ZP3XR5kQ9VGfHGlu9GPiRLWfMM9aFinurqNNk1HrTpuBj4fStUXjxWGJ7HxmiIe0AQs0",
+	"nTNeCeMacMh5b8r67EfY887v4vUBQOaY8gkH7K3ez2rsnJLgBpBCkE8V9zsdTOjhPRBweByi2vTAr6k0",
+	"k/9DbwL9n7PuNOcuyKybj4IBZiUrixzyxY3NfFZUM2zcOKCoPlV7aSq9tffjTsK635+cvGEj2DY/YWZc",
+	"vkacPnXVApJhClyOrJGdHImMMKPxPKOwPysFV4WMZTeRRct0ecNNItZ4xt9a3pPE0R/L+vaFUHgUbNJT",
+	"7Bid1KJyiQjgsggagJwJaCMBj1YwJv374oI8HWZj6k8XpdiUBex7EE705fnpfAgN8Plrw+SHV7LBnbsJ",
+	"OGrbrra2mT91AWR+1A5CDyb2Bjj0z+YLcVtIz1wLo8z2c4xb9U6NnFux8+EYOgQi/JPODDx/2bElTKAd",
+	"OVkgwfJrU8JHXr7juVCmWnld4X90CAp/2Krfo+Ii7qBJOi3KsyxNRd1MJmZb6HerZ2rf80yZAVoFy40N",
+	"ZC8OWIs5rz+f3glVSPHUvr/mlPPn+pvRH2fP6Y3iSr8/9LcIoG+Zg9W27Sf32eW76ok1Wd0LH/kvfMFL",
+	"xV5luYLy8rfwxocDs48bZ6q4aDk1dAA3bPrLby7CgdHRMKaa2yV/carB1x2y4w459F94LCVnfwGwTsvr",
+	"GsvnVS/fJOS+5O34yYT4Ul7IYiU3CbfjdgNPsAnPczCywdADd84Wdr6D7bGI2kD9dz65JcAaTPuuqgTZ",
+	"En80JeKTH9fbE6+7GB64ZW/TDQk6tvrzOSPRxmgqTTd0S4INVXNMztcPUr7ewrUA0AhVixxDlLyJd2M1",
+	"uBu4G1K+ZuVSykyeg/8xlvMslWa72L9NieN2D2CfXtkExiG9pIXHVQWA4/DpTQA4wr6xHaBvsWxi39gz",
+	"6zYSgJgSgOZOIA0uiRrYsZCAYikBGUGQIrSRc/Fe5AZxkEmxsZEmAK2/AWpWB5i1I7Es7Et/aUFfEeYB",
+	"MINHO9Idl0QfIQVSw4MDpcYb3XcItWTMOIDSkBtZSGf6O1Ba6f+7RNg/uqfAgeyNH2oB2SQGnKpMBUDK",
+	"Lk5dzxIRuDlreSu6KvHFfXYMXYXK7TzNMywtr39FgMlMZmqG28Z9qipeVtalQaANpEvXj/dZog9fusxF",
+	"eop74wF08dR+nBjcHo7XvnzK81y1YOYAuofl+fWJKKQIGwZUoGnTh/utsmrWtvDI1RBC/hpuMtOtPkuK",
+	"96JMl7W30of2xWbzAPWbLFa9+vAcTIGknaMaMBEGi6spl7kwTNm1YMJ8/QC3GlQ4Are123JY6gikkp1u",
+	"DI1gb5HG/2x9Wq0XuutAZiUrrdqI0paEhNY8svn9wx6GLrjXalHiWPXDsEw00/Zn9xTioY6MjPBOOh5T",
+	"HK9tEYYV4QonlqfeLTGKSpjsJpqTZgOHo08+T4Fs0mCGi6Ult8FTcFa8F/0WnOdWDGe75DAjRExm0HH8",
+	"xKz5cq4awMp+K+pzE5yzDcvprdTBAW073IrYAkBu4GiHE1bb8KjzHbkgVdBdmDO/xwDXTMZ11KfZ9e2v",
+	"NIjQmWiiQk3dim2o0L6DoBIYVv/jFAGyYwtehWICxpNv2rU41UIKdUTrQ62NQ9wr0etsvH4gjJSIDwsh",
+	"lekK/SvoS7GszgvzSpy2aVGeF1Ul5Km9u5JLYNFe+lVZ5HBSYCt0OZvm/Nwboive4FeKMKHU94LJgi0l",
+	"Cmo6cNA8l2ugyWxILFj1CvQGqIVg+H5CxQgA7lanwSetDtJr3qOmu7V6a+336nx9erHIaEIts+CGEKst",
+	"NwdS1AcN49ZFAiC9r0N29nuKnXElGBaam6y3OuZfrp/y9WXcO9/5qEt/rgyTE+px2xXAXkg0Y0yo0WAD",
+	"iwuVN2jxm9M3l9LNvODbe42aZO/Ihg33Hx6iAuwte3KNbp9WxZV6/kl9/JvAjpcCHW8D4zjcGz5pYBw9",
+	"eONo8Ok9y21Is2O2EuIi8qKknwR4drkzYvhwozNiNHLOCGyi6VY7KeZcsTeiKvlSXXCFv6hZHvhj0AJi",
+	"3em4o2Wd/lM/DEoLPlJTjuPOeF/3zSq1cWc8pF87jZmesqoQPRTopd5rjW5KH5G6R74W+jPufMvzHCam",
+	"3hGvC20v/vjLR3CKeEpTc/RWH6rNhh0afqNbqqk+N2oLtAVaSEKXwXO+nuD/NHiIbvDwX+43uv2W2zvs",
+	"rzdxQ+jQmjCFLRBJ9GXi/j0piheFPN+Ek2yz1W8mWzzhPhqMDvcGw73BsN+Hg6H/HoFlt//wEbzLl/cP",
+	"sQ4RlmW8WT6uGWk9Jzfl688sM0aDzTJj0CozNvn9LxUW+7Uts1VYDEd1afGoTVoc1A7tfou0GDWlxfAK",
+	"0uKxkxaHm6XFCAIWtpWXQkAGj9/QgWto5E3FlcXOqCYqDoYGIlpvEr8fHSJ4+jIRNKy1S7/bpd02cTQc",
+	"DQb9wxahNGwIJfeoE0375uV1+TTaST4duG6PNsunnZMCdjgmmwHQh7smBTwc4SzcBgDadOu2ANCD/v6+",
+	"D0zeAEm+Afr5oAF+dvtiW0rArcYdSD7/SaIOT/najOj2odBP+fqp+VlL4AHE+8bQwwk5RkXZJLLJQneu",
+	"8eNG1ujVdhtFDEIzM5aZ3JR+b35YLqVCqHRrpAICDj3nM47ljZ3GxmNMvnzoaTImyDP4IFsdxIW08QzP",
+	"M1wr02F9Ip4nF/MoJctS1TsybsZMsVmxYnMuzVaYI5EP4jn3rPfXd/SSe3kn/67pq9aesG6+Pqj52rhk",
+	"TaV9ygh1g9UfExZdNzjLzmd6E6Q951AlB02+MvnJyFlruIvVrFjJxI1PjwuhsWOrz1nnNgDZkXFbb0Kq",
+	"8TTG8qOOyIfPLR/QFnexLU6asCSTDPiNYlmUZta7iBe2Xl1MJlWMs7OiyAWXugV/5+Dz3gaj5Y5lEzff",
+	"DR/0SqLhprL2KT4BdVM99r8E4bY15xRmBmDWv0U9t7aqH7nEfwSn/DIP0gkdzC/cY/S9PT20n4mToYCt",
+	"FjHgMB8irbPt2P6gvTvBZmyneN4fhPzTXxIW1PiJznj6AkYQWDbB4JjeLMWUlVB78OqmXNDYFsK/4eAz",
+	"uIegU/UyKidQJyzYJRELhvHN8E6tPtIaG9orXpENnd9zhRiTzFE5If+qtWue7SELZcjHiS24pkitdnKt",
+	"1hs2eDIeWJZTT4g5LMqVqUtJYLkWLD/oO0EcFMV0SvSiJVSlMN9WwGPpLMem2QoXzKY5OnjyZBBtsP28",
+	"SaLrwZ8ncI9snqjhYwbkpe0TFT730HtuJwbdV0VZzVb6Znvx4tvaDO7jb+wMvkEUvytVxiueF+dLUZ9M",
+	"mEgCWRr1L/R4wB2CnEcQlKUp/wLPw2DDeRhGbd6CGy30aMCGgx0WGp/b37jQNzgkeiCMn2lhvfGobD0m",
+	"w6/H5OrH5NbMVnPL/BmM1hN9LO8pH85Butatm7CkodbNWMHzB+dFkardirBCEQXisQZ8SQbmQgJNnGap",
+	"Shx0kudOt66ZcoBRPwJUWoY1/UuxELxi3eAFALsDOAZB1ew3FdCqaWOUqqKmme1r0otiqSVrxH5dclll",
+	"1RrD2XaT3rNJv/aJXsQWZTZBprW/H5+wklcCbWf9UxhfLG0LlPcrC6ZfrM2KIzYpSm0ukb05rUS50ktE",
+	"9YaxGKg330jEqq0zvavPihQS9Ig3V6a2ugfwu8FsquXc8NX49Fho35mHttHm2tJRHnMu/OiVAzcnvT57",
+	"DvABlqVAFEf8OJQq7DNTuUi7nRjWJSB3xLjETEH7VASMt3o60pKvZC8oMGpqzY2Z65zkAO5A7wHwKmVp",
+	"vdZoMiQfRApwh2SQsMLIBQt7qcQHAGZS3mOrKSd4/le9MLdUq/PyLD1421PB8+fpzo8/T9Ut8QLZ5naw",
+	"gdyrI7iodqzjfVcl6EMqWr1wl2L9YZfv32KledrlMDOXju5H/+Gv5c0/eRVAJ51A9CK5J+0be6cKnt9a",
+	"YXNPzG+tAHhirhavTDbJ1q33JxQ+W4lSYOVsC9CI5YKfZ/K8z97Y9njpKpJ75fp0y2O/4nj9TBEXgorl",
+	"ttviiGbSOsvcQDD723LB64kgskfzzD3FEkBTajkOXHDdX2XF/vM/6C7+z/9g3eFgwP7r//5/7D3bYw/Y",
+	"cDCI2KiXHLHkPXekgH8/Pokl3Ns+xaBB8Vvcom76yKks8HPP9ed0DOCbyFKEAQOJkdUH7I7qs7+hBgEY",
+	"P9NJFagRuAarMqsqIb01iKXKzmU2zSZcVpb8DnPuu8lokEQsGfYP4T+j/mFidBRsHSBv0BgRCibD0WF/",
+	"MGinWrfX2y5F5vSlVPPtDYab8rthg3bqbOR/oIpjsD2b2WZte/oOGcV/uYlrTrWQoNuK2jeodzbajQV9",
+	"H0u8BOai/sAcMfgEnnBaOpriM56V7Fl5XpCZmpKJ/v0ehnt/xTg4xkWzCUbQiTvLHDYwaaO4857bZylq",
+	"PzLhaK+AjqsctH84GF3Sa5MtVuv2U5FnWicNO+11eOj19+BJ/8mTsLuut66z5jHbVeLELKZTfeSJGT7U",
+	"jLbrYILnd1CE2J6Ff+FaL39tXtlb9YkrF3l5GkjrukqBluNmS/3bGZfnQll2JbbgSomUwn8WBmzuuQT0",
+	"i9Usm8yM9ZgX8tw35IFixWgidOFvMC6PXLkVa95NqEOWIRk0CzAuPd0iVITYKyxSzHP20tM3+uy4Yrng",
+	"qgILFzlZzoTKUqFgJJir4YJ6gPTHm6nPvtcq0wDTsxB3nmcXAoxdtFXBTxB3BoZtmTigcALjjuX3gn5R",
+	"KRUykRVHX4jdFr0xS8yhH7NBYuvgcKsn9HVPPc8FlcEtKpEAZw+fUNJCnoINq/rsqVET4OoHCKEt4sMl",
+	"VXyIpdY4DLsu0JDyFV+j/vKbKAvWRQ3L0BF7rpKqYPvUpFNocFa1QlMVbNTTWh8Fp6qiYDkvTe0nhr4/",
+	"vepqOfe/NYs9iDtJ6NSwXoaGV6NWcsbuDSDRh2W0KQy4x8gvAygF0CxLoY/XsqJywbF0h4DyDUJV/RLt",
+	"6ccFxVA/X50ao3GRUmZWCC7BDnyub2N9EXXGo4Od5f7TcIh3Wmjmmvj0NpfAqwIdQ3ZrZEZxFzynLblR",
+	"XGERJ3Gp96AmmfQEW+G0f3u1bEhcnhQowFsIArKUkqmN0r09xEx7DJyLY4T7+MFkFKP7wKYvIEvpRt0v",
+	"ltXr6VvT863r+to9+jHqoBxNm2U83XmvHfM7jaF9GpX24Hoq7aNBi0p7m+EVnODUzv3XmkFbFEE8qKCJ",
+	"1GTEJSrhlZRA48vxFMGdgjWeZwZuxLqnqZtA80lPC02IF5RcKj7R344ZsWeB8x3kElzTVFEKAXozcDWd",
+	"1IttJy7cmFwWj4glBCT4JfX09a/JH8WCsn/ea8MgRiwTW1kVFIi4Q3m25jaLO8YlBPfRlFP0x9MYmRaZ",
+	"fcTLmXY4wCRzSNgM8nQHDiIHz9L0q4qfhw8O9YPEj5IYrtcwT5J1tU4Kf4WxFkS22RKMjdJUfo2RsKDi",
+	"UR1shzpXUE8JkXl955Wr/NgTN+RSsjvAmEsxz6pKpL0jUsd0g1bfCoNnehb5ORIwQsmkPSW0hmRUvWNG",
+	"uxEjTOjFdj667mURKNzc1i/XwxBhLFdQ5aGCrqLa5yvcMJup0P8FYaz/+FUacCI4F5s+v6NYmhItxkPk",
+	"9RRpQTmThdxDz2dTxffJP/B9wyiW1AU2iOjVg76zIELGkEGftbpRY3kdP+otWxWef7JhX2RCBRZGLJs+",
+	"040mhi3dCUp85Dlr7ykyJCxlS2ButNgSUqxgZ99TGFRs1flvKRZ4E3WfIkw/WxVPKxIdX+8fRL4SgrcS",
+	"qSCdyCosqK+gygEahzERBlig0khsQtf40BILOh3tDQ87kQdO8eCoUJGDnMKvwWelVYms1MqVFYqd8ZMh",
+	"3J+YUoPeX/j88TAylFGd8eGVrBZcpDs1WM54atrfIVxquwKo0XdVo0r0MbMzElah8W+MUMJdquvbFsdM",
+	"kk1EJXEk8+8e1nXvUL0bKfy0aV7t6pH8tvY8+Lsx6n/pb1+J1fO0c/3c5qf+CQnXAr15gTg3hwZEkvnQ",
+	"P2SXrQa02R/2vd+MnVZRCzTV3/qZrLBaRHvTFEGGhJ0g2rmkSLkr0od24O2x45wN+qbtMd3p+76B3XjT",
+	"l1D6PLhLvhpMl0Tjb2oXkSiwttDtuMMx3t50hV9iuGyLjXuFx/vs/v1jrc+IMpuQ1xqrVWhlLvQ2xxI7",
+	"eP8+FNQODRTF1+BY1vpeFFhaoWEQOaMlCk0h0Gyt9eF1AljvEXQGzEsclP4Jl2gmMCUgfQwVPY76Ftxe",
+	"oBGSWjrwBzPQqlvPVFAN7RTXrlbUtd1CTOQrvtbGm+kqb7r7zZWZi6mhpknLYrHAKgBaPOk+YtTdGnvS",
+	"Ed8F60L89eYGnkzEojIiWq7xjag/olsepg8tmbqHnqh6iIZMQBQfSiawSS54SWVgj5whBKiCwBJix3T7",
+	"oxsGIxX0t7ZdvHUECxEfnmslvMjzYqX7HCPurteCHARqqKC0Juju1jnQZ0+tqoCjiRzxte6tv4Q4wZOZ",
+	"mFj2qgDmiHd7cgSsKeHDVXEuwLuA/P2VK1WNp82pRHgUyELUcrbVucBDB8TluMdYbvYdBNvDTOE9Vd/A",
+	"XqVg2gChvQ1naClzofQaBkY7iRw9nAKzDEkkkasmchJJbxLY5y4ZLeyH3jLk4OaVAUdborGoweVV6OnI",
+	"8liWYooFPukk6kcAGUWwzWB+AtbIYzhywb408gTXEoGo4GBnepJEqRfJ+HJowrwFguV9wxGI5JFekT7M",
+	"81LwdI0lWhXIJXDbYqLrP4ulVvNYWawws9KQLcoilhR53AgaJdfzDXGjX0BUyAWEtJjqjDs/8QyicJY9",
+	"KzuXIkXGMT6palbZ6EoW1ycIEf1ZDafB9WA+BhebZ/JCpG9xh9fmpu3cTv0AGK8oym1OiBEBl86Rk7lj",
+	"J5r0cdxZ3uhV0ddMQ0Jm1QYBdLMZ/uIBxLsE+7Bslf470ByVp7VdMQbIN4MnMPAVeL+7fEeVle6vG54K",
+	"Lw64A7r8K4z6M0S6nM10xwBqI3gf/K539cetCGqKC7QxZaJ3n7VW5bN13wBTLVLLBh1LVZQVQa0JsyRd",
+	"KUHgNPh1mU0usDRSN9EbPGHf1KqNkQIdywSOgn4A/tJ/DGHXDSL4P1OXD6MFtvM9XxvX41Bj9qSm6K4X",
+	"WkUfDoKPY4kHTX81qv1iwitxXpSAVt4/BL4HZQgfFOvaYIe1OHtH7GBAIDB63cHQu271v0chFq5mJkTs",
+	"YJ+ZHnnfQxVGeuDAMdualxy6j9xwDh6yBV+bkoRz/ckjU2EWTBSiUDJ18Q4eM36OF9NBbSbOy2K5AP4Q",
+	"4PUu38OmmMyKbAKkKAYThrlkNfjSM1vDsV5jEZPZeEpZS3Y1W3VH8+VfxeWY7GArBOjsJwTNXvBq5pzw",
+	"cBtsg2ULuZx3xj8/iYaDaPQk2j+MDgbRwTA6GEUH+9HBQXRwGB08jA4eRQePo4Mnv3wJWO1reX/Js/kt",
+	"XI81mHcwq4QcKgReauIDYuW3X7B61gMaB4J8kBb5yOiokAJOewWJ9ozE+vmJPsGjJ/pAHgz08ToY6TNz",
+	"cKBPwcFDvccPHrODJ7/cyDOMbwtn4NuGNLlbuPjzp3FnPBxGcefV8ctnCIwBWi4CZuP3B/7375Z6T4iS",
+	"ENC35rQ1/o1/WRTz3+19qbemPQn+lU6fZeL6SGbTrIdkJrF+R3nH5tJIzF/N/Cmq7ghXeTMxl/xWKAf0",
+	"1QyazZhSlJU5vRGpA5BpHEuDn63nETfhA5GfNoyuHsj+baT+RuRNoXFgjLsJlPVyvVAvMzPgXKwG1FWU",
+	"sSR8jcsaNo9fOXPY/LCRPRxLTB9mV80eviwjOJafNCWYBvg50oLp1V9Tg2+UGkyzeLl1b7by468pwl9T",
+	"hF2KsNs/9ko0nq5bs3TD2/Da6cI7XHuNtGEkY4AMR0gb9qrZk6Hvqm5sSZlg3eClwEyJkTGA21EmTm+X",
+	"pGRqJkxM1g3Wj3QbGrT1Qjryb0SXJn1JlvL2u6A9h/b25fonSXStzc2/brLrcLdk18eUGeB2vP7wEye8",
+	"ticHHLYlB1w1bZTG9TV19BOmjl5+z1zd8GoIrPC6uczsun//2YdKSJUVsn//PjMJBUZa2AJGG3D/BkVj",
+	"DQlidUUro25K7BKLb1xOoXWEvlg1K1aqDtgPfYu12lr6fgCiNunKcHFpKnGxORBNBS/yvu0apmXLyGXi",
+	"IlkFtd6QfF6bH5Y4WV+EtdQEXnd1Bn081D8wt2gsHeYBnLAe3r8OguBVw47DmoNhBkEd14GhOi/kb3iY",
+	"7NSHABoT+4/aUxmisNRlLfJfSzWw07At3eCooQRxo9KEZFttjgZKEE4LTFYgmE3Vo8Kcp+LDIisF7F8h",
+	"GfkJWnIlNoPKnbmepX32PxGeMGbzIl3mgh1ETGCirdVXthqfXwAEvR0cXqciruWlotbYGXeev/r7Hj34",
+	"uNMO/n403B1+EEzLXUMQTsDhHSpM1Os6/iAQMVeEIFCT2wEIB6wbxkj+cODt28Xb+sfsK+b2csztNh0j",
+	"6ghz2RuFw/z7alqHj8010nerSYuBtJ3VCi28H5jSCAFDlr3vYtniuIz0nhGqMsz8Z2tAJRIXf5b2XI0z",
+	"w6AV8EwUU9Q2qlURIiTaQKVHWK3VghwlLwGcVrjMdBwor0LIIN3zQebdPUtxiVDSkJQ+TDl8YBj6m47j",
+	"7FzqM2LUC+C7AigrtRpUcZDCcvXTdYiFht/zPEuBI0KUc2qk8Uu4F4Gt065qpqyxf7YGTahYSdbMebSq",
+	"BJTuLQCtmqlQpTB4tmCLeDui39gv3h7ResI0y/UNOcYkPpLjc21jY9gP3M+XsFgCz8WkKNN2ZDjxCvTa",
+	"nAuR8YiDrOqzp35NWG6zX4Ph6W4DMBwrPWxTF67lmvjbMptckIDfzTMBv9idu/KWHRlnPH2e1tFvrH4n",
+	"S2YC1Ven4g8Ik0nj15vfa/L6V2+LH+YV7TuzD7suwXpTLKb3R/HPNHZ4G9zu9t006JFBNRSrMxlFdDA4",
+	"GFn67LDI1D5ydNfcKaSfxZ3xYUCJ/hzNQI/XG596OAyJvp9TCbLQM0P15k5tqTn4V1u9uZvxnxNzBUB4",
+	"9FNBdiY1bsxBj/PMSf+QWvwR/ETrB3rJT0P6M61a1BxPyCPwV21I7apkvi61aHlr9PnbUxw9nOq/rAeq",
+	"dhzr92gT13dbnijnhBLvL9ULPffT/fus6+UYOmQaZmdAY2wqRGrqTJFR7yUHaBUCIc9dMsMPB0bXXMrs",
+	"vSgVz+F67jVDJpa+bCVKgSk74IaITH3kybJURZlErMhTq2NGrhwTvfu0kAj/W4iSTXie99lxLLEqHbsQ",
+	"YoFKn2lO9w8I0EuxyBEXAChb8C2RJ0WKDxU0BQQMkN4DQxVW74DJqVYGkYAZQPMM2oHo+KxYmYLxQFEq",
+	"VM16jSXMeC74e3J4Bd5LeAN6YGYciAG0dppJhvOE0wj1wmOZpMVEPUjFJANLoz+HqNBPhkPBDBz8TEKk",
+	"WHBLMfJjObwATHAs4dVO3cSxzgCeqSq985EQrlvLEiGLkecKJzFZibNZUVzsUWoOqLr0mdbH9PbIhOoh",
+	"VAPKMnVNBbBLKjfhT6CqqAQgKTxHGmcq0M2GCWiI1KetC18iHJWgibpXIp+OKXmHurXWkz0p5oKMBCja",
+	"zrP8rPiAvYkgW+bMniyWZkrPjAG7MhpnLFdFeSFKU8ZNd5l6n+CJSVh32KhpPzIJAAe+aD3EJIAoliNE",
+	"juonD6BjEXs4MO8MOmamN0HnWMK6dLtFBi4axXIxgy0rsCUwwpTesRGVvUfOL7j5wOXnEhPcX/RNLKGP",
+	"pyZRIaLuEbMEGgmR6arpHJ5k6+xkCZLlJLHsJuRejFhCzP5QWkxr8/ovJSSwtcyFUvxcsF+XYgl5R3Ra",
+	"ve9iORVaC0yxAb3OCSCO9S9sAzZTkSyqdy9P3tBeiYD/EDfI6ZRnuQheDT5NtlxgYmZC0i0ZGxgyDoS5",
+	"pDxDmheZJ4j4EKSTgRahYxjdrz8Xeg6lWP1CXlKzheCFNGcg8lxSLskRkD2FEuQuxQg0/kJBdQiwQpdQ",
+	"IrCWPEmIvh6gc41MgjotZrOTEEDst1CKlctcoCHI03kmwT1Olwj0Rx+fmeCp30P/bGJuJMrLDLBV+mhQ",
+	"lCCloDaakWwukMzEfAYz81oKkN8AGVb2yjiMBoNBMCUOYLzgChcHxeUYLHC9RGDWMnWRLagERZ7jLsUL",
+	"hE42NXoGLgQrck2jc6LPnBfa6IdbnqnaXcPOC7g8LLQNKJLwF5liUMIG3QLgjaELTr9+wpfns4otF312",
+	"TN3XvygW/NelODII2ZrFTUkwZAHj5oXp1+8SrVQvb8CF48odIj7f+OgtQJ+mAmQ4OHUW+TpiBq0PexUu",
+	"bOS9GbKuweubwZWCTHN0ezSMcnjBLoTbJ7V7H3nKxfusWFK/jkzwQ1/9WIiSrkX0aOFduKEiILYc1N6b",
+	"8w8vhDyvZlRw79KagHSmFpA+pveTrWEILEJ25w4GvU3dCPWg9lKAWP3P1AI8vLQWYKOfr9sEivAECpSY",
+	"AbR3iwiBNItawcVhNNowIGxy67wueKUNpc6483/9PNh78sv/6Eb43979/7ZLKUYzHCUCKdjS91qvUYpH",
+	"S5Oa2tZ/bHFT/0f1/vO9305hAPhH+whuxbvzLW7YWuSFJIY9+YacH260y3MYSVxivIbaKoh0wOmWzpy4",
+	"mY8Hdl+N0nJlxO/dgex/j+nVfj2yJ+QBaBaHC4ux7e6OAEUWH4Vi9XAQiPgcNTgqrQ06HBUFI93JOTBw",
+	"/8GTuE/RG4EKCdZcI3/Jz+RfgNptZ3xyEXd++eio3J9gebJNAxze3gBH4QC13tkY3cHOo/OdRj8Po9Ev",
+	"+vzEtFXhl//+v/7x4cU//7Z+8c9nOI36njWF4j5e1013Kw6VY7agdGsStRafYQ5qwc4Loyj8WSq2hcB1",
+	"Q2xuGBFg4KEjwHOl2MN/S9E2uJPfaEEBbhXQdx6gzXEFYM88k0iO02dP4bfKQ3poC3qM4JXjp09PEzYp",
+	"8uVcopOdyB1ijJUYp0SeKShHYiNjK2RlgDUQaY/JoiS9PJNswstU9RmltKNRQNq0ydCZZWkqJCmiEECb",
+	"ZjIEpPBznkl2pu8gpFkBIdFnYVZAm44Gv8dxf34Ch53P5fP0TqEPFIXaGczfjsk/Nmihdp1eq82XIvOx",
+	"hf1bYdi+W1T9V7QBupdh60DKT5qCm5DntA+6YGQDbsVIRCWqSp/Z25OJDlmP4vDKOMdAHE4ziY7UxmAg",
+	"j9n3hsWya/0cwx4zeWOsOxr0xiyBMvSsmwutT0NlhfOMOE+T08QZUA/3j6wUjaWTtiB+f9etfEwitpTZ",
+	"r0sB1hi+k5KknoRIhIglVVblQreP/ohYUvF/4uOgFNRuUokPVaINazLFIpagpZwQFCBhyT/+8Y9/7L18",
+	"uff0KZCKUV1/oASiePg92yI4X0QVAPJwRfABW/+SUR4it6lpboYtshG8mzOuDbS5ANluuJICGW8weFl6",
+	"xKZFGUvu+UXR8T/j5m7Sc9VDU/FDpirrMdjICAvffgF4PDI7tUlAhpwS5wbbo5e7M+68c5+ggabXt7Oz",
+	"BPzODfVuL5olfi+a5P/eenF/R/AK1rT15nji3Rz0+2FAH+U0hthMWty57pWyD3JmWpRnoKBceluibNEW",
+	"/WdHz7mN/vUy23qZ6Qvg811mHpwOZeeuMVN9lYGpUuu2at5bNiQ67NniInhrRbEEJgtydqNez8OriOwB",
+	"vMjoQa3SH5HgNzeivlCJLhI/uqcMi0ZZ5AI971px13eJI1eJdJvUP4hf8rnYKJp38bRa96DP/pkpekfg",
+	"Qhvu7PQjJo1hNBq0sWTcikvsJQn9UMGmqbGgwPpyXwP6ZF0dBoV8KX0FjPtG3rL2pC4YwieACu3XPVjW",
+	"J2SviCjGmxUZKfxPDRZI36+3TVGBa/gH95G07cm7k5jfWUHgSc3LGIK32QCGPRjCvahMm3PgPCRBMhN8",
+	"HMuNlKLPTdV6UMnXC8FUxddjy8rnXCDmhC0lkFaAdqsF4K5ujS+Fl9KppS95eSEqZvTVq+mjn4B28o/h",
+	"yPiyqPK+6oqwSd4Ka2rCbsfd8oV4QQKbe2dB+E44D4EeTZsy2cDi+16QWJIbBPTJgF69gWpuyQsN0gyx",
+	"H0ks53xBFWBAGirWtVV4wEXdQ/IGgol4ovqeogRQdHaMGY8lxi2ds2Nsy84Yt8c49Hsw6/YYAz5CHwkI",
+	"xvSOYplgic+EdGWaJSyZ4PlF8KnUDUo3Yn/r5ZdgpSHKRcBLA2BidmxGHMG4ajgIm3noEDs0G5S7gBq6",
+	"U+bHzAfu7HrJoPvmC7lqMD3Rc5A40jMxX+TFWuh/HGj5SleQPrgVz64SFPvODftzJCC2Lz7UafK2+qWa",
+	"P85M307L2NNpMjzaul3K4/x6Wf2pLqt3gjC1bSK9CQqvQcLv9r7KK1HeWhQTXX/YKNw/R4wjVYD1JGIt",
+	"YRlLTD/DZ5FTzpeoFu4mWSF3k466oS8ktHjw5wstwpLeTCWHJg6+Bhf/aMHF8Fh/co0aJNStBBbDgRRT",
+	"H20fsdFAb4bRQW8MiO5pJjOETmcQkyzO/ikmNmfauFVNY06YtGe6IPkXQwUYzgwCY21E8Hc/8Y09HkXM",
+	"5nexuPM+W8Sdj0kv8ivAQIARpCt8SFCMdiYR53O0av4Ra4pgxCMTcEuB7wXqCVBOrHVGZlJlqTMUauHA",
+	"zfL5C4jnuZXV/3IlEUcfnSo7GlgH9I8LJfIc/fRX8aC40d611orvqktst+BeONaSLdOuPVtfqri66Rqb",
+	"X5Eyb3zVarlYFCUlR9CLgKPk+jrsHzTKp2fna5hv1zDfZ7hWgggf3CtXDfH5fd4g6g2zgidXe0BpUY8E",
+	"DnuRF/8DBzUI2+7owPBvBRE9Fgb0YtkW0WNdbqYUmTAUWxluqgnPc49emMv1iq97NgaIl8nuQUD9kitF",
+	"AVsmrz0YqOXv1aOB0ejg8wYEg/F9smCgHvadxAPhWrn7gOBBgPge+BFB//KlPHtzGyGk26lMj0cfbzcc",
+	"GCzmHzwqWN+YdxkRtFLBF7O3FhNEYB/xEgVauvW28nRtEvTawoXw+UbWQ0+9LkxyZr/Od75ZHH4BjtlQ",
+	"v60VAw/V3au5Kr7zRviZwoJflhPiq6/1yy2d9bmdFpLLiXhA+1NdRcPEkn7ml/V85K5o0/kg+ZgTRyvS",
+	"dVqK9d4YDBIqn7EsSy1lsNT6DBnTMjDlsGZEZCpvAV2Gg4b12cuwX7wk4gTUUyflfI+4E2AAe6bDk1IQ",
+	"f2eLyIRZOjaT9HnqFTW1n5NVUVuFuy3Tg0l6ARTqL1xesGc/vsUkNlo0+MZ8iMsVG5lrmxk1mvnx3dNm",
+	"M+bDsJlbVaDCKfyDa1CN/WDECG3i25MicM7oTPh6FEqUaxFJS1O0rZsgxWlWSGDow8wJU8WtO+pppacy",
+	"axdLc4gT+sOUwjYFZnzLBJ8YU9WCugRMelqL8tmH+RyaJk4XN9NnXAkrpyJgLD41/0zM42H/7in7g7Gl",
+	"CwiXDEvcYPkf/wVa+HmMyaaPYIsvVUU1OLPqyGmJJC+N1tPgv/ZL5sXS55Z+2ItYQjUBDWGiWRpvHaBs",
+	"T/fgEVEuhcUG67TfjjZ5W0UhuCqcHgyEk5amMZZUsrbtNyYLICwliwTRWE0bXt878stSb+OgjmUsf4I7",
+	"oypOa/vKaHWwuYL169GSIn8MTvT9+1XJpZqKMpZnoloJfEftrN6/D5gMM7kQVwz2M3Ce2HWAPRD2LEKG",
+	"UcdYbl6rWNdSkSMm+4c3z5khu4Zth0XoYxkevKjG3u4tBpDEBFukFKbS9nSpgAgLnPRVcVo7Gm3nquLl",
+	"ufAPiGWSyOQ5y7MLgVvetdNro9rmZcnXfiV1W3L4HstSNUZ2q6IkYiUzQZTvAzMPyokhFdNT3WTrPnRs",
+	"3SFfUBJpha5YQfOCT2Zb1IkvIMTg9g7c6x1vPYGucFeOb2/LoDfFsHlfwWbz5uROjTazf5ouskAKS1fx",
+	"3mxI4z3zd+HldcS9h8dWFke11w1HJPd/fPfU5OTV5b/SetaNrEA/6hD60Mz+vUPy0EeDwRC5H82ha1Co",
+	"m8/vtBOj6NFgsH+rCmRTzny1fC9lHg8rwhN9spXHm6/Ju1RpIezS1GV3oCoPR3NTwnJiFb91wvJYmpLX",
+	"d01YbhToNlV2q67sFOxYmieOWN0coJs5YiNzax8FulJk/2U0FfMyZO1qeV2fnVhtyey+UOFv7kWt8xj6",
+	"bVYVBZBKrtmMvxdMFjVVVBUYHOPeYk+KZZ6yaYYSf+6xpPsa5FeW9A0s6cdumvQBgXmnAjg29y3cmqwb",
+	"jBAuFjdodNrHnbjT67OXRqIHFOy15gzeZDMFOwmRrwzsrioKMsW+FzdgYnc81gagZAsgGXk3/MrGvrsr",
+	"sbbZ/T3+CXyKjzYQdQ0OPeL1fcO77l8e+vPRo/5DLITn7ghK2bQfQbN4adgETeJBD7jbwRFprXXwRjqb",
+	"KO6MD4beR5j2yXOhyEVp7h8KFhuqZPJjWurkjU5OSwP/hpdVxnPfRcOaRPWfkifep3CPvHVrZZAbjLx1",
+	"G44Gg/5hy8K5Lz7FyhGBfbB2zWXbry3bS64twU3rZnzcn4G+n4Zjl6WQYq+YTr9Mgn1rHP0LE+y/DCyE",
+	"XWn2jYlzTZJ9eKmR7c6wmQmeV7PfNto0x1RFlyvgciMML1uUBfAjQ/xMse9PTt4Aw7xFa1bFknL4Ul5x",
+	"rfT32auCLkZ9/QuRirTf0JFMf26sgPA8e18HP+WtNKC3dQ3/HpT0KC7izsfbdC2YKc8Ug7H1cVeJybLM",
+	"tH7y8y/+HnuhTzv2z0aP16oS89szkb+HpcJtNOdZ/kAJBEC0h3n+thSQ3mhpxqeQN0Q09dWsLJbnM0tQ",
+	"z9rjOGieTLI5z1mWghHLg+cjRvT+ZSbPe31mgXyojDWeZ7rTyr4+q6JYrma8MiUPshIC12OfHh3YrZcV",
+	"Zt27xqkQF5h3ljB8wiXQUuvX2LcYru97llcWDBi/W2hXm9ME/FMROxP6DGLQxxhUYPIhl2bNxrLJSQAj",
+	"6ia6/b6bzXH4wldIn434Iih6aisBeCEzX7ENsknZS68xL9SOjC+xpNko5nM0wr3YO8/yeugdGc6O3zw3",
+	"pORWSODEQPYsuEbmYCffv/9uibkOwDJTpOv796EPf+FKPDzQvf/x5Lu9x6wSH6oxMddzmfIyZTxfzPiZ",
+	"ISJb8DTN5HmE5RhsCYgf377YU3wq3NP660wull5dbPzpEcszKdhZKfiFoqwDnAPqjO4DdC47lwVE447l",
+	"Gm0HkaswS9csm8LhITkxFprC1pIedVWBGycVWqal+A7f1MLhAym0rHgm9SF59eMLNpnxkk8qUWLgjn4f",
+	"S3oh2lIYG4LfBYMrKDUDviyL3LWmWFcWDH2VsczkP1GD68EloS2iM4HGPL5Wr5ju6fcnL19E+khW+hiv",
+	"yqyqhMTNUD99seSKJfNlXmX6znzAczBqKiiVAEvJ2SLnmdyDudDPsFSU2XuR2kQ9eB/ramvyvOSLmYpi",
+	"6Y0vQmx0Vok5/K21SohNqZ71zEMLunGKuME8e4MCR8aZYMuFPqHDQTQYwP83O9OfMcQCgpphn2cvs7/0",
+	"aI8fp2kplBKqf/8+hiLxg4R1jfsOorUT8tecwV+laJCYY/J5MdXHkpqMsFhDkhcTnv9bWsx5JvtVnmLm",
+	"+dNMLXK+Zq/4XLB4ORjsT+oPwqciidjxu2+fP8fcIQiRLPhEqCNLXzgcDFgpJtkiM9z6WOgG55p2mT4L",
+	"3NtqUOPfRmHqm82okjQYH203Lcp5yP/vZRhR2QrWNYtp6tZYgAA22OvTXHr9pqocwdY8g125WAhe6nHZ",
+	"A0DL9yKTF7h0YSA1qLUc+Nlwy3lvIIdr6HmyBVBMeWZD0gVFFGqVm4ltAask0BqFEXpDkptVioWuXPRG",
+	"AsTgAxyMwC2KolcYF2Usm4F01iWXHLkvm5Wgeb3DROKowiH3jsh52Ri3daOTEwiUVupJMJpYvrboiGBz",
+	"+OzGfu0hb4Zgw7g6m9SNWIaT3AuWLlOwnFifod4bZN8MhxMhLUQsxR5c1Jnyqjk4ngbakPeYPcqsm1RF",
+	"QoEALQ3Mn3oP92gDYYIgNd00QKCeFvk5AXBTTI0agPvC76nx7Vtwi+92ZnWvc1YZ6rdg0y31NRMchgj0",
+	"nAaS455q7BGgz3DTxOcF+eHsnNARfC0Z6e3379dXB0vZaDlVyIkwmzvRl1HCpkWudb2uySMb0QrEEl4K",
+	"hcHsXoWFVlGgGRrZBGeTpClyPClQQbEoj5rzPD/Vwzwtpqf6AiGdF1d9dHjoXximDoi+5eDG7+kDJMUq",
+	"lslLHNje86cAJgeRPSnn/f/63//n37BolH7nPcVQglvpbWZB363YBAQS7NnCIkNefSlt8gjcv9wvomVZ",
+	"A0cHEVWmoCJHPT3bdLdDgSwIR4G/Bp/rU9rSIl/jwkBJ2oRWLomwOEcSd+DIEhYGQwOEAYlsrqktBgea",
+	"ZFZB8j/2nDQj0AzseVrka9or5jnApAGj7HmplWNGhbAM+yxqsWhGhCWYFCtM4TQsyuUCSF4xJtZ9d3L8",
+	"9uTkxTt9zvR/OOzwaXa+BHwAX+rjWwELauqwYrb6GhKg5sV5pvUrBNvyqtITYq0bYsl9+fzlM9gp+mrQ",
+	"TxQlL9dsyrN8WQqAyemexTI5+PAhMQVvuOmpUSjTYoVSztgnHLwEcAAyyUZsnsllJVQPz39VZnrLIAf+",
+	"MGKjiB1E7L/+9/8xz7Gu0Q64ZLNi6YK+NA6lDZKpyQx9rJU7/CICAiFzZg3L/kKUcy7BW1obGUsOg4FZ",
+	"G8eZj9JhCI2I91erKKHK3qooUyr65ckQwlthSS1b7gBYMpXe1+/06vDctEUmvVBMzUwsslhWZ8UHhzAR",
+	"MkVtyOoAq2witJGa5fCLNSuX8sh7AMWhcRekmUhZuoQcbm4n1FsYr5uwR0LRoW3ZbS27VfEnydQei2Wm",
+	"TZ0S4nfQ8V6fGfA0q/iFYNWylGoMWCl9uIqp5xPgF8KVvBqxdKnlrT1beCPZhaONH9YAZGdiWpSQN+h9",
+	"pcSkkAaV5p0l8melFDbSOp6s8rWp16gKWwxxrht0XXH90GImlqZ4WyPq6aaS64tiSpWrcOxmpF0zGXh6",
+	"wRSI5YF7H+33IxQGcxignVSk+eEVxkDtb9KlIB3fvlqvjoIFcFfmvGcMQV++N2UlBPRJtB5pBXKDQa9v",
+	"xgSKOVjpqAU2nRDCWbfESnUj7wTlunwOUBwixIpFJmpFegAIil9A9TdI+tYfrOkS1LrfkfMYkKFX8xL4",
+	"bkg91joGrzMcdaLO2WTSGXd4OZll78W/8clc9A1mL+qcwXg6b74/3jsbqccv9o/3OlEHfpHJafFvE4wW",
+	"mF9EzEYcyITjUvKgUdQCOpEJLlDIp0POgM64M5WHe29WnajjrM/OuPNPLjNVfx/6MVHnrSUrFE09f2us",
+	"ccsE2Tn4H+/++nd19tfH6vmzxexsnv/2/GT1fvL04JtOG3bRqZlQxioY48no3+f//r+ef1Mf5f/Uo2Sv",
+	"fytyRRPYOm6axI9XcP2+pM1+p2hHGsi3aD03QvNGQfXNcMU22tyXBurBbeXmb9z0JDWdRjcK09OLvivK",
+	"+cbB+R6xugNDa6Lgu9htaGeTydi2O7J5z8QmWJTz5gu60Hyk7Rz0ivRuY8DPjXNt1yX1/Cq7DVWPdJsf",
+	"8EajOOMpKQR1vIg77Q4vYshoplQe49IBGH+aFhRjy+xfc4XHnbFpWau08h4hmcgmOF/mHFId9GxqOyam",
+	"Wn2/D6Ph44//7foFAswM4B0RDt94YGns9MhOC7bRW3yzfhbp+qQoXhTyvI7XBVcnGDvbPJw3WSz9kV4m",
+	"qvxoliuHUoR6joYD/N+NhmjMAdqR9WFaayGInDRDI7ut0sZQDELAzctuykojsnP5LV53zRoatVvYBZg8",
+	"yb8N/9MqLuzdOm7z0l3+jhsP96ngeXOs6Hm8jRGSejR23sa7HNS1cF1znutLSKTHRn8JpqMeHuLhbXH1",
+	"2x3FM8oa64cvWyMPxBSMjrkbzcw8UyqT50C3Wj+rFtBsCUvp6duQQotSWyvVmsUd/Chs//ojksVb49IN",
+	"B+Tmms2KPIWgqFFNr7xY3AOC29XyQOA3HEL148l3j9vOH8YmTbDPhiV3VLhgOSqvIQjs1Rq6Qb+X+bdW",
+	"u93e+U0x1BsNZEuj1x8UmtzhcP6GZrgPv2jpuN/t62NiCPkE6sgGRdWfXaPz3EBZtbrPdSPXN5rvqihe",
+	"8PJctEkjLVNIR2Ivs79cSQ5B+Eg3XKKDZzg4eHz46OGAna0rceMuI77NhJLqcOBSmHf6kdudVmPMhiP/",
+	"R1EQBualZYe6GaUJJhlsUNpqsJowIGk92MVKXsrEcqnWdksMLTgcQmI2alz7YboWlBAmcfCqFYdOGRW7",
+	"6nHGazIGk3U5md2eUmMH2aKYNqLWbcMMg89X10zdiPxX3caYmtrnMaNs9TtcLauTmoERfPSz0hX/jfzg",
+	"X1MgtxCtU/wSw9fkr/dgm+D8/GXnis/zRbWG0gMIzARKoc3wXhtUdXFFg9eloJ4yUT2tK2LgBLFvlWL4",
+	"Un03IRa+Ooql45z4/uTkDbt//3Cwf/8+BJJgo3OWFzxlZzzncoLxtKKczISqSl7p0wBBHx9jDAiVYsrK",
+	"ogLvJgXaTVgYdpUNCh8O9hMbrDZhtxbgcUvIgabqxo5WaCcUAG/hoz8i8hh63vf2+dVI0d425+LE32O1",
+	"CHKLqNOv9ah9zQ+X7kDpLUQ7EdQ93IqfW/S9KohcM3Jl72k/bgVu6xnLPiFyu+Lq4lKKHuTkYfrZNvgS",
+	"qzO8ZAYotoHbBVCRSiCsGs3myMCN9HJm0iS6himWJJEsqhmQa94DPkdig+TmIsP4MowCIKCO52b/EMKe",
+	"seRKZedSCEcNw7pcrglmHfAG9dgWzhgEqFFrJeKt8hVfq/qDVLXeANQvhFgofevbVEKY85lYm8ZSJDux",
+	"LIkwuqHWh1ZFeWG5UgC1NWJpIcWRWTrD+sC4gi8QyyEFk8WKdQllp48vIq2zuTCoM/ibho+t9PpY/uhU",
+	"Vbw0udXwwTSTmZolmBHtlUZi338/fvkyieBYWLIXNxP3FL7mN90jQD3pSadMYUBG+xize6p3FPbAXw1Z",
+	"rI5q3ckUKxZUygRIgguDDoil306fHUMmPd4iGVTsaupt3QQT8EZ7+wM2HIwHgyRiyehA/9GDbGsPG+8Q",
+	"nTY11cuZJ2xOU7HflPmPgO8QN9oST21vuZ1rn0oSBvW0MnU6K6qEDQHWAnjBZXkutBXF1cUR1KPKZCrK",
+	"U4LxwBxfiAUmKZpv1VEsEy3J4Ou6Q7Bbldl8rnVEBHAVUiiWlsVioT8rxULwihot5ES0Mv1IsYIubazL",
+	"rb/8Ajh22il0aIMGTDp6R+0Dn47dl43vwQTANcJK3wXQ8XzL85zxs2KJ+6eYIo0KXiUd+09Dqjoa7nzb",
+	"ndhZvOvyAE8b9b53OJKXlwWwcxm6q8OWu3WB1btpcO+HrMkLS/Nfy4YPbqjwsrl0dNSis/+Ij1sGtxzr",
+	"6nco85IbRqBpQ7/yyG93SS61z39EpMnr6TFKnuvFbCLDW7HBfmbZDnujzXq2SKfbi0/BUf8L3Drv8FS3",
+	"jDgFT2WmDHiN0pXKHbc4vsRzgJ4J05InTm6LPWqXmhXXimHdKieTvR6++iIupWPSc+UZHyAndndAePUq",
+	"wLTYgTHJF3ebeZK2qkQs55VQFR6TWDpOJF+z28yNZDISrJ5WmLRRGL3jNoK0Gq2CHJNG3aDksQaER8Nj",
+	"HSbGHmDdxPwJD0ClUcwJtRTJ9GpU/UvhGtYb2LRTTAGDqBXqCsC5CNH1nrUmTemRMOkf3FMs1WpYBQkN",
+	"3aI06pT+she5FFatUODqzG1iBxg0l/EJ7cwhxByFUCyvziFkZHXb5UDkQcBStJk96MSssiX3Ydu5fUKT",
+	"od34YQ3bZ/zuXXKJ4RPLbtiQXOa5c87BpqOcWHNTaDsI5TWS/ZMliJl72rxLtAbutHlU4iM20EM6YqSb",
+	"1xTzTWr0LsVTvvX3gF8jBZXetiopnmpc1yj9a2BalHNeYakUQDPNM5nNl3NQgBtVVKKNVV28Uw1JszzX",
+	"/WzrmEHC3qgXn5Z66V+Mr8g7u7fFVbRjFZhDpGmxlC9tphey3xhfDTHaeM5aOqw1PptRwGej20XOFyty",
+	"Ao4dYw+OtVlvHkP50fLcvn2uFGqZV9dhq/EuL3r65vw1zp3hPkOhFesN5RPc4MQSvQ35D1vDpa5XIL4h",
+	"6/UaFGPB4FyhIwsxOltWt4D+uTWFF6TbvzC/zmaJ0KLTXp1J58Rcg07JvWKtIL880IIrZVBqNqUTrvkt",
+	"xfBj6arhc9WqGpJVbFlVstJT9448YpAEXvYK6RYb5YX6zPc0jxiKFU9DHVNCcOg27q4sd6lHN0554uh0",
+	"7qHfY3XEhqwUxUJIqLMMidC54KUifTJo+CiWesLMvUUxwAzSrsh33vKrPktQ1lmXIf4TKBDEBzFZYtrp",
+	"JTpdKfQWgKTWrGLdpmvb5kFvUO7qLulEC96Eqv0rgyYFpe6I3LL6QXAnO3e18wfo1bFhilLg0sN0gKuk",
+	"NWoBnnXPKFAVXwPDgb7GksgFTSLnAYapQDWRgw2RvHn97oT5saOkb22izWr0hEumqizP2ZkZm9GmLau9",
+	"D00kDgdAYGqF2tUveBNsAkhZpvpymdK2FN3aaDSuyqxyBoXH4Y6pdysXoJvAwTSnMZbJz0WeAtPuLwnr",
+	"gjJ9yvUukpN8mYq0t0uZbz0pX0CRLaicBQo4bn5t75+XAvh9tKTUyosUHyq2EkLb/14ZrtGVfMSfoNzW",
+	"n8SP1l417CVqEmEclJwy2wFqcPz0Gn+tFfZnddF9B5syohsz8u8kiLmhXN/kxbuDumErcTYriosHKPCv",
+	"W+1c/5Z4CpZn9mfMXgtax7ApyXlxfoQlYOgDJGJb8bVVTyJr3mb2hzZbPat2Eds0MOzbZ5fcw91l8PO7",
+	"zSOlm31HoRAKua0/+Akn3EWHvgqUT1LaWi8n44z2e3gAW4oQ0nN3LUz0iaXc+13KEAbyJCAwMBQiFhLh",
+	"jS+WCb0SNV6/pELE9H2ZGsbTRsFsZK5Xp4XUz1n4SSwPBw7mfjgY9DDXQ7wHN3sC/8W3WXZB04m9LE2O",
+	"WCKXeZ6YskRCVU7SEeNIQmNKDOP51MCIoXV6qFhWk2IuQHE1EjCJYpkg+QIei0S/IGEP8I9T+goaJCXf",
+	"rAk8SB0AaCd5sWSXOgxOalkQcc+EzwU9jbA3tAuIkCVyqKKKa1uJijvKfiyfyUqvPEPKJUg92B+wlK8V",
+	"GQHaWkq3i2yzey7xVJ/U9kPorR61u4TdjrlLX/Ubfi5oeSNEqw2D7An9v01O6wUiiF1faG/CqymDFrx0",
+	"+n+Xd6ztFeHub3/Z4cB72+Glb7q55zsvGpnJhgAIIn+cNby5d0dkH8Udc9bjzvgJcacbny65FPuoYqNT",
+	"FQ91rF8Rd+j0wsP2+PreZN1vqD4+0G/SHXee3HSJp+J0ruLOeP+wjZmdvMZD8AY7IveHN+j3sNZvlCYt",
+	"nT4c7AedBnlyONhv6fxwtKXz6Mo2POefV9E4hvvC3DJ5cb7FA/tHKyrqq94oxz+9lvBTINzXzgNrLqgr",
+	"1xm1GgOBIvfjDt586Hcqi1yoXp8KkrbqR2N0cRLxkb4vFXIs4W1f87xhbJ5o8TAYn+C/VEIXIBA+Else",
+	"PYH/UgnrEkKyZMU8qyqRjhnP8x6rCpYsy1zf59LoGQvdf9wDUSwp5FyUqXMH4nNTATRVzuk2ERFDmLFR",
+	"fN4ZomRaABVLtRCTbEqSmCl9M3dJKQ50GfaNexWhb+zX+u5XFZ8vQCUxn+pX82pZCv3b5P0wcskcjsoZ",
+	"NJCXx9/uvfv+eHT4ELy4ye/uvR/7vzfe8rH/+1mRrj8mHmu3EpMSCk1eiHUvICLW7Vmhx+LO71jj8WP/",
+	"d1yNj3EnYnHHtq6fevvdt2x/f/+J/iLlFdef/e5mGhynsYRKs/DJAwQiAPqwUVHWuow/fgRAMupUow8f",
+	"TDbOcEDJOAqgGPaGOGK8TiZteN6IHQ/ik9tZ+A5iOSuWpWIcmY3BP/r//b+jAfvv7J9665W9iDZslguQ",
+	"ce+pQJV5GchADrXvpVCxXPEMQCZ67vXm9E9Rr89+guvZtDPjyjCE6eM4OmDYHSSp8yWPx5NRT7OAysH4",
+	"1Sl+kvSOmJD8LAe/QMX4OddL0q0puni1EYl0gpVdx0yLqqQHgYO5UOZlRuV2tJKxBL+gct2BBxD5DMfW",
+	"48wLdE/wg+uDDE6JWVUt1PjBA4Rx6H/BPwxuydC+Gy7CI3CRzPTqGejjGcJ/SqGK/D1wB3O2KLP3wNeZ",
+	"F8XijE8ukNd6D7iKbFY0pG/JQu4tlmd5NrEUAUuZC0Ul21Hz1jdcnhcrhRGRn5795fvXr384PX7x4vVP",
+	"z56evnp28tPrtz+8S4iw17KgTqolz/M1SzOeA02gYpOZmFwgAStS+ZlLB7daKRDHqiwYZ1pg7jDrcrb/",
+	"4QMmeZC+h6Wb4XzjdK5mSkxO26TJ6EBPzcMDVnKZFnPMqD4yMjbySD5jOYfktEIKlBb4Ag9XhccUrpSZ",
+	"KIW1aqj+MoUXNm45pEd3XLRCTsr1ovL3NvbknpZQ3759efru2bdvn52c/vDsH4nhYKXLyGwU2KMXwiXP",
+	"GF3L0aiC4pXUkfWJ0Qgtxt7frVrK4fDNE/gvLa5qNXJj+XDgquTSkInX1s2gBF5FIpAVaW+LffdFlMuF",
+	"S1lrOpnpDQWBf6krhu/WcmIyhJ69faMtQbz0O+Ofh9Hol6izLPPOuGNOPFyyhk2uPynmDyblvLOzjvqT",
+	"P0l3G4UpyjNgP7xU40Zd67XM152NxWff4e46AzKAu0uURICKNirs9o07KB1eTn/425Py8V9/+Mev5cnq",
+	"nz++efr4+Ys3//68GL3gL/i7FaZVXhO4RJK3lY7nmKVCVZlEfSqTTlAzKapVUV7OfbEs8zEbDvr6/x1S",
+	"UfebyPovAcdSlzku7xhW7qtb98Gr4h1MBcizMK3cnCbG2Y9vXxj54zRM0ko+pemGfQ2Ntq3w8G0+XoSO",
+	"B9sjNLfq3lx9ISLjLVDajo1qRxcnuluDmjcN/ZEwIeZTXgGyVqscmTw/VZmcCC+RnvT+CjUzwVPQa8+E",
+	"kIx+0mc4JaTTILCaMMbsmP26zCYX1t1crJQ2ivwRq4glcDjBWkI39DdsuO3uJPzuZ5L8TfTmaxlqwZ8A",
+	"tgnCf1nmIPm3XrrgjqLLOja3dWwuf/1JTJcZ4ifJJ/YLwBtdkAFqQ4ZKAJUb1PsvprMUd2rbzXPnuR3n",
+	"sJHBtvNglFBBKb3EW3ZrMrq2Hf80Hi8nKNv8Pp9WbjZdXZVQ1fVC7e+AUtw5irTMXC9cCKqP8SBIQuDJ",
+	"GB0hLuKhlf0s/Zj0nJdIps50Uw3Tjba8P3naeNFXkixWFANDNwKaPgu+VEgCYHY9GTYeG4khyp8UcwHy",
+	"Fk1SqslTgpzF57V12PCYkK/HUOELCdU0Ks/PGcu8OLcggTHzAmja2hx9+ADxLagK0YssRFILLD13FA9z",
+	"dafBLtQPIlkJ665maz1edHIcERBQP+A5v52xGvjUlJAVgO3IQwJ5T2AzZnnuQhw2u8FeA1tuhROhqq8Q",
+	"Bx/igKvdhJXZPWb31wj08LszWLzgj7korhwBglrFwSmOOxDv3Z+O+JOJMWw+cwTlxDvVBgitN7eTJl8V",
+	"/s0KP/BIhROGvB6f8KbScuQtokuD++qK+PjgxroULN9AjMWy68Hbzf3tc8PYwhte1qClcy61OQzId4iq",
+	"xNIGaSIvGkPZjPbNNWh0GJRK+tbaiOWU50rgPWcd91BMQk+4dTBXMzF3lx0mtOKVrYexFg4VAh5QfY16",
+	"fmX0AVprpj5NR1R+DfzkCImXsQTYPYKajetUX1x8YqB58OERS4CJS5yah6Df6BqF8lPgII2lg2EwngMV",
+	"ktUZyINr/nnOM7nJ/eg7Gj8mnjMSPYfGu7ri1r0aYeQDb+Etl94XgMnGPWGO2hUvwZ/8YXyRjr7r3ycB",
+	"9tgnx9KH45M7CHXrH+/KarJeLW9XQ37mMs97X6+8LVce3gyfFbpY92yFxG6/d860RC2Pl9WsM/75Fy0r",
+	"UDS3gdEQNjJx5cEgkChSdrZmiRavrFzKpOOHC8YPHsAvZoWqxo8Hjwcgjmi4bWA3h2JEcCPyseuXoeGG",
+	"N13f4bzAY9NEp3kp3lq+d3NxznOM8YC8l6n1YFONSMQCZiVbzAoJ9WaB8FJRcO/XZaaySqh+PSc8E6r1",
+	"/WEBymLqZxpltXbg2bZmMFOQzKys9Dxu3u8ROt/88VPBc/tjdl4UqbIVZBUWMuO53xH4d1tDxWQ5R3rk",
+	"eje8vtVe4Ldrft/SNpT9Z3Oq++//appJLiei5Td/x0yq0J16T1kioXB6vU9b2nqGtKZQ0tmv8b5UolT3",
+	"AgZlv1EgPW229g4Oxp7eGUt9MrzcwmmTBMjvpH2wpVVTK5+2IvEvskVZnAlsOKAsxed80lK/58TV2LLX",
+	"grmckFYLtRsXyzwHKA6jGulZhWAdr13017fNCSpRTpFsLhz5+qvCSMgzkbIf377w+21l42U952maEY0e",
+	"6eFm2taG0MOfDlFVmTxva/a1UcoUOipI6qGTfF3QuXIFPAPUEdWyA70Xqy7GMvHEOAE2oG/oUQflPC0m",
+	"Wu0wsr8/TwFeM8kzvUGpKCkqpKqqVxDlOXAlQqBaCoGFNeeRYRM0bAprlhZufQ0mYFpr7Z7nmaGl0eOh",
+	"rqDaapbe3VUff/n4/wcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -133,7 +133,7 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, error) {
@@ -492,7 +492,7 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyUpdate200JSONResponse(success("1")), nil
+	return gen.CompanyUpdate200JSONResponse{Body: success("1")}, nil
 }
 
 // fieldChange is one column an update changes: its journal values and the
@@ -617,7 +617,7 @@ func (s *Server) CompanyRequisitesInsert(ctx context.Context, req gen.CompanyReq
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyRequisitesInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyRequisitesInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 func requisitesFromInsert(in *gen.RequisitesInsertRequest) requisitesRow {
@@ -654,7 +654,7 @@ func (s *Server) CompanyPhoneInsert(ctx context.Context, req gen.CompanyPhoneIns
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyPhoneInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyPhoneInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 // CompanyEmailInsert implements POST /company/email/insert. It takes the
@@ -684,5 +684,5 @@ func (s *Server) CompanyEmailInsert(ctx context.Context, req gen.CompanyEmailIns
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyEmailInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.CompanyEmailInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }

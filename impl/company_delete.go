@@ -40,5 +40,5 @@ func (s *Server) CompanyDelete(ctx context.Context, req gen.CompanyDeleteRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.CompanyDelete200JSONResponse(success("1")), nil
+	return gen.CompanyDelete200JSONResponse{Body: success("1")}, nil
 }

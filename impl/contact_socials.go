@@ -110,7 +110,7 @@ func (s *Server) ContactSocialSet(ctx context.Context, req gen.ContactSocialSetR
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.ContactSocialSet200JSONResponse(success(jsonText(stored))), nil
+	return gen.ContactSocialSet200JSONResponse{Body: success(jsonText(stored))}, nil
 }
 
 // SetContactSocialsAdmin replaces the social networks of the contact person

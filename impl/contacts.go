@@ -140,7 +140,7 @@ func (s *Server) ContactInsert(ctx context.Context, req gen.ContactInsertRequest
 	if err != nil {
 		return nil, fmt.Errorf("encode new contact %d: %w", created.ID, err)
 	}
-	return gen.ContactInsert200JSONResponse(success(string(value))), nil
+	return gen.ContactInsert200JSONResponse{Body: success(string(value))}, nil
 }
 
 // contactsPerPage is the default records_onpage of GET /contact/list; the

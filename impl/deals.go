@@ -90,7 +90,7 @@ func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.DealInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.DealInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 // dealInsertPositions turns the Goods items of a new deal into positions: an
@@ -233,7 +233,7 @@ func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.DealUpdate200JSONResponse(success("1")), nil
+	return gen.DealUpdate200JSONResponse{Body: success("1")}, nil
 }
 
 func setIf[T any](dst *T, v *T) {

@@ -84,5 +84,5 @@ func (s *Server) DocumentInsert(ctx context.Context, req gen.DocumentInsertReque
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.DocumentInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.DocumentInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }

@@ -126,7 +126,7 @@ func (s *Server) FinanceInsert(ctx context.Context, req gen.FinanceInsertRequest
 		return nil, dbError(err)
 	}
 	value, _ := json.Marshal(ids)
-	return gen.FinanceInsert200JSONResponse(success(string(value))), nil
+	return gen.FinanceInsert200JSONResponse{Body: success(string(value))}, nil
 }
 
 // sumInCurrency checks the money account id (named field) and returns the

@@ -233,7 +233,7 @@ func (s *Server) DealGoodsInsert(ctx context.Context, req gen.DealGoodsInsertReq
 	if err := s.insertCatalogueGoods(ctx, dealPositions, req.Params.DealId, req.Params.GoodsIds); err != nil {
 		return nil, err
 	}
-	return gen.DealGoodsInsert200JSONResponse(success("1")), nil
+	return gen.DealGoodsInsert200JSONResponse{Body: success("1")}, nil
 }
 
 // DealGoodsUpdate implements POST /deal/goods/update: only the passed fields of
@@ -290,7 +290,7 @@ func (s *Server) DealGoodsUpdate(ctx context.Context, req gen.DealGoodsUpdateReq
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.DealGoodsUpdate200JSONResponse(success(value)), nil
+	return gen.DealGoodsUpdate200JSONResponse{Body: success(value)}, nil
 }
 
 // jsonChanges maps each member that differs between two JSON objects (as
@@ -326,5 +326,5 @@ func (s *Server) DocumentGoodsInsert(ctx context.Context, req gen.DocumentGoodsI
 	if err := s.insertCatalogueGoods(ctx, documentPositions, req.Params.DocumentId, req.Params.GoodsIds); err != nil {
 		return nil, err
 	}
-	return gen.DocumentGoodsInsert200JSONResponse(success("1")), nil
+	return gen.DocumentGoodsInsert200JSONResponse{Body: success("1")}, nil
 }

@@ -136,6 +136,7 @@ type request struct {
 	contentType    string // default application/json when there is a body
 	noOperation    bool   // the path or method is not in the contract: only the envelope is checked
 	authorization  string // an exact Authorization header instead of the token's
+	header         map[string]string
 }
 
 // do sends the request and checks the reply against the contract.
@@ -168,6 +169,9 @@ func (e *env) do(t *testing.T, req request) reply {
 		r.Header.Set("Authorization", req.authorization)
 	case req.token != "":
 		r.Header.Set("Authorization", "Bearer "+req.token)
+	}
+	for k, v := range req.header {
+		r.Header.Set(k, v)
 	}
 	w := httptest.NewRecorder()
 	e.handler.ServeHTTP(w, r)

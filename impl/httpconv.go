@@ -55,7 +55,7 @@ func newCompression() (func(http.Handler) http.HandlerFunc, error) {
 const (
 	corsAllowMethods  = "GET, POST"
 	corsAllowHeaders  = "Authorization, Content-Type, Idempotency-Key, If-None-Match, X-Request-Id, traceparent, tracestate"
-	corsExposeHeaders = "X-Request-Id, ETag, Retry-After, WWW-Authenticate"
+	corsExposeHeaders = "X-Request-Id, ETag, Retry-After, WWW-Authenticate, Idempotent-Replayed"
 	corsMaxAge        = "600"
 )
 

@@ -90,7 +90,7 @@ func (s *Server) MailSend(ctx context.Context, req gen.MailSendRequestObject) (g
 	}
 	// "Reply: status success, code 0, value empty string."
 	code := "0"
-	return gen.MailSend200JSONResponse(envelope(gen.StatusSuccess, &code, "", "")), nil
+	return gen.MailSend200JSONResponse{Body: envelope(gen.StatusSuccess, &code, "", "")}, nil
 }
 
 // mailInputError is the one mapping of mailer's input errors to the "400"

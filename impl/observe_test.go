@@ -160,7 +160,7 @@ func TestCORS(t *testing.T) {
 		r.Header.Set("Origin", "http://localhost:3000")
 		h := e.raw(r).Header()
 		if h.Get("Access-Control-Allow-Origin") != "http://localhost:3000" ||
-			h.Get("Access-Control-Expose-Headers") != "X-Request-Id, ETag, Retry-After, WWW-Authenticate" {
+			h.Get("Access-Control-Expose-Headers") != "X-Request-Id, ETag, Retry-After, WWW-Authenticate, Idempotent-Replayed" {
 			t.Errorf("%v", h)
 		}
 		r.Header.Set("Origin", "https://evil.example")

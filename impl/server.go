@@ -92,6 +92,9 @@ type Config struct {
 	// CORSOrigins are the origins browsers may call the API from
 	// (ParseCORSOrigins); none when empty.
 	CORSOrigins []string
+	// Fault, for the tests of crashes only, names a point where the process
+	// exits on purpose (CRM_FAULT): IdempotencyFault. Empty: none.
+	Fault string
 }
 
 // Server implements gen.StrictServerInterface over PostgreSQL.
@@ -104,6 +107,7 @@ type Server struct {
 
 	scanOnce int
 
+	fault      string            // Config.Fault
 	secrets    *mailer.SecretBox // nil: no CRM_SECRET_KEY
 	hookGuard  *webhook.Guard
 	hookClient *http.Client
@@ -134,7 +138,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	cfg.Log = withRequestIDs(cfg.Log)
 	s := &Server{db: cfg.DB, log: cfg.Log, limits: newLimits(cfg), stmts: newStmtCache(cfg.DB, 200),
 		generic:  newStmtCache(cmp.Or(cfg.GenericDB, cfg.DB), 100),
-		scanOnce: cfg.ListScanOnce, secrets: cfg.Secrets}
+		scanOnce: cfg.ListScanOnce, secrets: cfg.Secrets, fault: cfg.Fault}
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 10 * time.Second
 	}
@@ -263,6 +267,7 @@ type operation struct {
 	secured    bool
 	bodyLimit  int64
 	errorValue string // the envelope's value on failure (x-error-value)
+	idempotent bool   // takes an Idempotency-Key (idempotency.go)
 }
 
 // validatingMux is the gen.ServeMux the generated code registers its handlers on.
@@ -304,6 +309,11 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 			if path == "/mail/send" {
 				o.bodyLimit = cfg.MailBodyLimit
 			}
+			for _, param := range op.Parameters {
+				if param.Value != nil && param.Value.In == "header" && param.Value.Name == "Idempotency-Key" {
+					o.idempotent = true
+				}
+			}
 			if v, ok := op.Extensions["x-error-value"].(string); ok {
 				o.errorValue = v
 			}
@@ -330,6 +340,10 @@ func (m *validatingMux) HandleFunc(pattern string, handler func(http.ResponseWri
 
 // ServeHTTP answers unknown paths and methods with the envelope.
 func (m *validatingMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if err := checkPath(r); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
 	if _, pattern := m.mux.Handler(r); pattern == "" {
 		if _, p := m.paths.Handler(r); p != "" {
 			m.s.writeError(w, r, &Error{Code: CodeNotAllowed, Msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
@@ -363,6 +377,14 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 		m.s.writeError(w, r, err)
 		return
 	}
+	if err := checkQuery(r.URL.RawQuery); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
+	if err := checkBodyText(body); err != nil {
+		m.s.writeError(w, r, err)
+		return
+	}
 	r = r.WithContext(ctx)
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	params := make(map[string]string, len(op.pathParams))
@@ -375,6 +397,10 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	if key := r.Header.Get("Idempotency-Key"); op.idempotent && key != "" && info.principal != nil {
+		m.s.serveIdempotent(w, r, info.principal, key, body, next)
+		return
+	}
 	next(w, r)
 }
 

@@ -261,7 +261,7 @@ func (s *Server) FieldInsert(ctx context.Context, req gen.FieldInsertRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return gen.FieldInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.FieldInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 // FieldUpdate implements POST /field/update (admins): the title.
@@ -297,7 +297,7 @@ func (s *Server) FieldUpdate(ctx context.Context, req gen.FieldUpdateRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return gen.FieldUpdate200JSONResponse(success("1")), nil
+	return gen.FieldUpdate200JSONResponse{Body: success("1")}, nil
 }
 
 // FieldDelete implements POST /field/delete (admins).
@@ -320,7 +320,7 @@ func (s *Server) FieldDelete(ctx context.Context, req gen.FieldDeleteRequestObje
 	if err != nil {
 		return nil, err
 	}
-	return gen.FieldDelete200JSONResponse(success("1")), nil
+	return gen.FieldDelete200JSONResponse{Body: success("1")}, nil
 }
 
 // fieldValue checks a value of an additional field of type typ and returns it
@@ -458,7 +458,7 @@ func (s *Server) FieldValuesUpdate(ctx context.Context, req gen.FieldValuesUpdat
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.FieldValuesUpdate200JSONResponse(success("1")), nil
+	return gen.FieldValuesUpdate200JSONResponse{Body: success("1")}, nil
 }
 
 // deref2 is the value of an optional map; an omitted one is empty.
@@ -531,7 +531,7 @@ func (s *Server) FilterInsert(ctx context.Context, req gen.FilterInsertRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return gen.FilterInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.FilterInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 // FilterUpdate implements POST /filter/update (admins).
@@ -584,7 +584,7 @@ func (s *Server) FilterUpdate(ctx context.Context, req gen.FilterUpdateRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return gen.FilterUpdate200JSONResponse(success("1")), nil
+	return gen.FilterUpdate200JSONResponse{Body: success("1")}, nil
 }
 
 // FilterDelete implements POST /filter/delete (admins).
@@ -607,7 +607,7 @@ func (s *Server) FilterDelete(ctx context.Context, req gen.FilterDeleteRequestOb
 	if err != nil {
 		return nil, err
 	}
-	return gen.FilterDelete200JSONResponse(success("1")), nil
+	return gen.FilterDelete200JSONResponse{Body: success("1")}, nil
 }
 
 // jsonText is the JSON text of v, a value of plain structs, strings and numbers.

@@ -107,8 +107,26 @@ func slotNameLen(s string) int {
 	return len(s)
 }
 
-// inTx runs fn in a transaction and commits when it returns nil.
+// inTx runs fn in a transaction and commits when it returns nil. Inside a
+// request made with an Idempotency-Key it joins that request's transaction
+// (idempotency.go) through a savepoint instead: fn's writes commit with the
+// stored reply, and a failure of fn undoes only them.
 func (s *Server) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	if tx := ambientTx(ctx); tx != nil {
+		if _, err := tx.ExecContext(ctx, `SAVEPOINT write`); err != nil {
+			return fmt.Errorf("savepoint: %w", err)
+		}
+		if err := fn(tx); err != nil {
+			if _, rbErr := tx.ExecContext(ctx, `ROLLBACK TO SAVEPOINT write`); rbErr != nil {
+				return fmt.Errorf("%w (and rolling back to the savepoint: %v)", err, rbErr)
+			}
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `RELEASE SAVEPOINT write`); err != nil {
+			return fmt.Errorf("release savepoint: %w", err)
+		}
+		return nil
+	}
 	tx, err := s.db.BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)

@@ -164,7 +164,7 @@ func (s *Server) TaskUpdate(ctx context.Context, req gen.TaskUpdateRequestObject
 	if err != nil && !errors.Is(err, errUnchanged) {
 		return nil, dbError(err)
 	}
-	return gen.TaskUpdate200JSONResponse(success("1")), nil
+	return gen.TaskUpdate200JSONResponse{Body: success("1")}, nil
 }
 
 // errUnchanged rolls back an update that changed no value: the operation

@@ -98,7 +98,7 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.TaskInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	return gen.TaskInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 // parseLocalMinute checks an optional `YYYY-MM-DD HH:MM` of a request (the

@@ -134,7 +134,7 @@ func (s *Server) WebhookInsert(ctx context.Context, req gen.WebhookInsertRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.WebhookInsert200JSONResponse(success(webhookSecretReply(id, secret))), nil
+	return gen.WebhookInsert200JSONResponse{Body: success(webhookSecretReply(id, secret))}, nil
 }
 
 // WebhookList implements GET /webhook/list (admins).
@@ -257,7 +257,7 @@ func (s *Server) WebhookUpdate(ctx context.Context, req gen.WebhookUpdateRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
-	return gen.WebhookUpdate200JSONResponse(success(webhookSecretReply(in.Id, secret))), nil
+	return gen.WebhookUpdate200JSONResponse{Body: success(webhookSecretReply(in.Id, secret))}, nil
 }
 
 // WebhookDelete implements POST /webhook/delete (admins).
@@ -284,7 +284,7 @@ func (s *Server) WebhookDelete(ctx context.Context, req gen.WebhookDeleteRequest
 	if err != nil {
 		return nil, err
 	}
-	return gen.WebhookDelete200JSONResponse(success("1")), nil
+	return gen.WebhookDelete200JSONResponse{Body: success("1")}, nil
 }
 
 // WebhookDeliveries implements GET /webhook/deliveries (admins): the log of a
@@ -378,7 +378,7 @@ func (s *Server) WebhookTest(ctx context.Context, req gen.WebhookTestRequestObje
 		DurationMS int64  `json:"duration_ms"`
 		WebhookID  string `json:"webhook_id"`
 	}{res.Delivered, nullStatus(res.StatusCode), res.Error, res.Duration.Milliseconds(), msg.ID})
-	return gen.WebhookTest200JSONResponse(success(value)), nil
+	return gen.WebhookTest200JSONResponse{Body: success(value)}, nil
 }
 
 // deliverSealed opens a sealed secret and delivers msg to target.

@@ -292,7 +292,14 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
 		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
 		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout,
-		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins}
+		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins, Fault: os.Getenv("CRM_FAULT")}
+	switch hc.Fault {
+	case "":
+	case impl.IdempotencyFault:
+		c.log.Warn("CRM_FAULT is set: this process exits on purpose at a fault point (for tests of crashes only)", "fault", hc.Fault)
+	default:
+		return fmt.Errorf("CRM_FAULT %q is not a fault point (%s)", hc.Fault, impl.IdempotencyFault)
+	}
 	var metrics *impl.Metrics
 	if cfg.metricsAddr != metricsOff {
 		metrics = impl.NewMetrics()
@@ -335,7 +342,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 		defer serveMetrics(metricsLn, metrics, c.log)()
 	}
 	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	go func() { errc <- srv.Serve(impl.EnvelopeListener(ln)) }()
 	c.log.Info("serving", "addr", ln.Addr().String())
 	select {
 	case err := <-errc:

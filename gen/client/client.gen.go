@@ -2356,6 +2356,9 @@ type GoodsDocumentId = int64
 // GoodsIds defines model for GoodsIds.
 type GoodsIds = string
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -2391,7 +2394,7 @@ type CommonListPagingParams struct {
 	// RecordsOnpage Records per page, at most 500.
 	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
 
-	// Page Page number, from 1.
+	// Page Page number, from 1, at most 1000000.
 	Page *int `form:"page,omitempty" json:"page,omitempty"`
 
 	// SortingColumn Column to sort by (any column of the module); `id` by default.
@@ -2469,6 +2472,26 @@ type CommonListPagingParamsSegment int
 // CommonListPagingParamsModule defines parameters for CommonListPaging.
 type CommonListPagingParamsModule int
 
+// CompanyDeleteParams defines parameters for CompanyDelete.
+type CompanyDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyEmailInsertParams defines parameters for CompanyEmailInsert.
+type CompanyEmailInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // CompanyGetParams defines parameters for CompanyGet.
 type CompanyGetParams struct {
 	// Id Counterparty id.
@@ -2482,11 +2505,58 @@ type CompanyGetParams struct {
 type CompanyInsertParams struct {
 	// CheckDuplicates When true, refuse to create a counterparty whose e-mail already belongs to one.
 	CheckDuplicates *bool `form:"check_duplicates,omitempty" json:"check_duplicates,omitempty"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyPhoneInsertParams defines parameters for CompanyPhoneInsert.
+type CompanyPhoneInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyRequisitesInsertParams defines parameters for CompanyRequisitesInsert.
+type CompanyRequisitesInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// CompanyUpdateParams defines parameters for CompanyUpdate.
+type CompanyUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// ContactInsertParams defines parameters for ContactInsert.
+type ContactInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ContactListParams defines parameters for ContactList.
 type ContactListParams struct {
-	// Page Page number, from 1.
+	// Page Page number, from 1, at most 1000000.
 	Page *int `form:"page,omitempty" json:"page,omitempty"`
 
 	// RecordsOnpage Records per page, at most 200.
@@ -2500,6 +2570,16 @@ type ContactListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// ContactSocialSetParams defines parameters for ContactSocialSet.
+type ContactSocialSetParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DashboardKpiMyParams defines parameters for DashboardKpiMy.
@@ -2548,6 +2628,13 @@ type DealGoodsInsertParams struct {
 
 	// GoodsIds Comma-separated ids of the goods catalogue; an id may repeat (one position each time).
 	GoodsIds GoodsIds `form:"goods_ids" json:"goods_ids"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DealGoodsListParams defines parameters for DealGoodsList.
@@ -2557,6 +2644,36 @@ type DealGoodsListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DealGoodsUpdateParams defines parameters for DealGoodsUpdate.
+type DealGoodsUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DealInsertParams defines parameters for DealInsert.
+type DealInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DealUpdateParams defines parameters for DealUpdate.
+type DealUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DirectoryGetParams defines parameters for DirectoryGet.
@@ -2575,6 +2692,13 @@ type DocumentGoodsInsertParams struct {
 
 	// GoodsIds Comma-separated ids of the goods catalogue; an id may repeat (one position each time).
 	GoodsIds GoodsIds `form:"goods_ids" json:"goods_ids"`
+
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DocumentGoodsListParams defines parameters for DocumentGoodsList.
@@ -2584,6 +2708,16 @@ type DocumentGoodsListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DocumentInsertParams defines parameters for DocumentInsert.
+type DocumentInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DocumentListParams defines parameters for DocumentList.
@@ -2613,6 +2747,26 @@ type EventListParams struct {
 	Action *string `form:"action,omitempty" json:"action,omitempty"`
 }
 
+// FieldDeleteParams defines parameters for FieldDelete.
+type FieldDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FieldInsertParams defines parameters for FieldInsert.
+type FieldInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // FieldListParams defines parameters for FieldList.
 type FieldListParams struct {
 	// Module Only the fields of this module.
@@ -2622,6 +2776,46 @@ type FieldListParams struct {
 // FieldListParamsModule defines parameters for FieldList.
 type FieldListParamsModule int
 
+// FieldUpdateParams defines parameters for FieldUpdate.
+type FieldUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FieldValuesUpdateParams defines parameters for FieldValuesUpdate.
+type FieldValuesUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FilterDeleteParams defines parameters for FilterDelete.
+type FilterDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FilterInsertParams defines parameters for FilterInsert.
+type FilterInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // FilterListParams defines parameters for FilterList.
 type FilterListParams struct {
 	// Module Only the ready filters of this module.
@@ -2630,6 +2824,26 @@ type FilterListParams struct {
 
 // FilterListParamsModule defines parameters for FilterList.
 type FilterListParamsModule int
+
+// FilterUpdateParams defines parameters for FilterUpdate.
+type FilterUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// FinanceInsertParams defines parameters for FinanceInsert.
+type FinanceInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
 
 // FinanceListParams defines parameters for FinanceList.
 type FinanceListParams struct {
@@ -2641,6 +2855,26 @@ type FinanceListParams struct {
 
 	// IfNoneMatch The `ETag` of a reply the client holds (or `*`); when it still describes the reply, the answer is `304 Not Modified` without a body.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// MailSendParams defines parameters for MailSend.
+type MailSendParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// TaskInsertParams defines parameters for TaskInsert.
+type TaskInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // TaskListParams defines parameters for TaskList.
@@ -2655,12 +2889,64 @@ type TaskListParams struct {
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
+// TaskUpdateParams defines parameters for TaskUpdate.
+type TaskUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookDeleteParams defines parameters for WebhookDelete.
+type WebhookDeleteParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // WebhookDeliveriesParams defines parameters for WebhookDeliveries.
 type WebhookDeliveriesParams struct {
 	// WebhookId The subscription.
-	WebhookId     int64 `form:"webhook_id" json:"webhook_id"`
-	Page          *int  `form:"page,omitempty" json:"page,omitempty"`
-	RecordsOnpage *int  `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+	WebhookId int64 `form:"webhook_id" json:"webhook_id"`
+
+	// Page Page number, from 1, at most 1000000.
+	Page          *int `form:"page,omitempty" json:"page,omitempty"`
+	RecordsOnpage *int `form:"records_onpage,omitempty" json:"records_onpage,omitempty"`
+}
+
+// WebhookInsertParams defines parameters for WebhookInsert.
+type WebhookInsertParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookTestParams defines parameters for WebhookTest.
+type WebhookTestParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// WebhookUpdateParams defines parameters for WebhookUpdate.
+type WebhookUpdateParams struct {
+	// IdempotencyKey A key of the client's choosing (1 to 255 printable ASCII characters, such as a UUID)
+	// that makes a retry of this write safe: the same key with the same request within 24
+	// hours answers the stored reply of the first, with `Idempotent-Replayed: true`, and
+	// writes nothing again; the same key with a different request is `"400"`. See
+	// `info.description`, Idempotency.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // CommonListPagingJSONRequestBody defines body for CommonListPaging for application/json ContentType.
@@ -5071,7 +5357,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-	CompanyDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyDeleteWithBody(ctx context.Context, params *CompanyDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyDelete Delete a counterparty
 	//
@@ -5089,7 +5375,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-	CompanyDelete(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyDelete(ctx context.Context, params *CompanyDeleteParams, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyEmailInsertWithBody Add an e-mail to a counterparty or one of its contact persons
 	//
@@ -5112,7 +5398,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-	CompanyEmailInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyEmailInsertWithBody(ctx context.Context, params *CompanyEmailInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
 	//
@@ -5135,7 +5421,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-	CompanyEmailInsert(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyEmailInsert(ctx context.Context, params *CompanyEmailInsertParams, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyGet The card of one counterparty
 	//
@@ -5220,7 +5506,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-	CompanyPhoneInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyPhoneInsertWithBody(ctx context.Context, params *CompanyPhoneInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyPhoneInsert Add a phone to a counterparty or one of its contact persons
 	//
@@ -5237,7 +5523,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-	CompanyPhoneInsert(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyPhoneInsert(ctx context.Context, params *CompanyPhoneInsertParams, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyRequisitesInsertWithBody Add requisites to a counterparty
 	//
@@ -5260,7 +5546,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-	CompanyRequisitesInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyRequisitesInsertWithBody(ctx context.Context, params *CompanyRequisitesInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyRequisitesInsert Add requisites to a counterparty
 	//
@@ -5283,7 +5569,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-	CompanyRequisitesInsert(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyRequisitesInsert(ctx context.Context, params *CompanyRequisitesInsertParams, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyUpdateWithBody Change fields of a counterparty
 	//
@@ -5315,7 +5601,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-	CompanyUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyUpdateWithBody(ctx context.Context, params *CompanyUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CompanyUpdate Change fields of a counterparty
 	//
@@ -5347,7 +5633,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-	CompanyUpdate(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CompanyUpdate(ctx context.Context, params *CompanyUpdateParams, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ContactInsertWithBody Add a contact person to a counterparty
 	//
@@ -5373,7 +5659,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-	ContactInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ContactInsertWithBody(ctx context.Context, params *ContactInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ContactInsert Add a contact person to a counterparty
 	//
@@ -5399,7 +5685,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-	ContactInsert(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ContactInsert(ctx context.Context, params *ContactInsertParams, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ContactList Paged list of contact persons
 	//
@@ -5436,7 +5722,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-	ContactSocialSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ContactSocialSetWithBody(ctx context.Context, params *ContactSocialSetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ContactSocialSet Set the social networks of a contact person
 	//
@@ -5453,7 +5739,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-	ContactSocialSet(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	ContactSocialSet(ctx context.Context, params *ContactSocialSetParams, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DashboardKpiMy KPI of the token owner
 	//
@@ -5640,7 +5926,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-	DealGoodsUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DealGoodsUpdateWithBody(ctx context.Context, params *DealGoodsUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DealGoodsUpdate Change one goods position of a deal
 	//
@@ -5660,7 +5946,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-	DealGoodsUpdate(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DealGoodsUpdate(ctx context.Context, params *DealGoodsUpdateParams, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DealInsertWithBody Add a deal
 	//
@@ -5687,7 +5973,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
-	DealInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DealInsertWithBody(ctx context.Context, params *DealInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DealInsert Add a deal
 	//
@@ -5714,7 +6000,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
-	DealInsert(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DealInsert(ctx context.Context, params *DealInsertParams, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DealUpdateWithBody Change fields of a deal
 	//
@@ -5747,7 +6033,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
-	DealUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DealUpdateWithBody(ctx context.Context, params *DealUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DealUpdate Change fields of a deal
 	//
@@ -5780,7 +6066,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
-	DealUpdate(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DealUpdate(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DirectoryGet Values of one directory
 	//
@@ -5842,7 +6128,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-	DocumentInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DocumentInsertWithBody(ctx context.Context, params *DocumentInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DocumentInsert Add a document
 	//
@@ -5862,7 +6148,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-	DocumentInsert(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DocumentInsert(ctx context.Context, params *DocumentInsertParams, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DocumentList Documents of a counterparty or a deal
 	//
@@ -5932,7 +6218,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
-	FieldDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldDeleteWithBody(ctx context.Context, params *FieldDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FieldDelete Delete an additional field (admins)
 	//
@@ -5943,7 +6229,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
-	FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldDelete(ctx context.Context, params *FieldDeleteParams, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FieldInsertWithBody Define an additional field (admins)
 	//
@@ -5958,7 +6244,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
-	FieldInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldInsertWithBody(ctx context.Context, params *FieldInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FieldInsert Define an additional field (admins)
 	//
@@ -5973,7 +6259,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
-	FieldInsert(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldInsert(ctx context.Context, params *FieldInsertParams, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FieldList The account's additional fields
 	//
@@ -5993,7 +6279,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
-	FieldUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldUpdateWithBody(ctx context.Context, params *FieldUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FieldUpdate Rename the title of an additional field (admins)
 	//
@@ -6004,7 +6290,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
-	FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldUpdate(ctx context.Context, params *FieldUpdateParams, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FieldValuesUpdateWithBody Set the additional fields of a counterparty or deal
 	//
@@ -6019,7 +6305,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-	FieldValuesUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldValuesUpdateWithBody(ctx context.Context, params *FieldValuesUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FieldValuesUpdate Set the additional fields of a counterparty or deal
 	//
@@ -6034,7 +6320,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-	FieldValuesUpdate(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FieldValuesUpdate(ctx context.Context, params *FieldValuesUpdateParams, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FilterDeleteWithBody Delete a ready filter (admins)
 	//
@@ -6044,7 +6330,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-	FilterDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FilterDeleteWithBody(ctx context.Context, params *FilterDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FilterDelete Delete a ready filter (admins)
 	//
@@ -6054,7 +6340,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-	FilterDelete(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FilterDelete(ctx context.Context, params *FilterDeleteParams, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FilterInsertWithBody Define a ready filter (admins)
 	//
@@ -6067,7 +6353,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-	FilterInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FilterInsertWithBody(ctx context.Context, params *FilterInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FilterInsert Define a ready filter (admins)
 	//
@@ -6080,7 +6366,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-	FilterInsert(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FilterInsert(ctx context.Context, params *FilterInsertParams, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FilterList The account's ready filters
 	//
@@ -6101,7 +6387,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-	FilterUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FilterUpdateWithBody(ctx context.Context, params *FilterUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FilterUpdate Change a ready filter (admins)
 	//
@@ -6112,7 +6398,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-	FilterUpdate(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FilterUpdate(ctx context.Context, params *FilterUpdateParams, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FinanceAccounts The account's money accounts
 	//
@@ -6148,7 +6434,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-	FinanceInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FinanceInsertWithBody(ctx context.Context, params *FinanceInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FinanceInsert Add a money movement, or a transfer between own money accounts
 	//
@@ -6175,7 +6461,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-	FinanceInsert(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	FinanceInsert(ctx context.Context, params *FinanceInsertParams, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// FinanceList Money movements of a counterparty or a deal
 	//
@@ -6273,7 +6559,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /mail/send (the `MailSend` operationId).
-	MailSendWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	MailSendWithBody(ctx context.Context, params *MailSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// MailSend Send an e-mail message
 	//
@@ -6344,7 +6630,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /mail/send (the `MailSend` operationId).
-	MailSend(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	MailSend(ctx context.Context, params *MailSendParams, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// Readyz Readiness
 	//
@@ -6378,7 +6664,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
-	TaskInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TaskInsertWithBody(ctx context.Context, params *TaskInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TaskInsert Add a task
 	//
@@ -6403,7 +6689,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
-	TaskInsert(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TaskInsert(ctx context.Context, params *TaskInsertParams, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TaskList Tasks of a counterparty
 	//
@@ -6445,7 +6731,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
-	TaskUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TaskUpdateWithBody(ctx context.Context, params *TaskUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// TaskUpdate Finish, reopen, reschedule or reassign a task
 	//
@@ -6467,7 +6753,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
-	TaskUpdate(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	TaskUpdate(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookDeleteWithBody Delete a webhook subscription (admins)
 	//
@@ -6477,7 +6763,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-	WebhookDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookDeleteWithBody(ctx context.Context, params *WebhookDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookDelete Delete a webhook subscription (admins)
 	//
@@ -6487,7 +6773,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-	WebhookDelete(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookDelete(ctx context.Context, params *WebhookDeleteParams, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookDeliveries The delivery log of a subscription (admins)
 	//
@@ -6535,7 +6821,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-	WebhookInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookInsertWithBody(ctx context.Context, params *WebhookInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookInsert Subscribe a URL to the account's events (admins)
 	//
@@ -6570,7 +6856,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-	WebhookInsert(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookInsert(ctx context.Context, params *WebhookInsertParams, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookList The account's webhook subscriptions (admins)
 	//
@@ -6595,7 +6881,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-	WebhookTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookTestWithBody(ctx context.Context, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookTest Send a test delivery now (admins)
 	//
@@ -6610,7 +6896,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-	WebhookTest(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookTest(ctx context.Context, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookUpdateWithBody Change a webhook subscription (admins)
 	//
@@ -6627,7 +6913,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-	WebhookUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookUpdateWithBody(ctx context.Context, params *WebhookUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookUpdate Change a webhook subscription (admins)
 	//
@@ -6644,7 +6930,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-	WebhookUpdate(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	WebhookUpdate(ctx context.Context, params *WebhookUpdateParams, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // CommonListPagingWithBody Paged list of the records of one module
@@ -6819,8 +7105,8 @@ func (c *Client) CommonListPaging(ctx context.Context, module CommonListPagingPa
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-func (c *Client) CompanyDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyDeleteRequestWithBody(c.Server, contentType, body)
+func (c *Client) CompanyDeleteWithBody(ctx context.Context, params *CompanyDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyDeleteRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6847,8 +7133,8 @@ func (c *Client) CompanyDeleteWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-func (c *Client) CompanyDelete(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyDeleteRequest(c.Server, body)
+func (c *Client) CompanyDelete(ctx context.Context, params *CompanyDeleteParams, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyDeleteRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6880,8 +7166,8 @@ func (c *Client) CompanyDelete(ctx context.Context, body CompanyDeleteJSONReques
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-func (c *Client) CompanyEmailInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyEmailInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) CompanyEmailInsertWithBody(ctx context.Context, params *CompanyEmailInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyEmailInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -6913,8 +7199,8 @@ func (c *Client) CompanyEmailInsertWithBody(ctx context.Context, contentType str
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-func (c *Client) CompanyEmailInsert(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyEmailInsertRequest(c.Server, body)
+func (c *Client) CompanyEmailInsert(ctx context.Context, params *CompanyEmailInsertParams, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyEmailInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7038,8 +7324,8 @@ func (c *Client) CompanyInsert(ctx context.Context, params *CompanyInsertParams,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-func (c *Client) CompanyPhoneInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyPhoneInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) CompanyPhoneInsertWithBody(ctx context.Context, params *CompanyPhoneInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyPhoneInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7065,8 +7351,8 @@ func (c *Client) CompanyPhoneInsertWithBody(ctx context.Context, contentType str
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-func (c *Client) CompanyPhoneInsert(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyPhoneInsertRequest(c.Server, body)
+func (c *Client) CompanyPhoneInsert(ctx context.Context, params *CompanyPhoneInsertParams, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyPhoneInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7098,8 +7384,8 @@ func (c *Client) CompanyPhoneInsert(ctx context.Context, body CompanyPhoneInsert
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-func (c *Client) CompanyRequisitesInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyRequisitesInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) CompanyRequisitesInsertWithBody(ctx context.Context, params *CompanyRequisitesInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyRequisitesInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7131,8 +7417,8 @@ func (c *Client) CompanyRequisitesInsertWithBody(ctx context.Context, contentTyp
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-func (c *Client) CompanyRequisitesInsert(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyRequisitesInsertRequest(c.Server, body)
+func (c *Client) CompanyRequisitesInsert(ctx context.Context, params *CompanyRequisitesInsertParams, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyRequisitesInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7173,8 +7459,8 @@ func (c *Client) CompanyRequisitesInsert(ctx context.Context, body CompanyRequis
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-func (c *Client) CompanyUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) CompanyUpdateWithBody(ctx context.Context, params *CompanyUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7215,8 +7501,8 @@ func (c *Client) CompanyUpdateWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-func (c *Client) CompanyUpdate(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCompanyUpdateRequest(c.Server, body)
+func (c *Client) CompanyUpdate(ctx context.Context, params *CompanyUpdateParams, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7251,8 +7537,8 @@ func (c *Client) CompanyUpdate(ctx context.Context, body CompanyUpdateJSONReques
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-func (c *Client) ContactInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewContactInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) ContactInsertWithBody(ctx context.Context, params *ContactInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7287,8 +7573,8 @@ func (c *Client) ContactInsertWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-func (c *Client) ContactInsert(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewContactInsertRequest(c.Server, body)
+func (c *Client) ContactInsert(ctx context.Context, params *ContactInsertParams, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7344,8 +7630,8 @@ func (c *Client) ContactList(ctx context.Context, params *ContactListParams, req
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-func (c *Client) ContactSocialSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewContactSocialSetRequestWithBody(c.Server, contentType, body)
+func (c *Client) ContactSocialSetWithBody(ctx context.Context, params *ContactSocialSetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactSocialSetRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7371,8 +7657,8 @@ func (c *Client) ContactSocialSetWithBody(ctx context.Context, contentType strin
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-func (c *Client) ContactSocialSet(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewContactSocialSetRequest(c.Server, body)
+func (c *Client) ContactSocialSet(ctx context.Context, params *ContactSocialSetParams, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactSocialSetRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7628,8 +7914,8 @@ func (c *Client) DealGoodsList(ctx context.Context, params *DealGoodsListParams,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-func (c *Client) DealGoodsUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDealGoodsUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) DealGoodsUpdateWithBody(ctx context.Context, params *DealGoodsUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealGoodsUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7658,8 +7944,8 @@ func (c *Client) DealGoodsUpdateWithBody(ctx context.Context, contentType string
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-func (c *Client) DealGoodsUpdate(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDealGoodsUpdateRequest(c.Server, body)
+func (c *Client) DealGoodsUpdate(ctx context.Context, params *DealGoodsUpdateParams, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealGoodsUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7695,8 +7981,8 @@ func (c *Client) DealGoodsUpdate(ctx context.Context, body DealGoodsUpdateJSONRe
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /deal/insert (the `DealInsert` operationId).
-func (c *Client) DealInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDealInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) DealInsertWithBody(ctx context.Context, params *DealInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7732,8 +8018,8 @@ func (c *Client) DealInsertWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /deal/insert (the `DealInsert` operationId).
-func (c *Client) DealInsert(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDealInsertRequest(c.Server, body)
+func (c *Client) DealInsert(ctx context.Context, params *DealInsertParams, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7775,8 +8061,8 @@ func (c *Client) DealInsert(ctx context.Context, body DealInsertJSONRequestBody,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /deal/update (the `DealUpdate` operationId).
-func (c *Client) DealUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDealUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) DealUpdateWithBody(ctx context.Context, params *DealUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7818,8 +8104,8 @@ func (c *Client) DealUpdateWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /deal/update (the `DealUpdate` operationId).
-func (c *Client) DealUpdate(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDealUpdateRequest(c.Server, body)
+func (c *Client) DealUpdate(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7920,8 +8206,8 @@ func (c *Client) DocumentGoodsList(ctx context.Context, params *DocumentGoodsLis
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-func (c *Client) DocumentInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDocumentInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) DocumentInsertWithBody(ctx context.Context, params *DocumentInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -7950,8 +8236,8 @@ func (c *Client) DocumentInsertWithBody(ctx context.Context, contentType string,
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-func (c *Client) DocumentInsert(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDocumentInsertRequest(c.Server, body)
+func (c *Client) DocumentInsert(ctx context.Context, params *DocumentInsertParams, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8050,8 +8336,8 @@ func (c *Client) EventList(ctx context.Context, params *EventListParams, reqEdit
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /field/delete (the `FieldDelete` operationId).
-func (c *Client) FieldDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldDeleteRequestWithBody(c.Server, contentType, body)
+func (c *Client) FieldDeleteWithBody(ctx context.Context, params *FieldDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldDeleteRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8071,8 +8357,8 @@ func (c *Client) FieldDeleteWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /field/delete (the `FieldDelete` operationId).
-func (c *Client) FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldDeleteRequest(c.Server, body)
+func (c *Client) FieldDelete(ctx context.Context, params *FieldDeleteParams, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldDeleteRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8096,8 +8382,8 @@ func (c *Client) FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBod
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /field/insert (the `FieldInsert` operationId).
-func (c *Client) FieldInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) FieldInsertWithBody(ctx context.Context, params *FieldInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8121,8 +8407,8 @@ func (c *Client) FieldInsertWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /field/insert (the `FieldInsert` operationId).
-func (c *Client) FieldInsert(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldInsertRequest(c.Server, body)
+func (c *Client) FieldInsert(ctx context.Context, params *FieldInsertParams, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8161,8 +8447,8 @@ func (c *Client) FieldList(ctx context.Context, params *FieldListParams, reqEdit
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /field/update (the `FieldUpdate` operationId).
-func (c *Client) FieldUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) FieldUpdateWithBody(ctx context.Context, params *FieldUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8182,8 +8468,8 @@ func (c *Client) FieldUpdateWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /field/update (the `FieldUpdate` operationId).
-func (c *Client) FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldUpdateRequest(c.Server, body)
+func (c *Client) FieldUpdate(ctx context.Context, params *FieldUpdateParams, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8207,8 +8493,8 @@ func (c *Client) FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBod
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-func (c *Client) FieldValuesUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldValuesUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) FieldValuesUpdateWithBody(ctx context.Context, params *FieldValuesUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldValuesUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8232,8 +8518,8 @@ func (c *Client) FieldValuesUpdateWithBody(ctx context.Context, contentType stri
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-func (c *Client) FieldValuesUpdate(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFieldValuesUpdateRequest(c.Server, body)
+func (c *Client) FieldValuesUpdate(ctx context.Context, params *FieldValuesUpdateParams, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldValuesUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8252,8 +8538,8 @@ func (c *Client) FieldValuesUpdate(ctx context.Context, body FieldValuesUpdateJS
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-func (c *Client) FilterDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFilterDeleteRequestWithBody(c.Server, contentType, body)
+func (c *Client) FilterDeleteWithBody(ctx context.Context, params *FilterDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterDeleteRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8272,8 +8558,8 @@ func (c *Client) FilterDeleteWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-func (c *Client) FilterDelete(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFilterDeleteRequest(c.Server, body)
+func (c *Client) FilterDelete(ctx context.Context, params *FilterDeleteParams, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterDeleteRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8295,8 +8581,8 @@ func (c *Client) FilterDelete(ctx context.Context, body FilterDeleteJSONRequestB
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-func (c *Client) FilterInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFilterInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) FilterInsertWithBody(ctx context.Context, params *FilterInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8318,8 +8604,8 @@ func (c *Client) FilterInsertWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-func (c *Client) FilterInsert(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFilterInsertRequest(c.Server, body)
+func (c *Client) FilterInsert(ctx context.Context, params *FilterInsertParams, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8359,8 +8645,8 @@ func (c *Client) FilterList(ctx context.Context, params *FilterListParams, reqEd
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-func (c *Client) FilterUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFilterUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) FilterUpdateWithBody(ctx context.Context, params *FilterUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8380,8 +8666,8 @@ func (c *Client) FilterUpdateWithBody(ctx context.Context, contentType string, b
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-func (c *Client) FilterUpdate(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFilterUpdateRequest(c.Server, body)
+func (c *Client) FilterUpdate(ctx context.Context, params *FilterUpdateParams, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8436,8 +8722,8 @@ func (c *Client) FinanceAccounts(ctx context.Context, reqEditors ...RequestEdito
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-func (c *Client) FinanceInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFinanceInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) FinanceInsertWithBody(ctx context.Context, params *FinanceInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8473,8 +8759,8 @@ func (c *Client) FinanceInsertWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-func (c *Client) FinanceInsert(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewFinanceInsertRequest(c.Server, body)
+func (c *Client) FinanceInsert(ctx context.Context, params *FinanceInsertParams, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8601,8 +8887,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /mail/send (the `MailSend` operationId).
-func (c *Client) MailSendWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewMailSendRequestWithBody(c.Server, contentType, body)
+func (c *Client) MailSendWithBody(ctx context.Context, params *MailSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMailSendRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8682,8 +8968,8 @@ func (c *Client) MailSendWithBody(ctx context.Context, contentType string, body 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /mail/send (the `MailSend` operationId).
-func (c *Client) MailSend(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewMailSendRequest(c.Server, body)
+func (c *Client) MailSend(ctx context.Context, params *MailSendParams, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMailSendRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8736,8 +9022,8 @@ func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*ht
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /task/insert (the `TaskInsert` operationId).
-func (c *Client) TaskInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTaskInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) TaskInsertWithBody(ctx context.Context, params *TaskInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8771,8 +9057,8 @@ func (c *Client) TaskInsertWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /task/insert (the `TaskInsert` operationId).
-func (c *Client) TaskInsert(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTaskInsertRequest(c.Server, body)
+func (c *Client) TaskInsert(ctx context.Context, params *TaskInsertParams, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8833,8 +9119,8 @@ func (c *Client) TaskList(ctx context.Context, params *TaskListParams, reqEditor
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /task/update (the `TaskUpdate` operationId).
-func (c *Client) TaskUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTaskUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) TaskUpdateWithBody(ctx context.Context, params *TaskUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8865,8 +9151,8 @@ func (c *Client) TaskUpdateWithBody(ctx context.Context, contentType string, bod
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /task/update (the `TaskUpdate` operationId).
-func (c *Client) TaskUpdate(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewTaskUpdateRequest(c.Server, body)
+func (c *Client) TaskUpdate(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8885,8 +9171,8 @@ func (c *Client) TaskUpdate(ctx context.Context, body TaskUpdateJSONRequestBody,
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-func (c *Client) WebhookDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookDeleteRequestWithBody(c.Server, contentType, body)
+func (c *Client) WebhookDeleteWithBody(ctx context.Context, params *WebhookDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeleteRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8905,8 +9191,8 @@ func (c *Client) WebhookDeleteWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-func (c *Client) WebhookDelete(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookDeleteRequest(c.Server, body)
+func (c *Client) WebhookDelete(ctx context.Context, params *WebhookDeleteParams, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeleteRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -8973,8 +9259,8 @@ func (c *Client) WebhookDeliveries(ctx context.Context, params *WebhookDeliverie
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-func (c *Client) WebhookInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookInsertRequestWithBody(c.Server, contentType, body)
+func (c *Client) WebhookInsertWithBody(ctx context.Context, params *WebhookInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookInsertRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9018,8 +9304,8 @@ func (c *Client) WebhookInsertWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-func (c *Client) WebhookInsert(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookInsertRequest(c.Server, body)
+func (c *Client) WebhookInsert(ctx context.Context, params *WebhookInsertParams, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookInsertRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9063,8 +9349,8 @@ func (c *Client) WebhookList(ctx context.Context, reqEditors ...RequestEditorFn)
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-func (c *Client) WebhookTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookTestRequestWithBody(c.Server, contentType, body)
+func (c *Client) WebhookTestWithBody(ctx context.Context, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9088,8 +9374,8 @@ func (c *Client) WebhookTestWithBody(ctx context.Context, contentType string, bo
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-func (c *Client) WebhookTest(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookTestRequest(c.Server, body)
+func (c *Client) WebhookTest(ctx context.Context, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9115,8 +9401,8 @@ func (c *Client) WebhookTest(ctx context.Context, body WebhookTestJSONRequestBod
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-func (c *Client) WebhookUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookUpdateRequestWithBody(c.Server, contentType, body)
+func (c *Client) WebhookUpdateWithBody(ctx context.Context, params *WebhookUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookUpdateRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9142,8 +9428,8 @@ func (c *Client) WebhookUpdateWithBody(ctx context.Context, contentType string, 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-func (c *Client) WebhookUpdate(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWebhookUpdateRequest(c.Server, body)
+func (c *Client) WebhookUpdate(ctx context.Context, params *WebhookUpdateParams, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookUpdateRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -9493,18 +9779,18 @@ func NewCommonListPagingRequestWithBody(server string, module CommonListPagingPa
 }
 
 // NewCompanyDeleteRequest calls the generic CompanyDelete builder with application/json body
-func NewCompanyDeleteRequest(server string, body CompanyDeleteJSONRequestBody) (*http.Request, error) {
+func NewCompanyDeleteRequest(server string, params *CompanyDeleteParams, body CompanyDeleteJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCompanyDeleteRequestWithBody(server, "application/json", bodyReader)
+	return NewCompanyDeleteRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCompanyDeleteRequestWithBody constructs an http.Request for the CompanyDelete method, with any body, and a specified content type
-func NewCompanyDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCompanyDeleteRequestWithBody(server string, params *CompanyDeleteParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9529,22 +9815,37 @@ func NewCompanyDeleteRequestWithBody(server string, contentType string, body io.
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCompanyEmailInsertRequest calls the generic CompanyEmailInsert builder with application/json body
-func NewCompanyEmailInsertRequest(server string, body CompanyEmailInsertJSONRequestBody) (*http.Request, error) {
+func NewCompanyEmailInsertRequest(server string, params *CompanyEmailInsertParams, body CompanyEmailInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCompanyEmailInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewCompanyEmailInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCompanyEmailInsertRequestWithBody constructs an http.Request for the CompanyEmailInsert method, with any body, and a specified content type
-func NewCompanyEmailInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCompanyEmailInsertRequestWithBody(server string, params *CompanyEmailInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9568,6 +9869,21 @@ func NewCompanyEmailInsertRequestWithBody(server string, contentType string, bod
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9701,22 +10017,37 @@ func NewCompanyInsertRequestWithBody(server string, params *CompanyInsertParams,
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCompanyPhoneInsertRequest calls the generic CompanyPhoneInsert builder with application/json body
-func NewCompanyPhoneInsertRequest(server string, body CompanyPhoneInsertJSONRequestBody) (*http.Request, error) {
+func NewCompanyPhoneInsertRequest(server string, params *CompanyPhoneInsertParams, body CompanyPhoneInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCompanyPhoneInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewCompanyPhoneInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCompanyPhoneInsertRequestWithBody constructs an http.Request for the CompanyPhoneInsert method, with any body, and a specified content type
-func NewCompanyPhoneInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCompanyPhoneInsertRequestWithBody(server string, params *CompanyPhoneInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9741,22 +10072,37 @@ func NewCompanyPhoneInsertRequestWithBody(server string, contentType string, bod
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCompanyRequisitesInsertRequest calls the generic CompanyRequisitesInsert builder with application/json body
-func NewCompanyRequisitesInsertRequest(server string, body CompanyRequisitesInsertJSONRequestBody) (*http.Request, error) {
+func NewCompanyRequisitesInsertRequest(server string, params *CompanyRequisitesInsertParams, body CompanyRequisitesInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCompanyRequisitesInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewCompanyRequisitesInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCompanyRequisitesInsertRequestWithBody constructs an http.Request for the CompanyRequisitesInsert method, with any body, and a specified content type
-func NewCompanyRequisitesInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCompanyRequisitesInsertRequestWithBody(server string, params *CompanyRequisitesInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9781,22 +10127,37 @@ func NewCompanyRequisitesInsertRequestWithBody(server string, contentType string
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCompanyUpdateRequest calls the generic CompanyUpdate builder with application/json body
-func NewCompanyUpdateRequest(server string, body CompanyUpdateJSONRequestBody) (*http.Request, error) {
+func NewCompanyUpdateRequest(server string, params *CompanyUpdateParams, body CompanyUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCompanyUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewCompanyUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCompanyUpdateRequestWithBody constructs an http.Request for the CompanyUpdate method, with any body, and a specified content type
-func NewCompanyUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCompanyUpdateRequestWithBody(server string, params *CompanyUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9821,22 +10182,37 @@ func NewCompanyUpdateRequestWithBody(server string, contentType string, body io.
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewContactInsertRequest calls the generic ContactInsert builder with application/json body
-func NewContactInsertRequest(server string, body ContactInsertJSONRequestBody) (*http.Request, error) {
+func NewContactInsertRequest(server string, params *ContactInsertParams, body ContactInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewContactInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewContactInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewContactInsertRequestWithBody constructs an http.Request for the ContactInsert method, with any body, and a specified content type
-func NewContactInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewContactInsertRequestWithBody(server string, params *ContactInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -9860,6 +10236,21 @@ func NewContactInsertRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -9970,18 +10361,18 @@ func NewContactListRequest(server string, params *ContactListParams) (*http.Requ
 }
 
 // NewContactSocialSetRequest calls the generic ContactSocialSet builder with application/json body
-func NewContactSocialSetRequest(server string, body ContactSocialSetJSONRequestBody) (*http.Request, error) {
+func NewContactSocialSetRequest(server string, params *ContactSocialSetParams, body ContactSocialSetJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewContactSocialSetRequestWithBody(server, "application/json", bodyReader)
+	return NewContactSocialSetRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewContactSocialSetRequestWithBody constructs an http.Request for the ContactSocialSet method, with any body, and a specified content type
-func NewContactSocialSetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewContactSocialSetRequestWithBody(server string, params *ContactSocialSetParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10005,6 +10396,21 @@ func NewContactSocialSetRequestWithBody(server string, contentType string, body 
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10340,6 +10746,21 @@ func NewDealGoodsInsertRequest(server string, params *DealGoodsInsertParams) (*h
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -10409,18 +10830,18 @@ func NewDealGoodsListRequest(server string, params *DealGoodsListParams) (*http.
 }
 
 // NewDealGoodsUpdateRequest calls the generic DealGoodsUpdate builder with application/json body
-func NewDealGoodsUpdateRequest(server string, body DealGoodsUpdateJSONRequestBody) (*http.Request, error) {
+func NewDealGoodsUpdateRequest(server string, params *DealGoodsUpdateParams, body DealGoodsUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewDealGoodsUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewDealGoodsUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewDealGoodsUpdateRequestWithBody constructs an http.Request for the DealGoodsUpdate method, with any body, and a specified content type
-func NewDealGoodsUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewDealGoodsUpdateRequestWithBody(server string, params *DealGoodsUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10445,22 +10866,37 @@ func NewDealGoodsUpdateRequestWithBody(server string, contentType string, body i
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDealInsertRequest calls the generic DealInsert builder with application/json body
-func NewDealInsertRequest(server string, body DealInsertJSONRequestBody) (*http.Request, error) {
+func NewDealInsertRequest(server string, params *DealInsertParams, body DealInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewDealInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewDealInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewDealInsertRequestWithBody constructs an http.Request for the DealInsert method, with any body, and a specified content type
-func NewDealInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewDealInsertRequestWithBody(server string, params *DealInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10485,22 +10921,37 @@ func NewDealInsertRequestWithBody(server string, contentType string, body io.Rea
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDealUpdateRequest calls the generic DealUpdate builder with application/json body
-func NewDealUpdateRequest(server string, body DealUpdateJSONRequestBody) (*http.Request, error) {
+func NewDealUpdateRequest(server string, params *DealUpdateParams, body DealUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewDealUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewDealUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewDealUpdateRequestWithBody constructs an http.Request for the DealUpdate method, with any body, and a specified content type
-func NewDealUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewDealUpdateRequestWithBody(server string, params *DealUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10524,6 +10975,21 @@ func NewDealUpdateRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10632,6 +11098,21 @@ func NewDocumentGoodsInsertRequest(server string, params *DocumentGoodsInsertPar
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -10701,18 +11182,18 @@ func NewDocumentGoodsListRequest(server string, params *DocumentGoodsListParams)
 }
 
 // NewDocumentInsertRequest calls the generic DocumentInsert builder with application/json body
-func NewDocumentInsertRequest(server string, body DocumentInsertJSONRequestBody) (*http.Request, error) {
+func NewDocumentInsertRequest(server string, params *DocumentInsertParams, body DocumentInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewDocumentInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewDocumentInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewDocumentInsertRequestWithBody constructs an http.Request for the DocumentInsert method, with any body, and a specified content type
-func NewDocumentInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewDocumentInsertRequestWithBody(server string, params *DocumentInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10736,6 +11217,21 @@ func NewDocumentInsertRequestWithBody(server string, contentType string, body io
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -10912,18 +11408,18 @@ func NewEventListRequest(server string, params *EventListParams) (*http.Request,
 }
 
 // NewFieldDeleteRequest calls the generic FieldDelete builder with application/json body
-func NewFieldDeleteRequest(server string, body FieldDeleteJSONRequestBody) (*http.Request, error) {
+func NewFieldDeleteRequest(server string, params *FieldDeleteParams, body FieldDeleteJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFieldDeleteRequestWithBody(server, "application/json", bodyReader)
+	return NewFieldDeleteRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFieldDeleteRequestWithBody constructs an http.Request for the FieldDelete method, with any body, and a specified content type
-func NewFieldDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFieldDeleteRequestWithBody(server string, params *FieldDeleteParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10948,22 +11444,37 @@ func NewFieldDeleteRequestWithBody(server string, contentType string, body io.Re
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewFieldInsertRequest calls the generic FieldInsert builder with application/json body
-func NewFieldInsertRequest(server string, body FieldInsertJSONRequestBody) (*http.Request, error) {
+func NewFieldInsertRequest(server string, params *FieldInsertParams, body FieldInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFieldInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewFieldInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFieldInsertRequestWithBody constructs an http.Request for the FieldInsert method, with any body, and a specified content type
-func NewFieldInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFieldInsertRequestWithBody(server string, params *FieldInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -10987,6 +11498,21 @@ func NewFieldInsertRequestWithBody(server string, contentType string, body io.Re
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11046,18 +11572,18 @@ func NewFieldListRequest(server string, params *FieldListParams) (*http.Request,
 }
 
 // NewFieldUpdateRequest calls the generic FieldUpdate builder with application/json body
-func NewFieldUpdateRequest(server string, body FieldUpdateJSONRequestBody) (*http.Request, error) {
+func NewFieldUpdateRequest(server string, params *FieldUpdateParams, body FieldUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFieldUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewFieldUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFieldUpdateRequestWithBody constructs an http.Request for the FieldUpdate method, with any body, and a specified content type
-func NewFieldUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFieldUpdateRequestWithBody(server string, params *FieldUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11082,22 +11608,37 @@ func NewFieldUpdateRequestWithBody(server string, contentType string, body io.Re
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewFieldValuesUpdateRequest calls the generic FieldValuesUpdate builder with application/json body
-func NewFieldValuesUpdateRequest(server string, body FieldValuesUpdateJSONRequestBody) (*http.Request, error) {
+func NewFieldValuesUpdateRequest(server string, params *FieldValuesUpdateParams, body FieldValuesUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFieldValuesUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewFieldValuesUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFieldValuesUpdateRequestWithBody constructs an http.Request for the FieldValuesUpdate method, with any body, and a specified content type
-func NewFieldValuesUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFieldValuesUpdateRequestWithBody(server string, params *FieldValuesUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11122,22 +11663,37 @@ func NewFieldValuesUpdateRequestWithBody(server string, contentType string, body
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewFilterDeleteRequest calls the generic FilterDelete builder with application/json body
-func NewFilterDeleteRequest(server string, body FilterDeleteJSONRequestBody) (*http.Request, error) {
+func NewFilterDeleteRequest(server string, params *FilterDeleteParams, body FilterDeleteJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFilterDeleteRequestWithBody(server, "application/json", bodyReader)
+	return NewFilterDeleteRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFilterDeleteRequestWithBody constructs an http.Request for the FilterDelete method, with any body, and a specified content type
-func NewFilterDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFilterDeleteRequestWithBody(server string, params *FilterDeleteParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11162,22 +11718,37 @@ func NewFilterDeleteRequestWithBody(server string, contentType string, body io.R
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewFilterInsertRequest calls the generic FilterInsert builder with application/json body
-func NewFilterInsertRequest(server string, body FilterInsertJSONRequestBody) (*http.Request, error) {
+func NewFilterInsertRequest(server string, params *FilterInsertParams, body FilterInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFilterInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewFilterInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFilterInsertRequestWithBody constructs an http.Request for the FilterInsert method, with any body, and a specified content type
-func NewFilterInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFilterInsertRequestWithBody(server string, params *FilterInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11201,6 +11772,21 @@ func NewFilterInsertRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11260,18 +11846,18 @@ func NewFilterListRequest(server string, params *FilterListParams) (*http.Reques
 }
 
 // NewFilterUpdateRequest calls the generic FilterUpdate builder with application/json body
-func NewFilterUpdateRequest(server string, body FilterUpdateJSONRequestBody) (*http.Request, error) {
+func NewFilterUpdateRequest(server string, params *FilterUpdateParams, body FilterUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFilterUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewFilterUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFilterUpdateRequestWithBody constructs an http.Request for the FilterUpdate method, with any body, and a specified content type
-func NewFilterUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFilterUpdateRequestWithBody(server string, params *FilterUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11295,6 +11881,21 @@ func NewFilterUpdateRequestWithBody(server string, contentType string, body io.R
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11327,18 +11928,18 @@ func NewFinanceAccountsRequest(server string) (*http.Request, error) {
 }
 
 // NewFinanceInsertRequest calls the generic FinanceInsert builder with application/json body
-func NewFinanceInsertRequest(server string, body FinanceInsertJSONRequestBody) (*http.Request, error) {
+func NewFinanceInsertRequest(server string, params *FinanceInsertParams, body FinanceInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewFinanceInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewFinanceInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewFinanceInsertRequestWithBody constructs an http.Request for the FinanceInsert method, with any body, and a specified content type
-func NewFinanceInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewFinanceInsertRequestWithBody(server string, params *FinanceInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11362,6 +11963,21 @@ func NewFinanceInsertRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11475,18 +12091,18 @@ func NewHealthzRequest(server string) (*http.Request, error) {
 }
 
 // NewMailSendRequest calls the generic MailSend builder with application/json body
-func NewMailSendRequest(server string, body MailSendJSONRequestBody) (*http.Request, error) {
+func NewMailSendRequest(server string, params *MailSendParams, body MailSendJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewMailSendRequestWithBody(server, "application/json", bodyReader)
+	return NewMailSendRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewMailSendRequestWithBody constructs an http.Request for the MailSend method, with any body, and a specified content type
-func NewMailSendRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewMailSendRequestWithBody(server string, params *MailSendParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11510,6 +12126,21 @@ func NewMailSendRequestWithBody(server string, contentType string, body io.Reade
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11542,18 +12173,18 @@ func NewReadyzRequest(server string) (*http.Request, error) {
 }
 
 // NewTaskInsertRequest calls the generic TaskInsert builder with application/json body
-func NewTaskInsertRequest(server string, body TaskInsertJSONRequestBody) (*http.Request, error) {
+func NewTaskInsertRequest(server string, params *TaskInsertParams, body TaskInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewTaskInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewTaskInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewTaskInsertRequestWithBody constructs an http.Request for the TaskInsert method, with any body, and a specified content type
-func NewTaskInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewTaskInsertRequestWithBody(server string, params *TaskInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11577,6 +12208,21 @@ func NewTaskInsertRequestWithBody(server string, contentType string, body io.Rea
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11659,18 +12305,18 @@ func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, e
 }
 
 // NewTaskUpdateRequest calls the generic TaskUpdate builder with application/json body
-func NewTaskUpdateRequest(server string, body TaskUpdateJSONRequestBody) (*http.Request, error) {
+func NewTaskUpdateRequest(server string, params *TaskUpdateParams, body TaskUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewTaskUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewTaskUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewTaskUpdateRequestWithBody constructs an http.Request for the TaskUpdate method, with any body, and a specified content type
-func NewTaskUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewTaskUpdateRequestWithBody(server string, params *TaskUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11695,22 +12341,37 @@ func NewTaskUpdateRequestWithBody(server string, contentType string, body io.Rea
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewWebhookDeleteRequest calls the generic WebhookDelete builder with application/json body
-func NewWebhookDeleteRequest(server string, body WebhookDeleteJSONRequestBody) (*http.Request, error) {
+func NewWebhookDeleteRequest(server string, params *WebhookDeleteParams, body WebhookDeleteJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewWebhookDeleteRequestWithBody(server, "application/json", bodyReader)
+	return NewWebhookDeleteRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewWebhookDeleteRequestWithBody constructs an http.Request for the WebhookDelete method, with any body, and a specified content type
-func NewWebhookDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewWebhookDeleteRequestWithBody(server string, params *WebhookDeleteParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11734,6 +12395,21 @@ func NewWebhookDeleteRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11813,18 +12489,18 @@ func NewWebhookDeliveriesRequest(server string, params *WebhookDeliveriesParams)
 }
 
 // NewWebhookInsertRequest calls the generic WebhookInsert builder with application/json body
-func NewWebhookInsertRequest(server string, body WebhookInsertJSONRequestBody) (*http.Request, error) {
+func NewWebhookInsertRequest(server string, params *WebhookInsertParams, body WebhookInsertJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewWebhookInsertRequestWithBody(server, "application/json", bodyReader)
+	return NewWebhookInsertRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewWebhookInsertRequestWithBody constructs an http.Request for the WebhookInsert method, with any body, and a specified content type
-func NewWebhookInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewWebhookInsertRequestWithBody(server string, params *WebhookInsertParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11848,6 +12524,21 @@ func NewWebhookInsertRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -11880,18 +12571,18 @@ func NewWebhookListRequest(server string) (*http.Request, error) {
 }
 
 // NewWebhookTestRequest calls the generic WebhookTest builder with application/json body
-func NewWebhookTestRequest(server string, body WebhookTestJSONRequestBody) (*http.Request, error) {
+func NewWebhookTestRequest(server string, params *WebhookTestParams, body WebhookTestJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewWebhookTestRequestWithBody(server, "application/json", bodyReader)
+	return NewWebhookTestRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewWebhookTestRequestWithBody constructs an http.Request for the WebhookTest method, with any body, and a specified content type
-func NewWebhookTestRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewWebhookTestRequestWithBody(server string, params *WebhookTestParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11916,22 +12607,37 @@ func NewWebhookTestRequestWithBody(server string, contentType string, body io.Re
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewWebhookUpdateRequest calls the generic WebhookUpdate builder with application/json body
-func NewWebhookUpdateRequest(server string, body WebhookUpdateJSONRequestBody) (*http.Request, error) {
+func NewWebhookUpdateRequest(server string, params *WebhookUpdateParams, body WebhookUpdateJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewWebhookUpdateRequestWithBody(server, "application/json", bodyReader)
+	return NewWebhookUpdateRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewWebhookUpdateRequestWithBody constructs an http.Request for the WebhookUpdate method, with any body, and a specified content type
-func NewWebhookUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewWebhookUpdateRequestWithBody(server string, params *WebhookUpdateParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -11955,6 +12661,21 @@ func NewWebhookUpdateRequestWithBody(server string, contentType string, body io.
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.IdempotencyKey != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -12155,7 +12876,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-	CompanyDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
+	CompanyDeleteWithBodyWithResponse(ctx context.Context, params *CompanyDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
 
 	// CompanyDeleteWithResponse Delete a counterparty
 	//
@@ -12173,7 +12894,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-	CompanyDeleteWithResponse(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
+	CompanyDeleteWithResponse(ctx context.Context, params *CompanyDeleteParams, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
 
 	// CompanyEmailInsertWithBodyWithResponse Add an e-mail to a counterparty or one of its contact persons
 	//
@@ -12196,7 +12917,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-	CompanyEmailInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error)
+	CompanyEmailInsertWithBodyWithResponse(ctx context.Context, params *CompanyEmailInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error)
 
 	// CompanyEmailInsertWithResponse Add an e-mail to a counterparty or one of its contact persons
 	//
@@ -12219,7 +12940,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-	CompanyEmailInsertWithResponse(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error)
+	CompanyEmailInsertWithResponse(ctx context.Context, params *CompanyEmailInsertParams, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error)
 
 	// CompanyGetWithResponse The card of one counterparty
 	//
@@ -12306,7 +13027,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-	CompanyPhoneInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error)
+	CompanyPhoneInsertWithBodyWithResponse(ctx context.Context, params *CompanyPhoneInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error)
 
 	// CompanyPhoneInsertWithResponse Add a phone to a counterparty or one of its contact persons
 	//
@@ -12323,7 +13044,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-	CompanyPhoneInsertWithResponse(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error)
+	CompanyPhoneInsertWithResponse(ctx context.Context, params *CompanyPhoneInsertParams, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error)
 
 	// CompanyRequisitesInsertWithBodyWithResponse Add requisites to a counterparty
 	//
@@ -12346,7 +13067,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-	CompanyRequisitesInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error)
+	CompanyRequisitesInsertWithBodyWithResponse(ctx context.Context, params *CompanyRequisitesInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error)
 
 	// CompanyRequisitesInsertWithResponse Add requisites to a counterparty
 	//
@@ -12369,7 +13090,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-	CompanyRequisitesInsertWithResponse(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error)
+	CompanyRequisitesInsertWithResponse(ctx context.Context, params *CompanyRequisitesInsertParams, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error)
 
 	// CompanyUpdateWithBodyWithResponse Change fields of a counterparty
 	//
@@ -12401,7 +13122,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-	CompanyUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
+	CompanyUpdateWithBodyWithResponse(ctx context.Context, params *CompanyUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
 
 	// CompanyUpdateWithResponse Change fields of a counterparty
 	//
@@ -12433,7 +13154,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-	CompanyUpdateWithResponse(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
+	CompanyUpdateWithResponse(ctx context.Context, params *CompanyUpdateParams, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
 
 	// ContactInsertWithBodyWithResponse Add a contact person to a counterparty
 	//
@@ -12459,7 +13180,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-	ContactInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error)
+	ContactInsertWithBodyWithResponse(ctx context.Context, params *ContactInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error)
 
 	// ContactInsertWithResponse Add a contact person to a counterparty
 	//
@@ -12485,7 +13206,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-	ContactInsertWithResponse(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error)
+	ContactInsertWithResponse(ctx context.Context, params *ContactInsertParams, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error)
 
 	// ContactListWithResponse Paged list of contact persons
 	//
@@ -12524,7 +13245,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-	ContactSocialSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
+	ContactSocialSetWithBodyWithResponse(ctx context.Context, params *ContactSocialSetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
 
 	// ContactSocialSetWithResponse Set the social networks of a contact person
 	//
@@ -12541,7 +13262,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-	ContactSocialSetWithResponse(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
+	ContactSocialSetWithResponse(ctx context.Context, params *ContactSocialSetParams, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
 
 	// DashboardKpiMyWithResponse KPI of the token owner
 	//
@@ -12740,7 +13461,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-	DealGoodsUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error)
+	DealGoodsUpdateWithBodyWithResponse(ctx context.Context, params *DealGoodsUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error)
 
 	// DealGoodsUpdateWithResponse Change one goods position of a deal
 	//
@@ -12760,7 +13481,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-	DealGoodsUpdateWithResponse(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error)
+	DealGoodsUpdateWithResponse(ctx context.Context, params *DealGoodsUpdateParams, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error)
 
 	// DealInsertWithBodyWithResponse Add a deal
 	//
@@ -12787,7 +13508,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
-	DealInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealInsertResponse, error)
+	DealInsertWithBodyWithResponse(ctx context.Context, params *DealInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealInsertResponse, error)
 
 	// DealInsertWithResponse Add a deal
 	//
@@ -12814,7 +13535,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
-	DealInsertWithResponse(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DealInsertResponse, error)
+	DealInsertWithResponse(ctx context.Context, params *DealInsertParams, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DealInsertResponse, error)
 
 	// DealUpdateWithBodyWithResponse Change fields of a deal
 	//
@@ -12847,7 +13568,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
-	DealUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
+	DealUpdateWithBodyWithResponse(ctx context.Context, params *DealUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
 
 	// DealUpdateWithResponse Change fields of a deal
 	//
@@ -12880,7 +13601,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
-	DealUpdateWithResponse(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
+	DealUpdateWithResponse(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
 
 	// DirectoryGetWithResponse Values of one directory
 	//
@@ -12948,7 +13669,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-	DocumentInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
+	DocumentInsertWithBodyWithResponse(ctx context.Context, params *DocumentInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
 
 	// DocumentInsertWithResponse Add a document
 	//
@@ -12968,7 +13689,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-	DocumentInsertWithResponse(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
+	DocumentInsertWithResponse(ctx context.Context, params *DocumentInsertParams, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
 
 	// DocumentListWithResponse Documents of a counterparty or a deal
 	//
@@ -13042,7 +13763,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
-	FieldDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
+	FieldDeleteWithBodyWithResponse(ctx context.Context, params *FieldDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
 
 	// FieldDeleteWithResponse Delete an additional field (admins)
 	//
@@ -13053,7 +13774,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
-	FieldDeleteWithResponse(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
+	FieldDeleteWithResponse(ctx context.Context, params *FieldDeleteParams, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
 
 	// FieldInsertWithBodyWithResponse Define an additional field (admins)
 	//
@@ -13068,7 +13789,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
-	FieldInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
+	FieldInsertWithBodyWithResponse(ctx context.Context, params *FieldInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
 
 	// FieldInsertWithResponse Define an additional field (admins)
 	//
@@ -13083,7 +13804,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
-	FieldInsertWithResponse(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
+	FieldInsertWithResponse(ctx context.Context, params *FieldInsertParams, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
 
 	// FieldListWithResponse The account's additional fields
 	//
@@ -13105,7 +13826,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
-	FieldUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
+	FieldUpdateWithBodyWithResponse(ctx context.Context, params *FieldUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
 
 	// FieldUpdateWithResponse Rename the title of an additional field (admins)
 	//
@@ -13116,7 +13837,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
-	FieldUpdateWithResponse(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
+	FieldUpdateWithResponse(ctx context.Context, params *FieldUpdateParams, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
 
 	// FieldValuesUpdateWithBodyWithResponse Set the additional fields of a counterparty or deal
 	//
@@ -13131,7 +13852,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-	FieldValuesUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
+	FieldValuesUpdateWithBodyWithResponse(ctx context.Context, params *FieldValuesUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
 
 	// FieldValuesUpdateWithResponse Set the additional fields of a counterparty or deal
 	//
@@ -13146,7 +13867,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-	FieldValuesUpdateWithResponse(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
+	FieldValuesUpdateWithResponse(ctx context.Context, params *FieldValuesUpdateParams, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
 
 	// FilterDeleteWithBodyWithResponse Delete a ready filter (admins)
 	//
@@ -13156,7 +13877,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-	FilterDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
+	FilterDeleteWithBodyWithResponse(ctx context.Context, params *FilterDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
 
 	// FilterDeleteWithResponse Delete a ready filter (admins)
 	//
@@ -13166,7 +13887,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-	FilterDeleteWithResponse(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
+	FilterDeleteWithResponse(ctx context.Context, params *FilterDeleteParams, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
 
 	// FilterInsertWithBodyWithResponse Define a ready filter (admins)
 	//
@@ -13179,7 +13900,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-	FilterInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
+	FilterInsertWithBodyWithResponse(ctx context.Context, params *FilterInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
 
 	// FilterInsertWithResponse Define a ready filter (admins)
 	//
@@ -13192,7 +13913,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-	FilterInsertWithResponse(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
+	FilterInsertWithResponse(ctx context.Context, params *FilterInsertParams, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
 
 	// FilterListWithResponse The account's ready filters
 	//
@@ -13215,7 +13936,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-	FilterUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
+	FilterUpdateWithBodyWithResponse(ctx context.Context, params *FilterUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
 
 	// FilterUpdateWithResponse Change a ready filter (admins)
 	//
@@ -13226,7 +13947,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-	FilterUpdateWithResponse(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
+	FilterUpdateWithResponse(ctx context.Context, params *FilterUpdateParams, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
 
 	// FinanceAccountsWithResponse The account's money accounts
 	//
@@ -13264,7 +13985,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-	FinanceInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
+	FinanceInsertWithBodyWithResponse(ctx context.Context, params *FinanceInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
 
 	// FinanceInsertWithResponse Add a money movement, or a transfer between own money accounts
 	//
@@ -13291,7 +14012,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-	FinanceInsertWithResponse(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
+	FinanceInsertWithResponse(ctx context.Context, params *FinanceInsertParams, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
 
 	// FinanceListWithResponse Money movements of a counterparty or a deal
 	//
@@ -13393,7 +14114,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /mail/send (the `MailSend` operationId).
-	MailSendWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MailSendResponse, error)
+	MailSendWithBodyWithResponse(ctx context.Context, params *MailSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MailSendResponse, error)
 
 	// MailSendWithResponse Send an e-mail message
 	//
@@ -13464,7 +14185,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /mail/send (the `MailSend` operationId).
-	MailSendWithResponse(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*MailSendResponse, error)
+	MailSendWithResponse(ctx context.Context, params *MailSendParams, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*MailSendResponse, error)
 
 	// ReadyzWithResponse Readiness
 	//
@@ -13500,7 +14221,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
-	TaskInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error)
+	TaskInsertWithBodyWithResponse(ctx context.Context, params *TaskInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error)
 
 	// TaskInsertWithResponse Add a task
 	//
@@ -13525,7 +14246,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
-	TaskInsertWithResponse(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error)
+	TaskInsertWithResponse(ctx context.Context, params *TaskInsertParams, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error)
 
 	// TaskListWithResponse Tasks of a counterparty
 	//
@@ -13569,7 +14290,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
-	TaskUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+	TaskUpdateWithBodyWithResponse(ctx context.Context, params *TaskUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
 
 	// TaskUpdateWithResponse Finish, reopen, reschedule or reassign a task
 	//
@@ -13591,7 +14312,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
-	TaskUpdateWithResponse(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+	TaskUpdateWithResponse(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
 
 	// WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
 	//
@@ -13601,7 +14322,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-	WebhookDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
+	WebhookDeleteWithBodyWithResponse(ctx context.Context, params *WebhookDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
 
 	// WebhookDeleteWithResponse Delete a webhook subscription (admins)
 	//
@@ -13611,7 +14332,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-	WebhookDeleteWithResponse(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
+	WebhookDeleteWithResponse(ctx context.Context, params *WebhookDeleteParams, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
 
 	// WebhookDeliveriesWithResponse The delivery log of a subscription (admins)
 	//
@@ -13661,7 +14382,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-	WebhookInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
+	WebhookInsertWithBodyWithResponse(ctx context.Context, params *WebhookInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
 
 	// WebhookInsertWithResponse Subscribe a URL to the account's events (admins)
 	//
@@ -13696,7 +14417,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-	WebhookInsertWithResponse(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
+	WebhookInsertWithResponse(ctx context.Context, params *WebhookInsertParams, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
 
 	// WebhookListWithResponse The account's webhook subscriptions (admins)
 	//
@@ -13723,7 +14444,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-	WebhookTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
+	WebhookTestWithBodyWithResponse(ctx context.Context, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
 
 	// WebhookTestWithResponse Send a test delivery now (admins)
 	//
@@ -13738,7 +14459,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-	WebhookTestWithResponse(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
+	WebhookTestWithResponse(ctx context.Context, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
 
 	// WebhookUpdateWithBodyWithResponse Change a webhook subscription (admins)
 	//
@@ -13755,7 +14476,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-	WebhookUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
+	WebhookUpdateWithBodyWithResponse(ctx context.Context, params *WebhookUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
 
 	// WebhookUpdateWithResponse Change a webhook subscription (admins)
 	//
@@ -13772,7 +14493,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-	WebhookUpdateWithResponse(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
+	WebhookUpdateWithResponse(ctx context.Context, params *WebhookUpdateParams, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
 }
 
 // CommonListPagingResponse401Headers the declared response headers of an HTTP 401 response for CommonListPaging
@@ -13851,6 +14572,11 @@ func (r CommonListPagingResponse) ContentType() string {
 	return ""
 }
 
+// CompanyDeleteResponse200Headers the declared response headers of an HTTP 200 response for CompanyDelete
+type CompanyDeleteResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // CompanyDeleteResponse401Headers the declared response headers of an HTTP 401 response for CompanyDelete
 type CompanyDeleteResponse401Headers struct {
 	WWWAuthenticate string
@@ -13872,6 +14598,8 @@ type CompanyDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompanyDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13927,6 +14655,11 @@ func (r CompanyDeleteResponse) ContentType() string {
 	return ""
 }
 
+// CompanyEmailInsertResponse200Headers the declared response headers of an HTTP 200 response for CompanyEmailInsert
+type CompanyEmailInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // CompanyEmailInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyEmailInsert
 type CompanyEmailInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -13948,6 +14681,8 @@ type CompanyEmailInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompanyEmailInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyEmailInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14086,6 +14821,11 @@ func (r CompanyGetResponse) ContentType() string {
 	return ""
 }
 
+// CompanyInsertResponse200Headers the declared response headers of an HTTP 200 response for CompanyInsert
+type CompanyInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // CompanyInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyInsert
 type CompanyInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -14107,6 +14847,8 @@ type CompanyInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompanyInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14162,6 +14904,11 @@ func (r CompanyInsertResponse) ContentType() string {
 	return ""
 }
 
+// CompanyPhoneInsertResponse200Headers the declared response headers of an HTTP 200 response for CompanyPhoneInsert
+type CompanyPhoneInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // CompanyPhoneInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyPhoneInsert
 type CompanyPhoneInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -14183,6 +14930,8 @@ type CompanyPhoneInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompanyPhoneInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyPhoneInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14238,6 +14987,11 @@ func (r CompanyPhoneInsertResponse) ContentType() string {
 	return ""
 }
 
+// CompanyRequisitesInsertResponse200Headers the declared response headers of an HTTP 200 response for CompanyRequisitesInsert
+type CompanyRequisitesInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // CompanyRequisitesInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyRequisitesInsert
 type CompanyRequisitesInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -14259,6 +15013,8 @@ type CompanyRequisitesInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompanyRequisitesInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyRequisitesInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14314,6 +15070,11 @@ func (r CompanyRequisitesInsertResponse) ContentType() string {
 	return ""
 }
 
+// CompanyUpdateResponse200Headers the declared response headers of an HTTP 200 response for CompanyUpdate
+type CompanyUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // CompanyUpdateResponse401Headers the declared response headers of an HTTP 401 response for CompanyUpdate
 type CompanyUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -14335,6 +15096,8 @@ type CompanyUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *CompanyUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14390,6 +15153,11 @@ func (r CompanyUpdateResponse) ContentType() string {
 	return ""
 }
 
+// ContactInsertResponse200Headers the declared response headers of an HTTP 200 response for ContactInsert
+type ContactInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // ContactInsertResponse401Headers the declared response headers of an HTTP 401 response for ContactInsert
 type ContactInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -14411,6 +15179,8 @@ type ContactInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ContactInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14549,6 +15319,11 @@ func (r ContactListResponse) ContentType() string {
 	return ""
 }
 
+// ContactSocialSetResponse200Headers the declared response headers of an HTTP 200 response for ContactSocialSet
+type ContactSocialSetResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // ContactSocialSetResponse401Headers the declared response headers of an HTTP 401 response for ContactSocialSet
 type ContactSocialSetResponse401Headers struct {
 	WWWAuthenticate string
@@ -14570,6 +15345,8 @@ type ContactSocialSetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ContactSocialSetResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactSocialSetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -14929,6 +15706,11 @@ func (r DashboardMyTasksResponse) ContentType() string {
 	return ""
 }
 
+// DealGoodsInsertResponse200Headers the declared response headers of an HTTP 200 response for DealGoodsInsert
+type DealGoodsInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // DealGoodsInsertResponse401Headers the declared response headers of an HTTP 401 response for DealGoodsInsert
 type DealGoodsInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -14950,6 +15732,8 @@ type DealGoodsInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DealGoodsInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15088,6 +15872,11 @@ func (r DealGoodsListResponse) ContentType() string {
 	return ""
 }
 
+// DealGoodsUpdateResponse200Headers the declared response headers of an HTTP 200 response for DealGoodsUpdate
+type DealGoodsUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // DealGoodsUpdateResponse401Headers the declared response headers of an HTTP 401 response for DealGoodsUpdate
 type DealGoodsUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -15109,6 +15898,8 @@ type DealGoodsUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DealGoodsUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15164,6 +15955,11 @@ func (r DealGoodsUpdateResponse) ContentType() string {
 	return ""
 }
 
+// DealInsertResponse200Headers the declared response headers of an HTTP 200 response for DealInsert
+type DealInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // DealInsertResponse401Headers the declared response headers of an HTTP 401 response for DealInsert
 type DealInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -15185,6 +15981,8 @@ type DealInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DealInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15240,6 +16038,11 @@ func (r DealInsertResponse) ContentType() string {
 	return ""
 }
 
+// DealUpdateResponse200Headers the declared response headers of an HTTP 200 response for DealUpdate
+type DealUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // DealUpdateResponse401Headers the declared response headers of an HTTP 401 response for DealUpdate
 type DealUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -15261,6 +16064,8 @@ type DealUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DealUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15399,6 +16204,11 @@ func (r DirectoryGetResponse) ContentType() string {
 	return ""
 }
 
+// DocumentGoodsInsertResponse200Headers the declared response headers of an HTTP 200 response for DocumentGoodsInsert
+type DocumentGoodsInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // DocumentGoodsInsertResponse401Headers the declared response headers of an HTTP 401 response for DocumentGoodsInsert
 type DocumentGoodsInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -15420,6 +16230,8 @@ type DocumentGoodsInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DocumentGoodsInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15558,6 +16370,11 @@ func (r DocumentGoodsListResponse) ContentType() string {
 	return ""
 }
 
+// DocumentInsertResponse200Headers the declared response headers of an HTTP 200 response for DocumentInsert
+type DocumentInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // DocumentInsertResponse401Headers the declared response headers of an HTTP 401 response for DocumentInsert
 type DocumentInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -15579,6 +16396,8 @@ type DocumentInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *DocumentInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15793,6 +16612,11 @@ func (r EventListResponse) ContentType() string {
 	return ""
 }
 
+// FieldDeleteResponse200Headers the declared response headers of an HTTP 200 response for FieldDelete
+type FieldDeleteResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FieldDeleteResponse401Headers the declared response headers of an HTTP 401 response for FieldDelete
 type FieldDeleteResponse401Headers struct {
 	WWWAuthenticate string
@@ -15814,6 +16638,8 @@ type FieldDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FieldDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -15869,6 +16695,11 @@ func (r FieldDeleteResponse) ContentType() string {
 	return ""
 }
 
+// FieldInsertResponse200Headers the declared response headers of an HTTP 200 response for FieldInsert
+type FieldInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FieldInsertResponse401Headers the declared response headers of an HTTP 401 response for FieldInsert
 type FieldInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -15890,6 +16721,8 @@ type FieldInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FieldInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16021,6 +16854,11 @@ func (r FieldListResponse) ContentType() string {
 	return ""
 }
 
+// FieldUpdateResponse200Headers the declared response headers of an HTTP 200 response for FieldUpdate
+type FieldUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FieldUpdateResponse401Headers the declared response headers of an HTTP 401 response for FieldUpdate
 type FieldUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -16042,6 +16880,8 @@ type FieldUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FieldUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16097,6 +16937,11 @@ func (r FieldUpdateResponse) ContentType() string {
 	return ""
 }
 
+// FieldValuesUpdateResponse200Headers the declared response headers of an HTTP 200 response for FieldValuesUpdate
+type FieldValuesUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FieldValuesUpdateResponse401Headers the declared response headers of an HTTP 401 response for FieldValuesUpdate
 type FieldValuesUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -16118,6 +16963,8 @@ type FieldValuesUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FieldValuesUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldValuesUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16173,6 +17020,11 @@ func (r FieldValuesUpdateResponse) ContentType() string {
 	return ""
 }
 
+// FilterDeleteResponse200Headers the declared response headers of an HTTP 200 response for FilterDelete
+type FilterDeleteResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FilterDeleteResponse401Headers the declared response headers of an HTTP 401 response for FilterDelete
 type FilterDeleteResponse401Headers struct {
 	WWWAuthenticate string
@@ -16194,6 +17046,8 @@ type FilterDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FilterDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16249,6 +17103,11 @@ func (r FilterDeleteResponse) ContentType() string {
 	return ""
 }
 
+// FilterInsertResponse200Headers the declared response headers of an HTTP 200 response for FilterInsert
+type FilterInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FilterInsertResponse401Headers the declared response headers of an HTTP 401 response for FilterInsert
 type FilterInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -16270,6 +17129,8 @@ type FilterInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FilterInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16401,6 +17262,11 @@ func (r FilterListResponse) ContentType() string {
 	return ""
 }
 
+// FilterUpdateResponse200Headers the declared response headers of an HTTP 200 response for FilterUpdate
+type FilterUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FilterUpdateResponse401Headers the declared response headers of an HTTP 401 response for FilterUpdate
 type FilterUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -16422,6 +17288,8 @@ type FilterUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FilterUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16553,6 +17421,11 @@ func (r FinanceAccountsResponse) ContentType() string {
 	return ""
 }
 
+// FinanceInsertResponse200Headers the declared response headers of an HTTP 200 response for FinanceInsert
+type FinanceInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // FinanceInsertResponse401Headers the declared response headers of an HTTP 401 response for FinanceInsert
 type FinanceInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -16574,6 +17447,8 @@ type FinanceInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *FinanceInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16753,6 +17628,11 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MailSendResponse200Headers the declared response headers of an HTTP 200 response for MailSend
+type MailSendResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // MailSendResponse401Headers the declared response headers of an HTTP 401 response for MailSend
 type MailSendResponse401Headers struct {
 	WWWAuthenticate string
@@ -16774,6 +17654,8 @@ type MailSendResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *MailSendResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MailSendResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -16877,6 +17759,11 @@ func (r ReadyzResponse) ContentType() string {
 	return ""
 }
 
+// TaskInsertResponse200Headers the declared response headers of an HTTP 200 response for TaskInsert
+type TaskInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // TaskInsertResponse401Headers the declared response headers of an HTTP 401 response for TaskInsert
 type TaskInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -16898,6 +17785,8 @@ type TaskInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TaskInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17036,6 +17925,11 @@ func (r TaskListResponse) ContentType() string {
 	return ""
 }
 
+// TaskUpdateResponse200Headers the declared response headers of an HTTP 200 response for TaskUpdate
+type TaskUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // TaskUpdateResponse401Headers the declared response headers of an HTTP 401 response for TaskUpdate
 type TaskUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -17057,6 +17951,8 @@ type TaskUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *TaskUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17112,6 +18008,11 @@ func (r TaskUpdateResponse) ContentType() string {
 	return ""
 }
 
+// WebhookDeleteResponse200Headers the declared response headers of an HTTP 200 response for WebhookDelete
+type WebhookDeleteResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // WebhookDeleteResponse401Headers the declared response headers of an HTTP 401 response for WebhookDelete
 type WebhookDeleteResponse401Headers struct {
 	WWWAuthenticate string
@@ -17133,6 +18034,8 @@ type WebhookDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WebhookDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17264,6 +18167,11 @@ func (r WebhookDeliveriesResponse) ContentType() string {
 	return ""
 }
 
+// WebhookInsertResponse200Headers the declared response headers of an HTTP 200 response for WebhookInsert
+type WebhookInsertResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // WebhookInsertResponse401Headers the declared response headers of an HTTP 401 response for WebhookInsert
 type WebhookInsertResponse401Headers struct {
 	WWWAuthenticate string
@@ -17285,6 +18193,8 @@ type WebhookInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WebhookInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17416,6 +18326,11 @@ func (r WebhookListResponse) ContentType() string {
 	return ""
 }
 
+// WebhookTestResponse200Headers the declared response headers of an HTTP 200 response for WebhookTest
+type WebhookTestResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // WebhookTestResponse401Headers the declared response headers of an HTTP 401 response for WebhookTest
 type WebhookTestResponse401Headers struct {
 	WWWAuthenticate string
@@ -17437,6 +18352,8 @@ type WebhookTestResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WebhookTestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookTestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17492,6 +18409,11 @@ func (r WebhookTestResponse) ContentType() string {
 	return ""
 }
 
+// WebhookUpdateResponse200Headers the declared response headers of an HTTP 200 response for WebhookUpdate
+type WebhookUpdateResponse200Headers struct {
+	IdempotentReplayed *string
+}
+
 // WebhookUpdateResponse401Headers the declared response headers of an HTTP 401 response for WebhookUpdate
 type WebhookUpdateResponse401Headers struct {
 	WWWAuthenticate string
@@ -17513,6 +18435,8 @@ type WebhookUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *WebhookUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -17732,8 +18656,8 @@ func (c *ClientWithResponses) CommonListPagingWithResponse(ctx context.Context, 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-func (c *ClientWithResponses) CompanyDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
-	rsp, err := c.CompanyDeleteWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CompanyDeleteWithBodyWithResponse(ctx context.Context, params *CompanyDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
+	rsp, err := c.CompanyDeleteWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17756,8 +18680,8 @@ func (c *ClientWithResponses) CompanyDeleteWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/delete (the `CompanyDelete` operationId).
-func (c *ClientWithResponses) CompanyDeleteWithResponse(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
-	rsp, err := c.CompanyDelete(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CompanyDeleteWithResponse(ctx context.Context, params *CompanyDeleteParams, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
+	rsp, err := c.CompanyDelete(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17785,8 +18709,8 @@ func (c *ClientWithResponses) CompanyDeleteWithResponse(ctx context.Context, bod
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-func (c *ClientWithResponses) CompanyEmailInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error) {
-	rsp, err := c.CompanyEmailInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CompanyEmailInsertWithBodyWithResponse(ctx context.Context, params *CompanyEmailInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error) {
+	rsp, err := c.CompanyEmailInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17814,8 +18738,8 @@ func (c *ClientWithResponses) CompanyEmailInsertWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
-func (c *ClientWithResponses) CompanyEmailInsertWithResponse(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error) {
-	rsp, err := c.CompanyEmailInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CompanyEmailInsertWithResponse(ctx context.Context, params *CompanyEmailInsertParams, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error) {
+	rsp, err := c.CompanyEmailInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17925,8 +18849,8 @@ func (c *ClientWithResponses) CompanyInsertWithResponse(ctx context.Context, par
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-func (c *ClientWithResponses) CompanyPhoneInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error) {
-	rsp, err := c.CompanyPhoneInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CompanyPhoneInsertWithBodyWithResponse(ctx context.Context, params *CompanyPhoneInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error) {
+	rsp, err := c.CompanyPhoneInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17948,8 +18872,8 @@ func (c *ClientWithResponses) CompanyPhoneInsertWithBodyWithResponse(ctx context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
-func (c *ClientWithResponses) CompanyPhoneInsertWithResponse(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error) {
-	rsp, err := c.CompanyPhoneInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CompanyPhoneInsertWithResponse(ctx context.Context, params *CompanyPhoneInsertParams, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error) {
+	rsp, err := c.CompanyPhoneInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -17977,8 +18901,8 @@ func (c *ClientWithResponses) CompanyPhoneInsertWithResponse(ctx context.Context
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-func (c *ClientWithResponses) CompanyRequisitesInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error) {
-	rsp, err := c.CompanyRequisitesInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CompanyRequisitesInsertWithBodyWithResponse(ctx context.Context, params *CompanyRequisitesInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error) {
+	rsp, err := c.CompanyRequisitesInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18006,8 +18930,8 @@ func (c *ClientWithResponses) CompanyRequisitesInsertWithBodyWithResponse(ctx co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
-func (c *ClientWithResponses) CompanyRequisitesInsertWithResponse(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error) {
-	rsp, err := c.CompanyRequisitesInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CompanyRequisitesInsertWithResponse(ctx context.Context, params *CompanyRequisitesInsertParams, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error) {
+	rsp, err := c.CompanyRequisitesInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18044,8 +18968,8 @@ func (c *ClientWithResponses) CompanyRequisitesInsertWithResponse(ctx context.Co
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-func (c *ClientWithResponses) CompanyUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
-	rsp, err := c.CompanyUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CompanyUpdateWithBodyWithResponse(ctx context.Context, params *CompanyUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
+	rsp, err := c.CompanyUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18082,8 +19006,8 @@ func (c *ClientWithResponses) CompanyUpdateWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /company/update (the `CompanyUpdate` operationId).
-func (c *ClientWithResponses) CompanyUpdateWithResponse(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
-	rsp, err := c.CompanyUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CompanyUpdateWithResponse(ctx context.Context, params *CompanyUpdateParams, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
+	rsp, err := c.CompanyUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18114,8 +19038,8 @@ func (c *ClientWithResponses) CompanyUpdateWithResponse(ctx context.Context, bod
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-func (c *ClientWithResponses) ContactInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error) {
-	rsp, err := c.ContactInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ContactInsertWithBodyWithResponse(ctx context.Context, params *ContactInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error) {
+	rsp, err := c.ContactInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18146,8 +19070,8 @@ func (c *ClientWithResponses) ContactInsertWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /contact/insert (the `ContactInsert` operationId).
-func (c *ClientWithResponses) ContactInsertWithResponse(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error) {
-	rsp, err := c.ContactInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) ContactInsertWithResponse(ctx context.Context, params *ContactInsertParams, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error) {
+	rsp, err := c.ContactInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18197,8 +19121,8 @@ func (c *ClientWithResponses) ContactListWithResponse(ctx context.Context, param
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-func (c *ClientWithResponses) ContactSocialSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
-	rsp, err := c.ContactSocialSetWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) ContactSocialSetWithBodyWithResponse(ctx context.Context, params *ContactSocialSetParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
+	rsp, err := c.ContactSocialSetWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18220,8 +19144,8 @@ func (c *ClientWithResponses) ContactSocialSetWithBodyWithResponse(ctx context.C
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
-func (c *ClientWithResponses) ContactSocialSetWithResponse(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
-	rsp, err := c.ContactSocialSet(ctx, body, reqEditors...)
+func (c *ClientWithResponses) ContactSocialSetWithResponse(ctx context.Context, params *ContactSocialSetParams, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
+	rsp, err := c.ContactSocialSet(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18461,8 +19385,8 @@ func (c *ClientWithResponses) DealGoodsListWithResponse(ctx context.Context, par
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-func (c *ClientWithResponses) DealGoodsUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error) {
-	rsp, err := c.DealGoodsUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) DealGoodsUpdateWithBodyWithResponse(ctx context.Context, params *DealGoodsUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error) {
+	rsp, err := c.DealGoodsUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18487,8 +19411,8 @@ func (c *ClientWithResponses) DealGoodsUpdateWithBodyWithResponse(ctx context.Co
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
-func (c *ClientWithResponses) DealGoodsUpdateWithResponse(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error) {
-	rsp, err := c.DealGoodsUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) DealGoodsUpdateWithResponse(ctx context.Context, params *DealGoodsUpdateParams, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error) {
+	rsp, err := c.DealGoodsUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18520,8 +19444,8 @@ func (c *ClientWithResponses) DealGoodsUpdateWithResponse(ctx context.Context, b
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /deal/insert (the `DealInsert` operationId).
-func (c *ClientWithResponses) DealInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealInsertResponse, error) {
-	rsp, err := c.DealInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) DealInsertWithBodyWithResponse(ctx context.Context, params *DealInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealInsertResponse, error) {
+	rsp, err := c.DealInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18553,8 +19477,8 @@ func (c *ClientWithResponses) DealInsertWithBodyWithResponse(ctx context.Context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /deal/insert (the `DealInsert` operationId).
-func (c *ClientWithResponses) DealInsertWithResponse(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DealInsertResponse, error) {
-	rsp, err := c.DealInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) DealInsertWithResponse(ctx context.Context, params *DealInsertParams, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DealInsertResponse, error) {
+	rsp, err := c.DealInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18592,8 +19516,8 @@ func (c *ClientWithResponses) DealInsertWithResponse(ctx context.Context, body D
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /deal/update (the `DealUpdate` operationId).
-func (c *ClientWithResponses) DealUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
-	rsp, err := c.DealUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) DealUpdateWithBodyWithResponse(ctx context.Context, params *DealUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
+	rsp, err := c.DealUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18631,8 +19555,8 @@ func (c *ClientWithResponses) DealUpdateWithBodyWithResponse(ctx context.Context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /deal/update (the `DealUpdate` operationId).
-func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
-	rsp, err := c.DealUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
+	rsp, err := c.DealUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18723,8 +19647,8 @@ func (c *ClientWithResponses) DocumentGoodsListWithResponse(ctx context.Context,
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-func (c *ClientWithResponses) DocumentInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
-	rsp, err := c.DocumentInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) DocumentInsertWithBodyWithResponse(ctx context.Context, params *DocumentInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
+	rsp, err := c.DocumentInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18749,8 +19673,8 @@ func (c *ClientWithResponses) DocumentInsertWithBodyWithResponse(ctx context.Con
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /document/insert (the `DocumentInsert` operationId).
-func (c *ClientWithResponses) DocumentInsertWithResponse(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
-	rsp, err := c.DocumentInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) DocumentInsertWithResponse(ctx context.Context, params *DocumentInsertParams, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
+	rsp, err := c.DocumentInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18841,8 +19765,8 @@ func (c *ClientWithResponses) EventListWithResponse(ctx context.Context, params 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/delete (the `FieldDelete` operationId).
-func (c *ClientWithResponses) FieldDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
-	rsp, err := c.FieldDeleteWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FieldDeleteWithBodyWithResponse(ctx context.Context, params *FieldDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
+	rsp, err := c.FieldDeleteWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18858,8 +19782,8 @@ func (c *ClientWithResponses) FieldDeleteWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/delete (the `FieldDelete` operationId).
-func (c *ClientWithResponses) FieldDeleteWithResponse(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
-	rsp, err := c.FieldDelete(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FieldDeleteWithResponse(ctx context.Context, params *FieldDeleteParams, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
+	rsp, err := c.FieldDelete(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18879,8 +19803,8 @@ func (c *ClientWithResponses) FieldDeleteWithResponse(ctx context.Context, body 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/insert (the `FieldInsert` operationId).
-func (c *ClientWithResponses) FieldInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
-	rsp, err := c.FieldInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FieldInsertWithBodyWithResponse(ctx context.Context, params *FieldInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
+	rsp, err := c.FieldInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18900,8 +19824,8 @@ func (c *ClientWithResponses) FieldInsertWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/insert (the `FieldInsert` operationId).
-func (c *ClientWithResponses) FieldInsertWithResponse(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
-	rsp, err := c.FieldInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FieldInsertWithResponse(ctx context.Context, params *FieldInsertParams, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
+	rsp, err := c.FieldInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18934,8 +19858,8 @@ func (c *ClientWithResponses) FieldListWithResponse(ctx context.Context, params 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/update (the `FieldUpdate` operationId).
-func (c *ClientWithResponses) FieldUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
-	rsp, err := c.FieldUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FieldUpdateWithBodyWithResponse(ctx context.Context, params *FieldUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
+	rsp, err := c.FieldUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18951,8 +19875,8 @@ func (c *ClientWithResponses) FieldUpdateWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/update (the `FieldUpdate` operationId).
-func (c *ClientWithResponses) FieldUpdateWithResponse(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
-	rsp, err := c.FieldUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FieldUpdateWithResponse(ctx context.Context, params *FieldUpdateParams, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
+	rsp, err := c.FieldUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18972,8 +19896,8 @@ func (c *ClientWithResponses) FieldUpdateWithResponse(ctx context.Context, body 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-func (c *ClientWithResponses) FieldValuesUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
-	rsp, err := c.FieldValuesUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FieldValuesUpdateWithBodyWithResponse(ctx context.Context, params *FieldValuesUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
+	rsp, err := c.FieldValuesUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -18993,8 +19917,8 @@ func (c *ClientWithResponses) FieldValuesUpdateWithBodyWithResponse(ctx context.
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
-func (c *ClientWithResponses) FieldValuesUpdateWithResponse(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
-	rsp, err := c.FieldValuesUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FieldValuesUpdateWithResponse(ctx context.Context, params *FieldValuesUpdateParams, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
+	rsp, err := c.FieldValuesUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19009,8 +19933,8 @@ func (c *ClientWithResponses) FieldValuesUpdateWithResponse(ctx context.Context,
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-func (c *ClientWithResponses) FilterDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
-	rsp, err := c.FilterDeleteWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FilterDeleteWithBodyWithResponse(ctx context.Context, params *FilterDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
+	rsp, err := c.FilterDeleteWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19025,8 +19949,8 @@ func (c *ClientWithResponses) FilterDeleteWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /filter/delete (the `FilterDelete` operationId).
-func (c *ClientWithResponses) FilterDeleteWithResponse(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
-	rsp, err := c.FilterDelete(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FilterDeleteWithResponse(ctx context.Context, params *FilterDeleteParams, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
+	rsp, err := c.FilterDelete(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19044,8 +19968,8 @@ func (c *ClientWithResponses) FilterDeleteWithResponse(ctx context.Context, body
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-func (c *ClientWithResponses) FilterInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
-	rsp, err := c.FilterInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FilterInsertWithBodyWithResponse(ctx context.Context, params *FilterInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
+	rsp, err := c.FilterInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19063,8 +19987,8 @@ func (c *ClientWithResponses) FilterInsertWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /filter/insert (the `FilterInsert` operationId).
-func (c *ClientWithResponses) FilterInsertWithResponse(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
-	rsp, err := c.FilterInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FilterInsertWithResponse(ctx context.Context, params *FilterInsertParams, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
+	rsp, err := c.FilterInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19098,8 +20022,8 @@ func (c *ClientWithResponses) FilterListWithResponse(ctx context.Context, params
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-func (c *ClientWithResponses) FilterUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
-	rsp, err := c.FilterUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FilterUpdateWithBodyWithResponse(ctx context.Context, params *FilterUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
+	rsp, err := c.FilterUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19115,8 +20039,8 @@ func (c *ClientWithResponses) FilterUpdateWithBodyWithResponse(ctx context.Conte
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /filter/update (the `FilterUpdate` operationId).
-func (c *ClientWithResponses) FilterUpdateWithResponse(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
-	rsp, err := c.FilterUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FilterUpdateWithResponse(ctx context.Context, params *FilterUpdateParams, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
+	rsp, err := c.FilterUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19165,8 +20089,8 @@ func (c *ClientWithResponses) FinanceAccountsWithResponse(ctx context.Context, r
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-func (c *ClientWithResponses) FinanceInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
-	rsp, err := c.FinanceInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) FinanceInsertWithBodyWithResponse(ctx context.Context, params *FinanceInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
+	rsp, err := c.FinanceInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19198,8 +20122,8 @@ func (c *ClientWithResponses) FinanceInsertWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
-func (c *ClientWithResponses) FinanceInsertWithResponse(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
-	rsp, err := c.FinanceInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) FinanceInsertWithResponse(ctx context.Context, params *FinanceInsertParams, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
+	rsp, err := c.FinanceInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19318,8 +20242,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /mail/send (the `MailSend` operationId).
-func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MailSendResponse, error) {
-	rsp, err := c.MailSendWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, params *MailSendParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MailSendResponse, error) {
+	rsp, err := c.MailSendWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19395,8 +20319,8 @@ func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, 
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /mail/send (the `MailSend` operationId).
-func (c *ClientWithResponses) MailSendWithResponse(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*MailSendResponse, error) {
-	rsp, err := c.MailSend(ctx, body, reqEditors...)
+func (c *ClientWithResponses) MailSendWithResponse(ctx context.Context, params *MailSendParams, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*MailSendResponse, error) {
+	rsp, err := c.MailSend(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19443,8 +20367,8 @@ func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /task/insert (the `TaskInsert` operationId).
-func (c *ClientWithResponses) TaskInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error) {
-	rsp, err := c.TaskInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) TaskInsertWithBodyWithResponse(ctx context.Context, params *TaskInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error) {
+	rsp, err := c.TaskInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19474,8 +20398,8 @@ func (c *ClientWithResponses) TaskInsertWithBodyWithResponse(ctx context.Context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /task/insert (the `TaskInsert` operationId).
-func (c *ClientWithResponses) TaskInsertWithResponse(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error) {
-	rsp, err := c.TaskInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) TaskInsertWithResponse(ctx context.Context, params *TaskInsertParams, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error) {
+	rsp, err := c.TaskInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19530,8 +20454,8 @@ func (c *ClientWithResponses) TaskListWithResponse(ctx context.Context, params *
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /task/update (the `TaskUpdate` operationId).
-func (c *ClientWithResponses) TaskUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
-	rsp, err := c.TaskUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) TaskUpdateWithBodyWithResponse(ctx context.Context, params *TaskUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
+	rsp, err := c.TaskUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19558,8 +20482,8 @@ func (c *ClientWithResponses) TaskUpdateWithBodyWithResponse(ctx context.Context
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /task/update (the `TaskUpdate` operationId).
-func (c *ClientWithResponses) TaskUpdateWithResponse(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
-	rsp, err := c.TaskUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) TaskUpdateWithResponse(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
+	rsp, err := c.TaskUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19574,8 +20498,8 @@ func (c *ClientWithResponses) TaskUpdateWithResponse(ctx context.Context, body T
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-func (c *ClientWithResponses) WebhookDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
-	rsp, err := c.WebhookDeleteWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) WebhookDeleteWithBodyWithResponse(ctx context.Context, params *WebhookDeleteParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
+	rsp, err := c.WebhookDeleteWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19590,8 +20514,8 @@ func (c *ClientWithResponses) WebhookDeleteWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
-func (c *ClientWithResponses) WebhookDeleteWithResponse(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
-	rsp, err := c.WebhookDelete(ctx, body, reqEditors...)
+func (c *ClientWithResponses) WebhookDeleteWithResponse(ctx context.Context, params *WebhookDeleteParams, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
+	rsp, err := c.WebhookDelete(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19652,8 +20576,8 @@ func (c *ClientWithResponses) WebhookDeliveriesWithResponse(ctx context.Context,
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-func (c *ClientWithResponses) WebhookInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
-	rsp, err := c.WebhookInsertWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) WebhookInsertWithBodyWithResponse(ctx context.Context, params *WebhookInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
+	rsp, err := c.WebhookInsertWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19693,8 +20617,8 @@ func (c *ClientWithResponses) WebhookInsertWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
-func (c *ClientWithResponses) WebhookInsertWithResponse(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
-	rsp, err := c.WebhookInsert(ctx, body, reqEditors...)
+func (c *ClientWithResponses) WebhookInsertWithResponse(ctx context.Context, params *WebhookInsertParams, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
+	rsp, err := c.WebhookInsert(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19732,8 +20656,8 @@ func (c *ClientWithResponses) WebhookListWithResponse(ctx context.Context, reqEd
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-func (c *ClientWithResponses) WebhookTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
-	rsp, err := c.WebhookTestWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) WebhookTestWithBodyWithResponse(ctx context.Context, params *WebhookTestParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
+	rsp, err := c.WebhookTestWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19753,8 +20677,8 @@ func (c *ClientWithResponses) WebhookTestWithBodyWithResponse(ctx context.Contex
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/test (the `WebhookTest` operationId).
-func (c *ClientWithResponses) WebhookTestWithResponse(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
-	rsp, err := c.WebhookTest(ctx, body, reqEditors...)
+func (c *ClientWithResponses) WebhookTestWithResponse(ctx context.Context, params *WebhookTestParams, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
+	rsp, err := c.WebhookTest(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19776,8 +20700,8 @@ func (c *ClientWithResponses) WebhookTestWithResponse(ctx context.Context, body 
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-func (c *ClientWithResponses) WebhookUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
-	rsp, err := c.WebhookUpdateWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) WebhookUpdateWithBodyWithResponse(ctx context.Context, params *WebhookUpdateParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
+	rsp, err := c.WebhookUpdateWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19799,8 +20723,8 @@ func (c *ClientWithResponses) WebhookUpdateWithBodyWithResponse(ctx context.Cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
-func (c *ClientWithResponses) WebhookUpdateWithResponse(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
-	rsp, err := c.WebhookUpdate(ctx, body, reqEditors...)
+func (c *ClientWithResponses) WebhookUpdateWithResponse(ctx context.Context, params *WebhookUpdateParams, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
+	rsp, err := c.WebhookUpdate(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19922,6 +20846,16 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompanyDeleteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyDeleteResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -19992,6 +20926,16 @@ func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompanyEmailInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyEmailInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20145,6 +21089,16 @@ func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompanyInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20215,6 +21169,16 @@ func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertRes
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompanyPhoneInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyPhoneInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20285,6 +21249,16 @@ func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisite
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompanyRequisitesInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyRequisitesInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20355,6 +21329,16 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers CompanyUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers CompanyUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20425,6 +21409,16 @@ func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ContactInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ContactInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20578,6 +21572,16 @@ func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetRespons
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers ContactSocialSetResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers ContactSocialSetResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -20928,6 +21932,16 @@ func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DealGoodsInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers DealGoodsInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21081,6 +22095,16 @@ func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse,
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DealGoodsUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers DealGoodsUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21151,6 +22175,16 @@ func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DealInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers DealInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21221,6 +22255,16 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DealUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers DealUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21374,6 +22418,16 @@ func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertR
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DocumentGoodsInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers DocumentGoodsInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21527,6 +22581,16 @@ func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, e
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers DocumentInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers DocumentInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21750,6 +22814,16 @@ func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FieldDeleteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FieldDeleteResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21820,6 +22894,16 @@ func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FieldInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FieldInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -21960,6 +23044,16 @@ func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FieldUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FieldUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22030,6 +23124,16 @@ func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateRespo
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FieldValuesUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FieldValuesUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22100,6 +23204,16 @@ func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FilterDeleteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FilterDeleteResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22170,6 +23284,16 @@ func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FilterInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FilterInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22310,6 +23434,16 @@ func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FilterUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FilterUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22450,6 +23584,16 @@ func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers FinanceInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers FinanceInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22629,6 +23773,16 @@ func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers MailSendResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers MailSendResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22732,6 +23886,16 @@ func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers TaskInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers TaskInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22885,6 +24049,16 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers TaskUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers TaskUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -22955,6 +24129,16 @@ func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers WebhookDeleteResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers WebhookDeleteResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -23095,6 +24279,16 @@ func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers WebhookInsertResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers WebhookInsertResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -23235,6 +24429,16 @@ func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) 
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers WebhookTestResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers WebhookTestResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -23305,6 +24509,16 @@ func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, err
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers WebhookUpdateResponse200Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers WebhookUpdateResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

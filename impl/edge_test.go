@@ -1,0 +1,138 @@
+package impl_test
+
+import (
+	"fmt"
+	"net/http"
+	"testing"
+)
+
+// hostileBodyTexts are JSON string literals (as written in the body, quotes
+// included) that PostgreSQL cannot store as text.
+var hostileBodyTexts = map[string]string{
+	"escaped NUL":             `"a\u0000b"`,
+	"raw NUL":                 "\"a\x00b\"",
+	"invalid UTF-8":           "\"a\xff\xfeb\"",
+	"overlong slash":          "\"a\xc0\xafb\"",
+	"lone low surrogate":      `"a\udfffb"`,
+	"lone high surrogate":     `"a\ud800b"`,
+	"high then no low":        `"a\ud800\u0041"`,
+	"UTF-8 encoded surrogate": "\"a\xed\xbf\xbfb\"",
+}
+
+// hostileQueryTexts are query values, as sent, that are not valid text.
+var hostileQueryTexts = map[string]string{
+	"NUL":                     "a%00b",
+	"invalid UTF-8":           "%ff%fe",
+	"overlong slash":          "%C0%AF",
+	"UTF-8 encoded surrogate": "%ED%BF%BF",
+}
+
+func TestEdgeInput(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	companyID := insertCompany(t, e, w.admin.token, map[string]any{"name": "Base", "type_id": w.dirs[9][0], "user_id": w.admin.id})
+	written := func(t *testing.T) [4]int {
+		t.Helper()
+		return [4]int{
+			e.count(t, `SELECT count(*) FROM companies`), e.count(t, `SELECT count(*) FROM contacts`),
+			e.count(t, `SELECT count(*) FROM tasks`), e.count(t, `SELECT count(*) FROM journal`),
+		}
+	}
+	before := written(t)
+
+	// Body fields: each operation with a template whose %s is replaced by the
+	// hostile literal, and the field the error must name.
+	bodies := []struct{ target, template, field string }{
+		{"/company/insert", `{"name": %s, "type_id": ` + fmt.Sprint(w.dirs[9][0]) + `, "user_id": ` + fmt.Sprint(w.admin.id) + `}`, `field "name"`},
+		{"/company/insert", `{"name": "ok", "type_id": ` + fmt.Sprint(w.dirs[9][0]) + `, "user_id": ` + fmt.Sprint(w.admin.id) + `, "Contacts": [{"first_name": "x"}, {"first_name": %s}]}`, `field "Contacts.1.first_name"`},
+		{"/company/insert", `{"name": "ok", %s: 1}`, `field "(a member name)"`},
+		{"/contact/insert", `{"company_id": ` + fmt.Sprint(companyID) + `, "last_name": %s}`, `field "last_name"`},
+		{"/task/insert", `{"company_id": ` + fmt.Sprint(companyID) + `, "note": %s, "type_id": ` + fmt.Sprint(w.dirs[35][0]) + `}`, `field "note"`},
+	}
+	for _, b := range bodies {
+		for name, lit := range hostileBodyTexts {
+			t.Run(b.target+" "+b.field+" "+name, func(t *testing.T) {
+				r := e.post(t, w.admin.token, b.target, fmt.Sprintf(b.template, lit))
+				expectError(t, r, "400", "request body: "+b.field+": must be valid UTF-8 text without NUL (U+0000) characters", "")
+			})
+		}
+	}
+
+	queries := []struct{ method, target, param string }{
+		{http.MethodPost, "/common/list/paging/1?columns=id&name=", "name"},
+		{http.MethodPost, "/common/list/paging/24?subject=", "subject"},
+		{http.MethodPost, "/common/list/paging/24?to_address=", "to_address"},
+		{http.MethodPost, "/common/list/paging/24?from_address=", "from_address"},
+		{http.MethodGet, "/contact/list?name=", "name"},
+		{http.MethodGet, "/field/list?module=", "module"},
+	}
+	for _, q := range queries {
+		for name, v := range hostileQueryTexts {
+			t.Run(q.target+" "+name, func(t *testing.T) {
+				r := e.do(t, request{method: q.method, target: q.target + v, token: w.admin.token})
+				expectError(t, r, "400", `query parameter "`+q.param+`": must be valid UTF-8 text without NUL (U+0000) characters`, "")
+			})
+		}
+	}
+
+	t.Run("query strings that do not parse", func(t *testing.T) {
+		for _, tc := range []struct{ target, want string }{
+			{"/common/list/paging/1?columns=id&name=zz;zz", `a parameter contains ";"`},
+			{"/common/list/paging/1?columns=id;name=zz", `a parameter contains ";"`},
+			{"/common/list/paging/1?columns=id&name=%zz", `query parameter "name": malformed %-escape`},
+			{"/common/list/paging/1?columns=id&name=%4", `query parameter "name": malformed %-escape`},
+			{"/common/list/paging/1?columns=id&na%zzme=x", `a parameter name has a malformed %-escape`},
+		} {
+			r := e.post(t, w.admin.token, tc.target, nil)
+			expectError(t, r, "400", tc.want, "")
+		}
+	})
+
+	t.Run("integers past their range", func(t *testing.T) {
+		for _, tc := range []struct{ target, want string }{
+			{"/common/list/paging/1?columns=id&page=9223372036854775807", `query parameter "page": number must be at most`},
+			{"/common/list/paging/1?columns=id&page=1000001", `query parameter "page": number must be at most`},
+			{"/common/list/paging/1?columns=id&page=99999999999999999999", `query parameter "page"`},
+			{"/common/list/paging/1?columns=id&id=9223372036854775808", `query parameter "id"`},
+		} {
+			r := e.post(t, w.admin.token, tc.target, nil)
+			expectError(t, r, "400", tc.want, "")
+		}
+		r := e.post(t, w.admin.token, "/common/list/paging/1?columns=id&page=1000000", nil)
+		if r.Status != "success" || r.Value != "[]" {
+			t.Errorf("the last page allowed: %s", r.Raw)
+		}
+	})
+
+	t.Run("paths not in their clean form", func(t *testing.T) {
+		for _, target := range []string{"/company/get/../get?id=1", "//company//get?id=1", "/company/./get?id=1", "/company/get/.."} {
+			r := e.do(t, request{method: http.MethodGet, target: target, token: w.admin.token, noOperation: true})
+			expectError(t, r, "404", "no such operation: the path is not in its clean form", "")
+			if r.Header.Get("Location") != "" {
+				t.Errorf("%s: a redirect to %s", target, r.Header.Get("Location"))
+			}
+		}
+		r := e.do(t, request{method: http.MethodGet, target: "/company/get%00?id=1", token: w.admin.token, noOperation: true})
+		expectError(t, r, "400", "path: must be valid UTF-8", "")
+	})
+
+	t.Run("escapes that are text", func(t *testing.T) {
+		// An escaped backslash before u0000 is the text `\u0000`, and a
+		// surrogate pair is one character: both are stored as sent.
+		id := insertCompany(t, e, w.admin.token, map[string]any{"name": `back\u0000slash 😀`, "type_id": w.dirs[9][0], "user_id": w.admin.id})
+		if n := e.count(t, `SELECT count(*) FROM companies WHERE id = $1 AND name = $2`, id, `back\u0000slash 😀`); n != 1 {
+			t.Error("the name was not stored as sent")
+		}
+		r := e.post(t, w.admin.token, "/company/insert", `{"name": "pair \ud83d\ude00", "type_id": `+fmt.Sprint(w.dirs[9][0])+`, "user_id": `+fmt.Sprint(w.admin.id)+`}`)
+		expectOK(t, r)
+		if n := e.count(t, `SELECT count(*) FROM companies WHERE name = 'pair 😀'`); n != 1 {
+			t.Error("a surrogate pair was not stored as its character")
+		}
+		before[0] += 2
+		before[3] += 2
+	})
+
+	if after := written(t); after != before {
+		t.Errorf("rows (companies, contacts, tasks, journal) %v, before %v: a refused request wrote", after, before)
+	}
+}
