@@ -171,7 +171,7 @@ func (s *Server) companiesByName(ctx context.Context, q *listQuery, dir string, 
 	q.set("narrow", "s.account_id = {acc} AND s.name_lc LIKE '%' || lower("+q.contains+"::text) || '%' AND "+
 		q.p.seesOwner("s.user_id"))
 	q.set("dir", dir)
-	q.set("counted", "SELECT count(*) FROM company_names s WHERE {narrow}")
+	q.set("counted", "SELECT count(*) FROM matched")
 	var out listResult
 	if err := s.stmts.get(ctx, &out, q.expand(companiesByNameSQL), q.args...); err != nil {
 		return nil, fmt.Errorf("list module %d by name: %w", q.m.code, err)
@@ -179,11 +179,16 @@ func (s *Server) companiesByName(ctx context.Context, q *listQuery, dir string, 
 	return gen.CommonListPaging200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
 }
 
-// companiesByNameSQL is the statement of companiesByName.
+// companiesByNameSQL is the statement of companiesByName. It reads the ids of
+// the matches once, through the trigram index, and takes the total and the
+// page from them: the planner cannot tell a rare term from a frequent one, and
+// a page through the order of ids would scan thousands of rows past a rare
+// term's few matches.
 const companiesByNameSQL = `
-	WITH page AS (
+	WITH matched AS MATERIALIZED (SELECT s.id FROM company_names s WHERE {narrow}),
+	page AS (
 		SELECT p.id, p.n
-		  FROM unnest(ARRAY(SELECT s.id FROM company_names s WHERE {narrow} ORDER BY s.id {dir} LIMIT {limit} OFFSET {offset}))
+		  FROM unnest(ARRAY(SELECT id FROM matched ORDER BY id {dir} LIMIT {limit} OFFSET {offset}))
 		       WITH ORDINALITY AS p (id, n))
 	` + pageSQL
 
