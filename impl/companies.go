@@ -237,33 +237,9 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 	if err != nil {
 		return nil, err
 	}
-	q := sqlFor(p)
-	q.set("company", companyJSON)
-	q.set("email", emailJSON)
-	q.set("phone", phoneJSON)
-	q.set("requisites", requisitesJSON)
-	q.set("contact", contactJSON)
+	query, args := companyCardSQL(p, req.Params.Id)
 	var card string
-	err = s.generic.get(ctx, &card, q.expand(`
-		SELECT jsonb_build_object(
-			'company', {company},
-			'emails', coalesce((SELECT jsonb_agg({email} ORDER BY e.contact_id NULLS FIRST, e.id)
-			                      FROM emails e WHERE e.account_id = {acc} AND e.company_id = c.id), '[]'),
-			'phones', coalesce((SELECT jsonb_agg({phone} ORDER BY ph.contact_id NULLS FIRST, ph.id)
-			                      FROM phones ph WHERE ph.account_id = {acc} AND ph.company_id = c.id), '[]'),
-			'requisites', coalesce((SELECT jsonb_agg({requisites} ORDER BY r.is_default DESC, r.id)
-			                          FROM requisites r WHERE r.account_id = {acc} AND r.company_id = c.id), '[]'),
-			'contacts', coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id)
-			                        FROM contacts ct WHERE ct.account_id = {acc} AND ct.company_id = c.id), '[]'))::text
-		  FROM companies c
-		  LEFT JOIN users u ON u.account_id = {acc} AND u.id = c.user_id
-		  LEFT JOIN users cb ON cb.account_id = {acc} AND cb.id = c.created_by
-		  LEFT JOIN directory_values dt ON dt.account_id = {acc} AND dt.id = c.type_id
-		  LEFT JOIN directory_values ds ON ds.account_id = {acc} AND ds.id = c.status_id
-		  LEFT JOIN directory_values dc ON dc.account_id = {acc} AND dc.id = c.category_id
-		  LEFT JOIN directory_values dg ON dg.account_id = {acc} AND dg.id = c.group_id
-		  LEFT JOIN directory_values da ON da.account_id = {acc} AND da.id = c.agent_id
-		 WHERE `+p.seesCompany(q.arg(req.Params.Id))), q.args...)
+	err = s.generic.get(ctx, &card, query, args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		// "For a missing or deleted counterparty the reply has status Error."
 		return nil, &Error{Code: CodeNotFound, Status: gen.StatusErrorCapital,
@@ -273,6 +249,38 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 		return nil, fmt.Errorf("read card of counterparty %d: %w", req.Params.Id, err)
 	}
 	return gen.CompanyGet200JSONResponse(success(card)), nil
+}
+
+// companyCardSQL is the statement of GET /company/get: the card of the
+// counterparty id as p sees it, as one JSON text, or no row.
+func companyCardSQL(p *Principal, id int64) (string, []any) {
+	q := sqlFor(p)
+	q.set("company", companyJSON)
+	q.set("email", emailJSON)
+	q.set("phone", phoneJSON)
+	q.set("requisites", requisitesJSON)
+	setContact(q, contactsOfCompany)
+	return q.expand(`
+		SELECT jsonb_build_object(
+			'company', {company},
+			'emails', coalesce((SELECT jsonb_agg({email} ORDER BY e.contact_id NULLS FIRST, e.id)
+			                      FROM emails e WHERE e.account_id = {acc} AND e.company_id = c.id), '[]'),
+			'phones', coalesce((SELECT jsonb_agg({phone} ORDER BY ph.contact_id NULLS FIRST, ph.id)
+			                      FROM phones ph WHERE ph.account_id = {acc} AND ph.company_id = c.id), '[]'),
+			'requisites', coalesce((SELECT jsonb_agg({requisites} ORDER BY r.is_default DESC, r.id)
+			                          FROM requisites r WHERE r.account_id = {acc} AND r.company_id = c.id), '[]'),
+			'contacts', coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id)
+			                        FROM contacts ct {contactJoins}
+			                       WHERE ct.account_id = {acc} AND ct.company_id = c.id), '[]'))::text
+		  FROM companies c
+		  LEFT JOIN users u ON u.account_id = {acc} AND u.id = c.user_id
+		  LEFT JOIN users cb ON cb.account_id = {acc} AND cb.id = c.created_by
+		  LEFT JOIN directory_values dt ON dt.account_id = {acc} AND dt.id = c.type_id
+		  LEFT JOIN directory_values ds ON ds.account_id = {acc} AND ds.id = c.status_id
+		  LEFT JOIN directory_values dc ON dc.account_id = {acc} AND dc.id = c.category_id
+		  LEFT JOIN directory_values dg ON dg.account_id = {acc} AND dg.id = c.group_id
+		  LEFT JOIN directory_values da ON da.account_id = {acc} AND da.id = c.agent_id
+		 WHERE ` + p.seesCompany(q.arg(id))), q.args
 }
 
 // companyJSON is the company object of the card for the row c and its joined

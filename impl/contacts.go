@@ -72,22 +72,57 @@ func insertContact(ctx context.Context, tx *sqlx.Tx, p *Principal, companyID int
 
 // contactJSON is the object of the contact person ct (of the counterparty c)
 // with their phones, e-mails and social networks, as the card and the contact
-// list show it.
+// lists show it. It reads the joins of contactJoins.
+//
+// Each of the three sets of items is read once for all the contact persons of
+// the statement (the array {contactIDs}, an SQL expression the caller sets),
+// through the indexes led by (account_id, contact_id), into one JSON object
+// from a contact person's id to the array of their items, which each contact
+// person looks up. The subquery does not refer to ct, so PostgreSQL runs it
+// once (an InitPlan); a join of each contact person to a grouped set would
+// have it group the set again for every contact person. Every table is read
+// with the constant account {acc}, never with a correlated x.account_id =
+// ct.account_id, which hides the constant from the planner (and from Citus's
+// router).
 const contactJSON = `jsonb_build_object(
 	'id', ct.id, 'company_id', ct.company_id, 'company_name', c.name, 'name', ct.name,
 	'first_name', ct.first_name, 'middle_name', ct.middle_name, 'last_name', ct.last_name,
-	'position_id', ct.position_id,
-	'position', coalesce((SELECT d.name FROM directory_values d WHERE d.account_id = {acc} AND d.id = ct.position_id), ''),
-	'status_id', ct.status_id,
-	'status', coalesce((SELECT d.name FROM directory_values d WHERE d.account_id = {acc} AND d.id = ct.status_id), ''),
+	'position_id', ct.position_id, 'position', coalesce(ctp.name, ''),
+	'status_id', ct.status_id, 'status', coalesce(cts.name, ''),
 	'note', ct.note,
 	'created', to_char(ct.created_at AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
-	'Phones', coalesce((SELECT jsonb_agg(` + phoneJSON + ` ORDER BY ph.id) FROM phones ph
-	                     WHERE ph.account_id = {acc} AND ph.contact_id = ct.id), '[]'),
-	'Emails', coalesce((SELECT jsonb_agg(` + emailJSON + ` ORDER BY e.id) FROM emails e
-	                     WHERE e.account_id = {acc} AND e.contact_id = ct.id), '[]'),
-	'SocialNetworks', coalesce((SELECT jsonb_agg(jsonb_build_object('id', cs.id, 'network', cs.network, 'address', cs.address) ORDER BY cs.id)
-	                     FROM contact_socials cs WHERE cs.account_id = {acc} AND cs.contact_id = ct.id), '[]'))`
+	'Phones', coalesce((SELECT jsonb_object_agg(x.contact_id, x.list)
+	                      FROM (SELECT ph.contact_id, jsonb_agg(` + phoneJSON + ` ORDER BY ph.id) AS list FROM phones ph
+	                             WHERE ph.account_id = {acc} AND ph.contact_id IS NOT NULL AND ph.contact_id = ANY ({contactIDs})
+	                             GROUP BY ph.contact_id) x) -> ct.id::text, '[]'),
+	'Emails', coalesce((SELECT jsonb_object_agg(x.contact_id, x.list)
+	                      FROM (SELECT e.contact_id, jsonb_agg(` + emailJSON + ` ORDER BY e.id) AS list FROM emails e
+	                             WHERE e.account_id = {acc} AND e.contact_id IS NOT NULL AND e.contact_id = ANY ({contactIDs})
+	                             GROUP BY e.contact_id) x) -> ct.id::text, '[]'),
+	'SocialNetworks', coalesce((SELECT jsonb_object_agg(x.contact_id, x.list)
+	                      FROM (SELECT cs.contact_id,
+	                                   jsonb_agg(jsonb_build_object('id', cs.id, 'network', cs.network, 'address', cs.address) ORDER BY cs.id) AS list
+	                              FROM contact_socials cs
+	                             WHERE cs.account_id = {acc} AND cs.contact_id = ANY ({contactIDs})
+	                             GROUP BY cs.contact_id) x) -> ct.id::text, '[]'))`
+
+// contactJoins joins to the contact persons ct the names of their position
+// and status, for contactJSON.
+const contactJoins = `
+	LEFT JOIN directory_values ctp ON ctp.account_id = {acc} AND ctp.id = ct.position_id
+	LEFT JOIN directory_values cts ON cts.account_id = {acc} AND cts.id = ct.status_id`
+
+// contactsOfCompany is the array of the ids of the contact persons of the
+// counterparty c, for {contactIDs}.
+const contactsOfCompany = `ARRAY(SELECT x.id FROM contacts x WHERE x.account_id = {acc} AND x.company_id = c.id)`
+
+// setContact sets the slots of contactJSON and contactJoins; ids is the array
+// of the contact persons the statement shows.
+func setContact(q *sqlText, ids string) {
+	q.set("contact", contactJSON)
+	q.set("contactJoins", contactJoins)
+	q.set("contactIDs", ids)
+}
 
 // ContactInsert implements POST /contact/insert: the contact person with their
 // e-mails and phones in one transaction.
@@ -170,32 +205,48 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 		offset = int64(page-1) * int64(perPage)
 	}
 
-	q := sqlFor(p)
-	q.set("contact", contactJSON)
-	q.set("visible", p.seesOwner("c.user_id"))
-	q.set("byName", "TRUE")
-	if name := str(req.Params.Name); name != "" {
-		q.set("byName", "ct.name ILIKE "+q.arg("%"+escapeLike(name)+"%"))
-	}
-	q.set("matches", `contacts ct JOIN companies c ON c.account_id = {acc} AND c.id = ct.company_id
-		WHERE ct.account_id = {acc} AND c.deleted_at IS NULL AND {visible} AND {byName}`)
-	// The total and the page are two scans of the same filter: a window count would
-	// fetch every matching row. The page's ids are chosen first, so that the JSON of
-	// a contact is built only for the rows on the page.
-	query := q.expand(`
-		SELECT (SELECT count(*) FROM {matches}) AS rows,
-		       coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id DESC)
-		                   FROM (SELECT ct.id FROM {matches} ORDER BY ct.id DESC LIMIT ` + q.arg(perPage) + ` OFFSET ` + q.arg(offset) + `) pg
-		                   JOIN contacts ct ON ct.account_id = {acc} AND ct.id = pg.id
-		                   JOIN companies c ON c.account_id = {acc} AND c.id = ct.company_id), '[]')::text AS value`)
+	query, args := contactListSQL(p, str(req.Params.Name), perPage, offset)
 	var out struct {
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	if err := s.db.GetContext(ctx, &out, query, q.args...); err != nil {
+	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
 		return nil, fmt.Errorf("list contacts: %w", err)
 	}
 	return gen.ContactList200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
+}
+
+// contactListSQL is the statement of GET /contact/list without company_id: the
+// total and one page of the contact persons p sees whose name contains name
+// ("" for all).
+func contactListSQL(p *Principal, name string, perPage int, offset int64) (string, []any) {
+	q := sqlFor(p)
+	setContact(q, "ARRAY(SELECT pg.id FROM pg)")
+	q.set("visible", p.seesOwner("c.user_id"))
+	q.set("byName", "TRUE")
+	// Without a name the total is the maintained count of the contact persons
+	// of the live counterparties of the owners the caller sees (list_counts,
+	// module 1, kind 1: db/migrations/0065_contact_items.sql); counting them
+	// would join every contact person of the account with its counterparty.
+	q.set("total", "SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = {acc} AND module = 1 AND kind = 1 AND "+
+		p.seesOwner("owner_id"))
+	if name != "" {
+		q.set("byName", "ct.name ILIKE "+q.arg("%"+escapeLike(name)+"%"))
+		q.set("total", "SELECT count(*) FROM {matches}")
+	}
+	q.set("matches", `contacts ct JOIN companies c ON c.account_id = {acc} AND c.id = ct.company_id
+		WHERE ct.account_id = {acc} AND c.deleted_at IS NULL AND {visible} AND {byName}`)
+	// The page's ids are chosen first, so that the JSON of a contact is built
+	// only for the rows on the page, and their items are read for the page alone.
+	query := q.expand(`
+		WITH pg AS MATERIALIZED (SELECT ct.id FROM {matches} ORDER BY ct.id DESC LIMIT ` + q.arg(perPage) + ` OFFSET ` + q.arg(offset) + `)
+		SELECT ({total}) AS rows,
+		       coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id DESC)
+		                   FROM pg
+		                   JOIN contacts ct ON ct.account_id = {acc} AND ct.id = pg.id
+		                   JOIN companies c ON c.account_id = {acc} AND c.id = ct.company_id
+		                   {contactJoins}), '[]')::text AS value`)
+	return query, q.args
 }
 
 // companyContacts is GET /contact/list with company_id: "all contact persons of
@@ -203,14 +254,14 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 // page, as a quick list. A missing or invisible counterparty is an error.
 func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID int64) (gen.ContactListResponseObject, error) {
 	q := sqlFor(p)
-	q.set("contact", contactJSON)
+	setContact(q, contactsOfCompany)
 	query := q.expand(`
-		SELECT count(ct.id) AS rows,
-		       coalesce(jsonb_agg({contact} ORDER BY ct.id DESC) FILTER (WHERE ct.id IS NOT NULL), '[]')::text AS value
+		SELECT (SELECT count(*) FROM contacts x WHERE x.account_id = {acc} AND x.company_id = c.id) AS rows,
+		       coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id DESC)
+		                   FROM contacts ct {contactJoins}
+		                  WHERE ct.account_id = {acc} AND ct.company_id = c.id), '[]')::text AS value
 		  FROM companies c
-		  LEFT JOIN contacts ct ON ct.account_id = {acc} AND ct.company_id = c.id
-		 WHERE ` + p.seesCompany(q.arg(companyID)) + `
-		 GROUP BY c.id`)
+		 WHERE ` + p.seesCompany(q.arg(companyID)))
 	var out struct {
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`

@@ -134,8 +134,13 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	contacts, err := ensureContacts(ctx, log, url, data)
+	if err != nil {
+		return err
+	}
+	defer contacts.pool.Close()
 	var results []result
-	list := scenarios(env)
+	list := append(scenarios(env), contactScenarios(contacts)...)
 	eta := startETA(log, o.progressEvery, len(list), 4*(o.warmup+o.duration))
 	for i, sc := range list {
 		eta.begin(i, sc.name)
