@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-citus test-browser lint generate check-generated conformance bench build apidocs db-stop clean
+.PHONY: run test test-citus test-browser lint generate check-generated conformance bench fuzz build apidocs db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
@@ -57,6 +57,17 @@ conformance: build
 bench:
 	$(GO) run ./cmd/crm-bench
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## fuzz: each Go fuzz target (request decoding and validation in impl, the mail parser and sanitiser in impl/mailer) for
+## FUZZTIME (20s) each; new failing inputs land in the package's testdata/fuzz, which make test then replays
+FUZZTIME ?= 20s
+fuzz:
+	@set -e; for dir in $$(grep -l '^func Fuzz' $$(git ls-files '*_test.go') | xargs -n1 dirname | sort -u); do \
+	  for target in $$(grep -ho '^func Fuzz[A-Za-z0-9_]*' $$dir/*_test.go | sed 's/^func //'); do \
+	    echo "fuzz: $$target in ./$$dir for $(FUZZTIME)"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$dir; \
+	  done; \
+	done
 
 ## build: the binaries, into ./bin (with the renderer of the API reference page, see apidocs)
 build: apidocs
