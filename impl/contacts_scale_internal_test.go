@@ -91,6 +91,7 @@ func TestContactCostIgnoresOtherAccounts(t *testing.T) {
 	dbtest.RequireOwnDatabase(t)
 	ctx := context.Background()
 	db := dbtest.New(t)
+	types := map[int64]int64{} // account -> its counterparty type
 	newAccount := func(name string) (int64, int64) {
 		t.Helper()
 		acc, err := CreateAccount(ctx, db, AccountInput{Name: name, BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
@@ -101,7 +102,7 @@ func TestContactCostIgnoresOtherAccounts(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		addType(t, db, acc)
+		types[acc] = addType(t, db, acc)
 		return acc, user
 	}
 	// addContacts gives the account a counterparty with n contact persons,
@@ -109,8 +110,8 @@ func TestContactCostIgnoresOtherAccounts(t *testing.T) {
 	addContacts := func(acc, user int64, n int) int64 {
 		t.Helper()
 		var company int64
-		if err := db.Get(&company, `INSERT INTO companies (account_id, name, user_id, type_id)
-			VALUES ($1, 'Co', $2, (SELECT min(id) FROM directory_values WHERE account_id = $1 AND directory_code = 9)) RETURNING id`, acc, user); err != nil {
+		if err := db.Get(&company, `INSERT INTO companies (account_id, name, user_id, type_id) VALUES ($1, 'Co', $2, $3) RETURNING id`,
+			acc, user, types[acc]); err != nil {
 			t.Fatal(err)
 		}
 		for _, stmt := range []string{
@@ -215,7 +216,7 @@ func TestContactCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addType(t, db, acc)
+	typeID := addType(t, db, acc)
 	var users []int64
 	for _, login := range []string{"a", "b"} {
 		id, err := CreateUser(ctx, db, UserInput{AccountID: acc, Name: login, Login: login + "@counts.example", Role: RoleMember})
@@ -227,8 +228,8 @@ func TestContactCounts(t *testing.T) {
 	var companies []int64
 	for i := range 3 {
 		var id int64
-		if err := db.Get(&id, `INSERT INTO companies (account_id, name, user_id, type_id)
-			VALUES ($1, 'C', $2, (SELECT min(id) FROM directory_values WHERE account_id = $1 AND directory_code = 9)) RETURNING id`, acc, users[i%2]); err != nil {
+		if err := db.Get(&id, `INSERT INTO companies (account_id, name, user_id, type_id) VALUES ($1, 'C', $2, $3) RETURNING id`,
+			acc, users[i%2], typeID); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := db.Exec(`INSERT INTO contacts (account_id, company_id, last_name) SELECT $1, $2, 'P' FROM generate_series(1, $3)`, acc, id, i+2); err != nil {
@@ -274,10 +275,13 @@ func TestContactCounts(t *testing.T) {
 	}
 }
 
-// addType gives the account the counterparty type that new counterparties take.
-func addType(t *testing.T, db *sqlx.DB, acc int64) {
+// addType gives the account the counterparty type that new counterparties
+// take, and returns it.
+func addType(t *testing.T, db *sqlx.DB, acc int64) int64 {
 	t.Helper()
-	if _, err := AddDirectoryValue(context.Background(), db, DirectoryValueInput{AccountID: acc, Code: DirCompanyTypes, Name: "Client"}); err != nil {
+	id, err := AddDirectoryValue(context.Background(), db, DirectoryValueInput{AccountID: acc, Code: DirCompanyTypes, Name: "Client"})
+	if err != nil {
 		t.Fatal(err)
 	}
+	return id
 }

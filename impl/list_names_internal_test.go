@@ -18,7 +18,7 @@ func TestCompanyNamesFollowCompanies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	addType(t, db, acc)
+	typeID := addType(t, db, acc)
 	var users []int64
 	for _, login := range []string{"a", "b"} {
 		id, err := CreateUser(ctx, db, UserInput{AccountID: acc, Name: login, Login: login + "@names.example", Role: RoleMember})
@@ -30,9 +30,9 @@ func TestCompanyNamesFollowCompanies(t *testing.T) {
 	var ids []int64
 	err = db.Select(&ids, `
 		INSERT INTO companies (account_id, name, user_id, type_id, deleted_at)
-		SELECT $1, n, $2, (SELECT min(id) FROM directory_values WHERE account_id = $1 AND directory_code = 9), d
+		SELECT $1, n, $2, $3, d
 		  FROM (VALUES ('Nordic ÄBOLS', NULL::timestamptz), ('Zephyr', NULL), ('Born deleted', now())) AS v (n, d)
-		RETURNING id`, acc, users[0])
+		RETURNING id`, acc, users[0], typeID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestCompanyNamesFollowCompanies(t *testing.T) {
 		{"deleted", `UPDATE companies SET deleted_at = now() WHERE account_id = $1 AND id = $2 AND $3 > 0`},
 		{"renamed while deleted", `UPDATE companies SET name = 'Gone' WHERE account_id = $1 AND id = $2 AND $3 > 0`},
 		{"restored", `UPDATE companies SET deleted_at = NULL WHERE account_id = $1 AND id = $2 AND $3 > 0`},
-		{"removed", `DELETE FROM companies WHERE account_id = $1 AND id = $2 + 1 AND $3 > 0`},
+		{"removed", `DELETE FROM companies WHERE account_id = $1 AND id = $2::bigint + 1 AND $3 > 0`},
 	} {
 		if _, err := db.Exec(step.sql, acc, ids[0], users[1]); err != nil {
 			t.Fatalf("%s: %v", step.name, err)
