@@ -4852,6 +4852,18491 @@ func (t *FilterDefinition_AdditionalProperties) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// RequestEditorFn is the function signature for the RequestEditor callback function
+type RequestEditorFn func(ctx context.Context, req *http.Request) error
+
+// Doer performs HTTP requests.
+//
+// The standard http.Client implements this interface.
+type HttpRequestDoer interface {
+	Do(req *http.Request) (*http.Response, error)
+}
+
+// Client which conforms to the OpenAPI3 specification for this service.
+type Client struct {
+	// The endpoint of the server conforming to this interface, with scheme,
+	// https://api.deepmap.com for example. This can contain a path relative
+	// to the server, such as https://api.deepmap.com/dev-test, and all the
+	// paths in the swagger spec will be appended to the server.
+	Server string
+
+	// Doer for performing requests, typically a *http.Client with any
+	// customized settings, such as certificate chains.
+	Client HttpRequestDoer
+
+	// A list of callbacks for modifying requests which are generated before sending over
+	// the network.
+	RequestEditors []RequestEditorFn
+}
+
+// ClientOption allows setting custom parameters during construction
+type ClientOption func(*Client) error
+
+// Creates a new Client, with reasonable defaults
+func NewClient(server string, opts ...ClientOption) (*Client, error) {
+	// create a client with sane default values
+	client := Client{
+		Server: server,
+	}
+	// mutate client and add all optional params
+	for _, o := range opts {
+		if err := o(&client); err != nil {
+			return nil, err
+		}
+	}
+	// ensure the server URL always has a trailing slash
+	if !strings.HasSuffix(client.Server, "/") {
+		client.Server += "/"
+	}
+	// create httpClient, if not already present
+	if client.Client == nil {
+		client.Client = &http.Client{}
+	}
+	return &client, nil
+}
+
+// WithHTTPClient allows overriding the default Doer, which is
+// automatically created using http.Client. This is useful for tests.
+func WithHTTPClient(doer HttpRequestDoer) ClientOption {
+	return func(c *Client) error {
+		c.Client = doer
+		return nil
+	}
+}
+
+// WithRequestEditorFn allows setting up a callback function, which will be
+// called right before sending the request. This can be used to mutate the request.
+func WithRequestEditorFn(fn RequestEditorFn) ClientOption {
+	return func(c *Client) error {
+		c.RequestEditors = append(c.RequestEditors, fn)
+		return nil
+	}
+}
+
+// The interface specification for the client above.
+type ClientInterface interface {
+
+	// CommonListPagingWithBody Paged list of the records of one module
+	//
+	// One page of the records of module `{module}` that the token owner may see, with the
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
+	//
+	// `value` is a JSON array of objects keyed by exactly the requested column names, in
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
+	//
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+	//
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+	//
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+	CommonListPagingWithBody(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CommonListPaging Paged list of the records of one module
+	//
+	// One page of the records of module `{module}` that the token owner may see, with the
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
+	//
+	// `value` is a JSON array of objects keyed by exactly the requested column names, in
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
+	//
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+	//
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+	//
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+	CommonListPaging(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyDeleteWithBody Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyDelete Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDelete(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyEmailInsertWithBody Add an e-mail to a counterparty or one of its contact persons
+	//
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+	CompanyEmailInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
+	//
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+	CompanyEmailInsert(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyGet The card of one counterparty
+	//
+	// `value` is a JSON object with `company` (the fields of the counterparty list columns,
+	// plus `tags`, `group_id`, `group` and one `ADD_{name}` member per additional field),
+	// `emails` and `phones` (of the counterparty and of its contact persons; the items of a
+	// contact person have `id_contact_man` set), `requisites` (default first), and
+	// `contacts` (each with its own `Phones`, `Emails` and `SocialNetworks`).
+	//
+	// A missing, deleted or invisible counterparty answers status **`Error`** (capital E,
+	// as the interface has it), code `404`.
+	//
+	// Corresponds with GET /company/get (the `CompanyGet` operationId).
+	CompanyGet(ctx context.Context, params *CompanyGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyInsertWithBody Add a counterparty
+	//
+	// Adds a counterparty with its contact persons (`Contacts`, each with their own
+	// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+	// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+	// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+	// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+	// naming the field. `person` is 1 legal entity (default) or 2 private person.
+	// The requisites of `Paymentdetails` become the counterparty's default requisites.
+	//
+	// With `check_duplicates=true` no counterparty is created when any e-mail of the
+	// counterparty or of its contact persons (compared case-insensitively; an e-mail
+	// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+	// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+	// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+	// the request should not be repeated. The check covers the whole account, whoever is
+	// responsible for the existing counterparty; its name appears in the text only when
+	// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+	// at most one of them creates a counterparty.
+	//
+	// `value` is the new counterparty's id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+	CompanyInsertWithBody(ctx context.Context, params *CompanyInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyInsert Add a counterparty
+	//
+	// Adds a counterparty with its contact persons (`Contacts`, each with their own
+	// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+	// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+	// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+	// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+	// naming the field. `person` is 1 legal entity (default) or 2 private person.
+	// The requisites of `Paymentdetails` become the counterparty's default requisites.
+	//
+	// With `check_duplicates=true` no counterparty is created when any e-mail of the
+	// counterparty or of its contact persons (compared case-insensitively; an e-mail
+	// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+	// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+	// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+	// the request should not be repeated. The check covers the whole account, whoever is
+	// responsible for the existing counterparty; its name appears in the text only when
+	// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+	// at most one of them creates a counterparty.
+	//
+	// `value` is the new counterparty's id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+	CompanyInsert(ctx context.Context, params *CompanyInsertParams, body CompanyInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyPhoneInsertWithBody Add a phone to a counterparty or one of its contact persons
+	//
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+	CompanyPhoneInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyPhoneInsert Add a phone to a counterparty or one of its contact persons
+	//
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+	CompanyPhoneInsert(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyRequisitesInsertWithBody Add requisites to a counterparty
+	//
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
+	//
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+	CompanyRequisitesInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyRequisitesInsert Add requisites to a counterparty
+	//
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
+	//
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+	CompanyRequisitesInsert(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyUpdateWithBody Change fields of a counterparty
+	//
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
+	//
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+	CompanyUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// CompanyUpdate Change fields of a counterparty
+	//
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
+	//
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+	CompanyUpdate(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContactInsertWithBody Add a contact person to a counterparty
+	//
+	// Adds a contact person, with their e-mails and phones, to the counterparty
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+	//
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+	ContactInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContactInsert Add a contact person to a counterparty
+	//
+	// Adds a contact person, with their e-mails and phones, to the counterparty
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+	//
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+	ContactInsert(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContactList Paged list of contact persons
+	//
+	// Contact persons of the counterparties the token owner may see (a contact person is
+	// visible with their counterparty; those of deleted counterparties never), newest first
+	// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+	//
+	// - `name` keeps the contact persons whose full name (last, first and middle name)
+	//   contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+	//   An empty `name` filters nothing.
+	// - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+	//   page; `rows` is the number of matching contact persons in total and `pages` is
+	//   `ceil(rows / records_onpage)`. A page past the end is an empty array.
+	// - With `company_id`, every contact person of that counterparty is returned on one
+	//   page and `name`, `page` and `records_onpage` are ignored (they are still
+	//   validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+	//   counterparty has none. A missing, deleted or invisible counterparty is code `404`.
+	//
+	// Corresponds with GET /contact/list (the `ContactList` operationId).
+	ContactList(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContactSocialSetWithBody Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContactSocialSet Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSet(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DashboardKpiMy KPI of the token owner
+	//
+	// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+	// days included, days of the owner's time zone; `date_to` defaults to today,
+	// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+	// period of more than 366 days, is an error (`"400"`).
+	//
+	// A KPI plan belongs to a user and a calendar month (the admin command
+	// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+	// value and the metric it measures. The actual of a metric counts the records the user
+	// is responsible for, whoever may see them:
+	//
+	// - `companies_added` (`count`): counterparties, not deleted, created in the period;
+	// - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+	//   (their completion time);
+	// - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+	//   and the sum of their amounts;
+	// - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+	//   marked as invoices dated in the period, and the sum of their amounts;
+	// - `income` (`amount`): incoming money movements, except transfers between the
+	//   account's own money accounts, dated in the period.
+	//
+	// A monthly plan is recalculated to the period in proportion to days: each month the
+	// period touches counts with the days the period has in it, its plan value × those days
+	// / the days of the month, and the actual counts the records of the same days. A month
+	// without a plan item of the metric counts in neither. Example: 31 new counterparties
+	// planned in October and 30 in November make the plan of 17 October to 15 November
+	// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+	// at most 100; `period_progress_percent` is the average over the items.
+	//
+	// `month_items` has one item per metric planned in a month of the period, in the order
+	// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+	// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+	// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+	// items of that month's plan (`null` when that month has no plan). Percentages are
+	// rounded to two decimals.
+	//
+	// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+	// nothing else; that is not an error.
+	//
+	// Corresponds with GET /dashboard/kpi/my (the `DashboardKpiMy` operationId).
+	DashboardKpiMy(ctx context.Context, params *DashboardKpiMyParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DashboardKpiTeam KPI of the staff and departments
+	//
+	// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+	// their departments, from best to lagging (equal percentages by name, then id). The
+	// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+	// of the token owner's time zone for every user; so are the metrics and the
+	// recalculation of plans to the period.
+	//
+	// - Staff: the active users of the account for an admin; the active users of their own
+	//   department for a head, and for a member who has a report right (a member without a
+	//   department: only themselves). With `department_id`, only that department's staff;
+	//   a department outside that scope, or of no department of the account, is answered
+	//   as not found (`"404"`), and `departments` is `null`.
+	// - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+	//   average progress of their items, each counting at most 100). A user without a
+	//   department has `department_id` null and `department` `""`.
+	// - `departments`: the departments of the listed users; `progress_percent` of a
+	//   department is the average over its listed users, each user weighing the same
+	//   whatever the number of their items. Users without a department are in none.
+	//
+	// Rights: the user list needs the right to the users' KPI report, the department list
+	// the right to the departments' KPI report (flags of the user, whatever their role).
+	// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+	// right the other list is `null` and its access field gives the reason
+	// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+	// `department_id` given, `departments_access` is `not returned when department_id is
+	// given`. An access field is `ok` when its list is present.
+	//
+	// Corresponds with GET /dashboard/kpi/team (the `DashboardKpiTeam` operationId).
+	DashboardKpiTeam(ctx context.Context, params *DashboardKpiTeamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DashboardMyDay Day summary of the token owner
+	//
+	// Counters of the period `date`..`date_to`: both days included, each day running from
+	// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+	// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+	// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+	// their access level, and `mine`, the records the owner is responsible for.
+	//
+	// - `companies_added`: counterparties created in the period (their creation time), not
+	//   deleted; seen and mine by their responsible user.
+	// - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+	//   owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+	//   assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+	//   finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+	//   done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+	//   completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+	//   done (now) whose deadline is before the start of the period, the same rule as
+	//   `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+	//   `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+	//   in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+	//   `mine_done` the tasks done in the period, so the entries add up to the four counters
+	//   above.
+	// - `deals_created`: deals created in the period (their creation time); `total_sum` and
+	//   `mine_sum` are the sums of their amounts.
+	// - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+	//   document date is in the period, whatever their status; with the sums of their
+	//   amounts.
+	// - `money`: money movements whose date is in the period, except the transfers between
+	//   the account's own money accounts. `income` and `income_count`: the sum and number of
+	//   the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+	//   `expense` and `expense_count`: the outgoing ones.
+	// - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+	//   the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+	//   at or after the end of the period (the midnight after `date_to`); seen and mine by
+	//   the counterparty's responsible user.
+	// - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+	//
+	// Amounts are sums in the account's base currency.
+	//
+	// Corresponds with GET /dashboard/my/day (the `DashboardMyDay` operationId).
+	DashboardMyDay(ctx context.Context, params *DashboardMyDayParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DashboardMyTasks Today's and overdue tasks of the token owner
+	//
+	// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+	// in the owner's time zone; the day runs from midnight to midnight there). A task's
+	// deadline is its `date_finish`, or its `date_start` when it has no finish.
+	//
+	// - `today`: every task whose deadline falls on `date`, done or not, in the order of
+	//   their deadlines (then ids); `done` is how many of them are done.
+	// - `overdue`: tasks not done whose deadline is before the start of `date`, most
+	//   recently overdue first (latest deadline first, then the higher id); `total` is
+	//   always the full number, `shown` how many are listed: at most `overdue_limit`.
+	//
+	// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+	// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+	// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+	// the counterparty's name, `deal_id` null for a task without a deal.
+	//
+	// Corresponds with GET /dashboard/my/tasks (the `DashboardMyTasks` operationId).
+	DashboardMyTasks(ctx context.Context, params *DashboardMyTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealGoodsInsert Add catalogue goods to a deal
+	//
+	// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+	// id may repeat (one position each time). Each position takes its name (`discription`),
+	// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+	// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+	// The body is empty and ignored. The deal sum is not recalculated.
+	//
+	// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+	// is not an active item of the account's catalogue (unknown, another account's, or
+	// withdrawn), nothing is inserted: `"404"` naming every such id.
+	//
+	// `value` is `1` when done, `0` on error with the text in `error`.
+	//
+	// Corresponds with POST /deal/goods/insert (the `DealGoodsInsert` operationId).
+	DealGoodsInsert(ctx context.Context, params *DealGoodsInsertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealGoodsList Goods positions of a deal
+	//
+	// The goods positions of the deal `deal_id`, in the order they were added, without
+	// paging. Positions are visible with their deal: a missing or invisible deal answers
+	// `"404"` `deal N not found`; a deal without positions gives an empty list.
+	//
+	// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+	// rate in percent, included in the price; `goods_id` is null for a position that did not
+	// come from the catalogue. Quantities, discounts and VAT rates are written with their
+	// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
+	//
+	// Corresponds with GET /deal/goods/list (the `DealGoodsList` operationId).
+	DealGoodsList(ctx context.Context, params *DealGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealGoodsUpdateWithBody Change one goods position of a deal
+	//
+	// Changes only the passed fields of the position `id`, which must belong to the deal
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
+	//
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+	DealGoodsUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealGoodsUpdate Change one goods position of a deal
+	//
+	// Changes only the passed fields of the position `id`, which must belong to the deal
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
+	//
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+	DealGoodsUpdate(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealInsertWithBody Add a deal
+	//
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
+	//
+	// `value` is the new deal's id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+	DealInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealInsert Add a deal
+	//
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
+	//
+	// `value` is the new deal's id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+	DealInsert(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealUpdateWithBody Change fields of a deal
+	//
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
+	//
+	// `value` is `1` when updated, `0` on error with the text in `error`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+	DealUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DealUpdate Change fields of a deal
+	//
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
+	//
+	// `value` is `1` when updated, `0` on error with the text in `error`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+	DealUpdate(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DirectoryGet Values of one directory
+	//
+	// The active values of directory `code` of the token owner's account, ordered by their
+	// sort order and then by name, as a quick list (`rows` = the number of values,
+	// `pages` = `page` = 1, or 0, 0, 0 for an empty directory). Directory codes: 9 counterparty types, 10 counterparty
+	// statuses, 29 counterparty categories, 35 kinds of tasks (from the interface); 40 deal
+	// types, 41 deal stages, 42 positions of contact persons, 43 statuses of contact
+	// persons, 44 document types, 45 document statuses, 46 payment forms, 47 income and
+	// expense items, 48 agents, 49 counterparty groups (this server's choice). Any other
+	// code is `"400"`. Every user of the account may read every directory.
+	//
+	// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
+	DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocumentGoodsInsert Add catalogue goods to a document
+	//
+	// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+	// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+	// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+	// the document's sum not recalculated. Positions of a document cannot be changed or
+	// deleted.
+	//
+	// The document must be one the token owner may see (`"404"` `document N not found`). If
+	// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+	// naming every such id.
+	//
+	// `value` is `1` when done, `0` on error with the text in `error`.
+	//
+	// Corresponds with POST /document/goods/insert (the `DocumentGoodsInsert` operationId).
+	DocumentGoodsInsert(ctx context.Context, params *DocumentGoodsInsertParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocumentGoodsList Goods positions of a document
+	//
+	// The goods positions of the document `document_id`, in the order they were added,
+	// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+	// in place of `deal_id`). Positions are visible with their document: a missing or
+	// invisible document answers `"404"` `document N not found`; a document without
+	// positions gives an empty list.
+	//
+	// Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
+	DocumentGoodsList(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocumentInsertWithBody Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocumentInsert Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsert(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// DocumentList Documents of a counterparty or a deal
+	//
+	// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
+	// token owner may see, newest first (by date, then id), without paging. At least one of
+	// the two is required (`"400"` otherwise); both together narrow to that deal of that
+	// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+	// the document's sign or status (null and `""` when it has none), `date_expire` its
+	// validity term (null when it has none).
+	//
+	// Each document is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+	// listed.
+	//
+	// Corresponds with GET /document/list (the `DocumentList` operationId).
+	DocumentList(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// EventList The account's changes after a cursor, oldest first
+	//
+	// **Extension** (not in the interface). The event feed: every change the journal
+	// records (module 50 of the universal list), in the order the changes were
+	// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+	// client keeps the `cursor` of each reply and passes it to the next call; it never
+	// receives an event twice and never misses one, however the writes of the account
+	// interleave (the positions of events are handed out in commit order; see
+	// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+	// event.
+	//
+	// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+	// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+	// and token that made it (`null` for a change made by the server itself: mail
+	// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+	// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+	// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+	// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+	// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+	// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+	// fetched, `deliver` a queued message accepted by its SMTP server,
+	// `delivery_failed` a message given up) and `changes`: for an insert the stored
+	// fields, for an update each changed field with `[old, new]`.
+	//
+	// `module` and `action` keep only the events of those modules and actions (one
+	// value or comma-separated values). Events are shown by the journal's access rule:
+	// an admin sees every event, a head the events made by the users of their
+	// department and their own, a member their own.
+	//
+	// One call reads at most 5,000 events of the account past the cursor: when
+	// filters skip them all, the reply has no events but a `cursor` past them and
+	// `more` true, so the next call goes on from there. `more` is false when the
+	// client has caught up. A cursor is opaque; one of another account, or one not
+	// given by this feed, is `"400"`.
+	//
+	// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+	// are 1 (0, 0, 0 when there are none).
+	//
+	// Corresponds with GET /event/list (the `EventList` operationId).
+	EventList(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldDeleteWithBody Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldDelete Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldInsertWithBody Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldInsert Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsert(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldList The account's additional fields
+	//
+	// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+	// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+	// that module's. Every role sees them. A quick list, by module and name.
+	//
+	// Corresponds with GET /field/list (the `FieldList` operationId).
+	FieldList(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldUpdateWithBody Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldUpdate Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldValuesUpdateWithBody Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FieldValuesUpdate Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdate(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterDeleteWithBody Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterDelete Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDelete(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterInsertWithBody Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterInsert Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsert(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterList The account's ready filters
+	//
+	// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+	// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+	// Every role sees them (a filter narrows what the caller may see anyway). A quick
+	// list, by module and name.
+	//
+	// Corresponds with GET /filter/list (the `FilterList` operationId).
+	FilterList(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterUpdateWithBody Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FilterUpdate Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdate(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinanceAccounts The account's money accounts
+	//
+	// **Extension.** The money accounts of the account (every role sees them all, as
+	// the goods catalogue): id, name, currency and whether it is active, by name. A
+	// quick list. Money accounts are made with `crm-server money-account create`.
+	//
+	// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+	FinanceAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinanceInsertWithBody Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinanceInsert Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsert(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// FinanceList Money movements of a counterparty or a deal
+	//
+	// Every money movement of the counterparty `company_id` and/or the deal `deal_id` that
+	// the token owner may see, newest first (by date, then id), without paging. At least one
+	// of the two is required (`"400"` otherwise); both together narrow to that deal of that
+	// counterparty. `sum` is in the base currency, `sum_currency` in the money account's
+	// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+	// are the money account's. Transfers between the account's own money accounts are
+	// listed too (they have no counterparty, so only a `deal_id` could find them).
+	//
+	// Each movement is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. A movement may have a deal without a
+	// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+	// counterparty are not listed.
+	//
+	// Corresponds with GET /finance/list (the `FinanceList` operationId).
+	FinanceList(ctx context.Context, params *FinanceListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Healthz Liveness
+	//
+	// Answers as long as the process serves HTTP; it does not touch the database. No token is needed.
+	//
+	// Corresponds with GET /healthz (the `Healthz` operationId).
+	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MailSendWithBody Send an e-mail message
+	//
+	// Queues a message for delivery through the mail account `account_id` (the decimal id
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
+	//
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /mail/send (the `MailSend` operationId).
+	MailSendWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// MailSend Send an e-mail message
+	//
+	// Queues a message for delivery through the mail account `account_id` (the decimal id
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
+	//
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /mail/send (the `MailSend` operationId).
+	MailSend(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Readyz Readiness
+	//
+	// `success` when the database answers within one second and its schema is current;
+	// otherwise HTTP **503** (so that a load balancer or orchestrator takes the process out
+	// of rotation) with status `error`, code `503` and the reason. No token is needed.
+	//
+	// Corresponds with GET /readyz (the `Readyz` operationId).
+	Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskInsertWithBody Add a task
+	//
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+	//
+	// `value` is the new task's id.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+	TaskInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskInsert Add a task
+	//
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+	//
+	// `value` is the new task's id.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+	TaskInsert(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskList Tasks of a counterparty
+	//
+	// Every task of the counterparty `company_id` that the token owner may see, latest start
+	// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+	// deal.
+	//
+	// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+	// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+	// assigner is in the head's department (or is the head), an admin all of them, whoever
+	// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+	// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+	// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+	//
+	// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+	// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+	// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
+	//
+	// Corresponds with GET /task/list (the `TaskList` operationId).
+	TaskList(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskUpdateWithBody Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// TaskUpdate Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdate(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookDeleteWithBody Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookDelete Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDelete(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookDeliveries The delivery log of a subscription (admins)
+	//
+	// **Extension.** Admins only. The delivery attempts of the subscription
+	// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+	// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+	// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+	// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+	// (`null` when no reply came), the reason of a failure, the time taken and when.
+	// Entries older than 30 days are removed.
+	//
+	// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+	WebhookDeliveries(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookInsertWithBody Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookInsert Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsert(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookList The account's webhook subscriptions (admins)
+	//
+	// **Extension.** Admins only. Every subscription of the account, newest first, with
+	// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+	// `failing_since` when the event at its head has been failing. Secrets are never
+	// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+	//
+	// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+	WebhookList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTestWithBody Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookTest Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTest(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookUpdateWithBody Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// WebhookUpdate Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdate(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+}
+
+// CommonListPagingWithBody Paged list of the records of one module
+//
+// One page of the records of module `{module}` that the token owner may see, with the
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
+//
+// `value` is a JSON array of objects keyed by exactly the requested column names, in
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
+//
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+//
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+//
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+func (c *Client) CommonListPagingWithBody(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommonListPagingRequestWithBody(c.Server, module, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CommonListPaging Paged list of the records of one module
+//
+// One page of the records of module `{module}` that the token owner may see, with the
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
+//
+// `value` is a JSON array of objects keyed by exactly the requested column names, in
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
+//
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+//
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+//
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+func (c *Client) CommonListPaging(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCommonListPagingRequest(c.Server, module, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyDeleteWithBody Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *Client) CompanyDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyDelete Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *Client) CompanyDelete(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyEmailInsertWithBody Add an e-mail to a counterparty or one of its contact persons
+//
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+func (c *Client) CompanyEmailInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyEmailInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyEmailInsert Add an e-mail to a counterparty or one of its contact persons
+//
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+func (c *Client) CompanyEmailInsert(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyEmailInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyGet The card of one counterparty
+//
+// `value` is a JSON object with `company` (the fields of the counterparty list columns,
+// plus `tags`, `group_id`, `group` and one `ADD_{name}` member per additional field),
+// `emails` and `phones` (of the counterparty and of its contact persons; the items of a
+// contact person have `id_contact_man` set), `requisites` (default first), and
+// `contacts` (each with its own `Phones`, `Emails` and `SocialNetworks`).
+//
+// A missing, deleted or invisible counterparty answers status **`Error`** (capital E,
+// as the interface has it), code `404`.
+//
+// Corresponds with GET /company/get (the `CompanyGet` operationId).
+func (c *Client) CompanyGet(ctx context.Context, params *CompanyGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyGetRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyInsertWithBody Add a counterparty
+//
+// Adds a counterparty with its contact persons (`Contacts`, each with their own
+// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+// naming the field. `person` is 1 legal entity (default) or 2 private person.
+// The requisites of `Paymentdetails` become the counterparty's default requisites.
+//
+// With `check_duplicates=true` no counterparty is created when any e-mail of the
+// counterparty or of its contact persons (compared case-insensitively; an e-mail
+// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+// the request should not be repeated. The check covers the whole account, whoever is
+// responsible for the existing counterparty; its name appears in the text only when
+// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+// at most one of them creates a counterparty.
+//
+// `value` is the new counterparty's id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+func (c *Client) CompanyInsertWithBody(ctx context.Context, params *CompanyInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyInsertRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyInsert Add a counterparty
+//
+// Adds a counterparty with its contact persons (`Contacts`, each with their own
+// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+// naming the field. `person` is 1 legal entity (default) or 2 private person.
+// The requisites of `Paymentdetails` become the counterparty's default requisites.
+//
+// With `check_duplicates=true` no counterparty is created when any e-mail of the
+// counterparty or of its contact persons (compared case-insensitively; an e-mail
+// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+// the request should not be repeated. The check covers the whole account, whoever is
+// responsible for the existing counterparty; its name appears in the text only when
+// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+// at most one of them creates a counterparty.
+//
+// `value` is the new counterparty's id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+func (c *Client) CompanyInsert(ctx context.Context, params *CompanyInsertParams, body CompanyInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyInsertRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyPhoneInsertWithBody Add a phone to a counterparty or one of its contact persons
+//
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+func (c *Client) CompanyPhoneInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyPhoneInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyPhoneInsert Add a phone to a counterparty or one of its contact persons
+//
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+func (c *Client) CompanyPhoneInsert(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyPhoneInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyRequisitesInsertWithBody Add requisites to a counterparty
+//
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
+//
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+func (c *Client) CompanyRequisitesInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyRequisitesInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyRequisitesInsert Add requisites to a counterparty
+//
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
+//
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+func (c *Client) CompanyRequisitesInsert(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyRequisitesInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyUpdateWithBody Change fields of a counterparty
+//
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
+//
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+func (c *Client) CompanyUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// CompanyUpdate Change fields of a counterparty
+//
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
+//
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+func (c *Client) CompanyUpdate(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCompanyUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContactInsertWithBody Add a contact person to a counterparty
+//
+// Adds a contact person, with their e-mails and phones, to the counterparty
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+//
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+func (c *Client) ContactInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContactInsert Add a contact person to a counterparty
+//
+// Adds a contact person, with their e-mails and phones, to the counterparty
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+//
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+func (c *Client) ContactInsert(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContactList Paged list of contact persons
+//
+// Contact persons of the counterparties the token owner may see (a contact person is
+// visible with their counterparty; those of deleted counterparties never), newest first
+// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+//
+//   - `name` keeps the contact persons whose full name (last, first and middle name)
+//     contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+//     An empty `name` filters nothing.
+//   - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+//     page; `rows` is the number of matching contact persons in total and `pages` is
+//     `ceil(rows / records_onpage)`. A page past the end is an empty array.
+//   - With `company_id`, every contact person of that counterparty is returned on one
+//     page and `name`, `page` and `records_onpage` are ignored (they are still
+//     validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+//     counterparty has none. A missing, deleted or invisible counterparty is code `404`.
+//
+// Corresponds with GET /contact/list (the `ContactList` operationId).
+func (c *Client) ContactList(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContactSocialSetWithBody Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *Client) ContactSocialSetWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactSocialSetRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContactSocialSet Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *Client) ContactSocialSet(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContactSocialSetRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DashboardKpiMy KPI of the token owner
+//
+// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+// days included, days of the owner's time zone; `date_to` defaults to today,
+// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+// period of more than 366 days, is an error (`"400"`).
+//
+// A KPI plan belongs to a user and a calendar month (the admin command
+// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+// value and the metric it measures. The actual of a metric counts the records the user
+// is responsible for, whoever may see them:
+//
+//   - `companies_added` (`count`): counterparties, not deleted, created in the period;
+//   - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+//     (their completion time);
+//   - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+//     and the sum of their amounts;
+//   - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+//     marked as invoices dated in the period, and the sum of their amounts;
+//   - `income` (`amount`): incoming money movements, except transfers between the
+//     account's own money accounts, dated in the period.
+//
+// A monthly plan is recalculated to the period in proportion to days: each month the
+// period touches counts with the days the period has in it, its plan value × those days
+// / the days of the month, and the actual counts the records of the same days. A month
+// without a plan item of the metric counts in neither. Example: 31 new counterparties
+// planned in October and 30 in November make the plan of 17 October to 15 November
+// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+// at most 100; `period_progress_percent` is the average over the items.
+//
+// `month_items` has one item per metric planned in a month of the period, in the order
+// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+// items of that month's plan (`null` when that month has no plan). Percentages are
+// rounded to two decimals.
+//
+// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+// nothing else; that is not an error.
+//
+// Corresponds with GET /dashboard/kpi/my (the `DashboardKpiMy` operationId).
+func (c *Client) DashboardKpiMy(ctx context.Context, params *DashboardKpiMyParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDashboardKpiMyRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DashboardKpiTeam KPI of the staff and departments
+//
+// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+// their departments, from best to lagging (equal percentages by name, then id). The
+// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+// of the token owner's time zone for every user; so are the metrics and the
+// recalculation of plans to the period.
+//
+//   - Staff: the active users of the account for an admin; the active users of their own
+//     department for a head, and for a member who has a report right (a member without a
+//     department: only themselves). With `department_id`, only that department's staff;
+//     a department outside that scope, or of no department of the account, is answered
+//     as not found (`"404"`), and `departments` is `null`.
+//   - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+//     average progress of their items, each counting at most 100). A user without a
+//     department has `department_id` null and `department` `""`.
+//   - `departments`: the departments of the listed users; `progress_percent` of a
+//     department is the average over its listed users, each user weighing the same
+//     whatever the number of their items. Users without a department are in none.
+//
+// Rights: the user list needs the right to the users' KPI report, the department list
+// the right to the departments' KPI report (flags of the user, whatever their role).
+// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+// right the other list is `null` and its access field gives the reason
+// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+// `department_id` given, `departments_access` is `not returned when department_id is
+// given`. An access field is `ok` when its list is present.
+//
+// Corresponds with GET /dashboard/kpi/team (the `DashboardKpiTeam` operationId).
+func (c *Client) DashboardKpiTeam(ctx context.Context, params *DashboardKpiTeamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDashboardKpiTeamRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DashboardMyDay Day summary of the token owner
+//
+// Counters of the period `date`..`date_to`: both days included, each day running from
+// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+// their access level, and `mine`, the records the owner is responsible for.
+//
+//   - `companies_added`: counterparties created in the period (their creation time), not
+//     deleted; seen and mine by their responsible user.
+//   - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+//     owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+//     assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+//     finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+//     done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+//     completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+//     done (now) whose deadline is before the start of the period, the same rule as
+//     `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+//     `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+//     in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+//     `mine_done` the tasks done in the period, so the entries add up to the four counters
+//     above.
+//   - `deals_created`: deals created in the period (their creation time); `total_sum` and
+//     `mine_sum` are the sums of their amounts.
+//   - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+//     document date is in the period, whatever their status; with the sums of their
+//     amounts.
+//   - `money`: money movements whose date is in the period, except the transfers between
+//     the account's own money accounts. `income` and `income_count`: the sum and number of
+//     the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+//     `expense` and `expense_count`: the outgoing ones.
+//   - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+//     the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+//     at or after the end of the period (the midnight after `date_to`); seen and mine by
+//     the counterparty's responsible user.
+//   - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+//
+// Amounts are sums in the account's base currency.
+//
+// Corresponds with GET /dashboard/my/day (the `DashboardMyDay` operationId).
+func (c *Client) DashboardMyDay(ctx context.Context, params *DashboardMyDayParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDashboardMyDayRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DashboardMyTasks Today's and overdue tasks of the token owner
+//
+// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+// in the owner's time zone; the day runs from midnight to midnight there). A task's
+// deadline is its `date_finish`, or its `date_start` when it has no finish.
+//
+//   - `today`: every task whose deadline falls on `date`, done or not, in the order of
+//     their deadlines (then ids); `done` is how many of them are done.
+//   - `overdue`: tasks not done whose deadline is before the start of `date`, most
+//     recently overdue first (latest deadline first, then the higher id); `total` is
+//     always the full number, `shown` how many are listed: at most `overdue_limit`.
+//
+// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+// the counterparty's name, `deal_id` null for a task without a deal.
+//
+// Corresponds with GET /dashboard/my/tasks (the `DashboardMyTasks` operationId).
+func (c *Client) DashboardMyTasks(ctx context.Context, params *DashboardMyTasksParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDashboardMyTasksRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealGoodsInsert Add catalogue goods to a deal
+//
+// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+// id may repeat (one position each time). Each position takes its name (`discription`),
+// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+// The body is empty and ignored. The deal sum is not recalculated.
+//
+// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+// is not an active item of the account's catalogue (unknown, another account's, or
+// withdrawn), nothing is inserted: `"404"` naming every such id.
+//
+// `value` is `1` when done, `0` on error with the text in `error`.
+//
+// Corresponds with POST /deal/goods/insert (the `DealGoodsInsert` operationId).
+func (c *Client) DealGoodsInsert(ctx context.Context, params *DealGoodsInsertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealGoodsInsertRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealGoodsList Goods positions of a deal
+//
+// The goods positions of the deal `deal_id`, in the order they were added, without
+// paging. Positions are visible with their deal: a missing or invisible deal answers
+// `"404"` `deal N not found`; a deal without positions gives an empty list.
+//
+// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+// rate in percent, included in the price; `goods_id` is null for a position that did not
+// come from the catalogue. Quantities, discounts and VAT rates are written with their
+// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
+//
+// Corresponds with GET /deal/goods/list (the `DealGoodsList` operationId).
+func (c *Client) DealGoodsList(ctx context.Context, params *DealGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealGoodsListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealGoodsUpdateWithBody Change one goods position of a deal
+//
+// Changes only the passed fields of the position `id`, which must belong to the deal
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
+//
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+func (c *Client) DealGoodsUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealGoodsUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealGoodsUpdate Change one goods position of a deal
+//
+// Changes only the passed fields of the position `id`, which must belong to the deal
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
+//
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+func (c *Client) DealGoodsUpdate(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealGoodsUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealInsertWithBody Add a deal
+//
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
+//
+// `value` is the new deal's id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+func (c *Client) DealInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealInsert Add a deal
+//
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
+//
+// `value` is the new deal's id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+func (c *Client) DealInsert(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealUpdateWithBody Change fields of a deal
+//
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
+//
+// `value` is `1` when updated, `0` on error with the text in `error`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+func (c *Client) DealUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DealUpdate Change fields of a deal
+//
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
+//
+// `value` is `1` when updated, `0` on error with the text in `error`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+func (c *Client) DealUpdate(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDealUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DirectoryGet Values of one directory
+//
+// The active values of directory `code` of the token owner's account, ordered by their
+// sort order and then by name, as a quick list (`rows` = the number of values,
+// `pages` = `page` = 1, or 0, 0, 0 for an empty directory). Directory codes: 9 counterparty types, 10 counterparty
+// statuses, 29 counterparty categories, 35 kinds of tasks (from the interface); 40 deal
+// types, 41 deal stages, 42 positions of contact persons, 43 statuses of contact
+// persons, 44 document types, 45 document statuses, 46 payment forms, 47 income and
+// expense items, 48 agents, 49 counterparty groups (this server's choice). Any other
+// code is `"400"`. Every user of the account may read every directory.
+//
+// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
+func (c *Client) DirectoryGet(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDirectoryGetRequest(c.Server, code, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocumentGoodsInsert Add catalogue goods to a document
+//
+// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+// the document's sum not recalculated. Positions of a document cannot be changed or
+// deleted.
+//
+// The document must be one the token owner may see (`"404"` `document N not found`). If
+// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+// naming every such id.
+//
+// `value` is `1` when done, `0` on error with the text in `error`.
+//
+// Corresponds with POST /document/goods/insert (the `DocumentGoodsInsert` operationId).
+func (c *Client) DocumentGoodsInsert(ctx context.Context, params *DocumentGoodsInsertParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentGoodsInsertRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocumentGoodsList Goods positions of a document
+//
+// The goods positions of the document `document_id`, in the order they were added,
+// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+// in place of `deal_id`). Positions are visible with their document: a missing or
+// invisible document answers `"404"` `document N not found`; a document without
+// positions gives an empty list.
+//
+// Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
+func (c *Client) DocumentGoodsList(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentGoodsListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocumentInsertWithBody Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *Client) DocumentInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocumentInsert Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *Client) DocumentInsert(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DocumentList Documents of a counterparty or a deal
+//
+// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
+// token owner may see, newest first (by date, then id), without paging. At least one of
+// the two is required (`"400"` otherwise); both together narrow to that deal of that
+// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+// the document's sign or status (null and `""` when it has none), `date_expire` its
+// validity term (null when it has none).
+//
+// Each document is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+// listed.
+//
+// Corresponds with GET /document/list (the `DocumentList` operationId).
+func (c *Client) DocumentList(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDocumentListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// EventList The account's changes after a cursor, oldest first
+//
+// **Extension** (not in the interface). The event feed: every change the journal
+// records (module 50 of the universal list), in the order the changes were
+// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+// client keeps the `cursor` of each reply and passes it to the next call; it never
+// receives an event twice and never misses one, however the writes of the account
+// interleave (the positions of events are handed out in commit order; see
+// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+// event.
+//
+// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+// and token that made it (`null` for a change made by the server itself: mail
+// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+// fetched, `deliver` a queued message accepted by its SMTP server,
+// `delivery_failed` a message given up) and `changes`: for an insert the stored
+// fields, for an update each changed field with `[old, new]`.
+//
+// `module` and `action` keep only the events of those modules and actions (one
+// value or comma-separated values). Events are shown by the journal's access rule:
+// an admin sees every event, a head the events made by the users of their
+// department and their own, a member their own.
+//
+// One call reads at most 5,000 events of the account past the cursor: when
+// filters skip them all, the reply has no events but a `cursor` past them and
+// `more` true, so the next call goes on from there. `more` is false when the
+// client has caught up. A cursor is opaque; one of another account, or one not
+// given by this feed, is `"400"`.
+//
+// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+// are 1 (0, 0, 0 when there are none).
+//
+// Corresponds with GET /event/list (the `EventList` operationId).
+func (c *Client) EventList(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewEventListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldDeleteWithBody Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *Client) FieldDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldDelete Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *Client) FieldDelete(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldInsertWithBody Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *Client) FieldInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldInsert Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *Client) FieldInsert(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldList The account's additional fields
+//
+// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+// that module's. Every role sees them. A quick list, by module and name.
+//
+// Corresponds with GET /field/list (the `FieldList` operationId).
+func (c *Client) FieldList(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldUpdateWithBody Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *Client) FieldUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldUpdate Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *Client) FieldUpdate(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldValuesUpdateWithBody Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *Client) FieldValuesUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldValuesUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FieldValuesUpdate Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *Client) FieldValuesUpdate(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFieldValuesUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterDeleteWithBody Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *Client) FilterDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterDelete Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *Client) FilterDelete(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterInsertWithBody Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *Client) FilterInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterInsert Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *Client) FilterInsert(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterList The account's ready filters
+//
+// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+// Every role sees them (a filter narrows what the caller may see anyway). A quick
+// list, by module and name.
+//
+// Corresponds with GET /filter/list (the `FilterList` operationId).
+func (c *Client) FilterList(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterUpdateWithBody Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *Client) FilterUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FilterUpdate Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *Client) FilterUpdate(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFilterUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinanceAccounts The account's money accounts
+//
+// **Extension.** The money accounts of the account (every role sees them all, as
+// the goods catalogue): id, name, currency and whether it is active, by name. A
+// quick list. Money accounts are made with `crm-server money-account create`.
+//
+// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+func (c *Client) FinanceAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceAccountsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinanceInsertWithBody Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *Client) FinanceInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinanceInsert Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *Client) FinanceInsert(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// FinanceList Money movements of a counterparty or a deal
+//
+// Every money movement of the counterparty `company_id` and/or the deal `deal_id` that
+// the token owner may see, newest first (by date, then id), without paging. At least one
+// of the two is required (`"400"` otherwise); both together narrow to that deal of that
+// counterparty. `sum` is in the base currency, `sum_currency` in the money account's
+// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+// are the money account's. Transfers between the account's own money accounts are
+// listed too (they have no counterparty, so only a `deal_id` could find them).
+//
+// Each movement is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. A movement may have a deal without a
+// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+// counterparty are not listed.
+//
+// Corresponds with GET /finance/list (the `FinanceList` operationId).
+func (c *Client) FinanceList(ctx context.Context, params *FinanceListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewFinanceListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Healthz Liveness
+//
+// Answers as long as the process serves HTTP; it does not touch the database. No token is needed.
+//
+// Corresponds with GET /healthz (the `Healthz` operationId).
+func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewHealthzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MailSendWithBody Send an e-mail message
+//
+// Queues a message for delivery through the mail account `account_id` (the decimal id
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
+//
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /mail/send (the `MailSend` operationId).
+func (c *Client) MailSendWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMailSendRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// MailSend Send an e-mail message
+//
+// Queues a message for delivery through the mail account `account_id` (the decimal id
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
+//
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /mail/send (the `MailSend` operationId).
+func (c *Client) MailSend(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMailSendRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Readyz Readiness
+//
+// `success` when the database answers within one second and its schema is current;
+// otherwise HTTP **503** (so that a load balancer or orchestrator takes the process out
+// of rotation) with status `error`, code `503` and the reason. No token is needed.
+//
+// Corresponds with GET /readyz (the `Readyz` operationId).
+func (c *Client) Readyz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewReadyzRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskInsertWithBody Add a task
+//
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+//
+// `value` is the new task's id.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+func (c *Client) TaskInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskInsert Add a task
+//
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+//
+// `value` is the new task's id.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+func (c *Client) TaskInsert(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskList Tasks of a counterparty
+//
+// Every task of the counterparty `company_id` that the token owner may see, latest start
+// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+// deal.
+//
+// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+// assigner is in the head's department (or is the head), an admin all of them, whoever
+// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+//
+// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
+//
+// Corresponds with GET /task/list (the `TaskList` operationId).
+func (c *Client) TaskList(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskListRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskUpdateWithBody Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *Client) TaskUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// TaskUpdate Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *Client) TaskUpdate(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewTaskUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookDeleteWithBody Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *Client) WebhookDeleteWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeleteRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookDelete Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *Client) WebhookDelete(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeleteRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookDeliveries The delivery log of a subscription (admins)
+//
+// **Extension.** Admins only. The delivery attempts of the subscription
+// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+// (`null` when no reply came), the reason of a failure, the time taken and when.
+// Entries older than 30 days are removed.
+//
+// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+func (c *Client) WebhookDeliveries(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookDeliveriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookInsertWithBody Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *Client) WebhookInsertWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookInsertRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookInsert Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *Client) WebhookInsert(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookInsertRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookList The account's webhook subscriptions (admins)
+//
+// **Extension.** Admins only. Every subscription of the account, newest first, with
+// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+// `failing_since` when the event at its head has been failing. Secrets are never
+// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+//
+// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+func (c *Client) WebhookList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookListRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookTestWithBody Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *Client) WebhookTestWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookTest Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *Client) WebhookTest(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookTestRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookUpdateWithBody Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *Client) WebhookUpdateWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookUpdateRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// WebhookUpdate Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *Client) WebhookUpdate(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewWebhookUpdateRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// NewCommonListPagingRequest calls the generic CommonListPaging builder with application/json body
+func NewCommonListPagingRequest(server string, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCommonListPagingRequestWithBody(server, module, params, "application/json", bodyReader)
+}
+
+// NewCommonListPagingRequestWithBody constructs an http.Request for the CommonListPaging method, with any body, and a specified content type
+func NewCommonListPagingRequestWithBody(server string, module CommonListPagingParamsModule, params *CommonListPagingParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "module", module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/common/list/paging/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Columns != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "columns", *params.Columns, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RecordsOnpage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "records_onpage", *params.RecordsOnpage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SortingColumn != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sorting_column", *params.SortingColumn, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.SortingDirection != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "sorting_direction", *params.SortingDirection, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CompanyId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "company_id", *params.CompanyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DealId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "deal_id", *params.DealId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Id != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "id", *params.Id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UserIds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_ids", *params.UserIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Date1 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date1", *params.Date1, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Date2 != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date2", *params.Date2, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Tags != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tags", *params.Tags, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TypeId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "type_id", *params.TypeId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.StatusId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "status_id", *params.StatusId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Email != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "email", *params.Email, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Phone != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "phone", *params.Phone, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.TaxId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "tax_id", *params.TaxId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.UserFilterIds != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "user_filter_ids", *params.UserFilterIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Segment != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "segment", *params.Segment, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Subject != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "subject", *params.Subject, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.ToAddress != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to_address", *params.ToAddress, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.FromAddress != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from_address", *params.FromAddress, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCompanyDeleteRequest calls the generic CompanyDelete builder with application/json body
+func NewCompanyDeleteRequest(server string, body CompanyDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompanyDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCompanyDeleteRequestWithBody constructs an http.Request for the CompanyDelete method, with any body, and a specified content type
+func NewCompanyDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCompanyEmailInsertRequest calls the generic CompanyEmailInsert builder with application/json body
+func NewCompanyEmailInsertRequest(server string, body CompanyEmailInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompanyEmailInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCompanyEmailInsertRequestWithBody constructs an http.Request for the CompanyEmailInsert method, with any body, and a specified content type
+func NewCompanyEmailInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/email/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCompanyGetRequest constructs an http.Request for the CompanyGet method
+func NewCompanyGetRequest(server string, params *CompanyGetParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/get")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "id", params.Id, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewCompanyInsertRequest calls the generic CompanyInsert builder with application/json body
+func NewCompanyInsertRequest(server string, params *CompanyInsertParams, body CompanyInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompanyInsertRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewCompanyInsertRequestWithBody constructs an http.Request for the CompanyInsert method, with any body, and a specified content type
+func NewCompanyInsertRequestWithBody(server string, params *CompanyInsertParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.CheckDuplicates != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "check_duplicates", *params.CheckDuplicates, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCompanyPhoneInsertRequest calls the generic CompanyPhoneInsert builder with application/json body
+func NewCompanyPhoneInsertRequest(server string, body CompanyPhoneInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompanyPhoneInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCompanyPhoneInsertRequestWithBody constructs an http.Request for the CompanyPhoneInsert method, with any body, and a specified content type
+func NewCompanyPhoneInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/phone/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCompanyRequisitesInsertRequest calls the generic CompanyRequisitesInsert builder with application/json body
+func NewCompanyRequisitesInsertRequest(server string, body CompanyRequisitesInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompanyRequisitesInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCompanyRequisitesInsertRequestWithBody constructs an http.Request for the CompanyRequisitesInsert method, with any body, and a specified content type
+func NewCompanyRequisitesInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/requisites/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewCompanyUpdateRequest calls the generic CompanyUpdate builder with application/json body
+func NewCompanyUpdateRequest(server string, body CompanyUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCompanyUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCompanyUpdateRequestWithBody constructs an http.Request for the CompanyUpdate method, with any body, and a specified content type
+func NewCompanyUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/company/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewContactInsertRequest calls the generic ContactInsert builder with application/json body
+func NewContactInsertRequest(server string, body ContactInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewContactInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewContactInsertRequestWithBody constructs an http.Request for the ContactInsert method, with any body, and a specified content type
+func NewContactInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/contact/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewContactListRequest constructs an http.Request for the ContactList method
+func NewContactListRequest(server string, params *ContactListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/contact/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RecordsOnpage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "records_onpage", *params.RecordsOnpage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Name != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "name", *params.Name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.CompanyId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "company_id", *params.CompanyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewContactSocialSetRequest calls the generic ContactSocialSet builder with application/json body
+func NewContactSocialSetRequest(server string, body ContactSocialSetJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewContactSocialSetRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewContactSocialSetRequestWithBody constructs an http.Request for the ContactSocialSet method, with any body, and a specified content type
+func NewContactSocialSetRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/contact/social/set")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDashboardKpiMyRequest constructs an http.Request for the DashboardKpiMy method
+func NewDashboardKpiMyRequest(server string, params *DashboardKpiMyParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/kpi/my")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.DateFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date_from", *params.DateFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DateTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date_to", *params.DateTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDashboardKpiTeamRequest constructs an http.Request for the DashboardKpiTeam method
+func NewDashboardKpiTeamRequest(server string, params *DashboardKpiTeamParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/kpi/team")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.DateFrom != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date_from", *params.DateFrom, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DateTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date_to", *params.DateTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DepartmentId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "department_id", *params.DepartmentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDashboardMyDayRequest constructs an http.Request for the DashboardMyDay method
+func NewDashboardMyDayRequest(server string, params *DashboardMyDayParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/my/day")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Date != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date", *params.Date, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DateTo != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date_to", *params.DateTo, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDashboardMyTasksRequest constructs an http.Request for the DashboardMyTasks method
+func NewDashboardMyTasksRequest(server string, params *DashboardMyTasksParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/dashboard/my/tasks")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Date != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "date", *params.Date, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OverdueLimit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "overdue_limit", *params.OverdueLimit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDealGoodsInsertRequest constructs an http.Request for the DealGoodsInsert method
+func NewDealGoodsInsertRequest(server string, params *DealGoodsInsertParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deal/goods/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "deal_id", params.DealId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "goods_ids", params.GoodsIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDealGoodsListRequest constructs an http.Request for the DealGoodsList method
+func NewDealGoodsListRequest(server string, params *DealGoodsListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deal/goods/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "deal_id", params.DealId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDealGoodsUpdateRequest calls the generic DealGoodsUpdate builder with application/json body
+func NewDealGoodsUpdateRequest(server string, body DealGoodsUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDealGoodsUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDealGoodsUpdateRequestWithBody constructs an http.Request for the DealGoodsUpdate method, with any body, and a specified content type
+func NewDealGoodsUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deal/goods/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDealInsertRequest calls the generic DealInsert builder with application/json body
+func NewDealInsertRequest(server string, body DealInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDealInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDealInsertRequestWithBody constructs an http.Request for the DealInsert method, with any body, and a specified content type
+func NewDealInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deal/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDealUpdateRequest calls the generic DealUpdate builder with application/json body
+func NewDealUpdateRequest(server string, body DealUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDealUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDealUpdateRequestWithBody constructs an http.Request for the DealUpdate method, with any body, and a specified content type
+func NewDealUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/deal/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDirectoryGetRequest constructs an http.Request for the DirectoryGet method
+func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode, params *DirectoryGetParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "code", code, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "integer", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/directory/%s", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDocumentGoodsInsertRequest constructs an http.Request for the DocumentGoodsInsert method
+func NewDocumentGoodsInsertRequest(server string, params *DocumentGoodsInsertParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/document/goods/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "document_id", params.DocumentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "goods_ids", params.GoodsIds, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDocumentGoodsListRequest constructs an http.Request for the DocumentGoodsList method
+func NewDocumentGoodsListRequest(server string, params *DocumentGoodsListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/document/goods/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "document_id", params.DocumentId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewDocumentInsertRequest calls the generic DocumentInsert builder with application/json body
+func NewDocumentInsertRequest(server string, body DocumentInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewDocumentInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewDocumentInsertRequestWithBody constructs an http.Request for the DocumentInsert method, with any body, and a specified content type
+func NewDocumentInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/document/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewDocumentListRequest constructs an http.Request for the DocumentList method
+func NewDocumentListRequest(server string, params *DocumentListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/document/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.CompanyId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "company_id", *params.CompanyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DealId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "deal_id", *params.DealId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewEventListRequest constructs an http.Request for the EventList method
+func NewEventListRequest(server string, params *EventListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/event/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RecordsOnpage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "records_onpage", *params.RecordsOnpage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Action != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "action", *params.Action, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFieldDeleteRequest calls the generic FieldDelete builder with application/json body
+func NewFieldDeleteRequest(server string, body FieldDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldDeleteRequestWithBody constructs an http.Request for the FieldDelete method, with any body, and a specified content type
+func NewFieldDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFieldInsertRequest calls the generic FieldInsert builder with application/json body
+func NewFieldInsertRequest(server string, body FieldInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldInsertRequestWithBody constructs an http.Request for the FieldInsert method, with any body, and a specified content type
+func NewFieldInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFieldListRequest constructs an http.Request for the FieldList method
+func NewFieldListRequest(server string, params *FieldListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFieldUpdateRequest calls the generic FieldUpdate builder with application/json body
+func NewFieldUpdateRequest(server string, body FieldUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldUpdateRequestWithBody constructs an http.Request for the FieldUpdate method, with any body, and a specified content type
+func NewFieldUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFieldValuesUpdateRequest calls the generic FieldValuesUpdate builder with application/json body
+func NewFieldValuesUpdateRequest(server string, body FieldValuesUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFieldValuesUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFieldValuesUpdateRequestWithBody constructs an http.Request for the FieldValuesUpdate method, with any body, and a specified content type
+func NewFieldValuesUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/field/values/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFilterDeleteRequest calls the generic FilterDelete builder with application/json body
+func NewFilterDeleteRequest(server string, body FilterDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFilterDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFilterDeleteRequestWithBody constructs an http.Request for the FilterDelete method, with any body, and a specified content type
+func NewFilterDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFilterInsertRequest calls the generic FilterInsert builder with application/json body
+func NewFilterInsertRequest(server string, body FilterInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFilterInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFilterInsertRequestWithBody constructs an http.Request for the FilterInsert method, with any body, and a specified content type
+func NewFilterInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFilterListRequest constructs an http.Request for the FilterList method
+func NewFilterListRequest(server string, params *FilterListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Module != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "module", *params.Module, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFilterUpdateRequest calls the generic FilterUpdate builder with application/json body
+func NewFilterUpdateRequest(server string, body FilterUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFilterUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFilterUpdateRequestWithBody constructs an http.Request for the FilterUpdate method, with any body, and a specified content type
+func NewFilterUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/filter/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFinanceAccountsRequest constructs an http.Request for the FinanceAccounts method
+func NewFinanceAccountsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/finance/accounts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewFinanceInsertRequest calls the generic FinanceInsert builder with application/json body
+func NewFinanceInsertRequest(server string, body FinanceInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewFinanceInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewFinanceInsertRequestWithBody constructs an http.Request for the FinanceInsert method, with any body, and a specified content type
+func NewFinanceInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/finance/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewFinanceListRequest constructs an http.Request for the FinanceList method
+func NewFinanceListRequest(server string, params *FinanceListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/finance/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.CompanyId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "company_id", *params.CompanyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.DealId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "deal_id", *params.DealId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewHealthzRequest constructs an http.Request for the Healthz method
+func NewHealthzRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewMailSendRequest calls the generic MailSend builder with application/json body
+func NewMailSendRequest(server string, body MailSendJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewMailSendRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewMailSendRequestWithBody constructs an http.Request for the MailSend method, with any body, and a specified content type
+func NewMailSendRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/mail/send")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewReadyzRequest constructs an http.Request for the Readyz method
+func NewReadyzRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/readyz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewTaskInsertRequest calls the generic TaskInsert builder with application/json body
+func NewTaskInsertRequest(server string, body TaskInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTaskInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTaskInsertRequestWithBody constructs an http.Request for the TaskInsert method, with any body, and a specified content type
+func NewTaskInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/task/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewTaskListRequest constructs an http.Request for the TaskList method
+func NewTaskListRequest(server string, params *TaskListParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/task/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "company_id", params.CompanyId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.DealId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "deal_id", *params.DealId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewTaskUpdateRequest calls the generic TaskUpdate builder with application/json body
+func NewTaskUpdateRequest(server string, body TaskUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewTaskUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewTaskUpdateRequestWithBody constructs an http.Request for the TaskUpdate method, with any body, and a specified content type
+func NewTaskUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/task/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookDeleteRequest calls the generic WebhookDelete builder with application/json body
+func NewWebhookDeleteRequest(server string, body WebhookDeleteJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookDeleteRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookDeleteRequestWithBody constructs an http.Request for the WebhookDelete method, with any body, and a specified content type
+func NewWebhookDeleteRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/delete")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookDeliveriesRequest constructs an http.Request for the WebhookDeliveries method
+func NewWebhookDeliveriesRequest(server string, params *WebhookDeliveriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/deliveries")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "webhook_id", params.WebhookId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: "int64"}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if params.Page != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "page", *params.Page, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.RecordsOnpage != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "records_onpage", *params.RecordsOnpage, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewWebhookInsertRequest calls the generic WebhookInsert builder with application/json body
+func NewWebhookInsertRequest(server string, body WebhookInsertJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookInsertRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookInsertRequestWithBody constructs an http.Request for the WebhookInsert method, with any body, and a specified content type
+func NewWebhookInsertRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/insert")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookListRequest constructs an http.Request for the WebhookList method
+func NewWebhookListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewWebhookTestRequest calls the generic WebhookTest builder with application/json body
+func NewWebhookTestRequest(server string, body WebhookTestJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookTestRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookTestRequestWithBody constructs an http.Request for the WebhookTest method, with any body, and a specified content type
+func NewWebhookTestRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/test")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewWebhookUpdateRequest calls the generic WebhookUpdate builder with application/json body
+func NewWebhookUpdateRequest(server string, body WebhookUpdateJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewWebhookUpdateRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewWebhookUpdateRequestWithBody constructs an http.Request for the WebhookUpdate method, with any body, and a specified content type
+func NewWebhookUpdateRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/webhook/update")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+func (c *Client) applyEditors(ctx context.Context, req *http.Request, additionalEditors []RequestEditorFn) error {
+	for _, r := range c.RequestEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	for _, r := range additionalEditors {
+		if err := r(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ClientWithResponses builds on ClientInterface to offer response payloads
+type ClientWithResponses struct {
+	ClientInterface
+}
+
+// NewClientWithResponses creates a new ClientWithResponses, which wraps
+// Client with return type handling
+func NewClientWithResponses(server string, opts ...ClientOption) (*ClientWithResponses, error) {
+	client, err := NewClient(server, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return &ClientWithResponses{client}, nil
+}
+
+// WithBaseURL overrides the baseURL.
+func WithBaseURL(baseURL string) ClientOption {
+	return func(c *Client) error {
+		newBaseURL, err := url.Parse(baseURL)
+		if err != nil {
+			return err
+		}
+		c.Server = newBaseURL.String()
+		return nil
+	}
+}
+
+// ClientWithResponsesInterface is the interface specification for the client with responses above.
+type ClientWithResponsesInterface interface {
+
+	// CommonListPagingWithBodyWithResponse Paged list of the records of one module
+	//
+	// One page of the records of module `{module}` that the token owner may see, with the
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
+	//
+	// `value` is a JSON array of objects keyed by exactly the requested column names, in
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
+	//
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+	//
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+	//
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+	CommonListPagingWithBodyWithResponse(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommonListPagingResponse, error)
+
+	// CommonListPagingWithResponse Paged list of the records of one module
+	//
+	// One page of the records of module `{module}` that the token owner may see, with the
+	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+	// literal `null`, or `{}`.
+	//
+	// `value` is a JSON array of objects keyed by exactly the requested column names, in
+	// the requested order; `rows` is the total number of matching records (exact, also for
+	// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+	// served. A page past the end is an empty array, not an error.
+	//
+	// **Modules and their columns** (any of them, in any order; a column requested twice,
+	// an unknown column (the error names it), or a missing `columns` is an error — except
+	// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+	//
+	// | code | module | columns |
+	// |---|---|---|
+	// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+	// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+	// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+	// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+	// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+	// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+	// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+	// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+	// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+	//
+	// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+	// for the account (JSON `null` where a record has no value). Date-times are
+	// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+	//
+	// **Filters** combine with AND; a filter given to a module that does not support it is
+	// an error (`"400"`):
+	//
+	// | filter | modules | meaning |
+	// |---|---|---|
+	// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+	// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+	// | id | 1, 20, 21, 24, 50 | one record |
+	// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+	// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+	// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+	// | type_id, status_id | 20 | deal type, deal stage |
+	// | name | 1, 21 | part of the name, case-insensitive |
+	// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+	// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+	// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+	// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+	// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+	// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+	//
+	// **Access.** Each module shows what the token owner may see (admin: the account; head:
+	// records of the department's users and their own; member: their own; tasks are also
+	// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+	// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+	// The goods catalogue is the whole account's; the journal shows admins every change,
+	// heads those of their department's users, members their own.
+	//
+	// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+	// ascending / 1 descending, default 1); every order ends with `id` in the same
+	// direction, so walking the pages never repeats or skips a record. Default: newest
+	// first (`id` descending).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+	CommonListPagingWithResponse(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody, reqEditors ...RequestEditorFn) (*CommonListPagingResponse, error)
+
+	// CompanyDeleteWithBodyWithResponse Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
+
+	// CompanyDeleteWithResponse Delete a counterparty
+	//
+	// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+	// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+	// The delete is soft: the counterparty and everything attached to it stay stored,
+	// but from then on its card answers status `Error` as for a missing one, lists and
+	// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+	// longer finds its e-mails or those of its contact persons, and nothing new can be
+	// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+	// they are, with their responsible users: the accounts' history does not change;
+	// its open tasks stay open until someone finishes them (`POST /task/update`).
+	// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+	CompanyDeleteWithResponse(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error)
+
+	// CompanyEmailInsertWithBodyWithResponse Add an e-mail to a counterparty or one of its contact persons
+	//
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+	CompanyEmailInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error)
+
+	// CompanyEmailInsertWithResponse Add an e-mail to a counterparty or one of its contact persons
+	//
+	// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+	// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Emails`.
+	//
+	// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+	// so surrounding spaces are refused. It is stored as sent and found by every later
+	// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+	// case-insensitively); an insert of the same address running at the same moment waits
+	// for this one, so the check never misses it. The same address may belong to several
+	// counterparties: this method does not refuse duplicates.
+	//
+	// `value` is the new e-mail record's id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+	CompanyEmailInsertWithResponse(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error)
+
+	// CompanyGetWithResponse The card of one counterparty
+	//
+	// `value` is a JSON object with `company` (the fields of the counterparty list columns,
+	// plus `tags`, `group_id`, `group` and one `ADD_{name}` member per additional field),
+	// `emails` and `phones` (of the counterparty and of its contact persons; the items of a
+	// contact person have `id_contact_man` set), `requisites` (default first), and
+	// `contacts` (each with its own `Phones`, `Emails` and `SocialNetworks`).
+	//
+	// A missing, deleted or invisible counterparty answers status **`Error`** (capital E,
+	// as the interface has it), code `404`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /company/get (the `CompanyGet` operationId).
+	CompanyGetWithResponse(ctx context.Context, params *CompanyGetParams, reqEditors ...RequestEditorFn) (*CompanyGetResponse, error)
+
+	// CompanyInsertWithBodyWithResponse Add a counterparty
+	//
+	// Adds a counterparty with its contact persons (`Contacts`, each with their own
+	// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+	// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+	// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+	// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+	// naming the field. `person` is 1 legal entity (default) or 2 private person.
+	// The requisites of `Paymentdetails` become the counterparty's default requisites.
+	//
+	// With `check_duplicates=true` no counterparty is created when any e-mail of the
+	// counterparty or of its contact persons (compared case-insensitively; an e-mail
+	// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+	// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+	// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+	// the request should not be repeated. The check covers the whole account, whoever is
+	// responsible for the existing counterparty; its name appears in the text only when
+	// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+	// at most one of them creates a counterparty.
+	//
+	// `value` is the new counterparty's id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+	CompanyInsertWithBodyWithResponse(ctx context.Context, params *CompanyInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyInsertResponse, error)
+
+	// CompanyInsertWithResponse Add a counterparty
+	//
+	// Adds a counterparty with its contact persons (`Contacts`, each with their own
+	// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+	// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+	// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+	// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+	// naming the field. `person` is 1 legal entity (default) or 2 private person.
+	// The requisites of `Paymentdetails` become the counterparty's default requisites.
+	//
+	// With `check_duplicates=true` no counterparty is created when any e-mail of the
+	// counterparty or of its contact persons (compared case-insensitively; an e-mail
+	// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+	// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+	// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+	// the request should not be repeated. The check covers the whole account, whoever is
+	// responsible for the existing counterparty; its name appears in the text only when
+	// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+	// at most one of them creates a counterparty.
+	//
+	// `value` is the new counterparty's id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+	CompanyInsertWithResponse(ctx context.Context, params *CompanyInsertParams, body CompanyInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyInsertResponse, error)
+
+	// CompanyPhoneInsertWithBodyWithResponse Add a phone to a counterparty or one of its contact persons
+	//
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+	CompanyPhoneInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error)
+
+	// CompanyPhoneInsertWithResponse Add a phone to a counterparty or one of its contact persons
+	//
+	// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+	// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+	// contact person, who must be a contact person of the same counterparty (otherwise
+	// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+	// (with `id_contact_man` set for a contact person's) and in the contact person's
+	// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+	// omitted.
+	//
+	// `value` is the new phone record's id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+	CompanyPhoneInsertWithResponse(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error)
+
+	// CompanyRequisitesInsertWithBodyWithResponse Add requisites to a counterparty
+	//
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
+	//
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+	CompanyRequisitesInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error)
+
+	// CompanyRequisitesInsertWithResponse Add requisites to a counterparty
+	//
+	// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+	// the token owner (otherwise code `404`).
+	//
+	// - `use_default` `True` makes them the default (main) requisites; the previous default
+	//   ones stop being default in the same transaction. `False` adds them as further
+	//   requisites, also when they are the counterparty's first (it then has no default
+	//   requisites). When omitted it is `True` for the counterparty's first requisites and
+	//   `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+	//   never has two default requisites.
+	// - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+	//   without them).
+	// - The journal records the new requisites, the previous default ones losing the mark,
+	//   and the change of `tax_id`.
+	//
+	// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+	CompanyRequisitesInsertWithResponse(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error)
+
+	// CompanyUpdateWithBodyWithResponse Change fields of a counterparty
+	//
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
+	//
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+	CompanyUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
+
+	// CompanyUpdateWithResponse Change fields of a counterparty
+	//
+	// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+	// and at least one updatable field are required. Phones, e-mails, contact persons and
+	// requisites are not changed by this method.
+	//
+	// - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+	//   clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+	//   the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+	//   `name` is not derived from `first_name`, `last_name` and `middle_name`.
+	// - `null` clears the optional directory references `status_id`, `category_id`,
+	//   `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+	//   field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+	//   `user_id` and `person` cannot be empty.
+	// - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+	//   `agent_id` (48) must be values of their directory in the account, and `user_id` a
+	//   user of the account; otherwise `"400"` naming the field, and nothing changes.
+	// - The token owner may update a counterparty they may see, and may hand it over to
+	//   another responsible user with `user_id`, after which they may no longer see it.
+	//   A missing, deleted or invisible counterparty is code `404`.
+	// - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+	//   Otherwise the changed fields are stored in one transaction, the counterparty's
+	//   modification time is set, and a journal row records each changed field as
+	//   `[old, new]`.
+	//
+	// `value` is `1` when updated, `0` on every error, with the text in `error`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+	CompanyUpdateWithResponse(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error)
+
+	// ContactInsertWithBodyWithResponse Add a contact person to a counterparty
+	//
+	// Adds a contact person, with their e-mails and phones, to the counterparty
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+	//
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+	ContactInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error)
+
+	// ContactInsertWithResponse Add a contact person to a counterparty
+	//
+	// Adds a contact person, with their e-mails and phones, to the counterparty
+	// `company_id` (the only required field), all in one transaction. The counterparty must
+	// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+	//
+	// - The full name (`name` in replies) is assembled from last, first and middle name,
+	//   separated by single spaces; all three may be omitted.
+	// - `position` is looked up case-insensitively in the positions directory (code 42)
+	//   and added to it when new; the contact person gets the directory value.
+	// - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+	// - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+	//   found by later duplicate checks (`check_duplicates=true`), compared
+	//   case-insensitively, and refused when not of the form `local@domain.tld` (no
+	//   spaces, nothing is trimmed). `Phones` at most 50.
+	//
+	// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+	// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+	// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+	// array) was sent.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+	ContactInsertWithResponse(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error)
+
+	// ContactListWithResponse Paged list of contact persons
+	//
+	// Contact persons of the counterparties the token owner may see (a contact person is
+	// visible with their counterparty; those of deleted counterparties never), newest first
+	// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+	//
+	// - `name` keeps the contact persons whose full name (last, first and middle name)
+	//   contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+	//   An empty `name` filters nothing.
+	// - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+	//   page; `rows` is the number of matching contact persons in total and `pages` is
+	//   `ceil(rows / records_onpage)`. A page past the end is an empty array.
+	// - With `company_id`, every contact person of that counterparty is returned on one
+	//   page and `name`, `page` and `records_onpage` are ignored (they are still
+	//   validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+	//   counterparty has none. A missing, deleted or invisible counterparty is code `404`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /contact/list (the `ContactList` operationId).
+	ContactListWithResponse(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*ContactListResponse, error)
+
+	// ContactSocialSetWithBodyWithResponse Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
+
+	// ContactSocialSetWithResponse Set the social networks of a contact person
+	//
+	// **Extension.** Replaces the social networks of the contact person `contact_id`
+	// with `SocialNetworks` (an empty array removes them all). The contact person's
+	// counterparty must be one the token owner sees (`"404"` `contact person N not
+	// found` otherwise), as for its phones and e-mails: social networks are data of the
+	// record, not settings of the account. `network` is a name such as `linkedin` or
+	// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+	// twice is kept once. Journal: an update of the contact with
+	// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+	// `GET /contact/list`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+	ContactSocialSetWithResponse(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error)
+
+	// DashboardKpiMyWithResponse KPI of the token owner
+	//
+	// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+	// days included, days of the owner's time zone; `date_to` defaults to today,
+	// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+	// period of more than 366 days, is an error (`"400"`).
+	//
+	// A KPI plan belongs to a user and a calendar month (the admin command
+	// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+	// value and the metric it measures. The actual of a metric counts the records the user
+	// is responsible for, whoever may see them:
+	//
+	// - `companies_added` (`count`): counterparties, not deleted, created in the period;
+	// - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+	//   (their completion time);
+	// - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+	//   and the sum of their amounts;
+	// - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+	//   marked as invoices dated in the period, and the sum of their amounts;
+	// - `income` (`amount`): incoming money movements, except transfers between the
+	//   account's own money accounts, dated in the period.
+	//
+	// A monthly plan is recalculated to the period in proportion to days: each month the
+	// period touches counts with the days the period has in it, its plan value × those days
+	// / the days of the month, and the actual counts the records of the same days. A month
+	// without a plan item of the metric counts in neither. Example: 31 new counterparties
+	// planned in October and 30 in November make the plan of 17 October to 15 November
+	// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+	// at most 100; `period_progress_percent` is the average over the items.
+	//
+	// `month_items` has one item per metric planned in a month of the period, in the order
+	// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+	// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+	// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+	// items of that month's plan (`null` when that month has no plan). Percentages are
+	// rounded to two decimals.
+	//
+	// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+	// nothing else; that is not an error.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /dashboard/kpi/my (the `DashboardKpiMy` operationId).
+	DashboardKpiMyWithResponse(ctx context.Context, params *DashboardKpiMyParams, reqEditors ...RequestEditorFn) (*DashboardKpiMyResponse, error)
+
+	// DashboardKpiTeamWithResponse KPI of the staff and departments
+	//
+	// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+	// their departments, from best to lagging (equal percentages by name, then id). The
+	// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+	// of the token owner's time zone for every user; so are the metrics and the
+	// recalculation of plans to the period.
+	//
+	// - Staff: the active users of the account for an admin; the active users of their own
+	//   department for a head, and for a member who has a report right (a member without a
+	//   department: only themselves). With `department_id`, only that department's staff;
+	//   a department outside that scope, or of no department of the account, is answered
+	//   as not found (`"404"`), and `departments` is `null`.
+	// - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+	//   average progress of their items, each counting at most 100). A user without a
+	//   department has `department_id` null and `department` `""`.
+	// - `departments`: the departments of the listed users; `progress_percent` of a
+	//   department is the average over its listed users, each user weighing the same
+	//   whatever the number of their items. Users without a department are in none.
+	//
+	// Rights: the user list needs the right to the users' KPI report, the department list
+	// the right to the departments' KPI report (flags of the user, whatever their role).
+	// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+	// right the other list is `null` and its access field gives the reason
+	// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+	// `department_id` given, `departments_access` is `not returned when department_id is
+	// given`. An access field is `ok` when its list is present.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /dashboard/kpi/team (the `DashboardKpiTeam` operationId).
+	DashboardKpiTeamWithResponse(ctx context.Context, params *DashboardKpiTeamParams, reqEditors ...RequestEditorFn) (*DashboardKpiTeamResponse, error)
+
+	// DashboardMyDayWithResponse Day summary of the token owner
+	//
+	// Counters of the period `date`..`date_to`: both days included, each day running from
+	// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+	// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+	// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+	// their access level, and `mine`, the records the owner is responsible for.
+	//
+	// - `companies_added`: counterparties created in the period (their creation time), not
+	//   deleted; seen and mine by their responsible user.
+	// - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+	//   owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+	//   assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+	//   finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+	//   done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+	//   completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+	//   done (now) whose deadline is before the start of the period, the same rule as
+	//   `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+	//   `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+	//   in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+	//   `mine_done` the tasks done in the period, so the entries add up to the four counters
+	//   above.
+	// - `deals_created`: deals created in the period (their creation time); `total_sum` and
+	//   `mine_sum` are the sums of their amounts.
+	// - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+	//   document date is in the period, whatever their status; with the sums of their
+	//   amounts.
+	// - `money`: money movements whose date is in the period, except the transfers between
+	//   the account's own money accounts. `income` and `income_count`: the sum and number of
+	//   the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+	//   `expense` and `expense_count`: the outgoing ones.
+	// - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+	//   the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+	//   at or after the end of the period (the midnight after `date_to`); seen and mine by
+	//   the counterparty's responsible user.
+	// - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+	//
+	// Amounts are sums in the account's base currency.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /dashboard/my/day (the `DashboardMyDay` operationId).
+	DashboardMyDayWithResponse(ctx context.Context, params *DashboardMyDayParams, reqEditors ...RequestEditorFn) (*DashboardMyDayResponse, error)
+
+	// DashboardMyTasksWithResponse Today's and overdue tasks of the token owner
+	//
+	// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+	// in the owner's time zone; the day runs from midnight to midnight there). A task's
+	// deadline is its `date_finish`, or its `date_start` when it has no finish.
+	//
+	// - `today`: every task whose deadline falls on `date`, done or not, in the order of
+	//   their deadlines (then ids); `done` is how many of them are done.
+	// - `overdue`: tasks not done whose deadline is before the start of `date`, most
+	//   recently overdue first (latest deadline first, then the higher id); `total` is
+	//   always the full number, `shown` how many are listed: at most `overdue_limit`.
+	//
+	// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+	// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+	// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+	// the counterparty's name, `deal_id` null for a task without a deal.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /dashboard/my/tasks (the `DashboardMyTasks` operationId).
+	DashboardMyTasksWithResponse(ctx context.Context, params *DashboardMyTasksParams, reqEditors ...RequestEditorFn) (*DashboardMyTasksResponse, error)
+
+	// DealGoodsInsertWithResponse Add catalogue goods to a deal
+	//
+	// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+	// id may repeat (one position each time). Each position takes its name (`discription`),
+	// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+	// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+	// The body is empty and ignored. The deal sum is not recalculated.
+	//
+	// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+	// is not an active item of the account's catalogue (unknown, another account's, or
+	// withdrawn), nothing is inserted: `"404"` naming every such id.
+	//
+	// `value` is `1` when done, `0` on error with the text in `error`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deal/goods/insert (the `DealGoodsInsert` operationId).
+	DealGoodsInsertWithResponse(ctx context.Context, params *DealGoodsInsertParams, reqEditors ...RequestEditorFn) (*DealGoodsInsertResponse, error)
+
+	// DealGoodsListWithResponse Goods positions of a deal
+	//
+	// The goods positions of the deal `deal_id`, in the order they were added, without
+	// paging. Positions are visible with their deal: a missing or invisible deal answers
+	// `"404"` `deal N not found`; a deal without positions gives an empty list.
+	//
+	// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+	// rate in percent, included in the price; `goods_id` is null for a position that did not
+	// come from the catalogue. Quantities, discounts and VAT rates are written with their
+	// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /deal/goods/list (the `DealGoodsList` operationId).
+	DealGoodsListWithResponse(ctx context.Context, params *DealGoodsListParams, reqEditors ...RequestEditorFn) (*DealGoodsListResponse, error)
+
+	// DealGoodsUpdateWithBodyWithResponse Change one goods position of a deal
+	//
+	// Changes only the passed fields of the position `id`, which must belong to the deal
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
+	//
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+	DealGoodsUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error)
+
+	// DealGoodsUpdateWithResponse Change one goods position of a deal
+	//
+	// Changes only the passed fields of the position `id`, which must belong to the deal
+	// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+	// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+	// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+	// of the deal update is not said of positions): `discount: 0` removes a discount.
+	// `discription` and `note` replace the old texts. Decimals with more places than stored
+	// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+	// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+	// is not recalculated.
+	//
+	// `value` is the position as it is after the change, with its `sum` recomputed (the
+	// fields of `GET /deal/goods/list`).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+	DealGoodsUpdateWithResponse(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error)
+
+	// DealInsertWithBodyWithResponse Add a deal
+	//
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
+	//
+	// `value` is the new deal's id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+	DealInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealInsertResponse, error)
+
+	// DealInsertWithResponse Add a deal
+	//
+	// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+	// is stored or nothing. The counterparty `company_id` must be one the token owner may
+	// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+	// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+	// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+	// responsible user (any user of the account), `contact_id` a contact person of the same
+	// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+	// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+	//
+	// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+	// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+	// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+	// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+	// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+	// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+	// discounts and VAT to 2); a number too large for its field, a position's sum
+	// included, is `"400"`.
+	//
+	// `value` is the new deal's id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+	DealInsertWithResponse(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DealInsertResponse, error)
+
+	// DealUpdateWithBodyWithResponse Change fields of a deal
+	//
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
+	//
+	// `value` is `1` when updated, `0` on error with the text in `error`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+	DealUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
+
+	// DealUpdateWithResponse Change fields of a deal
+	//
+	// Changes only the passed fields of the deal `id`, which must be one the token owner may
+	// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+	// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+	// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+	// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+	// `id` and at least one field that is left after dropping those zeros are required
+	// (`"400"` otherwise). `null` is not accepted for any field.
+	//
+	// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+	// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+	// other). The deal sum is never recalculated from its goods. Directory values, users and
+	// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+	// the stored one that is not passed.
+	//
+	// A new `company_id` must be a counterparty the token owner may see (`"404"`
+	// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+	// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+	// left without a contact person. A deal that tasks, documents, money movements or mail
+	// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+	// the deal may no longer be visible to the token owner.
+	//
+	// Passing the values a deal already has is a success; the journal row then records no
+	// changes.
+	//
+	// `value` is `1` when updated, `0` on error with the text in `error`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+	DealUpdateWithResponse(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
+
+	// DirectoryGetWithResponse Values of one directory
+	//
+	// The active values of directory `code` of the token owner's account, ordered by their
+	// sort order and then by name, as a quick list (`rows` = the number of values,
+	// `pages` = `page` = 1, or 0, 0, 0 for an empty directory). Directory codes: 9 counterparty types, 10 counterparty
+	// statuses, 29 counterparty categories, 35 kinds of tasks (from the interface); 40 deal
+	// types, 41 deal stages, 42 positions of contact persons, 43 statuses of contact
+	// persons, 44 document types, 45 document statuses, 46 payment forms, 47 income and
+	// expense items, 48 agents, 49 counterparty groups (this server's choice). Any other
+	// code is `"400"`. Every user of the account may read every directory.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
+	DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error)
+
+	// DocumentGoodsInsertWithResponse Add catalogue goods to a document
+	//
+	// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+	// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+	// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+	// the document's sum not recalculated. Positions of a document cannot be changed or
+	// deleted.
+	//
+	// The document must be one the token owner may see (`"404"` `document N not found`). If
+	// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+	// naming every such id.
+	//
+	// `value` is `1` when done, `0` on error with the text in `error`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /document/goods/insert (the `DocumentGoodsInsert` operationId).
+	DocumentGoodsInsertWithResponse(ctx context.Context, params *DocumentGoodsInsertParams, reqEditors ...RequestEditorFn) (*DocumentGoodsInsertResponse, error)
+
+	// DocumentGoodsListWithResponse Goods positions of a document
+	//
+	// The goods positions of the document `document_id`, in the order they were added,
+	// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+	// in place of `deal_id`). Positions are visible with their document: a missing or
+	// invisible document answers `"404"` `document N not found`; a document without
+	// positions gives an empty list.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
+	DocumentGoodsListWithResponse(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*DocumentGoodsListResponse, error)
+
+	// DocumentInsertWithBodyWithResponse Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
+
+	// DocumentInsertWithResponse Add a document
+	//
+	// **Extension.** Adds a document of the counterparty `company_id`, which the token
+	// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+	// the document list shows. `type_id` is a document type (directory 44); a type
+	// marked as an invoice makes the document an invoice (the day dashboard counts it as
+	// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+	// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+	// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+	// responsible user, defaults to the token owner. `sum` is the document sum as given
+	// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+	// do not change it). `date_expire`, when given, is not before `date`.
+	//
+	// `value` is the new document's id. Journal: module 4, entity `document`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+	DocumentInsertWithResponse(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error)
+
+	// DocumentListWithResponse Documents of a counterparty or a deal
+	//
+	// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
+	// token owner may see, newest first (by date, then id), without paging. At least one of
+	// the two is required (`"400"` otherwise); both together narrow to that deal of that
+	// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+	// the document's sign or status (null and `""` when it has none), `date_expire` its
+	// validity term (null when it has none).
+	//
+	// Each document is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+	// listed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /document/list (the `DocumentList` operationId).
+	DocumentListWithResponse(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*DocumentListResponse, error)
+
+	// EventListWithResponse The account's changes after a cursor, oldest first
+	//
+	// **Extension** (not in the interface). The event feed: every change the journal
+	// records (module 50 of the universal list), in the order the changes were
+	// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+	// client keeps the `cursor` of each reply and passes it to the next call; it never
+	// receives an event twice and never misses one, however the writes of the account
+	// interleave (the positions of events are handed out in commit order; see
+	// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+	// event.
+	//
+	// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+	// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+	// and token that made it (`null` for a change made by the server itself: mail
+	// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+	// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+	// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+	// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+	// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+	// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+	// fetched, `deliver` a queued message accepted by its SMTP server,
+	// `delivery_failed` a message given up) and `changes`: for an insert the stored
+	// fields, for an update each changed field with `[old, new]`.
+	//
+	// `module` and `action` keep only the events of those modules and actions (one
+	// value or comma-separated values). Events are shown by the journal's access rule:
+	// an admin sees every event, a head the events made by the users of their
+	// department and their own, a member their own.
+	//
+	// One call reads at most 5,000 events of the account past the cursor: when
+	// filters skip them all, the reply has no events but a `cursor` past them and
+	// `more` true, so the next call goes on from there. `more` is false when the
+	// client has caught up. A cursor is opaque; one of another account, or one not
+	// given by this feed, is `"400"`.
+	//
+	// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+	// are 1 (0, 0, 0 when there are none).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /event/list (the `EventList` operationId).
+	EventListWithResponse(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*EventListResponse, error)
+
+	// FieldDeleteWithBodyWithResponse Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
+
+	// FieldDeleteWithResponse Delete an additional field (admins)
+	//
+	// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+	// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+	// values, hidden, so that defining the field again brings them back. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+	FieldDeleteWithResponse(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error)
+
+	// FieldInsertWithBodyWithResponse Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
+
+	// FieldInsertWithResponse Define an additional field (admins)
+	//
+	// **Extension.** Admins only. Defines an additional field of counterparties
+	// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+	// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+	// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+	// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+	// deleted field of the same name had come back with it. `value` is the new id; for
+	// a name the module has (`"409"`) the existing field's id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+	FieldInsertWithResponse(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error)
+
+	// FieldListWithResponse The account's additional fields
+	//
+	// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+	// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+	// that module's. Every role sees them. A quick list, by module and name.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /field/list (the `FieldList` operationId).
+	FieldListWithResponse(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*FieldListResponse, error)
+
+	// FieldUpdateWithBodyWithResponse Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
+
+	// FieldUpdateWithResponse Rename the title of an additional field (admins)
+	//
+	// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+	// N not found` otherwise). Its name and type stay: records keep their values under
+	// the name. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+	FieldUpdateWithResponse(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error)
+
+	// FieldValuesUpdateWithBodyWithResponse Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
+
+	// FieldValuesUpdateWithResponse Set the additional fields of a counterparty or deal
+	//
+	// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+	// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+	// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+	// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+	// `remove` lists fields whose values are removed. `values` or `remove` is required;
+	// an unknown name or a value of another type is `"400"`.
+	// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+	FieldValuesUpdateWithResponse(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error)
+
+	// FilterDeleteWithBodyWithResponse Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
+
+	// FilterDeleteWithResponse Delete a ready filter (admins)
+	//
+	// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+	// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+	FilterDeleteWithResponse(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error)
+
+	// FilterInsertWithBodyWithResponse Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
+
+	// FilterInsertWithResponse Define a ready filter (admins)
+	//
+	// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+	// `definition` is an object of the module's filter parameters of the universal list
+	// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+	// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+	// `user_ids` of mail are not allowed inside). `value` is the new id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+	FilterInsertWithResponse(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error)
+
+	// FilterListWithResponse The account's ready filters
+	//
+	// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+	// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+	// Every role sees them (a filter narrows what the caller may see anyway). A quick
+	// list, by module and name.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /filter/list (the `FilterList` operationId).
+	FilterListWithResponse(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*FilterListResponse, error)
+
+	// FilterUpdateWithBodyWithResponse Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
+
+	// FilterUpdateWithResponse Change a ready filter (admins)
+	//
+	// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+	// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+	// `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+	FilterUpdateWithResponse(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error)
+
+	// FinanceAccountsWithResponse The account's money accounts
+	//
+	// **Extension.** The money accounts of the account (every role sees them all, as
+	// the goods catalogue): id, name, currency and whether it is active, by name. A
+	// quick list. Money accounts are made with `crm-server money-account create`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+	FinanceAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FinanceAccountsResponse, error)
+
+	// FinanceInsertWithBodyWithResponse Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
+
+	// FinanceInsertWithResponse Add a money movement, or a transfer between own money accounts
+	//
+	// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+	// account `account_id` (an active one of the account: `GET /finance/accounts`).
+	// `sum` is the amount in the account's base currency, `sum_currency` in the money
+	// account's currency: when the money account is in the base currency it defaults to
+	// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+	// (directory 46), `category_id` an income or expense item (47). The counterparty
+	// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+	// deal the token owner sees (of that counterparty, when one is given); `user_id`
+	// defaults to the token owner.
+	//
+	// With `to_account_id` (another active money account) the movement is a **transfer
+	// between own money accounts**: an expense from `account_id` and an income to
+	// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+	// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+	// `to_sum_currency` is the amount in the target's currency (defaulting like
+	// `sum_currency`).
+	//
+	// `value` is the array of the new movements' ids: one, or for a transfer the expense
+	// then the income. Journal: module 5, entity `money_movement`, a row for each.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+	FinanceInsertWithResponse(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error)
+
+	// FinanceListWithResponse Money movements of a counterparty or a deal
+	//
+	// Every money movement of the counterparty `company_id` and/or the deal `deal_id` that
+	// the token owner may see, newest first (by date, then id), without paging. At least one
+	// of the two is required (`"400"` otherwise); both together narrow to that deal of that
+	// counterparty. `sum` is in the base currency, `sum_currency` in the money account's
+	// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+	// are the money account's. Transfers between the account's own money accounts are
+	// listed too (they have no counterparty, so only a `deal_id` could find them).
+	//
+	// Each movement is visible by its own responsible user (`user_id`), whoever is
+	// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+	// an id that matches nothing (unknown, another account's, or a record the token owner may
+	// not see) gives an empty list, not an error. A movement may have a deal without a
+	// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+	// counterparty are not listed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /finance/list (the `FinanceList` operationId).
+	FinanceListWithResponse(ctx context.Context, params *FinanceListParams, reqEditors ...RequestEditorFn) (*FinanceListResponse, error)
+
+	// HealthzWithResponse Liveness
+	//
+	// Answers as long as the process serves HTTP; it does not touch the database. No token is needed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /healthz (the `Healthz` operationId).
+	HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
+
+	// MailSendWithBodyWithResponse Send an e-mail message
+	//
+	// Queues a message for delivery through the mail account `account_id` (the decimal id
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
+	//
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /mail/send (the `MailSend` operationId).
+	MailSendWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MailSendResponse, error)
+
+	// MailSendWithResponse Send an e-mail message
+	//
+	// Queues a message for delivery through the mail account `account_id` (the decimal id
+	// of a mail account, as a string). Only the owner of a mail account sends through it,
+	// whatever their role: a message goes out under the owner's name, so an admin cannot
+	// send through a member's account. A mail account that does not exist, belongs to
+	// another user or to another account is `"404"` (`mail.account_id: mail account N not
+	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+	// admin command `crm-server mail-account create`; the API has no operation that lists
+	// them.
+	//
+	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+	// and also the URL-safe alphabet and input without padding; line breaks inside the
+	// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+	// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+	// subject must not contain line breaks or other control characters (no header
+	// injection); it may be empty. The body is HTML, sent as written; the message goes out
+	// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+	// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+	// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+	//
+	// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+	// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+	// without spaces; at most 100 recipients in all. A list containing a line break or
+	// another control character, or an address of another form, is `"400"` naming the
+	// field (and the position of the address). `bcc` recipients receive the message but
+	// appear in no header.
+	//
+	// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+	// counterparty, contact person and deal. A contact person or deal given without
+	// `company_id` brings its counterparty. Each must exist in the account and be visible
+	// to the token owner (a deal by its responsible user, a contact person with its
+	// counterparty); the contact person and the deal must belong to the counterparty.
+	// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+	// person or deal) the message is linked to the counterparty, and contact person, whose
+	// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+	// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+	// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+	// that counterparty's contact person whose e-mail is among the addresses.
+	//
+	// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+	// mail list) with its links, the owner's address and display name as sender,
+	// `small_part_of_body` (the first 255 characters of the plain text), a new
+	// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+	// delivery state, and a journal row (module 24, action `send`) is written, in one
+	// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+	// interface has it. Delivery is not part of the reply.
+	//
+	// **Delivery.** A background worker of the server sends queued messages over the mail
+	// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+	// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+	// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+	// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+	// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+	// account without SMTP server or password), the message is marked failed with the
+	// reason. Several server processes share the outbox without sending a message twice
+	// while they run; a message whose process died during an attempt is retried with the
+	// same `Message-ID` (so a message whose process died after the SMTP server accepted
+	// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+	// messages of one account, every account's first before any account's second, and
+	// the accounts served least recently first, so however many messages one account has
+	// queued, another account's message waits for one round at most (a round sends up to
+	// 4 messages at once; when more accounts than that have messages due, each waits for
+	// its turn among them). The delivery state is not part of this interface;
+	// `crm-server mail-account list` shows queued and failed counts.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /mail/send (the `MailSend` operationId).
+	MailSendWithResponse(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*MailSendResponse, error)
+
+	// ReadyzWithResponse Readiness
+	//
+	// `success` when the database answers within one second and its schema is current;
+	// otherwise HTTP **503** (so that a load balancer or orchestrator takes the process out
+	// of rotation) with status `error`, code `503` and the reason. No token is needed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /readyz (the `Readyz` operationId).
+	ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error)
+
+	// TaskInsertWithBodyWithResponse Add a task
+	//
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+	//
+	// `value` is the new task's id.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+	TaskInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error)
+
+	// TaskInsertWithResponse Add a task
+	//
+	// Adds a task to the counterparty `company_id`, which must be one the token owner may
+	// see: a missing, deleted or invisible counterparty answers `"404"`
+	// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+	// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+	// is always the token owner, so the owner keeps seeing the task they assigned.
+	//
+	// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+	// completion time is the time of the insert). `date_start` and `date_finish` are
+	// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+	// account's); `date_start` defaults to now; `date_finish` is optional and not before
+	// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+	// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+	// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+	// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+	// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+	//
+	// `value` is the new task's id.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+	TaskInsertWithResponse(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error)
+
+	// TaskListWithResponse Tasks of a counterparty
+	//
+	// Every task of the counterparty `company_id` that the token owner may see, latest start
+	// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+	// deal.
+	//
+	// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+	// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+	// assigner is in the head's department (or is the head), an admin all of them, whoever
+	// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+	// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+	// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+	//
+	// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+	// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+	// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /task/list (the `TaskList` operationId).
+	TaskListWithResponse(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*TaskListResponse, error)
+
+	// TaskUpdateWithBodyWithResponse Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+
+	// TaskUpdateWithResponse Finish, reopen, reschedule or reassign a task
+	//
+	// **Extension.** Changes the passed fields of the task `id`, which the token owner
+	// must see (as assignee or assigner, or through their department; `"404"` `task N
+	// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+	// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+	// passing the status it has keeps the completion time. `result` is the result of
+	// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+	// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+	// not before the start). `user_id` reassigns it to any user of the account (the
+	// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+	// A task of a deleted counterparty can still be finished.
+	//
+	// `id` and at least one other field are required. Passing the stored values is a
+	// success that writes nothing. Journal: one row with the changed fields
+	// `[old, new]` (`done_at` included). `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+	TaskUpdateWithResponse(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+
+	// WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
+
+	// WebhookDeleteWithResponse Delete a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+	// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+	WebhookDeleteWithResponse(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error)
+
+	// WebhookDeliveriesWithResponse The delivery log of a subscription (admins)
+	//
+	// **Extension.** Admins only. The delivery attempts of the subscription
+	// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+	// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+	// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+	// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+	// (`null` when no reply came), the reason of a failure, the time taken and when.
+	// Entries older than 30 days are removed.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+	WebhookDeliveriesWithResponse(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*WebhookDeliveriesResponse, error)
+
+	// WebhookInsertWithBodyWithResponse Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
+
+	// WebhookInsertWithResponse Subscribe a URL to the account's events (admins)
+	//
+	// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+	// the server POSTs each event of the account whose module is in `modules` and whose
+	// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+	// in the order of the event feed, at least once, signed as the Standard Webhooks
+	// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+	// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+	// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+	// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+	// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+	// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+	// hours apart, with ±20 % jitter), and while an event is retried the later ones
+	// wait (order per subscription). When an event has failed for 24 hours the
+	// subscription is disabled with the reason (`disabled_reason`); enabling it again
+	// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+	// starts with the events committed after the subscription.
+	//
+	// `url` is `https://` or `http://` without user or password; its host may not be or
+	// resolve to a private, loopback, link-local or otherwise non-public address unless
+	// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+	// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+	// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+	// makes one. The secret is in the reply only here and when it is changed
+	// (`POST /webhook/update`); it is stored encrypted with the server's
+	// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+	//
+	// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+	// 60, entity `webhook` (the secret is never journaled).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+	WebhookInsertWithResponse(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error)
+
+	// WebhookListWithResponse The account's webhook subscriptions (admins)
+	//
+	// **Extension.** Admins only. Every subscription of the account, newest first, with
+	// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+	// `failing_since` when the event at its head has been failing. Secrets are never
+	// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+	WebhookListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WebhookListResponse, error)
+
+	// WebhookTestWithBodyWithResponse Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
+
+	// WebhookTestWithResponse Send a test delivery now (admins)
+	//
+	// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+	// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+	// URL now, also while it is paused or disabled, and answers with the outcome when
+	// the receiver has answered (within 10 seconds). The attempt enters the delivery
+	// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+	// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+	// A failed test is still a success of this operation.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+	WebhookTestWithResponse(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error)
+
+	// WebhookUpdateWithBodyWithResponse Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
+
+	// WebhookUpdateWithResponse Change a webhook subscription (admins)
+	//
+	// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+	// (`"404"` `webhook N not found` for one of another account or none). `url`,
+	// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+	// false pauses deliveries, true resumes them with the first event not yet
+	// delivered (also after the server disabled the subscription; its reason is then
+	// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+	// Deliveries already signed are not signed again.
+	//
+	// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+	WebhookUpdateWithResponse(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error)
+}
+
+// CommonListPagingResponse401Headers the declared response headers of an HTTP 401 response for CommonListPaging
+type CommonListPagingResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CommonListPagingResponse429Headers the declared response headers of an HTTP 429 response for CommonListPaging
+type CommonListPagingResponse429Headers struct {
+	RetryAfter int
+}
+
+type CommonListPagingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CommonListPagingResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CommonListPagingResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CommonListPagingResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CommonListPagingResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CommonListPagingResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CommonListPagingResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CommonListPagingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CommonListPagingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CommonListPagingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CommonListPagingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyDeleteResponse401Headers the declared response headers of an HTTP 401 response for CompanyDelete
+type CompanyDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyDeleteResponse429Headers the declared response headers of an HTTP 429 response for CompanyDelete
+type CompanyDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyEmailInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyEmailInsert
+type CompanyEmailInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyEmailInsertResponse429Headers the declared response headers of an HTTP 429 response for CompanyEmailInsert
+type CompanyEmailInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyEmailInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyEmailInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyEmailInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyEmailInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyEmailInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyEmailInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyEmailInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyEmailInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyEmailInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyEmailInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyEmailInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyGetResponse304Headers the declared response headers of an HTTP 304 response for CompanyGet
+type CompanyGetResponse304Headers struct {
+	ETag string
+}
+
+// CompanyGetResponse401Headers the declared response headers of an HTTP 401 response for CompanyGet
+type CompanyGetResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyGetResponse429Headers the declared response headers of an HTTP 429 response for CompanyGet
+type CompanyGetResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *CompanyGetResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyGetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyGetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyGetResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyGetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyGetResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyInsert
+type CompanyInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyInsertResponse429Headers the declared response headers of an HTTP 429 response for CompanyInsert
+type CompanyInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyPhoneInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyPhoneInsert
+type CompanyPhoneInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyPhoneInsertResponse429Headers the declared response headers of an HTTP 429 response for CompanyPhoneInsert
+type CompanyPhoneInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyPhoneInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyPhoneInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyPhoneInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyPhoneInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyPhoneInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyPhoneInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyPhoneInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyPhoneInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyPhoneInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyPhoneInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyPhoneInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyRequisitesInsertResponse401Headers the declared response headers of an HTTP 401 response for CompanyRequisitesInsert
+type CompanyRequisitesInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyRequisitesInsertResponse429Headers the declared response headers of an HTTP 429 response for CompanyRequisitesInsert
+type CompanyRequisitesInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyRequisitesInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyRequisitesInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyRequisitesInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyRequisitesInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyRequisitesInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyRequisitesInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyRequisitesInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyRequisitesInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyRequisitesInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyRequisitesInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyRequisitesInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CompanyUpdateResponse401Headers the declared response headers of an HTTP 401 response for CompanyUpdate
+type CompanyUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// CompanyUpdateResponse429Headers the declared response headers of an HTTP 429 response for CompanyUpdate
+type CompanyUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type CompanyUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *CompanyUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CompanyUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r CompanyUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r CompanyUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r CompanyUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r CompanyUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CompanyUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CompanyUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CompanyUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CompanyUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ContactInsertResponse401Headers the declared response headers of an HTTP 401 response for ContactInsert
+type ContactInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ContactInsertResponse429Headers the declared response headers of an HTTP 429 response for ContactInsert
+type ContactInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type ContactInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ContactInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ContactInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ContactInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ContactInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ContactInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ContactInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ContactInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ContactInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ContactInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ContactListResponse304Headers the declared response headers of an HTTP 304 response for ContactList
+type ContactListResponse304Headers struct {
+	ETag string
+}
+
+// ContactListResponse401Headers the declared response headers of an HTTP 401 response for ContactList
+type ContactListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ContactListResponse429Headers the declared response headers of an HTTP 429 response for ContactList
+type ContactListResponse429Headers struct {
+	RetryAfter int
+}
+
+type ContactListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *ContactListResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ContactListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ContactListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ContactListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ContactListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ContactListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ContactListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ContactListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ContactListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ContactListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ContactSocialSetResponse401Headers the declared response headers of an HTTP 401 response for ContactSocialSet
+type ContactSocialSetResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ContactSocialSetResponse429Headers the declared response headers of an HTTP 429 response for ContactSocialSet
+type ContactSocialSetResponse429Headers struct {
+	RetryAfter int
+}
+
+type ContactSocialSetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ContactSocialSetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ContactSocialSetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ContactSocialSetResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ContactSocialSetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r ContactSocialSetResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ContactSocialSetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ContactSocialSetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ContactSocialSetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ContactSocialSetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ContactSocialSetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DashboardKpiMyResponse401Headers the declared response headers of an HTTP 401 response for DashboardKpiMy
+type DashboardKpiMyResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DashboardKpiMyResponse429Headers the declared response headers of an HTTP 429 response for DashboardKpiMy
+type DashboardKpiMyResponse429Headers struct {
+	RetryAfter int
+}
+
+type DashboardKpiMyResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DashboardKpiMyResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DashboardKpiMyResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DashboardKpiMyResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DashboardKpiMyResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DashboardKpiMyResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardKpiMyResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DashboardKpiMyResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DashboardKpiMyResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DashboardKpiMyResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DashboardKpiMyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DashboardKpiTeamResponse401Headers the declared response headers of an HTTP 401 response for DashboardKpiTeam
+type DashboardKpiTeamResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DashboardKpiTeamResponse429Headers the declared response headers of an HTTP 429 response for DashboardKpiTeam
+type DashboardKpiTeamResponse429Headers struct {
+	RetryAfter int
+}
+
+type DashboardKpiTeamResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DashboardKpiTeamResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DashboardKpiTeamResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DashboardKpiTeamResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DashboardKpiTeamResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DashboardKpiTeamResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardKpiTeamResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DashboardKpiTeamResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DashboardKpiTeamResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DashboardKpiTeamResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DashboardKpiTeamResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DashboardMyDayResponse401Headers the declared response headers of an HTTP 401 response for DashboardMyDay
+type DashboardMyDayResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DashboardMyDayResponse429Headers the declared response headers of an HTTP 429 response for DashboardMyDay
+type DashboardMyDayResponse429Headers struct {
+	RetryAfter int
+}
+
+type DashboardMyDayResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DashboardMyDayResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DashboardMyDayResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DashboardMyDayResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DashboardMyDayResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DashboardMyDayResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardMyDayResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DashboardMyDayResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DashboardMyDayResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DashboardMyDayResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DashboardMyDayResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DashboardMyTasksResponse401Headers the declared response headers of an HTTP 401 response for DashboardMyTasks
+type DashboardMyTasksResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DashboardMyTasksResponse429Headers the declared response headers of an HTTP 429 response for DashboardMyTasks
+type DashboardMyTasksResponse429Headers struct {
+	RetryAfter int
+}
+
+type DashboardMyTasksResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DashboardMyTasksResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DashboardMyTasksResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DashboardMyTasksResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DashboardMyTasksResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DashboardMyTasksResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DashboardMyTasksResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DashboardMyTasksResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DashboardMyTasksResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DashboardMyTasksResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DashboardMyTasksResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DealGoodsInsertResponse401Headers the declared response headers of an HTTP 401 response for DealGoodsInsert
+type DealGoodsInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DealGoodsInsertResponse429Headers the declared response headers of an HTTP 429 response for DealGoodsInsert
+type DealGoodsInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type DealGoodsInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DealGoodsInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DealGoodsInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DealGoodsInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DealGoodsInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DealGoodsInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealGoodsInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DealGoodsInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DealGoodsInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DealGoodsInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DealGoodsInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DealGoodsListResponse304Headers the declared response headers of an HTTP 304 response for DealGoodsList
+type DealGoodsListResponse304Headers struct {
+	ETag string
+}
+
+// DealGoodsListResponse401Headers the declared response headers of an HTTP 401 response for DealGoodsList
+type DealGoodsListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DealGoodsListResponse429Headers the declared response headers of an HTTP 429 response for DealGoodsList
+type DealGoodsListResponse429Headers struct {
+	RetryAfter int
+}
+
+type DealGoodsListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DealGoodsListResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DealGoodsListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DealGoodsListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DealGoodsListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DealGoodsListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DealGoodsListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealGoodsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DealGoodsListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DealGoodsListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DealGoodsListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DealGoodsListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DealGoodsUpdateResponse401Headers the declared response headers of an HTTP 401 response for DealGoodsUpdate
+type DealGoodsUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DealGoodsUpdateResponse429Headers the declared response headers of an HTTP 429 response for DealGoodsUpdate
+type DealGoodsUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type DealGoodsUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DealGoodsUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DealGoodsUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DealGoodsUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DealGoodsUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DealGoodsUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealGoodsUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DealGoodsUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DealGoodsUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DealGoodsUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DealGoodsUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DealInsertResponse401Headers the declared response headers of an HTTP 401 response for DealInsert
+type DealInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DealInsertResponse429Headers the declared response headers of an HTTP 429 response for DealInsert
+type DealInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type DealInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DealInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DealInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DealInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DealInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DealInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DealInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DealInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DealInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DealInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DealUpdateResponse401Headers the declared response headers of an HTTP 401 response for DealUpdate
+type DealUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DealUpdateResponse429Headers the declared response headers of an HTTP 429 response for DealUpdate
+type DealUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type DealUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DealUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DealUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DealUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DealUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DealUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DealUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DealUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DealUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DealUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DealUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DirectoryGetResponse304Headers the declared response headers of an HTTP 304 response for DirectoryGet
+type DirectoryGetResponse304Headers struct {
+	ETag string
+}
+
+// DirectoryGetResponse401Headers the declared response headers of an HTTP 401 response for DirectoryGet
+type DirectoryGetResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DirectoryGetResponse429Headers the declared response headers of an HTTP 429 response for DirectoryGet
+type DirectoryGetResponse429Headers struct {
+	RetryAfter int
+}
+
+type DirectoryGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DirectoryGetResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DirectoryGetResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DirectoryGetResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DirectoryGetResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DirectoryGetResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DirectoryGetResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DirectoryGetResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DirectoryGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DirectoryGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DirectoryGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DirectoryGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DocumentGoodsInsertResponse401Headers the declared response headers of an HTTP 401 response for DocumentGoodsInsert
+type DocumentGoodsInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DocumentGoodsInsertResponse429Headers the declared response headers of an HTTP 429 response for DocumentGoodsInsert
+type DocumentGoodsInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type DocumentGoodsInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DocumentGoodsInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DocumentGoodsInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DocumentGoodsInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DocumentGoodsInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DocumentGoodsInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentGoodsInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DocumentGoodsInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocumentGoodsInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocumentGoodsInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocumentGoodsInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DocumentGoodsListResponse304Headers the declared response headers of an HTTP 304 response for DocumentGoodsList
+type DocumentGoodsListResponse304Headers struct {
+	ETag string
+}
+
+// DocumentGoodsListResponse401Headers the declared response headers of an HTTP 401 response for DocumentGoodsList
+type DocumentGoodsListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DocumentGoodsListResponse429Headers the declared response headers of an HTTP 429 response for DocumentGoodsList
+type DocumentGoodsListResponse429Headers struct {
+	RetryAfter int
+}
+
+type DocumentGoodsListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DocumentGoodsListResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DocumentGoodsListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DocumentGoodsListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DocumentGoodsListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DocumentGoodsListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DocumentGoodsListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentGoodsListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DocumentGoodsListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocumentGoodsListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocumentGoodsListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocumentGoodsListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DocumentInsertResponse401Headers the declared response headers of an HTTP 401 response for DocumentInsert
+type DocumentInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DocumentInsertResponse429Headers the declared response headers of an HTTP 429 response for DocumentInsert
+type DocumentInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type DocumentInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DocumentInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DocumentInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DocumentInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DocumentInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DocumentInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DocumentInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocumentInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocumentInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocumentInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DocumentListResponse304Headers the declared response headers of an HTTP 304 response for DocumentList
+type DocumentListResponse304Headers struct {
+	ETag string
+}
+
+// DocumentListResponse401Headers the declared response headers of an HTTP 401 response for DocumentList
+type DocumentListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DocumentListResponse429Headers the declared response headers of an HTTP 429 response for DocumentList
+type DocumentListResponse429Headers struct {
+	RetryAfter int
+}
+
+type DocumentListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *DocumentListResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DocumentListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DocumentListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DocumentListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DocumentListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DocumentListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DocumentListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DocumentListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DocumentListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DocumentListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DocumentListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// EventListResponse401Headers the declared response headers of an HTTP 401 response for EventList
+type EventListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// EventListResponse429Headers the declared response headers of an HTTP 429 response for EventList
+type EventListResponse429Headers struct {
+	RetryAfter int
+}
+
+type EventListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *EventListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *EventListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r EventListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r EventListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r EventListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r EventListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r EventListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r EventListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r EventListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r EventListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldDeleteResponse401Headers the declared response headers of an HTTP 401 response for FieldDelete
+type FieldDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldDeleteResponse429Headers the declared response headers of an HTTP 429 response for FieldDelete
+type FieldDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldInsertResponse401Headers the declared response headers of an HTTP 401 response for FieldInsert
+type FieldInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldInsertResponse429Headers the declared response headers of an HTTP 429 response for FieldInsert
+type FieldInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldListResponse401Headers the declared response headers of an HTTP 401 response for FieldList
+type FieldListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldListResponse429Headers the declared response headers of an HTTP 429 response for FieldList
+type FieldListResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldUpdateResponse401Headers the declared response headers of an HTTP 401 response for FieldUpdate
+type FieldUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldUpdateResponse429Headers the declared response headers of an HTTP 429 response for FieldUpdate
+type FieldUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FieldValuesUpdateResponse401Headers the declared response headers of an HTTP 401 response for FieldValuesUpdate
+type FieldValuesUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FieldValuesUpdateResponse429Headers the declared response headers of an HTTP 429 response for FieldValuesUpdate
+type FieldValuesUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type FieldValuesUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FieldValuesUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FieldValuesUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FieldValuesUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FieldValuesUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FieldValuesUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FieldValuesUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FieldValuesUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterDeleteResponse401Headers the declared response headers of an HTTP 401 response for FilterDelete
+type FilterDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterDeleteResponse429Headers the declared response headers of an HTTP 429 response for FilterDelete
+type FilterDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterInsertResponse401Headers the declared response headers of an HTTP 401 response for FilterInsert
+type FilterInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterInsertResponse429Headers the declared response headers of an HTTP 429 response for FilterInsert
+type FilterInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterListResponse401Headers the declared response headers of an HTTP 401 response for FilterList
+type FilterListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterListResponse429Headers the declared response headers of an HTTP 429 response for FilterList
+type FilterListResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FilterUpdateResponse401Headers the declared response headers of an HTTP 401 response for FilterUpdate
+type FilterUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FilterUpdateResponse429Headers the declared response headers of an HTTP 429 response for FilterUpdate
+type FilterUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type FilterUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FilterUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FilterUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FilterUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FilterUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FilterUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FilterUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FilterUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FilterUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FilterUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FilterUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FinanceAccountsResponse401Headers the declared response headers of an HTTP 401 response for FinanceAccounts
+type FinanceAccountsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FinanceAccountsResponse429Headers the declared response headers of an HTTP 429 response for FinanceAccounts
+type FinanceAccountsResponse429Headers struct {
+	RetryAfter int
+}
+
+type FinanceAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinanceAccountsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinanceAccountsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinanceAccountsResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FinanceAccountsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FinanceAccountsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FinanceAccountsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FinanceAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinanceAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinanceAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinanceAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FinanceInsertResponse401Headers the declared response headers of an HTTP 401 response for FinanceInsert
+type FinanceInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FinanceInsertResponse429Headers the declared response headers of an HTTP 429 response for FinanceInsert
+type FinanceInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type FinanceInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinanceInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinanceInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinanceInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FinanceInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FinanceInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FinanceInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FinanceInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinanceInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinanceInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinanceInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// FinanceListResponse304Headers the declared response headers of an HTTP 304 response for FinanceList
+type FinanceListResponse304Headers struct {
+	ETag string
+}
+
+// FinanceListResponse401Headers the declared response headers of an HTTP 401 response for FinanceList
+type FinanceListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// FinanceListResponse429Headers the declared response headers of an HTTP 429 response for FinanceList
+type FinanceListResponse429Headers struct {
+	RetryAfter int
+}
+
+type FinanceListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *FinanceListResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *FinanceListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *FinanceListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r FinanceListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r FinanceListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r FinanceListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r FinanceListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r FinanceListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r FinanceListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r FinanceListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r FinanceListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type HealthzResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r HealthzResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetBody returns the raw response body bytes
+func (r HealthzResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r HealthzResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r HealthzResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r HealthzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// MailSendResponse401Headers the declared response headers of an HTTP 401 response for MailSend
+type MailSendResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// MailSendResponse429Headers the declared response headers of an HTTP 429 response for MailSend
+type MailSendResponse429Headers struct {
+	RetryAfter int
+}
+
+type MailSendResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MailSendResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MailSendResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MailSendResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MailSendResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MailSendResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MailSendResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r MailSendResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MailSendResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MailSendResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MailSendResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type ReadyzResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Envelope
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ReadyzResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ReadyzResponse) GetJSON503() *Envelope {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ReadyzResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ReadyzResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ReadyzResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ReadyzResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TaskInsertResponse401Headers the declared response headers of an HTTP 401 response for TaskInsert
+type TaskInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// TaskInsertResponse429Headers the declared response headers of an HTTP 429 response for TaskInsert
+type TaskInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type TaskInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TaskInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TaskInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TaskInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TaskInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TaskInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskInsertResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TaskInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TaskInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TaskInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TaskInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TaskListResponse304Headers the declared response headers of an HTTP 304 response for TaskList
+type TaskListResponse304Headers struct {
+	ETag string
+}
+
+// TaskListResponse401Headers the declared response headers of an HTTP 401 response for TaskList
+type TaskListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// TaskListResponse429Headers the declared response headers of an HTTP 429 response for TaskList
+type TaskListResponse429Headers struct {
+	RetryAfter int
+}
+
+type TaskListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *TaskListResponse304Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TaskListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TaskListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TaskListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TaskListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TaskListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TaskListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TaskListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TaskListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TaskListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// TaskUpdateResponse401Headers the declared response headers of an HTTP 401 response for TaskUpdate
+type TaskUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// TaskUpdateResponse429Headers the declared response headers of an HTTP 429 response for TaskUpdate
+type TaskUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type TaskUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *TaskUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *TaskUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r TaskUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r TaskUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r TaskUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r TaskUpdateResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r TaskUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r TaskUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r TaskUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r TaskUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookDeleteResponse401Headers the declared response headers of an HTTP 401 response for WebhookDelete
+type WebhookDeleteResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookDeleteResponse429Headers the declared response headers of an HTTP 429 response for WebhookDelete
+type WebhookDeleteResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookDeleteResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookDeleteResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookDeleteResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookDeleteResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookDeleteResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookDeleteResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookDeleteResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookDeleteResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookDeleteResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookDeleteResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookDeleteResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookDeliveriesResponse401Headers the declared response headers of an HTTP 401 response for WebhookDeliveries
+type WebhookDeliveriesResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookDeliveriesResponse429Headers the declared response headers of an HTTP 429 response for WebhookDeliveries
+type WebhookDeliveriesResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookDeliveriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookDeliveriesResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookDeliveriesResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookDeliveriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookDeliveriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookDeliveriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookDeliveriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookDeliveriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookInsertResponse401Headers the declared response headers of an HTTP 401 response for WebhookInsert
+type WebhookInsertResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookInsertResponse429Headers the declared response headers of an HTTP 429 response for WebhookInsert
+type WebhookInsertResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookInsertResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NoSecretKey
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookInsertResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookInsertResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookInsertResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookInsertResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookInsertResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookInsertResponse) GetJSON503() *NoSecretKey {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookInsertResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookInsertResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookInsertResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookInsertResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookListResponse401Headers the declared response headers of an HTTP 401 response for WebhookList
+type WebhookListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookListResponse429Headers the declared response headers of an HTTP 429 response for WebhookList
+type WebhookListResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookTestResponse401Headers the declared response headers of an HTTP 401 response for WebhookTest
+type WebhookTestResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookTestResponse429Headers the declared response headers of an HTTP 429 response for WebhookTest
+type WebhookTestResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookTestResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NoSecretKey
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookTestResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookTestResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookTestResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookTestResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookTestResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookTestResponse) GetJSON503() *NoSecretKey {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookTestResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookTestResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookTestResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookTestResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// WebhookUpdateResponse401Headers the declared response headers of an HTTP 401 response for WebhookUpdate
+type WebhookUpdateResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// WebhookUpdateResponse429Headers the declared response headers of an HTTP 429 response for WebhookUpdate
+type WebhookUpdateResponse429Headers struct {
+	RetryAfter int
+}
+
+type WebhookUpdateResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *NoSecretKey
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *WebhookUpdateResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *WebhookUpdateResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r WebhookUpdateResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r WebhookUpdateResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r WebhookUpdateResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r WebhookUpdateResponse) GetJSON503() *NoSecretKey {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r WebhookUpdateResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r WebhookUpdateResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r WebhookUpdateResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r WebhookUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// CommonListPagingWithBodyWithResponse Paged list of the records of one module
+//
+// One page of the records of module `{module}` that the token owner may see, with the
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
+//
+// `value` is a JSON array of objects keyed by exactly the requested column names, in
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
+//
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+//
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+//
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+func (c *ClientWithResponses) CommonListPagingWithBodyWithResponse(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CommonListPagingResponse, error) {
+	rsp, err := c.CommonListPagingWithBody(ctx, module, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommonListPagingResponse(rsp)
+}
+
+// CommonListPagingWithResponse Paged list of the records of one module
+//
+// One page of the records of module `{module}` that the token owner may see, with the
+// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
+// literal `null`, or `{}`.
+//
+// `value` is a JSON array of objects keyed by exactly the requested column names, in
+// the requested order; `rows` is the total number of matching records (exact, also for
+// large filtered results), `pages` = `ceil(rows / records_onpage)` and `page` the page
+// served. A page past the end is an empty array, not an error.
+//
+// **Modules and their columns** (any of them, in any order; a column requested twice,
+// an unknown column (the error names it), or a missing `columns` is an error — except
+// for mail, where an omitted `columns` means `id,date,from,to,subject,company_name,attachment_flag`):
+//
+// | code | module | columns |
+// |---|---|---|
+// | 1 | counterparties (not deleted) | id, name, address, created, city, region, country, activity_type, property_form, type_id, type, created_by, info_source, first_name, middle_name, last_name, url, user_id, user_name, person, note, external_code, category_id, category, status_id, status, agent_id, agent, tax_id, which_site_source, which_host_source, which_link_source, utm_campaign, utm_source, utm_medium, utm_content, utm_term, `ADD_{name}` |
+// | 2 | tasks | id, note, status_id, status (`in work`/`done`), type_id, type, date_start, date_finish, result, user_id, user_name (assignee), company_id, company_name, deal_id, contact_id, is_hot (0/1), tags |
+// | 4 | documents | id, number, date, sum, type_id, type, status_id, status, note, user_id, user_name, company_id, company_name, deal_id, deal, contact_id, date_expire, external_code, tags |
+// | 5 | finance (money movements) | id, date, sum (base currency), sum_currency (money account's currency), direction_id (1 income, 2 expense), direction, type_id, type (payment form), category_id, category, account_id, account, currency, note, user_id, user_name, company_id, company_name, deal_id, tags |
+// | 6 | sales: goods positions of documents whose type is an invoice | id (position), date (document date), document_id, number (document number), company_id, company_name, deal_id, goods_id, discription, code, qnt, price, discount, vat, sum, user_id, user_name (the document's responsible user) |
+// | 20 | deals | id, name, sum, type_id, type, status_id, status (stage), company_id, company_name, company_type, company_status, company_category, company_tax_id, company_country, company_region, company_city, company_url, user_id, user_name, note, `ADD_{name}` |
+// | 21 | goods catalogue (active goods) | id, name, code, unit, price, qnt (default quantity), vat, note |
+// | 24 | mail | id, from, from_address, to, to_address, cc, bcc, subject, date, user_name (owner of the mail account), company_id, company_name, contact_id, contact, company_type_id, company_type, company_category_id, company_category, company_status_id, company_status, deal_id, deal, message_id, attachment_flag (0/1), small_part_of_body, body |
+// | 50 | journal of changes | id, date (when), user_id, user_name (who), module, entity (company, contact, email, phone, requisites, task, deal, ...), record_id, action (insert, update, send, ...), changes (inserted fields, or `[old, new]` per changed field) |
+//
+// `ADD_{name}` columns read the additional fields of counterparties and deals defined
+// for the account (JSON `null` where a record has no value). Date-times are
+// `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, dates `YYYY-MM-DD`.
+//
+// **Filters** combine with AND; a filter given to a module that does not support it is
+// an error (`"400"`):
+//
+// | filter | modules | meaning |
+// |---|---|---|
+// | company_id | 2, 4, 5, 6, 20, 24 | records of one counterparty |
+// | deal_id | 2, 4, 5, 6, 24 | records of one deal |
+// | id | 1, 20, 21, 24, 50 | one record |
+// | user_ids | 1, 2, 4, 5, 6, 20, 24, 50 | responsible users (tasks: assignee; journal: author); for mail, whose mail accounts |
+// | date1, date2 | 2, 4, 5, 6, 20, 24, 50 | inclusive days: tasks by start, documents and sales by document date, finance by movement date, deals by start date, mail by message date, journal by time of the change; `YYYY-MM-DD` or `YYYY.MM.DD` |
+// | tags | 2, 4, 5, 20 | records having every one of the comma-separated tags |
+// | type_id, status_id | 20 | deal type, deal stage |
+// | name | 1, 21 | part of the name, case-insensitive |
+// | email | 1 | an e-mail of the counterparty or of its contact persons, case-insensitive, whole address |
+// | phone | 1 | a phone of the counterparty or of its contact persons whose digits end with the digits given (at least 3), whatever the formatting |
+// | tax_id | 1 | the taxpayer code of the default requisites; without default requisites nothing matches |
+// | user_filter_ids | 1, 20, 24 | ready filters (saved sets of these filters for the module, made by an admin), all applied |
+// | segment | 24 | folder: 1 inbox, 2 sent, 3 drafts, 4 trash, 5 spam, 6 more |
+// | subject, to_address, from_address | 24 | part of the subject, recipient or sender address, case-insensitive |
+//
+// **Access.** Each module shows what the token owner may see (admin: the account; head:
+// records of the department's users and their own; member: their own; tasks are also
+// the assigner's). `user_ids` only narrows that. Mail shows the token owner's own mail
+// accounts; `user_ids` selects whose mail accounts, among the users the owner may see.
+// The goods catalogue is the whole account's; the journal shows admins every change,
+// heads those of their department's users, members their own.
+//
+// **Sorting** by any column of the module (`sorting_column`, `sorting_direction` 0
+// ascending / 1 descending, default 1); every order ends with `id` in the same
+// direction, so walking the pages never repeats or skips a record. Default: newest
+// first (`id` descending).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /common/list/paging/{module} (the `CommonListPaging` operationId).
+func (c *ClientWithResponses) CommonListPagingWithResponse(ctx context.Context, module CommonListPagingParamsModule, params *CommonListPagingParams, body CommonListPagingJSONRequestBody, reqEditors ...RequestEditorFn) (*CommonListPagingResponse, error) {
+	rsp, err := c.CommonListPaging(ctx, module, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCommonListPagingResponse(rsp)
+}
+
+// CompanyDeleteWithBodyWithResponse Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *ClientWithResponses) CompanyDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
+	rsp, err := c.CompanyDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyDeleteResponse(rsp)
+}
+
+// CompanyDeleteWithResponse Delete a counterparty
+//
+// **Extension.** Deletes the counterparty `id` that the token owner may see (a
+// missing, already deleted or invisible one is `"404"` `counterparty N not found`).
+// The delete is soft: the counterparty and everything attached to it stay stored,
+// but from then on its card answers status `Error` as for a missing one, lists and
+// dashboards no longer show it, the duplicate check of `POST /company/insert` no
+// longer finds its e-mails or those of its contact persons, and nothing new can be
+// attached to it. Its deals, tasks, documents, money movements and mail are kept as
+// they are, with their responsible users: the accounts' history does not change;
+// its open tasks stay open until someone finishes them (`POST /task/update`).
+// Journal: module 1, entity `company`, action `delete`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/delete (the `CompanyDelete` operationId).
+func (c *ClientWithResponses) CompanyDeleteWithResponse(ctx context.Context, body CompanyDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyDeleteResponse, error) {
+	rsp, err := c.CompanyDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyDeleteResponse(rsp)
+}
+
+// CompanyEmailInsertWithBodyWithResponse Add an e-mail to a counterparty or one of its contact persons
+//
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+func (c *ClientWithResponses) CompanyEmailInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error) {
+	rsp, err := c.CompanyEmailInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyEmailInsertResponse(rsp)
+}
+
+// CompanyEmailInsertWithResponse Add an e-mail to a counterparty or one of its contact persons
+//
+// Adds an e-mail to the counterparty `company_id`, which must exist and be visible to
+// the token owner (otherwise code `404`). With `contact_id` the e-mail belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `emails`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Emails`.
+//
+// The e-mail must be of the form `local@domain.tld` without spaces; nothing is trimmed,
+// so surrounding spaces are refused. It is stored as sent and found by every later
+// duplicate check of `POST /company/insert` (`check_duplicates=true`, compared
+// case-insensitively); an insert of the same address running at the same moment waits
+// for this one, so the check never misses it. The same address may belong to several
+// counterparties: this method does not refuse duplicates.
+//
+// `value` is the new e-mail record's id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/email/insert (the `CompanyEmailInsert` operationId).
+func (c *ClientWithResponses) CompanyEmailInsertWithResponse(ctx context.Context, body CompanyEmailInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyEmailInsertResponse, error) {
+	rsp, err := c.CompanyEmailInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyEmailInsertResponse(rsp)
+}
+
+// CompanyGetWithResponse The card of one counterparty
+//
+// `value` is a JSON object with `company` (the fields of the counterparty list columns,
+// plus `tags`, `group_id`, `group` and one `ADD_{name}` member per additional field),
+// `emails` and `phones` (of the counterparty and of its contact persons; the items of a
+// contact person have `id_contact_man` set), `requisites` (default first), and
+// `contacts` (each with its own `Phones`, `Emails` and `SocialNetworks`).
+//
+// A missing, deleted or invisible counterparty answers status **`Error`** (capital E,
+// as the interface has it), code `404`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /company/get (the `CompanyGet` operationId).
+func (c *ClientWithResponses) CompanyGetWithResponse(ctx context.Context, params *CompanyGetParams, reqEditors ...RequestEditorFn) (*CompanyGetResponse, error) {
+	rsp, err := c.CompanyGet(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyGetResponse(rsp)
+}
+
+// CompanyInsertWithBodyWithResponse Add a counterparty
+//
+// Adds a counterparty with its contact persons (`Contacts`, each with their own
+// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+// naming the field. `person` is 1 legal entity (default) or 2 private person.
+// The requisites of `Paymentdetails` become the counterparty's default requisites.
+//
+// With `check_duplicates=true` no counterparty is created when any e-mail of the
+// counterparty or of its contact persons (compared case-insensitively; an e-mail
+// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+// the request should not be repeated. The check covers the whole account, whoever is
+// responsible for the existing counterparty; its name appears in the text only when
+// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+// at most one of them creates a counterparty.
+//
+// `value` is the new counterparty's id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+func (c *ClientWithResponses) CompanyInsertWithBodyWithResponse(ctx context.Context, params *CompanyInsertParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyInsertResponse, error) {
+	rsp, err := c.CompanyInsertWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyInsertResponse(rsp)
+}
+
+// CompanyInsertWithResponse Add a counterparty
+//
+// Adds a counterparty with its contact persons (`Contacts`, each with their own
+// `Emails` and `Phones`), its own `Emails` and `Phones`, and requisites
+// (`Paymentdetails`), all in one transaction: either everything is stored or nothing.
+// `type_id` (directory 9), `status_id` (directory 10), `category_id` (directory 29)
+// and `user_id` (the responsible user) must exist in the account; a bad one is `"400"`
+// naming the field. `person` is 1 legal entity (default) or 2 private person.
+// The requisites of `Paymentdetails` become the counterparty's default requisites.
+//
+// With `check_duplicates=true` no counterparty is created when any e-mail of the
+// counterparty or of its contact persons (compared case-insensitively; an e-mail
+// cannot contain spaces) already belongs to a counterparty of the account, or to one of
+// its contact persons. The reply is then status `error`, code `409`, an error text naming the
+// e-mail and the existing counterparty, and `value` = the existing counterparty's id;
+// the request should not be repeated. The check covers the whole account, whoever is
+// responsible for the existing counterparty; its name appears in the text only when
+// the token owner may see it. Concurrent inserts of the same e-mail are serialised, so
+// at most one of them creates a counterparty.
+//
+// `value` is the new counterparty's id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/insert (the `CompanyInsert` operationId).
+func (c *ClientWithResponses) CompanyInsertWithResponse(ctx context.Context, params *CompanyInsertParams, body CompanyInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyInsertResponse, error) {
+	rsp, err := c.CompanyInsert(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyInsertResponse(rsp)
+}
+
+// CompanyPhoneInsertWithBodyWithResponse Add a phone to a counterparty or one of its contact persons
+//
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+func (c *ClientWithResponses) CompanyPhoneInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error) {
+	rsp, err := c.CompanyPhoneInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyPhoneInsertResponse(rsp)
+}
+
+// CompanyPhoneInsertWithResponse Add a phone to a counterparty or one of its contact persons
+//
+// Adds a phone to the counterparty `company_id`, which must exist and be visible to the
+// token owner (otherwise code `404`). With `contact_id` the phone belongs to that
+// contact person, who must be a contact person of the same counterparty (otherwise
+// `"400"`); without it, to the counterparty. It then appears in the card's `phones`
+// (with `id_contact_man` set for a contact person's) and in the contact person's
+// `Phones`. `descr` is the kind of phone (reception, mobile, orders, …), `""` when
+// omitted.
+//
+// `value` is the new phone record's id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/phone/insert (the `CompanyPhoneInsert` operationId).
+func (c *ClientWithResponses) CompanyPhoneInsertWithResponse(ctx context.Context, body CompanyPhoneInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyPhoneInsertResponse, error) {
+	rsp, err := c.CompanyPhoneInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyPhoneInsertResponse(rsp)
+}
+
+// CompanyRequisitesInsertWithBodyWithResponse Add requisites to a counterparty
+//
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
+//
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+func (c *ClientWithResponses) CompanyRequisitesInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error) {
+	rsp, err := c.CompanyRequisitesInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyRequisitesInsertResponse(rsp)
+}
+
+// CompanyRequisitesInsertWithResponse Add requisites to a counterparty
+//
+// Adds requisites to the counterparty `id_company`, which must exist and be visible to
+// the token owner (otherwise code `404`).
+//
+//   - `use_default` `True` makes them the default (main) requisites; the previous default
+//     ones stop being default in the same transaction. `False` adds them as further
+//     requisites, also when they are the counterparty's first (it then has no default
+//     requisites). When omitted it is `True` for the counterparty's first requisites and
+//     `False` otherwise. Concurrent inserts for one counterparty are serialised, so it
+//     never has two default requisites.
+//   - The counterparty's `tax_id` follows the `inn` of its default requisites (`""`
+//     without them).
+//   - The journal records the new requisites, the previous default ones losing the mark,
+//     and the change of `tax_id`.
+//
+// `value` is the new requisites' id, or `0` on every error with the text in `error`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/requisites/insert (the `CompanyRequisitesInsert` operationId).
+func (c *ClientWithResponses) CompanyRequisitesInsertWithResponse(ctx context.Context, body CompanyRequisitesInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyRequisitesInsertResponse, error) {
+	rsp, err := c.CompanyRequisitesInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyRequisitesInsertResponse(rsp)
+}
+
+// CompanyUpdateWithBodyWithResponse Change fields of a counterparty
+//
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
+//
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+func (c *ClientWithResponses) CompanyUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
+	rsp, err := c.CompanyUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyUpdateResponse(rsp)
+}
+
+// CompanyUpdateWithResponse Change fields of a counterparty
+//
+// Changes only the passed fields of the counterparty `id`; the others are kept. `id`
+// and at least one updatable field are required. Phones, e-mails, contact persons and
+// requisites are not changed by this method.
+//
+//   - A passed text field (`note`, `address`, …) replaces the old value completely; `""`
+//     clears it (`name` cannot be empty). `tags` is a comma-separated string that replaces
+//     the old tags (trimmed, empty ones dropped, repeats kept once; `""` removes all).
+//     `name` is not derived from `first_name`, `last_name` and `middle_name`.
+//   - `null` clears the optional directory references `status_id`, `category_id`,
+//     `group_id` and `agent_id` (the field becomes `null` in the card). For every other
+//     field `null` is refused (`"400"`): text fields are cleared with `""`, and `type_id`,
+//     `user_id` and `person` cannot be empty.
+//   - `type_id` (directory 9), `status_id` (10), `category_id` (29), `group_id` (49) and
+//     `agent_id` (48) must be values of their directory in the account, and `user_id` a
+//     user of the account; otherwise `"400"` naming the field, and nothing changes.
+//   - The token owner may update a counterparty they may see, and may hand it over to
+//     another responsible user with `user_id`, after which they may no longer see it.
+//     A missing, deleted or invisible counterparty is code `404`.
+//   - Passed values equal to the stored ones are a success (`1`) that writes nothing.
+//     Otherwise the changed fields are stored in one transaction, the counterparty's
+//     modification time is set, and a journal row records each changed field as
+//     `[old, new]`.
+//
+// `value` is `1` when updated, `0` on every error, with the text in `error`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /company/update (the `CompanyUpdate` operationId).
+func (c *ClientWithResponses) CompanyUpdateWithResponse(ctx context.Context, body CompanyUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*CompanyUpdateResponse, error) {
+	rsp, err := c.CompanyUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCompanyUpdateResponse(rsp)
+}
+
+// ContactInsertWithBodyWithResponse Add a contact person to a counterparty
+//
+// Adds a contact person, with their e-mails and phones, to the counterparty
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+//
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+func (c *ClientWithResponses) ContactInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error) {
+	rsp, err := c.ContactInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContactInsertResponse(rsp)
+}
+
+// ContactInsertWithResponse Add a contact person to a counterparty
+//
+// Adds a contact person, with their e-mails and phones, to the counterparty
+// `company_id` (the only required field), all in one transaction. The counterparty must
+// exist and be visible to the token owner (otherwise code `404`, as for a missing one).
+//
+//   - The full name (`name` in replies) is assembled from last, first and middle name,
+//     separated by single spaces; all three may be omitted.
+//   - `position` is looked up case-insensitively in the positions directory (code 42)
+//     and added to it when new; the contact person gets the directory value.
+//   - `status_id` must be a value of directory 43 (statuses of contact persons), else `"400"`.
+//   - `Emails` (at most 50) follow the e-mail rules of `POST /company/insert`: they are
+//     found by later duplicate checks (`check_duplicates=true`), compared
+//     case-insensitively, and refused when not of the form `local@domain.tld` (no
+//     spaces, nothing is trimmed). `Phones` at most 50.
+//
+// `value` is a JSON object: `NEW_ID` the new contact person's id, `TELEPHONES` the
+// inserted phones `[{id, phone, descr}]` and `EMAILS` the inserted e-mails
+// `[{id, email}]`, in the order sent; each of the two is `null` when none (or an empty
+// array) was sent.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /contact/insert (the `ContactInsert` operationId).
+func (c *ClientWithResponses) ContactInsertWithResponse(ctx context.Context, body ContactInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactInsertResponse, error) {
+	rsp, err := c.ContactInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContactInsertResponse(rsp)
+}
+
+// ContactListWithResponse Paged list of contact persons
+//
+// Contact persons of the counterparties the token owner may see (a contact person is
+// visible with their counterparty; those of deleted counterparties never), newest first
+// (`id` descending), each with their `Phones`, `Emails` and `SocialNetworks`.
+//
+//   - `name` keeps the contact persons whose full name (last, first and middle name)
+//     contains it, case-insensitively; `%`, `_` and `\` in it are plain characters.
+//     An empty `name` filters nothing.
+//   - `page` (from 1, default 1) and `records_onpage` (1 to 200, default 50) choose the
+//     page; `rows` is the number of matching contact persons in total and `pages` is
+//     `ceil(rows / records_onpage)`. A page past the end is an empty array.
+//   - With `company_id`, every contact person of that counterparty is returned on one
+//     page and `name`, `page` and `records_onpage` are ignored (they are still
+//     validated): `rows` is their number, `pages` = `page` = 1, or 0, 0, 0 when the
+//     counterparty has none. A missing, deleted or invisible counterparty is code `404`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /contact/list (the `ContactList` operationId).
+func (c *ClientWithResponses) ContactListWithResponse(ctx context.Context, params *ContactListParams, reqEditors ...RequestEditorFn) (*ContactListResponse, error) {
+	rsp, err := c.ContactList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContactListResponse(rsp)
+}
+
+// ContactSocialSetWithBodyWithResponse Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *ClientWithResponses) ContactSocialSetWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
+	rsp, err := c.ContactSocialSetWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContactSocialSetResponse(rsp)
+}
+
+// ContactSocialSetWithResponse Set the social networks of a contact person
+//
+// **Extension.** Replaces the social networks of the contact person `contact_id`
+// with `SocialNetworks` (an empty array removes them all). The contact person's
+// counterparty must be one the token owner sees (`"404"` `contact person N not
+// found` otherwise), as for its phones and e-mails: social networks are data of the
+// record, not settings of the account. `network` is a name such as `linkedin` or
+// `telegram` (lower-cased), `address` the profile address or handle; a pair given
+// twice is kept once. Journal: an update of the contact with
+// `SocialNetworks: [old, new]`. `value` is the networks as stored (as in
+// `GET /contact/list`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /contact/social/set (the `ContactSocialSet` operationId).
+func (c *ClientWithResponses) ContactSocialSetWithResponse(ctx context.Context, body ContactSocialSetJSONRequestBody, reqEditors ...RequestEditorFn) (*ContactSocialSetResponse, error) {
+	rsp, err := c.ContactSocialSet(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContactSocialSetResponse(rsp)
+}
+
+// DashboardKpiMyWithResponse KPI of the token owner
+//
+// Fulfilment of the token owner's KPI plans in the period `date_from`..`date_to`: both
+// days included, days of the owner's time zone; `date_to` defaults to today,
+// `date_from` to the first day of `date_to`'s month; `date_to` before `date_from`, or a
+// period of more than 366 days, is an error (`"400"`).
+//
+// A KPI plan belongs to a user and a calendar month (the admin command
+// `crm-server kpi set` makes them) and has items; each item has a name, a monthly plan
+// value and the metric it measures. The actual of a metric counts the records the user
+// is responsible for, whoever may see them:
+//
+//   - `companies_added` (`count`): counterparties, not deleted, created in the period;
+//   - `tasks_done` (`count`): tasks the user is the assignee of, marked done in the period
+//     (their completion time);
+//   - `deals_created` (`count`) and `deal_sum` (`amount`): deals created in the period,
+//     and the sum of their amounts;
+//   - `invoices_issued` (`count`) and `invoice_sum` (`amount`): documents of the types
+//     marked as invoices dated in the period, and the sum of their amounts;
+//   - `income` (`amount`): incoming money movements, except transfers between the
+//     account's own money accounts, dated in the period.
+//
+// A monthly plan is recalculated to the period in proportion to days: each month the
+// period touches counts with the days the period has in it, its plan value × those days
+// / the days of the month, and the actual counts the records of the same days. A month
+// without a plan item of the metric counts in neither. Example: 31 new counterparties
+// planned in October and 30 in November make the plan of 17 October to 15 November
+// 31 × 15/31 + 30 × 15/30 = 30. An item's progress is actual / plan in percent, counting
+// at most 100; `period_progress_percent` is the average over the items.
+//
+// `month_items` has one item per metric planned in a month of the period, in the order
+// of the list above, named as in the latest such month; `plan` is rounded to cents (the
+// progress uses the exact value). `month_to_date` is the first day of `date_to`'s month
+// to `date_to`, and `month_to_date_progress_percent` the same average for it, over the
+// items of that month's plan (`null` when that month has no plan). Percentages are
+// rounded to two decimals.
+//
+// Without a plan for any month of the period the value is `{"has_kpi":false}` and
+// nothing else; that is not an error.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /dashboard/kpi/my (the `DashboardKpiMy` operationId).
+func (c *ClientWithResponses) DashboardKpiMyWithResponse(ctx context.Context, params *DashboardKpiMyParams, reqEditors ...RequestEditorFn) (*DashboardKpiMyResponse, error) {
+	rsp, err := c.DashboardKpiMy(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDashboardKpiMyResponse(rsp)
+}
+
+// DashboardKpiTeamWithResponse KPI of the staff and departments
+//
+// KPI fulfilment of the staff that has a KPI plan for a month of the period, and of
+// their departments, from best to lagging (equal percentages by name, then id). The
+// period, its defaults and its limits are those of `GET /dashboard/kpi/my`, with the days
+// of the token owner's time zone for every user; so are the metrics and the
+// recalculation of plans to the period.
+//
+//   - Staff: the active users of the account for an admin; the active users of their own
+//     department for a head, and for a member who has a report right (a member without a
+//     department: only themselves). With `department_id`, only that department's staff;
+//     a department outside that scope, or of no department of the account, is answered
+//     as not found (`"404"`), and `departments` is `null`.
+//   - `users`: `progress_percent` of a user is their `period_progress_percent` (the
+//     average progress of their items, each counting at most 100). A user without a
+//     department has `department_id` null and `department` `""`.
+//   - `departments`: the departments of the listed users; `progress_percent` of a
+//     department is the average over its listed users, each user weighing the same
+//     whatever the number of their items. Users without a department are in none.
+//
+// Rights: the user list needs the right to the users' KPI report, the department list
+// the right to the departments' KPI report (flags of the user, whatever their role).
+// Without both rights the reply is status `error`, code `"403"` (HTTP 200). With only one
+// right the other list is `null` and its access field gives the reason
+// (`no right to the users KPI report`, `no right to the departments KPI report`); with
+// `department_id` given, `departments_access` is `not returned when department_id is
+// given`. An access field is `ok` when its list is present.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /dashboard/kpi/team (the `DashboardKpiTeam` operationId).
+func (c *ClientWithResponses) DashboardKpiTeamWithResponse(ctx context.Context, params *DashboardKpiTeamParams, reqEditors ...RequestEditorFn) (*DashboardKpiTeamResponse, error) {
+	rsp, err := c.DashboardKpiTeam(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDashboardKpiTeamResponse(rsp)
+}
+
+// DashboardMyDayWithResponse Day summary of the token owner
+//
+// Counters of the period `date`..`date_to`: both days included, each day running from
+// midnight to midnight in the token owner's time zone. `date` defaults to today there,
+// `date_to` to `date`; `date_to` before `date`, or a period of more than 366 days, is an
+// error (`"400"`). Each counter comes as `total`, the records the owner may see under
+// their access level, and `mine`, the records the owner is responsible for.
+//
+//   - `companies_added`: counterparties created in the period (their creation time), not
+//     deleted; seen and mine by their responsible user.
+//   - `tasks`: a task is seen when its assignee or its assigner is a user whose records the
+//     owner sees, and is the owner's (`mine`) when the owner is its assignee or its
+//     assigner. A task's deadline is its `date_finish`, or its `date_start` when it has no
+//     finish. `scheduled_total`/`mine_scheduled`: tasks whose deadline falls in the period,
+//     done or not. `done_total`/`mine_done`: tasks marked done within the period (their
+//     completion time), whatever their deadline. `overdue_total`/`mine_overdue`: tasks not
+//     done (now) whose deadline is before the start of the period, the same rule as
+//     `GET /dashboard/my/tasks`, so that a task is never both scheduled and overdue.
+//     `by_type`: one entry per kind of task (directory 35) with a scheduled or done task,
+//     in the directory's order; `total` and `mine` count the scheduled tasks, `done` and
+//     `mine_done` the tasks done in the period, so the entries add up to the four counters
+//     above.
+//   - `deals_created`: deals created in the period (their creation time); `total_sum` and
+//     `mine_sum` are the sums of their amounts.
+//   - `invoices_issued`: documents of the types marked as invoices (directory 44) whose
+//     document date is in the period, whatever their status; with the sums of their
+//     amounts.
+//   - `money`: money movements whose date is in the period, except the transfers between
+//     the account's own money accounts. `income` and `income_count`: the sum and number of
+//     the incoming ones; `mine_income`: the sum of those the owner is responsible for;
+//     `expense` and `expense_count`: the outgoing ones.
+//   - `forgotten_companies`: counterparties, not deleted, of the controlled types (a flag of
+//     the values of directory 9) that have no unfinished task, of anyone, whose deadline is
+//     at or after the end of the period (the midnight after `date_to`); seen and mine by
+//     the counterparty's responsible user.
+//   - `my_kpi`: the value of `GET /dashboard/kpi/my` for the same period.
+//
+// Amounts are sums in the account's base currency.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /dashboard/my/day (the `DashboardMyDay` operationId).
+func (c *ClientWithResponses) DashboardMyDayWithResponse(ctx context.Context, params *DashboardMyDayParams, reqEditors ...RequestEditorFn) (*DashboardMyDayResponse, error) {
+	rsp, err := c.DashboardMyDay(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDashboardMyDayResponse(rsp)
+}
+
+// DashboardMyTasksWithResponse Today's and overdue tasks of the token owner
+//
+// Tasks where the token owner is assignee or assigner, for the day `date` (default today
+// in the owner's time zone; the day runs from midnight to midnight there). A task's
+// deadline is its `date_finish`, or its `date_start` when it has no finish.
+//
+//   - `today`: every task whose deadline falls on `date`, done or not, in the order of
+//     their deadlines (then ids); `done` is how many of them are done.
+//   - `overdue`: tasks not done whose deadline is before the start of `date`, most
+//     recently overdue first (latest deadline first, then the higher id); `total` is
+//     always the full number, `shown` how many are listed: at most `overdue_limit`.
+//
+// Task fields: `type` is the name of the kind of task (directory 35), `status` `in work`
+// or `done` (and `done` the same as a boolean), `date_start` and `date_finish` in the
+// owner's time zone (`date_finish` null for a task without a finish), `company_name`
+// the counterparty's name, `deal_id` null for a task without a deal.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /dashboard/my/tasks (the `DashboardMyTasks` operationId).
+func (c *ClientWithResponses) DashboardMyTasksWithResponse(ctx context.Context, params *DashboardMyTasksParams, reqEditors ...RequestEditorFn) (*DashboardMyTasksResponse, error) {
+	rsp, err := c.DashboardMyTasks(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDashboardMyTasksResponse(rsp)
+}
+
+// DealGoodsInsertWithResponse Add catalogue goods to a deal
+//
+// Adds one position per id of `goods_ids` to the deal `deal_id`, in the order given; an
+// id may repeat (one position each time). Each position takes its name (`discription`),
+// code, quantity (the catalogue's default quantity), price and VAT rate from the goods
+// catalogue, with no discount; correct them afterwards with `POST /deal/goods/update`.
+// The body is empty and ignored. The deal sum is not recalculated.
+//
+// The deal must be one the token owner may see (`"404"` `deal N not found`). If any id
+// is not an active item of the account's catalogue (unknown, another account's, or
+// withdrawn), nothing is inserted: `"404"` naming every such id.
+//
+// `value` is `1` when done, `0` on error with the text in `error`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deal/goods/insert (the `DealGoodsInsert` operationId).
+func (c *ClientWithResponses) DealGoodsInsertWithResponse(ctx context.Context, params *DealGoodsInsertParams, reqEditors ...RequestEditorFn) (*DealGoodsInsertResponse, error) {
+	rsp, err := c.DealGoodsInsert(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealGoodsInsertResponse(rsp)
+}
+
+// DealGoodsListWithResponse Goods positions of a deal
+//
+// The goods positions of the deal `deal_id`, in the order they were added, without
+// paging. Positions are visible with their deal: a missing or invisible deal answers
+// `"404"` `deal N not found`; a deal without positions gives an empty list.
+//
+// A position's `sum` is `round(qnt × price × (100 − discount) / 100, 2)`; `vat` is the VAT
+// rate in percent, included in the price; `goods_id` is null for a position that did not
+// come from the catalogue. Quantities, discounts and VAT rates are written with their
+// significant decimals only (`20`, `1.5`, `12.5`), prices and sums with cents (`125.00`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /deal/goods/list (the `DealGoodsList` operationId).
+func (c *ClientWithResponses) DealGoodsListWithResponse(ctx context.Context, params *DealGoodsListParams, reqEditors ...RequestEditorFn) (*DealGoodsListResponse, error) {
+	rsp, err := c.DealGoodsList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealGoodsListResponse(rsp)
+}
+
+// DealGoodsUpdateWithBodyWithResponse Change one goods position of a deal
+//
+// Changes only the passed fields of the position `id`, which must belong to the deal
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
+//
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+func (c *ClientWithResponses) DealGoodsUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error) {
+	rsp, err := c.DealGoodsUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealGoodsUpdateResponse(rsp)
+}
+
+// DealGoodsUpdateWithResponse Change one goods position of a deal
+//
+// Changes only the passed fields of the position `id`, which must belong to the deal
+// `deal_id`, a deal the token owner may see; otherwise nothing changes and the answer
+// is `"404"` `goods position N of deal M not found`. At least one field besides `id` and
+// `deal_id` is required. Here 0 is a value like any other (the "0 counts as not passed"
+// of the deal update is not said of positions): `discount: 0` removes a discount.
+// `discription` and `note` replace the old texts. Decimals with more places than stored
+// are rounded half away from zero (price to cents, quantity to 3 places, discount and
+// VAT to 2); a number too large, or a resulting sum too large, is `"400"`. The deal sum
+// is not recalculated.
+//
+// `value` is the position as it is after the change, with its `sum` recomputed (the
+// fields of `GET /deal/goods/list`).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deal/goods/update (the `DealGoodsUpdate` operationId).
+func (c *ClientWithResponses) DealGoodsUpdateWithResponse(ctx context.Context, body DealGoodsUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealGoodsUpdateResponse, error) {
+	rsp, err := c.DealGoodsUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealGoodsUpdateResponse(rsp)
+}
+
+// DealInsertWithBodyWithResponse Add a deal
+//
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
+//
+// `value` is the new deal's id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+func (c *ClientWithResponses) DealInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealInsertResponse, error) {
+	rsp, err := c.DealInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealInsertResponse(rsp)
+}
+
+// DealInsertWithResponse Add a deal
+//
+// Adds a deal with its goods positions (`Goods`) in one transaction: either everything
+// is stored or nothing. The counterparty `company_id` must be one the token owner may
+// see (a missing, deleted or invisible one answers `"404"` `counterparty N not found`).
+// `status_id` is "marked required" in the interface and is required here. `type_id` is a
+// deal type (directory 40), `status_id` a deal stage (directory 41), `user_id` the
+// responsible user (any user of the account), `contact_id` a contact person of the same
+// counterparty; `date_finish` is not before `date_start`. `sum` is the deal sum as given
+// (0 when omitted); it is not computed from the goods. `tags` is comma-separated.
+//
+// A `Goods` item with `goods_id` (an active item of the account's goods catalogue) takes
+// what it omits of `discription`, `code`, `price`, `qnt` and `vat` from the catalogue;
+// an item without `goods_id` needs a non-empty `discription` and defaults to `qnt` 1,
+// `price` 0, `vat` 0. `discount` defaults to 0. A position's `sum` is
+// `round(qnt × price × (100 − discount) / 100, 2)`. Decimals with more places than stored
+// are rounded half away from zero (prices and sums to cents, quantities to 3 places,
+// discounts and VAT to 2); a number too large for its field, a position's sum
+// included, is `"400"`.
+//
+// `value` is the new deal's id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deal/insert (the `DealInsert` operationId).
+func (c *ClientWithResponses) DealInsertWithResponse(ctx context.Context, body DealInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DealInsertResponse, error) {
+	rsp, err := c.DealInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealInsertResponse(rsp)
+}
+
+// DealUpdateWithBodyWithResponse Change fields of a deal
+//
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
+//
+// `value` is `1` when updated, `0` on error with the text in `error`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+func (c *ClientWithResponses) DealUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
+	rsp, err := c.DealUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealUpdateResponse(rsp)
+}
+
+// DealUpdateWithResponse Change fields of a deal
+//
+// Changes only the passed fields of the deal `id`, which must be one the token owner may
+// see (`"404"` `deal N not found` otherwise). **A numeric field equal to 0 counts as not
+// passed** (as the interface says): `sum`, `company_id`, `contact_id`, `type_id`,
+// `status_id` and `user_id` equal to 0 are ignored, so a sum cannot be set to zero (a sum
+// that rounds to 0.00 counts as 0 too) and a contact person cannot be taken off this way.
+// `id` and at least one field that is left after dropping those zeros are required
+// (`"400"` otherwise). `null` is not accepted for any field.
+//
+// `note` and `tags` replace the old values completely (`""` clears them); `tags` is
+// comma-separated. A stage change is a change of `status_id` (any stage may follow any
+// other). The deal sum is never recalculated from its goods. Directory values, users and
+// contact persons are checked as in `POST /deal/insert`; dates are checked together with
+// the stored one that is not passed.
+//
+// A new `company_id` must be a counterparty the token owner may see (`"404"`
+// `counterparty N not found` otherwise). The deal's contact person belongs to the old
+// counterparty, so unless a `contact_id` of the new one is passed with it, the deal is
+// left without a contact person. A deal that tasks, documents, money movements or mail
+// refer to cannot move to another counterparty (`"400"`). After a change of `user_id`
+// the deal may no longer be visible to the token owner.
+//
+// Passing the values a deal already has is a success; the journal row then records no
+// changes.
+//
+// `value` is `1` when updated, `0` on error with the text in `error`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /deal/update (the `DealUpdate` operationId).
+func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error) {
+	rsp, err := c.DealUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDealUpdateResponse(rsp)
+}
+
+// DirectoryGetWithResponse Values of one directory
+//
+// The active values of directory `code` of the token owner's account, ordered by their
+// sort order and then by name, as a quick list (`rows` = the number of values,
+// `pages` = `page` = 1, or 0, 0, 0 for an empty directory). Directory codes: 9 counterparty types, 10 counterparty
+// statuses, 29 counterparty categories, 35 kinds of tasks (from the interface); 40 deal
+// types, 41 deal stages, 42 positions of contact persons, 43 statuses of contact
+// persons, 44 document types, 45 document statuses, 46 payment forms, 47 income and
+// expense items, 48 agents, 49 counterparty groups (this server's choice). Any other
+// code is `"400"`. Every user of the account may read every directory.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /directory/{code} (the `DirectoryGet` operationId).
+func (c *ClientWithResponses) DirectoryGetWithResponse(ctx context.Context, code DirectoryGetParamsCode, params *DirectoryGetParams, reqEditors ...RequestEditorFn) (*DirectoryGetResponse, error) {
+	rsp, err := c.DirectoryGet(ctx, code, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDirectoryGetResponse(rsp)
+}
+
+// DocumentGoodsInsertWithResponse Add catalogue goods to a document
+//
+// Adds one position per id of `goods_ids` to the document `document_id`, in the order
+// given, as `POST /deal/goods/insert` does for deals: repeats allowed, name, code,
+// quantity, price and VAT from the catalogue, no discount, the body empty and ignored,
+// the document's sum not recalculated. Positions of a document cannot be changed or
+// deleted.
+//
+// The document must be one the token owner may see (`"404"` `document N not found`). If
+// any id is not an active item of the account's catalogue, nothing is inserted: `"404"`
+// naming every such id.
+//
+// `value` is `1` when done, `0` on error with the text in `error`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /document/goods/insert (the `DocumentGoodsInsert` operationId).
+func (c *ClientWithResponses) DocumentGoodsInsertWithResponse(ctx context.Context, params *DocumentGoodsInsertParams, reqEditors ...RequestEditorFn) (*DocumentGoodsInsertResponse, error) {
+	rsp, err := c.DocumentGoodsInsert(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocumentGoodsInsertResponse(rsp)
+}
+
+// DocumentGoodsListWithResponse Goods positions of a document
+//
+// The goods positions of the document `document_id`, in the order they were added,
+// without paging, with the fields and numbers of `GET /deal/goods/list` (`document_id`
+// in place of `deal_id`). Positions are visible with their document: a missing or
+// invisible document answers `"404"` `document N not found`; a document without
+// positions gives an empty list.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /document/goods/list (the `DocumentGoodsList` operationId).
+func (c *ClientWithResponses) DocumentGoodsListWithResponse(ctx context.Context, params *DocumentGoodsListParams, reqEditors ...RequestEditorFn) (*DocumentGoodsListResponse, error) {
+	rsp, err := c.DocumentGoodsList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocumentGoodsListResponse(rsp)
+}
+
+// DocumentInsertWithBodyWithResponse Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *ClientWithResponses) DocumentInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
+	rsp, err := c.DocumentInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocumentInsertResponse(rsp)
+}
+
+// DocumentInsertWithResponse Add a document
+//
+// **Extension.** Adds a document of the counterparty `company_id`, which the token
+// owner must see (`"404"` `counterparty N not found` otherwise), with the fields
+// the document list shows. `type_id` is a document type (directory 44); a type
+// marked as an invoice makes the document an invoice (the day dashboard counts it as
+// issued on its `date`). `status_id` is a document status (directory 45). `deal_id`
+// must be a deal of the same counterparty that the token owner sees, `contact_id` a
+// contact person of it (`"400"` naming the field otherwise). `user_id`, the
+// responsible user, defaults to the token owner. `sum` is the document sum as given
+// (0 when omitted; goods positions are added with `POST /document/goods/insert` and
+// do not change it). `date_expire`, when given, is not before `date`.
+//
+// `value` is the new document's id. Journal: module 4, entity `document`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /document/insert (the `DocumentInsert` operationId).
+func (c *ClientWithResponses) DocumentInsertWithResponse(ctx context.Context, body DocumentInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*DocumentInsertResponse, error) {
+	rsp, err := c.DocumentInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocumentInsertResponse(rsp)
+}
+
+// DocumentListWithResponse Documents of a counterparty or a deal
+//
+// Every document of the counterparty `company_id` and/or the deal `deal_id` that the
+// token owner may see, newest first (by date, then id), without paging. At least one of
+// the two is required (`"400"` otherwise); both together narrow to that deal of that
+// counterparty. `deal` is the deal's name (`""` without a deal), `status_id`/`status`
+// the document's sign or status (null and `""` when it has none), `date_expire` its
+// validity term (null when it has none).
+//
+// Each document is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. Documents of a deleted counterparty are not
+// listed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /document/list (the `DocumentList` operationId).
+func (c *ClientWithResponses) DocumentListWithResponse(ctx context.Context, params *DocumentListParams, reqEditors ...RequestEditorFn) (*DocumentListResponse, error) {
+	rsp, err := c.DocumentList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDocumentListResponse(rsp)
+}
+
+// EventListWithResponse The account's changes after a cursor, oldest first
+//
+// **Extension** (not in the interface). The event feed: every change the journal
+// records (module 50 of the universal list), in the order the changes were
+// committed, after `cursor`, oldest first, at most `records_onpage` per call. A
+// client keeps the `cursor` of each reply and passes it to the next call; it never
+// receives an event twice and never misses one, however the writes of the account
+// interleave (the positions of events are handed out in commit order; see
+// `docs/decisions.md`). Without `cursor` the feed starts at the account's first
+// event.
+//
+// Each event has a stable `id` (the journal row's id, also the `webhook-id` of its
+// webhook deliveries), the time (`date`, in the token owner's time zone), the user
+// and token that made it (`null` for a change made by the server itself: mail
+// delivery outcomes name the mailbox owner, a subscription disabled by the webhook
+// worker has no user), the `module` (1 counterparties, 2 tasks, 4 documents, 5 money,
+// 20 deals, 24 mail, 60 webhook subscriptions), the `entity` (company, contact,
+// phone, email, requisites, task, deal, deal_goods, document, document_goods,
+// money_movement, mail, field, filter, webhook), the `record_id`, the `action`
+// (`insert`, `update`, `delete`, `send` a message queued, `receive` a message
+// fetched, `deliver` a queued message accepted by its SMTP server,
+// `delivery_failed` a message given up) and `changes`: for an insert the stored
+// fields, for an update each changed field with `[old, new]`.
+//
+// `module` and `action` keep only the events of those modules and actions (one
+// value or comma-separated values). Events are shown by the journal's access rule:
+// an admin sees every event, a head the events made by the users of their
+// department and their own, a member their own.
+//
+// One call reads at most 5,000 events of the account past the cursor: when
+// filters skip them all, the reply has no events but a `cursor` past them and
+// `more` true, so the next call goes on from there. `more` is false when the
+// client has caught up. A cursor is opaque; one of another account, or one not
+// given by this feed, is `"400"`.
+//
+// Paging fields: `rows` is the number of events in this reply, `pages` and `page`
+// are 1 (0, 0, 0 when there are none).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /event/list (the `EventList` operationId).
+func (c *ClientWithResponses) EventListWithResponse(ctx context.Context, params *EventListParams, reqEditors ...RequestEditorFn) (*EventListResponse, error) {
+	rsp, err := c.EventList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEventListResponse(rsp)
+}
+
+// FieldDeleteWithBodyWithResponse Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *ClientWithResponses) FieldDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
+	rsp, err := c.FieldDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldDeleteResponse(rsp)
+}
+
+// FieldDeleteWithResponse Delete an additional field (admins)
+//
+// **Extension.** Admins only. Deletes the field `id`: its `ADD_` column is no longer
+// known to the lists (`"400"` when requested) nor shown in cards. Records keep their
+// values, hidden, so that defining the field again brings them back. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/delete (the `FieldDelete` operationId).
+func (c *ClientWithResponses) FieldDeleteWithResponse(ctx context.Context, body FieldDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldDeleteResponse, error) {
+	rsp, err := c.FieldDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldDeleteResponse(rsp)
+}
+
+// FieldInsertWithBodyWithResponse Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *ClientWithResponses) FieldInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
+	rsp, err := c.FieldInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldInsertResponse(rsp)
+}
+
+// FieldInsertWithResponse Define an additional field (admins)
+//
+// **Extension.** Admins only. Defines an additional field of counterparties
+// (`module` 1) or deals (20): `name` (letters, digits and `_`, at most 63; the list
+// column is `ADD_{name}`, unique per module: `"409"` otherwise), `title`, and the
+// `type` of its values (`text` by default, `number`, `date` `YYYY-MM-DD`,
+// `boolean`). A record's values are set with `POST /field/values/update`. Values a
+// deleted field of the same name had come back with it. `value` is the new id; for
+// a name the module has (`"409"`) the existing field's id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/insert (the `FieldInsert` operationId).
+func (c *ClientWithResponses) FieldInsertWithResponse(ctx context.Context, body FieldInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldInsertResponse, error) {
+	rsp, err := c.FieldInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldInsertResponse(rsp)
+}
+
+// FieldListWithResponse The account's additional fields
+//
+// **Extension.** The additional fields of counterparties (module 1) and deals (20),
+// read by the lists as `ADD_{name}` columns and by the card; with `module` only
+// that module's. Every role sees them. A quick list, by module and name.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /field/list (the `FieldList` operationId).
+func (c *ClientWithResponses) FieldListWithResponse(ctx context.Context, params *FieldListParams, reqEditors ...RequestEditorFn) (*FieldListResponse, error) {
+	rsp, err := c.FieldList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldListResponse(rsp)
+}
+
+// FieldUpdateWithBodyWithResponse Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *ClientWithResponses) FieldUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
+	rsp, err := c.FieldUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldUpdateResponse(rsp)
+}
+
+// FieldUpdateWithResponse Rename the title of an additional field (admins)
+//
+// **Extension.** Admins only. Changes the `title` of the field `id` (`"404"` `field
+// N not found` otherwise). Its name and type stay: records keep their values under
+// the name. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/update (the `FieldUpdate` operationId).
+func (c *ClientWithResponses) FieldUpdateWithResponse(ctx context.Context, body FieldUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldUpdateResponse, error) {
+	rsp, err := c.FieldUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldUpdateResponse(rsp)
+}
+
+// FieldValuesUpdateWithBodyWithResponse Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *ClientWithResponses) FieldValuesUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
+	rsp, err := c.FieldValuesUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldValuesUpdateResponse(rsp)
+}
+
+// FieldValuesUpdateWithResponse Set the additional fields of a counterparty or deal
+//
+// **Extension.** Sets values of additional fields of the counterparty (`module` 1)
+// or deal (20) `id`, which the token owner must see (`"404"` otherwise). `values`
+// maps field names (without `ADD_`) to a value of the field's type (`text`: a
+// string, `number`: a number, `date`: `YYYY-MM-DD`, `boolean`: true or false);
+// `remove` lists fields whose values are removed. `values` or `remove` is required;
+// an unknown name or a value of another type is `"400"`.
+// Journal: an update of the record with `ADD_{name}: [old, new]`. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /field/values/update (the `FieldValuesUpdate` operationId).
+func (c *ClientWithResponses) FieldValuesUpdateWithResponse(ctx context.Context, body FieldValuesUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FieldValuesUpdateResponse, error) {
+	rsp, err := c.FieldValuesUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFieldValuesUpdateResponse(rsp)
+}
+
+// FilterDeleteWithBodyWithResponse Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *ClientWithResponses) FilterDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
+	rsp, err := c.FilterDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterDeleteResponse(rsp)
+}
+
+// FilterDeleteWithResponse Delete a ready filter (admins)
+//
+// **Extension.** Admins only. Deletes the ready filter `id`; a list that names it in
+// `user_filter_ids` is `"400"` from then on. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/delete (the `FilterDelete` operationId).
+func (c *ClientWithResponses) FilterDeleteWithResponse(ctx context.Context, body FilterDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterDeleteResponse, error) {
+	rsp, err := c.FilterDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterDeleteResponse(rsp)
+}
+
+// FilterInsertWithBodyWithResponse Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *ClientWithResponses) FilterInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
+	rsp, err := c.FilterInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterInsertResponse(rsp)
+}
+
+// FilterInsertWithResponse Define a ready filter (admins)
+//
+// **Extension.** Admins only. Defines a ready filter of `module` (1, 20 or 24):
+// `definition` is an object of the module's filter parameters of the universal list
+// with string or number values (`{"type_id": 82, "tags": "vip"}`), checked as the
+// list checks them (`"400"` naming the parameter otherwise; `user_filter_ids` and
+// `user_ids` of mail are not allowed inside). `value` is the new id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/insert (the `FilterInsert` operationId).
+func (c *ClientWithResponses) FilterInsertWithResponse(ctx context.Context, body FilterInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterInsertResponse, error) {
+	rsp, err := c.FilterInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterInsertResponse(rsp)
+}
+
+// FilterListWithResponse The account's ready filters
+//
+// **Extension.** The ready filters of the universal list (`user_filter_ids`) of
+// counterparties (1), deals (20) and mail (24), with `module` only that module's.
+// Every role sees them (a filter narrows what the caller may see anyway). A quick
+// list, by module and name.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /filter/list (the `FilterList` operationId).
+func (c *ClientWithResponses) FilterListWithResponse(ctx context.Context, params *FilterListParams, reqEditors ...RequestEditorFn) (*FilterListResponse, error) {
+	rsp, err := c.FilterList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterListResponse(rsp)
+}
+
+// FilterUpdateWithBodyWithResponse Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *ClientWithResponses) FilterUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
+	rsp, err := c.FilterUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterUpdateResponse(rsp)
+}
+
+// FilterUpdateWithResponse Change a ready filter (admins)
+//
+// **Extension.** Admins only. Changes the `name` and/or `definition` of the ready
+// filter `id` (`"404"` `filter N not found` otherwise), checked as on insert.
+// `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /filter/update (the `FilterUpdate` operationId).
+func (c *ClientWithResponses) FilterUpdateWithResponse(ctx context.Context, body FilterUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*FilterUpdateResponse, error) {
+	rsp, err := c.FilterUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFilterUpdateResponse(rsp)
+}
+
+// FinanceAccountsWithResponse The account's money accounts
+//
+// **Extension.** The money accounts of the account (every role sees them all, as
+// the goods catalogue): id, name, currency and whether it is active, by name. A
+// quick list. Money accounts are made with `crm-server money-account create`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /finance/accounts (the `FinanceAccounts` operationId).
+func (c *ClientWithResponses) FinanceAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*FinanceAccountsResponse, error) {
+	rsp, err := c.FinanceAccounts(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinanceAccountsResponse(rsp)
+}
+
+// FinanceInsertWithBodyWithResponse Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *ClientWithResponses) FinanceInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
+	rsp, err := c.FinanceInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinanceInsertResponse(rsp)
+}
+
+// FinanceInsertWithResponse Add a money movement, or a transfer between own money accounts
+//
+// **Extension.** Adds an income (`direction_id` 1) or expense (2) on the money
+// account `account_id` (an active one of the account: `GET /finance/accounts`).
+// `sum` is the amount in the account's base currency, `sum_currency` in the money
+// account's currency: when the money account is in the base currency it defaults to
+// `sum` and must equal it; otherwise it is required. `type_id` is a payment form
+// (directory 46), `category_id` an income or expense item (47). The counterparty
+// `company_id`, when given, must be one the token owner sees (`"404"`), `deal_id` a
+// deal the token owner sees (of that counterparty, when one is given); `user_id`
+// defaults to the token owner.
+//
+// With `to_account_id` (another active money account) the movement is a **transfer
+// between own money accounts**: an expense from `account_id` and an income to
+// `to_account_id`, both marked as transfers (dashboards and KPI do not count them);
+// `direction_id`, `company_id`, `deal_id` and `category_id` are then refused, and
+// `to_sum_currency` is the amount in the target's currency (defaulting like
+// `sum_currency`).
+//
+// `value` is the array of the new movements' ids: one, or for a transfer the expense
+// then the income. Journal: module 5, entity `money_movement`, a row for each.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /finance/insert (the `FinanceInsert` operationId).
+func (c *ClientWithResponses) FinanceInsertWithResponse(ctx context.Context, body FinanceInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*FinanceInsertResponse, error) {
+	rsp, err := c.FinanceInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinanceInsertResponse(rsp)
+}
+
+// FinanceListWithResponse Money movements of a counterparty or a deal
+//
+// Every money movement of the counterparty `company_id` and/or the deal `deal_id` that
+// the token owner may see, newest first (by date, then id), without paging. At least one
+// of the two is required (`"400"` otherwise); both together narrow to that deal of that
+// counterparty. `sum` is in the base currency, `sum_currency` in the money account's
+// currency; `direction_id` 1 income, 2 expense; `account_id`, `account` and `currency`
+// are the money account's. Transfers between the account's own money accounts are
+// listed too (they have no counterparty, so only a `deal_id` could find them).
+//
+// Each movement is visible by its own responsible user (`user_id`), whoever is
+// responsible for the counterparty or the deal. `company_id` and `deal_id` are filters:
+// an id that matches nothing (unknown, another account's, or a record the token owner may
+// not see) gives an empty list, not an error. A movement may have a deal without a
+// counterparty (`company_id` null, `company_name` ""). Movements of a deleted
+// counterparty are not listed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /finance/list (the `FinanceList` operationId).
+func (c *ClientWithResponses) FinanceListWithResponse(ctx context.Context, params *FinanceListParams, reqEditors ...RequestEditorFn) (*FinanceListResponse, error) {
+	rsp, err := c.FinanceList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseFinanceListResponse(rsp)
+}
+
+// HealthzWithResponse Liveness
+//
+// Answers as long as the process serves HTTP; it does not touch the database. No token is needed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /healthz (the `Healthz` operationId).
+func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error) {
+	rsp, err := c.Healthz(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseHealthzResponse(rsp)
+}
+
+// MailSendWithBodyWithResponse Send an e-mail message
+//
+// Queues a message for delivery through the mail account `account_id` (the decimal id
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
+//
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /mail/send (the `MailSend` operationId).
+func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*MailSendResponse, error) {
+	rsp, err := c.MailSendWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMailSendResponse(rsp)
+}
+
+// MailSendWithResponse Send an e-mail message
+//
+// Queues a message for delivery through the mail account `account_id` (the decimal id
+// of a mail account, as a string). Only the owner of a mail account sends through it,
+// whatever their role: a message goes out under the owner's name, so an admin cannot
+// send through a member's account. A mail account that does not exist, belongs to
+// another user or to another account is `"404"` (`mail.account_id: mail account N not
+// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
+// admin command `crm-server mail-account create`; the API has no operation that lists
+// them.
+//
+// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
+// and also the URL-safe alphabet and input without padding; line breaks inside the
+// Base64 text are ignored. Anything else is `"400"` (`mail.subject: not valid Base64`),
+// and so is decoded text that is not UTF-8 or contains a NUL character. The decoded
+// subject must not contain line breaks or other control characters (no header
+// injection); it may be empty. The body is HTML, sent as written; the message goes out
+// as `multipart/alternative` with a plain-text part derived from the HTML (paragraphs,
+// line breaks, list items, link targets) and the HTML part, both UTF-8. The body may
+// be up to 10,000,000 Base64 characters (the request up to 10 MiB).
+//
+// **Addresses.** `to_address` (required), `cc` and `bcc` are comma-separated lists of
+// addresses, each `local@domain.tld` or `Display Name <local@domain.tld>`, ASCII
+// without spaces; at most 100 recipients in all. A list containing a line break or
+// another control character, or an address of another form, is `"400"` naming the
+// field (and the position of the address). `bcc` recipients receive the message but
+// appear in no header.
+//
+// **Links.** `company_id`, `contact_id` and `deal_id` link the message to that
+// counterparty, contact person and deal. A contact person or deal given without
+// `company_id` brings its counterparty. Each must exist in the account and be visible
+// to the token owner (a deal by its responsible user, a contact person with its
+// counterparty); the contact person and the deal must belong to the counterparty.
+// Otherwise `"400"` names the field. Without `company_id` (and without a contact
+// person or deal) the message is linked to the counterparty, and contact person, whose
+// e-mail is the first of the recipients' addresses (`to`, then `cc`, then `bcc`) that
+// is an e-mail of a counterparty (not deleted) or of one of its contact persons in the
+// account, whoever is responsible for it; with `company_id` but no `contact_id`, to
+// that counterparty's contact person whose e-mail is among the addresses.
+//
+// **On success** the message is stored at once in the `sent` folder (segment 2 of the
+// mail list) with its links, the owner's address and display name as sender,
+// `small_part_of_body` (the first 255 characters of the plain text), a new
+// `Message-ID` (`<crm.…@the sender's domain>`, stored as `message_id`) and the queued
+// delivery state, and a journal row (module 24, action `send`) is written, in one
+// transaction. The reply is status `success`, code `"0"` and an empty `value`, as the
+// interface has it. Delivery is not part of the reply.
+//
+// **Delivery.** A background worker of the server sends queued messages over the mail
+// account's SMTP server (STARTTLS or TLS as configured, authenticated when the account
+// has a login); every attempt sends the same MIME text. A temporary failure (an SMTP
+// `4xx` reply, a server that is down or does not answer within 2 minutes) is retried
+// after 1, 2, 4, … minutes (at most an hour between attempts); after the 8th attempt,
+// or at once after a permanent failure (an SMTP `5xx` reply, a disabled account, an
+// account without SMTP server or password), the message is marked failed with the
+// reason. Several server processes share the outbox without sending a message twice
+// while they run; a message whose process died during an attempt is retried with the
+// same `Message-ID` (so a message whose process died after the SMTP server accepted
+// it arrives twice). Accounts take turns: a round of delivery takes at most 2 due
+// messages of one account, every account's first before any account's second, and
+// the accounts served least recently first, so however many messages one account has
+// queued, another account's message waits for one round at most (a round sends up to
+// 4 messages at once; when more accounts than that have messages due, each waits for
+// its turn among them). The delivery state is not part of this interface;
+// `crm-server mail-account list` shows queued and failed counts.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /mail/send (the `MailSend` operationId).
+func (c *ClientWithResponses) MailSendWithResponse(ctx context.Context, body MailSendJSONRequestBody, reqEditors ...RequestEditorFn) (*MailSendResponse, error) {
+	rsp, err := c.MailSend(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMailSendResponse(rsp)
+}
+
+// ReadyzWithResponse Readiness
+//
+// `success` when the database answers within one second and its schema is current;
+// otherwise HTTP **503** (so that a load balancer or orchestrator takes the process out
+// of rotation) with status `error`, code `503` and the reason. No token is needed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /readyz (the `Readyz` operationId).
+func (c *ClientWithResponses) ReadyzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ReadyzResponse, error) {
+	rsp, err := c.Readyz(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseReadyzResponse(rsp)
+}
+
+// TaskInsertWithBodyWithResponse Add a task
+//
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+//
+// `value` is the new task's id.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+func (c *ClientWithResponses) TaskInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error) {
+	rsp, err := c.TaskInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskInsertResponse(rsp)
+}
+
+// TaskInsertWithResponse Add a task
+//
+// Adds a task to the counterparty `company_id`, which must be one the token owner may
+// see: a missing, deleted or invisible counterparty answers `"404"`
+// `counterparty N not found`. `type_id` is a kind of task from directory 35. The
+// assignee `user_id` (any user of the account) defaults to the token owner; the assigner
+// is always the token owner, so the owner keeps seeing the task they assigned.
+//
+// `status_id` is 1 in work (default) or 2 done; a task inserted as done is done now (its
+// completion time is the time of the insert). `date_start` and `date_finish` are
+// `YYYY-MM-DD HH:MM`, read in the token owner's time zone (the user's, or else the
+// account's); `date_start` defaults to now; `date_finish` is optional and not before
+// `date_start`. A date and time that does not exist (`2026-02-30 10:00`, `24:00`) is
+// `"400"`. `deal_id` must be a deal of the same counterparty that the token owner may see,
+// and `contact_id` a contact person of the same counterparty (`"400"` naming the field
+// otherwise). `is_hot` 1 marks an urgent task; `reminder_minutes` is kept for reminders;
+// `tags` is comma-separated (trimmed, empty ones dropped, repeats kept once).
+//
+// `value` is the new task's id.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /task/insert (the `TaskInsert` operationId).
+func (c *ClientWithResponses) TaskInsertWithResponse(ctx context.Context, body TaskInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskInsertResponse, error) {
+	rsp, err := c.TaskInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskInsertResponse(rsp)
+}
+
+// TaskListWithResponse Tasks of a counterparty
+//
+// Every task of the counterparty `company_id` that the token owner may see, latest start
+// first (by `date_start`, then id), without paging; with `deal_id` only the tasks of that
+// deal.
+//
+// A task is visible by its assignee (`user_id`) and its assigner (`assigner_id`): a
+// member sees the tasks they are assignee or assigner of, a head those whose assignee or
+// assigner is in the head's department (or is the head), an admin all of them, whoever
+// is responsible for the counterparty. `company_id` and `deal_id` are filters: an id that
+// matches nothing (unknown, another account's, or a deal of another counterparty) gives
+// an empty list, not an error. Tasks of a deleted counterparty are not listed.
+//
+// `date_start` and `date_finish` are `YYYY-MM-DD HH:MM:SS` in the token owner's time zone
+// (`date_finish` null when the task has no deadline); `status` is `in work` or `done`;
+// `is_hot` 1 urgent, 0 not; `tags` comma-separated.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /task/list (the `TaskList` operationId).
+func (c *ClientWithResponses) TaskListWithResponse(ctx context.Context, params *TaskListParams, reqEditors ...RequestEditorFn) (*TaskListResponse, error) {
+	rsp, err := c.TaskList(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskListResponse(rsp)
+}
+
+// TaskUpdateWithBodyWithResponse Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *ClientWithResponses) TaskUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
+	rsp, err := c.TaskUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskUpdateResponse(rsp)
+}
+
+// TaskUpdateWithResponse Finish, reopen, reschedule or reassign a task
+//
+// **Extension.** Changes the passed fields of the task `id`, which the token owner
+// must see (as assignee or assigner, or through their department; `"404"` `task N
+// not found` otherwise). `status_id` 2 finishes the task: its completion time (what
+// the dashboards count as done) is now; 1 reopens it and clears the completion time;
+// passing the status it has keeps the completion time. `result` is the result of
+// execution. `date_start` and `date_finish` reschedule it (`YYYY-MM-DD HH:MM` in the
+// token owner's time zone; `date_finish` `""` removes the deadline; the finish is
+// not before the start). `user_id` reassigns it to any user of the account (the
+// assigner stays). `note`, `type_id`, `is_hot` and `tags` as in `POST /task/insert`.
+// A task of a deleted counterparty can still be finished.
+//
+// `id` and at least one other field are required. Passing the stored values is a
+// success that writes nothing. Journal: one row with the changed fields
+// `[old, new]` (`done_at` included). `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /task/update (the `TaskUpdate` operationId).
+func (c *ClientWithResponses) TaskUpdateWithResponse(ctx context.Context, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error) {
+	rsp, err := c.TaskUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseTaskUpdateResponse(rsp)
+}
+
+// WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *ClientWithResponses) WebhookDeleteWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
+	rsp, err := c.WebhookDeleteWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookDeleteResponse(rsp)
+}
+
+// WebhookDeleteWithResponse Delete a webhook subscription (admins)
+//
+// **Extension.** Admins only. Deletes the subscription `id` and its delivery log; a
+// delivery under way finishes, nothing is delivered after it. `value` is `1`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/delete (the `WebhookDelete` operationId).
+func (c *ClientWithResponses) WebhookDeleteWithResponse(ctx context.Context, body WebhookDeleteJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookDeleteResponse, error) {
+	rsp, err := c.WebhookDelete(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookDeleteResponse(rsp)
+}
+
+// WebhookDeliveriesWithResponse The delivery log of a subscription (admins)
+//
+// **Extension.** Admins only. The delivery attempts of the subscription
+// `webhook_id`, newest first, paged as the universal list (`records_onpage` default
+// 50, at most 500): the event (`event_id`, also the `webhook-id`; `null` for a test
+// delivery), the `attempt` number for that event, the `outcome` (`delivered`,
+// `failed`, or `test` / `test_failed` for `POST /webhook/test`), the HTTP status
+// (`null` when no reply came), the reason of a failure, the time taken and when.
+// Entries older than 30 days are removed.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhook/deliveries (the `WebhookDeliveries` operationId).
+func (c *ClientWithResponses) WebhookDeliveriesWithResponse(ctx context.Context, params *WebhookDeliveriesParams, reqEditors ...RequestEditorFn) (*WebhookDeliveriesResponse, error) {
+	rsp, err := c.WebhookDeliveries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookDeliveriesResponse(rsp)
+}
+
+// WebhookInsertWithBodyWithResponse Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *ClientWithResponses) WebhookInsertWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
+	rsp, err := c.WebhookInsertWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookInsertResponse(rsp)
+}
+
+// WebhookInsertWithResponse Subscribe a URL to the account's events (admins)
+//
+// **Extension.** Admins only (`"403"` for other roles). Adds a webhook subscription:
+// the server POSTs each event of the account whose module is in `modules` and whose
+// action is in `actions` (empty or omitted: all) to `url`, one event per request,
+// in the order of the event feed, at least once, signed as the Standard Webhooks
+// specification says (headers `webhook-id` = the event's id, `webhook-timestamp`,
+// `webhook-signature` = `v1,` and the Base64 of the HMAC-SHA256 of
+// `{webhook-id}.{webhook-timestamp}.{body}` under the secret's key). The body is
+// `{"type": "{entity}.{action}", "timestamp": RFC 3339, "data": {the event as in
+// GET /event/list, date in the account's time zone}}`. A reply 2xx within 10 seconds
+// is delivered; anything else is retried after about 1, 2, 4, … minutes (at most 4
+// hours apart, with ±20 % jitter), and while an event is retried the later ones
+// wait (order per subscription). When an event has failed for 24 hours the
+// subscription is disabled with the reason (`disabled_reason`); enabling it again
+// (`POST /webhook/update` with `active: true`) resumes with that event. Delivery
+// starts with the events committed after the subscription.
+//
+// `url` is `https://` or `http://` without user or password; its host may not be or
+// resolve to a private, loopback, link-local or otherwise non-public address unless
+// the operator allows it (`WEBHOOK_ALLOWED_NETWORKS`); the address actually dialed
+// is checked at every delivery, and redirects are not followed (a 3xx is a failure).
+// `secret` is `whsec_` and the Base64 of 24 to 64 random bytes; omitted, the server
+// makes one. The secret is in the reply only here and when it is changed
+// (`POST /webhook/update`); it is stored encrypted with the server's
+// `CRM_SECRET_KEY`, and a server without that key answers HTTP 503, code `"503"`.
+//
+// `value` is `{"id": the new subscription, "secret": the secret}`. Journal: module
+// 60, entity `webhook` (the secret is never journaled).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/insert (the `WebhookInsert` operationId).
+func (c *ClientWithResponses) WebhookInsertWithResponse(ctx context.Context, body WebhookInsertJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookInsertResponse, error) {
+	rsp, err := c.WebhookInsert(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookInsertResponse(rsp)
+}
+
+// WebhookListWithResponse The account's webhook subscriptions (admins)
+//
+// **Extension.** Admins only. Every subscription of the account, newest first, with
+// its state: `active`, and for a disabled one `disabled_reason` and `disabled_at`;
+// `failing_since` when the event at its head has been failing. Secrets are never
+// listed. A quick list (`rows` = subscriptions, `pages` = `page` = 1).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /webhook/list (the `WebhookList` operationId).
+func (c *ClientWithResponses) WebhookListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*WebhookListResponse, error) {
+	rsp, err := c.WebhookList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookListResponse(rsp)
+}
+
+// WebhookTestWithBodyWithResponse Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *ClientWithResponses) WebhookTestWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
+	rsp, err := c.WebhookTestWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookTestResponse(rsp)
+}
+
+// WebhookTestWithResponse Send a test delivery now (admins)
+//
+// **Extension.** Admins only. Sends one event of type `webhook.test` (`data`:
+// `{"webhook_id": id}`), signed and checked as every delivery, to the subscription's
+// URL now, also while it is paused or disabled, and answers with the outcome when
+// the receiver has answered (within 10 seconds). The attempt enters the delivery
+// log. `value`: `delivered` (a 2xx came back), `status_code` (`null` without a
+// reply), `error` (why it failed; `""`), `duration_ms` and the `webhook-id` sent.
+// A failed test is still a success of this operation.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/test (the `WebhookTest` operationId).
+func (c *ClientWithResponses) WebhookTestWithResponse(ctx context.Context, body WebhookTestJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookTestResponse, error) {
+	rsp, err := c.WebhookTest(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookTestResponse(rsp)
+}
+
+// WebhookUpdateWithBodyWithResponse Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *ClientWithResponses) WebhookUpdateWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
+	rsp, err := c.WebhookUpdateWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookUpdateResponse(rsp)
+}
+
+// WebhookUpdateWithResponse Change a webhook subscription (admins)
+//
+// **Extension.** Admins only. Changes the passed fields of the subscription `id`
+// (`"404"` `webhook N not found` for one of another account or none). `url`,
+// `modules`, `actions` and `description` as in `POST /webhook/insert`. `active`
+// false pauses deliveries, true resumes them with the first event not yet
+// delivered (also after the server disabled the subscription; its reason is then
+// cleared). `secret` replaces the secret; `rotate_secret` true makes a new one.
+// Deliveries already signed are not signed again.
+//
+// `value` is `{"id", "secret"}`: the new secret when it was changed, else `null`.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /webhook/update (the `WebhookUpdate` operationId).
+func (c *ClientWithResponses) WebhookUpdateWithResponse(ctx context.Context, body WebhookUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*WebhookUpdateResponse, error) {
+	rsp, err := c.WebhookUpdate(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseWebhookUpdateResponse(rsp)
+}
+
+// ParseCommonListPagingResponse parses an HTTP response from a CommonListPagingWithResponse call
+func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CommonListPagingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CommonListPagingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CommonListPagingResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyDeleteResponse parses an HTTP response from a CompanyDeleteWithResponse call
+func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CompanyDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyEmailInsertResponse parses an HTTP response from a CompanyEmailInsertWithResponse call
+func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyEmailInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CompanyEmailInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyEmailInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyGetResponse parses an HTTP response from a CompanyGetWithResponse call
+func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers CompanyGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers CompanyGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyInsertResponse parses an HTTP response from a CompanyInsertWithResponse call
+func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CompanyInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyPhoneInsertResponse parses an HTTP response from a CompanyPhoneInsertWithResponse call
+func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyPhoneInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CompanyPhoneInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyPhoneInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyRequisitesInsertResponse parses an HTTP response from a CompanyRequisitesInsertWithResponse call
+func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisitesInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyRequisitesInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CompanyRequisitesInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyRequisitesInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCompanyUpdateResponse parses an HTTP response from a CompanyUpdateWithResponse call
+func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CompanyUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers CompanyUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers CompanyUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseContactInsertResponse parses an HTTP response from a ContactInsertWithResponse call
+func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ContactInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ContactInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ContactInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseContactListResponse parses an HTTP response from a ContactListWithResponse call
+func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ContactListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers ContactListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers ContactListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ContactListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseContactSocialSetResponse parses an HTTP response from a ContactSocialSetWithResponse call
+func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ContactSocialSetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ContactSocialSetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ContactSocialSetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDashboardKpiMyResponse parses an HTTP response from a DashboardKpiMyWithResponse call
+func ParseDashboardKpiMyResponse(rsp *http.Response) (*DashboardKpiMyResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DashboardKpiMyResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DashboardKpiMyResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DashboardKpiMyResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDashboardKpiTeamResponse parses an HTTP response from a DashboardKpiTeamWithResponse call
+func ParseDashboardKpiTeamResponse(rsp *http.Response) (*DashboardKpiTeamResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DashboardKpiTeamResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DashboardKpiTeamResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DashboardKpiTeamResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDashboardMyDayResponse parses an HTTP response from a DashboardMyDayWithResponse call
+func ParseDashboardMyDayResponse(rsp *http.Response) (*DashboardMyDayResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DashboardMyDayResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DashboardMyDayResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DashboardMyDayResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDashboardMyTasksResponse parses an HTTP response from a DashboardMyTasksWithResponse call
+func ParseDashboardMyTasksResponse(rsp *http.Response) (*DashboardMyTasksResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DashboardMyTasksResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DashboardMyTasksResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DashboardMyTasksResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDealGoodsInsertResponse parses an HTTP response from a DealGoodsInsertWithResponse call
+func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DealGoodsInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DealGoodsInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DealGoodsInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDealGoodsListResponse parses an HTTP response from a DealGoodsListWithResponse call
+func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DealGoodsListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers DealGoodsListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers DealGoodsListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DealGoodsListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDealGoodsUpdateResponse parses an HTTP response from a DealGoodsUpdateWithResponse call
+func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DealGoodsUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DealGoodsUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DealGoodsUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDealInsertResponse parses an HTTP response from a DealInsertWithResponse call
+func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DealInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DealInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DealInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDealUpdateResponse parses an HTTP response from a DealUpdateWithResponse call
+func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DealUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DealUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DealUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDirectoryGetResponse parses an HTTP response from a DirectoryGetWithResponse call
+func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DirectoryGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers DirectoryGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers DirectoryGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DirectoryGetResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDocumentGoodsInsertResponse parses an HTTP response from a DocumentGoodsInsertWithResponse call
+func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocumentGoodsInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DocumentGoodsInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DocumentGoodsInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDocumentGoodsListResponse parses an HTTP response from a DocumentGoodsListWithResponse call
+func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocumentGoodsListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers DocumentGoodsListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers DocumentGoodsListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DocumentGoodsListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDocumentInsertResponse parses an HTTP response from a DocumentInsertWithResponse call
+func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocumentInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DocumentInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DocumentInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDocumentListResponse parses an HTTP response from a DocumentListWithResponse call
+func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DocumentListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers DocumentListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers DocumentListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DocumentListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseEventListResponse parses an HTTP response from a EventListWithResponse call
+func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &EventListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers EventListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers EventListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldDeleteResponse parses an HTTP response from a FieldDeleteWithResponse call
+func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldInsertResponse parses an HTTP response from a FieldInsertWithResponse call
+func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldListResponse parses an HTTP response from a FieldListWithResponse call
+func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldUpdateResponse parses an HTTP response from a FieldUpdateWithResponse call
+func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFieldValuesUpdateResponse parses an HTTP response from a FieldValuesUpdateWithResponse call
+func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FieldValuesUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FieldValuesUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FieldValuesUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterDeleteResponse parses an HTTP response from a FilterDeleteWithResponse call
+func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterInsertResponse parses an HTTP response from a FilterInsertWithResponse call
+func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterListResponse parses an HTTP response from a FilterListWithResponse call
+func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFilterUpdateResponse parses an HTTP response from a FilterUpdateWithResponse call
+func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FilterUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FilterUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FilterUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinanceAccountsResponse parses an HTTP response from a FinanceAccountsWithResponse call
+func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinanceAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FinanceAccountsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinanceAccountsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinanceInsertResponse parses an HTTP response from a FinanceInsertWithResponse call
+func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinanceInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers FinanceInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinanceInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseFinanceListResponse parses an HTTP response from a FinanceListWithResponse call
+func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &FinanceListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers FinanceListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers FinanceListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers FinanceListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseHealthzResponse parses an HTTP response from a HealthzWithResponse call
+func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &HealthzResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseMailSendResponse parses an HTTP response from a MailSendWithResponse call
+func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MailSendResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MailSendResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers MailSendResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseReadyzResponse parses an HTTP response from a ReadyzWithResponse call
+func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ReadyzResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseTaskInsertResponse parses an HTTP response from a TaskInsertWithResponse call
+func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TaskInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TaskInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TaskInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTaskListResponse parses an HTTP response from a TaskListWithResponse call
+func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TaskListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.StatusCode == 304:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 304:
+		var headers TaskListResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
+	case rsp.StatusCode == 401:
+		var headers TaskListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TaskListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseTaskUpdateResponse parses an HTTP response from a TaskUpdateWithResponse call
+func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &TaskUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers TaskUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers TaskUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookDeleteResponse parses an HTTP response from a WebhookDeleteWithResponse call
+func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookDeleteResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookDeleteResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookDeleteResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookDeliveriesResponse parses an HTTP response from a WebhookDeliveriesWithResponse call
+func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookDeliveriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookDeliveriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookDeliveriesResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookInsertResponse parses an HTTP response from a WebhookInsertWithResponse call
+func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookInsertResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NoSecretKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookInsertResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookInsertResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookListResponse parses an HTTP response from a WebhookListWithResponse call
+func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookTestResponse parses an HTTP response from a WebhookTestWithResponse call
+func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookTestResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NoSecretKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookTestResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookTestResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseWebhookUpdateResponse parses an HTTP response from a WebhookUpdateWithResponse call
+func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &WebhookUpdateResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest NoSecretKey
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers WebhookUpdateResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers WebhookUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// CommonListPaging Paged list of the records of one module
@@ -11920,749 +30405,757 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request) {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rcttGuij6Kl3c65RJD0SRsuzEVE3tUWxnxSvxZWxlsmeFXkSLaJIYgd0MGpTMJKrav06d37tO1X6D",
-	"8yL7TdaTnPouDTRAkAQpKXNZM7VWTAGNvn793S+/tMZmvjBa6cy2Br+01Gc5XyQKf59H81jbdzpZwV92",
-	"OZ/LdNUatM61MAuVyiw2WpiJkNguEJcrIbXJZioVqUlUK2hdy2Sp4OOxiVRr0DrtPWkFLZWmJm0NWkYn",
-	"K/5YzOVKREZks9i2gtZCTlVr0KMfFn+l5oZ+2ExmS9sacDf5IK3W7W3Q+kpGL2WmKhMWkcyUyGYyE5FR",
-	"VmiTiYVMbf0ce94cf1qqdAVt5VxlKhXDFnQ1bA2EzdJYT4v+5jIbz0Q2U2Ji0rnM8qZ3Xc+/GhPZ15Et",
-	"r2kKT0dxZEVM40sxNvO5PLIKZpupSCSxzeB84sgesM58gMpi9SN/ramaLhOZCvV5kSprASKGrf/4sXf0",
-	"/NPv2gH923n8L4fvQs9tw7eL+Dc42VFmtq73ns/2g/ppqWxWXdQkVklEq5rIOLHiWiZxhBdu57pS6lJc",
-	"mmg14J6GLS3nCLWLFK5utsofAfjMY2tjPb3TYl6Y+ULq1VuTfW2WOiqv6A0NEIhIJQpA06Qi1texjS8T",
-	"JcZmqTOVLmSarWqXd+otz28s+r1eH498gmPew/zfpS+VTOBY4lRVVvFWxYjcxtR0FEdCm1RESibwexpf",
-	"q93H433sfRtbkbox77YKnclx9m5yToiYV1Vex5ga8bgOd+AzsVCpJazuTbTt0Lq/+Y9sACvQRqtOg1W7",
-	"IQdCG2GX41nNkID9q9Bw+F7AQW4FxzIUwlHshD5oJJ7cH9S9NOPlXOlsn3nyJ7vnyg3Fl/c5X13BwPDk",
-	"TGAjgKb++rT0MkmKWTUd3i7HY2U9wtXq4wxeA3BomayxJEutPi/UGLCLVem1SsVELpNMtCOVIQ5FdiPW",
-	"iMa5RWKmgVjqSKVMzAh1xlEdRD8tQXTM8xD4QLSLb8Xp5eT5yeTJ0y++uHxyGsln8slYPT95HvVUT51+",
-	"8eRZ505H4Dbg31Vq/ituAjEEb9XN68ptea2tSjMVedAI69HqRsTRw4Hls16PIPPdMns3+SD1dI1H0cv5",
-	"pUoRXUqxMDYGQv7ICrucByIzRiQynSJvIeLMEs3eiVIldwvrNEtk9FIYfCDkHFCoFVJHMIQVy4XIjHhe",
-	"+V/3+fNA/LSUOouzWG1o1X3+/PmdwPWDGps0su/0ezlVF8Z8B0stb1BKTUZGQ+9CXpprhUc3l5/j+XJ+",
-	"ACtX7hIYH96s+RJYIyVkJubGZoLg+fDlfa+vtLnRyKOXV4WPgPcmPk6mCnEw372xzGRipkt1Bk9ngOVj",
-	"ht+diD3nzAcCf4rnz78M4OAKJL82zN1u2w/qcmbMVT2VOhd2eWnHabzIBUJmF+QYiXnOJ+xc2Q2NI/on",
-	"90KvboPWTMlIpXg0ry7kFP6NVD5ZnP2Nklcik9OcA0nVIlmJtlVKhLGemK73RRiIby4u3gPzcq00PLGd",
-	"M2EVbHkmLuX4CrY+fD05emu0OnoDgkPYhSWSYN0atH44Hrau/sfb6yPz8d+++O5Pr6PzP/4RJYmcAxxk",
-	"6VIFLTueqbmEKS9kBoi2NWj9B3z94/nRv8ujn3tHz0dHn343bP1LK2hlqwV0ToIL37wsXR2dTzKVri/7",
-	"oxobDbBpxI2EmauJSRUjzM9ZTgVu4mxGu5KZK6XhKAMhoU9EXHOpVyiiqEjIZTaDLRmjnGKDtT5hEfNF",
-	"JiapmTOvl8TAoMgoAuGxtE39bfsxjzUiBmjFCwdSNFUpgesPPxydF7NRNaee3MiVFeFXSqYqDQO3TiB/",
-	"ErhRaUWIEDXyD798kPQx0b7fD1uxRilthBs1bAVi7fvfD1tLwhcBCMywNrgaqbo2VyoS/OFWSKge8y1c",
-	"CsZ7COWIdoD1JfJYXjY8L60BWNmgFWuHRFsBioXM6Y6Qbm6eDAnDtPnP4B7vOBeaG7OltfPjd6U5frl5",
-	"jtz8QebJGpfyBF9UVCyA3hFtKEbFHl6XGviguVwBQlEyE22jVU7+hZLjmcjiueqUoepJrx886Z206pec",
-	"4/6tC57Lz98pPc1mrcFJr4eIM0cga7qZWuTxegL4C9HX+i5czJQIAZ2GiO0ZYSK9oQs9M0lkRdukInwc",
-	"ds7EzUxpwI82i5NEUGeXyvKFWySrAH9KbW+IoQmf9E7FW5OJNyaKJ7GKQryhwOdI1Gw0RKm4hUQDij0s",
-	"IefWhn3r476tbwyrob5OzXx9Y76OU5uJSK4cUCxUGpsI2G/iw1GF5DcKWekUPrJibnQ2q0DDSe/k2VG/",
-	"f9TrbwAI/B4waqsW4uF1a8s6Lsz6Kr6TOxZh4CVzGIi0hLnRKn1kEZ7Fz0arDcvoP922jMzsuYg/LuPx",
-	"Fes46vDJC0+XcCbCQqURAt4NGceFCKmXJpt1fEVMmRxtREJFp6274Bxcyja8fdD8t2P2Q2d7C7jHLoy2",
-	"ZCh4az6qcaqyb9WKWDudKY1KTblYJMwQHP/FwlrKJoZIySiJqzoFwC+RzOSltEpEqGbLHHIANMCglxsh",
-	"HlmRd1QnsvpGBxB647ESSy2vZZzIy0QNsLdNA8Jg8VzdSUrQhrfGUyYacaVWwEdO4ukyrWX7yzNn5tjm",
-	"okRlASzOz6QV2ogXH96MPr568eHVxejbV38GPk/pcbpaIA6KU2HxxOzduOsCgP4lVZPWoPXfjgtz0jG9",
-	"tcev9LVKzELRN+ukpDzxsDzzMBDWAO0YSw2LvlJqIZycwIs4Q7GZwMGwjGdVJlA1hQyrReFaXYOcWNiu",
-	"iMX/voCEsBOUISsHhkmsYztz0AfDOYjrtm6D1luTOUpVTy6JRN6YZRKB+ImDaCVuZsYqFD4qIoOAyxqB",
-	"cJiTuxpRpm7XudkxtsEdvzDmjdQrtjXYPa8ocffnZeZ+/b6WWfl6mQBFBjPJ6tXkJ889YN8hXAzESQ/o",
-	"kpjHepkhiarM4E73FYna+hqJ1qnPY6UiYP4yK4ANFEk8j7OdSyqa5l0MxNOeE7UsLsKiXIY/aRJ/A/dz",
-	"67JRuM/2AIChRggQ7QyZQi0WiRwrx2uc9voBKq484ZHGj61IDMpJy0UgljqBUeJsqL0hVOTThwT4mJNT",
-	"MTPL1IKQXi/PfwfLsJ2uQIF5qEm6DT3xOeRjsV0R4gaHyKMOW8NWmK/fp0bh5yM8kCNq3R3q8v2tiObb",
-	"rrHf9JY0TrBgk8Y/E67Z4yqzhFoG7O93SaS1Wpu+B9jLBj0cfhedcbJKPZvNjb8WlySr/83cKX8+ngkW",
-	"AHvjZh4KfeK8ejkXcDPgHhM6MpMNaFZMVWbF6clzEWubKRlt1oq5W1QG9DpNzDZoX2vvQN5R6H/ylw8I",
-	"lPuwPZsh4SW3sJ3BUDdYeQDgvNSpkuMZbFcO00wYH1kBq1doy0ylHuocfOFzs8y6AslUKrWVY5z/jbQi",
-	"NQmA9KUcXyEP6fTs8O4mjbNM6TN/nKGeyxUwZxavylTGWrQnaLOB5spTElo5VyJ8Han5wmRKj1dH36pV",
-	"2Km7oEPdjD4Up4iA+yJRMoXdeBmnapyZtFa+PWdTFxNPNBwBsLpvzkSol0kSilTNzTUrXOiTdv6BuFRj",
-	"M1dWqPkiW+EN3ioOQo90FUntVBEPg9bno6k54qeucfct//gRu/zkNzuK5wuTZqzonrUGrWmczZaX3bGZ",
-	"Hxu5iI/gpk2VPs6HvvU/t1fx4sjgnsjkaGHQKkmzKxw7EFtEUUyt3pMbTAzXjFZR3diSn4m0bE1JI2Fn",
-	"5gYYjzMRnr98OfoFGPXbUMzV/FKlFtqkK1GMRHuMuu2FN+gvLYDU6zhbjWin1lS7QctxsrXvpowB69+M",
-	"iMqvneOOs7sNWoB1pyZd1fbtXt6h+zjb0DXs96ZhUwW83S70hvosQKXFJ6PLVb08Bqfmrs3SAt6fGTg1",
-	"5G8RA83MDYidgC3oeVsu4kAQrAZiLuMkEN1uFy/M2pTVZ7KMj4hI1CwK1YAj0snUvJ6mZrnY/ObwE9jw",
-	"YU1DPTEja5bpuH6GwF5vnv88jqJEbX6/+YXJ6l+Qn9D6cYb9UCRqKhMBXEO2CkR4EopFGl9Lkgyt0ajL",
-	"04DAfuwHJ5/qlus840awNbUTSNU0pgmsvXLkeeOrw88rk9MGhghoVQuImfzMY5c7iLV28O/0uqg4tHGm",
-	"7JkA4pWr3LOZmtd3vgl1wYNRY0hbpkltL3Ax9+gFWm8Eq2U2H43lfCHjqd7coOAsa9/PVRQv5xtfb7ks",
-	"8DpTGwDrZhaPZ6OZsdm2LqhVEuur3a3gFDe3uvVtRz+2UBeMG1fQnALpMs7Owb9A1UGFhlXvUAEGfFwl",
-	"tFxGMCV8WMYePqYhWCkgwz/1HEMwDqki4TL58iidf0fzq+wRUkdtPdTr8HN+v/ie1u1/3fnWnWYFRksg",
-	"VQK/Mqx6sFXgNXP5FzXOWgX780Km0WYWaCITq6oMyrhgnLZRXcdfIQ1Hj07SNWRqbnd/ix8UqKQl01Ri",
-	"XwoIbPOeXkFz8jWq620xM1o17+09NN/cW4EoG/f4If9kU7eVS+l2P9+JfBGl8b1N33L65BrnOZvvAQYv",
-	"DjzU13qxxDnM5efX9F3fM6nmm/nqgIOu6ftpTdfv5QqERvZ9bH5EXyPLjj0cADcNJ7fG//tG+6dPg63y",
-	"wC5DdVkMqMg28Ea0cyFRnH65W+jbLCjUjvGCX/rDnDw/aBgWGHbujidA7Gy7xp1XmatIiVgLqYVr6XzZ",
-	"Yj0VdmUzYoh2DlRm8sunFmxn7ctT+ld4Uzq0g3azwtPvnH+Jx985/QrPv7O9a7jG2gLOQhEt1wVNlkmS",
-	"C22yhruvLmUe63zwYLOUUblIdbP05Q5klLHH30YG2XlAhUyys2lJEKl4A+IrH7z6vUPAaz9ZZTcS88SI",
-	"zY4dAlr5cz/oZrAMUvKcOv0y2CqUlOf0gVwiMEgDGh0yiYqQsvNMK0JLo/aFENOo+R7YwhdydjauFXp2",
-	"b3+tFNT0s4pYtOuzCkvGUkYh1DhQ2MJ5fb+IZKaacl4VpBJHIdpCZSYSJS06NAhyrUatYpcAyu/oZKea",
-	"8eHYjK1MYZ0+e52LOKiL34RDeEhSf8iqN6hF/h7J/29Buv9mCO8hZ92IrJ6hj5Ecs5XHJAcS2t+Abu7r",
-	"G1lRVtWjW9Ik7Idhz6tBqM7CF6eCpO1AqCMUUCmayoxjmQitshuTXtUYdV7dq9bi/b1qLT7i5N/y3Bv3",
-	"Wvqsrl/PAbaZotZ9sFFXe4C9Z4c1pfHc7seoUfEKd7LLAF2SAvYAB4CiDvFlrYJ9szGEwwi2vjzc6PBg",
-	"9ow61XPJg7oEHLlauqFy2F+4t0cbFLysJS4U3e+dgu2VU7lV7swWzENanzuiHxcCKDIzVcjnIUKSJWv0",
-	"/WCdpiq0h1OA7ckwPTAvsgdT4V298nmi666KxFhadQRnqaHltUpW5E5iKQDEdeA5aoj26UnnjA3NGfo7",
-	"Y8yMVjfrBPwg2R7VJhVw89VJT/YXmm+33YbDFc5/n9C8gwpuZ6L+eRX+/q9CjfFmtJ1ZdZfEok5xvzvy",
-	"5vz1dx/rXVtyIsKca+BCtUwaoYe5zs4E0GneV4xDUCn5vWHQUJO74bIt4PVDsKmn/HRBgtbnIxy+NXhy",
-	"G7Tevvph9PrlBs8cdVM5nEdWxFHtkdS7nnGc01t18/qlP3L/NmhdvPru1ftv3r19tWvzHPv/kHuH+GWf",
-	"vTupAhpvZGldgYOOLaD3XUxo+a5WWn5FbNJHdSDGvw/JpDGadomI7iqIej015BOXmv3999iaOTsv1+ja",
-	"TSaTuleVeVK7gHqqm9hLaWeXRqbRhbRXh/kI3KPsR/Gs6HYM7zfcjEp7m0nyH20qLroYyMOko8iUDuXS",
-	"mERJvZecuVGwS3NysMXJjLVZrVgLlMp5Sp+au2jVyWHso5PLRxGl7PB2uHw82yW3IsyU5SxeWT0I8tGs",
-	"O/f9+c9//vPRmzdHL1+Kb74ZvHkz+Pgx3BF7jAJSJeD9l9PbI/pxUvwQ7sdg7ce/1EnjL+UqvywHXZRY",
-	"2REyNrtRLiELBlU7aqgS+bice59OTDo1Wab0KB9+j4FjfW3isbKj2NrlvkPPjVar3Tdy9QbbwQer0dUi",
-	"3vXFt4v4zYo1u7HZOaf31ApVqPbKNpjPBbZjdWWD9t/bGpTLk+NOgrXDd9OpHu76nruNrD/LfNfq7xRv",
-	"7n6Aqj4vlLY+yqDMSWQUwXcj1EbUU6VYj828/mt6te1jIFGjjT1UURa1q/Rb7iSfcqs6+Q07duHAZI8d",
-	"uyxsa43YFhjjYrVQ3m2pcimAeUcbCTyvsUKFqq/NtUqj5bYWMKFomdDVXm/DHWybR97DqCk3Uv2itNa1",
-	"efkrrU6osswgP4cNR/u93Zv5ak7N67mZjX62tVNUMqHEMwdpEin9TJ5dBpOROu0hiFSAabriB3gQuiQy",
-	"oWhLLdBCrATALnuED3WexqYTCDOPM5CIwij2w7zCsYkU/LtI4zH++ElnZK8OryX8SpXIJFBoTvjk93uW",
-	"O5fHGczQ6CMMPyqP4qezoJ5xDPbDwexV/WCoeQre2JkRvS71Bbes/EmP4nGrBLqhndf1WZOlg99gULNK",
-	"xywSuix2pK/IJYxCOClQpLf2mrQssea4FYzdsguVJJg3zoqFTDPnzY/RTxM5phQsu01/DhhqnfjosAi4",
-	"DvBn2UeVBEe4PofvdZwJfFfdyvL/dmzsT3Xn9UfKfbja2vOOjq9lTcd/Or+gCPkCEAIR63GyxPgiYl5r",
-	"F7V1tNttWGMviT7/6r1T4NUQofVG+7K8GyKftglfNcLWxvv2vrhjv8FN2npxHjIOa7MN0F2ZTeC+9twu",
-	"a5JWpWapo/ZPOhP/538TVMKPdr/XE//5//wv4fa/I44FQKg46dTueO1NeL8T+ncweVFJksy3vHzAQYsD",
-	"PH5CDpD2xYMcmhwtn/dzKwW+q9NW4KVm2ua/dSZ6AHOSQ3JnKlU1Ll1PqhfLuz/rCkzMUO2r1sWlSoye",
-	"AuU7AIP7t+9vnJDV7YhDXZsUyPdPvu5Kou5IiPYhJhsv2qbLcRerXp4hdz8CVavWvW/zW1kpvMNGz9CJ",
-	"KQCqZvl9L1dZ11ke+K3Js7KGhQouLA1TnxivqhTd2fzhHfG2GOXgqIXN5LTkw33aP8SJu5a+0QDLOWZa",
-	"xrIGSxBnnFBSMLcHX93fzO0dl1J1dz89yFX/4dzY672mS6riwoXad8wpgjo3qpw3YaYHdbOmBN55qQy9",
-	"nKs0HvM79dMSzsSI3oDKWkh+MeYk7K4mjbWqkcN2U0zW243J9vy4go7uG8schJrviJqqoF1xkIVmNVdy",
-	"TwzmrNaIxLZfl15jrNXbDEAPiqYe3o24twMd7fVlM+/g3J/6lQsA2INzIUeFBoLa2/M3r3ZrAdFcj023",
-	"znQ/eb68vjph3lWN+Wvbd3dgqAbGV04j1gw9URa1uva7LcuKNNr1MtYjiyJMJVOGJD1rK9hP67F71bvz",
-	"ydxdn8CY4jfOb2JLCTXWsdWDJR25t+QitWp+WkfgoI1UD2v5MLb5JdfnuGhmcudiViUfFf8+rOfGwO2u",
-	"xUiMOQ7QMvpfbtU01ja8L23j36r+0K9e0AwI/6lx/K00jqXCEg+sdXT1MO6gXLlH7ccBKoz7oMZ7kcvt",
-	"U9o/dHMPRUZBI+8Sb+/OXNi1wPvTp3dQfNxZNLiLbsKtaU0/cfqg+omzqiuYuFw5c+89+nH7xBthdttd",
-	"PohM1lNGrWoz3g1ExJ5uLrK1Nq4VvbPPi4Duim5Ts494nhi4HSZmLJM/RGYuY93NkigMsGDnAiTCzhlV",
-	"BU1rHfvXsnCclt3w/uMPw6H99Ls/uB/DYdf9rPW28wI79nRhQpf0JmEjbmeq50491J0wT+pvAlX/dorq",
-	"u+9o6Sbt2F4OYX1gSTVf0+GSVByN3InMpa6XFasRfplnj+NQgonLoF+qrgvIrPao7hxiWZn29vNYZKuv",
-	"TLTa1x9JUzZhLF5BNTX+7eO7tyKJM5XKhNMSY3af8JfbkFGH321v40Irs/uTS8e9vvc0BTrYCnaqI215",
-	"euz91lqU9zCTaokRqjpAh5sXDMQKgWuJs7sbXZIqyJ8yOhstuBapaIfDVm/YChGQEJ1bpaNYTztEG6k4",
-	"K/QGX01knCzJ0FzdYA9bt3u//tg/evoJ/aHxP51aJM1pz9cmicmvvUn6M8nU52zHTNYlDzndcMhYMxRL",
-	"yEQBGXX6op3ENgNy1cM9sbGeJuqIioIWh2O7O9WSnIl9bXljFSft1NxYcSzKtUY74f2NTtnf1xkgHI+K",
-	"0oPYSZm8k4xTqptMJvc3h0LzU9kCPtgw4EKJfJtf4W/RxkLD4b++uhDHjHyOpyrjgnGuKoOP8ToeM+OV",
-	"2XX57rHf9QiHoPX5CD46upYpSOQWvqY4v495H/T3K+7J++uFXMSZTFqfbr20/nUgtkqMjIS0QjI6OeNk",
-	"+HCrItjiuas3XMnzjt0eEY0Mu61dOYZyJZBbN8uYCAoOHvk6uDnXIu7r/ZW9lDu/HF8CjE4raC0XLKdR",
-	"AX+QapWmootjFV/zm/iaVF70azWiohK1YSnjmdTT3eEI/2aWIMq94NaewNk00ofysW2h8zVkA/aOqg6A",
-	"kBFHpOb5C81FpOYGIxIJpXEpqqM4AtAmoMDlx8p2mgQtYrBEtExqYO8NPkfMPRD9QJwE4jQQTwNx0gvE",
-	"ySnct2c90c6rYXlleK2vMvFRCmKA5lwSylUbrV4kdSF5wxMSY2A2s1lqltNZNVDyIGZmiyD4w8yIuYyU",
-	"N36FoaLCYncZdw+NL1+Qeq1tvo35YeeQ6Z9J4O5gcUE2Xu73TBH34ZGXqa2j1u8W8qelOkMbI/pjWxFS",
-	"W/Skzgv4jmVSb9vAG7NHyP71BnF3btI6FJwuFYERjUPla/IZUoVVkFfPBC6b2vrlSKUVY7mczjKxXHgL",
-	"yAP3quIfLSdwG8YTqzsKTBX7UGEFBV4o0lf1Pm0zk2/bdZzqW0loMYuzRG01rzgaANxajUHD7d2noMnl",
-	"yIHe3Qccnj/duK93kbN/i73bqQJ0e5knDnW7eV+bW97XjRu5lz6KQLrmdhabsG4RUSA52EBE8RRoIEZi",
-	"jEIikcCKirFJlnMsdeWXTamGahaFzT/90g+ePamPw8SJ7Ofy0+gG7khu2vDYa0Nr8duN54My7Ja4s3Vd",
-	"Dw0WCIIcgfVfEWaqtYBIGytFhPEIwMB6IbUh99M5E1KvqDySAgxK9YtOeyBWdltrxaJw0mQB+8//+3/V",
-	"FyGCgWvkej9pR+0uND3RXV7Sm3iWUmEfk+YG+z2hoTl+odpLNQ6eIK5g7TVMN861QHEvqcYrfRg1TitR",
-	"QlI7sq5f5xC3s0cGzo2oZ4PPzdcoke55MSM1iXVu/t0+Nej+ZdF+H8Vd7eEFJ6ef7hjcVyVz3nI2b9HL",
-	"0po3IQCj1btJa/BjAxvNmhn2U80FRnXBQqZyrgBz57WQNMguViaEtR0nTQvjCmg0ENwdxj4ETDWX/Ulv",
-	"7Z72N+7DXaj93eDmIHDYyyNxK9luCCd7EvFkQ2wxvdmPeu7yWX2Qa/sAjqHNvAW/jrXUY3UXeORqAbVy",
-	"K0blu3oC91144TUGvsPd5Hh3iuv1zbFfHFSG4S5mq+ZOAgcb/Wl9Rc7L9fT8lBKAEvPz3pwVwcVcTzgz",
-	"o+LogAvCOOoGmfv3iYWoc4k5n7vIYUC3WC1zvExTpcdor1Ofx8nSxtfqjdsFUlscbPC3y/nIDbBrNnMf",
-	"YB/Zh53YHp4I/lnV8HoynaqsPPkBr+eaiokiO4xlQycHpevPzGiffcxqZvTg27nJXYNr45Dq2kcPz+7o",
-	"rXEXf4uSs6R3uHVY+hslk2y2J15eT6FkrnZL2fxV3SxeR7+ZBNqMeJXz8h3oOHGoSbyOJ95sXC6nwduX",
-	"4bPj9G7W+8WsnEBlG2NPbZmLrl1MxVKxV7XZH2YyE9I3MLA+OxogBy5dZmDSamcGKBZLje3wlyEyQ8PW",
-	"QAwxIZ+xZtjC2qS3YScYau6CbDhCyfHMdc+hSsjVx5nFaA+pI4xm4TLB2L3JsPsfhy2TRND3sKXVzbD1",
-	"6TbsUDKNnbb6bxcxyKP7m6SWdV74uGNUu5mMoSy+LBKptYpEJFdEu2sdR+dK2mWdpjmUc0oXMmHFAOD3",
-	"QHBWJvgDt4dYCdEukekOpkTBrzF27Ca2vn9WyzmF0hC1RrH69OGYljJTc444cNQkkZmySE2yWb58TDxF",
-	"8WqwFRZPda6yNB7XKu6hUf2I2G+ywm6cUiJVY5mMlwmFMxpvyECgTy89HgPHX7vxi9RMU2XtiLNirA9N",
-	"By6OaVw/f4aEtdqMPIK90bIbIyI1jucysfum06iJU3SwwXsTOBCsmfynejB/s6+zzDs0lc+kHV0t4lC0",
-	"sVGnsGJgfeIZxoGJb9+/pq2hwuQ1p7/uR8I912csxB5GuUzZSLh0d7nWggPdZWbUxE5bpGcrfTbaDSYA",
-	"ofJapXKqhGudu93DEuAPCpvOTPjI8kahewhcCcrAH8kVQFDezrdY4h2ir3jrYdu3A9gGJOjB/55Z66j9",
-	"HfYj9I43vMvtcDC0AeYvlJzvTcEXMs3mexkOeaSX+ac7k+eiUJkPBAJDrSdsaK7If+VmthKh9wWmoIIR",
-	"6tHnnucJN3nv1VKKwd3rxM4brhDbblvbtoyGtlUZrLTHrdod3wI33mkeCkGju2ZqqydNh16W8sRyLV9T",
-	"ApIf+qHbsSlq0b0vxy4SJaEi+F4Yo2u8IZixsvXl4XIvjB39HuCW8TAHuF84YOW4C5ePXJ1bPn/vZBpC",
-	"wXexzT6Ym/3EiHfa8cP12nxW36vPcpwlK2afUXhVEdtnbVegX89qgaapoSbXVXzFvq2ku0avi5m8Vmip",
-	"ulSJuTkrWXbzr8YyTVeiWMVQO8lFVqyYQWHDTIkSX67WTIqduuR9rCpolDC6rDM6AAILN7kGY1WK7+3+",
-	"oojV2N12qpquearutOIsk+MZwvMkkVNPfdIL+p+a9HA5Hjea6CW7mu9smBdv36fx4TvQcPoHezW6Goa7",
-	"R2Cf8AYNSWG/30ZVPrrDhrmemi+MPyiKNDb+5s6zdESl8YhF9b/GnxSqxz0/ufvyMvmZO2k8dGOE5X9w",
-	"95lyNcEGo+bl/pq2vcvk9gDJIk9707ajy4Zde2aGRmURmtdPKOJym7U/uD5D46QbjRreIYmIMxc2G6ti",
-	"XGzSv93FkWzMNbB7OjsSBzTIJpI7xe8cbC2aeucX5WJWu5unZt644Wgf/ui3SpdQqaq7c16xHc1M1gyQ",
-	"SqW+dvY8V9bKqWqK7CuVwXa3z/1kmstpOzt1lvPdDfPQ+93RYnnd390TzXNa7NbeVYsE75zHTw0xwPao",
-	"jN1r2IMdKerL7Gxq5zJJRiC6jsxk5FjzqsPN7m6aMz53zyVEEnSjsZbzRmdTtfDv/MB5MOycwR5sWWYa",
-	"NtsLQTZm8u7G3C113OxImnJ/23Q1ewb27B4rm4/Gcr6Q8VQ3/8DorKlsDu3nKoqX88bN96A10DxTDdEV",
-	"J9TZCeE3s3g8G82MzfaZCn2VxPpq/69sDFxk069uN2vUmmvfnQquxsj1nRnL5E2sl1mTilVNylWpz3K+",
-	"gPW0Tnonz476/aOTnuj3Br3e4bWsakMn3sg4eUNcwiGpNbY5XL2OOLgXE4pQQ6eI9JaOJRXZYMvhIrUF",
-	"u/pB/8v6NbAyqTz6N3EUKS3GZrESqRrHixhOMxDjcnrLQEhLUdIOU57Bn9qImZIReYGVatnXup45Wlie",
-	"wlfSqmenom0zqSOZRsKk4vsP3x1ZOVGBWMA266kwC9rrjtub7y++PvpSfHPx5jvMllCXj7R+FnXb8GLv",
-	"9TdbcVnVsiOqAp3sCMjE2OixSrU9yOd0c7aT9dQaZ2K+tC67Broh5FMmi+6lyWaorc59Ovf1Md2Vd//h",
-	"p+AxOPcIe9zrGVyDJNZKXKZKXlUh43SzG+amBEMfHCC6BEOqDiLRI2k98RCmE3gr50oMl73ek3G1AT5V",
-	"YS38el7gT3bZNj2cVlpNsdt84esMNYBPPyp9oBdgk7Q6axh7LZhgk38dOpqfF6aRPVMBXG+ocekzw5XY",
-	"vU+/bIjYe7BKWt50AjfrXXuxVyBFaRNreAF8/4Y9ig+jprXmzLtFEGyOGqhPyrt/SMGB5tt7V9lvVZNu",
-	"VIveKRJhT/VikUyjUpPwUwNVY6M4hgbxCXfP/XlI2MKDhR3cb7bgzZ7xd89Z8QC5hUte8qUdrcCPD4g1",
-	"yYf9W+8hiKBMER2SKmHae0hRvDHhcAmj7o+rc1xch6ypwOehRXwbYw+v9ua2+b6jZnnN2cxEcmfR3Ato",
-	"xJ/Uh09QN8Us6jb5rbp5vYGTjXP3Ea1u2KHkAFYVR3DHVzeKXR/GlmKd943IziOeT7CpC39eB4PSvu8Z",
-	"QDIzN3pDQXbXXbOsn6Wq6zWwum99d5qZm0bdmb/PvRX3hPmRs9E0y/JLysodbWtAl4YpOqldw8zogzQX",
-	"ecBIGRS/jTWCOwZ4BFzBBT3dFTYJxNxcxokKhEkjldbUwagzP7jIkq1eodDobb0DIXWwZf3/xfKP5of3",
-	"8FtfIl47zuFtbpGqbgV+yG5tZy4pCnrfORFchL8LA86rG4jLVI6vVGYDERlOnxJJO1O2Kz4qmY5nyrrU",
-	"uwIz62GisVx5VpLSq9KvL6P97tN//7F39LzdEd2jT4/z5I78d63ohiv9bVKy3kNQ199mStb9gs22J2vd",
-	"HYoGiCG2caYs5u+we4ajFJ+TPjdRU5kIchkQ7ZDZ40hlMk4sJ3Qsqf8oVq2zHogio1TZ0UTWKbDOKfCn",
-	"Xim5IQKY+lst07qERNN9e7uU+mq0Ka3Aeuv4qk4Lp68wXV9lxGen9aLeqD7i6xslcx7MpFOpY4sZJdcy",
-	"bD/d0O2mpJ15OUzufKZk1KjTyTJJNkz2a7gvGJiG+A39dU2KpcRR329n8aJhJepkdLmsqYT4YhariRME",
-	"ZV5Ue/uMY113++XnhVyptPEZXS0WFWiob7bpJD/OTJrtuTv167mqLd2VppgNP0IVa6EP2jVfM031iJLj",
-	"NVmeuZLE0+1uuGjYLps3bHhNznQ792dhxrNsJKO0FuqzfZEBImU7WqTxvLY0Z9OycWnNsX1UWZZQBoI9",
-	"zmxp1SjPI7emo5tqDAqeqVQNcs9+xuJobCD4kyhslbA1sBSUthT7FkZTKh+ntrpIl0BuvgZSUR8qv4UA",
-	"3SmHSola7EkNHgjd74PT98TU++HgfbDpblwJPAbyHHU45k6c+18LDTfEp//VEeXeiLAxyrsTOgsB6YRi",
-	"Lq+oDKWlJL8ORRW4rSvezeMsU9FA8DeOc6cI36JlUETlixCRWbgfliuz6fmF2c6AHyQ3lRHfdjy3Ha1t",
-	"QmNb8dYOPLUdL21BQ3cU6nL81MgjV9eOyHhkG+LYgCh2YYbNqGDj3d982Tff7u23edfl3XBVd93NQ+9I",
-	"q3Ry5W7pjOhEypvJG+QW7bbF7WhxWD7k+bci8C+Qv0MemJeAOgdS//bQXcHjx30qb2bdrf9oxrFM3qrs",
-	"xqRXe1/5DR4U71MziROVF2gyqZhJHSWqezczezHL9aSkhV4eGxVa0STWVyqKdSAylahpKueBmMixujTm",
-	"ancMORnteeAi0nHnVh7kp1bsZ8k35PTL3aWji63xPn3aq35Yn7a4+7uj2nJW1WQj+2/DXpawMizWWBc+",
-	"LufM2e3rshKX9Fi+/SXWmCKnvprrJmsGv9rw4QZbR/EJDdvyRq/bSLSx7AlB1sZTvaX0ADeIOLWbvWrq",
-	"iPG3WVLZi+na4c86+PiRMkm41BF7xoA1rdxxNxeM5sxFHo1TimnewzOiCKnYEvtQeIEIvvlR2bbQqHAk",
-	"OYAIQsvhSbhWBXCD+8dvWEy5otalW6IaXo69yyyTH0JtGeU1fwcPDMswnx/hJo8GHxk09W8o1V5mINvi",
-	"9QAo6r+eXa+MeLa643s+93uhlOqHm5x4z9GF9z5XV2CWnJnuBTUXei7TK4sZ+tIpFlBlYtIQH1V1K/YK",
-	"K6zVKyh3MD+pmsc6UulojhtWw5DSTlpxqSYmVZyQUKaZyIygr/GZ9O59noXl6cnTZxsSsaxVHMvPiHeu",
-	"H9wzKqyquUpOyQJaNdMUb/Qjc64FcJx+htUnT++1Hq7DsL9ZHVzGuW7dm5DZXvzqJicYeH6xWqjDeNWo",
-	"tnouuv24e34FhwTt8jLheRK9eg53C+8bmU2vc+5310xgP6Jl4lUt3zKdorpM1cKtPSnuajsYbieyTDkd",
-	"3x2ZnNdu+YveBAP3nGV+LzZ1V9gVlSukOpUT4GYNEIAoiQmL+LUw94m66vz3f2ndiQWu0KuD6PnePO0B",
-	"hMLWam4/4HOshPpZjZc1VuuNadG3cL0noaBzJ3UwwzJsXqLQno2nqs1NJxBAF1JlFgqzn94XQTjDEq9y",
-	"zBMwyYEk4r6w/gX7Tcpt/PXds0l7zqaHod6/OTdJRmGbvSR/oGqKB9XOLK9rg7BVzH1rlE2RSKa5wFzK",
-	"I1Kjx7cgM0cjmT2MmO/6T5Xk9AtVtcnKq8soXHt65hWv5MSEpTTK62YHGSexno5srMeqbizOnovF/ASn",
-	"i54pGYlLNZUa+FXoYr8l7llhqBYe1ii4l8IzTRoKvtCyGCXI4a8MBTmIrR9OGRyq21nA35Yrcl7A/Jov",
-	"F9a55kqogD2pFLdJhSF7HWWHpF3PN+jhy84WPuJfVHYf0xT8tFT8Gs6/WOlL7npfpJBlsG5WmzYokNL4",
-	"pi+pxPBobkud18pTeYnu+rKdv4GKzSwzDH3yjjgHDQY9/JEBl0j/bDtE5hR2JCTaySiHv5BP4233F7o9",
-	"t1zCmuvpdmEeYUO7Rr6VubbJHX6x/PLMixLP/mkyLGy5dQ4W95KvqnBcg3u4yd2qHuUIocFkHPpYp1w7",
-	"fRg87NpgoDfcGkBHjVOVNfzuIzbG8nceci4D0SzLFnZwfIyGuSxbwM/vP3znhC/GU+tpBXYaoqo5ZtNk",
-	"G1AcAgxbgOBNsb91FaldrUIuxytTdSiq7wcnwWnwlMqtBc/qCygeiLQ/5mf9ELV5C0haZ8zpHYX8x5m4",
-	"kZYKVZs0L7yhzc2Z55HSkAGpwzw8kS3A4cPxOha8mVk1HoUYcwAgy5kEzEScnAKT9OxUXK4yZUX7o8st",
-	"wP3aDumcvnlz/kJcqZWrgO+q4uNndQEznmxNoxcG1N8df/rlyUnw5Ze3v/+lF2xIYsLjXyibfcjl0L1i",
-	"gRzxqWW974m67k2mmO5slPe8UvOUrETY+vzca+nIC1rbhAJ589gCVfer2zmYdBQyVHnDqBL4Qi6t8kvy",
-	"nwnYfZEqu5yTLD8XbZlYI+QkU2kj8aRTV0J8fyJ2kELgYMqXmgxVUBvQFu4K+duRjzA1rF/pPVDROxHD",
-	"WsCkeS3TOFt9hBnQJl0qmar0fJnVqQzhsUnjnxH2B+IrbMvZRlBr6FKMiAv4iyhdbO2SKs9wcvtLX6h9",
-	"ZIWM5rEeakxzoiPRDsfp/IhhinSRJFuFnQCzqFPyVcS/Y6nFJUDntbkCUoqhXtlMxelQf/zm/Ojk6TNA",
-	"slQBihKh427j+eDsi/MCbqR1e8v5KclEWCTNRRNr68WHNzjveKxEpuScBcuCrZnG2Wx52R2b+fE4nXNT",
-	"+LleE9pzFI6BWpDNAH7CyhZpfC0zxTZE28nDIeK0Yl+0AUXP2WCo1dFcxgn1ULhynqH+z56hwY6D5Tgl",
-	"KgfZYeZPseBoF3tGuQSG2lX+s2eCuj4TTiGOuAG6opM6gukvM0VxeKiBst2hHur/9t/EC6OB8UER185k",
-	"iqSOs+MDTkNwgraPHwPaVvpaJWahuo8fi1fYKFWLBKml0Ur828d3bwUB8VCHvxCCDgSi5gA9pAORmhvY",
-	"FjlV/E9AJZluQ9Gm6ybCVzwMVuQa6iMRUldY5SO0S6zDQUl1sO+wK95pVUw4EOG/vroQx2zrOZ6qLAxg",
-	"qiYFHm+ohZjH1sZ66ooMSCvCV9iVCy4Yy0WcyUS8OqP6OXahkgS+iK0AwMhL9ACkTORYdXGiNB8uOj5s",
-	"hcJowRPO2RJsg4ZNeAvS4TLlz2GP6GugsaWv2+Gw1XMa/vD9u48X4hjO/dgqHcEFhO6L/vBAzATWmpc/",
-	"F7G+lkkciVgvlplo0znjI9w3920gtJzDWtFs4worw35TkTVeCPSdLhPVCWiIPgyx1JJQkVURP38Cz/MN",
-	"j6ezzPKbU3ijTSYmZqld86fDVohHpLKZifC1TBJzk/f3HL6KloskHstM0cMTfJjCvUzieZzh06du1ZT3",
-	"lze+jWp32H1i8rSQyY1cWdyqaluuKiHiSPzn//z/OmER+4SQ/8iK8H8cMedw9DoKg9xrGxFqZsRPS5Mp",
-	"uOAYZCimhlGhgfE8Gp2YaYdn/cRtS6pktBJtgmb84+ewg1o+2JRrGSMbRitiVqe4BXAnheTuYTBXuiR8",
-	"8eHN6OOrFx9eXYy+ffXnsNMV52IhcV0SdwW6R5NTbHN8JKS2NyrFbQIwLU4wEFJcaXOjqRO6QBolAneI",
-	"+cGK9uWyqMWNaIBmGIlLZeOIzPDn718HVImjQ/cCUQReDDorIcXjx0RSHz/uiq9NShXVvMXHmZiZJIKm",
-	"iJfwxNtSM4IKYB1SC5S+UFkiXQ1w5yMqvXQOj6yIo04gMIcjxdOijy9LCBY3emx0hKcaz1VXvJLjWTEh",
-	"NGSSUMFojhGIEzHcGjEIlS/9ZJk4DKsduFwrHWECo0xpCx2Hn4/w0yPqNxRtXvHCIDQD/BtALVW2Bg8e",
-	"+yU5182gTairU6yN5k2taNe74mvUavk7DjiFsR5NlzsMhPo8VguUItnPIv/qka1dEN6+I54P7RxDFPRL",
-	"9RxZFocNwzpohLss3QZvWpkrsJijaiyDRuAswh5gWdwEGHNQjigjrW3gh6CRRjcgFxv3HlHKjWFqTU1s",
-	"h2EsErJAV6X+HTzx1aJd/hzbDDBlJWA7jrCgDXTJGEMD/gbBKbJMeAYofYddotjfXFy8F0Q5KwQ7ELEe",
-	"J0tMpOf2LcBd8b4RJ71e4PBdqtRQ0zHCpg7E48envf7jx0VpP2LamC2MrUP4gVhqRA4Bc4eYz4/ZwqFu",
-	"s/gX/vDDD0fAxAI3AvvkeFigbI8fn548d2NJHgImoyIqC1ngfWHSoZbucjpXc1gZaWGFLMZAa6sxwkwy",
-	"pUU+kw8qS1dH5yBDESDTxbZnwiolHj/+Dsaxjx8zyX38+GnvyePHVJCvhKmLvVmkBml4bIe6wOvwNX61",
-	"AX0j4GrlxDbHlLNK5kqtnFpmqKmun1ZdcZ44x6+5sFmcJFy1KPPZN3GO+Tl9fD/UgDMCZOUIMd2kmPpx",
-	"tUBtT2xFItMpypWSy3bihrf74k381Zno9+BfuJVDvc6eIOpGKFdcpBUh7aTXI2khJyhAsRl+aaMRdAGV",
-	"0rGDmAHCnXjacyWfLLDbjH6R5lH1QMzOerlMoYGZiH6vN9Tt0k6yS5E983ASUBK5YuUWbmPnTCykzXiz",
-	"Mn8lQ3168lyEHvgRVKpoAOwCcwsliGK6UAFQGBIAdKgr8NnWhhaOJAp4Ondmc5mAwA1c0ZYb1hnqkx4S",
-	"JNolcobbvEsnvfJqPbwqUbIrLRxuz1zqVf3lsrwJsbYZpwE47fUDxog5okjVZGkZKoYax4XO2SuPNjwx",
-	"sBixXASuvH2c+aOpyCOZyQr7yovL2myoT07FzCxTOyB2l0a34kqpBfrdISaEuwgsAR8KTgWJjhXycmkV",
-	"1vlCKWmozWQCoqZJ8X7FKnWfEZOQKHcqGIUMcu5CjA1hdo/rg7G74nyoPYpfAYHIKMtMcjqNr5U/Rf+A",
-	"qN4ZAdZQ5y2IqhRrwqQhmlKpibEBwICFA3wBzzVzbo/uOjyyQ52lS6yslgLFsYjPPsdAMrAhAqVaYXA2",
-	"QFP4P46+NumNTCMVwa/wTLx+f/2sSJw61JRRGQDy+Nmpi86hBeA9ssi75XzizcwkWPUvMZixIxAzc4PU",
-	"D6APMDRuJqNZlRN3Xg70lxgZiUuZSD1WKSOY93KK546pRQDPvNZYXQ6JJIj7IUirodtDZg/NJC/VPJfZ",
-	"eOZOdBInGfAnmJIYRMc2HBrrPYzFS+eYXuD0kfklYW+s4qQNY4lj1/fIaGyI2uyhxtb5TOAPZpsD5hOY",
-	"lPS74o/LeHyF67CIPha4yg7vyVDzon6/vp5iUr8XfbymPCz82e4FAv6PiA7ygsCcf4z1NFFHrlhfQb34",
-	"CPgrIDlheWmhkJeGwNlnB9nFdqgRzzo5LKcNncDxPXGidJYARxMtx6hDgjPFECs4SxbKgNDFjL08/QRr",
-	"V8IXlN7+6GK1UAMhF8SlxUYf/8UaDZTojcJdYiY0VWIsrTqywKtmdBuj/KrPsS01SxWMoyJv7p5YPdTU",
-	"thMIa4REbmmhkowlbFriQiIwL4FniGGJgrLg5DKZQs0FceR2qOUY2Wz+G0HvzGkSYDfxNZAHgElixiUP",
-	"aEGoIlzrtPu8oZTJ0iVyyhReFH4YCCw5YgPx01LqLM4QKbiKQfTNn84vkD+jXcGKjUPtqlyL9ntjs2mq",
-	"Pv7xO5jpXKXxGM74Jo0z4MpiTacG/M2SNteJsZexlunqaJIYmRGYdIc6n22au8EWaTdLST0dISntQOGn",
-	"I166OQ+151AUnuEmHBFFhVFqvY12OGyeDbXXCx4zuskS3Eh2mQWxxX0BjCrcIZdtHqF3DgQyd+WTeqip",
-	"IDQuJzNAtIG+coHxmUwmQt4ApwGY4meVGtGW3unSWeZlz4OhLk4Vnj7hsTafcGbESccReEYvwCMg54jY",
-	"PM4sV81kHVmJ4zsnVVeirlVCcMY7WGS1cqpqM0HC47KOiLcmQ0wM4jPrHvgdYhK8T9exjS8TBQRaZvgk",
-	"jugQ0fokfii4Bpf0HwkcH19KRGgcR8oOhjpE7XgIUoErKEoI7kyEIEvwG0cryM5MSW5wGqxyL1aGaAG+",
-	"RNbU1VkVbVa3xSnMpHMmQkIda/2zcE15UEhFlQ821DhaG9XNg9zXEvUeHBF0huUOBsVQpfIHttMVLyra",
-	"7aFm9TaroG1JUIZpV7TXODM+hbLa3JOJATvIBGbm0BwAPhMY5F9kkihi04HCglR2qWbyGo6BC8Ki9sap",
-	"HEEuIvjiapU4NbL4F4Kxk+udSE9+WtgU9wHkGERLqOz5C/eUmpuhbt/MTIB0MVcQEctOJq6AJx/kJnPi",
-	"ODoOS2CETpZKbcl2eEagUC55K+wMGATge62rXPu0x+KEK1HgcZYTlWGuPeJqcQ2X5rOYKriBjFFEmzs6",
-	"OQ0EjY1UWsXXyqmUrSEOFFPbs/8PKal+WqqlitzYQ90O2TgZOsHUio9vLt67GeX0B9WzFR+3sORjQHl+",
-	"lovOAOv2Wo4DwFzKvBAKDJGWrhHM1IlKXcHlSGGaTq72rZ6M1nntz3pnjod1MyXrYZvMpgBCUrBTYdl6",
-	"6urpwxRYO8OAgejihoWmxJoKJXr8mMDv8WOuGcBWB3dTMDIeKPUyE84Ch8qNSKUD1jJgD8cAGiESDTYB",
-	"k/FXAp2zwNLDztRuwlDzSbOygEKA23CdmF/1mblIhJEZ22PAfxaedecR22ceP37ldHd4ny6q+rfYuo2F",
-	"/bpUK8MyRqGRsws1jidO5EGVxVCHn49yreAArd2Fb0cmpyLM39ow8OZYPIZJMiuMiyQZ82a2ApTCMrhj",
-	"NeRUgqRamZhMMKKGJDA5mRBPR4bSOZ55nA51ISSzVpFVl6QO5V36kNsS2BaUAjWt2tJInKzaFQZ+jWtK",
-	"3zjU5Sb5BYJNJuuP6ANd6Z98KRKVZSpF0o0JPHGzjkbdQehnk+FrkAtUfA+enIiZ+izLlW46XZ42ltko",
-	"GzJAXgbQ9eY81G5hcPuRQ9AVywxwSOpzJlChiRcCmtqc5I+lJmsKIkHsYahzrc3ECa48IJzwD09eiBC3",
-	"eSFTpbOQiCk9shlaruFsZ0abZaqiQa6y8zpWn8luSB8FlYOwC6nR7BvrJev3iT494i98Zey4MLeSiEJi",
-	"JmDTTCRK2kz0xbfxVyRnmPkC5WVWmE1/jhfe/IophOeIWI9e6bGJYj0NyV6GtKKdSzju7QA7CgMR/kmm",
-	"q4Gofgx3+ivAXcBroypMJomzyhT6SpPG01jbsuaMx20jfSli9s5E+Dgcan4r9aozEFK8ePfho1ikapLE",
-	"0xnM9N37i9fv3n50WrN3OIKTf4k1PILVpCbJ4f4N2pcq+sXwpHcaepX6mRrj+IDDAX+6ft+/+3hRYBXS",
-	"AcOW+v4UsFm+oAh/v47UfGEykCSOvlWrMBjq8PXk6K3R6uiNzMYzaFQxDZZBsQqJyNxqZ+vkDR5qhNh8",
-	"6prZXGyLF9e3SV3SuZFVk/RqzrPNqTTwQz6LfBTWEVc3+RwaHXnngHfBqvWFvbqQU9yCkvIcV1hV7Iek",
-	"5kExx6MSjj0GFBipBeIAlFONptL9js+tcIBArtpzmV7BuX8+UpmcMqkY+A4RQU0OXERJuTVb/FToTTqk",
-	"y6qxw0lxo+QVL5hB6IUcz5TbtIHzDwmENkdjeBWeCekwBq+zAiq5cRBEPjkVbZOi1BI+rkL2k94piDri",
-	"jYniSYxsUw7mWHILNxf6gM+AFMwKB95FsqK95P27McskAo5QaHPDmJaJYqqcWwAAHcpKV0ot0M6ZyYR7",
-	"O0NJCi0QFvlv1k8hLzsBnuhrRxipD4IzqXkDGTd+rDMAA4L8Cp9YUbHooWU48GlObpsm1gi4gFC0kfNI",
-	"1USBwI9suI5UmpPvXAfrdlCviBaKmbFZJ3C9mYXSchF3V3KeuF4Lq7h1DESH4L30CSqRyCKJTL60ZGc5",
-	"o/pZcAnQgs+q5xXfR2K9gzWDKVAjDR8gFXXzm6ssjXHB71MzV9lMLYE6XyDfDJQEWBdA3sUWDkhQROOS",
-	"Y5sJmkkgc9jCfe0sR5ZP7E8qBf4q1lM4pjDWE9O9pmehmBhC9FbNJVx6cZ23HgjnWmlFKmNOhjePNQA8",
-	"N4O1rxjLAXShJ1kKt66ATvjUsjjwF5O6EciPLInHWJSmcA578/pizR8MwyqxDGPXpNNj/sgeQ9vboJXF",
-	"GRYxfLG0mZmrVHxQCe3dLF6Ij+xpdv7+dSto8eitQavf7Xd7GCdCANAatJ50e90nFIU7Qz++Y2DmjUbO",
-	"/ZiUs8e/kCxyi4WoTF2hiXea1b6FOz6iQzNxwmDoOgkLk7cfQ8/YMjfpKhArkuVcW0Q/qHQK+UkYsDpb",
-	"RYAXUtQ06ghnQHZoMiDGljTBdBkBsoc6iTOVyoQVjxSH8sst3XXfkYMVe2kqV6jNYb3slVqxFxrL8h6/",
-	"pSJBEySEGaBsVH6PItJZRXNP+vhC353r7d0utnGwgEQ1NGGyyoo3QVCQsO34KvKdanunPncqe+arI/K3",
-	"mSpnaVPA8grWd6OTBXuloMyhc+Um3DwXtlAohfjIHj8G5nbljL9o1yOMghsi3c4VW5XdxGMVDLXUuQKb",
-	"27QLNzWiTHHWYR8Zp1TJIUX4evr//J//Lzt7DPUETalx4tCY1HkYRfHxXEltRRhHAWpd0BKVmYDL1QV+",
-	"SppAZpkcz7Bc/CSR07AzgC35lYzHv7pr8KvbEPHrUP96dHSU/z+07eP7snsn7DJpe6KO+FXEEfq/qcAZ",
-	"rAL2co0CMY4B1qlGNVte0hWpTq7jbDXKVgsViFJ17UBwzDT9yDsbXaIbRl5vPRBFtflAePXMA5FXTg/E",
-	"Mk0CwaHU/INekE4OQUYFolTqPhBeeaTij0DkceruZyDklIK/+FcgqLIzM5l+8Vr3yKud6x55hXED4Vcd",
-	"pr/8N1QumFsRi01/ZAq2Ljx/+XL0C6zwNsTzFCfiV/KZdSeF611biWiHnFElPA4jo1GdVTmIIpEB/6bA",
-	"/IAve90+i7bTnHYCryRm8ZsOgzPzBKLIRhQIymQg2r3jPsxFTglCxan41XP65VUhqqJpBcIu16Go5uxo",
-	"K+qAo8FM4Ud5vrgl5FGwBlDF7J+KX0H0lnoMfDjWOctdk91tylch2iUTTAcf5jW/3PfrddI6gfCrgYl2",
-	"P68dd+Iqx/ltKrsl2guvEFpn430oioXlv4N8Dnfc32LHnolfhZWJsoM19biZ+O7fKCng/AnFxvraANMB",
-	"myra7qsO7a9o5ywp/AlP+e9RAVBeI3rQDIpxmgQTcc6TOIfun2CT0HRU2IUCcS0zhtu6S4R+jzyTR3bN",
-	"KNLhq96Dm4GO8T5WbnQbsHzsdPstdX8xWua/3G1yfxfgkbdnlJi3cGTAPSjoAzdAquH+2ojCCb5qUB4Q",
-	"LQKVscxkYqZLQEQYLUTPy2SLzmWp4+JgftKZaLuc02zVg1uFxwTj8kiAi9DaQf2RYwj8d5TTwswEXsnl",
-	"QIzHgbiE/ziazdfdO27iP5lx9Y1KO46nwEX8u3xmpW/Kh1i+4BtP0gOb6vFXECMbOQg1lPkQh9HtXCbJ",
-	"CLiKkZmMgD0OiEkmPAnA7KxGZsKmIOthSNG+mSm4znU35mZmOoU9yVWw4Ul7+6OI4+IaYH7OcCCabjXd",
-	"brfjrFKM7cjbrGoEswrEUGruZsyNcjMWcfg/mgQAUN18CtGvp2Tqwgs91CXQdlwaKoLYRYmD7rhj3KYy",
-	"r4ZOCIgRIjWJtYqIzfQttm0UK9jrwTk5sPWQzTUohHTIxF9Y8kt2/samfDo767sBOLXG1yg8AGM+NvPL",
-	"WLPJ8/ztyzP0OoC3bOlCuzYzsCi85U5fdrlYmJQdD5FXX/OIYTaYO3SMMIAWcNfArNdxwl5B71/FSSBO",
-	"A/E0EM8CcdILCBF4IqbRlbro2AXfker3Nd+iRRe/weZ9HgX+he/gbkAzPiZsyLfAcvO1CfJnVdph12zc",
-	"Z+7aDQSFpnTOhC+bAJUtWbp5cTJTfTrdk9od4gmgJ7UFVBzJlR0wc3q5Eo6zzAk6WlOB8KNq3KfWQc5C",
-	"XRbsk3B2aAB31x8/xPlCW7b70lOHXi5XBJ+McekqnpVAFO8s/N1986YLf+OaiUkp1nrS845yJq8Bljg4",
-	"TBfd1+Qb5O4cks7xrPCouuPC4ScSa/oI8R2dOdA9P9aK6YK06ghwkPPAws8Uky34Bi4JOiQUU/RA16Qu",
-	"ZGAtWq/adcCeh857Ekeigng8Ev+11zgMc2yJQ7cCF1TEzwgptHOj0JOO57PiCi/JLHN3m6U0nhSZR726",
-	"JEWoSbXoxFmu/Fx/l9saUFuirHctCdV4t7NAGTJaMSYCHkxeq0hYlTmncqvylw5vO5qGaQUuV+TdOicd",
-	"aJKQS55inGDVFG8GcyoTk6A9HKSBS/MZhAGLAuQTEaVyktlAnIoslSDTPRV2IeeBeEZeU9Sd41h8fsbn",
-	"dtxAPhDmH6VqHC9QHWkoCqPwAa4H0sLDKfdpZ5RPrh03W7R2oo2bMvBJ3RmaqwZox3fIlo7Z+Q49sowT",
-	"Sy5EZ+ynOPAfEdpy7gqkVXOeQY9spytCh5BDsstomaLqC8hVV7xBF5kZPagSS+dLhB6KiGLP/O6sSsgj",
-	"cx0VB0LODfvX0kpyhyy3M92hvpipNf6YNX98f51ESbYwhydpvrixzoOLcGVAfljWOUJMeKfWdzbIfT7z",
-	"vXRGDZNmGJ5GQL1yujXHBtPJt0NL7Ub0OgxE/iQXZ0PRG2ppx0pjxM6x6ItIuT+D/Or2O2cOO6cAjIUd",
-	"PYyj0Hc2GmpPVLZG3Mjkqoj3nObmmlQtlMywVIO9itH6w0WUxUsadAAsH5r3qUpNG4cqZtchlXxueXgd",
-	"tQYtUoB/F9uMPLBRO85RprY1+LE+VUteYkl9lvNFojC6Pob3C5nNWoFT9tPOtvw4e0pTQWFvNSlbnmHS",
-	"ln5wcho8rcvbchvsyrHra6XLJ3wm3DQQ49H58OFfLjME99KiWnEUIKFDqdFP3Y1r/WmpsLA5L5a56Ja/",
-	"ulJCgkqSEq++w6fftYPSn53HtdUe1vNiErZZoIfyVIFARNGXT3u97oZ5ltXjpenmeZGxMEWeYLmUXbnf",
-	"5FDeAw/hNGfsDb9hOpsn0d931Bd09JlBOwlc9vam2945o5tYzmZcN78yUth0ujXVqNbnF/ZCIQtkEfb9",
-	"65krBTq7ZuKX36/ftq35Wdfn9U4nq60iBvHxHgOdc8kBsdHMGxM3vHEBpYTPxcz3zDDaZPbIyTaY9dbp",
-	"Fln373GuuWTVLsvT+Q4i9QxYJGLyuHGK9z+7GEPWqoIE19WvkfCAMWQpt9MVr7MSRzLU2xgpDhYHJiPO",
-	"trEecKOvY3VzNtSOR44zlrx2MTp5J0T96jbRsT/NMXfv6DmibPy3Ia7+mty1YgvCaeDJqk5IRqHyrE5I",
-	"HZRF1DOg8AjHg7KEyrlLBp586jzJfenUk8I92XSonXAaYfjFZJuqBZhQT4QN1mRYilMf6tx7E8OJ4sSp",
-	"Rth7O842HwtK/aUzqR7BL6e3Px51P7kk2f7vRkdyYdyBZMo7kbPCE5wUShgdjFcLA/BDnFnY3TLvkwed",
-	"d11ZgbNCteaERN8JtVAVbMOKCD4bkQ2mtN5wR2pzVK/P/KVTNgC12zpWXmbl3rDby0K7sWPwUuGX+xr+",
-	"/W7tyRpJIIvCpmkyL1qPs2qSg63P6dUu1QwrVGo1NJ5Mt1HUrqxo41JQZbR5LU2Yq/c7tD+bl3K/SqCm",
-	"S3YV9w9nJy+aKZbWZnRWLa2/TfHEob2IUTYjhs/Vy7LvWhqwHr46q8TLB7lmKjNThV6Dm5irrfxeRZ+2",
-	"HdXdlR1ALc0dtGbtrUth7Vxrg6T9hGTtT/virVzhtn7Rt0+HvrsbsvqQK/m24Jut0yh0i3dDNR93aRi3",
-	"T8NXa+41kU+kSFE2+8pEK5d8j2vFVgOm4VnR9baUiq/mi2yFPWJivwqJIJ9C1hCjQa/sVdjlwh0gGFB2",
-	"xJNer8HcWMtC+XE5+GTTTF3b49eu4W1AigNY5HI+l+kKWGzUeznXzDIKaAWta5erlpKnwuzzTKutluuw",
-	"Tz8s/gIhBvOKupJ7LXZDL7pr/fjLsBVHQ0QMJ8EQT3nYGgxbb02azW5iHYnvvnsxbAXD1jjOVvjqQzyV",
-	"+CRXKuHjc62l+Eql02HrNvC67fvdvjA6M9aUO7yQSRJrvaPPT1RZ35g3Uq/eq/Q9b+HWPWcl0zsNrS+M",
-	"+U6mU0q6SZ6KpHUpn8S5U7p4+tXcjjqTmGO/chyt016vVZwHa9MGVX/IIbwxy3TY8vxt+/np9fLT67nT",
-	"63mn51LTurMjiG94Tdjxuu6WXLC2ljwznWE4T/IDu3Xa628aIb89x9+7lH0/qwg/Onm++6MLOk8OA8G8",
-	"rE97TxoN5vLWUaLT/PjgpCMKdV33cQZGKlfsUpmbH1vQtvUpaJUToG2sRhTb7AMcDgyb54bkcgwb/a69",
-	"4Mbu48fiJTa36/weKvay7Racoc6TYsmEeAv2O8UMS9pFRnPEYZEiMSwN9bZImYjRWhfIgWG0cmyFNZNs",
-	"sD4/DnlO2bOefFgo+WucgYSy4lyswVBjij4O9NLCUCQvx8pQojJ2snI5MyWZ80oh1wHHXWJUQZF5VGgj",
-	"EqOnKkUtCupUkIUsEqTN1PgKzpyzSLmTIreTUGgz1NzDJNacAcylV0WSwTabWgGCAoVpE7S64Ty1Q13e",
-	"kK54nVnHv63LrhU/xyJIXKZKXKlFhoEeLhY/8EPd17RZJZOefSRmscWiZjnmYg0JJXcwC6XZVodnhn8v",
-	"dRYnwpq5Asjxy0vNRZt3Eb45JrceBJp/c9oYh81yr6KQNzwsQsIJusKun4gx7IcbbDvw8UtX5WQ/3iG3",
-	"glD6eqBCjVHl68hl8L4tZ1nmXPp3ZBf4pu6kXC9BwqJ6ZF/DFd35wQvasbeu/f0Qh7Af/oPQhZeciKGE",
-	"zzwqkGdnRiuai/wmupD/7WyAzUgFnaFPJlBXwChoM7E4jyLreZ9QTo8KnSjsEaEL3ZwvbUZ5HxGTXBY5",
-	"MjK2xPv0pF3Ea1PavNPeadih7CXQvfOapLgTnkopzYjMhrqMGNHRheZxSVvdqE6uN5ehLhzSCq8SxO7r",
-	"u4A6e0q9u1gomVpnnAYi88iKELfbhkPddvbrkVvYXGLOlYwpTnmmjyxF4bnuKi+HOnxFPaOR/qLYH7d0",
-	"XunEpHMRJmYskz9EZi5j3c0SL9jSLuRY2bOcksRWZGk8nyP5tEbYZYppdzBjBLbl3D6Y6g6Xnyc/xxRO",
-	"lGA3Iqpe5OBOJKYUa04c2yG2GOVf2N9jMCw7uGLquqrkmKw6Z+RfDn2UDtv5waRLrYltKN7NDdoAbiTl",
-	"9EHKS4nA0aeAPM9gtqzOiTGZFdDWi2r3wCIRhKIdFdrLhLPE5cLUgPrnjMI5eaQ9LfgHWw00y7i+IJ+0",
-	"l893C/1CMHntincdRMRsJVG9J6j4/mmbVYRlcaWoiY2yWanQ9Qk+IX3moPWXrvnZJPYPY5LZuo6o3mJ5",
-	"bA+Hbp5U9cJun4obGN1O6sZtTtGKbX9QYn4po1c0aX8L3nK4HW2DA842+hBzgpZEyeJSd3YKlGmRhG41",
-	"4MxcQ9qvYWvAmdoQlvWjjDSeLPlMl4nE3BMwB2DChq3/+PE//jAc2k+/+4P7MRx23c9/GbbuII/m4PRu",
-	"ck5pBRqwLeUPmI3BciDsIL6zj7fq5nVEXxygi/krc1gXJbyCCOUfhOM6j6IyFyPXbRvbsNY6Z9ZYSGeI",
-	"8FmvKdVnmdbVelmPJ6YwYnZ7c5IMRRwVUQVrXBlqHVj7Ewz1IgHhFpYRBiKcpma5IH6Nfodca0GVg3XI",
-	"ExD9oqqxDJhMgJkajgzGzGmhaNdNR1Kd65rdJTMx1h7DtDFVRg71XLX8UicQYWFjCYtwIHTco4wDQ+34",
-	"R2hQJKZCyfNGi/A9zToQjo+ixXw041gmbymNq+W0UOdFCvBaLUdlxSXFwuPHrFp4/Fi081IcwVBzKvpy",
-	"KveYAokcL7yFrP+rynY5G77wpxVHZYdDJHcbfWI2Oxzubcatu7rFtI9fT94arTB5SIs09Hclh171qwIR",
-	"xFGe+YqjFK9p76cq3Un7cIe88iGsWebs/fJynPetvT7vQMFkGq0rhCsWR3Yz869MYyX9jkmtK+l/GTq4",
-	"G7YGTTTrzHLg8774RqaXZpmKj1mqVEaqd4odxwYnvZNnR/3+Ua8ves8Hvd4AhK9N6nkKScTH1IhiFvHB",
-	"K5sZHZNpoBTJXjQvRbQXj9lhAlbV5z9pTZSE2pvx6HJVNQwEw5YX/l50WoTBF8+8cPjiYR4WXzxapon3",
-	"B7lYDVuDp9sMFLA8BARYBpyMybweS4HP3v4VAYZDBpjiYdEsd+qAvk/yBzQFDOCkXeeo+6IrfFL040hQ",
-	"0QCfeCeB1nD8+4svev2TJ6dPn33Bb6a2aLcWxl995YXzV195Yf3eJnvh/eWndS0p3L/yNeGp8sNM5XB2",
-	"GzDHDMvI7V6nT3u9YOgJI8XVKhO/Yssc201wVxVTfOvX6VPsqFHnJ/S86PwvUse2pvdPAGhIP0vr6O29",
-	"DuwEh/rdky9OxLNeT/R6fPmRluG7VHGxDh66oP3+8M+8oRym4uGXVo2YRyB0ki4V31pdB2hXi0X+uAd9",
-	"4FMzTfWIk9LnJ2yuFsb/65pRGv+ZzUtvZeb9eZVWrvxkmSSVRxKw6Gi1TKuPJnLszWJhxrNsJCOvWRRX",
-	"u4cn3qWl25iMLpez4u9Lqa+Kz76SSRaPxVdSX9Hb+Aqf905Pn548PTl5Suvw+kvp92nvi97Jl/3e817+",
-	"vz4jbzi60SKN8zvxCWGGWDX/PBka68DJj65eozz5w3c/m8SKfwMYrsPGxYsGKBn74q2mZAU0oS/63iPa",
-	"s+VKpWsYk+G9uv1lBN2EJL7Prx3s26s6ZPIw973MGOMEbj/dtm4PFXmZoy6zOW8as9m1PNtpyQDu8Uuw",
-	"A4WpsSkb9OoBrd3A4m2RsZ/0TneLvW9N5pLn/b3J5W4L6sIlNovdKpPT/cwfrC95AQx1SRRvZv+o4brr",
-	"HCApNSnKmn4S5DyOrlDWk5DJsmcnKMTRuvdBpcTmULfD95T+hWvwhRxaGmtKeFsk3h4IFaMrn2cpL/T0",
-	"VHcPHnaHOmTeFwRpTjO5Es9ByM4xWOlVvwfvPLax9PbkeWeocRXMtLLKYj0zimcrKqeqPxNSXMqo5DzQ",
-	"w1KKXjFHVEZ0RUhngHqTvkjUVCZ5TgkXEATLPakUO2VnA89VEy0R5d0VlwpzhK8n3Kzx9URNAVuuag0X",
-	"QpsyPMXWZdDiemB6VVZcl+wG28Kw284kItYtImeFAmyoxxKrduH3sWaDTif34SgVJyiPPfFPiBzaTF6Z",
-	"s2ZOLjcqF1VFE5nztaDSooWi4zmCul9N1C8v4pTYruZoXVU5zpnNOrTf7yg/d1ZKtSfsDLOHwsZgnd8F",
-	"ngkXIUK7z9hcu4jdUhguGhup/AImIS9A3MWE107iDA8R0wNUrIZcSpWKmuh1i6nzwIkzrGFAGZ0yV6av",
-	"ZPBy24Y1IdJYJlTH1JqhdlGOhcf3nCGxivM2WaDWK/pt1lTltqetyqofMB00oHZnB8sMT2oND6NbjFvf",
-	"OugarTaG0FVuZn0IIJdHr9bY3t+B1HMCcRQCl07YHn/mpq463gs1YkQNii3DwODLGP3HyAt+AOJTX5z0",
-	"SH7q42cFu9saELPbCgqutjUgnhb6YPa1NSDmFb+umWGdqEkTLGFN0sKxGAF9FkJEKwARojUoBAg8Jhi5",
-	"kMBaAchf/Ailr1bQApCplSqAF6nZoFxkLO9RIWLixJ0T8WBNRdUKUPmEUQKoemoFTtEEjCGpmQqwYvkD",
-	"BiNF3KAfeGEwg/5JkIfkDPr9wCl0WoOnjTnKF/5temiT4ktHz6tqyILQk/KznOKnjprv1K7yxgyAPmLB",
-	"Wuo51t5gz0shCSuMgbKdOylZy5rirXLLV0VTYOYd9ijvTRW1sAOE57liNFK5OopQu0nPvU3K+x34PdZd",
-	"yTqMuC4MeTLzobuIV/O2YiQt9uO1e/pgSmlvAnsLoPdqN12jhv9I1tOGstmBJlFEzk2lMcpQdB++aMRZ",
-	"Hu6LRjP5O3NFY0PtA7iiscDaFSGeW84qXsVk/qXtaudUORDEwQSU38UGWJI+cDW3ifflFMubWFDqs5kP",
-	"FM7vwXygisxZ9+cB1YzTO9nlCbU5qdf2Cbnh6Xg2MFH9fRRi3hE8NPPynua65g/Fm0F5VQ50eHIWi70d",
-	"nn736b//2Dt63u6I7tGnxxjr6P39T5+nv5bPEx7oPx7RzknlX9XhqdCONSPxnjqulsoXxr379TgHEnOE",
-	"GktnJwxFeIFKOyochioSPz68PZex7pTyD1J5fHUdm2WuHxxq4VXNvlSIMriLDSUTuyL8WiZWhUJGeSU8",
-	"KybLFKYOHfq5cLHMgyulVdTLrHCknNEsZv6Ak8d6cyy6BJYHY6W4wAFV0uXNcFqt2u7LBTOhV7cQrxZt",
-	"jdJqwjBZ9qJaU1thbR7BLtiwguzG1Kthj0hzV55jSH4FRU0XWEcYax26y1AX+k8MCYzrmC+so58PkhfP",
-	"9Eo6AVYppSuugQsCisRYp86ey/QqgHGcmpPL9ptJPvNNjFAx1iOHxcJeCNImed4TPstzMqCKMdZOC7uF",
-	"a/qQd3w31mlvjVB+yws/tTvpiALfAwBwf7rEwKZmVKS6DQ/Nvnxv1Us3VZ+H8daA/mZs4IHFCG1SgZft",
-	"QLam7CHhNDCk1PEYSFdrDd9b8aPnSoGjD1ufDmVjemuqhAfiPf5dpabKf/ytWqDrNuleuZ8a3LHGAbEH",
-	"ci/8u2SFyixFU20G7sBRse134IEoUnUz45NX+NVcIYqLqG/x8Q7jKCR+AymrzYN1u/iK7K95th24vzgJ",
-	"qs+GN55CuAh1dcX7au3rqn0R6blP37mYmkuNj1Xo8ogmZqfO3UqQ4tC47VCbDKtOsu49JNEfDYVc/V0J",
-	"kzCKwVAvuIdY/j+nxeOE1BsZ9CfnKhRs17xUVHWq02Wfd3Knr+bEYdkNddduYOjXjY15v9suDI4LWSHF",
-	"jlKzWMAzl08WQ6SNHis3P5GqubmGPUoS4BOE4CkyNo1UGl/D8aZmLsLCSAN7kltn2A/Ac0wKkeXgWgC8",
-	"fqqmx875ha48LxNofQt+xWSPvEYRD0DjOedNP8qAbeDWje3plDqUgZBzoznulL5yra2LFCyl+fdAgoAJ",
-	"V+TKw9JGsknXOSfQhHOfAoo8YNt/5fRpqxp5NdT5Mpxgq2Jr2qfPOzlH623R6ZedXLnHBLFIr5wPWTaG",
-	"8KKKZUCnWBK4bGA/80oZ5/smqu4P5RwAXNUi502rdmNCRFWBEMWGvKAehf+vsGg33C+DGboMMaZUUXKt",
-	"7j+dmVtSwGW781KuKy5vn+dKIPM1dLlXXEVsy4ERR+I9oRfee/XTUuaBys7PRTOyyuufinbYDzt09TmJ",
-	"YuEJI8S7fNcLHjzyAZU7Xne4qS/LKsQcPbS4GjgmgMQa4q5ytF9+P5ci0IWoNDhmYRCl2iRVcSDsc91s",
-	"OucoqJECgkPEgO+JgN1Jb4prqeomgQHxK36R7ENZEnPWqtBJQpPWoPUe8ZvLk9Eq21mfOIreuo4XwSUK",
-	"GpQmBTFMeQYfEFMzOiMMkItfXDMOv3I1XdKS+ekXz3zcCnLHd2fe8nCKe5Tngbjd1+hLR/BXM/qy3w5e",
-	"mjyKhgi0mQjfM2xf229+dlutv/1exfxLn93BAtw7zG749y474MwB2V2YFzVXElNBx5G4kZZ5tz3FyQwD",
-	"jHOLl+NAT1wdSUptcZfpL5PkQn2uSMbwlC1XhC1dtV3mCkrcBTQ+UEpmd23xJ188hv5Q9rjTwhhpN8zJ",
-	"8rB5Vf5+BT4Cak90emh5z0+vgiJTc8fiiqW4cBh2CaCwSjFLZjXacIxwzY3exLEbyuXuqjRQvO4GD+Hu",
-	"mpYUL+5QbzGZ79alB7UZtJyGHUacwGWlUnBOMtKuSjeViLdWzS8TJyOBUMQVZYk9RaGIcgADT1SIdZcr",
-	"AQMmKk9qAivPZqlSnJdDFDblIxE6xzdknxJjrlQklosaF1pH1YrylgVtauPaT086TnkroyhPRob8mFY3",
-	"ZzWGczFVmeUsuSWfKpqcJ6UUHgQ1NPf0CRaIRHJIaRtLonsnECrxhQjq3bmbt4uCFx3WjPv+RSlWX9uY",
-	"o2WQGx1Q8HMJXzDVSzUNmt2Y0KXjZ3QRNdvv/OBJjqQ9NdmuBDdtjWILgUJQk9+m08097b26HxuKe1Mw",
-	"/kCEb1/9MHr9MvQ8YcveEKhGCy9efffq/Tfv3r76GLpE7lxpkG60CH/8BRpydUNEEbefWKx99eb89Xf0",
-	"oci/Y6ww1PwlemXefgoDB5xUKccqEB5RgHAp6G8Migd5GUHYPa1Em1E/SMxDjWW6O0j5oYt6cQBXendb",
-	"wG/h/bru0nAHf9jm3Lq3Qw/NrdeGuXulEF2A1WGsTimALC8DXnkBcFUMcydXzI/c4DDB4/TJPUkau7Dp",
-	"nZa53U+yCOr3Ah7gT5fp/OFC+wmnFRGBBfaqxPf2qzG73rWrBO3SJeXgQcJoNXGKDWIPb0t795VM1Zb9",
-	"M8ushn/6zTbvpLp5HPeZrx/+vnvQpHPW+et6zlRZ2H8ol9cSp7bdcMRxHZ+axySWqIRdJllZhMBkwJvy",
-	"BL2omGbW7UOxslsy91bXFtthrqLwhJByuFKeiNZpNirDoVNGJ+AKesSsD/VaBb314MiGaXicgw7JC1dK",
-	"LWwNR+0qUXgSxhbhARl2DoSz6FNbFzsX/l8wtxFPazhEaSXOUBe8SGSsxXgmUznOVGpJp80slZusK7lQ",
-	"aJlB8pBTFYo2VXbzyx7SMOUSc6Fo9wEET3q9oinw6+OZMaSphoGh6ZkIAWsV7iFUK99MyD+Rog7KWwbc",
-	"o8lkwhYVwH4hAoUQ4VjFSRtLYx6L8pw6YRfte1M0V1IqRaUjLu9PG4AsJa73Bz+FFRkJuEZljUe0zNb0",
-	"/qnKlqlGfT5QRLdamrIzntFW1e4fHFY81ai5b+d+UjaLkwT6upZJjNqXzqC8f3GaF+FzO/N7N9Dv4eBM",
-	"KnoB/l/ug0VQ5c2fnK206t7N3LGJHf8OkMWO2Lq/TjnBzdUVT+6xuuLJIdUVi9ygOa5Yv/7lWpbmZ5M8",
-	"WCGh8yRZu5g4QYSCMiZmo3+Rjso6rz/tgPyhCwj+tim9eNZFAKXP/SFqKdZFyq7xThq5YlQiGMoOrm3R",
-	"b1bb4p/JTIpkJv2n68lMKjLGPulLDpJH/pp5U/Ihv6T0afQKO0pifaWiWK+lUJtl2cIOjo9vbm66rlF3",
-	"bObHsT7G0Y8MHertJ65S8leRL4KWrgu98GuvH3DZGspiP9LC1+vaoNa5VNvmpLCDI5/IVRVD2MTwTDzh",
-	"cA7HGx0w5xM35yeNEcSTGvg7qUMQX8vLNL6S83UMIcXr5GdVhyDy5w3xg6zBDy5pl48h7hE5PBH908HJ",
-	"zkxHm5IRBf/Etf/EtX8dXLteEapAPmWGVshLc61g4w5IOlruatgaOPnOM7g7/vrvoKLTP3qOq3IVqG2h",
-	"Vr4G6ZAcV4UgWNIjWbwOx1ZljYtCffDdcOl7wZfGY6NLQrsfG00FptfUN6JdVgrkPrIU3JQkHWeMrkYW",
-	"r5mn0Yir1ZqCyyoO1ynqTJVmiZWmhppKTRXOlZ3cXh1n1tnmsMAUKZEHa5sAslYkM5mnaKJbiQZGYRUW",
-	"MbUVb86uCPl7Niki04E2CGlF6JBMKEw61GGmEjVN5TwU7cTcqPQIBNOo4/lMc0iRmcRF9Vi4ZzOpo0Sd",
-	"CSkWMk6p7OpQZzfxGL1Vcl/lrshrJknnL1g9XTjIoa6c5ED4DohiLRjJ7VGeaKwtrYj1UIf/+grNx4WC",
-	"E6PuNik1aNSP6k5mxvLUUS1SeOxtQ/JSa3l0qdIpSM70eWuQ0ws2L5YDtvc1EeYLfFAr4VY3taruaXsi",
-	"6TX/tNLtOrkXDzXCnyqrOqXlkPVwdpycUXh6L2xCDkFcNPLeSCpfK3fT/kGMLh9VtongyHXIXKOb91Ys",
-	"q4QxCnqal/w7vlrEx/PVRtvM18tkEidYS6i2/v+371+LRSJ1npljodLYRFQRfzRJzTzsdumPzIQDcWkA",
-	"B0dyZam6fqSiQOCf3L3rGP3KfzZanYn8c2cqoFBqE8lVMNTeSM6liyTjSGKOv/zrR1bMjc5mfoeXamJS",
-	"5c+W4G+oeR1YURR1kVKLJ8+e4VwDZxRAGPWiQLi0gtuUcvJBjCwgD/mxTJSOZEoTIkc3Gc1jTXE9VOsh",
-	"nR9ZlV6rVFwtYqDDfuQ2mVWovoKaW/aPgd/4ULICWNIIyQrnM9Sc3p89wucqS+OxiDMxV9IuU8UpDuU4",
-	"W8qEYJXbUAHEUuFP+A1rGmq0Z5QSBRZZBJ2ZDiY9YJtX7qk4Qs8yLIwF/YedgaiW6aYAIzQtBHluyRKs",
-	"nVFsjLRXdhQZrUrdUTVGN1VH1qW18VQr4BACjFNWkYgwN6ff8VALPBq0HWLQlgt46NCYWIJyxJPyhiWT",
-	"Dbwd2SUwPaGcuwnhN/ULKQVL2+W8iL2hzy2NGutrE4+VHcXWLmvG5fc1Q7samflVXi0oSoy3ADkb6lxE",
-	"NfNrNLmxmavyuPgM9WXlypyBUJ/HwMChCydGQFyq7EYVVidmNh9RRln63BXjDOqm6GqbeEBP1raxTMbL",
-	"BD9gJMEXPNboCmRSOlyDF3xA14luJ86FW2dmOZ4p665DrnJDDOb1ihdTowkWuXCYB929//O/2fQMnwz1",
-	"cfF5XsFeZ7Niq/ku1tw/P9kSdIDWOPiYRBazxPwwuAOAFlz3pfscaxd03RWviM0aiCf9agqwGMAEutK0",
-	"4e/GmblkbPYEIyTewqGi4C6vSJTBkc1E9L/Im2dG9J/mTYf6SR+2o///s/emy20j2broq2Qwzg2T3hBN",
-	"UpQHMjpiq8uuLp/y1Jaq6/Qu1BVSRFJEC0ywANA0u8IR5+f9ff+cNzj/7yvc/Sb7SU7kWisnABwkUXaV",
-	"u/YQJZNgIseVa/jWt04eHffZv6mG6F899id23OuyU+z6g0It0RWYBErw4ow8orFJNecTTG1RPU7klaUD",
-	"7fd6Y0iqS7L4QjdyQT8wWj7/IHJwo0JqmC7hg7BJmNEL+CCCZQUxoSZ0oUaLs+lMDUlcPd365LiIxlDS",
-	"l2BIg/skAHlNJxC/4yUQuS71PlTjSDkie6F8IW7lCRzoNm5SPUuA9UKuVqVnwM7rdBkNpswuoNKsHv72",
-	"6zKUZWY/pWw/r6GGibU1Cmlq0R4NzBSH0pRJgvg4NPiATkrbRXbarzXJh3qm02Xv8GVKKUa8rjMrSKQx",
-	"SeY8tSzGzokAOLdcN60V/GnYAqJfw9aMFxfXiyQkFtVPEaZOavitSAsx9gF9pBo0mYNG8/p+kbxe18Pc",
-	"OwKR3y+S57wU3+bZvLVH3JIeP88OVIjoOeV97+KWpPcCtyS8/8+gaJmue+YQ7S2tjBld7Bb+RGoqbI0Y",
-	"eo17R8d9tSzUNj2hWg9bzDqW7wiCvEVc6nqR1IjN1M7EK2WVoQwKnAM64+lUbVUtP+8VAmj3PFgbUIVH",
-	"qURQKsmZQ889jz5zswT2q/4JVorZIIjD1uhZrwulVrYLlk0P3rFbjownD7sJdrxRFyEUSKH4CCrK8B1c",
-	"NxgIScGzf4JdwwsqbI2GWJypOoSnaggQ3LGxLFCbam9AHcp9xeNer1d5y+PH+qOGd/XhOw05ldm7lMtq",
-	"MNPYK59pR6EUxTDDKnutJr8Gk9bmF1wXqwwFdTFGXVKYCxeygxz147d1JnpH/Sd3OBOPT/Y8E40P/kbO",
-	"xHF1uw4+z6k47m05FSf2UBzMj/X9u5dfie9KiYO6s8dxUxkd5gYQYVR3GpxPpeDzje4n1ZVpzQVVlHxK",
-	"eiM6O4zDhdL0mjRwLNsJ/HlJzmKh7BoyQwE/eKnU7TJjKb+6UmpdG9kXFo6Webkmtwoi02KM8WjjMHAp",
-	"1zDkoj5Ik7n6DwLaCHOMsYOqEy4KfIPS2Am+y814xmC0iDpdFiIfsyIzbHlomBTajISYDpnACcJS0Wvn",
-	"GcOEST5T0zvS1mfyAX0n1QgQ6dDotxpvelpXi2HOjNMqzQSnZaFVQwNyNctoVXOhzHKWJ1ezkrXtA1qV",
-	"91sdGbqheSHSD0j7B6E7+wwCdek5Xjq/flDgrhqD28HtbLYsiyQmWvhiki0wAJxNkW/QPlcpJwIuwmIl",
-	"KAeQFzaa4ET1OoF2Fpn9GNnctq7mcMyLaMSiup0FLjrHs5XkW6zdtvaqkE1mzEWzVKRzIlkHGdPMsaU7",
-	"XXZqGVIaFgFWrjLhkE5eHWVElDhdcqTZ0Y+IlNJ8whxrWcS4u8abJqPSnSYDHw+lbYvGi8MSydVME9Io",
-	"AxZ4Eme8FNo1YPHnzpR12Q+w563fxekDQLUxQxEO2Hu1n4uRdUqCG0AKQT5V3O90MKGHD0DA4XEIKtMD",
-	"v6biL+4PnQl0f87a05TbaK5qPvAGmOQsz1JIb9Y282VWzrBx7YCiCjjNxW/U1j4OWxFrf3d+/o4NYNv8",
-	"iJlg6RrR7tRVg/yFKbApnVp2ciS4wQy+q4Ti6ywXvMhkKNuRzBqmyxluFLDaM+7Wcp4kNvJQVrcvxJwD",
-	"b5NeYMfopGalhfODy8JrADIPoI0IPFremNTvs2vydOiNqT5d5GJT0qrrQThXl+fn8yHUUN5vNcMbXska",
-	"4G0nYNy0XU31JHfqPGz6oBnt7U3sHQDfX8wXYreQmrkGqpLt5xi36r0aOQex8+EYWqgf/JPODDy/69gS",
-	"+M6MnCwQb/mVKeFCHM94KgpdD7mq8D85AYXfb9XtUXYdttAknWb5ZRLHomomEzcp9LvRM3XseKb0AI2C",
-	"ZccGshcHrMSc05/P74TKpHhu3l9xyrlz/afB72fPqY1ii0s/drcIwFyZxa827Sf72e5d9cyYrPaFT9wX",
-	"vuJ5wd4kaQEFrA/wxsc9vY9rZyq7bjg1dAA3bPrdNxcBruhoaFPN7pI/W9Xgjx2y5w45cV/olzqvvq62",
-	"fF7R92Yh91vejp9NiC/ltcxWcpNwO2028ASb8DQFIxsMPXDnbKF9G26PRVQG6r7z2YGgZTDt+6oSZEv8",
-	"3pSIz35cDyde9zE8cMse0g0JOnbx9Tkj0caoK013dEuCDVVxTM7Xj2K+3sJYANCIohI5hih5He/GKnA3",
-	"cDfEfM3ypZSJvAL/YyjnSSz1djF/6yKqzR7ALr2yDoxD3kIDjyszAMfh05sAcIR9Y3tA30JZx76xF8Zt",
-	"JAAxJQA2HUG+WRTUsGM+jcNSAjKCIEVoI6fig0g14iCRYmMjdQBadwPUrAowa0ZiGdiX+tKAvgIE3DON",
-	"RxurjksiYZACKcPBgVLhE+5ahFo0YhxAaciZK6Q1/S0oLXf/nSO+Ht1T4EB2xg/FWEy2AE5VUnhAyjZO",
-	"Xcek89s5a3gruirxxV12Cl2F2tA8ThMsXq1+RYDJRCbFDLeN/bQoeV4alwaBNpBGWz3eZZE6fPEyFfEF",
-	"7o1H0MUL83GkcXs4XvPyKU/TogEzB9A9LACuTkQmhd8woAJ1my7cb5WUs6aFR8YDH/JXc5PpbnVZlH0Q",
-	"ebysvJU+NC/WmweYymS26lSHZ2EKJO1sTr+OMBhcTb5MhWZQrgQT5utHuNWgxAy4re2Ww1ozIJXMdGNo",
-	"BHuL9O6X64tyvVBdB/ImWSrVRuSm+B205pCQH590MHTBnVazHMeqHoZlopk2P3tQIB5qrGWEc9LxmOJ4",
-	"TYswrABXODL85XaJUVTCZNfRnDQbOBx18nkM3IgaM5wtDUUMnoLL7IPoNuA8t2I4myWHHiFiMr2O4yd6",
-	"zZfzogas7DaiPjfBOZuwnM5KDYe07XArYgsAuYGj7U9YZcOjzje2QSqvuzBnbo8BrhmNqqhPveubX6kR",
-	"oTNRR4XqegbbUKFdC0ElMKz6xwUCZEcGvAok89qTr9s1ONVMimJM60OtjXzcK5HUbLx+IIwUiY8LIQvd",
-	"FfqX15dsWV5l+pU4bdMsv8rKUsgLc3dFO2DRTp5TnqVwUmArtDmbpvzKGaIl9XcrCOhQ6gfBZMaWEgU1",
-	"HThonss1sDrWJBasegl6A3Dka9YcXzECgLvRafBJo4N06veo7m6l4FXzvTpfX1wvEppQw6S3IcRq6n2B",
-	"FHVBw7h1kUZH7Wuf9vtBwS55IRhW+pqstzrmX6+f8/UuBptvXdSlO1eaDwn1uO0KYMdndNEm1KC3gS6F",
-	"aO8b/Ob0zU5el1d8e69Rk+yMTdjw+PEJKsDOske36PZFmd2o55/Vx78J7LgT6HgIjGP/qP+shnF04I2D",
-	"3uf3LDchzU7ZSojrwImSfhbg2W5nRP/xRmfEYGCdEdhE3a12ns15wd6JMufL4poX+IuK5YE/Bi0gVJ0O",
-	"W0rWqT/Vw6C04CMV5ThsjY5V34xSG7ZGffq11ZjpKaMK0UOeXuq8Vuum9BGpe+RroT/D1jc8TWFiqh1x",
-	"utD04k8/fwKniKM01Udv9KHKbJih4TeqpYrqc6e2QFughSR0GTzn6gnuT72H6Ab3/2V/o9pvuL39/joT",
-	"14cOrQlT2ACRRF8m7t/zLHuVyatNOMkmW/1ussUR7oPe4OSo1z/q9btdOBjq7wFYdsePn8C7XHn/GOvT",
-	"YGG9u2XO6pFWs2djvv7CMmPQ2ywzeo0yY5Pff6ewOK5sma3Coj+oSosnTdJiWDm0xw3SYlCXFv0bSIun",
-	"VlqcbJYWAwhYmFZeCwEZPG5DQ9vQwJmKG4udQUVUDPsaIlptEr8fnCB4epcI6lfapd/t026TOOoPer3u",
-	"SYNQ6teEkn3UiqZj/fKqfBrsJZ+GttuDzfJp76SAPY7JZgD0yb5JAY8HOAuHAEDrbh0KAN3rHh+7wOQN",
-	"kOQ7oJ+HNfCz3RfbUgIOGncg+fyVRB2e87Ue0eGh0M/5+rn+WUPgAcT7xtDDOTlGRV5njEl8d6724wbG",
-	"6FV2G0UMfDMzlInclH6vf5gvZYFQ6cZIBQQcOtZnHMo7O421x5h8+dDTaESQZ/BBNjqIM2niGY5nuFJV",
-	"wvhEHE8u5lFKlsRFZ6zdjEnBZtmKzbnUW2GOjDmI5zwy3l/X0Uvu5b38u7qvSnvCwuXqoKZr7ZLVpc4p",
-	"I9QOVn1MWHTV4Cy5mqlNEHesQ5UcNOlK5ycjOaxmAC5m2UpGdnxqXAiNHRl9zji3AciOvNVqE1JJohGW",
-	"pbSMOXxuiHe2uItN0cqIRYlkQCQUyizXs95GvLDx6mIyacE4u8yyVHCpWnB3Dj7vbDBa7lDWcfNt/0Gn",
-	"1hZuKmOf4hNQT9Oh2YsQbltxTmFmAGb9G9RzY6vqkR3+IzjluzxI53Qwf+Meo+/M6aH9TJwMGWy1gAET",
-	"eB/5k03HjnvN3fE2YzOX8rHLpdzfyaX8RfxElzx+BSPwLBtvcExtlmzKcihqd3NTzmtsC7Nev/cF3EPQ",
-	"qWrZkHMoa+XtkoB5w/hT/16tPtIaa9orXpE1nd9xhWiTzJIuIdGpsWteHCHdo098iS3YpkittnKt0hvW",
-	"ezbqGTpRR4hZLMqNOUJJYNkWDBHnmSAOimw6JR7PHGo76G9LIIy0lmPdbIULZtMcDZ896wUbbD9nkuh6",
-	"cOcJ3CObJ6r/lAFLaPNE+c89dp7bi6r2TZaXs5W62V69+qYyg8f4GzOD7xDFbytr8ZKn2dVSVCcTJpJA",
-	"llr98z0ecIcg5xEEZWnKf4PnobfhPPSDJm/BnRZ60GP93h4Ljc8db1zoOxwSNRDGL5Ww3nhUth6T/h/H",
-	"5ObH5GBmq75lvgaj9VwdyweFC+cgXevgJixpqFUzVvD00VWWxcV+NUOhWgERRgO+JAFzIYImLpK4iCx0",
-	"kqdWt66YcoBRHwMqLcFa77lYCF6ytvcCgN0BHIOgauabEmjVlDFKRTzjxPQ16gShVJI1YL8suSyTco3h",
-	"bLNJH5ikX/NEJ2CLPJkg09rfTs9ZzkuBtrP6KYwvlKYFyvuVGVMvxmL5kyxX5hLZm9NS5Cu1RFTIFmtX",
-	"OvONjKfKOlO7+jKLIUGPCGplbMpoAL8bzGaxnGu+GpceC+07/dA2flpTgMmhqIUfvbHg5qjTZS8BPsCS",
-	"GIjiiB+HUoVdZiobaTcTw9oE5A5MrX7zVADUsmo64pyvZMerh6lrq42Y7ZzkAO5A7wHwKiXxxorzMcAd",
-	"dLl5kAs3qTOv5uEvamFMacmbpejBb58Lnr6M90nRw1fFxYFYfkxze1g09tUBXDt7lnu+r0rlPgWsWoad",
-	"yH3Ys8cHLEhOexZmZufofnAf/qMK9pYadlYqgMhDUk1aYXOXCZ4erP61I1631q871yLdqaZMMm3rvQVl",
-	"u1YiF1hg2QAjQrngV4m86rJ3pj2e28LVTrE51fLILUxd3f3EQVCEcpuUHtNMGieVHQhmXRuyczURRLKo",
-	"n3lQsAhQjEp+Agdb+xdZsv/8X3QH/uf/Yu1+r8f+6//5f8391mGPWL/XC9igE41Z9IFbMr6/nZ6HEu5L",
-	"l9pPo+cNXlA1PbaqAvzccbnZux14HpIY4bdAHmTuYbOjuuyveHMDtk53svCub1yDVZ6UpZDOGoSySK5k",
-	"Mk0mXJaGdA5z3dvRoBcFLOp3T+A/g+5JpHUDbB2gZtAYEflF/cFJt9dr5hI318o+JdLU9VHxqfX6m/Kq",
-	"YYO2qnzdv6OSWrA961leTXv6Hjm3f76LS6xooAk3lZvvUNBrsB9P+DHWMPHMNPWBPmLwCTxhtWM0gWc8",
-	"ydmL/Coj8zAm0/i7Iwyz/oLxZ4xHJhOMXBNnlT5sYEoGYesDN89StHygw8BOhRhbGuf4pDfY0WudpVXp",
-	"9nORJkoX9DvtdLjv9Hf4rPvsmd9d21vbWf2Y6SpxUWbTqTryxJ3u6zDbtSXB03sodmvOwr9wMZO/1K/s",
-	"rfrEjauYPPekdVWlQItts4X8zYzLK1EYViO24EUhYgq7Gfitvuci0C9Ws2Qy01Zbmskr14AGahOtidCF",
-	"v8GoG9t6IsasmlCHDDMxaBZg1Dm6ha8IsTdYYpen7LWjb3TZaclSwYsSLEvkQrkURRKLAkaCORI2mAYI",
-	"e7yZuuw7pTL1MC0K8d5pci3AyEQbEezzsNXTLMfEvYQTGLYMrxb0i2qFkGlacPRBmG3RGbFIH/oR60Wm",
-	"0As3ekJX9dTxGFAR16wUEXDl8AklC6Qx2I5Flz3XagJc/QDdM1VquKSaCKFUGodmtQX6T77ia9Rf/iny",
-	"jLVRw9I0wI6LoszYMTVpFRqcVaXQlBkbdJTWR0GhMstYynNd3Iihz02terGcu9/qxe6Frch3JhjrvuZN",
-	"qNRUMXsDyOthGU3qAO4x8ocAOgA0y1yo47UsqdhtKO0hIJy/r6rv0J5+WFDs8taFWLTCRDqVnmC4w1rw",
-	"ubpM1T3SGg2Ge4vt534P77WSyi1h3U2295sM/SlmZROtdwue0o7aKG2wyJDYaaZXBIuaYCNbjg9XrIWk",
-	"3XmG8rchrz6JKQdZ68zbI7O0x8AnN0KUjBuDRSl4DCT0ApJ77tT9bFm+nb7XPd+6rm/to5+CForBuF5m",
-	"0h7Xyim919DT59FIh7fTSJ/0GjTSQ0YlcIJjM/dfSYACjxRc+ZXTvEP3upG2pZ0mjsa1VzTCcYHA1VN1",
-	"6bQjaD7qKPEGDvGcy4JP1LcjRvRQ4F0GCQL3IRU3QgQaFMunqnBODTi3ivwuh3sowePOd5RdV78mxw/z",
-	"Csg5r/W99KGMTI1OuKnDFiWS6nsnbGnfC9wcU07hDUc1Y0q4dREQptvhgANMISPRS0TtWQwYPEvTX5T8",
-	"yn+wrx4kApBIk5n6iYCsrZQ/+MsPJiB0yxTzq9Vecoto+KX5xlU0GSo3XsEghJ51rfurdIMrXLMnyTbV",
-	"0s/mSVmKuDMmvUc1aBQbPzqkZpFfIcMg1AQ6KsSC50anOmW0GzGEgo5d6wxr7wqx4OY2DrAOxsBCuYIy",
-	"BiV0FfUrV7OF2YyF+i+ITfXHL1Kj78CLV3eujUOpa5BoV4zTU+S95Exm8ghdjHVd2mW3wPf1g1BSF1gv",
-	"oFf3ulZV9ykxel3W6K8M5W0clgdW3x1HYE2RT0ThqfKhrDsnN+rypggkaMuB4xV9UJDGbjhJPL2+QWmX",
-	"YgU7+0GBUbNG5doEu26tV1PM5CejS6kbu+Uq2L3Ave3xUqG7vhUYzQAVA7zb4WrXungPSx1qgUvoDxf6",
-	"YECRg6P+SStwwBMOXBIqRpDz9C34dtSdneRKizEyrTV61ofrD1M+0EsKnz/tB5rSqDU6uZF5gHN8r5bB",
-	"JY91+3sEAE1XANV4VtbKBZ8yMyN+lRRX4PsCaqdSbVocMUnGB5Vskcy9OljbvqPo3EmznlQqw9+ikryO",
-	"Su/87Ruxehm3bp97+9w9If5aoNfLk8b60IBE0R+6h2zXakCb3X7X+c3IKgWVgEz1rV/I3KnEaDdNESD4",
-	"zQTRziU9yN5wLvQAhf+ec9br6rZHdCUfu5Zs7U2/hRrY3lXwlVgmp3F8ZwOEDq0xOg7j4MUIct25u8NC",
-	"2BbtdWpFd9nDh6dKcRB5MiE/LNY9UFqT7z8NJXbw4UOogexbAgVfg6tUKVaBZ9L4GnhgrYPAtzlAhTRq",
-	"vtMJ4E9H+BJw+HDQridcoj7OCgGJSKhRcVRs4J4B1Yv0v547mJ7SkTq6FqdvENh2lUasDATitF7xtbKS",
-	"dFd53YGtL7dUTDXJSZxniwXyyStBovqIcWRjVUlLoeatCzGh67tyMhGLUgtTucY3oqKGjmaYPjQZqj5n",
-	"In0hQisBcWkg32eTVPCcCoqOrcUBcXLP5GCndE+jZwJ97/S3MhKcdQRTDB+eK203S9NspfocIoKr04BB",
-	"A5Ihr0gjKMnGCu+y5+ZSx9EElkJZ9dYrRA8TPJmJieFB8gBzeAtHY+Df8B8usysBZjwywZe2PDGeNqu8",
-	"4FEgU0xJxEYrnvuW/m4EXSg3G+ne9tBT+KCobmCn5ixtAN+whTO0lKko1Bp61jGJHDWcDPPVSCSRTySw",
-	"EkltEtjnNq3J74faMuTz5aWG2RrKqqDGCpWp6UhSZdtPsVQknUT1CGB9CADozY/HP3gKR87bl1qe4Foi",
-	"pBF8zkxNksjVImmnCU2Ys0CwvO84Qmsc+iTSXHmaCx6vsdhnAXIJPJmYMvkPrEfP8myFOXqatk9moaRY",
-	"2kb4IXlj74hAvHucw4Y4lJRpjVo/8gTCQoZGKbmSIkbqKT4pK+bP4EamzWcIenytFkrvdrgTDanEYu/v",
-	"cYNW5qbp2E3dkA4vKeyqN7g+wTvnyIrMkZUs6jTtLS7UqqhboibgknKD/LjbDP/msaf7hK+wfpH621P8",
-	"CkfpumFUi2+O5mMox/MSt/meGiddP3c8FU5kaw9g8h8I3K2xG2uc3DP2VovIR7+q/fdpK/iWPN1N5Ibo",
-	"r2aNhdRMqS6A44rYEPiGssjyklC6BHeRtvobpKH/skwm11jNph2prRixP1UKRJGmGsoINq16AP5Sf/Rh",
-	"f/QC+D9dSg3936bzHVftVeMoRuxZRaNcL5Qu3O95H4cSj4T6alD5xYSX4irLAeh6fAIp+oXO0S9Y27jv",
-	"jWnXGbNhj/BD9Lph37kY1b8HPoyqoo8HbHjMdI+c76FwHj0wtGSk+iUn9iM7nOFjtuBrXUVurj55oouC",
-	"gi1ArDe6lNnwKeNXeIUMKzNxlWfLBVA+ABVz/gE2xWSWJRPgsdBwIkz/qSBfXpiye9WyeJh/xGNKNDGr",
-	"2aik6S//InbDeb2t4AF7nxGqd8HLmfVLg9zehugVcjlvjX56FvR7weBZcHwSDHvBsB8MB8HwOBgOg+FJ",
-	"MHwcDJ8Ew6fB8NnPvwWY760couTs+wYusgpC2JtVQq1kAq8f8RFh1tuvQjXrXuY9wQ1I33uitUnI2qW9",
-	"gtxoWmL99Eyd4MEzdSCHPXW8hgN1ZoZDdQqGj9UeHz5lw2c/38lZim/zZ+CbmjS5X6Txy+dha9TvB2Hr",
-	"zenrFwjKACYlwvTi90P3+7Ol2hMiJ/DswfyY2pHwLwuA/Zu5L9XWNCfBvdLps0TcHgSrm3VAsCTW7ylV",
-	"VF8akf6rnnpDBfngKq/nUpKDCOWAuppBsxlRVmmhT29A6gAkh4ZSQy+rqZ/1gHjgZnqiTwUSNmvZmgG5",
-	"LWgcGLWtYyydNCHUy/QMWF+mBhRleSgJMWITPfXjN0721D+sJXyGEjM+2U0TPnclcYbys2Zx0gDvnslJ",
-	"Df2RzXmnbE6axd1Wtd6YT//I6vx9ZnXalTZXkfYFHczC9G+hW2d47nHd1DI9MW8dktIg09Mp/E0Gti1Q",
-	"sAXlztreS4HED0M/ANyi5InOPnmk1IyfS6oarB6+Jlxh40Uwdm8im9m6I7F0uwxuTns8vAT+LLmJlbn5",
-	"181P7O+Xn/iU0OB2x6sPP3OOYjMg/KQJEH7TTD8a1x/Zfp8x22/3PXNzg6cmsPzrZpe58/Dhi4+lkEWS",
-	"ye7Dh0xD07W0MLVeNiDINUzEKPBEgInafVWF3yfYXLucfKsEfaDFLFsVVei379OrlCFS9wNwWklbsYhL",
-	"XbSIzYGTx3uR821bk9Ia8iIdOUhKKIuFPN1K7Tccs+oirIDcedXF6PXxRP1A36KhtEF9cH46yPFqlJ+X",
-	"NfsJy7P5WPQqcAGDWU5MW1PWmKn3ESI6uB00g+IDvypgJbRdAa2badgGXB/XlCCuVRqfl6jJwKeczjhD",
-	"2DvhSMoO1TC8EB8XSS5g/wqpi+43oO43w5OtmZzEXfbfMf4+YvMsXqaCDQMmMDfS6Ctbjb67g5mbYcZV",
-	"0tVKKiEqfa1R6+Wbvx3Rg09bzTDiJ/394+veqO47xn4OfmJf36FeVwPsnoS4YYydmtweYR+yth9a+N3B",
-	"gA+L3HRPydeF3tx2mQctoW9VfbPrf9/sendRnlrMbbUdMVK09/2tpOQjTdfusQeZiyWUDZ65QK2uKErN",
-	"Fn65Bnwb8YMnccfWXdLsQl4OfjbFa71cZX6wvgmeOMYKkgYuJ3kOMKfMpv3iQHnpg8/oQvWSpR4Y2j0E",
-	"JfpE2X6W2CPNGl73jCZXUu1mfY8DFxCAIqlVj1leCsMfTvcOFj/9wNMkhvx5kc+pkdov4QICBkGzqklh",
-	"rOrLNagc2UqyepqaubOhnGgGuMek8O9uDa3ytoizI7q1/eLsEXUhT5NUWbEjzLsiiTtXxizGtcC/uoNZ",
-	"DzgAJlkeN2OMKWm702TFB9rlC1Kly567dSq5SVj0hqe6DRBjZJ/fdi/fygfw12UyuSZRvJ8LAH6xPwPf",
-	"gT0Glzx+GVeBWKx6e0qmI7E3pwf3SFxJtVab32ny9pdkg8PjDe07vQ/bNid2U7Ch83txhNR2eBPy6/D+",
-	"EHR9oMKIFWO0ytjrDQeG0tcvfHOMvMEVvwVpUmFrdOLRNL9Ee8vhGqYq/H2ffPgllUXyXSCBW7j/RP+r",
-	"qQbW3TiZiRYAMCrqKS8jjxrXdpfDB2Wlv093/AR+ovQDteQXPjWUUi0qHh5M/f6Lslj2VQff5kq0vNea",
-	"9+FUPAcy+S/r6qkcx+o9WgeuHcrlY7094sNOvdDx8zx8yNpOXpmFXiHOHxpjUyFiXfuGrGcHZq5UCETf",
-	"tsnePelpXXMpkw8iL3gK13OnHpsw1E4rkQtM/gB7P9A1WyfLvMjyKGBZGhsdM7AlYujdF5lEfNtC5GzC",
-	"07TLTkOJlbLYtRALVPp0c6p/QMqci0WKgW8AfIITh1wWUnwsoSnImYdEERiqMHoHTE650iF3zCWZJ9AO",
-	"hH9n2UoXsQb6RlFU7MxQwoyngn8gz5LnJoQ3oKtjxiGXW2mniWQ4T7qGeSFEKKM4mxSPYjFJwNLoziH8",
-	"8qNOe9cDB4eOEDEWASoYOYxsQBwmOJTwaqtu4lhngD8sSrXzkSyrXck3INuOp1TxPFqJy1mWXR9Rkgeo",
-	"uvSZ0sfU9khE0UEsApSKaeuqRDuqyeBPoNKhBKQkPEcaZyzQn4WpTAgap60LXyLekrB3qlcinY4oDYS6",
-	"tVaTPcnmgowEKCTNk/Qy+4i9CSDv4tKcLBYnhZoZjeZkNM5QrrL8WuS6tJTqMvU+whMTsXa/Vmd7oLHo",
-	"Q1e0niAePQjlAKGR6skhdCxgj3v6nV7H9PRG6IWKWJtut0DjIYNQLmawZQW2BEZYoXZsQKW4kVAJbj7w",
-	"rVmMvP2Lvgkl9PFCY+YD6h6RAaCREOiu6s7hSTZeRRYhv0kUynZEfryARcQ2DuWOlDav/iqEBIKNuSgK",
-	"fiXYL0uxhAwWOq3Od6GcCqUFxtiAWucIILXqF6YBk/NGFtXZ6/N3tFcC4IbDDXIx5UkqvFeD85AtF5ji",
-	"F5F0i0YaZ4sDYTa9SxOKBfoJIoUD6aSxM+iBRT/nT5maQylWP5M7Um8heCHNGYg8m95JcsTUj8efYKgX",
-	"f1EAYz1YoUsoW1ZJwyPIWgfgp6ZY+UyZmrTZSQgguFkUBcuXqUBDkMfzRIIfmi4R6I86PjPBY7eH7tnE",
-	"LDtb4z9WfSnJHR9T9BjNSDYXyD+hP4OZeSsFyG/AxBbmyjgJer2eNyUWQbvgBS4OissRWOBqicCsZcV1",
-	"siBa/DTFXYoXCJ1savQSXAhG5OpG50QtOM+U0Q+3PCsqdw27yuDyMNgtYLXBXyQFg7Ia6BYAbwxdcOr1",
-	"E768mpVsueiyU+q++kW24L8sxVhDQCsWN+VjkAWMmxemX71LNLJzvAMXji3BhgB07Qw3CHSaCpDh4NRZ",
-	"pOuAaTg67FW4sJGqpM/aGpCuB5cLMs3R7VEzyuEF+5ARn1fufeRwFh+SbEn9Gusog7r6sTgeXYvo0cK7",
-	"cEOVMmzZqwc25x9fCXlVzqgI2M46ZXSmFpDJpPaTqasGxC9m5/Z6nU3d8PWg5vJkWJFM1yc72VmfrNbP",
-	"t00CRTgCBcpeAJy5QYRAHkGlCFw/GGwYEDa5dV4XvFSGUmvU+r9/6h09+/nf2gH+t/Pwv+1THk4PpxCe",
-	"FGzoe6XXKMWDpU5ybOo/trip/4Nq//nRPy9gAPhH8wgO4t35BjdsJUZCEsOcfE1cDjfa7nQ6EpcYWaG2",
-	"Mkpft7qlNSfu5uOB3VfhC1xp8Xt/KPJfQ3q1WyPpGXkA6gWr/AJR+7sjQJG9MMX+8SAQKTRqcFTuF3Q4",
-	"KlREupN1YOD+gydxn6I3AhUSrANF/pKfyL8A9aQu+eQ6bP38ydJcP8OSSZsG2D/cAAf+AJXeWRvdcO/R",
-	"uU6jn/rB4Gd1fkLaqvDL//gff//46h9/Xb/6xwucRnXPmhL4t3XTHcShcsoWlPlLotYAIfRBzdhVphWF",
-	"r6WKlI/M1qTPOrceBu47AhxXijn8B4q2wZ38TgkKcKuAvvMIbY4bIGjmiUSalS57Dr8tHEiFsqBHiBI5",
-	"ff78ImKTLF3OJTrZiSYgxFiJdkqkSQGlGkxkbIX5/bAGIu4wmeWklyeSTXgeF11G2dVoFJA2rVNQZkkc",
-	"C0mKKATQpon0kR/8iieSXao7CAk7QEh0mQ97b9LR4Pc47jtTAex9rF7G94oxoCDS3vD0ZpT5qUbVNKvk",
-	"SuvdiTXHFo4Pwj58vzjx318RdlhkSB6JY/DH8ZRWrA3WLEA5tOgpRFmqw3E44WOx4ih3bozc8+TOFAqM",
-	"Nw0GMmJdt1Mo28ah0O8wnYHE2oNeZ8QiqEHN2qlQiivQu18lxAcZXUTWUnl8PDbiKpRWrIGc+1W18ikK",
-	"2FImvywFmD34Tkq3eeaH/AMWlUmZCtU+Gv6hpMrfxMFAyYztqBQfy0hZsGTzBCxCkzQKdPX56O9///vf",
-	"j16/Pnr+HHigqKg3sLhQ4PmBaRG8HKL0IGa4IviAKX7HKKONmyQnO8MGqwduxBlXltBcgBDV9DaeMNWo",
-	"siQes2mWh5I7Dkj0sCuDv23mqoM22cekKI1pvpEtE769O8KMzDOlOpPBU4grjYFRq9Uatc7sJ2jIqOVp",
-	"7S1qvrU9vV+JvsTvRZ2B3Jlu7i4oL2FJGkX0M0dE0+/7HmGPvVlDPWlh67ay+xjExDTLL+Ei33ktoWhQ",
-	"lu8Xx4PZffrV3BpK0n65W8MBiKGQ2jcKqO4MUL4r3S7qF4QJ8vU7phYBXg9BKIF8gNy3qKlyX+aThos3",
-	"Bj2olNQxSVh99aibi6j08KMHhSY+yLNUoC9ZqaJKaFs+jEC1Sf2DiByfi40ycB/foXF4ucyISUHv8JxC",
-	"/b3dWER+0A8GvSZig4M4eV6TePZ1TpoaA3OrLvctwDzGeNcI2J2MAzDuO/l/mvOBYAifAfxyXPXJGC+H",
-	"EeZBiHcgVat3PtXoFnUTHppVANfwd271N+3J+5OY3xpB4EjNXeyp25RtzawKAUzUWvU5sDa/lwcDH4dy",
-	"I93iS10bGnTf9UKwouTrkaE8s0a9PmFLCTwDoEYqAbivoX4gzj6r/73m+bUomVYMb6b4fQZKvt+Haf7b",
-	"ohH73YmX98IYT7AvcV1/I3a9Z0XuLXHOhLV51WiatLYajNu160NJhj0obh7Hcw0Q25C756WCYT+iUM75",
-	"guo9gNgpWNvU3ADvZgcT7Alh4MjEBwUl6aH5PlJGNIa8rPk+MkUmtCE/8i15Zgz5EYTW1eYFP35nHMoI",
-	"K+dFpJTSLCHDumPp41OxHZRqxPzWSU3AuiIEY0fpDAgjMzYtOGBclRC6yQ6zYA+aDYK9oypsteYRczEf",
-	"+0pzdEgcRqZjCplj8ls+JzFfpNlaqH8MlSAjWa/OXcmTm4RDvrW9/hJJYs1rB0VVnJ26U0PGmemaaRk5",
-	"d3+CJ1O1S7l2f9wKX+hWOBOEe2ySnXXgbgW2e78XQ1qK/GCRJnQ7YaMg6MeMY9608WJhLUwZSkwRwmeR",
-	"2MoVXQaSJFkm9xNDqqHDhH+GX1/4B1bkbkomNDH8IwB0fwEg//x8dh0RRMFBgj/+QLKpCz0O2KCnlm0w",
-	"7IwA3jpNZII40gTiRtnlP8TEJJBqj5xuzHrQmmH/SDnEUKWD3Y0oQRO1+dXNAmJPBwEzyS4sbH1IFmHr",
-	"U9QJ3MIKEAQCMQYfUly6mb/AuquM4jpmdVmH4ExCsRRgtgPPNyUIGj9WIosktqpvJWSzWRDePeZiF0b9",
-	"y5b0GnyyytmgZ1yPPywKkaboob2J8W07e996GL6rKhrtejkRL8OMSpvucr1TFbPTNdK/IvXUlNxeLhZZ",
-	"TkBvehEwI9xeK/udRmLU7HyNoZgvIL+9KAwI8JuGYdw+b5CpOp/bEWAdSKSvRmv6ncCJ0YATEaRaezDU",
-	"9Dpe1IX5QZdQNkVdWJvrKcX8e2VME2R6wtPUYe3kcr3i646J06DU3j9Qo15yo0hNw+Q1B2yUpLx5xCYY",
-	"DL9s0MYb32cL2Khh30vMBi6A+w/aDD2cac+N2rjXJGX36nsDgaRWN3k6+HTYkI23mL/zyE11Y95n1MZI",
-	"BVfMHixugygnYkPx1GHjqOPxWqcFNYV04PONpGaOHpvplLBulUZ4szi8u0/PVyQrVWN9vfJmxve3Tge/",
-	"UOjmt2VW/+GmO0Tply9thksuJ+IR7aTiJqocFo/Sv6ymG7ZFk3IFuYWcuA6r1dJHoKMT/fsyz4WcYP76",
-	"aoaESFjfHTnPA105BrLhLU6my177/VI2LuReokI4yedHlBoNAzjSHZ7kgnjwGmQTzNKpnqQvU2+jrmac",
-	"r7LKKtxvmQnMwfFwIX/m8pq9+OE95qjQosE3+kNcrlBLR9PMoNbMD2fP683oD/1mDqqp+FP4O1dVavtB",
-	"ixHaxIeTInDO6Ey4CgtKlFsRskpddKgdIddgkkkg4EK8tq5C1B50lHZR6rULpT7EEf2ha6bqAgmuCYBP",
-	"jIj9uyoBo45SV1wWTz6Hpomywc70JS+EkVMBMH9e6H9G+nG/fw8K84ORyQb2lwxLNGD5CvcFSvg5zKO6",
-	"j2D0LouSqr0l5diqYyQvtX5S45F1Sz6F0uVofdwJWEQ1rTQfml4aZx2g7ER7+IQYVfxiWVX6XEs/uq0i",
-	"BlwVVuEEPjnDwhZKKo7Y9BsNXvaLFiLRKpZdhdd3xm790m1crqEM5Y9wZ5TZRWVfaf0LNpe3fh1aUqSH",
-	"wIl++LDMuSymIg/lpShXAt9ROasPH0LcXE8uhKS8/QyUBmYdYA/4PQuQQNAy/+rXFqxtKH0RoPr9u5dM",
-	"k8bCtsNqxaH0D16t6LRdDOCA8LZILnRJ1umyAJ4bcDuX2UXlaDSdq5LnV8I9ICZRPJFXLE2uBW55206n",
-	"ibKW5zlfuyV3TXHLByyJixGS12Q58aboCaIsA5h5UE40Z5Ca6jrr7YllvfXpQKJAKXTZCpoXfDLbok7c",
-	"3Wlulx6u5ZazHEAmti9XrrPi6HXQrLg3MI6cId2rdaSXv+5K8oSotJWN9X7SXiZ3E+0uOOs8PDKiNKi8",
-	"rj8gsf3D2XOdyFMV34VSk+5kbrl+dN/XpLffPVL7Pen1+sjMps9MjYpYf36vnRgET3q944Pqf3Ux8VUx",
-	"+PpFfomG1Ai+zffRfeqOEEioK417UP76o7kr8S+x8x6c+DeUujbqfRP/ak21SWfcqpRaTTaU+okxq+rd",
-	"dAUGbKCvx7GnlATmX1ol0C9D9puG13XZuVFL9O7zNev6XlTKhaaxZWWWATnbms34B8FkVi9UDeEe7iz2",
-	"JFumMZsmKJvnDtuwq6r9wTa8gW341E6TOiAw71SxwWTc+FuTtb0RwhVgB41u6LAVtjpd9trWH3eojCvN",
-	"aajCZipjEiJ/MBnbOgDIuPhB3IHR2PLBamyLqdih5V3/D1bj/X12lc3u7vHP4Lx7soHwpnfiEBgfa/5i",
-	"9/JQnw+edB9j5SZ7R1CimPkImsVLw6SFEZ+wx4EMHj9jFoPbz1ovYWs07DsfYbIZT0VBvkB9/1D4U1OO",
-	"ksPQUJBu9CYaOuV3PC8Tnrq+EFYnfP6cfMsuFXLgrFsjE1Nv4Kxbf9DrdU8aFs5+8TlWjoigvbWrL9tx",
-	"Zdlec2WzbVo37Uz+AjTYNByzLJkUR9l0+tskqjZmzL8wUfVrz0LYl65amzi3JKuGl2rZbg2bmeBpOfvn",
-	"RpvmlMo+8gI4kQj+yRZ5BjyjEKgq2Hfn5++AqdkgBctsSQlNMS+5Uvq77E1GF6O6/oWIRdyt6Ui6P3dW",
-	"QHiafKjCedJGOr1DXcO/etT42XXY+nRIJ4Ce8qRgMLYu7ioxWeaJ0k9++tndY6/Uacf+mTDtuijF/HAm",
-	"8newVLiN5jxJHxUCMQHN8ZS/LgXkehm6XiyxTXTP5SzPllczQ/TMmgMmaJ5MkjlPWRKDEcu956G2Nye8",
-	"c6fLDDQNlbHa80x1ujCvT8oglKsZLzV1eJJDhHjk0gwDS+yyxFxf2zgVtAHzzhDvYi3uUKrXmLdoztwH",
-	"hp8RDBi3W2hX69ME9DIBuxTqDGJ0RRtUYPIhJ13FxjIJJACMaUeq/a6dzZH/wjdIQ0vVvKGKq2bUdmJT",
-	"rmLrpdax105jTkwbeSZCSbORzedohDtBbp6k1Rg3EhidvnupyX2NkMCJgVRCcI3MwU5++PBsiTB54LbI",
-	"4vXDh9CHP/NCPB6q3v9w/u3RU6j+PSIGaC5jnseMp4sZv9Q8Qwsex4m8CpDW3FCp//D+1VHBp8I+DfXa",
-	"5WLpFHLFn45ZmkjBLnPBrwsCrOMcUGegArnqHJV777JTuUbbQaSFn7Kol63A4SHJJxZswdaiDnW1ADdO",
-	"LJRMi/EdrqmFwwdyVVnyRKpD8uaHV2wy4zmflCLHCBn9PpT0QrSlMAgDv/MGlxGqH77Ms9S2VrC2zIBh",
-	"WkA54X+gBteBS0JZRJcCjXl8LdTBT9Q98vpVoI5kqY7xKk/KUkjcDNXTF0pesGi+TMtE3ZmPeApGTQmU",
-	"47CUnC1SnsgjmAv1DItFnnwQsa3Nr97H2sqavMr5YlYEoXTGFyDaNynFHP5WWiUEgYqO8aFDC6pxCm3B",
-	"PDuDAkfGpWDLhTqh/V7Q68H/653pzhii20DNMM+z18mfO7THT+M4F0Uhiu7Dhxjzww8i1tbuOwiLTshf",
-	"cwl/5aJGBoyZuNlUHUtqMkDS8yjNJjz99zib80R2yzTGNNznSbFI+Zq94XPBwmWvdzypPgifiihgp2ff",
-	"vHxpK10XCz4Rxdiwk/V7PZaLSbJINEc1FozAuaZdps4Cd7YaFKU28ZLqZtOqJA3GBaBNs3zu82g7ySlE",
-	"/87aejF1/QcTiccGO12aS6ffxG7vbc1L2JWLheC5Gpc5ALR8rxJ5jUvnRyy94qCenw23nPMGcrj6nidT",
-	"SEDXE9XUQEBGXik1SqnnyDZuynN7njAim0zKgvmuXPRGQiz/IxwMzy2KoteUGQ9lPWLN2uSSI/dlvXQp",
-	"r3aYONoKf8idMTkva+M2bnRyAoHSSj3xRhPKtwaG4G0OlyXUreHhzBBsGFuvjroRSn+SO97SJQUsJ/Kc",
-	"V3uD5Hr+cALMkQ+lOIKLOikcVnSbtE4b8gEzR5m1ozKLKBCgpIH+U+3hDm0gzC2jpusGCNSlIT8nIFuy",
-	"qVYDcF+4PdW+fYMicd3OrOp1TkpNOOVtuqW6ZrzDEICeU4NMPChqewS4BOw08XlGfjgzJ3QE30pGevvD",
-	"h9XVwZIQSk5lciL05o7UZRSxaZYqXa+tc5gGtAKhhJdCgR2zV2Ghi8DTDLVsgrNJ0hSZZQpQQbG4RTHn",
-	"aXqhhnmRTS/UBUI6L6764OTEvTA0n7665eDG76gDJMUqlNFrHNjRy+cAjwaRPcnn3f/6n//737H4inrn",
-	"g4KhBDfSW8+CuluxCQgkmLOFxTqcOi3K5BG4f7lbjMZwlQ2GATG8U7GQjpptutuh0AyEo8Bfg891KRFn",
-	"ka5xYaC0Y0QrFwVIch+FLTiyBDrB0ACBLQKTpmiKKoEmmZSQoI09J80INANznhbpmvaKfg7AX0AYeZUr",
-	"5ZhRQRlNLolaLJoRfimTgmW6ABEWt7EBJKeoCWufnZ++Pz9/dabOmfoPhx0+Ta6WEMnnS3V8S2BJjC0o",
-	"y1QxQoLENLtKlH6FqFZelmpCjHVDJJivX75+ATtFXQ3qiSzn+ZpNeZIucwF4NNWzUEbDjx8jXTiC655q",
-	"hTLOVijltH3CwUsAByCRbMDmiVyWoujg+S/zRG0Z5JLuB2wQsGHA/ut//m/9HGtr7YBLNsuWNuhL4yiU",
-	"QTLVWYlPlXKHXwTApqLPrGarXoh8ziV4SysjY9GJNzBj41jzUVqwnhbx7mplOVSrWmV5TMVzHBlCwCYs",
-	"TWNow4Gbr1D7+kytDk91W2TSi4IVMx2LzJblZfbRYkGEjFEbMjrAKpkIZaQmKfxizfKlHDsPoDjU7oI4",
-	"ETGLl5D+y82EOgvjdBP2iC86lC27rWW7Ku4k6Ro+oUyUqZND/A463ukyjVJmJb8WrFzmshgBKEkdrmzq",
-	"+ASgFrzeGgMWL5W8NWcLbySzcLTx/VpauoQ4l+5XhZhkUsO/nLNE/qyYwkZKx5NlutZ1z4rMFBWbqwZt",
-	"V2w/lJgJpS6CVIt62qnk6qKYUgUYHLseaVtPBp5eMAVCObTvo/0+RmEwhwGaSUXSFF5iDNT8Jl4K0vHN",
-	"q9XqFLAA9sqcd7Qh6Mr3uqyEgD6J1rFSIDcY9OpmjIAU3UhHJbDphBCguSFWqho5E5D+cSv0GUKxskUi",
-	"KrUqADCJX0ARJMgXVh+s6Q5TqtvYGvxkp1WMfNeLqLpaBbu1+oNW0LqcTFqjFs8ns+SD+Hc+mYuuBscF",
-	"rUsYT+vdd6dHl4Pi6avj06NW0IJfJHKa/fsEnf36FwEzAQOywLiU3GsUL/F6bXmy5Vuj1lSeHL1btYKW",
-	"NR5bo9Y/uEyK6vvQDYkqawXUn9XV9K2hwi0TZObg387+8rfi8i9Pi5cvFrPLefrPl+erD5Pnwz+1mkCC",
-	"VkuEai7eGM8H/zH/j//x8k/VUf53NUr29p9ZWtAENo6bJvHTDTy3r2mv3iuskAbyDRq/tci61i9dK7pg",
-	"G03mnXF28DrZ+RvVHUF1n8+douz0om+zfL5xcK5Dq+p/UIokuB72G9rlZDIy7Q5MIi4xo2X5vP6CNjQf",
-	"KDMFnRqdQwz4pfaN7bukjltkv6GqkW5z491pFJc8pvu8Cvewp93CPTQNyZTI63cOQLvDlKAYGeLuiic7",
-	"bI10y0ojlQ8IiEQq/dUy5ZASoGZTmSEhlaz6tR/0n376b7fn/9YzgHeEP3ztQKWx0yN7LdhGZ+/d+pnF",
-	"6/Mse5XJqyowFjyVYKtsc1DeZbHUR2qZqACaXq4UKnKpOer38H/uNEStzdOOrA7TKPte4KMe2dhvlTZG",
-	"UhBrrV92V0ITkVzJb/C6q1PkV25hGx9yJP82+E6juDB366jJybb7HXce7nPB0/pY0XF4iBGSejSyzsL7",
-	"HNStYFlznqpLSMSnWn/xpqMa3eH+bXHz2x3FM8oa40bPGwMHxHqKfrU7zcw8KYpEXgH3ZPWsGjyyYW+k",
-	"pw8hhRa5MjbKNQtb+JHf/u1HJLP32iPrD8jONZtlaQwxTa2a3nixuIPjNqvlYLjvOITyh/NvnzadPwwt",
-	"6lidiSruqXDBcpROQxCXqzR0h34v02+Mdru985tCoHcayJZGbz8otJj94fwVrWgXPdHQcbfbt4e0EHAJ",
-	"1JENiqo7u1rnuYOyanSf2wae7zTfZZa94vmVaJJGSqaQjsReJ3++kRyC6I9qOEf/TL83fHry5HGPXa5L",
-	"cecuIzxNR4KqaN5c6He6gde9VmPE+gP3R4EXxeW5oSu6G0kH5ghsUNoqqBg/nmgc0NlK7uQW2am1HYhz",
-	"BIdDQMpaqVc3ytYA8sEcDF42wsgpIWJfPU57TUZgsi4ns8MpNWaQDYppLejcNEw/dnxzzdSOyH3VIcZU",
-	"1z5PGWV13+NqGZ1UD4zQn1+UUvav5Mb+SlinKVCIcWJyjDv4SHBT/rx3idL5olwDYzoiIIEkZzOO1kQv",
-	"bQBPA2Mpelbo8JnS6jBCgSCzsmD4UnWLIOi8HIfSsih8d37+jj18eNI7fvgQIjawJTlLMx6zS55yOcHA",
-	"VZZPZqIoc16qfQvRFRfMC1CQbMryrAQ/JEW0dfwV1t9EX096x5GJCuv4VgPCt8G3T1N1Z5cotOMf1ffw",
-	"0e8R4gs97zr7/GaEXO/rc3Hu7rFKqLZBKKnXOvyt+odLe6DUFqKdCIoZbsUvLaTeZMTLGNg6zbQftyKk",
-	"1YwlnxEiXfLieifpDLLMMPVsE06IVTlLEo3I2sBWAvDDQiB+GQ3cQON61HImUmeU+rmMJJEMfBggYs4D",
-	"Lr1ejbblOsFALowCsJaWueX4BOKLoeRFkVxJISzZCWtzuSY8s8eE02FbWFAQCUat5QhsSld8XVQfpDLL",
-	"Ggl+LcSiUPezydmDOZ+JtW4sRvoOw9AHo+srzWWV5deG/QPgUQMWZ1KM9dJpIgTGC/gCQRNSMJmtWJvg",
-	"bOr4IqQ5mQsN74K/afjYSqeLRVcuipLnOokZPpgmMilmEaYeOwVZ2HffjV6/jgI4Foa+xM7EgwJf80/V",
-	"I4AXqUmnlFyAILtgrgdFZ+z3wF0Nma3Gle4kBcsWVNcB+GUzHYYPpdtOl51CyjreIgnUCaprWO0IM90G",
-	"R8dU1D8KWDQYqj86kNbsgNAtdNLkgDrJ6QSCqavgm1LsEVntAzQbIp/NLTfzoVPFMa+KT1JczLIyYn3A",
-	"jwAwb5lfCWXv8OJ6DFVwEhmL/ILwMjDH12KB2YD622IcykhJMvi66rprl3kynyttDpFSmRQFi/NssVCf",
-	"5WIheEmNZnIiGrlrpFhBlzbWt1Vf3p01ppkUhvaXxw2jNsQxMMSYbVX7HnRtnGKsmJsBwcw3PE0Zv8yW",
-	"uPzZFIlB8CZomX9qPs5Bf+/L6txMwn1TuD+v1c3d40Ttpm43c+n7hf2W21V507lrFO37pE4pSvNfyRr3",
-	"Lhj/rtg5OmrRGlrExCy9S4q11TsK/ZI7hnppQ79xeFP3ScI0z39CSMfb6SkKjtsFRwLN77DBUGXJHnuj",
-	"yUw1iKDDBYLgqP8ZLo0zPNUNI47BJZgUGuRFaT35nlscX+J4Gi+FbskRJ4fiQ9qnrsCtgkUHZRky0v2r",
-	"IhhSo3K0fDjR+1v6Tk0B0OH34AByBdNm5p+tugdLeSmKEjd0KC3Lj6tCbWb70Rh7oxBlOhESRm/ZeiBR",
-	"RN31p6S61khmjKbuEMsYz4RWvFk70n/CA1BIELMcDbsuvRp17FzYhtVW0+1kU4DlKc21BLgpgk6dZ43t",
-	"kDu0QuoHDwoWK32nBIh+O8u13qK+7AQ2KVNd/bg6c5OqAJbDLoacvVlxmCXFCeXNWXG0VG0S40SHA7w7",
-	"m/lwzvUqG7oatp2txtfNm60MVjMyRmdn0Q4LI5RtvyG5TFPrBYNNR1meWqYrgwMlKxKyk8mFuWjKjoqU",
-	"qmvVZtSWA9ZTQxozUoIrGvAmfXWfAhffuHvAKzwO6mlTJQtHia3qfq7Anmb5nJdYzgIAPvNEJvPlHFTV",
-	"WqWLYGPlDedUQxooT1U/mzqmwaF36sXnJRP6F2Pgcc7uodh39qzUcYLEI4bEpMlIQj4X7RQhjhbHK0qH",
-	"tcLQMvAYWlS7yGJiRI7HGqMtt5Gyn/VjKD8anjs2z+WiWKblbfhXnMuLnr47I4v1G9jPUGiFakO5lC04",
-	"sUTYQo66xgii7RWIb8jjvAVpljc4W4zGoG4ul+UBADEHU01Buv0LM8ZslggNOu3NuWHO9TVoldwb1nNx",
-	"S7gseFFo4JZJUoRrfkut61DaYte8aFQNyX41PCFJ7qh7Y4fqIoKXvUECwYaq/q5Ld8BQrDga6ohSXH3/",
-	"bHtl2DgdpmrKfEbvbgc9FKsx67NcZAshoborpPamgucF6ZNew+NQqgnT9xYF2xJIJCIndcOvuixCWWd8",
-	"c/hPSOoXH8VkiYmUO3S6XKgtAGmaScnadR+yyezdoNxVfb+RErwRFfMuNMASlLox+T/Vg+C3tX5ha7mr",
-	"1THxgFzg0sN0gFOjMTwALmzHKChKvoacfXWNRYGNTgTW1QpTgWoiBxsievf27Jy5QZqoa2yizWr0hEtW",
-	"lEmasks9Nq1NG0J0F61HrAQASsSq55r6/p23CSAJl2qAJQUUZcdbG43GVZ6U1qBw6L8xmWxlI2ETOJj6",
-	"NIYycsqZszYo0xdc7SI5SZexiDv7FBdWk3KY4uZD0J9x7ypz/SoXQDijBJ3SPaT4WLKVEMp8d0olDW7k",
-	"jP0MJZG+EodVc2Wn16gI+PFC8qlsh1zB6VFr/Ec9py+vRHwL2yegqylwhT9EkVCAbnKX3UNtp5W4nGXZ",
-	"9cHKrRfLS/MzZuSvusxNNmuaXY2xTAd9gBxeK742ekBg7MjE/NAkOiflPvKRBnaY6uv9wddQfn3rD37E",
-	"+bLxjj9ObnNBdNpY/k5vqMhGz933qVVHgxKs96nJ5h1cL8lc0zyYaLozvlBG9ErU4Vza+4CpK0QXJa+X",
-	"6UV28eIik+o5g1wI5UnPYplPer0OAvrFB3AcR/BffJthgNOdOEriaMwiZc5HukaLKEorUogVIqIxRZqV",
-	"eqqxotA6PZQty0k2F6CKaVETBaGMMEEeN3CkXhCxR/jHBX0FDZLaqtcEHqQOACqQ/DKyTR0Gt6vMiFxl",
-	"wueCnkbEFGq6RJoRWEBKyZX2T5XuZDeUL2SpVp4hLQ7gy497LObrgtRapf/H22Wj3j07fK/nlf3g+18H",
-	"zU5Ou2MO631tetcCYaS2Vdpl0MhtGvR3bXPTJ72gRcmU4Lbb8aa7+2DTrJY2qslVIAbFWc2veH8k4UHY",
-	"0mc0bI2eES+19i6Sc6uL2iK69/AwhuoVYYtOHTxsjp3r11T9hlrFPfUm1XHrU4yXuJsv5kXYGh2fNLFe",
-	"k/+yD35JS5L9+A797lf6jVKgodMnvWOv0yAHTnrHDZ3vD7Z0Hp2qmkP6y17lpyDn9e2QZldfycXuXYJp",
-	"doXy9/Pf7j96QnltfYH6YrlxsURz0xMO7jhs4Y2FHpA8S0XR6VJVxUa9ZoTONiKVUfdcgfw1eEtXfEAY",
-	"JSbKMQwLU2n9IqKLC8j0iImMnsB/FRFrEyguZ9k8KUsRjxhP0w4rMxYt81Tdw1LrBwvVf9wDQSgp+Jnl",
-	"sXVM4XNTARRA1v0zEQFDZKlWWM40CS0tQBHKYiEmyZQkMSvUjdpGGsnC00HYn+yrCLFhvlZ3dlHy+QJU",
-	"Cf2pejUvl7lQv40+9AOL37c0uaA5vD795ujsu9PByWPwJ0a/2vd+6v5ae8un7q+XWbz+FDmMyIWY5FAt",
-	"71qsOx7Jq2rPCD0Wtn7FQnWfur/ianwKWwELW6Z19dT7b79hx8fHz9QXMS+5+uxXO9PgwgsllMuETx5h",
-	"SBwQa7WymMZ5+ekTYFBRFxp8/KgTMPo9yr8oABRgbogx41WiXs2hRcxjECnbznA2DOUsW+YF48gaC566",
-	"////G/TY/8X+obZe3glowyapABn3gYr/6JeBDORQaluKIpQrngDcQc292pzuKep02Y9wPet2ZrzQ7Evq",
-	"OA6GDLuDBGCu5HFIDKrIeih/il9d4CdRZ8yE5JcpGM4l41dcLUm7oqDi1UYEvRGWpxwxJaqiDriw56LQ",
-	"L9OqsqXsCyW4uArbHXgAwa5wbB0+Mk9nBI+sOshgtc/KclGMHj1CQIH6F/xDI2g0pbbmeRuDD2GmVk/D",
-	"5S4RiJKLIks/AC8rZ4s8+QBciGmWLS755Bo5g4+ASMakrELGjszk0WJ5mSYTk7+9lKkoqO40aszqhkvT",
-	"bFWgb/7HF3/+7u3b7y9OX716++OL5xdvXpz/+Pb992cRkaEahslJueRpumZxwlOgYCts0fuSaNL0pYNb",
-	"LReIfSwMLGSaYWIna3N2/PEj4vpJ38P6s3C+cTpXs0JMLpqkyWCopubxkOVcxtkc013HWsYGDoFiKOeQ",
-	"j5RJgdICX+AgfPCYwpUyE7kw1ggVkSVH98Yth9TTludTyEm+XpTu3saePFAS6pv3ry/OXnzz/sX5xfcv",
-	"/h5pfku6jPRGgT16LWy+hNa1LEUlKF5RFUwdaY3QwKrd3aqkHA5fP4H/UuKqUugzlI97ttQnDZk4Q+0M",
-	"SuCsI3JOEXe22GWHqPkJd6pSVBLdGEUTf67qdWdrOdE5HS/ev1MGGN7ZrdFP/WDwc9Ba5mlr1NIHFu5I",
-	"zdTVnWTzR5N83tpbxfzRHeP9xgOy/BKY5XYqzKgqvZXpurWxguYZbo5LSLS+v9Q2W/bc7L6whYf79fT7",
-	"vz7Ln/7l+7//kp+v/vHDu+dPX7569x8vs8Er/oqfrTAR7pYIGBKcjVQnpywWRZlIVIcSaeUsk6JcZflu",
-	"XoFlno5Yv9dV/3tChaXvIqp/C4CIqsiwmaKwcr8r8+hNdgad/l6sqym7et8zzn54/0pLCqvK0fX/OW0k",
-	"7KtvHW1FBG9zgiJa2FtI366pujvVzYO0ncDLOdI6FN1Q6I/0CnfUFDWCAehPeQlgSnW3J/LqokjkRDhJ",
-	"yqRgl6gCCR6DAnkphGT0ky7DKSHlAbG0BCtlp+yXZTK5Nv7YbFUo68MdcRGwCI4RmCXop/0T62+7pAiy",
-	"+YVkdB2w91b66uZnQOqBmF7mKcjordcj+H3oWg31vRrqa1p9EtK1g5A5cj79DIg264WHAnf+dU0109T+",
-	"C+ksha3KdnP8ZnbHWTict+0c5ByUgYl3uKUOJk0r2/GrcS1ZQdnkYPm8crPuUypFUd4u6HsGvMjWI6Nk",
-	"5nphYzRdDJgA7pxHI/Q42JCA0qqT+FPUse4YGVsbqajZSLTl3clTVoK6kmS2oiAR2utoYyz4ssAEa73r",
-	"yYJwmB402/ckmwuQt2j7UWGRHOQsPq/MsJprgpwqms9bSCgJUDoOxVCm2ZUJV4+YE2FSZt3g40cIAAG1",
-	"fScwqDglsNTcUcDIFs8FA0w9iEQQrL2ardV40ZswJuyXesDxMlur0HNeFcquD+WpdkVAqgsYZ0ma2liC",
-	"AbSba2DLrXAuivKrCrbjYtWRRGaLmO0xAIX3/iwDJ0ii5fyNIyVQL9U7hGEL4pnH0wF/NtEWxBeONJw7",
-	"h1JDV9XetMLg69CsgQzHHxqSE3zGK0Ed2PcI/fMuhhtij72rYScQuQYSCmXbgQ7ri9IluDA0/U5GlmGP",
-	"zZWFCKhiiBOE0oQdAie+QJli5s0V2KkfZom6Rq0P5ZSnhcALxbiigbteTbhxmZYzMbe3CiYL4t2ohrEW",
-	"Fp8APj11XzmeUvRqGbOhOk1jKtYEnl+EG8tQAqQZAaPaGahuCD7RaCz4cMwioBMSF/oh6Dc6+6BYDbj8",
-	"QmkBAYynwOdiLmfySep/XvFEbnKoua6zT5HjXkNfmPYXrrhxGAboy8frbsvtcne8Ky6pPik3vG1+dHvx",
-	"m3Rd3V5we7hOl6BH7e3P7vJSrX+6L+vC+GmcTQmpa8s07XwldwuK4C+KVqv6anwaqF9bl0p05afLctYa",
-	"/fTzp5/V10oGNuGPEHEwsVV7IAYlYna5ZpGSYyxfyqjluqpHjx7BL2ZZUY6e9p72IAmShtuEb7LANcSz",
-	"Ic+yehmaInildC1ECHwQ9XRQJ09VCdJ2Kq54iuEBEKwyNt5TKt2G8K8kZ4tZJqEMJNDjFRQX+mWZFEkp",
-	"im41sTURReP7/bpw2dRNl0gq7cCzTc1guhMZDknu+JCc3yMsuf7j54Kn5sfsKsviwhR2LLC+EE/djsC/",
-	"mxrKJksqVV7thtO3ygvcdvXvG9qulAB3fqXLfNd/8zdMB/EdhA8Kw1viT6/zaUNbL5AEESqtuqWXl4XI",
-	"iwceM6rbKFAk1ls7g4NxpHbGUp0MJ0FqWucccTtpHmxoVZewpq1IbG1skWeXAhv2CA7xOZfi0O05Mbs1",
-	"7DVvLiekPkJJtcUyTQHFwah0cVIizsNpFz3QTXOC2orV2OoLR97rMtMS8lLE7If3r9x+G9m4q+c8jhMi",
-	"3SKFV0/bWrMSuNMhyjKRV03NvtXaT4GmN0k9dPuuMzpXtq6eB1ihElOgYGIxtFBGjhinWD/0DX3EoAXH",
-	"2UQpCFr2d+cxIDMmaaI2KNUKRM2vKKuF/XgKzGoQ45RCYL27eaC5x3RK+JrFmV1fHU6eVlp74PgaaGnU",
-	"eKgrqB/qpbd31aefP/2fAAAA//8=",
+	"7P37cttGtiiMv0oXz/6VSQ9IkbLsxFRNnVFsZ8eT+DK2MjlzQm+hRTRJjMBuBg1KZhJVnb9+9f196qv6",
+	"3uC8yPcm+0m+WpcGGiBIgpSUueyZ2jsWgUZfVq9e917rl9bYzBdGK53Z1vCXlvos54tE4d9n0TzW9p1O",
+	"VvDLLudzma5aw9aZFmahUpnFRgszERLbBeJyJaQ22UylIjWJagWta5ksFXw8NpFqDVsn/SetoKXS1KSt",
+	"YcvoZMUfi7lciciIbBbbVtBayKlqDfv0h8W/UnNDf9hMZkvbGnI3+SCt1u1t0PpKRi9lpioTFpHMlMhm",
+	"MhORUVZok4mFTG39HPveHH9aqnQFbeVcZSoVoxZ0NWoNhc3SWE+L/uYyG89ENlNiYtK5zPKmd13PvxsT",
+	"2deRLa9pCk8v4siKmMaXYmzmc9m1CmabqUgksc1gf+LIHrDOfIDKYvUjf62pmi4TmQr1eZEqawEjRq3/",
+	"+LHfff7pd+2A/u08/rfDodB3YPh2Ef8GO3uRma3rvee9/aB+WiqbVRc1iVUS0aomMk6suJZJHOGB27mu",
+	"lLoUlyZaDbmnUUvLOWLtIoWjm63yR4A+89jaWE/vtJgXZr6QevXWZF+bpY7KK3pDAwQiUokC1DSpiPV1",
+	"bOPLRImxWepMpQuZZqva5Z14y/Mbi0G/P8Atn+CY9zD/d+lLJRPYljhVlVW8VTEStzE1vYgjoU0qIiUT",
+	"+HsaX6vd2+N97H0bW5G6Me+2Cp3JcfZuckaEmFdVXseYGvG4jnbgM7FQqSWq7k207ci6D/xHNoAVaKNV",
+	"p8Gq3ZBDoY2wy/GsZkig/lVsOBwWsJFb0bGMhbAVO7EPGokn94d1L814OVc622ee/MnuuXJD8eV9zldX",
+	"KDA8ORXYCLBpsD4tvUySYlZNh7fL8VhZj3G1BjiD14AcWiZrIslSq88LNQbqYlV6rVIxkcskE+1IZUhD",
+	"UdyINZJxbpGYaSCWOlIpMzMinXFUh9FPSxgd8zwEPhDt4ltxcjl5fjx58vSLLy6fnETymXwyVs+Pn0d9",
+	"1VcnXzx51rnTFjgA/E+Vmv+KQCCB4K26eV05La+1VWmmIg8bYT1a3Yg4eji0fNbvE2a+W2bvJh+knq7J",
+	"KHo5v1QpkkspFsbGwMgfWWGX80BkxohEplOULUScWeLZO0mq5G5hnWaJgl4Kgw+FnAMJtULqCIawYrkQ",
+	"mRHPK//rPX8eiJ+WUmdxFqsNrXrPnz+/E7p+UGOTRvadfi+n6tyY72CpZQCl1OTCaOhdyEtzrXDr5vJz",
+	"PF/ODxDlyl2C4MPAmi9BNFJCZmJubCYInw9f3vf6SpsbjTJ6eVX4CGRvkuNkqpAG89kby0wmZrpUp/B0",
+	"BlQ+ZvzdSdhzyXwo8E/x/PmXAWxcQeTXhrnbaftBXc6MuarnUmfCLi/tOI0XuULI4oIcIzPP5YSdK7uh",
+	"ccTg+F741W3QmikZqRS35tW5nMK/kconi7O/UfJKZHKaSyCpWiQr0bZKiTDWE9PzvggD8c35+XsQXq6V",
+	"hie2cyqsApBn4lKOrwD04etJ963RqvsGFIewB0skxbo1bP1wNGpd/Y+3113z8Y9ffPfn19HZn/6EmkQu",
+	"AQ6zdKmClh3P1FzClBcyA0LbGrb+A77+8az7P2X35373+UX30+9GrX9rBa1stYDOSXHhk5elq+7ZJFPp",
+	"+rI/qrHRgJtG3EiYuZqYVDHB/JzlXOAmzmYElcxcKQ1bGQgJfSLhmku9QhVFRUIusxmAZIx6ig3W+oRF",
+	"zBeZmKRmzrJeEoOAIqMIlMcSmAbb4DGPNRIGaMULB1Y0VSmh6w8/dM+K2aiaXU9u5MqK8CslU5WGgVsn",
+	"sD8J0qi0IkSMuvA3v7yR9DHxvt+PWrFGLe0CATVqBWLt+9+PWkuiFwEozLA2OBqpujZXKhL84VZMqG7z",
+	"LRwKpnuI5Uh2QPQl9lheNjwvrQFE2aAVa0dEWwGqhSzpXiDf3DwZUoYJ+M/gHO/YF5obi6W18+N3pTl+",
+	"uXmO3PxB5skWl/IEX1RMLEDekWwoJsUeXZca5KC5XAFBUTITbaNVzv6FkuOZyOK56pSx6kl/EDzpH7fq",
+	"l5zT/q0LnsvP3yk9zWat4XG/j4QzJyBrtpla4vF6AvQLydc6FM5nSoRATkOk9kwwkd/QgZ6ZJLKibVIR",
+	"Pg47p+JmpjTQR5vFSSKos0tl+cAtklWAf0ptb0igCZ/0T8Rbk4k3JoonsYpCPKEg50i0bDQkqQhC4gEF",
+	"DEvEubUBbgOE2zpg2Az1dWrm64D5Ok5tJiK5ckixUGlsIhC/SQ5HE5LfKGSjU/jIirnR2ayCDcf942fd",
+	"waDbH2xACPweKGqrFuPhdWvLOs7N+iq+kzsWYeAlSxhItIS50Sp9ZBGfxc9Gqw3LGDzdtozM7LmIPy3j",
+	"8RXbOOroyQvPlnAqwsKkEQLdDZnGhYiplyabdXxDTJkdbSRCRaetu9AcXMo2un3Q/LdT9kNnewu0xy6M",
+	"tuQoeGs+qnGqsm/VikQ7nSmNRk25WCQsEBz91cJayi6GSMkoias2BaAvkczkpbRKRGhmyxxxADLAqJc7",
+	"IR5ZkXdUp7L6TgdQeuOxEkstr2WcyMtEDbG3TQPCYPFc3UlL0IZB4xkTjbhSK5AjJ/F0mdaK/eWZs3Bs",
+	"c1WisgBW52fSCm3Eiw9vLj6+evHh1fnFt6/+AnKe0uN0tUAaFKfC4o7Zu0nXBQL9W6omrWHrvx0V7qQj",
+	"emuPXulrlZiFom/WWUl54mF55mEgrAHeMZYaFn2l1EI4PYEXcYpqM6GDYR3PqkygaQoFVovKtboGPbHw",
+	"XZGI/32BCWEnKGNWjgyTWMd25rAPhnMY12vdBq23JnOcqp5dEou8McskAvUTB9FK3MyMVah8VFQGAYc1",
+	"AuUwZ3c1qkwd1LnZEbZBiJ8b80bqFfsa7J5HlKT7s7Jwv35ey6J8vU6AKoOZZPVm8uPnHrLvUC6G4rgP",
+	"fEnMY73MkEVVZnCn84pMbX2NxOvU57FSEQh/mRUgBooknsfZziUVTfMuhuJp36laFhdhUS/DP2kSfwfn",
+	"c+uyUbnP9kCAkUYMEO0MhUItFokcKydrnPQHARquPOWRxo+tSAzqSctFIJY6gVHibKS9IVTk84cE5Jjj",
+	"EzEzy9SCkl6vz38Hy7CdnkCFeaRJuw099TnkbbE9ESKAQ5RRR61RK8zX73Oj8HMXN6RLrXsjXT6/FdV8",
+	"2zH2m96SxQkWbNL4Z6I1exxl1lDLiP39Lo201moz8BB72aCHw8+ic05WuWezufHX4pJ09b+bM+XPx3PB",
+	"AmJvBOah2CfOqodzAScDzjGRIzPZQGbFVGVWnBw/F7G2mZLRZquYO0VlRK+zxGzD9rX2DuUdh/6XfPmA",
+	"SLmP2LMZE15yC9sZjnSDlQeAzkudKjmeAbhynGbG+MgKWL1CX2Yq9Ujn6Aufm2XWE8imUqmtHOP8b6QV",
+	"qUkApS/l+AplSGdnh3c3aZxlSp/644z0XK5AOLN4VKYy1qI9QZ8NNFeekdDKuRLh60jNFyZTerzqfqtW",
+	"YafugI50M/5Q7CIi7otEyRSg8TJO1Tgzaa1+e8auLmae6DgCZHXfnIpQL5MkFKmam2s2uNAn7fwDcanG",
+	"Zq6sUPNFtsITvFUdhB7pKJLZqaIeBq3P3anp8lPXuPeW//gRu/zkN+vG84VJMzZ0z1rD1jTOZsvL3tjM",
+	"j4xcxF04aVOlj/Khb/3P7VW86BqEiUy6C4NeSZpdEdiB1CKKYmr1nsJgYjhmtIoqYEtxJtKyNyWNhJ2Z",
+	"GxA8TkV49vLlxS8gqN+GYq7mlyq10CZdiWIkgjHathfeoL+0AFOv42x1QZBaM+0GLSfJ1r6bMgWsf3NB",
+	"XH5tH3fs3W3QAqo7Nemqtm/38g7dx9mGrgHem4ZNFch2u8gb2rOAlBafXFyu6vUx2DV3bJYW6P7MwK6h",
+	"fIsUaGZuQO0EakHP23IRB4JwNRBzGSeB6PV6eGDWpqw+k2f8gphEzaLQDHhBNpma19PULBeb3xy+Axs+",
+	"rGmoJ+bCmmU6rp8hiNeb5z+PoyhRm99vfmGy+hcUJ7S+neEgFImaykSA1JCtAhEeh2KRxteSNENrNNry",
+	"NBCwHwfB8ae65brIuAsATe0EUjWNaQJrrxx73vjq8P3K5LSBIwJa1SJiJj/z2OUOYq0d/ju7LhoObZwp",
+	"eyqAeeUm92ym5vWdbyJd8OCiMaYt06S2FziYe/QCrTei1TKbX4zlfCHjqd7coJAsa9/PVRQv5xtfbzks",
+	"8DpTGxDrZhaPZxczY7NtXVCrJNZXu1vBLm5udev7jn5soS0YAVfwnILoMs3O0b8g1UGFh1XPUIEGvF0l",
+	"slwmMCV6WKYePqUhXCkww9/1nEIwDakS4TL78jidf0bzo+wxUsdtPdLr6HN+vvic1sG/bn/rdrOCoyWU",
+	"KqFfGVc93Cromrn8qxpnrUL8eSHTaLMINJGJVVUBZVwITtu4rpOvkIdjRCfZGjI1t7u/xQ8KUtKSaSqx",
+	"LwUMtnlPr6A5xRrV9baYGa2a9/Yemm/urSCUjXv8kH+yqdvKoXTQzyGRL6I0vgf0LbtPoXFesPkeaPDi",
+	"wE19rRdLnMNcfn5N3w08l2oOzFcHbHRN309run4vV6A0cuxj8y36GkV27OEAvGk4uTX533faP30abNUH",
+	"djmqy2pARbeBN6KdK4ni5MvdSt9mRaF2jBf80h/m+PlBw7DCsBM6ngKxs+2adF4VriIlYi2kFq6li2WL",
+	"9VTYlc1IINo5UFnIL+9asF20L0/p3+FNadMOgmZFpt85/5KMv3P6FZl/Z3vXcE20BZqFKlpuC5oskyRX",
+	"2mSNdF9dyjzW+eDBZi2jcpDqZunrHSgoY4+/jQ6yc4MKnWRn05IiUokGxFc+eg36h6DXfrrKbiLmqRGb",
+	"AzsEtPLnftDJYB2kFDl18mWwVSkpz+kDhUTgJQ1odMgkKkrKzj2tKC2N2hdKTKPme1ALX8nZ2bhW6dkN",
+	"/lotqOlnFbVo12cVkYy1jEKpcaiwRfL6fhHJTDWVvCpEJY5C9IXKTCRKWgxoEBRajVbFHiGU39HxTjPj",
+	"w4kZW4XCOnv2uhRxUBe/iYTwkKz+kFVvMIv8I7L/34J1/90w3kP2uhFbPcUYIzlmL49JDmS0vwHf3Dc2",
+	"smKsqie3ZEnYj8KeVS+hOg9fnArStgOhuqig0m0qM45lIrTKbkx6VePUeXWvVov392q1+IiTf8tzb9xr",
+	"6bO6fr0A2GaGWvfBRlvtAf6eHd6UxnO7H6dGJSrc6S5DDEkKOAIcEIo6xJe1BvbNzhC+RrD15eFOhwfz",
+	"Z9SZnksR1CXkyM3SDY3D/sI9GG0w8LKVuDB0v3cGtlfO5FY5M1soD1l97kh+3BVAkZmpQjkPCZIseaPv",
+	"h+o0NaE9nAFsT4HpgWWRPYQK7+iV9xNDd1UkxtKqLuylhpbXKllROImlCyCuAy9QQ7RPjjun7GjOMN4Z",
+	"78xodbPOwA/S7dFsUkE335z0ZH+l+XbbaTjc4PyPic07uOB2IepfR+Ef/yjUOG8utgur7pBYtCnud0be",
+	"nL3+7mN9aEvORFhyDdxVLZNGGGGus1MBfJrhivcQVEpxb3hpqMnZcNkW8Pgh2tRzfjogQetzF4dvDZ/c",
+	"Bq23r364eP1yQ2SOuqlsziMr4qh2S+pDz/ie01t18/qlP/LgNmidv/ru1ftv3r19tQt4Tvx/SNghfdkH",
+	"dsdVRGNAltYVOOzYgnrfxUSW7+ql5VckJn1UB1L8+9BMGpNpl4joroqo11NDOXGpOd5/D9DMOXi5xtZu",
+	"MpnUvarMk9oF1FPdxF5KO7s0Mo3Opb06LEbgHnU/us+KYcfwfsPJqLS3maT40abqorsDeZh2FJnSplwa",
+	"kyip99IzNyp2ac4OtgSZsTWrFWuBWjlP6VPzEK06PYxjdHL9KKKUHR6Ey9uzXXMrrpmynsUrq0dB3pr1",
+	"4L6//OUvf+m+edN9+VJ8883wzZvhx4/hjrvHqCBVLrz/cnLbpT+Oiz+E+2O49se/1WnjL+UqPywHHZRY",
+	"2QsUbHaTXCIWjKr2oqFJ5ONy7n06MenUZJnSF/nwewwc62sTj5W9iK1d7jv03Gi12n0iV2+wHXywurha",
+	"xLu++HYRv1mxZTc2O+f0nlqhCdVe2QbzOcd2bK5s0P57W0NyeXLcSbC2+W461c1dh7kDZP1e5lCrP1MM",
+	"3P0QVX1eKG19kkGZk8gpgu8u0BpRz5ViPTbz+q/p1baPgUVdbOyhSrKoXaXfcif5lFvVyW+A2LlDkz0g",
+	"dln41hqJLTDG+WqhvNNSlVKA8l5sZPC8xgoXqr421yqNlttawISiZUJHe70Nd7BtHnkPF02lkeoXpbWu",
+	"zctfaXVClWUG+T5s2Nrv7d7CV3NuXi/NbIyzrZ2ikgklnjnIkkjpZ/LsMpiM1FkPQaUCStMTP8CD0CWR",
+	"CUVbaoEeYiUAdzkifKTzNDadQJh5nIFGFEaxf80rHJtIwb+LNB7jHz/pjPzV4bWEv1IlMgkcmhM++f2e",
+	"5sHlcQYzNLqL14/Ko/jpLKhnHIPjcDB71SAYaZ6CN3ZmRL9HfcEpK3/Sp/u4VQbd0M/r+qzJ0sFv8FKz",
+	"SsesErosdmSvyDWMQjkpSKS39pq0LLHmeyt4d8suVJJg3jgrFjLNXDQ/3n6ayDGlYNnt+nPIUBvER5tF",
+	"yHVAPMs+piTYwvU5fK/jTOC7KijL/9sB2J/q9utPlPtwtbXnHR1fy5qO/3x2TjfkC0QIRKzHyRLvF5Hw",
+	"WruoraPdbqMae2n0+VfvnQGvhgmtN9pX5N1w82mb8lWjbG08b++LM/YbnKStB+ch72Ft9gG6I7MJ3dee",
+	"22VN0qrULHXU/kln4v/9fwgr4Y/2oN8X//l//W/h4N8RRwIwVBx3aiFeexLe78T+HUJeVNIkc5CXNzho",
+	"8QWPn1ACJLh4mEOTo+UzPLdy4LsGbQVeaqZt8Vunog84J/lK7kylqiak60n1YHnnZ92AiRmqfdO6uFSJ",
+	"0VPgfAdQcP/0/Z0zsjqIONK1yYB8/+zrrizqjoxoH2ay8aBtOhx38erlGXL3Y1C1Zt37dr+VjcI7fPSM",
+	"nZgCoOqW3/dwlW2d5YHfmjwra1iY4MLSMPWJ8apG0Z3NHz4Qb4tTDrZa2ExOSzHcJ4NDgrhr+RsNsJxj",
+	"pmUsa7AEdcYpJYVwe/DR/c3C3nEp1XD3k4NC9R8ujL0+arpkKi5CqP3AnOJS50aT8ybK9KBh1pTAOy+V",
+	"oZdzlcZjfqd+WsKeGNEfUlkLyS/GnITd1aSxVjUK2G5Kyfq7KdmeH1fI0X1TmYNI8x1JUxW1KwGy0Kzm",
+	"SO5JwZzXGonY9uPSb0y1+psR6EHJ1MOHEfd3kKO9vmwWHZzHU79yFwD2kFwoUKGBovb27M2r3VZAdNdj",
+	"060z3U+fL6+vTpl3VWP+1v7dHRSqgfOV04g1I0+URa2u/W7PsiKLdr2O9ciiClPJlCHJztoK9rN67F71",
+	"7nwyd7cnMKX4jfOb2FJCjXVq9WBJR+4tuUitmZ/WEThsI9PDWj6MbXHJ9TkumrncuZhVKUbFPw/ruTEQ",
+	"3LUUiSnHAVZG/8utlsbahvdlbfx7tR/61QuaIeG/LI6/lcWxVFjiga2Orh7GHYwr92j9OMCEcR/ceC92",
+	"uX1K+1/d3MOQUfDIu9y3d3su7NrF+5OndzB83Fk1uIttwq1pzT5x8qD2idNqKJi4XDl37z3GcfvMG3F2",
+	"21k+iE3Wc0atajPeDUXEkW7uZmvtvVaMzj4rLnRXbJuaY8TzxMDtMDFjmfwhMnMZ616WRGGABTsXoBF2",
+	"TqkqaFob2L+WheOkHIb3H38Yjeyn3/3B/TEa9dyftdF23sWOPUOYMCS9ybURB5nqvlMPdTvMk/q7INW/",
+	"naH67hAtnaQd4OUrrA+sqeZrOlyTiqMLtyNzqet1xeoNv8zzx/FVgonLoF+qrgvErHar7nzFsjLt7fux",
+	"yFZfmWi1bzySpmzCWLyCamr88eO7tyKJM5XKhNMSY3af8JfbkEmH321/40Irs/uzS8e9DnuaAm1shTrV",
+	"sbY8PfZ+ay3Ke5hJtcQIVR2gzc0LBmKFwLXE2b2NIUkV4k8ZnY0WXItUtMNRqz9qhYhISM6t0lGspx3i",
+	"jVScFXqDryYyTpbkaK4C2KPW7f6vPw66Tz9hPDT+p1NLpDnt+dokMfm1N0l/Jpn6nO2YybrmIacbNhlr",
+	"hmIJmSggp85AtJPYZsCu+ggTG+tporpUFLTYHNvbaZbkTOxryxurOGmn5saKI1GuNdoJ7290yv6+LgDh",
+	"eFSUHtROyuSdZJxS3WQyub85FJafCgh4Y8OACyXyaX6Ff4s2FhoO//3VuThi4nM0VRkXjHNVGXyK1/GE",
+	"Ga/Mrst3j/2u33AIWp+78FH3WqagkVv4mu75fcz7oN+vuCfv1wu5iDOZtD7demn961BslRgZCWmFZHJy",
+	"ysnw4VRFAOK5qzdcyfOO3XaJR4a91q4cQ7kRyK2bdUxEBYePfBzcnGsJ9/X+xl7KnV++XwKCTitoLRes",
+	"p1EBf9Bqlaaii2MVX/Ob+JpMXvTX6oKKStReSxnPpJ7uvo7wR7MEVe4Ft/YUzqY3fSgf2xY+X8M2AHZU",
+	"dQCUjDgiM89faS4iNTd4I5FIGpei6sYRoDYhBS4/VrbT5NIiXpaIlkkN7r3B50i5h2IQiONAnATiaSCO",
+	"+4E4PoHz9qwv2nk1LK8Mr/VNJj5JQQrQXEpCvWqj14u0LmRvuENiDMJmNkvNcjqrXpQ8SJjZogj+MDNi",
+	"LiPljV8RqKiw2F3G3cPiywek3mqbgzHf7Bwz/T0J3BksDsjGw/2eOeI+MvIytXXc+t1C/rRUp+hjxHhs",
+	"K0Jqi5HUeQHfsUzqfRt4Yva4sn+9Qd2dm7SOBKdLRWhE41D5mnyGVGEV9NVTgcumtn45UmnFWC6ns0ws",
+	"F94C8ot7VfWPlhM4gPHE6rYCU8U+1LWCgi4U6av6n7a5ybdBHaf6VhJZzOIsUVvdK44HgLRW49BwsPsU",
+	"NDkcOdK784DD86cb4XoXPfu3gN1OE6CDZZ441EHzvoBbhutGQO5ljyKUrjmdBRDWPSIKNAcbiCieAg/E",
+	"mxgXIbFIEEXF2CTLOZa68sumVK9qFoXNP/0yCJ49qb+HiRPZL+Sn0Qnckdy04bbXXq3FbzfuD+qwW+6d",
+	"rdt6aLBAEOYIrP+KOFOtBUTWWCkivI8AAqx3pTbkfjqnQuoVlUdSQEGpftFJH9TKXmutWBROmjxg//n/",
+	"/9/1RYhg4Bq93k/aUQuFpju6K0p6k8xSKuxj0txhvyc2NKcvVHupJsAT1BWsvYbpxrkWKMKSarzSh1Hj",
+	"tBIlIrUj6/p1jnE7e2Tk3Eh6NsTcfI0a6Z4HM1KTWOfu3+1Tg+5fFu33MdzVbl5wfPLpjpf7qmzOW85m",
+	"EL0srXkTATBavZu0hj828NGsuWE/1RxgNBcsZCrnCih3XgtJg+5iZUJU20nStDCugEYDwdlh6kPIVHPY",
+	"n/TXzulgIxzuwu3vhjcHocNeEYlb2XZDPNmTiScb7hbTm/24566Y1Qc5tg8QGNosWvDrWEs9VnfBR64W",
+	"UKu34q18V0/gvgsvvMaL73A2+b473ev13bFfHFSG4S5uq+ZBAgc7/Wl9Rc7L9fT8lBKAEvMzbE6Ly8Vc",
+	"TzgzF8XWgRSE96gbZO7f5y5EXUjM2dzdHAZyi9Uyx8s0VXqM/jr1eZwsbXyt3jgokNniYIe/Xc4v3AC7",
+	"ZjP3EfaRfdiJ7RGJ4O9Vjawn06nKypMf8nquqZgoisNYNnRyULr+zFzsA8esZkYPDs5N4RpcG4dM1z55",
+	"eHbHaI27xFuUgiW9za2j0t8omWSzPenyegolc7Vby+av6mbxOvrNNNBmzKucl+/AwIlDXeJ1MvFm53I5",
+	"Dd6+Ap8dp3fz3i9m5QQq2wR7astSdO1iKp6KvarN/jCTmZC+g4Ht2dEQJXDpMgOTVTszwLFYa2yHv4xQ",
+	"GBq1hmKECfmMNaMW1ia9DTvBSHMX5MMRSo5nrnu+qoRSfZxZvO0hdYS3WbhMMHZvMuz+x1HLJBH0PWpp",
+	"dTNqfboNO5RMY6ev/ttFDPro/i6pZV0UPkKMajeTM5TVl0UitVaRiOSKeHdt4OhcSbusszSHck7pQiZs",
+	"GAD6HgjOygQ/EDwkSoh2iU13MCUKfo13x25i68dntVxQKA1R6xSrTx+OaSkzNecbB46bJDJTFrlJNsuX",
+	"j4mn6L4agMLirs5VlsbjWsM9NKofEftNVtiNM0qkaiyT8TKh64zGGzIQGNNLj8cg8dcCfpGaaaqsveCs",
+	"GOtD04aLIxrXz58hYa02o4hgb7TsxohIjeO5TOy+6TRq7ik63GDYBA4Fayb/qR7N3+wbLPMOXeUzaS+u",
+	"FnEo2tioU3gxsD7xDO+BiW/fvybQUGHymt1fjyPhnuszFmIPF7lO2Ui5dGe51oMD3WXmoomftkjPVvrs",
+	"YjeaAIbKa5XKqRKudR52D0uAH3RtOjPhI8uAwvAQOBKUgT+SK8CgvJ3vscQzRF8x6AHs2xFsAxH08H/P",
+	"rHXU/g7wCL3tDe9yOhwObcD5cyXne3PwhUyz+V6OQx7pZf7pzuS5qFTmA4HCUBsJG5oril+5ma1E6H2B",
+	"KahghHryued+wknee7WUYnD3OrHzhivEttvWti2joW1VBivBuFUL8S144+3moRh0cddMbfWs6dDDUp5Y",
+	"buVrykDyTT8UHJtuLbr35buLxEmoCL53jdE13nCZsQL68nB5FMaOfg8Iy3iYDdzvOmBlu4uQj9ycW95/",
+	"b2caYsF3sc0+mJv91Ih32snD9dZ8Nt+rz3KcJSsWn1F5VRH7Z21PYFzPaoGuqZGm0FV8xbGtZLvGqIuZ",
+	"vFboqbpUibk5LXl286/GMk1XoljFSDvNRVa8mEHhw0yJE1+u1lyKnbrkfWwqaJQwumwzOgADizC5BmNV",
+	"iu/t/qK4q7G77VQ1XfNU3WnFWSbHM8TnSSKnnvmkHww+NenhcjxuNNFLDjXf2TAv3r5P48Mh0HD6B0c1",
+	"uhqGu0fgmPAGDclgvx+gKh/dAWCup+YL4w+KIo2Nv7nzLB1TaTxiUf2v8SeF6XHPT+6+vEx+5k4aD92Y",
+	"YPkf3H2mXE2wwah5ub+mbe8yuT1QssjT3rTtxWXDrj03Q6OyCM3rJxT3cpu1P7g+Q+OkG40a3iGJiHMX",
+	"Nhur4lxs0r/dJZFszDWwezo7Egc0yCaSB8XvHGztNvXOL8rFrHY3T828ccOLfeSj3ypdQqWq7s55xfZi",
+	"ZrJmiFQq9bWz57myVk5VU2JfqQy2u30eJ9NcT9vZqfOc726YX73ffVssr/u7e6J5Tovd1rtqkeCd8/ip",
+	"IQXYfitj9xr2EEeK+jI7m9q5TJILUF0vzOTCiebVgJvd3TQXfO6eS4g06EZjLeeN9qbq4d/5gYtg2DmD",
+	"PcSyzDRstheBbCzk3U24W+q42ZY0lf622Wr2vNize6xsfjGW84WMp7r5B0ZnTXVzaD9XUbycN26+B6+B",
+	"5plqSK44oc5ODL+ZxePZxczYbJ+p0FdJrK/2/8rGIEU2/ep2s0WtufXdmeBqnFzfmbFM3sR6mTWpWNWk",
+	"XJX6LOcLWE/ruH/8rDsYdI/7YtAf9vuH17KqvTrxRsbJG5ISDkmtsS3g6nXEl3sxoQg1dIZIb+lYUpEd",
+	"tnxdpLZg1yAYfFm/BjYmlUf/Jo4ipcXYLFYiVeN4EcNuBmJcTm8ZCGnplrSjlKfwUxsxUzKiKLBSLfva",
+	"0DPHC8tT+Epa9exEtG0mdSTTSJhUfP/hu66VExWIBYBZT4VZEKw7Djbfn3/d/VJ8c/7mO8yWUJePtH4W",
+	"dWB4sff6m624bGrZcasCg+wIycTY6LFKtT0o5nRztpP11BqnYr60LrsGhiHkUyaP7qXJZmitzmM6940x",
+	"3ZV3/+Gn4Ak494h73OspHIMk1kpcpkpeVTHjZHMY5qYEQx8cIroEQ6oOIzEiaT3xEKYTeCvnSoyW/f6T",
+	"cbUBPlVhLf56UeBPdvk2PZpWWk0BbT7wdY4aoKcflT4wCrBJWp01ir12mWBTfB0Gmp8VrpE9UwFcb6hx",
+	"6QvDlbt7n37ZcGPvwSppedMJ3Kx3wWKvixQlINbIAvj+DUcUH8ZNa92Zd7tBsPnWQH1S3v2vFBzovr13",
+	"k/1WM+lGs+idbiLsaV4skmlUahJ+amBqbHSPocH9hLvn/jzk2sKDXTu432zBmyPj756z4gFyC5ei5EsQ",
+	"reCPj4g1yYf9U+8RiKDMER2RKlHae0hRvDHhcImi7k+rc1pcR6ypwOehRXwbUw+v9ua2+b6jZnnN2cxE",
+	"cmfR3HNoxJ/UX5+gbopZ1AH5rbp5vUGSjfPwEa1uOKDkAFEVR3DbVzeKXR/Glu4673sjO7/xfIxN3fXn",
+	"dTQowX3PCyQzc6M3FGR33TXL+lmqul6Dq/vWd6eZuWnU7fn7PFpxT5y/cD6aZll+yVi5o20N6tIwRSe1",
+	"a5gZfZDlIr8wUkbFb2ON6I4XPAKu4IKR7gqbBGJuLuNEBcKkkUpr6mDUuR/czZKtUaHQ6G19ACF1sGX9",
+	"/8Xyj+ab9/CgLzGvHfvwNvdIVUGBH3JY26lLioLRd04FF+HvwoDz6gbiMpXjK5XZQESG06dE0s6U7YmP",
+	"SqbjmbIu9a7AzHqYaCw3npW09Kr26+tov/v033/sd5+3O6LX/fQ4T+7Iv2tVN1zpb5OS9R4udf19pmTd",
+	"77LZ9mStu6+iAWGIbZwpi/k77J7XUYrPyZ6bqKlMBIUMiHbI4nGkMhknlhM6lsx/dFets34RRUapshcT",
+	"WWfAOqOLP/VGyQ03gKm/1TKtS0g03be3S6mvLjalFVhvHV/VWeH0Fabrq4z47KRe1buov/H1jZK5DGbS",
+	"qdSxxYySaxm2n27odlPSzrwcJnc+UzJq1OlkmSQbJvs1nBe8mIb0DeN1TYqlxNHeb2fxomEl6uTicllT",
+	"CfHFLFYTpwjKvKj29hnHuu70y88LuVJp4z26Wiwq2FDfbNNOfpyZNNsTOvXruaot3ZWmmA0/QhNrYQ/a",
+	"NV8zTfUFJcdrsjxzJUmm291w0bBdNm/Y8JqC6XbCZ2HGs+xCRmkt1mf7EgMkyvZikcbz2tKcTcvGpTXb",
+	"9lFlWUIZCPbYs6VVF3keuTUb3VTjpeCZStUwj+xnKo7OBsI/icpWiVqDSEFpS7FvYTSl8nFmq/N0Cezm",
+	"a2AV9VfltzCgO+VQKXGLPbnBA5H7fWj6npR6Pxq8DzXdTStBxkCZo47G3Ely/1uR4Yb09L86odybEDYm",
+	"eXciZyEQnVDM5RWVobSU5NeRqIK29cS7eZxlKhoK/sZJ7nTDt2gZFLfyRYjELNyPypXF9PzAbBfAD9Kb",
+	"yoRvO53bTtY2kbGtdGsHndpOl7aQoTsqdTl9ahSRq2tHZDqyjXBsIBS7KMNmUrDx7G8+7JtP9/bTvOvw",
+	"bjiqu87moWekVdq5cre0R7QjZWAygNyiHVgcRIvN8jHPPxWBf4B8CHloXkLqHEn900NnBbcf4VQGZt2p",
+	"/2jGsUzequzGpFd7H/kNERTvUzOJE5UXaDKpmEkdJap3Nzd7Mcv1pKSFXR4bFVbRJNZXKop1IDKVqGkq",
+	"54GYyLG6NOZq9x1yctrzwMVNx52gPChOrYBnKTbk5MvdpaML0HifPu1XP6xPW9z7Xbe2nFU12cj+YNjL",
+	"E1bGxRrvwsflnCW7fUNW4pIdy/e/xBpT5NRXc93kzeBXGz7c4OsoPqFhW97odYBEH8ueGGRtPNVbSg9w",
+	"g4hTu9mrpoEYf58llb07XTviWYcfP1ImCZc6Ys87YE0rd9wtBKO5cJHfxindad4jMqK4UrHl7kMRBSL4",
+	"5Edl30KjwpEUACKILIfH4VoVwA3hH79hMeWKWZdOiWp4OPYus0xxCLVllNfiHTw0LON8voWbIhp8YtA0",
+	"vqFUe5mRbEvUA5Co/3p+vTLh2RqO78Xc70VSqh9uCuI9wxDe+1xdQVlyYbof1BzouUyvLGboS6dYQJWZ",
+	"SUN6VLWt2CussFZvoNwh/KRqHutIpRdzBFiNQEqQtOJSTUyqOCGhTDORGUFf4zPpnfs8C8vT46fPNiRi",
+	"Was4lu8RQ24Q3DMprJq5SkHJAlo1sxRvjCNzoQWwnX6G1SdP77UerqOwv1kdXKa5bt2biNle8uqmIBh4",
+	"fr5aqMNk1ai2ei6G/bhzfgWbBO3yMuF5Er16CXeL7BuZTa9z6XfXTAAe0TLxqpZvmU5RXabq4daeFne1",
+	"HQ23M1nmnE7ujkwua7f8RW/CgXvOMr+XmLrr2hWVK6Q6lROQZg0wgCiJiYr4tTD3uXXV+e//1rqTCFzh",
+	"Vwfx871l2gMYha213H7A51gJ9bMaL2u81hvTom+Reo9DQftO5mDGZQBeotCfjbuqzU0nEMAXUmUWCrOf",
+	"3hdDOMUSr3LMEzDJgSzivqj+OcdNym3y9d2zSXvBpoeR3r+7MEkmYZujJH+gaooH1c4sr2uDslXMfest",
+	"myKRTHOFuZRHpMaOb0Fnji5k9jBqvus/VZLTL1TNJiuvLqNw7emZV7ySExOW0iivux1knMR6emFjPVZ1",
+	"Y3H2XCzmJzhd9EzJSFyqqdQgr0IX+y1xzwpDtfiwxsG9FJ5p0lDxhZbFKEGOf2UsyFFsfXPK6FAFZ4F/",
+	"W47IWYHza7FcWOeaK6EC9aRS3CYVhvx1lB2SoJ4D6OHLzhYx4l9UoI9pCn5aKn4N+1+s9CV3vS9RyDJY",
+	"N5tNGxRIaXzSl1Ri+GJuS53X6lN5ie76sp2/gYnNLDO8+uRtcY4ajHr4RwZSIv2zbRNZUtiRkGinoBz+",
+	"QjGNt71f6PTccglrrqfbg3mEDf0aOShza5Pb/GL55ZkXJZ793WRc2HLqHC7upV9V8biG9nCTu1U9yglC",
+	"g8k48rHOuXbGMHjUtcFAb7g1oI4apypr+N1HbIzl7zziXEaiWZYt7PDoCB1zWbaAP7//8J1TvphOracV",
+	"2OmIquaYTZNtSHEIMmxBgjcFfOsqUrtahVyOV6bqUFI/CI6Dk+AplVsLntUXUDyQaH/M9/ohavMWmLQu",
+	"mNM7uvIfZ+JGWipUbdK88IY2N6deREpDAaSO8vBEtiCHj8frVPBmZtX4IsQ7B4CynEnATMTxCQhJz07E",
+	"5SpTVrQ/utwC3K/tkM3pmzdnL8SVWrkK+K4qPn5Wd2HG061p9MKB+rujT788OQ6+/PL297/0gw1JTHj8",
+	"c2WzD7keutddIMd8akXve+Kue7Mp5jsb9T2v1DwlKxG2Pj/3Wjrygtc24UDePLZg1f3adg5mHYUOVQYY",
+	"VQJfyKVVfkn+UwHQF6myyznp8nPRlok1Qk4ylTZSTzp1JcT3Z2IHGQQO5nypydAEtYFsIVQo3o5ihKlh",
+	"/UrvgYveiRnWIibNa5nG2eojzICAdKlkqtKzZVZnMoTHJo1/Rtwfiq+wLWcbQauhSzEizuEXcbrY2iVV",
+	"nuHk9pe+UvvIChnNYz3SmOZER6IdjtN5l3GKbJGkW4WdALOoU/JVpL9jqcUlYOe1uQJWile9spmK05H+",
+	"+M1Z9/jpMyCyVAGKEqEjtHF/cPbFfoE00rq95fyU5CIskuaii7X14sMbnHc8ViJTcs6KZSHWTONstrzs",
+	"jc38aJzOuSn8uV4T2gsUjoFbkM8A/oSVLdL4WmaKfYi2k1+HiNOKf9EGdHvOBiOtunMZJ9RDEcp5ivY/",
+	"e4oOO74sxylR+ZIdZv4UC77tYk8pl8BIu8p/9lRQ16fCGcSRNkBXtFNdmP4yU3QPDy1QtjfSI/3f/pt4",
+	"YTQIPqji2plMkdVxdnygaYhO0PbxYyDbSl+rxCxU7/Fj8QobpWqRILc0Wok/fnz3VhASj3T4CxHoQCBp",
+	"DjBCOhCpuQGwyKnifwIqyXQbijYdNxG+4mGwItdId0VIXWGVj9AusQ4HJdXBvsOeeKdVMeFAhP/+6lwc",
+	"sa/naKqyMICpmhRkvJEWYh5bG+upKzIgrQhfYVfucsFYLuJMJuLVKdXPsQuVJPBFbAUgRl6iBzBlIseq",
+	"hxOl+XDR8VErFEYLnnAulmAbdGzCW9AOlyl/DjCir4HHlr5uh6NW31n4w/fvPp6LI9j3I6t0BAcQui/6",
+	"ww0xE1hrXv5cxPpaJnEkYr1YZqJN+4yPEG7u20BoOYe1otvGFVYGeFORNV4I9J0uE9UJaIgBDLHUkkiR",
+	"VRE/fwLPc4DH01lm+c0JvNEmExOz1K7501ErxC1S2cxE+FomibnJ+3sOX0XLRRKPZabo4TE+TOFcJvE8",
+	"zvDpU7dqyvvLgG+j2R2gT0KeFjK5kSuLoKq25aoSIo7Ef/6v/9MJi7tPiPmPrAj/R5clh+7rKAzyqG0k",
+	"qJkRPy1NpuCA4yVDMTVMCg2M5/HoxEw7POsnDiypktFKtAmb8cfPYQetfACUaxmjGEYrYlGnOAVwJoXk",
+	"7mEwV7okfPHhzcXHVy8+vDq/+PbVX8JOT5yJhcR1SYQKdI8up9jm9EhIbW9UimACNC12MBBSXGlzo6kT",
+	"OkAaNQK3ifnGivblsqjFjWSAZhiJS2XjiNzwZ+9fB1SJo0PnAkkEHgzaKyHF48fEUh8/7omvTUoV1bzF",
+	"x5mYmSSCpkiXcMfbUjOBCmAdUgvUvtBYIl0NcBcjKr10Do+siKNOIDCHI92nxRhf1hAsAnpsdIS7Gs9V",
+	"T7yS41kxIXRkklLBZI4JiFMx3BrxEiof+skycRRWO3S5VjrCBEaZ0hY6Dj938dMu9RuKNq94YRCbAf8N",
+	"kJaqWIMbj/2Snutm0CbS1SnWRvOmVgT1nvgarVo+xIGmMNWj6XKHgVCfx2qBWiTHWeRfPbK1C8LT1+X5",
+	"EOQYo6BfqufIujgADOugEe2ydBq8aWWuwGJOqrEMGqGzCPtAZREIMOawfKOMrLaBfwWNLLoBhdi490hS",
+	"bgxza2piO4xjkZAFuSr17/CJjxZB+XNsM6CUlQvbcYQFbaBLphga6DcoTpFlxjNE7TvsEcf+5vz8vSDO",
+	"WWHYgYj1OFliIj0HtwCh4n0jjvv9wNG7VKmRpm0EoA7F48cn/cHjx0VpPxLaWCyMrSP4gVhqJA4BS4eY",
+	"z4/FwpFus/oX/vDDD10QYkEaATg5GRY42+PHJ8fP3ViSh4DJqIjKQhZ0X5h0pKU7nC7UHFZGVlghizHQ",
+	"22qMMJNMaZHP5IPK0lX3DHQoQmQ62PZUWKXE48ffwTj28WNmuY8fP+0/efyYCvKVKHUBm0VqkIfHdqQL",
+	"ug5f41cbyDcirlZObXNCOZtkrtTKmWVGmur6adUTZ4kL/JoLm8VJwlWLMl98E2eYn9On9yMNNCNAUY4I",
+	"002KqR9XC7T2xFYkMp2iXim5bCcCvD0Qb+KvTsWgD//CqRzpdfEESTdiueIirYhpx/0+aQs5QwGOzfhL",
+	"gEbUBVJK2w5qBih34mnflXyyIG4z+UWeR9UDMTvr5TKFBmYiBv3+SLdLkOSQInvq0STgJHLFxi0EY+dU",
+	"LKTNGFiZv5KRPjl+LkIP/QgrVTQEcYGlhRJGMV+oICgMCQg60hX8bGtDC0cWBTKd27O5TEDhBqloywnr",
+	"jPRxHxkSQYmC4TZD6bhfXq1HVyVqdqWFw+mZS72qP1yWgRBrm3EagJP+IGCKmBOKVE2WlrFipHFc6Jyj",
+	"8gjgiYHFiOUicOXt48wfTUUey0xW2FdeXNZmI318ImZmmdohibs0uhVXSi0w7g4pIZxFEAl4U3AqyHSs",
+	"kJdLq7DOF2pJI20mE1A1TYrnK1ap+4yEhES5XcFbyKDnLsTYEGX3pD4YuyfORtrj+BUUiIyyLCSn0/ha",
+	"+VP0N4jqnRFijXTegrhKsSZMGqIplZoYG0AMWDjgF8hcMxf26I7DIzvSWbrEymopcByL9OxzDCwDGyJS",
+	"qhVezgZsCv9H92uT3sg0UhH8FZ6K1++vnxWJU0eaMioDQh49O3G3c2gBeI4sym65nHgzMwlW/UsMZuwI",
+	"xMzcIPcD7AMKjcBkMqty5s7Lgf4SIyNxKROpxyplAvNeTnHfMbUI0JnXGqvLIZMEdT8EbTV0MGTx0Ezy",
+	"Us1zmY1nbkcncZKBfIIpiUF1bMOmsd3DWDx0TugFSR+FX1L2xipO2jCWOHJ9XxiNDdGaPdLYOp8J/GCx",
+	"OWA5gVnJoCf+tIzHV7gOi+RjgavsMExGmhf1+/X1FJP6vRjgMeVh4We7Hwj4P2I6KAuCcP4x1tNEdV2x",
+	"voJ78RbwV8BywvLSQiEvDaGzLw5yiO1II511eljOGzqBk3viROksAYkmWo7RhgR7ilesYC9ZKQNGFzP1",
+	"8uwTbF0JX1B6++75aqGGQi5ISouNPvqrNRo40RuFUGIhNFViLK3qWpBVMzqNUX7U59iWmqUKxlGRN3dP",
+	"rR5patsJhDVCorS0UEnGGjYtcSERmZcgM8SwREFZcHKdTKHlgiRyO9JyjGI2/0bUO3WWBIAmvgb2ADhJ",
+	"wrjkAS0oVURrnXWfAUqZLF0ip0zhQeGHgcCSIzYQPy2lzuIMiYKrGETf/PnsHOUzggpWbBxpV+VatN8b",
+	"m01T9fFP38FM5yqNx7DHN2mcgVQWa9o1kG+WBFynxl7GWqar7iQxMiM06Y10Pts0D4Mt0m6Wkno6RlKC",
+	"QBGnI166OY+0F1AUniIQusRRYZTaaKMdAZunI+31gtuMYbKEN5JDZkFtcV+AoApnyGWbR+ydA4PMQ/mk",
+	"HmkqCI3LyQwwbeCvXGB8JpOJkDcgaQCl+FmlRrSlt7u0l3nZ82Cki12Fp094rM07nBlx3HEMnskLyAgo",
+	"OSI1jzPLVTPZRlaS+M7I1JWoa5UQnjEEi6xWzlRtJsh4XNYR8dZkSIlBfWbbA79DSoLn6Tq28WWigEHL",
+	"DJ/EEW0iep/ED4XU4JL+I4Pj7UuJCY3jSNnhSIdoHQ9BK3AFRYnAnYoQdAl+43gF+ZkpyQ1Og03uxcqQ",
+	"LMCXKJq6Oquizea2OIWZdE5FSKRjrX9WrikPCpmo8sFGGkdro7l5mMdaot2DbwSdYrmDYTFUqfyB7fTE",
+	"i4p1e6TZvM0maFtSlGHaFes1zox3oWw293RioA4ygZk5MgeIzwwG5ReZJIrEdOCwoJVdqpm8hm3ggrBo",
+	"vXEmR9CLCL+4WiVOjTz+hWLs9Hqn0lOcFjZFOIAeg2QJjT1/5Z5SczPS7ZuZCZAv5gYiEtnJxRXw5IPc",
+	"ZU4SR8dRCbyhk6VSW/IdnhIqlEveCjsDAQHkXusq1z7tszrhShR4kuVEZZhrj6RaXMOl+SymCk4gUxTR",
+	"5o6OTwJBYyOXVvG1ciZla0gCxdT2HP9DRqqflmqpIjf2SLdDdk6GTjG14uOb8/duRjn/QfNsJcYtLMUY",
+	"UJ6f5aIzxLq9lu8BYC5lXghdDJGWjhHM1KlKPcHlSGGaTq/2vZ5M1nntz/qnToZ1MyXvYZvcpoBCUnBQ",
+	"Ydl76urpwxTYOsOIgeTihpWmxJoKJ3r8mNDv8WOuGcBeB3dS8GY8cOplJpwHDo0bkUqHbGXAHo4ANUJk",
+	"GuwCJuevBD5nQaQHyNQCYaR5p9lYQFeA23CcWF71hblIhJEZ2yOgfxae9eYR+2ceP37lbHd4ns6r9rfY",
+	"OsACvC7VyrCOUVjk7EKN44lTedBkMdLh525uFRyit7uI7cjkVIT5WxsG3hyLxzBJFoVxkaRj3sxWQFJY",
+	"B3eihpxK0FQrE5MJ3qghDUxOJiTTkaN0jnsepyNdKMlsVWTTJZlDGUofcl8C+4JS4KZVXxqpk1W/wtCv",
+	"cU3pG0e63CQ/QABk8v6IAfCVwfGXIlFZplJk3ZjAE4HVvegNQz+bDB+DXKHic/DkWMzUZ1mudNPp8bSx",
+	"zEbZkQH6MqCuN+eRdguD048Sgq54ZkBCUp8zgQZNPBDQ1OYsfyw1eVOQCGIPI51bbSZOceUBYYd/ePJC",
+	"hAjmhUyVzkJipvTIZui5hr2dGW2WqYqGucnO61h9Jr8hfRRUNsIupEa3b6yXbN8n/vSIv/CNsePC3Uoq",
+	"CqmZQE0zkShpMzEQ38ZfkZ5h5gvUl9lgNv05XnjzK6YQniFh7b7SYxPFehqSvwx5RTvXcNzbIXYUBiL8",
+	"s0xXQ1H9GM70V0C7QNZGU5hMEueVKeyVJo2nsbZlyxmP20b+UtzZOxXh43Ck+a3Uq85QSPHi3YePYpGq",
+	"SRJPZzDTd+/PX797+9FZzd7hCE7/JdGwC6tJTZLj/Rv0L1Xsi+Fx/yT0KvUzN8bxgYYD/XT9vn/38byg",
+	"KmQDBpD68RQALF9RhN+vIzVfmAw0ie63ahUGIx2+nnTfGq26b2Q2nkGjimuwjIpVTEThVjtfJwN4pBFj",
+	"86lrFnOxLR5c3yd1SftGXk2yq7nINmfSwA95L/JR2EZcBfIZNOp6+4Bnwar1hb06l1MEQcl4jiusGvZD",
+	"MvOgmuNxCSceAwmM1AJpAOqpRlPpfifnViRAYFftuUyvYN8/d1Ump8wqhn5ARFCTAxdJUu7NFj8VdpMO",
+	"2bJq/HBS3Ch5xQtmFHohxzPlgDZ08SGB0KY7hlfhqZCOYvA6K6iSOwdB5ZNT0TYpai3h4ypmP+mfgKoj",
+	"3pgonsQoNuVojiW3ELjQB3wGrGBWBPAukhXBkuF3Y5ZJBBKh0OaGKS0zxVS5sABAOtSVrpRaoJ8zkwn3",
+	"doqaFHogLMrfbJ9CWXYCMtHXjjFSH4RnUjMAmTZ+rHMAA4H8Cp9YUfHooWc48HlO7psm0QikgFC0UfJI",
+	"1USBwo9iuI5UmrPv3AbrIKhXxAvFzNisE7jezEJpuYh7KzlPXK+FV9w6AaJD+F76BI1I5JFEIV9a8rOc",
+	"Uv0sOATowWfT84rPI4newZrDFLiRhg+Qi7r5zVWWxrjg96mZq2ymlsCdz1FuBk4CogsQ7wKEQ1IU0bnk",
+	"xGbCZlLIHLVwXzvPkeUd+7NKQb6K9RS2KYz1xPSu6VkoJoYIvVVzCYdeXOeth8KFVlqRypiT4c1jDQjP",
+	"zWDtK6ZygF0YSZbCqSuwEz61rA781aRuBIojS+IxFqUpgsPevD5fiwfDa5VYhrFn0ukRf2SPoO1t0Mri",
+	"DIsYvljazMxVKj6ohGA3ixfiI0eanb1/3QpaPHpr2Br0Br0+3hMhBGgNW096/d4TuoU7wzi+IxDmjUbJ",
+	"/YiMs0e/kC5yi4WoTF2hiXeazb5FOD6SQzNxymDoOgkLl7d/h56pZe7SVaBWJMu5tkh+0OgU8pMwYHO2",
+	"ioAupGhp1BHOgPzQ5ECMLVmC6TACZo90EmcqlQkbHukeyi+3dNb9QA427KWpXKE1h+2yV2rFUWisy3vy",
+	"looETZAIZoC6Ufk9qkinFcs92eMLe3dut3dQbONgAalq6MJkkxUDQdAlYdvxTeQ7zfbOfO5M9ixXRxRv",
+	"M1XO06ZA5BVs78YgC45KQZ1D58ZNOHnu2kJhFOIte/wYhNuVc/6iX48oCgJEOsgVoMpu4rEKRlrq3IDN",
+	"bdpFmBpxpjjrcIyMM6rkmCJ8O/1//q//m4M9RnqCrtQ4cWRM6vwaRfHxXEltRRhHAVpd0BOVmYDL1QV+",
+	"SppAZpkcz7Bc/CSR07AzBJD8Ss7jX90x+NUBRPw60r92u938/6HtAN+XwzsBymTtiTriVxFHGP+mAuew",
+	"CjjKNQrEOAZcpxrV7HlJV2Q6uY6z1UW2WqhAlKprB4LvTNMfeWcXlxiGkddbD0RRbT4QXj3zQOSV0wOx",
+	"TJNA8FVq/oNekE0OUUYFolTqPhBeeaTiRyDye+ruz0DIKV3+4r8CQZWdWcj0i9e6R17tXPfIK4wbCL/q",
+	"MP3y31C5YG5FIjb9yBSALjx7+fLiF1jhbYj7KY7FrxQz63YK17u2EtEOOaNKeBRGRqM5q7IRRSID/psu",
+	"5gd82OvgLNrOctoJvJKYxd+0GZyZJxBFNqJAUCYD0e4fDWAuckoYKk7Er17QL68KSRVNKxB2uY5FNXtH",
+	"oKhDjgYzhT/K80WQUETBGkIVs38qfgXVW+oxyOFY5ywPTXanKV+FaJdcMB18mNf8ct+v10nrBMKvBiba",
+	"g7x23LGrHOe3qUBLtBdeIbTOxvNQFAvL/w7yOdwRvgXEnolfhZWJssM187iZ+OHfqCng/InExvragNAB",
+	"QBVt91WH4CvauUgKP+Ep/74oEMprRA+aYTFOk3AizmUSF9D9EwAJXUeFXygQ1zJjvK07RBj3yDN5ZNec",
+	"Ih0+6n04GRgY71PlRqcBy8dOt59S94vJMv9yp8n9LtAjb88kMW/h2IB7UPAHboBcw/3aSMIJv2pIHjAt",
+	"QpWxzGRipksgRHhbiJ6X2Rbty1LHxcb8pDPRdjmn2asHpwq3CcblkYAWobeD+qPAEPjvRc4LMxN4JZcD",
+	"MR4H4hL+43g2H3dvu0n+ZMHVdyrt2J6CFvHf5T0rfVPexPIB37iTHtpUt79CGNnJQaShLIc4im7nMkku",
+	"QKq4MJMLEI8DEpKJTgIyO6+RmbAryHoUUrRvZgqOc92JuZmZTuFPchVseNIefBRJXFwDzM8ZDkzTrabX",
+	"63WcV4qpHUWbVZ1gVoEaSs3djLlR7sYiCf9HkwACqptPIcb1lFxdeKBHuoTaTkpDQxCHKPGlO+4YwVSW",
+	"1TAIASlCpCaxVhGJmb7Hto1qBUc9uCAH9h6yuwaVkA65+AtPfsnP39iVT3tn/TAAZ9b4GpUHEMzHZn4Z",
+	"a3Z5nr19eYpRB/CWPV3o12YBFpW3POjLLhcLk3LgIcrqaxExLAZzh04QBtQC6RqE9TpJ2Cvo/as4DsRJ",
+	"IJ4G4lkgjvsBEQJPxTS6Uhcdu+AzUv2+5lv06OI32HzAo8C/8B2cDWjG24QN+RRYbr42Qf6syjvsmo/7",
+	"1B27oaCrKZ1T4esmwGVLnm5enMzUgHb3uBZCPAGMpLZAiiO5skMWTi9XwkmWOUNHbyowfjSN+9w6yEWo",
+	"y0J8Es4PDeju+uOHOF9oy35feurIy+WK8JMpLh3F0xKK4pmF3703b3rwG9dMQkqx1uO+t5UzeQ24xJfD",
+	"dNF9Tb5B7s4R6ZzOCo+rOykc/kRmTR8hvaM9B77n37ViviCt6gINchFY+JlitgXfwCHBgIRiih7qmtRd",
+	"GVi7rVftOuDIQxc9iSNRQTweiX/tNQ7jHHviMKzAXSriZ0QU2rlT6EnHi1lxhZdklrmzzVoaT4rco15d",
+	"kuKqSbXoxGlu/Fx/l/sa0FqirHcsidR4p7MgGTJaMSUCGUxeq0hYlbmgcqvyl45uO56GaQUuVxTdOicb",
+	"aJJQSJ5immDVFE8GSyoTk6A/HLSBS/MZlAGLCuQTEaVyktlAnIgslaDTPRV2IeeBeEZRU9Sdk1h8ecaX",
+	"dtxAPhLmH6VqHC/QHGnoFkYRA1yPpEWEUx7TziSfQjtutljtRBuBMvRZ3Sm6q4box3fElrbZxQ49skwT",
+	"SyFEpxynOPQfEdly4QpkVXORQY9spydCR5BD8stomaLpC9hVT7zBEJkZPagySxdLhBGKSGJP/e6sSigi",
+	"c50UB0LODcfX0krygCwHmd5In8/UmnzMlj8+v06jJF+Yo5M0XwSsi+AiWhlQHJZ1gRAThtQ6ZIM85jOH",
+	"pXNqmDTD62mE1CtnW3NiMO18O7TU7oJeh4HIn+TqbCj6Iy3tWGm8sXMkBiJS7meQH91B59RR5xSQsfCj",
+	"h3EU+sFGI+2pytaIG5lcFfc9p7m7JlULJTMs1WCvYvT+cBFl8ZIGHYLIh+59qlLTxqGK2XXIJJ97Hl5H",
+	"rWGLDODfxTajCGy0jvMtU9sa/lifqiUvsaQ+y/kiUXi7Pob3C5nNWoEz9hNkW/49e0pTQdfealK2PMOk",
+	"LYPg+CR4Wpe35TbYlWPXt0qXd/hUuGkgxaP94c2/XGaI7qVFteIoQEaHWqOfuhvX+tNSYWFzXixL0S1/",
+	"daWEBJUkJV59h0+/aweln53HtdUe1vNiErVZYITyVIFCRLcvn/b7vQ3zLJvHS9PN8yJjYYo8wXIpu/Kg",
+	"yaa8BxnCWc44Gn7DdDZPYrDvqC9o6zODfhI47O1Np71zSiexnM24bn5lorBpd2uqUa3PL+yHQhbEIhz4",
+	"xzM3CnR2zcQvv18Ptq35Wdfn9U4nq60qBsnxngCdS8kBidEsG5M0vHEBpYTPxcz3zDDaZPYoyTaY9dbp",
+	"Fln373GuuWbVLuvTOQSRewasEjF73DjF+59djFfWqooE19Wv0fBAMGQtt9MTr7OSRDLS2wQpviwOQkac",
+	"bRM94ERfx+rmdKSdjBxnrHntEnTyToj71QHRiT/NKXe/+xxJNv7bkFZ/TeFasQXlNPB0Vacko1J5Wqek",
+	"Dssq6ilweMTjYVlD5dwlQ08/dZHkvnbqaeGebjrSTjmN8PrFZJupBYRQT4UN1nRYuqc+0nn0Jl4nihNn",
+	"GuHo7TjbvC2o9Zf2pLoFv5zc/tjtfXJJsv2/G23JuXEbkilvR06LSHAyKOHtYDxaeAE/xJmFvS3zPn7Q",
+	"edeVFTgtTGtOSfSDUAtTwTaqiOizkdhgSusNZ6Q2R/X6zF86YwNwu61j5WVW7o26vSysGzsGLxV+ua/h",
+	"3++2nqyxBPIobJomy6L1NKsmOdj6nF7tMs2wQaXWQuPpdBtV7cqKNi4FTUab19JEuHq/w/qzeSn3awRq",
+	"umRXcf9wcfK8mWFpbUan1dL62wxPfLUXKcpmwvC5elj2XUsD0cM3Z5Vk+SC3TGVmqjBqcJNwtVXeq9jT",
+	"tpO6u4oDaKW5g9WsvXUpbJ1rbdC0n5Cu/WlfupUb3NYP+vbp0Hd3I1YfciPfFnqzdRqFbfFupObjLgvj",
+	"9mn4Zs29JvKJDCnKZl+ZaOWS73Gt2OqFaXhWdL0tpeKr+SJbYY+Y2K/CIiimkC3E6NArRxX2uHAHKAaU",
+	"HfG4328wN7ayUH5cvnyyaaau7dFr1/A2IMMBLHI5n8t0BSI22r1caGaZBLSC1rXLVUvJU2H2eabVVst1",
+	"OKA/LP4FSgzmFXUl91ochl501/rxl1ErjkZIGI6DEe7yqDUctd6aNJvdxDoS3333YtQKRq1xnK3w1Yd4",
+	"KvFJblTCx2daS/GVSqej1m3gdTvwu31hdGasKXd4LpMk1npHn5+osr4xb6RevVfpewbhVpizkemdhtbn",
+	"xnwn0ykl3aRIRbK6lHfizBldPPtq7kedScyxX9mO1km/3yr2g61pw2o85AjemGU6annxtoN89/r57vXd",
+	"7vW93XOpad3eEcY3PCYceF13Ss7ZWkuRmc4xnCf5AWid9AebRshPz9H3LmXfzyrCj46f7/7onPaTr4Fg",
+	"Xtan/SeNBnN56yjRab59sNMRXXVdj3EGQSo37FKZmx9b0Lb1KWh97sJfXS+h7KCcxZfSJjg7sLOZ5pUX",
+	"XdllRxxdwYgAUR0tyVOyfHGoj6tG4UI+W3kOYIr5rCvZWIR9tiiPKcdBtoJWEfiJAn4e+dkKWnnoZ14o",
+	"o76sI0mVRUmzUrwejF4ExHi/NtWbdFGg7k+EOYtba4Gg+TMvEjR/5oWCwoy9WFD+WXpH0aCuIZNy+pWp",
+	"FAvi5la9Ep29DVrH9VvOSZvX9vy3qbZ5H/U1c3nXXtFC+wcgNxUYXltZ7fq3TdoPt/J+rn3rYVg5bM5v",
+	"kx+mcuCc34TOnxc6txHUuKOfSnZUAtdgP8Rw68Rjs9QxFl5PY8TRnxAdr7HKTGU81JpxvJO9xgO5jP/x",
+	"xDOsDl+SHMfjVtC6xP8Wgi2XlGmKcSU8cymUy3ta/q6yyxUisnmrfbRaQ5EC7+EvoHh5bB3VGvGD62C5",
+	"a3F1AAn4p4A+avLAuvbbayrNncNxn0PCBOQux56XX9oVL+i6hopXSEJuTUPuu9fSSyv2g7CxmlIRau3/",
+	"rOVqm/hKEUtd/IAWxTD3AMEKPNikSLLIIeCon0sud1DYJdVsosjJvFwVzJLiI735sMUb5vPskOl4Edw+",
+	"tjaDjQvapvJYXh0txiWiZY6yucjtnLwRZtQBpFgf+glQiiunoN1YDzK22QcQj+GTPDs3F8TaePPNSy/R",
+	"e/xYvMTmdt3ihq7VbHsMzUjnaUllQtYdvvmDOS61y03DOR+KJNVhaai3RdJqvC9/jjYwzBcTW2HNJBuu",
+	"z4+TzqR8t5EIHaXfjzNhM5gkZsMPRhqTJPNVey0M5VLh28qUKpbD3F3WckkBVaWkNwFnvsB7nUXud6GN",
+	"SIyeqhT9WOjVQiNekaJ2psZXIHVzHk+3UxT4GwptRpp7mMSac7C6BPeotHPUTK0Jl1K1EBC0uuFKASNd",
+	"BkhPvM6ss6Ctew8qN02KND0yVeJKLTK8auuyIQV+sqE1f2IpqMo+ErPYYlnZXHdkHxWl1zILpTlaCvcM",
+	"fy91FifCmrkCzPELfM5Fm6EI3xxRYDUizR+dP8zpk3lcd8gAD4ukPIRdYc9PhR0Owg3RNfDxS1dnbj/r",
+	"TR6HQgWEBv3+oLGy+jpyNVRuy3UuuJrRHQ02fFJ32g5eGq24IuzXcER3fvCCIPbWtb8f9TwchP8kmvlL",
+	"ToVVomeeHp7Xx2CRhXLvkGae/3YKSjNWQXvoswn01jAJ2swszqLIevG/lFWtwicK/hm65Bnzpc0o8zZS",
+	"kssiS1nGsZA+P2kXGXMocfFJ/yTsUP446N7Jc3Tzl6dSSvQms5EuE0YMNaZ5XBKo/bcba/l7cxnp4kpA",
+	"EdeL1H0dChg1QcUPFgslU+vCA4HJPLIiRHDbcKTbLoLwwi1sLjHrXcYcpzzTR5byILjuKi9HOnxFPWOY",
+	"5HkBH7d0XunEpHMRJmYskz9EZi5j3csSL92FXcixsqc5J4mtyNJ4Pkf2aY2wyxQTH2LOLmzL2RUx2TAu",
+	"Py8/g0k0qcRBRFy9qIKSSEzq2pw5tkNscZF/YX+P6Uj4ihEmD67a7pNV55Ru+EEfpc12kcjpUmsSG4p3",
+	"c4NRGDeSsioi56VSLBjVSbH/MFt2qMWYThR463m1exCRCEMxkg3ay4Tz9OZmliH1zzUdcvZIMC3kB1u9",
+	"6p9xhWfeaa+iwhb+hWjy2pVPPYiJ2UqpIM9U7N8Q2OykLRuMc6mbrOO+4jY8xifkUR62/tozP5vE/mFM",
+	"VvOeY6pA0Eo0dPOkqgd2+1TcwBj4Wzduc45WgP1BmfmljF7RpH0QvOWEBwQGh5xtvMXFKfISJYtD3dlp",
+	"0k+LNMCrIedGHRG8Rq0h58pFXNaPMvI5s+15ukwkZv+COYAQNmr9x4//8YfRyH763R/cH6NRz/35b6PW",
+	"HTwCOTq9m5xRYqcGYkv5AxZjsCAbX9Hb2cdbdfM6oi8O8Ib9jSWs8xJdQYLyTyJxnUVRWYqR69El26jW",
+	"umT2qankxRjhi15TqpA3rau2t57RhRK58MUDp8nQne/iXueaVIZ+H7aDBCO9SEC5hWWEgQinqVkuSF6j",
+	"v0OudqXK16XpLgZGpldvk2I6JxZqODcL5q4NRbtuOth9LXQpUA+rv2Livqogh57GWnmpE4iwiHIJiwvZ",
+	"6P+hnE8j7eRHaFCkBkXN80aL8D3NOhBOjqLFfDTjWCZvKZG+5cScZ0URllorR2XFJcPC48dsWnj8WLTz",
+	"YmjBSHMxoHIxnZiucjtZeAtb/3eV7bru8cKfVhyVr3wgu9sYlbz5ysfegXR1R7eY9tHryVujFaZva1GM",
+	"xF3ZoVd/tCAEcZTnHuU8EdcE+6lKd/I+hJBXwI19+1w/SV6O87611+cdOJhMo3WXfCXmiwP9/SPTOExi",
+	"x6TWwyR+GTm8G7WGTWIbWOTA5wPxjUwvzTIVH7NUqYyCH8iNiw2O+8fPuoNBtz8Q/efDfn8IytemAAny",
+	"beFjakTeL3zwymZGxxScUXIsF81L/uXiMRvkYVUD/klrojIg3owvLlfV0Ixg5Duii04Lf3TxzHNLFw9z",
+	"73TxaJkm3g8yH49aw6fbQkRgeYgIsAzYGZN5PZacIB78Cs/DiBGmeFg0y5030Pdx/oCmgCk0COrs8S66",
+	"widFP44FFQ3wibcT6N7E31980R8cPzl5+uwLfjO1Rbs1/3n1ledGr77yvOkekD2nevlpXUtysVe+JjpV",
+	"fpipHM9uA5aYYRl55NHJ034/GHnKSHG0ysyvAJkTuwnvqmqKH3908hQ7atT5MT0vOv+r1LGt6f0TIBry",
+	"z9I6+nuvAzvBoX735Itj8azfF/0+H37kZfguVVwujYcueL8//DNvKEepePilVRcsIxA5SZeKT62uQ7Sr",
+	"xSJ/3Ic+8KmZpvqCywLlO2yuFsb/dc0kjX9m89JbmXk/r9LKkZ8sk6TySAIVvVgt0+qjiRx7s1iY8Sy7",
+	"kJHXLIqr3cMT79DSaUwuLpez4vel1FfFZ1/JJIvH4iupr+htfIXP+ycnT4+fHh8/pXV4/aX090n/i/7x",
+	"l4P+837+vwETb9i6i0Ua52fiE+IMiWr+fjI21qGT76tb4zz5w3c/m8SKPwIO11Hj4kUDkox9MagpXRRN",
+	"6IuB94hgtlypdI1iMr5XwV8m0E1Y4vv82AHcXtURk4c572XBGCdw++m2dXuoyssSdVnMedNYzK6V2U5K",
+	"IYievAQQKFyNTcWgVw8Ybwgi3hYd+0n/ZLfa+9ZkLn3xP5pe7kBQd2F1s9qtMjndz/3B9pIXIFCXVPFm",
+	"/o8aqbvuCgolh0dd0y9DkWcyKIz1pGSy7tkJCnW07n1QKXI+0u3wPSXg4yrIISf3iDWVHChKnwyFivEy",
+	"hecpL+z0VPkYHvZGOmTZFxRpTvS9Es9Byc4pWOnVoA/vPLGx9Pb4eWekcRUstLLJYj03necrKhcLOhVS",
+	"XMqoFDzQx2LWXjltNEb0REh7gHaTgUjUVCZ5Vi93JRuWe1wpN8/BBt5lGfRElKErLhVWaVlPeV5z2wYt",
+	"Bey5qnVcCG3K+BRbl8OUK7LqVdlwXfIbbEuE03YuEbHuETktDGAjPZZYNxW/jzU7dDp5DEepPFR57Im/",
+	"Q3SlwOS10Wvm5LLTc1l7dJG5WAsq7l4YOp4jqvv13P0Cb86I7aq+19X15aolbEP7/Y4CwKelZMfCzjB/",
+	"OwDmUnGuDpedmfw+Y3PtcqaUEqGgs5EKYGEZmALFXVae2kmc4iZigqaK15CL2VNZOb3uMXUROHGGVaQo",
+	"CixzhZJLDi8HNqzKlcYyoUry1oy0yzNR3LmbMyZWad4mD9R6TeXNlqrc97TVWPUDFuQA0u78YJnhSa3R",
+	"YQyLcetbR12j1cYkBpWTWZ+EgaPJ2Jp1aUyipD7kCo8XBOI4BC6dqD3+mbu66mQvtIgRNyhAhqlZLmOM",
+	"pKN7iENQnwbiuE/60wA/84LhhyTslsLghyTTQh8svraGJLzi1zUzrFM1aYIlqklWOFYjoM9CiWgFoEK0",
+	"hoUCgdsEIxcaWCsA/YsfofbVClqAMrVaBcgiNQDKVcYyjAoVEyfuooKHayYqd2Vh6ExP3p2FoTMzFWjF",
+	"+kdxf2A48MNdh4PjIuRzOBgU8YDDp40lyhf+aXpol+JLx8+rZsiC0ZPxs5xksY6b77SuMmCGwB/tcjzj",
+	"nmPtDfa8dCl0hbfQbedORtaypXir3vJV0RSEeUc9yrCpkhYOgPAiV4xGLlfHEWqB9NwDUt7v0O+x7kjW",
+	"UcR1ZcjTmQ+FIh7N24qTtIDHa/f0wYzS3gT2VkDv1W+6xg3/mbynDXWzA12iSJybamOUI/I+YtFIsjw8",
+	"Fo1m8g8WisaO2gcIRWOFtSdC3LdcVLyKyf1L4GrnXDkQJMEElGHPBuI//9f/Aa0Sy/yx7MtFLjaJoNRn",
+	"sxgonN+DxUAVuUvvLwKqmaR3vCsSanNa1e0TcsPT9mwQogb7GMS8LXho4eU9zXUtHoqBkd//OCTgyXks",
+	"9g54+t2n//5jv/u83RG97qfHmG3C+/2vmKe/VcwTbug/H9POWeXfNOCpsI41Y/GeOa6WyxfOvfuNOAcW",
+	"00WLpfMThiI8R6MdlW5FE4mfoac9l7HulDJAo1yQquvYLHP74EgLgDcaXhfiUiHJ4C42FK3uifBrmVgV",
+	"ChnltYitmCxTmDp06FcjwEJbrphpUbG8IpFyTtmY5QNO3+/NsegSRB68K8UlpjBfvgOGs2rVdl8uWQ69",
+	"uoXkQK81Wk0YJ8tRVGtmK6yOKDgEG1aQ3Zh6M2yXLHflOYYUV1BU1YN1hLHWoTsMdcmXSCCBcZ3wBfvR",
+	"yQfJy5d7RTWBqpQKRtTgBSFFYqwzZ89lehXAOM7MSXel0CrNM98kCBVjPXJULOyHoG1S5D3RszwrFpoY",
+	"Y+2ssFukpg95x3cTnfa2COWnvIhTu5ONKPAjAID2p0u82NSMi1TB8NDiy/dWvXRT9WUYbw0Yb8YOHliM",
+	"0CYVeNgOFGvKERLOAkNGHU+AdNVu8b0VP3qhFDj6qPXpUDGmv2ZKeCDZ43+q1FTlj79XD3QdkO5V+qmh",
+	"HWsSEEcg98N/SFGoLFI0tWYgBLoF2O8gA9FN1c2CzwsuB4ReH0ocj7XKt8R4h3EUkryBnNXml3V7+Ir8",
+	"r3m+Qzi/OAmqkIsnnq5wEenqCVLfA3f1OFjzLyI/9/k7l7N1xYmwDnB+o4nFqTO3EuQ4NG471CbDut9s",
+	"ew9J9UdHIV4uw1UlTGLwqhecw2R1KgpePE7IvJFBf3KuQsF+zUtFdT87PY55p3D6alZC1t3Qdu0Ghn7d",
+	"2Fh5pe2uwXEpUeTYUWoWC3jmMvrjFWmjx8rNT6Rqbq4BRkkCcoIQPEWmppFK42vY3tTMRVg4aQAmuXeG",
+	"4wC8wKQQRQ6uxsTrp3rGHJxf2MrzQs3W9+BXXPYoaxT3AWg8F7zp3zJgH7h1Y3s2pQ7lgObstE46pa9c",
+	"a+tuCpYKLXkoQciEK3IF+gmQ7NJ1wQk04TymgG4esO+/svsEqkZRDXWxDMfYqgBN++R5J5doPRCdfNnJ",
+	"jXvMEIsCF/mQZWcIL6pYBnQKvyoO9tNCZi7iH0Q1/KGcA4DzZuSyadVvTISoqhCi2pCXNKbr/ysxQ3tf",
+	"JgzmSDUkmFJN72ogB++ZW1Ig5ARzRLti+tS7lyuB3NfQ5V73KmJbvhjRFe+JvDDs1U9LmV9UdnEumolV",
+	"XoFetMNB2KGjz2msi0gYId7lUC9k8MhHVO54PeCmvjC+EHOM0CKJj1Jwx1ZYxZggCw3C3ORaBIYQlQbH",
+	"LAyiVB2uqg6EAzKc8j5HQY0WEByiBny/4DQqd7Cb4lqqtkkQQPyaq6T7UJ7qXLQqbJKY52bYeo/0zeXJ",
+	"aJX9rE8cR29dx4vgEhUNSpOCFKY8gw9IqZmcEQXI1S+u2otfuap6acn99IvnPvZTvbF7y0/ow4/yPBC3",
+	"+zp9aQv+Zk5fjtvBQ5PfoiEGbSbCjwzb1/eb791W7++gX3H/0md38AD3D/Mb/qPrDjhzIHbn5kXNkcRi",
+	"HHEkbqRl2W1PdTLDC8a5x8tJoMeukjeltrjL9JdJcq4+VzRjeMqeK6KWiKmFVFCSLqDxgVoyh2uLP/vq",
+	"MfSHusedFsZEu2FOlofNq/KPq/ARUnuq00Pre356FVSZmgcWVzzFRcCwSwAFrGjBmlmNNRxvuOZOb5LY",
+	"DVXTcXWy6L7uhgjh3pqVFA/uSG9xme+2pQe1GbSchR1GnMBhpWK8TjPSqIXFynZQX7NWzS8TpyOBUsQ1",
+	"/Uk8RaWIqjCATFSodZcrAQMmKk9qAivPZqlSnJdDFD7lrghd4BuKT4kxVyoSy0VNCK3jakWB8YI3tXHt",
+	"J8cdZ7yVUZQnI0N5TKub0xrHuZiqzHKdglJMFU3O01KKCIIannvyBEt0IzukxNkl1b0TCJX4SgT17sLN",
+	"20XJsQ5bxv34ohTr327M0TLMnQ6o+LmEL5jqpZoGzW5M6NLxM7qIGvC7OHjSIwmmJtuV4KatUW0hVAhq",
+	"8tt0enmkvVd5rSpWly7jD0X49tUPF69fhl4kbDkaAs1o4fmr7169/+bd21cfQ1dKh2s904kW4Y+/QEOu",
+	"L40k4vYTq7Wv3py9/o4+FPl3TBVGmr/EqMzbT2HgkJNqFVoFyiMqEK4I0I1B9SAv5AzQ00q0mfSDxjzS",
+	"Mk3lqoOcH7qoVwdwpXf3BfwW0a/rIQ13iIdtLq17EHpoab32mrtXjNpdsDpM1CldIHPi26ryAvCqGOZO",
+	"oZgfucFhisfJk3vSNHZR0zstc3ucZHGp37vwAD9drZmHu9pPNK24EVhQr8r93kH1zq537CqXdumQ8uVB",
+	"omg19xQb3D28LcHuK5mqLfAzy6xGfvrNgHdcBR7f+8zXD7/vfmnSBev8bSNnqiLsP1XIa0lS2+444nsd",
+	"n5rfSSxxCcx7X1IhsBzDpjxBLyqumXX/UKzslsy91bXFdpSbKDwlpHxdKU9E6ywbleEwKKMTcA1jEtZH",
+	"eq2G8frlyIZpeFyADukLV0otbI1E7WqBeRrGFuUBBXa+CGcxprbu7lz4/4O5XfC0RiPUVuIMbcGLRMZa",
+	"jGcyleNMpZZs2ixSucm6oleFlRk0DzlVoWhTbV2/8DQNUy7yG4r2AFDwuN8vmoK8Pp4ZQ5ZqGBianooQ",
+	"qFYRHoKhjlhrRWZj8hJUQAbSo8lkwh4VoH4hIoUQ4VjFSRuLkx+J8pw6YQ/9e1N0V1IqRaUxx46TKQWK",
+	"lLjeH/wUVuQk4CrhNRHRMluz+6cqW6Ya7fnAEd1qacrOeUagqoUfbFY81Wi5b+dxUjaLkwT6upZJjNaX",
+	"zrAMvzjNyyA7yPzeDfR72DiTin6A/5fHYBFWefOnYCutendzd2wSx78DYrHjbt3fpqDz5vrWx/dY3/r4",
+	"kPrWRW7QnFasH/9yNXHzs0kerJTjWZKsHUycIGJBmRKz079IR2Vd1J92SP7QJZx/25RePOviAqUv/SFp",
+	"KdZFxq7xTh65YlIiGMsOri42aFZd7F/JTIpkJoOn68lMKjrGPulLDtJH/pZ5U/Ihv6T0afQKO0pifaWi",
+	"WK+lUJtl2cIOj45ubm56rlFvbOZHsT7C0buGNvX2E9eJ+5voF0FL1129QMGDy5AecNga6mI/0sLXKwui",
+	"1blUXfC48IOjnMh1rUMAYngqnvB1DicbHTDnYzfnJ40JxJMa/DuuIxBfy8s0vpLzdQohxevkZ1VHIPLn",
+	"DemDrKEPLmmXTyHukTg8EYOT4fHOTEebkhEF/6K1/6K1fxtau16TsyA+ZYFWyEtzrQBwByQdLXc1ag2d",
+	"fuc53J18/Q9QU/OfPcdVuQ7ntqtWvgXpkBxXhSJYsiNZPA5HVmWNi0J98MNw6XvBh8YTo0tKu383eqQp",
+	"dKBivhHtslEgj5Gly01J0nHO6OrN4jX3NDpxtVozcFnF13WKOlOlWWKlqZGmUlNFcGUn91fHmXW+OSww",
+	"RUbk4RoQQNeKZCbzFE10KtHBKKzCMvK2Es3ZEyF/zy5FFDrQByGtCB2RCYVJRzrMVKKmqZyHop2YG5V2",
+	"QTGNOl7MNF8pMpO4qN8P52wmdZSoUyHFQsYpFb4f6ewmHmO0Sh6r3BN5zSTp4gWruwsbOdKVnRwKPwBR",
+	"rF1GcjDKE421pRWxHunw31+h+7gwcOKtu01GDRr1o7qTm7E8dTSLFBF724i81Fp2L1U6Bc2ZPm8Nc37B",
+	"7sXyhe19XYT5Ah/US7g1TK1qe9qeSHotPq10uo7vJUKN6KfKqkFpOWY9nB8nFxSe3ouYkGMQl+2+N5bK",
+	"x8qdtH8Sp8tHlW1iOHIdM9f45r0VyypRjIKf5iX/jq4W8dF8tdE38/UymcQJ1hJywRcFi3pkxbfvX4tF",
+	"InWemWOh0thEIqRayKmZh70e/chMOBSXBmhwJFfwwThZRioKBP7k7l3HGFf+s9HqVOSfO1cBXaU2kVwF",
+	"I+2N5EK6SDOOJOb4y79+ZMXc6Gzmd3ipJiZV/mwJ/0aa14E13dEWKbV48uwZzjVwTgHEUe8WCJdWcEAp",
+	"Jx/EmwUUIT+WidKRTGlCFOgmo3ms6V4P1XpI512r0muViqtFDHzYv7lNbhWqr6DmluNj4G98KNkALGmE",
+	"ZIXzGWlO788R4XOVpfFYxJmYK2mXqeIUh3KcLWVCuMptqABiqfQ6/P3/sfdvy20c2boo/CoZiPWHAM0S",
+	"BICkDmB0xGRbclvLOrVEt1dPl39WEpUgqlnIgisLgtAORazLfb1v5hus+/0Ke77JfJIdOcbIU1UBBElQ",
+	"stWehzAFFLLyOHIcvvENPaZYQjwjIAp0LIImTKc7PaaYl0UqngGyDApj6faT3rgWhosowQhCC5Hllgz2",
+	"2jHmxnB1qc7SQoqgOazGaLpqrnWuVHYhhdYQIshTFilLgZvTbziWDJYGYoeQtGUSHnr4TihBeUad8l6L",
+	"IRuot6qWWulJ+Nx0CH7TPpAgWVot5y73Bn+u8K2Z/FBkE6HOMqWWLe+l71tebWpk2qO8XmCWGE0BaDbY",
+	"OEtb+rdT5ybFXITvhc/AXxZW5oyY+DjRChxAOCED4lxUK+GiTqRs3kNGWfy5KcYZtXXR1DbxNj1G2yY8",
+	"nyxz+AEJCTrgmQQoUFHi4hZwwMd4nPB0Ql/o6apYTmZCmeNgXW4gwbxW4WBKCMGCFq77gWfvv/6TQs/6",
+	"J7F86H5OiwIvdVNNZ7Hl/PlkS7oBiMbpH6PJUiyBHwZmQIsF03xwnjNpkq777DmqWWN2MKxTgGV6m+im",
+	"JE74m0lVnJM0O4AMidd6UcFw55doysCbiykbPraPVwUbHtlHY3kw1NMxPHp4MGT/phuifw3Yn9jBoM9O",
+	"sOv3lF6iCzAJtODFGXlIY5N6zieY2qJ7nMkLRwc6HAyOIakuK9Iz08gZ/cBq+fyDKMGNCqlhpoQPwiZh",
+	"Rs/ggwSWFcSEntCFHi3Opjc1JHHNdJuT4yMaY0lfgiEN7pMI5DWdQPyOV0DkujT7UI8j54jshfKFuJUn",
+	"cKC7uEnNLAHWC7latZ4BO6/XZzSYqjiDSrNm+Nuvy1hWhfuUsv2Chlom1tUopKlFezSyUxxLWyYJ4uPQ",
+	"4D06KV0f2em+NiQf+plen73Fl2mlGPG63qwgkcYkm/PcsRh7JwLg3HLdtlbwp2ULSH6NOzOuzi4XWUws",
+	"qp8STJ008FuRK3EcAvpINWgzB63m9f0ie7VuhrmvCER+v8ie8Up8Wxbzzg5xS3r8tNhTIaJnlPd9Fbck",
+	"vRe4JeH9fwZFy3Y9MIdobxllzOpiN/AnUlNxZ8zQazx4cDDUy0Jt0xO69bjDnGP5liDIG8SlLhdZg9hM",
+	"70y8UlYFyqDIO6Aznk/1VjXy804hgG7Pg7UBVXi0SgSlkrw5DNzz6DO3S+C+Gh5hpZgNgjjujJ8O+lBq",
+	"Zbtg2fTgLbvlyXjysNtgx2t9EUKBFIqPoKIM38F1g4GQHDz7R9g1vKDizvgQizPVh/BEDwGCOy6WBWpT",
+	"4w2oQ/mveDQYDGpvefTIfNTyriF8ZyCnsnibc1kPZlp75TPtKJSiGGZYFa/05Ddg0sb8gutiVaCgVseo",
+	"Swp74UJ2kKd+/LbOxODB8PEtzsSjox3PROuDv5EzcVDfrqPPcyoOBltOxZE7FHvzY33/9sVX4rvS4qDp",
+	"7PHcVFaHuQZEGNWdFudTJfh8o/tJd2XacEGpik9Jb0Rnh3W4UJpemwaOZTuBPy8rWSq0XUNmKOAHz7W6",
+	"XRUs5xcXWq3rIvvCwtMyz9fkVkFkWooxHmMcRj7lGoZc9Ad5Ntf/QUAbYY4xdlB3wiVRaFBaOyF0uVnP",
+	"GIwWUadLJcpjpgrLloeGiTJmJMR0yATOEJaKXrvAGCZM8ns9vWNjfWYf0HdSjwCRDo1+q+NNT5tqMcyb",
+	"cVqlmeC0LLRqaECuZgWtaim0Wc7K7GJWsa57wKjyYatjSzc0VyL/gLR/ELpzzyBQl57jlffrewp31TG4",
+	"HfzOFstKZSnRwqtJscAAcDFFvkH3XK2cCLgI1UpQDiBXLprgRfV6kXEW2f2YuNy2vuFwLFUyZknTzgIX",
+	"nefZysot1m7XeFXIJrPmol0q0jmRrIOMaebZ0r0+O3EMKS2LACtXm3BIJ6+PMiFKnD450tzox0RKaT9h",
+	"nrUsUtxdx5smo9adNgMfD6Vri8aLwxLZxcwQ0mgDFngSZ7wSxjXg8OfelPXZD7Dnnd/F6wNAtTFDEQ7Y",
+	"O72f1dg5JcENIIUgnyrudzqY0MN7IODwOES16YFfU/EX/4feBPo/Z91pzl00VzcfBQPMSlYWOaQ3G5v5",
+	"vKhm2LhxQFEFnPbiN3prH8SdhHW/Oz19y0awbX7ETLB8jWh36qpF/sIUuJROIzs5EtxgBt9FRvF1Vgqu",
+	"ChnLbiKLlunyhptErPGMv7W8J4mNPJb17Qsx5yjYpGfYMTqpReXg/OCyCBqAzANoIwGPVjAm/fvikjwd",
+	"ZmPqTxel2JS06nsQTvXl+fl8CA2U9xvD8IZXsgF4uwk4btuutnqSP3UBNn3UjvYOJvYWgO8v5gtxW0jP",
+	"XAtVyfZzjFv1To2cvdj5cAwd1A/+SWcGnr/q2BL4zo6cLJBg+bUp4UMc3/NcKFMPua7wPz4ChT9s1e9R",
+	"cRl30CSdFuV5lqaibiYTNyn0u9UzdeB5pswArYLlxgayFwesxZzXn8/vhCqkeGbfX3PK+XP9p9HvZ8/p",
+	"jeKKSz/ytwjAXJnDr7btJ/fZ1bvqqTVZ3Qsf+y98yUvFXme5ggLWe3jjo4HZx40zVVy2nBo6gBs2/dU3",
+	"FwGu6GgYU83tkj871eCPHbLjDjnyXxiWOq+/rrF8QdH3diH3W96On02IL+WlLFZyk3A7aTfwBJvwPAcj",
+	"Gww9cOdsoX073B6LqA3Uf+fTPUHLYNp3VSXIlvi9KRGf/bjuT7zuYnjglt2nGxJ0bPX1OSPRxmgqTbd0",
+	"S4INVXNMztcPU77ewlgA0AhVixxDlLyJd2M1uBu4G1K+ZuVSykxegP8xlvMslWa72L9NEdV2D2CfXtkE",
+	"xiFvoYXHVQWA4/DpTQA4wr6xHaBvsWxi39hz6zYSgJgSAJtOIN8siRrYsZDGYSkBGUGQIrSRc/FB5AZx",
+	"kEmxsZEmAK2/AWpWB5i1I7Es7Et/aUFfEQLumcGjHeuOSyJhkAIpw8GBUuMT7juEWjJmHEBpyJkrpDP9",
+	"HSit9P9dIr4e3VPgQPbGD8VYbLYATlWmAiBlF6euZ9P53Zy1vBVdlfjiPjuBrkJtaJ7mGRav1r8iwGQm",
+	"MzXDbeM+VRUvK+vSINAG0mjrx/ss0YcvXeYiPcO98RC6eGY/TgxuD8drXz7lea5aMHMA3cMC4PpEFFKE",
+	"DQMq0LTpw/1WWTVrW3hkPAghfw03melWnyXFB1Gmy9pb6UP7YrN5gKlMFqtefXgOpkDSzuX0mwiDxdWU",
+	"y1wYBuVaMGG+fohbDUrMgNvabTmsNQNSyU43hkawt0jvfr4+q9YL3XUgb5KVVm1EaYvfQWseCfnBUQ9D",
+	"F9xrtShxrPphWCaaafuzewrxUMdGRngnHY8pjte2CMOKcIUTy1/ulhhFJUx2E81Js4HD0Sefp8CNaDDD",
+	"xdJSxOApOC8+iH4LznMrhrNdcpgRIiYz6Dh+YtZ8OVcNYGW/FfW5Cc7ZhuX0VurwkLYdbkVsASA3cLTD",
+	"CatteNT5jl2QKuguzJnfY4BrJuM66tPs+vZXGkToTDRRoaaewTZUaN9BUAkMq/9xhgDZsQWvAsm88eSb",
+	"di1OtZBCHdP6UGvjEPdKJDUbrx8IIyXi40JIZbpC/wr6Uiyri8K8EqdtWpQXRVUJeWbvruQKWLSX51QW",
+	"OZwU2ApdzqY5v/CG6Ej9/QoCJpT6QTBZsKVEQU0HDprncg2sjg2JBategd4AHPmGNSdUjADgbnUafNLq",
+	"IL3mPWq6Wyt41X6vztdnl4uMJtQy6W0Isdp6XyBFfdAwbl2k0dH7OqT9vqfYOVeCYaWvyXqrY/7V+hlf",
+	"X8Vg862PuvTnyvAhoR63XQHshYwuxoQaDTbQpRDtfYvfnL65ktflJd/ea9Qke8c2bHjw6AgVYG/Zkxt0",
+	"+6wqrtXzz+rj3wR2vBLouA+M4/DB8GkD4+jBG0eDz+9ZbkOanbCVEJeRFyX9LMCzq50Rw0cbnRGjkXNG",
+	"YBNNt9ppMeeKvRVVyZfqkiv8Rc3ywB+DFhDrTscdLev0n/phUFrwkZpyHHfGB7pvVqmNO+Mh/dppzPSU",
+	"VYXooUAv9V5rdFP6iNQ98rXQn3HnG57nMDH1jnhdaHvxp58/gVPEU5qao7f6UG027NDwG91STfW5VVug",
+	"LdBCEroMnvP1BP+nwUN0g4f/cr/R7bfc3mF/vYkbQofWhClsgUiiLxP372lRvCzkxSacZJutfjvZ4gn3",
+	"0WB09GAwfDAY9vtwMPTfI7DsDh49hnf58v4R1qfBwnq3y5w1I61nz6Z8/YVlxmiwWWYMWmXGJr//lcLi",
+	"oLZltgqL4aguLR63SYvD2qE9aJEWo6a0GF5DWjxx0uJos7QYQcDCtvJKCMjg8Rs6dA2NvKm4ttgZ1UTF",
+	"4dBAROtN4vejIwRPXyWChrV26Xe7tNsmjoajwaB/1CKUhg2h5B51ounAvLwun0Y7yadD1+3RZvm0c1LA",
+	"DsdkMwD6aNekgEcjnIV9AKBNt/YFgB70Dw58YPIGSPIt0M+HDfCz2xfbUgL2Gncg+fyVRB2e8bUZ0f6h",
+	"0M/4+pn5WUvgAcT7xtDDKTlGRdlkjMlCd67x40bW6NV2G0UMQjMzlpnclH5vflgupUKodGukAgIOPecz",
+	"juWtncbGY0y+fOhpMibIM/ggWx3EhbTxDM8zXKsqYX0inicX8ygly1LVOzZuxkyxWbFicy7NVpgjYw7i",
+	"OR9Y76/v6CX38k7+XdNXrT1h4XJ9UPO1ccmaUueUEeoGqz8mLLpucJZdzPQmSHvOoUoOmnxl8pORHNYw",
+	"AKtZsZKJG58eF0Jjx1afs85tALIjb7XehFSSaIxlKR1jDp9b4p0t7mJbtDJhSSYZEAnFsijNrHcRL2y9",
+	"uphMqhhn50WRCy51C/7Owee9DUbLHcsmbr4bPujV2sJNZe1TfALqaXo0ewnCbWvOKcwMwKx/i3pubVU/",
+	"coX/CE75VR6kUzqYv3GP0Xf29NB+Jk6GArZaxIAJfIj8ybZjB4P27gSbsZ1L+cDnUh5eyaX8RfxE5zx9",
+	"CSMILJtgcExvlmLKSihqd31TLmhsC7PecPAF3EPQqXrZkFMoaxXskogFw/jT8E6tPtIaG9orXpENnd9z",
+	"hRiTzJEuIdGptWueP0C6x5D4EltwTZFa7eRarTds8HQ8sHSinhBzWJRrc4SSwHItWCLO94I4KIrplHg8",
+	"S6jtYL6tgDDSWY5NsxUumE1zdPj06SDaYPt5k0TXgz9P4B7ZPFHDJwxYQtsnKnzukffcTlS1r4uymq30",
+	"zfby5Te1GTzA39gZfIsofldZi1c8Ly6Woj6ZMJEEsjTqX+jxgDsEOY8gKEtT/hs8D4MN52EYtXkLbrXQ",
+	"owEbDnZYaHzuYONC3+KQ6IEwfq6F9cajsvWYDP84Jtc/JnszW80t8zUYraf6WN5TPpyDdK29m7CkodbN",
+	"WMHzhxdFkardaoZCtQIijAZ8SQbmQgJNnGWpShx0kudOt66ZcoBRPwZUWoa13kuxELxi3eAFALsDOAZB",
+	"1ew3FdCqaWOUinimme1r0otiqSVrxH5Zclll1RrD2XaT3rNJv/aJXsQWZTZBprW/nZyyklcCbWf9Uxhf",
+	"LG0LlPcrC6ZfjMXyJ0WpzSWyN6eVKFd6iaiQLdau9OYbGU+1daZ39XmRQoIeEdTK1JbRAH43mE21nBu+",
+	"Gp8eC+0789A2flpbgMmjqIUfvXbg5qTXZy8APsCyFIjiiB+HUoV9ZioXabcTw7oE5I5srX77VATUsno6",
+	"0pKvZC+oh2lqq42Z65zkAO5A7wHwKmXpxorzKcAdTLl5kAvXqTOv5+EvemFsacnrpejBb58Jnr9Id0nR",
+	"w1elak8sP7a5HSwa9+oIrp0dyz3fVaXykAJWL8OVyH3Yswd7LEhOexZm5srR/eA//EcV7C017JxUAJGH",
+	"pJq0wvYuEzzfW/1rT7xurV93akS6V02ZZNrWewvKdq1EKbDAsgVGxHLBLzJ50WdvbXu8dIWrvWJzuuWx",
+	"X5i6vvuJg0DFcpuUPqaZtE4qNxDMurZk53oiiGTRPHNPsQRQjFp+Agdb9xdZsf/6T7oD/+s/WXc4GLD/",
+	"/r/+b3u/9dhDNhwMIjbqJccs+cAdGd/fTk5jCfelT+1n0PMWL6ibPnaqAvzcc7m5ux14HrIU4bdAHmTv",
+	"Ybuj+uyveHMDts50UgXXN67BqsyqSkhvDWKpsguZTbMJl5UlncNc924yGiQRS4b9I/jPqH+UGN0AWweo",
+	"GTRGRH7JcHTUHwzaucTttbJLiTR9fdR8aoPhprxq2KCdOl/376ikFmzPZpZX256+Q87tn2/jElMtNOG2",
+	"cvMtCnqNduMJP8AaJoGZpj8wRww+gSecdowm8IxnJXteXhRkHqZkGn/3AMOsv2D8GeOR2QQj18RZZQ4b",
+	"mJJR3PnA7bMULR+ZMLBXIcaVxjk4Goyu6LXJ0qp1+5nIM60Lhp32Ojz0+nv4tP/0adhd11vXWfOY7Spx",
+	"URbTqT7yxJ0e6jDbtSXB8zsodmvPwr9wMZO/NK/srfrEtauYPAukdV2lQItts4X8zYzLC6EsqxFbcKVE",
+	"SmE3C78191wC+sVqlk1mxmrLC3nhG9BAbWI0EbrwNxh1x66eiDWrJtQhy0wMmgUYdZ5uESpC7DWW2OU5",
+	"e+XpG312UrFccFWBZYlcKOdCZalQMBLMkXDBNEDY483UZ99plWmAaVGI986zSwFGJtqIYJ/HnYFhOSbu",
+	"JZzAuGN5taBfVCuETFPF0Qdht0VvzBJz6MdskNhCL9zqCX3dU89jQEVci0okwJXDJ5QskKdgO6o+e2bU",
+	"BLj6Abpnq9RwSTURYqk1DsNqC/SffMXXqL/8U5QF66KGZWiAPRdFVbADatIpNDirWqGpCjbqaa2PgkJV",
+	"UbCcl6a4EUOfm151tZz735rFHsSdJHQmWOu+4U2o1VSxewPI62EZbeoA7jHyhwA6ADTLUujjtayo2G0s",
+	"3SEgnH+oql+hPf2woNjljQuxGIWJdCozwXCHdeBzfZnqe6QzHh3uLLafhT2800oqN4R1t9nerwv0p9iV",
+	"zYzeLXhOO2qjtMEiQ+JKM70mWPQEW9lysL9iLSTtTguUvy159VlKOchGZ94emaU9Bj65MaJk/BgsSsED",
+	"IKEXkNxzq+4Xy+rN9J3p+dZ1feMe/RR1UAymzTKT7rjWTumdhp4+j0Z6eDON9PGgRSPdZ1QCJzi1c/+V",
+	"BCjwSMGVXzvNV+he19K2jNPE07h2ikZ4LhC4euounW4CzSc9Ld7AIV5yqfhEfztmRA8F3mWQIHAfUnEj",
+	"RKBBsXyqCufVgPOryF/lcI8leNz5FWXX9a/J8cOCAnLea0MvfSwTW6MTbuq4Q4mk5t6JO8b3AjfHlFN4",
+	"w1PNmBZufQSEmXY44ABzyEgMElEHDgMGz9L0q4pfhA8O9YNEAJIYMtMwEZB1tfIHf4XBBIRu2WJ+jdpL",
+	"fhGNsDTfcR1NhspNUDAIoWd95/6q/OAKN+xJsku19It5VlUi7R2T3qMbtIpNGB3Ss8gvkGEQagI9UGLB",
+	"S6tTnTDajRhCQceuc4Z1rwqx4Oa2DrAexsBiuYIyBhV0FfUrX7OF2UyF/i+ITf3HL9Kg78CL13SuHcfS",
+	"1CAxrhivp8h7yZks5AN0MTZ1aZ/dAt83jGJJXWCDiF496DtVPaTEGPRZq78yljdxWO5ZffccgQ1FPhMq",
+	"UOVj2XRObtTlbRFI0JYjzyt6T5HGbjlJAr2+RWmXYgU7+57CqFmrcm2DXTfWqylm8pPVpfSN3fEV7EHk",
+	"3/Z4qdBd34msZoCKAd7tcLUbXXyApQ6NwCX0hw99sKDI0YPhUSfywBMeXBIqRpDz9A34dvSdnZVai7Ey",
+	"rTN+OoTrD1M+0EsKnz8ZRobSqDM+upZ5gHN8p5bBOU9N+zsEAG1XANX4vmqUCz5hdkbCKim+wA8F1JVK",
+	"tW1xzCQZH1SyRTL/6mBd9w7Vu5VmPalVhr9BJXkTlb7yt6/F6kXauXnu7TP/hIRrgV6vQBqbQwMSxXzo",
+	"H7KrVgPa7A/73m/GTimoBWTqb/1C5k4tRrtpigDBbyeIdi7pQe6G86EHKPx3nLNB37Q9piv5wLdkG2/6",
+	"LdTADq6Cr8QyOUnTWxsgdGit0bEfBy9GkJvO3SsshG3RXq9WdJ/dv3+iFQdRZhPyw2LdA601hf7TWGIH",
+	"79+HGsihJaD4GlylWrGKApMm1MAjZx1Eoc0BKqRV871OAH86wpeAw4eDdj3hEvVxpgQkIqFGxVGxgXsG",
+	"VC/S/wb+YAZaR+qZWpyhQeDa1RqxNhCI03rF19pKMl3lTQe2udxyMTUkJ2lZLBbIJ68Fie4jxpGtVSUd",
+	"hVqwLsSEbu7KyUQsKiNM5RrfiIoaOpph+tBkqPucifSFCK0ExKWBfJ9NcsFLKih67CwOiJMHJgc7oXsa",
+	"PRPoe6e/tZHgrSOYYvjwXGu7RZ4XK93nGBFcvRYMGpAMBUUaQUm2VnifPbOXOo4mchTKurdBIXqY4MlM",
+	"TCwPUgCYw1s4OQb+jfDhqrgQYMYjE3zlyhPjaXPKCx4FMsW0RGy14nlo6V+NoIvlZiM92B5mCu+p+gb2",
+	"as7SBggNWzhDS5kLpdcwsI5J5OjhFJivRiKJfCKRk0h6k8A+d2lNYT/0liGfL68MzNZSVkUNVqhCT0eW",
+	"a9t+iqUi6STqRwDrQwDAYH4C/sETOHLBvjTyBNcSIY3gc2Z6kkSpF8k4TWjCvAWC5X3LEVrj0SeR5srz",
+	"UvB0jcU+Fcgl8GRiyuQ/sB49K4sV5ugZ2j5ZxJJiaRvhh+SNvSUC8fZxDhfi0FKmM+78yDMIC1kapexC",
+	"ihSpp/ikqpk/o2uZNp8h6PG1WiiDm+FODKQSi72/ww1am5u2Yzf1Qzq8orCr2eDmBF85R05kjp1k0adp",
+	"Z3GhV0XfEg0Bl1Ub5MftZvg3jz3dJXyF9Yv034Hipzyl65pRLb45mo+hnMBL3OU7apx0/dzyVHiRrR2A",
+	"yX8gcLfGbpxxcsfYWyMiH/6q99+nreBb8nS3kRuiv5q1FlKzpboAjitSS+AbS1WUFaF0Ce4iXfU3SEP/",
+	"ZZlNLrGaTTfRWzFhf6oViCJNNZYJbFr9APyl/xjC/hhE8H+mlBr6v23ne77aq8ehxuxpTaNcL7QuPBwE",
+	"H8cSj4T+alT7xYRX4qIoAeh6cAQp+srk6CvWte57a9r1jtnhgPBD9LrDoXcx6n+PQhhVTR+P2OEBMz3y",
+	"vofCefTAoSMjNS85ch+54Rw+Ygu+NlXk5vqTx6YoKNgCxHpjSpkdPmH8Aq+Qw9pMXJTFcgGUD0DFXH6A",
+	"TTGZFdkEeCwMnAjTf2rIl+e27F69LB7mH/GUEk3sarYqaebLv4ir4bzBVgiAvU8J1bvg1cz5pUFub0P0",
+	"Crmcd8Y/PY2Gg2j0NDo4ig4H0eEwOhxFhwfR4WF0eBQdPooOH0eHT6LDpz//FmC+N3KIkrPvG7jIagjh",
+	"YFYJtVIIvH7ER4RZb78K9awHmfcENyB977HRJiFrl/YKcqMZifXTU32CR0/1gTwc6ON1ONJn5vBQn4LD",
+	"R3qPHz5hh09/vpWzFN8WzsA3DWlyt0jjF8/izng4jOLO65NXzxGUAUxKhOnF7w/9798v9Z4QJYFn9+bH",
+	"NI6Ef1kA7N/sfam3pj0J/pVOn2Xi5iBY06wHgiWxfkepoubSSMxfzdQbKsgHV3kzl5IcRCgH9NUMms2Y",
+	"skqVOb0RqQOQHBpLA72sp342A+KRn+mJPhVI2Gxka0bktqBxYNS2ibH00oRQLzMz4HyZBlBUlLEkxIhL",
+	"9DSPXzvZ0/ywkfAZS8z4ZNdN+LwqiTOWnzWLkwZ4+0xOauiPbM5bZXPSLF5tVZuN+eSPrM7fZ1anW2l7",
+	"FRlf0N4szPAWunGG5w7XTSPTE/PWISkNMj29wt9kYLsCBVtQ7qwbvBRI/DD0A8AtSp7o7ZJHSs2EuaS6",
+	"wfrha8MVtl4Ex/5N5DJbr0gs3S6D29Me9y+BP0tuYm1u/nXzE4e75Sc+ITS42/H6w8+co9gOCD9qA4Rf",
+	"N9OPxvVHtt9nzPa7+p65vsHTEFjhdXOVuXP//vOPlZAqK2T//n1moOlGWthaLxsQ5AYmYhV4IsBE7b6u",
+	"wu8SbG5cTqFVgj5QNStWqg79Dn16tTJE+n4ATivpKhZxaYoWsTlw8gQv8r7tGlJaS15kIgdZBWWxkKdb",
+	"q/2WY1ZfhDWQO6+7GIM+HukfmFs0li6oD85PDzlej/LzqmE/YXm2EIteBy5gMMuLaRvKGjv1IULEBLej",
+	"dlB8FFYFrIW2a6B1Ow3bgOvHDSWIG5Um5CVqM/AppzMtEPZOOJKqRzUMz8THRVYK2L9CmqL7Laj7zfBk",
+	"ZyZnaZ/9T4y/j9m8SJe5YIcRE5gbafWVrUbf7cHM7TDjOulqLZUQlb7OuPPi9d8e0INPOu0w4sfD3ePr",
+	"wajuOsZ+Cn7iUN+hXtcD7IGEuGaMnZrcHmE/ZN0wtPC7gwHvF7npn5KvC7257TKPOsLcquZmN/++3vXu",
+	"ozyNmNtqO2KkaOf7W0vJh4auPWAPshdLLFs8c5FeXaEqwxZ+vgZ8G/GDZ2nP1V0y7EJBDn4xxWu9WhVh",
+	"sL4NnniMFSQtXE7yEmBOhUv7xYHyKgSf0YUaJEvds7R7CEoMibLDLLGHhjW86RnNLqTezeYeBy4gAEVS",
+	"qwGzvBSWP5zuHSx++oHnWQr586KcUyONX8IFBAyCdlUzZa3q8zWoHMVKsmaamr2zoZxoAbjHTIV3t4FW",
+	"BVvE2xH9xn7x9oi+kKdZrq3YMeZdkcSda2MW41rgX72CWQ84ACZFmbZjjClpu9dmxUfG5QtSpc+e+XUq",
+	"uU1YDIanuw0QY2Sf33Yv38gH8NdlNrkkUbybCwB+sTsD3549Buc8fZHWgVisfntKZiKx16cHD0hcSbXW",
+	"m99r8uaXZIvD4zXtO7MPuy4ndlOwofd7cYQ0dngb8mv//hB0faDCiBVjjMo4GByOLKVvWPjmAHmDa34L",
+	"0qTizvgooGl+gfaWxzVMVfiHIfnwCyqLFLpAIr9w/5H5V1sNrNtxMhMtAGBU9FNBRh41buwujw/KSf+Q",
+	"7vgx/ETrB3rJz0JqKK1a1Dw8mPr9F22x7KoOvim1aHlnNO/9qXgeZPJf1tVTO471e7QJXNuXy8d5e8SH",
+	"K/VCz89z/z7renllDnqFOH9ojE2FSE3tG7KePZi5ViEQfdsle/doYHTNpcw+iFLxHK7nXjM2YamdVqIU",
+	"mPwB9n5karZOlqUqyiRiRZ5aHTNyJWLo3WeFRHzbQpRswvO8z05iiZWy2KUQC1T6THO6f0DKXIpFjoFv",
+	"AHyCE4dcFlJ8rKApyJmHRBEYqrB6B0xOtTIhd8wlmWfQDoR/Z8XKFLEG+kahanZmLGHGc8E/kGcpcBPC",
+	"G9DVMeOQy62100wynCdTw1wJEcskLSbqYSomGVga/TmEX340ae9m4ODQESLFIkCKkcPIBcRhgmMJr3bq",
+	"Jo51BvhDVemdj2RZ3Vq+Adl2PKeK58lKnM+K4vIBJXmAqkufaX1Mb49MqB5iEaBUTNdUJbqimgz+BCod",
+	"SkBKwnOkcaYC/VmYyoSgcdq68CXiLQl7p3sl8umY0kCoW2s92ZNiLshIgELSPMvPi4/YmwjyLs7tyWJp",
+	"pvTMGDQno3HGclWUl6I0paV0l6n3CZ6YhHWHjTrbI4NFP/RF6xHi0aNYjhAaqZ88hI5F7NHAvDPomJne",
+	"BL1QCevS7RYZPGQUy8UMtqzAlsAIU3rHRlSKGwmV4OYD35rDyLu/6JtYQh/PDGY+ou4RGQAaCZHpqukc",
+	"nmTrVWQJ8psksewm5MeLWEJs41DuSGvz+i8lJBBszIVS/EKwX5ZiCRksdFq972I5FVoLTLEBvc4JQGr1",
+	"L2wDNueNLKr3r07f0l6JgBsON8jZlGe5CF4NzkO2XGCKX0LSLRkbnC0OhLn0LkMoFpkniBQOpJPBzqAH",
+	"Fv2cPxV6DqVY/UzuSLOF4IU0ZyDyXHonyRFbPx5/gqFe/IUCxnqwQpdQtqyWhkeQtR7AT22x8pk2NWmz",
+	"kxBAcLNQipXLXKAhyNN5JsEPTZcI9Ecfn5ngqd9D/2xilp2r8Z/qvlTkjk8peoxmJJsL5J8wn8HMvJEC",
+	"5DdgYpW9Mo6iwWAQTIlD0C64wsVBcTkGC1wvEZi1TF1mC6LFz3PcpXiB0MmmRs/BhWBFrml0TtSC80Ib",
+	"/XDLM1W7a9hFAZeHxW4Bqw3+IlMMymqgWwC8MXTB6ddP+PJiVrHlos9OqPv6F8WC/7IUxwYCWrO4KR+D",
+	"LGDcvDD9+l2ilZ3jLbhwXAk2BKAbZ7hFoNNUgAwHp84iX0fMwNFhr8KFjVQlQ9Y1gHQzuFKQaY5uj4ZR",
+	"Di/YhYz4tHbvI4ez+JAVS+rXsYky6Ksfi+PRtYgeLbwLN1Qpw5aDemBz/vGlkBfVjIqAXVmnjM7UAjKZ",
+	"9H6yddWA+MXu3MGgt6kboR7UXp4MK5KZ+mRHV9Yna/TzTZtAEZ5AgbIXAGduESGQR1ArAjeMRhsGhE1u",
+	"ndcFr7Sh1Bl3/v8/DR48/fnfuhH+t3f/f+xSHs4MR4lACrb0vdZrlOLR0iQ5tvUfW9zU/1G9//zBP89g",
+	"APhH+wj24t35BjdsLUZCEsOefENcDjfa1el0JC4xskJtFZS+7nRLZ07czscDu6/GF7gy4vfuUOS/xvRq",
+	"v0bSU/IANAtWhQWidndHgCJ7Zov940EgUmjU4KjcL+hwVKiIdCfnwMD9B0/iPkVvBCokWAeK/CU/kX8B",
+	"6kmd88ll3Pn5k6O5foolkzYNcLi/AY7CAWq9szG6w51H5zuNfhpGo5/1+Ylpq8Iv/+N//f3jy3/8df3y",
+	"H89xGvU9a0vg39RNtxeHyglbUOYviVoLhDAHtWAXhVEUvpYqUiEy25A+m9x6GHjoCPBcKfbw7ynaBnfy",
+	"Wy0owK0C+s5DtDmugaCZZxJpVvrsGfxWeZAKbUGPESVy8uzZWcImRb6cS3SyE01AjLES45TIMwWlGmxk",
+	"bIX5/bAGIu0xWZSkl2eSTXiZqj6j7Go0CkibNikosyxNhSRFFAJo00yGyA9+wTPJzvUdhIQdICT6LIS9",
+	"t+lo8Hsc962pAHY+Vi/SO8UYUBBpZ3h6O8r8xKBq2lVyrfVeiTXHFg72wj58tzjx318RdlhkSB5JU/DH",
+	"8ZxWrAvWLEA5jOhRoqr04dif8HFYcZQ710buBXJnCgXG2wYDGbG+2ymWXetQGPaYyUBi3dGgN2YJ1KBm",
+	"3VxoxRXo3S8y4oNMzhJnqTw6OLbiKpZOrIGc+1W38imJ2FJmvywFmD34Tkq3eRqG/COWVFmVC90+Gv6x",
+	"pMrfxMFAyYzdpBIfq0RbsGTzRCxBkzSJTPX55O9///vfH7x69eDZM+CBoqLewOJCged7tkXwcogqgJjh",
+	"iuADtvgdo4w2bpOc3AxbrB64EWdcW0JzAULU0NsEwtSgyrL0mE2LMpbcc0Cih10b/F07Vz20yT5mqrKm",
+	"+Ua2TPj29ggzMs+06kwGjxIXBgOjV6sz7rx3n6Aho5ens7Oo+db19G4l+hK/F00Gcm+6ub+gvIIlaRXR",
+	"Tz0RTb8fBoQ97maNzaTFnZvK7gMQE9OiPIeL/MprCUWDtny/OB7M7dOv5tbQkvbL3RoeQAyF1K5RQH1n",
+	"gPJd67ZqXhA2yDfs2VoEeD1EsQTyAXLfoqbKQ5lPGi7eGPSgVlKPScKaq0ffXESlhx/dU4b4oCxygb5k",
+	"rYpqoe34MCLdJvUPInJ8LjbKwF18h9bh5TMjZoreETiFhju7sYj8YBiNBm3EBntx8rwi8RzqnDQ1FuZW",
+	"X+4bgHms8W4QsFcyDsC4b+X/ac8HgiF8BvDLQd0nY70cVphHMd6BVK3e+9SgW/RNuG9WAVzD37nV37Yn",
+	"705ifmsFgSc1r2JP3aZsG2ZVCGCi1mrOgbP5gzwY+DiWG+kWX5ja0KD7rheCqYqvx5byzBn15oQtJfAM",
+	"gBqpBeCuhvqeOPuc/veKl5eiYkYxvJ7i9xko+X4fpvlvi0bsdyde3glrPMG+xHX9jdj1gRW5s8R5L5zN",
+	"q0fTprU1YNy+XR9LMuxBcQs4nhuA2JbcvSAVDPuRxHLOF1TvAcSOYl1bcwO8mz1MsCeEgScT7ylK0kPz",
+	"fayNaAx5OfN9bItMGEN+HFryzBryYwit680LfvzecSwTrJyXkFJKs4QM656lj0+lblC6EftbLzUB64oQ",
+	"jB2lMyCM7NiM4IBx1ULoNjvMgT1oNgj2jqqw05rHzMd87CrN0SGxH5mOKWSeye/4nMR8kRdrof9xqAUZ",
+	"yXp97iqeXScc8q3r9ZdIEmtfOyiq4u3UKzVknJm+nZaxd/dneDJ1u5Rr98et8IVuhfeCcI9tsrMJ3K3B",
+	"du/2YsgrUe4t0oRuJ2wUBP0x45g3bb1YWAtTxhJThPBZJLbyRZeFJElWyN3EkG5oP+Gfw68v/AMrcjsl",
+	"E5o4/CMAdHcBoPD8fHYdEUTBXoI/4UCKqQ89jthooJdtdNgbA7x1mskMcaQZxI2K83+IiU0gNR4505jz",
+	"oLXD/pFyiKFKB7sbUYI2avOrnwXEnowiZpNdWNz5kC3izqekF/mFFSAIBGIMPqS4dDt/gXNXWcX1mDVl",
+	"HYIzCcWiwGwHnm9KELR+rEyqLHWqby1ks1kQ3j7m4hZG/8uV9Bp9csrZaGBdjz8slMhz9NBex/h2nb1r",
+	"PQzfVReNbr28iJdlRqVNd76+UhVz0zU2vyL11JbcXi4WRUlAb3oRMCPcXCv7nUZi9Ox8jaGYLyC/gygM",
+	"CPDrhmH8Pm+QqSaf2xNgPUikr0drhr3Ii9GAExGkWnd0aOh1gqgLC4MusWyLurAuN1OK+ffamCbI9ITn",
+	"ucfayeV6xdc9G6dBqb17oEa/5FqRmpbJaw/YaEl5/YhNNDr8skGbYHyfLWCjh30nMRu4AO4+aHMY4EwH",
+	"ftTGvyYpu9fcGwgkdbrJk9Gn/YZsgsX8nUdu6hvzLqM2Vir4YnZvcRtEOREbSqAOW0cdT9cmLagtpAOf",
+	"byQ18/TYwqSE9es0wpvF4e19eqEiWasaG+qV1zO+v/U6+IVCN78ts/oPN90+Sr98aTNccjkRD2knqeuo",
+	"clg8yvyynm7YFW3KFeQWcuI6rFdLH4OOTvTvy7IUcoL566sZEiJhfXfkPI9M5RjIhnc4mT57FfZL27iQ",
+	"e4kK4aScP6DUaBjAA9PhSSmIB69FNsEsnZhJ+jL1NppqxumqqK3C3ZaZwBycABfyZy4v2fMf3mGOCi0a",
+	"fGM+xOWKjXS0zYwazfzw/lmzGfNh2MxeNZVwCn/nqkpjPxgxQpt4f1IEzhmdCV9hQYlyI0JWaYoOdRPk",
+	"GswKCQRciNc2VYi6o57WLiqzdrE0hzihP0zNVFMgwTcB8IkxsX/XJWDS0+qKz+LJ59A0UTa4mT7nSlg5",
+	"FQHz55n5Z2IeD/t3T9kfjG02cLhkWKIBy1f4L9DCz2MeNX0Eo3epKqr2llXHTh0jeWn0kwaPrF/yKZY+",
+	"R+ujXsQSqmll+NDM0njrAGUnuoePiVElLJZVp8919KPbKmLAVeEUTuCTsyxssaTiiG2/MeDlsGghEq1i",
+	"2VV4fe/Yr1+6jcs1lrH8Ee6Mqjir7Sujf8HmCtavR0uK9BA40ffvVyWXairKWJ6LaiXwHbWzev8+xM3N",
+	"5EJIKtjPQGlg1wH2QNizCAkEHfOvea1iXUvpiwDV79++YIY0FrYdViuOZXjwGkWn3WIAB0SwRUphSrJO",
+	"lwp4bsDtXBVntaPRdq4qXl4I/4DYRPFMXrA8uxS45V07vTbKWl6WfO2X3LXFLe+xLFVjJK8pSuJNMRNE",
+	"WQYw86CcGM4gPdVN1tsjx3ob0oEkkVboihU0L/hktkWduL3T3C09XMsdbzmATGxXrlxvxdHrYFhxr2Ec",
+	"eUO6U+vILH/TlRQIUekqG5v9ZLxM/ia6uuCs9/DYitKo9rrhiMT2D++fmUSeuvhWWk26lbnl+9FDX5PZ",
+	"fndI7fd4MBgiM5s5Mw0qYvP5nXZiFD0eDA72qv81xcRXxeAbFvklGlIr+DbfR3epO0Igoak07kD5G47m",
+	"tsS/xM67d+LfWJraqHdN/Gs01TadcatS6jTZWJonjlld76YrMGIjcz0eB0pJZP9lVALzMmS/aXldn51a",
+	"tcTsvlCzbu5FrVwYGltWFQWQs63ZjH8QTBbNQtUQ7uHeYk+KZZ6yaYayee6xDfuq2h9swxvYhk/cNOkD",
+	"AvNOFRtsxk24NVk3GCFcAW7Q6IaOO3Gn12evXP1xj8q41pyBKmymMiYh8geTsasDgIyLH8QtGI0dH6zB",
+	"ttiKHUbeDf9gNd7dZ1fb7P4e/wzOu8cbCG8GRx6B8YHhL/YvD/356HH/EVZucncEJYrZj6BZvDRsWhjx",
+	"CQccyODxs2YxuP2c9RJ3xodD7yNMNuO5UOQLNPcPhT8N5Sg5DC0F6UZvoqVTfsvLKuO57wthTcLnz8m3",
+	"7FMhR966tTIxDUbeug1Hg0H/qGXh3BefY+WICDpYu+ayHdSW7RXXNtumdTPO5C9Ag03DsctSSPGgmE5/",
+	"m0TV1oz5FyaqfhVYCLvSVRsT54Zk1fBSI9udYTMTPK9m/9xo05xQ2UeugBOJ4J9sURbAMwqBKsW+Oz19",
+	"C0zNFilYFUtKaEp5xbXS32evC7oY9fUvRCrSfkNHMv25tQLC8+xDHc6Tt9Lp7esa/jWgxi8u486nfToB",
+	"zJRnisHY+rirxGRZZlo/+elnf4+91Kcd+2fDtGtVifn+TOTvYKlwG815lj9UAjEB7fGUvy4F5HpZul4s",
+	"sU10z9WsLJYXM0v0zNoDJmieTLI5z1mWghHLg+ehtjcnvHOvzyw0DZWxxvNMd1rZ12dVFMvVjFeGOjwr",
+	"IUI89mmGgSV2WWGur2ucCtqAeWeJd7EWdyz1a+xbDGfuPcvPCAaM3y20q81pAnqZiJ0LfQYxumIMKjD5",
+	"kJOuZmPZBBIAxnQT3X7fzeY4fOFrpKGlat5QxdUwanuxKV+xDVLr2CuvMS+mjTwTsaTZKOZzNMK9IDfP",
+	"8nqMGwmMTt6+MOS+VkjgxEAqIbhG5mAn37//fokweeC2KNL1/fvQhz9zJR4d6t7/cPrtgydQ/XtMDNBc",
+	"prxMGc8XM35ueIYWPE0zeREhrbmlUv/h3csHik+FexrqtcvF0ivkij89ZnkmBTsvBb9UBFjHOaDOQAVy",
+	"3Tkq995nJ3KNtoPIVZiyaJZN4fCQ5BMLtmBrSY+6qsCNkwot01J8h29q4fCBXFVWPJP6kLz+4SWbzHjJ",
+	"J5UoMUJGv48lvRBtKQzCwO+CwRWE6ocvyyJ3rSnWlQUwTAsoJ/wP1OB6cEloi+hcoDGPr4U6+Jm+R169",
+	"jPSRrPQxXpVZVQmJm6F++mLJFUvmy7zK9J35kOdg1FRAOQ5Lydki55l8AHOhn2GpKLMPInW1+fX7WFdb",
+	"kxclX8xUFEtvfBGifbNKzOFvrVVCEEj1rA8dWtCNU2gL5tkbFDgyzgVbLvQJHQ6iwQD+3+xMf8YQ3QZq",
+	"hn2evcr+3KM9fpKmpVBKqP79+xjzww8S1jXuOwiLTshfcw5/laJBBoyZuMVUH0tqMkLS8yQvJjz/97SY",
+	"80z2qzzFNNxnmVrkfM1e87lg8XIwOJjUH4RPRRKxk/ffvHjhKl2rBZ8IdWzZyYaDASvFJFtkhqMaC0bg",
+	"XNMu02eBe1sNilLbeEl9sxlVkgbjA9CmRTkPebS95BSif2dds5im/oONxGODvT7NpddvYrcPtuY57MrF",
+	"QvBSj8seAFq+l5m8xKULI5ZBcdDAz4ZbznsDOVxDz5MtJGDqiRpqICAjr5UapdRzZBu35bkDTxiRTWaV",
+	"YqErF72REMv/CAcjcIui6LVlxmPZjFizLrnkyH3ZLF3K6x0mjjYVDrl3TM7LxritG52cQKC0Uk+C0cTy",
+	"jYUhBJvDZwn1a3h4MwQbxtWro27EMpzkXrB0mYLlRJ7zem+QXC8cToQ58rEUD+CizpTHiu6S1mlD3mP2",
+	"KLNuUhUJBQK0NDB/6j3cow2EuWXUdNMAgbo05OcEZEsxNWoA7gu/p8a3b1EkvtuZ1b3OWWUIp4JNt9TX",
+	"THAYItBzGpCJe6qxR4BLwE0Tnxfkh7NzQkfwjWSkt9+/X18dLAmh5VQhJ8Js7kRfRgmbFrnW9bomh2lE",
+	"KxBLeCkU2LF7FRZaRYFmaGQTnE2Spsgso0AFxeIWas7z/EwP86yYnukLhHReXPXR0ZF/YRg+fX3LwY3f",
+	"0wdIilUsk1c4sAcvngE8GkT2pJz3//t//59/x+Ir+p33FEMJbqW3mQV9t2ITEEiwZwuLdXh1WrTJI3D/",
+	"cr8YjeUqGx1GxPBOxUJ6erbpbodCMxCOAn8NPtenRJxFvsaFgdKOCa1cEiHJfRJ34MgS6ARDAwS2iGya",
+	"oi2qBJpkVkGCNvacNCPQDOx5WuRr2ivmOQB/AWHkRamVY0YFZQy5JGqxaEaEpUwUK0wBIixu4wJIXlET",
+	"1n1/evLu9PTle33O9H847PBpdrGESD5f6uNbAUti6kBZtooREiTmxUWm9StEtfKq0hNirRsiwXz14tVz",
+	"2Cn6atBPFCUv12zKs3xZCsCj6Z7FMjn8+DExhSO46alRKNNihVLO2CccvARwADLJRmyeyWUlVA/Pf1Vm",
+	"essgl/QwYqOIHUbsv//3/zHPsa7RDrhks2Lpgr40DqUNkqnJSnyilTv8IgI2FXNmDVv1QpRzLsFbWhsZ",
+	"S46CgVkbx5mP0oH1jIj3V6sooVrVqihTKp7jyRACNmFpGksbDtx8Su/r93p1eG7aIpNeKKZmJhZZLKvz",
+	"4qPDggiZojZkdYBVNhHaSM1y+MWalUt57D2A4tC4C9JMpCxdQvovtxPqLYzXTdgjoejQtuy2lt2q+JNk",
+	"avjEMtOmTgnxO+h4r88MSplV/FKwallKNQZQkj5cxdTzCUAteLM1RixdanlrzxbeSHbhaOOHtbRMCXEu",
+	"/a+UmBTSwL+8s0T+rJTCRlrHk1W+NnXPVGGLis11g64rrh9azMTSFEFqRD3dVHJ9UUypAgyO3Yy0ayYD",
+	"Ty+YArE8dO+j/X6MwmAOA7STiqQpvMIYqP1NuhSk49tX69VRsADuypz3jCHoy/emrISAPonWY61AbjDo",
+	"9c2YACm6lY5aYNMJIUBzS6xUN/JeQPrHjdBnCMUqFpmo1aoAwCR+AUWQIF9Yf7CmO0yrbsfO4Cc7rWbk",
+	"+15E3dU62K0zHHWizvlk0hl3eDmZZR/Ev/PJXPQNOC7qnMN4Om+/O3lwPlJPXh6cPOhEHfhFJqfFv0/Q",
+	"2W9+ETEbMCALjEvJg0bxEm/WlidbvjPuTOXRg7erTtRxxmNn3PkHl5mqvw/dkKiy1kD9RVNN3xoq3DJB",
+	"dg7+7f1f/qbO//JEvXi+mJ3P83++OF19mDw7/FOnDSTotESo5hKM8XT0H/P/+F8v/lQf5f/Uo2Rv/lnk",
+	"iiawddw0iZ+u4bl9RXv1TmGFNJBv0PhtRNaNfulb0YptNJmvjLOD18nN37jpCGr6fG4VZacXfVuU842D",
+	"8x1adf+DViTB9bDb0M4nk7Ftd2QTcYkZrSjnzRd0oflImyno1OjtY8AvjG9s1yX13CK7DVWPdJsb71aj",
+	"OOcp3ed1uIc77Q7uYWhIpkRef+UAjDtMC4qxJe6uebLjzti0rDVSeY+ASKTSXyxzDikBeja1GRJTyapf",
+	"h9Hwyaf/cXP+bzMDeEeEwzcOVBo7PbLTgm109t6un0W6Pi2Kl4W8qANjwVMJtso2B+VtFkt/pJeJCqCZ",
+	"5cqhIpeeo+EA/+dWQzTaPO3I+jCtsh8EPpqRjd1WaWMkBbHW5mW3JTQR2YX8Bq+7JkV+7RZ28SFP8m+D",
+	"77SKC3u3jtucbFe/49bDfSZ43hwrOg73MUJSj8bOWXiXg7oRLGvOc30JifTE6C/BdNSjOzy8La5/u6N4",
+	"Rllj3ehla+CAWE/Rr3armZlnSmXyArgn62fV4pEteyM9vQ8ptCi1sVGtWdzBj8L2bz4iWbwzHtlwQG6u",
+	"2azIU4hpGtX02ovFPRy3XS0Pw33LIVQ/nH77pO38YWjRxOpsVHFHhQuWo/IagrhcraFb9HuZf2O12+2d",
+	"3xQCvdVAtjR680GhxRwO569oRfvoiZaO+92+OaSFgEugjmxQVP3ZNTrPLZRVq/vcNPB8q/muiuIlLy9E",
+	"mzTSMoV0JPYq+/O15BBEf3TDJfpnhoPDJ0ePHw3Y+boSt+4ywtNMJKiO5i2FeacfeN1pNcZsOPJ/FAVR",
+	"XF5auqLbkXRgjsAGpa2GignjidYBXazkldwiV2pte+IcweEQkLJR6tWPsrWAfDAHg1etMHJKiNhVjzNe",
+	"kzGYrMvJbH9KjR1ki2LaCDq3DTOMHV9fM3Uj8l+1jzE1tc8TRlndd7haVic1AyP05xellP0rubG/EtZp",
+	"ChRinJgc4x4+EtyUP+9conS+qNbAmI4ISCDJ2YyjtdFLF8AzwFiKnikTPtNaHUYoEGRWKYYv1bcIgs6r",
+	"41g6FoXvTk/fsvv3jwYH9+9DxAa2JGd5wVN2znMuJxi4KsrJTKiq5JXetxBd8cG8AAUppqwsKvBDUkTb",
+	"xF9h/W309WhwkNiosIlvtSB8W3z7NFW3dolCO+FRfQcf/R4hvtDzvrfPr0fI9a45F6f+HquFaluEkn6t",
+	"x99qfrh0B0pvIdqJoJjhVvzSQup1QbyMkavTTPtxK0Jaz1j2GSHSFVeXV5LOIMsM08+24YRYnbMkM4is",
+	"DWwlAD9UAvHLaOBGBtejlzOTJqM0zGUkiWThwwAR8x7w6fUatC2XGQZyYRSAtXTMLQdHEF+MJVcqu5BC",
+	"OLIT1uVyTXjmgAmnx7awoCASjForEdiUr/ha1R+kMssGCX4pxELp+9nm7MGcz8TaNJYifYdl6IPRDbXm",
+	"sirKS8v+AfCoEUsLKY7N0hkiBMYVfIGgCSmYLFasS3A2fXwR0pzNhYF3wd80fGyl18eiK2eq4qVJYoYP",
+	"ppnM1CzB1GOvIAv77rvxq1dJBMfC0pe4mbin8DX/1D0CeJGedErJBQiyD+a6p3rHYQ/81ZDF6rjWnUyx",
+	"YkF1HYBftjBh+Fj67fTZCaSs4y2SQZ2gpobVTTDTbfTggIr6JxFLRof6jx6kNXsgdAedtDmgXnI6gWCa",
+	"KvimFHtEVocAzZbIZ3vL7XzoVHEsqOKTqbNZUSVsCPgRAOYtywuh7R2uLo+hCk4mU1GeEV4G5vhSLDAb",
+	"0HyrjmOZaEkGX9ddd92qzOZzrc0hUqqQQrG0LBYL/VkpFoJX1GghJ6KVu0aKFXRpY31b/eXtWWPaSWFo",
+	"fwXcMHpDHABDjN1Wje9B18Ypxoq5BRDMfMPznPHzYonLX0yRGARvgo79p+HjHA13vqxO7STcNYX7s0bd",
+	"3B1O1NXU7XYuQ79w2HK3Lm96t42ifZ81KUVp/mtZ48EFE94VV46OWnSGFjExy+CSYl39DmVecstQL23o",
+	"1x5v6i5JmPb5TwjpeDM9QcFxs+BIZPgdNhiqLNthb7SZqRYRtL9AEBz1P8Ol8R5PdcuIU3AJZsqAvCit",
+	"p9xxi+NLPE/juTAteeJkX3xIu9QVuFGwaK8sQ1a6f1UEQ3pUnpYPJ3p3S9+rKQA6/A4cQL5g2sz8s1X3",
+	"YDmvhKpwQ8fSsfz4KtRmth+DsbcKUWESIWH0jq0HEkX0XX9CqmuDZMZq6h6xjPVMGMWbdRPzJzwAhQQx",
+	"y9Gy69KrUccuhWtYbzXTTjEFWJ7WXCuAmyLo1HvW2g6lRyukf3BPsVTrOxVA9LtFafQW/WUvckmZ+urH",
+	"1ZnbVAWwHK5iyNmZFYc5UpxYXp8Vx0jVNjFOdDjAu7OZD+fUrLKlq2Hb2WpC3bzdymANI2P8/n1yhYUR",
+	"y27YkFzmufOCwaajLE8j07XBgZIVCdnJ5MJcNG1HJVrVdWozassRG+ghHTNSgmsa8CZ9dZcCF9/4eyAo",
+	"PA7qaVslC0+Jret+vsCeFuWcV1jOAgA+80xm8+UcVNVGpYtoY+UN71RDGijPdT/bOmbAobfqxeclE/oX",
+	"Y+Dxzu6+2Hd2rNRxhMQjlsSkzUhCPhfjFCGOFs8rSoe1xtAyChhadLvIYmJFTsAaYyy3sbafzWMoP1qe",
+	"O7DPlUIt8+om/Cve5UVP356RxfkN3GcotGK9oXzKFpxYImwhR11rBNH1CsQ35HHegDQrGJwrRmNRN+fL",
+	"ag+AmL2ppiDd/oUZYzZLhBad9vrcMKfmGnRK7jXrufglXBZcKQPcskmKcM1vqXUdS1fsmqtW1ZDsV8sT",
+	"kpWeunfsUV0k8LLXSCDYUtXfd+mOGIoVT0MdU4pr6J/triwbp8dUTZnP6N3toYdidcyGrBTFQkio7gqp",
+	"vbngpSJ9Mmj4OJZ6wsy9RcG2DBKJyEnd8qs+S1DWWd8c/hOS+sVHMVliIuUVOl0p9BaANM2sYt2mD9lm",
+	"9m5Q7uq+30QL3oSKeSsDsASl7pj8n/pB8Ns6v7Cz3PXq2HhAKXDpYTrAqdEaHgAXtmcUqIqvIWdfX2NJ",
+	"5KITkXO1wlSgmsjBhkjevnl/yvwgTdK3NtFmNXrCJVNVlufs3IzNaNOWEN1H6xErAYASseq5ob5/G2wC",
+	"SMKlGmCZgqLseGuj0bgqs8oZFB79NyaTrVwkbAIH05zGWCZeOXPWBWX6jOtdJCf5MhVpb5fiwnpS9lPc",
+	"/BD0Z9y72ly/KAUQzmhBp3UPKT5WbCWENt+9UkmjazljP0NJpK/EYdVe2ekVKgJhvJB8KtshV3B69Br/",
+	"Uc/pyysR38L2iehqinzhD1EkFKCb3GV3UNtpJc5nRXG5t3Lranluf8as/NWXuc1mzYuLYyzTQR8gh9eK",
+	"r60eEFk7MrM/tInOWbWLfKSB7af6+nD0NZRf3/qDH3G+XLzjj5PbXhCdNla401sqstFzd31q9dGgBOtd",
+	"arIFBzdIMjc0Dzaa7o0vlgm9EnU4n/Y+YvoKMUXJm2V6kV1cnRVSP2eRC7E8Gjgs89Fg0ENAv/gAjuME",
+	"/otvswxwphMPsjQ5Zok25xNTo0WoyokUYoVIaEyJYaWeGqwotE4PFctqUswFqGJG1CRRLBNMkMcNnOgX",
+	"JOwh/nFGX0GDpLaaNYEHqQOACiS/jOxSh8HtKgsiV5nwuaCnETGFmi6RZkQOkFJxrf1TpTvZj+VzWemV",
+	"Z0iLA/jygwFL+VqRWqv1/3S7bDS75wrf62ltP4T+11G7k9PtmP16X9vetUAYqWuVdhk0cpMGw13b3vTR",
+	"IOpQMiW47a540+19sHnRSBs15CoQg+Ks4Ve8O5LwKO6YMxp3xk+Jl9p4F8m51UdtEd17eBhj/Yq4Q6cO",
+	"HrbHzvdr6n5DreKBfpPuuPMppkvczWdzFXfGB0dtrNfkvxyCX9KRZD+6Rb+HtX6jFGjp9NHgIOg0yIGj",
+	"wUFL54ejLZ1Hp6rhkP6yV/kJyHlzO+TFxVdysQeXYF5coPz9/Lf7j4FQXjtfoLlYrl0s0d70hIM7iDt4",
+	"Y6EHpCxyoXp9qqrYqteM0dlGpDL6nlPIX4O3dM0HhFFiohzDsDCV1lcJXVxApkdMZPQE/kslrEuguJIV",
+	"86yqRDpmPM97rCpYsixzfQ9Lox8sdP9xD0SxpOBnUabOMYXPTQVQADn3z0REDJGlRmF5b0hoaQFULNVC",
+	"TLIpSWKm9I3aRRpJFegg7E/uVYTYsF/rO1tVfL4AVcJ8ql/Nq2Up9G+TD8PI4fcdTS5oDq9Ovnnw/ruT",
+	"0dEj8Ccmv7r3fur/2njLp/6v50W6/pR4jMhKTEqolncp1r2A5FW3Z4Ueizu/YqG6T/1fcTU+xZ2IxR3b",
+	"un7q3bffsIODg6f6i5RXXH/2q5tpcOHFEsplwicPMSQOiLVGWUzrvPz0CTCoqAuNPn40CRjDAeVfKAAF",
+	"2BvimPE6Ua/h0CLmMYiUbWc4O4zlrFiWinFkjQVP3f/7/4wG7P/H/qG3XtmLaMNmuQAZ94GK/5iXgQzk",
+	"UGpbChXLFc8A7qDnXm9O/xT1+uxHuJ5NOzOuDPuSPo6jQ4bdQQIwX/J4JAZ1ZD2UP8WvzvCTpHfMhOTn",
+	"ORjOFeMXXC9Jt6ag4tVGBL0JlqccMy2qkh64sOdCmZcZVdlR9sUSXFzKdQceQLArHFuPjyzQGcEjqw8y",
+	"WO2zqlqo8cOHCCjQ/4J/GASNodQ2PG/H4EOY6dUzcLlzBKKUQhX5B+Bl5WxRZh+ACzEvisU5n1wiZ/AD",
+	"IJKxKauQsSML+WCxPM+zic3fXspcKKo7jRqzvuHyvFgp9M3/+PzP37158/3ZycuXb358/uzs9fPTH9+8",
+	"+/59QmSolmFyUi15nq9ZmvEcKNiUK3pfEU2auXRwq5UCsY/KwkKmBSZ2si5nBx8/Iq6f9D2sPwvnG6dz",
+	"NVNictYmTUaHemoeHbKSy7SYY7rrsZGxkUegGMs55CMVUqC0wBd4CB88pnClzEQprDVCRWTJ0b1xyyH1",
+	"tOP5FHJSrheVv7exJ/e0hPrm3auz98+/eff89Oz7539PDL8lXUZmo8AevRQuX8LoWo6iEhSvpA6mToxG",
+	"aGHV/m7VUg6Hb57Af2lxVSv0GctHA1fqk4ZMnKFuBiVw1hE5p0h7W+yyfdT8hDtVKyqZaYyiiT/X9br3",
+	"azkxOR3P373VBhje2Z3xT8No9HPUWZZ5Z9wxBxbuSMPU1Z8U84eTct7ZWcX80R/j3cYDivIcmOWuVJhR",
+	"VXoj83VnYwXN97g5ziHR+u5S21zZc7v74g4e7lfT7//6tHzyl+///kt5uvrHD2+fPXnx8u1/vChGL/lL",
+	"/n6FiXA3RMCQ4GylOjlhqVBVJlEdyqSTs0yKalWUV/MKLMt8zIaDvv7fIyosfRtR/VsARNRFhssUhZX7",
+	"XZlHr4v30Onvxbqesmv2PePsh3cvjaRwqhxd/5/TRsK+htbRVkTwNicoooWDhQztmrq7U988SNsJvJxj",
+	"o0PRDYX+yKBwR0NRIxiA+ZRXAKbUd3smL85UJifCS1ImBbtCFUjwFBTIcyEko5/0GU4JKQ+IpSVYKTth",
+	"vyyzyaX1xxYrpa0Pf8QqYgkcIzBL0E/7JzbcdkkRZPMLyegmYO+NDNXNz4DUAzG9LHOQ0VuvR/D70LUa",
+	"m3s1Nte0/iSmawchc+R8+hkQbc4LDwXuwuuaaqbp/RfTWYo7te3m+c3cjnNwuGDbecg5KAOTXuGW2ps0",
+	"rW3Hr8a15ARlm4Pl88rNpk+pEqq6WdD3PfAiO4+MlpnrhYvR9DFgArhznozR4+BCAlqrztJPSc+5Y2Tq",
+	"bCTVsJFoy/uTp60EfSXJYkVBIrTX0cZY8KXCBGuz68mC8JgeDNv3pJgLkLdo+1FhkRLkLD6vzbCGa4Kc",
+	"KobPW0goCVB5DsVY5sWFDVePmRdh0mbd6ONHCAABtX0vsqg4LbD03FHAyBXPBQNMP4hEEKy7mq31eNGb",
+	"cEzYL/2A52V2VmHgvFLaro/liXFFQKoLGGdZnrtYggW022tgy61wKlT1VQXbcbGaSCK7Rez2GIHCe3eW",
+	"gRckMXL+2pESqJcaHMK4A/HMg+mIP50YC+ILRxpOvUNpoKt6bzph8HVo1kCGEw4NyQk+45WgD+w7hP4F",
+	"F8M1scfB1XAlELkBEopl14MOm4vSJ7iwNP1eRpZljy21hQioYogTxNKGHSIvvkCZYvbNNdhpGGZJ+lat",
+	"j+WU50rghWJd0cBdryfcukyrmZi7WwWTBfFu1MNYC4dPAJ+evq88Tyl6tazZUJ+mYyrWBJ5fhBvLWAKk",
+	"GQGjxhmobwg+MWgs+PCYJUAnJM7MQ9BvdPZBsRpw+cXSAQIYz4HPxV7O5JM0/7zgmdzkUPNdZ58Sz72G",
+	"vjDjL1xx6zCM0JeP192W2+X2eFdcUnNSrnnb/Oj34jfpurq54A5wnT5Bj97bn93lpVv/dFfWhfXTeJsS",
+	"UteWed77Su4WFMFfFK1W99WENFC/ds616CpPltWsM/7p508/66+1DGzDHyHiYOKq9kAMSqTsfM0SLcdY",
+	"uZRJx3dVjx8+hF/MClWNnwyeDCAJkobbhm9ywDXEsyHPsn4ZmiJ4pfQdRAh8EM10UC9PVQvSbi4ueI7h",
+	"ARCsMrXeUyrdhvCvrGSLWSGhDCTQ4ymKC/2yzFRWCdWvJ7ZmQrW+P6wLV0z9dIms1g4829YMpjuR4ZCV",
+	"ng/J+z3Ckps/fiZ4bn/MLooiVbawo8L6Qjz3OwL/bmuomCypVHm9G17fai/w2zW/b2m7VgLc+5Up8938",
+	"zd8wHSR0EN5TlrcknF7v05a2niMJIlRa9UsvL5Uo1b2AGdVvFCgSm629h4PxQO+MpT4ZXoLUtMk54nfS",
+	"PtjSqilhTVuR2NrYoizOBTYcEBzicz7Fod9zYnZr2WvBXE5IfYSSaotlngOKg1Hp4qxCnIfXLnqg2+YE",
+	"tRWnsTUXjrzXVWEk5LlI2Q/vXvr9trLxqp7zNM2IdIsUXjNta8NK4E+HqKpMXrQ1+8ZoPwpNb5J66PZd",
+	"F3SuXF29ALBCJaZAwcRiaLFMPDFOsX7oG/qIQQtOi4lWEIzs789TQGZM8kxvUKoViJqfquqF/XgOzGoQ",
+	"45RCYL27eWS4x0xK+JqlhVtfE06e1lq75/kaaGn0eKgrqB+apXd31aefP/1/AQAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
