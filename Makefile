@@ -39,15 +39,17 @@ lint: check-generated
 	$(GO) run honnef.co/go/tools/cmd/staticcheck ./...
 	.ci/lint-openapi.sh
 
-## generate: rebuild gen/ from openapi.yaml with oapi-codegen
+## generate: rebuild gen/ from openapi.yaml with oapi-codegen, then the typed SDKs over it with tools/sdkgen
+## (sdk/go/crm/operations.gen.go; sdk/typescript/src/types.ts and operations.ts, and the package's version)
+GENERATED = gen sdk/go/crm/operations.gen.go sdk/typescript/src/types.ts sdk/typescript/src/operations.ts sdk/typescript/package.json sdk/typescript/package-lock.json
 generate:
-	$(GO) generate ./gen/...
+	$(GO) generate ./gen/... ./sdk/go/...
 
-## check-generated: fail when gen/ differs from what openapi.yaml generates
+## check-generated: fail when gen/ or the SDKs differ from what openapi.yaml generates
 check-generated: generate
-	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run 'make generate' and commit it"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- gen); \
-	if [ -n "$$untracked" ]; then echo "gen/ has files not in git: $$untracked"; exit 1; fi
+	@git diff --exit-code --stat -- $(GENERATED) || { echo "generated code is stale: run 'make generate' and commit it"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED)); \
+	if [ -n "$$untracked" ]; then echo "generated files not in git: $$untracked"; exit 1; fi
 
 ## conformance: start a server on the demo data and replay conformance/cases against it
 conformance: build
