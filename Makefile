@@ -32,12 +32,14 @@ test-citus:
 test-browser:
 	.ci/test-browser.sh
 
-## lint: generated code up to date, gofmt, go vet, staticcheck, and the OpenAPI document through Spectral and Redocly
+## lint: generated code up to date, gofmt, go vet, staticcheck, the OpenAPI document through Spectral and Redocly, and
+## the clients openapi-typescript and @hey-api/openapi-ts generate from it compiled under tsc --strict (.ci/lint-clients.sh)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck ./...
 	.ci/lint-openapi.sh
+	.ci/lint-clients.sh
 
 ## generate: rebuild gen/ from openapi.yaml with oapi-codegen, then the typed SDKs over it with tools/sdkgen
 ## (sdk/go/crm/operations.gen.go; sdk/typescript/src/types.ts and operations.ts, and the package's version)
