@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/crmservice/crm/db/dbtest"
+	"github.com/crmservice/crm/gen"
 	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/demo"
 )
@@ -119,4 +120,65 @@ func TestTypeScriptFlow(t *testing.T) {
 		"CRM_SAMPLE_DOCUMENT_ID=" + strconv.FormatInt(d.Samples.DocumentID, 10),
 	}, "node", "--test", "--test-reporter=spec", ".build/test/")
 	t.Log(out)
+}
+
+// TestTypeScriptPackage packs the SDK as `npm pack` does for a release (prepack compiles it
+// into dist), installs the tarball into an empty project and imports it there; its README
+// opens with the five-line quick start, and its version is the contract's.
+func TestTypeScriptPackage(t *testing.T) {
+	tools(t)
+	dest := t.TempDir()
+	out := run(t, nil, "npm", "pack", "--pack-destination", dest, "--loglevel=error")
+	tarballs, _ := filepath.Glob(filepath.Join(dest, "*.tgz"))
+	if len(tarballs) != 1 {
+		t.Fatalf("npm pack made %v:\n%s", tarballs, out)
+	}
+	listing, err := exec.Command("tar", "tzf", tarballs[0]).CombinedOutput()
+	if err != nil {
+		t.Fatalf("tar: %v\n%s", err, listing)
+	}
+	for _, want := range []string{"package/README.md", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/types.d.ts"} {
+		if !strings.Contains(string(listing), want+"\n") {
+			t.Errorf("the package lacks %s:\n%s", want, listing)
+		}
+	}
+	if strings.Contains(string(listing), "package/src/") || strings.Contains(string(listing), "package/test/") {
+		t.Errorf("the package holds sources or tests:\n%s", listing)
+	}
+
+	project := t.TempDir()
+	if err := os.WriteFile(filepath.Join(project, "package.json"), []byte(`{"name":"try-crm-sdk","version":"0.0.0","private":true,"type":"module"}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	install := exec.Command("npm", "install", "--no-audit", "--no-fund", "--loglevel=error", tarballs[0])
+	install.Dir = project
+	if out, err := install.CombinedOutput(); err != nil {
+		t.Fatalf("npm install of the tarball: %v\n%s", err, out)
+	}
+	imp := exec.Command("node", "--input-type=module", "-e",
+		`import { createClient, CrmError, operations, version } from "@crmservice/crm-sdk"; `+
+			`const c = createClient({ baseUrl: "http://127.0.0.1:1", token: "t" }); `+
+			`console.log(version, typeof c.companyGet, typeof CrmError, Object.keys(operations).length);`)
+	imp.Dir = project
+	got, err := imp.CombinedOutput()
+	if err != nil {
+		t.Fatalf("import the installed package: %v\n%s", err, got)
+	}
+	doc, err := gen.GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := doc.Info.Version + " function function "; !strings.HasPrefix(string(got), want) {
+		t.Errorf("the installed package says %q, want %q…", got, want)
+	}
+
+	readme, err := os.ReadFile(filepath.Join(tsDir, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, _ := strings.Cut(string(readme), "```ts\n")
+	code, _, _ := strings.Cut(rest, "```")
+	if n := strings.Count(code, "\n"); n != 5 {
+		t.Errorf("the README's quick start has %d lines, want 5:\n%s", n, code)
+	}
 }
