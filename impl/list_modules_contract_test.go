@@ -14,7 +14,7 @@ import (
 // from which the typed clients take the columns of each module, to the server's
 // whitelist: the same modules, the same columns, ADD_ columns where the server has them.
 func TestListModulesContract(t *testing.T) {
-	doc, err := gen.GetSwagger()
+	doc, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -164,7 +164,7 @@ func TestTypeScriptPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("import the installed package: %v\n%s", err, got)
 	}
-	doc, err := gen.GetSwagger()
+	doc, err := gen.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -201,20 +201,23 @@ func goOperation(b *bytes.Buffer, api *genAPI, doc *openapi3.T, op operation) er
 	doc1 := fmt.Sprintf("// %s calls %s %s: %s.\n", name, op.Method, op.Path, strings.TrimSuffix(op.Summary, "."))
 	rawCall := "c.raw." + name + "(" + strings.Join(call, ", ") + ")"
 	body := strings.Join(prep, "\n")
+	if body != "" {
+		body += "\n"
+	}
 	switch {
 	case isEmptyValue(schema):
-		fmt.Fprintf(b, "%s// It returns nil when the operation succeeded (its value is empty).\nfunc (c *Client) %s(%s) error {\n%s\nresp, err := %s\n_, err = decode(resp, err, nil)\nreturn err\n}\n\n",
+		fmt.Fprintf(b, "%s// It returns nil when the operation succeeded (its value is empty).\nfunc (c *Client) %s(%s) error {\n%sresp, err := %s\n_, err = decode(resp, err, nil)\nreturn err\n}\n\n",
 			doc1, name, strings.Join(sig, ", "), body, rawCall)
 	case schema.Type.Is("object"):
-		fmt.Fprintf(b, "%s// It returns the decoded value (schema %s).\nfunc (c *Client) %s(%s) (*%s, error) {\n%s\nresp, err := %s\nvar v %s\nif _, err := decode(resp, err, &v); err != nil {\nreturn nil, err\n}\nreturn &v, nil\n}\n\n",
+		fmt.Fprintf(b, "%s// It returns the decoded value (schema %s).\nfunc (c *Client) %s(%s) (*%s, error) {\n%sresp, err := %s\nvar v %s\nif _, err := decode(resp, err, &v); err != nil {\nreturn nil, err\n}\nreturn &v, nil\n}\n\n",
 			doc1, op.ValueSchema, name, strings.Join(sig, ", "), vt, body, rawCall, vt)
 	case schema.Type.Is("array"):
 		fmt.Fprintf(b, "%s// It returns the decoded value (schema %s).\nfunc (c *Client) %s(%s) (%s, error) {\nv, _, err := c.%sWithMeta(%s)\nreturn v, err\n}\n\n",
 			doc1, op.ValueSchema, name, strings.Join(sig, ", "), vt, name, callArgs(sig))
-		fmt.Fprintf(b, "// %sWithMeta is %s with the reply's counts: the records matching in total, pages and page.\nfunc (c *Client) %sWithMeta(%s) (%s, Meta, error) {\n%s\nresp, err := %s\nvar v %s\nmeta, err := decode(resp, err, &v)\nif err != nil {\nreturn nil, meta, err\n}\nreturn v, meta, nil\n}\n\n",
+		fmt.Fprintf(b, "// %sWithMeta is %s with the reply's counts: the records matching in total, pages and page.\nfunc (c *Client) %sWithMeta(%s) (%s, Meta, error) {\n%sresp, err := %s\nvar v %s\nmeta, err := decode(resp, err, &v)\nif err != nil {\nreturn nil, meta, err\n}\nreturn v, meta, nil\n}\n\n",
 			name, name, name, strings.Join(sig, ", "), vt, body, rawCall, vt)
 	default:
-		fmt.Fprintf(b, "%s// It returns the decoded value (schema %s).\nfunc (c *Client) %s(%s) (%s, error) {\n%s\nresp, err := %s\nvar v %s\n_, err = decode(resp, err, &v)\nreturn v, err\n}\n\n",
+		fmt.Fprintf(b, "%s// It returns the decoded value (schema %s).\nfunc (c *Client) %s(%s) (%s, error) {\n%sresp, err := %s\nvar v %s\n_, err = decode(resp, err, &v)\nreturn v, err\n}\n\n",
 			doc1, op.ValueSchema, name, strings.Join(sig, ", "), vt, body, rawCall, vt)
 	}
 	return nil

@@ -24,7 +24,6 @@ type tsGen struct {
 	doc     *openapi3.T
 	input   map[string]bool // schemas reachable from a request body only
 	decimal map[string]int  // schema name → 0 unknown, 1 visiting, 2 no decimals, 3 decimals
-	b       bytes.Buffer
 }
 
 func tsSDK(dir string, doc *openapi3.T, ops []operation) error {

@@ -35,7 +35,6 @@ func (c *Client) CommonListPagingWithMeta(ctx context.Context, module gen.Common
 // CompanyDelete calls POST /company/delete: Delete a counterparty.
 // It returns the decoded value (schema Done).
 func (c *Client) CompanyDelete(ctx context.Context, body gen.CompanyDeleteJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.CompanyDelete(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -45,7 +44,6 @@ func (c *Client) CompanyDelete(ctx context.Context, body gen.CompanyDeleteJSONRe
 // CompanyEmailInsert calls POST /company/email/insert: Add an e-mail to a counterparty or one of its contact persons.
 // It returns the decoded value (schema NewId).
 func (c *Client) CompanyEmailInsert(ctx context.Context, body gen.CompanyEmailInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.CompanyEmailInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -55,7 +53,6 @@ func (c *Client) CompanyEmailInsert(ctx context.Context, body gen.CompanyEmailIn
 // CompanyGet calls GET /company/get: The card of one counterparty.
 // It returns the decoded value (schema CompanyCard).
 func (c *Client) CompanyGet(ctx context.Context, id int64, opts ...gen.RequestEditorFn) (*gen.CompanyCard, error) {
-
 	resp, err := c.raw.CompanyGet(ctx, &gen.CompanyGetParams{Id: id}, opts...)
 	var v gen.CompanyCard
 	if _, err := decode(resp, err, &v); err != nil {
@@ -79,7 +76,6 @@ func (c *Client) CompanyInsert(ctx context.Context, params *gen.CompanyInsertPar
 // CompanyPhoneInsert calls POST /company/phone/insert: Add a phone to a counterparty or one of its contact persons.
 // It returns the decoded value (schema NewId).
 func (c *Client) CompanyPhoneInsert(ctx context.Context, body gen.CompanyPhoneInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.CompanyPhoneInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -89,7 +85,6 @@ func (c *Client) CompanyPhoneInsert(ctx context.Context, body gen.CompanyPhoneIn
 // CompanyRequisitesInsert calls POST /company/requisites/insert: Add requisites to a counterparty.
 // It returns the decoded value (schema NewId).
 func (c *Client) CompanyRequisitesInsert(ctx context.Context, body gen.CompanyRequisitesInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.CompanyRequisitesInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -99,7 +94,6 @@ func (c *Client) CompanyRequisitesInsert(ctx context.Context, body gen.CompanyRe
 // CompanyUpdate calls POST /company/update: Change fields of a counterparty.
 // It returns the decoded value (schema Done).
 func (c *Client) CompanyUpdate(ctx context.Context, body gen.CompanyUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.CompanyUpdate(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -109,7 +103,6 @@ func (c *Client) CompanyUpdate(ctx context.Context, body gen.CompanyUpdateJSONRe
 // ContactInsert calls POST /contact/insert: Add a contact person to a counterparty.
 // It returns the decoded value (schema ContactInsertResult).
 func (c *Client) ContactInsert(ctx context.Context, body gen.ContactInsertJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.ContactInsertResult, error) {
-
 	resp, err := c.raw.ContactInsert(ctx, body, opts...)
 	var v gen.ContactInsertResult
 	if _, err := decode(resp, err, &v); err != nil {
@@ -148,7 +141,6 @@ func (c *Client) ContactSocialSet(ctx context.Context, body gen.ContactSocialSet
 
 // ContactSocialSetWithMeta is ContactSocialSet with the reply's counts: the records matching in total, pages and page.
 func (c *Client) ContactSocialSetWithMeta(ctx context.Context, body gen.ContactSocialSetJSONRequestBody, opts ...gen.RequestEditorFn) (gen.SocialNetworkList, Meta, error) {
-
 	resp, err := c.raw.ContactSocialSet(ctx, body, opts...)
 	var v gen.SocialNetworkList
 	meta, err := decode(resp, err, &v)
@@ -217,7 +209,6 @@ func (c *Client) DashboardMyTasks(ctx context.Context, params *gen.DashboardMyTa
 // DealGoodsInsert calls POST /deal/goods/insert: Add catalogue goods to a deal.
 // It returns the decoded value (schema Done).
 func (c *Client) DealGoodsInsert(ctx context.Context, dealId gen.GoodsDealId, goodsIds gen.GoodsIds, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.DealGoodsInsert(ctx, &gen.DealGoodsInsertParams{DealId: dealId, GoodsIds: goodsIds}, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -233,7 +224,6 @@ func (c *Client) DealGoodsList(ctx context.Context, dealId int64, opts ...gen.Re
 
 // DealGoodsListWithMeta is DealGoodsList with the reply's counts: the records matching in total, pages and page.
 func (c *Client) DealGoodsListWithMeta(ctx context.Context, dealId int64, opts ...gen.RequestEditorFn) (gen.DealGoodsList, Meta, error) {
-
 	resp, err := c.raw.DealGoodsList(ctx, &gen.DealGoodsListParams{DealId: dealId}, opts...)
 	var v gen.DealGoodsList
 	meta, err := decode(resp, err, &v)
@@ -246,7 +236,6 @@ func (c *Client) DealGoodsListWithMeta(ctx context.Context, dealId int64, opts .
 // DealGoodsUpdate calls POST /deal/goods/update: Change one goods position of a deal.
 // It returns the decoded value (schema DealGoodsPosition).
 func (c *Client) DealGoodsUpdate(ctx context.Context, body gen.DealGoodsUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.DealGoodsPosition, error) {
-
 	resp, err := c.raw.DealGoodsUpdate(ctx, body, opts...)
 	var v gen.DealGoodsPosition
 	if _, err := decode(resp, err, &v); err != nil {
@@ -258,7 +247,6 @@ func (c *Client) DealGoodsUpdate(ctx context.Context, body gen.DealGoodsUpdateJS
 // DealInsert calls POST /deal/insert: Add a deal.
 // It returns the decoded value (schema NewId).
 func (c *Client) DealInsert(ctx context.Context, body gen.DealInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.DealInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -268,7 +256,6 @@ func (c *Client) DealInsert(ctx context.Context, body gen.DealInsertJSONRequestB
 // DealUpdate calls POST /deal/update: Change fields of a deal.
 // It returns the decoded value (schema Done).
 func (c *Client) DealUpdate(ctx context.Context, body gen.DealUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.DealUpdate(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -284,7 +271,6 @@ func (c *Client) DirectoryGet(ctx context.Context, code gen.DirectoryGetParamsCo
 
 // DirectoryGetWithMeta is DirectoryGet with the reply's counts: the records matching in total, pages and page.
 func (c *Client) DirectoryGetWithMeta(ctx context.Context, code gen.DirectoryGetParamsCode, opts ...gen.RequestEditorFn) (gen.DirectoryList, Meta, error) {
-
 	resp, err := c.raw.DirectoryGet(ctx, code, &gen.DirectoryGetParams{}, opts...)
 	var v gen.DirectoryList
 	meta, err := decode(resp, err, &v)
@@ -297,7 +283,6 @@ func (c *Client) DirectoryGetWithMeta(ctx context.Context, code gen.DirectoryGet
 // DocumentGoodsInsert calls POST /document/goods/insert: Add catalogue goods to a document.
 // It returns the decoded value (schema Done).
 func (c *Client) DocumentGoodsInsert(ctx context.Context, documentId gen.GoodsDocumentId, goodsIds gen.GoodsIds, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.DocumentGoodsInsert(ctx, &gen.DocumentGoodsInsertParams{DocumentId: documentId, GoodsIds: goodsIds}, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -313,7 +298,6 @@ func (c *Client) DocumentGoodsList(ctx context.Context, documentId gen.GoodsDocu
 
 // DocumentGoodsListWithMeta is DocumentGoodsList with the reply's counts: the records matching in total, pages and page.
 func (c *Client) DocumentGoodsListWithMeta(ctx context.Context, documentId gen.GoodsDocumentId, opts ...gen.RequestEditorFn) (gen.DocumentGoodsList, Meta, error) {
-
 	resp, err := c.raw.DocumentGoodsList(ctx, &gen.DocumentGoodsListParams{DocumentId: documentId}, opts...)
 	var v gen.DocumentGoodsList
 	meta, err := decode(resp, err, &v)
@@ -326,7 +310,6 @@ func (c *Client) DocumentGoodsListWithMeta(ctx context.Context, documentId gen.G
 // DocumentInsert calls POST /document/insert: Add a document.
 // It returns the decoded value (schema NewId).
 func (c *Client) DocumentInsert(ctx context.Context, body gen.DocumentInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.DocumentInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -371,7 +354,6 @@ func (c *Client) EventList(ctx context.Context, params *gen.EventListParams, opt
 // FieldDelete calls POST /field/delete: Delete an additional field (admins).
 // It returns the decoded value (schema Done).
 func (c *Client) FieldDelete(ctx context.Context, body gen.FieldDeleteJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.FieldDelete(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -381,7 +363,6 @@ func (c *Client) FieldDelete(ctx context.Context, body gen.FieldDeleteJSONReques
 // FieldInsert calls POST /field/insert: Define an additional field (admins).
 // It returns the decoded value (schema NewId).
 func (c *Client) FieldInsert(ctx context.Context, body gen.FieldInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.FieldInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -412,7 +393,6 @@ func (c *Client) FieldListWithMeta(ctx context.Context, params *gen.FieldListPar
 // FieldUpdate calls POST /field/update: Rename the title of an additional field (admins).
 // It returns the decoded value (schema Done).
 func (c *Client) FieldUpdate(ctx context.Context, body gen.FieldUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.FieldUpdate(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -422,7 +402,6 @@ func (c *Client) FieldUpdate(ctx context.Context, body gen.FieldUpdateJSONReques
 // FieldValuesUpdate calls POST /field/values/update: Set the additional fields of a counterparty or deal.
 // It returns the decoded value (schema Done).
 func (c *Client) FieldValuesUpdate(ctx context.Context, body gen.FieldValuesUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.FieldValuesUpdate(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -432,7 +411,6 @@ func (c *Client) FieldValuesUpdate(ctx context.Context, body gen.FieldValuesUpda
 // FilterDelete calls POST /filter/delete: Delete a ready filter (admins).
 // It returns the decoded value (schema Done).
 func (c *Client) FilterDelete(ctx context.Context, body gen.FilterDeleteJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.FilterDelete(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -442,7 +420,6 @@ func (c *Client) FilterDelete(ctx context.Context, body gen.FilterDeleteJSONRequ
 // FilterInsert calls POST /filter/insert: Define a ready filter (admins).
 // It returns the decoded value (schema NewId).
 func (c *Client) FilterInsert(ctx context.Context, body gen.FilterInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.FilterInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -473,7 +450,6 @@ func (c *Client) FilterListWithMeta(ctx context.Context, params *gen.FilterListP
 // FilterUpdate calls POST /filter/update: Change a ready filter (admins).
 // It returns the decoded value (schema Done).
 func (c *Client) FilterUpdate(ctx context.Context, body gen.FilterUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.FilterUpdate(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -489,7 +465,6 @@ func (c *Client) FinanceAccounts(ctx context.Context, opts ...gen.RequestEditorF
 
 // FinanceAccountsWithMeta is FinanceAccounts with the reply's counts: the records matching in total, pages and page.
 func (c *Client) FinanceAccountsWithMeta(ctx context.Context, opts ...gen.RequestEditorFn) (gen.MoneyAccountList, Meta, error) {
-
 	resp, err := c.raw.FinanceAccounts(ctx, opts...)
 	var v gen.MoneyAccountList
 	meta, err := decode(resp, err, &v)
@@ -508,7 +483,6 @@ func (c *Client) FinanceInsert(ctx context.Context, body gen.FinanceInsertJSONRe
 
 // FinanceInsertWithMeta is FinanceInsert with the reply's counts: the records matching in total, pages and page.
 func (c *Client) FinanceInsertWithMeta(ctx context.Context, body gen.FinanceInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewIdList, Meta, error) {
-
 	resp, err := c.raw.FinanceInsert(ctx, body, opts...)
 	var v gen.NewIdList
 	meta, err := decode(resp, err, &v)
@@ -542,7 +516,6 @@ func (c *Client) FinanceListWithMeta(ctx context.Context, params *gen.FinanceLis
 // Healthz calls GET /healthz: Liveness.
 // It returns the decoded value (schema Health).
 func (c *Client) Healthz(ctx context.Context, opts ...gen.RequestEditorFn) (*gen.Health, error) {
-
 	resp, err := c.raw.Healthz(ctx, opts...)
 	var v gen.Health
 	if _, err := decode(resp, err, &v); err != nil {
@@ -554,7 +527,6 @@ func (c *Client) Healthz(ctx context.Context, opts ...gen.RequestEditorFn) (*gen
 // MailSend calls POST /mail/send: Send an e-mail message.
 // It returns nil when the operation succeeded (its value is empty).
 func (c *Client) MailSend(ctx context.Context, body gen.MailSendJSONRequestBody, opts ...gen.RequestEditorFn) error {
-
 	resp, err := c.raw.MailSend(ctx, body, opts...)
 	_, err = decode(resp, err, nil)
 	return err
@@ -563,7 +535,6 @@ func (c *Client) MailSend(ctx context.Context, body gen.MailSendJSONRequestBody,
 // Readyz calls GET /readyz: Readiness.
 // It returns the decoded value (schema Health).
 func (c *Client) Readyz(ctx context.Context, opts ...gen.RequestEditorFn) (*gen.Health, error) {
-
 	resp, err := c.raw.Readyz(ctx, opts...)
 	var v gen.Health
 	if _, err := decode(resp, err, &v); err != nil {
@@ -575,7 +546,6 @@ func (c *Client) Readyz(ctx context.Context, opts ...gen.RequestEditorFn) (*gen.
 // TaskInsert calls POST /task/insert: Add a task.
 // It returns the decoded value (schema NewId).
 func (c *Client) TaskInsert(ctx context.Context, body gen.TaskInsertJSONRequestBody, opts ...gen.RequestEditorFn) (gen.NewId, error) {
-
 	resp, err := c.raw.TaskInsert(ctx, body, opts...)
 	var v gen.NewId
 	_, err = decode(resp, err, &v)
@@ -606,7 +576,6 @@ func (c *Client) TaskListWithMeta(ctx context.Context, params *gen.TaskListParam
 // TaskUpdate calls POST /task/update: Finish, reopen, reschedule or reassign a task.
 // It returns the decoded value (schema Done).
 func (c *Client) TaskUpdate(ctx context.Context, body gen.TaskUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.TaskUpdate(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -616,7 +585,6 @@ func (c *Client) TaskUpdate(ctx context.Context, body gen.TaskUpdateJSONRequestB
 // WebhookDelete calls POST /webhook/delete: Delete a webhook subscription (admins).
 // It returns the decoded value (schema Done).
 func (c *Client) WebhookDelete(ctx context.Context, body gen.WebhookDeleteJSONRequestBody, opts ...gen.RequestEditorFn) (gen.Done, error) {
-
 	resp, err := c.raw.WebhookDelete(ctx, body, opts...)
 	var v gen.Done
 	_, err = decode(resp, err, &v)
@@ -647,7 +615,6 @@ func (c *Client) WebhookDeliveriesWithMeta(ctx context.Context, params *gen.Webh
 // WebhookInsert calls POST /webhook/insert: Subscribe a URL to the account's events (admins).
 // It returns the decoded value (schema WebhookSecret).
 func (c *Client) WebhookInsert(ctx context.Context, body gen.WebhookInsertJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.WebhookSecret, error) {
-
 	resp, err := c.raw.WebhookInsert(ctx, body, opts...)
 	var v gen.WebhookSecret
 	if _, err := decode(resp, err, &v); err != nil {
@@ -665,7 +632,6 @@ func (c *Client) WebhookList(ctx context.Context, opts ...gen.RequestEditorFn) (
 
 // WebhookListWithMeta is WebhookList with the reply's counts: the records matching in total, pages and page.
 func (c *Client) WebhookListWithMeta(ctx context.Context, opts ...gen.RequestEditorFn) (gen.WebhookList, Meta, error) {
-
 	resp, err := c.raw.WebhookList(ctx, opts...)
 	var v gen.WebhookList
 	meta, err := decode(resp, err, &v)
@@ -678,7 +644,6 @@ func (c *Client) WebhookListWithMeta(ctx context.Context, opts ...gen.RequestEdi
 // WebhookTest calls POST /webhook/test: Send a test delivery now (admins).
 // It returns the decoded value (schema WebhookTestResult).
 func (c *Client) WebhookTest(ctx context.Context, body gen.WebhookTestJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.WebhookTestResult, error) {
-
 	resp, err := c.raw.WebhookTest(ctx, body, opts...)
 	var v gen.WebhookTestResult
 	if _, err := decode(resp, err, &v); err != nil {
@@ -690,7 +655,6 @@ func (c *Client) WebhookTest(ctx context.Context, body gen.WebhookTestJSONReques
 // WebhookUpdate calls POST /webhook/update: Change a webhook subscription (admins).
 // It returns the decoded value (schema WebhookSecret).
 func (c *Client) WebhookUpdate(ctx context.Context, body gen.WebhookUpdateJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.WebhookSecret, error) {
-
 	resp, err := c.raw.WebhookUpdate(ctx, body, opts...)
 	var v gen.WebhookSecret
 	if _, err := decode(resp, err, &v); err != nil {
