@@ -61,6 +61,7 @@ func setVersion(dir, version string) error {
 		}
 		re := regexp.MustCompile(`(?m)^(  |      )"version": "[^"]*"`)
 		done := 0
+		orig := data
 		data = re.ReplaceAllFunc(data, func(m []byte) []byte {
 			if done >= n {
 				return m
@@ -69,6 +70,9 @@ func setVersion(dir, version string) error {
 			indent := m[:bytes.IndexByte(m, '"')]
 			return []byte(string(indent) + `"version": "` + version + `"`)
 		})
+		if bytes.Equal(orig, data) {
+			continue // untouched, so that npm ci is not made to run again
+		}
 		if err := os.WriteFile(file, data, 0o644); err != nil {
 			return err
 		}
