@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-citus test-browser lint generate check-generated conformance bench fuzz build apidocs db-stop clean
+.PHONY: run test test-citus test-browser lint generate check-generated conformance bench fuzz build apidocs sdk-typescript-deps db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
@@ -17,7 +17,7 @@ run: apidocs
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
 test: SHELL := /bin/bash
-test: apidocs
+test: apidocs sdk-typescript-deps
 	@set -o pipefail; export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
 	$(GO) build -o bin/testprogress ./tools/testprogress && \
 	{ $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS); r=$$?; \
@@ -32,22 +32,26 @@ test-citus:
 test-browser:
 	.ci/test-browser.sh
 
-## lint: generated code up to date, gofmt, go vet, staticcheck, and the OpenAPI document through Spectral and Redocly
+## lint: generated code up to date, gofmt, go vet, staticcheck, the OpenAPI document through Spectral and Redocly, and
+## the clients openapi-typescript and @hey-api/openapi-ts generate from it compiled under tsc --strict (.ci/lint-clients.sh)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck ./...
 	.ci/lint-openapi.sh
+	.ci/lint-clients.sh
 
-## generate: rebuild gen/ from openapi.yaml with oapi-codegen
+## generate: rebuild gen/ from openapi.yaml with oapi-codegen, then the typed SDKs over it with tools/sdkgen
+## (sdk/go/crm/operations.gen.go; sdk/typescript/src/types.ts and operations.ts, and the package's version)
+GENERATED = gen sdk/go/crm/operations.gen.go sdk/typescript/src/types.ts sdk/typescript/src/operations.ts sdk/typescript/package.json sdk/typescript/package-lock.json
 generate:
-	$(GO) generate ./gen/...
+	$(GO) generate ./gen/... ./sdk/go/...
 
-## check-generated: fail when gen/ differs from what openapi.yaml generates
+## check-generated: fail when gen/ or the SDKs differ from what openapi.yaml generates
 check-generated: generate
-	@git diff --exit-code --stat -- gen || { echo "gen/ is stale: run 'make generate' and commit it"; exit 1; }
-	@untracked=$$(git ls-files --others --exclude-standard -- gen); \
-	if [ -n "$$untracked" ]; then echo "gen/ has files not in git: $$untracked"; exit 1; fi
+	@git diff --exit-code --stat -- $(GENERATED) || { echo "generated code is stale: run 'make generate' and commit it"; exit 1; }
+	@untracked=$$(git ls-files --others --exclude-standard -- $(GENERATED)); \
+	if [ -n "$$untracked" ]; then echo "generated files not in git: $$untracked"; exit 1; fi
 
 ## conformance: start a server on the demo data and replay conformance/cases against it
 conformance: build
@@ -85,6 +89,16 @@ $(APIDOCS_BUNDLE): impl/apidocs/package.json impl/apidocs/package-lock.json
 	mkdir -p impl/apidocs/assets/redoc && \
 	cp impl/apidocs/node_modules/redoc/LICENSE impl/apidocs/node_modules/redoc/bundles/redoc.standalone.js.LICENSE.txt impl/apidocs/assets/redoc/ && \
 	cp impl/apidocs/node_modules/redoc/bundles/redoc.standalone.js $@
+
+## sdk-typescript-deps: the TypeScript SDK's pinned compiler (typescript, @types/node) with npm ci from
+## sdk/typescript/package-lock.json, which make test's TypeScript tests (go test ./sdk) use; without npm they skip
+SDK_TS_DEPS = sdk/typescript/node_modules/.package-lock.json
+sdk-typescript-deps: $(SDK_TS_DEPS)
+$(SDK_TS_DEPS): sdk/typescript/package.json sdk/typescript/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "sdk-typescript-deps: npm is not installed, so the TypeScript SDK's tests will skip (install Node.js with npm)"; exit 0; fi; \
+	echo "sdk-typescript-deps: npm ci in sdk/typescript (typescript, @types/node)"; \
+	npm ci --prefix sdk/typescript --no-audit --no-fund --loglevel=error
 
 ## db-stop: stop the private PostgreSQL under ./.data
 db-stop:

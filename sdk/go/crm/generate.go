@@ -1,0 +1,3 @@
+package crm
+
+//go:generate go run ../../../tools/sdkgen -root ../../..
