@@ -20,8 +20,8 @@ test: SHELL := /bin/bash
 test: apidocs
 	@set -o pipefail; export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
 	$(GO) build -o bin/testprogress ./tools/testprogress && \
-	{ $(GO) test -json -count=1 -race $(RACE_PKGS); r=$$?; \
-	  $(GO) test -json -count=1 $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); exit $$((r | $$?)); } 2>&1 \
+	{ $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS); r=$$?; \
+	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); exit $$((r | $$?)); } 2>&1 \
 	| bin/testprogress
 
 ## test-citus: the tests on a private Citus cluster under ./.data/citus (skips, saying why, where the citus extension is not installed)

@@ -25,7 +25,7 @@ echo "--- test-citus: a coordinator and two workers under ./.data/citus"
 url=$(bin/crm-server db citus start --fresh crm_test 2>>"$log")
 
 echo "--- test-citus: package tests in one shared database, migrated from empty (request statements on one shard each)"
-CRM_TEST_DB=shared DATABASE_URL=$url go test -count=1 ./...
+CRM_TEST_DB=shared DATABASE_URL=$url go test -count=1 -timeout 30m ./...
 
 echo "--- test-citus: conformance, two server processes, every statement of a request on one shard"
 demo_url=$(bin/crm-server db citus start --fresh crm_conformance 2>>"$log")

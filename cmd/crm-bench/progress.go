@@ -28,7 +28,9 @@ type progress struct {
 // total amount is counted in units of scale (1 for rows, 1<<20 for bytes
 // logged in MB).
 func startProgress(log *slog.Logger, every time.Duration, phase, unit string, scale, total int64) *progress {
-	p := &progress{log: log, phase: phase, unit: unit, scale: scale, total: total, start: time.Now(), quit: make(chan struct{})}
+	// Until the phase names what it does, a report (the machine may be slow to
+	// get there) says it is starting.
+	p := &progress{log: log, phase: phase, unit: unit, scale: scale, total: total, start: time.Now(), quit: make(chan struct{}), doing: "starting"}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()

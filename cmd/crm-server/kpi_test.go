@@ -54,7 +54,7 @@ func TestKPICommands(t *testing.T) {
 		t.Errorf("kpi list -o json of a user without plans printed %q, want []", got)
 	}
 
-	before := countRows(t, pool, "kpi_plan_items")
+	before := countAccountRows(t, pool, "kpi_plan_items", account)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -75,7 +75,7 @@ func TestKPICommands(t *testing.T) {
 	} {
 		failing(t, tc.want, tc.args...)
 	}
-	if n := countRows(t, pool, "kpi_plan_items"); n != before {
+	if n := countAccountRows(t, pool, "kpi_plan_items", account); n != before {
 		t.Errorf("%d KPI items after refused commands, want %d", n, before)
 	}
 }

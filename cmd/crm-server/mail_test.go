@@ -107,7 +107,7 @@ func TestMailAccountCommands(t *testing.T) {
 		t.Errorf("list -o json shows a password: %s", out)
 	}
 
-	before := countRows(t, pool, "mail_accounts")
+	before := countAccountRows(t, pool, "mail_accounts", account)
 	for _, tc := range []struct {
 		args []string
 		want string
@@ -129,7 +129,7 @@ func TestMailAccountCommands(t *testing.T) {
 	t.Setenv(mailer.SecretKeyEnv, "")
 	failing(t, mailer.ErrNoSecretKey.Error(),
 		"mail-account", "create", "--user", user, "--address", "x@acme.example", "--smtp-host", "h.example", "--smtp-password-file", smtpFile)
-	if n := countRows(t, pool, "mail_accounts"); n != before {
+	if n := countAccountRows(t, pool, "mail_accounts", account); n != before {
 		t.Errorf("%d mail accounts after refused commands, want %d", n, before)
 	}
 }

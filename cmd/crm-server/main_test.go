@@ -213,6 +213,20 @@ func countRows(t *testing.T, pool interface {
 	return n
 }
 
+// countAccountRows counts the rows of table that belong to account: under
+// make test-citus the packages share one database, so whole-table counts move
+// with other packages' tests.
+func countAccountRows(t *testing.T, pool interface {
+	Get(dest any, query string, args ...any) error
+}, table, account string) int {
+	t.Helper()
+	var n int
+	if err := pool.Get(&n, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, account); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
 func TestServeRefusesStaleSchema(t *testing.T) {
