@@ -266,6 +266,26 @@ func TestIdempotencyConcurrent(t *testing.T) {
 		}
 	})
 
+	t.Run("expired keys are purged", func(t *testing.T) {
+		// One keyed request in 64 purges its account's keys past 24 hours.
+		if _, err := e.db.Exec(`INSERT INTO idempotency_keys (account_id, token_id, key, request_hash, http_status, reply, created_at)
+			SELECT account_id, id, 'expired', sha256('x'), 200, '{}', now() - interval '25 hours'
+			  FROM tokens WHERE account_id = $1 AND user_id = $2`, w.accountID, w.admin.id); err != nil {
+			t.Fatal(err)
+		}
+		if e.count(t, `SELECT count(*) FROM idempotency_keys WHERE key = 'expired'`) != 1 {
+			t.Fatal("no expired key to purge")
+		}
+		for i := 0; e.count(t, `SELECT count(*) FROM idempotency_keys WHERE key = 'expired'`) > 0; i++ {
+			if i == 2000 {
+				t.Fatal("the expired key is still there after 2,000 keyed requests")
+			}
+			r := e.do(t, request{method: http.MethodPost, target: "/company/update", token: w.member.token,
+				body: map[string]any{"id": 999999999, "note": "x"}, header: map[string]string{"Idempotency-Key": fmt.Sprintf("purge-%d", i)}})
+			expectError(t, r, "404", "not found", "0")
+		}
+	})
+
 	t.Run("malformed keys", func(t *testing.T) {
 		for _, key := range []string{strings.Repeat("k", 256), "tab\there", "ключ"} {
 			r := e.do(t, request{method: http.MethodPost, target: "/company/insert", token: w.member.token, body: body, header: map[string]string{"Idempotency-Key": key}})
