@@ -11,8 +11,10 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -39,7 +41,7 @@ type benchEnv struct {
 
 func newBenchEnv(ctx context.Context, pool *sqlx.DB, data *dataSet, base string) (*benchEnv, error) {
 	acc := data.Accounts[0]
-	e := &benchEnv{pool: pool, account: acc, base: base, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	e := &benchEnv{pool: pool, account: acc, base: base, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
 	err := pool.GetContext(ctx, &e.userID, `SELECT id FROM users WHERE account_id = $1 AND role = 'admin' ORDER BY id LIMIT 1`, acc)
 	if err != nil {
 		return nil, fmt.Errorf("the big account's admin: %w", err)
@@ -241,7 +243,12 @@ func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direc
 		if i < 2 {
 			rss = sampleRSS(100 * time.Millisecond)
 		}
+		stopProfile, err := profile(o, i == 1, sc.name)
+		if err != nil {
+			return res, err
+		}
 		lat, errs, err := load(ctx, ph.clients, o, ph.side)
+		stopProfile()
 		if rss != nil {
 			res.rssMax = max(res.rssMax, rss.stop())
 		}
@@ -262,6 +269,31 @@ func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direc
 		res.storedHTTP, res.storedSQL = after.minus(before, 'h'), after.minus(before, 's')
 	}
 	return res, nil
+}
+
+// profile starts a CPU profile of the process (the server and the clients)
+// into o.profile when on, and returns what stops it.
+func profile(o options, on bool, name string) (func(), error) {
+	if o.profile == "" || !on {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(o.profile, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(o.profile, strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name)+".pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // withMarker returns a copy of a recorded request whose arguments name the
@@ -410,8 +442,15 @@ func (e *benchEnv) call(ctx context.Context, method, target string, body []byte)
 }
 
 func (r result) line() string {
-	return fmt.Sprintf("%-62s http p50 %7s p99 %7s | %d clients p50 %7s p99 %7s %6.0f/s | sql p50 %7s %6.0f/s | errors %d",
+	l := fmt.Sprintf("%-62s http p50 %7s p99 %7s | %d clients p50 %7s p99 %7s %6.0f/s | sql p50 %7s %6.0f/s | errors %d",
 		r.name, ms(r.http.p50), ms(r.http.p99), r.clients, ms(r.httpLoad.p50), ms(r.httpLoad.p99), r.httpRPS, ms(r.sql.p50), r.sqlRPS, r.errors)
+	if r.baselineRPS > 0 {
+		l += fmt.Sprintf(" | sql with the token lookup %.0f/s", r.baselineRPS)
+	}
+	if r.wrk != nil && r.wrk.skipped == "" {
+		l += fmt.Sprintf(" | wrk %.0f/s p50 %s p99 %s", r.wrk.rps, ms(r.wrk.p50), ms(r.wrk.p99))
+	}
+	return l
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
@@ -460,7 +499,8 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo, citus 
 		"under the load of %d concurrent clients, throughput (req/s) with the %d clients; %s per measurement after %s of warm-up.\n\n",
 		total(d.Companies), len(d.Companies), d.Companies[0], total(d.Tasks), total(d.Deals), total(d.Documents), total(d.Movements),
 		d.Tasks[0], d.Deals[0], d.Documents[0], d.Movements[0], o.clients, o.clients, o.duration, o.warmup)
-	b.WriteString("**HTTP** is the whole request through the server on loopback (authentication, validation, SQL, JSON); " +
+	b.WriteString("**HTTP** is the whole request through the server on loopback (authentication, validation, SQL, JSON; " +
+		"the client asks for no compression, as wrk and the SQL side do not either); " +
 		"**SQL** replays the very statements the server ran for sample requests directly with lib/pq (prepared where the " +
 		"server prepares them; the token lookup only where the server ran it, which with the token cache is about once a " +
 		"second). **Server share** = HTTP p50 − SQL p50: what the server adds to PostgreSQL's time (HTTP, authentication, " +

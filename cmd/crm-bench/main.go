@@ -4,7 +4,7 @@
 // very statements the server ran directly against PostgreSQL, and writes the
 // report into docs/benchmarks.md.
 //
-//	go run ./cmd/crm-bench [-companies 1000000] [-clients 8] [-duration 5s] [-report docs/benchmarks.md]
+//	go run ./cmd/crm-bench [-companies 1000000] [-clients 8] [-duration 5s] [-report docs/benchmarks.md] [-cpuprofile dir]
 //
 // The database is "crm_bench" on the server of DATABASE_URL, or of the private
 // cluster under ./.data; it is kept between runs (new migrations are applied to
@@ -23,6 +23,8 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -51,6 +53,8 @@ type options struct {
 	regen     bool
 	explain   bool
 	database  string
+	profile   string
+	only      string
 
 	// Not flags: tests make them small.
 	progressEvery time.Duration
@@ -69,6 +73,8 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	flag.BoolVar(&o.regen, "regenerate", false, "generate the data set again even if it is current")
 	flag.BoolVar(&o.explain, "explain", false, "print the plans (EXPLAIN ANALYZE) of each scenario's statements instead of measuring")
 	flag.StringVar(&o.database, "database", "", "URL of the database to use (default: crm_bench, created when missing)")
+	flag.StringVar(&o.only, "scenarios", "", "run only the scenarios whose name matches this regular expression")
+	flag.StringVar(&o.profile, "cpuprofile", "", "directory that gets a CPU profile of each scenario's HTTP load phase (go tool pprof), named after it")
 	if err := flag.Parse(args); err != nil {
 		return err
 	}
@@ -148,6 +154,13 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	var results []result
 	list := scenarios(env)
+	if o.only != "" {
+		re, err := regexp.Compile(o.only)
+		if err != nil {
+			return fmt.Errorf("-scenarios: %w", err)
+		}
+		list = slices.DeleteFunc(list, func(sc scenario) bool { return !re.MatchString(sc.name) })
+	}
 	eta := startETA(log, o.progressEvery, len(list), 5*(o.warmup+o.duration))
 	for i, sc := range list {
 		eta.begin(i, sc.name)
