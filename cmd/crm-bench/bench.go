@@ -141,8 +141,8 @@ type result struct {
 	statements        int
 	sampleBytes       int
 
-	baseline    stats   // lookupBaseline: the SQL side with the token lookup, o.clients
-	baselineRPS float64 //
+	baseline    stats    // lookupBaseline: the SQL side with the token lookup, o.clients
+	baselineRPS float64  //
 	storedHTTP  [3]int64 // fresh: what each side stored: counterparties, e-mails, phones
 	storedSQL   [3]int64
 	rssMax      int64 // the largest VmRSS of the process during the HTTP phases, bytes
