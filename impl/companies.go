@@ -88,14 +88,25 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 
 	var id int64
 	all := allEmails(in)
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := s.lockEmails(ctx, tx, p.AccountID, all); err != nil {
-			return err
-		}
-		if len(deref(in.Contacts)) == 0 && in.Paymentdetails == nil {
-			// The common insert: everything else in one statement.
+	if len(deref(in.Contacts)) == 0 && in.Paymentdetails == nil {
+		// The common insert: the e-mails' locks, then everything else in one
+		// statement, both prepared with generic plans (planning the statement
+		// costs more than running it, and no value changes its plan).
+		err = s.generic.inTx(ctx, func(tx *sqlx.Tx) error {
+			if err := lockEmailsPrepared(ctx, s.generic, tx, p.AccountID, all); err != nil {
+				return err
+			}
 			var err error
-			id, err = s.insertCompanyAtOnce(ctx, tx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
+			id, err = insertCompanyAtOnce(ctx, s.generic, tx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
+			return err
+		})
+		if err != nil {
+			return nil, dbError(err)
+		}
+		return gen.CompanyInsert200JSONResponse(success(strconv.FormatInt(id, 10))), nil
+	}
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		if err := lockEmails(ctx, tx, p.AccountID, all); err != nil {
 			return err
 		}
 		if checkDuplicates {
@@ -161,7 +172,7 @@ func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, err
 // statement of their own: a statement sees the rows committed before it began,
 // so the check must begin after the locks are granted, or it could miss the
 // e-mails of the transaction it waited for.
-func (s *Server) insertCompanyAtOnce(ctx context.Context, tx *sqlx.Tx, p *Principal, row companyRow,
+func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *Principal, row companyRow,
 	emails []string, phones []phoneInput, checkDuplicates bool) (int64, error) {
 	journalRow, err := json.Marshal(row)
 	if err != nil {
@@ -200,7 +211,7 @@ func (s *Server) insertCompanyAtOnce(ctx context.Context, tx *sqlx.Tx, p *Princi
 	// e-mails, its phones, each in the order given (their ids grow so); the
 	// counter of the account's event feed moves by their number and stays locked
 	// until the commit (see writeJournal).
-	err = s.stmts.txGet(ctx, tx, &out, q.expand(`
+	err = stmts.txGet(ctx, tx, &out, q.expand(`
 		WITH dup AS (
 			SELECT c.id, c.name, e.email, {visible} AS visible
 			  FROM emails e
@@ -281,14 +292,15 @@ func lockEmails(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []stri
 	return nil
 }
 
-// lockEmails is lockEmails with its statement prepared.
-func (s *Server) lockEmails(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []string) error {
+// lockEmailsPrepared is lockEmails with its statement prepared in stmts, whose
+// pool tx belongs to.
+func lockEmailsPrepared(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, accountID int64, emails []string) error {
 	keys := emailLockKeys(accountID, emails)
 	if len(keys) == 0 {
 		return nil
 	}
 	var locked int
-	if err := s.stmts.txGet(ctx, tx, &locked, `SELECT count(*) FROM (`+lockEmailsSQL+`) AS l`, emailLockSpace, pq.Array(keys), accountID); err != nil {
+	if err := stmts.txGet(ctx, tx, &locked, `SELECT count(*) FROM (`+lockEmailsSQL+`) AS l`, emailLockSpace, pq.Array(keys), accountID); err != nil {
 		return fmt.Errorf("lock e-mails: %w", err)
 	}
 	return nil

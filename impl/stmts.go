@@ -3,6 +3,7 @@ package impl
 import (
 	"container/list"
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -78,7 +79,24 @@ func (c *stmtCache) get(ctx context.Context, dest any, query string, args ...any
 	return err
 }
 
-// txGet runs a cached statement in tx that returns one row into dest. A
+// inTx runs fn in a transaction on the cache's pool, whose statements it can
+// then run with txGet, and commits when fn returns nil.
+func (c *stmtCache) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
+	tx, err := c.db.BeginTxx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin: %w", err)
+	}
+	defer tx.Rollback()
+	if err := fn(tx); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit: %w", err)
+	}
+	return nil
+}
+
+// txGet runs a cached statement in tx (of the cache's pool, see inTx) that returns one row into dest. A
 // statement not prepared yet runs unprepared this time and is prepared on the
 // pool meanwhile: preparing it there first would need a second connection
 // while tx holds one, which a full pool might never free.
