@@ -584,7 +584,7 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo, citus 
 			wrote = true
 		}
 		if r.wrk.skipped != "" {
-			fmt.Fprintf(&b, "| %s | skipped: %s | | | %.0f | %s | %s | |\n", r.name, r.wrk.skipped, r.httpRPS, ms(r.httpLoad.p50), ms(r.httpLoad.p99))
+			fmt.Fprintf(&b, "| %s | skipped: %s | | | %.0f | %s | %s | 0 |\n", r.name, r.wrk.skipped, r.httpRPS, ms(r.httpLoad.p50), ms(r.httpLoad.p99))
 			continue
 		}
 		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %.0f | %s | %s | %d |\n", r.name, r.wrk.rps, ms(r.wrk.p50), ms(r.wrk.p99),
