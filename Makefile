@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-citus test-browser lint generate check-generated conformance bench fuzz build apidocs sdk-typescript-deps db-stop clean
+.PHONY: run test test-citus test-browser lint generate check-generated conformance bench bench-wrk fuzz build apidocs sdk-typescript-deps db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
@@ -57,8 +57,9 @@ check-generated: generate
 conformance: build
 	.ci/conformance.sh
 
-## bench: generate (once) a million counterparties, measure the hot paths over HTTP and SQL into docs/benchmarks.md, then the Go benchmarks
-bench:
+## bench: generate (once) a million counterparties, measure the hot paths over HTTP and SQL into docs/benchmarks.md, then the Go benchmarks.
+## wrk (Debian's package, installed here with apt-get when missing) drives the hot scenarios from outside the benchmark's process too.
+bench: bench-wrk
 	$(GO) run ./cmd/crm-bench
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
@@ -72,6 +73,16 @@ fuzz:
 	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) ./$$dir; \
 	  done; \
 	done
+## bench-wrk: install wrk for make bench when it is missing, or say why not (the report then says wrk was skipped)
+bench-wrk:
+	@command -v wrk >/dev/null 2>&1 && exit 0; \
+	if ! command -v apt-get >/dev/null 2>&1; then echo "bench-wrk: wrk is missing and there is no apt-get here: install wrk yourself"; exit 0; fi; \
+	sudo=; if [ "$$(id -u)" != 0 ]; then if sudo -n true 2>/dev/null; then sudo="sudo -n"; else \
+		echo "bench-wrk: wrk is missing and installing it needs root (apt-get install wrk)"; exit 0; fi; fi; \
+	echo "bench-wrk: installing Debian's package wrk"; \
+	DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends wrk >/dev/null || \
+	{ $$sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends wrk >/dev/null; } || \
+	echo "bench-wrk: apt-get could not install wrk"
 
 ## build: the binaries, into ./bin (with the renderer of the API reference page, see apidocs)
 build: apidocs

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Principal is the owner of the request's token.
@@ -146,7 +147,8 @@ var errBadToken = &Error{Code: CodeUnauthorized, Msg: "unknown, expired or revok
 var errNoToken = &Error{Code: CodeUnauthorized, Msg: "missing bearer token"}
 
 // authenticate resolves the request's Authorization header to the token's
-// owner. The account named in the token leads every statement, so each reads
+// owner, from the token cache (tokencache.go) when the token was verified within
+// the last second, else by its lookup. The account named in the token leads every statement, so each reads
 // one shard. Each failure counts against the client address (limits.authFailed),
 // and past its limit a token that only the lookup could tell valid is refused
 // before the lookup (limits.beforeLookup).
@@ -163,6 +165,10 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 		return nil, s.limits.authFailed(r, errBadToken)
 	}
 	hash := HashToken(token)
+	checked := time.Now()
+	if p, ok := s.tokens.get(hash, checked); ok {
+		return p, nil
+	}
 	if err := s.limits.beforeLookup(r, hash); err != nil {
 		return nil, err
 	}
@@ -175,9 +181,12 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 			return nil, fmt.Errorf("look up legacy token: %w", err)
 		}
 	}
-	var p Principal
-	err := s.generic.get(ctx, &p, `
-		SELECT t.id AS token_id, t.account_id, u.id AS user_id, u.name AS user_name, u.role, u.department_id,
+	var row struct {
+		Principal
+		Expires sql.NullTime `db:"expires_at"`
+	}
+	err := s.generic.get(ctx, &row, `
+		SELECT t.id AS token_id, t.account_id, t.expires_at, u.id AS user_id, u.name AS user_name, u.role, u.department_id,
 		       u.kpi_users_report, u.kpi_departments_report,
 		       coalesce(u.time_zone, a.time_zone) AS time_zone, a.base_currency
 		  FROM tokens t
@@ -192,5 +201,7 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 		return nil, fmt.Errorf("look up token: %w", err)
 	}
 	s.limits.authenticated(ctx, hash)
+	p := row.Principal
+	s.tokens.put(hash, &p, row.Expires.Time, checked)
 	return &p, nil
 }

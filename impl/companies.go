@@ -3,6 +3,7 @@ package impl
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -86,12 +87,32 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 	checkDuplicates := req.Params.CheckDuplicates != nil && *req.Params.CheckDuplicates
 
 	var id int64
+	all := allEmails(in)
+	if len(deref(in.Contacts)) == 0 && in.Paymentdetails == nil && ambientTx(ctx) == nil {
+		// The common insert: the e-mails' locks, then everything else in one
+		// statement, both prepared with generic plans (planning the statement
+		// costs more than running it, and no value changes its plan). Under an
+		// Idempotency-Key the write must join the key's transaction, which is
+		// on the other pool, so it takes the general path below.
+		err = s.generic.inTx(ctx, func(tx *sqlx.Tx) error {
+			if err := lockEmailsPrepared(ctx, s.generic, tx, p.AccountID, all); err != nil {
+				return err
+			}
+			var err error
+			id, err = insertCompanyAtOnce(ctx, s.generic, tx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
+			return err
+		})
+		if err != nil {
+			return nil, dbError(err)
+		}
+		return gen.CompanyInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
+	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := lockEmails(ctx, tx, p.AccountID, allEmails(in)); err != nil {
+		if err := lockEmails(ctx, tx, p.AccountID, all); err != nil {
 			return err
 		}
 		if checkDuplicates {
-			if err := findDuplicate(ctx, tx, p, allEmails(in)); err != nil {
+			if err := findDuplicate(ctx, tx, p, all); err != nil {
 				return err
 			}
 		}
@@ -145,6 +166,104 @@ func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, err
 	return id, nil
 }
 
+// insertCompanyAtOnce inserts a counterparty with its e-mails and phones and
+// writes their journal rows in one statement, after the duplicate check when
+// asked: the round trips of insertCompany, insertEmailsAndPhones, findDuplicate
+// and writeJournal in one, with the same rows, journal (positions included)
+// and 409. The caller holds the e-mails' locks (lockEmails), taken by a
+// statement of their own: a statement sees the rows committed before it began,
+// so the check must begin after the locks are granted, or it could miss the
+// e-mails of the transaction it waited for.
+func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *Principal, row companyRow,
+	emails []string, phones []phoneInput, checkDuplicates bool) (int64, error) {
+	journalRow, err := json.Marshal(row)
+	if err != nil {
+		return 0, fmt.Errorf("journal company: %w", err)
+	}
+	lower := make([]string, len(emails))
+	for i, e := range emails {
+		lower[i] = strings.ToLower(e)
+	}
+	numbers := make([]string, len(phones))
+	descrs := make([]string, len(phones))
+	for i, ph := range phones {
+		numbers[i], descrs[i] = ph.Phone, ph.Descr
+	}
+	q := sqlFor(p)
+	cols, values := q.columns(row)
+	q.set("cols", cols)
+	q.set("values", values)
+	q.set("check", strconv.FormatBool(checkDuplicates && len(emails) > 0))
+	q.set("visible", p.seesOwner("c.user_id"))
+	q.bind("lower", pq.Array(lower))
+	q.bind("emails", pq.Array(emails))
+	q.bind("numbers", pq.Array(numbers))
+	q.bind("descrs", pq.Array(descrs))
+	q.bind("journalRow", string(journalRow))
+	q.bind("user", sql.NullInt64{Int64: p.UserID, Valid: p.UserID != 0})
+	q.bind("token", sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0})
+	var out struct {
+		ID       sql.NullInt64  `db:"id"`
+		DupID    sql.NullInt64  `db:"dup_id"`
+		DupName  sql.NullString `db:"dup_name"`
+		DupEmail sql.NullString `db:"dup_email"`
+		Visible  sql.NullBool   `db:"dup_visible"`
+	}
+	// Journal rows in the order of the other inserts: the counterparty, its
+	// e-mails, its phones, each in the order given (their ids grow so); the
+	// counter of the account's event feed moves by their number and stays locked
+	// until the commit (see writeJournal).
+	err = stmts.txGet(ctx, tx, &out, q.expand(`
+		WITH dup AS (
+			SELECT c.id, c.name, e.email, {visible} AS visible
+			  FROM emails e
+			  JOIN companies c ON c.account_id = {acc} AND c.id = e.company_id
+			 WHERE {check} AND e.account_id = {acc} AND lower(e.email) = ANY ({lower}) AND c.deleted_at IS NULL
+			 ORDER BY c.id
+			 LIMIT 1),
+		co AS (
+			INSERT INTO companies ({cols}) SELECT {values} WHERE NOT EXISTS (SELECT FROM dup)
+			RETURNING id),
+		em AS (
+			INSERT INTO emails (account_id, company_id, contact_id, email)
+			SELECT {acc}, co.id, NULL, u.e FROM co, unnest({emails}::text[]) WITH ORDINALITY AS u (e, n) ORDER BY u.n
+			RETURNING id, company_id, email),
+		ph AS (
+			INSERT INTO phones (account_id, company_id, contact_id, phone, descr)
+			SELECT {acc}, co.id, NULL, u.p, u.d FROM co, unnest({numbers}::text[], {descrs}::text[]) WITH ORDINALITY AS u (p, d, n) ORDER BY u.n
+			RETURNING id, company_id, phone, descr),
+		entries AS (
+			SELECT 1 AS k, 'company' AS entity, co.id AS record, {journalRow}::jsonb AS changes FROM co
+			UNION ALL
+			SELECT 2, 'email', em.id, jsonb_build_object('company_id', em.company_id, 'contact_id', NULL, 'email', em.email) FROM em
+			UNION ALL
+			SELECT 3, 'phone', ph.id, jsonb_build_object('company_id', ph.company_id, 'contact_id', NULL, 'phone', ph.phone, 'descr', ph.descr) FROM ph),
+		counter AS (
+			INSERT INTO event_counters AS ec (account_id, last)
+			SELECT {acc}, count(*) FROM entries HAVING count(*) > 0
+			ON CONFLICT (account_id) DO UPDATE SET last = ec.last + excluded.last
+			RETURNING last),
+		journal AS (
+			INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes, position)
+			SELECT {acc}, {user}, {token}, `+strconv.Itoa(ModuleCompanies)+`, j.entity, j.record, 'insert', j.changes,
+			       counter.last - (SELECT count(*) FROM entries) + row_number() OVER (ORDER BY j.k, j.record)
+			  FROM counter, entries j)
+		SELECT (SELECT id FROM co) AS id, dup.id AS dup_id, dup.name AS dup_name, dup.email AS dup_email, dup.visible AS dup_visible
+		  FROM (SELECT) AS one LEFT JOIN dup ON TRUE`), q.args...)
+	if err != nil {
+		return 0, fmt.Errorf("insert company: %w", err)
+	}
+	if out.DupID.Valid {
+		msg := fmt.Sprintf("duplicate: the e-mail %s already belongs to counterparty %d", out.DupEmail.String, out.DupID.Int64)
+		if out.Visible.Bool {
+			msg += fmt.Sprintf(" %q", out.DupName.String)
+		}
+		value := strconv.FormatInt(out.DupID.Int64, 10)
+		return 0, &Error{Code: CodeConflict, Msg: msg, Value: &value}
+	}
+	return out.ID.Int64, nil
+}
+
 // allEmails lists every e-mail of a counterparty insert: its own and those of its
 // contact persons.
 func allEmails(in *gen.CompanyInsertRequest) []string {
@@ -165,28 +284,47 @@ const emailLockSpace = 0x43524d65
 // duplicate check never misses an e-mail being inserted concurrently (the rule
 // cannot be a unique constraint: without check_duplicates a duplicate is allowed).
 func lockEmails(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []string) error {
+	keys := emailLockKeys(accountID, emails)
+	if len(keys) == 0 {
+		return nil
+	}
+	if _, err := tx.ExecContext(ctx, lockEmailsSQL, emailLockSpace, pq.Array(keys), accountID); err != nil {
+		return fmt.Errorf("lock e-mails: %w", err)
+	}
+	return nil
+}
+
+// lockEmailsPrepared is lockEmails with its statement prepared in stmts, whose
+// pool tx belongs to.
+func lockEmailsPrepared(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, accountID int64, emails []string) error {
+	keys := emailLockKeys(accountID, emails)
+	if len(keys) == 0 {
+		return nil
+	}
+	var locked int
+	if err := stmts.txGet(ctx, tx, &locked, `SELECT count(*) FROM (`+lockEmailsSQL+`) AS l`, emailLockSpace, pq.Array(keys), accountID); err != nil {
+		return fmt.Errorf("lock e-mails: %w", err)
+	}
+	return nil
+}
+
+// The locks are taken through the account's row, so that on Citus they are
+// taken on the node that holds the account's rows, in the transaction that
+// then reads and writes them there, whichever node the server talks to.
+const lockEmailsSQL = `
+		SELECT pg_advisory_xact_lock($1, hashtext(u.k))
+		  FROM accounts a, unnest($2::text[]) WITH ORDINALITY AS u (k, n)
+		 WHERE a.id = $3
+		 ORDER BY u.n`
+
+// emailLockKeys are the sorted, distinct keys of the e-mails' locks.
+func emailLockKeys(accountID int64, emails []string) []string {
 	keys := make([]string, 0, len(emails))
 	for _, e := range emails {
 		keys = append(keys, strconv.FormatInt(accountID, 10)+":"+strings.ToLower(e))
 	}
 	sort.Strings(keys)
-	keys = slices.Compact(keys)
-	if len(keys) == 0 {
-		return nil
-	}
-	// The locks are taken through the account's row, so that on Citus they are
-	// taken on the node that holds the account's rows, in the transaction that
-	// then reads and writes them there, whichever node the server talks to.
-	_, err := tx.ExecContext(ctx, `
-		SELECT pg_advisory_xact_lock($1, hashtext(u.k))
-		  FROM accounts a, unnest($2::text[]) WITH ORDINALITY AS u (k, n)
-		 WHERE a.id = $3
-		 ORDER BY u.n`,
-		emailLockSpace, pq.Array(keys), accountID)
-	if err != nil {
-		return fmt.Errorf("lock e-mails: %w", err)
-	}
-	return nil
+	return slices.Compact(keys)
 }
 
 // findDuplicate returns the 409 error of POST /company/insert when one of the

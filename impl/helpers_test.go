@@ -72,7 +72,10 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	}
 	t.Cleanup(func() { generic.Close() })
 	e := &env{db: pool, server: serverPool, serverURL: serverURL, contract: contract, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
-	cfg := impl.Config{DB: serverPool, GenericDB: generic, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil))}
+	// Tests change users and tokens behind the server's back and expect the
+	// next request to see it: no token cache, unless a test asks for one.
+	cfg := impl.Config{DB: serverPool, GenericDB: generic, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil)),
+		TokenCacheTTL: -1}
 	for _, o := range opts {
 		o(&cfg)
 	}

@@ -20,7 +20,7 @@ import (
 // second impl.NewHandler, as a deployment runs many behind a load balancer.
 func (e *env) process(t *testing.T, opts ...envOption) *env {
 	t.Helper()
-	cfg := impl.Config{DB: e.db, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil))}
+	cfg := impl.Config{DB: e.db, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil)), TokenCacheTTL: -1} // as newEnv
 	for _, o := range opts {
 		o(&cfg)
 	}

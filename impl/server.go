@@ -78,6 +78,11 @@ type Config struct {
 	// its total and page from them (10,000 when 0); with more matches it counts
 	// them and reads the page through the sort order's index instead.
 	ListScanOnce int
+	// TokenCacheTTL is how long a verified token is trusted without looking it
+	// up again (tokencache.go): 1 s when 0, at most 1 s, negative: every
+	// request looks its token up. Revocation, expiry and a user's deactivation
+	// take effect within this time in every process.
+	TokenCacheTTL time.Duration
 
 	// Metrics, when set (NewMetrics), counts the requests, the limits and the
 	// database pools; ServeMetrics also serves them at GET /metrics of this
@@ -107,7 +112,9 @@ type Server struct {
 
 	scanOnce int
 
-	fault      string            // Config.Fault
+	fault  string      // Config.Fault
+	tokens *tokenCache // tokens verified within the last second; nil: none
+
 	secrets    *mailer.SecretBox // nil: no CRM_SECRET_KEY
 	hookGuard  *webhook.Guard
 	hookClient *http.Client
@@ -135,8 +142,11 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.ListScanOnce <= 0 {
 		cfg.ListScanOnce = 10_000
 	}
+	if cfg.TokenCacheTTL == 0 {
+		cfg.TokenCacheTTL = maxTokenCacheTTL
+	}
 	cfg.Log = withRequestIDs(cfg.Log)
-	s := &Server{db: cfg.DB, log: cfg.Log, limits: newLimits(cfg), stmts: newStmtCache(cfg.DB, 200),
+	s := &Server{db: cfg.DB, log: cfg.Log, limits: newLimits(cfg), tokens: newTokenCache(cfg.TokenCacheTTL), stmts: newStmtCache(cfg.DB, 200),
 		generic:  newStmtCache(cmp.Or(cfg.GenericDB, cfg.DB), 100),
 		scanOnce: cfg.ListScanOnce, secrets: cfg.Secrets, fault: cfg.Fault}
 	if cfg.WebhookTimeout <= 0 {

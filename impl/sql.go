@@ -211,20 +211,27 @@ func byCompanyOrDeal(q *sqlText, t string, companyID, dealID *int64) error {
 // fields carry db tags: "(a, b) VALUES ($1, $2)". Fields tagged "-" or untagged
 // are left out.
 func (q *sqlText) values(row any) string {
+	cols, phs := q.columns(row)
+	return "(" + cols + ") VALUES (" + phs + ")"
+}
+
+// columns is the column list of row (as values) and their placeholders:
+// "a, b" and "$1, $2".
+func (q *sqlText) columns(row any) (cols, placeholders string) {
 	v := reflect.ValueOf(row)
 	if v.Kind() == reflect.Pointer {
 		v = v.Elem()
 	}
 	t := v.Type()
-	cols := make([]string, 0, t.NumField())
+	names := make([]string, 0, t.NumField())
 	phs := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
 		col := t.Field(i).Tag.Get("db")
 		if col == "" || col == "-" {
 			continue
 		}
-		cols = append(cols, col)
+		names = append(names, col)
 		phs = append(phs, q.arg(v.Field(i).Interface()))
 	}
-	return "(" + strings.Join(cols, ", ") + ") VALUES (" + strings.Join(phs, ", ") + ")"
+	return strings.Join(names, ", "), strings.Join(phs, ", ")
 }

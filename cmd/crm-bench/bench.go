@@ -4,13 +4,17 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
 	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +27,9 @@ import (
 
 // benchEnv is what the scenarios need to know about the big account.
 type benchEnv struct {
+	pool               *sqlx.DB
+	account            int64
+	lookup             *statement // the token lookup, as the server runs it
 	base               string
 	token              string
 	client             *http.Client
@@ -34,7 +41,7 @@ type benchEnv struct {
 
 func newBenchEnv(ctx context.Context, pool *sqlx.DB, data *dataSet, base string) (*benchEnv, error) {
 	acc := data.Accounts[0]
-	e := &benchEnv{base: base, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}}
+	e := &benchEnv{pool: pool, account: acc, base: base, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}}
 	err := pool.GetContext(ctx, &e.userID, `SELECT id FROM users WHERE account_id = $1 AND role = 'admin' ORDER BY id LIMIT 1`, acc)
 	if err != nil {
 		return nil, fmt.Errorf("the big account's admin: %w", err)
@@ -61,7 +68,25 @@ type scenario struct {
 	goal   time.Duration // median target over HTTP, 0: none
 	minRPS float64       // throughput target, 0: none
 	next   func(rng *rand.Rand) (method, target string, body []byte)
+
+	// fresh: each request writes new rows named by a marker (newMarker) in its
+	// text; the SQL side and wrk replace the marker of the sample they replay,
+	// so that every side does the same work, and stored counts what each side
+	// stored (see countStored).
+	fresh  bool
+	stored string
+	// lookupBaseline: the SQL side also replays the token lookup before the
+	// statements, as every request ran them before the token cache (issue 15).
+	lookupBaseline bool
+	// wrk: also driven by wrk, when installed (wrk.go).
+	wrk bool
 }
+
+// A marker names the rows of one request of a fresh scenario: the side's
+// letter (h: HTTP, s: SQL, w: wrk) and 16 hexadecimal digits.
+var markerPattern = regexp.MustCompile(`\b[hsw][0-9a-f]{16}\b`)
+
+func newMarker(side byte, rng *rand.Rand) string { return fmt.Sprintf("%c%016x", side, rng.Uint64()) }
 
 func list(module int, query string) func(*rand.Rand) (string, string, []byte) {
 	return func(*rand.Rand) (string, string, []byte) {
@@ -90,28 +115,38 @@ func scenarios(e *benchEnv) []scenario {
 		{name: "a page of 500 counterparties", goal: 15 * time.Millisecond, next: list(1, cols+"&records_onpage=500")},
 		{name: "tasks of a week (date range)", next: list(2, "columns=id,note,status,date_start,user_name,company_name&records_onpage=50&date1="+e.weekFrom+"&date2="+e.weekTo)},
 		{name: "deals of a month (date range)", next: list(20, "columns=id,name,sum,status,company_name,user_name&records_onpage=50&date1="+e.monthFrom+"&date2="+e.monthTo)},
-		{name: "counterparty card", next: func(rng *rand.Rand) (string, string, []byte) {
+		{name: "counterparty card", lookupBaseline: true, wrk: true, next: func(rng *rand.Rand) (string, string, []byte) {
 			return http.MethodGet, fmt.Sprintf("/company/get?id=%d", company(rng)), nil
 		}},
-		{name: "counterparty insert, 2 e-mails and 2 phones, duplicate check", next: func(rng *rand.Rand) (string, string, []byte) {
-			n := rng.Uint64()
-			body, _ := json.Marshal(map[string]any{"name": fmt.Sprintf("Bench insert %d", n), "type_id": e.typeID, "user_id": e.userID,
-				"Emails": []any{map[string]any{"email": fmt.Sprintf("a%d@new.example", n)}, map[string]any{"email": fmt.Sprintf("b%d@new.example", n)}},
-				"Phones": []any{map[string]any{"phone": fmt.Sprintf("+371 2%07d", n%10_000_000)}, map[string]any{"phone": "+372 5000 0000"}}})
-			return http.MethodPost, "/company/insert?check_duplicates=true", body
-		}},
+		{name: "counterparty insert, 2 e-mails and 2 phones, duplicate check", fresh: true, wrk: true,
+			stored: "Bench insert %", next: func(rng *rand.Rand) (string, string, []byte) {
+				m := newMarker('h', rng)
+				body, _ := json.Marshal(map[string]any{"name": "Bench insert " + m, "type_id": e.typeID, "user_id": e.userID,
+					"Emails": []any{map[string]any{"email": "a." + m + "@new.example"}, map[string]any{"email": "b." + m + "@new.example"}},
+					"Phones": []any{map[string]any{"phone": fmt.Sprintf("+371 2%07d", rng.IntN(10_000_000))}, map[string]any{"phone": "+372 5000 0000"}}})
+				return http.MethodPost, "/company/insert?check_duplicates=true", body
+			}},
 	}
 }
 
 // result is what one scenario measured: latency with one client, throughput
-// with o.clients, over HTTP and as direct SQL.
+// (and latency under it) with o.clients, over HTTP and as direct SQL.
 type result struct {
 	scenario
-	http, sql       stats
-	httpRPS, sqlRPS float64
-	errors          int
-	statements      int
-	sampleBytes     int
+	clients           int
+	http, sql         stats
+	httpLoad, sqlLoad stats // with o.clients
+	httpRPS, sqlRPS   float64
+	errors            int
+	statements        int
+	sampleBytes       int
+
+	baseline    stats    // lookupBaseline: the SQL side with the token lookup, o.clients
+	baselineRPS float64  //
+	storedHTTP  [3]int64 // fresh: what each side stored: counterparties, e-mails, phones
+	storedSQL   [3]int64
+	rssMax      int64 // the largest VmRSS of the process during the HTTP phases, bytes
+	wrk         *wrkResult
 }
 
 type stats struct {
@@ -137,7 +172,7 @@ type worker func(ctx context.Context, rng *rand.Rand) error
 // throughput, then replays the statements of sample requests directly the same
 // two ways.
 func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direct, directGeneric *sql.DB, o options) (result, error) {
-	res := result{scenario: sc}
+	res := result{scenario: sc, clients: o.clients}
 	// Samples: a few requests one at a time, each with its statements recorded.
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
 	var traces [][]statement
@@ -163,37 +198,171 @@ func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direc
 			return err
 		}, func() {}, nil
 	}
-	asSQL := func() (worker, func(), error) {
-		r, err := newReplayer(ctx, direct, directGeneric)
-		if err != nil {
-			return nil, nil, err
+	replaying := func(traces [][]statement) func() (worker, func(), error) {
+		return func() (worker, func(), error) {
+			r, err := newReplayer(ctx, direct, directGeneric)
+			if err != nil {
+				return nil, nil, err
+			}
+			return func(ctx context.Context, rng *rand.Rand) error {
+				trace := traces[rng.IntN(len(traces))]
+				if sc.fresh {
+					trace = withMarker(trace, newMarker('s', rng))
+				}
+				return r.replay(ctx, trace)
+			}, r.close, nil
 		}
-		return func(ctx context.Context, rng *rand.Rand) error {
-			return r.replay(ctx, traces[rng.IntN(len(traces))])
-		}, r.close, nil
 	}
-	for _, phase := range []struct {
+	asSQL := replaying(traces)
+	type phase struct {
 		side    func() (worker, func(), error)
 		clients int
 		lat     *stats
 		rps     *float64
-	}{
-		{overHTTP, 1, &res.http, nil}, {overHTTP, o.clients, nil, &res.httpRPS},
-		{asSQL, 1, &res.sql, nil}, {asSQL, o.clients, nil, &res.sqlRPS},
-	} {
-		lat, errs, err := load(ctx, phase.clients, o, phase.side)
+	}
+	phases := []phase{
+		{overHTTP, 1, &res.http, nil}, {overHTTP, o.clients, &res.httpLoad, &res.httpRPS},
+		{asSQL, 1, &res.sql, nil}, {asSQL, o.clients, &res.sqlLoad, &res.sqlRPS},
+	}
+	if sc.lookupBaseline && e.lookup != nil {
+		var withLookup [][]statement
+		for _, tr := range traces {
+			withLookup = append(withLookup, append([]statement{*e.lookup}, withoutLookup(tr)...))
+		}
+		phases = append(phases, phase{replaying(withLookup), o.clients, &res.baseline, &res.baselineRPS})
+	}
+	var before counts
+	if sc.stored != "" {
+		var err error
+		if before, err = e.countStored(ctx, sc.stored); err != nil {
+			return res, err
+		}
+	}
+	for i, ph := range phases {
+		var rss *rssSampler
+		if i < 2 {
+			rss = sampleRSS(100 * time.Millisecond)
+		}
+		stopProfile, err := profile(o, i == 1, sc.name)
+		if err != nil {
+			return res, err
+		}
+		lat, errs, err := load(ctx, ph.clients, o, ph.side)
+		stopProfile()
+		if rss != nil {
+			res.rssMax = max(res.rssMax, rss.stop())
+		}
 		if err != nil {
 			return res, err
 		}
 		res.errors += errs
-		if phase.lat != nil {
-			*phase.lat = summarize(lat)
-		}
-		if phase.rps != nil {
-			*phase.rps = float64(len(lat)) / o.duration.Seconds()
+		*ph.lat = summarize(lat)
+		if ph.rps != nil {
+			*ph.rps = float64(len(lat)) / o.duration.Seconds()
 		}
 	}
+	if sc.stored != "" {
+		after, err := e.countStored(ctx, sc.stored)
+		if err != nil {
+			return res, err
+		}
+		res.storedHTTP, res.storedSQL = after.minus(before, 'h'), after.minus(before, 's')
+	}
 	return res, nil
+}
+
+// profile starts a CPU profile of the process (the server and the clients)
+// into o.profile when on, and returns what stops it.
+func profile(o options, on bool, name string) (func(), error) {
+	if o.profile == "" || !on {
+		return func() {}, nil
+	}
+	if err := os.MkdirAll(o.profile, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.Create(filepath.Join(o.profile, strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, name)+".pprof"))
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+}
+
+// withMarker returns a copy of a recorded request whose arguments name the
+// rows by the marker m instead of the sample's.
+func withMarker(trace []statement, m string) []statement {
+	out := make([]statement, len(trace))
+	for i, st := range trace {
+		out[i] = st
+		out[i].args = make([]driver.NamedValue, len(st.args))
+		for j, a := range st.args {
+			switch v := a.Value.(type) {
+			case string:
+				a.Value = markerPattern.ReplaceAllLiteralString(v, m)
+			case []byte:
+				a.Value = markerPattern.ReplaceAll(v, []byte(m))
+			}
+			out[i].args[j] = a
+		}
+	}
+	return out
+}
+
+// withoutLookup is a recorded request without its token lookup (if it had one).
+func withoutLookup(trace []statement) []statement {
+	var out []statement
+	for _, st := range trace {
+		if !isTokenLookup(st) {
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+func isTokenLookup(st statement) bool { return strings.Contains(st.query, "FROM tokens") }
+
+// counts are the rows of a fresh scenario by side: counterparties, their
+// e-mails and phones.
+type counts map[byte][3]int64
+
+func (c counts) minus(before counts, side byte) [3]int64 {
+	a, b := c[side], before[side]
+	return [3]int64{a[0] - b[0], a[1] - b[1], a[2] - b[2]}
+}
+
+// countStored counts the counterparties of the big account named like
+// pattern followed by a marker, with their e-mails and phones, by side.
+func (e *benchEnv) countStored(ctx context.Context, pattern string) (counts, error) {
+	rows, err := e.pool.QueryContext(ctx, `
+		SELECT substr(c.name, length($2), 1), count(*),
+		       sum((SELECT count(*) FROM emails m WHERE m.account_id = $1 AND m.company_id = c.id)),
+		       sum((SELECT count(*) FROM phones p WHERE p.account_id = $1 AND p.company_id = c.id))
+		  FROM companies c WHERE c.account_id = $1 AND c.name LIKE $2
+		 GROUP BY 1`, e.account, pattern)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := counts{}
+	for rows.Next() {
+		var side string
+		var n [3]int64
+		if err := rows.Scan(&side, &n[0], &n[1], &n[2]); err != nil {
+			return nil, err
+		}
+		if side != "" {
+			out[side[0]] = n
+		}
+	}
+	return out, rows.Err()
 }
 
 // load runs clients workers for the warm-up and then o.duration, returning the
@@ -273,8 +442,15 @@ func (e *benchEnv) call(ctx context.Context, method, target string, body []byte)
 }
 
 func (r result) line() string {
-	return fmt.Sprintf("%-62s http p50 %7s p95 %7s p99 %7s %6.0f/s | sql p50 %7s %6.0f/s | errors %d",
-		r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.httpRPS, ms(r.sql.p50), r.sqlRPS, r.errors)
+	l := fmt.Sprintf("%-62s http p50 %7s p99 %7s | %d clients p50 %7s p99 %7s %6.0f/s | sql p50 %7s %6.0f/s | errors %d",
+		r.name, ms(r.http.p50), ms(r.http.p99), r.clients, ms(r.httpLoad.p50), ms(r.httpLoad.p99), r.httpRPS, ms(r.sql.p50), r.sqlRPS, r.errors)
+	if r.baselineRPS > 0 {
+		l += fmt.Sprintf(" | sql with the token lookup %.0f/s", r.baselineRPS)
+	}
+	if r.wrk != nil && r.wrk.skipped == "" {
+		l += fmt.Sprintf(" | wrk %.0f/s p50 %s p99 %s", r.wrk.rps, ms(r.wrk.p50), ms(r.wrk.p99))
+	}
+	return l
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.2f", float64(d.Microseconds())/1000) }
@@ -305,7 +481,7 @@ func machine(ctx context.Context, pool *sqlx.DB) machineInfo {
 	return m
 }
 
-func renderReport(d *dataSet, o options, results []result, m machineInfo) string {
+func renderReport(d *dataSet, o options, results []result, m machineInfo, citus string) string {
 	var b strings.Builder
 	total := func(v []int) (n int) {
 		for _, x := range v {
@@ -319,16 +495,19 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo) string
 		time.Now().UTC().Format("2006-01-02 15:04 UTC"), m.cores, m.cpu, m.memory, m.goVersion, m.postgres, m.loadBefore)
 	fmt.Fprintf(&b, "Data: %d counterparties over %d accounts, the big account holding %d, each with two e-mails and two phones; "+
 		"%d tasks, %d deals, %d documents, %d money movements (the big account: %d, %d, %d, %d). "+
-		"Every request is made by the big account's admin, who sees all of it. Latencies are measured with one client, "+
-		"throughput (req/s) with %d concurrent clients; %s per measurement after %s of warm-up.\n\n",
+		"Every request is made by the big account's admin, who sees all of it. Latencies are measured with one client and "+
+		"under the load of %d concurrent clients, throughput (req/s) with the %d clients; %s per measurement after %s of warm-up.\n\n",
 		total(d.Companies), len(d.Companies), d.Companies[0], total(d.Tasks), total(d.Deals), total(d.Documents), total(d.Movements),
-		d.Tasks[0], d.Deals[0], d.Documents[0], d.Movements[0], o.clients, o.duration, o.warmup)
-	b.WriteString("**HTTP** is the whole request through the server on loopback (authentication, validation, SQL, JSON); " +
-		"**SQL** replays the very statements the server ran for sample requests (the token lookup included) directly " +
-		"with lib/pq (prepared where the server prepares them). **Server share** = HTTP p50 − SQL p50: what the server " +
-		"adds to PostgreSQL's time (HTTP, authentication, validation, JSON).\n\n")
-	b.WriteString("| scenario | HTTP p50 | p95 | p99 | req/s | SQL p50 | SQL req/s | HTTP/SQL (p50) | server share (p50) | statements | reply bytes | target | errors |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
+		d.Tasks[0], d.Deals[0], d.Documents[0], d.Movements[0], o.clients, o.clients, o.duration, o.warmup)
+	b.WriteString("**HTTP** is the whole request through the server on loopback (authentication, validation, SQL, JSON; " +
+		"the client asks for no compression, as wrk and the SQL side do not either); " +
+		"**SQL** replays the very statements the server ran for sample requests directly with lib/pq (prepared where the " +
+		"server prepares them; the token lookup only where the server ran it, which with the token cache is about once a " +
+		"second). **Server share** = HTTP p50 − SQL p50: what the server adds to PostgreSQL's time (HTTP, authentication, " +
+		"validation, JSON).\n\n")
+	fmt.Fprintf(&b, "| scenario | HTTP p50 | p99 | %d clients: p50 | p99 | req/s | SQL p50 | SQL p99 | SQL req/s | HTTP/SQL (p50) | server share (p50) | statements | reply bytes | target | errors |\n", o.clients)
+	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|\n")
+	var tails []string
 	for _, r := range results {
 		ratio := 0.0
 		if r.sql.p50 > 0 {
@@ -349,12 +528,93 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo) string
 			}
 			target += fmt.Sprintf("; ≥ %.0f req/s: %s", r.minRPS, verdict)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %.0f | %s | %.0f | %.1f | %s | %d | %d | %s | %d |\n",
-			r.name, ms(r.http.p50), ms(r.http.p95), ms(r.http.p99), r.httpRPS, ms(r.sql.p50), r.sqlRPS, ratio,
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %.0f | %s | %s | %.0f | %.1f | %s | %d | %d | %s | %d |\n",
+			r.name, ms(r.http.p50), ms(r.http.p99), ms(r.httpLoad.p50), ms(r.httpLoad.p99), r.httpRPS, ms(r.sql.p50), ms(r.sql.p99), r.sqlRPS, ratio,
 			ms(r.http.p50-r.sql.p50), r.statements, r.sampleBytes, strings.TrimPrefix(target, "; "), r.errors)
+		for _, t := range []struct {
+			what     string
+			p50, p99 time.Duration
+		}{{"one client", r.http.p50, r.http.p99}, {fmt.Sprintf("%d clients", o.clients), r.httpLoad.p50, r.httpLoad.p99}} {
+			if t.p50 > 0 && t.p99 > 3*t.p50 {
+				tails = append(tails, fmt.Sprintf("%s, %s (%.1f×)", r.name, t.what, float64(t.p99)/float64(t.p50)))
+			}
+		}
 	}
-	b.WriteString("\n(milliseconds)\n")
+	b.WriteString("\n(milliseconds)\n\n")
+	if len(tails) > 0 {
+		b.WriteString("p99 above 3× p50 over HTTP (explained below the report): " + strings.Join(tails, "; ") + ".\n\n")
+	} else {
+		b.WriteString("No scenario's p99 over HTTP is above 3× its p50.\n\n")
+	}
+
+	for _, r := range results {
+		if r.lookupBaseline && r.baselineRPS > 0 {
+			fmt.Fprintf(&b, "**%s against PostgreSQL running the statements of a request before the token cache** (the token lookup "+
+				"and the card, prepared, %d clients): the server %.0f req/s (p50 %s, p99 %s ms, p99/p50 %.1f), PostgreSQL alone %.0f req/s "+
+				"(p50 %s, p99 %s ms): **%.2f×**.\n\n",
+				upperFirst(r.name), o.clients, r.httpRPS, ms(r.httpLoad.p50), ms(r.httpLoad.p99), safeRatio(r.httpLoad.p99, r.httpLoad.p50),
+				r.baselineRPS, ms(r.baseline.p50), ms(r.baseline.p99), r.httpRPS/r.baselineRPS)
+		}
+		if r.stored != "" {
+			check := func(c [3]int64) string {
+				if c[0] > 0 && c[1] == 2*c[0] && c[2] == 2*c[0] {
+					return "each with 2 e-mails and 2 phones"
+				}
+				return "NOT each with 2 e-mails and 2 phones"
+			}
+			fmt.Fprintf(&b, "**%s: what each side stored** (counted in the database): over HTTP %d counterparties, %d e-mails, %d phones (%s); "+
+				"the SQL side %d counterparties, %d e-mails, %d phones (%s).\n\n", upperFirst(r.name),
+				r.storedHTTP[0], r.storedHTTP[1], r.storedHTTP[2], check(r.storedHTTP), r.storedSQL[0], r.storedSQL[1], r.storedSQL[2], check(r.storedSQL))
+		}
+	}
+
+	var rss, rssWrk int64
+	wrote := false
+	for _, r := range results {
+		rss = max(rss, r.rssMax)
+		if r.wrk == nil {
+			continue
+		}
+		rssWrk = max(rssWrk, r.wrk.rssMax)
+		if !wrote {
+			fmt.Fprintf(&b, "**wrk** (an outside load generator: `wrk -t 2 -c %d --latency`, the scenario's sample requests in turn) "+
+				"beside the built-in client with %d clients:\n\n", o.clients, o.clients)
+			b.WriteString("| scenario | wrk req/s | wrk p50 | wrk p99 | built-in req/s | built-in p50 | built-in p99 | wrk errors |\n")
+			b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|\n")
+			wrote = true
+		}
+		if r.wrk.skipped != "" {
+			fmt.Fprintf(&b, "| %s | skipped: %s | | | %.0f | %s | %s | 0 |\n", r.name, r.wrk.skipped, r.httpRPS, ms(r.httpLoad.p50), ms(r.httpLoad.p99))
+			continue
+		}
+		fmt.Fprintf(&b, "| %s | %.0f | %s | %s | %.0f | %s | %s | %d |\n", r.name, r.wrk.rps, ms(r.wrk.p50), ms(r.wrk.p99),
+			r.httpRPS, ms(r.httpLoad.p50), ms(r.httpLoad.p99), r.wrk.errors)
+	}
+	if wrote {
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "**Memory:** the server runs inside the benchmark's process; its resident memory (VmRSS of /proc/self/status, "+
+		"sampled every 100 ms) peaked at **%.0f MB** while the built-in clients ran (the clients and the SQL replay included)", float64(rss)/(1<<20))
+	if rssWrk > 0 {
+		fmt.Fprintf(&b, " and at **%.0f MB** while wrk drove it from outside (the server alone at work)", float64(rssWrk)/(1<<20))
+	}
+	b.WriteString("; the limit is 150 MB.\n\n")
+	b.WriteString(citus + "\n")
 	return b.String()
+}
+
+func safeRatio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func upperFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 const (

@@ -4,7 +4,7 @@
 // very statements the server ran directly against PostgreSQL, and writes the
 // report into docs/benchmarks.md.
 //
-//	go run ./cmd/crm-bench [-companies 1000000] [-clients 8] [-duration 5s] [-report docs/benchmarks.md]
+//	go run ./cmd/crm-bench [-companies 1000000] [-clients 8] [-duration 5s] [-report docs/benchmarks.md] [-cpuprofile dir]
 //
 // The database is "crm_bench" on the server of DATABASE_URL, or of the private
 // cluster under ./.data; it is kept between runs (new migrations are applied to
@@ -16,13 +16,14 @@ import (
 	"database/sql"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
+	"slices"
 	"time"
 
 	"github.com/jmoiron/sqlx"
@@ -51,6 +52,10 @@ type options struct {
 	regen     bool
 	explain   bool
 	database  string
+	profile   string
+	only      string
+
+	citusCompanies int
 
 	// Not flags: tests make them small.
 	progressEvery time.Duration
@@ -69,6 +74,9 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	flag.BoolVar(&o.regen, "regenerate", false, "generate the data set again even if it is current")
 	flag.BoolVar(&o.explain, "explain", false, "print the plans (EXPLAIN ANALYZE) of each scenario's statements instead of measuring")
 	flag.StringVar(&o.database, "database", "", "URL of the database to use (default: crm_bench, created when missing)")
+	flag.IntVar(&o.citusCompanies, "citus-companies", 10_000, "counterparties of the Citus comparison, on Citus and on plain PostgreSQL (0: no comparison); it runs where the citus extension is installed")
+	flag.StringVar(&o.only, "scenarios", "", "run only the scenarios whose name matches this regular expression")
+	flag.StringVar(&o.profile, "cpuprofile", "", "directory that gets a CPU profile of each scenario's HTTP load phase (go tool pprof), named after it")
 	if err := flag.Parse(args); err != nil {
 		return err
 	}
@@ -85,75 +93,37 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 
-	rec := &recorder{}
-	traced, err := openTracing(url, rec, false)
+	sd, err := openSide(ctx, url, data)
 	if err != nil {
 		return err
 	}
-	defer traced.Close()
-	traced.SetMaxOpenConns(32)
-	traced.SetMaxIdleConns(32)
-	pool := sqlx.NewDb(traced, "postgres")
-	genericURL, err := withParam(url, "plan_cache_mode", "force_generic_plan") // as db.OpenGeneric
-	if err != nil {
-		return err
-	}
-	tracedGeneric, err := openTracing(genericURL, rec, true)
-	if err != nil {
-		return err
-	}
-	defer tracedGeneric.Close()
-	tracedGeneric.SetMaxOpenConns(16)
-	tracedGeneric.SetMaxIdleConns(16)
-	handler, err := impl.NewHandler(impl.Config{DB: pool, GenericDB: sqlx.NewDb(tracedGeneric, "postgres"),
-		Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		return err
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return err
-	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	defer srv.Close()
-
-	// The direct side has the same two kinds of sessions as the server.
-	direct, err := sql.Open("postgres", url)
-	if err != nil {
-		return err
-	}
-	defer direct.Close()
-	directGeneric, err := sql.Open("postgres", genericURL)
-	if err != nil {
-		return err
-	}
-	defer directGeneric.Close()
-
-	env, err := newBenchEnv(ctx, pool, data, "http://"+ln.Addr().String())
-	if err != nil {
-		return err
+	defer sd.close()
+	m := machine(ctx, sd.env.pool)
+	only := func(string) bool { return true }
+	if o.only != "" {
+		re, err := regexp.Compile(o.only)
+		if err != nil {
+			return fmt.Errorf("-scenarios: %w", err)
+		}
+		only = re.MatchString
 	}
 	contacts, err := ensureContacts(ctx, log, url, data)
 	if err != nil {
 		return err
 	}
 	defer contacts.pool.Close()
-	var results []result
-	list := append(scenarios(env), contactScenarios(contacts)...)
-	eta := startETA(log, o.progressEvery, len(list), 4*(o.warmup+o.duration))
-	for i, sc := range list {
-		eta.begin(i, sc.name)
-		res, err := measure(ctx, env, sc, rec, direct, directGeneric, o)
-		if err != nil {
-			eta.stop()
-			return fmt.Errorf("%s: %w", sc.name, err)
-		}
-		results = append(results, res)
-		fmt.Println(res.line())
+	list := slices.DeleteFunc(append(scenarios(sd.env), contactScenarios(contacts)...), func(sc scenario) bool { return !only(sc.name) })
+	results, err := sd.runScenarios(ctx, log, list, o, true)
+	if err != nil {
+		return err
 	}
-	eta.stop()
-	report := renderReport(data, o, results, machine(ctx, pool))
+	sd.close()
+	if o.explain {
+		return nil
+	}
+	citus := compareCitus(ctx, log, url, o, only)
+	fmt.Println(citus)
+	report := renderReport(data, o, results, m, citus)
 	if o.report == "" {
 		fmt.Println(report)
 		return nil
@@ -240,9 +210,16 @@ func ensureData(ctx context.Context, log *slog.Logger, url string, o options) (*
 		log.Info("reusing the generated data set", "key", key)
 		return &d, nil
 	}
-	// No data set, or one of another size: start from an empty database.
-	if _, err := pool.ExecContext(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+	// No data set, or one of another size: start from an empty database (a new
+	// one needs nothing dropped; on Citus, compareCitus makes it new).
+	var used bool
+	if err := pool.GetContext(ctx, &used, `SELECT to_regclass('public.companies') IS NOT NULL`); err != nil {
 		return nil, err
+	}
+	if used {
+		if _, err := pool.ExecContext(ctx, `DROP SCHEMA public CASCADE; CREATE SCHEMA public`); err != nil {
+			return nil, err
+		}
 	}
 	if _, err := db.Migrate(ctx, pool); err != nil {
 		return nil, err
@@ -260,4 +237,119 @@ func ensureData(ctx context.Context, log *slog.Logger, url string, o options) (*
 	}
 	log.Info("generated", "took", time.Since(start).Round(time.Second))
 	return &d, nil
+}
+
+// side is the server under test over one database, with the direct
+// connections of the SQL side.
+type side struct {
+	env                   *benchEnv
+	rec                   *recorder
+	direct, directGeneric *sql.DB
+	closers               []func() error
+}
+
+// openSide serves the API over the database at url on a loopback port, as
+// crm-server serve would (a pool of custom plans and one of generic plans),
+// with every statement recorded when rec is on.
+func openSide(ctx context.Context, url string, data *dataSet) (_ *side, err error) {
+	sd := &side{rec: &recorder{}}
+	defer func() {
+		if err != nil {
+			sd.close()
+		}
+	}()
+	traced, err := openTracing(url, sd.rec, false)
+	if err != nil {
+		return nil, err
+	}
+	sd.closers = append(sd.closers, traced.Close)
+	traced.SetMaxOpenConns(32)
+	traced.SetMaxIdleConns(32)
+	pool := sqlx.NewDb(traced, "postgres")
+	// As db.OpenGeneric: sessions of generic plans, but ordinary ones on Citus.
+	genericURL := url
+	if citus, err := db.IsCitus(ctx, pool); err != nil {
+		return nil, err
+	} else if !citus {
+		if genericURL, err = withParam(url, "plan_cache_mode", "force_generic_plan"); err != nil {
+			return nil, err
+		}
+	}
+	tracedGeneric, err := openTracing(genericURL, sd.rec, true)
+	if err != nil {
+		return nil, err
+	}
+	sd.closers = append(sd.closers, tracedGeneric.Close)
+	tracedGeneric.SetMaxOpenConns(16)
+	tracedGeneric.SetMaxIdleConns(16)
+	handler, err := impl.NewHandler(impl.Config{DB: pool, GenericDB: sqlx.NewDb(tracedGeneric, "postgres"),
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	sd.closers = append(sd.closers, srv.Close)
+
+	// The direct side has the same two kinds of sessions as the server.
+	if sd.direct, err = sql.Open("postgres", url); err != nil {
+		return nil, err
+	}
+	sd.closers = append(sd.closers, sd.direct.Close)
+	if sd.directGeneric, err = sql.Open("postgres", genericURL); err != nil {
+		return nil, err
+	}
+	sd.closers = append(sd.closers, sd.directGeneric.Close)
+
+	if sd.env, err = newBenchEnv(ctx, pool, data, "http://"+ln.Addr().String()); err != nil {
+		return nil, err
+	}
+	// The token lookup as the server runs it (the first request of a token
+	// pays it), for the scenarios that compare with it (lookupBaseline).
+	sd.rec.start()
+	_, _, err = sd.env.call(ctx, http.MethodGet, fmt.Sprintf("/company/get?id=%d", sd.env.firstCo), nil)
+	for _, st := range sd.rec.stop() {
+		if isTokenLookup(st) {
+			sd.env.lookup = &st
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return sd, nil
+}
+
+// close stops the server and closes the connections, once.
+func (sd *side) close() {
+	for i := len(sd.closers) - 1; i >= 0; i-- {
+		sd.closers[i]()
+	}
+	sd.closers = nil
+}
+
+// runScenarios measures each scenario, printing a line for each, and drives
+// those marked for it with wrk when withWrk.
+func (sd *side) runScenarios(ctx context.Context, log *slog.Logger, list []scenario, o options, withWrk bool) ([]result, error) {
+	var results []result
+	eta := startETA(log, o.progressEvery, len(list), 5*(o.warmup+o.duration))
+	defer eta.stop()
+	for i, sc := range list {
+		eta.begin(i, sc.name)
+		res, err := measure(ctx, sd.env, sc, sd.rec, sd.direct, sd.directGeneric, o)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", sc.name, err)
+		}
+		if sc.wrk && withWrk && !o.explain {
+			rss := sampleRSS(100 * time.Millisecond)
+			res.wrk = runWrk(ctx, sd.env, sc, o)
+			res.wrk.rssMax = rss.stop()
+		}
+		results = append(results, res)
+		fmt.Println(res.line())
+	}
+	return results, nil
 }

@@ -22,7 +22,7 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"-database", dbtest.NewURL(t), "-companies", "400", "-accounts", "2", "-clients", "2",
-		"-duration", "100ms", "-warmup", "10ms", "-report", report}
+		"-duration", "100ms", "-warmup", "10ms", "-report", report, "-citus-companies", "0"}
 	if err := run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), args); err != nil {
 		t.Fatal(err)
 	}
@@ -31,13 +31,19 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"kept\n", "## Dashboards\n\nkept too", "| first page of 50 counterparties, exact total |",
-		"| counterparty insert, 2 e-mails and 2 phones, duplicate check |"} {
+		"| counterparty insert, 2 e-mails and 2 phones, duplicate check |", "**Citus:** skipped: -citus-companies is 0.",
+		"**Memory:**", "what each side stored** (counted in the database): over HTTP "} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the report lacks %q:\n%s", want, text)
 		}
 	}
 	if strings.Contains(string(text), "old\n") {
 		t.Error("the old section was not replaced")
+	}
+	// The SQL side of the insert replays the same work: each counterparty it
+	// stored has its two e-mails and two phones, as those stored over HTTP.
+	if strings.Contains(string(text), "NOT each with 2 e-mails and 2 phones") {
+		t.Error("a side of the insert did not store what the request asks for")
 	}
 	// Every scenario answered without an error (the last column).
 	for _, line := range strings.Split(string(text), "\n") {
