@@ -78,6 +78,9 @@ type Config struct {
 	// its total and page from them (10,000 when 0); with more matches it counts
 	// them and reads the page through the sort order's index instead.
 	ListScanOnce int
+	// Deadlines are the time limits of the operations by class (zero ones:
+	// DefaultDeadlines); past one the client gets the 503 envelope.
+	Deadlines Deadlines
 
 	// Metrics, when set (NewMetrics), counts the requests, the limits and the
 	// database pools; ServeMetrics also serves them at GET /metrics of this
@@ -102,7 +105,9 @@ type Server struct {
 	stmts   *stmtCache // prepared statements, planned for their values
 	generic *stmtCache // prepared statements with one generic plan
 
-	scanOnce int
+	scanOnce       int
+	deadlines      Deadlines
+	webhookTimeout time.Duration
 
 	secrets    *mailer.SecretBox // nil: no CRM_SECRET_KEY
 	hookGuard  *webhook.Guard
@@ -138,6 +143,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 10 * time.Second
 	}
+	s.deadlines, s.webhookTimeout = cfg.Deadlines.withDefaults(), cfg.WebhookTimeout
 	s.hookGuard = webhook.NewGuard(cfg.WebhookAllowedNetworks)
 	s.hookClient = s.hookGuard.Client(cfg.WebhookTimeout)
 
@@ -263,6 +269,7 @@ type operation struct {
 	secured    bool
 	bodyLimit  int64
 	errorValue string // the envelope's value on failure (x-error-value)
+	deadline   time.Duration
 }
 
 // validatingMux is the gen.ServeMux the generated code registers its handlers on.
@@ -300,6 +307,10 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 				route:     &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op},
 				secured:   op.Security == nil || len(*op.Security) > 0,
 				bodyLimit: cfg.BodyLimit,
+				deadline:  s.deadlines.deadlineOf(method, path, s.webhookTimeout),
+			}
+			if path == "/readyz" {
+				o.deadline = time.Second // the probe's promise, whatever the database does
 			}
 			if path == "/mail/send" {
 				o.bodyLimit = cfg.MailBodyLimit
@@ -346,36 +357,48 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 	info := infoFrom(ctx)
 	info.op = op
 	if op.secured {
-		p, err := m.s.authenticate(r)
-		if err != nil {
-			m.s.writeError(w, r, err)
+		// Authentication reads the database too: it has the deadline of a read.
+		var p *Principal
+		ok := m.s.within(w, r, m.s.deadlines.Read, func(w http.ResponseWriter, r *http.Request) {
+			found, err := m.s.authenticate(r)
+			if err != nil {
+				m.s.writeError(w, r, err)
+				return
+			}
+			infoFrom(r.Context()).principal = found
+			if err := m.s.limits.tokenRequest(withPrincipal(r.Context(), found), found); err != nil {
+				m.s.writeError(w, r, err)
+				return
+			}
+			p = found
+		})
+		if !ok || p == nil {
 			return
 		}
-		info.principal = p
 		ctx = withPrincipal(ctx, p)
-		if err := m.s.limits.tokenRequest(ctx, p); err != nil {
-			m.s.writeError(w, r, err)
-			return
-		}
 	}
+	// The body is read before the operation's deadline starts: a slow client is
+	// bounded by the server's ReadTimeout, not by the database's deadline.
 	body, err := readBody(r, op.bodyLimit)
 	if err != nil {
 		m.s.writeError(w, r, err)
 		return
 	}
 	r = r.WithContext(ctx)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	params := make(map[string]string, len(op.pathParams))
-	for _, name := range op.pathParams {
-		params[name] = r.PathValue(name)
-	}
-	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: op.route, Options: m.valOpts}
-	if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
-		m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	next(w, r)
+	m.s.within(w, r, op.deadline, func(w http.ResponseWriter, r *http.Request) {
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		params := make(map[string]string, len(op.pathParams))
+		for _, name := range op.pathParams {
+			params[name] = r.PathValue(name)
+		}
+		in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: op.route, Options: m.valOpts}
+		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+			m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		next(w, r)
+	})
 }
 
 // readBody reads the whole request body, refusing one larger than limit.
