@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-citus test-browser lint generate check-generated conformance bench build apidocs db-stop clean
+.PHONY: run test test-citus test-browser lint generate check-generated conformance bench bench-memory build apidocs db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
@@ -56,7 +56,12 @@ conformance: build
 ## bench: generate (once) a million counterparties, measure the hot paths over HTTP and SQL into docs/benchmarks.md, then the Go benchmarks
 bench:
 	$(GO) run ./cmd/crm-bench
+	$(MAKE) bench-memory
 	$(GO) test -run '^$$' -bench . -benchmem ./...
+
+## bench-memory: a real crm-server under 20 concurrent 9.5 MiB POST /mail/send; its peak resident memory (VmHWM) into docs/benchmarks.md
+bench-memory:
+	$(GO) run ./cmd/crm-memload
 
 ## build: the binaries, into ./bin (with the renderer of the API reference page, see apidocs)
 build: apidocs

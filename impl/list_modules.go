@@ -156,7 +156,8 @@ var tasksList = &listModule{
 	},
 	columns: map[string]listColumn{
 		"id": col("t.id"), "note": col("t.note"), "status_id": col("t.status_id"),
-		"status":  {expr: "CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END", sort: "t.status_id"},
+		// Sorted by the text shown, as every text column is.
+		"status":  {expr: "CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END", sort: "CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END"},
 		"type_id": col("t.type_id"), "type": nameCol("dt"),
 		"date_start": dateTimeCol("t.date_start"), "date_finish": dateTimeCol("t.date_finish"),
 		"result": col("t.result"), "user_id": col("t.user_id"), "user_name": nameCol("u"),

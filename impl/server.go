@@ -78,6 +78,10 @@ type Config struct {
 	// its total and page from them (10,000 when 0); with more matches it counts
 	// them and reads the page through the sort order's index instead.
 	ListScanOnce int
+	// LargeRequests is how many requests with a body over 1 MiB the process
+	// handles at once; past it such a request is answered 429 with Retry-After
+	// (LARGE_REQUESTS; 0: 4, negative: no bound).
+	LargeRequests int
 	// Deadlines are the time limits of the operations by class (zero ones:
 	// DefaultDeadlines); past one the client gets the 503 envelope.
 	Deadlines Deadlines
@@ -108,6 +112,7 @@ type Server struct {
 	scanOnce       int
 	deadlines      Deadlines
 	webhookTimeout time.Duration
+	large          *largeRequests // nil: no bound
 
 	secrets    *mailer.SecretBox // nil: no CRM_SECRET_KEY
 	hookGuard  *webhook.Guard
@@ -144,6 +149,10 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		cfg.WebhookTimeout = 10 * time.Second
 	}
 	s.deadlines, s.webhookTimeout = cfg.Deadlines.withDefaults(), cfg.WebhookTimeout
+	if cfg.LargeRequests == 0 {
+		cfg.LargeRequests = 4
+	}
+	s.large = newLargeRequests(cfg.LargeRequests)
 	s.hookGuard = webhook.NewGuard(cfg.WebhookAllowedNetworks)
 	s.hookClient = s.hookGuard.Client(cfg.WebhookTimeout)
 
@@ -297,6 +306,8 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 			// The body goes to the handler exactly as sent: decimals keep their digits.
 			SkipSettingDefaults: true,
+			// The body is validated from the bytes already read (validateBody).
+			ExcludeRequestBody: true,
 		},
 	}
 	doc.Servers = nil
@@ -379,14 +390,26 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 	}
 	// The body is read before the operation's deadline starts: a slow client is
 	// bounded by the server's ReadTimeout, not by the database's deadline.
+	release := func() {}
+	if isLarge(r, op) {
+		var err error
+		if release, err = m.s.large.acquire(); err != nil {
+			m.s.writeError(w, r, err)
+			return
+		}
+	}
 	body, err := readBody(r, op.bodyLimit)
 	if err != nil {
+		release()
 		m.s.writeError(w, r, err)
 		return
 	}
 	r = r.WithContext(ctx)
 	m.s.within(w, r, op.deadline, func(w http.ResponseWriter, r *http.Request) {
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		defer release() // when the operation ends, even after its deadline: it holds the body till then
+		// Parameters only: kin-openapi would read the body again for its
+		// security check (our authentication is done already).
+		r.Body = http.NoBody
 		params := make(map[string]string, len(op.pathParams))
 		for _, name := range op.pathParams {
 			params[name] = r.PathValue(name)
@@ -396,7 +419,17 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 			m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		if rb := op.route.Operation.RequestBody; rb != nil && rb.Value != nil {
+			validated, err := validateBody(in, rb.Value, body)
+			if err != nil {
+				m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
+				return
+			}
+			r.Body = validated
+		} else {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		body = nil // the handler's body holds it from here
 		next(w, r)
 	})
 }
@@ -409,6 +442,16 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	tooLarge := badRequest("request body is larger than %d bytes", limit)
 	if r.ContentLength > limit {
 		return nil, tooLarge
+	}
+	if r.ContentLength >= 0 {
+		// One allocation of the declared size (io.ReadAll would grow its
+		// buffer by doubling, leaving about twice the body behind as garbage);
+		// net/http ends the body at its declared length.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, badRequest("request body could not be read")
+		}
+		return body, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/crmservice/crm/impl"
@@ -30,4 +31,21 @@ func deadlinesFromEnv() (impl.Deadlines, error) {
 		*v.to = dur
 	}
 	return d, nil
+}
+
+// largeRequestsFromEnv reads LARGE_REQUESTS: how many requests with a body over
+// 1 MiB the process handles at once (0 or unset: 4; "off": no bound).
+func largeRequestsFromEnv() (int, error) {
+	v := os.Getenv("LARGE_REQUESTS")
+	switch v {
+	case "":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, fmt.Errorf("LARGE_REQUESTS %q is not a number from 1 to 10000, or off", v)
+	}
+	return n, nil
 }

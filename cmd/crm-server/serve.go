@@ -66,6 +66,7 @@ type serveConfig struct {
 	corsOrigins    []string
 	tracing        *tracingConfig // nil: no traces
 	deadlines      impl.Deadlines // DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE, DEADLINE_MAIL
+	largeRequests  int            // LARGE_REQUESTS
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -79,7 +80,7 @@ Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
 REDIS_URL, CRM_MAIL, CRM_WEBHOOKS, CRM_SECRET_KEY, WEBHOOK_ALLOWED_NETWORKS,
 WEBHOOK_TIMEOUT, METRICS_ADDR, CORS_ALLOWED_ORIGINS, DEADLINE_READ, DEADLINE_LIST,
-DEADLINE_WRITE, DEADLINE_MAIL and the OTEL_* variables), the
+DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS and the OTEL_* variables), the
 flags, and the listen addresses, which must be free. With CRM_SECRET_KEY set, a mail
 worker delivers queued messages and polls mailboxes, and a webhook worker delivers the
 events of webhook subscriptions (whose secrets the key encrypts; without it the
@@ -232,6 +233,9 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 	if cfg.deadlines, err = deadlinesFromEnv(); err != nil {
 		return cfg, err
 	}
+	if cfg.largeRequests, err = largeRequestsFromEnv(); err != nil {
+		return cfg, err
+	}
 	if err := fl.observeConfig(changed, &cfg); err != nil {
 		return cfg, err
 	}
@@ -300,7 +304,8 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
 		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
 		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout,
-		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins, Deadlines: cfg.deadlines}
+		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins, Deadlines: cfg.deadlines,
+		LargeRequests: cfg.largeRequests}
 	var metrics *impl.Metrics
 	if cfg.metricsAddr != metricsOff {
 		metrics = impl.NewMetrics()
