@@ -65,6 +65,11 @@ func validateBody(in *openapi3filter.RequestValidationInput, rb *openapi3.Reques
 		}
 		return nil, &openapi3filter.RequestError{Input: in, RequestBody: rb, Reason: reason, Err: err}
 	}
+	if len(body) > largeBody {
+		// The handler binds the value; keeping the bytes too would hold a
+		// large body twice for as long as the operation runs.
+		raw = io.NopCloser(bytes.NewReader(nil))
+	}
 	return validatedBody{ReadCloser: raw, value: value}, nil
 }
 
