@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-citus test-browser lint generate check-generated conformance bench bench-wrk fuzz build apidocs sdk-typescript-deps db-stop clean
+.PHONY: run test test-citus test-browser lint generate check-generated conformance bench bench-wrk bench-memory fuzz build apidocs sdk-typescript-deps db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
@@ -61,6 +61,7 @@ conformance: build
 ## wrk (Debian's package, installed here with apt-get when missing) drives the hot scenarios from outside the benchmark's process too.
 bench: bench-wrk
 	$(GO) run ./cmd/crm-bench
+	$(MAKE) bench-memory
 	$(GO) test -run '^$$' -bench . -benchmem ./...
 
 ## fuzz: each Go fuzz target (request decoding and validation in impl, the mail parser and sanitiser in impl/mailer) for
@@ -83,6 +84,9 @@ bench-wrk:
 	DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends wrk >/dev/null || \
 	{ $$sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends wrk >/dev/null; } || \
 	echo "bench-wrk: apt-get could not install wrk"
+## bench-memory: a real crm-server under 20 concurrent 9.5 MiB POST /mail/send; its peak resident memory (VmHWM) into docs/benchmarks.md
+bench-memory:
+	$(GO) run ./cmd/crm-memload
 
 ## build: the binaries, into ./bin (with the renderer of the API reference page, see apidocs)
 build: apidocs

@@ -163,6 +163,11 @@ func MigrateTo(ctx context.Context, db *sqlx.DB, version int) ([]string, error) 
 		return nil, fmt.Errorf("begin migration: %w", err)
 	}
 	defer tx.Rollback()
+	// A migration may build indexes for long: the pool's statement_timeout
+	// (WithStatementTimeout) is for requests.
+	if _, err := tx.ExecContext(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+		return nil, fmt.Errorf("lift the statement timeout: %w", err)
+	}
 	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
 		return nil, fmt.Errorf("take the migration lock: %w", err)
 	}

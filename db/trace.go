@@ -4,6 +4,10 @@ import (
 	"context"
 	"database/sql/driver"
 	"fmt"
+	neturl "net/url"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/XSAM/otelsql"
 	"github.com/jmoiron/sqlx"
@@ -16,7 +20,32 @@ import (
 type Option func(*options)
 
 type options struct {
-	tracer trace.TracerProvider
+	tracer           trace.TracerProvider
+	statementTimeout time.Duration
+}
+
+// WithStatementTimeout gives every session of the pool a statement_timeout of
+// d (rounded up to milliseconds; 0: none): PostgreSQL stops any statement that
+// runs longer, even when the client that started it is gone or its
+// cancellation was lost. The server sets it to its longest request deadline.
+func WithStatementTimeout(d time.Duration) Option {
+	return func(o *options) { o.statementTimeout = d }
+}
+
+// withSessionSetting adds a setting to the connection URL (lib/pq sends the keys
+// it does not know as session settings), in either of its forms.
+func withSessionSetting(url, key, value string) (string, error) {
+	if strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://") {
+		u, err := neturl.Parse(url)
+		if err != nil {
+			return "", err
+		}
+		q := u.Query()
+		q.Set(key, value)
+		u.RawQuery = q.Encode()
+		return u.String(), nil
+	}
+	return url + " " + key + "=" + value, nil
 }
 
 // WithTracerProvider makes the pool's statements OpenTelemetry spans (client
@@ -34,6 +63,13 @@ func openPool(url string, opts []Option) (*sqlx.DB, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.statementTimeout > 0 {
+		ms := (o.statementTimeout + time.Millisecond - 1) / time.Millisecond
+		var err error
+		if url, err = withSessionSetting(url, "statement_timeout", strconv.FormatInt(int64(ms), 10)); err != nil {
+			return nil, fmt.Errorf("open database: %w", err)
+		}
 	}
 	if o.tracer == nil {
 		return sqlx.Open("postgres", url)

@@ -40,7 +40,23 @@ func sqlFor(p *Principal) *sqlText {
 	if p.DepartmentID.Valid {
 		q.bind("dept", p.DepartmentID.Int64)
 	}
+	// The counterparty (alias co in the universal list, c elsewhere) of a
+	// record: see seesCounterparty.
+	q.set("co_seen", p.seesCounterparty("co"))
+	q.set("c_seen", p.seesCounterparty("c"))
 	return q
+}
+
+// seesCounterparty is the one rule for the counterparty columns (company_name,
+// company_tax_id, company_url, …) of a record the caller sees (a deal, task,
+// document, money movement, mail message): they show its counterparty only
+// when the caller may open it, that is when its responsible user is one p
+// sees, as for GET /company/get; otherwise they are what a record without
+// counterparty shows ("" for names, null for the rest). company_id is the
+// record's own field and stays. A deleted counterparty still shows, to whoever
+// may see it, on the records that keep it as history.
+func (p *Principal) seesCounterparty(alias string) string {
+	return p.seesOwner(alias + ".user_id")
 }
 
 // seesDepartment reports whether p sees by department (a head in one).

@@ -83,6 +83,9 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", &in.UserId); err != nil {
+		return nil, err
+	}
 	row := newCompanyRow(p, in)
 	checkDuplicates := req.Params.CheckDuplicates != nil && *req.Params.CheckDuplicates
 
@@ -598,6 +601,9 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
+		return nil, err
+	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
 		q := sqlFor(p)
 		var old companyRow

@@ -335,7 +335,7 @@ const dashboardTaskJSON = `jsonb_build_object('id', t.id, 'type', coalesce(ty.na
 	'status', CASE WHEN t.status_id = 2 THEN 'done' ELSE 'in work' END, 'done', t.status_id = 2,
 	'date_start', to_char(t.date_start AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
 	'date_finish', to_char(t.date_finish AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
-	'company_id', t.company_id, 'company_name', coalesce(c.name, ''), 'deal_id', t.deal_id,
+	'company_id', t.company_id, 'company_name', coalesce(CASE WHEN {c_seen} THEN c.name END, ''), 'deal_id', t.deal_id,
 	'note', t.note, 'result', t.result)`
 
 // dashboardTaskJoins brings the names a DashboardTask shows for the task t.

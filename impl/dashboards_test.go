@@ -383,6 +383,7 @@ func TestDashboardMyTasks(t *testing.T) {
 	loadDayWorld(t, w)
 	globex := newDashWorld(t, e, "globex")
 
+	viewer := "member"
 	task := func(key, kind, start, finish string, done bool, company string, deal string) string {
 		status, result, finishJSON, dealJSON := "in work", "", "null", "null"
 		if done {
@@ -394,9 +395,16 @@ func TestDashboardMyTasks(t *testing.T) {
 		if deal != "" {
 			dealJSON = fmt.Sprint(w.deals[deal])
 		}
+		// c3 is the peer's, c1 and c2 the member's: neither may open the
+		// other's, so the name is not shown on their tasks (the counterparty
+		// columns' rule, seesCounterparty).
+		name := "Company " + company
+		if viewer == "member" && company == "c3" || viewer == "peer" && (company == "c1" || company == "c2") {
+			name = ""
+		}
 		return fmt.Sprintf(`{"id": %d, "type": %q, "status": %q, "done": %t, "date_start": %q, "date_finish": %s,
-			"company_id": %d, "company_name": "Company %s", "deal_id": %s, "note": "Task %s", "result": %q}`,
-			w.tasks[key], kind, status, done, start, finishJSON, w.companies[company], company, dealJSON, key, result)
+			"company_id": %d, "company_name": %q, "deal_id": %s, "note": "Task %s", "result": %q}`,
+			w.tasks[key], kind, status, done, start, finishJSON, w.companies[company], name, dealJSON, key, result)
 	}
 	t6 := task("t6", "Call", "2026-11-17 00:00:00", "2026-11-19 23:59:59", false, "c2", "")
 	t18 := task("t18", "Call", "2026-11-18 23:00:00", "2026-11-19 00:00:00", false, "c1", "")
@@ -419,12 +427,14 @@ func TestDashboardMyTasks(t *testing.T) {
 	})
 
 	t.Run("a task without a finish is due at its start", func(t *testing.T) {
+		viewer = "peer"
+		defer func() { viewer = "member" }()
 		expectJSON(t, expectOK(t, e.get(t, w.peer.token, "/dashboard/my/tasks?date=2026-11-20")), `{
 			"date": "2026-11-20",
 			"today": {"total": 2, "done": 1, "tasks": [`+
 			task("t12", "Call", "2026-11-20 04:00:00", "2026-11-20 05:00:00", true, "c3", "d2")+`, `+
 			task("t3", "Call", "2026-11-20 23:00:00", "", false, "c3", "")+`]},
-			"overdue": {"total": 1, "shown": 1, "tasks": [`+t6+`]}}`)
+			"overdue": {"total": 1, "shown": 1, "tasks": [`+task("t6", "Call", "2026-11-17 00:00:00", "2026-11-19 23:59:59", false, "c2", "")+`]}}`)
 	})
 
 	t.Run("Tokyo's day and times", func(t *testing.T) {

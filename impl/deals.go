@@ -54,6 +54,9 @@ func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", &in.UserId); err != nil {
+		return nil, err
+	}
 	var id int64
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
 		if err := checkCompany(ctx, tx, p, in.CompanyId); err != nil {
@@ -150,6 +153,9 @@ func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
+		return nil, err
+	}
 	// "A numeric field equal to 0 counts as not passed, so a sum cannot be set to zero."
 	nonZero := func(v *int64) *int64 {
 		if v == nil || *v == 0 {

@@ -37,6 +37,9 @@ func (s *Server) DocumentInsert(ctx context.Context, req gen.DocumentInsertReque
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
+		return nil, err
+	}
 	row := documentRow{
 		Number: str(in.Number), Date: in.Date.String(), Sum: "0", TypeID: in.TypeId, StatusID: in.StatusId,
 		Note: str(in.Note), UserID: p.UserID, CompanyID: in.CompanyId, DealID: in.DealId, ContactID: in.ContactId,

@@ -25,7 +25,7 @@ func (s *Server) DocumentList(ctx context.Context, req gen.DocumentListRequestOb
 		           'id', doc.id, 'number', doc.number, 'date', to_char(doc.date, 'YYYY-MM-DD'), 'sum', doc.sum,
 		           'type_id', doc.type_id, 'type', coalesce(dt.name, ''), 'status_id', doc.status_id,
 		           'status', coalesce(ds.name, ''), 'note', doc.note, 'user_id', doc.user_id, 'user_name', coalesce(u.name, ''),
-		           'company_id', doc.company_id, 'company_name', c.name, 'deal_id', doc.deal_id, 'deal', coalesce(d.name, ''),
+		           'company_id', doc.company_id, 'company_name', CASE WHEN {c_seen} THEN c.name ELSE '' END, 'deal_id', doc.deal_id, 'deal', coalesce(d.name, ''),
 		           'contact_id', doc.contact_id, 'date_expire', to_char(doc.date_expire, 'YYYY-MM-DD'),
 		           'external_code', doc.external_code, 'tags', array_to_string(doc.tags, ','))
 		         ORDER BY doc.date DESC, doc.id DESC), '[]')::text AS value

@@ -59,6 +59,12 @@ func conflict(format string, args ...any) *Error {
 func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
 	if !errors.As(err, &apiErr) {
+		apiErr = unavailable(err)
+	}
+	if apiErr == errDeadline || apiErr == errUnreachable {
+		s.log.WarnContext(r.Context(), "unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	if apiErr == nil {
 		s.log.ErrorContext(r.Context(), "internal error", "method", r.Method, "path", r.URL.Path, "err", err)
 		apiErr = &Error{Code: CodeInternal, Msg: internalErrorText(r.Context())}
 	}

@@ -27,7 +27,7 @@ func (s *Server) FinanceList(ctx context.Context, req gen.FinanceListRequestObje
 		           'type_id', m.type_id, 'type', coalesce(dt.name, ''), 'category_id', m.category_id,
 		           'category', coalesce(dc.name, ''), 'account_id', m.money_account_id, 'account', ma.name,
 		           'currency', ma.currency::text, 'note', m.note, 'user_id', m.user_id, 'user_name', coalesce(u.name, ''),
-		           'company_id', m.company_id, 'company_name', coalesce(c.name, ''), 'deal_id', m.deal_id,
+		           'company_id', m.company_id, 'company_name', coalesce(CASE WHEN {c_seen} THEN c.name END, ''), 'deal_id', m.deal_id,
 		           'tags', array_to_string(m.tags, ','))
 		         ORDER BY m.date DESC, m.id DESC), '[]')::text AS value
 		  FROM money_movements m

@@ -47,6 +47,9 @@ func (s *Server) FinanceInsert(ctx context.Context, req gen.FinanceInsertRequest
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
+		return nil, err
+	}
 	transfer := in.ToAccountId != nil
 	switch {
 	case transfer && *in.ToAccountId == in.AccountId:

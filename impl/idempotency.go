@@ -128,6 +128,10 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, p *Prin
 		return
 	}
 	defer tx.Rollback()
+	if err := setStatementTimeout(ctx, tx); err != nil { // the write joins this transaction, not one of inTx's own
+		s.writeError(w, r, err)
+		return
+	}
 	// Claims the key, or finds it taken. A request still running under the key
 	// holds its row uncommitted, so this waits for it to end.
 	res, err := tx.ExecContext(ctx, `

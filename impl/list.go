@@ -214,7 +214,9 @@ func listFiltersOf(p gen.CommonListPagingParams) []listFilterValue {
 	addInt("company_id", p.CompanyId)
 	addInt("deal_id", p.DealId)
 	addInt("id", p.Id)
-	addStr("user_ids", p.UserIds)
+	if p.UserIds != nil && *p.UserIds != "" { // empty: as omitted (interface, list note 2)
+		addStr("user_ids", p.UserIds)
+	}
 	addStr("date1", p.Date1)
 	addStr("date2", p.Date2)
 	addStr("tags", p.Tags)

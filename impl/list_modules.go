@@ -46,6 +46,13 @@ func joinTable(table, alias, idCol string) string {
 	return "LEFT JOIN " + table + " " + alias + " ON " + alias + ".account_id = {acc} AND " + alias + ".id = " + idCol
 }
 
+// joinCounterparty joins the counterparty of a record as co, only when the
+// caller may open it (seesCounterparty): the company_* columns of a record
+// whose counterparty the caller cannot open are those of no counterparty.
+func joinCounterparty(idCol string) string {
+	return joinTable("companies", "co", idCol) + " AND {co_seen}"
+}
+
 // visibleBy is the access rule of modules whose records have one responsible user.
 func visibleBy(col string) func(q *listQuery) string {
 	return func(q *listQuery) string { return q.p.seesOwner(col) }
@@ -152,11 +159,12 @@ var tasksList = &listModule{
 	joins: []listJoin{
 		{"u", joinUser("u", "t.user_id")},
 		{"dt", joinDir("dt", "t.type_id")},
-		{"co", joinTable("companies", "co", "t.company_id")},
+		{"co", joinCounterparty("t.company_id")},
 	},
 	columns: map[string]listColumn{
 		"id": col("t.id"), "note": col("t.note"), "status_id": col("t.status_id"),
-		"status":  {expr: "CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END", sort: "t.status_id"},
+		// Sorted by the text shown, as every text column is.
+		"status":  {expr: "CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END", sort: "CASE t.status_id WHEN 2 THEN 'done' ELSE 'in work' END"},
 		"type_id": col("t.type_id"), "type": nameCol("dt"),
 		"date_start": dateTimeCol("t.date_start"), "date_finish": dateTimeCol("t.date_finish"),
 		"result": col("t.result"), "user_id": col("t.user_id"), "user_name": nameCol("u"),
@@ -185,7 +193,7 @@ var documentsList = &listModule{
 		{"u", joinUser("u", "d.user_id")},
 		{"dt", joinDir("dt", "d.type_id")},
 		{"ds", joinDir("ds", "d.status_id")},
-		{"co", joinTable("companies", "co", "d.company_id")},
+		{"co", joinCounterparty("d.company_id")},
 		{"dl", joinTable("deals", "dl", "d.deal_id")},
 	},
 	columns: map[string]listColumn{
@@ -210,7 +218,7 @@ var financeList = &listModule{
 		{"dt", joinDir("dt", "m.type_id")},
 		{"dc", joinDir("dc", "m.category_id")},
 		{"ma", joinTable("money_accounts", "ma", "m.money_account_id")},
-		{"co", joinTable("companies", "co", "m.company_id")},
+		{"co", joinCounterparty("m.company_id")},
 	},
 	columns: map[string]listColumn{
 		"id": col("m.id"), "date": col("m.date"), "sum": col("m.sum"), "sum_currency": col("m.sum_currency"),
@@ -237,7 +245,7 @@ var salesList = &listModule{
 	alias: "dg",
 	joins: []listJoin{
 		{"u", joinUser("u", "d.user_id")},
-		{"co", joinTable("companies", "co", "d.company_id")},
+		{"co", joinCounterparty("d.company_id")},
 	},
 	columns: map[string]listColumn{
 		"id": col("dg.id"), "date": {expr: "d.date", sort: "d.date"}, "document_id": col("dg.document_id"),
@@ -264,7 +272,7 @@ var dealsList = &listModule{
 		{"u", joinUser("u", "dl.user_id")},
 		{"dt", joinDir("dt", "dl.type_id")},
 		{"ds", joinDir("ds", "dl.status_id")},
-		{"co", joinTable("companies", "co", "dl.company_id")},
+		{"co", joinCounterparty("dl.company_id")},
 		{"cot", joinDir("cot", "co.type_id")},
 		{"cos", joinDir("cos", "co.status_id")},
 		{"coc", joinDir("coc", "co.category_id")},
@@ -318,7 +326,7 @@ var mailList = &listModule{
 	joins: []listJoin{
 		{"ma", joinTable("mail_accounts", "ma", "mm.mail_account_id")},
 		{"mu", joinUser("mu", "ma.user_id")},
-		{"co", joinTable("companies", "co", "mm.company_id")},
+		{"co", joinCounterparty("mm.company_id")},
 		{"ct", joinTable("contacts", "ct", "mm.contact_id")},
 		{"dl", joinTable("deals", "dl", "mm.deal_id")},
 		{"cot", joinDir("cot", "co.type_id")},

@@ -1,6 +1,7 @@
 package impl
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -69,17 +71,28 @@ func (s *Server) MailSend(ctx context.Context, req gen.MailSendRequestObject) (g
 			Subject: m.Subject, Date: date, mailLinks: links, MessageID: messageID,
 			SmallPartOfBody: mailer.Preview(text), Body: m.HTML, CreatedBy: &p.UserID,
 		}
+		// lib/pq sends a []byte as hexadecimal text, twice its size: the MIME
+		// text (ASCII headers, UTF-8 parts without NUL) goes as text instead,
+		// turned into the bytea's bytes by PostgreSQL.
+		q := newSQL()
+		q.set("raw", "$18")
+		rawValue := any(raw)
+		if utf8.Valid(raw) && bytes.IndexByte(raw, 0) < 0 {
+			q.set("raw", "convert_to($18::text, 'UTF8')")
+			rawValue = string(raw)
+		}
+		raw = nil
 		var id int64
-		err = tx.GetContext(ctx, &id, `
+		err = tx.GetContext(ctx, &id, q.expand(`
 			INSERT INTO mail_messages (account_id, mail_account_id, folder, from_name, from_address, to_name, to_address,
 				cc, bcc, subject, date, company_id, contact_id, deal_id, message_id, attachment_flag, small_part_of_body,
 				body, delivery_state, attempts, next_attempt_at, raw_message, created_by)
 			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, false, $16, $17,
-				'queued', 0, now(), $18, $19)
-			RETURNING id`,
+				'queued', 0, now(), {raw}, $19)
+			RETURNING id`),
 			row.AccountID, row.MailAccountID, row.Folder, row.FromName, row.FromAddress, row.ToName, row.ToAddress,
 			row.Cc, row.Bcc, row.Subject, row.Date, row.CompanyID, row.ContactID, row.DealID, row.MessageID,
-			row.SmallPartOfBody, row.Body, raw, row.CreatedBy)
+			row.SmallPartOfBody, row.Body, rawValue, row.CreatedBy)
 		if err != nil {
 			return fmt.Errorf("insert mail message: %w", err)
 		}

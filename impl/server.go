@@ -83,6 +83,13 @@ type Config struct {
 	// request looks its token up. Revocation, expiry and a user's deactivation
 	// take effect within this time in every process.
 	TokenCacheTTL time.Duration
+	// LargeRequests is how many requests with a body over 1 MiB the process
+	// handles at once; past it such a request is answered 429 with Retry-After
+	// (LARGE_REQUESTS; 0: 4, negative: no bound).
+	LargeRequests int
+	// Deadlines are the time limits of the operations by class (zero ones:
+	// DefaultDeadlines); past one the client gets the 503 envelope.
+	Deadlines Deadlines
 
 	// Metrics, when set (NewMetrics), counts the requests, the limits and the
 	// database pools; ServeMetrics also serves them at GET /metrics of this
@@ -110,7 +117,10 @@ type Server struct {
 	stmts   *stmtCache // prepared statements, planned for their values
 	generic *stmtCache // prepared statements with one generic plan
 
-	scanOnce int
+	scanOnce       int
+	deadlines      Deadlines
+	webhookTimeout time.Duration
+	large          *largeRequests // nil: no bound
 
 	fault  string      // Config.Fault
 	tokens *tokenCache // tokens verified within the last second; nil: none
@@ -152,6 +162,11 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 10 * time.Second
 	}
+	s.deadlines, s.webhookTimeout = cfg.Deadlines.withDefaults(), cfg.WebhookTimeout
+	if cfg.LargeRequests == 0 {
+		cfg.LargeRequests = 4
+	}
+	s.large = newLargeRequests(cfg.LargeRequests)
 	s.hookGuard = webhook.NewGuard(cfg.WebhookAllowedNetworks)
 	s.hookClient = s.hookGuard.Client(cfg.WebhookTimeout)
 
@@ -278,6 +293,7 @@ type operation struct {
 	bodyLimit  int64
 	errorValue string // the envelope's value on failure (x-error-value)
 	idempotent bool   // takes an Idempotency-Key (idempotency.go)
+	deadline   time.Duration
 }
 
 // validatingMux is the gen.ServeMux the generated code registers its handlers on.
@@ -305,6 +321,8 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 			// The body goes to the handler exactly as sent: decimals keep their digits.
 			SkipSettingDefaults: true,
+			// The body is validated from the bytes already read (validateBody).
+			ExcludeRequestBody: true,
 		},
 	}
 	doc.Servers = nil
@@ -315,6 +333,10 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 				route:     &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op},
 				secured:   op.Security == nil || len(*op.Security) > 0,
 				bodyLimit: cfg.BodyLimit,
+				deadline:  s.deadlines.deadlineOf(method, path, s.webhookTimeout),
+			}
+			if path == "/readyz" {
+				o.deadline = time.Second // the probe's promise, whatever the database does
 			}
 			if path == "/mail/send" {
 				o.bodyLimit = cfg.MailBodyLimit
@@ -370,20 +392,39 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 	info := infoFrom(ctx)
 	info.op = op
 	if op.secured {
-		p, err := m.s.authenticate(r)
-		if err != nil {
-			m.s.writeError(w, r, err)
+		// Authentication reads the database too: it has the deadline of a read.
+		var p *Principal
+		ok := m.s.within(w, r, m.s.deadlines.Read, func(w http.ResponseWriter, r *http.Request) {
+			found, err := m.s.authenticate(r)
+			if err != nil {
+				m.s.writeError(w, r, err)
+				return
+			}
+			infoFrom(r.Context()).principal = found
+			if err := m.s.limits.tokenRequest(withPrincipal(r.Context(), found), found); err != nil {
+				m.s.writeError(w, r, err)
+				return
+			}
+			p = found
+		})
+		if !ok || p == nil {
 			return
 		}
-		info.principal = p
 		ctx = withPrincipal(ctx, p)
-		if err := m.s.limits.tokenRequest(ctx, p); err != nil {
+	}
+	// The body is read before the operation's deadline starts: a slow client is
+	// bounded by the server's ReadTimeout, not by the database's deadline.
+	release := func() {}
+	if isLarge(r, op) {
+		var err error
+		if release, err = m.s.large.acquire(); err != nil {
 			m.s.writeError(w, r, err)
 			return
 		}
 	}
 	body, err := readBody(r, op.bodyLimit)
 	if err != nil {
+		release()
 		m.s.writeError(w, r, err)
 		return
 	}
@@ -396,22 +437,39 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 		return
 	}
 	r = r.WithContext(ctx)
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	params := make(map[string]string, len(op.pathParams))
-	for _, name := range op.pathParams {
-		params[name] = r.PathValue(name)
-	}
-	in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: op.route, Options: m.valOpts}
-	if err := openapi3filter.ValidateRequest(ctx, in); err != nil {
-		m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
-		return
-	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
-	if key := r.Header.Get("Idempotency-Key"); op.idempotent && key != "" && info.principal != nil {
-		m.s.serveIdempotent(w, r, info.principal, key, body, next)
-		return
-	}
-	next(w, r)
+	m.s.within(w, r, op.deadline, func(w http.ResponseWriter, r *http.Request) {
+		defer release() // when the operation ends, even after its deadline: it holds the body till then
+		// Parameters only: kin-openapi would read the body again for its
+		// security check (our authentication is done already).
+		r.Body = http.NoBody
+		params := make(map[string]string, len(op.pathParams))
+		for _, name := range op.pathParams {
+			params[name] = r.PathValue(name)
+		}
+		in := &openapi3filter.RequestValidationInput{Request: r, PathParams: params, Route: op.route, Options: m.valOpts}
+		if err := openapi3filter.ValidateRequest(r.Context(), in); err != nil {
+			m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
+			return
+		}
+		if rb := op.route.Operation.RequestBody; rb != nil && rb.Value != nil {
+			validated, err := validateBody(in, rb.Value, body)
+			if err != nil {
+				m.s.writeError(w, r, badRequest("%s", describeValidation(err)))
+				return
+			}
+			r.Body = validated
+		} else {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		if key := r.Header.Get("Idempotency-Key"); op.idempotent && key != "" && info.principal != nil {
+			raw := body
+			body = nil // the handler's body holds it from here
+			m.s.serveIdempotent(w, r, info.principal, key, raw, next)
+			return
+		}
+		body = nil // the handler's body holds it from here
+		next(w, r)
+	})
 }
 
 // readBody reads the whole request body, refusing one larger than limit.
@@ -422,6 +480,16 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 	tooLarge := badRequest("request body is larger than %d bytes", limit)
 	if r.ContentLength > limit {
 		return nil, tooLarge
+	}
+	if r.ContentLength >= 0 {
+		// One allocation of the declared size (io.ReadAll would grow its
+		// buffer by doubling, leaving about twice the body behind as garbage);
+		// net/http ends the body at its declared length.
+		body := make([]byte, r.ContentLength)
+		if _, err := io.ReadFull(r.Body, body); err != nil {
+			return nil, badRequest("request body could not be read")
+		}
+		return body, nil
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
 	if err != nil {

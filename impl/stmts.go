@@ -87,6 +87,9 @@ func (c *stmtCache) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error 
 		return fmt.Errorf("begin: %w", err)
 	}
 	defer tx.Rollback()
+	if err := setStatementTimeout(ctx, tx); err != nil {
+		return err
+	}
 	if err := fn(tx); err != nil {
 		return err
 	}

@@ -73,6 +73,9 @@ func (s *Server) TaskUpdate(ctx context.Context, req gen.TaskUpdateRequestObject
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
+		return nil, err
+	}
 	start, err := parseLocalMinute("date_start", in.DateStart)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,9 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 		return nil, err
 	}
 	in := req.Body
+	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
+		return nil, err
+	}
 	start, err := parseLocalMinute("date_start", in.DateStart)
 	if err != nil {
 		return nil, err
@@ -162,7 +165,7 @@ func (s *Server) TaskList(ctx context.Context, req gen.TaskListRequestObject) (g
 		           'date_start', to_char(t.date_start AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
 		           'date_finish', to_char(t.date_finish AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
 		           'result', t.result, 'user_id', t.user_id, 'user_name', coalesce(u.name, ''), 'assigner_id', t.assigner_id,
-		           'company_id', t.company_id, 'company_name', c.name, 'deal_id', t.deal_id, 'contact_id', t.contact_id,
+		           'company_id', t.company_id, 'company_name', CASE WHEN {c_seen} THEN c.name ELSE '' END, 'deal_id', t.deal_id, 'contact_id', t.contact_id,
 		           'is_hot', CASE WHEN t.is_hot THEN 1 ELSE 0 END, 'tags', array_to_string(t.tags, ','))
 		         ORDER BY t.date_start DESC, t.id DESC), '[]')::text AS value
 		  FROM tasks t

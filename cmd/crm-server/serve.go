@@ -65,6 +65,8 @@ type serveConfig struct {
 	metricsAddr    string            // "off", "main" or a listen address (observe.go)
 	corsOrigins    []string
 	tracing        *tracingConfig // nil: no traces
+	deadlines      impl.Deadlines // DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE, DEADLINE_MAIL
+	largeRequests  int            // LARGE_REQUESTS
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -77,7 +79,8 @@ func (c *cli) serveCommand() *cobra.Command {
 Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
 REDIS_URL, CRM_MAIL, CRM_WEBHOOKS, CRM_SECRET_KEY, WEBHOOK_ALLOWED_NETWORKS,
-WEBHOOK_TIMEOUT, METRICS_ADDR, CORS_ALLOWED_ORIGINS and the OTEL_* variables), the
+WEBHOOK_TIMEOUT, METRICS_ADDR, CORS_ALLOWED_ORIGINS, DEADLINE_READ, DEADLINE_LIST,
+DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS and the OTEL_* variables), the
 flags, and the listen addresses, which must be free. With CRM_SECRET_KEY set, a mail
 worker delivers queued messages and polls mailboxes, and a webhook worker delivers the
 events of webhook subscriptions (whose secrets the key encrypts; without it the
@@ -227,6 +230,12 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 		return cfg, err
 	}
 	cfg.secrets = box
+	if cfg.deadlines, err = deadlinesFromEnv(); err != nil {
+		return cfg, err
+	}
+	if cfg.largeRequests, err = largeRequestsFromEnv(); err != nil {
+		return cfg, err
+	}
 	if err := fl.observeConfig(changed, &cfg); err != nil {
 		return cfg, err
 	}
@@ -268,12 +277,15 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 		return err
 	}
 	defer stopTracing()
-	pool, err := db.Open(ctx, url, db.WithTracerProvider(tracer))
+	// No statement outlives the longest request deadline, even one whose
+	// cancellation was lost (migrations lift it for themselves).
+	stmtTimeout := db.WithStatementTimeout(cfg.deadlines.Longest())
+	pool, err := db.Open(ctx, url, db.WithTracerProvider(tracer), stmtTimeout)
 	if err != nil {
 		return openError(err)
 	}
 	defer pool.Close()
-	generic, err := db.OpenGeneric(ctx, url, db.WithTracerProvider(tracer))
+	generic, err := db.OpenGeneric(ctx, url, db.WithTracerProvider(tracer), stmtTimeout)
 	if err != nil {
 		return openError(err)
 	}
@@ -292,7 +304,8 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
 		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
 		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout,
-		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins, Fault: os.Getenv("CRM_FAULT")}
+		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins, Fault: os.Getenv("CRM_FAULT"),
+		Deadlines: cfg.deadlines, LargeRequests: cfg.largeRequests}
 	switch hc.Fault {
 	case "":
 	case impl.IdempotencyFault:

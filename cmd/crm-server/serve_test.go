@@ -164,6 +164,9 @@ func TestServeConfiguration(t *testing.T) {
 		`CRM_WEBHOOKS "maybe" is not on or off`:                                    {"CRM_WEBHOOKS": "maybe"},
 		`WEBHOOK_ALLOWED_NETWORKS: "10.0.0.0/33" is neither a CIDR nor an address`: {"WEBHOOK_ALLOWED_NETWORKS": "10.0.0.0/33"},
 		`WEBHOOK_TIMEOUT "1h" is not a duration from 100ms to 5m (such as 10s)`:    {"WEBHOOK_TIMEOUT": "1h"},
+		`DEADLINE_READ "soon" is not a duration from 100ms to 10m (such as 5s)`:    {"DEADLINE_READ": "soon"},
+		`DEADLINE_MAIL "1h" is not a duration from 100ms to 10m (such as 5s)`:      {"DEADLINE_MAIL": "1h"},
+		`LARGE_REQUESTS "0" is not a number from 1 to 10000, or off`:               {"LARGE_REQUESTS": "0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range env {

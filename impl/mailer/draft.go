@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/mail"
 	"regexp"
 	"strings"
@@ -204,7 +205,9 @@ func (m *Outgoing) Compose(from *mail.Address, date time.Time, messageID string)
 	h.SetSubject(m.Subject)
 	h.Set("Message-Id", messageID)
 	text = HTMLToText(m.HTML)
+	// Sized once: quoted-printable text is about as long as the text.
 	var buf bytes.Buffer
+	buf.Grow((len(text)+len(m.HTML))*11/10 + 4096)
 	w, err := gomail.CreateInlineWriter(&buf, h)
 	if err != nil {
 		return nil, "", fmt.Errorf("compose mail: %w", err)
@@ -216,7 +219,7 @@ func (m *Outgoing) Compose(from *mail.Address, date time.Time, messageID string)
 		if err != nil {
 			return nil, "", fmt.Errorf("compose mail: %w", err)
 		}
-		if _, err := pw.Write([]byte(part.body)); err != nil {
+		if _, err := io.WriteString(pw, part.body); err != nil {
 			return nil, "", fmt.Errorf("compose mail: %w", err)
 		}
 		if err := pw.Close(); err != nil {

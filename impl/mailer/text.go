@@ -20,7 +20,16 @@ const PreviewLength = 255
 // Preview is the first PreviewLength characters of text with every run of
 // white space made one space; bytes that are not UTF-8 become U+FFFD.
 func Preview(text string) string {
-	return TruncateRunes(strings.Join(strings.Fields(strings.ToValidUTF8(text, "\uFFFD")), " "), PreviewLength)
+	// The preview needs the first PreviewLength words at most: the rest of a
+	// large text is not split (each word is at least one character).
+	var words []string
+	for w := range strings.FieldsSeq(text) {
+		if len(words) == PreviewLength {
+			break
+		}
+		words = append(words, w)
+	}
+	return TruncateRunes(strings.ToValidUTF8(strings.Join(words, " "), "\uFFFD"), PreviewLength)
 }
 
 // TruncateRunes cuts s to at most n characters (runes).
@@ -69,10 +78,12 @@ func (b *textBuilder) words(text string) {
 	if isSpace(text[0]) {
 		b.space = true
 	}
-	for i, w := range strings.Fields(text) {
-		if i > 0 {
+	first := true
+	for w := range strings.FieldsSeq(text) { // no slice of the words: a large body makes many
+		if !first {
 			b.space = true
 		}
+		first = false
 		b.flush()
 		b.sb.WriteString(w)
 	}
@@ -98,6 +109,7 @@ func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\
 func HTMLToText(src string) string {
 	z := nethtml.NewTokenizer(strings.NewReader(src))
 	var b textBuilder
+	b.sb.Grow(len(src) / 2) // the text is shorter than its HTML: at most one growth
 	skip, pre := 0, 0
 	type anchor struct {
 		href  string

@@ -1227,7 +1227,9 @@ export interface Operations {
       /**
        * One id or comma-separated ids of responsible users (all modules). It only narrows
        * what the token owner may see. For mail it selects whose mail accounts to view;
-       * without it, mail shows the token owner's own mail accounts.
+       * without it, mail shows the token owner's own mail accounts. Empty (`user_ids=`)
+       * means the same as omitted (for mail: the token owner's own mail, as note 2 of the
+       * interface says).
        */
       user_ids?: string;
       /**

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/crmservice/crm/impl"
+)
+
+// deadlinesFromEnv reads the deadlines of the operation classes from
+// DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE and DEADLINE_MAIL (Go durations
+// from 100ms to 10m); those unset keep impl.DefaultDeadlines.
+func deadlinesFromEnv() (impl.Deadlines, error) {
+	d := impl.DefaultDeadlines
+	for _, v := range []struct {
+		name string
+		to   *time.Duration
+	}{
+		{"DEADLINE_READ", &d.Read}, {"DEADLINE_LIST", &d.List}, {"DEADLINE_WRITE", &d.Write}, {"DEADLINE_MAIL", &d.Mail},
+	} {
+		s := os.Getenv(v.name)
+		if s == "" {
+			continue
+		}
+		dur, err := time.ParseDuration(s)
+		if err != nil || dur < 100*time.Millisecond || dur > 10*time.Minute {
+			return d, fmt.Errorf("%s %q is not a duration from 100ms to 10m (such as 5s)", v.name, s)
+		}
+		*v.to = dur
+	}
+	return d, nil
+}
+
+// largeRequestsFromEnv reads LARGE_REQUESTS: how many requests with a body over
+// 1 MiB the process handles at once (0 or unset: 4; "off": no bound).
+func largeRequestsFromEnv() (int, error) {
+	v := os.Getenv("LARGE_REQUESTS")
+	switch v {
+	case "":
+		return 0, nil
+	case "off":
+		return -1, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 10000 {
+		return 0, fmt.Errorf("LARGE_REQUESTS %q is not a number from 1 to 10000, or off", v)
+	}
+	return n, nil
+}
