@@ -5,21 +5,29 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lib/pq"
 )
 
 // dbState is a fingerprint of every table that the counterparty and contact
-// operations write: two equal fingerprints mean nothing was written between them.
+// operations write, in the accounts of the test's worlds (all of them when it
+// has none): two equal fingerprints mean nothing was written between them.
 func (e *env) dbState(t *testing.T) string {
 	t.Helper()
+	e.accounts.mu.Lock()
+	accounts := pq.Array(slices.Clone(e.accounts.ids))
+	e.accounts.mu.Unlock()
 	var parts []string
 	for _, table := range []string{"companies", "contacts", "emails", "phones", "requisites", "journal", "directory_values"} {
 		var s string
-		if err := e.db.Get(&s, `SELECT count(*) || ':' || md5(coalesce(string_agg(x::text, '|' ORDER BY x.id), '')) FROM `+table+` x`); err != nil {
+		if err := e.db.Get(&s, `SELECT count(*) || ':' || md5(coalesce(string_agg(x::text, '|' ORDER BY x.id), '')) FROM `+table+` x
+			WHERE cardinality($1::bigint[]) = 0 OR x.account_id = ANY ($1)`, accounts); err != nil {
 			t.Fatalf("state of %s: %v", table, err)
 		}
 		parts = append(parts, table+"="+s)

@@ -35,6 +35,13 @@ type env struct {
 	contract  *conformance.Contract
 	logs      *bytes.Buffer
 	logMu     *sync.Mutex
+	accounts  *accountIDs // made by world: dbState looks only at theirs, as other packages share the database on Citus
+}
+
+// accountIDs are the accounts a test made.
+type accountIDs struct {
+	mu  sync.Mutex
+	ids []int64
 }
 
 type envOption func(*impl.Config)
@@ -71,7 +78,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { generic.Close() })
-	e := &env{db: pool, server: serverPool, serverURL: serverURL, contract: contract, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}}
+	e := &env{db: pool, server: serverPool, serverURL: serverURL, contract: contract, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, accounts: &accountIDs{}}
 	// Tests change users and tokens behind the server's back and expect the
 	// next request to see it: no token cache, unless a test asks for one.
 	cfg := impl.Config{DB: serverPool, GenericDB: generic, Log: slog.New(slog.NewTextHandler(lockedWriter{e.logMu, e.logs}, nil)),
@@ -267,6 +274,9 @@ func (e *env) newWorld(t *testing.T, name string) *world {
 		return id
 	}
 	w.accountID = must(impl.CreateAccount(ctx, e.db, impl.AccountInput{Name: name, BaseCurrency: "EUR", TimeZone: "Europe/Riga"}))
+	e.accounts.mu.Lock()
+	e.accounts.ids = append(e.accounts.ids, w.accountID)
+	e.accounts.mu.Unlock()
 	w.sales = must(impl.CreateDepartment(ctx, e.db, w.accountID, "Sales"))
 	w.support = must(impl.CreateDepartment(ctx, e.db, w.accountID, "Support"))
 	newUser := func(login, role string, dept int64) user {

@@ -134,12 +134,19 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, p *Prin
 	}
 	// Claims the key, or finds it taken. A request still running under the key
 	// holds its row uncommitted, so this waits for it to end.
+	// An expired key is free again. (Two statements: Citus refuses now() in
+	// the SET and WHERE of an ON CONFLICT on a distributed table.)
+	if _, err := tx.ExecContext(ctx, `
+		DELETE FROM idempotency_keys
+		 WHERE account_id = $1 AND token_id = $2 AND key = $3 AND created_at < now() - interval '`+idempotencyTTL+`'`,
+		p.AccountID, p.TokenID, key); err != nil {
+		s.writeError(w, r, fmt.Errorf("free an expired idempotency key: %w", err))
+		return
+	}
 	res, err := tx.ExecContext(ctx, `
-		INSERT INTO idempotency_keys AS k (account_id, token_id, key, request_hash)
+		INSERT INTO idempotency_keys (account_id, token_id, key, request_hash)
 		VALUES ($1, $2, $3, $4)
-		ON CONFLICT (account_id, token_id, key) DO UPDATE
-		   SET request_hash = EXCLUDED.request_hash, http_status = NULL, reply = NULL, created_at = now()
-		 WHERE k.created_at < now() - interval '`+idempotencyTTL+`'`,
+		ON CONFLICT (account_id, token_id, key) DO NOTHING`,
 		p.AccountID, p.TokenID, key, hash)
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("claim idempotency key: %w", err))

@@ -250,14 +250,14 @@ func TestIdempotencyConcurrent(t *testing.T) {
 				t.Error("a validation failure was replayed")
 			}
 		}
-		if n := e.count(t, `SELECT count(*) FROM idempotency_keys WHERE key = 'invalid'`); n != 0 {
+		if n := e.count(t, `SELECT count(*) FROM idempotency_keys WHERE account_id = $1 AND key = 'invalid'`, w.accountID); n != 0 {
 			t.Errorf("a validation failure stored its key")
 		}
 	})
 
 	t.Run("a key past 24 hours is new again", func(t *testing.T) {
 		first := expectOK(t, send(w.member.token, "old"))
-		if _, err := e.db.Exec(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE key = 'old'`); err != nil {
+		if _, err := e.db.Exec(`UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE account_id = $1 AND key = 'old'`, w.accountID); err != nil {
 			t.Fatal(err)
 		}
 		r := send(w.member.token, "old")
@@ -273,10 +273,10 @@ func TestIdempotencyConcurrent(t *testing.T) {
 			  FROM tokens WHERE account_id = $1 AND user_id = $2`, w.accountID, w.admin.id); err != nil {
 			t.Fatal(err)
 		}
-		if e.count(t, `SELECT count(*) FROM idempotency_keys WHERE key = 'expired'`) != 1 {
+		if e.count(t, `SELECT count(*) FROM idempotency_keys WHERE account_id = $1 AND key = 'expired'`, w.accountID) != 1 {
 			t.Fatal("no expired key to purge")
 		}
-		for i := 0; e.count(t, `SELECT count(*) FROM idempotency_keys WHERE key = 'expired'`) > 0; i++ {
+		for i := 0; e.count(t, `SELECT count(*) FROM idempotency_keys WHERE account_id = $1 AND key = 'expired'`, w.accountID) > 0; i++ {
 			if i == 2000 {
 				t.Fatal("the expired key is still there after 2,000 keyed requests")
 			}

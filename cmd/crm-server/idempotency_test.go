@@ -103,7 +103,9 @@ func TestIdempotencyCrashAfterCommit(t *testing.T) {
 	if resp, err := send(crashing.addr); err == nil {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		t.Fatalf("the server at the fault point replied %d %s", resp.StatusCode, b)
+		_ = crashing.cmd.Process.Kill()
+		<-crashing.done
+		t.Fatalf("the server at the fault point replied %d %s; its log:\n%s", resp.StatusCode, b, crashing.log.String())
 	}
 	select {
 	case err := <-crashing.done:
