@@ -37,7 +37,7 @@ var suite struct {
 	token   string // the demo admin's token
 	account int64
 	userID  string
-	typeID  int64 // a company type of the demo account
+	typeID  int64  // a company type of the demo account
 	company string // a company of the demo account
 	pool    *sqlx.DB
 }
