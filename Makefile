@@ -25,7 +25,7 @@ test: apidocs sdk-typescript-deps
 	| bin/testprogress
 
 ## test-faults: the fault suite (./faults): real crm-server processes killed with SIGKILL, a private PostgreSQL under ./.data/faults
-## frozen with SIGSTOP, restarted and stopped for 20 s, slow clients; envelopes within the deadlines and recovery by itself
+## frozen with SIGSTOP, restarted and stopped for 20 s, slow clients, mail across a kill; envelopes within the deadlines and recovery by itself
 test-faults:
 	.ci/test-faults.sh
 
