@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-citus test-browser lint generate check-generated conformance bench bench-wrk bench-memory fuzz build apidocs sdk-typescript-deps db-stop clean
+.PHONY: run test test-faults test-citus test-browser lint generate check-generated conformance bench bench-wrk bench-memory fuzz build apidocs sdk-typescript-deps db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
@@ -23,6 +23,11 @@ test: apidocs sdk-typescript-deps
 	{ $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS); r=$$?; \
 	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); exit $$((r | $$?)); } 2>&1 \
 	| bin/testprogress
+
+## test-faults: the fault suite (./faults): real crm-server processes killed with SIGKILL, a private PostgreSQL under ./.data/faults
+## frozen with SIGSTOP, restarted and stopped for 20 s, slow clients, mail across a kill; envelopes within the deadlines and recovery by itself
+test-faults:
+	.ci/test-faults.sh
 
 ## test-citus: the tests on a private Citus cluster under ./.data/citus (skips, saying why, where the citus extension is not installed)
 test-citus:
