@@ -159,7 +159,7 @@ func OpenGeneric(ctx context.Context, url string, opts ...Option) (*sqlx.DB, err
 // applied once. Consecutive ordinary migrations are applied in one transaction;
 // a migration marked no-transaction (NoTransactionMarker) is applied on its own,
 // statement by statement outside any transaction. It returns the names of the
-// migrations it applied.
+// migrations it applied; on an error, those committed before it.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	return MigrateTo(ctx, db, math.MaxInt)
 }
