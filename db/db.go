@@ -14,13 +14,14 @@ import (
 	"math"
 	neturl "net/url"
 	"path"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
-	_ "github.com/lib/pq" // the PostgreSQL driver
+	"github.com/lib/pq" // the PostgreSQL driver
 )
 
 //go:embed migrations/*.sql
@@ -38,7 +39,16 @@ type Migration struct {
 	Version int
 	Name    string
 	SQL     string
+	// NoTransaction is set by NoTransactionMarker on the file's first line.
+	NoTransaction bool
 }
+
+// NoTransactionMarker, as the first line of a migration, makes Migrate apply
+// that file outside any transaction, statement by statement, still under the
+// migration lock, recording its version once every statement has succeeded:
+// for CREATE INDEX CONCURRENTLY, which builds an index on a big table without
+// locking writes (docs/scale-out.md, "Migrations that do not lock writes").
+const NoTransactionMarker = "-- crm:no-transaction"
 
 // Migrations returns the embedded migrations in version order.
 func Migrations() ([]Migration, error) {
@@ -57,7 +67,7 @@ func Migrations() ([]Migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s: %w", e.Name(), err)
 		}
-		ms = append(ms, Migration{Version: version, Name: e.Name(), SQL: string(body)})
+		ms = append(ms, newMigration(version, e.Name(), string(body)))
 	}
 	sort.Slice(ms, func(i, j int) bool { return ms[i].Version < ms[j].Version })
 	for i := 1; i < len(ms); i++ {
@@ -66,6 +76,12 @@ func Migrations() ([]Migration, error) {
 		}
 	}
 	return ms, nil
+}
+
+// newMigration returns the migration of a file's version, name and text.
+func newMigration(version int, name, sql string) Migration {
+	first, _, _ := strings.Cut(sql, "\n")
+	return Migration{Version: version, Name: name, SQL: sql, NoTransaction: strings.TrimSpace(first) == NoTransactionMarker}
 }
 
 // Fingerprint is a short hash of all migrations; databases migrated from the same
@@ -138,9 +154,12 @@ func OpenGeneric(ctx context.Context, url string, opts ...Option) (*sqlx.DB, err
 	return pool, nil
 }
 
-// Migrate applies the pending migrations in one transaction, under an advisory
-// lock so that two processes starting at once never migrate concurrently. It
-// returns the names of the migrations it applied.
+// Migrate applies the pending migrations under an advisory lock, so that two
+// processes starting at once never migrate concurrently, and each version is
+// applied once. Consecutive ordinary migrations are applied in one transaction;
+// a migration marked no-transaction (NoTransactionMarker) is applied on its own,
+// statement by statement outside any transaction. It returns the names of the
+// migrations it applied; on an error, those committed before it.
 func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 	return MigrateTo(ctx, db, math.MaxInt)
 }
@@ -158,79 +177,264 @@ func MigrateTo(ctx context.Context, db *sqlx.DB, version int) ([]string, error) 
 			ms = append(ms, m)
 		}
 	}
-	tx, err := db.BeginTxx(ctx, nil)
+	return migrate(ctx, db, ms)
+}
+
+// migrate applies the migrations of ms that the database lacks, in order, on
+// one connection that holds the session-level migration lock throughout: a
+// no-transaction migration commits its statements one by one, so a
+// transaction-scoped lock could not cover it.
+func migrate(ctx context.Context, db *sqlx.DB, ms []Migration) (done []string, err error) {
+	conn, err := db.Connx(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("begin migration: %w", err)
+		return nil, fmt.Errorf("connect to migrate: %w", err)
 	}
-	defer tx.Rollback()
+	defer conn.Close()
 	// A migration may build indexes for long: the pool's statement_timeout
-	// (WithStatementTimeout) is for requests.
-	if _, err := tx.ExecContext(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+	// (WithStatementTimeout) is for requests. RESET returns the session to the
+	// value its connection parameters set before the pool reuses it.
+	if _, err := conn.ExecContext(ctx, `SET statement_timeout = 0`); err != nil {
 		return nil, fmt.Errorf("lift the statement timeout: %w", err)
 	}
-	if _, err := tx.ExecContext(ctx, `SELECT pg_advisory_xact_lock($1)`, migrationLock); err != nil {
-		return nil, fmt.Errorf("take the migration lock: %w", err)
+	defer conn.ExecContext(context.Background(), `RESET statement_timeout`)
+	if err := lockMigrations(ctx, conn); err != nil {
+		return nil, err
 	}
-	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+	defer conn.ExecContext(context.Background(), `SELECT pg_advisory_unlock($1)`, migrationLock)
+
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
 		version    integer PRIMARY KEY,
 		name       text NOT NULL,
 		applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
 		return nil, fmt.Errorf("create schema_migrations: %w", err)
 	}
-	applied, err := appliedVersions(ctx, tx)
+	applied, err := appliedVersions(ctx, conn)
 	if err != nil {
 		return nil, err
 	}
-	citus, err := IsCitus(ctx, tx)
+	citus, err := IsCitus(ctx, conn)
 	if err != nil {
 		return nil, err
+	}
+
+	// tx is the open transaction of the ordinary migrations applied since the
+	// last no-transaction one, if any.
+	var tx *sqlx.Tx
+	defer func() {
+		if tx != nil {
+			tx.Rollback()
+		}
+	}()
+	begin := func() error {
+		if tx != nil {
+			return nil
+		}
+		t, err := beginMigration(ctx, conn, citus)
+		if err != nil {
+			return err
+		}
+		tx = t
+		return nil
+	}
+	commit := func() error {
+		if tx == nil {
+			return nil
+		}
+		err := tx.Commit()
+		tx = nil
+		if err != nil {
+			return fmt.Errorf("commit migrations: %w", err)
+		}
+		return nil
+	}
+	var pending []string // applied in tx, not yet committed
+	for _, m := range ms {
+		if applied[m.Version] {
+			continue
+		}
+		if m.NoTransaction {
+			if err := commit(); err != nil {
+				return done, err
+			}
+			done, pending = append(done, pending...), nil
+			if err := applyNoTransaction(ctx, conn, m, citus); err != nil {
+				return done, err
+			}
+			done = append(done, m.Name)
+			continue
+		}
+		if err := begin(); err != nil {
+			return done, err
+		}
+		for _, stmt := range statements(m.SQL) {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return done, fmt.Errorf("apply migration %s: %w\n%s", m.Name, err, firstLines(stmt, 3))
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+			return done, fmt.Errorf("record migration %s: %w", m.Name, err)
+		}
+		if citus {
+			// Distributed after each migration, so that the next one alters
+			// distributed tables, as it will on a database migrated earlier.
+			if err := distribute(ctx, tx); err != nil {
+				return done, fmt.Errorf("after migration %s: %w", m.Name, err)
+			}
+		}
+		pending = append(pending, m.Name)
+	}
+	if citus {
+		// A single-node database being converted: its tables become distributed
+		// even when no migration is pending (docs/scale-out.md).
+		if err := begin(); err != nil {
+			return done, err
+		}
+		if err := distribute(ctx, tx); err != nil {
+			return done, err
+		}
+	}
+	if err := commit(); err != nil {
+		return done, err
+	}
+	return append(done, pending...), nil
+}
+
+// lockMigrations takes the session-level migration lock on conn, polling with
+// pg_try_advisory_lock rather than waiting in pg_advisory_lock: a waiting
+// statement holds a snapshot, and CREATE INDEX CONCURRENTLY in the migrator
+// that holds the lock waits for every older snapshot of the database to end,
+// so a migrator waiting inside the server would deadlock with it.
+func lockMigrations(ctx context.Context, conn *sqlx.Conn) error {
+	for {
+		var locked bool
+		if err := conn.GetContext(ctx, &locked, `SELECT pg_try_advisory_lock($1)`, migrationLock); err != nil {
+			return fmt.Errorf("take the migration lock: %w", err)
+		}
+		if locked {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("take the migration lock: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// beginMigration opens the transaction of ordinary migrations on conn.
+func beginMigration(ctx context.Context, conn *sqlx.Conn, citus bool) (*sqlx.Tx, error) {
+	tx, err := conn.BeginTxx(ctx, nil)
+	if err != nil {
+		return nil, fmt.Errorf("begin migration: %w", err)
 	}
 	if citus {
 		// The list_counts triggers keep exact totals in the writing transaction; on
 		// Citus they run on the shards, beside the rows they count.
 		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.enable_unsafe_triggers = on`); err != nil {
+			tx.Rollback()
 			return nil, fmt.Errorf("allow triggers on distributed tables: %w", err)
 		}
 		// One connection per worker for the whole migration: a command on
 		// functions or types cannot follow DDL that Citus ran on the shards over
 		// several connections in the same transaction.
 		if _, err := tx.ExecContext(ctx, `SET LOCAL citus.multi_shard_modify_mode = 'sequential'`); err != nil {
+			tx.Rollback()
 			return nil, fmt.Errorf("run the migration's shard commands on one connection per worker: %w", err)
 		}
 	}
-	var done []string
-	for _, m := range ms {
-		if applied[m.Version] {
-			continue
+	return tx, nil
+}
+
+// applyNoTransaction applies a no-transaction migration: each statement commits
+// on its own (CREATE INDEX CONCURRENTLY cannot run in a transaction block), and
+// the version is recorded once all have succeeded. Such a file is written to be
+// run again after a failure part-way (IF NOT EXISTS, IF EXISTS). A failed
+// CREATE INDEX CONCURRENTLY leaves an INVALID index behind, which IF NOT EXISTS
+// would then take for done: every index the file builds so that is still
+// invalid is dropped first (DROP INDEX CONCURRENTLY), and built again.
+func applyNoTransaction(ctx context.Context, conn *sqlx.Conn, m Migration, citus bool) error {
+	stmts := statements(m.SQL)
+	if names := concurrentIndexNames(stmts); len(names) > 0 {
+		var invalid []string
+		if err := conn.SelectContext(ctx, &invalid, `
+			SELECT c.relname::text
+			  FROM pg_index i
+			  JOIN pg_class c ON c.oid = i.indexrelid
+			 WHERE c.relnamespace = 'public'::regnamespace AND c.relname = ANY($1) AND NOT i.indisvalid
+			 ORDER BY 1`, pq.Array(names)); err != nil {
+			return fmt.Errorf("migration %s: look for invalid indexes: %w", m.Name, err)
 		}
-		for _, stmt := range statements(m.SQL) {
-			if _, err := tx.ExecContext(ctx, stmt); err != nil {
-				return nil, fmt.Errorf("apply migration %s: %w\n%s", m.Name, err, firstLines(stmt, 3))
+		for _, name := range invalid {
+			if _, err := conn.ExecContext(ctx, `DROP INDEX CONCURRENTLY IF EXISTS `+pq.QuoteIdentifier(name)); err != nil {
+				return fmt.Errorf("migration %s: drop the invalid index %s left by a failed build: %w", m.Name, name, err)
 			}
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
-			return nil, fmt.Errorf("record migration %s: %w", m.Name, err)
+	}
+	for _, stmt := range stmts {
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			return fmt.Errorf("apply migration %s: %w\n%s", m.Name, err, firstLines(stmt, 3))
 		}
-		if citus {
-			// Distributed after each migration, so that the next one alters
-			// distributed tables, as it will on a database migrated earlier.
-			if err := distribute(ctx, tx); err != nil {
-				return nil, fmt.Errorf("after migration %s: %w", m.Name, err)
-			}
-		}
-		done = append(done, m.Name)
+	}
+	if _, err := conn.ExecContext(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, m.Version, m.Name); err != nil {
+		return fmt.Errorf("record migration %s: %w", m.Name, err)
 	}
 	if citus {
-		// A single-node database being converted: its tables become distributed
-		// even when no migration is pending (docs/scale-out.md).
+		tx, err := beginMigration(ctx, conn, citus)
+		if err != nil {
+			return err
+		}
+		defer tx.Rollback()
 		if err := distribute(ctx, tx); err != nil {
-			return nil, err
+			return fmt.Errorf("after migration %s: %w", m.Name, err)
+		}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("after migration %s: %w", m.Name, err)
 		}
 	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit migrations: %w", err)
+	return nil
+}
+
+// concurrentIndex matches a statement that builds an index concurrently if it
+// does not exist, and captures the index's name.
+var concurrentIndex = regexp.MustCompile(`(?is)^CREATE\s+(?:UNIQUE\s+)?INDEX\s+CONCURRENTLY\s+IF\s+NOT\s+EXISTS\s+("?)([A-Za-z_][A-Za-z0-9_$]*)"?\s`)
+
+// concurrentIndexNames returns the names of the indexes that stmts build with
+// CREATE INDEX CONCURRENTLY IF NOT EXISTS.
+func concurrentIndexNames(stmts []string) []string {
+	var names []string
+	for _, stmt := range stmts {
+		if m := concurrentIndex.FindStringSubmatch(stripComments(stmt)); m != nil {
+			name := m[2]
+			if m[1] == "" {
+				name = strings.ToLower(name) // an unquoted identifier folds to lower case
+			}
+			names = append(names, name)
+		}
 	}
-	return done, nil
+	return names
+}
+
+// stripComments removes the comment lines that lead a statement.
+func stripComments(stmt string) string {
+	for {
+		stmt = strings.TrimSpace(stmt)
+		switch {
+		case strings.HasPrefix(stmt, "--"):
+			if end := strings.IndexByte(stmt, '\n'); end >= 0 {
+				stmt = stmt[end+1:]
+			} else {
+				return ""
+			}
+		case strings.HasPrefix(stmt, "/*"):
+			if end := strings.Index(stmt, "*/"); end >= 0 {
+				stmt = stmt[end+2:]
+			} else {
+				return ""
+			}
+		default:
+			return stmt
+		}
+	}
 }
 
 // CheckSchema returns ErrStaleSchema (wrapped with the pending names) when the

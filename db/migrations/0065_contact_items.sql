@@ -8,15 +8,8 @@
 -- phones_company and emails_company, and every statement that reads a contact's
 -- items says contact_id = something, which implies the predicate.
 --
--- Big tables: a plain CREATE INDEX, because the migration runner applies all
--- pending migrations in one transaction, where CREATE INDEX CONCURRENTLY is not
--- allowed. It locks writes to phones and e-mails while it builds (seconds on
--- the bench's 2 million items of each, most of which it skips as not a
--- contact's). On a large database an operator may build both first with
--- CREATE INDEX CONCURRENTLY and the same definition (docs/scale-out.md,
--- "Limits"); IF NOT EXISTS then finds them.
-CREATE INDEX IF NOT EXISTS phones_contact ON phones (account_id, contact_id) WHERE contact_id IS NOT NULL;
-CREATE INDEX IF NOT EXISTS emails_contact ON emails (account_id, contact_id) WHERE contact_id IS NOT NULL;
+-- The two indexes are built without locking writes to phones and e-mails by
+-- migration 0067 (CREATE INDEX CONCURRENTLY, outside a transaction).
 
 -- GET /contact/list shows the contact persons of the live counterparties the
 -- caller sees; its exact total was a join of every contact person of the

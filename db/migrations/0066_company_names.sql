@@ -12,10 +12,10 @@
 -- Triggers keep it in the writing transaction: a row per counterparty while
 -- it is not deleted.
 --
--- Big table: the migration copies every live counterparty and builds a
--- trigram index of the copy, while creating the triggers holds writes to
--- companies (half a minute for a million counterparties on the bench's
--- machine).
+-- Big table: the migration copies every live counterparty while creating the
+-- triggers holds writes to companies. The trigram index of the copy is built
+-- after this migration's commit, without locking writes, by migration 0067
+-- (CREATE INDEX CONCURRENTLY), so the lock lasts the copy alone.
 CREATE TABLE company_names (
     account_id bigint NOT NULL,
     id         bigint NOT NULL,
@@ -24,7 +24,6 @@ CREATE TABLE company_names (
     PRIMARY KEY (account_id, id),
     CONSTRAINT company_names_company_fk FOREIGN KEY (account_id, id) REFERENCES companies (account_id, id) ON DELETE CASCADE
 );
-CREATE INDEX company_names_trgm ON company_names USING gin (account_id, name_lc gin_trgm_ops);
 
 -- PL/pgSQL, as every trigger function (Citus runs them on the shards).
 CREATE FUNCTION company_names_sync() RETURNS trigger LANGUAGE plpgsql AS $$
