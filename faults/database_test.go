@@ -18,8 +18,9 @@ var deadlineEnv = []string{"DEADLINE_READ=2s", "DEADLINE_LIST=2s", "DEADLINE_WRI
 
 const deadline = 2 * time.Second
 
-// readyLimit is how long /readyz may take: its one second for the database and
-// a quarter of a second for a machine the suite shares with its processes.
+// readyLimit is how long /readyz may take as the client sees it: the server
+// answers within 900 ms whatever the database does; the rest is for a machine
+// the suite shares with its processes.
 const readyLimit = 1250 * time.Millisecond
 
 // postgresProcesses is the private cluster's postmaster and its children
@@ -177,8 +178,7 @@ func TestFrozenDatabase(t *testing.T) {
 	if byCode["503"] == 0 {
 		t.Errorf("no 503 while the database was frozen: %v", byCode)
 	}
-	// /readyz gives the database one second and then answers: a few
-	// milliseconds past the second on a busy machine.
+	// /readyz gives the database 800 ms and answers by 900 ms at the latest.
 	readyCodes := checkReplies(t, ready, readyLimit, "503")
 	if readyCodes["503"] == 0 {
 		t.Errorf("/readyz never said 503 while the database was frozen: %v", readyCodes)
