@@ -75,18 +75,21 @@ func (t *tracker) run() {
 	if every <= 0 {
 		every = 2 * time.Second
 	}
+	// The first report is sent before run returns, so that it describes the
+	// start even when the goroutine is slow to be scheduled.
+	t.report(t.snapshot())
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
 		tick := time.NewTicker(every)
 		defer tick.Stop()
 		for {
-			t.report(t.snapshot())
 			select {
 			case <-t.quit:
 				return
 			case <-tick.C:
 			}
+			t.report(t.snapshot())
 		}
 	}()
 }
