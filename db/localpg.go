@@ -397,21 +397,24 @@ func (c *LocalCluster) savePort() error {
 // instead: every backend's cwd is the data dir. Without /proc the files are
 // left to PostgreSQL.
 func (c *LocalCluster) removeStaleLocks() error {
-	cwds, _ := filepath.Glob("/proc/[0-9]*/cwd")
-	if len(cwds) == 0 {
+	if cwds, _ := filepath.Glob("/proc/[0-9]*/cwd"); len(cwds) == 0 {
 		return nil
 	}
 	data, err := filepath.EvalSymlinks(c.dataDir())
 	if err != nil {
 		return nil // no data dir yet, so nothing stale
 	}
-	for _, link := range cwds {
-		proc := filepath.Dir(link)
-		comm, _ := os.ReadFile(filepath.Join(proc, "comm"))
-		if cwd, err := os.Readlink(link); err == nil && cwd == data && strings.TrimSpace(string(comm)) == "postgres" {
-			return fmt.Errorf("orphaned server process %s still runs in %s; wait for it to exit or kill it",
-				filepath.Base(proc), data)
+	// A backend may outlive its postmaster by a moment (a stop that has just
+	// returned, on a busy machine): give it a few seconds to exit.
+	for wait := 0; ; wait++ {
+		pid, found := orphanIn(data)
+		if !found {
+			break
 		}
+		if wait == 50 {
+			return fmt.Errorf("orphaned server process %s still runs in %s; wait for it to exit or kill it", pid, data)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	stale, _ := filepath.Glob(filepath.Join(c.runDir(), ".s.PGSQL.*.lock"))
 	for _, f := range append(stale, filepath.Join(data, "postmaster.pid")) {
@@ -420,6 +423,20 @@ func (c *LocalCluster) removeStaleLocks() error {
 		}
 	}
 	return nil
+}
+
+// orphanIn finds a postgres process whose working directory is data (every
+// backend's is); without /proc it finds none.
+func orphanIn(data string) (string, bool) {
+	cwds, _ := filepath.Glob("/proc/[0-9]*/cwd")
+	for _, link := range cwds {
+		proc := filepath.Dir(link)
+		comm, _ := os.ReadFile(filepath.Join(proc, "comm"))
+		if cwd, err := os.Readlink(link); err == nil && cwd == data && strings.TrimSpace(string(comm)) == "postgres" {
+			return filepath.Base(proc), true
+		}
+	}
+	return "", false
 }
 
 func (c *LocalCluster) initdb(ctx context.Context) error {

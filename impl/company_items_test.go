@@ -64,12 +64,17 @@ func (e *env) lastJournalID(t *testing.T) int64 {
 	return id
 }
 
-// journalSince returns the journal rows written after the row id, oldest first.
+// journalSince returns the journal rows written after the row id, oldest
+// first, in the accounts of the test's worlds (all when it has none).
 func (e *env) journalSince(t *testing.T, id int64) []journalRow {
 	t.Helper()
+	e.accounts.mu.Lock()
+	accounts := pq.Array(slices.Clone(e.accounts.ids))
+	e.accounts.mu.Unlock()
 	var rows []string
 	if err := e.db.Select(&rows, `SELECT jsonb_build_object('user_id', user_id, 'entity', entity, 'record_id', record_id,
-		'action', action, 'changes', changes)::text FROM journal WHERE id > $1 ORDER BY id`, id); err != nil {
+		'action', action, 'changes', changes)::text FROM journal
+		WHERE id > $1 AND (cardinality($2::bigint[]) = 0 OR account_id = ANY ($2)) ORDER BY id`, id, accounts); err != nil {
 		t.Fatal(err)
 	}
 	out := make([]journalRow, len(rows))
