@@ -397,20 +397,20 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 func companyCardSQL(p *Principal, id int64) (string, []any) {
 	q := sqlFor(p)
 	q.set("company", companyJSON)
-	q.set("email", emailJSON)
-	q.set("phone", phoneJSON)
+	q.set("email", emailRow)
+	q.set("phone", phoneRow)
 	q.set("requisites", requisitesJSON)
 	setContact(q, contactsOfCompany)
 	return q.expand(`
-		SELECT jsonb_build_object(
+		SELECT json_build_object(
 			'company', {company},
-			'emails', coalesce((SELECT jsonb_agg({email} ORDER BY e.contact_id NULLS FIRST, e.id)
+			'emails', coalesce((SELECT json_agg({email} ORDER BY e.contact_id NULLS FIRST, e.id)
 			                      FROM emails e WHERE e.account_id = {acc} AND e.company_id = c.id), '[]'),
-			'phones', coalesce((SELECT jsonb_agg({phone} ORDER BY ph.contact_id NULLS FIRST, ph.id)
+			'phones', coalesce((SELECT json_agg({phone} ORDER BY ph.contact_id NULLS FIRST, ph.id)
 			                      FROM phones ph WHERE ph.account_id = {acc} AND ph.company_id = c.id), '[]'),
 			'requisites', coalesce((SELECT jsonb_agg({requisites} ORDER BY r.is_default DESC, r.id)
 			                          FROM requisites r WHERE r.account_id = {acc} AND r.company_id = c.id), '[]'),
-			'contacts', coalesce((SELECT jsonb_agg({contact} ORDER BY ct.id)
+			'contacts', coalesce((SELECT json_agg({contact} ORDER BY ct.id)
 			                        FROM contacts ct {contactJoins}
 			                       WHERE ct.account_id = {acc} AND ct.company_id = c.id), '[]'))::text
 		  FROM companies c
@@ -445,12 +445,11 @@ const companyJSON = `(jsonb_build_object(
 	|| coalesce((SELECT jsonb_object_agg('ADD_' || f.name, c.extra -> f.name)
 	               FROM field_definitions f WHERE f.account_id = {acc} AND f.module = 1), '{}'))`
 
-// emailJSON is the object of the e-mail row e in the card.
-const emailJSON = `jsonb_build_object('id', e.id, 'company_id', e.company_id, 'id_contact_man', e.contact_id, 'email', e.email)`
+// emailRow is the object of the e-mail row e in the card, for json_agg.
+const emailRow = `(SELECT r FROM (SELECT e.id, e.company_id, e.contact_id AS id_contact_man, e.email) r)`
 
-// phoneJSON is the object of the phone row ph in the card.
-const phoneJSON = `jsonb_build_object('id', ph.id, 'company_id', ph.company_id, 'id_contact_man', ph.contact_id,
-	'phone', ph.phone, 'descr', ph.descr)`
+// phoneRow is the object of the phone row ph in the card, for json_agg.
+const phoneRow = `(SELECT r FROM (SELECT ph.id, ph.company_id, ph.contact_id AS id_contact_man, ph.phone, ph.descr) r)`
 
 // requisitesJSON is the object of the requisites row r in the card.
 const requisitesJSON = `jsonb_build_object('id', r.id, 'id_company', r.company_id,

@@ -73,6 +73,37 @@ func TestGenerate(t *testing.T) {
 				acc, got, nc, d.Tasks[i], d.Deals[i], d.Documents[i], d.Movements[i])
 		}
 	}
+	// The counters and names the load fills in bulk, with its triggers off,
+	// are those the triggers keep: recounted here per owner.
+	for _, acc := range d.Accounts {
+		var wrong []string
+		err := pool.Select(&wrong, `
+			WITH want AS (
+				SELECT 1 AS module, 0 AS kind, user_id AS owner, count(*) AS n FROM companies WHERE account_id = $1 AND deleted_at IS NULL GROUP BY user_id
+				UNION ALL SELECT 2, 0, user_id, count(*) FROM tasks WHERE account_id = $1 GROUP BY user_id
+				UNION ALL SELECT 2, 1, assigner_id, count(*) FROM tasks WHERE account_id = $1 AND assigner_id <> user_id GROUP BY assigner_id
+				UNION ALL SELECT 20, 0, coalesce(user_id, 0), count(*) FROM deals WHERE account_id = $1 GROUP BY 3
+				UNION ALL SELECT 4, 0, coalesce(user_id, 0), count(*) FROM documents WHERE account_id = $1 GROUP BY 3
+				UNION ALL SELECT 5, 0, coalesce(user_id, 0), count(*) FROM money_movements WHERE account_id = $1 GROUP BY 3
+			), got AS (
+				SELECT module, kind, owner_id AS owner, sum(n) AS n FROM list_counts WHERE account_id = $1 GROUP BY 1, 2, 3
+			)
+			SELECT format('module %s kind %s owner %s: %s counted, %s stored', coalesce(w.module, g.module), coalesce(w.kind, g.kind),
+			              coalesce(w.owner, g.owner), w.n, g.n)
+			  FROM want w FULL JOIN got g ON g.module = w.module AND g.kind = w.kind AND g.owner = w.owner
+			 WHERE w.n IS DISTINCT FROM g.n
+			UNION ALL
+			SELECT format('counterparty %s: name %L, in company_names %L', c.id, lower(c.name), n.name_lc)
+			  FROM companies c LEFT JOIN company_names n ON n.account_id = $1 AND n.id = c.id
+			 WHERE c.account_id = $1 AND n.name_lc IS DISTINCT FROM lower(c.name)`, acc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(wrong) > 0 {
+			t.Errorf("account %d: derived rows differ from the records:\n%s", acc, strings.Join(wrong, "\n"))
+		}
+	}
+
 	var stored int64
 	err := pool.Get(&stored, `
 		SELECT (SELECT count(*) FROM accounts) + (SELECT count(*) FROM departments) + (SELECT count(*) FROM users)
