@@ -65,9 +65,10 @@ func citusReport(ctx context.Context, log *slog.Logger, plainURL string, o optio
 		return "", err
 	}
 	citusURL := cluster.URL(citusDatabase)
-	// A data set of another size is not dropped table by table on Citus: the
-	// database is made again.
-	if stored, _ := storedKey(ctx, citusURL); stored != "" && stored != key || o.regen {
+	// A data set of another size, or one whose generation did not finish, is
+	// not dropped table by table on Citus (dropping the schema breaks the
+	// extension's metadata): the database is made again.
+	if stored, _ := storedKey(ctx, citusURL); stored != key || o.regen {
 		if err := db.DropLocalCitusDatabase(ctx, citusDir, citusDatabase); err != nil {
 			return "", err
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
+
+	crmdb "github.com/crmservice/crm/db"
 )
 
 // dataSet describes the generated data: accounts[0] is the big account.
@@ -103,9 +105,15 @@ func generate(ctx context.Context, db *sqlx.DB, log *slog.Logger, d *dataSet, o 
 	for i := range d.Companies {
 		total += d.accountRows(i)
 	}
+	// Citus refuses to switch off the triggers of distributed tables; its data
+	// set is small enough for them.
+	citus, err := crmdb.IsCitus(ctx, db)
+	if err != nil {
+		return err
+	}
 	p := startProgress(log, o.progressEvery, "generating rows", "rows", 1, total)
 	for i := range d.Companies {
-		acc, err := generateAccount(ctx, db, i, d, p, o.chunkRows)
+		acc, err := generateAccount(ctx, db, i, d, p, o.chunkRows, !citus)
 		if err != nil {
 			p.stop(false)
 			return fmt.Errorf("account %d: %w", i+1, err)
@@ -224,7 +232,10 @@ func inChunks(ctx context.Context, tx *sqlx.Tx, p *progress, chunk, n, perI int,
 
 // generateAccount writes account n in one transaction. Every statement names
 // the account as its parameter $1.
-func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet, p *progress, chunk int) (int64, error) {
+//
+// With bulk set, the triggers that keep list_counts and company_names are
+// off while it loads, and fillDerived stores what they would have.
+func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet, p *progress, chunk int, bulk bool) (int64, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return 0, err
@@ -272,8 +283,10 @@ func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet, p *pro
 	}
 
 	nc := d.Companies[n]
-	if err := setTriggers(ctx, tx, "DISABLE"); err != nil {
-		return 0, err
+	if bulk {
+		if err := setTriggers(ctx, tx, "DISABLE"); err != nil {
+			return 0, err
+		}
 	}
 	at("counterparties")
 	err = inChunks(ctx, tx, p, chunk, nc, 1, `
@@ -336,12 +349,14 @@ func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet, p *pro
 			return 0, fmt.Errorf("%s: %w", st.what, err)
 		}
 	}
-	at("counts and names")
-	if err := fillDerived(ctx, tx, acc); err != nil {
-		return 0, err
-	}
-	if err := setTriggers(ctx, tx, "ENABLE"); err != nil {
-		return 0, err
+	if bulk {
+		at("counts and names")
+		if err := fillDerived(ctx, tx, acc); err != nil {
+			return 0, err
+		}
+		if err := setTriggers(ctx, tx, "ENABLE"); err != nil {
+			return 0, err
+		}
 	}
 	return acc, tx.Commit()
 }
