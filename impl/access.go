@@ -59,6 +59,20 @@ func (p *Principal) seesCounterparty(alias string) string {
 	return p.seesOwner(alias + ".user_id")
 }
 
+// accessShape names the access rule p reads records by: the one fact of the
+// caller, besides the values, that the text of a statement depends on
+// (shapedSQL).
+func (p *Principal) accessShape() string {
+	switch {
+	case p.Role == RoleAdmin:
+		return "admin"
+	case p.seesDepartment():
+		return "department"
+	default:
+		return "own"
+	}
+}
+
 // seesDepartment reports whether p sees by department (a head in one).
 func (p *Principal) seesDepartment() bool {
 	return p.Role == RoleHead && p.DepartmentID.Valid

@@ -396,6 +396,14 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 // counterparty id as p sees it, as one JSON text, or no row.
 func companyCardSQL(p *Principal, id int64) (string, []any) {
 	q := sqlFor(p)
+	q.bind("id", id)
+	return cardSQL.expand(p.accessShape(), q, func() string { return companyCardText(p, q) })
+}
+
+// cardSQL holds the card's statement per access shape.
+var cardSQL shapedSQL
+
+func companyCardText(p *Principal, q *sqlText) string {
 	q.set("company", companyJSON)
 	q.set("email", emailRow)
 	q.set("phone", phoneRow)
@@ -421,7 +429,7 @@ func companyCardSQL(p *Principal, id int64) (string, []any) {
 		  LEFT JOIN directory_values dc ON dc.account_id = {acc} AND dc.id = c.category_id
 		  LEFT JOIN directory_values dg ON dg.account_id = {acc} AND dg.id = c.group_id
 		  LEFT JOIN directory_values da ON da.account_id = {acc} AND da.id = c.agent_id
-		 WHERE ` + p.seesCompany(q.arg(id))), q.args
+		 WHERE ` + p.seesCompany("{id}"))
 }
 
 // companyJSON is the company object of the card for the row c and its joined
