@@ -92,10 +92,11 @@ func TestMigrate(t *testing.T) {
 	})
 }
 
-// TestMigrateOverData applies the newest three migrations (0065, 0066 and the
-// concurrent index builds of 0067) to a database that the ones before them
-// created and that holds records, as an upgrade of a running deployment does
-// (on Citus, where DDL on shards with rows differs, too).
+// TestMigrateOverData applies the newest four migrations (0065, 0066, the
+// concurrent index builds of 0067 and the KPI by day of 0068) to a database
+// that the ones before them created and that holds records, as an upgrade of a
+// running deployment does (on Citus, where DDL on shards with rows differs,
+// too).
 func TestMigrateOverData(t *testing.T) {
 	ctx := context.Background()
 	ms, err := db.Migrations()
@@ -103,7 +104,7 @@ func TestMigrateOverData(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := emptyDatabase(t)
-	newest := ms[len(ms)-3:]
+	newest := ms[len(ms)-4:]
 	var want []string
 	for _, m := range newest {
 		want = append(want, m.Name)
@@ -152,6 +153,12 @@ func TestMigrateOverData(t *testing.T) {
 	}
 	if err := pool.GetContext(ctx, &n, `SELECT count(*) FROM company_names WHERE account_id = $1`, accountID); err != nil || n != 20 {
 		t.Fatalf("%d rows of company_names after the upgrade (%v), want 20", n, err)
+	}
+	// The counterparties the account's admin added (today, in UTC: the
+	// account's zone) are counted in kpi_daily.
+	if err := pool.GetContext(ctx, &n, `SELECT coalesce(sum(n), 0) FROM kpi_daily WHERE account_id = $1 AND metric = 1`,
+		accountID); err != nil || n != 20 {
+		t.Fatalf("kpi_daily after the upgrade counts %d counterparties (%v), want 20", n, err)
 	}
 	var valid []string
 	if err := pool.SelectContext(ctx, &valid, `SELECT c.relname::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid

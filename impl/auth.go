@@ -25,6 +25,7 @@ type Principal struct {
 	KPIUsersReport       bool          `db:"kpi_users_report"`
 	KPIDepartmentsReport bool          `db:"kpi_departments_report"`
 	TimeZone             string        `db:"time_zone"`
+	AccountTimeZone      string        `db:"account_time_zone"` // the account's own, whatever the user's
 	BaseCurrency         string        `db:"base_currency"`
 }
 
@@ -188,7 +189,7 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 	err := s.generic.get(ctx, &row, `
 		SELECT t.id AS token_id, t.account_id, t.expires_at, u.id AS user_id, u.name AS user_name, u.role, u.department_id,
 		       u.kpi_users_report, u.kpi_departments_report,
-		       coalesce(u.time_zone, a.time_zone) AS time_zone, a.base_currency
+		       coalesce(u.time_zone, a.time_zone) AS time_zone, a.time_zone AS account_time_zone, a.base_currency
 		  FROM tokens t
 		  JOIN users u ON u.account_id = $1 AND u.id = t.user_id
 		  JOIN accounts a ON a.id = $1

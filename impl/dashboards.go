@@ -356,8 +356,8 @@ const dashboardTaskJoins = `
 // for neither. The records are read once for both periods: they end on the
 // same day.
 func kpiItemsSQL(q *dashQuery, planUsers string, actualUsers func(col string) string, mtdFrom string) string {
-	lo := "least({from}::date, " + mtdFrom + ")"
-	month := func(ts string) string { return "date_trunc('month', " + ts + " AT TIME ZONE {tz}::text)::date" }
+	q.set("lo", "least({from}::date, "+mtdFrom+")")
+	q.set("mtd", mtdFrom)
 	return q.sql(`
 		WITH plan AS (
 			SELECT kp.user_id, kp.month, i.metric, i.name, i.measure, i.plan_value,
@@ -369,7 +369,61 @@ func kpiItemsSQL(q *dashQuery, planUsers string, actualUsers func(col string) st
 			  JOIN kpi_plan_items i ON i.account_id = {acc} AND i.plan_id = kp.id
 			 WHERE kp.account_id = {acc} AND kp.month BETWEEN date_trunc('month', {lo}::timestamp)::date AND {to}::date
 			   AND {planUsers}
-		), actual AS (
+		), actual AS (`+kpiActualSQL(q, actualUsers)+`
+		), items AS (
+			SELECT pl.user_id, pl.metric, (array_agg(pl.name ORDER BY pl.month DESC))[1] AS name, min(pl.measure) AS measure,
+			       sum(pl.plan_value * pl.period_days / pl.days) AS plan,
+			       coalesce(sum(a.period_value), 0) AS actual,
+			       sum(pl.plan_value * pl.mtd_days / pl.days) FILTER (WHERE pl.mtd_days > 0) AS mtd_plan,
+			       coalesce(sum(a.mtd_value) FILTER (WHERE pl.mtd_days > 0), 0) AS mtd_actual
+			  FROM plan pl
+			  LEFT JOIN actual a ON a.user_id = pl.user_id AND a.month = pl.month AND a.metric = pl.metric
+			 GROUP BY pl.user_id, pl.metric
+		)
+		SELECT user_id, metric, name, measure, plan, actual, least(actual * 100 / plan, 100) AS progress,
+		       mtd_plan, mtd_actual, CASE WHEN mtd_plan IS NOT NULL THEN least(mtd_actual * 100 / mtd_plan, 100) END AS mtd_progress
+		  FROM items`,
+		"planUsers", planUsers)
+}
+
+// kpiRollup reports whether the KPI of p is read from kpi_daily (migration
+// 0068), whose days are those of the account's time zone: only when they are
+// p's days too. Another zone moves the boundaries of the days, so its KPI is
+// counted from the records.
+func kpiRollup(p *Principal) bool {
+	return p.AccountTimeZone != "" && p.TimeZone == p.AccountTimeZone
+}
+
+// kpiActualSQL is the SELECT of the actual of kpiItemsSQL: per user, month
+// (of {tz}) and metric, the value of the days {from}..{to} (period_value) and
+// of {mtd}..{to} (mtd_value), read from the days {lo}..{to}. Both ways give
+// the same rows and numbers: the rollup holds the counts and sums of the same
+// records per day, and a row only while it has records.
+func kpiActualSQL(q *dashQuery, actualUsers func(col string) string) string {
+	if kpiRollup(q.p) {
+		// Documents of every type are kept, so that the account's invoice types
+		// are those of now, as in the count from the records.
+		return q.sql(`
+			SELECT g.user_id, g.month, x.metric,
+			       CASE WHEN x.amount THEN g.s ELSE g.n END AS period_value,
+			       CASE WHEN x.amount THEN g.mtd_s ELSE g.mtd_n END AS mtd_value
+			  FROM (SELECT k.user_id, k.metric, date_trunc('month', k.day::timestamp)::date AS month,
+			               coalesce(sum(k.n) FILTER (WHERE k.day >= {from}::date), 0) AS n,
+			               coalesce(sum(k.n) FILTER (WHERE k.day >= {mtd}), 0) AS mtd_n,
+			               coalesce(sum(k.amount) FILTER (WHERE k.day >= {from}::date), 0) AS s,
+			               coalesce(sum(k.amount) FILTER (WHERE k.day >= {mtd}), 0) AS mtd_s
+			          FROM kpi_daily k
+			         WHERE k.account_id = {acc} AND {kpiUser} AND k.metric = ANY ('{1,2,3,4,5}'::smallint[])
+			           AND k.day BETWEEN {lo} AND {to}::date
+			           AND (k.metric <> 4 OR k.type_id = ANY (`+invoiceTypes+`))
+			         GROUP BY 1, 2, 3) g
+			  JOIN (VALUES (1, 'companies_added', false), (2, 'tasks_done', false), (3, 'deals_created', false), (3, 'deal_sum', true),
+			               (4, 'invoices_issued', false), (4, 'invoice_sum', true), (5, 'income', true)) AS x (id, metric, amount)
+			    ON x.id = g.metric`,
+			"kpiUser", actualUsers("k.user_id"))
+	}
+	month := func(ts string) string { return "date_trunc('month', " + ts + " AT TIME ZONE {tz}::text)::date" }
+	return q.sql(`
 			SELECT c.user_id, {companyMonth} AS month, 'companies_added' AS metric,
 			       count(*) FILTER (WHERE c.created_at >= {start})::numeric AS period_value,
 			       count(*) FILTER (WHERE c.created_at >= {mtdStart})::numeric AS mtd_value
@@ -412,22 +466,8 @@ func kpiItemsSQL(q *dashQuery, planUsers string, actualUsers func(col string) st
 			  FROM money_movements m
 			 WHERE m.account_id = {acc} AND {moneyUser} AND NOT m.is_transfer AND m.direction = 1
 			   AND m.date BETWEEN {lo} AND {to}::date
-			 GROUP BY 1, 2
-		), items AS (
-			SELECT pl.user_id, pl.metric, (array_agg(pl.name ORDER BY pl.month DESC))[1] AS name, min(pl.measure) AS measure,
-			       sum(pl.plan_value * pl.period_days / pl.days) AS plan,
-			       coalesce(sum(a.period_value), 0) AS actual,
-			       sum(pl.plan_value * pl.mtd_days / pl.days) FILTER (WHERE pl.mtd_days > 0) AS mtd_plan,
-			       coalesce(sum(a.mtd_value) FILTER (WHERE pl.mtd_days > 0), 0) AS mtd_actual
-			  FROM plan pl
-			  LEFT JOIN actual a ON a.user_id = pl.user_id AND a.month = pl.month AND a.metric = pl.metric
-			 GROUP BY pl.user_id, pl.metric
-		)
-		SELECT user_id, metric, name, measure, plan, actual, least(actual * 100 / plan, 100) AS progress,
-		       mtd_plan, mtd_actual, CASE WHEN mtd_plan IS NOT NULL THEN least(mtd_actual * 100 / mtd_plan, 100) END AS mtd_progress
-		  FROM items`,
-		"planUsers", planUsers, "lo", lo, "mtd", mtdFrom,
-		"start", start("{from}"), "mtdStart", start(mtdFrom), "loStart", start(lo), "end", end("{to}"),
+			 GROUP BY 1, 2`,
+		"start", start("{from}"), "mtdStart", start("{mtd}"), "loStart", start("{lo}"), "end", end("{to}"),
 		"companyMonth", month("c.created_at"), "taskMonth", month("t.done_at"), "dealMonth", month("d.created_at"),
 		"companyUser", actualUsers("c.user_id"), "taskUser", actualUsers("t.user_id"), "dealUser", actualUsers("d.user_id"),
 		"documentUser", actualUsers("d.user_id"), "moneyUser", actualUsers("m.user_id"))

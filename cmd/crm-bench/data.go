@@ -233,8 +233,9 @@ func inChunks(ctx context.Context, tx *sqlx.Tx, p *progress, chunk, n, perI int,
 // generateAccount writes account n in one transaction. Every statement names
 // the account as its parameter $1.
 //
-// With bulk set, the triggers that keep list_counts and company_names are
-// off while it loads, and fillDerived stores what they would have.
+// With bulk set, the triggers that keep list_counts, company_names and
+// kpi_daily are off while it loads, and fillDerived stores what they would
+// have.
 func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet, p *progress, chunk int, bulk bool) (int64, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
@@ -361,8 +362,8 @@ func generateAccount(ctx context.Context, db *sqlx.DB, n int, d *dataSet, p *pro
 	return acc, tx.Commit()
 }
 
-// derivedTables are the tables whose triggers keep list_counts and
-// company_names; the load switches them off and fills both in bulk, because a
+// derivedTables are the tables whose triggers keep list_counts, company_names
+// and kpi_daily; the load switches them off and fills them in bulk, because a
 // row trigger that updates one counter row per inserted row makes a chain of
 // versions of that row in the loading transaction, which every next update
 // walks: the load slowed down as it went (from 4,000 counterparties a second
@@ -383,8 +384,8 @@ func setTriggers(ctx context.Context, tx *sqlx.Tx, how string) error {
 
 // fillDerived stores what the switched-off triggers would have stored for the
 // rows of account acc: the counters of list_counts (db/migrations/0009 and
-// 0065: module, kind, owner) and the lower-cased names of company_names
-// (0066).
+// 0065: module, kind, owner), the lower-cased names of company_names (0066)
+// and the KPI by day of kpi_daily (0068, through its own recount).
 func fillDerived(ctx context.Context, tx *sqlx.Tx, acc int64) error {
 	for _, stmt := range []string{
 		`INSERT INTO list_counts (account_id, module, kind, owner_id, slot, n)
@@ -401,6 +402,7 @@ func fillDerived(ctx context.Context, tx *sqlx.Tx, acc int64) error {
 		 SELECT $1, 5, 0, coalesce(user_id, 0), 0, count(*) FROM money_movements WHERE account_id = $1 GROUP BY 4`,
 		`INSERT INTO company_names (account_id, id, user_id, name_lc)
 		 SELECT account_id, id, user_id, lower(name) FROM companies WHERE account_id = $1 AND deleted_at IS NULL`,
+		`SELECT kpi_daily_fill($1)`,
 	} {
 		if _, err := tx.ExecContext(ctx, stmt, acc); err != nil {
 			return fmt.Errorf("derived rows: %w", err)

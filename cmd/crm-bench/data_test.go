@@ -95,7 +95,28 @@ func TestGenerate(t *testing.T) {
 			UNION ALL
 			SELECT format('counterparty %s: name %L, in company_names %L', c.id, lower(c.name), n.name_lc)
 			  FROM companies c LEFT JOIN company_names n ON n.account_id = $1 AND n.id = c.id
-			 WHERE c.account_id = $1 AND n.name_lc IS DISTINCT FROM lower(c.name)`, acc)
+			 WHERE c.account_id = $1 AND n.name_lc IS DISTINCT FROM lower(c.name)
+			UNION ALL
+			SELECT format('kpi_daily user %s metric %s day %s type %s: %s × %s counted, %s × %s stored',
+			              coalesce(w.user_id, k.user_id), coalesce(w.metric, k.metric), coalesce(w.day, k.day),
+			              coalesce(w.type_id, k.type_id), w.n, w.amount, k.n, k.amount)
+			  FROM (SELECT c.user_id, 1 AS metric, (c.created_at AT TIME ZONE 'Europe/Riga')::date AS day, 0::bigint AS type_id,
+			               count(*) AS n, 0::numeric AS amount
+			          FROM companies c WHERE c.account_id = $1 AND c.deleted_at IS NULL GROUP BY 1, 3
+			        UNION ALL
+			        SELECT t.user_id, 2, (t.done_at AT TIME ZONE 'Europe/Riga')::date, 0, count(*), 0
+			          FROM tasks t WHERE t.account_id = $1 AND t.done_at IS NOT NULL GROUP BY 1, 3
+			        UNION ALL
+			        SELECT d.user_id, 3, (d.created_at AT TIME ZONE 'Europe/Riga')::date, 0, count(*), sum(d.sum)
+			          FROM deals d WHERE d.account_id = $1 GROUP BY 1, 3
+			        UNION ALL
+			        SELECT d.user_id, 4, d.date, d.type_id, count(*), sum(d.sum) FROM documents d WHERE d.account_id = $1 GROUP BY 1, 3, 4
+			        UNION ALL
+			        SELECT m.user_id, 5, m.date, 0, count(*), sum(m.sum)
+			          FROM money_movements m WHERE m.account_id = $1 AND m.direction = 1 AND NOT m.is_transfer GROUP BY 1, 3) w
+			  FULL JOIN (SELECT * FROM kpi_daily WHERE account_id = $1) k
+			    ON k.user_id = w.user_id AND k.metric = w.metric AND k.day = w.day AND k.type_id = w.type_id
+			 WHERE k.n IS DISTINCT FROM w.n OR k.amount IS DISTINCT FROM w.amount`, acc)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -358,7 +358,7 @@ func TestLoadTwice(t *testing.T) {
 	// the journal stays empty (nothing was done through the API).
 	slices.Sort(filled)
 	wantFilled := []string{"companies", "company_names", "contact_socials", "contacts", "deal_goods", "deals", "departments",
-		"directory_values", "document_goods", "documents", "emails", "field_definitions", "goods", "kpi_plan_items",
+		"directory_values", "document_goods", "documents", "emails", "field_definitions", "goods", "kpi_daily", "kpi_plan_items",
 		"kpi_plans", "list_counts", "mail_accounts", "mail_messages", "money_accounts", "money_movements", "phones",
 		"requisites", "tasks", "tokens", "user_filters", "users"}
 	if !slices.Equal(filled, wantFilled) {
