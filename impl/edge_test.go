@@ -114,6 +114,11 @@ func TestEdgeInput(t *testing.T) {
 		}
 		r := e.do(t, request{method: http.MethodGet, target: "/company/get%00?id=1", token: w.admin.token, noOperation: true})
 		expectError(t, r, "400", "path: must be valid UTF-8", "")
+		// An escaped slash stays inside its segment here (the contract's
+		// router would read it as a separator and find no operation): the
+		// directory code "9/1" is no code.
+		r = e.do(t, request{method: http.MethodGet, target: "/directory/9%2F1", token: w.admin.token, noOperation: true})
+		expectError(t, r, "400", `path parameter "code": an invalid integer`, "")
 	})
 
 	t.Run("escapes that are text", func(t *testing.T) {
