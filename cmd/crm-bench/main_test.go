@@ -52,3 +52,25 @@ func TestBenchSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvelopeStatus: the client's check of a reply finds the status wherever
+// it stands, and refuses what is not an envelope.
+func TestEnvelopeStatus(t *testing.T) {
+	for _, c := range []struct {
+		reply, status string
+		ok            bool
+	}{
+		{`{"code":"0","error":"","page":1,"pages":1,"rows":1,"status":"success","value":"[{\"id\":1}]"}`, "success", true},
+		{`{"value":"[{\"id\":1}]","rows":1,"status":"success"}`, "success", true},
+		{`{"code":"400","error":"bad","status":"error","value":""}`, "error", true},
+		{`{"code":"0","value":""}`, "", false},
+		{`[1,2]`, "", false},
+		{`not json`, "", false},
+		{`{"code":`, "", false},
+	} {
+		status, err := envelopeStatus([]byte(c.reply))
+		if status != c.status || (err == nil) != c.ok {
+			t.Errorf("%s: %q, %v; want %q, ok %v", c.reply, status, err, c.status, c.ok)
+		}
+	}
+}
