@@ -111,9 +111,10 @@ func generate(ctx context.Context, db *sqlx.DB, log *slog.Logger, d *dataSet, o 
 	if err != nil {
 		return err
 	}
+	bulk := !citus && !o.rowTriggers
 	p := startProgress(log, o.progressEvery, "generating rows", "rows", 1, total)
 	for i := range d.Companies {
-		acc, err := generateAccount(ctx, db, i, d, p, o.chunkRows, !citus)
+		acc, err := generateAccount(ctx, db, i, d, p, o.chunkRows, bulk)
 		if err != nil {
 			p.stop(false)
 			return fmt.Errorf("account %d: %w", i+1, err)

@@ -57,9 +57,11 @@ type options struct {
 
 	citusCompanies int
 
-	// Not flags: tests make them small.
+	// Not flags: tests make them small, or keep the row triggers on in a
+	// load (rowTriggers) to compare with the bulk fill.
 	progressEvery time.Duration
 	chunkRows     int
+	rowTriggers   bool
 }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
