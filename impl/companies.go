@@ -83,9 +83,6 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 		return nil, err
 	}
 	in := req.Body
-	if err := s.refuseInactiveUser(ctx, p, "user_id", &in.UserId); err != nil {
-		return nil, err
-	}
 	row := newCompanyRow(p, in)
 	checkDuplicates := req.Params.CheckDuplicates != nil && *req.Params.CheckDuplicates
 
@@ -93,10 +90,11 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 	all := allEmails(in)
 	if len(deref(in.Contacts)) == 0 && in.Paymentdetails == nil && ambientTx(ctx) == nil {
 		// The common insert: the e-mails' locks, then everything else in one
-		// statement, both prepared with generic plans (planning the statement
-		// costs more than running it, and no value changes its plan). Under an
-		// Idempotency-Key the write must join the key's transaction, which is
-		// on the other pool, so it takes the general path below.
+		// statement (the responsible user's check included), both prepared
+		// with generic plans (planning the statement costs more than running
+		// it, and no value changes its plan). Under an Idempotency-Key the
+		// write must join the key's transaction, which is on the other pool,
+		// so it takes the general path below.
 		err = s.generic.inTx(ctx, func(tx *sqlx.Tx) error {
 			if err := lockEmailsPrepared(ctx, s.generic, tx, p.AccountID, all); err != nil {
 				return err
@@ -109,6 +107,9 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 			return nil, dbError(err)
 		}
 		return gen.CompanyInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
+	}
+	if err := s.refuseInactiveUser(ctx, p, "user_id", &in.UserId); err != nil {
+		return nil, err
 	}
 	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
 		if err := lockEmails(ctx, tx, p.AccountID, all); err != nil {
@@ -171,9 +172,10 @@ func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, err
 
 // insertCompanyAtOnce inserts a counterparty with its e-mails and phones and
 // writes their journal rows in one statement, after the duplicate check when
-// asked: the round trips of insertCompany, insertEmailsAndPhones, findDuplicate
-// and writeJournal in one, with the same rows, journal (positions included)
-// and 409. The caller holds the e-mails' locks (lockEmails), taken by a
+// asked: the round trips of refuseInactiveUser, insertCompany,
+// insertEmailsAndPhones, findDuplicate and writeJournal in one, with the same
+// rows, journal (positions included), 400 for a deactivated responsible user
+// (before the 409) and 409. The caller holds the e-mails' locks (lockEmails), taken by a
 // statement of their own: a statement sees the rows committed before it began,
 // so the check must begin after the locks are granted, or it could miss the
 // e-mails of the transaction it waited for.
@@ -205,7 +207,9 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 	q.bind("journalRow", string(journalRow))
 	q.bind("user", sql.NullInt64{Int64: p.UserID, Valid: p.UserID != 0})
 	q.bind("token", sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0})
+	q.bind("responsible", row.UserID)
 	var out struct {
+		Inactive bool           `db:"inactive"`
 		ID       sql.NullInt64  `db:"id"`
 		DupID    sql.NullInt64  `db:"dup_id"`
 		DupName  sql.NullString `db:"dup_name"`
@@ -217,7 +221,9 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 	// counter of the account's event feed moves by their number and stays locked
 	// until the commit (see writeJournal).
 	err = stmts.txGet(ctx, tx, &out, q.expand(`
-		WITH dup AS (
+		WITH inactive AS (
+			SELECT FROM users WHERE account_id = {acc} AND id = {responsible} AND NOT active),
+		dup AS (
 			SELECT c.id, c.name, e.email, {visible} AS visible
 			  FROM emails e
 			  JOIN companies c ON c.account_id = {acc} AND c.id = e.company_id
@@ -225,7 +231,7 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 			 ORDER BY c.id
 			 LIMIT 1),
 		co AS (
-			INSERT INTO companies ({cols}) SELECT {values} WHERE NOT EXISTS (SELECT FROM dup)
+			INSERT INTO companies ({cols}) SELECT {values} WHERE NOT EXISTS (SELECT FROM dup) AND NOT EXISTS (SELECT FROM inactive)
 			RETURNING id),
 		em AS (
 			INSERT INTO emails (account_id, company_id, contact_id, email)
@@ -251,10 +257,13 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 			SELECT {acc}, {user}, {token}, `+strconv.Itoa(ModuleCompanies)+`, j.entity, j.record, 'insert', j.changes,
 			       counter.last - (SELECT count(*) FROM entries) + row_number() OVER (ORDER BY j.k, j.record)
 			  FROM counter, entries j)
-		SELECT (SELECT id FROM co) AS id, dup.id AS dup_id, dup.name AS dup_name, dup.email AS dup_email, dup.visible AS dup_visible
+		SELECT EXISTS (SELECT FROM inactive) AS inactive, (SELECT id FROM co) AS id, dup.id AS dup_id, dup.name AS dup_name, dup.email AS dup_email, dup.visible AS dup_visible
 		  FROM (SELECT) AS one LEFT JOIN dup ON TRUE`), q.args...)
 	if err != nil {
 		return 0, fmt.Errorf("insert company: %w", err)
+	}
+	if out.Inactive {
+		return 0, badRequest("user_id: user %d is deactivated", row.UserID)
 	}
 	if out.DupID.Valid {
 		msg := fmt.Sprintf("duplicate: the e-mail %s already belongs to counterparty %d", out.DupEmail.String, out.DupID.Int64)

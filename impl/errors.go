@@ -89,6 +89,9 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		w.Header().Set("Retry-After", strconv.Itoa(max(1, apiErr.RetryAfter)))
 	case CodeNotReady:
 		httpStatus = http.StatusServiceUnavailable
+		if apiErr.RetryAfter > 0 {
+			w.Header().Set("Retry-After", strconv.Itoa(apiErr.RetryAfter))
+		}
 	}
 	code := apiErr.Code
 	setRequestCode(r.Context(), code)

@@ -83,6 +83,12 @@ type Config struct {
 	// request looks its token up. Revocation, expiry and a user's deactivation
 	// take effect within this time in every process.
 	TokenCacheTTL time.Duration
+	// MaxInFlight is how many operations the process serves at once; the
+	// rest wait in the order they came, each for at most its deadline, then
+	// get the 503 envelope with Retry-After (inflight.go). The probes
+	// (/healthz, /readyz), /metrics and /docs never wait. 0: no bound
+	// (MAX_IN_FLIGHT).
+	MaxInFlight int
 	// LargeRequests is how many requests with a body over 1 MiB the process
 	// handles at once; past it such a request is answered 429 with Retry-After
 	// (LARGE_REQUESTS; 0: 4, negative: no bound).
@@ -121,6 +127,7 @@ type Server struct {
 	deadlines      Deadlines
 	webhookTimeout time.Duration
 	large          *largeRequests // nil: no bound
+	inFlight       *inFlight      // nil: no bound
 
 	fault  string      // Config.Fault
 	tokens *tokenCache // tokens verified within the last second; nil: none
@@ -167,6 +174,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		cfg.LargeRequests = 4
 	}
 	s.large = newLargeRequests(cfg.LargeRequests)
+	s.inFlight = newInFlight(cfg.MaxInFlight)
 	s.hookGuard = webhook.NewGuard(cfg.WebhookAllowedNetworks)
 	s.hookClient = s.hookGuard.Client(cfg.WebhookTimeout)
 
@@ -391,6 +399,14 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 	ctx := r.Context()
 	info := infoFrom(ctx)
 	info.op = op
+	if op.id != "healthz" && op.id != "readyz" {
+		release, err := m.s.inFlight.acquire(ctx, op.deadline)
+		if err != nil {
+			m.s.writeError(w, r, err)
+			return
+		}
+		defer release()
+	}
 	if op.secured {
 		// Authentication reads the database too: it has the deadline of a read.
 		var p *Principal

@@ -80,6 +80,8 @@ type scenario struct {
 	lookupBaseline bool
 	// wrk: also driven by wrk, when installed (wrk.go).
 	wrk bool
+	// limited: served with MAX_IN_FLIGHT at the cores plus one (impl/inflight.go).
+	limited bool
 }
 
 // A marker names the rows of one request of a fresh scenario: the side's
@@ -118,6 +120,10 @@ func scenarios(e *benchEnv) []scenario {
 		{name: "counterparty card", lookupBaseline: true, wrk: true, next: func(rng *rand.Rand) (string, string, []byte) {
 			return http.MethodGet, fmt.Sprintf("/company/get?id=%d", company(rng)), nil
 		}},
+		{name: fmt.Sprintf("counterparty card, MAX_IN_FLIGHT=%d", inFlightLimit()), lookupBaseline: true, wrk: true, limited: true,
+			next: func(rng *rand.Rand) (string, string, []byte) {
+				return http.MethodGet, fmt.Sprintf("/company/get?id=%d", company(rng)), nil
+			}},
 		{name: "counterparty insert, 2 e-mails and 2 phones, duplicate check", fresh: true, wrk: true,
 			stored: "Bench insert %", next: func(rng *rand.Rand) (string, string, []byte) {
 				m := newMarker('h', rng)
@@ -188,7 +194,11 @@ func measure(ctx context.Context, e *benchEnv, sc scenario, rec *recorder, direc
 		traces = append(traces, trace)
 	}
 	if o.explain {
-		return res, explain(ctx, direct, sc.name, traces[0])
+		trace := traces[0]
+		if sc.fresh { // the sample's rows exist: its e-mails would make this one a duplicate
+			trace = withMarker(trace, newMarker('s', rng))
+		}
+		return res, explain(ctx, direct, sc.name, trace)
 	}
 
 	overHTTP := func() (worker, func(), error) {
@@ -509,7 +519,7 @@ func machine(ctx context.Context, pool *sqlx.DB) machineInfo {
 	return m
 }
 
-func renderReport(d *dataSet, o options, results []result, m machineInfo, citus string) string {
+func renderReport(d *dataSet, o options, results []result, m machineInfo, citus string, base *baselineResult) string {
 	var b strings.Builder
 	total := func(v []int) (n int) {
 		for _, x := range v {
@@ -594,6 +604,10 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo, citus 
 			fmt.Fprintf(&b, "**%s: what each side stored** (counted in the database): over HTTP %d counterparties, %d e-mails, %d phones (%s); "+
 				"the SQL side %d counterparties, %d e-mails, %d phones (%s).\n\n", upperFirst(r.name),
 				r.storedHTTP[0], r.storedHTTP[1], r.storedHTTP[2], check(r.storedHTTP), r.storedSQL[0], r.storedSQL[1], r.storedSQL[2], check(r.storedSQL))
+			if r.wrk != nil && r.wrk.skipped == "" {
+				fmt.Fprintf(&b, "wrk's measured run made %d requests and stored %d counterparties, %d e-mails, %d phones (%s).\n\n",
+					r.wrk.requests, r.wrk.stored[0], r.wrk.stored[1], r.wrk.stored[2], check(r.wrk.stored))
+			}
 		}
 	}
 
@@ -628,6 +642,9 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo, citus 
 		fmt.Fprintf(&b, " and at **%.0f MB** while wrk drove it from outside (the server alone at work)", float64(rssWrk)/(1<<20))
 	}
 	b.WriteString("; the limit is 150 MB.\n\n")
+	if base != nil {
+		b.WriteString(base.render())
+	}
 	b.WriteString(citus + "\n")
 	return b.String()
 }

@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"regexp"
+	"runtime"
 	"slices"
 	"time"
 
@@ -56,6 +57,8 @@ type options struct {
 	only      string
 
 	citusCompanies int
+	baseline       string // a commit whose server's insert is measured beside the current one's (baseline.go)
+	baselineRounds int
 
 	// Not flags: tests make them small, or keep the row triggers on in a
 	// load (rowTriggers) to compare with the bulk fill.
@@ -77,6 +80,8 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	flag.BoolVar(&o.explain, "explain", false, "print the plans (EXPLAIN ANALYZE) of each scenario's statements instead of measuring")
 	flag.StringVar(&o.database, "database", "", "URL of the database to use (default: crm_bench, created when missing)")
 	flag.IntVar(&o.citusCompanies, "citus-companies", 10_000, "counterparties of the Citus comparison, on Citus and on plain PostgreSQL (0: no comparison); it runs where the citus extension is installed")
+	flag.StringVar(&o.baseline, "baseline", defaultBaseline, "commit whose server's insert wrk measures beside the current code's, both built and served over the bench's database (\"\": none)")
+	flag.IntVar(&o.baselineRounds, "baseline-rounds", 3, "rounds of the baseline comparison, each driving both servers in turn")
 	flag.StringVar(&o.only, "scenarios", "", "run only the scenarios whose name matches this regular expression")
 	flag.StringVar(&o.profile, "cpuprofile", "", "directory that gets a CPU profile of each scenario's HTTP load phase (go tool pprof), named after it")
 	if err := flag.Parse(args); err != nil {
@@ -119,13 +124,18 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	var base *baselineResult
+	if i := slices.IndexFunc(list, func(sc scenario) bool { return sc.fresh && sc.wrk }); i >= 0 && !o.explain {
+		base = compareBaseline(ctx, log, url, sd.env, list[i], o)
+		base.scenario = list[i].name
+	}
 	sd.close()
 	if o.explain {
 		return nil
 	}
 	citus := compareCitus(ctx, log, url, o, only)
 	fmt.Println(citus)
-	report := renderReport(data, o, results, m, citus)
+	report := renderReport(data, o, results, m, citus, base)
 	if o.report == "" {
 		fmt.Println(report)
 		return nil
@@ -246,6 +256,7 @@ func ensureData(ctx context.Context, log *slog.Logger, url string, o options) (*
 type side struct {
 	env                   *benchEnv
 	rec                   *recorder
+	limited               *benchEnv // env, served with MAX_IN_FLIGHT (inFlightLimit)
 	direct, directGeneric *sql.DB
 	closers               []func() error
 }
@@ -284,18 +295,32 @@ func openSide(ctx context.Context, url string, data *dataSet) (_ *side, err erro
 	sd.closers = append(sd.closers, tracedGeneric.Close)
 	tracedGeneric.SetMaxOpenConns(16)
 	tracedGeneric.SetMaxIdleConns(16)
-	handler, err := impl.NewHandler(impl.Config{DB: pool, GenericDB: sqlx.NewDb(tracedGeneric, "postgres"),
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+	// The same server twice over the same pools: as deployed by default, and
+	// with MAX_IN_FLIGHT at the cores plus one, as on a machine that hosts
+	// its PostgreSQL (the scenarios marked limited).
+	serve := func(maxInFlight int) (string, error) {
+		handler, err := impl.NewHandler(impl.Config{DB: pool, GenericDB: sqlx.NewDb(tracedGeneric, "postgres"), MaxInFlight: maxInFlight,
+			Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))})
+		if err != nil {
+			return "", err
+		}
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		sd.closers = append(sd.closers, srv.Close)
+		return "http://" + ln.Addr().String(), nil
+	}
+	base, err := serve(0)
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	limitedBase, err := serve(inFlightLimit())
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	sd.closers = append(sd.closers, srv.Close)
 
 	// The direct side has the same two kinds of sessions as the server.
 	if sd.direct, err = sql.Open("postgres", url); err != nil {
@@ -307,7 +332,7 @@ func openSide(ctx context.Context, url string, data *dataSet) (_ *side, err erro
 	}
 	sd.closers = append(sd.closers, sd.directGeneric.Close)
 
-	if sd.env, err = newBenchEnv(ctx, pool, data, "http://"+ln.Addr().String()); err != nil {
+	if sd.env, err = newBenchEnv(ctx, pool, data, base); err != nil {
 		return nil, err
 	}
 	// The token lookup as the server runs it (the first request of a token
@@ -322,8 +347,14 @@ func openSide(ctx context.Context, url string, data *dataSet) (_ *side, err erro
 	if err != nil {
 		return nil, err
 	}
+	limited := *sd.env
+	limited.base = limitedBase
+	sd.limited = &limited
 	return sd, nil
 }
+
+// inFlightLimit is the MAX_IN_FLIGHT of the limited scenarios: the cores plus one.
+func inFlightLimit() int { return runtime.GOMAXPROCS(0) + 1 }
 
 // close stops the server and closes the connections, once.
 func (sd *side) close() {
@@ -341,13 +372,17 @@ func (sd *side) runScenarios(ctx context.Context, log *slog.Logger, list []scena
 	defer eta.stop()
 	for i, sc := range list {
 		eta.begin(i, sc.name)
-		res, err := measure(ctx, sd.env, sc, sd.rec, sd.direct, sd.directGeneric, o)
+		env := sd.env
+		if sc.limited {
+			env = sd.limited
+		}
+		res, err := measure(ctx, env, sc, sd.rec, sd.direct, sd.directGeneric, o)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", sc.name, err)
 		}
 		if sc.wrk && withWrk && !o.explain {
 			rss := sampleRSS(100 * time.Millisecond)
-			res.wrk = runWrk(ctx, sd.env, sc, o)
+			res.wrk = runWrk(ctx, env, sc, o)
 			res.wrk.rssMax = rss.stop()
 		}
 		results = append(results, res)

@@ -22,7 +22,7 @@ func TestBenchSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{"-database", dbtest.NewURL(t), "-companies", "400", "-accounts", "2", "-clients", "2",
-		"-duration", "100ms", "-warmup", "10ms", "-report", report, "-citus-companies", "0"}
+		"-duration", "100ms", "-warmup", "10ms", "-report", report, "-citus-companies", "0", "-baseline", ""}
 	if err := run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), args); err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +32,8 @@ func TestBenchSmall(t *testing.T) {
 	}
 	for _, want := range []string{"kept\n", "## Dashboards\n\nkept too", "| first page of 50 counterparties, exact total |",
 		"| counterparty insert, 2 e-mails and 2 phones, duplicate check |", "**Citus:** skipped: -citus-companies is 0.",
-		"**Memory:**", "what each side stored** (counted in the database): over HTTP "} {
+		"**Memory:**", "what each side stored** (counted in the database): over HTTP ",
+		"| counterparty card, MAX_IN_FLIGHT=", "against the code of an earlier commit** (before issue 15): skipped: -baseline is empty."} {
 		if !strings.Contains(string(text), want) {
 			t.Errorf("the report lacks %q:\n%s", want, text)
 		}

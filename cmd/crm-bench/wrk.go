@@ -23,11 +23,17 @@ type wrkResult struct {
 	errors   int // connection errors, timeouts and non-2xx replies
 	skipped  string
 	rssMax   int64 // the largest VmRSS of the process (the server alone at work) while wrk ran
+	// stored: in a fresh scenario, the counterparties, e-mails and phones the
+	// measured run stored (its requests each store one with two and two).
+	stored [3]int64
 }
 
 // wrkScript is the Lua script that makes wrk send the scenario's sample
-// requests in turn; in a fresh scenario each request gets a marker of its own
-// (w, the thread, a counter).
+// requests in turn; in a fresh scenario each request gets a marker of its own:
+// w, the thread, the run (six hexadecimal digits drawn for each run of wrk, so
+// that no run repeats the markers of an earlier one, the warm-up's or an
+// earlier benchmark's, whose e-mails would make its inserts duplicates) and a
+// counter.
 const wrkScript = `
 local reqs = {
 %s}
@@ -42,7 +48,7 @@ request = function()
   local r = reqs[(n %% #reqs) + 1]
   local body = r[3]
   if body and %t then
-    body = string.gsub(body, "h%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x", string.format("w%%02x%%014x", tid, n))
+    body = string.gsub(body, "h%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x%%x", string.format("w%%02x%%s%%08x", tid, "%s", n))
   end
   local headers = {["Authorization"] = "Bearer %s"}
   if body then headers["Content-Type"] = "application/json" end
@@ -73,10 +79,11 @@ func runWrk(ctx context.Context, e *benchEnv, sc scenario, o options) *wrkResult
 	}
 	defer os.RemoveAll(dir)
 	script := filepath.Join(dir, "scenario.lua")
-	if err := os.WriteFile(script, fmt.Appendf(nil, wrkScript, reqs.String(), sc.fresh, e.token), 0o600); err != nil {
-		return &wrkResult{skipped: err.Error()}
-	}
 	wrk := func(d time.Duration) ([]byte, error) {
+		run := fmt.Sprintf("%06x", rng.Uint32()>>8)
+		if err := os.WriteFile(script, fmt.Appendf(nil, wrkScript, reqs.String(), sc.fresh, run, e.token), 0o600); err != nil {
+			return nil, err
+		}
 		secs := strconv.Itoa(max(1, int(d.Round(time.Second)/time.Second)))
 		cmd := exec.CommandContext(ctx, path, "-t", "2", "-c", strconv.Itoa(o.clients), "-d", secs+"s", "--latency", "-s", script, e.base)
 		var out bytes.Buffer
@@ -89,11 +96,25 @@ func runWrk(ctx context.Context, e *benchEnv, sc scenario, o options) *wrkResult
 			return &wrkResult{skipped: fmt.Sprintf("wrk failed: %v: %s", err, firstLines(out))}
 		}
 	}
+	var before counts
+	if sc.stored != "" {
+		if before, err = e.countStored(ctx, sc.stored); err != nil {
+			return &wrkResult{skipped: err.Error()}
+		}
+	}
 	out, err := wrk(o.duration)
 	if err != nil {
 		return &wrkResult{skipped: fmt.Sprintf("wrk failed: %v: %s", err, firstLines(out))}
 	}
-	return parseWrk(out)
+	r := parseWrk(out)
+	if sc.stored != "" && r.skipped == "" {
+		after, err := e.countStored(ctx, sc.stored)
+		if err != nil {
+			return &wrkResult{skipped: err.Error()}
+		}
+		r.stored = after.minus(before, 'w')
+	}
+	return r
 }
 
 var (

@@ -49,3 +49,17 @@ func largeRequestsFromEnv() (int, error) {
 	}
 	return n, nil
 }
+
+// maxInFlightFromEnv reads MAX_IN_FLIGHT: how many operations the process
+// serves at once, the rest waiting in line (unset or "off": no bound).
+func maxInFlightFromEnv() (int, error) {
+	v := os.Getenv("MAX_IN_FLIGHT")
+	if v == "" || v == "off" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > 100000 {
+		return 0, fmt.Errorf("MAX_IN_FLIGHT %q is not a number from 1 to 100000, or off", v)
+	}
+	return n, nil
+}

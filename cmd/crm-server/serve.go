@@ -67,6 +67,7 @@ type serveConfig struct {
 	tracing        *tracingConfig // nil: no traces
 	deadlines      impl.Deadlines // DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE, DEADLINE_MAIL
 	largeRequests  int            // LARGE_REQUESTS
+	maxInFlight    int            // MAX_IN_FLIGHT
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -80,8 +81,8 @@ Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
 REDIS_URL, CRM_MAIL, CRM_WEBHOOKS, CRM_SECRET_KEY, WEBHOOK_ALLOWED_NETWORKS,
 WEBHOOK_TIMEOUT, METRICS_ADDR, CORS_ALLOWED_ORIGINS, DEADLINE_READ, DEADLINE_LIST,
-DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS and the OTEL_* variables), the
-flags, and the listen addresses, which must be free. With CRM_SECRET_KEY set, a mail
+DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS, MAX_IN_FLIGHT and the OTEL_*
+variables), the flags, and the listen addresses, which must be free. With CRM_SECRET_KEY set, a mail
 worker delivers queued messages and polls mailboxes, and a webhook worker delivers the
 events of webhook subscriptions (whose secrets the key encrypts; without it the
 webhook operations answer 503). Webhooks reach only public addresses unless
@@ -236,6 +237,9 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 	if cfg.largeRequests, err = largeRequestsFromEnv(); err != nil {
 		return cfg, err
 	}
+	if cfg.maxInFlight, err = maxInFlightFromEnv(); err != nil {
+		return cfg, err
+	}
 	if err := fl.observeConfig(changed, &cfg); err != nil {
 		return cfg, err
 	}
@@ -305,7 +309,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
 		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout,
 		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins, Fault: os.Getenv("CRM_FAULT"),
-		Deadlines: cfg.deadlines, LargeRequests: cfg.largeRequests}
+		Deadlines: cfg.deadlines, LargeRequests: cfg.largeRequests, MaxInFlight: cfg.maxInFlight}
 	switch hc.Fault {
 	case "":
 	case impl.IdempotencyFault:

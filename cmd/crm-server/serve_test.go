@@ -167,6 +167,7 @@ func TestServeConfiguration(t *testing.T) {
 		`DEADLINE_READ "soon" is not a duration from 100ms to 10m (such as 5s)`:    {"DEADLINE_READ": "soon"},
 		`DEADLINE_MAIL "1h" is not a duration from 100ms to 10m (such as 5s)`:      {"DEADLINE_MAIL": "1h"},
 		`LARGE_REQUESTS "0" is not a number from 1 to 10000, or off`:               {"LARGE_REQUESTS": "0"},
+		`MAX_IN_FLIGHT "many" is not a number from 1 to 100000, or off`:            {"MAX_IN_FLIGHT": "many"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range env {
