@@ -398,7 +398,7 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 	if err != nil {
 		return nil, fmt.Errorf("read card of counterparty %d: %w", req.Params.Id, err)
 	}
-	return gen.CompanyGet200JSONResponse(success(card)), nil
+	return envelopeReply(success(card)), nil
 }
 
 // companyCardSQL is the statement of GET /company/get: the card of the

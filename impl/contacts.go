@@ -227,7 +227,7 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
 		return nil, fmt.Errorf("list contacts: %w", err)
 	}
-	return gen.ContactList200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
+	return envelopeReply(successList(out.Value, out.Rows, page, perPage)), nil
 }
 
 // contactListSQL is the statement of GET /contact/list without company_id: the
@@ -287,5 +287,5 @@ func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID in
 	if err != nil {
 		return nil, fmt.Errorf("list contacts of counterparty %d: %w", companyID, err)
 	}
-	return gen.ContactList200JSONResponse(successList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
+	return envelopeReply(successList(out.Value, out.Rows, quickPage(out.Rows), out.Rows)), nil
 }

@@ -137,7 +137,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 			if err != nil {
 				return nil, fmt.Errorf("list module %d: %w", m.code, err)
 			}
-			return gen.CommonListPaging200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
+			return envelopeReply(successList(out.Value, out.Rows, page, perPage)), nil
 		}
 	}
 	// Filtered: read the matches once when they are few, else count them and
@@ -156,7 +156,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 		}
 	}
 	env := successList(out.Value, out.Rows, page, perPage)
-	return gen.CommonListPaging200JSONResponse(env), nil
+	return envelopeReply(env), nil
 }
 
 // companiesByName is the counterparty list filtered by a part of the name
@@ -176,7 +176,7 @@ func (s *Server) companiesByName(ctx context.Context, q *listQuery, dir string, 
 	if err := s.stmts.get(ctx, &out, q.expand(companiesByNameSQL), q.args...); err != nil {
 		return nil, fmt.Errorf("list module %d by name: %w", q.m.code, err)
 	}
-	return gen.CommonListPaging200JSONResponse(successList(out.Value, out.Rows, page, perPage)), nil
+	return envelopeReply(successList(out.Value, out.Rows, page, perPage)), nil
 }
 
 // companiesByNameSQL is the statement of companiesByName. It reads the ids of
