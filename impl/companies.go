@@ -222,7 +222,7 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 	// until the commit (see writeJournal).
 	err = stmts.txGet(ctx, tx, &out, q.expand(`
 		WITH inactive AS (
-			SELECT FROM users WHERE account_id = {acc} AND id = {responsible} AND NOT active),
+			SELECT id FROM users WHERE account_id = {acc} AND id = {responsible} AND NOT active),
 		dup AS (
 			SELECT c.id, c.name, e.email, {visible} AS visible
 			  FROM emails e
