@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/impl"
 )
@@ -124,9 +125,9 @@ func scenarios(e *benchEnv) []scenario {
 				return http.MethodGet, fmt.Sprintf("/company/get?id=%d", company(rng)), nil
 			}},
 		{name: "counterparty insert, 2 e-mails and 2 phones, duplicate check", fresh: true, wrk: true,
-			stored: "Bench insert %", next: func(rng *rand.Rand) (string, string, []byte) {
+			stored: insertedName + "%", next: func(rng *rand.Rand) (string, string, []byte) {
 				m := newMarker('h', rng)
-				body, _ := json.Marshal(map[string]any{"name": "Bench insert " + m, "type_id": e.typeID, "user_id": e.userID,
+				body, _ := json.Marshal(map[string]any{"name": insertedName + m, "type_id": e.typeID, "user_id": e.userID,
 					"Emails": []any{map[string]any{"email": "a." + m + "@new.example"}, map[string]any{"email": "b." + m + "@new.example"}},
 					"Phones": []any{map[string]any{"phone": fmt.Sprintf("+371 2%07d", rng.IntN(10_000_000))}, map[string]any{"phone": "+372 5000 0000"}}})
 				return http.MethodPost, "/company/insert?check_duplicates=true", body
@@ -725,4 +726,70 @@ func explain(ctx context.Context, db *sql.DB, name string, trace []statement) er
 		}
 	}
 	return nil
+}
+
+// insertedName begins the name of every counterparty the insert scenario
+// writes (followed by the request's marker).
+const insertedName = "Bench insert "
+
+// removeInserted deletes the counterparties that earlier runs of the insert
+// scenario left in the big account, with their e-mails and phones (the row
+// triggers take them out of the counts, names and KPI rollups; the journal
+// keeps its rows, as for any deletion), and vacuums the tables they were in,
+// so that every run measures the data set as generated: each run adds some
+// 20,000 of them. It deletes 1,000 per transaction: in one transaction every
+// deletion would update the account's counter rows again, each update walking
+// the chain of versions the earlier ones left (129,000 took 9 minutes so). It
+// returns how many it removed.
+func removeInserted(ctx context.Context, pool *sqlx.DB, account int64) (int64, error) {
+	var removed int64
+	for {
+		n, err := removeInsertedBatch(ctx, pool, account, removeBatch)
+		removed += n
+		if err != nil {
+			return removed, err
+		}
+		if n == 0 {
+			break
+		}
+	}
+	if removed == 0 {
+		return 0, nil
+	}
+	for _, table := range []string{"companies", "company_names", "emails", "phones"} {
+		if _, err := pool.ExecContext(ctx, `VACUUM (ANALYZE) `+table); err != nil {
+			return removed, err
+		}
+	}
+	return removed, nil
+}
+
+// removeBatch is how many inserted counterparties removeInserted deletes per
+// transaction (a test makes it small).
+var removeBatch = 1000
+
+// removeInsertedBatch deletes up to limit of the inserted counterparties, in
+// one transaction.
+func removeInsertedBatch(ctx context.Context, pool *sqlx.DB, account int64, limit int) (int64, error) {
+	tx, err := pool.BeginTxx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback()
+	var ids []int64
+	if err := tx.SelectContext(ctx, &ids, `SELECT id FROM companies WHERE account_id = $1 AND name LIKE $2 ORDER BY id LIMIT $3`,
+		account, insertedName+"%", limit); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	for _, table := range []string{"emails", "phones", "companies"} {
+		column := "company_id"
+		if table == "companies" {
+			column = "id"
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE account_id = $1 AND `+column+` = ANY ($2)`,
+			account, pq.Array(ids)); err != nil {
+			return 0, err
+		}
+	}
+	return int64(len(ids)), tx.Commit()
 }

@@ -99,6 +99,20 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := func() error {
+		pool, err := db.Open(ctx, url)
+		if err != nil {
+			return err
+		}
+		defer pool.Close()
+		n, err := removeInserted(ctx, pool, data.Accounts[0])
+		if n > 0 {
+			log.Info("removed the counterparties earlier runs inserted", "counterparties", n)
+		}
+		return err
+	}(); err != nil {
+		return fmt.Errorf("remove what earlier runs inserted: %w", err)
+	}
 
 	sd, err := openSide(ctx, url, data)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/db/dbtest"
 )
 
@@ -21,7 +22,8 @@ func TestBenchSmall(t *testing.T) {
 	if err := os.WriteFile(report, []byte("# Benchmarks\n\nkept\n\n<!-- crm-bench:begin -->\nold\n<!-- crm-bench:end -->\n\n## Dashboards\n\nkept too\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-database", dbtest.NewURL(t), "-companies", "400", "-accounts", "2", "-clients", "2",
+	url := dbtest.NewURL(t)
+	args := []string{"-database", url, "-companies", "400", "-accounts", "2", "-clients", "2",
 		"-duration", "100ms", "-warmup", "10ms", "-report", report, "-citus-companies", "0", "-baseline", ""}
 	if err := run(context.Background(), slog.New(slog.NewTextHandler(io.Discard, nil)), args); err != nil {
 		t.Fatal(err)
@@ -40,6 +42,45 @@ func TestBenchSmall(t *testing.T) {
 	}
 	if strings.Contains(string(text), "old\n") {
 		t.Error("the old section was not replaced")
+	}
+
+	// The next run begins by removing what the insert scenario wrote: the
+	// big account is back to its generated counterparties, names and items.
+	pool, err := db.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	d := plan(2, 400)
+	var account int64
+	if err := pool.Get(&account, `SELECT min(id) FROM accounts`); err != nil {
+		t.Fatal(err)
+	}
+	count := func(q string) (n int) {
+		t.Helper()
+		if err := pool.Get(&n, q, account); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	inserted := count(`SELECT count(*) FROM companies WHERE account_id = $1 AND name LIKE 'Bench insert %'`)
+	if inserted == 0 {
+		t.Fatal("the insert scenario stored nothing")
+	}
+	removeBatch = 7 // several batches
+	defer func() { removeBatch = 1000 }()
+	if n, err := removeInserted(context.Background(), pool, account); err != nil || n != int64(inserted) {
+		t.Fatalf("removed %d, %v; want %d", n, err, inserted)
+	}
+	for q, want := range map[string]int{
+		`SELECT count(*) FROM companies WHERE account_id = $1`:                                                                                         d.Companies[0],
+		`SELECT count(*) FROM company_names WHERE account_id = $1`:                                                                                     d.Companies[0],
+		`SELECT count(*) FROM emails WHERE account_id = $1 AND company_id IS NOT NULL AND email LIKE '%@new.example'`:                                  0,
+		`SELECT count(*) FROM phones p WHERE account_id = $1 AND NOT EXISTS (SELECT FROM companies c WHERE c.account_id = $1 AND c.id = p.company_id)`: 0,
+	} {
+		if n := count(q); n != want {
+			t.Errorf("%s: %d, want %d", q, n, want)
+		}
 	}
 	// The SQL side of the insert replays the same work: each counterparty it
 	// stored has its two e-mails and two phones, as those stored over HTTP.
