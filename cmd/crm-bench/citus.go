@@ -88,6 +88,9 @@ func citusReport(ctx context.Context, log *slog.Logger, plainURL string, o optio
 		if err != nil {
 			return "", fmt.Errorf("data set on %s: %w", []string{"PostgreSQL", "Citus"}[i], err)
 		}
+		if err := removeEarlierInserts(ctx, log, u, data); err != nil {
+			return "", fmt.Errorf("data set on %s: %w", []string{"PostgreSQL", "Citus"}[i], err)
+		}
 		sizes[i] = data.Companies[0]
 		sd, err := openSide(ctx, u, data)
 		if err != nil {

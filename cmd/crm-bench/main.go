@@ -99,19 +99,8 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err != nil {
 		return err
 	}
-	if err := func() error {
-		pool, err := db.Open(ctx, url)
-		if err != nil {
-			return err
-		}
-		defer pool.Close()
-		n, err := removeInserted(ctx, pool, data.Accounts[0])
-		if n > 0 {
-			log.Info("removed the counterparties earlier runs inserted", "counterparties", n)
-		}
+	if err := removeEarlierInserts(ctx, log, url, data); err != nil {
 		return err
-	}(); err != nil {
-		return fmt.Errorf("remove what earlier runs inserted: %w", err)
 	}
 
 	sd, err := openSide(ctx, url, data)
@@ -403,4 +392,22 @@ func (sd *side) runScenarios(ctx context.Context, log *slog.Logger, list []scena
 		fmt.Println(res.line())
 	}
 	return results, nil
+}
+
+// removeEarlierInserts takes out of the data set at url what earlier runs of
+// the insert scenario wrote (removeInserted).
+func removeEarlierInserts(ctx context.Context, log *slog.Logger, url string, data *dataSet) error {
+	pool, err := db.Open(ctx, url)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	n, err := removeInserted(ctx, pool, data.Accounts[0])
+	if n > 0 {
+		log.Info("removed the counterparties earlier runs inserted", "counterparties", n)
+	}
+	if err != nil {
+		return fmt.Errorf("remove what earlier runs inserted: %w", err)
+	}
+	return nil
 }
