@@ -1,7 +1,6 @@
 package impl
 
 import (
-	"encoding/json"
 	"net/http"
 	"slices"
 	"strconv"
@@ -42,15 +41,23 @@ func quickListEnvelope(out listResult) gen.Envelope {
 
 // writeEnvelope writes env as the whole reply with the given HTTP status.
 func writeEnvelope(w http.ResponseWriter, httpStatus int, env gen.Envelope) {
-	body, err := json.Marshal(env)
-	if err != nil { // cannot happen: the envelope holds strings and ints only
-		http.Error(w, `{"status":"error","error":"internal error","code":"500","rows":0,"pages":0,"page":0,"value":""}`, http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_ = writeEnvelopeBytes(w, httpStatus, env)
+}
+
+// writeEnvelopeBytes encodes env (appendEnvelope) into a buffer kept from
+// earlier replies and writes it with the JSON content type.
+func writeEnvelopeBytes(w http.ResponseWriter, httpStatus int, env gen.Envelope) error {
+	bp := replyBuffers.Get().(*[]byte)
+	b := appendEnvelope((*bp)[:0], env)
+	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(httpStatus)
-	_, _ = w.Write(append(body, '\n'))
+	_, err := w.Write(b)
+	if cap(b) <= 4<<20 { // a rare larger reply does not keep its memory for ever
+		*bp = b
+		replyBuffers.Put(bp)
+	}
+	return err
 }
 
 // envelopeReply is the success reply of the operations whose value can be
@@ -70,22 +77,14 @@ func (r envelopeReply) VisitCommonListPagingResponse(w http.ResponseWriter) erro
 }
 
 func (r envelopeReply) write(w http.ResponseWriter) error {
-	bp := replyBuffers.Get().(*[]byte)
-	b := appendEnvelope((*bp)[:0], gen.Envelope(r))
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	_, err := w.Write(b)
-	if cap(b) <= 4<<20 { // a rare larger reply does not keep its memory for ever
-		*bp = b
-		replyBuffers.Put(bp)
-	}
-	return err
+	return writeEnvelopeBytes(w, http.StatusOK, gen.Envelope(r))
 }
 
 var replyBuffers = sync.Pool{New: func() any { return new([]byte) }}
 
 // appendEnvelope appends env as encoding/json encodes it (json.Encoder: the
-// members in the struct's order, HTML-safe escapes, a final newline).
+// members in the struct's order, HTML-safe escapes, a final newline); every
+// reply written by writeEnvelope or envelopeReply is made by it.
 func appendEnvelope(b []byte, env gen.Envelope) []byte {
 	b = slices.Grow(b, len(env.Value)+len(env.Value)/4+128)
 	b = append(b, `{"code":`...)

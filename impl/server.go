@@ -302,6 +302,7 @@ type operation struct {
 	errorValue string // the envelope's value on failure (x-error-value)
 	idempotent bool   // takes an Idempotency-Key (idempotency.go)
 	deadline   time.Duration
+	probe      bool // /healthz or /readyz: never waits for a slot (inflight.go)
 }
 
 // validatingMux is the gen.ServeMux the generated code registers its handlers on.
@@ -342,6 +343,7 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 				secured:   op.Security == nil || len(*op.Security) > 0,
 				bodyLimit: cfg.BodyLimit,
 				deadline:  s.deadlines.deadlineOf(method, path, s.webhookTimeout),
+				probe:     path == "/healthz" || path == "/readyz",
 			}
 			if path == "/readyz" {
 				o.deadline = 900 * time.Millisecond // within the probe's promised second, whatever the database does
@@ -399,7 +401,7 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 	ctx := r.Context()
 	info := infoFrom(ctx)
 	info.op = op
-	if op.id != "healthz" && op.id != "readyz" {
+	if !op.probe {
 		release, err := m.s.inFlight.acquire(ctx, op.deadline)
 		if err != nil {
 			m.s.writeError(w, r, err)

@@ -781,13 +781,12 @@ func removeInsertedBatch(ctx context.Context, pool *sqlx.DB, account int64, limi
 		account, insertedName+"%", limit); err != nil || len(ids) == 0 {
 		return 0, err
 	}
-	for _, table := range []string{"emails", "phones", "companies"} {
-		column := "company_id"
-		if table == "companies" {
-			column = "id"
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM `+table+` WHERE account_id = $1 AND `+column+` = ANY ($2)`,
-			account, pq.Array(ids)); err != nil {
+	for _, stmt := range []string{
+		`DELETE FROM emails WHERE account_id = $1 AND company_id = ANY ($2)`,
+		`DELETE FROM phones WHERE account_id = $1 AND company_id = ANY ($2)`,
+		`DELETE FROM companies WHERE account_id = $1 AND id = ANY ($2)`,
+	} {
+		if _, err := tx.ExecContext(ctx, stmt, account, pq.Array(ids)); err != nil {
 			return 0, err
 		}
 	}
