@@ -104,7 +104,7 @@ func TestDealInsert(t *testing.T) {
 	t.Run("access levels", func(t *testing.T) {
 		for _, who := range w.roles() {
 			t.Run(who.name, func(t *testing.T) {
-				before := e.rowCounts(t, "deals", "deal_goods", "journal")
+				before := e.rowCounts(t, w.accountID, "deals", "deal_goods", "journal")
 				r := e.post(t, who.u.token, "/deal/insert", map[string]any{"name": "D", "company_id": company,
 					"type_id": w.dirs[40][0], "status_id": w.dirs[41][0], "user_id": who.u.id, "date_start": "2026-11-01",
 					"date_finish": "2026-11-01", "Goods": []any{map[string]any{"goods_id": desk}}})
@@ -113,7 +113,7 @@ func TestDealInsert(t *testing.T) {
 					return
 				}
 				expectError(t, r, "404", fmt.Sprintf("counterparty %d not found", company), "")
-				if after := e.rowCounts(t, "deals", "deal_goods", "journal"); after != before {
+				if after := e.rowCounts(t, w.accountID, "deals", "deal_goods", "journal"); after != before {
 					t.Errorf("a refused insert wrote %d rows", after-before)
 				}
 			})
@@ -170,9 +170,9 @@ func TestDealInsert(t *testing.T) {
 		{"goods not an array", body(func(b map[string]any) { b["Goods"] = map[string]any{} }), "400", `field "Goods"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := e.rowCounts(t, "deals", "deal_goods", "journal")
+			before := e.rowCounts(t, w.accountID, "deals", "deal_goods", "journal")
 			expectError(t, e.post(t, w.member.token, "/deal/insert", tc.body), tc.code, tc.want, "")
-			if after := e.rowCounts(t, "deals", "deal_goods", "journal"); after != before {
+			if after := e.rowCounts(t, w.accountID, "deals", "deal_goods", "journal"); after != before {
 				t.Errorf("a refused insert wrote %d rows", after-before)
 			}
 		})
@@ -248,9 +248,9 @@ func TestDealUpdate(t *testing.T) {
 			{"id": id, "sum": json.Number("0.004")}, // rounds to 0.00
 			{"id": id, "company_id": 0, "contact_id": 0, "user_id": 0, "status_id": 0},
 		} {
-			before := e.rowCounts(t, "journal")
+			before := e.rowCounts(t, w.accountID, "journal")
 			expectError(t, update(t, w.member.token, b), "400", `at least one field besides "id" is required (a numeric field equal to 0 counts as not passed)`, "0")
-			if e.rowCounts(t, "journal") != before {
+			if e.rowCounts(t, w.accountID, "journal") != before {
 				t.Error("journal written")
 			}
 		}
@@ -383,12 +383,12 @@ func TestDealUpdate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := readDeal(t, e, id)
-			journal := e.rowCounts(t, "journal")
+			journal := e.rowCounts(t, w.accountID, "journal")
 			expectError(t, update(t, w.member.token, tc.body), tc.code, tc.want, "0")
 			if got := readDeal(t, e, id); !reflect.DeepEqual(got, before) {
 				t.Errorf("changed to %+v", got)
 			}
-			if e.rowCounts(t, "journal") != journal {
+			if e.rowCounts(t, w.accountID, "journal") != journal {
 				t.Error("journal written")
 			}
 		})

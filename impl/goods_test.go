@@ -83,14 +83,14 @@ func testCatalogueInsert(t *testing.T, e *env, g *goodsWorld, target, table, own
 	t.Run("access levels", func(t *testing.T) {
 		for _, who := range g.roles() {
 			t.Run(who.name, func(t *testing.T) {
-				before := e.rowCounts(t, table, "journal")
+				before := e.rowCounts(t, g.accountID, table, "journal")
 				r := insert(t, who.u.token, ownerID, fmt.Sprint(g.desk))
 				if who.visible {
 					expectOK(t, r)
 					return
 				}
 				expectError(t, r, "404", fmt.Sprintf("%s %d not found", ownerName, ownerID), "0")
-				if after := e.rowCounts(t, table, "journal"); after != before {
+				if after := e.rowCounts(t, g.accountID, table, "journal"); after != before {
 					t.Errorf("a refused insert wrote %d rows", after-before)
 				}
 			})
@@ -125,13 +125,13 @@ func testCatalogueInsert(t *testing.T, e *env, g *goodsWorld, target, table, own
 		{"owner id missing", ownerID, "1", "400", "query parameter", strings.Replace(target, "=%d", "=", 1)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := e.rowCounts(t, table, "journal")
+			before := e.rowCounts(t, g.accountID, table, "journal")
 			path := fmt.Sprintf(target, tc.owner, tc.ids)
 			if tc.target != "" {
 				path = strings.NewReplacer("%d", fmt.Sprint(tc.owner), "%s", tc.ids).Replace(tc.target)
 			}
 			expectError(t, e.post(t, g.member.token, path, nil), tc.code, tc.want, "0")
-			if after := e.rowCounts(t, table, "journal"); after != before {
+			if after := e.rowCounts(t, g.accountID, table, "journal"); after != before {
 				t.Errorf("a refused insert wrote %d rows", after-before)
 			}
 		})
@@ -341,12 +341,12 @@ func TestDealGoodsUpdate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := positionsOf(t, e, "deal_goods", "deal_id", g.deal)
-			journal := e.rowCounts(t, "journal")
+			journal := e.rowCounts(t, g.accountID, "journal")
 			expectError(t, update(t, g.member.token, tc.body), tc.code, tc.want, "")
 			if got := positionsOf(t, e, "deal_goods", "deal_id", g.deal); !reflect.DeepEqual(got, before) {
 				t.Errorf("changed: %q", got)
 			}
-			if e.rowCounts(t, "journal") != journal {
+			if e.rowCounts(t, g.accountID, "journal") != journal {
 				t.Error("journal written")
 			}
 		})

@@ -180,7 +180,7 @@ func TestDocumentInsert(t *testing.T) {
 	})
 
 	t.Run("bad input writes nothing", func(t *testing.T) {
-		before := e.rowCounts(t, "documents", "journal")
+		before := e.rowCounts(t, w.accountID, "documents", "journal")
 		for name, c := range map[string]struct {
 			body map[string]any
 			msg  string
@@ -196,7 +196,7 @@ func TestDocumentInsert(t *testing.T) {
 				expectError(t, e.post(t, w.admin.token, "/document/insert", c.body), "400", c.msg, "")
 			})
 		}
-		if after := e.rowCounts(t, "documents", "journal"); after != before {
+		if after := e.rowCounts(t, w.accountID, "documents", "journal"); after != before {
 			t.Error("a refused request wrote rows")
 		}
 	})
@@ -275,7 +275,7 @@ func TestFinanceInsert(t *testing.T) {
 	})
 
 	t.Run("bad input writes nothing", func(t *testing.T) {
-		before := e.rowCounts(t, "money_movements", "journal")
+		before := e.rowCounts(t, w.accountID, "money_movements", "journal")
 		for name, c := range map[string]struct {
 			body map[string]any
 			msg  string
@@ -294,7 +294,7 @@ func TestFinanceInsert(t *testing.T) {
 				expectError(t, e.post(t, w.admin.token, "/finance/insert", c.body), "400", c.msg, "")
 			})
 		}
-		if after := e.rowCounts(t, "money_movements", "journal"); after != before {
+		if after := e.rowCounts(t, w.accountID, "money_movements", "journal"); after != before {
 			t.Error("a refused request wrote rows")
 		}
 	})

@@ -119,14 +119,16 @@ func decodeExact[T any](t *testing.T, value string) T {
 	return v
 }
 
-// rowCounts sums the rows of the tables, to show that a refused request wrote nothing.
-func (e *env) rowCounts(t *testing.T, tables ...string) int {
+// rowCounts sums the rows of the account in the tables, to show that a refused
+// request wrote nothing (only the account's: other packages' tests write the
+// same tables of the shared database of make test-citus at the same time).
+func (e *env) rowCounts(t *testing.T, account int64, tables ...string) int {
 	t.Helper()
 	parts := make([]string, len(tables))
 	for i, tb := range tables {
-		parts[i] = fmt.Sprintf("(SELECT count(*) FROM %s)", tb)
+		parts[i] = fmt.Sprintf("(SELECT count(*) FROM %s WHERE account_id = $1)", tb)
 	}
-	return e.count(t, "SELECT "+strings.Join(parts, " + "))
+	return e.count(t, "SELECT "+strings.Join(parts, " + "), account)
 }
 
 // journalRows returns the actions of the journal rows of a record.

@@ -83,7 +83,7 @@ func TestFields(t *testing.T) {
 	})
 
 	t.Run("bad input writes nothing", func(t *testing.T) {
-		before := e.rowCounts(t, "field_definitions", "journal")
+		before := e.rowCounts(t, w.accountID, "field_definitions", "journal")
 		expectError(t, e.post(t, w.admin.token, "/field/insert", map[string]any{"module": 1, "name": "segment"}), "409", `module 1 already has the field "segment"`, fmt.Sprint(segment))
 		expectError(t, e.post(t, w.admin.token, "/field/insert", map[string]any{"module": 2, "name": "x"}), "400", "module", "")
 		expectError(t, e.post(t, w.admin.token, "/field/insert", map[string]any{"module": 1, "name": "bad name"}), "400", "name", "")
@@ -93,7 +93,7 @@ func TestFields(t *testing.T) {
 			"400", "values.signed: the field is of type date", "")
 		expectError(t, e.post(t, w.member.token, "/field/values/update", map[string]any{"module": 1, "id": company, "values": map[string]any{"nope": 1}}),
 			"400", "values.nope: no such additional field", "")
-		if after := e.rowCounts(t, "field_definitions", "journal"); after != before {
+		if after := e.rowCounts(t, w.accountID, "field_definitions", "journal"); after != before {
 			t.Error("a refused request wrote rows")
 		}
 	})
@@ -144,7 +144,7 @@ func TestFilters(t *testing.T) {
 		t.Errorf("beta sees %s", r.Raw)
 	}
 
-	before := e.rowCounts(t, "user_filters", "journal")
+	before := e.rowCounts(t, w.accountID, "user_filters", "journal")
 	for name, c := range map[string]struct {
 		body map[string]any
 		msg  string
@@ -159,7 +159,7 @@ func TestFilters(t *testing.T) {
 			expectError(t, e.post(t, w.admin.token, "/filter/insert", c.body), "400", c.msg, "")
 		})
 	}
-	if after := e.rowCounts(t, "user_filters", "journal"); after != before {
+	if after := e.rowCounts(t, w.accountID, "user_filters", "journal"); after != before {
 		t.Error("a refused request wrote rows")
 	}
 	expectOK(t, e.post(t, w.admin.token, "/filter/delete", map[string]any{"id": id}))

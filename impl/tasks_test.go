@@ -111,14 +111,14 @@ func TestTaskInsert(t *testing.T) {
 	t.Run("access levels", func(t *testing.T) {
 		for _, who := range w.roles() {
 			t.Run(who.name, func(t *testing.T) {
-				before := e.rowCounts(t, "tasks", "journal")
+				before := e.rowCounts(t, w.accountID, "tasks", "journal")
 				r := e.post(t, who.u.token, "/task/insert", map[string]any{"company_id": company, "note": "x", "type_id": w.dirs[35][0]})
 				if who.visible {
 					parseID(t, expectOK(t, r))
 					return
 				}
 				expectError(t, r, "404", fmt.Sprintf("counterparty %d not found", company), "")
-				if after := e.rowCounts(t, "tasks", "journal"); after != before {
+				if after := e.rowCounts(t, w.accountID, "tasks", "journal"); after != before {
 					t.Errorf("a refused insert wrote %d rows", after-before)
 				}
 			})
@@ -181,9 +181,9 @@ func TestTaskInsert(t *testing.T) {
 		{"null body", "null", "400", "request body"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := e.rowCounts(t, "tasks", "journal")
+			before := e.rowCounts(t, w.accountID, "tasks", "journal")
 			expectError(t, e.post(t, w.member.token, "/task/insert", tc.body), tc.code, tc.want, "")
-			if after := e.rowCounts(t, "tasks", "journal"); after != before {
+			if after := e.rowCounts(t, w.accountID, "tasks", "journal"); after != before {
 				t.Errorf("a refused insert wrote %d rows", after-before)
 			}
 		})

@@ -207,14 +207,14 @@ func TestWebhooks(t *testing.T) {
 	t.Run("admins only", func(t *testing.T) {
 		for _, who := range w.roles()[1:] {
 			t.Run(who.name, func(t *testing.T) {
-				before := e.rowCounts(t, "webhooks", "journal")
+				before := e.rowCounts(t, w.accountID, "webhooks", "journal")
 				expectError(t, e.post(t, who.u.token, "/webhook/insert", map[string]any{"url": rc.URL}), "403", "only admins", "")
 				expectError(t, e.get(t, who.u.token, "/webhook/list"), "403", "only admins", "")
 				expectError(t, e.post(t, who.u.token, "/webhook/update", map[string]any{"id": id, "active": false}), "403", "only admins", "")
 				expectError(t, e.post(t, who.u.token, "/webhook/delete", map[string]any{"id": id}), "403", "only admins", "")
 				expectError(t, e.post(t, who.u.token, "/webhook/test", map[string]any{"id": id}), "403", "only admins", "")
 				expectError(t, e.get(t, who.u.token, fmt.Sprintf("/webhook/deliveries?webhook_id=%d", id)), "403", "only admins", "")
-				if after := e.rowCounts(t, "webhooks", "journal"); after != before {
+				if after := e.rowCounts(t, w.accountID, "webhooks", "journal"); after != before {
 					t.Error("a refused request wrote rows")
 				}
 			})
@@ -233,7 +233,7 @@ func TestWebhooks(t *testing.T) {
 	})
 
 	t.Run("bad input", func(t *testing.T) {
-		before := e.rowCounts(t, "webhooks", "journal")
+		before := e.rowCounts(t, w.accountID, "webhooks", "journal")
 		for name, c := range map[string]struct {
 			body map[string]any
 			msg  string
@@ -258,7 +258,7 @@ func TestWebhooks(t *testing.T) {
 		strict := newEnv(t, func(c *impl.Config) { c.Secrets = box })
 		sw := strict.newWorld(t, "strict")
 		expectError(t, strict.post(t, sw.admin.token, "/webhook/insert", map[string]any{"url": rc.URL}), "400", "url: 127.0.0.1 is a private", "")
-		if after := e.rowCounts(t, "webhooks", "journal"); after != before {
+		if after := e.rowCounts(t, w.accountID, "webhooks", "journal"); after != before {
 			t.Error("a refused request wrote rows")
 		}
 	})
