@@ -16,7 +16,8 @@ import (
 //     one node and join there;
 //   - every other table of the schema (legacy_tokens) as a reference table,
 //     copied to every node;
-//   - schema_migrations stays on the coordinator: only migrations read it.
+//   - schema_migrations and schema_functions stay on the coordinator: only
+//     migrations read them.
 //
 // The same migration files serve plain PostgreSQL, where this does nothing.
 
@@ -30,12 +31,12 @@ func IsCitus(ctx context.Context, q sqlx.QueryerContext) (bool, error) {
 }
 
 // undistributedTables selects the names of the schema's tables that Citus does
-// not know yet (schema_migrations excepted).
+// not know yet (schema_migrations and schema_functions excepted).
 const undistributedTables = `
 	SELECT c.relname::text
 	  FROM pg_class c
 	  JOIN pg_namespace n ON n.oid = c.relnamespace
-	 WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname <> 'schema_migrations'
+	 WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') AND c.relname NOT IN ('schema_migrations', 'schema_functions')
 	   AND NOT c.relispartition
 	   AND NOT EXISTS (SELECT FROM pg_dist_partition p WHERE p.logicalrelid = c.oid)`
 

@@ -84,8 +84,8 @@ func newMigration(version int, name, sql string) Migration {
 	return Migration{Version: version, Name: name, SQL: sql, NoTransaction: strings.TrimSpace(first) == NoTransactionMarker}
 }
 
-// Fingerprint is a short hash of all migrations; databases migrated from the same
-// files share it (the tests name their template database after it).
+// Fingerprint is a short hash of all migrations and function files; databases
+// migrated from the same files share it (the tests name their template database after it).
 func Fingerprint() (string, error) {
 	ms, err := Migrations()
 	if err != nil {
@@ -94,6 +94,9 @@ func Fingerprint() (string, error) {
 	h := sha256.New()
 	for _, m := range ms {
 		fmt.Fprintf(h, "%s\x00%s\x00", m.Name, m.SQL)
+	}
+	if err := functionsFingerprint(h); err != nil {
+		return "", err
 	}
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
@@ -166,6 +169,8 @@ func Migrate(ctx context.Context, db *sqlx.DB) ([]string, error) {
 
 // MigrateTo applies the pending migrations up to version (inclusive), as
 // Migrate does; tests use it to build a database as an older build left it.
+// The function files are applied only when version reaches the newest
+// migration.
 func MigrateTo(ctx context.Context, db *sqlx.DB, version int) ([]string, error) {
 	all, err := Migrations()
 	if err != nil {
@@ -283,15 +288,25 @@ func migrate(ctx context.Context, db *sqlx.DB, ms []Migration) (done []string, e
 		}
 		pending = append(pending, m.Name)
 	}
+	if err := begin(); err != nil {
+		return done, err
+	}
 	if citus {
 		// A single-node database being converted: its tables become distributed
 		// even when no migration is pending (docs/scale-out.md).
-		if err := begin(); err != nil {
-			return done, err
-		}
 		if err := distribute(ctx, tx); err != nil {
 			return done, err
 		}
+	}
+	// The function files, once the schema they read is complete (functions.go).
+	// A MigrateTo that stops at an older version leaves them alone: they are
+	// written for the newest schema.
+	if len(ms) > 0 && ms[len(ms)-1].Version == latestVersion() {
+		applied, err := applyFunctions(ctx, tx, citus)
+		if err != nil {
+			return done, err
+		}
+		pending = append(pending, applied...)
 	}
 	if err := commit(); err != nil {
 		return done, err
@@ -468,6 +483,13 @@ func CheckSchema(ctx context.Context, db sqlx.QueryerContext) error {
 	for v := range applied {
 		return fmt.Errorf("the database has migration %d, which this build does not know: run a newer server", v)
 	}
+	stale, err := staleFunctions(ctx, db)
+	if err != nil {
+		return err
+	}
+	if len(stale) > 0 {
+		return fmt.Errorf("%w (functions not current: %s)", ErrStaleSchema, strings.Join(stale, ", "))
+	}
 	citus, err := IsCitus(ctx, db)
 	if err != nil {
 		return err
@@ -586,4 +608,13 @@ func firstLines(s string, n int) string {
 		lines = append(lines[:n], "...")
 	}
 	return strings.Join(lines, "\n")
+}
+
+// latestVersion is the version of the newest embedded migration.
+func latestVersion() int {
+	ms, err := Migrations()
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].Version
 }

@@ -34,6 +34,11 @@ func TestMigrate(t *testing.T) {
 	if err != nil || len(ms) == 0 {
 		t.Fatalf("migrations: %v %d", err, len(ms))
 	}
+	fns, err := db.FunctionFiles()
+	if err != nil || len(fns) == 0 {
+		t.Fatalf("function files: %v %d", err, len(fns))
+	}
+	all := len(ms) + len(fns) // each migration and function file once
 
 	t.Run("stale before, current after, idempotent", func(t *testing.T) {
 		pool := emptyDatabase(t)
@@ -41,8 +46,8 @@ func TestMigrate(t *testing.T) {
 			t.Fatalf("CheckSchema of an empty database: %v, want ErrStaleSchema", err)
 		}
 		done, err := db.Migrate(ctx, pool)
-		if err != nil || len(done) != len(ms) {
-			t.Fatalf("Migrate applied %v (%v), want all %d", done, err, len(ms))
+		if err != nil || len(done) != all {
+			t.Fatalf("Migrate applied %v (%v), want all %d migrations and function files", done, err, all)
 		}
 		if err := db.CheckSchema(ctx, pool); err != nil {
 			t.Fatalf("CheckSchema after Migrate: %v", err)
@@ -72,8 +77,29 @@ func TestMigrate(t *testing.T) {
 			}
 			total += len(applied[i])
 		}
-		if total != len(ms) {
-			t.Fatalf("%d migrations applied in all, want %d (each once)", total, len(ms))
+		if total != all {
+			t.Fatalf("%d migrations and function files applied in all, want %d (each once)", total, all)
+		}
+	})
+
+	t.Run("a function file changed", func(t *testing.T) {
+		pool := emptyDatabase(t)
+		if _, err := db.Migrate(ctx, pool); err != nil {
+			t.Fatal(err)
+		}
+		// As a database migrated by a build whose file differed.
+		if _, err := pool.Exec(`UPDATE schema_functions SET sha256 = 'older' WHERE name = $1`, fns[0].Name); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.CheckSchema(ctx, pool); !errors.Is(err, db.ErrStaleSchema) || !strings.Contains(err.Error(), fns[0].Name) {
+			t.Fatalf("CheckSchema: %v, want ErrStaleSchema naming %s", err, fns[0].Name)
+		}
+		done, err := db.Migrate(ctx, pool)
+		if err != nil || !slices.Equal(done, []string{"functions/" + fns[0].Name}) {
+			t.Fatalf("Migrate applied %v (%v), want only functions/%s", done, err, fns[0].Name)
+		}
+		if err := db.CheckSchema(ctx, pool); err != nil {
+			t.Fatal(err)
 		}
 	})
 
@@ -92,8 +118,9 @@ func TestMigrate(t *testing.T) {
 	})
 }
 
-// TestMigrateOverData applies the newest four migrations (0065, 0066, the
-// concurrent index builds of 0067 and the KPI by day of 0068) to a database
+// TestMigrateOverData applies the newest five migrations (0065, 0066, the
+// concurrent index builds of 0067, the KPI by day of 0068 and the row types of
+// 0069) and the function files to a database
 // that the ones before them created and that holds records, as an upgrade of a
 // running deployment does (on Citus, where DDL on shards with rows differs,
 // too).
@@ -104,10 +131,17 @@ func TestMigrateOverData(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := emptyDatabase(t)
-	newest := ms[len(ms)-4:]
+	newest := ms[len(ms)-5:]
 	var want []string
 	for _, m := range newest {
 		want = append(want, m.Name)
+	}
+	fns, err := db.FunctionFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fns {
+		want = append(want, "functions/"+f.Name)
 	}
 	if _, err := db.MigrateTo(ctx, pool, newest[0].Version-1); err != nil {
 		t.Fatal(err)

@@ -47,6 +47,13 @@ func sqlFor(p *Principal) *sqlText {
 	return q
 }
 
+// callerArgs are the first arguments of every function of db/functions, who
+// calls and what they see (p_account, p_user, p_role, p_dept, p_tz), followed
+// by the operation's own.
+func (p *Principal) callerArgs(args ...any) []any {
+	return append([]any{p.AccountID, p.UserID, p.Role, p.DepartmentID, p.TimeZone}, args...)
+}
+
 // seesCounterparty is the one rule for the counterparty columns (company_name,
 // company_tax_id, company_url, …) of a record the caller sees (a deal, task,
 // document, money movement, mail message): they show its counterparty only
@@ -57,20 +64,6 @@ func sqlFor(p *Principal) *sqlText {
 // may see it, on the records that keep it as history.
 func (p *Principal) seesCounterparty(alias string) string {
 	return p.seesOwner(alias + ".user_id")
-}
-
-// accessShape names the access rule p reads records by: the one fact of the
-// caller, besides the values, that the text of a statement depends on
-// (shapedSQL).
-func (p *Principal) accessShape() string {
-	switch {
-	case p.Role == RoleAdmin:
-		return "admin"
-	case p.seesDepartment():
-		return "department"
-	default:
-		return "own"
-	}
 }
 
 // seesDepartment reports whether p sees by department (a head in one).

@@ -174,7 +174,7 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 		return nil, err
 	}
 	if legacy {
-		err := s.generic.get(ctx, &accountID, `SELECT account FROM legacy_tokens WHERE hash = $1`, hash)
+		err := s.generic(ctx).get(ctx, &accountID, `SELECT account FROM legacy_tokens WHERE hash = $1`, hash)
 		if errors.Is(err, sql.ErrNoRows) {
 			return nil, s.limits.authFailed(r, errBadToken)
 		}
@@ -182,11 +182,14 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 			return nil, fmt.Errorf("look up legacy token: %w", err)
 		}
 	}
+	// The lookup reads the account's node (a legacy token's account comes
+	// from legacy_tokens, a reference table every node holds).
+	ctx = withAccount(ctx, accountID)
 	var row struct {
 		Principal
 		Expires sql.NullTime `db:"expires_at"`
 	}
-	err := s.generic.get(ctx, &row, `
+	err := s.generic(ctx).get(ctx, &row, `
 		SELECT t.id AS token_id, t.account_id, t.expires_at, u.id AS user_id, u.name AS user_name, u.role, u.department_id,
 		       u.kpi_users_report, u.kpi_departments_report,
 		       coalesce(u.time_zone, a.time_zone) AS time_zone, a.time_zone AS account_time_zone, a.base_currency

@@ -95,12 +95,12 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 		// it, and no value changes its plan). Under an Idempotency-Key the
 		// write must join the key's transaction, which is on the other pool,
 		// so it takes the general path below.
-		err = s.generic.inTx(ctx, func(tx *sqlx.Tx) error {
-			if err := lockEmailsPrepared(ctx, s.generic, tx, p.AccountID, all); err != nil {
+		err = s.generic(ctx).inTx(ctx, func(tx *sqlx.Tx) error {
+			if err := lockEmailsPrepared(ctx, s.generic(ctx), tx, p.AccountID, all); err != nil {
 				return err
 			}
 			var err error
-			id, err = insertCompanyAtOnce(ctx, s.generic, tx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
+			id, err = insertCompanyAtOnce(ctx, s.generic(ctx), tx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
 			return err
 		})
 		if err != nil {
@@ -381,101 +381,31 @@ func findDuplicate(ctx context.Context, tx *sqlx.Tx, p *Principal, emails []stri
 	return &Error{Code: CodeConflict, Msg: msg, Value: &value}
 }
 
-// CompanyGet implements GET /company/get: the whole card in one statement.
+// CompanyGet implements GET /company/get: the whole card in one call of
+// crm_company_get (db/functions/company_get.sql).
 func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject) (gen.CompanyGetResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {
 		return nil, err
 	}
-	query, args := companyCardSQL(p, req.Params.Id)
-	var card string
-	err = s.generic.get(ctx, &card, query, args...)
-	if errors.Is(err, sql.ErrNoRows) {
+	var card sql.NullString
+	err = s.generic(ctx).get(ctx, &card, `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(req.Params.Id)...)
+	if err != nil {
+		return nil, fmt.Errorf("read card of counterparty %d: %w", req.Params.Id, err)
+	}
+	if !card.Valid {
 		// "For a missing or deleted counterparty the reply has status Error."
 		return nil, &Error{Code: CodeNotFound, Status: gen.StatusErrorCapital,
 			Msg: fmt.Sprintf("counterparty %d not found", req.Params.Id)}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("read card of counterparty %d: %w", req.Params.Id, err)
-	}
-	return envelopeReply(success(card)), nil
+	return envelopeReply(success(card.String)), nil
 }
-
-// companyCardSQL is the statement of GET /company/get: the card of the
-// counterparty id as p sees it, as one JSON text, or no row.
-func companyCardSQL(p *Principal, id int64) (string, []any) {
-	q := sqlFor(p)
-	q.bind("id", id)
-	return cardSQL.expand(p.accessShape(), q, func() string { return companyCardText(p, q) })
-}
-
-// cardSQL holds the card's statement per access shape.
-var cardSQL shapedSQL
-
-func companyCardText(p *Principal, q *sqlText) string {
-	q.set("company", companyJSON)
-	q.set("email", emailRow)
-	q.set("phone", phoneRow)
-	q.set("requisites", requisitesJSON)
-	setContact(q, contactsOfCompany)
-	return q.expand(`
-		SELECT json_build_object(
-			'company', {company},
-			'emails', coalesce((SELECT json_agg({email} ORDER BY e.contact_id NULLS FIRST, e.id)
-			                      FROM emails e WHERE e.account_id = {acc} AND e.company_id = c.id), '[]'),
-			'phones', coalesce((SELECT json_agg({phone} ORDER BY ph.contact_id NULLS FIRST, ph.id)
-			                      FROM phones ph WHERE ph.account_id = {acc} AND ph.company_id = c.id), '[]'),
-			'requisites', coalesce((SELECT jsonb_agg({requisites} ORDER BY r.is_default DESC, r.id)
-			                          FROM requisites r WHERE r.account_id = {acc} AND r.company_id = c.id), '[]'),
-			'contacts', coalesce((SELECT json_agg({contact} ORDER BY ct.id)
-			                        FROM contacts ct {contactJoins}
-			                       WHERE ct.account_id = {acc} AND ct.company_id = c.id), '[]'))::text
-		  FROM companies c
-		  LEFT JOIN users u ON u.account_id = {acc} AND u.id = c.user_id
-		  LEFT JOIN users cb ON cb.account_id = {acc} AND cb.id = c.created_by
-		  LEFT JOIN directory_values dt ON dt.account_id = {acc} AND dt.id = c.type_id
-		  LEFT JOIN directory_values ds ON ds.account_id = {acc} AND ds.id = c.status_id
-		  LEFT JOIN directory_values dc ON dc.account_id = {acc} AND dc.id = c.category_id
-		  LEFT JOIN directory_values dg ON dg.account_id = {acc} AND dg.id = c.group_id
-		  LEFT JOIN directory_values da ON da.account_id = {acc} AND da.id = c.agent_id
-		 WHERE ` + p.seesCompany("{id}"))
-}
-
-// companyJSON is the company object of the card for the row c and its joined
-// names (u, cb, dt, ds, dc, dg, da), with one ADD_{name} member per additional
-// field of the account.
-const companyJSON = `(jsonb_build_object(
-		'id', c.id, 'name', c.name, 'address', c.address,
-		'created', to_char(c.created_at AT TIME ZONE {tz}::text, 'YYYY-MM-DD HH24:MI:SS'),
-		'city', c.city, 'region', c.region, 'country', c.country, 'activity_type', c.activity_type,
-		'property_form', c.property_form, 'type_id', c.type_id, 'type', coalesce(dt.name, ''),
-		'created_by', coalesce(cb.name, c.created_via), 'info_source', c.info_source,
-		'first_name', c.first_name, 'middle_name', c.middle_name, 'last_name', c.last_name, 'url', c.url,
-		'user_id', c.user_id, 'user_name', coalesce(u.name, ''), 'person', c.person, 'note', c.note,
-		'external_code', c.external_code, 'category_id', c.category_id, 'category', coalesce(dc.name, ''),
-		'status_id', c.status_id, 'status', coalesce(ds.name, ''), 'agent_id', c.agent_id,
-		'agent', coalesce(da.name, ''), 'group_id', c.group_id, 'group', coalesce(dg.name, ''))
-	|| jsonb_build_object('tax_id', c.tax_id, 'tags', array_to_string(c.tags, ','),
-		'which_site_source', c.which_site_source, 'which_host_source', c.which_host_source,
-		'which_link_source', c.which_link_source, 'utm_campaign', c.utm_campaign, 'utm_source', c.utm_source,
-		'utm_medium', c.utm_medium, 'utm_content', c.utm_content, 'utm_term', c.utm_term)
-	|| coalesce((SELECT jsonb_object_agg('ADD_' || f.name, c.extra -> f.name)
-	               FROM field_definitions f WHERE f.account_id = {acc} AND f.module = 1), '{}'))`
 
 // emailRow is the object of the e-mail row e in the card, for json_agg.
 const emailRow = `(SELECT r FROM (SELECT e.id, e.company_id, e.contact_id AS id_contact_man, e.email) r)`
 
 // phoneRow is the object of the phone row ph in the card, for json_agg.
 const phoneRow = `(SELECT r FROM (SELECT ph.id, ph.company_id, ph.contact_id AS id_contact_man, ph.phone, ph.descr) r)`
-
-// requisitesJSON is the object of the requisites row r in the card.
-const requisitesJSON = `jsonb_build_object('id', r.id, 'id_company', r.company_id,
-	'use_default', CASE WHEN r.is_default THEN 'True' ELSE 'False' END,
-	'inn', r.inn, 'kpp', r.kpp, 'ogrn_client', r.ogrn_client, 'okpo', r.okpo, 'okved', r.okved,
-	'oktmo', r.oktmo, 'okato', r.okato, 'kr_name', r.kr_name, 'full_name', r.full_name,
-	'adres_yur', r.adres_yur, 'adres_fact', r.adres_fact, 'pocht_adr', r.pocht_adr,
-	'dir_name', r.dir_name, 'dir_status', r.dir_status, 'gl_buh', r.gl_buh,
-	'bank_name', r.bank_name, 'bik', r.bik, 'ks', r.ks, 'rs', r.rs, 'requis_prim', r.requis_prim)`
 
 // requisitesRow holds the stored fields of new requisites.
 type requisitesRow struct {

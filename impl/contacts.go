@@ -224,7 +224,7 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	if err := s.db.GetContext(ctx, &out, query, args...); err != nil {
+	if err := s.db(ctx).GetContext(ctx, &out, query, args...); err != nil {
 		return nil, fmt.Errorf("list contacts: %w", err)
 	}
 	return envelopeReply(successList(out.Value, out.Rows, page, perPage)), nil
@@ -280,7 +280,7 @@ func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID in
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	err := s.db.GetContext(ctx, &out, query, q.args...)
+	err := s.db(ctx).GetContext(ctx, &out, query, q.args...)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, companyNotFound(companyID)
 	}

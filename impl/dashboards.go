@@ -43,7 +43,7 @@ func sameDay(d time.Time) time.Time { return d }
 // today is the current date in the time zone tz.
 func (s *Server) today(ctx context.Context, tz string) (time.Time, error) {
 	var d string
-	if err := s.db.GetContext(ctx, &d, `SELECT to_char(now() AT TIME ZONE $1::text, 'YYYY-MM-DD')`, tz); err != nil {
+	if err := s.db(ctx).GetContext(ctx, &d, `SELECT to_char(now() AT TIME ZONE $1::text, 'YYYY-MM-DD')`, tz); err != nil {
 		return time.Time{}, fmt.Errorf("today in %s: %w", tz, err)
 	}
 	return time.Parse(time.DateOnly, d)
@@ -108,7 +108,7 @@ func (s *Server) kpiPeriod(ctx context.Context, p *Principal, dateFrom, dateTo *
 // dashboardValue runs a dashboard statement and returns the value it builds.
 func (s *Server) dashboardValue(ctx context.Context, q *dashQuery, query string) (string, error) {
 	var value string
-	if err := s.stmts.get(ctx, &value, query, q.args...); err != nil {
+	if err := s.stmts(ctx).get(ctx, &value, query, q.args...); err != nil {
 		return "", err
 	}
 	return value, nil
@@ -594,7 +594,7 @@ func (s *Server) kpiTeamScope(ctx context.Context, q *dashQuery, departmentID *i
 			}
 		} else {
 			var id int64
-			err := s.db.GetContext(ctx, &id, `SELECT id FROM departments WHERE account_id = $1 AND id = $2`, p.AccountID, *departmentID)
+			err := s.db(ctx).GetContext(ctx, &id, `SELECT id FROM departments WHERE account_id = $1 AND id = $2`, p.AccountID, *departmentID)
 			if errors.Is(err, sql.ErrNoRows) {
 				return "", missing
 			}

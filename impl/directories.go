@@ -38,7 +38,7 @@ func (s *Server) DirectoryGet(ctx context.Context, req gen.DirectoryGetRequestOb
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	err = s.db.GetContext(ctx, &out, `
+	err = s.db(ctx).GetContext(ctx, &out, `
 		SELECT count(*) AS rows,
 		       coalesce(jsonb_agg(jsonb_build_object('ID', id, 'NAME', name) ORDER BY sort, name, id), '[]') AS value
 		  FROM directory_values

@@ -126,7 +126,7 @@ func (s *Server) EventList(ctx context.Context, req gen.EventListRequestObject) 
 	}
 	q.set("filters", strings.Join(filters, " AND "))
 	var page eventPage
-	err = s.stmts.get(ctx, &page, q.expand(`
+	err = s.stmts(ctx).get(ctx, &page, q.expand(`
 		WITH scanned AS MATERIALIZED (
 			SELECT j.position, j.user_id, j.module, j.action
 			  FROM journal j

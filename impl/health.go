@@ -19,7 +19,7 @@ func (s *Server) Healthz(ctx context.Context, req gen.HealthzRequestObject) (gen
 func (s *Server) Readyz(ctx context.Context, req gen.ReadyzRequestObject) (gen.ReadyzResponseObject, error) {
 	ctx, cancel := context.WithTimeout(ctx, 800*time.Millisecond)
 	defer cancel()
-	if err := db.CheckSchema(ctx, s.db); err != nil {
+	if err := db.CheckSchema(ctx, s.db(ctx)); err != nil {
 		s.log.WarnContext(ctx, "not ready", "err", err)
 		code := CodeNotReady
 		return gen.Readyz503JSONResponse(envelope(gen.StatusError, &code, "database unavailable or schema not current", "")), nil

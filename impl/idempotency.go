@@ -122,7 +122,7 @@ func storable(status int, body []byte) bool {
 func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, p *Principal, key string, body []byte, next func(http.ResponseWriter, *http.Request)) {
 	ctx := r.Context()
 	hash := requestHash(r, body)
-	tx, err := s.db.BeginTxx(ctx, nil)
+	tx, err := s.db(ctx).BeginTxx(ctx, nil)
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("begin: %w", err))
 		return

@@ -133,7 +133,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 		if counted := m.count(q); counted != "" {
 			// Unfiltered: the kept total and the page through the order's index.
 			q.set("counted", counted)
-			err = s.generic.get(ctx, &out, q.expand(orderedSQL), q.args...)
+			err = s.generic(ctx).get(ctx, &out, q.expand(orderedSQL), q.args...)
 			if err != nil {
 				return nil, fmt.Errorf("list module %d: %w", m.code, err)
 			}
@@ -146,12 +146,12 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	q.set("dir", dir)
 	q.set("scanOnce", strconv.Itoa(s.scanOnce+1))
 	q.set("counted", "SELECT count(*) FROM matched")
-	if err := s.stmts.get(ctx, &out, q.expand(scanOnceSQL), q.args...); err != nil {
+	if err := s.stmts(ctx).get(ctx, &out, q.expand(scanOnceSQL), q.args...); err != nil {
 		return nil, fmt.Errorf("list module %d: %w", m.code, err)
 	}
 	if out.Rows > s.scanOnce {
 		q.set("counted", "SELECT count(*) FROM {from} {inner} WHERE {where}")
-		if err := s.stmts.get(ctx, &out, q.expand(orderedSQL), q.args...); err != nil {
+		if err := s.stmts(ctx).get(ctx, &out, q.expand(orderedSQL), q.args...); err != nil {
 			return nil, fmt.Errorf("list module %d: %w", m.code, err)
 		}
 	}
@@ -173,7 +173,7 @@ func (s *Server) companiesByName(ctx context.Context, q *listQuery, dir string, 
 	q.set("dir", dir)
 	q.set("counted", "SELECT count(*) FROM matched")
 	var out listResult
-	if err := s.stmts.get(ctx, &out, q.expand(companiesByNameSQL), q.args...); err != nil {
+	if err := s.stmts(ctx).get(ctx, &out, q.expand(companiesByNameSQL), q.args...); err != nil {
 		return nil, fmt.Errorf("list module %d by name: %w", q.m.code, err)
 	}
 	return envelopeReply(successList(out.Value, out.Rows, page, perPage)), nil
@@ -271,7 +271,7 @@ func (q *listQuery) applyReadyFilters(ids string) error {
 		ID         int64  `db:"id"`
 		Definition []byte `db:"definition"`
 	}
-	err = q.s.db.SelectContext(q.ctx, &defs, `
+	err = q.s.db(q.ctx).SelectContext(q.ctx, &defs, `
 		SELECT id, definition FROM user_filters WHERE account_id = $1 AND module = $2 AND id = ANY ($3) ORDER BY id`,
 		q.p.AccountID, q.m.code, pq.Array(list))
 	if err != nil {
@@ -364,7 +364,7 @@ func (q *listQuery) column(name string) (string, error) {
 	if field, ok := strings.CutPrefix(name, "ADD_"); ok && q.m.fields != 0 && listColumnName.MatchString(field) {
 		if q.fields == nil {
 			var names []string
-			err := q.s.db.SelectContext(q.ctx, &names, `SELECT name FROM field_definitions WHERE account_id = $1 AND module = $2`,
+			err := q.s.db(q.ctx).SelectContext(q.ctx, &names, `SELECT name FROM field_definitions WHERE account_id = $1 AND module = $2`,
 				q.p.AccountID, q.m.fields)
 			if err != nil {
 				return "", fmt.Errorf("read field definitions: %w", err)

@@ -6,7 +6,6 @@ package impl
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,6 +26,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/gen"
 	"github.com/crmservice/crm/impl/mailer"
 	"github.com/crmservice/crm/impl/webhook"
@@ -65,6 +65,10 @@ type Config struct {
 	// page): it prices their generic plan for an average account and prefers
 	// planning anew, which costs as much as running them. Nil: DB.
 	GenericDB *sqlx.DB
+	// Router, when set (db.NewRouter), sends the statements of each request to
+	// the Citus node that holds the caller's account, with DB and GenericDB
+	// the coordinator's; nil: everything to DB and GenericDB.
+	Router *db.Router
 	// Secrets encrypts and decrypts the secrets of webhook subscriptions
 	// (CRM_SECRET_KEY); nil refuses the webhook operations that need one
 	// (HTTP 503, code "503").
@@ -117,11 +121,9 @@ type Config struct {
 
 // Server implements gen.StrictServerInterface over PostgreSQL.
 type Server struct {
-	db      *sqlx.DB
-	log     *slog.Logger
-	limits  *limits
-	stmts   *stmtCache // prepared statements, planned for their values
-	generic *stmtCache // prepared statements with one generic plan
+	nodes  nodes // the pools of the database's nodes (route.go)
+	log    *slog.Logger
+	limits *limits
 
 	scanOnce       int
 	deadlines      Deadlines
@@ -163,8 +165,8 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		cfg.TokenCacheTTL = maxTokenCacheTTL
 	}
 	cfg.Log = withRequestIDs(cfg.Log)
-	s := &Server{db: cfg.DB, log: cfg.Log, limits: newLimits(cfg), tokens: newTokenCache(cfg.TokenCacheTTL), stmts: newStmtCache(cfg.DB, 200),
-		generic:  newStmtCache(cmp.Or(cfg.GenericDB, cfg.DB), 100),
+	s := &Server{log: cfg.Log, limits: newLimits(cfg), tokens: newTokenCache(cfg.TokenCacheTTL),
+		nodes:    nodes{router: cfg.Router, home: newDBNode(cfg.DB, cfg.GenericDB), byAddr: map[string]*dbNode{}},
 		scanOnce: cfg.ListScanOnce, secrets: cfg.Secrets, fault: cfg.Fault}
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 10 * time.Second

@@ -213,7 +213,7 @@ func (s *Server) FieldList(ctx context.Context, req gen.FieldListRequestObject) 
 	if req.Params.Module != nil {
 		module = int(*req.Params.Module)
 	}
-	fields, err := ListFields(ctx, s.db, p.AccountID, module)
+	fields, err := ListFields(ctx, s.db(ctx), p.AccountID, module)
 	if err != nil {
 		return nil, err
 	}
@@ -251,7 +251,7 @@ func (s *Server) FieldInsert(ctx context.Context, req gen.FieldInsertRequestObje
 	if errors.As(err, &e) && e.Code == CodeConflict {
 		// A duplicate answers the existing record's id, as the counterparty's does.
 		var existing int64
-		if err := s.db.GetContext(ctx, &existing, `SELECT id FROM field_definitions WHERE account_id = $1 AND module = $2 AND name = $3`,
+		if err := s.db(ctx).GetContext(ctx, &existing, `SELECT id FROM field_definitions WHERE account_id = $1 AND module = $2 AND name = $3`,
 			p.AccountID, in.Module, in.Name); err != nil {
 			return nil, fmt.Errorf("find field %q: %w", in.Name, err)
 		}
@@ -490,7 +490,7 @@ func (s *Server) FilterList(ctx context.Context, req gen.FilterListRequestObject
 	if req.Params.Module != nil {
 		module = int(*req.Params.Module)
 	}
-	filters, err := ListFilters(ctx, s.db, p.AccountID, module)
+	filters, err := ListFilters(ctx, s.db(ctx), p.AccountID, module)
 	if err != nil {
 		return nil, err
 	}

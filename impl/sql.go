@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/jmoiron/sqlx"
 
@@ -63,43 +61,6 @@ func (q *sqlText) bind(name string, v any) {
 		}
 		return ph
 	}
-}
-
-// shapedSQL memoizes the text of a statement that depends only on a few facts
-// of the request, its shape (say the caller's access rule), and never on a
-// value: every value is bound by name (bind), so the text and the order of
-// its placeholders are the same for every request of the shape, and only the
-// values are looked up again. Building the card's statement from its
-// templates cost about a tenth of the server's CPU per request (a profile of
-// the card under load, issue 15); the hot statements are built once per
-// shape instead.
-type shapedSQL struct {
-	texts sync.Map // shape -> shapedText
-}
-
-type shapedText struct {
-	text  string
-	names []string // the bound name of each placeholder
-}
-
-// expand returns the statement of the shape and q's values for its
-// placeholders; build expands it from q the first time. A statement that
-// passes a value with arg is not memoized (its text would not say which value
-// goes where).
-func (m *shapedSQL) expand(shape string, q *sqlText, build func() string) (string, []any) {
-	if v, ok := m.texts.Load(shape); ok {
-		st := v.(shapedText)
-		args := make([]any, len(st.names))
-		for i, name := range st.names {
-			args[i] = q.bound[name]
-		}
-		return st.text, args
-	}
-	text := build()
-	if !slices.Contains(q.names, "") {
-		m.texts.Store(shape, shapedText{text: text, names: slices.Clone(q.names)})
-	}
-	return text, q.args
 }
 
 // set names a fragment of SQL: {name} becomes the fragment, itself expanded.
@@ -176,7 +137,7 @@ func (s *Server) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
 		}
 		return nil
 	}
-	tx, err := s.db.BeginTxx(ctx, nil)
+	tx, err := s.db(ctx).BeginTxx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("begin: %w", err)
 	}
@@ -204,7 +165,7 @@ type listResult struct {
 // the envelope of a list without paging.
 func (s *Server) quickList(ctx context.Context, q *sqlText, template string) (gen.Envelope, error) {
 	var out listResult
-	if err := s.db.GetContext(ctx, &out, q.expand(template), q.args...); err != nil {
+	if err := s.db(ctx).GetContext(ctx, &out, q.expand(template), q.args...); err != nil {
 		return gen.Envelope{}, err
 	}
 	return quickListEnvelope(out), nil

@@ -17,7 +17,7 @@ func (s *Server) refuseInactiveUser(ctx context.Context, p *Principal, field str
 		return nil
 	}
 	var active bool
-	err := s.db.GetContext(ctx, &active, `SELECT active FROM users WHERE account_id = $1 AND id = $2`, p.AccountID, *id)
+	err := s.db(ctx).GetContext(ctx, &active, `SELECT active FROM users WHERE account_id = $1 AND id = $2`, p.AccountID, *id)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return nil

@@ -313,7 +313,7 @@ func (s *Server) WebhookDeliveries(ctx context.Context, req gen.WebhookDeliverie
 		Rows  int    `db:"rows"`
 		Value string `db:"value"`
 	}
-	err = s.db.GetContext(ctx, &out, q.expand(`
+	err = s.db(ctx).GetContext(ctx, &out, q.expand(`
 		SELECT EXISTS (SELECT 1 FROM webhooks w WHERE w.account_id = {acc} AND w.id = {webhook}) AS found,
 		       (SELECT count(*) FROM webhook_deliveries d WHERE d.account_id = {acc} AND d.webhook_id = {webhook}) AS rows,
 		       coalesce((SELECT json_agg(json_build_object('id', d.id, 'event_id', d.event_id, 'type', d.type,
@@ -349,7 +349,7 @@ func (s *Server) WebhookTest(ctx context.Context, req gen.WebhookTestRequestObje
 		URL    string `db:"url"`
 		Secret []byte `db:"secret"`
 	}
-	err = s.db.GetContext(ctx, &hook, `SELECT url, secret FROM webhooks WHERE account_id = $1 AND id = $2`, p.AccountID, id)
+	err = s.db(ctx).GetContext(ctx, &hook, `SELECT url, secret FROM webhooks WHERE account_id = $1 AND id = $2`, p.AccountID, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, webhookNotFound(id)
 	}
@@ -365,7 +365,7 @@ func (s *Server) WebhookTest(ctx context.Context, req gen.WebhookTestRequestObje
 	if !res.Delivered {
 		outcome = "test_failed"
 	}
-	if _, err := s.db.ExecContext(ctx, `
+	if _, err := s.db(ctx).ExecContext(ctx, `
 		INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, type, attempt, outcome, status_code, error, duration_ms)
 		VALUES ($1, $2, NULL, 'webhook.test', 1, $3, $4, $5, $6)`,
 		p.AccountID, id, outcome, nullStatus(res.StatusCode), errorText(res.Error), res.Duration.Milliseconds()); err != nil {

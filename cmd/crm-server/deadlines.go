@@ -63,3 +63,17 @@ func maxInFlightFromEnv() (int, error) {
 	}
 	return n, nil
 }
+
+// citusRoutingFromEnv reads CITUS_ROUTING: whether, on Citus, each request's
+// statements go to the node that holds its account ("on", the default) or all
+// through the coordinator ("off").
+func citusRoutingFromEnv() (bool, error) {
+	switch v := os.Getenv("CITUS_ROUTING"); v {
+	case "", "on":
+		return true, nil
+	case "off":
+		return false, nil
+	default:
+		return false, fmt.Errorf("CITUS_ROUTING %q is not on or off", v)
+	}
+}

@@ -68,6 +68,7 @@ type serveConfig struct {
 	deadlines      impl.Deadlines // DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE, DEADLINE_MAIL
 	largeRequests  int            // LARGE_REQUESTS
 	maxInFlight    int            // MAX_IN_FLIGHT
+	citusRouting   bool           // CITUS_ROUTING
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -81,7 +82,7 @@ Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
 REDIS_URL, CRM_MAIL, CRM_WEBHOOKS, CRM_SECRET_KEY, WEBHOOK_ALLOWED_NETWORKS,
 WEBHOOK_TIMEOUT, METRICS_ADDR, CORS_ALLOWED_ORIGINS, DEADLINE_READ, DEADLINE_LIST,
-DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS, MAX_IN_FLIGHT and the OTEL_*
+DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS, MAX_IN_FLIGHT, CITUS_ROUTING and the OTEL_*
 variables), the flags, and the listen addresses, which must be free. With CRM_SECRET_KEY set, a mail
 worker delivers queued messages and polls mailboxes, and a webhook worker delivers the
 events of webhook subscriptions (whose secrets the key encrypts; without it the
@@ -240,6 +241,9 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 	if cfg.maxInFlight, err = maxInFlightFromEnv(); err != nil {
 		return cfg, err
 	}
+	if cfg.citusRouting, err = citusRoutingFromEnv(); err != nil {
+		return cfg, err
+	}
 	if err := fl.observeConfig(changed, &cfg); err != nil {
 		return cfg, err
 	}
@@ -305,7 +309,23 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	if err := db.CheckSchema(ctx, pool); err != nil {
 		return err
 	}
-	hc := impl.Config{DB: pool, GenericDB: generic, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
+	// On Citus each request goes to the node of its account (CITUS_ROUTING).
+	var router *db.Router
+	if cfg.citusRouting {
+		open := func(ctx context.Context, u string) (*sqlx.DB, error) {
+			return db.Open(ctx, u, db.WithTracerProvider(tracer), stmtTimeout)
+		}
+		openGeneric := func(ctx context.Context, u string) (*sqlx.DB, error) {
+			return db.OpenGeneric(ctx, u, db.WithTracerProvider(tracer), stmtTimeout)
+		}
+		router, err = db.NewRouter(ctx, url, &db.Node{DB: pool, Generic: generic},
+			db.RouterOptions{Open: open, OpenGeneric: openGeneric, Log: c.log})
+		if err != nil {
+			return err
+		}
+		defer router.Close()
+	}
+	hc := impl.Config{DB: pool, GenericDB: generic, Router: router, Log: c.log, RateLimit: cfg.rateLimit, RateBurst: cfg.rateBurst,
 		AuthFailureLimit: cfg.authFailLimit, AuthFailureBurst: cfg.authFailBurst, TrustedProxies: cfg.trustedProxies,
 		Secrets: cfg.secrets, WebhookAllowedNetworks: cfg.hookNetworks, WebhookTimeout: cfg.hookTimeout,
 		TracerProvider: tracer, CORSOrigins: cfg.corsOrigins, Fault: os.Getenv("CRM_FAULT"),
