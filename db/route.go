@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"log/slog"
 	"math/bits"
+	"net"
 	neturl "net/url"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -43,6 +45,10 @@ type RouterOptions struct {
 	// coordinator's pools when nil); OpenGeneric likewise.
 	Open, OpenGeneric func(ctx context.Context, url string) (*sqlx.DB, error)
 	Log               *slog.Logger
+	// Addresses maps a node's address as Citus names it (host:port in
+	// pg_dist_node) to the one this process reaches it at, where the two
+	// differ (another network, a proxy); others are used as they are.
+	Addresses map[string]string
 }
 
 // Router chooses the node of an account.
@@ -155,6 +161,9 @@ func (r *Router) openNode(ctx context.Context, addr string) (*Node, error) {
 		return nil, fmt.Errorf("database URL: %w", err)
 	}
 	u.Host = addr
+	if to, ok := r.opts.Addresses[addr]; ok {
+		u.Host = to
+	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	db, err := r.opts.Open(ctx, u.String())
@@ -295,4 +304,31 @@ func HashInt8(v int64) int32 {
 	c ^= b
 	c -= bits.RotateLeft32(b, 24)
 	return int32(c)
+}
+
+// ParseNodeAddresses reads a list of node addresses and where to reach them
+// instead, "host:port=host:port" separated by commas (CITUS_NODES).
+func ParseNodeAddresses(v string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, pair := range strings.Split(v, ",") {
+		pair = strings.TrimSpace(pair)
+		if pair == "" {
+			continue
+		}
+		from, to, ok := strings.Cut(pair, "=")
+		if !ok || !validHostPort(from) || !validHostPort(to) {
+			return nil, fmt.Errorf("%q is not host:port=host:port", pair)
+		}
+		out[from] = to
+	}
+	return out, nil
+}
+
+func validHostPort(s string) bool {
+	host, port, err := net.SplitHostPort(s)
+	if err != nil || host == "" {
+		return false
+	}
+	n, err := strconv.Atoi(port)
+	return err == nil && n > 0 && n < 65536
 }

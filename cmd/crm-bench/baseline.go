@@ -209,6 +209,12 @@ func baselineURL(ctx context.Context, pool *sqlx.DB, url string, known int) (str
 // port, with no rate limits and no workers, and waits until it is healthy.
 // Its output goes to logFile.
 func startServer(ctx context.Context, bin, url, logFile string) (base string, stop func(), err error) {
+	return startServerEnv(ctx, bin, url, logFile, nil)
+}
+
+// startServerEnv is startServer with more variables in the server's
+// environment.
+func startServerEnv(ctx context.Context, bin, url, logFile string, extraEnv []string) (base string, stop func(), err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, err
@@ -226,7 +232,7 @@ func startServer(ctx context.Context, bin, url, logFile string) (base string, st
 			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(env, "DATABASE_URL="+url, "CRM_MAIL=off", "CRM_WEBHOOKS=off", "METRICS_ADDR=off")
+	cmd.Env = append(append(env, "DATABASE_URL="+url, "CRM_MAIL=off", "CRM_WEBHOOKS=off", "METRICS_ADDR=off"), extraEnv...)
 	cmd.Stdout, cmd.Stderr = logOut, logOut
 	if err := cmd.Start(); err != nil {
 		logOut.Close()

@@ -526,7 +526,7 @@ func machine(ctx context.Context, pool *sqlx.DB) machineInfo {
 	return m
 }
 
-func renderReport(d *dataSet, o options, results []result, m machineInfo, citus string, base *baselineResult) string {
+func renderReport(d *dataSet, o options, results []result, m machineInfo, base *baselineResult) string {
 	var b strings.Builder
 	total := func(v []int) (n int) {
 		for _, x := range v {
@@ -656,7 +656,6 @@ func renderReport(d *dataSet, o options, results []result, m machineInfo, citus 
 	if base != nil {
 		b.WriteString(base.render())
 	}
-	b.WriteString(citus + "\n")
 	return b.String()
 }
 
@@ -696,6 +695,25 @@ func writeSection(path, report string) error {
 		text = strings.TrimRight(text, "\n") + "\n\n" + section + "\n"
 	}
 	return os.WriteFile(path, []byte(text), 0o644)
+}
+
+// writeNamedSection replaces, in the report at path, the part between the
+// markers of name (added at the end when missing) with text: the Citus
+// comparison run alone (-scaleout-only) keeps the rest of the report.
+func writeNamedSection(path, name, text string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	begin, end := "<!-- bench:"+name+" begin -->", "<!-- bench:"+name+" end -->"
+	doc := string(old)
+	section := begin + "\n" + text + "\n" + end
+	if i, j := strings.Index(doc, begin), strings.Index(doc, end); i >= 0 && j > i {
+		doc = doc[:i] + section + doc[j+len(end):]
+	} else {
+		doc = strings.TrimRight(doc, "\n") + "\n\n" + section + "\n"
+	}
+	return os.WriteFile(path, []byte(doc), 0o644)
 }
 
 // explain prints the plan of each statement of a trace but the token lookup.

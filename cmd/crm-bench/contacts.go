@@ -117,10 +117,17 @@ func generateContacts(ctx context.Context, pool *sqlx.DB, acc int64, c *contactD
 	defer tx.Rollback()
 	// The counter of the contact list is one row per owner: a row trigger
 	// would update it once per contact person, each update a new version of the
-	// row in this one transaction. The load counts them in one statement instead.
-	// cross-account: DDL on the whole table, in the benchmark's own database.
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE contacts DISABLE TRIGGER list_counts_ins`); err != nil {
+	// row in this one transaction. The load counts them in one statement instead,
+	// except on Citus, which refuses to switch a trigger off (its triggers count).
+	citus, err := db.IsCitus(ctx, tx)
+	if err != nil {
 		return err
+	}
+	if !citus {
+		// cross-account: DDL on the whole table, in the benchmark's own database.
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE contacts DISABLE TRIGGER list_counts_ins`); err != nil {
+			return err
+		}
 	}
 	for _, st := range []struct {
 		sql  string
@@ -141,6 +148,9 @@ func generateContacts(ctx context.Context, pool *sqlx.DB, acc int64, c *contactD
 		if _, err := tx.ExecContext(ctx, st.sql, st.args...); err != nil {
 			return err
 		}
+	}
+	if citus {
+		return tx.Commit()
 	}
 	_, err = tx.ExecContext(ctx, `
 		INSERT INTO list_counts AS lc (account_id, module, kind, owner_id, slot, n)
@@ -167,12 +177,13 @@ func removeOtherLoad(ctx context.Context, pool *sqlx.DB, c *contactData) error {
 		return err
 	}
 	defer tx.Rollback()
-	// As in generateContacts: one update of the counter, not one per contact person.
-	// cross-account: DDL on the whole table, in the benchmark's own database.
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE contacts DISABLE TRIGGER list_counts_ins`); err != nil {
+	// As in generateContacts: one update of the counter, not one per contact
+	// person (on Citus the delete trigger counts).
+	citus, err := db.IsCitus(ctx, tx)
+	if err != nil {
 		return err
 	}
-	for _, stmt := range []string{
+	stmts := []string{
 		`UPDATE list_counts lc SET n = lc.n - x.n
 		   FROM (SELECT c.user_id, count(*) AS n FROM contacts ct JOIN companies c ON c.account_id = $1 AND c.id = ct.company_id
 		          WHERE ct.account_id = $1 AND c.name = $2 AND c.deleted_at IS NULL GROUP BY c.user_id) x
@@ -181,14 +192,25 @@ func removeOtherLoad(ctx context.Context, pool *sqlx.DB, c *contactData) error {
 		`DELETE FROM emails WHERE account_id = $1 AND company_id IN (SELECT id FROM companies WHERE account_id = $1 AND name = $2)`,
 		`DELETE FROM contacts WHERE account_id = $1 AND company_id IN (SELECT id FROM companies WHERE account_id = $1 AND name = $2)`,
 		`DELETE FROM companies WHERE account_id = $1 AND name = $2`,
-	} {
+	}
+	if citus {
+		stmts = stmts[1:]
+	} else {
+		// cross-account: DDL on the whole table, in the benchmark's own database.
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE contacts DISABLE TRIGGER list_counts_ins`); err != nil {
+			return err
+		}
+	}
+	for _, stmt := range stmts {
 		if _, err := tx.ExecContext(ctx, stmt, c.otherAccount, otherCompanyName); err != nil {
 			return err
 		}
 	}
-	// cross-account: DDL on the whole table, in the benchmark's own database.
-	if _, err := tx.ExecContext(ctx, `ALTER TABLE contacts ENABLE TRIGGER list_counts_ins`); err != nil {
-		return err
+	if !citus {
+		// cross-account: DDL on the whole table, in the benchmark's own database.
+		if _, err := tx.ExecContext(ctx, `ALTER TABLE contacts ENABLE TRIGGER list_counts_ins`); err != nil {
+			return err
+		}
 	}
 	return tx.Commit()
 }

@@ -60,6 +60,15 @@ type options struct {
 	baseline       string // a commit whose server's insert is measured beside the current one's (baseline.go)
 	baselineRounds int
 
+	// The Citus comparison (scaleout.go).
+	scaleOutOnly     bool
+	scaleOutBaseline string
+	scaleOutRounds   int
+	scaleOutDuration time.Duration
+	latency          time.Duration
+	citusStock       string
+	citusStockName   string
+
 	// Not flags: tests make them small, or keep the row triggers on in a
 	// load (rowTriggers) to compare with the bulk fill.
 	progressEvery time.Duration
@@ -82,6 +91,13 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	flag.IntVar(&o.citusCompanies, "citus-companies", 10_000, "counterparties of the Citus comparison, on Citus and on plain PostgreSQL (0: no comparison); it runs where the citus extension is installed")
 	flag.StringVar(&o.baseline, "baseline", defaultBaseline, "commit whose server's insert wrk measures beside the current code's, both built and served over the bench's database (\"\": none)")
 	flag.IntVar(&o.baselineRounds, "baseline-rounds", 3, "rounds of the baseline comparison, each driving both servers in turn")
+	flag.BoolVar(&o.scaleOutOnly, "scaleout-only", false, "run the Citus comparison alone (no data set of -companies, no report of the other scenarios)")
+	flag.StringVar(&o.scaleOutBaseline, "scaleout-baseline", defaultScaleOutBaseline, "commit whose server the Citus comparison also measures on plain PostgreSQL (\"\": none)")
+	flag.IntVar(&o.scaleOutRounds, "scaleout-rounds", 3, "interleaved rounds of the Citus comparison")
+	flag.DurationVar(&o.scaleOutDuration, "scaleout-duration", 2*time.Second, "measuring time per round, side and scenario of the Citus comparison")
+	flag.DurationVar(&o.latency, "latency", 250*time.Microsecond, "delay each way between server and PostgreSQL in the comparison's last phase (0: none)")
+	flag.StringVar(&o.citusStock, "citus-stock", "", "directory of other PostgreSQL server binaries, beside which another Citus build is installed: the comparison measures a cluster of those too")
+	flag.StringVar(&o.citusStockName, "citus-stock-name", "stock build", "how the report names the cluster of -citus-stock")
 	flag.StringVar(&o.only, "scenarios", "", "run only the scenarios whose name matches this regular expression")
 	flag.StringVar(&o.profile, "cpuprofile", "", "directory that gets a CPU profile of each scenario's HTTP load phase (go tool pprof), named after it")
 	if err := flag.Parse(args); err != nil {
@@ -94,6 +110,22 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		if url, err = benchDatabase(ctx, log, o); err != nil {
 			return err
 		}
+	}
+	only := func(string) bool { return true }
+	if o.only != "" {
+		re, err := regexp.Compile(o.only)
+		if err != nil {
+			return fmt.Errorf("-scenarios: %w", err)
+		}
+		only = re.MatchString
+	}
+	if o.scaleOutOnly {
+		citus := compareScaleOut(ctx, log, url, o, only)
+		fmt.Println(citus)
+		if o.report == "" {
+			return nil
+		}
+		return writeNamedSection(o.report, "citus", citus)
 	}
 	data, err := ensureData(ctx, log, url, o)
 	if err != nil {
@@ -109,14 +141,6 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	}
 	defer sd.close()
 	m := machine(ctx, sd.env.pool)
-	only := func(string) bool { return true }
-	if o.only != "" {
-		re, err := regexp.Compile(o.only)
-		if err != nil {
-			return fmt.Errorf("-scenarios: %w", err)
-		}
-		only = re.MatchString
-	}
 	contacts, err := ensureContacts(ctx, log, url, data)
 	if err != nil {
 		return err
@@ -136,14 +160,17 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if o.explain {
 		return nil
 	}
-	citus := compareCitus(ctx, log, url, o, only)
+	citus := compareScaleOut(ctx, log, url, o, only)
 	fmt.Println(citus)
-	report := renderReport(data, o, results, m, citus, base)
+	report := renderReport(data, o, results, m, base)
 	if o.report == "" {
 		fmt.Println(report)
 		return nil
 	}
-	return writeSection(o.report, report)
+	if err := writeSection(o.report, report); err != nil {
+		return err
+	}
+	return writeNamedSection(o.report, "citus", citus)
 }
 
 func withParam(raw, key, value string) (string, error) {
@@ -248,6 +275,11 @@ func ensureData(ctx context.Context, log *slog.Logger, url string, o options) (*
 		return nil, err
 	}
 	if _, err := pool.ExecContext(ctx, `INSERT INTO bench_meta VALUES ($1)`, key); err != nil {
+		return nil, err
+	}
+	// On Citus every table must be distributed before a server serves the
+	// database: bench_meta becomes a reference table.
+	if _, err := db.Migrate(ctx, pool); err != nil {
 		return nil, err
 	}
 	log.Info("generated", "took", time.Since(start).Round(time.Second))

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/impl"
 )
 
@@ -76,4 +77,15 @@ func citusRoutingFromEnv() (bool, error) {
 	default:
 		return false, fmt.Errorf("CITUS_ROUTING %q is not on or off", v)
 	}
+}
+
+// citusNodesFromEnv reads CITUS_NODES: the addresses at which this process
+// reaches Citus nodes whose address in Citus's metadata it cannot use, as
+// "host:port=host:port,..." (unset: the metadata's own).
+func citusNodesFromEnv() (map[string]string, error) {
+	m, err := db.ParseNodeAddresses(os.Getenv("CITUS_NODES"))
+	if err != nil {
+		return nil, fmt.Errorf("CITUS_NODES: %w", err)
+	}
+	return m, nil
 }

@@ -68,7 +68,8 @@ type serveConfig struct {
 	deadlines      impl.Deadlines // DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE, DEADLINE_MAIL
 	largeRequests  int            // LARGE_REQUESTS
 	maxInFlight    int            // MAX_IN_FLIGHT
-	citusRouting   bool           // CITUS_ROUTING
+	citusRouting   bool              // CITUS_ROUTING
+	citusNodes     map[string]string // CITUS_NODES
 }
 
 func (c *cli) serveCommand() *cobra.Command {
@@ -82,7 +83,7 @@ Configuration is checked before anything is printed: the environment (PORT,
 RATE_LIMIT, RATE_BURST, AUTH_FAILURE_LIMIT, AUTH_FAILURE_BURST, TRUSTED_PROXIES,
 REDIS_URL, CRM_MAIL, CRM_WEBHOOKS, CRM_SECRET_KEY, WEBHOOK_ALLOWED_NETWORKS,
 WEBHOOK_TIMEOUT, METRICS_ADDR, CORS_ALLOWED_ORIGINS, DEADLINE_READ, DEADLINE_LIST,
-DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS, MAX_IN_FLIGHT, CITUS_ROUTING and the OTEL_*
+DEADLINE_WRITE, DEADLINE_MAIL, LARGE_REQUESTS, MAX_IN_FLIGHT, CITUS_ROUTING, CITUS_NODES and the OTEL_*
 variables), the flags, and the listen addresses, which must be free. With CRM_SECRET_KEY set, a mail
 worker delivers queued messages and polls mailboxes, and a webhook worker delivers the
 events of webhook subscriptions (whose secrets the key encrypts; without it the
@@ -244,6 +245,9 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 	if cfg.citusRouting, err = citusRoutingFromEnv(); err != nil {
 		return cfg, err
 	}
+	if cfg.citusNodes, err = citusNodesFromEnv(); err != nil {
+		return cfg, err
+	}
 	if err := fl.observeConfig(changed, &cfg); err != nil {
 		return cfg, err
 	}
@@ -319,7 +323,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 			return db.OpenGeneric(ctx, u, db.WithTracerProvider(tracer), stmtTimeout)
 		}
 		router, err = db.NewRouter(ctx, url, &db.Node{DB: pool, Generic: generic},
-			db.RouterOptions{Open: open, OpenGeneric: openGeneric, Log: c.log})
+			db.RouterOptions{Open: open, OpenGeneric: openGeneric, Log: c.log, Addresses: cfg.citusNodes})
 		if err != nil {
 			return err
 		}
