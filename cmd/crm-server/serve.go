@@ -64,10 +64,10 @@ type serveConfig struct {
 	hookTimeout    time.Duration     // WEBHOOK_TIMEOUT
 	metricsAddr    string            // "off", "main" or a listen address (observe.go)
 	corsOrigins    []string
-	tracing        *tracingConfig // nil: no traces
-	deadlines      impl.Deadlines // DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE, DEADLINE_MAIL
-	largeRequests  int            // LARGE_REQUESTS
-	maxInFlight    int            // MAX_IN_FLIGHT
+	tracing        *tracingConfig    // nil: no traces
+	deadlines      impl.Deadlines    // DEADLINE_READ, DEADLINE_LIST, DEADLINE_WRITE, DEADLINE_MAIL
+	largeRequests  int               // LARGE_REQUESTS
+	maxInFlight    int               // MAX_IN_FLIGHT
 	citusRouting   bool              // CITUS_ROUTING
 	citusNodes     map[string]string // CITUS_NODES
 }
