@@ -4,11 +4,16 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lib/pq"
+
+	crmdb "github.com/crmservice/crm/db"
+	"github.com/crmservice/crm/db/dbtest"
 )
 
 // nestedPlan is the plan of one statement that a function of db/functions ran,
@@ -92,4 +97,131 @@ func planTables(n map[string]any) []string {
 		}
 	}
 	return tables
+}
+
+// functionCall is one call of a function of db/functions for
+// TestFunctionStatementsReadOneTable.
+type functionCall struct {
+	name  string
+	query string
+	args  []any
+}
+
+// TestFunctionStatementsReadOneTable holds every statement that the functions
+// of db/functions run to the shape Citus plans once and runs on the
+// account's node alone (docs/scale-out.md): it reads one table, and names the
+// account in an index condition or filter of that table. Each function is
+// called for an admin, a head and a member, over a small account with a
+// counterparty that has contact persons, e-mails, phones, requisites and an
+// additional field. The plans come from auto_explain on plain PostgreSQL;
+// make test-citus proves the rest (no statement of a request leaves its node).
+func TestFunctionStatementsReadOneTable(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	pool, err := crmdb.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	acc, err := CreateAccount(ctx, pool, AccountInput{Name: "functions", BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dept, err := CreateDepartment(ctx, pool, acc, "Sales")
+	if err != nil {
+		t.Fatal(err)
+	}
+	users := map[string]*Principal{}
+	for _, role := range []string{RoleAdmin, RoleHead, RoleMember} {
+		in := UserInput{AccountID: acc, Name: role, Login: role + "@functions.example", Role: role}
+		if role != RoleAdmin {
+			in.DepartmentID = &dept
+		}
+		id, err := CreateUser(ctx, pool, in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[role] = &Principal{AccountID: acc, UserID: id, Role: role, TimeZone: "Europe/Riga",
+			DepartmentID: sql.NullInt64{Int64: dept, Valid: role != RoleAdmin}}
+	}
+	typeID := addType(t, pool, acc)
+	var company int64
+	for _, stmt := range []struct {
+		sql  string
+		args []any
+	}{
+		{`INSERT INTO field_definitions (account_id, module, name) VALUES ($1, 1, 'colour')`, []any{acc}},
+		{`INSERT INTO companies (account_id, name, user_id, type_id, extra) VALUES ($1, 'Co', $2, $3, '{"colour": "red"}') RETURNING id`,
+			[]any{acc, users[RoleMember].UserID, typeID}},
+	} {
+		if strings.Contains(stmt.sql, "RETURNING") {
+			err = pool.GetContext(ctx, &company, stmt.sql, stmt.args...)
+		} else {
+			_, err = pool.ExecContext(ctx, stmt.sql, stmt.args...)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, stmt := range []string{
+		`INSERT INTO contacts (account_id, company_id, last_name) SELECT $1, $2, 'Person ' || i FROM generate_series(1, 3) i`,
+		`INSERT INTO emails (account_id, company_id, email) VALUES ($1, $2, 'co@x.example')`,
+		`INSERT INTO phones (account_id, company_id, phone) VALUES ($1, $2, '+371 20000000')`,
+		`INSERT INTO emails (account_id, company_id, contact_id, email) SELECT $1, $2, id, 'p' || id || '@x.example' FROM contacts WHERE account_id = $1`,
+		`INSERT INTO phones (account_id, company_id, contact_id, phone) SELECT $1, $2, id, '+371 2' || id FROM contacts WHERE account_id = $1`,
+		`INSERT INTO contact_socials (account_id, contact_id, network, address) SELECT $1, id, 'x', 'p' || id FROM contacts WHERE account_id = $1 AND $2 > 0`,
+		`INSERT INTO requisites (account_id, company_id, is_default, inn) VALUES ($1, $2, true, '123')`,
+	} {
+		if _, err := pool.ExecContext(ctx, stmt, acc, company); err != nil {
+			t.Fatalf("%s: %v", stmt, err)
+		}
+	}
+
+	for role, p := range users {
+		calls := []functionCall{
+			{"crm_company_get", `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(company)},
+		}
+		for _, c := range calls {
+			t.Run(c.name+"/"+role, func(t *testing.T) {
+				plans := explainNested(t, url, c.query, c.args...)
+				if len(plans) == 0 {
+					t.Fatal("no statement ran")
+				}
+				for _, pl := range plans {
+					tables := planTables(pl.Plan)
+					if len(slices.Compact(slices.Sorted(slices.Values(tables)))) > 1 {
+						t.Errorf("reads %v, more than one table:\n%s", tables, pl.Query)
+					}
+					if len(tables) > 0 && !strings.Contains(planConditions(pl.Plan), "account_id") {
+						t.Errorf("reads %v without a condition on account_id:\n%s", tables, pl.Query)
+					}
+					// Citus looks at the statement before PostgreSQL flattens it:
+					// a subquery, a CTE or a set operation is never fast-path.
+					if len(tables) > 0 && notFastPath.MatchString(pl.Query) {
+						t.Errorf("a subquery, CTE or set operation:\n%s", pl.Query)
+					}
+				}
+			})
+		}
+	}
+}
+
+// notFastPath finds what keeps a statement from Citus's fast path in its text.
+var notFastPath = regexp.MustCompile(`(?is)\(\s*SELECT\b|^\s*WITH\b|\bUNION\b|\bINTERSECT\b|\bEXCEPT\b`)
+
+// planConditions joins the conditions of a plan's scans.
+func planConditions(n map[string]any) string {
+	var b strings.Builder
+	for _, k := range []string{"Index Cond", "Recheck Cond", "Filter"} {
+		if s, ok := n[k].(string); ok {
+			b.WriteString(s)
+			b.WriteString("\n")
+		}
+	}
+	if kids, ok := n["Plans"].([]any); ok {
+		for _, k := range kids {
+			b.WriteString(planConditions(k.(map[string]any)))
+		}
+	}
+	return b.String()
 }
