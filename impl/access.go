@@ -40,6 +40,8 @@ func sqlFor(p *Principal) *sqlText {
 	if p.DepartmentID.Valid {
 		q.bind("dept", p.DepartmentID.Int64)
 	}
+	// The users whose records p sees (visibleUsers), where a rule needs them.
+	q.set("visibleUsers", p.visibleUsers())
 	// The counterparty (alias co in the universal list, c elsewhere) of a
 	// record: see seesCounterparty.
 	q.set("co_seen", p.seesCounterparty("co"))
@@ -93,7 +95,7 @@ func (p *Principal) seesOwner(col string) string {
 	case p.Role == RoleAdmin:
 		return "TRUE"
 	case p.seesDepartment():
-		return col + " = ANY (" + p.visibleUsers() + ")"
+		return col + " = ANY ({visibleUsers})"
 	default:
 		return col + " = {me}"
 	}

@@ -14,6 +14,7 @@ import (
 
 	crmdb "github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/db/dbtest"
+	"github.com/crmservice/crm/gen"
 )
 
 // nestedPlan is the plan of one statement that a function of db/functions ran,
@@ -69,10 +70,24 @@ func explainNested(t *testing.T, url, query string, args ...any) []nestedPlan {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	var out sql.NullString
-	if err := conn.QueryRowContext(ctx, query, args...).Scan(&out); err != nil {
+	rows, err := conn.QueryContext(ctx, query, args...)
+	if err != nil {
 		t.Fatalf("%s: %v", query, err)
 	}
+	cols, _ := rows.Columns()
+	for rows.Next() {
+		dest := make([]any, len(cols))
+		for i := range dest {
+			dest[i] = new(sql.RawBytes)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	rows.Close()
 	mu.Lock()
 	defer mu.Unlock()
 	// The last plan is the call's own.
@@ -177,9 +192,42 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		}
 	}
 
+	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}}
+	str := func(s string) *string { return &s }
+	lists := []struct {
+		name   string
+		module int
+		params gen.CommonListPagingParams
+	}{
+		{"companies", ModuleCompanies, gen.CommonListPagingParams{Columns: str("id,name,city,user_name,created,type,status,ADD_colour")}},
+		{"companies by e-mail", ModuleCompanies, gen.CommonListPagingParams{Columns: str("id,name"), Email: str("co@x.example")}},
+		{"companies by phone", ModuleCompanies, gen.CommonListPagingParams{Columns: str("id,name"), Phone: str("20000000")}},
+		{"companies by name", ModuleCompanies, gen.CommonListPagingParams{Columns: str("id,name"), Name: str("co")}},
+		{"companies by name, sorted by owner", ModuleCompanies, gen.CommonListPagingParams{Columns: str("id,name"), Name: str("co"), SortingColumn: str("user_name")}},
+		{"companies by tax id", ModuleCompanies, gen.CommonListPagingParams{Columns: str("id,name"), TaxId: str("123")}},
+		{"tasks", ModuleTasks, gen.CommonListPagingParams{Columns: str("id,note,status,user_name,company_name,type")}},
+		{"deals", ModuleDeals, gen.CommonListPagingParams{Columns: str("id,name,sum,company_name,company_type,user_name")}},
+		{"documents", ModuleDocuments, gen.CommonListPagingParams{Columns: str("id,number,company_name,deal,type")}},
+		{"money", ModuleFinance, gen.CommonListPagingParams{Columns: str("id,sum,account,currency,category,company_name")}},
+		{"goods", ModuleGoods, gen.CommonListPagingParams{Columns: str("id,name,price")}},
+	}
 	for role, p := range users {
 		calls := []functionCall{
 			{"crm_company_get", `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(company)},
+		}
+		for _, l := range lists {
+			r, err := server.newListQuery(ctx, p, listModules[l.module], l.params)
+			if err != nil {
+				t.Fatalf("%s: %v", l.name, err)
+			}
+			if r.q.fast == nil {
+				t.Fatalf("%s: not served by crm_list", l.name)
+			}
+			query, args, err := r.fastCall()
+			if err != nil {
+				t.Fatalf("%s: %v", l.name, err)
+			}
+			calls = append(calls, functionCall{"crm_list " + l.name, query, args})
 		}
 		for _, c := range calls {
 			t.Run(c.name+"/"+role, func(t *testing.T) {

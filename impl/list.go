@@ -31,8 +31,14 @@ type listColumn struct {
 	joins []string // names of the module's joins the expression needs
 }
 
-// listJoin is a named join of a module.
-type listJoin struct{ name, sql string }
+// listJoin is a named join of a module: a LEFT JOIN of table, whose id is
+// idCol (a column of the module's table or of another join), by the alias
+// name. seen: only the rows the caller may open (joinCounterparty).
+type listJoin struct {
+	name, sql    string
+	table, idCol string
+	seen         bool
+}
 
 // listFilter adds the condition of one filter value to a query.
 type listFilter func(q *listQuery, value string) error
@@ -67,6 +73,7 @@ type listQuery struct {
 	owners    []int64         // user_ids, when given
 	fields    map[string]bool // names of the account's additional fields, read once when needed
 	contains  string          // the placeholder of the pattern of the last text filter (containsFilter)
+	fast      *fastList       // the request in crm_list's form (list_fast.go), or nil
 }
 
 // CommonListPaging implements POST /common/list/paging/{module}.
@@ -79,50 +86,22 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	if m == nil { // the contract's enum lets only known codes through
 		return nil, badRequest("module %d does not exist", req.Module)
 	}
-	params := req.Params
-	perPage, page := 50, 1
-	if params.RecordsOnpage != nil {
-		perPage = *params.RecordsOnpage
-	}
-	if params.Page != nil {
-		page = *params.Page
-	}
-
-	q := &listQuery{sqlText: sqlFor(p), ctx: ctx, s: s, p: p, m: m, colJoins: map[string]bool{}, sortJoins: map[string]bool{}}
-	q.where = append(q.where, m.alias+".account_id = {acc}")
-	if m.always != "" {
-		q.where = append(q.where, m.always)
-	}
-
-	filters := listFiltersOf(params)
-	if err := q.applyFilters(filters); err != nil {
-		return nil, err
-	}
-	q.where = append(q.where, m.visible(q))
-
-	columns, err := q.columns(params.Columns)
+	lq, err := s.newListQuery(ctx, p, m, req.Params)
 	if err != nil {
 		return nil, err
 	}
-	sortExpr, err := q.sortBy(params.SortingColumn)
-	if err != nil {
-		return nil, err
+	q, filters, sortExpr, dir, page, perPage := lq.q, lq.filters, lq.sortExpr, lq.dir, lq.page, lq.perPage
+	if q.fast != nil {
+		query, args, err := lq.fastCall()
+		if err != nil {
+			return nil, err
+		}
+		var out listResult
+		if err := s.generic(ctx).get(ctx, &out, query, args...); err != nil {
+			return nil, fmt.Errorf("list module %d: %w", m.code, err)
+		}
+		return envelopeReply(successList(out.Value, out.Rows, page, perPage)), nil
 	}
-	dir := "DESC"
-	if params.SortingDirection != nil && *params.SortingDirection == 0 {
-		dir = "ASC"
-	}
-	q.bind("limit", perPage)
-	q.bind("offset", (page-1)*perPage)
-	q.set("columns", strings.Join(columns, ", "))
-	q.set("order", q.order(sortExpr, dir))
-	q.set("where", strings.Join(q.where, " AND "))
-	q.set("from", m.from)
-	q.set("inner", m.inner)
-	q.set("alias", m.alias)
-	q.set("colJoins", q.joinSQL(q.colJoins))
-	q.set("sortJoins", q.joinSQL(q.sortJoins))
-
 	if m.code == ModuleCompanies && sortExpr == "" && len(filters) == 1 && filters[0].name == "name" {
 		return s.companiesByName(ctx, q, dir, page, perPage)
 	}
@@ -157,6 +136,70 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	}
 	env := successList(out.Value, out.Rows, page, perPage)
 	return envelopeReply(env), nil
+}
+
+// listRequest is a request of the list turned into SQL: its conditions and
+// slots in q, and what the statements are built from.
+type listRequest struct {
+	q             *listQuery
+	filters       []listFilterValue
+	columns       []string // `expr AS "name"`, in the order asked
+	sortExpr, dir string
+	page, perPage int
+}
+
+// newListQuery builds the conditions, columns and order of a request of
+// module m, in crm_list's form where list_fast.go serves it.
+func (s *Server) newListQuery(ctx context.Context, p *Principal, m *listModule, params gen.CommonListPagingParams) (*listRequest, error) {
+	perPage, page := 50, 1
+	if params.RecordsOnpage != nil {
+		perPage = *params.RecordsOnpage
+	}
+	if params.Page != nil {
+		page = *params.Page
+	}
+
+	filters := listFiltersOf(params)
+	q := &listQuery{ctx: ctx, s: s, p: p, m: m, colJoins: map[string]bool{}, sortJoins: map[string]bool{}}
+	if fastEligible(m, filters, params.SortingColumn) {
+		q.sqlText, q.fast = newFastSQL(p), &fastList{}
+	} else {
+		q.sqlText = sqlFor(p)
+	}
+	q.where = append(q.where, m.alias+".account_id = {acc}")
+	if m.always != "" {
+		q.where = append(q.where, m.always)
+	}
+
+	if err := q.applyFilters(filters); err != nil {
+		return nil, err
+	}
+	q.where = append(q.where, m.visible(q))
+
+	columns, err := q.columns(params.Columns)
+	if err != nil {
+		return nil, err
+	}
+	sortExpr, err := q.sortBy(params.SortingColumn)
+	if err != nil {
+		return nil, err
+	}
+	dir := "DESC"
+	if params.SortingDirection != nil && *params.SortingDirection == 0 {
+		dir = "ASC"
+	}
+	q.bind("limit", perPage)
+	q.bind("offset", (page-1)*perPage)
+	q.set("columns", strings.Join(columns, ", "))
+	q.set("order", q.order(sortExpr, dir))
+	q.set("where", strings.Join(q.where, " AND "))
+	q.set("from", m.from)
+	q.set("inner", m.inner)
+	q.set("alias", m.alias)
+	q.set("colJoins", q.joinSQL(q.colJoins))
+	q.set("sortJoins", q.joinSQL(q.sortJoins))
+
+	return &listRequest{q: q, filters: filters, columns: columns, sortExpr: sortExpr, dir: dir, page: page, perPage: perPage}, nil
 }
 
 // companiesByName is the counterparty list filtered by a part of the name
@@ -545,6 +588,10 @@ func containsFilter(col string) listFilter {
 	return func(q *listQuery, v string) error {
 		if v == "" {
 			return badRequest("filter on %s: empty text", col)
+		}
+		if q.fast != nil && q.m.code == ModuleCompanies && col == "c.name" {
+			q.prefilterCompanies("name", v)
+			return nil
 		}
 		q.contains = q.arg(escapeLike(v))
 		q.where = append(q.where, col+" ILIKE '%' || "+q.contains+"::text || '%'")

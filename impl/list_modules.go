@@ -38,19 +38,23 @@ func tagsCol(expr string) listColumn {
 
 // join helpers: a user, a directory value and a record joined by an id column,
 // each of the caller's account.
-func joinUser(alias, idCol string) string { return joinTable("users", alias, idCol) }
+func joinUser(alias, idCol string) listJoin { return joinTable("users", alias, idCol) }
 
-func joinDir(alias, idCol string) string { return joinTable("directory_values", alias, idCol) }
+func joinDir(alias, idCol string) listJoin { return joinTable("directory_values", alias, idCol) }
 
-func joinTable(table, alias, idCol string) string {
-	return "LEFT JOIN " + table + " " + alias + " ON " + alias + ".account_id = {acc} AND " + alias + ".id = " + idCol
+func joinTable(table, alias, idCol string) listJoin {
+	return listJoin{name: alias, table: table, idCol: idCol,
+		sql: "LEFT JOIN " + table + " " + alias + " ON " + alias + ".account_id = {acc} AND " + alias + ".id = " + idCol}
 }
 
 // joinCounterparty joins the counterparty of a record as co, only when the
 // caller may open it (seesCounterparty): the company_* columns of a record
 // whose counterparty the caller cannot open are those of no counterparty.
-func joinCounterparty(idCol string) string {
-	return joinTable("companies", "co", idCol) + " AND {co_seen}"
+func joinCounterparty(idCol string) listJoin {
+	j := joinTable("companies", "co", idCol)
+	j.sql += " AND {co_seen}"
+	j.seen = true
+	return j
 }
 
 // visibleBy is the access rule of modules whose records have one responsible user.
@@ -93,12 +97,12 @@ var companiesList = &listModule{
 	alias:  "c",
 	always: "c.deleted_at IS NULL",
 	joins: []listJoin{
-		{"u", joinUser("u", "c.user_id")},
-		{"cb", joinUser("cb", "c.created_by")},
-		{"dt", joinDir("dt", "c.type_id")},
-		{"ds", joinDir("ds", "c.status_id")},
-		{"dc", joinDir("dc", "c.category_id")},
-		{"da", joinDir("da", "c.agent_id")},
+		joinUser("u", "c.user_id"),
+		joinUser("cb", "c.created_by"),
+		joinDir("dt", "c.type_id"),
+		joinDir("ds", "c.status_id"),
+		joinDir("dc", "c.category_id"),
+		joinDir("da", "c.agent_id"),
 	},
 	columns: map[string]listColumn{
 		"id": col("c.id"), "name": col("c.name"), "address": col("c.address"),
@@ -122,6 +126,10 @@ var companiesList = &listModule{
 		"user_ids": ownersFilter("c.user_id"),
 		"name":     containsFilter("c.name"),
 		"email": func(q *listQuery, v string) error {
+			if q.fast != nil {
+				q.prefilterCompanies("email", v)
+				return nil
+			}
 			// Of the counterparty or of its contact persons: both are rows of emails.
 			q.where = append(q.where, `EXISTS (SELECT 1 FROM emails e
 				WHERE e.account_id = {acc} AND lower(e.email) = lower(`+q.arg(v)+`::text) AND e.company_id = c.id)`)
@@ -133,6 +141,10 @@ var companiesList = &listModule{
 				return badRequest("phone: give at least 3 digits")
 			}
 			// A number is found by the end of its digits: "2000 0001" finds "+371 2000 0001".
+			if q.fast != nil {
+				q.prefilterCompanies("phone", v)
+				return nil
+			}
 			q.where = append(q.where, `EXISTS (SELECT 1 FROM phones ph
 				WHERE ph.account_id = {acc} AND reverse(ph.phone_digits) LIKE `+q.arg(reverseString(digits))+`::text || '%'
 				  AND ph.company_id = c.id)`)
@@ -157,9 +169,9 @@ var tasksList = &listModule{
 	from:  "tasks t",
 	alias: "t",
 	joins: []listJoin{
-		{"u", joinUser("u", "t.user_id")},
-		{"dt", joinDir("dt", "t.type_id")},
-		{"co", joinCounterparty("t.company_id")},
+		joinUser("u", "t.user_id"),
+		joinDir("dt", "t.type_id"),
+		joinCounterparty("t.company_id"),
 	},
 	columns: map[string]listColumn{
 		"id": col("t.id"), "note": col("t.note"), "status_id": col("t.status_id"),
@@ -190,11 +202,11 @@ var documentsList = &listModule{
 	from:  "documents d",
 	alias: "d",
 	joins: []listJoin{
-		{"u", joinUser("u", "d.user_id")},
-		{"dt", joinDir("dt", "d.type_id")},
-		{"ds", joinDir("ds", "d.status_id")},
-		{"co", joinCounterparty("d.company_id")},
-		{"dl", joinTable("deals", "dl", "d.deal_id")},
+		joinUser("u", "d.user_id"),
+		joinDir("dt", "d.type_id"),
+		joinDir("ds", "d.status_id"),
+		joinCounterparty("d.company_id"),
+		joinTable("deals", "dl", "d.deal_id"),
 	},
 	columns: map[string]listColumn{
 		"id": col("d.id"), "number": col("d.number"), "date": col("d.date"), "sum": col("d.sum"),
@@ -214,11 +226,11 @@ var financeList = &listModule{
 	from:  "money_movements m",
 	alias: "m",
 	joins: []listJoin{
-		{"u", joinUser("u", "m.user_id")},
-		{"dt", joinDir("dt", "m.type_id")},
-		{"dc", joinDir("dc", "m.category_id")},
-		{"ma", joinTable("money_accounts", "ma", "m.money_account_id")},
-		{"co", joinCounterparty("m.company_id")},
+		joinUser("u", "m.user_id"),
+		joinDir("dt", "m.type_id"),
+		joinDir("dc", "m.category_id"),
+		joinTable("money_accounts", "ma", "m.money_account_id"),
+		joinCounterparty("m.company_id"),
 	},
 	columns: map[string]listColumn{
 		"id": col("m.id"), "date": col("m.date"), "sum": col("m.sum"), "sum_currency": col("m.sum_currency"),
@@ -244,8 +256,8 @@ var salesList = &listModule{
 		"JOIN directory_values dty ON dty.account_id = {acc} AND dty.id = d.type_id AND dty.is_invoice",
 	alias: "dg",
 	joins: []listJoin{
-		{"u", joinUser("u", "d.user_id")},
-		{"co", joinCounterparty("d.company_id")},
+		joinUser("u", "d.user_id"),
+		joinCounterparty("d.company_id"),
 	},
 	columns: map[string]listColumn{
 		"id": col("dg.id"), "date": {expr: "d.date", sort: "d.date"}, "document_id": col("dg.document_id"),
@@ -269,13 +281,13 @@ var dealsList = &listModule{
 	from:  "deals dl",
 	alias: "dl",
 	joins: []listJoin{
-		{"u", joinUser("u", "dl.user_id")},
-		{"dt", joinDir("dt", "dl.type_id")},
-		{"ds", joinDir("ds", "dl.status_id")},
-		{"co", joinCounterparty("dl.company_id")},
-		{"cot", joinDir("cot", "co.type_id")},
-		{"cos", joinDir("cos", "co.status_id")},
-		{"coc", joinDir("coc", "co.category_id")},
+		joinUser("u", "dl.user_id"),
+		joinDir("dt", "dl.type_id"),
+		joinDir("ds", "dl.status_id"),
+		joinCounterparty("dl.company_id"),
+		joinDir("cot", "co.type_id"),
+		joinDir("cos", "co.status_id"),
+		joinDir("coc", "co.category_id"),
 	},
 	columns: map[string]listColumn{
 		"id": col("dl.id"), "name": col("dl.name"), "sum": col("dl.sum"), "type_id": col("dl.type_id"),
@@ -324,14 +336,14 @@ var mailList = &listModule{
 	from:  "mail_messages mm",
 	alias: "mm",
 	joins: []listJoin{
-		{"ma", joinTable("mail_accounts", "ma", "mm.mail_account_id")},
-		{"mu", joinUser("mu", "ma.user_id")},
-		{"co", joinCounterparty("mm.company_id")},
-		{"ct", joinTable("contacts", "ct", "mm.contact_id")},
-		{"dl", joinTable("deals", "dl", "mm.deal_id")},
-		{"cot", joinDir("cot", "co.type_id")},
-		{"cos", joinDir("cos", "co.status_id")},
-		{"coc", joinDir("coc", "co.category_id")},
+		joinTable("mail_accounts", "ma", "mm.mail_account_id"),
+		joinUser("mu", "ma.user_id"),
+		joinCounterparty("mm.company_id"),
+		joinTable("contacts", "ct", "mm.contact_id"),
+		joinTable("deals", "dl", "mm.deal_id"),
+		joinDir("cot", "co.type_id"),
+		joinDir("cos", "co.status_id"),
+		joinDir("coc", "co.category_id"),
 	},
 	columns: map[string]listColumn{
 		"id":           col("mm.id"),
@@ -385,7 +397,7 @@ var journalList = &listModule{
 	code:  ModuleJournal,
 	from:  "journal j",
 	alias: "j",
-	joins: []listJoin{{"u", joinUser("u", "j.user_id")}},
+	joins: []listJoin{joinUser("u", "j.user_id")},
 	columns: map[string]listColumn{
 		"id": col("j.id"), "date": dateTimeCol("j.at"), "user_id": col("j.user_id"), "user_name": nameCol("u"),
 		"module": col("j.module"), "entity": col("j.entity"), "record_id": col("j.record_id"),
