@@ -13,15 +13,19 @@ run: apidocs
 	@GO=$(GO) tools/run.sh
 
 ## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with
-## concurrency. tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
+## concurrency; the tests of the list and the contact list once more through their functions (CRM_FAST_PATH=on). tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
+# The tests of the list and the contact list, run again with their functions (CRM_FAST_PATH=on),
+# which plain PostgreSQL does not use by itself (impl.Config.FastPath); make test-citus runs them there.
+FAST_PATH_TESTS = List|Contact
 test: SHELL := /bin/bash
 test: apidocs sdk-typescript-deps
 	@set -o pipefail; export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
 	$(GO) build -o bin/testprogress ./tools/testprogress && \
 	{ $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS); r=$$?; \
-	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); exit $$((r | $$?)); } 2>&1 \
+	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); r=$$((r | $$?)); \
+	  CRM_FAST_PATH=on $(GO) test -json -count=1 -timeout 30m -run '$(FAST_PATH_TESTS)' ./impl; exit $$((r | $$?)); } 2>&1 \
 	| bin/testprogress
 
 ## test-faults: the fault suite (./faults): real crm-server processes killed with SIGKILL, a private PostgreSQL under ./.data/faults

@@ -401,6 +401,12 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 	return envelopeReply(success(card.String)), nil
 }
 
+// emailRow is the object of the e-mail row e in the card, for json_agg.
+const emailRow = `(SELECT r FROM (SELECT e.id, e.company_id, e.contact_id AS id_contact_man, e.email) r)`
+
+// phoneRow is the object of the phone row ph in the card, for json_agg.
+const phoneRow = `(SELECT r FROM (SELECT ph.id, ph.company_id, ph.contact_id AS id_contact_man, ph.phone, ph.descr) r)`
+
 // requisitesRow holds the stored fields of new requisites.
 type requisitesRow struct {
 	Inn        string `db:"inn" json:"inn,omitempty"`

@@ -192,7 +192,7 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		}
 	}
 
-	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}}
+	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}, fastPath: true}
 	str := func(s string) *string { return &s }
 	lists := []struct {
 		name   string

@@ -161,7 +161,7 @@ func (s *Server) newListQuery(ctx context.Context, p *Principal, m *listModule, 
 
 	filters := listFiltersOf(params)
 	q := &listQuery{ctx: ctx, s: s, p: p, m: m, colJoins: map[string]bool{}, sortJoins: map[string]bool{}}
-	if fastEligible(m, filters, params.SortingColumn) {
+	if s.fastPath && fastEligible(m, filters, params.SortingColumn) {
 		q.sqlText, q.fast = newFastSQL(p), &fastList{}
 	} else {
 		q.sqlText = sqlFor(p)

@@ -65,6 +65,15 @@ type Config struct {
 	// page): it prices their generic plan for an average account and prefers
 	// planning anew, which costs as much as running them. Nil: DB.
 	GenericDB *sqlx.DB
+	// FastPath, when set, chooses whether the universal list and the contact
+	// list run as the functions crm_list and crm_contact_list
+	// (db/functions), whose statements each read one table, or as single
+	// statements that join their tables; nil chooses the functions where the
+	// citus extension is installed. Citus keeps the plan only of a statement
+	// of one table, and plans every join again at each execution; on plain
+	// PostgreSQL a join is planned once and is the cheaper of the two
+	// (docs/decisions.md, "The list and the contact list on Citus").
+	FastPath *bool
 	// Router, when set (db.NewRouter), sends the statements of each request to
 	// the Citus node that holds the caller's account, with DB and GenericDB
 	// the coordinator's; nil: everything to DB and GenericDB.
@@ -126,6 +135,7 @@ type Server struct {
 	limits *limits
 
 	scanOnce       int
+	fastPath       bool // Config.FastPath
 	deadlines      Deadlines
 	webhookTimeout time.Duration
 	large          *largeRequests // nil: no bound
@@ -165,9 +175,21 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		cfg.TokenCacheTTL = maxTokenCacheTTL
 	}
 	cfg.Log = withRequestIDs(cfg.Log)
+	fastPath := false
+	if cfg.FastPath != nil {
+		fastPath = *cfg.FastPath
+	} else {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		citus, err := db.IsCitus(ctx, cfg.DB)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		fastPath = citus
+	}
 	s := &Server{log: cfg.Log, limits: newLimits(cfg), tokens: newTokenCache(cfg.TokenCacheTTL),
 		nodes:    nodes{router: cfg.Router, home: newDBNode(cfg.DB, cfg.GenericDB), byAddr: map[string]*dbNode{}},
-		scanOnce: cfg.ListScanOnce, secrets: cfg.Secrets, fault: cfg.Fault}
+		scanOnce: cfg.ListScanOnce, fastPath: fastPath, secrets: cfg.Secrets, fault: cfg.Fault}
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 10 * time.Second
 	}
