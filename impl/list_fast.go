@@ -4,6 +4,7 @@ import (
 	"database/sql/driver"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -34,12 +35,13 @@ const (
 	fastVisible      = "$2"
 	fastPage         = "$3"
 	fastPrefiltered  = "$9"
-	fastOwnParams    = 9
+	fastOwnParams    = 10
 	fastMapUsers     = "$4"
 	fastMapDirs      = "$5"
 	fastMapCompanies = "$6"
 	fastMapDeals     = "$7"
 	fastMapMoney     = "$8"
+	fastCompanyRows  = "$10"
 )
 
 // mapOf names the map of names of each table a module joins, and the kind
@@ -140,7 +142,10 @@ var aliasField = regexp.MustCompile(`\b([a-z]+)\.([a-z_]+)\b`)
 // fastExpr rewrites an expression of the general statements into crm_list's
 // form: a field of a join becomes a lookup in its map by the join's id
 // (itself rewritten when it is a field of another join, such as co.type_id).
-func (m *listModule) fastExpr(expr string) string {
+// A map of names gives the name of a user, directory value, counterparty or
+// deal; a counterparty's other fields come from the map of its rows, a money
+// account's from an object. used collects the maps the lookups read.
+func (m *listModule) fastExpr(expr string, used map[string]bool) string {
 	return aliasField.ReplaceAllStringFunc(expr, func(s string) string {
 		parts := aliasField.FindStringSubmatch(s)
 		alias, field := parts[1], parts[2]
@@ -148,17 +153,30 @@ func (m *listModule) fastExpr(expr string) string {
 			return s
 		}
 		for _, j := range m.joins {
-			if j.name == alias {
-				mp := mapOf[j.table]
-				return "(" + mp.param + " -> (" + m.fastExpr(j.idCol) + ")::text ->> '" + field + "')"
+			if j.name != alias {
+				continue
 			}
+			id := "(" + m.fastExpr(j.idCol, used) + ")::text"
+			mp := mapOf[j.table]
+			switch {
+			case j.table == "money_accounts":
+				used[mp.kind] = true
+				return "(" + mp.param + " -> " + id + " ->> '" + field + "')"
+			case j.table == "companies" && field != "name":
+				used["company_rows"] = true
+				return "(" + fastCompanyRows + " -> " + id + " ->> '" + field + "')"
+			case field != "name":
+				panic("impl: list join " + alias + " of module " + strconv.Itoa(m.code) + " shows " + field)
+			}
+			used[mp.kind] = true
+			return "(" + mp.param + " ->> " + id + ")"
 		}
 		return s // a cast or a function such as x.y never names a join
 	})
 }
 
 // fastListCall is the call of crm_list.
-const fastListCall = `SELECT total AS rows, value FROM crm_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)`
+const fastListCall = `SELECT total AS rows, value FROM crm_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
 
 // fastCall is the call of crm_list that answers r, whose query was built in
 // crm_list's form (newFastSQL).
@@ -209,21 +227,22 @@ func (r *listRequest) fastCall() (string, []any, error) {
 		array("companies") + " AS companies, " + array("deals") + " AS deals, " + array("money_accounts") + " AS money_accounts"
 
 	byPrefilter := fl.byName && sortExpr == "" && !filtered
+	// One pass: every name comes from a small table, whose map crm_list
+	// builds whole before the page; the page's statement then writes the rows.
+	onePass := !byPrefilter
+	for kind := range maps {
+		if kind != "users" && kind != "dirs" {
+			onePass = false
+		}
+	}
 	where := strings.Join(q.where, " AND ")
 	if fl.prefilter != "" {
 		where += " AND " + m.alias + ".id = ANY (" + fastPrefiltered + "::bigint[])"
 	}
-	var rows string
-	if byPrefilter {
-		rows = "SELECT " + refs + " FROM " + m.from + " WHERE " + m.alias + ".account_id = {acc} AND " +
-			m.alias + ".id = ANY (" + fastPage + "::bigint[])"
-	} else {
-		rows = "SELECT " + refs + " FROM " + m.from + " WHERE " + where +
-			" ORDER BY " + m.fastExpr(q.order(sortExpr, dir)) + " LIMIT {limit} OFFSET {offset}"
-	}
 	// A column is `expr AS "name"` (listQuery.columns). The object of a row
 	// is written as row_to_json writes one, members in the order asked,
 	// without blanks: each member's value is its JSON text.
+	lookups := map[string]bool{}
 	members := make([]string, len(columns))
 	for i, c := range columns {
 		at := strings.LastIndex(c, ` AS "`)
@@ -231,15 +250,43 @@ func (r *listRequest) fastCall() (string, []any, error) {
 		if i == 0 {
 			sep = "{"
 		}
-		members[i] = "'" + sep + `"` + c[at+5:len(c)-1] + `":' || coalesce(to_json(` + m.fastExpr(c[:at]) + ")::text, 'null')"
+		members[i] = "'" + sep + `"` + c[at+5:len(c)-1] + `":' || coalesce(to_json(` + m.fastExpr(c[:at], lookups) + ")::text, 'null')"
 	}
-	value := "SELECT '[' || string_agg(" + strings.Join(members, " || ") + " || '}', ',' ORDER BY array_position(" +
+	object := strings.Join(members, " || ") + " || '}'"
+	order := m.fastExpr(q.order(sortExpr, dir), lookups)
+	if lookups["company_rows"] {
+		onePass = false
+		maps["company_rows"] = true
+	}
+	var rows string
+	switch {
+	case onePass:
+		rows = "SELECT " + object + " AS j FROM " + m.from + " WHERE " + where +
+			" ORDER BY " + order + " LIMIT {limit} OFFSET {offset}"
+		for kind := range maps {
+			if !slices.Contains(sortMaps, kind) {
+				sortMaps = append(sortMaps, kind)
+			}
+		}
+		maps = map[string]bool{}
+	case byPrefilter:
+		rows = "SELECT " + refs + " FROM " + m.from + " WHERE " + m.alias + ".account_id = {acc} AND " +
+			m.alias + ".id = ANY (" + fastPage + "::bigint[])"
+	default:
+		rows = "SELECT " + refs + " FROM " + m.from + " WHERE " + where +
+			" ORDER BY " + order + " LIMIT {limit} OFFSET {offset}"
+	}
+	value := "SELECT '[' || string_agg(" + object + ", ',' ORDER BY array_position(" +
 		fastPage + "::bigint[], " + m.alias + ".id)) || ']' FROM " + m.from + " WHERE " + m.alias + ".account_id = {acc} AND " +
 		m.alias + ".id = ANY (" + fastPage + "::bigint[])"
+	if onePass {
+		value = ""
+	}
 	total := "SELECT count(*) FROM " + m.from + " WHERE " + where
-	if !filtered && fl.prefilter == "" && m.count != nil {
-		if counted := m.count(q); counted != "" {
-			total = counted
+	var countModule, countKind *int16
+	if !filtered && fl.prefilter == "" {
+		if mod, kind, ok := fastCount(m, p); ok {
+			countModule, countKind, total = &mod, kind, ""
 		}
 	}
 	prefilter, rows, value, total := q.expand(fl.prefilter), q.expand(rows), q.expand(value), q.expand(total)
@@ -249,7 +296,28 @@ func (r *listRequest) fastCall() (string, []any, error) {
 	}
 	return fastListCall, []any{p.AccountID, p.UserID, p.Role, p.DepartmentID, p.TimeZone,
 		prefilter, rows, value, total, types, pq.Array(args), pq.Array(keys(maps)), pq.Array(sortMaps),
-		byPrefilter, dir == "DESC", r.perPage, int64(r.page-1) * int64(r.perPage)}, nil
+		byPrefilter, dir == "DESC", r.perPage, int64(r.page-1) * int64(r.perPage), onePass, countModule, countKind}, nil
+}
+
+// fastCount tells crm_list where the total of an unfiltered list of m is kept
+// in list_counts (the module, and the kind, nil for any), with the owners p
+// sees; ok is false where the rows are counted (as the general statements'
+// count of m does).
+func fastCount(m *listModule, p *Principal) (module int16, kind *int16, ok bool) {
+	zero := int16(0)
+	switch m.code {
+	case ModuleCompanies, ModuleDocuments, ModuleFinance, ModuleDeals, ModuleJournal:
+		return int16(m.code), &zero, true
+	case ModuleTasks:
+		switch {
+		case p.Role == RoleAdmin:
+			return ModuleTasks, &zero, true
+		case !p.seesDepartment():
+			// kind 0: tasks the member is assigned; kind 1: those they assigned to someone else.
+			return ModuleTasks, nil, true
+		}
+	}
+	return 0, nil, false
 }
 
 func keys(m map[string]bool) []string {

@@ -28,23 +28,37 @@
 --
 -- Every statement has the same parameters: the function's own values first,
 -- $1 the account, $2 the users whose records the caller sees (NULL: all),
--- $3 the page's ids, $4 .. $8 the maps of names (id -> object) of users,
--- directory values, counterparties, deals and money accounts, $9 the prefilter's
--- ids; then the request's own values ($10 on), given as text in p_args and typed
--- by p_types.
+-- $3 the page's ids, $4 .. $7 the maps of names (id -> name) of users,
+-- directory values, counterparties (those the caller may open) and deals, $8
+-- the map of money accounts (id -> name and currency), $9 the prefilter's ids,
+-- $10 the map of counterparties' other fields (id -> tax_id, country, region,
+-- city, url, type_id, status_id, category_id); then the request's own values
+-- ($11 on), given as text in p_args and typed by p_types.
 --
 -- p_maps names the maps the columns need ('users', 'dirs', 'companies',
--- 'company_dirs' for the directory values of the counterparties, 'deals',
--- 'money_accounts'); p_sort_maps those a sort by a name needs before the page is
--- read, built whole for the account (users and directory values only: the
--- server reads every other such list the general way).
+-- 'company_rows', 'company_dirs' for the directory values of the
+-- counterparties, 'deals', 'money_accounts'); p_sort_maps those built whole for
+-- the account before the page is read, for a sort by a name or for one pass
+-- (users and directory values only: the server reads every other such list the
+-- general way).
+--
+-- With p_one_pass the names all come from maps of small tables built whole for
+-- the account before the page (p_sort_maps: users, directory values), and p_rows
+-- is the page itself: a row's JSON object (j) per record, in the page's order.
+--
+-- With p_count_module the total is the maintained count of the module's records
+-- in list_counts (kind p_count_kind, any when NULL) of the owners the caller
+-- sees, read by a statement of this function; otherwise p_total counts them.
 --
 -- With p_by_prefilter the page is the prefilter's ids themselves, sorted by id
 -- (p_desc) and cut to the page (p_limit, p_offset), and the total is their
 -- number: the list of a name, e-mail or phone alone in the default order.
+DROP FUNCTION IF EXISTS crm_list(bigint, bigint, text, bigint, text, text, text, text, text, text, text[], text[], text[], boolean, boolean, bigint, bigint);
+
 CREATE OR REPLACE FUNCTION crm_list(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_prefilter text, p_rows text, p_value text, p_total text, p_types text, p_args text[],
-	p_maps text[], p_sort_maps text[], p_by_prefilter boolean, p_desc boolean, p_limit bigint, p_offset bigint)
+	p_maps text[], p_sort_maps text[], p_by_prefilter boolean, p_desc boolean, p_limit bigint, p_offset bigint,
+	p_one_pass boolean, p_count_module smallint, p_count_kind smallint)
 RETURNS TABLE (total bigint, value text) LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
 	visible bigint[];             -- NULL: every user's records
@@ -60,6 +74,8 @@ DECLARE
 	companies jsonb;
 	deals jsonb;
 	money_accounts jsonb;
+	company_rows jsonb;
+	objects text[] := '{}';
 	r record;
 	n bigint;
 	v text;
@@ -75,7 +91,7 @@ BEGIN
 	END IF;
 
 	IF p_prefilter <> '' THEN
-		FOR r IN EXECUTE crm_list_statement(p_prefilter, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, p_args) LOOP
+		FOR r IN EXECUTE crm_list_statement(p_prefilter, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, company_rows, p_args) LOOP
 			prefiltered := r.ids;
 		END LOOP;
 		prefiltered := coalesce(prefiltered, '{}');
@@ -94,13 +110,19 @@ BEGIN
 	END IF;
 
 	IF 'users' = ANY (p_sort_maps) THEN
-		SELECT jsonb_object_agg(id, jsonb_build_object('name', name)) INTO users FROM users WHERE account_id = p_account;
+		SELECT jsonb_object_agg(id, name) INTO users FROM users WHERE account_id = p_account;
 	END IF;
 	IF 'dirs' = ANY (p_sort_maps) THEN
-		SELECT jsonb_object_agg(id, jsonb_build_object('name', name)) INTO dirs FROM directory_values WHERE account_id = p_account;
+		SELECT jsonb_object_agg(id, name) INTO dirs FROM directory_values WHERE account_id = p_account;
 	END IF;
 
-	FOR r IN EXECUTE crm_list_statement(p_rows, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, p_args) LOOP
+	IF p_one_pass THEN
+		FOR r IN EXECUTE crm_list_statement(p_rows, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, company_rows, p_args) LOOP
+			objects := objects || r.j;
+		END LOOP;
+		v := '[' || array_to_string(objects, ',') || ']';
+	ELSE
+	FOR r IN EXECUTE crm_list_statement(p_rows, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, company_rows, p_args) LOOP
 		IF NOT p_by_prefilter THEN
 			page := page || r.id;
 		END IF;
@@ -112,27 +134,31 @@ BEGIN
 	END LOOP;
 
 	IF 'users' = ANY (p_maps) AND NOT 'users' = ANY (p_sort_maps) THEN
-		SELECT jsonb_object_agg(id, jsonb_build_object('name', name)) INTO users
+		SELECT jsonb_object_agg(id, name) INTO users
 		  FROM users WHERE account_id = p_account AND id = ANY (user_ids);
 	END IF;
-	IF 'companies' = ANY (p_maps) THEN
+	IF 'company_rows' = ANY (p_maps) THEN
 		-- impl/access.go, seesCounterparty: a record shows its counterparty
 		-- only to who may open it.
-		SELECT jsonb_object_agg(id, jsonb_build_object('name', name, 'tax_id', tax_id, 'country', country, 'region', region,
+		SELECT jsonb_object_agg(id, name),
+		       jsonb_object_agg(id, jsonb_build_object('tax_id', tax_id, 'country', country, 'region', region,
 		           'city', city, 'url', url, 'type_id', type_id, 'status_id', status_id, 'category_id', category_id)),
 		       array_agg(type_id) || array_agg(status_id) || array_agg(category_id)
-		  INTO companies, company_ids
+		  INTO companies, company_rows, company_ids
 		  FROM companies WHERE account_id = p_account AND id = ANY (company_ids) AND (visible IS NULL OR user_id = ANY (visible));
 		IF 'company_dirs' = ANY (p_maps) THEN
 			dir_ids := dir_ids || coalesce(company_ids, '{}');
 		END IF;
+	ELSIF 'companies' = ANY (p_maps) THEN
+		SELECT jsonb_object_agg(id, name) INTO companies
+		  FROM companies WHERE account_id = p_account AND id = ANY (company_ids) AND (visible IS NULL OR user_id = ANY (visible));
 	END IF;
 	IF ('dirs' = ANY (p_maps) OR 'company_dirs' = ANY (p_maps)) AND NOT 'dirs' = ANY (p_sort_maps) THEN
-		SELECT jsonb_object_agg(id, jsonb_build_object('name', name)) INTO dirs
+		SELECT jsonb_object_agg(id, name) INTO dirs
 		  FROM directory_values WHERE account_id = p_account AND id = ANY (dir_ids);
 	END IF;
 	IF 'deals' = ANY (p_maps) THEN
-		SELECT jsonb_object_agg(id, jsonb_build_object('name', name)) INTO deals
+		SELECT jsonb_object_agg(id, name) INTO deals
 		  FROM deals WHERE account_id = p_account AND id = ANY (deal_ids);
 	END IF;
 	IF 'money_accounts' = ANY (p_maps) THEN
@@ -143,13 +169,18 @@ BEGIN
 	IF cardinality(page) = 0 THEN
 		v := '[]';
 	ELSE
-		EXECUTE crm_list_statement(p_value, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, p_args)
+		EXECUTE crm_list_statement(p_value, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, company_rows, p_args)
 		   INTO v;
+	END IF;
 	END IF;
 	IF p_by_prefilter THEN
 		n := cardinality(prefiltered);
+	ELSIF p_count_module IS NOT NULL THEN
+		SELECT coalesce(sum(l.n), 0) INTO n FROM list_counts l
+		 WHERE account_id = p_account AND module = p_count_module AND (p_count_kind IS NULL OR kind = p_count_kind)
+		   AND (visible IS NULL OR owner_id = ANY (visible));
 	ELSE
-		EXECUTE crm_list_statement(p_total, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, p_args)
+		EXECUTE crm_list_statement(p_total, p_types, p_account, visible, page, users, dirs, companies, deals, money_accounts, prefiltered, company_rows, p_args)
 		   INTO n;
 	END IF;
 	RETURN QUERY SELECT n, coalesce(v, '[]');
@@ -159,9 +190,11 @@ $fn$;
 -- crm_list_statement returns the command that executes statement with these
 -- values, after preparing it in the session under its own name when this
 -- session has not yet (see crm_list).
+DROP FUNCTION IF EXISTS crm_list_statement(text, text, bigint, bigint[], bigint[], jsonb, jsonb, jsonb, jsonb, jsonb, bigint[], text[]);
+
 CREATE OR REPLACE FUNCTION crm_list_statement(statement text, types text,
 	account bigint, visible bigint[], page bigint[], users jsonb, dirs jsonb, companies jsonb, deals jsonb,
-	money_accounts jsonb, prefiltered bigint[], args text[])
+	money_accounts jsonb, prefiltered bigint[], company_rows jsonb, args text[])
 RETURNS text LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
 	name text := 'crm_' || md5(types || ':' || statement);
@@ -178,14 +211,14 @@ BEGIN
 			END;
 			prepared := '';
 		END IF;
-		EXECUTE format('PREPARE %I (bigint, bigint[], bigint[], jsonb, jsonb, jsonb, jsonb, jsonb, bigint[]%s) AS %s',
+		EXECUTE format('PREPARE %I (bigint, bigint[], bigint[], jsonb, jsonb, jsonb, jsonb, jsonb, bigint[], jsonb%s) AS %s',
 		               name, types, statement);
 		PERFORM set_config('crm.list_prepared', prepared || name || ',', false);
 	END IF;
 	RETURN format('EXECUTE %I(%s)', name, array_to_string(
 		ARRAY[quote_nullable(account), quote_nullable(visible), quote_nullable(page), quote_nullable(users),
 		      quote_nullable(dirs), quote_nullable(companies), quote_nullable(deals), quote_nullable(money_accounts),
-		      quote_nullable(prefiltered)]
+		      quote_nullable(prefiltered), quote_nullable(company_rows)]
 		|| ARRAY(SELECT quote_nullable(a) FROM unnest(args) a), ','));
 END
 $fn$;
