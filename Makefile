@@ -93,7 +93,8 @@ bench-wrk:
 	DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends wrk >/dev/null || \
 	{ $$sudo apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y --no-install-recommends wrk >/dev/null; } || \
 	echo "bench-wrk: apt-get could not install wrk"
-## bench-memory: a real crm-server under 20 concurrent 9.5 MiB POST /mail/send; its peak resident memory (VmHWM) into docs/benchmarks.md
+## bench-memory: real crm-server processes under 20 concurrent 9.5 MiB POST /mail/send, 40 concurrent 1 MiB nested and wide bodies,
+## the widest valid insert and one 10 MiB nested mail; their peak resident memory (VmHWM) into docs/benchmarks.md
 bench-memory:
 	$(GO) run ./cmd/crm-memload
 

@@ -15,7 +15,7 @@ go build -o bin/crm-server ./cmd/crm-server
 mkdir -p .data
 stop() { CRM_DATA_DIR=.data/faults bin/crm-server db stop >/dev/null 2>&1 || true; }
 trap stop EXIT
-echo "--- test-faults: server kill during inserts, frozen, restarted and stopped database, slow clients, mail across a kill (private cluster under ./.data/faults)"
+echo "--- test-faults: server kill during inserts, frozen, restarted and stopped database (the workers' logs), slow clients, hostile bodies, mail across a kill (private cluster under ./.data/faults)"
 unset DATABASE_URL
 CRM_FAULTS=1 go test -count=1 -timeout 10m -v ./faults
 echo "test-faults: passed"

@@ -193,7 +193,9 @@ func TestFrozenDatabase(t *testing.T) {
 // with a request id), never a hang, and recovery by itself each time.
 func TestDatabaseRestartAndOutage(t *testing.T) {
 	need(t)
-	s := startServer(t, deadlineEnv...)
+	// The webhook worker runs too (it needs a key): its log must tell each
+	// outage once and its end once, not a line per round.
+	s := startServer(t, append(deadlineEnv, "CRM_WEBHOOKS=on", "CRM_SECRET_KEY="+testSecretKey)...)
 	waitHealthy(t, s.addr, 10*time.Second)
 	limit := deadline + 2*time.Second
 
@@ -239,4 +241,29 @@ func TestDatabaseRestartAndOutage(t *testing.T) {
 	}
 	readyCodes := checkReplies(t, ready, readyLimit, "503")
 	t.Logf("20 s outage: replies %v, /readyz %v; healthy %v after the start", outage, readyCodes, recovered.Round(time.Millisecond))
+
+	// Both outages, as the webhook worker logs them: a failure at ERROR and a
+	// recovery at INFO for each at most, whatever the rounds in between.
+	waitFor(t, 40*time.Second, func() bool { return strings.Contains(s.logText(), `msg="webhook worker: recovered"`) })
+	log := s.logText()
+	failed := strings.Count(log, `level=ERROR msg="webhook worker: a round failed`)
+	recoveredLines := strings.Count(log, `level=INFO msg="webhook worker: recovered"`)
+	if failed < 1 || failed > 2 || recoveredLines != failed || strings.Count(log, `level=ERROR msg="webhook worker`) != failed {
+		t.Errorf("the webhook worker logged %d failures and %d recoveries over two outages, want one or two of each:\n%s",
+			failed, recoveredLines, grepLines(log, "webhook worker"))
+	}
+}
+
+// testSecretKey is a CRM_SECRET_KEY for the suite's servers (32 bytes, Base64).
+const testSecretKey = "ZmF1bHRzIHN1aXRlIGtleSBvZiAzMiBieXRlcyEhISE="
+
+// grepLines is the lines of log that contain s.
+func grepLines(log, s string) string {
+	var out []string
+	for line := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(line, s) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
 }

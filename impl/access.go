@@ -68,6 +68,17 @@ func (p *Principal) seesCounterparty(alias string) string {
 	return p.seesOwner(alias + ".user_id")
 }
 
+// seesContactPerson is the one rule for the contact person columns (the mail
+// list's contact) of a record the caller sees: a contact person is seen with
+// its counterparty, so they show only when the record's counterparty, joined
+// as co only when the caller may open it (seesCounterparty), is the contact
+// person's own; otherwise they are what a record without contact person
+// shows (""). contact_id is the record's own field and stays, as company_id
+// does.
+func seesContactPerson(ct, co string) string {
+	return ct + ".company_id = " + co + ".id"
+}
+
 // seesDepartment reports whether p sees by department (a head in one).
 func (p *Principal) seesDepartment() bool {
 	return p.Role == RoleHead && p.DepartmentID.Valid

@@ -82,3 +82,99 @@ type validatedBody struct {
 
 // ValidatedValue is the value decoded from the body and validated.
 func (b validatedBody) ValidatedValue() any { return b.value }
+
+// defaultBodyValues bounds the values of a body whose schema does not bound
+// them itself (an array without maxItems, an object open to any member, a
+// member of any type: the additional fields' values of POST
+// /field/values/update, which the handler holds to scalars).
+const defaultBodyValues = 10_000
+
+// bodyValues is the most values a body of op can hold and still be valid
+// (each array, object, string, number and literal counts once, wherever it
+// nests): what the schema of its JSON body allows by maxItems, maxProperties
+// and closed objects, or defaultBodyValues where the schema sets no bound; 0
+// for an operation without a JSON body. The scan before validation refuses a
+// body with more (checkBodyText), since decoding one costs memory by its
+// values: a megabyte of [0,0,0,…] decodes into some 50 MiB.
+func bodyValues(op *openapi3.Operation) int {
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return 0
+	}
+	content := op.RequestBody.Value.Content.Get("application/json")
+	if content == nil || content.Schema == nil {
+		return 0
+	}
+	n := schemaValues(content.Schema, 0)
+	if n < 0 {
+		return defaultBodyValues
+	}
+	return n
+}
+
+// schemaValues is the most values a value valid against ref can hold, or -1
+// when the schema sets no bound. allOf is counted as the sum of its parts, a
+// bound that is never too low.
+func schemaValues(ref *openapi3.SchemaRef, depth int) int {
+	const most = 1 << 40 // beyond any body's values; keeps the sums from overflowing
+	if ref == nil || ref.Value == nil || depth > 32 {
+		return -1
+	}
+	s := ref.Value
+	add := func(a, b int) int {
+		if a < 0 || b < 0 {
+			return -1
+		}
+		return min(a+b, most)
+	}
+	times := func(n uint64, v int) int {
+		if v < 0 {
+			return -1
+		}
+		if n > most || v > 0 && n > uint64(most/v) {
+			return most
+		}
+		return int(n) * v
+	}
+	switch {
+	case len(s.AllOf) > 0:
+		total := 0
+		for _, part := range s.AllOf {
+			total = add(total, schemaValues(part, depth+1))
+		}
+		return total
+	case len(s.OneOf) > 0 || len(s.AnyOf) > 0:
+		most := 0
+		for _, alt := range append(append(openapi3.SchemaRefs(nil), s.OneOf...), s.AnyOf...) {
+			n := schemaValues(alt, depth+1)
+			if n < 0 {
+				return -1
+			}
+			most = max(most, n)
+		}
+		return most
+	case s.Type.Is(openapi3.TypeArray):
+		if s.MaxItems == nil {
+			return -1
+		}
+		return add(1, times(*s.MaxItems, schemaValues(s.Items, depth+1)))
+	case s.Type.Is(openapi3.TypeObject) || len(s.Properties) > 0:
+		total := 1
+		for _, p := range s.Properties {
+			total = add(total, schemaValues(p, depth+1))
+		}
+		if ap := s.AdditionalProperties; ap.Has == nil || *ap.Has || ap.Schema != nil {
+			if s.MaxProps == nil {
+				return -1
+			}
+			each := 1
+			if ap.Schema != nil {
+				each = schemaValues(ap.Schema, depth+1)
+			}
+			total = add(total, times(*s.MaxProps, each))
+		}
+		return total
+	case s.Type == nil || s.Type.IsEmpty() || s.Type.IsMultiple():
+		return -1 // any value, arrays and objects included
+	}
+	return 1
+}

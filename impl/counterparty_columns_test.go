@@ -94,3 +94,68 @@ func TestCounterpartyColumns(t *testing.T) {
 		}
 	})
 }
+
+// TestContactPersonColumns checks the rule for the contact person of a record
+// the caller sees: the contact person shows with its counterparty, so the mail
+// list's contact is "" where the caller may not open the counterparty, as
+// company_name is, and contact_id stays, as company_id does. Per role: the
+// admin sees every counterparty; the head of the member's department those of
+// the department; the member their own.
+func TestContactPersonColumns(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	// A counterparty of the other department's member, and one of the member.
+	hidden := e.id(t, `INSERT INTO companies (account_id, name, type_id, user_id) VALUES ($1, 'Hidden Ltd', $2, $3) RETURNING id`,
+		w.accountID, w.dirs[9][0], w.other.id)
+	own := e.id(t, `INSERT INTO companies (account_id, name, type_id, user_id) VALUES ($1, 'Own Ltd', $2, $3) RETURNING id`,
+		w.accountID, w.dirs[9][0], w.member.id)
+	ozols := e.id(t, `INSERT INTO contacts (account_id, company_id, first_name, last_name) VALUES ($1, $2, 'Janis', 'Ozols') RETURNING id`,
+		w.accountID, hidden)
+	berzins := e.id(t, `INSERT INTO contacts (account_id, company_id, first_name, last_name) VALUES ($1, $2, 'Peteris', 'Berzins') RETURNING id`,
+		w.accountID, own)
+	// Received mail is linked by address to any counterparty of the account,
+	// seen or not: the member's mailbox holds a message of each.
+	box := e.id(t, `INSERT INTO mail_accounts (account_id, user_id, address) VALUES ($1, $2, 'member@acme.example') RETURNING id`, w.accountID, w.member.id)
+	mail := func(company, contact int64, subject string) int64 {
+		return e.id(t, `INSERT INTO mail_messages (account_id, mail_account_id, folder, from_address, to_address, subject, company_id, contact_id, date)
+			VALUES ($1, $2, 1, 'x@example.com', 'member@acme.example', $3, $4, $5, now()) RETURNING id`, w.accountID, box, subject, company, contact)
+	}
+	hiddenMail, ownMail := mail(hidden, ozols, "From Hidden"), mail(own, berzins, "From Own")
+	// A task of the member with the hidden counterparty's contact person: its
+	// contact_id is the task's own field.
+	task := e.id(t, `INSERT INTO tasks (account_id, company_id, contact_id, note, type_id, user_id, assigner_id, date_start)
+		VALUES ($1, $2, $3, 'Call', $4, $5, $5, '2026-03-05 10:00') RETURNING id`, w.accountID, hidden, ozols, w.dirs[35][0], w.member.id)
+
+	type row struct{ companyName, contact string }
+	for _, c := range byRole(w,
+		map[int64]row{hiddenMail: {"Hidden Ltd", "Ozols Janis"}, ownMail: {"Own Ltd", "Berzins Peteris"}},
+		map[int64]row{hiddenMail: {"", ""}, ownMail: {"Own Ltd", "Berzins Peteris"}},
+		map[int64]row{hiddenMail: {"", ""}, ownMail: {"Own Ltd", "Berzins Peteris"}},
+		nil, nil)[:3] {
+		t.Run(c.name, func(t *testing.T) {
+			query := "columns=id,company_id,company_name,contact_id,contact&user_ids=" + fmt.Sprint(w.member.id)
+			r, rows := e.list(t, c.u.token, 24, query)
+			if r.Status != "success" || len(rows) != 2 {
+				t.Fatalf("want the member's two messages: %s", r.Raw)
+			}
+			for _, got := range rows {
+				id := int64(got["id"].(float64))
+				want, ok := c.want[id]
+				company, contact := own, berzins
+				if id == hiddenMail {
+					company, contact = hidden, ozols
+				}
+				if !ok || got["company_name"] != want.companyName || got["contact"] != want.contact ||
+					got["company_id"] != float64(company) || got["contact_id"] != float64(contact) {
+					t.Errorf("message %d: %v, want company_name %q, contact %q, company_id %d, contact_id %d",
+						id, got, want.companyName, want.contact, company, contact)
+				}
+			}
+			// The task keeps its contact_id for every role that sees it.
+			r, rows = e.list(t, c.u.token, 2, "columns=id,contact_id&user_ids="+fmt.Sprint(w.member.id))
+			if r.Status != "success" || len(rows) != 1 || rows[0]["id"] != float64(task) || rows[0]["contact_id"] != float64(ozols) {
+				t.Errorf("the task's contact_id: %s", r.Raw)
+			}
+		})
+	}
+}

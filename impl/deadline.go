@@ -243,6 +243,18 @@ func (g *guardedWriter) expire() bool {
 	return g.state == 2
 }
 
+// lateWriter reports whether w is the writer of an operation whose reply the
+// deadline's wrapper gave already (what it writes is dropped).
+func lateWriter(w http.ResponseWriter) bool {
+	g, ok := w.(*guardedWriter)
+	if !ok {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.state == 2
+}
+
 // finish copies what the operation learnt about the request back, once it returned.
 func (g *guardedWriter) finish() {
 	g.mu.Lock()

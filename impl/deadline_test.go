@@ -154,6 +154,7 @@ type freezer struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	frozen bool
+	down   bool // connections are cut and refused, as a stopped PostgreSQL's
 	conns  []net.Conn
 	closed bool
 }
@@ -191,6 +192,13 @@ func (f *freezer) accept() {
 		c, err := f.ln.Accept()
 		if err != nil {
 			return
+		}
+		f.mu.Lock()
+		down := f.down
+		f.mu.Unlock()
+		if down {
+			c.Close()
+			continue
 		}
 		up, err := net.Dial("tcp", f.target)
 		if err != nil {
@@ -232,6 +240,23 @@ func (f *freezer) freeze(on bool) {
 	f.frozen = on
 	f.mu.Unlock()
 	f.cond.Broadcast()
+}
+
+// stop cuts every connection and refuses new ones until started again, as a
+// database that was shut down (on is false: it answers again).
+func (f *freezer) stop(on bool) {
+	f.mu.Lock()
+	f.down = on
+	conns := f.conns
+	if on {
+		f.conns = nil
+	}
+	f.mu.Unlock()
+	if on {
+		for _, c := range conns {
+			c.Close()
+		}
+	}
 }
 
 func (f *freezer) close() {

@@ -35,7 +35,8 @@ func checkPath(r *http.Request) *Error {
 	}
 	if p == "" || p[0] != '/' || strings.Contains(p, "//") || strings.Contains(p, "/./") ||
 		strings.Contains(p, "/../") || strings.HasSuffix(p, "/.") || strings.HasSuffix(p, "/..") {
-		return notFound("no such operation: the path is not in its clean form (no empty, . or .. segments)")
+		return &Error{Code: CodeNotFound, HTTPStatus: http.StatusNotFound,
+			Msg: "no such operation: the path is not in its clean form (no empty, . or .. segments)"}
 	}
 	return nil
 }
@@ -64,22 +65,46 @@ func checkQuery(raw string) *Error {
 		}
 		v, err := url.QueryUnescape(value)
 		if err != nil {
-			return badRequest("query parameter %q: malformed %%-escape", key)
+			return badRequest("query parameter %q: malformed %%-escape", shortName(key))
 		}
 		if !validText(v) {
-			return badRequest("query parameter %q: %s", key, textError)
+			return badRequest("query parameter %q: %s", shortName(key), textError)
 		}
 	}
 	return nil
 }
 
+// maxBodyDepth is how deeply the arrays and objects of a JSON body may nest
+// (openapi.yaml, info.description, "Input"). No operation's body needs more
+// than a few levels; the bound keeps the scan below, the decoder and the
+// error texts from costing memory in proportion to the nesting.
+const maxBodyDepth = 64
+
+// errBodyTooDeep is the reply to a body nested deeper than maxBodyDepth.
+var errBodyTooDeep = badRequest("request body: arrays and objects nest deeper than %d levels", maxBodyDepth)
+
+// errBodyTooMany is the reply to a body with more values than its operation's
+// schema lets a body hold (operation.bodyValues).
+func errBodyTooMany(max int) *Error {
+	return badRequest("request body: more values than this operation takes (at most %d arrays, objects, strings, numbers and literals in all)", max)
+}
+
 // checkBodyText refuses a JSON body with a string (a member name or a value)
 // that is not valid text: raw bytes that are not UTF-8, an escaped NUL
 // (\u0000) or an unpaired surrogate (\udfff), which Go's JSON decoder would
-// silently turn into U+FFFD. Anything else that is wrong with the body is left
-// to validation, which names it; so is a body that is not JSON at all.
-func checkBodyText(body []byte) *Error {
-	if where, bad := badJSONText(body); bad {
+// silently turn into U+FFFD; a body whose arrays and objects nest deeper than
+// maxBodyDepth; and one with more than maxValues values (none when it is not
+// positive), all before anything decodes it: decoding costs memory by the
+// nesting and by the number of values, tens of times a body's size. Anything
+// else that is wrong with the body is left to validation, which names it; so
+// is a body that is not JSON at all.
+func checkBodyText(body []byte, maxValues int) *Error {
+	switch where, problem := scanJSONBody(body, maxValues); problem {
+	case jsonTooDeep:
+		return errBodyTooDeep
+	case jsonTooMany:
+		return errBodyTooMany(maxValues)
+	case jsonBadText:
 		if where == "" {
 			return badRequest("request body: %s", textError)
 		}
@@ -92,17 +117,43 @@ func checkBodyText(body []byte) *Error {
 type jsonFrame struct {
 	object    bool
 	expectKey bool
-	key       string
+	key       string // the member being read, at most maxNameBytes of it
 	index     int
 }
 
-// badJSONText scans body as JSON and returns the path (members and indices
-// joined by dots, as validation names fields) of the first string that is not
-// valid text, or bad = false. It stops quietly at the first syntax error.
-func badJSONText(body []byte) (where string, bad bool) {
+// jsonProblem is what scanJSONBody found wrong with a body.
+type jsonProblem int
+
+const (
+	jsonFine    jsonProblem = iota
+	jsonBadText             // a string that is not valid text
+	jsonTooDeep             // nested deeper than maxBodyDepth
+	jsonTooMany             // more values than allowed
+)
+
+// scanJSONBody scans body as JSON and reports the first problem: a string
+// that is not valid text (with its field path, members and indices joined by
+// dots as validation names fields, shortened by fieldPath), nesting deeper
+// than maxBodyDepth, or more than maxValues values when it is positive (each
+// array, object, string, number and literal counts, wherever it nests; member
+// names do not). It stops quietly at the first syntax error. It keeps at most
+// maxBodyDepth frames and maxNameBytes of each member name, so that it costs
+// the same small memory whatever the body holds.
+func scanJSONBody(body []byte, maxValues int) (where string, problem jsonProblem) {
 	var stack []jsonFrame
+	// A value starts where one is due: at the start, after a member's ':', after
+	// an array's '[' (unless ']' follows) and after its ','.
+	values, due := 0, true
+	value := func() bool {
+		if !due {
+			return true
+		}
+		due = false
+		values++
+		return maxValues <= 0 || values <= maxValues
+	}
 	path := func(member string, isKey bool) string {
-		var parts []string
+		parts := make([]string, 0, len(stack)+1)
 		for _, f := range stack {
 			if f.object {
 				if f.expectKey {
@@ -116,19 +167,29 @@ func badJSONText(body []byte) (where string, bad bool) {
 		if isKey {
 			parts = append(parts, member)
 		}
-		return strings.Join(parts, ".")
+		return fieldPath(parts)
 	}
 	for i := 0; i < len(body); {
 		switch c := body[i]; c {
-		case '{':
-			stack = append(stack, jsonFrame{object: true, expectKey: true})
+		case ' ', '\t', '\n', '\r':
 			i++
-		case '[':
-			stack = append(stack, jsonFrame{})
+		case '{', '[':
+			if !value() {
+				return "", jsonTooMany
+			}
+			if len(stack) == maxBodyDepth {
+				return "", jsonTooDeep
+			}
+			if stack == nil {
+				stack = make([]jsonFrame, 0, 8)
+			}
+			stack = append(stack, jsonFrame{object: c == '{', expectKey: c == '{'})
+			due = c == '['
 			i++
 		case '}', ']':
+			due = false
 			if len(stack) == 0 {
-				return "", false
+				return "", jsonFine
 			}
 			stack = stack[:len(stack)-1]
 			i++
@@ -138,6 +199,7 @@ func badJSONText(body []byte) (where string, bad bool) {
 					stack[n-1].expectKey = true
 				} else {
 					stack[n-1].index++
+					due = true
 				}
 			}
 			i++
@@ -145,24 +207,35 @@ func badJSONText(body []byte) (where string, bad bool) {
 			if n := len(stack); n > 0 {
 				stack[n-1].expectKey = false
 			}
+			due = true
 			i++
 		case '"':
-			s, end, ok := scanJSONString(body, i+1)
 			isKey := len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].expectKey
+			if !isKey && !value() {
+				return "", jsonTooMany
+			}
+			keep := 0
+			if isKey {
+				keep = maxNameBytes + utf8.UTFMax // enough for fieldPath to see that a longer name is cut
+			}
+			s, end, ok := scanJSONString(body, i+1, keep)
 			if !ok {
 				if end < 0 {
-					return "", false // unterminated: a syntax error for validation
+					return "", jsonFine // unterminated: a syntax error for validation
 				}
 				if isKey {
-					return path("(a member name)", true), true
+					return path("(a member name)", true), jsonBadText
 				}
-				return path("", false), true
+				return path("", false), jsonBadText
 			}
 			if isKey {
 				stack[len(stack)-1].key = s
 			}
 			i = end
 		default:
+			if !value() {
+				return "", jsonTooMany
+			}
 			if c < utf8.RuneSelf {
 				i++
 				continue
@@ -170,33 +243,40 @@ func badJSONText(body []byte) (where string, bad bool) {
 			// A byte beyond ASCII outside a string: not JSON, but it must
 			// not pass as text either.
 			if r, size := utf8.DecodeRune(body[i:]); r == utf8.RuneError && size <= 1 {
-				return "", true
+				return "", jsonBadText
 			} else {
 				i += size
 			}
 		}
 	}
-	return "", false
+	return "", jsonFine
 }
 
 // scanJSONString reads the JSON string whose contents start at body[i] up to
-// its closing quote. It returns the decoded text (member names only need it),
-// the index after the closing quote, and ok = false when the string holds
-// something that is not valid text; end is -1 when the string never ends.
-func scanJSONString(body []byte, i int) (s string, end int, ok bool) {
-	var b strings.Builder
+// its closing quote. It returns the first keep bytes of the decoded text (or
+// up to keep, whole characters only: member names need a prefix to name a
+// field, values nothing), the index after the closing quote, and ok = false
+// when the string holds something that is not valid text; end is -1 when the
+// string never ends.
+func scanJSONString(body []byte, i int, keep int) (s string, end int, ok bool) {
+	var b []byte
+	add := func(r rune) {
+		if len(b)+utf8.RuneLen(r) <= keep {
+			b = utf8.AppendRune(b, r)
+		}
+	}
 	ok = true
 	for i < len(body) {
 		c := body[i]
 		switch {
 		case c == '"':
-			return b.String(), i + 1, ok
+			return string(b), i + 1, ok
 		case c == '\\':
 			if i+1 >= len(body) {
 				return "", -1, false
 			}
 			if body[i+1] != 'u' {
-				b.WriteByte(body[i+1])
+				add(rune(body[i+1]))
 				i += 2
 				continue
 			}
@@ -207,14 +287,14 @@ func scanJSONString(body []byte, i int) (s string, end int, ok bool) {
 			if r < 0 {
 				ok = false
 			} else {
-				b.WriteRune(r)
+				add(r)
 			}
 			i += n
 		case c == 0:
 			ok = false
 			i++
 		case c < utf8.RuneSelf:
-			b.WriteByte(c)
+			add(rune(c))
 			i++
 		default:
 			r, size := utf8.DecodeRune(body[i:])
@@ -223,7 +303,7 @@ func scanJSONString(body []byte, i int) (s string, end int, ok bool) {
 				i++
 				continue
 			}
-			b.WriteRune(r)
+			add(r)
 			i += size
 		}
 	}

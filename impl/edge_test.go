@@ -3,6 +3,7 @@ package impl_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 )
 
@@ -107,7 +108,7 @@ func TestEdgeInput(t *testing.T) {
 	t.Run("paths not in their clean form", func(t *testing.T) {
 		for _, target := range []string{"/company/get/../get?id=1", "//company//get?id=1", "/company/./get?id=1", "/company/get/.."} {
 			r := e.do(t, request{method: http.MethodGet, target: target, token: w.admin.token, noOperation: true})
-			expectError(t, r, "404", "no such operation: the path is not in its clean form", "")
+			expectErrorStatus(t, r, http.StatusNotFound, "404", "no such operation: the path is not in its clean form", "")
 			if r.Header.Get("Location") != "" {
 				t.Errorf("%s: a redirect to %s", target, r.Header.Get("Location"))
 			}
@@ -139,5 +140,91 @@ func TestEdgeInput(t *testing.T) {
 
 	if after := written(t); after != before {
 		t.Errorf("rows (companies, contacts, tasks, journal) %v, before %v: a refused request wrote", after, before)
+	}
+}
+
+// TestBodyNesting sends bodies nested far deeper than any operation needs:
+// each is refused with one short "400" before anything decodes it, the error
+// text is bounded whatever the body holds, and nothing is written.
+func TestBodyNesting(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	insertCompany(t, e, w.admin.token, map[string]any{"name": "Base", "type_id": w.dirs[9][0], "user_id": w.admin.id})
+	written := func(t *testing.T) [3]int {
+		t.Helper()
+		return [3]int{
+			e.count(t, `SELECT count(*) FROM companies WHERE account_id = $1`, w.accountID),
+			e.count(t, `SELECT count(*) FROM mail_messages WHERE account_id = $1`, w.accountID),
+			e.count(t, `SELECT count(*) FROM journal WHERE account_id = $1`, w.accountID),
+		}
+	}
+	before := written(t)
+	const tooDeep = "request body: arrays and objects nest deeper than 64 levels"
+	tooMany := func(n int) string {
+		return fmt.Sprintf("request body: more values than this operation takes (at most %d arrays, objects, strings, numbers and literals in all)", n)
+	}
+	nested := func(open, inner, close string, n int) string {
+		return strings.Repeat(open, n) + inner + strings.Repeat(close, n)
+	}
+	insert := func(member string) string {
+		return `{"name": "Deep", "type_id": ` + fmt.Sprint(w.dirs[9][0]) + `, "user_id": ` + fmt.Sprint(w.admin.id) + `, "note": ` + member + `}`
+	}
+	for _, tc := range []struct {
+		name, target, body, want, value string
+	}{
+		// The counterparty update's schema holds at most 24 values, the
+		// mail's 11: a deep body passes them first.
+		{"1 MiB of arrays", "/company/update", nested("[", "", "]", 524_238), tooMany(24), "0"},
+		{"1 MiB of zeros in one array", "/company/update", `{"id": 1, "note": [` + strings.Repeat("0,", 524_000) + `0]}`, tooMany(24), "0"},
+		{"10 MiB of arrays with NUL innermost", "/mail/send", nested("[", `"\u0000"`, "]", 5_242_870), tooMany(11), ""},
+		{"objects with a NUL member name innermost", "/mail/send", nested(`{"a":`, `{"\u0000":1}`, "}", 1_747_586), tooMany(11), ""},
+		// The counterparty insert's holds 26,206 (100 contact persons with 50
+		// e-mails and 50 phones each): the nesting bound comes first.
+		{"arrays in a member", "/company/insert", insert(nested("[", `"x"`, "]", 65)), tooDeep, ""},
+		{"1 MB of arrays in a member", "/company/insert", insert(nested("[", "", "]", 500_000)), tooDeep, ""},
+		{"objects under a long member name", "/company/insert", `{"` + strings.Repeat("n", 1<<19) + `": ` + nested(`{"b":`, "1", "}", 70) + `}`, tooDeep, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.post(t, w.admin.token, tc.target, tc.body)
+			expectError(t, r, "400", tc.want, tc.value)
+			if r.errorText() != tc.want {
+				t.Errorf("error text %q, want exactly %q", r.errorText(), tc.want)
+			}
+		})
+	}
+
+	t.Run("64 levels are allowed", func(t *testing.T) {
+		// The nesting passes the scan; validation then names the field.
+		r := e.post(t, w.admin.token, "/company/insert", insert(nested("[", `"x"`, "]", 63)))
+		expectError(t, r, "400", `request body: field "note"`, "")
+	})
+
+	t.Run("error texts are bounded", func(t *testing.T) {
+		long := strings.Repeat("Ā", 1<<18) // 512 KiB of two-byte characters
+		for _, tc := range []struct{ name, target, body, want string }{
+			{"a NUL under a long member name", "/company/insert", `{"` + long + `": {"x": "\u0000"}}`, `request body: field "` + strings.Repeat("Ā", 30) + `….x": must be valid UTF-8`},
+			{"a NUL deep in a path of many members", "/company/insert", nested(`{"m":`, `"\u0000"`, "}", 60), `request body: field "m.m.m.m.….m.m.m.m": must be valid UTF-8`},
+			{"an unknown long member", "/company/insert", `{"` + long + `": 1}`, `request body: property "` + strings.Repeat("Ā", 30) + `…" is unsupported`},
+			{"a long query parameter name", "/common/list/paging/1?columns=id&" + strings.Repeat("q", 1<<15) + "=%00", "", `query parameter "` + strings.Repeat("q", 61) + `…": must be valid UTF-8`},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				var body any
+				if tc.body != "" {
+					body = tc.body
+				}
+				r := e.post(t, w.admin.token, tc.target, body)
+				expectError(t, r, "400", tc.want, "")
+				if n := len(r.errorText()); n > 512 {
+					t.Errorf("error text of %d bytes: %.200s…", n, r.errorText())
+				}
+				if strings.Contains(r.errorText(), long[:64]) {
+					t.Errorf("the error repeats the request: %.200s…", r.errorText())
+				}
+			})
+		}
+	})
+
+	if after := written(t); after != before {
+		t.Errorf("rows (companies, mail, journal) %v, before %v: a refused request wrote", after, before)
 	}
 }

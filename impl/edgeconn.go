@@ -48,7 +48,8 @@ type envelopeConn struct {
 	mu        sync.Mutex
 	head      []byte
 	capturing bool
-	badAuth   bool // the head just read has a malformed Authorization header
+	badAuth   bool   // the head just read has a malformed Authorization header
+	requestID string // its well-formed X-Request-Id, or ""
 }
 
 func (c *envelopeConn) Read(p []byte) (int, error) {
@@ -58,7 +59,7 @@ func (c *envelopeConn) Read(p []byte) (int, error) {
 		if c.capturing {
 			c.head = append(c.head, p[:n]...)
 			if end := bytes.Index(c.head, []byte("\r\n\r\n")); end >= 0 || len(c.head) > maxHeadCapture {
-				c.badAuth = badAuthorization(c.head)
+				c.badAuth, c.requestID = badAuthorization(c.head), headRequestID(c.head)
 				c.capturing, c.head = false, nil
 			}
 		}
@@ -69,14 +70,20 @@ func (c *envelopeConn) Read(p []byte) (int, error) {
 
 func (c *envelopeConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	badAuth := c.badAuth || (c.capturing && badAuthorization(c.head))
-	c.head, c.capturing, c.badAuth = nil, true, false // the next request's head follows this reply
+	badAuth, id := c.badAuth, c.requestID
+	if c.capturing {
+		badAuth, id = badAuthorization(c.head), headRequestID(c.head)
+	}
+	c.head, c.capturing, c.badAuth, c.requestID = nil, true, false, "" // the next request's head follows this reply
 	c.mu.Unlock()
 	status, ok := goErrorStatus(p)
 	if !ok {
 		return c.Conn.Write(p)
 	}
-	if _, err := c.Conn.Write(goErrorEnvelope(status, badAuth)); err != nil {
+	if id == "" {
+		id = newRequestID()
+	}
+	if _, err := c.Conn.Write(goErrorEnvelope(status, badAuth, id)); err != nil {
 		return 0, err
 	}
 	return len(p), nil
@@ -95,8 +102,10 @@ func goErrorStatus(p []byte) (int, bool) {
 	return status, true
 }
 
-// goErrorEnvelope is the whole HTTP reply that replaces Go's plain one.
-func goErrorEnvelope(status int, badAuth bool) []byte {
+// goErrorEnvelope is the whole HTTP reply that replaces Go's plain one; it
+// carries X-Request-Id as every reply does (requestID: the client's own, or one
+// made for it).
+func goErrorEnvelope(status int, badAuth bool, requestID string) []byte {
 	code, msg, extra := "400", "malformed request: the request line or a header could not be parsed", ""
 	switch {
 	case status == 431:
@@ -112,6 +121,7 @@ func goErrorEnvelope(status int, badAuth bool) []byte {
 	var b bytes.Buffer
 	b.WriteString("HTTP/1.1 " + strconv.Itoa(status) + " " + statusText(status) + "\r\n")
 	b.WriteString("Content-Type: application/json\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n")
+	b.WriteString(RequestIDHeader + ": " + requestID + "\r\n")
 	b.WriteString(extra)
 	b.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n")
 	b.Write(body)
@@ -128,6 +138,21 @@ func statusText(status int) string {
 		return "Not Implemented"
 	}
 	return "Bad Request"
+}
+
+// headRequestID is the X-Request-Id of the captured head when it is one the
+// server takes as it is (validRequestID), or "".
+func headRequestID(head []byte) string {
+	for line := range bytes.SplitSeq(head, []byte("\n")) {
+		name, value, ok := bytes.Cut(line, []byte(":"))
+		if ok && bytes.EqualFold(bytes.TrimSpace(name), []byte(RequestIDHeader)) {
+			if id := string(bytes.TrimSpace(value)); validRequestID(id) {
+				return id
+			}
+			return ""
+		}
+	}
+	return ""
 }
 
 // badAuthorization reports whether the captured head has an Authorization

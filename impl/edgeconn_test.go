@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,6 +43,10 @@ func TestGoErrorReplies(t *testing.T) {
 			400, "400", "malformed request: the request line or a header could not be parsed"},
 		{"an unknown transfer coding", "POST /company/insert HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: rot13\r\n\r\n",
 			501, "400", "unsupported transfer encoding"},
+		{"a header of 100 KB after the client's request id", "GET /company/get?id=1 HTTP/1.1\r\nHost: x\r\nX-Request-Id: mine-431\r\nX-Big: " +
+			strings.Repeat("b", 100<<10) + "\r\n\r\n", 431, "400", "request headers are too large"},
+		{"a malformed request id is replaced", "GET /company/get?id=1 HTTP/1.1 extra\r\nHost: x\r\nX-Request-Id: a b\r\n\r\n",
+			400, "400", "malformed request: the request line or a header could not be parsed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			conn, err := net.DialTimeout("tcp", addr, 5*time.Second)
@@ -73,6 +78,15 @@ func TestGoErrorReplies(t *testing.T) {
 			}
 			if got := resp.Header.Get("WWW-Authenticate"); (tc.status == 401) != strings.HasPrefix(got, "Bearer ") {
 				t.Errorf("WWW-Authenticate %q", got)
+			}
+			// Every reply carries a request id: the client's own when it is well-formed.
+			id := resp.Header.Get("X-Request-Id")
+			if want := "mine-431"; strings.Contains(tc.request, want) {
+				if id != want {
+					t.Errorf("X-Request-Id %q, want the client's %q", id, want)
+				}
+			} else if !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+				t.Errorf("X-Request-Id %q, want one the server made", id)
 			}
 		})
 	}

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -27,6 +28,10 @@ const (
 	CodeTooMany      = "429"
 	CodeInternal     = "500"
 	CodeNotReady     = "503"
+	// CodeClientGone is not sent (nobody is there to read it): it names, in
+	// the access log and the metrics, a request whose client closed its
+	// connection before the reply, as nginx's 499 does.
+	CodeClientGone = "499"
 )
 
 // Error is a failure the client is told about: its code and text go into the
@@ -38,6 +43,9 @@ type Error struct {
 	Value  *string            // nil means the operation's default error value
 	// RetryAfter is the Retry-After of a 429, in seconds (at least 1).
 	RetryAfter int
+	// HTTPStatus, when set, is the reply's HTTP status instead of the one the
+	// code has (200 for most): 404 and 405 for requests outside the contract.
+	HTTPStatus int
 }
 
 func (e *Error) Error() string { return e.Msg }
@@ -60,6 +68,17 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	var apiErr *Error
 	if !errors.As(err, &apiErr) {
 		apiErr = unavailable(err)
+	}
+	if (apiErr == nil || apiErr == errDeadline || apiErr == errUnreachable) && clientGone(r) {
+		// The operation failed because it was cancelled with its request: not
+		// an internal error, and no reply reaches anyone. Logged once: by the
+		// deadline's wrapper when it answered first, else by the operation.
+		if !lateWriter(w) {
+			s.log.InfoContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
+		}
+		setRequestCode(r.Context(), CodeClientGone)
+		w.WriteHeader(statusClientGone)
+		return
 	}
 	if apiErr == errDeadline || apiErr == errUnreachable {
 		s.log.WarnContext(r.Context(), "unavailable", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -93,9 +112,24 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 			w.Header().Set("Retry-After", strconv.Itoa(apiErr.RetryAfter))
 		}
 	}
+	if apiErr.HTTPStatus != 0 {
+		httpStatus = apiErr.HTTPStatus
+	}
 	code := apiErr.Code
 	setRequestCode(r.Context(), code)
-	writeEnvelope(w, httpStatus, envelope(status, &code, apiErr.Msg, value))
+	writeEnvelope(w, httpStatus, envelope(status, &code, cutText(apiErr.Msg, maxErrorText), value))
+}
+
+// statusClientGone is the HTTP status the access log and the metrics give a
+// request whose client went away (CodeClientGone); it is written to a
+// connection that is closed already.
+const statusClientGone = 499
+
+// clientGone reports whether the client of r closed its connection before
+// the reply: net/http then cancels the request's context (a deadline ends it
+// with DeadlineExceeded instead).
+func clientGone(r *http.Request) bool {
+	return errors.Is(r.Context().Err(), context.Canceled)
 }
 
 // internalErrorText is the fixed text of an internal error, followed by the
@@ -118,16 +152,16 @@ func describeValidation(err error) string {
 	where := "request"
 	switch {
 	case reqErr.Parameter != nil:
-		where = fmt.Sprintf("%s parameter %q", reqErr.Parameter.In, reqErr.Parameter.Name)
+		where = fmt.Sprintf("%s parameter %q", reqErr.Parameter.In, shortName(reqErr.Parameter.Name))
 	case reqErr.RequestBody != nil:
 		where = "request body"
 	}
 	var schemaErr *openapi3.SchemaError
 	if errors.As(reqErr.Err, &schemaErr) {
 		if path := schemaErr.JSONPointer(); len(path) > 0 {
-			where += fmt.Sprintf(": field %q", strings.Join(path, "."))
+			where += fmt.Sprintf(": field %q", fieldPath(path))
 		}
-		return where + ": " + schemaErr.Reason
+		return where + ": " + shortReason(schemaErr.Reason)
 	}
 	var parseErr *openapi3filter.ParseError
 	if errors.As(reqErr.Err, &parseErr) {
@@ -145,6 +179,64 @@ func describeValidation(err error) string {
 		reason = reqErr.Err.Error()
 	}
 	return where + ": " + firstLine(reason)
+}
+
+// Error texts are bounded whatever the request holds: a field path names at
+// most maxPathParts members or indices of at most maxNameBytes each, and the
+// whole text is at most maxErrorText bytes (writeError cuts a longer one). No
+// text repeats a value sent; names of fields and parameters are the only
+// part of a request an error quotes.
+const (
+	maxNameBytes = 64
+	maxPathParts = 8
+	maxErrorText = 512
+)
+
+// shortName is a member or parameter name as an error quotes it: at most
+// maxNameBytes, whole characters, with "…" where it was cut.
+func shortName(name string) string {
+	return cutText(name, maxNameBytes)
+}
+
+// cutText is s cut to at most n bytes of whole characters, with "…" appended
+// where it was cut.
+func cutText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// fieldPath joins the members and indices of a field as validation names it
+// ("Contacts.1.first_name"), each name shortened; a path of more than
+// maxPathParts parts keeps its first and last ones around "…".
+func fieldPath(parts []string) string {
+	if len(parts) > maxPathParts {
+		head, tail := parts[:maxPathParts/2], parts[len(parts)-maxPathParts/2:]
+		parts = append(append(append([]string(nil), head...), "…"), tail...)
+	}
+	short := make([]string, len(parts))
+	for i, p := range parts {
+		short[i] = shortName(p)
+	}
+	return strings.Join(short, ".")
+}
+
+// shortReason is a reason of kin-openapi's validation with the one name it
+// takes from the request, an unknown member's, shortened.
+func shortReason(reason string) string {
+	if quoted, ok := strings.CutPrefix(reason, "property "); ok {
+		if quoted, ok = strings.CutSuffix(quoted, " is unsupported"); ok {
+			if name, err := strconv.Unquote(quoted); err == nil {
+				return fmt.Sprintf("property %q is unsupported", shortName(name))
+			}
+		}
+	}
+	return reason
 }
 
 func firstLine(s string) string {

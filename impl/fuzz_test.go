@@ -24,20 +24,29 @@ import (
 // go test -fuzz=<FuzzName> ./impl/) looks for more. None needs a database.
 
 // FuzzBodyText checks the scan of JSON bodies for text the database cannot
-// hold: it never panics, and a body it lets through that is JSON decodes to
-// strings without NUL from bytes that are UTF-8.
+// hold and for nesting past maxBodyDepth: it never panics, its error texts
+// are bounded, and a body it lets through that is JSON nests at most
+// maxBodyDepth deep and decodes to strings without NUL from bytes that are UTF-8.
 func FuzzBodyText(f *testing.F) {
 	for _, seed := range []string{`{"name":"a"}`, `{"a":["x",{"b":"\u0000"}]}`, `{"x":"\udfff"}`, "{\"x\":\"\xff\"}",
-		`{"x":"\ud83d\ude00"}`, `{"x":"\\u0000"}`, `["\ud800\u0041"]`, `{"\u0000":1}`, `"`, `{"a":"\u00`} {
+		`{"x":"\ud83d\ude00"}`, `{"x":"\\u0000"}`, `["\ud800\u0041"]`, `{"\u0000":1}`, `"`, `{"a":"\u00`,
+		strings.Repeat("[", 65) + strings.Repeat("]", 65), strings.Repeat(`{"a":`, 64) + "1" + strings.Repeat("}", 64),
+		strings.Repeat(`{"m":`, 20) + `"\u0000"` + strings.Repeat("}", 20)} {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		err := checkBodyText(body)
+		err := checkBodyText(body, 0)
 		if err != nil {
-			if err.Code != CodeBadRequest || !strings.Contains(err.Msg, textError) {
+			if err.Code != CodeBadRequest || (!strings.Contains(err.Msg, textError) && err != errBodyTooDeep) {
 				t.Fatalf("checkBodyText(%q) = %v", body, err)
 			}
+			if len(err.Msg) > 4*maxErrorText {
+				t.Fatalf("checkBodyText(%q): an error text of %d bytes", body, len(err.Msg))
+			}
 			return
+		}
+		if depth := jsonDepth(body); depth > maxBodyDepth {
+			t.Fatalf("checkBodyText let through a body nested %d deep", depth)
 		}
 		if !json.Valid(body) {
 			return
@@ -55,6 +64,27 @@ func FuzzBodyText(f *testing.F) {
 			}
 		}
 	})
+}
+
+// jsonDepth is the deepest nesting of arrays and objects in body, counting
+// brackets outside strings as encoding/json's scanner does.
+func jsonDepth(body []byte) int {
+	depth, deepest, inString := 0, 0, false
+	for i := 0; i < len(body); i++ {
+		switch c := body[i]; {
+		case inString && c == '\\':
+			i++
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+		case c == ']' || c == '}':
+			depth--
+		}
+	}
+	return deepest
 }
 
 // FuzzQuery checks the parse of query strings: a query string it accepts
@@ -214,6 +244,9 @@ func FuzzRequestDecoding(f *testing.F) {
 		}
 		if *env.Code != CodeBadRequest && *env.Code != CodeNotFound {
 			t.Fatalf("%s %s?%s %q: code %s: %s", op.route.Method, op.target(), query, body, *env.Code, w.Body.Bytes())
+		}
+		if len(*env.Error) > maxErrorText {
+			t.Fatalf("%s %s?%s %q: an error text of %d bytes", op.route.Method, op.target(), query, body, len(*env.Error))
 		}
 	})
 }

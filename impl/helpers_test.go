@@ -228,9 +228,16 @@ func (e *env) post(t *testing.T, token, target string, body any) reply {
 // error text containing want, and the value.
 func expectError(t *testing.T, r reply, code, want, value string) {
 	t.Helper()
-	if r.HTTPStatus != http.StatusOK || r.Status != "error" || r.code() != code || r.Value != value ||
+	expectErrorStatus(t, r, http.StatusOK, code, want, value)
+}
+
+// expectErrorStatus asserts a failed reply as expectError does, with the HTTP
+// status httpStatus.
+func expectErrorStatus(t *testing.T, r reply, httpStatus int, code, want, value string) {
+	t.Helper()
+	if r.HTTPStatus != httpStatus || r.Status != "error" || r.code() != code || r.Value != value ||
 		r.Rows != 0 || r.Pages != 0 || r.Page != 0 || !bytes.Contains([]byte(r.errorText()), []byte(want)) {
-		t.Fatalf("want HTTP 200 error %s %q value %q, got %d %s\n%s", code, want, value, r.HTTPStatus, r.Status, r.Raw)
+		t.Fatalf("want HTTP %d error %s %q value %q, got %d %s\n%s", httpStatus, code, want, value, r.HTTPStatus, r.Status, r.Raw)
 	}
 }
 

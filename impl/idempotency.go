@@ -5,11 +5,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math/rand/v2"
+	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -35,8 +39,12 @@ import (
 //     Requests refused before the handler (authentication, rate limit,
 //     validation) store nothing.
 //   - Keys belong to the account and token that used them; rows older than 24
-//     hours are ignored, overwritten when the key comes again, and purged per
-//     account now and then by the requests that use keys.
+//     hours are ignored, overwritten when the key comes again, and purged for
+//     every account in the background (PurgeIdempotencyKeys), in batches.
+//   - A reply that returned a secret (the handler said so, markSecretReply) is
+//     stored sealed with the server's secret box, as the secret itself is, and
+//     a replay opens it: the client that lost the first reply gets the secret,
+//     and the database holds no secret in clear.
 
 // idempotencyTTL is how long a key's reply is kept.
 const idempotencyTTL = "24 hours"
@@ -62,6 +70,17 @@ func requestHash(r *http.Request, body []byte) []byte {
 	fmt.Fprintf(h, "%s\n%s\n%s\n", r.Method, r.URL.Path, q.Encode())
 	h.Write(body)
 	return h.Sum(nil)
+}
+
+// idempotentReplyUse binds a sealed stored reply to its use in the secret box.
+const idempotentReplyUse = "idempotent-reply"
+
+// markSecretReply tells the layers around an operation that its reply holds a
+// secret (a webhook's signing secret), which must not be stored in clear.
+func markSecretReply(ctx context.Context) {
+	if info := infoFrom(ctx); info != nil {
+		info.secretReply = true
+	}
 }
 
 // replyRecorder keeps the handler's reply, to be stored before it is sent.
@@ -166,21 +185,20 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, p *Prin
 		rec.send(w)
 		return
 	}
-	if _, err := tx.ExecContext(ctx, `
-		UPDATE idempotency_keys SET http_status = $4, reply = $5
-		 WHERE account_id = $1 AND token_id = $2 AND key = $3`,
-		p.AccountID, p.TokenID, key, cmp0(rec.status, http.StatusOK), rec.body.Bytes()); err != nil {
-		s.writeError(w, r, fmt.Errorf("store the reply of idempotency key: %w", err))
-		return
-	}
-	if rand.IntN(64) == 0 {
-		// The purge of the account's expired keys; one request in 64 does it.
-		if _, err := tx.ExecContext(ctx, `
-			DELETE FROM idempotency_keys WHERE account_id = $1 AND created_at < now() - interval '`+idempotencyTTL+`'`,
-			p.AccountID); err != nil {
-			s.writeError(w, r, fmt.Errorf("purge idempotency keys: %w", err))
+	reply, sealed := rec.body.Bytes(), false
+	if info := infoFrom(ctx); info != nil && info.secretReply {
+		if s.secrets == nil { // cannot happen: an operation returns a secret only with the key
+			s.writeError(w, r, errors.New("a reply with a secret and no secret box to seal it"))
 			return
 		}
+		reply, sealed = s.secrets.Seal(p.AccountID, idempotentReplyUse, string(reply)), true
+	}
+	if _, err := tx.ExecContext(ctx, `
+		UPDATE idempotency_keys SET http_status = $4, reply = $5, reply_sealed = $6
+		 WHERE account_id = $1 AND token_id = $2 AND key = $3`,
+		p.AccountID, p.TokenID, key, cmp0(rec.status, http.StatusOK), reply, sealed); err != nil {
+		s.writeError(w, r, fmt.Errorf("store the reply of idempotency key: %w", err))
+		return
 	}
 	if err := tx.Commit(); err != nil {
 		s.writeError(w, r, fmt.Errorf("commit: %w", err))
@@ -193,6 +211,11 @@ func (s *Server) serveIdempotent(w http.ResponseWriter, r *http.Request, p *Prin
 	rec.send(w)
 }
 
+// errSealedReply is the reply to a replay whose stored reply holds a secret
+// sealed under another CRM_SECRET_KEY than the server's.
+var errSealedReply = &Error{Code: CodeNotReady,
+	Msg: "the reply stored for this Idempotency-Key holds a secret that this server's CRM_SECRET_KEY cannot decrypt"}
+
 // replay answers the reply stored under key, or "400" when the key was used
 // for another request.
 func (s *Server) replay(w http.ResponseWriter, r *http.Request, tx *sqlx.Tx, p *Principal, key string, hash []byte) {
@@ -200,9 +223,10 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, tx *sqlx.Tx, p *
 		Hash   []byte `db:"request_hash"`
 		Status *int   `db:"http_status"`
 		Reply  []byte `db:"reply"`
+		Sealed bool   `db:"reply_sealed"`
 	}
 	err := tx.GetContext(r.Context(), &stored, `
-		SELECT request_hash, http_status, reply FROM idempotency_keys
+		SELECT request_hash, http_status, reply, reply_sealed FROM idempotency_keys
 		 WHERE account_id = $1 AND token_id = $2 AND key = $3`, p.AccountID, p.TokenID, key)
 	if err != nil {
 		s.writeError(w, r, fmt.Errorf("read idempotency key: %w", err))
@@ -217,6 +241,18 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, tx *sqlx.Tx, p *
 		s.writeError(w, r, fmt.Errorf("idempotency key without a reply"))
 		return
 	}
+	if stored.Sealed {
+		if s.secrets == nil {
+			s.writeError(w, r, errNoSecretKey)
+			return
+		}
+		opened, err := s.secrets.Open(p.AccountID, idempotentReplyUse, stored.Reply)
+		if err != nil {
+			s.writeError(w, r, errSealedReply)
+			return
+		}
+		stored.Reply = []byte(opened)
+	}
 	var env struct {
 		Code *string `json:"code"`
 	}
@@ -228,4 +264,72 @@ func (s *Server) replay(w http.ResponseWriter, r *http.Request, tx *sqlx.Tx, p *
 	w.Header().Set("Idempotent-Replayed", "true")
 	w.WriteHeader(*stored.Status)
 	_, _ = w.Write(stored.Reply)
+}
+
+// IdempotencyPurgeBatch is how many expired keys one round of the purge
+// deletes at most (PurgeIdempotencyKeys).
+const IdempotencyPurgeBatch = 1000
+
+// PurgeIdempotencyKeys deletes the oldest expired idempotency keys of every
+// account, at most about batch of them (keys of one account made in the same
+// microsecond as the batch's last may join it), and returns how many it
+// deleted. It reads which in one statement across accounts, then deletes
+// them with one statement per account, on its shard.
+func PurgeIdempotencyKeys(ctx context.Context, db *sqlx.DB, batch int) (int, error) {
+	var expired []struct {
+		AccountID int64     `db:"account_id"`
+		CreatedAt time.Time `db:"created_at"`
+	}
+	// cross-account: the oldest expired keys of every account, for the purge
+	// in the background; each account's are then deleted on its own shard.
+	err := scanAccounts(ctx, db, &expired, `
+		SELECT account_id, created_at FROM idempotency_keys
+		 WHERE created_at < now() - interval '`+idempotencyTTL+`'
+		 ORDER BY created_at
+		 LIMIT $1`, batch)
+	if err != nil {
+		return 0, fmt.Errorf("find expired idempotency keys: %w", err)
+	}
+	// The batch holds every key of an account up to the latest of it in the
+	// batch: they are all older than the batch's newest.
+	upTo := map[int64]time.Time{}
+	for _, k := range expired {
+		if k.CreatedAt.After(upTo[k.AccountID]) {
+			upTo[k.AccountID] = k.CreatedAt
+		}
+	}
+	deleted := 0
+	for _, account := range slices.Sorted(maps.Keys(upTo)) {
+		res, err := db.ExecContext(ctx, `DELETE FROM idempotency_keys WHERE account_id = $1 AND created_at <= $2`,
+			account, upTo[account])
+		if err != nil {
+			return deleted, fmt.Errorf("purge the expired idempotency keys of account %d: %w", account, err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return deleted, fmt.Errorf("purge the expired idempotency keys of account %d: %w", account, err)
+		}
+		deleted += int(n)
+	}
+	return deleted, nil
+}
+
+// RunIdempotencyPurge purges expired idempotency keys of every account until
+// ctx ends: a batch (IdempotencyPurgeBatch) at a time, the next at once while
+// batches come full, otherwise after interval (1 minute when 0); with backoff
+// while the database fails (runRounds).
+func RunIdempotencyPurge(ctx context.Context, db *sqlx.DB, log *slog.Logger, interval time.Duration) {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	runRounds(ctx, log, "idempotency key purge", interval, func(ctx context.Context) (int, error) {
+		n, err := PurgeIdempotencyKeys(ctx, db, IdempotencyPurgeBatch)
+		if n > 0 {
+			log.Debug("purged expired idempotency keys", "keys", n)
+		}
+		if n < IdempotencyPurgeBatch {
+			return 0, err // the backlog is gone: wait
+		}
+		return n, err
+	})
 }

@@ -3,6 +3,7 @@ package impl
 import (
 	"fmt"
 	"net/http"
+	"sync"
 )
 
 // largeBody is the size from which a request counts as large: its body, read
@@ -14,14 +15,15 @@ const largeBody = 1 << 20
 // Retry-After before its body is read, so that memory does not grow with the
 // number of clients sending large bodies. A nil *largeRequests bounds nothing.
 type largeRequests struct {
-	slots chan struct{}
+	slots   chan struct{}
+	metrics *Metrics // crm_large_requests_in_flight; nil counts nothing
 }
 
-func newLargeRequests(n int) *largeRequests {
+func newLargeRequests(n int, metrics *Metrics) *largeRequests {
 	if n <= 0 {
 		return nil
 	}
-	return &largeRequests{slots: make(chan struct{}, n)}
+	return &largeRequests{slots: make(chan struct{}, n), metrics: metrics}
 }
 
 // isLarge reports whether r's body counts as large: declared over largeBody,
@@ -34,14 +36,22 @@ func isLarge(r *http.Request, op *operation) bool {
 }
 
 // acquire takes a slot for a large request, or answers why not; release gives
-// the slot back (once the operation has really ended, late or not).
+// the slot back (once the operation has really ended, late or not). Calling
+// release more than once gives it back once.
 func (l *largeRequests) acquire() (release func(), err error) {
 	if l == nil {
 		return func() {}, nil
 	}
 	select {
 	case l.slots <- struct{}{}:
-		return func() { <-l.slots }, nil
+		l.metrics.largeRequestStarted()
+		var once sync.Once
+		return func() {
+			once.Do(func() {
+				<-l.slots
+				l.metrics.largeRequestEnded()
+			})
+		}, nil
 	default:
 		return nil, &Error{Code: CodeTooMany, RetryAfter: 1,
 			Msg: fmt.Sprintf("too many large requests in flight: at most %d bodies over 1 MiB at once, retry later", cap(l.slots))}

@@ -57,6 +57,15 @@ func joinCounterparty(idCol string) listJoin {
 	return j
 }
 
+// joinContactPerson joins the contact person of a record as ct, only when the
+// caller sees it with the record's counterparty (seesContactPerson): a column
+// that reads ct must join co too.
+func joinContactPerson(idCol string) listJoin {
+	j := joinTable("contacts", "ct", idCol)
+	j.sql += " AND " + seesContactPerson("ct", "co")
+	return j
+}
+
 // visibleBy is the access rule of modules whose records have one responsible user.
 func visibleBy(col string) func(q *listQuery) string {
 	return func(q *listQuery) string { return q.p.seesOwner(col) }
@@ -339,7 +348,7 @@ var mailList = &listModule{
 		joinTable("mail_accounts", "ma", "mm.mail_account_id"),
 		joinUser("mu", "ma.user_id"),
 		joinCounterparty("mm.company_id"),
-		joinTable("contacts", "ct", "mm.contact_id"),
+		joinContactPerson("mm.contact_id"),
 		joinTable("deals", "dl", "mm.deal_id"),
 		joinDir("cot", "co.type_id"),
 		joinDir("cos", "co.status_id"),
@@ -354,7 +363,7 @@ var mailList = &listModule{
 		"date":       dateTimeCol("mm.date"),
 		"user_name":  {expr: "coalesce(mu.name, '')", sort: "mu.name", joins: []string{"ma", "mu"}},
 		"company_id": col("mm.company_id"), "company_name": nameCol("co"), "contact_id": col("mm.contact_id"),
-		"contact":             nameCol("ct"),
+		"contact":             {expr: "coalesce(ct.name, '')", sort: "ct.name", joins: []string{"co", "ct"}},
 		"company_type_id":     col("co.type_id", "co"),
 		"company_type":        {expr: "coalesce(cot.name, '')", sort: "cot.name", joins: []string{"co", "cot"}},
 		"company_category_id": col("co.category_id", "co"),

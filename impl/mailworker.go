@@ -145,21 +145,9 @@ func (w *MailWorker) Run(ctx context.Context) {
 }
 
 // loop runs step until ctx ends, at once again while it finds work, after idle
-// otherwise.
+// otherwise, with backoff and one log line per change while it fails (runRounds).
 func (w *MailWorker) loop(ctx context.Context, what string, idle time.Duration, step func(context.Context) (int, error)) {
-	for ctx.Err() == nil {
-		n, err := step(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.cfg.Log.Error("mail worker", "step", what, "err", err)
-		}
-		if n > 0 && err == nil {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(idle):
-		}
-	}
+	runRounds(ctx, w.cfg.Log, "mail worker ("+what+")", idle, step)
 }
 
 // scan runs a scheduling scan, one of the few statements that read every

@@ -33,6 +33,8 @@ type Metrics struct {
 	requests    *prometheus.CounterVec
 	duration    *prometheus.HistogramVec
 	inFlight    prometheus.Gauge
+	large       prometheus.Gauge
+	clientGone  *prometheus.CounterVec
 	rateLimited *prometheus.CounterVec
 	deliveries  *prometheus.CounterVec
 	polls       *prometheus.CounterVec
@@ -70,6 +72,14 @@ func NewMetrics() *Metrics {
 			Name: "crm_http_requests_in_flight",
 			Help: "HTTP requests being answered now.",
 		}),
+		large: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "crm_large_requests_in_flight",
+			Help: "Requests with a body over 1 MiB holding one of the LARGE_REQUESTS slots now (from before the body is read until the operation ends).",
+		}),
+		clientGone: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "crm_http_client_gone_total",
+			Help: "Requests whose client closed its connection before the reply, by operation: the operation was cancelled and nothing was answered (crm_http_requests_total counts them with code and status 499, not as 500).",
+		}, []string{"operation"}),
 		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "crm_rate_limit_rejections_total",
 			Help: "Requests refused with 429, by limit: token (requests per token) or auth_failure (failed authentications per client address).",
@@ -89,7 +99,7 @@ func NewMetrics() *Metrics {
 		routes: map[string]*routeMetrics{},
 		pools:  map[string]bool{},
 	}
-	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.rateLimited, m.deliveries, m.polls, m.fetched,
+	m.reg.MustRegister(m.requests, m.duration, m.inFlight, m.large, m.clientGone, m.rateLimited, m.deliveries, m.polls, m.fetched,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	for _, limit := range []string{"token", "auth_failure"} {
 		m.rateLimited.WithLabelValues(limit)
@@ -177,6 +187,9 @@ func (m *Metrics) route(name string) *routeMetrics {
 // done counts one answered request of the route.
 func (rm *routeMetrics) done(m *Metrics, code string, status int, elapsed time.Duration) {
 	rm.duration.Observe(elapsed.Seconds())
+	if code == CodeClientGone {
+		m.clientGone.WithLabelValues(rm.name).Inc()
+	}
 	key := codeStatus{code, status}
 	rm.mu.RLock()
 	c := rm.counts[key]
@@ -203,6 +216,18 @@ func (m *Metrics) requestStarted() {
 func (m *Metrics) requestEnded() {
 	if m != nil {
 		m.inFlight.Dec()
+	}
+}
+
+func (m *Metrics) largeRequestStarted() {
+	if m != nil {
+		m.large.Inc()
+	}
+}
+
+func (m *Metrics) largeRequestEnded() {
+	if m != nil {
+		m.large.Dec()
 	}
 }
 

@@ -171,7 +171,7 @@ func TestCORS(t *testing.T) {
 
 	t.Run("OPTIONS that is not a preflight is still the 405 envelope", func(t *testing.T) {
 		r := e.do(t, request{method: http.MethodOptions, target: "/company/insert", noOperation: true})
-		expectError(t, r, "405", "method OPTIONS is not allowed on /company/insert", "")
+		expectErrorStatus(t, r, http.StatusMethodNotAllowed, "405", "method not allowed: the path takes only POST", "")
 	})
 
 	t.Run("no origin configured: preflights are answered, nothing is allowed", func(t *testing.T) {
@@ -450,7 +450,7 @@ func TestMetrics(t *testing.T) {
 		{map[string]string{"operation": "directoryGet", "code": "400", "status": "200"}, 1},
 		{map[string]string{"operation": "directoryGet", "code": "401", "status": "401"}, 1},
 		{map[string]string{"operation": "directoryGet", "code": "429", "status": "429"}, 1},
-		{map[string]string{"operation": "unknown", "code": "404", "status": "200"}, 1},
+		{map[string]string{"operation": "unknown", "code": "404", "status": "404"}, 1},
 		{map[string]string{"operation": "docs", "code": "none", "status": "200"}, 1},
 	} {
 		if got := requests.value(c.labels); got != c.want {
@@ -491,7 +491,7 @@ func TestMetrics(t *testing.T) {
 
 	t.Run("not served unless ServeMetrics", func(t *testing.T) {
 		other := e.process(t, func(c *impl.Config) { c.Metrics = impl.NewMetrics() })
-		expectError(t, other.do(t, request{method: http.MethodGet, target: "/metrics", noOperation: true}), "404", "no such operation: GET /metrics", "")
+		expectErrorStatus(t, other.do(t, request{method: http.MethodGet, target: "/metrics", noOperation: true}), http.StatusNotFound, "404", "no such operation: the path is not in the contract", "")
 	})
 }
 
@@ -729,7 +729,7 @@ func TestDocsServed(t *testing.T) {
 	})
 
 	t.Run("other methods are not operations", func(t *testing.T) {
-		expectError(t, e.do(t, request{method: http.MethodPost, target: "/docs", noOperation: true}), "404", "no such operation: POST /docs", "")
-		expectError(t, e.do(t, request{method: http.MethodDelete, target: "/openapi.yaml", noOperation: true}), "404", "no such operation", "")
+		expectErrorStatus(t, e.do(t, request{method: http.MethodPost, target: "/docs", noOperation: true}), http.StatusNotFound, "404", "no such operation", "")
+		expectErrorStatus(t, e.do(t, request{method: http.MethodDelete, target: "/openapi.yaml", noOperation: true}), http.StatusNotFound, "404", "no such operation", "")
 	})
 }

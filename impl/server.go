@@ -12,10 +12,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/netip"
 	"regexp"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"time"
 
@@ -197,7 +199,7 @@ func NewHandler(cfg Config) (http.Handler, error) {
 	if cfg.LargeRequests == 0 {
 		cfg.LargeRequests = 4
 	}
-	s.large = newLargeRequests(cfg.LargeRequests)
+	s.large = newLargeRequests(cfg.LargeRequests, cfg.Metrics)
 	s.inFlight = newInFlight(cfg.MaxInFlight)
 	s.hookGuard = webhook.NewGuard(cfg.WebhookAllowedNetworks)
 	s.hookClient = s.hookGuard.Client(cfg.WebhookTimeout)
@@ -234,6 +236,9 @@ type requestInfo struct {
 	code      string
 	id        string // X-Request-Id (observe.go)
 	route     string // the metrics' name of a reply that is not an operation's
+	// secretReply: the reply holds a secret, which an idempotent replay
+	// stores sealed (markSecretReply).
+	secretReply bool
 }
 
 type ctxKey int
@@ -323,6 +328,7 @@ type operation struct {
 	pathParams []string
 	secured    bool
 	bodyLimit  int64
+	bodyValues int    // the most values a valid body holds (bodyValues); 0: no bound
 	errorValue string // the envelope's value on failure (x-error-value)
 	idempotent bool   // takes an Idempotency-Key (idempotency.go)
 	deadline   time.Duration
@@ -336,7 +342,8 @@ type operation struct {
 type validatingMux struct {
 	s         *Server
 	mux       *http.ServeMux
-	paths     *http.ServeMux // the same paths without methods: 405 versus 404
+	paths     *http.ServeMux    // the same paths without methods: 405 versus 404
+	allow     map[string]string // the methods of each path, for the Allow header of a 405
 	ops       map[string]*operation
 	valOpts   *openapi3filter.Options
 	pathParam *regexp.Regexp
@@ -347,6 +354,7 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 		s:         s,
 		mux:       http.NewServeMux(),
 		paths:     http.NewServeMux(),
+		allow:     map[string]string{},
 		ops:       map[string]*operation{},
 		pathParam: regexp.MustCompile(`\{([^}]+)\}`),
 		valOpts: &openapi3filter.Options{
@@ -362,12 +370,13 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 	for path, item := range doc.Paths.Map() {
 		for method, op := range item.Operations() {
 			o := &operation{
-				id:        op.OperationID,
-				route:     &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op},
-				secured:   op.Security == nil || len(*op.Security) > 0,
-				bodyLimit: cfg.BodyLimit,
-				deadline:  s.deadlines.deadlineOf(method, path, s.webhookTimeout),
-				probe:     path == "/healthz" || path == "/readyz",
+				id:         op.OperationID,
+				route:      &routers.Route{Spec: doc, Path: path, PathItem: item, Method: method, Operation: op},
+				secured:    op.Security == nil || len(*op.Security) > 0,
+				bodyLimit:  cfg.BodyLimit,
+				bodyValues: bodyValues(op),
+				deadline:   s.deadlines.deadlineOf(method, path, s.webhookTimeout),
+				probe:      path == "/healthz" || path == "/readyz",
 			}
 			if path == "/readyz" {
 				o.deadline = 900 * time.Millisecond // within the probe's promised second, whatever the database does
@@ -389,6 +398,8 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 			m.ops[method+" "+path] = o
 		}
 		m.paths.HandleFunc(path, func(http.ResponseWriter, *http.Request) {})
+		methods := slices.Sorted(maps.Keys(item.Operations()))
+		m.allow[path] = strings.Join(methods, ", ")
 	}
 	return m, nil
 }
@@ -404,7 +415,13 @@ func (m *validatingMux) HandleFunc(pattern string, handler func(http.ResponseWri
 	})
 }
 
-// ServeHTTP answers unknown paths and methods with the envelope.
+// errNoOperation is the reply to a path that is not in the contract: HTTP
+// 404 with the envelope. Its text repeats nothing of the request.
+var errNoOperation = &Error{Code: CodeNotFound, HTTPStatus: http.StatusNotFound,
+	Msg: "no such operation: the path is not in the contract"}
+
+// ServeHTTP answers paths outside the contract with HTTP 404 and methods a
+// path does not have with HTTP 405 (and Allow), each with the envelope.
 func (m *validatingMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err := checkPath(r); err != nil {
 		m.s.writeError(w, r, err)
@@ -412,10 +429,12 @@ func (m *validatingMux) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if _, pattern := m.mux.Handler(r); pattern == "" {
 		if _, p := m.paths.Handler(r); p != "" {
-			m.s.writeError(w, r, &Error{Code: CodeNotAllowed, Msg: fmt.Sprintf("method %s is not allowed on %s", r.Method, r.URL.Path)})
+			w.Header().Set("Allow", m.allow[p])
+			m.s.writeError(w, r, &Error{Code: CodeNotAllowed, HTTPStatus: http.StatusMethodNotAllowed,
+				Msg: "method not allowed: the path takes only " + m.allow[p]})
 			return
 		}
-		m.s.writeError(w, r, &Error{Code: CodeNotFound, Msg: "no such operation: " + r.Method + " " + r.URL.Path})
+		m.s.writeError(w, r, errNoOperation)
 		return
 	}
 	m.mux.ServeHTTP(w, r)
@@ -464,9 +483,16 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 			return
 		}
 	}
+	// A large request's slot is this function's until the operation takes it
+	// over (below): every way out before that gives it back.
+	handedOver := false
+	defer func() {
+		if !handedOver {
+			release()
+		}
+	}()
 	body, err := readBody(r, op.bodyLimit)
 	if err != nil {
-		release()
 		m.s.writeError(w, r, err)
 		return
 	}
@@ -474,11 +500,12 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 		m.s.writeError(w, r, err)
 		return
 	}
-	if err := checkBodyText(body); err != nil {
+	if err := checkBodyText(body, op.bodyValues); err != nil {
 		m.s.writeError(w, r, err)
 		return
 	}
 	r = r.WithContext(ctx)
+	handedOver = true // within runs the function below in every case
 	m.s.within(w, r, op.deadline, func(w http.ResponseWriter, r *http.Request) {
 		defer release() // when the operation ends, even after its deadline: it holds the body till then
 		// Parameters only: kin-openapi would read the body again for its
@@ -549,7 +576,7 @@ func readBody(r *http.Request, limit int64) ([]byte, error) {
 func describeDecodeError(err error) string {
 	var typeErr *json.UnmarshalTypeError
 	if errors.As(err, &typeErr) {
-		return fmt.Sprintf("field %q: value does not fit %s", typeErr.Field, typeErr.Value)
+		return fmt.Sprintf("field %q: value does not fit %s", fieldPath(strings.Split(typeErr.Field, ".")), typeErr.Value)
 	}
 	var parseErr *time.ParseError
 	if errors.As(err, &parseErr) {

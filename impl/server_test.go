@@ -148,13 +148,41 @@ func TestRateLimit(t *testing.T) {
 	}
 }
 
+// TestUnknownOperations: a path outside the contract is HTTP 404 and a
+// method its path does not have HTTP 405 (with Allow), both with the
+// envelope, whose text repeats nothing of the request; the operations keep
+// answering HTTP 200, their own "404" included.
 func TestUnknownOperations(t *testing.T) {
 	e := newEnv(t)
 	w := e.newWorld(t, "acme")
-	r := e.do(t, request{method: http.MethodGet, target: "/company/list", token: w.admin.token, noOperation: true})
-	expectError(t, r, "404", "no such operation: GET /company/list", "")
-	r = e.do(t, request{method: http.MethodGet, target: "/company/insert", token: w.admin.token, noOperation: true})
-	expectError(t, r, "405", "method GET is not allowed on /company/insert", "")
+	const noOperation = "no such operation: the path is not in the contract"
+	for _, target := range []string{"/company/list", "/company/get%0A%0A%7B%22time%22:1%7D", "/no/such/" + strings.Repeat("p", 4000)} {
+		r := e.do(t, request{method: http.MethodGet, target: target, token: w.admin.token, noOperation: true})
+		expectErrorStatus(t, r, http.StatusNotFound, "404", noOperation, "")
+		if r.errorText() != noOperation {
+			t.Errorf("%.40s: error %q", target, r.errorText())
+		}
+		if r.Header.Get("X-Request-Id") == "" {
+			t.Errorf("%.40s: no X-Request-Id", target)
+		}
+	}
+	for _, tc := range []struct{ method, target, allow string }{
+		{http.MethodGet, "/company/insert", "POST"},
+		{http.MethodDelete, "/company/get?id=1", "GET"},
+		{"PATCH", "/common/list/paging/1", "POST"},
+	} {
+		r := e.do(t, request{method: tc.method, target: tc.target, token: w.admin.token, noOperation: true})
+		want := "method not allowed: the path takes only " + tc.allow
+		expectErrorStatus(t, r, http.StatusMethodNotAllowed, "405", want, "")
+		if r.errorText() != want || r.Header.Get("Allow") != tc.allow {
+			t.Errorf("%s %s: error %q, Allow %q", tc.method, tc.target, r.errorText(), r.Header.Get("Allow"))
+		}
+	}
+	// An operation's own "404" stays HTTP 200, as the interface says.
+	r := e.get(t, w.admin.token, "/company/get?id=9223372036854775807")
+	if r.HTTPStatus != http.StatusOK || r.code() != "404" {
+		t.Errorf("a missing counterparty: HTTP %d %s", r.HTTPStatus, r.Raw)
+	}
 }
 
 func TestHealth(t *testing.T) {

@@ -134,6 +134,7 @@ func (s *Server) WebhookInsert(ctx context.Context, req gen.WebhookInsertRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
+	markSecretReply(ctx)
 	return gen.WebhookInsert200JSONResponse{Body: success(webhookSecretReply(id, secret))}, nil
 }
 
@@ -257,6 +258,9 @@ func (s *Server) WebhookUpdate(ctx context.Context, req gen.WebhookUpdateRequest
 	if err != nil {
 		return nil, dbError(err)
 	}
+	if secret != "" {
+		markSecretReply(ctx)
+	}
 	return gen.WebhookUpdate200JSONResponse{Body: success(webhookSecretReply(in.Id, secret))}, nil
 }
 
@@ -365,10 +369,16 @@ func (s *Server) WebhookTest(ctx context.Context, req gen.WebhookTestRequestObje
 	if !res.Delivered {
 		outcome = "test_failed"
 	}
-	if _, err := s.db(ctx).ExecContext(ctx, `
-		INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, type, attempt, outcome, status_code, error, duration_ms)
-		VALUES ($1, $2, NULL, 'webhook.test', 1, $3, $4, $5, $6)`,
-		p.AccountID, id, outcome, nullStatus(res.StatusCode), errorText(res.Error), res.Duration.Milliseconds()); err != nil {
+	// In the Idempotency-Key's transaction when there is one (inTx joins it):
+	// the delivery row commits with the stored reply, or neither does.
+	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
+		_, err := tx.ExecContext(ctx, `
+			INSERT INTO webhook_deliveries (account_id, webhook_id, event_id, type, attempt, outcome, status_code, error, duration_ms)
+			VALUES ($1, $2, NULL, 'webhook.test', 1, $3, $4, $5, $6)`,
+			p.AccountID, id, outcome, nullStatus(res.StatusCode), errorText(res.Error), res.Duration.Milliseconds())
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("log the test delivery of webhook %d: %w", id, err)
 	}
 	value := jsonText(struct {

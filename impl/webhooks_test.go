@@ -258,6 +258,17 @@ func TestWebhooks(t *testing.T) {
 		strict := newEnv(t, func(c *impl.Config) { c.Secrets = box })
 		sw := strict.newWorld(t, "strict")
 		expectError(t, strict.post(t, sw.admin.token, "/webhook/insert", map[string]any{"url": rc.URL}), "400", "url: 127.0.0.1 is a private", "")
+		// IPv6 forms that carry an IPv4 address are judged by it (webhook.TestGuardEmbeddedIPv4 has them all).
+		for url, msg := range map[string]string{
+			"http://[::127.0.0.1]:8080/h":              "url: ::7f00:1 embeds the IPv4 address 127.0.0.1, which is a private",
+			"http://[64:ff9b::10.0.0.1]/h":             "url: 64:ff9b::a00:1 embeds the IPv4 address 10.0.0.1",
+			"http://[2002:a9fe:a9fe::1]/h":             "url: 2002:a9fe:a9fe::1 embeds the IPv4 address 169.254.169.254",
+			"http://[2001:0:808:808::80ff:fffe]:1/h":   "url: 2001:0:808:808::80ff:fffe embeds the IPv4 address 127.0.0.1",
+			"http://[::ffff:0:127.0.0.1]/h":            "url: ::ffff:0:7f00:1 embeds the IPv4 address 127.0.0.1",
+			"http://[2001:db8::5efe:192.168.0.1]:80/h": "url: 2001:db8::5efe:c0a8:1 embeds the IPv4 address 192.168.0.1",
+		} {
+			expectError(t, strict.post(t, sw.admin.token, "/webhook/insert", map[string]any{"url": url}), "400", msg, "")
+		}
 		if after := e.rowCounts(t, w.accountID, "webhooks", "journal"); after != before {
 			t.Error("a refused request wrote rows")
 		}

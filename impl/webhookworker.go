@@ -117,22 +117,11 @@ func NewWebhookWorker(cfg WebhookConfig) (*WebhookWorker, error) {
 	return &WebhookWorker{cfg: cfg, client: webhook.NewGuard(cfg.AllowedNetworks).Client(cfg.Timeout)}, nil
 }
 
-// Run delivers until ctx ends.
+// Run delivers until ctx ends; while rounds fail (the database is away) it
+// logs the change of state and backs off (runRounds).
 func (w *WebhookWorker) Run(ctx context.Context) {
 	w.cfg.Log.Info("webhook worker started")
-	for ctx.Err() == nil {
-		n, err := w.Deliver(ctx)
-		if err != nil && ctx.Err() == nil {
-			w.cfg.Log.Error("webhook worker", "err", err)
-		}
-		if n > 0 && err == nil {
-			continue
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(w.cfg.Interval):
-		}
-	}
+	runRounds(ctx, w.cfg.Log, "webhook worker", w.cfg.Interval, w.Deliver)
 	w.cfg.Log.Info("webhook worker stopped")
 }
 

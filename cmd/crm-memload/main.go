@@ -1,12 +1,31 @@
 // Command crm-memload measures the memory a crm-server process needs under
-// large requests: it builds and starts a real crm-server on a database of its
-// own (crm_memload on the server of DATABASE_URL, or of the private cluster
-// under ./.data, made anew each run with the demo account), sends concurrent
-// POST /mail/send of about 9.5 MiB each, samples the process's resident memory
-// from /proc/PID/status (VmRSS, and VmHWM, the peak), and writes the result
-// into its section of docs/benchmarks.md.
+// large and hostile requests: it builds crm-server and, for each scenario,
+// starts a real process of it on a database of its own (crm_memload on the
+// server of DATABASE_URL, or of the private cluster under ./.data, made anew
+// each run with the demo account), sends the scenario's requests, samples the
+// process's resident memory from /proc/PID/status (VmRSS, and VmHWM, the
+// peak), and writes the results into their section of docs/benchmarks.md.
+// The scenarios:
 //
-//	go run ./cmd/crm-memload [-clients 20] [-size 9.5] [-large-requests 4] [-report docs/benchmarks.md]
+//   - mail: concurrent POST /mail/send of about 9.5 MiB each (-clients, -size);
+//     the peak must stay under 500 MiB;
+//
+//   - nested: 40 concurrent POST /company/update of 1 MiB of nested arrays from
+//     one member's token under the default limits; the peak must stay under
+//     200 MiB;
+//
+//   - wide: the same with 1 MiB bodies of one array of zeros, within the
+//     nesting bound; the peak must stay under 200 MiB;
+//
+//   - nested-insert and values-insert: 40 concurrent POST /company/insert,
+//     whose schema allows many values, nested past the bound in one member,
+//     and with as many values as the schema allows; the peak must stay under
+//     200 MiB;
+//
+//   - nested-10: one POST /mail/send of 10 MiB of nested arrays; it must cost
+//     (peak less idle) less than twice its size.
+//
+//     go run ./cmd/crm-memload [-clients 20] [-size 9.5] [-large-requests 4] [-gomemlimit 256MiB] [-report docs/benchmarks.md]
 package main
 
 import (
@@ -32,7 +51,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/jmoiron/sqlx"
+
 	"github.com/crmservice/crm/db"
+	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/demo"
 )
 
@@ -50,15 +72,36 @@ type options struct {
 	clients       int
 	sizeMiB       float64
 	largeRequests string
+	goMemLimit    string
 	report        string
+}
+
+// scenario is one load against a fresh server process, and its goal.
+type scenario struct {
+	name    string // as the report names it
+	what    string // the requests, for the report
+	env     []string
+	send    func(ctx context.Context, base string) map[string]int // the replies by kind
+	goal    string
+	met     func(idle, peak int64) bool
+	after5s bool // report the resident memory 5 s after the load, too
+}
+
+// result is what a scenario measured.
+type result struct {
+	scenario
+	idle, peak, after int64
+	replies           map[string]int
+	elapsed           time.Duration
 }
 
 func run(ctx context.Context, log *slog.Logger, args []string) error {
 	var o options
 	fs := flag.NewFlagSet("crm-memload", flag.ContinueOnError)
-	fs.IntVar(&o.clients, "clients", 20, "concurrent POST /mail/send")
-	fs.Float64Var(&o.sizeMiB, "size", 9.5, "size of each request body in MiB (at most 10)")
+	fs.IntVar(&o.clients, "clients", 20, "concurrent POST /mail/send of the mail scenario")
+	fs.Float64Var(&o.sizeMiB, "size", 9.5, "size of each request body of the mail scenario in MiB (at most 10)")
 	fs.StringVar(&o.largeRequests, "large-requests", "", "LARGE_REQUESTS of the server (empty: its default)")
+	fs.StringVar(&o.goMemLimit, "gomemlimit", "", "GOMEMLIMIT of the server (empty: none, its default)")
 	fs.StringVar(&o.report, "report", "docs/benchmarks.md", "the report to write the result into (empty: none)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -80,6 +123,11 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		return err
 	}
 	d, err := demo.Load(ctx, pool, time.Now())
+	if err != nil {
+		pool.Close()
+		return err
+	}
+	member, err := memberToken(ctx, pool, d.AccountID)
 	pool.Close()
 	if err != nil {
 		return err
@@ -96,19 +144,119 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	if err := build.Run(); err != nil {
 		return fmt.Errorf("build crm-server: %w", err)
 	}
+	env := []string{"DATABASE_URL=" + dbURL, "CRM_MAIL=off", "CRM_WEBHOOKS=off", "LOG_LEVEL=warn"}
+	if o.largeRequests != "" {
+		env = append(env, "LARGE_REQUESTS="+o.largeRequests)
+	}
+	if o.goMemLimit != "" {
+		env = append(env, "GOMEMLIMIT="+o.goMemLimit)
+	}
+	client := &http.Client{Timeout: 2 * time.Minute}
+	mail := mailBody(d.MailAccountID, int(o.sizeMiB*(1<<20)))
+	nested1 := nestedArrays(1 << 20)
+	nested10 := nestedArrays(10 << 20)
+	wide1 := []byte(`{"id": 1, "note": [` + strings.Repeat("0,", 524_000) + `0]}`)
+	scenarios := []scenario{
+		{name: "mail", what: fmt.Sprintf("%d concurrent `POST /mail/send` of %.1f MiB each (no rate limit)", o.clients, o.sizeMiB),
+			env: []string{"RATE_LIMIT=0"}, goal: "peak under 500 MiB", met: func(_, peak int64) bool { return peak < 500<<20 },
+			send: func(ctx context.Context, base string) map[string]int {
+				return sendAll(ctx, client, base+"/mail/send", d.Token, mail, o.clients)
+			}},
+		{name: "nested", what: "40 concurrent `POST /company/update` of 1 MiB of nested arrays (`[` × 524,288, then `]`) from one member's token, default limits",
+			goal: "peak under 200 MiB", met: func(_, peak int64) bool { return peak < 200<<20 }, after5s: true,
+			send: func(ctx context.Context, base string) map[string]int {
+				return sendAll(ctx, client, base+"/company/update", member, nested1, 40)
+			}},
+		{name: "wide", what: "40 concurrent `POST /company/update` of 1 MiB holding one array of 524,000 zeros from one member's token, default limits",
+			goal: "peak under 200 MiB", met: func(_, peak int64) bool { return peak < 200<<20 }, after5s: true,
+			send: func(ctx context.Context, base string) map[string]int {
+				return sendAll(ctx, client, base+"/company/update", member, wide1, 40)
+			}},
+		{name: "nested-insert", what: "40 concurrent `POST /company/insert` of 1 MiB, nested arrays in one member (a schema that allows 26,206 values)",
+			goal: "peak under 200 MiB", met: func(_, peak int64) bool { return peak < 200<<20 },
+			send: func(ctx context.Context, base string) map[string]int {
+				return sendAll(ctx, client, base+"/company/insert", member, insertWith(nestedArrays(1<<20-100)), 40)
+			}},
+		{name: "values-insert", what: "40 concurrent `POST /company/insert` with 26,000 values in one member (within the schema's bound: decoded, then refused by validation)",
+			goal: "peak under 200 MiB", met: func(_, peak int64) bool { return peak < 200<<20 },
+			send: func(ctx context.Context, base string) map[string]int {
+				return sendAll(ctx, client, base+"/company/insert", member, insertWith([]byte("["+strings.Repeat("0,", 25_999)+"0]")), 40)
+			}},
+		{name: "nested-10", what: "one `POST /mail/send` of 10 MiB of nested arrays",
+			goal: "peak less idle under twice the body (20 MiB)", met: func(idle, peak int64) bool { return peak-idle < 2*int64(len(nested10)) },
+			send: func(ctx context.Context, base string) map[string]int {
+				return sendAll(ctx, client, base+"/mail/send", d.Token, nested10, 1)
+			}},
+	}
+	var results []result
+	for _, sc := range scenarios {
+		res, err := measure(ctx, bin, append(append([]string(nil), env...), sc.env...), sc)
+		if err != nil {
+			return fmt.Errorf("scenario %s: %w", sc.name, err)
+		}
+		results = append(results, res)
+	}
+	limit := o.largeRequests
+	if limit == "" {
+		limit = "default (4)"
+	}
+	memLimit := o.goMemLimit
+	if memLimit == "" {
+		memLimit = "none (the default)"
+	}
+	var rows []string
+	var failed []string
+	for _, r := range results {
+		after := "–"
+		if r.after5s {
+			after = mib(r.after)
+		}
+		var replies []string
+		for _, k := range sortedKeys(r.replies) {
+			replies = append(replies, fmt.Sprintf("%d × %s", r.replies[k], k))
+		}
+		ok := "yes"
+		if !r.met(r.idle, r.peak) {
+			ok = "**no**"
+			failed = append(failed, fmt.Sprintf("%s: idle %s, peak %s (goal: %s)", r.name, mib(r.idle), mib(r.peak), r.goal))
+		}
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %s | %s | %s | %s |", r.name, r.what, mib(r.idle), mib(r.peak),
+			after, r.goal, ok, strings.Join(replies, ", "), r.elapsed.Round(10*time.Millisecond)))
+	}
+	result := fmt.Sprintf(`%s
+
+Measured %s by `+"`make bench-memory`"+` (`+"`cmd/crm-memload`"+`): for each scenario a fresh crm-server process (LARGE_REQUESTS %s, GOMEMLIMIT %s), its resident memory read from /proc/PID/status every 20 ms (VmRSS; the peak is VmHWM).
+
+| scenario | requests | idle | peak | 5 s after | goal | met | replies | time |
+|---|---|---|---|---|---|---|---|---|
+%s
+
+%s
+`, memBegin, time.Now().UTC().Format("2006-01-02 15:04 UTC"), limit, memLimit, strings.Join(rows, "\n"), memEnd)
+	fmt.Print(result)
+	if o.report != "" {
+		if err := writeSection(o.report, result); err != nil {
+			return err
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("goals missed: %s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// measure runs one scenario against a fresh crm-server process.
+func measure(ctx context.Context, bin string, env []string, sc scenario) (result, error) {
+	res := result{scenario: sc}
 	port, err := freePort()
 	if err != nil {
-		return err
+		return res, err
 	}
 	srv := exec.Command(bin, "serve")
-	srv.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "PORT="+strconv.Itoa(port), "CRM_MAIL=off", "CRM_WEBHOOKS=off",
-		"LOG_LEVEL=warn", "RATE_LIMIT=0")
-	if o.largeRequests != "" {
-		srv.Env = append(srv.Env, "LARGE_REQUESTS="+o.largeRequests)
-	}
+	srv.Env = append(append(os.Environ(), env...), "PORT="+strconv.Itoa(port))
 	srv.Stderr = os.Stderr
 	if err := srv.Start(); err != nil {
-		return fmt.Errorf("start crm-server: %w", err)
+		return res, fmt.Errorf("start crm-server: %w", err)
 	}
 	defer func() {
 		_ = srv.Process.Signal(os.Interrupt)
@@ -116,17 +264,10 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	}()
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	if err := waitReady(ctx, base); err != nil {
-		return err
+		return res, err
 	}
-	idle, _ := memory(srv.Process.Pid)
-
-	body := mailBody(d.MailAccountID, int(o.sizeMiB*(1<<20)))
-	var (
-		mu    sync.Mutex
-		codes = map[string]int{}
-		peak  int64
-		wg    sync.WaitGroup
-	)
+	res.idle, _ = memory(srv.Process.Pid)
+	var peak int64
 	stopSampling := make(chan struct{})
 	sampled := make(chan struct{})
 	go func() {
@@ -145,57 +286,56 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 		}
 	}()
 	start := time.Now()
-	client := &http.Client{Timeout: 2 * time.Minute}
-	for i := 0; i < o.clients; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			code := send(ctx, client, base, d.Token, body)
-			mu.Lock()
-			codes[code]++
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
+	res.replies = sc.send(ctx, base)
+	res.elapsed = time.Since(start)
 	close(stopSampling)
 	<-sampled
 	_, hwm := memory(srv.Process.Pid)
-	peak = max(peak, hwm)
-
-	limit := o.largeRequests
-	if limit == "" {
-		limit = "default (4)"
+	res.peak = max(peak, hwm)
+	if sc.after5s {
+		time.Sleep(5 * time.Second)
+		res.after, _ = memory(srv.Process.Pid)
 	}
-	var replies []string
-	for _, k := range sortedKeys(codes) {
-		replies = append(replies, fmt.Sprintf("%d × %s", codes[k], k))
-	}
-	result := fmt.Sprintf(`%s
+	return res, nil
+}
 
-Measured %s by `+"`make bench-memory`"+` (`+"`cmd/crm-memload`"+`): a real crm-server process (LARGE_REQUESTS %s), %d concurrent `+"`POST /mail/send`"+` of %.1f MiB each, the process's resident memory read from /proc/PID/status every 20 ms.
-
-| | |
-|---|---|
-| resident memory, idle (VmRSS) | %s |
-| resident memory, peak (VmHWM) | %s |
-| goal | under 500 MiB |
-| replies | %s |
-| time for all | %s |
-
-%s
-`, memBegin, time.Now().UTC().Format("2006-01-02 15:04 UTC"), limit, o.clients, o.sizeMiB, mib(idle), mib(peak),
-		strings.Join(replies, ", "), elapsed.Round(10*time.Millisecond), memEnd)
-	fmt.Print(result)
-	if o.report != "" {
-		if err := writeSection(o.report, result); err != nil {
-			return err
-		}
+// memberToken issues a token of a member of the demo account.
+func memberToken(ctx context.Context, pool *sqlx.DB, accountID int64) (string, error) {
+	var userID int64
+	if err := pool.GetContext(ctx, &userID, `SELECT id FROM users WHERE account_id = $1 AND role = 'member' ORDER BY id LIMIT 1`, accountID); err != nil {
+		return "", fmt.Errorf("find a member of the demo account: %w", err)
 	}
-	if peak > 500<<20 {
-		return fmt.Errorf("peak resident memory %s is over the goal of 500 MiB", mib(peak))
+	_, token, err := impl.CreateToken(ctx, pool, userID, "crm-memload", time.Hour)
+	return token, err
+}
+
+// sendAll posts body to target n times at once and returns the replies by kind.
+func sendAll(ctx context.Context, client *http.Client, target, token string, body []byte, n int) map[string]int {
+	var (
+		mu    sync.Mutex
+		codes = map[string]int{}
+		wg    sync.WaitGroup
+	)
+	for range n {
+		wg.Go(func() {
+			code := send(ctx, client, target, token, body)
+			mu.Lock()
+			codes[code]++
+			mu.Unlock()
+		})
 	}
-	return nil
+	wg.Wait()
+	return codes
+}
+
+// insertWith is a POST /company/insert whose member note is the JSON value v.
+func insertWith(v []byte) []byte {
+	return append(append([]byte(`{"name": "Memory", "type_id": 1, "user_id": 1, "note": `), v...), '}')
+}
+
+// nestedArrays is a JSON body of size bytes: arrays nested as deep as it holds.
+func nestedArrays(size int) []byte {
+	return append(bytes.Repeat([]byte("["), size/2), bytes.Repeat([]byte("]"), size/2)...)
 }
 
 const (
@@ -233,9 +373,10 @@ func mailBody(mailAccountID int64, size int) []byte {
 	return b
 }
 
-// send posts one message and returns the envelope's code ("0" is a success).
-func send(ctx context.Context, client *http.Client, base, token string, body []byte) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mail/send", bytes.NewReader(body))
+// send posts one request and returns the reply's HTTP status and envelope
+// code ("0" is a mail sent), and for a "400" its text.
+func send(ctx context.Context, client *http.Client, target, token string, body []byte) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
 		return "error: " + err.Error()
 	}

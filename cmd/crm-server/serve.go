@@ -89,7 +89,8 @@ worker delivers queued messages and polls mailboxes, and a webhook worker delive
 events of webhook subscriptions (whose secrets the key encrypts; without it the
 webhook operations answer 503). Webhooks reach only public addresses unless
 WEBHOOK_ALLOWED_NETWORKS (CIDRs, comma-separated) allows more. With REDIS_URL set, the
-rate limits hold across every process of the deployment.
+rate limits hold across every process of the deployment. Every process purges the
+expired idempotency keys of all accounts in the background, in batches.
 
 Besides the API it serves its reference page at /docs and the contract at
 /openapi.yaml and /openapi.json; the Prometheus metrics at /metrics of the API's
@@ -280,6 +281,7 @@ func (c *cli) serve(ctx context.Context, cfg serveConfig) error {
 }
 
 func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serveConfig) error {
+	applyMemoryLimit(c.log, osGetenv, osReadFile)
 	url, err := databaseURL(ctx, c.log)
 	if err != nil {
 		return err
@@ -379,6 +381,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	}
 	defer startMail(ctx, c.log, pool, cfg.mail, cfg.secrets, metrics)()
 	defer startWebhooks(ctx, c.log, pool, cfg)()
+	defer startIdempotencyPurge(ctx, c.log, pool)()
 	if metricsLn != nil {
 		defer serveMetrics(metricsLn, metrics, c.log)()
 	}
@@ -603,6 +606,19 @@ named, created on every node when missing (--fresh: dropped first).`,
 		},
 	}
 	return group("citus", "Check for Citus, start and stop the private Citus cluster (make test-citus, make bench)", check, start, stop)
+}
+
+// startIdempotencyPurge runs the purge of expired idempotency keys of every
+// account in the background (every process runs one; their deletes do not
+// conflict); the returned stop waits for its round to end.
+func startIdempotencyPurge(ctx context.Context, log *slog.Logger, pool *sqlx.DB) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() { impl.RunIdempotencyPurge(ctx, pool, log, time.Minute) })
+	return func() {
+		cancel()
+		wg.Wait()
+	}
 }
 
 // startWebhooks runs the webhook worker when it is on and the key is set; the

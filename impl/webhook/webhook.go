@@ -123,40 +123,113 @@ func ParseNetworks(s string) ([]netip.Prefix, error) {
 
 // nonPublic are the special-purpose ranges, besides those netip names
 // (loopback, private, link-local, multicast, unspecified), that are not
-// public destinations or may lead to private ones.
+// public destinations. The IPv6 ranges that embed an IPv4 address are not
+// here: such an address is judged by the IPv4 addresses inside (embeddedIPv4).
 var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),      // "this network"
 	netip.MustParsePrefix("100.64.0.0/10"),  // shared address space (carrier-grade NAT)
 	netip.MustParsePrefix("192.0.0.0/24"),   // IETF protocol assignments
 	netip.MustParsePrefix("198.18.0.0/15"),  // benchmarking
 	netip.MustParsePrefix("240.0.0.0/4"),    // reserved, and the broadcast address
-	netip.MustParsePrefix("64:ff9b::/96"),   // NAT64: any IPv4 address, private ones too
-	netip.MustParsePrefix("64:ff9b:1::/48"), // local-use NAT64
-	netip.MustParsePrefix("2002::/16"),      // 6to4: an IPv4 address inside
 	netip.MustParsePrefix("100::/64"),       // discard-only
-	netip.MustParsePrefix("2001::/32"),      // Teredo: an IPv4 address inside
 	netip.MustParsePrefix("fec0::/10"),      // site-local (deprecated)
 	netip.MustParsePrefix("ff00::/8"),       // multicast
-	netip.MustParsePrefix("::/128"),         // unspecified
-	netip.MustParsePrefix("::1/128"),        // loopback
 	netip.MustParsePrefix("169.254.0.0/16"), // link-local, cloud metadata
 	netip.MustParsePrefix("255.255.255.255/32"),
 }
 
-// Allowed reports whether a connection to addr may be made.
+// Prefixes of the IPv6 forms that carry an IPv4 address (embeddedIPv4).
+var (
+	mappedPrefix     = netip.MustParsePrefix("::ffff:0:0/96")   // IPv4-mapped
+	compatPrefix     = netip.MustParsePrefix("::/96")           // IPv4-compatible (deprecated), :: and ::1 included
+	translatedPrefix = netip.MustParsePrefix("::ffff:0:0:0/96") // IPv4-translated (SIIT, RFC 2765)
+	nat64Prefix      = netip.MustParsePrefix("64:ff9b::/96")    // NAT64, well-known prefix (RFC 6052)
+	nat64LocalPrefix = netip.MustParsePrefix("64:ff9b:1::/48")  // NAT64, local use (RFC 8215)
+	sixToFourPrefix  = netip.MustParsePrefix("2002::/16")       // 6to4 (RFC 3056)
+	teredoPrefix     = netip.MustParsePrefix("2001::/32")       // Teredo (RFC 4380)
+)
+
+// embeddedIPv4 returns the IPv4 addresses that a connection to the IPv6
+// address a may reach through a translator, a tunnel or a dual stack, by the
+// forms that carry one: IPv4-mapped, IPv4-compatible and IPv4-translated
+// (the last 32 bits); NAT64 with the well-known prefix (the last 32 bits) and
+// with a local-use prefix, whose length is the operator's (each position RFC
+// 6052 defines for a prefix of 48, 56, 64 or 96 bits); 6to4 (bits 16–47);
+// Teredo (the server, bits 32–63, and the client, the last 32 bits
+// inverted); and an ISATAP interface identifier (::0:5efe:a.b.c.d or
+// ::200:5efe:a.b.c.d, under any prefix). It returns none for an address of no
+// such form.
+func embeddedIPv4(a netip.Addr) []netip.Addr {
+	if !a.Is6() {
+		return nil
+	}
+	b := a.As16()
+	v4 := func(p0, p1, p2, p3 byte) netip.Addr { return netip.AddrFrom4([4]byte{p0, p1, p2, p3}) }
+	last := v4(b[12], b[13], b[14], b[15])
+	switch {
+	case mappedPrefix.Contains(a), compatPrefix.Contains(a), translatedPrefix.Contains(a), nat64Prefix.Contains(a):
+		return []netip.Addr{last}
+	case nat64LocalPrefix.Contains(a):
+		// RFC 6052, 2.2: the octet at bits 64–71 is skipped.
+		return []netip.Addr{last, v4(b[9], b[10], b[11], b[12]), v4(b[7], b[9], b[10], b[11]), v4(b[6], b[7], b[9], b[10])}
+	case sixToFourPrefix.Contains(a):
+		return []netip.Addr{v4(b[2], b[3], b[4], b[5])}
+	case teredoPrefix.Contains(a):
+		return []netip.Addr{v4(b[4], b[5], b[6], b[7]), v4(^b[12], ^b[13], ^b[14], ^b[15])}
+	case (b[8]|0x02) == 0x02 && b[9] == 0 && b[10] == 0x5e && b[11] == 0xfe:
+		return []netip.Addr{last} // ISATAP (RFC 5214, 6.1)
+	}
+	return nil
+}
+
+// Allowed reports whether a connection to addr may be made: addr is in an
+// allowed network, or it is a public address. An IPv6 address that embeds
+// IPv4 addresses (embeddedIPv4) is judged by them too: allowed only when each
+// is in an allowed network or public.
 func (g *Guard) Allowed(addr netip.Addr) bool {
+	return g.refusedAs(addr) == (netip.Addr{})
+}
+
+// refusedAs is the address for which a connection to addr is refused: addr
+// itself or an IPv4 address it embeds; the zero Addr when it is allowed.
+func (g *Guard) refusedAs(addr netip.Addr) netip.Addr {
+	addr = addr.WithZone("")
+	if g.inAllowed(addr) {
+		return netip.Addr{}
+	}
+	for _, a := range embeddedIPv4(addr) {
+		if !g.inAllowed(a) && !public(a) {
+			return a
+		}
+	}
+	// The address's own form too: an ISATAP identifier under a link-local
+	// prefix is no public destination, whatever it embeds.
+	if !public(addr) {
+		return addr
+	}
+	return netip.Addr{}
+}
+
+// inAllowed reports whether addr is in one of the operator's allowed networks.
+func (g *Guard) inAllowed(addr netip.Addr) bool {
 	for _, p := range g.allowed {
 		if p.Contains(addr) || p.Contains(addr.Unmap()) {
 			return true
 		}
 	}
+	return false
+}
+
+// public reports whether addr is a public address of the internet, by its own
+// form (embedded addresses aside).
+func public(addr netip.Addr) bool {
 	a := addr.Unmap()
 	if !a.IsValid() || a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsLinkLocalMulticast() ||
 		a.IsInterfaceLocalMulticast() || a.IsMulticast() || a.IsUnspecified() {
 		return false
 	}
 	for _, p := range nonPublic {
-		if p.Contains(a) || p.Contains(addr) {
+		if p.Contains(a) {
 			return false
 		}
 	}
@@ -164,10 +237,30 @@ func (g *Guard) Allowed(addr netip.Addr) bool {
 }
 
 // RefusedError is the refusal of a destination address.
-type RefusedError struct{ Addr netip.Addr }
+type RefusedError struct {
+	Addr netip.Addr
+	// Embedded, when valid, is the IPv4 address inside Addr that is refused.
+	Embedded netip.Addr
+}
 
 func (e *RefusedError) Error() string {
-	return e.Addr.String() + " is a private, loopback, link-local or otherwise non-public address"
+	const why = " is a private, loopback, link-local or otherwise non-public address"
+	if e.Embedded.IsValid() {
+		return e.Addr.String() + " embeds the IPv4 address " + e.Embedded.String() + ", which" + why
+	}
+	return e.Addr.String() + why
+}
+
+// refusal is the RefusedError of addr, or nil when it is allowed.
+func (g *Guard) refusal(addr netip.Addr) error {
+	bad := g.refusedAs(addr)
+	switch {
+	case !bad.IsValid():
+		return nil
+	case bad != addr.WithZone(""):
+		return &RefusedError{Addr: addr, Embedded: bad}
+	}
+	return &RefusedError{Addr: addr}
 }
 
 // CheckURL checks a subscription's URL: http or https, a host, no user or
@@ -190,10 +283,7 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 	}
 	host := u.Hostname()
 	if a, err := netip.ParseAddr(host); err == nil {
-		if !g.Allowed(a) {
-			return &RefusedError{a}
-		}
-		return nil
+		return g.refusal(a)
 	}
 	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
 		return errors.New("localhost is not a public destination")
@@ -205,8 +295,8 @@ func (g *Guard) CheckURL(ctx context.Context, raw string) error {
 		return nil
 	}
 	for _, a := range addrs {
-		if !g.Allowed(a) {
-			return &RefusedError{a}
+		if err := g.refusal(a); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -224,10 +314,7 @@ func (g *Guard) Client(timeout time.Duration) *http.Client {
 			if err != nil {
 				return fmt.Errorf("dial %s: %w", address, err)
 			}
-			if !g.Allowed(ap.Addr()) {
-				return &RefusedError{ap.Addr()}
-			}
-			return nil
+			return g.refusal(ap.Addr())
 		},
 	}
 	return &http.Client{

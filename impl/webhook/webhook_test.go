@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -71,12 +72,87 @@ func TestGuard(t *testing.T) {
 		"127.0.0.1": false, "10.0.0.1": false, "172.16.5.5": false, "192.168.1.1": false, "169.254.169.254": false,
 		"100.64.0.1": false, "0.0.0.0": false, "255.255.255.255": false, "224.0.0.1": false, "198.18.0.1": false,
 		"::1": false, "::": false, "fe80::1": false, "fc00::1": false, "fd12::1": false, "ff02::1": false,
-		"::ffff:127.0.0.1": false, "::ffff:10.0.0.1": false, "64:ff9b::a00:1": false, "2002:a00:1::": false,
+		"fe80::1%eth0": false, "2606:2800:21f:cb07:6820:80da:af6b:8b2c%eth0": true,
 	} {
 		if got := g.Allowed(netip.MustParseAddr(addr)); got != want {
 			t.Errorf("Allowed(%s) = %t, want %t", addr, got, want)
 		}
 	}
+}
+
+// TestGuardEmbeddedIPv4 judges every IPv6 form that carries an IPv4 address
+// by the address inside: refused when it is not public, allowed when it is
+// (and the form itself is public).
+func TestGuardEmbeddedIPv4(t *testing.T) {
+	g := webhook.NewGuard(nil)
+	for _, tc := range []struct {
+		form, addr string
+		allowed    bool
+		embedded   string // the IPv4 address the refusal names ("": the address itself)
+	}{
+		{"IPv4-compatible, loopback", "::127.0.0.1", false, "127.0.0.1"},
+		{"IPv4-compatible, private", "::10.0.0.1", false, "10.0.0.1"},
+		{"IPv4-compatible, metadata", "::169.254.169.254", false, "169.254.169.254"},
+		{"IPv4-compatible, public", "::8.8.8.8", true, ""},
+		{"IPv4-mapped, loopback", "::ffff:127.0.0.1", false, "127.0.0.1"},
+		{"IPv4-mapped, private", "::ffff:192.168.1.1", false, "192.168.1.1"},
+		{"IPv4-mapped, public", "::ffff:8.8.8.8", true, ""},
+		{"IPv4-translated (SIIT), loopback", "::ffff:0:127.0.0.1", false, "127.0.0.1"},
+		{"IPv4-translated (SIIT), public", "::ffff:0:8.8.8.8", true, ""},
+		{"NAT64, private", "64:ff9b::10.0.0.1", false, "10.0.0.1"},
+		{"NAT64, loopback", "64:ff9b::7f00:1", false, "127.0.0.1"},
+		{"NAT64, public", "64:ff9b::8.8.8.8", true, ""},
+		{"local-use NAT64 /96, private", "64:ff9b:1::10.0.0.1", false, "10.0.0.1"},
+		{"local-use NAT64 /48, private", "64:ff9b:1:a01:2:308:808:808", false, "10.1.2.3"},
+		{"local-use NAT64 /64, private", "64:ff9b:1:0:a:0:100:0", false, "10.0.0.1"},
+		{"local-use NAT64 /96, public where every layout is", "64:ff9b:1:808:8:808:808:808", true, ""},
+		{"6to4, loopback", "2002:7f00:1::1", false, "127.0.0.1"},
+		{"6to4, private", "2002:a00:1::", false, "10.0.0.1"},
+		{"6to4, metadata", "2002:a9fe:a9fe::1", false, "169.254.169.254"},
+		{"6to4, public", "2002:808:808::1", true, ""},
+		{"Teredo, private client", "2001:0:808:808:0:0:f5ff:fffe", false, "10.0.0.1"},
+		{"Teredo, loopback client", "2001:0:808:808::80ff:fffe", false, "127.0.0.1"},
+		{"Teredo, private server", "2001:0:a00:1::f7f7:f7f7", false, "10.0.0.1"},
+		{"Teredo, both public", "2001:0:808:808::f7f7:f7f7", true, ""},
+		{"ISATAP, private", "2001:db8::5efe:10.0.0.1", false, "10.0.0.1"},
+		{"ISATAP with the u bit, loopback", "2606:2800:21f:cb07:200:5efe:7f00:1", false, "127.0.0.1"},
+		{"ISATAP, public", "2606:2800:21f:cb07:200:5efe:808:808", true, ""},
+		{"ISATAP under a link-local prefix, public inside", "fe80::5efe:808:808", false, ""},
+	} {
+		t.Run(tc.form, func(t *testing.T) {
+			a := netip.MustParseAddr(tc.addr)
+			if got := g.Allowed(a); got != tc.allowed {
+				t.Fatalf("Allowed(%s) = %t, want %t", tc.addr, got, tc.allowed)
+			}
+			err := g.CheckURL(context.Background(), "http://["+tc.addr+"]:8080/h")
+			if tc.allowed {
+				if err != nil {
+					t.Fatalf("CheckURL: %v", err)
+				}
+				return
+			}
+			var refused *webhook.RefusedError
+			if !errors.As(err, &refused) || refused.Addr != a {
+				t.Fatalf("CheckURL: %v", err)
+			}
+			if got := refused.Embedded; (tc.embedded == "" && got.IsValid()) || (tc.embedded != "" && got.String() != tc.embedded) {
+				t.Errorf("refused for %v, want %q (%v)", got, tc.embedded, err)
+			}
+		})
+	}
+	// An allowed network lets the embedded forms of its addresses through too.
+	internal := webhook.NewGuard([]netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")})
+	for _, addr := range []string{"10.0.0.1", "::ffff:10.0.0.1", "64:ff9b::10.0.0.1", "2002:a00:1::"} {
+		if !internal.Allowed(netip.MustParseAddr(addr)) {
+			t.Errorf("with 10.0.0.0/8 allowed, Allowed(%s) = false", addr)
+		}
+	}
+	if internal.Allowed(netip.MustParseAddr("::127.0.0.1")) {
+		t.Error("with 10.0.0.0/8 allowed, ::127.0.0.1 was allowed")
+	}
+}
+
+func TestGuardNetworks(t *testing.T) {
 	nets, err := webhook.ParseNetworks(" 127.0.0.0/8, 10.1.2.3 ,")
 	if err != nil || len(nets) != 2 {
 		t.Fatalf("ParseNetworks: %v %v", nets, err)
