@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -89,20 +90,12 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 	var id int64
 	all := allEmails(in)
 	if len(deref(in.Contacts)) == 0 && in.Paymentdetails == nil && ambientTx(ctx) == nil {
-		// The common insert: the e-mails' locks, then everything else in one
-		// statement (the responsible user's check included), both prepared
-		// with generic plans (planning the statement costs more than running
-		// it, and no value changes its plan). Under an Idempotency-Key the
-		// write must join the key's transaction, which is on the other pool,
-		// so it takes the general path below.
-		err = s.generic(ctx).inTx(ctx, func(tx *sqlx.Tx) error {
-			if err := lockEmailsPrepared(ctx, s.generic(ctx), tx, p.AccountID, all); err != nil {
-				return err
-			}
-			var err error
-			id, err = insertCompanyAtOnce(ctx, s.generic(ctx), tx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
-			return err
-		})
+		// The common insert: one call of crm_company_insert, which is its own
+		// transaction (the e-mails' locks, the check of the responsible user,
+		// the duplicate check, the rows and their journal). Under an
+		// Idempotency-Key the write must join the key's transaction, which is
+		// on the other pool, so it takes the general path below.
+		id, err = insertCompanyAtOnce(ctx, s.generic(ctx), p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
 		if err != nil {
 			return nil, dbError(err)
 		}
@@ -171,19 +164,21 @@ func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, err
 }
 
 // insertCompanyAtOnce inserts a counterparty with its e-mails and phones and
-// writes their journal rows in one statement, after the duplicate check when
-// asked: the round trips of refuseInactiveUser, insertCompany,
-// insertEmailsAndPhones, findDuplicate and writeJournal in one, with the same
-// rows, journal (positions included), 400 for a deactivated responsible user
-// (before the 409) and 409. The caller holds the e-mails' locks (lockEmails), taken by a
-// statement of their own: a statement sees the rows committed before it began,
-// so the check must begin after the locks are granted, or it could miss the
-// e-mails of the transaction it waited for.
-func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *Principal, row companyRow,
+// writes their journal rows in one call of crm_company_insert
+// (db/functions/company_insert.sql), after the duplicate check when asked:
+// the work of lockEmails, refuseInactiveUser, insertCompany,
+// insertEmailsAndPhones, findDuplicate and writeJournal, with the same rows,
+// journal (positions included), 400 for a deactivated responsible user
+// (before the 409) and 409.
+func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, p *Principal, row companyRow,
 	emails []string, phones []phoneInput, checkDuplicates bool) (int64, error) {
 	journalRow, err := json.Marshal(row)
 	if err != nil {
 		return 0, fmt.Errorf("journal company: %w", err)
+	}
+	columns, err := json.Marshal(dbColumns(row))
+	if err != nil {
+		return 0, fmt.Errorf("insert company: %w", err)
 	}
 	lower := make([]string, len(emails))
 	for i, e := range emails {
@@ -194,71 +189,18 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 	for i, ph := range phones {
 		numbers[i], descrs[i] = ph.Phone, ph.Descr
 	}
-	q := sqlFor(p)
-	cols, values := q.columns(row)
-	q.set("cols", cols)
-	q.set("values", values)
-	q.set("check", strconv.FormatBool(checkDuplicates && len(emails) > 0))
-	q.set("visible", p.seesOwner("c.user_id"))
-	q.bind("lower", pq.Array(lower))
-	q.bind("emails", pq.Array(emails))
-	q.bind("numbers", pq.Array(numbers))
-	q.bind("descrs", pq.Array(descrs))
-	q.bind("journalRow", string(journalRow))
-	q.bind("user", sql.NullInt64{Int64: p.UserID, Valid: p.UserID != 0})
-	q.bind("token", sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0})
-	q.bind("responsible", row.UserID)
 	var out struct {
-		Inactive bool           `db:"inactive"`
-		ID       sql.NullInt64  `db:"id"`
-		DupID    sql.NullInt64  `db:"dup_id"`
-		DupName  sql.NullString `db:"dup_name"`
-		DupEmail sql.NullString `db:"dup_email"`
-		Visible  sql.NullBool   `db:"dup_visible"`
+		Inactive bool           `db:"o_inactive"`
+		ID       sql.NullInt64  `db:"o_id"`
+		DupID    sql.NullInt64  `db:"o_dup_id"`
+		DupName  sql.NullString `db:"o_dup_name"`
+		DupEmail sql.NullString `db:"o_dup_email"`
+		Visible  sql.NullBool   `db:"o_dup_visible"`
 	}
-	// Journal rows in the order of the other inserts: the counterparty, its
-	// e-mails, its phones, each in the order given (their ids grow so); the
-	// counter of the account's event feed moves by their number and stays locked
-	// until the commit (see writeJournal).
-	err = stmts.txGet(ctx, tx, &out, q.expand(`
-		WITH inactive AS (
-			SELECT id FROM users WHERE account_id = {acc} AND id = {responsible} AND NOT active),
-		dup AS (
-			SELECT c.id, c.name, e.email, {visible} AS visible
-			  FROM emails e
-			  JOIN companies c ON c.account_id = {acc} AND c.id = e.company_id
-			 WHERE {check} AND e.account_id = {acc} AND lower(e.email) = ANY ({lower}) AND c.deleted_at IS NULL
-			 ORDER BY c.id
-			 LIMIT 1),
-		co AS (
-			INSERT INTO companies ({cols}) SELECT {values} WHERE NOT EXISTS (SELECT FROM dup) AND NOT EXISTS (SELECT FROM inactive)
-			RETURNING id),
-		em AS (
-			INSERT INTO emails (account_id, company_id, contact_id, email)
-			SELECT {acc}, co.id, NULL, u.e FROM co, unnest({emails}::text[]) WITH ORDINALITY AS u (e, n) ORDER BY u.n
-			RETURNING id, company_id, email),
-		ph AS (
-			INSERT INTO phones (account_id, company_id, contact_id, phone, descr)
-			SELECT {acc}, co.id, NULL, u.p, u.d FROM co, unnest({numbers}::text[], {descrs}::text[]) WITH ORDINALITY AS u (p, d, n) ORDER BY u.n
-			RETURNING id, company_id, phone, descr),
-		entries AS (
-			SELECT 1 AS k, 'company' AS entity, co.id AS record, {journalRow}::jsonb AS changes FROM co
-			UNION ALL
-			SELECT 2, 'email', em.id, jsonb_build_object('company_id', em.company_id, 'contact_id', NULL, 'email', em.email) FROM em
-			UNION ALL
-			SELECT 3, 'phone', ph.id, jsonb_build_object('company_id', ph.company_id, 'contact_id', NULL, 'phone', ph.phone, 'descr', ph.descr) FROM ph),
-		counter AS (
-			INSERT INTO event_counters AS ec (account_id, last)
-			SELECT {acc}, count(*) FROM entries HAVING count(*) > 0
-			ON CONFLICT (account_id) DO UPDATE SET last = ec.last + excluded.last
-			RETURNING last),
-		journal AS (
-			INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes, position)
-			SELECT {acc}, {user}, {token}, `+strconv.Itoa(ModuleCompanies)+`, j.entity, j.record, 'insert', j.changes,
-			       counter.last - (SELECT count(*) FROM entries) + row_number() OVER (ORDER BY j.k, j.record)
-			  FROM counter, entries j)
-		SELECT EXISTS (SELECT FROM inactive) AS inactive, (SELECT id FROM co) AS id, dup.id AS dup_id, dup.name AS dup_name, dup.email AS dup_email, dup.visible AS dup_visible
-		  FROM (SELECT) AS one LEFT JOIN dup ON TRUE`), q.args...)
+	err = stmts.get(ctx, &out, `SELECT * FROM crm_company_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, emailLockSpace,
+			pq.Array(emailLockKeys(p.AccountID, emails)), string(columns), pq.Array(emails), pq.Array(lower),
+			pq.Array(numbers), pq.Array(descrs), checkDuplicates, string(journalRow))...)
 	if err != nil {
 		return 0, fmt.Errorf("insert company: %w", err)
 	}
@@ -274,6 +216,20 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 		return 0, &Error{Code: CodeConflict, Msg: msg, Value: &value}
 	}
 	return out.ID.Int64, nil
+}
+
+// dbColumns maps a row's columns (its fields' db tags) to their values, for
+// a function of db/functions that reads the row with jsonb_populate_record.
+func dbColumns(row any) map[string]any {
+	v := reflect.ValueOf(row)
+	t := v.Type()
+	out := make(map[string]any, t.NumField())
+	for i := range t.NumField() {
+		if name := t.Field(i).Tag.Get("db"); name != "" && name != "-" {
+			out[name] = v.Field(i).Interface()
+		}
+	}
+	return out
 }
 
 // allEmails lists every e-mail of a counterparty insert: its own and those of its
@@ -301,20 +257,6 @@ func lockEmails(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []stri
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, lockEmailsSQL, emailLockSpace, pq.Array(keys), accountID); err != nil {
-		return fmt.Errorf("lock e-mails: %w", err)
-	}
-	return nil
-}
-
-// lockEmailsPrepared is lockEmails with its statement prepared in stmts, whose
-// pool tx belongs to.
-func lockEmailsPrepared(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, accountID int64, emails []string) error {
-	keys := emailLockKeys(accountID, emails)
-	if len(keys) == 0 {
-		return nil
-	}
-	var locked int
-	if err := stmts.txGet(ctx, tx, &locked, `SELECT count(*) FROM (`+lockEmailsSQL+`) AS l`, emailLockSpace, pq.Array(keys), accountID); err != nil {
 		return fmt.Errorf("lock e-mails: %w", err)
 	}
 	return nil
