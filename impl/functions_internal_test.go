@@ -168,6 +168,10 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 			DepartmentID: sql.NullInt64{Int64: dept, Valid: role != RoleAdmin}}
 	}
 	typeID := addType(t, pool, acc)
+	taskType, err := AddDirectoryValue(ctx, pool, DirectoryValueInput{AccountID: acc, Code: DirTaskKinds, Name: "Call"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var company int64
 	for _, stmt := range []struct {
 		sql  string
@@ -228,6 +232,10 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 			p.callerArgs(nil, company, "Ann", "", "Person", "Buyer", nil, "", emailLockSpace,
 				pq.Array(emailLockKeys(acc, []string{"ann@x.example"})), pq.Array([]string{"ann@x.example"}),
 				pq.Array([]string{"+371 28888888"}), pq.Array([]string{"work"}))})
+		calls = append(calls, functionCall{"crm_task_insert",
+			`SELECT * FROM crm_task_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+			p.callerArgs(nil, true, users[RoleMember].UserID, company, nil, nil, "call", taskType, 1, "2026-12-01 10:00", nil,
+				false, nil, pq.Array([]string{"a"}), `{}`)})
 		// The insert twice: the second call finds the first's e-mail.
 		for _, name := range []string{"crm_company_insert", "crm_company_insert, a duplicate"} {
 			row := companyRow{AccountID: acc, Name: "New " + role, Person: 1, TypeID: typeID, UserID: p.UserID, CreatedVia: "api"}
@@ -291,7 +299,7 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 
 // insertValues finds an INSERT of one row by VALUES whose first column is
 // the account (ON CONFLICT ... DO UPDATE and RETURNING allowed).
-var insertValues = regexp.MustCompile(`(?is)^\s*INSERT INTO \w+( AS \w+)? \(account_id,[^)]*\)\s*VALUES\s*\([^()]*(\([^()]*\)[^()]*)*\)\s*(ON CONFLICT \((?:[^()]|\([^()]*\))*\) DO UPDATE SET [^;]*?)?(RETURNING [\w., ]+)?\s*$`)
+var insertValues = regexp.MustCompile(`(?is)^\s*INSERT INTO \w+( AS \w+)? \(account_id,[^)]*\)\s*VALUES\s*\((?:[^()]|\((?:[^()]|\([^()]*\))*\))*\)\s*(ON CONFLICT \((?:[^()]|\([^()]*\))*\) DO UPDATE SET [^;]*?)?(RETURNING [\w., ]+)?\s*$`)
 
 // notFastPath finds what keeps a statement from Citus's fast path in its text.
 var notFastPath = regexp.MustCompile(`(?is)\(\s*SELECT\b|^\s*WITH\b|\bUNION\b|\bINTERSECT\b|\bEXCEPT\b`)
