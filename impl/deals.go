@@ -54,92 +54,54 @@ func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject
 		return nil, err
 	}
 	in := req.Body
-	if err := s.refuseInactiveUser(ctx, p, "user_id", &in.UserId); err != nil {
-		return nil, err
+	items := deref(in.Goods)
+	goods := make([]sql.NullInt64, len(items))
+	var descriptions, codes, notes []sql.NullString
+	numbers := make([][]sql.NullString, 4) // qnt, price, discount, vat
+	text := func(v *string) sql.NullString {
+		if v == nil {
+			return sql.NullString{}
+		}
+		return sql.NullString{String: *v, Valid: true}
 	}
-	var id int64
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := checkCompany(ctx, tx, p, in.CompanyId); err != nil {
-			return err
-		}
-		positions, err := dealInsertPositions(ctx, tx, p.AccountID, deref(in.Goods))
-		if err != nil {
-			return err
-		}
-		var row dealRow
-		// The stored values are read back over the inserted row, not in RETURNING:
-		// a distributed table (Citus) returns only immutable expressions of a row.
-		err = tx.QueryRowxContext(ctx, `
-			WITH d AS (
-				INSERT INTO deals (account_id, name, company_id, contact_id, type_id, status_id, user_id,
-					date_start, date_finish, sum, note, tags, created_by)
-				VALUES ($1, $2, $3, $4, $5, $6, $7, $8::date, $9::date, coalesce($10::numeric, 0), $11, $12, $13)
-				RETURNING *)
-			SELECT d.id, `+dealColumns+` FROM d`,
-			p.AccountID, in.Name, in.CompanyId, in.ContactId, in.TypeId, in.StatusId, in.UserId,
-			in.DateStart.String(), in.DateFinish.String(), decimal(in.Sum), str(in.Note), splitTags(str(in.Tags)), p.UserID,
-		).Scan(&id, &row.Name, &row.CompanyID, &row.ContactID, &row.TypeID, &row.StatusID, &row.UserID,
-			&row.DateStart, &row.DateFinish, &row.Sum, &row.Note, &row.Tags)
-		if err != nil {
-			return fmt.Errorf("insert deal: %w", err)
-		}
-		journal := []journalEntry{{ModuleDeals, "deal", id, "insert", row}}
-		entries, err := insertPositions(ctx, tx, dealPositions, p.AccountID, id, positions)
-		if err != nil {
-			return err
-		}
-		return writeJournal(ctx, tx, p, append(journal, entries...))
-	})
-	if err != nil {
-		return nil, dbError(err)
-	}
-	return gen.DealInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
-}
-
-// dealInsertPositions turns the Goods items of a new deal into positions: an
-// item with goods_id takes what it omits (name, code, price, quantity, VAT)
-// from the catalogue; an item without one needs its own discription.
-func dealInsertPositions(ctx context.Context, tx *sqlx.Tx, accountID int64, items []gen.DealGoodsInput) ([]position, error) {
-	var ids []int64
-	for _, it := range items {
-		if it.GoodsId != nil {
-			ids = append(ids, *it.GoodsId)
-		}
-	}
-	goods, err := catalogue(ctx, tx, accountID, ids)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]position, 0, len(items))
 	for i, it := range items {
-		ps := position{Qnt: "1", Price: "0", Discount: "0", Vat: "0"}
 		if it.GoodsId != nil {
-			g, ok := goods[*it.GoodsId]
-			if !ok {
-				return nil, badRequest("Goods.%d.goods_id: goods %d not found in the catalogue", i, *it.GoodsId)
-			}
-			ps = g.position()
-		} else if it.Discription == nil || *it.Discription == "" {
-			return nil, badRequest("Goods.%d.discription: required for a position without goods_id", i)
+			goods[i] = sql.NullInt64{Int64: *it.GoodsId, Valid: true}
 		}
-		if it.Discription != nil {
-			ps.Description = *it.Discription
+		descriptions, codes, notes = append(descriptions, text(it.Discription)), append(codes, text(it.Code)), append(notes, text(it.Note))
+		for c, n := range []*json.Number{it.Qnt, it.Price, it.Discount, it.Vat} {
+			numbers[c] = append(numbers[c], text(decimal(n)))
 		}
-		if it.Code != nil {
-			ps.Code = *it.Code
-		}
-		for _, f := range []struct {
-			dst *string
-			src *json.Number
-		}{{&ps.Qnt, it.Qnt}, {&ps.Price, it.Price}, {&ps.Discount, it.Discount}, {&ps.Vat, it.Vat}} {
-			if f.src != nil {
-				*f.dst = string(*f.src)
-			}
-		}
-		ps.Note = str(it.Note)
-		out = append(out, ps)
 	}
-	return out, nil
+	var out struct {
+		Error sql.NullString `db:"o_error"`
+		Index sql.NullInt64  `db:"o_index"`
+		ID    sql.NullInt64  `db:"o_id"`
+	}
+	// crm_deal_insert (db/functions/deal_insert.sql): the checks of the
+	// responsible user, the counterparty and the goods, the deal, its
+	// positions and their journal in one call.
+	err = s.callWrite(ctx, &out, `SELECT * FROM crm_deal_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
+		$16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.Name, in.CompanyId, in.ContactId, in.TypeId,
+			in.StatusId, in.UserId, in.DateStart.String(), in.DateFinish.String(), decimal(in.Sum), str(in.Note),
+			splitTags(str(in.Tags)), pq.Array(goods), pq.Array(descriptions), pq.Array(codes), pq.Array(numbers[0]),
+			pq.Array(numbers[1]), pq.Array(numbers[2]), pq.Array(numbers[3]), pq.Array(notes))...)
+	if err != nil {
+		return nil, dbError(fmt.Errorf("insert deal: %w", err))
+	}
+	switch out.Error.String {
+	case "inactive":
+		return nil, badRequest("user_id: user %d is deactivated", in.UserId)
+	case "company":
+		return nil, companyNotFound(in.CompanyId)
+	case "goods":
+		return nil, badRequest("Goods.%d.goods_id: goods %d not found in the catalogue", out.Index.Int64, *items[out.Index.Int64].GoodsId)
+	case "discription":
+		return nil, badRequest("Goods.%d.discription: required for a position without goods_id", out.Index.Int64)
+	}
+	id := out.ID.Int64
+	return gen.DealInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
 // dealLinkFKs are the foreign keys through which tasks, documents, money

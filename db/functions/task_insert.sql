@@ -20,7 +20,7 @@ CREATE OR REPLACE FUNCTION crm_task_insert(p_account bigint, p_user bigint, p_ro
 RETURNS TABLE (o_error text, o_id bigint, o_date_start text, o_date_finish text, o_done_at text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
-	active boolean;
+	responsible_active boolean;
 	owner bigint;
 	deal_company bigint;
 	new_id bigint;
@@ -29,8 +29,8 @@ DECLARE
 	done timestamptz;
 BEGIN
 	IF p_check_user THEN
-		SELECT u.active INTO active FROM users u WHERE u.account_id = p_account AND u.id = p_responsible;
-		IF active = false THEN
+		SELECT u.active INTO responsible_active FROM users u WHERE u.account_id = p_account AND u.id = p_responsible;
+		IF responsible_active = false THEN
 			o_error := 'inactive';
 			RETURN NEXT;
 			RETURN;
