@@ -52,7 +52,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	h := f.routes[r.Method+" "+r.URL.Path]
 	if h == nil {
-		reply(w, 200, map[string]any{"status": "error", "error": "no such operation", "code": "404"})
+		reply(w, http.StatusNotFound, map[string]any{"status": "error", "error": "no such operation", "code": "404"})
 		return
 	}
 	r.Body = io.NopCloser(strings.NewReader(string(body)))
@@ -476,10 +476,10 @@ func TestRunAuthAndUnchecked(t *testing.T) {
   request: {method: GET, path: /no/such/path}
   unchecked: true
   unchecked_reason: an unknown path
-  expect: {status: error, code: "404", value: ""}
+  expect: {http_status: 404, status: error, code: "404", value: ""}
 - name: unknown path not marked
   request: {method: GET, path: /no/such/path}
-  expect: {status: error, code: "404"}
+  expect: {http_status: 404, status: error, code: "404"}
 `)
 	rep := runSuites(t, srv, nil, suites)
 	for _, res := range rep.Results[:4] {
@@ -490,6 +490,43 @@ func TestRunAuthAndUnchecked(t *testing.T) {
 	last := rep.Results[4]
 	if last.Pass || !strings.Contains(last.Reason(), "mark the case unchecked") {
 		t.Errorf("unmarked unknown path: pass %v, reason %q", last.Pass, last.Reason())
+	}
+}
+
+// TestRunUnknownPathStatus: a path outside the contract answered HTTP 200
+// (as this server did before) or an operation's "404" answered HTTP 404
+// fails the conventions, whatever the case expects.
+func TestRunUnknownPathStatus(t *testing.T) {
+	_, srv := startFake(t, map[string]http.HandlerFunc{
+		"GET /no/such/path": func(w http.ResponseWriter, r *http.Request) {
+			reply(w, 200, map[string]any{"status": "error", "error": "no such operation", "code": "404", "value": ""})
+		},
+		"GET /company/insert": func(w http.ResponseWriter, r *http.Request) {
+			reply(w, 405, map[string]any{"status": "error", "error": "method not allowed", "code": "405", "value": ""})
+		},
+		"GET /directory/9": func(w http.ResponseWriter, r *http.Request) {
+			reply(w, 404, map[string]any{"status": "error", "error": "not found", "code": "404", "value": ""})
+		},
+	})
+	rep := runSuites(t, srv, nil, parseSuites(t, `
+- name: unknown path with HTTP 200
+  request: {method: GET, path: /no/such/path}
+  unchecked: true
+  unchecked_reason: an unknown path
+  expect: {status: error, code: "404"}
+- name: wrong method without Allow
+  request: {method: GET, path: /company/insert}
+  unchecked: true
+  unchecked_reason: a wrong method
+  expect: {http_status: 405, status: error, code: "405"}
+- name: an operation's 404 as HTTP 404
+  request: {method: GET, path: /directory/9}
+  expect: {http_status: 404, status: error, code: "404"}
+`))
+	for i, want := range []string{"answers HTTP 404, not 200", "the header Allow", "HTTP 404 is only for a path outside the contract"} {
+		if res := rep.Results[i]; res.Pass || !strings.Contains(res.Reason(), want) {
+			t.Errorf("%s: pass %v, reason %q; want %q", res.Name(), res.Pass, res.Reason(), want)
+		}
 	}
 }
 
