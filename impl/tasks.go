@@ -104,15 +104,22 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 	return gen.TaskInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
-// parseLocalMinute checks an optional `YYYY-MM-DD HH:MM` of a request (the
-// schema's pattern lets 2026-13-45 25:99 through) and returns it for
-// $n::timestamp, or nil when omitted.
+// localSecond is the same with seconds, as the task lists return them.
+const localSecond = localMinute + ":05"
+
+// parseLocalMinute checks an optional `YYYY-MM-DD HH:MM` or `YYYY-MM-DD
+// HH:MM:SS` of a request (the schema's pattern lets 2026-13-45 25:99 through)
+// and returns it for $n::timestamp, or nil when omitted.
 func parseLocalMinute(field string, v *string) (*string, error) {
 	if v == nil {
 		return nil, nil
 	}
-	if _, err := time.Parse(localMinute, *v); err != nil {
-		return nil, badRequest("%s: not a valid date and time (YYYY-MM-DD HH:MM)", field)
+	layout := localMinute
+	if len(*v) == len(localSecond) {
+		layout = localSecond
+	}
+	if _, err := time.Parse(layout, *v); err != nil {
+		return nil, badRequest("%s: not a valid date and time (YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS)", field)
 	}
 	return v, nil
 }
