@@ -25,30 +25,57 @@ import (
 	"github.com/crmservice/crm/impl/mailer"
 )
 
-// liveServer serves the service over a new database with the demo account;
-// withKey gives it a CRM_SECRET_KEY (the webhook operations answer 503 without one).
-func liveServer(t *testing.T, withKey bool) (string, *demo.Demo, *sqlx.DB) {
+// live is the service over one database with the demo account, served twice:
+// with a CRM_SECRET_KEY (keyed) and without one (bare: the webhook operations
+// that keep a secret answer 503).
+type live struct {
+	keyed, bare string
+	d           *demo.Demo
+	pool        *sqlx.DB
+}
+
+func newLive(t *testing.T) *live {
 	t.Helper()
 	pool := dbtest.New(t)
 	d, err := demo.Load(context.Background(), pool, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := impl.Config{DB: pool}
-	if withKey {
-		key := make([]byte, 32)
-		_, _ = rand.Read(key)
-		if cfg.Secrets, err = mailer.NewSecretBox(base64.StdEncoding.EncodeToString(key)); err != nil {
+	l := &live{d: d, pool: pool}
+	for _, withKey := range []bool{true, false} {
+		cfg := impl.Config{DB: pool}
+		if withKey {
+			key := make([]byte, 32)
+			_, _ = rand.Read(key)
+			if cfg.Secrets, err = mailer.NewSecretBox(base64.StdEncoding.EncodeToString(key)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		handler, err := impl.NewHandler(cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		srv := httptest.NewServer(handler)
+		t.Cleanup(srv.Close)
+		if withKey {
+			l.keyed = srv.URL
+		} else {
+			l.bare = srv.URL
+		}
 	}
-	handler, err := impl.NewHandler(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(handler)
-	t.Cleanup(srv.Close)
-	return srv.URL, d, pool
+	return l
+}
+
+// TestLive runs the command against the service; the subtests share one
+// database (and run in order: the read-only run counts its rows).
+func TestLive(t *testing.T) {
+	l := newLive(t)
+	t.Run("read-only", func(t *testing.T) { testReadOnly(t, l) })
+	t.Run("discovery", func(t *testing.T) { testDiscovery(t, l) })
+	t.Run("feature off", func(t *testing.T) { testFeatureOff(t, l) })
+	t.Run("reports", func(t *testing.T) { testReports(t, l) })
+	t.Run("exit status", func(t *testing.T) { testExitStatus(t, l) })
+	t.Run("installed binary", func(t *testing.T) { testInstalledBinary(t, l) })
 }
 
 // runTool runs the command with args and returns its exit status and output.
@@ -101,12 +128,12 @@ func counts(t *testing.T, out string) [4]int {
 	return c
 }
 
-// TestDiscovery gives the command only a base URL and the tokens: it finds the
+// testDiscovery gives the command only a base URL and the tokens: it finds the
 // rest through the API, says what it found up front, and every case passes.
 // Without the member token, that is said once, up front, with the flag to set,
 // and the cases that need it are skipped, each saying why.
-func TestDiscovery(t *testing.T) {
-	url, d, _ := liveServer(t, true)
+func testDiscovery(t *testing.T, l *live) {
+	url, d := l.keyed, l.d
 
 	t.Run("everything found", func(t *testing.T) {
 		code, out := runTool(t, "-base-url", url, "-token", d.Token, "-member-token", d.MemberToken)
@@ -151,10 +178,10 @@ func TestDiscovery(t *testing.T) {
 	})
 }
 
-// TestFeatureOff runs the cases against a server without CRM_SECRET_KEY: the
+// testFeatureOff runs the cases against a server without CRM_SECRET_KEY: the
 // webhook cases that need the key are skipped with the reason, not failed.
-func TestFeatureOff(t *testing.T) {
-	url, d, _ := liveServer(t, false)
+func testFeatureOff(t *testing.T, l *live) {
+	url, d := l.bare, l.d
 	code, out := runTool(t, "-base-url", url, "-token", d.Token, "-member-token", d.MemberToken, "-run", "^webhooks/")
 	if code != exitPass {
 		t.Fatalf("exit status %d:\n%s", code, out)
@@ -174,9 +201,9 @@ func TestFeatureOff(t *testing.T) {
 	}
 }
 
-// TestReports checks the JUnit XML and the JSON summary against the run.
-func TestReports(t *testing.T) {
-	url, d, _ := liveServer(t, false)
+// testReports checks the JUnit XML and the JSON summary against the run.
+func testReports(t *testing.T, l *live) {
+	url, d := l.bare, l.d
 	dir := t.TempDir()
 	junitPath, jsonPath := filepath.Join(dir, "junit.xml"), filepath.Join(dir, "summary.json")
 	code, out := runTool(t, "-base-url", url, "-token", d.Token, "-run", "^(webhooks|system)/", "-junit", junitPath, "-json", jsonPath)
@@ -278,10 +305,10 @@ func tableRows(t *testing.T, pool *sqlx.DB) map[string]int {
 	return rows
 }
 
-// TestReadOnly runs every case with -read-only: the writing cases are skipped,
+// testReadOnly runs every case with -read-only: the writing cases are skipped,
 // saying so, the others pass, and no table of the database gains or loses a row.
-func TestReadOnly(t *testing.T) {
-	url, d, pool := liveServer(t, true)
+func testReadOnly(t *testing.T, l *live) {
+	url, d, pool := l.keyed, l.d, l.pool
 	before := tableRows(t, pool)
 	code, out := runTool(t, "-base-url", url, "-token", d.Token, "-member-token", d.MemberToken, "-read-only")
 	if code != exitPass {
@@ -306,8 +333,8 @@ func TestReadOnly(t *testing.T) {
 
 // TestExitStatus: 0 when every case sent passed, 1 when one failed, 2 for a
 // usage or setup error.
-func TestExitStatus(t *testing.T) {
-	url, d, _ := liveServer(t, false)
+func testExitStatus(t *testing.T, l *live) {
+	url, d := l.bare, l.d
 	for _, tt := range []struct {
 		name string
 		args []string
@@ -332,13 +359,13 @@ func TestExitStatus(t *testing.T) {
 	}
 }
 
-// TestInstalledBinary builds the command as `go install` would and runs it from
+// testInstalledBinary builds the command as `go install` would and runs it from
 // an empty directory: the cases and the contract are built in.
-func TestInstalledBinary(t *testing.T) {
+func testInstalledBinary(t *testing.T, l *live) {
 	if testing.Short() {
 		t.Skip("builds the command")
 	}
-	url, d, _ := liveServer(t, false)
+	url, d := l.bare, l.d
 	gobin := t.TempDir()
 	install := exec.Command("go", "install", ".")
 	install.Env = append(os.Environ(), "GOBIN="+gobin)
