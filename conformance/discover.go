@@ -287,6 +287,9 @@ func (r *Runner) findSamples(ctx context.Context, base string) (map[string]strin
 			break
 		}
 		tried = append(tried, p)
+		if _, err := r.call(ctx, base, http.MethodGet, "/company/get?id="+url.QueryEscape(company), nil); err != nil {
+			continue // a deleted counterparty keeps its money movements; its documents are no sample
+		}
 		docs, err := r.call(ctx, base, http.MethodGet, "/document/list?"+url.Values{"company_id": {company}, "deal_id": {deal}}.Encode(), nil)
 		if err != nil {
 			return nil, "", fmt.Errorf("%w: GET /document/list: %v", ErrSetup, err)
@@ -304,7 +307,7 @@ func (r *Runner) findSamples(ctx context.Context, base string) (map[string]strin
 			}
 			if g, _ := goods.([]any); len(g) > 0 {
 				return map[string]string{"sample_document_id": id, "sample_company_id": company, "sample_deal_id": deal},
-					"POST /common/list/paging/5, GET /document/list, GET /document/goods/list", nil
+					"POST /common/list/paging/5, GET /company/get, GET /document/list, GET /document/goods/list", nil
 			}
 		}
 	}

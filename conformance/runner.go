@@ -123,7 +123,8 @@ type Report struct {
 type Write struct {
 	Operation string // such as "POST /company/insert"
 	Case      string // suite/case
-	// ID is the record created, when the operation inserts and its value names one.
+	// ID is the record created, when the operation inserts and its value names
+	// one (a money movement and its transfer: "12+13"), or the record deleted.
 	ID string
 	// Removed says how a created record was removed again ("" while it is
 	// kept): by a later case, or by Runner.Cleanup.
@@ -494,7 +495,7 @@ func (r *Runner) writeOf(c *Case, rc *resolvedCase, name string, body []byte) *W
 				ids = append(ids, id)
 			}
 		}
-		w.ID = strings.Join(ids, ",")
+		w.ID = strings.Join(ids, "+")
 		return w
 	}
 	if id, err := varText(from); err == nil && integerText.MatchString(id) {

@@ -140,6 +140,11 @@ func testDiscovery(t *testing.T, l *live) {
 		if code != exitPass {
 			t.Fatalf("exit status %d:\n%s", code, tail(out))
 		}
+		// Again: what the first run wrote (and deleted) must not mislead the discovery.
+		code, out = runTool(t, "-base-url", url, "-token", d.Token, "-member-token", d.MemberToken)
+		if code != exitPass {
+			t.Fatalf("second run: exit status %d:\n%s", code, tail(out))
+		}
 		found := out[:strings.Index(out, "\n\n")]
 		wantLines(t, found, "found through the API:",
 			"  user_id="+strconv.FormatInt(d.AdminUserID, 10)+" (GET ",

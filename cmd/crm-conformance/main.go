@@ -250,13 +250,13 @@ func printSetup(w io.Writer, o *options, r *conformance.Runner, s *conformance.S
 	if o.readOnly {
 		fmt.Fprintln(w, "read-only: the cases whose operation writes are skipped; nothing is written")
 	} else if ops := creating(r.Contract, suites); len(ops) > 0 {
-		removes := " and deletes what the API can delete (-keep keeps it)"
-		if o.keep {
-			removes = ""
+		fmt.Fprintln(w, "this run writes into the token's account (-read-only writes nothing):")
+		fmt.Fprintf(w, "  it creates records with %s\n", strings.Join(ops, ", "))
+		fmt.Fprintln(w, "  (their names and e-mails carry the run_id), changes some of them and adds a goods position to the sample")
+		fmt.Fprintln(w, "  document; every write is in the journal. The end of the run lists what it wrote.")
+		if !o.keep {
+			fmt.Fprintln(w, "  Then it deletes what the API can delete (-keep keeps it).")
 		}
-		fmt.Fprintf(w, "this run writes into the token's account: it creates records with %s (names and e-mails carry the run_id), "+
-			"changes some of them and adds a goods position to the sample document; every write adds to the journal. "+
-			"The end of the run lists what it wrote%s; -read-only writes nothing\n", strings.Join(ops, ", "), removes)
 	}
 	fmt.Fprintln(w)
 }
