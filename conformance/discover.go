@@ -28,6 +28,9 @@ type Setup struct {
 	// Off are the features the server has switched off (feature → why);
 	// Runner.Off holds them too.
 	Off map[string]string
+	// Warnings say what about the tokens will make cases fail: a token owner who
+	// is not an admin or lacks a KPI report right, a member token of an admin.
+	Warnings []string
 }
 
 // ErrSetup wraps the errors of Prepare that keep a run from starting: the
@@ -97,6 +100,23 @@ func (r *Runner) Prepare(ctx context.Context, suites []Suite) (*Setup, error) {
 	me, meSource, err := r.whoAmI(ctx, bases[0])
 	if err != nil {
 		return nil, err
+	}
+
+	if meSource == "GET /user/me" {
+		setup.Warnings = append(setup.Warnings, checkOwner(me)...)
+	}
+	if member := r.Vars["member_token"]; member != "" && r.Contract.Has(http.MethodGet, "/user/me") {
+		owner := *r
+		owner.Token = member
+		v, err := owner.call(ctx, bases[0], http.MethodGet, "/user/me", nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: -member-token: GET /user/me: %v", ErrSetup, err)
+		}
+		m, _ := v.(map[string]any)
+		if m["role"] == "admin" || m["kpi_users_report"] == true || m["kpi_departments_report"] == true || fmt.Sprint(m["id"]) == fmt.Sprint(me["id"]) {
+			setup.Warnings = append(setup.Warnings, "the -member-token user should be another user who is not an admin and has no KPI report "+
+				"rights: the cases of access levels, which expect \"403\", will fail")
+		}
 	}
 
 	features := map[string]bool{}
@@ -178,6 +198,21 @@ func (r *Runner) needed(suites []Suite) []string {
 		}
 	}
 	return out
+}
+
+// checkOwner warns of what the cases expect of the token owner and GET /user/me
+// says they lack: the admin role (additional fields, ready filters, webhooks)
+// and both KPI report rights (the team KPI).
+func checkOwner(me map[string]any) []string {
+	var w []string
+	if role, _ := me["role"].(string); role != "admin" {
+		w = append(w, fmt.Sprintf("the token owner is a %s, not an admin: the cases of the operations for admins (additional fields, "+
+			"ready filters, webhooks) will fail", role))
+	}
+	if me["kpi_users_report"] != true || me["kpi_departments_report"] != true {
+		w = append(w, "the token owner lacks a KPI report right (kpi_users_report, kpi_departments_report): the cases of the team KPI will fail")
+	}
+	return w
 }
 
 // whoAmI reads the token owner: GET /user/me where the contract has it, else the

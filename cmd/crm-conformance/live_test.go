@@ -153,7 +153,7 @@ func testDiscovery(t *testing.T, l *live) {
 		if c[1] != 0 || c[0] < 200 {
 			t.Errorf("passed, failed, skipped, total = %v", c)
 		}
-		if strings.Contains(out, "not found, so") || strings.Contains(out, "FAIL ") {
+		if strings.Contains(out, "not found, so") || strings.Contains(out, "FAIL ") || strings.Contains(out, "warning:") {
 			t.Errorf("something was not found or failed:\n%s", tail(out))
 		}
 		wantLines(t, out, "written into the account by this run:", "  POST /company/insert: ", "all removed again")
@@ -172,6 +172,21 @@ func testDiscovery(t *testing.T, l *live) {
 		wantLines(t, out, "skip dashboards/kpi team without rights: variable member_token is not available: set -member-token TOKEN\n")
 		if c := counts(t, out); c[1] != 0 || c[2] == 0 {
 			t.Errorf("passed, failed, skipped, total = %v", c)
+		}
+	})
+
+	t.Run("tokens that do not fit the cases", func(t *testing.T) {
+		code, out := runTool(t, "-base-url", url, "-token", d.MemberToken, "-member-token", d.Token, "-run", "^system/")
+		if code != exitPass {
+			t.Fatalf("exit status %d:\n%s", code, out)
+		}
+		head := out[:strings.Index(out, "\n\n")]
+		wantLines(t, head, "warning: the token owner is a member, not an admin: the cases of the operations for admins",
+			"warning: the token owner lacks a KPI report right",
+			"warning: the -member-token user should be another user who is not an admin")
+		code, out = runTool(t, "-base-url", url, "-token", d.Token, "-member-token", "crm_nobody", "-run", "^system/")
+		if code != exitSetup || !strings.Contains(out, "crm-conformance: cannot start: -member-token: GET /user/me: HTTP 401") {
+			t.Errorf("a refused member token: exit status %d:\n%s", code, out)
 		}
 	})
 

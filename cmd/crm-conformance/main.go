@@ -175,9 +175,12 @@ setup error.
 	printSetup(stdout, &o, runner, setup, suites)
 
 	report := runner.Run(ctx, suites)
+	stop() // a second Ctrl-C stops the cleanup too
 	var cleanupProblems []string
-	if !o.keep && !o.readOnly && !report.Interrupted {
-		cleanupProblems = runner.Cleanup(context.Background(), &report)
+	if !o.keep && !o.readOnly {
+		cctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cleanupProblems = runner.Cleanup(cctx, &report)
+		cancel()
 	}
 	if report.Interrupted {
 		fmt.Fprintln(stdout, "interrupted")
@@ -246,6 +249,9 @@ func printSetup(w io.Writer, o *options, r *conformance.Runner, s *conformance.S
 		for _, name := range sortedKeys(s.Off) {
 			fmt.Fprintf(w, "  %s: %s\n", name, s.Off[name])
 		}
+	}
+	for _, warning := range s.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", warning)
 	}
 	if o.readOnly {
 		fmt.Fprintln(w, "read-only: the cases whose operation writes are skipped; nothing is written")

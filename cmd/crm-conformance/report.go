@@ -120,6 +120,7 @@ type summary struct {
 	Found       []summaryFound    `json:"found"`
 	Unavailable map[string]string `json:"unavailable"`
 	FeaturesOff map[string]string `json:"features_off"`
+	Warnings    []string          `json:"warnings"`
 	Writes      []summaryWrite    `json:"writes"`
 	Cases       []summaryCase     `json:"cases"`
 }
@@ -152,7 +153,7 @@ func writeSummary(w io.Writer, o *options, setup *conformance.Setup, rep *confor
 	s := summary{ExitCode: code, RunID: rep.RunID, BaseURLs: o.baseURLs, ReadOnly: o.readOnly,
 		DurationMS: rep.Duration.Milliseconds(), Interrupted: rep.Interrupted, Total: len(rep.Results),
 		Passed: rep.Passed(), Failed: rep.Failed(), Skipped: rep.Skipped(),
-		Found: []summaryFound{}, Unavailable: setup.Unavailable, FeaturesOff: setup.Off,
+		Found: []summaryFound{}, Unavailable: setup.Unavailable, FeaturesOff: setup.Off, Warnings: append([]string{}, setup.Warnings...),
 		Writes: []summaryWrite{}, Cases: []summaryCase{}}
 	for _, f := range setup.Found {
 		s.Found = append(s.Found, summaryFound{Name: f.Name, Value: f.Value, Source: f.Source})
