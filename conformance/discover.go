@@ -137,7 +137,11 @@ func (r *Runner) Prepare(ctx context.Context, suites []Suite) (*Setup, error) {
 
 	var samples map[string]string
 	var samplesFrom string
-	for _, name := range r.needed(suites) {
+	needed := r.needed(suites)
+	if i := slices.Index(needed, "sample_goods_id"); i > 0 { // first: a sample document made here needs goods
+		needed = append([]string{"sample_goods_id"}, slices.Delete(needed, i, i+1)...)
+	}
+	for _, name := range needed {
 		var value, source string
 		var err error
 		switch {
@@ -152,6 +156,10 @@ func (r *Runner) Prepare(ctx context.Context, suites []Suite) (*Setup, error) {
 		case slices.Contains(sampleVars, name):
 			if samples == nil {
 				samples, samplesFrom, err = r.findSamples(ctx, bases[0])
+				if err == nil && len(samples) == 0 && !r.ReadOnly && r.Vars["sample_goods_id"] != "" && me["id"] != nil {
+					samples, err = r.createSamples(ctx, bases[0], me["id"], r.Vars["sample_goods_id"])
+					samplesFrom = "created by this run"
+				}
 			}
 			value, source = samples[name], samplesFrom
 		}
@@ -347,6 +355,84 @@ func (r *Runner) findSamples(ctx context.Context, base string) (map[string]strin
 		}
 	}
 	return map[string]string{}, "", nil
+}
+
+// createSamples makes what the cases of documents and finance read, in an
+// account that has goods but no such document: a counterparty, a deal, a
+// document of both with a position of goods, and an income of the deal. They
+// are named with the run_id and kept (later runs find them), and listed with
+// the run's writes. It returns no samples, and no error, where the account
+// lacks a directory value or a money account they need.
+func (r *Runner) createSamples(ctx context.Context, base string, owner any, goods string) (map[string]string, error) {
+	first := func(target, member string) (any, error) {
+		v, err := r.call(ctx, base, http.MethodGet, target, nil)
+		if err != nil {
+			return nil, fmt.Errorf("%w: GET %s: %v", ErrSetup, target, err)
+		}
+		list, _ := v.([]any)
+		for _, e := range list {
+			if m, _ := e.(map[string]any); m != nil && m[member] != nil && m["active"] != false {
+				return m[member], nil
+			}
+		}
+		return nil, nil
+	}
+	write := func(target string, body any) (any, error) {
+		v, err := r.call(ctx, base, http.MethodPost, target, body)
+		if err != nil {
+			return nil, fmt.Errorf("%w: creating a sample: POST %s: %v", ErrSetup, target, err)
+		}
+		path, _, _ := strings.Cut(target, "?")
+		w := Write{Operation: "POST " + path, Case: "(before the cases)", Sample: true}
+		switch v := v.(type) {
+		case json.Number:
+			if strings.HasSuffix(path, "/insert") && path != "/document/goods/insert" { // whose value is the 1 of Done
+				w.ID = v.String()
+			}
+		case []any:
+			if len(v) > 0 {
+				w.ID = fmt.Sprint(v[0])
+			}
+		}
+		r.prepared = append(r.prepared, w)
+		return v, nil
+	}
+	ids := map[string]any{}
+	for _, dir := range []struct{ name, target, member string }{
+		{"type", "/directory/9", "ID"}, {"deal type", "/directory/40", "ID"}, {"stage", "/directory/41", "ID"},
+		{"document type", "/directory/44", "ID"}, {"money account", "/finance/accounts", "id"},
+	} {
+		v, err := first(dir.target, dir.member)
+		if err != nil || v == nil {
+			return map[string]string{}, err
+		}
+		ids[dir.name] = v
+	}
+	name := "Conformance sample " + r.Vars["run_id"]
+	company, err := write("/company/insert", map[string]any{"name": name, "type_id": ids["type"], "user_id": owner,
+		"note": "Made by crm-conformance: a sample for the cases of documents and finance"})
+	if err != nil {
+		return nil, err
+	}
+	deal, err := write("/deal/insert", map[string]any{"name": name, "company_id": company, "type_id": ids["deal type"],
+		"status_id": ids["stage"], "user_id": owner, "date_start": "2026-11-01", "date_finish": "2026-12-15"})
+	if err != nil {
+		return nil, err
+	}
+	document, err := write("/document/insert", map[string]any{"company_id": company, "deal_id": deal, "type_id": ids["document type"],
+		"date": "2026-11-20", "number": "S-" + r.Vars["run_id"]})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := write("/document/goods/insert?"+url.Values{"document_id": {fmt.Sprint(document)}, "goods_ids": {goods}}.Encode(), nil); err != nil {
+		return nil, err
+	}
+	if _, err := write("/finance/insert", map[string]any{"date": "2026-11-20", "direction_id": 1, "account_id": ids["money account"],
+		"sum": json.Number("1"), "sum_currency": json.Number("1"), "deal_id": deal, "company_id": company, "note": name}); err != nil {
+		return nil, err
+	}
+	return map[string]string{"sample_document_id": fmt.Sprint(document), "sample_company_id": fmt.Sprint(company),
+		"sample_deal_id": fmt.Sprint(deal)}, nil
 }
 
 // call sends one request of Prepare with the token and returns the decoded

@@ -66,7 +66,8 @@ type Runner struct {
 	// find, each with how to set it; the cases that use one are skipped.
 	Unavailable map[string]string
 
-	sent int // cases sent, to spread them over BaseURLs
+	sent     int     // cases sent, to spread them over BaseURLs
+	prepared []Write // what Prepare wrote, reported with the run's writes
 }
 
 // Result is the outcome of one case.
@@ -129,6 +130,9 @@ type Write struct {
 	// Removed says how a created record was removed again ("" while it is
 	// kept): by a later case, or by Runner.Cleanup.
 	Removed string
+	// Sample marks a record that Prepare made for the cases to read, which
+	// Cleanup keeps for later runs to find.
+	Sample bool
 }
 
 func (r Report) count(status string) int {
@@ -214,7 +218,7 @@ func (r *Runner) Run(ctx context.Context, suites []Suite) Report {
 	if vars["run_id"] == "" {
 		vars["run_id"] = newRunID()
 	}
-	rep := Report{RunID: vars["run_id"]}
+	rep := Report{RunID: vars["run_id"], Writes: slices.Clone(r.prepared)}
 	savedBy := map[string]bool{} // variables some case of the run saves
 	for _, s := range suites {
 		for _, c := range s.Cases {
@@ -366,7 +370,7 @@ func (r *Runner) Cleanup(ctx context.Context, rep *Report) []string {
 	for i := range rep.Writes {
 		w := &rep.Writes[i]
 		del, ok := deleteOf[w.Operation]
-		if w.ID == "" || w.Removed != "" || !ok {
+		if w.ID == "" || w.Removed != "" || w.Sample || !ok {
 			continue
 		}
 		if !integerText.MatchString(w.ID) {

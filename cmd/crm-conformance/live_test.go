@@ -76,6 +76,31 @@ func TestLive(t *testing.T) {
 	t.Run("reports", func(t *testing.T) { testReports(t, l) })
 	t.Run("exit status", func(t *testing.T) { testExitStatus(t, l) })
 	t.Run("installed binary", func(t *testing.T) { testInstalledBinary(t, l) })
+	t.Run("samples created", func(t *testing.T) { testSamplesCreated(t, l) }) // last: it deletes rows
+}
+
+// testSamplesCreated: in an account where no document has a deal with a money
+// movement, the command makes the samples itself, lists them with its writes,
+// keeps them, and the next run finds them.
+func testSamplesCreated(t *testing.T, l *live) {
+	if _, err := l.pool.Exec(`DELETE FROM money_movements WHERE account_id = $1`, l.d.AccountID); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"-base-url", l.keyed, "-token", l.d.Token, "-member-token", l.d.MemberToken, "-run", "^(documents|finance)/"}
+	code, out := runTool(t, args...)
+	if code != exitPass {
+		t.Fatalf("exit status %d:\n%s", code, tail(out))
+	}
+	m := regexp.MustCompile(`(?m)^  sample_document_id=(\d+) \(created by this run\)$`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("no sample document created:\n%s", tail(out))
+	}
+	wantLines(t, out, "  POST /document/insert: 2 (ids ", "; samples made before the cases and kept for later runs: "+m[1]+")")
+
+	code, out = runTool(t, args...)
+	if code != exitPass || !strings.Contains(out, "  sample_document_id="+m[1]+" (POST /common/list/paging/5") {
+		t.Errorf("the next run did not find the sample document %s: exit status %d\n%s", m[1], code, tail(out))
+	}
 }
 
 // runTool runs the command with args and returns its exit status and output.
@@ -156,7 +181,7 @@ func testDiscovery(t *testing.T, l *live) {
 		if strings.Contains(out, "not found, so") || strings.Contains(out, "FAIL ") || strings.Contains(out, "warning:") {
 			t.Errorf("something was not found or failed:\n%s", tail(out))
 		}
-		wantLines(t, out, "written into the account by this run:", "  POST /company/insert: ", "all removed again")
+		wantLines(t, out, "written into the account by this run:", "  POST /company/insert: ", ", all removed again)")
 	})
 
 	t.Run("no member token", func(t *testing.T) {

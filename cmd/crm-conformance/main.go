@@ -289,8 +289,8 @@ func printWrites(w io.Writer, rep *conformance.Report, keep bool, problems []str
 		return
 	}
 	type group struct {
-		ids, removed []string
-		n            int
+		ids, removed, samples []string
+		n                     int
 	}
 	var order []string
 	groups := map[string]*group{}
@@ -302,6 +302,10 @@ func printWrites(w io.Writer, rep *conformance.Report, keep bool, problems []str
 			order = append(order, wr.Operation)
 		}
 		g.n++
+		if wr.Sample {
+			g.samples = append(g.samples, wr.ID)
+			continue
+		}
 		if wr.ID != "" {
 			g.ids = append(g.ids, wr.ID)
 			if wr.Removed != "" {
@@ -312,16 +316,27 @@ func printWrites(w io.Writer, rep *conformance.Report, keep bool, problems []str
 	fmt.Fprintln(w, "\nwritten into the account by this run:")
 	for _, op := range order {
 		g := groups[op]
-		line := fmt.Sprintf("  %s: %d", op, g.n)
+		var notes []string
 		if len(g.ids) > 0 {
-			line += " (ids " + strings.Join(g.ids, ", ") + ")"
+			note := "ids " + strings.Join(g.ids, ", ")
+			switch {
+			case len(g.removed) == len(g.ids):
+				note += ", all removed again"
+			case len(g.removed) > 0:
+				note += ", removed again: " + strings.Join(g.removed, ", ")
+			}
+			notes = append(notes, note)
 		}
-		switch {
-		case len(g.removed) == 0:
-		case len(g.removed) == len(g.ids):
-			line += ", all removed again"
-		default:
-			line += ", removed again: " + strings.Join(g.removed, ", ")
+		if len(g.samples) > 0 {
+			note := "samples made before the cases and kept for later runs"
+			if ids := slices.DeleteFunc(slices.Clone(g.samples), func(s string) bool { return s == "" }); len(ids) > 0 {
+				note += ": " + strings.Join(ids, ", ")
+			}
+			notes = append(notes, note)
+		}
+		line := fmt.Sprintf("  %s: %d", op, g.n)
+		if len(notes) > 0 {
+			line += " (" + strings.Join(notes, "; ") + ")"
 		}
 		fmt.Fprintln(w, line)
 	}

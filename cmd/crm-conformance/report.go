@@ -136,6 +136,7 @@ type summaryWrite struct {
 	Case      string `json:"case"`
 	ID        string `json:"id,omitempty"`
 	Removed   string `json:"removed,omitempty"`
+	Sample    bool   `json:"sample,omitempty"`
 }
 
 type summaryCase struct {
@@ -159,7 +160,7 @@ func writeSummary(w io.Writer, o *options, setup *conformance.Setup, rep *confor
 		s.Found = append(s.Found, summaryFound{Name: f.Name, Value: f.Value, Source: f.Source})
 	}
 	for _, wr := range rep.Writes {
-		s.Writes = append(s.Writes, summaryWrite{Operation: wr.Operation, Case: wr.Case, ID: wr.ID, Removed: wr.Removed})
+		s.Writes = append(s.Writes, summaryWrite{Operation: wr.Operation, Case: wr.Case, ID: wr.ID, Removed: wr.Removed, Sample: wr.Sample})
 	}
 	for _, res := range rep.Results {
 		c := summaryCase{Name: res.Name(), Status: res.Status(), Problems: res.Problems, Request: res.Request,
