@@ -239,6 +239,9 @@ func testFeatureOff(t *testing.T, l *live) {
 	if c := counts(t, out); c[1] != 0 || c[2] < 5 {
 		t.Errorf("passed, failed, skipped, total = %v", c)
 	}
+	if head := out[:strings.Index(out, "\n\n")]; strings.Contains(head, "POST /webhook/insert") {
+		t.Errorf("the run announces webhooks it will not create:\n%s", head)
+	}
 
 	code, out = runTool(t, "-base-url", url, "-token", d.Token, "-member-token", d.MemberToken, "-run", "^webhooks/", "-strict")
 	if code != exitFail {

@@ -255,7 +255,7 @@ func printSetup(w io.Writer, o *options, r *conformance.Runner, s *conformance.S
 	}
 	if o.readOnly {
 		fmt.Fprintln(w, "read-only: the cases whose operation writes are skipped; nothing is written")
-	} else if ops := creating(r.Contract, suites); len(ops) > 0 {
+	} else if ops := creating(r, suites); len(ops) > 0 {
 		fmt.Fprintln(w, "this run writes into the token's account (-read-only writes nothing):")
 		fmt.Fprintf(w, "  it creates records with %s\n", strings.Join(ops, ", "))
 		fmt.Fprintln(w, "  (their names and e-mails carry the run_id), changes some of them and adds a goods position to the sample")
@@ -267,14 +267,18 @@ func printSetup(w io.Writer, o *options, r *conformance.Runner, s *conformance.S
 	fmt.Fprintln(w)
 }
 
-// creating lists the operations that create records among the cases of suites.
-func creating(c *conformance.Contract, suites []conformance.Suite) []string {
+// creating lists the operations that create records among the cases of
+// suites, but for those of a feature switched off.
+func creating(r *conformance.Runner, suites []conformance.Suite) []string {
 	var ops []string
 	for _, s := range suites {
 		for _, cs := range s.Cases {
 			op := cs.Request.Method + " " + cs.Request.Path
+			if _, off := r.Off[cs.Feature]; off && cs.Feature != "" {
+				continue
+			}
 			if (strings.HasSuffix(cs.Request.Path, "/insert") || cs.Request.Path == "/mail/send") &&
-				c.Writes(cs.Request.Method, cs.Target()) && !slices.Contains(ops, op) {
+				r.Contract.Writes(cs.Request.Method, cs.Target()) && !slices.Contains(ops, op) {
 				ops = append(ops, op)
 			}
 		}
