@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -216,6 +217,11 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		}
 	}
 
+	var deal int64
+	if err := pool.GetContext(ctx, &deal, `INSERT INTO deals (account_id, name, company_id, type_id, status_id, user_id, date_start, date_finish)
+		VALUES ($1, 'Deal', $2, $3, $4, $5, '2026-12-01', '2026-12-31') RETURNING id`, acc, company, dealType, dealStage, users[RoleMember].UserID); err != nil {
+		t.Fatal(err)
+	}
 	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}, fastPath: true}
 	str := func(s string) *string { return &s }
 	lists := []struct {
@@ -256,6 +262,12 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 				pq.Array([]sql.NullString{null, {String: "Service", Valid: true}}), pq.Array([]sql.NullString{null, null}),
 				pq.Array([]sql.NullString{null, {String: "2", Valid: true}}), pq.Array([]sql.NullString{null, {String: "10.5", Valid: true}}),
 				pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null}))})
+		calls = append(calls,
+			functionCall{"crm_company_update", `SELECT * FROM crm_company_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				p.callerArgs(nil, true, company, `{"name": "Co `+role+`", "city": "Riga", "tags": ["a"], "status_id": null, "user_id": `+
+					strconv.FormatInt(users[RoleMember].UserID, 10)+`}`)},
+			functionCall{"crm_deal_update", `SELECT * FROM crm_deal_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				p.callerArgs(nil, false, deal, `{"name": "Deal `+role+`", "company_id": `+strconv.FormatInt(company, 10)+`, "sum": "12.50", "tags": ["x"]}`)})
 		// The insert twice: the second call finds the first's e-mail.
 		for _, name := range []string{"crm_company_insert", "crm_company_insert, a duplicate"} {
 			row := companyRow{AccountID: acc, Name: "New " + role, Person: 1, TypeID: typeID, UserID: p.UserID, CreatedVia: "api"}
