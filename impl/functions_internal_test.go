@@ -268,6 +268,11 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 					strconv.FormatInt(users[RoleMember].UserID, 10)+`}`)},
 			functionCall{"crm_deal_update", `SELECT * FROM crm_deal_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
 				p.callerArgs(nil, false, deal, `{"name": "Deal `+role+`", "company_id": `+strconv.FormatInt(company, 10)+`, "sum": "12.50", "tags": ["x"]}`)})
+		calls = append(calls,
+			functionCall{"crm_event_list", `SELECT * FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				p.callerArgs(0, 5000, 100, nil, nil)},
+			functionCall{"crm_event_list, filtered", `SELECT * FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				p.callerArgs(0, 5000, 100, pq.Array([]int64{1, 20}), pq.Array([]string{"insert"}))})
 		// The insert twice: the second call finds the first's e-mail.
 		for _, name := range []string{"crm_company_insert", "crm_company_insert, a duplicate"} {
 			row := companyRow{AccountID: acc, Name: "New " + role, Person: 1, TypeID: typeID, UserID: p.UserID, CreatedVia: "api"}
