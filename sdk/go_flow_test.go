@@ -16,10 +16,10 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/crmservice/crm/db/dbtest"
-	"github.com/crmservice/crm/sdk/go/crm/api"
 	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/demo"
 	"github.com/crmservice/crm/sdk/go/crm"
+	"github.com/crmservice/crm/sdk/go/crm/api"
 )
 
 func ptr[T any](v T) *T { return &v }
