@@ -17,7 +17,7 @@ const goSDKMinimum = "1.25"
 
 // maxSDKWeight bounds what the SDK adds to a program that calls the API with
 // net/http and encoding/json alone, built by the same toolchain: the SDK must
-// not bring the server's dependencies along (it added 1.9 MB when it did).
+// not bring the server's dependencies along (it added 1.8 MiB when it did).
 // The absolute sizes depend on the toolchain: with Go 1.26 net/http alone
 // makes 8.5 MiB (5.9 MiB with -ldflags=-s -w).
 const maxSDKWeight = 1 << 20
