@@ -171,6 +171,19 @@ func main() {
 		t.Errorf("the SDK adds %d bytes (%d stripped) to the program, over %d", tiny-bare, tinyStripped-bareStripped, maxSDKWeight)
 	}
 
+	// With the oldest Go it claims, where that toolchain is in the module cache (fetched
+	// once by GOTOOLCHAIN=go1.25.0 go version); nothing is downloaded here.
+	old := exec.Command("go", "build", "-o", filepath.Join(dir, "tiny-"+goSDKMinimum), ".")
+	old.Dir = dir
+	old.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=go"+goSDKMinimum+".0")
+	if out, err := old.CombinedOutput(); err == nil {
+		t.Logf("built with Go %s.0 as well", goSDKMinimum)
+	} else if strings.Contains(string(out), "GOPROXY=off") || strings.Contains(string(out), "toolchain") {
+		t.Logf("Go %s.0 is not in the module cache, so the program was not built with it: %s", goSDKMinimum, strings.TrimSpace(string(out)))
+	} else {
+		t.Errorf("Go %s.0 does not build the program: %v\n%s", goSDKMinimum, err, out)
+	}
+
 	srv, d := newServer(t)
 	id := strconv.FormatInt(d.Samples.CompanyID, 10)
 	want, err := exec.Command(filepath.Join(dir, "bare"), srv.URL, d.Token, id).CombinedOutput()
