@@ -96,6 +96,17 @@ try {
     }));
   const shown = new Set(samples.map((s) => s.op));
   for (const id of operationIds) if (!shown.has(id)) fail(`${id}: no response samples on the page`);
+  // Request fields in the document's order: the counterparty insert's required three first.
+  const bodyFields = await tab.evaluate(() => {
+    const section = document.querySelector('[data-section-id$="operation/companyInsert"]');
+    const heading = [...(section?.querySelectorAll('h5') ?? [])].find((h) => h.textContent.startsWith('Request Body schema'));
+    const names = [];
+    for (let el = heading?.nextElementSibling; el && names.length < 3; el = el.nextElementSibling) {
+      names.push(...[...el.querySelectorAll('.property-name')].map((e) => e.textContent.trim()));
+    }
+    return names.slice(0, 3).join(',');
+  });
+  if (bodyFields !== 'name,type_id,user_id') fail(`companyInsert's request fields begin ${bodyFields}, not name,type_id,user_id`);
   const wrong = samples.filter((s) => s.first !== '200' || s.selected !== '200' || !/^\{\s*"status":\s*"success"/.test(s.sample));
   for (const s of wrong) fail(`${s.op}: the first reply sample is ${s.selected} (first tab ${s.first}): ${JSON.stringify(s.sample.slice(0, 80))}`);
 
@@ -144,7 +155,7 @@ try {
   if (refused !== 'TypeError') fail(`a call from an origin that is not allowed was ${refused}, not refused`);
 
   if (problems.length === 0) {
-    console.log(`test-browser: passed: /docs said it was loading, then rendered offline with a success as the first reply sample of each of ${operationIds.size} operations; search found "The card of one counterparty" (screenshot ${shot}); CORS allowed and refused as configured`);
+    console.log(`test-browser: passed: /docs said it was loading, then rendered offline with a success as the first reply sample of each of ${operationIds.size} operations and request fields in the document's order; search found "The card of one counterparty" (screenshot ${shot}); CORS allowed and refused as configured`);
   }
 } catch (e) {
   fail(e.stack || String(e));
