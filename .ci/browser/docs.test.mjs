@@ -5,8 +5,8 @@
 // A server listens on 127.0.0.1:PORT with CORS_ALLOWED_ORIGINS=http://localhost:PORT.
 // The page is opened as http://localhost:PORT/docs; it must say it is loading
 // until the renderer has run, render the contract with each operation's success
-// as its first reply sample, find an operation with its search box and open
-// it, and reach no other host:
+// as its first reply sample and request fields in the document's order, find an
+// operation with its search box and open it, and reach no other host:
 // every request elsewhere must have been refused by the page's own
 // Content-Security-Policy (the test also refuses them, so the network is never
 // used either way). A screenshot of the opened operation goes to OUTDIR.
