@@ -93,7 +93,7 @@ export type CompanyInsertRequest = {
   /** Company name, or the full name of a private person. */
   name: string;
   note?: string;
-  /** `1` legal entity, `2` private person. */
+  /** `1` legal entity, `2` private person; omitted: `1`. */
   person?: 1 | 2;
   property_form?: string;
   region?: string;
@@ -472,8 +472,8 @@ export type EmptyValue = string;
 export type Envelope = {
   /** `null` on success (`"0"` for mail sending); the error code on failure. */
   code: string | null;
-  /** `""` on success; the error text on failure. */
-  error: string | null;
+  /** `""` on success; the error text on failure; never `null`. */
+  error: string;
   /** The page served, from 1 (lists); 0 for single-record operations. */
   page: number;
   /** `ceil(rows / records_onpage)` (lists); 0 for single-record operations. */
@@ -523,6 +523,7 @@ export type FieldInsertRequest = {
   module: 1 | 20;
   name: FieldName;
   title?: string;
+  /** The field's kind; omitted: `text`. */
   type?: "text" | "number" | "date" | "boolean";
 };
 
@@ -1047,13 +1048,13 @@ export type TaskInsertRequest = {
   date_start?: LocalMinute;
   /** A deal of the same counterparty. */
   deal_id?: number;
-  /** `1` marks an urgent task. */
+  /** `1` marks an urgent task; omitted: `0`. */
   is_hot?: 0 | 1;
   /** Task text. */
   note: string;
   /** Minutes before the start to remind the assignee. */
   reminder_minutes?: number;
-  /** `1` in work, `2` done. */
+  /** `1` in work, `2` done; omitted: `1`. */
   status_id?: 1 | 2;
   /** Comma-separated tags. */
   tags?: string;
