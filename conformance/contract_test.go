@@ -39,10 +39,11 @@ func TestContractDocumentsEveryOperation(t *testing.T) {
 				if (len(tags) != len(op.Tags)) != extension {
 					t.Errorf("the tag extensions and x-extension: true go together")
 				}
-				schema, _, err := c.ValueSchema(op)
+				schema, schemaName, err := c.ValueSchema(op)
 				if err != nil {
 					t.Fatal(err)
 				}
+				checkGeneratorsSeeValueSchema(t, op, schemaName)
 				if hasInput(op) && !hasRequestExample(op) {
 					t.Errorf("takes input but has no request example")
 				}
@@ -199,5 +200,29 @@ func TestExtensionsListed(t *testing.T) {
 	}
 	if seen != len(interfaceOperations) {
 		t.Errorf("%d of the %d operations of the interface are in the contract", seen, len(interfaceOperations))
+	}
+}
+
+// checkGeneratorsSeeValueSchema: the operation's default reply is the envelope
+// and declares the header X-Value-Schema with the x-value-schema's schema, the
+// standard reference through which client generators that keep only what the
+// operations reference (oapi-codegen, ogen) generate the payload type.
+func checkGeneratorsSeeValueSchema(t *testing.T, op *openapi3.Operation, schemaName string) {
+	t.Helper()
+	def := op.Responses.Default()
+	if def == nil || def.Value == nil {
+		t.Errorf("no default reply declaring X-Value-Schema (components/responses/Other%s)", schemaName)
+		return
+	}
+	if mt := def.Value.Content.Get("application/json"); mt == nil || mt.Schema == nil || mt.Schema.Ref != "#/components/schemas/Envelope" || len(def.Value.Content) != 1 {
+		t.Errorf("the default reply is not just the envelope")
+	}
+	h := def.Value.Headers["X-Value-Schema"]
+	if h == nil || h.Value == nil || h.Value.Required {
+		t.Errorf("the default reply does not declare an optional header X-Value-Schema")
+		return
+	}
+	if want := "#/components/schemas/" + schemaName; h.Value.Schema == nil || h.Value.Schema.Ref != want {
+		t.Errorf("the schema of X-Value-Schema of the default reply is not %s", want)
 	}
 }

@@ -2386,6 +2386,93 @@ type QuickDealId = int64
 // NoSecretKey The reply of every operation; see the conventions in `info.description`.
 type NoSecretKey = Envelope
 
+// OtherCompanyCard The reply of every operation; see the conventions in `info.description`.
+type OtherCompanyCard = Envelope
+
+// OtherContactInsertResult The reply of every operation; see the conventions in `info.description`.
+type OtherContactInsertResult = Envelope
+
+// OtherContactList The reply of every operation; see the conventions in `info.description`.
+type OtherContactList = Envelope
+
+// OtherDayDashboard The reply of every operation; see the conventions in `info.description`.
+type OtherDayDashboard = Envelope
+
+// OtherDealGoodsList The reply of every operation; see the conventions in `info.description`.
+type OtherDealGoodsList = Envelope
+
+// OtherDealGoodsPosition The reply of every operation; see the conventions in `info.description`.
+type OtherDealGoodsPosition = Envelope
+
+// OtherDirectoryList The reply of every operation; see the conventions in `info.description`.
+type OtherDirectoryList = Envelope
+
+// OtherDocumentGoodsList The reply of every operation; see the conventions in `info.description`.
+type OtherDocumentGoodsList = Envelope
+
+// OtherDocumentList The reply of every operation; see the conventions in `info.description`.
+type OtherDocumentList = Envelope
+
+// OtherDone The reply of every operation; see the conventions in `info.description`.
+type OtherDone = Envelope
+
+// OtherEmptyValue The reply of every operation; see the conventions in `info.description`.
+type OtherEmptyValue = Envelope
+
+// OtherEventPage The reply of every operation; see the conventions in `info.description`.
+type OtherEventPage = Envelope
+
+// OtherFieldList The reply of every operation; see the conventions in `info.description`.
+type OtherFieldList = Envelope
+
+// OtherFilterList The reply of every operation; see the conventions in `info.description`.
+type OtherFilterList = Envelope
+
+// OtherHealth The reply of every operation; see the conventions in `info.description`.
+type OtherHealth = Envelope
+
+// OtherKpiMy The reply of every operation; see the conventions in `info.description`.
+type OtherKpiMy = Envelope
+
+// OtherKpiTeam The reply of every operation; see the conventions in `info.description`.
+type OtherKpiTeam = Envelope
+
+// OtherListRows The reply of every operation; see the conventions in `info.description`.
+type OtherListRows = Envelope
+
+// OtherMoneyAccountList The reply of every operation; see the conventions in `info.description`.
+type OtherMoneyAccountList = Envelope
+
+// OtherMoneyMovementList The reply of every operation; see the conventions in `info.description`.
+type OtherMoneyMovementList = Envelope
+
+// OtherMyTasksDashboard The reply of every operation; see the conventions in `info.description`.
+type OtherMyTasksDashboard = Envelope
+
+// OtherNewId The reply of every operation; see the conventions in `info.description`.
+type OtherNewId = Envelope
+
+// OtherNewIdList The reply of every operation; see the conventions in `info.description`.
+type OtherNewIdList = Envelope
+
+// OtherSocialNetworkList The reply of every operation; see the conventions in `info.description`.
+type OtherSocialNetworkList = Envelope
+
+// OtherTaskList The reply of every operation; see the conventions in `info.description`.
+type OtherTaskList = Envelope
+
+// OtherWebhookDeliveryList The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookDeliveryList = Envelope
+
+// OtherWebhookList The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookList = Envelope
+
+// OtherWebhookSecret The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookSecret = Envelope
+
+// OtherWebhookTestResult The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookTestResult = Envelope
+
 // TooManyRequests The reply of every operation; see the conventions in `info.description`.
 type TooManyRequests = Envelope
 
@@ -14541,6 +14628,11 @@ type CommonListPagingResponse429Headers struct {
 	RetryAfter int
 }
 
+// CommonListPagingResponseDefaultHeaders the declared response headers of an HTTP default response for CommonListPaging
+type CommonListPagingResponseDefaultHeaders struct {
+	XValueSchema *ListRows
+}
+
 type CommonListPagingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14552,10 +14644,14 @@ type CommonListPagingResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherListRows
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CommonListPagingResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CommonListPagingResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CommonListPagingResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14576,6 +14672,11 @@ func (r CommonListPagingResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CommonListPagingResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CommonListPagingResponse) GetJSONDefault() *OtherListRows {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -14622,6 +14723,11 @@ type CompanyDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyDelete
+type CompanyDeleteResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type CompanyDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14633,12 +14739,16 @@ type CompanyDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14659,6 +14769,11 @@ func (r CompanyDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -14705,6 +14820,11 @@ type CompanyEmailInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyEmailInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyEmailInsert
+type CompanyEmailInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type CompanyEmailInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14716,12 +14836,16 @@ type CompanyEmailInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyEmailInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyEmailInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyEmailInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyEmailInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14742,6 +14866,11 @@ func (r CompanyEmailInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyEmailInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyEmailInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -14788,6 +14917,11 @@ type CompanyGetResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyGetResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyGet
+type CompanyGetResponseDefaultHeaders struct {
+	XValueSchema *CompanyCard
+}
+
 type CompanyGetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14799,12 +14933,16 @@ type CompanyGetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherCompanyCard
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *CompanyGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyGetResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyGetResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14825,6 +14963,11 @@ func (r CompanyGetResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyGetResponse) GetJSONDefault() *OtherCompanyCard {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -14871,6 +15014,11 @@ type CompanyInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyInsert
+type CompanyInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type CompanyInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14882,12 +15030,16 @@ type CompanyInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14908,6 +15060,11 @@ func (r CompanyInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -14954,6 +15111,11 @@ type CompanyPhoneInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyPhoneInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyPhoneInsert
+type CompanyPhoneInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type CompanyPhoneInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -14965,12 +15127,16 @@ type CompanyPhoneInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyPhoneInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyPhoneInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyPhoneInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyPhoneInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -14991,6 +15157,11 @@ func (r CompanyPhoneInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyPhoneInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyPhoneInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15037,6 +15208,11 @@ type CompanyRequisitesInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyRequisitesInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyRequisitesInsert
+type CompanyRequisitesInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type CompanyRequisitesInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15048,12 +15224,16 @@ type CompanyRequisitesInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyRequisitesInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyRequisitesInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyRequisitesInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyRequisitesInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15074,6 +15254,11 @@ func (r CompanyRequisitesInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyRequisitesInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyRequisitesInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15120,6 +15305,11 @@ type CompanyUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyUpdate
+type CompanyUpdateResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type CompanyUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15131,12 +15321,16 @@ type CompanyUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15157,6 +15351,11 @@ func (r CompanyUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15203,6 +15402,11 @@ type ContactInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// ContactInsertResponseDefaultHeaders the declared response headers of an HTTP default response for ContactInsert
+type ContactInsertResponseDefaultHeaders struct {
+	XValueSchema *ContactInsertResult
+}
+
 type ContactInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15214,12 +15418,16 @@ type ContactInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherContactInsertResult
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ContactInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ContactInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ContactInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15240,6 +15448,11 @@ func (r ContactInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ContactInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ContactInsertResponse) GetJSONDefault() *OtherContactInsertResult {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15286,6 +15499,11 @@ type ContactListResponse429Headers struct {
 	RetryAfter int
 }
 
+// ContactListResponseDefaultHeaders the declared response headers of an HTTP default response for ContactList
+type ContactListResponseDefaultHeaders struct {
+	XValueSchema *ContactList
+}
+
 type ContactListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15297,12 +15515,16 @@ type ContactListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherContactList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *ContactListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ContactListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ContactListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15323,6 +15545,11 @@ func (r ContactListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ContactListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ContactListResponse) GetJSONDefault() *OtherContactList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15369,6 +15596,11 @@ type ContactSocialSetResponse429Headers struct {
 	RetryAfter int
 }
 
+// ContactSocialSetResponseDefaultHeaders the declared response headers of an HTTP default response for ContactSocialSet
+type ContactSocialSetResponseDefaultHeaders struct {
+	XValueSchema *SocialNetworkList
+}
+
 type ContactSocialSetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15380,12 +15612,16 @@ type ContactSocialSetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherSocialNetworkList
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ContactSocialSetResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactSocialSetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ContactSocialSetResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ContactSocialSetResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15406,6 +15642,11 @@ func (r ContactSocialSetResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ContactSocialSetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ContactSocialSetResponse) GetJSONDefault() *OtherSocialNetworkList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15447,6 +15688,11 @@ type DashboardKpiMyResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardKpiMyResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardKpiMy
+type DashboardKpiMyResponseDefaultHeaders struct {
+	XValueSchema *KpiMy
+}
+
 type DashboardKpiMyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15458,10 +15704,14 @@ type DashboardKpiMyResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherKpiMy
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardKpiMyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardKpiMyResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardKpiMyResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15482,6 +15732,11 @@ func (r DashboardKpiMyResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardKpiMyResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardKpiMyResponse) GetJSONDefault() *OtherKpiMy {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15523,6 +15778,11 @@ type DashboardKpiTeamResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardKpiTeamResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardKpiTeam
+type DashboardKpiTeamResponseDefaultHeaders struct {
+	XValueSchema *KpiTeam
+}
+
 type DashboardKpiTeamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15534,10 +15794,14 @@ type DashboardKpiTeamResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherKpiTeam
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardKpiTeamResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardKpiTeamResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardKpiTeamResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15558,6 +15822,11 @@ func (r DashboardKpiTeamResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardKpiTeamResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardKpiTeamResponse) GetJSONDefault() *OtherKpiTeam {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15599,6 +15868,11 @@ type DashboardMyDayResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardMyDayResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardMyDay
+type DashboardMyDayResponseDefaultHeaders struct {
+	XValueSchema *DayDashboard
+}
+
 type DashboardMyDayResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15610,10 +15884,14 @@ type DashboardMyDayResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDayDashboard
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardMyDayResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardMyDayResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardMyDayResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15634,6 +15912,11 @@ func (r DashboardMyDayResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardMyDayResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardMyDayResponse) GetJSONDefault() *OtherDayDashboard {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15675,6 +15958,11 @@ type DashboardMyTasksResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardMyTasksResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardMyTasks
+type DashboardMyTasksResponseDefaultHeaders struct {
+	XValueSchema *MyTasksDashboard
+}
+
 type DashboardMyTasksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15686,10 +15974,14 @@ type DashboardMyTasksResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMyTasksDashboard
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardMyTasksResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardMyTasksResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardMyTasksResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15710,6 +16002,11 @@ func (r DashboardMyTasksResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardMyTasksResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardMyTasksResponse) GetJSONDefault() *OtherMyTasksDashboard {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15756,6 +16053,11 @@ type DealGoodsInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealGoodsInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsInsert
+type DealGoodsInsertResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type DealGoodsInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15767,12 +16069,16 @@ type DealGoodsInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealGoodsInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealGoodsInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealGoodsInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15793,6 +16099,11 @@ func (r DealGoodsInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealGoodsInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealGoodsInsertResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15839,6 +16150,11 @@ type DealGoodsListResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealGoodsListResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsList
+type DealGoodsListResponseDefaultHeaders struct {
+	XValueSchema *DealGoodsList
+}
+
 type DealGoodsListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15850,12 +16166,16 @@ type DealGoodsListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDealGoodsList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DealGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealGoodsListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealGoodsListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15876,6 +16196,11 @@ func (r DealGoodsListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealGoodsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealGoodsListResponse) GetJSONDefault() *OtherDealGoodsList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15922,6 +16247,11 @@ type DealGoodsUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealGoodsUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsUpdate
+type DealGoodsUpdateResponseDefaultHeaders struct {
+	XValueSchema *DealGoodsPosition
+}
+
 type DealGoodsUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15933,12 +16263,16 @@ type DealGoodsUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDealGoodsPosition
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealGoodsUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealGoodsUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealGoodsUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15959,6 +16293,11 @@ func (r DealGoodsUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealGoodsUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealGoodsUpdateResponse) GetJSONDefault() *OtherDealGoodsPosition {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16005,6 +16344,11 @@ type DealInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DealInsert
+type DealInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type DealInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16016,12 +16360,16 @@ type DealInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16042,6 +16390,11 @@ func (r DealInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16088,6 +16441,11 @@ type DealUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for DealUpdate
+type DealUpdateResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type DealUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16099,12 +16457,16 @@ type DealUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16125,6 +16487,11 @@ func (r DealUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16171,6 +16538,11 @@ type DirectoryGetResponse429Headers struct {
 	RetryAfter int
 }
 
+// DirectoryGetResponseDefaultHeaders the declared response headers of an HTTP default response for DirectoryGet
+type DirectoryGetResponseDefaultHeaders struct {
+	XValueSchema *DirectoryList
+}
+
 type DirectoryGetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16182,12 +16554,16 @@ type DirectoryGetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDirectoryList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DirectoryGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DirectoryGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DirectoryGetResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DirectoryGetResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16208,6 +16584,11 @@ func (r DirectoryGetResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DirectoryGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DirectoryGetResponse) GetJSONDefault() *OtherDirectoryList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16254,6 +16635,11 @@ type DocumentGoodsInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentGoodsInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentGoodsInsert
+type DocumentGoodsInsertResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type DocumentGoodsInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16265,12 +16651,16 @@ type DocumentGoodsInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DocumentGoodsInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentGoodsInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentGoodsInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16291,6 +16681,11 @@ func (r DocumentGoodsInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentGoodsInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentGoodsInsertResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16337,6 +16732,11 @@ type DocumentGoodsListResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentGoodsListResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentGoodsList
+type DocumentGoodsListResponseDefaultHeaders struct {
+	XValueSchema *DocumentGoodsList
+}
+
 type DocumentGoodsListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16348,12 +16748,16 @@ type DocumentGoodsListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDocumentGoodsList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DocumentGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentGoodsListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentGoodsListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16374,6 +16778,11 @@ func (r DocumentGoodsListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentGoodsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentGoodsListResponse) GetJSONDefault() *OtherDocumentGoodsList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16420,6 +16829,11 @@ type DocumentInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentInsert
+type DocumentInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type DocumentInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16431,12 +16845,16 @@ type DocumentInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DocumentInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16457,6 +16875,11 @@ func (r DocumentInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16503,6 +16926,11 @@ type DocumentListResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentListResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentList
+type DocumentListResponseDefaultHeaders struct {
+	XValueSchema *DocumentList
+}
+
 type DocumentListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16514,12 +16942,16 @@ type DocumentListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDocumentList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DocumentListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16540,6 +16972,11 @@ func (r DocumentListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentListResponse) GetJSONDefault() *OtherDocumentList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16581,6 +17018,11 @@ type EventListResponse429Headers struct {
 	RetryAfter int
 }
 
+// EventListResponseDefaultHeaders the declared response headers of an HTTP default response for EventList
+type EventListResponseDefaultHeaders struct {
+	XValueSchema *EventPage
+}
+
 type EventListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16592,10 +17034,14 @@ type EventListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherEventPage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *EventListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *EventListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *EventListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16616,6 +17062,11 @@ func (r EventListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r EventListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r EventListResponse) GetJSONDefault() *OtherEventPage {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16662,6 +17113,11 @@ type FieldDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for FieldDelete
+type FieldDeleteResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type FieldDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16673,12 +17129,16 @@ type FieldDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16699,6 +17159,11 @@ func (r FieldDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16745,6 +17210,11 @@ type FieldInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FieldInsert
+type FieldInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type FieldInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16756,12 +17226,16 @@ type FieldInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16782,6 +17256,11 @@ func (r FieldInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16823,6 +17302,11 @@ type FieldListResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldListResponseDefaultHeaders the declared response headers of an HTTP default response for FieldList
+type FieldListResponseDefaultHeaders struct {
+	XValueSchema *FieldList
+}
+
 type FieldListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16834,10 +17318,14 @@ type FieldListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherFieldList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16858,6 +17346,11 @@ func (r FieldListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldListResponse) GetJSONDefault() *OtherFieldList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16904,6 +17397,11 @@ type FieldUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FieldUpdate
+type FieldUpdateResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type FieldUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16915,12 +17413,16 @@ type FieldUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16941,6 +17443,11 @@ func (r FieldUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16987,6 +17494,11 @@ type FieldValuesUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldValuesUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FieldValuesUpdate
+type FieldValuesUpdateResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type FieldValuesUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16998,12 +17510,16 @@ type FieldValuesUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldValuesUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldValuesUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldValuesUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldValuesUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17024,6 +17540,11 @@ func (r FieldValuesUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldValuesUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldValuesUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17070,6 +17591,11 @@ type FilterDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for FilterDelete
+type FilterDeleteResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type FilterDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17081,12 +17607,16 @@ type FilterDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FilterDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17107,6 +17637,11 @@ func (r FilterDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17153,6 +17688,11 @@ type FilterInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FilterInsert
+type FilterInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type FilterInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17164,12 +17704,16 @@ type FilterInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FilterInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17190,6 +17734,11 @@ func (r FilterInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17231,6 +17780,11 @@ type FilterListResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterListResponseDefaultHeaders the declared response headers of an HTTP default response for FilterList
+type FilterListResponseDefaultHeaders struct {
+	XValueSchema *FilterList
+}
+
 type FilterListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17242,10 +17796,14 @@ type FilterListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherFilterList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17266,6 +17824,11 @@ func (r FilterListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterListResponse) GetJSONDefault() *OtherFilterList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17312,6 +17875,11 @@ type FilterUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FilterUpdate
+type FilterUpdateResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type FilterUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17323,12 +17891,16 @@ type FilterUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FilterUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17349,6 +17921,11 @@ func (r FilterUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17390,6 +17967,11 @@ type FinanceAccountsResponse429Headers struct {
 	RetryAfter int
 }
 
+// FinanceAccountsResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceAccounts
+type FinanceAccountsResponseDefaultHeaders struct {
+	XValueSchema *MoneyAccountList
+}
+
 type FinanceAccountsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17401,10 +17983,14 @@ type FinanceAccountsResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMoneyAccountList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceAccountsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FinanceAccountsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FinanceAccountsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17425,6 +18011,11 @@ func (r FinanceAccountsResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FinanceAccountsResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FinanceAccountsResponse) GetJSONDefault() *OtherMoneyAccountList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17471,6 +18062,11 @@ type FinanceInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// FinanceInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceInsert
+type FinanceInsertResponseDefaultHeaders struct {
+	XValueSchema *NewIdList
+}
+
 type FinanceInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17482,12 +18078,16 @@ type FinanceInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewIdList
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FinanceInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FinanceInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FinanceInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17508,6 +18108,11 @@ func (r FinanceInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FinanceInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FinanceInsertResponse) GetJSONDefault() *OtherNewIdList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17554,6 +18159,11 @@ type FinanceListResponse429Headers struct {
 	RetryAfter int
 }
 
+// FinanceListResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceList
+type FinanceListResponseDefaultHeaders struct {
+	XValueSchema *MoneyMovementList
+}
+
 type FinanceListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17565,12 +18175,16 @@ type FinanceListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMoneyMovementList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *FinanceListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FinanceListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FinanceListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17591,6 +18205,11 @@ func (r FinanceListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FinanceListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FinanceListResponse) GetJSONDefault() *OtherMoneyMovementList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17622,16 +18241,30 @@ func (r FinanceListResponse) ContentType() string {
 	return ""
 }
 
+// HealthzResponseDefaultHeaders the declared response headers of an HTTP default response for Healthz
+type HealthzResponseDefaultHeaders struct {
+	XValueSchema *Health
+}
+
 type HealthzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Envelope
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherHealth
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HealthzResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthzResponse) GetJSON200() *Envelope {
 	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HealthzResponse) GetJSONDefault() *OtherHealth {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17678,6 +18311,11 @@ type MailSendResponse429Headers struct {
 	RetryAfter int
 }
 
+// MailSendResponseDefaultHeaders the declared response headers of an HTTP default response for MailSend
+type MailSendResponseDefaultHeaders struct {
+	XValueSchema *EmptyValue
+}
+
 type MailSendResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17689,12 +18327,16 @@ type MailSendResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherEmptyValue
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *MailSendResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MailSendResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *MailSendResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *MailSendResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17715,6 +18357,11 @@ func (r MailSendResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r MailSendResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MailSendResponse) GetJSONDefault() *OtherEmptyValue {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17746,6 +18393,11 @@ func (r MailSendResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzResponseDefaultHeaders the declared response headers of an HTTP default response for Readyz
+type ReadyzResponseDefaultHeaders struct {
+	XValueSchema *Health
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17753,6 +18405,10 @@ type ReadyzResponse struct {
 	JSON200 *Envelope
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Envelope
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherHealth
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ReadyzResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17763,6 +18419,11 @@ func (r ReadyzResponse) GetJSON200() *Envelope {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ReadyzResponse) GetJSON503() *Envelope {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReadyzResponse) GetJSONDefault() *OtherHealth {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17809,6 +18470,11 @@ type TaskInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// TaskInsertResponseDefaultHeaders the declared response headers of an HTTP default response for TaskInsert
+type TaskInsertResponseDefaultHeaders struct {
+	XValueSchema *NewId
+}
+
 type TaskInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17820,12 +18486,16 @@ type TaskInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *TaskInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TaskInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TaskInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17846,6 +18516,11 @@ func (r TaskInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r TaskInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TaskInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17892,6 +18567,11 @@ type TaskListResponse429Headers struct {
 	RetryAfter int
 }
 
+// TaskListResponseDefaultHeaders the declared response headers of an HTTP default response for TaskList
+type TaskListResponseDefaultHeaders struct {
+	XValueSchema *TaskList
+}
+
 type TaskListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17903,12 +18583,16 @@ type TaskListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherTaskList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *TaskListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TaskListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TaskListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17929,6 +18613,11 @@ func (r TaskListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r TaskListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TaskListResponse) GetJSONDefault() *OtherTaskList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17975,6 +18664,11 @@ type TaskUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// TaskUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for TaskUpdate
+type TaskUpdateResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type TaskUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17986,12 +18680,16 @@ type TaskUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *TaskUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TaskUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TaskUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18012,6 +18710,11 @@ func (r TaskUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r TaskUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TaskUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18058,6 +18761,11 @@ type WebhookDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookDelete
+type WebhookDeleteResponseDefaultHeaders struct {
+	XValueSchema *Done
+}
+
 type WebhookDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18069,12 +18777,16 @@ type WebhookDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18095,6 +18807,11 @@ func (r WebhookDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18136,6 +18853,11 @@ type WebhookDeliveriesResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookDeliveriesResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookDeliveries
+type WebhookDeliveriesResponseDefaultHeaders struct {
+	XValueSchema *WebhookDeliveryList
+}
+
 type WebhookDeliveriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18147,10 +18869,14 @@ type WebhookDeliveriesResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookDeliveryList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookDeliveriesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookDeliveriesResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookDeliveriesResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18171,6 +18897,11 @@ func (r WebhookDeliveriesResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookDeliveriesResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookDeliveriesResponse) GetJSONDefault() *OtherWebhookDeliveryList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18217,6 +18948,11 @@ type WebhookInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookInsertResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookInsert
+type WebhookInsertResponseDefaultHeaders struct {
+	XValueSchema *WebhookSecret
+}
+
 type WebhookInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18228,12 +18964,16 @@ type WebhookInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookSecret
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18254,6 +18994,11 @@ func (r WebhookInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookInsertResponse) GetJSON503() *NoSecretKey {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookInsertResponse) GetJSONDefault() *OtherWebhookSecret {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18295,6 +19040,11 @@ type WebhookListResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookListResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookList
+type WebhookListResponseDefaultHeaders struct {
+	XValueSchema *WebhookList
+}
+
 type WebhookListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18306,10 +19056,14 @@ type WebhookListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18330,6 +19084,11 @@ func (r WebhookListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookListResponse) GetJSONDefault() *OtherWebhookList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18376,6 +19135,11 @@ type WebhookTestResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookTestResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookTest
+type WebhookTestResponseDefaultHeaders struct {
+	XValueSchema *WebhookTestResult
+}
+
 type WebhookTestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18387,12 +19151,16 @@ type WebhookTestResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookTestResult
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookTestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookTestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookTestResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookTestResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18413,6 +19181,11 @@ func (r WebhookTestResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookTestResponse) GetJSON503() *NoSecretKey {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookTestResponse) GetJSONDefault() *OtherWebhookTestResult {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18459,6 +19232,11 @@ type WebhookUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookUpdate
+type WebhookUpdateResponseDefaultHeaders struct {
+	XValueSchema *WebhookSecret
+}
+
 type WebhookUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18470,12 +19248,16 @@ type WebhookUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookSecret
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18496,6 +19278,11 @@ func (r WebhookUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookUpdateResponse) GetJSON503() *NoSecretKey {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookUpdateResponse) GetJSONDefault() *OtherWebhookSecret {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -20816,6 +21603,13 @@ func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherListRows
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -20839,6 +21633,16 @@ func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CommonListPagingResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value ListRows
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -20886,6 +21690,13 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -20919,6 +21730,16 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -20966,6 +21787,13 @@ func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertRes
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -20999,6 +21827,16 @@ func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertRes
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyEmailInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21049,6 +21887,13 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherCompanyCard
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21082,6 +21927,16 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyGetResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value CompanyCard
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21129,6 +21984,13 @@ func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21162,6 +22024,16 @@ func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21209,6 +22081,13 @@ func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertRes
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21242,6 +22121,16 @@ func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertRes
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyPhoneInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21289,6 +22178,13 @@ func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisite
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21322,6 +22218,16 @@ func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisite
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyRequisitesInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21369,6 +22275,13 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21402,6 +22315,16 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21449,6 +22372,13 @@ func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherContactInsertResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21482,6 +22412,16 @@ func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers ContactInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value ContactInsertResult
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21532,6 +22472,13 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherContactList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21565,6 +22512,16 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers ContactListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value ContactList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21612,6 +22569,13 @@ func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherSocialNetworkList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21645,6 +22609,16 @@ func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers ContactSocialSetResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value SocialNetworkList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21692,6 +22666,13 @@ func ParseDashboardKpiMyResponse(rsp *http.Response) (*DashboardKpiMyResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherKpiMy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21715,6 +22696,16 @@ func ParseDashboardKpiMyResponse(rsp *http.Response) (*DashboardKpiMyResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardKpiMyResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value KpiMy
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21762,6 +22753,13 @@ func ParseDashboardKpiTeamResponse(rsp *http.Response) (*DashboardKpiTeamRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherKpiTeam
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21785,6 +22783,16 @@ func ParseDashboardKpiTeamResponse(rsp *http.Response) (*DashboardKpiTeamRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardKpiTeamResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value KpiTeam
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21832,6 +22840,13 @@ func ParseDashboardMyDayResponse(rsp *http.Response) (*DashboardMyDayResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDayDashboard
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21855,6 +22870,16 @@ func ParseDashboardMyDayResponse(rsp *http.Response) (*DashboardMyDayResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardMyDayResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value DayDashboard
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21902,6 +22927,13 @@ func ParseDashboardMyTasksResponse(rsp *http.Response) (*DashboardMyTasksRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMyTasksDashboard
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21925,6 +22957,16 @@ func ParseDashboardMyTasksResponse(rsp *http.Response) (*DashboardMyTasksRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardMyTasksResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value MyTasksDashboard
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21972,6 +23014,13 @@ func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse,
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22005,6 +23054,16 @@ func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealGoodsInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22055,6 +23114,13 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDealGoodsList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22088,6 +23154,16 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealGoodsListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value DealGoodsList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22135,6 +23211,13 @@ func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse,
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDealGoodsPosition
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22168,6 +23251,16 @@ func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealGoodsUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value DealGoodsPosition
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22215,6 +23308,13 @@ func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22248,6 +23348,16 @@ func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22295,6 +23405,13 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22328,6 +23445,16 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22378,6 +23505,13 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDirectoryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22411,6 +23545,16 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DirectoryGetResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value DirectoryList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22458,6 +23602,13 @@ func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertR
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22491,6 +23642,16 @@ func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertR
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentGoodsInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22541,6 +23702,13 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDocumentGoodsList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22574,6 +23742,16 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentGoodsListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value DocumentGoodsList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22621,6 +23799,13 @@ func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22654,6 +23839,16 @@ func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22704,6 +23899,13 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDocumentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22737,6 +23939,16 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value DocumentList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22784,6 +23996,13 @@ func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherEventPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22807,6 +24026,16 @@ func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers EventListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value EventPage
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22854,6 +24083,13 @@ func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22887,6 +24123,16 @@ func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22934,6 +24180,13 @@ func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22967,6 +24220,16 @@ func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23014,6 +24277,13 @@ func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherFieldList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23037,6 +24307,16 @@ func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value FieldList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23084,6 +24364,13 @@ func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23117,6 +24404,16 @@ func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23164,6 +24461,13 @@ func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateRespo
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23197,6 +24501,16 @@ func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldValuesUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23244,6 +24558,13 @@ func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23277,6 +24598,16 @@ func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23324,6 +24655,13 @@ func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23357,6 +24695,16 @@ func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23404,6 +24752,13 @@ func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherFilterList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23427,6 +24782,16 @@ func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value FilterList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23474,6 +24839,13 @@ func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23507,6 +24879,16 @@ func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23554,6 +24936,13 @@ func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse,
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMoneyAccountList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23577,6 +24966,16 @@ func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FinanceAccountsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value MoneyAccountList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23624,6 +25023,13 @@ func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewIdList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23657,6 +25063,16 @@ func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FinanceInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewIdList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23707,6 +25123,13 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMoneyMovementList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23740,6 +25163,16 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FinanceListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value MoneyMovementList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23766,6 +25199,26 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherHealth
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers HealthzResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Health
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23813,6 +25266,13 @@ func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherEmptyValue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23846,6 +25306,16 @@ func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers MailSendResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value EmptyValue
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23879,6 +25349,26 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherHealth
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ReadyzResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Health
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23926,6 +25416,13 @@ func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23959,6 +25456,16 @@ func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers TaskInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value NewId
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24009,6 +25516,13 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherTaskList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24042,6 +25556,16 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers TaskListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value TaskList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24089,6 +25613,13 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24122,6 +25653,16 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers TaskUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24169,6 +25710,13 @@ func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24202,6 +25750,16 @@ func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value Done
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24249,6 +25807,13 @@ func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesRespo
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookDeliveryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24272,6 +25837,16 @@ func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookDeliveriesResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value WebhookDeliveryList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24319,6 +25894,13 @@ func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24352,6 +25934,16 @@ func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value WebhookSecret
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24399,6 +25991,13 @@ func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24422,6 +26021,16 @@ func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value WebhookList
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24469,6 +26078,13 @@ func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookTestResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24502,6 +26118,16 @@ func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookTestResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value WebhookTestResult
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24549,6 +26175,13 @@ func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24582,6 +26215,16 @@ func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value WebhookSecret
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -27471,6 +29114,267 @@ type NotModifiedResponse struct {
 	Headers NotModifiedResponseHeaders
 }
 
+type OtherCompanyCardResponseHeaders struct {
+	XValueSchema *CompanyCard
+}
+type OtherCompanyCardJSONResponse struct {
+	Body Envelope
+
+	Headers OtherCompanyCardResponseHeaders
+}
+
+type OtherContactInsertResultResponseHeaders struct {
+	XValueSchema *ContactInsertResult
+}
+type OtherContactInsertResultJSONResponse struct {
+	Body Envelope
+
+	Headers OtherContactInsertResultResponseHeaders
+}
+
+type OtherContactListResponseHeaders struct {
+	XValueSchema *ContactList
+}
+type OtherContactListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherContactListResponseHeaders
+}
+
+type OtherDayDashboardResponseHeaders struct {
+	XValueSchema *DayDashboard
+}
+type OtherDayDashboardJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDayDashboardResponseHeaders
+}
+
+type OtherDealGoodsListResponseHeaders struct {
+	XValueSchema *DealGoodsList
+}
+type OtherDealGoodsListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDealGoodsListResponseHeaders
+}
+
+type OtherDealGoodsPositionResponseHeaders struct {
+	XValueSchema *DealGoodsPosition
+}
+type OtherDealGoodsPositionJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDealGoodsPositionResponseHeaders
+}
+
+type OtherDirectoryListResponseHeaders struct {
+	XValueSchema *DirectoryList
+}
+type OtherDirectoryListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDirectoryListResponseHeaders
+}
+
+type OtherDocumentGoodsListResponseHeaders struct {
+	XValueSchema *DocumentGoodsList
+}
+type OtherDocumentGoodsListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDocumentGoodsListResponseHeaders
+}
+
+type OtherDocumentListResponseHeaders struct {
+	XValueSchema *DocumentList
+}
+type OtherDocumentListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDocumentListResponseHeaders
+}
+
+type OtherDoneResponseHeaders struct {
+	XValueSchema *Done
+}
+type OtherDoneJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDoneResponseHeaders
+}
+
+type OtherEmptyValueResponseHeaders struct {
+	XValueSchema *EmptyValue
+}
+type OtherEmptyValueJSONResponse struct {
+	Body Envelope
+
+	Headers OtherEmptyValueResponseHeaders
+}
+
+type OtherEventPageResponseHeaders struct {
+	XValueSchema *EventPage
+}
+type OtherEventPageJSONResponse struct {
+	Body Envelope
+
+	Headers OtherEventPageResponseHeaders
+}
+
+type OtherFieldListResponseHeaders struct {
+	XValueSchema *FieldList
+}
+type OtherFieldListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherFieldListResponseHeaders
+}
+
+type OtherFilterListResponseHeaders struct {
+	XValueSchema *FilterList
+}
+type OtherFilterListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherFilterListResponseHeaders
+}
+
+type OtherHealthResponseHeaders struct {
+	XValueSchema *Health
+}
+type OtherHealthJSONResponse struct {
+	Body Envelope
+
+	Headers OtherHealthResponseHeaders
+}
+
+type OtherKpiMyResponseHeaders struct {
+	XValueSchema *KpiMy
+}
+type OtherKpiMyJSONResponse struct {
+	Body Envelope
+
+	Headers OtherKpiMyResponseHeaders
+}
+
+type OtherKpiTeamResponseHeaders struct {
+	XValueSchema *KpiTeam
+}
+type OtherKpiTeamJSONResponse struct {
+	Body Envelope
+
+	Headers OtherKpiTeamResponseHeaders
+}
+
+type OtherListRowsResponseHeaders struct {
+	XValueSchema *ListRows
+}
+type OtherListRowsJSONResponse struct {
+	Body Envelope
+
+	Headers OtherListRowsResponseHeaders
+}
+
+type OtherMoneyAccountListResponseHeaders struct {
+	XValueSchema *MoneyAccountList
+}
+type OtherMoneyAccountListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMoneyAccountListResponseHeaders
+}
+
+type OtherMoneyMovementListResponseHeaders struct {
+	XValueSchema *MoneyMovementList
+}
+type OtherMoneyMovementListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMoneyMovementListResponseHeaders
+}
+
+type OtherMyTasksDashboardResponseHeaders struct {
+	XValueSchema *MyTasksDashboard
+}
+type OtherMyTasksDashboardJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMyTasksDashboardResponseHeaders
+}
+
+type OtherNewIdResponseHeaders struct {
+	XValueSchema *NewId
+}
+type OtherNewIdJSONResponse struct {
+	Body Envelope
+
+	Headers OtherNewIdResponseHeaders
+}
+
+type OtherNewIdListResponseHeaders struct {
+	XValueSchema *NewIdList
+}
+type OtherNewIdListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherNewIdListResponseHeaders
+}
+
+type OtherSocialNetworkListResponseHeaders struct {
+	XValueSchema *SocialNetworkList
+}
+type OtherSocialNetworkListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherSocialNetworkListResponseHeaders
+}
+
+type OtherTaskListResponseHeaders struct {
+	XValueSchema *TaskList
+}
+type OtherTaskListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherTaskListResponseHeaders
+}
+
+type OtherWebhookDeliveryListResponseHeaders struct {
+	XValueSchema *WebhookDeliveryList
+}
+type OtherWebhookDeliveryListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookDeliveryListResponseHeaders
+}
+
+type OtherWebhookListResponseHeaders struct {
+	XValueSchema *WebhookList
+}
+type OtherWebhookListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookListResponseHeaders
+}
+
+type OtherWebhookSecretResponseHeaders struct {
+	XValueSchema *WebhookSecret
+}
+type OtherWebhookSecretJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookSecretResponseHeaders
+}
+
+type OtherWebhookTestResultResponseHeaders struct {
+	XValueSchema *WebhookTestResult
+}
+type OtherWebhookTestResultJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookTestResultResponseHeaders
+}
+
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
 }
@@ -27559,6 +29463,27 @@ func (response CommonListPaging503JSONResponse) VisitCommonListPagingResponse(w 
 	return err
 }
 
+type CommonListPagingdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherListRowsResponseHeaders
+	StatusCode int
+}
+
+func (response CommonListPagingdefaultJSONResponse) VisitCommonListPagingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyDeleteRequestObject struct {
 	Params CompanyDeleteParams
 	Body   *CompanyDeleteJSONRequestBody
@@ -27632,6 +29557,27 @@ func (response CompanyDelete503JSONResponse) VisitCompanyDeleteResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyDeletedefaultJSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27713,6 +29659,27 @@ func (response CompanyEmailInsert503JSONResponse) VisitCompanyEmailInsertRespons
 	return err
 }
 
+type CompanyEmailInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyEmailInsertdefaultJSONResponse) VisitCompanyEmailInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyGetRequestObject struct {
 	Params CompanyGetParams
 }
@@ -27783,6 +29750,27 @@ func (response CompanyGet503JSONResponse) VisitCompanyGetResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyGetdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherCompanyCardResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyGetdefaultJSONResponse) VisitCompanyGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -27864,6 +29852,27 @@ func (response CompanyInsert503JSONResponse) VisitCompanyInsertResponse(w http.R
 	return err
 }
 
+type CompanyInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyInsertdefaultJSONResponse) VisitCompanyInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyPhoneInsertRequestObject struct {
 	Params CompanyPhoneInsertParams
 	Body   *CompanyPhoneInsertJSONRequestBody
@@ -27937,6 +29946,27 @@ func (response CompanyPhoneInsert503JSONResponse) VisitCompanyPhoneInsertRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyPhoneInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyPhoneInsertdefaultJSONResponse) VisitCompanyPhoneInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28018,6 +30048,27 @@ func (response CompanyRequisitesInsert503JSONResponse) VisitCompanyRequisitesIns
 	return err
 }
 
+type CompanyRequisitesInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyRequisitesInsertdefaultJSONResponse) VisitCompanyRequisitesInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyUpdateRequestObject struct {
 	Params CompanyUpdateParams
 	Body   *CompanyUpdateJSONRequestBody
@@ -28091,6 +30142,27 @@ func (response CompanyUpdate503JSONResponse) VisitCompanyUpdateResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyUpdatedefaultJSONResponse) VisitCompanyUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28172,6 +30244,27 @@ func (response ContactInsert503JSONResponse) VisitContactInsertResponse(w http.R
 	return err
 }
 
+type ContactInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherContactInsertResultResponseHeaders
+	StatusCode int
+}
+
+func (response ContactInsertdefaultJSONResponse) VisitContactInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ContactListRequestObject struct {
 	Params ContactListParams
 }
@@ -28242,6 +30335,27 @@ func (response ContactList503JSONResponse) VisitContactListResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherContactListResponseHeaders
+	StatusCode int
+}
+
+func (response ContactListdefaultJSONResponse) VisitContactListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28323,6 +30437,27 @@ func (response ContactSocialSet503JSONResponse) VisitContactSocialSetResponse(w 
 	return err
 }
 
+type ContactSocialSetdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherSocialNetworkListResponseHeaders
+	StatusCode int
+}
+
+func (response ContactSocialSetdefaultJSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardKpiMyRequestObject struct {
 	Params DashboardKpiMyParams
 }
@@ -28385,6 +30520,27 @@ func (response DashboardKpiMy503JSONResponse) VisitDashboardKpiMyResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DashboardKpiMydefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherKpiMyResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardKpiMydefaultJSONResponse) VisitDashboardKpiMyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28455,6 +30611,27 @@ func (response DashboardKpiTeam503JSONResponse) VisitDashboardKpiTeamResponse(w 
 	return err
 }
 
+type DashboardKpiTeamdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherKpiTeamResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardKpiTeamdefaultJSONResponse) VisitDashboardKpiTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardMyDayRequestObject struct {
 	Params DashboardMyDayParams
 }
@@ -28521,6 +30698,27 @@ func (response DashboardMyDay503JSONResponse) VisitDashboardMyDayResponse(w http
 	return err
 }
 
+type DashboardMyDaydefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDayDashboardResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardMyDaydefaultJSONResponse) VisitDashboardMyDayResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardMyTasksRequestObject struct {
 	Params DashboardMyTasksParams
 }
@@ -28583,6 +30781,27 @@ func (response DashboardMyTasks503JSONResponse) VisitDashboardMyTasksResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DashboardMyTasksdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMyTasksDashboardResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardMyTasksdefaultJSONResponse) VisitDashboardMyTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28663,6 +30882,27 @@ func (response DealGoodsInsert503JSONResponse) VisitDealGoodsInsertResponse(w ht
 	return err
 }
 
+type DealGoodsInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response DealGoodsInsertdefaultJSONResponse) VisitDealGoodsInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DealGoodsListRequestObject struct {
 	Params DealGoodsListParams
 }
@@ -28733,6 +30973,27 @@ func (response DealGoodsList503JSONResponse) VisitDealGoodsListResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DealGoodsListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDealGoodsListResponseHeaders
+	StatusCode int
+}
+
+func (response DealGoodsListdefaultJSONResponse) VisitDealGoodsListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28814,6 +31075,27 @@ func (response DealGoodsUpdate503JSONResponse) VisitDealGoodsUpdateResponse(w ht
 	return err
 }
 
+type DealGoodsUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDealGoodsPositionResponseHeaders
+	StatusCode int
+}
+
+func (response DealGoodsUpdatedefaultJSONResponse) VisitDealGoodsUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DealInsertRequestObject struct {
 	Params DealInsertParams
 	Body   *DealInsertJSONRequestBody
@@ -28887,6 +31169,27 @@ func (response DealInsert503JSONResponse) VisitDealInsertResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DealInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response DealInsertdefaultJSONResponse) VisitDealInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -28968,6 +31271,27 @@ func (response DealUpdate503JSONResponse) VisitDealUpdateResponse(w http.Respons
 	return err
 }
 
+type DealUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response DealUpdatedefaultJSONResponse) VisitDealUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DirectoryGetRequestObject struct {
 	Code   DirectoryGetParamsCode `json:"code"`
 	Params DirectoryGetParams
@@ -29039,6 +31363,27 @@ func (response DirectoryGet503JSONResponse) VisitDirectoryGetResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryGetdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDirectoryListResponseHeaders
+	StatusCode int
+}
+
+func (response DirectoryGetdefaultJSONResponse) VisitDirectoryGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29119,6 +31464,27 @@ func (response DocumentGoodsInsert503JSONResponse) VisitDocumentGoodsInsertRespo
 	return err
 }
 
+type DocumentGoodsInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentGoodsInsertdefaultJSONResponse) VisitDocumentGoodsInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentGoodsListRequestObject struct {
 	Params DocumentGoodsListParams
 }
@@ -29189,6 +31555,27 @@ func (response DocumentGoodsList503JSONResponse) VisitDocumentGoodsListResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentGoodsListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDocumentGoodsListResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentGoodsListdefaultJSONResponse) VisitDocumentGoodsListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29270,6 +31657,27 @@ func (response DocumentInsert503JSONResponse) VisitDocumentInsertResponse(w http
 	return err
 }
 
+type DocumentInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentInsertdefaultJSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentListRequestObject struct {
 	Params DocumentListParams
 }
@@ -29344,6 +31752,27 @@ func (response DocumentList503JSONResponse) VisitDocumentListResponse(w http.Res
 	return err
 }
 
+type DocumentListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDocumentListResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentListdefaultJSONResponse) VisitDocumentListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EventListRequestObject struct {
 	Params EventListParams
 }
@@ -29406,6 +31835,27 @@ func (response EventList503JSONResponse) VisitEventListResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherEventPageResponseHeaders
+	StatusCode int
+}
+
+func (response EventListdefaultJSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29487,6 +31937,27 @@ func (response FieldDelete503JSONResponse) VisitFieldDeleteResponse(w http.Respo
 	return err
 }
 
+type FieldDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FieldDeletedefaultJSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldInsertRequestObject struct {
 	Params FieldInsertParams
 	Body   *FieldInsertJSONRequestBody
@@ -29564,6 +32035,27 @@ func (response FieldInsert503JSONResponse) VisitFieldInsertResponse(w http.Respo
 	return err
 }
 
+type FieldInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response FieldInsertdefaultJSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldListRequestObject struct {
 	Params FieldListParams
 }
@@ -29626,6 +32118,27 @@ func (response FieldList503JSONResponse) VisitFieldListResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherFieldListResponseHeaders
+	StatusCode int
+}
+
+func (response FieldListdefaultJSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29707,6 +32220,27 @@ func (response FieldUpdate503JSONResponse) VisitFieldUpdateResponse(w http.Respo
 	return err
 }
 
+type FieldUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FieldUpdatedefaultJSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldValuesUpdateRequestObject struct {
 	Params FieldValuesUpdateParams
 	Body   *FieldValuesUpdateJSONRequestBody
@@ -29780,6 +32314,27 @@ func (response FieldValuesUpdate503JSONResponse) VisitFieldValuesUpdateResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FieldValuesUpdatedefaultJSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -29861,6 +32416,27 @@ func (response FilterDelete503JSONResponse) VisitFilterDeleteResponse(w http.Res
 	return err
 }
 
+type FilterDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FilterDeletedefaultJSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FilterInsertRequestObject struct {
 	Params FilterInsertParams
 	Body   *FilterInsertJSONRequestBody
@@ -29938,6 +32514,27 @@ func (response FilterInsert503JSONResponse) VisitFilterInsertResponse(w http.Res
 	return err
 }
 
+type FilterInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response FilterInsertdefaultJSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FilterListRequestObject struct {
 	Params FilterListParams
 }
@@ -30000,6 +32597,27 @@ func (response FilterList503JSONResponse) VisitFilterListResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherFilterListResponseHeaders
+	StatusCode int
+}
+
+func (response FilterListdefaultJSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30081,6 +32699,27 @@ func (response FilterUpdate503JSONResponse) VisitFilterUpdateResponse(w http.Res
 	return err
 }
 
+type FilterUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FilterUpdatedefaultJSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FinanceAccountsRequestObject struct {
 }
 
@@ -30142,6 +32781,27 @@ func (response FinanceAccounts503JSONResponse) VisitFinanceAccountsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccountsdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMoneyAccountListResponseHeaders
+	StatusCode int
+}
+
+func (response FinanceAccountsdefaultJSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30223,6 +32883,27 @@ func (response FinanceInsert503JSONResponse) VisitFinanceInsertResponse(w http.R
 	return err
 }
 
+type FinanceInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdListResponseHeaders
+	StatusCode int
+}
+
+func (response FinanceInsertdefaultJSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FinanceListRequestObject struct {
 	Params FinanceListParams
 }
@@ -30297,6 +32978,27 @@ func (response FinanceList503JSONResponse) VisitFinanceListResponse(w http.Respo
 	return err
 }
 
+type FinanceListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMoneyMovementListResponseHeaders
+	StatusCode int
+}
+
+func (response FinanceListdefaultJSONResponse) VisitFinanceListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HealthzRequestObject struct {
 }
 
@@ -30314,6 +33016,27 @@ func (response Healthz200JSONResponse) VisitHealthzResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HealthzdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherHealthResponseHeaders
+	StatusCode int
+}
+
+func (response HealthzdefaultJSONResponse) VisitHealthzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30395,6 +33118,27 @@ func (response MailSend503JSONResponse) VisitMailSendResponse(w http.ResponseWri
 	return err
 }
 
+type MailSenddefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherEmptyValueResponseHeaders
+	StatusCode int
+}
+
+func (response MailSenddefaultJSONResponse) VisitMailSendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReadyzRequestObject struct {
 }
 
@@ -30426,6 +33170,27 @@ func (response Readyz503JSONResponse) VisitReadyzResponse(w http.ResponseWriter)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadyzdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherHealthResponseHeaders
+	StatusCode int
+}
+
+func (response ReadyzdefaultJSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30507,6 +33272,27 @@ func (response TaskInsert503JSONResponse) VisitTaskInsertResponse(w http.Respons
 	return err
 }
 
+type TaskInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response TaskInsertdefaultJSONResponse) VisitTaskInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type TaskListRequestObject struct {
 	Params TaskListParams
 }
@@ -30577,6 +33363,27 @@ func (response TaskList503JSONResponse) VisitTaskListResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TaskListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherTaskListResponseHeaders
+	StatusCode int
+}
+
+func (response TaskListdefaultJSONResponse) VisitTaskListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30658,6 +33465,27 @@ func (response TaskUpdate503JSONResponse) VisitTaskUpdateResponse(w http.Respons
 	return err
 }
 
+type TaskUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response TaskUpdatedefaultJSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookDeleteRequestObject struct {
 	Params WebhookDeleteParams
 	Body   *WebhookDeleteJSONRequestBody
@@ -30735,6 +33563,27 @@ func (response WebhookDelete503JSONResponse) VisitWebhookDeleteResponse(w http.R
 	return err
 }
 
+type WebhookDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookDeletedefaultJSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookDeliveriesRequestObject struct {
 	Params WebhookDeliveriesParams
 }
@@ -30797,6 +33646,27 @@ func (response WebhookDeliveries503JSONResponse) VisitWebhookDeliveriesResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveriesdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookDeliveryListResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookDeliveriesdefaultJSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -30878,6 +33748,27 @@ func (response WebhookInsert503JSONResponse) VisitWebhookInsertResponse(w http.R
 	return err
 }
 
+type WebhookInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookSecretResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookInsertdefaultJSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookListRequestObject struct {
 }
 
@@ -30939,6 +33830,27 @@ func (response WebhookList503JSONResponse) VisitWebhookListResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookListResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookListdefaultJSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -31020,6 +33932,27 @@ func (response WebhookTest503JSONResponse) VisitWebhookTestResponse(w http.Respo
 	return err
 }
 
+type WebhookTestdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookTestResultResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookTestdefaultJSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookUpdateRequestObject struct {
 	Params WebhookUpdateParams
 	Body   *WebhookUpdateJSONRequestBody
@@ -31093,6 +34026,27 @@ func (response WebhookUpdate503JSONResponse) VisitWebhookUpdateResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookSecretResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookUpdatedefaultJSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -32788,824 +35742,842 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37chtHmiCKv0oGtjsEqIsUSJGyBUbHNi3JbY11G4kez6yhQSWrEkA2C5lwZYEUbOsX+9cvzt8bJ+K8",
-	"wb7IeZN5khPfJauyCoUbSXm6Y7ZjxiKqsvL65Xe//NpJ7GxujTKF6wx+7ahPcjbPFP59ns60cW9NtoRf",
-	"bjGbyXzZGXTOjbBzlctCWyPsWEhsF4nLpZDGFlOVi9xmqhN1rmW2UPBxYlPVGXRO+o87UUfluc07g441",
-	"2ZI/FjO5FKkVxVS7TtSZy4nqDPr0h8O/cntDf7hCFgvXGXA35SCdzufPUecbmT6XhWpMWKSyUKKYykKk",
-	"VjlhbCHmMnftc+wHc/x5ofIltJUzVahcDDvQ1bAzEK7ItZlU/c1kkUxFMVVibPOZLMqmd13PX61N3cvU",
-	"1dc0gacjnTqhaXwpEjubyQOnYLaFSkWmXQHno1N3i3WWAzQWax6Ea83VZJHJXKhP81w5BxAx7Pz7T/2D",
-	"px//1I3o397DP9x+F/p+G76f69/hZEeF3bjeez7b9+rnhXJFc1FjrbKUVjWWOnPiWmY6xQu3dV05dSku",
-	"bboccE/DjpEzhNp5Dle3WJaPAHxm2jltJndazDM7m0uzfGOLb+3CpPUVvaYBIpGqTAFo2lxoc62dvsyU",
-	"SOzCFCqfy7xYti7vJFhe2Fgc9ftHeORjHPMe5v82f65kBseic9VYxRulEbkl1HSkU2FsLlIlM/h7oq/V",
-	"9uMJPg6+1U7kfsy7rcIUMinejs8JEfOq6utIqBGP63EHPhNzlTvC6sFEux6th5v/wEWwAmON6u2waj/k",
-	"QBgr3CKZtgwJ2L8JDbffCzjIjeBYh0I4iq3QB43E4/uDuuc2WcyUKfaZJ3+yfa7cUHx9n/M1DQwMT84E",
-	"NgJoOlqdlllkWTWrXYd3iyRRLiBcnSOcwUsADiOzFZZkYdSnuUoAuziVX6tcjOUiK0Q3VQXiUGQ3tEE0",
-	"zi0yO4nEwqQqZ2JGqFOnbRB9WoNozfMQ+EB0q2/FyeX46fH48elXX10+PknlE/k4UU+Pn6Z91VcnXz1+",
-	"0rvTEfgN+B8qt/8VN4EYgjfq5mXjtrw0TuWFSgNohPUYdSN0+uXA8km/T5D5dlG8Hb+XZrLCo5jF7FLl",
-	"iC6lmFungZA/cMItZpEorBWZzCfIWwhdOKLZW1Gq5G5hnXaBjF4Ogw+EnAEKdUKaFIZwYjEXhRVPG/87",
-	"fPo0Ej8vpCl0odWaVodPnz69E7i+V4nNU/fWvJMTdWHtK1hqfYNyajKyBnoX8tJeKzy6mfykZ4vZLVi5",
-	"epfA+PBmzRbAGikhCzGzrhAEz7df3g/mytgbgzx6fVX4CHhv4uNkrhAH891LZCEzO1moM3g6BSyvGX63",
-	"IvaSMx8I/FM8ffp1BAdXIfmVYe52235Ul1Nrr9qp1Llwi0uX5HpeCoTMLsgEiXnJJ2xd2Q2NI46O74Ve",
-	"fY46UyVTlePRvLiQE/g3VeVkcfY3Sl6JQk5KDiRX82wpuk4pEWsztofBF3Ekvru4eAfMy7Uy8MT1zoRT",
-	"sOWFuJTJFWx9/HJ88MYadfAaBIf4EJZIgnVn0Pnx0bBz9a9vrg/sh3/66tW/vEzP//mfUZIoOcBBkS9U",
-	"1HHJVM0kTHkuC0C0nUHn3+Hrn84P/oc8+KV/8HR08PFPw84fOlGnWM6hcxJciFCkaja3hTLFwXs1z+SS",
-	"+Nn68j8AgyCdiGHIWNxMlQk3gXGoK2yuUn6GByyUzDMNkj6j/BtdkITk5EyJuBw8WR58r5bx+u0MWvbO",
-	"hLx0MCOEnxvtFGxdtQ/KLGadwU8dmGznY9ui36siXx6cjwuVty02sQYupBU3Eo5LjW2umEp8KpprgcXb",
-	"K2UAfiMhoU/E1jNpliiXqVTIRTEFOEhQOHPRSp9wcrN5Ica5nTGDm2nc9DQFibkGG0ebgGCmDWJDaMUL",
-	"B/o7UTnd0R9/PDivZqNaQD27kUsn4m+UzFUeR9WZ5UoCCw5wgNdoFB5RHXrpYyL4fx52tEHRdIQbNexE",
-	"YuX7Pw87C0KSkVCf5rA2wAe5urZXKhX84Ubwbx7zZ8AEjOzxaiOuBX7/ZQuIw/PaGoB/jzraeMrRiVAW",
-	"ZvZ+hMzC+smQBoA2/wkgry3nQnNjXrx1fvyuNsev18+Rm3+RebKaqT7BZw29EtA0xJWK6U9AzKQB5m8m",
-	"l4AslCxE1xpV8jxCyWQqCj1TvTpUPe4fRY/7x532JZcEb+OCZ/LTK2UmxbQzOO73kVqUWHNFIbUZYybL",
-	"79WyjVZcqaVfOl3jB04kU2tRTOseAWY5Pj0V81ybQoK0dv7h2cuXIpnKXCYArRHJvtIJKX744eXz3tAg",
-	"ezCTVwqe5YC/Skp0k+sCMOpYDSrcCnOoY9sQb2kjjk+GZmoXOXCA7kbl7TgctVk6dwXjgbiFXgwEkoUI",
-	"WMmhwdm4kl+RE6nNWcu8pEj1eKxywHKlROBEPAS2bdiJD8UHpYZmCzE4HJoaiJxe9tVX8vT44PFRcnJw",
-	"kn6lDp7K09ODfvI4fTz+anwknyoPP0T1KwBqUKPOOrA5PcVr4n8f1WFIHPz/Pv5pDeSMgdwjtV8Fm4up",
-	"EjFwHzHSTj6CCobE1GapE12bi/hh3DsjKqwL4QqdZYI6u1SOUfU8W0b4J50ubu3j/ol4Ywvx2qZ6rFUa",
-	"40mAWCBREbgjB9K+eSEvs27rjvDGrW4Ma22/ze1sdWO+BfATqSzhca5ybVOQVklsLWHUN4pZRxs/cGJm",
-	"TTFt4JHj/vGTg6Ojg/7RGlSC3wMt7rTiSnjd2bCOC7u6ildyyyIsvGSGHMmdsDdG5Q8cYkLxizVqzTKO",
-	"Tjcto7B7LuKfFzq5YpVgGyV6FqjezkRcaQBjoNgxU8cYIfXSFtNeqLesMzJryVfVaecu1AqXsoni32r+",
-	"m3mC2872M1AtN7fGkV3tjf2gklwVTGMSawDpwp9yPs+YlXz0NwdrqVvkUiXTTDdVcIBfUlnIS+mUSFEr",
-	"XXjkwCQBQK+02T1wouyoTcMT2uicyq91osTCyGupM6BpRIrWDQiD6Zm6k1BtLG9NoHu3SF8Sa8Z6sshb",
-	"peT6zFmWdKXk3VgAa7+mEiiaePb+9ejDi2fvX1yMvn/xb0DHlUny5RxxkM6FwxNzdxNGKwD6Q67GnUHn",
-	"vz2qrK+P6K179MJcq8zOFX2zSkrqE4/rM48j4SzQjkQaWPSVUnPhxWpexBlqmQgcLKtEnCoEanJR1HGo",
-	"i1LXCniR0tRLItwPFSTEvagOWSUwjLXRbuqhD4bzEHfY+Rx13tjCU6p2ckkk8sYuslRckjQFfOTN1DqF",
-	"snpDwhZwWdMz2BBP7lok/7Zd52aPsA3u+IW1r6VZsmnO7XlFSS48r4uFq/e1LgS2S5MobNpx0W5VOn4a",
-	"APsWsXQgjvtAl8RMm0WBJKoxgzvdVyRqq2skWqc+JUqlIDYUToAAITI908XWJVVNyy4G4rTvOUqHi3Ao",
-	"0eOfNIm/g/u5cdmoCyv2AIChQQgQ3QKZQiPmmUyU5zVO+kfInIdqBxpfO5FZlLAX80gsTAaj6GJogiFU",
-	"GtKHDPiY4xOBosOZWKeveQXLcD2/kKFhfKSdmEoDd3wCCAShkfTa5Yl1L22qlRMW2h+J1/qbHjTVhZBZ",
-	"Zm+ckICEEnU4NKjHYZ1LHCh1Yj5ydyhiPLyYRYthJy73NqR08acDPOwDak1SRYAbGgqjTSgibPqZlL+w",
-	"mTbXvxAe2wNNsN6kfml+2KYnaVWgHgWXZrFDD7e/595PoEmZd5sbfy0uSYP0d3Nfw/kE3hBwadZu5m2h",
-	"T5w3L/4cbh3gCEJ1drwGhYuJKpw4OX4qtHGFkul6jSrf0AYRbNMPboL2lfYe5D313xPiLxduuUojKtbh",
-	"RuqC0eXN1JJBHjkGcamm2qTi9fm/jl6+GX376uVfv7sgDbG7Jf/qqWWJmQCv5nYCJxKxDiaTBUrBt78u",
-	"/yW49Xu7hvswketh/zm3cL3B0Oyw8ggu8MLkSiZT2K7yFjNoPHACVq/QkSKXZmjKCwuf20VBLPPNVDH5",
-	"LfnqS7tAY0O4tgak6YLBfmha4F4bQYsl/VxAfgbiKO4dCuQ2cmmcTPgKOZHbDLDHpUyuoqFxtlTXwcub",
-	"XBeFYqWdV83N5BJ4bLS7oE5PdMdoqUZ9X1TXNQ7NimmndwdSXIEP4ohnmZI5HMNznauksHmrmuKcDfyl",
-	"ElNlKdwS/82ZiM0iy2KRq5m9Zr0ZfdItPxCXKrEz5YSazYslIsuNUj30SFiP9M4NKT/qfDqY2AN+6hsf",
-	"vuE/fsIuP4bNDvRsbvOCzXvTzqAz0cV0cXmY2NkjK+f6AK74RJlH5dCfw8/dlZ4fWNwTmR3MLfpi0Owq",
-	"dzZEzGmqqdU7cv7TcL9pFc2NrXnXScc25DwVbgr8mS7ORHz+/PnoV5C3PsdipmaXKnfQBti1ciTaYzRu",
-	"zYNBf+0ApF7rYjminVqx7UQdL5C0vpswsWl/MyKGauUct5zd56gDBG5i82Vr3/7lHbrXxZquYb/XDZsr",
-	"YNG34VVUSwIOrz4ZXS7bxWo4NX9tFg4IztTCqSHdxTs7tTeElRw/78q5jgTBaiRmUmeRODw8xAuzMmX1",
-	"ifyBRkSdWhaF2twRqdZaXk9yu5ivf3P7E1jzYUtDM7YjZxd50j5DkJLWz3+m0zRT69+vf2GL9hfkHbl6",
-	"nPFRLDI1kZkABq1YRiI+jsU819eSBHxnDapkyWR+FB1/bFuu9wcewda0TiBXE00TWHnl+YK1r25/XoWc",
-	"7GCJhFatgFjITzx2vQNtjId/r55H/a/ThXJnAmhXaTkppmrW3vk61AUPRjtD2iLPWnuBi7lHL9B6LVgt",
-	"itkokbO51BOzvkHFxLe+n6lUL2ZrX2+4LPC6UGsA62aqk+loal2xqQtqlWlztb0VnOL6Vp9D4/FPHVTp",
-	"48ZVNKdCuoyzS/CvUHXUoGHNO1SBAR9XDS3XEUwNH9axR4hpCFYqyAhPvcQQjEOaSLhOvgJKF97R8ioH",
-	"hNRT2wD1evxc3i++p23733a+bafZgNEaSNXArw6rAWxVeM1e/k0lRadif57JPF3PAo1l5lSTQUkqxmkT",
-	"1fX8FdJw9GMntU6hZm77t/hBhUo6Ms8l9qWAwO7e0wtoTh6Wbb3Np9ao3Xt7B83X91Yhyp17fF9+sq7b",
-	"xqX0u1/uRLmI2vjBpm84fXIIDkJs9gCDZ7c81JdmvsA5zOSnl/TdUWAZLzfzxS0OuqXv05au38klSKvs",
-	"8b37EX2LLDv2cAu42XFyK/x/0/1ikzywzd+gLgY0ZBt4I7qlkChOvt4u9K0XFFrHeMYvw2GOn95qGBYY",
-	"tu5OIEBsbbvCnTeZqxR1DtII39J78GozEW7pCmKItg5UZ/LrpxZtZu3rU/orvKkd2q12s8HTb51/jcff",
-	"Ov0Gz7+1vW+4wtoCzkIRrdSejBdZVgptsoW73+y8tFbKaFyktlneRe44E3ami0KlAxEfxbeRQrYeUSWV",
-	"bG1aE0UaDsH4KgSwo/5tAGw/aWU7GgsEifUeOgJahXO/1d1gKaTmPHnydbRRLKnP6T35tmBwGjS6zSQa",
-	"YsrWM22ILTu1r8SYnZrvgS9CMWdr41axZ/v2t8pBu37WEIy2fdZgyljOqMQaDwobeK8f5qks1K68VwPF",
-	"6DRGo7YsRKakQ88UMviQXvGQACrs6HirovHLMRob2cI2jfYqH3GrLn4XHuFLEvvbrHqNYuQfkQH4PYj3",
-	"3w3hvc1Z70RWz9BZTCZs57HZLQnt70A393Vybair2tEt6RL2w7DnzeB7b+PTuSB5OxLqAEVUiiK1iZaZ",
-	"MKq4sflVi1nnxb3qLd7dq97iA07+Dc99515rn7X1G3gy76aq9R+s1dbewuKzxZ6y89zux6zRcO/30ssA",
-	"fcsiduUHgKIO8WWrin29OYQjiTa+vL3Z4YtZNNqUzzVX+BpwlIrpHdXD4cKDPVqj4mU9caXqfudVbC+8",
-	"0q1xZzZgHtL73BH9+NBnUdiJQj6PA4lCe/T9YJ1dlWhfTgW2J8P0hXmRPZiK4OrVzxN9sFUqEunUAZyl",
-	"gZbXKluSQ4mjSB7fQeCqIbonx70zNjUX6LiOwU9G3awS8FvJ9qg4aYBbqFB6vL/Q/HnTbbi9yvkfE5q3",
-	"UMHNTNT/uQr/+FehxXwz2sys+kviFtned+T1+ctXH9qdW0oiwpxr5GPubJ5iqIApzgTQad5XDChROXm+",
-	"YfTXLnfDZ5nB64dg00756YJEnU8HOHxn8Phz1Hnz4sfRy+drfHPUTeNwHjih09YjaXc+44C1N+rm5fNw",
-	"5KPPUefixasX7757++bFts3z7P+X3DvEL/vs3XET0Hgja+uKPHRsAL1XmtDyXe20/IrYpA/qlhj/PiST",
-	"ndG0T8B2V0E06GlHPnFhOLhij62Zsd90i67dFjJre9WYJ7WLqKe2iT2XbnppZZ5eSHd1Oy+Be5T9KDAZ",
-	"PZ7h/Zqb0WjvCkkepLuKiz6Y9XbSUWprh3Jpbaak2UvOXCvY5SU52OBm5vO/aCNQKucpfdzdSatNDmMv",
-	"nVI+SilVUbDD9ePZLLlV8cIsZ/HK2kGQj2bVzPZv//Zv/3bw+vXB8+fiu+8Gr18PPnyItwSRo4DUyHnx",
-	"68nnA/rjuPpD+D8GK3/8oU0afy6X5WW51UXRyo2QsdmOcglZMKi60Y4qkQ+LWfDp2OYTWxTKjMrh9xhY",
-	"m2urE+VG2rnFvkPPrFHL7Tdy+RrbwQfL0dVcb/vi+7l+vWTNrrZb5/SOWqEK1V25HeZzge1YXblD+x9c",
-	"C8rlyXEn0crh++k0D3d1z/1Gtp9luWvtd4o3dz9AVZ/myjhVT6RgF5dZkEqBcsiRmQRbj1A/0U6ntEns",
-	"bNf+qPGm7oCMjfbos4no6MvGSPVuy2V1mgtcs88XHrj22OfLyiK3E7MDY1ws5yq4Y03eBvD1aC1bwGts",
-	"0K7ma3ut8nSxqQVMKF1khBBW23AHm+ZR9jDalYdpflFb68q8wpU2J9RYZlSew5qj/cHtzbLtzgO080Br",
-	"/XNbp6hkRhmrbqV/pLxVZVoqTN3sdY4giAF+OhQ/YtyVzz4Vi640Au3KSgDssif50JT5r3qR93wRcarD",
-	"uLQ4samCf+e5TvCPn01BVu74WsJfuRKFBLrOmeLCfs9Kp3RdwAytOcCwpfooYTYT6hnHYEd3THt3FA0N",
-	"TyEYu7Cif0h9wS2rf9KnkOkmWd/ROuz7bEnSwm8wIk7lCQuSq4jNZwElvUcpqfRb0GiwGy15erThCBiM",
-	"AnNzlWGwunZiLvPCxwVgHNVYJpSTZ7sJ0YNHqzsgHR+B2y38YvZRScGhrs7hB6MLge+2b279f1u2+ue2",
-	"M/1nyia73HOsLUNdy5ah/uX8gtIqVOATCW2SbIHRTMQo77jwjeN/3oR99tInlF+98+rDFmK22mhfhntN",
-	"5NUm0a9F1Ft7b99tuqu/w43ceAG/ZGTYepukv3o77Adfmx1aukVLxrTcLkza/dkU4v/9fwi64Y/uUb8v",
-	"/uP/+l/Cn1pPPBIA1+K4t+M5td6xd7e4V1vY0LQmIZdHVweUqMOhKz8jj0r7G8AkTZe2iM9lI49wV2e0",
-	"KMgdtskv7Uz0AXYlBxtPVa5aXNUeN69scDNXFbNYcSA0GYhLlVkzAdp8C4oS3ut/OFLbtkceTa5Tld8/",
-	"gb1/InrvpPJu5G7thV13ye5i9Swzp+9HQlvV3vdtnqwrzbf4MDBMYyrUptvCvpe0rguuD/zGlomr40pF",
-	"GdexcWsGyKbSeGvzL++ouMFoCUctXCEnNR/3k6PbOLm30lIaYDHDDPxY7mYBgpsXv1qY9rtf+N8tUAAX",
-	"1wwQOLlVcMOXc/xv9zOvKdcrp/PQlakKhF2rpF+Hq76oYzqVeiiLKpnFTOU64Xfq5wWciRX9ASeB5hcJ",
-	"l+vw1cucUzu5uO+K2/rbcdueHzcQ1H3jnVsh6zsiqyZoN1yKoVnLldwTp3k7P6K1zdelvzMe668FoN8b",
-	"cX15V+z+FgS115e7eViXPukvfBDFHtwNOXvsIFy+OX/9YrtOFF0esOnGme6nlaivr00l4SuO/WfbyLfg",
-	"rB0M2Jz3bjeERWn/2tpvt84r0u+3y3MPHApHjXwjkrTOnWg/3c32VW/PynN3HQhjit85Swzjwx30Gx5/",
-	"fbFkLveWtKXVDELriDz8keJjJc/IJm/v9twhuzkycGnEmudPeENWc47gdrfiKMYlt9Cehl9u1KC2Nrwv",
-	"Leo/jl40LBSzG1j+H03qP5omtVYL6AtrU30Jozsoe+5RG3MLlcp9UP69SPPmKe0faruHYqWix3fJj+DP",
-	"XLiVRAknp3dQxHwBweQuuhK/yhV9yckX1ZecNZ35xOXSm97v0RM/ZBQQijfd7luR5HYqbFRr9pCBSNlX",
-	"0ccmt0Ymo3/9eRWS39C+GvbyL/Nod+PMJjL7S2pnUpvDIkvjCEtNz0Ee7Z1RPeu8NTRjJZPKSd2R8t//",
-	"Mhy6j3/6i/9jODz0f7b6SwahOXs6oWFQwS6BP35nmudOPbSdME/q7wJ5/36q9LvvaO0mbdleDkL+wnJy",
-	"uabby3E6HfkTmUnTLqk2YzSLwPLIwSBjX8yiVhcekFnrUd05SLYx7c3nMS+W39h0ua9vmKGM0FhHhsrb",
-	"/NOHt29EpguVy4xTS2OGpvjXzzGjjrDb/tqFNmb3Lz6X++re0xToYBvYqY20lbnV91trVWnHjpvVfqgA",
-	"CB1uWeoWa9uuZF0/XOse1kD+lJXbGsFVtEU3Hnb6w06MgITo3CmTajPpEW2ksuLQG3w1ljpbkEm9ucEB",
-	"tu72f/vp6OD0I3q04396rUiac+avTBLzlweTDGdSqE9FMJMzYWDXGCZahTBKq992xFjrGmunpBEZnY5E",
-	"N9OuAGLVxx1x2kwydUDFrIMk8odbVaKcxH9lcYnSWTe3N048EvUa2b34/kanwgGr7A+OJ2aySDAjPeVi",
-	"zwrOxm8Lmd3fHCqtU2ML+FjjiGvd8l1+gX+LLhbIj//64kI8YtTzaKIKrtzoS5iE+K4XsDJBeXhfKgH7",
-	"XY1QiTqfDuCjg2uZg6Tv4GuK0/xQ9kG/X3BPwa9ncq4LmXU+fg4qQrSB2DKzMqVqozTwGddRgDuVwhbP",
-	"fI3nRqZ+7PaAKGQbaDc9lb26ya+bZU4EBQ+PfB38nFvR9vX+imaqflCPDwI2pxN1FnOW21KVKVKdKUN1",
-	"cxOlr/mNviblGv21HFEFltawomQqzWR7OMk/2QWIds+4dSCA7hqpRdn1NlD5FqJxTQVpHZWe1Smpj/5G",
-	"cxG5vcGIUkJoXBPuQKcA2gQUuHytXG+XoFMMdkkXWQvsvcbniLcH4igSx5E4icRpJI77kTg+gfv2pC+6",
-	"ZVm6oHy8C3VZIUpBDLA7j4RS1VobHMlcSNzwhEQCrGYxze1iMm0Gut6KldkgBv44tWImUxWM32CnqKLW",
-	"XcbdQ7fMF6RdP1xuY3nYJWSGZxL5O1hdkLWX+x1TxH045EXu2mj127n8eaHO0OKJnvFOxNQWfdrLGuyJ",
-	"zNrtKnhj9ki5cL1G2J3ZvA0F5wtFYETjUK2ncoZUJHuGRZRx2b76flUXWDqRyMVkWojFPFhAGXjZFP5o",
-	"OZHfMJ5Y21Fgst8vFeBR4YUq/Vj/4yaj/aZdx6m+kYQWC11kaqMhx9MA4NVaTCd+7z5Gu1yOEuj9fcDh",
-	"+dO1+3oXKfv32LutKkG/l6uY0xfbudImDdO8wm6HmV7vvP31nV+71XvpqwjoW+5vtU2rthhVUN32VE+A",
-	"SmLUzCgmIgrMqkhstphh5biwNE4zGPf84H/Ig1/6B09HH389ip48bo+0xYns56K00x3dkr52R8BoDZ7G",
-	"b9eeD8q4G2IEV3VBNFgkCHIEFtJCmGnWeyJtrRQpRoEAixsETcfcT+9MSLOkClgKcGytEH1npRIZTpps",
-	"b//x//9f7YWmYOAWuT9My9K6C7ue6DZ/8XVcTa14k81Ld4I9oWF3DET1tVpcVEGgwVKGmFKey/biXlI5",
-	"Zvow3TlxSA2Nbcmsf11C3NYeGTjXop41HkHfosy658VM1Vib0hS9eWrQ/fOq/T6KvdbDi45PPt4xELNJ",
-	"CIPlrN+i57U1r0MA1qi3487gpx1sODuYez+2XGlUMcxlLmcKcHlZAcuAvONkRnjcc9+0VK57R0PDbWJ8",
-	"RODVcv0f91du7tHanbkLh3A3SLoVgOzlU7mRkO8IOXuS9WxNZDi92Y+ebvO6/SIX+Qu4tu7m3fitNtIk",
-	"6i7wyDUiWmVdzMTgq0jcd7mNl5i2AO4mZyugqOzQgPvVrYpv3MXQtbujwa0dB2h9VZ7T1QINlNCBSjPw",
-	"3pxVoeFcDLywo+rogC/CKPgdqjXsE9/R5npzPvNx34BusThrsshzZRK08KlPSbZw+lq99rtAqo57dBpw",
-	"i9nID7ltfrMQhB+433uqe/g3hOfZwiHKfKKK+nIGvMJrqm+LTDQWlB3fqoxDYUf77GzRMqP/hA1e5xbC",
-	"dZRISR4ilSd39Aq5i19HzQE0OO423P6dklkx3RObrybbslfbpXX+qm0WL9PfTZLdjeTVMzje0kHjtqb3",
-	"Nt56vRG7njBxXzbRJfndvATm03rSnE0CArVl3rt1MQ2byF6ViX+cykLI0JTBmvN0gHy79DmkSX9eWKBz",
-	"LH1241+HyEINOwMxxNSN1tlhB+vYfo570dBwF2QtEkomU989h2ihLKALhzEt0qQYxcMlpbF7W2D3Pw07",
-	"Nkuh72HHqJth5+PnuEcJVLb6BHw/1yDX7m/8WrTFGuCOUZlvMruy0DPPpDEqFalcEsXf0a11pqRbtGm5",
-	"YzmjpDFjVjkADYgEZ/SCH7hhxJKIbo3c9zAxDn6NUXQ32oWeYR3voEpDtBrk2lPPY0rTQs040sJTnEwW",
-	"WPHcmmJabggmLaPIPdgch+c8U0Wuk3aTfrbOYwb7zZbYjVd35CqRWbLIKLDTBkNGAn2Q6XECksOOR+Hr",
-	"x48478nqZAgoxCOaSZghRcLqXUE+zcH4xY0VqUr0TGbu7glTWqI6Pfzw/kUecFuW87H9crze15XnLZry",
-	"p9KNruY6Fl1s1KusLFgBe4pRc+L7dy9ps6j0fQuErHq5cM/tGTGxh1Epv+4kyHoM0Gphgu4KO9rFjlyl",
-	"/6t9NtoOOADF8lrlcqKEb12GG8AS4AeFnRc2fuB4o9B9Ba4NVXhI5RJgqmwXWlTxntFXvPWw7fuC3Bpk",
-	"GtyRPfMkUvs77FAcHHh8vzfIw9mae3Gh5Gxv3mAu82K2l/GTR3pefro1gTMKueVAIJy0+vLG9op8cG6m",
-	"SxEHX2BCMxihHQ3vecJw2/deLaW53L5O7HzHFWLbTWvblFXTdRqD1fa407rjG+AmOM3bQtDornn/2gna",
-	"/V2f+lRLPeSuZKcEg9tu0Lo4UP++Hg1K9AdJUxgY6huvCQ9tHEZ9uNK3ZEu/t3A2+b2OdL8AywYAVK4t",
-	"pQq6DhHBWe0IF6+0K97bm/2EmLfGc+PtFgg2OahPMimyJTPvKDqrlK3M7lCg/9Jyjga2oSEHXXzFHryk",
-	"b0fvkqm8Vmhvu1SZvTmr2afLrxKZ50tRrWJovNwkG7bYqLLE5kTRL5crhtFeW7pIVlTslNi8rsO6BUxW",
-	"7oA7jNUoErn9iyoiZXvbidp1zRN1pxUXhUymCM/jTE4C5U0/Ovq4Sw+XSbLTRC/ZoX5rQ6+436vx7Xdg",
-	"x+nf2nvT19rcPgJ7vu/QkIwM+21U46M7bJjvafeF8QdVMdGdv7nzLD2Z2XnEqkrlzp9Uis89P7n78gr5",
-	"iTvZeeidEVb4wd1nylUvdxi1LEu5a9u7TG4PkKzqCezadnS5Y9eB2WOn8h271/mo4pF3a3/rOiI7JzbZ",
-	"qeEdErV4E+duYzUMorv0vykN5lbtQiN7w/YJbknFsEMOlzIcYOtgK3HlW7+ol2Hb3jy3s50bjvbhmH6v",
-	"BBSNetBb56XdaGqL3UCrVqRua88z5ZycqF3Rf6Om3fb2pbfP7rLc1k69/X97wzIJwdamVcXq7RPdkCVk",
-	"u16wWfB668x+vjWW2Byzsn2dezAxVfWkrU3dTGbZCATekR2PPEPfdC3a3s3u7NLdszyR3L3TWOsSTGw9",
-	"rabnwi268L4aW2e5B8NX2B2b7YVod2Yf78Y2Loze7dh25Ss3aYH2DI3aPlYxGyVyNpd6Ynb/wJpiV6kf",
-	"2s9UqheznZvvQbOgeaF2RHJr80ZvhfmbqU6mo6l1xT6To68yba72/8pp4Fh3/erzeu3d7tYAr+5rMcy9",
-	"sonMXmuzKHap4rZLCTf1Sc7msJ7Ocf/4ycHR0cFxXxz1B/3+7eu7tQabvJY6e038x22SlWxyNnuZcsA0",
-	"pmihhl7pGSwdy4yy2ZkDbFqL2B1FR1+3r4EVV/XRv9NpqoxI7HwpcpXouYbTjERST1caCeko8tzjzjP4",
-	"aayYKpmSB1xIF9vd7jwFrU/hG+nUkxPRdYU0qcxTYXPxw/tXB06OVSTmsM1mIuyc9rrn9+aHi28Pvhbf",
-	"Xbx+hfkn2jLOts+ibRue7b3+3VZcV+tsiUNBB0MCMpFYk6jcuFv55K7PH7OarORMzBbO5ytB94pyymSF",
-	"vrTFFDXjpc/rvj6422o2fPkpBGzRPcIe93oG1yDTRonLXMmrJmScrHdBXZey6b0HRJ+ySbVBJPperaZy",
-	"whQNb+RMieGi33+cNBvgUxW3wm/gJf94m601wGm11VS7zRe+zSgE+PSDMrf0d9wlUdEKxl4JtljnSYiO",
-	"+OeVGWbP9ArXa+q+hgxzI9rx469rYhy/WJ24YDqRn/W2vdgr0KS2iS28AL5/zd7Ut6OmrcbUu0VYrI+q",
-	"aE+yvH/IxS2Nx/duHtiokl2rgr1TpMaeqswqQUmj4ubHHdSaO8V57BC/cfc8rbcJ69gtUeu9hGV86XzQ",
-	"6+ME7p4r5Atkj67FDNT2uAFjIbC2pJcOMUOARKI61fSIrIaN7yEJ9dqU0jWsuz8+L/F1G0KnEre3LX69",
-	"M4YJqs9umu9balbWai5sKrcWm76ARvxJezAJdVPNom2T36ibl2u4XV26sxh1ww4ut2BncQR/fG2juNVh",
-	"XC2CfN849zKO/Bib+qDyVTCo7fue4TRTe2PaywGXpbl3y7XqYRBm0Qaru9YU9vWAaWZ+Gm1n/q70sNwT",
-	"5kfeQrRbtmVScW5p2wK6NEzVSesaptbcSrtRhs/UQfF7bRDcMdwl4jo+6OWvsEkkZvZSZyoSNk9V3lL7",
-	"pM344eNsNnqyQqM37S6O1MGG9f8Xy/paHt6X3/oa8dpyDm9Ke1hzK/BDdrM786lm0BvQi+ki/lMccTbj",
-	"SFzmMrlShYtEajkpTSrdVLlD8UHJPJkq5xMeC8xoiAneSgVbTZJvSsihHPenj//9p/7B025PHB58fFim",
-	"1OTfreIdrvT3SYR7DyFuf5+JcPcLvducInd7YB4gBu10oRxmRXF7htlUn5PON1MTmQlyWBDdmNnjVBVS",
-	"Z44TadZUhBS511sNsJFprtxoLNuUXOcU4tSuuFwTIU39LRd5W5qnyb69XUpzNVqXmmG1tb5q09SZK0yT",
-	"2BjxyUm7ODhqj3b7TsmSB7P5RBrtMJPnSl7z0zXdrkuWWhZX5c6nSqY7dTpeZNmayX4L9wWD8hC/of+w",
-	"zbGYPtoE3FTPd6y8no0uFy0VMp9NtRp70VCSVmTrjLVpu/3y01wuVb7zGV3N5w1oaG+27iQ/TG1e7Lk7",
-	"7eu5ai3XludYgyBFNWylM9o2XzvJzYiSEu6yPHsliafb3nC+Y7titmPDa3Lu27o/c5tMi5FM81aoL/ZF",
-	"BoiU3Wie61lrydZdiwfmLcf2QRVFRhka9jizhVMjLibRosebGAyRnqpcDcpIA8biaJAg+JMobNWwNbAU",
-	"lC4W+xbWUDokr9q6yBdAbr4FUtGeOGADAbpTHpoatdiTGnwhdL8PTt8TU++Hg/fBpttxJfAYyHO04Zg7",
-	"ce7/WWh4R3z6Xx1R7o0Id0Z5d0JnMSCdWMzkFZUedZRc2aOoCrcdirdlylL6xnPuFLlctYyqjAQiRmQW",
-	"74fl6mx6eWE2M+C3kpvqiG8zntuM1tahsY14awue2oyXNqChOwp1JX7ayR/YtI7IeGQT4liDKLZhhvWo",
-	"YO3dX3/Z19/uzbd52+Vdc1W33c3b3pFO7eTq3dIZ0YnUN5M3yC/ab4vf0eqwQsgLb0UUXqBwhwIwrwF1",
-	"CaTh7aG7gseP+1TfzLZb/8EmWmZvVHFj86u9r/waL4t3uR3rTJVlsWwuptKkmTq8mym+muVqqtdKL4+N",
-	"Kq1ops2VSrWJRKEyNcnlLBJjmahLa6+2x72TYZ8HriIvt27lrXzZqv2s+Y+cfL29gHi1NcGnp/3mh+3J",
-	"oA//dNBaRKyZRGX/bdjLElaHxRbrwofFjDm7fd1adE2PFdpftMH0QLtW8F1n3+BXO3e1xh5SdUJT6wQz",
-	"bNtstMPsCWXO6YnZUBaCG6ScHs9d7erQ8fdZajuIQ9viFzv48IEyZPiUGHvGre1aVeVurhy7MyBlvFAt",
-	"DnsPD4sqoGND5EXlTSIYO6R1+8NORT7JkUQQ6o6P45X6jGvcSH7HktoN1S/dErXj5di72Db5KrQW017x",
-	"iQjAsA7z5RGu83oIkcGuPhC1CtwMZBs8IwBF/dez/dURz0a3/sB3fy+U0vxwnTPwOboC3+fqKsyyeoln",
-	"Mr9ymMcwn2A5W+muwhod/VCC3YaRmhoYd4XV79rVmFtYpFzNtElVPprhlrWwrbSXTlyqsc0VJ3GUeSEK",
-	"K+hrfCaDm1/mjjk9Pn2yJn3MSj243RFguHFH8R7osKkOqzk4C2i1m0Z5rb+Zd0GA4w3z0j4+vddqxR7L",
-	"/m5Vihnv+nWvQ2h78bXrnGXg+cVyrm7H06attY3RPcjf9Ss4JGhXFnovkwi2c8IbeOTUrntd8sTbZgL7",
-	"kS6yoO78humsr/5jAmnvajMYbia0TD09753akt/uhIteBwP3nNF/L1Z1WwgXlZOkKqJj4GgtEIE008RU",
-	"hZVK94ng6v33P3TuxAY3aNataPrefO0tSIVr1fC+x+dYp/aTShYt1u21Keg3IP7jWNC5k9qYYRk2L1No",
-	"98ZTNfamFwEVELmyc4UZYu+LIJxhAV6Z8ARsdksScV9Y/4L9K+UmHvvuObgDp9Tbod6/O3dKRmHrvSl/",
-	"pGqXt6ptWl/XGoGrmvvGiJ0qAc7uQnMt20mLvt+B3JyOZPFlRH3ff64kJ4loqk6WQd1M4dvTs6C4KKdY",
-	"rKWaXjVPSJ1pMxk5bRLVNhZnD8Zii4KTbE+VTMWlmkgDHCt0sd8S96zv1AoPKxQ8SE+aZzsKv9CyGiUq",
-	"4a8OBSWIrR5OHRya21nB34Yrcl7B/IrPF1Yh50q1gD2pULrNPbdOeS5p18sN+vJlgStf8q8au49JEH5e",
-	"KH4N51+t9Dl3vS9SKApYN6tXdyhGs/NNX1AJ6NHM1TpvlajKAurtZVV/BzWbXRQYRhUccQkaDHr4RwFc",
-	"Iv2z6RCZU9iSNmkroxz/Sr6Pnw9/pdvzmUuMc73jQ5hHvKP9o9zKUuPkD79afn3mVQnu8DQZFjbcOg+L",
-	"e8lXTThuwT3c5G4VpkqEsMNkPPpYpVxbfR0C7LrDQK+5NYCOSnJV7PjdB2yMxQcD5FwHomlRzN3g0SM0",
-	"4BXFHP784f0rL3wxnlpNUbDVYNXMjZtnm4DiNsCwAQheV/vbVjHcV4rkcskyV7dF9UfRcXQSnVJpu+hJ",
-	"e/nKWyLtD+VZf4nayRUkrTLm9I7SB+hC3EhHhcRtXpYrMfbmLPBc2ZEBacM8PJENwBHC8SoWvJk6lYxi",
-	"jE0AkOWsBHYsjk+ASXpyIi6XhXKi+8HnKeB+XY90Tt+9Pn8mrtRSaMfuPIDgUvqsLbAmkK1p9MrQ+qdH",
-	"H399fBx9/fXnP//aj9YkROHxL5Qr3pdy6F4xQ574tLLe90Rd9yZTTHfWynv8/kCnnPhEuPZM4yuJ1Sta",
-	"uwsFCuaxAaruV7dza9JRyVD1DaNK7XO5cKpkRLVyZwJ2X+TKLWYky89EV2bOCjkuVL6TeNJrK/G+PxG7",
-	"lULg1pQvtwWqoNagLdwV8ssjX2Jq2L7Se6CidyKGrYBJ81rkulh+gBnQJl0qmav8fFG0qQzhsc31Lwj7",
-	"A/ENtuXMJag19OlKxAX8IkqnnVtQLR5O038ZCrUPnJDpTJuhwZQpJhXdOMlnBwxTpIsk2SruRZj9nZLG",
-	"Iv5NpBGXAJ3X9gpIKYaEFVOl86H58N35wfHpE0CyVDfrUJxjy0RSQCM7SKYKr4QM40Fw2AcO5xuJAo55",
-	"aNR4rJIC/ce1EdYg3bImFdZwinqe9Dy3iXJOdDHpy5VSc1f16oQuhgYu11h7Ws+1iyR3iLW9eZkpb4F2",
-	"IlfjhYNPfFEabLEU1lBqeoQjhDw8lwoSgc/qfP7M+UHJAFqlMUYDcufZ+9c4fZ0oUSg5Y5G5Ytgmupgu",
-	"Lg8TO3uU5DNuCn+u1hoPXKU10EGyhsCfcGbzHDZbsYXU9cqAEJ03rKcuovhBFw2NOphJnVEPlTPrGWo2",
-	"3RmaIzlckFPScpghZl4Vc473cWeUX2FofG1Idyao6zPhVf2I9aArOs4DmP6iUBSJiLo1dzg0Q/Pf/pt4",
-	"Zg2wdCi8u6nMkYgzMAC2RqCCtg8fAkFS5lpldq4OHz4UL7BRruYZ8gEATv/04e0bQddzaOJfifREAolO",
-	"hD7ikcjtDWyLnCj+J6KCXJ9j0SVEIuIXPAxWaBuaAxFTV1ibJXYLrJ5CqYew7/hQvDWqmnAk4r++uBCP",
-	"2Ir1aKKKOIKp2hy416ERYqad02biyz5IJ+IX2JUPr0jkXBcyEy/OqDKSm6ssgy+0EwAYZfElgJSxTNQh",
-	"TpTmw8Xsh50Y7hZPuGS4sA0abeEtyL2LnD+HPaKvgXuofd2Nh52+t13E795+uBCP4NwfOWVSQC2SbjL3",
-	"hwdix7DWsqy+0OZaZjoV2swXhejSOeMjwh78bSSMnMFa0SDly3PDflPRPV4I9J0vMtWLaIgjGGJhJCFZ",
-	"p1J+/hielxuuJ9PC8ZsTeGNsIcZ2YXzz02EnxiNSxdSm+Fpmmb0p+3sKX6WLeaYTWSh6eIwPc7iXmZ7p",
-	"Ap+e+lVT3mXe+C6iMth9Yl+NkNmNXDrcqmZbrvMhdCr+43/+715cRX8h5D9wIv7XA+aJDl6mcVT6rSOp",
-	"KKz4eWELBRccwyzFxDKStzBewH1kdtLjWT/225IrmS5Fl6AZf/wCJ41bci01spe0HmbhqjsANxIRMnQO",
-	"Q/niMvGz969HH148e//iYvT9i3+Le3Cuc+lIX1p+/8CV1jHRdUqJhw+f82/38GEPaNFc4lZI3EiYE9rf",
-	"tCtRmJDG3agcdxYgOzj0bmwsuaOWIw4Y3IpprT8K881lUiCQiytjbww1o6tqUKry4FIDoW68CkTBMEgX",
-	"6TjgPkH/l4uq3jwiKdrBVFwqp1NygDh/9zLylVuM0jg6wBPeBzVXsnBhjRi62Yjk8GoTtAkpHj4kdufh",
-	"w0Pxrc2JhgYHqAsxtVkKTRGzIsx2pWEUG8F40giUjJEbkL4WvvfzlUFKjgdO6LQXCczVSfuKftosvbmS",
-	"eiNc6pk6FC9keD5oZKaVMaJmFOjFP79GDCRmtDVeZJ5GGA/w18qkmKiqUMZBx/GnA/z0gPqNRZdXPLd4",
-	"H+EGW0COTZYzBjjEfkkH4WfQJeTbq9ZG86ZWtOuH4lvUOIY7DliR8TZNlzuMhPqUqDlK+OwFE16UtgUh",
-	"/jjg+dDOMaRCv1ShlPUksGFYo4+wr6MbHUyr8CVDS2KDJfrodom4D3QCNwHGHNSjAkmjHoVhhKRtj8gF",
-	"yr9HpHhjmd+gJq7HMJYKWSHcWv8envim0y5/0q4AXN8IutcpFkmCLhnnGaBAINSmjknnADUj8SHxHN9d",
-	"XLwTRPubLAcAmQlJvjZJtsAEiuFeRrhTQT9Dc9zvRx6N50rx0cJGD8TDhyf9o4cPq1KUxIpWPCyTsUgs",
-	"DCKiqGRzbe7Z+KHpsrge//jjjwcgdACPBXvnZQ5ANQ8fnhw/9WNJHgImo1IqdVpRM2HzoZH+wvoQAlgZ",
-	"ac2FrMZA67i1wo4LZUQ5k/eqyJcH5yDzEnDTZXdngpD7KxgHMDsxEg8fnvYfP3xIvHqN/lR748UE7Yam",
-	"pFYRfbKGJiEkG+VlbC9Bsf7sSi29Dm1oqAilUTQf7FSagCulvlJNyJ28BbxsQ2GwAfUCYGqQr8y7/82E",
-	"K3SWcb2tImRzUeAiBoDKtDVJ3tCEQEgdthBAAkAArpOHDz2npjyryTQKJo39p1bxjmKdsPLbUwAWz374",
-	"cz0HqhbXGbZi+sBxry6ifKb+u6HxiwOxBlBjRZNhWiX57EXC2bIoqAaxwkyI81vOLSyx5FBoE6UbGkb6",
-	"Z7WrSek2QtovPdtdsn49uJ1L3qfjfj/cedQ44gUmpJFI3Ju5zJ0C0VNmWTQ07KBYBxHtPGdZCbEBLmDO",
-	"Hga+mS6janP9HsHxpgHrAuwkIYk+3A2qSCuzsc1nKi0njFBncz4ivOiPQ6QyNLWWMAQ1daKwE4X8BOEB",
-	"8eREfK+/gR1D1Icpa39eoKiORIyxnkoBU8OdPfLzMh5Difgil8aNVX7wwiQWMGR8Vpt3XS0Se9DqyqFB",
-	"1stmIplK4MAC1uLND68E3rQe8jQI5yoVmb5SQopLyXJ/VKFUXUyHZj1GhCO/tOmyfr2ADYhQviRe4ybH",
-	"rL3LOe6wdiKT+QTVeJIrSSO+7B6J1/qbM3HUh39hR4ZmVWaqzRwP38OfWD13JkmEJ5EaAXdEWHsml6hL",
-	"E6d9DwVOzJG0eQULl6bFxNqXixwa2LE46veHplvDhezB6c4CNgOYQ7lkWwJet96Z59lhs4pwJUNzcvxU",
-	"xAH1IGAC1vc//uf/ZhGmRhCY1WvQFxgS6MvQNMhL11h/ujZHTObPrASqjQSyB0QYeUzaJfI+Xr9Lx/36",
-	"agNWSeKdry0ciN8M8EArbXS8Cdq4grOznPSPImZyVnRVBLU4LnTOWIY2PLOwGLGYw2IzpIRFOJpKAy44",
-	"W3riRPXOXTE0xydiahe5G5AM7vVrgKvQ6RkuOBO+8lBwKshHOiEvF05hOUhU3QyNHY91QmYnmeda5f4z",
-	"4vszVSIFaxSqFeciscSsBaIojH0ozkt8Dkx8AwSARjH6zif6WoVTDA+IymISYA1N2YJQcbUmFPIMZbgU",
-	"iQXAgIUDfIGoNfV+5v46PHBDU+QLLMCZAxPpkB35pIHjw4YIlGqJOTMAmuJ/PfjW5jcyT1UKf8Vn4uW7",
-	"6ydVzmtAdguDqjvx6MmJD5qkBeA9ciiOleLhzdRmWC42s5hIKRJTe4MMLUAfMFihMlWV/DovB/rLrEzF",
-	"pcykSVTOl7Chg6UgUed1rENzUmEY5h8Qa1r4CLGe6Goj5oCuARZasB4AkElIcTA0azAMi5I1PEO4v6Rz",
-	"IfY8OX46NNXVQ6xcTVQbMc70ZFqsw0ADcRRXl8vRkvAayjQampITUTOLtA9I9iUXyQ93nSHNoUzBs7i0",
-	"qVaO0XfJBFbyRMUuoFBVMY6XlJ0tyaTDjOggzDAnylwqTZR41UulDM53gP9lKS6ReRqFmtlI/LzQyRXW",
-	"lfWwihQfmOzY9cSpcGdDg6+pi2YtWhS5S01uFPi8jZVKe+IIehA3Ocp6rONjwTMmNQeQRXe2ChrEAdJT",
-	"Zt4foU+MeNwXPJtVOkW1btcSKrpADfSBKgIPR1Ppzci88fAWmCSZRgwUfDcK4GTIcijyhSlvwDvrikmu",
-	"PvzzK1IVo2Z8BATGLoq4NIromRoaOLX6kWdqXBABMFaUn5fBQXQfcTjgv2rMBvyGS1k6kovSDbFczVzi",
-	"7e/SuRUSEzBrJ1xmbyKR2eQKyOU4t78og4LeApaeTOUlqlYDTc1EFaUoQeLZCscalVwLqRGHpht7s8jC",
-	"lEpDuocg6xW1yQKZkAVep9p0Ad2fiQBfEF8fngfcVpsBwb2UydWheGuypZAEh+w+ktgZsCO6cCobo5cE",
-	"3OBc3Mjl0DSBALctrcol4/2C3gplBnS/gdxOpDbVNjgJRxy/TNVsbgtlkuXB92oZHzZEWC+WrZrCtDeF",
-	"JdKpw6E5N3XIRssxYh7RUNLIJubGn85jWziI1+f/Onr5ZvTtq5d//e4ijoQdj4OYnd6gUsPSCDXZ8kZq",
-	"wqR0TppFCcxmGqobnUjkTEU1w1woD0defW9W4YmgZ2hK8IlEO/SUiD5E8b5AdyRywOwik6hsYMa/ge3P",
-	"gHuYAuMBcMDnykg6OL42NI2koI7fCLGh9nYVZfaGRiaJmmM+TrECHCzvDMSRKKw4Pj0V81ybAnXr5x+e",
-	"vXxZST9eDBkaupEPnEim1pJGqFK6/vDDy+cRQtWclJcKCRVO+VB8r4B4leVHkBGi7GEkblYhLER0MWKQ",
-	"3BZY1e2tu+yC4x9fqWWP+NhciSs1L8TxydAgh3kofvTMJ9x4PVNV4CNqXcILVCLmLukQIlQpRCR4Dk1p",
-	"EMJDR4E7RznXTx6J9+WyIAUn/NEiaZUmFNrPKssPDDyxRbSq6igPrjh4r+aZXKIyP0f9LIzNIOHhClED",
-	"U6f6QqVI9XisctjZgJmp7GTdmMesjF/DTgNuhp0B9Y3dSrS1p3WThO8bcW1dpSELARz6NbrWYV4Q/oZu",
-	"C1xYPl1STuULY+iyIHcNsi/GYLLeqxvIFjwIq138tUfIwAnzvUcNIxwAEejSkEu+Bt72ghsXonlG07jX",
-	"qCJCSg3XnfxppMgsniR0xwMhe1LpDRlPsnh2qYobxW+IWPiJ+uk11L41vOuJSTnxqJINvW6EFE4wRTse",
-	"GhloolgOwUWWT3ultr9uDCQTLNkUe15Z5tEkasGH5ia3haog0BD9Qg+PItcgLBqPrj1InlU41AudVbBt",
-	"QG6JA+nGJ/0jQMsnx08B7EPrbQm/PdqLch5koyIApBsnC0AMZFti5WtXeoXtAyecniC40bteABfKJPly",
-	"XoTX2LOEQ9O0LUYeXHiM8rDownoQBLoa2A+4Md5fADGWv0v9N/5CKAvzg8HC6K5kSuZoPjuriHLtXl4p",
-	"4Dd4xFKowXkgNTztP27yUYcCKZfwIruQeD/5dPHUiBVBVZM0S9z5Cid6FzMMa8A7UZbjSK4mOZB7wtF2",
-	"UYRITzHsE94AEGAa+U5OUD2AiYGBSr40SOxwIVo5Eef2xpUgzoZBO/YJ+sVMFsnUC/5jnRUgIGDRsUJm",
-	"oguyPXsjAetmTWkS7UUiRtMoOSokSmddGEs88n2PrMGGMV1lbF3OBH6wUbUhVB0din+uZCPUMs1xlT0G",
-	"j6HhRf15dT3VpP4sjuh20rDws9uPBPwf4SC0AvYOh+aDNpNMHbAyOuTlSFLnr+DixPWlxUJeWtJ6hPww",
-	"h74PDZI770NQ3cvIW7x0pkyRwcGmi0Slnu8x80UBZ8kOBSy6Ij0PfGtY7ImfUUnLg4vlXA2EnJN9Tlvz",
-	"6G/OmvhwaF4r3CU2P+YKudoDp4zTBSlt0lIjNMO21CxXMA5gzoomVhaGoaG2ZCKQaBObq6xg7xBaIks9",
-	"C2NsoWGJgnJYl7YRhV43pMZ2nkPzvxH0zrwXDOwmvlYpwSSZYSUPiAp8Usl5n1vg3PMczewmLbcNbquB",
-	"ffV88ZMTkalrlQF3rOYIceFxIiNj0B43s7lCPGRgWHXTG6CmQAGDVykraujbI4HSCK09U1NuKgB0ddTL",
-	"Adny65PGCfNIOH456fhQvNJXCv3JWQuE0pLN0qExFudMlmYnutRz5LuN/E5HfJXgAjEvFaMrLWsD8AQi",
-	"2nH0JEGtGkyqR9OpydNAOsg3AL0tnCdQnifE1rH374+joYEflaMwDZpkFvbR70D3qB/1+/3A+M5jZEpe",
-	"EzK1c2V6A1qxdijAMNg2NjjcExbjdagPIJeQrgeQN+T1E4lkqhI07fLh4pkihif7d2IBZbF+ih1EKxxF",
-	"Ax6KF6XnF96zoWEd1oB0lRjF76H6cuntjXZcAqzSk2lRXlXgAk2qsfCAksB/uKnNC2XIXbVy5I9R68Zp",
-	"SESyKEpMRP4qdEwLhcJGVMoQpc7x9OiYuwKphbHVhfpUlNCD34SWKedVCyqdBP6CbLaq6X+63moZDQ16",
-	"nFI/Je/9wPHOmJSmydUIZxV2I3dH6ptWwowinHpvaLjkIwMjFVS8CahtZd9688Mr0f3hT/1+v987FO/l",
-	"DS+cWXZkqqgDkOj/OB7/cYyOvfZa5SjSjW0+gy3/47P+H8+/RW7SkH+MzYVyiZyjXSDP7URCx8E0NKBN",
-	"nUPHw+EiHY/H8Hn8x37fG2eHC5hYzEi6MlGINjzd4roHXdcvBAHbEN1oh52BaNspdDzy8ww3KJCM4140",
-	"NEzdilzP597ig0H0KZKKG7YSeRHDCfVJJgUidElhMxjgIM5roMTHxwZfgGBUvQMGjs/QkqNTtMn4uaPI",
-	"LJ2I//j4G9o51hL8MfZtJiC6Dtkdkk4lEirj/LRtQuEZXke/oUBrcLFpbmGtTAo9H9Ug89eSchkcipfk",
-	"2c/UmJAKcY7Og0COulPGM2jg0akTY12A7MJp6J6cHFxqElAmKj8TFYvlMQWXpKWVI+ZEzw7gawA8AhLU",
-	"BjCle58uHeCoWolhlbiSyOrOBpUjA7JVkYgPY9RixoeHsXBqQr7M3fhR6Y7L/rhx6J/76PAQH/dKSaCU",
-	"xzyqQkGTNOmMgajwnK+yUpBSnx9GYp4TZvx5IU2hC9S9p9ol1Tf/cn6BTjZ0GgiLQ8NVj53ohlpls5ip",
-	"XCdwH1lXBXuBTJl0JRL0d+RSG5kvD8aZlQVxgcCQ+NnmZe6ZqkperSqfNyfWGJwqOF4893MemiCKPz7D",
-	"TTgguyqM0hrivyVLytnQBL2wEhYuC2IcyYoBr0T6Be1s1gK8+HLRCAxIZ8v8GdKQSoOXA9ffkcKYTTgy",
-	"Gwt5I5ckCPyiciu6MjhdOkus1osVk4emOlV4+pjHWn/ChRXHPW/mZcpcWMs2IlKouKGhGYb33sMaeWET",
-	"54VwxjtYlZzx8SF2jJfClwQQb1gMR5c1kkBLhR/gQADua+30ZRbq3+HSw6YTRvyx0u/4qt2oB+Hjy8kU",
-	"mehUucHQxBiSAtdPuVKEBPnlTKBmi994UZC081SBAqfBcS7VypDrhy/R8DOXeYEmki6LtzqHmfTOREw0",
-	"eaV/ZtyoSAFh2HKwocHRuhgJMSgTnKBDK6fiO8N65YNqqFr9ctc7FM8agRdDw5EXHB3hah6QMO1GYAXO",
-	"jE+hHtERODuioSeDmXkphpQqKD+SuS/LFFkKgE9wChD5FLlUT+qQgHlveGtQVKlieFRKe1/6KwFB4G28",
-	"XBTe+elSUYBpYysZ/vKhqXZxjCraQJCLOcfMgFq/AWgPxveayuaa4ESHpov20SzCuJWo3IaIy376qJSI",
-	"Dojri0eNzWYPYZmpHsEe296D0uTLcg+BteftQOGhSk0Wk7s2CiB4q8JOoMtsMUOVWZi2EQiP/13IT9RN",
-	"+WSRg7ADPD9DKuo+iFmFDRkaj+JrE+6GaaVA2I686OqdBXIQmLzVps2kCxit0n14tVFl5xUy01fqrOQx",
-	"WCMzqzwxUKEjNIIkxyENjS+NBWTc1w5BCh5Mf1DpwPDQa5vtc0XGgC0jb2Ehz7DqwnkWveu/KI2uCAdo",
-	"hamCYhil/pNdoHaVGTRTBEZ576Ps3ZNJccYaVZ2R/Y8V/lL8jXvK7c3QdG+mFgVWUzq7k68ShVJGvMyo",
-	"DM0mHVpvncqb7Z71MxNuCuKtRj6TOhanfTZT+7L6obJbFVj7jdx5cA2X9hMqyIeGiajockfHJ5FgdXvM",
-	"CQV8gI+zdOAoAHGeCQLQnxdqoVI/NjD6HAQbV94KH15XbpSlRgWDZRq5VOJaLDvVnVnMe2TxcJxvzh8v",
-	"LIQSEJIVJPe2dNz3Q/EM9xltZ94lOIyuZU6G1/6kf+add/xMKUq1S+G5qFcXnLymHqUryGUYp8Ce5gwY",
-	"SCFv2Fssc7bBfD18SOD38CFLlmwlKvHVVCKbAvfeR3qiUzaaDcm0jD08AtCI2f+DvGLZKJIscmfZRta6",
-	"CcDc4kmzSzLx+Rh5w1goVE+mIk5t4h4ByXfw7HCWcrTcw4cvfBwC3qeLZiyBZ+lzQW4rS8vIpooucHOV",
-	"6LF31kDH6KGJPx2UEQ5sdyvxVCEnIi7fOjbI0RyrxzBJRnC4SLJ13UyXiLJIue+560AmCiYmM8zcSAhP",
-	"YjwrhSxCf3jmID5X3oEcIcFhGDXs876M7GJ0mwMD2QwzID+6ZpTXYNXQNjT1JuUFgk2mWDwyMB8dfy0y",
-	"VRSocuOCkrhZB6PDQRxWN+FrUHqS8T14fCym6pP07DZ10fNmMvSdqIeVOSEvvaKD5zw0fmHa63tMw9wF",
-	"QgHI/RicwXSDpVy844k0FNuGSBB7CJzJxt5jzwdBiXPx4+NnIsZtnstcmSIm/pEeod8NueROrbGLXKWD",
-	"wGO67Fh9oihO+ihqHISbS4PET5sFxyoR+/KAvwgDS5Iq+JWU7mQ4IXVbpiRI0eh+jbK6nc3RUZAVLpNf",
-	"9HzVo/uBE/E5ItbK2dqrQnUhuqXO3r8dYEfAgvyLzJcD0fwY7vQ3gLtAvETXKpllPgqtCrWwuZ5o4+ou",
-	"wzxuF+lL5WdyJuKH8dB4Ba1Zoi772dv3H8Q8V+SnJ7rx23cXL9+++eCd9d7iCN6iQ9LQwTNyDy/h/jX6",
-	"CzQcq+Pj/klcisbSU2McH1URf31x4fslNw6PVbxXfMNBPaqbPuB306cjGpr45fjgjTXq4DXwRdCoEahZ",
-	"B8UmJKI8Z3zQIG8w8L8A6X7q3sCKbfHihvF1l3Ru5GtD2jqfQcUb6fBDPotyFI5EaW4yRnocBOeAd8Gp",
-	"1YW9uJAT3ILQxztajUbiVbf4VcTeKUDW7GJeUATMmKo5ogbUC1njLfYkqjRkIaBi3ZnMrwAcPh2oQk6Y",
-	"ggzqvpGrpVoRU5Uhx6HzZI98e1tCDaW4UfKK94Eh65lMpsrv5cAH8UfC2IMEXqF+z+v9aJ0NCCrjH2WB",
-	"9K4LchbwtA+bAP+4fwJCv3htU0ySEEL/pU3Z4wL6gM+AQkyr/FHzbEl7yft3YxdZCoyiMPaGETDTylx5",
-	"6z/AImoNiHeXwhUy497OWO9aDI0jewlnc+CwEAqERHpJfRD4ScMbyCjzQ1scLODNb/CJa/rDYYBsFJKi",
-	"MhqYOCZgDmLRRYYkV+iOkyB3blKVl1Q9NODjDhr2ZhVTCyKV7w3ERDnXh0s5y3yvVRhW6WHGjhu1T9Ba",
-	"yt6taEtwFHdyRqFTcAnQGayKQcM7SBx5tBITCkTKwAdIXP38ZqrINS74XW5nqpiqhSPfWKdKuwLg9GoL",
-	"vVVIqYqbLp1jdF4iEf+19wH1LgKAHFPvEQ0n9VdlVK6Typ3U0HwdB9Rw8pEg/g3g9MPz752PbANCh1yx",
-	"zUHqdenVI/iU2Fj0FkyvHk3soySfxRRZSDygn8QM/c9z5cf2pn/q25/XgMWbwKo4l0t0lseJlglEmoHD",
-	"UYt0jSiEVQEYbEJyRtgHNDvgRDuE+YD9Kxa5aYtv9pkkhoY0az7hAmUV4jQSEUWVnBw/RYA77T/uCWYE",
-	"Of3Dcs6umBju4ZWdrITueu7OG9O0EXCcH3CjPaP/LyoHvlqbCZxurM3YHl7Ts1iMLRF4p2YS8L24LlsP",
-	"hE/d5EQuNRs9ZtoARuNmUWW/RoyHmWpyQKsV+oFPHYuBf7O5H4GyuWQ6UcapIEXL65cXK1lZMG2zXeSJ",
-	"OrT55BF/5B5B289Rp9BFhtldFq6wM5WL9yqjyzHVc/GBXVPP373sRB0evTPoHB0eHfYxDyXd8M6g8/iw",
-	"f/iYsnxPMU/QIxDirEGJ7RG5mTz6lWDgM7yfW9eSNemtYQeWKt0f0js79nAV+07iKmw7zNHP5DAKIjI9",
-	"dMI2oX495idxxMoesi/l6DNhUpwBxVKXvgdsfIHRAHUNTaYLlcusNODbXMS/fiZkHiYjYBtGnkt0rvM2",
-	"9yu15FwwrLYM+GxAKjhBr+vSJfX371E0Pmv4IJFnUWUVLz2Q/C52cbCIRHR0pGLtPG+CoCTkrhc6+2x1",
-	"QPLGMe98xPJUSjauiaq8rtGnnDx3MFEAZ1ZAWdOUdhy4eT4tYqX/5iN7+BCEGu+nOItqLrJnWGAdd67a",
-	"quJGJyrCQGLvisNtulWyGGI9dNHjPA9ef1xCigg9jv7jf/7f7MI4NGN0XNeZp1PSlGkaq49nShonYp1G",
-	"qG3D0KvCRm5BiSZC/Wkki0ImUwywGGdyEvcGsCW/kb/cb/4a/OY3RPw2NL8dHByU/w9tj/B9PckS7DJp",
-	"+dKe+E3oFLPQAI6kCK2Is2ilkUg0wHquJoinsKN8SSqza10sR4RbOd/ccjS2+SwSnJM9YszLnY0ul3BG",
-	"YzsiLBSRPyEtVcx0mmaKf2SyfL7Is0iwGp3/oBekDUWQUREmhACBekSpj4Dlnth8iR/5H5Eo8+D7PyMh",
-	"J5Rclv+KBGmqWbgYOV2ocr70CJihxqNMm6vy0aKYjRI5m0s9MfQrfDNTqV7MuBWJVvSjULB18fnz56Nf",
-	"YYWfYzxPcSx+o8xV/qRwvSsrEd2Y67fEj+LUGlRjNg6iKpTAf5NLc8SXvW2fRdebN3qRqOwB1d90GFz9",
-	"JxKVFjsSVClBdPuPjmAuckIQKk7Eb0HqLV4VoiqaViTcYhWKWs6OtqINOHaYKdlWwvnillAI7QpAVbM/",
-	"Fb+JsTYSw/rqphjnb1O5CtGtWZt7+HBUGp/5+0o9GjQkYU1bM9Kp6B4JbRILCzgGWRQod9imsVuiO5cY",
-	"KImOA72194EHJvCnv6NyDnfc32rHnojf0ALlBiuWQDsOk7ChKIjzJxSrzbUFpgM2VXT9Vz3aX9EtZQ74",
-	"2assZKMKoIJGHGS509xxmgQTuuRJfFq1n2GT0EpemcAjcS0Lhtu2S4S8Lc/kgVuxI/b4qvfhZmB6uhAr",
-	"73QbRNcV5DG8fn2lMY7QMv/yt8n/rsCjbrwLWngy4B9U9IEbINUILH3tUETw1YLygGgRqCSykJmdLAAR",
-	"YTZSel4nW3QuC6Org/nZFKLra1+zAwPcKjwmGJdHAlyEVi7qjyKh4b+jkhYWFv6/+p0kkbiE/3iazdc9",
-	"OG7iP0OzHN+uLcdT4SL+u35mtW/qh1i/4GtPMgCb5vE3ECMbtwg11PkQj9HdTGbZCLiKkR2PgD2OiEkm",
-	"PAnA7K2FdswmQBdgSNG9mSq4zm035mZqe5UdkbLJ+/SQy2B/FHFc6IIQ1WqXs9kcV3N4eNjz1kjGdpRe",
-	"oWn8dMqkvrmfMTcqzZfE4f9kMwBAdfMxRmG3ZuLECz00NdD2XJrP4yKqpL7cMW5TnVdDfyvECKkaa6NS",
-	"YjND55QuihVsBPfu2mxfZjMdCiE98maqnJZqLk07ey3R2bnQ48nrrb5F4QEY88TOLrX3Vjt/8zwwppOF",
-	"E114mIGl7ELetu4WcxD5ycscefUV335mg7lDzwgDaAF3Dcx6GydcXTzxmziOxEkkTiPxJBLH/YgQQSBi",
-	"WlPXjhJM8x1pft/yLTqv4DfY/IhHgX/hO7gb0IyPCRvyLXDcfGWC/FmTdrgVd54zf+0GghJE9s5EKJsA",
-	"la059fDiZKGO6HSPW3eIJ4CxXg5QcSqXbsDM6eVSeM6yJOhoRQfCjyaRkFpHJQt1WbFPwvsfALj7/vgh",
-	"zhfasr2fnnr0crkk+GSMS1fxrAaieGfh9+Hr14fwG9dMTEq11uN+cJRTeY0hXRQTa6ruW+oZcnceSZd4",
-	"VgRU3XPhCpVNsAr8CPEdnTnQvTDjKdMF6dQB4CAfS4KfKSZb8A1cEvS9qqYYgK7Nfdq7lZy5za4jTrXh",
-	"04XgSIhb/Uj8a69xGObYAovuJD6gjZ8RUuiWxsDHvUZ4PKXyLvzdZimNJ0Vm8U9zuUTPpFRV6RKJAQiz",
-	"AHvt9uq70saE2hLlgmtJqCa4nRXKkOmSMRHwYPJapcKpwocvO1W+9Hjb0zT0KrtcUjqXGSm5s4yCixTj",
-	"BHbqFcypjG3G4dPaXNpPIAxQGMFjkeZyXLhInIgilyDTnQo3l7NIPCEHUerOcywhPxNyO36gEAjLj3KV",
-	"6DmqIy1lEqyS3rQDaeXMWSZxYpRPLj03G7R2ooubMghJ3RmaKQfov+GRLR2zd5PkPNyhtsjemDOOXxiE",
-	"jwhteTcV0qp5J8gHrndYOu+5mNT1Ruao+gJydSheo2vUlB40iaV3m8RYK0SxZ2F3TmUUW7aKiiMhZ5Zd",
-	"xGklpe+p35nDobmYqhX+mDV/fH+9REk2UI8nab64sd5ZlXBlRC6nrnLDo51a3dmoDIkp99JbrWxeYIpV",
-	"Auql1615NphOvhs7ajei12jJ4CelOBuL/tBIlyiDWSYfiSORKv8zKq/uUe/MY2dMzVD5T8Q6jUMns6EJ",
-	"RGVnxY3MripP/Elpj/M5ZQHArzSa9wjWDsVzGnQALB+6dVA0bBeHqmbXI5V8aVB5mXYGHVKAv9KuoFhS",
-	"1I770P7O4Kf2UjCIyrDI4ic5m2cKs/dreD+XxbQTeWU/7WwnzONPZTDIVNNSEuYJFoU5io5PotO2ujCf",
-	"o201fEOtdP2EKcga05ABxqPz4cO/XBQI7rVFdXQaIaFDqTEsD45rxfCUarHMRXfC1dUKHjSKoFTlT0Yf",
-	"/9SNaj97D//QVuBjte4mYZs5xlpOVFRGfpz2+4dr5llXj9emy+DbGZz2wxLOtfrNR7scyjvgIbzmjOJ6",
-	"o2ZUyrr5rZ/VUTAp7mTfiT0j6CgsmlIAH3TXIYTeGV3WekHlthnX8cY6AHhyssOJxv1YyAqfxEfhDS71",
-	"Br1tMylxytqN3FgidnVemMhnkxRCrH7AY5eMdEScNrPPxDCvXUCt5nQ18z2LnO4ye2R2d5j1xulWxf/v",
-	"ca6l8NWti9zlDiKBjVhqYgq6dor3PzuNQX1NWUPT1rYIgcA7siDcOxQvixrTMjSbeC3OiQ58iC42cSdw",
-	"o6+1ujmrnPO1D0DYxguVnRyKF2jy65Yc0Z/j3tCQYSzwDCmNZ10vvA42dI/5L1Cxd1xmDgq8bOXSMWVu",
-	"Oz0/kZ2pCpWtBnqC//YetpamXj3Yb70HBsjOUSBKexkeZd6zNhl6UJegz4ABwTs0qAvQXOBkEIjPPqYn",
-	"FJ4DJUEgOg+Nl51TDIQbb9IEAY8cSNjRiohNGUmCc8C8DTrzmhsOKtDF+pNBpUTtWELazrXDfzo4/Ohr",
-	"hId/73QkF9YfSKGCEzmrQJH0XZgaG6815riPcWbx4YZ5H3/ReT9r0UKcVZo/L8OGvtGVJmMTRkbwWYvo",
-	"sKL3mmvSWqJ7debPvS4EKO3Gsbi29z1i1ueV8mXL4FXN9Hsc/t125c4KOSKDx7ppMqvcjrZaaqOtzunF",
-	"Ns0R63taFUiByLlWE9BY0dqloEZr/Vp2YezebVFOrV/K/eqodl0yKtPuxMpe7Kb3WpkROcgEG7RJL8ZJ",
-	"XxGjrEcMn5qXZd+17MD2hNq2mhwRlYqzMrH7OsZuI6/ZUPdtRnVNnB4wBDvhcFQi3UGp1924FFYedtYo",
-	"Ah6TKuDjvnir1AeuXvTN06Hv7oas3pc6yA34ZuM0KtXn3VDNh20K0M3TCLWue03kI+l5lCu+senSV+iD",
-	"cx782mlmpoJnVdebKkoiT449YvW/Bokgl0dWYKO9se70eIhlMEkooeKQx/3+DnNjJRCVB+aYqHUz9W0f",
-	"vfQNP0ekxoBFLmYzmS+BxUa1nPccraOATtS59qV6qXYszL4sNNvp+A6P6A+Hf4EAhWVViSVAUEatdtVd",
-	"56dfhx2dDhExHEdljpdh543Ni+mNNql49erZsBMNO4kuMKNl572eSHxS6rzw8bkxUnyj8smw8zkKuj0K",
-	"u31mTWGdrXd4IbNMG7Olz49Yz7Ow9rU0y3cqf8dbuHHPWQf21kDrC2tfyXxCNUfJkZI0PvWTOPcKn0D9",
-	"W5p5p/JarR5H56Tf71Tnwcq+QdNdcwhv7CIfdgJ34KPy9Prl6fX96fWD0/OVef3ZEcTveE3YX7/tllyw",
-	"MpkcR73duvTwh9066R+tG6G8PY9+8HX9flEpfnT8dPtHF3SeHJ2EZWlP+493GsznGqY6r+XxwUmnFIG9",
-	"6oINjFSpd0aZYPBTB9p2Pkadups/zOGoXsSY8tN5NbVX6fqq28zSVsiRHUjhL10sUdE9Ia0beyJ1uFax",
-	"90jtlCWQySWVaTHxJ9yg8krtULFTdtPsRJ3KLxUZ/NIxtRN1Ss9Udq+PvO7A/8XviKuExdgCq0GH7oQw",
-	"euWvE/yqikjrqqA0LI6dVP2fuOfMbq34qZbPAkfV8lngqQozDlxV+WftHTmr+oaMyulXofIZnHWpUazh",
-	"2c9R57j9yLlm9cqZ0za1rn7l6Co/Vv+DHFkRMrBm+bpjqSk+Q+8r6KjUMlaOWAAa6MXqofxjwO+6K1po",
-	"/xbA7RatQNm6/k2TDr3Bgp8r3wYQVvfqC9uUl6nu1xc2ofsXePat3Wo80Y81HS5t19F+gOHXiddmYXSB",
-	"l1sjjP6M4Hgti9XxUGrG8U72Gg/4Mv4nYM8Ki/8JniRJJ+pc4n8rxhZgcQ+Iq8GZr7NcP9P6d41TbiCR",
-	"9UcdgtUKiFRwD38Bxitd/wDf1H3/YLkrbn+wE/BPtfsoyQPp2u+s0ZRV7eM+l4QRyF2uPS+/diqBT3gL",
-	"Fm+ghFKbhtR3r6XXVhz6iMO7wBM8/NlK1dbRlcrVu/oBLaph7mEHG/vBKkXiRW6zHe1zKfkO8gpFrM+O",
-	"ncwIEM4i981gPqzxhvk8uc10AgfzEFp32xvvU44nWLGNJWojXOYxm3csL9EbQUbbhlTrQzsBcnH1YM11",
-	"zOwr7Yr3wB7DJ2WKQIoMWh+YF2Q9OXz4UDznPNsrGjc06xabXXyGpqzyKTPS7nBgEmVc9VnCOBVJlU4+",
-	"rg31pipviGkcLlAHhmmMtBPOjovB6vzKZJWcQR4RHaVz1QUWPvJ57ocGaxVzBggjLKdmpGh5zm1OXvi+",
-	"tLl0vmZhlX4sqjJODU2QbspYX+3GTe0NWtRQiVdVgZ2q5Aq4bi4Y5E+K/JJjYezQcA9jbbikqa+Cj0I7",
-	"O/W0qnApgxBtglE3FH6qhqa+IYfiJVU2ydi1um49aATCVNmjygIZ0nFCY5kHIZkYW92wZdZ8vtwDMdUO",
-	"g6BL2ZFtVGWBIcPOXHhm+HthCp0JZ2cKIIe4Q8WpcLq8i/DNI/L7RqD5J28P8/Jk6Xbuc5bFVa4ogq74",
-	"MKw2HR/Fa5x/4GO6J6ueP23iWdXkUZBu43u17Oyv/in9bH4FXIaKhJ2l3Zcpy5Mk7tb9i+6u8eGrvlX5",
-	"8NwaJCLGFt/CHd/6wTPa8je+/f3I9/FRvE60jzqcQAX6b0nysW5Y/upR2yc4g38khcFzThxXQ7OBeoAu",
-	"AqnhqkxVpDAof3u5aTcKRpARUi80IjFmXE/DztPUBV7TXBuoTr5q2Q8p1QxmNMaa24jgLqs0lgV7kIZk",
-	"rlvll6IKFyf9k7hHCUYb+f6myk+llglUFs3sf+igXWZflg1sXqro5azpOFTOJcjY3qu8oZHorO4COpIg",
-	"zZPzuZJUh8gX23vgRIzb7eKh6Xq/y5Ff2ExiWlRfz7mZxZDSg/juGi+HJn5BPaNz6UW1P37pvNKxzWci",
-	"zmwis7+kdia1OSyyIAuMm8tEuaoClnaiyPVsprjWIWYHX5DfF7UNE37j8qss2pw0m10BFoai9ikXmMRk",
-	"1LvT7G6MLUblF+7PXBMAW2KN0aZJIVv2ziguEvqoHbb33/bFi5jrwnczi84hWM/Ihw9pRxwJJ+ij2bKd",
-	"T2M5CSD5F83uqQiLr6floL3MailFtUL6rX1V7Ipq055WbI1rJkhAo7i68SdNTD0Vs19PVhFMXtJ1/8+i",
-	"rc43Bfm9rgIPAzPWG5/rivBSmiCtfyiQDo7xCVnKB52/HdpfbOb+kpA14NDTesCINSS8flLNG795Kn5g",
-	"9LduG3d3Qlud2xflMS5l+oImHW7BG84zQdvgobuLwXOckTJTssIKva2mivZU/7hfw87AF0yAy2Ae+ASy",
-	"pFOfLDKJyfZgDsBcDjv//tO//2U4dB//9Bf/x3B46P/8w7BzB0tHCU5vx+eUR20Hbqr+AXNXwDH4yMit",
-	"fbxRNy9T+uIWVr7/ZMbvooaYECP9H0ZwAyN4nqZ15kqu+uJswoWrDOPHXRlChrOQI5woRBT8T4OlX0nP",
-	"Q1l5OIrEy30UwF8F6a4wi2glY61RNDTzbOFEDMuIIxFPcruYc/Zr/Jty5cAW1AKEucjKnLwKaqHBmHyN",
-	"eS1OtIM512PRbZsOdt+6u+TWqAs1c1z7t8FBYgHYNjauF1GBH/IJiqvoerSWUYa2ofFsLTSo8vuinH5j",
-	"RPyOZh0Jz97RYj7YRMvsDZUBd5xd91yUuqFWnVBjxTU1zMOHrIh5+FB0EznXhczEi6gsfVt5Bk8lJ/up",
-	"WPQN3MZfVbEtdudZOC2d1uN3kIiu9R9fH7+zt9vhNs5n/MYahckWme25K5H1RLxGZnVaJhDmpB/XyldS",
-	"2UpRG6WJBHtCcNEheZmUfZugzzvQRZmnqw4MDQ85DskIr8zOTiVbJrXqVPLr0MPdsDPYxROEGRl8fiS+",
-	"k/mlXeTiQ5ErVZCrCBm9scFx//jJwdHRQf9I9J8O+v0ByITr3EnIEoiPqRHZCvHBC1dYo8mVpWaGr5rX",
-	"rPHVYzZfwKqO+CetCbPehTMeXS6bjizRMDTbV51W1vvqWWDErx6Wtvzq0SLPgh+kbB92BqebHGpgeQgI",
-	"sAw4GVsEPdZMRsH+VXaaIQNM9bBqVpq6oO/j8gFNAfOh0K6zf0DVFT6p+vEkqGqAT4KTQGMw/v7qq/7R",
-	"8eOT0ydf8ZuJq9qteBs0XwVOB81Xge9BsMmBC0L9aVtLckhofE14qv6wUCWcfY6YD4dllH5aJ6f9fjQM",
-	"RJzqatWJX7VlnpknuGsKP6G31skpdrRT58f0vOr8b9Jo19L7RwA0pJ+1dfT3Xgd2gkP96fFXx+JJvy/6",
-	"fb78SMvwXa4ShTSNh65ofzj8k2Aoj6l4+IVTI+YRCJ3kC8W31rQB2tV8Xj7uQx/41E5yM0oYH/gTtldz",
-	"G/66ZpTGP4tZ7a0sgp9XeePKjxdZ1ngkAYuOlou8+Wgsk2AWc5tMi5FMg2apbnYPT4JLS7cxG10uptXv",
-	"S2muqs++kVmhE/GNNFf0Vl/h8/7Jyenx6fHxKa0j6C+nv0/6X/WPvz7qP+2X/zti5A1HN5rnurwTHxFm",
-	"iFULz/P/Y+9fl9s4snxR/FUyEHuHAE0RAkBSlsBw/IeW5LbGurVEt3e3S39WEpUgq1nIhKsKhGCHIvbH",
-	"8/l8mTfY388rnHmTeZITudbKW1UBBG+S7FbHTFgECll5Xbkuv/VbtBvbtpMf2WzcPPbD17+pvGT/ofdw",
-	"mzR2X2whkqEtmmrk/sIOfTP0PsI5W6xE0ZCYtN/r0x8K6G2uxDf22Ol5e9YmTO7mvIeKMXTg4/uPoK5c",
-	"y5AmjTpUc15urWa36mx7AWDT05f0DLjA7LZq0LM7RGdqFW8DOnN3sHe52ftKVYZs/I+G6DRT0JZavN7s",
-	"FhU/vVpUhrwwT7RCHZji24VlWrTutoQdrPAAtqZfS8bSUrgYAhqZZHv2ImeOtn2PAXHvtpPd5A2yKaai",
-	"gueJqSWTWDfE1S8aU/13H1fgwgeqMGGIfiwT0n21IU20/Cv2WBvZVoIFXw0H+jtPbQy+HT3uxRJGQUor",
-	"uSyaRINeCCsscnfAODvhaQC1aFStBGdEnyW4BuA3GbJcnPLcUrSZ5Hk93JEh/6dFI2iGl1oEAZJwdtmJ",
-	"gFJLzQIFLblJ4CmggFprPIVJFe6nrDSEtJgbyeUqdIfXKqStZzXqmkgNawZqDpwDLJZUSQ5+n0mKM/Us",
-	"4iUoaxi+e+qvECZgKPKdIfqh1idTS2KeryiiIi0yRRBbunF0PIatbjjSxYcqqDtuXONUDAJ2jP4yKNKH",
-	"B4d8aN+ufxBcpgcBczUrz6DaApXYQ+IVQ7WN4aiJujAEOAGrDcRAsXAjsOS7LW4ollo7cQCLiCWMw2Am",
-	"DN5UO5fNQK7BK2UVVD9EzFxFYbgyiMOZaYNqkkXG86xERvFYGmIOl6E4o51Yl3nrAmONKd3gqbqlkFgj",
-	"7elnqMOjLwMT0KsUDaMhuQF2ZGakudmVFGsJKmpnuZ1gg9B65P86USoXXF4nRcrDyJg7BSYL7wf4pw25",
-	"tWlr4EPD+8N5BIGZ5yQDpCLmeY61wTVkowFaXEP4mZdsMEb1OEgzGKMWrNsghbczRnUXft3SwzbjFDsY",
-	"yFn025Hhodt0Zkcn0kZHZ+xMDlgm/WZns3UibbHRR2CvdaKO3mStdojWXlomyBqZ4Rw5oxQ6blDX44ZT",
-	"y6SEjI2zyssJGRvHlNtWZLG4/Izx0IcTj4cjB6kdD4cObzne31oHfeKfv7sObT41GkDdcelUA3SXhhyb",
-	"bff/pf5YmpixvlGhiiW2nEnvZY+DpNsVZPmXvRu5ZUPf8kZL5zv3qFb/jfQI56YuWgjJ4UFwlIR7se0O",
-	"aZ2kx94k2XbHfottR7JNIjbNJ8/Kvu4swtH8WAvWuvl4bj69Mze214Erm6y3Gr9t3J9fo7iXRXG3tBGv",
-	"GZoFkb+tVYjEo7cB1UMN9/pQPezJHwypRwHjO0DqkeHcZwmsm1VZzzMMQ+N0de1dHzHUiyKkbSyxCnRE",
-	"NUNJByfyp3WqMLa5HUQM+vflQsQco+7tAcS2U0BHlwHF1pP9bu6QeT2u7xrdbngVz563hnetU73Bvjbg",
-	"YjQZNu3nOngwE3q5Mh7s397//34Z7Dzu9lh/5/19IBnx/v4KCftckDBY0K+6xHa6hL3BPysezDkPt9M8",
-	"PG9lq/LhYp+3myegb74dcOiaMGrCkiPwaWJ5avAg+XRP3RnPZC9gOwd1pRAXmVpY92ksmZ5v8EvP2YkA",
-	"QURNrCnM32fJ9zwvRcJ4auutl2y6KHTXdYN+5Q0oKmcKNkPCV5szl/iTM1JbqFSF10fXpNbEIPGOGCGh",
-	"NoSZDOP0a23eWzzApzE7EDvprT69Ke3JEGTW8OpBqVdGwHk9gmqp2r3UO+jYDPuYIOzCVZDU40gyKRNz",
-	"GNqYvFBP0u81OqFej559iWH79isEa1kVFEdp2Re4KXJVGm//jBfnkX6P8QJj4h047ann6/Qz9657RjYm",
-	"g0Sb1pgvgVLSUqyBBzaTxkm9QZl7axv+zBrdlf1nVkw4HOCNPGqRj7DQV1KxgCy57S63+jzetVb1Uyme",
-	"mq76qpU3BsDzUQBND4ZJVTA4rdfUtkIEivFXoQvM02tNSXD4vmS/eFAVeHvceX9d7WrQcLzckUr0D1Go",
-	"ulr0pUb42ybpVpWyFuHTUMwI4T1IvmpoVkMLNZ1tfT8wrztuMW+gmmE29np97AlV5LLls+e8LG1drlZk",
-	"fpKlCapBcOGXNiG9D19h1NxyemqpAJ3AKuQgRzAfEAVin6GzIzLp9VEjKgxqhq92UMlwUx8Maq3b9DjS",
-	"8g7NSOAixPd2E6kqkUQsofhHgo4SCO9CpiKMKifBBXmD+nTnqwPmVIRJjs6gSrfHZyJhFI0+EVh6t9en",
-	"TAVMgqgzb5KhCvED82Ldrnk3FD/qmpxKquYLikRaqPlcf2aKagANgJITYfrHCjFTF3qO8lyrL4xRF0lG",
-	"p6LILkzd8sQFyvSc2AgZoTc8OFkCmhAVRKPxY814Sqlw8QpbDL/0cRc1oAWoQC6LA99nILd+bgghF0rz",
-	"bs8D10OOdWJgNkoz/so8XZq006DWmbclcDPBiATx0+JEUiDeQEqwwxYJgvkihNiorT5O1VZYlDYEygie",
-	"clPT3Xvcs4q2N0V7j3rWFUrXrKsxY18ZBqRoUG4YulH9Vw0WceBUeYdaYXXQSshzQdwwVmWuR/tRENXt",
-	"VLBmbFVxpLhYsTPwjlZMAQ+wQn0ZutSA39CamSFFjE+BBx2MRtu6xweCoAPd5JWyYbIyTGfZYW9QvNDc",
-	"i18X3Ga9G3SSJGHFGYVwWDcZJj08+kTV7vBLjL22s+5Mg9TfqNRwEyYVtdhrusUZ4OpQj0Sa+axkpaCd",
-	"wJ1ho5bWuAHgV/ByYBphQYHGupWSDNHNTOucRi3GSXQd6+SnOVEFfU4vM0xG3ZOr9SK/bjLadEjmbjU+",
-	"58EFMqhx5w0ISEMm0wmD5btGJehcZPPoBOwf5BICERX24C2IepKHKEKsWUmVt+FXpjJmEcQQf/cwAD4f",
-	"IsUofdYr+shynXy8auQe1/CzRe4JrgWnziZP4Q2vpswHBF41gG/XbmMIfzioxfDxZzcI4w+uF/z9o5s0",
-	"0HMtLY/Uk5YjCdVyspQteUnK3xWt3Aqy1W2A0aiwI1ONH4lWbtL9RZ4fiQ81g11/SoFCFLewU51aEagn",
-	"+uFrGu+E0md/86123R4YLzcaGEn9LXmH7pY76KsdGtqheFQ8i+6uzVCfQggsue1R6rVwv0OfG+41fcHN",
-	"yWBsiR1AurRFLqAhobCIlqmgh8nfa+Dm/YZPGcRBLDfgHi6PPESt5HUmHqHfONUiAMt0G4NNgnGYibIH",
-	"ZmRZitlJbkw3batF5JAHrRlsNSyAolU1Z22erJh+YS4scY8eeXVWCEHcM8wBA3ZYYjCRoNXlSp2LlC3m",
-	"LXhsc1eaH5TejdeFse+NesbVzdPU8gCCmijF8qAF/cBORVVSiZAAboed84wnBwNpucn3dqF4P1yyyFkf",
-	"eBR6ERO5b9tg6yZ3oeuKEfYojuBDzwqojL2Wh2hsQzRgjxpSI6AzqjMQlmtJi3o+axFrmX6TVIHmLc6p",
-	"qi4jcepKsKZwK0QtHE69vk3b8Goy1rX9gNlhzJJXz34+fv408WDVIaQFfIbJ0bMXz9788PrVs3eJqWJF",
-	"VeDxRLPkl9/1g1R5HkTEx/dkbT97efj8Bf6Q2d+RVIgl/RIAux/fJ5HZnFjFtBTapgW7xtTfWiqwWmyJ",
-	"dz17UrAuXSjakI8lLwq+6oE+oZtot1JgpF9A5ORTIKubuJQbYK23NyK8Kb5rI6KVdMGrc2/S/a6ngQXp",
-	"jEarXNW+0BvTveZGMN939MD17KG93VsygC4Txzca5mYMrqOY8NJv9J+mTtTdEU2gUHT5qU781bLNh/UM",
-	"cu/Y1VLI8ZBSKiuKxJas2S0yYT8Gc/cdL8SG+VOLqkUB+2STN6pPHmUh2/Hrv2+ewmsQV58X/lTXgb9C",
-	"oC6FUwcK5OYwG2Uivd8+7za4e6ASRmDZQIGWdVxYT2qBrGY0LRPlBi7v+tiyMrb+GM82ClPyLDW1cePU",
-	"XgfIml5ERdfRhohlo+h6MwF4S6opg7JCM+ZciHnZouib6oCe4bPBpgE7gpI9S8Brt+WHJv9T9+2YuhXH",
-	"YERlFXjO5znPJJuc8YJPtOqFEQDS9ExnTRk855PXBhE/FQnrmmLgrlI+viasSp6w7lBvwdFg4B7VZsTk",
-	"TCn06+sX60cPWKJlocP4AAoWqi/xaoIxldqUaaVWVTyn+JOWqQlsCsaSicjyrm6QPWBhn3pJH6KhpxDc",
-	"RRZTIYFHyqi6DDRdGO/PPk0bhlTQhd+GtudVI0pSiGpRSIh+6HvWjBa7bEKNOFWt86cXKzuVEOfoWrBb",
-	"WWV5rtu64HkGrqbeOJy/rLB1283MfGte9K1eOFWwQQT/Z4F0uKu8/iNiTor+zYJD66yEF1pYXEJ29sVW",
-	"oF9fs390izX7R9ep2e+Ye604aUqIgDauo35T+Z3Vfz3M88bZhQ7CRgmFNaEoHCtbadCd0pyDu645/2mZ",
-	"7ajXLivYVztB+rhxoZtucuk1uiJpw2iXXbsk4XC7koRfOX0cp89wv8npUzNursLicy1D6HPSB9lXPkIW",
-	"QfwKGsozeS7STDaYBM+qal6OHzxYLpd981B/omYPMvkA3r6jcFE/vqfikp/FsIk6si1xB3QTql18jcO2",
-	"pRH4Cw68WY4U/OVBSdKRAxaAKknF8BM9ickB26VkIKM+XaPPI9Pn3a0FxG7L/hu1CYjv+UmRnfNZU0Jw",
-	"9jz/TbQJCPv5lvKBt8gHw13nS4hbFA67bLg3Hl1K+LWOkyv6Kmu/ytrPI2ubhXyd8AkVWsZP1IXQE3cN",
-	"7t2wqbgzNiagB0Aw+vUfoBDvn53qLSzeuymlzncyXYfqzdmKgauphOPwoBTV1pXk3vq4Zvw9o0PjqdGB",
-	"Xe+n5scSoRQ1Dw/rhn4DCzrGJLY875kwej2xvRFYh/CzFA0fWCkoLcsVpwt6CeXpYon16RxatWcj7VlV",
-	"mqgiVKVD7/W4MQna1kp5xS1TGZ5KCI2yUlRVJk/LGjy2zxL6PQVDQemA4AcvWWKETMJUEcukErk4Lfgs",
-	"Yd1cLUWxow3TtOeB0Cl1TE2z3NWFUQXAYHNxwDib86xgp9kFUGktswmgdyz4u89soTVuAJj11dULGcva",
-	"So6Zj+hkjaQzM0eWb6/LS5bJWCZ/eQaBb+cDhezKdX4PfOs78XkDpOHY4e0OArnpluBS8p0TUZxq0xt/",
-	"3hnbC4cCoyFfwFWDm3aG7jS+uRH3V/dvbSZkbwD+guM5uhXIHwpgUdVRfnZr3l0Eymoa+7eiZ9gdpLWM",
-	"27yT6Vyao/o1XLThAn8nqnX3IG/u98Z1fmsV9gI55K55W770wfk8ezBbrY0qfb/Ip1kOBcgMmsXdnPdK",
-	"9uOb52yec2n5auaiyFTKEqzrXqhZ0u/jH5VKxuxE6ash5Sv9g0m+SEUaMfiTmjcNQ/7Ab0qKA2Z/boIc",
-	"mMmvUr6KYum9yWDk0GBPOTBw2l/fK9lMyerMb/BETFUh/N7iro4ljUNN2UyBi5RLtvvwIfQ1MuEM2Ple",
-	"tg8VPjGTElKDQgYJZkJMeC5kygvsECIHeTrLJOZvYSWWYrZTiuJCFOx8nmn1wCcOwIAQVj8Rs5IAR/rf",
-	"8CEnvzTHN+Qr6E8sqfgGAfdnoiqyCcsqNhO8XBSCCEj5pFrwHPcqPYPFXInixOWl6zHFEiIxAY2n4/g0",
-	"AUbd6TFF6yz08xigelBNT7ef9Ma1AGJEiWQQFIks82uw1w4wB4qX5+VxqqQImsPKsqarRtvgZZmdSqEV",
-	"lwjS5EXKUmDO9RuOJYOlgagnJOeZxJYevhPK6R5Tp7zXYrAJakeXC62LJXxmOgS/aR9IkKtfLmYuxwp/",
-	"XuJbM3mhsokoj7OyXLS8l75vebWp92uP8mqO2YA0BaBwYeMsbenfVp2bqJkI3wufgRsvrDIcMfFhovVK",
-	"wMRCosqJqJbCxctIB76HfM/4c1NYOGrroqk85G16jBNOeD5Z5PADEhJ0wDMJ0ChV4OIqOOBjPE54OqEv",
-	"9HSlFpMzUZrjYD2BIMG8VuFgSggeg3Gg+4Fn77/+k4Lm+iexfOB+TosCL3VTTWex5fz5FGS6AYgj6h+j",
-	"JaUWQHoEM6DFgmk+OM+ZNCn7ffYMlbcx2x3W6fYyvU10UxIn/PWkUickzXYhkeWVXlTwJ/BztLDgzWrK",
-	"ht/YxyvFhvv20VjuDvV0DPcf7A7Zv+mG6K8B+5btDvrsELt+r9RLdAqWiha8OCMPaGxSz/kEM5B0jzN5",
-	"6sh6h4PBASRPZio9No0c0w+s8cEvRAHeXUgBNAW2EIcKM3oMHySwrCAm9ITO9WhxNr2pIYlrptucHB8i",
-	"Gkv6Eux78OpEIK/pBOJ3vAKa5YXZh3ocOUeoNNQ8xa08gQPdxU1qZgmwb8ikrPUM2Hm9PqPBVOoYqmab",
-	"4W++LmNZKfcpZXUGDbVMrCtsSlOLZnJkpziWtogZRPahwXt0Uro+VNZ9bThm9DO9PnuDL9OqNgKgvVlB",
-	"HpdJNuO54xj3TgTg4+Wqba3gn5ZrIvk97pzx8vh8nsXEWPwxwRRZg2cWeSkOQoAjqQZtVqrVvH6cZy9X",
-	"V7ZRf5xnT3klvi/UrLNFOJUeP1K3VCbsKeX3X8bjSu8FHld4/3egaNmuB0YW7S2jjFld7BpuTmoq7owZ",
-	"OrMHO7tDvSzUNj2hW487zPm7bwgKvUa47HyeNdj69M7EK2WpUAZF3gE94/lUb1UjP+8UEun2PFgbUCNL",
-	"q0RQyMybwyBqgK58uwTuq+E+1nFaI4jjzvjxoA+FkDYLlnUP3rBbnownx7+NwbzSFyGUL6KwDSrK8B1c",
-	"NxifySHgsI9dwwsq7oz3sHRafQiP9BAg5uRCbKA2Nd6AOpT/ioeDwaD2locPzUct7xrCdwaCK9WbnMt6",
-	"jNXaK59oR6EUxejHUr3Uk9+AjRvzC66LpUJBXR6gLinshQvpVp768WWdicHO8JsbnImH+1ueidYHv5Az",
-	"sVvfrqNPcyp2BxtOxb47FLfmHfvxzfMNAas/ku9Ki4Oms8dzU1kd5grgZlR3WpxPleCzte4n3ZVpwwVV",
-	"VnxKeiM6O6zDhfIe2zRwLKoL9I1ZwVKh7RoyQwH5eKLV7UqxnJ+earWuiywbc0/LPFmRWwUBcymGnoxx",
-	"GPmMfxgJ0h/k2Uz/B3F2hJbGkEbdCZdEoUFp7YTQ5WY9YzBaxMsuSlEcsFJZskY0TEpjRkKoiUzgDAG1",
-	"6LULjGFCU7/T0zs21md2gb6TemCKdGj0Wx2se9rUcmLejNMqnQlOy0Krhgbk8kzRqhZCm+WsyE7PKtZ1",
-	"DxhVPmx1bGmlZqXIL5B1EiKK7hmEGNNzvPJ+fa/EXXUAbge/s2pRlVlKJRjKiZpjXFpNke7SPVcr9gMu",
-	"wnIpKKmSly5G4QUbe5FxFtn9mLhkwb6hEC3KZMySpp0FLjrPs5UVG6zdrvGqkE1mzUW7VKRzIikLGdM+",
-	"HrjXZ4eOCadlEWDlahMOWf/1USZEfdQnR5ob/Zg4Ue0nzLOWRYq762DdZNS602bg46F0bdF4cVgiOz0z",
-	"xEPagAWazjNeCeMacMh5b8r67CfY887v4vUBQOaY8gkH7K3ez+XYOSXBDSCFIJ8q7nc6mNDDeyDg8DhE",
-	"temBX1NpJv+H3gT6P2fdac5dkFk3HwUDzApWqBzyxY3NfKKqM2zcOKCoPlV7aSq9tXfjTsK6PxwdvWEj",
-	"2DY/Y2ZcvkKcPnXVApJhClyOrJGdHImMMKPxNKOwPysEL5WMZTeRqmW6vOEmEWs8428t70ni6I9lfftC",
-	"KDwKNukxdoxOqqpcIgK4LIIGIGcC2kjAoxWMSf9enZOnw2xM/em8EOuygH0PwpG+PD+dD6EBPn9tmPzw",
-	"Sja4czcBB23b1dY286cugMyP2kHowcTeAIf+2XwhbgvpmWthlNl8jnGr3qmRcyt2PhxDh0CEP+nMwPOX",
-	"HVvCBNqRkwUSLL82JXzk5Tuei9JUK68r/N/sg8Iftur3SJ3HHTRJp6o4ydJU1M1kYraFfrd6pnY9z5QZ",
-	"oFWw3NhA9uKAtZjz+vPpnVBKiqf2/TWnnD/X347+OHtObxRX+v2hv0UAfcscrLZtP7nPLt9Vj63J6l74",
-	"jf/CF7wo2assL6G8/C288eHA7OPGmVLnLaeGDuCaTX/5zUU4MDoaxlRzu+Q7pxp83SFb7pB9/4WHUnL2",
-	"HYB1Wl7XWD6vevk6Ifclb8dPJsQX8lyqpVwn3A7bDTzBJjzPwcgGQw/cORvY+fY2xyJqA/Xf+fiWAGsw",
-	"7duqEmRL/NGUiE9+XG9PvG5jeOCWvU03JOjY5Z/PGYk2RlNpuqFbEmyommNytnqQ8tUGrgWARpS1yDFE",
-	"yZt4N1aDu4G7IeUrViykzOQp+B9jOctSabaL/bcpcdzuAezTK5vAOKSXtPC4SgE4Dp9eB4Aj7BvbAvoW",
-	"yyb2jT2zbiMBiCkBaO4E0uCSqIEdCwkoFhKQEQQpQhs5FxciN4iDTIq1jTQBaP01ULM6wKwdiWVhX/pL",
-	"C/qKMA+AGTzage64JPoIKZAaHhwoNd7ovkOoJWPGAZSG3MhCOtPfgdIK/+8CYf/ongIHsjd+qAVkkxhw",
-	"qrIyAFJ2cep6lojAzVnLW9FViS/us0PoKlRu52meYWl5/SsCTGYyK89w27hPy4oXlXVpEGgD6dL1432W",
-	"6MOXLnKRHuPeeABdPLYfJwa3h+O1L5/yPC9bMHMA3cPy/PpEKCnChgEVaNr04X7LrDprW3jkagghfw03",
-	"melWnyXqQhTpovZW+tC+2GweoH6TatmrD8/BFEjaOaoBE2GwuJpikQvDlF0LJsxWD3CrQYUjcFu7LYel",
-	"jkAq2enG0Aj2Fmn8T1bH1Wquuw5kVrLSqo0obElIaM0jm9/d72HognutqgLHqh+GZaKZtj+7VyIe6sDI",
-	"CO+k4zHF8doWYVgRrnBieerdEqOohMluojlpNnA4+uTzFMgmDWZYLSy5DZ6CE3Uh+i04z40YznbJYUaI",
-	"mMyg4/iJWfPFrGwAK/utqM91cM42LKe3Unt7tO1wK2ILALmBox1OWG3Do8534IJUQXdhzvweA1wzGddR",
-	"n2bXt7/SIELPRBMVaupWbEKF9h0ElcCw+o9jBMiOLXgVigkYT75p1+JUlRTlAa0PtTYOca9Er7P2+oEw",
-	"UiI+zIUsTVfor6AvalGdKvNKnLapKk5VVQl5bO+u5BJYtJd+VagcTgpshS5n05yfekN0xRv8ShEmlHoh",
-	"mFRsIVFQ04GD5rlcAU1mQ2LBqlegN0AtBMP3EypGAHC3Og0+aXWQXvMeNd2t1Vtrv1dnq+PzeUYTapkF",
-	"14RYbbk5kKI+aBi3LhIA6X0dsrPfK9kJLwXDQnOT1UbH/MvVU766jHvnex916c+VYXJCPW6zAtgLiWaM",
-	"CTUarGFxofIGLX5z+uZSupkXfHOvUZPsHdiw4e7DfVSAvWVPrtHt40pdqeef1Me/Dux4KdDxNjCOw53h",
-	"4wbG0YM3jgaf3rPchjQ7ZEshziMvSvpJgGeXOyOGD9c6I0Yj54zAJpputSM14yV7I6qCL8pzXuIvapYH",
-	"/hi0gFh3Ou5oWaf/qR8GpQUfqSnHcWe8q/tmldq4Mx7Sr53GTE9ZVYgeCvRS77VGN6WPSN0jXwv9M+48",
-	"4XkOE1PviNeFthd/fP8RnCKe0tQcvdWHarNhh4bf6JZqqs+N2gJtgRaS0GXwnK8n+D8NHqIbPPzL/Ua3",
-	"33J7h/31Jm4IHVoRprAFIom+TNy/R0q9UPJ0HU6yzVa/mWzxhPtoMNrfGQx3BsN+Hw6G/vcILLvdh9/A",
-	"u3x5/xDrEGFZxpvl45qR1nNyU776zDJjNFgvMwatMmOd3/9SYbFb2zIbhcVwVJcW37RJi73aod1tkRaj",
-	"prQYXkFaPHLSYn+9tBhBwMK28lIIyODxG9pzDY28qbiy2BnVRMXe0EBE603i96N9BE9fJoKGtXbpd9u0",
-	"2yaOhqPBoL/fIpSGDaHkHnWiade8vC6fRlvJpz3X7dF6+bR1UsAWx2Q9AHp/26SAhyOchdsAQJtu3RYA",
-	"etDf3fWByWsgyTdAP+81wM9uX2xKCbjVuAPJ5z9J1OEpX5kR3T4U+ilfPTU/awk8gHhfG3o4IseoKJpE",
-	"NlnozjV+3Mgavdpuo4hBaGbGMpPr0u/ND4uFLBEq3RqpgIBDz/mMY3ljp7HxGJMvH3qajAnyDD7IVgex",
-	"kjae4XmGa2U6rE/E8+RiHqVkWVr2DoybMSvZmVqyGZdmK8yQyAfxnDvW++s7esm9vJV/1/RVa09YN18f",
-	"1HxlXLKm0j5lhLrB6o8Ji64bPMtOz/QmSHvOoUoOmnxp8pORs9ZwF5dnaikTNz49LoTGjq0+Z53bAGRH",
-	"xm29CanG0xjLjzoiHz6zfEAb3MW2OGnCkkwy4DeKpSrMrHcRL2y9uphMWjLOTpTKBZe6BX/n4PPeBqPl",
-	"jmUTN98NH/RKouGmsvYpPgF1Uz32vwThtjXnFGYGYNa/RT23tqofucR/BKf8Mg/SER3ML9xj9IM9PbSf",
-	"iZNBwVaLGHCYD5HW2XZsd9DenWAztlM87w5C/ukvCQtq/EQnPH0BIwgsm2BwTG8WNWUF1B68uikXNLaB",
-	"8G84+AzuIehUvYzKEdQJC3ZJxIJhfDu8U6uPtMaG9opXZEPn91whxiRzVE7Iv2rtmmc7yEIZ8nFiC64p",
-	"UqudXKv1hg0ejweW5dQTYg6LcmXqUhJYrgXLD/pOEAeFmk6JXrSAqhTm2wp4LJ3l2DRb4YJZN0d7jx8P",
-	"ojW2nzdJdD348wTukfUTNXzEgLy0faLC5x56z23FoPtKFdXZUt9sL148qc3gLv7GzuAbRPG7UmW84rk6",
-	"XYj6ZMJEEsjSqH+hxwPuEOQ8gqAsTfkXeB4Ga87DMGrzFtxooUcDNhxssdD43O7ahb7BIdEDYfxEC+u1",
-	"R2XjMRl+PSZXPya3ZraaW+bPYLQe6WN5r/ThHKRr3boJSxpq3YwVPH9wqlRableEFYooEI814EsyMBcS",
-	"aOI4S8vEQSd57nTrmikHGPUDQKVlWNO/EHPBK9YNXgCwO4BjEFTNflMBrZo2RqkqaprZvia9KJZaskbs",
-	"1wWXVVatMJxtN+k9m/Rrn+hFbF5kE2Ra+9vhESt4JdB21j+F8cXStkB5v1Ix/WJtVhywiSq0uUT25rQS",
-	"xVIvEdUbxmKg3nwjEau2zvSuPlEpJOgRb65MbXUP4HeD2SwXM8NX49NjoX1nHtpEm2tLR3nMufCjVw7c",
-	"nPT67DnAB1iWAlEc8eNQqrDPTOUi7XZiWJeA3BHjEjMF7VMRMN7q6UgLvpS9oMCoqTU3Zq5zkgO4A70H",
-	"wKuUpfVao8mQfBApwB2SQcKUkQsW9lKJDwDMpLzHVlNO8PwvemFuqVbn5Vl68LangufP060ff56Wt8QL",
-	"ZJvbwgZyr47gotqyjvddlaAPqWj1wl2K9YddvnuLleZpl8PMXDq6n/yHv5Y3/+RVAJ10AtGL5J60b+yd",
-	"Knh+a4XNPTG/sQLgkblavDLZJFs33p9Q+GwpCoGVsy1AI5ZzfprJ0z57Y9vjhatI7pXr0y2P/Yrj9TNF",
-	"XAhlLDfdFgc0k9ZZ5gaC2d+WC15PBJE9mmfulSwBNKWW48AF1/1VVuy//pPu4v/6T9YdDgbsv/+v/9ve",
-	"sz32gA0Hg4iNeskBSy64IwX82+FRLOHe9ikGDYrf4hZ10wdOZYGfe64/p2MA30SWIgwYSIysPmB3VJ/9",
-	"FTUIwPiZTpaBGoFrsCyyqhLSW4NYltmpzKbZhMvKkt9hzn03GQ2SiCXD/j78Z9TfT4yOgq0D5A0aI0LB",
-	"ZDja7w8G7VTr9nrbpsicvpRqvr3BcF1+N2zQTp2N/A9UcQy2ZzPbrG1P3yGj+PubuObKFhJ0W1H7BvXO",
-	"RtuxoO9iiZfAXNQfmCMGn8ATTktHU/yMZwV7VpwqMlNTMtF/2MFw768YB8e4aDbBCDpxZ5nDBiZtFHcu",
-	"uH2WovYjE472Cui4ykG7+4PRJb022WK1bj8VeaZ10rDTXoeHXn/3HvcfPw6763rrOmses10lTkw1neoj",
-	"T8zwoWa0WQcTPL+DIsT2LPwL13r5S/PK3qhPXLnIy9NAWtdVCrQc11vqT864PBWlZVdic16WIqXwn4UB",
-	"m3suAf1ieZZNzoz1mCt56hvyQLFiNBG68NcYlweu3Io17ybUIcuQDJoFGJeebhEqQuwVFinmOXvp6Rt9",
-	"dlixXPCyAgsXOVlORJmlooSRYK6GC+oB0h9vpj77QatMA0zPQtx5np0LMHbRVgU/QdwZGLZl4oDCCYw7",
-	"lt8L+kWlVMhELjn6Quy26I1ZYg79mA0SWweHWz2hr3vqeS6oDK6qRAKcPXxCSQt5CjZs2WdPjZoAVz9A",
-	"CG0RHy6p4kMstcZh2HWBhpQv+Qr1l99EoVgXNSxDR+y5SirFdqlJp9DgrGqFplJs1NNaHwWnKqVYzgtT",
-	"+4mh70+vermY+d+axR7EnSR0algvQ8OrUSs5Y/cGkOjDMtoUBtxj5JcBlAJoloXQx2tRUbngWLpDQPkG",
-	"oap+ifb005xiqJ+vTo3RuEgpMysEl2AHPte3sb6IOuPR3tZy/2k4xDstNHNNfHqbS+CVQseQ3RqZUdwF",
-	"z2lLrhVXWMRJXOo9qEkmPcFWOO3eXi0bEpdHCgV4C0FAllIytVG6N4eYaY+Bc3GMcB8/mIxidBfY9AVk",
-	"Kd2o+2pRvZ6+NT3fuK6v3aMfow7K0bRZxtOd99oxv9MY2qdRafeup9J+M2hRaW8zvIITnNq5/1ozaIMi",
-	"iAcVNJGajLhEJbySEmh8OZ4iuFWwxvPMwI1Y9zR1E2g+6WmhCfGCgsuST/S3Y0bsWeB8B7kE1zRVlEKA",
-	"3hm4mo7qxbYTF25MLotHxBICEvySevr61+SPYkHZP++1YRAjlomtrAoKRNyhPFtzm8Ud4xKC+2jKKfrj",
-	"aYxMi8w+4uVMOxxgkjkkbAZ5ugMHkYNnafrLip+GDw71g8SPkhiu1zBPknW1Tgr/CmMtiGyzJRgbpan8",
-	"GiNhQcWDOtgOda6gnhIi8/rOK1f5sSduyKVkd4AxFzXLqkqkvQNSx3SDVt8Kg2d6FvkpEjBCyaSdUmgN",
-	"yah6h4x2I0aY0IvtfHTdyyJQuLmtX66HIcJYLqHKQwVdRbXPV7hhNlOh/wvCWP/jV2nAieBcbPr8DmJp",
-	"SrQYD5HXU6QF5UwquYOez6aK75N/4PuGUSypC2wQ0asHfWdBhIwhgz5rdaPG8jp+1Fu2Kjz/ZMO+yEQZ",
-	"WBixbPpM15oYtnQnKPGR56y9V5IhYSlbAnOjxZaQYgk7+16JQcVWnf+WYoE3UfcpwvSLVfG0ItHx9f5B",
-	"5CsheCuRCtKJrMKC+gqqHKBxGBNhgAUqjcQmdI0PLbGg09HOcL8TeeAUD44KFTnIKfwafFZalcgKrVxZ",
-	"odgZPx7C/YkpNej9hc8fDSNDGdUZ71/JasFFulOD5YSnpv0twqW2K4AafVc1qkQfMjsjYRUa/8YIJdyl",
-	"ur5tccwk2URUEkcy/+5hXfeOsncjhZ82zattPZJPas+Dvxuj/pf+9pVYPk87189tfuqfkHAt0JsXiHNz",
-	"aEAkmQ/9Q3bZakCb/WHf+83YaRW1QFP9rZ/JCqtFtNdNEWRI2AminUuKlLsifWgH3h5bztmgb9oe052+",
-	"6xvYjTd9CaXPg7vkq8F0STT+pnYRiQJrC92OOxzj7U1X+CWGy6bYuFd4vM/u3z/U+owosgl5rbFahVbm",
-	"Qm9zLLGD9+9DQe3QQCn5ChzLWt+LAksrNAwiZ7REoSkEmq21PrxOAOs9gs6AeYmD0j/hEs0EVgpIH0NF",
-	"j6O+BbcXaISklg78wQy06tYzFVRDO8W1qxV1bbcQE/mSr7TxZrrKm+5+c2XmYmqoadJCzedYBUCLJ91H",
-	"jLpbY0864rtgXYi/3tzAk4mYV0ZEyxW+EfVHdMvD9KElU/fQE1UP0ZAJiOJDyQQ2yQUvqAzsgTOEAFUQ",
-	"WELskG5/dMNgpIL+rW0Xbx3BQsSHZ1oJV3mulrrPMeLuei3IQaCGCkprgu5unQN99tSqCjiayBFf6976",
-	"S4gTPDkTE8teFcAc8W5PDoA1JXy4UqcCvAvI31+5UtV42pxKhEeBLEQtZ1udCzx0QFyOe4zlet9BsD3M",
-	"FN4r6xvYqxRMGyC0t+EMLWQuSr2GgdFOIkcPR2GWIYkkctVETiLpTQL73CWjhf3QW4Yc3Lwy4GhLNBY1",
-	"uLyUno4sj2Uhpljgk06ifgSQUQTbDOYnYI08hCMX7EsjT3AtEYgKDnamJ0kUepGML4cmzFsgWN43HIFI",
-	"HukV6cM8LwRPV1iitQS5BG5bTHT9p1poNY8VaomZlYZsUapYUuRxLWiUXM83xI1+AVEhFxDSYqoz7vzM",
-	"M4jCWfas7FSKFBnH+KSqWWWjK1lcnyBE9Gc1nAbXg/kYXGyeyXORvsUdXpubtnM79QNgvKIotzkhRgRc",
-	"OkdO5o6daNLHcWt5o1dFXzMNCZlVawTQzWb4iwcQbxPsw7JV+t+B5lh6WtsVY4B8PXgCA1+B97vLt1RZ",
-	"6f664anw4oBboMu/wqg/Q6TL2Ux3DKA2gvfB73pXf9yIoKa4QBtTJnr3WWtVPlv3DTDVIrVs0LEsVVER",
-	"1JowS9KVEgROg18X2eQcSyN1E73BE/ZtrdoYKdCxTOAo6AfgX/ofQ9h1gwj+z9Tlw2iB7XzP18b1OMox",
-	"e1xTdFdzraIPB8HHscSDpr8a1X4x4ZU4VQWglXf3ge+hNIQPJevaYIe1OHsHbG9AIDB63d7Qu27136MQ",
-	"C1czEyK2t8tMj7zvoQojPbDnmG3NS/bdR244ew/ZnK9MScKZ/uQbU2EWTBSiUDJ18fYeMX6KF9NebSZO",
-	"C7WYA38I8HoXF7ApJmcqmwApisGEYS5ZDb70zNZwrNdYxGQ2nlLWkl3NVt3RfPkXcTkmO9gKATr7MUGz",
-	"57w6c054uA02wbKFXMw6418eR8NBNHoc7e5He4NobxjtjaK93WhvL9rbj/YeRnvfRHuPor3H778ErPa1",
-	"vL/k2XwC12MN5h3MKiGHlMBLTXxArPzmC1bPekDjQJAP0iK/MToqpIDTXkGiPSOxfnmsT/DosT6QewN9",
-	"vPZG+szs7elTsPdQ7/G9R2zv8fsbeYbxbeEMPGlIk7uFiz9/GnfGw2EUd14dvnyGwBig5SJgNn6/53//",
-	"bqH3hCgIAX1rTlvj3/iXRTH/zd6Xemvak+Bf6fRZJq6PZDbNekhmEut3lHdsLo3E/KuZP0XVHeEqbybm",
-	"kt8K5YC+mkGzGVOKcmlOb0TqAGQax9LgZ+t5xE34QOSnDaOrB7J/G6m/EXlTaBwY424CZb1cL9TLzAw4",
-	"F6sBdakiloSvcVnD5vErZw6bHzayh2OJ6cPsqtnDl2UEx/KTpgTTAD9HWjC9+mtq8I1Sg2kWL7fuzVZ+",
-	"9DVF+GuKsEsRdvvHXonG03Vrlm54G147XXiLa6+RNoxkDJDhCGnDXjV7MvRd1Y0NKROsG7wUmCkxMgZw",
-	"O8rE6W2TlEzNhInJusH6kW5Dg7ZeSAf+jejSpC/JUt58F7Tn0N6+XP8kia61ufnXTXYdbpfs+ogyA9yO",
-	"1x9+4oTX9uSA/bbkgKumjdK4vqaOfsLU0cvvmasbXg2BFV43l5ld9+8/+1AJWWZK9u/fZyahwEgLW8Bo",
-	"De7foGisIUGsrmhl1E2JbWLxjcsptI7QF1ueqWVZB+yHvsVabS19PwBRm3RluLg0lbjYDIimghd533YN",
-	"07Jl5DJxkayCWm9IPq/ND0ucrC/CWmoCr7s6gz7u6x+YWzSWDvMATlgP718HQfCqYcdhzcEwg6CO68BQ",
-	"nRfyNzxMdupDAI2J/UftqQxRWOqyFvmvpRrYadiUbnDQUIK4UWlCsq02RwMlCKcKkxUIZlP1qDDnsfgw",
-	"zwoB+1dIRn6CllyJ9aByZ65naZ/9B8ITxmym0kUu2F7EBCbaWn1lo/H5BUDQ28HhdSriWl4qao2dcef5",
-	"q7/t0IOPOu3g72+G28MPgmm5awjCETi8Q4WJel3HHwQi5ooQBGpyMwBhj3XDGMkfDrx9u3hb/5h9xdxe",
-	"jrndpGNEHWEue6NwmL+vpnX42FwjfTeatBhI21qt0ML7gSmNEDBk2fsuli2Oy0jvGVFWhpn/ZAWoROLi",
-	"z9Keq3FmGLQCngk1RW2jWqoQIdEGKj3Aaq0W5Ch5AeA05TLTcaC8CiGDdM8HmXf3LMUlQklDUvow5fCB",
-	"YehvOo6zU6nPiFEvgO8KoKzUalDFQQrL1U/XIRYavuB5lgJHhChm1Ejjl3AvAlunXdWstMb+yQo0IbWU",
-	"rJnzaFUJKN2rAK2alaFKYfBswRbxdkS/sV+8PaL1hGmW6xtyjEl8JMdn2sbGsB+4ny9hsQSei4kq0nZk",
-	"OPEK9NqcC5HxiIOs6rOnfk1YbrNfg+HpbgMwHCs9bFIXruWa+Osim5yTgN/OMwG/2J678pYdGSc8fZ7W",
-	"0W+sfidLZgLVV6fiDwiTSePXm99r8vpXb4sf5hXtO7MPuy7Bel0spvdH8c80dngb3O723TTokUE1FKsz",
-	"GUV0MNgbWfrssMjULnJ019wppJ/FnfF+QIn+HM1Aj9cbn3o4DIm+n1MJstAzQ/Xmjm2pOfirrd7czfjP",
-	"ibkCIDz6qSA7kxo35qDHeeakf0gt/g38ROsHesmPQ/ozrVrUHE/II/AXbUhtq2S+LrRoeWv0+dtTHD2c",
-	"6r+sB6p2HOv3aBPXd1ueKOeEEheX6oWe++n+fdb1cgwdMg2zM6AxNhUiNXWmyKj3kgO0CoGQ5y6Z4fsD",
-	"o2suZHYhipLncD33miETS1+2FIXAlB1wQ0SmPvJkUZSqSCKm8tTqmJErx0TvPlYS4X9zUbAJz/M+O4wl",
-	"VqVj50LMUekzzen+AQF6IeY54gIAZQu+JfKkSPGhgqaAgAHSe2CowuodMDnV0iASMANolkE7EB0/U0tT",
-	"MB4oSkVZs15jCTOeC35BDq/AewlvQA/MGQdiAK2dZpLhPOE0Qr3wWCapmpQPUjHJwNLozyAq9LPhUDAD",
-	"Bz+TECkW3CoZ+bEcXgAmOJbwaqdu4ljPAJ5ZVnrnIyFct5YlQhYjz0ucxGQpTs6UOt+h1BxQdekzrY/p",
-	"7ZGJsodQDSjL1DUVwC6p3IQ/gaqiEoCk8BxpnKlANxsmoCFSn7YufIlwVIIm6l6JfDqm5B3q1kpP9kTN",
-	"BBkJULSdZ/mJ+oC9iSBb5sSeLJZmpZ4ZA3ZlNM5YLlVxLgpTxk13mXqf4IlJWHfYqGk/MgkAe75o3cck",
-	"gCiWI0SO6if3oGMRezgw7ww6ZqY3QedYwrp0u0UGLhrFcn4GW1ZgS2CElXrHRlT2Hjm/4OYDl59LTHD/",
-	"om9iCX08NokKEXWPmCXQSIhMV03n8CRbZydLkCwniWU3IfdixBJi9ofSYlqb1/8qhQS2lpkoS34q2K8L",
-	"sYC8Izqt3nexnAqtBabYgF7nBBDH+he2AZupSBbVu5dHb2ivRMB/iBvkeMqzXASvBp8mW8wxMTMh6ZaM",
-	"DQwZB8JcUp4hzYvME0R8CNLJQIvQMYzu11+UnkMplu/JS2q2ELyQ5gxEnkvKJTkCskeVgtylGIHGX5RQ",
-	"HQKs0AWUCKwlTxKirwfoXCOToE6L2ewkBBD7LcqSFYtcoCHI01kmwT1Olwj0Rx+fM8FTv4f+2cTcSJSX",
-	"GWCr9NGgKEFKQW00I9lMIJmJ+Qxm5rUUIL8BMlzaK2M/GgwGwZQ4gPGcl7g4KC7HYIHrJQKzlpXn2ZxK",
-	"UOQ57lK8QOhkU6Mn4EKwItc0OiP6zJnSRj/c8qys3TXsVMHlYaFtQJGEv8hKBiVs0C0A3hi64PTrJ3xx",
-	"elaxxbzPDqn7+hdqzn9diAODkK1Z3JQEQxYwbl6Yfv0u0Ur18gZcOK7cIeLzjY/eAvRpKkCGg1Nnnq8i",
-	"ZtD6sFfhwkbemyHrGry+GVwhyDRHt0fDKIcXbEO4fVS795GnXFxkakH9OjDBD331YyFKuhbRo4V34ZqK",
-	"gNhyUHtvxj+8EPK0OqOCe5fWBKQzNYf0Mb2fbA1DYBGyO3cw6K3rRqgHtZcCxOp/phbg/qW1ABv9fN0m",
-	"UIQnUKDEDKC9W0QIpFnUCi4Oo9GaAWGTG+d1zittKHXGnf//L4Odx+//rRvhf3v3/8c2pRjNcEoRSMGW",
-	"vtd6jVI8WpjU1Lb+Y4vr+j+q95/v/HYMA8B/tI/gVrw7T3DD1iIvJDHsyTfk/HCjXZ7DSOIS4zXUliLS",
-	"AadbOnPiZj4e2H01SsulEb93B7L/PaZX+/XIHpMHoFkcLizGtr07AhRZfBSK1cNBIOJz1OCotDbocFQU",
-	"jHQn58DA/QdP4j5FbwQqJFhzjfwlv5B/AWq3nfDJedx5/9FRuT/G8mTrBji8vQGOwgFqvbMxur2tR+c7",
-	"jX4ZRqP3+vzEtFXhl//4X3//8OKff129+OcznEZ9z5pCcR+v66a7FYfKIZtTujWJWovPMAdVsVNlFIU/",
-	"S8W2ELhuiM0NIwIMPHQEeK4Ue/hvKdoGd/IbLSjArQL6zgO0Oa4A7JllEslx+uwp/Lb0kB7agh4jeOXw",
-	"6dPjhE1UvphJdLITuUOMsRLjlMizEsqR2MjYElkZYA1E2mNSFaSXZ5JNeJGWfUYp7WgUkDZtMnTOsjQV",
-	"khRRCKBNMxkCUvgpzyQ70XcQ0qyAkOizMCugTUeD3+O4Pz+Bw9bn8nl6p9AHikJtDeZvx+QfGrRQu06v",
-	"1eZLkfnYwu6tMGzfLar+K9oA3cuwdSDlJ03BTchz2gddMLIBt2IkYimqSp/Z25OJDlmP4vDKOMdAHE4z",
-	"iY7UxmAgj9n3hsWya/0cwx4zeWOsOxr0xiyBMvSsmwutT0NlhdOMOE+T48QZUA93D6wUjaWTtiB+f9et",
-	"fEwitpDZrwsB1hi+k5KkHodIhIglVVblQreP/ohYUvF/4uOgFNRuUokPVaINazLFIpagpZwQFCBhyd//",
-	"/ve/77x8ufP0KZCKUV1/oASiePg92yI4X0QVAPJwRfABW/+SUR4it6lpboYtshG8m2dcG2gzAbLdcCUF",
-	"Mt5g8LL0gE1VEUvu+UXR8X/Gzd2k56qHpuKHrKysx2AtIyx8+wXg8cjs1CYBGXKlODXYHr3cnXHnnfsE",
-	"DTS9vp2tJeD3bqh3e9Es8HvRJP/31ov7O4JXsKatN8dj7+ag3w8D+iinMcRm0uLOda+UXZAzU1WcgIJy",
-	"6W2JskVb9J8dPec2+tfLbONlpi+Az3eZeXA6lJ3bxkz1VQamSq3bZfPesiHRYc8WF8FbK4olMFmQsxv1",
-	"eh5eRWQP4EVGD2qV/oAEv7kR9YVKdJH40b3SsGgUKhfoedeKu75LHLlKpNuk/kH8ks/EWtG8jafVugd9",
-	"9s+spHcELrTh1k4/YtIYRqNBG0vGrbjEXpLQDxVsmhoLCqwv9zWgT9bVYVDIl9JXwLhv5C1rT+qCIXwC",
-	"qNBu3YNlfUL2iohivFmRkcL/1GCB9P162xQVuIZ/cB9J2568O4n5vRUEntS8jCF4kw1g2IMh3IvKtDkH",
-	"zkMSJDPBx7FcSyn63FStB5V8NResrPhqbFn5nAvEnLCFBNIK0G61ANzWrfGl8FI6tfQlL85FxYy+ejV9",
-	"9BPQTv4xHBlfFlXeV10RNslbYU1N2O24W74QL0hgc28tCN8J5yHQo2lTJhtYfN8LEktyg4A+GdCrN1DN",
-	"LXmhQZoh9iOJ5YzPqQIMSMOSdW0VHnBR95C8gWAinqi+V1ICKDo7xozHEuOWztkxtmVnjNtjHPo9mHV7",
-	"jAEfoY8EBGN6B7FMsMRnQroyzRKWTPD8IvhU6galG7G/9fJLsNIQ5SLgpQEwMTs2I45gXDUchM08dIgd",
-	"mg3KXUAN3SnzY+YDd7a9ZNB984VcNZie6DlIHOmZmM1ztRL6jz0tX+kK0ge34tlVgmLfu2F/jgTE9sWH",
-	"Ok3eVr9U88eZ6dtpGXs6TYZHW7dLeZxfL6s/1WX1ThCmtk2kN0HhNUj43d5XeSWKW4tiousPG4X754Bx",
-	"pAqwnkSsJSxjieln+CxyyvkS1cLdJFNyO+moG/pCQot7f77QIizpzVRyaGLva3DxjxZcDI/1J9eoQULd",
-	"SmAxHIia+mj7iI0GejOM9npjQHRPM5khdDqDmKQ6+aeY2Jxp41Y1jTlh0p7pguRfDBVgODMIjLURwd/9",
-	"xDf2aBQxm9/F4s5FNo87H5Ne5FeAgQAjSFf4kKAY7Uwizudo1fwD1hTBiEcm4FYJvheoJ0A5sdYZmcky",
-	"S52hUAsHrpfPX0A8z62s/suVRBx9dKrsaGAd0D/NS5Hn6Ke/igfFjfautVZ8V11iuwX3wrGWbJl27cnq",
-	"UsXVTdfY/IqUeeOrLhfzuSooOYJeBBwl19dh/6BRPj07X8N824b5PsO1EkT44F65aojP7/MaUW+YFTy5",
-	"2gNKi3okcNiLvPgfOKhB2HZHe4Z/K4josTCgF8u2iB7rcjOlyIRRsqXhpprwPPfohblcLfmqZ2OAeJls",
-	"HwTUL7lSFLBl8tqDgVr+Xj0aGI32Pm9AMBjfJwsG6mHfSTwQrpW7DwjuBYjvgR8R9C9fyrM3txFCup3K",
-	"9Gj08XbDgcFi/sGjgvWNeZcRQSsVfDF7azFBBPYRL1GgpVtvK09XJkGvLVwIn69lPfTUa2WSM/t1vvP1",
-	"4vALcMyG+m2tGHio7l7NVfG9N8LPFBb8spwQX32tX27prM/ttJBcTsQD2p/lVTRMLOlnflnPR+6KNp0P",
-	"ko85cbQiXaelWO+NwSCh8hmLotBSBkutnyFjWgamHNaMiEzlLaDLcNCwPnsZ9osXRJyAeuqkmO0QdwIM",
-	"YMd0eFII4u9sEZkwS4dmkj5PvaKm9nO0VLVVuNsyPZikF0ChvuPynD376S0msdGiwTfmQ1yu2Mhc28yo",
-	"0cxP7542mzEfhs3cqgIVTuEfXINq7AcjRmgT354UgXNGZ8LXo1CiXItIWpqibd0EKU4zJYGhDzMnTBW3",
-	"7qinlZ7KrF0szSFO6B+mFLYpMONbJvjEmKoW1CVg0tNalM8+zGfQNHG6uJk+4aWwcioCxuJj82diHg/7",
-	"d6+0PxhbuoBwybDEDZb/8V+ghZ/HmGz6CLb4oqyoBmdWHTgtkeSl0Xoa/Nd+ybxY+tzSD3sRS6gmoCFM",
-	"NEvjrQOU7enufUOUS2GxwTrtt6NN3lRRCK4KpwcD4aSlaYwllaxt+43JAghLySJBNFbThtf3Dvyy1Js4",
-	"qGMZy5/hzqjUcW1fGa0ONlewfj1aUuSPwYm+f78quCynoojliaiWAt9RO6v37wMmw0wuxBWD/QycJ3Yd",
-	"YA+EPYuQYdQxlpvXlqxrqcgRk/3jm+fMkF3DtsMi9LEMD15UY2/3FgNIYoItUghTaXu6KIEIC5z0lTqu",
-	"HY22c1Xx4lT4B8QySWTylOXZucAt79rptVFt86LgK7+Sui05fI9laTlGditVELGSmSDK94GZB+XEkIrp",
-	"qW6yde87tu6QLyiJtEKnltC84JOzDerEFxBicHsH7vWOt55AV7gtx7e3ZdCbYti8r2CzeXNyp0ab2T9N",
-	"F1kghaWreG82pPGe+bvw8jri3sNjK4uj2uuGI5L7P717anLy6vK/1HrWjaxAP+oQ+tDM/r1D8tBvBoMh",
-	"cj+aQ9egUDef32knRtE3g8HurSqQTTnz1fK9lHk8rAhP9MlWHq+/Ju9SpYWwS1OX3YKqPBzNTQnLiVX8",
-	"1gnLY2lKXt81YblRoNtU2Y26slOwY2meOGB1c4Bu5oiNzK19EOhKkf3LaCrmZcja1fK6Pjuy2pLZfaHC",
-	"39yLWucx9NusUgpIJVfsjF8IJlVNFS0VBse4t9gTtchTNs1Q4s88lnRfg/zKkr6GJf3QTZM+IDDvVADH",
-	"5r6FW5N1gxHCxeIGjU77uBN3en320kj0gIK91pzBm6ynYCch8pWB3VVFQabYC3EDJnbHY20ASrYAkpF3",
-	"w69s7Nu7Emub3d/jn8Cn+M0aoq7Bvke8vmt41/3LQ38++qb/EAvhuTuCUjbtR9AsXho2QZN40APudnBE",
-	"WmsdvJHOJoo7472h9xGmffJclOSiNPcPBYsNVTL5MS118lonp6WBf8OLKuO576JhTaL6T8kT71O4R966",
-	"tTLIDUbeug1Hg0F/v2Xh3BefYuWIwD5Yu+ay7daW7SXXluC6dTM+7s9A30/DscuipNhR0+mXSbBvjaN/",
-	"YYL9l4GFsC3NvjFxrkmyDy81st0ZNmeC59XZb2ttmkOqostL4HIjDC+bFwr4kSF+VrIfjo7eAMO8RWtW",
-	"akE5fCmvuFb6++yVootRX/9CpCLtN3Qk058bKyA8zy7q4Ke8lQb0tq7h34OSHuo87ny8TdeCmfKsZDC2",
-	"Pu4qMVkUmdZPfnnv77EX+rRj/2z0eFVWYnZ7JvIPsFS4jWY8yx+UAgEQ7WGevy4EpDdamvEp5A0RTX11",
-	"VqjF6ZklqGftcRw0TybZjOcsS8GI5cHzESN6/yKTp70+s0A+VMYazzPd6dK+PquiWC7PeGVKHmQFBK7H",
-	"Pj06sFsvKsy6d41TIS4w7yxh+IRLoKXWr7FvMVzf9yyvLBgwfrfQrjanCfinInYi9BnEoI8xqMDkQy7N",
-	"mo1lk5MARtRNdPt9N5vj8IWvkD4b8UVQ9NRWAvBCZr5iG2STspdeY16oHRlfYkmzoWYzNMK92DvP8nro",
-	"HRnODt88N6TkVkjgxED2LLhGZmAn37//boG5DsAyo9LV/fvQh+94KR7u6d7/dPT9ziNWiQ/VmJjruUx5",
-	"kTKez8/4iSEim/M0zeRphOUYbAmIn96+2Cn5VLin9deZnC+8utj40wOWZ1Kwk0Lw85KyDnAOqDO6D9C5",
-	"7FQqiMYdyhXaDiIvwyxds2wlDg/JibHQFLaW9KirJbhxUqFlWorv8E0tHD6QQsuKZ1Ifklc/vWCTM17w",
-	"SSUKDNzR72NJL0RbCmND8LtgcIpSM+DLQuWutZJ1pWLoq4xlJv+JGlwPLgltEZ0INObxtXrFdE9/OHr5",
-	"ItJHstLHeFlkVSUkbob66YslL1kyW+RVpu/MBzwHo6aCUgmwlJzNc57JHZgL/QxLRZFdiNQm6sH7WFdb",
-	"k6cFn5+VUSy98UWIjc4qMYN/a60SYlNlz3rmoQXdOEXcYJ69QYEj40SwxVyf0OEgGgzg/83O9GcMsYCg",
-	"Ztjn2cvsux7t8cM0LURZirJ//z6GIvGDhHWN+w6itRPy15zAvwrRIDHH5HM11ceSmoywWEOSqwnP/z1V",
-	"M57JfpWnmHn+NCvnOV+xV3wmWLwYDHYn9QfhU5FE7PDdk+fPMXcIQiRzPhHlgaUvHA4GrBCTbJ4Zbn0s",
-	"dINzTbtMnwXubTWo8W+jMPXNZlRJGoyPtpuqYhby/3sZRlS2gnXNYpq6NRYggA32+jSXXr+pKkewNU9g",
-	"V87nghd6XPYA0PK9yOQ5Ll0YSA1qLQd+Ntxy3hvI4Rp6nmwBFFOe2ZB0QRGFWuVmYlvAKgm0RmGE3pDk",
-	"ZlXJQlcueiMBYvABDkbgFkXRK4yLMpbNQDrrkkuO3JfNStC83mEicSzDIfcOyHnZGLd1o5MTCJRW6kkw",
-	"mli+tuiIYHP47MZ+7SFvhmDDuDqb1I1YhpPcC5YuK2E5sT5DvTfIvhkOJ0JaiFiKHbios9Kr5uB4GmhD",
-	"3mP2KLNuUqmEAgFaGph/6j3cow2ECYLUdNMAgXpa5OcEwI2aGjUA94XfU+Pbt+AW3+3M6l7nrDLUb8Gm",
-	"W+hrJjgMEeg5DSTHvbKxR4A+w00Tnynyw9k5oSP4WjLS2+/fr68OlrLRckrJiTCbO9GXUcKmKte6Xtfk",
-	"kY1oBWIJL4XCYHavwkKXUaAZGtkEZ5OkKXI8laCCYlGecsbz/FgP81hNj/UFQjovrvpof9+/MEwdEH3L",
-	"wY3f0wdIimUsk5c4sJ3nTwFMDiJ7Usz6//2//8+/Y9Eo/c57JUMJbqW3mQV9t2ITEEiwZwuLDHn1pbTJ",
-	"I3D/cr+IlmUNHO1FVJmCihz19GzT3Q4FsiAcBf4afK5PaUvzfIULAyVpE1q5JMLiHEncgSNLWBgMDRAG",
-	"JLK5prYYHGiSWQXJ/9hz0oxAM7DnaZ6vaK+Y5wCTBoyyp4VWjhkVwjLss6jFohkRlmAqmTKF07Aolwsg",
-	"ecWYWPfd0eHbo6MX7/Q50//hsMOn2ekC8AF8oY9vBSyoqcOK2eprSICaq9NM61cItuVVpSfEWjfEkvvy",
-	"+ctnsFP01aCfUAUvVmzKs3xRCIDJ6Z7FMtn78CExBW+46alRKFO1RCln7BMOXgI4AJlkIzbL5KISZQ/P",
-	"f1VkessgB/4wYqOI7UXsv//3/zHPsa7RDrhkZ2rhgr40jlIbJFOTGfpIK3f4RQQEQubMGpb9uShmXIK3",
-	"tDYyluwHA7M2jjMfpcMQGhHvr5YqoMreUhUpFf3yZAjhrbCkli13ACyZpd7X7/Tq8Ny0RSa9KFl5ZmKR",
-	"alGdqA8OYSJkitqQ1QGW2URoIzXL4RcrVizkgfcAikPjLkgzkbJ0ATnc3E6otzBeN2GPhKJD27KbWnar",
-	"4k+SqT0Wy0ybOgXE76DjvT4z4GlW8XPBqkUhyzFgpfThUlPPJ8DPhSt5NWLpQstbe7bwRrILRxs/rAHI",
-	"TsRUFZA36H1ViomSBpXmnSXyZ6UUNtI6nqzylanXWCpbDHGmG3Rdcf3QYiaWpnhbI+rpppLri2JKlatw",
-	"7GakXTMZeHrBFIjlnnsf7fcDFAYzGKCdVKT54RXGQO1v0oUgHd++Wq9OCQvgrsxZzxiCvnxvykoI6JNo",
-	"PdAK5BqDXt+MCRRzsNJRC2w6IYSzbomV6kbeCcp1+RygOESIqXkmakV6AAiKX0D1N0j61h+s6BLUut+B",
-	"8xiQoVfzEvhuSD3WOgavMxx1os7JZNIZd3gxOcsuxL/zyUz0DWYv6pzAeDpvfjjcORmVj17sHu50og78",
-	"IpNT9e8TjBaYX0TMRhzIhONS8qBR1AI6kQkuUMinQ86Azrgzlfs7b5adqOOsz864808us7L+PvRjos5b",
-	"S1ZQTT1/Y6xxwwTZOfi3d3/5W3nyl0fl82fzs5NZ/tvzo+XF5Onet5027KJTM6GMVTDGo9E/Zv/4X8+/",
-	"rY/yP/Qo2evfVF7SBLaOmybx4xVcvy9ps98p2pEG8gSt50Zo3iiovhlesrU296WBenBbufkbNz1JTafR",
-	"jcL09KLvVTFbOzjfI1Z3YGhNFHwX2w3tZDIZ23ZHNu+Z2ARVMWu+oAvNR9rOQa9I7zYG/Nw417ZdUs+v",
-	"st1Q9Ug3+QFvNIoTnpJCUMeLuNPu8CKGjGZK5TEuHYDxp2lBMbbM/jVXeNwZm5a1SivvEZKJbILTRc4h",
-	"1UHPprZjYqrV9/swGj76+D+uXyDAzADeEeHwjQeWxk6PbLVga73FN+unSldHSr1Q8rSO1wVXJxg7mzyc",
-	"N1ks/ZFeJqr8aJYrh1KEeo6GA/zfjYZozAHakfVhWmshiJw0QyPbrdLaUAxCwM3LbspKI7JT+QSvu2YN",
-	"jdot7AJMnuTfhP9pFRf2bh23eekuf8eNh/tU8Lw5VvQ83sYIST0aO2/jXQ7qWriuGc/1JSTSQ6O/BNNR",
-	"Dw/x8La4+u2O4hlljfXDF62RB2IKRsfcjWZmlpVlJk+BbrV+Vi2g2RKW0tO3IYXmhbZWqhWLO/hR2P71",
-	"RyTVW+PSDQfk5pqdqTyFoKhRTa+8WNwDgtvV8kDgNxxC9dPR94/azh/GJk2wz4Ylt1S4YDkqryEI7NUa",
-	"ukG/F/kTq91u7vy6GOqNBrKh0esPCk3ucDh/RTPch1+0dNzv9vUxMYR8AnVkjaLqz67ReW6grFrd57qR",
-	"6xvNd6XUC16cijZppGUK6UjsZfbdleQQhI90wwU6eIaDvUf73zwcsJNVJW7cZcS3mVBSHQ5cCPNOP3K7",
-	"1WqM2XDk/ygKwsC8sOxQN6M0wSSDNUpbDVYTBiStB1st5aVMLJdqbbfE0ILDISRmo8a1H6ZrQQlhEgev",
-	"WnHolFGxrR5nvCZjMFkXk7PbU2rsIFsU00bUum2YYfD56pqpG5H/qtsYU1P7PGSUrX6Hq2V1UjMwgo9+",
-	"Vrriv5If/GsK5AaidYpfYvia/PUebBOcn++3rvg8m1crKD2AwEygFFoP77VBVRdXNHhdCuqVJqqndUUM",
-	"nCD2rSoZvlTfTYiFrw5i6Tgnfjg6esPu398f7N6/D4Ek2Oic5Yqn7ITnXE4wnqaKyZkoq4JX+jRA0MfH",
-	"GANCRU1ZoSrwblKg3YSFYVfZoPD+YDexwWoTdmsBHreEHGiqbuxohXZCAfAWPvojIo+h531vn1+NFO1t",
-	"cy6O/D1WiyC3iDr9Wo/a1/xw4Q6U3kK0E0Hdw634uUXfK0XkmpEre0/7cSNwW89Y9gmR2xUvzy+l6EFO",
-	"HqafbYMvsTrDS2aAYmu4XQAVWQqEVaPZHBm4kV7OTJpE1zDFkiSSRTUDcs17wOdIbJDcnGcYX4ZRAATU",
-	"8dzs7kPYM5a8LLNTKYSjhmFdLlcEsw54g3psA2cMAtSotQLxVvmSr8r6g1S13gDUz4WYl/rWt6mEMOdn",
-	"YmUaS5HsxLIkwuiGWh9aquLccqUAamvEUiXFgVk6w/rAeAlfIJZDCibVknUJZaePLyKts5kwqDP4Nw0f",
-	"W+n1sfzRcVnxwuRWwwfTTGblWYIZ0V5pJPbDD+OXL5MIjoUle3Ezca/E1/ymewSoJz3plCkMyGgfY3av",
-	"7B2EPfBXQ6rlQa07WcnUnEqZAEmwMuiAWPrt9NkhZNLjLZJBxa6m3tZNMAFvtLM7YMPBeDBIIpaM9vQ/",
-	"epBt7WHjHaLTpqZ6OfOEzWkq9usy/xHwHeJGW+Kp7S23c+1TScKgnlZWHp+pKmFDgLUAXnBRnAptRfHy",
-	"/ADqUWUyFcUxwXhgjs/FHJMUzbflQSwTLcng67pDsFsV2WymdUQEcCkpSpYWaj7XnxViLnhFjSo5Ea1M",
-	"P1IsoUtr63LrL78Ajp12Ch3aoAGTjt5Ru8CnY/dl43swAXCNsNK3AjqeJzzPGT9RC9w/aoo0KniVdOyf",
-	"hlR1NNz6tjuys3jX5QGeNup9b3EkLy8LYOcydFeHLXfrAqt30+Dej1mTF5bmv5YNH9xQ4WVz6eioRWf/",
-	"ER+3DG451tXvKM1LbhiBpg39yiO/3Sa51D7/EZEmr6eHKHmuF7OJDG/FGvuZZVvsjTbr2SKdbi8+BUf9",
-	"O7h13uGpbhlxCp7KrDTgNUpXKrbc4vgSzwF6IkxLnji5LfaobWpWXCuGdaucTPZ6+OqLuJSOSc+VZ3yA",
-	"nNjeAeHVqwDTYgvGJF/credJ2qgSsZxXoqzwmMTScSL5mt16biSTkWD1NGXSRmH0jtsI0mq0CnJIGnWD",
-	"kscaEB4Nj3WYGHuAdRPzT3gAKo1iTqilSKZXo+pfCNew3sCmHTUFDKJWqCsA5yJE13vWmjSFR8Kkf3Cv",
-	"ZKlWwypIaOiqwqhT+ste5FJYtUKBqzOziR1g0FzGJ7Q1hxBzFEKxvDqHkJHVbZcDkQcBS9F69qAjs8qW",
-	"3Idt5vYJTYZ244c1bJ/xu3fJJYZPLLthQ3KR5845B5uOcmLNTaHtIJTXSPZPliBm7mnzLtEauNPmUYmP",
-	"2EAP6YCRbl5TzNep0dsUT3ni7wG/RgoqvW1VUjzVuK5R+tfAVBUzXmGpFEAzzTKZzRYzUIAbVVSitVVd",
-	"vFMNSbM81/1s65hBwt6oF5+WeulfjK/IO7u3xVW0ZRWYfaRpsZQvbaYXst8YXw0x2njOWjqsNT6bUcBn",
-	"o9tFzhcrcgKOHWMPjrVZbx5D+dHy3K59rhDlIq+uw1bjXV709M35a5w7w32GQivWG8onuMGJJXob8h+2",
-	"hktdr0B8Q9brNSjGgsG5QkcWYnSyqG4B/XNrCi9It39hfp31EqFFp706k86RuQadknvFWkF+eaA5L0uD",
-	"UrMpnXDNbyiGH0tXDZ+XraohWcWWVSUrPHXvwCMGSeBlr5BusVFeqM98T/OIoVjxNNQxJQSHbuPu0nKX",
-	"enTjlCeOTuce+j2WB2zICqHmQkKdZUiEzgUvStIng4YPYqknzNxbFAPMIO2KfOctv+qzBGWddRnin0CB",
-	"ID6IyQLTTi/R6QqhtwAktWYV6zZd2zYPeo1yV3dJJ1rwJlTtvzRoUlDqDsgtqx8Ed7JzVzt/gF4dG6Yo",
-	"BC49TAe4SlqjFuBZ94yCsuIrYDjQ11gSuaBJ5DzAMBWoJnKwIZI3r98dMT92lPStTbRejZ5wycoqy3N2",
-	"YsZmtGnLau9DE4nDARCYWqF29QveBJsAUpapvlxWaluKbm00GpdFVjmDwuNwx9S7pQvQTeBgmtMYy+QX",
-	"lafAtPs+YV1Qpo+53kVyki9Skfa2KfOtJ+ULKLIFlbNAAcfNr+3900IAv4+WlFp5keJDxZZCaPvfK8M1",
-	"upKP+BOU2/qT+NHaq4a9RE0ijIOSU2YzQA2On17jr7XC/qwuuu9hU0Z0Y0b+nQQxN5Tr67x4d1A3bClO",
-	"zpQ6f4AC/7rVzvVviadgcWJ/xuy1oHUMm5Kcq9MDLAFDHyAR25KvrHoSWfM2sz+02epZtY3YpoFh3z67",
-	"5B5uL4Of320eKd3sWwqFUMht/MHPOOEuOvRVoHyS0tZ6ORlntN/DA9hShJCeu2thok8s5d5vU4YwkCcB",
-	"gYGhELGQCG98sUzolajx+iUVIqbvy9QwnjYKZiNzfXmspH7Owk9iuT9wMPf9waCHuR7iAtzsCfwX32bZ",
-	"BU0ndrI0OWCJXOR5YsoSibJyko4YRxIaU2IYz6cGRgyt00NqUU3UTIDiaiRgEsUyQfIFPBaJfkHCHuA/",
-	"jukraJCUfLMm8CB1AKCd5MWSXeowOKmlIuKeCZ8Jehphb2gXECFL5FBFFde2EhV3lP1YPpOVXnmGlEuQ",
-	"erA7YClflWQEaGsp3Syyze65xFN9VNsPobd61O4SdjvmLn3Vb/ipoOWNEK02DLIn9P/WOa3niCB2faG9",
-	"Ca+mDFrw0un/Xd6xtleEu7/9ZfsD7237l77p5p7vXDUykw0BEET+OGt4c++OyD6KO+asx53xY+JONz5d",
-	"cin2UcVGpyoe6li/Iu7Q6YWH7fH1vcm631B9fKDfpDvuPLnpAk/F8ayMO+Pd/TZmdvIaD8Eb7IjcH96g",
-	"38Nav1GatHR6f7AbdBrkyf5gt6Xzw9GGzqMr2/Ccf15F4xDuC3PL5Op0gwf2j1ZU1Fe9UY5/ei3h50C4",
-	"r5wH1lxQV64zajUGAkXuxh28+dDvVKhclL0+FSRt1Y/G6OIk4iN9X5bIsYS3fc3zhrF5osXDYHyCf5UJ",
-	"XYBA+EhsefQE/lUmrEsIyYKpWVZVIh0znuc9VimWLIpc3+fS6Blz3X/cA1EsKeSsitS5A/G5qQCaKud0",
-	"m4iIIczYKD7vDFEyLUAZy3IuJtmUJDEr9c3cJaU40GXYt+5VhL6xX+u7v6z4bA4qiflUv5pXi0Lo3yYX",
-	"w8glczgqZ9BAXh4+2Xn3w+Fo/yF4cZPf3Xs/9n9vvOVj//cTla4+Jh5rdykmBRSaPBerXkBErNuzQo/F",
-	"nd+xxuPH/u+4Gh/jTsTijm1dP/X2+ydsd3f3sf4i5RXXn/3uZhocp7GESrPwyQMEIgD6sFFR1rqMP34E",
-	"QDLqVKMPH0w2znBAyTglQDHsDXHAeJ1M2vC8ETsexCc3s/DtxfJMLYqScWQ2Bv/o//v/jAbsf7J/6q1X",
-	"9CLasFkuQMZdUIEq8zKQgRxq30tRxnLJMwCZ6LnXm9M/Rb0++xmuZ9POGS8NQ5g+jqM9ht1Bkjpf8ng8",
-	"GfU0C6gcjF8d4ydJ74AJyU9y8AtUjJ9yvSTdmqKLVxuRSCdY2XXMtKhKehA4mInSvMyo3I5WMpbgFyxd",
-	"d+ABRD7DsfU48wLdE/zg+iCDU+Ksqubl+MEDhHHov+APg1sytO+Gi/AAXCRnevUM9PEE4T+FKFV+AdzB",
-	"nM2L7AL4OnOl5id8co681jvAVWSzoiF9Syq5M1+c5NnEUgQsZC5KKtmOmre+4fJcLUuMiPz87LsfXr/+",
-	"8fjwxYvXPz97evzq2dHPr9/++C6h/cIle/7m4mHIxzThhdbVAaLz/M3Fnv22O+MIAwelo8pOcm03FFyW",
-	"emelEXt1ePRwL2IPK7UXsSO9/VXEnr87PDp8A9Glfy7SU5HGEknow8aJmL2b/DIeD0ff9Af9QX/4PsE9",
-	"DFVrgQTVfpUQ57Alcp1UC57nK5ZmPAemw5JNzsTkHDlkkY3Q3Js4+kIgFLe0eKKpwvRn1uVs98MHzFMh",
-	"lRWrT4OIwh2xPCvF5LhNII729Oo+3GMFl6maYVL4gbkmIo+nNJYzyK9TUqDAwxd40DCUNHArnolCWMOM",
-	"SkhThGTtqaGFziTUdgOaWzVlWIGGRK/eqInnH9v5UaySA6CKdDS8Qk6K1bzyjzWO4F7JkidvXx6/e/bk",
-	"7bOj4x+f/Z0ocumH1P8pEHk2XsMqpcxeNNe2OVKwGc+FSzMyWqkjnAUVNannICRGd7bZCP651vcBzrJ5",
-	"Av/Sgr1WTTiWDweunjDNrBmeXSgJDJREtSvS3gZL+IsoLAzqi9YJM9MbCpe/r6vQ71ZyYnKpnr19o21m",
-	"VI8641+G0eh91FkUeWfcMbIR1BHDu9efqNmDSTHrbK3N/+xP0t3Gq1RxAjyRl9omqJW+lvmqs7ZM7zvc",
-	"XSdAm3B3KaUI5dHml92+cQeF0Mvpj399XDz6y49//7U4Wv7zpzdPHz1/8eYfz9XoBX/B3y0xAfWaEC+6",
-	"o1qJiw5ZKsoqk6h5gpShx5kU1VIVl7OELIp8zIYDkOr7VP7+Jrfil4D4qcscl6ENK/fVAf7glXoHUwHy",
-	"LEzAN6eJcfbT2xdG/jhdnPS3T2nkYl9D83YjkH6TNxxB9sH2CA3Tut9bX4jIDQzkv2OjBCd4caJjOqgO",
-	"1NC0CT1jPuUVYJC1ZpPJ0+MykxPhUQ6QhVShDit4ChbAiRCS0U/6DKeEVCeEoBMamx2yXxfZ5Nw65tWy",
-	"1OajP+IyYgkcTrAr0WH/LRtuujsJ6fyZJH8T5/pahvbCJwC4gvBfFDlI/o2XLjju6LKOzW0dm8tffxLT",
-	"ZYZIU/IevgcgqAvHQBXNUAmgwox6/8V0luJObbt5jk+34xyKNNh2HuAUak2ll/gVb01G17bjn8Y36ARl",
-	"m4fs08rNplOwEmV1PVDCOyBfdy41LTNXcxes62PkDNI1eDJGl5GLDWllP0s/aoPI+NNk6izEsmEh0pb3",
-	"J+9eGUt9JUm1pGghOlzQUppzsFJVYWWxMbIdb4spKTBRMwHyFo13ql5UgJzF57UR2vAtkVfMFA0QEuqO",
-	"VJ5HOJa5OsVf6v3cMLgiY1eei9W9knlVPsbOQqQKpch3H0vwyzCpCpar0xLdNA5pN2ZeOFMbzqMPHyDa",
-	"CDU6epEFrGqhqNeHopOuCjiYiPpBpI5h3eXZSs8pupwOCJapH/BCEc7uDjycpZAVQB/JXwVZaGDGZnnu",
-	"Ak4218ReNRtuniNRVl8BJz7gBFe7CfKz+9ju4RHo+ndnFHmhOHMZXTkeB5WjA0kRdyD6vjsd8ccTYzx9",
-	"5njWkSc5DCxdb24nsb4aFeuNCmD1CicMWVY+4W2o5chbxPoGd+IVsxWCW/HS1IUGfi+WXS/ZwOgIPlOP",
-	"LYPi5XBacu1Cm9yQhwAxrljakFnkxcYot9S+uQZUD0OESd9aNLGc8rwUeJfaMAqU9tATbt391ZmYuQsV",
-	"04tRLdDDWAmH0QFnrr6qPS8/+hmtxVSfpgMqhgdRC0xQkLGEJAiEmBsvMFyXEwOUhA8PWAK8aOLYPAT9",
-	"Ri8vFAMDX28sHSiG8RyIqaxeQs5o86e+bte5OH1n5sfEc3iid9I4ipfceoojjEPhLbzh0vsCEPK4J8xR",
-	"u+Il+LM/jC/SmXj9+yRAgvtUZfpwfHInpG79411ZZtZz5u1qyJZd5Hnv65W34crDm+GzAknr3rOQZu/3",
-	"zomWqMXhojrrjH95r2UFiuY2aCCCeCauWBuEdUXKTlYs0eKVFQuZdPyQxPjBA/jFmSqr8aPBowGIIxpu",
-	"G/TQYUoRaors+PplaBziTdd3qDvwCjWxgl7CvZbv3Vyc8hzjSCDvZWq95FSxE5GZWcHmZ0pC9V+gHy0p",
-	"TvnrIiuzSpT9eoZ+JsrW94flQNXUz/vKau3As23NYN4mmVlZ4Xn1vN9jIkPzx08Fz+2P2alSaWnr+ZZY",
-	"Vo7nfkfg77aG1GQxQ7Lqeje8vtVe4Ldrft/S9kslhV7WCwFPeL+aZpLLiWj5zd8wry102d4rLa1TOL3e",
-	"py1tPUOSWSiw7VfcX5SiKO8FfNZ+o0BB22ztHRyMHb0zFvpkeJme0yYlk99J+2BLqy+yCyFNqdTCsGGy",
-	"eaFOBDYcEMjicz6FrN9zYs5s2WvBXE5Iq4VKmvNFngMwilHF+qxC6JTXLsYE2uYElSinSDYXjuIJlTIS",
-	"8kSk7Ke3L/x+W9l4Wc95mmZEakh6uJm2laFX8adDVFUmT9uafW2UshIdFST10BG/UnSuXDnVAANGlQVB",
-	"78UamLFMPDFO8BnoG3rtQTlP1USrHUb292cpgJ0meaY3KJWIRYW0rOr1XHkOzJUQDJdCYJnTWWS4HQ23",
-	"xYqlyq2vgweErd3zPDO0NHo81BVUW83Su7vq4/uP/18AAAD//w==",
+	"7L3rchvJmSj4Khk4dgiQixRIUbIFhuOYLandmtZtJLbbcxoaVBKVANIsZKIrC6TgtjbOr439fWIj9g3O",
+	"i+ybzJNsfJesyioUgAJJ9WhWnhi3CCArKzO/L7/75ZfO2M4X1iiTu87gl476KOeLVOHfZ8lcG/fGpCv4",
+	"5JbzucxWnUHnzAi7UJnMtTXCToTEcZG4WAlpbD5TmchsqjpR50qmSwUPj22iOoPOSf9hJ+qoLLNZZ9Cx",
+	"Jl3xw2IuVyKxIp9p14k6CzlVnUGf/nD4V2av6Q+Xy3zpOgOepnhJp/PpU9T5RibPZK5qCxaJzJXIZzIX",
+	"iVVOGJuLhcxc8xr7wRp/XqpsBWPlXOUqE8MOTDXsDITLM22m5XxzmY9nIp8pMbHZXObF0Nvu58/WJu5F",
+	"4qp7msK3I504oen9UoztfC4PnILV5ioRqXY5wEcn7gb7LF5Q26y5F+41U9NlKjOhPi4y5RxgxLDz7z/1",
+	"D558+F03on97939z81Po+2P4fqF/BciOcrt1v3cM23fq56VyeX1TE63ShHY1kTp14kqmOsELt3NfGU0p",
+	"LmyyGvBMw46Rc8TaRQZXN18VXwH6zLVz2kxvtZmndr6QZvXa5t/apUmqO3pFL4hEolIFqGkzoc2Vdvoi",
+	"VWJslyZX2UJm+apxeyfB9sLB4qjfP0KQT/Cdd7D+N9kzJVMAi85UbRevlUbiNqahI50IYzORKJnC31N9",
+	"pXaDJ3g4eFY7kfl33m4XJpfj/M3kjAgx76q6jzEN4vd62oHfiYXKHFH1YKFdT9bDw7/nItiBsUb1Wuza",
+	"v3IgjBVuOZ41vBKofx0bbn4WAMit6FjFQgDFTuyDQeLh3WHdMztezpXJ91knP7J7rTxQ/OEu12tqFBi+",
+	"ORU4CLDpaH1ZZpmm5aravt4tx2PlAsbVOcIVvADkMDJdE0mWRn1cqDFQF6eyK5WJiVymuegmKkcaiuKG",
+	"NkjGeURqp5FYmkRlzMyIdOqkCaMfVTBa8zoEfiG65bPi5GLy5Hjy8NHvf3/x8CSRj+XDsXpy/CTpq746",
+	"+f3Dx71bgcAfwP9Qmf0aD4EEgtfq+kXttrwwTmW5SgJshP0YdS108vnQ8nG/T5j5Zpm/mbyTZromo5jl",
+	"/EJlSC6lWFingZHfc8It55HIrRWpzKYoWwidO+LZO0mq5Glhn3aJgl4GLx8IOQcS6oQ0CbzCieVC5FY8",
+	"qf3f4ZMnkfh5KU2uc602jDp88uTJrdD1nRrbLHFvzFs5VefWvoStVg8ooyEja2B2IS/slULQzeVHPV/O",
+	"byDKVacEwYcPa74E0UgJmYu5dbkgfL759n4wl8ZeG5TRq7vCr0D2JjlOZgppMN+9scxlaqdLdQrfzoDK",
+	"a8bfnYS9kMwHAv8UT578IQLAlUR+7TW3u20/qouZtZfNXOpMuOWFG2d6USiELC7IMTLzQk7YubNreo84",
+	"Or4TfvUp6syUTFSGoHl+Lqfwb6KKxeLqr5W8FLmcFhJIphbpSnSdUiLWZmIPgyfiSHx3fv4WhJcrZeAb",
+	"1zsVTsGR5+JCji/h6OMXk4PX1qiDV6A4xIewRVKsO4POjw+Gncu/vr46sO//5fcv//IiOfvXf0VNopAA",
+	"B3m2VFHHjWdqLmHJC5kDoe0MOv8OT/90dvA/5MHf+wdPRgcffjfs/KYTdfLVAiYnxYUYRaLmC5srkx+8",
+	"U4tUrkierW7/PQgI0okYXhmL65ky4SEwDXW5zVTC3yGAhZJZqkHTZ5J/rXPSkJycKxEXLx+vDr5Xq3jz",
+	"cQYje6dCXjhYEeLPtXYKjq48B2WW887gpw4stvOhadPvVJ6tDs4mucqaNju2Bi6kFdcSwKUmNlPMJT7m",
+	"9b3A5u2lMoC/kZAwJ1LruTQr1MtUIuQynwEejFE5c9HanAC5+SIXk8zOWcBNNR56koDGXMGNo21IMNcG",
+	"qSGM4o0D/52qjO7ojz8enJWrUQ2onl7LlRPxN0pmKoujEmaZkiCCAx7gNRqFIKpiLz1MDP+Pw442qJqO",
+	"8KCGnUisPf/HYWdJRDIS6uMC9gb0IFNX9lIlgh/civ51MH8CSsDEHq820lqQ9180oDh8X9kDyO9RRxvP",
+	"OToR6sIs3o9QWNi8GLIA0OE/BuK1Ay60NpbFG9fHv1XW+IfNa+Thn2WdbGaqLvBpza4EPA1ppWL+EzAz",
+	"aUD4m8sVEAslc9G1RhUyj1ByPBO5nqteFase9o+ih/3jTvOWC4a3dcNz+fGlMtN81hkc9/vILQqquWaQ",
+	"2k4xx6vv1aqJV1yqld86XeN7Toxn1qKa1j0CynL86JFYZNrkErS1s/dPX7wQ45nM5BiwNSLdVzohxQ8/",
+	"vHjWGxoUD+byUsF3GdCvghNdZzoHijpRg5K2whqq1DakW9qI45OhmdllBhKgu1ZZMw1Ha5bOXM50IG7g",
+	"FwOBbCECUXJocDWukFfkVGpz2rAuKRI9magMqFyhETgRD0FsG3biQ/FeqaHZwQwOh6aCIo8u+ur38tHx",
+	"wcOj8cnBSfJ7dfBEPnp00B8/TB5Ofj85kk+Uxx/i+iUC1bhRZxPaPHqE18R/PqrikDj4Pz78bgPmTIDd",
+	"I7dfR5vzmRIxSB8x8k4GQYlDYmbTxImuzUR8P+6dEhfWuXC5TlNBk10ox6R6ka4i/JOgi0f7sH8iXttc",
+	"vLKJnmiVxAgJUAskGgJbSiDNhxfKMpuO7ghv3PrBsNX228zO1w/mW0A/kcgCHxcq0zYBbZXU1gJH/aCY",
+	"bbTxPSfm1uSzGh057h8/Pjg6OugfbSAl+Dzw4k4jrYSfO1v2cW7Xd/FS7tiEhR9ZIEd2J+y1Udk9h5RQ",
+	"/N0atWEbR4+2bSO3e27iX5d6fMkmwSZO9DQwvZ2KuLQAxsCxY+aOMWLqhc1nvdBuWRVkNrKvctLObbgV",
+	"bmUbx7/R+rfLBDdd7SfgWm5hjSO/2mv7Xo0zlTOPGVsDRBf+lItFyqLkg7852EvVI5comaS6boID+pLI",
+	"XF5Ip0SCVuncEwdmCYB6hc/unhPFRE0WntBH51R2pcdKLI28kjoFnkasaNML4WV6rm6lVBvLRxPY3i3y",
+	"l7E1Ez1dZo1acnXlrEu6QvOubYCtXzMJHE08ffdq9P7503fPz0ffP/834OPKjLPVAmmQzoRDiLnbKaMl",
+	"Av0mU5POoPPfHpTe1wf0q3vw3Fyp1C4UPbPOSqoLj6srjyPhLPCOsTSw6UulFsKr1byJU7QyETpYNok4",
+	"lQu05KKq49AWpa4UyCKFq5dUuB9KTIh7URWzCmSYaKPdzGMfvM5j3GHnU9R5bXPPqZrZJbHIa7tME3FB",
+	"2hTIkdcz6xTq6jUNW8BlTU7hQDy7a9D8m06dhz3AMXjibwLHyVOZJS3u6O0Be2ZWpPSSeYEQaYcNggb1",
+	"Aj1O8Rtq+//rwV8ADw/eF8usvvw1QFqA4j0A1IGzdCIOjiAmONNGPJ9LFNy7RMSI5CzbsH1UdOOPB/j9",
+	"AT0EqHI9U1kh80yVIfxzIrX2sqrnbzvFEDKfQoChN4mMwO+UW6b51wu4taP4sgC4Dql1QL7U7msHIBzB",
+	"Fwg4hEwAsGdy9Uy62YX9imlleAZfEsgqsAlhpmSKBp+v+ZpVDuGLgloFOk1ge8sGta8edP4gvkjwFVAK",
+	"QagzNc5ttvqqb154CF8U6CrQCcHGVvd/Es36QXxR4FuDUgMI/wk9k3+pgFuHmVFfL6yM+rJgZFQIm+fz",
+	"Rb76S2mD+/ogVJ7AlwSnAC4htK6Uyd/K6dcLLH8AXxSsCqgEoPpWqzT5mrlUcQBfEqhKqFRAleYq+7ph",
+	"5U/gywJWAZcAWt8pmeazrxVStPsvCUoMjwBC3y/0q9XXCiDc/JcEH4JGFTznSs6/YgDB9r8wECFEAiAB",
+	"1XuHHumvE0p+/18SmAqYBHB6ZY1anVGI/NcsQdTP4UuC2xqM6vB7Za/U125UWjuILw6CFSiFIFydS3fp",
+	"vnr3Zf0cvigA1mEUwK/IAvwagYab/5IgRdCog+drpozFAXxxYKpTwvd2rGX6WuXXNrv8mkG2dhBfEujW",
+	"oRSAEMjk1ww5v/8vCWAFTAI4cTLtM5XqK/V1xwE0HMWXBL0mSK0D8p8AvPxCAbcBYJR98ZWDjA7hCwQa",
+	"Q2cdbOfKfeWB3WsH8QWCL4ASgfDc2lfSrLjSmdsz44nS7M+qWfbr6U/VnPrm5HzM3beTvLlI1/GTIHdo",
+	"R5b/QBz3xUJlYq7NMseMv9oKbpX+hDmC63uk1EH1cawUgFfnTmQyVyLVc53v3FI5tJhiIB71fYKuw004",
+	"LJCAf9IivoB0p63bxtIi+R4IMDSIAaKbY46tEYtUjpW/Oif9I8x1Dqs40Ps1XQeViOUiEkuTwlt0PjTB",
+	"K1QSptul0uXi+ERgJvap2EQ3XsI2gGTQRoaG07u0EzNpkhQzrR1hI5UJKiDWvbCJVk5YGH8kXulvejBU",
+	"50Kmqb12QubCmrE6HBosi8ElLOKgRkbMIHeHBbmgTO1hJy7ONkwcjD8eILCJiMSUpB0Qtlr9jW0ZV+HQ",
+	"T1RLBw7TZvrvKtmTTHAZiuql+WFX2YnGejRHwaVZtpjh5vfcl12sJzq2Wxs/LS6oIMcXc1/D9QTFJeHS",
+	"bDzMm2KfOKtf/AXcOqARROrsZAMJF1OVO3Fy/ERo43Ilk82cnW9ojYM3lVvZhu1r4z3K+2TKPTH+YulW",
+	"6zyizMS8ljpncnk9s1TfEBMwxYWaaZOIV2d/Hb14Pfr25Ys/f3dOko67YTqw55YFZQK6mtkpQCTikhap",
+	"zLGowM2vy1eR/Hxn13CfnNzNuP+MR7jeYGha7DyCC7w0mZLjGRxXcYsZNe45lJHRGSMyaYamuLDwuF3m",
+	"lIFMImkJOEzYX2LtpnBvNUzTOaP90DTgvTaCNkvlTgL2MxBHce9QoLSRSePkmK+QE5lNgXpcyPFlNDTO",
+	"FtVP4MfrTOe54hoovtLJXK7EhULZnUqkiO4EC/9h+ZSoWrplaNYqZfVuwYpL9EEa8TRVMgMwFGkNTdUS",
+	"zrheYlETRqUJ3BL/zKmIzTJNY5Gpub3iMiT0SLd4QFyosQUlRc0X+QqJ5dYiCTAjUT0q41MrmhB1Ph5M",
+	"7QF/6wcfvuY/fsIpP4TDDvR8YbOcq6XNOoPOVOez5cXh2M4fWLnQB3DFp8o8KF79KXzcXerFgcUzkenB",
+	"wmJpS1pdWR0YCXOSaBr1lmopa7jftIv6wVaKFUvHJfmyRLgZyGc6PxXx2bNno19AwfsUi7maX6jMwRgQ",
+	"14o30RljrbBF8NJfOoCpVzpfjeik1kplRR2vkDT+NmVm0/zLiASqNTjugN2nqAMMbmqzVePc/sdbTK/z",
+	"DVPDeW96baZARN+dMZmrc6Dh5SOji1VzlQKAmr82SwcMZ2YBash38c7O7DVRJcffd+VCR4JwNRJzqdNI",
+	"HB4e4oVZW7L6SOVVR8SdGjaFxXFGVKmk4edpZpeLzb/cHAIbHmwYaCZ25OwyGzevELSkzeuf6yRJ1ebf",
+	"N/9g8+YfqNj0Ojjjo1ikaipTAQJavopEfByLRaavJCn4zhqscEMVCI+i4w9N2/Xl1UdwNI0LyNSU8zbX",
+	"fvJywcafbg6vXE5bFHaDUY2ImMuP/O7qBNqY0upE1Y6wnI7TuXKnAnhXUYgqn6l58+SbSBd8MWqNacss",
+	"bZwFLuYes8DojWi1zOejsZwvpJ6azQNKIb7x97lK9HK+8ectlwV+ztUGxLqe6fFsNLMu3zYFjUq1udw9",
+	"CqC4edSnsBbfTx2skIQHV/KckugyzS7QvyTVUY2H1e9QiQYMrgpZrhKYCj2sUo+Q0hCulJgRQr2gEExD",
+	"6kS4yr4CThfe0eIqB4zUc9uA9Hr6XNwvvqdN598E3yZo1nC0glIV9KviaoBbJV2zF39T47xTij++Gk6z",
+	"CDSRqVN1AWVcCk4tiroQD8cqE2TWydXctSxLUZKSjswyiXMpYLDtZ3oOw6lgddNsi5k1qv1sb2H45tlK",
+	"Qtl6xnfFI5umrV1Kf/rFSRSbqLw/OPQt0PcFW4qOJXugwdMbAvWFWSxxDXP58QU9dxQUGiwO8/kNAN0w",
+	"96OGqd/KFWirXEC/PYgwX8jhDDfAm5aLW5P/69Ust+kDu8o3VtWAmm4Dv4huoSSKkz/sVvo2KwqN73jK",
+	"P4avOX5yo9ewwrDzdAIFYufYNem8LlwlaHOQRviRviC6NlPhVi4ngWjni6pCfhVq0XbRvrqkP8MvFaDd",
+	"6DRrMv3O9Vdk/J3Lr8n8O8f7gWuiLdAsVNEK68lkmaaF0iYbpPvttWA3ahm1i9S0ytvoHafCznWeq2Qg",
+	"4qP4JlrIThCVWsnOoRVVpFZfnX3kJYId9W+CYPtpK7vJWKBIbC54KmBUuPYb3Q3WQiq1qE/+EG1VS6pr",
+	"ekelQrHXDwy6ySJqaspOmNbUllbjSzWm1fA96EWo5uwc3Kj27D7+Rj2o7WM1xWjXYzWhjPWMUq3xqLBF",
+	"9vphkchctZW9aiRGJzE6tWUuUiUdFvrk0Ba0Kx4SQoUTHe80NH4+QWOrWNhk0V6XI240xa8iI3xOZn+T",
+	"XW8wjPxXFAB+Deb9xTDem8C6FVs9xdq7csx+HpvekNH+Cnxz35rhNXNVM7klW8J+FPas3svQ+/h0Jkjf",
+	"joQ6QBWVmnJhGL8wFMff4NZ5fqd2i7d3areo5CC0n7XyWNO8QWH4dqZa/8BGa+0NPD47/Cmt13Y3bo1a",
+	"twSvvQwwtizizgiAUDQh/thoYt/sDgnqSG788eZuh8/m0WgyPlc6C1SQozBMtzQPhxsPzmiDiZftxKWp",
+	"+603sT33RrfandlCecjuc0vy4zvJidxOFcp53Jcl9EffDdVpa0T7fCawPQWmzyyL7CFUBFevCk8saa8S",
+	"MZZOHQAsDYy8UumKAkocNUbxEwShGqJ7ctw7ZVdzjn0AsJeMUdfrDPxGuj0aTmroFhqUHu6vNH/adhtu",
+	"bnL+r4nNO7jgdiHqn1fhv/5VaHDfjLYLq/WWB/vckVdnL16+bw5uKZgIS66Rb2Fks4RzU04F8Gk+V+zP",
+	"oTKKfMNmOm3uhm/ai9cP0aaZ89MFiTofD/D1ncHDT1Hn9fMfRy+ebYjNUdc14NxzQieNIGkOPuP+P6/V",
+	"9Ytn4ZuPPkWd8+cvn7/97s3r57sOz4v/n/PskL7sc3bHdUTjg6zsK/LYsQX1fOrjbf20/BOJSe/VDSn+",
+	"XWgmrcm072d/W0U0mKmlnLg0nFyxx9HMOW66wdZuc5k2/VRbJ42LaKamhRUFOs6lu7xZlMAd6n7U5w0j",
+	"nuH3DTejNt7lkiJI26qLvjfYzbSjxFaAcmFtqqTZS8/cqNhlBTvYEmbm2+lqI1Ar5yV9aB+k1aSHcZRO",
+	"oR8l1Pk5OOEqeLZrbmX7NdazeGfNKMigWXez/du//du/Hbx6dfDsmfjuu8GrV4P37+MdPflQQaq1EP3l",
+	"5NMB/XFc/iH8H4O1P37TpI3XG6bsfVG0ciMUbHaTXCIWjKpu1NIk8n45Dx6d2Gxq81yZUfH6PV6szZXV",
+	"Y+VG2rnlvq+eW6NWLZqcYJUnfGA1ulzoloUN0bKr7c41vaVRaEJ1l67FerBkkTdXthj/g2sgubw4niRa",
+	"A75fTh2462fuD7IZlsWpNd8pPtz9EFV9XCjjVLUvpV0CPSxeQi35yU2Co0don2jmU9qM7bztfDR423TA",
+	"xkZ7zFkndPRk7U3VaYttdeob3HDO5x659jjni9Ij10rYgXecrxYquGN12Qbo9WijWMB7rPGu+s/2SmXJ",
+	"ctsIWFCyTIkgrI/hCbato5hh1FaGqT9R2evausKd1hdU22ZUwGEDaH9we4ts7WWAZhloY3xu4xJ9y5qb",
+	"2R+pDXjR5Xuqr5TxNkdQxIA+HYofMe/KN/OORVcagX5lJQB3OZJ8aIp24r3IR76IONFhXlo8tomCfxeZ",
+	"HuMfP5ucvNzxlYS/MiVyCXydG++H854WQek6hxVac4BpS9W3hM1haWZ8Bwe6O5FbcRQNDS8heHduRf+Q",
+	"5oJbVn2kTynTdbbe0jvs52zoecu/YEacysasSK4Ttrn8yLpJvx9oKv0GMhqcRkPbY204AwazwNxCpZis",
+	"rp1YyCz3eQGYRzWRY2pxvNuF6NGjMRyQwEfodoO4mH1MUgDU9TX8YHQu8Lfdh1v9vx1H/XMTTP91KTEo",
+	"bM937XjVlWx41V/OzqmsQok+kdBmnC4xm4kE5ZYb3/r+T9uoz172hIY2W+vMrLFj2l4C94bMq22qX4Oq",
+	"t/Hevt12V3+FG7n1An7OzLDNPkl/9VqcB1+bFiPdsqEBfWaXJun+bHLx//4/hN3wR/eo3xf/8X/9L+Gh",
+	"1hMPBOC1OO61hFPjHXt7g3u1QwxNKhpyAboqokQdTl35GWVUOt8AJ2m5dEQMl60ywm2D0aKgFfu2uLRT",
+	"0QfclZxsPFOZaghVe1i/ssHNXDfMwo8Vl4G4UKk1U+DNN+Ao4b3+L8dqm87Ik8lNpvK7Z7B3z0TvnFXe",
+	"jt1tvLCbLtltvJ54QfdnoY1m77t2T1aN5jtiGBinHWB9PWxh30tatQXXKq3Z3Fd7iksTZVylxjJXnZ1G",
+	"453DP3+g4hanJYBauFxOKzHuJ0c3CXJv5KX0guX8FMuCAKIsQXHz6leD0H77C/+rJQrg5uoJAic3Sm74",
+	"fIH/zXHmFeN6GXQehjKVibAbjfSbaNVnDUwX+UzmwOWw0Iwwy7nK9Jh/Uz8vASZW9AfCLcczIfkHpBZO",
+	"SHpsIZ1TrULc29K2/m7atufDNQJ113TnRsT6lsSqjtq1kGIY1nAl96Rp3s+PZG37dem3pmP9jQj0axOu",
+	"zx+K3d9BoPZ6sl2EdRGT/twnUewh3VCwRwvl8vXZq+e7baIY8oBDt650P6tEdX9NJgnudfuf7iPfQbNa",
+	"OLC57l07gkVl/5rG7/bOK7LvN+tz9xwqR7V6I5Kszp1oP9vN7l3vrspzexsIU4pfuUoM08MW9g1Pvz5b",
+	"MZc7K9rS6AahfUQe/8jwsVZnZFu0d3PtkHaBDIjNUTXyJ7wh6zVH8LgbaVRTW/p2dCp8cqsFtXHgXVlR",
+	"/+vYRRM+h/Zo+U9L6n81S2oA4s9uTeV33cbYc4fWmBuYVO6C8+/Fmrcvaf9U2z0MKyU/vk19BA/zoplA",
+	"YEt4dAtDzGdQTG5jK/G7XLOXnHxWe8lpPZhPXKy86/0OI/FDQQGxeNvtvhFLbubCRjVWDxmIhGMVfW5y",
+	"Y2YyxteflSn59V4XHOVf1NHuxqkdy/RPiZ1LbQ7zNIkjYaxwC9BHe6do4JNZY2rGWiWVk2og5b//aTh0",
+	"H373J//HcHjo/2yMlwxSc/YMQsOkgjaJP/5k6nCnGZogzIv6Ioj3r2dKv/2JVm7SjuPlJOTPrCcXe7q5",
+	"HqeTkYfIXJpmTbWeo5kHnkdOBpn4ZhYBkO45IGaNoLp1kmxt2dvhschX39hktW9smKGK0OLCJivqVvMv",
+	"79+8FqnOVSZTLi2NFZriXz7FTDrCafsbN1pb3V98Lff1s6clEGBr1KmJtRW11ffb6zlWAV+kK7hx6kpl",
+	"q7JeNzUAIeCaK2WK6uXrVdcPN4aH1Yg/VeW2JmjuM+z0h50YEQnJuVMm0WbaI96I5cIFzAZPTaROl+RS",
+	"rx9wQK27/X/8dHTw6ANGtON/eo1Emmvmry0S65cHiwxXkquPebCSU2Gw7RFtrFEJo7L6TSCGXwT2Tkki",
+	"cjodiW6qXQ7Mqo8n4rSZpuogQ6oSFJE/3GkS5SL+a5sbK512M3vtxANB07qRNTC6F9/d2zNu5l4Xf/B9",
+	"Yi7zMVakp1rsac7V+G0u07tbQ2l1qh0BgzWORIxA5bv8HP8WXWvSlYj//PxcPGDS82Cqcm5K5VuYhPSu",
+	"F4gyHZ68aMkQdXDe9QyVqPPxAB46uJIZNsuCpylP830xB31+zjMFn57Khc5l2vnwKegI0YRiq9TKREgn",
+	"JBOTU+6jQB23gEIL7Zoq9Vd6bjWgdj1S2Zub/L5Z50RU8PjI18GvuZFsX+1vaKbuB9X8IBBzOlFnuWC9",
+	"LVGpItOZMgkm5YyVvuJf9BUZ17ht4og6sDSmFY1n0kx3p5P8i12CaveURwcKaNtMLaqut4XLNzANODtq",
+	"WAEqhk7IfPQ3WovI7DVmlBJBu6buZwc6AdQmpMDta+V6bZJOMdklWaYNuPcKv0e6PRBHkTiOxEkkHkXi",
+	"uB+J4xO4b4/7ostLEG55UTztQltWSFKQArSXkVCr2uiDI50LmRtCSIxB1MxnmV1OZ/VE1xuJMlvUwB9n",
+	"VsxlooL318Qp6qh1m/fuYVvmC9JsHy6OsQB2gZkhTCJ/B8sLsvFyv2WOuI+EvMxcE69+s5A/L9Upejwx",
+	"Mt6JmMZiTHuO3taPuRjLtNmvgjdmj5ILVxuU3bnNmkhwtlSERvQe6vVUrHAuVyIDAdacCtw2jQ2aw82k",
+	"E2O5nM5ysVwEGygSL+vKH20n8gfGC2sCBRb7/VwJHiVdKMuP9T9sc9pvO3Vc6mtJZDHXeaq2OnI8DwBZ",
+	"rcF14s/uQ9TmchRI7+8Dvp4f3Xiut9Gyf42z22kS9Ge5Tjl9s51LbZKwzCucdljp9dbHXz35jUe9l72K",
+	"kL7h/pbHtO6LUaBZuEgkegpcErNmRjExURBWxdimyzl2jgtb49STcc8O/oc8+Hv/4Mnowy9H0eOHzZm2",
+	"uJD9QpRa3dEd5WtbIkZj8jQ+uxE+qONuyRFctwXRyyJBmCOwkRbiTL3fE1lrpUgwCwRE3CBpOuZ5eqdC",
+	"mhV1wFJAY6lF1Ukf1M7DzlonMlw0+d7+4//8X82NpuDFDXp/WJal8RTaQnRXvPgmqabSvMlmRTjBntjQ",
+	"ngJRf62GEFXs/msn3AVKXM+s4w5cDhPd6MGkdeGQChnbUVn/qsC4nTMycm4kPRsigr5FnXXPi5moiTaF",
+	"K3r70mD6Z+X4fQx7jcCLjk8+3DIRs84Ig+1sPqJnlT1vIgDWqDeTzuCnFj6cFu7eDw1XGk0MC5nJuQJa",
+	"XnTAMqDvOJkSHffSN22V+97Rq+E2MT0i9Gq4/g/7azf3aOPJ3EZCuB0m3QhB9oqp3MrIW2LOnmw93ZAZ",
+	"Tr/sx093Rd1+lov8GUJb20U3fquNNGN1G3zkHhGNui5WYvBdJO663cYLLFsAd5OrFVBWdujA/f2Nmm/c",
+	"xtHVPtDgxoEDtL+yzul6gwYq6ECtGfhsTsvUcG4GnttRCTqQizALvkW3hn3yO5pCb87mPu8byC02Zx0v",
+	"s0yZMXr41MdxunT6Sr3yp0CmjjsMGnDL+ci/ctf65iEK33O/9lL3iG8I4dkgIcpsqvLqdga8wyvqb4tC",
+	"NDaUndyojUNuR/ucbN6wov+EA94UFsJ9lMhIHhKVx7eMCrlNXEclADQAdxNt/07JNJ/tSc3Xi23Zy93a",
+	"Oj/VtIoXya+mybZjedUKjjcM0Lip671Jtt7sxK4WTNxXTHTj7HZRAotZtWjONgWBxrLs3biZmk9kr87E",
+	"P85kLmToymDLeTJAuV36GtJkP88t8DnWPrvxL0MUoYadgRhi6Ubr7LCDfWw/xb1oaHgK8hYJJcczPz2n",
+	"aKEuoHOHOS3SJJjFwy2lcXqb4/Q/DTs2TWDuYceo62Hnw6e4RwVUdsYEfL/QoNfu7/xaNuUa4IlRm29y",
+	"u7LSs0ilMSoRiVwRx28Z1jpX0i2brNyxnFPRmAmbHIAHRIIresEHPDASSUS3wu57WBgHn8Ysumvtwsiw",
+	"jg9QpVc0OuSaS89jSdNczTnTwnOcVObY8dyafFYcCBYto8w9OByHcJ6rPNPjZpd+uiliBudNVziNN3dk",
+	"aizT8TKlxE4bvDISGINMX49Bc2gJCt8/fsR1T9YXQ0ghHtBKwgopEnbvcoppDt6fX1uRqLGey9TdvmBK",
+	"Q1anxx8+v8gjbsN2PjRfjlf7hvK8QVf+TLrR5ULHoouDeqWXBTtgzzBrTnz/9gUdFrW+b8CQ9SgXnrm5",
+	"IibOMCr011aKrKcAjR4mmC63ozZ+5LL8X+Wx0W7EASyWVyqTUyX86CLdALYAHyjtPLfxPccHheErcG2o",
+	"w0MiV4BTxbjQo4r3jJ7io4dj3xflNhDT4I7sWSeRxt/ihOIA4PHd3iCPZxvuxbmS871lg4XM8vlezk9+",
+	"07Pi0Z0FnFHJLV4EykljLG9sLykG53q2EnHwBBY0gzc0k+E9IQy3fe/dUpnL3fvEyVvuEMdu29u2qpqu",
+	"U3tZ5Yw7jSe+BW8CaN4Ug0a3rfvXzNDu7vpUl1rYIduynQINbnpAm/JA/e/VbFDiP8iawsRQP3hDemgN",
+	"GNXXFbElO+a9QbDJrwXS/RIsawhQhrYUJugqRgSwaokXL7XL39nr/ZSYN8ZL480eCHY5qI9ynKcrFt5R",
+	"dVYJe5ndocD4pdUCHWxDQwG6+BNH8JK9HaNLZvJKob/tQqX2+rTiny6eGsssW4lyF0Pj9SZZ88VGpSc2",
+	"I45+sVpzjPaaykWyoaJVYfOqDesGOFmGA7Z4V61J5O4nyoyU3WOnqu2ep+pWO85zOZ4hPk9SOQ2MN/3o",
+	"6EObGS7G41YLveCA+p0DveF+r8E3P4GWy79x9Kbvtbn7DRz53mIgORn2O6jaQ7c4MD9T+43xA2Uz0dbP",
+	"3HqVns20fmPZpbL1I6Xhc89Hbr+9XH7kSVq/ujXBCh+4/Uq562WLtxZtKduOvc3i9kDJsp9A27Gji5ZT",
+	"B26PVu072vf5KPOR242/cR+R1oVNWg28RaEW7+Js966aQ7TN/NvKYO60LtSqN+xe4I5SDC1quBTpADtf",
+	"tpZXvvOJahu23cMzO289cLSPxPRrFaCo9YPeuS7tRjObt0OtSpO6nTPPlXNyqtqS/1pPu93ji2if9rrc",
+	"zkm9/3/3wKIIwc6hZcfq3QvdUiVkt12w3vB658p+vjGV2J6zsnufewgxZfeknUPdXKbpCBTekZ2MvEBf",
+	"Dy3aPU17cen2VZ5I7271rk0FJnZCqx65cIMpfKzGzlXuIfDltuWwvQhta/HxdmLj0uh2YGsrV26zAu2Z",
+	"GrX7Xfl8NJbzhdRT0/4Ba/K2Wj+Mn6tEL+eth+/Bs2B4rloSuY11o3fi/PVMj2ejmXX5Poujp1JtLvd/",
+	"ymmQWNs+9Wmz9a69N8Cb+xoccy/tWKavtFnmbbq4tWnhpj7K+QL20znuHz8+ODo6OO6Lo/6g3795f7fG",
+	"ZJNXUqevSP64SbGSbcFmLxJOmMYSLTTQGz2DrWObUXY7c4JNYxO7o+joD817YMNV9e3f6SRRRoztYiUy",
+	"NdYLDdCMxLharjQS0lHmuaedp/DRWDFTMqEIuJAvNofdeQ5aXcI30qnHJ6LrcmkSmSXCZuKHdy8PnJyo",
+	"SCzgmM1U2AWddc+fzQ/n3x78QXx3/uol1p9oqjjbvIqmY3i69/7b7bhq1tmRh4IBhoRkYmzNWGXG3Sgm",
+	"d3P9mPViJadivnS+XgmGVxRLJi/0hc1naBkvYl73jcHd1bPh8y8hEIvuEPd41lO4Bqk2SlxkSl7WMeNk",
+	"cwjqppJN7zwi+pJNqgkjMfZqvZQTlmh4LedKDJf9/sNxfQB+q+JG/A2i5B/u8rUGNK2ym/K0+cI3OYWA",
+	"nr5X5obxjm0KFa1R7LVki02RhBiIf1a6YfYsr3C1oe9rKDDXsh0//LIhx/Gz9YkLlhP5Ve86i70STSqH",
+	"2CAL4O+vOJr6Zty00Zl6uwyLzVkVzUWW90+5uKHz+M7dA1tNshtNsLfK1NjTlFkWKKl13PzQwqzZKs+j",
+	"Rf7G7eu03iSto12h1jtJy/jc9aA35wncvlbIZ6geXckZqJxxDcdCZG0oLx1ShoCIRFWu6QlZhRrfQRHq",
+	"jSWlK1R3f3pe0Osmgk4tbm/a/Lo1hQm6z25b7xsaVvRqzm0idzabPodB/EhzMglNU66i6ZBfq+sXG6Rd",
+	"XYSzGHXNAS43EGfxDR58TW9x669xlQzyffPcizzyYxzqk8rX0aBy7num08zstWluB1y05m5Xa9XjIKyi",
+	"CVfb9hT2/YBpZX4ZTTB/W0RY7onzI+8haldtmUycO8Y2oC69ppykcQ8za25k3SjSZ6qo+L02iO6Y7hJx",
+	"Hx+M8lc4JBJze6FTFQmbJSpr6H3S5PzweTZbI1lh0OvmEEeaYMv+v7KqrwXwPv/RV5jXDji8Lvxh9aPA",
+	"BznM7tSXmsFoQK+mi/h3ccTVjCNxkcnxpcpdJBLLRWkS6WbKHYr3SmbjmXK+4LHAioZY4K0wsFU0+bqG",
+	"HOpxv/vw33/qHzzp9sThwYf7RUlN/tyo3uFOf51CuHeQ4vZlFsLdL/Vue4nc3Yl5QBi007lyWBXF7Zlm",
+	"Uz5ONt9UTWUqKGBBdGMWjxOVS506LqRZMRFS5l5vPcFGJplyo4lsMnKdUYpTs+FyQ4Y0zbdaZk1lnqb7",
+	"znYhzeVoU2mG9dH6sslSZy6xTGLtjY9PmtXBUXO223dKFjKYzabSaIeVPNfqmj/aMO2mYqlFc1WefKZk",
+	"0mrSyTJNNyz2W7gvmJSH9A3jh22GzfTRJ+BmetGy83o6ulg2dMh8OtNq4lVDSVaRnSvWpun2y48LuVJZ",
+	"axhdLhY1bGgetgmS72c2y/c8neb9XDa2a8sy7EGQoBm2tBntWq+dZmZERQnbbM9eSpLpdg9ctByXz1sO",
+	"vKLgvp3ns7DjWT6SSdaI9fm+xACJshstMj1vbNnatnlg1gC29yrPU6rQsAfMlk6NuJlEgx1vajBFeqYy",
+	"NSgyDZiKo0OC8E+islWh1iBSULlYnFtYQ+WQvGnrPFsCu/kWWEVz4YAtDOhWdWgq3GJPbvCZyP0+NH1P",
+	"Sr0fDd6Hmu6mlSBjoMzRRGNuJbn/Z5HhlvT0ayeUexPC1iTvVuQsBqITi7m8pNajjoorexJV0rZD8aYo",
+	"WUrPeMmdMpfLkVFZkUDESMzi/ahcVUwvLsx2AfxGelOV8G2nc9vJ2iYytpVu7aBT2+nSFjJ0S6WuoE+t",
+	"4oFN4xuZjmwjHBsIxS7KsJkUbLz7my/75tu9/Tbvurwbruquu3nTO9KpQK46LcGIIFI9TD4gv2l/LP5E",
+	"S2CFmBfeiii8QOEJBWheQeoCScPbQ3cFwY/nVD3Mplv/3o61TF+r/Npml3tf+Q1RFm8zO9GpKtpi2UzM",
+	"pElSdXg7V3y5yvVSr6VdHgeVVtFUm0uVaBOJXKVqmsl5JCZyrC6svdyd906OfX5xmXm58yhvFMtWnmcl",
+	"fuTkD7sbiJdHEzz6qF9/sLkY9OHvDhqbiNWLqOx/DHt5wqq42OBdeL+cs2S3b1iLrtixQv+LNlgeqG0H",
+	"303+Df6p9VQb/CHlJLS0TrDCpsNGP8yeWOacnpotbSF4QMLl8dxl24COL7PVdpCHtiMudvD+PVXI8CUx",
+	"9sxba9tV5XahHO0FkCJfqJKHvUeERZnQsSXzoowmEUwdkqr/oVWTTwokEUS64+N4rT/jhjCSX7Glds30",
+	"S7dEtbwcezfbpliFxmbaazERARpWcb4A4aaoh5AYtI2BqHTgZiTbEhkBJOrr8/1VCc/WsP4gdn8vklJ/",
+	"cFMw8BmGAt/l7krKsn6J5zK7dFjHMJtiO1vpLsMeHf1Qg91FkeoWGHeJ3e+azZg7RKRMzbVJVDaa45E1",
+	"iK10lk5cqInNFBdxlFkucivoafxOBje/qB3z6PjR4w3lY9b6wbUngOHBHcV7kMO6OawS4CxgVDuL8sZ4",
+	"Mx+CAOAN69I+fHSn3Yo9lf3VuhQz3fX73kTQ9pJrNwXLwPfnq4W6mUybNPY2xvAgf9cvAUgwrmj0XhQR",
+	"bJaEt8jIid30cyET71oJnEeyTIO+81uWs7n7jwm0vcvtaLid0TL39LJ3Ygt5uxNuehMO3HFF/71E1V0p",
+	"XNROkrqITkCitcAEklSTUBV2Kt0ng6v333/TuZUYXONZN+Lpe8u1N2AVrtHC+w6/xz61H9V42eDd3liC",
+	"fgvhP44FwZ3MxozLcHipQr83QtXY614EXEBkyi4UVoi9K4Zwig145ZgXYNMbsoi7ovrnHF8pt8nYt6/B",
+	"HQSl3oz0fnHhlEzCNkdT/kjdLm/U27S6rw0KV7n2rRk7ZQGc9kpzpdpJg73fgd6cjGT+eVR9P3+mJBeJ",
+	"qJtOVkHfTOHH03dBc1EusVgpNb3unpA61WY6ctqMVdO7uHowNlsUXGR7pmQiLtRUGpBYYYr9trhnf6dG",
+	"fFjj4EF50ixtqfzCyPItUYF/VSwoUGwdOFV0qB9niX9brshZifNrMV/YhZw71QL1pEbpNvPSOtW5pFMv",
+	"DujztwUuY8l/Xzt9LILw81LxzwD/cqfPeOp9iUKew77ZvNqiGU3rm76kFtCjuatM3qhRFQ3Um9uq/gpm",
+	"NrvMMY0qAHGBGox6+EcOUiL9sw2ILCnsKJu0U1COf6HYx0+Hv9Dt+cQtxrnf8SGsI27p/yiOsrA4eeCX",
+	"26+uvGzBHUKTcWHLrfO4uJd+VcfjBtrDQ27XYaogCC0W48nHOufaGesQUNcWL3rFowF11DhTecvn3uNg",
+	"bD4YEOcqEs3yfOEGDx6gAy/PF/DnD+9eeuWL6dR6iYKdDqt6bdws3YYUN0GGLUjwqjzfpo7hvlMkt0uW",
+	"mbopqT+KjqOT6BG1toseN7evvCHRfl/A+nP0Ti4xaV0wp9+ofIDOxbV01EjcZkW7EmOvT4PIlZYCSBPl",
+	"4YVsQY4Qj9ep4PXMqfEoxtwEQFmuSmAn4vgEhKTHJ+JilSsnuu99nQKe1/XI5vTdq7On4lKthHYczgME",
+	"LqHHmhJrAt2a3l46Wn/34MMvD4+jP/zh0x9/6UcbCqLw+8+Vy98VeuheOUOe+TSK3nfEXfdmU8x3Nup7",
+	"/PuBTrjwiXDNlcbXCquXvLYNBwrWsQWr7ta2c2PWUepQ1QOjTu0LuXSqEES1cqcCTl9kyi3npMvPRVem",
+	"zgo5yVXWSj3pNbV435+J3cggcGPOl9kcTVAbyBaeCsXlUSwxDWze6R1w0Vsxw0bEpHUtM52v3sMK6JAu",
+	"lMxUdrbMm0yG8LXN9N8R9wfiGxzLlUvQaujLlYhz+EScTju3pF48XKb/IlRq7zkhk7k2Q4MlU0wiuvE4",
+	"mx8wTpEtknSruBdh9XcqGov0dyyNuADsvLKXwEoxJSyfKZ0Nzfvvzg6OHz0GIkt9sw7FGY4cS0po5ADJ",
+	"ROGVkGE+CL72nsP1RiIHMA+NmkzUOMf4cW2ENci3rEmENVyinhe9yOxYOSe6WPTlUqmFK2d1QudDA5dr",
+	"oj2v595FkifE3t68zYSPQDuRqcnSwSO+KQ2OWAlrqDQ94hFiHsKlxESQszqfPnF9UHKAlmWM0YHcefru",
+	"FS5fj5XIlZyzylwKbFOdz5YXh2M7fzDO5jwU/lzvNR6ESmvgg+QNgT8BZosMDluxh9T1ioQQndW8py6i",
+	"/EEXDY06mEud0gxlMOspWjbdKbojOV2QS9JymiFWXhULzvdxp1RfYWh8b0h3KmjqU+FN/Uj1YCoC5wEs",
+	"f5krykRE25o7HJqh+W//TTy1BkQ6VN7dTGbIxBkZgFojUsHY+/eBISlzpVK7UIf374vnOChTixTlAECn",
+	"f3n/5rWg6zk08S/EeiKBTCfCGPFIZPYajkVOFf8TUUOuT7HoEiER8XN+DXZoG5oDEdNU2JsldkvsnkKl",
+	"h3Du+FC8MapccCTiPz8/Fw/Yi/VgqvI4gqXaDKTXoRFirp3TZurbPkgn4uc4lU+vGMuFzmUqnp9SZyS3",
+	"UGkKT2gnADGK5kuAKRM5Voe4UFoPN7MfdmK4W7zgQuDCMei0hV9B711m/DicET0N0kPl6W487PS97yJ+",
+	"++b9uXgAcH/glEmAtEi6yTwfAsROYK9FW32hzZVMdSK0WSxz0SU441dEPfjZSBg5h72iQ8q354bzpqZ7",
+	"vBGYO1umqhfRK47gFUsjicg6lfD3D+H74sD1dJY7/uUEfjE2FxO7NH74o2EnRhCpfGYT/Fmmqb0u5nsC",
+	"TyXLRarHMlf05TF+mcG9TPVc5/jtI79rqrvMB99FUganT+KrETK9liuHR1Ufy30+hE7Ef/zP/92Ly+wv",
+	"xPx7TsR/PWCZ6OBFEkdF3DqyityKn5c2V3DBMc1STC0TeQvvC6SP1E57vOqH/lgyJZOV6BI244e/A6Tx",
+	"SK6kRvGS9sMiXHkH4EYiQYbJ4VW+uUz89N2r0fvnT989Px99//zf4h7AdSEd2UuL5++5wjsmuk4pcf/+",
+	"M/7s7t/vAS9aSDwKiQcJa0L/m3YFCRPSuGuV4ckCZgdA78bGUjhq8cYBo1s+q8xHab6ZHOeI5OLS2GtD",
+	"w+iqGtSqPLpUUKgbryNR8BrkiwQOuE8w/8Wy7DePRIpOMBEXyumEAiDO3r6IfOcWozS+HfAJ74NaKJm7",
+	"sEcM3Wwkcni1CduEFPfvk7hz//6h+NZmxEMDAOpczGyawFCkrIizXWmYxEbwPmkEasYoDUjfC9/H+cqg",
+	"JMc9J3TSiwTW6qRzxTht1t5cwb0RL/VcHYrnMoQPOplpZ0yomQR69c/vEROJmWxNlqnnEcYj/JUyCRaq",
+	"ypVxMHH88QAfPaB5Y9HlHS8s3ke4wRaIY13kjAEPcV6yQfgVdIn49sq90bppFJ36ofgWLY7hiQNVZLpN",
+	"y+UJI6E+jtUCNXyOggkvStOGkH4c8Hro5BhTYV7qUMp2Ejgw7NFH1NfRjQ6WlfuWoQWzwRZ9dLtE3Ac+",
+	"gYcA7xxUswLJoh6FaYRkbY8oBMr/jkTx2rK8QUNcj3EsEbIkuJX5PT7xTadT/qhdDrS+lnSvE2ySBFMy",
+	"zTPAgUCpTRyzzgFaRuJDkjm+Oz9/K4j310UOQDITsnxtxukSCyiGZxnhSQXzDM1xvx95Mp4pxaCFgx6I",
+	"+/dP+kf375etKEkULWVYZmORWBokRFEh5trMi/FD02V1Pf7xxx8PQOkAGQvOzuscQGru3z85fuLfJfkV",
+	"sBiVUKvTkpsJmw2N9BfWpxDAzshqLmT5DvSOWyvsJFdGFCt5p/JsdXAGOi8hN112dyqIuL+E9wBlJ0Hi",
+	"/v1H/Yf375OsXuE/5dl4NUG7oSm4VUSPbOBJiMlGeR3ba1BsP7tUK29DGxpqQmkUrQcnlSaQSmmuRBNx",
+	"p2gBr9tQGmzAvQCZauwr9eF/c+FynabcbysPxVxUuEgAoDZtdZY3NCES0oQNDJAQEJDr5P59L6kpL2oy",
+	"j4JF4/yJVXyi2CesePYRIIsXPzxcz4CrxVWBLZ/dczyri6ieqX9uaPzmQK0B0ljyZFhWwT57kXC2aAqq",
+	"Qa0wU5L8VgsLWywkFDpE6YaGif5p5WpSuY2Q90svdheiXw9u54rP6bjfD08eLY54gYlojCWezUJmToHq",
+	"KdM0GhoOUKyiiHZesiyV2IAWsGQPL76eraLycP0ZAXiTQHQBcZKIRB/uBnWklenEZnOVFAtGrLMZgwgv",
+	"+sOQqAxNZSS8goY6kdupQnmC6IB4fCK+19/AiSHpw5K1Py9RVUcmxlRPJUCp4c4e+XUZT6FEfJ5J4yYq",
+	"O3huxhYoZHxaWXfVLBJ71OrKoUHRy6ZiPJMggQWixesfXgq8aT2UaRDPVSJSfamEFBeS9f6oJKk6nw3N",
+	"ZooIIL+wyap6vUAMiFC/JFnjOsOqvasFnrB2IpXZFM14kjtJI73sHolX+ptTcdSHf+FEhmZdZ6qsHIHv",
+	"8U+sw51ZEtFJ5EYgHRHVnssV2tLEo77HAicWyNq8gYVb02Jh7YtlBgPsRBz1+0PTrdBCjuB0p4GYAcKh",
+	"XLEvAa9b79TL7HBYebiToTk5fiLigHsQMoHo+x//83+zClNhCCzq1fgLvBL4y9DU2EvXWA9dmyEl8zAr",
+	"kGorg+wBE0YZk06Joo83n9Jxv7rbQFSSeOcrGwfmNwc60MgbHR+CNi7n6iwn/aOIhZw1WxVhLb4XJmcq",
+	"QweeWtiMWC5gsylywjx8m0oCKThdeeZE/c5dPjTHJ2Jml5kbkA7u7WtAqzDoGS44M74CKLgUlCOdkBdL",
+	"p7AdJJpuhsZOJnpMbieZZVpl/jGS+1NVEAVrFJoVF2JsSVgLVFF496E4K+g5CPE1FAAexeQ7m+orFS4x",
+	"BBC1xSTEGppiBJHick+o5BmqcCnGFhADNg74BarWzMeZ++twzw1Nni2xAWcGQqRDceSjBokPByJSqhXW",
+	"zABsiv968K3NrmWWqAT+ik/Fi7dXj8ua10DslgZNd+LB4xOfNEkbwHvkUB0r1MPrmU2xXWxqsZBSJGb2",
+	"GgVawD4QsEJjqirkdd4OzJdamYgLmUozVhlfwpoNlpJEnbexDs1JSWFYfkCqaeEhpHqiq41YALkGXGig",
+	"eoBAZkyGg6HZQGFYlazQGaL9BZ8LqefJ8ZOhKa8eUuVyodqISaqns3wTBRqIo7i8XI62hNdQJtHQFJKI",
+	"mlvkfcCyL7hJfnjqjGkOdQpexYVNtHJMvgshsNQnSnEBlapScLyg6mzjVDqsiA7KDEuiLKXSQklWvVDK",
+	"4HoH+F/W4sYyS6LQMhuJn5d6fIl9ZT2uIscHITt2PfFIuNOhwZ9pinovWlS5C0tuFMS8TZRKeuIIZhDX",
+	"Gep6bONjxTMmMwewRXe6jhokAdK3LLw/wJgY8bAveDXrfIp63W5kVHSBauQDTQQej2bSu5H54OFXEJJk",
+	"EjFS8N3IQZIhz6HIlqa4AW+ty6eZev+vL8lUjJbxETAYu8zjwimi52poAGpVkKdqkhMDMFYUjxfJQXQf",
+	"8XUgf1WEDfgMl7IIJBdFGGKxm4XE298luOUSCzBrJ1xqryOR2vElsMtJZv+uDCp6S9j6eCYv0LQaWGqm",
+	"Ki9UCVLP1iTWqJBayIw4NN3Yu0WWpjAa0j0EXS+vLBbYhMzxOlWWC+T+VAT0guT6EB5wW20KDPdCji8P",
+	"xRuTroQkPOTwkbGdgziic6fSCUZJwA3OxLVcDU0dCfDYkrJdMt4vmC1XZkD3G9jtVGpTHoOTAOL4RaLm",
+	"C5srM14dfK9W8WFNhfVq2borTHtX2Fg6dTg0Z6aK2eg5RsojakYaWafc+NF5aguAeHX219GL16NvX774",
+	"83fncSTsZBLk7PQGpRmW3lDRLa+lJkpKcNKsSmA109Dc6MRYzlVUccyF+nDkzfdmHZ8Ie4amQJ9INGNP",
+	"QehDEu8bdEciA8ouUonGBhb8a9T+FKSHGQgegAcMVybSAfiayDSygip9I8KG1tt1ktkbGjkeqwXW4xRr",
+	"yMH6zkAcidyK40ePxCLTJkfb+tn7py9elNqPV0OGhm7kPSfGM2vJIlQaXX/44cWzCLFqQcZLhYwKl3wo",
+	"vlfAvIr2IygIUfUwUjfLFBZiupgxSGELbOr23l0OwfFfX6pVj+TYTIlLtcjF8cnQoIR5KH70wifceD1X",
+	"ZeIjWl3CC1QQ5i7ZECI0KUSkeA5N4RBCoKPCnaGe6xePzPtilZOBE/5o0LQKFwqdZ1nlB148tXm0buoo",
+	"AJcfvFOLVK7QmJ+hfRbezSjh8QpJA3On6kalSPRkojI42UCYKf1k3ZjfWTq/hp0a3gw7A5obp5Xoa0+q",
+	"Lgk/N9LaqklD5gIk9CsMrcO6IPwM3Ra4sAxdMk5lS2PosqB0Dbov5mCy3asb6Bb8Eja7+GuPmIEL5nuP",
+	"FkYAADHowpFLsQbe94IHF5J5JtN41mgiQk4N153iaaRILUISpuMXoXhS2g2ZTrJ6dqHya8W/ELPwC/XL",
+	"q5l9K3TXM5Ni4VGpG3rbCBmcYIl2MjQysESxHoKbLL7tFdb+qjOQXLDkU+x5Y5knk2gFH5rrzOaqxEBD",
+	"/AsjPPJMg7JoPLn2KHla0lCvdJbJtgG7JQmkG5/0j4Asnxw/AbQPvbcF/vboLIp1kI+KEJBunMyBMJBv",
+	"iY2vXekNtveccHqK6Ea/9QK8UGacrRZ5eI29SDg0dd9i5NGF31EAiy6sR0Hgq4H/gAfj/QUUY/27sH/j",
+	"J8SysD4YbIzuSqpkhu6z05IpV+7lpQJ5g99YKDW4DuSGj/oP63LUoUDOJbzKLiTeT4YuQo1EETQ1SbPC",
+	"ky9pog8xw7QGvBNFO47x5TQDdk802i7zkOgpxn2iG4ACzCPfyimaB7AwMHDJFwaZHW5EKyfizF67AsXZ",
+	"MWgnvkC/mMt8PPOK/0SnOSgI2HQsl6nogm7P0UggullTuER7kYjRNUqBCmOl0y68Szzwc4+swYExXWUc",
+	"XawEPrBTtaZUHR2Kfy11I7QyLXCXPUaPoeFN/XF9P+Wi/iiO6HbSa+Fjtx8J+H+iQegF7B0OzXttpqk6",
+	"YGN0KMuRps5PwcWJq1uLhbywZPUI5WFOfR8aZHc+hqC8l5H3eOlUmTwFwCbLsUq83GMWyxxgyQEFrLoi",
+	"Pw9ia1jtiZ9SS8uD89VCDYRckH9OW/Pgb86a+HBoXik8JXY/Zgql2gOnjNM5GW2SwiI0x7E0LFPwHqCc",
+	"JU8sPQxDQ2PJRSDRJ7ZQac7RIbRF1nqWxthcwxYF1bAufCMKo27IjO28hOY/I+qd+igYOE38WSWEk+SG",
+	"lfxCNOCTSc7H3ILknmXoZjdJcWxwWw2cq5eLH5+IVF2pFKRjtUCMC8GJgoxBf9zcZgrpkIHXquveAC0F",
+	"CgS80lhRId+eCBROaO2FmuJQAaFLUK8G5MuvLhoXzG/C9xeLjg/FS32pMJ6crUCoLdk0GRpjcc3kaXai",
+	"SzNHftrIn3TEVwkuEMtSMYbSsjUAIRDRiWMkCVrVYFE9Wk5FnwbWQbEBGG3hPIPyMiGOjn18fxwNDXwo",
+	"A4XppePUwjn6E+ge9aN+vx843/kdqZJXREztQpnegHasHSowjLa1Aw7PhNV4HdoDKCSk6xHkNUX9RGI8",
+	"U2N07TJwEaZI4cn/PbZAstg+xQGiJY2iFx6K50XkF96zoWEb1oBslZjF77H6YuX9jXZSIKzS01leXFWQ",
+	"Ak2isfGAkiB/uJnNcmUoXLUM5I/R6sZlSMR4mReUiOJVCExLhcpGVOgQhc3x0dExTwVaC1Orc/UxL7AH",
+	"nwk9U86bFlQyDeIF2W1Vsf90vdcyGhqMOKV5Ctn7nuOTMQktk7sRzkvqRuGONDfthAVFgHpvaLjlIyMj",
+	"NVS8Drht6d96/cNL0f3hd/1+v987FO/kNW+cRXYUqmgC0Oh/O5n8doKBvfZKZajSTWw2hyP/7dP+b8++",
+	"RWnSUHyMzYRyY7lAv0CW2amEiYNlaCCbOoOJh8NlMplM4PH4t/2+d84Ol7CwmIl06aIQTXS6IXQPpq5e",
+	"CEK2IYbRDjsD0XRSGHjk1xkeUKAZx71oaJi75ZleLLzHB5PoE2QV1+wl8iqGE+qjHOdI0CWlzWCCgzir",
+	"oBKDjx2+gMFoegcKHJ+iJ0cn6JPxa0eVWToR//bhN3RybCX4bezHTEF1HXI4JEElEirl+rRNSuEpXkd/",
+	"oMBrcLNJZmGvzAq9HFVj81eSahkcihcU2c/cmIgKSY7Oo0CGtlOmM+jg0YkTE52D7sJl6B6fHFxoUlCm",
+	"KjsVpYjlKQW3pKWdI+XEyA6QawA9AhbUhDBFeJ8uAuCoW4lhk7iSKOrOB2UgA4pVkYgPY7RixoeHsXBq",
+	"SrHM3fhBEY7L8bhxGJ/74PAQv+4VmkChj3lShYomWdKZAlHjOd9lJSejPn8ZiUVGlPHnpTS5ztH2nmg3",
+	"Lp/5y9k5BtkQNBAXh4a7HjvRDa3KZjlXmR7DfWRbFZwFCmXSFUTQ35ELbWS2OpikVuYkBYJA4lebFbVn",
+	"yi55la583p1YEXDK5HjxzK95aIIs/vgUD+GA/KrwlsYU/x1VUk6HJpiFjbBwWZDiSDYMeCPS39HPZi3g",
+	"i28XjciAfLaonyENmTR4O3D9HRmM2YUj04mQ13JFisDfVWZFVwbQJVhit17smDw0JVTh24f8rs0Qzq04",
+	"7nk3L3Pm3Fr2EZFBxQ0NrTC89x7XKAqbJC/EMz7BsuWMzw+xE7wUviWAeM1qOIaskQZaGPyABgJyX2mn",
+	"L9LQ/g6XHg6dKOKPpX3Hd+1GOwiDLyNX5Fgnyg2GJsaUFLh+yhUqJOgvpwItW/yLVwXJOk8dKHAZnOdS",
+	"7gylfngSHT8LmeXoIumyeqszWEnvVMTEk9fmZ8GNmhQQhS1eNjT4ti5mQgyKAicY0Mql+E6xX/mgfFWl",
+	"f7nrHYqntcSLoeHMC86OcJUISFh2LbECV8ZQqGZ0BMGO6OhJYWVeiyGjCuqP5O5LU0WeApATnAJCPkMp",
+	"1bM6ZGA+Gt4aVFXKHB6V0NkX8UrAEPgYL5a5D366UJRgWjtKxr9saMpTnKCJNlDkYq4xM6DRrwHbg/d7",
+	"S2V9TwDRoemifzSNMG8lKo4h4rafPislIgBxf/GodtgcISxT1SPcY9970Jp8VZwhiPZ8HKg8lKXJYgrX",
+	"RgUEb1U4CUyZLudoMgvLNgLj8Z9z+ZGmKb5ZZqDsgMzPmIq2DxJW4UCGxpP4yoK7YVkpULYjr7r6YIEM",
+	"FCbvtWly6QJFK20f3mxU+nmFTPWlOi1kDLbIzMtIDDToCI0oyXlIQ+NbYwEb971DkIMHyx+UNjAEeuWw",
+	"fa3IGKhl5D0sFBlWXjgvonf9E4XTFfEAvTBlUgyT1H+xS7SusoBm8sAp72OUfXgyGc7YoqpT8v+xwV+K",
+	"v/FMmb0emu71zKLCaopgd4pVolTKiLcZFanZZEPrbTJ5s9+zCjPhZqDeapQzaWLxqM9uat9WPzR2qxx7",
+	"v1E4D+7hwn5EA/nQMBMVXZ7o+CQSbG6PuaCAT/BxlgCOChDXmSAE/Xmplirx7wZBn5Ng4zJa4f2rMoyy",
+	"sKhgskytlkpcyWWnvjPLRY88Ho7rzXnwwkaoACF5QTLvS8dzPxRP8ZzRd+ZDgsPsWpZkeO+P+6c+eMev",
+	"lLJUu5Sei3Z1wcVrqlm6gkKGcQkcac6IgRzymqPFUmdrwtf9+4R+9++zZsleooJezSSKKXDvfaYnBmWj",
+	"25BcyzjDA0CNmOM/KCqWnSLjZeYs+8gaDwGEW4Q0hySTnI+ZN0yFQvNkIuLEjt0DYPkOvjucJ5wtd//+",
+	"c5+HgPfpvJ5L4EX6TFDYysoysSmzC9xCjfXEB2tgYPTQxB8PigwH9rsVdCqXUxEXvzp2yNEay69hkUzg",
+	"cJPk67qerZBkkXHfS9eBThQsTKZYuZEInsR8VkpZhPkQ5qA+l9GBnCHBaRgV6vOuyOxicpuBAFlPM6A4",
+	"unqW12Dd0TY01SHFBYJDplw8cjAfHf9BpCrP0eTGDSXxsA5Gh4M47G7C16CIJON78PBYzNRH6cVtmqLn",
+	"3WQYO1FNK3NCXnhDB695aPzGtLf3mJq7C5QC0PsxOYP5Bmu5eMfH0lBuGxJBnCEIJpv4iD2fBCXOxI8P",
+	"n4oYj3khM2XymORH+grjbigkd2aNXWYqGQQR08XE6iNlcdJDUQ0QbiENMj9tlpyrROLLPX4iTCwZl8mv",
+	"ZHQnxwmZ21IlQYvG8GvU1e18gYGCbHCZ/l0v1iO67zkRnyFhLYOtvSlU56Jb2Oz9rwOcCESQv8hsNRD1",
+	"h+FOfwO0C9RLDK2Saeqz0MpUC5vpqTauGjLM7+0ifynjTE5FfD8eGm+gNSu0ZT998+69WGSK4vREN37z",
+	"9vzFm9fvfbDeG3yD9+iQNnTwlMLDC7x/hfECtcDq+Lh/EheqsfTcGN+Ppog/Pz/381IYh6cqPiq+FqAe",
+	"VV0f8Lke0xENTfxicvDaGnXwCuQiGFRL1KyiYh0TUZ8zPmmQDxjkX8B0v3TvYMWxeHHD/LoLghvF2pC1",
+	"zldQ8U46fJBhUbyFM1Hqh4yZHgcBHPAuOLW+sefncopHEMZ4R+vZSLzrhriK2AcFyIpfzCuKQBkTtUDS",
+	"gHYha7zHnlSVmi4EXKw7l9kloMPHA5XLKXOQQTU2cr1VK1KqIuU4DJ7sUWxvQ6qhFNdKXvI5MGY9leOZ",
+	"8mc58En8kTD2YAw/oX3P2/1onzUMKvIfZY78rgt6Fsi09+sI/7B/Akq/eGUTLJIQYv+FTTjiAuaAx4BD",
+	"zMr6UYt0RWfJ53dtl2kCgqIw9poJMPPKTHnvP+AiWg1IdpfC5TLl2U7Z7poPjSN/CVdz4LQQSoREfklz",
+	"EPpJwwfIJPN9Ux4s0M1v8BtXj4fDBNkoZEVFNjBJTCAcxKKLAkmmMBxnjNK5SVRWcPXQgY8naDiaVcws",
+	"qFR+NlAT5UIfruQ89bOWaVhFhBkHblQeQW8pR7eiL8FR3skppU7BJcBgsDIHDe8gSeTRWk4oMCkDDyBz",
+	"9eubqzzTuOG3mZ2rfKaWjmJjnSr8CkDTyyP0XiGlSmm6CI7RWUFE/NM+BtSHCABxTHxENEDqz8qoTI/L",
+	"cFJD63WcUMPFR4JgUr4IQfKyz54dmve2SEz1kRc8oyIpeiFXGOAOk0f1ohLAKZkhxXxtu3C2wJmHhvOz",
+	"YFdw11WCqbypRKGuCAj76wFWmTl4z2nDtFp2DmqfK1G+EWXYSqbxIESxMBtV56fsUuaS91QIq8BTmrs8",
+	"waGZWKDPoktCrz91kHhJVZzZa9baSIJdYoEExEZMHUo1sCEM8vFB7IhwE30F8g+nKnqx2Ae2FHIfmzSB",
+	"HlGFoYGgPjtxmchnbLliX/sHuA8aWoUUD4/Rq4Bm69NavA25wQmIKHKyllNYaZ0oLeeccblmn8fMS6B9",
+	"759973y2JAhPqGnZbCW6sUsuHwDGkGqEEajJ5YOpfTDO5jFlq64dMVlrPPYlXi6CuT0NGPDhB/gX4mdZ",
+	"lKaOIlGDxQbZEpuXMIGJdNdwDhh2wMWbiJuCSpEvM9OUM++rkwwNnbAv4kGVqrg0SUSZSifHT/BEH/Uf",
+	"9gQrF1xSBC8a/IYpRB407Njoeo3BO2i1EUAi3uNBe+XxLyoDXQ2u+P37ItZmYg+v6LtYEI6D/jiXIEOI",
+	"q2L0QPhyYE5kUrMjba4NcEkeFpUxEYhTWP0oA1ZdsjR41LFp4W8282+gCkGpHivjVFD259WL87VKP1gK",
+	"3C6zsTq02fQBP+QewNhPUSfXeYoVg5Yut3OViXcqJYI70wvxnsOdz96+6EQdfntn0Dk6PDrsY21T4hqd",
+	"QefhYf/wIVWOn2HtqQdjO59bg1aABxS69OAXwoFP8PvCuoZKXG8MB0WVJSRRhrITj1exnyQuSwGEfR9Y",
+	"xIqCLF+PnXBM6LOJ+Zs4YgMi+SwzjMMxCa6A8vOLeBZ26MHbgB0OTapzlcm0CAqxmYh/+UQCQoVHkF8s",
+	"yyQGbPo4jku14vpCbAoPdDdgVLhAbz/VhUTpf0dzy2ktro2i1cpIiyKqzZ9iF18WkdkHg/PY48OHIKiw",
+	"veuFAWQ7g9q8w9UHtLGOnpDfdKrKSH7MU6BoMCw+wdU60H5hCt8g3DxfarP0qTDI7t8n1sg8IKqEXSOd",
+	"ppMrjyq/1mMVYXK6D+/iMd2yABGJszrvce0Q75MoMEWEUWz/8T//bw6LBVaXoeHPyz7SFKU/y4fnShon",
+	"Yp1EaMHFdL7cRm5JxUtCm3wk81yOZ5i0M0nlNO4N4Ej+QTGY//DX4B/+QMQ/huYfBwcHxf9g7BH+Xi3c",
+	"BadMluOkJ/4hdIKVjYBGUtZfxJXZkkiMNeB6pqZIp3CibEVm2Cudr0ZEW7mG4WoEPDYSXOc/YsrLk40u",
+	"VgCjiR0RFYooRpW2KuY6SVLFH1JZfL/M0kiwa4b/oB/Iwo4oA2LURzLSjKicFqhxU5ut8CH/IRJFbwX/",
+	"ZyTklAoW81+RIO8HK6wjp3NVrJe+AgG79lWqzWXx1TKfj8ZyvpB6auhT+MtcJXo551GkrtOHXMHRxWfP",
+	"no1+gR1+ihGe4lj8g6qheUjhftd2Irox9wSKH8SJNWgarwGibL7Bf1OYfMSXvemcRde7zHqRKH1M5d8E",
+	"DO4oFYnSMxIJ6r4huv0HR7AWOSUMFSfiH0E5N94VkipaViTcch2LGmBHR9GEHC1WSv66cL14JJSWvYZQ",
+	"5eofiX+IiTYSU0Wr7j3nb1OxC9GtRDD08MtREdDAz5cm92AgGQC0NSOdiO6R0GZsYQPHQn0ETq7CMbXT",
+	"Et2FxORbDEbpbbwP/GJCf/o7KtZwy/MtT+yx+Ad6Nd1gzbtsJ2FhP9RTcP1EYrW5siB0wKGKrn+qR+cr",
+	"uoUeCx97pdd1VCJUMIgTd1utHZdJOKELmcSX6vsZDgkjL8qwikhcyZzxtukSoWzLK7nn1nzTPb7qfbgZ",
+	"WPIwpMqtboPoupyi0Dfvr3DwElnmT/42+c8lelQdwsEIzwb8FyV/4AHINQLvcTMWEX41kDxgWoQqY5nL",
+	"1E6XQIiwwi19X2VbBJel0SVgfja56Pp+6hwUA7cKwQTv5TcBLULPKc1H2fXw31HBC3ML/ys/j8eRuID/",
+	"eJ7N1z0AN8mfoauXb9cO8JS0iP+uwqzyTBWI1Qu+EZIB2tTBXyOM7DAl0lCVQzxFd3OZpiOQKkZ2MgLx",
+	"OCIhmegkILP3QNsJu5VdQCFF93qm4Do33Zjrme2VvmnqUOBLjq6C81EkcWFYS1Tph8+hGLibw8PDnvdw",
+	"M7Wjkh11h7pTJvHD/Yp5UOESJwn/J5sCAqrrDzEquxW3OV7ooamgtpfSfG0gURaK5onxmKqyGtoIkCIk",
+	"aqKNSkjMDAOeuqhWcGCFTwHgmAV2/aIS0qMIuTIQrhIm1zoSjmDnwig6bwv9FpUHEMzHdn6hfQTk2etn",
+	"QYAGec0xLIwFWKpY5eM13HIBKj+ZmVBWX8sXYTGYJ/SCMKAWSNcgrDdJwuXFE/8Qx5E4icSjSDyOxHE/",
+	"IkIQqJjWVC3uhNN8R+rPNzyLAVH4DA4/4rfAv/Ac3A0YxmDCgXwLHA9fWyA/Vucdbi1E7NRfu4GgoqO9",
+	"UxHqJsBlK4FivDmZqyOC7nHjCfECMH/QASlO5MoNWDi9WAkvWRYMHSMzgPGjmy3k1lEhQl2U4pPwMS2A",
+	"7n4+/hLXC2M5hoS+9eTlYkX4yRSXruJpBUXxzsLnw1evDuEz7pmElHKvx/0AlDN5hWmCZKE15fQNPTJ5",
+	"Ok+kCzorAq7upXCFxibYBT6E9I5gDnwvrKLLfEE6dQA0yOcn4WOK2RY8A5cE4/nKJQaoazNfSnGtDnN9",
+	"6ojLt/gSNPgmpK3+Tfxpr/cwzrFXH0OUfJIkf0dEoVs4mB/2aiUXyHib+7vNWhovikItPi7kCqPdElWW",
+	"4CQBIKws7T0m678Vfku0ligXXEsiNcHtLEmGTFZMiUAGk1cqEU7lPiXeqeJHT7c9T8NIxYsVlQiak+Mk",
+	"TSlhTTFN4EBxwZLKxKackq/Nhf0IygClpjwUSSYnuYvEicgzCTrdI+EWch6JxxR0TNN5iSWUZ0Jpx78o",
+	"RMLioUyN9QLNkZb8AWUhpWYkLQOEi8JgTPLJ9n+9xWonungog5DVnaKLY4AxQZ7YEph96C3Xdg+tRfba",
+	"nHJOzCD8isiWD30iq5oPrL3neodFQKiLyQVkZIamL2BXh+IVhtvN6Is6s/ShuJi/hyT2NJzOqZTyFddJ",
+	"cSTk3HLaAe2kiGf2J3M4NOcztSYfs+WP76/XKMmv7ukkrRcP1jstiFZGFMbsytBOOqn1k42KNKviLL0n",
+	"1GY5lu0lpF5525oXgwny3djRuBH9jJ4M/qZQZ2PRHxrpxspg5dIH4kgkyn+Miqt71Dv11BnLfZQxObFO",
+	"4jBwcWgCVdlZcS3TyzK7Y1r4eH2dYkDwS40uY8K1Q/GMXjoAkQ9DhSjDuouvKlfXI5N84VB5kXQGHTKA",
+	"v9Qup/xktI77chGdwU/N7YWQlGHjzo9yvkgVdoTQ8PtC5rNO5I39dLKdsDcEtVYhV01Dm6HH2GjoKDo+",
+	"iR419Rr6FO3qCx1apasQpsR9LG0HFI/gw8C/WOaI7pVNdXQSIaNDrTFsOY97xZSncrMsRXfC3VWaaNQa",
+	"65QtdUYffteNKh9793/T1DRmvZcrUZsF5u9OVVRkEz3q9w83rLNqHq8sl9G3M3jUD9uCV3qCH7UByluQ",
+	"IbzljHLFo3qm06b1bV7VUbAonmTfhT0l7MgtulKAHnQ3EYTeKV3WapPuphVX6cYmBHh80gKicT8WsqQn",
+	"8VF4gwu7QW/XSgqasvEgt7YdXl8XFofapoWQqB/I2IUgHZGkzeIzCcwbN1DpY16ufM/GuW1Wj8Jui1Vv",
+	"XS6rXXe71kL56lZV7uIEkcFGrDUxB924xLtfncZE0bquoeloG5RAkB1ZEe4dihd5RWgZmm2yFtfZBzlE",
+	"59ukE7jRV1pdn5YJH9onteyShYpJDsVzdPl1C4noj3FvaMgxFkQbFc6zrldeB1umx5oqaNg7LqpRBZHb",
+	"cuWYMzdBzy+kNVehVujAT/Df3v3GdufrgP3WR2CA7hwFqrTX4VHnPW3SoQdVDfoUBBC8Q4OqAs1NcwaB",
+	"+uzzxELlOTASBKrz0HjdOcHkysk2SxDIyIGGHa2p2FTlJoAD1gLRqbfccKKKzjdDBo0SFbCEvJ370f90",
+	"cPjB950P/24FknPrAZKrACKnJSqSvQvLreO1xqieGFcWH25Z9/FnXffTBivEaWn58zpsGG9fWjK2UWRE",
+	"n42EDrvEb7gmjW3f11f+zNtCgNNufRf3i79DyvqsNL7seHnZh/8OX/92t3FnjR2Rw2PTMllUbiZbDf32",
+	"1tf0fJfliO09jQakQOXcaAmo7WjjVtCitXkvbQS7tzuMU5u3crc2qrZbRmParUTZ83Z2r7UVUYBMcEDb",
+	"7GJcSBgpymbC8LF+WfbdSwuxJ7S2VfSIqDCcFc0CNgl2W2XNmrlvO6mr0/RAIGhFw9GIdAujXnfrVth4",
+	"2NlgCHhIpoAP+9Ktwh64ftG3L4eeux2xelfYILfQm63LKE2ftyM173cZQLcvI7S67rWQD2TnUS7/xiYr",
+	"3/UR4Dz4pVOvdgbflVNv61KKMjnOiB0layyCQh7ZgI3+xmrQ4yG2ViWlhBqOHvf7LdbGRiBqOc15dptW",
+	"6sc+eOEHforIjAGbXM7nMluBiI1mOR85WiUBnahz5ds/Uz9iWH3RvLjT8RMe0R8O/wIFClv1kkiAqIxW",
+	"7XK6zk+/DDs6GSJhOI6KukHDzmub5bNrbRLx8uXTYScadsY6xyqpnXd6KvGbwuaFX58ZI8U3KpsOO5+i",
+	"YNqjcNqn1uTW2eqE5zJNtTE75vyAPWJza19Js3qrsrd8hFvPnG1gbwyMPrf2pcym1MeWAinJ4lOFxJk3",
+	"+ATm38LNO5NXah0cnZN+v1PCg419g3q45hB+scts2AnCgY8K6PUL6PU99PoB9Hy3Zw87wviW14RzQJpu",
+	"yTkbkylw1Puti65JcFon/aNNbyhuz4MffK/Iv6sEHzp+svuhc4InZ7xhq+NH/YetXubrV1PHVzZe7Xru",
+	"DbDYl9rl7+B88QALwAOOJFQPYD14G0SwwmKN2sTgpw6M7XyIOtUEAVjFUbWlNlVL9AZubwz2PeBZGC7J",
+	"Koeewl86X6GJfEr2Oo5h6nDnbB/L2ikaclMwK3Nxkmx4QBnP2qHWuxzg2Yk6ZUQrqgZFSGsn6hQxrRyY",
+	"H3mrg/+LfyN5FDZjc+xNHgYiwtvLSJ/gU9nSXJftzWFzHN7q/8QzZ0FtLcK1+C4IcS2+C2JcYcVBkCt/",
+	"rPxGYa5+IDMB+pSrbA6wLmyRFQr9KeocN4OcO6ivwZyOqXH3a6ArI2D9BwqBRczADvqbwFIxmYZxWzBR",
+	"YZ8sQ7gANTD+1WP5h0BSdpe00f4NkNstG5Gycf/bFh3GkQUf154NMKwaDxiOKS5TNSIwHEL3L4gJ3HjU",
+	"CNEPFesvHdfRfojh94nXZml0jpdbI47+jOh4JfP196G+je872et9INHxP4Fgl1v8T/DNeNyJOhf431Ik",
+	"BlzcA+MqeOa7fldhWn2uBuUaEdkM6hCt1lCkxHv4CyheETQI9KYaNQjbXQsYhJOAf8rTRxsAML39YI1O",
+	"sPIc97kkTEBuc+15+xWoBNHkDVS8RhIKOxzy7b22XtlxGF0OvwUx5OHHRq62ia+UQeLlBxhRvuYOTrB2",
+	"HmyMJCnmJsfRvJZC7qB4UqT6HBLKggDRLAr8DNbDtnJYz+ObLCcITQ+xtd3Z+Gh0hGApcBakjWiZp2w+",
+	"JL0gb4QZTQdS7g89DCjFVdM8N4nBFcGvKFhJOUWbU/qCGjyH9++LZ1z1fc1Whw7hfHtw0NAUPWdlSnYh",
+	"Tmmi+r++Zh2nFZfNDeLKq16XzTaxqMg5Ws+wqJZ2wtlJPlhfX1E6lfsZIKGj4sI6xzZcvuvC0GDnbK5H",
+	"YoTlQqFUu4Er7VP8vm+0L53voFkWw4vK+mdDExQ/M9b3XnIze42+ODT/lT2JZ2p8CVI3t6/ykKKI5lgY",
+	"OzQ8w0QbbrDLpQFJ3edwoEbjL9WzokMw6poSV9XQVA/kULygPjspB2VX/Q61FJqyllnRrkU6Lq8tsyCZ",
+	"EzP9a17QSrSYuydm2mH6dKF1sneraHdlOAwMYYaflybXqXB2rgBzSDpUXJipy6cIzzygiHFEmn/xnjSv",
+	"iRYB676CXlxWLiPsig/D8gHxUbwhbAgepnuyHjPUpKCVQx4ExV++V6vO/oajIkLnF6BlaIJorSe/SFgT",
+	"JUW5Gpl0e1sRX/WdZotn1iATMTb/Fu74zgee0pG/9uPvxjIQH8WbjAJRh8v5wPwNJWc2vZafetD0CK7g",
+	"/2emBoJkxczwjIsfVohzYFSg60Nmv7LaGpkZis9e22rH94pVFJQUnVZMTzdzvrMkcUGUNve3qjK9SgVP",
+	"KpeEVbmxbzySxYuyFGvOEashc+yWNdKoS8tJ/yTuUZHcWs3KmfJLqVSzlXm9giUGhBcVxGWNBxQuATmv",
+	"ByoVawm6DvTK6GtkVeungIEryCnlYqEk9dLyDSPvORHjcbt4aLo+znPkNzaXWNrX9ySvV+KkEjd+utqP",
+	"QxM/p5kxmPW8PB+/dd7pxGZzEad2LNM/JXYutTnM06CSkVvIsXJlFzftRJ7p+Vxxv06scL+kODMaGxat",
+	"x+2XleC58DuHHiwNVQmgenYSC6q35/TdGEeMiifcH7mvBY7EPrl1F0a66p1SHibMUQG2jxf3DbhYVsPf",
+	"5haDUbAnl09X0o7kGC4ySatlv6LGliggKJzXp6dGQr4nnIPxMq2UxdUKub72nd1LXk9nWgpDrl6QAZ3w",
+	"6tpDmlSBe07oZAszRjR5Qdf9P4sjOz8UtP6qyT1MBNns7K4a3gsdhLwMoRo7OMZvyDM/6Pzt0P7dpu5P",
+	"Y/I+HHoJAShihQhvXlT9xm9fin8xxnc3vbc9ey7h9lklkwuZPKdFh0fwmuta0DF47O5ish5XVU2VLKlC",
+	"b6drpLldBZ7XsDPwTT/gMph7vggyWeKny1RiwUhYA4ikw86///TvfxoO3Yff/cn/MRwe+j9/M+zcwrNS",
+	"oNObyRnVAmwhg1UfYJkMZAafiblzjtfq+kVCT9zAq/ifLC6eVwgTUqR/io+3Ex8ZHyry41mSVGUyuR4y",
+	"tI2ErsuZH9rKkeVywm4fsBf+p6Y/rFURouJBnOzilUyqM1DmEq/JmOiSYxNVNDSL/4+9f1tuI0nSReFX",
+	"CYOtZQI0SQgASR1AK/uHJam6NKVTS6yu1V2pnxlEBshsJiJQmQlB6DKZrct9vW/mDdb9foU9bzJPsi3c",
+	"PU6ZCRA8Saputs1YiUAiMo4efvj883xRskQPI4lYclqoxZyI3+HfSOmjpyDIY6b6QnMEPwQZzMA7SCoa",
+	"8QFBuYGEddu6A823zi6iL7NKzEoqe11TPKH2cZv214uwthVClxJHAgChOSQnjKXRhvUDjtoanAJLyZK3",
+	"2OuIGa0QB/NeTTKev8YK+CURSx8y64hqdUDVRhz4fO7fJ6/P/fusO+HzrOI5ex7Zqs8OwHzGiZPIafYb",
+	"lJQ/ieqiFKOnfreyNEwzgrt3Lcx9fZrRpdGRFylM09dKCuAZJW3punezufuD2zlLLXc2cZN8FKaI0IUX",
+	"ca0qFyPABtXb4icT27b02rzGdcqLtImzqAH5KHPEPzJbY18u6FQT+/J7bPZd3BlvA1gh/Qc+H7IfeXGi",
+	"FgV7XxVCVIhowQg7PDAajB7uDIc7gyEbPBkPBmNtSq5DvWDYET7GhzAwCR88LyslM0TcBDF/93gQ+ncf",
+	"U6xEj2pIf+KYgJzP7/HxyaqOt4liHyPgGnVQAfeZhxhwH1rggPtoUeTeH+jZjzvj/U24Hz082Ah6GHpl",
+	"VOW1GMSnvPlzQaGYNoz70D1m42q67ZH9ALsAtC046wRGcE3BJ64dcwW5B+ATbyUg8gx/P3o0GI529/Yf",
+	"PqJvTkv3XAPaUP/KQzjUv/KADt4ke3iH8NO2JxH9UPs1yqnww0rYffY5IvVdD8PCyfb2B4Mo9iwjd7TC",
+	"y89NmbEBcN/VbSYfVLa3Dw1t1fgIP3eN/53LrGxp/YPeaHB/BuMYXHoc0Ai86t92H43Yw8GADQZ0+OEu",
+	"g+8KMRFwp9Gr3d3vv/6h9yojqej1i1Ick46A4qRYCDq1sm2jnc/n9uOBbgM+VaeFPJ6QPDArrM7nyv/r",
+	"I4k0+rOaBd/yyvvzvKgd+ekiz2sfcS1Fj1eLov7RlE+8XszV5Kw65qn3WJrVm9efeIcWT2N+fLI4c3+f",
+	"cHnufvY9z6tswr7n8hy/zc7h88He3v5ofzTax3F47RX4773Bo8Ho8XDwZGD/NyThrZfueF5k9kx8gD2D",
+	"qpq/nrQb27aTH0Zt3Dz2wzf/UHnJ/kPv4TZp7L7YQiRDWzTVSFGGHXo09D7COVusRNGQmLTf69MfCuht",
+	"rsS39tjpeXveJkxu57yHijF04POHz6CuXMn+Jo06VHNeba1mt+psewGu1NOX9Ay4KPC2atDzWwSRahVv",
+	"A4h0d7B3sdX7WlWGZ/+fEHhKfpenWhcOjXozf23p0+ttdlHx08tFguo9qDncLwoFtajsbUlJWBkFDFW/",
+	"BpOl3nBxC7RQyXDtRc6WbfseQ/feVSm7yVtkjExFBc8TG00msd6Oq/s1ZiKD9BoPAeFCFqowoY9+LBNS",
+	"nLUVTuUsVuyJttCt+Au+Gg70d57OGXw7etKLJYyCNF7ydzTJFL2wWVgc8oBxdsLTABTSqPYKnow+S3AN",
+	"wOkyZLk45bmloTMEAXq4I1M0gxaNQCRe+hQEZcLZZScCSpQ1C3u05F+Bm4GCeK0xHCZVuJ+y0pDuYv4n",
+	"l6vQBV+rLLieualrokOsGRw6cN6zWFIFRvh9Jim21bPYnKAcaPjuqb9CmGSiyPGGOI1an0wNlnm+oiiO",
+	"tBgaQYzwxkvyBLa64YEXn6qgXr9xx1MRFdgx+suguCUeHHLAfbf+QXDTHgTs3Kw8gyolVJoSyWUMnTiG",
+	"wCbqoyH5CZh7IO6KBU+hEoDb4oZGqrUTB7CIWPo7DKDC4IESQO+IZvDYIKuyCqqGIrqvotBfGcT+zLRB",
+	"FdYi43lWImt6LA35iMvCnNFOrMu8dcG4xpRucHPdUBiukdr1C9Sv0peBCSJWiobRkNwAkDIz0tzsSoq1",
+	"JBy1s9xOIkK4QnKenSiVCy6vkgbmoXnMnQKThfcD/NOG+dpUPXDA4f3h3InAPnSSAaYSc1nH2lobstEA",
+	"zbUh/MxLixijbh0kRIxRhdZtkLbcGaOuDL9u6WGbZYsdDOQsOv3IatFtOpulE2mLpTN29gosk36zM/g6",
+	"kTb36CMw9jpRR2+yViNGqzEtE2Qt1HCOnEULHTf48HHDI2aSV8bG0+Vlr4yNV8ttKzJ3XCbJeOgDn8fD",
+	"kQP/jodDhwwd72+twD71z99th1OfGQ2g7vV0qgH6WkMe0bb7/0JnLk3MWN+oUP0VW86k97InQWLxCpgM",
+	"yt61fLqhY3qjmfS9e1RrzUZ6hHNTFy2EHvFgP0rCvdh2h7RO0hNvkmy7Y7/FtiPZJhGbtpdnol91FuFo",
+	"fq4FiN18vDCf3poP3OvApe3dG40ZN+7Pu8jxLUWOtzQtrxgOhptiW2MSOVlvAlWIivHVUYXYkz8YqJCC",
+	"1LcAKiR7u88SWDer6Z5nGPrG6epaFSFiqE5FyGhZYtH1iEr0kupOvFjrNGhsczs0G/Tv20WzObLhm8Oy",
+	"bae3ji7CtK3nQd7cIfN6XN81KuHwMt5Ebw1vWxV7i31tINtoMmxe01Wgaybcc2no2r99+P/9Oth50u2x",
+	"/s6H+8C/4v19h177Wug1WNA7FeRWVRB78X9V6JpzVW6nsHi+0VadxYVpbzYTQl+YO+A+PrY1VpMj8KBi",
+	"2U/wV/kEWt0Zz2Qv4I8HLacQHzO1sM7aWDI93+AFn7MTAfKLmvBYqH03ep8lP/C8FAnjaUpv5iWbLgrd",
+	"dd2gX8sEyvSZsuqQCNfmOiZG6oy0HSr+4fXRNakVOEhIJI5NLOpKk2FcjK3Ne4sHUDpmB2InvdWDOKU9",
+	"GeLhGj5EKMjMKDVAj6Baqnaf+A66UcM+JogQcTU59TiSTMrEHIY2bjRUr/R7jSqp16NnX2L40/063lrE",
+	"BeVmWvYFbopclSa2MOPFeaTfY3zOmJAIIQLq+Tq1zr3rnhGpySDRhjxmhKBwtaR14O/NpHGJb9AB39mG",
+	"v7IieGlvnRUTDrJ4Lf9d5INB9E1WLEBab3cn1ufxtpWxn0vxzF0j7mbwxgDQQwrX6cEwqQoGp/WKSloI",
+	"ljHeMXS4eeqwKdwP35fsVw9VA2+POx+uqpQNGm6eW9Kk/iYKVdemvlUwQtsk3agu1yJ8GvocgdEHyZ1i",
+	"d13FLlSQtvU0wXLsuD1wDY0Ok9vXq3FPqTSarY0/52VpC6S15h4kWZqg9gR6Qmnz+/vwFYb2LbmqFibQ",
+	"CQ4xTxA/mCiJcrTP0LUSGbaCqBG6Bu3E11YK4XEAQC6llzdIyuGhGQncn/jebiJVJZKIJRSkSdAtAzFo",
+	"SOGEUeUk7yChUguFfHXAnGYxydH1VOn2+EwkjELmJwJrIPf6lIuBaR51ClQyiyHIYV6s2zXvhipUXZNs",
+	"SmWVQf9ICzWf689MdRNgVVByIkz/WCFm6qOeozzXWg9j1EUS7akoso+mgHzionl6TmwYjyAmHmAuAQWK",
+	"KtPR+KG7c0oacUGVQkxFIaSeTA8cUkODgObk8lTwfQZU7Ge/ELyiNO/2/H09JLsnKmyja+OvzNOlyccN",
+	"is55WwI3E4xIEFEwTiShBQzuBTts4SqYEUOwktrq41RtBZhpg8mM4Ck3Nd29Jz2rn3tTtPe4Zx2vdDu7",
+	"Yj/2lWHUjAblhqEb1X/VsBsHzgJw0BpWR9aEtCFEtWM17TokAQVR3bwFI8iWd0fGkBU7A19sxRQQMitU",
+	"s6FLDYwQrZkZUsT4FAjpwda0rXv0KoiM0E1eKt8nK8OEnR32FsULzb34bcEtHYCBUEkSVpxRnIl1k2HS",
+	"w6NPnPkOZMXYGzvrzqJI/Y1KDTexXFGLmadbnAFyENVP5PvPSlYK2gnc2UNqaW0iQKcFLwfiFhZUyqwb",
+	"N8kQndq0zmnUYtNEVzFqfp4T89LX9GnDZNT9xlqd8gtYoymIrPpWUXT+YuDWGnfegoA03DydMKK/a1SC",
+	"zsdsHp2A2YTUTCCiwh68A1FP8hBFiLVGqQQ6/MqUKC2CQOfvHlDBp5ekQKpPIkYfWeqYz5eFF+AafjV4",
+	"AWHK4NTZ9DC84dWU+ajFy6IM7NptxBkMBzWgAf7sGliDwdUi1H90Swh6rqXlkXraciShbFGWsiUvSfm7",
+	"pHFcQRq/DWcaFXbEKJ0MGWiu0/1Fnh+JTzU7X39KYUkUt7BTnVoRqCf64Sva/JSHwP7iG/u6PbB5rjUw",
+	"kvpb0jjdLhXTnfl6E5xMeMA8O/C2jVefkQnsv+0B+DVIggPWGwI8fS3OycxsCVRAGrlFV6D5obAGmimA",
+	"iEnxa5D0/YYDG4RILDdgMy4Oc0StDIIm+KHfONWCA6usGzNPgkmZibIHxmdZitlJbgw+beFF5P0HXRss",
+	"PKxfoxU8Z6OerJh+YS4sD5IeeXVWCEFUPsyBF3ZYYuCeoAvmSp2LlC3mLVBzc8OaH5TePdmFse+Nesav",
+	"ztPUkjGCcinF8qAFocFORVVShZcASYid80wuB1Vpuf/3dlnXXM1YciDwQ/QiJnLfIsLWTVpG19WS7FHQ",
+	"wkfVFVDYfC2t09jGg8CKNRxRwA5Vp4Es13JA9XwSKNYy/SZfBI1inFNVXcSJ1ZVgg+FWiFoosXp9m5Hi",
+	"ldSs2wgB48WYJa+f/3L84lniIcZD2A04KJOj5y+fv/3xzevn7xNThIyK+OOJZsmvv+sH4a8Iyj8Wnz+Q",
+	"jf781eGLl/hDZn9HUiGW9EvAIn/+kERmc2IR2lJoSxisIVM+banA1rEV+vXsScG6dA1p8z+WvCj4qgda",
+	"iG6i3baBkX4DYZovARpvYmeuASPf3vTwpvi2TY9WMgo3bCO/r6i3BWmeRhdd1b7QG9O95loI5vf0wNWs",
+	"qL3dGzKbLhLH1xrmZnixo97wMov0n6bM1+0RcKBQdHm7TvzVsvCH9cx679jVUuvxkFKKL4rElmziLTKE",
+	"Pwdz9z0vxIb5U4uqRQH7YpM3qk8eZWfb8eu/r5/abFBhXxeiVdeB72Ba10tKDu4OKCfSjhsPtNDNET7K",
+	"1PqwfV5yeyeseQSldtYRjT2txdCagbxMlBtY2etjy8rYuoI8AytMWbQk48aDVHsdYIF6ERXeR0Mklo3C",
+	"+80E6S15vAwuDG2hcyHmZYu1YCpEetbTBsMIjBFKhi0BmN6WP5v8T923Y+pWHIMlllXgtJ/nPJNscsYL",
+	"PtH6GwYfSF00nTWlEF04QFtV/FQkrGsKwhssyBDB6klYmT5h3aHegqPBwD2qbZHJmVIYUtAv1o8esEQL",
+	"VIdKArgvVODi1QTDObUp05qxqnhOoS8tmBPYFIwlE5HlXd0ge8DCPvWSPgRiTyGujMyyQgJJl9GXGajL",
+	"MN5ffA48jOZg9KAtrYBXjQBNIapFISHwoi9rM1rssoly4lS1zp9erOxUQoila+F5ZZXluW7rI88z8HL1",
+	"xuH8ZYWt3W9m5jvzou/0wqmCDSL4Pwv9w13l9R8xflL0rxeXWmdqvNTC4gImubd6ssxIzKYz5twQsVVr",
+	"65/qO3td8fwZ/0TkcdjIZYvtUs06YCrEumymV6P1PQpXt71v+wOvc6PLd8yvpmnFSVNCBJx8HfUPld9a",
+	"DeDDPG+cXeggbJRQWBOAw1HelQaPKs05WJvy7Nc7+cPQBlKvXda0r7uC9HHjQl/f5MJrdEXShtEuu3JZ",
+	"yuF2ZSnvCJMcYdJwv0mYVLOQLkORdCVr6mtyM9lXPkaKRvwKGsozeS7STDZoGs+qal6OHzxYLpd981B/",
+	"omYPMvkA3r6jcFE/f6ACo1/FOoo6si1DCXQTql99hcO2pSX5Kw68WZIWnO5BWdqRwzSAKol6HEv0JCYH",
+	"bJeynoz6dIU+j0yfd7cWELst+2/UJiB+4CdFds5nTQnB2Yv8H6JNQNjPt5QPvEU+GGJAX0LcoHDYZcO9",
+	"8ehCNrV1hGfRnay9k7VfR9Y2izk74RMqtIyfqI9CT9wViI3DpuLO2JiAHvbB6Nd/gGLMdzx6xmUFZt6m",
+	"Gs6bMgh9D9VVePTCHlg/VQln6UEpqq0LCr7z8dj4e0YnztPBA6eAT2AQS4SA1NxDrBs6HSxYGnP28rxn",
+	"Avn19P9GaB8C4FI0HGiloCw0V6Mw6CVUKYwllil0KNuejfVnVWnimlCcEP3n48YkaEMt5RW3NHB4pCE4",
+	"y0pRVZk8LWuw3j5L6PcUjgWNBcIvvGSJkVAJU0Usk0rk4rTgs4R1c7UUxY62atOeB56nTDk1zXJX6EcV",
+	"AN/NxQHjbM6zgp1mH4GnbJlNAHVkQet9ZuvtcQMcra+uXshY1lZyzHwkKmvk2Jk5smSGXV6yTMYy+dNz",
+	"CL07Byokk65zmuBb34uvG6INxw5vd9DNTVcMl5LvnIjiVNvt+PPO2N5WFJoNWRUuG161M3SrEdaNeMW6",
+	"c2wzVX4DqBgcz9GNQBVRAIuqjk60W/P2YmBWTdm/ESXF7iCtotzkhU7n0hzVu4DV9W7/QES06ADvRbXu",
+	"KuXNI9PQCG6s6mJ7Px/YQrgPzufZg9lqbVTrh0U+zXIoSmcgOe7yvVeyn96+YPOcS0sMNBdFplKWQA3v",
+	"aaFmSb+Pf1QqGbMTpW+XlK/0Dyb5IhVpxOBPat40DKkT/1BSHDD7cxNkQe4DlfJVFEvvTQbohw6DlAND",
+	"qv31vZLNlKzO/AZPxFQVwu8tHoxY0jjUlM0UuGi5ZLsPH0JfIxNOgcPjJTpRVRszKSF1KyTPYBLIhOdC",
+	"przADiH8kaezTGLqGpbZKWY7pSg+ioKdzzOtYfhUCxiQwtI2YlYSakr/Gz7k5Bfn+IZ8Bf2JJVVWoZyF",
+	"maiKbMKyis0ELxeFIIJYPqkWPMe9Ss9gWWDiknGZ/HpMsYRIUECz6jhYTYBTd3pM0UKLXz0GvCFUWNTt",
+	"J71xLYAZUQ4dBGUiy8wb7LUDTP/i5Xl5nCopguawRrHpqlFYeFlmp1Jo3ScCYgGRshSYjf2GY8lgaSDq",
+	"CnmJJqenh++EwszH1CnvtRjsgirk5UKrcwmfmQ7Bb9oHErAblIuZSy/Dn5f41kx+VNlElMdZWS5a3kvf",
+	"t7zaVI62R3k1x0RImgLQ2bBxlrb0b6vOTdRMhO+Fz8CNGNarjpj4NNGqKQB7IUfnRFRL4eJ1pEbfQz5u",
+	"/LkpUR21ddGUlfI2PcYpJzyfLHL4AQkJOuCZBHyXKnBxFRzwMR4nPJ3QF3q6UovJmSjNcbCeSJBgXqtw",
+	"MCUEr8G+0P3As/df/0lBe/2TWD5wP6dFgZe6qaaz2HL+fK433QDEMfWP0RhTC2CXghnQYsE0H5znTBqS",
+	"gz57jvrfmO0O63SImd4muimJE/5mUqkTkma7kMPzWi8q+DP4ORpp8GY1ZcNH9vFKseG+fTSWu0M9HcP9",
+	"B7tD9m+6IfprwL5ju4M+O8Su3yv1Ep2CsaMFL87IAxqb1HM+weQr3eNMnjoy5eFgcAB5o5lKj00jx/QD",
+	"a7/wj6IA7zJkP5rqaQimhRk9hg8SWFYQE3pC53q0OJve1JDENdNtTo6Pc40lfQkuAvAqRSCv6QTid7wC",
+	"GuyF2Yd6HDlHvDfUwcWtPIED3cVNamYJAHzIdK31DNh5vT6jwVTqGOqvm+Fvvi5jWSn3KSW0Bg21TKwr",
+	"dktTi5Z2ZKc4lrZCHSALoMF7dFK6Pt7XfW1YefQzvT57iy/T2jqiuL1ZQeabSTbjueOA904EgPzlqm2t",
+	"4J+WnSP5Pe6c8fL4fJ7FxCj9OcHsYAPKFnkpDkKUJqkGbYau1bx+mmevVpc2c3+aZ894JX4o1KyzRTiX",
+	"Hj9SN1QD7hlRG1zEs0vvBb0a3v89KFq264GdRnvLKGNWF7uCm5Waijtjhs70wc7uUC8LtU1P6NbjDnP+",
+	"9msiW68QrjufZw1aRL0z8UpZKpRBkXdAz3g+1VvVyM9bxXW6PQ/WBhRA0yoRVKnz5jCIWmAowS6B+2q4",
+	"j0W61gjiuDN+MuhDlavNgmXdg9fslifjKfBgY0Cv9UUItakobISKMnwH1w3Gh3IIeOxj1/CCijvjPayL",
+	"Vx/CYz0EiHm5EB+oTY03oA7lv+LhYDCoveXhQ/NRy7uG8J3BEUv1NueyHuO19soX2lEoRTH6slSv9OQ3",
+	"sO/G/ILrYqlQUJcHqEsKe+FCzpinfnxbZ2KwM3x0jTPxcH/LM9H64DdyJnbr23X0ZU7F7mDDqdh3h+LG",
+	"HGw/vX2xIWD2T+b+QuUldHlpKdL0EXneLav6XAKT7V5U81lVgs/Weq10V6YNz1VZ8Smpm+gjsX4ayvls",
+	"U9yx0DLwZGYFS4U2h8h6BcDmidbSK8VyfnqqtcEu8pLMPeX0ZEXeGMT5pRj0MjZl5FMrYgxKf5BnM/0f",
+	"hAcSyBuDKXXfXRKFdqg1L0JPnXWowWgR5rsoRXHASmVZMdGeKY31CUEuspwzxAGjsy+woQkE/l5P79gY",
+	"rdlHdLnUQ2KkeqO762Dd06ZEF/NmnFbpTHBaFlo1tDuXZ4pWtRDammdFdnpWsa57wFgAYatjS8Q1K0X+",
+	"Eek9IZbpnkFkND3HK+/X90rcVQfgrfA7qxZVmaVUWaOcqDmG09UUeUXdc7UaTuBZLJeCEkp56aIjXpiz",
+	"Fxkfk92PiUuU7Buu1qJMxixpmmfg2fMcYlmxwUjuGmcMmXLWyrRLRaoq0tiQDe7DmHt9dui4g1oWAVau",
+	"NuHAk1AfZUJkUX3yv7nRj4l81n7CPCNbpLi7DtZNRq07bX4BPJSuLRovDktkp2eGqknbvcCHesYrYTwK",
+	"DvDvTVmf/Qx73rlrvD4ANh7TXeGAvdP7uRw7XyZ4D6QQ5IrF/U4HE3p4DwQcHoeoNj3wa6q45f/Qm0D/",
+	"56w7zbkLb+vmo2CAWcEKlUOuvDG1T1R1ho0bvxWVHWuvOKa39m7cSVj3x6Ojt2wE2+YXzArMV5heQF21",
+	"OGqYApcfbGQnR+onzOY8zQhwwArBSyVj2U2kapkub7hJxBrP+FvLe5JqKMSyvn0hCB8Fm/QYO0YnVVUu",
+	"fwI8HUEDkOoBbSTgCAvGpH+vzslBYjam/nReiHUZ0L7j4Uhfnl/O9dDAzL8x3Id4JRu4vJuAg7btakvW",
+	"+VMXIP1H7dj5YGKvAZ//ai4Ut4X0zLVw8Gw+x7hVb9U2uhH3ABxDB5yEP+nMwPMXHVuCMtqRk+ESLL+2",
+	"QHzA6Huei9JUsK/bCY/2wU4IW/V7pM7jDlqyU1WcZGkq6tY1UQhDv1sdWrueQ8sM0CpYbmwge3HAWsx5",
+	"/fnyvislxTP7/povz5/r70Z/nD2nNwpxGmqD0t8iABpmDg3ctp/cZxfvqifW0nUvfOS/8CUvSvY6y0t9",
+	"Xd3EGx8OzD5unCl13nJq6ACu2fQX31yEQKOjYUw1t0u+d6rB3Q7Zcofs+y88lJKz7wEm1PK6xvJ5Fe3X",
+	"CblveTt+MSG+kOdSLeU64XbYbuAJNuF5DkY2GHrgBdrAZ7i3OYRRG6j/zic3BJWDad9WlSBb4o+mRHzx",
+	"43pz4nUbwwO37E16L0HHLv+lfJhgB631YqJx0tS2runPtC/1PHmz1YOUrzZwSwAUo6xFqiEq38TXsRq8",
+	"DvwUKV+xYiFlJk/BcRnLWZZKs8/sv03J63bXYZ9e2QTiIZOnheNVCsB4+PQ6wB1h7dgWULtYNrF27Ln1",
+	"NwlAaAkAoCeQ9pdEDaxaSLixkIDEIAgTGte5+Chyg3DIpFjbSBPw1l8DbasD2tqRXxZmpr+0ILMIUxeY",
+	"wb8d6I5LosuQAln4wfNSo+juO0RcMmYcQHBIQy2k8xk4EFzh/11gpgL6tcDz7I0fqjXZvAucqqwMgJtd",
+	"nLqeJV5wc9byVvRx4ov77BC6CpX8eZrrMdKvCKCZyaw8w23jPi0rXlTWF0IgEWSm14/3WaIPX7rIRXqM",
+	"e+MBdPHYfpwYnCCO1758yvO8bMHoAVRQFXp59IlQUoQNAwrRtOnDC5dZdda28MhNEUIMG/41060+S9RH",
+	"UaSL2lvpQ/tis3mAL0+qZa8+PAeLIGnnqBVMaMLieIpFLgwpeS0KMVs9wK0GNajA3+22HBajAqlkpxtj",
+	"KthbrJhwsjquVnPddWAAk5XWiURha31Cax6v/+5+D2Me3GtVFThW/TAsE820/dm9EvFXB0ZGeCcdjymO",
+	"17YIw4pwhRNbEsAtMYpKmOwmepRmA4ejTz5PgaHTYJTVwpL54Ck4UR9FvwVXuhEz2i45zAgRAxp0HD8x",
+	"a76YlQ0gZ78VZboOPtqGHfVWam+Pth1uRWwBID5wtMMJq214VBYPXHQr6C7Mmd9jgIcm4zrK1Oz69lca",
+	"BOqZaKJQTYmQTSjUvoO8EvhW/3GMgNyxBctC3QYTAjDtWlyskqI8oPWh1sYhzpbohNZePxB/SsSnuZCl",
+	"6Qr9FfRFLapTZV6J0zZVxamqKiGP7d2VXADD9jLGCpXDSYGt0OVsmvNTb4iuToZflMPEYD8KJhVbSBTU",
+	"dOCgeS5XwC3akFiw6hXoDVB2wvAbhYoRAOqtToNPWh2k17xHTXdrFfHa79XZ6vh8ntGEWjrGNbFZWxAQ",
+	"pKgPUsati4RHel+HRPj3SnbCS8GwFOBktdGj/2r1jK8u4hr6wUd5+nNlmKtQj9usAPZCYh1je40Ga1hr",
+	"qJJEi8OdvrmQXucl39xr1CR7BzbeuPtwHxVgb9mTK3T7uFKX6vkXDQ6sA1deCKy8CUzlcGf4pIGp9OCU",
+	"o8GXd0m3IdsO2VKI88gLr34RoNvFXozhw7VejNHIeTGwiaY/7kjNeMneiqrgi/Kcl/iLmuWBPwYtINad",
+	"jjta1ul/6odBacFHaspx3Bnv6r5ZpTbujIf0a6cx01NWFaKHAr3Ue63RTekjUvfISUP/jDtPeZ7DxNQ7",
+	"4nWh7cWfP3wGb4qnNDVHb/Wh2mzYoeE3uqWa6nOttkBboIUkNBs85+sJ/k+Dh+gGD/9yv9Htt9zeYX+9",
+	"iRtCh1aEYWyBZKITFPfvkVIvlTxdh8tss9WvJ1s84T4ajPZ3BsOdwbDfh4Oh/z0Cy2734SN4ly/vH2LJ",
+	"Jyyceb0UYjPSehpxyldfWWaMButlxqBVZqwLGFwoLHZrW2ajsBiO6tLiUZu02Ksd2t0WaTFqSovhJaTF",
+	"Yyct9tdLixFEOmwrr4SAjCG/oT3X0MibikuLnVFNVOwNDSS13iR+P9pHsPZFImhYa5d+t027beJoOBoM",
+	"+vstQmnYEEruUSeads3L6/JptJV82nPdHq2XT1snIWxxTNYDrve3TUJ4OMJZuAnAtenWTQGuB/3dXR8I",
+	"vQYCfQ209V4DbO32xaYUhBsNWJB8/tcJVzzjq2fG4KvFLJ7xlZmPm0dgN97b4vpbG7g4IreqKJrMPVno",
+	"DDZe4MiazNrqo3hDaKTGMpPryALMD4uFLBGh3RrngHBFz3mcY3ltl7PxN1MkAHqajAlpDR7MVveykjYa",
+	"4vmVa5VRrEfF8wNj1qdkWVr2DoyTMivZmVqyGZdmK8yQuQhhpDvWd+y7ick5vZV32PRV6166T4XQxzxf",
+	"GYcuJat1KX/VDVZ/TBB43eBZdnqmN0Hac+5Ycu/kS5NNjQy/hum5PFNLmbjx6XEhIndstUHrGgf8PPKT",
+	"601IZbXGWCfWMRfxmSVA2uBstlVkE5ZkkgGhUyxVYWa9izBl6xPG1NeScXaiVC641C34Owef9zYYLXcs",
+	"m3D9bvigV7sON5W1bvEJKHDrcSUmiPKtubYwIQE5CizYurVV/cgF3ic45Rf5n47oYH7j/qYf7emh/UwM",
+	"Egq2WsSA8X2IJNi2Y7uD9u4Em7GdEHt3ELJ1f0sQVONlOuHpSxhBYBcFg2N6s6gpK6BI5OUNwaCxDfSI",
+	"w8FXcC5Bp+qVa46gNFuwSyIWDOO74a3ajKRzNnRfvCIbFoPnSDEGneOuQrZaaxU930HOzpC9FFtwTZFS",
+	"7uRarTds8GQ8sJywnhBzEJhLE72SwHItWDbV94IYM9R0SmSsBdTwMN9WwPrp7M6m0QsXzLo52nvyZBCt",
+	"sRy9SaLrwZ8ncK6sn6jhYwZUr+0TFT730HtuK77h16qozpb6Znv58mltBnfxN3YG32LygKsOxyueq9OF",
+	"qE8mTCRhO436F/pL4A5BhiYI6dKUf4PnYbDmPAyjNl/DtRZ6NGDDwRYLjc/trl3oaxwSPRDGT7SwXntU",
+	"Nh6T4d0xufwxuTGj19wy/yImL2mW68zeI32w75U+nIS0tRs3glt78kDvkQenSqXldpVzoWgF8YYDviUD",
+	"gyOBJo6ztEwc5pPnTjuvGYMArj8AVFyWAqCtEHPBK9YNXgCwP4CDEFTOflMBjZw2Z6mUbZrZvia9KJZa",
+	"NkfstwWXVVatMJxut/k9m61sn+hFbF5kE2SW+8vhESt4JdD61j+F8cXStkAJy1Ix/WJtmBywiSq0wUUW",
+	"67QSxVIvEZWWxgqu3nwjd6227/S5OFEpZBYS1bBMbTUV4LOD2SwXM8PP49OBoYVoHtrENGxLdXlkw/Cj",
+	"1w6VnfT67AXAF1iWAjEe8QFRjrPPxOUi/XZiWJcQ6BHjElMc7VMRkATr6UgLvpS9oCqsKRA4Zq5zkgO4",
+	"BP0PwCOVpfUCscmQvBgpwC2SQcKUkSwWdlOJTwAMpYTNVmNQ8PxPemFuqMDqxemF8LZngucv0q0ff5GW",
+	"N8SDZJvbwopyr47gqtuyZPsVbJW/iUJhMHxr9l69cBcmKcAu370Rpt6Bn2cBM3Ph6H72H76rZP8HqGR/",
+	"mKaeTAOBjRSotNvsTSx4fmM17L3LYWOdxiNzIXkV0Ukib7x1oTzdUhQCi6RbWEks5/w0k6d99ta2xwtX",
+	"fN4rqqhbHvvF5esnkagfylhuumMOaCatk84NBJPdLem+ngiixDTP3CtZAhhQLf2BMa/7m6zYf/0n3eD/",
+	"9Z+sOxwM2H//X/+3vZ177AEbDgYRG/WSA5Z85I468S+HR7GE294nYjS5BxZtqZs+cIoO/NxzOTrNBOg1",
+	"shTBy0D1ZLUIu6P67M+odwAy0XSyDJQPXINlkVWVkN4axLLMTmU2zSZcVpYiECkGuslokEQsGfb34T+j",
+	"/n5iNBtsHYB60BjRLibD0X5/MGjntLeX4jalAPVVVvMpDobr0tlhg3bqtO9/oLpwsD2byXVte/oWqds/",
+	"XMclWLawzdvi6deoSjfajm5+FwvxBGaq/sAcMfgEnnC6PboAznhWsOfFqSLzOCXXwI87GKT+DaP3GM3N",
+	"Jhj3J4Yxc9jAlI7izkdunyWswcgE0b0yR66+0+7+YHRBr01yXK3bz0SeaU027LTX4aHX370n/SdPwu66",
+	"3rrOmsdsV4k5VE2n+sgTBX+oT23W3ATPb6HetD0LdxV5NmoigbwNVZI/NW/8jerIpYvxNF/eNFfXuwee",
+	"nnF5KkrLRcXmvCxFSlFLi30212QC6snyLJucGZM1V/LU9x4AIY1RZEhfWGPRHriyONamnFCHLA01KCZg",
+	"0XqqSahHsddYiZrn7JWnrvTZYcVywcsKzGpksDkRZZaKEkaCCSouFgnpDXix9dmPWuMaYE4agu3z7FyA",
+	"hY0GMjgn4s7AUFoTYxZOYNyxbGjQLyp5Q3Z5ydEBY7dFb8wSIzPGbJDYekXcqhl93VPPXUK1jlUlEmA4",
+	"4hPK1MhTMJzLPntmtAzQHAA3aYstcUmVOWKpFRZDYQxcr3zJV6j+/EMUinVRQTOcz55/plJsl5p0+hDO",
+	"qtaHKsVGPa00UkytUorlvDAFvhi6LPWql4uZ/61Z7EHcSUJPinVtNFwptdJAdm9ApQJYRpu3gXuMnEEA",
+	"rgDFtBD6eC0qqgkdS3cIKMki1PQvUL5+nlPo9+vVEzIKG+l0ZoXgDu3A5/oy1/dYZzza2/raeBYO8VYL",
+	"Al0RlN/mh3it0Btlt0Zm9H7Bc9qSa8UVFtsSF7osapJJT7AVTrs3V3OIxOWRQgHeQqeQpZRBbnT2zZFx",
+	"2mPg0RwjSsmPgaMY3YWSBQJSs67VfbWo3kzfmZ5vXNc37tHPUQflaNqs1erOe+2Y32ro78toxHtX04gf",
+	"DVo04puMCuEEp3bu72o73ZAeaRw6NV0SzzooMzUxc4FWeSk9Mng53nlbBZk83xBcqnVfVzeB5pOelrsQ",
+	"5yi4LPlEfztmRFcGQQMQbXDTU/EwhCaegbPrqF6UPXGB1uSiOEosIZBiPWGRyS0NXWL61+QRY0GFR++1",
+	"YfAllomtwAs6SNyh/GRzIcYd45SCK23KKWrlKZ1MS90+IgVNOxwAojkkugb5zQMHDoRnafrLip+GDw71",
+	"g0RIkxhy3TC/lHW1Wgv/CmNEiOmz1TYbJcT8WjBh7cyDOswQ1bag7hViEvvOL1j5MTNu2Lxkd4CxIjXL",
+	"qkqkvQPS6HSDVmULg356FvkpMl5CaaudUmgly2iLh4x2I0bG0PvuvITdiyJnuLmtZ7CHoc1YLqEaRwVd",
+	"Rc3R19lhNlOh/wvyXP/jN2lgmeDebHodD2JpSukYH5XXU+Rh5UwquYO+16aV4JOm4PuGUSypC2wQ0asH",
+	"fWeEhEwrgz5rdeTG8iqe3Bs2TDwPacNEyUQZGCmxbHpt11optkor2AGR5y6+V5ItYqluAoulxRyRYgk7",
+	"+16JwdBWs+GGYpjXsRgoMvar1RK1LtLxTYdB5OsxeCuRFtOJrM6DKg9qLaC0GCtjgLVIjcQmXJEPqrFw",
+	"29HOcL8TebAcD4gLlVPILf0GvGZaG8kKrZ9ZodgZPxnC/YmpSOh/hs8fDyPD0dUZ71/K8MFFulWb54Sn",
+	"pv0twry2K4CXfV81qokfMjsjYbUg/8YIJdyF5oJtccwkmVVUukgy/+5hXfeOsnctm4E2zettfaJPa8+D",
+	"xx3RChf+9rVYvkg7V88Jf+afkHAt0CEYiHNzaEAkmQ/9Q3bRakCb/WHf+83YaRW1UFf9rV/JkKtF4tdN",
+	"EeSG2AminUuKlLsifUgK3h5bztmgb9oe052+69vojTd9CyXyg7vkzua6ns1FJ70BI7iuOeXaRRPqZhzx",
+	"CBRoOuEvsHc2BfW90vR9dv/+oVaDRJFNyF+OVUW0Dhj6uWOJHbx/H0quh3ZNyVfg0tZqYhQYaKE9ETlb",
+	"JwotKFCIrdHidQKqEyDGDoiuONgKEy7RumClgHw71A85qmlw6YEiSdrswB/MQGt8PVMgNzRvXLtav9fm",
+	"DjHGL/lK23ymq7wZaDA3bS6mhgkoLdR8jtUatFTTfUS4gLURpeMZDNaF6gyYi3syEfPKSHa5wjei2okB",
+	"AZg+NIDqsQFiRiLWNwHwAyhtwSa54AVV+T1w9hPAIQIDih2S0oAOIIyR0L+1yeOtIxiW+PBM6+4qz9VS",
+	"9zlGmGGvBSgJTFxB5VRQ+a1Poc+eWQ0DRxM5gnLdW38JcYInZ2JiycICVCeqBMkBkNSED1fqVIBTAuss",
+	"VK6YOZ42p0nhUSDDUovnVp8ED/0WF8M8Y7ne5RBsDzOF98r6BvYKQdMGCM10OEMLmYtSr2Fg65PI0cNR",
+	"mJZJIok8PJGTSHqTwD532XthP/SWIdc6rwya3PK6RQ3qNKWnI8tjWYgp1m+lk6gfAUgXoVSD+QlIOg/h",
+	"yAX70sgTXEvE3YJrn+lJEoVeJOMCognzFgiW9y1HBJXHMUZqNM8LwdMVVuAtQS6Bwxgzg/+uFlo7ZIVa",
+	"Yiqq4baUKpYU81yLkSWn9zVhst9APMqForSY6ow7v/AM4n+WrCw7lSJFgjc+qWrG3OhShtoXCE79s9pb",
+	"g6vhkwwMOM/kuUjf4Q6vzU3buZ36oTdeUXzdnBAjAi6cIydzx0406eO4tbzRq6KvmYaEzKo1Auh6M/zN",
+	"46W3CTNieTH970BzLD2t7ZLRR74etoEht8Bp3uVbqqx0f13zVHgRyC3A9Heo8W8fNU5hNWdp3TJe3Ijr",
+	"B7/rs/B5I2CcghBtdKYYSmCtNRdtVT+AkIvUUnbHslRFRchywlhJVygSqCN+W2STcyx81U30sUjYd7Va",
+	"cqR2xzKBA6QfgH/pfwxhrw4i+D9TdRFDE7bzPV+H1+Mox+xJTT1ezbViPxwEH8cSj6f+alT7xYRX4lQV",
+	"AM7e3QdajdLwapSsayMr1k7tHbC9AYHW6HV7Q++S1n+PQuxezbiI2N4uMz3yvocam/TAnqMfNi/Zdx+5",
+	"4ew9ZHO+MgUnZ/qTR6bsMBg2xHNlqh7uPWb8FK+zvdpMnBZqMQeaFiBfLz7CppicqWwC3DMGw4YJdzW4",
+	"1XNbobNeQRMz/nhKqV12NVs1TvPln8TFEPRgKwRg9CeERJ/z6sx5/OEO2YRCF3Ix64x/fRINB9HoSbS7",
+	"H+0Nor1htDeK9najvb1obz/aexjtPYr2Hkd7Tz58C9D0K7mayY36FC7VGqo9mFVCOimBV6H4hKkBm69l",
+	"PesBWwZBVEj3fGQ0W8i0p72CbIhGYv36RJ/g0RN9IPcG+njtjfSZ2dvTp2Dvod7je4/Z3pMP13JD49vC",
+	"GXjakCa3i45/8SzujIfDKO68Pnz1HIE8wJ1GOHT8fs///v1C7wlREOD7xjzExityB9reoAiY49EC2v6L",
+	"vW71zrYHydcI6LNMXB243ejAA3Mr3FJut7lzEvOvZrYZlf4ETaCZ/EzOMhQj+mYHxWhMaeClOfwRaROQ",
+	"zR1LAxeu52o3oQ6Rn5qN/iXIsG6kV0fkwqFxYDy+iQv2MuNQrTMz4Py6BsOmilgSFshlZpvHL52dbX7Y",
+	"yNCOJaZos8tmaF+UdR3LL5p2TQP8GqnX9Oq79OtrpV/TLF7sUjBb+fFdGvadQX3dNGy36+xFapxyN2Ze",
+	"h3folVOyt7gsG6nZSJMBWaSQmh05oUreBVePZUNeCesGLwXWUQziAaCQ0pV62yR+UzNh8rdusC4I2vCu",
+	"rdfYgX+PulT0CzLBN98g7XnKN38bfJFk4trc/OsmFA+3Syh+TOkTbsfrD79wUnF7BsV+WwbFZVNzaVx3",
+	"6blf74aqi5ptUnQvvqoub/G1dsTdWBfZe/fvP/9UCVlmSvbv32cm68IIHFsda01yhMEMWQuGSH/RvKnb",
+	"MNsgDxr3W2iWoQ+5PFPLsp7VEPpEa4Xb9BUDPH7S1Xjj0pR5YzNgEQte5H3bNUTclm7NRIGyCgoJYmUD",
+	"bfdYXm19l9byN3jdRRv0cV//wFzEsXQID3Aee0kRdcgHrxoGJBa0DNMs6igWDEx6AAdDsmWnPoQLGaRD",
+	"1J7vEYV1VGs4h1o+hp2GTTkZBw09ihutKGRSa/NwUCJ2qjCjg0BFVY+qvh6LT/OsELB/hWTkoGhJKFmP",
+	"vHd+gizts/9AMMaYzVS6yAXbi5jAhGar8my0er8BnH47gr7OVF3L/0XFszPuvHj9lx168HGnHSH/aLg9",
+	"2CKYltsGXByBoz7UuajXdbRFIGIuCbigJjfDLfZYN4zt/OEQ7jcLSvaP2R0w+daAyZtUk6gjjI5g9BTz",
+	"9+WUFR/AbIT2RmMa44ZbayNa5j8wBTcC/jN7TcayxdEa6a0mysrUezhZAXSTKjxkac/V3TP8aAENiJqi",
+	"klItVQgjaUPeHmAFYYsElbwABJ9yxAE4UF6FuEpSD4KsxnuW9hTxtmGpgzCd84Gp+9B0dGenUh8to5UA",
+	"mxngfanVoDaIFLYCBN2iWPz6I8+zFCg8RDGjRhq/hOsUGFztqmaldTOcrECBUkvJmvmkVgOBctIKIL1Z",
+	"GWoiBvQXbBFvR/Qb+8XbI1q9mGa5vljHmCBJ4n+mrXuMcoK7/AJmU6AhmagibYfPE+1Dr82tERkPPoi4",
+	"Pnvm1ynmNrM4GJ7uNqDnsX7IJi3jSk6RPy+yyTndC9v5ROAX2/OZ3rAL5YSnL9I6RJDVr3LJTFz+8gUe",
+	"AhpuMhT05veavPqN3eIBek37zuzDrkteXxc76v1RPEONHd6GSbx5BxH6glB7xYphRn8dDPZGlpQ9LHy2",
+	"i8zvNUcOqXVxZ7wfEO2/QOvRY4vHpx4OQ/r4F1QWL/QJUQ3EY1v+EP5qq4F4PVZ9IhYBxJJ+Ksh8pcaN",
+	"Fekx2jnpHxLWP4KfaP1AL/lxSG6nVYuayws5Gv6k7a9tddM3QGrxzpgBN6dvemDeO9/Xxb6vFrdX7TDX",
+	"b+EmCPKm3F/O8yU+XqhVej6v+/dZ18v+dDA+TICBxthUiNTUPiNPgpd/oRUQRJV3yfbfHxhNdSGzj6Io",
+	"eQ6Xe68Z6rHcdEtRCMyKAt9HZCp+TxZFqYokYipPrYYauRJh9O5jJRErORcFm/A877PDWGKdRXYuxBxV",
+	"RtOc7h9Q6hdiniMKAoDM4NAi940UnypoCqgxIIMKhiqs1gKTUy0N/gKTrGYZtANYgDO1hM90c8siq0RZ",
+	"M5ljCTOeC/6RvGyByxTegG6fMw6UDVq3zSTDecJphAr4sUxSNSkfpGKSgZ3Sn0E06xfDbmEGDs4tIVIs",
+	"Alcycp45dARMcCzh1U5ZxbGeAZa1rPS5Qba/bi0Rh8xUnpc4iclSnJwpdb5D2U+gKNNnWpvT2yMTZQ+B",
+	"KVAqrGuq0l1QTQx/AnVyJaBu4TnSV1OBvj3M8cNkCNq68CVidwnHqXsl8umY8qOoWys92RM1E2Ri6Of1",
+	"AyfqE/YmgoSkE3uyWJqVemYMMpjROGO5VMW5KExpQd1l6n2CJyZh3aEvLABuOzI5Fnu+YN7HPIsoliOE",
+	"2eon96BjEXs4MO8MOmamN0GPXMK6dDdGBlsbxXJ+BltWYEtgwpV6x0bQjYgI3eDeBD+jy/1w/6JvYgl9",
+	"PDa5IBF1jzg/0MSITFdN5/AkWw8rS5DGKIllNyGfZsQSqhUB5e60LaD/VQoJPDozUZb8VLDfFmIBqV10",
+	"Wr3vYjkVWodMsQG9zgnAs/UvbAM2GZTssfevjt7SXomA3BI3yPGUZ7kIXg2OVLaYY+5rQtItGRvMNg6E",
+	"ubxHw4gYmSeI1RKkkwFSoTcafb6/Kj2HUiw/kGvWbCF4Ic0ZiDyX90xyBGSPKgX5aDFyjr8ood4I2LAL",
+	"KFtZy08l+GMPoMxGJkHtILPZSQggUF6UJSsWuUAzkqezTIJPni4R6I8+PmeCp34P/bOJ6acoLzNAkumj",
+	"QaGJlILxaISymUCaGfMZzMwbKUB+A766tFfGfjQYDIIpcWjsOS9xcVBcjsF+10sERjErz7M5FTXJc9yl",
+	"eIHQyaZGT8ABYUWuaXRG3KgzVYiEwS3Pytpdw04VXB4WyAfkVfiLrGRQVgmdCuDLoQtOv37CF6dnFVvM",
+	"++yQuq9/oeb8t4U4MHDimr1OeUZkP+PmhenX7xKtJDxvwQHkSnBiMoMJDNhsBpoKkOHgEprnq4iZ1AbY",
+	"q3BhIyPRkHVNcoMZXCHIsEenScOkhxdsQ8Z+VLv3kcNefMzUgvp1YCIu+urH4qh0LaI/DO/CNVUqseWg",
+	"HuSMf3op5Gl1RkUgL6xTSWdqDhl6ej/ZuprA72R37mDQW9eNUA9qL0+JFSlNfcr9C+tTNvr5pk2gCE+g",
+	"QNEigMa3iBDISakVAR1GozUDwiY3zuucV9rM6ow7//9fBztPPvxbN8L/9u7/j23Kg5rhlCKQgi19r/Ua",
+	"pXi0MNm/bf3HFtf1f1TvP9/5xzEMAP/RPoIb8Q09xQ1bC/eQxLAn3xRugBvt4jRREpcYJKK2FPE6ON3S",
+	"mRPX8xDB7qvxlS6N+L29jITfY3q1XyPvCfkPmgULwwKB2zszQJHFRx9BLXl9EIgUHzU4KhYPOhwVqiPd",
+	"ybk/cP/Bk7hP0ZeBCgnWASRvy6/knYB6gid8ch53Pnx2NP9PsGTeugEOb26Ao3CAWu9sjG5v69H5Lqdf",
+	"h9Hogz4/MW1V+OXf/tdfP738+59XL//+HKdR37OmeOHnqzr5bsQdc8jmlNFOotaCQsxBVexUGUXhX6eK",
+	"INyUb/XxrZUPDBH+hvDe8FXAnIU+BM8LY+XGDYX5wk4+AFXpAZorlwAizTKJ1EV99gx+W3rIFG18jxFs",
+	"c/js2XHCJipfzCR694l6I8YgjfFn5FkJVW5sSG6JnBmwfCLtMakKUukzySa8SMs+I8IBtCdIETeZUGdZ",
+	"mgpJOixE7qaZDAE0/JRnkp3o6wtJcEC+9FmYPtGm3sHvcdxfn15j6yP9Ir1VqAaFv7bOemhPXjg06KZ2",
+	"c0Br3BemMGALuzfCvH676Qd36IhrZB3gAYSMqjQFvyTPafd0waoHdI6Ro6WoKn3Sb06SuhQEFKKXRnMG",
+	"QnSaSfTcNgYDWea++y2WXetYGfaYSctj3dGgN2aJVmwS1s2FVuChTsdpRvS3yXHiLLaHuwdW9sbSyWgQ",
+	"2r/rVj4nEVvI7LeFAPMP30k5aE9C4ETEkiqrcqHbRwdILAEBajyrJkG4m1TiU5VoS552QMQSNM0TQi4k",
+	"LPnrX//6151Xr3aePQOiuBOlcsEl0DxR+P6ebRG8PaIKYIe4IviALeHKKM2T28w/N8MWvwnu1DOuLcKZ",
+	"gBvB8F8FN4NBGmbpAZuqIpbcc8RipOGMmxtNz1UPbdNPWVlZF8VacmD49htAHZKdq20QshxLcWqgSHq5",
+	"O+POe/cJWoR6fTtby80f3FBv93pa4PeiWUrCWy/u7whewZq23jdPvPuGfj8MKMGcnhGbSYs7V72IdkHO",
+	"TFVxAmrNhXcsypY3Ml99dYyg2+h3V+DNAwTx3vh6d6AHGkSRu21sV9+AYBfVul02rzsbuh32bIUbvOyi",
+	"WAI9CTnl0Yjg4Q1Gxgfef/Sgth8O6L4wF6m+h4k5FD+6VxpqlELlAiME2krQV5BjzIl0m9Q/iLPymVgr",
+	"0bfxCFs3pk8Em5X0jsDVN9zaOUn0KMNoNGijPrkR190ruitCbZ6mxkIf68t9BYCXdckYiPaFnCQw7mt5",
+	"9dqT5mAIXwAQtVv3tFnflb1ZohgvZKQZ8T81iCd9Ld807wiu4T+jL+cHe143+XLatvPtCduwTyRwL+KZ",
+	"3mR1GA5qiGij+m6OkPPkBEli8HEs1xLTvqgIkABGwGouWFnx1dhyOzpXjTmcCwksJKBPa9m5rfvlW2E3",
+	"dYrwK16ci4oZDflyGvAXIC/9Yzhcvi3CxTvt9BoOmnfCmsRwRnCPfSPemsA3sLX4fC+cJ0OPpk17baQ4",
+	"+N6aWJK7BhTYgNq/ARZvydINkj6xH0ksZ3xORYtAhpasawtHgQO+h2wchJ/xBPy9ktJx0SkzZjyWGNB1",
+	"TpmxrZRk3DPj0D/DrHtmDMARfZAgStU7iGWChW0TUs5plrDKh+e/wadSNyjdiP2tl7aDxbEoxQOvGsDP",
+	"2bEZIQbjqgFEbB6ogzLRbFBKCJoEznoYMx/RtO3VhG6mb+SCwmRRz5HjqPPEbJ6rldB/7GmpTBeXPrgV",
+	"zy4TLfzBDftrpIO2Lz6UFvO2+oWmBs5M307L2NOEMjzaul3Kqr274u6uuM57QRDltougibGvIexv95bL",
+	"K1HcWGQXHZvYKNxaB4wj3YP1k2LdbRlLzAXEZ5GQ0JfDFj0omZLbyVTd0DcSbt375wu3wpJeT/2HJvbu",
+	"Aq7/GgHXUBh8ce0d5NqNBFvDgaipn/IQsdFAb6HRXm8MsPppJjPEr2cQp1UnfxcTm/ZufMamMSeC2tON",
+	"kDmOobINJw3RyTZK+rufu8gejyJmU/RY3PmYzePO56QX+ZWOIOgKMhk+JFBLO4eMc6hak+KANQU3gsIJ",
+	"PVeCdwjqZlBas/W0ZrLMUmeU1EKk66X6NxDjdCur/3IVQ0efndo8Gljv+s/zUuQ5BiEu4+Nxo71tDRnf",
+	"VZfzbsG9ELWlB6dde7K6UEl20zU2vyLDwTjiy8V8rgrKUKEXATvN1fXlP2jkU8/OXejzlkOfX+E2CqKe",
+	"cB1dNuzp93nNDWE4NTxx3AMyk3p0dNiLvJgoeN5BRndHe4awLYhysjDIGcu2KCfrcjOlyIFSsqUhM5vw",
+	"PPeIsLlcLfmqZ+OieAdtHxjVL7lUZLRl8toDpFpsXz5CGo32vm6QNBjfFwuQ6mHfSowUbqPbD5LuBWj9",
+	"gR8l9e9sYlgwlxjC8Z2m9Xj0+WZDpMFi/nNGSu0B3hQqrW/q2wyTBh0yIvrGAqWIryQ2q8AwsM5knq5M",
+	"YmZbDBU+X0ux6Wn0yiTl9uus/utF6Tfgdw5V6lp5/lDDvpxP5QdvhF8pVvpteUvuXMn/bFXpvrZ3RXI5",
+	"EQ9oV5eX0Wmxxqb5ZT17vSvatExIVedEI4yMsraQQG8MlhOVllkUhZZNoEsuz5CdLwObE+upRKaoHZCr",
+	"OIBen70K+8ULotlAzXhSzHaIaQMGsGM6PCkEUcy2CFqYpUMzSV+nFFhT3zpaqtoq3G4FLEzpDABp33N5",
+	"zp7//A5THmnR4BvzIS5XbCS1bWbUaObn98+azZgPw2ZuVGULp/CfUWeDI0Hb90LNrbGjjCCiY3Bzcqi1",
+	"W1YmXYktXZqKit0EeXwzJYFPEhNnTInF7qinla3KrH4sjRhI6B+mur0p3+RbU/jEmKp71GVo0tPam0+x",
+	"zWfQNHEIuZk+4aWwki4CWu5j82diHg/7d6+0PxhbeopwybCAFBbX8l+gxadHC276CP6DRVlRWd2sOnDa",
+	"KUlco201SN79epax9AnUH/YillDBTkPvaZbGWwcoitXde0QUX2El0Dq3veMG31SvCy4bp38DPaolFY0l",
+	"VaFu+41JAgmrQyMLOhbIh9f3DvxK85uI1mMZy1/g1qnUcW1fGW0SNlewfj1aUuQrwom+f78quCynoojl",
+	"iaiWAt9RO6v37wPUxUwuBF6D/QwcO3YdYA+EPYuQD9fR8pvXlqxr+fYRW//T2xfMMLrDttMXPECAgoMX",
+	"1UoUeIsBpETBFimEKZ4/XZRAvAbxiEod145G27mqeHEq/ANimUsyecry7Fzglnft9Nr45HlR8JU56lIs",
+	"XRXxeyxLyzGyqamCiLzMBFG6F8w8qDeGxE5PdZOSft9R0of8VEmkVUK1hOYFn5xtUEi+gWiK2zugGXS8",
+	"9QRyzW2J7L0tgx4gQ1l/CVvRm5NbNRbN/mm69QIpLK3NaDek8fj5u/BCh5//8NjK4qj2uuGI5P7P75+Z",
+	"lMy6/C+1pnYt69MPsIR+P7N/b5Hq9tFgMESmUnPoGnUCzOe32olR9Ggw2L1RFbQpZ+4s7hsIIbXoukix",
+	"j2fHcQKGonz9DXub2nDYY6tWbsHJH47musz8RJ9/48z8sTSl7G+bmd/o3m1a8EY12+nmsTRPHLC6JUGX",
+	"esRG5sI/CNSsyP5llBzzMiSYa3ldnx1ZRcvsvtBWaO5FrS4ZnnlWKQX8pyt2xj8KJlVNiy0VxgK5t9gT",
+	"tchTNs3wsph55QB85fOuHMCacgCHbpr0AYF5pwJRNv0x3JqsG4wQ7iQ3aIwzxJ240+uzV+YyCGoN1Joz",
+	"qJz1tQZIiNyVGnBVg5DU+KO4RskBR9huYFy2QJiRd8O7sgPb+zFrm93f41/AofloDafcYN+rMLBrCgz4",
+	"l4f+fPSo/xBrTbo7grJ27UfQLF4aNkeXCP+DIgXgBbWGPrhCnTkVd8Z7Q+8jzPzluSjJP2ruH4qNG1Zv",
+	"cqJalu+1HlZb7+AtL6qM5753hzUrMnzJggh+rYLIW7dWssPByFu34Wgw6O+3LJz74kusHFVqCNauuWy7",
+	"tWV7xbURuW7djIP9K9SpoOHYZVFS7Kjp9NusJGHtqrtKEhfGCIwkbjGcXgVGxrZFJYyVdMWSEu2d0sZs",
+	"Xp39Y61ZdEi1rnkJ9IMElmbzQgEbOMT/Svbj0dFbqKdgYbGVWlBiZsorru2GPnut6G7VGoQQqUj7DTXL",
+	"9OfaOgzPs491uFjeSnp7Uzf570H5G3Uedz7fpGPDTHlWMhhb//Ib80eYXNyNYrIoMq0a/frB35svtaDB",
+	"cdmo+aqsxOzmrHOvFw9mPMsflALhIu3BqT8vBOS6WjL+KaSDUTGH6qxQi9MzW8aBtUef0DKaZDOesywF",
+	"+5kHz0eMimAUmTzt9ZmFTKIe2Hie6U6X9vVZFcVyecYrUxgkKyBgP/aLCAAH/KJC4gbXOBW7A8vS0upP",
+	"uATydv0a+xbDiH/Psi+D7eR3C016cwqBNC1iJ0KfXQxVGVsOrE1knK2ZdzbnDEBX3US333ezOQ5f+BpJ",
+	"5hGNBfWIbb0ML9Dn69RBajF75TXmQQyQbyiWNBtqNkP738Mc8CyvQw6Qlu/w7QtD3W+FC04MpFKDV2YG",
+	"Jvr9++8XmIwCHEcqXd2/D334npfi4Z7u/c9HP+w8ZpX4VI2pvgOXKS9SxvP5GT8x7HlznqaZPI2waIkt",
+	"lPLzu5c7JZ8K97T+OpPzhVf1Hn96wPJMCnZSCH5eUloIzgF1RvcBOpedSgUxxEO5QrNF5GWYsm2WrcTh",
+	"IYU3FnPD1pIedbUED1IqtCxM8R2+lYfDB+p0WfFM6kPy+ueXbHLGCz6pRIHhRvp9LOmFaMZhRAt+FwxO",
+	"Ue4MfFmo3LVWsq5UDD2ssczk31F57MHloo2xE4F+BHytXjHd0x+PXr2M9JGs9DFeFllVCYmboX76YslL",
+	"lswWeZXpu/YBz8GeqqCgCCwlZ/OcZ3IH5kI/w1JRZB9FavMv4X2sqw3Z04LPz8oolt74IkShZ5WYwb+1",
+	"QgsRtbJn4wnQgm6c4oQwz96gwIdyIthirk/ocBANBvD/Zmf6M4bISdBw7PPsVfZ9j/b4YZoWoixF2b9/",
+	"HwOo+EHCusZzCDHmCbmKTuBfhWhQ/SMTgZrqY0lNRljSJMnVhOf/nqoZz2S/ylOkIXiWlfOcr9hrPhMs",
+	"XgwGu5P6g/CpSCJ2+P7pixeY3AWBnTmfiPLAcm4OBwNWiEk2z0wFCiwHhXNNu0yfBe5tNQb8knLNZjNa",
+	"LA3GxyZOVTELq2R4KWBU3IV1zWKa6k4W1oAN9vo0l16/qXZNsDVPYFfO54IXelz2ANDyvczkOS5dGP4N",
+	"yqAHLj7cct4byNcbOr1smSBTOd1QxEGpkVpRdaLewFoitEYhrsDwQWdVyUIvMjpCARjxCQ5G4JFF0SuM",
+	"dzSWzfA/65I3kDynzSLtvN5hYh4twyH3Dshv2hi39eCT/wmUXepJMJpYvrGYjmBz+ETefoUub4Zgw7ha",
+	"ttSNWIaT3AuWLithObGKSb03SBkbDidCjpBYih24qLPSq3niSDtoQ95j9iizblKphGIQWhqYf+o93KMN",
+	"hBmc1HTTcIGqc+RiBZiQmho1APeF31MTVrCQHN/jzeoO76wyxIPBplvoayY4DBHoOQ38yb2ysUeAS8VN",
+	"E58pcgHaOaEj+EYy0vfv36+vDhZ80nJKyYkwmzvRl1HCpirXul7XJPqNaAViCS+F8nl2r8JCl1GgGRrZ",
+	"BGeTpCnShJWggmLpqnLG8/xYD/NYTY/1BUI6L676aH/fvzBMtRx9y8GN39MHSIplLJNXOLCdF88Aeg8i",
+	"e1LM+v/9v//Pv2NpNf3OeyVDCW6lt5kFfbdiExDDsGcLS3F5Vdi0qSRw/3K/1JzlrBztRVS/hUqB9fRs",
+	"090OZeQgEgauInyuTwli83yFCwNlnxNauSTCEjZJ3IEjSwgejEoQciWyycC2ZCJoklkFnA7Yc9KMQDOw",
+	"52mer2ivmOcASQc0yKeFVo4ZlYszlMmoxaIZERYqK5ky5QWxdJ2LXXkly1j3/dHhu6Ojl+/1OdP/4bDD",
+	"p9npAlANfKGPbwXUvalDuNkahcjam6vTTOtXCDLmVaUnxFo3RO386sWr57BT9NWgn1AFL1ZsyrN8UQgA",
+	"9+mexTLZ+/QpMWWhuOmpUShTtUQpZ+wTDt4FOACZZCM2y+SiEmUPz39VZHrLYLmHYcRGEduL2H//7/9j",
+	"nmNdox1wyc7UwsWbaRylNkimJnX3sVbu8IsI2KTMmTUFJeaimHEJjtrayFiyHwzM2jjOfJQO+WhEvL9a",
+	"qoBalEtVpFQaz5MhhBLDwnO2KAhwtJZ6X7/Xq8Nz0xa5AkTJyjMTBlWL6kR9crgYIVPUhqwOsMwmQhup",
+	"WQ6/WLFiIQ+8B1AcGjdDmomUpQtIsud2Qr2F8boJeyQUHdqW3dSyWxV/kkyFvlhm2tQpIHQIHe/1mQGN",
+	"s4qfC1YtClmOAeGlD5eaej4Bfi5cYbgRSxda3tqzhTeSXTja+GGlTHYipqqADE3vq1JMlDRYOu8skR8s",
+	"pYiV1vFkla9MVdNS2ZKhM92g64rrhxYzsTQlDhsBVzeVXF8UU6rvhmM3I+2aycDTC6ZALPfc+2i/H6Aw",
+	"mMEA7aQi5xOvMPxqf5MuBOn49tV6dUpYAHdlznrGEPTle1NWApaAROuBViDXGPT6ZkygbomVjlpg0wkh",
+	"fHlLmFY38l5QZtDXgPIhrk3NM1ErZQXwVfwCaiRCVr7+YEWXoNb9DpzHgAy9mpfAd1/qsdaRg53hqBN1",
+	"TiaTzrjDi8lZ9lH8O5/MRN8gDaPOCYyn8/bHw52TUfn45e7hTifqwC8yOVX/PsFAhflFxGywg0w4LiUP",
+	"GkUtoBOZuAZFmzrkDOiMO1O5v/N22Yk6zvrsjDt/5zIr6+9D/yfqvLUkDdXU8zeGOTdMkJ2Df3v/p7+U",
+	"J396XL54Pj87meX/eHG0/Dh5tvddpw1x6dRMKPYWjPFo9LfZ3/7Xi+/qo/wPPUr25h8qL2kCW8dNk/j5",
+	"Ei7jV7TZbxWjSQN5itZzAxVgFFTfDC/ZWpv7QowAuK3c/I2bnqSm0+haCAF60Q+qmK0dnO8RqzswtCYK",
+	"vovthnYymYxtuyObYU7UkqqYNV/QheYjbeegV6R3EwN+YZxr2y6p51fZbqh6pJv8gNcaxQlPSSGoQ1Xc",
+	"aXdQFcMWNKWaLhcOwPjTtKAY23IUNVd43BmblrVKK+8RiIpsgtNFziFBQ8+mtmNiqmj5+zAaPv78P65e",
+	"1cLMAN4R4fCNB5bGTo9stWBrvcXX66dKV0dKvVTytI4yBlcnGDubPJzXWSz9kV4mqo9qliuHgp16joYD",
+	"/N+1hmjMAdqR9WFaayGInDRDI9ut0tpQDALXzcuuSxskslP5FK+7ZuGX2i3sAkye5N8EPWoVF/ZuHbd5",
+	"6S5+x7WH+0zwvDlW9DzexAhJPRo7b+NtDupKkLIZz/UlJNJDo78E01EPD/Hwtrj87Y7iGWWN9cMXrZEH",
+	"oo1Gx9y1ZmaWlWUmT4F7t35WLZbastfS0zchheaFtlaqFYs7+FHY/tVHJNU749INB+Tmmp2pPIWgqFFN",
+	"L71Y3MOg29Xy8OfXHEL189EPj9vOH8YmTbDPhiW3VLhgOSqvIQjs1Rq6Rr8X+VOr3W7u/LoY6rUGsqHR",
+	"qw8KTe5wOH9GM9yHX7R03O/21bE0hJgCdWSNourPrtF5rqGsWt3nqpHra813pdRLXpyKNmmkZQrpSOxV",
+	"9v2l5BCEj3TDBTp4hoO9x/uPHg7YyaoS1+4yQutMKKmORC6Eeacfud1qNcZsOPJ/FAVhYF5YHq7rEcBg",
+	"fsMapa0GqwkDktaDrZbyQt6aC7W2G+KzweEQCLRRCd4P07WghDB/hFetEHhK5thWjzNekzGYrIvJ2c0p",
+	"NXaQLYppI2rdNsww+Hx5zdSNyH/VTYypqX0eMsqxv8XVsjqpGRjBTr8qC/WfyQ9+l7h5rarqs3m1gtoS",
+	"De59in1i6Jt8/R7kExynH7YujB6+5wHQMK2HFNuArItJGowwBQRLExHUeiYGXRA3V5UMX6rvNYTwVwex",
+	"dCwbPx4dvWX37+8Pdu/fhyAUHBLOcsVTdsJzLicYi1PF5EyUVcErfZIgYOTjmgHdoqasUBV4RilIb0LK",
+	"sCNtQHl/sJvYQLcJ2bWAnVvCFTRV13bSQjuh8HgHH/0R0c7Q8753Ri5HP/euORdH/h6rRZ9bxKR+rcfb",
+	"bH64cIdRbyHaiaAq4lb82mLztSIK1MgGZ81+vBWwuJ7p7AuixStenl9IZoTsRUw/2waZYnUunMyA09aw",
+	"4AASsxQI5UZTPTIQJ70NMmnyesOMUpJkFkkNaDnvAZ/FskEHdJ5hTBtGAbBTxwi0uw+h1ljyssxOpRCO",
+	"RId1uVwRtDtgWOqxDew6CIqj1grEeOVLvirrD0Io24Hiz4WYl1rTsJmTMOdnYmUaS5EWxvJYwuiGWgdb",
+	"quLcssoAUmzEUiXFgVk6w4/BeAlfIH5ECibVknUJ2aePPaK7s5kwSDf4Nw0fW+n1sf7WcVnxwqSSwwfT",
+	"TGblWYIJ4F5tLvbjj+NXr5IIjpOlxXEzca/E1/xD9wiQVnrSKTEa0Ng+ru1e2TsIe+CvhlTLg1p3spKp",
+	"OVXFAQpoZRAJsfTb6bNDIA7A2yeDknFNXbGbYL7haGd3wIaD8WCQRCwZ7el/9CC53MPjOxSpzcT1KAII",
+	"D9Q0JtYRHSDIPMSqtsRw21tuL8BAlTSDgm5ZeXymqoQNAUoDGMVFcSq05cbL8wMoiJbJVBTHBB2COT4X",
+	"c8zJNN+WB7FMtCSDr+tOyG5VZLOZ1ksRNKakKFlaqPlcf1aIueAVNarkRLRyIkmxhC6tLWCvv/wG2Ija",
+	"yYZogwacQ3pH7QLzkN2Xje/B7MA1wpL4CoiLnvI8Z/xELXD/qCkSzuBV0rF/Gtrb0XDrW/LIzuJt14x4",
+	"1iiMv8WRvLhWhJ3L0EUettytC6zedQOKP2VN5l6a/1ryf3BDhZfNhaOjFp3NSWzrMrjlWFe/ozQvuWbU",
+	"mzb0a4+eeJtcWvv8Z0S3vJkeouS5WpwoMjQda2x2lm2xN9osdouuurmYGBz17+HWeY+numXEKXhHs9IA",
+	"5ihFqthyi+NLPKfriTAteeLkpni2tilkcqW42Y2yV9nr4c7/cfO1T5C0Sk+xZ7OAeNne3+EVMQGLZAte",
+	"KV9KrmeT2qhJsZxXoqzwdMXSMUf5CuF6BimTPGHVO2UyXGH0jgEKMoC05nJIiniDuMjaHR5ZkfXPGDOC",
+	"dRPzT3gAKuRi+qplsaZXo8VQCNew3vemHTUFuKTWwyvAESOa2HvWWkKFR1Wlf3CvZKnW3irIveiqwmhh",
+	"+ste5LJttR6CqzOzOShgB13EurQ10xJzREuxvDzTkhHxbXcKUSwBl9N6jqUjs8qWAoltZkAKLY12m4k1",
+	"TKbx+/fJBfZSLLthQ3KR584XCJuO0nfNBaPNJxTzWMWBDEhMMtRWYaIVd2cEoO4fsYEe0gEjlb6mz6/T",
+	"vrepqPPU3wN+4RzUldtK53gadV0R9W+PqSpmvML6OQC8mmUymy1moDc3SutEa0v9eKca8nt5rvvZ1jED",
+	"2r1WL74sQdW/GKuTd3ZvitFpy9JA+0hmY4lx2iw25AgyLh7i/fF8w3RYa6w/o4D1R7eLzDhW5ARMRMaM",
+	"HA8G7jGUHy3P7drnClEu8uoqnD7e5UVPX5/lx3lB3GcotGK9oXwaIJxYIgEit2NrZNf1CsQ3JOhegYgt",
+	"GJyrfmXRUCeL6gaASjemJ4N0u2Mh2qT9HpmrrFahYK0sadGGL08zFLwV1eNLlo/yK0bNeVkaKJ7NWwUF",
+	"IfG89zXxHkuwJrU13eVlq1JJZriljskKT1E88NhPEnjZa6SzbFSc6jPftT1iKJA83XZMWc+hn7q7tNyw",
+	"HhM8JcOjl7uHjpblARuyQqi5kFAjHLK9c8GLkjTRoOGDWOoJMzceBSszyC0jZ33Lr/osQSlpfZT4J/A8",
+	"iE9issDc2gu0wULoLQCZu1nFuk1fuk32XqMW1n3giRbZut2Z+khTatTBA/ID6wfBf+38484BoVfHxkUK",
+	"gUsP0wG+mdYwCbjyPXOirPgKaBz0BZhELkoTOZczTAUqmBysj+Ttm/dHzA9WJX1rTa1XwCdcsrLK8pyd",
+	"mLEZPdwWHPDxl0RUATBTrYq70hJvg00AedlUrjArtRVG9z2am8siq5wp4tHrY37h0kUSJ3AwzWmMZfKr",
+	"ylNgMv6QsC6o4cdc7yI5yRepSHvblKjXk/IN1F2DYmqguuPm74w7h6eFABIjLSm12iPFp4othTjvRH5l",
+	"ttGlnNJfoALbP4njrr2Q3CvUQcLAK7lzNqPw4PjpNb4rH3dXPs7XiH6ArRzRPRv5NxmEBvE2WOc1vIVS",
+	"cktxcqbU+QO8Jq5aqV//ligcFif2Z8xeJlozsdnauTo9wJo+9AFy1C35yio1kTWnM/tDm8ifVdsIexoY",
+	"9u2ry/vh9pL7xe2m2JI+sKUoCUXjxh/8ghPuglh3YuibFUN4KhhndErCY9tSzZKeu20RpM85kRlsU88y",
+	"kEIBI4ThZLF4D298sUzolahd++UxIqbv5tRQzzZqvWMVgvJYSf2cxdbEcn/g8gb2B4MeJs+IjxAMSOC/",
+	"+DZL12g6sZOlyQFL5CLPE1OdSpSVk49E4ZLQmBLDXj81uGxonR5Si2qiZgKUZCM3kyiWCbJZ4GFK9AsS",
+	"9gD/cUxfQYNkUJg1gQepA4B3JV+b7FKHwZUuFTEhTfhM0NOIBUQbhBhuIgeZqri2y6hKqOzH8rms9Moz",
+	"5LCCXI7dAUv5qiSDQ1tm6WZBb3bPBf70o9p+CH3qo3bHtdsxt+lRf8tPBS1vhFC8YZCOov+3zrU+R1i1",
+	"64uVEsOoQynJ4EvU/7u4Y22vCHd/+8v2B97b9i980/X987lqpHobRiWIT3LW8DnfXlGCKO6Ysx53xk+I",
+	"B994nsnx2Ud1Hl2/eKhj/Yq4Q6cXHrbH1/d5635D4fyBfpPuuPM3pws8FcezMu6Md/fbWPbJtz0En7Uj",
+	"5X94jX4Pa/1GadLS6f3BbtBpkCf7g92Wzg9HGzqPDnfDWf911ZNDuC/MLZOr0w1+4n8yteKXQO6u1hSo",
+	"9bV+vAy+vKqxrqf2lrt0zVqrdhBsdDfu4PWJjrJC5aLs9am4bauSNUafLNFR6Uu3ROYrVBlqrkKEIRBZ",
+	"IeIOEvyrTOgWBRpO4jCkJ/CvMmFdwpAWTM2yqhLpmPE877FKsWRR5FopkEZZmev+40aKYknRdVWkzn+J",
+	"z00FkIc5L+FERAyB2EZ7em/oq2kByliWczHJpiTOWamv9y7p44FCxL5zryJ8kv1aKxBlxWdz0GvMp/rV",
+	"vFoUQv82+TiMXJqMI9gGNebV4dOd9z8ejvYfgts5+d2993P/98ZbPvd/P1Hp6nPicamXYlJA0dJzseoF",
+	"9NC6PSs5Wdz5HeuFfu7/jqvxOe5ELO7Y1vVT7354ynZ3d5/oL1Jecf3Z726mwdMbS6haDJ88QMwF4DMb",
+	"1Ymtj/vzZ4Bso2I2+vTJ5DkNB5TmVALqxF4zB4zXKb4N+x5xFkIodjM34l4sz9SiKBlHvmlw6P6//89o",
+	"wP4n+7veekUvog2b5QIE5UeqWGZeBoKU6xcqKcpYLnkGeBo993pz+qeo12e/wB1v2jnjpeFt08dxtMew",
+	"O0gd6Esej72knsACVajxq2P8JOkdMCH5SQ4uiYrxU66XpFvTlvF+JGrvBKsEj5kWVUkPIh0zUZqXGb3d",
+	"kX3GEhyZpesOPIDYcDi2HpNhoMCC414fZPCHnFXVvBw/eICIFf0X/GEgWoaM3zBEHoB35kyvngGHniDS",
+	"qRClyj8CozNn8yL7CCyquVLzEz45R7bxHWCQsrnqkBgnldyZL07ybGKJGxYyFyWy4RNPvr4m81wtSwzh",
+	"/PL8+x/fvPnp+PDlyze/PH92/Pr50S9v3v30PqH9wiV78fbjw5Ala8ILrfADGunF24979tvujCNQHjSX",
+	"KjvJtfFRcFnqnZVG7PXh0cO9iD2s1F7EjvT2VxF78f7w6PAthMP+vkhPRRpLLA0QNk50+d3k1/F4OHrU",
+	"H/QH/eGHBPcwVEAGalr7VUJM0JZed1IteJ6vWJrxHPgnSzY5E5NzZPZFjkhzb+LoC4Fg5dJCp6YKk9JZ",
+	"l7PdT58wk4f0XqxkDiIKd8TyrBST4zaBONrTq/twjxVcpmqGqfoH5pqIPPbYWM4gc1FJgQIPX+Ch4FDS",
+	"wK14JgphrTsqR04hnbWnhhY6k1DsD8iH1ZRhSSISvXqjJp5rbucnsUoOgMDTkSMLOSlW88o/1jiCeyVL",
+	"nr57dfz++dN3z4+Of3r+VyIuph9S/6dAr9p4DauUMnvRXNvmSMFmPBcuEcuoto4GGPTcpJ6lkRgF3OZr",
+	"+Oda3wc4y+YJ/EsL9lpl6lg+HLja1DSzZnh2oSTwghIBskh7G8zpb6JINagvWifMTG8ovv+hroe/X8mJ",
+	"yTZ7/u6tNrxRPeqMfx1Gow9RZ1HknXHHyEZQRwwbYn+iZg8mxayztUnwiz9JtxtgU8UJsHdeaOCgVvpG",
+	"5qvO2pLP73F3nQCZxe0l6yJqSdtwdvvGHRRCr6Y//flJ8fhPP/31t+Jo+fef3z57/OLl27+9UKOX/CV/",
+	"v8TU3iui2eiOaqWTOmSpKKtMouYJUoYeZ1JUS1VczN2yKPIxGw5Aqu+jxL3WrfgtgJvqMsflvsPK3fne",
+	"H7xW72EqQJ5d0UjGFurMCOYwMs5+fvfSiC+nypP69yVtZK+j9n7emHKwySOP6QjB7grt2rrvXd+nSPgM",
+	"jM5jo0MneO+iczwo+dRQ1AktZD7lFaC1tWKUydPjMpMT4XFBkIFVoQoseAoGxIkQktFP+gynhDQvBOsT",
+	"bp0dst8W2eTcBgfUstTWpz/iMmIJnG0wSzFo8B0bbrp6CRP+lS6OJiL4jQzNjS8ABYa7Y1HkcHFsvLPB",
+	"eUh3fWwu+9joDvqTmO5CxOSSB/MDQGZdSAiqsoY6BBX61PsvprMUd2rbzXO+uh3n8LbBtvOguVBALL3A",
+	"t3ljIr62Hf/F/JNr/JJOyrZ5576s0G06JCtRVlfDYrwHOn7nztMCdzV30cY+hv4gK4YnY3RXueCWNjSy",
+	"9LM2xowvT6bOOi0b1imdF3/y7pWx1PeZVEsKd6KzB620OQcLWRVWkBsD37HxmCITEzUTIKzRcUD1rAoQ",
+	"0vi8NoAbfi3yyJkyEkJCJZrK80bHMlen+Et9GBrGXmRs2nOxulcyr+7L2FmnVC4XKyDEEnxCTKqC5eq0",
+	"RBeRgyWOmReP1Ub76NMnCJdC1ZZeZNG9WqLq9aHwqitJD+apfhAJgVh3ebbSc4rurgPCsOoHvFiKs/kD",
+	"72opZAU4UfKVQbIfmNBZnruImU3psffUhmvrSJTVHc7Gx9ngajcRkXYf2z08Ajvj9gwyL5ZobrJLBxSh",
+	"jHkgKeIOwAd2pyP+ZGIMt68ckDvyJIfB8OvN7STWnUFzAwaNPuzvEL3cRvcWzjnS6HzBC7XWu5qn8WoX",
+	"64WpIg3kYyy7XnKHUTN8KiZbW8fLtrWM7QWTSkLeB4ToYmkjfpEX2qMsYPvmWmJAGOFM+taiiuWU56XA",
+	"69hGgaBejJ5wG62ozsTM3cmYCI6ahR7GSjicEvii9W3vBSnQTWottvo0HVCFRQi6YEKIjCUknSCk3zix",
+	"4cadGIgpfHjAEiDME8fmIeg3Oqmhwhy4qmPpgEGM58BYZlUb8qWbP/WNvc5D6/tiPyeevxadq8bPveTW",
+	"0R1hGA0v8g335jeQkYB7why1S96jv/jD+CZ9oVe/kgLkvc9Fpw/HF/eh6tY/35ZlaB1/3q6GvOZFnvfu",
+	"bs3bcwPixfJVsbj17oU0jL93TrRALg4X1Vln/OsHLWpQsrehKxEHNXEFBCGoLVJ2smKJls6sWMik4wdk",
+	"xg8ewC/OVFmNHw8eD0Ca0XDb0JsOlotoXazYoF+G5ilelH0HXASnVhNu6TEr6Ouhm4tTnmMUDa4LmdoY",
+	"AVWRRXBrVrD5mZJQkRpobUuK0v62yMqsEmW/TsWQibL1/WGJWjX10/SyWjvwbFszmGZLhl5WeE5J7/eY",
+	"QdL88TPBc/tjdqpUWtoa0yWWOuS53xH4u60hNVnMkEC93g2vb7UX+O2a37e0/UpJoZf1o4AnvF9NM8nl",
+	"RLT85i+Yhhh6nO+VlvYrnF7v05a2niN5MRR991J5AUtR3gs41v1Ggdq42dp7OBg7emcs9MnwEnOnTcou",
+	"v5P2wZZWX2YfhTTlewvDlsrmhToR2HBATIzP+dTEfs+JWbVlrwVzOSGlGKq7zhd5DrAwBoXTZrOsQuCY",
+	"1y6GNNrmBHUwp4c2F47CIZUyEvJEpOzndy/9flvZeFHPeZpmRHpJaryZtpXh0fGnQ1RVJk/bmn1jdLoS",
+	"XSUk9TCOsFJ0rlyJ3wABR9UuQW3GuqyxTDwxTuAh6BsGHUC3T9VEay1G9vdnKUC9JnmmNyiVLUZ9tqzq",
+	"NYZ5DsymAAWQQmDp3VlkuD8NicmKpcqtrwNHhK3d83xDtDR6PNQV1HrN0ru76vOHz/9fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
