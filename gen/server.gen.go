@@ -14630,7 +14630,7 @@ type CommonListPagingResponse429Headers struct {
 
 // CommonListPagingResponseDefaultHeaders the declared response headers of an HTTP default response for CommonListPaging
 type CommonListPagingResponseDefaultHeaders struct {
-	XValueSchema *ListRows
+	XValueSchema *interface{}
 }
 
 type CommonListPagingResponse struct {
@@ -14725,7 +14725,7 @@ type CompanyDeleteResponse429Headers struct {
 
 // CompanyDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyDelete
 type CompanyDeleteResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type CompanyDeleteResponse struct {
@@ -14822,7 +14822,7 @@ type CompanyEmailInsertResponse429Headers struct {
 
 // CompanyEmailInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyEmailInsert
 type CompanyEmailInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type CompanyEmailInsertResponse struct {
@@ -14919,7 +14919,7 @@ type CompanyGetResponse429Headers struct {
 
 // CompanyGetResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyGet
 type CompanyGetResponseDefaultHeaders struct {
-	XValueSchema *CompanyCard
+	XValueSchema *interface{}
 }
 
 type CompanyGetResponse struct {
@@ -15016,7 +15016,7 @@ type CompanyInsertResponse429Headers struct {
 
 // CompanyInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyInsert
 type CompanyInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type CompanyInsertResponse struct {
@@ -15113,7 +15113,7 @@ type CompanyPhoneInsertResponse429Headers struct {
 
 // CompanyPhoneInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyPhoneInsert
 type CompanyPhoneInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type CompanyPhoneInsertResponse struct {
@@ -15210,7 +15210,7 @@ type CompanyRequisitesInsertResponse429Headers struct {
 
 // CompanyRequisitesInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyRequisitesInsert
 type CompanyRequisitesInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type CompanyRequisitesInsertResponse struct {
@@ -15307,7 +15307,7 @@ type CompanyUpdateResponse429Headers struct {
 
 // CompanyUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyUpdate
 type CompanyUpdateResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type CompanyUpdateResponse struct {
@@ -15404,7 +15404,7 @@ type ContactInsertResponse429Headers struct {
 
 // ContactInsertResponseDefaultHeaders the declared response headers of an HTTP default response for ContactInsert
 type ContactInsertResponseDefaultHeaders struct {
-	XValueSchema *ContactInsertResult
+	XValueSchema *interface{}
 }
 
 type ContactInsertResponse struct {
@@ -15501,7 +15501,7 @@ type ContactListResponse429Headers struct {
 
 // ContactListResponseDefaultHeaders the declared response headers of an HTTP default response for ContactList
 type ContactListResponseDefaultHeaders struct {
-	XValueSchema *ContactList
+	XValueSchema *interface{}
 }
 
 type ContactListResponse struct {
@@ -15598,7 +15598,7 @@ type ContactSocialSetResponse429Headers struct {
 
 // ContactSocialSetResponseDefaultHeaders the declared response headers of an HTTP default response for ContactSocialSet
 type ContactSocialSetResponseDefaultHeaders struct {
-	XValueSchema *SocialNetworkList
+	XValueSchema *interface{}
 }
 
 type ContactSocialSetResponse struct {
@@ -15690,7 +15690,7 @@ type DashboardKpiMyResponse429Headers struct {
 
 // DashboardKpiMyResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardKpiMy
 type DashboardKpiMyResponseDefaultHeaders struct {
-	XValueSchema *KpiMy
+	XValueSchema *interface{}
 }
 
 type DashboardKpiMyResponse struct {
@@ -15780,7 +15780,7 @@ type DashboardKpiTeamResponse429Headers struct {
 
 // DashboardKpiTeamResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardKpiTeam
 type DashboardKpiTeamResponseDefaultHeaders struct {
-	XValueSchema *KpiTeam
+	XValueSchema *interface{}
 }
 
 type DashboardKpiTeamResponse struct {
@@ -15870,7 +15870,7 @@ type DashboardMyDayResponse429Headers struct {
 
 // DashboardMyDayResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardMyDay
 type DashboardMyDayResponseDefaultHeaders struct {
-	XValueSchema *DayDashboard
+	XValueSchema *interface{}
 }
 
 type DashboardMyDayResponse struct {
@@ -15960,7 +15960,7 @@ type DashboardMyTasksResponse429Headers struct {
 
 // DashboardMyTasksResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardMyTasks
 type DashboardMyTasksResponseDefaultHeaders struct {
-	XValueSchema *MyTasksDashboard
+	XValueSchema *interface{}
 }
 
 type DashboardMyTasksResponse struct {
@@ -16055,7 +16055,7 @@ type DealGoodsInsertResponse429Headers struct {
 
 // DealGoodsInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsInsert
 type DealGoodsInsertResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type DealGoodsInsertResponse struct {
@@ -16152,7 +16152,7 @@ type DealGoodsListResponse429Headers struct {
 
 // DealGoodsListResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsList
 type DealGoodsListResponseDefaultHeaders struct {
-	XValueSchema *DealGoodsList
+	XValueSchema *interface{}
 }
 
 type DealGoodsListResponse struct {
@@ -16249,7 +16249,7 @@ type DealGoodsUpdateResponse429Headers struct {
 
 // DealGoodsUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsUpdate
 type DealGoodsUpdateResponseDefaultHeaders struct {
-	XValueSchema *DealGoodsPosition
+	XValueSchema *interface{}
 }
 
 type DealGoodsUpdateResponse struct {
@@ -16346,7 +16346,7 @@ type DealInsertResponse429Headers struct {
 
 // DealInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DealInsert
 type DealInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type DealInsertResponse struct {
@@ -16443,7 +16443,7 @@ type DealUpdateResponse429Headers struct {
 
 // DealUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for DealUpdate
 type DealUpdateResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type DealUpdateResponse struct {
@@ -16540,7 +16540,7 @@ type DirectoryGetResponse429Headers struct {
 
 // DirectoryGetResponseDefaultHeaders the declared response headers of an HTTP default response for DirectoryGet
 type DirectoryGetResponseDefaultHeaders struct {
-	XValueSchema *DirectoryList
+	XValueSchema *interface{}
 }
 
 type DirectoryGetResponse struct {
@@ -16637,7 +16637,7 @@ type DocumentGoodsInsertResponse429Headers struct {
 
 // DocumentGoodsInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentGoodsInsert
 type DocumentGoodsInsertResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type DocumentGoodsInsertResponse struct {
@@ -16734,7 +16734,7 @@ type DocumentGoodsListResponse429Headers struct {
 
 // DocumentGoodsListResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentGoodsList
 type DocumentGoodsListResponseDefaultHeaders struct {
-	XValueSchema *DocumentGoodsList
+	XValueSchema *interface{}
 }
 
 type DocumentGoodsListResponse struct {
@@ -16831,7 +16831,7 @@ type DocumentInsertResponse429Headers struct {
 
 // DocumentInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentInsert
 type DocumentInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type DocumentInsertResponse struct {
@@ -16928,7 +16928,7 @@ type DocumentListResponse429Headers struct {
 
 // DocumentListResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentList
 type DocumentListResponseDefaultHeaders struct {
-	XValueSchema *DocumentList
+	XValueSchema *interface{}
 }
 
 type DocumentListResponse struct {
@@ -17020,7 +17020,7 @@ type EventListResponse429Headers struct {
 
 // EventListResponseDefaultHeaders the declared response headers of an HTTP default response for EventList
 type EventListResponseDefaultHeaders struct {
-	XValueSchema *EventPage
+	XValueSchema *interface{}
 }
 
 type EventListResponse struct {
@@ -17115,7 +17115,7 @@ type FieldDeleteResponse429Headers struct {
 
 // FieldDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for FieldDelete
 type FieldDeleteResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type FieldDeleteResponse struct {
@@ -17212,7 +17212,7 @@ type FieldInsertResponse429Headers struct {
 
 // FieldInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FieldInsert
 type FieldInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type FieldInsertResponse struct {
@@ -17304,7 +17304,7 @@ type FieldListResponse429Headers struct {
 
 // FieldListResponseDefaultHeaders the declared response headers of an HTTP default response for FieldList
 type FieldListResponseDefaultHeaders struct {
-	XValueSchema *FieldList
+	XValueSchema *interface{}
 }
 
 type FieldListResponse struct {
@@ -17399,7 +17399,7 @@ type FieldUpdateResponse429Headers struct {
 
 // FieldUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FieldUpdate
 type FieldUpdateResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type FieldUpdateResponse struct {
@@ -17496,7 +17496,7 @@ type FieldValuesUpdateResponse429Headers struct {
 
 // FieldValuesUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FieldValuesUpdate
 type FieldValuesUpdateResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type FieldValuesUpdateResponse struct {
@@ -17593,7 +17593,7 @@ type FilterDeleteResponse429Headers struct {
 
 // FilterDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for FilterDelete
 type FilterDeleteResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type FilterDeleteResponse struct {
@@ -17690,7 +17690,7 @@ type FilterInsertResponse429Headers struct {
 
 // FilterInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FilterInsert
 type FilterInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type FilterInsertResponse struct {
@@ -17782,7 +17782,7 @@ type FilterListResponse429Headers struct {
 
 // FilterListResponseDefaultHeaders the declared response headers of an HTTP default response for FilterList
 type FilterListResponseDefaultHeaders struct {
-	XValueSchema *FilterList
+	XValueSchema *interface{}
 }
 
 type FilterListResponse struct {
@@ -17877,7 +17877,7 @@ type FilterUpdateResponse429Headers struct {
 
 // FilterUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FilterUpdate
 type FilterUpdateResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type FilterUpdateResponse struct {
@@ -17969,7 +17969,7 @@ type FinanceAccountsResponse429Headers struct {
 
 // FinanceAccountsResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceAccounts
 type FinanceAccountsResponseDefaultHeaders struct {
-	XValueSchema *MoneyAccountList
+	XValueSchema *interface{}
 }
 
 type FinanceAccountsResponse struct {
@@ -18064,7 +18064,7 @@ type FinanceInsertResponse429Headers struct {
 
 // FinanceInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceInsert
 type FinanceInsertResponseDefaultHeaders struct {
-	XValueSchema *NewIdList
+	XValueSchema *interface{}
 }
 
 type FinanceInsertResponse struct {
@@ -18161,7 +18161,7 @@ type FinanceListResponse429Headers struct {
 
 // FinanceListResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceList
 type FinanceListResponseDefaultHeaders struct {
-	XValueSchema *MoneyMovementList
+	XValueSchema *interface{}
 }
 
 type FinanceListResponse struct {
@@ -18243,7 +18243,7 @@ func (r FinanceListResponse) ContentType() string {
 
 // HealthzResponseDefaultHeaders the declared response headers of an HTTP default response for Healthz
 type HealthzResponseDefaultHeaders struct {
-	XValueSchema *Health
+	XValueSchema *interface{}
 }
 
 type HealthzResponse struct {
@@ -18313,7 +18313,7 @@ type MailSendResponse429Headers struct {
 
 // MailSendResponseDefaultHeaders the declared response headers of an HTTP default response for MailSend
 type MailSendResponseDefaultHeaders struct {
-	XValueSchema *EmptyValue
+	XValueSchema *interface{}
 }
 
 type MailSendResponse struct {
@@ -18395,7 +18395,7 @@ func (r MailSendResponse) ContentType() string {
 
 // ReadyzResponseDefaultHeaders the declared response headers of an HTTP default response for Readyz
 type ReadyzResponseDefaultHeaders struct {
-	XValueSchema *Health
+	XValueSchema *interface{}
 }
 
 type ReadyzResponse struct {
@@ -18472,7 +18472,7 @@ type TaskInsertResponse429Headers struct {
 
 // TaskInsertResponseDefaultHeaders the declared response headers of an HTTP default response for TaskInsert
 type TaskInsertResponseDefaultHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 
 type TaskInsertResponse struct {
@@ -18569,7 +18569,7 @@ type TaskListResponse429Headers struct {
 
 // TaskListResponseDefaultHeaders the declared response headers of an HTTP default response for TaskList
 type TaskListResponseDefaultHeaders struct {
-	XValueSchema *TaskList
+	XValueSchema *interface{}
 }
 
 type TaskListResponse struct {
@@ -18666,7 +18666,7 @@ type TaskUpdateResponse429Headers struct {
 
 // TaskUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for TaskUpdate
 type TaskUpdateResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type TaskUpdateResponse struct {
@@ -18763,7 +18763,7 @@ type WebhookDeleteResponse429Headers struct {
 
 // WebhookDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookDelete
 type WebhookDeleteResponseDefaultHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 
 type WebhookDeleteResponse struct {
@@ -18855,7 +18855,7 @@ type WebhookDeliveriesResponse429Headers struct {
 
 // WebhookDeliveriesResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookDeliveries
 type WebhookDeliveriesResponseDefaultHeaders struct {
-	XValueSchema *WebhookDeliveryList
+	XValueSchema *interface{}
 }
 
 type WebhookDeliveriesResponse struct {
@@ -18950,7 +18950,7 @@ type WebhookInsertResponse429Headers struct {
 
 // WebhookInsertResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookInsert
 type WebhookInsertResponseDefaultHeaders struct {
-	XValueSchema *WebhookSecret
+	XValueSchema *interface{}
 }
 
 type WebhookInsertResponse struct {
@@ -19042,7 +19042,7 @@ type WebhookListResponse429Headers struct {
 
 // WebhookListResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookList
 type WebhookListResponseDefaultHeaders struct {
-	XValueSchema *WebhookList
+	XValueSchema *interface{}
 }
 
 type WebhookListResponse struct {
@@ -19137,7 +19137,7 @@ type WebhookTestResponse429Headers struct {
 
 // WebhookTestResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookTest
 type WebhookTestResponseDefaultHeaders struct {
-	XValueSchema *WebhookTestResult
+	XValueSchema *interface{}
 }
 
 type WebhookTestResponse struct {
@@ -19234,7 +19234,7 @@ type WebhookUpdateResponse429Headers struct {
 
 // WebhookUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookUpdate
 type WebhookUpdateResponseDefaultHeaders struct {
-	XValueSchema *WebhookSecret
+	XValueSchema *interface{}
 }
 
 type WebhookUpdateResponse struct {
@@ -21636,8 +21636,8 @@ func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingRespons
 	case true:
 		var headers CommonListPagingResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value ListRows
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -21733,8 +21733,8 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 	case true:
 		var headers CompanyDeleteResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -21830,8 +21830,8 @@ func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertRes
 	case true:
 		var headers CompanyEmailInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -21930,8 +21930,8 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 	case true:
 		var headers CompanyGetResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value CompanyCard
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22027,8 +22027,8 @@ func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, err
 	case true:
 		var headers CompanyInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22124,8 +22124,8 @@ func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertRes
 	case true:
 		var headers CompanyPhoneInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22221,8 +22221,8 @@ func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisite
 	case true:
 		var headers CompanyRequisitesInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22318,8 +22318,8 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 	case true:
 		var headers CompanyUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22415,8 +22415,8 @@ func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, err
 	case true:
 		var headers ContactInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value ContactInsertResult
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22515,8 +22515,8 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 	case true:
 		var headers ContactListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value ContactList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22612,8 +22612,8 @@ func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetRespons
 	case true:
 		var headers ContactSocialSetResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value SocialNetworkList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22699,8 +22699,8 @@ func ParseDashboardKpiMyResponse(rsp *http.Response) (*DashboardKpiMyResponse, e
 	case true:
 		var headers DashboardKpiMyResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value KpiMy
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22786,8 +22786,8 @@ func ParseDashboardKpiTeamResponse(rsp *http.Response) (*DashboardKpiTeamRespons
 	case true:
 		var headers DashboardKpiTeamResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value KpiTeam
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22873,8 +22873,8 @@ func ParseDashboardMyDayResponse(rsp *http.Response) (*DashboardMyDayResponse, e
 	case true:
 		var headers DashboardMyDayResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value DayDashboard
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -22960,8 +22960,8 @@ func ParseDashboardMyTasksResponse(rsp *http.Response) (*DashboardMyTasksRespons
 	case true:
 		var headers DashboardMyTasksResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value MyTasksDashboard
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23057,8 +23057,8 @@ func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse,
 	case true:
 		var headers DealGoodsInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23157,8 +23157,8 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 	case true:
 		var headers DealGoodsListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value DealGoodsList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23254,8 +23254,8 @@ func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse,
 	case true:
 		var headers DealGoodsUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value DealGoodsPosition
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23351,8 +23351,8 @@ func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
 	case true:
 		var headers DealInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23448,8 +23448,8 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 	case true:
 		var headers DealUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23548,8 +23548,8 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 	case true:
 		var headers DirectoryGetResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value DirectoryList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23645,8 +23645,8 @@ func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertR
 	case true:
 		var headers DocumentGoodsInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23745,8 +23745,8 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 	case true:
 		var headers DocumentGoodsListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value DocumentGoodsList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23842,8 +23842,8 @@ func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, e
 	case true:
 		var headers DocumentInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -23942,8 +23942,8 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 	case true:
 		var headers DocumentListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value DocumentList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24029,8 +24029,8 @@ func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
 	case true:
 		var headers EventListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value EventPage
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24126,8 +24126,8 @@ func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) 
 	case true:
 		var headers FieldDeleteResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24223,8 +24223,8 @@ func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) 
 	case true:
 		var headers FieldInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24310,8 +24310,8 @@ func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
 	case true:
 		var headers FieldListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value FieldList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24407,8 +24407,8 @@ func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) 
 	case true:
 		var headers FieldUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24504,8 +24504,8 @@ func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateRespo
 	case true:
 		var headers FieldValuesUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24601,8 +24601,8 @@ func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error
 	case true:
 		var headers FilterDeleteResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24698,8 +24698,8 @@ func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error
 	case true:
 		var headers FilterInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24785,8 +24785,8 @@ func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
 	case true:
 		var headers FilterListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value FilterList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24882,8 +24882,8 @@ func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error
 	case true:
 		var headers FilterUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -24969,8 +24969,8 @@ func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse,
 	case true:
 		var headers FinanceAccountsResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value MoneyAccountList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25066,8 +25066,8 @@ func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, err
 	case true:
 		var headers FinanceInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewIdList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25166,8 +25166,8 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 	case true:
 		var headers FinanceListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value MoneyMovementList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25212,8 +25212,8 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 	case true:
 		var headers HealthzResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Health
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25309,8 +25309,8 @@ func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 	case true:
 		var headers MailSendResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value EmptyValue
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25362,8 +25362,8 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 	case true:
 		var headers ReadyzResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Health
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25459,8 +25459,8 @@ func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
 	case true:
 		var headers TaskInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value NewId
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: "int64"}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25559,8 +25559,8 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 	case true:
 		var headers TaskListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value TaskList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25656,8 +25656,8 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 	case true:
 		var headers TaskUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25753,8 +25753,8 @@ func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, err
 	case true:
 		var headers WebhookDeleteResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value Done
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25840,8 +25840,8 @@ func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesRespo
 	case true:
 		var headers WebhookDeliveriesResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value WebhookDeliveryList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -25937,8 +25937,8 @@ func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, err
 	case true:
 		var headers WebhookInsertResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value WebhookSecret
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -26024,8 +26024,8 @@ func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) 
 	case true:
 		var headers WebhookListResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value WebhookList
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "array", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -26121,8 +26121,8 @@ func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) 
 	case true:
 		var headers WebhookTestResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value WebhookTestResult
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -26218,8 +26218,8 @@ func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, err
 	case true:
 		var headers WebhookUpdateResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
-			var value WebhookSecret
-			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "object", Format: ""}); err != nil {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
 				return nil, err
 			}
 			headers.XValueSchema = &value
@@ -29115,7 +29115,7 @@ type NotModifiedResponse struct {
 }
 
 type OtherCompanyCardResponseHeaders struct {
-	XValueSchema *CompanyCard
+	XValueSchema *interface{}
 }
 type OtherCompanyCardJSONResponse struct {
 	Body Envelope
@@ -29124,7 +29124,7 @@ type OtherCompanyCardJSONResponse struct {
 }
 
 type OtherContactInsertResultResponseHeaders struct {
-	XValueSchema *ContactInsertResult
+	XValueSchema *interface{}
 }
 type OtherContactInsertResultJSONResponse struct {
 	Body Envelope
@@ -29133,7 +29133,7 @@ type OtherContactInsertResultJSONResponse struct {
 }
 
 type OtherContactListResponseHeaders struct {
-	XValueSchema *ContactList
+	XValueSchema *interface{}
 }
 type OtherContactListJSONResponse struct {
 	Body Envelope
@@ -29142,7 +29142,7 @@ type OtherContactListJSONResponse struct {
 }
 
 type OtherDayDashboardResponseHeaders struct {
-	XValueSchema *DayDashboard
+	XValueSchema *interface{}
 }
 type OtherDayDashboardJSONResponse struct {
 	Body Envelope
@@ -29151,7 +29151,7 @@ type OtherDayDashboardJSONResponse struct {
 }
 
 type OtherDealGoodsListResponseHeaders struct {
-	XValueSchema *DealGoodsList
+	XValueSchema *interface{}
 }
 type OtherDealGoodsListJSONResponse struct {
 	Body Envelope
@@ -29160,7 +29160,7 @@ type OtherDealGoodsListJSONResponse struct {
 }
 
 type OtherDealGoodsPositionResponseHeaders struct {
-	XValueSchema *DealGoodsPosition
+	XValueSchema *interface{}
 }
 type OtherDealGoodsPositionJSONResponse struct {
 	Body Envelope
@@ -29169,7 +29169,7 @@ type OtherDealGoodsPositionJSONResponse struct {
 }
 
 type OtherDirectoryListResponseHeaders struct {
-	XValueSchema *DirectoryList
+	XValueSchema *interface{}
 }
 type OtherDirectoryListJSONResponse struct {
 	Body Envelope
@@ -29178,7 +29178,7 @@ type OtherDirectoryListJSONResponse struct {
 }
 
 type OtherDocumentGoodsListResponseHeaders struct {
-	XValueSchema *DocumentGoodsList
+	XValueSchema *interface{}
 }
 type OtherDocumentGoodsListJSONResponse struct {
 	Body Envelope
@@ -29187,7 +29187,7 @@ type OtherDocumentGoodsListJSONResponse struct {
 }
 
 type OtherDocumentListResponseHeaders struct {
-	XValueSchema *DocumentList
+	XValueSchema *interface{}
 }
 type OtherDocumentListJSONResponse struct {
 	Body Envelope
@@ -29196,7 +29196,7 @@ type OtherDocumentListJSONResponse struct {
 }
 
 type OtherDoneResponseHeaders struct {
-	XValueSchema *Done
+	XValueSchema *interface{}
 }
 type OtherDoneJSONResponse struct {
 	Body Envelope
@@ -29205,7 +29205,7 @@ type OtherDoneJSONResponse struct {
 }
 
 type OtherEmptyValueResponseHeaders struct {
-	XValueSchema *EmptyValue
+	XValueSchema *interface{}
 }
 type OtherEmptyValueJSONResponse struct {
 	Body Envelope
@@ -29214,7 +29214,7 @@ type OtherEmptyValueJSONResponse struct {
 }
 
 type OtherEventPageResponseHeaders struct {
-	XValueSchema *EventPage
+	XValueSchema *interface{}
 }
 type OtherEventPageJSONResponse struct {
 	Body Envelope
@@ -29223,7 +29223,7 @@ type OtherEventPageJSONResponse struct {
 }
 
 type OtherFieldListResponseHeaders struct {
-	XValueSchema *FieldList
+	XValueSchema *interface{}
 }
 type OtherFieldListJSONResponse struct {
 	Body Envelope
@@ -29232,7 +29232,7 @@ type OtherFieldListJSONResponse struct {
 }
 
 type OtherFilterListResponseHeaders struct {
-	XValueSchema *FilterList
+	XValueSchema *interface{}
 }
 type OtherFilterListJSONResponse struct {
 	Body Envelope
@@ -29241,7 +29241,7 @@ type OtherFilterListJSONResponse struct {
 }
 
 type OtherHealthResponseHeaders struct {
-	XValueSchema *Health
+	XValueSchema *interface{}
 }
 type OtherHealthJSONResponse struct {
 	Body Envelope
@@ -29250,7 +29250,7 @@ type OtherHealthJSONResponse struct {
 }
 
 type OtherKpiMyResponseHeaders struct {
-	XValueSchema *KpiMy
+	XValueSchema *interface{}
 }
 type OtherKpiMyJSONResponse struct {
 	Body Envelope
@@ -29259,7 +29259,7 @@ type OtherKpiMyJSONResponse struct {
 }
 
 type OtherKpiTeamResponseHeaders struct {
-	XValueSchema *KpiTeam
+	XValueSchema *interface{}
 }
 type OtherKpiTeamJSONResponse struct {
 	Body Envelope
@@ -29268,7 +29268,7 @@ type OtherKpiTeamJSONResponse struct {
 }
 
 type OtherListRowsResponseHeaders struct {
-	XValueSchema *ListRows
+	XValueSchema *interface{}
 }
 type OtherListRowsJSONResponse struct {
 	Body Envelope
@@ -29277,7 +29277,7 @@ type OtherListRowsJSONResponse struct {
 }
 
 type OtherMoneyAccountListResponseHeaders struct {
-	XValueSchema *MoneyAccountList
+	XValueSchema *interface{}
 }
 type OtherMoneyAccountListJSONResponse struct {
 	Body Envelope
@@ -29286,7 +29286,7 @@ type OtherMoneyAccountListJSONResponse struct {
 }
 
 type OtherMoneyMovementListResponseHeaders struct {
-	XValueSchema *MoneyMovementList
+	XValueSchema *interface{}
 }
 type OtherMoneyMovementListJSONResponse struct {
 	Body Envelope
@@ -29295,7 +29295,7 @@ type OtherMoneyMovementListJSONResponse struct {
 }
 
 type OtherMyTasksDashboardResponseHeaders struct {
-	XValueSchema *MyTasksDashboard
+	XValueSchema *interface{}
 }
 type OtherMyTasksDashboardJSONResponse struct {
 	Body Envelope
@@ -29304,7 +29304,7 @@ type OtherMyTasksDashboardJSONResponse struct {
 }
 
 type OtherNewIdResponseHeaders struct {
-	XValueSchema *NewId
+	XValueSchema *interface{}
 }
 type OtherNewIdJSONResponse struct {
 	Body Envelope
@@ -29313,7 +29313,7 @@ type OtherNewIdJSONResponse struct {
 }
 
 type OtherNewIdListResponseHeaders struct {
-	XValueSchema *NewIdList
+	XValueSchema *interface{}
 }
 type OtherNewIdListJSONResponse struct {
 	Body Envelope
@@ -29322,7 +29322,7 @@ type OtherNewIdListJSONResponse struct {
 }
 
 type OtherSocialNetworkListResponseHeaders struct {
-	XValueSchema *SocialNetworkList
+	XValueSchema *interface{}
 }
 type OtherSocialNetworkListJSONResponse struct {
 	Body Envelope
@@ -29331,7 +29331,7 @@ type OtherSocialNetworkListJSONResponse struct {
 }
 
 type OtherTaskListResponseHeaders struct {
-	XValueSchema *TaskList
+	XValueSchema *interface{}
 }
 type OtherTaskListJSONResponse struct {
 	Body Envelope
@@ -29340,7 +29340,7 @@ type OtherTaskListJSONResponse struct {
 }
 
 type OtherWebhookDeliveryListResponseHeaders struct {
-	XValueSchema *WebhookDeliveryList
+	XValueSchema *interface{}
 }
 type OtherWebhookDeliveryListJSONResponse struct {
 	Body Envelope
@@ -29349,7 +29349,7 @@ type OtherWebhookDeliveryListJSONResponse struct {
 }
 
 type OtherWebhookListResponseHeaders struct {
-	XValueSchema *WebhookList
+	XValueSchema *interface{}
 }
 type OtherWebhookListJSONResponse struct {
 	Body Envelope
@@ -29358,7 +29358,7 @@ type OtherWebhookListJSONResponse struct {
 }
 
 type OtherWebhookSecretResponseHeaders struct {
-	XValueSchema *WebhookSecret
+	XValueSchema *interface{}
 }
 type OtherWebhookSecretJSONResponse struct {
 	Body Envelope
@@ -29367,7 +29367,7 @@ type OtherWebhookSecretJSONResponse struct {
 }
 
 type OtherWebhookTestResultResponseHeaders struct {
-	XValueSchema *WebhookTestResult
+	XValueSchema *interface{}
 }
 type OtherWebhookTestResultJSONResponse struct {
 	Body Envelope
@@ -35742,842 +35742,843 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchvJmSj4Khk4dgiQixRIUbIFhuOYLandmtZtJLbbcxoaVBKVANIsZKIrC6TgtjbOr439fWIj9g3O",
-	"i+ybzJNsfJesyioUgAJJ9WhWnhi3CCArKzO/L7/75ZfO2M4X1iiTu87gl476KOeLVOHfZ8lcG/fGpCv4",
-	"5JbzucxWnUHnzAi7UJnMtTXCToTEcZG4WAlpbD5TmchsqjpR50qmSwUPj22iOoPOSf9hJ+qoLLNZZ9Cx",
-	"Jl3xw2IuVyKxIp9p14k6CzlVnUGf/nD4V2av6Q+Xy3zpOgOepnhJp/PpU9T5RibPZK5qCxaJzJXIZzIX",
-	"iVVOGJuLhcxc8xr7wRp/XqpsBWPlXOUqE8MOTDXsDITLM22m5XxzmY9nIp8pMbHZXObF0Nvu58/WJu5F",
-	"4qp7msK3I504oen9UoztfC4PnILV5ioRqXY5wEcn7gb7LF5Q26y5F+41U9NlKjOhPi4y5RxgxLDz7z/1",
-	"D558+F03on97939z81Po+2P4fqF/BciOcrt1v3cM23fq56VyeX1TE63ShHY1kTp14kqmOsELt3NfGU0p",
-	"LmyyGvBMw46Rc8TaRQZXN18VXwH6zLVz2kxvtZmndr6QZvXa5t/apUmqO3pFL4hEolIFqGkzoc2Vdvoi",
-	"VWJslyZX2UJm+apxeyfB9sLB4qjfP0KQT/Cdd7D+N9kzJVMAi85UbRevlUbiNqahI50IYzORKJnC31N9",
-	"pXaDJ3g4eFY7kfl33m4XJpfj/M3kjAgx76q6jzEN4vd62oHfiYXKHFH1YKFdT9bDw7/nItiBsUb1Wuza",
-	"v3IgjBVuOZ41vBKofx0bbn4WAMit6FjFQgDFTuyDQeLh3WHdMztezpXJ91knP7J7rTxQ/OEu12tqFBi+",
-	"ORU4CLDpaH1ZZpmm5aravt4tx2PlAsbVOcIVvADkMDJdE0mWRn1cqDFQF6eyK5WJiVymuegmKkcaiuKG",
-	"NkjGeURqp5FYmkRlzMyIdOqkCaMfVTBa8zoEfiG65bPi5GLy5Hjy8NHvf3/x8CSRj+XDsXpy/CTpq746",
-	"+f3Dx71bgcAfwP9Qmf0aD4EEgtfq+kXttrwwTmW5SgJshP0YdS108vnQ8nG/T5j5Zpm/mbyTZromo5jl",
-	"/EJlSC6lWFingZHfc8It55HIrRWpzKYoWwidO+LZO0mq5Glhn3aJgl4GLx8IOQcS6oQ0CbzCieVC5FY8",
-	"qf3f4ZMnkfh5KU2uc602jDp88uTJrdD1nRrbLHFvzFs5VefWvoStVg8ooyEja2B2IS/slULQzeVHPV/O",
-	"byDKVacEwYcPa74E0UgJmYu5dbkgfL759n4wl8ZeG5TRq7vCr0D2JjlOZgppMN+9scxlaqdLdQrfzoDK",
-	"a8bfnYS9kMwHAv8UT578IQLAlUR+7TW3u20/qouZtZfNXOpMuOWFG2d6USiELC7IMTLzQk7YubNreo84",
-	"Or4TfvUp6syUTFSGoHl+Lqfwb6KKxeLqr5W8FLmcFhJIphbpSnSdUiLWZmIPgyfiSHx3fv4WhJcrZeAb",
-	"1zsVTsGR5+JCji/h6OMXk4PX1qiDV6A4xIewRVKsO4POjw+Gncu/vr46sO//5fcv//IiOfvXf0VNopAA",
-	"B3m2VFHHjWdqLmHJC5kDoe0MOv8OT/90dvA/5MHf+wdPRgcffjfs/KYTdfLVAiYnxYUYRaLmC5srkx+8",
-	"U4tUrkierW7/PQgI0okYXhmL65ky4SEwDXW5zVTC3yGAhZJZqkHTZ5J/rXPSkJycKxEXLx+vDr5Xq3jz",
-	"cQYje6dCXjhYEeLPtXYKjq48B2WW887gpw4stvOhadPvVJ6tDs4mucqaNju2Bi6kFdcSwKUmNlPMJT7m",
-	"9b3A5u2lMoC/kZAwJ1LruTQr1MtUIuQynwEejFE5c9HanAC5+SIXk8zOWcBNNR56koDGXMGNo21IMNcG",
-	"qSGM4o0D/52qjO7ojz8enJWrUQ2onl7LlRPxN0pmKoujEmaZkiCCAx7gNRqFIKpiLz1MDP+Pw442qJqO",
-	"8KCGnUisPf/HYWdJRDIS6uMC9gb0IFNX9lIlgh/civ51MH8CSsDEHq820lqQ9180oDh8X9kDyO9RRxvP",
-	"OToR6sIs3o9QWNi8GLIA0OE/BuK1Ay60NpbFG9fHv1XW+IfNa+Thn2WdbGaqLvBpza4EPA1ppWL+EzAz",
-	"aUD4m8sVEAslc9G1RhUyj1ByPBO5nqteFase9o+ih/3jTvOWC4a3dcNz+fGlMtN81hkc9/vILQqquWaQ",
-	"2k4xx6vv1aqJV1yqld86XeN7Toxn1qKa1j0CynL86JFYZNrkErS1s/dPX7wQ45nM5BiwNSLdVzohxQ8/",
-	"vHjWGxoUD+byUsF3GdCvghNdZzoHijpRg5K2whqq1DakW9qI45OhmdllBhKgu1ZZMw1Ha5bOXM50IG7g",
-	"FwOBbCECUXJocDWukFfkVGpz2rAuKRI9magMqFyhETgRD0FsG3biQ/FeqaHZwQwOh6aCIo8u+ur38tHx",
-	"wcOj8cnBSfJ7dfBEPnp00B8/TB5Ofj85kk+Uxx/i+iUC1bhRZxPaPHqE18R/PqrikDj4Pz78bgPmTIDd",
-	"I7dfR5vzmRIxSB8x8k4GQYlDYmbTxImuzUR8P+6dEhfWuXC5TlNBk10ox6R6ka4i/JOgi0f7sH8iXttc",
-	"vLKJnmiVxAgJUAskGgJbSiDNhxfKMpuO7ghv3PrBsNX228zO1w/mW0A/kcgCHxcq0zYBbZXU1gJH/aCY",
-	"bbTxPSfm1uSzGh057h8/Pjg6OugfbSAl+Dzw4k4jrYSfO1v2cW7Xd/FS7tiEhR9ZIEd2J+y1Udk9h5RQ",
-	"/N0atWEbR4+2bSO3e27iX5d6fMkmwSZO9DQwvZ2KuLQAxsCxY+aOMWLqhc1nvdBuWRVkNrKvctLObbgV",
-	"bmUbx7/R+rfLBDdd7SfgWm5hjSO/2mv7Xo0zlTOPGVsDRBf+lItFyqLkg7852EvVI5comaS6boID+pLI",
-	"XF5Ip0SCVuncEwdmCYB6hc/unhPFRE0WntBH51R2pcdKLI28kjoFnkasaNML4WV6rm6lVBvLRxPY3i3y",
-	"l7E1Ez1dZo1acnXlrEu6QvOubYCtXzMJHE08ffdq9P7503fPz0ffP/834OPKjLPVAmmQzoRDiLnbKaMl",
-	"Av0mU5POoPPfHpTe1wf0q3vw3Fyp1C4UPbPOSqoLj6srjyPhLPCOsTSw6UulFsKr1byJU7QyETpYNok4",
-	"lQu05KKq49AWpa4UyCKFq5dUuB9KTIh7URWzCmSYaKPdzGMfvM5j3GHnU9R5bXPPqZrZJbHIa7tME3FB",
-	"2hTIkdcz6xTq6jUNW8BlTU7hQDy7a9D8m06dhz3AMXjibwLHyVOZJS3u6O0Be2ZWpPSSeYEQaYcNggb1",
-	"Aj1O8Rtq+//rwV8ADw/eF8usvvw1QFqA4j0A1IGzdCIOjiAmONNGPJ9LFNy7RMSI5CzbsH1UdOOPB/j9",
-	"AT0EqHI9U1kh80yVIfxzIrX2sqrnbzvFEDKfQoChN4mMwO+UW6b51wu4taP4sgC4Dql1QL7U7msHIBzB",
-	"Fwg4hEwAsGdy9Uy62YX9imlleAZfEsgqsAlhpmSKBp+v+ZpVDuGLgloFOk1ge8sGta8edP4gvkjwFVAK",
-	"QagzNc5ttvqqb154CF8U6CrQCcHGVvd/Es36QXxR4FuDUgMI/wk9k3+pgFuHmVFfL6yM+rJgZFQIm+fz",
-	"Rb76S2mD+/ogVJ7AlwSnAC4htK6Uyd/K6dcLLH8AXxSsCqgEoPpWqzT5mrlUcQBfEqhKqFRAleYq+7ph",
-	"5U/gywJWAZcAWt8pmeazrxVStPsvCUoMjwBC3y/0q9XXCiDc/JcEH4JGFTznSs6/YgDB9r8wECFEAiAB",
-	"1XuHHumvE0p+/18SmAqYBHB6ZY1anVGI/NcsQdTP4UuC2xqM6vB7Za/U125UWjuILw6CFSiFIFydS3fp",
-	"vnr3Zf0cvigA1mEUwK/IAvwagYab/5IgRdCog+drpozFAXxxYKpTwvd2rGX6WuXXNrv8mkG2dhBfEujW",
-	"oRSAEMjk1ww5v/8vCWAFTAI4cTLtM5XqK/V1xwE0HMWXBL0mSK0D8p8AvPxCAbcBYJR98ZWDjA7hCwQa",
-	"Q2cdbOfKfeWB3WsH8QWCL4ASgfDc2lfSrLjSmdsz44nS7M+qWfbr6U/VnPrm5HzM3beTvLlI1/GTIHdo",
-	"R5b/QBz3xUJlYq7NMseMv9oKbpX+hDmC63uk1EH1cawUgFfnTmQyVyLVc53v3FI5tJhiIB71fYKuw004",
-	"LJCAf9IivoB0p63bxtIi+R4IMDSIAaKbY46tEYtUjpW/Oif9I8x1Dqs40Ps1XQeViOUiEkuTwlt0PjTB",
-	"K1QSptul0uXi+ERgJvap2EQ3XsI2gGTQRoaG07u0EzNpkhQzrR1hI5UJKiDWvbCJVk5YGH8kXulvejBU",
-	"50Kmqb12QubCmrE6HBosi8ElLOKgRkbMIHeHBbmgTO1hJy7ONkwcjD8eILCJiMSUpB0Qtlr9jW0ZV+HQ",
-	"T1RLBw7TZvrvKtmTTHAZiuql+WFX2YnGejRHwaVZtpjh5vfcl12sJzq2Wxs/LS6oIMcXc1/D9QTFJeHS",
-	"bDzMm2KfOKtf/AXcOqARROrsZAMJF1OVO3Fy/ERo43Ilk82cnW9ojYM3lVvZhu1r4z3K+2TKPTH+YulW",
-	"6zyizMS8ljpncnk9s1TfEBMwxYWaaZOIV2d/Hb14Pfr25Ys/f3dOko67YTqw55YFZQK6mtkpQCTikhap",
-	"zLGowM2vy1eR/Hxn13CfnNzNuP+MR7jeYGha7DyCC7w0mZLjGRxXcYsZNe45lJHRGSMyaYamuLDwuF3m",
-	"lIFMImkJOEzYX2LtpnBvNUzTOaP90DTgvTaCNkvlTgL2MxBHce9QoLSRSePkmK+QE5lNgXpcyPFlNDTO",
-	"FtVP4MfrTOe54hoovtLJXK7EhULZnUqkiO4EC/9h+ZSoWrplaNYqZfVuwYpL9EEa8TRVMgMwFGkNTdUS",
-	"zrheYlETRqUJ3BL/zKmIzTJNY5Gpub3iMiT0SLd4QFyosQUlRc0X+QqJ5dYiCTAjUT0q41MrmhB1Ph5M",
-	"7QF/6wcfvuY/fsIpP4TDDvR8YbOcq6XNOoPOVOez5cXh2M4fWLnQB3DFp8o8KF79KXzcXerFgcUzkenB",
-	"wmJpS1pdWR0YCXOSaBr1lmopa7jftIv6wVaKFUvHJfmyRLgZyGc6PxXx2bNno19AwfsUi7maX6jMwRgQ",
-	"14o30RljrbBF8NJfOoCpVzpfjeik1kplRR2vkDT+NmVm0/zLiASqNTjugN2nqAMMbmqzVePc/sdbTK/z",
-	"DVPDeW96baZARN+dMZmrc6Dh5SOji1VzlQKAmr82SwcMZ2YBash38c7O7DVRJcffd+VCR4JwNRJzqdNI",
-	"HB4e4oVZW7L6SOVVR8SdGjaFxXFGVKmk4edpZpeLzb/cHAIbHmwYaCZ25OwyGzevELSkzeuf6yRJ1ebf",
-	"N/9g8+YfqNj0Ojjjo1ikaipTAQJavopEfByLRaavJCn4zhqscEMVCI+i4w9N2/Xl1UdwNI0LyNSU8zbX",
-	"fvJywcafbg6vXE5bFHaDUY2ImMuP/O7qBNqY0upE1Y6wnI7TuXKnAnhXUYgqn6l58+SbSBd8MWqNacss",
-	"bZwFLuYes8DojWi1zOejsZwvpJ6azQNKIb7x97lK9HK+8ectlwV+ztUGxLqe6fFsNLMu3zYFjUq1udw9",
-	"CqC4edSnsBbfTx2skIQHV/KckugyzS7QvyTVUY2H1e9QiQYMrgpZrhKYCj2sUo+Q0hCulJgRQr2gEExD",
-	"6kS4yr4CThfe0eIqB4zUc9uA9Hr6XNwvvqdN598E3yZo1nC0glIV9KviaoBbJV2zF39T47xTij++Gk6z",
-	"CDSRqVN1AWVcCk4tiroQD8cqE2TWydXctSxLUZKSjswyiXMpYLDtZ3oOw6lgddNsi5k1qv1sb2H45tlK",
-	"Qtl6xnfFI5umrV1Kf/rFSRSbqLw/OPQt0PcFW4qOJXugwdMbAvWFWSxxDXP58QU9dxQUGiwO8/kNAN0w",
-	"96OGqd/KFWirXEC/PYgwX8jhDDfAm5aLW5P/69Ust+kDu8o3VtWAmm4Dv4huoSSKkz/sVvo2KwqN73jK",
-	"P4avOX5yo9ewwrDzdAIFYufYNem8LlwlaHOQRviRviC6NlPhVi4ngWjni6pCfhVq0XbRvrqkP8MvFaDd",
-	"6DRrMv3O9Vdk/J3Lr8n8O8f7gWuiLdAsVNEK68lkmaaF0iYbpPvttWA3ahm1i9S0ytvoHafCznWeq2Qg",
-	"4qP4JlrIThCVWsnOoRVVpFZfnX3kJYId9W+CYPtpK7vJWKBIbC54KmBUuPYb3Q3WQiq1qE/+EG1VS6pr",
-	"ekelQrHXDwy6ySJqaspOmNbUllbjSzWm1fA96EWo5uwc3Kj27D7+Rj2o7WM1xWjXYzWhjPWMUq3xqLBF",
-	"9vphkchctZW9aiRGJzE6tWUuUiUdFvrk0Ba0Kx4SQoUTHe80NH4+QWOrWNhk0V6XI240xa8iI3xOZn+T",
-	"XW8wjPxXFAB+Deb9xTDem8C6FVs9xdq7csx+HpvekNH+Cnxz35rhNXNVM7klW8J+FPas3svQ+/h0Jkjf",
-	"joQ6QBWVmnJhGL8wFMff4NZ5fqd2i7d3areo5CC0n7XyWNO8QWH4dqZa/8BGa+0NPD47/Cmt13Y3bo1a",
-	"twSvvQwwtizizgiAUDQh/thoYt/sDgnqSG788eZuh8/m0WgyPlc6C1SQozBMtzQPhxsPzmiDiZftxKWp",
-	"+603sT33RrfandlCecjuc0vy4zvJidxOFcp53Jcl9EffDdVpa0T7fCawPQWmzyyL7CFUBFevCk8saa8S",
-	"MZZOHQAsDYy8UumKAkocNUbxEwShGqJ7ctw7ZVdzjn0AsJeMUdfrDPxGuj0aTmroFhqUHu6vNH/adhtu",
-	"bnL+r4nNO7jgdiHqn1fhv/5VaHDfjLYLq/WWB/vckVdnL16+bw5uKZgIS66Rb2Fks4RzU04F8Gk+V+zP",
-	"oTKKfMNmOm3uhm/ai9cP0aaZ89MFiTofD/D1ncHDT1Hn9fMfRy+ebYjNUdc14NxzQieNIGkOPuP+P6/V",
-	"9Ytn4ZuPPkWd8+cvn7/97s3r57sOz4v/n/PskL7sc3bHdUTjg6zsK/LYsQX1fOrjbf20/BOJSe/VDSn+",
-	"XWgmrcm072d/W0U0mKmlnLg0nFyxx9HMOW66wdZuc5k2/VRbJ42LaKamhRUFOs6lu7xZlMAd6n7U5w0j",
-	"nuH3DTejNt7lkiJI26qLvjfYzbSjxFaAcmFtqqTZS8/cqNhlBTvYEmbm2+lqI1Ar5yV9aB+k1aSHcZRO",
-	"oR8l1Pk5OOEqeLZrbmX7NdazeGfNKMigWXez/du//du/Hbx6dfDsmfjuu8GrV4P37+MdPflQQaq1EP3l",
-	"5NMB/XFc/iH8H4O1P37TpI3XG6bsfVG0ciMUbHaTXCIWjKpu1NIk8n45Dx6d2Gxq81yZUfH6PV6szZXV",
-	"Y+VG2rnlvq+eW6NWLZqcYJUnfGA1ulzoloUN0bKr7c41vaVRaEJ1l67FerBkkTdXthj/g2sgubw4niRa",
-	"A75fTh2462fuD7IZlsWpNd8pPtz9EFV9XCjjVLUvpV0CPSxeQi35yU2Co0don2jmU9qM7bztfDR423TA",
-	"xkZ7zFkndPRk7U3VaYttdeob3HDO5x659jjni9Ij10rYgXecrxYquGN12Qbo9WijWMB7rPGu+s/2SmXJ",
-	"ctsIWFCyTIkgrI/hCbato5hh1FaGqT9R2evausKd1hdU22ZUwGEDaH9we4ts7WWAZhloY3xu4xJ9y5qb",
-	"2R+pDXjR5Xuqr5TxNkdQxIA+HYofMe/KN/OORVcagX5lJQB3OZJ8aIp24r3IR76IONFhXlo8tomCfxeZ",
-	"HuMfP5ucvNzxlYS/MiVyCXydG++H854WQek6hxVac4BpS9W3hM1haWZ8Bwe6O5FbcRQNDS8heHduRf+Q",
-	"5oJbVn2kTynTdbbe0jvs52zoecu/YEacysasSK4Ttrn8yLpJvx9oKv0GMhqcRkPbY204AwazwNxCpZis",
-	"rp1YyCz3eQGYRzWRY2pxvNuF6NGjMRyQwEfodoO4mH1MUgDU9TX8YHQu8Lfdh1v9vx1H/XMTTP91KTEo",
-	"bM937XjVlWx41V/OzqmsQok+kdBmnC4xm4kE5ZYb3/r+T9uoz172hIY2W+vMrLFj2l4C94bMq22qX4Oq",
-	"t/Hevt12V3+FG7n1An7OzLDNPkl/9VqcB1+bFiPdsqEBfWaXJun+bHLx//4/hN3wR/eo3xf/8X/9L+Gh",
-	"1hMPBOC1OO61hFPjHXt7g3u1QwxNKhpyAboqokQdTl35GWVUOt8AJ2m5dEQMl60ywm2D0aKgFfu2uLRT",
-	"0QfclZxsPFOZaghVe1i/ssHNXDfMwo8Vl4G4UKk1U+DNN+Ao4b3+L8dqm87Ik8lNpvK7Z7B3z0TvnFXe",
-	"jt1tvLCbLtltvJ54QfdnoY1m77t2T1aN5jtiGBinHWB9PWxh30tatQXXKq3Z3Fd7iksTZVylxjJXnZ1G",
-	"453DP3+g4hanJYBauFxOKzHuJ0c3CXJv5KX0guX8FMuCAKIsQXHz6leD0H77C/+rJQrg5uoJAic3Sm74",
-	"fIH/zXHmFeN6GXQehjKVibAbjfSbaNVnDUwX+UzmwOWw0Iwwy7nK9Jh/Uz8vASZW9AfCLcczIfkHpBZO",
-	"SHpsIZ1TrULc29K2/m7atufDNQJ113TnRsT6lsSqjtq1kGIY1nAl96Rp3s+PZG37dem3pmP9jQj0axOu",
-	"zx+K3d9BoPZ6sl2EdRGT/twnUewh3VCwRwvl8vXZq+e7baIY8oBDt650P6tEdX9NJgnudfuf7iPfQbNa",
-	"OLC57l07gkVl/5rG7/bOK7LvN+tz9xwqR7V6I5Kszp1oP9vN7l3vrspzexsIU4pfuUoM08MW9g1Pvz5b",
-	"MZc7K9rS6AahfUQe/8jwsVZnZFu0d3PtkHaBDIjNUTXyJ7wh6zVH8LgbaVRTW/p2dCp8cqsFtXHgXVlR",
-	"/+vYRRM+h/Zo+U9L6n81S2oA4s9uTeV33cbYc4fWmBuYVO6C8+/Fmrcvaf9U2z0MKyU/vk19BA/zoplA",
-	"YEt4dAtDzGdQTG5jK/G7XLOXnHxWe8lpPZhPXKy86/0OI/FDQQGxeNvtvhFLbubCRjVWDxmIhGMVfW5y",
-	"Y2YyxteflSn59V4XHOVf1NHuxqkdy/RPiZ1LbQ7zNIkjYaxwC9BHe6do4JNZY2rGWiWVk2og5b//aTh0",
-	"H373J//HcHjo/2yMlwxSc/YMQsOkgjaJP/5k6nCnGZogzIv6Ioj3r2dKv/2JVm7SjuPlJOTPrCcXe7q5",
-	"HqeTkYfIXJpmTbWeo5kHnkdOBpn4ZhYBkO45IGaNoLp1kmxt2dvhschX39hktW9smKGK0OLCJivqVvMv",
-	"79+8FqnOVSZTLi2NFZriXz7FTDrCafsbN1pb3V98Lff1s6clEGBr1KmJtRW11ffb6zlWAV+kK7hx6kpl",
-	"q7JeNzUAIeCaK2WK6uXrVdcPN4aH1Yg/VeW2JmjuM+z0h50YEQnJuVMm0WbaI96I5cIFzAZPTaROl+RS",
-	"rx9wQK27/X/8dHTw6ANGtON/eo1Emmvmry0S65cHiwxXkquPebCSU2Gw7RFtrFEJo7L6TSCGXwT2Tkki",
-	"cjodiW6qXQ7Mqo8n4rSZpuogQ6oSFJE/3GkS5SL+a5sbK512M3vtxANB07qRNTC6F9/d2zNu5l4Xf/B9",
-	"Yi7zMVakp1rsac7V+G0u07tbQ2l1qh0BgzWORIxA5bv8HP8WXWvSlYj//PxcPGDS82Cqcm5K5VuYhPSu",
-	"F4gyHZ68aMkQdXDe9QyVqPPxAB46uJIZNsuCpylP830xB31+zjMFn57Khc5l2vnwKegI0YRiq9TKREgn",
-	"JBOTU+6jQB23gEIL7Zoq9Vd6bjWgdj1S2Zub/L5Z50RU8PjI18GvuZFsX+1vaKbuB9X8IBBzOlFnuWC9",
-	"LVGpItOZMgkm5YyVvuJf9BUZ17ht4og6sDSmFY1n0kx3p5P8i12CaveURwcKaNtMLaqut4XLNzANODtq",
-	"WAEqhk7IfPQ3WovI7DVmlBJBu6buZwc6AdQmpMDta+V6bZJOMdklWaYNuPcKv0e6PRBHkTiOxEkkHkXi",
-	"uB+J4xO4b4/7ostLEG55UTztQltWSFKQArSXkVCr2uiDI50LmRtCSIxB1MxnmV1OZ/VE1xuJMlvUwB9n",
-	"VsxlooL318Qp6qh1m/fuYVvmC9JsHy6OsQB2gZkhTCJ/B8sLsvFyv2WOuI+EvMxcE69+s5A/L9Upejwx",
-	"Mt6JmMZiTHuO3taPuRjLtNmvgjdmj5ILVxuU3bnNmkhwtlSERvQe6vVUrHAuVyIDAdacCtw2jQ2aw82k",
-	"E2O5nM5ysVwEGygSL+vKH20n8gfGC2sCBRb7/VwJHiVdKMuP9T9sc9pvO3Vc6mtJZDHXeaq2OnI8DwBZ",
-	"rcF14s/uQ9TmchRI7+8Dvp4f3Xiut9Gyf42z22kS9Ge5Tjl9s51LbZKwzCucdljp9dbHXz35jUe9l72K",
-	"kL7h/pbHtO6LUaBZuEgkegpcErNmRjExURBWxdimyzl2jgtb49STcc8O/oc8+Hv/4Mnowy9H0eOHzZm2",
-	"uJD9QpRa3dEd5WtbIkZj8jQ+uxE+qONuyRFctwXRyyJBmCOwkRbiTL3fE1lrpUgwCwRE3CBpOuZ5eqdC",
-	"mhV1wFJAY6lF1Ukf1M7DzlonMlw0+d7+4//8X82NpuDFDXp/WJal8RTaQnRXvPgmqabSvMlmRTjBntjQ",
-	"ngJRf62GEFXs/msn3AVKXM+s4w5cDhPd6MGkdeGQChnbUVn/qsC4nTMycm4kPRsigr5FnXXPi5moiTaF",
-	"K3r70mD6Z+X4fQx7jcCLjk8+3DIRs84Ig+1sPqJnlT1vIgDWqDeTzuCnFj6cFu7eDw1XGk0MC5nJuQJa",
-	"XnTAMqDvOJkSHffSN22V+97Rq+E2MT0i9Gq4/g/7azf3aOPJ3EZCuB0m3QhB9oqp3MrIW2LOnmw93ZAZ",
-	"Tr/sx093Rd1+lov8GUJb20U3fquNNGN1G3zkHhGNui5WYvBdJO663cYLLFsAd5OrFVBWdujA/f2Nmm/c",
-	"xtHVPtDgxoEDtL+yzul6gwYq6ECtGfhsTsvUcG4GnttRCTqQizALvkW3hn3yO5pCb87mPu8byC02Zx0v",
-	"s0yZMXr41MdxunT6Sr3yp0CmjjsMGnDL+ci/ctf65iEK33O/9lL3iG8I4dkgIcpsqvLqdga8wyvqb4tC",
-	"NDaUndyojUNuR/ucbN6wov+EA94UFsJ9lMhIHhKVx7eMCrlNXEclADQAdxNt/07JNJ/tSc3Xi23Zy93a",
-	"Oj/VtIoXya+mybZjedUKjjcM0Lip671Jtt7sxK4WTNxXTHTj7HZRAotZtWjONgWBxrLs3biZmk9kr87E",
-	"P85kLmToymDLeTJAuV36GtJkP88t8DnWPrvxL0MUoYadgRhi6Ubr7LCDfWw/xb1oaHgK8hYJJcczPz2n",
-	"aKEuoHOHOS3SJJjFwy2lcXqb4/Q/DTs2TWDuYceo62Hnw6e4RwVUdsYEfL/QoNfu7/xaNuUa4IlRm29y",
-	"u7LSs0ilMSoRiVwRx28Z1jpX0i2brNyxnFPRmAmbHIAHRIIresEHPDASSUS3wu57WBgHn8Ysumvtwsiw",
-	"jg9QpVc0OuSaS89jSdNczTnTwnOcVObY8dyafFYcCBYto8w9OByHcJ6rPNPjZpd+uiliBudNVziNN3dk",
-	"aizT8TKlxE4bvDISGINMX49Bc2gJCt8/fsR1T9YXQ0ghHtBKwgopEnbvcoppDt6fX1uRqLGey9TdvmBK",
-	"Q1anxx8+v8gjbsN2PjRfjlf7hvK8QVf+TLrR5ULHoouDeqWXBTtgzzBrTnz/9gUdFrW+b8CQ9SgXnrm5",
-	"IibOMCr011aKrKcAjR4mmC63ozZ+5LL8X+Wx0W7EASyWVyqTUyX86CLdALYAHyjtPLfxPccHheErcG2o",
-	"w0MiV4BTxbjQo4r3jJ7io4dj3xflNhDT4I7sWSeRxt/ihOIA4PHd3iCPZxvuxbmS871lg4XM8vlezk9+",
-	"07Pi0Z0FnFHJLV4EykljLG9sLykG53q2EnHwBBY0gzc0k+E9IQy3fe/dUpnL3fvEyVvuEMdu29u2qpqu",
-	"U3tZ5Yw7jSe+BW8CaN4Ug0a3rfvXzNDu7vpUl1rYIduynQINbnpAm/JA/e/VbFDiP8iawsRQP3hDemgN",
-	"GNXXFbElO+a9QbDJrwXS/RIsawhQhrYUJugqRgSwaokXL7XL39nr/ZSYN8ZL480eCHY5qI9ynKcrFt5R",
-	"dVYJe5ndocD4pdUCHWxDQwG6+BNH8JK9HaNLZvJKob/tQqX2+rTiny6eGsssW4lyF0Pj9SZZ88VGpSc2",
-	"I45+sVpzjPaaykWyoaJVYfOqDesGOFmGA7Z4V61J5O4nyoyU3WOnqu2ep+pWO85zOZ4hPk9SOQ2MN/3o",
-	"6EObGS7G41YLveCA+p0DveF+r8E3P4GWy79x9Kbvtbn7DRz53mIgORn2O6jaQ7c4MD9T+43xA2Uz0dbP",
-	"3HqVns20fmPZpbL1I6Xhc89Hbr+9XH7kSVq/ujXBCh+4/Uq562WLtxZtKduOvc3i9kDJsp9A27Gji5ZT",
-	"B26PVu072vf5KPOR242/cR+R1oVNWg28RaEW7+Js966aQ7TN/NvKYO60LtSqN+xe4I5SDC1quBTpADtf",
-	"tpZXvvOJahu23cMzO289cLSPxPRrFaCo9YPeuS7tRjObt0OtSpO6nTPPlXNyqtqS/1pPu93ji2if9rrc",
-	"zkm9/3/3wKIIwc6hZcfq3QvdUiVkt12w3vB658p+vjGV2J6zsnufewgxZfeknUPdXKbpCBTekZ2MvEBf",
-	"Dy3aPU17cen2VZ5I7271rk0FJnZCqx65cIMpfKzGzlXuIfDltuWwvQhta/HxdmLj0uh2YGsrV26zAu2Z",
-	"GrX7Xfl8NJbzhdRT0/4Ba/K2Wj+Mn6tEL+eth+/Bs2B4rloSuY11o3fi/PVMj2ejmXX5Poujp1JtLvd/",
-	"ymmQWNs+9Wmz9a69N8Cb+xoccy/tWKavtFnmbbq4tWnhpj7K+QL20znuHz8+ODo6OO6Lo/6g3795f7fG",
-	"ZJNXUqevSP64SbGSbcFmLxJOmMYSLTTQGz2DrWObUXY7c4JNYxO7o+joD817YMNV9e3f6SRRRoztYiUy",
-	"NdYLDdCMxLharjQS0lHmuaedp/DRWDFTMqEIuJAvNofdeQ5aXcI30qnHJ6LrcmkSmSXCZuKHdy8PnJyo",
-	"SCzgmM1U2AWddc+fzQ/n3x78QXx3/uol1p9oqjjbvIqmY3i69/7b7bhq1tmRh4IBhoRkYmzNWGXG3Sgm",
-	"d3P9mPViJadivnS+XgmGVxRLJi/0hc1naBkvYl73jcHd1bPh8y8hEIvuEPd41lO4Bqk2SlxkSl7WMeNk",
-	"cwjqppJN7zwi+pJNqgkjMfZqvZQTlmh4LedKDJf9/sNxfQB+q+JG/A2i5B/u8rUGNK2ym/K0+cI3OYWA",
-	"nr5X5obxjm0KFa1R7LVki02RhBiIf1a6YfYsr3C1oe9rKDDXsh0//LIhx/Gz9YkLlhP5Ve86i70STSqH",
-	"2CAL4O+vOJr6Zty00Zl6uwyLzVkVzUWW90+5uKHz+M7dA1tNshtNsLfK1NjTlFkWKKl13PzQwqzZKs+j",
-	"Rf7G7eu03iSto12h1jtJy/jc9aA35wncvlbIZ6geXckZqJxxDcdCZG0oLx1ShoCIRFWu6QlZhRrfQRHq",
-	"jSWlK1R3f3pe0Osmgk4tbm/a/Lo1hQm6z25b7xsaVvRqzm0idzabPodB/EhzMglNU66i6ZBfq+sXG6Rd",
-	"XYSzGHXNAS43EGfxDR58TW9x669xlQzyffPcizzyYxzqk8rX0aBy7num08zstWluB1y05m5Xa9XjIKyi",
-	"CVfb9hT2/YBpZX4ZTTB/W0RY7onzI+8haldtmUycO8Y2oC69ppykcQ8za25k3SjSZ6qo+L02iO6Y7hJx",
-	"Hx+M8lc4JBJze6FTFQmbJSpr6H3S5PzweTZbI1lh0OvmEEeaYMv+v7KqrwXwPv/RV5jXDji8Lvxh9aPA",
-	"BznM7tSXmsFoQK+mi/h3ccTVjCNxkcnxpcpdJBLLRWkS6WbKHYr3SmbjmXK+4LHAioZY4K0wsFU0+bqG",
-	"HOpxv/vw33/qHzzp9sThwYf7RUlN/tyo3uFOf51CuHeQ4vZlFsLdL/Vue4nc3Yl5QBi007lyWBXF7Zlm",
-	"Uz5ONt9UTWUqKGBBdGMWjxOVS506LqRZMRFS5l5vPcFGJplyo4lsMnKdUYpTs+FyQ4Y0zbdaZk1lnqb7",
-	"znYhzeVoU2mG9dH6sslSZy6xTGLtjY9PmtXBUXO223dKFjKYzabSaIeVPNfqmj/aMO2mYqlFc1WefKZk",
-	"0mrSyTJNNyz2W7gvmJSH9A3jh22GzfTRJ+BmetGy83o6ulg2dMh8OtNq4lVDSVaRnSvWpun2y48LuVJZ",
-	"axhdLhY1bGgetgmS72c2y/c8neb9XDa2a8sy7EGQoBm2tBntWq+dZmZERQnbbM9eSpLpdg9ctByXz1sO",
-	"vKLgvp3ns7DjWT6SSdaI9fm+xACJshstMj1vbNnatnlg1gC29yrPU6rQsAfMlk6NuJlEgx1vajBFeqYy",
-	"NSgyDZiKo0OC8E+islWh1iBSULlYnFtYQ+WQvGnrPFsCu/kWWEVz4YAtDOhWdWgq3GJPbvCZyP0+NH1P",
-	"Sr0fDd6Hmu6mlSBjoMzRRGNuJbn/Z5HhlvT0ayeUexPC1iTvVuQsBqITi7m8pNajjoorexJV0rZD8aYo",
-	"WUrPeMmdMpfLkVFZkUDESMzi/ahcVUwvLsx2AfxGelOV8G2nc9vJ2iYytpVu7aBT2+nSFjJ0S6WuoE+t",
-	"4oFN4xuZjmwjHBsIxS7KsJkUbLz7my/75tu9/Tbvurwbruquu3nTO9KpQK46LcGIIFI9TD4gv2l/LP5E",
-	"S2CFmBfeiii8QOEJBWheQeoCScPbQ3cFwY/nVD3Mplv/3o61TF+r/Npml3tf+Q1RFm8zO9GpKtpi2UzM",
-	"pElSdXg7V3y5yvVSr6VdHgeVVtFUm0uVaBOJXKVqmsl5JCZyrC6svdyd906OfX5xmXm58yhvFMtWnmcl",
-	"fuTkD7sbiJdHEzz6qF9/sLkY9OHvDhqbiNWLqOx/DHt5wqq42OBdeL+cs2S3b1iLrtixQv+LNlgeqG0H",
-	"303+Df6p9VQb/CHlJLS0TrDCpsNGP8yeWOacnpotbSF4QMLl8dxl24COL7PVdpCHtiMudvD+PVXI8CUx",
-	"9sxba9tV5XahHO0FkCJfqJKHvUeERZnQsSXzoowmEUwdkqr/oVWTTwokEUS64+N4rT/jhjCSX7Glds30",
-	"S7dEtbwcezfbpliFxmbaazERARpWcb4A4aaoh5AYtI2BqHTgZiTbEhkBJOrr8/1VCc/WsP4gdn8vklJ/",
-	"cFMw8BmGAt/l7krKsn6J5zK7dFjHMJtiO1vpLsMeHf1Qg91FkeoWGHeJ3e+azZg7RKRMzbVJVDaa45E1",
-	"iK10lk5cqInNFBdxlFkucivoafxOBje/qB3z6PjR4w3lY9b6wbUngOHBHcV7kMO6OawS4CxgVDuL8sZ4",
-	"Mx+CAOAN69I+fHSn3Yo9lf3VuhQz3fX73kTQ9pJrNwXLwPfnq4W6mUybNPY2xvAgf9cvAUgwrmj0XhQR",
-	"bJaEt8jIid30cyET71oJnEeyTIO+81uWs7n7jwm0vcvtaLid0TL39LJ3Ygt5uxNuehMO3HFF/71E1V0p",
-	"XNROkrqITkCitcAEklSTUBV2Kt0ng6v333/TuZUYXONZN+Lpe8u1N2AVrtHC+w6/xz61H9V42eDd3liC",
-	"fgvhP44FwZ3MxozLcHipQr83QtXY614EXEBkyi4UVoi9K4Zwig145ZgXYNMbsoi7ovrnHF8pt8nYt6/B",
-	"HQSl3oz0fnHhlEzCNkdT/kjdLm/U27S6rw0KV7n2rRk7ZQGc9kpzpdpJg73fgd6cjGT+eVR9P3+mJBeJ",
-	"qJtOVkHfTOHH03dBc1EusVgpNb3unpA61WY6ctqMVdO7uHowNlsUXGR7pmQiLtRUGpBYYYr9trhnf6dG",
-	"fFjj4EF50ixtqfzCyPItUYF/VSwoUGwdOFV0qB9niX9brshZifNrMV/YhZw71QL1pEbpNvPSOtW5pFMv",
-	"DujztwUuY8l/Xzt9LILw81LxzwD/cqfPeOp9iUKew77ZvNqiGU3rm76kFtCjuatM3qhRFQ3Um9uq/gpm",
-	"NrvMMY0qAHGBGox6+EcOUiL9sw2ILCnsKJu0U1COf6HYx0+Hv9Dt+cQtxrnf8SGsI27p/yiOsrA4eeCX",
-	"26+uvGzBHUKTcWHLrfO4uJd+VcfjBtrDQ27XYaogCC0W48nHOufaGesQUNcWL3rFowF11DhTecvn3uNg",
-	"bD4YEOcqEs3yfOEGDx6gAy/PF/DnD+9eeuWL6dR6iYKdDqt6bdws3YYUN0GGLUjwqjzfpo7hvlMkt0uW",
-	"mbopqT+KjqOT6BG1toseN7evvCHRfl/A+nP0Ti4xaV0wp9+ofIDOxbV01EjcZkW7EmOvT4PIlZYCSBPl",
-	"4YVsQY4Qj9ep4PXMqfEoxtwEQFmuSmAn4vgEhKTHJ+JilSsnuu99nQKe1/XI5vTdq7On4lKthHYczgME",
-	"LqHHmhJrAt2a3l46Wn/34MMvD4+jP/zh0x9/6UcbCqLw+8+Vy98VeuheOUOe+TSK3nfEXfdmU8x3Nup7",
-	"/PuBTrjwiXDNlcbXCquXvLYNBwrWsQWr7ta2c2PWUepQ1QOjTu0LuXSqEES1cqcCTl9kyi3npMvPRVem",
-	"zgo5yVXWSj3pNbV435+J3cggcGPOl9kcTVAbyBaeCsXlUSwxDWze6R1w0Vsxw0bEpHUtM52v3sMK6JAu",
-	"lMxUdrbMm0yG8LXN9N8R9wfiGxzLlUvQaujLlYhz+EScTju3pF48XKb/IlRq7zkhk7k2Q4MlU0wiuvE4",
-	"mx8wTpEtknSruBdh9XcqGov0dyyNuADsvLKXwEoxJSyfKZ0Nzfvvzg6OHz0GIkt9sw7FGY4cS0po5ADJ",
-	"ROGVkGE+CL72nsP1RiIHMA+NmkzUOMf4cW2ENci3rEmENVyinhe9yOxYOSe6WPTlUqmFK2d1QudDA5dr",
-	"oj2v595FkifE3t68zYSPQDuRqcnSwSO+KQ2OWAlrqDQ94hFiHsKlxESQszqfPnF9UHKAlmWM0YHcefru",
-	"FS5fj5XIlZyzylwKbFOdz5YXh2M7fzDO5jwU/lzvNR6ESmvgg+QNgT8BZosMDluxh9T1ioQQndW8py6i",
-	"/EEXDY06mEud0gxlMOspWjbdKbojOV2QS9JymiFWXhULzvdxp1RfYWh8b0h3KmjqU+FN/Uj1YCoC5wEs",
-	"f5krykRE25o7HJqh+W//TTy1BkQ6VN7dTGbIxBkZgFojUsHY+/eBISlzpVK7UIf374vnOChTixTlAECn",
-	"f3n/5rWg6zk08S/EeiKBTCfCGPFIZPYajkVOFf8TUUOuT7HoEiER8XN+DXZoG5oDEdNU2JsldkvsnkKl",
-	"h3Du+FC8MapccCTiPz8/Fw/Yi/VgqvI4gqXaDKTXoRFirp3TZurbPkgn4uc4lU+vGMuFzmUqnp9SZyS3",
-	"UGkKT2gnADGK5kuAKRM5Voe4UFoPN7MfdmK4W7zgQuDCMei0hV9B711m/DicET0N0kPl6W487PS97yJ+",
-	"++b9uXgAcH/glEmAtEi6yTwfAsROYK9FW32hzZVMdSK0WSxz0SU441dEPfjZSBg5h72iQ8q354bzpqZ7",
-	"vBGYO1umqhfRK47gFUsjicg6lfD3D+H74sD1dJY7/uUEfjE2FxO7NH74o2EnRhCpfGYT/Fmmqb0u5nsC",
-	"TyXLRarHMlf05TF+mcG9TPVc5/jtI79rqrvMB99FUganT+KrETK9liuHR1Ufy30+hE7Ef/zP/92Ly+wv",
-	"xPx7TsR/PWCZ6OBFEkdF3DqyityKn5c2V3DBMc1STC0TeQvvC6SP1E57vOqH/lgyJZOV6BI244e/A6Tx",
-	"SK6kRvGS9sMiXHkH4EYiQYbJ4VW+uUz89N2r0fvnT989Px99//zf4h7AdSEd2UuL5++5wjsmuk4pcf/+",
-	"M/7s7t/vAS9aSDwKiQcJa0L/m3YFCRPSuGuV4ckCZgdA78bGUjhq8cYBo1s+q8xHab6ZHOeI5OLS2GtD",
-	"w+iqGtSqPLpUUKgbryNR8BrkiwQOuE8w/8Wy7DePRIpOMBEXyumEAiDO3r6IfOcWozS+HfAJ74NaKJm7",
-	"sEcM3Wwkcni1CduEFPfvk7hz//6h+NZmxEMDAOpczGyawFCkrIizXWmYxEbwPmkEasYoDUjfC9/H+cqg",
-	"JMc9J3TSiwTW6qRzxTht1t5cwb0RL/VcHYrnMoQPOplpZ0yomQR69c/vEROJmWxNlqnnEcYj/JUyCRaq",
-	"ypVxMHH88QAfPaB5Y9HlHS8s3ke4wRaIY13kjAEPcV6yQfgVdIn49sq90bppFJ36ofgWLY7hiQNVZLpN",
-	"y+UJI6E+jtUCNXyOggkvStOGkH4c8Hro5BhTYV7qUMp2Ejgw7NFH1NfRjQ6WlfuWoQWzwRZ9dLtE3Ac+",
-	"gYcA7xxUswLJoh6FaYRkbY8oBMr/jkTx2rK8QUNcj3EsEbIkuJX5PT7xTadT/qhdDrS+lnSvE2ySBFMy",
-	"zTPAgUCpTRyzzgFaRuJDkjm+Oz9/K4j310UOQDITsnxtxukSCyiGZxnhSQXzDM1xvx95Mp4pxaCFgx6I",
-	"+/dP+kf375etKEkULWVYZmORWBokRFEh5trMi/FD02V1Pf7xxx8PQOkAGQvOzuscQGru3z85fuLfJfkV",
-	"sBiVUKvTkpsJmw2N9BfWpxDAzshqLmT5DvSOWyvsJFdGFCt5p/JsdXAGOi8hN112dyqIuL+E9wBlJ0Hi",
-	"/v1H/Yf375OsXuE/5dl4NUG7oSm4VUSPbOBJiMlGeR3ba1BsP7tUK29DGxpqQmkUrQcnlSaQSmmuRBNx",
-	"p2gBr9tQGmzAvQCZauwr9eF/c+FynabcbysPxVxUuEgAoDZtdZY3NCES0oQNDJAQEJDr5P59L6kpL2oy",
-	"j4JF4/yJVXyi2CesePYRIIsXPzxcz4CrxVWBLZ/dczyri6ieqX9uaPzmQK0B0ljyZFhWwT57kXC2aAqq",
-	"Qa0wU5L8VgsLWywkFDpE6YaGif5p5WpSuY2Q90svdheiXw9u54rP6bjfD08eLY54gYlojCWezUJmToHq",
-	"KdM0GhoOUKyiiHZesiyV2IAWsGQPL76eraLycP0ZAXiTQHQBcZKIRB/uBnWklenEZnOVFAtGrLMZgwgv",
-	"+sOQqAxNZSS8goY6kdupQnmC6IB4fCK+19/AiSHpw5K1Py9RVUcmxlRPJUCp4c4e+XUZT6FEfJ5J4yYq",
-	"O3huxhYoZHxaWXfVLBJ71OrKoUHRy6ZiPJMggQWixesfXgq8aT2UaRDPVSJSfamEFBeS9f6oJKk6nw3N",
-	"ZooIIL+wyap6vUAMiFC/JFnjOsOqvasFnrB2IpXZFM14kjtJI73sHolX+ptTcdSHf+FEhmZdZ6qsHIHv",
-	"8U+sw51ZEtFJ5EYgHRHVnssV2tLEo77HAicWyNq8gYVb02Jh7YtlBgPsRBz1+0PTrdBCjuB0p4GYAcKh",
-	"XLEvAa9b79TL7HBYebiToTk5fiLigHsQMoHo+x//83+zClNhCCzq1fgLvBL4y9DU2EvXWA9dmyEl8zAr",
-	"kGorg+wBE0YZk06Joo83n9Jxv7rbQFSSeOcrGwfmNwc60MgbHR+CNi7n6iwn/aOIhZw1WxVhLb4XJmcq",
-	"QweeWtiMWC5gsylywjx8m0oCKThdeeZE/c5dPjTHJ2Jml5kbkA7u7WtAqzDoGS44M74CKLgUlCOdkBdL",
-	"p7AdJJpuhsZOJnpMbieZZVpl/jGS+1NVEAVrFJoVF2JsSVgLVFF496E4K+g5CPE1FAAexeQ7m+orFS4x",
-	"BBC1xSTEGppiBJHick+o5BmqcCnGFhADNg74BarWzMeZ++twzw1Nni2xAWcGQqRDceSjBokPByJSqhXW",
-	"zABsiv968K3NrmWWqAT+ik/Fi7dXj8ua10DslgZNd+LB4xOfNEkbwHvkUB0r1MPrmU2xXWxqsZBSJGb2",
-	"GgVawD4QsEJjqirkdd4OzJdamYgLmUozVhlfwpoNlpJEnbexDs1JSWFYfkCqaeEhpHqiq41YALkGXGig",
-	"eoBAZkyGg6HZQGFYlazQGaL9BZ8LqefJ8ZOhKa8eUuVyodqISaqns3wTBRqIo7i8XI62hNdQJtHQFJKI",
-	"mlvkfcCyL7hJfnjqjGkOdQpexYVNtHJMvgshsNQnSnEBlapScLyg6mzjVDqsiA7KDEuiLKXSQklWvVDK",
-	"4HoH+F/W4sYyS6LQMhuJn5d6fIl9ZT2uIscHITt2PfFIuNOhwZ9pinovWlS5C0tuFMS8TZRKeuIIZhDX",
-	"Gep6bONjxTMmMwewRXe6jhokAdK3LLw/wJgY8bAveDXrfIp63W5kVHSBauQDTQQej2bSu5H54OFXEJJk",
-	"EjFS8N3IQZIhz6HIlqa4AW+ty6eZev+vL8lUjJbxETAYu8zjwimi52poAGpVkKdqkhMDMFYUjxfJQXQf",
-	"8XUgf1WEDfgMl7IIJBdFGGKxm4XE298luOUSCzBrJ1xqryOR2vElsMtJZv+uDCp6S9j6eCYv0LQaWGqm",
-	"Ki9UCVLP1iTWqJBayIw4NN3Yu0WWpjAa0j0EXS+vLBbYhMzxOlWWC+T+VAT0guT6EB5wW20KDPdCji8P",
-	"xRuTroQkPOTwkbGdgziic6fSCUZJwA3OxLVcDU0dCfDYkrJdMt4vmC1XZkD3G9jtVGpTHoOTAOL4RaLm",
-	"C5srM14dfK9W8WFNhfVq2borTHtX2Fg6dTg0Z6aK2eg5RsojakYaWafc+NF5aguAeHX219GL16NvX774",
-	"83fncSTsZBLk7PQGpRmW3lDRLa+lJkpKcNKsSmA109Dc6MRYzlVUccyF+nDkzfdmHZ8Ie4amQJ9INGNP",
-	"QehDEu8bdEciA8ouUonGBhb8a9T+FKSHGQgegAcMVybSAfiayDSygip9I8KG1tt1ktkbGjkeqwXW4xRr",
-	"yMH6zkAcidyK40ePxCLTJkfb+tn7py9elNqPV0OGhm7kPSfGM2vJIlQaXX/44cWzCLFqQcZLhYwKl3wo",
-	"vlfAvIr2IygIUfUwUjfLFBZiupgxSGELbOr23l0OwfFfX6pVj+TYTIlLtcjF8cnQoIR5KH70wifceD1X",
-	"ZeIjWl3CC1QQ5i7ZECI0KUSkeA5N4RBCoKPCnaGe6xePzPtilZOBE/5o0LQKFwqdZ1nlB148tXm0buoo",
-	"AJcfvFOLVK7QmJ+hfRbezSjh8QpJA3On6kalSPRkojI42UCYKf1k3ZjfWTq/hp0a3gw7A5obp5Xoa0+q",
-	"Lgk/N9LaqklD5gIk9CsMrcO6IPwM3Ra4sAxdMk5lS2PosqB0Dbov5mCy3asb6Bb8Eja7+GuPmIEL5nuP",
-	"FkYAADHowpFLsQbe94IHF5J5JtN41mgiQk4N153iaaRILUISpuMXoXhS2g2ZTrJ6dqHya8W/ELPwC/XL",
-	"q5l9K3TXM5Ni4VGpG3rbCBmcYIl2MjQysESxHoKbLL7tFdb+qjOQXLDkU+x5Y5knk2gFH5rrzOaqxEBD",
-	"/AsjPPJMg7JoPLn2KHla0lCvdJbJtgG7JQmkG5/0j4Asnxw/AbQPvbcF/vboLIp1kI+KEJBunMyBMJBv",
-	"iY2vXekNtveccHqK6Ea/9QK8UGacrRZ5eI29SDg0dd9i5NGF31EAiy6sR0Hgq4H/gAfj/QUUY/27sH/j",
-	"J8SysD4YbIzuSqpkhu6z05IpV+7lpQJ5g99YKDW4DuSGj/oP63LUoUDOJbzKLiTeT4YuQo1EETQ1SbPC",
-	"ky9pog8xw7QGvBNFO47x5TQDdk802i7zkOgpxn2iG4ACzCPfyimaB7AwMHDJFwaZHW5EKyfizF67AsXZ",
-	"MWgnvkC/mMt8PPOK/0SnOSgI2HQsl6nogm7P0UggullTuER7kYjRNUqBCmOl0y68Szzwc4+swYExXWUc",
-	"XawEPrBTtaZUHR2Kfy11I7QyLXCXPUaPoeFN/XF9P+Wi/iiO6HbSa+Fjtx8J+H+iQegF7B0OzXttpqk6",
-	"YGN0KMuRps5PwcWJq1uLhbywZPUI5WFOfR8aZHc+hqC8l5H3eOlUmTwFwCbLsUq83GMWyxxgyQEFrLoi",
-	"Pw9ia1jtiZ9SS8uD89VCDYRckH9OW/Pgb86a+HBoXik8JXY/Zgql2gOnjNM5GW2SwiI0x7E0LFPwHqCc",
-	"JU8sPQxDQ2PJRSDRJ7ZQac7RIbRF1nqWxthcwxYF1bAufCMKo27IjO28hOY/I+qd+igYOE38WSWEk+SG",
-	"lfxCNOCTSc7H3ILknmXoZjdJcWxwWw2cq5eLH5+IVF2pFKRjtUCMC8GJgoxBf9zcZgrpkIHXquveAC0F",
-	"CgS80lhRId+eCBROaO2FmuJQAaFLUK8G5MuvLhoXzG/C9xeLjg/FS32pMJ6crUCoLdk0GRpjcc3kaXai",
-	"SzNHftrIn3TEVwkuEMtSMYbSsjUAIRDRiWMkCVrVYFE9Wk5FnwbWQbEBGG3hPIPyMiGOjn18fxwNDXwo",
-	"A4XppePUwjn6E+ge9aN+vx843/kdqZJXREztQpnegHasHSowjLa1Aw7PhNV4HdoDKCSk6xHkNUX9RGI8",
-	"U2N07TJwEaZI4cn/PbZAstg+xQGiJY2iFx6K50XkF96zoWEb1oBslZjF77H6YuX9jXZSIKzS01leXFWQ",
-	"Ak2isfGAkiB/uJnNcmUoXLUM5I/R6sZlSMR4mReUiOJVCExLhcpGVOgQhc3x0dExTwVaC1Orc/UxL7AH",
-	"nwk9U86bFlQyDeIF2W1Vsf90vdcyGhqMOKV5Ctn7nuOTMQktk7sRzkvqRuGONDfthAVFgHpvaLjlIyMj",
-	"NVS8Drht6d96/cNL0f3hd/1+v987FO/kNW+cRXYUqmgC0Oh/O5n8doKBvfZKZajSTWw2hyP/7dP+b8++",
-	"RWnSUHyMzYRyY7lAv0CW2amEiYNlaCCbOoOJh8NlMplM4PH4t/2+d84Ol7CwmIl06aIQTXS6IXQPpq5e",
-	"CEK2IYbRDjsD0XRSGHjk1xkeUKAZx71oaJi75ZleLLzHB5PoE2QV1+wl8iqGE+qjHOdI0CWlzWCCgzir",
-	"oBKDjx2+gMFoegcKHJ+iJ0cn6JPxa0eVWToR//bhN3RybCX4bezHTEF1HXI4JEElEirl+rRNSuEpXkd/",
-	"oMBrcLNJZmGvzAq9HFVj81eSahkcihcU2c/cmIgKSY7Oo0CGtlOmM+jg0YkTE52D7sJl6B6fHFxoUlCm",
-	"KjsVpYjlKQW3pKWdI+XEyA6QawA9AhbUhDBFeJ8uAuCoW4lhk7iSKOrOB2UgA4pVkYgPY7RixoeHsXBq",
-	"SrHM3fhBEY7L8bhxGJ/74PAQv+4VmkChj3lShYomWdKZAlHjOd9lJSejPn8ZiUVGlPHnpTS5ztH2nmg3",
-	"Lp/5y9k5BtkQNBAXh4a7HjvRDa3KZjlXmR7DfWRbFZwFCmXSFUTQ35ELbWS2OpikVuYkBYJA4lebFbVn",
-	"yi55la583p1YEXDK5HjxzK95aIIs/vgUD+GA/KrwlsYU/x1VUk6HJpiFjbBwWZDiSDYMeCPS39HPZi3g",
-	"i28XjciAfLaonyENmTR4O3D9HRmM2YUj04mQ13JFisDfVWZFVwbQJVhit17smDw0JVTh24f8rs0Qzq04",
-	"7nk3L3Pm3Fr2EZFBxQ0NrTC89x7XKAqbJC/EMz7BsuWMzw+xE7wUviWAeM1qOIaskQZaGPyABgJyX2mn",
-	"L9LQ/g6XHg6dKOKPpX3Hd+1GOwiDLyNX5Fgnyg2GJsaUFLh+yhUqJOgvpwItW/yLVwXJOk8dKHAZnOdS",
-	"7gylfngSHT8LmeXoIumyeqszWEnvVMTEk9fmZ8GNmhQQhS1eNjT4ti5mQgyKAicY0Mql+E6xX/mgfFWl",
-	"f7nrHYqntcSLoeHMC86OcJUISFh2LbECV8ZQqGZ0BMGO6OhJYWVeiyGjCuqP5O5LU0WeApATnAJCPkMp",
-	"1bM6ZGA+Gt4aVFXKHB6V0NkX8UrAEPgYL5a5D366UJRgWjtKxr9saMpTnKCJNlDkYq4xM6DRrwHbg/d7",
-	"S2V9TwDRoemifzSNMG8lKo4h4rafPislIgBxf/GodtgcISxT1SPcY9970Jp8VZwhiPZ8HKg8lKXJYgrX",
-	"RgUEb1U4CUyZLudoMgvLNgLj8Z9z+ZGmKb5ZZqDsgMzPmIq2DxJW4UCGxpP4yoK7YVkpULYjr7r6YIEM",
-	"FCbvtWly6QJFK20f3mxU+nmFTPWlOi1kDLbIzMtIDDToCI0oyXlIQ+NbYwEb971DkIMHyx+UNjAEeuWw",
-	"fa3IGKhl5D0sFBlWXjgvonf9E4XTFfEAvTBlUgyT1H+xS7SusoBm8sAp72OUfXgyGc7YoqpT8v+xwV+K",
-	"v/FMmb0emu71zKLCaopgd4pVolTKiLcZFanZZEPrbTJ5s9+zCjPhZqDeapQzaWLxqM9uat9WPzR2qxx7",
-	"v1E4D+7hwn5EA/nQMBMVXZ7o+CQSbG6PuaCAT/BxlgCOChDXmSAE/Xmplirx7wZBn5Ng4zJa4f2rMoyy",
-	"sKhgskytlkpcyWWnvjPLRY88Ho7rzXnwwkaoACF5QTLvS8dzPxRP8ZzRd+ZDgsPsWpZkeO+P+6c+eMev",
-	"lLJUu5Sei3Z1wcVrqlm6gkKGcQkcac6IgRzymqPFUmdrwtf9+4R+9++zZsleooJezSSKKXDvfaYnBmWj",
-	"25BcyzjDA0CNmOM/KCqWnSLjZeYs+8gaDwGEW4Q0hySTnI+ZN0yFQvNkIuLEjt0DYPkOvjucJ5wtd//+",
-	"c5+HgPfpvJ5L4EX6TFDYysoysSmzC9xCjfXEB2tgYPTQxB8PigwH9rsVdCqXUxEXvzp2yNEay69hkUzg",
-	"cJPk67qerZBkkXHfS9eBThQsTKZYuZEInsR8VkpZhPkQ5qA+l9GBnCHBaRgV6vOuyOxicpuBAFlPM6A4",
-	"unqW12Dd0TY01SHFBYJDplw8cjAfHf9BpCrP0eTGDSXxsA5Gh4M47G7C16CIJON78PBYzNRH6cVtmqLn",
-	"3WQYO1FNK3NCXnhDB695aPzGtLf3mJq7C5QC0PsxOYP5Bmu5eMfH0lBuGxJBnCEIJpv4iD2fBCXOxI8P",
-	"n4oYj3khM2XymORH+grjbigkd2aNXWYqGQQR08XE6iNlcdJDUQ0QbiENMj9tlpyrROLLPX4iTCwZl8mv",
-	"ZHQnxwmZ21IlQYvG8GvU1e18gYGCbHCZ/l0v1iO67zkRnyFhLYOtvSlU56Jb2Oz9rwOcCESQv8hsNRD1",
-	"h+FOfwO0C9RLDK2Saeqz0MpUC5vpqTauGjLM7+0ifynjTE5FfD8eGm+gNSu0ZT998+69WGSK4vREN37z",
-	"9vzFm9fvfbDeG3yD9+iQNnTwlMLDC7x/hfECtcDq+Lh/EheqsfTcGN+Ppog/Pz/381IYh6cqPiq+FqAe",
-	"VV0f8Lke0xENTfxicvDaGnXwCuQiGFRL1KyiYh0TUZ8zPmmQDxjkX8B0v3TvYMWxeHHD/LoLghvF2pC1",
-	"zldQ8U46fJBhUbyFM1Hqh4yZHgcBHPAuOLW+sefncopHEMZ4R+vZSLzrhriK2AcFyIpfzCuKQBkTtUDS",
-	"gHYha7zHnlSVmi4EXKw7l9kloMPHA5XLKXOQQTU2cr1VK1KqIuU4DJ7sUWxvQ6qhFNdKXvI5MGY9leOZ",
-	"8mc58En8kTD2YAw/oX3P2/1onzUMKvIfZY78rgt6Fsi09+sI/7B/Akq/eGUTLJIQYv+FTTjiAuaAx4BD",
-	"zMr6UYt0RWfJ53dtl2kCgqIw9poJMPPKTHnvP+AiWg1IdpfC5TLl2U7Z7poPjSN/CVdz4LQQSoREfklz",
-	"EPpJwwfIJPN9Ux4s0M1v8BtXj4fDBNkoZEVFNjBJTCAcxKKLAkmmMBxnjNK5SVRWcPXQgY8naDiaVcws",
-	"qFR+NlAT5UIfruQ89bOWaVhFhBkHblQeQW8pR7eiL8FR3skppU7BJcBgsDIHDe8gSeTRWk4oMCkDDyBz",
-	"9eubqzzTuOG3mZ2rfKaWjmJjnSr8CkDTyyP0XiGlSmm6CI7RWUFE/NM+BtSHCABxTHxENEDqz8qoTI/L",
-	"cFJD63WcUMPFR4JgUr4IQfKyz54dmve2SEz1kRc8oyIpeiFXGOAOk0f1ohLAKZkhxXxtu3C2wJmHhvOz",
-	"YFdw11WCqbypRKGuCAj76wFWmTl4z2nDtFp2DmqfK1G+EWXYSqbxIESxMBtV56fsUuaS91QIq8BTmrs8",
-	"waGZWKDPoktCrz91kHhJVZzZa9baSIJdYoEExEZMHUo1sCEM8vFB7IhwE30F8g+nKnqx2Ae2FHIfmzSB",
-	"HlGFoYGgPjtxmchnbLliX/sHuA8aWoUUD4/Rq4Bm69NavA25wQmIKHKyllNYaZ0oLeeccblmn8fMS6B9",
-	"759973y2JAhPqGnZbCW6sUsuHwDGkGqEEajJ5YOpfTDO5jFlq64dMVlrPPYlXi6CuT0NGPDhB/gX4mdZ",
-	"lKaOIlGDxQbZEpuXMIGJdNdwDhh2wMWbiJuCSpEvM9OUM++rkwwNnbAv4kGVqrg0SUSZSifHT/BEH/Uf",
-	"9gQrF1xSBC8a/IYpRB407Njoeo3BO2i1EUAi3uNBe+XxLyoDXQ2u+P37ItZmYg+v6LtYEI6D/jiXIEOI",
-	"q2L0QPhyYE5kUrMjba4NcEkeFpUxEYhTWP0oA1ZdsjR41LFp4W8282+gCkGpHivjVFD259WL87VKP1gK",
-	"3C6zsTq02fQBP+QewNhPUSfXeYoVg5Yut3OViXcqJYI70wvxnsOdz96+6EQdfntn0Dk6PDrsY21T4hqd",
-	"QefhYf/wIVWOn2HtqQdjO59bg1aABxS69OAXwoFP8PvCuoZKXG8MB0WVJSRRhrITj1exnyQuSwGEfR9Y",
-	"xIqCLF+PnXBM6LOJ+Zs4YgMi+SwzjMMxCa6A8vOLeBZ26MHbgB0OTapzlcm0CAqxmYh/+UQCQoVHkF8s",
-	"yyQGbPo4jku14vpCbAoPdDdgVLhAbz/VhUTpf0dzy2ktro2i1cpIiyKqzZ9iF18WkdkHg/PY48OHIKiw",
-	"veuFAWQ7g9q8w9UHtLGOnpDfdKrKSH7MU6BoMCw+wdU60H5hCt8g3DxfarP0qTDI7t8n1sg8IKqEXSOd",
-	"ppMrjyq/1mMVYXK6D+/iMd2yABGJszrvce0Q75MoMEWEUWz/8T//bw6LBVaXoeHPyz7SFKU/y4fnShon",
-	"Yp1EaMHFdL7cRm5JxUtCm3wk81yOZ5i0M0nlNO4N4Ej+QTGY//DX4B/+QMQ/huYfBwcHxf9g7BH+Xi3c",
-	"BadMluOkJ/4hdIKVjYBGUtZfxJXZkkiMNeB6pqZIp3CibEVm2Cudr0ZEW7mG4WoEPDYSXOc/YsrLk40u",
-	"VgCjiR0RFYooRpW2KuY6SVLFH1JZfL/M0kiwa4b/oB/Iwo4oA2LURzLSjKicFqhxU5ut8CH/IRJFbwX/",
-	"ZyTklAoW81+RIO8HK6wjp3NVrJe+AgG79lWqzWXx1TKfj8ZyvpB6auhT+MtcJXo551GkrtOHXMHRxWfP",
-	"no1+gR1+ihGe4lj8g6qheUjhftd2Irox9wSKH8SJNWgarwGibL7Bf1OYfMSXvemcRde7zHqRKH1M5d8E",
-	"DO4oFYnSMxIJ6r4huv0HR7AWOSUMFSfiH0E5N94VkipaViTcch2LGmBHR9GEHC1WSv66cL14JJSWvYZQ",
-	"5eofiX+IiTYSU0Wr7j3nb1OxC9GtRDD08MtREdDAz5cm92AgGQC0NSOdiO6R0GZsYQPHQn0ETq7CMbXT",
-	"Et2FxORbDEbpbbwP/GJCf/o7KtZwy/MtT+yx+Ad6Nd1gzbtsJ2FhP9RTcP1EYrW5siB0wKGKrn+qR+cr",
-	"uoUeCx97pdd1VCJUMIgTd1utHZdJOKELmcSX6vsZDgkjL8qwikhcyZzxtukSoWzLK7nn1nzTPb7qfbgZ",
-	"WPIwpMqtboPoupyi0Dfvr3DwElnmT/42+c8lelQdwsEIzwb8FyV/4AHINQLvcTMWEX41kDxgWoQqY5nL",
-	"1E6XQIiwwi19X2VbBJel0SVgfja56Pp+6hwUA7cKwQTv5TcBLULPKc1H2fXw31HBC3ML/ys/j8eRuID/",
-	"eJ7N1z0AN8mfoauXb9cO8JS0iP+uwqzyTBWI1Qu+EZIB2tTBXyOM7DAl0lCVQzxFd3OZpiOQKkZ2MgLx",
-	"OCIhmegkILP3QNsJu5VdQCFF93qm4Do33Zjrme2VvmnqUOBLjq6C81EkcWFYS1Tph8+hGLibw8PDnvdw",
-	"M7Wjkh11h7pTJvHD/Yp5UOESJwn/J5sCAqrrDzEquxW3OV7ooamgtpfSfG0gURaK5onxmKqyGtoIkCIk",
-	"aqKNSkjMDAOeuqhWcGCFTwHgmAV2/aIS0qMIuTIQrhIm1zoSjmDnwig6bwv9FpUHEMzHdn6hfQTk2etn",
-	"QYAGec0xLIwFWKpY5eM13HIBKj+ZmVBWX8sXYTGYJ/SCMKAWSNcgrDdJwuXFE/8Qx5E4icSjSDyOxHE/",
-	"IkIQqJjWVC3uhNN8R+rPNzyLAVH4DA4/4rfAv/Ac3A0YxmDCgXwLHA9fWyA/Vucdbi1E7NRfu4GgoqO9",
-	"UxHqJsBlK4FivDmZqyOC7nHjCfECMH/QASlO5MoNWDi9WAkvWRYMHSMzgPGjmy3k1lEhQl2U4pPwMS2A",
-	"7n4+/hLXC2M5hoS+9eTlYkX4yRSXruJpBUXxzsLnw1evDuEz7pmElHKvx/0AlDN5hWmCZKE15fQNPTJ5",
-	"Ok+kCzorAq7upXCFxibYBT6E9I5gDnwvrKLLfEE6dQA0yOcn4WOK2RY8A5cE4/nKJQaoazNfSnGtDnN9",
-	"6ojLt/gSNPgmpK3+Tfxpr/cwzrFXH0OUfJIkf0dEoVs4mB/2aiUXyHib+7vNWhovikItPi7kCqPdElWW",
-	"4CQBIKws7T0m678Vfku0ligXXEsiNcHtLEmGTFZMiUAGk1cqEU7lPiXeqeJHT7c9T8NIxYsVlQiak+Mk",
-	"TSlhTTFN4EBxwZLKxKackq/Nhf0IygClpjwUSSYnuYvEicgzCTrdI+EWch6JxxR0TNN5iSWUZ0Jpx78o",
-	"RMLioUyN9QLNkZb8AWUhpWYkLQOEi8JgTPLJ9n+9xWonungog5DVnaKLY4AxQZ7YEph96C3Xdg+tRfba",
-	"nHJOzCD8isiWD30iq5oPrL3neodFQKiLyQVkZIamL2BXh+IVhtvN6Is6s/ShuJi/hyT2NJzOqZTyFddJ",
-	"cSTk3HLaAe2kiGf2J3M4NOcztSYfs+WP76/XKMmv7ukkrRcP1jstiFZGFMbsytBOOqn1k42KNKviLL0n",
-	"1GY5lu0lpF5525oXgwny3djRuBH9jJ4M/qZQZ2PRHxrpxspg5dIH4kgkyn+Miqt71Dv11BnLfZQxObFO",
-	"4jBwcWgCVdlZcS3TyzK7Y1r4eH2dYkDwS40uY8K1Q/GMXjoAkQ9DhSjDuouvKlfXI5N84VB5kXQGHTKA",
-	"v9Qup/xktI77chGdwU/N7YWQlGHjzo9yvkgVdoTQ8PtC5rNO5I39dLKdsDcEtVYhV01Dm6HH2GjoKDo+",
-	"iR419Rr6FO3qCx1apasQpsR9LG0HFI/gw8C/WOaI7pVNdXQSIaNDrTFsOY97xZSncrMsRXfC3VWaaNQa",
-	"65QtdUYffteNKh9793/T1DRmvZcrUZsF5u9OVVRkEz3q9w83rLNqHq8sl9G3M3jUD9uCV3qCH7UByluQ",
-	"IbzljHLFo3qm06b1bV7VUbAonmTfhT0l7MgtulKAHnQ3EYTeKV3WapPuphVX6cYmBHh80gKicT8WsqQn",
-	"8VF4gwu7QW/XSgqasvEgt7YdXl8XFofapoWQqB/I2IUgHZGkzeIzCcwbN1DpY16ufM/GuW1Wj8Jui1Vv",
-	"XS6rXXe71kL56lZV7uIEkcFGrDUxB924xLtfncZE0bquoeloG5RAkB1ZEe4dihd5RWgZmm2yFtfZBzlE",
-	"59ukE7jRV1pdn5YJH9onteyShYpJDsVzdPl1C4noj3FvaMgxFkQbFc6zrldeB1umx5oqaNg7LqpRBZHb",
-	"cuWYMzdBzy+kNVehVujAT/Df3v3GdufrgP3WR2CA7hwFqrTX4VHnPW3SoQdVDfoUBBC8Q4OqAs1NcwaB",
-	"+uzzxELlOTASBKrz0HjdOcHkysk2SxDIyIGGHa2p2FTlJoAD1gLRqbfccKKKzjdDBo0SFbCEvJ370f90",
-	"cPjB950P/24FknPrAZKrACKnJSqSvQvLreO1xqieGFcWH25Z9/FnXffTBivEaWn58zpsGG9fWjK2UWRE",
-	"n42EDrvEb7gmjW3f11f+zNtCgNNufRf3i79DyvqsNL7seHnZh/8OX/92t3FnjR2Rw2PTMllUbiZbDf32",
-	"1tf0fJfliO09jQakQOXcaAmo7WjjVtCitXkvbQS7tzuMU5u3crc2qrZbRmParUTZ83Z2r7UVUYBMcEDb",
-	"7GJcSBgpymbC8LF+WfbdSwuxJ7S2VfSIqDCcFc0CNgl2W2XNmrlvO6mr0/RAIGhFw9GIdAujXnfrVth4",
-	"2NlgCHhIpoAP+9Ktwh64ftG3L4eeux2xelfYILfQm63LKE2ftyM173cZQLcvI7S67rWQD2TnUS7/xiYr",
-	"3/UR4Dz4pVOvdgbflVNv61KKMjnOiB0layyCQh7ZgI3+xmrQ4yG2ViWlhBqOHvf7LdbGRiBqOc15dptW",
-	"6sc+eOEHforIjAGbXM7nMluBiI1mOR85WiUBnahz5ds/Uz9iWH3RvLjT8RMe0R8O/wIFClv1kkiAqIxW",
-	"7XK6zk+/DDs6GSJhOI6KukHDzmub5bNrbRLx8uXTYScadsY6xyqpnXd6KvGbwuaFX58ZI8U3KpsOO5+i",
-	"YNqjcNqn1uTW2eqE5zJNtTE75vyAPWJza19Js3qrsrd8hFvPnG1gbwyMPrf2pcym1MeWAinJ4lOFxJk3",
-	"+ATm38LNO5NXah0cnZN+v1PCg419g3q45hB+scts2AnCgY8K6PUL6PU99PoB9Hy3Zw87wviW14RzQJpu",
-	"yTkbkylw1Puti65JcFon/aNNbyhuz4MffK/Iv6sEHzp+svuhc4InZ7xhq+NH/YetXubrV1PHVzZe7Xru",
-	"DbDYl9rl7+B88QALwAOOJFQPYD14G0SwwmKN2sTgpw6M7XyIOtUEAVjFUbWlNlVL9AZubwz2PeBZGC7J",
-	"Koeewl86X6GJfEr2Oo5h6nDnbB/L2ikaclMwK3Nxkmx4QBnP2qHWuxzg2Yk6ZUQrqgZFSGsn6hQxrRyY",
-	"H3mrg/+LfyN5FDZjc+xNHgYiwtvLSJ/gU9nSXJftzWFzHN7q/8QzZ0FtLcK1+C4IcS2+C2JcYcVBkCt/",
-	"rPxGYa5+IDMB+pSrbA6wLmyRFQr9KeocN4OcO6ivwZyOqXH3a6ArI2D9BwqBRczADvqbwFIxmYZxWzBR",
-	"YZ8sQ7gANTD+1WP5h0BSdpe00f4NkNstG5Gycf/bFh3GkQUf154NMKwaDxiOKS5TNSIwHEL3L4gJ3HjU",
-	"CNEPFesvHdfRfojh94nXZml0jpdbI47+jOh4JfP196G+je872et9INHxP4Fgl1v8T/DNeNyJOhf431Ik",
-	"BlzcA+MqeOa7fldhWn2uBuUaEdkM6hCt1lCkxHv4CyheETQI9KYaNQjbXQsYhJOAf8rTRxsAML39YI1O",
-	"sPIc97kkTEBuc+15+xWoBNHkDVS8RhIKOxzy7b22XtlxGF0OvwUx5OHHRq62ia+UQeLlBxhRvuYOTrB2",
-	"HmyMJCnmJsfRvJZC7qB4UqT6HBLKggDRLAr8DNbDtnJYz+ObLCcITQ+xtd3Z+Gh0hGApcBakjWiZp2w+",
-	"JL0gb4QZTQdS7g89DCjFVdM8N4nBFcGvKFhJOUWbU/qCGjyH9++LZ1z1fc1Whw7hfHtw0NAUPWdlSnYh",
-	"Tmmi+r++Zh2nFZfNDeLKq16XzTaxqMg5Ws+wqJZ2wtlJPlhfX1E6lfsZIKGj4sI6xzZcvuvC0GDnbK5H",
-	"YoTlQqFUu4Er7VP8vm+0L53voFkWw4vK+mdDExQ/M9b3XnIze42+ODT/lT2JZ2p8CVI3t6/ykKKI5lgY",
-	"OzQ8w0QbbrDLpQFJ3edwoEbjL9WzokMw6poSV9XQVA/kULygPjspB2VX/Q61FJqyllnRrkU6Lq8tsyCZ",
-	"EzP9a17QSrSYuydm2mH6dKF1sneraHdlOAwMYYaflybXqXB2rgBzSDpUXJipy6cIzzygiHFEmn/xnjSv",
-	"iRYB676CXlxWLiPsig/D8gHxUbwhbAgepnuyHjPUpKCVQx4ExV++V6vO/oajIkLnF6BlaIJorSe/SFgT",
-	"JUW5Gpl0e1sRX/WdZotn1iATMTb/Fu74zgee0pG/9uPvxjIQH8WbjAJRh8v5wPwNJWc2vZafetD0CK7g",
-	"/2emBoJkxczwjIsfVohzYFSg60Nmv7LaGpkZis9e22rH94pVFJQUnVZMTzdzvrMkcUGUNve3qjK9SgVP",
-	"KpeEVbmxbzySxYuyFGvOEashc+yWNdKoS8tJ/yTuUZHcWs3KmfJLqVSzlXm9giUGhBcVxGWNBxQuATmv",
-	"ByoVawm6DvTK6GtkVeungIEryCnlYqEk9dLyDSPvORHjcbt4aLo+znPkNzaXWNrX9ySvV+KkEjd+utqP",
-	"QxM/p5kxmPW8PB+/dd7pxGZzEad2LNM/JXYutTnM06CSkVvIsXJlFzftRJ7p+Vxxv06scL+kODMaGxat",
-	"x+2XleC58DuHHiwNVQmgenYSC6q35/TdGEeMiifcH7mvBY7EPrl1F0a66p1SHibMUQG2jxf3DbhYVsPf",
-	"5haDUbAnl09X0o7kGC4ySatlv6LGliggKJzXp6dGQr4nnIPxMq2UxdUKub72nd1LXk9nWgpDrl6QAZ3w",
-	"6tpDmlSBe07oZAszRjR5Qdf9P4sjOz8UtP6qyT1MBNns7K4a3gsdhLwMoRo7OMZvyDM/6Pzt0P7dpu5P",
-	"Y/I+HHoJAShihQhvXlT9xm9fin8xxnc3vbc9ey7h9lklkwuZPKdFh0fwmuta0DF47O5ish5XVU2VLKlC",
-	"b6drpLldBZ7XsDPwTT/gMph7vggyWeKny1RiwUhYA4ikw86///TvfxoO3Yff/cn/MRwe+j9/M+zcwrNS",
-	"oNObyRnVAmwhg1UfYJkMZAafiblzjtfq+kVCT9zAq/ifLC6eVwgTUqR/io+3Ex8ZHyry41mSVGUyuR4y",
-	"tI2ErsuZH9rKkeVywm4fsBf+p6Y/rFURouJBnOzilUyqM1DmEq/JmOiSYxNVNDSL/4+9f1tuI0nSReFX",
-	"CYOtZQI0SQgASR1AK/uHJam6NKVTS6yu1V2pnxlEBshsJiJQmQlB6DKZrct9vW/mDdb9foU9bzJPsi3c",
-	"PU6ZCRA8Saputs1YiUAiMo4efvj883xRskQPI4lYclqoxZyI3+HfSOmjpyDIY6b6QnMEPwQZzMA7SCoa",
-	"8QFBuYGEddu6A823zi6iL7NKzEoqe11TPKH2cZv214uwthVClxJHAgChOSQnjKXRhvUDjtoanAJLyZK3",
-	"2OuIGa0QB/NeTTKev8YK+CURSx8y64hqdUDVRhz4fO7fJ6/P/fusO+HzrOI5ex7Zqs8OwHzGiZPIafYb",
-	"lJQ/ieqiFKOnfreyNEwzgrt3Lcx9fZrRpdGRFylM09dKCuAZJW3punezufuD2zlLLXc2cZN8FKaI0IUX",
-	"ca0qFyPABtXb4icT27b02rzGdcqLtImzqAH5KHPEPzJbY18u6FQT+/J7bPZd3BlvA1gh/Qc+H7IfeXGi",
-	"FgV7XxVCVIhowQg7PDAajB7uDIc7gyEbPBkPBmNtSq5DvWDYET7GhzAwCR88LyslM0TcBDF/93gQ+ncf",
-	"U6xEj2pIf+KYgJzP7/HxyaqOt4liHyPgGnVQAfeZhxhwH1rggPtoUeTeH+jZjzvj/U24Hz082Ah6GHpl",
-	"VOW1GMSnvPlzQaGYNoz70D1m42q67ZH9ALsAtC046wRGcE3BJ64dcwW5B+ATbyUg8gx/P3o0GI529/Yf",
-	"PqJvTkv3XAPaUP/KQzjUv/KADt4ke3iH8NO2JxH9UPs1yqnww0rYffY5IvVdD8PCyfb2B4Mo9iwjd7TC",
-	"y89NmbEBcN/VbSYfVLa3Dw1t1fgIP3eN/53LrGxp/YPeaHB/BuMYXHoc0Ai86t92H43Yw8GADQZ0+OEu",
-	"g+8KMRFwp9Gr3d3vv/6h9yojqej1i1Ick46A4qRYCDq1sm2jnc/n9uOBbgM+VaeFPJ6QPDArrM7nyv/r",
-	"I4k0+rOaBd/yyvvzvKgd+ekiz2sfcS1Fj1eLov7RlE+8XszV5Kw65qn3WJrVm9efeIcWT2N+fLI4c3+f",
-	"cHnufvY9z6tswr7n8hy/zc7h88He3v5ofzTax3F47RX4773Bo8Ho8XDwZGD/NyThrZfueF5k9kx8gD2D",
-	"qpq/nrQb27aTH0Zt3Dz2wzf/UHnJ/kPv4TZp7L7YQiRDWzTVSFGGHXo09D7COVusRNGQmLTf69MfCuht",
-	"rsS39tjpeXveJkxu57yHijF04POHz6CuXMn+Jo06VHNeba1mt+psewGu1NOX9Ay4KPC2atDzWwSRahVv",
-	"A4h0d7B3sdX7WlWGZ/+fEHhKfpenWhcOjXozf23p0+ttdlHx08tFguo9qDncLwoFtajsbUlJWBkFDFW/",
-	"BpOl3nBxC7RQyXDtRc6WbfseQ/feVSm7yVtkjExFBc8TG00msd6Oq/s1ZiKD9BoPAeFCFqowoY9+LBNS",
-	"nLUVTuUsVuyJttCt+Au+Gg70d57OGXw7etKLJYyCNF7ydzTJFL2wWVgc8oBxdsLTABTSqPYKnow+S3AN",
-	"wOkyZLk45bmloTMEAXq4I1M0gxaNQCRe+hQEZcLZZScCSpQ1C3u05F+Bm4GCeK0xHCZVuJ+y0pDuYv4n",
-	"l6vQBV+rLLieualrokOsGRw6cN6zWFIFRvh9Jim21bPYnKAcaPjuqb9CmGSiyPGGOI1an0wNlnm+oiiO",
-	"tBgaQYzwxkvyBLa64YEXn6qgXr9xx1MRFdgx+suguCUeHHLAfbf+QXDTHgTs3Kw8gyolVJoSyWUMnTiG",
-	"wCbqoyH5CZh7IO6KBU+hEoDb4oZGqrUTB7CIWPo7DKDC4IESQO+IZvDYIKuyCqqGIrqvotBfGcT+zLRB",
-	"FdYi43lWImt6LA35iMvCnNFOrMu8dcG4xpRucHPdUBiukdr1C9Sv0peBCSJWiobRkNwAkDIz0tzsSoq1",
-	"JBy1s9xOIkK4QnKenSiVCy6vkgbmoXnMnQKThfcD/NOG+dpUPXDA4f3h3InAPnSSAaYSc1nH2lobstEA",
-	"zbUh/MxLixijbh0kRIxRhdZtkLbcGaOuDL9u6WGbZYsdDOQsOv3IatFtOpulE2mLpTN29gosk36zM/g6",
-	"kTb36CMw9jpRR2+yViNGqzEtE2Qt1HCOnEULHTf48HHDI2aSV8bG0+Vlr4yNV8ttKzJ3XCbJeOgDn8fD",
-	"kQP/jodDhwwd72+twD71z99th1OfGQ2g7vV0qgH6WkMe0bb7/0JnLk3MWN+oUP0VW86k97InQWLxCpgM",
-	"yt61fLqhY3qjmfS9e1RrzUZ6hHNTFy2EHvFgP0rCvdh2h7RO0hNvkmy7Y7/FtiPZJhGbtpdnol91FuFo",
-	"fq4FiN18vDCf3poP3OvApe3dG40ZN+7Pu8jxLUWOtzQtrxgOhptiW2MSOVlvAlWIivHVUYXYkz8YqJCC",
-	"1LcAKiR7u88SWDer6Z5nGPrG6epaFSFiqE5FyGhZYtH1iEr0kupOvFjrNGhsczs0G/Tv20WzObLhm8Oy",
-	"bae3ji7CtK3nQd7cIfN6XN81KuHwMt5Ebw1vWxV7i31tINtoMmxe01Wgaybcc2no2r99+P/9Oth50u2x",
-	"/s6H+8C/4v19h177Wug1WNA7FeRWVRB78X9V6JpzVW6nsHi+0VadxYVpbzYTQl+YO+A+PrY1VpMj8KBi",
-	"2U/wV/kEWt0Zz2Qv4I8HLacQHzO1sM7aWDI93+AFn7MTAfKLmvBYqH03ep8lP/C8FAnjaUpv5iWbLgrd",
-	"dd2gX8sEyvSZsuqQCNfmOiZG6oy0HSr+4fXRNakVOEhIJI5NLOpKk2FcjK3Ne4sHUDpmB2InvdWDOKU9",
-	"GeLhGj5EKMjMKDVAj6Baqnaf+A66UcM+JogQcTU59TiSTMrEHIY2bjRUr/R7jSqp16NnX2L40/063lrE",
-	"BeVmWvYFbopclSa2MOPFeaTfY3zOmJAIIQLq+Tq1zr3rnhGpySDRhjxmhKBwtaR14O/NpHGJb9AB39mG",
-	"v7IieGlvnRUTDrJ4Lf9d5INB9E1WLEBab3cn1ufxtpWxn0vxzF0j7mbwxgDQQwrX6cEwqQoGp/WKSloI",
-	"ljHeMXS4eeqwKdwP35fsVw9VA2+POx+uqpQNGm6eW9Kk/iYKVdemvlUwQtsk3agu1yJ8GvocgdEHyZ1i",
-	"d13FLlSQtvU0wXLsuD1wDY0Ok9vXq3FPqTSarY0/52VpC6S15h4kWZqg9gR6Qmnz+/vwFYb2LbmqFibQ",
-	"CQ4xTxA/mCiJcrTP0LUSGbaCqBG6Bu3E11YK4XEAQC6llzdIyuGhGQncn/jebiJVJZKIJRSkSdAtAzFo",
-	"SOGEUeUk7yChUguFfHXAnGYxydH1VOn2+EwkjELmJwJrIPf6lIuBaR51ClQyiyHIYV6s2zXvhipUXZNs",
-	"SmWVQf9ICzWf689MdRNgVVByIkz/WCFm6qOeozzXWg9j1EUS7akoso+mgHzionl6TmwYjyAmHmAuAQWK",
-	"KtPR+KG7c0oacUGVQkxFIaSeTA8cUkODgObk8lTwfQZU7Ge/ELyiNO/2/H09JLsnKmyja+OvzNOlyccN",
-	"is55WwI3E4xIEFEwTiShBQzuBTts4SqYEUOwktrq41RtBZhpg8mM4Ck3Nd29Jz2rn3tTtPe4Zx2vdDu7",
-	"Yj/2lWHUjAblhqEb1X/VsBsHzgJw0BpWR9aEtCFEtWM17TokAQVR3bwFI8iWd0fGkBU7A19sxRQQMitU",
-	"s6FLDYwQrZkZUsT4FAjpwda0rXv0KoiM0E1eKt8nK8OEnR32FsULzb34bcEtHYCBUEkSVpxRnIl1k2HS",
-	"w6NPnPkOZMXYGzvrzqJI/Y1KDTexXFGLmadbnAFyENVP5PvPSlYK2gnc2UNqaW0iQKcFLwfiFhZUyqwb",
-	"N8kQndq0zmnUYtNEVzFqfp4T89LX9GnDZNT9xlqd8gtYoymIrPpWUXT+YuDWGnfegoA03DydMKK/a1SC",
-	"zsdsHp2A2YTUTCCiwh68A1FP8hBFiLVGqQQ6/MqUKC2CQOfvHlDBp5ekQKpPIkYfWeqYz5eFF+AafjV4",
-	"AWHK4NTZ9DC84dWU+ajFy6IM7NptxBkMBzWgAf7sGliDwdUi1H90Swh6rqXlkXraciShbFGWsiUvSfm7",
-	"pHFcQRq/DWcaFXbEKJ0MGWiu0/1Fnh+JTzU7X39KYUkUt7BTnVoRqCf64Sva/JSHwP7iG/u6PbB5rjUw",
-	"kvpb0jjdLhXTnfl6E5xMeMA8O/C2jVefkQnsv+0B+DVIggPWGwI8fS3OycxsCVRAGrlFV6D5obAGmimA",
-	"iEnxa5D0/YYDG4RILDdgMy4Oc0StDIIm+KHfONWCA6usGzNPgkmZibIHxmdZitlJbgw+beFF5P0HXRss",
-	"PKxfoxU8Z6OerJh+YS4sD5IeeXVWCEFUPsyBF3ZYYuCeoAvmSp2LlC3mLVBzc8OaH5TePdmFse+Nesav",
-	"ztPUkjGCcinF8qAFocFORVVShZcASYid80wuB1Vpuf/3dlnXXM1YciDwQ/QiJnLfIsLWTVpG19WS7FHQ",
-	"wkfVFVDYfC2t09jGg8CKNRxRwA5Vp4Es13JA9XwSKNYy/SZfBI1inFNVXcSJ1ZVgg+FWiFoosXp9m5Hi",
-	"ldSs2wgB48WYJa+f/3L84lniIcZD2A04KJOj5y+fv/3xzevn7xNThIyK+OOJZsmvv+sH4a8Iyj8Wnz+Q",
-	"jf781eGLl/hDZn9HUiGW9EvAIn/+kERmc2IR2lJoSxisIVM+banA1rEV+vXsScG6dA1p8z+WvCj4qgda",
-	"iG6i3baBkX4DYZovARpvYmeuASPf3vTwpvi2TY9WMgo3bCO/r6i3BWmeRhdd1b7QG9O95loI5vf0wNWs",
-	"qL3dGzKbLhLH1xrmZnixo97wMov0n6bM1+0RcKBQdHm7TvzVsvCH9cx679jVUuvxkFKKL4rElmziLTKE",
-	"Pwdz9z0vxIb5U4uqRQH7YpM3qk8eZWfb8eu/r5/abFBhXxeiVdeB72Ba10tKDu4OKCfSjhsPtNDNET7K",
-	"1PqwfV5yeyeseQSldtYRjT2txdCagbxMlBtY2etjy8rYuoI8AytMWbQk48aDVHsdYIF6ERXeR0Mklo3C",
-	"+80E6S15vAwuDG2hcyHmZYu1YCpEetbTBsMIjBFKhi0BmN6WP5v8T923Y+pWHIMlllXgtJ/nPJNscsYL",
-	"PtH6GwYfSF00nTWlEF04QFtV/FQkrGsKwhssyBDB6klYmT5h3aHegqPBwD2qbZHJmVIYUtAv1o8esEQL",
-	"VIdKArgvVODi1QTDObUp05qxqnhOoS8tmBPYFIwlE5HlXd0ge8DCPvWSPgRiTyGujMyyQgJJl9GXGajL",
-	"MN5ffA48jOZg9KAtrYBXjQBNIapFISHwoi9rM1rssoly4lS1zp9erOxUQoila+F5ZZXluW7rI88z8HL1",
-	"xuH8ZYWt3W9m5jvzou/0wqmCDSL4Pwv9w13l9R8xflL0rxeXWmdqvNTC4gImubd6ssxIzKYz5twQsVVr",
-	"65/qO3td8fwZ/0TkcdjIZYvtUs06YCrEumymV6P1PQpXt71v+wOvc6PLd8yvpmnFSVNCBJx8HfUPld9a",
-	"DeDDPG+cXeggbJRQWBOAw1HelQaPKs05WJvy7Nc7+cPQBlKvXda0r7uC9HHjQl/f5MJrdEXShtEuu3JZ",
-	"yuF2ZSnvCJMcYdJwv0mYVLOQLkORdCVr6mtyM9lXPkaKRvwKGsozeS7STDZoGs+qal6OHzxYLpd981B/",
-	"omYPMvkA3r6jcFE/f6ACo1/FOoo6si1DCXQTql99hcO2pSX5Kw68WZIWnO5BWdqRwzSAKol6HEv0JCYH",
-	"bJeynoz6dIU+j0yfd7cWELst+2/UJiB+4CdFds5nTQnB2Yv8H6JNQNjPt5QPvEU+GGJAX0LcoHDYZcO9",
-	"8ehCNrV1hGfRnay9k7VfR9Y2izk74RMqtIyfqI9CT9wViI3DpuLO2JiAHvbB6Nd/gGLMdzx6xmUFZt6m",
-	"Gs6bMgh9D9VVePTCHlg/VQln6UEpqq0LCr7z8dj4e0YnztPBA6eAT2AQS4SA1NxDrBs6HSxYGnP28rxn",
-	"Avn19P9GaB8C4FI0HGiloCw0V6Mw6CVUKYwllil0KNuejfVnVWnimlCcEP3n48YkaEMt5RW3NHB4pCE4",
-	"y0pRVZk8LWuw3j5L6PcUjgWNBcIvvGSJkVAJU0Usk0rk4rTgs4R1c7UUxY62atOeB56nTDk1zXJX6EcV",
-	"AN/NxQHjbM6zgp1mH4GnbJlNAHVkQet9ZuvtcQMcra+uXshY1lZyzHwkKmvk2Jk5smSGXV6yTMYy+dNz",
-	"CL07Byokk65zmuBb34uvG6INxw5vd9DNTVcMl5LvnIjiVNvt+PPO2N5WFJoNWRUuG161M3SrEdaNeMW6",
-	"c2wzVX4DqBgcz9GNQBVRAIuqjk60W/P2YmBWTdm/ESXF7iCtotzkhU7n0hzVu4DV9W7/QES06ADvRbXu",
-	"KuXNI9PQCG6s6mJ7Px/YQrgPzufZg9lqbVTrh0U+zXIoSmcgOe7yvVeyn96+YPOcS0sMNBdFplKWQA3v",
-	"aaFmSb+Pf1QqGbMTpW+XlK/0Dyb5IhVpxOBPat40DKkT/1BSHDD7cxNkQe4DlfJVFEvvTQbohw6DlAND",
-	"qv31vZLNlKzO/AZPxFQVwu8tHoxY0jjUlM0UuGi5ZLsPH0JfIxNOgcPjJTpRVRszKSF1KyTPYBLIhOdC",
-	"przADiH8kaezTGLqGpbZKWY7pSg+ioKdzzOtYfhUCxiQwtI2YlYSakr/Gz7k5Bfn+IZ8Bf2JJVVWoZyF",
-	"maiKbMKyis0ELxeFIIJYPqkWPMe9Ss9gWWDiknGZ/HpMsYRIUECz6jhYTYBTd3pM0UKLXz0GvCFUWNTt",
-	"J71xLYAZUQ4dBGUiy8wb7LUDTP/i5Xl5nCopguawRrHpqlFYeFlmp1Jo3ScCYgGRshSYjf2GY8lgaSDq",
-	"CnmJJqenh++EwszH1CnvtRjsgirk5UKrcwmfmQ7Bb9oHErAblIuZSy/Dn5f41kx+VNlElMdZWS5a3kvf",
-	"t7zaVI62R3k1x0RImgLQ2bBxlrb0b6vOTdRMhO+Fz8CNGNarjpj4NNGqKQB7IUfnRFRL4eJ1pEbfQz5u",
-	"/LkpUR21ddGUlfI2PcYpJzyfLHL4AQkJOuCZBHyXKnBxFRzwMR4nPJ3QF3q6UovJmSjNcbCeSJBgXqtw",
-	"MCUEr8G+0P3As/df/0lBe/2TWD5wP6dFgZe6qaaz2HL+fK433QDEMfWP0RhTC2CXghnQYsE0H5znTBqS",
-	"gz57jvrfmO0O63SImd4muimJE/5mUqkTkma7kMPzWi8q+DP4ORpp8GY1ZcNH9vFKseG+fTSWu0M9HcP9",
-	"B7tD9m+6IfprwL5ju4M+O8Su3yv1Ep2CsaMFL87IAxqb1HM+weQr3eNMnjoy5eFgcAB5o5lKj00jx/QD",
-	"a7/wj6IA7zJkP5rqaQimhRk9hg8SWFYQE3pC53q0OJve1JDENdNtTo6Pc40lfQkuAvAqRSCv6QTid7wC",
-	"GuyF2Yd6HDlHvDfUwcWtPIED3cVNamYJAHzIdK31DNh5vT6jwVTqGOqvm+Fvvi5jWSn3KSW0Bg21TKwr",
-	"dktTi5Z2ZKc4lrZCHSALoMF7dFK6Pt7XfW1YefQzvT57iy/T2jqiuL1ZQeabSTbjueOA904EgPzlqm2t",
-	"4J+WnSP5Pe6c8fL4fJ7FxCj9OcHsYAPKFnkpDkKUJqkGbYau1bx+mmevVpc2c3+aZ894JX4o1KyzRTiX",
-	"Hj9SN1QD7hlRG1zEs0vvBb0a3v89KFq264GdRnvLKGNWF7uCm5Waijtjhs70wc7uUC8LtU1P6NbjDnP+",
-	"9msiW68QrjufZw1aRL0z8UpZKpRBkXdAz3g+1VvVyM9bxXW6PQ/WBhRA0yoRVKnz5jCIWmAowS6B+2q4",
-	"j0W61gjiuDN+MuhDlavNgmXdg9fslifjKfBgY0Cv9UUItakobISKMnwH1w3Gh3IIeOxj1/CCijvjPayL",
-	"Vx/CYz0EiHm5EB+oTY03oA7lv+LhYDCoveXhQ/NRy7uG8J3BEUv1NueyHuO19soX2lEoRTH6slSv9OQ3",
-	"sO/G/ILrYqlQUJcHqEsKe+FCzpinfnxbZ2KwM3x0jTPxcH/LM9H64DdyJnbr23X0ZU7F7mDDqdh3h+LG",
-	"HGw/vX2xIWD2T+b+QuUldHlpKdL0EXneLav6XAKT7V5U81lVgs/Weq10V6YNz1VZ8Smpm+gjsX4ayvls",
-	"U9yx0DLwZGYFS4U2h8h6BcDmidbSK8VyfnqqtcEu8pLMPeX0ZEXeGMT5pRj0MjZl5FMrYgxKf5BnM/0f",
-	"hAcSyBuDKXXfXRKFdqg1L0JPnXWowWgR5rsoRXHASmVZMdGeKY31CUEuspwzxAGjsy+woQkE/l5P79gY",
-	"rdlHdLnUQ2KkeqO762Dd06ZEF/NmnFbpTHBaFlo1tDuXZ4pWtRDammdFdnpWsa57wFgAYatjS8Q1K0X+",
-	"Eek9IZbpnkFkND3HK+/X90rcVQfgrfA7qxZVmaVUWaOcqDmG09UUeUXdc7UaTuBZLJeCEkp56aIjXpiz",
-	"Fxkfk92PiUuU7Buu1qJMxixpmmfg2fMcYlmxwUjuGmcMmXLWyrRLRaoq0tiQDe7DmHt9dui4g1oWAVau",
-	"NuHAk1AfZUJkUX3yv7nRj4l81n7CPCNbpLi7DtZNRq07bX4BPJSuLRovDktkp2eGqknbvcCHesYrYTwK",
-	"DvDvTVmf/Qx73rlrvD4ANh7TXeGAvdP7uRw7XyZ4D6QQ5IrF/U4HE3p4DwQcHoeoNj3wa6q45f/Qm0D/",
-	"56w7zbkLb+vmo2CAWcEKlUOuvDG1T1R1ho0bvxWVHWuvOKa39m7cSVj3x6Ojt2wE2+YXzArMV5heQF21",
-	"OGqYApcfbGQnR+onzOY8zQhwwArBSyVj2U2kapkub7hJxBrP+FvLe5JqKMSyvn0hCB8Fm/QYO0YnVVUu",
-	"fwI8HUEDkOoBbSTgCAvGpH+vzslBYjam/nReiHUZ0L7j4Uhfnl/O9dDAzL8x3Id4JRu4vJuAg7btakvW",
-	"+VMXIP1H7dj5YGKvAZ//ai4Ut4X0zLVw8Gw+x7hVb9U2uhH3ABxDB5yEP+nMwPMXHVuCMtqRk+ESLL+2",
-	"QHzA6Huei9JUsK/bCY/2wU4IW/V7pM7jDlqyU1WcZGkq6tY1UQhDv1sdWrueQ8sM0CpYbmwge3HAWsx5",
-	"/fnyvislxTP7/povz5/r70Z/nD2nNwpxGmqD0t8iABpmDg3ctp/cZxfvqifW0nUvfOS/8CUvSvY6y0t9",
-	"Xd3EGx8OzD5unCl13nJq6ACu2fQX31yEQKOjYUw1t0u+d6rB3Q7Zcofs+y88lJKz7wEm1PK6xvJ5Fe3X",
-	"CblveTt+MSG+kOdSLeU64XbYbuAJNuF5DkY2GHrgBdrAZ7i3OYRRG6j/zic3BJWDad9WlSBb4o+mRHzx",
-	"43pz4nUbwwO37E16L0HHLv+lfJhgB631YqJx0tS2runPtC/1PHmz1YOUrzZwSwAUo6xFqiEq38TXsRq8",
-	"DvwUKV+xYiFlJk/BcRnLWZZKs8/sv03J63bXYZ9e2QTiIZOnheNVCsB4+PQ6wB1h7dgWULtYNrF27Ln1",
-	"NwlAaAkAoCeQ9pdEDaxaSLixkIDEIAgTGte5+Chyg3DIpFjbSBPw1l8DbasD2tqRXxZmpr+0ILMIUxeY",
-	"wb8d6I5LosuQAln4wfNSo+juO0RcMmYcQHBIQy2k8xk4EFzh/11gpgL6tcDz7I0fqjXZvAucqqwMgJtd",
-	"nLqeJV5wc9byVvRx4ov77BC6CpX8eZrrMdKvCKCZyaw8w23jPi0rXlTWF0IgEWSm14/3WaIPX7rIRXqM",
-	"e+MBdPHYfpwYnCCO1758yvO8bMHoAVRQFXp59IlQUoQNAwrRtOnDC5dZdda28MhNEUIMG/41060+S9RH",
-	"UaSL2lvpQ/tis3mAL0+qZa8+PAeLIGnnqBVMaMLieIpFLgwpeS0KMVs9wK0GNajA3+22HBajAqlkpxtj",
-	"KthbrJhwsjquVnPddWAAk5XWiURha31Cax6v/+5+D2Me3GtVFThW/TAsE820/dm9EvFXB0ZGeCcdjymO",
-	"17YIw4pwhRNbEsAtMYpKmOwmepRmA4ejTz5PgaHTYJTVwpL54Ck4UR9FvwVXuhEz2i45zAgRAxp0HD8x",
-	"a76YlQ0gZ78VZboOPtqGHfVWam+Pth1uRWwBID5wtMMJq214VBYPXHQr6C7Mmd9jgIcm4zrK1Oz69lca",
-	"BOqZaKJQTYmQTSjUvoO8EvhW/3GMgNyxBctC3QYTAjDtWlyskqI8oPWh1sYhzpbohNZePxB/SsSnuZCl",
-	"6Qr9FfRFLapTZV6J0zZVxamqKiGP7d2VXADD9jLGCpXDSYGt0OVsmvNTb4iuToZflMPEYD8KJhVbSBTU",
-	"dOCgeS5XwC3akFiw6hXoDVB2wvAbhYoRAOqtToNPWh2k17xHTXdrFfHa79XZ6vh8ntGEWjrGNbFZWxAQ",
-	"pKgPUsati4RHel+HRPj3SnbCS8GwFOBktdGj/2r1jK8u4hr6wUd5+nNlmKtQj9usAPZCYh1je40Ga1hr",
-	"qJJEi8OdvrmQXucl39xr1CR7BzbeuPtwHxVgb9mTK3T7uFKX6vkXDQ6sA1deCKy8CUzlcGf4pIGp9OCU",
-	"o8GXd0m3IdsO2VKI88gLr34RoNvFXozhw7VejNHIeTGwiaY/7kjNeMneiqrgi/Kcl/iLmuWBPwYtINad",
-	"jjta1ul/6odBacFHaspx3Bnv6r5ZpTbujIf0a6cx01NWFaKHAr3Ue63RTekjUvfISUP/jDtPeZ7DxNQ7",
-	"4nWh7cWfP3wGb4qnNDVHb/Wh2mzYoeE3uqWa6nOttkBboIUkNBs85+sJ/k+Dh+gGD/9yv9Htt9zeYX+9",
-	"iRtCh1aEYWyBZKITFPfvkVIvlTxdh8tss9WvJ1s84T4ajPZ3BsOdwbDfh4Oh/z0Cy2734SN4ly/vH2LJ",
-	"Jyyceb0UYjPSehpxyldfWWaMButlxqBVZqwLGFwoLHZrW2ajsBiO6tLiUZu02Ksd2t0WaTFqSovhJaTF",
-	"Yyct9tdLixFEOmwrr4SAjCG/oT3X0MibikuLnVFNVOwNDSS13iR+P9pHsPZFImhYa5d+t027beJoOBoM",
-	"+vstQmnYEEruUSeads3L6/JptJV82nPdHq2XT1snIWxxTNYDrve3TUJ4OMJZuAnAtenWTQGuB/3dXR8I",
-	"vQYCfQ209V4DbO32xaYUhBsNWJB8/tcJVzzjq2fG4KvFLJ7xlZmPm0dgN97b4vpbG7g4IreqKJrMPVno",
-	"DDZe4MiazNrqo3hDaKTGMpPryALMD4uFLBGh3RrngHBFz3mcY3ltl7PxN1MkAHqajAlpDR7MVveykjYa",
-	"4vmVa5VRrEfF8wNj1qdkWVr2DoyTMivZmVqyGZdmK8yQuQhhpDvWd+y7ick5vZV32PRV6166T4XQxzxf",
-	"GYcuJat1KX/VDVZ/TBB43eBZdnqmN0Hac+5Ycu/kS5NNjQy/hum5PFNLmbjx6XEhIndstUHrGgf8PPKT",
-	"601IZbXGWCfWMRfxmSVA2uBstlVkE5ZkkgGhUyxVYWa9izBl6xPG1NeScXaiVC641C34Owef9zYYLXcs",
-	"m3D9bvigV7sON5W1bvEJKHDrcSUmiPKtubYwIQE5CizYurVV/cgF3ic45Rf5n47oYH7j/qYf7emh/UwM",
-	"Egq2WsSA8X2IJNi2Y7uD9u4Em7GdEHt3ELJ1f0sQVONlOuHpSxhBYBcFg2N6s6gpK6BI5OUNwaCxDfSI",
-	"w8FXcC5Bp+qVa46gNFuwSyIWDOO74a3ajKRzNnRfvCIbFoPnSDEGneOuQrZaaxU930HOzpC9FFtwTZFS",
-	"7uRarTds8GQ8sJywnhBzEJhLE72SwHItWDbV94IYM9R0SmSsBdTwMN9WwPrp7M6m0QsXzLo52nvyZBCt",
-	"sRy9SaLrwZ8ncK6sn6jhYwZUr+0TFT730HtuK77h16qozpb6Znv58mltBnfxN3YG32LygKsOxyueq9OF",
-	"qE8mTCRhO436F/pL4A5BhiYI6dKUf4PnYbDmPAyjNl/DtRZ6NGDDwRYLjc/trl3oaxwSPRDGT7SwXntU",
-	"Nh6T4d0xufwxuTGj19wy/yImL2mW68zeI32w75U+nIS0tRs3glt78kDvkQenSqXldpVzoWgF8YYDviUD",
-	"gyOBJo6ztEwc5pPnTjuvGYMArj8AVFyWAqCtEHPBK9YNXgCwP4CDEFTOflMBjZw2Z6mUbZrZvia9KJZa",
-	"NkfstwWXVVatMJxut/k9m61sn+hFbF5kE2SW+8vhESt4JdD61j+F8cXStkAJy1Ix/WJtmBywiSq0wUUW",
-	"67QSxVIvEZWWxgqu3nwjd6227/S5OFEpZBYS1bBMbTUV4LOD2SwXM8PP49OBoYVoHtrENGxLdXlkw/Cj",
-	"1w6VnfT67AXAF1iWAjEe8QFRjrPPxOUi/XZiWJcQ6BHjElMc7VMRkATr6UgLvpS9oCqsKRA4Zq5zkgO4",
-	"BP0PwCOVpfUCscmQvBgpwC2SQcKUkSwWdlOJTwAMpYTNVmNQ8PxPemFuqMDqxemF8LZngucv0q0ff5GW",
-	"N8SDZJvbwopyr47gqtuyZPsVbJW/iUJhMHxr9l69cBcmKcAu370Rpt6Bn2cBM3Ph6H72H76rZP8HqGR/",
-	"mKaeTAOBjRSotNvsTSx4fmM17L3LYWOdxiNzIXkV0Ukib7x1oTzdUhQCi6RbWEks5/w0k6d99ta2xwtX",
-	"fN4rqqhbHvvF5esnkagfylhuumMOaCatk84NBJPdLem+ngiixDTP3CtZAhhQLf2BMa/7m6zYf/0n3eD/",
-	"9Z+sOxwM2H//X/+3vZ177AEbDgYRG/WSA5Z85I468S+HR7GE294nYjS5BxZtqZs+cIoO/NxzOTrNBOg1",
-	"shTBy0D1ZLUIu6P67M+odwAy0XSyDJQPXINlkVWVkN4axLLMTmU2zSZcVpYiECkGuslokEQsGfb34T+j",
-	"/n5iNBtsHYB60BjRLibD0X5/MGjntLeX4jalAPVVVvMpDobr0tlhg3bqtO9/oLpwsD2byXVte/oWqds/",
-	"XMclWLawzdvi6deoSjfajm5+FwvxBGaq/sAcMfgEnnC6PboAznhWsOfFqSLzOCXXwI87GKT+DaP3GM3N",
-	"Jhj3J4Yxc9jAlI7izkdunyWswcgE0b0yR66+0+7+YHRBr01yXK3bz0SeaU027LTX4aHX370n/SdPwu66",
-	"3rrOmsdsV4k5VE2n+sgTBX+oT23W3ATPb6HetD0LdxV5NmoigbwNVZI/NW/8jerIpYvxNF/eNFfXuwee",
-	"nnF5KkrLRcXmvCxFSlFLi30212QC6snyLJucGZM1V/LU9x4AIY1RZEhfWGPRHriyONamnFCHLA01KCZg",
-	"0XqqSahHsddYiZrn7JWnrvTZYcVywcsKzGpksDkRZZaKEkaCCSouFgnpDXix9dmPWuMaYE4agu3z7FyA",
-	"hY0GMjgn4s7AUFoTYxZOYNyxbGjQLyp5Q3Z5ydEBY7dFb8wSIzPGbJDYekXcqhl93VPPXUK1jlUlEmA4",
-	"4hPK1MhTMJzLPntmtAzQHAA3aYstcUmVOWKpFRZDYQxcr3zJV6j+/EMUinVRQTOcz55/plJsl5p0+hDO",
-	"qtaHKsVGPa00UkytUorlvDAFvhi6LPWql4uZ/61Z7EHcSUJPinVtNFwptdJAdm9ApQJYRpu3gXuMnEEA",
-	"rgDFtBD6eC0qqgkdS3cIKMki1PQvUL5+nlPo9+vVEzIKG+l0ZoXgDu3A5/oy1/dYZzza2/raeBYO8VYL",
-	"Al0RlN/mh3it0Btlt0Zm9H7Bc9qSa8UVFtsSF7osapJJT7AVTrs3V3OIxOWRQgHeQqeQpZRBbnT2zZFx",
-	"2mPg0RwjSsmPgaMY3YWSBQJSs67VfbWo3kzfmZ5vXNc37tHPUQflaNqs1erOe+2Y32ro78toxHtX04gf",
-	"DVo04puMCuEEp3bu72o73ZAeaRw6NV0SzzooMzUxc4FWeSk9Mng53nlbBZk83xBcqnVfVzeB5pOelrsQ",
-	"5yi4LPlEfztmRFcGQQMQbXDTU/EwhCaegbPrqF6UPXGB1uSiOEosIZBiPWGRyS0NXWL61+QRY0GFR++1",
-	"YfAllomtwAs6SNyh/GRzIcYd45SCK23KKWrlKZ1MS90+IgVNOxwAojkkugb5zQMHDoRnafrLip+GDw71",
-	"g0RIkxhy3TC/lHW1Wgv/CmNEiOmz1TYbJcT8WjBh7cyDOswQ1bag7hViEvvOL1j5MTNu2Lxkd4CxIjXL",
-	"qkqkvQPS6HSDVmULg356FvkpMl5CaaudUmgly2iLh4x2I0bG0PvuvITdiyJnuLmtZ7CHoc1YLqEaRwVd",
-	"Rc3R19lhNlOh/wvyXP/jN2lgmeDebHodD2JpSukYH5XXU+Rh5UwquYO+16aV4JOm4PuGUSypC2wQ0asH",
-	"fWeEhEwrgz5rdeTG8iqe3Bs2TDwPacNEyUQZGCmxbHpt11optkor2AGR5y6+V5ItYqluAoulxRyRYgk7",
-	"+16JwdBWs+GGYpjXsRgoMvar1RK1LtLxTYdB5OsxeCuRFtOJrM6DKg9qLaC0GCtjgLVIjcQmXJEPqrFw",
-	"29HOcL8TebAcD4gLlVPILf0GvGZaG8kKrZ9ZodgZPxnC/YmpSOh/hs8fDyPD0dUZ71/K8MFFulWb54Sn",
-	"pv0twry2K4CXfV81qokfMjsjYbUg/8YIJdyF5oJtccwkmVVUukgy/+5hXfeOsnctm4E2zettfaJPa8+D",
-	"xx3RChf+9rVYvkg7V88Jf+afkHAt0CEYiHNzaEAkmQ/9Q3bRakCb/WHf+83YaRW1UFf9rV/JkKtF4tdN",
-	"EeSG2AminUuKlLsifUgK3h5bztmgb9oe052+69vojTd9CyXyg7vkzua6ns1FJ70BI7iuOeXaRRPqZhzx",
-	"CBRoOuEvsHc2BfW90vR9dv/+oVaDRJFNyF+OVUW0Dhj6uWOJHbx/H0quh3ZNyVfg0tZqYhQYaKE9ETlb",
-	"JwotKFCIrdHidQKqEyDGDoiuONgKEy7RumClgHw71A85qmlw6YEiSdrswB/MQGt8PVMgNzRvXLtav9fm",
-	"DjHGL/lK23ymq7wZaDA3bS6mhgkoLdR8jtUatFTTfUS4gLURpeMZDNaF6gyYi3syEfPKSHa5wjei2okB",
-	"AZg+NIDqsQFiRiLWNwHwAyhtwSa54AVV+T1w9hPAIQIDih2S0oAOIIyR0L+1yeOtIxiW+PBM6+4qz9VS",
-	"9zlGmGGvBSgJTFxB5VRQ+a1Poc+eWQ0DRxM5gnLdW38JcYInZ2JiycICVCeqBMkBkNSED1fqVIBTAuss",
-	"VK6YOZ42p0nhUSDDUovnVp8ED/0WF8M8Y7ne5RBsDzOF98r6BvYKQdMGCM10OEMLmYtSr2Fg65PI0cNR",
-	"mJZJIok8PJGTSHqTwD532XthP/SWIdc6rwya3PK6RQ3qNKWnI8tjWYgp1m+lk6gfAUgXoVSD+QlIOg/h",
-	"yAX70sgTXEvE3YJrn+lJEoVeJOMCognzFgiW9y1HBJXHMUZqNM8LwdMVVuAtQS6Bwxgzg/+uFlo7ZIVa",
-	"Yiqq4baUKpYU81yLkSWn9zVhst9APMqForSY6ow7v/AM4n+WrCw7lSJFgjc+qWrG3OhShtoXCE79s9pb",
-	"g6vhkwwMOM/kuUjf4Q6vzU3buZ36oTdeUXzdnBAjAi6cIydzx0406eO4tbzRq6KvmYaEzKo1Auh6M/zN",
-	"46W3CTNieTH970BzLD2t7ZLRR74etoEht8Bp3uVbqqx0f13zVHgRyC3A9Heo8W8fNU5hNWdp3TJe3Ijr",
-	"B7/rs/B5I2CcghBtdKYYSmCtNRdtVT+AkIvUUnbHslRFRchywlhJVygSqCN+W2STcyx81U30sUjYd7Va",
-	"cqR2xzKBA6QfgH/pfwxhrw4i+D9TdRFDE7bzPV+H1+Mox+xJTT1ezbViPxwEH8cSj6f+alT7xYRX4lQV",
-	"AM7e3QdajdLwapSsayMr1k7tHbC9AYHW6HV7Q++S1n+PQuxezbiI2N4uMz3yvocam/TAnqMfNi/Zdx+5",
-	"4ew9ZHO+MgUnZ/qTR6bsMBg2xHNlqh7uPWb8FK+zvdpMnBZqMQeaFiBfLz7CppicqWwC3DMGw4YJdzW4",
-	"1XNbobNeQRMz/nhKqV12NVs1TvPln8TFEPRgKwRg9CeERJ/z6sx5/OEO2YRCF3Ix64x/fRINB9HoSbS7",
-	"H+0Nor1htDeK9najvb1obz/aexjtPYr2Hkd7Tz58C9D0K7mayY36FC7VGqo9mFVCOimBV6H4hKkBm69l",
-	"PesBWwZBVEj3fGQ0W8i0p72CbIhGYv36RJ/g0RN9IPcG+njtjfSZ2dvTp2Dvod7je4/Z3pMP13JD49vC",
-	"GXjakCa3i45/8SzujIfDKO68Pnz1HIE8wJ1GOHT8fs///v1C7wlREOD7xjzExityB9reoAiY49EC2v6L",
-	"vW71zrYHydcI6LNMXB243ejAA3Mr3FJut7lzEvOvZrYZlf4ETaCZ/EzOMhQj+mYHxWhMaeClOfwRaROQ",
-	"zR1LAxeu52o3oQ6Rn5qN/iXIsG6kV0fkwqFxYDy+iQv2MuNQrTMz4Py6BsOmilgSFshlZpvHL52dbX7Y",
-	"yNCOJaZos8tmaF+UdR3LL5p2TQP8GqnX9Oq79OtrpV/TLF7sUjBb+fFdGvadQX3dNGy36+xFapxyN2Ze",
-	"h3folVOyt7gsG6nZSJMBWaSQmh05oUreBVePZUNeCesGLwXWUQziAaCQ0pV62yR+UzNh8rdusC4I2vCu",
-	"rdfYgX+PulT0CzLBN98g7XnKN38bfJFk4trc/OsmFA+3Syh+TOkTbsfrD79wUnF7BsV+WwbFZVNzaVx3",
-	"6blf74aqi5ptUnQvvqoub/G1dsTdWBfZe/fvP/9UCVlmSvbv32cm68IIHFsda01yhMEMWQuGSH/RvKnb",
-	"MNsgDxr3W2iWoQ+5PFPLsp7VEPpEa4Xb9BUDPH7S1Xjj0pR5YzNgEQte5H3bNUTclm7NRIGyCgoJYmUD",
-	"bfdYXm19l9byN3jdRRv0cV//wFzEsXQID3Aee0kRdcgHrxoGJBa0DNMs6igWDEx6AAdDsmWnPoQLGaRD",
-	"1J7vEYV1VGs4h1o+hp2GTTkZBw09ihutKGRSa/NwUCJ2qjCjg0BFVY+qvh6LT/OsELB/hWTkoGhJKFmP",
-	"vHd+gizts/9AMMaYzVS6yAXbi5jAhGar8my0er8BnH47gr7OVF3L/0XFszPuvHj9lx168HGnHSH/aLg9",
-	"2CKYltsGXByBoz7UuajXdbRFIGIuCbigJjfDLfZYN4zt/OEQ7jcLSvaP2R0w+daAyZtUk6gjjI5g9BTz",
-	"9+WUFR/AbIT2RmMa44ZbayNa5j8wBTcC/jN7TcayxdEa6a0mysrUezhZAXSTKjxkac/V3TP8aAENiJqi",
-	"klItVQgjaUPeHmAFYYsElbwABJ9yxAE4UF6FuEpSD4KsxnuW9hTxtmGpgzCd84Gp+9B0dGenUh8to5UA",
-	"mxngfanVoDaIFLYCBN2iWPz6I8+zFCg8RDGjRhq/hOsUGFztqmaldTOcrECBUkvJmvmkVgOBctIKIL1Z",
-	"GWoiBvQXbBFvR/Qb+8XbI1q9mGa5vljHmCBJ4n+mrXuMcoK7/AJmU6AhmagibYfPE+1Dr82tERkPPoi4",
-	"Pnvm1ynmNrM4GJ7uNqDnsX7IJi3jSk6RPy+yyTndC9v5ROAX2/OZ3rAL5YSnL9I6RJDVr3LJTFz+8gUe",
-	"AhpuMhT05veavPqN3eIBek37zuzDrkteXxc76v1RPEONHd6GSbx5BxH6glB7xYphRn8dDPZGlpQ9LHy2",
-	"i8zvNUcOqXVxZ7wfEO2/QOvRY4vHpx4OQ/r4F1QWL/QJUQ3EY1v+EP5qq4F4PVZ9IhYBxJJ+Ksh8pcaN",
-	"Fekx2jnpHxLWP4KfaP1AL/lxSG6nVYuayws5Gv6k7a9tddM3QGrxzpgBN6dvemDeO9/Xxb6vFrdX7TDX",
-	"b+EmCPKm3F/O8yU+XqhVej6v+/dZ18v+dDA+TICBxthUiNTUPiNPgpd/oRUQRJV3yfbfHxhNdSGzj6Io",
-	"eQ6Xe68Z6rHcdEtRCMyKAt9HZCp+TxZFqYokYipPrYYauRJh9O5jJRErORcFm/A877PDWGKdRXYuxBxV",
-	"RtOc7h9Q6hdiniMKAoDM4NAi940UnypoCqgxIIMKhiqs1gKTUy0N/gKTrGYZtANYgDO1hM90c8siq0RZ",
-	"M5ljCTOeC/6RvGyByxTegG6fMw6UDVq3zSTDecJphAr4sUxSNSkfpGKSgZ3Sn0E06xfDbmEGDs4tIVIs",
-	"Alcycp45dARMcCzh1U5ZxbGeAZa1rPS5Qba/bi0Rh8xUnpc4iclSnJwpdb5D2U+gKNNnWpvT2yMTZQ+B",
-	"KVAqrGuq0l1QTQx/AnVyJaBu4TnSV1OBvj3M8cNkCNq68CVidwnHqXsl8umY8qOoWys92RM1E2Ri6Of1",
-	"AyfqE/YmgoSkE3uyWJqVemYMMpjROGO5VMW5KExpQd1l6n2CJyZh3aEvLABuOzI5Fnu+YN7HPIsoliOE",
-	"2eon96BjEXs4MO8MOmamN0GPXMK6dDdGBlsbxXJ+BltWYEtgwpV6x0bQjYgI3eDeBD+jy/1w/6JvYgl9",
-	"PDa5IBF1jzg/0MSITFdN5/AkWw8rS5DGKIllNyGfZsQSqhUB5e60LaD/VQoJPDozUZb8VLDfFmIBqV10",
-	"Wr3vYjkVWodMsQG9zgnAs/UvbAM2GZTssfevjt7SXomA3BI3yPGUZ7kIXg2OVLaYY+5rQtItGRvMNg6E",
-	"ubxHw4gYmSeI1RKkkwFSoTcafb6/Kj2HUiw/kGvWbCF4Ic0ZiDyX90xyBGSPKgX5aDFyjr8ood4I2LAL",
-	"KFtZy08l+GMPoMxGJkHtILPZSQggUF6UJSsWuUAzkqezTIJPni4R6I8+PmeCp34P/bOJ6acoLzNAkumj",
-	"QaGJlILxaISymUCaGfMZzMwbKUB+A766tFfGfjQYDIIpcWjsOS9xcVBcjsF+10sERjErz7M5FTXJc9yl",
-	"eIHQyaZGT8ABYUWuaXRG3KgzVYiEwS3Pytpdw04VXB4WyAfkVfiLrGRQVgmdCuDLoQtOv37CF6dnFVvM",
-	"++yQuq9/oeb8t4U4MHDimr1OeUZkP+PmhenX7xKtJDxvwQHkSnBiMoMJDNhsBpoKkOHgEprnq4iZ1AbY",
-	"q3BhIyPRkHVNcoMZXCHIsEenScOkhxdsQ8Z+VLv3kcNefMzUgvp1YCIu+urH4qh0LaI/DO/CNVUqseWg",
-	"HuSMf3op5Gl1RkUgL6xTSWdqDhl6ej/ZuprA72R37mDQW9eNUA9qL0+JFSlNfcr9C+tTNvr5pk2gCE+g",
-	"QNEigMa3iBDISakVAR1GozUDwiY3zuucV9rM6ow7//9fBztPPvxbN8L/9u7/j23Kg5rhlCKQgi19r/Ua",
-	"pXi0MNm/bf3HFtf1f1TvP9/5xzEMAP/RPoIb8Q09xQ1bC/eQxLAn3xRugBvt4jRREpcYJKK2FPE6ON3S",
-	"mRPX8xDB7qvxlS6N+L29jITfY3q1XyPvCfkPmgULwwKB2zszQJHFRx9BLXl9EIgUHzU4KhYPOhwVqiPd",
-	"ybk/cP/Bk7hP0ZeBCgnWASRvy6/knYB6gid8ch53Pnx2NP9PsGTeugEOb26Ao3CAWu9sjG5v69H5Lqdf",
-	"h9Hogz4/MW1V+OXf/tdfP738+59XL//+HKdR37OmeOHnqzr5bsQdc8jmlNFOotaCQsxBVexUGUXhX6eK",
-	"INyUb/XxrZUPDBH+hvDe8FXAnIU+BM8LY+XGDYX5wk4+AFXpAZorlwAizTKJ1EV99gx+W3rIFG18jxFs",
-	"c/js2XHCJipfzCR694l6I8YgjfFn5FkJVW5sSG6JnBmwfCLtMakKUukzySa8SMs+I8IBtCdIETeZUGdZ",
-	"mgpJOixE7qaZDAE0/JRnkp3o6wtJcEC+9FmYPtGm3sHvcdxfn15j6yP9Ir1VqAaFv7bOemhPXjg06KZ2",
-	"c0Br3BemMGALuzfCvH676Qd36IhrZB3gAYSMqjQFvyTPafd0waoHdI6Ro6WoKn3Sb06SuhQEFKKXRnMG",
-	"QnSaSfTcNgYDWea++y2WXetYGfaYSctj3dGgN2aJVmwS1s2FVuChTsdpRvS3yXHiLLaHuwdW9sbSyWgQ",
-	"2r/rVj4nEVvI7LeFAPMP30k5aE9C4ETEkiqrcqHbRwdILAEBajyrJkG4m1TiU5VoS552QMQSNM0TQi4k",
-	"LPnrX//6151Xr3aePQOiuBOlcsEl0DxR+P6ebRG8PaIKYIe4IviALeHKKM2T28w/N8MWvwnu1DOuLcKZ",
-	"gBvB8F8FN4NBGmbpAZuqIpbcc8RipOGMmxtNz1UPbdNPWVlZF8VacmD49htAHZKdq20QshxLcWqgSHq5",
-	"O+POe/cJWoR6fTtby80f3FBv93pa4PeiWUrCWy/u7whewZq23jdPvPuGfj8MKMGcnhGbSYs7V72IdkHO",
-	"TFVxAmrNhXcsypY3Ml99dYyg2+h3V+DNAwTx3vh6d6AHGkSRu21sV9+AYBfVul02rzsbuh32bIUbvOyi",
-	"WAI9CTnl0Yjg4Q1Gxgfef/Sgth8O6L4wF6m+h4k5FD+6VxpqlELlAiME2krQV5BjzIl0m9Q/iLPymVgr",
-	"0bfxCFs3pk8Em5X0jsDVN9zaOUn0KMNoNGijPrkR190ruitCbZ6mxkIf68t9BYCXdckYiPaFnCQw7mt5",
-	"9dqT5mAIXwAQtVv3tFnflb1ZohgvZKQZ8T81iCd9Ld807wiu4T+jL+cHe143+XLatvPtCduwTyRwL+KZ",
-	"3mR1GA5qiGij+m6OkPPkBEli8HEs1xLTvqgIkABGwGouWFnx1dhyOzpXjTmcCwksJKBPa9m5rfvlW2E3",
-	"dYrwK16ci4oZDflyGvAXIC/9Yzhcvi3CxTvt9BoOmnfCmsRwRnCPfSPemsA3sLX4fC+cJ0OPpk17baQ4",
-	"+N6aWJK7BhTYgNq/ARZvydINkj6xH0ksZ3xORYtAhpasawtHgQO+h2wchJ/xBPy9ktJx0SkzZjyWGNB1",
-	"TpmxrZRk3DPj0D/DrHtmDMARfZAgStU7iGWChW0TUs5plrDKh+e/wadSNyjdiP2tl7aDxbEoxQOvGsDP",
-	"2bEZIQbjqgFEbB6ogzLRbFBKCJoEznoYMx/RtO3VhG6mb+SCwmRRz5HjqPPEbJ6rldB/7GmpTBeXPrgV",
-	"zy4TLfzBDftrpIO2Lz6UFvO2+oWmBs5M307L2NOEMjzaul3Kqr274u6uuM57QRDltougibGvIexv95bL",
-	"K1HcWGQXHZvYKNxaB4wj3YP1k2LdbRlLzAXEZ5GQ0JfDFj0omZLbyVTd0DcSbt375wu3wpJeT/2HJvbu",
-	"Aq7/GgHXUBh8ce0d5NqNBFvDgaipn/IQsdFAb6HRXm8MsPppJjPEr2cQp1UnfxcTm/ZufMamMSeC2tON",
-	"kDmOobINJw3RyTZK+rufu8gejyJmU/RY3PmYzePO56QX+ZWOIOgKMhk+JFBLO4eMc6hak+KANQU3gsIJ",
-	"PVeCdwjqZlBas/W0ZrLMUmeU1EKk66X6NxDjdCur/3IVQ0efndo8Gljv+s/zUuQ5BiEu4+Nxo71tDRnf",
-	"VZfzbsG9ELWlB6dde7K6UEl20zU2vyLDwTjiy8V8rgrKUKEXATvN1fXlP2jkU8/OXejzlkOfX+E2CqKe",
-	"cB1dNuzp93nNDWE4NTxx3AMyk3p0dNiLvJgoeN5BRndHe4awLYhysjDIGcu2KCfrcjOlyIFSsqUhM5vw",
-	"PPeIsLlcLfmqZ+OieAdtHxjVL7lUZLRl8toDpFpsXz5CGo32vm6QNBjfFwuQ6mHfSowUbqPbD5LuBWj9",
-	"gR8l9e9sYlgwlxjC8Z2m9Xj0+WZDpMFi/nNGSu0B3hQqrW/q2wyTBh0yIvrGAqWIryQ2q8AwsM5knq5M",
-	"YmZbDBU+X0ux6Wn0yiTl9uus/utF6Tfgdw5V6lp5/lDDvpxP5QdvhF8pVvpteUvuXMn/bFXpvrZ3RXI5",
-	"EQ9oV5eX0Wmxxqb5ZT17vSvatExIVedEI4yMsraQQG8MlhOVllkUhZZNoEsuz5CdLwObE+upRKaoHZCr",
-	"OIBen70K+8ULotlAzXhSzHaIaQMGsGM6PCkEUcy2CFqYpUMzSV+nFFhT3zpaqtoq3G4FLEzpDABp33N5",
-	"zp7//A5THmnR4BvzIS5XbCS1bWbUaObn98+azZgPw2ZuVGULp/CfUWeDI0Hb90LNrbGjjCCiY3Bzcqi1",
-	"W1YmXYktXZqKit0EeXwzJYFPEhNnTInF7qinla3KrH4sjRhI6B+mur0p3+RbU/jEmKp71GVo0tPam0+x",
-	"zWfQNHEIuZk+4aWwki4CWu5j82diHg/7d6+0PxhbeopwybCAFBbX8l+gxadHC276CP6DRVlRWd2sOnDa",
-	"KUlco201SN79epax9AnUH/YillDBTkPvaZbGWwcoitXde0QUX2El0Dq3veMG31SvCy4bp38DPaolFY0l",
-	"VaFu+41JAgmrQyMLOhbIh9f3DvxK85uI1mMZy1/g1qnUcW1fGW0SNlewfj1aUuQrwom+f78quCynoojl",
-	"iaiWAt9RO6v37wPUxUwuBF6D/QwcO3YdYA+EPYuQD9fR8pvXlqxr+fYRW//T2xfMMLrDttMXPECAgoMX",
-	"1UoUeIsBpETBFimEKZ4/XZRAvAbxiEod145G27mqeHEq/ANimUsyecry7Fzglnft9Nr45HlR8JU56lIs",
-	"XRXxeyxLyzGyqamCiLzMBFG6F8w8qDeGxE5PdZOSft9R0of8VEmkVUK1hOYFn5xtUEi+gWiK2zugGXS8",
-	"9QRyzW2J7L0tgx4gQ1l/CVvRm5NbNRbN/mm69QIpLK3NaDek8fj5u/BCh5//8NjK4qj2uuGI5P7P75+Z",
-	"lMy6/C+1pnYt69MPsIR+P7N/b5Hq9tFgMESmUnPoGnUCzOe32olR9Ggw2L1RFbQpZ+4s7hsIIbXoukix",
-	"j2fHcQKGonz9DXub2nDYY6tWbsHJH47musz8RJ9/48z8sTSl7G+bmd/o3m1a8EY12+nmsTRPHLC6JUGX",
-	"esRG5sI/CNSsyP5llBzzMiSYa3ldnx1ZRcvsvtBWaO5FrS4ZnnlWKQX8pyt2xj8KJlVNiy0VxgK5t9gT",
-	"tchTNs3wsph55QB85fOuHMCacgCHbpr0AYF5pwJRNv0x3JqsG4wQ7iQ3aIwzxJ240+uzV+YyCGoN1Joz",
-	"qJz1tQZIiNyVGnBVg5DU+KO4RskBR9huYFy2QJiRd8O7sgPb+zFrm93f41/AofloDafcYN+rMLBrCgz4",
-	"l4f+fPSo/xBrTbo7grJ27UfQLF4aNkeXCP+DIgXgBbWGPrhCnTkVd8Z7Q+8jzPzluSjJP2ruH4qNG1Zv",
-	"cqJalu+1HlZb7+AtL6qM5753hzUrMnzJggh+rYLIW7dWssPByFu34Wgw6O+3LJz74kusHFVqCNauuWy7",
-	"tWV7xbURuW7djIP9K9SpoOHYZVFS7Kjp9NusJGHtqrtKEhfGCIwkbjGcXgVGxrZFJYyVdMWSEu2d0sZs",
-	"Xp39Y61ZdEi1rnkJ9IMElmbzQgEbOMT/Svbj0dFbqKdgYbGVWlBiZsorru2GPnut6G7VGoQQqUj7DTXL",
-	"9OfaOgzPs491uFjeSnp7Uzf570H5G3Uedz7fpGPDTHlWMhhb//Ib80eYXNyNYrIoMq0a/frB35svtaDB",
-	"cdmo+aqsxOzmrHOvFw9mPMsflALhIu3BqT8vBOS6WjL+KaSDUTGH6qxQi9MzW8aBtUef0DKaZDOesywF",
-	"+5kHz0eMimAUmTzt9ZmFTKIe2Hie6U6X9vVZFcVyecYrUxgkKyBgP/aLCAAH/KJC4gbXOBW7A8vS0upP",
-	"uATydv0a+xbDiH/Psi+D7eR3C016cwqBNC1iJ0KfXQxVGVsOrE1knK2ZdzbnDEBX3US333ezOQ5f+BpJ",
-	"5hGNBfWIbb0ML9Dn69RBajF75TXmQQyQbyiWNBtqNkP738Mc8CyvQw6Qlu/w7QtD3W+FC04MpFKDV2YG",
-	"Jvr9++8XmIwCHEcqXd2/D334npfi4Z7u/c9HP+w8ZpX4VI2pvgOXKS9SxvP5GT8x7HlznqaZPI2waIkt",
-	"lPLzu5c7JZ8K97T+OpPzhVf1Hn96wPJMCnZSCH5eUloIzgF1RvcBOpedSgUxxEO5QrNF5GWYsm2WrcTh",
-	"IYU3FnPD1pIedbUED1IqtCxM8R2+lYfDB+p0WfFM6kPy+ueXbHLGCz6pRIHhRvp9LOmFaMZhRAt+FwxO",
-	"Ue4MfFmo3LVWsq5UDD2ssczk31F57MHloo2xE4F+BHytXjHd0x+PXr2M9JGs9DFeFllVCYmboX76YslL",
-	"lswWeZXpu/YBz8GeqqCgCCwlZ/OcZ3IH5kI/w1JRZB9FavMv4X2sqw3Z04LPz8oolt74IkShZ5WYwb+1",
-	"QgsRtbJn4wnQgm6c4oQwz96gwIdyIthirk/ocBANBvD/Zmf6M4bISdBw7PPsVfZ9j/b4YZoWoixF2b9/",
-	"HwOo+EHCusZzCDHmCbmKTuBfhWhQ/SMTgZrqY0lNRljSJMnVhOf/nqoZz2S/ylOkIXiWlfOcr9hrPhMs",
-	"XgwGu5P6g/CpSCJ2+P7pixeY3AWBnTmfiPLAcm4OBwNWiEk2z0wFCiwHhXNNu0yfBe5tNQb8knLNZjNa",
-	"LA3GxyZOVTELq2R4KWBU3IV1zWKa6k4W1oAN9vo0l16/qXZNsDVPYFfO54IXelz2ANDyvczkOS5dGP4N",
-	"yqAHLj7cct4byNcbOr1smSBTOd1QxEGpkVpRdaLewFoitEYhrsDwQWdVyUIvMjpCARjxCQ5G4JFF0SuM",
-	"dzSWzfA/65I3kDynzSLtvN5hYh4twyH3Dshv2hi39eCT/wmUXepJMJpYvrGYjmBz+ETefoUub4Zgw7ha",
-	"ttSNWIaT3AuWLithObGKSb03SBkbDidCjpBYih24qLPSq3niSDtoQ95j9iizblKphGIQWhqYf+o93KMN",
-	"hBmc1HTTcIGqc+RiBZiQmho1APeF31MTVrCQHN/jzeoO76wyxIPBplvoayY4DBHoOQ38yb2ysUeAS8VN",
-	"E58pcgHaOaEj+EYy0vfv36+vDhZ80nJKyYkwmzvRl1HCpirXul7XJPqNaAViCS+F8nl2r8JCl1GgGRrZ",
-	"BGeTpCnShJWggmLpqnLG8/xYD/NYTY/1BUI6L676aH/fvzBMtRx9y8GN39MHSIplLJNXOLCdF88Aeg8i",
-	"e1LM+v/9v//Pv2NpNf3OeyVDCW6lt5kFfbdiExDDsGcLS3F5Vdi0qSRw/3K/1JzlrBztRVS/hUqB9fRs",
-	"090OZeQgEgauInyuTwli83yFCwNlnxNauSTCEjZJ3IEjSwgejEoQciWyycC2ZCJoklkFnA7Yc9KMQDOw",
-	"52mer2ivmOcASQc0yKeFVo4ZlYszlMmoxaIZERYqK5ky5QWxdJ2LXXkly1j3/dHhu6Ojl+/1OdP/4bDD",
-	"p9npAlANfKGPbwXUvalDuNkahcjam6vTTOtXCDLmVaUnxFo3RO386sWr57BT9NWgn1AFL1ZsyrN8UQgA",
-	"9+mexTLZ+/QpMWWhuOmpUShTtUQpZ+wTDt4FOACZZCM2y+SiEmUPz39VZHrLYLmHYcRGEduL2H//7/9j",
-	"nmNdox1wyc7UwsWbaRylNkimJnX3sVbu8IsI2KTMmTUFJeaimHEJjtrayFiyHwzM2jjOfJQO+WhEvL9a",
-	"qoBalEtVpFQaz5MhhBLDwnO2KAhwtJZ6X7/Xq8Nz0xa5AkTJyjMTBlWL6kR9crgYIVPUhqwOsMwmQhup",
-	"WQ6/WLFiIQ+8B1AcGjdDmomUpQtIsud2Qr2F8boJeyQUHdqW3dSyWxV/kkyFvlhm2tQpIHQIHe/1mQGN",
-	"s4qfC1YtClmOAeGlD5eaej4Bfi5cYbgRSxda3tqzhTeSXTja+GGlTHYipqqADE3vq1JMlDRYOu8skR8s",
-	"pYiV1vFkla9MVdNS2ZKhM92g64rrhxYzsTQlDhsBVzeVXF8UU6rvhmM3I+2aycDTC6ZALPfc+2i/H6Aw",
-	"mMEA7aQi5xOvMPxqf5MuBOn49tV6dUpYAHdlznrGEPTle1NWApaAROuBViDXGPT6ZkygbomVjlpg0wkh",
-	"fHlLmFY38l5QZtDXgPIhrk3NM1ErZQXwVfwCaiRCVr7+YEWXoNb9DpzHgAy9mpfAd1/qsdaRg53hqBN1",
-	"TiaTzrjDi8lZ9lH8O5/MRN8gDaPOCYyn8/bHw52TUfn45e7hTifqwC8yOVX/PsFAhflFxGywg0w4LiUP",
-	"GkUtoBOZuAZFmzrkDOiMO1O5v/N22Yk6zvrsjDt/5zIr6+9D/yfqvLUkDdXU8zeGOTdMkJ2Df3v/p7+U",
-	"J396XL54Pj87meX/eHG0/Dh5tvddpw1x6dRMKPYWjPFo9LfZ3/7Xi+/qo/wPPUr25h8qL2kCW8dNk/j5",
-	"Ei7jV7TZbxWjSQN5itZzAxVgFFTfDC/ZWpv7QowAuK3c/I2bnqSm0+haCAF60Q+qmK0dnO8RqzswtCYK",
-	"vovthnYymYxtuyObYU7UkqqYNV/QheYjbeegV6R3EwN+YZxr2y6p51fZbqh6pJv8gNcaxQlPSSGoQ1Xc",
-	"aXdQFcMWNKWaLhcOwPjTtKAY23IUNVd43BmblrVKK+8RiIpsgtNFziFBQ8+mtmNiqmj5+zAaPv78P65e",
-	"1cLMAN4R4fCNB5bGTo9stWBrvcXX66dKV0dKvVTytI4yBlcnGDubPJzXWSz9kV4mqo9qliuHgp16joYD",
-	"/N+1hmjMAdqR9WFaayGInDRDI9ut0tpQDALXzcuuSxskslP5FK+7ZuGX2i3sAkye5N8EPWoVF/ZuHbd5",
-	"6S5+x7WH+0zwvDlW9DzexAhJPRo7b+NtDupKkLIZz/UlJNJDo78E01EPD/Hwtrj87Y7iGWWN9cMXrZEH",
-	"oo1Gx9y1ZmaWlWUmT4F7t35WLZbastfS0zchheaFtlaqFYs7+FHY/tVHJNU749INB+Tmmp2pPIWgqFFN",
-	"L71Y3MOg29Xy8OfXHEL189EPj9vOH8YmTbDPhiW3VLhgOSqvIQjs1Rq6Rr8X+VOr3W7u/LoY6rUGsqHR",
-	"qw8KTe5wOH9GM9yHX7R03O/21bE0hJgCdWSNourPrtF5rqGsWt3nqpHra813pdRLXpyKNmmkZQrpSOxV",
-	"9v2l5BCEj3TDBTp4hoO9x/uPHg7YyaoS1+4yQutMKKmORC6Eeacfud1qNcZsOPJ/FAVhYF5YHq7rEcBg",
-	"fsMapa0GqwkDktaDrZbyQt6aC7W2G+KzweEQCLRRCd4P07WghDB/hFetEHhK5thWjzNekzGYrIvJ2c0p",
-	"NXaQLYppI2rdNsww+Hx5zdSNyH/VTYypqX0eMsqxv8XVsjqpGRjBTr8qC/WfyQ9+l7h5rarqs3m1gtoS",
-	"De59in1i6Jt8/R7kExynH7YujB6+5wHQMK2HFNuArItJGowwBQRLExHUeiYGXRA3V5UMX6rvNYTwVwex",
-	"dCwbPx4dvWX37+8Pdu/fhyAUHBLOcsVTdsJzLicYi1PF5EyUVcErfZIgYOTjmgHdoqasUBV4RilIb0LK",
-	"sCNtQHl/sJvYQLcJ2bWAnVvCFTRV13bSQjuh8HgHH/0R0c7Q8753Ri5HP/euORdH/h6rRZ9bxKR+rcfb",
-	"bH64cIdRbyHaiaAq4lb82mLztSIK1MgGZ81+vBWwuJ7p7AuixStenl9IZoTsRUw/2waZYnUunMyA09aw",
-	"4AASsxQI5UZTPTIQJ70NMmnyesOMUpJkFkkNaDnvAZ/FskEHdJ5hTBtGAbBTxwi0uw+h1ljyssxOpRCO",
-	"RId1uVwRtDtgWOqxDew6CIqj1grEeOVLvirrD0Io24Hiz4WYl1rTsJmTMOdnYmUaS5EWxvJYwuiGWgdb",
-	"quLcssoAUmzEUiXFgVk6w4/BeAlfIH5ECibVknUJ2aePPaK7s5kwSDf4Nw0fW+n1sf7WcVnxwqSSwwfT",
-	"TGblWYIJ4F5tLvbjj+NXr5IIjpOlxXEzca/E1/xD9wiQVnrSKTEa0Ng+ru1e2TsIe+CvhlTLg1p3spKp",
-	"OVXFAQpoZRAJsfTb6bNDIA7A2yeDknFNXbGbYL7haGd3wIaD8WCQRCwZ7el/9CC53MPjOxSpzcT1KAII",
-	"D9Q0JtYRHSDIPMSqtsRw21tuL8BAlTSDgm5ZeXymqoQNAUoDGMVFcSq05cbL8wMoiJbJVBTHBB2COT4X",
-	"c8zJNN+WB7FMtCSDr+tOyG5VZLOZ1ksRNKakKFlaqPlcf1aIueAVNarkRLRyIkmxhC6tLWCvv/wG2Ija",
-	"yYZogwacQ3pH7QLzkN2Xje/B7MA1wpL4CoiLnvI8Z/xELXD/qCkSzuBV0rF/Gtrb0XDrW/LIzuJt14x4",
-	"1iiMv8WRvLhWhJ3L0EUettytC6zedQOKP2VN5l6a/1ryf3BDhZfNhaOjFp3NSWzrMrjlWFe/ozQvuWbU",
-	"mzb0a4+eeJtcWvv8Z0S3vJkeouS5WpwoMjQda2x2lm2xN9osdouuurmYGBz17+HWeY+numXEKXhHs9IA",
-	"5ihFqthyi+NLPKfriTAteeLkpni2tilkcqW42Y2yV9nr4c7/cfO1T5C0Sk+xZ7OAeNne3+EVMQGLZAte",
-	"KV9KrmeT2qhJsZxXoqzwdMXSMUf5CuF6BimTPGHVO2UyXGH0jgEKMoC05nJIiniDuMjaHR5ZkfXPGDOC",
-	"dRPzT3gAKuRi+qplsaZXo8VQCNew3vemHTUFuKTWwyvAESOa2HvWWkKFR1Wlf3CvZKnW3irIveiqwmhh",
-	"+ste5LJttR6CqzOzOShgB13EurQ10xJzREuxvDzTkhHxbXcKUSwBl9N6jqUjs8qWAoltZkAKLY12m4k1",
-	"TKbx+/fJBfZSLLthQ3KR584XCJuO0nfNBaPNJxTzWMWBDEhMMtRWYaIVd2cEoO4fsYEe0gEjlb6mz6/T",
-	"vrepqPPU3wN+4RzUldtK53gadV0R9W+PqSpmvML6OQC8mmUymy1moDc3SutEa0v9eKca8nt5rvvZ1jED",
-	"2r1WL74sQdW/GKuTd3ZvitFpy9JA+0hmY4lx2iw25AgyLh7i/fF8w3RYa6w/o4D1R7eLzDhW5ARMRMaM",
-	"HA8G7jGUHy3P7drnClEu8uoqnD7e5UVPX5/lx3lB3GcotGK9oXwaIJxYIgEit2NrZNf1CsQ3JOhegYgt",
-	"GJyrfmXRUCeL6gaASjemJ4N0u2Mh2qT9HpmrrFahYK0sadGGL08zFLwV1eNLlo/yK0bNeVkaKJ7NWwUF",
-	"IfG89zXxHkuwJrU13eVlq1JJZriljskKT1E88NhPEnjZa6SzbFSc6jPftT1iKJA83XZMWc+hn7q7tNyw",
-	"HhM8JcOjl7uHjpblARuyQqi5kFAjHLK9c8GLkjTRoOGDWOoJMzceBSszyC0jZ33Lr/osQSlpfZT4J/A8",
-	"iE9issDc2gu0wULoLQCZu1nFuk1fuk32XqMW1n3giRbZut2Z+khTatTBA/ID6wfBf+38484BoVfHxkUK",
-	"gUsP0wG+mdYwCbjyPXOirPgKaBz0BZhELkoTOZczTAUqmBysj+Ttm/dHzA9WJX1rTa1XwCdcsrLK8pyd",
-	"mLEZPdwWHPDxl0RUATBTrYq70hJvg00AedlUrjArtRVG9z2am8siq5wp4tHrY37h0kUSJ3AwzWmMZfKr",
-	"ylNgMv6QsC6o4cdc7yI5yRepSHvblKjXk/IN1F2DYmqguuPm74w7h6eFABIjLSm12iPFp4othTjvRH5l",
-	"ttGlnNJfoALbP4njrr2Q3CvUQcLAK7lzNqPw4PjpNb4rH3dXPs7XiH6ArRzRPRv5NxmEBvE2WOc1vIVS",
-	"cktxcqbU+QO8Jq5aqV//ligcFif2Z8xeJlozsdnauTo9wJo+9AFy1C35yio1kTWnM/tDm8ifVdsIexoY",
-	"9u2ry/vh9pL7xe2m2JI+sKUoCUXjxh/8ghPuglh3YuibFUN4KhhndErCY9tSzZKeu20RpM85kRlsU88y",
-	"kEIBI4ThZLF4D298sUzolahd++UxIqbv5tRQzzZqvWMVgvJYSf2cxdbEcn/g8gb2B4MeJs+IjxAMSOC/",
-	"+DZL12g6sZOlyQFL5CLPE1OdSpSVk49E4ZLQmBLDXj81uGxonR5Si2qiZgKUZCM3kyiWCbJZ4GFK9AsS",
-	"9gD/cUxfQYNkUJg1gQepA4B3JV+b7FKHwZUuFTEhTfhM0NOIBUQbhBhuIgeZqri2y6hKqOzH8rms9Moz",
-	"5LCCXI7dAUv5qiSDQ1tm6WZBb3bPBf70o9p+CH3qo3bHtdsxt+lRf8tPBS1vhFC8YZCOov+3zrU+R1i1",
-	"64uVEsOoQynJ4EvU/7u4Y22vCHd/+8v2B97b9i980/X987lqpHobRiWIT3LW8DnfXlGCKO6Ysx53xk+I",
-	"B994nsnx2Ud1Hl2/eKhj/Yq4Q6cXHrbH1/d5635D4fyBfpPuuPM3pws8FcezMu6Md/fbWPbJtz0En7Uj",
-	"5X94jX4Pa/1GadLS6f3BbtBpkCf7g92Wzg9HGzqPDnfDWf911ZNDuC/MLZOr0w1+4n8yteKXQO6u1hSo",
-	"9bV+vAy+vKqxrqf2lrt0zVqrdhBsdDfu4PWJjrJC5aLs9am4bauSNUafLNFR6Uu3ROYrVBlqrkKEIRBZ",
-	"IeIOEvyrTOgWBRpO4jCkJ/CvMmFdwpAWTM2yqhLpmPE877FKsWRR5FopkEZZmev+40aKYknRdVWkzn+J",
-	"z00FkIc5L+FERAyB2EZ7em/oq2kByliWczHJpiTOWamv9y7p44FCxL5zryJ8kv1aKxBlxWdz0GvMp/rV",
-	"vFoUQv82+TiMXJqMI9gGNebV4dOd9z8ejvYfgts5+d2993P/98ZbPvd/P1Hp6nPicamXYlJA0dJzseoF",
-	"9NC6PSs5Wdz5HeuFfu7/jqvxOe5ELO7Y1vVT7354ynZ3d5/oL1Jecf3Z726mwdMbS6haDJ88QMwF4DMb",
-	"1Ymtj/vzZ4Bso2I2+vTJ5DkNB5TmVALqxF4zB4zXKb4N+x5xFkIodjM34l4sz9SiKBlHvmlw6P6//89o",
-	"wP4n+7veekUvog2b5QIE5UeqWGZeBoKU6xcqKcpYLnkGeBo993pz+qeo12e/wB1v2jnjpeFt08dxtMew",
-	"O0gd6Esej72knsACVajxq2P8JOkdMCH5SQ4uiYrxU66XpFvTlvF+JGrvBKsEj5kWVUkPIh0zUZqXGb3d",
-	"kX3GEhyZpesOPIDYcDi2HpNhoMCC414fZPCHnFXVvBw/eICIFf0X/GEgWoaM3zBEHoB35kyvngGHniDS",
-	"qRClyj8CozNn8yL7CCyquVLzEz45R7bxHWCQsrnqkBgnldyZL07ybGKJGxYyFyWy4RNPvr4m81wtSwzh",
-	"/PL8+x/fvPnp+PDlyze/PH92/Pr50S9v3v30PqH9wiV78fbjw5Ala8ILrfADGunF24979tvujCNQHjSX",
-	"KjvJtfFRcFnqnZVG7PXh0cO9iD2s1F7EjvT2VxF78f7w6PAthMP+vkhPRRpLLA0QNk50+d3k1/F4OHrU",
-	"H/QH/eGHBPcwVEAGalr7VUJM0JZed1IteJ6vWJrxHPgnSzY5E5NzZPZFjkhzb+LoC4Fg5dJCp6YKk9JZ",
-	"l7PdT58wk4f0XqxkDiIKd8TyrBST4zaBONrTq/twjxVcpmqGqfoH5pqIPPbYWM4gc1FJgQIPX+Ch4FDS",
-	"wK14JgphrTsqR04hnbWnhhY6k1DsD8iH1ZRhSSISvXqjJp5rbucnsUoOgMDTkSMLOSlW88o/1jiCeyVL",
-	"nr57dfz++dN3z4+Of3r+VyIuph9S/6dAr9p4DauUMnvRXNvmSMFmPBcuEcuoto4GGPTcpJ6lkRgF3OZr",
-	"+Oda3wc4y+YJ/EsL9lpl6lg+HLja1DSzZnh2oSTwghIBskh7G8zpb6JINagvWifMTG8ovv+hroe/X8mJ",
-	"yTZ7/u6tNrxRPeqMfx1Gow9RZ1HknXHHyEZQRwwbYn+iZg8mxayztUnwiz9JtxtgU8UJsHdeaOCgVvpG",
-	"5qvO2pLP73F3nQCZxe0l6yJqSdtwdvvGHRRCr6Y//flJ8fhPP/31t+Jo+fef3z57/OLl27+9UKOX/CV/",
-	"v8TU3iui2eiOaqWTOmSpKKtMouYJUoYeZ1JUS1VczN2yKPIxGw5Aqu+jxL3WrfgtgJvqMsflvsPK3fne",
-	"H7xW72EqQJ5d0UjGFurMCOYwMs5+fvfSiC+nypP69yVtZK+j9n7emHKwySOP6QjB7grt2rrvXd+nSPgM",
-	"jM5jo0MneO+iczwo+dRQ1AktZD7lFaC1tWKUydPjMpMT4XFBkIFVoQoseAoGxIkQktFP+gynhDQvBOsT",
-	"bp0dst8W2eTcBgfUstTWpz/iMmIJnG0wSzFo8B0bbrp6CRP+lS6OJiL4jQzNjS8ABYa7Y1HkcHFsvLPB",
-	"eUh3fWwu+9joDvqTmO5CxOSSB/MDQGZdSAiqsoY6BBX61PsvprMUd2rbzXO+uh3n8LbBtvOguVBALL3A",
-	"t3ljIr62Hf/F/JNr/JJOyrZ5576s0G06JCtRVlfDYrwHOn7nztMCdzV30cY+hv4gK4YnY3RXueCWNjSy",
-	"9LM2xowvT6bOOi0b1imdF3/y7pWx1PeZVEsKd6KzB620OQcLWRVWkBsD37HxmCITEzUTIKzRcUD1rAoQ",
-	"0vi8NoAbfi3yyJkyEkJCJZrK80bHMlen+Et9GBrGXmRs2nOxulcyr+7L2FmnVC4XKyDEEnxCTKqC5eq0",
-	"RBeRgyWOmReP1Ub76NMnCJdC1ZZeZNG9WqLq9aHwqitJD+apfhAJgVh3ebbSc4rurgPCsOoHvFiKs/kD",
-	"72opZAU4UfKVQbIfmNBZnruImU3psffUhmvrSJTVHc7Gx9ngajcRkXYf2z08Ajvj9gwyL5ZobrJLBxSh",
-	"jHkgKeIOwAd2pyP+ZGIMt68ckDvyJIfB8OvN7STWnUFzAwaNPuzvEL3cRvcWzjnS6HzBC7XWu5qn8WoX",
-	"64WpIg3kYyy7XnKHUTN8KiZbW8fLtrWM7QWTSkLeB4ToYmkjfpEX2qMsYPvmWmJAGOFM+taiiuWU56XA",
-	"69hGgaBejJ5wG62ozsTM3cmYCI6ahR7GSjicEvii9W3vBSnQTWottvo0HVCFRQi6YEKIjCUknSCk3zix",
-	"4cadGIgpfHjAEiDME8fmIeg3Oqmhwhy4qmPpgEGM58BYZlUb8qWbP/WNvc5D6/tiPyeevxadq8bPveTW",
-	"0R1hGA0v8g335jeQkYB7why1S96jv/jD+CZ9oVe/kgLkvc9Fpw/HF/eh6tY/35ZlaB1/3q6GvOZFnvfu",
-	"bs3bcwPixfJVsbj17oU0jL93TrRALg4X1Vln/OsHLWpQsrehKxEHNXEFBCGoLVJ2smKJls6sWMik4wdk",
-	"xg8ewC/OVFmNHw8eD0Ca0XDb0JsOlotoXazYoF+G5ilelH0HXASnVhNu6TEr6Ouhm4tTnmMUDa4LmdoY",
-	"AVWRRXBrVrD5mZJQkRpobUuK0v62yMqsEmW/TsWQibL1/WGJWjX10/SyWjvwbFszmGZLhl5WeE5J7/eY",
-	"QdL88TPBc/tjdqpUWtoa0yWWOuS53xH4u60hNVnMkEC93g2vb7UX+O2a37e0/UpJoZf1o4AnvF9NM8nl",
-	"RLT85i+Yhhh6nO+VlvYrnF7v05a2niN5MRR991J5AUtR3gs41v1Ggdq42dp7OBg7emcs9MnwEnOnTcou",
-	"v5P2wZZWX2YfhTTlewvDlsrmhToR2HBATIzP+dTEfs+JWbVlrwVzOSGlGKq7zhd5DrAwBoXTZrOsQuCY",
-	"1y6GNNrmBHUwp4c2F47CIZUyEvJEpOzndy/9flvZeFHPeZpmRHpJaryZtpXh0fGnQ1RVJk/bmn1jdLoS",
-	"XSUk9TCOsFJ0rlyJ3wABR9UuQW3GuqyxTDwxTuAh6BsGHUC3T9VEay1G9vdnKUC9JnmmNyiVLUZ9tqzq",
-	"NYZ5DsymAAWQQmDp3VlkuD8NicmKpcqtrwNHhK3d83xDtDR6PNQV1HrN0ru76vOHz/9fAAAA//8=",
+	"7L3tchvJlSj4Khm4dgiQixRIUbIFhuOaLandmtbXSGy35zY0qCQqAaRZyERXFkjBbW3cXxv7+8ZG7Bvc",
+	"F9k3mSfZOB9ZlVUoAAWSUnt2NDFuEUBWVuY5J89Xno9fOmM7X1ijTO46g1866qOcL1KFf58lc23cG5Ou",
+	"4JNbzucyW3UGnTMj7EJlMtfWCDsREsdF4mIlpLH5TGUis6nqRJ0rmS4VPDy2ieoMOif9h52oo7LMZp1B",
+	"x5p0xQ+LuVyJxIp8pl0n6izkVHUGffrD4V+ZvaY/XC7zpesMeJriJZ3Op09R5xuZPJO5qi1YJDJXIp/J",
+	"XCRWOWFsLhYyc81r7Adr/HmpshWMlXOVq0wMOzDVsDMQLs+0mZbzzWU+nol8psTEZnOZF0Nvu58/W5u4",
+	"F4mr7mkK34504oSm90sxtvO5PHAKVpurRKTa5YAfnbgb7LN4QW2z5l6410xNl6nMhPq4yJRzQBHDzr//",
+	"1D948uF33Yj+7d3/zc2h0Pdg+H6hvwBmR7ndut87xu079fNSuby+qYlWaUK7mkidOnElU53ggdu5r4ym",
+	"FBc2WQ14pmHHyDlS7SKDo5uviq+AfObaOW2mt9rMUztfSLN6bfNv7dIk1R29ohdEIlGpAtK0mdDmSjt9",
+	"kSoxtkuTq2whs3zVuL2TYHvhYHHU7x8hyif4zjtY/5vsmZIpoEVnqraL10ojcxvT0JFOhLGZSJRM4e+p",
+	"vlK70RM8HDyrncj8O2+3C5PLcf5mckaMmHdV3ceYBvF7Pe/A78RCZY64erDQrmfrIfDvuQh2YKxRvRa7",
+	"9q8cCGOFW45nDa8E7l+nhpvDAhC5lRyrVAio2El9MEg8vDuqe2bHy7ky+T7r5Ed2r5UHij/c5XpNjQPD",
+	"N6cCBwE1Ha0vyyzTtFxV29e75XisXCC4Oke4ghdAHEamayrJ0qiPCzUG7uJUdqUyMZHLNBfdROXIQ1Hd",
+	"0AbZOI9I7TQSS5OojIUZsU6dNFH0owpFa16HwC9Et3xWnFxMnhxPHj76/e8vHp4k8rF8OFZPjp8kfdVX",
+	"J79/+Lh3KxR4APwPldn/ikAgheC1un5ROy0vjFNZrpKAGmE/Rl0LnXw+snzc7xNlvlnmbybvpJmu6Shm",
+	"Ob9QGbJLKRbWaRDk95xwy3kkcmtFKrMp6hZC545k9k6WKnla2KddoqKXwcsHQs6BhTohTQKvcGK5ELkV",
+	"T2r/d/jkSSR+XkqT61yrDaMOnzx5cityfafGNkvcG/NWTtW5tS9hq1UAZTRkZA3MLuSFvVKIurn8qOfL",
+	"+Q1UueqUoPgwsOZLUI2UkLmYW5cLouebb+8Hc2nstUEdvbor/Ap0b9LjZKaQB/PZG8tcpna6VKfw7Qy4",
+	"vGb63cnYC818IPBP8eTJHyJAXMnk115zu9P2o7qYWXvZLKXOhFteuHGmF4VByOqCHKMwL/SEnTu7pveI",
+	"o+M7kVefos5MyURliJrn53IK/yaqWCyu/lrJS5HLaaGBZGqRrkTXKSVibSb2MHgijsR35+dvQXm5Uga+",
+	"cb1T4RSAPBcXcnwJoI9fTA5eW6MOXoHhEB/CFsmw7gw6Pz4Ydi7/+vrqwL7/l9+//MuL5Oxf/xUtiUID",
+	"HOTZUkUdN56puYQlL2QOjLYz6Pw7PP3T2cH/kAd/7x88GR18+N2w85tO1MlXC5icDBcSFImaL2yuTH7w",
+	"Ti1SuSJ9trr996AgSCdieGUsrmfKhEBgHupym6mEv0MECyWzVIOlzyz/WudkITk5VyIuXj5eHXyvVvFm",
+	"cAYje6dCXjhYEdLPtXYKQFfCQZnlvDP4qQOL7Xxo2vQ7lWerg7NJrrKmzY6tgQNpxbUEdKmJzRRLiY95",
+	"fS+weXupDNBvJCTMidx6Ls0K7TKVCLnMZ0AHYzTOXLQ2J2BuvsjFJLNzVnBTjUBPErCYK7RxtI0I5tog",
+	"N4RRvHGQv1OV0Rn98ceDs3I1qoHU02u5ciL+RslMZXFU4ixTElRwoAM8RqMQRVXqpYdJ4P9x2NEGTdMR",
+	"AmrYicTa838cdpbEJCOhPi5gb8APMnVlL1Ui+MGt5F9H8yfgBMzs8WgjrwV9/0UDicP3lT2A/h51tPGS",
+	"oxOhLczq/QiVhc2LIQ8AAf8xMK8deKG1sS7euD7+rbLGP2xeIw//LOtkN1N1gU9rfiWQacgrFcufQJhJ",
+	"A8rfXK6AWSiZi641qtB5hJLjmcj1XPWqVPWwfxQ97B93mrdcCLytG57Ljy+VmeazzuC430dpUXDNNYfU",
+	"do45Xn2vVk2y4lKt/NbpGN9zYjyzFs207hFwluNHj8Qi0yaXYK2dvX/64oUYz2Qmx0CtEdm+0gkpfvjh",
+	"xbPe0KB6MJeXCr7LgH8Vkug60zlw1IkalLwV1lDltiHf0kYcnwzNzC4z0ADdtcqaeTh6s3TmcuYDcYO8",
+	"GAgUCxGokkODq3GFviKnUpvThnVJkejJRGXA5QqLwIl4CGrbsBMfivdKDc0OYXA4NBUSeXTRV7+Xj44P",
+	"Hh6NTw5Okt+rgyfy0aOD/vhh8nDy+8mRfKI8/ZDULwmoJo06m8jm0SM8Jv7zUZWGxMH/8eF3GyhnAuIe",
+	"pf062ZzPlIhB+4hRdjIKShoSM5smTnRtJuL7ce+UpLDOhct1mgqa7EI5ZtWLdBXhn4RdBO3D/ol4bXPx",
+	"yiZ6olUSIybALJDoCGypgTQDL9RlNoHuCE/cOmDYa/ttZufrgPkWyE8ksqDHhcq0TcBaJbO1oFE/KGYf",
+	"bXzPibk1+azGR477x48Pjo4O+kcbWAk+D7K408gr4efOln2c2/VdvJQ7NmHhR1bIUdwJe21Uds8hJxR/",
+	"t0Zt2MbRo23byO2em/jXpR5fskuwSRI9DVxvpyIuPYAxSOyYpWOMlHph81kv9FtWFZmN4quctHMbaYVb",
+	"2Sbxb7T+7TrBTVf7CaSWW1jj6F7ttX2vxpnKWcaMrQGmC3/KxSJlVfLB3xzspXojlyiZpLruggP+kshc",
+	"XkinRIJe6dwzBxYJQHrFnd09J4qJmjw84R2dU9mVHiuxNPJK6hRkGomiTS+El+m5upVRbSyDJvC9W5Qv",
+	"Y2smerrMGq3k6srZlnSF5V3bAHu/ZhIkmnj67tXo/fOn756fj75//m8gx5UZZ6sF8iCdCYcYc7czRksC",
+	"+k2mJp1B5789KG9fH9Cv7sFzc6VSu1D0zLooqS48rq48joSzIDvG0sCmL5VaCG9W8yZO0ctE5GDZJeJU",
+	"LtCTi6aOQ1+UulKgixRXvWTC/VBSQtyLqpRVEMNEG+1mnvrgdZ7iDjufos5rm3tJ1SwuSURe22WaiAuy",
+	"pkCPvJ5Zp9BWr1nYAg5rcgoA8eKuwfJvgjoPe4BjEOJvgouTpzJLWpzR2yP2zKzI6CX3AhHSDh8EDeoF",
+	"dpziN9T2/9eDvwAdHrwvlnkn+wlh1LCl10A/Asz5ARAkYMiJOHgoJuqh6bz0TBSc5kTEeHRYY2Kvq+jG",
+	"Hw/w+wN6CAjweqayQpOaKkNU7URq7eVhBaN43URe4nfKLdP8K2Y3YnYdVntgeO3hXwXTL7X7iuEdGEYY",
+	"7YtZeOjLYvSZXD2TbnZhv7LjzfupAKk1TsOnvjBSlUzR6fT1oG7DagVK7dEaPvYr4fUte/2+4nYXbgtI",
+	"7Y9f/+gXxrHO1Di32err2d2G3wqU2uM2fOwL45UvF77y5Z24XYNUe/zWH/11cPwVvS3QezPM/hpINeor",
+	"Mjci06h9kGjUl0Xe8/kiX/2l9GZ+ReH6fkoQtUZk+cwXRueVMvlbOf2KzY37KSDUHpn+kS+Ly2+1SpOv",
+	"knLLfkoItcZl8ciXxmWaq+wrMrciswDRHtj0z3xZdH6nZJrPvqJyw34YPK3RSOO/LAq/X+hXq68Y3LAf",
+	"gk5rBOLwL46/cyXnXzG4GYMIn31wCA98WSwC636HIQxf0di4nwJArfHon/iyiHxljVqdUdLFVzVny37W",
+	"ANUasfUnfwUEv7JX6qv/rg2GK5DaD8Xho18Yx6tz6S7d1/vunSiuA6o9hmtPflkEF6mrX7HasB+CTmtU",
+	"4vBfAX9fme8uHO7HdItHviwu39uxlulrlV/b7PIrTrfsZx1SrXG79uiXxTHw+q+o3bKfAkCtMeqf+LKI",
+	"5Cz0ZyrVV+pr6MnW/TTBqjV6Gx7+VTD9FcO7MXwjzP5qGKXEp6843Y5ThtK+WKXHfhW8niv3NaeiFW4D",
+	"SO2L3/LRL4bjc2tfSbPiMoVuz3RFqpFxVi2RsZ67WC2I0VxZAwtv2EneXGHv+EmQ+LejRMdAHPfFQmVi",
+	"rs0yx3Td2gpulbuICb7re6S8X/VxrBTgSOdOZDJXItVzne/cUjm0mGIgHvV9dr3DTTisboJ/0iL+CXIV",
+	"t24b6wLlexDA0CAFiG6OCfJGLFI5Vp7+T/pHWKggLMFC79dE0yoRy0UkliaFt+h8aIJXqCTMlU2ly8Xx",
+	"icAyCqdiE2N5CdsAnkIbGRrOzdROzKRJUiyT4IgaqcZXgbHuhU20csLC+CPxSn/Tg6E6FzJN7bUTMhfW",
+	"jNXh0GBNG64/EwcFbmJGuTsszjyVWRh24gK2YdZv/PEAkU2cIKYKCwHnqxXP2ZYuGQ79RIWwAJg2039X",
+	"yZ5sgmvIVA/ND7tqxjQWkzoKDs2yxQw3P+e+Zmo9S7nd2vhpcUHVdP5pzmu4nqAyLByajcC8KfWJs/rB",
+	"X8CpAx5BrM5ONrBwMVW5EyfHT4Q2Llcy2Sz6+YTWRHxTraRt1L423pO8z4Tek+Ivlm61LiPKNOprqXNm",
+	"l9czS8VJMXtaXKiZNol4dfbX0YvXo29fvvjzd+ekCrkb5vJ7aVlwJuCrmZ0CRiKuR5PKHCuC3Py4/Jeo",
+	"XHBnx3CfhPrNtP+MR7jeYGha7DyCA7w0mZLjGYCrOMVMGvccKtF4LyYyaYamOLDwuF3mVD6A9MoScVht",
+	"Y4mF18K91ShN50z2Q9NA99oI2izVKgrEz0Acxb1DgdpGJo2TYz5CTmQ2Be5xIceX0dA4W5Qugh+vM53n",
+	"igsY+TJFc7kSFwoVcKpvJLoTrNqJtY+iat2loVkrc9e7hSguyQd5xNNUyQzQUKQDNZU6OeNip0VBJ5Um",
+	"cEr8M6ciNss0jUWm5vaKawjRI93iAXGhxhYsDTVf5CtkllsrnMCMxPWoBlet4knU+XgwtQf8rR98+Jr/",
+	"+Amn/BAOO9Dzhc1yLnU46ww6U53PlheHYzt/YOVCH8ARnyrzoHj1p/Bxd6kXBxZhItODhcW6tLS6srQ3",
+	"MuYk0TTqLRVC13C+aRd1wFYqjUvH9TSzRLgZ6Gc6PxXx2bNno1/ASvsUi7maX6jMwRhQ14o3EYyx0N8i",
+	"eOkvHaDUK52vRgSptTp3UccbJI2/TVnYNP8yIoVqDY87cPcp6oCAm9ps1Ti3//EW0+t8w9QA702vzRSo",
+	"6LtToHN1Djy8fGR0sWouMQJY88dm6UDgzCxgDeUuntmZvSau5Pj7rlzoSBCtRmIudRqJw8NDPDBrS1Yf",
+	"qTbyiKRTw6awstWIygw1/DzN7HKx+ZebY2DDgw0DzcSOnF1m4+YVgpW0ef1znSSp2vz75h9s3vwDVYpf",
+	"R2d8FItUTWUqQEHLV5GIj2OxyPSVJAPfWYPlqah86FF0/KFpu743wghA07iATE05n3ntJ68XbPzp5vjK",
+	"5bRFVUYY1UiIufzI765OoI0pXUdUqgxrYTmdK3cqQHYVVeTymZo3T76JdcEXo9aUtszSxlngYO4xC4ze",
+	"SFbLfD4ay/lC6qnZPKBU4ht/n6tEL+cbf95yWODnXG0grOuZHs9GM+vybVPQqFSby92jAIubR30KC2n+",
+	"1MHyZgi4UuaUTJd5dkH+JauOajKsfoZKMmB0VdhylcFU+GGVe4SchmilpIwQ6wWHYB5SZ8JV8RVIuvCM",
+	"Fkc5EKRe2gas1/Pn4nzxOW2CfxN+m7BZo9EKSVXIr0qrAW2VfM1e/E2N806p/vhSVs0q0ESmTtUVlHGp",
+	"OLWoA0UyHCvEkFsnV3PXsg5NyUo6MsskzqVAwLaf6TkMp2rzTbMtZtao9rO9heGbZysZZesZ3xWPbJq2",
+	"dig99AtIFJuovD8A+hbs+2pMRbuhPcjg6Q2R+sIslriGufz4gp47CqqEFsB8fgNEN8z9qGHqt3IF1ip3",
+	"v2iPIsxQczjDDeim5eLW9P96Kdpt9sCu2qtVM6Bm28AvolsYieLkD7uNvs2GQuM7nvKP4WuOn9zoNWww",
+	"7IROYEDsHLumndeVqwR9DtIIP9J3M9BmKtzK5aQQ7XxRVcmvYi3artpXl/Rn+KWCtBtBs6bT71x/Rcff",
+	"ufyazr9zvB+4ptoCz0ITrfCeTJZpWhhtskG7317IeaOVUTtITau8jd1xKuxc57lKBiI+im9ihexEUWmV",
+	"7BxaMUVqzRH4Er0ksKP+TQhsP2tlNxsLDInN1YoFjArXfqOzwVZIpZD8yR+irWZJdU3vqM4vNuqCQTdZ",
+	"RM1M2YnTmtnSanxpxrQavge/CM2cnYMbzZ7d4G+0g9o+VjOMdj1WU8rYzijNGk8KW3SvHxaJzFVb3avG",
+	"YnQS46W2zEWqpMMqvRz7gn7FQyKocKLjnY7Gz6dobFULmzza63rEjab4IjrC5xT2N9n1BsfIf0YF4EsI",
+	"738awXsTXLcSq6dYOFuO+Z7HpjcUtF9Abu5b8L/mrmpmt+RL2I/DntUbkfo7Pp0JsrcjoQ7QRKWOepjN",
+	"IAylMzRc6zy/U7/F2zv1W1RSMdrPWnmsad6gq0M7V61/YKO39gY3PjvuU1qv7W6uNWqtTrz1MsDYsojb",
+	"mgBB0YT4Y6OLffN1SFBfdeOPN792+Gw3Gk3O50pbkApxFI7plu7hcOMBjDa4eNlPXLq633oX23PvdKud",
+	"mS2ch/w+t2Q/vg2kyO1UoZ7HTZXC++i74TptnWifzwW2p8L0mXWRPZSK4OhV8Yn9KFQixtKpA8ClgZFX",
+	"Kl1RQImjrkZ+giBUQ3RPjnunfNWcYxMPbARl1PW6AL+RbY+Okxq5hQ6lh/sbzZ+2nYabu5z/c1LzDim4",
+	"XYn6ehT+8x+Fhuub0XZltd6OZJ8z8ursxcv3zcEthRBhzTXy/cdslnCCyakAOc1wxeY6KqPIN+yE1eZs",
+	"+I7bePyQbJolPx2QqPPxAF/fGTz8FHVeP/9x9OLZhtgcdV1Dzj0ndNKIkubgM27e9Vpdv3gWvvnoU9Q5",
+	"f/7y+dvv3rx+vgt4Xv3/nLBD/rIP7I7rhMaArOwr8tSxhfR8duVt72n5J1KT3qsbcvy7sExas2lc8B0Y",
+	"osFMLfXEpeHkij1AM+e46QZfu81l2vRTbZ00LqKZmhZWlEI5l+7yZlECd2j7UZNGjHiG3zecjNp4l0uK",
+	"IG1rLvrGfjezjhJbQcqFtamSZi87c6NhlxXiYEuYme+FrY1Aq5yX9KF9kFaTHcZROoV9lFDb9gDCVfRs",
+	"t9zK3olsZ/HOmkmQUbN+zfZv//Zv/3bw6tXBs2fiu+8Gr14N3r+PdzTURAOp1v/3l5NPB/THcfmH8H8M",
+	"1v74TZM1Xm9FtPdB0cqNULHZzXKJWTCpulFLl8j75Tx4dGKzqc1zZUbF6/d4sTZXVo+VG2nnlvu+em6N",
+	"WrXoWoQFt/CB1ehyoVuWxUTPrrY71/SWRqEL1V26FuvB4lDeXdli/A+ugeXy4niSaA35fjl15K7D3AOy",
+	"GZcF1JrPFAN3P0JVHxfKOFVtKmuXwA+Ll5jl/ILQzKNH6J9ollPajO287Xw0eNt0IMZGe8xZZ3T0ZO1N",
+	"1WmLbXXqG9wA53NPXHvA+aK8kWul7MA7zlcLFZyxum4D/Hq0US3gPdZkV/1ne6WyZLltBCwoWabEENbH",
+	"8ATb1lHMMGqrw9SfqOx1bV3hTusLqm0zKvCwAbU/uL1VtvY6QLMOtDE+t3GJvhfUzfyP1MO/aNE/1VfK",
+	"eJ8jGGLAnw7Fj5h35Tvxx6IrjcB7ZSWAdjmSfGjGMpepnS5VL/KRLyJOdJiXFo9touDfRabH+MfPJqdb",
+	"7vhKwl+ZErkEuT7J7Lw272kRlK5zWKE1B5i2VH1L2NmZZsZ3cKC7E7kVR9HQ8BKCd+dW9A9pLjhl1Uf6",
+	"lDJdF+stb4f9nA0Nq/kXzIhT2ZgNyXXGNpcf2Tbp9wNLpd/ARgNoNPQs14YzYDALzC1Uisnq2omFzHKf",
+	"F4B5VBM5pv7ku68QPXk0hgMS+ojcbhAXs49LCpC6voYfjM4F/rYbuNX/2wHqn5tw+q9LiUFhe75rx6uu",
+	"ZMOr/nJ2TmUVSvKJhDbjdInZTKQot9z41vd/2sZ99vInNLS+WxdmjZ0E91K4N2RebTP9Gky9jef27baz",
+	"+gVO5NYD+DkzwzbfSfqj1wIefGxajHQUq1aFWGaXJun+bHLx//4/RN3wR/eo3xf/8X/9L+Gx1hMPBNC1",
+	"OO61xFPjGXt7g3O1Qw1NKhZygboqoUQdTl35GXVUgm9Ak7RcAhHjZauOcNtgtEjEvObtcWmnog+0KznZ",
+	"eKYy1RCq9rB+ZIOTue6YhR8rVwbiQqXWTEE230CihOf6P52obYKRZ5ObXOV3L2DvXojeuai8nbjbeGA3",
+	"HbLb3HriAd1fhDa6ve/6erLqNN8Rw8A07YDq62EL+x7Sqi+4Vi7N5r7aU1y6KOMqN5a56ux0Gu8c/vkD",
+	"FbdcWgKqhcvltBLjfnJ0kyD3RllKL1jOT7EsCBDKEgw3b341KO23P/BfLFEAN1dPEDi5UXLD5wv8b44z",
+	"rzjXy6DzMJSpTITd6KTfxKs+a2C6yGcyBymHhWaEWc5Vpsf8m/p5CTixoj8QbjmeCck/ILdwQtJjC+mc",
+	"ahXi3pa39Xfztj0frjGou+Y7N2LWt2RWddKuhRTDsIYjuSdP8/f8yNa2H5d+az7W30hAX5pxff5Q7P4O",
+	"BrXXk+0irIuY9Oc+iWIP7YaCPVoYl6/PXj3f7RPFkAccunWl+3klqvtrcklwh+df/Y58B89qcYHNde/a",
+	"MSwq+9c0fvftvCL/frM9d8+hcVSrNyLJ69yJ9vPd7N717qo8t/eBMKf4wlVimB+28G94/vXZirncWdGW",
+	"xmsQ2kfk6Y8cH2t1RrZFezfXDmkXyIDUHFUjf8ITsl5zBMHdyKOYl9zAexo+udWD2jjwrryo/3n8ognD",
+	"oT1ZfvWk/mfzpAYo/uzeVH7XbZw9d+iNuYFL5S4k/16iefuS9k+13cOxUsrj29RH8Dgvug0EvoRHt3DE",
+	"fAbD5Da+Er/LNX/JyWf1l5zWg/nExcpfvd9hJH6oKCAVbzvdNxLJzVLYqMbqIQORcKyiz01uzEzG+Pqz",
+	"MiW/3gyDo/yLOtrdOLVjmf4psXOpzWGeJnEkjBVuAfZo7xQdfDJrTM1Yq6RyUg2k/Pc/DYfuw+/+5P8Y",
+	"Dg/9n43xkkFqzp5BaJhU0Cbxx0OmjneaoQnDvKh/Cub95Vzpt4do5STtAC8nIX9mO7nY083tOJ2MPEbm",
+	"0jRbqvUczTy4eeRkkIlvZhEg6Z4DZtaIqlsnydaWvR0fi3z1jU1W+8aGGaoILS5ssqKWM//y/s1rkepc",
+	"ZTLl0tJYoSn+5VPMrCOctr9xo7XV/cXXcl+HPS2BEFvjTk2iraitvt9ez7EK+CJdwYlTVypblfW6qQEI",
+	"IddcKVNUL1+vun64MTysxvypKrc1QYeeYac/7MRISMjOnTKJNtMeyUYsFy5gNnhqInW6pCv1OoADbt3t",
+	"/+Ono4NHHzCiHf/Ta2TSXDN/bZFYvzxYZLiSXH3Mg5WcCoO9i2hjjUYYldVvQjH8IrB3ShLRpdOR6Kba",
+	"5SCs+ggRp800VQcZcpWgiPzhTpcoF/Ff29xY6bSb2WsnHgia1o2sgdG9+O7ennFj/br6g+8Tc5mPsSI9",
+	"1WJPc67Gb3OZ3t0aSq9TDQSM1jgSMSKVz/Jz/Ft0rUlXIv7z83PxgFnPg6nKubOUb2ES8rteoMp0ePKi",
+	"JUPUwXnXM1SizscDeOjgSmbY8QqepjzN98Uc9Pk5zxR8eioXOpdp58OnoCNEE4mtUisTIZ2QzExOuY8C",
+	"tc0CDi20a6rUX2mc1UDa9Uhl727y+2abE0nB0yMfB7/mRrZ9tb+jmbofVPODQM3pRJ3lgu22RKWKXGfK",
+	"JJiUM1b6in/RV+Rc496PI+rA0phWNJ5JM92dTvIvdgmm3VMeHRigbTO1qLreFinfIDQAdtSwAkwMnZD7",
+	"6G+0FpHZa8woJYZ2Tf3VDnQCpE1EgdvXyvXaJJ1iskuyTBto7xV+j3x7II4icRyJk0g8isRxPxLHJ3De",
+	"HvdFl5cg3PKieNqFvqyQpSAHaK8joVW18Q6ObC4UboghMQZVM59ldjmd1RNdb6TKbDEDf5xZMZeJCt5f",
+	"U6eoo9Zt3ruHb5kPSLN/uABjgeyCMkOcRP4Mlgdk4+F+yxJxHw15mbkmWf1mIX9eqlO88cTIeCdiGosx",
+	"7Tnetn7MxVimzfcqeGL2KLlwtcHYndusiQVnS0VkRO+hXk/FCudyJTJQYM2pwG3T2KA53Ew6MZbL6SwX",
+	"y0WwgSLxsm780XYiDzBeWBMqsNjv50rwKPlCWX6s/2Hbpf02qONSX0tii7nOU7X1IsfLANDVGq5OPOw+",
+	"RG0OR0H0/jzg6/nRjXC9jZX9JWC30yXoYbnOOX2znUttkrDMK0A7rPR6a/BXIb8R1Hv5q4joG85vCab1",
+	"uxgFloWLRKKnICUxa2YUkxAFZVWMbbqcY+e4sDVOPRn37OB/yIO/9w+ejD78chQ9fticaYsL2S9EqdUZ",
+	"3VG+tiVhNCZP47Mb8YM27pYcwXVfEL0sEkQ5AhtpIc3U+z2Rt1aKBLNAQMUNkqZjnqd3KqRZUQcsBTyW",
+	"WlSd9MHsPOysdSLDRdPd23/8n/+rudEUvLjB7g/LsjRCoS1Gd8WLb9JqKs2bbFaEE+xJDe05EPXXaghR",
+	"xRa+dsJdoMT1zDruwOUw0Y0eTFoXDqmwsR2V9a8Kits5IxPnRtazISLoW7RZ9zyYiZpoU1xFb18aTP+s",
+	"HL+PY68RedHxyYdbJmLWBWGwnc0gelbZ8yYGYI16M+kMfmpxh9PiuvdDw5FGF8NCZnKugJcXHbAM2DtO",
+	"psTHvfZNW+W+d/RqOE3Mj4i8Go7/w/7ayT3aCJnbaAi3o6QbEcheMZVbBXlLytlTrKcbMsPpl/3k6a6o",
+	"289ykD9DaGu76MZvtZFmrG5Dj9wjotHWxUoMvovEXbfbeIFlC+BscrUCysoOL3B/f6PmG7e56GofaHDj",
+	"wAHaX1nndL1BAxV0oNYMDJvTMjWcm4HndlSiDvQizIJv0a1hn/yOptCbs7nP+wZ2i81Zx8ssU2aMN3zq",
+	"4zhdOn2lXnkokKvjDoMG3HI+8q/ctb55SML33Jde6h7xDSE+GzREmU1VXt3OgHd4Rf1tUYnGhrKTG7Vx",
+	"yO1oH8jmDSv6FQC8KSyE+yiRkzxkKo9vGRVym7iOSgBogO4m3v6dkmk+25Obrxfbspe7rXV+qmkVL5Iv",
+	"Zsm2E3nVCo43DNC46dV7k269+RK7WjBxXzXRjbPbRQksZtWiOdsMBBrLunfjZmp3Int1Jv5xJnMhw6sM",
+	"9pwnA9Tbpa8hTf7z3IKcY+uzG/8yRBVq2BmIIZZutM4OO9jH9lPci4aGp6DbIqHkeOan5xQttAV07jCn",
+	"RZoEs3i4pTROb3Oc/qdhx6YJzD3sGHU97Hz4FPeogMrOmIDvFxrs2v0vv5ZNuQYIMWrzTdeubPQsUmmM",
+	"SkQiVyTxW4a1zpV0yyYvdyznVDRmwi4HkAGR4Ipe8AEBRiqJ6FbEfQ8L4+DTmEV3rV0YGdbxAar0isYL",
+	"uebS81jSNFdzzrTwEieVOXY8tyafFQDBomWUuQfAcYjnucozPW6+0k83RczgvOkKp/HujkyNZTpeppTY",
+	"aYNXRgJjkOnrMVgOLVHh+8ePuO7J+mKIKMQDWklYIUXC7l1OMc3B+/NrKxI11nOZutsXTGnI6vT0w/CL",
+	"POE2bOdD8+F4tW8ozxu8yp9JN7pc6Fh0cVCvvGXBDtgzzJoT3799QcCi1vcNFLIe5cIzN1fExBlGhf3a",
+	"ypD1HKDxhgmmy+2ozT1yWf6v8thoN+EAFcsrlcmpEn50kW4AW4APlHae2/ieY0Bh+AocG+rwkMgV0FQx",
+	"LrxRxXNGTzHoAez7ktwGZhqckT3rJNL4W0AoDhAe3+0J8nS24VycKznfWzdYyCyf73X5yW96Vjy6s4Az",
+	"GrnFi8A4aYzlje0lxeBcz1YiDp7AgmbwhmY2vCeG4bTvvVsqc7l7nzh5yx3i2G1721ZV03VqL6vAuNMI",
+	"8S10E2DzphQ0um3dv2aBdnfHp7rUwg/ZVuwUZHBTAG3KA/W/V7NBSf6gaAoTQ/3gDemhNWRUX1fEluyY",
+	"9wbBJl8KpfslWNYIoAxtKVzQVYoIcNWSLl5ql7+z1/sZMW+M18abbyD4ykF9lOM8XbHyjqazSviW2R0K",
+	"jF9aLfCCbWgoQBd/4ghe8rdjdMlMXim8b7tQqb0+rdxPF0+NZZatRLmLofF2k6zdxUblTWxGEv1itXYx",
+	"2msqF8mOilaFzas+rBvQZBkO2OJdtSaRu58oM1J2j52qtnueqlvtOM/leIb0PEnlNHDe9KOjD21muBiP",
+	"Wy30ggPqdw70jvu9Bt8cAi2Xf+PoTd9rc/cbOPK9xUC6ZNgPULWHbgEwP1P7jfEDZTPR1s/cepVezLR+",
+	"Y9mlsvUjpeNzz0duv71cfuRJWr+6NcMKH7j9SrnrZYu3Fm0p2469zeL2IMmyn0DbsaOLllMH1x6t2ne0",
+	"7/NR5iO3G3/jPiKtC5u0GniLQi3+irPdu2oXom3m31YGc6d3oVa9YfcCd5RiaFHDpUgH2PmytbzynU9U",
+	"27DtHp7ZeeuBo300pi9VgKLWD3rnurQbzWzejrQqTep2zjxXzsmpasv+az3tdo8von3a23I7J/X3/7sH",
+	"FkUIdg4tO1bvXuiWKiG7/YL1htc7V/bzjbnE9pyV3fvcQ4kpuyftHOrmMk1HYPCO7GTkFfp6aNHuadqr",
+	"S7ev8kR2d6t3bSowsRNb9ciFG0zhYzV2rnIPhS+3LYftxWhbq4+3UxuXRrdDW1u9cpsXaM/UqN3vyuej",
+	"sZwvpJ6a9g9Yk7e1+mH8XCV6OW89fA+ZBcNz1ZLJbawbvZPmr2d6PBvNrMv3WRw9lWpzuf9TToPG2vap",
+	"T5u9d+1vA7y7r+Fi7qUdy/SVNsu8TRe3Ni3c1Ec5X8B+Osf948cHR0cHx31x1B/0+zfv79aYbPJK6vQV",
+	"6R83KVayLdjsRcIJ01iihQZ6p2ewdWwzytfOnGDT2MTuKDr6Q/Me2HFVfft3OkmUEWO7WIlMjfVCAzYj",
+	"Ma6WK42EdJR57nnnKXw0VsyUTCgCLpSLzWF3XoJWl/CNdOrxiei6XJpEZomwmfjh3csDJycqEgsAs5kK",
+	"uyBY9zxsfjj/9uAP4rvzVy+x/kRTxdnmVTSB4ene+2+346pbZ0ceCgYYEpGJsTVjlRl3o5jczfVj1ouV",
+	"nIr50vl6JRheUSyZbqEvbD5Dz3gR87pvDO6ung2ffwmBWnSHtMeznsIxSLVR4iJT8rJOGSebQ1A3lWx6",
+	"5wnRl2xSTRSJsVfrpZywRMNrOVdiuOz3H47rA/BbFTfSbxAl/3DXXWvA0yq7KaHNB77pUgj46Xtlbhjv",
+	"2KZQ0RrHXku22BRJiIH4Z+U1zJ7lFa429H0NFeZatuOHXzbkOH62PnHBciK/6l2w2CvRpALEBl0Af3/F",
+	"0dQ3k6aNl6m3y7DYnFXRXGR5/5SLG14e3/n1wFaX7EYX7K0yNfZ0ZZYFSmodNz+0cGu2yvNokb9x+zqt",
+	"N0nraFeo9U7SMj53PejNeQK3rxXyGapHV3IGKjCu0VhIrA3lpUPOEDCRqCo1PSOrcOM7KEK9saR0hevu",
+	"z88Lft3E0KnF7U2bX7fmMEH32W3rfUPDil7NuU3kzmbT5zCIH2lOJqFpylU0Afm1un6xQdvVRTiLUdcc",
+	"4HIDdRbf4NHX9Ba3/hpXySDfN8+9yCM/xqE+qXydDCpw3zOdZmavTXM74KI1d7taq54GYRVNtNq2p7Dv",
+	"B0wr88towvnbIsJyT5of+RuidtWWycW5Y2wD6dJrykka9zCz5kbejSJ9pkqK32uD5I7pLhH38cEof4VD",
+	"IjG3FzpVkbBZorKG3idNlx8+z2ZrJCsMet0c4kgTbNn/f7GqrwXyPj/oK8JrBx5eF/dhdVDggxxmd+pL",
+	"zWA0oDfTRfy7OOJqxpG4yOT4UuUuEonlojSJdDPlDsV7JbPxTDlf8FhgRUMs8FY42CqWfN1CDu243334",
+	"7z/1D550e+Lw4MP9oqQmf24073CnX6YQ7h2kuP1zFsLdL/Vue4nc3Yl5wBi007lyWBXF7ZlmUz5OPt9U",
+	"TWUqKGBBdGNWjxOVS506LqRZcRFS5l5vPcFGJplyo4lscnKdUYpTs+NyQ4Y0zbdaZk1lnqb7znYhzeVo",
+	"U2mG9dH6sslTZy6xTGLtjY9Pms3BUXO223dKFjqYzabSaIeVPNfqmj/aMO2mYqlFc1WefKZk0mrSyTJN",
+	"Nyz2WzgvmJSH/A3jh22GzfTxTsDN9KJl5/V0dLFs6JD5dKbVxJuGkrwiO1esTdPplx8XcqWy1ji6XCxq",
+	"1NA8bBMm389slu8Jneb9XDa2a8sy7EGQoBu29BntWq+dZmZERQnbbM9eStLpdg9ctByXz1sOvKLgvp3w",
+	"WdjxLB/JJGuk+nxfZoBM2Y0WmZ43tmxt2zwwa0Dbe5XnKVVo2ANnS6dG3EyiwY83NZgiPVOZGhSZBszF",
+	"8UKC6E+isVXh1qBSULlYnFtYQ+WQvGvrPFuCuPkWREVz4YAtAuhWdWgq0mJPafCZ2P0+PH1PTr0fD96H",
+	"m+7mlaBjoM7RxGNupbn/Wmy4JT/9r84o92aErVnerdhZDEwnFnN5Sa1HHRVX9iyq5G2H4k1RspSe8Zo7",
+	"ZS6XI6OyIoGIkZnF+3G5qppeHJjtCviN7KYq49vO57aztU1sbCvf2sGntvOlLWzolkZdwZ9axQObxjcy",
+	"H9nGODYwil2cYTMr2Hj2Nx/2zad7+2nedXg3HNVdZ/OmZ6RTwVx1WsIRYaQKTAaQ37QHi4doiayQ8sJT",
+	"EYUHKIRQQOYVoi6INDw9dFYQ/QinKjCbTv17O9Yyfa3ya5td7n3kN0RZvM3sRKeqaItlMzGTJknV4e2u",
+	"4stVrpd6Lf3yOKj0iqbaXKpEm0jkKlXTTM4jMZFjdWHt5e68d7rY5xeXmZc7QXmjWLYSnpX4kZM/7G4g",
+	"XoImePRRv/5gczHow98dNDYRqxdR2R8Me92EVWmx4Xbh/XLOmt2+YS264scK71+0wfJAbTv4brrf4J9a",
+	"T7XhPqSchJbWCVbYBGy8h9mTypzTU7OlLQQPSLg8nrtsG9Dxz9lqO8hD2xEXO3j/nipk+JIYe+atte2q",
+	"crtQjvYKSJEvVMnD3iPCokzo2JJ5UUaTCOYOSfX+oVWTTwokEcS64+N4rT/jhjCSL9hSu+b6pVOiWh6O",
+	"vZttU6xCYzPttZiIgAyrNF+gcFPUQ8gM2sZAVDpwM5FtiYwAFvVf7+6vyni2hvUHsft7sZT6g5uCgc8w",
+	"FPgud1dylvVDPJfZpcM6htkU29lKdxn26OiHFuwujlT3wLhL7H7X7MbcoSJlaq5NorLRHEHWoLYSLJ24",
+	"UBObKS7iKLNc5FbQ0/idDE5+UTvm0fGjxxvKx6z1g2vPAEPAHcV7sMO6O6wS4CxgVDuP8sZ4Mx+CAOgN",
+	"69I+fHSn3Yo9l/1iXYqZ7/p9b2Joe+m1m4Jl4Pvz1ULdTKdNGnsbY3iQP+uXgCQYVzR6L4oINmvCW3Tk",
+	"xG76udCJd60E4JEs06Dv/JblbO7+YwJr73I7GW4XtCw9ve6d2ELf7oSb3kQDd1zRfy9VdVcKF7WTpC6i",
+	"E9BoLQiBJNWkVIWdSvfJ4Or99990bqUG12TWjWT63nrtDUSFa/TwvsPvsU/tRzVeNtxubyxBv4XxH8eC",
+	"8E5uY6ZlAF6q8N4bsWrsdS8CKSAyZRcKK8TelUA4xQa8cswLsOkNRcRdcf1zjq+U23Ts29fgDoJSb8Z6",
+	"/+nCKZmFbY6m/JG6Xd6ot2l1XxsMrnLtWzN2ygI47Y3mSrWTBn+/A7s5Gcn885j6fv5MSS4SUXedrIK+",
+	"mcKPp++C5qJcYrFSanr9ekLqVJvpyGkzVk3v4urB2GxRcJHtmZKJuFBTaUBjhSn22+Ke/Z0a6WFNggfl",
+	"SbO0pfELI8u3RAX9VamgILF15FTJoQ7Okv62HJGzkubXYr6wCzl3qgXuSY3Sbea1dapzSVAvAPT52wKX",
+	"seS/r0EfiyD8vFT8M+C/3OkznnpfppDnsG92r7ZoRtP6pC+pBfRo7iqTN1pURQP15raqX8DNZpc5plEF",
+	"KC5Ig0kP/8hBS6R/tiGRNYUdZZN2KsrxLxT7+OnwFzo9n7jFOPc7PoR1xC3vPwpQFh4nj/xy+9WVly24",
+	"Q2wyLWw5dZ4W97Kv6nTcwHt4yO06TBUMocViPPtYl1w7Yx0C7triRa94NJCOGmcqb/ncexyMzQcD5lwl",
+	"olmeL9zgwQO8wMvzBfz5w7uX3vhiPrVeomDnhVW9Nm6WbiOKmxDDFiJ4VcK3qWO47xTJ7ZJlpm7K6o+i",
+	"4+gkekSt7aLHze0rb8i03xe4/hy9k0tKWlfM6TcqH6BzcS0dNRK3WdGuxNjr0yBypaUC0sR5eCFbiCOk",
+	"43UueD1zajyKMTcBSJarEtiJOD4BJenxibhY5cqJ7ntfp4DndT3yOX336uypuFQroR2H8wCDS+ixpsSa",
+	"wLamt5cXrb978OGXh8fRH/7w6Y+/9KMNBVH4/efK5e8KO3SvnCEvfBpV7zuSrnuLKZY7G+09/v1AJ1z4",
+	"RLjmSuNrhdVLWdtGAgXr2EJVd+vbubHoKG2oKsCoU/tCLp0qFFGt3KkA6ItMueWcbPm56MrUWSEnucpa",
+	"mSe9phbv+wuxGzkEbiz5MpujC2oD20KoUFwexRLTwOad3oEUvZUwbCRMWtcy0/nqPayAgHShZKays2Xe",
+	"5DKEr22m/460PxDf4FiuXIJeQ1+uRJzDJ5J02rkl9eLhMv0XoVF7zwmZzLUZGiyZYhLRjcfZ/IBpinyR",
+	"ZFvFvQirv1PRWOS/Y2nEBVDnlb0EUYopYflM6Wxo3n93dnD86DEwWeqbdSjOcORYUkIjB0gmCo+EDPNB",
+	"8LX3HK43EjmgeWjUZKLGOcaPayOsQbllTSKs4RL1vOhFZsfKOdHFoi+XSi1cOasTOh8aOFwT7WU99y6S",
+	"PCH29uZtJgwC7USmJksHj/imNDhiJayh0vRIR0h5iJeSEkHP6nz6xPVB6QK0LGOMF8idp+9e4fL1WIlc",
+	"yTmbzKXCNtX5bHlxOLbzB+NszkPhz/Ve40GotAY5SLch8CfgbJEBsBXfkLpekRCis9rtqYsof9BFQ6MO",
+	"5lKnNEMZzHqKnk13iteRnC7IJWk5zRArr4oF5/u4U6qvMDS+N6Q7FTT1qfCufuR6MBWh8wCWv8wVZSKi",
+	"b80dDs3Q/Lf/Jp5aAyodGu9uJjMU4kwMwK2RqGDs/fsgkJS5UqldqMP798VzHJSpRYp6AJDTv7x/81rQ",
+	"8Rya+BcSPZFAoRNhjHgkMnsNYJFTxf9E1JDrUyy6xEhE/Jxfgx3ahuZAxDQV9maJ3RK7p1DpIZw7PhRv",
+	"jCoXHIn4z8/PxQO+xXowVXkcwVJtBtrr0Agx185pM/VtH6QT8XOcyqdXjOVC5zIVz0+pM5JbqDSFJ7QT",
+	"QBhF8yWglIkcq0NcKK2Hm9kPOzGcLV5woXDhGLy0hV/B7l1m/DjAiJ4G7aHydDcedvr+7iJ+++b9uXgA",
+	"eH/glEmAtUg6yTwfIsROYK9FW32hzZVMdSK0WSxz0SU841fEPfjZSBg5h73ihZRvzw3wpqZ7vBGYO1um",
+	"qhfRK47gFUsjick6lfD3D+H7AuB6Ossd/3ICvxibi4ldGj/80bATI4pUPrMJ/izT1F4X8z2Bp5LlItVj",
+	"mSv68hi/zOBcpnquc/z2kd811V1mwHeRlQH0SX01QqbXcuUQVPWx3OdD6ET8x//83724zP5Cyr/nRPzX",
+	"A9aJDl4kcVTEraOoyK34eWlzBQcc0yzF1DKTt/C+QPtI7bTHq37owZIpmaxEl6gZP/wdMI0guZIa1Uva",
+	"D6tw5RmAE4kMGSaHV/nmMvHTd69G758/fff8fPT983+Le4DXhXTkLy2ev+eK2zHRdUqJ+/ef8Wd3/34P",
+	"ZNFCIigkAhLWhPdv2hUsTEjjrlWGkAXKDpDejY2lcNTijQMmt3xWmY/SfDM5zpHIxaWx14aG0VE1aFV5",
+	"cqmQUDdeJ6LgNSgXCR1wnmD+i2XZbx6ZFEEwERfK6YQCIM7evoh85xajNL4d6AnPg1oombuwRwydbGRy",
+	"eLSJ2oQU9++TunP//qH41mYkQwME6lzMbJrAUOSsSLNdaZjFRvA+aQRaxqgNSN8L38f5yqAkxz0ndNKL",
+	"BNbqJLhinDZbb66Q3kiXeq4OxXMZ4gcvmWlnzKiZBXrzz+8RE4mZbU2WqZcRxhP8lTIJFqrKlXEwcfzx",
+	"AB89oHlj0eUdLyyeRzjBFphjXeWMgQ5xXvJB+BV0ifn2yr3RumkUQf1QfIsexxDiwBWZb9NyecJIqI9j",
+	"tUALn6NgwoPStCHkHwe8HoIcUyrMSx1K2U8CAMMefcR9HZ3oYFm5bxlaCBts0UenS8R9kBMIBHjnoJoV",
+	"SB71KEwjJG97RCFQ/ndkiteW9Q0a4npMY4mQJcOtzO/piU86Qfmjdjnw+lrSvU6wSRJMyTzPgAQCozZx",
+	"LDoH6BmJD0nn+O78/K0g2V9XOYDITCjytRmnSyygGMIyQkgF8wzNcb8feTaeKcWoBUAPxP37J/2j+/fL",
+	"VpSkipY6LIuxSCwNMqKoUHNt5tX4oemyuR7/+OOPB2B0gI4FsPM2B7Ca+/dPjp/4d0l+BSxGJdTqtJRm",
+	"wmZDI/2B9SkEsDPymgtZvgNvx60VdpIrI4qVvFN5tjo4A5uXiJsOuzsVxNxfwnuAs5Micf/+o/7D+/dJ",
+	"V6/InxI23kzQbmgKaRXRIxtkElKyUd7G9hYU+88u1cr70IaGmlAaRevBSaUJtFKaK9HE3ClawNs2lAYb",
+	"SC8gppr4Sn3431y4XKcp99vKQzUXDS5SAKhNW13kDU1IhDRhgwAkAgTiOrl/32tqyquaLKNg0Th/YhVD",
+	"FPuEFc8+AmLx6ofH6xlItbiqsOWze45ndRHVM/XPDY3fHJg1wBpLmQzLKsRnLxLOFk1BNZgVZkqa32ph",
+	"YYuFhkJAlG5omOmfVo4mldsIZb/0aneh+vXgdK4YTsf9fgh59DjiASamMZYIm4XMnALTU6ZpNDQcoFgl",
+	"Ee28ZlkasQEvYM0eXnw9W0UlcD2MAL1JoLqAOklMog9ngzrSynRis7lKigUj1dmMUYQH/WHIVIamMhJe",
+	"QUOdyO1UoT5BfEA8PhHf628AYsj6sGTtz0s01VGIMddTCXBqOLNHfl3GcygRn2fSuInKDp6bsQUOGZ9W",
+	"1l11i8SetLpyaFD1sqkYzyRoYIFq8fqHlwJPWg91GqRzlYhUXyohxYVkuz8qWarOZ0OzmSMCyi9ssqoe",
+	"L1ADIrQvSde4zrBq72qBENZOpDKbohtPcidp5JfdI/FKf3MqjvrwL0BkaNZtpsrKEfme/sQ63lkkEZ9E",
+	"aQTaEXHtuVyhL0086nsqcGKBos07WLg1LRbWvlhmMMBOxFG/PzTdCi/kCE53GqgZoBzKFd8l4HHrnXqd",
+	"HYCVhzsZmpPjJyIOpAcRE6i+//E//zebMBWBwKpeTb7AK0G+DE1NvHSN9di1GXIyj7OCqLYKyB4IYdQx",
+	"CUoUfbwZSsf96m4DVUnima9sHITfHPhAo2x0DARtXM7VWU76RxErOWu+KqJafC9MzlyGAJ5a2IxYLmCz",
+	"KUrCPHybSgItOF154UT9zl0+NMcnYmaXmRuQDe79a8CrMOgZDjgLvgIpuBTUI52QF0unsB0kum6Gxk4m",
+	"ekzXTjLLtMr8Y6T3p6pgCtYodCsuxNiSshaYovDuQ3FW8HNQ4mskADKK2Xc21VcqXGKIIGqLSYQ1NMUI",
+	"YsXlntDIM1ThUowtEAZsHOgLTK2ZjzP3x+GeG5o8W2IDzgyUSIfqyEcNGh8ORKJUK6yZAdQU//XgW5td",
+	"yyxRCfwVn4oXb68elzWvgdktDbruxIPHJz5pkjaA58ihOVaYh9czm2K72NRiIaVIzOw1KrRAfaBghc5U",
+	"VejrvB2YL7UyERcylWasMj6ENR8sJYk672MdmpOSw7D+gFzTwkPI9URXG7EAdg200MD1gIDMmBwHQ7OB",
+	"w7ApWeEzxPsLORdyz5PjJ0NTHj3kyuVCtRGTVE9n+SYONBBHcXm4HG0Jj6FMoqEpNBE1tyj7QGRfcJP8",
+	"EOpMaQ5tCl7FhU20csy+CyWwtCdKdQGNqlJxvKDqbONUOqyIDsYMa6KspdJCSVe9UMrgegf4X7bixjJL",
+	"otAzG4mfl3p8iX1lPa2ixAclO3Y98Ui406HBn2mKei9aNLkLT24UxLxNlEp64ghmENcZ2nrs42PDMyY3",
+	"B4hFd7pOGqQB0resvD/AmBjxsC94NetyinrdbhRUdIBq7ANdBJ6OZtJfIzPg4VdQkmQSMVHw2chBk6Gb",
+	"Q5EtTXEC3lqXTzP1/l9fkqsYPeMjEDB2mcfFpYieq6EBrFVRnqpJTgLAWFE8XiQH0XnE14H+VVE24DMc",
+	"yiKQXBRhiMVuFhJPf5fwlksswKydcKm9jkRqx5cgLieZ/bsyaOgtYevjmbxA12rgqZmqvDAlyDxb01ij",
+	"QmshN+LQdGN/LbI0hdOQziHYenllsSAmZI7HqbJcYPenIuAXpNeH+IDTalMQuBdyfHko3ph0JSTRIYeP",
+	"jO0c1BGdO5VOMEoCTnAmruVqaOpEgGBLynbJeL5gtlyZAZ1vELdTqU0JBicBxfGLRM0XNldmvDr4Xq3i",
+	"w5oJ682y9asw7a/CxtKpw6E5M1XKxptj5Dyi5qSRdc6NH53ntoCIV2d/Hb14Pfr25Ys/f3ceR8JOJkHO",
+	"Tm9QumHpDRXb8lpq4qSEJ82mBFYzDd2NTozlXEWVi7nQHo68+96s0xNRz9AU5BOJZuopGH3I4n2D7khk",
+	"wNlFKtHZwIp/jdufgvYwA8UD6IDxykw6QF8Tm0ZRUOVvxNjQe7vOMntDI8djtcB6nGKNONjeGYgjkVtx",
+	"/OiRWGTa5OhbP3v/9MWL0vrxZsjQ0Im858R4Zi15hEqn6w8/vHgWIVUtyHmpUFDhkg/F9wqEV9F+BBUh",
+	"qh5G5maZwkJCFzMGKWyBXd3+dpdDcPzXl2rVIz02U+JSLXJxfDI0qGEeih+98gknXs9VmfiIXpfwABWM",
+	"uUs+hAhdChEZnkNTXAgh0tHgztDO9YtH4X2xysnBCX80WFrFFQrBs6zyAy+e2jxad3UUiMsP3qlFKlfo",
+	"zM/QPwvvZpLwdIWsgaVTdaNSJHoyURlANlBmynuybszvLC+/hp0a3Qw7A5obp5V4155UryT83Mhrqy4N",
+	"mQvQ0K8wtA7rgvAzdFrgwDJ2yTmVLY2hw4LaNdi+mIPJfq9uYFvwS9jt4o89UgYumM89ehgBASSgi4tc",
+	"ijXwdy8IuJDNM5tGWKOLCCU1HHeKp5EitYhJmI5fhOpJ6TdkPsnm2YXKrxX/QsLCL9Qvr+b2rfBdL0yK",
+	"hUelbeh9I+RwgiXaydDIwBPFdghusvi2V3j7q5eBdAVLd4o97yzzbBK94ENzndlclRRoSH5hhEeeaTAW",
+	"jWfXniRPSx7qjc4y2TYQt6SBdOOT/hGw5ZPjJ0D24e1tQb89gkWxDrqjIgKkEydzYAx0t8TO1670Dtt7",
+	"Tjg9RXKj33oBXSgzzlaLPDzGXiUcmvrdYuTJhd9RIIsOrCdBkKvB/QEPxvMLJMb2d+H/xk9IZWF9MNgY",
+	"nZVUyQyvz05LoVw5l5cK9A1+Y2HU4DpQGj7qP6zrUYcCJZfwJruQeD4Zu4g1UkXQ1STNCiFf8kQfYoZp",
+	"DXgminYc48tpBuKeeLRd5iHTU0z7xDeABFhGvpVTdA9gYWCQki8MCjvciFZOxJm9dgWJ88WgnfgC/WIu",
+	"8/HMG/4TneZgIGDTsVymogu2PUcjgepmTXEl2otEjFejFKgwVjrtwrvEAz/3yBocGNNRxtHFSuADX6rW",
+	"jKqjQ/GvpW2EXqYF7rLH5DE0vKk/ru+nXNQfxRGdTnotfOz2IwH/TzwIbwF7h0PzXptpqg7YGR3qcmSp",
+	"81NwcOLq1mIhLyx5PUJ9mFPfhwbFnY8hKM9l5G+8dKpMngJik+VYJV7vMYtlDrjkgAI2XVGeB7E1bPbE",
+	"T6ml5cH5aqEGQi7ofk5b8+Bvzpr4cGheKYQSXz9mCrXaA6eM0zk5bZLCIzTHsTQsU/Ae4JylTCxvGIaG",
+	"xtIVgcQ7sYVKc44OoS2y1bM0xuYatiiohnVxN6Iw6obc2M5raP4zkt6pj4IBaOLPKiGapGtYyS9EBz65",
+	"5HzMLWjuWYbX7CYpwAan1QBcvV78+ESk6kqloB2rBVJciE5UZAzex81tppAPGXituu4N0FOgQMErnRUV",
+	"9u2ZQHEJrb1SUwAVCLpE9WpAd/nVReOC+U34/mLR8aF4qS8VxpOzFwitJZsmQ2Msrplump3o0syRnzby",
+	"kI74KMEBYl0qxlBa9gYgBiKCOEaSoFcNFtWj5VTsaRAdFBuA0RbOCyivE+Lo2Mf3x9HQwIcyUJheOk4t",
+	"wNFDoHvUj/r9fnD5zu9IlbwiZmoXyvQGtGPt0IBhsq0BOIQJm/E69AdQSEjXE8hrivqJxHimxni1y8hF",
+	"nCKHp/vvsQWWxf4pDhAteRS98FA8LyK/8JwNDfuwBuSrxCx+T9UXK3/faCcFwSo9neXFUQUt0CQaGw8o",
+	"CfqHm9ksV4bCVctA/hi9blyGRIyXecGJKF6F0LRUaGxEhQ1R+BwfHR3zVGC1MLc6Vx/zgnrwmfBmynnX",
+	"gkqmQbwgX1tV/D9df2sZDQ1GnNI8he59zzFkTELL5G6E85K7UbgjzU07YUURsN4bGm75yMRIDRWvA2lb",
+	"3m+9/uGl6P7wu36/3+8dinfymjfOKjsqVTQBWPS/nUx+O8HAXnulMjTpJjabA8h/+7T/27NvUZs0FB9j",
+	"M6HcWC7wXiDL7FTCxMEyNLBNncHEw+EymUwm8Hj8237fX84Ol7CwmJl0eUUhmvh0Q+geTF09EERsQwyj",
+	"HXYGoglSGHjk1xkCKLCM4140NCzd8kwvFv7GB5PoExQV13xL5E0MJ9RHOc6RoUtKm8EEB3FWISVGH1/4",
+	"AgWj6x04cHyKNzk6wTsZv3Y0maUT8W8ffkOQYy/Bb2M/Zgqm65DDIQkrkVAp16dtMgpP8Th6gIKswc0m",
+	"mYW9sij0elRNzF9JqmVwKF5QZD9LY2IqpDk6TwIZ+k6Zz+AFj06cmOgcbBcuQ/f45OBCk4EyVdmpKFUs",
+	"zym4JS3tHDknRnaAXgPkEYigJoIpwvt0EQBH3UoMu8SVRFV3PigDGVCtikR8GKMXMz48jIVTU4pl7sYP",
+	"inBcjseNw/jcB4eH+HWvsAQKe8yzKjQ0yZPOHIgaz/kuKzk59fnLSCwy4ow/L6XJdY6+90S7cfnMX87O",
+	"MciGsIG0ODTc9diJbuhVNsu5yvQYziP7qgAWqJRJVzBBf0YutJHZ6mCSWpmTFggKiV9tVtSeKbvkVbry",
+	"+evEioJTJseLZ37NQxNk8cenCIQDuleFtzSm+O+oknI6NMEs7ISFw4IcR7JjwDuR/o73bNYCvfh20UgM",
+	"KGeL+hnSkEuDtwPH35HDmK9wZDoR8lquyBD4u8qs6MoAu4RL7NaLHZOHpsQqfPuQ37UZw7kVxz1/zcuS",
+	"ObeW74jIoeKGhlYYnntPaxSFTZoX0hlDsGw54/ND7AQPhW8JIF6zGY4ha2SBFg4/4IFA3Ffa6Ys09L/D",
+	"oQegE0f8sfTv+K7d6Adh9GV0FTnWiXKDoYkxJQWOn3KFCQn2y6lAzxb/4k1B8s5TBwpcBue5lDtDrR+e",
+	"xIufhcxyvCLpsnmrM1hJ71TEJJPX5mfFjZoUEIctXjY0+LYuZkIMigInGNDKpfhOsV/5oHxVpX+56x2K",
+	"p7XEi6HhzAvOjnCVCEhYdi2xAlfGWKhmdATBjnjRk8LKvBVDThW0H+m6L00V3RSAnuAUMPIZaqle1KEA",
+	"89Hw1qCpUubwqIRgX8QrgUBgMF4scx/8dKEowbQGSqa/bGhKKE7QRRsYcjHXmBnQ6NdA7cH7vaeyvifA",
+	"6NB08X40jTBvJSrAEHHbT5+VEhGCuL94VAM2RwjLVPWI9vjuPWhNvipgCKo9gwONh7I0WUzh2miA4KkK",
+	"J4Ep0+UcXWZh2UYQPP5zLj/SNMU3ywyMHdD5mVLR90HKKgBkaDyLryy4G5aVAmM78qarDxbIwGDytzZN",
+	"V7rA0Urfh3cblfe8Qqb6Up0WOgZ7ZOZlJAY6dIRGkuQ8pKHxrbFAjPveISjBg+UPSh8YIr0CbF8rMgZu",
+	"GfkbFooMKw+cV9G7/oni0hXpAG9hyqQYZqn/YpfoXWUFzeTBpbyPUfbhyeQ4Y4+qTun+jx3+UvyNZ8rs",
+	"9dB0r2cWDVZTBLtTrBKlUka8zahIzSYfWm+Ty5vvPas4E24G5q1GPZMmFo/6fE3t2+qHzm6VY+83CufB",
+	"PVzYj+ggHxoWoqLLEx2fRILd7TEXFPAJPs4SwtEA4joTRKA/L9VSJf7doOhzEmxcRiu8f1WGURYeFUyW",
+	"qdVSiSu57NR3Zrno0Y2H43pzHr2wESpASLcgmb9LR7gfiqcIZ7w78yHBYXYtazK898f9Ux+841dKWapd",
+	"Ss9Fv7rg4jXVLF1BIcO4BI40Z8JACXnN0WKpszXl6/59Ir/799my5Fuigl/NJKopcO59picGZeO1IV0t",
+	"4wwPgDRijv+gqFi+FBkvM2f5jqwRCKDcIqY5JJn0fMy8YS4UuicTESd27B6AyHfw3eE84Wy5+/ef+zwE",
+	"PE/n9VwCr9JngsJWVpaZTZld4BZqrCc+WAMDo4cm/nhQZDjwvVvBp3I5FXHxq+MLOVpj+TUskhkcbpLu",
+	"uq5nK2RZ5Nz32nVgEwULkylWbiSGJzGflVIWYT7EOZjPZXQgZ0hwGkaF+7wrMruY3WagQNbTDCiOrp7l",
+	"NVi/aBua6pDiAAGQKRePLpiPjv8gUpXn6HLjhpIIrIPR4SAOu5vwMSgiyfgcPDwWM/VRenWbpuj5azKM",
+	"naimlTkhL7yjg9c8NH5j2vt7TO26C4wCsPsxOYPlBlu5eMbH0lBuGzJBnCEIJpv4iD2fBCXOxI8Pn4oY",
+	"wbyQmTJ5TPojfYVxNxSSO7PGLjOVDIKI6WJi9ZGyOOmhqIYIt5AGhZ82S85VIvXlHj8RJpaMy+RXcrrT",
+	"xQm521IlwYrG8Gu01e18gYGC7HCZ/l0v1iO67zkRnyFjLYOtvStU56Jb+Oz9rwOcCFSQv8hsNRD1h+FM",
+	"fwO8C8xLDK2Saeqz0MpUC5vpqTauGjLM7+2ifCnjTE5FfD8eGu+gNSv0ZT998+69WGSK4vREN37z9vzF",
+	"m9fvfbDeG3yDv9Eha+jgKYWHF3T/CuMFaoHV8XH/JC5MY+mlMb4fXRF/fn7u56UwDs9VfFR8LUA9ql59",
+	"wOd6TEc0NPGLycFra9TBK9CLYFAtUbNKinVKRHvO+KRBBjDov0Dpfun+ghXH4sEN8+suCG8Ua0PeOl9B",
+	"xV/S4YOMi+ItnIlSBzJmehwEeMCz4NT6xp6fyymCIIzxjtazkXjXDXEVsQ8KkJV7MW8oAmdM1AJZA/qF",
+	"rPE39mSq1GwhkGLducwugRw+HqhcTlmCDKqxkeutWpFTFSnHYfBkj2J7G1INpbhW8pLhwJT1VI5nysNy",
+	"4JP4I2HswRh+Qv+e9/vRPmsUVOQ/yhzlXRfsLNBp79cJ/mH/BIx+8comWCQhpP4Lm3DEBcwBj4GEmJX1",
+	"oxbpimDJ8Lu2yzQBRVEYe80MmGVlpvztP9Aieg1Id5fC5TLl2U7Z75oPjaP7Eq7mwGkhlAiJ8pLmIPKT",
+	"hgHILPN9Ux4s8M1v8BtXj4fDBNkoFEVFNjBpTKAcxKKLCkmmMBxnjNq5SVRWSPXwAh8haDiaVcwsmFR+",
+	"NjAT5UIfruQ89bOWaVhFhBkHblQewdtSjm7FuwRHeSenlDoFhwCDwcocNDyDpJFHazmhIKQMPIDC1a9v",
+	"rvJM44bfZnau8plaOoqNdaq4VwCeXoLQ3wopVWrTRXCMzgom4p/2MaA+RACYY+IjogFTf1ZGZXpchpMa",
+	"Wq/jhBouPhIEk/JBCJKXffbs0Ly3RWKqj7zgGRVp0Qu5wgB3mDyqF5UASckCKeZj2wXYgmQeGs7Pgl3B",
+	"WVcJpvKmEpW6IiDsrwdYZebgPacN+yhTlA2wWro0n3DSRPlqVGYrKceDkNbCtFSdn/LdMte+p4pYBcHS",
+	"3CUoh2ZigVGLLmm/Hvyg+pLNOLPXbL6RKrvESglIlphDlGqQRxjt46PZkfIm+goUIc5Z9Pqxj3ApFED2",
+	"bQJjolJDA0ENd+Iyo8/YcsW+CBCIIfS4CikeHuP1AvqvT2uBN3QfTthE3ZPNncJd60TpQufUyzVHPaZg",
+	"AhN8/+x759MmQYtCk8tmK9GNXXL5AEiHbCQMRU0uH0ztg3E2jyltdQ3E5LbxZJh4BQnm9sxgwMAPCDEk",
+	"1LI6TZ1EogbXDcon9jNhJhMZseEcMOyAqziRWAXbIl9mpil53pcpGRqCsK/mQSWruEZJRClLJ8dPEKKP",
+	"+g97gq0Mri2CJw5+w1wijxq+4eh608Hf1GojgFe8R0B7K/IvKgOjDc76/fsi1mZiD6/ou1gQjYMhOZeg",
+	"TIirYvRA+LpgTmRS843aXBsQlzwsKoMjkKawDFIGMruUbfCoYx/D32zm30ClglI9VsapoP7PqxfnayV/",
+	"sCa4XWZjdWiz6QN+yD2AsZ+iTq7zFEsHLV1u5yoT71RKnHemF+I9xz2fvX3RiTr89s6gc3R4dNjHIqck",
+	"PjqDzsPD/uFDKiE/wyJUD8Z2PrcG3QEPKIbpwS9EA5/g94V1DSW53hiOjiprSaIyZSeermI/SVzWBAgb",
+	"QLCuFQXpvp46AUx4eRPzN3HEnkS6vMwwIMckuAJK1C8CW/hmD94GHHVoUp2rTKZFdIjNRPzLJ9IUKsKC",
+	"LsiyTGLkpg/ouFQrLjTEPvHAiAOJhQv0jlRdqJb+d/S7nNYC3ChsrQy5KMLbPBS7+LKI/D8YpcdXPwwE",
+	"QRXuXS+MJNsZ3eZvXn1kGxvrCV2gTlUZ0o8JCxQWhlUouGwHOjJMcUkIJ8/X3CwvVxhl9++TjGQZEFXi",
+	"r5FPE+RKUOXXeqwizFL3cV48pltWIiK9Vuc9LiLiLycKShFhONt//M//m+NjQdRl6AH0SpA0RQ3Q8uG5",
+	"ksaJWCcRunIxry+3kVtSFZPQOR/JPJfjGWbvTFI5jXsDAMk/KBjzH/4Y/MMDRPxjaP5xcHBQ/A/GHuHv",
+	"1QpeAGVyISc98Q+hEyxxBDyS0v8iLtGWRGKsgdYzNUU+hRNlK/LHXul8NSLeysUMVyOQsZHggv8Rc16e",
+	"bHSxAhxN7Ii4UETBqrRVMddJkir+kMri+2WWRoLvaPgP+oFc7UgyoE99JG/NiOpqgT03tdkKH/IfIlE0",
+	"WfB/RkJOqXIx/xUJugZhy3XkdK6K9dJXoGnXvkq1uSy+Wubz0VjOF1JPDX0Kf5mrRC/nPIp0M/qQKwBd",
+	"fPbs2egX2OGnGPEpjsU/qCyaxxTud20nohtzc6D4QZxYgz7yGiLKLhz8N8XLR3zYm+Asuv7urBeJ8rKp",
+	"/JuQwa2lIlFekUSC2nCIbv/BEaxFTolCxYn4R1DXjXeFrIqWFQm3XKeiBtwRKJqIo8VK6eIuXC+ChPKz",
+	"1wiqXP0j8Q8x0UZizmj1ns/501TsQnQroQw9/HJURDbw86XvPRhIngBtzUgnonsktBlb2MCxUB9Bkqtw",
+	"TA1aoruQmIWLUSm9jeeBX0zkT39HxRpuCd8SYo/FP/B60w3WrpntJKzwhwYLrp9YrDZXFpQOAKro+qd6",
+	"BF/RLQxa+Ngrr19HJUEFgziDt9XacZlEE7rQSXzNvp8BSBiCUcZXROJK5ky3TYcIdVteyT23dknd46Pe",
+	"h5OBtQ9DrtzqNIiuyykcffP+ipteYsv8yZ8m/7kkj+rNcDDCiwH/RSkfeABKjeAauZmKiL4aWB4ILSKV",
+	"scxlaqdLYERY6pa+r4otwsvS6BIxP5tcdH1jdY6OgVOFaIL38puAF+EVKs1Hafbw31EhC3ML/ys/j8eR",
+	"uID/eJnNxz1AN+mf4Z0vn64d6Cl5Ef9dxVnlmSoSqwd8IyYDsqmjv8YY+eaUWENVD/Ec3c1lmo5AqxjZ",
+	"yQjU44iUZOKTQMz+KtpO+H7ZBRxSdK9nCo5z04m5ntleeUlNrQp87dFVAB9FGhfGt0SVxvgck4G7OTw8",
+	"7PmrbuZ2VLujfrPulEn8cL9iHlTcjZOG/5NNgQDV9YcYjd3K/Tke6KGpkLbX0nyRIFFWjOaJEUxVXQ19",
+	"BMgREjXRRiWkZoaRT100KzjCwucCcPAC3wGjEdKjULkyIq4SL9c6JI5w58JwOu8U/RaNB1DMx3Z+oX0o",
+	"5NnrZ0GkBl2fY3wYK7BUusoHbrjlAkx+cjOhrr6WOMJqME/oFWEgLdCuQVlv0oTLgyf+IY4jcRKJR5F4",
+	"HInjfkSMIDAxram63omm+YzUn294FiOj8BkcfsRvgX/hOTgbMIzRhAP5FDgevrZAfqwuO9xarNipP3YD",
+	"QdVHe6citE1AylYixnhzMldHhN3jRgjxAjCR0AErTuTKDVg5vVgJr1kWAh1DNEDw431bKK2jQoW6KNUn",
+	"4YNbgNz9fPwlrhfGcjAJfevZy8WK6JM5Lh3F0wqJ4pmFz4evXh3CZ9wzKSnlXo/7ASpn8grzBclVa8rp",
+	"G5pl8nSeSRd8VgRS3WvhCp1NsAt8CPkd4RzkXlhOl+WCdOoAeJBPVMLHFIsteAYOCQb2lUsMSNdmvqbi",
+	"WkHm+tQR13HxtWjwTchb/Zv4017vYZrj632MVfLZkvwdMYVucdP8sFervUDO29yfbbbSeFEUc/FxIVcY",
+	"9paoshYnKQBhiWl/dbL+W3GBid4S5YJjSawmOJ0ly5DJijkR6GDySiXCqdznxjtV/Oj5tpdpGLJ4saJa",
+	"QXO6QUlTylxTzBM4YlywpjKxKefma3NhP4IxQDkqD0WSyUnuInEi8kyCTfdIuIWcR+IxRR/TdF5jCfWZ",
+	"UNvxLwqJsHgoU2O9QHekpfuAsqJSM5GWkcJFhTBm+eT7v97itRNdBMogFHWneNcxwOAgz2wJzT4Gl4u8",
+	"h94ie21OOTlmEH5FbMvHQJFXzUfY3nO9wyIy1MV0F2Rkhq4vEFeH4hXG3c3oi7qw9DG5mMiHLPY0nM6p",
+	"lBIX11lxJOTccv4B7aQIbPaQORya85la04/Z88fn11uUdMHu+SStFwHrLy2IV0YUz+zKGE+C1DpkoyLf",
+	"qoClvxK1WY71e4moV9635tVgwnw3djRuRD/jTQZ/U5izsegPjXRjZbCE6QNxJBLlP0bF0T3qnXrujHU/",
+	"yuCcWCdxGME4NIGp7Ky4lullmeYxLS57fcFiIPBLjXfHRGuH4hm9dAAqH8YMUap1F19Vrq5HLvniQuVF",
+	"0hl0yAH+UrucEpXRO+7rRnQGPzX3GUJWhh08P8r5IlXYGkLD7wuZzzqRd/YTZDthkwjqsUJXNQ39hh5j",
+	"x6Gj6PgketTUdOhTtKtBdOiVrmKYMvixxh1wPMIPI/9imSO5VzbV0UmEgg6txrD3PO4Vc5/KzbIW3Ql3",
+	"V+mmUeuwU/bWGX34XTeqfOzd/01T95j1pq7EbRaYyDtVUZFW9KjfP9ywzqp7vLJcJt/O4FE/7A9eaQ5+",
+	"1AYpb0GH8J4zShqP6ilPm9a3eVVHwaJ4kn0X9pSoI7d4lQL8oLuJIfRO6bBWu3U3rbjKNzYRwOOTFhiN",
+	"+7GQJT+Jj8ITXPgNertWUvCUjYDc2n94fV1YJWqbFUKqfqBjF4p0RJo2q8+kMG/cQKWhebnyPTvotlk9",
+	"KrstVr11uWx23e1aC+OrWzW5CwiigI3YamIJunGJd786jRmjdVtDE2gbjEDQHdkQ7h2KF3lFaRmabboW",
+	"F9wHPUTn27QTONFXWl2flpkf2me37NKFikkOxXO88usWGtEf497Q0MVYEHZUXJ51vfE62DI9FldBx95x",
+	"UZYqCOGWK8eSuQl7fiGtpQr1RAd5gv/27jf2PV9H7Lc+AgNs5ygwpb0NjzbvaZMNPaha0KeggOAZGlQN",
+	"aO6eMwjMZ58wFhrPgZMgMJ2HxtvOCWZZTrZ5gkBHDizsaM3EpnI3AR6wKIhOveeGM1Z0vhkz6JSooCWU",
+	"7dyY/qeDww++AX34dyuUnFuPkFwFGDktSZH8XVh3HY81RvXEuLL4cMu6jz/rup82eCFOS8+ft2HDwPvS",
+	"k7GNIyP5bGR02C5+wzFp7P++vvJn3hcCknbru7hx/B1y1mel82XHy8uG/Hf4+re7nTtr4oguPDYtk1Xl",
+	"ZrbV0HhvfU3Pd3mO2N/T6EAKTM6NnoDajjZuBT1am/fSRrF7u8M5tXkrd+ujartldKbdSpU9b+f3WlsR",
+	"BcgEANrmF+OKwshRNjOGj/XDsu9eWqg9obetYkdEheOs6BqwSbHbqmvW3H3bWV2dpwcKQSsejk6kWzj1",
+	"ulu3ws7DzgZHwENyBXzYl28V/sD1g759OfTc7ZjVu8IHuYXfbF1G6fq8Hat5v8sBun0Zodd1r4V8ID+P",
+	"cvk3Nln59o+A58EvnXrZM/iunHpbu1LUyXFGbC1ZExEU8sgObLxvrAY9HmKPVTJKqPPocb/fYm3sBKLe",
+	"05xwt2mlfuyDF37gp4jcGLDJ5XwusxWo2OiW85GjVRbQiTpXvg80NSaG1RddjDsdP+ER/eHwLzCgsGcv",
+	"qQRIyujVLqfr/PTLsKOTITKG46goIDTsvLZZPrvWJhEvXz4ddqJhZ6xzLJfaeaenEr8pfF749ZkxUnyj",
+	"sumw8ykKpj0Kp31qTW6drU54LtNUG7Njzg/YLDa39pU0q7cqe8sg3Apz9oG9MTD63NqXMptSQ1sKpCSP",
+	"TxUTZ97hE7h/i2vembxS6+jonPT7nRIf7Owb1MM1h/CLXWbDThAOfFRgr19gr++x1w+w59s+e9wRxbc8",
+	"JpwM0nRKztmZTIGj/t66aJ8E0DrpH216Q3F6Hvzgm0b+XSX40PGT3Q+dEz459Q17Hj/qP2z1Ml/Imlq/",
+	"svNq13NvQMS+1C5/B/BFABaIBxpJqDDAevA2qGCFxxqticFPHRjb+RB1qgkCsIqjam9tKpvoHdzeGeyb",
+	"wbMyXLJVDj2Fv3S+Qhf5lPx1HMPU4RbaPpa1U3TmpmBWluKk2fCAMp61Qz14OcCzE3XKiFY0DYqQ1k7U",
+	"KWJaOTA/8l4H/xf/RvoobMbm2KQ8DESEt5eRPsGnsre5Lvucw+Y4vNX/iTBnRW0twrX4LghxLb4LYlxh",
+	"xUGQK3+s/EZhrn4gCwH6lKtsDrgufJEVDv0p6hw3o5xbqa/hnMDUuPs11JURsP4DhcAiZWAr/U1oqbhM",
+	"w7gtmKjwT5YhXEAaGP/qqfxDoCm7S9po/wbE7ZaNRNm4/22LDuPIgo9rzwYUVo0HDMcUh6kaERgOofMX",
+	"xARuBDVi9EPF+0vgOtqPMPw+8dgsjc7xcGuk0Z+RHK9kvv4+tLfxfSd7vQ80Ov4nUOxyi/8JvhmPO1Hn",
+	"Av9bqsRAi3tQXIXOfPvvKk6rz9WwXGMim1EdktUaiZR0D38BxyuCBoHfVKMGYbtrAYMACfinhD76AEDo",
+	"7YdrvAQr4bjPIWEGcptjz9uvYCWIJm/g4jWWUPjhUG7vtfXKjsPocvgtiCEPPzZKtU1ypQwSLz/AiPI1",
+	"dwDBGjzYGUlazE3A0byWQu+geFLk+hwSyooA8SwK/AzWw75yWM/jmywnCE0PqbUdbHw0OmKwVDgL1ka8",
+	"zHM2H5JesDeijCaAlPvDGwbU4qppnpvU4IriV1SupJyizSl9QTGew/v3xTMu/77mq8ML4Xx7cNDQFM1n",
+	"ZUp+IU5pokLAvngdpxWXXQ7iyqtel103sbrIOXrPsLqWdsLZST5YX19RQ5UbGyCjoyrDOsd+XL79wtBg",
+	"C20uTGKE5YqhVMSBS+5T/L7vuC+db6VZVsWLykJoQxNUQTPWN2FyM3uNd3Ho/iubE8/U+BK0bu5j5TFF",
+	"Ec2xMHZoeIaJNtxpl2sEkrnP4UCNzl8qbEVAMOqaElfV0FQBciheUMOdlIOyq/cOtRSasqhZ0bdFOq6z",
+	"LbMgmRNT/mu3oJVoMXdPzLTD9OnC6uTbraLvleEwMMQZfl6aXKfC2bkCyiHtUHGFpi5DEZ55QBHjSDT/",
+	"4m/SvCVaBKz7UnpxWcKMqCs+DOsIxEfxhrAheJjOyXrMUJOBVg55EFSB+V6tOvs7jooInV+Al6ELorWd",
+	"/CJhS5QM5Wpk0u19RXzUd7otnlmDQsTY/Fs44zsfeEogf+3H341nID6KNzkFog7X9YH5G2rPbHotP/Wg",
+	"6RFcwf/PXA2EyYqb4RlXQaww58CpQMeH3H5l2TVyMxSfvbXVTu4Vqyg4KV5aMT/dLPnOksQFUdrc6Koq",
+	"9CqlPKluEpbnxgbyyBYvypqsOUeshsKxWxZLo3YtJ/2TuEfVcmvFK2fKL6VS1lbm9VKWGBBelBKXNRlQ",
+	"XAnIeT1QqVhL0H6gV0Zfo6hahwIGrqCklIuFktRUy3eOvOdEjOB28dB0fZznyG9sLrHGr29OXi/JSbVu",
+	"/HS1H4cmfk4zYzDreQkfv3Xe6cRmcxGndizTPyV2LrU5zNOgpJFbyLFyZTs37USe6flcceNOLHW/pDgz",
+	"GhtWr8ftlyXhuQI8hx4sDVUJoMJ2Eiurt5f03RhHjIon3B+5wQWOxIa59SuMdNU7pTxMmKOCbB8v7jtx",
+	"sa6Gv80tBqNgcy6frqQd6TFcbZJWy/eKGnujgKJwXp+eOgr55nAOxsu0Uh9XK5T62rd4L2U9wbRUhly9",
+	"IANewqtrj2kyBe45oZMtwhjJ5AUd919LIjs/FKz+qss9TATZfNlddbwXNgjdMoRm7OAYv6Gb+UHnb4f2",
+	"7zZ1fxrT7cOh1xCAI1aY8OZF1U/89qX4F2N8d9N724vnEm+fVTO5kMlzWnQIgtdc14LA4Km7i8l6XF41",
+	"VbLkCr2dVyPNfSsQXsPOwHf/gMNg7vlqyOSJny5TiZUjYQ2gkg47//7Tv/9pOHQffvcn/8dweOj//M2w",
+	"c4ublYKc3kzOqChgCx2s+gDrZKAz+EzMnXO8/v/Y+7flNpIkXRR+lTDYWiZAk4QAkNQBtLJ/WJKqS1M6",
+	"tcTqWt2V+plBZIDMZiIClZkQhC6T2brc1/tm3mDd71fY8ybzJNvC3eOUmQDBk6TqZtuMlQgkIuPo4YfP",
+	"PxfLFyn+4gpRxa+sLh4Fggkk0p36eD31kfZDoD8epmmok/EmZGiTCG3qmR+21SNdd/yyH3os9J+a/dBg",
+	"EULyIEp2MUYm8gy4XOKGjgkhOXJRRbGc54uSJXoYScSS00It5sQAD/9GSh89BUEeMxUamiP4IchgBgJC",
+	"UtGIDwjqDiSs29YdaL51dhF9mVViVlL965riCUWQ27S/XoRFrhC6lDgSAAjNIUthLI02rB9wHNfgFFhK",
+	"lrzFXkfMaIU4mPdqkvH8NZbCL4lh+pBZR1SrA6o24sDnc/8+eX3u32fdCZ9nFc/Z88iWf3YA5jNOnERO",
+	"s9+gpPxJVBelGD31u5WlYZoR3L1rYe7r04wujY68SGGavlZSAOEoaUvXvZvN3R/czllqSbSJm+SjMNWE",
+	"LryIa+W5GAE2qPAWP5nYtqXX5jWuU16kTZxFDchHmSP+kdka+3JBp5rYl99js+/izngbwArpP/D5kP3I",
+	"ixO1KNj7qhCiQkQLRtjhgdFg9HBnONwZDNngyXgwGGtTch3qBcOO8DE+hIFJ+OB5WSmZIeImiPm7x4PQ",
+	"v/uYYiV6VEP6E8cE5Hx+j49PVnW8TRT7GAHXqIMKuM88xID70AIH3EeLIvf+QM9+3Bnvb8L96OHBRtDD",
+	"0CujKq/FID7lzZ8LCsW0YdyH7jEbV9Ntj+wH2AWgbcFZJzCCawo+ce2YK8g9AJ94KwGRZ/j70aPBcLS7",
+	"t//wEX1zWrrnGtCG+lcewqH+lQd08CbZwzuEn7Y9ieiH2q9RToUfVsLus88Rqe96GBZOtrc/GESxZxm5",
+	"oxVefm7KjA2A+65uM/mgsr19aGirxkf4uWv871xmZUvrH/RGg/szGMfg0uOARuBV/7b7aMQeDgZsMKDD",
+	"D3cZfFeIiYA7jV7t7n7/9Q+9VxlJRa9flOKYdAQUJ8VC0KmVbRvtfD63Hw90G/CpOi3k8YTkgVlhdT5X",
+	"/l8fSaTRn9Us+JZX3p/nRe3ITxd5XvuIayl6vFoU9Y+mfOL1Yq4mZ9UxT73H0qzevP7EO7R4GvPjk8WZ",
+	"+/uEy3P3s+95XmUT9j2X5/htdg6fD/b29kf7o9E+jsNrr8B/7w0eDUaPh4MnA/u/IQlvvXTH8yKzZ+ID",
+	"7BlU1fz1pN3Ytp38MGrj5rEfvvmHykv2H3oPt0lj98UWIhnaoqlGijLs0KOh9xHO2WIliobEpP1en/5Q",
+	"QG9zJb61x07P2/M2YXI75z1UjKEDnz98BnXlSvY3adShmvNqazW7VWfbC3Clnr6kZ8BFgbdVg57fIohU",
+	"q3gbQKS7g72Lrd7XqjKE+/+EwFPyuzzVunBo1Jv5a0ufXm+zi4qfXi4SVO9BzeF+USioRWVvS0rCEilg",
+	"qPrFmCz1hotboIVKhmsvcrZs2/cYuveuStlN3iJjZCoqeJ7YaDKJhXdcAbAxExmk13gICBeyUIUJffRj",
+	"mZDirK1wqmuxYk+0hW7FX/DVcKC/83TO4NvRk14sYRSk8ZK/o0mm6IXNwiqRB4yzE54GoJBG2VfwZPRZ",
+	"gmsATpchy8Upzy0NnSEI0MMdmeoZtGgEIvHSpyAoE84uOxFQq6xZ4aMl/wrcDBTEa43hMKnC/ZSVhnQX",
+	"8z+5XIUu+FqJwfXMTV0THWLN4NCB857Fkkoxwu8zSbGtnsXmBHVBw3dP/RXCJBNFjjfEadT6ZIqxzPMV",
+	"RXGkxdAIYoQ3XpInsNUND7z4VAWF+407nqqpwI7RXwZVLvHgkAPuu/UPgpv2IGDnZuUZlCuhGpVILmPo",
+	"xDEENlEfDclPwNwDcVesfAqVANwWNzRSrZ04gEXEGuBhABUGD5QAekc0g8cGWZVVUD4U0X0Vhf7KIPZn",
+	"pg3KsRYZz7MSWdNjachHXBbmjHZiXeatC8Y1pnSDm+uGwnCN1K5foJCVvgxMELFSNIyG5AaAlJmR5mZX",
+	"Uqwl4aid5XYSEcIVkvPsRKlccHmVNDAPzWPuFJgsvB/gnzbM16bqgQMO7w/nTgT2oZMMMJWYyzrW1tqQ",
+	"jQZorg3hZ15axBh16yAhYowqtG6DtOXOGHVl+HVLD9ssW+xgIGfR6UdWi27T2SydSFssnbGzV2CZ9Jud",
+	"wdeJtLlHH4Gx14k6epO1GjFajWmZIGuhhnPkLFrouMGHjxseMZO8MjaeLi97ZWy8Wm5bkbnjMknGQx/4",
+	"PB6OHPh3PBw6ZOh4f2sF9ql//m47nPrMaAB1r6dTDdDXGvKItt3/FzpzaWLG+kaFMrDYcia9lz0JEotX",
+	"wGRQ9q7l0w0d0xvNpO/do1prNtIjnJu6aCH0iAf7URLuxbY7pHWSnniTZNsd+y22Hck2idi0vTwT/aqz",
+	"CEfzcy1A7Objhfn01nzgXgcube/eaMy4cX/eRY5vKXK8pWl5xXAw3BTbGpPIyXoTqEJUjK+OKsSe/MFA",
+	"hRSkvgVQIdnbfZbAullN9zzD0DdOV9eqCBFDdSpCRssSq69HVKuXVHfixVqnQWOb26HZoH/fLprNkQ3f",
+	"HJZtO711dBGmbT0P8uYOmdfj+q5RCYeX8SZ6a3jbqthb7GsD2UaTYfOargJdM+GeS0PX/u3D/+/Xwc6T",
+	"bo/1dz7cB/4V7+879NrXQq/Bgt6pILeqgtiL/6tC15yrcjuFxfONtuosLkx7s5kQ+sLcAffxsS22mhyB",
+	"BxXLfoK/yifQ6s54JnsBfzxoOYX4mKmFddbGkun5Bi/4nJ0IkF/UhMdC7bvR+yz5geelSBhPU3ozL9l0",
+	"Ueiu6wb9WiZQps/UV4dEuDbXMTFSZ6TtUPEPr4+uSa3AQUIicWxiUVeaDONibG3eWzyA0jE7EDvprR7E",
+	"Ke3JEA/X8CFCZWZGqQF6BNVStfvEd9CNGvYxQYSIq8mpx5FkUibmMLRxo6F6pd9rVEm9Hj37EsOf7hf0",
+	"1iIuKDfTsi9wU+SqNLGFGS/OI/0e43PGhEQIEVDP16l17l33jEhNBok25DEjBIWrJa0Df28mjUt8gw74",
+	"zjb8lRXBS3vrrJhwkMVr+e8iHwyib7JiAdJ6uzuxPo+3rYz9XIpn7hpxN4M3BoAeUrhOD4ZJVTA4rVdU",
+	"0kKwjPGOocPNU4dNBX/4vmS/eqgaeHvc+XBVpWzQcPPckib1N1Goujb1rYIR2ibpRnW5FuHT0OcIjD5I",
+	"7hS76yp2oYK0racJlmPH7YFraHSY3L5ejXtKpdFskfw5L0tbIK019yDJ0gS1J9ATSpvf34evMLRvyVW1",
+	"MIFOcIh5gvjBREmUo32GrpXIsBVEjdA1aCe+tlIIjwMAcim9vEFSDg/NSOD+xPd2E6kqkUQsoSBNgm4Z",
+	"iEFDCieMKid5BwmVWijkqwPmNItJjq6nSrfHZyJhFDI/EVgDudenXAxM86hToJJZDEEO82Ldrnk3VKHq",
+	"mmRTKqsM+kdaqPlcf2aqmwCrgpITYfrHCjFTH/Uc5bnWehijLpJoT0WRfTQF5BMXzdNzYsN4BDHxAHMJ",
+	"KFBUmY7GD92dU9KIC6oUYioKIfVkeuCQGhoENCeXp4LvM6BiP/uF4BWlebfn7+sh2T1RYRtdG39lni5N",
+	"Pm5QdM7bEriZYESCiIJxIgktYHAv2GELV8GMGIKV1FYfp2orwEwbTGYET7mp6e496Vn93Juivcc963il",
+	"29kV+7GvDKNmNCg3DN2o/quG3ThwFoCD1rA6siakDSGqHatp1yEJKIjq5i0YQba8OzKGrNgZ+GIrpoCQ",
+	"WaGaDV1qYIRozcyQIsanQEgPtqZt3aNXQWSEbvJS+T5ZGSbs7LC3KF5o7sVvC27pAAyESpKw4oziTKyb",
+	"DJMeHn3izHcgK8be2Fl3FkXqb1RquInlilrMPN3iDJCDqH4i339WslLQTuDOHlJLaxMBOi14ORC3sKBS",
+	"Zt24SYbo1KZ1TqMWmya6ilHz85yYl76mTxsmo+431uqUX8AaTUFk1beKovMXA7fWuPMWBKTh5umEEf1d",
+	"oxJ0Pmbz6ATMJqRmAhEV9uAdiHqShyhCrDVKJdDhV6ZEaREEOn/3gAo+vSQFUn0SMfrIUsd8viy8ANfw",
+	"q8ELCFMGp86mh+ENr6bMRy1eFmVg124jzmA4qAEN8GfXwBoMrhah/qNbQtBzLS2P1NOWIwlli7KULXlJ",
+	"yt8ljeMK0vhtONOosCNG6WTIQHOd7i/y/Eh8qtn5+lMKS6K4hZ3q1IpAPdEPX9HmpzwE9hff2Nftgc1z",
+	"rYGR1N+Sxul2qZjuzNeb4GTCA+bZgbdtvPqMTGD/bQ/Ar0ESHLDeEODpa3FOZmZLoALSyC26As0PhTXQ",
+	"TAFETIpfg6TvNxzYIERiuQGbcXGYI2plEDTBD/3GqRYcWGXdmHkSTMpMlD0wPstSzE5yY/BpCy8i7z/o",
+	"2mDhYf0areA5G/VkxfQLc2F5kPTIq7NCCKLyYQ68sMMSA/cEXTBX6lykbDFvgZqbG9b8oPTuyS6MfW/U",
+	"M351nqaWjBGUSymWBy0IDXYqqpIqvARIQuycZ3I5qErL/b+3y7rmasaSA4EfohcxkfsWEbZu0jK6rpZk",
+	"j4IWPqqugMLma2mdxjYeBFas4YgCdqg6DWS5lgOq55NAsZbpN/kiaBTjnKrqIk6srgQbDLdC1EKJ1evb",
+	"jBSvpGbdRggYL8Ysef38l+MXzxIPMR7CbsBBmRw9f/n87Y9vXj9/n5giZFTEH080S379XT8If0VQ/rH4",
+	"/IFs9OevDl+8xB8y+zuSCrGkXwIW+fOHJDKbE4vQlkJbwmANmfJpSwW2jq3Qr2dPCtala0ib/7HkRcFX",
+	"PdBCdBPttg2M9BsI03wJ0HgTO3MNGPn2poc3xbdterSSUbhhG/l9Rb0tSPM0uuiq9oXemO4110Iwv6cH",
+	"rmZF7e3ekNl0kTi+1jA3w4sd9YaXWaT/NGW+bo+AA4Wiy9t14q+WhT+sZ9Z7x66WWo+HlFJ8USS2ZBNv",
+	"kSH8OZi773khNsyfWlQtCtgXm7xRffIoO9uOX/99/dRmgwr7uhCtug58B9O6XlJycHdAOZF23HighW6O",
+	"8FGm1oft85LbO2HNIyi1s45o7GkthtYM5GWi3MDKXh9bVsbWFeQZWGHKoiUZNx6k2usAC9SLqPA+GiKx",
+	"bBTebyZIb8njZXBhaAudCzEvW6wFUyHSs542GEZgjFAybAnA9Lb82eR/6r4dU7fiGCyxrAKn/TznmWST",
+	"M17widbfMPhA6qLprCmF6MIB2qripyJhXVMQ3mBBhghWT8LK9AnrDvUWHA0G7lFti0zOlMKQgn6xfvSA",
+	"JVqgOlQSwH2hAhevJhjOqU2Z1oxVxXMKfWnBnMCmYCyZiCzv6gbZAxb2qZf0IRB7CnFlZJYVEki6jL7M",
+	"QF2G8f7ic+BhNAejB21pBbxqBGgKUS0KCYEXfVmb0WKXTZQTp6p1/vRiZacSQixdC88rqyzPdVsfeZ6B",
+	"l6s3DucvK2ztfjMz35kXfacXThVsEMH/Wegf7iqv/4jxk6J/vbjUOlPjpRYWFzDJvdWTZUZiNp0x54aI",
+	"rVpb/1Tf2euK58/4JyKPw0YuW2yXatYBUyHWZTO9Gq3vUbi67X3bH3idG12+Y341TStOmhIi4OTrqH+o",
+	"/NZqAB/meePsQgdho4TCmgAcjvKuNHhUac7B2pRnv97JH4Y2kHrtsqZ93RWkjxsX+vomF16jK5I2jHbZ",
+	"lctSDrcrS3lHmOQIk4b7TcKkmoV0GYqkK1lTX5Obyb7yMVI04lfQUJ7Jc5FmskHTeFZV83L84MFyueyb",
+	"h/oTNXuQyQfw9h2Fi/r5AxUY/SrWUdSRbRlKoJtQ/eorHLYtLclfceDNkrTgdA/K0o4cpgFUSdTjWKIn",
+	"MTlgu5T1ZNSnK/R5ZPq8u7WA2G3Zf6M2AfEDPymycz5rSgjOXuT/EG0Cwn6+pXzgLfLBEAP6EuIGhcMu",
+	"G+6NRxeyqa0jPIvuZO2drP06srZZzNkJn1ChZfxEfRR64q5AbBw2FXfGxgT0sA9Gv/4DFGO+49EzLisw",
+	"8zbVcN6UQeh7qK7Coxf2wPqpSjhLD0pRbV1Q8J2Px8bfMzpxng4eOAV8AoNYIgSk5h5i3dDpYMHSmLOX",
+	"5z0TyK+n/zdC+xAAl6LhQCsFZaG5GoVBL6FKYSyxTKFD2fZsrD+rShPXhOKE6D8fNyZBG2opr7ilgcMj",
+	"DcFZVoqqyuRpWYP19llCv6dwLGgsEH7hJUuMhEqYKmKZVCIXpwWfJaybq6UodrRVm/Y88DxlyqlplrtC",
+	"P6oA+G4uDhhnc54V7DT7CDxly2wCqCMLWu8zW2+PG+BofXX1QsaytpJj5iNRWSPHzsyRJTPs8pJlMpbJ",
+	"n55D6N05UCGZdJ3TBN/6XnzdEG04dni7g25uumK4lHznRBSn2m7Hn3fG9rai0GzIqnDZ8KqdoVuNsG7E",
+	"K9adY5up8htAxeB4jm4EqogCWFR1dKLdmrcXA7Nqyv6NKCl2B2kV5SYvdDqX5qjeBayud/sHIqJFB3gv",
+	"qnVXKW8emYZGcGNVF9v7+cAWwn1wPs8ezFZro1o/LPJplkNROgPJcZfvvZL99PYFm+dcWmKguSgylbIE",
+	"anhPCzVL+n38o1LJmJ0ofbukfKV/MMkXqUgjBn9S86ZhSJ34h5LigNmfmyALch+olK+iWHpvMkA/dBik",
+	"HBhS7a/vlWymZHXmN3gipqoQfm/xYMSSxqGmbKbARcsl2334EPoamXAKHB4v0Ymq2phJCalbIXkGk0Am",
+	"PBcy5QV2COGPPJ1lElPXsMxOMdspRfFRFOx8nmkNw6dawIAUlrYRs5JQU/rf8CEnvzjHN+Qr6E8sqbIK",
+	"5SzMRFVkE5ZVbCZ4uSgEEcTySbXgOe5VegbLAhOXjMvk12OKJUSCAppVx8FqApy602OKFlr86jHgDaHC",
+	"om4/6Y1rAcyIcuggKBNZZt5grx1g+hcvz8vjVEkRNIc1ik1XjcLCyzI7lULrPhEQC4iUpcBs7DccSwZL",
+	"A1FXyEs0OT09fCcUZj6mTnmvxWAXVCEvF1qdS/jMdAh+0z6QgN2gXMxcehn+vMS3ZvKjyiaiPM7KctHy",
+	"Xvq+5dWmcrQ9yqs5JkLSFIDOho2ztKV/W3VuomYifC98Bm7EsF51xMSniVZNAdgLOTonoloKF68jNfoe",
+	"8nHjz02J6qiti6aslLfpMU454flkkcMPSEjQAc8k4LtUgYur4ICP8Tjh6YS+0NOVWkzORGmOg/VEggTz",
+	"WoWDKSF4DfaF7geevf/6Twra65/E8oH7OS0KvNRNNZ3FlvPnc73pBiCOqX+MxphaALsUzIAWC6b54Dxn",
+	"0pAc9Nlz1P/GbHdYp0PM9DbRTUmc8DeTSp2QNNuFHJ7XelHBn8HP0UiDN6spGz6yj1eKDffto7HcHerp",
+	"GO4/2B2yf9MN0V8D9h3bHfTZIXb9XqmX6BSMHS14cUYe0NiknvMJJl/pHmfy1JEpDweDA8gbzVR6bBo5",
+	"ph9Y+4V/FAV4lyH70VRPQzAtzOgxfJDAsoKY0BM616PF2fSmhiSumW5zcnycayzpS3ARgFcpAnlNJxC/",
+	"4xXQYC/MPtTjyDnivaEOLm7lCRzoLm5SM0sA4EOma61nwM7r9RkNplLHUH/dDH/zdRnLSrlPKaE1aKhl",
+	"Yl2xW5patLQjO8WxtBXqAFkADd6jk9L18b7ua8PKo5/p9dlbfJnW1hHF7c0KMt9MshnPHQe8dyIA5C9X",
+	"bWsF/7TsHMnvceeMl8fn8ywmRunPCWYHG1C2yEtxEKI0STVoM3St5vXTPHu1urSZ+9M8e8Yr8UOhZp0t",
+	"wrn0+JG6oRpwz4ja4CKeXXov6NXw/u9B0bJdD+w02ltGGbO62BXcrNRU3BkzdKYPdnaHelmobXpCtx53",
+	"mPO3XxPZeoVw3fk8a9Ai6p2JV8pSoQyKvAN6xvOp3qpGft4qrtPtebA2oACaVomgSp03h0HUAkMJdgnc",
+	"V8N9LNK1RhDHnfGTQR+qXG0WLOsevGa3PBlPgQcbA3qtL0KoTUVhI1SU4Tu4bjA+lEPAYx+7hhdU3Bnv",
+	"YV28+hAe6yFAzMuF+EBtarwBdSj/FQ8Hg0HtLQ8fmo9a3jWE7wyOWKq3OZf1GK+1V77QjkIpitGXpXql",
+	"J7+BfTfmF1wXS4WCujxAXVLYCxdyxjz149s6E4Od4aNrnImH+1ueidYHv5EzsVvfrqMvcyp2BxtOxb47",
+	"FDfmYPvp7YsNAbN/MvcXKi+hy0tLkaaPyPNuWdXnEphs96Kaz6oSfLbWa6W7Mm14rsqKT0ndRB+J9dNQ",
+	"zmeb4o6FloEnMytYKrQ5RNYrADZPtJZeKZbz01OtDXaRl2TuKacnK/LGIM4vxaCXsSkjn1oRY1D6gzyb",
+	"6f8gPJBA3hhMqfvukii0Q615EXrqrEMNRosw30UpigNWKsuKifZMaaxPCHKR5ZwhDhidfYENTSDw93p6",
+	"x8ZozT6iy6UeEiPVG91dB+ueNiW6mDfjtEpngtOy0Kqh3bk8U7SqhdDWPCuy07OKdd0DxgIIWx1bIq5Z",
+	"KfKPSO8JsUz3DCKj6Tleeb++V+KuOgBvhd9ZtajKLKXKGuVEzTGcrqbIK+qeq9VwAs9iuRSUUMpLFx3x",
+	"wpy9yPiY7H5MXKJk33C1FmUyZknTPAPPnucQy4oNRnLXOGPIlLNWpl0qUlWRxoZscB/G3OuzQ8cd1LII",
+	"sHK1CQeehPooEyKL6pP/zY1+TOSz9hPmGdkixd11sG4yat1p8wvgoXRt0XhxWCI7PTNUTdruBT7UM14J",
+	"41FwgH9vyvrsZ9jzzl3j9QGw8ZjuCgfsnd7P5dj5MsF7IIUgVyzudzqY0MN7IODwOES16YFfU8Ut/4fe",
+	"BPo/Z91pzl14WzcfBQPMClaoHHLljal9oqozbNz4rajsWHvFMb21d+NOwro/Hh29ZSPYNr9gVmC+wvQC",
+	"6qrFUcMUuPxgIzs5Uj9hNudpRoADVgheKhnLbiJVy3R5w00i1njG31rek1RDIZb17QtB+CjYpMfYMTqp",
+	"qnL5E+DpCBqAVA9oIwFHWDAm/Xt1Tg4SszH1p/NCrMuA9h0PR/ry/HKuhwZm/o3hPsQr2cDl3QQctG1X",
+	"W7LOn7oA6T9qx84HE3sN+PxXc6G4LaRnroWDZ/M5xq16q7bRjbgH4Bg64CT8SWcGnr/o2BKU0Y6cDJdg",
+	"+bUF4gNG3/NclKaCfd1OeLQPdkLYqt8jdR530JKdquIkS1NRt66JQhj63erQ2vUcWmaAVsFyYwPZiwPW",
+	"Ys7rz5f3XSkpntn313x5/lx/N/rj7Dm9UYjTUBuU/hYB0DBzaOC2/eQ+u3hXPbGWrnvhI/+FL3lRstdZ",
+	"Xurr6ibe+HBg9nHjTKnzllNDB3DNpr/45iIEGh0NY6q5XfK9Uw3udsiWO2Tff+GhlJx9DzChltc1ls+r",
+	"aL9OyH3L2/GLCfGFPJdqKdcJt8N2A0+wCc9zMLLB0AMv0AY+w73NIYzaQP13PrkhqBxM+7aqBNkSfzQl",
+	"4osf15sTr9sYHrhlb9J7CTp2+S/lwwQ7aK0XE42TprZ1TX+mfannyZutHqR8tYFbAqAYZS1SDVH5Jr6O",
+	"1eB14KdI+YoVCykzeQqOy1jOslSafWb/bUpet7sO+/TKJhAPmTwtHK9SAMbDp9cB7ghrx7aA2sWyibVj",
+	"z62/SQBCSwAAPYG0vyRqYNVCwo2FBCQGQZjQuM7FR5EbhEMmxdpGmoC3/hpoWx3Q1o78sjAz/aUFmUWY",
+	"usAM/u1Ad1wSXYYUyMIPnpcaRXffIeKSMeMAgkMaaiGdz8CB4Ar/7wIzFdCvBZ5nb/xQrcnmXeBUZWUA",
+	"3Ozi1PUs8YKbs5a3oo8TX9xnh9BVqOTP01yPkX5FAM1MZuUZbhv3aVnxorK+EAKJIDO9frzPEn340kUu",
+	"0mPcGw+gi8f248TgBHG89uVTnudlC0YPoIKq0MujT4SSImwYUIimTR9euMyqs7aFR26KEGLY8K+ZbvVZ",
+	"oj6KIl3U3kof2hebzQN8eVIte/XhOVgESTtHrWBCExbHUyxyYUjJa1GI2eoBbjWoQQX+brflsBgVSCU7",
+	"3RhTwd5ixYST1XG1muuuAwOYrLROJApb6xNa83j9d/d7GPPgXquqwLHqh2GZaKbtz+6ViL86MDLCO+l4",
+	"THG8tkUYVoQrnNiSAG6JUVTCZDfRozQbOBx98nkKDJ0Go6wWlswHT8GJ+ij6LbjSjZjRdslhRogY0KDj",
+	"+IlZ88WsbAA5+60o03Xw0TbsqLdSe3u07XArYgsA8YGjHU5YbcOjsnjgoltBd2HO/B4DPDQZ11GmZte3",
+	"v9IgUM9EE4VqSoRsQqH2HeSVwLf6j2ME5I4tWBbqNpgQgGnX4mKVFOUBrQ+1Ng5xtkQntPb6gfhTIj7N",
+	"hSxNV+ivoC9qUZ0q80qctqkqTlVVCXls767kAhi2lzFWqBxOCmyFLmfTnJ96Q3R1MvyiHCYG+1EwqdhC",
+	"oqCmAwfNc7kCbtGGxIJVr0BvgLITht8oVIwAUG91GnzS6iC95j1quluriNd+r85Wx+fzjCbU0jGuic3a",
+	"goAgRX2QMm5dJDzS+zokwr9XshNeCoalACerjR79V6tnfHUR19APPsrTnyvDXIV63GYFsBcS6xjbazRY",
+	"w1pDlSRaHO70zYX0Oi/55l6jJtk7sPHG3Yf7qAB7y55codvHlbpUz79ocGAduPJCYOVNYCqHO8MnDUyl",
+	"B6ccDb68S7oN2XbIlkKcR1549YsA3S72YgwfrvVijEbOi4FNNP1xR2rGS/ZWVAVflOe8xF/ULA/8MWgB",
+	"se503NGyTv9TPwxKCz5SU47jznhX980qtXFnPKRfO42ZnrKqED0U6KXea41uSh+RukdOGvpn3HnK8xwm",
+	"pt4RrwttL/784TN4UzylqTl6qw/VZsMODb/RLdVUn2u1BdoCLSSh2eA5X0/wfxo8RDd4+Jf7jW6/5fYO",
+	"++tN3BA6tCIMYwskE52guH+PlHqp5Ok6XGabrX492eIJ99FgtL8zGO4Mhv0+HAz97xFYdrsPH8G7fHn/",
+	"EEs+YeHM66UQm5HW04hTvvrKMmM0WC8zBq0yY13A4EJhsVvbMhuFxXBUlxaP2qTFXu3Q7rZIi1FTWgwv",
+	"IS0eO2mxv15ajCDSYVt5JQRkDPkN7bmGRt5UXFrsjGqiYm9oIKn1JvH70T6CtS8SQcNau/S7bdptE0fD",
+	"0WDQ328RSsOGUHKPOtG0a15el0+jreTTnuv2aL182joJYYtjsh5wvb9tEsLDEc7CTQCuTbduCnA96O/u",
+	"+kDoNRDoa6Ct9xpga7cvNqUg3GjAguTzv0644hlfPTMGXy1m8YyvzHzcPAK78d4W19/awMURuVVF0WTu",
+	"yUJnsPECR9Zk1lYfxRtCIzWWmVxHFmB+WCxkiQjt1jgHhCt6zuMcy2u7nI2/mSIB0NNkTEhr8GC2upeV",
+	"tNEQz69cq4xiPSqeHxizPiXL0rJ3YJyUWcnO1JLNuDRbYYbMRQgj3bG+Y99NTM7prbzDpq9a99J9KoQ+",
+	"5vnKOHQpWa1L+atusPpjgsDrBs+y0zO9CdKec8eSeydfmmxqZPg1TM/lmVrKxI1PjwsRuWOrDVrXOODn",
+	"kZ9cb0IqqzXGOrGOuYjPLAHSBmezrSKbsCSTDAidYqkKM+tdhClbnzCmvpaMsxOlcsGlbsHfOfi8t8Fo",
+	"uWPZhOt3wwe92nW4qax1i09AgVuPKzFBlG/NtYUJCchRYMHWra3qRy7wPsEpv8j/dEQH8xv3N/1oTw/t",
+	"Z2KQULDVIgaM70MkwbYd2x20dyfYjO2E2LuDkK37W4KgGi/TCU9fwggCuygYHNObRU1ZAUUiL28IBo1t",
+	"oEccDr6Ccwk6Va9ccwSl2YJdErFgGN8Nb9VmJJ2zofviFdmwGDxHijHoHHcVstVaq+j5DnJ2huyl2IJr",
+	"ipRyJ9dqvWGDJ+OB5YT1hJiDwFya6JUElmvBsqm+F8SYoaZTImMtoIaH+bYC1k9ndzaNXrhg1s3R3pMn",
+	"g2iN5ehNEl0P/jyBc2X9RA0fM6B6bZ+o8LmH3nNb8Q2/VkV1ttQ328uXT2szuIu/sTP4FpMHXHU4XvFc",
+	"nS5EfTJhIgnbadS/0F8CdwgyNEFIl6b8GzwPgzXnYRi1+RqutdCjARsOtlhofG537UJf45DogTB+ooX1",
+	"2qOy8ZgM747J5Y/JjRm95pb5FzF5SbNcZ/Ye6YN9r/ThJKSt3bgR3NqTB3qPPDhVKi23q5wLRSuINxzw",
+	"LRkYHAk0cZylZeIwnzx32nnNGARw/QGg4rIUAG2FmAtesW7wAoD9ARyEoHL2mwpo5LQ5S6Vs08z2NelF",
+	"sdSyOWK/LbissmqF4XS7ze/ZbGX7RC9i8yKbILPcXw6PWMErgda3/imML5a2BUpYlorpF2vD5IBNVKEN",
+	"LrJYp5UolnqJqLQ0VnD15hu5a7V9p8/FiUohs5CohmVqq6kAnx3MZrmYGX4enw4MLUTz0CamYVuqyyMb",
+	"hh+9dqjspNdnLwC+wLIUiPGID4hynH0mLhfptxPDuoRAjxiXmOJon4qAJFhPR1rwpewFVWFNgcAxc52T",
+	"HMAl6H8AHqksrReITYbkxUgBbpEMEqaMZLGwm0p8AmAoJWy2GoOC53/SC3NDBVYvTi+Etz0TPH+Rbv34",
+	"i7S8IR4k29wWVpR7dQRX3ZYl269gq/xNFAqD4Vuz9+qFuzBJAXb57o0w9Q78PAuYmQtH97P/8F0l+z9A",
+	"JfvDNPVkGghspECl3WZvYsHzG6th710OG+s0HpkLyauIThJ5460L5emWohBYJN3CSmI556eZPO2zt7Y9",
+	"Xrji815RRd3y2C8uXz+JRP1QxnLTHXNAM2mddG4gmOxuSff1RBAlpnnmXskSwIBq6Q+Med3fZMX+6z/p",
+	"Bv+v/2Td4WDA/vv/+r/t7dxjD9hwMIjYqJccsOQjd9SJfzk8iiXc9j4Ro8k9sGhL3fSBU3Tg557L0Wkm",
+	"QK+RpQheBqonq0XYHdVnf0a9A5CJppNloHzgGiyLrKqE9NYglmV2KrNpNuGyshSBSDHQTUaDJGLJsL8P",
+	"/xn19xOj2WDrANSDxoh2MRmO9vuDQTunvb0UtykFqK+ymk9xMFyXzg4btFOnff8D1YWD7dlMrmvb07dI",
+	"3f7hOi7BsoVt3hZPv0ZVutF2dPO7WIgnMFP1B+aIwSfwhNPt0QVwxrOCPS9OFZnHKbkGftzBIPVvGL3H",
+	"aG42wbg/MYyZwwamdBR3PnL7LGENRiaI7pU5cvWddvcHowt6bZLjat1+JvJMa7Jhp70OD73+7j3pP3kS",
+	"dtf11nXWPGa7SsyhajrVR54o+EN9arPmJnh+C/Wm7Vm4q8izURMJ5G2okvypeeNvVEcuXYyn+fKmubre",
+	"PfD0jMtTUVouKjbnZSlSilpa7LO5JhNQT5Zn2eTMmKy5kqe+9wAIaYwiQ/rCGov2wJXFsTblhDpkaahB",
+	"MQGL1lNNQj2KvcZK1Dxnrzx1pc8OK5YLXlZgViODzYkos1SUMBJMUHGxSEhvwIutz37UGtcAc9IQbJ9n",
+	"5wIsbDSQwTkRdwaG0poYs3AC445lQ4N+UckbsstLjg4Yuy16Y5YYmTFmg8TWK+JWzejrnnruEqp1rCqR",
+	"AMMRn1CmRp6C4Vz22TOjZYDmALhJW2yJS6rMEUutsBgKY+B65Uu+QvXnH6JQrIsKmuF89vwzlWK71KTT",
+	"h3BWtT5UKTbqaaWRYmqVUiznhSnwxdBlqVe9XMz8b81iD+JOEnpSrGuj4UqplQayewMqFcAy2rwN3GPk",
+	"DAJwBSimhdDHa1FRTehYukNASRahpn+B8vXznEK/X6+ekFHYSKczKwR3aAc+15e5vsc649He1tfGs3CI",
+	"t1oQ6Iqg/DY/xGuF3ii7NTKj9wue05ZcK66w2Ja40GVRk0x6gq1w2r25mkMkLo8UCvAWOoUspQxyo7Nv",
+	"jozTHgOP5hhRSn4MHMXoLpQsEJCada3uq0X1ZvrO9Hzjur5xj36OOihH02atVnfea8f8VkN/X0Yj3rua",
+	"Rvxo0KIR32RUCCc4tXN/V9vphvRI49Cp6ZJ41kGZqYmZC7TKS+mRwcvxztsqyOT5huBSrfu6ugk0n/S0",
+	"3IU4R8FlySf62zEjujIIGoBog5ueiochNPEMnF1H9aLsiQu0JhfFUWIJgRTrCYtMbmnoEtO/Jo8YCyo8",
+	"eq8Ngy+xTGwFXtBB4g7lJ5sLMe4YpxRcaVNOUStP6WRa6vYRKWja4QAQzSHRNchvHjhwIDxL019W/DR8",
+	"cKgfJEKaxJDrhvmlrKvVWvhXGCNCTJ+tttkoIebXgglrZx7UYYaotgV1rxCT2Hd+wcqPmXHD5iW7A4wV",
+	"qVlWVSLtHZBGpxu0KlsY9NOzyE+R8RJKW+2UQitZRls8ZLQbMTKG3nfnJexeFDnDzW09gz0MbcZyCdU4",
+	"Kugqao6+zg6zmQr9X5Dn+h+/SQPLBPdm0+t4EEtTSsf4qLyeIg8rZ1LJHfS9Nq0EnzQF3zeMYkldYIOI",
+	"Xj3oOyMkZFoZ9FmrIzeWV/Hk3rBh4nlIGyZKJsrASIll02u71kqxVVrBDog8d/G9kmwRS3UTWCwt5ogU",
+	"S9jZ90oMhraaDTcUw7yOxUCRsV+tlqh1kY5vOgwiX4/BW4m0mE5kdR5UeVBrAaXFWBkDrEVqJDbhinxQ",
+	"jYXbjnaG+53Ig+V4QFyonEJu6TfgNdPaSFZo/cwKxc74yRDuT0xFQv8zfP54GBmOrs54/1KGDy7Srdo8",
+	"Jzw17W8R5rVdAbzs+6pRTfyQ2RkJqwX5N0Yo4S40F2yLYybJrKLSRZL5dw/runeUvWvZDLRpXm/rE31a",
+	"ex487ohWuPC3r8XyRdq5ek74M/+EhGuBDsFAnJtDAyLJfOgfsotWA9rsD/veb8ZOq6iFuupv/UqGXC0S",
+	"v26KIDfEThDtXFKk3BXpQ1Lw9thyzgZ90/aY7vRd30ZvvOlbKJEf3CV3Ntf1bC466Q0YwXXNKdcumlA3",
+	"44hHoEDTCX+BvbMpqO+Vpu+z+/cPtRokimxC/nKsKqJ1wNDPHUvs4P37UHI9tGtKvgKXtlYTo8BAC+2J",
+	"yNk6UWhBgUJsjRavE1CdADF2QHTFwVaYcInWBSsF5NuhfshRTYNLDxRJ0mYH/mAGWuPrmQK5oXnj2tX6",
+	"vTZ3iDF+yVfa5jNd5c1Ag7lpczE1TEBpoeZzrNagpZruI8IFrI0oHc9gsC5UZ8Bc3JOJmFdGsssVvhHV",
+	"TgwIwPShAVSPDRAzErG+CYAfQGkLNskFL6jK74GznwAOERhQ7JCUBnQAYYyE/q1NHm8dwbDEh2dad1d5",
+	"rpa6zzHCDHstQElg4goqp4LKb30KffbMahg4msgRlOve+kuIEzw5ExNLFhagOlElSA6ApCZ8uFKnApwS",
+	"WGehcsXM8bQ5TQqPAhmWWjy3+iR46Le4GOYZy/Uuh2B7mCm8V9Y3sFcImjZAaKbDGVrIXJR6DQNbn0SO",
+	"Ho7CtEwSSeThiZxE0psE9rnL3gv7obcMudZ5ZdDkltctalCnKT0dWR7LQkyxfiudRP0IQLoIpRrMT0DS",
+	"eQhHLtiXRp7gWiLuFlz7TE+SKPQiGRcQTZi3QLC8bzkiqDyOMVKjeV4Inq6wAm8JcgkcxpgZ/He10Noh",
+	"K9QSU1ENt6VUsaSY51qMLDm9rwmT/QbiUS4UpcVUZ9z5hWcQ/7NkZdmpFCkSvPFJVTPmRpcy1L5AcOqf",
+	"1d4aXA2fZGDAeSbPRfoOd3htbtrO7dQPvfGK4uvmhBgRcOEcOZk7dqJJH8et5Y1eFX3NNCRkVq0RQNeb",
+	"4W8eL71NmBHLi+l/B5pj6Wltl4w+8vWwDQy5BU7zLt9SZaX765qnwotAbgGmv0ONf/uocQqrOUvrlvHi",
+	"Rlw/+F2fhc8bAeMUhGijM8VQAmutuWir+gGEXKSWsjuWpSoqQpYTxkq6QpFAHfHbIpucY+GrbqKPRcK+",
+	"q9WSI7U7lgkcIP0A/Ev/Ywh7dRDB/5mqixiasJ3v+Tq8Hkc5Zk9q6vFqrhX74SD4OJZ4PPVXo9ovJrwS",
+	"p6oAcPbuPtBqlIZXo2RdG1mxdmrvgO0NCLRGr9sbepe0/nsUYvdqxkXE9naZ6ZH3PdTYpAf2HP2wecm+",
+	"+8gNZ+8hm/OVKTg50588MmWHwbAhnitT9XDvMeOneJ3t1WbitFCLOdC0APl68RE2xeRMZRPgnjEYNky4",
+	"q8GtntsKnfUKmpjxx1NK7bKr2apxmi//JC6GoAdbIQCjPyEk+pxXZ87jD3fIJhS6kItZZ/zrk2g4iEZP",
+	"ot39aG8Q7Q2jvVG0txvt7UV7+9Hew2jvUbT3ONp78uFbgKZfydVMbtSncKnWUO3BrBLSSQm8CsUnTA3Y",
+	"fC3rWQ/YMgiiQrrnI6PZQqY97RVkQzQS69cn+gSPnugDuTfQx2tvpM/M3p4+BXsP9R7fe8z2nny4lhsa",
+	"3xbOwNOGNLlddPyLZ3FnPBxGcef14avnCOQB7jTCoeP3e/737xd6T4iCAN835iE2XpE70PYGRcAcjxbQ",
+	"9l/sdat3tj1IvkZAn2Xi6sDtRgcemFvhlnK7zZ2TmH81s82o9CdoAs3kZ3KWoRjRNzsoRmNKAy/N4Y9I",
+	"m4Bs7lgauHA9V7sJdYj81Gz0L0GGdSO9OiIXDo0D4/FNXLCXGYdqnZkB59c1GDZVxJKwQC4z2zx+6exs",
+	"88NGhnYsMUWbXTZD+6Ks61h+0bRrGuDXSL2mV9+lX18r/Zpm8WKXgtnKj+/SsO8M6uumYbtdZy9S45S7",
+	"MfM6vEOvnJK9xWXZSM1GmgzIIoXU7MgJVfIuuHosG/JKWDd4KbCOYhAPAIWUrtTbJvGbmgmTv3WDdUHQ",
+	"hndtvcYO/HvUpaJfkAm++QZpz1O++dvgiyQT1+bmXzeheLhdQvFjSp9wO15/+IWTitszKPbbMigum5pL",
+	"47pLz/16N1Rd1GyTonvxVXV5i6+1I+7Gusjeu3//+adKyDJTsn//PjNZF0bg2OpYa5IjDGbIWjBE+ovm",
+	"Td2G2QZ50LjfQrMMfcjlmVqW9ayG0CdaK9ymrxjg8ZOuxhuXpswbmwGLWPAi79uuIeK2dGsmCpRVUEgQ",
+	"Kxtou8fyauu7tJa/wesu2qCP+/oH5iKOpUN4gPPYS4qoQz541TAgsaBlmGZRR7FgYNIDOBiSLTv1IVzI",
+	"IB2i9nyPKKyjWsM51PIx7DRsysk4aOhR3GhFIZNam4eDErFThRkdBCqqelT19Vh8mmeFgP0rJCMHRUtC",
+	"yXrkvfMTZGmf/QeCMcZsptJFLthexAQmNFuVZ6PV+w3g9NsR9HWm6lr+LyqenXHnxeu/7NCDjzvtCPlH",
+	"w+3BFsG03Dbg4ggc9aHORb2uoy0CEXNJwAU1uRlusce6YWznD4dwv1lQsn/M7oDJtwZM3qSaRB1hdASj",
+	"p5i/L6es+ABmI7Q3GtMYN9xaG9Ey/4EpuBHwn9lrMpYtjtZIbzVRVqbew8kKoJtU4SFLe67unuFHC2hA",
+	"1BSVlGqpQhhJG/L2ACsIWySo5AUg+JQjDsCB8irEVZJ6EGQ13rO0p4i3DUsdhOmcD0zdh6ajOzuV+mgZ",
+	"rQTYzADvS60GtUGksBUg6BbF4tcfeZ6lQOEhihk10vglXKfA4GpXNSutm+FkBQqUWkrWzCe1GgiUk1YA",
+	"6c3KUBMxoL9gi3g7ot/YL94e0erFNMv1xTrGBEkS/zNt3WOUE9zlFzCbAg3JRBVpO3yeaB96bW6NyHjw",
+	"QcT12TO/TjG3mcXB8HS3AT2P9UM2aRlXcor8eZFNzule2M4nAr/Yns/0hl0oJzx9kdYhgqx+lUtm4vKX",
+	"L/AQ0HCToaA3v9fk1W/sFg/Qa9p3Zh92XfL6uthR74/iGWrs8DZM4s07iNAXhNorVgwz+utgsDeypOxh",
+	"4bNdZH6vOXJIrYs74/2AaP8FWo8eWzw+9XAY0se/oLJ4oU+IaiAe2/KH8FdbDcTrseoTsQgglvRTQeYr",
+	"NW6sSI/Rzkn/kLD+EfxE6wd6yY9DcjutWtRcXsjR8Cdtf22rm74BUot3xgy4OX3TA/Pe+b4u9n21uL1q",
+	"h7l+CzdBkDfl/nKeL/HxQq3S83ndv8+6Xvang/FhAgw0xqZCpKb2GXkSvPwLrYAgqrxLtv/+wGiqC5l9",
+	"FEXJc7jce81Qj+WmW4pCYFYU+D4iU/F7sihKVSQRU3lqNdTIlQijdx8riVjJuSjYhOd5nx3GEusssnMh",
+	"5qgymuZ0/4BSvxDzHFEQAGQGhxa5b6T4VEFTQI0BGVQwVGG1FpicamnwF5hkNcugHcACnKklfKabWxZZ",
+	"JcqayRxLmPFc8I/kZQtcpvAGdPuccaBs0LptJhnOE04jVMCPZZKqSfkgFZMM7JT+DKJZvxh2CzNwcG4J",
+	"kWIRuJKR88yhI2CCYwmvdsoqjvUMsKxlpc8Nsv11a4k4ZKbyvMRJTJbi5Eyp8x3KfgJFmT7T2pzeHpko",
+	"ewhMgVJhXVOV7oJqYvgTqJMrAXULz5G+mgr07WGOHyZD0NaFLxG7SzhO3SuRT8eUH0XdWunJnqiZIBND",
+	"P68fOFGfsDcRJCSd2JPF0qzUM2OQwYzGGculKs5FYUoL6i5T7xM8MQnrDn1hAXDbkcmx2PMF8z7mWUSx",
+	"HCHMVj+5Bx2L2MOBeWfQMTO9CXrkEtaluzEy2NoolvMz2LICWwITrtQ7NoJuREToBvcm+Bld7of7F30T",
+	"S+jjsckFiah7xPmBJkZkumo6hyfZelhZgjRGSSy7Cfk0I5ZQrQgod6dtAf2vUkjg0ZmJsuSngv22EAtI",
+	"7aLT6n0Xy6nQOmSKDeh1TgCerX9hG7DJoGSPvX919Jb2SgTklrhBjqc8y0XwanCkssUcc18Tkm7J2GC2",
+	"cSDM5T0aRsTIPEGsliCdDJAKvdHo8/1V6TmUYvmBXLNmC8ELac5A5Lm8Z5IjIHtUKchHi5Fz/EUJ9UbA",
+	"hl1A2cpafirBH3sAZTYyCWoHmc1OQgCB8qIsWbHIBZqRPJ1lEnzydIlAf/TxORM89Xvon01MP0V5mQGS",
+	"TB8NCk2kFIxHI5TNBNLMmM9gZt5IAfIb8NWlvTL2o8FgEEyJQ2PPeYmLg+JyDPa7XiIwill5ns2pqEme",
+	"4y7FC4RONjV6Ag4IK3JNozPiRp2pQiQMbnlW1u4adqrg8rBAPiCvwl9kJYOySuhUAF8OXXD69RO+OD2r",
+	"2GLeZ4fUff0LNee/LcSBgRPX7HXKMyL7GTcvTL9+l2gl4XkLDiBXghOTGUxgwGYz0FSADAeX0DxfRcyk",
+	"NsBehQsbGYmGrGuSG8zgCkGGPTpNGiY9vGAbMvaj2r2PHPbiY6YW1K8DE3HRVz8WR6VrEf1heBeuqVKJ",
+	"LQf1IGf800shT6szKgJ5YZ1KOlNzyNDT+8nW1QR+J7tzB4Peum6EelB7eUqsSGnqU+5fWJ+y0c83bQJF",
+	"eAIFihYBNL5FhEBOSq0I6DAarRkQNrlxXue80mZWZ9z5//862Hny4d+6Ef63d/9/bFMe1AynFIEUbOl7",
+	"rdcoxaOFyf5t6z+2uK7/o3r/+c4/jmEA+I/2EdyIb+gpbthauIckhj35pnAD3GgXp4mSuMQgEbWliNfB",
+	"6ZbOnLiehwh2X42vdGnE7+1lJPwe06v9GnlPyH/QLFgYFgjc3pkBiiw++ghqyeuDQKT4qMFRsXjQ4ahQ",
+	"HelOzv2B+w+exH2KvgxUSLAOIHlbfiXvBNQTPOGT87jz4bOj+X+CJfPWDXB4cwMchQPUemdjdHtbj853",
+	"Of06jEYf9PmJaavCL//2v/766eXf/7x6+ffnOI36njXFCz9f1cl3I+6YQzanjHYStRYUYg6qYqfKKAr/",
+	"OlUE4aZ8q49vrXxgiPA3hPeGrwLmLPQheF4YKzduKMwXdvIBqEoP0Fy5BBBplkmkLuqzZ/Db0kOmaON7",
+	"jGCbw2fPjhM2UfliJtG7T9QbMQZpjD8jz0qocmNDckvkzIDlE2mPSVWQSp9JNuFFWvYZEQ6gPUGKuMmE",
+	"OsvSVEjSYSFyN81kCKDhpzyT7ERfX0iCA/Klz8L0iTb1Dn6P4/769BpbH+kX6a1CNSj8tXXWQ3vywqFB",
+	"N7WbA1rjvjCFAVvYvRHm9dtNP7hDR1wj6wAPIGRUpSn4JXlOu6cLVj2gc4wcLUVV6ZN+c5LUpSCgEL00",
+	"mjMQotNMoue2MRjIMvfdb7HsWsfKsMdMWh7rjga9MUu0YpOwbi60Ag91Ok4zor9NjhNnsT3cPbCyN5ZO",
+	"RoPQ/l238jmJ2EJmvy0EmH/4TspBexICJyKWVFmVC90+OkBiCQhQ41k1CcLdpBKfqkRb8rQDIpagaZ4Q",
+	"ciFhyV//+te/7rx6tfPsGRDFnSiVCy6B5onC9/dsi+DtEVUAO8QVwQdsCVdGaZ7cZv65Gbb4TXCnnnFt",
+	"Ec4E3AiG/yq4GQzSMEsP2FQVseSeIxYjDWfc3Gh6rnpom37Kysq6KNaSA8O33wDqkOxcbYOQ5ViKUwNF",
+	"0svdGXfeu0/QItTr29labv7ghnq719MCvxfNUhLeenF/R/AK1rT1vnni3Tf0+2FACeb0jNhMWty56kW0",
+	"C3JmqooTUGsuvGNRtryR+eqrYwTdRr+7Am8eIIj3xte7Az3QIIrcbWO7+gYEu6jW7bJ53dnQ7bBnK9zg",
+	"ZRfFEuhJyCmPRgQPbzAyPvD+owe1/XBA94W5SPU9TMyh+NG90lCjFCoXGCHQVoK+ghxjTqTbpP5BnJXP",
+	"xFqJvo1H2LoxfSLYrKR3BK6+4dbOSaJHGUajQRv1yY247l7RXRFq8zQ1FvpYX+4rALysS8ZAtC/kJIFx",
+	"X8ur1540B0P4AoCo3bqnzfqu7M0SxXghI82I/6lBPOlr+aZ5R3AN/xl9OT/Y87rJl9O2nW9P2IZ9IoF7",
+	"Ec/0JqvDcFBDRBvVd3OEnCcnSBKDj2O5lpj2RUWABDACVnPByoqvxpbb0blqzOFcSGAhAX1ay85t3S/f",
+	"CrupU4Rf8eJcVMxoyJfTgL8Aeekfw+HybREu3mmn13DQvBPWJIYzgnvsG/HWBL6BrcXne+E8GXo0bdpr",
+	"I8XB99bEktw1oMAG1P4NsHhLlm6Q9In9SGI543MqWgQytGRdWzgKHPA9ZOMg/Iwn4O+VlI6LTpkx47HE",
+	"gK5zyoxtpSTjnhmH/hlm3TNjAI7ogwRRqt5BLBMsbJuQck6zhFU+PP8NPpW6QelG7G+9tB0sjkUpHnjV",
+	"AH7Ojs0IMRhXDSBi80AdlIlmg1JC0CRw1sOY+Yimba8mdDN9IxcUJot6jhxHnSdm81ythP5jT0tlurj0",
+	"wa14dplo4Q9u2F8jHbR98aG0mLfVLzQ1cGb6dlrGniaU4dHW7VJW7d0Vd3fFdd4Lgii3XQRNjH0NYX+7",
+	"t1xeieLGIrvo2MRG4dY6YBzpHqyfFOtuy1hiLiA+i4SEvhy26EHJlNxOpuqGvpFw694/X7gVlvR66j80",
+	"sXcXcP3XCLiGwuCLa+8g124k2BoORE39lIeIjQZ6C432emOA1U8zmSF+PYM4rTr5u5jYtHfjMzaNORHU",
+	"nm6EzHEMlW04aYhOtlHS3/3cRfZ4FDGbosfizsdsHnc+J73Ir3QEQVeQyfAhgVraOWScQ9WaFAesKbgR",
+	"FE7ouRK8Q1A3g9Karac1k2WWOqOkFiJdL9W/gRinW1n9l6sYOvrs1ObRwHrXf56XIs8xCHEZH48b7W1r",
+	"yPiuupx3C+6FqC09OO3ak9WFSrKbrrH5FRkOxhFfLuZzVVCGCr0I2Gmuri//QSOfenbuQp+3HPr8CrdR",
+	"EPWE6+iyYU+/z2tuCMOp4YnjHpCZ1KOjw17kxUTB8w4yujvaM4RtQZSThUHOWLZFOVmXmylFDpSSLQ2Z",
+	"2YTnuUeEzeVqyVc9GxfFO2j7wKh+yaUioy2T1x4g1WL78hHSaLT3dYOkwfi+WIBUD/tWYqRwG91+kHQv",
+	"QOsP/Cipf2cTw4K5xBCO7zStx6PPNxsiDRbznzNSag/wplBpfVPfZpg06JAR0TcWKEV8JbFZBYaBdSbz",
+	"dGUSM9tiqPD5WopNT6NXJim3X2f1Xy9KvwG/c6hS18rzhxr25XwqP3gj/Eqx0m/LW3LnSv5nq0r3tb0r",
+	"ksuJeEC7uryMTos1Ns0v69nrXdGmZUKqOicaYWSUtYUEemOwnKi0zKIotGwCXXJ5hux8GdicWE8lMkXt",
+	"gFzFAfT67FXYL14QzQZqxpNitkNMGzCAHdPhSSGIYrZF0MIsHZpJ+jqlwJr61tFS1VbhditgYUpnAEj7",
+	"nstz9vznd5jySIsG35gPcbliI6ltM6NGMz+/f9ZsxnwYNnOjKls4hf+MOhscCdq+F2pujR1lBBEdg5uT",
+	"Q63dsjLpSmzp0lRU7CbI45spCXySmDhjSix2Rz2tbFVm9WNpxEBC/zDV7U35Jt+awifGVN2jLkOTntbe",
+	"fIptPoOmiUPIzfQJL4WVdBHQch+bPxPzeNi/e6X9wdjSU4RLhgWksLiW/wItPj1acNNH8B8syorK6mbV",
+	"gdNOSeIabatB8u7Xs4ylT6D+sBexhAp2GnpPszTeOkBRrO7eI6L4CiuB1rntHTf4pnpdcNk4/RvoUS2p",
+	"aCypCnXbb0wSSFgdGlnQsUA+vL534Fea30S0HstY/gK3TqWOa/vKaJOwuYL169GSIl8RTvT9+1XBZTkV",
+	"RSxPRLUU+I7aWb1/H6AuZnIh8BrsZ+DYsesAeyDsWYR8uI6W37y2ZF3Lt4/Y+p/evmCG0R22nb7gAQIU",
+	"HLyoVqLAWwwgJQq2SCFM8fzpogTiNYhHVOq4djTazlXFi1PhHxDLXJLJU5Zn5wK3vGun18Ynz4uCr8xR",
+	"l2LpqojfY1lajpFNTRVE5GUmiNK9YOZBvTEkdnqqm5T0+46SPuSnSiKtEqolNC/45GyDQvINRFPc3gHN",
+	"oOOtJ5Brbktk720Z9AAZyvpL2IrenNyqsWj2T9OtF0hhaW1GuyGNx8/fhRc6/PyHx1YWR7XXDUck939+",
+	"/8ykZNblf6k1tWtZn36AJfT7mf17i1S3jwaDITKVmkPXqBNgPr/VToyiR4PB7o2qoE05c2dx30AIqUXX",
+	"RYp9PDuOEzAU5etv2NvUhsMeW7VyC07+cDTXZeYn+vwbZ+aPpSllf9vM/Eb3btOCN6rZTjePpXnigNUt",
+	"CbrUIzYyF/5BoGZF9i+j5JiXIcFcy+v67MgqWmb3hbZCcy9qdcnwzLNKKeA/XbEz/lEwqWpabKkwFsi9",
+	"xZ6oRZ6yaYaXxcwrB+Arn3flANaUAzh006QPCMw7FYiy6Y/h1mTdYIRwJ7lBY5wh7sSdXp+9MpdBUGug",
+	"1pxB5ayvNUBC5K7UgKsahKTGH8U1Sg44wnYD47IFwoy8G96VHdjej1nb7P4e/wIOzUdrOOUG+16FgV1T",
+	"YMC/PPTno0f9h1hr0t0RlLVrP4Jm8dKwObpE+B8UKQAvqDX0wRXqzKm4M94beh9h5i/PRUn+UXP/UGzc",
+	"sHqTE9WyfK/1sNp6B295UWU89707rFmR4UsWRPBrFUTeurWSHQ5G3roNR4NBf79l4dwXX2LlqFJDsHbN",
+	"ZdutLdsrro3IdetmHOxfoU4FDccui5JiR02n32YlCWtX3VWSuDBGYCRxi+H0KjAyti0qYaykK5aUaO+U",
+	"Nmbz6uwfa82iQ6p1zUugHySwNJsXCtjAIf5Xsh+Pjt5CPQULi63UghIzU15xbTf02WtFd6vWIIRIRdpv",
+	"qFmmP9fWYXiefazDxfJW0tubusl/D8rfqPO48/kmHRtmyrOSwdj6l9+YP8Lk4m4Uk0WRadXo1w/+3nyp",
+	"BQ2Oy0bNV2UlZjdnnXu9eDDjWf6gFAgXaQ9O/XkhINfVkvFPIR2MijlUZ4VanJ7ZMg6sPfqEltEkm/Gc",
+	"ZSnYzzx4PmJUBKPI5GmvzyxkEvXAxvNMd7q0r8+qKJbLM16ZwiBZAQH7sV9EADjgFxUSN7jGqdgdWJaW",
+	"Vn/CJZC369fYtxhG/HuWfRlsJ79baNKbUwikaRE7EfrsYqjK2HJgbSLjbM28szlnALrqJrr9vpvNcfjC",
+	"10gyj2gsqEds62V4gT5fpw5Si9krrzEPYoB8Q7Gk2VCzGdr/HuaAZ3kdcoC0fIdvXxjqfitccGIglRq8",
+	"MjMw0e/ff7/AZBTgOFLp6v596MP3vBQP93Tvfz76Yecxq8Snakz1HbhMeZEyns/P+Ilhz5vzNM3kaYRF",
+	"S2yhlJ/fvdwp+VS4p/XXmZwvvKr3+NMDlmdSsJNC8POS0kJwDqgzug/QuexUKoghHsoVmi0iL8OUbbNs",
+	"JQ4PKbyxmBu2lvSoqyV4kFKhZWGK7/CtPBw+UKfLimdSH5LXP79kkzNe8EklCgw30u9jSS9EMw4jWvC7",
+	"YHCKcmfgy0LlrrWSdaVi6GGNZSb/jspjDy4XbYydCPQj4Gv1iume/nj06mWkj2Slj/GyyKpKSNwM9dMX",
+	"S16yZLbIq0zftQ94DvZUBQVFYCk5m+c8kzswF/oZlooi+yhSm38J72NdbcieFnx+Vkax9MYXIQo9q8QM",
+	"/q0VWoiolT0bT4AWdOMUJ4R59gYFPpQTwRZzfUKHg2gwgP83O9OfMUROgoZjn2evsu97tMcP07QQZSnK",
+	"/v37GEDFDxLWNZ5DiDFPyFV0Av8qRIPqH5kI1FQfS2oywpImSa4mPP/3VM14JvtVniINwbOsnOd8xV7z",
+	"mWDxYjDYndQfhE9FErHD909fvMDkLgjszPlElAeWc3M4GLBCTLJ5ZipQYDkonGvaZfoscG+rMeCXlGs2",
+	"m9FiaTA+NnGqillYJcNLAaPiLqxrFtNUd7KwBmyw16e59PpNtWuCrXkCu3I+F7zQ47IHgJbvZSbPcenC",
+	"8G9QBj1w8eGW895Avt7Q6WXLBJnK6YYiDkqN1IqqE/UG1hKhNQpxBYYPOqtKFnqR0REKwIhPcDACjyyK",
+	"XmG8o7Fshv9Zl7yB5DltFmnn9Q4T82gZDrl3QH7TxritB5/8T6DsUk+C0cTyjcV0BJvDJ/L2K3R5MwQb",
+	"xtWypW7EMpzkXrB0WQnLiVVM6r1BythwOBFyhMRS7MBFnZVezRNH2kEb8h6zR5l1k0olFIPQ0sD8U+/h",
+	"Hm0gzOCkppuGC1SdIxcrwITU1KgBuC/8npqwgoXk+B5vVnd4Z5UhHgw23UJfM8FhiEDPaeBP7pWNPQJc",
+	"Km6a+EyRC9DOCR3BN5KRvn//fn11sOCTllNKToTZ3Im+jBI2VbnW9bom0W9EKxBLeCmUz7N7FRa6jALN",
+	"0MgmOJskTZEmrAQVFEtXlTOe58d6mMdqeqwvENJ5cdVH+/v+hWGq5ehbDm78nj5AUixjmbzCge28eAbQ",
+	"exDZk2LW/+///X/+HUur6XfeKxlKcCu9zSzouxWbgBiGPVtYisurwqZNJYH7l/ul5ixn5WgvovotVAqs",
+	"p2eb7nYoIweRMHAV4XN9ShCb5ytcGCj7nNDKJRGWsEniDhxZQvBgVIKQK5FNBrYlE0GTzCrgdMCek2YE",
+	"moE9T/N8RXvFPAdIOqBBPi20csyoXJyhTEYtFs2IsFBZyZQpL4il61zsyitZxrrvjw7fHR29fK/Pmf4P",
+	"hx0+zU4XgGrgC318K6DuTR3CzdYoRNbeXJ1mWr9CkDGvKj0h1rohaudXL149h52irwb9hCp4sWJTnuWL",
+	"QgC4T/cslsnep0+JKQvFTU+NQpmqJUo5Y59w8C7AAcgkG7FZJheVKHt4/qsi01sGyz0MIzaK2F7E/vt/",
+	"/x/zHOsa7YBLdqYWLt5M4yi1QTI1qbuPtXKHX0TAJmXOrCkoMRfFjEtw1NZGxpL9YGDWxnHmo3TIRyPi",
+	"/dVSBdSiXKoipdJ4ngwhlBgWnrNFQYCjtdT7+r1eHZ6btsgVIEpWnpkwqFpUJ+qTw8UImaI2ZHWAZTYR",
+	"2kjNcvjFihULeeA9gOLQuBnSTKQsXUCSPbcT6i2M103YI6Ho0LbsppbdqviTZCr0xTLTpk4BoUPoeK/P",
+	"DGicVfxcsGpRyHIMCC99uNTU8wnwc+EKw41YutDy1p4tvJHswtHGDytlshMxVQVkaHpflWKipMHSeWeJ",
+	"/GApRay0jierfGWqmpbKlgyd6QZdV1w/tJiJpSlx2Ai4uqnk+qKYUn03HLsZaddMBp5eMAViuefeR/v9",
+	"AIXBDAZoJxU5n3iF4Vf7m3QhSMe3r9arU8ICuCtz1jOGoC/fm7ISsAQkWg+0ArnGoNc3YwJ1S6x01AKb",
+	"Tgjhy1vCtLqR94Iyg74GlA9xbWqeiVopK4Cv4hdQIxGy8vUHK7oEte534DwGZOjVvAS++1KPtY4c7AxH",
+	"nahzMpl0xh1eTM6yj+Lf+WQm+gZpGHVOYDydtz8e7pyMyscvdw93OlEHfpHJqfr3CQYqzC8iZoMdZMJx",
+	"KXnQKGoBncjENSja1CFnQGfcmcr9nbfLTtRx1mdn3Pk7l1lZfx/6P1HnrSVpqKaevzHMuWGC7Bz82/s/",
+	"/aU8+dPj8sXz+dnJLP/Hi6Plx8mzve86bYhLp2ZCsbdgjEejv83+9r9efFcf5X/oUbI3/1B5SRPYOm6a",
+	"xM+XcBm/os1+qxhNGshTtJ4bqACjoPpmeMnW2twXYgTAbeXmb9z0JDWdRtdCCNCLflDFbO3gfI9Y3YGh",
+	"NVHwXWw3tJPJZGzbHdkMc6KWVMWs+YIuNB9pOwe9Ir2bGPAL41zbdkk9v8p2Q9Uj3eQHvNYoTnhKCkEd",
+	"quJOu4OqGLagKdV0uXAAxp+mBcXYlqOoucLjzti0rFVaeY9AVGQTnC5yDgkaeja1HRNTRcvfh9Hw8ef/",
+	"cfWqFmYG8I4Ih288sDR2emSrBVvrLb5eP1W6OlLqpZKndZQxuDrB2Nnk4bzOYumP9DJRfVSzXDkU7NRz",
+	"NBzg/641RGMO0I6sD9NaC0HkpBka2W6V1oZiELhuXnZd2iCRncqneN01C7/UbmEXYPIk/yboUau4sHfr",
+	"uM1Ld/E7rj3cZ4LnzbGi5/EmRkjq0dh5G29zUFeClM14ri8hkR4a/SWYjnp4iIe3xeVvdxTPKGusH75o",
+	"jTwQbTQ65q41M7OsLDN5Cty79bNqsdSWvZaevgkpNC+0tVKtWNzBj8L2rz4iqd4Zl244IDfX7EzlKQRF",
+	"jWp66cXiHgbdrpaHP7/mEKqfj3543Hb+MDZpgn02LLmlwgXLUXkNQWCv1tA1+r3In1rtdnPn18VQrzWQ",
+	"DY1efVBocofD+TOa4T78oqXjfrevjqUhxBSoI2sUVX92jc5zDWXV6j5XjVxfa74rpV7y4lS0SSMtU0hH",
+	"Yq+y7y8lhyB8pBsu0MEzHOw93n/0cMBOVpW4dpcRWmdCSXUkciHMO/3I7VarMWbDkf+jKAgD88LycF2P",
+	"AAbzG9YobTVYTRiQtB5stZQX8tZcqLXdEJ8NDodAoI1K8H6YrgUlhPkjvGqFwFMyx7Z6nPGajMFkXUzO",
+	"bk6psYNsUUwbUeu2YYbB58trpm5E/qtuYkxN7fOQUY79La6W1UnNwAh2+lVZqP9MfvC7xM1rVVWfzasV",
+	"1JZocO9T7BND3+Tr9yCf4Dj9sHVh9PA9D4CGaT2k2AZkXUzSYIQpIFiaiKDWMzHogri5qmT4Un2vIYS/",
+	"OoilY9n48ejoLbt/f3+we/8+BKHgkHCWK56yE55zOcFYnComZ6KsCl7pkwQBIx/XDOgWNWWFqsAzSkF6",
+	"E1KGHWkDyvuD3cQGuk3IrgXs3BKuoKm6tpMW2gmFxzv46I+Idoae970zcjn6uXfNuTjy91gt+twiJvVr",
+	"Pd5m88OFO4x6C9FOBFURt+LXFpuvFVGgRjY4a/bjrYDF9UxnXxAtXvHy/EIyI2QvYvrZNsgUq3PhZAac",
+	"toYFB5CYpUAoN5rqkYE46W2QSZPXG2aUkiSzSGpAy3kP+CyWDTqg8wxj2jAKgJ06RqDdfQi1xpKXZXYq",
+	"hXAkOqzL5Yqg3QHDUo9tYNdBUBy1ViDGK1/yVVl/EELZDhR/LsS81JqGzZyEOT8TK9NYirQwlscSRjfU",
+	"OthSFeeWVQaQYiOWKikOzNIZfgzGS/gC8SNSMKmWrEvIPn3sEd2dzYRBusG/afjYSq+P9beOy4oXJpUc",
+	"PphmMivPEkwA92pzsR9/HL96lURwnCwtjpuJeyW+5h+6R4C00pNOidGAxvZxbffK3kHYA381pFoe1LqT",
+	"lUzNqSoOUEArg0iIpd9Onx0CcQDePhmUjGvqit0E8w1HO7sDNhyMB4MkYsloT/+jB8nlHh7foUhtJq5H",
+	"EUB4oKYxsY7oAEHmIVa1JYbb3nJ7AQaqpBkUdMvK4zNVJWwIUBrAKC6KU6EtN16eH0BBtEymojgm6BDM",
+	"8bmYY06m+bY8iGWiJRl8XXdCdqsim820XoqgMSVFydJCzef6s0LMBa+oUSUnopUTSYoldGltAXv95TfA",
+	"RtRONkQbNOAc0jtqF5iH7L5sfA9mB64RlsRXQFz0lOc54ydqgftHTZFwBq+Sjv3T0N6Ohlvfkkd2Fm+7",
+	"ZsSzRmH8LY7kxbUi7FyGLvKw5W5dYPWuG1D8KWsy99L815L/gxsqvGwuHB216GxOYluXwS3HuvodpXnJ",
+	"NaPetKFfe/TE2+TS2uc/I7rlzfQQJc/V4kSRoelYY7OzbIu90WaxW3TVzcXE4Kh/D7fOezzVLSNOwTua",
+	"lQYwRylSxZZbHF/iOV1PhGnJEyc3xbO1TSGTK8XNbpS9yl4Pd/6Pm699gqRVeoo9mwXEy/b+Dq+ICVgk",
+	"W/BK+VJyPZvURk2K5bwSZYWnK5aOOcpXCNczSJnkCaveKZPhCqN3DFCQAaQ1l0NSxBvERdbu8MiKrH/G",
+	"mBGsm5h/wgNQIRfTVy2LNb0aLYZCuIb1vjftqCnAJbUeXgGOGNHE3rPWEio8qir9g3slS7X2VkHuRVcV",
+	"RgvTX/Yil22r9RBcnZnNQQE76CLWpa2ZlpgjWorl5ZmWjIhvu1OIYgm4nNZzLB2ZVbYUSGwzA1JoabTb",
+	"TKxhMo3fv08usJdi2Q0bkos8d75A2HSUvmsuGG0+oZjHKg5kQGKSobYKE624OyMAdf+IDfSQDhip9DV9",
+	"fp32vU1Fnaf+HvAL56Cu3FY6x9Oo64qof3tMVTHjFdbPAeDVLJPZbDEDvblRWidaW+rHO9WQ38tz3c+2",
+	"jhnQ7rV68WUJqv7FWJ28s3tTjE5blgbaRzIbS4zTZrEhR5Bx8RDvj+cbpsNaY/0ZBaw/ul1kxrEiJ2Ai",
+	"MmbkeDBwj6H8aHlu1z5XiHKRV1fh9PEuL3r6+iw/zgviPkOhFesN5dMA4cQSCRC5HVsju65XIL4hQfcK",
+	"RGzB4Fz1K4uGOllUNwBUujE9GaTbHQvRJu33yFxltQoFa2VJizZ8eZqh4K2oHl+yfJRfMWrOy9JA8Wze",
+	"KigIiee9r4n3WII1qa3pLi9blUoywy11TFZ4iuKBx36SwMteI51lo+JUn/mu7RFDgeTptmPKeg791N2l",
+	"5Yb1mOApGR693D10tCwP2JAVQs2FhBrhkO2dC16UpIkGDR/EUk+YufEoWJlBbhk561t+1WcJSknro8Q/",
+	"gedBfBKTBebWXqANFkJvAcjczSrWbfrSbbL3GrWw7gNPtMjW7c7UR5pSow4ekB9YPwj+a+cfdw4IvTo2",
+	"LlIIXHqYDvDNtIZJwJXvmRNlxVdA46AvwCRyUZrIuZxhKlDB5GB9JG/fvD9ifrAq6Vtrar0CPuGSlVWW",
+	"5+zEjM3o4bbggI+/JKIKgJlqVdyVlngbbALIy6ZyhVmprTC679HcXBZZ5UwRj14f8wuXLpI4gYNpTmMs",
+	"k19VngKT8YeEdUENP+Z6F8lJvkhF2tumRL2elG+g7hoUUwPVHTd/Z9w5PC0EkBhpSanVHik+VWwpxHkn",
+	"8iuzjS7llP4CFdj+SRx37YXkXqEOEgZeyZ2zGYUHx0+v8V35uLvycb5G9ANs5Yju2ci/ySA0iLfBOq/h",
+	"LZSSW4qTM6XOH+A1cdVK/fq3ROGwOLE/Y/Yy0ZqJzdbO1ekB1vShD5CjbslXVqmJrDmd2R/aRP6s2kbY",
+	"08Cwb19d3g+3l9wvbjfFlvSBLUVJKBo3/uAXnHAXxLoTQ9+sGMJTwTijUxIe25ZqlvTcbYsgfc6JzGCb",
+	"epaBFAoYIQwni8V7eOOLZUKvRO3aL48RMX03p4Z6tlHrHasQlMdK6ucstiaW+wOXN7A/GPQweUZ8hGBA",
+	"Av/Ft1m6RtOJnSxNDlgiF3memOpUoqycfCQKl4TGlBj2+qnBZUPr9JBaVBM1E6AkG7mZRLFMkM0CD1Oi",
+	"X5CwB/iPY/oKGiSDwqwJPEgdALwr+dpklzoMrnSpiAlpwmeCnkYsINogxHATOchUxbVdRlVCZT+Wz2Wl",
+	"V54hhxXkcuwOWMpXJRkc2jJLNwt6s3su8Kcf1fZD6FMftTuu3Y65TY/6W34qaHkjhOINg3QU/b91rvU5",
+	"wqpdX6yUGEYdSkkGX6L+38Uda3tFuPvbX7Y/8N62f+Gbru+fz1Uj1dswKkF8krOGz/n2ihJEccec9bgz",
+	"fkI8+MbzTI7PPqrz6PrFQx3rV8QdOr3wsD2+vs9b9xsK5w/0m3THnb85XeCpOJ6VcWe8u9/Gsk++7SH4",
+	"rB0p/8Nr9HtY6zdKk5ZO7w92g06DPNkf7LZ0fjja0Hl0uBvO+q+rnhzCfWFumVydbvAT/5OpFb8Ecne1",
+	"pkCtr/XjZfDlVY11PbW33KVr1lq1g2Cju3EHr090lBUqF2WvT8VtW5WsMfpkiY5KX7olMl+hylBzFSIM",
+	"gcgKEXeQ4F9lQrco0HAShyE9gX+VCesShrRgapZVlUjHjOd5j1WKJYsi10qBNMrKXPcfN1IUS4quqyJ1",
+	"/kt8biqAPMx5CSciYgjENtrTe0NfTQtQxrKci0k2JXHOSn29d0kfDxQi9p17FeGT7NdagSgrPpuDXmM+",
+	"1a/m1aIQ+rfJx2Hk0mQcwTaoMa8On+68//FwtP8Q3M7J7+69n/u/N97yuf/7iUpXnxOPS70UkwKKlp6L",
+	"VS+gh9btWcnJ4s7vWC/0c/93XI3PcSdicce2rp9698NTtru7+0R/kfKK689+dzMNnt5YQtVi+OQBYi4A",
+	"n9moTmx93J8/A2QbFbPRp08mz2k4oDSnElAn9po5YLxO8W3Y94izEEKxm7kR92J5phZFyTjyTYND9//9",
+	"f0YD9j/Z3/XWK3oRbdgsFyAoP1LFMvMyEKRcv1BJUcZyyTPA0+i515vTP0W9PvsF7njTzhkvDW+bPo6j",
+	"PYbdQepAX/J47CX1BBaoQo1fHeMnSe+ACclPcnBJVIyfcr0k3Zq2jPcjUXsnWCV4zLSoSnoQ6ZiJ0rzM",
+	"6O2O7DOW4MgsXXfgAcSGw7H1mAwDBRYc9/oggz/krKrm5fjBA0Ss6L/gDwPRMmT8hiHyALwzZ3r1DDj0",
+	"BJFOhShV/hEYnTmbF9lHYFHNlZqf8Mk5so3vAIOUzVWHxDip5M58cZJnE0vcsJC5KJENn3jy9TWZ52pZ",
+	"Ygjnl+ff//jmzU/Hhy9fvvnl+bPj18+Pfnnz7qf3Ce0XLtmLtx8fhixZE15ohR/QSC/eftyz33ZnHIHy",
+	"oLlU2UmujY+Cy1LvrDRirw+PHu5F7GGl9iJ2pLe/itiL94dHh28hHPb3RXoq0lhiaYCwcaLL7ya/jsfD",
+	"0aP+oD/oDz8kuIehAjJQ09qvEmKCtvS6k2rB83zF0oznwD9ZssmZmJwjsy9yRJp7E0dfCAQrlxY6NVWY",
+	"lM66nO1++oSZPKT3YiVzEFG4I5ZnpZgctwnE0Z5e3Yd7rOAyVTNM1T8w10TkscfGcgaZi0oKFHj4Ag8F",
+	"h5IGbsUzUQhr3VE5cgrprD01tNCZhGJ/QD6spgxLEpHo1Rs18VxzOz+JVXIABJ6OHFnISbGaV/6xxhHc",
+	"K1ny9N2r4/fPn757fnT80/O/EnEx/ZD6PwV61cZrWKWU2Yvm2jZHCjbjuXCJWEa1dTTAoOcm9SyNxCjg",
+	"Nl/DP9f6PsBZNk/gX1qw1ypTx/LhwNWmppk1w7MLJYEXlAiQRdrbYE5/E0WqQX3ROmFmekPx/Q91Pfz9",
+	"Sk5Mttnzd2+14Y3qUWf86zAafYg6iyLvjDtGNoI6YtgQ+xM1ezApZp2tTYJf/Em63QCbKk6AvfNCAwe1",
+	"0jcyX3XWlnx+j7vrBMgsbi9ZF1FL2oaz2zfuoBB6Nf3pz0+Kx3/66a+/FUfLv//89tnjFy/f/u2FGr3k",
+	"L/n7Jab2XhHNRndUK53UIUtFWWUSNU+QMvQ4k6JaquJi7pZFkY/ZcABSfR8l7rVuxW8B3FSXOS73HVbu",
+	"zvf+4LV6D1MB8uyKRjK2UGdGMIeRcfbzu5dGfDlVntS/L2kjex219/PGlINNHnlMRwh2V2jX1n3v+j5F",
+	"wmdgdB4bHTrBexed40HJp4aiTmgh8ymvAK2tFaNMnh6XmZwIjwuCDKwKVWDBUzAgToSQjH7SZzglpHkh",
+	"WJ9w6+yQ/bbIJuc2OKCWpbY+/RGXEUvgbINZikGD79hw09VLmPCvdHE0EcFvZGhufAEoMNwdiyKHi2Pj",
+	"nQ3OQ7rrY3PZx0Z30J/EdBciJpc8mB8AMutCQlCVNdQhqNCn3n8xnaW4U9tunvPV7TiHtw22nQfNhQJi",
+	"6QW+zRsT8bXt+C/mn1zjl3RSts0792WFbtMhWYmyuhoW4z3Q8Tt3nha4q7mLNvYx9AdZMTwZo7vKBbe0",
+	"oZGln7UxZnx5MnXWadmwTum8+JN3r4ylvs+kWlK4E509aKXNOVjIqrCC3Bj4jo3HFJmYqJkAYY2OA6pn",
+	"VYCQxue1Adzwa5FHzpSREBIq0VSeNzqWuTrFX+rD0DD2ImPTnovVvZJ5dV/GzjqlcrlYASGW4BNiUhUs",
+	"V6cluogcLHHMvHisNtpHnz5BuBSqtvQii+7VElWvD4VXXUl6ME/1g0gIxLrLs5WeU3R3HRCGVT/gxVKc",
+	"zR94V0shK8CJkq8Mkv3AhM7y3EXMbEqPvac2XFtHoqzucDY+zgZXu4mItPvY7uER2Bm3Z5B5sURzk106",
+	"oAhlzANJEXcAPrA7HfEnE2O4feWA3JEnOQyGX29uJ7HuDJobMGj0YX+H6OU2urdwzpFG5wteqLXe1TyN",
+	"V7tYL0wVaSAfY9n1kjuMmuFTMdnaOl62rWVsL5hUEvI+IEQXSxvxi7zQHmUB2zfXEgPCCGfStxZVLKc8",
+	"LwVexzYKBPVi9ITbaEV1JmbuTsZEcNQs9DBWwuGUwBetb3svSIFuUmux1afpgCosQtAFE0JkLCHpBCH9",
+	"xokNN+7EQEzhwwOWAGGeODYPQb/RSQ0V5sBVHUsHDGI8B8Yyq9qQL938qW/sdR5a3xf7OfH8tehcNX7u",
+	"JbeO7gjDaHiRb7g3v4GMBNwT5qhd8h79xR/GN+kLvfqVFCDvfS46fTi+uA9Vt/75tixD6/jzdjXkNS/y",
+	"vHd3a96eGxAvlq+Kxa13L6Rh/L1zogVycbiozjrjXz9oUYOSvQ1diTioiSsgCEFtkbKTFUu0dGbFQiYd",
+	"PyAzfvAAfnGmymr8ePB4ANKMhtuG3nSwXETrYsUG/TI0T/Gi7DvgIji1mnBLj1lBXw/dXJzyHKNocF3I",
+	"1MYIqIosgluzgs3PlISK1EBrW1KU9rdFVmaVKPt1KoZMlK3vD0vUqqmfppfV2oFn25rBNFsy9LLCc0p6",
+	"v8cMkuaPnwme2x+zU6XS0taYLrHUIc/9jsDfbQ2pyWKGBOr1bnh9q73Ab9f8vqXtV0oKvawfBTzh/Wqa",
+	"SS4nouU3f8E0xNDjfK+0tF/h9HqftrT1HMmLoei7l8oLWIryXsCx7jcK1MbN1t7DwdjRO2OhT4aXmDtt",
+	"Unb5nbQPtrT6MvsopCnfWxi2VDYv1InAhgNiYnzOpyb2e07Mqi17LZjLCSnFUN11vshzgIUxKJw2m2UV",
+	"Ase8djGk0TYnqIM5PbS5cBQOqZSRkCciZT+/e+n328rGi3rO0zQj0ktS4820rQyPjj8doqoyedrW7Buj",
+	"05XoKiGph3GElaJz5Ur8Bgg4qnYJajPWZY1l4olxAg9B3zDoALp9qiZaazGyvz9LAeo1yTO9QalsMeqz",
+	"ZVWvMcxzYDYFKIAUAkvvziLD/WlITFYsVW59HTgibO2e5xuipdHjoa6g1muW3t1Vnz98/v8CAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
