@@ -56,11 +56,11 @@ func main() {
 		run  func(context.Context, config) error
 	}{{"oapi-codegen", oapiCodegen}, {"ogen", ogen}} {
 		if err := c.run(ctx, cfg); err != nil {
-			fmt.Fprintf(os.Stderr, "clientcheck: the %s client: %v\n", c.name, err)
+			fmt.Fprintf(os.Stderr, "lint-clients: the %s client: %v\n", c.name, err)
 			failed = true
 			continue
 		}
-		fmt.Printf("clientcheck: the %s client read, wrote %.2f and read it back exactly, and saw the expected failure\n", c.name, amount)
+		fmt.Printf("lint-clients: the %s client read, wrote %.2f and read it back exactly, and saw the expected failure\n", c.name, amount)
 	}
 	if failed {
 		os.Exit(1)

@@ -101,10 +101,10 @@ func (c *Client) CompanyUpdate(ctx context.Context, body gen.CompanyUpdateJSONRe
 }
 
 // ContactInsert calls POST /contact/insert: Add a contact person to a counterparty.
-// It returns the decoded value (schema ContactInsertResult).
-func (c *Client) ContactInsert(ctx context.Context, body gen.ContactInsertJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.ContactInsertResult, error) {
+// It returns the decoded value (schema ContactInserted).
+func (c *Client) ContactInsert(ctx context.Context, body gen.ContactInsertJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.ContactInserted, error) {
 	resp, err := c.raw.ContactInsert(ctx, &gen.ContactInsertParams{}, body, opts...)
-	var v gen.ContactInsertResult
+	var v gen.ContactInserted
 	if _, err := decode(resp, err, &v); err != nil {
 		return nil, err
 	}
@@ -642,10 +642,10 @@ func (c *Client) WebhookListWithMeta(ctx context.Context, opts ...gen.RequestEdi
 }
 
 // WebhookTest calls POST /webhook/test: Send a test delivery now (admins).
-// It returns the decoded value (schema WebhookTestResult).
-func (c *Client) WebhookTest(ctx context.Context, body gen.WebhookTestJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.WebhookTestResult, error) {
+// It returns the decoded value (schema WebhookTestOutcome).
+func (c *Client) WebhookTest(ctx context.Context, body gen.WebhookTestJSONRequestBody, opts ...gen.RequestEditorFn) (*gen.WebhookTestOutcome, error) {
 	resp, err := c.raw.WebhookTest(ctx, &gen.WebhookTestParams{}, body, opts...)
-	var v gen.WebhookTestResult
+	var v gen.WebhookTestOutcome
 	if _, err := decode(resp, err, &v); err != nil {
 		return nil, err
 	}

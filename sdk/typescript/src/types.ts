@@ -193,7 +193,7 @@ export type ContactInsertRequest = {
   status_id?: number;
 };
 
-export type ContactInsertResult = {
+export type ContactInserted = {
   /** The inserted e-mails, in the order sent; null when none were sent. */
   EMAILS: InsertedEmail[] | null;
   /** The new contact person's id. */
@@ -1158,7 +1158,7 @@ export type WebhookSecret = {
 /** `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes. */
 export type WebhookSecretValue = string;
 
-export type WebhookTestResult = {
+export type WebhookTestOutcome = {
   delivered: boolean;
   duration_ms: number;
   error: string;
@@ -1322,7 +1322,7 @@ export interface Operations {
   contactInsert: {
     params: Record<string, never>;
     body: ContactInsertRequest;
-    value: ContactInsertResult;
+    value: ContactInserted;
   };
   /** GET /contact/list: Paged list of contact persons */
   contactList: {
@@ -1648,7 +1648,7 @@ export interface Operations {
   webhookTest: {
     params: Record<string, never>;
     body: IdRequest;
-    value: WebhookTestResult;
+    value: WebhookTestOutcome;
   };
   /** POST /webhook/update: Change a webhook subscription (admins) */
   webhookUpdate: {
