@@ -42,7 +42,8 @@ test-browser:
 	.ci/test-browser.sh
 
 ## lint: generated code up to date, gofmt, go vet, staticcheck, the OpenAPI document through Spectral and Redocly, and
-## the clients openapi-typescript and @hey-api/openapi-ts generate from it compiled under tsc --strict (.ci/lint-clients.sh)
+## the clients that oapi-codegen, ogen, openapi-typescript (with openapi-fetch), @hey-api/openapi-ts and orval generate from
+## it, compiled (tsc --strict) and run against a server on the demo account (.ci/lint-clients.sh; the TypeScript ones where npm is)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
