@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -226,5 +227,60 @@ func checkGeneratorsSeeValueSchema(t *testing.T, op *openapi3.Operation, schemaN
 	mt := h.Value.Content.Get("application/json")
 	if want := "#/components/schemas/" + schemaName; mt == nil || mt.Schema == nil || mt.Schema.Ref != want || len(h.Value.Content) != 1 {
 		t.Errorf("X-Value-Schema of the default reply is not application/json of %s", want)
+	}
+}
+
+// TestContractSuitsClientGenerators: every number of the component schemas is
+// format double (generic generators make a bare number a 32-bit float), and no
+// schema of a request body has a default (openapi-typescript makes such a
+// property required); make lint runs the generated clients themselves.
+func TestContractSuitsClientGenerators(t *testing.T) {
+	c := testContract(t)
+	requests := map[*openapi3.Schema]bool{}
+	for _, item := range c.Doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.RequestBody != nil && op.RequestBody.Value != nil {
+				for _, mt := range op.RequestBody.Value.Content {
+					if mt.Schema != nil && mt.Schema.Value != nil {
+						requests[mt.Schema.Value] = true
+					}
+				}
+			}
+		}
+	}
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(path string, s *openapi3.SchemaRef, request bool)
+	walk = func(path string, s *openapi3.SchemaRef, request bool) {
+		if s == nil || s.Value == nil || seen[s.Value] {
+			return
+		}
+		v := s.Value
+		seen[v] = true
+		if v.Type.Is("number") && v.Format != "double" {
+			t.Errorf("%s: a number without format double", path)
+		}
+		for name, p := range v.Properties {
+			if request && p.Value != nil && p.Value.Default != nil {
+				t.Errorf("%s.%s: a property of a request body with a default (say it in the description)", path, name)
+			}
+			walk(path+"."+name, p, request)
+		}
+		walk(path+"[]", v.Items, request)
+		if v.AdditionalProperties.Schema != nil {
+			walk(path+"{}", v.AdditionalProperties.Schema, request)
+		}
+		for _, list := range []openapi3.SchemaRefs{v.AllOf, v.AnyOf, v.OneOf} {
+			for i, sub := range list {
+				walk(fmt.Sprintf("%s/%d", path, i), sub, request)
+			}
+		}
+	}
+	for name, s := range c.Doc.Components.Schemas {
+		if s.Value != nil && requests[s.Value] {
+			walk(name, s, true)
+		}
+	}
+	for name, s := range c.Doc.Components.Schemas {
+		walk(name, s, false)
 	}
 }

@@ -97,6 +97,60 @@ func (e DashboardTaskStatus) Valid() bool {
 	}
 }
 
+// Defines values for DirectoryCatalogEntryCode.
+const (
+	DirectoryCatalogEntryCodeN10 DirectoryCatalogEntryCode = 10
+	DirectoryCatalogEntryCodeN29 DirectoryCatalogEntryCode = 29
+	DirectoryCatalogEntryCodeN35 DirectoryCatalogEntryCode = 35
+	DirectoryCatalogEntryCodeN40 DirectoryCatalogEntryCode = 40
+	DirectoryCatalogEntryCodeN41 DirectoryCatalogEntryCode = 41
+	DirectoryCatalogEntryCodeN42 DirectoryCatalogEntryCode = 42
+	DirectoryCatalogEntryCodeN43 DirectoryCatalogEntryCode = 43
+	DirectoryCatalogEntryCodeN44 DirectoryCatalogEntryCode = 44
+	DirectoryCatalogEntryCodeN45 DirectoryCatalogEntryCode = 45
+	DirectoryCatalogEntryCodeN46 DirectoryCatalogEntryCode = 46
+	DirectoryCatalogEntryCodeN47 DirectoryCatalogEntryCode = 47
+	DirectoryCatalogEntryCodeN48 DirectoryCatalogEntryCode = 48
+	DirectoryCatalogEntryCodeN49 DirectoryCatalogEntryCode = 49
+	DirectoryCatalogEntryCodeN9  DirectoryCatalogEntryCode = 9
+)
+
+// Valid indicates whether the value is a known member of the DirectoryCatalogEntryCode enum.
+func (e DirectoryCatalogEntryCode) Valid() bool {
+	switch e {
+	case DirectoryCatalogEntryCodeN10:
+		return true
+	case DirectoryCatalogEntryCodeN29:
+		return true
+	case DirectoryCatalogEntryCodeN35:
+		return true
+	case DirectoryCatalogEntryCodeN40:
+		return true
+	case DirectoryCatalogEntryCodeN41:
+		return true
+	case DirectoryCatalogEntryCodeN42:
+		return true
+	case DirectoryCatalogEntryCodeN43:
+		return true
+	case DirectoryCatalogEntryCodeN44:
+		return true
+	case DirectoryCatalogEntryCodeN45:
+		return true
+	case DirectoryCatalogEntryCodeN46:
+		return true
+	case DirectoryCatalogEntryCodeN47:
+		return true
+	case DirectoryCatalogEntryCodeN48:
+		return true
+	case DirectoryCatalogEntryCodeN49:
+		return true
+	case DirectoryCatalogEntryCodeN9:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Done.
 const (
 	DoneN1 Done = 1
@@ -595,6 +649,27 @@ func (e TaskUpdateRequestStatusId) Valid() bool {
 	}
 }
 
+// Defines values for UserRole.
+const (
+	Admin  UserRole = "admin"
+	Head   UserRole = "head"
+	Member UserRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the UserRole enum.
+func (e UserRole) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Head:
+		return true
+	case Member:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookDeliveryOutcome.
 const (
 	Delivered  WebhookDeliveryOutcome = "delivered"
@@ -708,52 +783,52 @@ func (e CommonListPagingParamsModule) Valid() bool {
 
 // Defines values for DirectoryGetParamsCode.
 const (
-	N10 DirectoryGetParamsCode = 10
-	N29 DirectoryGetParamsCode = 29
-	N35 DirectoryGetParamsCode = 35
-	N40 DirectoryGetParamsCode = 40
-	N41 DirectoryGetParamsCode = 41
-	N42 DirectoryGetParamsCode = 42
-	N43 DirectoryGetParamsCode = 43
-	N44 DirectoryGetParamsCode = 44
-	N45 DirectoryGetParamsCode = 45
-	N46 DirectoryGetParamsCode = 46
-	N47 DirectoryGetParamsCode = 47
-	N48 DirectoryGetParamsCode = 48
-	N49 DirectoryGetParamsCode = 49
-	N9  DirectoryGetParamsCode = 9
+	DirectoryGetParamsCodeN10 DirectoryGetParamsCode = 10
+	DirectoryGetParamsCodeN29 DirectoryGetParamsCode = 29
+	DirectoryGetParamsCodeN35 DirectoryGetParamsCode = 35
+	DirectoryGetParamsCodeN40 DirectoryGetParamsCode = 40
+	DirectoryGetParamsCodeN41 DirectoryGetParamsCode = 41
+	DirectoryGetParamsCodeN42 DirectoryGetParamsCode = 42
+	DirectoryGetParamsCodeN43 DirectoryGetParamsCode = 43
+	DirectoryGetParamsCodeN44 DirectoryGetParamsCode = 44
+	DirectoryGetParamsCodeN45 DirectoryGetParamsCode = 45
+	DirectoryGetParamsCodeN46 DirectoryGetParamsCode = 46
+	DirectoryGetParamsCodeN47 DirectoryGetParamsCode = 47
+	DirectoryGetParamsCodeN48 DirectoryGetParamsCode = 48
+	DirectoryGetParamsCodeN49 DirectoryGetParamsCode = 49
+	DirectoryGetParamsCodeN9  DirectoryGetParamsCode = 9
 )
 
 // Valid indicates whether the value is a known member of the DirectoryGetParamsCode enum.
 func (e DirectoryGetParamsCode) Valid() bool {
 	switch e {
-	case N10:
+	case DirectoryGetParamsCodeN10:
 		return true
-	case N29:
+	case DirectoryGetParamsCodeN29:
 		return true
-	case N35:
+	case DirectoryGetParamsCodeN35:
 		return true
-	case N40:
+	case DirectoryGetParamsCodeN40:
 		return true
-	case N41:
+	case DirectoryGetParamsCodeN41:
 		return true
-	case N42:
+	case DirectoryGetParamsCodeN42:
 		return true
-	case N43:
+	case DirectoryGetParamsCodeN43:
 		return true
-	case N44:
+	case DirectoryGetParamsCodeN44:
 		return true
-	case N45:
+	case DirectoryGetParamsCodeN45:
 		return true
-	case N46:
+	case DirectoryGetParamsCodeN46:
 		return true
-	case N47:
+	case DirectoryGetParamsCodeN47:
 		return true
-	case N48:
+	case DirectoryGetParamsCodeN48:
 		return true
-	case N49:
+	case DirectoryGetParamsCodeN49:
 		return true
-	case N9:
+	case DirectoryGetParamsCodeN9:
 		return true
 	default:
 		return false
@@ -1245,6 +1320,24 @@ type DealUpdateRequest struct {
 	UserId *int64  `json:"user_id,omitempty"`
 }
 
+// DirectoryCatalog defines model for DirectoryCatalog.
+type DirectoryCatalog = []DirectoryCatalogEntry
+
+// DirectoryCatalogEntry defines model for DirectoryCatalogEntry.
+type DirectoryCatalogEntry struct {
+	// Code The directory's code, as in `GET /directory/{code}`.
+	Code DirectoryCatalogEntryCode `json:"code"`
+
+	// Name What the directory holds.
+	Name string `json:"name"`
+
+	// Values The number of its active values in the account.
+	Values int `json:"values"`
+}
+
+// DirectoryCatalogEntryCode The directory's code, as in `GET /directory/{code}`.
+type DirectoryCatalogEntryCode int
+
 // DirectoryEntry defines model for DirectoryEntry.
 type DirectoryEntry struct {
 	ID   int64  `json:"ID"`
@@ -1364,7 +1457,8 @@ type EmailRecord struct {
 	IdContactMan *int64 `json:"id_contact_man"`
 }
 
-// EmptyBody An empty body, the JSON literal `null`, or `{}`.
+// EmptyBody An empty body, the JSON literal `null`, or `{}`. The universal list takes its
+// parameters in the query string only: a body with members is `"400"` saying so.
 type EmptyBody = map[string]interface{}
 
 // EmptyValue The empty string.
@@ -1794,10 +1888,27 @@ type ListRowAttachmentFlag int
 // ListRows defines model for ListRows.
 type ListRows = []ListRow
 
-// LocalMinute `YYYY-MM-DD HH:MM` in the token owner's time zone.
+// LocalMinute `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+// owner's time zone. Seconds given are kept.
 //
 // Example: 2026-11-20 10:00
 type LocalMinute = string
+
+// MailAccountItem defines model for MailAccountItem.
+type MailAccountItem struct {
+	// Active `false`: disabled; sends nothing and is not polled.
+	Active      bool   `json:"active"`
+	Address     string `json:"address"`
+	DisplayName string `json:"display_name"`
+	Id          int64  `json:"id"`
+
+	// UserId The owner, the only user who sends through it.
+	UserId   int64  `json:"user_id"`
+	UserName string `json:"user_name"`
+}
+
+// MailAccountList defines model for MailAccountList.
+type MailAccountList = []MailAccountItem
 
 // MailMessageInput defines model for MailMessageInput.
 type MailMessageInput struct {
@@ -2145,12 +2256,16 @@ type TaskInsertRequest struct {
 	// ContactId A contact person of the same counterparty.
 	ContactId *int64 `json:"contact_id,omitempty"`
 
-	// DateFinish `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	// DateFinish `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+	// owner's time zone. Seconds given are kept.
+	//
 	//
 	// Example: 2026-11-20 10:00
 	DateFinish *LocalMinute `json:"date_finish,omitempty"`
 
-	// DateStart `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	// DateStart `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+	// owner's time zone. Seconds given are kept.
+	//
 	//
 	// Example: 2026-11-20 10:00
 	DateStart *LocalMinute `json:"date_start,omitempty"`
@@ -2205,10 +2320,12 @@ type TaskTypeCounter struct {
 
 // TaskUpdateRequest defines model for TaskUpdateRequest.
 type TaskUpdateRequest struct {
-	// DateFinish `YYYY-MM-DD HH:MM` in the token owner's time zone, or `""` for no deadline.
+	// DateFinish `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, or `""` for no deadline.
 	DateFinish *string `json:"date_finish,omitempty"`
 
-	// DateStart `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	// DateStart `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+	// owner's time zone. Seconds given are kept.
+	//
 	//
 	// Example: 2026-11-20 10:00
 	DateStart *LocalMinute            `json:"date_start,omitempty"`
@@ -2242,6 +2359,53 @@ type TodayTasks struct {
 	Tasks []DashboardTask `json:"tasks"`
 	Total int             `json:"total"`
 }
+
+// UserList defines model for UserList.
+type UserList = []UserListItem
+
+// UserListItem defines model for UserListItem.
+type UserListItem struct {
+	// Active `false`: deactivated; keeps their records, gets no new ones.
+	Active bool `json:"active"`
+
+	// Department The department's name, `""` for none.
+	Department string `json:"department"`
+
+	// DepartmentId `null` for a user in no department.
+	DepartmentId *int64 `json:"department_id"`
+	Id           int64  `json:"id"`
+	Name         string `json:"name"`
+
+	// Role `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own.
+	Role UserRole `json:"role"`
+}
+
+// UserMe defines model for UserMe.
+type UserMe struct {
+	// BaseCurrency The account's base currency (ISO 4217).
+	BaseCurrency string `json:"base_currency"`
+
+	// Department The department's name, `""` for none.
+	Department string `json:"department"`
+
+	// DepartmentId `null` for a user in no department.
+	DepartmentId         *int64 `json:"department_id"`
+	Id                   int64  `json:"id"`
+	KpiDepartmentsReport bool   `json:"kpi_departments_report"`
+	KpiUsersReport       bool   `json:"kpi_users_report"`
+	Name                 string `json:"name"`
+
+	// Role `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own.
+	Role UserRole `json:"role"`
+
+	// TimeZone IANA name of the time zone of every date-time the token reads and writes.
+	//
+	// Example: Europe/Riga
+	TimeZone string `json:"time_zone"`
+}
+
+// UserRole `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own.
+type UserRole string
 
 // Webhook defines model for Webhook.
 type Webhook struct {
@@ -2404,6 +2568,9 @@ type OtherDealGoodsList = Envelope
 // OtherDealGoodsPosition The reply of every operation; see the conventions in `info.description`.
 type OtherDealGoodsPosition = Envelope
 
+// OtherDirectoryCatalog The reply of every operation; see the conventions in `info.description`.
+type OtherDirectoryCatalog = Envelope
+
 // OtherDirectoryList The reply of every operation; see the conventions in `info.description`.
 type OtherDirectoryList = Envelope
 
@@ -2440,6 +2607,9 @@ type OtherKpiTeam = Envelope
 // OtherListRows The reply of every operation; see the conventions in `info.description`.
 type OtherListRows = Envelope
 
+// OtherMailAccountList The reply of every operation; see the conventions in `info.description`.
+type OtherMailAccountList = Envelope
+
 // OtherMoneyAccountList The reply of every operation; see the conventions in `info.description`.
 type OtherMoneyAccountList = Envelope
 
@@ -2460,6 +2630,12 @@ type OtherSocialNetworkList = Envelope
 
 // OtherTaskList The reply of every operation; see the conventions in `info.description`.
 type OtherTaskList = Envelope
+
+// OtherUserList The reply of every operation; see the conventions in `info.description`.
+type OtherUserList = Envelope
+
+// OtherUserMe The reply of every operation; see the conventions in `info.description`.
+type OtherUserMe = Envelope
 
 // OtherWebhookDeliveryList The reply of every operation; see the conventions in `info.description`.
 type OtherWebhookDeliveryList = Envelope
@@ -5306,8 +5482,12 @@ type ClientInterface interface {
 	// CommonListPagingWithBody Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -5374,8 +5554,12 @@ type ClientInterface interface {
 	// CommonListPaging Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -6166,6 +6350,18 @@ type ClientInterface interface {
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
 	DealUpdate(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DirectoryList The directories, with their codes and names
+	//
+	// **Extension.** Every directory of the account: its `code` (the path parameter of
+	// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+	// values), its `name`, and `values`, the number of its active values in the token
+	// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+	// directory for every user. A quick list, by code. The names are the server's and the
+	// same in every account; the values are the account's own.
+	//
+	// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+	DirectoryList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DirectoryGet Values of one directory
 	//
 	// The active values of directory `code` of the token owner's account, ordered by their
@@ -6588,6 +6784,22 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// MailAccounts The mail accounts the token owner sees
+	//
+	// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+	// of the mail list: a member their own, a head those of the users of their
+	// department and their own, an admin every mail account of the account. For each:
+	// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+	// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+	// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+	// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+	// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+	// quick list, by address and then id. Mail accounts are made with
+	// `crm-server mail-account create`.
+	//
+	// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+	MailAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MailSendWithBody Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -6596,8 +6808,8 @@ type ClientInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -6667,8 +6879,8 @@ type ClientInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -6852,6 +7064,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
 	TaskUpdate(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserList The users the token owner sees
+	//
+	// **Extension.** The users whose records the token owner sees, by the same rule as
+	// every list: an admin every user of the account, a head the users of their
+	// department and themselves, a member only themselves (a head in no department
+	// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+	// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+	// their records but cannot be given new ones: `"400"` `user_id: user N is
+	// deactivated`). A quick list, by name and then id. Other users' ids and names
+	// still appear on the records the token owner sees (`user_id`, `user_name`).
+	//
+	// Corresponds with GET /user/list (the `UserList` operationId).
+	UserList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserMe The token owner
+	//
+	// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+	// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+	// sees every record of the account, `head` the records of the users of their
+	// department and their own, `member` their own), `department_id` and `department`
+	// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+	// date-time of the API is read and written for this token: the user's own, or the
+	// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+	// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+	// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+	//
+	// Corresponds with GET /user/me (the `UserMe` operationId).
+	UserMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookDeleteWithBody Delete a webhook subscription (admins)
 	//
@@ -7042,8 +7283,12 @@ type ClientInterface interface {
 // CommonListPagingWithBody Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -7120,8 +7365,12 @@ func (c *Client) CommonListPagingWithBody(ctx context.Context, module CommonList
 // CommonListPaging Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -8222,6 +8471,28 @@ func (c *Client) DealUpdate(ctx context.Context, params *DealUpdateParams, body 
 	return c.Client.Do(req)
 }
 
+// DirectoryList The directories, with their codes and names
+//
+// **Extension.** Every directory of the account: its `code` (the path parameter of
+// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+// values), its `name`, and `values`, the number of its active values in the token
+// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+// directory for every user. A quick list, by code. The names are the server's and the
+// same in every account; the values are the account's own.
+//
+// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+func (c *Client) DirectoryList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDirectoryListRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DirectoryGet Values of one directory
 //
 // The active values of directory `code` of the token owner's account, ordered by their
@@ -8924,6 +9195,32 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
+// MailAccounts The mail accounts the token owner sees
+//
+// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+// of the mail list: a member their own, a head those of the users of their
+// department and their own, an admin every mail account of the account. For each:
+// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+// quick list, by address and then id. Mail accounts are made with
+// `crm-server mail-account create`.
+//
+// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+func (c *Client) MailAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMailAccountsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // MailSendWithBody Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -8932,8 +9229,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -9013,8 +9310,8 @@ func (c *Client) MailSendWithBody(ctx context.Context, params *MailSendParams, c
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -9259,6 +9556,55 @@ func (c *Client) TaskUpdateWithBody(ctx context.Context, params *TaskUpdateParam
 // Corresponds with POST /task/update (the `TaskUpdate` operationId).
 func (c *Client) TaskUpdate(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskUpdateRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserList The users the token owner sees
+//
+// **Extension.** The users whose records the token owner sees, by the same rule as
+// every list: an admin every user of the account, a head the users of their
+// department and themselves, a member only themselves (a head in no department
+// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+// their records but cannot be given new ones: `"400"` `user_id: user N is
+// deactivated`). A quick list, by name and then id. Other users' ids and names
+// still appear on the records the token owner sees (`user_id`, `user_name`).
+//
+// Corresponds with GET /user/list (the `UserList` operationId).
+func (c *Client) UserList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserListRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserMe The token owner
+//
+// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+// sees every record of the account, `head` the records of the users of their
+// department and their own, `member` their own), `department_id` and `department`
+// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+// date-time of the API is read and written for this token: the user's own, or the
+// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+//
+// Corresponds with GET /user/me (the `UserMe` operationId).
+func (c *Client) UserMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserMeRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -11108,6 +11454,33 @@ func NewDealUpdateRequestWithBody(server string, params *DealUpdateParams, conte
 	return req, nil
 }
 
+// NewDirectoryListRequest constructs an http.Request for the DirectoryList method
+func NewDirectoryListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/directory/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDirectoryGetRequest constructs an http.Request for the DirectoryGet method
 func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode, params *DirectoryGetParams) (*http.Request, error) {
 	var err error
@@ -12204,6 +12577,33 @@ func NewHealthzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewMailAccountsRequest constructs an http.Request for the MailAccounts method
+func NewMailAccountsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/mail/accounts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewMailSendRequest calls the generic MailSend builder with application/json body
 func NewMailSendRequest(server string, params *MailSendParams, body MailSendJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -12468,6 +12868,60 @@ func NewTaskUpdateRequestWithBody(server string, params *TaskUpdateParams, conte
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewUserListRequest constructs an http.Request for the UserList method
+func NewUserListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/user/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUserMeRequest constructs an http.Request for the UserMe method
+func NewUserMeRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/user/me")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -12841,8 +13295,12 @@ type ClientWithResponsesInterface interface {
 	// CommonListPagingWithBodyWithResponse Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -12909,8 +13367,12 @@ type ClientWithResponsesInterface interface {
 	// CommonListPagingWithResponse Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -13717,6 +14179,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
 	DealUpdateWithResponse(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
 
+	// DirectoryListWithResponse The directories, with their codes and names
+	//
+	// **Extension.** Every directory of the account: its `code` (the path parameter of
+	// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+	// values), its `name`, and `values`, the number of its active values in the token
+	// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+	// directory for every user. A quick list, by code. The names are the server's and the
+	// same in every account; the values are the account's own.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+	DirectoryListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DirectoryListResponse, error)
+
 	// DirectoryGetWithResponse Values of one directory
 	//
 	// The active values of directory `code` of the token owner's account, ordered by their
@@ -14159,6 +14635,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
 
+	// MailAccountsWithResponse The mail accounts the token owner sees
+	//
+	// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+	// of the mail list: a member their own, a head those of the users of their
+	// department and their own, an admin every mail account of the account. For each:
+	// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+	// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+	// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+	// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+	// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+	// quick list, by address and then id. Mail accounts are made with
+	// `crm-server mail-account create`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+	MailAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MailAccountsResponse, error)
+
 	// MailSendWithBodyWithResponse Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -14167,8 +14661,8 @@ type ClientWithResponsesInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -14238,8 +14732,8 @@ type ClientWithResponsesInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -14427,6 +14921,39 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
 	TaskUpdateWithResponse(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+
+	// UserListWithResponse The users the token owner sees
+	//
+	// **Extension.** The users whose records the token owner sees, by the same rule as
+	// every list: an admin every user of the account, a head the users of their
+	// department and themselves, a member only themselves (a head in no department
+	// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+	// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+	// their records but cannot be given new ones: `"400"` `user_id: user N is
+	// deactivated`). A quick list, by name and then id. Other users' ids and names
+	// still appear on the records the token owner sees (`user_id`, `user_name`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /user/list (the `UserList` operationId).
+	UserListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserListResponse, error)
+
+	// UserMeWithResponse The token owner
+	//
+	// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+	// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+	// sees every record of the account, `head` the records of the users of their
+	// department and their own, `member` their own), `department_id` and `department`
+	// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+	// date-time of the API is read and written for this token: the user's own, or the
+	// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+	// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+	// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /user/me (the `UserMe` operationId).
+	UserMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserMeResponse, error)
 
 	// WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
 	//
@@ -16523,6 +17050,96 @@ func (r DealUpdateResponse) ContentType() string {
 	return ""
 }
 
+// DirectoryListResponse401Headers the declared response headers of an HTTP 401 response for DirectoryList
+type DirectoryListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DirectoryListResponse429Headers the declared response headers of an HTTP 429 response for DirectoryList
+type DirectoryListResponse429Headers struct {
+	RetryAfter int
+}
+
+// DirectoryListResponseDefaultHeaders the declared response headers of an HTTP default response for DirectoryList
+type DirectoryListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
+type DirectoryListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDirectoryCatalog
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DirectoryListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DirectoryListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DirectoryListResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DirectoryListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DirectoryListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DirectoryListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DirectoryListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DirectoryListResponse) GetJSONDefault() *OtherDirectoryCatalog {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r DirectoryListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DirectoryListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DirectoryListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DirectoryListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DirectoryGetResponse304Headers the declared response headers of an HTTP 304 response for DirectoryGet
 type DirectoryGetResponse304Headers struct {
 	ETag string
@@ -18296,6 +18913,96 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MailAccountsResponse401Headers the declared response headers of an HTTP 401 response for MailAccounts
+type MailAccountsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// MailAccountsResponse429Headers the declared response headers of an HTTP 429 response for MailAccounts
+type MailAccountsResponse429Headers struct {
+	RetryAfter int
+}
+
+// MailAccountsResponseDefaultHeaders the declared response headers of an HTTP default response for MailAccounts
+type MailAccountsResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
+type MailAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMailAccountList
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MailAccountsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MailAccountsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *MailAccountsResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MailAccountsResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MailAccountsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MailAccountsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MailAccountsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MailAccountsResponse) GetJSONDefault() *OtherMailAccountList {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r MailAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MailAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MailAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MailAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MailSendResponse200Headers the declared response headers of an HTTP 200 response for MailSend
 type MailSendResponse200Headers struct {
 	IdempotentReplayed *string
@@ -18740,6 +19447,186 @@ func (r TaskUpdateResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r TaskUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserListResponse401Headers the declared response headers of an HTTP 401 response for UserList
+type UserListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UserListResponse429Headers the declared response headers of an HTTP 429 response for UserList
+type UserListResponse429Headers struct {
+	RetryAfter int
+}
+
+// UserListResponseDefaultHeaders the declared response headers of an HTTP default response for UserList
+type UserListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
+type UserListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherUserList
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UserListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UserListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserListResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UserListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UserListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UserListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserListResponse) GetJSONDefault() *OtherUserList {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserMeResponse401Headers the declared response headers of an HTTP 401 response for UserMe
+type UserMeResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UserMeResponse429Headers the declared response headers of an HTTP 429 response for UserMe
+type UserMeResponse429Headers struct {
+	RetryAfter int
+}
+
+// UserMeResponseDefaultHeaders the declared response headers of an HTTP default response for UserMe
+type UserMeResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
+type UserMeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherUserMe
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UserMeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UserMeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserMeResponseDefaultHeaders
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserMeResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UserMeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UserMeResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UserMeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserMeResponse) GetJSONDefault() *OtherUserMe {
+	return r.JSONDefault
+}
+
+// GetBody returns the raw response body bytes
+func (r UserMeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserMeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserMeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserMeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -19317,8 +20204,12 @@ func (r WebhookUpdateResponse) ContentType() string {
 // CommonListPagingWithBodyWithResponse Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -19391,8 +20282,12 @@ func (c *ClientWithResponses) CommonListPagingWithBodyWithResponse(ctx context.C
 // CommonListPagingWithResponse Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -20385,6 +21280,26 @@ func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, params
 	return ParseDealUpdateResponse(rsp)
 }
 
+// DirectoryListWithResponse The directories, with their codes and names
+//
+// **Extension.** Every directory of the account: its `code` (the path parameter of
+// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+// values), its `name`, and `values`, the number of its active values in the token
+// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+// directory for every user. A quick list, by code. The names are the server's and the
+// same in every account; the values are the account's own.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+func (c *ClientWithResponses) DirectoryListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DirectoryListResponse, error) {
+	rsp, err := c.DirectoryList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDirectoryListResponse(rsp)
+}
+
 // DirectoryGetWithResponse Values of one directory
 //
 // The active values of directory `code` of the token owner's account, ordered by their
@@ -20995,6 +21910,30 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 	return ParseHealthzResponse(rsp)
 }
 
+// MailAccountsWithResponse The mail accounts the token owner sees
+//
+// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+// of the mail list: a member their own, a head those of the users of their
+// department and their own, an admin every mail account of the account. For each:
+// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+// quick list, by address and then id. Mail accounts are made with
+// `crm-server mail-account create`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+func (c *ClientWithResponses) MailAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MailAccountsResponse, error) {
+	rsp, err := c.MailAccounts(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMailAccountsResponse(rsp)
+}
+
 // MailSendWithBodyWithResponse Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -21003,8 +21942,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -21080,8 +22019,8 @@ func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, 
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -21310,6 +22249,51 @@ func (c *ClientWithResponses) TaskUpdateWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseTaskUpdateResponse(rsp)
+}
+
+// UserListWithResponse The users the token owner sees
+//
+// **Extension.** The users whose records the token owner sees, by the same rule as
+// every list: an admin every user of the account, a head the users of their
+// department and themselves, a member only themselves (a head in no department
+// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+// their records but cannot be given new ones: `"400"` `user_id: user N is
+// deactivated`). A quick list, by name and then id. Other users' ids and names
+// still appear on the records the token owner sees (`user_id`, `user_name`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /user/list (the `UserList` operationId).
+func (c *ClientWithResponses) UserListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserListResponse, error) {
+	rsp, err := c.UserList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserListResponse(rsp)
+}
+
+// UserMeWithResponse The token owner
+//
+// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+// sees every record of the account, `head` the records of the users of their
+// department and their own, `member` their own), `department_id` and `department`
+// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+// date-time of the API is read and written for this token: the user's own, or the
+// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /user/me (the `UserMe` operationId).
+func (c *ClientWithResponses) UserMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserMeResponse, error) {
+	rsp, err := c.UserMe(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserMeResponse(rsp)
 }
 
 // WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
@@ -23460,6 +24444,93 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 	return response, nil
 }
 
+// ParseDirectoryListResponse parses an HTTP response from a DirectoryListWithResponse call
+func ParseDirectoryListResponse(rsp *http.Response) (*DirectoryListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DirectoryListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDirectoryCatalog
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DirectoryListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DirectoryListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers DirectoryListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDirectoryGetResponse parses an HTTP response from a DirectoryGetWithResponse call
 func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -25224,6 +26295,93 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 	return response, nil
 }
 
+// ParseMailAccountsResponse parses an HTTP response from a MailAccountsWithResponse call
+func ParseMailAccountsResponse(rsp *http.Response) (*MailAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MailAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMailAccountList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MailAccountsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers MailAccountsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers MailAccountsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
 // ParseMailSendResponse parses an HTTP response from a MailSendWithResponse call
 func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -25655,6 +26813,180 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 		response.Headers429 = &headers
 	case true:
 		var headers TaskUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserListResponse parses an HTTP response from a UserListWithResponse call
+func ParseUserListResponse(rsp *http.Response) (*UserListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherUserList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UserListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UserListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UserListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserMeResponse parses an HTTP response from a UserMeWithResponse call
+func ParseUserMeResponse(rsp *http.Response) (*UserMeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserMeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherUserMe
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UserMeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UserMeResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case true:
+		var headers UserMeResponseDefaultHeaders
 		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
 			var value interface{}
 			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
@@ -26292,6 +27624,9 @@ type ServerInterface interface {
 	// DealUpdate Change fields of a deal
 	// (POST /deal/update)
 	DealUpdate(w http.ResponseWriter, r *http.Request, params DealUpdateParams)
+	// DirectoryList The directories, with their codes and names
+	// (GET /directory/list)
+	DirectoryList(w http.ResponseWriter, r *http.Request)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
 	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams)
@@ -26349,6 +27684,9 @@ type ServerInterface interface {
 	// Healthz Liveness
 	// (GET /healthz)
 	Healthz(w http.ResponseWriter, r *http.Request)
+	// MailAccounts The mail accounts the token owner sees
+	// (GET /mail/accounts)
+	MailAccounts(w http.ResponseWriter, r *http.Request)
 	// MailSend Send an e-mail message
 	// (POST /mail/send)
 	MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams)
@@ -26364,6 +27702,12 @@ type ServerInterface interface {
 	// TaskUpdate Finish, reopen, reschedule or reassign a task
 	// (POST /task/update)
 	TaskUpdate(w http.ResponseWriter, r *http.Request, params TaskUpdateParams)
+	// UserList The users the token owner sees
+	// (GET /user/list)
+	UserList(w http.ResponseWriter, r *http.Request)
+	// UserMe The token owner
+	// (GET /user/me)
+	UserMe(w http.ResponseWriter, r *http.Request)
 	// WebhookDelete Delete a webhook subscription (admins)
 	// (POST /webhook/delete)
 	WebhookDelete(w http.ResponseWriter, r *http.Request, params WebhookDeleteParams)
@@ -27650,6 +28994,20 @@ func (siw *ServerInterfaceWrapper) DealUpdate(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// DirectoryList operation middleware
+func (siw *ServerInterfaceWrapper) DirectoryList(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DirectoryList(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DirectoryGet operation middleware
 func (siw *ServerInterfaceWrapper) DirectoryGet(w http.ResponseWriter, r *http.Request) {
 
@@ -28490,6 +29848,20 @@ func (siw *ServerInterfaceWrapper) Healthz(w http.ResponseWriter, r *http.Reques
 	handler.ServeHTTP(w, r)
 }
 
+// MailAccounts operation middleware
+func (siw *ServerInterfaceWrapper) MailAccounts(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.MailAccounts(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // MailSend operation middleware
 func (siw *ServerInterfaceWrapper) MailSend(w http.ResponseWriter, r *http.Request) {
 
@@ -28685,6 +30057,34 @@ func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.TaskUpdate(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UserList operation middleware
+func (siw *ServerInterfaceWrapper) UserList(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UserList(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UserMe operation middleware
+func (siw *ServerInterfaceWrapper) UserMe(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UserMe(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -29072,6 +30472,10 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/document/goods/list", wrapper.DocumentGoodsList)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/document/goods/insert", wrapper.DocumentGoodsInsert)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/directory/{code}", wrapper.DirectoryGet)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/directory/list", wrapper.DirectoryList)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/user/me", wrapper.UserMe)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/user/list", wrapper.UserList)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/mail/accounts", wrapper.MailAccounts)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/mail/send", wrapper.MailSend)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/my/day", wrapper.DashboardMyDay)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/my/tasks", wrapper.DashboardMyTasks)
@@ -29166,6 +30570,15 @@ type OtherDealGoodsPositionJSONResponse struct {
 	Body Envelope
 
 	Headers OtherDealGoodsPositionResponseHeaders
+}
+
+type OtherDirectoryCatalogResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDirectoryCatalogJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDirectoryCatalogResponseHeaders
 }
 
 type OtherDirectoryListResponseHeaders struct {
@@ -29276,6 +30689,15 @@ type OtherListRowsJSONResponse struct {
 	Headers OtherListRowsResponseHeaders
 }
 
+type OtherMailAccountListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherMailAccountListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMailAccountListResponseHeaders
+}
+
 type OtherMoneyAccountListResponseHeaders struct {
 	XValueSchema *interface{}
 }
@@ -29337,6 +30759,24 @@ type OtherTaskListJSONResponse struct {
 	Body Envelope
 
 	Headers OtherTaskListResponseHeaders
+}
+
+type OtherUserListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherUserListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherUserListResponseHeaders
+}
+
+type OtherUserMeResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherUserMeJSONResponse struct {
+	Body Envelope
+
+	Headers OtherUserMeResponseHeaders
 }
 
 type OtherWebhookDeliveryListResponseHeaders struct {
@@ -31292,6 +32732,92 @@ func (response DealUpdatedefaultJSONResponse) VisitDealUpdateResponse(w http.Res
 	return err
 }
 
+type DirectoryListRequestObject struct {
+}
+
+type DirectoryListResponseObject interface {
+	VisitDirectoryListResponse(w http.ResponseWriter) error
+}
+
+type DirectoryList200JSONResponse Envelope
+
+func (response DirectoryList200JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DirectoryList401JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DirectoryList429JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DirectoryList503JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDirectoryCatalogResponseHeaders
+	StatusCode int
+}
+
+func (response DirectoryListdefaultJSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DirectoryGetRequestObject struct {
 	Code   DirectoryGetParamsCode `json:"code"`
 	Params DirectoryGetParams
@@ -33041,6 +34567,92 @@ func (response HealthzdefaultJSONResponse) VisitHealthzResponse(w http.ResponseW
 	return err
 }
 
+type MailAccountsRequestObject struct {
+}
+
+type MailAccountsResponseObject interface {
+	VisitMailAccountsResponse(w http.ResponseWriter) error
+}
+
+type MailAccounts200JSONResponse Envelope
+
+func (response MailAccounts200JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccounts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response MailAccounts401JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccounts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response MailAccounts429JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccounts503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response MailAccounts503JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccountsdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMailAccountListResponseHeaders
+	StatusCode int
+}
+
+func (response MailAccountsdefaultJSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type MailSendRequestObject struct {
 	Params MailSendParams
 	Body   *MailSendJSONRequestBody
@@ -33472,6 +35084,178 @@ type TaskUpdatedefaultJSONResponse struct {
 }
 
 func (response TaskUpdatedefaultJSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserListRequestObject struct {
+}
+
+type UserListResponseObject interface {
+	VisitUserListResponse(w http.ResponseWriter) error
+}
+
+type UserList200JSONResponse Envelope
+
+func (response UserList200JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UserList401JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UserList429JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UserList503JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherUserListResponseHeaders
+	StatusCode int
+}
+
+func (response UserListdefaultJSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMeRequestObject struct {
+}
+
+type UserMeResponseObject interface {
+	VisitUserMeResponse(w http.ResponseWriter) error
+}
+
+type UserMe200JSONResponse Envelope
+
+func (response UserMe200JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMe401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UserMe401JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMe429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UserMe429JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMe503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UserMe503JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherUserMeResponseHeaders
+	StatusCode int
+}
+
+func (response UserMedefaultJSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -34113,6 +35897,9 @@ type StrictServerInterface interface {
 	// DealUpdate Change fields of a deal
 	// (POST /deal/update)
 	DealUpdate(ctx context.Context, request DealUpdateRequestObject) (DealUpdateResponseObject, error)
+	// DirectoryList The directories, with their codes and names
+	// (GET /directory/list)
+	DirectoryList(ctx context.Context, request DirectoryListRequestObject) (DirectoryListResponseObject, error)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
 	DirectoryGet(ctx context.Context, request DirectoryGetRequestObject) (DirectoryGetResponseObject, error)
@@ -34170,6 +35957,9 @@ type StrictServerInterface interface {
 	// Healthz Liveness
 	// (GET /healthz)
 	Healthz(ctx context.Context, request HealthzRequestObject) (HealthzResponseObject, error)
+	// MailAccounts The mail accounts the token owner sees
+	// (GET /mail/accounts)
+	MailAccounts(ctx context.Context, request MailAccountsRequestObject) (MailAccountsResponseObject, error)
 	// MailSend Send an e-mail message
 	// (POST /mail/send)
 	MailSend(ctx context.Context, request MailSendRequestObject) (MailSendResponseObject, error)
@@ -34185,6 +35975,12 @@ type StrictServerInterface interface {
 	// TaskUpdate Finish, reopen, reschedule or reassign a task
 	// (POST /task/update)
 	TaskUpdate(ctx context.Context, request TaskUpdateRequestObject) (TaskUpdateResponseObject, error)
+	// UserList The users the token owner sees
+	// (GET /user/list)
+	UserList(ctx context.Context, request UserListRequestObject) (UserListResponseObject, error)
+	// UserMe The token owner
+	// (GET /user/me)
+	UserMe(ctx context.Context, request UserMeRequestObject) (UserMeResponseObject, error)
 	// WebhookDelete Delete a webhook subscription (admins)
 	// (POST /webhook/delete)
 	WebhookDelete(ctx context.Context, request WebhookDeleteRequestObject) (WebhookDeleteResponseObject, error)
@@ -34852,6 +36648,30 @@ func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request, para
 	}
 }
 
+// DirectoryList operation middleware
+func (sh *strictHandler) DirectoryList(w http.ResponseWriter, r *http.Request) {
+	var request DirectoryListRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DirectoryList(ctx, request.(DirectoryListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DirectoryList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DirectoryListResponseObject); ok {
+		if err := validResponse.VisitDirectoryListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DirectoryGet operation middleware
 func (sh *strictHandler) DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams) {
 	var request DirectoryGetRequestObject
@@ -35406,6 +37226,30 @@ func (sh *strictHandler) Healthz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// MailAccounts operation middleware
+func (sh *strictHandler) MailAccounts(w http.ResponseWriter, r *http.Request) {
+	var request MailAccountsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.MailAccounts(ctx, request.(MailAccountsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MailAccounts")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(MailAccountsResponseObject); ok {
+		if err := validResponse.VisitMailAccountsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // MailSend operation middleware
 func (sh *strictHandler) MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams) {
 	var request MailSendRequestObject
@@ -35548,6 +37392,54 @@ func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(TaskUpdateResponseObject); ok {
 		if err := validResponse.VisitTaskUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UserList operation middleware
+func (sh *strictHandler) UserList(w http.ResponseWriter, r *http.Request) {
+	var request UserListRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UserList(ctx, request.(UserListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UserList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UserListResponseObject); ok {
+		if err := validResponse.VisitUserListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UserMe operation middleware
+func (sh *strictHandler) UserMe(w http.ResponseWriter, r *http.Request) {
+	var request UserMeRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UserMe(ctx, request.(UserMeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UserMe")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UserMeResponseObject); ok {
+		if err := validResponse.VisitUserMeResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -35742,843 +37634,880 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchvJlSj4Khm4dgiQixRIUbIFhuOaLandmtbXSGy35zY0qCQqAaRZyERXFkjBbW3cXxv7+8ZG7Bvc",
-	"F9k3mSfZOB9ZlVUoAAWSUnt2NDFuEUBWVuY5J89Xno9fOmM7X1ijTO46g1866qOcL1KFf58lc23cG5Ou",
-	"4JNbzucyW3UGnTMj7EJlMtfWCDsREsdF4mIlpLH5TGUis6nqRJ0rmS4VPDy2ieoMOif9h52oo7LMZp1B",
-	"x5p0xQ+LuVyJxIp8pl0n6izkVHUGffrD4V+ZvaY/XC7zpesMeJriJZ3Op09R5xuZPJO5qi1YJDJXIp/J",
-	"XCRWOWFsLhYyc81r7Adr/HmpshWMlXOVq0wMOzDVsDMQLs+0mZbzzWU+nol8psTEZnOZF0Nvu58/W5u4",
-	"F4mr7mkK34504oSm90sxtvO5PHAKVpurRKTa5YAfnbgb7LN4QW2z5l6410xNl6nMhPq4yJRzQBHDzr//",
-	"1D948uF33Yj+7d3/zc2h0Pdg+H6hvwBmR7ndut87xu079fNSuby+qYlWaUK7mkidOnElU53ggdu5r4ym",
-	"FBc2WQ14pmHHyDlS7SKDo5uviq+AfObaOW2mt9rMUztfSLN6bfNv7dIk1R29ohdEIlGpAtK0mdDmSjt9",
-	"kSoxtkuTq2whs3zVuL2TYHvhYHHU7x8hyif4zjtY/5vsmZIpoEVnqraL10ojcxvT0JFOhLGZSJRM4e+p",
-	"vlK70RM8HDyrncj8O2+3C5PLcf5mckaMmHdV3ceYBvF7Pe/A78RCZY64erDQrmfrIfDvuQh2YKxRvRa7",
-	"9q8cCGOFW45nDa8E7l+nhpvDAhC5lRyrVAio2El9MEg8vDuqe2bHy7ky+T7r5Ed2r5UHij/c5XpNjQPD",
-	"N6cCBwE1Ha0vyyzTtFxV29e75XisXCC4Oke4ghdAHEamayrJ0qiPCzUG7uJUdqUyMZHLNBfdROXIQ1Hd",
-	"0AbZOI9I7TQSS5OojIUZsU6dNFH0owpFa16HwC9Et3xWnFxMnhxPHj76/e8vHp4k8rF8OFZPjp8kfdVX",
-	"J79/+Lh3KxR4APwPldn/ikAgheC1un5ROy0vjFNZrpKAGmE/Rl0LnXw+snzc7xNlvlnmbybvpJmu6Shm",
-	"Ob9QGbJLKRbWaRDk95xwy3kkcmtFKrMp6hZC545k9k6WKnla2KddoqKXwcsHQs6BhTohTQKvcGK5ELkV",
-	"T2r/d/jkSSR+XkqT61yrDaMOnzx5cityfafGNkvcG/NWTtW5tS9hq1UAZTRkZA3MLuSFvVKIurn8qOfL",
-	"+Q1UueqUoPgwsOZLUI2UkLmYW5cLouebb+8Hc2nstUEdvbor/Ap0b9LjZKaQB/PZG8tcpna6VKfw7Qy4",
-	"vGb63cnYC818IPBP8eTJHyJAXMnk115zu9P2o7qYWXvZLKXOhFteuHGmF4VByOqCHKMwL/SEnTu7pveI",
-	"o+M7kVefos5MyURliJrn53IK/yaqWCyu/lrJS5HLaaGBZGqRrkTXKSVibSb2MHgijsR35+dvQXm5Uga+",
-	"cb1T4RSAPBcXcnwJoI9fTA5eW6MOXoHhEB/CFsmw7gw6Pz4Ydi7/+vrqwL7/l9+//MuL5Oxf/xUtiUID",
-	"HOTZUkUdN56puYQlL2QOjLYz6Pw7PP3T2cH/kAd/7x88GR18+N2w85tO1MlXC5icDBcSFImaL2yuTH7w",
-	"Ti1SuSJ9trr996AgSCdieGUsrmfKhEBgHupym6mEv0MECyWzVIOlzyz/WudkITk5VyIuXj5eHXyvVvFm",
-	"cAYje6dCXjhYEdLPtXYKQFfCQZnlvDP4qQOL7Xxo2vQ7lWerg7NJrrKmzY6tgQNpxbUEdKmJzRRLiY95",
-	"fS+weXupDNBvJCTMidx6Ls0K7TKVCLnMZ0AHYzTOXLQ2J2BuvsjFJLNzVnBTjUBPErCYK7RxtI0I5tog",
-	"N4RRvHGQv1OV0Rn98ceDs3I1qoHU02u5ciL+RslMZXFU4ixTElRwoAM8RqMQRVXqpYdJ4P9x2NEGTdMR",
-	"AmrYicTa838cdpbEJCOhPi5gb8APMnVlL1Ui+MGt5F9H8yfgBMzs8WgjrwV9/0UDicP3lT2A/h51tPGS",
-	"oxOhLczq/QiVhc2LIQ8AAf8xMK8deKG1sS7euD7+rbLGP2xeIw//LOtkN1N1gU9rfiWQacgrFcufQJhJ",
-	"A8rfXK6AWSiZi641qtB5hJLjmcj1XPWqVPWwfxQ97B93mrdcCLytG57Ljy+VmeazzuC430dpUXDNNYfU",
-	"do45Xn2vVk2y4lKt/NbpGN9zYjyzFs207hFwluNHj8Qi0yaXYK2dvX/64oUYz2Qmx0CtEdm+0gkpfvjh",
-	"xbPe0KB6MJeXCr7LgH8Vkug60zlw1IkalLwV1lDltiHf0kYcnwzNzC4z0ADdtcqaeTh6s3TmcuYDcYO8",
-	"GAgUCxGokkODq3GFviKnUpvThnVJkejJRGXA5QqLwIl4CGrbsBMfivdKDc0OYXA4NBUSeXTRV7+Xj44P",
-	"Hh6NTw5Okt+rgyfy0aOD/vhh8nDy+8mRfKI8/ZDULwmoJo06m8jm0SM8Jv7zUZWGxMH/8eF3GyhnAuIe",
-	"pf062ZzPlIhB+4hRdjIKShoSM5smTnRtJuL7ce+UpLDOhct1mgqa7EI5ZtWLdBXhn4RdBO3D/ol4bXPx",
-	"yiZ6olUSIybALJDoCGypgTQDL9RlNoHuCE/cOmDYa/ttZufrgPkWyE8ksqDHhcq0TcBaJbO1oFE/KGYf",
-	"bXzPibk1+azGR477x48Pjo4O+kcbWAk+D7K408gr4efOln2c2/VdvJQ7NmHhR1bIUdwJe21Uds8hJxR/",
-	"t0Zt2MbRo23byO2em/jXpR5fskuwSRI9DVxvpyIuPYAxSOyYpWOMlHph81kv9FtWFZmN4quctHMbaYVb",
-	"2Sbxb7T+7TrBTVf7CaSWW1jj6F7ttX2vxpnKWcaMrQGmC3/KxSJlVfLB3xzspXojlyiZpLruggP+kshc",
-	"XkinRIJe6dwzBxYJQHrFnd09J4qJmjw84R2dU9mVHiuxNPJK6hRkGomiTS+El+m5upVRbSyDJvC9W5Qv",
-	"Y2smerrMGq3k6srZlnSF5V3bAHu/ZhIkmnj67tXo/fOn756fj75//m8gx5UZZ6sF8iCdCYcYc7czRksC",
-	"+k2mJp1B5789KG9fH9Cv7sFzc6VSu1D0zLooqS48rq48joSzIDvG0sCmL5VaCG9W8yZO0ctE5GDZJeJU",
-	"LtCTi6aOQ1+UulKgixRXvWTC/VBSQtyLqpRVEMNEG+1mnvrgdZ7iDjufos5rm3tJ1SwuSURe22WaiAuy",
-	"pkCPvJ5Zp9BWr1nYAg5rcgoA8eKuwfJvgjoPe4BjEOJvgouTpzJLWpzR2yP2zKzI6CX3AhHSDh8EDeoF",
-	"dpziN9T2/9eDvwAdHrwvlnkn+wlh1LCl10A/Asz5ARAkYMiJOHgoJuqh6bz0TBSc5kTEeHRYY2Kvq+jG",
-	"Hw/w+wN6CAjweqayQpOaKkNU7URq7eVhBaN43eS9xF+xuhGrVTjtgdnKg78Kdl9qukz/itnNmEUY7YtV",
-	"eOjLYvSZXD2TbnZhv7LgzfupAKk1TsOnvjBSlUzR0fT1oG7DagVK7dEaPvYr4fUte/q+4nYXbgtI7Y9f",
-	"/+gXxrHO1Di32err2d2G3wqU2uM2fOwL45UvFL7y5Z24XYNUe/zWH/11cPwVvS3QezPM/hpINeorMjci",
-	"06h9kGjUl0Xe8/kiX/2l9GB+ReH6fkoQtUZk+cwXRueVMvlbOf2KzY37KSDUHpn+kS+Ly2+1SpOvknLL",
-	"fkoItcZl8ciXxmWaq+wrMrciswDRHtj0z3xZdH6nZJrPvqJyw34YPK3RSOO/LAq/X+hXq68Y3LAfgk5r",
-	"BOLwL46/cyXnXzG4GYMIn31wCA98WSwC636HYQtf0di4nwJArfHon/iyiHxljVqdUaLFVzVny37WANUa",
-	"sfUnfwUEv7JX6qv/rg2GK5DaD8Xho18Yx6tz6S7d1/vunSiuA6o9hmtPflkEF+mqX7HasB+CTmtU4vBf",
-	"AX9fme8uHO7HdItHviwu39uxlulrlV/b7PIrTrfsZx1SrXG79uiXxTHw+q+o3bKfAkCtMeqf+LKI5Mzz",
-	"ZyrVV+pr6MnW/TTBqjV6Gx7+VTD9FcO7MXwjzP5qGKVkp6843Y5ThtK+WKXHfhW8niuXv1nmYzv/eum9",
-	"A7khqPbFcPDsF0PzubWvpFlxdUK3Z5YilcY4q1bGWE9ZrNbBaC6ogfU27CRvLqx3/CTI99tRmWMgjvti",
-	"oTIx12aZY5ZubQW3SlnEvN71PVK6r/o4VgpwpHMnMpkrkeq5znduqRxaTDEQj/o+qd7hJhwWNcE/aRH/",
-	"BCmKW7eN5YDyPQhgaJACRDfHvHgjFqkcK0//J/0jrE8QVl6h92uiaZWI5SISS5PCW3Q+NMErVBKmyKbS",
-	"5eL4RGD1hFOxibW8hG0AV6GNDA2nZGonZtIkKVZHcESNVNqrwFj3wiZaOWFh/JF4pb/pwVCdC5mm9toJ",
-	"mQtrxupwaLCUDZediYO6NjGj3B0WZ56qKww7cQHbMNk3/niAyCZOEFNhhYD31WrmbMuSDId+ovpXAEyb",
-	"6b+3SqkL2QSXjqkemh92lYpprCF1FByaZYsZbn7OfanUenJyu7Xx0+KCiuj805zXcD1BQVg4NBuBeVPq",
-	"E2f1g7+AUwc8glidnWxg4WKqcidOjp8IbVyuZLJZ+PMJrQn5phJJ26h9bbwneZ8AvSfFXyzdal1GlNnT",
-	"11LnzC6vZ5ZqkmLStLhQM20S8ersr6MXr0ffvnzx5+/OSRlyN0zh99Ky4EzAVzM7BYxEXIYmlTkWArn5",
-	"cfkvUbDgzo7hPnn0m2n/GY9wvcHQtNh5BAd4aTIlxzMAV3GKmTTuOVSj8WpMZNIMTXFg4XG7zKlqAOmV",
-	"JeKwyMYS662Fe6tRms6Z7Iemge61EbRZKlEUiJ+BOIp7hwK1jUwaJ8d8hJzIbArc40KOL6OhcbaoWAQ/",
-	"Xmc6zxXXLfLVieZyJS4UauBU1kh0J1isE0seRdVyS0OzVt2udwtRXJIP8oinqZIZoKHICGqqcHLGNU6L",
-	"Ok4qTeCU+GdORWyWaRqLTM3tFZcOoke6xQPiQoFV4YSaL/IVMsuthU1gRuJ6VHqrVugk6nw8mNoD/tYP",
-	"PnzNf/yEU34Ihx3o+cJmOVc4nHUGnanOZ8uLw7GdP7ByoQ/giE+VeVC8+lP4uLvUiwOLMJHpwcJiOVpa",
-	"XVnRGxlzkmga9Zbqn2s437SLOmArBcal4zKaWSLcDPQznZ+K+OzZs9EvYKZ9isVczS9U5mAMqGvFmwjG",
-	"WN9vEbz0lw5Q6pXOVyOC1Fp5u6jjDZLG36YsbJp/GZFCtYbHHbj7FHVAwE1ttmqc2/94i+l1vmFqgPem",
-	"12ZKcq2G7VnQuToHHl4+MrpYNVcWAaz5Y7N0IHBmFrCGchfP7MxeE1dy/H1XLnQkiFYjMZc6jcTh4SEe",
-	"mLUlq49UEnlE0qlhU1jQakTVhRp+nmZ2udj8y80xsOHBhoFmYkfOLrNx8wrBStq8/rlOklRt/n3zDzZv",
-	"/oEKxK+jMz6KRaqmMhWgoOWrSMTHsVhk+kqSge+swapUVDX0KDr+0LRd3xJhBKBpXECmppzSvPaT1ws2",
-	"/nRzfOVy2qIYI4xqJMRcfuR3VyfQxpSuI6pQhiWwnM6VOxUgu4ricflMzZsn38S64ItRa0pbZmnjLHAw",
-	"95gFRm8kq2U+H43lfCH11GweUCrxjb/PVaKX840/bzks8HOuNhDW9UyPZ6OZdfm2KWhUqs3l7lGAxc2j",
-	"PoX1M3/qYFUzBFwpc0qmyzy7IP+SVUc1GVY/QyUZMLoqbLnKYCr8sMo9Qk5DtFJSRoj1gkMwD6kz4ar4",
-	"CiRdeEaLoxwIUi9tA9br+XNxvvicNsG/Cb9N2KzRaIWkKuRXpdWAtkq+Zi/+psZ5p1R/fAWrZhVoIlOn",
-	"6grKuFScWpR/IhmORWLIrZOruWtZiqZkJR2ZZRLnUiBg28/0HIZTkfmm2RYza1T72d7C8M2zlYyy9Yzv",
-	"ikc2TVs7lB76BSSKTVTeHwB9C/apGFPQZWgPMnh6Q6S+MIslrmEuP76g546C4qAFMJ/fANENcz9qmPqt",
-	"XIG1yk0v2qMIk9QcznADumm5uDX9v16Bdps9sKvkatUMqNk28IvoFkaiOPnDbqNvs6HQ+I6n/GP4muMn",
-	"N3oNGww7oRMYEDvHrmnndeUqQZ+DNMKP9E0MtJkKt3I5KUQ7X1RV8qtYi7ar9tUl/Rl+qSDtRtCs6fQ7",
-	"11/R8Xcuv6bz7xzvB66ptsCz0EQrvCeTZZoWRpts0O6312/eaGXUDlLTKm9jd5wKO9d5rpKBiI/im1gh",
-	"O1FUWiU7h1ZMkVpPBL5GLwnsqH8TAtvPWtnNxgJDYnORYgGjwrXf6GywFVKpH3/yh2irWVJd0zsq74v9",
-	"uWDQTRZRM1N24rRmtrQaX5oxrYbvwS9CM2fn4EazZzf4G+2gto/VDKNdj9WUMrYzSrPGk8IW3euHRSJz",
-	"1Vb3qrEYncR4qS1zkSrpsDgvR7+gX/GQCCqc6Hino/HzKRpb1cImj/a6HnGjKb6IjvA5hf1Ndr3BMfKf",
-	"UQH4EsL7n0bw3gTXrcTqKdbLlmO+57HpDQXtF5Cb+9b5r7mrmtkt+RL247Bn9f6j/o5PZ4Ls7UioAzRR",
-	"qZEeJjQIQxkNDdc6z+/Ub/H2Tv0WlWyM9rNWHmuaN2jm0M5V6x/Y6K29wY3PjvuU1mu7m2uNWocTb70M",
-	"MLYs4m4mQFA0If7Y6GLffB0SlFjd+OPNrx0+241Gk/O50g2kQhyFY7qlezjceACjDS5e9hOXru633sX2",
-	"3DvdamdmC+chv88t2Y/v/ihyO1Wo53EvpfA++m64Tlsn2udzge2pMH1mXWQPpSI4elV8YhsKlYixdOoA",
-	"cGlg5JVKVxRQ4qiZkZ8gCNUQ3ZPj3ilfNefYuwP7Pxl1vS7Ab2Tbo+OkRm6hQ+nh/kbzp22n4eYu5/+c",
-	"1LxDCm5Xor4ehf/8R6Hh+ma0XVkNu5Dscz5enb14+b45sKUQIKy1Rr7lmM0Szi45FSCjGabYT0dlFPWG",
-	"za/anAu/cDx6SDLNUp8OR9T5eICv7wwefoo6r5//OHrxbENcjrquIeaeEzppREdz4Bn363qtrl88C998",
-	"9CnqnD9/+fztd29eP98FPK/6f07YIW/ZB3bHdSJjQFb2FXnq2EJ2Prnytne0/BOpSO/VDbn9XVglrVk0",
-	"LvgOjNBgppY64tJwYsUeoJlzzHSDn93mMm36qbZOGhfRTE0LKyqhnEt3ebMIgTu0+6gvI0Y7w+8bTkZt",
-	"vMslRY+2NRV9L7+bWUaJrSDlwtpUSbOXjbnRqMuUW6b5jhAz3/5aG4EWOS/pQ/sArSYbjCN0CtsooU7t",
-	"AYSr6NlutZXtEtnG4p01kyCjZv2K7d/+7d/+7eDVq4Nnz8R33w1evRq8fx/v6KGJxlGt5e8vJ58O6I/j",
-	"8g/h/xis/fGbJku83olo74OilRuhUrOb5RKzYFJ1o5bukPfLefDoxGZTm+fKjIrX7/Fiba6sHis30s4t",
-	"93313Bq1atG0COtt4QOr0eVCt6yKiV5dbXeu6S2NQvepu3Qt1oO1obyrssX4H1wDy+XF8STRGvL9curI",
-	"XYe5B2QzLguoNZ8pBu5+hKo+LpRxqtpH1i6BHxYvMcv5BaGZR4/QN9Esp7TxieEt5qPB26YDMTbaY846",
-	"o6Mna2+qTltsq1Pf4AY4n3vi2gPOF+VtXCtlB95xvlqo4IzVdRvg16ONagHvsSa76j/bK5Uly20jYEHJ",
-	"MiWGsD6GJ9i2jmKGUVsdpv5EZa9r6wp3Wl9QbZtRgYcNqP3B7a2ytdcBmnWgjbG5jUv0raBu5nuktv1F",
-	"V/6pvlLG+xvBEAP+dCh+xJwr33w/Fl1pBN4pKwG0y1HkQ1O0/+9FPupFxIkOc9LisU0U/LvI9Bj/+Nnk",
-	"dMMdX0n4K1MilyDXJ5md1+Y9LQLSdQ4rtOYAU5aqbwmbOdPM+A4Ocncit+IoGhpeQvDu3Ir+Ic0Fp6z6",
-	"SJ/SpetiveXNsJ+zoUc1/4LZcCobsyG5ztjm8iPbJv1+YKn0G9hoAI2GNuXacPYLZoC5hUoxUV07sZBZ",
-	"7nMCMIdqIsfUknz39aEnj8ZQQEIfkdsNYmL2cUcBUtfX8IPRucDfdgO3+n87QP1zE07/dSkxIGzPd+14",
-	"1ZVseNVfzs6ppEJJPpHQZpwuMZOJFOWWG9/6/k/buM9e/oSGznfrwqyxkeBeCveGrKttpl+Dqbfx3L7d",
-	"dla/wIncegA/Z1bY5vtIf/RawIOPTYuRjuLUqhDL7NIk3Z9NLv7f/4eoG/7oHvX74j/+r/8lPNZ64oEA",
-	"uhbHvZZ4ajxjb29wrnaooUnFQi5QVyWUqMNpKz+jjkrwDWiSlksgYrxs1RFuG4gWiZjXvD0m7VT0gXYl",
-	"JxrPVKYawtQe1o9scDLXHbPwY+W6QFyo1JopyOYbSJTwXP+nE7VNMPJscpOr/O4F7N0L0TsXlbcTdxsP",
-	"7KZDdpsbTzyg+4vQRrf3XV9NVp3mO+IXmKYdUH09ZGHfQ1r1BddqpdncV3qKSxdlXOXGMlednU7jncM/",
-	"f5DilgtLQLVwuZxW4ttPjm4S4N4oS+kFy/kplgQBQlmC4ebNrwal/fYH/oslCeDm6skBJzdKbPh8Qf/N",
-	"MeYV53oZcB6GMZVJsBud9Jt41WcNShf5TOYg5bDIjDDLucr0mH9TPy8BJ1b0B8ItxzMh+QfkFk5Iemwh",
-	"nVOtwtvb8rb+bt6258M1BnXXfOdGzPqWzKpO2rVwYhjWcCT35Gn+nh/Z2vbj0m/Nx/obCehLM67PH4bd",
-	"38Gg9nqyXXR1EY/+3CdQ7KHdULBHC+Py9dmr57t9ohjygEO3rnQ/r0R1f00uCW7w/Kvfke/gWS0usLnm",
-	"XTuGRSX/msbvvp1X5N9vtufuOTSOarVGJHmdO9F+vpvdu95dkef2PhDmFF+4Qgzzwxb+Dc+/Plshlzsr",
-	"2NJ4DUL7iDz9keNjrcbItkjv5roh7QIZkJqjauRPeELW640guBt5FPOSG3hPwye3elAbB96VF/U/j180",
-	"YTi0J8uvntT/bJ7UAMWf3ZvK77qNs+cOvTE3cKncheTfSzRvX9L+abZ7OFZKeXyb2gge50WvgcCX8OgW",
-	"jpjPYJjcxlfid7nmLzn5rP6S03own7hY+av3O4zCDxUFpOJtp/tGIrlZChvVWDlkIBKOVfR5yY1ZyRhf",
-	"f1am49dbYXCUf1FDuxundizTPyV2LrU5zNMkjoSxwi3AHu2dooNPZo1pGWtVVE6qgZT//qfh0H343Z/8",
-	"H8Phof+zMV4ySMvZMwgNkwraJP14yNTxTjM0YZgX9U/BvL+cK/32EK2cpB3g5QTkz2wnF3u6uR2nk5HH",
-	"yFyaZku1np+ZBzePnAwy8Y0sAiTdc8DMGlF16wTZ2rK342ORr76xyWrf2DBD1aDFhU1W1G7mX96/eS1S",
-	"natMplxWGqszxb98ipl1hNP2N260trq/+Dru67CnJRBia9ypSbQVddX32+s5VgBfpCs4cepKZauyVjc1",
-	"/yDkmitlisrl6xXXDzeGh9WYP1XktibozjPs9IedGAkJ2blTJtFm2iPZiKXCBcwGT02kTpd0pV4HcMCt",
-	"u/1//HR08OgDRrTjf3qNTJrr5a8tEmuXB4sMV5Krj3mwklNhsHERbazRCKOS+k0ohl8E9k1JIrp0OhLd",
-	"VLschFUfIeK0mabqIEOuEhSQP9zpEuUC/mubGyuddjN77cQDQdO6kTUwuhff3dsz7qtfV3/wfWIu8zFW",
-	"o6c67GnOlfhtLtO7W0PpdaqBgNEaRyJGpPJZfo5/i6416UrEf35+Lh4w63kwVTl3lfLtS0J+1wtUmQ5P",
-	"XrRjiDo473qGStT5eAAPHVzJDNtdwdOUo/m+mIM+P+eZgk9P5ULnMu18+BR0g2gisVVqZSKkE5KZySn3",
-	"UKCWWcChhXZNVforTbMaSLseqezdTX7fbHMiKXh65OPg19zItq/2dzRT54NqfhCoOZ2os1yw3ZaoVJHr",
-	"TJkEk3LGSl/xL/qKnGvc+nFE3Vca04rGM2mmu9NJ/sUuwbR7yqMDA7RtphZV1tsi5RuEBsCOmlWAiaET",
-	"ch/9jdYiMnuNGaXE0K6pudqBToC0iShw+1q5XpukU0x2SZZpA+29wu+Rbw/EUSSOI3ESiUeROO5H4vgE",
-	"ztvjvujyEoRbXhRPu9CXFbIU5ADtdSS0qjbewZHNhcINMSTGoGrms8wup7N6ouuNVJktZuCPMyvmMlHB",
-	"+2vqFHXTus179/At8wFp9g8XYCyQXVBmiJPIn8HygGw83G9ZIu6jIS8z1ySr3yzkz0t1ijeeGBnvRExj",
-	"MaY9x9vWj7kYy7T5XgVPzB7lFq42GLtzmzWx4GypiIzoPdTnqVjhXK5EBgqsORW4bRobNIabSSfGcjmd",
-	"5WK5CDZQJF7WjT/aTuQBxgtrQgUW+v1cCR4lXyhLj/U/bLu03wZ1XOprSWwx13mqtl7keBkAulrD1YmH",
-	"3YeozeEoiN6fB3w9P7oRrrexsr8E7Ha6BD0s1zmnb7RzqU0SlngFaIdVXm8N/irkN4J6L38VEX3D+S3B",
-	"tH4Xo8CycJFI9BSkJGbNjGISoqCsirFNl3PsGhe2xakn454d/A958Pf+wZPRh1+OoscPmzNtcSH7hSi1",
-	"OqM7Ste2JIzG5Gl8diN+0MbdkiO47guil0WCKEdgEy2kmXqvJ/LWSpFgFgiouEHSdMzz9E6FNCvqfqWA",
-	"x1J7qpM+mJ2HnbUuZLhounv7j//zfzU3mYIXN9j9YUmWRii0xeiuePFNWk2lcZPNinCCPamhPQei3loN",
-	"IarYv9dOuAOUuJ5Zx923HCa60YNJ68IhFTa2o6r+VUFxO2dk4tzIejZEBH2LNuueBzNRE22Kq+jtS4Pp",
-	"n5Xj93HsNSIvOj75cMtEzLogDLazGUTPKnvexACsUW8mncFPLe5wWlz3fmg40uhiWMhMzhXw8qL7lQF7",
-	"x8mU+LjXvmmr3POOXg2nifkRkVfD8X/YXzu5RxshcxsN4XaUdCMC2Sumcqsgb0k5e4r1dENmOP2ynzzd",
-	"FXX7WQ7yZwhtbRfd+K020ozVbeiR+0M02rpYicF3kLjrVhsvsGwBnE2uVkBZ2eEF7u9v1HjjNhdd7QMN",
-	"bhw4QPsra5yuN2eggg7UloFhc1qmhnMj8NyOStSBXoRZ8C06NeyT39EUenM293nfwG6xMet4mWXKjPGG",
-	"T30cp0unr9QrDwVyddxh0IBbzkf+lbvWNw9J+J770kvdI74hxGeDhiizqcqr2xnwDq+oty0q0dhMdnKj",
-	"Fg65He0D2bxhRb8CgDeFhXAPJXKSh0zl8S2jQm4T11EJAA3Q3cTbv1MyzWd7cvP1Ylv2cre1zk81reJF",
-	"8sUs2XYir1rB8YYBGje9em/SrTdfYlcLJu6rJrpxdrsogcWsWjRnm4FAY1n3btxM7U5kr67EP85kLmR4",
-	"lcGe82SAerv09aPJf55bkHNsfXbjX4aoQg07AzHE0o3W2WEHe9h+invR0PAUdFsklBzP/PScooW2gM4d",
-	"5rRIk2AWD7eTxultjtP/NOzYNIG5hx2jroedD5/iHhVQ2RkT8P1Cg127/+XXsinXACFGLb7p2pWNnkUq",
-	"jVGJSOSKJH7LsNa5km7Z5OWO5ZyKxkzY5QAyIBJc0Qs+IMBIJRHdirjvYWEcfBqz6K61CyPDOj5AlV7R",
-	"eCHXXHYeS5rmas6ZFl7ipDLHbufW5LMCIFi0jDL3ADgO8TxXeabHzVf66aaIGZw3XeE03t2RqbFMx8uU",
-	"Ejtt8MpIYAwyfT0Gy6ElKnzv+BHXPVlfDBGFeEArCSukSNi9yymmOXh/fm1FosZ6LlN3+4IpDVmdnn4Y",
-	"fpEn3IbtfGg+HK/2DeV5g1f5M+lGlwsdiy4O6pW3LNj9eoZZc+L7ty8IWNT2voFC1qNceObmipg4w6iw",
-	"X1sZsp4DNN4wwXS5HbW5Ry7L/1UeG+0mHKBieaUyOVXCjy7SDWAL8IHSznMb33MMKAxfgWND3R0SuQKa",
-	"KsaFN6p4zugpBj2AfV+S28BMgzOyZ51EGn8LCMUBwuO7PUGezjaci3Ml53vrBguZ5fO9Lj/5Tc+KR3cW",
-	"cEYjt3gRGCeNsbyxvaQYnOvZSsTBE1jQDN7QzIb3xDCc9r13S2Uud+8TJ2+5Qxy7bW/bqmq6Tu1lFRh3",
-	"GiG+hW4CbN6Ugka3rfvXLNDu7vhUl1r4IduKnYIMbgqgTXmg/vdqNijJHxRNYWKoH7whPbSGjOrritiS",
-	"HfPeINjkS6F0vwTLGgGUoS2FC7pKEQGuWtLFS+3yd/Z6PyPmjfHaePMNBF85qI9ynKcrVt7RdFYJ3zK7",
-	"Q4HxS6sFXrANDQXo4k8cwUv+dowumckrhfdtFyq116eV++niqbHMspUodzE03m6StbvYqLyJzUiiX6zW",
-	"LkZ7TeUi2VHRqrB51Yd1A5oswwFbvKvWIHL3E2VGyu6xU9V2z1N1qx3nuRzPkJ4nqZwGzpt+dPShzQwX",
-	"43GrhV5wQP3Ogd5xv9fgm0Og5fJvHL3p+2zufgNHvrcYSJcM+wGq9tAtAOZnar8xfqBsJNr6mVuv0ouZ",
-	"1m8sO1S2fqR0fO75yO23l8uPPEnrV7dmWOEDt18pd7xs8daiJWXbsbdZ3B4kWfYTaDt2dNFy6uDao1X7",
-	"jvZ9Psp85Hbjb9xHpHVhk1YDb1GoxV9xtntX7UK0zfzbymDu9C7UqjfsXuCOUgwtargU6QA7X7aWV77z",
-	"iWoLtt3DMztvPXC0j8b0pQpQ1HpB71yXdqOZzduRVqVB3c6Z58o5OVVt2X+tn93u8UW0T3tbbuek/v5/",
-	"98CiCMHOoWW36t0L3VIlZLdfsN7seufKfr4xl9ies7J7n3soMWX3pJ1D3Vym6QgM3pGdjLxCXw8t2j1N",
-	"e3Xp9lWeyO5u9a5NBSZ2YqseuXCDKXysxs5V7qHw5bblsL0YbWv18XZq49Lodmhrq1du8wLtmRq1+135",
-	"fDSW84XUU9P+AWvytlY/jJ+rRC/nrYfvIbNgeK5aMrmNdaN30vz1TI9no5l1+T6Lo6dSbS73f8pp0Fjb",
-	"PvVps/eu/W2Ad/c1XMy9tGOZvtJmmbfp4tamhZv6KOcL2E/nuH/8+ODo6OC4L476g37/5v3dGpNNXkmd",
-	"viL94ybFSrYFm71IOGEaS7TQQO/0DLaObUb52pkTbBqb2B1FR39o3gM7rqpv/04niTJibBcrkamxXmjA",
-	"ZiTG1XKlkZCOMs897zyFj8aKmZIJRcCFcrE57M5L0OoSvpFOPT4RXZdLk8gsETYTP7x7eeDkREViAWA2",
-	"U2EXBOueh80P598e/EF8d/7qJdafaKo427yKJjA83Xv/7XZcdevsyEPBAEMiMjG2Zqwy424Uk7u5fsx6",
-	"sZJTMV86X68EwyuKJdMt9IXNZ+gZL2Je943B3dWz4fMvIVCL7pD2eNZTOAapNkpcZEpe1injZHMI6qaS",
-	"Te88IfqSTaqJIjH2ar2UE5ZoeC3nSgyX/f7DcX0AfqviRvoNouQf7rprDXhaZTcltPnAN10KAT99r8wN",
-	"4x3bFCpa49hryRabIgkxEP+svIbZs7zC1Ya+r6HCXMt2/PDLhhzHz9YnLlhO5Fe9CxZ7JZpUgNigC+Dv",
-	"rzia+mbStPEy9XYZFpuzKpqLLO+fcnHDy+M7vx7Y6pLd6IK9VabGnq7MskBJrePmhxZuzVZ5Hi3yN25f",
-	"p/UmaR3tCrXeSVrG564HvTlP4Pa1Qj5D9ehKzkAFxjUaC4m1obx0yBkCJhJVpaZnZBVufAdFqDeWlK5w",
-	"3f35ecGvmxg6tbi9afPr1hwm6D67bb1vaFjRqzm3idzZbPocBvEjzckkNE25iiYgv1bXLzZou7oIZzHq",
-	"mgNcbqDO4hs8+pre4tZf4yoZ5PvmuRd55Mc41CeVr5NBBe57ptPM7LVpbgdctOZuV2vV0yCsoolW2/YU",
-	"9v2AaWV+GU04f1tEWO5J8yN/Q9Su2jK5OHeMbSBdek05SeMeZtbcyLtRpM9USfF7bZDcMd0l4j4+GOWv",
-	"cEgk5vZCpyoSNktU1tD7pOnyw+fZbI1khUGvm0McaYIt+/8vVvW1QN7nB31FeO3Aw+viPqwOCnyQw+xO",
-	"fakZjAb0ZrqIfxdHXM04EheZHF+q3EUisVyUJpFuptyheK9kNp4p5wseC6xoiAXeCgdbxZKvW8ihHfe7",
-	"D//9p/7Bk25PHB58uF+U1OTPjeYd7vTLFMK9gxS3f85CuPul3m0vkbs7MQ8Yg3Y6Vw6rorg902zKx8nn",
-	"m6qpTAUFLIhuzOpxonKpU8eFNCsuQsrc660n2MgkU240kU1OrjNKcWp2XG7IkKb5VsusqczTdN/ZLqS5",
-	"HG0qzbA+Wl82eerMJZZJrL3x8UmzOThqznb7TslCB7PZVBrtsJLnWl3zRxum3VQstWiuypPPlExaTTpZ",
-	"pumGxX4L5wWT8pC/YfywzbCZPt4JuJletOy8no4ulg0dMp/OtJp401CSV2TnirVpOv3y40KuVNYaR5eL",
-	"RY0amodtwuT7mc3yPaHTvJ/LxnZtWYY9CBJ0w5Y+o13rtdPMjKgoYZvt2UtJOt3ugYuW4/J5y4FXFNy3",
-	"Ez4LO57lI5lkjVSf78sMkCm70SLT88aWrW2bB2YNaHuv8jylCg174Gzp1IibSTT48aYGU6RnKlODItOA",
-	"uTheSBD9STS2KtwaVAoqF4tzC2uoHJJ3bZ1nSxA334KoaC4csEUA3aoOTUVa7CkNPhO734en78mp9+PB",
-	"+3DT3bwSdAzUOZp4zK0091+LDbfkp//VGeXejLA1y7sVO4uB6cRiLi+p9aij4sqeRZW87VC8KUqW0jNe",
-	"c6fM5XJkVFYkEDEys3g/LldV04sDs10Bv5HdVGV82/ncdra2iY1t5Vs7+NR2vrSFDd3SqCv4U6t4YNP4",
-	"RuYj2xjHBkaxizNsZgUbz/7mw775dG8/zbsO74ajuuts3vSMdCqYq05LOCKMVIHJAPKb9mDxEC2RFVJe",
-	"eCqi8ACFEArIvELUBZGGp4fOCqIf4VQFZtOpf2/HWqavVX5ts8u9j/yGKIu3mZ3oVBVtsWwmZtIkqTq8",
-	"3VV8ucr1Uq+lXx4HlV7RVJtLlWgTiVylaprJeSQmcqwurL3cnfdOF/v84jLzcicobxTLVsKzEj9y8ofd",
-	"DcRL0ASPPurXH2wuBn34u4PGJmL1Iir7g2Gvm7AqLTbcLrxfzlmz2zesRVf8WOH9izZYHqhtB99N9xv8",
-	"U+upNtyHlJPQ0jrBCpuAjfcwe1KZc3pqtrSF4AEJl8dzl20DOv45W20HeWg74mIH799ThQxfEmPPvLW2",
-	"XVVuF8rRXgEp8oUqedh7RFiUCR1bMi/KaBLB3CGp3j+0avJJgSSCWHd8HK/1Z9wQRvIFW2rXXL90SlTL",
-	"w7F3s22KVWhspr0WExGQYZXmCxRuinoImUHbGIhKB24msi2REcCi/uvd/VUZz9aw/iB2fy+WUn9wUzDw",
-	"GYYC3+XuSs6yfojnMrt0WMcwm2I7W+kuwx4d/dCC3cWR6h4Yd4nd75rdmDtUpEzNtUlUNpojyBrUVoKl",
-	"ExdqYjPFRRxllovcCnoav5PByS9qxzw6fvR4Q/mYtX5w7RlgCLijeA92WHeHVQKcBYxq51HeGG/mQxAA",
-	"vWFd2oeP7rRbseeyX6xLMfNdv+9NDG0vvXZTsAx8f75aqJvptEljb2MMD/Jn/RKQBOOKRu9FEcFmTXiL",
-	"jpzYTT8XOvGulQA8kmUa9J3fspzN3X9MYO1dbifD7YKWpafXvRNb6NudcNObaOCOK/rvparuSuGidpLU",
-	"RXQCGq0FIZCkmpSqsFPpPhlcvf/+m86t1OCazLqRTN9br72BqHCNHt53+D32qf2oxsuG2+2NJei3MP7j",
-	"WBDeyW3MtAzASxXeeyNWjb3uRSAFRKbsQmGF2LsSCKfYgFeOeQE2vaGIuCuuf87xlXKbjn37GtxBUOrN",
-	"WO8/XTgls7DN0ZQ/UrfLG/U2re5rg8FVrn1rxk5ZAKe90VypdtLg73dgNycjmX8eU9/PnynJRSLqrpNV",
-	"0DdT+PH0XdBclEssVkpNr19PSJ1qMx05bcaq6V1cPRibLQousj1TMhEXaioNaKwwxX5b3LO/UyM9rEnw",
-	"oDxplrY0fmFk+ZaooL8qFRQkto6cKjnUwVnS35YjclbS/FrMF3Yh5061wD2pUbrNvLZOdS4J6gWAPn9b",
-	"4DKW/Pc16GMRhJ+Xin8G/Jc7fcZT78sU8hz2ze7VFs1oWp/0JbWAHs1dZfJGi6pooN7cVvULuNnsMsc0",
-	"qgDFBWkw6eEfOWiJ9M82JLKmsKNs0k5FOf6FYh8/Hf5Cp+cTtxjnfseHsI645f1HAcrC4+SRX26/uvKy",
-	"BXeITaaFLafO0+Je9lWdjht4Dw+5XYepgiG0WIxnH+uSa2esQ8BdW7zoFY8G0lHjTOUtn3uPg7H5YMCc",
-	"q0Q0y/OFGzx4gBd4eb6AP39499IbX8yn1ksU7LywqtfGzdJtRHETYthCBK9K+DZ1DPedIrldsszUTVn9",
-	"UXQcnUSPqLVd9Li5feUNmfb7Atefo3dySUnrijn9RuUDdC6upaNG4jYr2pUYe30aRK60VECaOA8vZAtx",
-	"hHS8zgWvZ06NRzHmJgDJclUCOxHHJ6AkPT4RF6tcOdF97+sU8LyuRz6n716dPRWXaiW043AeYHAJPdaU",
-	"WBPY1vT28qL1dw8+/PLwOPrDHz798Zd+tKEgCr//XLn8TSla9koa8tKnUfe+I/G6t5xiwbPR4OPfD3TC",
-	"lU+Eay41vlZZvRS2bURQsI4tZHW3zp0by47SiKoCjFq1L+TSqUIT1cqdCoC+yJRbzsmYn4uuTJ0VcpKr",
-	"rJV90mvq8b6/FLuRR+DGoi+zOfqgNvAthAoF5lEwMQ1s3ukdiNFbScNGwqR1LTOdr97DCghIF0pmKjtb",
-	"5k0+Q/jaZvrvSPsD8Q2O5dIl6Db09UrEOXwiUaedW1IzHq7TfxFatfeckMlcm6HBmikmEd14nM0PmKbI",
-	"GUnGVdyLsPw7VY1FBjyWRlwAdV7ZS5ClmBOWz5TOhub9d2cHx48eA5elxlmH4gxHjiVlNHKEZKLwSMgw",
-	"IQRfe8/heiORA5qHRk0mapxjALk2whoUXNYkwhquUc+LXmR2rJwTXaz6cqnUwpWzOqHzoYHDNdFe2HPz",
-	"IskTYnNv3mbCINBOZGqydPCI70qDI1bCGqpNj3SElId4KSkRFK3Op09cIJRuQMs6xniD3Hn67hUuX4+V",
-	"yJWcs81camxTnc+WF4djO38wzuY8FP5cbzYexEprEIR0HQJ/As4WGQBb8RWp6xUZITqrXZ+6iBIIXTQ0",
-	"6mAudUozlNGsp+jadKd4H8n5glyTlvMMsfSqWHDCjzulAgtD45tDulNBU58K7+tHrgdTEToPYPnLXFEq",
-	"IjrX3OHQDM1/+2/iqTWg06H17mYyQynOxADcGokKxt6/DwJJmSuV2oU6vH9fPMdBmVqkqAgAOf3L+zev",
-	"BR3PoYl/IdETCRQ6EQaJRyKz1wAWOVX8T0QduT7FokuMRMTP+TXYom1oDkRMU2FzltgtsX0K1R7CueND",
-	"8caocsGRiP/8/Fw84GusB1OVxxEs1Wagvg6NEHPtnDZT3/dBOhE/x6l8fsVYLnQuU/H8lFojuYVKU3hC",
-	"OwGEUXRfAkqZyLE6xIXSerib/bATw9niBRcaF47BW1v4FQzfZcaPA4zoadAeKk9342Gn7y8v4rdv3p+L",
-	"B4D3B06ZBFiLpJPM8yFC7AT2WvTVF9pcyVQnQpvFMhddwjN+RdyDn42EkXPYK95I+f7cAG/quscbgbmz",
-	"Zap6Eb3iCF6xNJKYrFMJf/8Qvi8Arqez3PEvJ/CLsbmY2KXxwx8NOzGiSOUzm+DPMk3tdTHfE3gqWS5S",
-	"PZa5oi+P8csMzmWq5zrHbx/5XVPhZQZ8F1kZQJ/0VyNkei1XDkFVH8uNPoROxH/8z//di8v0L6T8e07E",
-	"fz1gnejgRRJHReA6iorcip+XNldwwDHPUkwtM3kL7wu0j9ROe7zqhx4smZLJSnSJmvHD3wHTCJIrqVG9",
-	"pP2wCleeATiRyJBhcniV7y4TP333avT++dN3z89H3z//t7gHeF1IRw7T4vl7rrgeE12nlLh//xl/dvfv",
-	"90AWLSSCQiIgYU14AaddwcKENO5aZQhZoOwA6d3YWIpHLd44YHLLZ5X5KM83k+MciVxcGnttaBgdVYNm",
-	"lSeXCgl143UiCl6DcpHQAecJ5r9Ylg3nkUkRBBNxoZxOKALi7O2LyLduMUrj24Ge8DyohZK5C5vE0MlG",
-	"JodHm6hNSHH/Pqk79+8fim9tRjI0QKDOxcymCQxFzoo025WGWWwE75NGoGmM2oD0zfB9oK8ManLcc0In",
-	"vUhgsU6CKwZqs/nmCumNdKnn6lA8lyF+8JaZdsaMmlmgt//8HjGTmNnWZJl6GWE8wV8pk2ClqlwZBxPH",
-	"Hw/w0QOaNxZd3vHC4nmEE2yBOdZVzhjoEOclJ4RfQZeYb6/cG62bRhHUD8W36HIMIQ5ckfk2LZcnjIT6",
-	"OFYLNPE5DCY8KE0bQv5xwOshyDGlwrzUopQdJQAwbNJH3NfRiQ6WlfueoYWwwR59dLpE3Ac5gUCAdw6q",
-	"aYHkUo/CPEJyt0cUA+V/R6Z4bVnfoCGuxzSWCFky3Mr8np74pBOUP2qXA6+vZd3rBLskwZTM8wxIIDBq",
-	"E8eic4CukfiQdI7vzs/fCpL9dZUDiMyEIl+bcbrECoohLCOEVDDP0Bz3+5Fn45lSjFoA9EDcv3/SP7p/",
-	"v+xFSapoqcOyGIvE0iAjigo112ZejR+aLpvr8Y8//ngARgfoWAA7b3MAq7l//+T4iX+X5FfAYlRCvU5L",
-	"aSZsNjTSH1ifQwA7I7e5kOU78HrcWmEnuTKiWMk7lWergzOweYm46bC7U0HM/SW8Bzg7KRL37z/qP7x/",
-	"n3T1ivwpYePNBO2GppBWET2yQSYhJRvlbWxvQbED7VKtvBNtaKgLpVG0HpxUmkArpbkSTcydwgW8bUN5",
-	"sIH0AmKqia/Ux//Nhct1mnLDrTxUc9HgIgWA+rTVRd7QhERIEzYIQCJAIK6T+/e9pqa8qskyChaN8ydW",
-	"MUSxUVjx7CMgFq9+eLyegVSLqwpbPrvneFYXUUFT/9zQ+M2BWQOssZTJsKxCfPYi4WzRFVSDWWGmpPmt",
-	"Fha2WGgoBETphoaZ/mnlaFK9jVD2S692F6pfD07niuF03O+HkEeXIx5gYhpjibBZyMwpMD1lmkZDwxGK",
-	"VRLRzmuWpREb8ALW7OHF17NVVALXwwjQmwSqC6iTxCT6cDaoJa1MJzabq6RYMFKdzRhFeNAfhkxlaCoj",
-	"4RU01IncThXqE8QHxOMT8b3+BiCGrA9r1v68RFMdhRhzPZUAp4Yze+TXZTyHEvF5Jo2bqOzguRlb4JDx",
-	"aWXdVbdI7EmrK4cGVS+bivFMggYWqBavf3gp8KT1UKdBOleJSPWlElJcSLb7o5Kl6nw2NJs5IqD8wiar",
-	"6vECNSBC+5J0jesMy/auFghh7UQqsym68SS3kkZ+2T0Sr/Q3p+KoD/8CRIZm3WaqrByR7+lPrOOdRRLx",
-	"SZRGoB0R157LFfrSxKO+pwInFijavIOFe9NiZe2LZQYD7EQc9ftD063wQg7hdKeBmgHKoVzxZQIet96p",
-	"19kBWHm4k6E5OX4i4kB6EDGB6vsf//N/swlTEQis6tXkC7wS5MvQ1MRL11iPXZshJ/M4K4hqq4DsgRBG",
-	"HZOgROHHm6F03K/uNlCVJJ75ysZB+M2BDzTKRsdA0MblXJ7lpH8UsZKz5qsiqsX3wuTMZQjgqYXNiOUC",
-	"NpuiJMzDt6kk0ILTlRdO1PDc5UNzfCJmdpm5Adng3r8GvAqjnuGAs+ArkIJLQT3SCXmxdAr7QaLrZmjs",
-	"ZKLHdO8ks0yrzD9Gen+qCqZgjUK34kKMLSlrgSkK7z4UZwU/ByW+RgIgo5h9Z1N9pcIlhgiivphEWENT",
-	"jCBWXO4JjTxDJS7F2AJhwMaBvsDUmvlAc38c7rmhybMlduDMQIl0qI581KDx4UAkSrXCohlATfFfD761",
-	"2bXMEpXAX/GpePH26nFZ9BqY3dKg6048eHzisyZpA3iOHJpjhXl4PbMp9otNLVZSisTMXqNCC9QHClbo",
-	"TFWFvs7bgflSKxNxIVNpxirjQ1jzwVKWqPM+1qE5KTkM6w/INS08hFxPdLURC2DXQAsNXA8IyIzJcTA0",
-	"GzgMm5IVPkO8v5BzIfc8OX4yNOXRQ65cLlQbMUn1dJZv4kADcRSXh8vRlvAYyiQamkITUXOLsg9E9gV3",
-	"yQ+hzpTm0KbgVVzYRCvH7LtQAkt7olQX0KgqFccLKs82TqXDkuhgzLAmyloqLZR01QulDK53gP9lK24s",
-	"syQKPbOR+Hmpx5fYWNbTKkp8ULJj1xOPhDsdGvyZpqg3o0WTu/DkRkHQ20SppCeOYAZxnaGtxz4+Njxj",
-	"cnOAWHSn66RBGiB9y8r7AwyKEQ/7glezLqeo2e1GQUUHqMY+0EXg6Wgm/T0yAx5+BSVJJhETBZ+NHDQZ",
-	"ujkU2dIUJ+Ctdfk0U+//9SW5itEzPgIBY5d5XFyK6LkaGsBaFeWpmuQkAIwVxeNFdhCdR3wd6F8VZQM+",
-	"w6EsIslFEYdY7GYh8fR3CW+5xArM2gmX2utIpHZ8CeJyktm/K4OG3hK2Pp7JC3StBp6aqcoLU4LMszWN",
-	"NSq0FnIjDk039tciS1M4Dekcgq2XVxYLYkLmeJwqywV2fyoCfkF6fYgPOK02BYF7IceXh+KNSVdCEh1y",
-	"/MjYzkEd0blT6QTDJOAEZ+JaroamTgQItqTsl4znC2bLlRnQ+QZxO5XalGBwElAcv0jUfGFzZcarg+/V",
-	"Kj6smbDeLFu/CtP+KmwsnTocmjNTpWy8OUbOI2pOGlnn3PjReW4LiHh19tfRi9ejb1+++PN353Ek7GQS",
-	"JO30BqUblt5QsS2vpSZOSnjSbEpgOdPQ3ejEWM5VVLmYC+3hyLvvzTo9EfUMTUE+kWimnoLRhyzed+iO",
-	"RAacXaQSnQ2s+Ne4/SloDzNQPIAOGK/MpAP0NbFpFAVV/kaMDb236yyzNzRyPFYLLMgp1oiD7Z2BOBK5",
-	"FcePHolFpk2OvvWz909fvCitH2+GDA2dyHtOjGfWkkeodLr+8MOLZxFS1YKclwoFFS75UHyvQHgV/UdQ",
-	"EaLyYWRuljksJHQxZZDCFtjV7W93OQbHf32pVj3SYzMlLtUiF8cnQ4Ma5qH40SufcOL1XJWZj+h1CQ9Q",
-	"wZi75EOI0KUQkeE5NMWFECIdDe4M7Vy/eBTeF6ucHJzwR4OlVVyhEDzLMj/w4qnNo3VXR4G4/OCdWqRy",
-	"hc78DP2z8G4mCU9XyBpYOlU3KkWiJxOVAWQDZaa8J+vG/M7y8mvYqdHNsDOguXFaiXftSfVKws+NvLbq",
-	"0pC5AA39CmPrsDAIP0OnBQ4sY5ecU9nSGDosqF2D7YtJmOz36ga2Bb+E3S7+2CNl4IL53KOHERBAArq4",
-	"yKVYA3/3goAL2TyzaYQ1uohQUsNxp3gaKVKLmITp+EWonpR+Q+aTbJ5dqPxa8S8kLPxC/fJqbt8K3/XC",
-	"pFh4VNqG3jdCDidYop0MjQw8UWyH4CaLb3uFt796GUhXsHSn2PPOMs8m0Qs+NNeZzVVJgYbkF0Z45JkG",
-	"Y9F4du1J8rTkod7oLLNtA3FLGkg3PukfAVs+OX4CZB/e3hb02yNYFOugOyoiQDpxMgfGQHdL7HztSu+w",
-	"veeE01MkN/qtF9CFMuNstcjDY+xVwqGp3y1Gnlz4HQWy6MB6EgS5Gtwf8GA8v0BibH8X/m/8hFQWFgiD",
-	"jdFZSZXM8PrstBTKlXN5qUDf4DcWRg2uA6Xho/7Duh51KFByCW+yC4nnk7GLWCNVBF1N0qwQ8iVP9CFm",
-	"mNeAZ6LoxzG+nGYg7olH22UeMj3FtE98A0iAZeRbOUX3AFYGBin5wqCww41o5USc2WtXkDhfDNqJr9Av",
-	"5jIfz7zhP9FpDgYCdh3LZSq6YNtzNBKobtYUV6K9SMR4NUqBCmOl0y68Szzwc4+swYExHWUcXawEPvCl",
-	"as2oOjoU/1raRuhlWuAue0weQ8Ob+uP6fspF/VEc0emk18LHbj8S8P/Eg/AWsHc4NO+1mabqgJ3RoS5H",
-	"ljo/BQcnrm4tFvLCktcj1Ic5931oUNz5GILyXEb+xkunyuQpIDZZjlXi9R6zWOaASw4oYNMV5XkQW8Nm",
-	"T/yUeloenK8WaiDkgu7ntDUP/uasiQ+H5pVCKPH1Y6ZQqz1wyjidk9MmKTxCcxxLwzIF7wHOWcrE8oZh",
-	"aGgsXRFIvBNbqDTn6BDaIls9S2NsrmGLgopYF3cjCqNuyI3tvIbmPyPpnfooGIAm/qwSokm6hpX8QnTg",
-	"k0vOx9yC5p5leM1ukgJscFoNwNXrxY9PRKquVArasVogxYXoREXG4H3c3GYK+ZCB16rr3gA9BQoUvNJZ",
-	"UWHfngkUl9DaKzUFUIGgS1SvBnSXX100LpjfhO8vFh0fipf6UmFAOXuB0FqyaTI0xuKa6abZiS7NHPlp",
-	"Iw/piI8SHCDWpWIMpWVvAGIgIohjJAl61WBRPVpOxZ4G0UGxARht4byA8johjo59gH8cDQ18KAOF6aXj",
-	"1AIcPQS6R/2o3+8Hl+/8jlTJK2KmdqFMb0A71g4NGCbbGoBDmLAZr0N/AIWEdD2BvKaon0iMZ2qMV7uM",
-	"XMQpcni6/x5bYFnsn+IA0ZJH0QsPxfMi8gvP2dCwD2tAvkpM4/dUfbHy9412UhCs0tNZXhxV0AJNorHz",
-	"gJKgf7iZzXJlKFy1jOSP0evGdUjEeJkXnIjiVQhNS4XGRlTYEIXP8dHRMU8FVgtzq3P1MS+oB58Jb6ac",
-	"dy2oZBrEC/K1VcX/0/W3ltHQYMQpzVPo3vccQ8YktExuRzgvuRuFO9LctBNWFAHrvaHhno9MjNRR8TqQ",
-	"tuX91usfXoruD7/r9/v93qF4J69546yyo1JFE4BF/9vJ5LcTDOy1VypDk25iszmA/LdP+789+xa1SUPx",
-	"MTYTyo3lAu8FssxOJUwcLEMD29QZTDwcLpPJZAKPx7/t9/3l7HAJC4uZSZdXFKKJTzeE7sHU1QNBxDbE",
-	"MNphZyCaIIWBR36dIYACyzjuRUPD0i3P9GLhb3wwiz5BUXHNt0TexHBCfZTjHBm6pLwZTHAQZxVSYvTx",
-	"hS9QMLregQPHp3iToxO8k/FrR5NZOhH/9uE3BDn2Evw29mOmYLoOORySsBIJlXKB2iaj8BSPowcoyBrc",
-	"bJJZ2CuLQq9H1cT8laRiBofiBUX2szQmpkKao/MkkKHvlPkMXvDoxImJzsF24Tp0j08OLjQZKFOVnYpS",
-	"xfKcgnvS0s6Rc2JkB+g1QB6BCGoimCK8TxcBcNSuxLBLXElUdeeDMpAB1apIxIcxejHjw8NYODWlWOZu",
-	"/KAIx+V43DiMz31weIhf9wpLoLDHPKtCQ5M86cyBqPOcb7OSk1Ofv4zEIiPO+PNSmlzn6HtPtBuXz/zl",
-	"7ByDbAgbSItDw22PneiGXmWznKtMj+E8sq8KYIFKmXQFE/Rn5EIbma0OJqmVOWmBoJD41WZF8ZmyTV6l",
-	"LZ+/TqwoOGV2vHjm1zw0QRp/fIpAOKB7VXhLY47/jjIpp0MTzMJOWDgsyHEkOwa8E+nveM9mLdCL7xeN",
-	"xIBytiigIQ25NHg7cPwdOYz5CkemEyGv5YoMgb+rzIquDLBLuMR2vdgyeWhKrMK3D/ldmzGcW3Hc89e8",
-	"LJlza/mOiBwqbmhoheG597RGUdikeSGdMQTLnjM+P8RO8FD4ngDiNZvhGLJGFmjh8AMeCMR9pZ2+SEP/",
-	"Oxx6ADpxxB9L/45v241+EEZfRleRY50oNxiaGFNS4PgpV5iQYL+cCvRs8S/eFCTvPLWgwGVwnku5M9T6",
-	"4Um8+FnILMcrki6btzqDlfRORUwyeW1+VtyoSwFx2OJlQ4Nv62ImxKCocIIBrVyL7xQblg/KV1UamLve",
-	"oXhaS7wYGs684OwIV4mAhGXXEitwZYyFakZHEOyIFz0prMxbMeRUQfuRrvvSVNFNAegJTgEjn6GW6kUd",
-	"CjAfDW8NmiplDo9KCPZFvBIIBAbjxTL3wU8XijJMa6Bk+suGpoTiBF20gSEXc5GZAY1+DdQevN97Kut7",
-	"AowOTRfvR9MI81aiAgwR9/30WSkRIYgbjEc1YHOEsExVj2iP796D3uSrAoag2jM40Hgoa5PFFK6NBgie",
-	"qnASmDJdztFlFtZtBMHjP+fyI01TfLPMwNgBnZ8pFX0fpKwCQIbGs/jKgrthXSkwtiNvuvpggQwMJn9r",
-	"03SlCxyt9H14t1F5zytkqi/VaaFjsEdmXkZioENHaCRJzkMaGt8bC8S4bx6CEjxY/qD0gSHSK8D2xSJj",
-	"4JaRv2GhyLDywHkVveufKC5dkQ7wFqZMimGW+i92id5VVtBMHlzK+xhlH55MjjP2qOqU7v/Y4S/F33im",
-	"zF4PTfd6ZtFgNUWwO8UqUSplxNuMitxs8qH1Nrm8+d6zijPhZmDeatQzaWLxqM/X1L6vfujsVjk2f6Nw",
-	"HtzDhf2IDvKhYSEqujzR8Ukk2N0ec0UBn+DjLCEcDSAuNEEE+vNSLVXi3w2KPifBxmW0wvtXZRhl4VHB",
-	"ZJlaMZW4ksxOjWeWix7deDguOOfRCxuhCoR0C5L5u3SE+6F4inDGuzMfEhxm17Imw3t/3D/1wTt+pZSl",
-	"2qX0XPSrC65eU83SFRQyjEvgSHMmDJSQ1xwtljpbU77u3yfyu3+fLUu+JSr41UyimgLn3md6YlA2XhvS",
-	"1TLO8ABII+b4D4qK5UuR8TJzlu/IGoEAyi1imkOSSc/HzBvmQqF7MhFxYsfuAYh8B98dzhPOlrt//7nP",
-	"Q8DzdF7PJfAqfSYobGVlmdmU2QVuocZ64oM1MDB6aOKPB0WGA9+7FXwql1MRF786vpCjNZZfwyKZweEm",
-	"6a7rerZClkXOfa9dBzZRsDCZYulGYngS81kpZRHmQ5yD+VxGB3KGBKdhVLjPuyKzi9ltBgpkPc2A4ujq",
-	"WV6D9Yu2oakOKQ4QAJly8eiC+ej4DyJVeY4uN+4oicA6GB0O4rC9CR+DIpKMz8HDYzFTH6VXt2mKnr8m",
-	"w9iJalqZE/LCOzp4zUPjN6a9v8fUrrvAKAC7H5MzWG6wlYtnfCwN5bYhE8QZgmCyiY/Y80lQ4kz8+PCp",
-	"iBHMC5kpk8ekP9JXGHdDIbkza+wyU8kgiJguJlYfKYuTHopqiHALaVD4abPkXCVSX+7xE2FiybhMfiWn",
-	"O12ckLstVRKsaAy/RlvdzhcYKMgOl+nf9WI9ovueE/EZMtYy2Nq7QnUuuoXP3v86wIlABfmLzFYDUX8Y",
-	"zvQ3wLvAvMTQKpmmPgutTLWwmZ5q46ohw/zeLsqXMs7kVMT346HxDlqzQl/20zfv3otFpihOT3TjN2/P",
-	"X7x5/d4H673BN/gbHbKGDp5SeHhB968wXqAWWB0f90/iwjSWXhrj+9EV8efn535eCuPwXMVHxdcC1KPq",
-	"1Qd8rsd0REMTv5gcvLZGHbwCvQgG1RI1q6RYp0S054xPGmQAg/4LlO6X7i9YcSwe3DC/7oLwRrE25K3z",
-	"JVT8JR0+yLgo3sKZKHUgY6bHQYAHPAtOrW/s+bmcIgjCGO9oPRuJd90QVxH7oABZuRfzhiJwxkQtkDWg",
-	"X8gaf2NPpkrNFgIp1p3L7BLI4eOByuWUJcigGhu53qsVOVWRchwGT/Yotrch1VCKayUvGQ5MWU/leKY8",
-	"LAc+iT8Sxh6M4Sf073m/H+2zRkFF/qPMUd51wc4CnfZ+neAf9k/A6BevbIJFEkLqv7AJR1zAHPAYSIhZ",
-	"WUBqka4Ilgy/a7tME1AUhbHXzIBZVmbK3/4DLaLXgHR3KVwuU57tlP2u+dA4ui/hag6cFkKJkCgvaQ4i",
-	"P2kYgMwy3zflwQLf/Aa/cfV4OEyQjUJRVGQDk8YEykEsuqiQZArDccaonZtEZYVUDy/wEYKGo1nFzIJJ",
-	"5WcDM1Eu9OFKzlM/a5mGVUSYceBG5RG8LeXoVrxLcJR3ckqpU3AIMBiszEHDM0gaebSWEwpCysADKFz9",
-	"+uYqzzRu+G1m5yqfqaWj2FininsF4OklCP2tkFKlNl0Ex+isYCL+aR8D6kMEgDkmPiIaMPVnZVSmx2U4",
-	"qaH1Ok6o4eIjQTApH4Qgedlnzw7Ne1skpvrIC55RkRa9kCsMcIfJo3pRCZCULJBiPrZdgC1I5qHh/CzY",
-	"FZx1lWAqbypRqSsCwv56gFVmDt5z2rCPMkXZAKulS/MJJ02Ur0ZltpJyPAhpLUxL1fkp3y1z8XsqiVUQ",
-	"LM1dgnJoJhYYteiS9uvBD6ov2Ywze83mG6myS6yUgGSJOUSpBnmE0T4+mh0pb6KvQBHinEWvH/sIl0IB",
-	"ZN8mMCYqNTQQ1HEnLjP6jC1X7IsAgRhCj6uQ4uExXi+g//q0FnhD9+GETdQ92dwp3LVOlC50Tr1cc9Rj",
-	"CiYwwffPvnc+bRK0KDS5bLYS3dgllw+AdMhGwlDU5PLB1D4YZ/OY0lbXQExuG0+GiVeQYG7PDAYM/IAQ",
-	"Q0Itq9PUSSRqcN2gfGI/E2YykREbzgHDDriKE4lVsC3yZWaakud9mZKhIQj7ah5UsoprlESUsnRy/AQh",
-	"+qj/sCfYyuDaInji4DfMJfKo4RuOrjcd/E2tNgJ4xXsEtLci/6IyMNrgrN+/L2JtJvbwir6LBdE4GJJz",
-	"CcqEuCpGD4SvC+ZEJjXfqM21AXHJw6IyOAJpCssgZSCzS9kGjzr2MfzNZv4NVCoo1WNlnArq/7x6cb5W",
-	"8geLgttlNlaHNps+4IfcAxj7KerkOk+xdNDS5XauMvFOpcR5Z3oh3nPc89nbF52ow2/vDDpHh0eHfaxy",
-	"SuKjM+g8POwfPqQa8jMsQvVgbOdza9Ad8IBimB78QjTwCX5fWNdQkuuN4eiospgkKlN24ukq9pPEZU2A",
-	"sAME61pRkO7rqRPAhJc3MX8TR+xJpMvLDANyTIIroET9IrCFb/bgbcBRhybVucpkWkSH2EzEv3wiTaEi",
-	"LOiCLMskRm76gI5LteJCQ+wTD4w4kFi4QO9I1YVq6X9Hv8tpLcCNwtbKkIsivM1DsYsvi8j/g1F6fPXD",
-	"QBBU4t71wkiyndFt/ubVR7axsZ7QBepUlSH9mLBAYWFYhYLLdqAjwxSXhHDyfNHN8nKFUXb/PslIlgFR",
-	"Jf4a+TRBrgRVfq3HKsIsdR/nxWO6ZSUi0mt13uMiIv5yoqAUEYaz/cf//L85PhZEXYYeQK8ESVMUAS0f",
-	"nitpnIh1EqErF/P6chu5JVUxCZ3zkcxzOZ5h9s4kldO4NwCQ/IOCMf/hj8E/PEDEP4bmHwcHB8X/YOwR",
-	"/l6t4AVQJhdy0hP/EDrBEkfAIyn9L+ISbUkkxhpoPVNT5FM4UbYif+yVzlcj4q1czHA1AhkbCa74HzHn",
-	"5clGFyvA0cSOiAtFFKxKWxVznSSp4g+pLL5fZmkk+I6G/6AfyNWOJAP61Efy1oyorhbYc1ObrfAh/yES",
-	"RZcF/2ck5JRKF/NfkaBrELZcR07nqlgvfQWadu2rVJvL4qtlPh+N5Xwh9dTQp/CXuUr0cs6jSDejD7kC",
-	"0MVnz56NfoEdfooRn+JY/IPKonlM4X7XdiK6MXcHih/EiTXoI68homzDwX9TvHzEh70JzqLr7856kSgv",
-	"m8q/CRncWyoS5RVJJKgPh+j2HxzBWuSUKFSciH8Edd14V8iqaFmRcMt1KmrAHYGiiTharJQu7sL1Ikgo",
-	"P3uNoMrVPxL/EBNtJOaMVu/5nD9NxS5EtxLK0MMvR0VkAz9f+t6DgeQJ0NaMdCK6R0KbsYUNHAv1ESS5",
-	"CsfUoCW6C4lZuBiV0tt4HvjFRP70d1Ss4ZbwLSH2WPwDrzfdYO2a2U7CCn9osOD6icVqc2VB6QCgiq5/",
-	"qkfwFd3CoIWPvfL6dVQSVDCIM3hbrR2XSTShC53E1+z7GYCEIRhlfEUkrmTOdNt0iFC35ZXcc2uX1D0+",
-	"6n04GVj7MOTKrU6D6LqcwtE376+46SW2zJ/8afKfS/Ko3gwHI7wY8F+U8oEHoNQIrpGbqYjoq4HlgdAi",
-	"UhnLXKZ2ugRGhKVu6fuq2CK8LI0uEfOzyUXXd1bn6Bg4VYgmeC+/CXgRXqHSfJRmD/8dFbIwt/C/8vN4",
-	"HIkL+I+X2XzcA3ST/hne+fLp2oGekhfx31WcVZ6pIrF6wDdiMiCbOvprjJFvTok1VPUQz9HdXKbpCLSK",
-	"kZ2MQD2OSEkmPgnE7K+i7YTvl13AIUX3eqbgODedmOuZ7ZWX1NSrwNceXQXwUaRxYXxLVOmMzzEZuJvD",
-	"w8Oev+pmbke1O+o3606ZxA/3K+ZBxd04afg/2RQIUF1/iNHYrdyf44Eemgppey3NFwkSZcVonhjBVNXV",
-	"0EeAHCFRE21UQmpmGPnURbOCIyx8LgAHL/AdMBohPQqVKyPiKvFyrUPiCHcuDKfzTtFv0XgAxXxs5xfa",
-	"h0KevX4WRGrQ9TnGh7ECS6WrfOCGWy7A5Cc3E+rqa4kjrAbzhF4RBtIC7RqU9SZNuDx44h/iOBInkXgU",
-	"iceROO5HxAgCE9OaquudaJrPSP35hmcxMgqfweFH/Bb4F56DswHDGE04kE+B4+FrC+TH6rLDrcWKnfpj",
-	"NxBUfbR3KkLbBKRsJWKMNydzdUTYPW6EEC8AEwkdsOJErtyAldOLlfCaZSHQMUQDBD/et4XSOipUqItS",
-	"fRI+uAXI3c/HX+J6YSwHk9C3nr1crIg+mePSUTytkCieWfh8+OrVIXzGPZOSUu71uB+gciavMF+QXLWm",
-	"nL6hWyZP55l0wWdFINW9Fq7Q2QS7wIeQ3xHOQe6F5XRZLkinDoAH+UQlfEyx2IJn4JBgYF+5xIB0beZr",
-	"Kq4VZK5PHXEdF1+LBt+EvNW/iT/t9R6mOb7ex1glny3J3xFT6BY3zQ97tdoL5LzN/dlmK40XRTEXHxdy",
-	"hWFviSprcZICEJaY9lcn678VF5joLVEuOJbEaoLTWbIMmayYE4EOJq9UIpzKfW68U8WPnm97mYYhixcr",
-	"qhU0pxuUNKXMNcU8gSPGBWsqE5tybr42F/YjGAOUo/JQJJmc5C4SJyLPJNh0j4RbyHkkHlP0MU3nNZZQ",
-	"nwm1Hf+ikAiLhzI11gt0R1q6DygrKjUTaRkpXFQIY5ZPvv/rLV470UWgDEJRd4p3HQMMDvLMltDsY3C5",
-	"yHvoLbLX5pSTYwbhV8S2fAwUedV8hO091zssIkNdTHdBRmbo+gJxdSheYdzdjL6oC0sfk4uJfMhiT8Pp",
-	"nEopcXGdFUdCzi3nH9BOisBmD5nDoTmfqTX9mD1/fH69RUkX7J5P0noRsP7SgnhlRPHMrozxJEitQzYq",
-	"8q0KWPorUZvlWL+XiHrlfWteDSbMd2NH40b0M95k8DeFORuL/tBIN1YGS5g+EEciUf5jVBzdo96p585Y",
-	"96MMzol1EocRjEMTmMrOimuZXpZpHtPistcXLAYCv9R4d0y0diie0UsHoPJhzBClWnfxVeXqeuSSLy5U",
-	"XiSdQYcc4C+1yylRGb3jvm5EZ/BTc6MhZGXYwvOjnC9Sha0hNPy+kPmsE3lnP0G2EzaJoB4rdFXT0HDo",
-	"MbYcOoqOT6JHTV2HPkW7OkSHXukqhimDH2vcAccj/DDyL5Y5kntlUx2dRCjo0GoMm8/jXjH3qdwsa9Gd",
-	"cHeVbhq1Fjtlc53Rh991o8rH3v3fNHWPWe/qStxmgYm8UxUVaUWP+v3DDeususcry2Xy7Qwe9cMG4ZXu",
-	"4EdtkPIWdAjvOaOk8aie8rRpfZtXdRQsiifZd2FPiTpyi1cpwA+6mxhC75QOa7Vdd9OKq3xjEwE8PmmB",
-	"0bgfC1nyk/goPMGF36C3ayUFT9kIyK0NiNfXhVWitlkhpOoHOnahSEekabP6TArzxg1UOpqXK9+zhW6b",
-	"1aOy22LVW5fLZtfdrrUwvrpVk7uAIArYiK0mlqAbl3j3q9OYMVq3NTSBtsEIBN2RDeHeoXiRV5SWodmm",
-	"a3HBfdBDdL5NO4ETfaXV9WmZ+aF9dssuXaiY5FA8xyu/bqER/THuDQ1djAVhR8XlWdcbr4Mt02NxFXTs",
-	"HRdlqYIQbrlyLJmbsOcX0lqqUFN0kCf4b+9+Y+PzdcR+6yMwwHaOAlPa2/Bo85422dCDqgV9CgoInqFB",
-	"1YDm7jmDwHz2CWOh8Rw4CQLTeWi87ZxgluVkmycIdOTAwo7WTGwqdxPgAYuC6NR7bjhjReebMYNOiQpa",
-	"QtnOnel/Ojj84DvQh3+3Qsm59QjJVYCR05IUyd+FddfxWGNUT4wriw+3rPv4s677aYMX4rT0/HkbNgy8",
-	"Lz0Z2zgyks9GRof94jcck8YG8Osrf+Z9ISBpt76LO8ffIWd9Vjpfdry87Mh/h69/u9u5syaO6MJj0zJZ",
-	"VW5mWw2N99bX9HyX54j9PY0OpMDk3OgJqO1o41bQo7V5L20Uu7c7nFObt3K3Pqq2W0Zn2q1U2fN2fq+1",
-	"FVGATACgbX4xriiMHGUzY/hYPyz77qWF2hN62yp2RFQ4zoquAZsUu626Zs3dt53V1Xl6oBC04uHoRLqF",
-	"U6+7dSvsPOxscAQ8JFfAh335VuEPXD/o25dDz92OWb0rfJBb+M3WZZSuz9uxmve7HKDblxF6XfdayAfy",
-	"8yiXf2OTlW//CHge/NKplz2D78qpt7UrRZ0cZ8TWkjURQSGP7MDG+8Zq0OMh9lglo4Q6jx73+y3Wxk4g",
-	"aj7NCXebVurHPnjhB36KyI0Bm1zO5zJbgYqNbjkfOVplAZ2oc+UbQVNjYlh90cW40/ETHtEfDv8CAwp7",
-	"9pJKgKSMXu1yus5Pvww7OhkiYziOigJCw85rm+Wza20S8fLl02EnGnbGOsdyqZ13eirxm8LnhV+fGSPF",
-	"NyqbDjufomDao3Dap9bk1tnqhOcyTbUxO+b8gM1ic2tfSbN6q7K3DMKtMGcf2BsDo8+tfSmzKTW0pUBK",
-	"8vhUMXHmHT6B+7e45p3JK7WOjs5Jv98p8cHOvkE9XHMIv9hlNuwE4cBHBfb6Bfb6Hnv9AHu+7bPHHVF8",
-	"y2PCySBNp+ScnckUOOrvrYv2SQCtk/7RpjcUp+fBD75p5N9Vgg8dP9n90Dnhk1PfsOfxo/7DVi/zhayp",
-	"9Ss7r3Y99wZE7Evt8ncAXwRggXigkYQKA6wHb4MKVnis0ZoY/NSBsZ0PUaeaIACrOKr21qayid7B7Z3B",
-	"vhs8K8MlW+XQU/hL5yt0kU/JX8cxTB1uoe1jWTtFZ24KZmUpTpoNDyjjWTvUg5cDPDtRp4xoRdOgCGnt",
-	"RJ0ippUD8yPvdfB/8W+kj8JmbI5NysNARHh7GekTfCp7m+uyzzlsjsNb/Z8Ic1bU1iJci++CENfiuyDG",
-	"FVYcBLnyx8pvFObqB7IQoE+5yuaA68IXWeHQn6LOcTPKuZX6Gs4JTI27X0NdGQHrP1AILFKGA8LfhJaK",
-	"yzSM24KJCv9kGcIFpIHxr57KPwSasrukjfZvQNxu2UiUjfvftugwjiz4uPZsQGHVeMBwTHGYqhGB4RA6",
-	"f0FM4EZQI0Y/VLy/BK6j/QjD7xOPzdLoHA+3Rhr9GcnxSubr70N7G993stf7QKPjfwLFLrf4n+Cb8bgT",
-	"dS7wv6VKDLS4B8VV6My3/67itPpcDcs1JrIZ1SFZrZFISffwF3C8ImgQ+E01ahC2uxYwCJCAf0roow8A",
-	"hN5+uMZLsBKO+xwSZiC3Ofa8/QpWgmjyBi5eYwmFHw7l9l5br+w4jC6H34IY8vBjo1TbJFfKIPHyA4wo",
-	"X3MHEKzBg52RpMXcBBzNayn0DoonRa7PIaGsCBDPosDPYD3sK4f1PL7JcoLQ9JBa28HGR6MjBkuFs2Bt",
-	"xMs8Z/Mh6QV7I8poAki5P7xhQC2umua5SQ2uKH5F5UrKKdqc0hcU4zm8f1884/Lva746vBDOtwcHDU3R",
-	"fFam5BfilCYqBOyL13FacdnlIK686nXZdROri5yj9wyra2knnJ3kg/X1FTVUubEBMjqqMqxz7Mfl2y8M",
-	"DbbQ5sIkRliuGEpFHLjkPsXv+4770vlWmmVVvKgshDY0QRU0Y30TJjez13gXh+6/sjnxTI0vQevmPlYe",
-	"UxTRHAtjh4ZnmGjDnXa5RiCZ+xwO1Oj8pcJWBASjrilxVQ1NFSCH4gU13Ek5KLt671BLoSmLmhV9W6Tj",
-	"OtsyC5I5MeW/dgtaiRZz98RMO0yfLqxOvt0q+l4ZDgNDnOHnpcl1KpydK6Ac0g4VV2jqMhThmQcUMY5E",
-	"8y/+Js1bokXAui+lF5clzIi64sOwjkB8FG8IG4KH6Zysxww1GWjlkAdBFZjv1aqzv+OoiND5BXgZuiBa",
-	"28kvErZEyVCuRibd3lfER32n2+KZNShEjM2/hTO+84GnBPLXfvzdeAbio3iTUyDqcF0fmL+h9sym1/JT",
-	"D5oewRX8/8zVQJisuBmecRXECnMOnAp0fMjtV5ZdIzdD8dlbW+3kXrGKgpPipRXz082S7yxJXBClzY2u",
-	"qkKvUsqT6iZheW5sII9s8aKsyZpzxGooHLtlsTRq13LSP4l7VC23VrxypvxSKmVtZV4vZYkB4UUpcVmT",
-	"AcWVgJzXA5WKtQTtB3pl9DWKqnUoYOAKSkq5WChJTbV858h7TsQIbhcPTdfHeY78xuYSa/z65uT1kpxU",
-	"68ZPV/txaOLnNDMGs56X8PFb551ObDYXcWrHMv1TYudSm8M8DUoauYUcK1e2c9NO5JmezxU37sRS90uK",
-	"M6OxYfV63H5ZEp4rwHPowdJQlQAqbCexsnp7Sd+NccSoeML9kRtc4EhsmFu/wkhXvVPKw4Q5Ksj28eK+",
-	"Exfravjb3GIwCjbn8ulK2pEew9UmabV8r6ixNwooCuf16amjkG8O52C8TCv1cbVCqa99i/dS1hNMS2XI",
-	"1Qsy4CW8uvaYJlPgnhM62SKMkUxe0HH/tSSy80PB6q+63MNEkM2X3VXHe2GD0C1DaMYOjvEbupkfdP52",
-	"aP9uU/enMd0+HHoNAThihQlvXlT9xG9fin8xxnc3vbe9eC7x9lk1kwuZPKdFhyB4zXUtCAyeuruYrMfl",
-	"VVMlS67Q23k10ty3AuE17Ax89w84DOaer4ZMnvjpMpVYORLWACrpsPPvP/37n4ZD9+F3f/J/DIeH/s/f",
-	"DDu3uFkpyOnN5IyKArbQwaoPsE4GOoPPxNw5x2t1/SL5/9j7t+U2kmRNFH6VMNiMCdBKQgBI6gBa279Y",
-	"kqpLUzp1idU13ZX6mUFkgMxmIgKVmSCELpPZXO7rfTNvMPf7Ffa8yTzJtnD3OGUmQPAkqbrZtpaVCCQi",
-	"4+jhh88/x19cI6r4ldXFo0AwgUS6Vx9vpj7Sfgj0x8M0DXUy3oQMbRKhTT3z47Z6pOuOX/ZDj4X+U7Mf",
-	"GixCSB5EyS7GyESeAZdL3NAxISRHLqoolvN8UbJEDyOJWHJaqMWcGODh30jpo6cgyGOmQkNzBD8EGcxA",
-	"QEgqGvEBQd2BhHXbugPNt84uoi+zSsxKqn9dUzyhCHKb9teLsMgVQpcSRwIAoTlkKYyl0Yb1A47jGpwC",
-	"S8mS99jriBmtEAfzQU0ynr/FUvglMUwfMuuIanVA1UYc+HwePiSvz8OHrDvh86ziOXsZ2fLPDsB8xomT",
-	"yGn2G5SUP4vqshSj5363sjRMM4K7dy3MfX2a0ZXRkZcpTNO3SgogHCVt6aZ3s7n7g9s5Sy2JNnGTXAhT",
-	"TejSi7hWnosRYIMKb/GTiW1bem3e4DrlRdrEWdSAfJQ54h+ZrbEvl3SqiX35PTb7Lu6MtwGskP4Dnw/Z",
-	"D7w4UYuCfagKISpEtGCEHR4YDUaPd4bDncGQDZ6NB4OxNiXXoV4w7Agf40MYmIQPXpaVkhkiboKYv3s8",
-	"CP27jylWokc1pD9xTEDO5/f4+GRVx9tEsY8RcI06qID7zEMMuA8tcMB9tChy7w/07Med8f4m3I8eHmwE",
-	"PQy9MqryWgziU978uaBQTBvGfeges3E13fbIfoBdANoWnHUCI7im4BPXjrmC3APwibcSEHmGv588GQxH",
-	"u3v7j5/QN6ele64Bbah/5SEc6l95QAdvkj28Q/hp25OIfqj9GuVU+GEl7D77HJH6rodh4WR7+4NBFHuW",
-	"kTta4eXnpszYALjv6jaTDyrb24eGtmp8hJ+7xv/BZVa2tP5RbzS4P4NxDK48DmgEXvUfu09G7PFgwAYD",
-	"Ovxwl8F3hZgIuNPo1e7u91//2HuVkVT0+kUpjklHQHFSLASdWtm20c7nc/vxQLcBn6rTQh5PSB6YFVbn",
-	"c+X/dUEijf6sZsG3vPL+PC9qR366yPPaR1xL0ePVoqh/NOUTrxdzNTmrjnnqPZZm9eb1J96hxdOYH58s",
-	"ztzfJ1yeu599x/Mqm7DvuDzHb7Nz+Hywt7c/2h+N9nEcXnsF/ntv8GQwejocPBvY/w1JeOulO54XmT0T",
-	"H2HPoKrmryftxrbt5IdRGzeP/fDdP1Vesv+m93CbNHZfbCGSoS2aaqQoww49GXof4ZwtVqJoSEza7/Xp",
-	"DwX0Nlfie3vs9Ly9bBMmd3PeQ8UYOvD542dQV65lf5NGHao5b7ZWs1t1tr0AV+rpS3oGXBR4WzXo5R2C",
-	"SLWKtwFEujvYu9zqfasqQ7j/Lwg8Jb/Lc60Lh0a9mb+29On1Nruo+OnVIkH1HtQc7peFglpU9rakJCyR",
-	"AoaqX4zJUm+4uAVaqGS49iJny7Z9j6F776qU3eQ9MkamooLniY0mk1h4xxUAGzORQXqNh4BwIQtVmNBH",
-	"P5YJKc7aCqe6Fiv2TFvoVvwFXw0H+jtP5wy+HT3rxRJGQRov+TuaZIpe2CysEnnAODvhaQAKaZR9BU9G",
-	"nyW4BuB0GbJcnPLc0tAZggA93JGpnkGLRiASL30KgjLh7LITAbXKmhU+WvKvwM1AQbzWGA6TKtxPWWlI",
-	"dzH/k8tV6IKvlRhcz9zUNdEh1gwOHTjvWSypFCP8PpMU2+pZbE5QFzR899RfIUwyUeR4Q5xGrU+mGMs8",
-	"X1EUR1oMjSBGeOMleQZb3fDAi09VULjfuOOpmgrsGP1lUOUSDw454P60/kFw0x4E7NysPINyJVSjEsll",
-	"DJ04hsAm6sKQ/ATMPRB3xcqnUAnAbXFDI9XaiQNYRKwBHgZQYfBACaB3RDN4bJBVWQXlQxHdV1Horwxi",
-	"f2baoBxrkfE8K5E1PZaGfMRlYc5oJ9Zl3rpgXGNKN7i5bikM10jt+gUKWenLwAQRK0XDaEhuAEiZGWlu",
-	"diXFWhKO2lluJxEhXCE5z06UygWX10kD89A85k6BycL7Af5pw3xtqh444PD+cO5EYB86yQBTibmsY22t",
-	"DdlogObaEH7mpUWMUbcOEiLGqELrNkhb7oxRV4Zft/SwzbLFDgZyFp1+ZLXoNp3N0om0xdIZO3sFlkm/",
-	"2Rl8nUibe/QRGHudqKM3WasRo9WYlgmyFmo4R86ihY4bfPi44REzyStj4+nyslfGxqvlthWZOy6TZDz0",
-	"gc/j4ciBf8fDoUOGjve3VmCf++fvrsOpL4wGUPd6OtUAfa0hj2jb/X+pM5cmZqxvVCgDiy1n0nvZsyCx",
-	"eAVMBmXvRj7d0DG90Uz6zj2qtWYjPcK5qYsWQo94sB8l4V5su0NaJ+mZN0m23bHfYtuRbJOITdvLM9Gv",
-	"O4twND/XAsRuPl6ZT+/MB+514Mr27q3GjBv3533k+I4ix1ualtcMB8NNsa0xiZyst4EqRMX4+qhC7Mkf",
-	"DFRIQeo7ABWSvd1nCayb1XTPMwx943R1rYoQMVSnImS0LLH6ekS1ekl1J16sdRo0trkdmg369+2i2RzZ",
-	"8O1h2bbTW0eXYdrW8yBv7pB5Pa7vGpVweBVvoreGd62Kvce+NpBtNBk2r+k60DUT7rkydO0/Pv7/fh3s",
-	"POv2WH/n40PgX/H+vkevfS30GizovQpypyqIvfi/KnTNuSq3U1g832irzuLCtLebCaEvzB1wHx/bYqvJ",
-	"EXhQsewn+Kt8Aq3ujGeyF/DHg5ZTiItMLayzNpZMzzd4wefsRID8oiY8Fmrfjd5nyfc8L0XCeJrSm3nJ",
-	"potCd1036NcygTJ9pr46JMK1uY6JkTojbYeKf3h9dE1qBQ4SEoljE4u60mQYF2Nr897iAZSO2YHYSW/1",
-	"IE5pT4Z4uIYPESozM0oN0COolqrdJ76DbtSwjwkiRFxNTj2OJJMyMYehjRsN1Sv9XqNK6vXo2ZcY/nS/",
-	"oLcWcUG5mZZ9gZsiV6WJLcx4cR7p9xifMyYkQoiAer5OrXPvemBEajJItCGPGSEoXC1pHfh7M2lc4ht0",
-	"wJ9sw19ZEbyyt86KCQdZvJH/LvLBIPomKxYgrbe7E+vzeNfK2M+leOGuEXczeGMA6CGF6/RgmFQFg9N6",
-	"TSUtBMsY7xg63Dx12FTwh+9L9quHqoG3x52P11XKBg03zx1pUn8XhaprU98qGKFtkm5Vl2sRPg19jsDo",
-	"g+ResbupYhcqSNt6mmA5dtweuIFGh8nt69W451QazRbJn/OytAXSWnMPkixNUHsCPaG0+f19+ApD+5Zc",
-	"VQsT6ASHmCeIH0yURDnaZ+haiQxbQdQIXYN24msrhfA4ACCX0ssbJOXw0IwE7k98bzeRqhJJxBIK0iTo",
-	"loEYNKRwwqhykneQUKmFQr46YE6zmOToeqp0e3wmEkYh8xOBNZB7fcrFwDSPOgUqmcUQ5DAv1u2ad0MV",
-	"qq5JNqWyyqB/pIWaz/VnproJsCooORGmf6wQM3Wh5yjPtdbDGHWRRHsqiuzCFJBPXDRPz4kN4xHExAPM",
-	"JaBAUWU6Gj90d05JIy6oUoipKITUk+mBQ2poENCcXJ4Kvs+Aiv3sF4JXlObdnr+vh2T3RIVtdG38lXm6",
-	"NPm4QdE5b0vgZoIRCSIKxokktIDBvWCHLVwFM2IIVlJbfZyqrQAzbTCZETzlpqa796xn9XNvivae9qzj",
-	"lW5nV+zHvjKMmtGg3DB0o/qvGnbjwFkADlrD6siakDaEqHaspl2HJKAgqpu3YATZ8u7IGLJiZ+CLrZgC",
-	"QmaFajZ0qYERojUzQ4oYnwIhPdiatnWPXgWREbrJK+X7ZGWYsLPD3qN4obkXvy24pQMwECpJwoozijOx",
-	"bjJMenj0iTPfgawYe2dn3VkUqb9RqeEmlitqMfN0izNADqL6iXz/WclKQTuBO3tILa1NBOi04OVA3MKC",
-	"Spl14yYZolOb1jmNWmya6DpGzc9zYl76mj5tmIy631irU34BazQFkVXfKorOXwzcWuPOexCQhpunE0b0",
-	"d41K0LnI5tEJmE1IzQQiKuzBTyDqSR6iCLHWKJVAh1+ZEqVFEOj83QMq+PSSFEj1ScToI0sd8/mq8AJc",
-	"w68GLyBMGZw6mx6GN7yaMh+1eFWUgV27jTiD4aAGNMCf3QBrMLhehPqPbglBz7W0PFLPW44klC3KUrbk",
-	"JSl/VzSOK0jjt+FMo8KOGKWTIQPNTbq/yPMj8alm5+tPKSyJ4hZ2qlMrAvVEP3xNm5/yENhffWNftwc2",
-	"z40GRlJ/Sxqnu6Viujdfb4OTCQ+YZwfetfHqMzKB/bc9AL8GSXDAekOAp6/FOZmZLYEKSCO36Ao0PxTW",
-	"QDMFEDEpfg2Svt9wYIMQieUGbMblYY6olUHQBD/0G6dacGCVdWPmSTApM1H2wPgsSzE7yY3Bpy28iLz/",
-	"oGuDhYf1a7SC52zUkxXTL8yF5UHSI6/OCiGIyoc58MIOSwzcE3TBXKlzkbLFvAVqbm5Y84PSuye7MPa9",
-	"Uc/41XmaWjJGUC6lWB60IDTYqahKqvASIAmxc57J5aAqLff/3i7rmqsZSw4EfohexETuW0TYuknL6Lpa",
-	"kj0KWviougIKm6+ldRrbeBBYsYYjCtih6jSQ5VoOqJ5PAsVapt/ki6BRjHOqqss4sboSbDDcClELJVav",
-	"bzNSvJKadRshYLwYs+Tty1+OX71IPMR4CLsBB2Vy9PL1y/c/vHv78kNiipBREX880Sz59Xf9IPwVQfnH",
-	"4vNHstFfvjl89Rp/yOzvSCrEkn4JWOTPH5PIbE4sQlsKbQmDNWTKpy0V2Dq2Qr+ePSlYl64hbf7HkhcF",
-	"X/VAC9FNtNs2MNJvIEzzJUDjTezMDWDk25se3hTftenRSkbhhm3k9zX1tiDN0+iiq9oXemO619wIwfyB",
-	"HrieFbW3e0tm02Xi+EbD3AwvdtQbXmaR/tOU+bo7Ag4Uii5v14m/Whb+sJ5Z7x27Wmo9HlJK8UWR2JJN",
-	"vEWG8Odg7r7jhdgwf2pRtShgX2zyRvXJo+xsO379981Tmw0q7OtCtOo68D1M62ZJyd7dIdZhxgMNdHN0",
-	"j7K0Pm6fk9zsgDWLoMTOOoKx57XYWTOAl4lyAxt7fVxZGVsXkGdYhamKllzceI5qrwMMUC+igvtogMSy",
-	"UXC/mRi9JX+XwYOhDXQuxLxssRJMZUjPatpgEIERQkmwJQDS2/Jmk/+q+3ZM3YpjsMCyCpz185xnkk3O",
-	"eMEnWm/DoAOpiaazpgSiCwNoa4qfioR1TSF4gwEZIkg9CSvSJ6w71NtvNBi4R7UNMjlTCkMJ+sX60QOW",
-	"aEHq0EgA84XKW7yaYBinNmVaI1YVzynkpQVyApuCsWQisryrG2SPWNinXtKHAOwpxJORUVZIIOcyejID",
-	"NRnG+4vPfYdRHIwatKUT8KoRmClEtSgkBFz0JW1Gi1020U2cqtb504uVnUoIrXQtLK+ssjzXbV3wPAPv",
-	"Vm8czl9W2Jr9Zmb+ZF70J71wqmCDCP7PQv5wV3n9R2yfFP2bxaPWmRivtbC4hEHuvZ4sMxKz6YwZN0RM",
-	"1dq6p/quXlc0f8Y/EWkcNnLVIrtUqw4YCrEem+nVaH2PwtVt79v+wOvc6Ood86toWnHSlBABF19H/VPl",
-	"d1b79zDPG2cXOggbJRTWBNxwVHelwaFKcw7Wpjr7dU7+MHSB1GuXLe3rrCB93LjQxze59BpdkbRhtMuu",
-	"XY5yuF05ynuiJEeUNNxvEiXVLKOrUCNdy4r6mpxM9pVPkZoRv4KG8kyeizSTDXrGs6qal+NHj5bLZd88",
-	"1J+o2aNMPoK37yhc1M8fqbDoV7GKoo5sy0wC3YTqVl/jsG1pQf6KA2+WogVne1COduSwDKBKoh7HEj2J",
-	"yQHbpWwnoz5do88j0+fdrQXEbsv+G7UJiO/5SZGd81lTQnD2Kv+naBMQ9vMt5QNvkQ+GENCXELcoHHbZ",
-	"cG88upRFbR3RWXQva+9l7deRtc0izk74hAot4yfqQuiJuwahcdhU3BkbE9DDPBj9+g9QhPmeP8+4qsDM",
-	"21S7eVPmoO+dug5/XtgD66cq4Sw9KkW1dSHBn3wcNv6e0YnzdPDAKeATF8QSoR819xDrhk4HC5LGXL08",
-	"75kAfj3tvxHSh8C3FA0HWiko+8zVJgx6CdUJY4nlCR26tmdj/FlVmngmFCVEv/m4MQnaUEt5xS39Gx5p",
-	"CMqyUlRVJk/LGpy3zxL6PYVhQWOBsAsvWWIkVMJUEcukErk4LfgsYd1cLUWxo63atOeB5ilDTk2z3BX4",
-	"UQXAdnNxwDib86xgp9kF8JMtswmgjSxYvc9snT1uAKP11dULGcvaSo6Zj0Bljdw6M0eWxLDLS5bJWCZ/",
-	"fgkhd+dAhSTSdU4TfOsH8XVDs+HY4e0OsrnpiuFS8p0TUZxqux1/3hnb24pCsiGbwlXDqnaG7jSyuhGn",
-	"WHeObabIbwAUg+M5uhWIIgpgUdVRiXZr3l3sy6op+7eipNgdpFWU27zQ6Vyao3ofqLrZ7R+IiBYd4IOo",
-	"1l2lvHlkGhrBrVVbbO/nI1sA99H5PHs0W62Nan2/yKdZDsXoDBTHXb4PSvbj+1dsnnNpCYHmoshUyhKo",
-	"3T0t1Czp9/GPSiVjdqL07ZLylf7BJF+kIo0Y/EnNm4YhZeKfSooDZn9ugizIeaBSvopi6b3JAPzQYZBy",
-	"YEa1v35QspmS1Znf4ImYqkL4vcWDEUsah5qymQIXLZds9/Fj6GtkwilweLwEJ6pmYyYlpGyFpBlM/pjw",
-	"XMiUF9ghhD3ydJZJTFnD8jrFbKcUxYUo2Pk80xqGT7GAASksaSNmJaGl9L/hQ05+cY5vyFfQn1hSRRXK",
-	"VZiJqsgmLKvYTPByUQgihuWTasFz3Kv0DJYDJg4Zl8GvxxRLiAQF9KqOe9UEOHWnxxQttLjVY8AZQmVF",
-	"3X7SG9cCmBHlzkFQJrKMvMFeO8C0L16el8epkiJoDmsTm64ahYWXZXYqhdZ9IiAUEClLgdHYbziWDJYG",
-	"oq6Qj2hyeXr4TijIfEyd8l6LwS6oPl4utDqX8JnpEPymfSABq0G5mLm0Mvx5iW/N5IXKJqI8zspy0fJe",
-	"+r7l1aZitD3KqzkmQNIUgM6GjbO0pX9bdW6iZiJ8L3wGbsSwTnXExKeJVk0B0Au5OSeiWgoXryM1+gHy",
-	"cOPPTWnqqK2LppyUt+kxTjnh+WSRww9ISNABzyTgulSBi6vggI/xOOHphL7Q05VaTM5EaY6D9USCBPNa",
-	"hYMpIXgN9oXuB569//0/KWivfxLLR+7ntCjwUjfVdBZbzp/P8aYbgDim/jEaY2oBrFIwA1osmOaD85xJ",
-	"Q27QZy9R/xuz3WGdBjHT20Q3JXHC300qdULSbBdyd97qRQV/Bj9HIw3erKZs+MQ+Xik23LePxnJ3qKdj",
-	"uP9od8j+QzdEfw3Yn9juoM8OsesPSr1Ep2DsaMGLM/KIxib1nE8w6Ur3OJOnjkR5OBgcQL5optJj08gx",
-	"/cDaL/xCFOBdhqxHUzUNQbQwo8fwQQLLCmJCT+hcjxZn05sakrhmus3J8fGtsaQvwUUAXqUI5DWdQPyO",
-	"V0B/vTD7UI8j54jzhvq3uJUncKC7uEnNLAFwDxmutZ4BO6/XZzSYSh1D3XUz/M3XZSwr5T6lRNagoZaJ",
-	"dUVuaWrR0o7sFMfSVqYDZAE0+IBOStfH+bqvDRuPfqbXZ+/xZVpbR/S2NyvIeDPJZjx33O/eiQBwv1y1",
-	"rRX807JyJL/HnTNeHp/Ps5iYpD8nmBVswNgiL8VBiM4k1aDN0LWa14/z7M3qymbuj/PsBa/E94WadbYI",
-	"59LjR+qWar+9IEqDy/h16b2gV8P7vwNFy3Y9sNNobxllzOpi13CzUlNxZ8zQmT7Y2R3qZaG26Qndetxh",
-	"zt9+Q0TrNcJ15/OsQYeodyZeKUuFMijyDugZz6d6qxr5ead4TrfnwdqAwmdaJYLqdN4cBlELDCXYJXBf",
-	"DfexONcaQRx3xs8GfahutVmwrHvwht3yZDwFHmwM6K2+CKEmFYWNUFGG7+C6wfhQDgGPfewaXlBxZ7yH",
-	"9fDqQ3iqhwAxLxfiA7Wp8QbUofxXPB4MBrW3PH5sPmp51xC+M/hhqd7nXNZjvNZe+UI7CqUoRl+W6o2e",
-	"/Abm3ZhfcF0sFQrq8gB1SWEvXMgV89SPb+tMDHaGT25wJh7vb3kmWh/8Rs7Ebn27jr7MqdgdbDgV++5Q",
-	"3JqD7cf3rzYEzP7F3F+ovIQuLy1Fmj4iz7tlVZ8r4LHdi2o+q0rw2Vqvle7KtOG5Kis+JXUTfSTWT0O5",
-	"nm2KOxZYBn7MrGCp0OYQWa8A2DzRWnqlWM5PT7U22EU+krmnnJ6syBuDOL8Ug17Gpox8SkWMQekP8mym",
-	"/4PwQAJ5YzCl7rtLotAOteZF6KmzDjUYLcJ8F6UoDlipLBsm2jOlsT4hyEWWc4Y4YHT2BTY0gcA/6Okd",
-	"G6M1u0CXSz0kRqo3ursO1j1tSnMxb8Zplc4Ep2WhVUO7c3mmaFULoa15VmSnZxXrugeMBRC2OrYEXLNS",
-	"5BdI6wmxTPcMIqPpOV55v35Q4q46AG+F31m1qMospYoa5UTNMZyupsgn6p6r1W4Cz2K5FJRIyksXHfHC",
-	"nL3I+JjsfkxcgmTfcLQWZTJmSdM8A8+e5xDLig1Gctc4Y8iUs1amXSpSVZG+hmxwH8bc67NDxxnUsgiw",
-	"crUJB36E+igTIonqk//NjX5MpLP2E+YZ2SLF3XWwbjJq3WnzC+ChdG3ReHFYIjs9MxRN2u4FHtQzXgnj",
-	"UXCAf2/K+uxn2PPOXeP1AbDxmOYKB+wnvZ/LsfNlgvdACkGuWNzvdDChhw9AwOFxiGrTA7+mSlv+D70J",
-	"9H/OutOcu/C2bj4KBpgVrFA55MgbU/tEVWfYuPFbUbmx9kpjemvvxp2EdX84OnrPRrBtfsFswHyF6QXU",
-	"VYujhilwecFGdnKkfMIsztOMAAesELxUMpbdRKqW6fKGm0Ss8Yy/tbwnqXZCLOvbF4LwUbBJj7FjdFJV",
-	"5fInwNMRNACpHtBGAo6wYEz69+qcHCRmY+pP54VYl/nsOx6O9OX55VwPDcz8O8N5iFeygcu7CTho2662",
-	"VJ0/dQHSf9SOnQ8m9gbw+a/mQnFbSM9cC/fO5nOMW/VObaNbcQ/AMXTASfiTzgw8f9mxJSijHTkZLsHy",
-	"awvEB4x+4LkoTeX6up3wZB/shLBVv0fqPO6gJTtVxUmWpqJuXRN1MPS71aG16zm0zACtguXGBrIXB6zF",
-	"nNefL++7UlK8sO+v+fL8uf7T6I+z5/RGIS5DbVD6WwRAw8yhgdv2k/vs8l31zFq67oVP/Be+5kXJ3mZ5",
-	"qa+r23jj44HZx40zpc5bTg0dwDWb/vKbixBodDSMqeZ2yXdONbjfIVvukH3/hYdScvYdwIRaXtdYPq+S",
-	"/Toh9y1vxy8mxBfyXKqlXCfcDtsNPMEmPM/ByAZDD7xAG3gM9zaHMGoD9d/57JagcjDt26oSZEv80ZSI",
-	"L35cb0+8bmN44Ja9Te8l6Njlv5UPE+ygtV5MNE6a2tYN/Zn2pZ4nb7Z6lPLVBm4JgGKUtUg1ROWb+DpW",
-	"g9eBnyLlK1YspMzkKTguYznLUmn2mf23KXXd7jrs0yubQDxk8LRwvEoBGA+fXge4I6wd2wJqF8sm1o69",
-	"tP4mAQgtAQD0BNL+kqiBVQsJNxYSkBgEYULjOhcXIjcIh0yKtY00AW/9NdC2OqCtHfllYWb6SwsyizB1",
-	"gRn824HuuCS6DCmQfR88LzVq7r5DxCVjxgEEh/TTQjqfgQPBFf7fBWYqoF8LPM/e+KFKk827wKnKygC4",
-	"2cWp61niBTdnLW9FHye+uM8OoatQwZ+nuR4j/YoAmpnMyjPcNu7TsuJFZX0hBBJBRnr9eJ8l+vCli1yk",
-	"x7g3HkEXj+3HicEJ4njty6c8z8sWjB5ABVWhl0efCCVF2DCgEE2bPrxwmVVnbQuP3BQhxLDhXzPd6rNE",
-	"XYgiXdTeSh/aF5vNAzx5Ui179eE5WARJO0etYEITFsdTLHJhyMhrUYjZ6hFuNag9Bf5ut+WwCBVIJTvd",
-	"GFPB3mKlhJPVcbWa664D85estE4kClvjE1rz+Px393sY8+Beq6rAseqHYZlopu3PHpSIvzowMsI76XhM",
-	"cby2RRhWhCuc2FIAbolRVMJkN9GjNBs4HH3yeQrMnAajrBaWzAdPwYm6EP0WXOlGzGi75DAjRAxo0HH8",
-	"xKz5YlY2gJz9VpTpOvhoG3bUW6m9Pdp2uBWxBYD4wNEOJ6y24VFZPHDRraC7MGd+jwEemozrKFOz69tf",
-	"aRCoZ6KJQjWlQTahUPsO8krgW/3HMQJyxxYsC/UaTAjAtGtxsUqK8oDWh1obhzhbohNae/1A/CkRn+ZC",
-	"lqYr9FfQF7WoTpV5JU7bVBWnqqqEPLZ3V3IJDNvLGCtUDicFtkKXs2nOT70huvoYfjEOE4O9EEwqtpAo",
-	"qOnAQfNcroBTtCGxYNUr0Bug3IThNwoVIwDUW50Gn7Q6SK95j5ru1irhtd+rs9Xx+TyjCbU0jGtis7YQ",
-	"IEhRH6SMWxcJj/S+DgnwH5TshJeCYQnAyWqjR//N6gVfXcY19L2P8vTnyjBXoR63WQHshcQ6xvYaDdaw",
-	"1lAFiRaHO31zKb3Oa76516hJ9g5svHH38T4qwN6yJ9fo9nGlrtTzLxocWAeuvBRYeRuYyuHO8FkDU+nB",
-	"KUeDL++SbkO2HbKlEOeRF179IkC3y70Yw8drvRijkfNiYBNNf9yRmvGSvRdVwRflOS/xFzXLA38MWkCs",
-	"Ox13tKzT/9QPg9KCj9SU47gz3tV9s0pt3BkP6ddOY6anrCpEDwV6qfdao5vSR6TukZOG/hl3nvM8h4mp",
-	"d8TrQtuLP3/8DN4UT2lqjt7qQ7XZsEPDb3RLNdXnRm2BtkALSWg2eM7XE/yfBg/RDR7+5X6j22+5vcP+",
-	"ehM3hA6tCMPYAslEJyju3yOlXit5ug6X2War30y2eMJ9NBjt7wyGO4Nhvw8HQ/97BJbd7uMn8C5f3j/G",
-	"Uk9YMPNmKcRmpPU04pSvvrLMGA3Wy4xBq8xYFzC4VFjs1rbMRmExHNWlxZM2abFXO7S7LdJi1JQWwytI",
-	"i6dOWuyvlxYjiHTYVt4IARlDfkN7rqGRNxVXFjujmqjYGxpIar1J/H60j2Dty0TQsNYu/W6bdtvE0XA0",
-	"GPT3W4TSsCGU3KNONO2al9fl02gr+bTnuj1aL5+2TkLY4pisB1zvb5uE8HiEs3AbgGvTrdsCXA/6u7s+",
-	"EHoNBPoGaOu9Btja7YtNKQi3GrAg+fzvE654wVcvjMFXi1m84CszH7ePwG68t8X1tzZwcURuVVE0mXuy",
-	"0BlsvMCRNZm11UfxhtBIjWUm15EFmB8WC1kiQrs1zgHhip7zOMfyxi5n42+mSAD0NBkT0ho8mK3uZSVt",
-	"NMTzK9cqoliPiucHxqxPybK07B0YJ2VWsjO1ZDMuzVaYIXMRwkh3rO/YdxOTc3or77Dpq9a9dJ8KoY95",
-	"vjIOXUpW61L+qhus/pgg8LrBs+z0TG+CtOfcseTeyZcmmxoZfg3Tc3mmljJx49PjQkTu2GqD1jUO+Hnk",
-	"J9ebkMppjbE+rGMu4jNLgLTB2WyrxyYsySQDQqdYqsLMehdhytYnjKmvJePsRKlccKlb8HcOPu9tMFru",
-	"WDbh+t3wQa9mHW4qa93iE1DY1uNKTBDlW3NtYUICchRYsHVrq/qRS7xPcMov8z8d0cH8xv1NP9jTQ/uZ",
-	"GCQUbLWIAeP7EEmwbcd2B+3dCTZjOyH27iBk6/6WIKjGy3TC09cwgsAuCgbH9GZRU1ZAccirG4JBYxvo",
-	"EYeDr+Bcgk7VK9YcQUm2YJdELBjGn4Z3ajOSztnQffGKbFgMniPFGHSOuwrZaq1V9HIHOTtD9lJswTVF",
-	"SrmTa7XesMGz8cBywnpCzEFgrkz0SgLLtWDZVD8IYsxQ0ymRsRaiXOSV+bYC1k9ndzaNXrhg1s3R3rNn",
-	"g2iN5ehNEl0P/jyBc2X9RA2fMqB6bZ+o8LnH3nNb8Q2/VUV1ttQ32+vXz2szuIu/sTP4HpMHXFU4XvFc",
-	"nS5EfTJhIgnbadS/0F8CdwgyNEFIl6b8GzwPgzXnYRi1+RputNCjARsOtlhofG537ULf4JDogTB+ooX1",
-	"2qOy8ZgM74/J1Y/JrRm95pb5NzF5SbNcZ/Ye6YP9oPThJKSt3boR3NqTR3qPPDpVKi23q5gLRSuINxzw",
-	"LRkYHAk0cZylZeIwnzx32nnNGARw/QGg4rIUAG2FmAtesW7wAoD9ARyEoHL2mwpo5LQ5SyVs08z2NelF",
-	"sdSyOWK/LbissmqF4XS7zR/YbGX7RC9i8yKbILPcXw+PWMErgda3/imML5a2BUpYlorpF2vD5IBNVKEN",
-	"LrJYp5UolnqJqKQ0Vm715hu5a7V9p8/FiUohs5CohmVqq6kAnx3MZrmYGX4enw4MLUTz0CamYVuqyyMb",
-	"hh+9dajspNdnrwC+wLIUiPGID4hynH0mLhfptxPDuoRAjxiXmOJon4qAJFhPR1rwpewF1WBNYcAxc52T",
-	"HMAl6H8AHqksrReGTYbkxUgBbpEMEqaMZLGwm0p8AmAoJWy2GoOC53/WC3NLhVUvTy+Et70QPH+Vbv34",
-	"q7S8JR4k29wWVpR7dQRX3Zal2q9hq/xdFAqD4Vuz9+qFuzRJAXb57q0w9Q78PAuYmUtH97P/8H0F+z9A",
-	"BfvDNPVkGghspECl3WZvYsHzW6td710OG+s0HpkLyauEThJ5460L5emWohBYHN3CSmI556eZPO2z97Y9",
-	"Xrii815RRd3y2C8qXz+JRP1QxnLTHXNAM2mddG4gmOxuSff1RBAlpnnmQckSwIBq6Q+Med3fZMX+9/+k",
-	"G/x//0/WHQ4G7P/8X/+3vZ177BEbDgYRG/WSA5ZccEed+NfDo1jCbe8TMZrcA4u21E0fOEUHfu65HJ1m",
-	"AvQaWYrgZaB6slqE3VF99hfUOwCZaDpZBsoHrsGyyKpKSG8NYllmpzKbZhMuK0sRiBQD3WQ0SCKWDPv7",
-	"8J9Rfz8xmg22DkA9aIxoF5PhaL8/GLRz2ttLcZtSgPoqq/kUB8N16eywQTt12vc/UF042J7N5Lq2PX2H",
-	"1O0fb+ISLFvY5m3R9BtUpRttRze/i4V4AjNVf2COGHwCTzjdHl0AZzwr2MviVJF5nJJr4IcdDFL/htF7",
-	"jOZmE4z7E8OYOWxgSkdx54LbZwlrMDJBdK/MkavvtLs/GF3Sa5McV+v2C5FnWpMNO+11eOj1d+9Z/9mz",
-	"sLuut66z5jHbVWIOVdOpPvJEwR/qU5s1N8HzO6gzbc/CfUWejZpIIG9DleTPzRt/ozpy5WI8zZc3zdX1",
-	"7oHnZ1yeitJyUbE5L0uRUtTSYp/NNZmAerI8yyZnxmTNlTz1vQdASGMUGdIX1li0B64sjrUpJ9QhS0MN",
-	"iglYtJ5qEupR7C1WouY5e+OpK312WLFc8LICsxoZbE5EmaWihJFggoqLRUJ6A15sffaD1rgGmJOGYPs8",
-	"OxdgYaOBDM6JuDMwlNbEmIUTGHcsGxr0i0rekF1ecnTA2G3RG7PEyIwxGyS2XhG3akZf99Rzl1CtY1WJ",
-	"BBiO+IQyNfIUDOeyz14YLQM0B8BN2mJLXFJljlhqhcVQGAPXK1/yFao//xSFYl1U0Azns+efqRTbpSad",
-	"PoSzqvWhSrFRTyuNFFOrlGI5L0yBL4YuS73q5WLmf2sWexB3ktCTYl0bDVdKrTSQ3RtQqQCW0eZt4B4j",
-	"ZxCAK0AxLYQ+XouKakLH0h0CSrIINf1LlK+f5xT6/Xr1hIzCRjqdWSG4Qzvwub7M9T3WGY/2tr42XoRD",
-	"vNOCQNcE5bf5Id4q9EbZrZEZvV/wnLbkWnGFxbbEpS6LmmTSE2yF0+7t1RwicXmkUIC30ClkKWWQG519",
-	"c2Sc9hh4NMeIUvJj4ChGd6FkgYDUrBt1Xy2qd9OfTM83rus79+jnqINyNG3WanXnvXbM7zT092U04r3r",
-	"acRPBi0a8W1GhXCCUzv397WdbkmPNA6dmi6JZx2UmZqYuUSrvJIeGbwc77ytgkyebwgu1bqvq5tA80lP",
-	"y12IcxRclnyivx0zoiuDoAGINrjpqXgYQhPPwNl1VC/KnrhAa3JZHCWWEEixnrDI5JaGLjH9a/KIsaDC",
-	"o/faMPgSy8RW4AUdJO5QfrK5EOOOcUrBlTblFLXylE6mpW4fkYKmHQ4A0RwSXYP85oEDB8KzNP1lxU/D",
-	"B4f6QSKkSQy5bphfyrparYV/hTEixPTZapuNEmJ+LZiwduZBHWaIaltQ9woxiX3nF6z8mBk3bF6yO8BY",
-	"kZplVSXS3gFpdLpBq7KFQT89i/wUGS+htNVOKbSSZbTFQ0a7ESNj6H13XsLuZZEz3NzWM9jD0GYsl1CN",
-	"o4Kuoubo6+wwm6nQ/wV5rv/xmzSwTHBvNr2OB7E0pXSMj8rrKfKwciaV3EHfa9NK8ElT8H3DKJbUBTaI",
-	"6NWDvjNCQqaVQZ+1OnJjeR1P7i0bJp6HtGGiZKIMjJRYNr22a60UW6UV7IDIcxc/KMkWsVQ3gcXSYo5I",
-	"sYSd/aDEYGir2XBLMcybWAwUGfvVaolaF+n4psMg8vUYvJVIi+lEVudBlQe1FlBajJUxwFqkRmITrsgH",
-	"1Vi47WhnuN+JPFiOB8SFyinkln4HXjOtjWSF1s+sUOyMnw3h/sRUJPQ/w+dPh5Hh6OqM969k+OAi3anN",
-	"c8JT0/4WYV7bFcDLfqga1cQPmZ2RsFqQf2OEEu5Sc8G2OGaSzCoqXSSZf/ewrntH2buRzUCb5u22PtHn",
-	"tefB445ohUt/+1YsX6Wd6+eEv/BPSLgW6BAMxLk5NCCSzIf+IbtsNaDN/rDv/WbstIpaqKv+1q9kyNUi",
-	"8eumCHJD7ATRziVFyl2RPiQFb48t52zQN22P6U7f9W30xpu+hRL5wV1yb3PdzOaik96AEdzUnHLtogl1",
-	"O454BAo0nfCX2Dubgvpeafo+e/jwUKtBosgm5C/HqiJaBwz93LHEDj58CCXXQ7um5CtwaWs1MQoMtNCe",
-	"iJytE4UWFCjE1mjxOgHVCRBjB0RXHGyFCZdoXbBSQL4d6occ1TS49ECRJG124A9moDW+nimQG5o3rl2t",
-	"32tzhxjjl3ylbT7TVd4MNJibNhdTwwSUFmo+x2oNWqrpPiJcwNqI0vEMButCdQbMxT2ZiHllJLtc4RtR",
-	"7cSAAEwfGkD12AAxIxHrmwD4AZS2YJNc8IKq/B44+wngEIEBxQ5JaUAHEMZI6N/a5PHWEQxLfHimdXeV",
-	"52qp+xwjzLDXApQEJq6gciqo/Nan0GcvrIaBo4kcQbnurb+EOMGTMzGxZGEBqhNVguQASGrChyt1KsAp",
-	"gXUWKlfMHE+b06TwKJBhqcVzq0+Ch36Ly2GesVzvcgi2h5nCB2V9A3uFoGkDhGY6nKGFzEWp1zCw9Unk",
-	"6OEoTMskkUQenshJJL1JYJ+77L2wH3rLkGudVwZNbnndogZ1mtLTkeWxLMQU67fSSdSPAKSLUKrB/AQk",
-	"nYdw5IJ9aeQJriXibsG1z/QkiUIvknEB0YR5CwTL+54jgsrjGCM1mueF4OkKK/CWIJfAYYyZwf9QC60d",
-	"skItMRXVcFtKFUuKea7FyJLT+4Yw2W8gHuVCUVpMdcadX3gG8T9LVpadSpEiwRufVDVjbnQlQ+0LBKf+",
-	"Ve2twfXwSQYGnGfyXKQ/4Q6vzU3buZ36oTdeUXzdnBAjAi6dIydzx0406eO4tbzRq6KvmYaEzKo1Auhm",
-	"M/zN46W3CTNieTH970BzLD2t7YrRR74etoEht8Bp3uVbqqx0f93wVHgRyC3A9Peo8W8fNU5hNWdp3TFe",
-	"3IjrR7/rs/B5I2CcghBtdKYYSmCtNRdtVT+AkIvUUnbHslRFRchywlhJVygSqCN+W2STcyx81U30sUjY",
-	"n2q15EjtjmUCB0g/AP/S/xjCXh1E8H+m6iKGJmzne74Or8dRjtmzmnq8mmvFfjgIPo4lHk/91aj2iwmv",
-	"xKkqAJy9uw+0GqXh1ShZ10ZWrJ3aO2B7AwKt0ev2ht4lrf8ehdi9mnERsb1dZnrkfQ81NumBPUc/bF6y",
-	"7z5yw9l7zOZ8ZQpOzvQnT0zZYTBsiOfKVD3ce8r4KV5ne7WZOC3UYg40LUC+XlzAppicqWwC3DMGw4YJ",
-	"dzW41UtbobNeQRMz/nhKqV12NVs1TvPln8XlEPRgKwRg9GeERJ/z6sx5/OEO2YRCF3Ix64x/fRYNB9Ho",
-	"WbS7H+0Nor1htDeK9najvb1obz/aexztPYn2nkZ7zz5+C9D0a7mayY36HC7VGqo9mFVCOimBV6H4hKkB",
-	"m69lPesBWwZBVEj3fGI0W8i0p72CbIhGYv36TJ/g0TN9IPcG+njtjfSZ2dvTp2Dvsd7je0/Z3rOPN3JD",
-	"49vCGXjekCZ3i45/9SLujIfDKO68PXzzEoE8wJ1GOHT8fs///sNC7wlREOD71jzExityD9reoAiY49EC",
-	"2v6rvW71zrYHydcI6LNMXB+43ejAI3Mr3FFut7lzEvOvZrYZlf4ETaCZ/EzOMhQj+mYHxWhMaeClOfwR",
-	"aROQzR1LAxeu52o3oQ6Rn5qN/iXIsG6kV0fkwqFxYDy+iQv2MuNQrTMz4Py6BsOmilgSFshlZpvHr5yd",
-	"bX7YyNCOJaZos6tmaF+WdR3LL5p2TQP8GqnX9Or79OsbpV/TLF7uUjBb+el9Gva9QX3TNGy36+xFapxy",
-	"t2Zeh3fotVOyt7gsG6nZSJMBWaSQmh05oUreBVePZUNeCesGLwXWUQziAaCQ0pV62yR+UzNh8rdusC4I",
-	"2vCurdfYgX+PulT0SzLBN98g7XnKt38bfJFk4trc/PsmFA+3Syh+SukTbsfrD79wUnF7BsV+WwbFVVNz",
-	"aVz36blf74aqi5ptUnQvv6qubvG1dsTdWJfZew8fvvxUCVlmSvYfPmQm68IIHFsda01yhMEMWQuGSH/R",
-	"vKnbMNsgDxr3W2iWoQ+5PFPLsp7VEPpEa4Xb9BUDPH7S1Xjj0pR5YzNgEQte5H3bNUTclm7NRIGyCgoJ",
-	"YmUDbfdYXm19l9byN3jdRRv0cV//wFzEsXQID3Aee0kRdcgHrxoGJBa0DNMs6igWDEx6AAdDsmWnPoQL",
-	"GaRD1J7vEYV1VGs4h1o+hp2GTTkZBw09ihutKGRSa/NwUCJ2qjCjg0BFVY+qvh6LT/OsELB/hWTkoGhJ",
-	"KFmPvHd+gizts/+GYIwxm6l0kQu2FzGBCc1W5dlo9X4DOP12BH2dqbqW/4uKZ2fcefX2rzv04NNOO0L+",
-	"yXB7sEUwLXcNuDgCR32oc1Gv62iLQMRcEXBBTW6GW+yxbhjb+cMh3G8XlOwfs3tg8p0BkzepJlFHGB3B",
-	"6Cnm76spKz6A2QjtjcY0xg231ka0zH9kCm4E/Gf2moxli6M10ltNlJWp93CyAugmVXjI0p6ru2f40QIa",
-	"EDVFJaVaqhBG0oa8PcAKwhYJKnkBCD7liANwoLwKcZWkHgRZjQ8s7SnibcNSB2E65yNT96Hp6M5OpT5a",
-	"RisBNjPA+1KrQW0QKWwFCLpFsfj1Bc+zFCg8RDGjRhq/hOsUGFztqmaldTOcrECBUkvJmvmkVgOBctIK",
-	"IL1ZGWoiBvQXbBFvR/Qb+8XbI1q9mGa5vljHmCBJ4n+mrXuMcoK7/BJmU6AhmagibYfPE+1Dr82tERkP",
-	"Poi4Pnvh1ynmNrM4GJ7uNqDnsX7IJi3jWk6RvyyyyTndC9v5ROAX2/OZ3rIL5YSnr9I6RJDVr3LJTFz+",
-	"6gUeAhpuMhT05veavP6N3eIBekv7zuzDrkteXxc76v1RPEONHd6GSbx9BxH6glB7xYphRn8dDPZGlpQ9",
-	"LHy2i8zvNUcOqXVxZ7wfEO2/QuvRY4vHpx4PQ/r4V1QWL/QJUQ3EY1v+EP5qq4F4M1Z9IhYBxJJ+Ksh8",
-	"pcaNFekx2jnpHxLWP4GfaP1AL/lxSG6nVYuayws5Gv6s7a9tddN3QGrxkzEDbk/f9MC8976vy31fLW6v",
-	"2mGu38JNEORtub+c50tcXKpVej6vhw9Z18v+dDA+TICBxthUiNTUPiNPgpd/oRUQRJV3yfbfHxhNdSGz",
-	"C1GUPIfLvdcM9VhuuqUoBGZFge8jMhW/J4uiVEUSMZWnVkONXIkwevexkoiVnIuCTXie99lhLLHOIjsX",
-	"Yo4qo2lO9w8o9QsxzxEFAUBmcGiR+0aKTxU0BdQYkEEFQxVWa4HJqZYGf4FJVrMM2gEswJlawme6uWWR",
-	"VaKsmcyxhBnPBb8gL1vgMoU3oNvnjANlg9ZtM8lwnnAaoQJ+LJNUTcpHqZhkYKf0ZxDN+sWwW5iBg3NL",
-	"iBSLwJWMnGcOHQETHEt4tVNWcaxngGUtK31ukO2vW0vEITOV5yVOYrIUJ2dKne9Q9hMoyvSZ1ub09shE",
-	"2UNgCpQK65qqdJdUE8OfQJ1cCahbeI701VSgbw9z/DAZgrYufInYXcJx6l6JfDqm/Cjq1kpP9kTNBJkY",
-	"+nn9wIn6hL2JICHpxJ4slmalnhmDDGY0zlguVXEuClNaUHeZep/giUlYd+gLC4DbjkyOxZ4vmPcxzyKK",
-	"5QhhtvrJPehYxB4PzDuDjpnpTdAjl7Au3Y2RwdZGsZyfwZYV2BKYcKXesRF0IyJCN7g3wc/ocj/cv+ib",
-	"WEIfj00uSETdI84PNDEi01XTOTzJ1sPKEqQxSmLZTcinGbGEakVAuTttC+h/lUICj85MlCU/Fey3hVhA",
-	"ahedVu+7WE6F1iFTbECvcwLwbP0L24BNBiV77MObo/e0VyIgt8QNcjzlWS6CV4MjlS3mmPuakHRLxgaz",
-	"jQNhLu/RMCJG5glitQTpZIBU6I1Gn++vSs+hFMuP5Jo1WwheSHMGIs/lPZMcAdmjSkE+Woyc4y9KqDcC",
-	"NuwCylbW8lMJ/tgDKLORSVA7yGx2EgIIlBdlyYpFLtCM5Oksk+CTp0sE+qOPz5ngqd9D/2xi+inKywyQ",
-	"ZPpoUGgipWA8GqFsJpBmxnwGM/NOCpDfgK8u7ZWxHw0Gg2BKHBp7zktcHBSXY7Df9RKBUczK82xORU3y",
-	"HHcpXiB0sqnRE3BAWJFrGp0RN+pMFSJhcMuzsnbXsFMFl4cF8gF5Ff4iKxmUVUKnAvhy6ILTr5/wxelZ",
-	"xRbzPjuk7utfqDn/bSEODJy4Zq9TnhHZz7h5Yfr1u0QrCc97cAC5EpyYzGACAzabgaYCZDi4hOb5KmIm",
-	"tQH2KlzYyEg0ZF2T3GAGVwgy7NFp0jDp4QXbkLEf1e595LAXF5laUL8OTMRFX/1YHJWuRfSH4V24pkol",
-	"thzUg5zxT6+FPK3OqAjkpXUq6UzNIUNP7ydbVxP4nezOHQx667oR6kHt5SmxIqWpT7l/aX3KRj/ftQkU",
-	"4QkUKFoE0PgWEQI5KbUioMNotGZA2OTGeZ3zSptZnXHn///rYOfZx//oRvjf3sP/sk15UDOcUgRSsKXv",
-	"tV6jFI8WJvu3rf/Y4rr+j+r95zv/PIYB4D/aR3ArvqHnuGFr4R6SGPbkm8INcKNdniZK4hKDRNSWIl4H",
-	"p1s6c+JmHiLYfTW+0qURv3eXkfB7TK/2a+Q9I/9Bs2BhWCBwe2cGKLL46BOoJa8PApHiowZHxeJBh6NC",
-	"daQ7OfcH7j94Evcp+jJQIcE6gORt+ZW8E1BP8IRPzuPOx8+O5v8ZlsxbN8Dh7Q1wFA5Q652N0e1tPTrf",
-	"5fTrMBp91Ocnpq0Kv/z7f//bp9f/+Mvq9T9e4jTqe9YUL/x8XSffrbhjDtmcMtpJ1FpQiDmoip0qoyj8",
-	"+1QRhJvyvT6+tfKBIcLfEN4bvgqYs9CH4HlhrNy4pTBf2MlHoCo9QnPlCkCkWSaRuqjPXsBvSw+Zoo3v",
-	"MYJtDl+8OE7YROWLmUTvPlFvxBikMf6MPCuhyo0NyS2RMwOWT6Q9JlVBKn0m2YQXadlnRDiA9gQp4iYT",
-	"6ixLUyFJh4XI3TSTIYCGn/JMshN9fSEJDsiXPgvTJ9rUO/g9jvvr02tsfaRfpXcK1aDw19ZZD+3JC4cG",
-	"3dRuDmiN+9IUBmxh91aY1+82/eAeHXGDrAM8gJBRlabgl+Q57Z4uWPWAzjFytBRVpU/67UlSl4KAQvTK",
-	"aM5AiE4ziZ7bxmAgy9x3v8Wyax0rwx4zaXmsOxr0xizRik3CurnQCjzU6TjNiP42OU6cxfZ498DK3lg6",
-	"GQ1C+3fdyuckYguZ/bYQYP7hOykH7VkInIhYUmVVLnT76ACJJSBAjWfVJAh3k0p8qhJtydMOiFiCpnlC",
-	"yIWEJX/729/+tvPmzc6LF0AUd6JULrgEmicK3z+wLYK3R1QB7BBXBB+wJVwZpXlym/nnZtjiN8Gdesa1",
-	"RTgTcCMY/qvgZjBIwyw9YFNVxJJ7jliMNJxxc6PpueqhbfopKyvrolhLDgzffgOoQ7JztQ1ClmMpTg0U",
-	"SS93Z9z54D5Bi1Cvb2drufm9G+rdXk8L/F40S0l468X9HcErWNPW++aZd9/Q74cBJZjTM2IzaXHnuhfR",
-	"LsiZqSpOQK259I5F2fJO5quvjhF0G/3+Crx9gCDeG1/vDvRAgyhyt43t6hsQ7KJat8vmdWdDt8OerXCD",
-	"l10US6AnIac8GhE8vMHI+MD7jx7U9sMB3RfmItX3MDGH4kcPSkONUqhcYIRAWwn6CnKMOZFuk/oHcVY+",
-	"E2sl+jYeYevG9Ilgs5LeEbj6hls7J4keZRiNBm3UJ7fiuntDd0WozdPUWOhjfbmvAfCyLhkD0b6UkwTG",
-	"fSOvXnvSHAzhCwCiduueNuu7sjdLFOOFjDQj/qcG8aSv5dvmHcE1/Ff05Xxvz+smX07bdr47YRv2iQTu",
-	"ZTzTm6wOw0ENEW1U380Rcp6cIEkMPo7lWmLaVxUBEsAIWM0FKyu+GltuR+eqMYdzIYGFBPRpLTu3db98",
-	"K+ymThF+w4tzUTGjIV9NA/4C5KV/DIfLt0W4eK+d3sBB85OwJjGcEdxj34i3JvANbC0+PwjnydCjadNe",
-	"GykOvrcmluSuAQU2oPZvgMVbsnSDpE/sRxLLGZ9T0SKQoSXr2sJR4IDvIRsH4Wc8Af+gpHRcdMqMGY8l",
-	"BnSdU2ZsKyUZ98w49M8w654ZA3BEHySIUvUOYplgYduElHOaJazy4flv8KnUDUo3Yn/rpe1gcSxK8cCr",
-	"BvBzdmxGiMG4agARmwfqoEw0G5QSgiaBsx7GzEc0bXs1oZvpG7mgMFnUc+Q46jwxm+dqJfQfe1oq08Wl",
-	"D27Fs6tEC793w/4a6aDtiw+lxbytfqmpgTPTt9My9jShDI+2bpeyau+vuPsrrvNBEES57SJoYuxrCPu7",
-	"veXyShS3FtlFxyY2CrfWAeNI92D9pFh3W8YScwHxWSQk9OWwRQ9KpuR2MlU39I2EW/f+9cKtsKQ3U/+h",
-	"ib37gOu/R8A1FAZfXHsHuXYrwdZwIGrqpzxEbDTQW2i01xsDrH6ayQzx6xnEadXJP8TEpr0bn7FpzImg",
-	"9nQjZI5jqGzDSUN0so2S/u7nLrKno4jZFD0Wdy6yedz5nPQiv9IRBF1BJsOHBGpp55BxDlVrUhywpuBG",
-	"UDih50rwDkHdDEprtp7WTJZZ6oySWoh0vVT/BmKcbmX1X65i6OizU5tHA+td/3leijzHIMRVfDxutHet",
-	"IeO76nLeLbgXorb04LRrT1aXKsluusbmV2Q4GEd8uZjPVUEZKvQiYKe5vr78B4186tm5D33ecejzK9xG",
-	"QdQTrqOrhj39Pq+5IQynhieOe0BmUo+ODnuRFxMFzzvI6O5ozxC2BVFOFgY5Y9kW5WRdbqYUOVBKtjRk",
-	"ZhOe5x4RNperJV/1bFwU76DtA6P6JVeKjLZMXnuAVIvtq0dIo9He1w2SBuP7YgFSPew7iZHCbXT3QdK9",
-	"AK0/8KOk/p1NDAvmEkM4vtO0no4+326INFjMf81IqT3Am0Kl9U19l2HSoENGRN9aoBTxlcRmFRgG1pnM",
-	"05VJzGyLocLnayk2PY1emaTcfp3Vf70o/Qb8zqFKXSvPH2rYV/OpfO+N8CvFSr8tb8m9K/lfrSrd1/au",
-	"SC4n4hHt6vIqOi3W2DS/rGevd0Wblgmp6pxohJFR1hYS6I3BcqLSMoui0LIJdMnlGbLzZWBzYj2VyBS1",
-	"A3IVB9Drszdhv3hBNBuoGU+K2Q4xbcAAdkyHJ4UgitkWQQuzdGgm6euUAmvqW0dLVVuFu62AhSmdASDt",
-	"Oy7P2cuff8KUR1o0+MZ8iMsVG0ltmxk1mvn5w4tmM+bDsJlbVdnCKfxX1NngSND2vVRza+woI4joGNye",
-	"HGrtlpVJ12JLl6aiYjdBHt9MSeCTxMQZU2KxO+ppZasyqx9LIwYS+oepbm/KN/nWFD4xpuoedRma9LT2",
-	"5lNs8xk0TRxCbqZPeCmspIuAlvvY/JmYx8P+PSjtD8aWniJcMiwghcW1/Bdo8enRgps+gv9gUVZUVjer",
-	"Dpx2ShLXaFsNkne/nmUsfQL1x72IJVSw09B7mqXx1gGKYnX3nhDFV1gJtM5t77jBN9XrgsvG6d9Aj2pJ",
-	"RWNJVajbfmOSQMLq0MiCjgXy4fW9A7/S/Cai9VjG8he4dSp1XNtXRpuEzRWsX4+WFPmKcKIfPqwKLsup",
-	"KGJ5IqqlwHfUzurDhwB1MZMLgddgPwPHjl0H2ANhzyLkw3W0/Oa1Jetavn3E1v/4/hUzjO6w7fQFDxCg",
-	"4OBFtRIF3mIAKVGwRQphiudPFyUQr0E8olLHtaPRdq4qXpwK/4BY5pJMnrI8Oxe45V07vTY+eV4UfGWO",
-	"uhRLV0X8AcvScoxsaqogIi8zQZTuBTMP6o0hsdNT3aSk33eU9CE/VRJplVAtoXnBJ2cbFJJvIJri9g5o",
-	"Bh1vPYFcc1sie2/LoAfIUNZfwVb05uROjUWzf5puvUAKS2sz2g1pPH7+LrzU4ec/PLayOKq9bjgiuf/z",
-	"hxcmJbMu/0utqd3I+vQDLKHfz+zfO6S6fTIYDJGp1By6Rp0A8/mddmIUPRkMdm9VBW3KmXuL+xZCSC26",
-	"LlLs49lxnIChKF9/w96lNhz22KqVW3Dyh6O5KTM/0effOjN/LE0p+7tm5je6d5sWvFHNdrp5LM0TB6xu",
-	"SdClHrGRufAPAjUrsn8ZJce8DAnmWl7XZ0dW0TK7L7QVmntRq0uGZ55VSgH/6Yqd8QvBpKppsaXCWCD3",
-	"FnuiFnnKphleFjOvHICvfN6XA1hTDuDQTZM+IDDvVCDKpj+GW5N1gxHCneQGjXGGuBN3en32xlwGQa2B",
-	"WnMGlbO+1gAJkftSA65qEJIaX4gblBxwhO0GxmULhBl5N7wvO7C9H7O22f09/gUcmk/WcMoN9r0KA7um",
-	"wIB/eejPR0/6j7HWpLsjKGvXfgTN4qVhc3SJ8D8oUgBeUGvogyvUmVNxZ7w39D7CzF+ei5L8o+b+odi4",
-	"YfUmJ6pl+V7rYbX1Dt7zosp47nt3WLMiw5csiODXKoi8dWslOxyMvHUbjgaD/n7LwrkvvsTKUaWGYO2a",
-	"y7ZbW7Y3XBuR69bNONi/Qp0KGo5dFiXFjppOv81KEtauuq8kcWmMwEjiFsPpTWBkbFtUwlhJ1ywp0d4p",
-	"bczm1dk/15pFh1TrmpdAP0hgaTYvFLCBQ/yvZD8cHb2HegoWFlupBSVmprzi2m7os7eK7latQQiRirTf",
-	"ULNMf26sw/A8u6jDxfJW0tvbusl/D8rfqPO48/k2HRtmyrOSwdj6V9+YP8Dk4m4Uk0WRadXo14/+3nyt",
-	"BQ2Oy0bNV2UlZrdnnXu9eDTjWf6oFAgXaQ9O/WUhINfVkvFPIR2MijlUZ4VanJ7ZMg6sPfqEltEkm/Gc",
-	"ZSnYzzx4PmJUBKPI5GmvzyxkEvXAxvNMd7q0r8+qKJbLM16ZwiBZAQH7sV9EADjgFxUSN7jGqdgdWJaW",
-	"Vn/CJZC369fYtxhG/AeWfRlsJ79baNKbUwikaRE7EfrsYqjK2HJgbSLjbM28szlnALrqJrr9vpvNcfjC",
-	"t0gyj2gsqEds62V4gT5fpw5Si9kbrzEPYoB8Q7Gk2VCzGdr/HuaAZ3kdcoC0fIfvXxnqfitccGIglRq8",
-	"MjMw0R8+/LDAZBTgOFLp6uFD6MN3vBSP93Tvfz76fucpq8Snakz1HbhMeZEyns/P+Ilhz5vzNM3kaYRF",
-	"S2yhlJ9/er1T8qlwT+uvMzlfeFXv8acHLM+kYCeF4OclpYXgHFBndB+gc9mpVBBDPJQrNFtEXoYp22bZ",
-	"ShweUnhjMTdsLelRV0vwIKVCy8IU3+FbeTh8oE6XFc+kPiRvf37NJme84JNKFBhupN/Hkl6IZhxGtOB3",
-	"weAU5c7Al4XKXWsl60rF0MMay0z+A5XHHlwu2hg7EehHwNfqFdM9/eHozetIH8lKH+NlkVWVkLgZ6qcv",
-	"lrxkyWyRV5m+ax/xHOypCgqKwFJyNs95JndgLvQzLBVFdiFSm38J72NdbcieFnx+Vkax9MYXIQo9q8QM",
-	"/q0VWoiolT0bT4AWdOMUJ4R59gYFPpQTwRZzfUKHg2gwgP83O9OfMUROgoZjn2dvsu96tMcP07QQZSnK",
-	"/sOHGEDFDxLWNZ5DiDFPyFV0Av8qRIPqH5kI1FQfS2oywpImSa4mPP/PVM14JvtVniINwYusnOd8xd7y",
-	"mWDxYjDYndQfhE9FErHDD89fvcLkLgjszPlElAeWc3M4GLBCTLJ5ZipQYDkonGvaZfoscG+rMeCXlGs2",
-	"m9FiaTA+NnGqillYJcNLAaPiLqxrFtNUd7KwBmyw16e59PpNtWuCrXkCu3I+F7zQ47IHgJbvdSbPcenC",
-	"8G9QBj1w8eGW895Avt7Q6WXLBJnK6YYiDkqN1IqqE/UG1hKhNQpxBYYPOqtKFnqR0REKwIhPcDACjyyK",
-	"XmG8o7Fshv9Zl7yB5DltFmnn9Q4T82gZDrl3QH7TxritB5/8T6DsUk+C0cTyncV0BJvDJ/L2K3R5MwQb",
-	"xtWypW7EMpzkXrB0WQnLiVVM6r1BythwOBFyhMRS7MBFnZVezRNH2kEb8gGzR5l1k0olFIPQ0sD8U+/h",
-	"Hm0gzOCkppuGC1SdIxcrwITU1KgBuC/8npqwgoXk+B5vVnd4Z5UhHgw23UJfM8FhiEDPaeBPHpSNPQJc",
-	"Km6a+EyRC9DOCR3Bd5KRvv/wYX11sOCTllNKToTZ3Im+jBI2VbnW9bom0W9EKxBLeCmUz7N7FRa6jALN",
-	"0MgmOJskTZEmrAQVFEtXlTOe58d6mMdqeqwvENJ5cdVH+/v+hWGq5ehbDm78nj5AUixjmbzBge28egHQ",
-	"exDZk2LW/z//43/9J5ZW0+98UDKU4FZ6m1nQdys2ATEMe7awFJdXhU2bSgL3L/dLzVnOytFeRPVbqBRY",
-	"T8823e1QRg4iYeAqwuf6lCA2z1e4MFD2OaGVSyIsYZPEHTiyhODBqAQhVyKbDGxLJoImmVXA6YA9J80I",
-	"NAN7nub5ivaKeQ6QdECDfFpo5ZhRuThDmYxaLJoRYaGykilTXhBL17nYlVeyjHU/HB3+dHT0+oM+Z/o/",
-	"HHb4NDtdAKqBL/TxrYC6N3UIN1ujEFl7c3Waaf0KQca8qvSEWOuGqJ3fvHrzEnaKvhr0E6rgxYpNeZYv",
-	"CgHgPt2zWCZ7nz4lpiwUNz01CmWqlijljH3CwbsAByCTbMRmmVxUouzh+a+KTG8ZLPcwjNgoYnsR+z//",
-	"43+Z51jXaAdcsjO1cPFmGkepDZKpSd19qpU7/CICNilzZk1BibkoZlyCo7Y2MpbsBwOzNo4zH6VDPhoR",
-	"76+WKqAW5VIVKZXG82QIocSw8JwtCgIcraXe1x/06vDctEWuAFGy8syEQdWiOlGfHC5GyBS1IasDLLOJ",
-	"0EZqlsMvVqxYyAPvARSHxs2QZiJl6QKS7LmdUG9hvG7CHglFh7ZlN7XsVsWfJFOhL5aZNnUKCB1Cx3t9",
-	"ZkDjrOLnglWLQpZjQHjpw6Wmnk+AnwtXGG7E0oWWt/Zs4Y1kF442flgpk52IqSogQ9P7qhQTJQ2WzjtL",
-	"5AdLKWKldTxZ5StT1bRUtmToTDfouuL6ocVMLE2Jw0bA1U0l1xfFlOq74djNSLtmMvD0gikQyz33Ptrv",
-	"BygMZjBAO6nI+cQrDL/a36QLQTq+fbVenRIWwF2Zs54xBH353pSVgCUg0XqgFcg1Br2+GROoW2KloxbY",
-	"dEIIX94SptWNfBCUGfQ1oHyIa1PzTNRKWQF8Fb+AGomQla8/WNElqHW/A+cxIEOv5iXw3Zd6rHXkYGc4",
-	"6kSdk8mkM+7wYnKWXYj/5JOZ6BukYdQ5gfF03v9wuHMyKp++3j3c6UQd+EUmp+o/JxioML+ImA12kAnH",
-	"peRBo6gFdCIT16BoU4ecAZ1xZyr3d94vO1HHWZ+dcecfXGZl/X3o/0Sdt5akoZp6/sYw54YJsnPwHx/+",
-	"/Nfy5M9Py1cv52cns/yfr46WF5MXe3/qtCEunZoJxd6CMR6N/j77+39/9af6KP+bHiV790+VlzSBreOm",
-	"Sfx8BZfxG9rsd4rRpIE8R+u5gQowCqpvhpdsrc19KUYA3FZu/sZNT1LTaXQjhAC96HtVzNYOzveI1R0Y",
-	"WhMF38V2QzuZTMa23ZHNMCdqSVXMmi/oQvORtnPQK9K7jQG/Ms61bZfU86tsN1Q90k1+wBuN4oSnpBDU",
-	"oSrutDuoimELmlJNl0sHYPxpWlCMbTmKmis87oxNy1qllQ8IREU2weki55CgoWdT2zExVbT8fRgNn37+",
-	"L9evamFmAO+IcPjGA0tjp0e2WrC13uKb9VOlqyOlXit5WkcZg6sTjJ1NHs6bLJb+SC8T1Uc1y5VDwU49",
-	"R8MB/u9GQzTmAO3I+jCttRBETpqhke1WaW0oBoHr5mU3pQ0S2al8jtdds/BL7RZ2ASZP8m+CHrWKC3u3",
-	"jtu8dJe/48bDfSF43hwreh5vY4SkHo2dt/EuB3UtSNmM5/oSEumh0V+C6aiHh3h4W1z9dkfxjLLG+uGL",
-	"1sgD0UajY+5GMzPLyjKTp8C9Wz+rFktt2Wvp6duQQvNCWyvVisUd/Chs//ojkuon49INB+Tmmp2pPIWg",
-	"qFFNr7xY3MOg29Xy8Oc3HEL189H3T9vOH8YmTbDPhiW3VLhgOSqvIQjs1Rq6Qb8X+XOr3W7u/LoY6o0G",
-	"sqHR6w8KTe5wOH9BM9yHX7R03O/29bE0hJgCdWSNourPrtF5bqCsWt3nupHrG813pdRrXpyKNmmkZQrp",
-	"SOxN9t2V5BCEj3TDBTp4hoO9p/tPHg/YyaoSN+4yQutMKKmORC6Eeacfud1qNcZsOPJ/FAVhYF5YHq6b",
-	"EcBgfsMapa0GqwkDktaDrZbyUt6aS7W2W+KzweEQCLRRCd4P07WghDB/hFetEHhK5thWjzNekzGYrIvJ",
-	"2e0pNXaQLYppI2rdNsww+Hx1zdSNyH/VbYypqX0eMsqxv8PVsjqpGRjBTr8qC/VfyA9+n7h5o6rqs3m1",
-	"gtoSDe59in1i6Jt8/R7kExynH7cujB6+5xHQMK2HFNuArItJGowwBQRLExHUeiYGXRA3V5UMX6rvNYTw",
-	"VwexdCwbPxwdvWcPH+4Pdh8+hCAUHBLOcsVTdsJzLicYi1PF5EyUVcErfZIgYOTjmgHdoqasUBV4RilI",
-	"b0LKsCNtQHl/sJvYQLcJ2bWAnVvCFTRVN3bSQjuh8PgJPvojop2h533vjFyNfu6n5lwc+XusFn1uEZP6",
-	"tR5vs/nhwh1GvYVoJ4KqiFvxa4vNt4ooUCMbnDX78U7A4nqmsy+IFq94eX4pmRGyFzH9bBtkitW5cDID",
-	"TlvDggNIzFIglBtN9chAnPQ2yKTJ6w0zSkmSWSQ1oOW8B3wWywYd0HmGMW0YBcBOHSPQ7j6EWmPJyzI7",
-	"lUI4Eh3W5XJF0O6AYanHNrDrICiOWisQ45Uv+aqsPwihbAeKPxdiXmpNw2ZOwpyfiZVpLEVaGMtjCaMb",
-	"ah1sqYpzyyoDSLERS5UUB2bpDD8G4yV8gfgRKZhUS9YlZJ8+9ojuzmbCIN3g3zR8bKXXx/pbx2XFC5NK",
-	"Dh9MM5mVZwkmgHu1udgPP4zfvEkiOE6WFsfNxIMSX/NP3SNAWulJp8RoQGP7uLYHZe8g7IG/GlItD2rd",
-	"yUqm5lQVByiglUEkxNJvp88OgTgAb58MSsY1dcVugvmGo53dARsOxoNBErFktKf/0YPkcg+P71CkNhPX",
-	"owggPFDTmFhHdIAg8xCr2hLDbW+5vQADVdIMCrpl5fGZqhI2BCgNYBQXxanQlhsvzw+gIFomU1EcE3QI",
-	"5vhczDEn03xbHsQy0ZIMvq47IbtVkc1mWi9F0JiSomRpoeZz/Vkh5oJX1KiSE9HKiSTFErq0toC9/vIb",
-	"YCNqJxuiDRpwDukdtQvMQ3ZfNr4HswPXCEviKyAues7znPETtcD9o6ZIOINXScf+aWhvR8Otb8kjO4t3",
-	"XTPiRaMw/hZH8vJaEXYuQxd52HK3LrB6Nw0o/pg1mXtp/mvJ/8ENFV42l46OWnQ2J7Gty+CWY139jtK8",
-	"5IZRb9rQbz164m1yae3znxHd8m56iJLnenGiyNB0rLHZWbbF3miz2C266vZiYnDUv4Nb5wOe6pYRp+Ad",
-	"zUoDmKMUqWLLLY4v8ZyuJ8K05ImT2+LZ2qaQybXiZrfKXmWvh3v/x+3XPkHSKj3Fns0C4mV7f4dXxAQs",
-	"ki14pXwpuZ5NaqMmxXJeibLC0xVLxxzlK4TrGaRM8oRV75TJcIXROwYoyADSmsshKeIN4iJrd3hkRdY/",
-	"Y8wI1k3MP+EBqJCL6auWxZpejRZDIVzDet+bdtQU4JJaD68AR4xoYu9ZawkVHlWV/sGDkqVae6sg96Kr",
-	"CqOF6S97kcu21XoIrs7M5qCAHXQZ69LWTEvMES3F8upMS0bEt90pRLEEXE7rOZaOzCpbCiS2mQEptDTa",
-	"bSbWMJnGHz4kl9hLseyGDclFnjtfIGw6St81F4w2n1DMYxUHMiAxyVBbhYlW3J0RgLp/xAZ6SAeMVPqa",
-	"Pr9O+96mos5zfw/4hXNQV24rneNp1HVF1L89pqqY8Qrr5wDwapbJbLaYgd7cKK0TrS31451qyO/lue5n",
-	"W8cMaPdGvfiyBFX/ZqxO3tm9LUanLUsD7SOZjSXGabPYkCPIuHiI98fzDdNhrbH+jALWH90uMuNYkRMw",
-	"ERkzcjwYuMdQfrQ8t2ufK0S5yKvrcPp4lxc9fXOWH+cFcZ+h0Ir1hvJpgHBiiQSI3I6tkV3XKxDfkKB7",
-	"DSK2YHCu+pVFQ50sqlsAKt2angzS7Z6FaJP2e2SuslqFgrWypEUbvjrNUPBWVI+vWD7Krxg152VpoHg2",
-	"bxUUhMTz3tfEeyzBmtTWdJeXrUolmeGWOiYrPEXxwGM/SeBlb5HOslFxqs981/aIoUDydNsxZT2Hfuru",
-	"0nLDekzwlAyPXu4eOlqWB2zICqHmQkKNcMj2zgUvStJEg4YPYqknzNx4FKzMILeMnPUtv+qzBKWk9VHi",
-	"n8DzID6JyQJzay/RBguhtwBk7mYV6zZ96TbZe41aWPeBJ1pk63Zn6oKm1KiDB+QH1g+C/9r5x50DQq+O",
-	"jYsUApcepgN8M61hEnDle+ZEWfEV0DjoCzCJXJQmci5nmApUMDlYH8n7dx+OmB+sSvrWmlqvgE+4ZGWV",
-	"5Tk7MWMzergtOODjL4moAmCmWhV3pSXeB5sA8rKpXGFWaiuM7ns0N5dFVjlTxKPXx/zCpYskTuBgmtMY",
-	"y+RXlafAZPwxYV1Qw4+53kVyki9Skfa2KVGvJ+UbqLsGxdRAdcfN3xl3Dk8LASRGWlJqtUeKTxVbCnHe",
-	"ifzKbKMrOaW/QAW2fxHHXXshuTeog4SBV3LnbEbhwfHTa3xfPu6+fJyvEX0PWzmiezbybzIIDeJtsM5r",
-	"eAel5Jbi5Eyp80d4TVy3Ur/+LVE4LE7sz5i9TLRmYrO1c3V6gDV96APkqFvylVVqImtOZ/aHNpE/q7YR",
-	"9jQw7NtXl/fD7SX3q7tNsSV9YEtREorGjT/4BSfcBbHuxdA3K4bwVDDO6JSEx7almiU9d9ciSJ9zIjPY",
-	"pp5lIIUCRgjDyWLxHt74YpnQK1G79stjREzfzamhnm3UescqBOWxkvo5i62J5f7A5Q3sDwY9TJ4RFxAM",
-	"SOC/+DZL12g6sZOlyQFL5CLPE1OdSpSVk49E4ZLQmBLDXj81uGxonR5Si2qiZgKUZCM3kyiWCbJZ4GFK",
-	"9AsS9gj/cUxfQYNkUJg1gQepA4B3JV+b7FKHwZUuFTEhTfhM0NOIBUQbhBhuIgeZqri2y6hKqOzH8qWs",
-	"9Moz5LCCXI7dAUv5qiSDQ1tm6WZBb3bPJf70o9p+CH3qo3bHtdsxd+lRf89PBS1vhFC8YZCOov+3zrU+",
-	"R1i164uVEsOoQynJ4EvU/7u8Y22vCHd/+8v2B97b9i99083987lqpHobRiWIT3LW8DnfXVGCKO6Ysx53",
-	"xs+IB994nsnx2Ud1Hl2/eKhj/Yq4Q6cXHrbH1/d5635D4fyBfpPuuPM3pws8FcezMu6Md/fbWPbJtz0E",
-	"n7Uj5X98g34Pa/1GadLS6f3BbtBpkCf7g92Wzg9HGzqPDnfDWf911ZNDuC/MLZOr0w1+4n8xteKXQO6u",
-	"1hSo9bV+vAy+vKqxrqf2lrtyzVqrdhBsdDfu4PWJjrJC5aLs9am4bauSNUafLNFR6Uu3ROYrVBlqrkKE",
-	"IRBZIeIOEvyrTOgWBRpO4jCkJ/CvMmFdwpAWTM2yqhLpmPE877FKsWRR5FopkEZZmev+40aKYknRdVWk",
-	"zn+Jz00FkIc5L+FERAyB2EZ7+mDoq2kByliWczHJpiTOWamv9y7p44FCxP7kXkX4JPu1ViDKis/moNeY",
-	"T/WrebUohP5tcjGMXJqMI9gGNebN4fOdDz8cjvYfg9s5+d2993P/98ZbPvd/P1Hp6nPicamXYlJA0dJz",
-	"seoF9NC6PSs5Wdz5HeuFfu7/jqvxOe5ELO7Y1vVTP33/nO3u7j7TX6S84vqz391Mg6c3llC1GD55hJgL",
-	"wGc2qhNbH/fnzwDZRsVs9OmTyXMaDijNqQTUib1mDhivU3wb9j3iLIRQ7GZuxL1YnqlFUTKOfNPg0P1/",
-	"/5/RgP1X9g+99YpeRBs2ywUIyguqWGZeBoKU6xcqKcpYLnkGeBo993pz+qeo12e/wB1v2jnjpeFt08dx",
-	"tMewO0gd6Esej72knsACVajxq2P8JOkdMCH5SQ4uiYrxU66XpFvTlvF+JGrvBKsEj5kWVUkPIh0zUZqX",
-	"Gb3dkX3GEhyZpesOPIDYcDi2HpNhoMCC414fZPCHnFXVvBw/eoSIFf0X/GEgWoaM3zBEHoB35kyvngGH",
-	"niDSqRClyi+A0ZmzeZFdAItqrtT8hE/OkW18BxikbK46JMZJJXfmi5M8m1jihoXMRYls+MSTr6/JPFfL",
-	"EkM4v7z87od37348Pnz9+t0vL18cv3159Mu7n378kNB+4ZK9en/xOGTJmvBCK/yARnr1/mLPftudcQTK",
-	"g+ZSZSe5Nj4KLku9s9KIvT08erwXsceV2ovYkd7+KmKvPhweHb6HcNg/FumpSGOJpQHCxokuv5v8Oh4P",
-	"R0/6g/6gP/yY4B6GCshATWu/SogJ2tLrTqoFz/MVSzOeA/9kySZnYnKOzL7IEWnuTRx9IRCsXFro1FRh",
-	"Ujrrcrb76RNm8pDei5XMQUThjlielWJy3CYQR3t6dR/vsYLLVM0wVf/AXBORxx4byxlkLiopUODhCzwU",
-	"HEoauBXPRCGsdUflyCmks/bU0EJnEor9AfmwmjIsSUSiV2/UxHPN7fwoVskBEHg6cmQhJ8VqXvnHGkfw",
-	"oGTJ85/eHH94+fynl0fHP778GxEX0w+p/1OgV228hlVKmb1orm1zpGAznguXiGVUW0cDDHpuUs/SSIwC",
-	"bvM1/HOt7wOcZfME/qUFe60ydSwfD1xtappZMzy7UBJ4QYkAWaS9Deb0N1GkGtQXrRNmpjcU3/9Y18M/",
-	"rOTEZJu9/Om9NrxRPeqMfx1Go49RZ1HknXHHyEZQRwwbYn+iZo8mxayztUnwiz9JdxtgU8UJsHdeauCg",
-	"VvpO5qvO2pLPH3B3nQCZxd0l6yJqSdtwdvvGHRRCb6Y//uVZ8fTPP/7tt+Jo+Y+f3794+ur1+7+/UqPX",
-	"/DX/sMTU3mui2eiOaqWTOmSpKKtMouYJUoYeZ1JUS1Vczt2yKPIxGw5Aqu+jxL3RrfgtgJvqMsflvsPK",
-	"3fveH71VH2AqQJ5d00jGFurMCOYwMs5+/um1EV9OlSf170vayF5H7f28MeVgk0ce0xGC3RXatXXfu75P",
-	"kfAZGJ3HRodO8N5F53hQ8qmhqBNayHzKK0Bra8Uok6fHZSYnwuOCIAOrQhVY8BQMiBMhJKOf9BlOCWle",
-	"CNYn3Do7ZL8tssm5DQ6oZamtT3/EZcQSONtglmLQ4E9suOnqJUz4V7o4mojgdzI0N74AFBjujkWRw8Wx",
-	"8c4G5yHd9bG57GOjO+hPYroLEZNLHsyPAJl1ISGoyhrqEFToU++/mM5S3KltN8/56nacw9sG286D5kIB",
-	"sfQS3+atifjadvw380+u8Us6KdvmnfuyQrfpkKxEWV0Pi/EB6PidO08L3NXcRRv7GPqDrBiejNFd5YJb",
-	"2tDI0s/aGDO+PJk667RsWKd0XvzJe1DGUt9nUi0p3InOHrTS5hwsZFVYQW4MfMfGY4pMTNRMgLBGxwHV",
-	"sypASOPz2gBu+LXII2fKSAgJlWgqzxsdy1yd4i/1YWgYe5Gxac/F6kHJvLovY2edUrlcrIAQS/AJMakK",
-	"lqvTEl1EDpY4Zl48Vhvto0+fIFwKVVt6kUX3aomq14fCq64kPZin+kEkBGLd5dlKzym6uw4Iw6of8GIp",
-	"zuYPvKulkBXgRMlXBsl+YEJnee4iZjalx95TG66tI1FW9zgbH2eDq91ERNp9bPfwCOyMuzPIvFiiucmu",
-	"HFCEMuaBpIg7AB/YnY74s4kx3L5yQO7IkxwGw683t5NY9wbNLRg0+rC/w2lu5XsLJx15dL7gjVrvXs3X",
-	"eL2r9dJkkQb2MZZdL73DKBo+GZOtruPl21rO9oJJJSHzA4J0sbQxv8gL7lEesH1zLTUgjHEmfWtTxXLK",
-	"81LghWzjQFAxRs+4jVdUZ2LmbmVMBUfdQg9jJRxSCbzR+r73whToKLU2W32aDqjGIoRdMCVExhLSThDU",
-	"b9zYcOdODMgUPjxgCVDmiWPzEPQb3dRQYw6c1bF00CDGc+Ass8oNedPNn/rOXuej9b2xnxPPY4vuVePp",
-	"XnLr6o4wkIZX+Yab8xvIScA9Yc7aFW/SX/xhfJPe0OtfSgH23mej04fji3tRdeuf78o2tK4/b1dDZvMi",
-	"z3v39+bdOQLxYvmqaNx690Iixt87J1ogF4eL6qwz/vWjFjUo2dvwlYiEmrgSghDWFik7WbFES2dWLGTS",
-	"8UMy40eP4BdnqqzGTwdPByDNaLht+E0HzEW8LtZs0C9DAxUvyr6DLoJbqwm49LgV9PXQzcUpzzGOBteF",
-	"TG2UgOrIIrw1K9j8TEmoSQ3EtiXFaX9bZGVWibJfJ2PIRNn6/rBIrZr6iXpZrR14tq0ZTLQlUy8rPLek",
-	"93vMIWn++IXguf0xO1UqLW2V6RKLHfLc7wj83daQmixmSKFe74bXt9oL/HbN71vafqOk0Mt6IeAJ71fT",
-	"THI5ES2/+SsmIoY+5welJf4Kp9f7tKWtl0hfDGXfvWReQFOUDwKWdb9RIDdutvYBDsaO3hkLfTK81Nxp",
-	"k7TL76R9sKXV19mFkKaAb2H4Utm8UCcCGw6oifE5n5zY7zlxq7bstWAuJ6QUQ33X+SLPARjGoHTabJZV",
-	"CB3z2sWgRtucoA7m9NDmwlFApFJGQp6IlP3802u/31Y2XtZznqYZ0V6SGm+mbWWYdPzpEFWVydO2Zt8Z",
-	"na5EZwlJPYwkrBSdK1fkN8DAUb1LUJuxMmssE0+ME3wI+oZhB9DtUzXRWouR/f1ZCmCvSZ7pDUqFi1Gf",
-	"Lat6lWGeA7cpgAGkEFh8dxYZ9k9DY7JiqXLr6+ARYWsPPO8QLY0eD3UFtV6z9O6u+vzx8/8XAAD//w==",
+	"7L3rchs5kjD6KgjuTpj0lGRKlj1tKiZ21bZ72tu+jaWentmmlwVVgSRGRYBdACVzun1if504v784EecN",
+	"vhc5b7JP8kVmAlWoYpEsUrJ7JsYbO22KRKGAzETekJefO4mezbUSyprO4OeO+MBn80zg57N0JpV5o7Il",
+	"/GUWsxnPl51B50wxPRc5t1IrpseM47iIXS4ZV9pORc5ynYlO1Lnm2ULAw4lORWfQOek/7EQdkec67ww6",
+	"WmVL9zCb8SVLNbNTaTpRZ84nojPo0weDn3J9Qx+M5XZhOgM3TfGSTufjx6jzNU+fcStqC2Ypt4LZKbcs",
+	"1cIwpS2b89w0r7EfrPGnhciXMJbPhBU5G3ZgqmFnwIzNpZqU8824TabMTgUb63zGbTH0tvv5g9apeZGa",
+	"6p4m8O1IpoZJej9niZ7N+IERsForUpZJYwE/MjV77LN4QW2z6l6411xMFhnPmfgwz4UxQBHDzn/92D94",
+	"8v633Yj+7d3/1/2h0Pdg+G4uPwNmR1Zv3O8d4/ad+GkhjK1vaixFltKuxlxmhl3zTKZ44LbuK6cp2aVO",
+	"lwM307Cj+Aypdp7D0bXL4isgn5k0RqrJrTbzVM/mXC1fa/uNXqi0uqNX9IKIpSITQJo6Z1JdSyMvM8ES",
+	"vVBW5HOe22Xj9k6C7YWD2VG/f4QoH+M772D9b/JngmeAFpmL2i5eC4nMLaGhI5kypXOWCp7B54m8FtvR",
+	"EzwcPCsNy/07b7cLZXli34zPiBG7XVX3kdAg917PO/A7Nhe5Ia4eLLTr2XoI/Hsmgh0orUSvxa79KwdM",
+	"aWYWybThlcD969SwPywAkRvJsUqFgIqt1AeD2MO7o7pnOlnMhLK7rNM9sn2tbiD76i7Xq2ocGL45ZTgI",
+	"qOlodVlqkWXlqtq+3iySRJhAcHWOcAUvgDgUz1ZUkoUSH+YiAe5iRH4tcjbmi8yybios8lBUN6RCNu5G",
+	"ZHoSsYVKRe6EGbFOmTZR9KMKRUu3DoZfsG75LDu5HD85Hj989LvfXT48Sflj/jART46fpH3RFye/e/i4",
+	"dysUeAD8p8j1PyMQSCF4LW5e1E7LC2VEbkUaUCPsR4kbJtNPR5aP+32izDcL+2b8jqvJio6iFrNLkSO7",
+	"5GyujQRBfs8ws5hFzGrNMp5PULdg0hqS2VtZKnfTwj71AhW9HF4+YHwGLNQwrlJ4hWGLObOaPan93+GT",
+	"JxH7acGVlVaKNaMOnzx5cityfScSnafmjXrLJ+JC65ew1SqAchoy0gpmZ/xSXwtE3Yx/kLPFbA9Vrjol",
+	"KD4OWLMFqEaCcctm2lhG9Lz/9r5XV0rfKNTRq7vCr0D3Jj2O5wJ5sDt7Cbc805OFOIVvp8DlpaPfrYy9",
+	"0MwHDD+yJ0++igBxJZNfec3tTtsP4nKq9VWzlDpjZnFpklzOC4PQqQs8QWFe6Albd3ZD72FHx3cirz5G",
+	"nangqcgRNc8v+AT+TUWxWFz9jeBXzPJJoYHkYp4tWdcIwWKpxvoweCKO2LcXF29BebkWCr4xvVNmBIDc",
+	"skueXAHo4xfjg9daiYNXYDjEh7BFMqw7g84PD4adqz+/vj7Q5//xu5d/epGe/fGPaEkUGuDA5gsRdUwy",
+	"FTMOS55zC4y2M+j8Fzz949nBf/KDv/UPnowO3v922PnXTtSxyzlMToYLCYpUzObaCmUP3ol5xpekz1a3",
+	"fw4KAjcshlfG7GYqVAgEx0ON1blI3XeIYCZ4nkmw9B3Lv5GWLCTDZ4LFxcuT5cF3YhmvB2cwsnfK+KWB",
+	"FSH93EgjAHQlHIRazDqDHzuw2M77pk2/EzZfHpyNrcibNptoBQdSsxsO6BJjnQsnJT7Y+l5g8/pKKKDf",
+	"iHGYE7n1jKsl2mUiZXxhp0AHCRpnJlqZEzA3m1s2zvXMKbiZRKCnKVjMFdo42kQEM6mQG8Iot3GQvxOR",
+	"0xn94YeDs3I1ooHUsxu+NCz+WvBc5HFU4iwXHFRwoAM8RqMQRVXqpYdJ4P9+2JEKTdMRAmrYidjK878f",
+	"dhbEJCMmPsxhb8APcnGtr0TK3IMbyb+O5o/ACRyzx6ONvBb0/RcNJA7fV/YA+nvUkcpLjk6EtrBT70eo",
+	"LKxfDHkACPiPgXltwQutzenijetzv1XW+NX6Nbrhn2Sdzs1UXeDTml8JZBrySuHkTyDMuALlb8aXwCwE",
+	"t6yrlSh0HiZ4MmVWzkSvSlUP+0fRw/5xp3nLhcDbuOEZ//BSqImddgbH/T5Ki4JrrjikNnPMZPmdWDbJ",
+	"iiux9FunY3zPsGSqNZpp3SPgLMePHrF5LpXlYK2dnT998YIlU57zBKg1ItuXG8bZ99+/eNYbKlQPZvxK",
+	"wHc58K9CEt3k0gJHHYtByVthDVVuG/ItqdjxyVBN9SIHDdDciLyZh6M3S+bGOj4QN8iLAUOxEIEqOVS4",
+	"GlPoK3zCpTptWBdnqRyPRQ5crrAIDIuHoLYNO/EhOxdiqLYIg8OhqpDIo8u++B1/dHzw8Cg5OThJfycO",
+	"nvBHjw76ycP04fh34yP+RHj6IalfElBNGnXWkc2jR3hM/N9HVRpiB//X+9+uoZwxiHuU9qtkczEVLAbt",
+	"I0bZ6VBQ0hCb6iw1rKtzFt+Pe6ckhaVlxsosYzTZpTCOVc+zZYQfCbsI2of9E/ZaW/ZKp3IsRRojJsAs",
+	"4OgIbKmBNAMv1GXWge4IT9wqYJzX9ptcz1YB8w2QH0t5QY9zkUudgrVKZmtBo35Q7Hy08T3DZlrZaY2P",
+	"HPePHx8cHR30j9awEnweZHGnkVfCz50N+7jQq7t4ybdsQsOPTiFHccf0jRL5PYOckP1NK7FmG0ePNm3D",
+	"6h038ceFTK6cS7BJEj0NXG+nLC49gDFI7NhJxxgp9VLbaS/0W1YVmbXiq5y0cxtphVvZJPH3Wv9mnWDf",
+	"1X4EqWXmWhm6V3utz0WSC+tkTKIVMF34yOfzzKmSD/5qYC/VG7lU8DSTdRcc8JeUW37JjWApeqWtZw5O",
+	"JADpFXd29wwrJmry8IR3dEbk1zIRbKH4NZcZyDQSReteCC+TM3Ero1ppB5rA965RviRajeVkkTdaydWV",
+	"O1vSFJZ3bQPO+zXlINHY03evRufPn757fjH67vlfQI4LleTLOfIgmTODGDO3M0ZLAvrXXIw7g86/PChv",
+	"Xx/Qr+bBc3UtMj0X9MyqKKkuPK6uPI6Y0SA7Eq5g01dCzJk3q90mTtHLROSgnUvECMvQk4umjkFflLgW",
+	"oIsUV71kwn1fUkLci6qUVRDDWCpppp764HWe4g47H6POa229pGoWlyQib/QiS9klWVOgR95MtRFoq9cs",
+	"bAaHNT0FgHhx12D5N0HdDXuAYxDib4KLk6c8T1uc0dsj9kwtyegl9wIR0hYfBA3qBXaccG+o7f/PB38C",
+	"Ojw4L5Z5J/sJYdSwpddAPwzM+QEQJGDIsDh4KCbqoem89EwFnOaUxXh0nMbkvK6sG384wO8P6CEgwJup",
+	"yAtNaiIUUbVhmdZXhxWM4nWT9xJ/weparFbhtANmKw/+Kth9Keky/Qtm12MWYbQrVuGhz4vRZ3z5jJvp",
+	"pf7CgtfvpwKk1jgNn/rMSBU8Q0fTl4O6CasVKLVHa/jYr4TXt87T9wW323BbQGp3/PpHPzOOZS4Sq/Pl",
+	"U3L3fkHxOhTXAdUew7UnfyUEf2HObbC7I3MOH/vMeHU3Rl8E71bcrkCqPX7rj/46OP6C3hbo3Q+zvwZS",
+	"lfiCzLXIVGIXJCrxeZH3fDa3yz+VLuovKFzdTwmi1ogsn/nM6LwWyr7lky/YXLufAkLtkekf+by4/EaK",
+	"LP0iKTfsp4RQa1wWj3xuXGZW5F+QuRGZBYh2wKZ/5vOi81vBMzv9gso1+3HgaY1GGv95UfjdXL5afsHg",
+	"mv0QdFojEId/dvxdCD77gsH1GET47IJDeODzYhFY9zuMS/mCxsb9FABqjUf/xOdF5CsuszNKpPmi5WzY",
+	"Tx1OrdFae/AzY1crsfyC3hborQOqPX5rT/4KCH6lr8UX72wbDFcgtRuKw0c/M46XF9xcmS/hKltRXAdU",
+	"ewzXnvy8CC6yzb9gtWE/BJ3WqMThvwL+vjDfbTjcjekWj3xeXJ7rRPLstbA3Or/6gtMN+1mFVGvcrjz6",
+	"eXEMvP4LajfspwBQa4z6Jz4vIr83X3zzG/dTAKg1Iv0Tnx+Rr77cfW5C4yuxGxJffeZbT1fE5ZnI5LX4",
+	"EuS3cT9NsGqN3IaHfxVMf8HwdgzvhdlfDaOUN/wFp5tx6qC0K1bpsV8FrxfC2DcLm+jZFxG7BbkhqHbF",
+	"cPDsZ0PzhdavuFq6Qr9mx4R/qjJ1Vi0ytZr9Xy0p1VybCktX6bFtrlF7/CRInd9S5GrAjvtsLnI2k2ph",
+	"seBFbQW3yv7HEhmre6TKGeJDIgTgSFrDcm4Fy+RM2q1bKocWUwzYo76vT2NwEwbrg+FHWsTfQbb/xm1j",
+	"ZT27AwEMFVIA61osMaPYPOOJ8PR/0j/CUj9hETN6vySaFilbzCO2UBm8RdqhCl4h0rDaRMaNZccnDAsR",
+	"nbJ1rOUlbAO4Cm1kqFx1A2nYlKs0w0JDhqiRqmQWGOte6lQKwzSMP2Kv5Nc9GCot41mmbwzjlmmViMOh",
+	"wqpwroJbHJSIix3KzWFx5qlQ0bATF7AN62bEHw4Q2cQJYqpRFPC+Wvm5TQUHwqEfqZQkAFPn8m+tstND",
+	"NuGqsFUPzffbqq41lmM8Cg7NosUM+59zX3W8Xuej3drc0+yS6tH93ZzXcD1BbXU4NGuBuS/1sbP6wZ/D",
+	"qQMeQaxOj9ewcDYR1rCT4ydMKmMFT9cLf3dCa0K+qdrgJmpfGe9J3tcS2ZHiLxdmuSojykIkN1xaxy5v",
+	"pprKe2P9EXYpplKl7NXZn0cvXo++efniD99ekDJk9qyG46VlwZmAr+Z6AhiJXEW3jFusqbX/cfmnqP1z",
+	"Z8dwl5I062n/mRtheoOharHzCA7wQuWCJ1MAV3GKHWncM6hG4zU1y7kaquLAwuN6YakAD+mVJeKwXtUC",
+	"S5eGe6tRmrSO7Ieqge6lYrRZqvYXiJ8BO4p7hwy1jZwrwxN3hAzLdQbc45InV9FQGV0U/4Mfb3JprXAl",
+	"AH2hvxlfskuBGjhVCGTdMda9xuqBUbVy4VCtFIrt3UIUl+SDPOJpJngOaChyL5uKhZ25cuFFSUSRpXBK",
+	"/DOnLFaLLItZLmb62lXho0e6xQPsUoBVYZiYze0SmeXGGmEwI3E9qmJZqxkWdT4cTPSB+9YPPnztPvyI",
+	"U74Phx3I2Vzn1hULnnYGnYm008XlYaJnDzSfywM44hOhHhSv/hg+bq7k/EAjTHh2MNdY2Z1WVzbHQMac",
+	"ppJGvaVWIhLON+2iDthKrw5uXEXqPGVmCvqZtKcsPnv2bPQzmGkfYzYTs0uRGxgD6lrxJoIxlsqdBy/9",
+	"uQOUei3tckSQWqkUG3W8QdL428QJm+ZfRqRQreBxC+4+Rh0QcBOdLxvn9j/eYnpp10wN8F732lxwV/Zo",
+	"c0ERKy6Ah5ePjC6XzUW6AGv+2CwMCJypBqyh3MUzO9U3xJWM+77L5zJiRKsRm3GZRezw8BAPzMqSxQfq",
+	"LjAi6dSwKawNOaJCfQ0/T3K9mK//ZX8MrHmwYaAa65HRizxpXiFYSevXP5Npmon1v6//QdvmH6jXyio6",
+	"46OYZWLCMwYKml1GLD6O2TyX15wMfKMVFnikAtxH0fH7pu367kIjAE3jAnIxcdVBVn7yesHan/bHl+WT",
+	"FnWNYVQjIVr+wb27OoFUqnQdUbFPrCZppBXmlIHsKuqw2qmYNU++jnXBF6PWlLbIs8ZZ4GDuMAuMXktW",
+	"CzsbJXw253Ki1g8olfjG32cilYvZ2p83HBb42Yo1hHUzlcl0NNXGbpqCRmVSXW0fBVhcP+pjWIr6xw4W",
+	"CEXAlTKnZLqOZxfkX7LqqCbD6meoJAOHrgpbrjKYCj+sco+Q0xCtlJQRYr3gEI6H1JlwVXwFki48o8VR",
+	"DgSpl7YB6/X8uThf7pw2wb8Jv03YrNFohaQq5Fel1YC2Sr6mL/8qEtsp1R9fDLJZBRrzzIi6gpKUilOL",
+	"Sookw7HeGrl1rJiZllXdSlbS4XnOcS4BArb9TM9hOPVraZptPtVKtJ/tLQxfP1vJKFvP+K54ZN20tUPp",
+	"oV9AothE5f0B0Ddgn+oaBg37diCDp3si9YWaL3ANM/7hBT13FNTZLoD5fA9EN8z9qGHqt3wJ1qrrH9Ue",
+	"RZgObHCGPeim5eJW9P96MfdN9sC26uVVM6Bm28AvrFsYiezkq+1G33pDofEdT92P4WuOn+z1GmcwbIVO",
+	"YEBsHbuindeVqxR9DlwxP9L3A5JqwszSWFKItr6oquRXsRZtVu2rS/oD/FJB2l7QrOn0W9df0fG3Lr+m",
+	"828d7weuqLbAs9BEK7wn40WWFUYbb9DuN7dCWGtl1A5S0ypvY3ecMj2T1op0wOKjeB8rZCuKSqtk69CK",
+	"KVJrL+Su0UsCO+rvQ2C7WSvb2VhgSKyv989gVLj2vc6Gs0IqrVhOvoo2miXVNb2jSvnY6hIG7bOImpmy",
+	"Fac1s6XV+NKMaTV8B34RmjlbBzeaPdvB32gHtX2sZhhte6ymlDk7ozRrPCls0L2+n6fcira6V43FyDTG",
+	"S21uWSa4wTr3LvoF/YqHRFDhRMdbHY2fTtHYqBY2ebRX9Yi9pvgsOsKnFPb77HqNY+QfUQH4HML770bw",
+	"7oPrVmL1FFtP8MTd8+hsT0H7GeTmri1zau6qZnZLvoTdOOxZvZW3v+OTOSN7O2LiAE1U6kmLyUVMUXZR",
+	"w7XO8zv1W7y9U79FJTOq/ayVx5rmDfoitXPV+gfWemv3uPHZcp/Sem13c61RaxbmrZcBxpZFrjEYEBRN",
+	"iD82utjXX4cE1crX/rj/tcMnu9Focj5XGmtViKNwTLd0D4cbD2C0xsXr/MSlq/utd7E990632pnZwHnI",
+	"73NL9uMbKTOrJwL1PNeWMLyPvhuu09aJ9ulcYDsqTJ9YF9lBqQiOXhWf2NFJpCzhRhwALhWMvBbZkgJK",
+	"DPUF9BMEoRqse3LcO3VXzRbbYGErRSVuVgX4XrY9Ok5q5BY6lB7ubjR/3HQa9nc5/2NS8xYpuFmJ+nIU",
+	"/vGPQsP1zWizsho29NrlfLw6e/HyvDmwpRAgTmuNfPdOnacuu+SUgYx2MMXWdCKnqDfsI9nmXPiF49FD",
+	"kmmW+nQ4os6HA3x9Z/DwY9R5/fyH0Ytna+JyxE0NMfcMk2kjOpoDz1zry9fi5sWz8M1HH6POxfOXz99+",
+	"++b1823A86r/p4Qd8pZdYHdcJzIHyMq+Ik8dG8jOJ1fe9o7W/UQq0rnYk9vfhVXSmkXjgu/ACA1maqkj",
+	"LpRLrNgBNDMXM93gZ9eWZ00/1dZJ4yKaqWlhRVWiC26u9osQuEO7j1ocY7Qz/L7mZNTGG8sperStqejb",
+	"4u5nGaW6gpRLrTPB1U425lqjLhdmkdktIWbOk9WRiqFF7pb0vn2AVpMN5iJ0CtsI56xAuIqezVZb2XnY",
+	"2VhuZ80k6FCzesX2l7/85S8Hr14dPHvGvv128OrV4Pw83tKOGo2jWvf8n08+HtCH4/ID8x8GKx/+tckS",
+	"rzf12/mgSGFGqNRsZ7nELBypmlFLd8j5YhY8Otb5RFsr1Kh4/Q4vlupay0SYkTRmseurZ1qJZYv+f1j7",
+	"Dh9Yjq7msmX9YfTqSr11TW9pFLpPzZVpsR6s0+ZdlS3Gf28aWK5bnJskWkG+X04duasw94BsxmUBteYz",
+	"5YC7G6GKD3OhjKi2ZNcL4IfFS9RidklodqNH6JtollNS+cTwFvPR4E3TgRgb7TBnndHRk7U3VactttWp",
+	"b3ANnC88ce0A58vyNq6VsgPvuFjORXDG6roN8OvRWrXA7bEmu+o/62uRp4tNI2BB6SIjhrA6xk2waR3F",
+	"DKO2Okz9icpeV9YV7rS+oNo2owIPa1D7vdlZZWuvAzTrQGtjcxuX6Lsq7ud7nMCjhQXOJvJaKO9vBEMM",
+	"+NMh+wFzrnDsSKYx63LF8E5ZMKBdF0U+VAn1/VuIXuSjXlicyjAnLU50KuDfeS4T/PCTsnTDHV9z+JQL",
+	"ZjnI9XGuZ7V5T4uAdGlhhVodYMpS9S1MGuYhSDPjO1yQu2FWs6NoqNwSgndbzfqHNBecsuojfUqXrov1",
+	"ljfDfs5VDeeZ+wWz4USeOENylbHN+Adnm/T7gaXSb2CjATRWX/hSKpf9ghlgZi4yTFSXhs15bn1OAOZQ",
+	"jXkieu2uDz15NIYCEvqI3PaIidnFHQVIXV3D90pahr9tB271/7aA+qcmnP5xwTEgbMd3bXnVNW941Z/O",
+	"LqikQkk+EZMqyRaYyUSKcsuNb3z/x03cZyd/QkMT2VVh1tiTdyeFe03W1SbTr8HUW3tu3246q5/hRG48",
+	"gJ8yK2z9faQ/ei3g4Y5Ni5GG4tSqEMv1QqXdn5Rl////R9QNH7pH/T77n//nfzGPtR57wICu2XGvJZ4a",
+	"z9jbPc7VFjU0rVjIBeqqhBJ1XNrKT6ijEnwDmqTlEogcXjbqCLcNRItY7Na8OSbtlPWBdrlLNJ6KXDSE",
+	"qT2sH9ngZK46ZuHHynUBuxSZVhOQzXtIlPBc/8OJ2iYYeTa5zlV+9wL27oXonYvK24m7tQd23SG7zY0n",
+	"HtDdRWij2/uuryarTvMt8QuOpg1QfT1kYddDWvUF12qlaesrPcWlizKucmNuRWer03jr8E8fpLjhwhJQ",
+	"zYzlk0p8+8nRPgHujbKUXrCYnWJJECCUBRhu3vxqUNpvf+A/W5IAbq6eHHCyV2LDpwv6b44xrzjXy4Dz",
+	"MIypTIJd66Rfx6s+aVA6s1NuQcphkRmmFjORy8T9Jn5aAE406w+YWSRTxt0PyC0M4/TYnBsjWoW3t+Vt",
+	"/e28bceHawzqrvnOXsz6lsyqTtq1cGIY1nAkd+Rp/p4f2drm49Jvzcf6awnoczOuTx+G3d/CoHZ6sl10",
+	"dRGP7tw57XWV2oPPMQGjyeRvHLif2d9gQPjZ7xkGoyIst6hY/IfnF+xB8euDn+HHj2Gm3pPoqB8dP4ke",
+	"PopO+tHJUXRyHJ08jE5OopNH0cnj6OR30clX0cmT95uOY3VBPwB/tOGq2FS7IkErFIFWlFlzipAyQemS",
+	"QPnklKUHvJHq8lYPd6MCZ3k6WeSWsJEu9kEXBQG1cDq8Pnv1fLuvHENhcOjGle7mrarur4ludbKY+cp/",
+	"v2bsxBZZ1iKwwdVCbCfIqBRk0/jtURuC7n2a7fx7Bo3mWg0aTrcRnWg3n972XW+v1HR735iTIJ+5cpCT",
+	"ky38Xl6ufbICP3dWyKfxeoz2EXn6I4fYSu2ZTRkAzfVk2gW4IDVH1Yiw8ISs1qFBcDfyKMdL9vCqh09u",
+	"9Kw3Drwr7/o/jr88dXBoT5ZfPOz/aB72AMWf3Mvu3nUbJ+Adeun2cLXdheTfSTRvXtLu6dc7ONxKeXyb",
+	"mhke50UPisDH9OgWDrpPYLDexofmd7niRzv5pH6003qQJ7tc+pCMO8zOCBUFpOJNp3svkdwshZVorCgz",
+	"YKmLYfX56o12JeZdnJVlGuotUlz2R1FbvRtnOuHZv6d6xqU6tFkaR0xpZuY8EaZ3io5fnjem66xU1zmp",
+	"Btj+178Ph+b9b//dfxgOD/3HxjjaIF1rx+BETDZpkwzmIVPHO83QhGG3qL8L5v35rlhuD9HKSdoCXpeY",
+	"/ont5GJP+9txMh15jMy4arZU63m7NriRdklCY9/gJEDSPQPMrBFVt06cri17Mz7mdvm1Tpe7xgwqqhLO",
+	"LnW6pDZE/3H+5jXLpBU5z1y5cazaFf/8MabC7Aslr0VueMYyaSzG9xkmrRmqOc/5TFiRF+6qnxYiXzLC",
+	"GdMqWw4Yx5dRXKKvsk3l1U/6/WEnZoYvsSybphi9Gf8Q7qO/FrIOHFHnw4FrQnJgxQdAid2wahYsupvo",
+	"bDFTJmJjmcE3ETNYHXrOJ1JNek27itA97X6AnQ2YESoFbkxARdrROfv5Y4GpP/leB6t0SOigqWucuknM",
+	"F70HdsP7BVbJn2dL4D7iGnZT1LOnBjlE6OpaqKK6/2pXgsNOO4+tq1qvVdDBathBZMOhQtEGQAMYk56A",
+	"5fTRswtPjbnMFhR2Usd9ILm6/V9+PDp49B6zPvA/vUaB5XpKrCwS6/sHiwxXAoQUrOSUKWzuRRtrNEip",
+	"7UQTiuEXhr2F0oguZo9YF4gSBHcfIWKkmmTiIEcOGzRZONx6beCaXKxsLhEy6+b6xrAHjKY1I61gdC++",
+	"u7dTY41VVRDfx2bcJtixgXoVwAnDg6Mtz+5uDaUHrgYCh9Y4YjEi1fG15/iZdYE7ufsDx4YfTIR1ndd8",
+	"i5+Q9/cCta7jJi9alkQdnHc1iwvYEzx0cM1zbAkHT1Me83kxB/393M0U/PWUz6XlWef9x6BjShOJLTPN",
+	"U8YN446ZnLo+I9RWDqQVcN2GThaVxnINpF2P5veuN79vZ38jKXh6dMfBr7lRhF3v7nSn7iDVHDpQ+TpR",
+	"ZzF3NmwqMkFuRKFSTFxLhLx2v4BIKD8tR9ShqDH1LplyNdmecvUfegFm7lM3OjDG22YzUvXJDRpPg9AA",
+	"2FFDFzC3ZEqutL/SWliubzDrmhjaDTUgPJCpv2hy25fC9NokZmNCWLrIGmjvFX6PfHvAjiJ2HLGTiD2K",
+	"2HE/YscncN4e91nXLYGZxWXxtAn9eiFLQQ7QXl9EC3PtPTXZnyjcEEMsAbXbTnO9mEzryeB7qXUbTOIf",
+	"pprNeCqC99dUS+o4d5v37uBndwek2VdegLFAdkGZIU4ifwbLA7L2cL91EnEXa2GRmyZZ/WbOf1qIU4wK",
+	"wOwRw2Iai3kfFiMSPliW8Kz5jglPzA4lSa7XGP4znTex4HwhiIzoPdQLrVjhjC9ZDsq8OmW4bRobNE+c",
+	"csMSvphMLVvMgw0Uycl1Q5i2E3mAuYU1oQKLYX+qJKiSL5Tl+fobb9I3QR2X+poTW7TSZmLjpZaXAaj0",
+	"r14jedi9j9ocjoLo/XnA17tH18L1Nh6HzwG7re5RD8tVzumbUV1JlYZlkAHaYXzFrcFfhfxaUO/kuyOi",
+	"bzi/JZhW76WEJRMwlRMMx1Api0cxCVG0IclaROM1aB1VT1g/O/hPfvC3/sGT0fufj6LHD5uz0XEhu4Xx",
+	"tTqjW8o7tySMxgID+Oxa/PypiHNp3sSqX6ywp10UTM4czdT7oZHnmrMUM6VAxQ0KC8Runt4p42pJHeIE",
+	"8NjQx3DYWenUh4ume8j/+b//V3MjNnjx4apLIixb1AiFthjdllOxTqupNDfTeRFasSM1tOdA1H+uIYwb",
+	"e1zrseuSxm6m2hQRTDwXrnFd2rq4ToWNbek8UUZWbZ3REeda1rMmau4btFl3PJipGEtVXMtvXhpM/6wc",
+	"v4uTsxF50fHJ+1smK9cFYbCd9SB6VtnzOgaglXgz7gx+bHGf1eLq+33DkUYXQ+Dg8x3iqr5Ar33TVl1f",
+	"SO+zzD0/IvJqOP4P+ysn92gtZG6jIdyOkvYikJ3ijjcK8paUs6NYz9ZUT6BfdpOn2yLTP8lB/gTh3+0i",
+	"gL+RiqtE3IYeXSxqo62L1UrCaNW7bEfzAkt7wNl0FT2ockF4mf27vZrT3ObSr33Qxd5BFLS/sg7wagMT",
+	"KnpCrUscbE7L8gmuWb7VoxJ1oBdhpYgW3Ux2yYFqCkM6m/naCHhZwo1gySLPhUrwtlN8SLKFkdfilYcC",
+	"uTruMIDCLGYj/8pt65uFJHzPfO6l7hDrEeKzQUPk+UTY6nYGbofX1P8ZlWhsuDzeq82J1aNdIGsbVvQr",
+	"AHhdiIzrM0ZO8pCpPL5lhMxtYlwqwbABupt4+7eCZ3a6IzdfLUinr7Zb6+6pplW8SD+bJdtO5FWrnO4Z",
+	"rLJvGEKTbr3+Qr9aVHRXNdEk+e0iJubTamGpTQYCjXW6d+NmanciO3XuxtwaHl5lOM95OkC9nfsa6+Q/",
+	"txrknLM+u/HPQ1Shhp0BG2J5U230sIN9nj/GvWio3BR0W8QET6Z+epfGiLaAtAbzvrhKMdPNtVzH6bXF",
+	"6X8cdnSWwtzDjhI3w877j3GPAhg2hyt8jDrfzSXYtbtffi2a8i6KbCR3zeuNnnnGlRIpS/mSJH7LEN+Z",
+	"4GbR5OWO+YwKK42dywFkQMRc1Tv4AwFGKgnrVsR9D4tH4dOYaXojTRgl1/HBuvSKxgu55lwsLPtrxcxl",
+	"nXiJk3ErDEocOy0AgoX9KLsVgEPhIDNhc5k0X+ln66KHcN5sidN4d0cuEp4li4ySn3XwyohhPDZ9nYDl",
+	"0BIV81xPcmHMyNUGWl0MEQV7QCsJqwhx2L2xFN8dvN/eaJaKRM54Zm5fVKgh89nTj4Nf5Am3YTvvmw/H",
+	"q13Dmt7gVf6Um9HVXMasi4N65S0LdoifYmYp++7tCwIWsoImClmNcnEzN1eNxRlGhf3aypD1HKDxhgmm",
+	"s3rU5h65LJFZeWy0nXCAivm1yPlEMD+6SL2ALcAfVJrB6viecYDC8BU4NtQBJeVLoKliXHijiueMnnKg",
+	"B7DvSnJrmGlwRnasJUrjbwGhOEB4fLcnyNPZmnNxIfhsZ91gznM72+ny073pWfHo1iLnaOQWLwLjpDGu",
+	"OdZXFINzM12yOHgCi/7BG5rZ8I4YhtO+826pFOz2feLkLXeIYzftbVPlWdOpvawC404jxDfQTYDNfSlo",
+	"dNvamM0C7e6OT3WphR+yrdgpyGBfAK3LifW/VzNjSf6gaAqTZP3gNamyNWRUX1fElmyZd49gk8+F0t2S",
+	"TWsEUIa2FC7oKkUEuGpJFy+lse/0zW5GzBvltfHmGwh35SA+8MRmS6e8o+ksUnfLbCj2GtYDUmeoKEAX",
+	"f3IRvORvx+iSKb8WeN92KTJ9c1q5ny6eSnieL1m5i6HydhOv3cVG5U1sThL9crlyMdprKqnqHBWtiv9X",
+	"fVh70GQZDtjiXbUmqtufKLNzto+diLZ7nohb7dhankyRnscZnwTOm3509L7NDJdJ0mqhly65YOtA77jf",
+	"afD+EGi5/L2jN30v2u1vcJHvLQbSJcNugKo9dAuA+Znab8w9UDbbbf3MrVfpxUzrN5ZdXFs/Ujo+d3zk",
+	"9tuz/IObpPWrWzOs8IHbr9R1hW3x1qJta9uxt1ncDiRZ9txoO3Z02XLq4NqjVYub9r1wytzsduP37rXT",
+	"ushLq4G3KFrjrzjbvat2Idpm/k2lYrd6F2qVLLYvcEtZihb1bIp0gK0vW8mx3/pEtU3h9uG5nrUeONpF",
+	"Y/pcxThq/dK3rkua0VTbdqRVaeK4deaZMIZPRFv2X+v5uH18Ee3T3pbbOqm//98+sCjIsHVo2dF9+0I3",
+	"VEzZ7hesN4TfurKf9uYSm3NWtu9zByWm7DC2daiZ8SwbgcE70uORV+jroUXbp2mvLt2+4hXZ3a3eta7Y",
+	"xlZs1SMX9pjCx2psXeUOCp/VLYftxGhbq4+3UxsXSrZDW1u9cpMXaMfUqO3vsrNRwmdzLieq/QNa2bZW",
+	"P4yfiVQuZq2H7yCzYLgVLZnc2trqW2n+ZiqT6Wiqjd1lcfRUJtXV7k8ZCRpr26c+rvfetb8N8O6+hou5",
+	"lzrh2SupFrZNp0OXbNzYAJEbFxVlrtAdaFgu7CJXTNqo0h1xqFbbI7JzkWiVuiA+dPpdibklZ5z4wGdz",
+	"gFDnuH/8+ODo6OC4z476g35//66K3eJT799WU1kaqi9Q2WgMsOAqxaUPWB0QAJ0G4ACgX3GZnZFvcL8w",
+	"CdmUqhDj6HjAUmmAitJTLEGA1YYxaQRjF1zxYZ1llLSwet0bMN+m+nnzjG+o8blPxcXVGwUkCqregUns",
+	"5Oufarchl93KpG2Z3btrImlzBqkHTA0MkcdIk3c9QPVOgeB1Emk4rjDkFenc+xQr2hRg+SJ1RQKwRBMN",
+	"9I7+oOAVnmUXauGSyhqbmx5FR181J4k5Z2317d/KNBWKJXq+ZLlI5FwCaCKWVMtY+wrJpb5wCn8qzaaC",
+	"pxT1GeqCzaGmXmusLuFrbsTjE9Y1lquU5ykc5u/fvTwwfCwiNgcwqwnTc4J1z8Pm+4tvDr5i3168eoml",
+	"UpoqkTevogkMT3fef7sdV12ZW3KvMKiWiIwlWiUiV2avOPT19aNWixWdstnC+HpFGFJULJkiLy61naJg",
+	"KOK8d40739bL59MvITAF7pD23KyncAwyqQS7zAW/qlPGyfqw63Ul2955QvQl20QTRWK84WopN9QUXvOZ",
+	"YMNFv/8wqQ/Ab0XcSL9BZsjDbfEFAU+r7KaEtjvw61j1uVB7xvi2KVS2wrFXEozWRc9i8slZefW4l7qw",
+	"KupDI7GW4fv+5zV5vZ+sf2iwnM0iNYDFbjI1BGKTQIXfX7kMgv2kaaNOdLusovWZRM1F1ndPM9ozYOLO",
+	"r8Q2XkOsvXa4VXbSju77sihPrRPz+xau/Fa5TS1ylm5fp3mfVKZ2hZrvJBXpU9eDX58bc/v6OJ/AGKnk",
+	"yVRgXKOxkFgbysuHnCFgIlFVanpGVuHGd1CEfm1J+QrX3Z2fF/y6iaFT6/Nn3EwvNd+5smdrDhN0Jd+0",
+	"3jc0rOjhb3XKl1sbq8Mg90hzAhVNU66iCcivxc2LNdquLEK4lLhxQV17qLP4Bo++preY1deYStWEXWs7",
+	"FLUTjnGoL6SwSgYVuO+YQjbVN6q5Tbz107WrtexpEFbRRKtte837PvG0Mr+MJpy/LaKKd6T5kb8VbVdt",
+	"ndz6W8Y2kC69ppykcQ9TrfbybhQpY1VS/E4qJHdM8YpcfzfMbBE4JGIzfSkzETGdpyJv6InVdOHnc8s2",
+	"Rm/DoNfNYb00wYb9/5NVfS6Q9+lBXxFeW/DwurgDroMCH3Shpae+vBJGwHozncW/jSNXzTxilzlProQ1",
+	"EUu1K8SUcjMV5pCdC54nU2F8wXNygGJRw8LBVrHk6xZyaMf99v2//dg/eNLtscOD9/eLMrLu70bzDnf6",
+	"eQph30Fa599nIezd0k03l8jenowKjEEaaYXBSkBmx9Sy8nHy+WZiwjNGQTqsGzv1OBWWy8y44rEVFyFl",
+	"q/ZWk8p4mgszGvMmJ9cZpfU1Oy7XVAWg+ZaLvKm02WTX2S65uhqtK0eyOlpeNXnq1BWWBq298fFJszk4",
+	"as7w/FbwQgfT+YQrabB67Upfg0drpl1XILhouu0mnwqetpp0vMiyNYv9Bs4LJqIif8OYeZ3P4BV4J2Cm",
+	"ct4OAZNsdLlo6Jz8dCrF2JuG3HUG3LZiqZpOP/8w50uRt8bR1Xxeo4bmYesweT7Vud0ROs37uWps45nn",
+	"2IMkRTds0Ddxy3r1JFcjKsTZZnv6ipNOt33gvOU4O2s58JoCWrfCZ66TqR3xNG+kersrM0CmbEbzXM4a",
+	"W3m3bSqbN6DtXFibUVWSHXC2MGLkmsk0+PEmCssCTEUuBkV2jePidG2O9MfR2Kpwa1ApqEQyzs20ohJg",
+	"3rV1kS9A3HwDoqK5WMYGAXSr2ksVabGjNPhE7H4Xnr4jp96NB+/CTbfzStAxUOdo4jG30tx/LTbckp/+",
+	"szPKnRlha5Z3K3YWA9OJ2Qw7mNipMFRQ3LOokrcdsjdFmV56xmvulK1fjozKKhwsRmYW78blqmp6cWA2",
+	"K+B72U1VxreZz21ma+vY2Ea+tYVPbeZLG9jQLY26gj+1ioFXjW90fGQT41jDKLZxhvWsYO3ZX3/Y15/u",
+	"zad52+Fdc1S3nc19z0ingrnqtIQjwkgVmA5AftMeLB6iJbJCygtPRRQeoBBCAZlXiLog0vD00FlB9COc",
+	"qsBsOvXnOpE8ey3sjc6vdj7ya6Is3uZ6LDNRtMXTOZtylWbi8HZX8eUqV8sbl355HFR6RTOprkQqVcSs",
+	"yMQk57OIjXkiLrW+2l7rgS723YvL4LmtoNwrlq2EZyV+5OSrLZVFK6AJHn3Urz/YXAD98LcHjU0E64WD",
+	"dgfDTjdhVVpsuF04X8ycZrdrWIus+LHC+xepsCRW2w7e6+433E+tp1pzH1JOQkvrBCtsAjbew+xIZcbI",
+	"idrQCsUNSIvg57YBHX+frfaD3MstseCD83MKB/dlYHbM1WzbSeh2oRztFZAiR65Se2CHCIsyiWlDtlEZ",
+	"TcIcd0ir9w+tmvxSIAkj1h0fxyv9WdeEkXzGlvo11y+dEvGJYrddrEJjM/2VmIiADKs0X6BwbTB4wAza",
+	"xkBUOvA7ItsQGQEs6p/v7q/KeDamsgT5KjuxlPqD64KBzzAU+C53V3KW1UM84/mVwdqd+QTbWXNzFfal",
+	"6YcW7DaOVPfAmCvs+NjsxtyiIuViJlUq8tEMQdagthIsDbsUY50LV7iU55ZZzehp/I4HJ7+ol/To+NHj",
+	"NSWTVnogtmeAIeCO4h3YYd0dVglwZjCqnUd5bbyZD0HA5KigFvPDR3fardxz2c/WpdzxXb/vdQxtJ712",
+	"XbAMfH+xnIv9dNq0sbc5hgf5s34FSIJxPl6xLJzZrAlv0JFTve7nQifethKAR7rIRNpmOes7XqnA2rva",
+	"TIabBa2Tnl73TnWhb3fCTa+jgTvuYrGTqhqvz1oMExPZSl4ipTtSS90xqLoapEOaSdK2wra9+yYf3mX6",
+	"YdSUfAhbwNJ83WD1vVsJz72Ui50V7D1klml0Nb/D77FJ9AeRLBqu2df2f9gggY5jRgQogsTXLgAvE3gB",
+	"j1Sk9E0vAnHEcqHnAssz35VkOsXu1zxxC9DZnrLqrsTPhQv05JuU/dsXwA+iY/eTAX93cZ2Ol64P6/ze",
+	"7NhTyD+wLo+08vtdpyILHEIUeiXEHMlT5j4AOGITYbF0MhCLv4teTVTauQRpVGXVSuxTbdR1eQ/qjVJ+",
+	"6a1rjd6+zmyuM9EG8e9g3KacK5xoSx3RDclY8I5Xu/ZzuORGbMgUwbrURWZIJROFdV+cv2Enx0fUDalt",
+	"zto/K/lczeUorKKci7nObXMuIIylcsybRt0RQUYdkIijvzVq4i/OXp9VdNVCB0O5jaVhQV85wO9LlS0X",
+	"PKVg2pscb4sr9SKeL4AGH7yTE97y7qL9ASk30wDHtWiIagdh3fl6p7PGZhXpTKqYGSF8vdxqRV53hCIW",
+	"TwVPY2axdaUv12vK7oEyD0iSVEr8Ut+oiMUzMbsUeVx+F96j4xo6UQfegJ0R0Eff5MH8gTqk79UPvyqO",
+	"1zgsS4G2MeO1LJrY3ulcqZDXVBMDy22MuP00rnI/fy64KyxWv3pYBr3Wi/If9F3QkN6V5a60J1m93ucy",
+	"k2oyMlIlouldruMENuhmrjELoJ9diglXzGoGU+y2xR17gjbSw4oFHJS0z7O2hT/yrFO+JSror0oFBYmt",
+	"IqdKDnVwlvTXdNbdETkraX4lZhp+YKnI5LXIQaUSszk1yHXeLhI2BPUCQOU9gxHIdqg5EG4qE+QtFyql",
+	"NvjC7YveUX5ajmArlZUHtfmKXKzf1aCPhbN+Wgj3M+C/3OkzN/WuTMFa2Le7nmzRwLD1SV/kGHg9mpnK",
+	"5I0eSZHnujkMA4/GZ7im0guLacgBigvScKSHH6ww1v2zCYnOwN1SanOroyn+mXIHPh7+TKfno6sUdUNI",
+	"P4R1xC3jBwpQFjc2Hvnl9qsr94ipYtPRwoZT52lxJ9OqTscNvMcNuV1X0oIhtFiMZx+rkmtrrGDAXVu8",
+	"6JUbDaQjklzYls+d42BsWB0w5yoRTa2dm8GDBxgAY+0cPn7/7qXXXhyfWi3xszXgo95PIc82EcU+xLCB",
+	"CF6V8K1XgcAfXHdxJHrqLr4nqz+KjqOT6BG1Q44eN7c835Npnxe4vn0HxIZ7nmL2VSuNfqPyO9KyG27Y",
+	"jKdYzsK3uFP65jSI/GypgDRxHreQDcQR0vEqF7yZGpGMYq9OM1fVR4/Z8QkoSY9P2OXSCsO6577Oj5vX",
+	"9OjO5ttXZ0/ZlVgyaVw4LDC4lB5rSkwNrGF6exmo9NsH739+eBx99dXH3//cj46brWT3/gth7JtStOyU",
+	"dOulT6PufUfidWc55QTPWj+l+/1Apq5yGDPN7WlWuvGUwraNCArWsYGs7vZyZG/Zsc61h+9lc74wotBE",
+	"pTCnDKDPcmEWM/JBz1iXZ0YzPrYib2Wf9Nb5/naTYns5svcWfbm2eHWyhm8hVCiwnZJxaGDzTu9AjN5K",
+	"GjYSJq1rkUu7PIcVOBee4LnIzxa26c4Nvta5/BvS/oB9jWNd6S8q++nqfbEL+ItEnTRmQQ0cnbPsMrRq",
+	"7xmGvoahwppjKmXdOMlnB46myAFExlXci7BlEHUaQAaccMUugTqv9RXIUsypRofGUJ1/e3Zw/OgxcFlq",
+	"tnrIznBkwqkigMswKFzZQUIlvvaewfVGzAKah0qMxyKxmIAlFdMKBZdWKdPK+Wncoue5ToQxrItV0wrv",
+	"OM1qmLRDBYdrLL2wdw0vuZuwd8q4cttMHQikYbkYLww84jsZ4ogl04pKqCIdIeUhXkpKBEWr8/GjKypP",
+	"EURl7wt0/HWevnuFy5eJYFbwmbOZS41tIu10cXmY6NmDJJ+5ofBx5SiHuUYSBCGFE8BHwNk8x3sDF2Jk",
+	"ekVGpcxr4UcmogR8Ew2VOJhxmdEMZTbIKd7ImVOM53H59q6PgcvTx3L9bO4SZs0pFSgaKt9Q3JwymvqU",
+	"+bty5HowFaHzAJa/sIJS+fFOyBwO1VD9y7+wp1qBTofWu5nyHKW4Iwbg1khUMPb+fRBIQl2LTM/F4f37",
+	"7Lnz7M0zVASAnP7j/M1rRsdzqOKfSfREDIVOhElWEcv1DYCFT4T7J6Iurh9j1iVGwuLn7jXY1neoDlhM",
+	"U2FDv9gssOUe3Zfj3PEhe6NEueCIxX94fsEeuDCQBxNh44iRc9MwPlSMzaQxUk28Z5IbFj/HqXx+YsLn",
+	"0vKMPT+ldppmLrIMnpCGAWEUHTuBUsY8EYe4UFoPrpP89Foxt+BC48IxGPUEv4Lhu8jd4wAjeppc9MHT",
+	"3XjY6XvPf/z2zfkFewB4f2CESoG1cDrJbj5GXmnYazzsnPTxUXdfz6SaLyzrEp7xK+Ie7tmIKT6DvWJE",
+	"B8/5TICo1Lnr1Ow2AnPni0ycguYLDI05BE5dmeVroVIs6WaFMjB/XA0ZiCOCLYLC8CXYGdwyaWBm8WEu",
+	"EouRJcYGieg5v8G39iLa2BFsbKE4sXYjUvf9Q/i+QLOcTK1xv5zAL0pbNtYL5Yc/GnZiJAxhpzrFn3mW",
+	"6ZtivifwVLqYZzLhlu5hTo7xyxy4QSZn0uK3jzysqUWIQ3cXGShslLRmxXh2w5e41bg+1rWkYzJl//Pf",
+	"/7sXl0nbeN7uGRb/+cBpYgcv0jgq0s1QQFnNflpoK4CtYHUENtFOtGh4X6DzZHrSc6t+6MGSC54uWZfO",
+	"EP7xN6AvBMk1l6jU0n6c4liePOADKAZgcniV74MYP333anT+/Om75xej757/Je4BNc25ITdt8fw9U0R/",
+	"sK4Rgt2//8z9be7f74EEnHMEBdIJrgmjY6QpGCfjytyIHCEL5ylAejdWmrJIijcOHJHbaWU+qs6R88Ti",
+	"0WJXSt8oGkYMQqEx58mlQkLdeJWIgtegNCZ0wCmG+S8XtsAgskaCYMouhZEpXSWdvX0R+SaDSkh8O9AT",
+	"nkIxF9yasJ0h8RNkrchQiNoYZ/fvk5J1//4h+0bnJLkDBErLpjpLYSjyc6TZLleOsUfwPq4YGuSog3BX",
+	"X6ZIz+FBJa17hsm0FzEsK09wxfQqZzSaQmdAupQzccie8xA/eN9GO3PcxfEBb3X6PWL9D8csx4vMSybl",
+	"Cb6JGeGjBzRvzLpux3ON5xFOsAaWXFd0Y6BDnJdcH34FXWL5vXJvtG4aRVA/ZN+gozOEOPBiJy1ouW7C",
+	"iIkPiZhbx17rB6VpQ8g/Dtx6CHKOUmFeaqbv3DMAMGwnTTzf0IkOlmV9d/tCxCFjp9PF4j5IJwQCvHNQ",
+	"TeYnR34UZv+Tkz+iyGX/OzLFG+20HBpieo7GUsZLhluZ39OTO+kE5Q/SWOD1tVo5MsV+njCl43kK5J6r",
+	"2B671aO4PSRN59uLi7eMNI66ogNEpkJFQ6okW2Dd4xCWEUIqmGeojvv9yLPxXAiHWgD0gN2/f9I/un+/",
+	"7JpOCnCpOTsxFrGFQkYUFcq1zr3xMFRd5ySIf/jhhwMwdUCzA9h5SwdYzf37J8dP/Lu4ewUsRqTUlb+U",
+	"ZkznQ8X9gfWZf7AzctYzXr4DY8m0ZnpshWLFSt4Jmy8PzsDSJuKmw25OGTH3l/Ae4Oykvty//6j/8P59",
+	"shAq8qeEjTdOQEsopFVEj6yRSUjJSnjL3tttzm13JZbedTdU1C9dCVoPTspVoAvTXKkk5k6xdd6iouoV",
+	"gfQCYqqJr8xH7c+YsTLLXGtYGyrXaOaRAkAhGnWRN1QhEdKEDQKQCBCI6+T+fa8fCq/gOhkFi8b5Uy0c",
+	"RLGlbfHsIyAWr354vJ6BVIuraqKd3jNuVhNRGXL/3FD5zYExBayxlMmwrEJ89iJmdNG/XoIx4/pD2OVc",
+	"wxYLDYWAyM1QOaZ/WjmaVCUrlP3cK/uF6teD07l0cDru90PIo6MTDzAxjYQjbOY8NwIMXp5l0VC5vIIq",
+	"iUjjNcvSdA54gbMnSN1dRiVwPYwAvWmguoA6SUyiD2cDSWLGs7HOZyItFoxUp3OHIjzoD0OmMlSVkfAK",
+	"GmqY1ROB+gTxAfb4hH0nvwaIIevDSvM/LdBBgELMcT2RAqeGM3vk16U8h2LxRc6VGYv84LlKNHDI+LSy",
+	"7qozJvak1eVDhaqXzlgy5aCBBarF6+9fMjxpPdRpkM5FyjJ5BebHJXfehqhkqdJOh2o9RwSUX+p0WT1e",
+	"oAZEaNWSrnGTY7H95RwhLA3LeD5B5yEnpkT8snvEXsmvT9lRH/4FiAzVqqVWWTki39MfW8W7E0nEJ1Ea",
+	"gXZEXHvGl+jBY4/6ngoMm6No824dfi1ytLGlYpeLHAboMTvq94eqW+GFLvHCnAZqBiiHfOmuMPC49U69",
+	"zg7AsuFOhurk+AmLA+lBxASq7//89/92JkxFIDhVryZf4JUgX4aqJl66Snvs6hw5mcdZQVQbBWQPhDDq",
+	"mAQlShpaD6XjfnW3garE8cxXNg7CbwZ8oFE2GgeEwJY96R9FTslZ8ZAR1eJ7YXLHZQjgmYbNsMUcNpuh",
+	"JLTh20QaaMHZ0gsnpFJu7FAdn7CpXuRmQJa/9+oBr8JcJTjgTvAVSMGloB5pGL9cGIGdy9FhNFR6PJYJ",
+	"3XbxPJci94+R3p+JgiloJdCZOWeJJmUtMEXh3YfsrODnoMTXSABklGPf+URei3CJIYKogzsR1lAVI4gV",
+	"l3tCI09RYWqWaCAM2DjQF5haU58e5o/DPTNUNl9gr/gclEiD6sgHCRof9QTCc7LEUldATfGfD77R+Q3P",
+	"U5HCp/iUvXh7/bhsVQHMbqHQYcgePD7xtQ5oA3iODJpjhXl4M9UZxoVmGusfRmyqb1ChBeoDBSt04YpC",
+	"X3fbgfkyzVN2yTOuEpG7Q1jz/FJtB+M9u0N1UnIYpz8g19TwEHI91pWKzYFdAy00cD0gIJWQ42Co1nAY",
+	"Z0pW+Azx/kLOhdzz5PjJUJVHD7lyuVCp2DiTk6ldx4EG7CguD5ehLeEx5Gk0VIUmImYaZR+I7EuQ7CKt",
+	"QN1RmkGbwq3iUqdSGMe+CyWwtCdKdQGNqlJxvKSiqknGDTYyAWPGaaJOS6WFkq56KVx86cBFmSJbT3ie",
+	"RqE/OGI/LWTiep45WkWJD0p2bHrsETOnQ0Ut0XCKhZJA4DzDZ+iR0n8cBaF2YyHSHjuCGVx8q/csOsMz",
+	"JjcHiEVzukoapAHSt055f4ChOOxhn7nVrMopYI8bBBUdoBr7QBeBpyPvpCwAD7+CksTTyBGFOxsWNBm6",
+	"r2T5QhUn4K02dpKL8z++JAc1+uNHIGD0wsZhjPBQAdaqKM/E2JIAUJoVjxc5vXQe8XWgf1WUDfgbDmWR",
+	"5sWK6MdiN3OOp79LeLMco9WlYSbTNxHLdHIF4nKc678JhYbeAraeTPklulYDTw0mQjhzgMyzFY01KrQW",
+	"ciMOVTf2lzELVTgN6RyCrWcri43Q74vHqbJcYPenLOAXpNeH+IDTii3j2CVPrg7ZG5UtGSc6dFEriZ6B",
+	"OiKtEdkYgzPgBOfshi+Hqk4ECLYUyQnNIDxfMJsVakDnG8TthEtVgsFwQHH8IhWzubZCJcuD78QyPqyZ",
+	"sN4sW72Ak/4CLuFGHA7VmapSNt5XI+dhNScNr3Nu/NN4bguIeHX259GL16NvXr74w7cXccT0eByk2vYG",
+	"pRuW3lCxLW+4JE5KeJLOlMAi5KG70bAEsxPC68DQHo78pYFapSeinqEqyCdizdRTMPqQxc9zPQFZGrEc",
+	"ODvLODobnOJf4/anRc9BoAOHV8ekA/Q1sWkUBVX+RowNvberLLM3VDxJxBzLaLMV4nD2zoAdMavZ8aNH",
+	"bJ5LZdG3fnb+9MWL0vrxZshQ0Ym8Z1gy1Zo8QqXT9fvvXzyLkKrm5LwUKKhwyYfsOwHCq+gaFsThk7lZ",
+	"ZiuQ0MVEfwqWcK5uf6fsIn/811di2SM91vXDZMcnQ4Ua5iH7wSufcOJ9UgTWK0CvS3iACsbcJR9ChC6F",
+	"iAzPoSquoRDpaHDnaOf6xaPwvlxacnDChwZLq7hCIXiWxfngxRNto1VXR4E4e/BOzDO+RGd+jv7ZMqWj",
+	"7GUJrMFJp+pGOUvleCxygGygzJS3c93YvbO8cht2anQz7AxobpyW4w1/Wr2S8HMjr626NLhloKFfY0Qf",
+	"lvNyz9BpgQPrsEvOqXyhFB0W1K7B9sXSCc7v1Q1sC/cS53YpUngBRLhgd+7RwwgIIAFdXB9ThIO/e0HA",
+	"hWzesWmENbqIUFLDcacoHs4yjZiE6dyLUD0p/YaOTzrz7FLYG+F+IWHhF+qXV3P7VviuFybFwqPSNvS+",
+	"EXI4wRL1eKh44Ilydghusvi2V3j7q5eBdPFLd4o97yzzbBK94EN1k2srKt1UQWhgXInNJRiLyrNrT5Kn",
+	"JQ/1RmdZIyMQt6SBdOOT/hGw5ZPjJ0D24Z1xQb89gkWxDrqjIgKkE8ctMAa6W3LO1y73Dtt7hhk5QXKj",
+	"33oBXQiV5Mu5DY+xVwmHqn63GHlyce8okEUH1pMgyNXg/sANxvMLJObs78L/jX8hlYVlPWFjdFYywXO8",
+	"PjsthXLlXF4J0DfcGwujBteB0vBR/2FdjzpkKLmYN9kZx/PpsItYI1UEXU1cLRHyJU/0gW2YTYFnouii",
+	"lVxNchD3xKP1woZMz2dtEd8AEnAy8i2foHsA6/mDlHyhUNjhRqQwLM71jSlI3F0M6rFPq2UzbpOpN/zH",
+	"MrNgIGCvUMsz1gXb3sVAYU6YKq5EexGL8WqUwiMSIbMuvIs98HOPtMKBMR1lHF2sBP5wl6o1o+rokP2x",
+	"tI3QyzTHXfYceQyV29TvV/dTLur37IhOJ70W/uz2Iwb/TzwIbwF7h0N1LtUkEwc+Jy7Q5chSd0/BwYmr",
+	"W4sZv9Tk9Qj1YVexZqhQ3PkYgvJcRv7GS2ZC2QwQmy4SkXq9R80XFnDpAgqc6YryPIjocWZP/JS6rx9c",
+	"LOdiwPic7uekVg/+arSKD4fqFSbb+evHXKBWe2CEMtKS0yYtPEKUmEfDcvFXivgo1x7cMAwVjaUrAo53",
+	"YnORWReTQlt0Vs9CKW0lbJFR64nibkRgrA+5sY3X0PzfSHqnPvYGoIk/i5Ro0ke50AvRgU8uOR/pC5p7",
+	"nuM1u0oLsMFpVQBXrxc/PmGZuBYZaMdijhQXohMVGYX3cTOdC+RDCl4rbnoD9BQIUPBKZ0WFfXsmUFxC",
+	"S6/UFEAFgi5RvRzQXX510bhg9yZ8f7Ho+JC9lFcCw9idFwitJZ2lQ6U0rplumg3r0syRnzbykI7cUYID",
+	"5HQpl5pPhwgxEBHEMZIEvWqwqB4tp2JPg+ig2ACMtjBeQHmdEEfHPq0gjoYK/ijDk+mlSaYBjh4C3aN+",
+	"1O/3g8t3945M8GtipnouVG9AO5YGDRhHtjUAhzBxZrwM/QEUEtL1BPKaon4ilkxFgle7DrmIU+TwdP+d",
+	"aGBZzj/lwlJLHkUvPGTPi3gzPGdD5XxYA/JVYkKzp+rLpb9v1OOCYIWcTG1xVEELVKnEfkGCg/5hpjq3",
+	"QlGQbJk/EKPXzVUPY8nCFpyI4lUITQuBxkZU2BCFz/HR0bGbCqwWx60uxAdbUA8+E95MGe9aEOkkiFJ0",
+	"11YV/0/X31pGQ4VxrjRPoXu7hHt8BS7TNRGeldyNgixpbtqJUxQB672hcp2aHTFSH+SbQNqW91uvv3/J",
+	"ut//tt/v93uH7B2/cRt3KjsqVTQBWPS/GY9/M8ZwYn0tcjTpxjqfAch/87T/m7NvUJtUFB+jcyZMwud4",
+	"L5DnesJh4mAZEtimzGHi4XCRjsdjeDz+Tb/vL2eHC1hY7Jh0eUXBmvh0Q8AgTF09EERsQwzeHXYGrAlS",
+	"GHjk1xkCKLCM4140VE662VzO5/7GB0vOpCgqXExhYWIYJj7wxCJD55Stg2kV7KxCSg597sIXKBhd78CB",
+	"41O8yZEp3sn4taPJzA2Lf/Pwa4Kc8xL8JvZjJmC6Dl0QJmElYiJzZeWbjMJTPI4eoCBrcLNprmGvThR6",
+	"Paom5q85Vf45ZC8on8BJY2IqpDkaTwI5+k4dn8ELHpkaNpYWbBdXPfbxycGlJANlIvJTVqpYnlO4TvK0",
+	"c+ScGNkBeg2QRyCCmgimCO+TRQAcNRlTziUuOKq6s0EZyIBqVcTiwxi9mPHhYcyMmFAEdTd+UAQBuyjg",
+	"OIwKfnB4iF/3CkugsMc8q0JDkzzpjgNRv1jfHM2SU999GbF5TpzxpwVXVlr0vafSJOUzfzq7wCAbwgbS",
+	"4lClIpEznhnWDb3KajETuUzgPDpfFcAClTJuCiboz8ilVDxfHowzzS1pgaCQ+NXmRcm4dSVM3HViRcEp",
+	"c/LZM7/moQqKB8SnZckLess+NcxOhyqYxTlh4bAgx+HOMeCdSFhxw2oN9OIAR8SAcraoNsUVuTTcduD4",
+	"G3IYuyscno0Zv+FLMgT+JnLNujzALuESm+wDOUVDVWIVvn3o3rUew1az456/5nWS2Wrt7ojIoWKGilYY",
+	"nntPaxT7TZoX0pmDYNkpzmel6DEeCt/Jh712ZjiGrJEFWjj8JBXmYNfSyMss9L/DoQegE0f8ofTvuGfJ",
+	"D+LQl9NVZCJTYQZDtbbwx6mv9IG/eFOQvPPUOAqX4bJryp2h1g9P4sVPUQikW6kE0jstS4HU5neKG/UW",
+	"Ig5bvGyo8G1dzL8YFOXAMKDVVdA9ZTMus0H5KvzbQ8L0DtnTWrrHULl8D5eTYSoRkLDsWjoHrsxhoZpH",
+	"EgQ74kVPBivzVgw5VdB+pOu+LBN0UwB6ghHAyKeopXpRhwLMR8NrhaZKWASLYN9QCAu92y746VJQXmsN",
+	"lI7+8qEqoThGF21gyMWuItuARr8Gag/e7z2V9T0BRoeqi/ejWYTZMlEBhsh16/a5MBEhaCaMwXCOKrBd",
+	"hDDPRI9oz929+5hVpBQPQ1DtHTjQeCgrisYUro0GCJ6qcBKYMlvM0GUWVlsGweP/tvwDTVN8s8jB2AGd",
+	"31Gqq4fjI9aGyrP4yoK7YSkoMLYjFlR2ckgCpdsd4YYrXeBope/Du43Ke17GM3klTgsdw3lkZmUkBjp0",
+	"mESSdNlPQ+U7WoIY9y2/UIIHyx+UPjBEegXYvsRzDNwy8jcsFBlWHjivonf9E8WlK9IB3sKUqTiOpf6H",
+	"XqB31SloygaX8j5G2Ycnk+PMeVRlRvd/zuHP2V/dTLm+GaruzVSjwaqKYHeKVaIEzshtMyoywsmH1lvn",
+	"8nb3nlWcMTMF81ainkkTs0d9d03tyL7i7BYWW7ZSOA/u4VJ/QAf5UDkhyrpuouOTiDl3e+zqGPi0IqMJ",
+	"4WgAufIWRKA/LcRCpP7doOi71Nu4jFY4f1WGURYeFUyWqZVwiSsp9NQubjHv0Y2HcWViPXphI1Q3mG5B",
+	"cn+XjnA/ZE8Rznh35kOCw5xep8m4vT/un/rgHb9Syo3tUlIw+tWZq5lTzQ1mFDKMS3CR5o4wUELeuGix",
+	"zOia8nX/PpHf/fvOsnS3RAW/mnJUU+Dc+/xSDMrGa0O6WsYZHgBpxC7+g6Ji3aVIssiNdndkjUAA5RYx",
+	"7UKSSc/HzBvHhUL3ZMriVCfmAYh8A98dzlKXo3f//nOfh4Dn6aKeS+BV+pxR2MpSO2ZTZheYuUjk2Adr",
+	"YGD0UMUfDooMB3fvVvApyycsLn417kKO1lh+DYt0DA43SXddN9Mlsixy7nvtOrCJgoXxDAsuE8PjmEVL",
+	"iZIwH+IczOcyOtBlSLg0jAr3eVdkdjl2m4MCWU8zoDi6epbXYPWibaiqQ4oDBEB2denwgvno+CuWCWvR",
+	"5eb6QCOwDkaHgzhsSuaOQRFJ5s7Bw2M2FR+4V7dpip6/JsPYiWpamWH80js63JqHym9Men+Pql13gVEA",
+	"dj8mZzi54axcPOMJV5TbhkwQZwiCycY+Ys8nQbEz9sPDpyxGMM95LpSNSX+krzDuhkJyp1rpRS7SQRAx",
+	"XUwsPlDuKD0U1RBh5lyh8JNq4XKVSH25554IE0uSMuWWnO50cULutkxwsKIx/BptdT2bY6Cgc7hM/ibn",
+	"qxHd9wyLz5CxlsHW3hUqLesWPnv/6wAnAhXkTzxfDlj9YTjTXwPvAvMSQ6t4lvkstDLVQudyIpWphgy7",
+	"93ZRvpRxJqcsvh8PlXfQqiX6sp++eXfO5rmgOD3Wjd+8vXjx5vW5D9Z7g2/wNzpkDR08pfDwgu5fYbxA",
+	"LbA6Pu6fxIVpzL00xvejK+IPzy/8vBTG4bmKj4qvBahH1asP+Lse0xENVfxifPBaK3HwCvQiGFRL1KyS",
+	"Yp0S0Z5TPmnQARj0X6B0v3R/wYpj8eCG+XWXhDeKtSFvnS/c4i/p8EGHi+ItLhOlDmTM9DgI8IBnwYjV",
+	"jT2/4BMEQRjjHa1mI7ldN8RVxD4ogFfuxbyhCJwxFXNkDegX0srf2JOpUrOFQIp1Zzy/AnL4cCAsnzgJ",
+	"MqjGRq52WEdOVSQ6h8GTPYrtbUg15OxG8CsHB0dZT3kyFR6WA186IGJKHyTwE/r3vN+P9lmjoCL/kVuU",
+	"d12ws0CnvV8n+If9EzD62SudYmmGkPovdeoiLmAOeAwkxLQsWzXPlgRLB78bvchSUBSZ0jeOATtZmQt/",
+	"+w+0iF4D0t05M5ZnbrZT53e1Q2XovsTVkHBpIZQIifKS5iDy48oB0LHM86Y8WOCbX+M3ph4PhwmyUSiK",
+	"imxg0phAOYhZFxWSXGA4ToLauUpFXkj18AIfIahcNCubajCp/GxgJvK5PFzyWeZnLdOwiggzF7hReQRv",
+	"S110K94lGMo7OaXUKTgEGAxW5qDhGSSNPFrJCQUhpeABFK5+fTNhc4kbfpvrmbBTsTAUG2tEca8APL0E",
+	"ob8VEqLUpovgGJkXTMQ/7WNAfYgAMMfUR0QDpv4glMhlUoaTKlqvcQk1ruRJEEzqDkKQvOyzZ4fqXBeJ",
+	"qT7yws0oSIue8yUGuMPkUb2UBUhKJ5Bid2y7AFuQzEPl8rNgV3DWRYqpvBlHpa4ICPvzAda2OTh3acM+",
+	"yhRlA6yWLs3HLmmifDUqs5WU40FIa2FaqrSn7m7ZtayhQlwFwdLcJSiHaqyBUbMuab8e/KD6ks041TfO",
+	"fCNVdoGVEpAsMYcokyCPMNrHR7Mj5Y3lNShCLmfR68c+wqVQAJ1vExgTFTgaMOqTF5cZfUqXK/alh0AM",
+	"oceVcfbwGK8X0H99Wgu8oftwV2IZdE9fVNm7aw0rXegu9XLFUY8pmMAEz599Z3zaJGhRaHLpfMm6sUmv",
+	"HgDpkI2Eoajp1YOJfpDks5jSVldATG4bT4apV5Bgbs8MBg74ASGGhFrWxKmTSNTgukH55PxMmMlERmw4",
+	"Bww7cLWjSKyCbWEXuWpKnvfFUYaKIOxriFChLFcZJaKUpZPjJwjRR/2HPeasDFfRBE8c/Ia5RB417oaj",
+	"600Hf1MrFQNecY6A9lbkn0QORhuc9fv3WSzVWB9e03cxIxoHQ3LGQZlg18XoAfPVyAzLuXQ3ajOpQFy6",
+	"YVEZHIE0hcWXcpDZpWyDR43zMfxV5/4NVKAok4lQRgRVh169uFgpNIQdNPQiT8ShzicP3EPmAYzF+uIW",
+	"y34/XRirZyJn70RGnHcq5+zcxT2fvX3RiTru7Z1B5+jw6LCPtVVJfHQGnYeH/cOHVGt+iqWvHiR6NtMK",
+	"3QEPKIbpwc9EAx/h97k2DYXA3igXHVWWsERlSo89XcV+krisCRD2bXK6VhSk+3rqBDDh5U3svokj50mk",
+	"y8scA3JUiitIPTOpXHj6kPPwbhb0eBDME1J5fSqzwYIaRfhftW6BtIMyThiOprs5hO+QY2fSipxnRfCJ",
+	"zln888fY397gc3TL5AIhukFMsqFMM2L+vWpcb+3ue/U8u/gPSsUupuw6kEVDRSAzBLGoiE9zrsMqZIIS",
+	"JvQ+dFoqjX9FGKuEvnrcmmfN7gVF2HfutIPqhbKcKKxDBke1Ip3pRjLPOYbK+giaK7F09aTcJURgNYOK",
+	"gNvznmtZ6PL+d3R0ndYiCilOsIxxKeIJPdl28WUROdwwLNLdtTmqY9SAx/TC0L2t4YT+qtuHEjrvSEo3",
+	"1hNR5lBghgjF4WHZD1cnBT1HqriVBVbna6uWt1kO4ffvk1LihG5UCXhHwUiQK0Flb2QiIiwL4APr3Jhu",
+	"WXCKDAlpe65qi78NKo4mC+MH/+e//18XkAy6RY4uV691clXUei0fngmuDItlGqHvHBMprY7MgsrGhLch",
+	"EbeWJ1NMlxpnfBL3BgCSXyj69RfPd37xAGG/DNUvBwcHxf9g7BH+Xi3UBlAmn33aY78wmUauaYbLt4xc",
+	"Jb40YomEw5+LCQoGnChfkgP8WtrliISZq1m5HIFSEzHXjyhyos5NNrpcAo7GekRsP6LoYNoqm8k0zYT7",
+	"I+PF94s8i5i7FHMf6Ae620CSAQX2A7nHRlQ+DQzoic6X+JD/I2JFDyj/MWJ8QhWq3aeI0b2TcxWMjLSi",
+	"WC99BaZN7atMqqviq4WdjRI+m3M5UfRX+MtMpHIxc6NIGaY/rADQxWfPno1+hh1+jBGf7Jj9QtXvPKZw",
+	"vys7Yd3YNVGMH8SpVngpUUNE2STMfaYEhcgd9iY4s66/rOxFrLzdKz8TMlwLzoiVd1IRoy5hrNt/cARr",
+	"4ROiUHbCfgnK97ldIauiZUXMLFapqAF3BIom4mixUropDdeLIKGE+BWCKlf/iP3CxlJxTNKtXqwaf5qK",
+	"XbBuJXakh1+Oym449Hx52REMJNeL1GokU9Y9YlIlGjZwjCXflBHhmBq0QOZi2jOGAfXWngf3YiJ/327E",
+	"r+GW8C0h9pj9gvfJZrByr6/HYSFHtBBx/cRipbrWoOUBUFnXP9Uj+LJu4UGAP3vlffeoJKhgkEuZbrV2",
+	"XCbRhCyUQF+a8ScAEsa8lAEtEbvm1tFt0yFCY8Kt5J5ZiQrouaPeh5OBJS5DrtzqNLCusRT/v35/xdU6",
+	"sWX3lz9N/u+SPKpX8cEILwb8F6V8cANQagT39s1URPTVwPJAaBGpJNzyTE8WwIiwojF9XxVbhJeFkiVi",
+	"flKWdZ0LwweZwalCNMF73ZuAF+GdNc1HdQ3gv6NCFloN/yv/TpKIXcJ/vMx2xz1ANyn84SW7O11b0FPy",
+	"Ive5irPKM1UkVg/4WkwGZFNHf40xuqtqYg1VPcRzdDPjWTYCrWKkxyPSm1H9Jz4JxOzv/vXYXeibgEOy",
+	"7s1UwHFuOjE3U90rowKoJYUvMbsM4CNI48KAojCMqAiCwd0cHh72fGyB43ZULKUeygBWgB/uV+wGFcEI",
+	"ZPP8qDMgQHHzPkbvQiVgAQ/0UFVI22tpvioTKwuDu4kRTFVdDZ0yyBFSMZZKpKRmhqFmXTQrXEiLT75w",
+	"0SLu0h2NkB7FJpYhiJUAxR36qKKTKIxf9F7ob8g8un8fiOtS+tjTs9fPgtAYilfAgDynwFKtMB8pYxbz",
+	"uc5d3RzU1VcydZwa7Cb0ijCQFmjXoKw3acLlwWO/sOOInUTsUcQeR+y4HxEjCGx6rap3HUTT7ozUn294",
+	"FkPR8BkcfuTeAv/Cc3A2YJhDEw50p8C44SsLdI/VZYdZCc479cduwKjca++UhbYJSNlKiJ7bHLfiiLB7",
+	"3AghtwDM3DTAilO+NAOnnF4umdcsC4GOMTEg+PGCM5TWUaFCXZbqE/PRREDufj73Ja4XxrroHfrWs5fL",
+	"JdGn47h0FE8rJFq0DT589eoQ/sY9k5JS7vW4H6Byyq8xQZN846qcvqGpuJvOM+mCz7JAqnstXKB3D3aB",
+	"DyG/I5yD3AurJju5wI04AB7kM8PwMeHEFjwDhwQjKcslBqSrc1/EcqXudn3qyBXO8cV/8E3IW/2b3F87",
+	"vcfRnIunwOAwn57qviOm0C2u9h/2asUuyFtu/dl2VppbFAW5fJjzJcYZpqIsfkoKQFhJ3N9Vrf5W3Bij",
+	"t0SY4FgSqwlOZ8kyeLos/EJdw69FyoywvhiBEcWPnm97mYYxopdLKs40oyurLKNUQeF4ggvRZ05TGevM",
+	"FUOQ6lJ/AGOAkoIesjTnY2sidsJszsGme8TMnM8i9pjCvWk6r7GE+kyo7fgXhURYPJSLRM7R/6vpAqYs",
+	"YdVMpGVodlGSzbF8umy52eAmZV0EyiAUdad4uTTAaCzPbG29/SfxxErs86nzRQ7Cr4ht+aAz8qr5kOZ7",
+	"pndYhOKamC7fFM/R9QXi6pC9wkDHKX1RF5Y+CBozJ5HFnobTGZFRpugqK44Yn2mX8EE7KSLJPWQOh+pi",
+	"Klb0Y+f5c+fXW5QU0eD5JK0XAetviYhXRhRAbipNJit9JT1ko8KvWzaUdHfQOrdYMJmIeul9a14NJsx3",
+	"Y0PjRvQzXh25bwpzNmb9oeImEQprxj5gRywV/s+oOLpHvVPPnbHQShkNFcs0DkNGhyowlY1mNzy7KvNq",
+	"JsXtuq8QDQR+JfGynmjtkD2jlw5A5cMgLcpt7+KrytX16A6kuMF6kXYGHbpxeCmNpcxwvI7wHuzO4Mfm",
+	"flLIyipNUI+ijoTf59xOfYfTget90gl7gVArHboba+gr9Rg7Sx1FxyfRo6bmUh+jLe3KK17pKoapZAIW",
+	"FQSOR/hxyL9cWCT3amdXmUYo6NBqLEyAjtsruu3LzTotuhPurtI0pdZJqeyhNHr/225U+bN3/1+bmgSt",
+	"9pwnbjPHzOmJiIo8rkf9/uGadVbd45XlOvLtDB71sQkUtbV55Lrib+ioXl/YW9AhvOeMsvSjeo7ZuvWt",
+	"X9VRsCg3ya4Le0rUYTXexAA/6K5jCL1TOqxlCNy6FVf5xjoCeHzSAqNxP2a85CfxUXiCC79Bb9tKCp6y",
+	"FpDu3PWjo1anDMtybbJCSNUPdOxCkY5I03bqMynMazdQmkKVle/Y4L/N6lHZbbHqjct1ZtfdrrUwvrpV",
+	"k7uAIArYyFlNToKuXeLdr05iim7d1pAE2gYjEHRHZwj3DtkLW1FahmqTruU6HIAeIu0m7QRO9LUUN6dl",
+	"qo306UTbdKFikkP2HK/8uoVG9Pu4N1R0MRbEeRWXZ11vvA42TI/X2ejYOy7qgAUx83xpnGRuwp5fSGup",
+	"0v2xf/AE5Qn+27vf+7dWouQbH/ICtnMUmNLehkeb97TJhh5ULehTUEDwDA2qBrRrkjQIzGefoRcaz4GT",
+	"IDCdh8rbzimmtY43eYJARw4s7GjFxKYAgwAPWIVFZt5z41KEpF2PGXRKVNASynYA/s8nH388OHxPn48r",
+	"n1uh5EJ7hFgRYOS0JEXyd2GhezzWGEYV48riww3rPv6k637a4IU4LT1/3oYNMx1KT8Ymjozks5bRwWvW",
+	"HZMjPCZbV/7M+0JA0m58F7lT7pKzPiudL1teXrhw7vL1b7c7d1bEEV14rFumU5Wb2VZDf8XVNT3f5jly",
+	"/p5GB1Jgcq71BNR2tHYr6NFav5c2it3bLc6p9Vu5Wx9V2y2jM+1WquxFO7/XyoooQCYA0Ca/mCvhjBxl",
+	"PWP4UD8su+6lhdoTetsqdkRUOM6KNg3rFLuNumbN3beZ1dV5eqAQtOLh6ES6hVOvu3ErznnYWeMIeEiu",
+	"gPe78q3CH7h60Dcvh567HbN6V/ggN/CbjcsoXZ+3YzXn2xygm5cRel13Wsh78vMIY7/W6dJ3+QQ8D37u",
+	"1OvMwXfl1Ju60qJOjjNiB9GaiKAYUOfAbggDPcRWumSUUIPZ436/xdqcE4h6jLsMx3Ur9WMfvPADP0bk",
+	"xoBNLmYzni9BxUa3nA/VrbKATtS59v2+qf80rL5oVt3p+AmP6IPBT2BAYWtmUgmQlNGrXU7X+fHnYUem",
+	"Q2QMx1FRsWnYea1zO72RKmUvXz4ddqJhJ5EW69N23skJx28Knxd+faYUZ1+LfDLsfIyCaY/CaZ9qZbXR",
+	"1QkveJZJpbbM+R57Apf+xxfKE1IJxLfVkF2qi4F4v4SxK2DsnPT7nRKOt4zkZXcfyMt+/lggt18gt++R",
+	"2w+Q65t/e9QiuKzWr7havhX5W0dxG0nUuQzfKBh9ofVLnk+ozTPFnZKDrArzM+8fC7zlxa34lF+LrWB3",
+	"8BvUo1uH8Ite5MNOEK5+dAt4fIzachWXrNTEVC6c753ibP01f9HeC6B10j9a94aC2Tz43jc1/ZtI8aHj",
+	"J9sfuiB8utRM7AT+qP+w1ct8oXVqiOx8fdueewMayUtp7DuALwIwOGwTbM5kbENyAWishYMfja/Bjx0Y",
+	"23kfdaoJLLCKo2rHeSrr6e8DvO+cWoVH3nYopZCL1IVP0i7xRmFC7k0X8tVxjeV96G+n6FdPsb9O6SFF",
+	"0A0ow3871JnaxcN2ok4ZAIyWVBEB3Ik6RQiwSxyJvJPGf3K/kfoOm9EWW/eHcZvw9jIwKvir7Pgvy+7/",
+	"sDkXDew/IsydXrsSEFx8F0QEF98FIcGw4iAm2P1Z+Y2igv1AJzPpLyvyGeC6cN1WBNrHqHPcjHKsE9qA",
+	"cwJT4+5XUFcGDPs/KGIYKcMA4a9DS8XDHIa5wUSFO7eMeAPSwHBhT+XvA8PCXNFG+3sQt1k0EmXj/jct",
+	"Ogy7C/5ceTagsGr4ZDimOEzVAMpwCJ2/IIRyLagRo+8rznIC19FuhOH3icdmoaTFwy2RRn9CcrzmdvV9",
+	"6J7A953s9D5QgN0/gR5sNf4n+CZJOlHnEv9bWhBAiztQXIXOfFP8Kk6rz9WwXGMi61EdktUKiZR0D5+A",
+	"4xUxlsBvqkGWsN2V+EqABPxTQh9dJiD0dsM13hmWcNzlkDgGcptj77ZfwUoQfN/AxWssoXBbotzeaeuV",
+	"Hf8f9t51uW0kSxd9lQzG3mHSDdEkJflCRcVple3q8pRvXVZ17e6CR0gRSQktMJMNgKbZFY6Yn+f3+TNv",
+	"MP/PK5x5k3mSE7nWyhsAUtTNdlWrY/YuiwQTeV25Lt/6lg/G1995kHv/z9Zbbd294jD17g/9hHvNDcxg",
+	"bT7Id4tazFWmo70vVu9A+C1IfULQkiKAMgtxsl5/KLSg+/PwKt3xkPz+bt1ubgx4H1bQKZxWtKEsM5LN",
+	"IPiteMOd0TYhbnwQkAEtLkxDXqcGB4qfZVbFFKz1KaceWVT//n32jMoTNFybED+vNmOpYmmLI/Mc3WiU",
+	"AYZE1YZckdLeXRWOJHjVa1cVFthvjsDZCOxvWclKNaXs0eBHluOXCm+AoEMW7KyCenGmPEgsocQ7EedI",
+	"pojRFklGqCQEpjtQtrW2TKdBnh5AlC1RXyw9lj6pTJGw8kwtIXQJ3lJXPPtMTM611k111sxKIQA8YVLF",
+	"klqYZpIqQROHJXpHCD3V6itH4jWcBCmWmFgtYhlOSJ+9wIJQOWHYwzBNLePIke7ZukK8JB54XnjJxkBJ",
+	"UQsaB+C68h47y0pI77dWJwUDbV02Sag5WDP4eyGrLGelmgm9c1A7FMQg1qVZ1L95gAB72DT/ZgKPxhK1",
+	"+H5D9Zg4ij3cXUnf57lIhskalJX+MZ6TJsSqzUBzjzzwWIp+EKvO5f1sFtD0q5Zl4LHZ2k5+kZIlioZy",
+	"COS6vmuNjvqFbotnSsIlIlX1nT7jF/7gKU75a/P8zXgGkmGyzikQdYh3Srffwo207rX0qwdtP4Ee/M5c",
+	"DbiSgZvhGbF0BsLZcyrg8UEvqaMFRDeD/dtYW9vde7YXVpJCjI/k6fqb7zBNSw/UToXYwksvoJpFXi+g",
+	"jxcfsxI5704cZ3BFAF//cuw6Mj8sJ7Q32Et6yOZcI1c9E6YrAe0yr+pUq4Cft1T3vHYH2AgKn9VxXbYv",
+	"XnmMngOrw1XVnAXA+cBNyedzwQtDAwE35r2SJTDdZRLLroHFHpuBzThwUJvi+XXKWORiMs3Vvoxl8hxb",
+	"BuzvkZsfM3Qa6VQVM5bkasLzP6ZqxjPZr3KPcquc84koXbnBrGRVkc1mggrLQimGBcLy8Fm/ugIM35Us",
+	"4MZZDUiNhURSBSRe5MD8v/1N303giWP7i/IbKsACT0JB53rEJ1/1DjBtVbcRLLaB15tKcaSrwXczBdgd",
+	"KB5nsruyEvUYYkPF3lIYNoPaPVpROKo3jxWvTPHCUj/P84C/ORNw62elYQOxdz3OqVOGyjp/BWAWxNKs",
+	"NJoC90qWpRsuY9gmL/C4f6kbuTSPaqs/dLn7eTPrsQGh493aIBiU8c3Y8Qg+QSDDuPP3vvqnyss/TjBY",
+	"0zcagpaIgRBe36n6id/cFfNigMO3vXf769mt261qJic8fY6d9qfgNdGA4DSY3d2F3Eai/80Fd1Khd8mI",
+	"lKmrAvMVd8amOo0+DPKeYetGT/zpIufAbKr7oFXSuPPvv/z7H+O4fP+HP5p/xHHf/PN/xZ1rRZpoO72Z",
+	"HiJp5RY6WPgD0sm0zmASVy9s47VYvkjxF1cIwn5hdfEoEEwgke7Ux+upj7QfAv3xME1DnYw3EVabRGhT",
+	"z3y/rR7puuOXpdFjof/U7IcG6RJyLVFukDEykZbBpV43dEwIyTl6qXm+KFmih5FELDkt1GJOFQrg38iA",
+	"pKcgSPumQlhzxIoECd9AkEkqGtEnQV2MhHXbugPNt84uglWzSsxKqs9eUzyhSHeb9teLkHcLkV6J40yA",
+	"0ByyaMbSaMP6AcfBDk6BpWTJW+x1xIxWiIN5pyYZz1+LaqmK85IY0A+ZdUS1OqBqIw58Pvfvk9fn/n3W",
+	"nfB5VvGcPY9sefI6k1kv8jT7DUrKn0R1UUbWU79bWRpmZcHduzYrYH1W1qXBpBcpTNPXSgogxCVt6bp3",
+	"s7n7g9s5Sy3JO1G5fBCm2tWFF3GtfBwjfAsVhuMnE9u29Nq8xnXKi7SJs6jhHinRxj8yW0OFLuhUEyr0",
+	"a2z2XdwZb4PvIf0HPh+y73lxohYFe1cVQlQIAMIIOzwwGowe7gyHO4MhGzwZDwZjbUquAwlh2BE+xocw",
+	"MAkfPC8rJTMEKAUxf/d4EPp3H1OsRI9qSH/imIA80u/x8cmqDk+KYh8j4Bp1UAH3mYcYcB9a4ID7aFHk",
+	"3h/o2Y874/1NMCk9PNgIehh6ZVTltRjEp7z5c0GhmDaM+9A9ZuNquu2R/QC7ACw3OOsERnBNwSeuHXMF",
+	"uQfgE28lIPIMfz96NBiOdvf2Hz6ib05L91wD2lD/ykM41L/ygA7eJHt4h/DTticR/VD7Ncqp8MNK2H32",
+	"KSL1XQ/Dou/29geDKPYsI3e0wsvPTZmxAXDf1W0mH4O3tw8NbdX4CD93jf+dy6xsaf293mhwfwbjGFx6",
+	"HNAIvOoPu49G7OFgwAYDOvxwl8F3hZgIuNPo1e7u91//0HuVkVT0+kUpjklHQHFSLASdWtm20c7nc/vx",
+	"QLcBn6rTQh5PSB6YFVbnc+X/9YFEGv1ZzYJveeX9eV7Ujvx0kee1j7iWoserRVH/aMonXi/manJWHfPU",
+	"eyzN6s3rT7xDi6cxPz5ZnLm/T7g8dz/7ludVNmHfcnmO32bn8Plgb29/tD8a7eM4vPYK/Pfe4NFg9Hg4",
+	"eDKw/xuS8NZLdzwvMnsm3sOeQVXNX0/ajW3byQ+jNm4e++Gbf6q8ZP+m93CbNHZfbCGSoS2aamR0ww49",
+	"Gnof4ZwtVqJoSEza7/XpDwX0NlfiW3vs9Lw9bxMmt3PeQ8UYOvDp/SdQV65kf5NGHao5r7ZWs1t1tr0A",
+	"V+rpS3oGXBR4WzXo+S2CSLWKtwFEujvYu9jqfa0qUxDidwg8Jb/LU60Lh0a9mb+2bPP1Nruo+OnlIkH1",
+	"HtQc7heFglpU9rYcLizhA4aqXyzMMpW4uAVaqGS49iJny7Z9j6F776qU3eQtEmymooLnibwnk1gYyhWo",
+	"GzORQTaSh4BwIQtVmNBHP5YJKc7aCqe6Kyv2RFvoVvwFXw0H+jtP5wy+HT3pxRJGQRov+Tua3JNe2Cys",
+	"YnrAODvhaQAKaZQlBk9GnyW4BuB0GbJcnPLcsvYZPgU93JGp7kKLRiASL9sMgjLh7LITAbX0mhVoWtLV",
+	"wM1AQbzWGA6TKtxPWWk4ijFdlstV6IKvlcBcT3TVNdEh1gwOHTjvWSypVCj8PpMU2+pZbE5QtzZ899Rf",
+	"IczJUeR4Q5xGrU+mWNA8X1EUR1oMjaCKBcZL8gS2uqlTID5WXsHyWBp3PFX7gR2jvwyqsOLBIQfcN+sf",
+	"BDftQUBmzsozKKdDNVSRi0ekOAAMgU3UB8OJFBAdQdwVK/NCpQq3xQ3rVmsnDmARsUZ9GECFwQODgt4R",
+	"zeCxQVZlFZS3RXRfRaG/Moj9mWmDcsFFxvOsRFb/WBquFpe0OqOdWJd564JxjSnd4Oa6oTBcIxPuZyi0",
+	"pi8DE0SsFA2jIbkBIGVmpLnZlRRrOUtqZ7mdc4VwheQ8O1EqF1xeJWvOQ/OYOwUmC+8H+KcN87WpeuCA",
+	"w/vDuROBrOkkA0wlpv6OtbU2ZKMBmmtD+JmXFjFG3TpIiBijCq3bIG25M0ZdGX7d0sM2yxY7GMhZdPqR",
+	"1aLbdDZLJ9IWS2fs7BVYJv1mZ/B1Im3u0Udg7HWijt5krUaMVmNaJshaqOEcOYsWOm7w4eOGR8wkr4yN",
+	"p8vLXhkbr5bbVmTuuEyS8dAHPo+HIwf+HQ+HDhk63t9agX3qn7/bDqc+MxpA3evpVAP0tYa0q233/4XO",
+	"XJqYsb5RoUwxtpxJ72VPgjzsFRA/lL1r+XRDx/RGM+lb96jWmo30COemLloIPeLBfpSEe7HtDmmdpCfe",
+	"JNl2x36LbUeyTSI2bS/PRL/qLMLR/FQLELv5eGE+vTUfuNeBS9u7Nxozbtyfd5HjW4ocb2laXjEcDDfF",
+	"tsYkUtjeBKoQFeOrowqxJ78xUCEFqW8BVEj2dp8lsG5W0z3PMPSN09W1KkLEUJ2KkAC0jNj//Md/aaMY",
+	"K/6j6k40Yus0aGxzOzQb9O/rRbM5buabw7Jtp7eOLsK0raeN3twh83pc3zUq4fAy3kRvDW9bFXuLfW0g",
+	"22gybF7TVaBrJtxzaejaH97/X78Mdp50e6y/8/4+0NV4f9+h174Ueg0W9E4FuVUVxF78XxS65lyV2yks",
+	"nm+0VWdxYdqbzYTQF+YOuI+PbTHg5Ag8qFiWFvxVPt9Yd8Yz2Qvo9kHLKcSHTC2sszaWTM83eMHn7ESA",
+	"/KImPNJu343eZ8l3PC9Fwnia0pt5yaaLQnddN+iXfoGqhqb+PyTCtbmOicA7I22HaqV4fXRNagUOEhKJ",
+	"khSLDtNkGBdja/Pe4gGUjtmB2Elv9SBOaU+GeLiGDxEqhzNKDdAjqJaq3Se+g27UsI8JIkRczVg9jiST",
+	"MjGHoY1KDtUr/V6jSur16NmXGLp5v+C8FnFBdZ6WfYGbIleliS3MeHEe6fcYnzMmJEKIgHq+Tq1z77pn",
+	"RGoySLQhjxkhKFwtxx/4ezNpXOIbdMAfbcNfWBG8tLfOigkHWbyW/y7ywSD6JisWIK23uxPr83jbythP",
+	"pXjmrhF3M3hjAOghhev0YJhUBYPTekUlLQTLGO8YOtw8dZjrsydS/L5kv3ioGnh73Hl/VaVs0HDz3JIm",
+	"9TdRqLo29bWCEdom6UZ1uRbh09DnCIw+SO4Uu+sqdqGCtK2nCZZjx+2Ba2h0mNy+Xo17SpXkIKCINUfK",
+	"0taTa809SLI0Qe0J9ITS5vf34SsM7VsuWi1MoBMcYp4gfjBREuVon6FrJTJsBVEjdA3aia+tFMLjAIBc",
+	"Si9vkJTDQzMSuD/xvd1EqkokEUsoSJOgWwZi0JDCCaPKSd5BQqUWCvnqgDnNYpKj66nS7fGZSBiFzE8E",
+	"lozu9SkXA9M86oyxZBZDkMO8WLdr3g1Fu7om2ZSqUIP+kRZqPtefmWIwwKqg5ESY/rFCzNQHPUd5rrUe",
+	"xqiLJNpTUWQf9PIWasYSF83Tc2LDeAQx8QBzCShQVMiPxg/dnVPSiAuqFGIqCiH1ZHrgkBoaBDQnl6eC",
+	"7zOgYj/7heAVpXm35+/rYW0AYg43ujb+yjxdmnzcoEaftyVwM8GIBPEq40QSWsDgXrDDFq6CGTEEK6mt",
+	"Pk7VVoCZNpjMCJ5yU9Pde9Kz+rk3RXuPe9bxSrezq41kXxlGzWhQbhi6Uf1XDbtx4CwArwp+HVkT0oYQ",
+	"1Y7VtOuQBBREdfMWjCBCLETEGLJiZ+CLrZgC/mqFajZ0qYERojUzQ4oYnwJ/P9iatnWPXgWREbrJS+X7",
+	"ZGWYsLPD3qJ4obkX/1hwSwdgIFSShBVnFGdi3WSY9PDoU4kBB7Ji7I2ddWdRpP5GpYabWK6oxczTLc4A",
+	"OYjqJ5ZHyEpWCtoJ3NlDamltIkCnBS8H4hYWFBatGzfJEJ3atM5p1GLTRFcxan6aE/PSl/Rpw2TU/cZa",
+	"nfLrfaMpiEUIrKLo/MXArTXuvAUBabh5OmFEf9eoBJ0P2Tw6AbMJqZlARIU9+BFEPclDFCHWGqWK8fAr",
+	"U9G1CAKdv3pABZ9ekgKpPokYfWSpYz5dFl6Aa/jF4AWEKYNTZ9PD8IZXU+ajFi+LMrBrtxFnMBzUgAb4",
+	"s2tgDQZXi1D/1i0h6LmWlkfqacuRhCpPWcqWvCTl7/J00IVw4Uyjwo4YpZMhA811ur/I8yPxsWbnAxE0",
+	"hiVR3MJOdWpFoJ7oh69o81MeAvuLb+zr9sDmudbASOpvSeN0u1RMd+brTXAy4QHz7MDbNl59Riaw/7YH",
+	"4NcgCQ5Ybwjw9LU4JzOzJVABaeQWXYHmh8KScaZeJCbFr0HS9xsObBAisdyAzbg4zBG1Mgia4Id+41QL",
+	"DixKb8w8CSZlJsoeGJ9lKWYnuTH4tIUXkfcfdG2w8LDcj1bwnI16smL6hbmwPEh65NVZIQRR+TAHXthh",
+	"iYF7gi6YK3UuUraYt0DNzQ1rflB692QXxr436hm/Ok9TS8YIyqUUy4MWhAY7FVVJBXECJCF2zjO5HFSl",
+	"5f7f22VdczVjhYbAD9GLmMh9iwhbN2kZXVd6s0dBCx9VV0Ad+LW0TmMbDwIr1nBEATtUnQayXMsB1fNJ",
+	"oFjL9Jt8ETSKcU5VdREnVleCDYZbIWqhxOr1bUaKV4G0biMEjBdjlrx+/vPxi2eJhxgPYTfgoEyOnr98",
+	"/vb7N6+fv0tMzTZ0GdOJZskvv+oH4a8IqmUWn96Tjf781eGLl/hDZn9HUiGW9EvAIn96n0Rmc2LN3lJo",
+	"SxisIVNtbqnA1kHvAs2eFKxL15A2/2PJi4KveqCF6CbabRsY6VcQpvkcoPEmduYaMPLtTQ9vim/b9Ggl",
+	"o3DDNvL7inpbkOZpdNFV7Qu9Md1rroVgfkcPXM2K2tu9IbPpInF8rWFuhhc76g0vs0j/aaqi3R4BBwpF",
+	"l7frxF8tC39Yz6z3jl0ttR4PKaX4okhsySbeIkP4UzB33/JCbJg/tahaFLDPNnmj+uRRdrYdv/77+qnN",
+	"BhX2ZSFadR34DqZ1vaRk7+4Q6zDjgQa6ObpHWVrvt89JbnbAmkVQYmcdwdjTWuysGcDLRLmBjb0+rqyM",
+	"rQvIM6zCVEVLLm48R7XXAQaoB55jfbvB7R/LLrDDu+rmvWZi9Jb8XQYPhjbQuRDzssVKMIU0Patpg0EE",
+	"RgglwZYASG/Lm03+t+7bMXUrjsECyypw1s9znkk2OeMFn2i9DYMOpCaazpqKkS4MoK0pfioS1jV18w0G",
+	"ZIgg9SQs4J+w7lBvv9Fg4B7VNsjkTCkMJegX60cPWKIFqUMjAcwXKm/xaoJhnNqUaY1YVTynkJcWyAls",
+	"CsaSicjyrm6QPWBhn3pJHwKwpxBPRkZZIYGcy+jJDNRkGO/PPvcdRnEwatCWTsCrRmCmENWikBBw0Ze0",
+	"GS122UQ3capa508vVnYqIbTStbC8ssryXLf1gecZeLd643D+soJmMLIz84150Td64VTBBhH8n4X84a7y",
+	"+o/YPin614tHrTMxXmphcQGD3Fs9WWYkZtMZM26ImKq1ZWL1Xd2a7zqMOjP+kUjjsJHL1iSmWnXAUIj1",
+	"2EyvRut7FK5ue9/2B17nRpfvmF901IqTpoQIuPg66p8qv7VSyYd53ji70EHYKKGwJuCGX+CQcKjSnIO1",
+	"qc5+nZPfDF0g9dplS/s6K0gfNy708U0uvEZXJG0Y7bIrV+8cble9844oyRElDfebREk1y+gy1EhXsqK+",
+	"JCeTfeVjpGbEr6ChPJPnIs1kg57xrKrm5fjBg+Vy2TcP9Sdq9iCTD+DtOwoX9dN7qsP6RayiqCPbMpNA",
+	"N6Ey31c4bFtakL+YArT1yCI424PqvSOHZQBVEvU4luhJTA7YLmU7GfXpCn0emT7vbi0gdlv236hNQHzH",
+	"T4rsnM+aEoKzF/k/RZuAsJ9vKR94i3wwhIC+hLhB4bDLhnvj0YUsauuIzqI7WXsna7+MrG0WcXbCJ1Ro",
+	"GT9RH4SeuCsQGodNxZ2xMQE9zIPRr38DRZjv+POMqwrMvE21mzdlDvreqavw54U9sH6qEs7Sg1JUWxcS",
+	"/NHHYePvGZ04TwcPnAI+cUEsEfpRcw+xbuh0sCBpzNXL854J4NfT/hshfQh8S9FwoJWCss9cbcKgl1Cd",
+	"MJZYntCha3s2xg8F5zGeCUUJ0W8+bkyCNtRSXnFL/4ZHGovNl6KqMnla1uC8fZbQ7ykMCxoLhF14yRIj",
+	"oRKmilgmlcjFacFnCevmaimKHW3Vpj0PNE8Zcmqa5a7AjyoAtpuLA8bZnGcFO80+AD/ZMpsA2siC1fvM",
+	"1tnjBjBaX129kLGsreSY+QhU1sitM3NkSQy7vGSZjGXyp+cQcncOVEgiXec0wbe+E182NBuOHd7uIJub",
+	"rhguJd85EcWpttvx552xva0oJBuyKVw2rGpn6FYjqxtxinXn2GaK/AZAMTieoxuBKKIAFlUdlWi35u3F",
+	"vqyasn8jSordQVpFuckLnc6lOap3garr3f6BiGjRAd6Jat1VyptHpqER3Fi1xfZ+PrAFcB+cz7MHs9Xa",
+	"qNZ3i3ya5VCMzkBx3OV7r2Q/vH3B5jmXlhBoLopMpSyB2t3TQs2Sfh//qFQyZidK3y4pX+kfTPJFKtKI",
+	"wZ/UvGkYUib+qaQ4YPbnJsiCnAcq5asolt6bDMAPHQYpB2ZU++t7JZspWZ35DZ6IqSqE31s8GLGkcagp",
+	"mylw0XLJdh8+hL5GJpwCh8dLcKJqNmZSQspWSJrB5I8Jz4VMeYEdQtgjT2eZxJQ1LK9TzHZKUXwQBTuf",
+	"Z1rD8CkWMCCFJW3ErCS0lP43fMjJL87xDfkK+hNLqqhCuQozURXZhGUVmwleLgpBxLB8Ui14jnuVnsFy",
+	"wMQh4zL49ZhiCZGggF7Vca+aAKfu9JiihRa3egw4Q6isqNtPeuNaADOi3DkIykSWkTfYaweY9sXL8/I4",
+	"VVIEzWFtYtNVo7DwssxOpdC6TwSEAiJlKTAa+w3HksHSQNQV8hFNLk8P3wkFmY+pU95rMdgF1cfLhVbn",
+	"Ej4zHYLftA8kYDUoFzOXVoY/L/Gtmfygsokoj7OyXLS8l75vebWpGG2P8mqOCZA0BaCzYeMsbenfVp2b",
+	"qJkI3wufgRsxrFMdMfFxolVTAPRCbs6JqJbCxetIjb6HPNz4c1OaOmrroikn5W16jFNOeD5Z5PADEhJ0",
+	"wDMJuC5V4OIqOOBjPE54OqEv9HSlFpMzUZrjYD2RIMG8VuFgSgheg32h+4Fn77//k4L2+iexfOB+TosC",
+	"L3VTTWex5fz5HG+6AYhj6h+jMaYWwCoFM6DFgmk+OM+ZNOQGffYc9b8x2x3WaRAzvU10UxIn/M2kUick",
+	"zXYhd+e1XlTwZ/BzNNLgzWrKho/s45Viw337aCx3h3o6hvsPdofsD7oh+mvAvmG7gz47xK7fK/USnYKx",
+	"owUvzsgDGpvUcz7BpCvd40yeOhLl4WBwAPmimUqPTSPH9ANrv/APogDvMmQ9mqppCKKFGT2GDxJYVhAT",
+	"ekLnerQ4m97UkMQ1021Ojo9vjSV9CS4C8CpFIK/pBOJ3vAL664XZh3ocOUecN9S/xa08gQPdxU1qZgmA",
+	"e8hwrfUM2Hm9PqPBVOoY6q6b4W++LmNZKfcpJbIGDbVMrCtyS1OLlnZkpziWtjIdIAugwXt0Uro+ztd9",
+	"bdh49DO9PnuLL9PaOqK3vVlBxptJNuO54373TgSA++Wqba3gn5aVI/k17pzx8vh8nsXEJP0pwaxgA8YW",
+	"eSkOQnQmqQZthq7VvH6YZ69WlzZzf5hnz3glvivUrLNFOJceP1I3VPvtGVEaXMSvS+8FvRre/y0oWrbr",
+	"gZ1Ge8soY1YXu4KblZqKO2OGzvTBzu5QLwu1TU/o1uMOc/72ayJarxCuO59nDTpEvTPxSlkqlEGRd0DP",
+	"eD7VW9XIz1vFc7o9D9YGFD7TKhFUp/PmMIhaYCjBLoH7ariPxbnWCOK4M34y6EN1q82CZd2D1+yWJ+Mp",
+	"8GBjQK/1RQg1qShshIoyfAfXDcaHcgh47GPX8IKKO+M9rIdXH8JjPQSIebkQH6hNjTegDuW/4uFgMKi9",
+	"5eFD81HLu4bwncEPS/U257Ie47X2ymfaUShFMfqyVK/05Dcw78b8gutiqVBQlweoSwp74UKumKd+fF1n",
+	"YrAzfHSNM/Fwf8sz0frgV3ImduvbdfR5TsXuYMOp2HeH4sYcbD+8fbEhYPY7c3+h8hK6vLQUafqIPO+W",
+	"VX0ugcd2L6r5rCrBZ2u9Vror04bnqqz4lNRN9JFYPw3lerYp7lhgGfgxs4KlQptDZL0CYPNEa+mVYjk/",
+	"PdXaYBf5SOaecnqyIm8M4vxSDHoZmzLyKRUxBqU/yLOZ/g/CAwnkjcGUuu8uiUI71JoXoafOOtRgtAjz",
+	"XZSiOGClsmyYaM+UxvqEIBdZzhnigNHZF9jQBAJ/p6d3bIzW7AO6XOohMVK90d11sO5pU5qLeTNOq3Qm",
+	"OC0LrRrancszRataCG3NsyI7PatY1z1gLICw1bEl4JqVIv+AtJ4Qy3TPIDKanuOV9+t7Je6qA/BW+J1V",
+	"i6rMUqqoUU7UHMPpaop8ou65Wu0m8CyWS0GJpLx00REvzNmLjI/J7sfEJUj2DUdrUSZjljTNM/DseQ6x",
+	"rNhgJHeNM4ZMOWtl2qUiVRXpa8gG92HMvT47dJxBLYsAK1ebcOBHqI8yIZKoPvnf3OjHRDprP2GekS1S",
+	"3F0H6yaj1p02vwAeStcWjReHJbLTM0PRpO1e4EE945UwHgUH+PemrM9+gj3v3DVeHwAbj2mucMB+1Pu5",
+	"HDtfJngPpBDkisX9TgcTengPBBweh6g2PfBrqrTl/9CbQP/nrDvNuQtv6+ajYIBZwQqVQ468MbVPVHWG",
+	"jRu/FZUba680prf2btxJWPf7o6O3bATb5mfMBsxXmF5AXbU4apgClxdsZCdHyifM4jzNCHDACsFLJWPZ",
+	"TaRqmS5vuEnEGs/4W8t7kmonxLK+fSEIHwWb9Bg7RidVVS5/AjwdQQOQ6gFtJOAIC8akf6/OyUFiNqb+",
+	"dF6IdZnPvuPhSF+en8/10MDMvzGch3glG7i8m4CDtu1qS9X5Uxcg/Uft2PlgYq8Bn/9iLhS3hfTMtXDv",
+	"bD7HuFVv1Ta6EfcAHEMHnIQ/6czA8xcdW4Iy2pGT4RIsv7ZAfMDoO56L0lSur9sJj/bBTghb9XukzuMO",
+	"WrJTVZxkaSrq1jVRB0O/Wx1au55DywzQKlhubCB7ccBazHn9+fy+KyXFM/v+mi/Pn+tvRr+dPac3CnEZ",
+	"aoPS3yIAGmYODdy2n9xnF++qJ9bSdS985L/wJS9K9jrLS31d3cQbHw7MPm6cKXXecmroAK7Z9BffXIRA",
+	"o6NhTDW3S751qsHdDtlyh+z7LzyUkrNvASbU8rrG8nmV7NcJua95O342Ib6Q51It5Trhdthu4Ak24XkO",
+	"RjYYeuAF2sBjuLc5hFEbqP/OJzcElYNp31aVIFvit6ZEfPbjenPidRvDA7fsTXovQccu/6V8mGAHrfVi",
+	"onHS1Lau6c+0L/U8ebPVg5SvNnBLABSjrEWqISrfxNexGrwO/BQpX7FiIWUmT8FxGctZlkqzz+y/Tanr",
+	"dtdhn17ZBOIhg6eF41UKwHj49DrAHWHt2BZQu1g2sXbsufU3CUBoCQCgJ5D2l0QNrFpIuLGQgMQgCBMa",
+	"17n4IHKDcMikWNtIE/DWXwNtqwPa2pFfFmamv7QgswhTF5jBvx3ojkuiy5AC2ffB81Kj5u47RFwyZhxA",
+	"cEg/LaTzGTgQXOH/XWCmAvq1wPPsjR+qNNm8C5yqrAyAm12cup4lXnBz1vJW9HHii/vsELoKFfx5musx",
+	"0q8IoJnJrDzDbeM+LSteVNYXQiARZKTXj/dZog9fushFeox74wF08dh+nBicII7XvnzK87xswegBVFAV",
+	"enn0iVBShA0DCtG06cMLl1l11rbwyE0RQgwb/jXTrT5L1AdRpIvaW+lD+2KzeYAnT6plrz48B4sgaeeo",
+	"FUxowuJ4ikUuDBl5LQoxWz3ArQa1p8Df7bYcFqECqWSnG2Mq2FuslHCyOq5Wc911YP6SldaJRGFrfEJr",
+	"Hp//7n4PYx7ca1UVOFb9MCwTzbT92b0S8VcHRkZ4Jx2PKY7XtgjDinCFE1sKwC0xikqY7CZ6lGYDh6NP",
+	"Pk+BmdNglNXCkvngKThRH0S/BVe6ETPaLjnMCBEDGnQcPzFrvpiVDSBnvxVlug4+2oYd9VZqb4+2HW5F",
+	"bAEgPnC0wwmrbXhUFg9cdCvoLsyZ32OAhybjOsrU7Pr2VxoE6ploolBNaZBNKNS+g7wS+Fb/cYyA3LEF",
+	"y0K9BhMCMO1aXKySojyg9aHWxiHOluiE1l4/EH9KxMe5kKXpCv0V9EUtqlNlXonTNlXFqaoqIY/t3ZVc",
+	"AMP2MsYKlcNJga3Q5Wya81NviK4+hl+Mw8RgPwgmFVtIFNR04KB5LlfAKdqQWLDqFegNUG7C8BuFihEA",
+	"6q1Og09aHaTXvEdNd2uV8Nrv1dnq+Hye0YRaGsY1sVlbCBCkqA9Sxq2LhEd6X4cE+PdKdsJLwbAE4GS1",
+	"0aP/avWMry7iGvrOR3n6c2WYq1CP26wA9kJiHWN7jQZrWGuogkSLw52+uZBe5yXf3GvUJHsHNt64+3Af",
+	"FWBv2ZMrdPu4Upfq+WcNDqwDV14IrLwJTOVwZ/ikgan04JSjwed3Sbch2w7ZUojzyAuvfhag28VejOHD",
+	"tV6M0ch5MbCJpj/uSM14yd6KquCL8pyX+Iua5YE/Bi0g1p2OO1rW6X/qh0FpwUdqynHcGe/qvlmlNu6M",
+	"h/RrpzHTU1YVoocCvdR7rdFN6SNS98hJQ/+MO095nsPE1DvidaHtxZ/efwJviqc0NUdv9aHabNih4Te6",
+	"pZrqc622QFughSQ0Gzzn6wn+T4OH6AYP/3K/0e233N5hf72JG0KHVoRhbIFkohMU9++RUi+VPF2Hy2yz",
+	"1a8nWzzhPhqM9ncGw53BsN+Hg6H/PQLLbvfhI3iXL+8fYqknLJh5vRRiM9J6GnHKV19YZowG62XGoFVm",
+	"rAsYXCgsdmtbZqOwGI7q0uJRm7TYqx3a3RZpMWpKi+ElpMVjJy3210uLEUQ6bCuvhICMIb+hPdfQyJuK",
+	"S4udUU1U7A0NJLXeJH4/2kew9kUiaFhrl363Tbtt4mg4Ggz6+y1CadgQSu5RJ5p2zcvr8mm0lXzac90e",
+	"rZdPWychbHFM1gOu97dNQng4wlm4CcC16dZNAa4H/d1dHwi9BgJ9DbT1XgNs7fbFphSEGw1YkHz+1wlX",
+	"POOrZ8bgq8UsnvGVmY+bR2A33tvi+lsbuDgit6oomsw9WegMNl7gyJrM2uqjeENopMYyk+vIAswPi4Us",
+	"EaHdGueAcEXPeZxjeW2Xs/E3UyQAepqMCWkNHsxW97KSNhri+ZVrFVGsR8XzA2PWp2RZWvYOjJMyK9mZ",
+	"WrIZl2YrzJC5CGGkO9Z37LuJyTm9lXfY9FXrXrpPhdDHPF8Zhy4lq3Upf9UNVn9MEHjd4Fl2eqY3Qdpz",
+	"7lhy7+RLk02NDL+G6bk8U0uZuPHpcSEid2y1QesaB/w88pPrTUjltMZYH9YxF/GZJUDa4Gy21WMTlmSS",
+	"AaFTLFVhZr2LMGXrE8bU15JxdqJULrjULfg7B5/3NhgtdyybcP1u+KBXsw43lbVu8QkobOtxJSaI8q25",
+	"tjAhATkKLNi6tVX9yAXeJzjlF/mfjuhgfuX+pu/t6aH9TAwSCrZaxIDxfYgk2LZju4P27gSbsZ0Qe3cQ",
+	"snV/TRBU42U64elLGEFgFwWDY3qzqCkroDjk5Q3BoLEN9IjDwRdwLkGn6hVrjqAkW7BLIhYM45vhrdqM",
+	"pHM2dF+8IhsWg+dIMQad465CtlprFT3fQc7OkL0UW3BNkVLu5FqtN2zwZDywnLCeEHMQmEsTvZLAci1Y",
+	"NtV3ghgz1HRKZKyFKBd5Zb6tgPXT2Z1NoxcumHVztPfkySBaYzl6k0TXgz9P4FxZP1HDxwyoXtsnKnzu",
+	"offcVnzDr1VRnS31zfby5dPaDO7ib+wMvsXkAVcVjlc8V6cLUZ9MmEjCdhr1L/SXwB2CDE0Q0qUp/wrP",
+	"w2DNeRhGbb6Gay30aMCGgy0WGp/bXbvQ1zgkeiCMn2hhvfaobDwmw7tjcvljcmNGr7ll/kVMXtIs15m9",
+	"R/pg3yt9OAlpazduBLf25IHeIw9OlUrL7SrmQtEK4g0HfEsGBkcCTRxnaZk4zCfPnXZeMwYBXH8AqLgs",
+	"BUBbIeaCV6wbvABgfwAHIaic/aYCGjltzlIJ2zSzfU16USy1bI7YPxZcVlm1wnC63eb3bLayfaIXsXmR",
+	"TZBZ7i+HR6zglUDrW/8UxhdL2wIlLEvF9Iu1YXLAJqrQBhdZrNNKFEu9RFRSGiu3evON3LXavtPn4kSl",
+	"kFlIVMMytdVUgM8OZrNczAw/j08HhhaieWgT07At1eWRDcOPXjtUdtLrsxcAX2BZCsR4xAdEOc4+E5eL",
+	"9NuJYV1CoEeMS0xxtE9FQBKspyMt+FL2gmqwpjDgmLnOSQ7gEvQ/AI9UltYLwyZD8mKkALdIBglTRrJY",
+	"2E0lPgIwlBI2W41BwfM/6YW5ocKqF6cXwtueCZ6/SLd+/EVa3hAPkm1uCyvKvTqCq27LUu1XsFX+JgqF",
+	"wfCt2Xv1wl2YpAC7fPdGmHoHfp4FzMyFo/vJf/iugv1voIL9YZp6Mg0ENlKg0m6zN7Hg+Y3Vrvcuh411",
+	"Go/MheRVQieJvPHWhfJ0S1EILI5uYSWxnPPTTJ722VvbHi9c0XmvqKJueewXla+fRKJ+KGO56Y45oJm0",
+	"Tjo3EEx2t6T7eiKIEtM8c69kCWBAtfQHxrzuP2TF/vs/6Qb/7/9k3eFgwP7n//5/7O3cYw/YcDCI2KiX",
+	"HLDkA3fUiX85PIol3PY+EaPJPbBoS930gVN04Oeey9FpJkCvkaUIXgaqJ6tF2B3VZ39GvQOQiaaTZaB8",
+	"4Bosi6yqhPTWIJZldiqzaTbhsrIUgUgx0E1GgyRiybC/D/8Z9fcTo9lg6wDUg8aIdjEZjvb7g0E7p729",
+	"FLcpBaivsppPcTBcl84OG7RTp33/DdWFg+3ZTK5r29O3SN3+/jouwbKFbd4WTb9GVbrRdnTzu1iIJzBT",
+	"9QfmiMEn8ITT7dEFcMazgj0vThWZxym5Br7fwSD1PzB6j9HcbIJxf2IYM4cNTOko7nzg9lnCGoxMEN0r",
+	"c+TqO+3uD0YX9Nokx9W6/UzkmdZkw057HR56/d170n/yJOyu663rrHnMdpWYQ9V0qo88UfCH+tRmzU3w",
+	"/BbqTNuzcFeRZ6MmEsjbUCX5U/PG36iOXLoYT/PlTXN1vXvg6RmXp6K0XFRszstSpBS1tNhnc00moJ4s",
+	"z7LJmTFZcyVPfe8BENIYRYb0hTUW7YEri2Ntygl1yNJQg2ICFq2nmoR6FHuNlah5zl556kqfHVYsF7ys",
+	"wKxGBpsTUWapKGEkmKDiYpGQ3oAXW599rzWuAeakIdg+z84FWNhoIINzIu4MDKU1MWbhBMYdy4YG/aKS",
+	"N2SXlxwdMHZb9MYsMTJjzAaJrVfErZrR1z313CVU61hVIgGGIz6hTI08BcO57LNnRssAzQFwk7bYEpdU",
+	"mSOWWmExFMbA9cqXfIXqzz9FoVgXFTTD+ez5ZyrFdqlJpw/hrGp9qFJs1NNKI8XUKqVYzgtT4Iuhy1Kv",
+	"ermY+d+axR7EnST0pFjXRsOVUisNZPcGVCqAZbR5G7jHyBkE4ApQTAuhj9eioprQsXSHgJIsQk3/AuXr",
+	"pzmFfr9cPSGjsJFOZ1YI7tAOfK4vc32Pdcajva2vjWfhEG+1INAVQfltfojXCr1RdmtkRu8XPKctuVZc",
+	"YbEtcaHLoiaZ9ARb4bR7czWHSFweKRTgLXQKWUoZ5EZn3xwZpz0GHs0xopT8GDiK0V0oWSAgNeta3VeL",
+	"6s30R9Pzjev6xj36KeqgHE2btVrdea8d81sN/X0ejXjvahrxo0GLRnyTUSGc4NTO/V1tpxvSI41Dp6ZL",
+	"4lkHZaYmZi7QKi+lRwYvxztvqyCT5xuCS7Xu6+om0HzS03IX4hwFlyWf6G/HjOjKIGgAog1ueioehtDE",
+	"M3B2HdWLsicu0JpcFEeJJQRSrCcsMrmloUtM/5o8Yiyo8Oi9Ngy+xDKxFXhBB4k7lJ9sLsS4Y5xScKVN",
+	"OUWtPKWTaanbR6SgaYcDQDSHRNcgv3ngwIHwLE1/WfHT8MGhfpAIaRJDrhvml7KuVmvhX2GMCDF9ttpm",
+	"o4SYXwsmrJ15UIcZotoW1L1CTGLf+QUrP2bGDZuX7A4wVqRmWVWJtHdAGp1u0KpsYdBPzyI/RcZLKG21",
+	"UwqtZBlt8ZDRbsTIGHrfnZewe1HkDDe39Qz2MLQZyyVU46igq6g5+jo7zGYq9H9Bnut//EMaWCa4N5te",
+	"x4NYmlI6xkfl9RR5WDmTSu6g77VpJfikKfi+YRRL6gIbRPTqQd8ZISHTyqDPWh25sbyKJ/eGDRPPQ9ow",
+	"UTJRBkZKLJte27VWiq3SCnZA5LmL75Vki1iqm8BiaTFHpFjCzr5XYjC01Wy4oRjmdSwGioz9YrVErYt0",
+	"fNNhEPl6DN5KpMV0IqvzoMqDWgsoLcbKGGAtUiOxCVfkg2os3Ha0M9zvRB4sxwPiQuUUcku/Aa+Z1kay",
+	"QutnVih2xk+GcH9iKhL6n+Hzx8PIcHR1xvuXMnxwkW7V5jnhqWl/izCv7QrgZd9VjWrih8zOSFgtyL8x",
+	"Qgl3oblgWxwzSWYVlS6SzL97WNe9o+xdy2agTfN6W5/o09rz4HFHtMKFv30tli/SztVzwp/5JyRcC3QI",
+	"BuLcHBoQSeZD/5BdtBrQZn/Y934zdlpFLdRVf+sXMuRqkfh1UwS5IXaCaOeSIuWuSB+SgrfHlnM26Ju2",
+	"x3Sn7/o2euNNX0OJ/OAuubO5rmdz0UlvwAiua065dtGEuhlHPAIFmk74C+ydTUF9rzR9n92/f6jVIFFk",
+	"E/KXY1URrQOGfu5YYgfv34eS66FdU/IVuLS1mhgFBlpoT0TO1olCCwoUYmu0eJ2A6gSIsQOiKw62woRL",
+	"tC5YKSDfDvVDjmoaXHqgSJI2O/AHM9AaX88UyA3NG9eu1u+1uUOM8Uu+0jaf6SpvBhrMTZuLqWECSgs1",
+	"n2O1Bi3VdB8RLmBtROl4BoN1oToD5uKeTMS8MpJdrvCNqHZiQACmDw2gemyAmJGI9U0A/ABKW7BJLnhB",
+	"VX4PnP0EcIjAgGKHpDSgAwhjJPRvbfJ46wiGJT4807q7ynO11H2OEWbYawFKAhNXUDkVVH7rU+izZ1bD",
+	"wNFEjqBc99ZfQpzgyZmYWLKwANWJKkFyACQ14cOVOhXglMA6C5UrZo6nzWlSeBTIsNTiudUnwUO/xcUw",
+	"z1iudzkE28NM4b2yvoG9QtC0AUIzHc7QQuai1GsY2PokcvRwFKZlkkgiD0/kJJLeJLDPXfZe2A+9Zci1",
+	"ziuDJre8blGDOk3p6cjyWBZiivVb6STqRwDSRSjVYH4Cks5DOHLBvjTyBNcScbfg2md6kkShF8m4gGjC",
+	"vAWC5X3LEUHlcYyRGs3zQvB0hRV4S5BL4DDGzOC/q4XWDlmhlpiKargtpYolxTzXYmTJ6X1NmOxXEI9y",
+	"oSgtpjrjzs88g/ifJSvLTqVIkeCNT6qaMTe6lKH2GYJTv1d7a3A1fJKBAeeZPBfpj7jDa3PTdm6nfuiN",
+	"VxRfNyfEiIAL58jJ3LETTfo4bi1v9Kroa6YhIbNqjQC63gx/9XjpbcKMWF5M/zvQHEtPa7tk9JGvh21g",
+	"yC1wmnf5lior3V/XPBVeBHILMP0davzrR41TWM1ZWreMFzfiejNc/P795x8rIctMyf79++w5ZNM4UR/e",
+	"H2OEsUBwAYFJc16deYnuahpLArHY1/+qH8ei4iFfMdWER5pvltwHdZCmhxS4c4Ek2qgD9bCWZAK0D5GJ",
+	"ZuhviMncVaHDMmkQWSH9ySdicDQUNLA+DbxQuQDqb8rTyvMIONfXDEmrYiUGE2PpxhUWoNRK6T8W2eSc",
+	"GBZOVlARDtVpPZTS8RWL4gN2y9SnBKaNTFJz1NuDQC+k3wYsvq3KmekfwbW/BGKmCSs+8nZERpwvxLFS",
+	"LRWDXNzedfDGw70LAceEiHjiE8o9DWyo1ZyqY+CkW541+iUgI9p/iq+u/3oXkLc35qrzJvB3SQ1ldu5T",
+	"9I/W82TDGYj8lBS9QHic4KT5wtb9AtISSAga+Wv+viRKtq2nDcGxMXcnlFoBszQJ3tbyt7bAKmTzWLEK",
+	"GSGqqCjJh+SKdDV7gcXHiSfWTfSxSdg3NYFKHpBYJnDA9APwL/2PIagNgwj+zxTAxSix7XzPd6fAqozZ",
+	"k5qnQp+yiA0HwcexNEcoYqPaLya8Eqe06Lv7wHBUGoqjknVtkNu6DHsHbG9A+GF63d7Qs5f036MQRl3z",
+	"80Rsb9ceau97KHdMD+w5Jnjzkn33kRvO3kM25ytT+3emP3lkKsCDj4koB00B2r3HjJ+iZbFXm4nTQi3m",
+	"ID2hDgZdI5MzlU2ABszAiTH3uYZ8fW7vqnoxY0y+5indP3Y1N94vfxIXZwMFWyHIC3pCSUFas3DBV5D6",
+	"mxKChFzMOuNfnkTDQTR6Eu3uR3uDaG8Y7Y2ivd1oby/a24/2HkZ7j6K9x9Hek/dfQ5bQla5Qimg9hWuw",
+	"lmAUzCqBTpVAq0R8xGt/s4VU0+fsDUdugEfGyQCkJ7RXkJjWSKxfnugTPHqiD+TeQB+vvZE+M3t7+hTs",
+	"PdR7fO8x23vy/loRQXxbOAPNO/t2E5VePNN3/zCKO68PXz3Hux9oLCklCL/f879/t9B7QhSUe3NjGoBx",
+	"UN/lz2yhRrTkz/zFXrd6Z9uDtEZfuGoOTaMDD8ytcEs0G+bOScy/mom/VIUZ7ZwGDwXFLVCM6JsdbNQx",
+	"MXKU5vBHpE0AsUYsTeZGnTajiTqLfJYMNOKA7KLBdBGRN53GgdCoZoqGl6SMFraZARdiM3BiVcSSYJmO",
+	"JMM8fmmiDPPDBllGLJEtg12WLOMiAoxYflYGDBrgl2DBoFffMWFciwmDZvFi767Zyo/vGDHufJvXZcRw",
+	"u85epCY+cmOezvAOvTI7xhaXZYMlAxmLIKEfWDKc88F4Ml1prA0pfqwbvBQIoBFPAdhuyhztbcPBQc2E",
+	"PBy6wbogaEs9aL3GDvx71LGCXEDKsfkGaaeMuPnb4LPwOtTm5l+X22G4HbfDY8pkcztef/iZ+R3ak9n2",
+	"25LZLsuSQOO6Y0r4cjdUXdRsw5Zw8VV1eYuvtSPuxrrI3qtF50wCnBE4tlDhmjw1A9+sB77QvKnbMNuA",
+	"wBr3W2iWoQ+5PFPLsp5gFvpEazU09RUDlKrSldvk0lTcZDMgdAxe5H3bNTURLPOlCchnFdR0xSIz2u6x",
+	"JQ70XVpLpeN1F23Qx339A3MRx9KB7cB57OWn1dF3vGoYkFhbOMx4qwMKMYjpYc0M36Gd+hC5aUBnUXvq",
+	"XRSWtK5BzmqpcXYaNqXHHTT0KG60opDUss3DQZwYqcLkOsJ3Vj0qwH0sPs6zQsD+FZKRg6Ilt299EpTz",
+	"E2Rpn/0b4uLGbKbSRS7YXsQEcktYlWej1fsVpEy1JzPViwbUqBhQ8eyMOy9e/2WHHnzcaU9WejTcHvcW",
+	"TMttY9+OwFEf6lzU6zrwLRAxl8S+UZObkW97rBvGdn5zyUY3mx/iH7O7HJFbyxHZpJrcWPDazyUxQnuj",
+	"MU1goW21ES3zH5jaRwEVpb0mY9niaI30VhNlZUrvnKwARU/FdrK050qgGqrKgJFJTVFJqZYqRPS1JUEc",
+	"YDF3C8qXvAAwtXIcLjhQXoUQd1IPggTze5aBGlMfwqozYWb9A1OCp+nozk6lPlpGKwFiSQA/UatBmSYp",
+	"bDEeukUthCpLgU1JFDNqpPFLuE6BTNuualZaN8PJChQotZSsmdpvNRCo7K8guyIrQ03E4K+DLeLtiH5j",
+	"v3h7RKsX0yzXF+sYc9VJ/M+0dY9RTnCXX0AyDYxQE1Wk7ZlMxMDTa3NrRMaDDyKuz575JeO5JXkIhqe7",
+	"DYlMWMppk5ZxJafInxfZ5Jzuhe18IvCL7amlb9iFcsLTF2kdrc3qV7lkJi5/+Vo7QUUEMhT05veavPqN",
+	"3eIBek37zuzDruMRWRc76v1WPEONHd4GD795BxH6glB7xeKNRn8dDPZGtj5GWINyF4tw1Bw5pNbFnfF+",
+	"UPPkBVqPXuEOfOrhMKzk8YIqlIY+ISpHe2wr0cJfbeVor1fghDieALGknwpICKhxY0V65KJO+oe1Qx7B",
+	"T7R+oJf8OOQZ1apFzeWFdDl/0vbXtrrpG+AX+tGYATcIcnR5FXe+r4t9Xy1ur9phrt/CTTz6Tbm/nOdL",
+	"fLhQq/R8Xvfvs66XiO9gfAiehsbYVIjUlKEkT4KXCqcVEEzw6ZLtvz8wmupCZh9EUfIcLvdeM9RjaUKX",
+	"ohCYoAq+j4gybZPJoihVkURM5anVUCNXrZHefawkYiXnomATnud9dhhLLHnLzoWYo8pomtP9g+omhZjn",
+	"iIKAnBJwaJH7RoqPFTQFLEWQzApDFVZrgcmplgZ/gfmuswzaASzAmVrCZ7q5ZZFVoqyZzLGEGc8F/0Be",
+	"tsBlCm9At88ZB/YcrdtmkuE84TQe6OsulkmqJuWDVEwysFP6M4hm/WyIhszAwbklRIr1OEtGzjOHjoAJ",
+	"jiW82imrONYzwLKWlT43SLzareVEkpnK8xInMVmKkzOlzncoERUUZfpMa3N6e2SQdwD3eDYz1SpdWHBd",
+	"YUf8CZQsl4C6hedIX00F+vYw3Rrz0mjrwpeUEoE4Tt0rkU/HlKpK3VrpyZ6omSATQz+vHzhRH7E3EeSG",
+	"ntiTxdKs1DNjEy5onLFcquJcFKbKq+4y9T7BE5Ow7tAXFgC3HZl0tz1fMO9jylsUyxHCbPWTe9CxiD0c",
+	"mHcGHTPTm6BHLmFduhsjg62NYjk/gy0rsCUw4Uq9YyPoRkTcmnBvgp/RpeG5f9E3sYQ+Hpu0vIi6R/RL",
+	"aGJEpqumc3iSrYeVJcgol8Sym5BPM2IJle2ByqPaFtD/KoUESrOZKEt+Ktg/FmIBWbZ0Wr3vYjkVWodM",
+	"sQG9zgnAs/UvbAM2L5/ssXevjt7SXomAZxg3yPGUZ7kIXg2OVLaYIw1BQtItGRvMNg6EuRR0Q04bmSeI",
+	"YBikkwFSoTcafb6/KD2HUizfk2vWbCF4Ic0ZiDxHQUFyBGSPKgX5aDFyjr8oofQTpQHpq6pGFUDwxx5A",
+	"mY1MgtQRs9lJCCBQXpQlKxa5QDOSp7NMYtIPXiLQH318zgRP/R76ZxOZAFBeZoAk00eDQhMpBePRCGUz",
+	"gYxf5jOYmTdSgPymJCJzZexHg8EgmBKHxp7zEhcHxeUY7He9RGAUs/I8m3t5S/pBvEDoZFOjJ+CAsCLX",
+	"NDojmuqZKkTC4JZnZe2uYacKLg8L5AMeQfxFVjKocIdOBfDl0AWnXz/hi9Ozii3mfXZI3de/UHP+j4U4",
+	"MHDimr1OKZ9kP+PmhenX7xKtfGhvwQHkqiFjMoMJDNhsBpoKkOHgEprnq4iZ1AbYq3BhIznckHVNcoMZ",
+	"XCHIsEenScOkhxdsUxfjqHbvYzkR8SFTC+rXgYm46Ksf61TTtYj+MLwL1xQMxpaD0rwz/vGlkKfVGdXj",
+	"vbBkMJ2pOSRL6/1kSxwD1Z7duYNBb103Qj2ovVIwFgc2pYL3LywV3OjnmzaBIjyBAvXjABrfIkIgJ6VW",
+	"j3kYjdYMCJvcOK9zXmkzqzPu/Psvg50n7//QjfC/vfv/a5tKzWY4pQikYEvfa71GKR4tDBFDW/+xxXX9",
+	"H9X7z3f+eQwDwH+0j+BGfENPccPWwj0kMezJNzV04Ea7OGOfxCUGiagtRRQ7Trd05sT1PESw+2pZjksj",
+	"fm8vI+HXmF7tlyt9Qv6DZu3YsFbr9s4MUGTx0UdRTAeB6pOgBgc/Ih2OaoaS7uTcH7j/4Encp+jLQIUE",
+	"S7KSt+UX8k5AadcTPjmPO+8/uYorT7B66boBDm9ugKNwgFrvbIxub+vR+S6nX4bR6L0+PzFtVfjl3/7P",
+	"Xz++/PufVy///hynUd+zpo7sp6s6+W7EHXPI5kQuQqLWgkLMQVXsVBlF4V+noCvclG/18W1mqHoIf1N7",
+	"xFAHwZyFPgTPC2Plxg2F+cJOPgBV6QGaK5cAIs0yiSxyffYMflt6yBRtfBNXwOGzZ8cJm6h8MZPo3ScW",
+	"pBiDNMafkWclFByzIbkl0hfB8om0x6QqSKXPJJvwIi37jLhf0J4gRdxkQp1laSok6bAQuZtmMgTQ8FOe",
+	"SXairy9K+Nfypc/C9Ik29Q5+j+P+8kxHWx/pF+mtQjUo/LV11kN78sKhQTe1mwNa474whQFb2L2RIhi3",
+	"m35wh464RtYBHkDIqEpT8EvynHZPF6x6QOcYOVqKqtIn/Qaz/W0KAgrRS6M5AyE6zSR6bhuDgSxz3/0W",
+	"y651rAx7zKTlse5o0BsTPwrr5kIr8FAy6TQjJvLkOHEW28PdAyt7Y+lkNAjtX3Urn5KILWT2j4UA8w/f",
+	"STloT0LgRMSSKqtyQ8wCDgBAgBrPqkkQ7iaV+Fgl2pKnHRCxBE3zhJALCUv++te//nXn1audZ8+As/NE",
+	"qVxwCYx7FL6/V/oUKKWoAtghrgg+YKtpM0rz5Dbzz82wxW+CO/WMa4twJuBGMFSEwc1gkIZZesCmqogl",
+	"9xyxGGk44+ZG03PVQ9v0Y1ZW1kWxlqcdvv0KUIdk52obhCzHUpwaKJJe7s648859ghahXt/O1nLzOzfU",
+	"272eFvi9aBLQeOvF/R3BK1jT1vvmiXff0O+HATuj0zNiM2lx56oX0S7ImakqTkCtufCORdnyRuarL44R",
+	"dBv97gq8eYAg3htf7g70QIMoci/DNgZ2Ua3bZfO6s6HbYc8WG8PLLool0JOQUx6NCB7eYGR84P1HD2r7",
+	"4YDuC3OR6nuYSJzxo3tlOy1YC6EX9c/wDK2V6Nt4hK0b0+fkzkp6R+DqG27tnCR6lGE0GrRRn9yI6+4V",
+	"3RWhNk9TY6GP9eW+AsDLumQMRPtCThIY97W8eu1JczCEzwCI2q172qzvyt4sUYwXMtKM+J8axJO+lm+a",
+	"dwTX8Pfoy/nOntdNvpy27Xx7wjbsEwnciyj/N1kdphwARLRRfTdHyHlygiQx+DiWaznCX1QESAAjYDUX",
+	"rKz4amxpdp2rxhzOhQQWkorYELd2v3wtRNNOEX7Fi3NRMaMhX04D/gw80r8Nh8vXxX17p51ew0Hzo7Am",
+	"MZwR3GNfibcm8A1sLT7fCefJ0KNp014bKQ6+tyaW5K4BBTaostIAi7dk6QZJn0R+G8sZn1P9OGKU7doa",
+	"fuCA7yEbB+FnPAF/r6R0XHTKjBmPJQZ0nVNmbIvWGffMOPTPMOueGQNwRB8kiFL1DmKZYI3xhJRzmiUs",
+	"uOT5b/Cp1A1KN2J/66XtYJ1CSvHAqwbwc3ZsRojBuGoAEZsH6qBMNBuUEoImgbMexsxHNG17NaGb6Su5",
+	"oDBZ1HPkOOo8MZvnaiX0H3taKtPFpQ9uxbPLRAu/c8P+Eumg7YsPVR69rX6hqYEz07fTMvY0oQyPtm6X",
+	"smrvrri7K67zThBEue0iaGLsawj7273l8koUNxbZRccmNgq31gHjSPdg/aSAT89kLDEXEJ9FQkJfDlv0",
+	"oGRKbidTdUNfSbh17/cXbs2Ruv866j80sXcXcP3XCLiGwuCza+8g124k2BoORE39lIeIjQZ6C432emOA",
+	"1U8zmSF+PYM4rTr5u5jYtHfjMzaNORHUnm6EzHEMlW04aYhOtlHSX/3cRfZ4FDGbosfizodsHnc+Jb3I",
+	"LzoHQVeQyfAhgVraOWS8oh3GpDhgTcGNoHBCz5XgHYISRpTWbD2tmSyz1BkltRDpeqn+FcQ43crqv1zx",
+	"5tEnpzaPBta7/tO8FHmOQYjL+HjcaG9bQ8Z31eW8W3AvRG3pwWnXnqwuVJLddI3Nr8hwMI74cjGfq4Iy",
+	"VOhFwE5zdX35Nxr51LNzF/q85dDnF7iNgqgnXEeXDXv6fV5zQxhODU8c94DMpB4dHfYiLyYKnneQ0d3R",
+	"niFsC6KcLAxyxrK1+FGXmylFDpSSLQ2Z2YTnuUeEzeVqyVc9GxfFO2j7wKh+yaUioy2T1x4g1WL78hHS",
+	"aLT3ZYOkwfg+W4BUD/tWYqRwG91+kHQvQOsHJZn8O5sYFswlhnB8p2k9Hn262RBpsJi/z0ipPcCbQqX1",
+	"TX2bYdKgQ0ZE31igFPGVxGYVGAbWmczTlUnMbIuhwudrKTY9jV6ZpNx+ndV/vSj9CvzOoUrtF9cdRjUN",
+	"+3I+le+8EX6hWOnX5S25cyX/3gqEfmnviuRyIh7Qri4vo9NiuWPzy3r2eldsKLGJ+A9klLWFBHpjsJyo",
+	"tMyiKLRsAl1yeYbsfBnYnFhPJTJF7YBcxQH0+uxV2C9eEM0GasaTYrZDTBswgB3T4UkhiGK2RdDCLB2a",
+	"SfpqqmkuVW0VbrcCFqZ0BoC0b7k8Z89/+hFTHmnR4BvzIS5XbCS1bWbUaOand8+azZgPw2ZuVGULp/D3",
+	"qLPBkaDte6Hm1thRRhDRMbg5OdTaLSuTrsSWLk1FxW6CPL6ZksAniYkzpsRid9TTylZlVj+WRgwk9A/4",
+	"UdeVb/KtKVMeGat71GVo0tPam0+xzWfQNHEIuZk+4aWwki4CWu5j82diHg/7d6+0PxhbeopwybCAFBbX",
+	"8l+gxadHC276CP6DRVlRhfOsOnDaKUlco201SN79epax9AnUH/YillDBTkPvaZbGWwcoitXde0QUX2El",
+	"0Dq3veMG31SvCy4bp38DPaolFY0lYHHaf2OSQMJC/ciCLsGshtf3Dhz/um5vPdF6LGP5M9w6lTqu7Suj",
+	"TcLmCtavR0uKfEU40ffvVwWX5VQUsTwR1VLgO2pn9f59gLqYyYXAa7CfgWPHrgPsgbBnEfLhOlp+89qS",
+	"dS3fPmLrf3j7ghlGd9h2+oIHCFBw8KJaiQJvMYCUKNgiWNxaskJMFyUQr0E8olLHtaPRdq4qXpwK/4BY",
+	"5pJMnrI8Oxe45V07vTY+eV4U3FZCl2JpV6K8x7K0HCObmiqIyMtMEKV7wcyDemNI7PRUNynp9x0lfchP",
+	"lURaJVRLLCvOJ2cbFJKvIJri9g5oBh1vPYFcc1sie2/LoAfIUNZfwlb05uRWjUWzf5puvUAKS2sz2g1p",
+	"PH7+LrzQ4ec/PLayOKq9bjgiuf/Tu2e2+H5N/pdaU7uW9ekHWEK/n9m/t0h1+2gwGCJTqTl0jToB5vNb",
+	"7cQoejQY7N6oCtqUM3cW9w2EkFp0XaTYx7PjOAFDUb7+hr1NbTjssVUrt+DkD0dzXWZ+os+/cWb+WJpS",
+	"9rfNzG907zYteKOa7XTzWJonDljdkqBLPWIjc+EfBGpWZP8ySo55GRLMtbyuz46somV2X2grNPeiVpcM",
+	"zzyrlAL+0xU74x8Ek6qmxZYKY4HcW+yJWuQpm2Z4Wcy8cgC+8nlXDmBNOYBDN036gMC8U4Eom/4Ybk3W",
+	"DUYId5IbNMYZ4k7c6fXZK3MZBLUGas0ZVM76WgMkRO5KDbiqQUhq/EFco+SAI2w3MC5bIMzIu+Fd2YHt",
+	"/Zi1ze7v8c/g0Hy0hlNusO9VGNg1BQb8y0N/PnrUf4i1Jt0dQVm79iNoFi8Nm6NLhP9BkQLwglpDH1yh",
+	"zpyKO+O9ofcRZv7yXJTkHzX3D8XGDas3OVEty/daD6utd/CWF1XGc9+7w5oVGT5nQQS/VkHkrVsr2eFg",
+	"5K3bcDQY9PdbFs598TlWjio1BGvXXLbd2rK94tqIXLduxsH+BepU0HDssigpdtR0+nVWkrB21V0liQtj",
+	"BEYStxhOrwIjY9uiEsZKumJJifZOaWM2r87+udYsOqRa17wE+kECS7N5oYANHOJ/Jfv+6Ogt1FOwsNhK",
+	"LSgxM+UV13ZDn71WdLdqDUKIVKT9hppl+nNtHYbn2Yc6XCxvJb29qZv816D8jTqPO59u0rFhpjwrGYyt",
+	"f/mN+T1MLu5GMVkUmVaNfnnv782XWtDguGzUfFVWYnZz1rnXiwcznuVXC5kDlt7Yb5gVS2z95Zq6sURh",
+	"UyxyZ0BDM1qNGrfQzXtU9rp5gzXdnsDecORjAN/vci0A1mffkY96HEtXgSPRP+n7YQc1NTxtMHNQIiGC",
+	"or8sFZNsxnOTGAFc673I5SCQHWjvMUsvR1UvEp6mhShLiCxk5TznZEhFrgbBB5GwLo+lLYmhpGC6E9Zq",
+	"HLt0tV6fWeCpWQf9ZHVWqMXpmZ5wb0aiWC7PeGUKq2QFAB4slb6SogT1qTF8inUoYNDX/78bcFY2PDD3",
+	"StbFYKN+6sEMChq/VqZkiEGIQNlAMSmEXxOhho+AHUWTZpZeQtXcV8HmDGATsQxwEzzLt4FN6Oe+PsxE",
+	"Y2b99fxM5D7bK2m0UvANl5L/kYbZn6gZKmXepm/7/S3CJvz98rtETbj9uwY0EcrzNgHu3Uj64RvETrR0",
+	"zsmX9aiJPy8EkDDYKjFTyFOmKkNGylW1wdVgEeiyQ8mdpXAv1eQio+pMWqo3RWrj+ZqQzdYI1rFf3QaK",
+	"kywqZBRyjVMVVpDB9i6bcAlVRfRrfFEOd+e90t1oh2G30Nds1ENg84zYidBKJWIojJMR3KBIhV7zO9pk",
+	"aEADd+u34zh84WusfoIwYSiUH9xaxoPu7bKA82KdEEctIpY0G2o2Q8f0ZqEO9wM5mE9WBHcJlJ8kll1A",
+	"HNAePmipkqWWcuNth+tbovv5/v13C0y0BP4+la7u34dff8tL8XBPT8BPR9/tPGaV+FiNqXYRlykvUsbz",
+	"+Rk/Mcywc56mmTyNsCCXLQL2048vd0o+Fe5p/XUm54vKi17ATw9YnknBTgrBz0tKecRppM7oPkDnslOp",
+	"AB9zKFfokhN5GdKRmJUvcXhYngILlWJrSY+6WkJ0JBX6/knxHb4HE4cPZUFkxTOpz9nrn16yyRkv+KQS",
+	"BUJp6PexpBeiixLRGvC7YHCK8kLhy0LlrrWSdaViGD2MZSb/jo6RHhhOM75iJwJ95PhavWK6p98fvXoZ",
+	"6VNdaUmwLLKqErQ76gc4lrxkyWyRV5nWSR/wHO5v1NtgKTmb5zyTOzAX+hmWiiL7IFLLLQDvY905L/hp",
+	"wednZRRLb3wRZlhllZjBv+U5oUXKno2VQwu6ccLAwDx7g4L4wIlgi7k+5MNBNBjA/zM7058xzAqAu8o+",
+	"z15l35o9foi3uii1YQAQHNJiWddExQA/NSH19wT+VYhGGRtk2VFTfbKpyQjLdSW5mvD8j6ma8Uz2qzxF",
+	"ip1nqC6w13wmWLwYDHYn9QfhU61AH757+uIFJi4DaGHOJ6I8sHzSw8GAFWKSzTNTXQlLHeJc0y7TZ4F7",
+	"W40Bd7Jcs9mMh8bopx7ufqqKWVgByktvpsJlrGsW01QutBYLNtjr01x6/aa6bMHWPIFdOZ8LXuhx2QNA",
+	"y/cyk+e4dCG0yRVnrYevcMt5b6A4ZhjQsSXw2FwUpZKW/hTKaIVfGVoprJNFaxRi5kytA20uhRFSDPIB",
+	"6O8jHIwg2oiiV5jIXyyb0DbWpUgXRQXrEcEIfENBh4lVuwyH3DugmGBj3DY6TbEVcORQT4LRxPKNxSsG",
+	"m8MvUuFXn/RmCDaMq9NO3YhlOMm9YOmyEpYTK3TVe4NmZzicCC+9WIoduOuz0qvn5QipaEPeY/Yos25S",
+	"qYTi61oamH/qPdyjDYTsBNR00ykHFVUpfAgQWDU1mgTuC7+nJmRu4aZ+NJfVg7lZZUh1g0230NdMcBgi",
+	"UJUa2Mp7ZWOPgHLgponPFIW37JzQEXwjGdlY9+/XVweLGWo5peREmM2d6MsoYVOVa3Wxa5LYR7QCsbRe",
+	"lZ7dq7DQZRQol77tTMYXUWCWoMViWcZyxvP8WA/zWE2P9QVCajOu+mh/378wTCU4fcvBjd/TB0iKZSyT",
+	"VziwnRfPIK0MRPakmPX/5z/+649YNlS/817JUIJb6W1mQd+t2ATE5+3ZwjKTXoVRbbwK3L/cL6Nq+ZhH",
+	"exHVJqMylz0923S3Q4lUQHlAGASf61Py8zxf4cJo85gltHJJhOXZkrgDR5bQqRhxJ1RmZIkubDlgoFvP",
+	"KuArwp6TZgSagT1P83xFe8U8ByhxoPg/LbR+zagUqikHYJwp2hIJi3CWTJnSuViW1eEyvHKcrPvu6PDH",
+	"o6OX7/Q50//hsMOn2ekCEHva8BWyAlr61KG3bf1dZKTP1Wmm9Sv0v/Gq0hNiDSQqW/DqxavnsFP01aCf",
+	"UAUvVmzKs3xRCACu657FMtn7+DExJQ+56alRKFOtnGspZ0wcDp5zOACZZCM2y+SiEmUPz39VZHrLYCmj",
+	"YcRGEduL2P/8x3+Z51jXaAdcsjO1cFgqGkepbZqpoaV4rJU7/CICpkRzZk2xpLkoZlxCELI2MpbsBwOz",
+	"ZpKzQKVD9RsR76+WKqDO8lIVKZV99WQIIaCxqKoteAX846Xe1+/06vDctEVublGy8sxAfNSiOlEfHeZT",
+	"yBS1IasDLLOJ0HZulsMvVqxYyAPvARSHxoWeZiJl6QL8pNxOqLcwXjdhj4SiQ5vDm1p2q+JPkqk+G8tM",
+	"mzoFwGKg470+O7SeD34uWLUoZDkG9LI+XGrquRX4uXBFT0csXWh5a88W3kh24Wjjh1Wg2YmYqgLYB7yv",
+	"SjFR0uDEvbNEMZ6U0Bhax5NVvjIVu0tly2HPdIOuK64fWszE0pTvbYCJ3FRyfVFMqXYpjt2MtGsmA08v",
+	"mAKx3HPvo/1+gMJgBgN07iROJaQBWmR/ky4E6fj21Xp1SlgAd2XOesYQ9OV7U1YCTo5E68EGR6++GRNw",
+	"KVvpqAU2nRDyAq7xAr8TlPX6JWDqiNlW80zUyjRCagZ+AUETYJzRH6zoEtS634HzGJChV/MS+C5jcPHV",
+	"UPGd4agTdU4mk864w4vJWfZB/JFPZqJvUPRR5wTG03n7/eHOyah8/HL3cKcTdeAXmZyqP04wCG9+ETHr",
+	"4yUTDjzDfqOoBXQiE7MnJEWHnAGdcWcq93feLjtRx1mfnXHn71xmZf196ABGnbfmTFdNPX8jhGfDBNk5",
+	"+MO7P/2lPPnT4/LF8/nZySz/54uj5YfJs71vOm3ZBE7NhEKmwRiPRn+b/e3/vPimPsp/06Nkb/6p8pIm",
+	"sHXcNImfLuEzf0Wb/VbzD2ggT9F6biDejILqm+ElW2tzX4h/A7eVm79x05PUdBpdC/1GL/pOFbO1g/M9",
+	"YnUHhtZEwXex3dBOJpOxbXdk2VOINlkVs+YLutB8pO0c9Ir0bmLAL4xzbdsl9fwq2w1Vj3STH/Baozjh",
+	"KSkEdRimO+0OhmmY8KZUr+zCARh/mhYUY1tqqeZNjztj07JWaeU9AgiTTXC6yDkkH+rZ1HZMTNWafx1G",
+	"w8ef/tfVKzaZGcA7Ihy+8cDS2OmRrRZsrbf4ev1U6epIqZdKntYzaMDVCcbOJg/ndRZLf6SXiWp/m+XK",
+	"oRi1nqPhAP93rSEac4B2ZH2Y1lpogzd4fq7tVmltNAeTsszLrkuJJ7JT+RSvu2ZMu3YLuxiVJ/k3wWpb",
+	"xYW9W8dtXrqL33Ht4T4TPG+OFT2PNzFCUo/Gztt4m4O6EoRhxnN9CYn00OgvwXTUw0M8vC0uf7ujeEZZ",
+	"Y/3wRWvkgUoioGPuWjMzy8oyk6fAK18/qzZPyDKz09M3IYXmhbZWqhWLO/hR2P7VRyTVj8alGw7IzTU7",
+	"UzlgkMwkXn6xuJdfZVfLy6265hCqn46+e9x2/jA2aYJ9Niy5pcIFy1F5DUFgr9bQNfq9yJ9a7XZz59fF",
+	"UK81kA2NXn1QaHKHw/kzmuE+gqOl4363r44TJfQLqCNrFFV/do3Ocw1l1eo+V41cX2u+K6Ve8uJUtEkj",
+	"LVNIR2Kvsm8vJYcgfKQbLtDBMxzsPd5/9HDATlaVuHaXESRlQkn1LJtCmHf6kdutVmPMhiP/R1EQBuaF",
+	"5Zi8HrkZ5u6tUdpqyJwwIGk92GopL+Rku1BruyGuNhwOJTjUhxOE6VqARpgbyavW9C5KVNxWjzNekzGY",
+	"rIvJ2c0pNXaQLYppI2rdNsww+Hx5zdSNyH/VTYypqX0eMuKPucXVsjqpGRilVHzRCgt/Jj/4HSnBdRCl",
+	"z2fzagV1kxp1ZSj2iaFv8vXXwaPvtwWH1t7zACgG16fL2ICsi0ma/BcKCJYmIojQ+YmS6P3PqpLhS/W9",
+	"hulp1UEsHYPU90dHb9n9+/uD3fv3IQgFh4SzXPGUnfCcywnG4lQxORNlVfBKnyQIGPk5O4BuUVNWqAo8",
+	"oxSkNyFl2JE2oLw/2E1soNuE7FoSeVrCFTRV13bSQjuh8PgRPvotZvJAz/veGbkcteqPzbk48vdYLfrc",
+	"Iib1a72aBOaHC3cYIfcBdyKoirgVv7TYfK2I3juywVmzH28lEUrPdPYZM6EqXp5fSNSHzHxMP9sGmWJ1",
+	"nrfMgNPWMLwBErMUiAZHUz0yECe9DTJpOCtCtgSSZBaMDWg57wGfoblBdXeeYUwbRgGwU8d2t7sPodZY",
+	"8rLMTqXw8c1dLleEDg+Sp3psA3McguKotQIxXvmSrxo5Bi7TCGbmXIh5qTUNywoAc34mVqaxFCnPLEcz",
+	"jG6odbClKs4tYxogxUYsVVIcmKUz3E+Ml/AF4kekYFItWZeQffrYA0KoymbCIN3g3zR8bKXXx9qSx2XF",
+	"C0OTAh9MM5mVZwmSm3h1J9n3349fvUoiOE6W8i0AmsNr/ql71DUpb0T6AWhsH9d2r+wdhD3wV0Oq5UGt",
+	"O1nJ1JwqvkF5A2UQCbH02+mzQyDFwdsng3KoTV2xm2Au/Whnd8CGg/FgkEQsGe3pf/QgAcyD9DsUqWWZ",
+	"8OhvCA/UNCbWkfggyDzEqrbEcNtbbi8uRFWig2KlWXl8pqqEDQFKAxjFRXEqtOXGy/MDKPaZyVQUxwQd",
+	"gjk+F3PkGzDflgexTLQkg6/rTshuVWSzmdZLETQG+XZpoeZz/Vkh5oJX1KiSE9HK9yfFEroEhVvaNAL9",
+	"5VfAtNdOpEcbNODT0ztqF1j17L5sfA9mB64RZK5JBaR8T3meM36iFrh/1BTJ1PAq6dg/DaX7aLj1LXlk",
+	"Z/G26yE9I9r/wGq76EheXAfJzmXoIg9b7tYFlpY+9c/G7971rhtn/CFrktXTstT4boKLK7yDLhw0tehM",
+	"USowIoPLj3X1O0rzkmsGw2mfv/YY+behj7DPf0LQy5vpIQqkq4WPIsNMtcaUZ9kWW6bNkLegq5sLlYEE",
+	"+BYuo3d42FtGnILTNCsNjo4yp4otdz6+xPPFngjTkidlbopacpvaXVcKp90oYaO9Ne7cIjdf7gt5GvUU",
+	"e6YMiJft3SBe3S4wVLagUvSl5HoCxY0KFst5JcoKT1csHVmiryeuJ000ORVW61MmdxZG70gPITFIKzSH",
+	"pJ83uPqsOeLx81m3jbEuWDcx/4QHoCg8kUqYwg30ajQkCuEa1vvetKOmNeoJBBl7z1oDqfDYGfUP7pXM",
+	"I6ToqsIoZ/rLnsdJodUTXJ2ZTU0B8+giosGtyQWZ4xaM5eXJBY2Ib7tTiFUQ6AvX0woemVW2rH9sM+lf",
+	"aIC0m1IsaVFCkgvMqFh2w4bkIs+dixA23RmHALa5YLRVhWIeCxeRXYm5h9pYTLQ+72wDNAkiNtBDOmCk",
+	"6dfU/HVK+TZF5J76e8CvFYcqdFu1OE/Rruun/u0xVcWMV1gyDvBYs0xms8UM1OlGNblobXU771RD2i/P",
+	"dT/bOmawvNfqxeflZPwXIzL0zu5NkRhuySqyj/xtlguuzZBDWjzj+SGqO89lTIe1RnQ3CojudLvIO2JF",
+	"TkC+Z6zL8WDgHkP50fLcrn2uEOUir65CY+ddXvT09YntnHPEfYZCK9Ybyme+w4kl3jvyRrYGfF2vQHxD",
+	"3u4VuEeDwbmCjxYkdbKobgC/dGN6Mki3O+K9TdrvkbnKavwya2VJizZ8eWa94K2oHl+yYqJfJHHOy9Ig",
+	"9Gw6KygIiefUr4n3WII1qa3pLi9blUoywy0pTVZ4iuKBx6uSwMteI4Nzo8hin/ke7xFDgeTptmNKhg7d",
+	"192lpUP3ip9Qjjw6v3voaFkesCErhJoLWbIMM+gnueBFSZpo0PBBLPWEmRuPYpgZpJyRD7/lV32WoJS0",
+	"rkv8E+gfxEcxWWDK7QXaYCH0FoCE3qxi3aaL3eaAr1EL667xRIts3e5MfaApNergAbmH9YPg1nZuc+eA",
+	"0KtjwyWFwKWH6QDfTGv0BDz8njlRVnwF7A76AkwiF7yJnCcapgIVTA7WB5GyeTGspG+tqfUK+IRLVlZZ",
+	"nrMTMzajh9saOz4sk/grAH2qVXFXTeltsAkgXZsq9GaltsLovkdzc1lklTNFvIoymHa4dAHGCRxMcxpj",
+	"mfyi8hTI+98nrAtq+DHXu0hO8kUq0rCM/5pio3pSvoJSo1A/FFR33PydcefwtBBAj6QlpVZ7pPhYsaUQ",
+	"553IL0Y6upSv+jMUHf2dOO7aa6e+Qh0kjMeSO2czOA+On17ju4qpdxVTfY3oO9jKEd2zkX+TQcQQb4N1",
+	"XsNbqJ4KZJwbnYotHLDIxIq+MSxFcQH1K0RhC6irX8YSk+OJ/DWkam25Jz2P3DYcsLNS5B8wG5o8gMb5",
+	"SN+wLrWHrEiuBWL1KZH3D3/c8whiSQ9MiJs1KVQusBqcacH45WLpfajvK21/0e2NmsaUSi/3GhyvWl7q",
+	"PyA4DNMB2hSocFlhp1vbSMgIqKUhMihJsYTwsUcFa9WSMbb1GlQY7xVJr88OWY1bFblgfGLVN5YhEEs7",
+	"IYCAz0QZS1QkiGqKKlJu2hWeKzfyaXF7bXe2/pqcZF8H+eohbh6DzDN7bNpQ7T9D2Yd9v/5s6FLQmxM+",
+	"1r0lD4G3TWP9Dv+zRimG1oq3j/wXHqkZL9lbURV8UZ7zMnwvTsx133yjbK+wfX+PLK8/mUPSpHdFgXkB",
+	"rSs8dHO3S9AdQ/e87f3y85kPJXMh7jFzgCjmMXVbswvDHWQQkYvJ2EQoZPGrVPDcfk76cK8u1lk3gWsp",
+	"AZReSbcTlV2q30+JPmNJIPcuTVme4HlJ3Ge91qvF/yyJ5ZqrhaO0hxsOLplEm77H2vSleXtx+PoQ5Xwm",
+	"ybUBY4yl1jR3fLjb4dsX6J4jsUdsWRSj0na8XqpgfWBIGMLy8WpIUfTD2xesEHNVVKzITs+qkiXn8+wY",
+	"5uoYv6AB6Y/dcO2XetjA42o9Gg/O59mDSvBZArBoIMGhqzUsQZac8FJ4ldO6YJeqqa12bE3qsIQzXpPa",
+	"GsjNIo/1VlkCazuIb/MPDFYN1l1mr8QXuspmovUiA46jS99ZV0F23/KVZXc4VpZZFGouHvyYnXL4tr7D",
+	"6IKhb5qbLO6Mpzwv9QPBlnFla260xoRfcvl3ekG9Ei3XU8hTcIv3Eb39wVKcnCl1/gDdYpeozD7LZAmm",
+	"BJD2iYrchOXixP6MWedZVpWOtCpXpwdYtps+QLbvJV9ZJ25kw4eZ/aHlM8uqbZxbNDDs2xf3bw2391S9",
+	"uF2mIfJ/buk6CV1BG3/wM064A+3duV2+WrcLngrGGZ2S8Nh2QdUDzKeRQPTcrbhcPBGkzzlxum2jGwdS",
+	"KCDGM9SUFvbujS+WCb0STW6/Am7E9DWemupSC6mbKzmSyLJuQvrssZKo2tBKxHJ/4NKn9weDHqp/4gOA",
+	"nxL4L77NstabTuxkaXLASG+lAvSirJx8JDUxoTElpkDl1KSnQuv0kFpUEzUDhd3KzSSKZYKkfniYEv2C",
+	"hD3AfxzTV35VG7Mm8CB1ANL+CFtgFW2ADklFhLATPhP0NKZEYcyFiD4jlzlScX3PgfZ8JmQ/ls9lpVee",
+	"IZUvpLTvDljKVyUFWGbqQztsyAl6s3suwA8d1fZDiCEatQN13I65TQTRW34qaHkjzEgaBln5+n/roERz",
+	"zC51fbFSYhh1iJkJsBP6fxd3rO0V4e5vf9n+wHvb/oVvuj4eKVcNxitDLAvuOs4a2vft1R2N4o4563Fn",
+	"/IRKXRqkDVnhfQxfoHsHDzUp83R64WF7fH2Mj+53DKyI+k264w5fky7wVBzPyrgz3t1vK6RJWJ4hYHSc",
+	"H+vhNfo9rPUbpUlLp/cHu0GnQZ7sD3ZbOj8cbeg8AoxMWcovq54cwn1hbplcnW7AxfzO1IqfA7m7WuNv",
+	"87V+vAw+v6qxrqf2lrso23W92kHZc7vG0YTAAG25l70+oyzZNiVrjBgUYuXVl26JBMCoMtSgEVRWEDnb",
+	"EWed4F9lQrcoVCMgKnd6Av8qE9alVLqCqVlWVSIdM57nPVYpliyKXCsF0igrc91/3EhRLAlNrIrUxaHw",
+	"uakADmWHipiIiGE+qtGe3pkqPrQAZSzLuZhkUxLnrNTXe5f08UAhYt+4V1E+hv1aKxBlxWdz0GvMp/rV",
+	"vFoUQv82+TCMHFuAqzMEasyrw6c7774/HO0/REfXr+69n/q/Nt7yqf/riUpXnxKvKhVW5LtXsnOx6gVV",
+	"cnR7VnKyuPOrkFVWrT71f8XV+BR3IobOGWhdP/Xjd0/Z7u7uE/1FyiuuP/vVzTQgW2IJHj745AEGpiBN",
+	"LWRa8TE9nz5B5ioqZqOPHw3dw3BAbA8loOztNXPAeL3SkSEhJ+p2gJ5upojfi+WZWhQl41h2BwAs/9//",
+	"Oxqw/83+rrdeQW5IZEjnksbovQwEKa8gUCnKWC55BvkDeu715vRPUa/PfoY73rRzxktDX62P42iPYXeQ",
+	"Qd2XPB6JYz2PX+vO9NUxfpL0DpiQ/CQHl0TF+CnXS9Ktact4P1KFI4phjpkWVUkPkF0zUZqXGb3d1TyI",
+	"JQA3StcdeABTZOHYeoTugQILQCV9kMEfclZV83L84AEi9PVf8IdJSTFlzQxR/gF4Z8706plkuBPM7ChE",
+	"qfIPUNiGs3kBAdKI5UrNT/jkHIsu7QCRrqXsAn4QqeTOfHGSZxPLX7eQuSipCCaq7/qazHO1LBGy9vPz",
+	"b79/8+aH48OXL9/8/PzZ8evnRz+/+fGHdwntFy7Zi7cfHoZkwRNeaIUfsi9evP2wZ7/tzjjmC4PmUmUn",
+	"uTY+Ci5LvbPSiL0+PHq4F7GHldqL2JHe/ipiL94dHh2+Bfjf3xfpqUhjSfH6oHGqGtZNfhmPh6NH/UF/",
+	"0B++T3APTxclVeiwXyVUEMdWGZlUC57nK5ZmPAca/pJNzsTkHAucYGjF3Js4+kJgcmZpU0WmCrm5WJez",
+	"3Y8fkdCA9N5eP5YJiijcEcuzUkyO2wTiaE+v7sM9VnCZqhkylh2YayLyimjEcgYELkoKFHj4Ai/rByUN",
+	"3IpnohDWutMLDEMECNvaU0MLnWmNvQB/jO4gVh0n0as3auK55nZ+EKvkAOoYuBoxQk6K1bzyjzWO4F7J",
+	"kqc/vjp+9/zpj8+Pjn94/leK/dAPqf9TqDLReA2rlDJ70Vzb5kjBZjwXjo/CqLauGgrouUk9WT0xCrhN",
+	"W/fPtb4PcJbNE/iXFuwWKohqQCwfDiKGd429Kc3w7EIB0sTUgRFpb4M5/RVkx5P6onXCzPSG8Mzv63r4",
+	"u5WcGNKN5z++1YY3qked8S/DaPQ+6iyKvDPuGNkI6kjfK7z6YFLMOlubBD/7k3S7gEJVnEARgwsNHNRK",
+	"38h81aml3nqcVLi7ToDT75YjW2DD2e0bd1AIvZr+8OcnxeM//fDXfxRHy7//9PbZ4xcv3/7thRq95C/5",
+	"uyXGka6YvUN3VCur7iFLRVllEjVPkDL0OJOiWqriYgrLRZGP2XAAUn0fJe61bsWvIZmjLnMcBRis3J3v",
+	"/cFr9Q6mAuTZFY1kbKFOEGcOI+Pspx9fGvHlVHlS/z6njex11N7Pl0FDBh55TL8OdlcdKhL63rEuOey+",
+	"ildibHGAeO+iczwonttQ1AkTYj7lFWSnasUok6fHZSYnwqPEIwOrQhVY8BQMiBMhJKOf9Nk7r/q6xORk",
+	"ytMNgIKsi/AH9k0w4tLCIbRZikGDb9hw09V7M/C+q14cTYTfGxmaG58h9RHujkWRI/xh050NzkO662Nz",
+	"2cdGd9CfxHQXYg4ieTDfA3LChYQAOhHqEE30HZZm97eb53x1O87lFwbbzktFhFLM6QW+zRsT8bXt+C/m",
+	"n1zjl3RSts0793mFbtMhWYmyuhoW4x1UJXPuPC1wV3MXbexj6A9YAHgyRneVC25pQyNLP2ljzPjyZOqs",
+	"07JhndJ58SfvXhlLfZ9JtaRwJzp70Eqbc7CQVWEFuTHwHSmpqbU3UTMBwhodB1TWtwAhjc9rA7jh1yKP",
+	"nKmmJ2RlMJ+pdbXk6hR/qQ9Dw9iLjE17Llb3SuaVvxw761SSbQqF4GIJPiEmVcFydVqii8ilYY2ZF4/V",
+	"Rvvo40cIl0Lxyl5ksxm1RHUQeVvHNpZgnuoHkReVdZdnKz2n6O46ILgjoCRdLMXZ/IF3tRSygrw48pUB",
+	"uQmY0ABdNxEzS2Fg76kN19aRKKs7nI2Ps8HVbmaA2X1s9/AI7IzbM8i8WKK5yS4dUNwbRjVJEXcAPrA7",
+	"HfEnE2O4feGA3JEnOUzOst7cTmLdGTQ3YNDow/4Gp7mV9jqcdKQT/Yw3ar17NV/j1a7WC5PjG9jHWHa9",
+	"dHajaPictLbIqMcvZEtXUUpUn4J0sbQxv8gL7hEI3r65lgodxjiTvrWpYgmAXryQbRwICmf+/+xdTW8T",
+	"MRD9K1YuBamkPVbpCQluRUgg4EAqslmbxMJrh3i3KEL578jz/DG7cUEgFXrgmGg9O2t7PbMzb96EGc/5",
+	"in6rumKVQX0F3yI8xkEVpBJFo4O9Z2kKBErzN9t0mq5jq3lKu6AE3i4tldmjiDmFscnmtglkSn9eixUx",
+	"h6tP6SLSG2HqJlV/zZe2QINEY4i6OTs3MZqefgabfV+MlkdjjysWsUV4NUW6vzU51H2ORBpM+U8s5yOo",
+	"wcaeSO/ab1rSD/wxHmU09M+N0qjWmJNyh5fjr0dRg/TjQ30b5tAf29XE5DQY8/S/3Xy4QCAMyz9F407V",
+	"G/PRf5+tw4G8fz7029ni4204anCy1/CVQEK1pZM6pbWVFOuDWIXTWewHu5rxlMzi4oJGbJ3vF1eXV5d0",
+	"msXHreE3CzAXeF20rgs3wwcqDOW8QBcprHUKuGRccsE8PDFq0xjk0chcWJmzBODRjkVbei92W2eDsUR/",
+	"Dx/ztF8H7XWv/HxKPqeVr96fk3STJ9GOVBrJoWtrYkAsVEroSliSjUfN/OngF6oxebDYOCe92DmvEQih",
+	"eqjGcEXod02Qa4cOnaSmajDdJjfgctP4iuxXzqqwrHeKrmCjYmFaZcx7EK+MY85nPhMdj6eX/VuR9RJd",
+	"XDyxnRfyolQCzptNcaHU46WyXpP60zT59xAJEGMek4p6oFOxb+l9exY23BBeOMZw9PmU+5g/e76wIvVG",
+	"3ylLwAXa4bEbhdjt3VpB8KjxC67jrV/4hMTOFfUpKUvURl+bqAd2gzGENxPUmLrrdA9EGpOLXEltTuDa",
+	"Fff2dD/EPEvv0sG7VlK8e3PD9c5H7q80b6TUsalA/DpI03ZIhKR8OlTfa7upiX2dXEWPGEw8TJGgOLi4",
+	"Y3KffzGC1p0DTEjeeNfsvyi5tCtmHSIqiXRDNoM+GaRrgzOUTMq8k4Qha40O+z4VupKb7HuAqooCjaHO",
+	"EYQxQNUpOF1jb4XEBnkQ0pX1LaiLsbQzFnSKSxOeJ6oCZzotfTGBx9vjjwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
