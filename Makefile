@@ -5,7 +5,7 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-faults test-citus test-browser lint generate check-generated conformance bench bench-wrk bench-memory fuzz build apidocs sdk-typescript-deps db-stop clean
+.PHONY: run test test-faults test-citus test-browser lint generate sdk-typescript-dist check-generated conformance bench bench-wrk bench-memory fuzz build apidocs sdk-typescript-deps db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
@@ -13,9 +13,12 @@ run: apidocs
 	@GO=$(GO) tools/run.sh
 
 ## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with
-## concurrency; the tests of the list and the contact list once more through their functions (CRM_FAST_PATH=on). tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
+## concurrency; the tests of the list and the contact list once more through their functions (CRM_FAST_PATH=on); the
+## Go SDK's own module (sdk/go: its example; its tests against a server are in ./sdk). tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
+# The Go SDK is a module of its own (go.mod's replace directive points the server's module at it).
+GO_SDK = sdk/go
 # The tests of the list, the contact list and the event feed, run again with their functions (CRM_FAST_PATH=on),
 # which plain PostgreSQL does not use by itself (impl.Config.FastPath); make test-citus runs them there.
 FAST_PATH_TESTS = List|Contact|Event
@@ -25,7 +28,8 @@ test: apidocs sdk-typescript-deps
 	$(GO) build -o bin/testprogress ./tools/testprogress && \
 	{ $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS); r=$$?; \
 	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); r=$$((r | $$?)); \
-	  CRM_FAST_PATH=on $(GO) test -json -count=1 -timeout 30m -run '$(FAST_PATH_TESTS)' ./impl; exit $$((r | $$?)); } 2>&1 \
+	  CRM_FAST_PATH=on $(GO) test -json -count=1 -timeout 30m -run '$(FAST_PATH_TESTS)' ./impl; r=$$((r | $$?)); \
+	  (cd $(GO_SDK) && $(GO) test -json -count=1 ./...); exit $$((r | $$?)); } 2>&1 \
 	| bin/testprogress
 
 ## test-faults: the fault suite (./faults): real crm-server processes killed with SIGKILL, a private PostgreSQL under ./.data/faults
@@ -41,21 +45,35 @@ test-citus:
 test-browser:
 	.ci/test-browser.sh
 
-## lint: generated code up to date, gofmt, go vet, staticcheck, the OpenAPI document through Spectral and Redocly, and
-## the clients that oapi-codegen, ogen, openapi-typescript (with openapi-fetch), @hey-api/openapi-ts and orval generate from
-## it, compiled (tsc --strict) and run against a server on the demo account (.ci/lint-clients.sh; the TypeScript ones where npm is)
+## lint: generated code up to date, gofmt, go vet, staticcheck (the server's module and the Go SDK's), the OpenAPI document through Spectral and Redocly,
+## the TypeScript SDK's package packed from a clean copy and judged by @arethetypeswrong/cli and publint (.ci/lint-sdk.sh), and
+## the clients that oapi-codegen, ogen, openapi-typescript (with openapi-fetch), @hey-api/openapi-ts and orval generate from it,
+## compiled (tsc --strict) and run against a server on the demo account (.ci/lint-clients.sh; the TypeScript ones where npm is)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck ./...
+	cd $(GO_SDK) && $(GO) vet ./...
+	$(GO) build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck
+	bin/staticcheck ./...
+	cd $(GO_SDK) && ../../bin/staticcheck ./...
 	.ci/lint-openapi.sh
+	.ci/lint-sdk.sh
 	.ci/lint-clients.sh
 
-## generate: rebuild gen/ from openapi.yaml with oapi-codegen, then the typed SDKs over it with tools/sdkgen
-## (sdk/go/crm/operations.gen.go; sdk/typescript/src/types.ts and operations.ts, and the package's version)
-GENERATED = gen sdk/go/crm/operations.gen.go sdk/typescript/src/types.ts sdk/typescript/src/operations.ts sdk/typescript/package.json sdk/typescript/package-lock.json
+## generate: rebuild gen/ from openapi.yaml with oapi-codegen, the Go SDK's models and plain client (sdk/go/crm/api), then the
+## typed SDKs over them with tools/sdkgen (sdk/go/crm/operations.gen.go; sdk/typescript/src/types.ts and operations.ts, and the
+## package's version), all from gen/generate.go; then the TypeScript SDK's built package (sdk-typescript-dist)
+GENERATED = gen sdk/go/crm/api/api.gen.go sdk/go/crm/operations.gen.go sdk/typescript/src/types.ts sdk/typescript/src/operations.ts sdk/typescript/package.json sdk/typescript/package-lock.json sdk/typescript/dist
 generate:
-	$(GO) generate ./gen/... ./sdk/go/...
+	$(GO) generate ./gen/...
+	@$(MAKE) -s sdk-typescript-dist
+
+## sdk-typescript-dist: the TypeScript SDK as it is installed, ESM and CommonJS with their types (sdk/typescript/dist, in git, so
+## that `npm install <the directory>` and `npm pack` need nothing else): compiled by the SDK's pinned tsc; without npm it is left as it is
+sdk-typescript-dist: sdk-typescript-deps
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "sdk-typescript-dist: npm is not installed, so sdk/typescript/dist was not rebuilt (make check-generated needs npm)"; exit 0; fi; \
+	npm run --prefix sdk/typescript --silent build
 
 ## check-generated: fail when gen/ or the SDKs differ from what openapi.yaml generates
 check-generated: generate

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crmservice/crm/gen"
+	"github.com/crmservice/crm/sdk/go/crm/api"
 )
 
 // Error is every failure the API reports: an envelope whose status is "error"
@@ -47,7 +47,7 @@ func (e *Error) Error() string {
 	return "crm: " + e.Code + ": " + e.Message
 }
 
-func envelopeError(resp *http.Response, env *gen.Envelope) *Error {
+func envelopeError(resp *http.Response, env *api.Envelope) *Error {
 	e := &Error{HTTPStatus: resp.StatusCode, Status: string(env.Status), Value: env.Value, RequestID: resp.Header.Get("X-Request-Id")}
 	if env.Code != nil {
 		e.Code = *env.Code

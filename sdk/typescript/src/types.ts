@@ -58,7 +58,7 @@ export type Company = {
   which_host_source: string;
   which_link_source: string;
   which_site_source: string;
-  [member: string]: unknown;
+  [member: `ADD_${string}`]: unknown;
 };
 
 export type CompanyCard = {
@@ -792,7 +792,7 @@ export type ListRow = {
   which_host_source?: string | null;
   which_link_source?: string | null;
   which_site_source?: string | null;
-  [member: string]: unknown;
+  [member: `ADD_${string}`]: unknown;
 };
 
 export type ListRows = ListRow[];

@@ -1,4 +1,4 @@
-package crm_test
+package sdk_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/crmservice/crm/sdk/go/crm"
 )
 
-// TestErrors checks the failures that the flow does not meet: the 429 of the rate
+// TestGoErrors checks the failures that the flow does not meet: the 429 of the rate
 // limit with its Retry-After, a header set per call, and a reply that is no envelope.
-func TestErrors(t *testing.T) {
+func TestGoErrors(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("429 with Retry-After, and a header of one call", func(t *testing.T) {
