@@ -47,7 +47,8 @@ test-browser:
 
 ## lint: generated code up to date, gofmt, go vet, staticcheck (the server's module and the Go SDK's), the OpenAPI document through Spectral and Redocly,
 ## the TypeScript SDK's package packed from a clean copy and judged by @arethetypeswrong/cli and publint (.ci/lint-sdk.sh), and
-## the clients openapi-typescript and @hey-api/openapi-ts generate from it compiled under tsc --strict (.ci/lint-clients.sh)
+## the clients that oapi-codegen, ogen, openapi-typescript (with openapi-fetch), @hey-api/openapi-ts and orval generate from it,
+## compiled (tsc --strict) and run against a server on the demo account (.ci/lint-clients.sh; the TypeScript ones where npm is)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...

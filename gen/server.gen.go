@@ -978,7 +978,7 @@ type CompanyInsertRequest struct {
 	Name string  `json:"name"`
 	Note *string `json:"note,omitempty"`
 
-	// Person `1` legal entity, `2` private person.
+	// Person `1` legal entity, `2` private person; omitted: `1`.
 	Person       *CompanyInsertRequestPerson `json:"person,omitempty"`
 	PropertyForm *string                     `json:"property_form,omitempty"`
 	Region       *string                     `json:"region,omitempty"`
@@ -1005,7 +1005,7 @@ type CompanyInsertRequest struct {
 	WhichSiteSource *string `json:"which_site_source,omitempty"`
 }
 
-// CompanyInsertRequestPerson `1` legal entity, `2` private person.
+// CompanyInsertRequestPerson `1` legal entity, `2` private person; omitted: `1`.
 type CompanyInsertRequestPerson int
 
 // CompanyUpdateRequest `id` and at least one other field.
@@ -1105,8 +1105,8 @@ type ContactInsertRequest struct {
 	StatusId *int64 `json:"status_id,omitempty"`
 }
 
-// ContactInsertResult defines model for ContactInsertResult.
-type ContactInsertResult struct {
+// ContactInserted defines model for ContactInserted.
+type ContactInserted struct {
 	// NewID The new contact person's id.
 	NewID int64 `json:"NEW_ID"`
 
@@ -1469,8 +1469,8 @@ type Envelope struct {
 	// Code `null` on success (`"0"` for mail sending); the error code on failure.
 	Code *string `json:"code"`
 
-	// Error `""` on success; the error text on failure.
-	Error *string `json:"error"`
+	// Error `""` on success; the error text on failure; never `null`.
+	Error string `json:"error"`
 
 	// Page The page served, from 1 (lists); 0 for single-record operations.
 	Page int `json:"page"`
@@ -1553,15 +1553,17 @@ type FieldInsertRequest struct {
 	Module FieldInsertRequestModule `json:"module"`
 
 	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
-	Name  FieldName               `json:"name"`
-	Title *string                 `json:"title,omitempty"`
-	Type  *FieldInsertRequestType `json:"type,omitempty"`
+	Name  FieldName `json:"name"`
+	Title *string   `json:"title,omitempty"`
+
+	// Type The field's kind; omitted: `text`.
+	Type *FieldInsertRequestType `json:"type,omitempty"`
 }
 
 // FieldInsertRequestModule defines model for FieldInsertRequest.Module.
 type FieldInsertRequestModule int
 
-// FieldInsertRequestType defines model for FieldInsertRequest.Type.
+// FieldInsertRequestType The field's kind; omitted: `text`.
 type FieldInsertRequestType string
 
 // FieldList defines model for FieldList.
@@ -2271,7 +2273,7 @@ type TaskInsertRequest struct {
 	// DealId A deal of the same counterparty.
 	DealId *int64 `json:"deal_id,omitempty"`
 
-	// IsHot `1` marks an urgent task.
+	// IsHot `1` marks an urgent task; omitted: `0`.
 	IsHot *TaskInsertRequestIsHot `json:"is_hot,omitempty"`
 
 	// Note Task text.
@@ -2280,7 +2282,7 @@ type TaskInsertRequest struct {
 	// ReminderMinutes Minutes before the start to remind the assignee.
 	ReminderMinutes *int `json:"reminder_minutes,omitempty"`
 
-	// StatusId `1` in work, `2` done.
+	// StatusId `1` in work, `2` done; omitted: `1`.
 	StatusId *TaskInsertRequestStatusId `json:"status_id,omitempty"`
 
 	// Tags Comma-separated tags.
@@ -2293,10 +2295,10 @@ type TaskInsertRequest struct {
 	UserId *int64 `json:"user_id,omitempty"`
 }
 
-// TaskInsertRequestIsHot `1` marks an urgent task.
+// TaskInsertRequestIsHot `1` marks an urgent task; omitted: `0`.
 type TaskInsertRequestIsHot int
 
-// TaskInsertRequestStatusId `1` in work, `2` done.
+// TaskInsertRequestStatusId `1` in work, `2` done; omitted: `1`.
 type TaskInsertRequestStatusId int
 
 // TaskList defines model for TaskList.
@@ -2486,8 +2488,8 @@ type WebhookSecret struct {
 // WebhookSecretValue `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
 type WebhookSecretValue = string
 
-// WebhookTestResult defines model for WebhookTestResult.
-type WebhookTestResult struct {
+// WebhookTestOutcome defines model for WebhookTestOutcome.
+type WebhookTestOutcome struct {
 	Delivered  bool   `json:"delivered"`
 	DurationMs int    `json:"duration_ms"`
 	Error      string `json:"error"`
@@ -2547,6 +2549,105 @@ type QuickDealId = int64
 
 // NoSecretKey The reply of every operation; see the conventions in `info.description`.
 type NoSecretKey = Envelope
+
+// OtherCompanyCard The reply of every operation; see the conventions in `info.description`.
+type OtherCompanyCard = Envelope
+
+// OtherContactInserted The reply of every operation; see the conventions in `info.description`.
+type OtherContactInserted = Envelope
+
+// OtherContactList The reply of every operation; see the conventions in `info.description`.
+type OtherContactList = Envelope
+
+// OtherDayDashboard The reply of every operation; see the conventions in `info.description`.
+type OtherDayDashboard = Envelope
+
+// OtherDealGoodsList The reply of every operation; see the conventions in `info.description`.
+type OtherDealGoodsList = Envelope
+
+// OtherDealGoodsPosition The reply of every operation; see the conventions in `info.description`.
+type OtherDealGoodsPosition = Envelope
+
+// OtherDirectoryCatalog The reply of every operation; see the conventions in `info.description`.
+type OtherDirectoryCatalog = Envelope
+
+// OtherDirectoryList The reply of every operation; see the conventions in `info.description`.
+type OtherDirectoryList = Envelope
+
+// OtherDocumentGoodsList The reply of every operation; see the conventions in `info.description`.
+type OtherDocumentGoodsList = Envelope
+
+// OtherDocumentList The reply of every operation; see the conventions in `info.description`.
+type OtherDocumentList = Envelope
+
+// OtherDone The reply of every operation; see the conventions in `info.description`.
+type OtherDone = Envelope
+
+// OtherEmptyValue The reply of every operation; see the conventions in `info.description`.
+type OtherEmptyValue = Envelope
+
+// OtherEventPage The reply of every operation; see the conventions in `info.description`.
+type OtherEventPage = Envelope
+
+// OtherFieldList The reply of every operation; see the conventions in `info.description`.
+type OtherFieldList = Envelope
+
+// OtherFilterList The reply of every operation; see the conventions in `info.description`.
+type OtherFilterList = Envelope
+
+// OtherHealth The reply of every operation; see the conventions in `info.description`.
+type OtherHealth = Envelope
+
+// OtherKpiMy The reply of every operation; see the conventions in `info.description`.
+type OtherKpiMy = Envelope
+
+// OtherKpiTeam The reply of every operation; see the conventions in `info.description`.
+type OtherKpiTeam = Envelope
+
+// OtherListRows The reply of every operation; see the conventions in `info.description`.
+type OtherListRows = Envelope
+
+// OtherMailAccountList The reply of every operation; see the conventions in `info.description`.
+type OtherMailAccountList = Envelope
+
+// OtherMoneyAccountList The reply of every operation; see the conventions in `info.description`.
+type OtherMoneyAccountList = Envelope
+
+// OtherMoneyMovementList The reply of every operation; see the conventions in `info.description`.
+type OtherMoneyMovementList = Envelope
+
+// OtherMyTasksDashboard The reply of every operation; see the conventions in `info.description`.
+type OtherMyTasksDashboard = Envelope
+
+// OtherNewId The reply of every operation; see the conventions in `info.description`.
+type OtherNewId = Envelope
+
+// OtherNewIdList The reply of every operation; see the conventions in `info.description`.
+type OtherNewIdList = Envelope
+
+// OtherSocialNetworkList The reply of every operation; see the conventions in `info.description`.
+type OtherSocialNetworkList = Envelope
+
+// OtherTaskList The reply of every operation; see the conventions in `info.description`.
+type OtherTaskList = Envelope
+
+// OtherUserList The reply of every operation; see the conventions in `info.description`.
+type OtherUserList = Envelope
+
+// OtherUserMe The reply of every operation; see the conventions in `info.description`.
+type OtherUserMe = Envelope
+
+// OtherWebhookDeliveryList The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookDeliveryList = Envelope
+
+// OtherWebhookList The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookList = Envelope
+
+// OtherWebhookSecret The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookSecret = Envelope
+
+// OtherWebhookTestOutcome The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookTestOutcome = Envelope
 
 // TooManyRequests The reply of every operation; see the conventions in `info.description`.
 type TooManyRequests = Envelope
@@ -8260,6 +8361,303 @@ type NotModifiedResponse struct {
 	Headers NotModifiedResponseHeaders
 }
 
+type OtherCompanyCardResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherCompanyCardJSONResponse struct {
+	Body Envelope
+
+	Headers OtherCompanyCardResponseHeaders
+}
+
+type OtherContactInsertedResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherContactInsertedJSONResponse struct {
+	Body Envelope
+
+	Headers OtherContactInsertedResponseHeaders
+}
+
+type OtherContactListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherContactListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherContactListResponseHeaders
+}
+
+type OtherDayDashboardResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDayDashboardJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDayDashboardResponseHeaders
+}
+
+type OtherDealGoodsListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDealGoodsListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDealGoodsListResponseHeaders
+}
+
+type OtherDealGoodsPositionResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDealGoodsPositionJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDealGoodsPositionResponseHeaders
+}
+
+type OtherDirectoryCatalogResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDirectoryCatalogJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDirectoryCatalogResponseHeaders
+}
+
+type OtherDirectoryListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDirectoryListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDirectoryListResponseHeaders
+}
+
+type OtherDocumentGoodsListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDocumentGoodsListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDocumentGoodsListResponseHeaders
+}
+
+type OtherDocumentListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDocumentListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDocumentListResponseHeaders
+}
+
+type OtherDoneResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherDoneJSONResponse struct {
+	Body Envelope
+
+	Headers OtherDoneResponseHeaders
+}
+
+type OtherEmptyValueResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherEmptyValueJSONResponse struct {
+	Body Envelope
+
+	Headers OtherEmptyValueResponseHeaders
+}
+
+type OtherEventPageResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherEventPageJSONResponse struct {
+	Body Envelope
+
+	Headers OtherEventPageResponseHeaders
+}
+
+type OtherFieldListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherFieldListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherFieldListResponseHeaders
+}
+
+type OtherFilterListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherFilterListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherFilterListResponseHeaders
+}
+
+type OtherHealthResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherHealthJSONResponse struct {
+	Body Envelope
+
+	Headers OtherHealthResponseHeaders
+}
+
+type OtherKpiMyResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherKpiMyJSONResponse struct {
+	Body Envelope
+
+	Headers OtherKpiMyResponseHeaders
+}
+
+type OtherKpiTeamResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherKpiTeamJSONResponse struct {
+	Body Envelope
+
+	Headers OtherKpiTeamResponseHeaders
+}
+
+type OtherListRowsResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherListRowsJSONResponse struct {
+	Body Envelope
+
+	Headers OtherListRowsResponseHeaders
+}
+
+type OtherMailAccountListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherMailAccountListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMailAccountListResponseHeaders
+}
+
+type OtherMoneyAccountListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherMoneyAccountListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMoneyAccountListResponseHeaders
+}
+
+type OtherMoneyMovementListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherMoneyMovementListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMoneyMovementListResponseHeaders
+}
+
+type OtherMyTasksDashboardResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherMyTasksDashboardJSONResponse struct {
+	Body Envelope
+
+	Headers OtherMyTasksDashboardResponseHeaders
+}
+
+type OtherNewIdResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherNewIdJSONResponse struct {
+	Body Envelope
+
+	Headers OtherNewIdResponseHeaders
+}
+
+type OtherNewIdListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherNewIdListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherNewIdListResponseHeaders
+}
+
+type OtherSocialNetworkListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherSocialNetworkListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherSocialNetworkListResponseHeaders
+}
+
+type OtherTaskListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherTaskListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherTaskListResponseHeaders
+}
+
+type OtherUserListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherUserListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherUserListResponseHeaders
+}
+
+type OtherUserMeResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherUserMeJSONResponse struct {
+	Body Envelope
+
+	Headers OtherUserMeResponseHeaders
+}
+
+type OtherWebhookDeliveryListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherWebhookDeliveryListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookDeliveryListResponseHeaders
+}
+
+type OtherWebhookListResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherWebhookListJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookListResponseHeaders
+}
+
+type OtherWebhookSecretResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherWebhookSecretJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookSecretResponseHeaders
+}
+
+type OtherWebhookTestOutcomeResponseHeaders struct {
+	XValueSchema *interface{}
+}
+type OtherWebhookTestOutcomeJSONResponse struct {
+	Body Envelope
+
+	Headers OtherWebhookTestOutcomeResponseHeaders
+}
+
 type TooManyRequestsResponseHeaders struct {
 	RetryAfter int
 }
@@ -8348,6 +8746,27 @@ func (response CommonListPaging503JSONResponse) VisitCommonListPagingResponse(w 
 	return err
 }
 
+type CommonListPagingdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherListRowsResponseHeaders
+	StatusCode int
+}
+
+func (response CommonListPagingdefaultJSONResponse) VisitCommonListPagingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyDeleteRequestObject struct {
 	Params CompanyDeleteParams
 	Body   *CompanyDeleteJSONRequestBody
@@ -8421,6 +8840,27 @@ func (response CompanyDelete503JSONResponse) VisitCompanyDeleteResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyDeletedefaultJSONResponse) VisitCompanyDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8502,6 +8942,27 @@ func (response CompanyEmailInsert503JSONResponse) VisitCompanyEmailInsertRespons
 	return err
 }
 
+type CompanyEmailInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyEmailInsertdefaultJSONResponse) VisitCompanyEmailInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyGetRequestObject struct {
 	Params CompanyGetParams
 }
@@ -8572,6 +9033,27 @@ func (response CompanyGet503JSONResponse) VisitCompanyGetResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyGetdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherCompanyCardResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyGetdefaultJSONResponse) VisitCompanyGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8653,6 +9135,27 @@ func (response CompanyInsert503JSONResponse) VisitCompanyInsertResponse(w http.R
 	return err
 }
 
+type CompanyInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyInsertdefaultJSONResponse) VisitCompanyInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyPhoneInsertRequestObject struct {
 	Params CompanyPhoneInsertParams
 	Body   *CompanyPhoneInsertJSONRequestBody
@@ -8726,6 +9229,27 @@ func (response CompanyPhoneInsert503JSONResponse) VisitCompanyPhoneInsertRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyPhoneInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyPhoneInsertdefaultJSONResponse) VisitCompanyPhoneInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8807,6 +9331,27 @@ func (response CompanyRequisitesInsert503JSONResponse) VisitCompanyRequisitesIns
 	return err
 }
 
+type CompanyRequisitesInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyRequisitesInsertdefaultJSONResponse) VisitCompanyRequisitesInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CompanyUpdateRequestObject struct {
 	Params CompanyUpdateParams
 	Body   *CompanyUpdateJSONRequestBody
@@ -8880,6 +9425,27 @@ func (response CompanyUpdate503JSONResponse) VisitCompanyUpdateResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CompanyUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response CompanyUpdatedefaultJSONResponse) VisitCompanyUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8961,6 +9527,27 @@ func (response ContactInsert503JSONResponse) VisitContactInsertResponse(w http.R
 	return err
 }
 
+type ContactInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherContactInsertedResponseHeaders
+	StatusCode int
+}
+
+func (response ContactInsertdefaultJSONResponse) VisitContactInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ContactListRequestObject struct {
 	Params ContactListParams
 }
@@ -9031,6 +9618,27 @@ func (response ContactList503JSONResponse) VisitContactListResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContactListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherContactListResponseHeaders
+	StatusCode int
+}
+
+func (response ContactListdefaultJSONResponse) VisitContactListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9112,6 +9720,27 @@ func (response ContactSocialSet503JSONResponse) VisitContactSocialSetResponse(w 
 	return err
 }
 
+type ContactSocialSetdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherSocialNetworkListResponseHeaders
+	StatusCode int
+}
+
+func (response ContactSocialSetdefaultJSONResponse) VisitContactSocialSetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardKpiMyRequestObject struct {
 	Params DashboardKpiMyParams
 }
@@ -9174,6 +9803,27 @@ func (response DashboardKpiMy503JSONResponse) VisitDashboardKpiMyResponse(w http
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DashboardKpiMydefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherKpiMyResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardKpiMydefaultJSONResponse) VisitDashboardKpiMyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9244,6 +9894,27 @@ func (response DashboardKpiTeam503JSONResponse) VisitDashboardKpiTeamResponse(w 
 	return err
 }
 
+type DashboardKpiTeamdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherKpiTeamResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardKpiTeamdefaultJSONResponse) VisitDashboardKpiTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardMyDayRequestObject struct {
 	Params DashboardMyDayParams
 }
@@ -9310,6 +9981,27 @@ func (response DashboardMyDay503JSONResponse) VisitDashboardMyDayResponse(w http
 	return err
 }
 
+type DashboardMyDaydefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDayDashboardResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardMyDaydefaultJSONResponse) VisitDashboardMyDayResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DashboardMyTasksRequestObject struct {
 	Params DashboardMyTasksParams
 }
@@ -9372,6 +10064,27 @@ func (response DashboardMyTasks503JSONResponse) VisitDashboardMyTasksResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DashboardMyTasksdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMyTasksDashboardResponseHeaders
+	StatusCode int
+}
+
+func (response DashboardMyTasksdefaultJSONResponse) VisitDashboardMyTasksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9452,6 +10165,27 @@ func (response DealGoodsInsert503JSONResponse) VisitDealGoodsInsertResponse(w ht
 	return err
 }
 
+type DealGoodsInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response DealGoodsInsertdefaultJSONResponse) VisitDealGoodsInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DealGoodsListRequestObject struct {
 	Params DealGoodsListParams
 }
@@ -9522,6 +10256,27 @@ func (response DealGoodsList503JSONResponse) VisitDealGoodsListResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DealGoodsListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDealGoodsListResponseHeaders
+	StatusCode int
+}
+
+func (response DealGoodsListdefaultJSONResponse) VisitDealGoodsListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9603,6 +10358,27 @@ func (response DealGoodsUpdate503JSONResponse) VisitDealGoodsUpdateResponse(w ht
 	return err
 }
 
+type DealGoodsUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDealGoodsPositionResponseHeaders
+	StatusCode int
+}
+
+func (response DealGoodsUpdatedefaultJSONResponse) VisitDealGoodsUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DealInsertRequestObject struct {
 	Params DealInsertParams
 	Body   *DealInsertJSONRequestBody
@@ -9676,6 +10452,27 @@ func (response DealInsert503JSONResponse) VisitDealInsertResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DealInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response DealInsertdefaultJSONResponse) VisitDealInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9757,6 +10554,27 @@ func (response DealUpdate503JSONResponse) VisitDealUpdateResponse(w http.Respons
 	return err
 }
 
+type DealUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response DealUpdatedefaultJSONResponse) VisitDealUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DirectoryListRequestObject struct {
 }
 
@@ -9818,6 +10636,27 @@ func (response DirectoryList503JSONResponse) VisitDirectoryListResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDirectoryCatalogResponseHeaders
+	StatusCode int
+}
+
+func (response DirectoryListdefaultJSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9893,6 +10732,27 @@ func (response DirectoryGet503JSONResponse) VisitDirectoryGetResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryGetdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDirectoryListResponseHeaders
+	StatusCode int
+}
+
+func (response DirectoryGetdefaultJSONResponse) VisitDirectoryGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9973,6 +10833,27 @@ func (response DocumentGoodsInsert503JSONResponse) VisitDocumentGoodsInsertRespo
 	return err
 }
 
+type DocumentGoodsInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentGoodsInsertdefaultJSONResponse) VisitDocumentGoodsInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentGoodsListRequestObject struct {
 	Params DocumentGoodsListParams
 }
@@ -10043,6 +10924,27 @@ func (response DocumentGoodsList503JSONResponse) VisitDocumentGoodsListResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DocumentGoodsListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDocumentGoodsListResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentGoodsListdefaultJSONResponse) VisitDocumentGoodsListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10124,6 +11026,27 @@ func (response DocumentInsert503JSONResponse) VisitDocumentInsertResponse(w http
 	return err
 }
 
+type DocumentInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentInsertdefaultJSONResponse) VisitDocumentInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DocumentListRequestObject struct {
 	Params DocumentListParams
 }
@@ -10198,6 +11121,27 @@ func (response DocumentList503JSONResponse) VisitDocumentListResponse(w http.Res
 	return err
 }
 
+type DocumentListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDocumentListResponseHeaders
+	StatusCode int
+}
+
+func (response DocumentListdefaultJSONResponse) VisitDocumentListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type EventListRequestObject struct {
 	Params EventListParams
 }
@@ -10260,6 +11204,27 @@ func (response EventList503JSONResponse) VisitEventListResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type EventListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherEventPageResponseHeaders
+	StatusCode int
+}
+
+func (response EventListdefaultJSONResponse) VisitEventListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10341,6 +11306,27 @@ func (response FieldDelete503JSONResponse) VisitFieldDeleteResponse(w http.Respo
 	return err
 }
 
+type FieldDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FieldDeletedefaultJSONResponse) VisitFieldDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldInsertRequestObject struct {
 	Params FieldInsertParams
 	Body   *FieldInsertJSONRequestBody
@@ -10418,6 +11404,27 @@ func (response FieldInsert503JSONResponse) VisitFieldInsertResponse(w http.Respo
 	return err
 }
 
+type FieldInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response FieldInsertdefaultJSONResponse) VisitFieldInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldListRequestObject struct {
 	Params FieldListParams
 }
@@ -10480,6 +11487,27 @@ func (response FieldList503JSONResponse) VisitFieldListResponse(w http.ResponseW
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherFieldListResponseHeaders
+	StatusCode int
+}
+
+func (response FieldListdefaultJSONResponse) VisitFieldListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10561,6 +11589,27 @@ func (response FieldUpdate503JSONResponse) VisitFieldUpdateResponse(w http.Respo
 	return err
 }
 
+type FieldUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FieldUpdatedefaultJSONResponse) VisitFieldUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FieldValuesUpdateRequestObject struct {
 	Params FieldValuesUpdateParams
 	Body   *FieldValuesUpdateJSONRequestBody
@@ -10634,6 +11683,27 @@ func (response FieldValuesUpdate503JSONResponse) VisitFieldValuesUpdateResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FieldValuesUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FieldValuesUpdatedefaultJSONResponse) VisitFieldValuesUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10715,6 +11785,27 @@ func (response FilterDelete503JSONResponse) VisitFilterDeleteResponse(w http.Res
 	return err
 }
 
+type FilterDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FilterDeletedefaultJSONResponse) VisitFilterDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FilterInsertRequestObject struct {
 	Params FilterInsertParams
 	Body   *FilterInsertJSONRequestBody
@@ -10792,6 +11883,27 @@ func (response FilterInsert503JSONResponse) VisitFilterInsertResponse(w http.Res
 	return err
 }
 
+type FilterInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response FilterInsertdefaultJSONResponse) VisitFilterInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FilterListRequestObject struct {
 	Params FilterListParams
 }
@@ -10854,6 +11966,27 @@ func (response FilterList503JSONResponse) VisitFilterListResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FilterListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherFilterListResponseHeaders
+	StatusCode int
+}
+
+func (response FilterListdefaultJSONResponse) VisitFilterListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10935,6 +12068,27 @@ func (response FilterUpdate503JSONResponse) VisitFilterUpdateResponse(w http.Res
 	return err
 }
 
+type FilterUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response FilterUpdatedefaultJSONResponse) VisitFilterUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FinanceAccountsRequestObject struct {
 }
 
@@ -10996,6 +12150,27 @@ func (response FinanceAccounts503JSONResponse) VisitFinanceAccountsResponse(w ht
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type FinanceAccountsdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMoneyAccountListResponseHeaders
+	StatusCode int
+}
+
+func (response FinanceAccountsdefaultJSONResponse) VisitFinanceAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11077,6 +12252,27 @@ func (response FinanceInsert503JSONResponse) VisitFinanceInsertResponse(w http.R
 	return err
 }
 
+type FinanceInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdListResponseHeaders
+	StatusCode int
+}
+
+func (response FinanceInsertdefaultJSONResponse) VisitFinanceInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type FinanceListRequestObject struct {
 	Params FinanceListParams
 }
@@ -11151,6 +12347,27 @@ func (response FinanceList503JSONResponse) VisitFinanceListResponse(w http.Respo
 	return err
 }
 
+type FinanceListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMoneyMovementListResponseHeaders
+	StatusCode int
+}
+
+func (response FinanceListdefaultJSONResponse) VisitFinanceListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type HealthzRequestObject struct {
 }
 
@@ -11168,6 +12385,27 @@ func (response Healthz200JSONResponse) VisitHealthzResponse(w http.ResponseWrite
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type HealthzdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherHealthResponseHeaders
+	StatusCode int
+}
+
+func (response HealthzdefaultJSONResponse) VisitHealthzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11233,6 +12471,27 @@ func (response MailAccounts503JSONResponse) VisitMailAccountsResponse(w http.Res
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccountsdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherMailAccountListResponseHeaders
+	StatusCode int
+}
+
+func (response MailAccountsdefaultJSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11314,6 +12573,27 @@ func (response MailSend503JSONResponse) VisitMailSendResponse(w http.ResponseWri
 	return err
 }
 
+type MailSenddefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherEmptyValueResponseHeaders
+	StatusCode int
+}
+
+func (response MailSenddefaultJSONResponse) VisitMailSendResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ReadyzRequestObject struct {
 }
 
@@ -11345,6 +12625,27 @@ func (response Readyz503JSONResponse) VisitReadyzResponse(w http.ResponseWriter)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ReadyzdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherHealthResponseHeaders
+	StatusCode int
+}
+
+func (response ReadyzdefaultJSONResponse) VisitReadyzResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11426,6 +12727,27 @@ func (response TaskInsert503JSONResponse) VisitTaskInsertResponse(w http.Respons
 	return err
 }
 
+type TaskInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherNewIdResponseHeaders
+	StatusCode int
+}
+
+func (response TaskInsertdefaultJSONResponse) VisitTaskInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type TaskListRequestObject struct {
 	Params TaskListParams
 }
@@ -11496,6 +12818,27 @@ func (response TaskList503JSONResponse) VisitTaskListResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type TaskListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherTaskListResponseHeaders
+	StatusCode int
+}
+
+func (response TaskListdefaultJSONResponse) VisitTaskListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11577,6 +12920,27 @@ func (response TaskUpdate503JSONResponse) VisitTaskUpdateResponse(w http.Respons
 	return err
 }
 
+type TaskUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response TaskUpdatedefaultJSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UserListRequestObject struct {
 }
 
@@ -11642,6 +13006,27 @@ func (response UserList503JSONResponse) VisitUserListResponse(w http.ResponseWri
 	return err
 }
 
+type UserListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherUserListResponseHeaders
+	StatusCode int
+}
+
+func (response UserListdefaultJSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UserMeRequestObject struct {
 }
 
@@ -11703,6 +13088,27 @@ func (response UserMe503JSONResponse) VisitUserMeResponse(w http.ResponseWriter)
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherUserMeResponseHeaders
+	StatusCode int
+}
+
+func (response UserMedefaultJSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11784,6 +13190,27 @@ func (response WebhookDelete503JSONResponse) VisitWebhookDeleteResponse(w http.R
 	return err
 }
 
+type WebhookDeletedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherDoneResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookDeletedefaultJSONResponse) VisitWebhookDeleteResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookDeliveriesRequestObject struct {
 	Params WebhookDeliveriesParams
 }
@@ -11846,6 +13273,27 @@ func (response WebhookDeliveries503JSONResponse) VisitWebhookDeliveriesResponse(
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookDeliveriesdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookDeliveryListResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookDeliveriesdefaultJSONResponse) VisitWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11927,6 +13375,27 @@ func (response WebhookInsert503JSONResponse) VisitWebhookInsertResponse(w http.R
 	return err
 }
 
+type WebhookInsertdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookSecretResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookInsertdefaultJSONResponse) VisitWebhookInsertResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookListRequestObject struct {
 }
 
@@ -11988,6 +13457,27 @@ func (response WebhookList503JSONResponse) VisitWebhookListResponse(w http.Respo
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookListdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookListResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookListdefaultJSONResponse) VisitWebhookListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12069,6 +13559,27 @@ func (response WebhookTest503JSONResponse) VisitWebhookTestResponse(w http.Respo
 	return err
 }
 
+type WebhookTestdefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookTestOutcomeResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookTestdefaultJSONResponse) VisitWebhookTestResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type WebhookUpdateRequestObject struct {
 	Params WebhookUpdateParams
 	Body   *WebhookUpdateJSONRequestBody
@@ -12142,6 +13653,27 @@ func (response WebhookUpdate503JSONResponse) VisitWebhookUpdateResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type WebhookUpdatedefaultJSONResponse struct {
+	Body       Envelope
+	Headers    OtherWebhookSecretResponseHeaders
+	StatusCode int
+}
+
+func (response WebhookUpdatedefaultJSONResponse) VisitWebhookUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.XValueSchema != nil {
+		w.Header().Set("X-Value-Schema", fmt.Sprint(*response.Headers.XValueSchema))
+	}
+	w.WriteHeader(response.StatusCode)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13945,858 +15477,880 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3rchs5ligKvwqCezpMulMyJcvuNhUdu1W2q8tTvo2t6prZRQ8TygRJtJIAK5GUzK72F/vXF+f3jhNx",
-	"3mC/yHmTeZIT64JMZDJ5lVzTE70npssUiUQCCwvrfvmlk9jZ3BplCtcZ/NJRn+Vsnin8fJHOtHHvTLaE",
-	"v9xiNpP5sjPoXBhh5yqXhbZG2LGQOC4SV0shjS2mKhe5zVQn6tzIbKHg4cSmqjPonPUfd6KOynObdwYd",
-	"a7IlPyxmcilSK4qpdp2oM5cT1Rn06YPDT7m9pQ+ukMXCdQY8TfmSTufLl6jzjUxfyEI1FixSWShRTGUh",
-	"UqucMLYQc5m79jX2gzX+vFD5EsbKmSpULoYdmGrYGQhX5NpMqvlmskimopgqMbb5TBbl0Lvu50/Wpu5V",
-	"6up7msC3I506oen9UiR2NpNHTsFqC5WKTLsCzken7oB9li9obNY8CPeaq8kik7lQn+e5cg4wYtj595/6",
-	"R88+/bYb0b+9h/90OBT6Hgzfz/WvcLKjwm7c7z2f7Qf180K5ormpsVZZSrsaS505cSMzneKF27qvnKYU",
-	"VzZdDnimYcfIGWLtPIerWyzLrwB9Zto5bSZ32sxzO5tLs3xri2/twqT1Hb2hF0QiVZkC1LS50OZGO32V",
-	"KZHYhSlUPpd5sWzd3lmwvXCwOOn3T/DIx/jOe1j/u/yFkhkci85VYxdvlUbiltDQkU6FsblIlczg80Tf",
-	"qO3HEzwcPKudyP0777YLU8ikeDe+IELMu6rvI6FB/F5PO/A7MVe5I6oeLLTryXoI/Acugh0Ya1Rvh137",
-	"Vw6EscItkmnLK4H6N7HhcFjAQW5ExzoWwlFsxT4YJB7fH9a9sMlipkyxzzr5ke1r5YHi9/e5XtOgwPDN",
-	"ucBBgE0nq8syiyyrVrXr690iSZQLGFfnBFfwCpDDyGxFJFkY9XmuEqAuTuU3KhdjucgK0U1VgTQUxQ1t",
-	"kIzziMxOIrEwqcqZmRHp1GkbRj+pYbTmdQj8QnSrZ8XZ1fjZ6fjxk9/97urxWSqfyseJenb6LO2rvjr7",
-	"3eOnvTsdgQfA/1C5/UcEAgkEb9Xtq8ZteWWcyguVBtgI+zHqVuj066Hl036fMPPdong3/iDNZEVGMYvZ",
-	"lcqRXEoxt04DI3/ghFvMIlFYKzKZT1C2ELpwxLO3klTJ08I+7QIFvRxePhByBiTUCWlSeIUTi7korHjW",
-	"+L/jZ88i8fNCmkIXWq0Zdfzs2bM7oesHldg8de/MezlRl9a+hq3WAZTTkJE1MLuQV/ZG4dHN5Gc9W8wO",
-	"EOXqU4Lgw8CaLUA0UkIWYmZdIQifD9/eD+ba2FuDMnp9V/gVyN4kx8lcIQ3mu5fIQmZ2slDn8O0UqLxm",
-	"/N1K2EvJfCDwo3j27PcRHFxF5Fdec7fb9qO6mlp73c6lLoRbXLkk1/NSIWRxQSbIzEs5YevObuk94uT0",
-	"XvjVl6gzVTJVOR7Ny0s5gX9TVS4WV3+r5LUo5KSUQHI1z5ai65QSsTZjexw8EUfiu8vL9yC83CgD37je",
-	"uXAKQF6IK5lcA+jjV+Ojt9aoozegOMTHsEVSrDuDzo+Php3rf317c2Q//vPvXv/5VXrxL/+CmkQpAQ6K",
-	"fKGijkumaiZhyXNZAKHtDDr/Dk//dHH0P+TRX/tHz0ZHn3477PxTJ+oUyzlMTooLMYpUzea2UKY4+qDm",
-	"mVySPFvf/kcQEKQTMbwyFrdTZUIgMA11hc1Vyt/hAQsl80yDps8k/1YXpCE5OVMiLl+eLI++V8t4PTiD",
-	"kb1zIa8crAjx51Y7BaCr4KDMYtYZ/NSBxXY+tW36gyry5dHFuFB522YTa+BCWnEr4bjU2OaKucTnorkX",
-	"2Ly9VgbwNxIS5kRqPZNmiXqZSoVcFFPAgwSVMxetzAknN5sXYpzbGQu4mUagpylozDXcONmEBDNtkBrC",
-	"KN448N+JyumO/vjj0UW1GtWC6tmtXDoRf6NkrvI4qs4sVxJEcMADvEaj8Ijq2EsPE8P/w7CjDaqmIwTU",
-	"sBOJlef/MOwsiEhGQn2ew96AHuTqxl6rVPCDG9G/ecxfgBIwscerjbQW5P1XLSgO39f2APJ71NHGc45O",
-	"hLowi/cjFBbWL4YsAAT8p0C8tpwLrY1l8db18W+1Nf5+/Rp5+FdZJ5uZ6gt83rArAU9DWqmY/wTMTBoQ",
-	"/mZyCcRCyUJ0rVGlzCOUTKai0DPVq2PV4/5J9Lh/2mnfcsnwNm54Jj+/VmZSTDuD034fuUVJNVcMUpsp",
-	"ZrL8Xi3beMW1Wvqt0zV+4EQytRbVtO4JUJbTJ0/EPNemkKCtXXx8/uqVSKYylwlga0S6r3RCih9+ePWi",
-	"NzQoHszktYLvcqBfJSe6zXUBFHWsBhVthTXUqW1It7QRp2dDM7WLHCRAd6vydhqO1iydu4LpQNzCLwYC",
-	"2UIEouTQ4GpcKa/IidTmvGVdUqR6PFY5ULlSI3AiHoLYNuzEx+KjUkOzhRkcD00NRZ5c9dXv5JPTo8cn",
-	"ydnRWfo7dfRMPnly1E8ep4/HvxufyGfK4w9x/QqBGtyosw5tnjzBa+L/PqnjkDj6/3367RrMGQO7R26/",
-	"ijaXUyVikD5i5J18BBUOianNUie6Nhfxw7h3TlxYF8IVOssETXalHJPqebaM8COdLoL2cf9MvLWFeGNT",
-	"PdYqjfEkQC2QaAjcUQJpB14oy6wD3QneuFXAsNX229zOVgHzLaCfSGWJj3OVa5uCtkpqa4mjflDMNtr4",
-	"gRMza4ppg46c9k+fHp2cHPVP1pASfB54caeVVsLPnQ37uLSru3gtt2zCwo8skCO7E/bWqPyBQ0oo/mqN",
-	"WrONkyebtlHYPTfxLwudXLNJsI0TPQ9Mb+ciriyAMXDsmLljjJh6ZYtpL7Rb1gWZteyrmrRzF26FW9nE",
-	"8Q9a/2aZ4NDVfgGu5ebWOPKrvbUfVZKrgnlMYg0QXfgo5/OMRclHf3Gwl7pHLlUyzXTTBAf0JZWFvJJO",
-	"iRSt0oUnDswSAPVKn90DJ8qJ2iw8oY/OqfxGJ0osjLyROgOeRqxo3QvhZXqm7qRUG8ugCWzvFvlLYs1Y",
-	"TxZ5q5ZcXznrkq7UvBsbYOvXVAJHE88/vBl9fPn8w8vL0fcv/w34uDJJvpwjDdK5cHhi7m7KaIVA/5Sr",
-	"cWfQ+W+PKu/rI/rVPXppblRm54qeWWUl9YXH9ZXHkXAWeEciDWz6Wqm58Go1b+IcrUyEDpZNIk4VAi25",
-	"qOo4tEWpGwWySOnqJRXuhwoT4l5Ux6wSGcbaaDf12Aev8xh33PkSdd7awnOqdnZJLPLWLrJUXJE2BXLk",
-	"7dQ6hbp6Q8MWcFnTcwCIZ3ctmn8b1HnYIxyDEL+09o00S3bNuT2vKOmFF3W1cPW+1pXAdm0SlU07Ltq9",
-	"SqfPAmTfopYOxGkf+JKYabMokEU1VnCn+4pMbXWPxOvU50SpFNSGwglQIESmZ7rYuqVqaDnFQDzpe4nS",
-	"4SYcavT4kRbxd3A/N24bbWHFHggwNIgBolugUGjEPJOJ8rLGWf8EhfPQ7EDv105kFjXsxTwSC5PBW3Qx",
-	"NMErVBryhwzkmNMzgarDuVhnr3kN23A9v5GhYXqknZhKA3d8AgQEsZHs2uWJda9sqpUTFsafiDf6mx4M",
-	"1YWQWWZvnZBAhBJ1PDRox2GbSxwYdWI+cncsYjy8mFWLYScuYRtyuvjzER72EY0mrSKgDQ2D0SYSEQ79",
-	"QsZfAKbN9V+Jju1BJthuUr80P2yzk7QaUE+CS7PYYYbD77mPE2hy5t3Wxk+LK7Ig/d3c13A9QTQEXJq1",
-	"wDwU+8RF8+LP4dYBjSBSZ8drSLiYqMKJs9NnQhtXKJmut6jyDW0wwTb74CZsXxnvUd5z/z0x/mrhlqs8",
-	"ohIdbqUumFzeTi055FFiEFdqqk0q3lz86+jV29G3r1/96btLshC7A+VXzy1LygR0NbcTOJGIbTCZLFAL",
-	"Pvy6/ENI6/d2DfcRItfj/gse4XqDodlh5xFc4IXJlUymAK7yFjNqPHACdq8wkCKXZmjKCwuP20VBIvPt",
-	"VDH7LeXqK7tAZ0O4twam6YLRfmha8F4bQZsl+1zAfgbiJO4dC5Q2cmmcTPgKOZHbDKjHlUyuo6FxtjTX",
-	"wY+3uS4KxUY7b5qbySXI2Oh3QZue6I7RU432vqhuaxyaFddO7w6suEIfpBHPMyVzOIYXOldJYfNWM8UF",
-	"O/hLI6bKUrgl/plzEZtFlsUiVzN7w3YzeqRbPiCuVGJnygk1mxdLJJYbtXqYkage2Z0bWn7U+Xw0sUf8",
-	"rR98/JY//IRTfgqHHenZ3OYFu/emnUFnoovp4uo4sbNHVs71EVzxiTKPyld/CR9313p+ZBEmMjuaW4zF",
-	"oNVV4WxImNNU06j3FPyn4X7TLpqArUXXScc+5DwVbgrymS7ORXzx4sXoF9C3vsRipmZXKncwBsS18k0E",
-	"Y3RuzYOX/tIBTL3RxXJEkFrx7UQdr5C0/jZhZtP+y4gEqpVz3HJ2X6IOMLiJzZetc/sf7zC9LtZMDfBe",
-	"99pcgYi+ja6iWRJoePXI6GrZrlbDqflrs3DAcKYWTg35Lt7Zqb0lquT4+66c60gQrkZiJnUWiePjY7ww",
-	"K0tWnykeaETcqWVTaM0dkWmt5edJbhfz9b8cfgJrHmwZaMZ25OwiT9pXCFrS+vXPdJpmav3v63+wRfsP",
-	"FB25epzxSSwyNZGZAAGtWEYiPo3FPNc3khR8Zw2aZMllfhKdfmrbro8HHgFoWheQq4mmBaz85OWCtT8d",
-	"fl6FnOzgiYRRrYhYyM/87voE2hiP/948j/ZfpwvlzgXwrtJzUkzVrH3ydaQLvhjtjGmLPGudBS7mHrPA",
-	"6LVotShmo0TO5lJPzPoBlRDf+vtMpXoxW/vzhssCPxdqDWLdTnUyHU2tKzZNQaMyba63j4JTXD/qS+g8",
-	"/qmDJn0EXMVzKqLLNLtE/4pURw0e1rxDFRrwcdXIcp3A1OhhnXqElIZwpcKM8NRLCsE0pEmE6+wr4HTh",
-	"HS2vcsBIPbcNSK+nz+X94nvaBv+28207zQaO1lCqhn51XA1wq6Jr9uovKik6lfjzXObpehFoLDOnmgJK",
-	"UglOm7iul6+Qh2McO5l1CjVz25/FBypS0pF5LnEuBQx295lewnCKsGybbT61Ru0+23sYvn62ilDuPOOH",
-	"8pF10zYupYd+CYlyE7X3B0DfcPoUEByk2OyBBs8PPNRXZr7ANczk51f03EngGS+B+fKAg26Z+0nL1O/l",
-	"ErRVjvje/Yi+RZEdZzgAb3Zc3Ir83wy/2KQPbIs3qKsBDd0GfhHdUkkUZ7/frvStVxRa3/Gcfwxfc/rs",
-	"oNewwrAVOoECsXXsinTeFK5StDlII/xIH8GrzUS4pStIINr6orqQXz+1aLNoX1/Sn+CX2qEdBM2GTL91",
-	"/TUZf+vyGzL/1vF+4IpoCzQLVbTSejJeZFmptMkW6X5z8NJaLaNxkdpWGeodKCjjjL+ODrL1gCqdZOvQ",
-	"miLSCAfGn0L0Oukfgl776SrbiVigRqyPzxEwKlz7QTeDdZBa6OTZ76ONSkl9TR8osgVT02DQIYtoKClb",
-	"z7ShtOw0vlJidhq+B7UIlZytg1uVnu3gb9WCdn2soRZte6whkrGWUSk1HhU2SF4/zFNZqF0lrwZR0WmM",
-	"Lm1ZiExJh3Ep5O4hq+IxIVQ40elWM+PXEzM2CoVt9uxVKeKgKX4VCeFrsvpDdr3GLPJfkf3/Gqz774bx",
-	"HnLWO7HVcwwVkwl7eWx2IKP9FfjmviGuDWNVO7klS8J+FPaimXrvPXw6F6RtR0IdoYJKOaQ20TITRhW3",
-	"Nr9uceq8vFerxft7tVp8xMW/5bXvPGvtsbZ5gzjm3Qy1/oG1ttoD/D1bvCk7r+1+nBqN4H6vuwwwsizi",
-	"QH5AKJoQf2w1sK93hnAe0cYfD3c6fDV/RpvpuRYIX0OO0iy9o3E43HgAozUGXrYSV4bu997A9tKb3Bp3",
-	"ZgPlIavPHcmPT3wWhZ0olPM4jSj0Rt8P1dnVhPb1DGB7CkxfWRbZQ6gIrl79PDECW6UikU4dwVkaGHmj",
-	"siWFkzjK4/ETBIEaont22jtnR3OBYeuY+mTU7SoDP0i3R7NJA91Cc9Lj/ZXmL5tuw+EG5/+a2LyFC24W",
-	"ov7PVfivfxVanDejzcKqvyQObYr73ZE3F69ef2wPbSmZCEuukc+4s3mKiQKmOBfApxmumE6icop7w9yv",
-	"Xe6GrzGD1w/Rpp3z0wWJOp+P8PWdweMvUeftyx9Hr16sicxRt43DeeCETluPpD30jNPV3qrbVy/CN598",
-	"iTqXL1+/fP/du7cvtwHPi/9fE3ZIX/aB3WkT0RiQtX1FHjs2oN5rTWT5rl5a/onEpI/qQIp/H5rJzmTa",
-	"l1+7qyIazLSjnLgwnFqxB2hmHDXdYmu3hczafmqsk8ZFNFPbwl5IN72yMk8vpbs+LEbgHnU/SkvGeGf4",
-	"fc3NaIx3haT40V3VRZ/Keph2lNraoVxZmylp9tIz1yp2eckONgSZ+eov2gjUynlJn3YP0WrTwzhGp9SP",
-	"UipUFEC4fjybNbcqW5j1LN5ZOwry0awG9/3bv/3bvx29eXP04oX47rvBmzeDjx/jLSnkqCA1Kl78cvbl",
-	"iD6cVh+E/zBY+fBPbdr4C7ksL8tBF0UrN0LBZjvJJWLBqOpGO5pEPi5mwaNjm09sUSgzKl+/x4u1ubE6",
-	"UW6knVvs++qZNWq5/UYu3+A4eGA5up7rbU98P9dvlmzZ1Xbrmt7TKDShumu3w3oucRybK3cY/4NrIbm8",
-	"OJ4kWjl8v5zm4a7C3AOy/SxLqLXfKQbufoiqPs+VcSHJoHpx5BTB30ZojWjnStokdtb+NP206WFgUaO1",
-	"MzRJFo1rzFufpFxyp7n4NRC79GiyB8SuKt/aTmILvONyOVfBbWlKKUB5R2sZPO+xwYWaP9sblaeLTSNg",
-	"Qekio6u9OoYn2LSOcobRrtJI84naXlfWFe60uaDGNqPyHNYc7Q9ub+Frd27eLs2sjbNtXaKSGVWeOsiS",
-	"SPWnyvJSWILZWw9BpQJKcyx+xPwpX0UqFl1pBHqIlQDc5YjwoSnrWPUiYWe6AI0oTnWYXxYnNlXw7zzX",
-	"CX742RTkr45vJHzKlSgkcGiu+BbOe14Gl+sCVmjNEaYf1d8SViWhmfEdHIeD5etOoqHhJQTvLqzoH9Nc",
-	"cMvqj/Qp9bnJoHf08/o5W4qt8C+Y2abyhFVCX7uT7BWlhlEpJxWJDPbeUl1HG85bwdwtN1cZpphrJ+Yy",
-	"L3w0P2Y/jWVClXS2u/48MrQG8dFhEXIdEM+yjykJjnB1DT8YXQj8rQnK+v9tAezPbef1L1Txdblx5i0T",
-	"38iWif98cUmFDipEiIQ2SbbA/CISXls3tfFtXzZRjb00+vKp996A18KEVgftK/KuyXzapHy1KFtr79v7",
-	"6o79Cjdp48X5mnlY632A/sqsQ/eV792ipfZYbhcm7f5sCvH//j+ElfChe9Lvi//4v/6X8PDviUcCMFSc",
-	"9loh3noT3m/F/i1CXlrTJEuQ1w846nCCx88oARJcAsyhxdH2GZ4bOfBdg7aioMLWpvitc9EHnJOckjtV",
-	"uWoJ6XrcvFjB/Vk1YGJd/tC0Lq5UZs0EON8BFDy8fX/njKwNIp50rTMg3z/7uiuLuiMj2oeZrL1o6y7H",
-	"Xbx6ZV3w/RhUq1n3vt1vdaPwFh89YycW+my65fe9XHVbZ/3Fb21ZljmuTHBx7TXt9Q2bRtGtw79+IN4G",
-	"pxwctXCFnNRiuM9ODgnibuVv9ILFDOvLYzOXBagzXimphNuDr+6vFvaOW2mGu58dFKr/9cLY26Oma6bi",
-	"KoQ6DMypkjrXmpzXUaavGmZNbQvKBkFmMVO5Tvg39fMCzsSK/oALGvMPCbee8J24nFM7BWzvSsn62ynZ",
-	"ng83yNF9U5mDSPMdSVMTtRsBsjCs5UruScG81xqJ2Obr0t+ZavXXI9BXJVNfP4y4v4Uc7fXkbtHBZTw1",
-	"mzR2l0MaD77EBII2Zbl14GEKc4tQ72d/4ASMwsKk2oj4Ty8vxaPy10e/wI9f4iDT7Fl00o9On0WPn0Rn",
-	"/ejsJDo7jc4eR2dn0dmT6OxpdPa76Oz30dmzT5suX31BPwI1LMJVUdnuViUZNRu35s5QIxo7xiJSbIak",
-	"B7yayFmXx/thAWuDzHl4CRvx4pDjogCWHRT4txdvXm63DmMYBw7duNL97Dz1/bXhre+h9p/t99/CuXZw",
-	"ynMlv93YFhUybBu/PeJAkaejXfd+4FC1bVRQkWR/70T7WcO273p7naG725mYg/zKdW9crdDKKhf7asVo",
-	"7q3oTKv7h/YReWwjk9RKnZRN8erttU92C8Xg1o612KXwPqzWTEFwt1IkphwHWJ/DJzdaoFsH3pcV+u/V",
-	"rhy2tdkNCf+PJfrXskTXOg59ZWu0b5R0B6PbPVrFDjBt3Qc33otdbl7S/im9exi4Kh55lzoM/syFWynI",
-	"cPbkDgaxO6uMd7FZ+T2t2K3Ovqrd6rwZIiiulj4M4B7j+0PmjTi76S4fxCbbOaNRrZUQByLlCEif8dyq",
-	"2WHU/kWV6N+weRvOHShrc3fjzCYy+2NqZ1Kb4yJL4wjbV89lolzvnHpk560JHyvVWc7q4Zn//sfh0H36",
-	"7R/9h+Hw2H9sjcIMEn72DG3DVIVd0ok8ZJrnTjO0nTAv6u+CVP96Doy7Q7R2k7aAl1Obv7KmWu7pcE1K",
-	"pyN/IjNp2nXFZuZnEfhpOcVk7Btk1HrNAzFrPao7p942lr35PObF8hubLveNUzNUZRp701DLnH/++O6t",
-	"yHShcplxuWqs+hT/8iWmwt4Lo29U7mQmMu0KjClzQhduaKrel16aowbIdGbY4nvAfd8oFs5XaQ6b8Akn",
-	"l1jWy1Jc2Ex+DvfRXwtZBkfU+XzETSyOCvUZjqTYsGoRLLqb2GwxMy4SY51xU0SsLjyXE20mvbZdRWHz",
-	"ZNjZgJrucsOfiHDH5uKXL+VJ/dnXyl/FQzoOmrpBqdvYfFm7fr9zrzoZ2XGzmxI1WCFEL1sJo3Vzpar9",
-	"cWc3mylXPbdGcJdy0Y2HHTxsuFTI2gBoAGOSE6htO8wGT42lzhYUjNE8+4Bzdft/++nk6MknzBnA//Ra",
-	"GRb3JFhZJNaHDxYZrgQQactKVrUwOVlzyNhNHLvTpBE5Pk9EF9ASWHcfYeK0mWTqiNqFB2X6j7ea7rlN",
-	"wsr2EqWzbm5vnXgk6l3Ie/H9vZ1aM6wKg/g+MZNFgjX/qdo93DG8OraQ2f2tobKCNUDABxtH3E2YKdtL",
-	"/Cy6QJ/Yhs+E+NFEFdwb0zeJCal/LxDsggb8vhkFzruaBQQECh46upG5kTM4rJ84F/ZjOQf9/ZJnCv56",
-	"Lue6kFnn05eg50Ybii0zK1Pq50ovPudOFXCrUgDxzHfRbvRCwGmPSF6Ijzvb6nCVBjG/b9a3ERU8PvJ1",
-	"8GtuZWI3+xu+qb9EPQcLhL5O1FnMWWdNVabIuKcMdSZOlL7hX4ApVJ+WI+px05q6lUylmWxP2flnuwC1",
-	"9jmPDpTvXbPhqGbhBpmnhW3cUMtfR819dUomr7/QWkRubzFrl0gad9070ql39vD2tXK9XRJ7MaEoXWQt",
-	"uPcGv0fKPRAnkTiNxFkknkTitB+J0zO4b0/7ols2/gsa9LvQfBSSFKQAu0uMqGOu9QyTBorsDU9IJCB4",
-	"F9PcLibTZjLxQYLdBqX4x6kVM5mq4P0N4ZJ6lt3lvXtYv/mCtFuwSzCWh11iZngmkb+D1QVZe7nfM0fc",
-	"R19Y5K6NW7+by58X6hz98Jiz4ERMYzHboOxyn8is3c+DN2aPshY3a1T/mc3bSHC+UIRG9B7qplWukNqQ",
-	"z7BNNW6bxoadl6UTiVxMpoVYzIMNlMmtTVWYthN5gPHC2o4Cyyl/rdSbii5UJd76G73Zm6COS30riSwW",
-	"usjURleT5wEo9q86dzzsPkW7XI4S6f19wNfzo2vhehebw68Bu63mUA/Lsriuh+Z9AbcO17WA3Ms2Ryjd",
-	"cjsrIKx6h1RBKl6qJxjwYFIRj2JikagjkjaIymnQWqiZznxx9D/k0V/7R89Gn345iZ4+bs9VxoXsFxa3",
-	"0w3cUgB4x2NvTT/HZ9eez5/LSJL2TazavUp9meNMcsE40+yXRZZpKVLM2QEBNkg7j3me3rmQZkkdxBRQ",
-	"0Foj/85KJzdcNHkD/+P//7/aG3XBi49XTQ5hYZtWKOx6otsyCdbJLLXmVzYvgxf2xIbd6Qv1J2sJggZ1",
-	"BVtBYkl+bnvMMUIyV9zYLN259EqNSG3pTFDFLm2dkZFzLelZE5f2LWqke17MVI21KV3hm5cG07+oxu9j",
-	"xGw9vOj07NMdE2CbbC7YznoQvajteR0BsEa9G3cGP+3gr1pxSX9qucBoLgjMdb5fWN2y5yVp2hh3CfQW",
-	"yNxTH0Kmlsv+uL9yT0/WwuEu3P5ueHMQOuwVtbuRbe+IJ3sy8WxN/j39sh/33BbX/VWu7VcInt4tovZb",
-	"baRJ1F3wkWM7W/VWrFwRRn/eZ3OSV1gcAu4m14Sg3PfQNf27g1qV3MWFt3vAxMEBELS/qi7sagsLKptB",
-	"zSsYNudVAj63Ti/sqDo6kIKw1sAO3S32yRdqCw+6mPnsenR9SKdEsshzZRL0XarPSbZw+ka98VAgs8XB",
-	"wQ9uMRv5F2xbzSxE2Afu6y5sj6iM8KxaZD2ZT1RRX/yA93NDnX5RHMbWuuODWloUdrQPHIuWFX11cK4L",
-	"XeH+UWS6DsnD0ztGrtwl9qQWOBocbhuV/k7JrJjuSZdXy4zZ6+1aNj/VtopX6a+mge7GvOq1Kw8MIjk0",
-	"PKBNJl7vaK+XitxX4HNJfrdIhvm0XmRok2BPY1mKbt1Mw1OxV0dmzDqRoYOB7dnpACVw6atnk1W7sMCx",
-	"WGvsxr8MURgadgZiiEUrrbPDDvbv/RL3oqHhKciHI5RMpn56TudDqV4XDjOipEkx44tbaeP0tsDpfxp2",
-	"bJbC3MOOUbfDzqcvcY8CCzaHEXyJOt/PNeij+7ukFm0ZCWWeDjtfvfoyz6QxKhWpXBLvbg2inSnpFm2W",
-	"5ljOqKTOmA0DQN8jwZXL4A8ED4kSoltj0z0sG4RPY37lrXZhrFrHB8jSK1qdYu05SVi6tVAzzr7w3CST",
-	"BfZ1t6aYltvH4myU0wmgoKCMmSpynbQa7mFQ+xtx3myJ03ijRK4SmSWLjFJ+bfDKSGB8M32dgMTfCnjf",
-	"E3/ElWNWX00HLh7Re8MaMxL26gqKjg7eVtxakapEz2Tm9i0505LL63GDYRN5FGxZ/Kd2NH+zb+DQO3SV",
-	"T6UbXc91LLo4qFd5MbCH9xRzJcX3718RaKh5f8vpr8aR8MztVT1xhlGpU+6kXPq73OrBgekKO9rFT1uV",
-	"MKw9NtqOJoCh8kblcqKEH12mIMAW4A8qLVDY+IFjQGF4CFwJ6lKRyiVgUDku9FjiHaKnGPQA9s0ItoYI",
-	"Bvi/Z2VHGn8HeMTB8cZ3uR0eh9bg/KWSs705+FzmxWwvxyG/6UX56NYC06hUli8ChaE1Kji21xS/cjtd",
-	"ijh4Asu0wRvayeee5wk3ee/dUhnO7fvEyXfcIY7dtLdNVT9dp/GyGow7rRDfgDfBaR6KQaO7VjNsZ02H",
-	"Xpb6wkor364MpDz0Q8GxLoPT/17P4yROgkwmTOn0g9ckdjZAX39dGYWxZd4DwjK+zgHulxrZOO4q5KM0",
-	"59bPPziZHbHgtXbFB3u7nxrxznh5uN2az+Z79VkmRbZk8RmVV5Wyf9ZRVDKsB/jH0FDoKv7Esa1ku8ao",
-	"i6m8UeipulKZvT2veXbLpxKZ50tR7WJovOYiG17MqPJh5sSJr5YrLsVeW4FLNhXsVFS9bjM6AAOrMLkd",
-	"3tVoULn9iSpvZfvYidp1zxN1px0XhUymiM/jTE4C80k/Ovm0ywxXSbLTQq847H7rQG8E32vw4RDYcfkH",
-	"RzX6Pp/b38Ax4TsMJIP9foBqPHQHgPmZdt8YP1A1Mt35mTuv0jOVnd9Ydcjc+ZHK9LjnI3ffXiE/8yQ7",
-	"v3pnghU+cPeVcsfNHd5atsTcdexdFrcHSla9DHYdO7racerAzbBT65Dde4xUOcq7jT+4h8nOBUh2GniH",
-	"gireXbjbuxrOxV3md9skkrV1F7YvZ0sRhR0qq5RB8VtftpJZvvWJesO37cNzO9t54Ggf+ejXKh3R6Dy9",
-	"dV3ajaa22A2Rau3wts48U87JidqV2De6520fX8bJ7K6nbZ3Ue863DyzLEGzPFit7Y29faFnfY7v1rtlI",
-	"e+s6ft6RAmzOyti+hz3EkaoH09ahbiazbASq68iOR140bwbcbJ9md8Hn7nWVSIPe6V2L2U5n0/Twb33A",
-	"RzBsXcEeYllhdxy2F4HcWci7m3C3MHq3I9lV+ttkq9kzsWf7u4rZKJGzudQTs/sD1hS76uYwfqZSvZjt",
-	"PHwPXgPDC7UjueLiQlsx/Haqk+loal2xz1LoqUyb6/2fchqkyF2f+rLeora79d2b4FqcXK9tIrM32iyK",
-	"Xbq6cWJsa7M36TgyyF2jic6JXBWL3AhdRLVOcEOz2gpOfFSJNSkHqaEh7lrNCzKQqc9yNgcIdU77p0+P",
-	"Tk6OTvvipD/o9w/vINctP/X++2piRkutACoqjGEH0qS49IFoAgKg0wIcAPQbqbMLstcdFjyg2wLvYxwd",
-	"D0SqHWBReo4J81iLFlMg0MfPpWltllEI/qrrNCC1bRXY5plc3kPX/rX5j5dTRcV/qNYEJlyTtX1qeUOc",
-	"iSl0sWMm6r5Jj+3Zjh4wDTBE/kTaLN7BUe8V6NxEkZbrCkPekGR8SGmdTUGGr1JOaMeCQjTQG9+D8kx4",
-	"lzlIgVOkWhs5nkQnv29PeWIDav3t3+k0VUYkdr4UuUr0XANoIpHUyx77irqVdHAOfxorpkqmFPkYSnXt",
-	"4ZZe/qsv4Rvp1NMz0XWFNKnMU7jMP3x4feTkWEViDmA2E2HnBOueh80Pl98e/V58d/nmNRb2aKtT3b6K",
-	"NjA833v/u+24bl7ckkmEgaWEZCKxJlG5cQfFWa+vdrRaWudczBbOV9fB0JtyyRTFcGWLKTKGMo5537jq",
-	"bf1Yvv4SAqH+HnGPZz2Ha5Bpo8RVruR1EzPO1ocerysw9sEjoi8wptowEqPwVguPoaTwVs6UGC76/cdJ",
-	"cwB+q+JW/A0yHx5v8+cHNK22mwrafOHXkeqPyhwY+bpLWa0Vir2SQLMuphSTKy4qd+BB4sIqqw8VwEa+",
-	"6qdf1mSpfrUOi8FyNrPUABb78dQQiG0MFX5/w1H0h3HTVpnoblkz6zNl2oty759Gc2DIwr27qTa6Bta6",
-	"Au6UfbOnSb0qINPoVftpB/P6Trk7O+Tk3L327yGpOl8t1eZ+q4Wvzwa5e52Wr6Bo1DJDahBt4E+IiC3F",
-	"x8NbHxCIqM4RPZGqUdp7KFG+tuB4jaLuT6tLWtxGrKnx86HN3XemHkFP5k3rfUfDyl7khU3l1mbqlzCI",
-	"H2lPGaJpqlW0Afmtun21RpLVZciUUbccRHWAqIpv8MfX9ha3+hpXy+/ftwpBmeV/ikN9yv8qGtTgvmfS",
-	"1NTemvYm2WXr+d2q/nochFW04equnbZ9l2xamV9G25m/LyN098T5kfdL7lblmwz0W8a2oC69ppqkdQ9T",
-	"aw6yXJRJUnVU/F4bRHdMaoq4sxdmdygcEomZvdKZioTNU5W39Edqc7n5bKqNkdAw6G170CxNsGH//2D1",
-	"h8vD+/qgrzGvLefwtvTCNkGBD3Io57kvBIQRp14FF/Fv44jrakfiKpfJtSpcJFLLJYNS6abKHYuPSubJ",
-	"VDlfepuMm1hcrzSe1bT0pvYb6mi//fTff+ofPev2xPHRp4dlQVP+u1V1w53+OiWZ7yGR8e+zJPN+CZab",
-	"izVvT78EwqCdLpTDmjVuzxSs6nGy52ZqIjNBYTKiG7N4nKpC6sxxEdOa+Y/yM3uryVcyzZUbjWWbAeuC",
-	"kt3ajZJrst5pvuUibyvCNdl3titprkfrSmmsjtbXbVY4c40lKhtvfHrWruqN2rMcv1OylMFsPpFGO6yi",
-	"ulJh/8maadcVqi3bJPPkUyXTnSYdL7JszWK/hfuCyZhI3zBG3eYzeAXa+91Uz3c7gEk2ulq0dMh9PtVq",
-	"7BVByV3itq1Ym7bbLz/P5VLlO5/R9XzewIb2YetO8uPU5sWe0Gnfz3VrS8c8x24YKZpYgx56W9ZrJ7kZ",
-	"UUHIXbZnryXJdNsHznccV8x2HHhDAaRb4TO3ybQYyTRvxfpiX2KARNmN5rmetbZs3rWdaN5ybB9VUWRU",
-	"dWOPM1s4NSprJ67Y6CYGE+GnKleDMpuFqTi5xBH/JCpbNWoNIgWV6sW5hTVUvsqbrS7zBbCbb4FVtJeH",
-	"2MCA7lQ3qMYt9uQGX4nc70PT96TU+9HgfajpdloJMgbKHG005k6S+38WGd6Rnv6jE8q9CeHOJO9O5CwG",
-	"ohOLGfbSKKbKUWFrT6Iq2nYs3s10Uah0IPgZL7lTVns1MqoqUYgYiVm8H5Wri+nlhdksgB+kN9UJ32Y6",
-	"t5msrSNjG+nWFjq1mS5tIEN3VOpK+rRTFLppfSPTkU2EYw2h2EYZ1pOCtXd//WVff7s33+Ztl3fNVd12",
-	"Nw+9I53aydWnpTOiE6kDkwHkN+3B4iFaHVaIeeGtiMILFEIoQPMaUpdIGt4euit4/AinOjDbbv1Hm2iZ",
-	"vVXFrc2v977yayIo3ud2rDNVNmizuZhKk2bq+G5u9mqVq4V4K7s8Dqqsopk21yrVJhKFytQkl7NIjGWi",
-	"rqy93l43gZz2/OIqMG4rKA+KU6vgWYsNOfv9lqqYNdAEjz7pNx9sL9V9/Nuj1nZ2zQI7+4NhL09YHRdb",
-	"vAsfFzOW7PYNWdE1O1bof9EGy0K1d3Ne583gn9Y8uMbXUT1Cr+0Eb28DJPpY9sQg5/TEbGi3wQPSMmh5",
-	"10CMv8+W6kEe45YY7sHHjxTG7cul7Jn3uGu3mruFYOwuXJQZaLU8/j0iI6o0og35PlUUiOCbn9Z9Czs1",
-	"jqUAEEFkOT6NV7qArgn/+BWbqTfMunRL1FeKueY4hNY26ivxDgEa1nG+PMK1QdwBMdg1vqHWe52RbEPU",
-	"A5Cofzy/Xp3wbExBCfJM9iIpzQfXBfFeYAjvfe6uoiylMN2PWi70TObXDqtS5hNsoMzMZEd61LStuGvs",
-	"KthuoNwi/ORqpk2q8tEMAdYikBIknbhSY5srLsIp80IUVtDT+J0M7n1ZeejJ6ZOna4oPrXTZK8+IIXcS",
-	"3TMpbJq5akHJAkbtZileG0fmQwswoSmoKvz4yb32w/YU9lfrg8001+97HTHbS15dFwQD318u5+owWTVt",
-	"7Z6NYT/+nl/DIcE4H3VYFY5sl3A3yL6pXfdzKf1uWwnAI11kKt1lOVVHpaaH2wRa3PVmNNzMZJlzerk7",
-	"taWs3Qk3vQ4H7rmzwl5iarw+0zBMJhQruYSUokhNW8cg5lrgDGmmibyEjWEPTRi8z5TBqC1hELaABe26",
-	"wep7d2KcBwkWewvXB3As12pC/oDfYxvizypZtLjP1/Yk2CB+n8aCEFAFyapdAF6m0LGOWGTsbS8SwKBy",
-	"ZecKSw/fF2c6x/7KMuEF2OxAXnVf7OeSAzjlJkH/7qXcg6jXw3jA3128JtPS9eGaP7g9+9z4B9blftZ+",
-	"v+/0YYVDCEOvlZojeurcB/ZGYqIKLB0MyOJ9zKvJRXsX7ozqpNqoQ2p0ch/xoEon5YTeuULn3Wux5jZT",
-	"uxz8Bxi3KU8KJ9pSj3NDAhW8482+nQmupFMb8j2wUnOZ31HLHhHdVx/fibPTE+rQs2ue2T8q+lzP9Sis",
-	"NJyruc2L9vw9GEslizeNuieEjDrAEUd/bZXEX128vajJqqUMhnwbS6yCvHKE31ciW65kSkGytzl6gWs1",
-	"Hl4uAAcffdATuaNPYvcLUm2mBY5rjyFqXIR19+uDzVobMaQzbWLhlPJ1Z+uVbfkKRSKeKpnGosDmib7s",
-	"ras62uk8QEkSKfFLe2siEc/U7ErlcfVd6B/HNXSiDrwBOwOgfb7NevkjdeA+qN96nR2vMVZWDG1jlmpV",
-	"fHB3g3Ot9lxbHQsskTGSxdcxk/v5cyW5ZFfT7bAMenmXJTvou6DhORezrrXeWHXbS51pMxk5bRLV9i7u",
-	"uIANoAW3GIHjF1dqIo0orIAp9tvinl0pW/FhRQMOyr7n2a7FOvKsU70lKvGvjgUliq0eTh0dmuCs8K/t",
-	"rvMVuahwfiUWGn7w3fNBpFKzObVotRTvQsyGoF4CqPIxOIVkh9rc4KYyRZZyZVJqs654X/SO6tNyBFup",
-	"rTyoelfmWP2uAX0sbfXzQvHPcP7VTl/w1PsShaKAfbPbcYemejvf9EWOAdWjmatN3mqPVHlu28Mr8Gr8",
-	"Ci4quygwdTg44hI1GPXwQ6Fcwf9sOkRWcLcUsdxqaIp/oZyAL8e/0O35wtWdbunQj2Ed8Y5xASUoS2+N",
-	"P/xq+/WV+4OpnybjwoZb53FxL9WqiccttIeH3K1TZkkQdliMJx+rnGtrDGBAXXd40RseDaijklwVOz73",
-	"EQdjy+SAONeRaFoUczd49AgDW4piDh9/+PDaSy9Mp1bL8mwN5Gj2JcizTUhxCDJsQII3FXyblRvwB+5v",
-	"jUhP/a0PJPUn0Wl0Fj2hFr3R0/am2wcS7Y/lWd+9l1+Ll6ecfVVLo9+oZI4uxK10YiZTLEHhm7UZe3se",
-	"RHTuKIC0UR5eyAbkCPF4lQreTp1KRrEXpwVX4rFjcXoGQtLTM3G1LJQT3Y++Ng/P63rks/nuzcVzca2W",
-	"QjsOcwUCl9JjbQmngTZMb68CkH776NMvj0+j3//+yx9+6Uen7Voyv/9SueJDaT7dK5fWM59W0fueuOve",
-	"bIr5zlozJf9+pFMu9iVce0+XlRY2Fa/dhQMF69iAVffrGzmYdayz7OF7xVwunCoFUa3cuQDoi1y5xYxM",
-	"0DPRlZmzQo4Lle+knvTWmf72Y2IH2bEP5ny5LdBzsoZsIVQoXp1ybGhg+07vgYveiRm2Iiata5HrYvkR",
-	"VsAWPCVzlV8sijaXG3xtc/1XxP2B+AbHcrUuqtTJJbrEJfxFnE47t6BuhWwruwqV2gdOoKlhaLBMmElF",
-	"N07y2RHjFNl/SLeKexF23qGC/Uh/E2nEFWDnjb0GVoqp0mjPGJqP310cnT55CkSWuoYeiwscmUhK9OfE",
-	"gdKSHeRJ4msfOFxvJAo45qFR47FKCsyr0kZYg3zLmlRYw2YaXvQ8t4lyTnSx0FlpHKdZndDF0MDlGmvP",
-	"67m7o+QJe+dCGt5myiDQTuRqvHDwiG/khyOWwhqqeop4hJiH51JhIshZnS9fuFo7BQ9VLSTQ7td5/uEN",
-	"Ll8nShRKzlhlrgS2iS6mi6vjxM4eJfmMh8LHlascphBp4IMUTQAf4czmOboNOLrI9cpESZ03Io9cRHn1",
-	"LhoadTSTOqMZqiSPc3TIuXMM5eE0em4QwOn3WAdfzDkP1p1TlaGh8X2w3bmgqc+Fd5Uj1YOp6DiPYPmL",
-	"QlGGPrqE3PHQDM1/+2/iuTUg0qHy7qYyRybOyADUGpEKxj58CAxJmRuV2bk6fvhQvGTD3jxDOQDQ6Z8/",
-	"vnsr6HoOTfwLsZ5IINOJMHcqErm9BbDIieJ/ImpQ+iUWXSIkIn7Jr8H+tENzJGKaCnvexW6BXenIXY5z",
-	"x8finVHVgiMR/+nlpXjEUSCPJqqII0G2TSfk0Agx085pM/GGSelE/BKn8mmHiZzrQmbi5Tl1k3RzlWXw",
-	"hHYCEKNsWAmYMpaJOsaF0npwnWSmt0bwgkuBC8dgyBP8CnrvIufHAUb0NFnog6e78bDT94b/+P27j5fi",
-	"EZz7I6dMCqRF0k3m+QQZpWGv8bBz1sdH2V0vtJkvCtGlc8aviHrws5EwcgZ7xYAOmcuZAlZpc245zBuB",
-	"ufNFps5B8AWCJvgAp1wZ+UaZFKuwFco4mD+uRwzEEcEWQeHkEtQMWQjtYGb1ea6SAgNLXBHkl+fyFt/a",
-	"i2hjJ7CxhZFE2p1K+fvH8H15zHoyLRz/cga/GFuIsV0YP/zJsBMjYqhialP8WWaZvS3newZPpYt5phNZ",
-	"kBvm7BS/zIEaZHqmC/z2iYc19d7g4+4iAYWNktBshMxu5RK3GjfHcmc3oVPxH//zf/fiKhcb79sDJ+J/",
-	"PWJJ7OhVGkdlFhkyqMKKnxe2UEBWsOiBmFhmLRbeF8g8mZ30eNWPPVhyJdOl6NIdwj/+CviFILmRGoVa",
-	"2g8LjtXNAzqAbAAmh1f55oHx8w9vRh9fPv/w8nL0/ct/i3uATXPpyEpbPv/AlcEfouuUEg8fvuC/3cOH",
-	"PeCAc4mgQDzBNWFwjHYl4RTSuFuVI2ThPgWH3o2NpeSQ8o0DRvJiWpuPim7kMinwaolrY28NDSMCYVCX",
-	"8+hSQ6FuvIpEwWuQG9NxwC2G+a8WRXmCSBoJgqm4Uk6n5Em6eP8q8r36jNL4dsAnvIVqrmThwq6ARE+Q",
-	"tCJBIWwTUjx8SELWw4fH4lubE+cODlAXYmqzFIYiPUec7UrDhD2C90kjUB9HGURy2Zgy60YGBbIeOKHT",
-	"XiSwEjzBFbOmWGd0pcyAeKln6li8lOH5oLuNdsbUhemAVzr9HrGsBxPL8SLznMl4hG8jRvjoEc0biy7v",
-	"eG7xPsINtkCSm4JuDHiI85Llw6+gSyS/V+2N1k2jCOrH4lu0c4YQB1rM3IKWyxNGQn1O1Lxg8tq8KG0b",
-	"QvpxxOshyDGmwrzUFZ6tMwAw7KZMNN/RjQ6WVfg27SWLQ8JOt0vEfeBOCAR456Ceo092/ChM6icbf0RB",
-	"y/53JIq3lqUcGuJ6jGOpkBXBrc3v8YlvOkH5s3YF0PpGCRydYltMmJJpngG+x0XWY149sttjknS+u7x8",
-	"L0jiaAo6gGQmFDS0SbIFlioOYRkhpIJ5hua03488Gc+V4qMFQA/Ew4dn/ZOHD6um4SQAV5Izs7FILAwS",
-	"oqgUrm3ulYeh6bKRIP7xxx+PQNUByQ5g5zUdIDUPH56dPvPvkvwKWIxKqeF8xc2EzYdG+gvrE/pgZ2Sr",
-	"F7J6B4aSWSvsuFBGlCv5oIp8eXQBmjYhN112dy6IuL+G9wBlJ/Hl4cMn/ccPH5KGUOM/FWy8cgJSQsmt",
-	"InpkDU9CTDbKa/Zeb2Or3bVaesvd0FC7cKNoPTipNIEsTHOlmog7hdZ5jYqKUgTcC5Cpwb4yH7A/E67Q",
-	"WcYdVotQuEY1jwQAitBosryhCZGQJmxhgISAgFxnDx96+VB5AZd5FCwa50+tYohiZ9jy2SeALF788Od6",
-	"AVwtrouJxfSB41ldRJXD/XND4zcHyhSQxoonw7JK9tmLhLNl+3YNygy3dCiWcwtbLCUUAqJ0Q8NE/7x2",
-	"Nan4Vcj7pRf2S9GvB7dzyXA67fdDyKOdEy8wEY1EImzmMncKFF6ZZdHQcFJBHUW085JlpToHtID1CRJ3",
-	"l1EFXA8jON40EF1AnCQi0Ye7gSgxk9nY5jOVlgtGrLM5HxFe9MchURma2kh4BQ11orAThfIE0QHx9Ex8",
-	"r78BiCHpw+LwPy/QQIBMjKmeSoFSw5098esynkKJ+DKXxo1VfvTSJBYoZHxeW3fdGBN71OrKoUHRy2Yi",
-	"mUqQwALR4u0PrwXetB7KNIjnKhWZvgb140qytSGqSKoupkOzniLCkV/ZdFm/XiAGRKjVkqxxm2N9/OUc",
-	"IaydyGQ+QeOhJKJE9LJ7It7ob87FSR/+BYgMzaqmVls5Hr7HP7F67sySiE4iNwLpiKj2TC7Rgiee9D0W",
-	"ODFH1ubNOvJG5ahjayOuFjkMsGNx0u8PTbdGCznvwp0HYgYIh3LJHgy8br1zL7MDsIpwJ0NzdvpMxAH3",
-	"IGQC0fc//uf/ZhWmxhBY1GvwF3gl8JehabCXrrH+dG2OlMyfWYlUGxlkD5gwypgEJcoYWg+l0359t4Go",
-	"JPHO1zYOzG8GdKCVNzoGQqDLnvVPIhZyVixkhLX4XpicqQwBPLOwGbGYw2Yz5IRF+DaVBlJwtvTMCbFU",
-	"umJoTs/E1C5yNyDN31v1gFZhchJccGZ85aHgUlCOdEJeLZzCBuBoMBoaOx7rhJxdMs+1yv1jJPdnqiQK",
-	"1ig0Zs5FYklYC1RRePexuCjpOQjxDRQAHsXkO5/oGxUuMTwgaoROiDU05QgixdWeUMkzVG9aJBYQAzYO",
-	"+AWq1tTnhvnr8MANTZEvsOV6DkKkQ3HkswaJj9r44D1ZYgUrwKb4X4++tfmtzFOVwqf4XLx6f/O06i4B",
-	"xG5h0GAoHj098yUMaAN4jxyqY6V6eDu1GYaFZhbLGkZiam9RoAXsAwErNOGqUl7n7cB8mZWpuJKZNInK",
-	"+RI2LL9UssF5y+7QnFUUhuUHpJoWHkKqJ7raiDmQa8CFFqoHCGQSMhwMzRoKw6pkjc4Q7S/5XEg9z06f",
-	"DU119ZAqVwvVRowzPZkW6yjQQJzE1eVytCW8hjKNhqaURNTMIu8Dln0FnF2lNagzpjnUKXgVVzbVyjH5",
-	"LoXASp+oxAVUqirB8YpqpSaZdNh7BJQZlkRZSqWFkqx6pTi8dMBBpkjWE5mnUWgPjsTPC51wmzLGVeT4",
-	"IGTHrieeCHc+NNTFDKdYGA0ILjN8hh6p7MdREGk3VirtiROYgcNbvWWRFc+YzBzAFt35KmqQBEjfsvD+",
-	"CCNxxOO+4NWs8ikgjxsYFV2gBvlAE4HHI2+kLAEPv4KQJNOIkYLvRgGSDPkrRb4w5Q14b10xydXHf3lN",
-	"Bmq0x4+AwdhFEYchwkMDp1Y/8kyNC2IAxory8TKdl+4jvg7kr5qwAX/DpSyzvEQZ/FjuZi7x9nfp3AqJ",
-	"weraCZfZ20hkNrkGdjnO7V+VQUVvAVtPpvIKTauBpQbzIFgdIPVsRWKNSqmFzIhD0429M2ZhSqMh3UPQ",
-	"9YraYiO0++J1qi0XyP25COgFyfXhecBtxS5v4kom18fincmWQhIectBKYmcgjujCqWyMsRlwg3NxK5dD",
-	"00QCBFuK6IRqEN4vmK1QZkD3G9jtRGpTgcFJOOL4Vapmc1sokyyPvlfL+Lihwnq1bNUBp70DLpFOHQ/N",
-	"haljNvqrkfKIhpFGNik3/uk8tYWDeHPxr6NXb0ffvn71p+8u40jY8TjItO0NKjMsvaGmW95KTZSUzkmz",
-	"KoG1xUNzoxMJJieE7sBQH46808Cs4hNhz9CU6BOJduwpCX1I4ue5nQAvjUQOlF1kEo0NLPg3qP152SYQ",
-	"8IDPlYl0cHxtZBpZQZ2+EWFD6+0qyewNjUwSNcfq2GIFOVjfGYgTUVhx+uSJmOfaFGhbv/j4/NWrSvvx",
-	"asjQ0I184EQytZYsQpXR9YcfXr2IEKvmZLxUyKhwycfiewXMq2z0FYThk7pZJSsQ08W8fgqWYFO39ylz",
-	"4I//+loteyTHcgtLcXo2NChhHosfvfAJN97nRGCpArS6hBeoJMxdsiFEaFKISPEcmtINhYeOCneOeq5f",
-	"PDLvq2VBBk740KJplS4UgmdVcw9ePLFFtGrqKA+uOPqg5plcojE/R/tsldFRtZ8E0sDcqb5RKVI9Hqsc",
-	"IBsIM5V3rhvzOyuX27DTwJthZ0Bz47QSPfxp3SXh50ZaWzdpyEKAhH6DAX1YpYufodsCF5ZPl4xT+cIY",
-	"uiwoXYPui3UT2O7VDXQLfgmbXcoMXgARLpjvPVoY4QCIQZfuY4pw8L4XBFxI5plMI6zRRIScGq47RfFI",
-	"kVk8SZiOX4TiSWU3ZDrJ6tmVKm4V/0LMwi/UL69h9q3RXc9MyoVHlW7obSNkcIIl2vHQyMASxXoIbrL8",
-	"tlda++vOQHL8kk+x541lnkyiFXxobnNbqFoDVGAaGFdS5BqURePJtUfJ84qGeqWzKpARsFuSQLrxWf8E",
-	"yPLZ6TNA+9BnXOJvj2BRroN8VISAdONkAYSBfEtsfO1Kb7B94ITTE0Q3+q0X4IUySb6cF+E19iLh0DR9",
-	"i5FHF35HeVh0YT0KAl8N/Ac8GO8voBjr36X9G/9CLAurdcLG6K5kSuboPjuvmHLtXl4rkDf4jaVSg+tA",
-	"bvik/7gpRx0L5FzCq+xC4v3k08VTI1EETU3SLBHyFU30gW2YTIF3omx8lVxPcmD3RKPtogiJnk/aIroB",
-	"KMA88r2coHkAy/QDl3xlkNnhRrRyIs7trStRnB2DduyzasVMFsnUK/5jnRWgIGB7z0Jmogu6PcdAYUqY",
-	"KV2ivUjE6Bql8IhE6awL7xKP/Nwja3BgTFcZR5crgT/YqdpQqk6Oxb9UuhFamea4yx6jx9Dwpv6wup9q",
-	"UX8QJ3Q76bXwZ7cfCfh/okHoBewdD81HbSaZOvIpcYEsR5o6PwUXJ65vLRbyypLVI5SHuVzN0CC78zEE",
-	"1b2MvMdLZ8oUGRxsukhU6uUeM18UcJYcUMCqK/LzIKKH1Z74ObVHP7pcztVAyDn557Q1j/7irImPh+YN",
-	"5tp592OuUKo9cso4XZDRJi0tQpSXR8Ny9ReK+KjWHngYhobGkotAok9srrKCY1Joi6z1LIyxhYYtCuoo",
-	"UfpGFMb6kBnbeQnN/42od+5jbwCa+LNKCSd9lAu9EA34ZJLzkb4guec5utlNWoINbqsBuHq5+OmZyNSN",
-	"ykA6VnPEuPA4UZAx6I+b2VwhHTLwWnXbG6ClQIGAVxkrauTbE4HSCa29UFMCFRC6OurlgHz59UXjgvlN",
-	"+P5y0fGxeK2vFUaxsxUItSWbpUNjLK6ZPM1OdGnmyE8beUhHfJXgArEsxZn5dInwBCKCOEaSoFUNFtWj",
-	"5dT0aWAdFBuA0RbOMygvE+Lo2GcVxNHQwB9VeDK9NMkswNFDoHvSj/r9fuB853dkSt4QMbVzZXoD2rF2",
-	"qMAw2jYAHMKE1Xgd2gMoJKTrEeQtRf1EIpmqBF27fLh4pkjhyf+dWCBZbJ/isNSKRtELj8XLMt4M79nQ",
-	"sA1rQLZKzGf2WH219P5GOy4RVunJtCivKkiBJtXYBkhJkD/c1OaFMhQkW6UPxGh142JhIlkUJSWieBU6",
-	"poVCZSMqdYjS5vjk5JSnAq2FqdWl+lyU2IPPhJ4p500LKp0EUYrstqrZf7reaxkNDca50jyl7M359vgK",
-	"XCb3/Z1V1I2CLGlu2gkLinDqvaHh5sqMjNS6+DbgtpV/6+0Pr0X3h9/2+/1+71h8kLe8cRbZUaiiCUCj",
-	"/814/JsxhhPbG5WjSje2+QxA/pvn/d9cfIvSpKH4GJsL5RI5R79AntuJhImDZWggmzqHiYfDRToej+Hx",
-	"+Df9vnfODhewsJiJdOWiEG10uiVgEKauXwhCtiEG7w47A9EGKQw88usMARRoxnEvGhrmbkWu53Pv8cGK",
-	"MymyCo4pLFUMJ9RnmRRI0CUl62BahbiooRIfHzt8AYPR9A4UOD5HT45O0Sfj144qs3Qi/s3jbwhybCX4",
-	"TezHTEB1HXIQJp1KJFTG1eLblMJzvI4eoMBrcLNpbmGvzAq9HNVg8zeSCv8ci1eUT8DcmIgKSY7Oo0CO",
-	"tlOmM+jg0akTY12A7sKFY5+eHV1pUlAmKj8XlYjlKQU3f6edI+XEyA6QawA9AhbUhjBleJ8uA+Cod5hh",
-	"k7iSKOrOBlUgA4pVkYiPY7RixsfHsXBqQhHU3fhRGQTMUcBxGBX86PgYv+6VmkCpj3lShYomWdKZAlHT",
-	"V9/zrCCjPn8ZiXlOlPHnhTSFLtD2nmqXVM/8+eISg2zoNBAXhyZViZ7JzIluaFU2i5nKdQL3kW1VAAsU",
-	"yqQriaC/I1fayHx5NM6sLEgKBIHErzYvK8atq2DC7sSagFOl5IsXfs1DE9QOiM+rihf0lkNKmJ0PTTAL",
-	"G2HhsiDFkWwY8EYkLLhRWAv4woAjZEA+WxabkoZMGrwduP6ODMbswpHZWMhbuSRF4K8qt6Irg9Ols8S+",
-	"+IBO0dBUpwrfPuZ3rT/hworTnnfzMmcurGUfERlU3NDQCsN773GNYr9J8kI8YwhWDeB8Vood46XwDXrE",
-	"W1bDMWSNNNDS4KepLoe40U5fZaH9HS49AJ0o4o+VfYefJTsIH19OrshEp8oNhmZt3Y9zX+gDf/GqIFnn",
-	"qR8ULoOza6qdodQPT6Ljp6wD0q0VAumdV5VAGvOz4EYtg4jCli8bGnxbF/MvBmU1MAxo5eK552ImdTao",
-	"XoV/e0i43rF43kj3GBrO9+CcDFeLgIRlN9I5cGV8CvU8kiDYER09GazMazFkVEH9kdx9WabIUwByglNA",
-	"yKcopXpWhwzMR8Nbg6pKWAOLYN9SBwut2xz8dKUorbUBSsa/fGgqKI7RRBsocjEXZBvQ6LeA7cH7vaWy",
-	"uSc40aHpon80izBbJirBEHHLbZ8LE9EBzZRzGM5RBzZHCMtM9Qj32PfuY1YRUzwMQbRncKDyUBUUjSlc",
-	"GxUQvFXhJDBltpihySwstAyMx/9dyM80TfnNIgdlB2R+xlQuh+Mj1obGk/jagrthJShQtiMRFHbiQwKh",
-	"m69wi0sXKFpl+/Bmo8rPK2Smr9V5KWOwRWZWRWKgQUdoREnOfhoa36gS2Ljv5IUcPFj+oLKB4aHXgO2r",
-	"O8dALSPvYaHIsOrCeRG9658ona6IB+iFqVJxmKT+s12gdZUFNFMETnkfo+zDk8lwxhZVnZH/jw3+UvyF",
-	"Z8rt7dB0b6cWFVZTBrtTrBIlcEa8zahMCCcbWm+dyZv9nvUzE24K6q1GOZMmFk/67KZmtK8Zu1WBnVgp",
-	"nAf3cGU/o4F8aJiJii5PdHoWCTa3x1zGwKcVOUsHjgoQV7cgBP15oRYq9e8GQZ9Tb+MqWuHjmyqMsrSo",
-	"YLJMo4JLXMugpy5wi3mPPB6Oq8T644WNUNlg8oLk3peOcD8WzxHO6DvzIcFhTi9LMrz3p/1zH7zjV0q5",
-	"sV1KCka7uuCSOfXcYEEhw7gEjjRnxEAOecvRYpmzDeHr4UNCv4cPWbNkL1FJr6YSxRS49z6/FIOy0W1I",
-	"rmWc4RGgRszxHxQVy06RZJE7yz6yViCAcIsnzSHJJOdj5g1TodA8mYo4tYl7BCzfwXfHs5Rz9B4+fOnz",
-	"EPA+XTZzCbxInwsKW1laJjZVdoGbq0SPfbAGBkYPTfz5qMxwYL9bSacKORFx+atjhxytsfoaFskEDjdJ",
-	"vq7b6RJJFhn3vXQd6ETBwmSG9ZaJ4EnMoqVESZgPzxzU5yo6kDMkOA2jRn0+lJldTG5zECCbaQYUR9fM",
-	"8hqsOtqGpj6kvEAAZC5Lhw7mk9Pfi0wVBZrcuL0zAutodDyIw15jfA3KSDK+B49PxVR9ll7cpil63k2G",
-	"sRP1tDIn5JU3dPCah8ZvTHt7j2m4u0ApAL0fkzOYb7CWi3c8kYZy25AI4gxBMNnYR+z5JChxIX58/FzE",
-	"COa5zJUpYpIf6SuMu6GQ3Kk1dpGrdBBETJcTq8+UO0oPRY2DcHNpkPlps+BcJRJfHvATYWJJUqXcktGd",
-	"HCdkbsuUBC0aw69RV7ezOQYKssFl8lc9X43ofuBEfIGEtQq29qZQXYhuabP3vw5wIhBB/izz5UA0H4Y7",
-	"/Q3QLlAvMbRKZpnPQqtSLWyuJ9q4esgwv7eL/KWKMzkX8cN4aLyB1izRlv383YePYp4ritMT3fjd+8tX",
-	"795+9MF67/AN3qND2tDRcwoPL/H+DcYLNAKr49P+WVyqxtJzY3w/miL+9PLSz0thHJ6q+Kj4RoB6VHd9",
-	"wN/NmI5oaOJX46O31qijNyAXwaBGomYdFZuYiPqc8UmDDGCQfwHT/dK9gxXH4sUN8+uu6Nwo1oasdb5u",
-	"i3fS4YN8FuVbOBOlCWTM9DgKzgHvglOrG3t5KScIgjDGO1rNRuJdt8RVxD4oQNb8Yl5RBMqYqjmSBrQL",
-	"WeM99qSqNHQh4GLdmcyvAR0+H6lCTpiDDOqxkauN05FSlYnOYfBkj2J7W1INpbhV8prhwJj1XCZT5WE5",
-	"8KUDImHsUQI/oX3P2/1onw0MKvMfZYH8rgt6Fsi0D5sI/7h/Bkq/eGNTLM0QYv+VTTniAuaAx4BDTKuq",
-	"VfNsSbBk+N3aRZaCoCiMvWUCzLwyV977D7iIVgOS3aVwhcx4tnO2uxZD48hfwjUkOC2EEiGRX9IchH7S",
-	"MACZZH5sy4MFuvkNfuOa8XCYIBuFrKjMBiaJCYSDWHRRIMkVhuMkKJ2bVOUlVw8d+AhBw9GsYmpBpfKz",
-	"gZoo5/p4KWeZn7VKwyojzDhwo/YIeks5uhV9CY7yTs4pdQouAQaDVTloeAdJIo9WckKBSRl4AJmrX99M",
-	"FbnGDb/P7UwVU7VwFBvrVOlXAJpegdB7hZSqpOkyOEbnJRHxT/sYUB8iAMQx9RHRcFJ/UkblOqnCSQ2t",
-	"13FCDZc8CfLfAE8/vvje+cw2YHQoFdsctF6XXj+CR0mMxWjB9PrRxD5K8llMmYUkA/pFzDD+PFf+3d71",
-	"T3P78xqwehN4FedyicHyuNCybEkzcThq0a6RhLApAJNNSM8I54BhR1zehygfiH/FIjdt+c2+fsXQkGXN",
-	"l3mgWkZcvCKirJKz02eIcE/6j3uCBUEuOrGccygmpnt4YycbobteuvPONG0EHOdHBLQX9P+scpCrtZnA",
-	"6cbajO3xDX0Xi7ElBu/UTAK9Fzfl6IHwBaOcyKVmp8dMG6BoPCyq/NdI8bA+Tg5ktSI/8KhjNfAvNvdv",
-	"oBoymU6UcSooDPPm1eVKLRjscWAXeaKObT55xA+5RzAWK0AXWJj5+cIVdqZy8UFldDmmei4+cmjqxftX",
-	"najDb+8MOifHJ8d9rH5JN7wz6Dw+7h8/pmrgU6xO9AiUOGtQY3tEYSaPfiEc+AK/z61rqdX0znAAS1Vk",
-	"EPmdHXu8iv0kcZW2HXbWYXYYBRmZHjsBTGhfj/mbOGJjD/mXcoyZMCmuIPUCf80n5aOCQ/cZiFpAOyck",
-	"lfhsU4c1D8oIrXpquS4GVSgnXE127sB36PTIdKFymZXxATYX8S9fYm9gx+fIEcC+6m4QNuooGcjhVL16",
-	"6GXDPbl6n9lFT9my5ZRdBlk0NAQyRxCLyhAitu7UIRNUmaD3oV3JWPwrwnASNKfi1nwWCr+gjMzNmYDX",
-	"fX6a+urjVQ2rP7DTKM8lRjP6IIdrteSSP2wnDhQboOK4PW9c1KW45X9HW8R5I+iLQrmqMIQy5MujbRdf",
-	"FpFNBCPX2B3CWCeoRYrrhdFVWyO+vDfSR3uxApuSU3GiqjB3DOKnUCmszMClLFC5N6XjDEidr35ZORz4",
-	"wB8+BC3SB4bOolpMMsh0DLkKVMWtTlSEmds+9onHdKuaQCTr6aLHhTW8wb68miIM8fqP//l/c8zo0Iwx",
-	"U0BnXjCQpqzGWT08U9I4Ees0QvMm5roVNnILquwRGqwjWRQymWJGyziTk7g3AJD8jQIU/+bpzt88QMTf",
-	"huZvR0dH5f9g7An+Xq+lBVAms2raE38TOo24rQGnxEVcLC2NRKLh8udqgowBJ8qXZKO80cVyRMyMywou",
-	"R2ObzyLBHWMiZnU82ehqCWc0tiMi+xEFcNJWxUynaab4j0yW3y/yLBLst+AP9AOZnxFlVIQVOHIjsxFV",
-	"uAIdZ2LzJT7k/4hE2aXHf4yEnFANYf4UCXINsDY3crpQ5XrpK5A+G19l2lyXXy2K2SiRs7nUE0N/hb/M",
-	"VKoXMx5Fuiz9USgAXXzx4sXoF9jhlxjPU5yKv1GBMn9SuN+VnYhuzI3t4kdxag3ajRsHUbVx4s8UQx7x",
-	"ZW+Ds+h6f1IvEpUDpvpMh8ENEiNRuQ0iQX2cRLf/6ATWIieEoeJM/C2osMa7QlJFy4qEW6xiUcvZESja",
-	"kGOHlZIzK1wvgoRyllcQqlr9E/E3MdZGYh5l3ffl/G0qdyG6Nfd+D78cVf1K6PnKHh0MJO1YWzPSqeie",
-	"CG0SCxs4xapcxqlwTANawHMxMxUjNXpr7wO/mNDfN4Twa7gjfCuIPRV/Q5efG6y4Xu04rLWHujeun0is",
-	"NjcWpDwAquj6p3oEX9EtlTz4s1e5JEcVQgWDOKt1p7XjMgkndCkE+up5PwOQMCyhijmIxI0sGG/bLhEq",
-	"E7ySB27Fcdvjq96Hm4FVCEOqvNNtEF1XUIj2+v2V3k8iy/yXv03+7wo96t7SYIRnA/6Lij/wAOQagWu1",
-	"HYsIv1pIHjAtQpVEFjKzkwUQIiw6S9/X2Rady8Lo6mB+NoXostnTxwHBrcJjgvfym4AWoVuR5qPUc/jv",
-	"qOSFhYX/VX8nSSSu4D+eZ/N1D46bBP7QD8q3a8vxVLSIP9fPrPZM/RDrF3ztSQZo0zz+BmFkbyKRhroc",
-	"4im6m8ksG4FUMbLjEcnNKP4TnQRk9u5ZO2afqwsopOjeThVc57Ybczu1vcpxS00DfBXQZQAfRRIXxnyE",
-	"kR5lnALu5vj4uOfdv0ztqJ5F09sMWoAf7lfMg0p/Mek8P9kMEFDdforRulDzKeOFHpoaanspzRfOEVXt",
-	"Zp4YwVSX1TDADSlCqsbaqJTEzDAaqItqBUcd+Ph4duizXxSVkB6Fj1VRYrUYsj06XWLAXRhi5g2F35J6",
-	"9PAhINeV9uGBF29fBNEL5FLGmCkWYKmckw9mcIv53OZc2gRl9ZVkChaDeUIvCANqgXQNwnqbJFxdPPE3",
-	"cRqJs0g8icTTSJz2IyIEgU5vTd0cTTjNd6T5fMuzGC2Ez+DwE34L/AvPwd2AYXxMOJBvgePhKwvkx5q8",
-	"w63ET537azcQVJGzdy5C3QS4bC2KijcnC3VCp3vaCiFeACbXOSDFqVy6AQunV0vhJcuSoWPYAjB+9EGF",
-	"3DoqRairSnwSPuAD0N3Px1/iemEsB1jQt568XC0JP5ni0lU8r6Fo2dj1+M2bY/gb90xCSrXX035wlFN5",
-	"gzl0lIRsqulb2j7zdJ5Il3RWBFzdS+EKrXuwC3wI6R2dOfC9sLAt8wXp1BHQIJ+8g48pZlvwDFwSDHar",
-	"lhigrs19ncGV0sjNqSOubeLrs+CbkLb6N/Ffe72HcY5d3hi/4zMI+TsiCt3S+/q416hHQBXbC3+3WUvj",
-	"RVEcwue5XGIoWKqq+pQkAITFnr07YfW30qmH1hLlgmtJpCa4nRXJkOmytAt1nbxRqXCq8PniTpU/errt",
-	"eRqG8V0tqX7OjLwKWUbZXIppAkdRC5ZUxjbjfHVtruxnUAYob+OxSHM5LlwkzkSRS9Dpngg3l7NIPKWI",
-	"XJrOSyyhPBNKO/5FIRKWD+Uq0XO0/1oq3VhVGWpH0ip6tqyaxSSfYqhuN5hJRReBMghZ3Tn6hQcYMOOJ",
-	"bdFs0Eg0sRaees62yEH4FZEtHxdEVjUfdfrA9Y7LaEkXk3/EyBxNX8CujsUbjEWb0hdNZunjVDG5DUns",
-	"eTidUxkl862S4kjImeWYfNpJGezrIXM8NJdTtSIfs+WP76/XKMnp7OkkrRcB66ODiVZGFOPram0Aa53/",
-	"PGSj0q5btfxjN6HNC6xpS0i99LY1LwbTyXdjR+NG9DO6jvibUp2NRX9opEuUwbKej8SJSJX/Myqv7knv",
-	"3FNnrIVRBazEOo3DqL6hCVRlZ8WtzK6r1IdJ6QD1RXwBwa81+lMJ147FC3rpAEQ+jKOh9OMuvqpaXY98",
-	"IKUH61XaGXTI4/Bau4KSd9Ed4S3YncFP7R1/kJTV2lSeRB0Nv89lMfU9KAfcnqITtmugbifkG2vp/PMU",
-	"e/+cRKdn0ZO29j9foi0NpWtW6foJU1Y71n0Dikfnw4d/tSgQ3eu9N3UaIaNDrbFUATq8VzTbV5tlKboT",
-	"7q7W16LR66bqcjP69NtuVPuz9/Cf2vq4rHYFJ2ozx+TWiYrKVJsn/f7xmnXWzeO15TL6dgZP+timhzqP",
-	"POG+5Rt6XjcX9h5kCG85o0TqqJkGtG5961d1EiyKJ9l3Yc8JOwqLnhigB911BKF3Tpe1ilJat+I63ViH",
-	"AE/PdjjRuB8LWdGT+CS8waXdoLdtJSVNWQvIjQ3sV9eFlZM2aSEk6gcydilIRyRps/hMAvPaDVSqUG3l",
-	"e7Zg32X1KOzusOqNy2W1637XWipf3brKXUIQGWzEWhNz0LVLvP/VacyibOoamkDbogSC7MiKcO9YvCpq",
-	"QsvQbJK1uAg9yCG62CSdwI2+0er2vMqG0D7jY5ssVE5yLF6iy69bSkR/iHtDQ46xIBSndJ51vfI62DA9",
-	"urPRsHdalmoKwprl0jFnbjs9v5CduUr3p/7RM+Qn+G/vYe+/78RKvvUhL6A7R4Eq7XV41HnP23ToQV2D",
-	"PgcBBO/QoK5Acx+bQaA++ySqUHkOjASB6jw0XndOMfNwvMkSBDJyoGFHKyo2BRgE54CFMnTmLTecxaGL",
-	"9SeDRonasYS8HYD/y9mXn46OP9Hn09rnnY7k0voDKVRwIucVKpK9C2uR47XGpgIxriw+3rDu06+67uct",
-	"VojzyvLnddgwGL2yZGyiyIg+awkdvGbdNTnBa7J15S+8LQQ47cZ3kTnlPinri8r4suXlpQnnPl//frtx",
-	"Z4UdkcNj3TJZVG4nWy0t8FbX9HKb5YjtPa0GpEDlXGsJaOxo7VbQorV+L7sIdu+3GKfWb+V+bVS7bhmN",
-	"aXcSZS93s3utrIgCZAIAbbKLcZVdpCjrCcPn5mXZdy87iD2hta2mR0Sl4ayspL9OsNsoazbMfZtJXZOm",
-	"BwLBTjQcjUh3MOp1N26FjYedNYaAx2QK+LQv3SrtgasXffNy6Lm7EasPpQ1yA73ZuIzK9Hk3UvNxmwF0",
-	"8zJCq+teC/lEdh7lim9suvSNGOGcB790mqXA4Ltq6k2NQ1EmxxmxyWODRVAMKBuwW8JAj7HbKSkl1AP0",
-	"tN/fYW1sBKIu0JyEtm6lfuyjV37gl4jMGLDJxWwm8yWI2GiW86G6dRLQiTo3viMztQiG1Zf9hDsdP+EJ",
-	"fXD4CRQo7J5LIgGiMlq1q+k6P/0y7Oh0iIThNCqL6gw7b21eTG+1ScXr18+HnWjYSXSBJUQ7H/RE4jel",
-	"zQu/vjBGim9UPhl2vkTBtCfhtM+tKayz9QkvZZZpY7bM+Qnbtlb2x1fGI1IFxPf1kF0qXYDnfgVjV8DY",
-	"Oev3OxUc7xjJK+4/kFf88qU83H55uH1/uP3gcH1/Zn+0CK7C2jfSLN+r/D1j3EYUZZPhOwOjL619LfMJ",
-	"deKluFMykNVhfuHtY4G1vPSKT+WN2gp2ht+gGd06hF/sIh92gnD1kzvA40u0K1XhfJI2onLJtneKs/Vu",
-	"/jIDBaB11j9Z94aS2Dz6wfed/KtK8aHTZ9sfuqTz5Ow5bNb8pP94p5f5WtjU/Ti4MhPsguOKlhQBkDtL",
-	"Mz2qUIOfOjC28ynq1NNQYA0n9dbeVD/RW/W9Bdz3omcNoOIlHG8Ln3SxRL/AhIyUHLjV4Q7ePoC3UzYG",
-	"pwheFl1InOMBVRBvh1oAc1RrJ+pUYbyoD5VxvJ2oUwbycvpH5E0t/hP/RkI4bMYW2CM9jL6Et1fhTcFf",
-	"VWt1XbVZh81xTK//iDBn6XQlrLf8LojrLb8LAnthxUFkL/9Z+41ie/1A5nz0V6HyGZx1aYCtsaUvUee0",
-	"/ci5k/vKmROYWne/cnRV2K//g+J+ETOwk/+6Y6nZicNgNZioNMpWcWuAGhj067H8U6AeuGvaaP8A5HaL",
-	"VqRs3f+mRYfBc8GfK88GGFYPggzHlJepHgYZDqH7FwRCrgU1nuinmsmbwHWyH2L4feK1WRhd4OXWiKM/",
-	"IzreyGL1fWhkwPed7fU+EGP5n0CaLSz+J/gmSTpR5wr/W+kBgIt7YFwNz3z38fqZ1p9rnHKDiKw/6hCt",
-	"VlCkwnv4BBSvjJQEelMPlYTtrkRJAiTgnwr6aPgA1rXfWaPnr4LjPpeECchdrj1vv3YqQQh9CxVvkITS",
-	"+Ijcd6+t13YchtTDb0HgfPhnK1dbx1eqyPjqDxhRveYeINiAB1tgSRY5BBztaynlDgqiRarPcbAsCBDN",
-	"omjXYD3sIID1PD1kOUE8foitu8HGh+DjCVZiY0naiJZ5yubj8EvyRpjRBpBqf+hWQSmunky8Tph9rV3x",
-	"AcRjeKQsYUmJVOsTR4OqPMcPH4oXXAd+xUCJXvBic0TU0JRdaGVGxjDO46KKwL6KHZfKqdodxLVXva3a",
-	"b2KZkUs0GWKZLe2Es2POAa09VBZT5Q4HSOio3LAusDGX78MwNNhLmyuUGGG5dChVc+Da+5S04Bv+S+d7",
-	"albl8aKqItrQBOXQjPXdmNzU3qIDEm2eVZfiqUquQermhlb+pCiMOxbGDg3PMNaGW+5ysUCycXAMVKvF",
-	"mypcERCMuqX0aDU0dYAci1fUeSfjSPS6s6WRN1RVNysbuEjHBbdlHqQMY+5/w/VbC5FzD8RUO0zSL3VH",
-	"dumVDbAMx77hmeHfC1PoTDg7U4A5JB0qLtXUZSjCM48oTB6R5p+9+9Drk2WUvq+pF1e1zAi74uOwG3p8",
-	"Eq+JlYKH6Z6sBkq1qWfVkEdBOZjv1bKzv7WsDEv6BWgZ2l121nZfpaxPkrpbD8e6u4GMr/pW48MLa5CJ",
-	"GFt8C3d86wPPCeRv/fj70e/jk3idah91uMAPzN9ShGbda/mpR22P4Ar+KxkMXnBhwxqZDcwDdBHIallV",
-	"UiODQfm315t242CEGSH3Qp8bU8b1POwiTV0QZM69q+rsq1adk0ohYcVt7AmPBO6qKrNacMBtyOa6Vf0z",
-	"6sBy1j+Le1QAt1GPcqr8UmqVamXRrE6J8exldXDZoOalR0POmnFW5VqCjgK9Kngcmc4qFDDuBnmenM+V",
-	"zH1ZBuR9D5yIEdwuHpquD1Md+Y3NJJbt9f3Gm1U2qXyNn67x49DEL2lmjMW9rODjt847Hdt8JuLMJjL7",
-	"Y2pnUpvjIguqFLm5TJSrOrRpJ4pcz2aKe3Fi9foFhcnR2LAgPW6/qvIuvfEYIycWhoocUK06icXSd+fZ",
-	"3RhHjMon3B+4ZwWOxB64TQ9MtuydUxopzFE7bB/u7ptrsdSFv80sxtJgvy2fbaUdSSRcQJJWy25Rje1O",
-	"gOVfNqenJkG+35uD8TKrlbzVCvm39l3bK65NMK3EGtesJ4ExBOrWnzQJ9Q+c0OkGtopo8oqu+38Wb3V+",
-	"KOjvdRN4mMey3ldfN4SX2gQ5SUKFdHCK31BgwaDzl2P7V5u5PybkPDn2vB4oYo0Ir19U88ZvXop/MYan",
-	"t713d0ZbndtXlTGuZPqSFh2C4C2X5SAweOzuYq4hV0zNlKyoQm9PD5FvRYHwGnYGvqEHXAbzwBc4Jpv6",
-	"ZJFJLAYJawDhctj595/+/Y/Dofv02z/6D8Phsf/4T8POnTw/jE7vxhdU528Haar+AEtXIDH4RNKtc7xV",
-	"t69SeuIAp+h/suB3WSNMSJH+jyC4QRC8SNO6cCVXQ5c20cJVgfHTrgIh41koEU4UEgr+pyHSr1QzoiJG",
-	"nHTj9T6qd1DlNP9/7P3bchtJsiYKv0oYbMYEaCUhACR1AK3sXyxJ1aUpSaWWWF3Tq1I/M4AMkNlMRKAz",
-	"E6LQZTKby329b+YN5n6/wl5vsp5kW7h7nDITB54kVbfa1kyJQCIyjh5++PzzhrIIUTLH27TIlyVL9DCS",
-	"iCVnhVouiJ0d/o3UQnoKgnxqKgK0QBBGkEkN5ICkaxEvEdQESFi3rTvQfOvsIgo0q8S8pNrUNQ0SChS3",
-	"qXG9CAmtEEKVODICiJYhg2AsjVqrH3D802CnX0qWvMFeR8yodziYd2qa8fw1lqkvif35mFnfUKtPqDbi",
-	"wA1z/z45Yu7fZ90pX2QVz9nzyJZmrlOE9SJPRd+gbfxJVNtSnZ763crSMN0JLtG1cPv16U5XRmlu03xm",
-	"r5UUQAZKas9NL1lziQfXbJZagmviSPkgTKWfrTdqrXQWI+AIFcXik6ltW3pt3uBe5EXaBDDUAIWUweIf",
-	"mZ0xOFs61cTg/B6bfRd3xrsAZ0iRgc+H7EdeTNSyYO+qQogKkTUY9IYHRoPRw73hcG8wZIMn48FgrG3C",
-	"degbjATCx/gQxgrhg+dlpWSGyJ8gDO8eD6Lx7mMKX+hRDelPHBOwMvo9Pp2s6rifKPbD9q5RF713n3lB",
-	"fPehjeW7j5ZF7v2Bzva4Mz7chD/Sw4ONoIehV0ZVXotByMibPxeniWnDuA/dYzbUpdse2Q+wC0Afg7NO",
-	"+ADXFHzi2jFXkHsAPvFWAoLB8PejR4PhaP/g8OEj+uasdM810Ab1rzzQQf0rD3vgTbIHQQg/bXsSAQm1",
-	"X6OcCj+shN1nnyLSw/UwLKzt4HAwiGLPxHFHK7z83JQZZR73Xd348cFtB4fQ0E6Nj/Bz1/jfuMzKltbf",
-	"640G92cwjsGVxwGNwKv+bf/RiD0cDNhgQIcf7jL4rhBTAXcavdrd/f7rH3qvMpKKXr8sxSnpCChOiqWg",
-	"UyvbNtrFYmE/Hug24FN1VsjTKckDs8LqYqH8vz6QSKM/q3nwLa+8Py+K2pGfLfO89hHXUvR0tSzqH834",
-	"1OvFQk3Pq1Oeeo+lWb15/Yl3aPE05qeT5bn7e8LlhfvZ9zyvsin7nssL/Da7gM8HBweHo8PR6BDH4bVX",
-	"4L8PBo8Go8fDwZOB/d+QhLdeutNFkdkz8R72DKpq/nrSbmzbTn5ks3Hz2A9//ofKS/Y/9B5uk8buix1E",
-	"MrRFU41UadihR0PvI5yz5UoUDYlJ+70+/aGA3uVKfGOPnZ63523C5G7Oe6gYQwc+vf8E6sq1DGnSqEM1",
-	"59XOanarznYQADY9fUnPgAvM7qoGPb9DdKZW8TagM/cHB9vN3teqMmT4fzREp5mCtkzs9Wa3qPjZ1aIy",
-	"5IV5qhXqwBTfLSzTonW35TdhBRKwNf1aR5bFw8UQ0Mgk27MXOXO07XsMiHu3newmb5B8MhUVPE/ENpnE",
-	"ujauvtaYiQwydTxcgQsfqMKEIfqxTEj31YY0lY1YsSfayLYSLPhqONDfeWpj8O3oSS+WMApSWsll0eRl",
-	"9EJYYRHGI8bZhKcB1KJRVRWcEX2W4BqA32TIcnHGc8toZ7gG9HBHpjgFLRpBM7xMLAiQhLPLJgJKgTUL",
-	"aLSkcoGngAJqrfEUJlW4n7LS8PdiKimXq9AdXqvgt54EqmsiNawZqDlyDrBYUqVD+H0mKc7Us4iXoOxm",
-	"+O6Zv0KYr6LId4boh1qfTK2TRb6iiIq0yBRBbP7G0fEEtrrh8Bcfq6AuvnGNU7ES2DH6y6CIJB4c8qF9",
-	"t/5BcJkeBUTfrDyHaiBUAhJ5akSKA8Bw1FR9MHxBAQkQxECxsChUcXBb3DBStXbiCBYRS2yHwUwYvKnG",
-	"L5uBXINXyiqozomYuYrCcGUQhzPTBtVOi4znWYmM97E0PCYuoXNOO7Eu89YFxhpTusFTdUshsUaW2K9Q",
-	"J0pfBiagVykaRkNyA+zIzEhzsysp1vJ51M5yOx8JofXI/zVRKhdcXiejzMPImDsFJgvvB/inDbm1aWvg",
-	"Q8P7w3kEgchokgFSEdNix9rgGrLRAC2uIfzMSzYYo3ocpBmMUQvWbZDC2xmjugu/bulhm3GKHQzkLPrt",
-	"yPDQbTqzoxNpo6MzdiYHLJN+s7PZOpG22OgjsNc6UUdvslY7RGsvLRNkjcxwjpxRCh03qOtxw6llUkLG",
-	"xlnl5YSMjWPKbSuyWFx+xnjow4nHw5GD1I6HQ4e3HB/urIM+9c/fXYc2nxkNoO64dKoBuktDStK2+3+r",
-	"P5YmZqxvVKiyii1n0nvZkyBHeQWkCGXvRm7Z0Le80dL53j2q1X8jPcK5qYsWQnJ4EBwl4V5su0NaJ+mJ",
-	"N0m23bHfYtuRbJOITfPJs7KvO4twND/VgrVuPl6YT+/Mje114Mom663Gbxv357co7rYo7o424jVDsyDy",
-	"d7UKkaf1NqB6qOFeH6qHPfmDIfUoYHwHSD0ynPssgXWzKutFhmFonK6uvesjhnpRhCyXJVYpj6imLeng",
-	"xJW1ThXGNneDiEH/vl6ImCMgvj2A2G4K6GgbUGw9N/LmDpnX4/qu0e2GV/HseWt41zrVG+xrAy5Gk2HT",
-	"fq6DBzOhlyvjwf7t/f/vt8Hek26P9ffe3wdOFu/vb5CwLwUJgwX9pkvspkvYG/yL4sGc83A3zcPzVrYq",
-	"Hy72ebt5Avrm2wOHrgmjJiw5AZ8mlk8HD5LPjtWd80z2AnJ4UFcK8SFTS+s+jSXT8w1+6QWbCBBE1IRH",
-	"Me07tvss+YHnpUgYT1N6My/ZbFnorusG/UIlUIPPFBSHhK82Zy7RTWektlBlD6+PrkmtiUHiHRFoQikN",
-	"MxnG6dfavLd4gE9jdiB20lt9ejPakyHIrOHVg1LEjIDzegTVpWr3Uu+hYzPsY4KwC1fhVI8jyaRMzGFo",
-	"Iz5DPUm/1+iEej169iWGHN2vYK1lVVBLpmVf4KbIVWm8/XNeXET6PcYLjIl34LSnnq/Tz9y77hnZmAwS",
-	"bVpjvgRKSctIBx7YTBon9QZl7q1t+AtrdFf2n1kx4XCAN/KoRT7CQl9JxRKy5Ha73OrzeNda1S+leGa6",
-	"6qtW3hgAz0cBND0YJlXB4LReU9sKESjGX4UuME+vNSXr4fuS/eZBVeDtcef9dbWrQcPxckcq0X+IQtXV",
-	"oq81wt82SbeqlLUIn4ZiRgjvQfJNQ7MaWqjp7Or7gXndc4t5A9UMs7HX62NPqYCZLe++4GVpy5i1IvOT",
-	"LE1QDYILv7QJ6X34CqPmlgJVSwXoBFbJBzmC+YAoEPsMnR2RSa+PGlFhUDN8tYNK2ptyapOVnx5HWt6x",
-	"GQlchPjebiJVJZKIJRT/SNBRAuFdyFSEUeUkuCBvUJ/ufHXEnIowzdEZVOn2+FwkjKLRE4GVint9ylTA",
-	"JIg6USkZqhA/MC/W7Zp3Q62orsmppOLHoEikhVos9GemBgnQACg5FaZ/rBBz9UHPUZ5r9YUx6iLJ6FQU",
-	"2QdTVz9xgTI9JzZCRugND06WgCZE9eNo/NDdBaVUuHhFIWaiEFJPpoe7qAEtQAVyWRz4PgO59XNDCLlQ",
-	"mnd7HrgeUtITYbVRmvFX5unSpJ0GpeG8LYGbCUYkiM4XJ5IC8QZSgh22SBDMFyHERm31cap2wqK0IVBG",
-	"8JSbmu7Bk55VtL0pOnjcs65QumZdSR77yjAgRYNyw9CN6r9qsIgjp8p7xdfroJWQ54K4YazKXI/2oyCq",
-	"26lgzdiq90hxsWLn4B2tmALaZIX6MnSpAb+hNTNDihifAW08GI22dY8PBEEHuskrZcNkZZjOssfeoHih",
-	"uRd/X3Kb9W7QSZKEFWcUwmHdZJj08OgTs73DLzH2s511Zxqk/kalhpswqajFXtMtzgFXh3oksvJnJStF",
-	"ZUrxW8NGXVrjBoBfwcuBaYQF9SzrVkoyRDczrXMatRgn0XWsk18WRBX0Jb3MMBl1T67Wi/wy02jTIfe9",
-	"1ficBxfIoMadNyAgDZlMJwyW7xuVoPMhW0QTsH+QSwhEVNiDtyDqSR6iCLFmJRUqh1+ZQqJFEEP83cMA",
-	"+HyIFKP0Wa/oI8t18umqkXtcwy8WuSe4Fpw6mzyFN7yaMR8QeNUAvl27jSH84aAWw8ef3SCMP7he8PeP",
-	"btJAz7W0PFFPW44kFBfKUnbJS1L+rs5CXAgXYDQq7IhRshUSrdyk+8s8PxEfawY78A9joBDFLexUp1YE",
-	"6ol++JrGO6H02V98q123B8bLjQZGUn9H3qG75Q76ZoeGdigeFc+iu2sz1KcQAktud5R6Ldzv0OeGe01f",
-	"cAsyGFtiB5AubZELaEgorDlmCg5i8vcauHm/4VMGcRDLDbiH7ZGHqJW8zsQj9BtnWgRgVXNjsEkwDjNR",
-	"9sCMLEsxn+TGdNO2WkQOedCawVbDejFaVXPW5mTF9AtzYYl79Mir80II4p5hDhiwxxKDiQStLlfqQqRs",
-	"uWjBY5u70vyg9G68Loz9YNQzrm6eppYHENREKS6PWtAP7ExUJVVUCeB22DnPeHIwkJab/GCfdc0lixT/",
-	"gUehFzGR+7YNtm5yF7qudmOP4gg+9KyAQuJreYjGNkQD9qghNQI6ozoDYbmWtKjnsxaxluk3SRVo3uKc",
-	"qmobiVNXgjWFWyFq4XDq9W3ahlfCsq7tB8wOY5a8fv7r6YtniQerDiEt4DNMTp6/fP7mx59fP3+XmKJf",
-	"VDQfTzRLfvtdP0iF+kFEfHpP1vbzV8cvXuIPmf0dSYVY0i8BsPvpfRKZzYlFX0uhbVqwa0y5sksFVout",
-	"iK9nTwrWpQtFG/Kx5EXBVz3QJ3QT7VYKjPQriJx8DmR1E5dyA6z17kaEN8V3bUS0ki64YRv5fU0NLEhn",
-	"NFrlqvaF3pjuNTeC+b6jB65nDx3s35IBtE0c32iYmzG4jmLCS7/Rf5qyWndHNIFC0eWnOvFXyzYf1jPI",
-	"vWNXSyHHQ0qprCgSW7Jmd8iE/RTM3fe8EBvmTy2rFgXss03eqD55lIVsx6//vnkKr0FcfVn4U10H/gaB",
-	"2gqnDhTIzWE2ykR6v3vebXD3QCWMwLKBAi3ruLCe1gJZzWhaJsoNXN71sWVlbP0xnm0UpuRZamrjxqm9",
-	"DpA1vYhq1KMNEctGjfpmAvCOVFMGZYVmzIUQi7JF0TfFFD3DZ4NNA3YEJXuWgNduyw9N/rvu2yl1K47B",
-	"iMoq8Jwvcp5JNj3nBZ9q1QsjAKTpmc6aqoHOJ68NIn4mEtY1tdMNsmKIGO4kLOKesO5Qb8HRYOAe1WbE",
-	"9Fwp9OvrF+tHj1iiZaHD+AAKFqov8WqKMZXalGmlVlU8p/iTlqkJbArGkqnI8q5ukD1gYZ96SR+ioWcQ",
-	"3EUWUyGBR8qougw0XRjvrz5NG4ZU0IXfhrbnVSNKUohqWUiIfuh71owWu2xCjThVrfOnFys7kxDn6Fqw",
-	"W1llea7b+sDzDFxNvXE4f1lhy9ybmfnOvOg7vXCqYIMI/s8C6XBXef1HxJwU/ZsFh9ZZCS+1sNhCdvbV",
-	"FuynemVApoc1uUyvRut7FK5ue98OB17nRlfvmF940oqTpoQIaOM66h8qv7Nyucd53ji70EHYKKGwJhSF",
-	"X+SO0J3SnIO7LtH/eZntqNcuK9hXO0H6uHGhm2669RpdkbRhtMuuXcFxuFsFx2+cPo7TZ3jY5PSpGTdX",
-	"YfG5liH0JemD7CsfI4sgfgUN5Zm8EGkmG0yC51W1KMcPHlxeXvbNQ/2pmj/I5AN4+57CRf30nmpxfhHD",
-	"JurItsQd0E2o1PM1DtuORuBvpghpPcwH/vKgguvIAQtAlUQ9jiV6EpMjtk/JQEZ9ukafR6bP+zsLiP2W",
-	"/TdqExA/8EmRXfB5U0Jw9iL/h2gTEPbzHeUDb5EPhrvOlxC3KBz22fBgPNpK+LWOkyv6Jmu/ydovI2ub",
-	"hXyd8AkVWsYn6oPQE3cN7t2wqbgzNiagB0Aw+vUfoBDvPzvVW1i8d1NKne9kug7Vm7MVA1dTCcfhQSmq",
-	"nSvJvfVxzfh7RofGU6MDu95PzY8lQilqHh7WDf0GFnSMSWx53jNh9HpieyOwDuFnKRo+sFJQWpYrThf0",
-	"EsrTxRLr0zm0as9G2qFuOEYVoSodeq/HjUnQtlbKK26ZyvBUYs3wUlRVJs/KGjy2zxL6PQVDQemA4Acv",
-	"WWKETMJUEcukErk4K/g8Yd1cXYpiTxumac8DoVPqmJpluasLowqAwebiiHG24FnBzrIPQKV1mU0BvWPB",
-	"331mC61xA8Csr65eyFjWVnLMfEQnaySdmTmyfHtdXrJMxjL503MIfDsfKGRXrvN74FvfiS8bIA3HDm93",
-	"EMhNtwSXku9NRHGmTW/8eWdsLxwKjIZ8AVcNbtoZutP45kbcX92/tZmQvQH4C47n6FYgfyiARVVH+dmt",
-	"eXcRKKtpHN6KnmF3kNYybvNOpnNpjuq3cNGGC/ydqNbdg7y53xvX+a1V2AvkkLvmbfnSBxeL7MF8tTaq",
-	"9MMyn2U5FCAzaBZ3c94r2U9vXrBFzqXlq1mIIlMpS7Cue6HmSb+Pf1QqGbOJ0ldDylf6B9N8mYo0YvAn",
-	"NW8ahvyBfygpjpj9uQlyYCa/SvkqiqX3JoORQ4M95cDAaX99r2RzJatzv8GJmKlC+L3FXR1LGoeasbkC",
-	"FymXbP/hQ+hrZMIZsPO9bB8qfGImJaQGhQwSzISY8lzIlBfYIUQO8nSeSczfwkosxXyvFMUHUbCLRabV",
-	"A584AANCWP1EzEsCHOl/w4ec/NIc35CvoD+xpOIbBNyfi6rIpiyr2FzwclkIIiDl02rJc9yr9AwWcyWK",
-	"E5eXrscUS4jEBDSejuPTBBh1p8cUrbPQz1OA6kE1Pd1+0hvXAogRJZJBUCSyzK/BXjvCHCheXpSnqZIi",
-	"aA4ry5quGm2Dl2V2JoVWXCJIkxcpS4E51284lgyWBqKekJxnElt6+E4op3tKnfJei8EmqB1dLrUulvC5",
-	"6RD8pn0gQa5+uZy7HCv8eYlvzeQHlU1FeZqV5bLlvfR9y6tNvV97lFcLzAakKQCFCxtnaUv/durcVM1F",
-	"+F74DNx4YZXhiImPU61XAiYWElUmoroULl5GOvA95HvGn5vCwlFbF03lIW/TY5xwyvPpMocfkJCgA55J",
-	"gEapAhdXwQEf43HC0wl9oacrtZyei9IcB+sJBAnmtQoHU0LwGIwD3Q88e//5vylorn8Sywfu57Qo8FI3",
-	"1XQWW86fT0GmG4A4ov4xWlJqCaRHMANaLJjmg/OcSZOy32fPUXkbs/1hnW4v09tENyVxwn+eVmpC0mwf",
-	"Elle60UFfwK/QAsL3qxmbPjIPl4pNjy0j8Zyf6inY3j4YH/I/k03RH8N2Hdsf9Bnx9j1e6VeojOwVLTg",
-	"xRl5QGOTes6nmIGke5zJM0fWOxwMjiB5MlPpqWnklH5gjQ/+QRTg3YUUQFNgC3GoMKOn8EECywpiQk/o",
-	"Qo8WZ9ObGpK4ZrrNyfEhorGkL8G+B69OBPKaTiB+xyugWV6afajHkXOESkPNU9zKUzjQXdykZpYA+4ZM",
-	"ylrPgJ3X6zMaTKVOoWq2Gf7m6zKWlXKfUlZn0FDLxLrCpjS1aCZHdopjaYuYQWQfGrxHJ6XrQ2Xd14Zj",
-	"Rj/T67M3+DKtaiMA2psV5HGZZnOeO45x70QAPl6u2tYK/mm5JpLf4845L08vFllMjMWfEkyRNXhmkZfi",
-	"KAQ4kmrQZqVazeunRfZqdWUb9adF9oxX4odCzTs7hFPp8RN1S2XCnlF+/zYeV3ov8LjC+78HRct2PTCy",
-	"aG8ZZczqYtdwc1JTcWfM0Jk92Nsf6mWhtukJ3XrcYc7ffUNQ6DXCZReLrMHWp3cmXimXCmVQ5B3Qc57P",
-	"9FY18vNOIZFuz4O1ATWytEoEhcy8OQyiBujKt0vgvhoeYh2nNYI47oyfDPpQCGmzYFn34A275cl4cvzb",
-	"GMxrfRFC+SIK26CiDN/BdYPxmRwCDofYNbyg4s74AEun1YfwWA8BYk4uxAZqU+MNqEP5r3g4GAxqb3n4",
-	"0HzU8q4hfGcguFK9ybmsx1itvfKZdhRKUYx+XKpXevIbsHFjfsF1calQUJdHqEsKe+FCupWnfnxdZ2Kw",
-	"N3x0gzPx8HDHM9H64FdyJvbr23X0eU7F/mDDqTh0h+LWvGM/vXmxIWD1R/JdaXHQdPZ4biqrw1wB3Izq",
-	"TovzqRJ8vtb9pLsya7igyorPSG9EZ4d1uFDeY5sGjkV1gb4xK1gqtF1DZiggHyda3a4Uy/nZmVbrusiy",
-	"sfC0zMmK3CoImEsx9GSMw8hn/MNIkP4gz+b6P4izI7Q0hjTqTrgkCg1KayeELjfrGYPRIl52WYriiJXK",
-	"kjWiYVIaMxJCTWQCZwioRa9dYAwTmvqdnt6xsT6zD+g7qQemSIdGv9XRuqdNLSfmzTit0rngtCy0amhA",
-	"Xp4rWtVCaLOcFdnZecW67gGjyoetji2t1LwU+QdknYSIonsGIcb0HK+8X98rcVcdgdvB76xaVmWWUgmG",
-	"cqoWGJdWM6S7dM/Viv2Ai7C8FJRUyUsXo/CCjb3IOIvsfkxcsmDfUIgWZTJmSdPOAhed59nKig3Wbtd4",
-	"Vcgms+aiXSrSOZGUhYxpHw/c67Njx4TTsgiwcrUJh6z/+igToj7qkyPNjX5MnKj2E+ZZyyLF3XW0bjJq",
-	"3Wkz8PFQurZovDgskZ2dG+IhbcACTec5r4RxDTjkvDdlffYL7Hnnd/H6ACBzTPmEA/ZW7+dy7JyS4AaQ",
-	"QpBPFfc7HUzo4T0QcHgcotr0wK+pNJP/Q28C/Z+z7iznLsism4+CAWYFK1QO+eLGZp6o6hwbNw4oqk/V",
-	"XppKb+39uJOw7o8nJ2/YCLbNr5gZl68Qp09dtYBkmAKXI2tkJ0ciI8xoPMso7M8KwUslY9lNpGqZLm+4",
-	"ScQaz/hby3uSOPpjWd++EAqPgk16ih2jk6oql4gALougAciZgDYS8GgFY9K/Vxfk6TAbU3+6KMS6LGDf",
-	"g3CiL8/P50NogM9/Nkx+eCUb3LmbgKO27Wprm/lTF0DmR+0g9GBib4BD/2K+ELeF9My1MMpsPse4Ve/U",
-	"yLkVOx+OoUMgwp90ZuD5bceWMIF25GSBBMuvTQkfefmO56I01crrCv+jQ1D4w1b9HqmLuIMm6UwVkyxN",
-	"Rd1MJmZb6HerZ2rf80yZAVoFy40NZC8OWIs5rz+f3wmlpHhm319zyvlz/d3oj7Pn9EZxpd8f+lsE0LfM",
-	"wWrb9pP7bPuuemJNVvfCR/4LX/KiZK+zvITy8rfwxocDs48bZ0pdtJwaOoBrNv32m4twYHQ0jKnmdsn3",
-	"TjX4tkN23CGH/guPpeTsewDrtLyusXxe9fJ1Qu5r3o6fTYgv5YVUl3KdcDtuN/AEm/I8ByMbDD1w52xg",
-	"5zvYHIuoDdR/55NbAqzBtO+qSpAt8UdTIj77cb098bqL4YFb9jbdkKBjl/98zki0MZpK0w3dkmBD1RyT",
-	"89WDlK82cC0ANKKsRY4hSt7Eu7Ea3A3cDSlfsWIpZSbPwP8Yy3mWSrNd7L9NieN2D2CfXtkExiG9pIXH",
-	"VQrAcfj0OgAcYd/YDtC3WDaxb+y5dRsJQEwJQHMnkAaXRA3sWEhAsZSAjCBIEdrIufggcoM4yKRY20gT",
-	"gNZfAzWrA8zakVgW9qW/tKCvCPMAmMGjHemOS6KPkAKp4cGBUuON7juEWjJmHEBpyI0spDP9HSit8P8u",
-	"EPaP7ilwIHvjh1pANokBpyorAyBlF6euZ4kI3Jy1vBVdlfjiPjuGrkLldp7mGZaW178iwGQms/Ict437",
-	"tKx4UVmXBoE2kC5dP95niT586TIX6SnujQfQxVP7cWJwezhe+/IZz/OyBTMH0D0sz69PhJIibBhQgaZN",
-	"H+53mVXnbQuPXA0h5K/hJjPd6rNEfRBFuqy9lT60LzabB6jfpLrs1YfnYAok7RzVgIkwWFxNscyFYcqu",
-	"BRPmqwe41aDCEbit3ZbDUkcglex0Y2gEe4s0/pPVabVa6K4DmZWstGojClsSElrzyOb3D3sYuuBeq6rA",
-	"seqHYZlopu3P7pWIhzoyMsI76XhMcby2RRhWhCucWJ56t8QoKmGym2hOmg0cjj75PAWySYMZVktLboOn",
-	"YKI+iH4LznMjhrNdcpgRIiYz6Dh+YtZ8OS8bwMp+K+pzHZyzDcvprdTBAW073IrYAkBu4GiHE1bb8Kjz",
-	"HbkgVdBdmDO/xwDXTMZ11KfZ9e2vNIjQc9FEhZq6FZtQoX0HQSUwrP7jFAGyYwtehWICxpNv2rU4VSVF",
-	"eUTrQ62NQ9wr0eusvX4gjJSIjwshS9MV+ivoi1pWZ8q8EqdtpoozVVVCntq7K9kCi/bSrwqVw0mBrdDl",
-	"bJbzM2+IrniDXynChFI/CCYVW0oU1HTgoHkuV0CT2ZBYsOoV6A1QC8Hw/YSKEQDcrU6DT1odpNe8R013",
-	"a/XW2u/V+er0YpHRhFpmwTUhVltuDqSoDxrGrYsEQHpfh+zs90o24aVgWGhuutromH+1esZX27h3fvBR",
-	"l/5cGSYn1OM2K4C9kGjGmFCjwRoWFypv0OI3p2+20s285Jt7jZpk78iGDfcfHqIC7C17co1un1bqSj3/",
-	"rD7+dWDHrUDH28A4DveGTxoYRw/eOBp8fs9yG9LsmF0KcRF5UdLPAjzb7owYPlzrjBiNnDMCm2i61U7U",
-	"nJfsjagKviwveIm/qFke+GPQAmLd6bijZZ3+p34YlBZ8pKYcx53xvu6bVWrjznhIv3YaMz1lVSF6KNBL",
-	"vdca3ZQ+InWPfC30z7jzlOc5TEy9I14X2l786f0ncIp4SlNz9FYfqs2GHRp+o1uqqT43agu0BVpIQpfB",
-	"c76e4P80eIhu8PAv9xvdfsvtHfbXm7ghdGhFmMIWiCT6MnH/nij1UsmzdTjJNlv9ZrLFE+6jwehwbzDc",
-	"Gwz7fTgY+t8jsOz2Hz6Cd/ny/iHWIcKyjDfLxzUjrefkpnz1hWXGaLBeZgxaZcY6v/9WYbFf2zIbhcVw",
-	"VJcWj9qkxUHt0O63SItRU1oMryAtHjtpcbheWowgYGFbeSUEZPD4DR24hkbeVFxZ7IxqouJgaCCi9Sbx",
-	"+9Ehgqe3iaBhrV363S7ttomj4Wgw6B+2CKVhQyi5R51o2jcvr8un0U7y6cB1e7RePu2cFLDDMVkPgD7c",
-	"NSng4Qhn4TYA0KZbtwWAHvT3931g8hpI8g3QzwcN8LPbF5tSAm417kDy+Z8k6vCMr8yIbh8K/Yyvnpmf",
-	"tQQeQLyvDT2ckGNUFE0imyx05xo/bmSNXm23UcQgNDNjmcl16ffmh8VSlgiVbo1UQMCh53zGsbyx09h4",
-	"jMmXDz1NxgR5Bh9kq4NYSRvP8DzDtTId1ifieXIxj1KyLC17R8bNmJXsXF2yOZdmK8yRyAfxnHvW++s7",
-	"esm9vJN/1/RVa09YN18f1HxlXLKm0j5lhLrB6o8Ji64bPM/OzvUmSHvOoUoOmvzS5CcjZ63hLi7P1aVM",
-	"3Pj0uBAaO7b6nHVuA5AdGbf1JqQaT2MsP+qIfPjc8gFtcBfb4qQJSzLJgN8olqows95FvLD16mIyack4",
-	"myiVCy51C/7Owee9DUbLHcsmbr4bPuiVRMNNZe1TfALqpnrsfwnCbWvOKcwMwKx/i3pubVU/ssV/BKd8",
-	"mwfphA7mV+4x+tGeHtrPxMmgYKtFDDjMh0jrbDu2P2jvTrAZ2yme9wch//TXhAU1fqIJT1/CCALLJhgc",
-	"05tFzVgBtQevbsoFjW0g/BsOvoB7CDpVL6NyAnXCgl0SsWAY3w3v1OojrbGhveIV2dD5PVeIMckclRPy",
-	"r1q75vkeslCGfJzYgmuK1Gon12q9YYMn44FlOfWEmMOiXJm6lASWa8Hyg74TxEGhZjOiFy2gKoX5tgIe",
-	"S2c5Ns1WuGDWzdHBkyeDaI3t500SXQ/+PIF7ZP1EDR8zIC9tn6jwuYfeczsx6L5WRXV+qW+2ly+f1mZw",
-	"H39jZ/ANovhdqTJe8VydLUV9MmEiCWRp1L/Q4wF3CHIeQVCWpvwrPA+DNedhGLV5C2600KMBGw52WGh8",
-	"bn/tQt/gkOiBMD7RwnrtUdl4TIbfjsnVj8mtma3mlvlnMFpP9LG8V/pwDtK1bt2EJQ21bsYKnj84Uyot",
-	"dyvCCkUUiMca8CUZmAsJNHGapWXioJM8d7p1zZQDjPoRoNIyrOlfiIXgFesGLwDYHcAxCKpmv6mAVk0b",
-	"o1QVNc1sX5NeFEstWSP29yWXVVatMJxtN+k9m/Rrn+hFbFFkU2Ra+8vxCSt4JdB21j+F8cXStkB5v1Ix",
-	"/WJtVhyxqSq0uUT25qwSxaVeIqo3jMVAvflGIlZtneldPVEpJOgRb65MbXUP4HeD2SyXc8NX49NjoX1n",
-	"HtpEm2tLR3nMufCj1w7cnPT67AXAB1iWAlEc8eNQqrDPTOUi7XZiWJeA3BHjEjMF7VMRMN7q6UgLfil7",
-	"QYFRU2tuzFznJAdwB3oPgFcpS+u1RpMh+SBSgDskg4QpIxcs7KUSHwGYSXmPraac4Pmf9MLcUq3O7Vl6",
-	"8LZngucv0p0ff5GWt8QLZJvbwQZyr47gotqxjvddlaAPqWj1wm3F+sMu37/FSvO0y2Fmto7uF//hb+XN",
-	"P3sVQCedQPQiuSftG3unCp7fWmFzT8xvrAB4Yq4Wr0w2ydaN9ycUPrsUhcDK2RagEcsFP8vkWZ+9se3x",
-	"wlUk98r16ZbHfsXx+pkiLoQylptuiyOaSesscwPB7G/LBa8ngsgezTP3SpYAmlLLceCC6/5dVuw//zfd",
-	"xf/5v1l3OBiw//q//m97z/bYAzYcDCI26iVHLPnAHSngX45PYgn3tk8xaFD8Freomz5yKgv83HP9OR0D",
-	"+CayFGHAQGJk9QG7o/rsz6hBAMbPdLIM1Ahcg8siqyohvTWIZZmdyWyWTbmsLPkd5tx3k9EgiVgy7B/C",
-	"f0b9w8ToKNg6QN6gMSIUTIajw/5g0E61bq+3XYrM6Uup5tsbDNfld8MG7dTZyP9AFcdgezazzdr29B0y",
-	"ir+/iWuubCFBtxW1b1DvbLQbC/o+lngJzEX9gTli8Ak84bR0NMXPeVaw58WZIjM1JRP9xz0M9/4d4+AY",
-	"F82mGEEn7ixz2MCkjeLOB26fpaj9yISjvQI6rnLQ/uFgtKXXJlus1u1nIs+0Thp22uvw0OvvwZP+kydh",
-	"d11vXWfNY7arxImpZjN95IkZPtSMNutggud3UITYnoV/4Vovf2pe2Rv1iSsXeXkWSOu6SoGW43pL/ek5",
-	"l2eitOxKbMHLUqQU/rMwYHPPJaBfXJ5n03NjPeZKnvmGPFCsGE2ELvw1xuWRK7dizbspdcgyJINmAcal",
-	"p1uEihB7jUWKec5eefpGnx1XLBe8rMDCRU6WiSizVJQwEszVcEE9QPrjzdRnP2qVaYDpWYg7z7MLAcYu",
-	"2qrgJ4g7A8O2TBxQOIFxx/J7Qb+olAqZyCVHX4jdFr0xS8yhH7NBYuvgcKsn9HVPPc8FlcFVlUiAs4dP",
-	"KWkhT8GGLfvsmVET4OoHCKEt4sMlVXyIpdY4DLsu0JDyS75C/eUfolCsixqWoSP2XCWVYvvUpFNocFa1",
-	"QlMpNupprY+CU5VSLOeFqf3E0PenV71czv1vzWIP4k4SOjWsl6Hh1aiVnLF7A0j0YRltCgPuMfLLAEoB",
-	"NMtC6OO1rKhccCzdIaB8g1BV36I9/bKgGOqXq1NjNC5SyswKwSXYgc/1bawvos54dLCz3H8WDvFOC81c",
-	"E5/e5hJ4rdAxZLdGZhR3wXPakmvFFRZxElu9BzXJpCfYCqf926tlQ+LyRKEAbyEIyFJKpjZK9+YQM+0x",
-	"cC6OEe7jB5NRjO4Dm76ALKUbdV8tq59nb03PN67rz+7RT1EH5WjaLOPpznvtmN9pDO3zqLQH11NpHw1a",
-	"VNrbDK/gBKd27r/VDNqgCOJBBU2kJiO2qIRXUgKNL8dTBHcK1nieGbgR656mbgLNJz0tNCFeUHBZ8qn+",
-	"dsyIPQuc7yCX4JqmilII0DsHV9NJvdh24sKNybZ4RCwhIMG31NPXvyZ/FAvK/nmvDYMYsUxsZVVQIOIO",
-	"5dma2yzuGJcQ3EczTtEfT2NkWmT2ES9n2uEAk8whYTPI0x04iBw8S9NfVvwsfHCoHyR+lMRwvYZ5kqyr",
-	"dVL4VxhrQWSbLcHYKE3l1xgJCyoe1cF2qHMF9ZQQmdd3XrnKjz1xQy4luwOMuah5VlUi7R2ROqYbtPpW",
-	"GDzTs8jPkIARSibtlUJrSEbVO2a0GzHChF5s56PrbotA4ea2frkehghjeQlVHiroKqp9vsINs5kK/V8Q",
-	"xvoff5cGnAjOxabP7yiWpkSL8RB5PUVaUM6kknvo+Wyq+D75B75vGMWSusAGEb160HcWRMgYMuizVjdq",
-	"LK/jR71lq8LzTzbsi0yUgYURy6bPdK2JYUt3ghIfec7aeyUZEpayJTA3WmwJKS5hZ98rMajYqvPfUizw",
-	"Juo+RZh+syqeViQ6vt4/iHwlBG8lUkE6kVVYUF9BlQM0DmMiDLBApZHYhK7xoSUWdDraGx52Ig+c4sFR",
-	"oSIHOYV/Bp+VViWyQitXVih2xk+GcH9iSg16f+Hzx8PIUEZ1xodXslpwke7UYJnw1LS/Q7jUdgVQo++q",
-	"RpXoY2ZnJKxC498YoYTbquvbFsdMkk1EJXEk8+8e1nXvKHs3Uvhp07ze1SP5tPY8+Lsx6r/1t6/F5Yu0",
-	"c/3c5mf+CQnXAr15gTg3hwZEkvnQP2TbVgPa7A/73m/GTquoBZrqb/1CVlgtor1uiiBDwk4Q7VxSpNwV",
-	"6UM78PbYcc4GfdP2mO70fd/Abrzpayh9Htwl3wymLdH4m9pFJAqsLXQ77nCMtzdd4VsMl02xca/weJ/d",
-	"v3+s9RlRZFPyWmO1Cq3Mhd7mWGIH79+HgtqhgVLyFTiWtb4XBZZWaBhEzmiJQlMINFtrfXidANZ7BJ0B",
-	"8xIHpX/KJZoJrBSQPoaKHkd9C24v0AhJLR34gxlo1a1nKqiGdoprVyvq2m4hJvJLvtLGm+kqb7r7zZWZ",
-	"i5mhpkkLtVhgFQAtnnQfMepujT3piO+CdSH+enMDT6diURkRLVf4RtQf0S0P04eWTN1DT1Q9REMmIIoP",
-	"JRPYNBe8oDKwR84QAlRBYAmxY7r90Q2DkQr6t7ZdvHUECxEfnmslXOW5utR9jhF312tBDgI1VFBaE3R3",
-	"6xzos2dWVcDRRI74WvfWX0Kc4Om5mFr2qgDmiHd7cgSsKeHDlToT4F1A/v7KlarG0+ZUIjwKZCFqOdvq",
-	"XOChA2I77jGW630HwfYwU3ivrG9gr1IwbYDQ3oYztJS5KPUaBkY7iRw9HIVZhiSSyFUTOYmkNwnsc5eM",
-	"FvZDbxlycPPKgKMt0VjU4PJSejqyPJaFmGGBTzqJ+hFARhFsM5ifgDXyGI5csC+NPMG1RCAqONiZniRR",
-	"6EUyvhyaMG+BYHnfcAQieaRXpA/zvBA8XWGJ1hLkErhtMdH1b2qp1TxWqEvMrDRki1LFkiKPa0Gj5Hq+",
-	"IW70K4gKuYCQFlOdcedXnkEUzrJnZWdSpMg4xqdVzSobXcni+gwhon9Ww2lwPZiPwcXmmbwQ6Vvc4bW5",
-	"aTu3Mz8AxiuKcpsTYkTA1jlyMnfsRJM+jjvLG70q+pppSMisWiOAbjbDXz2AeJdgH5at0v8ONMfS09qu",
-	"GAPk68ETGPgKvN9dvqPKSvfXDU+FFwfcAV3+DUb9BSJdzma6YwC1Ebyb8dP37z//WAlZZkr2799nzyFR",
-	"xAnt8CYYIywE/P0I9Fnw6tzLwFazWBIoxL7+d/041o8OqXCp/DcySLPkPih2ND2kil0I5GdGbaaH1QYT",
-	"4COITIBBf0Mk2a5OGRbSgmAHaUI+Q4DjR6CB9WnghcoFsEpTClKeR0DnvWZIWqkqMb4XSzeusEShVi//",
-	"vsymF5T6P1lBzTBUjPVQSkeFK4oP2C1TwRAoIDJJzVFvjwINj34bEMS2qlmmf4Rf/hIIlCbO9sTbERmR",
-	"kRD5R3WpGCSJ9m4CwB0ebEXgEsLgic9V9jSwhlYLqp+Ak24pvOiXgDRo/ym+uv7rfYCi3pr3zJvAP14C",
-	"Z9j/yM+w0NOLhwHOiS8q3S8AZU8izEhP8/cVMaPmhDxF12hdkOKx35iKEsqcgHKYxGZreVNbQBOSU6xQ",
-	"hAQHVVSUs0JSQbqarEAO44QL6yZ60yfsu5o4JE9ELBM4HvoB+Jf+xxCu70EE/2cKnGLY1Xa+57s1YFXG",
-	"7EnNY6DPSMSGg+DjWJoDELFR7RdTXokzWvT9QyDOKQ1zTsm6NmpsXXe9I3YwIDQtve5g6Nkt+u9RCCqu",
-	"+VsidrBvj6T3PZSzpQcOHEW4ecmh+8gN5+AhW/CVqe061588MqW6wddDXHSmwOjBY8bPUMM/qM3EWaGW",
-	"C5B9UCCBLoHpucqmwC5lwLWYlFvDgT63N029WC1mBfOUbg+7mhtvhz+J7cktwVYI0lyeUI6L1gtcNBNk",
-	"9qb8FiGX8874tyfRcBCNnkT7h9HBIDoYRgej6GA/OjiIDg6jg4fRwaPo4HF08OT915D0cq0LkEJET+ES",
-	"q+XLBLNKEEwl0DoQH/HS3myp1LQxez+ROf7IGPvApUF7BRlLjcT67Yk+waMn+kAeDPTxOhjpM3NwoE/B",
-	"wUO9xw8es4Mn728UYsO3hTPQvHHvNu/mxTN9cw+juPP6+NVzvLmB35AyXPD7A//7d0u9J0RBqSS3dn8b",
-	"R/G/bDrIX+x9qbemPQlrLvzrpoQECjDe7STW74jAwVwaiflXMxGVyuSimdFgOKAAAMoBfTWDiTgmrofS",
-	"nN6I1AGgbIilSUSoEzI0cViRz7+ANhTQKDQ4FCJyS9M4ECzUzDjwkmbRwDUz4GJVBh2rilgSUNHRL5jH",
-	"r0zBYH7YoGGIJfIwsKvSMGyjVojlZ+VWoAF+CX4FevU3joUbcSzQLG53k5qt/Pgb18I3rgXHteD2j70S",
-	"Tcjg1lyG4W14bd6FHa69Bv8CstpAqjjwLzg/gHEJuvJFG3LPWDd4KVD8IsQAcMuU0tjbhd2BmgkZHnSD",
-	"9SPdBqtvvZCO/BvR8U1soXvYfBe0kxHcvlz/LIwBtbn512UNGO7GGvCYUqzcjtcffmbmgPYsq8O2LKur",
-	"5t/TuL7l4H/GHPzt98zVDa+GwAqvm21mVy1GZTKzjLSwleDWJFAZOGI9/INWRt2U2AXU1LicQusIfbHl",
-	"ubos65lPoW+xVqRQ3w/AeCldPUMuTUlDNgfGvuBF3rddQ1lvqQ1NgDmroGgmVvHQ5odloNcXYS3Hi9dd",
-	"nUEfD/UPzC0aSwceAyeslzhVR5PxqmHHYfHWMBWrDpDDUJ6HnTKEdnbqQySiAVFF7TlhUVgzuAahquVs",
-	"2WnYlLd11FCCuFFpQtbCNkcDMS2kCrO+CK9Y9ajC8an4uMgKAftXSEZ+gpaks/XZOc5cz9I++x+I8xqz",
-	"uUqXuWAHERPIWGD1lY3G51eQy9OeZVPndK8l+KPW2Bl3Xrz+yx49+LjTnkXzaLg7jiuYlrvGcp2AwztU",
-	"mKjXdSBXIGKuiOWiJjcjuQ5YN4yR/OGyYG43ccE/Zt+SF7YnL2zSMW4tmusnORjpu9GkJezLrmqFFt4P",
-	"TI2ZgGrQ3nexbHFcRnrPiLIyJU4mK4B3U1GTLO25YpGGijAg7FEz1DaqSxVCzdrQ+UdY9tqixSUvAOWr",
-	"HMUHDpRXIfaa7vkghfme5QpGTH5Y3SPM3X5gSp00HcfZmdRnxKgXQBwIWB5qNSiHI4UtekLXoUUEZSmQ",
-	"7YhiTo00fgn3ItAe21XNSmvsT1agCalLyZrJ41aVgBroCmD/WRmqFAYYHGwRb0f0G/vF2yNaT5hlub4h",
-	"x5gNTXJ8rm1sDPuB+3kLHTAQBk1Vkban2BBBS6/NuRAZjzjIqj575hfX5pZGIBie7jZk2GDJnE3qwrVc",
-	"E39eZtMLEvC7eSbgF7uTAN+yI2PC0xdpHUbM6neyZCZQffWaJgHzPGn8evN7TV7/6m3xw7ymfWf2Ydcx",
-	"VayLxfT+KP6Zxg5vwy3fvpsGPTKohmKZO6OIDgYHI1uHIKzWt4/FDmruFNLP4s74MKgt8QLNQK9AAj71",
-	"cBhWTHhBtRxDzwwV7jy1NTvhr7bCnTcrJEEUQADh0U8Fae7UuDEHPfJIJ/3DGg2P4CdaP9BLfhrySGrV",
-	"ouZ4QkKWP2lDalcl8+dCi5a3Rp+/RcyeA/z/y3qgasexfo82AdK35YlyTijxYate6Lmf7t9nXS9Z2yHT",
-	"EM0LjbGZEKkp2EdGvZdlpVUIzB3pkhl+ODC65lJmH0RR8hyu514zZGJ5IC9FITD3EdwQkSk0P10WpSqS",
-	"iKk8tTpm5Ora0btPlUT430IUbMrzvM+OY4nlPdmFEAtU+kxzun9QSaIQixxxAZCuAL4l8qRI8bGCpoDJ",
-	"BvIkYajC6h0wOdWlQSRgKuU8g3YgOn6uLuEz3dxlkVWirFmvsYQZzwX/QA6vwHsJb0APzDkHhhWtnWaS",
-	"4TzhNB7pCyuWSaqm5YNUTDOwNPpziAr9ashozMDBzyREipULS0Z+LIcXgAmOJbzaqZs41nOAZ5aV3vnI",
-	"rNmtpduRxcjzEicxuRSTc6Uu9ijHEVRd+kzrY3p7ZACEh5s4m5u6fi68tq4EHv4EyjNLAJLCc6RxpgLd",
-	"bJjJiylPtHXhS8LoIzRR90rkszFlQVK3Vnqyp2ouyEjQz+sHJuoj9iaCtMOJPVkszUo9MzYDgMYZy0tV",
-	"XIjC1MPUXabeJ3hiEtYd+sICEKQjk0l14IvWQ8ymimI5QuSofvIAOhaxhwPzzqBjZnoTdI4lrEu3W2Tg",
-	"olEsF+ewZQW2BEZYqXdsBN2IiDwRbj5w+bkML/cv+iaW0MdTk/EVUfeIogeNhMh01XQOT7J1drIEWceS",
-	"WHYTci9GLKESKVCjUWvz+l+lkEB7NRdlyc8E+/tSLCGBk06r910sZ0JrgSk2oNc5AcSx/oVtwKZ8k0X1",
-	"7tXJG9orERDJ4gY5nfEsF8GrwafJlgvMcE9IuiVjA0PGgTCX3WzYRyPzBDHIgnQy0CJ0DKP79Tel51CK",
-	"y/fkJTVbCF5IcwYiz7EbkBwB2aNKQe5SjEDjL0oos0N5KfqqqmWhE6KvB+hcI5Mgl8FsdhICiP0WZcmK",
-	"ZS7QEOTpPJOYhYKXCPRHH59zwVO/h/7ZxCRzlJcZYKv00aAoQUpBbTQj2VwgK5T5DGbmZylAflNWi7ky",
-	"DqPBYBBMiQMYL3iJi4PicgwWuF4iMGtZeZEtvEQa/SBeIHSyqdEJuBCsyDWNzomHeK600Q+3PCtrdw07",
-	"U3B5WGgbcM3hL7KSQS0wdAuAN4YuOP36KV+enVdsueizY+q+/oVa8L8vxZFByNYsbsomJAsYNy9Mv36X",
-	"aOXMegMuHFc3FvH5xkdvAfo0FSDDwamzyFcRM2h92KtwYSOB2JB1DV7fDK4QZJqj26NhlMMLdqlccFK7",
-	"97Hgg/iQqSX168gEP/TVjxV96VpEjxbehWtKq2LLQRHTOf/4Usiz6pwql24trkpnagF5uHo/2WKwQMdm",
-	"d+5g0FvXjVAPaq+pimVUTVHVw61FVRv9/LlNoAhPoECtLkB7t4gQSLOoVa4dRqM1A8ImN87rglfaUOqM",
-	"O///3wZ7T97/WzfC//bu/7ddatqa4ZQikIItfa/1GqV4tDQ5/m39xxbX9X9U7z/f+8cpDAD/0T6CW/Hu",
-	"PMUNW4u8kMSwJ99UOYEbbXsyOIlLjNdQW4rYW5xu6cyJm/l4YPfV0u4ujfi9O5D97zG92i/s+IQ8AM0q",
-	"m2FVy93dEaDI4qOPopgOAlWQQA0OfkQ6HFVXJN3JOTBw/8GTuE/RG4EKCRavJH/Jb+RfgCKYEz69iDvv",
-	"P7maGE+wzuO6AQ5vb4CjcIBa72yM7mDn0flOo9+G0ei9Pj8xbVX45X/8z79+fPm3P69e/u05TqO+Z03F",
-	"zU/XddPdikPlmC2It4JErcVnmIOq2JkyisI/S+nLELhuKkQYahkYeOgI8Fwp9vDfUrQN7uQ3WlCAWwX0",
-	"nQdoc1wB2DPPJLKM9dkz+G3pIT20BU0Z6MfPnp0mbKry5Vyik51YcmKMlRinRJ6VUNfJRsYukd4G1kCk",
-	"PSZVQXp5JtmUF2nZZ8QNgkYBadMmQ+c8S1MhSRGFANoskyEghZ/xTLKJvoMojVwLiT4LswLadDT4PY77",
-	"yzPh7HwuX6R3Cn2gKNTOYP52TP6xQQu16/Rabd6KzMcW9m+lVMHdouq/oQ3QvQxbB1J+0hTchDynfdAF",
-	"IxtwK0YilqKq9Jm9xXxyi6xHcXhlnGMgDmeZREdqYzCQx+x7w2LZtX6OYY+ZvDHWHQ16Y+LPYN1caH0a",
-	"StScZUQenZwmzoB6uH9kpWgsnbQF8fu7buVTErGlzP6+FGCN4TspSepJiESIWFJlVW6IO8AeB2ykcXSa",
-	"FNRuUomPVaINazLFIpagpZwQFCBhyV//+te/7r16tffsGbAzTpTKBZfArUbx8HulT5FRiioA5OGK4AO2",
-	"kDCjPERuU9PcDFtkI3g3z7k20OYCZLshnQtkvMHgZekRm6kiltzzi6Lj/5ybu0nPVQ9NxY9ZWVmPwVpq",
-	"bfj2K8DjkdmpTQIy5EpxZrA9erk748479wkaaHp9OztLwB/cUO/2olni96JJUOKtF/d3BK9gTVtvjife",
-	"zUG/HwY8fE5jiM2kxZ3rXin7IGdmqpiAgrL1tkTZoi36L46ecxv922W28TLTF8CXu8w8OB3KzqvQSoGp",
-	"Uut22by3bEh02LNVmvDWimIJTBbk7Ea9nodXEdkDeJHRg1qlPyLBb25EfaES7y5+dK9s539qYW6i/hlK",
-	"mrWieRdPq3UP+jTKWUnvCFxow52dfsSkMYxGgzaWjFtxib0ioR8q2DQ1FhRYX+5rQJ+sq8OgkLfSV8C4",
-	"b+Qta0/qgiF8BqjQft2DZX1C9oqIYrxZkZHC/9RggfT9etsUFbiGf3AfSduevDuJ+YMVBJ7U3Ea1vskG",
-	"MDTsEO5FZdqcA+chCZKZ4ONYruVmflFRtB5U8tVCsLLiq7GlN3UuEHPClhJIKyrirtvZrfG1EPw6tfQV",
-	"Ly5ExYy+ejV99DPw9/4xHBlfF+foN10RNslbYU1N2O24W74SL0hgc+8sCN8J5yHQo2lTJhtYfN8LEkty",
-	"g4A+GdSpaKCaW/JCgzRDIh2N5ZwvqJQWMXl2bTkzcFH3kLyBYCKeqL5XUgIoOjvGjMcS45bO2TG29buM",
-	"22Mc+j2YdXuMAR+hjwQEY3pHsUywVnJCujLNEtae8fwi+FTqBqUbsb/18kuwZBvlIuClATAxOzYjjmBc",
-	"NRyEzTx0iB2aDcpdQA3dKfNj5gN3dr1k0H3zlVw1mJ7oOUgc6ZmYL3K1EvqPAy1f6QrSB7fi2VWCYj+4",
-	"YX+JBMT2xYeCd95W36r548z07bSMPZ0mw6Ot26U8zm+X1T/VZfVOEKa2TaQ3QeE1SPjd3ld5JYpbi2Ki",
-	"6w8bhfvniHGkCrCeRCzKLmOJ6Wf4LHLK+RLVwt0kU3I36agb+kpCiwf/fKHFHMnPb6KSQxMH34KLf7Tg",
-	"YnisP7tGDRLqVgKL4UDUzEfbR2w00JthdNAbA6J7lskModMZxCTV5G9ianOmjVvVNOaESXumC5J/MVSA",
-	"4cwgMNZGBH/3E9/Y41HEbH4XizsfskXc+ZT0Ir+UFgQYQbrChwTFaGcS8QoYGDX/iDVFMOKRCbhVgu8F",
-	"CrNQTqx1RmayzFJnKNTCgevl81cQz3Mrq/9ytWVHn5wqOxpYB/Qvi1LkOfrpr+JBcaO9a60V31WX2G7B",
-	"vXCsJVumXTtZbVVc3XSNza9ImTe+6nK5WKiCkiPoRcBRcn0d9g8a5dOz8y3Mt2uY7wtcK0GED+6Vq4b4",
-	"/D6vEfWGWcGTqz2gtKhHAoe9yIv/gYMahG13dGD4t4KIHgsDerFsrejS5WZKkQmjZJeGm2rK89yjF+Zy",
-	"dclXPRsDxMtk9yCgfsmVooAtk9ceDNTy9+rRwGh08GUDgsH4PlswUA/7TuKBcK3cfUDwIEB8B3Vm/MuX",
-	"8uzNbYSQbqcyPR59ut1wYLCYf/CoYH1j3mVE0EoFX8zeWkwQgX3ESxRo6dbbytOVSdBrCxfC52tZDz31",
-	"WpnkzH6d73y9OPwKHLOhfuvX7xxGNXX3aq6KH7wRfqGw4NflhPjma/16axB+aaeF5HIqHtD+LK+iYWJt",
-	"VPPLej5yV2yo4oegBaTrtBTrvTEYJFQ+Y1kUWsqAZnd5joxpGZhyWDMiMpW3gC7DQcP67FXYL14QcQLq",
-	"qdNivkfcCTCAPdPhaSGIv7NFZMIsHZtJ+moK9l2q2ircbZkeTNILoFDfc3nBnv/yFpPYaNHgG/MhLlds",
-	"ZK5tZtRo5pd3z5rNmA/DZm5VgQqn8A+uQTX2gxEjtIlvT4rAOaMz4etRKFGuRSQtTdG2boIUp5mSwNCH",
-	"mROmilt31NNKT2XWLpbmECf0D/hR1xWY8S0TUz8VqxbUJWDS01qUzz7M59A0cbq4mZ7wUlg5FQFj8an5",
-	"MzGPh/27V9ofjC1dQLhkWOIGy//4L9DCz2NMNn0EW3xZVlTMOKuOnJZI8tJoPQ3+a79kXix9bumHvYgl",
-	"VBPQECaapfHWAcr2dA8eEeVSWGywTvvtaJM3VRSCq8LpwUA4aWkaY0m1v9t+Y7IAwprcSBAtwUSF1/eO",
-	"/Pr+mzioYxnLX+HOqNRpbV8ZrQ42V7B+PVpS5I/Bib5/vyq4LGeiiOVEVJcC31E7q/fvAybDTC7EFYP9",
-	"DJwndh1gD4Q9i5Bh1DGWm9eWrGupyBGT/dObF8yQXcO209czYFWCgxfV2Nu9xQCSmGCLYPVbyQoxW5ZA",
-	"hAVO+kqd1o5G27mqeHEm/ANimSQyecby7ELglnft9NqotnlRcFsqWYpLV7v9HsvScozsVqogYiUzQZTv",
-	"AzMPyokhFdNT3WTrPnRs3SFfUBJphU5dYt1hPj3foE58BSEGt3fgXu946wl0hbtyfHtbBr0phs37Cjab",
-	"Nyd3arSZ/dN0kQVSWFrbzW5I4z3zd+FW55n/8NjK4qj2uuGI5P4v757Z6tw1+V9qPetGVqAfdQh9aGb/",
-	"3iF56KPBYIjcj+bQNSjUzed32olR9Ggw2L9VBbIpZ75ZvluZx/EAOKK1UB6vvybvUqWFsEtTl92Bqjwc",
-	"zU0Jy4lV/NYJy2NpSl7fNWG5UaDbVNmNurJTsGNpnjhidXOAbuaIjcytfRToSpH9y2gq5mXI2tXyuj47",
-	"sdqS2X2NYv51pwcvhKHfZpVSQCq5Yuf8g2BS1VTRUmFwjHuLPVXLPGWzDCX+3GNJ9zXIbyzpa1jSj900",
-	"6QMC804FcGzuW7g1WTcYIVwsbtDotI87cafXZ6+MRA8o2GvNGbzJegp2EiLfGNhdVRRkiv0gbsDE7nis",
-	"DUDJFkAy8m74jY19d1dibbP7e/wz+BQfrSHqGhx6xOv7hnfdvzz056NH/YdYCM/dEZSyaT+CZvHSsAma",
-	"xIMecLeDI9Ja6+CNdDZR3BkfDL2PMO2T56IkF6W5fyhYbKiSyY9pqZPXOjktDfwbXlQZz30XDWsS1X9O",
-	"nnifwj3y1q2VQW4w8tZtOBoM+octC+e++BwrRwT2wdo1l22/tmyvuLYE162b8XF/Afp+Go5dFiXFnprN",
-	"vk6CfWsc/QsT7L8KLIRdafaNiXNNkn14qZHtzrA5Fzyvzv+x1qY5piq6vAQuN8LwskWhgB8Z4mcl+/Hk",
-	"5A0wzFu0ZqWWlMOX8oprpb/PXiu6GPX1L0Qq0n5DRzL9ubECwvPsQx38lLfSgN7WNfx7UNJDXcSdT7fp",
-	"WjBTnpUMxtbHXSWmyyLT+slv7/099lKfduyfjR6vykrMb89E/hGWCrfRnGf59ULHANU2RhQmQhIPebmm",
-	"OCWRiBTL3Fmx0IzWZcYtRNoeSbdu3iAgd6fmNuzfGMj2u1wLJfXZD+TtHcfS1RZI9E/6vgNfzQzlFcwc",
-	"kL9HUFmUpWKazXlucPfAIt2LHMSdjDF7mVimLuLzT3iaFqIswUeflYuckzUTOXb1DyJhXR5LS/avpGC6",
-	"E9Z0G7u8pl6fWTikWQf9ZHVeqOXZuZ5wb0aiWF6e88qUjMgKCPxbknAlRQk6TGP4FDVQwA2u/3834Kxs",
-	"uEHulayLYTv91IM5VE19rUwxBIOUgJJmYloIn+29hhOAHUWTZpZeQmnOV8HmDOADsQzwAzzLd4EP6Oe+",
-	"PuxAY2b99fxM9Cq7a0q0UvANl5L/Ow2zP1Vz1Iy8Td/2+zuED/j75Q+JHgjFcZv89S4U/fAtggjc2XDq",
-	"iRUP6+EDf14KSJu35StmkI9K5U+MkKpqg6vhA9DthYI3S+FaqYk1RmVjtFBuSsTG8zUZma2Ri2O/7AZU",
-	"TVhWyObiGqcCjyBC7VU05RLKHejX+JIYrr57pbuQjsNuob/WaGnAaxixidC6HYIJjKMOXInI0Vzz3dmk",
-	"V4CnduuX2zh84Wssy4C4VSimHVw6xgvt7bKApWCdDEYlIJY0G2o+R+fuZpkM4p2ctJMV4T4C3SWJZRdC",
-	"77SHj1rK96hLufGywvUt0YV7//67JabhAQGaSlf378Ovv+eleHigJ+CXkx/2HrNKfKzGVFSFy5QXKeP5",
-	"4pxPDEfmgqdpJs8irBRkqxP98vblXslnwj2tv87kYll5EQD46RHLMynYpBD8oqSEOJxG6ozuA3QuO5MK",
-	"gCLHcoVuLZGXIYGEWfkSh4e8+VgDEVtLetTVEiIMqdDXR4rv8L2AOHyoVyArnkl9zl7/8pJNz3nBp5Uo",
-	"EFNCv48lvRDdfAhbgN8Fg1OUNQhfFip3rZWsKxXDMFosM/k3dC70wH6Z8xWbCPQz42v1iume/njy6mWk",
-	"T3WlJcFlkVWVoN1RP8Cx5CVL5su8yrRK+YDncP2i2gVLydki55ncg7nQz7BUFNkHkdoccngf6y54wc8K",
-	"vjgvo1h644swbSerxBz+LS8INlH2bNAYWtCNExgE5tkbFPjYJ4ItF/qQDwfRYAD/z+xMf8YQpg5XjX2e",
-	"vcq+N3v8GC9lUWq9HrAopISyroksAZBoStrrBP5ViEZ9DeRFUTN9sqnJCOsIJbma8vzfUzXnmexXeYqk",
-	"KM/wtmev+VyweDkY7E/rD8KnWv89fvf0xQtMa4Xo/YJPRXlkmXWHgwErxDRbZKbsC9Zgw7mmXabPAve2",
-	"GgMWWblmsxkvh1EvPSD4TBXzsDSNl/xKFZVY1yymKalmDQ5ssNenufT6TQWjgq05gV25WAhe6HHZA0DL",
-	"9zKTF7h0IcbH1X2sh4Bwy3lvoFhgGBSxtbnYQhSlkpY/Eur7hF8ZIiAs4ENrFILHDH+7tnbCKCMGygD9",
-	"9hEORhCxQ9ErTPQslk2MF+tStIgia/WoWgQumqDDxC9chkPuHVFcrTFuG+Gl+AT4U6gnwWhi+bMF7gWb",
-	"wyfe98vieTMEG8aVgKZuxDKc5F6wdFkJy4mlg+q9QasxHE6El14sxR7c9VnpFRpyFEK0Ie8xe5RZN6lU",
-	"QjFqLQ3MP/Ue7tEGwtx1arrpG4NSjxSCAyyomhlNAveF31MTdra4Sz8iyuoB0awyrKTBplvqayY4DBGo",
-	"Sg2Q4b2ysUdAOXDTxOeKQkR2TugI/iwZmUj379dXB6usaTml5FSYzZ3oyyhhM5VrdbFrUpxHtAKxtE6R",
-	"nt2rsNBlFCiXvulLthPRD5agxWK9uHLO8/xUD/NUzU71BUJqM6766PDQvzBMiSp9y8GN39MHSIrLWCav",
-	"cGB7L55BnhOI7Gkx7//X//o//471DPU775UMJbiV3mYW9N2KTUCM254trH/nlT7UtqfA/cv9+o6W0HZ0",
-	"EFHRJKq/19OzTXc71G4EpASEEvC5PmXULvIVLgxUS09o5ZII60YlcQeOLME0MWpN8MTI0iDYOqVAPJ1V",
-	"wEuDPSfNCDQDe54W+Yr2inkO4NJAdn5WaP2aUY1GQ4xufCHaEgmrA5ZMmZqeWC/SYRu8OoGs++7k+O3J",
-	"yct3+pzp/3DY4bPsbAnQNW23ClkBQXfqYMy2MChyc+fqLNP6FbrPeFXpCbEGEhG4v3rx6jnsFH016CdU",
-	"wYsVm/EsXxYCENy6Z7FMDj5+TEwtNm56ahTKVCvnWsoZE4eDAxsOQCbZiM0zuaxE2cPzXxWZ3jJYnmUY",
-	"sVHEDiL2X//r/5jnWNdoB1yyc7V0eCQaR6ltmpkhLXislTv8IgJuO3NmTQGYhSjmXEIgrzYylhwGA7Nm",
-	"krNApYO3GxHvr5YqoADspSpSqkfpyRCCAmO1R1uJBwicS72v3+nV4blpi7zNomTluYHJqGU1UR8d+FHI",
-	"FLUhqwNcZlOh7dwsh1+sWLGUR94DKA6NJzvNRMrSJbg5uZ1Qb2G8bsIeCUWHNoc3texWxZ8kUxYzlpk2",
-	"dQqAlkDHe312bD0f/EKwalnIcgwwXn241MxzK/AL4aoxjli61PLWni28kezC0cYPy9OyiZipAlLava9K",
-	"MVXSAKa9s0ShlpQQDVrHk1W+MqWES2Xr9M51g64rrh9azMTS1BVtAHLcVHJ9UcyoqCKO3Yy0ayYDTy+Y",
-	"ArE8cO+j/X6EwmAOA3TuJE61bQGeY3+TLgXp+PbVenVKWAB3Zc57xhD05XtTVgLWjETr0QY/rb4ZE/AI",
-	"W+moBTadEHLirXHivhOUhvkl8NoIXlaLTNTqx0GOAn4BMQ/gI9EfrOgS1LrfkfMYkKFX8xL4Hl9w8dXg",
-	"4Z3hqBN1JtNpZ9zhxfQ8+yD+nU/nom/g5FFnAuPpvPnxeG8yKh+/3D/e60Qd+EUmZ+rfpxjINr+ImHXR",
-	"kgkHjl2/UdQCOpGJexMaoUPOgM64M5OHe28uO1HHWZ+dcedvXGZl/X3ov0Wdt+YLV009fyMMZsME2Tn4",
-	"t3d/+ks5+dPj8sXzxflknv/jxcnlh+mzg+86bbB6p2ZChcVgjCej/5j/x/988V19lP9Dj5L9/A+VlzSB",
-	"reOmSfx0BZf3K9rsdwrEp4E8Reu5gRozCqpvhpdsrc29FUMGbis3f+OmJ6npNLoRgoxe9IMq5msH53vE",
-	"6g4MrYmC72K3oU2m07Ftd2QpOYjoVhXz5gu60Hyk7Rz0ivRuY8AvjHNt1yX1/Cq7DVWPdJMf8EajmPCU",
-	"FII6lNGddgdlNDxpM6rctHUAxp+mBcXYFp2pedPjzti0rFVaeY9AtmQTnC1zDll4eja1HRNTGdnfh9Hw",
-	"8af/dv3aNWYG8I4Ih288sDR2emSnBVvrLb5ZP1W6OlHqpZJn9VQScHWCsbPJw3mTxdIf6WWiosRmuXKo",
-	"kqvnaDjA/91oiMYcoB1ZH6a1FtrQCZ6fa7dVWhvNwewk87KbEqaJ7Ew+xeuuGZKu3cIuRuVJ/k3Q1FZx",
-	"Ye/WcZuXbvs7bjzcZ4LnzbGi5/E2Rkjq0dh5G+9yUNdCIMx5ri8hkR4b/SWYjnp4iIe3xdVvdxTPKGus",
-	"H75ojTwQiT065m40M/OsLDN5Bkzg9bNqc20slzY9fRtSaFFoa6VasbiDH4XtX39EUr01Lt1wQG6u2bnK",
-	"AUJkJvHqi8W9HCW7Wl5+0g2HUP1y8sPjtvOHsUkT7LNhyR0VLliOymsIAnu1hm7Q72X+1Gq3mzu/LoZ6",
-	"o4FsaPT6g0KTOxzOn9EM9xEcLR33u319uCahX0AdWaOo+rNrdJ4bKKtW97lu5PpG810p9ZIXZ6JNGmmZ",
-	"QjoSe5V9fyU5BOEj3XCBDp7h4ODx4aOHAzZZVeLGXUaMkwkl1TNVCmHe6Udud1qNMRuO/B9FQRiYF5a4",
-	"8GZsW5j/tkZpqyFzwoCk9WCrS7mVJGyr1nZL5GE4HEoSqA8nCNO1AI0wv5BXrSlSlOy3qx5nvCZjMFmX",
-	"0/PbU2rsIFsU00bUum2YYfD56pqpG5H/qtsYU1P7PGZEpHKHq2V1UjMwymz4okz6fyY/+Lfs/A01QCh+",
-	"ieFr8tfXAaDvdwV4Pp8vqhVUxUFsJ7Ddrc88sUFVF1c0qSQU1CtNVA/R61Ml0YOfVSXDl+q7CdO0qqNY",
-	"OjqkH09O3rD79w8H+/fvQyAJNjpnueIpm/CcyynG01QxPRdlVfBKnwYI+vjpL4BQUTNWqAq8mxRoN2Fh",
-	"2FU2KHw42E9ssNqE3VpyYlpCDjRVN3a0QjuhAHgLH/0Rk2Kg531vn1+Nr/Ntcy5O/D1WiyC3iDr9Wo91",
-	"3vxw6Q4UpB/gTgR1D7filxZ9rxXxPkc2wGr248acIj1j2WdMKqp4ebGVPQ7p4ph+tg2+xOrkY5kBiq2h",
-	"HQNUZCkQmY1mc2TgRno5M2k4GMLsf5JIFhgNyDXvAZ++t8G/dpFhfBlGARBQR8G2fwhhz1jysszOpPCx",
-	"xl0uV4TUDvKQemwDnRkC1Ki1AvFW+SVfNfD+LmkHZuZCiEWpb32b5Q5zfi5WprEUebgsgS+Mbqj1oUtV",
-	"XFgaL0BtjViqpDgyS2cIiRgv4QvEckjBpLpkXULZ6eMLaJ0qmwuDOoN/0/CxlV4fK/OdlhUvDO0HfDDL",
-	"ZFaeJ0jW4VXtYz/+OH71KongWFgesgD0Da/5h+5R12SPEYkFIKN9jNm9sncU9sBfDakuj2rdyUqmFlRl",
-	"C/jrlUEHxNJvp8+OgeQFb5EMikk29bZugrnho739ARsOxoNBErFkdKD/0YNcKg9e7xCdljXBo3MhbE5T",
-	"sV9HSoOA7xA32hJPbW+5vQwMVcsNSj1m5em5qhI2BFgL4AWXxZnQVhQvL46gVGImU1GcEowH5vhCLDB/",
-	"3nxbHsUy0ZIMvq47BLtVkc3nWkdEABekrqWFWiz0Z4VYCF5Ro0pORSsJnRSX0CUosdF2s+svvwL6t3Z2",
-	"N9qgAcmb3lH7QPVm92XjezABcI0gCUwqYIp7yvOc8Yla4v5RM2T4wqukY/80fN+j4c633YmdxbuuXPOM",
-	"OOEDC2rbkdxescbOZeiuDlvu1gWWlj71z8bv3vVuGvP7KWsymdOy1PhbgosrvIO2DppadGYhVZCQweXH",
-	"uvodpXnJDQPTtM9fe3Ttu9Ah2Oc/IQDl59kxCqTrhXIiw7S0xqxm2Q5bps2otgCo2wtbgQT4Hi6jd3jY",
-	"W0acggMzKw2mjbKYih13Pr7E84tOhGnJkzK3xXe4S5Wla4W2bpVF0N4a31wUWwkE9Vx5NgnIid39El6F",
-	"JbA4duD488Xdema/jZoSy3klygqPSSwdi5+v8K1n8zOJClZ9UyYhFUbv2Pgg20ZrJsekaDdI5Kxd4RHH",
-	"WT+KMRNYNzH/hAegNjYRLRhSf3o1WgSFcA3rDWzaUbMaHQMid71nraVTeLSB+gf3SuaRNHRVYbQs/WXP",
-	"42nQegauztzme4Cds40Bb2fWO+ZI72J5ddY7I6vbLgeiuwNevfV8dydmlS0dHdvMRhdaEu02EUtatIlk",
-	"iz0Uy27YkFzmufPZwaY75xAVNjeFNo9QXmN5GjIQMaFPW32JVsydko+6fcQGekhHjFT2mr6+TrvepdzX",
-	"U38P+FW9UBduq+vlacx1RdO/BmaqmPMKi3sByGmeyWy+nINe3Kj7Fa2tQ+adasil5bnuZ1vHDED2Rr34",
-	"vGSB/2IMe97ZvS12vR2ZNg6RWMySlLVZZMjXZlw4xMHm+XDpsNYY2EYBA5tuF7k4rMgJWOGMmTjW1r55",
-	"DOVHy3P79rlClMu8ug6/mnd50dM3Z1xzXg73GQqtWG8on5INJ5YI2cit2BpFdb0C8Q3JsNcgxQwG50rz",
-	"WeTRZFndAijo1hRekG7/woxw6yVCi057de63E3MNOiX3itXt/IJ2C16WBrxmMz3hmk88H3tNSMcSjDtt",
-	"3HZ52aoaklVs+VqywlP3jjzKkQRe9hoJghsF8frMd0CPGIoVT0MdU55w6E3uXlq2ba9ABqWPoy+6h36P",
-	"yyM2ZIVQCyFLlmFy+TQXvChJnwwaPoqlnjBzb1FoMINsLHKpt/yqzxKUddaTiH8CM4L4KKZLzEbdotMV",
-	"Qm8ByHXNKtZterxtevQa5a7uqU604NXtztUHmlKj1B2Rt1Y/CF5m58V2/gC9OjZ6UQhcepgOcJW0BjPA",
-	"4e4ZBWXFV0B8oK+xJHKxlMg5hmEqUE3kYEMQ3ZgXUkr61iZar0ZPuWRlleU5m5ixGW3a1mHxEYtE7QDA",
-	"TK1Qu4o7b4JNAJnMVBE1K7UtRbc2Go2XRVY5g8KrOoIZeZcubjeFg2lOYyyT31SeAjf8+4R1QZk+5XoX",
-	"yWm+TEUa1j9fUxhST8pXUBYSaj2CAo6bX9v7Z4UA5iAtKbXyIsXHil0Koe1/r3Dk6Equ489QIPKfxI/W",
-	"XufyFWoSYXiUnDKbcWtw/PQaf6tu+c/qovsBNmVEN2bk30kQikO5vs6LdweVLoEw8qpF1JEtFH1VWLNg",
-	"Cz0phDcLqEhexhIzwImgNKQTbbnxPA/ZLjyl81LkHzDllzxyxhlI37AutYfUP64Foq4pkdwOf9zzSExJ",
-	"o0uIPzQpVC6w9pdpwfjJYul9qG8ebQ/RPYw6w4wK3vYaPKRa8uk/IOoK0wF6EShjWWGnW9ssSHun5RrS",
-	"BElxCXFZj67UKhhjbOs1KCPeKxJXPt7xfyLhiU/++bOlwcNCPrayfBlLVAmIT4nqD27aFZ5rNfKpW3tt",
-	"t6/+mpxWXwdB6DFuHgNdM3ts1lDSP0N9gEO/Vmho4uvNCR/r3pLF7m3TWL/D/6zB2d9anfSR/8ITNecl",
-	"eyOqgi/LC16G78WJuembb5WRFLbvH5KJFMXeFgZSeOj27ohfSr8OPBEL73pL/HruI61cBHjMHF6IeZzQ",
-	"1gzCIAIZKOS4MTYKikr8KhU8t5+TftqrC2fWTeBySQDEVtIdQ1V26rdMok9KEkivK5NjJ7jrE/dZr/WC",
-	"8D9LYrnmguAos+Gegqsi0aboqTZFad5eHL8+RmmdSXI1wBhjqTW/PR8NdvzmBTq9SHgRsRNFfrRdrZcq",
-	"WB8YEgaGfDgXsun89OYFK8RCFRUrsrPzqmTJxSI7hbk6xS9oQPpjN1z7pR42UI5aD8ODi0X2oBJ8ngD6",
-	"F/ha6IIMK04lE14Kr1BWF+xENbMVaq2JG5bdxctOa+e5WeSx3iqXwA8OQtj8A0NAg3VX0ivxhS6kuWi9",
-	"joCO58o3z3UAzHd88dgdjoVEloVaiAdvszMO39Z3GF0T9E1zk8Wd8YznpX4g2DKuSsmtViXwy+T+Ea+Z",
-	"MDX+Du+VV2R9XIrJuVIXD9DddIWq2PNMlqDYA0+cqMj9Vi4n9mfMOqWyqnQ8Sbk6O8KSyfQBEkxf8pV1",
-	"jkY2uJbZH1oKrazaxWlEA8O+fXG/0XB3D9CLuyW3Ib/iji6J0MWy8Qe/4oQ7bNo3d8ZnEBq4vxlntN/D",
-	"A9gF5QtAikaW0HN34srwhIk+sUQItou2GsiTgFXN8BpanLY3vlgm9Eo0Zf0SpBHTF2tqKgQtpW6u5MhA",
-	"yroJaZinSqKyQZj4WB4OXO7t4WDQQ4VMfACQTwL/xbdZynPTib0sTY4YaZJUxluUlZN0pLglNKbEVAic",
-	"mdxGaJ0eUstqquagQlsJmESxTJARDo9Fol+QsAf4j1P6yq9oYtYEHqQOQL4ZxdCt6gsQGamITXTK54Ke",
-	"xlwcjEoQS2TkUh0qrm8s0GfPhezH8rms9Moz5IGFfOj9AUv5qqQQxFx9aIfHOJFtds8WnMxJbT+EWJlR",
-	"OyDF7Zi7RMq84WeCljfCFJphkNKt/7cOMrPAtEbXF9qb8Gqi9QGMgP7f9o61vSLc/e0vOxx4bzvc+qab",
-	"425y1aBLMqyk4AbjrKEP313hxyjumLMed8ZPqNagQZSQXdxHBz+6TfBQk3pNpxcetsfXx7LofsdAqaff",
-	"pDvucCTpEk/F6byMO+P9w7ZKhoRZGQIWxfmHHt6g38Nav1GatHT6cLAfdBrkyeFgv6Xzw9GGziOQxtQF",
-	"/LKKxjHcF+aWydXZBvzHH82q8FVvlOOfX0v4NRDuK+fXMhfUtszK9RoDZWrtG68NRr21GVz2+owyMtv0",
-	"ozECLIiNVd+XJRK/4m1fi/tTNTjk6kYocIJ/lQldgMBCTxTe9AT+VSasS2lbBVPzrKpEOmY8z3usUixZ",
-	"Frm+z6XRMxa6/7gHolgS4FUVqQvN4HMzAdy5LuQ/FRHD3Eej+Lwz1VtoAcpYlgsxzWYkiVmpb+YuKcWB",
-	"LsO+c68i7L/9Wt/9ZcXnC1BJzKf61bxaFkL/NvkwjFyGuasvAxrIq+One+9+PB4dPkSv0e/uvZ/6vzfe",
-	"8qn/+0Slq0+JV40IC6ndK9mFWPWC6ii6PSv0WNz5Xcgqq1af+r/janyKOxFDTwe0rp96+8NTtr+//0R/",
-	"kfKK689+dzMNsI1YgrsMPnmAsRpIicrqBdktYOXTJ8iSRJ1q9PGjoQgYDoghoAQguL0hjhivV7gx5NNE",
-	"2Q3oyM3U4AexPFfLomQcy60AOuP//X9GA/bf2d/01ivIp4fM2FzSGL2XgQzkFcTuRBnLS54BxF3Pvd6c",
-	"/inq9dmvcD2bds55aWiL9XEcHTDsDjJn+5LHI++r535rtZe+OsVPkt4RE5JPcvALVIyfcb0k3Zqii1cb",
-	"VbahsN6YaVGV9AC2NBeleZlRuR3XfSwBlVC67sADmI4Jx9Yj8g50T0Dh6IMMTonzqlqU4wcPEESu/4I/",
-	"TNaEKWdlCNKPwEVyrlfPJF5NMPmgEKXKP0BBE84WBcQMI5YrtZjw6QUW29kDAlVL1QScElLJvcVykmdT",
-	"y1u2lLkoqXYhat76hstzdVkiHuvX59//+PPPP50ev3z586/Pn52+fn7y689vf3qX0H7hkr148+FhSBI7",
-	"5YXW1SFB4MWbDwf22+6cY24qKB1VNsm13VBwWeqdlUbs9fHJw4OIPazUQcRO9PZXEXvx7vjk+A1g2/62",
-	"TM9EGksKYQeNU7WobvLbeDwcPeoP+oP+8H2Ce3i2LKkyg/0qoUIotrrEtFryPF+xNOM50K+XbHouphdY",
-	"2ALjFObexNEXAhMBS5vNMFPIycS6nO1//IjJ86Sy9vqxTFBE4Y64PC/F9LRNII4O9Oo+PGAFl6maI1PV",
-	"kbkmIq94QiznQPqhpECBhy/wElNQ0sCteC4KYQ0zvcAwRMBnrT01tNCZVrYLcIroDmLFZhK9eqMmnn9s",
-	"7yexSo6Av97VBhFyWqwWlX+scQT3SpY8ffvq9N3zp2+fn5z+9PyvFEihH1L/Z1BdoPEaVill9qK5ts2R",
-	"gs14IRz3gdFKXRUMUFGTemJ0YnRnmyLtn2t9H+AsmyfwLy3YLQ4O1YBYPhxEDO8ae1Oa4dmFAvCFqf8h",
-	"0t4GS/gryMQm9UXrhJnpDYF139dV6HcrOTUED8/fvtE2M6pHnfFvw2j0Puosi7wz7hjZCOpI36uX+WBa",
-	"zDs7a/O/+pN0t2g5VUyAvH6rbYJa6c8yX3VqaZ4ejxHurglwud1xmAjML7t94w4KoVezn/78pHj8p5/+",
-	"+vfi5PJvv7x59vjFyzf/8UKNXvKX/N0lBmWumWBCd1Qrm+oxS0VZZRI1T5Ay9DiTorpUxXbqwmWRj9lw",
-	"AFL9ECXujW7FryHfoC5zHG0UrNw3B/iD1+odTAXIs5AVzJwmxtkvb18a+eN0cdLfPqeRi30NzdurIPwC",
-	"bzim+Abbow6cCP3eWA8atk/FKzG22Da8ONExHVQ9bWjahJAwn/IKMiC1ZpPJs9Myk1Ph8aCRhVShDit4",
-	"ChbARAjJ6Cd99s6rei0xAZZyQQPwG+siGIB9F4y4tOAAbVeiw/47Ntx0d94OZO26kr+JWvtZhvbCZ0iv",
-	"A+G/LHIEA2y6dMFxR5d1bG7r2Fz++pOYLjPMcyPv4XvAEbhwDAAJQiWgiSjDktj+dvMcn27HuRy2YNt5",
-	"6W5QQzfd4le8NRld247/NL5BJyjbPGSfV242nYKVKKvrgRLeQUUo51LTMnO1cMG6PkbOIFmcJ2N0GbnY",
-	"kFb2s/STNoiMP02mzkIsGxYibXl/8u6VsdRXklSXFC1EhwtaSgsOVqoqrCw2RrYjkzR1zqZqLkDeovFO",
-	"JVULkLP4vDZCG74l8oqZSmZCVgbEmFp3R67O8Jd6PzcMrsjYlRdida9kXunBsbMQJdmHUIQrluCXYVIV",
-	"LFdnJbppXJ7PmHnhTG04jz5+hGgjFA7sRTZdTgtFh9y2NURjCSaifhD5LFn38nyl5xRdTkeE3wPYnwtF",
-	"OLs78HCWQlaQeEX+KuDAADMWENUm4GQz3e1Vs+HmORFl9Q1w4gNOcLWbKUZ2H9s9PAJd/+6MIi8UZy6j",
-	"K8fjDoZRTVLEHYi+789G/MnUGE9fOJ514kkOkxSrN7eTWN+MivVGBVANhxOG1I+f8TbUcuQtZhoGd+IV",
-	"c6WDW3Fr4nQDvxfLrpfqbHQEnz7U1mb0GGRsxR9KsulTjCuWNmQWebExAmTbN9fSZMMQYdK3Fk0sAVyK",
-	"d6kNo0C9QT3h1t1fnYu5u1CR3AjVAj2MlXAYHXDm6qva8/Kjn9FaTPVpOqIK3RC1wPRoGUtIwcYEV+MF",
-	"hutyaoCS8OERS4CsWZyah6Df6OXlJp+oH0sHimE8B7Zcq5eQM9r8qa/bdS5O35n5KfEcnuidNI7iS249",
-	"xRHGofAW3nDpfQX5ubgnzFG74iX4qz+Mr9KZeP37JMhD9fmT9eH47E5I3fqnu7LMrOfM29XA1bPM8963",
-	"K2/DlYc3wxcFkta9ZyH39++diZaoxfGyOu+Mf3uvZQWK5jZoIIJ4pq6CNIR1RcomK5Zo8cqKpUw6fkhi",
-	"/OAB/OJcldX48eDxAMQRDbcNeugwpQg1xZJd+mVoHOJN13eoO/AKNbGCHt2Xlu/dXJzxHONIIO9lar3k",
-	"yFlMGUBZwRbnSurbDmsilBSn/PsyK7NKlP06P1gmytb3+4TIoApMgy4F7cCzbc0ga4zLx3JePe/3mEbd",
-	"/PEzwXP7Y3amVFqyhSozdEJAcg3P/Y7A320NqelyjhV06t3w+lZ7gd+u+X1L26+UFHpZPwh4wvsVZTm1",
-	"/OYvyKoRumzvlZZUNpxe79OWtp5j5YsSmKUdM43JCvaL7PiNQl2MlvWqJTOayV+TWw6kZl6rmJTSbPYd",
-	"nLc9veGW+sB59DWzJs+sP3b7YEurL7MPQkLgHnY4Mf+zRaEmAhsOimXgc365DH9CqEpA+5S4JZqSsgzZ",
-	"6ItlngPeikFB3vk8qxCR5bWLoYa2OUHdzOmnzf1AYYpKGcE7ESn75e1Lv99W5G7rOU/TjAjcSb0307Yy",
-	"nJH+dIiqyuRZW7M/G12vRP8HCVP0768U7Rhb35wF0DKqog7qNNb7j2Xi3Q6EyoG+YTAAdP5UTbU2Y66U",
-	"/jwFDNU0z/S+N1mToOeWFYKKXAd4Diz9EGPHFEak3SQee0PYt2KpcuvrUAdha/c8hw8tjR4PdQW1YbP0",
-	"7gr89P7T/xcAAP//",
+	"7L3rchs5kjD6KgjuTpj0lGRKlj1tKiZ21bZ72tu+jaWentmmlwVVgSRGRYBdACVzun1if504v784EecN",
+	"vhc5b7JP8kVmAlWoYpEsUrJ7JsYbO22KRKGAzETekJefO4mezbUSyprO4OeO+MBn80zg57N0JpV5o7Il",
+	"/GUWsxnPl51B50wxPRc5t1IrpseM47iIXS4ZV9pORc5ynYlO1Lnm2ULAw4lORWfQOek/7EQdkec67ww6",
+	"WmVL9zCb8SVLNbNTaTpRZ84nojPo0weDn3J9Qx+M5XZhOgM3TfGSTufjx6jzNU+fcStqC2Ypt4LZKbcs",
+	"1cIwpS2b89w0r7EfrPGnhciXMJbPhBU5G3ZgqmFnwIzNpZqU8824TabMTgUb63zGbTH0tvv5g9apeZGa",
+	"6p4m8O1IpoZJej9niZ7N+IERsForUpZJYwE/MjV77LN4QW2z6l6411xMFhnPmfgwz4UxQBHDzn/92D94",
+	"8v633Yj+7d3/1/2h0Pdg+G4uPwNmR1Zv3O8d4/ad+GkhjK1vaixFltKuxlxmhl3zTKZ44LbuK6cp2aVO",
+	"lwM307Cj+Aypdp7D0bXL4isgn5k0RqrJrTbzVM/mXC1fa/uNXqi0uqNX9IKIpSITQJo6Z1JdSyMvM8ES",
+	"vVBW5HOe22Xj9k6C7YWD2VG/f4QoH+M772D9b/JngmeAFpmL2i5eC4nMLaGhI5kypXOWCp7B54m8FtvR",
+	"EzwcPCsNy/07b7cLZXli34zPiBG7XVX3kdAg917PO/A7Nhe5Ia4eLLTr2XoI/Hsmgh0orUSvxa79KwdM",
+	"aWYWybThlcD969SwPywAkRvJsUqFgIqt1AeD2MO7o7pnOlnMhLK7rNM9sn2tbiD76i7Xq2ocGL45ZTgI",
+	"qOlodVlqkWXlqtq+3iySRJhAcHWOcAUvgDgUz1ZUkoUSH+YiAe5iRH4tcjbmi8yybios8lBUN6RCNu5G",
+	"ZHoSsYVKRe6EGbFOmTZR9KMKRUu3DoZfsG75LDu5HD85Hj989LvfXT48Sflj/jART46fpH3RFye/e/i4",
+	"dysUeAD8p8j1PyMQSCF4LW5e1E7LC2VEbkUaUCPsR4kbJtNPR5aP+32izDcL+2b8jqvJio6iFrNLkSO7",
+	"5GyujQRBfs8ws5hFzGrNMp5PULdg0hqS2VtZKnfTwj71AhW9HF4+YHwGLNQwrlJ4hWGLObOaPan93+GT",
+	"JxH7acGVlVaKNaMOnzx5cityfScSnafmjXrLJ+JC65ew1SqAchoy0gpmZ/xSXwtE3Yx/kLPFbA9Vrjol",
+	"KD4OWLMFqEaCcctm2lhG9Lz/9r5XV0rfKNTRq7vCr0D3Jj2O5wJ5sDt7Cbc805OFOIVvp8DlpaPfrYy9",
+	"0MwHDD+yJ0++igBxJZNfec3tTtsP4nKq9VWzlDpjZnFpklzOC4PQqQs8QWFe6Albd3ZD72FHx3cirz5G",
+	"nangqcgRNc8v+AT+TUWxWFz9jeBXzPJJoYHkYp4tWdcIwWKpxvoweCKO2LcXF29BebkWCr4xvVNmBIDc",
+	"skueXAHo4xfjg9daiYNXYDjEh7BFMqw7g84PD4adqz+/vj7Q5//xu5d/epGe/fGPaEkUGuDA5gsRdUwy",
+	"FTMOS55zC4y2M+j8Fzz949nBf/KDv/UPnowO3v922PnXTtSxyzlMToYLCYpUzObaCmUP3ol5xpekz1a3",
+	"fw4KAjcshlfG7GYqVAgEx0ON1blI3XeIYCZ4nkmw9B3Lv5GWLCTDZ4LFxcuT5cF3YhmvB2cwsnfK+KWB",
+	"FSH93EgjAHQlHIRazDqDHzuw2M77pk2/EzZfHpyNrcibNptoBQdSsxsO6BJjnQsnJT7Y+l5g8/pKKKDf",
+	"iHGYE7n1jKsl2mUiZXxhp0AHCRpnJlqZEzA3m1s2zvXMKbiZRKCnKVjMFdo42kQEM6mQG8Iot3GQvxOR",
+	"0xn94YeDs3I1ooHUsxu+NCz+WvBc5HFU4iwXHFRwoAM8RqMQRVXqpYdJ4P9+2JEKTdMRAmrYidjK878f",
+	"dhbEJCMmPsxhb8APcnGtr0TK3IMbyb+O5o/ACRyzx6ONvBb0/RcNJA7fV/YA+nvUkcpLjk6EtrBT70eo",
+	"LKxfDHkACPiPgXltwQutzenijetzv1XW+NX6Nbrhn2Sdzs1UXeDTml8JZBrySuHkTyDMuALlb8aXwCwE",
+	"t6yrlSh0HiZ4MmVWzkSvSlUP+0fRw/5xp3nLhcDbuOEZ//BSqImddgbH/T5Ki4JrrjikNnPMZPmdWDbJ",
+	"iiux9FunY3zPsGSqNZpp3SPgLMePHrF5LpXlYK2dnT998YIlU57zBKg1ItuXG8bZ99+/eNYbKlQPZvxK",
+	"wHc58K9CEt3k0gJHHYtByVthDVVuG/ItqdjxyVBN9SIHDdDciLyZh6M3S+bGOj4QN8iLAUOxEIEqOVS4",
+	"GlPoK3zCpTptWBdnqRyPRQ5crrAIDIuHoLYNO/EhOxdiqLYIg8OhqpDIo8u++B1/dHzw8Cg5OThJfycO",
+	"nvBHjw76ycP04fh34yP+RHj6IalfElBNGnXWkc2jR3hM/N9HVRpiB//X+9+uoZwxiHuU9qtkczEVLAbt",
+	"I0bZ6VBQ0hCb6iw1rKtzFt+Pe6ckhaVlxsosYzTZpTCOVc+zZYQfCbsI2of9E/ZaW/ZKp3IsRRojJsAs",
+	"4OgIbKmBNAMv1GXWge4IT9wqYJzX9ptcz1YB8w2QH0t5QY9zkUudgrVKZmtBo35Q7Hy08T3DZlrZaY2P",
+	"HPePHx8cHR30j9awEnweZHGnkVfCz50N+7jQq7t4ybdsQsOPTiFHccf0jRL5PYOckP1NK7FmG0ePNm3D",
+	"6h038ceFTK6cS7BJEj0NXG+nLC49gDFI7NhJxxgp9VLbaS/0W1YVmbXiq5y0cxtphVvZJPH3Wv9mnWDf",
+	"1X4EqWXmWhm6V3utz0WSC+tkTKIVMF34yOfzzKmSD/5qYC/VG7lU8DSTdRcc8JeUW37JjWApeqWtZw5O",
+	"JADpFXd29wwrJmry8IR3dEbk1zIRbKH4NZcZyDQSReteCC+TM3Ero1ppB5rA965RviRajeVkkTdaydWV",
+	"O1vSFJZ3bQPO+zXlINHY03evRufPn757fjH67vlfQI4LleTLOfIgmTODGDO3M0ZLAvrXXIw7g86/PChv",
+	"Xx/Qr+bBc3UtMj0X9MyqKKkuPK6uPI6Y0SA7Eq5g01dCzJk3q90mTtHLROSgnUvECMvQk4umjkFflLgW",
+	"oIsUV71kwn1fUkLci6qUVRDDWCpppp764HWe4g47H6POa229pGoWlyQib/QiS9klWVOgR95MtRFoq9cs",
+	"bAaHNT0FgHhx12D5N0HdDXuAYxDib4KLk6c8T1uc0dsj9kwtyegl9wIR0hYfBA3qBXaccG+o7f/PB38C",
+	"Ojw4L5Z5J/sJYdSwpddAPwzM+QEQJGDIsDh4KCbqoem89EwFnOaUxXh0nMbkvK6sG384wO8P6CEgwJup",
+	"yAtNaiIUUbVhmdZXhxWM4nWT9xJ/weparFbhtANmKw/+Kth9Keky/Qtm12MWYbQrVuGhz4vRZ3z5jJvp",
+	"pf7CgtfvpwKk1jgNn/rMSBU8Q0fTl4O6CasVKLVHa/jYr4TXt87T9wW323BbQGp3/PpHPzOOZS4Sq/Pl",
+	"U3L3fkHxOhTXAdUew7UnfyUEf2HObbC7I3MOH/vMeHU3Rl8E71bcrkCqPX7rj/46OP6C3hbo3Q+zvwZS",
+	"lfiCzLXIVGIXJCrxeZH3fDa3yz+VLuovKFzdTwmi1ogsn/nM6LwWyr7lky/YXLufAkLtkekf+by4/EaK",
+	"LP0iKTfsp4RQa1wWj3xuXGZW5F+QuRGZBYh2wKZ/5vOi81vBMzv9gso1+3HgaY1GGv95UfjdXL5afsHg",
+	"mv0QdFojEId/dvxdCD77gsH1GET47IJDeODzYhFY9zuMS/mCxsb9FABqjUf/xOdF5CsuszNKpPmi5WzY",
+	"Tx1OrdFae/AzY1crsfyC3hborQOqPX5rT/4KCH6lr8UX72wbDFcgtRuKw0c/M46XF9xcmS/hKltRXAdU",
+	"ewzXnvy8CC6yzb9gtWE/BJ3WqMThvwL+vjDfbTjcjekWj3xeXJ7rRPLstbA3Or/6gtMN+1mFVGvcrjz6",
+	"eXEMvP4LajfspwBQa4z6Jz4vIr83X3zzG/dTAKg1Iv0Tnx+Rr77cfW5C4yuxGxJffeZbT1fE5ZnI5LX4",
+	"EuS3cT9NsGqN3IaHfxVMf8HwdgzvhdlfDaOUN/wFp5tx6qC0K1bpsV8FrxfC2DcLm+jZFxG7BbkhqHbF",
+	"cPDsZ0PzhdavuFq6Qr9mx4R/qjJ1Vi0ytZr9Xy0p1VybCktX6bFtrlF7/CRInd9S5GrAjvtsLnI2k2ph",
+	"seBFbQW3yv7HEhmre6TKGeJDIgTgSFrDcm4Fy+RM2q1bKocWUwzYo76vT2NwEwbrg+FHWsTfQbb/xm1j",
+	"ZT27AwEMFVIA61osMaPYPOOJ8PR/0j/CUj9hETN6vySaFilbzCO2UBm8RdqhCl4h0rDaRMaNZccnDAsR",
+	"nbJ1rOUlbAO4Cm1kqFx1A2nYlKs0w0JDhqiRqmQWGOte6lQKwzSMP2Kv5Nc9GCot41mmbwzjlmmViMOh",
+	"wqpwroJbHJSIix3KzWFx5qlQ0bATF7AN62bEHw4Q2cQJYqpRFPC+Wvm5TQUHwqEfqZQkAFPn8m+tstND",
+	"NuGqsFUPzffbqq41lmM8Cg7NosUM+59zX3W8Xuej3drc0+yS6tH93ZzXcD1BbXU4NGuBuS/1sbP6wZ/D",
+	"qQMeQaxOj9ewcDYR1rCT4ydMKmMFT9cLf3dCa0K+qdrgJmpfGe9J3tcS2ZHiLxdmuSojykIkN1xaxy5v",
+	"pprKe2P9EXYpplKl7NXZn0cvXo++efniD99ekDJk9qyG46VlwZmAr+Z6AhiJXEW3jFusqbX/cfmnqP1z",
+	"Z8dwl5I062n/mRtheoOharHzCA7wQuWCJ1MAV3GKHWncM6hG4zU1y7kaquLAwuN6YakAD+mVJeKwXtUC",
+	"S5eGe6tRmrSO7Ieqge6lYrRZqvYXiJ8BO4p7hwy1jZwrwxN3hAzLdQbc45InV9FQGV0U/4Mfb3JprXAl",
+	"AH2hvxlfskuBGjhVCGTdMda9xuqBUbVy4VCtFIrt3UIUl+SDPOJpJngOaChyL5uKhZ25cuFFSUSRpXBK",
+	"/DOnLFaLLItZLmb62lXho0e6xQPsUoBVYZiYze0SmeXGGmEwI3E9qmJZqxkWdT4cTPSB+9YPPnztPvyI",
+	"U74Phx3I2Vzn1hULnnYGnYm008XlYaJnDzSfywM44hOhHhSv/hg+bq7k/EAjTHh2MNdY2Z1WVzbHQMac",
+	"ppJGvaVWIhLON+2iDthKrw5uXEXqPGVmCvqZtKcsPnv2bPQzmGkfYzYTs0uRGxgD6lrxJoIxlsqdBy/9",
+	"uQOUei3tckSQWqkUG3W8QdL428QJm+ZfRqRQreBxC+4+Rh0QcBOdLxvn9j/eYnpp10wN8F732lxwV/Zo",
+	"c0ERKy6Ah5ePjC6XzUW6AGv+2CwMCJypBqyh3MUzO9U3xJWM+77L5zJiRKsRm3GZRezw8BAPzMqSxQfq",
+	"LjAi6dSwKawNOaJCfQ0/T3K9mK//ZX8MrHmwYaAa65HRizxpXiFYSevXP5Npmon1v6//QdvmH6jXyio6",
+	"46OYZWLCMwYKml1GLD6O2TyX15wMfKMVFnikAtxH0fH7pu367kIjAE3jAnIxcdVBVn7yesHan/bHl+WT",
+	"FnWNYVQjIVr+wb27OoFUqnQdUbFPrCZppBXmlIHsKuqw2qmYNU++jnXBF6PWlLbIs8ZZ4GDuMAuMXktW",
+	"CzsbJXw253Ki1g8olfjG32cilYvZ2p83HBb42Yo1hHUzlcl0NNXGbpqCRmVSXW0fBVhcP+pjWIr6xw4W",
+	"CEXAlTKnZLqOZxfkX7LqqCbD6meoJAOHrgpbrjKYCj+sco+Q0xCtlJQRYr3gEI6H1JlwVXwFki48o8VR",
+	"DgSpl7YB6/X8uThf7pw2wb8Jv03YrNFohaQq5Fel1YC2Sr6mL/8qEtsp1R9fDLJZBRrzzIi6gpKUilOL",
+	"Sookw7HeGrl1rJiZllXdSlbS4XnOcS4BArb9TM9hOPVraZptPtVKtJ/tLQxfP1vJKFvP+K54ZN20tUPp",
+	"oV9AothE5f0B0Ddgn+oaBg37diCDp3si9YWaL3ANM/7hBT13FNTZLoD5fA9EN8z9qGHqt3wJ1qrrH9Ue",
+	"RZgObHCGPeim5eJW9P96MfdN9sC26uVVM6Bm28AvrFsYiezkq+1G33pDofEdT92P4WuOn+z1GmcwbIVO",
+	"YEBsHbuindeVqxR9DlwxP9L3A5JqwszSWFKItr6oquRXsRZtVu2rS/oD/FJB2l7QrOn0W9df0fG3Lr+m",
+	"828d7weuqLbAs9BEK7wn40WWFUYbb9DuN7dCWGtl1A5S0ypvY3ecMj2T1op0wOKjeB8rZCuKSqtk69CK",
+	"KVJrL+Su0UsCO+rvQ2C7WSvb2VhgSKyv989gVLj2vc6Gs0IqrVhOvoo2miXVNb2jSvnY6hIG7bOImpmy",
+	"Fac1s6XV+NKMaTV8B34RmjlbBzeaPdvB32gHtX2sZhhte6ymlDk7ozRrPCls0L2+n6fcira6V43FyDTG",
+	"S21uWSa4wTr3LvoF/YqHRFDhRMdbHY2fTtHYqBY2ebRX9Yi9pvgsOsKnFPb77HqNY+QfUQH4HML770bw",
+	"7oPrVmL1FFtP8MTd8+hsT0H7GeTmri1zau6qZnZLvoTdOOxZvZW3v+OTOSN7O2LiAE1U6kmLyUVMUXZR",
+	"w7XO8zv1W7y9U79FJTOq/ayVx5rmDfoitXPV+gfWemv3uPHZcp/Sem13c61RaxbmrZcBxpZFrjEYEBRN",
+	"iD82utjXX4cE1crX/rj/tcMnu9Focj5XGmtViKNwTLd0D4cbD2C0xsXr/MSlq/utd7E990632pnZwHnI",
+	"73NL9uMbKTOrJwL1PNeWMLyPvhuu09aJ9ulcYDsqTJ9YF9lBqQiOXhWf2NFJpCzhRhwALhWMvBbZkgJK",
+	"DPUF9BMEoRqse3LcO3VXzRbbYGErRSVuVgX4XrY9Ok5q5BY6lB7ubjR/3HQa9nc5/2NS8xYpuFmJ+nIU",
+	"/vGPQsP1zWizsho29NrlfLw6e/HyvDmwpRAgTmuNfPdOnacuu+SUgYx2MMXWdCKnqDfsI9nmXPiF49FD",
+	"kmmW+nQ4os6HA3x9Z/DwY9R5/fyH0Ytna+JyxE0NMfcMk2kjOpoDz1zry9fi5sWz8M1HH6POxfOXz99+",
+	"++b1823A86r/p4Qd8pZdYHdcJzIHyMq+Ik8dG8jOJ1fe9o7W/UQq0rnYk9vfhVXSmkXjgu/ACA1maqkj",
+	"LpRLrNgBNDMXM93gZ9eWZ00/1dZJ4yKaqWlhRVWiC26u9osQuEO7j1ocY7Qz/L7mZNTGG8sperStqejb",
+	"4u5nGaW6gpRLrTPB1U425lqjLhdmkdktIWbOk9WRiqFF7pb0vn2AVpMN5iJ0CtsI56xAuIqezVZb2XnY",
+	"2VhuZ80k6FCzesX2l7/85S8Hr14dPHvGvv128OrV4Pw83tKOGo2jWvf8n08+HtCH4/ID8x8GKx/+tckS",
+	"rzf12/mgSGFGqNRsZ7nELBypmlFLd8j5YhY8Otb5RFsr1Kh4/Q4vlupay0SYkTRmseurZ1qJZYv+f1j7",
+	"Dh9Yjq7msmX9YfTqSr11TW9pFLpPzZVpsR6s0+ZdlS3Gf28aWK5bnJskWkG+X04duasw94BsxmUBteYz",
+	"5YC7G6GKD3OhjKi2ZNcL4IfFS9RidklodqNH6JtollNS+cTwFvPR4E3TgRgb7TBnndHRk7U3VactttWp",
+	"b3ANnC88ce0A58vyNq6VsgPvuFjORXDG6roN8OvRWrXA7bEmu+o/62uRp4tNI2BB6SIjhrA6xk2waR3F",
+	"DKO2Okz9icpeV9YV7rS+oNo2owIPa1D7vdlZZWuvAzTrQGtjcxuX6Lsq7ud7nMCjhQXOJvJaKO9vBEMM",
+	"+NMh+wFzrnDsSKYx63LF8E5ZMKBdF0U+VAn1/VuIXuSjXlicyjAnLU50KuDfeS4T/PCTsnTDHV9z+JQL",
+	"ZjnI9XGuZ7V5T4uAdGlhhVodYMpS9S1MGuYhSDPjO1yQu2FWs6NoqNwSgndbzfqHNBecsuojfUqXrov1",
+	"ljfDfs5VDeeZ+wWz4USeOENylbHN+Adnm/T7gaXSb2CjATRWX/hSKpf9ghlgZi4yTFSXhs15bn1OAOZQ",
+	"jXkieu2uDz15NIYCEvqI3PaIidnFHQVIXV3D90pahr9tB271/7aA+qcmnP5xwTEgbMd3bXnVNW941Z/O",
+	"LqikQkk+EZMqyRaYyUSKcsuNb3z/x03cZyd/QkMT2VVh1tiTdyeFe03W1SbTr8HUW3tu3246q5/hRG48",
+	"gJ8yK2z9faQ/ei3g4Y5Ni5GG4tSqEMv1QqXdn5Rl////R9QNH7pH/T77n//nfzGPtR57wICu2XGvJZ4a",
+	"z9jbPc7VFjU0rVjIBeqqhBJ1XNrKT6ijEnwDmqTlEogcXjbqCLcNRItY7Na8OSbtlPWBdrlLNJ6KXDSE",
+	"qT2sH9ngZK46ZuHHynUBuxSZVhOQzXtIlPBc/8OJ2iYYeTa5zlV+9wL27oXonYvK24m7tQd23SG7zY0n",
+	"HtDdRWij2/uuryarTvMt8QuOpg1QfT1kYddDWvUF12qlaesrPcWlizKucmNuRWer03jr8E8fpLjhwhJQ",
+	"zYzlk0p8+8nRPgHujbKUXrCYnWJJECCUBRhu3vxqUNpvf+A/W5IAbq6eHHCyV2LDpwv6b44xrzjXy4Dz",
+	"MIypTIJd66Rfx6s+aVA6s1NuQcphkRmmFjORy8T9Jn5aAE406w+YWSRTxt0PyC0M4/TYnBsjWoW3t+Vt",
+	"/e28bceHawzqrvnOXsz6lsyqTtq1cGIY1nAkd+Rp/p4f2drm49Jvzcf6awnoczOuTx+G3d/CoHZ6sl10",
+	"dRGP7tw57XWV2oPPMQGjyeRvHLif2d9gQPjZ7xkGoyIst6hY/IfnF+xB8euDn+HHj2Gm3pPoqB8dP4ke",
+	"PopO+tHJUXRyHJ08jE5OopNH0cnj6OR30clX0cmT95uOY3VBPwB/tOGq2FS7IkErFIFWlFlzipAyQemS",
+	"QPnklKUHvJHq8lYPd6MCZ3k6WeSWsJEu9kEXBQG1cDq8Pnv1fLuvHENhcOjGle7mrarur4ludbKY+cp/",
+	"v2bsxBZZ1iKwwdVCbCfIqBRk0/jtURuC7n2a7fx7Bo3mWg0aTrcRnWg3n972XW+v1HR735iTIJ+5cpCT",
+	"ky38Xl6ufbICP3dWyKfxeoz2EXn6I4fYSu2ZTRkAzfVk2gW4IDVH1Yiw8ISs1qFBcDfyKMdL9vCqh09u",
+	"9Kw3Drwr7/o/jr88dXBoT5ZfPOz/aB72AMWf3Mvu3nUbJ+Adeun2cLXdheTfSTRvXtLu6dc7ONxKeXyb",
+	"mhke50UPisDH9OgWDrpPYLDexofmd7niRzv5pH6003qQJ7tc+pCMO8zOCBUFpOJNp3svkdwshZVorCgz",
+	"YKmLYfX56o12JeZdnJVlGuotUlz2R1FbvRtnOuHZv6d6xqU6tFkaR0xpZuY8EaZ3io5fnjem66xU1zmp",
+	"Btj+178Ph+b9b//dfxgOD/3HxjjaIF1rx+BETDZpkwzmIVPHO83QhGG3qL8L5v35rlhuD9HKSdoCXpeY",
+	"/ont5GJP+9txMh15jMy4arZU63m7NriRdklCY9/gJEDSPQPMrBFVt06cri17Mz7mdvm1Tpe7xgwqqhLO",
+	"LnW6pDZE/3H+5jXLpBU5z1y5cazaFf/8MabC7Aslr0VueMYyaSzG9xkmrRmqOc/5TFiRF+6qnxYiXzLC",
+	"GdMqWw4Yx5dRXKKvsk3l1U/6/WEnZoYvsSybphi9Gf8Q7qO/FrIOHFHnw4FrQnJgxQdAid2wahYsupvo",
+	"bDFTJmJjmcE3ETNYHXrOJ1JNek27itA97X6AnQ2YESoFbkxARdrROfv5Y4GpP/leB6t0SOigqWucuknM",
+	"F70HdsP7BVbJn2dL4D7iGnZT1LOnBjlE6OpaqKK6/2pXgsNOO4+tq1qvVdDBathBZMOhQtEGQAMYk56A",
+	"5fTRswtPjbnMFhR2Usd9ILm6/V9+PDp49B6zPvA/vUaB5XpKrCwS6/sHiwxXAoQUrOSUKWzuRRtrNEip",
+	"7UQTiuEXhr2F0oguZo9YF4gSBHcfIWKkmmTiIEcOGzRZONx6beCaXKxsLhEy6+b6xrAHjKY1I61gdC++",
+	"u7dTY41VVRDfx2bcJtixgXoVwAnDg6Mtz+5uDaUHrgYCh9Y4YjEi1fG15/iZdYE7ufsDx4YfTIR1ndd8",
+	"i5+Q9/cCta7jJi9alkQdnHc1iwvYEzx0cM1zbAkHT1Me83kxB/393M0U/PWUz6XlWef9x6BjShOJLTPN",
+	"U8YN446ZnLo+I9RWDqQVcN2GThaVxnINpF2P5veuN79vZ38jKXh6dMfBr7lRhF3v7nSn7iDVHDpQ+TpR",
+	"ZzF3NmwqMkFuRKFSTFxLhLx2v4BIKD8tR9ShqDH1LplyNdmecvUfegFm7lM3OjDG22YzUvXJDRpPg9AA",
+	"2FFDFzC3ZEqutL/SWliubzDrmhjaDTUgPJCpv2hy25fC9NokZmNCWLrIGmjvFX6PfHvAjiJ2HLGTiD2K",
+	"2HE/YscncN4e91nXLYGZxWXxtAn9eiFLQQ7QXl9EC3PtPTXZnyjcEEMsAbXbTnO9mEzryeB7qXUbTOIf",
+	"pprNeCqC99dUS+o4d5v37uBndwek2VdegLFAdkGZIU4ifwbLA7L2cL91EnEXa2GRmyZZ/WbOf1qIU4wK",
+	"wOwRw2Iai3kfFiMSPliW8Kz5jglPzA4lSa7XGP4znTex4HwhiIzoPdQLrVjhjC9ZDsq8OmW4bRobNE+c",
+	"csMSvphMLVvMgw0Uycl1Q5i2E3mAuYU1oQKLYX+qJKiSL5Tl+fobb9I3QR2X+poTW7TSZmLjpZaXAaj0",
+	"r14jedi9j9ocjoLo/XnA17tH18L1Nh6HzwG7re5RD8tVzumbUV1JlYZlkAHaYXzFrcFfhfxaUO/kuyOi",
+	"bzi/JZhW76WEJRMwlRMMx1Api0cxCVG0IclaROM1aB1VT1g/O/hPfvC3/sGT0fufj6LHD5uz0XEhu4Xx",
+	"tTqjW8o7tySMxgID+Oxa/PypiHNp3sSqX6ywp10UTM4czdT7oZHnmrMUM6VAxQ0KC8Runt4p42pJHeIE",
+	"8NjQx3DYWenUh4ume8j/+b//V3MjNnjx4apLIixb1AiFthjdllOxTqupNDfTeRFasSM1tOdA1H+uIYwb",
+	"e1zrseuSxm6m2hQRTDwXrnFd2rq4ToWNbek8UUZWbZ3REeda1rMmau4btFl3PJipGEtVXMtvXhpM/6wc",
+	"v4uTsxF50fHJ+1smK9cFYbCd9SB6VtnzOgaglXgz7gx+bHGf1eLq+33DkUYXQ+Dg8x3iqr5Ar33TVl1f",
+	"SO+zzD0/IvJqOP4P+ysn92gtZG6jIdyOkvYikJ3ijjcK8paUs6NYz9ZUT6BfdpOn2yLTP8lB/gTh3+0i",
+	"gL+RiqtE3IYeXSxqo62L1UrCaNW7bEfzAkt7wNl0FT2ockF4mf27vZrT3ObSr33Qxd5BFLS/sg7wagMT",
+	"KnpCrUscbE7L8gmuWb7VoxJ1oBdhpYgW3Ux2yYFqCkM6m/naCHhZwo1gySLPhUrwtlN8SLKFkdfilYcC",
+	"uTruMIDCLGYj/8pt65uFJHzPfO6l7hDrEeKzQUPk+UTY6nYGbofX1P8ZlWhsuDzeq82J1aNdIGsbVvQr",
+	"AHhdiIzrM0ZO8pCpPL5lhMxtYlwqwbABupt4+7eCZ3a6IzdfLUinr7Zb6+6pplW8SD+bJdtO5FWrnO4Z",
+	"rLJvGEKTbr3+Qr9aVHRXNdEk+e0iJubTamGpTQYCjXW6d+NmanciO3XuxtwaHl5lOM95OkC9nfsa6+Q/",
+	"txrknLM+u/HPQ1Shhp0BG2J5U230sIN9nj/GvWio3BR0W8QET6Z+epfGiLaAtAbzvrhKMdPNtVzH6bXF",
+	"6X8cdnSWwtzDjhI3w877j3GPAhg2hyt8jDrfzSXYtbtffi2a8i6KbCR3zeuNnnnGlRIpS/mSJH7LEN+Z",
+	"4GbR5OWO+YwKK42dywFkQMRc1Tv4AwFGKgnrVsR9D4tH4dOYaXojTRgl1/HBuvSKxgu55lwsLPtrxcxl",
+	"nXiJk3ErDEocOy0AgoX9KLsVgEPhIDNhc5k0X+ln66KHcN5sidN4d0cuEp4li4ySn3XwyohhPDZ9nYDl",
+	"0BIV81xPcmHMyNUGWl0MEQV7QCsJqwhx2L2xFN8dvN/eaJaKRM54Zm5fVKgh89nTj4Nf5Am3YTvvmw/H",
+	"q13Dmt7gVf6Um9HVXMasi4N65S0LdoifYmYp++7tCwIWsoImClmNcnEzN1eNxRlGhf3aypD1HKDxhgmm",
+	"s3rU5h65LJFZeWy0nXCAivm1yPlEMD+6SL2ALcAfVJrB6viecYDC8BU4NtQBJeVLoKliXHijiueMnnKg",
+	"B7DvSnJrmGlwRnasJUrjbwGhOEB4fLcnyNPZmnNxIfhsZ91gznM72+ny073pWfHo1iLnaOQWLwLjpDGu",
+	"OdZXFINzM12yOHgCi/7BG5rZ8I4YhtO+826pFOz2feLkLXeIYzftbVPlWdOpvawC404jxDfQTYDNfSlo",
+	"dNvamM0C7e6OT3WphR+yrdgpyGBfAK3LifW/VzNjSf6gaAqTZP3gNamyNWRUX1fElmyZd49gk8+F0t2S",
+	"TWsEUIa2FC7oKkUEuGpJFy+lse/0zW5GzBvltfHmGwh35SA+8MRmS6e8o+ksUnfLbCj2GtYDUmeoKEAX",
+	"f3IRvORvx+iSKb8WeN92KTJ9c1q5ny6eSnieL1m5i6HydhOv3cVG5U1sThL9crlyMdprKqnqHBWtiv9X",
+	"fVh70GQZDtjiXbUmqtufKLNzto+diLZ7nohb7dhankyRnscZnwTOm3509L7NDJdJ0mqhly65YOtA77jf",
+	"afD+EGi5/L2jN30v2u1vcJHvLQbSJcNugKo9dAuA+Znab8w9UDbbbf3MrVfpxUzrN5ZdXFs/Ujo+d3zk",
+	"9tuz/IObpPWrWzOs8IHbr9R1hW3x1qJta9uxt1ncDiRZ9txoO3Z02XLq4NqjVYub9r1wytzsduP37rXT",
+	"ushLq4G3KFrjrzjbvat2Idpm/k2lYrd6F2qVLLYvcEtZihb1bIp0gK0vW8mx3/pEtU3h9uG5nrUeONpF",
+	"Y/pcxThq/dK3rkua0VTbdqRVaeK4deaZMIZPRFv2X+v5uH18Ee3T3pbbOqm//98+sCjIsHVo2dF9+0I3",
+	"VEzZ7hesN4TfurKf9uYSm3NWtu9zByWm7DC2daiZ8SwbgcE70uORV+jroUXbp2mvLt2+4hXZ3a3eta7Y",
+	"xlZs1SMX9pjCx2psXeUOCp/VLYftxGhbq4+3UxsXSrZDW1u9cpMXaMfUqO3vsrNRwmdzLieq/QNa2bZW",
+	"P4yfiVQuZq2H7yCzYLgVLZnc2trqW2n+ZiqT6Wiqjd1lcfRUJtXV7k8ZCRpr26c+rvfetb8N8O6+hou5",
+	"lzrh2SupFrZNp0OXbNzYAJEbFxVlrtAdaFgu7CJXTNqo0h1xqFbbI7JzkWiVuiA+dPpdibklZ5z4wGdz",
+	"gFDnuH/8+ODo6OC4z476g35//66K3eJT799WU1kaqi9Q2WgMsOAqxaUPWB0QAJ0G4ACgX3GZnZFvcL8w",
+	"CdmUqhDj6HjAUmmAitJTLEGA1YYxaQRjF1zxYZ1llLSwet0bMN+m+nnzjG+o8blPxcXVGwUkCqregUns",
+	"5Oufarchl93KpG2Z3btrImlzBqkHTA0MkcdIk3c9QPVOgeB1Emk4rjDkFenc+xQr2hRg+SJ1RQKwRBMN",
+	"9I7+oOAVnmUXauGSyhqbmx5FR181J4k5Z2317d/KNBWKJXq+ZLlI5FwCaCKWVMtY+wrJpb5wCn8qzaaC",
+	"pxT1GeqCzaGmXmusLuFrbsTjE9Y1lquU5ykc5u/fvTwwfCwiNgcwqwnTc4J1z8Pm+4tvDr5i3168eoml",
+	"UpoqkTevogkMT3fef7sdV12ZW3KvMKiWiIwlWiUiV2avOPT19aNWixWdstnC+HpFGFJULJkiLy61naJg",
+	"KOK8d40739bL59MvITAF7pD23KyncAwyqQS7zAW/qlPGyfqw63Ul2955QvQl20QTRWK84WopN9QUXvOZ",
+	"YMNFv/8wqQ/Ab0XcSL9BZsjDbfEFAU+r7KaEtjvw61j1uVB7xvi2KVS2wrFXEozWRc9i8slZefW4l7qw",
+	"KupDI7GW4fv+5zV5vZ+sf2iwnM0iNYDFbjI1BGKTQIXfX7kMgv2kaaNOdLusovWZRM1F1ndPM9ozYOLO",
+	"r8Q2XkOsvXa4VXbSju77sihPrRPz+xau/Fa5TS1ylm5fp3mfVKZ2hZrvJBXpU9eDX58bc/v6OJ/AGKnk",
+	"yVRgXKOxkFgbysuHnCFgIlFVanpGVuHGd1CEfm1J+QrX3Z2fF/y6iaFT6/Nn3EwvNd+5smdrDhN0Jd+0",
+	"3jc0rOjhb3XKl1sbq8Mg90hzAhVNU66iCcivxc2LNdquLEK4lLhxQV17qLP4Bo++preY1deYStWEXWs7",
+	"FLUTjnGoL6SwSgYVuO+YQjbVN6q5Tbz107WrtexpEFbRRKtte837PvG0Mr+MJpy/LaKKd6T5kb8VbVdt",
+	"ndz6W8Y2kC69ppykcQ9TrfbybhQpY1VS/E4qJHdM8YpcfzfMbBE4JGIzfSkzETGdpyJv6InVdOHnc8s2",
+	"Rm/DoNfNYb00wYb9/5NVfS6Q9+lBXxFeW/DwurgDroMCH3Shpae+vBJGwHozncW/jSNXzTxilzlProQ1",
+	"EUu1K8SUcjMV5pCdC54nU2F8wXNygGJRw8LBVrHk6xZyaMf99v2//dg/eNLtscOD9/eLMrLu70bzDnf6",
+	"eQph30Fa599nIezd0k03l8jenowKjEEaaYXBSkBmx9Sy8nHy+WZiwjNGQTqsGzv1OBWWy8y44rEVFyFl",
+	"q/ZWk8p4mgszGvMmJ9cZpfU1Oy7XVAWg+ZaLvKm02WTX2S65uhqtK0eyOlpeNXnq1BWWBq298fFJszk4",
+	"as7w/FbwQgfT+YQrabB67Upfg0drpl1XILhouu0mnwqetpp0vMiyNYv9Bs4LJqIif8OYeZ3P4BV4J2Cm",
+	"ct4OAZNsdLlo6Jz8dCrF2JuG3HUG3LZiqZpOP/8w50uRt8bR1Xxeo4bmYesweT7Vud0ROs37uWps45nn",
+	"2IMkRTds0Ddxy3r1JFcjKsTZZnv6ipNOt33gvOU4O2s58JoCWrfCZ66TqR3xNG+kersrM0CmbEbzXM4a",
+	"W3m3bSqbN6DtXFibUVWSHXC2MGLkmsk0+PEmCssCTEUuBkV2jePidG2O9MfR2Kpwa1ApqEQyzs20ohJg",
+	"3rV1kS9A3HwDoqK5WMYGAXSr2ksVabGjNPhE7H4Xnr4jp96NB+/CTbfzStAxUOdo4jG30tx/LTbckp/+",
+	"szPKnRlha5Z3K3YWA9OJ2Qw7mNipMFRQ3LOokrcdsjdFmV56xmvulK1fjozKKhwsRmYW78blqmp6cWA2",
+	"K+B72U1VxreZz21ma+vY2Ea+tYVPbeZLG9jQLY26gj+1ioFXjW90fGQT41jDKLZxhvWsYO3ZX3/Y15/u",
+	"zad52+Fdc1S3nc19z0ingrnqtIQjwkgVmA5AftMeLB6iJbJCygtPRRQeoBBCAZlXiLog0vD00FlB9COc",
+	"qsBsOvXnOpE8ey3sjc6vdj7ya6Is3uZ6LDNRtMXTOZtylWbi8HZX8eUqV8sbl355HFR6RTOprkQqVcSs",
+	"yMQk57OIjXkiLrW+2l7rgS723YvL4LmtoNwrlq2EZyV+5OSrLZVFK6AJHn3Urz/YXAD98LcHjU0E64WD",
+	"dgfDTjdhVVpsuF04X8ycZrdrWIus+LHC+xepsCRW2w7e6+433E+tp1pzH1JOQkvrBCtsAjbew+xIZcbI",
+	"idrQCsUNSIvg57YBHX+frfaD3MstseCD83MKB/dlYHbM1WzbSeh2oRztFZAiR65Se2CHCIsyiWlDtlEZ",
+	"TcIcd0ir9w+tmvxSIAkj1h0fxyv9WdeEkXzGlvo11y+dEvGJYrddrEJjM/2VmIiADKs0X6BwbTB4wAza",
+	"xkBUOvA7ItsQGQEs6p/v7q/KeDamsgT5KjuxlPqD64KBzzAU+C53V3KW1UM84/mVwdqd+QTbWXNzFfal",
+	"6YcW7DaOVPfAmCvs+NjsxtyiIuViJlUq8tEMQdagthIsDbsUY50LV7iU55ZZzehp/I4HJ7+ol/To+NHj",
+	"NSWTVnogtmeAIeCO4h3YYd0dVglwZjCqnUd5bbyZD0HA5KigFvPDR3fardxz2c/WpdzxXb/vdQxtJ712",
+	"XbAMfH+xnIv9dNq0sbc5hgf5s34FSIJxPl6xLJzZrAlv0JFTve7nQifethKAR7rIRNpmOes7XqnA2rva",
+	"TIabBa2Tnl73TnWhb3fCTa+jgTvuYrGTqhqvz1oMExPZSl4ipTtSS90xqLoapEOaSdK2wra9+yYf3mX6",
+	"YdSUfAhbwNJ83WD1vVsJz72Ui50V7D1klml0Nb/D77FJ9AeRLBqu2df2f9gggY5jRgQogsTXLgAvE3gB",
+	"j1Sk9E0vAnHEcqHnAssz35VkOsXu1zxxC9DZnrLqrsTPhQv05JuU/dsXwA+iY/eTAX93cZ2Ol64P6/ze",
+	"7NhTyD+wLo+08vtdpyILHEIUeiXEHMlT5j4AOGITYbF0MhCLv4teTVTauQRpVGXVSuxTbdR1eQ/qjVJ+",
+	"6a1rjd6+zmyuM9EG8e9g3KacK5xoSx3RDclY8I5Xu/ZzuORGbMgUwbrURWZIJROFdV+cv2Enx0fUDalt",
+	"zto/K/lczeUorKKci7nObXMuIIylcsybRt0RQUYdkIijvzVq4i/OXp9VdNVCB0O5jaVhQV85wO9LlS0X",
+	"PKVg2pscb4sr9SKeL4AGH7yTE97y7qL9ASk30wDHtWiIagdh3fl6p7PGZhXpTKqYGSF8vdxqRV53hCIW",
+	"TwVPY2axdaUv12vK7oEyD0iSVEr8Ut+oiMUzMbsUeVx+F96j4xo6UQfegJ0R0Eff5MH8gTqk79UPvyqO",
+	"1zgsS4G2MeO1LJrY3ulcqZDXVBMDy22MuP00rnI/fy64KyxWv3pYBr3Wi/If9F3QkN6V5a60J1m93ucy",
+	"k2oyMlIlouldruMENuhmrjELoJ9diglXzGoGU+y2xR17gjbSw4oFHJS0z7O2hT/yrFO+JSror0oFBYmt",
+	"IqdKDnVwlvTXdNbdETkraX4lZhp+YKnI5LXIQaUSszk1yHXeLhI2BPUCQOU9gxHIdqg5EG4qE+QtFyql",
+	"NvjC7YveUX5ajmArlZUHtfmKXKzf1aCPhbN+Wgj3M+C/3OkzN/WuTMFa2Le7nmzRwLD1SV/kGHg9mpnK",
+	"5I0eSZHnujkMA4/GZ7im0guLacgBigvScKSHH6ww1v2zCYnOwN1SanOroyn+mXIHPh7+TKfno6sUdUNI",
+	"P4R1xC3jBwpQFjc2Hvnl9qsr94ipYtPRwoZT52lxJ9OqTscNvMcNuV1X0oIhtFiMZx+rkmtrrGDAXVu8",
+	"6JUbDaQjklzYls+d42BsWB0w5yoRTa2dm8GDBxgAY+0cPn7/7qXXXhyfWi3xszXgo95PIc82EcU+xLCB",
+	"CF6V8K1XgcAfXHdxJHrqLr4nqz+KjqOT6BG1Q44eN7c835Npnxe4vn0HxIZ7nmL2VSuNfqPyO9KyG27Y",
+	"jKdYzsK3uFP65jSI/GypgDRxHreQDcQR0vEqF7yZGpGMYq9OM1fVR4/Z8QkoSY9P2OXSCsO6577Oj5vX",
+	"9OjO5ttXZ0/ZlVgyaVw4LDC4lB5rSkwNrGF6exmo9NsH739+eBx99dXH3//cj46brWT3/gth7JtStOyU",
+	"dOulT6PufUfidWc55QTPWj+l+/1Apq5yGDPN7WlWuvGUwraNCArWsYGs7vZyZG/Zsc61h+9lc74wotBE",
+	"pTCnDKDPcmEWM/JBz1iXZ0YzPrYib2Wf9Nb5/naTYns5svcWfbm2eHWyhm8hVCiwnZJxaGDzTu9AjN5K",
+	"GjYSJq1rkUu7PIcVOBee4LnIzxa26c4Nvta5/BvS/oB9jWNd6S8q++nqfbEL+ItEnTRmQQ0cnbPsMrRq",
+	"7xmGvoahwppjKmXdOMlnB46myAFExlXci7BlEHUaQAaccMUugTqv9RXIUsypRofGUJ1/e3Zw/OgxcFlq",
+	"tnrIznBkwqkigMswKFzZQUIlvvaewfVGzAKah0qMxyKxmIAlFdMKBZdWKdPK+Wncoue5ToQxrItV0wrv",
+	"OM1qmLRDBYdrLL2wdw0vuZuwd8q4cttMHQikYbkYLww84jsZ4ogl04pKqCIdIeUhXkpKBEWr8/GjKypP",
+	"EURl7wt0/HWevnuFy5eJYFbwmbOZS41tIu10cXmY6NmDJJ+5ofBx5SiHuUYSBCGFE8BHwNk8x3sDF2Jk",
+	"ekVGpcxr4UcmogR8Ew2VOJhxmdEMZTbIKd7ImVOM53H59q6PgcvTx3L9bO4SZs0pFSgaKt9Q3JwymvqU",
+	"+bty5HowFaHzAJa/sIJS+fFOyBwO1VD9y7+wp1qBTofWu5nyHKW4Iwbg1khUMPb+fRBIQl2LTM/F4f37",
+	"7Lnz7M0zVASAnP7j/M1rRsdzqOKfSfREDIVOhElWEcv1DYCFT4T7J6Iurh9j1iVGwuLn7jXY1neoDlhM",
+	"U2FDv9gssOUe3Zfj3PEhe6NEueCIxX94fsEeuDCQBxNh44iRc9MwPlSMzaQxUk28Z5IbFj/HqXx+YsLn",
+	"0vKMPT+ldppmLrIMnpCGAWEUHTuBUsY8EYe4UFoPrpP89Foxt+BC48IxGPUEv4Lhu8jd4wAjeppc9MHT",
+	"3XjY6XvPf/z2zfkFewB4f2CESoG1cDrJbj5GXmnYazzsnPTxUXdfz6SaLyzrEp7xK+Ie7tmIKT6DvWJE",
+	"B8/5TICo1Lnr1Ow2AnPni0ycguYLDI05BE5dmeVroVIs6WaFMjB/XA0ZiCOCLYLC8CXYGdwyaWBm8WEu",
+	"EouRJcYGieg5v8G39iLa2BFsbKE4sXYjUvf9Q/i+QLOcTK1xv5zAL0pbNtYL5Yc/GnZiJAxhpzrFn3mW",
+	"6ZtivifwVLqYZzLhlu5hTo7xyxy4QSZn0uK3jzysqUWIQ3cXGShslLRmxXh2w5e41bg+1rWkYzJl//Pf",
+	"/7sXl0nbeN7uGRb/+cBpYgcv0jgq0s1QQFnNflpoK4CtYHUENtFOtGh4X6DzZHrSc6t+6MGSC54uWZfO",
+	"EP7xN6AvBMk1l6jU0n6c4liePOADKAZgcniV74MYP333anT+/Om75xej757/Je4BNc25ITdt8fw9U0R/",
+	"sK4Rgt2//8z9be7f74EEnHMEBdIJrgmjY6QpGCfjytyIHCEL5ylAejdWmrJIijcOHJHbaWU+qs6R88Ti",
+	"0WJXSt8oGkYMQqEx58mlQkLdeJWIgtegNCZ0wCmG+S8XtsAgskaCYMouhZEpXSWdvX0R+SaDSkh8O9AT",
+	"nkIxF9yasJ0h8RNkrchQiNoYZ/fvk5J1//4h+0bnJLkDBErLpjpLYSjyc6TZLleOsUfwPq4YGuSog3BX",
+	"X6ZIz+FBJa17hsm0FzEsK09wxfQqZzSaQmdAupQzccie8xA/eN9GO3PcxfEBb3X6PWL9D8csx4vMSybl",
+	"Cb6JGeGjBzRvzLpux3ON5xFOsAaWXFd0Y6BDnJdcH34FXWL5vXJvtG4aRVA/ZN+gozOEOPBiJy1ouW7C",
+	"iIkPiZhbx17rB6VpQ8g/Dtx6CHKOUmFeaqbv3DMAMGwnTTzf0IkOlmV9d/tCxCFjp9PF4j5IJwQCvHNQ",
+	"TeYnR34UZv+Tkz+iyGX/OzLFG+20HBpieo7GUsZLhluZ39OTO+kE5Q/SWOD1tVo5MsV+njCl43kK5J6r",
+	"2B671aO4PSRN59uLi7eMNI66ogNEpkJFQ6okW2Dd4xCWEUIqmGeojvv9yLPxXAiHWgD0gN2/f9I/un+/",
+	"7JpOCnCpOTsxFrGFQkYUFcq1zr3xMFRd5ySIf/jhhwMwdUCzA9h5SwdYzf37J8dP/Lu4ewUsRqTUlb+U",
+	"ZkznQ8X9gfWZf7AzctYzXr4DY8m0ZnpshWLFSt4Jmy8PzsDSJuKmw25OGTH3l/Ae4Oykvty//6j/8P59",
+	"shAq8qeEjTdOQEsopFVEj6yRSUjJSnjL3tttzm13JZbedTdU1C9dCVoPTspVoAvTXKkk5k6xdd6iouoV",
+	"gfQCYqqJr8xH7c+YsTLLXGtYGyrXaOaRAkAhGnWRN1QhEdKEDQKQCBCI6+T+fa8fCq/gOhkFi8b5Uy0c",
+	"RLGlbfHsIyAWr354vJ6BVIuraqKd3jNuVhNRGXL/3FD5zYExBayxlMmwrEJ89iJmdNG/XoIx4/pD2OVc",
+	"wxYLDYWAyM1QOaZ/WjmaVCUrlP3cK/uF6teD07l0cDru90PIo6MTDzAxjYQjbOY8NwIMXp5l0VC5vIIq",
+	"iUjjNcvSdA54gbMnSN1dRiVwPYwAvWmguoA6SUyiD2cDSWLGs7HOZyItFoxUp3OHIjzoD0OmMlSVkfAK",
+	"GmqY1ROB+gTxAfb4hH0nvwaIIevDSvM/LdBBgELMcT2RAqeGM3vk16U8h2LxRc6VGYv84LlKNHDI+LSy",
+	"7qozJvak1eVDhaqXzlgy5aCBBarF6+9fMjxpPdRpkM5FyjJ5BebHJXfehqhkqdJOh2o9RwSUX+p0WT1e",
+	"oAZEaNWSrnGTY7H95RwhLA3LeD5B5yEnpkT8snvEXsmvT9lRH/4FiAzVqqVWWTki39MfW8W7E0nEJ1Ea",
+	"gXZEXHvGl+jBY4/6ngoMm6No824dfi1ytLGlYpeLHAboMTvq94eqW+GFLvHCnAZqBiiHfOmuMPC49U69",
+	"zg7AsuFOhurk+AmLA+lBxASq7//89/92JkxFIDhVryZf4JUgX4aqJl66Snvs6hw5mcdZQVQbBWQPhDDq",
+	"mAQlShpaD6XjfnW3garE8cxXNg7CbwZ8oFE2GgeEwJY96R9FTslZ8ZAR1eJ7YXLHZQjgmYbNsMUcNpuh",
+	"JLTh20QaaMHZ0gsnpFJu7FAdn7CpXuRmQJa/9+oBr8JcJTjgTvAVSMGloB5pGL9cGIGdy9FhNFR6PJYJ",
+	"3XbxPJci94+R3p+JgiloJdCZOWeJJmUtMEXh3YfsrODnoMTXSABklGPf+URei3CJIYKogzsR1lAVI4gV",
+	"l3tCI09RYWqWaCAM2DjQF5haU58e5o/DPTNUNl9gr/gclEiD6sgHCRof9QTCc7LEUldATfGfD77R+Q3P",
+	"U5HCp/iUvXh7/bhsVQHMbqHQYcgePD7xtQ5oA3iODJpjhXl4M9UZxoVmGusfRmyqb1ChBeoDBSt04YpC",
+	"X3fbgfkyzVN2yTOuEpG7Q1jz/FJtB+M9u0N1UnIYpz8g19TwEHI91pWKzYFdAy00cD0gIJWQ42Co1nAY",
+	"Z0pW+Azx/kLOhdzz5PjJUJVHD7lyuVCp2DiTk6ldx4EG7CguD5ehLeEx5Gk0VIUmImYaZR+I7EuQ7CKt",
+	"QN1RmkGbwq3iUqdSGMe+CyWwtCdKdQGNqlJxvKSiqknGDTYyAWPGaaJOS6WFkq56KVx86cBFmSJbT3ie",
+	"RqE/OGI/LWTiep45WkWJD0p2bHrsETOnQ0Ut0XCKhZJA4DzDZ+iR0n8cBaF2YyHSHjuCGVx8q/csOsMz",
+	"JjcHiEVzukoapAHSt055f4ChOOxhn7nVrMopYI8bBBUdoBr7QBeBpyPvpCwAD7+CksTTyBGFOxsWNBm6",
+	"r2T5QhUn4K02dpKL8z++JAc1+uNHIGD0wsZhjPBQAdaqKM/E2JIAUJoVjxc5vXQe8XWgf1WUDfgbDmWR",
+	"5sWK6MdiN3OOp79LeLMco9WlYSbTNxHLdHIF4nKc678JhYbeAraeTPklulYDTw0mQjhzgMyzFY01KrQW",
+	"ciMOVTf2lzELVTgN6RyCrWcri43Q74vHqbJcYPenLOAXpNeH+IDTii3j2CVPrg7ZG5UtGSc6dFEriZ6B",
+	"OiKtEdkYgzPgBOfshi+Hqk4ECLYUyQnNIDxfMJsVakDnG8TthEtVgsFwQHH8IhWzubZCJcuD78QyPqyZ",
+	"sN4sW72Ak/4CLuFGHA7VmapSNt5XI+dhNScNr3Nu/NN4bguIeHX259GL16NvXr74w7cXccT0eByk2vYG",
+	"pRuW3lCxLW+4JE5KeJLOlMAi5KG70bAEsxPC68DQHo78pYFapSeinqEqyCdizdRTMPqQxc9zPQFZGrEc",
+	"ODvLODobnOJf4/anRc9BoAOHV8ekA/Q1sWkUBVX+RowNvberLLM3VDxJxBzLaLMV4nD2zoAdMavZ8aNH",
+	"bJ5LZdG3fnb+9MWL0vrxZshQ0Ym8Z1gy1Zo8QqXT9fvvXzyLkKrm5LwUKKhwyYfsOwHCq+gaFsThk7lZ",
+	"ZiuQ0MVEfwqWcK5uf6fsIn/811di2SM91vXDZMcnQ4Ua5iH7wSufcOJ9UgTWK0CvS3iACsbcJR9ChC6F",
+	"iAzPoSquoRDpaHDnaOf6xaPwvlxacnDChwZLq7hCIXiWxfngxRNto1VXR4E4e/BOzDO+RGd+jv7ZMqWj",
+	"7GUJrMFJp+pGOUvleCxygGygzJS3c93YvbO8cht2anQz7AxobpyW4w1/Wr2S8HMjr626NLhloKFfY0Qf",
+	"lvNyz9BpgQPrsEvOqXyhFB0W1K7B9sXSCc7v1Q1sC/cS53YpUngBRLhgd+7RwwgIIAFdXB9ThIO/e0HA",
+	"hWzesWmENbqIUFLDcacoHs4yjZiE6dyLUD0p/YaOTzrz7FLYG+F+IWHhF+qXV3P7VviuFybFwqPSNvS+",
+	"EXI4wRL1eKh44Ilydghusvi2V3j7q5eBdPFLd4o97yzzbBK94EN1k2srKt1UQWhgXInNJRiLyrNrT5Kn",
+	"JQ/1RmdZIyMQt6SBdOOT/hGw5ZPjJ0D24Z1xQb89gkWxDrqjIgKkE8ctMAa6W3LO1y73Dtt7hhk5QXKj",
+	"33oBXQiV5Mu5DY+xVwmHqn63GHlyce8okEUH1pMgyNXg/sANxvMLJObs78L/jX8hlYVlPWFjdFYywXO8",
+	"PjsthXLlXF4J0DfcGwujBteB0vBR/2FdjzpkKLmYN9kZx/PpsItYI1UEXU1cLRHyJU/0gW2YTYFnouii",
+	"lVxNchD3xKP1woZMz2dtEd8AEnAy8i2foHsA6/mDlHyhUNjhRqQwLM71jSlI3F0M6rFPq2UzbpOpN/zH",
+	"MrNgIGCvUMsz1gXb3sVAYU6YKq5EexGL8WqUwiMSIbMuvIs98HOPtMKBMR1lHF2sBP5wl6o1o+rokP2x",
+	"tI3QyzTHXfYceQyV29TvV/dTLur37IhOJ70W/uz2Iwb/TzwIbwF7h0N1LtUkEwc+Jy7Q5chSd0/BwYmr",
+	"W4sZv9Tk9Qj1YVexZqhQ3PkYgvJcRv7GS2ZC2QwQmy4SkXq9R80XFnDpAgqc6YryPIjocWZP/JS6rx9c",
+	"LOdiwPic7uekVg/+arSKD4fqFSbb+evHXKBWe2CEMtKS0yYtPEKUmEfDcvFXivgo1x7cMAwVjaUrAo53",
+	"YnORWReTQlt0Vs9CKW0lbJFR64nibkRgrA+5sY3X0PzfSHqnPvYGoIk/i5Ro0ke50AvRgU8uOR/pC5p7",
+	"nuM1u0oLsMFpVQBXrxc/PmGZuBYZaMdijhQXohMVGYX3cTOdC+RDCl4rbnoD9BQIUPBKZ0WFfXsmUFxC",
+	"S6/UFEAFgi5RvRzQXX510bhg9yZ8f7Ho+JC9lFcCw9idFwitJZ2lQ6U0rplumg3r0syRnzbykI7cUYID",
+	"5HQpl5pPhwgxEBHEMZIEvWqwqB4tp2JPg+ig2ACMtjBeQHmdEEfHPq0gjoYK/ijDk+mlSaYBjh4C3aN+",
+	"1O/3g8t3945M8GtipnouVG9AO5YGDRhHtjUAhzBxZrwM/QEUEtL1BPKaon4ilkxFgle7DrmIU+TwdP+d",
+	"aGBZzj/lwlJLHkUvPGTPi3gzPGdD5XxYA/JVYkKzp+rLpb9v1OOCYIWcTG1xVEELVKnEfkGCg/5hpjq3",
+	"QlGQbJk/EKPXzVUPY8nCFpyI4lUITQuBxkZU2BCFz/HR0bGbCqwWx60uxAdbUA8+E95MGe9aEOkkiFJ0",
+	"11YV/0/X31pGQ4VxrjRPoXu7hHt8BS7TNRGeldyNgixpbtqJUxQB672hcp2aHTFSH+SbQNqW91uvv3/J",
+	"ut//tt/v93uH7B2/cRt3KjsqVTQBWPS/GY9/M8ZwYn0tcjTpxjqfAch/87T/m7NvUJtUFB+jcyZMwud4",
+	"L5DnesJh4mAZEtimzGHi4XCRjsdjeDz+Tb/vL2eHC1hY7Jh0eUXBmvh0Q8AgTF09EERsQwzeHXYGrAlS",
+	"GHjk1xkCKLCM4140VE662VzO5/7GB0vOpCgqXExhYWIYJj7wxCJD55Stg2kV7KxCSg597sIXKBhd78CB",
+	"41O8yZEp3sn4taPJzA2Lf/Pwa4Kc8xL8JvZjJmC6Dl0QJmElYiJzZeWbjMJTPI4eoCBrcLNprmGvThR6",
+	"Paom5q85Vf45ZC8on8BJY2IqpDkaTwI5+k4dn8ELHpkaNpYWbBdXPfbxycGlJANlIvJTVqpYnlO4TvK0",
+	"c+ScGNkBeg2QRyCCmgimCO+TRQAcNRlTziUuOKq6s0EZyIBqVcTiwxi9mPHhYcyMmFAEdTd+UAQBuyjg",
+	"OIwKfnB4iF/3CkugsMc8q0JDkzzpjgNRv1jfHM2SU999GbF5TpzxpwVXVlr0vafSJOUzfzq7wCAbwgbS",
+	"4lClIpEznhnWDb3KajETuUzgPDpfFcAClTJuCiboz8ilVDxfHowzzS1pgaCQ+NXmRcm4dSVM3HViRcEp",
+	"c/LZM7/moQqKB8SnZckLess+NcxOhyqYxTlh4bAgx+HOMeCdSFhxw2oN9OIAR8SAcraoNsUVuTTcduD4",
+	"G3IYuyscno0Zv+FLMgT+JnLNujzALuESm+wDOUVDVWIVvn3o3rUew1az456/5nWS2Wrt7ojIoWKGilYY",
+	"nntPaxT7TZoX0pmDYNkpzmel6DEeCt/Jh712ZjiGrJEFWjj8JBXmYNfSyMss9L/DoQegE0f8ofTvuGfJ",
+	"D+LQl9NVZCJTYQZDtbbwx6mv9IG/eFOQvPPUOAqX4bJryp2h1g9P4sVPUQikW6kE0jstS4HU5neKG/UW",
+	"Ig5bvGyo8G1dzL8YFOXAMKDVVdA9ZTMus0H5KvzbQ8L0DtnTWrrHULl8D5eTYSoRkLDsWjoHrsxhoZpH",
+	"EgQ74kVPBivzVgw5VdB+pOu+LBN0UwB6ghHAyKeopXpRhwLMR8NrhaZKWASLYN9QCAu92y746VJQXmsN",
+	"lI7+8qEqoThGF21gyMWuItuARr8Gag/e7z2V9T0BRoeqi/ejWYTZMlEBhsh16/a5MBEhaCaMwXCOKrBd",
+	"hDDPRI9oz929+5hVpBQPQ1DtHTjQeCgrisYUro0GCJ6qcBKYMlvM0GUWVlsGweP/tvwDTVN8s8jB2AGd",
+	"31Gqq4fjI9aGyrP4yoK7YSkoMLYjFlR2ckgCpdsd4YYrXeBope/Du43Ke17GM3klTgsdw3lkZmUkBjp0",
+	"mESSdNlPQ+U7WoIY9y2/UIIHyx+UPjBEegXYvsRzDNwy8jcsFBlWHjivonf9E8WlK9IB3sKUqTiOpf6H",
+	"XqB31SloygaX8j5G2Ycnk+PMeVRlRvd/zuHP2V/dTLm+GaruzVSjwaqKYHeKVaIEzshtMyoywsmH1lvn",
+	"8nb3nlWcMTMF81ainkkTs0d9d03tyL7i7BYWW7ZSOA/u4VJ/QAf5UDkhyrpuouOTiDl3e+zqGPi0IqMJ",
+	"4WgAufIWRKA/LcRCpP7doOi71Nu4jFY4f1WGURYeFUyWqZVwiSsp9NQubjHv0Y2HcWViPXphI1Q3mG5B",
+	"cn+XjnA/ZE8Rznh35kOCw5xep8m4vT/un/rgHb9Syo3tUlIw+tWZq5lTzQ1mFDKMS3CR5o4wUELeuGix",
+	"zOia8nX/PpHf/fvOsnS3RAW/mnJUU+Dc+/xSDMrGa0O6WsYZHgBpxC7+g6Ji3aVIssiNdndkjUAA5RYx",
+	"7UKSSc/HzBvHhUL3ZMriVCfmAYh8A98dzlKXo3f//nOfh4Dn6aKeS+BV+pxR2MpSO2ZTZheYuUjk2Adr",
+	"YGD0UMUfDooMB3fvVvApyycsLn417kKO1lh+DYt0DA43SXddN9Mlsixy7nvtOrCJgoXxDAsuE8PjmEVL",
+	"iZIwH+IczOcyOtBlSLg0jAr3eVdkdjl2m4MCWU8zoDi6epbXYPWibaiqQ4oDBEB2denwgvno+CuWCWvR",
+	"5eb6QCOwDkaHgzhsSuaOQRFJ5s7Bw2M2FR+4V7dpip6/JsPYiWpamWH80js63JqHym9Men+Pql13gVEA",
+	"dj8mZzi54axcPOMJV5TbhkwQZwiCycY+Ys8nQbEz9sPDpyxGMM95LpSNSX+krzDuhkJyp1rpRS7SQRAx",
+	"XUwsPlDuKD0U1RBh5lyh8JNq4XKVSH25554IE0uSMuWWnO50cULutkxwsKIx/BptdT2bY6Cgc7hM/ibn",
+	"qxHd9wyLz5CxlsHW3hUqLesWPnv/6wAnAhXkTzxfDlj9YTjTXwPvAvMSQ6t4lvkstDLVQudyIpWphgy7",
+	"93ZRvpRxJqcsvh8PlXfQqiX6sp++eXfO5rmgOD3Wjd+8vXjx5vW5D9Z7g2/wNzpkDR08pfDwgu5fYbxA",
+	"LbA6Pu6fxIVpzL00xvejK+IPzy/8vBTG4bmKj4qvBahH1asP+Lse0xENVfxifPBaK3HwCvQiGFRL1KyS",
+	"Yp0S0Z5TPmnQARj0X6B0v3R/wYpj8eCG+XWXhDeKtSFvnS/c4i/p8EGHi+ItLhOlDmTM9DgI8IBnwYjV",
+	"jT2/4BMEQRjjHa1mI7ldN8RVxD4ogFfuxbyhCJwxFXNkDegX0srf2JOpUrOFQIp1Zzy/AnL4cCAsnzgJ",
+	"MqjGRq52WEdOVSQ6h8GTPYrtbUg15OxG8CsHB0dZT3kyFR6WA186IGJKHyTwE/r3vN+P9lmjoCL/kVuU",
+	"d12ws0CnvV8n+If9EzD62SudYmmGkPovdeoiLmAOeAwkxLQsWzXPlgRLB78bvchSUBSZ0jeOATtZmQt/",
+	"+w+0iF4D0t05M5ZnbrZT53e1Q2XovsTVkHBpIZQIifKS5iDy48oB0LHM86Y8WOCbX+M3ph4PhwmyUSiK",
+	"imxg0phAOYhZFxWSXGA4ToLauUpFXkj18AIfIahcNCubajCp/GxgJvK5PFzyWeZnLdOwiggzF7hReQRv",
+	"S110K94lGMo7OaXUKTgEGAxW5qDhGSSNPFrJCQUhpeABFK5+fTNhc4kbfpvrmbBTsTAUG2tEca8APL0E",
+	"ob8VEqLUpovgGJkXTMQ/7WNAfYgAMMfUR0QDpv4glMhlUoaTKlqvcQk1ruRJEEzqDkKQvOyzZ4fqXBeJ",
+	"qT7yws0oSIue8yUGuMPkUb2UBUhKJ5Bid2y7AFuQzEPl8rNgV3DWRYqpvBlHpa4ICPvzAda2OTh3acM+",
+	"yhRlA6yWLs3HLmmifDUqs5WU40FIa2FaqrSn7m7ZtayhQlwFwdLcJSiHaqyBUbMuab8e/KD6ks041TfO",
+	"fCNVdoGVEpAsMYcokyCPMNrHR7Mj5Y3lNShCLmfR68c+wqVQAJ1vExgTFTgaMOqTF5cZfUqXK/alh0AM",
+	"oceVcfbwGK8X0H99Wgu8oftwV2IZdE9fVNm7aw0rXegu9XLFUY8pmMAEz599Z3zaJGhRaHLpfMm6sUmv",
+	"HgDpkI2Eoajp1YOJfpDks5jSVldATG4bT4apV5Bgbs8MBg74ASGGhFrWxKmTSNTgukH55PxMmMlERmw4",
+	"Bww7cLWjSKyCbWEXuWpKnvfFUYaKIOxriFChLFcZJaKUpZPjJwjRR/2HPeasDFfRBE8c/Ia5RB417oaj",
+	"600Hf1MrFQNecY6A9lbkn0QORhuc9fv3WSzVWB9e03cxIxoHQ3LGQZlg18XoAfPVyAzLuXQ3ajOpQFy6",
+	"YVEZHIE0hcWXcpDZpWyDR43zMfxV5/4NVKAok4lQRgRVh169uFgpNIQdNPQiT8ShzicP3EPmAYzF+uIW",
+	"y34/XRirZyJn70RGnHcq5+zcxT2fvX3RiTru7Z1B5+jw6LCPtVVJfHQGnYeH/cOHVGt+iqWvHiR6NtMK",
+	"3QEPKIbpwc9EAx/h97k2DYXA3igXHVWWsERlSo89XcV+krisCRD2bXK6VhSk+3rqBDDh5U3svokj50mk",
+	"y8scA3JUiitIPTOpXHj6kPPwbhb0eBDME1J5fSqzwYIaRfhftW6BtIMyThiOprs5hO+QY2fSipxnRfCJ",
+	"zln888fY397gc3TL5AIhukFMsqFMM2L+vWpcb+3ue/U8u/gPSsUupuw6kEVDRSAzBLGoiE9zrsMqZIIS",
+	"JvQ+dFoqjX9FGKuEvnrcmmfN7gVF2HfutIPqhbKcKKxDBke1Ip3pRjLPOYbK+giaK7F09aTcJURgNYOK",
+	"gNvznmtZ6PL+d3R0ndYiCilOsIxxKeIJPdl28WUROdwwLNLdtTmqY9SAx/TC0L2t4YT+qtuHEjrvSEo3",
+	"1hNR5lBghgjF4WHZD1cnBT1HqriVBVbna6uWt1kO4ffvk1LihG5UCXhHwUiQK0Flb2QiIiwL4APr3Jhu",
+	"WXCKDAlpe65qi78NKo4mC+MH/+e//18XkAy6RY4uV691clXUei0fngmuDItlGqHvHBMprY7MgsrGhLch",
+	"EbeWJ1NMlxpnfBL3BgCSXyj69RfPd37xAGG/DNUvBwcHxf9g7BH+Xi3UBlAmn33aY78wmUauaYbLt4xc",
+	"Jb40YomEw5+LCQoGnChfkgP8WtrliISZq1m5HIFSEzHXjyhyos5NNrpcAo7GekRsP6LoYNoqm8k0zYT7",
+	"I+PF94s8i5i7FHMf6Ae620CSAQX2A7nHRlQ+DQzoic6X+JD/I2JFDyj/MWJ8QhWq3aeI0b2TcxWMjLSi",
+	"WC99BaZN7atMqqviq4WdjRI+m3M5UfRX+MtMpHIxc6NIGaY/rADQxWfPno1+hh1+jBGf7Jj9QtXvPKZw",
+	"vys7Yd3YNVGMH8SpVngpUUNE2STMfaYEhcgd9iY4s66/rOxFrLzdKz8TMlwLzoiVd1IRoy5hrNt/cARr",
+	"4ROiUHbCfgnK97ldIauiZUXMLFapqAF3BIom4mixUropDdeLIKGE+BWCKlf/iP3CxlJxTNKtXqwaf5qK",
+	"XbBuJXakh1+Oym449Hx52REMJNeL1GokU9Y9YlIlGjZwjCXflBHhmBq0QOZi2jOGAfXWngf3YiJ/327E",
+	"r+GW8C0h9pj9gvfJZrByr6/HYSFHtBBx/cRipbrWoOUBUFnXP9Uj+LJu4UGAP3vlffeoJKhgkEuZbrV2",
+	"XCbRhCyUQF+a8ScAEsa8lAEtEbvm1tFt0yFCY8Kt5J5ZiQrouaPeh5OBJS5DrtzqNLCusRT/v35/xdU6",
+	"sWX3lz9N/u+SPKpX8cEILwb8F6V8cANQagT39s1URPTVwPJAaBGpJNzyTE8WwIiwojF9XxVbhJeFkiVi",
+	"flKWdZ0LwweZwalCNMF73ZuAF+GdNc1HdQ3gv6NCFloN/yv/TpKIXcJ/vMx2xz1ANyn84SW7O11b0FPy",
+	"Ive5irPKM1UkVg/4WkwGZFNHf40xuqtqYg1VPcRzdDPjWTYCrWKkxyPSm1H9Jz4JxOzv/vXYXeibgEOy",
+	"7s1UwHFuOjE3U90rowKoJYUvMbsM4CNI48KAojCMqAiCwd0cHh72fGyB43ZULKUeygBWgB/uV+wGFcEI",
+	"ZPP8qDMgQHHzPkbvQiVgAQ/0UFVI22tpvioTKwuDu4kRTFVdDZ0yyBFSMZZKpKRmhqFmXTQrXEiLT75w",
+	"0SLu0h2NkB7FJpYhiJUAxR36qKKTKIxf9F7ob8g8un8fiOtS+tjTs9fPgtAYilfAgDynwFKtMB8pYxbz",
+	"uc5d3RzU1VcydZwa7Cb0ijCQFmjXoKw3acLlwWO/sOOInUTsUcQeR+y4HxEjCGx6rap3HUTT7ozUn294",
+	"FkPR8BkcfuTeAv/Cc3A2YJhDEw50p8C44SsLdI/VZYdZCc479cduwKjca++UhbYJSNlKiJ7bHLfiiLB7",
+	"3AghtwDM3DTAilO+NAOnnF4umdcsC4GOMTEg+PGCM5TWUaFCXZbqE/PRREDufj73Ja4XxrroHfrWs5fL",
+	"JdGn47h0FE8rJFq0DT589eoQ/sY9k5JS7vW4H6Byyq8xQZN846qcvqGpuJvOM+mCz7JAqnstXKB3D3aB",
+	"DyG/I5yD3AurJju5wI04AB7kM8PwMeHEFjwDhwQjKcslBqSrc1/EcqXudn3qyBXO8cV/8E3IW/2b3F87",
+	"vcfRnIunwOAwn57qviOm0C2u9h/2asUuyFtu/dl2VppbFAW5fJjzJcYZpqIsfkoKQFhJ3N9Vrf5W3Bij",
+	"t0SY4FgSqwlOZ8kyeLos/EJdw69FyoywvhiBEcWPnm97mYYxopdLKs40oyurLKNUQeF4ggvRZ05TGevM",
+	"FUOQ6lJ/AGOAkoIesjTnY2sidsJszsGme8TMnM8i9pjCvWk6r7GE+kyo7fgXhURYPJSLRM7R/6vpAqYs",
+	"YdVMpGVodlGSzbF8umy52eAmZV0EyiAUdad4uTTAaCzPbG29/SfxxErs86nzRQ7Cr4ht+aAz8qr5kOZ7",
+	"pndYhOKamC7fFM/R9QXi6pC9wkDHKX1RF5Y+CBozJ5HFnobTGZFRpugqK44Yn2mX8EE7KSLJPWQOh+pi",
+	"Klb0Y+f5c+fXW5QU0eD5JK0XAetviYhXRhRAbipNJit9JT1ko8KvWzaUdHfQOrdYMJmIeul9a14NJsx3",
+	"Y0PjRvQzXh25bwpzNmb9oeImEQprxj5gRywV/s+oOLpHvVPPnbHQShkNFcs0DkNGhyowlY1mNzy7KvNq",
+	"JsXtuq8QDQR+JfGynmjtkD2jlw5A5cMgLcpt7+KrytX16A6kuMF6kXYGHbpxeCmNpcxwvI7wHuzO4Mfm",
+	"flLIyipNUI+ijoTf59xOfYfTget90gl7gVArHboba+gr9Rg7Sx1FxyfRo6bmUh+jLe3KK17pKoapZAIW",
+	"FQSOR/hxyL9cWCT3amdXmUYo6NBqLEyAjtsruu3LzTotuhPurtI0pdZJqeyhNHr/225U+bN3/1+bmgSt",
+	"9pwnbjPHzOmJiIo8rkf9/uGadVbd45XlOvLtDB71sQkUtbV55Lrib+ioXl/YW9AhvOeMsvSjeo7ZuvWt",
+	"X9VRsCg3ya4Le0rUYTXexAA/6K5jCL1TOqxlCNy6FVf5xjoCeHzSAqNxP2a85CfxUXiCC79Bb9tKCp6y",
+	"FpDu3PWjo1anDMtybbJCSNUPdOxCkY5I03bqMynMazdQmkKVle/Y4L/N6lHZbbHqjct1ZtfdrrUwvrpV",
+	"k7uAIArYyFlNToKuXeLdr05iim7d1pAE2gYjEHRHZwj3DtkLW1FahmqTruU6HIAeIu0m7QRO9LUUN6dl",
+	"qo306UTbdKFikkP2HK/8uoVG9Pu4N1R0MRbEeRWXZ11vvA42TI/X2ejYOy7qgAUx83xpnGRuwp5fSGup",
+	"0v2xf/AE5Qn+27vf+7dWouQbH/ICtnMUmNLehkeb97TJhh5ULehTUEDwDA2qBrRrkjQIzGefoRcaz4GT",
+	"IDCdh8rbzimmtY43eYJARw4s7GjFxKYAgwAPWIVFZt5z41KEpF2PGXRKVNASynYA/s8nH388OHxPn48r",
+	"n1uh5EJ7hFgRYOS0JEXyd2GhezzWGEYV48riww3rPv6k637a4IU4LT1/3oYNMx1KT8Ymjozks5bRwWvW",
+	"HZMjPCZbV/7M+0JA0m58F7lT7pKzPiudL1teXrhw7vL1b7c7d1bEEV14rFumU5Wb2VZDf8XVNT3f5jly",
+	"/p5GB1Jgcq71BNR2tHYr6NFav5c2it3bLc6p9Vu5Wx9V2y2jM+1WquxFO7/XyoooQCYA0Ca/mCvhjBxl",
+	"PWP4UD8su+6lhdoTetsqdkRUOM6KNg3rFLuNumbN3beZ1dV5eqAQtOLh6ES6hVOvu3ErznnYWeMIeEiu",
+	"gPe78q3CH7h60Dcvh567HbN6V/ggN/CbjcsoXZ+3YzXn2xygm5cRel13Wsh78vMIY7/W6dJ3+QQ8D37u",
+	"1OvMwXfl1Ju60qJOjjNiB9GaiKAYUOfAbggDPcRWumSUUIPZ436/xdqcE4h6jLsMx3Ur9WMfvPADP0bk",
+	"xoBNLmYzni9BxUa3nA/VrbKATtS59v2+qf80rL5oVt3p+AmP6IPBT2BAYWtmUgmQlNGrXU7X+fHnYUem",
+	"Q2QMx1FRsWnYea1zO72RKmUvXz4ddqJhJ5EW69N23skJx28Knxd+faYUZ1+LfDLsfIyCaY/CaZ9qZbXR",
+	"1QkveJZJpbbM+R57Apf+xxfKE1IJxLfVkF2qi4F4v4SxK2DsnPT7nRKOt4zkZXcfyMt+/lggt18gt++R",
+	"2w+Q65t/e9QiuKzWr7havhX5W0dxG0nUuQzfKBh9ofVLnk+ozTPFnZKDrArzM+8fC7zlxa34lF+LrWB3",
+	"8BvUo1uH8Ite5MNOEK5+dAt4fIzachWXrNTEVC6c753ibP01f9HeC6B10j9a94aC2Tz43jc1/ZtI8aHj",
+	"J9sfuiB8utRM7AT+qP+w1ct8oXVqiOx8fdueewMayUtp7DuALwIwOGwTbM5kbENyAWishYMfja/Bjx0Y",
+	"23kfdaoJLLCKo2rHeSrr6e8DvO+cWoVH3nYopZCL1IVP0i7xRmFC7k0X8tVxjeV96G+n6FdPsb9O6SFF",
+	"0A0ow3871JnaxcN2ok4ZAIyWVBEB3Ik6RQiwSxyJvJPGf3K/kfoOm9EWW/eHcZvw9jIwKvir7Pgvy+7/",
+	"sDkXDew/IsydXrsSEFx8F0QEF98FIcGw4iAm2P1Z+Y2igv1AJzPpLyvyGeC6cN1WBNrHqHPcjHKsE9qA",
+	"cwJT4+5XUFcGDPs/KGIYKcMA4a9DS8XDHIa5wUSFO7eMeAPSwHBhT+XvA8PCXNFG+3sQt1k0EmXj/jct",
+	"Ogy7C/5ceTagsGr4ZDimOEzVAMpwCJ2/IIRyLagRo+8rznIC19FuhOH3icdmoaTFwy2RRn9CcrzmdvV9",
+	"6J7A953s9D5QgN0/gR5sNf4n+CZJOlHnEv9bWhBAiztQXIXOfFP8Kk6rz9WwXGMi61EdktUKiZR0D5+A",
+	"4xUxlsBvqkGWsN2V+EqABPxTQh9dJiD0dsM13hmWcNzlkDgGcptj77ZfwUoQfN/AxWssoXBbotzeaeuV",
+	"Hf8f9t51uW0kSxd9lQzG3mHSDdEkJflCRcVple3q8pRvXVZ17e6CR0gRSQktMJMNgKbZFY6Yn+f3+TNv",
+	"MP/PK5x5k3mSE7nWyhsAUtTNdlWrY/YuiwQTeV25Lt/6lg/G1995kHv/z9Zbbd294jD17g/9hHvNDcxg",
+	"bT7Id4tazFWmo70vVu9A+C1IfULQkiKAMgtxsl5/KLSg+/PwKt3xkPz+bt1ubgx4H1bQKZxWtKEsM5LN",
+	"IPiteMOd0TYhbnwQkAEtLkxDXqcGB4qfZVbFFKz1KaceWVT//n32jMoTNFybED+vNmOpYmmLI/Mc3WiU",
+	"AYZE1YZckdLeXRWOJHjVa1cVFthvjsDZCOxvWclKNaXs0eBHluOXCm+AoEMW7KyCenGmPEgsocQ7EedI",
+	"pojRFklGqCQEpjtQtrW2TKdBnh5AlC1RXyw9lj6pTJGw8kwtIXQJ3lJXPPtMTM611k111sxKIQA8YVLF",
+	"klqYZpIqQROHJXpHCD3V6itH4jWcBCmWmFgtYhlOSJ+9wIJQOWHYwzBNLePIke7ZukK8JB54XnjJxkBJ",
+	"UQsaB+C68h47y0pI77dWJwUDbV02Sag5WDP4eyGrLGelmgm9c1A7FMQg1qVZ1L95gAB72DT/ZgKPxhK1",
+	"+H5D9Zg4ij3cXUnf57lIhskalJX+MZ6TJsSqzUBzjzzwWIp+EKvO5f1sFtD0q5Zl4LHZ2k5+kZIlioZy",
+	"COS6vmuNjvqFbotnSsIlIlX1nT7jF/7gKU75a/P8zXgGkmGyzikQdYh3Srffwo207rX0qwdtP4Ee/M5c",
+	"DbiSgZvhGbF0BsLZcyrg8UEvqaMFRDeD/dtYW9vde7YXVpJCjI/k6fqb7zBNSw/UToXYwksvoJpFXi+g",
+	"jxcfsxI5704cZ3BFAF//cuw6Mj8sJ7Q32Et6yOZcI1c9E6YrAe0yr+pUq4Cft1T3vHYH2AgKn9VxXbYv",
+	"XnmMngOrw1XVnAXA+cBNyedzwQtDAwE35r2SJTDdZRLLroHFHpuBzThwUJvi+XXKWORiMs3Vvoxl8hxb",
+	"BuzvkZsfM3Qa6VQVM5bkasLzP6ZqxjPZr3KPcquc84koXbnBrGRVkc1mggrLQimGBcLy8Fm/ugIM35Us",
+	"4MZZDUiNhURSBSRe5MD8v/1N303giWP7i/IbKsACT0JB53rEJ1/1DjBtVbcRLLaB15tKcaSrwXczBdgd",
+	"KB5nsruyEvUYYkPF3lIYNoPaPVpROKo3jxWvTPHCUj/P84C/ORNw62elYQOxdz3OqVOGyjp/BWAWxNKs",
+	"NJoC90qWpRsuY9gmL/C4f6kbuTSPaqs/dLn7eTPrsQGh493aIBiU8c3Y8Qg+QSDDuPP3vvqnyss/TjBY",
+	"0zcagpaIgRBe36n6id/cFfNigMO3vXf769mt261qJic8fY6d9qfgNdGA4DSY3d2F3Eai/80Fd1Khd8mI",
+	"lKmrAvMVd8amOo0+DPKeYetGT/zpIufAbKr7oFXSuPPvv/z7H+O4fP+HP5p/xHHf/PN/xZ1rRZpoO72Z",
+	"HiJp5RY6WPgD0sm0zmASVy9s47VYvkjxF1cIwn5hdfEoEEwgke7Ux+upj7QfAv3xME1DnYw3EVabRGhT",
+	"z3y/rR7puuOXpdFjof/U7IcG6RJyLVFukDEykZbBpV43dEwIyTl6qXm+KFmih5FELDkt1GJOFQrg38iA",
+	"pKcgSPumQlhzxIoECd9AkEkqGtEnQV2MhHXbugPNt84uglWzSsxKqs9eUzyhSHeb9teLkHcLkV6J40yA",
+	"0ByyaMbSaMP6AcfBDk6BpWTJW+x1xIxWiIN5pyYZz1+LaqmK85IY0A+ZdUS1OqBqIw58Pvfvk9fn/n3W",
+	"nfB5VvGcPY9sefI6k1kv8jT7DUrKn0R1UUbWU79bWRpmZcHduzYrYH1W1qXBpBcpTNPXSgogxCVt6bp3",
+	"s7n7g9s5Sy3JO1G5fBCm2tWFF3GtfBwjfAsVhuMnE9u29Nq8xnXKi7SJs6jhHinRxj8yW0OFLuhUEyr0",
+	"a2z2XdwZb4PvIf0HPh+y73lxohYFe1cVQlQIAMIIOzwwGowe7gyHO4MhGzwZDwZjbUquAwlh2BE+xocw",
+	"MAkfPC8rJTMEKAUxf/d4EPp3H1OsRI9qSH/imIA80u/x8cmqDk+KYh8j4Bp1UAH3mYcYcB9a4ID7aFHk",
+	"3h/o2Y874/1NMCk9PNgIehh6ZVTltRjEp7z5c0GhmDaM+9A9ZuNquu2R/QC7ACw3OOsERnBNwSeuHXMF",
+	"uQfgE28lIPIMfz96NBiOdvf2Hz6ib05L91wD2lD/ykM41L/ygA7eJHt4h/DTticR/VD7Ncqp8MNK2H32",
+	"KSL1XQ/Dou/29geDKPYsI3e0wsvPTZmxAXDf1W0mH4O3tw8NbdX4CD93jf+dy6xsaf293mhwfwbjGFx6",
+	"HNAIvOoPu49G7OFgwAYDOvxwl8F3hZgIuNPo1e7u91//0HuVkVT0+kUpjklHQHFSLASdWtm20c7nc/vx",
+	"QLcBn6rTQh5PSB6YFVbnc+X/9YFEGv1ZzYJveeX9eV7Ujvx0kee1j7iWoserRVH/aMonXi/manJWHfPU",
+	"eyzN6s3rT7xDi6cxPz5ZnLm/T7g8dz/7ludVNmHfcnmO32bn8Plgb29/tD8a7eM4vPYK/Pfe4NFg9Hg4",
+	"eDKw/xuS8NZLdzwvMnsm3sOeQVXNX0/ajW3byQ+jNm4e++Gbf6q8ZP+m93CbNHZfbCGSoS2aamR0ww49",
+	"Gnof4ZwtVqJoSEza7/XpDwX0NlfiW3vs9Lw9bxMmt3PeQ8UYOvDp/SdQV65kf5NGHao5r7ZWs1t1tr0A",
+	"V+rpS3oGXBR4WzXo+S2CSLWKtwFEujvYu9jqfa0qUxDidwg8Jb/LU60Lh0a9mb+2bPP1Nruo+OnlIkH1",
+	"HtQc7heFglpU9rYcLizhA4aqXyzMMpW4uAVaqGS49iJny7Z9j6F776qU3eQtEmymooLnibwnk1gYyhWo",
+	"GzORQTaSh4BwIQtVmNBHP5YJKc7aCqe6Kyv2RFvoVvwFXw0H+jtP5wy+HT3pxRJGQRov+Tua3JNe2Cys",
+	"YnrAODvhaQAKaZQlBk9GnyW4BuB0GbJcnPLcsvYZPgU93JGp7kKLRiASL9sMgjLh7LITAbX0mhVoWtLV",
+	"wM1AQbzWGA6TKtxPWWk4ijFdlstV6IKvlcBcT3TVNdEh1gwOHTjvWSypVCj8PpMU2+pZbE5QtzZ899Rf",
+	"IczJUeR4Q5xGrU+mWNA8X1EUR1oMjaCKBcZL8gS2uqlTID5WXsHyWBp3PFX7gR2jvwyqsOLBIQfcN+sf",
+	"BDftQUBmzsozKKdDNVSRi0ekOAAMgU3UB8OJFBAdQdwVK/NCpQq3xQ3rVmsnDmARsUZ9GECFwQODgt4R",
+	"zeCxQVZlFZS3RXRfRaG/Moj9mWmDcsFFxvOsRFb/WBquFpe0OqOdWJd564JxjSnd4Oa6oTBcIxPuZyi0",
+	"pi8DE0SsFA2jIbkBIGVmpLnZlRRrOUtqZ7mdc4VwheQ8O1EqF1xeJWvOQ/OYOwUmC+8H+KcN87WpeuCA",
+	"w/vDuROBrOkkA0wlpv6OtbU2ZKMBmmtD+JmXFjFG3TpIiBijCq3bIG25M0ZdGX7d0sM2yxY7GMhZdPqR",
+	"1aLbdDZLJ9IWS2fs7BVYJv1mZ/B1Im3u0Udg7HWijt5krUaMVmNaJshaqOEcOYsWOm7w4eOGR8wkr4yN",
+	"p8vLXhkbr5bbVmTuuEyS8dAHPo+HIwf+HQ+HDhk63t9agX3qn7/bDqc+MxpA3evpVAP0tYa0q233/4XO",
+	"XJqYsb5RoUwxtpxJ72VPgjzsFRA/lL1r+XRDx/RGM+lb96jWmo30COemLloIPeLBfpSEe7HtDmmdpCfe",
+	"JNl2x36LbUeyTSI2bS/PRL/qLMLR/FQLELv5eGE+vTUfuNeBS9u7Nxozbtyfd5HjW4ocb2laXjEcDDfF",
+	"tsYkUtjeBKoQFeOrowqxJ78xUCEFqW8BVEj2dp8lsG5W0z3PMPSN09W1KkLEUJ2KkAC0jNj//Md/aaMY",
+	"K/6j6k40Yus0aGxzOzQb9O/rRbM5buabw7Jtp7eOLsK0raeN3twh83pc3zUq4fAy3kRvDW9bFXuLfW0g",
+	"22gybF7TVaBrJtxzaejaH97/X78Mdp50e6y/8/4+0NV4f9+h174Ueg0W9E4FuVUVxF78XxS65lyV2yks",
+	"nm+0VWdxYdqbzYTQF+YOuI+PbTHg5Ag8qFiWFvxVPt9Yd8Yz2Qvo9kHLKcSHTC2sszaWTM83eMHn7ESA",
+	"/KImPNJu343eZ8l3PC9Fwnia0pt5yaaLQnddN+iXfoGqhqb+PyTCtbmOicA7I22HaqV4fXRNagUOEhKJ",
+	"khSLDtNkGBdja/Pe4gGUjtmB2Elv9SBOaU+GeLiGDxEqhzNKDdAjqJaq3Se+g27UsI8JIkRczVg9jiST",
+	"MjGHoY1KDtUr/V6jSur16NmXGLp5v+C8FnFBdZ6WfYGbIleliS3MeHEe6fcYnzMmJEKIgHq+Tq1z77pn",
+	"RGoySLQhjxkhKFwtxx/4ezNpXOIbdMAfbcNfWBG8tLfOigkHWbyW/y7ywSD6JisWIK23uxPr83jbythP",
+	"pXjmrhF3M3hjAOghhev0YJhUBYPTekUlLQTLGO8YOtw8dZjrsydS/L5kv3ioGnh73Hl/VaVs0HDz3JIm",
+	"9TdRqLo29bWCEdom6UZ1uRbh09DnCIw+SO4Uu+sqdqGCtK2nCZZjx+2Ba2h0mNy+Xo17SpXkIKCINUfK",
+	"0taTa809SLI0Qe0J9ITS5vf34SsM7VsuWi1MoBMcYp4gfjBREuVon6FrJTJsBVEjdA3aia+tFMLjAIBc",
+	"Si9vkJTDQzMSuD/xvd1EqkokEUsoSJOgWwZi0JDCCaPKSd5BQqUWCvnqgDnNYpKj66nS7fGZSBiFzE8E",
+	"lozu9SkXA9M86oyxZBZDkMO8WLdr3g1Fu7om2ZSqUIP+kRZqPtefmWIwwKqg5ESY/rFCzNQHPUd5rrUe",
+	"xqiLJNpTUWQf9PIWasYSF83Tc2LDeAQx8QBzCShQVMiPxg/dnVPSiAuqFGIqCiH1ZHrgkBoaBDQnl6eC",
+	"7zOgYj/7heAVpXm35+/rYW0AYg43ujb+yjxdmnzcoEaftyVwM8GIBPEq40QSWsDgXrDDFq6CGTEEK6mt",
+	"Pk7VVoCZNpjMCJ5yU9Pde9Kz+rk3RXuPe9bxSrezq41kXxlGzWhQbhi6Uf1XDbtx4CwArwp+HVkT0oYQ",
+	"1Y7VtOuQBBREdfMWjCBCLETEGLJiZ+CLrZgC/mqFajZ0qYERojUzQ4oYnwJ/P9iatnWPXgWREbrJS+X7",
+	"ZGWYsLPD3qJ4obkX/1hwSwdgIFSShBVnFGdi3WSY9PDoU4kBB7Ji7I2ddWdRpP5GpYabWK6oxczTLc4A",
+	"OYjqJ5ZHyEpWCtoJ3NlDamltIkCnBS8H4hYWFBatGzfJEJ3atM5p1GLTRFcxan6aE/PSl/Rpw2TU/cZa",
+	"nfLrfaMpiEUIrKLo/MXArTXuvAUBabh5OmFEf9eoBJ0P2Tw6AbMJqZlARIU9+BFEPclDFCHWGqWK8fAr",
+	"U9G1CAKdv3pABZ9ekgKpPokYfWSpYz5dFl6Aa/jF4AWEKYNTZ9PD8IZXU+ajFi+LMrBrtxFnMBzUgAb4",
+	"s2tgDQZXi1D/1i0h6LmWlkfqacuRhCpPWcqWvCTl7/J00IVw4Uyjwo4YpZMhA811ur/I8yPxsWbnAxE0",
+	"hiVR3MJOdWpFoJ7oh69o81MeAvuLb+zr9sDmudbASOpvSeN0u1RMd+brTXAy4QHz7MDbNl59Riaw/7YH",
+	"4NcgCQ5Ybwjw9LU4JzOzJVABaeQWXYHmh8KScaZeJCbFr0HS9xsObBAisdyAzbg4zBG1Mgia4Id+41QL",
+	"DixKb8w8CSZlJsoeGJ9lKWYnuTH4tIUXkfcfdG2w8LDcj1bwnI16smL6hbmwPEh65NVZIQRR+TAHXthh",
+	"iYF7gi6YK3UuUraYt0DNzQ1rflB692QXxr436hm/Ok9TS8YIyqUUy4MWhAY7FVVJBXECJCF2zjO5HFSl",
+	"5f7f22VdczVjhYbAD9GLmMh9iwhbN2kZXVd6s0dBCx9VV0Ad+LW0TmMbDwIr1nBEATtUnQayXMsB1fNJ",
+	"oFjL9Jt8ETSKcU5VdREnVleCDYZbIWqhxOr1bUaKV4G0biMEjBdjlrx+/vPxi2eJhxgPYTfgoEyOnr98",
+	"/vb7N6+fv0tMzTZ0GdOJZskvv+oH4a8IqmUWn96Tjf781eGLl/hDZn9HUiGW9EvAIn96n0Rmc2LN3lJo",
+	"SxisIVNtbqnA1kHvAs2eFKxL15A2/2PJi4KveqCF6CbabRsY6VcQpvkcoPEmduYaMPLtTQ9vim/b9Ggl",
+	"o3DDNvL7inpbkOZpdNFV7Qu9Md1rroVgfkcPXM2K2tu9IbPpInF8rWFuhhc76g0vs0j/aaqi3R4BBwpF",
+	"l7frxF8tC39Yz6z3jl0ttR4PKaX4okhsySbeIkP4UzB33/JCbJg/tahaFLDPNnmj+uRRdrYdv/77+qnN",
+	"BhX2ZSFadR34DqZ1vaRk7+4Q6zDjgQa6ObpHWVrvt89JbnbAmkVQYmcdwdjTWuysGcDLRLmBjb0+rqyM",
+	"rQvIM6zCVEVLLm48R7XXAQaoB55jfbvB7R/LLrDDu+rmvWZi9Jb8XQYPhjbQuRDzssVKMIU0Patpg0EE",
+	"RgglwZYASG/Lm03+t+7bMXUrjsECyypw1s9znkk2OeMFn2i9DYMOpCaazpqKkS4MoK0pfioS1jV18w0G",
+	"ZIgg9SQs4J+w7lBvv9Fg4B7VNsjkTCkMJegX60cPWKIFqUMjAcwXKm/xaoJhnNqUaY1YVTynkJcWyAls",
+	"CsaSicjyrm6QPWBhn3pJHwKwpxBPRkZZIYGcy+jJDNRkGO/PPvcdRnEwatCWTsCrRmCmENWikBBw0Ze0",
+	"GS122UQ3capa508vVnYqIbTStbC8ssryXLf1gecZeLd643D+soJmMLIz84150Td64VTBBhH8n4X84a7y",
+	"+o/YPin614tHrTMxXmphcQGD3Fs9WWYkZtMZM26ImKq1ZWL1Xd2a7zqMOjP+kUjjsJHL1iSmWnXAUIj1",
+	"2EyvRut7FK5ue9/2B17nRpfvmF901IqTpoQIuPg66p8qv7VSyYd53ji70EHYKKGwJuCGX+CQcKjSnIO1",
+	"qc5+nZPfDF0g9dplS/s6K0gfNy708U0uvEZXJG0Y7bIrV+8cble9844oyRElDfebREk1y+gy1EhXsqK+",
+	"JCeTfeVjpGbEr6ChPJPnIs1kg57xrKrm5fjBg+Vy2TcP9Sdq9iCTD+DtOwoX9dN7qsP6RayiqCPbMpNA",
+	"N6Ey31c4bFtakL+YArT1yCI424PqvSOHZQBVEvU4luhJTA7YLmU7GfXpCn0emT7vbi0gdlv236hNQHzH",
+	"T4rsnM+aEoKzF/k/RZuAsJ9vKR94i3wwhIC+hLhB4bDLhnvj0YUsauuIzqI7WXsna7+MrG0WcXbCJ1Ro",
+	"GT9RH4SeuCsQGodNxZ2xMQE9zIPRr38DRZjv+POMqwrMvE21mzdlDvreqavw54U9sH6qEs7Sg1JUWxcS",
+	"/NHHYePvGZ04TwcPnAI+cUEsEfpRcw+xbuh0sCBpzNXL854J4NfT/hshfQh8S9FwoJWCss9cbcKgl1Cd",
+	"MJZYntCha3s2xg8F5zGeCUUJ0W8+bkyCNtRSXnFL/4ZHGovNl6KqMnla1uC8fZbQ7ykMCxoLhF14yRIj",
+	"oRKmilgmlcjFacFnCevmaimKHW3Vpj0PNE8Zcmqa5a7AjyoAtpuLA8bZnGcFO80+AD/ZMpsA2siC1fvM",
+	"1tnjBjBaX129kLGsreSY+QhU1sitM3NkSQy7vGSZjGXyp+cQcncOVEgiXec0wbe+E182NBuOHd7uIJub",
+	"rhguJd85EcWpttvx552xva0oJBuyKVw2rGpn6FYjqxtxinXn2GaK/AZAMTieoxuBKKIAFlUdlWi35u3F",
+	"vqyasn8jSordQVpFuckLnc6lOap3garr3f6BiGjRAd6Jat1VyptHpqER3Fi1xfZ+PrAFcB+cz7MHs9Xa",
+	"qNZ3i3ya5VCMzkBx3OV7r2Q/vH3B5jmXlhBoLopMpSyB2t3TQs2Sfh//qFQyZidK3y4pX+kfTPJFKtKI",
+	"wZ/UvGkYUib+qaQ4YPbnJsiCnAcq5asolt6bDMAPHQYpB2ZU++t7JZspWZ35DZ6IqSqE31s8GLGkcagp",
+	"mylw0XLJdh8+hL5GJpwCh8dLcKJqNmZSQspWSJrB5I8Jz4VMeYEdQtgjT2eZxJQ1LK9TzHZKUXwQBTuf",
+	"Z1rD8CkWMCCFJW3ErCS0lP43fMjJL87xDfkK+hNLqqhCuQozURXZhGUVmwleLgpBxLB8Ui14jnuVnsFy",
+	"wMQh4zL49ZhiCZGggF7Vca+aAKfu9JiihRa3egw4Q6isqNtPeuNaADOi3DkIykSWkTfYaweY9sXL8/I4",
+	"VVIEzWFtYtNVo7DwssxOpdC6TwSEAiJlKTAa+w3HksHSQNQV8hFNLk8P3wkFmY+pU95rMdgF1cfLhVbn",
+	"Ej4zHYLftA8kYDUoFzOXVoY/L/Gtmfygsokoj7OyXLS8l75vebWpGG2P8mqOCZA0BaCzYeMsbenfVp2b",
+	"qJkI3wufgRsxrFMdMfFxolVTAPRCbs6JqJbCxetIjb6HPNz4c1OaOmrroikn5W16jFNOeD5Z5PADEhJ0",
+	"wDMJuC5V4OIqOOBjPE54OqEv9HSlFpMzUZrjYD2RIMG8VuFgSgheg32h+4Fn77//k4L2+iexfOB+TosC",
+	"L3VTTWex5fz5HG+6AYhj6h+jMaYWwCoFM6DFgmk+OM+ZNOQGffYc9b8x2x3WaRAzvU10UxIn/M2kUick",
+	"zXYhd+e1XlTwZ/BzNNLgzWrKho/s45Viw337aCx3h3o6hvsPdofsD7oh+mvAvmG7gz47xK7fK/USnYKx",
+	"owUvzsgDGpvUcz7BpCvd40yeOhLl4WBwAPmimUqPTSPH9ANrv/APogDvMmQ9mqppCKKFGT2GDxJYVhAT",
+	"ekLnerQ4m97UkMQ1021Ojo9vjSV9CS4C8CpFIK/pBOJ3vAL664XZh3ocOUecN9S/xa08gQPdxU1qZgmA",
+	"e8hwrfUM2Hm9PqPBVOoY6q6b4W++LmNZKfcpJbIGDbVMrCtyS1OLlnZkpziWtjIdIAugwXt0Uro+ztd9",
+	"bdh49DO9PnuLL9PaOqK3vVlBxptJNuO54373TgSA++Wqba3gn5aVI/k17pzx8vh8nsXEJP0pwaxgA8YW",
+	"eSkOQnQmqQZthq7VvH6YZ69WlzZzf5hnz3glvivUrLNFOJceP1I3VPvtGVEaXMSvS+8FvRre/y0oWrbr",
+	"gZ1Ge8soY1YXu4KblZqKO2OGzvTBzu5QLwu1TU/o1uMOc/72ayJarxCuO59nDTpEvTPxSlkqlEGRd0DP",
+	"eD7VW9XIz1vFc7o9D9YGFD7TKhFUp/PmMIhaYCjBLoH7ariPxbnWCOK4M34y6EN1q82CZd2D1+yWJ+Mp",
+	"8GBjQK/1RQg1qShshIoyfAfXDcaHcgh47GPX8IKKO+M9rIdXH8JjPQSIebkQH6hNjTegDuW/4uFgMKi9",
+	"5eFD81HLu4bwncEPS/U257Ie47X2ymfaUShFMfqyVK/05Dcw78b8gutiqVBQlweoSwp74UKumKd+fF1n",
+	"YrAzfHSNM/Fwf8sz0frgV3ImduvbdfR5TsXuYMOp2HeH4sYcbD+8fbEhYPY7c3+h8hK6vLQUafqIPO+W",
+	"VX0ugcd2L6r5rCrBZ2u9Vror04bnqqz4lNRN9JFYPw3lerYp7lhgGfgxs4KlQptDZL0CYPNEa+mVYjk/",
+	"PdXaYBf5SOaecnqyIm8M4vxSDHoZmzLyKRUxBqU/yLOZ/g/CAwnkjcGUuu8uiUI71JoXoafOOtRgtAjz",
+	"XZSiOGClsmyYaM+UxvqEIBdZzhnigNHZF9jQBAJ/p6d3bIzW7AO6XOohMVK90d11sO5pU5qLeTNOq3Qm",
+	"OC0LrRrancszRataCG3NsyI7PatY1z1gLICw1bEl4JqVIv+AtJ4Qy3TPIDKanuOV9+t7Je6qA/BW+J1V",
+	"i6rMUqqoUU7UHMPpaop8ou65Wu0m8CyWS0GJpLx00REvzNmLjI/J7sfEJUj2DUdrUSZjljTNM/DseQ6x",
+	"rNhgJHeNM4ZMOWtl2qUiVRXpa8gG92HMvT47dJxBLYsAK1ebcOBHqI8yIZKoPvnf3OjHRDprP2GekS1S",
+	"3F0H6yaj1p02vwAeStcWjReHJbLTM0PRpO1e4EE945UwHgUH+PemrM9+gj3v3DVeHwAbj2mucMB+1Pu5",
+	"HDtfJngPpBDkisX9TgcTengPBBweh6g2PfBrqrTl/9CbQP/nrDvNuQtv6+ajYIBZwQqVQ468MbVPVHWG",
+	"jRu/FZUba680prf2btxJWPf7o6O3bATb5mfMBsxXmF5AXbU4apgClxdsZCdHyifM4jzNCHDACsFLJWPZ",
+	"TaRqmS5vuEnEGs/4W8t7kmonxLK+fSEIHwWb9Bg7RidVVS5/AjwdQQOQ6gFtJOAIC8akf6/OyUFiNqb+",
+	"dF6IdZnPvuPhSF+en8/10MDMvzGch3glG7i8m4CDtu1qS9X5Uxcg/Uft2PlgYq8Bn/9iLhS3hfTMtXDv",
+	"bD7HuFVv1Ta6EfcAHEMHnIQ/6czA8xcdW4Iy2pGT4RIsv7ZAfMDoO56L0lSur9sJj/bBTghb9XukzuMO",
+	"WrJTVZxkaSrq1jVRB0O/Wx1au55DywzQKlhubCB7ccBazHn9+fy+KyXFM/v+mi/Pn+tvRr+dPac3CnEZ",
+	"aoPS3yIAGmYODdy2n9xnF++qJ9bSdS985L/wJS9K9jrLS31d3cQbHw7MPm6cKXXecmroAK7Z9BffXIRA",
+	"o6NhTDW3S751qsHdDtlyh+z7LzyUkrNvASbU8rrG8nmV7NcJua95O342Ib6Q51It5Trhdthu4Ak24XkO",
+	"RjYYeuAF2sBjuLc5hFEbqP/OJzcElYNp31aVIFvit6ZEfPbjenPidRvDA7fsTXovQccu/6V8mGAHrfVi",
+	"onHS1Lau6c+0L/U8ebPVg5SvNnBLABSjrEWqISrfxNexGrwO/BQpX7FiIWUmT8FxGctZlkqzz+y/Tanr",
+	"dtdhn17ZBOIhg6eF41UKwHj49DrAHWHt2BZQu1g2sXbsufU3CUBoCQCgJ5D2l0QNrFpIuLGQgMQgCBMa",
+	"17n4IHKDcMikWNtIE/DWXwNtqwPa2pFfFmamv7QgswhTF5jBvx3ojkuiy5AC2ffB81Kj5u47RFwyZhxA",
+	"cEg/LaTzGTgQXOH/XWCmAvq1wPPsjR+qNNm8C5yqrAyAm12cup4lXnBz1vJW9HHii/vsELoKFfx5musx",
+	"0q8IoJnJrDzDbeM+LSteVNYXQiARZKTXj/dZog9fushFeox74wF08dh+nBicII7XvnzK87xswegBVFAV",
+	"enn0iVBShA0DCtG06cMLl1l11rbwyE0RQgwb/jXTrT5L1AdRpIvaW+lD+2KzeYAnT6plrz48B4sgaeeo",
+	"FUxowuJ4ikUuDBl5LQoxWz3ArQa1p8Df7bYcFqECqWSnG2Mq2FuslHCyOq5Wc911YP6SldaJRGFrfEJr",
+	"Hp//7n4PYx7ca1UVOFb9MCwTzbT92b0S8VcHRkZ4Jx2PKY7XtgjDinCFE1sKwC0xikqY7CZ6lGYDh6NP",
+	"Pk+BmdNglNXCkvngKThRH0S/BVe6ETPaLjnMCBEDGnQcPzFrvpiVDSBnvxVlug4+2oYd9VZqb4+2HW5F",
+	"bAEgPnC0wwmrbXhUFg9cdCvoLsyZ32OAhybjOsrU7Pr2VxoE6ploolBNaZBNKNS+g7wS+Fb/cYyA3LEF",
+	"y0K9BhMCMO1aXKySojyg9aHWxiHOluiE1l4/EH9KxMe5kKXpCv0V9EUtqlNlXonTNlXFqaoqIY/t3ZVc",
+	"AMP2MsYKlcNJga3Q5Wya81NviK4+hl+Mw8RgPwgmFVtIFNR04KB5LlfAKdqQWLDqFegNUG7C8BuFihEA",
+	"6q1Og09aHaTXvEdNd2uV8Nrv1dnq+Hye0YRaGsY1sVlbCBCkqA9Sxq2LhEd6X4cE+PdKdsJLwbAE4GS1",
+	"0aP/avWMry7iGvrOR3n6c2WYq1CP26wA9kJiHWN7jQZrWGuogkSLw52+uZBe5yXf3GvUJHsHNt64+3Af",
+	"FWBv2ZMrdPu4Upfq+WcNDqwDV14IrLwJTOVwZ/ikgan04JSjwed3Sbch2w7ZUojzyAuvfhag28VejOHD",
+	"tV6M0ch5MbCJpj/uSM14yd6KquCL8pyX+Iua5YE/Bi0g1p2OO1rW6X/qh0FpwUdqynHcGe/qvlmlNu6M",
+	"h/RrpzHTU1YVoocCvdR7rdFN6SNS98hJQ/+MO095nsPE1DvidaHtxZ/efwJviqc0NUdv9aHabNih4Te6",
+	"pZrqc622QFughSQ0Gzzn6wn+T4OH6AYP/3K/0e233N5hf72JG0KHVoRhbIFkohMU9++RUi+VPF2Hy2yz",
+	"1a8nWzzhPhqM9ncGw53BsN+Hg6H/PQLLbvfhI3iXL+8fYqknLJh5vRRiM9J6GnHKV19YZowG62XGoFVm",
+	"rAsYXCgsdmtbZqOwGI7q0uJRm7TYqx3a3RZpMWpKi+ElpMVjJy3210uLEUQ6bCuvhICMIb+hPdfQyJuK",
+	"S4udUU1U7A0NJLXeJH4/2kew9kUiaFhrl363Tbtt4mg4Ggz6+y1CadgQSu5RJ5p2zcvr8mm0lXzac90e",
+	"rZdPWychbHFM1gOu97dNQng4wlm4CcC16dZNAa4H/d1dHwi9BgJ9DbT1XgNs7fbFphSEGw1YkHz+1wlX",
+	"POOrZ8bgq8UsnvGVmY+bR2A33tvi+lsbuDgit6oomsw9WegMNl7gyJrM2uqjeENopMYyk+vIAswPi4Us",
+	"EaHdGueAcEXPeZxjeW2Xs/E3UyQAepqMCWkNHsxW97KSNhri+ZVrFVGsR8XzA2PWp2RZWvYOjJMyK9mZ",
+	"WrIZl2YrzJC5CGGkO9Z37LuJyTm9lXfY9FXrXrpPhdDHPF8Zhy4lq3Upf9UNVn9MEHjd4Fl2eqY3Qdpz",
+	"7lhy7+RLk02NDL+G6bk8U0uZuPHpcSEid2y1QesaB/w88pPrTUjltMZYH9YxF/GZJUDa4Gy21WMTlmSS",
+	"AaFTLFVhZr2LMGXrE8bU15JxdqJULrjULfg7B5/3NhgtdyybcP1u+KBXsw43lbVu8QkobOtxJSaI8q25",
+	"tjAhATkKLNi6tVX9yAXeJzjlF/mfjuhgfuX+pu/t6aH9TAwSCrZaxIDxfYgk2LZju4P27gSbsZ0Qe3cQ",
+	"snV/TRBU42U64elLGEFgFwWDY3qzqCkroDjk5Q3BoLEN9IjDwRdwLkGn6hVrjqAkW7BLIhYM45vhrdqM",
+	"pHM2dF+8IhsWg+dIMQad465CtlprFT3fQc7OkL0UW3BNkVLu5FqtN2zwZDywnLCeEHMQmEsTvZLAci1Y",
+	"NtV3ghgz1HRKZKyFKBd5Zb6tgPXT2Z1NoxcumHVztPfkySBaYzl6k0TXgz9P4FxZP1HDxwyoXtsnKnzu",
+	"offcVnzDr1VRnS31zfby5dPaDO7ib+wMvsXkAVcVjlc8V6cLUZ9MmEjCdhr1L/SXwB2CDE0Q0qUp/wrP",
+	"w2DNeRhGbb6Gay30aMCGgy0WGp/bXbvQ1zgkeiCMn2hhvfaobDwmw7tjcvljcmNGr7ll/kVMXtIs15m9",
+	"R/pg3yt9OAlpazduBLf25IHeIw9OlUrL7SrmQtEK4g0HfEsGBkcCTRxnaZk4zCfPnXZeMwYBXH8AqLgs",
+	"BUBbIeaCV6wbvABgfwAHIaic/aYCGjltzlIJ2zSzfU16USy1bI7YPxZcVlm1wnC63eb3bLayfaIXsXmR",
+	"TZBZ7i+HR6zglUDrW/8UxhdL2wIlLEvF9Iu1YXLAJqrQBhdZrNNKFEu9RFRSGiu3evON3LXavtPn4kSl",
+	"kFlIVMMytdVUgM8OZrNczAw/j08HhhaieWgT07At1eWRDcOPXjtUdtLrsxcAX2BZCsR4xAdEOc4+E5eL",
+	"9NuJYV1CoEeMS0xxtE9FQBKspyMt+FL2gmqwpjDgmLnOSQ7gEvQ/AI9UltYLwyZD8mKkALdIBglTRrJY",
+	"2E0lPgIwlBI2W41BwfM/6YW5ocKqF6cXwtueCZ6/SLd+/EVa3hAPkm1uCyvKvTqCq27LUu1XsFX+JgqF",
+	"wfCt2Xv1wl2YpAC7fPdGmHoHfp4FzMyFo/vJf/iugv1voIL9YZp6Mg0ENlKg0m6zN7Hg+Y3Vrvcuh411",
+	"Go/MheRVQieJvPHWhfJ0S1EILI5uYSWxnPPTTJ722VvbHi9c0XmvqKJueewXla+fRKJ+KGO56Y45oJm0",
+	"Tjo3EEx2t6T7eiKIEtM8c69kCWBAtfQHxrzuP2TF/vs/6Qb/7/9k3eFgwP7n//5/7O3cYw/YcDCI2KiX",
+	"HLDkA3fUiX85PIol3PY+EaPJPbBoS930gVN04Oeey9FpJkCvkaUIXgaqJ6tF2B3VZ39GvQOQiaaTZaB8",
+	"4Bosi6yqhPTWIJZldiqzaTbhsrIUgUgx0E1GgyRiybC/D/8Z9fcTo9lg6wDUg8aIdjEZjvb7g0E7p729",
+	"FLcpBaivsppPcTBcl84OG7RTp33/DdWFg+3ZTK5r29O3SN3+/jouwbKFbd4WTb9GVbrRdnTzu1iIJzBT",
+	"9QfmiMEn8ITT7dEFcMazgj0vThWZxym5Br7fwSD1PzB6j9HcbIJxf2IYM4cNTOko7nzg9lnCGoxMEN0r",
+	"c+TqO+3uD0YX9Nokx9W6/UzkmdZkw057HR56/d170n/yJOyu663rrHnMdpWYQ9V0qo88UfCH+tRmzU3w",
+	"/BbqTNuzcFeRZ6MmEsjbUCX5U/PG36iOXLoYT/PlTXN1vXvg6RmXp6K0XFRszstSpBS1tNhnc00moJ4s",
+	"z7LJmTFZcyVPfe8BENIYRYb0hTUW7YEri2Ntygl1yNJQg2ICFq2nmoR6FHuNlah5zl556kqfHVYsF7ys",
+	"wKxGBpsTUWapKGEkmKDiYpGQ3oAXW599rzWuAeakIdg+z84FWNhoIINzIu4MDKU1MWbhBMYdy4YG/aKS",
+	"N2SXlxwdMHZb9MYsMTJjzAaJrVfErZrR1z313CVU61hVIgGGIz6hTI08BcO57LNnRssAzQFwk7bYEpdU",
+	"mSOWWmExFMbA9cqXfIXqzz9FoVgXFTTD+ez5ZyrFdqlJpw/hrGp9qFJs1NNKI8XUKqVYzgtT4Iuhy1Kv",
+	"ermY+d+axR7EnST0pFjXRsOVUisNZPcGVCqAZbR5G7jHyBkE4ApQTAuhj9eioprQsXSHgJIsQk3/AuXr",
+	"pzmFfr9cPSGjsJFOZ1YI7tAOfK4vc32Pdcajva2vjWfhEG+1INAVQfltfojXCr1RdmtkRu8XPKctuVZc",
+	"YbEtcaHLoiaZ9ARb4bR7czWHSFweKRTgLXQKWUoZ5EZn3xwZpz0GHs0xopT8GDiK0V0oWSAgNeta3VeL",
+	"6s30R9Pzjev6xj36KeqgHE2btVrdea8d81sN/X0ejXjvahrxo0GLRnyTUSGc4NTO/V1tpxvSI41Dp6ZL",
+	"4lkHZaYmZi7QKi+lRwYvxztvqyCT5xuCS7Xu6+om0HzS03IX4hwFlyWf6G/HjOjKIGgAog1ueioehtDE",
+	"M3B2HdWLsicu0JpcFEeJJQRSrCcsMrmloUtM/5o8Yiyo8Oi9Ngy+xDKxFXhBB4k7lJ9sLsS4Y5xScKVN",
+	"OUWtPKWTaanbR6SgaYcDQDSHRNcgv3ngwIHwLE1/WfHT8MGhfpAIaRJDrhvml7KuVmvhX2GMCDF9ttpm",
+	"o4SYXwsmrJ15UIcZotoW1L1CTGLf+QUrP2bGDZuX7A4wVqRmWVWJtHdAGp1u0KpsYdBPzyI/RcZLKG21",
+	"UwqtZBlt8ZDRbsTIGHrfnZewe1HkDDe39Qz2MLQZyyVU46igq6g5+jo7zGYq9H9Bnut//EMaWCa4N5te",
+	"x4NYmlI6xkfl9RR5WDmTSu6g77VpJfikKfi+YRRL6gIbRPTqQd8ZISHTyqDPWh25sbyKJ/eGDRPPQ9ow",
+	"UTJRBkZKLJte27VWiq3SCnZA5LmL75Vki1iqm8BiaTFHpFjCzr5XYjC01Wy4oRjmdSwGioz9YrVErYt0",
+	"fNNhEPl6DN5KpMV0IqvzoMqDWgsoLcbKGGAtUiOxCVfkg2os3Ha0M9zvRB4sxwPiQuUUcku/Aa+Z1kay",
+	"QutnVih2xk+GcH9iKhL6n+Hzx8PIcHR1xvuXMnxwkW7V5jnhqWl/izCv7QrgZd9VjWrih8zOSFgtyL8x",
+	"Qgl3oblgWxwzSWYVlS6SzL97WNe9o+xdy2agTfN6W5/o09rz4HFHtMKFv30tli/SztVzwp/5JyRcC3QI",
+	"BuLcHBoQSeZD/5BdtBrQZn/Y934zdlpFLdRVf+sXMuRqkfh1UwS5IXaCaOeSIuWuSB+SgrfHlnM26Ju2",
+	"x3Sn7/o2euNNX0OJ/OAuubO5rmdz0UlvwAiua065dtGEuhlHPAIFmk74C+ydTUF9rzR9n92/f6jVIFFk",
+	"E/KXY1URrQOGfu5YYgfv34eS66FdU/IVuLS1mhgFBlpoT0TO1olCCwoUYmu0eJ2A6gSIsQOiKw62woRL",
+	"tC5YKSDfDvVDjmoaXHqgSJI2O/AHM9AaX88UyA3NG9eu1u+1uUOM8Uu+0jaf6SpvBhrMTZuLqWECSgs1",
+	"n2O1Bi3VdB8RLmBtROl4BoN1oToD5uKeTMS8MpJdrvCNqHZiQACmDw2gemyAmJGI9U0A/ABKW7BJLnhB",
+	"VX4PnP0EcIjAgGKHpDSgAwhjJPRvbfJ46wiGJT4807q7ynO11H2OEWbYawFKAhNXUDkVVH7rU+izZ1bD",
+	"wNFEjqBc99ZfQpzgyZmYWLKwANWJKkFyACQ14cOVOhXglMA6C5UrZo6nzWlSeBTIsNTiudUnwUO/xcUw",
+	"z1iudzkE28NM4b2yvoG9QtC0AUIzHc7QQuai1GsY2PokcvRwFKZlkkgiD0/kJJLeJLDPXfZe2A+9Zci1",
+	"ziuDJre8blGDOk3p6cjyWBZiivVb6STqRwDSRSjVYH4Cks5DOHLBvjTyBNcScbfg2md6kkShF8m4gGjC",
+	"vAWC5X3LEUHlcYyRGs3zQvB0hRV4S5BL4DDGzOC/q4XWDlmhlpiKargtpYolxTzXYmTJ6X1NmOxXEI9y",
+	"oSgtpjrjzs88g/ifJSvLTqVIkeCNT6qaMTe6lKH2GYJTv1d7a3A1fJKBAeeZPBfpj7jDa3PTdm6nfuiN",
+	"VxRfNyfEiIAL58jJ3LETTfo4bi1v9Kroa6YhIbNqjQC63gx/9XjpbcKMWF5M/zvQHEtPa7tk9JGvh21g",
+	"yC1wmnf5lior3V/XPBVeBHILMP0davzrR41TWM1ZWreMFzfiejNc/P795x8rIctMyf79++w5ZNM4UR/e",
+	"H2OEsUBwAYFJc16deYnuahpLArHY1/+qH8ei4iFfMdWER5pvltwHdZCmhxS4c4Ek2qgD9bCWZAK0D5GJ",
+	"ZuhviMncVaHDMmkQWSH9ySdicDQUNLA+DbxQuQDqb8rTyvMIONfXDEmrYiUGE2PpxhUWoNRK6T8W2eSc",
+	"GBZOVlARDtVpPZTS8RWL4gN2y9SnBKaNTFJz1NuDQC+k3wYsvq3KmekfwbW/BGKmCSs+8nZERpwvxLFS",
+	"LRWDXNzedfDGw70LAceEiHjiE8o9DWyo1ZyqY+CkW541+iUgI9p/iq+u/3oXkLc35qrzJvB3SQ1ldu5T",
+	"9I/W82TDGYj8lBS9QHic4KT5wtb9AtISSAga+Wv+viRKtq2nDcGxMXcnlFoBszQJ3tbyt7bAKmTzWLEK",
+	"GSGqqCjJh+SKdDV7gcXHiSfWTfSxSdg3NYFKHpBYJnDA9APwL/2PIagNgwj+zxTAxSix7XzPd6fAqozZ",
+	"k5qnQp+yiA0HwcexNEcoYqPaLya8Eqe06Lv7wHBUGoqjknVtkNu6DHsHbG9A+GF63d7Qs5f036MQRl3z",
+	"80Rsb9ceau97KHdMD+w5Jnjzkn33kRvO3kM25ytT+3emP3lkKsCDj4koB00B2r3HjJ+iZbFXm4nTQi3m",
+	"ID2hDgZdI5MzlU2ABszAiTH3uYZ8fW7vqnoxY0y+5indP3Y1N94vfxIXZwMFWyHIC3pCSUFas3DBV5D6",
+	"mxKChFzMOuNfnkTDQTR6Eu3uR3uDaG8Y7Y2ivd1oby/a24/2HkZ7j6K9x9Hek/dfQ5bQla5Qimg9hWuw",
+	"lmAUzCqBTpVAq0R8xGt/s4VU0+fsDUdugEfGyQCkJ7RXkJjWSKxfnugTPHqiD+TeQB+vvZE+M3t7+hTs",
+	"PdR7fO8x23vy/loRQXxbOAPNO/t2E5VePNN3/zCKO68PXz3Hux9oLCklCL/f879/t9B7QhSUe3NjGoBx",
+	"UN/lz2yhRrTkz/zFXrd6Z9uDtEZfuGoOTaMDD8ytcEs0G+bOScy/mom/VIUZ7ZwGDwXFLVCM6JsdbNQx",
+	"MXKU5vBHpE0AsUYsTeZGnTajiTqLfJYMNOKA7KLBdBGRN53GgdCoZoqGl6SMFraZARdiM3BiVcSSYJmO",
+	"JMM8fmmiDPPDBllGLJEtg12WLOMiAoxYflYGDBrgl2DBoFffMWFciwmDZvFi767Zyo/vGDHufJvXZcRw",
+	"u85epCY+cmOezvAOvTI7xhaXZYMlAxmLIKEfWDKc88F4Ml1prA0pfqwbvBQIoBFPAdhuyhztbcPBQc2E",
+	"PBy6wbogaEs9aL3GDvx71LGCXEDKsfkGaaeMuPnb4LPwOtTm5l+X22G4HbfDY8pkcztef/iZ+R3ak9n2",
+	"25LZLsuSQOO6Y0r4cjdUXdRsw5Zw8VV1eYuvtSPuxrrI3qtF50wCnBE4tlDhmjw1A9+sB77QvKnbMNuA",
+	"wBr3W2iWoQ+5PFPLsp5gFvpEazU09RUDlKrSldvk0lTcZDMgdAxe5H3bNTURLPOlCchnFdR0xSIz2u6x",
+	"JQ70XVpLpeN1F23Qx339A3MRx9KB7cB57OWn1dF3vGoYkFhbOMx4qwMKMYjpYc0M36Gd+hC5aUBnUXvq",
+	"XRSWtK5BzmqpcXYaNqXHHTT0KG60opDUss3DQZwYqcLkOsJ3Vj0qwH0sPs6zQsD+FZKRg6Ilt299EpTz",
+	"E2Rpn/0b4uLGbKbSRS7YXsQEcktYlWej1fsVpEy1JzPViwbUqBhQ8eyMOy9e/2WHHnzcaU9WejTcHvcW",
+	"TMttY9+OwFEf6lzU6zrwLRAxl8S+UZObkW97rBvGdn5zyUY3mx/iH7O7HJFbyxHZpJrcWPDazyUxQnuj",
+	"MU1goW21ES3zH5jaRwEVpb0mY9niaI30VhNlZUrvnKwARU/FdrK050qgGqrKgJFJTVFJqZYqRPS1JUEc",
+	"YDF3C8qXvAAwtXIcLjhQXoUQd1IPggTze5aBGlMfwqozYWb9A1OCp+nozk6lPlpGKwFiSQA/UatBmSYp",
+	"bDEeukUthCpLgU1JFDNqpPFLuE6BTNuualZaN8PJChQotZSsmdpvNRCo7K8guyIrQ03E4K+DLeLtiH5j",
+	"v3h7RKsX0yzXF+sYc9VJ/M+0dY9RTnCXX0AyDYxQE1Wk7ZlMxMDTa3NrRMaDDyKuz575JeO5JXkIhqe7",
+	"DYlMWMppk5ZxJafInxfZ5Jzuhe18IvCL7amlb9iFcsLTF2kdrc3qV7lkJi5/+Vo7QUUEMhT05veavPqN",
+	"3eIBek37zuzDruMRWRc76v1WPEONHd4GD795BxH6glB7xeKNRn8dDPZGtj5GWINyF4tw1Bw5pNbFnfF+",
+	"UPPkBVqPXuEOfOrhMKzk8YIqlIY+ISpHe2wr0cJfbeVor1fghDieALGknwpICKhxY0V65KJO+oe1Qx7B",
+	"T7R+oJf8OOQZ1apFzeWFdDl/0vbXtrrpG+AX+tGYATcIcnR5FXe+r4t9Xy1ur9phrt/CTTz6Tbm/nOdL",
+	"fLhQq/R8Xvfvs66XiO9gfAiehsbYVIjUlKEkT4KXCqcVEEzw6ZLtvz8wmupCZh9EUfIcLvdeM9RjaUKX",
+	"ohCYoAq+j4gybZPJoihVkURM5anVUCNXrZHefawkYiXnomATnud9dhhLLHnLzoWYo8pomtP9g+omhZjn",
+	"iIKAnBJwaJH7RoqPFTQFLEWQzApDFVZrgcmplgZ/gfmuswzaASzAmVrCZ7q5ZZFVoqyZzLGEGc8F/0Be",
+	"tsBlCm9At88ZB/YcrdtmkuE84TQe6OsulkmqJuWDVEwysFP6M4hm/WyIhszAwbklRIr1OEtGzjOHjoAJ",
+	"jiW82imrONYzwLKWlT43SLzareVEkpnK8xInMVmKkzOlzncoERUUZfpMa3N6e2SQdwD3eDYz1SpdWHBd",
+	"YUf8CZQsl4C6hedIX00F+vYw3Rrz0mjrwpeUEoE4Tt0rkU/HlKpK3VrpyZ6omSATQz+vHzhRH7E3EeSG",
+	"ntiTxdKs1DNjEy5onLFcquJcFKbKq+4y9T7BE5Ow7tAXFgC3HZl0tz1fMO9jylsUyxHCbPWTe9CxiD0c",
+	"mHcGHTPTm6BHLmFduhsjg62NYjk/gy0rsCUw4Uq9YyPoRkTcmnBvgp/RpeG5f9E3sYQ+Hpu0vIi6R/RL",
+	"aGJEpqumc3iSrYeVJcgol8Sym5BPM2IJle2ByqPaFtD/KoUESrOZKEt+Ktg/FmIBWbZ0Wr3vYjkVWodM",
+	"sQG9zgnAs/UvbAM2L5/ssXevjt7SXomAZxg3yPGUZ7kIXg2OVLaYIw1BQtItGRvMNg6EuRR0Q04bmSeI",
+	"YBikkwFSoTcafb6/KD2HUizfk2vWbCF4Ic0ZiDxHQUFyBGSPKgX5aDFyjr8oofQTpQHpq6pGFUDwxx5A",
+	"mY1MgtQRs9lJCCBQXpQlKxa5QDOSp7NMYtIPXiLQH318zgRP/R76ZxOZAFBeZoAk00eDQhMpBePRCGUz",
+	"gYxf5jOYmTdSgPymJCJzZexHg8EgmBKHxp7zEhcHxeUY7He9RGAUs/I8m3t5S/pBvEDoZFOjJ+CAsCLX",
+	"NDojmuqZKkTC4JZnZe2uYacKLg8L5AMeQfxFVjKocIdOBfDl0AWnXz/hi9Ozii3mfXZI3de/UHP+j4U4",
+	"MHDimr1OKZ9kP+PmhenX7xKtfGhvwQHkqiFjMoMJDNhsBpoKkOHgEprnq4iZ1AbYq3BhIznckHVNcoMZ",
+	"XCHIsEenScOkhxdsUxfjqHbvYzkR8SFTC+rXgYm46Ksf61TTtYj+MLwL1xQMxpaD0rwz/vGlkKfVGdXj",
+	"vbBkMJ2pOSRL6/1kSxwD1Z7duYNBb103Qj2ovVIwFgc2pYL3LywV3OjnmzaBIjyBAvXjABrfIkIgJ6VW",
+	"j3kYjdYMCJvcOK9zXmkzqzPu/Psvg50n7//QjfC/vfv/a5tKzWY4pQikYEvfa71GKR4tDBFDW/+xxXX9",
+	"H9X7z3f+eQwDwH+0j+BGfENPccPWwj0kMezJNzV04Ea7OGOfxCUGiagtRRQ7Trd05sT1PESw+2pZjksj",
+	"fm8vI+HXmF7tlyt9Qv6DZu3YsFbr9s4MUGTx0UdRTAeB6pOgBgc/Ih2OaoaS7uTcH7j/4Encp+jLQIUE",
+	"S7KSt+UX8k5AadcTPjmPO+8/uYorT7B66boBDm9ugKNwgFrvbIxub+vR+S6nX4bR6L0+PzFtVfjl3/7P",
+	"Xz++/PufVy///hynUd+zpo7sp6s6+W7EHXPI5kQuQqLWgkLMQVXsVBlF4V+noCvclG/18W1mqHoIf1N7",
+	"xFAHwZyFPgTPC2Plxg2F+cJOPgBV6QGaK5cAIs0yiSxyffYMflt6yBRtfBNXwOGzZ8cJm6h8MZPo3ScW",
+	"pBiDNMafkWclFByzIbkl0hfB8om0x6QqSKXPJJvwIi37jLhf0J4gRdxkQp1laSok6bAQuZtmMgTQ8FOe",
+	"SXairy9K+Nfypc/C9Ik29Q5+j+P+8kxHWx/pF+mtQjUo/LV11kN78sKhQTe1mwNa474whQFb2L2RIhi3",
+	"m35wh464RtYBHkDIqEpT8EvynHZPF6x6QOcYOVqKqtIn/Qaz/W0KAgrRS6M5AyE6zSR6bhuDgSxz3/0W",
+	"y651rAx7zKTlse5o0BsTPwrr5kIr8FAy6TQjJvLkOHEW28PdAyt7Y+lkNAjtX3Urn5KILWT2j4UA8w/f",
+	"STloT0LgRMSSKqtyQ8wCDgBAgBrPqkkQ7iaV+Fgl2pKnHRCxBE3zhJALCUv++te//nXn1audZ8+As/NE",
+	"qVxwCYx7FL6/V/oUKKWoAtghrgg+YKtpM0rz5Dbzz82wxW+CO/WMa4twJuBGMFSEwc1gkIZZesCmqogl",
+	"9xyxGGk44+ZG03PVQ9v0Y1ZW1kWxlqcdvv0KUIdk52obhCzHUpwaKJJe7s648859ghahXt/O1nLzOzfU",
+	"272eFvi9aBLQeOvF/R3BK1jT1vvmiXff0O+HATuj0zNiM2lx56oX0S7ImakqTkCtufCORdnyRuarL44R",
+	"dBv97gq8eYAg3htf7g70QIMoci/DNgZ2Ua3bZfO6s6HbYc8WG8PLLool0JOQUx6NCB7eYGR84P1HD2r7",
+	"4YDuC3OR6nuYSJzxo3tlOy1YC6EX9c/wDK2V6Nt4hK0b0+fkzkp6R+DqG27tnCR6lGE0GrRRn9yI6+4V",
+	"3RWhNk9TY6GP9eW+AsDLumQMRPtCThIY97W8eu1JczCEzwCI2q172qzvyt4sUYwXMtKM+J8axJO+lm+a",
+	"dwTX8Pfoy/nOntdNvpy27Xx7wjbsEwnciyj/N1kdphwARLRRfTdHyHlygiQx+DiWaznCX1QESAAjYDUX",
+	"rKz4amxpdp2rxhzOhQQWkorYELd2v3wtRNNOEX7Fi3NRMaMhX04D/gw80r8Nh8vXxX17p51ew0Hzo7Am",
+	"MZwR3GNfibcm8A1sLT7fCefJ0KNp014bKQ6+tyaW5K4BBTaostIAi7dk6QZJn0R+G8sZn1P9OGKU7doa",
+	"fuCA7yEbB+FnPAF/r6R0XHTKjBmPJQZ0nVNmbIvWGffMOPTPMOueGQNwRB8kiFL1DmKZYI3xhJRzmiUs",
+	"uOT5b/Cp1A1KN2J/66XtYJ1CSvHAqwbwc3ZsRojBuGoAEZsH6qBMNBuUEoImgbMexsxHNG17NaGb6Su5",
+	"oDBZ1HPkOOo8MZvnaiX0H3taKtPFpQ9uxbPLRAu/c8P+Eumg7YsPVR69rX6hqYEz07fTMvY0oQyPtm6X",
+	"smrvrri7K67zThBEue0iaGLsawj7273l8koUNxbZRccmNgq31gHjSPdg/aSAT89kLDEXEJ9FQkJfDlv0",
+	"oGRKbidTdUNfSbh17/cXbs2Ruv866j80sXcXcP3XCLiGwuCza+8g124k2BoORE39lIeIjQZ6C432emOA",
+	"1U8zmSF+PYM4rTr5u5jYtHfjMzaNORHUnm6EzHEMlW04aYhOtlHSX/3cRfZ4FDGbosfizodsHnc+Jb3I",
+	"LzoHQVeQyfAhgVraOWS8oh3GpDhgTcGNoHBCz5XgHYISRpTWbD2tmSyz1BkltRDpeqn+FcQ43crqv1zx",
+	"5tEnpzaPBta7/tO8FHmOQYjL+HjcaG9bQ8Z31eW8W3AvRG3pwWnXnqwuVJLddI3Nr8hwMI74cjGfq4Iy",
+	"VOhFwE5zdX35Nxr51LNzF/q85dDnF7iNgqgnXEeXDXv6fV5zQxhODU8c94DMpB4dHfYiLyYKnneQ0d3R",
+	"niFsC6KcLAxyxrK1+FGXmylFDpSSLQ2Z2YTnuUeEzeVqyVc9GxfFO2j7wKh+yaUioy2T1x4g1WL78hHS",
+	"aLT3ZYOkwfg+W4BUD/tWYqRwG91+kHQvQOsHJZn8O5sYFswlhnB8p2k9Hn262RBpsJi/z0ipPcCbQqX1",
+	"TX2bYdKgQ0ZE31igFPGVxGYVGAbWmczTlUnMbIuhwudrKTY9jV6ZpNx+ndV/vSj9CvzOoUrtF9cdRjUN",
+	"+3I+le+8EX6hWOnX5S25cyX/3gqEfmnviuRyIh7Qri4vo9NiuWPzy3r2eldsKLGJ+A9klLWFBHpjsJyo",
+	"tMyiKLRsAl1yeYbsfBnYnFhPJTJF7YBcxQH0+uxV2C9eEM0GasaTYrZDTBswgB3T4UkhiGK2RdDCLB2a",
+	"SfpqqmkuVW0VbrcCFqZ0BoC0b7k8Z89/+hFTHmnR4BvzIS5XbCS1bWbUaOand8+azZgPw2ZuVGULp/D3",
+	"qLPBkaDte6Hm1thRRhDRMbg5OdTaLSuTrsSWLk1FxW6CPL6ZksAniYkzpsRid9TTylZlVj+WRgwk9A/4",
+	"UdeVb/KtKVMeGat71GVo0tPam0+xzWfQNHEIuZk+4aWwki4CWu5j82diHg/7d6+0PxhbeopwybCAFBbX",
+	"8l+gxadHC276CP6DRVlRhfOsOnDaKUlco201SN79epax9AnUH/YillDBTkPvaZbGWwcoitXde0QUX2El",
+	"0Dq3veMG31SvCy4bp38DPaolFY0lYHHaf2OSQMJC/ciCLsGshtf3Dhz/um5vPdF6LGP5M9w6lTqu7Suj",
+	"TcLmCtavR0uKfEU40ffvVwWX5VQUsTwR1VLgO2pn9f59gLqYyYXAa7CfgWPHrgPsgbBnEfLhOlp+89qS",
+	"dS3fPmLrf3j7ghlGd9h2+oIHCFBw8KJaiQJvMYCUKNgiWNxaskJMFyUQr0E8olLHtaPRdq4qXpwK/4BY",
+	"5pJMnrI8Oxe45V07vTY+eV4U3FZCl2JpV6K8x7K0HCObmiqIyMtMEKV7wcyDemNI7PRUNynp9x0lfchP",
+	"lURaJVRLLCvOJ2cbFJKvIJri9g5oBh1vPYFcc1sie2/LoAfIUNZfwlb05uRWjUWzf5puvUAKS2sz2g1p",
+	"PH7+LrzQ4ec/PLayOKq9bjgiuf/Tu2e2+H5N/pdaU7uW9ekHWEK/n9m/t0h1+2gwGCJTqTl0jToB5vNb",
+	"7cQoejQY7N6oCtqUM3cW9w2EkFp0XaTYx7PjOAFDUb7+hr1NbTjssVUrt+DkD0dzXWZ+os+/cWb+WJpS",
+	"9rfNzG907zYteKOa7XTzWJonDljdkqBLPWIjc+EfBGpWZP8ySo55GRLMtbyuz46somV2X2grNPeiVpcM",
+	"zzyrlAL+0xU74x8Ek6qmxZYKY4HcW+yJWuQpm2Z4Wcy8cgC+8nlXDmBNOYBDN036gMC8U4Eom/4Ybk3W",
+	"DUYId5IbNMYZ4k7c6fXZK3MZBLUGas0ZVM76WgMkRO5KDbiqQUhq/EFco+SAI2w3MC5bIMzIu+Fd2YHt",
+	"/Zi1ze7v8c/g0Hy0hlNusO9VGNg1BQb8y0N/PnrUf4i1Jt0dQVm79iNoFi8Nm6NLhP9BkQLwglpDH1yh",
+	"zpyKO+O9ofcRZv7yXJTkHzX3D8XGDas3OVEty/daD6utd/CWF1XGc9+7w5oVGT5nQQS/VkHkrVsr2eFg",
+	"5K3bcDQY9PdbFs598TlWjio1BGvXXLbd2rK94tqIXLduxsH+BepU0HDssigpdtR0+nVWkrB21V0liQtj",
+	"BEYStxhOrwIjY9uiEsZKumJJifZOaWM2r87+udYsOqRa17wE+kECS7N5oYANHOJ/Jfv+6Ogt1FOwsNhK",
+	"LSgxM+UV13ZDn71WdLdqDUKIVKT9hppl+nNtHYbn2Yc6XCxvJb29qZv816D8jTqPO59u0rFhpjwrGYyt",
+	"f/mN+T1MLu5GMVkUmVaNfnnv782XWtDguGzUfFVWYnZz1rnXiwcznuVXC5kDlt7Yb5gVS2z95Zq6sURh",
+	"UyxyZ0BDM1qNGrfQzXtU9rp5gzXdnsDecORjAN/vci0A1mffkY96HEtXgSPRP+n7YQc1NTxtMHNQIiGC",
+	"or8sFZNsxnOTGAFc673I5SCQHWjvMUsvR1UvEp6mhShLiCxk5TznZEhFrgbBB5GwLo+lLYmhpGC6E9Zq",
+	"HLt0tV6fWeCpWQf9ZHVWqMXpmZ5wb0aiWC7PeGUKq2QFAB4slb6SogT1qTF8inUoYNDX/78bcFY2PDD3",
+	"StbFYKN+6sEMChq/VqZkiEGIQNlAMSmEXxOhho+AHUWTZpZeQtXcV8HmDGATsQxwEzzLt4FN6Oe+PsxE",
+	"Y2b99fxM5D7bK2m0UvANl5L/kYbZn6gZKmXepm/7/S3CJvz98rtETbj9uwY0EcrzNgHu3Uj64RvETrR0",
+	"zsmX9aiJPy8EkDDYKjFTyFOmKkNGylW1wdVgEeiyQ8mdpXAv1eQio+pMWqo3RWrj+ZqQzdYI1rFf3QaK",
+	"kywqZBRyjVMVVpDB9i6bcAlVRfRrfFEOd+e90t1oh2G30Nds1ENg84zYidBKJWIojJMR3KBIhV7zO9pk",
+	"aEADd+u34zh84WusfoIwYSiUH9xaxoPu7bKA82KdEEctIpY0G2o2Q8f0ZqEO9wM5mE9WBHcJlJ8kll1A",
+	"HNAePmipkqWWcuNth+tbovv5/v13C0y0BP4+la7u34dff8tL8XBPT8BPR9/tPGaV+FiNqXYRlykvUsbz",
+	"+Rk/Mcywc56mmTyNsCCXLQL2048vd0o+Fe5p/XUm54vKi17ATw9YnknBTgrBz0tKecRppM7oPkDnslOp",
+	"AB9zKFfokhN5GdKRmJUvcXhYngILlWJrSY+6WkJ0JBX6/knxHb4HE4cPZUFkxTOpz9nrn16yyRkv+KQS",
+	"BUJp6PexpBeiixLRGvC7YHCK8kLhy0LlrrWSdaViGD2MZSb/jo6RHhhOM75iJwJ95PhavWK6p98fvXoZ",
+	"6VNdaUmwLLKqErQ76gc4lrxkyWyRV5nWSR/wHO5v1NtgKTmb5zyTOzAX+hmWiiL7IFLLLQDvY905L/hp",
+	"wednZRRLb3wRZlhllZjBv+U5oUXKno2VQwu6ccLAwDx7g4L4wIlgi7k+5MNBNBjA/zM7058xzAqAu8o+",
+	"z15l35o9foi3uii1YQAQHNJiWddExQA/NSH19wT+VYhGGRtk2VFTfbKpyQjLdSW5mvD8j6ma8Uz2qzxF",
+	"ip1nqC6w13wmWLwYDHYn9QfhU61AH757+uIFJi4DaGHOJ6I8sHzSw8GAFWKSzTNTXQlLHeJc0y7TZ4F7",
+	"W40Bd7Jcs9mMh8bopx7ufqqKWVgByktvpsJlrGsW01QutBYLNtjr01x6/aa6bMHWPIFdOZ8LXuhx2QNA",
+	"y/cyk+e4dCG0yRVnrYevcMt5b6A4ZhjQsSXw2FwUpZKW/hTKaIVfGVoprJNFaxRi5kytA20uhRFSDPIB",
+	"6O8jHIwg2oiiV5jIXyyb0DbWpUgXRQXrEcEIfENBh4lVuwyH3DugmGBj3DY6TbEVcORQT4LRxPKNxSsG",
+	"m8MvUuFXn/RmCDaMq9NO3YhlOMm9YOmyEpYTK3TVe4NmZzicCC+9WIoduOuz0qvn5QipaEPeY/Yos25S",
+	"qYTi61oamH/qPdyjDYTsBNR00ykHFVUpfAgQWDU1mgTuC7+nJmRu4aZ+NJfVg7lZZUh1g0230NdMcBgi",
+	"UJUa2Mp7ZWOPgHLgponPFIW37JzQEXwjGdlY9+/XVweLGWo5peREmM2d6MsoYVOVa3Wxa5LYR7QCsbRe",
+	"lZ7dq7DQZRQol77tTMYXUWCWoMViWcZyxvP8WA/zWE2P9QVCajOu+mh/378wTCU4fcvBjd/TB0iKZSyT",
+	"VziwnRfPIK0MRPakmPX/5z/+649YNlS/817JUIJb6W1mQd+t2ATE5+3ZwjKTXoVRbbwK3L/cL6Nq+ZhH",
+	"exHVJqMylz0923S3Q4lUQHlAGASf61Py8zxf4cJo85gltHJJhOXZkrgDR5bQqRhxJ1RmZIkubDlgoFvP",
+	"KuArwp6TZgSagT1P83xFe8U8ByhxoPg/LbR+zagUqikHYJwp2hIJi3CWTJnSuViW1eEyvHKcrPvu6PDH",
+	"o6OX7/Q50//hsMOn2ekCEHva8BWyAlr61KG3bf1dZKTP1Wmm9Sv0v/Gq0hNiDSQqW/DqxavnsFP01aCf",
+	"UAUvVmzKs3xRCACu657FMtn7+DExJQ+56alRKFOtnGspZ0wcDp5zOACZZCM2y+SiEmUPz39VZHrLYCmj",
+	"YcRGEduL2P/8x3+Z51jXaAdcsjO1cFgqGkepbZqpoaV4rJU7/CICpkRzZk2xpLkoZlxCELI2MpbsBwOz",
+	"ZpKzQKVD9RsR76+WKqDO8lIVKZV99WQIIaCxqKoteAX846Xe1+/06vDctEVublGy8sxAfNSiOlEfHeZT",
+	"yBS1IasDLLOJ0HZulsMvVqxYyAPvARSHxoWeZiJl6QL8pNxOqLcwXjdhj4SiQ5vDm1p2q+JPkqk+G8tM",
+	"mzoFwGKg470+O7SeD34uWLUoZDkG9LI+XGrquRX4uXBFT0csXWh5a88W3kh24Wjjh1Wg2YmYqgLYB7yv",
+	"SjFR0uDEvbNEMZ6U0Bhax5NVvjIVu0tly2HPdIOuK64fWszE0pTvbYCJ3FRyfVFMqXYpjt2MtGsmA08v",
+	"mAKx3HPvo/1+gMJgBgN07iROJaQBWmR/ky4E6fj21Xp1SlgAd2XOesYQ9OV7U1YCTo5E68EGR6++GRNw",
+	"KVvpqAU2nRDyAq7xAr8TlPX6JWDqiNlW80zUyjRCagZ+AUETYJzRH6zoEtS634HzGJChV/MS+C5jcPHV",
+	"UPGd4agTdU4mk864w4vJWfZB/JFPZqJvUPRR5wTG03n7/eHOyah8/HL3cKcTdeAXmZyqP04wCG9+ETHr",
+	"4yUTDjzDfqOoBXQiE7MnJEWHnAGdcWcq93feLjtRx1mfnXHn71xmZf196ABGnbfmTFdNPX8jhGfDBNk5",
+	"+MO7P/2lPPnT4/LF8/nZySz/54uj5YfJs71vOm3ZBE7NhEKmwRiPRn+b/e3/vPimPsp/06Nkb/6p8pIm",
+	"sHXcNImfLuEzf0Wb/VbzD2ggT9F6biDejILqm+ElW2tzX4h/A7eVm79x05PUdBpdC/1GL/pOFbO1g/M9",
+	"YnUHhtZEwXex3dBOJpOxbXdk2VOINlkVs+YLutB8pO0c9Ir0bmLAL4xzbdsl9fwq2w1Vj3STH/Baozjh",
+	"KSkEdRimO+0OhmmY8KZUr+zCARh/mhYUY1tqqeZNjztj07JWaeU9AgiTTXC6yDkkH+rZ1HZMTNWafx1G",
+	"w8ef/tfVKzaZGcA7Ihy+8cDS2OmRrRZsrbf4ev1U6epIqZdKntYzaMDVCcbOJg/ndRZLf6SXiWp/m+XK",
+	"oRi1nqPhAP93rSEac4B2ZH2Y1lpogzd4fq7tVmltNAeTsszLrkuJJ7JT+RSvu2ZMu3YLuxiVJ/k3wWpb",
+	"xYW9W8dtXrqL33Ht4T4TPG+OFT2PNzFCUo/Gztt4m4O6EoRhxnN9CYn00OgvwXTUw0M8vC0uf7ujeEZZ",
+	"Y/3wRWvkgUoioGPuWjMzy8oyk6fAK18/qzZPyDKz09M3IYXmhbZWqhWLO/hR2P7VRyTVj8alGw7IzTU7",
+	"UzlgkMwkXn6xuJdfZVfLy6265hCqn46+e9x2/jA2aYJ9Niy5pcIFy1F5DUFgr9bQNfq9yJ9a7XZz59fF",
+	"UK81kA2NXn1QaHKHw/kzmuE+gqOl4363r44TJfQLqCNrFFV/do3Ocw1l1eo+V41cX2u+K6Ve8uJUtEkj",
+	"LVNIR2Kvsm8vJYcgfKQbLtDBMxzsPd5/9HDATlaVuHaXESRlQkn1LJtCmHf6kdutVmPMhiP/R1EQBuaF",
+	"5Zi8HrkZ5u6tUdpqyJwwIGk92GopL+Rku1BruyGuNhwOJTjUhxOE6VqARpgbyavW9C5KVNxWjzNekzGY",
+	"rIvJ2c0pNXaQLYppI2rdNsww+Hx5zdSNyH/VTYypqX0eMuKPucXVsjqpGRilVHzRCgt/Jj/4HSnBdRCl",
+	"z2fzagV1kxp1ZSj2iaFv8vXXwaPvtwWH1t7zACgG16fL2ICsi0ma/BcKCJYmIojQ+YmS6P3PqpLhS/W9",
+	"hulp1UEsHYPU90dHb9n9+/uD3fv3IQgFh4SzXPGUnfCcywnG4lQxORNlVfBKnyQIGPk5O4BuUVNWqAo8",
+	"oxSkNyFl2JE2oLw/2E1soNuE7FoSeVrCFTRV13bSQjuh8PgRPvotZvJAz/veGbkcteqPzbk48vdYLfrc",
+	"Iib1a72aBOaHC3cYIfcBdyKoirgVv7TYfK2I3juywVmzH28lEUrPdPYZM6EqXp5fSNSHzHxMP9sGmWJ1",
+	"nrfMgNPWMLwBErMUiAZHUz0yECe9DTJpOCtCtgSSZBaMDWg57wGfoblBdXeeYUwbRgGwU8d2t7sPodZY",
+	"8rLMTqXw8c1dLleEDg+Sp3psA3McguKotQIxXvmSrxo5Bi7TCGbmXIh5qTUNywoAc34mVqaxFCnPLEcz",
+	"jG6odbClKs4tYxogxUYsVVIcmKUz3E+Ml/AF4kekYFItWZeQffrYA0KoymbCIN3g3zR8bKXXx9qSx2XF",
+	"C0OTAh9MM5mVZwmSm3h1J9n3349fvUoiOE6W8i0AmsNr/ql71DUpb0T6AWhsH9d2r+wdhD3wV0Oq5UGt",
+	"O1nJ1JwqvkF5A2UQCbH02+mzQyDFwdsng3KoTV2xm2Au/Whnd8CGg/FgkEQsGe3pf/QgAcyD9DsUqWWZ",
+	"8OhvCA/UNCbWkfggyDzEqrbEcNtbbi8uRFWig2KlWXl8pqqEDQFKAxjFRXEqtOXGy/MDKPaZyVQUxwQd",
+	"gjk+F3PkGzDflgexTLQkg6/rTshuVWSzmdZLETQG+XZpoeZz/Vkh5oJX1KiSE9HK9yfFEroEhVvaNAL9",
+	"5VfAtNdOpEcbNODT0ztqF1j17L5sfA9mB64RZK5JBaR8T3meM36iFrh/1BTJ1PAq6dg/DaX7aLj1LXlk",
+	"Z/G26yE9I9r/wGq76EheXAfJzmXoIg9b7tYFlpY+9c/G7971rhtn/CFrktXTstT4boKLK7yDLhw0tehM",
+	"USowIoPLj3X1O0rzkmsGw2mfv/YY+behj7DPf0LQy5vpIQqkq4WPIsNMtcaUZ9kWW6bNkLegq5sLlYEE",
+	"+BYuo3d42FtGnILTNCsNjo4yp4otdz6+xPPFngjTkidlbopacpvaXVcKp90oYaO9Ne7cIjdf7gt5GvUU",
+	"e6YMiJft3SBe3S4wVLagUvSl5HoCxY0KFst5JcoKT1csHVmiryeuJ000ORVW61MmdxZG70gPITFIKzSH",
+	"pJ83uPqsOeLx81m3jbEuWDcx/4QHoCg8kUqYwg30ajQkCuEa1vvetKOmNeoJBBl7z1oDqfDYGfUP7pXM",
+	"I6ToqsIoZ/rLnsdJodUTXJ2ZTU0B8+giosGtyQWZ4xaM5eXJBY2Ib7tTiFUQ6AvX0woemVW2rH9sM+lf",
+	"aIC0m1IsaVFCkgvMqFh2w4bkIs+dixA23RmHALa5YLRVhWIeCxeRXYm5h9pYTLQ+72wDNAkiNtBDOmCk",
+	"6dfU/HVK+TZF5J76e8CvFYcqdFu1OE/Rruun/u0xVcWMV1gyDvBYs0xms8UM1OlGNblobXU771RD2i/P",
+	"dT/bOmawvNfqxeflZPwXIzL0zu5NkRhuySqyj/xtlguuzZBDWjzj+SGqO89lTIe1RnQ3CojudLvIO2JF",
+	"TkC+Z6zL8WDgHkP50fLcrn2uEOUir65CY+ddXvT09YntnHPEfYZCK9Ybyme+w4kl3jvyRrYGfF2vQHxD",
+	"3u4VuEeDwbmCjxYkdbKobgC/dGN6Mki3O+K9TdrvkbnKavwya2VJizZ8eWa94K2oHl+yYqJfJHHOy9Ig",
+	"9Gw6KygIiefUr4n3WII1qa3pLi9blUoywy0pTVZ4iuKBx6uSwMteI4Nzo8hin/ke7xFDgeTptmNKhg7d",
+	"192lpUP3ip9Qjjw6v3voaFkesCErhJoLWbIMM+gnueBFSZpo0PBBLPWEmRuPYpgZpJyRD7/lV32WoJS0",
+	"rkv8E+gfxEcxWWDK7QXaYCH0FoCE3qxi3aaL3eaAr1EL667xRIts3e5MfaApNergAbmH9YPg1nZuc+eA",
+	"0KtjwyWFwKWH6QDfTGv0BDz8njlRVnwF7A76AkwiF7yJnCcapgIVTA7WB5GyeTGspG+tqfUK+IRLVlZZ",
+	"nrMTMzajh9saOz4sk/grAH2qVXFXTeltsAkgXZsq9GaltsLovkdzc1lklTNFvIoymHa4dAHGCRxMcxpj",
+	"mfyi8hTI+98nrAtq+DHXu0hO8kUq0rCM/5pio3pSvoJSo1A/FFR33PydcefwtBBAj6QlpVZ7pPhYsaUQ",
+	"553IL0Y6upSv+jMUHf2dOO7aa6e+Qh0kjMeSO2czOA+On17ju4qpdxVTfY3oO9jKEd2zkX+TQcQQb4N1",
+	"XsNbqJ4KZJwbnYotHLDIxIq+MSxFcQH1K0RhC6irX8YSk+OJ/DWkam25Jz2P3DYcsLNS5B8wG5o8gMb5",
+	"SN+wLrWHrEiuBWL1KZH3D3/c8whiSQ9MiJs1KVQusBqcacH45WLpfajvK21/0e2NmsaUSi/3GhyvWl7q",
+	"PyA4DNMB2hSocFlhp1vbSMgIqKUhMihJsYTwsUcFa9WSMbb1GlQY7xVJr88OWY1bFblgfGLVN5YhEEs7",
+	"IYCAz0QZS1QkiGqKKlJu2hWeKzfyaXF7bXe2/pqcZF8H+eohbh6DzDN7bNpQ7T9D2Yd9v/5s6FLQmxM+",
+	"1r0lD4G3TWP9Dv+zRimG1oq3j/wXHqkZL9lbURV8UZ7zMnwvTsx133yjbK+wfX+PLK8/mUPSpHdFgXkB",
+	"rSs8dHO3S9AdQ/e87f3y85kPJXMh7jFzgCjmMXVbswvDHWQQkYvJ2EQoZPGrVPDcfk76cK8u1lk3gWsp",
+	"AZReSbcTlV2q30+JPmNJIPcuTVme4HlJ3Ge91qvF/yyJ5ZqrhaO0hxsOLplEm77H2vSleXtx+PoQ5Xwm",
+	"ybUBY4yl1jR3fLjb4dsX6J4jsUdsWRSj0na8XqpgfWBIGMLy8WpIUfTD2xesEHNVVKzITs+qkiXn8+wY",
+	"5uoYv6AB6Y/dcO2XetjA42o9Gg/O59mDSvBZArBoIMGhqzUsQZac8FJ4ldO6YJeqqa12bE3qsIQzXpPa",
+	"GsjNIo/1VlkCazuIb/MPDFYN1l1mr8QXuspmovUiA46jS99ZV0F23/KVZXc4VpZZFGouHvyYnXL4tr7D",
+	"6IKhb5qbLO6Mpzwv9QPBlnFla260xoRfcvl3ekG9Ei3XU8hTcIv3Eb39wVKcnCl1/gDdYpeozD7LZAmm",
+	"BJD2iYrchOXixP6MWedZVpWOtCpXpwdYtps+QLbvJV9ZJ25kw4eZ/aHlM8uqbZxbNDDs2xf3bw2391S9",
+	"uF2mIfJ/buk6CV1BG3/wM064A+3duV2+WrcLngrGGZ2S8Nh2QdUDzKeRQPTcrbhcPBGkzzlxum2jGwdS",
+	"KCDGM9SUFvbujS+WCb0STW6/Am7E9DWemupSC6mbKzmSyLJuQvrssZKo2tBKxHJ/4NKn9weDHqp/4gOA",
+	"nxL4L77NstabTuxkaXLASG+lAvSirJx8JDUxoTElpkDl1KSnQuv0kFpUEzUDhd3KzSSKZYKkfniYEv2C",
+	"hD3AfxzTV35VG7Mm8CB1ANL+CFtgFW2ADklFhLATPhP0NKZEYcyFiD4jlzlScX3PgfZ8JmQ/ls9lpVee",
+	"IZUvpLTvDljKVyUFWGbqQztsyAl6s3suwA8d1fZDiCEatQN13I65TQTRW34qaHkjzEgaBln5+n/roERz",
+	"zC51fbFSYhh1iJkJsBP6fxd3rO0V4e5vf9n+wHvb/oVvuj4eKVcNxitDLAvuOs4a2vft1R2N4o4563Fn",
+	"/IRKXRqkDVnhfQxfoHsHDzUp83R64WF7fH2Mj+53DKyI+k264w5fky7wVBzPyrgz3t1vK6RJWJ4hYHSc",
+	"H+vhNfo9rPUbpUlLp/cHu0GnQZ7sD3ZbOj8cbeg8AoxMWcovq54cwn1hbplcnW7AxfzO1IqfA7m7WuNv",
+	"87V+vAw+v6qxrqf2lrso23W92kHZc7vG0YTAAG25l70+oyzZNiVrjBgUYuXVl26JBMCoMtSgEVRWEDnb",
+	"EWed4F9lQrcoVCMgKnd6Av8qE9alVLqCqVlWVSIdM57nPVYpliyKXCsF0igrc91/3EhRLAlNrIrUxaHw",
+	"uakADmWHipiIiGE+qtGe3pkqPrQAZSzLuZhkUxLnrNTXe5f08UAhYt+4V1E+hv1aKxBlxWdz0GvMp/rV",
+	"vFoUQv82+TCMHFuAqzMEasyrw6c7774/HO0/REfXr+69n/q/Nt7yqf/riUpXnxKvKhVW5LtXsnOx6gVV",
+	"cnR7VnKyuPOrkFVWrT71f8XV+BR3IobOGWhdP/Xjd0/Z7u7uE/1FyiuuP/vVzTQgW2IJHj745AEGpiBN",
+	"LWRa8TE9nz5B5ioqZqOPHw3dw3BAbA8loOztNXPAeL3SkSEhJ+p2gJ5upojfi+WZWhQl41h2BwAs/9//",
+	"Oxqw/83+rrdeQW5IZEjnksbovQwEKa8gUCnKWC55BvkDeu715vRPUa/PfoY73rRzxktDX62P42iPYXeQ",
+	"Qd2XPB6JYz2PX+vO9NUxfpL0DpiQ/CQHl0TF+CnXS9Ktact4P1KFI4phjpkWVUkPkF0zUZqXGb3d1TyI",
+	"JQA3StcdeABTZOHYeoTugQILQCV9kMEfclZV83L84AEi9PVf8IdJSTFlzQxR/gF4Z8706plkuBPM7ChE",
+	"qfIPUNiGs3kBAdKI5UrNT/jkHIsu7QCRrqXsAn4QqeTOfHGSZxPLX7eQuSipCCaq7/qazHO1LBGy9vPz",
+	"b79/8+aH48OXL9/8/PzZ8evnRz+/+fGHdwntFy7Zi7cfHoZkwRNeaIUfsi9evP2wZ7/tzjjmC4PmUmUn",
+	"uTY+Ci5LvbPSiL0+PHq4F7GHldqL2JHe/ipiL94dHh2+Bfjf3xfpqUhjSfH6oHGqGtZNfhmPh6NH/UF/",
+	"0B++T3APTxclVeiwXyVUEMdWGZlUC57nK5ZmPAca/pJNzsTkHAucYGjF3Js4+kJgcmZpU0WmCrm5WJez",
+	"3Y8fkdCA9N5eP5YJiijcEcuzUkyO2wTiaE+v7sM9VnCZqhkylh2YayLyimjEcgYELkoKFHj4Ai/rByUN",
+	"3IpnohDWutMLDEMECNvaU0MLnWmNvQB/jO4gVh0n0as3auK55nZ+EKvkAOoYuBoxQk6K1bzyjzWO4F7J",
+	"kqc/vjp+9/zpj8+Pjn94/leK/dAPqf9TqDLReA2rlDJ70Vzb5kjBZjwXjo/CqLauGgrouUk9WT0xCrhN",
+	"W/fPtb4PcJbNE/iXFuwWKohqQCwfDiKGd429Kc3w7EIB0sTUgRFpb4M5/RVkx5P6onXCzPSG8Mzv63r4",
+	"u5WcGNKN5z++1YY3qked8S/DaPQ+6iyKvDPuGNkI6kjfK7z6YFLMOlubBD/7k3S7gEJVnEARgwsNHNRK",
+	"38h81aml3nqcVLi7ToDT75YjW2DD2e0bd1AIvZr+8OcnxeM//fDXfxRHy7//9PbZ4xcv3/7thRq95C/5",
+	"uyXGka6YvUN3VCur7iFLRVllEjVPkDL0OJOiWqriYgrLRZGP2XAAUn0fJe61bsWvIZmjLnMcBRis3J3v",
+	"/cFr9Q6mAuTZFY1kbKFOEGcOI+Pspx9fGvHlVHlS/z6njex11N7Pl0FDBh55TL8OdlcdKhL63rEuOey+",
+	"ildibHGAeO+iczwonttQ1AkTYj7lFWSnasUok6fHZSYnwqPEIwOrQhVY8BQMiBMhJKOf9Nk7r/q6xORk",
+	"ytMNgIKsi/AH9k0w4tLCIbRZikGDb9hw09V7M/C+q14cTYTfGxmaG58h9RHujkWRI/xh050NzkO662Nz",
+	"2cdGd9CfxHQXYg4ieTDfA3LChYQAOhHqEE30HZZm97eb53x1O87lFwbbzktFhFLM6QW+zRsT8bXt+C/m",
+	"n1zjl3RSts0793mFbtMhWYmyuhoW4x1UJXPuPC1wV3MXbexj6A9YAHgyRneVC25pQyNLP2ljzPjyZOqs",
+	"07JhndJ58SfvXhlLfZ9JtaRwJzp70Eqbc7CQVWEFuTHwHSmpqbU3UTMBwhodB1TWtwAhjc9rA7jh1yKP",
+	"nKmmJ2RlMJ+pdbXk6hR/qQ9Dw9iLjE17Llb3SuaVvxw761SSbQqF4GIJPiEmVcFydVqii8ilYY2ZF4/V",
+	"Rvvo40cIl0Lxyl5ksxm1RHUQeVvHNpZgnuoHkReVdZdnKz2n6O46ILgjoCRdLMXZ/IF3tRSygrw48pUB",
+	"uQmY0ABdNxEzS2Fg76kN19aRKKs7nI2Ps8HVbmaA2X1s9/AI7IzbM8i8WKK5yS4dUNwbRjVJEXcAPrA7",
+	"HfEnE2O4feGA3JEnOUzOst7cTmLdGTQ3YNDow/4Gp7mV9jqcdKQT/Yw3ar17NV/j1a7WC5PjG9jHWHa9",
+	"dHajaPictLbIqMcvZEtXUUpUn4J0sbQxv8gL7hEI3r65lgodxjiTvrWpYgmAXryQbRwICmf+/+xdTW8T",
+	"MRD9K1YuBamkPVbpCQluRUgg4EAqslmbxMJrh3i3KEL578jz/DG7cUEgFXrgmGg9O2t7PbMzb96EGc/5",
+	"in6rumKVQX0F3yI8xkEVpBJFo4O9Z2kKBErzN9t0mq5jq3lKu6AE3i4tldmjiDmFscnmtglkSn9eixUx",
+	"h6tP6SLSG2HqJlV/zZe2QINEY4i6OTs3MZqefgabfV+MlkdjjysWsUV4NUW6vzU51H2ORBpM+U8s5yOo",
+	"wcaeSO/ab1rSD/wxHmU09M+N0qjWmJNyh5fjr0dRg/TjQ30b5tAf29XE5DQY8/S/3Xy4QCAMyz9F407V",
+	"G/PRf5+tw4G8fz7029ni4204anCy1/CVQEK1pZM6pbWVFOuDWIXTWewHu5rxlMzi4oJGbJ3vF1eXV5d0",
+	"msXHreE3CzAXeF20rgs3wwcqDOW8QBcprHUKuGRccsE8PDFq0xjk0chcWJmzBODRjkVbei92W2eDsUR/",
+	"Dx/ztF8H7XWv/HxKPqeVr96fk3STJ9GOVBrJoWtrYkAsVEroSliSjUfN/OngF6oxebDYOCe92DmvEQih",
+	"eqjGcEXod02Qa4cOnaSmajDdJjfgctP4iuxXzqqwrHeKrmCjYmFaZcx7EK+MY85nPhMdj6eX/VuR9RJd",
+	"XDyxnRfyolQCzptNcaHU46WyXpP60zT59xAJEGMek4p6oFOxb+l9exY23BBeOMZw9PmU+5g/e76wIvVG",
+	"3ylLwAXa4bEbhdjt3VpB8KjxC67jrV/4hMTOFfUpKUvURl+bqAd2gzGENxPUmLrrdA9EGpOLXEltTuDa",
+	"Fff2dD/EPEvv0sG7VlK8e3PD9c5H7q80b6TUsalA/DpI03ZIhKR8OlTfa7upiX2dXEWPGEw8TJGgOLi4",
+	"Y3KffzGC1p0DTEjeeNfsvyi5tCtmHSIqiXRDNoM+GaRrgzOUTMq8k4Qha40O+z4VupKb7HuAqooCjaHO",
+	"EYQxQNUpOF1jb4XEBnkQ0pX1LaiLsbQzFnSKSxOeJ6oCZzotfTGBx9vjjwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -178,7 +178,7 @@ func (s *Server) ContactInsert(ctx context.Context, req gen.ContactInsertRequest
 		return nil, companyNotFound(in.CompanyId)
 	}
 	// "TELEPHONES, EMAILS; the last two are null when no phones or e-mails were sent."
-	out := gen.ContactInsertResult{NewID: created.ID}
+	out := gen.ContactInserted{NewID: created.ID}
 	if len(fields.Phones) > 0 {
 		phones := make([]gen.InsertedPhone, len(fields.Phones))
 		for i, ph := range fields.Phones {

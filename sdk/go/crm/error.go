@@ -55,9 +55,7 @@ func envelopeError(resp *http.Response, env *api.Envelope) *Error {
 	if e.Code == "" {
 		e.Code = strconv.Itoa(resp.StatusCode)
 	}
-	if env.Error != nil {
-		e.Message = *env.Error
-	}
+	e.Message = env.Error
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}

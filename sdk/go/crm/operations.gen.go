@@ -101,10 +101,10 @@ func (c *Client) CompanyUpdate(ctx context.Context, body api.CompanyUpdateJSONRe
 }
 
 // ContactInsert calls POST /contact/insert: Add a contact person to a counterparty.
-// It returns the decoded value (schema ContactInsertResult).
-func (c *Client) ContactInsert(ctx context.Context, body api.ContactInsertJSONRequestBody, opts ...api.RequestEditorFn) (*api.ContactInsertResult, error) {
+// It returns the decoded value (schema ContactInserted).
+func (c *Client) ContactInsert(ctx context.Context, body api.ContactInsertJSONRequestBody, opts ...api.RequestEditorFn) (*api.ContactInserted, error) {
 	resp, err := c.raw.ContactInsert(ctx, &api.ContactInsertParams{}, body, opts...)
-	var v api.ContactInsertResult
+	var v api.ContactInserted
 	if _, err := decode(resp, err, &v); err != nil {
 		return nil, err
 	}
@@ -707,10 +707,10 @@ func (c *Client) WebhookListWithMeta(ctx context.Context, opts ...api.RequestEdi
 }
 
 // WebhookTest calls POST /webhook/test: Send a test delivery now (admins).
-// It returns the decoded value (schema WebhookTestResult).
-func (c *Client) WebhookTest(ctx context.Context, body api.WebhookTestJSONRequestBody, opts ...api.RequestEditorFn) (*api.WebhookTestResult, error) {
+// It returns the decoded value (schema WebhookTestOutcome).
+func (c *Client) WebhookTest(ctx context.Context, body api.WebhookTestJSONRequestBody, opts ...api.RequestEditorFn) (*api.WebhookTestOutcome, error) {
 	resp, err := c.raw.WebhookTest(ctx, &api.WebhookTestParams{}, body, opts...)
-	var v api.WebhookTestResult
+	var v api.WebhookTestOutcome
 	if _, err := decode(resp, err, &v); err != nil {
 		return nil, err
 	}

@@ -971,7 +971,7 @@ type CompanyInsertRequest struct {
 	Name string  `json:"name"`
 	Note *string `json:"note,omitempty"`
 
-	// Person `1` legal entity, `2` private person.
+	// Person `1` legal entity, `2` private person; omitted: `1`.
 	Person       *CompanyInsertRequestPerson `json:"person,omitempty"`
 	PropertyForm *string                     `json:"property_form,omitempty"`
 	Region       *string                     `json:"region,omitempty"`
@@ -998,7 +998,7 @@ type CompanyInsertRequest struct {
 	WhichSiteSource *string `json:"which_site_source,omitempty"`
 }
 
-// CompanyInsertRequestPerson `1` legal entity, `2` private person.
+// CompanyInsertRequestPerson `1` legal entity, `2` private person; omitted: `1`.
 type CompanyInsertRequestPerson int
 
 // CompanyUpdateRequest `id` and at least one other field.
@@ -1098,8 +1098,8 @@ type ContactInsertRequest struct {
 	StatusId *int64 `json:"status_id,omitempty"`
 }
 
-// ContactInsertResult defines model for ContactInsertResult.
-type ContactInsertResult struct {
+// ContactInserted defines model for ContactInserted.
+type ContactInserted struct {
 	// NewID The new contact person's id.
 	NewID int64 `json:"NEW_ID"`
 
@@ -1462,8 +1462,8 @@ type Envelope struct {
 	// Code `null` on success (`"0"` for mail sending); the error code on failure.
 	Code *string `json:"code"`
 
-	// Error `""` on success; the error text on failure.
-	Error *string `json:"error"`
+	// Error `""` on success; the error text on failure; never `null`.
+	Error string `json:"error"`
 
 	// Page The page served, from 1 (lists); 0 for single-record operations.
 	Page int `json:"page"`
@@ -1546,15 +1546,17 @@ type FieldInsertRequest struct {
 	Module FieldInsertRequestModule `json:"module"`
 
 	// Name Letters, digits and `_`; the list column is `ADD_{name}`.
-	Name  FieldName               `json:"name"`
-	Title *string                 `json:"title,omitempty"`
-	Type  *FieldInsertRequestType `json:"type,omitempty"`
+	Name  FieldName `json:"name"`
+	Title *string   `json:"title,omitempty"`
+
+	// Type The field's kind; omitted: `text`.
+	Type *FieldInsertRequestType `json:"type,omitempty"`
 }
 
 // FieldInsertRequestModule defines model for FieldInsertRequest.Module.
 type FieldInsertRequestModule int
 
-// FieldInsertRequestType defines model for FieldInsertRequest.Type.
+// FieldInsertRequestType The field's kind; omitted: `text`.
 type FieldInsertRequestType string
 
 // FieldList defines model for FieldList.
@@ -2264,7 +2266,7 @@ type TaskInsertRequest struct {
 	// DealId A deal of the same counterparty.
 	DealId *int64 `json:"deal_id,omitempty"`
 
-	// IsHot `1` marks an urgent task.
+	// IsHot `1` marks an urgent task; omitted: `0`.
 	IsHot *TaskInsertRequestIsHot `json:"is_hot,omitempty"`
 
 	// Note Task text.
@@ -2273,7 +2275,7 @@ type TaskInsertRequest struct {
 	// ReminderMinutes Minutes before the start to remind the assignee.
 	ReminderMinutes *int `json:"reminder_minutes,omitempty"`
 
-	// StatusId `1` in work, `2` done.
+	// StatusId `1` in work, `2` done; omitted: `1`.
 	StatusId *TaskInsertRequestStatusId `json:"status_id,omitempty"`
 
 	// Tags Comma-separated tags.
@@ -2286,10 +2288,10 @@ type TaskInsertRequest struct {
 	UserId *int64 `json:"user_id,omitempty"`
 }
 
-// TaskInsertRequestIsHot `1` marks an urgent task.
+// TaskInsertRequestIsHot `1` marks an urgent task; omitted: `0`.
 type TaskInsertRequestIsHot int
 
-// TaskInsertRequestStatusId `1` in work, `2` done.
+// TaskInsertRequestStatusId `1` in work, `2` done; omitted: `1`.
 type TaskInsertRequestStatusId int
 
 // TaskList defines model for TaskList.
@@ -2479,8 +2481,8 @@ type WebhookSecret struct {
 // WebhookSecretValue `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes.
 type WebhookSecretValue = string
 
-// WebhookTestResult defines model for WebhookTestResult.
-type WebhookTestResult struct {
+// WebhookTestOutcome defines model for WebhookTestOutcome.
+type WebhookTestOutcome struct {
 	Delivered  bool   `json:"delivered"`
 	DurationMs int    `json:"duration_ms"`
 	Error      string `json:"error"`
@@ -2540,6 +2542,105 @@ type QuickDealId = int64
 
 // NoSecretKey The reply of every operation; see the conventions in `info.description`.
 type NoSecretKey = Envelope
+
+// OtherCompanyCard The reply of every operation; see the conventions in `info.description`.
+type OtherCompanyCard = Envelope
+
+// OtherContactInserted The reply of every operation; see the conventions in `info.description`.
+type OtherContactInserted = Envelope
+
+// OtherContactList The reply of every operation; see the conventions in `info.description`.
+type OtherContactList = Envelope
+
+// OtherDayDashboard The reply of every operation; see the conventions in `info.description`.
+type OtherDayDashboard = Envelope
+
+// OtherDealGoodsList The reply of every operation; see the conventions in `info.description`.
+type OtherDealGoodsList = Envelope
+
+// OtherDealGoodsPosition The reply of every operation; see the conventions in `info.description`.
+type OtherDealGoodsPosition = Envelope
+
+// OtherDirectoryCatalog The reply of every operation; see the conventions in `info.description`.
+type OtherDirectoryCatalog = Envelope
+
+// OtherDirectoryList The reply of every operation; see the conventions in `info.description`.
+type OtherDirectoryList = Envelope
+
+// OtherDocumentGoodsList The reply of every operation; see the conventions in `info.description`.
+type OtherDocumentGoodsList = Envelope
+
+// OtherDocumentList The reply of every operation; see the conventions in `info.description`.
+type OtherDocumentList = Envelope
+
+// OtherDone The reply of every operation; see the conventions in `info.description`.
+type OtherDone = Envelope
+
+// OtherEmptyValue The reply of every operation; see the conventions in `info.description`.
+type OtherEmptyValue = Envelope
+
+// OtherEventPage The reply of every operation; see the conventions in `info.description`.
+type OtherEventPage = Envelope
+
+// OtherFieldList The reply of every operation; see the conventions in `info.description`.
+type OtherFieldList = Envelope
+
+// OtherFilterList The reply of every operation; see the conventions in `info.description`.
+type OtherFilterList = Envelope
+
+// OtherHealth The reply of every operation; see the conventions in `info.description`.
+type OtherHealth = Envelope
+
+// OtherKpiMy The reply of every operation; see the conventions in `info.description`.
+type OtherKpiMy = Envelope
+
+// OtherKpiTeam The reply of every operation; see the conventions in `info.description`.
+type OtherKpiTeam = Envelope
+
+// OtherListRows The reply of every operation; see the conventions in `info.description`.
+type OtherListRows = Envelope
+
+// OtherMailAccountList The reply of every operation; see the conventions in `info.description`.
+type OtherMailAccountList = Envelope
+
+// OtherMoneyAccountList The reply of every operation; see the conventions in `info.description`.
+type OtherMoneyAccountList = Envelope
+
+// OtherMoneyMovementList The reply of every operation; see the conventions in `info.description`.
+type OtherMoneyMovementList = Envelope
+
+// OtherMyTasksDashboard The reply of every operation; see the conventions in `info.description`.
+type OtherMyTasksDashboard = Envelope
+
+// OtherNewId The reply of every operation; see the conventions in `info.description`.
+type OtherNewId = Envelope
+
+// OtherNewIdList The reply of every operation; see the conventions in `info.description`.
+type OtherNewIdList = Envelope
+
+// OtherSocialNetworkList The reply of every operation; see the conventions in `info.description`.
+type OtherSocialNetworkList = Envelope
+
+// OtherTaskList The reply of every operation; see the conventions in `info.description`.
+type OtherTaskList = Envelope
+
+// OtherUserList The reply of every operation; see the conventions in `info.description`.
+type OtherUserList = Envelope
+
+// OtherUserMe The reply of every operation; see the conventions in `info.description`.
+type OtherUserMe = Envelope
+
+// OtherWebhookDeliveryList The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookDeliveryList = Envelope
+
+// OtherWebhookList The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookList = Envelope
+
+// OtherWebhookSecret The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookSecret = Envelope
+
+// OtherWebhookTestOutcome The reply of every operation; see the conventions in `info.description`.
+type OtherWebhookTestOutcome = Envelope
 
 // TooManyRequests The reply of every operation; see the conventions in `info.description`.
 type TooManyRequests = Envelope
@@ -15047,6 +15148,11 @@ type CommonListPagingResponse429Headers struct {
 	RetryAfter int
 }
 
+// CommonListPagingResponseDefaultHeaders the declared response headers of an HTTP default response for CommonListPaging
+type CommonListPagingResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CommonListPagingResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15058,10 +15164,14 @@ type CommonListPagingResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherListRows
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CommonListPagingResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CommonListPagingResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CommonListPagingResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15082,6 +15192,11 @@ func (r CommonListPagingResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CommonListPagingResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CommonListPagingResponse) GetJSONDefault() *OtherListRows {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15128,6 +15243,11 @@ type CompanyDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyDelete
+type CompanyDeleteResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CompanyDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15139,12 +15259,16 @@ type CompanyDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15165,6 +15289,11 @@ func (r CompanyDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15211,6 +15340,11 @@ type CompanyEmailInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyEmailInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyEmailInsert
+type CompanyEmailInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CompanyEmailInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15222,12 +15356,16 @@ type CompanyEmailInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyEmailInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyEmailInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyEmailInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyEmailInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15248,6 +15386,11 @@ func (r CompanyEmailInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyEmailInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyEmailInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15294,6 +15437,11 @@ type CompanyGetResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyGetResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyGet
+type CompanyGetResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CompanyGetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15305,12 +15453,16 @@ type CompanyGetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherCompanyCard
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *CompanyGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyGetResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyGetResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15331,6 +15483,11 @@ func (r CompanyGetResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyGetResponse) GetJSONDefault() *OtherCompanyCard {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15377,6 +15534,11 @@ type CompanyInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyInsert
+type CompanyInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CompanyInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15388,12 +15550,16 @@ type CompanyInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15414,6 +15580,11 @@ func (r CompanyInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15460,6 +15631,11 @@ type CompanyPhoneInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyPhoneInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyPhoneInsert
+type CompanyPhoneInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CompanyPhoneInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15471,12 +15647,16 @@ type CompanyPhoneInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyPhoneInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyPhoneInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyPhoneInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyPhoneInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15497,6 +15677,11 @@ func (r CompanyPhoneInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyPhoneInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyPhoneInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15543,6 +15728,11 @@ type CompanyRequisitesInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyRequisitesInsertResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyRequisitesInsert
+type CompanyRequisitesInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CompanyRequisitesInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15554,12 +15744,16 @@ type CompanyRequisitesInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyRequisitesInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyRequisitesInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyRequisitesInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyRequisitesInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15580,6 +15774,11 @@ func (r CompanyRequisitesInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyRequisitesInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyRequisitesInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15626,6 +15825,11 @@ type CompanyUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// CompanyUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for CompanyUpdate
+type CompanyUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type CompanyUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15637,12 +15841,16 @@ type CompanyUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *CompanyUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CompanyUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CompanyUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *CompanyUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15663,6 +15871,11 @@ func (r CompanyUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r CompanyUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r CompanyUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15709,6 +15922,11 @@ type ContactInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// ContactInsertResponseDefaultHeaders the declared response headers of an HTTP default response for ContactInsert
+type ContactInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type ContactInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15720,12 +15938,16 @@ type ContactInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherContactInserted
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ContactInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ContactInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ContactInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15746,6 +15968,11 @@ func (r ContactInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ContactInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ContactInsertResponse) GetJSONDefault() *OtherContactInserted {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15792,6 +16019,11 @@ type ContactListResponse429Headers struct {
 	RetryAfter int
 }
 
+// ContactListResponseDefaultHeaders the declared response headers of an HTTP default response for ContactList
+type ContactListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type ContactListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15803,12 +16035,16 @@ type ContactListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherContactList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *ContactListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ContactListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ContactListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15829,6 +16065,11 @@ func (r ContactListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ContactListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ContactListResponse) GetJSONDefault() *OtherContactList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15875,6 +16116,11 @@ type ContactSocialSetResponse429Headers struct {
 	RetryAfter int
 }
 
+// ContactSocialSetResponseDefaultHeaders the declared response headers of an HTTP default response for ContactSocialSet
+type ContactSocialSetResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type ContactSocialSetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15886,12 +16132,16 @@ type ContactSocialSetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherSocialNetworkList
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *ContactSocialSetResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ContactSocialSetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ContactSocialSetResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ContactSocialSetResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15912,6 +16162,11 @@ func (r ContactSocialSetResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ContactSocialSetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ContactSocialSetResponse) GetJSONDefault() *OtherSocialNetworkList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -15953,6 +16208,11 @@ type DashboardKpiMyResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardKpiMyResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardKpiMy
+type DashboardKpiMyResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DashboardKpiMyResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -15964,10 +16224,14 @@ type DashboardKpiMyResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherKpiMy
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardKpiMyResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardKpiMyResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardKpiMyResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -15988,6 +16252,11 @@ func (r DashboardKpiMyResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardKpiMyResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardKpiMyResponse) GetJSONDefault() *OtherKpiMy {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16029,6 +16298,11 @@ type DashboardKpiTeamResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardKpiTeamResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardKpiTeam
+type DashboardKpiTeamResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DashboardKpiTeamResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16040,10 +16314,14 @@ type DashboardKpiTeamResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherKpiTeam
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardKpiTeamResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardKpiTeamResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardKpiTeamResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16064,6 +16342,11 @@ func (r DashboardKpiTeamResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardKpiTeamResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardKpiTeamResponse) GetJSONDefault() *OtherKpiTeam {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16105,6 +16388,11 @@ type DashboardMyDayResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardMyDayResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardMyDay
+type DashboardMyDayResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DashboardMyDayResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16116,10 +16404,14 @@ type DashboardMyDayResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDayDashboard
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardMyDayResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardMyDayResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardMyDayResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16140,6 +16432,11 @@ func (r DashboardMyDayResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardMyDayResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardMyDayResponse) GetJSONDefault() *OtherDayDashboard {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16181,6 +16478,11 @@ type DashboardMyTasksResponse429Headers struct {
 	RetryAfter int
 }
 
+// DashboardMyTasksResponseDefaultHeaders the declared response headers of an HTTP default response for DashboardMyTasks
+type DashboardMyTasksResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DashboardMyTasksResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16192,10 +16494,14 @@ type DashboardMyTasksResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMyTasksDashboard
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DashboardMyTasksResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DashboardMyTasksResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DashboardMyTasksResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16216,6 +16522,11 @@ func (r DashboardMyTasksResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DashboardMyTasksResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DashboardMyTasksResponse) GetJSONDefault() *OtherMyTasksDashboard {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16262,6 +16573,11 @@ type DealGoodsInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealGoodsInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsInsert
+type DealGoodsInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DealGoodsInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16273,12 +16589,16 @@ type DealGoodsInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealGoodsInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealGoodsInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealGoodsInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16299,6 +16619,11 @@ func (r DealGoodsInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealGoodsInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealGoodsInsertResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16345,6 +16670,11 @@ type DealGoodsListResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealGoodsListResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsList
+type DealGoodsListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DealGoodsListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16356,12 +16686,16 @@ type DealGoodsListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDealGoodsList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DealGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealGoodsListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealGoodsListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16382,6 +16716,11 @@ func (r DealGoodsListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealGoodsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealGoodsListResponse) GetJSONDefault() *OtherDealGoodsList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16428,6 +16767,11 @@ type DealGoodsUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealGoodsUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for DealGoodsUpdate
+type DealGoodsUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DealGoodsUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16439,12 +16783,16 @@ type DealGoodsUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDealGoodsPosition
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealGoodsUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealGoodsUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealGoodsUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealGoodsUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16465,6 +16813,11 @@ func (r DealGoodsUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealGoodsUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealGoodsUpdateResponse) GetJSONDefault() *OtherDealGoodsPosition {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16511,6 +16864,11 @@ type DealInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DealInsert
+type DealInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DealInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16522,12 +16880,16 @@ type DealInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16548,6 +16910,11 @@ func (r DealInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16594,6 +16961,11 @@ type DealUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// DealUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for DealUpdate
+type DealUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DealUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16605,12 +16977,16 @@ type DealUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DealUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DealUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DealUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DealUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16631,6 +17007,11 @@ func (r DealUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DealUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DealUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16672,6 +17053,11 @@ type DirectoryListResponse429Headers struct {
 	RetryAfter int
 }
 
+// DirectoryListResponseDefaultHeaders the declared response headers of an HTTP default response for DirectoryList
+type DirectoryListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DirectoryListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16683,10 +17069,14 @@ type DirectoryListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDirectoryCatalog
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DirectoryListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DirectoryListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DirectoryListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16707,6 +17097,11 @@ func (r DirectoryListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DirectoryListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DirectoryListResponse) GetJSONDefault() *OtherDirectoryCatalog {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16753,6 +17148,11 @@ type DirectoryGetResponse429Headers struct {
 	RetryAfter int
 }
 
+// DirectoryGetResponseDefaultHeaders the declared response headers of an HTTP default response for DirectoryGet
+type DirectoryGetResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DirectoryGetResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16764,12 +17164,16 @@ type DirectoryGetResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDirectoryList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DirectoryGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DirectoryGetResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DirectoryGetResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DirectoryGetResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16790,6 +17194,11 @@ func (r DirectoryGetResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DirectoryGetResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DirectoryGetResponse) GetJSONDefault() *OtherDirectoryList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16836,6 +17245,11 @@ type DocumentGoodsInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentGoodsInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentGoodsInsert
+type DocumentGoodsInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DocumentGoodsInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16847,12 +17261,16 @@ type DocumentGoodsInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DocumentGoodsInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentGoodsInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentGoodsInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16873,6 +17291,11 @@ func (r DocumentGoodsInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentGoodsInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentGoodsInsertResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -16919,6 +17342,11 @@ type DocumentGoodsListResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentGoodsListResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentGoodsList
+type DocumentGoodsListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DocumentGoodsListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -16930,12 +17358,16 @@ type DocumentGoodsListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDocumentGoodsList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DocumentGoodsListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentGoodsListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentGoodsListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentGoodsListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -16956,6 +17388,11 @@ func (r DocumentGoodsListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentGoodsListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentGoodsListResponse) GetJSONDefault() *OtherDocumentGoodsList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17002,6 +17439,11 @@ type DocumentInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentInsertResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentInsert
+type DocumentInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DocumentInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17013,12 +17455,16 @@ type DocumentInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *DocumentInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17039,6 +17485,11 @@ func (r DocumentInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17085,6 +17536,11 @@ type DocumentListResponse429Headers struct {
 	RetryAfter int
 }
 
+// DocumentListResponseDefaultHeaders the declared response headers of an HTTP default response for DocumentList
+type DocumentListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type DocumentListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17096,12 +17552,16 @@ type DocumentListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDocumentList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *DocumentListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DocumentListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DocumentListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *DocumentListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17122,6 +17582,11 @@ func (r DocumentListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r DocumentListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r DocumentListResponse) GetJSONDefault() *OtherDocumentList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17163,6 +17628,11 @@ type EventListResponse429Headers struct {
 	RetryAfter int
 }
 
+// EventListResponseDefaultHeaders the declared response headers of an HTTP default response for EventList
+type EventListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type EventListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17174,10 +17644,14 @@ type EventListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherEventPage
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *EventListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *EventListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *EventListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17198,6 +17672,11 @@ func (r EventListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r EventListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r EventListResponse) GetJSONDefault() *OtherEventPage {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17244,6 +17723,11 @@ type FieldDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for FieldDelete
+type FieldDeleteResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FieldDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17255,12 +17739,16 @@ type FieldDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17281,6 +17769,11 @@ func (r FieldDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17327,6 +17820,11 @@ type FieldInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FieldInsert
+type FieldInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FieldInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17338,12 +17836,16 @@ type FieldInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17364,6 +17866,11 @@ func (r FieldInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17405,6 +17912,11 @@ type FieldListResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldListResponseDefaultHeaders the declared response headers of an HTTP default response for FieldList
+type FieldListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FieldListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17416,10 +17928,14 @@ type FieldListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherFieldList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17440,6 +17956,11 @@ func (r FieldListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldListResponse) GetJSONDefault() *OtherFieldList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17486,6 +18007,11 @@ type FieldUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FieldUpdate
+type FieldUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FieldUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17497,12 +18023,16 @@ type FieldUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17523,6 +18053,11 @@ func (r FieldUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17569,6 +18104,11 @@ type FieldValuesUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// FieldValuesUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FieldValuesUpdate
+type FieldValuesUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FieldValuesUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17580,12 +18120,16 @@ type FieldValuesUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FieldValuesUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FieldValuesUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FieldValuesUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FieldValuesUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17606,6 +18150,11 @@ func (r FieldValuesUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FieldValuesUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FieldValuesUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17652,6 +18201,11 @@ type FilterDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for FilterDelete
+type FilterDeleteResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FilterDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17663,12 +18217,16 @@ type FilterDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FilterDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17689,6 +18247,11 @@ func (r FilterDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17735,6 +18298,11 @@ type FilterInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FilterInsert
+type FilterInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FilterInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17746,12 +18314,16 @@ type FilterInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FilterInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17772,6 +18344,11 @@ func (r FilterInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17813,6 +18390,11 @@ type FilterListResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterListResponseDefaultHeaders the declared response headers of an HTTP default response for FilterList
+type FilterListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FilterListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17824,10 +18406,14 @@ type FilterListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherFilterList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17848,6 +18434,11 @@ func (r FilterListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterListResponse) GetJSONDefault() *OtherFilterList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17894,6 +18485,11 @@ type FilterUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// FilterUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for FilterUpdate
+type FilterUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FilterUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17905,12 +18501,16 @@ type FilterUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FilterUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FilterUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FilterUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FilterUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -17931,6 +18531,11 @@ func (r FilterUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FilterUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FilterUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -17972,6 +18577,11 @@ type FinanceAccountsResponse429Headers struct {
 	RetryAfter int
 }
 
+// FinanceAccountsResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceAccounts
+type FinanceAccountsResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FinanceAccountsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -17983,10 +18593,14 @@ type FinanceAccountsResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMoneyAccountList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceAccountsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FinanceAccountsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FinanceAccountsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18007,6 +18621,11 @@ func (r FinanceAccountsResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FinanceAccountsResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FinanceAccountsResponse) GetJSONDefault() *OtherMoneyAccountList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18053,6 +18672,11 @@ type FinanceInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// FinanceInsertResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceInsert
+type FinanceInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FinanceInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18064,12 +18688,16 @@ type FinanceInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewIdList
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *FinanceInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FinanceInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FinanceInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18090,6 +18718,11 @@ func (r FinanceInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FinanceInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FinanceInsertResponse) GetJSONDefault() *OtherNewIdList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18136,6 +18769,11 @@ type FinanceListResponse429Headers struct {
 	RetryAfter int
 }
 
+// FinanceListResponseDefaultHeaders the declared response headers of an HTTP default response for FinanceList
+type FinanceListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type FinanceListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18147,12 +18785,16 @@ type FinanceListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMoneyMovementList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *FinanceListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *FinanceListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *FinanceListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *FinanceListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18173,6 +18815,11 @@ func (r FinanceListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r FinanceListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r FinanceListResponse) GetJSONDefault() *OtherMoneyMovementList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18204,16 +18851,30 @@ func (r FinanceListResponse) ContentType() string {
 	return ""
 }
 
+// HealthzResponseDefaultHeaders the declared response headers of an HTTP default response for Healthz
+type HealthzResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type HealthzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Envelope
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherHealth
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *HealthzResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r HealthzResponse) GetJSON200() *Envelope {
 	return r.JSON200
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r HealthzResponse) GetJSONDefault() *OtherHealth {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18255,6 +18916,11 @@ type MailAccountsResponse429Headers struct {
 	RetryAfter int
 }
 
+// MailAccountsResponseDefaultHeaders the declared response headers of an HTTP default response for MailAccounts
+type MailAccountsResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type MailAccountsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18266,10 +18932,14 @@ type MailAccountsResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherMailAccountList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MailAccountsResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *MailAccountsResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *MailAccountsResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18290,6 +18960,11 @@ func (r MailAccountsResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r MailAccountsResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MailAccountsResponse) GetJSONDefault() *OtherMailAccountList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18336,6 +19011,11 @@ type MailSendResponse429Headers struct {
 	RetryAfter int
 }
 
+// MailSendResponseDefaultHeaders the declared response headers of an HTTP default response for MailSend
+type MailSendResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type MailSendResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18347,12 +19027,16 @@ type MailSendResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherEmptyValue
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *MailSendResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *MailSendResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *MailSendResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *MailSendResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18373,6 +19057,11 @@ func (r MailSendResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r MailSendResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r MailSendResponse) GetJSONDefault() *OtherEmptyValue {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18404,6 +19093,11 @@ func (r MailSendResponse) ContentType() string {
 	return ""
 }
 
+// ReadyzResponseDefaultHeaders the declared response headers of an HTTP default response for Readyz
+type ReadyzResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type ReadyzResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18411,6 +19105,10 @@ type ReadyzResponse struct {
 	JSON200 *Envelope
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Envelope
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherHealth
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *ReadyzResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18421,6 +19119,11 @@ func (r ReadyzResponse) GetJSON200() *Envelope {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r ReadyzResponse) GetJSON503() *Envelope {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r ReadyzResponse) GetJSONDefault() *OtherHealth {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18467,6 +19170,11 @@ type TaskInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// TaskInsertResponseDefaultHeaders the declared response headers of an HTTP default response for TaskInsert
+type TaskInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type TaskInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18478,12 +19186,16 @@ type TaskInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherNewId
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *TaskInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TaskInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TaskInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18504,6 +19216,11 @@ func (r TaskInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r TaskInsertResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TaskInsertResponse) GetJSONDefault() *OtherNewId {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18550,6 +19267,11 @@ type TaskListResponse429Headers struct {
 	RetryAfter int
 }
 
+// TaskListResponseDefaultHeaders the declared response headers of an HTTP default response for TaskList
+type TaskListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type TaskListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18561,12 +19283,16 @@ type TaskListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherTaskList
 	// Headers304 the parsed response headers for an HTTP 304 response
 	Headers304 *TaskListResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TaskListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TaskListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18587,6 +19313,11 @@ func (r TaskListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r TaskListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TaskListResponse) GetJSONDefault() *OtherTaskList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18633,6 +19364,11 @@ type TaskUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// TaskUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for TaskUpdate
+type TaskUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type TaskUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18644,12 +19380,16 @@ type TaskUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *TaskUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *TaskUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *TaskUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *TaskUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18670,6 +19410,11 @@ func (r TaskUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r TaskUpdateResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r TaskUpdateResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18711,6 +19456,11 @@ type UserListResponse429Headers struct {
 	RetryAfter int
 }
 
+// UserListResponseDefaultHeaders the declared response headers of an HTTP default response for UserList
+type UserListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type UserListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18722,10 +19472,14 @@ type UserListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherUserList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UserListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UserListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18746,6 +19500,11 @@ func (r UserListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UserListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserListResponse) GetJSONDefault() *OtherUserList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18787,6 +19546,11 @@ type UserMeResponse429Headers struct {
 	RetryAfter int
 }
 
+// UserMeResponseDefaultHeaders the declared response headers of an HTTP default response for UserMe
+type UserMeResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type UserMeResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18798,10 +19562,14 @@ type UserMeResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherUserMe
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UserMeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UserMeResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *UserMeResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18822,6 +19590,11 @@ func (r UserMeResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r UserMeResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r UserMeResponse) GetJSONDefault() *OtherUserMe {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18868,6 +19641,11 @@ type WebhookDeleteResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookDeleteResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookDelete
+type WebhookDeleteResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type WebhookDeleteResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18879,12 +19657,16 @@ type WebhookDeleteResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherDone
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookDeleteResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookDeleteResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookDeleteResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookDeleteResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18905,6 +19687,11 @@ func (r WebhookDeleteResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookDeleteResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookDeleteResponse) GetJSONDefault() *OtherDone {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -18946,6 +19733,11 @@ type WebhookDeliveriesResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookDeliveriesResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookDeliveries
+type WebhookDeliveriesResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type WebhookDeliveriesResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -18957,10 +19749,14 @@ type WebhookDeliveriesResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookDeliveryList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookDeliveriesResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookDeliveriesResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookDeliveriesResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -18981,6 +19777,11 @@ func (r WebhookDeliveriesResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookDeliveriesResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookDeliveriesResponse) GetJSONDefault() *OtherWebhookDeliveryList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -19027,6 +19828,11 @@ type WebhookInsertResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookInsertResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookInsert
+type WebhookInsertResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type WebhookInsertResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19038,12 +19844,16 @@ type WebhookInsertResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookSecret
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookInsertResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookInsertResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookInsertResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookInsertResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19064,6 +19874,11 @@ func (r WebhookInsertResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookInsertResponse) GetJSON503() *NoSecretKey {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookInsertResponse) GetJSONDefault() *OtherWebhookSecret {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -19105,6 +19920,11 @@ type WebhookListResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookListResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookList
+type WebhookListResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type WebhookListResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19116,10 +19936,14 @@ type WebhookListResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *Unavailable
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookList
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookListResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookListResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookListResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19140,6 +19964,11 @@ func (r WebhookListResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookListResponse) GetJSON503() *Unavailable {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookListResponse) GetJSONDefault() *OtherWebhookList {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -19186,6 +20015,11 @@ type WebhookTestResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookTestResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookTest
+type WebhookTestResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type WebhookTestResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19197,12 +20031,16 @@ type WebhookTestResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookTestOutcome
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookTestResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookTestResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookTestResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookTestResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19223,6 +20061,11 @@ func (r WebhookTestResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookTestResponse) GetJSON503() *NoSecretKey {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookTestResponse) GetJSONDefault() *OtherWebhookTestOutcome {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -19269,6 +20112,11 @@ type WebhookUpdateResponse429Headers struct {
 	RetryAfter int
 }
 
+// WebhookUpdateResponseDefaultHeaders the declared response headers of an HTTP default response for WebhookUpdate
+type WebhookUpdateResponseDefaultHeaders struct {
+	XValueSchema *interface{}
+}
+
 type WebhookUpdateResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -19280,12 +20128,16 @@ type WebhookUpdateResponse struct {
 	JSON429 *TooManyRequests
 	// JSON503 the response for an HTTP 503 `application/json` response
 	JSON503 *NoSecretKey
+	// JSONDefault the response for an HTTP default `application/json` response
+	JSONDefault *OtherWebhookSecret
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *WebhookUpdateResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *WebhookUpdateResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *WebhookUpdateResponse429Headers
+	// HeadersDefault the parsed response headers for an HTTP default response
+	HeadersDefault *WebhookUpdateResponseDefaultHeaders
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
@@ -19306,6 +20158,11 @@ func (r WebhookUpdateResponse) GetJSON429() *TooManyRequests {
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
 func (r WebhookUpdateResponse) GetJSON503() *NoSecretKey {
 	return r.JSON503
+}
+
+// GetJSONDefault returns the response for an HTTP default `application/json` response
+func (r WebhookUpdateResponse) GetJSONDefault() *OtherWebhookSecret {
+	return r.JSONDefault
 }
 
 // GetBody returns the raw response body bytes
@@ -21723,6 +22580,13 @@ func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherListRows
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21746,6 +22610,16 @@ func ParseCommonListPagingResponse(rsp *http.Response) (*CommonListPagingRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CommonListPagingResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21793,6 +22667,13 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21826,6 +22707,16 @@ func ParseCompanyDeleteResponse(rsp *http.Response) (*CompanyDeleteResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21873,6 +22764,13 @@ func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertRes
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21906,6 +22804,16 @@ func ParseCompanyEmailInsertResponse(rsp *http.Response) (*CompanyEmailInsertRes
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyEmailInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -21956,6 +22864,13 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherCompanyCard
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -21989,6 +22904,16 @@ func ParseCompanyGetResponse(rsp *http.Response) (*CompanyGetResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyGetResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22036,6 +22961,13 @@ func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22069,6 +23001,16 @@ func ParseCompanyInsertResponse(rsp *http.Response) (*CompanyInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22116,6 +23058,13 @@ func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertRes
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22149,6 +23098,16 @@ func ParseCompanyPhoneInsertResponse(rsp *http.Response) (*CompanyPhoneInsertRes
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyPhoneInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22196,6 +23155,13 @@ func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisite
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22229,6 +23195,16 @@ func ParseCompanyRequisitesInsertResponse(rsp *http.Response) (*CompanyRequisite
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyRequisitesInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22276,6 +23252,13 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22309,6 +23292,16 @@ func ParseCompanyUpdateResponse(rsp *http.Response) (*CompanyUpdateResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers CompanyUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22356,6 +23349,13 @@ func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherContactInserted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22389,6 +23389,16 @@ func ParseContactInsertResponse(rsp *http.Response) (*ContactInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers ContactInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22439,6 +23449,13 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherContactList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22472,6 +23489,16 @@ func ParseContactListResponse(rsp *http.Response) (*ContactListResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers ContactListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22519,6 +23546,13 @@ func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherSocialNetworkList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22552,6 +23586,16 @@ func ParseContactSocialSetResponse(rsp *http.Response) (*ContactSocialSetRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers ContactSocialSetResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22599,6 +23643,13 @@ func ParseDashboardKpiMyResponse(rsp *http.Response) (*DashboardKpiMyResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherKpiMy
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22622,6 +23673,16 @@ func ParseDashboardKpiMyResponse(rsp *http.Response) (*DashboardKpiMyResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardKpiMyResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22669,6 +23730,13 @@ func ParseDashboardKpiTeamResponse(rsp *http.Response) (*DashboardKpiTeamRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherKpiTeam
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22692,6 +23760,16 @@ func ParseDashboardKpiTeamResponse(rsp *http.Response) (*DashboardKpiTeamRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardKpiTeamResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22739,6 +23817,13 @@ func ParseDashboardMyDayResponse(rsp *http.Response) (*DashboardMyDayResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDayDashboard
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22762,6 +23847,16 @@ func ParseDashboardMyDayResponse(rsp *http.Response) (*DashboardMyDayResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardMyDayResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22809,6 +23904,13 @@ func ParseDashboardMyTasksResponse(rsp *http.Response) (*DashboardMyTasksRespons
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMyTasksDashboard
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22832,6 +23934,16 @@ func ParseDashboardMyTasksResponse(rsp *http.Response) (*DashboardMyTasksRespons
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DashboardMyTasksResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22879,6 +23991,13 @@ func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse,
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22912,6 +24031,16 @@ func ParseDealGoodsInsertResponse(rsp *http.Response) (*DealGoodsInsertResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealGoodsInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -22962,6 +24091,13 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDealGoodsList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -22995,6 +24131,16 @@ func ParseDealGoodsListResponse(rsp *http.Response) (*DealGoodsListResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealGoodsListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23042,6 +24188,13 @@ func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse,
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDealGoodsPosition
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23075,6 +24228,16 @@ func ParseDealGoodsUpdateResponse(rsp *http.Response) (*DealGoodsUpdateResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealGoodsUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23122,6 +24285,13 @@ func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23155,6 +24325,16 @@ func ParseDealInsertResponse(rsp *http.Response) (*DealInsertResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23202,6 +24382,13 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23235,6 +24422,16 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DealUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23282,6 +24479,13 @@ func ParseDirectoryListResponse(rsp *http.Response) (*DirectoryListResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDirectoryCatalog
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23305,6 +24509,16 @@ func ParseDirectoryListResponse(rsp *http.Response) (*DirectoryListResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DirectoryListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23355,6 +24569,13 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDirectoryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23388,6 +24609,16 @@ func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DirectoryGetResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23435,6 +24666,13 @@ func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertR
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23468,6 +24706,16 @@ func ParseDocumentGoodsInsertResponse(rsp *http.Response) (*DocumentGoodsInsertR
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentGoodsInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23518,6 +24766,13 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDocumentGoodsList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23551,6 +24806,16 @@ func ParseDocumentGoodsListResponse(rsp *http.Response) (*DocumentGoodsListRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentGoodsListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23598,6 +24863,13 @@ func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, e
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23631,6 +24903,16 @@ func ParseDocumentInsertResponse(rsp *http.Response) (*DocumentInsertResponse, e
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23681,6 +24963,13 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDocumentList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23714,6 +25003,16 @@ func ParseDocumentListResponse(rsp *http.Response) (*DocumentListResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers DocumentListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23761,6 +25060,13 @@ func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherEventPage
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23784,6 +25090,16 @@ func ParseEventListResponse(rsp *http.Response) (*EventListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers EventListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23831,6 +25147,13 @@ func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23864,6 +25187,16 @@ func ParseFieldDeleteResponse(rsp *http.Response) (*FieldDeleteResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23911,6 +25244,13 @@ func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -23944,6 +25284,16 @@ func ParseFieldInsertResponse(rsp *http.Response) (*FieldInsertResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -23991,6 +25341,13 @@ func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherFieldList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24014,6 +25371,16 @@ func ParseFieldListResponse(rsp *http.Response) (*FieldListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24061,6 +25428,13 @@ func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24094,6 +25468,16 @@ func ParseFieldUpdateResponse(rsp *http.Response) (*FieldUpdateResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24141,6 +25525,13 @@ func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateRespo
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24174,6 +25565,16 @@ func ParseFieldValuesUpdateResponse(rsp *http.Response) (*FieldValuesUpdateRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FieldValuesUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24221,6 +25622,13 @@ func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24254,6 +25662,16 @@ func ParseFilterDeleteResponse(rsp *http.Response) (*FilterDeleteResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24301,6 +25719,13 @@ func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24334,6 +25759,16 @@ func ParseFilterInsertResponse(rsp *http.Response) (*FilterInsertResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24381,6 +25816,13 @@ func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherFilterList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24404,6 +25846,16 @@ func ParseFilterListResponse(rsp *http.Response) (*FilterListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24451,6 +25903,13 @@ func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24484,6 +25943,16 @@ func ParseFilterUpdateResponse(rsp *http.Response) (*FilterUpdateResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FilterUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24531,6 +26000,13 @@ func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse,
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMoneyAccountList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24554,6 +26030,16 @@ func ParseFinanceAccountsResponse(rsp *http.Response) (*FinanceAccountsResponse,
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FinanceAccountsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24601,6 +26087,13 @@ func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewIdList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24634,6 +26127,16 @@ func ParseFinanceInsertResponse(rsp *http.Response) (*FinanceInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FinanceInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24684,6 +26187,13 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMoneyMovementList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24717,6 +26227,16 @@ func ParseFinanceListResponse(rsp *http.Response) (*FinanceListResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers FinanceListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24743,6 +26263,26 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherHealth
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers HealthzResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24790,6 +26330,13 @@ func ParseMailAccountsResponse(rsp *http.Response) (*MailAccountsResponse, error
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherMailAccountList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24813,6 +26360,16 @@ func ParseMailAccountsResponse(rsp *http.Response) (*MailAccountsResponse, error
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers MailAccountsResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24860,6 +26417,13 @@ func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherEmptyValue
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -24893,6 +26457,16 @@ func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers MailSendResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24926,6 +26500,26 @@ func ParseReadyzResponse(rsp *http.Response) (*ReadyzResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherHealth
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
+	}
+
+	switch {
+	case true:
+		var headers ReadyzResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -24973,6 +26567,13 @@ func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherNewId
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25006,6 +26607,16 @@ func ParseTaskInsertResponse(rsp *http.Response) (*TaskInsertResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers TaskInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25056,6 +26667,13 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherTaskList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25089,6 +26707,16 @@ func ParseTaskListResponse(rsp *http.Response) (*TaskListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers TaskListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25136,6 +26764,13 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25169,6 +26804,16 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers TaskUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25216,6 +26861,13 @@ func ParseUserListResponse(rsp *http.Response) (*UserListResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherUserList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25239,6 +26891,16 @@ func ParseUserListResponse(rsp *http.Response) (*UserListResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers UserListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25286,6 +26948,13 @@ func ParseUserMeResponse(rsp *http.Response) (*UserMeResponse, error) {
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherUserMe
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25309,6 +26978,16 @@ func ParseUserMeResponse(rsp *http.Response) (*UserMeResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers UserMeResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25356,6 +27035,13 @@ func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherDone
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25389,6 +27075,16 @@ func ParseWebhookDeleteResponse(rsp *http.Response) (*WebhookDeleteResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookDeleteResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25436,6 +27132,13 @@ func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesRespo
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookDeliveryList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25459,6 +27162,16 @@ func ParseWebhookDeliveriesResponse(rsp *http.Response) (*WebhookDeliveriesRespo
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookDeliveriesResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25506,6 +27219,13 @@ func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25539,6 +27259,16 @@ func ParseWebhookInsertResponse(rsp *http.Response) (*WebhookInsertResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookInsertResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25586,6 +27316,13 @@ func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookList
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25609,6 +27346,16 @@ func ParseWebhookListResponse(rsp *http.Response) (*WebhookListResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookListResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25656,6 +27403,13 @@ func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) 
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookTestOutcome
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25689,6 +27443,16 @@ func ParseWebhookTestResponse(rsp *http.Response) (*WebhookTestResponse, error) 
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookTestResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil
@@ -25736,6 +27500,13 @@ func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, err
 		}
 		response.JSON503 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && true:
+		var dest OtherWebhookSecret
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSONDefault = &dest
+
 	}
 
 	switch {
@@ -25769,6 +27540,16 @@ func ParseWebhookUpdateResponse(rsp *http.Response) (*WebhookUpdateResponse, err
 			headers.RetryAfter = value
 		}
 		response.Headers429 = &headers
+	case true:
+		var headers WebhookUpdateResponseDefaultHeaders
+		if values := rsp.Header.Values("X-Value-Schema"); len(values) > 0 {
+			var value interface{}
+			if err := runtime.BindStyledParameterWithOptions("simple", "X-Value-Schema", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.XValueSchema = &value
+		}
+		response.HeadersDefault = &headers
 	}
 
 	return response, nil

@@ -14,7 +14,7 @@ exports.operations = {
     companyPhoneInsert: { method: "POST", path: "/company/phone/insert", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "NewId", valueShape: 0 },
     companyRequisitesInsert: { method: "POST", path: "/company/requisites/insert", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "NewId", valueShape: 0 },
     companyUpdate: { method: "POST", path: "/company/update", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "Done", valueShape: 0 },
-    contactInsert: { method: "POST", path: "/contact/insert", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "ContactInsertResult", valueShape: 0 },
+    contactInsert: { method: "POST", path: "/contact/insert", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "ContactInserted", valueShape: 0 },
     contactList: { method: "GET", path: "/contact/list", pathParams: [], queryParams: ["page", "records_onpage", "name", "company_id"], body: false, bodyShape: 0, value: "ContactList", valueShape: 0 },
     contactSocialSet: { method: "POST", path: "/contact/social/set", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "SocialNetworkList", valueShape: 0 },
     dashboardKpiMy: { method: "GET", path: "/dashboard/kpi/my", pathParams: [], queryParams: ["date_from", "date_to"], body: false, bodyShape: 0, value: "KpiMy", valueShape: "#KpiMy" },
@@ -58,7 +58,7 @@ exports.operations = {
     webhookDeliveries: { method: "GET", path: "/webhook/deliveries", pathParams: [], queryParams: ["webhook_id", "page", "records_onpage"], body: false, bodyShape: 0, value: "WebhookDeliveryList", valueShape: 0 },
     webhookInsert: { method: "POST", path: "/webhook/insert", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "WebhookSecret", valueShape: 0 },
     webhookList: { method: "GET", path: "/webhook/list", pathParams: [], queryParams: [], body: false, bodyShape: 0, value: "WebhookList", valueShape: 0 },
-    webhookTest: { method: "POST", path: "/webhook/test", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "WebhookTestResult", valueShape: 0 },
+    webhookTest: { method: "POST", path: "/webhook/test", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "WebhookTestOutcome", valueShape: 0 },
     webhookUpdate: { method: "POST", path: "/webhook/update", pathParams: [], queryParams: [], body: true, bodyShape: 0, value: "WebhookSecret", valueShape: 0 },
 };
 /** Where the decimals are in each named schema that has any. */

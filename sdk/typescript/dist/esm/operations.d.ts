@@ -107,7 +107,7 @@ export declare const operations: {
         readonly queryParams: readonly [];
         readonly body: true;
         readonly bodyShape: 0;
-        readonly value: "ContactInsertResult";
+        readonly value: "ContactInserted";
         readonly valueShape: 0;
     };
     readonly contactList: {
@@ -547,7 +547,7 @@ export declare const operations: {
         readonly queryParams: readonly [];
         readonly body: true;
         readonly bodyShape: 0;
-        readonly value: "WebhookTestResult";
+        readonly value: "WebhookTestOutcome";
         readonly valueShape: 0;
     };
     readonly webhookUpdate: {

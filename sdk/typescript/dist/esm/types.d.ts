@@ -86,7 +86,7 @@ export type CompanyInsertRequest = {
     /** Company name, or the full name of a private person. */
     name: string;
     note?: string;
-    /** `1` legal entity, `2` private person. */
+    /** `1` legal entity, `2` private person; omitted: `1`. */
     person?: 1 | 2;
     property_form?: string;
     region?: string;
@@ -181,7 +181,7 @@ export type ContactInsertRequest = {
     /** Status of a contact person (directory 43). */
     status_id?: number;
 };
-export type ContactInsertResult = {
+export type ContactInserted = {
     /** The inserted e-mails, in the order sent; null when none were sent. */
     EMAILS: InsertedEmail[] | null;
     /** The new contact person's id. */
@@ -442,8 +442,8 @@ export type EmptyValue = string;
 export type Envelope = {
     /** `null` on success (`"0"` for mail sending); the error code on failure. */
     code: string | null;
-    /** `""` on success; the error text on failure. */
-    error: string | null;
+    /** `""` on success; the error text on failure; never `null`. */
+    error: string;
     /** The page served, from 1 (lists); 0 for single-record operations. */
     page: number;
     /** `ceil(rows / records_onpage)` (lists); 0 for single-record operations. */
@@ -489,6 +489,7 @@ export type FieldInsertRequest = {
     module: 1 | 20;
     name: FieldName;
     title?: string;
+    /** The field's kind; omitted: `text`. */
     type?: "text" | "number" | "date" | "boolean";
 };
 export type FieldList = Field[];
@@ -979,13 +980,13 @@ export type TaskInsertRequest = {
     date_start?: LocalMinute;
     /** A deal of the same counterparty. */
     deal_id?: number;
-    /** `1` marks an urgent task. */
+    /** `1` marks an urgent task; omitted: `0`. */
     is_hot?: 0 | 1;
     /** Task text. */
     note: string;
     /** Minutes before the start to remind the assignee. */
     reminder_minutes?: number;
-    /** `1` in work, `2` done. */
+    /** `1` in work, `2` done; omitted: `1`. */
     status_id?: 1 | 2;
     /** Comma-separated tags. */
     tags?: string;
@@ -1104,7 +1105,7 @@ export type WebhookSecret = {
 };
 /** `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes. */
 export type WebhookSecretValue = string;
-export type WebhookTestResult = {
+export type WebhookTestOutcome = {
     delivered: boolean;
     duration_ms: number;
     error: string;
@@ -1292,7 +1293,7 @@ export interface Operations {
     contactInsert: {
         params: Record<string, never>;
         body: ContactInsertRequest;
-        value: ContactInsertResult;
+        value: ContactInserted;
     };
     /** GET /contact/list: Paged list of contact persons */
     contactList: {
@@ -1642,7 +1643,7 @@ export interface Operations {
     webhookTest: {
         params: Record<string, never>;
         body: IdRequest;
-        value: WebhookTestResult;
+        value: WebhookTestOutcome;
     };
     /** POST /webhook/update: Change a webhook subscription (admins) */
     webhookUpdate: {
