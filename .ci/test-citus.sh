@@ -41,4 +41,9 @@ DATABASE_URL=$demo_url CONFORMANCE_SERVE_URL="${demo_url}&citus.multi_task_query
 echo "--- test-citus: one node per request (no two-phase commit, nothing sent to or from a node without the account)"
 account=$(DATABASE_URL=$demo_url bin/crm-server demo | sed -n 's/^account_id=//p')
 DATABASE_URL=$demo_url bin/crm-server db citus audit --app "$app" --account "$account"
+echo "--- test-citus: the cluster changes under load (a shard move, a worker added and rebalanced, then drained and removed)"
+moves_url=$(bin/crm-server db citus start --fresh crm_moves 2>>"$log")
+spare=$(bin/crm-server db citus spare crm_moves 2>>"$log")
+CRM_TEST_DB=shared DATABASE_URL=$moves_url CRM_CITUS_SPARE=$spare go test -count=1 -timeout 15m -run 'TestCitusClusterChanges' -v ./impl
+
 echo "test-citus: passed"
