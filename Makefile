@@ -16,9 +16,9 @@ run: apidocs
 ## concurrency; the tests of the list and the contact list once more through their functions (CRM_FAST_PATH=on). tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
-# The tests of the list and the contact list, run again with their functions (CRM_FAST_PATH=on),
+# The tests of the list, the contact list and the event feed, run again with their functions (CRM_FAST_PATH=on),
 # which plain PostgreSQL does not use by itself (impl.Config.FastPath); make test-citus runs them there.
-FAST_PATH_TESTS = List|Contact
+FAST_PATH_TESTS = List|Contact|Event
 test: SHELL := /bin/bash
 test: apidocs sdk-typescript-deps
 	@set -o pipefail; export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \

@@ -132,3 +132,31 @@ func DecodeValue(value string) (any, error) {
 	}
 	return decodeJSON([]byte(value), false)
 }
+
+// Writes reports whether a request may change what the server stores: its
+// operation takes an Idempotency-Key header (the contract's mark of every
+// operation that writes), or no operation matches it and its method is not
+// GET, HEAD or OPTIONS (counted as a write, to be safe).
+func (c *Contract) Writes(method, target string) bool {
+	route, _, err := c.router.FindRoute(httptest.NewRequest(method, target, nil))
+	if err != nil {
+		return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+	}
+	for _, p := range route.Operation.Parameters {
+		if p.Value != nil && p.Value.In == openapi3.ParameterInHeader && http.CanonicalHeaderKey(p.Value.Name) == "Idempotency-Key" {
+			return true
+		}
+	}
+	return false
+}
+
+// valueIsDone reports whether the operation's value is the count of Done
+// (such as the 1 of a goods insert), not the id of a new record.
+func (c *Contract) valueIsDone(method, target string) bool {
+	route, _, err := c.router.FindRoute(httptest.NewRequest(method, target, nil))
+	if err != nil {
+		return false
+	}
+	ref, _ := route.Operation.Extensions["x-value-schema"].(string)
+	return ref == "#/components/schemas/Done"
+}

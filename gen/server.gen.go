@@ -97,6 +97,60 @@ func (e DashboardTaskStatus) Valid() bool {
 	}
 }
 
+// Defines values for DirectoryCatalogEntryCode.
+const (
+	DirectoryCatalogEntryCodeN10 DirectoryCatalogEntryCode = 10
+	DirectoryCatalogEntryCodeN29 DirectoryCatalogEntryCode = 29
+	DirectoryCatalogEntryCodeN35 DirectoryCatalogEntryCode = 35
+	DirectoryCatalogEntryCodeN40 DirectoryCatalogEntryCode = 40
+	DirectoryCatalogEntryCodeN41 DirectoryCatalogEntryCode = 41
+	DirectoryCatalogEntryCodeN42 DirectoryCatalogEntryCode = 42
+	DirectoryCatalogEntryCodeN43 DirectoryCatalogEntryCode = 43
+	DirectoryCatalogEntryCodeN44 DirectoryCatalogEntryCode = 44
+	DirectoryCatalogEntryCodeN45 DirectoryCatalogEntryCode = 45
+	DirectoryCatalogEntryCodeN46 DirectoryCatalogEntryCode = 46
+	DirectoryCatalogEntryCodeN47 DirectoryCatalogEntryCode = 47
+	DirectoryCatalogEntryCodeN48 DirectoryCatalogEntryCode = 48
+	DirectoryCatalogEntryCodeN49 DirectoryCatalogEntryCode = 49
+	DirectoryCatalogEntryCodeN9  DirectoryCatalogEntryCode = 9
+)
+
+// Valid indicates whether the value is a known member of the DirectoryCatalogEntryCode enum.
+func (e DirectoryCatalogEntryCode) Valid() bool {
+	switch e {
+	case DirectoryCatalogEntryCodeN10:
+		return true
+	case DirectoryCatalogEntryCodeN29:
+		return true
+	case DirectoryCatalogEntryCodeN35:
+		return true
+	case DirectoryCatalogEntryCodeN40:
+		return true
+	case DirectoryCatalogEntryCodeN41:
+		return true
+	case DirectoryCatalogEntryCodeN42:
+		return true
+	case DirectoryCatalogEntryCodeN43:
+		return true
+	case DirectoryCatalogEntryCodeN44:
+		return true
+	case DirectoryCatalogEntryCodeN45:
+		return true
+	case DirectoryCatalogEntryCodeN46:
+		return true
+	case DirectoryCatalogEntryCodeN47:
+		return true
+	case DirectoryCatalogEntryCodeN48:
+		return true
+	case DirectoryCatalogEntryCodeN49:
+		return true
+	case DirectoryCatalogEntryCodeN9:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Done.
 const (
 	DoneN1 Done = 1
@@ -595,6 +649,27 @@ func (e TaskUpdateRequestStatusId) Valid() bool {
 	}
 }
 
+// Defines values for UserRole.
+const (
+	Admin  UserRole = "admin"
+	Head   UserRole = "head"
+	Member UserRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the UserRole enum.
+func (e UserRole) Valid() bool {
+	switch e {
+	case Admin:
+		return true
+	case Head:
+		return true
+	case Member:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for WebhookDeliveryOutcome.
 const (
 	Delivered  WebhookDeliveryOutcome = "delivered"
@@ -708,52 +783,52 @@ func (e CommonListPagingParamsModule) Valid() bool {
 
 // Defines values for DirectoryGetParamsCode.
 const (
-	N10 DirectoryGetParamsCode = 10
-	N29 DirectoryGetParamsCode = 29
-	N35 DirectoryGetParamsCode = 35
-	N40 DirectoryGetParamsCode = 40
-	N41 DirectoryGetParamsCode = 41
-	N42 DirectoryGetParamsCode = 42
-	N43 DirectoryGetParamsCode = 43
-	N44 DirectoryGetParamsCode = 44
-	N45 DirectoryGetParamsCode = 45
-	N46 DirectoryGetParamsCode = 46
-	N47 DirectoryGetParamsCode = 47
-	N48 DirectoryGetParamsCode = 48
-	N49 DirectoryGetParamsCode = 49
-	N9  DirectoryGetParamsCode = 9
+	DirectoryGetParamsCodeN10 DirectoryGetParamsCode = 10
+	DirectoryGetParamsCodeN29 DirectoryGetParamsCode = 29
+	DirectoryGetParamsCodeN35 DirectoryGetParamsCode = 35
+	DirectoryGetParamsCodeN40 DirectoryGetParamsCode = 40
+	DirectoryGetParamsCodeN41 DirectoryGetParamsCode = 41
+	DirectoryGetParamsCodeN42 DirectoryGetParamsCode = 42
+	DirectoryGetParamsCodeN43 DirectoryGetParamsCode = 43
+	DirectoryGetParamsCodeN44 DirectoryGetParamsCode = 44
+	DirectoryGetParamsCodeN45 DirectoryGetParamsCode = 45
+	DirectoryGetParamsCodeN46 DirectoryGetParamsCode = 46
+	DirectoryGetParamsCodeN47 DirectoryGetParamsCode = 47
+	DirectoryGetParamsCodeN48 DirectoryGetParamsCode = 48
+	DirectoryGetParamsCodeN49 DirectoryGetParamsCode = 49
+	DirectoryGetParamsCodeN9  DirectoryGetParamsCode = 9
 )
 
 // Valid indicates whether the value is a known member of the DirectoryGetParamsCode enum.
 func (e DirectoryGetParamsCode) Valid() bool {
 	switch e {
-	case N10:
+	case DirectoryGetParamsCodeN10:
 		return true
-	case N29:
+	case DirectoryGetParamsCodeN29:
 		return true
-	case N35:
+	case DirectoryGetParamsCodeN35:
 		return true
-	case N40:
+	case DirectoryGetParamsCodeN40:
 		return true
-	case N41:
+	case DirectoryGetParamsCodeN41:
 		return true
-	case N42:
+	case DirectoryGetParamsCodeN42:
 		return true
-	case N43:
+	case DirectoryGetParamsCodeN43:
 		return true
-	case N44:
+	case DirectoryGetParamsCodeN44:
 		return true
-	case N45:
+	case DirectoryGetParamsCodeN45:
 		return true
-	case N46:
+	case DirectoryGetParamsCodeN46:
 		return true
-	case N47:
+	case DirectoryGetParamsCodeN47:
 		return true
-	case N48:
+	case DirectoryGetParamsCodeN48:
 		return true
-	case N49:
+	case DirectoryGetParamsCodeN49:
 		return true
-	case N9:
+	case DirectoryGetParamsCodeN9:
 		return true
 	default:
 		return false
@@ -1245,6 +1320,24 @@ type DealUpdateRequest struct {
 	UserId *int64  `json:"user_id,omitempty"`
 }
 
+// DirectoryCatalog defines model for DirectoryCatalog.
+type DirectoryCatalog = []DirectoryCatalogEntry
+
+// DirectoryCatalogEntry defines model for DirectoryCatalogEntry.
+type DirectoryCatalogEntry struct {
+	// Code The directory's code, as in `GET /directory/{code}`.
+	Code DirectoryCatalogEntryCode `json:"code"`
+
+	// Name What the directory holds.
+	Name string `json:"name"`
+
+	// Values The number of its active values in the account.
+	Values int `json:"values"`
+}
+
+// DirectoryCatalogEntryCode The directory's code, as in `GET /directory/{code}`.
+type DirectoryCatalogEntryCode int
+
 // DirectoryEntry defines model for DirectoryEntry.
 type DirectoryEntry struct {
 	ID   int64  `json:"ID"`
@@ -1364,7 +1457,8 @@ type EmailRecord struct {
 	IdContactMan *int64 `json:"id_contact_man"`
 }
 
-// EmptyBody An empty body, the JSON literal `null`, or `{}`.
+// EmptyBody An empty body, the JSON literal `null`, or `{}`. The universal list takes its
+// parameters in the query string only: a body with members is `"400"` saying so.
 type EmptyBody = map[string]interface{}
 
 // EmptyValue The empty string.
@@ -1792,10 +1886,27 @@ type ListRowAttachmentFlag int
 // ListRows defines model for ListRows.
 type ListRows = []ListRow
 
-// LocalMinute `YYYY-MM-DD HH:MM` in the token owner's time zone.
+// LocalMinute `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+// owner's time zone. Seconds given are kept.
 //
 // Example: 2026-11-20 10:00
 type LocalMinute = string
+
+// MailAccountItem defines model for MailAccountItem.
+type MailAccountItem struct {
+	// Active `false`: disabled; sends nothing and is not polled.
+	Active      bool   `json:"active"`
+	Address     string `json:"address"`
+	DisplayName string `json:"display_name"`
+	Id          int64  `json:"id"`
+
+	// UserId The owner, the only user who sends through it.
+	UserId   int64  `json:"user_id"`
+	UserName string `json:"user_name"`
+}
+
+// MailAccountList defines model for MailAccountList.
+type MailAccountList = []MailAccountItem
 
 // MailMessageInput defines model for MailMessageInput.
 type MailMessageInput struct {
@@ -2143,12 +2254,16 @@ type TaskInsertRequest struct {
 	// ContactId A contact person of the same counterparty.
 	ContactId *int64 `json:"contact_id,omitempty"`
 
-	// DateFinish `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	// DateFinish `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+	// owner's time zone. Seconds given are kept.
+	//
 	//
 	// Example: 2026-11-20 10:00
 	DateFinish *LocalMinute `json:"date_finish,omitempty"`
 
-	// DateStart `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	// DateStart `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+	// owner's time zone. Seconds given are kept.
+	//
 	//
 	// Example: 2026-11-20 10:00
 	DateStart *LocalMinute `json:"date_start,omitempty"`
@@ -2203,10 +2318,12 @@ type TaskTypeCounter struct {
 
 // TaskUpdateRequest defines model for TaskUpdateRequest.
 type TaskUpdateRequest struct {
-	// DateFinish `YYYY-MM-DD HH:MM` in the token owner's time zone, or `""` for no deadline.
+	// DateFinish `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, or `""` for no deadline.
 	DateFinish *string `json:"date_finish,omitempty"`
 
-	// DateStart `YYYY-MM-DD HH:MM` in the token owner's time zone.
+	// DateStart `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+	// owner's time zone. Seconds given are kept.
+	//
 	//
 	// Example: 2026-11-20 10:00
 	DateStart *LocalMinute            `json:"date_start,omitempty"`
@@ -2240,6 +2357,53 @@ type TodayTasks struct {
 	Tasks []DashboardTask `json:"tasks"`
 	Total int             `json:"total"`
 }
+
+// UserList defines model for UserList.
+type UserList = []UserListItem
+
+// UserListItem defines model for UserListItem.
+type UserListItem struct {
+	// Active `false`: deactivated; keeps their records, gets no new ones.
+	Active bool `json:"active"`
+
+	// Department The department's name, `""` for none.
+	Department string `json:"department"`
+
+	// DepartmentId `null` for a user in no department.
+	DepartmentId *int64 `json:"department_id"`
+	Id           int64  `json:"id"`
+	Name         string `json:"name"`
+
+	// Role `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own.
+	Role UserRole `json:"role"`
+}
+
+// UserMe defines model for UserMe.
+type UserMe struct {
+	// BaseCurrency The account's base currency (ISO 4217).
+	BaseCurrency string `json:"base_currency"`
+
+	// Department The department's name, `""` for none.
+	Department string `json:"department"`
+
+	// DepartmentId `null` for a user in no department.
+	DepartmentId         *int64 `json:"department_id"`
+	Id                   int64  `json:"id"`
+	KpiDepartmentsReport bool   `json:"kpi_departments_report"`
+	KpiUsersReport       bool   `json:"kpi_users_report"`
+	Name                 string `json:"name"`
+
+	// Role `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own.
+	Role UserRole `json:"role"`
+
+	// TimeZone IANA name of the time zone of every date-time the token reads and writes.
+	//
+	// Example: Europe/Riga
+	TimeZone string `json:"time_zone"`
+}
+
+// UserRole `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own.
+type UserRole string
 
 // Webhook defines model for Webhook.
 type Webhook struct {
@@ -5217,8 +5381,12 @@ type ClientInterface interface {
 	// CommonListPagingWithBody Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -5285,8 +5453,12 @@ type ClientInterface interface {
 	// CommonListPaging Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -6077,6 +6249,18 @@ type ClientInterface interface {
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
 	DealUpdate(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DirectoryList The directories, with their codes and names
+	//
+	// **Extension.** Every directory of the account: its `code` (the path parameter of
+	// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+	// values), its `name`, and `values`, the number of its active values in the token
+	// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+	// directory for every user. A quick list, by code. The names are the server's and the
+	// same in every account; the values are the account's own.
+	//
+	// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+	DirectoryList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// DirectoryGet Values of one directory
 	//
 	// The active values of directory `code` of the token owner's account, ordered by their
@@ -6499,6 +6683,22 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// MailAccounts The mail accounts the token owner sees
+	//
+	// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+	// of the mail list: a member their own, a head those of the users of their
+	// department and their own, an admin every mail account of the account. For each:
+	// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+	// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+	// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+	// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+	// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+	// quick list, by address and then id. Mail accounts are made with
+	// `crm-server mail-account create`.
+	//
+	// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+	MailAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// MailSendWithBody Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -6507,8 +6707,8 @@ type ClientInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -6578,8 +6778,8 @@ type ClientInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -6763,6 +6963,35 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
 	TaskUpdate(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserList The users the token owner sees
+	//
+	// **Extension.** The users whose records the token owner sees, by the same rule as
+	// every list: an admin every user of the account, a head the users of their
+	// department and themselves, a member only themselves (a head in no department
+	// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+	// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+	// their records but cannot be given new ones: `"400"` `user_id: user N is
+	// deactivated`). A quick list, by name and then id. Other users' ids and names
+	// still appear on the records the token owner sees (`user_id`, `user_name`).
+	//
+	// Corresponds with GET /user/list (the `UserList` operationId).
+	UserList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// UserMe The token owner
+	//
+	// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+	// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+	// sees every record of the account, `head` the records of the users of their
+	// department and their own, `member` their own), `department_id` and `department`
+	// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+	// date-time of the API is read and written for this token: the user's own, or the
+	// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+	// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+	// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+	//
+	// Corresponds with GET /user/me (the `UserMe` operationId).
+	UserMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// WebhookDeleteWithBody Delete a webhook subscription (admins)
 	//
@@ -6953,8 +7182,12 @@ type ClientInterface interface {
 // CommonListPagingWithBody Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -7031,8 +7264,12 @@ func (c *Client) CommonListPagingWithBody(ctx context.Context, module CommonList
 // CommonListPaging Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -8133,6 +8370,28 @@ func (c *Client) DealUpdate(ctx context.Context, params *DealUpdateParams, body 
 	return c.Client.Do(req)
 }
 
+// DirectoryList The directories, with their codes and names
+//
+// **Extension.** Every directory of the account: its `code` (the path parameter of
+// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+// values), its `name`, and `values`, the number of its active values in the token
+// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+// directory for every user. A quick list, by code. The names are the server's and the
+// same in every account; the values are the account's own.
+//
+// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+func (c *Client) DirectoryList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDirectoryListRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // DirectoryGet Values of one directory
 //
 // The active values of directory `code` of the token owner's account, ordered by their
@@ -8835,6 +9094,32 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 	return c.Client.Do(req)
 }
 
+// MailAccounts The mail accounts the token owner sees
+//
+// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+// of the mail list: a member their own, a head those of the users of their
+// department and their own, an admin every mail account of the account. For each:
+// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+// quick list, by address and then id. Mail accounts are made with
+// `crm-server mail-account create`.
+//
+// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+func (c *Client) MailAccounts(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewMailAccountsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // MailSendWithBody Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -8843,8 +9128,8 @@ func (c *Client) Healthz(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -8924,8 +9209,8 @@ func (c *Client) MailSendWithBody(ctx context.Context, params *MailSendParams, c
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -9170,6 +9455,55 @@ func (c *Client) TaskUpdateWithBody(ctx context.Context, params *TaskUpdateParam
 // Corresponds with POST /task/update (the `TaskUpdate` operationId).
 func (c *Client) TaskUpdate(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewTaskUpdateRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserList The users the token owner sees
+//
+// **Extension.** The users whose records the token owner sees, by the same rule as
+// every list: an admin every user of the account, a head the users of their
+// department and themselves, a member only themselves (a head in no department
+// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+// their records but cannot be given new ones: `"400"` `user_id: user N is
+// deactivated`). A quick list, by name and then id. Other users' ids and names
+// still appear on the records the token owner sees (`user_id`, `user_name`).
+//
+// Corresponds with GET /user/list (the `UserList` operationId).
+func (c *Client) UserList(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserListRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// UserMe The token owner
+//
+// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+// sees every record of the account, `head` the records of the users of their
+// department and their own, `member` their own), `department_id` and `department`
+// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+// date-time of the API is read and written for this token: the user's own, or the
+// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+//
+// Corresponds with GET /user/me (the `UserMe` operationId).
+func (c *Client) UserMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewUserMeRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -11019,6 +11353,33 @@ func NewDealUpdateRequestWithBody(server string, params *DealUpdateParams, conte
 	return req, nil
 }
 
+// NewDirectoryListRequest constructs an http.Request for the DirectoryList method
+func NewDirectoryListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/directory/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewDirectoryGetRequest constructs an http.Request for the DirectoryGet method
 func NewDirectoryGetRequest(server string, code DirectoryGetParamsCode, params *DirectoryGetParams) (*http.Request, error) {
 	var err error
@@ -12115,6 +12476,33 @@ func NewHealthzRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewMailAccountsRequest constructs an http.Request for the MailAccounts method
+func NewMailAccountsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/mail/accounts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewMailSendRequest calls the generic MailSend builder with application/json body
 func NewMailSendRequest(server string, params *MailSendParams, body MailSendJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -12379,6 +12767,60 @@ func NewTaskUpdateRequestWithBody(server string, params *TaskUpdateParams, conte
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewUserListRequest constructs an http.Request for the UserList method
+func NewUserListRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/user/list")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewUserMeRequest constructs an http.Request for the UserMe method
+func NewUserMeRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/user/me")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -12752,8 +13194,12 @@ type ClientWithResponsesInterface interface {
 	// CommonListPagingWithBodyWithResponse Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -12820,8 +13266,12 @@ type ClientWithResponsesInterface interface {
 	// CommonListPagingWithResponse Paged list of the records of one module
 	//
 	// One page of the records of module `{module}` that the token owner may see, with the
-	// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-	// literal `null`, or `{}`.
+	// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+	// query string, although the method is POST, as the interface has it: the body is
+	// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+	// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+	// filters, sort, paging) in the query string, not in the body: send no body, null or
+	// {}`, so that filters sent there are never silently ignored.
 	//
 	// `value` is a JSON array of objects keyed by exactly the requested column names, in
 	// the requested order; `rows` is the total number of matching records (exact, also for
@@ -13628,6 +14078,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /deal/update (the `DealUpdate` operationId).
 	DealUpdateWithResponse(ctx context.Context, params *DealUpdateParams, body DealUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*DealUpdateResponse, error)
 
+	// DirectoryListWithResponse The directories, with their codes and names
+	//
+	// **Extension.** Every directory of the account: its `code` (the path parameter of
+	// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+	// values), its `name`, and `values`, the number of its active values in the token
+	// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+	// directory for every user. A quick list, by code. The names are the server's and the
+	// same in every account; the values are the account's own.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+	DirectoryListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DirectoryListResponse, error)
+
 	// DirectoryGetWithResponse Values of one directory
 	//
 	// The active values of directory `code` of the token owner's account, ordered by their
@@ -14070,6 +14534,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `Healthz` operationId).
 	HealthzWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*HealthzResponse, error)
 
+	// MailAccountsWithResponse The mail accounts the token owner sees
+	//
+	// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+	// of the mail list: a member their own, a head those of the users of their
+	// department and their own, an admin every mail account of the account. For each:
+	// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+	// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+	// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+	// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+	// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+	// quick list, by address and then id. Mail accounts are made with
+	// `crm-server mail-account create`.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+	MailAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MailAccountsResponse, error)
+
 	// MailSendWithBodyWithResponse Send an e-mail message
 	//
 	// Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -14078,8 +14560,8 @@ type ClientWithResponsesInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -14149,8 +14631,8 @@ type ClientWithResponsesInterface interface {
 	// send through a member's account. A mail account that does not exist, belongs to
 	// another user or to another account is `"404"` (`mail.account_id: mail account N not
 	// found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-	// admin command `crm-server mail-account create`; the API has no operation that lists
-	// them.
+	// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+	// (an extension; the token owner's own are those whose `user_id` is theirs).
 	//
 	// **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 	// and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -14338,6 +14820,39 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /task/update (the `TaskUpdate` operationId).
 	TaskUpdateWithResponse(ctx context.Context, params *TaskUpdateParams, body TaskUpdateJSONRequestBody, reqEditors ...RequestEditorFn) (*TaskUpdateResponse, error)
+
+	// UserListWithResponse The users the token owner sees
+	//
+	// **Extension.** The users whose records the token owner sees, by the same rule as
+	// every list: an admin every user of the account, a head the users of their
+	// department and themselves, a member only themselves (a head in no department
+	// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+	// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+	// their records but cannot be given new ones: `"400"` `user_id: user N is
+	// deactivated`). A quick list, by name and then id. Other users' ids and names
+	// still appear on the records the token owner sees (`user_id`, `user_name`).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /user/list (the `UserList` operationId).
+	UserListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserListResponse, error)
+
+	// UserMeWithResponse The token owner
+	//
+	// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+	// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+	// sees every record of the account, `head` the records of the users of their
+	// department and their own, `member` their own), `department_id` and `department`
+	// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+	// date-time of the API is read and written for this token: the user's own, or the
+	// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+	// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+	// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /user/me (the `UserMe` operationId).
+	UserMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserMeResponse, error)
 
 	// WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
 	//
@@ -16154,6 +16669,82 @@ func (r DealUpdateResponse) ContentType() string {
 	return ""
 }
 
+// DirectoryListResponse401Headers the declared response headers of an HTTP 401 response for DirectoryList
+type DirectoryListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// DirectoryListResponse429Headers the declared response headers of an HTTP 429 response for DirectoryList
+type DirectoryListResponse429Headers struct {
+	RetryAfter int
+}
+
+type DirectoryListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DirectoryListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DirectoryListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r DirectoryListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r DirectoryListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r DirectoryListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r DirectoryListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DirectoryListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DirectoryListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DirectoryListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DirectoryListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // DirectoryGetResponse304Headers the declared response headers of an HTTP 304 response for DirectoryGet
 type DirectoryGetResponse304Headers struct {
 	ETag string
@@ -17661,6 +18252,82 @@ func (r HealthzResponse) ContentType() string {
 	return ""
 }
 
+// MailAccountsResponse401Headers the declared response headers of an HTTP 401 response for MailAccounts
+type MailAccountsResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// MailAccountsResponse429Headers the declared response headers of an HTTP 429 response for MailAccounts
+type MailAccountsResponse429Headers struct {
+	RetryAfter int
+}
+
+type MailAccountsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *MailAccountsResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *MailAccountsResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r MailAccountsResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r MailAccountsResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r MailAccountsResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r MailAccountsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r MailAccountsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r MailAccountsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r MailAccountsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r MailAccountsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // MailSendResponse200Headers the declared response headers of an HTTP 200 response for MailSend
 type MailSendResponse200Headers struct {
 	IdempotentReplayed *string
@@ -18035,6 +18702,158 @@ func (r TaskUpdateResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r TaskUpdateResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserListResponse401Headers the declared response headers of an HTTP 401 response for UserList
+type UserListResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UserListResponse429Headers the declared response headers of an HTTP 429 response for UserList
+type UserListResponse429Headers struct {
+	RetryAfter int
+}
+
+type UserListResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UserListResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UserListResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserListResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UserListResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UserListResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UserListResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UserListResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserListResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserListResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserListResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// UserMeResponse401Headers the declared response headers of an HTTP 401 response for UserMe
+type UserMeResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// UserMeResponse429Headers the declared response headers of an HTTP 429 response for UserMe
+type UserMeResponse429Headers struct {
+	RetryAfter int
+}
+
+type UserMeResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Envelope
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthorized
+	// JSON429 the response for an HTTP 429 `application/json` response
+	JSON429 *TooManyRequests
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *UserMeResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *UserMeResponse429Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r UserMeResponse) GetJSON200() *Envelope {
+	return r.JSON200
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r UserMeResponse) GetJSON401() *Unauthorized {
+	return r.JSON401
+}
+
+// GetJSON429 returns the response for an HTTP 429 `application/json` response
+func (r UserMeResponse) GetJSON429() *TooManyRequests {
+	return r.JSON429
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r UserMeResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r UserMeResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r UserMeResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r UserMeResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r UserMeResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -18528,8 +19347,12 @@ func (r WebhookUpdateResponse) ContentType() string {
 // CommonListPagingWithBodyWithResponse Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -18602,8 +19425,12 @@ func (c *ClientWithResponses) CommonListPagingWithBodyWithResponse(ctx context.C
 // CommonListPagingWithResponse Paged list of the records of one module
 //
 // One page of the records of module `{module}` that the token owner may see, with the
-// columns named in `columns`, filtered, sorted and paged. The body is empty, the JSON
-// literal `null`, or `{}`.
+// columns named in `columns`, filtered, sorted and paged. Every parameter is in the
+// query string, although the method is POST, as the interface has it: the body is
+// empty, the JSON literal `null`, or `{}`, and a body with members (parameters sent
+// as JSON) is `"400"` `request body: the universal list takes its parameters (columns,
+// filters, sort, paging) in the query string, not in the body: send no body, null or
+// {}`, so that filters sent there are never silently ignored.
 //
 // `value` is a JSON array of objects keyed by exactly the requested column names, in
 // the requested order; `rows` is the total number of matching records (exact, also for
@@ -19596,6 +20423,26 @@ func (c *ClientWithResponses) DealUpdateWithResponse(ctx context.Context, params
 	return ParseDealUpdateResponse(rsp)
 }
 
+// DirectoryListWithResponse The directories, with their codes and names
+//
+// **Extension.** Every directory of the account: its `code` (the path parameter of
+// `GET /directory/{code}` and the directory named by the `*_id` fields that take its
+// values), its `name`, and `values`, the number of its active values in the token
+// owner's account. Every role sees them all, as `GET /directory/{code}` reads every
+// directory for every user. A quick list, by code. The names are the server's and the
+// same in every account; the values are the account's own.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /directory/list (the `DirectoryList` operationId).
+func (c *ClientWithResponses) DirectoryListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*DirectoryListResponse, error) {
+	rsp, err := c.DirectoryList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDirectoryListResponse(rsp)
+}
+
 // DirectoryGetWithResponse Values of one directory
 //
 // The active values of directory `code` of the token owner's account, ordered by their
@@ -20206,6 +21053,30 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 	return ParseHealthzResponse(rsp)
 }
 
+// MailAccountsWithResponse The mail accounts the token owner sees
+//
+// **Extension.** The mail accounts whose messages the token owner sees, by the rule
+// of the mail list: a member their own, a head those of the users of their
+// department and their own, an admin every mail account of the account. For each:
+// `id` (the `mail.account_id` of `POST /mail/send`, as a decimal string there),
+// `user_id` and `user_name` of its owner, `address`, `display_name`, and `active` (a
+// disabled one sends nothing: `"400"`). Only the owner sends through a mail account,
+// whatever their role, so the ones for `POST /mail/send` are those whose `user_id` is
+// the token owner's (`GET /user/me`). No server settings or secrets are shown. A
+// quick list, by address and then id. Mail accounts are made with
+// `crm-server mail-account create`.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /mail/accounts (the `MailAccounts` operationId).
+func (c *ClientWithResponses) MailAccountsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*MailAccountsResponse, error) {
+	rsp, err := c.MailAccounts(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseMailAccountsResponse(rsp)
+}
+
 // MailSendWithBodyWithResponse Send an e-mail message
 //
 // Queues a message for delivery through the mail account `account_id` (the decimal id
@@ -20214,8 +21085,8 @@ func (c *ClientWithResponses) HealthzWithResponse(ctx context.Context, reqEditor
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -20291,8 +21162,8 @@ func (c *ClientWithResponses) MailSendWithBodyWithResponse(ctx context.Context, 
 // send through a member's account. A mail account that does not exist, belongs to
 // another user or to another account is `"404"` (`mail.account_id: mail account N not
 // found`); a disabled one of the token owner is `"400"`. Mail accounts are made by the
-// admin command `crm-server mail-account create`; the API has no operation that lists
-// them.
+// admin command `crm-server mail-account create` and listed by `GET /mail/accounts`
+// (an extension; the token owner's own are those whose `user_id` is theirs).
 //
 // **Subject and body** are Base64 of UTF-8 text: the standard alphabet with padding,
 // and also the URL-safe alphabet and input without padding; line breaks inside the
@@ -20521,6 +21392,51 @@ func (c *ClientWithResponses) TaskUpdateWithResponse(ctx context.Context, params
 		return nil, err
 	}
 	return ParseTaskUpdateResponse(rsp)
+}
+
+// UserListWithResponse The users the token owner sees
+//
+// **Extension.** The users whose records the token owner sees, by the same rule as
+// every list: an admin every user of the account, a head the users of their
+// department and themselves, a member only themselves (a head in no department
+// counts as a member). For each: `id`, `name`, `role`, `department_id` and
+// `department` (`null` and `""` for none), and `active` (a deactivated user keeps
+// their records but cannot be given new ones: `"400"` `user_id: user N is
+// deactivated`). A quick list, by name and then id. Other users' ids and names
+// still appear on the records the token owner sees (`user_id`, `user_name`).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /user/list (the `UserList` operationId).
+func (c *ClientWithResponses) UserListWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserListResponse, error) {
+	rsp, err := c.UserList(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserListResponse(rsp)
+}
+
+// UserMeWithResponse The token owner
+//
+// **Extension.** Who the token belongs to: the user's `id` (the `user_id` that
+// `POST /company/insert` and `POST /deal/insert` require), `name`, `role` (`admin`
+// sees every record of the account, `head` the records of the users of their
+// department and their own, `member` their own), `department_id` and `department`
+// (`null` and `""` for a user in none), `time_zone` (the IANA name in which every
+// date-time of the API is read and written for this token: the user's own, or the
+// account's), the KPI report rights `kpi_users_report` and `kpi_departments_report`
+// (`GET /dashboard/kpi/team` needs one), and the account's `base_currency` (that of
+// `sum` in `POST /finance/insert`). A single record: `rows`, `pages`, `page` are 0.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /user/me (the `UserMe` operationId).
+func (c *ClientWithResponses) UserMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*UserMeResponse, error) {
+	rsp, err := c.UserMe(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseUserMeResponse(rsp)
 }
 
 // WebhookDeleteWithBodyWithResponse Delete a webhook subscription (admins)
@@ -22331,6 +23247,76 @@ func ParseDealUpdateResponse(rsp *http.Response) (*DealUpdateResponse, error) {
 	return response, nil
 }
 
+// ParseDirectoryListResponse parses an HTTP response from a DirectoryListWithResponse call
+func ParseDirectoryListResponse(rsp *http.Response) (*DirectoryListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DirectoryListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers DirectoryListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DirectoryListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseDirectoryGetResponse parses an HTTP response from a DirectoryGetWithResponse call
 func ParseDirectoryGetResponse(rsp *http.Response) (*DirectoryGetResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -23769,6 +24755,76 @@ func ParseHealthzResponse(rsp *http.Response) (*HealthzResponse, error) {
 	return response, nil
 }
 
+// ParseMailAccountsResponse parses an HTTP response from a MailAccountsWithResponse call
+func ParseMailAccountsResponse(rsp *http.Response) (*MailAccountsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &MailAccountsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers MailAccountsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers MailAccountsResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseMailSendResponse parses an HTTP response from a MailSendWithResponse call
 func ParseMailSendResponse(rsp *http.Response) (*MailSendResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -24112,6 +25168,146 @@ func ParseTaskUpdateResponse(rsp *http.Response) (*TaskUpdateResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 429:
 		var headers TaskUpdateResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserListResponse parses an HTTP response from a UserListWithResponse call
+func ParseUserListResponse(rsp *http.Response) (*UserListResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserListResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UserListResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UserListResponse429Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseUserMeResponse parses an HTTP response from a UserMeWithResponse call
+func ParseUserMeResponse(rsp *http.Response) (*UserMeResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &UserMeResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Envelope
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers UserMeResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers UserMeResponse429Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
@@ -24647,6 +25843,9 @@ type ServerInterface interface {
 	// DealUpdate Change fields of a deal
 	// (POST /deal/update)
 	DealUpdate(w http.ResponseWriter, r *http.Request, params DealUpdateParams)
+	// DirectoryList The directories, with their codes and names
+	// (GET /directory/list)
+	DirectoryList(w http.ResponseWriter, r *http.Request)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
 	DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams)
@@ -24704,6 +25903,9 @@ type ServerInterface interface {
 	// Healthz Liveness
 	// (GET /healthz)
 	Healthz(w http.ResponseWriter, r *http.Request)
+	// MailAccounts The mail accounts the token owner sees
+	// (GET /mail/accounts)
+	MailAccounts(w http.ResponseWriter, r *http.Request)
 	// MailSend Send an e-mail message
 	// (POST /mail/send)
 	MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams)
@@ -24719,6 +25921,12 @@ type ServerInterface interface {
 	// TaskUpdate Finish, reopen, reschedule or reassign a task
 	// (POST /task/update)
 	TaskUpdate(w http.ResponseWriter, r *http.Request, params TaskUpdateParams)
+	// UserList The users the token owner sees
+	// (GET /user/list)
+	UserList(w http.ResponseWriter, r *http.Request)
+	// UserMe The token owner
+	// (GET /user/me)
+	UserMe(w http.ResponseWriter, r *http.Request)
 	// WebhookDelete Delete a webhook subscription (admins)
 	// (POST /webhook/delete)
 	WebhookDelete(w http.ResponseWriter, r *http.Request, params WebhookDeleteParams)
@@ -26005,6 +27213,20 @@ func (siw *ServerInterfaceWrapper) DealUpdate(w http.ResponseWriter, r *http.Req
 	handler.ServeHTTP(w, r)
 }
 
+// DirectoryList operation middleware
+func (siw *ServerInterfaceWrapper) DirectoryList(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.DirectoryList(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // DirectoryGet operation middleware
 func (siw *ServerInterfaceWrapper) DirectoryGet(w http.ResponseWriter, r *http.Request) {
 
@@ -26845,6 +28067,20 @@ func (siw *ServerInterfaceWrapper) Healthz(w http.ResponseWriter, r *http.Reques
 	handler.ServeHTTP(w, r)
 }
 
+// MailAccounts operation middleware
+func (siw *ServerInterfaceWrapper) MailAccounts(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.MailAccounts(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
 // MailSend operation middleware
 func (siw *ServerInterfaceWrapper) MailSend(w http.ResponseWriter, r *http.Request) {
 
@@ -27040,6 +28276,34 @@ func (siw *ServerInterfaceWrapper) TaskUpdate(w http.ResponseWriter, r *http.Req
 
 	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		siw.Handler.TaskUpdate(w, r, params)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UserList operation middleware
+func (siw *ServerInterfaceWrapper) UserList(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UserList(w, r)
+	}))
+
+	for _, middleware := range siw.HandlerMiddlewares {
+		handler = middleware(handler)
+	}
+
+	handler.ServeHTTP(w, r)
+}
+
+// UserMe operation middleware
+func (siw *ServerInterfaceWrapper) UserMe(w http.ResponseWriter, r *http.Request) {
+
+	handler := http.Handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		siw.Handler.UserMe(w, r)
 	}))
 
 	for _, middleware := range siw.HandlerMiddlewares {
@@ -27427,6 +28691,10 @@ func HandlerWithOptions(si ServerInterface, options StdHTTPServerOptions) http.H
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/document/goods/list", wrapper.DocumentGoodsList)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/document/goods/insert", wrapper.DocumentGoodsInsert)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/directory/{code}", wrapper.DirectoryGet)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/directory/list", wrapper.DirectoryList)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/user/me", wrapper.UserMe)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/user/list", wrapper.UserList)
+	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/mail/accounts", wrapper.MailAccounts)
 	m.HandleFunc(http.MethodPost+" "+options.BaseURL+"/mail/send", wrapper.MailSend)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/my/day", wrapper.DashboardMyDay)
 	m.HandleFunc(http.MethodGet+" "+options.BaseURL+"/dashboard/my/tasks", wrapper.DashboardMyTasks)
@@ -28966,6 +30234,71 @@ func (response DealUpdate503JSONResponse) VisitDealUpdateResponse(w http.Respons
 	return err
 }
 
+type DirectoryListRequestObject struct {
+}
+
+type DirectoryListResponseObject interface {
+	VisitDirectoryListResponse(w http.ResponseWriter) error
+}
+
+type DirectoryList200JSONResponse Envelope
+
+func (response DirectoryList200JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response DirectoryList401JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response DirectoryList429JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DirectoryList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response DirectoryList503JSONResponse) VisitDirectoryListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DirectoryGetRequestObject struct {
 	Code   DirectoryGetParamsCode `json:"code"`
 	Params DirectoryGetParams
@@ -30316,6 +31649,71 @@ func (response Healthz200JSONResponse) VisitHealthzResponse(w http.ResponseWrite
 	return err
 }
 
+type MailAccountsRequestObject struct {
+}
+
+type MailAccountsResponseObject interface {
+	VisitMailAccountsResponse(w http.ResponseWriter) error
+}
+
+type MailAccounts200JSONResponse Envelope
+
+func (response MailAccounts200JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccounts401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response MailAccounts401JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccounts429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response MailAccounts429JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type MailAccounts503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response MailAccounts503JSONResponse) VisitMailAccountsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type MailSendRequestObject struct {
 	Params MailSendParams
 	Body   *MailSendJSONRequestBody
@@ -30645,6 +32043,136 @@ func (response TaskUpdate429JSONResponse) VisitTaskUpdateResponse(w http.Respons
 type TaskUpdate503JSONResponse struct{ UnavailableJSONResponse }
 
 func (response TaskUpdate503JSONResponse) VisitTaskUpdateResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserListRequestObject struct {
+}
+
+type UserListResponseObject interface {
+	VisitUserListResponse(w http.ResponseWriter) error
+}
+
+type UserList200JSONResponse Envelope
+
+func (response UserList200JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserList401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UserList401JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserList429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UserList429JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserList503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UserList503JSONResponse) VisitUserListResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMeRequestObject struct {
+}
+
+type UserMeResponseObject interface {
+	VisitUserMeResponse(w http.ResponseWriter) error
+}
+
+type UserMe200JSONResponse Envelope
+
+func (response UserMe200JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMe401JSONResponse struct{ UnauthorizedJSONResponse }
+
+func (response UserMe401JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMe429JSONResponse struct{ TooManyRequestsJSONResponse }
+
+func (response UserMe429JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UserMe503JSONResponse struct{ UnavailableJSONResponse }
+
+func (response UserMe503JSONResponse) VisitUserMeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -31157,6 +32685,9 @@ type StrictServerInterface interface {
 	// DealUpdate Change fields of a deal
 	// (POST /deal/update)
 	DealUpdate(ctx context.Context, request DealUpdateRequestObject) (DealUpdateResponseObject, error)
+	// DirectoryList The directories, with their codes and names
+	// (GET /directory/list)
+	DirectoryList(ctx context.Context, request DirectoryListRequestObject) (DirectoryListResponseObject, error)
 	// DirectoryGet Values of one directory
 	// (GET /directory/{code})
 	DirectoryGet(ctx context.Context, request DirectoryGetRequestObject) (DirectoryGetResponseObject, error)
@@ -31214,6 +32745,9 @@ type StrictServerInterface interface {
 	// Healthz Liveness
 	// (GET /healthz)
 	Healthz(ctx context.Context, request HealthzRequestObject) (HealthzResponseObject, error)
+	// MailAccounts The mail accounts the token owner sees
+	// (GET /mail/accounts)
+	MailAccounts(ctx context.Context, request MailAccountsRequestObject) (MailAccountsResponseObject, error)
 	// MailSend Send an e-mail message
 	// (POST /mail/send)
 	MailSend(ctx context.Context, request MailSendRequestObject) (MailSendResponseObject, error)
@@ -31229,6 +32763,12 @@ type StrictServerInterface interface {
 	// TaskUpdate Finish, reopen, reschedule or reassign a task
 	// (POST /task/update)
 	TaskUpdate(ctx context.Context, request TaskUpdateRequestObject) (TaskUpdateResponseObject, error)
+	// UserList The users the token owner sees
+	// (GET /user/list)
+	UserList(ctx context.Context, request UserListRequestObject) (UserListResponseObject, error)
+	// UserMe The token owner
+	// (GET /user/me)
+	UserMe(ctx context.Context, request UserMeRequestObject) (UserMeResponseObject, error)
 	// WebhookDelete Delete a webhook subscription (admins)
 	// (POST /webhook/delete)
 	WebhookDelete(ctx context.Context, request WebhookDeleteRequestObject) (WebhookDeleteResponseObject, error)
@@ -31896,6 +33436,30 @@ func (sh *strictHandler) DealUpdate(w http.ResponseWriter, r *http.Request, para
 	}
 }
 
+// DirectoryList operation middleware
+func (sh *strictHandler) DirectoryList(w http.ResponseWriter, r *http.Request) {
+	var request DirectoryListRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.DirectoryList(ctx, request.(DirectoryListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DirectoryList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(DirectoryListResponseObject); ok {
+		if err := validResponse.VisitDirectoryListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // DirectoryGet operation middleware
 func (sh *strictHandler) DirectoryGet(w http.ResponseWriter, r *http.Request, code DirectoryGetParamsCode, params DirectoryGetParams) {
 	var request DirectoryGetRequestObject
@@ -32450,6 +34014,30 @@ func (sh *strictHandler) Healthz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// MailAccounts operation middleware
+func (sh *strictHandler) MailAccounts(w http.ResponseWriter, r *http.Request) {
+	var request MailAccountsRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.MailAccounts(ctx, request.(MailAccountsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "MailAccounts")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(MailAccountsResponseObject); ok {
+		if err := validResponse.VisitMailAccountsResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
 // MailSend operation middleware
 func (sh *strictHandler) MailSend(w http.ResponseWriter, r *http.Request, params MailSendParams) {
 	var request MailSendRequestObject
@@ -32592,6 +34180,54 @@ func (sh *strictHandler) TaskUpdate(w http.ResponseWriter, r *http.Request, para
 		sh.options.ResponseErrorHandlerFunc(w, r, err)
 	} else if validResponse, ok := response.(TaskUpdateResponseObject); ok {
 		if err := validResponse.VisitTaskUpdateResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UserList operation middleware
+func (sh *strictHandler) UserList(w http.ResponseWriter, r *http.Request) {
+	var request UserListRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UserList(ctx, request.(UserListRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UserList")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UserListResponseObject); ok {
+		if err := validResponse.VisitUserListResponse(w); err != nil {
+			sh.options.ResponseErrorHandlerFunc(w, r, err)
+		}
+	} else if response != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, fmt.Errorf("unexpected response type: %T", response))
+	}
+}
+
+// UserMe operation middleware
+func (sh *strictHandler) UserMe(w http.ResponseWriter, r *http.Request) {
+	var request UserMeRequestObject
+
+	handler := func(ctx context.Context, w http.ResponseWriter, r *http.Request, request interface{}) (interface{}, error) {
+		return sh.ssi.UserMe(ctx, request.(UserMeRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UserMe")
+	}
+
+	response, err := handler(r.Context(), w, r, request)
+
+	if err != nil {
+		sh.options.ResponseErrorHandlerFunc(w, r, err)
+	} else if validResponse, ok := response.(UserMeResponseObject); ok {
+		if err := validResponse.VisitUserMeResponse(w); err != nil {
 			sh.options.ResponseErrorHandlerFunc(w, r, err)
 		}
 	} else if response != nil {
@@ -32786,823 +34422,858 @@ func (sh *strictHandler) WebhookUpdate(w http.ResponseWriter, r *http.Request, p
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P37cttGmjCM30oXd6ZMOpBMyZITUzX1jmI7E098GluZ7GzoJVpAk+wR2M2gQclM4l/tX7/6/n7rq/ru",
-	"4L2R7072Sr56Dg00QPAk2dnZmp3ajUWg0cenn/Phl05iZ3NrlClcZ/BLR32Qs3mm8O/zdKaNe22yJfxy",
-	"i9lM5svOoHNuhJ2rXBbaGmHHQmK7SFwuhTS2mKpc5DZTnahzLbOFgo8Tm6rOoHPSf9iJOirPbd4ZdKzJ",
-	"lvyxmMmlSK0optp1os5cTlRn0Kc/HP6V2xv6wxWyWLjOgLspB+l0Pn6MOl/L9KksVGPCIpWFEsVUFiK1",
-	"ygljCzGXuWufYz+Y408LlS+hrZypQuVi2IGuhp2BcEWuzaTqbyaLZCqKqRJjm89kUTa963r+ZG3qnqeu",
-	"vqYJPB3p1AlN40uR2NlMHjgFsy1UKjLtCjgfnbpbrLMcoLFYcy9ca64mi0zmQn2Y58o5gIhh599/7B88",
-	"fv9FN6J/e/d/d/td6Ptt+G6uf4OTHRV243o/8dm+VT8tlCuaixprlaW0qrHUmRPXMtMpXrit68qpS3Fp",
-	"0+WAexp2jJwh1M5zuLrFsnwE4DPTzmkzudNintjZXJrlK1t8Yxcmra/oJQ0QiVRlCkDT5kKba+30ZaZE",
-	"YhemUPlc5sWydXknwfLCxuKo3z/CIx/jmJ9g/q/zp0pmcCw6V41VvFIakVtCTUc6FcbmIlUyg78n+lpt",
-	"P57g4+Bb7UTux7zbKkwhk+L1+JwQMa+qvo6EGvG4HnfgMzFXuSOsHky069F6uPn3XAQrMNao3g6r9kMO",
-	"hLHCLZJpy5CA/ZvQcPu9gIPcCI51KISj2Ap90Eg8/HRQ99Qmi5kyxT7z5E+2z5Ubiq8+5XxNAwPDkzOB",
-	"jQCajlanZRZZVs1q1+HdIkmUCwhX5whn8ByAw8hshSVZGPVhrhLALk7l1yoXY7nICtFNVYE4FNkNbRCN",
-	"c4vMTiKxMKnKmZgR6tRpG0Sf1iBa8zwEPhDd6ltxcjl+fDx+ePrll5cPT1L5SD5M1OPjx2lf9dXJlw8f",
-	"9e50BH4D/k3l9p9xE4gheKVunjduy3PjVF6oNIBGWI9RN0Knnw8sH/X7BJmvF8Xr8VtpJis8ilnMLlWO",
-	"6FKKuXUaCPk9J9xiFonCWpHJfIK8hdCFI5q9FaVK7hbWaRfI6OUw+EDIGaBQJ6RJYQgnFnNRWPG48b/D",
-	"x48j8dNCmkIXWq1pdfj48eM7getbldg8da/NGzlRF9a+gKXWNyinJiNroHchL+21wqObyQ96tpjdgpWr",
-	"dwmMD2/WbAGskRKyEDPrCkHwfPvlfW+ujL0xyKPXV4WPgPcmPk7mCnEw371EFjKzk4U6g6dTwPKa4Xcr",
-	"Yi8584HAP8Xjx19FcHAVkl8Z5m637Qd1ObX2qp1KnQu3uHRJruelQMjsgkyQmJd8wtaV3dA44uj4k9Cr",
-	"j1FnqmSqcjyaZxdyAv+mqpwszv5GyStRyEnJgeRqni1F1yklYm3G9jD4Io7EtxcXb4B5uVYGnrjemXAK",
-	"trwQlzK5gq2Pn48PXlmjDl6C4BAfwhJJsO4MOj88GHau/vXV9YF99+cvX/z1eXr+l7+gJFFygIMiX6io",
-	"45KpmkmY8lwWgGg7g86/w9c/nh/8mzz4uX/weHTw/oth53edqFMs59A5CS5EKFI1m9tCmeLgrZpnckn8",
-	"bH3574BBkE7EMGQsbqbKhJvAONQVNlcpP8MDFkrmmQZJn1H+jS5IQnJypkRcDp4sD75Ty3j9dgYte2dC",
-	"XjqYEcLPjXYKtq7aB2UWs87gxw5MtvO+bdFvVZEvD87HhcrbFptYAxfSihsJx6XGNldMJT4UzbXA4u2V",
-	"MgC/kZDQJ2LrmTRLlMtUKuSimAIcJCicuWilTzi52bwQ49zOmMHNNG56moLEXIONo01AMNMGsSG04oUD",
-	"/Z2onO7oDz8cnFezUS2gnt3IpRPx10rmKo+j6sxyJYEFBzjAazQKj6gOvfQxEfw/DDvaoGg6wo0adiKx",
-	"8v0fhp0FIclIqA9zWBvgg1xd2yuVCv5wI/g3j/kjYAJG9ni1EdcCv/+8BcTheW0NwL9HHW085ehEKAsz",
-	"ez9CZmH9ZEgDQJv/CJDXlnOhuTEv3jo/fleb41fr58jNP8s8Wc1Un+CThl4JaBriSsX0JyBm0gDzN5NL",
-	"QBZKFqJrjSp5HqFkMhWFnqleHaoe9o+ih/3jTvuSS4K3ccEz+eGFMpNi2hkc9/tILUqsuaKQ2owxk+V3",
-	"atlGK67U0i+drvE9J5KptSimdY8Asxyfnop5rk0hQVo7f/fk+XORTGUuE4DWiGRf6YQU33///GlvaJA9",
-	"mMkrBc9ywF8lJbrJdQEYdawGFW6FOdSxbYi3tBHHJ0MztYscOEB3o/J2HI7aLJ27gvFA3EIvBgLJQgSs",
-	"5NDgbFzJr8iJ1OasZV5SpHo8VjlguVIicCIeAts27MSH4p1SQ7OFGBwOTQ1ETi/76kt5enzw8Cg5OThJ",
-	"v1QHj+Xp6UE/eZg+HH85PpKPlYcfovoVADWoUWcd2Jye4jXxv4/qMCQO/n/vv1gDOWMg90jtV8HmYqpE",
-	"DNxHjLSTj6CCITG1WepE1+Yivh/3zogK60K4QmeZoM4ulWNUPc+WEf5Jp4tb+7B/Il7ZQry0qR5rlcZ4",
-	"EiAWSFQE7siBtG9eyMus27ojvHGrG8Na229yO1vdmG8A/EQqS3icq1zbFKRVEltLGPWNYtbRxvecmFlT",
-	"TBt45Lh//Ojg6Oigf7QGleD3QIs7rbgSXnc2rOPCrq7ihdyyCAsvmSFHcifsjVH5PYeYUPxsjVqzjKPT",
-	"Tcso7J6L+MtCJ1esEmyjRE8C1duZiCsNYAwUO2bqGCOkXtpi2gv1lnVGZi35qjrt3IVa4VI2UfxbzX8z",
-	"T3Db2X4EquXm1jiyq72y71SSq4JpTGINIF34U87nGbOSD/7uYC11i1yqZJrppgoO8EsqC3kpnRIpaqUL",
-	"jxyYJADolTa7e06UHbVpeEIbnVP5tU6UWBh5LXUGNI1I0boBYTA9U3cSqo3lrQl07xbpS2LNWE8WeauU",
-	"XJ85y5KulLwbC2Dt11QCRRNP3r4cvXv25O2zi9F3z/4GdFyZJF/OEQfpXDg8MXc3YbQCoN/latwZdP7l",
-	"QWV9fUBv3YNn5lpldq7om1VSUp94XJ95HAlngXYk0sCir5SaCy9W8yLOUMtE4GBZJeJUIVCTi6KOQ12U",
-	"ulbAi5SmXhLhvq8gIe5FdcgqgWGsjXZTD30wnIe4w87HqPPKFp5StZNLIpE3dpGl4pKkKeAjb6bWKZTV",
-	"GxK2gMuansGGeHLXIvm37To3e4BtcMcvrH0pzZJNc27PK0py4XldLFy9r3UhsF2aRGHTjot2q9Lx4wDY",
-	"t4ilA3HcB7okZtosCiRRjRnc6b4iUVtdI9E69SFRKgWxoXACBAiR6Zkuti6palp2MRCnfc9ROlyEQ4ke",
-	"/6RJ/APcz43LRl1YsQcADA1CgOgWyBQaMc9kojyvcdI/QuY8VDvQ+NqJzKKEvZhHYmEyGEUXQxMModKQ",
-	"PmTAxxyfCBQdzsQ6fc0LWIbr+YUMDeMj7cRUGrjjE0AgCI2k1y5PrHtpU62csND+SLzUX/egqS6EzDJ7",
-	"44QEJJSow6FBPQ7rXOJAqRPzkbtDEePhxSxaDDtxubchpYs/HOBhH1BrkioC3NBQGG1CEWHTj6T8hc20",
-	"uf6Z8NgeaIL1JvVL8/02PUmrAvUouDSLHXq4/T33fgJNyrzb3PhrcUkapH+Y+xrOJ/CGgEuzdjNvC33i",
-	"vHnx53DrAEcQqrPjNShcTFThxMnxY6GNK5RM12tU+YY2iGCbfnATtK+09yDvqf+eEH+5cMtVGlGxDjdS",
-	"F4wub6aWDPLIMYhLNdUmFS/P/3X0/NXomxfP//TtBWmI3S35V08tS8wEeDW3EziRiHUwmSxQCr79dfmn",
-	"4NY/2TXch4lcD/tPuYXrDYZmh5VHcIEXJlcymcJ2lbeYQeOeE7B6hY4UuTRDU15Y+NwuCmKZb6aKyW/J",
-	"V1/aBRobwrU1IE0XDPZD0wL32ghaLOnnAvIzEEdx71Agt5FL42TCV8iJ3GaAPS5lchUNjbOlug5e3uS6",
-	"KBQr7bxqbiaXwGOj3QV1eqI7Rks16vuiuq5xaFZMO707kOIKfBBHPMmUzOEYnupcJYXNW9UU52zgL5WY",
-	"KkvhlvhvzkRsFlkWi1zN7DXrzeiTbvmBuFSJnSkn1GxeLBFZbpTqoUfCeqR3bkj5UefDwcQe8FPf+PAV",
-	"//Ejdvk+bHagZ3ObF2zem3YGnYkupovLw8TOHlg51wdwxSfKPCiH/hh+7q70/MDinsjsYG7RF4NmV7mz",
-	"IWJOU02t3pDzn4b7TatobmzNu046tiHnqXBT4M90cSbi86dPR7+AvPUxFjM1u1S5gzbArpUj0R6jcWse",
-	"DPpLByD1WhfLEe3Uim0n6niBpPXdhIlN+5sRMVQr57jl7D5GHSBwE5svW/v2L+/QvS7WdA37vW7YXAGL",
-	"vg2voloScHj1yehy2S5Ww6n5a7NwQHCmFk4N6S7e2am9Iazk+HlXznUkCFYjMZM6i8Th4SFemJUpqw/k",
-	"DzQi6tSyKNTmjki11vJ6ktvFfP2b25/Amg9bGpqxHTm7yJP2GYKUtH7+M52mmVr/fv0LW7S/IO/I1eOM",
-	"j2KRqYnMBDBoxTIS8XEs5rm+liTgO2tQJUsm86Po+H3bcr0/8Ai2pnUCuZpomsDKK88XrH11+/Mq5GQH",
-	"SyS0agXEQn7gsesdaGM8/Hv1POp/nS6UOxNAu0rLSTFVs/bO16EueDDaGdIWedbaC1zMPXqB1mvBalHM",
-	"RomczaWemPUNKia+9f1MpXoxW/t6w2WB14VaA1g3U51MR1Prik1dUKtMm6vtreAU17f6GBqPf+ygSh83",
-	"rqI5FdJlnF2Cf4WqowYNa96hCgz4uGpouY5gaviwjj1CTEOwUkFGeOolhmAc0kTCdfIVULrwjpZXOSCk",
-	"ntoGqNfj5/J+8T1t2/+28207zQaM1kCqBn51WA1gq8Jr9vLvKik6FfvzRObpehZoLDOnmgxKUjFOm6iu",
-	"56+QhqMfO6l1CjVz27/FDypU0pF5LrEvBQR2956eQXPysGzrbT61Ru3e2xtovr63ClHu3OPb8pN13TYu",
-	"pd/9cifKRdTGDzZ9w+mTQ3AQYrMHGDy55aE+N/MFzmEmPzyn744Cy3i5mc9ucdAtfZ+2dP1GLkFaZY/v",
-	"3Y/oG2TZsYdbwM2Ok1vh/5vuF5vkgW3+BnUxoCHbwBvRLYVEcfLVdqFvvaDQOsYTfhkOc/z4VsOwwLB1",
-	"dwIBYmvbFe68yVylqHOQRviW3oNXm4lwS1cQQ7R1oDqTXz+1aDNrX5/Sn+BN7dButZsNnn7r/Gs8/tbp",
-	"N3j+re19wxXWFnAWimil9mS8yLJSaJMt3P1m56W1UkbjIrXNMpQ7kFHGHn8bGWTrAVUyydamNUGk4Q6M",
-	"r0LwOurfBrz2k1W2I7FAjFjvnyOgVTj3W90MlkFqrpMnX0UbhZL6nN6SZwuGpkGj20yiIaRsPdOG0LJT",
-	"+0qI2an5HtgiFHK2Nm4VerZvf6sUtOtnDbFo22cNloyljEqo8aCwgfP6fp7KQu3KeTWQik5jNGnLQmRK",
-	"OvRLIXMPaRUPCaDCjo63qhk/H5uxkSls02evchG36uI34RA+J6m/zarXqEX+O5L/34J0/8MQ3tuc9U5k",
-	"9QxdxWTCVh6b3ZLQ/gZ0c18X14ayqh3dkiZhPwx73gy99xY+nQuStiOhDlBApRhSm2iZCaOKG5tftRh1",
-	"nn1SrcWbT6q1eIeTf8Vz37nX2mdt/QZ+zLspav0Ha3W1t7D3bLGm7Dy3T2PUaDj3e9llgJ5lETvyA0BR",
-	"h/iyVcG+3hjCcUQbX97e6PDZ7BltqueaI3wNOEq19I7K4XDhwR6tUfCylrhSdL/xCrZnXuXWuDMbMA9p",
-	"fe6IfnzgsyjsRCGfx2FEoTX602CdXVVon08BtifD9Jl5kT2YiuDq1c8TPbBVKhLp1AGcpYGW1ypbkjuJ",
-	"ozge30HgqCG6J8e9MzY0F+i2jqFPRt2sEvBbyfaoNmmAW6hOeri/0Pxx0224vcL5vyc0b6GCm5mo/7kK",
-	"//2vQovxZrSZWfWXxKFOcb878vL8+Yt37a4tJRFhzjXyEXc2TzFQwBRnAug07yuGk6ic/N4w9muXu+Fz",
-	"zOD1Q7Bpp/x0QaLOhwMcvjN4+DHqvHr2w+j50zWeOeqmcTj3nNBp65G0u55xuNordfP8aTjy0ceoc/Hs",
-	"xbM3375+9Wzb5nn2/3PuHeKXffbuuAlovJG1dUUeOjaA3gtNaPmuVlp+RWzSO3VLjP8pJJOd0bRPv3ZX",
-	"QTToaUc+cWE4tGKPrZmx13SLrt0WMmt71ZgntYuop7aJPZVuemllnl5Id3U7H4FPKPtRWDL6O8P7NTej",
-	"0d4VkvxHdxUXfSjr7aSj1NYO5dLaTEmzl5y5VrDLS3KwwcnMZ3/RRqBUzlN6v7uLVpscxj46pXyUUqKi",
-	"YIfrx7NZcquihVnO4pW1gyAfzapz39/+9re/Hbx8efD0qfj228HLl4N37+ItIeQoIDUyXvxy8vGA/jiu",
-	"/hD+j8HKH79rk8afymV5WW51UbRyI2RstqNcQhYMqm60o0rk3WIWfDq2+cQWhTKjcvg9Btbm2upEuZF2",
-	"brHv0DNr1HL7jVy+xHbwwXJ0Ndfbvvhurl8uWbOr7dY5vaFWqEJ1V26H+VxgO1ZX7tD+e9eCcnly3Em0",
-	"cvh+Os3DXd1zv5HtZ1nuWvud4s3dD1DVh7kyLkQZlC+OjCL4boTaiHaqpE1iZ+1f06tNHwOJGq3toYmy",
-	"qF2j33on5ZQ7zcmv2bELDyZ77NhlZVvbiW2BMS6WcxXcliaXAph3tJbA8xobVKj52l6rPF1sagETShcZ",
-	"Xe3VNtzBpnmUPYx25UaaX9TWujKvcKXNCTWWGZXnsOZov3d7M1+7U/N2bmatn23rFJXMKPPUrTSJlH+q",
-	"TC+FKZi99hBEKsA0h+IHjJ/yWaRi0ZVGoIVYCYBd9ggfmjKPVS8SdqYLkIjiVIfxZXFiUwX/znOd4B8/",
-	"mYLs1fG1hL9yJQoJFJozvoX9npXO5bqAGVpzgOFH9VHCrCTUM47BfjiYvu4oGhqeQjB2YUX/kPqCW1b/",
-	"pE+hz00CvaOd1/fZkmyF32Bkm8oTFgl97k7SV5QSRiWcVCgyWHtLdh1tOG4FY7fcXGUYYq6dmMu88N78",
-	"GP00lgll0tlu+vPA0OrER4dFwHULf5Z9VElwhKtz+N7oQuC75lbW/7dlY39qO6+/UMbX5caet3R8LVs6",
-	"/uv5BSU6qAAhEtok2QLji4h5bV3UxtE+bsIae0n05VdvvAKvhQitNtqX5V0T+bRJ+GoRttbetzfVHfsN",
-	"btLGi/M547DW2wD9lVkH7ivP3aIl91huFybt/mQK8f/+PwSV8Ef3qN8X//l//W/h978nHgiAUHHca93x",
-	"1pvwZiv0b2Hy0pokWW55/YCjDgd4/IQcIO1LADk0OVo+7+dGCnxXp60oyLC1yX/rTPQB5iSH5E5Vrlpc",
-	"uh42L1Zwf1YVmJiXP1Sti0uVWTMByncLDB7evn9wQta2Ix51rVMgf3rydVcSdUdCtA8xWXvR1l2Ou1j1",
-	"yrzg+xGoVrXupza/1ZXCW2z0DJ2Y6LNplt/3ctV1nfWBX9kyLXNcqeDi2jDt+Q2bStGtzT+/I94Goxwc",
-	"tXCFnNR8uE+ObuPE3UrfaIDFDPPLYzGXBYgzXiipmNtbX93fzO0dl9J0dz+5lav+53Njb/earqmKKxfq",
-	"0DGnCupcq3Jeh5k+q5s1lS0oCwSZxUzlOuF36qcFnIkV/QEnNOYXCZee8JW4nFM7OWzvisn62zHZnh83",
-	"0NGnxjK3Qs13RE1N0G44yEKzliu5JwbzVmtEYpuvS39nrNVfD0CfFU19fjfi/hZ0tNeXu3kHl/7Uz3wA",
-	"wB6cCzkq7CCovTp/+Wy7FhDN9dh040z3k+fr62sT5n2trP9q++4WDLWD8ZUztu2GnihhXVv77ZZlRRrt",
-	"dhnrnkMRppEpQ5KetRPtp/XYvurt+WTurk9gTPEb5zdxtYQaq9jqsyUd+WTJRVrV/LSOyEMbqR5W8mFs",
-	"8ktuz3Gxm8mdS/jVfFTC+7CaGwO3uxUjMea4hZYx/HKjprG14afSNv6j6g/D8iW7AeH/aBx/K41jrbLM",
-	"Z9Y6+oI4d1CufELtxy1UGJ+CGu9FLjdPaf/QzT0UGRWNvEu8vT9z4VYC709O76D4uLNocBfdhF/Tin7i",
-	"5LPqJ86armDicunNvZ/Qjzsk3gizm+7yrchkO2U0qjXj3UCk7OnmI1tb41rRO/u8Cuhu6DYN+4iXOZi7",
-	"cWYTmf0xtTOpzWGRpXGEZYrnIBH2zqgWct7q2L+SheOk7ob3738cDt37L/7o/xgOD/2frd52QWDHni5M",
-	"6JK+S9iI35nmuVMPbSfMk/qHQNW/naL67jtau0lbtpdDWD+zpFqu6faSlE5H/kRm0rTLis0IvyKwx3Eo",
-	"wdgXQqjVFAdk1npUdw6xbEx783nMi+XXNl3u649kKJsw1iCh0ih/fvf6lch0oXKZcVpizO4T//IxZtQR",
-	"dttfu9DG7P7q84Cv7j1NgQ62gZ3aSFuZl3u/tVZVWuy4WSmGikfQ4ZZlUrEu6krG7sO1LkkN5E8Zna0R",
-	"XIFZdONhpz/sxAhIiM6dMqk2kx7RRipJDb3BV2OpswUZmpsbHGDrbv/XH48OTt+jPzT+p9eKpDnf+sok",
-	"Mfd1MMlwJoX6UGyZyarkISdrDhkrJWPljTQio86R6GbaFUCu+rgnTptJpg6oFHKQgvxwq1qSU8CvLC9R",
-	"Ouvm9saJB6JeYbkXf7rRKe38KgOE44mZLBLMZ06ZvLOCc7nbQmafbg6V5qexBXywccSVUvk2P8O/RRfL",
-	"q8d/enYhHjDyeTBRBdf98wUwQozXC5iZoLi4T7SP/a5GOESdDwfw0cG1zEEid/A1xfm9K/ug38+4p+DX",
-	"EznXhcw67z8G9QTaQGyZWZlSrUoa+Iyz8MOtSmGLZ75CcCPPO3Z7QDQyPuxsyzFUKoH8ulnGRFDw8MjX",
-	"wc+5FXFf76/spdz59fgSYHQ6UWcxZzktVZkihZYyVHU1Ufqa3+hrUnnRX8sR1e9oDUtJptJMtocj/Nku",
-	"QJR7wq0DgXPXSB/Kx7aBzreQjWsqZ+qocKlOSc3zd5qLyO0NRiQSSuOKYgc6BdAmoMDla+V6uwQtYrBE",
-	"ushaYO8lPkfMPRBHkTiOxEkkTiNx3I/E8Qnct0d90S2LmgXFx12oMglRCmKA3bkklKvWWr1I6kLyhick",
-	"EmA2i2luF5NpM1DyVszMBkHwh6kVM5mqYPwGQ0X1mO4y7h4aX74g7VrbchvLwy4hMzyTyN/B6oKsvdxv",
-	"mCLuwyMvctdGrV/P5U8LdYY2RvTHdiKmtuhJXVbwTmTWbtvAG7NHyP71GnF3ZvM2FJwvFIERjUOVgsoZ",
-	"UonlGZbgxWX72u1VVVnpRCIXk2khFvNgAWXgXlP8o+VEfsN4Ym1HgaliP1dYQYUXqvRV/febzOSbdh2n",
-	"+koSWix0kamN5pWywrz6ULQYNPzevY92uRwl0Pv7gMPzp2v39S5y9m+xd1tVgH4vy8Shfjc/1ebW93Xt",
-	"Ru6ljyKQbrmd1SasWkRUQTW9Uz0BGoiRGKOYSCSwoiKx2WKGVcXCsinNUM3zg3+TBz/3Dx6P3v9yFD16",
-	"2B6HiRPZz+Vnpxu4JbnpjsfeGlqL3649H5RhN8Sdrep6aLBIEOQILLKEMNOsBUTaWClSjEcABjYIqY25",
-	"n96ZkGZJ1ZEUYNBakfLOSpUqnDRZwP7z//+/24sQwcAtcn2YtKN1F3Y90W1e0ut4llphH5uXBvs9oWF3",
-	"/EK1l1ocPEFcwTJ3mG6cS7riXlKpXvow3TmtRA1Jbcm6fl1C3NYeGTjXop41PjffoES658VM1Vib0vy7",
-	"eWrQ/dOq/T6Ku9bDi45P3t8xuK9J5oLlrN+ip7U1r0MA1qjX487gxx1sNCtm2PctFxjVBXOZy5kCzF3W",
-	"QjIguziZEdb2nDQtjCug0UBwdxj7EDC1XPaH/ZV7erR2H+5C7e8GN7cCh708EjeS7R3hZE8inq2JLaY3",
-	"+1HPbT6rn+XafgbH0N28Bb/RRppE3QUeuVpAq9yKUfm+nsCnLrzwHAPf4W5yvDvF9Ybm2C9vVYbhLmar",
-	"3Z0Ebm30p/VVOS9X0/NTSgBKzM97c1YFF3NZ6MKOqqMDLgjjqHfI3L9PLESbS8z5zEcOA7rFMp3JIs+V",
-	"SdBepz4k2cLpa/XS7wKpLW5t8HeL2cgPsG02sxBg77nPO7E9PBHCs2rh9WQ+UUV98gNezzVVMUV2GMuG",
-	"jm+Vrr+wo332sWiZ0WffznXuGlwbh1TXIXp4dEdvjbv4W9ScJYPDbcPS3yqZFdM98fJqCiV7tV3K5q/a",
-	"ZvE8/c0k0N2IVz0v3y0dJ25rEm/jidcbl+tp8PZl+FyS3816P5/WE6hsYuypLXPRrYtpWCr2qjb7w1QW",
-	"QoYGBtZnpwPkwKXPDExa7cICxWKpsRv/MkRmaNgZiCEm5LPODjtYm/Rj3IuGhrsgG45QMpn67jlUCbl6",
-	"XTiM9pAmxWgWLhOM3dsCu/9x2LFZCn0PO0bdDDvvP8Y9Sqax1Vb/3VyDPLq/SWrR5oWPO0alm8kYyuLL",
-	"PJPGqFSkckm0u9VxdKakW7RpmmM5o3QhY1YMAH6PBGdlgh+4PcRKiG6NTPcwJQp+jbFjN9qF/lkd7xRK",
-	"Q7QaxdrTh2NaykLNOOLAU5NMFliz2ppiWi4fE09RvBpshcNTnaki10mr4h4atY+I/WZL7MYrJXKVyCxZ",
-	"ZBTOaIMhI4E+vfQ4AY6/deN9ve8RZ8VYHZoOXDygccP8GRLW6gryCA5GK26sSFWiZzJz+6bTaIlT9LDB",
-	"exN5EGyZ/Pt2MH+5r7PMazSVT6UbXc11LLrYqFdZMbA+8RTjwMR3b57T1lBh8pbTX/Uj4Z7bMxZiD6NS",
-	"ptxJuPR3udWCA90VdrSLnbZKz1b7bLQdTABC5bXK5USVReRLt3tYAvygsOnCxvccbxS6h8CVoAz8qVwC",
-	"BJXtQosl3iH6ircetn0zgK1BggH875m1jtrfYT/i4Hjju9wOD0NrYP5CydneFHwu82K2l+GQR3pafro1",
-	"eS4KleVAIDC0esLG9or8V26mSxEHX2AKKhihHX3ueZ5wk/deLaUY3L5O7HzHFWLbTWvblNHQdRqD1fa4",
-	"07rjG+AmOM3bQtDorpna2knTbS9LfWKllm9XAlIe+m23Y13Uon9fj10kSkJF8IMwRt94TTBjY+vrw5Ve",
-	"GFv6vYVbxuc5wP3CARvHXbl8lOrc+vkHJ7MjFLzQrnhrb/YTI14bzw+3a/NZfa8+yKTIlsw+o/CqUrbP",
-	"ukOBfj3LOZqmhoZcV/EV+7aS7hq9LqbyWqGl6lJl9uasZtktv0pkni9FtYqh8ZKLbFgxo8qGmRMlvlyu",
-	"mBR7bcn7WFWwU8Lous7oFhBYucntMFaj+N72L6pYje1tJ2rXNU/UnVZcFDKZIjyPMzkJ1Cf96Oj9Lj1c",
-	"JslOE71kV/OtDcvi7fs0vv0O7Dj9W3s1+hqG20dgn/AdGpLCfr+Nanx0hw3zPe2+MP6gKtK48zd3nqUn",
-	"KjuPWFX/2/mTSvW45yd3X14hP3AnOw+9M8IKP7j7TLma4A6jluX+dm17l8ntAZJVnvZd244ud+w6MDPs",
-	"VBZh9/oJVVzubu1vXZ9h56QbOzW8QxIRby7cbayGcXGX/t02jmRtroHt09mSOGCHbCKlU/zWwVaiqbd+",
-	"US9mtb15bmc7Nxztwx/9VukSGlV1t85Lu9HUFrsBUq3U19aeZ8o5OVG7IvtGZbDt7Us/md3ltK2desv5",
-	"9oZl6P32aLGy7u/2iZY5LbZr75pFgrfO46cdMcDmqIzta9iDHanqy2xt6mYyy0Yguo7seORZ86bDzfZu",
-	"dmd87p5LiCToncZazHY6m6aFf+sH3oNh6wz2YMsKu2OzvRDkzkze3Zi7hdG7Hcmu3N8mXc2egT3bxypm",
-	"o0TO5lJPzO4fWFPsKptD+5lK9WK2c/M9aA00L9SO6IoT6myF8JupTqajqXXFPlOhrzJtrvb/ymngInf9",
-	"6uN6jdru2nevgmsxcr2wicxearModqlYtUu5KvVBzuawns5x//jRwdHRwXFfHPUH/f7ta1m1hk68lDp7",
-	"SVzCbVJrbHK4ep5ycC8mFKGGXhEZLB1LKrLBlsNFWgt2HUVHX7WvgZVJ9dG/1WmqjEjsfClylei5htOM",
-	"RFJPbxkJ6ShK2mPKM/hprJgqmZIXWK2WfavrmaeF9Sl8LZ16dCK6rpAmlXkqbC6+f/viwMmxisQcttlM",
-	"hJ3TXvf83nx/8c3BV+Lbi5cvMFtCWz7S9lm0bcOTvde/24rrqpYtURXoZEdAJhJrEpUbdyuf0/XZTlZT",
-	"a5yJ2cL57BrohlBOmSy6l7aYora69Onc18d0W979zz+FgMH5hLDHvZ7BNci0UeIyV/KqCRkn690w1yUY",
-	"eusB0ScYUm0QiR5Jq4mHMJ3AKzlTYrjo9x8mzQb4VMWt8Bt4gT/cZtsMcFptNdVu84VvM9QAPn2nzC29",
-	"AHdJq7OCsVeCCdb516Gj+XllGtkzFcD1mhqXITPciN17/8uaiL3PVkkrmE7kZ71tL/YKpKhtYgsvgO9f",
-	"skfx7ahpqznzbhEE66MG2pPy7h9ScEvz7SdX2W9Uk65Vi94pEmFP9WKVTKNRk/D9DqrGneIYdohPuHvu",
-	"z9uELXy2sINPmy14vWf83XNWfIbcwjUv+dqONuAnBMSW5MPhrQ8QRFSniB5J1TDtJ0hRvDbhcA2j7o+r",
-	"S1zchqypwOdti/jujD2C2pub5vuampU1Zwubyq1Fcy+gEX/SHj5B3VSzaNvkV+rm+RpOVpfuI0bdsEPJ",
-	"LVhVHMEfX9sobnUYV4t13jciu4x4PsamPvx5FQxq+75nAMnU3pg1Bdl9d7tl/axVXW+B1X3ru9PM/DTa",
-	"zvxN6a24J8yPvI1mtyy/pKzc0rYFdGmYqpPWNUytuZXmogwYqYPid9oguGOAR8QVXNDTXWGTSMzspc5U",
-	"JGyeqrylDkab+cFHlmz0CoVGr9odCKmDDev/J8s/Wh7e59/6GvHacg6vSotUcyvwQ3ZrO/NJUdD7zovg",
-	"Iv4ijjivbiQuc5lcqcJFIrWcPiWVbqrcoXinZJ5MlfOpdwVm1sNEY6XyrCalN6XfUEb74v3/+rF/8Ljb",
-	"E4cH7++XyR35d6vohiv9bVKyfoKgrn/MlKz7BZttTta6PRQNEIN2ulAO83e4PcNRqs9Jn5upicwEuQyI",
-	"bszscaoKqTPHCR1r6j+KVeutBqLINFduNJZtCqxzCvxpV0quiQCm/paLvC0h0WTf3i6luRqtSyuw2lpf",
-	"tWnhzBWm62uM+OikXdQbtUd8fatkyYPZfCKNdphRciXD9umabtcl7SzLYXLnUyXTnTodL7JszWS/gfuC",
-	"gWmI39Bf1+ZYShz1/W6q5ztWos5Gl4uWSohPplqNvSAoy6Lam2esTdvtlx/mcqnync/oaj5vQEN7s3Un",
-	"+W5q82LP3Wlfz1Vr6a48x2z4KapYK33QtvnaSW5GlBxvl+XZK0k83faG8x3bFbMdG16TM93W/ZnbZFqM",
-	"ZJq3Qn2xLzJApOxG81zPWktz7lo2Lm85tneqKDLKQLDHmS2cGpV55FZ0dBODQcFTlatB6dnPWByNDQR/",
-	"EoWtGrYGloLSlmLfwhpK5ePVVhf5AsjNN0Aq2kPlNxCgO+VQqVGLPanBZ0L3++D0PTH1fjh4H2y6HVcC",
-	"j4E8RxuOuRPn/l+FhnfEp//siHJvRLgzyrsTOosB6cRiJq+oDKWjJL8eRVW47VC8numiUOlA8Deec6cI",
-	"36plVEXlixiRWbwflquz6eWF2cyA30puqiO+zXhuM1pbh8Y24q0teGozXtqAhu4o1JX4aSePXNM6IuOR",
-	"TYhjDaLYhhnWo4K1d3/9ZV9/uzff5m2Xd81V3XY3b3tHOrWTq3dLZ0QnUt9M3iC/aL8tfkerwwohL7wV",
-	"UXiBwh0KwLwG1CWQhreH7goeP+5TfTPbbv07m2iZvVLFjc2v9r7yazwo3uR2rDNVFmiyuZhKk2bq8G5m",
-	"9mqWq0lJK708Nqq0opk2VyrVJhKFytQkl7NIjGWiLq292h5DTkZ7HriKdNy6lbfyU6v2s+YbcvLV9tLR",
-	"1dYEn572mx+2py0+/OKgtZxVM9nI/tuwlyWsDost1oV3ixlzdvu6rOiaHiu0v2iDKXLaq7mus2bwqzUf",
-	"rrF1VJ/QsJ1g9LaNRBvLnhDknJ6YDaUHuEHKqd3c1a6OGP+YJZWDmK4t/qyDd+8ok4RPHbFnDNiulTvu",
-	"5oKxO3NRRuPUYpr38IyoQio2xD5UXiCCb35aty3sVDiSHEAEoeX4OF6pArjG/eM3LKbcUOvSLVE7Xo69",
-	"yyyTH0JrGeUVf4cADOswXx7hOo+GEBns6t9Qq73MQLbB6wFQ1D+fXa+OeDa64wc+93uhlOaH65x4z9GF",
-	"91OursIsJTPdj1ou9EzmVw4z9OUTLKDKxGRHfNTUrbgrrLDWrqDcwvzkaqZNqvLRDDeshSGlnXTiUo1t",
-	"rjghocwLUVhBX+MzGdz7MgvL6fHpozWJWFYqjpVnxDt3FH1iVNhUc9WckgW02k1TvNaPzLsWwHGGGVYf",
-	"nn7Sergew/5mdXAZ5/p1r0Nme/Gr65xg4PnFcq5ux6umrdVz0e3H3/MrOCRoV5YJL5PotXO4G3jf1K57",
-	"XXK/22YC+5EusqBq+YbpVNVlmhZuE0hxV5vBcDORZcrp+e7Ulrx2J1z0Ohj4xFnm92JTt4VdUblCqlM5",
-	"Bm7WAgFIM01YJKyFuU/UVe9//a5zJxa4Qa9uRc/35mlvQShcq+b2LT7HSqgfVLJosVqvTYu+ges9jgWd",
-	"O6mDGZZh8zKF9mw8VWNvepEAupArO1eY/fRTEYQzLPEqE56AzW5JIj4V1r9gv0m5ib++ezbpwNn0dqj3",
-	"H85NklHYei/JH6ia4q1qZ9bXtUbYqua+McqmSiSzu8BcyyPSosd3IDOnI1l8HjHf958ryekXmmqTZVCX",
-	"Ufj29CwoXsmJCWtplFfNDlJn2kxGTptEtY3F2XOxmJ/gdNFTJVNxqSbSAL8KXey3xD0rDLXCwwoFD1J4",
-	"5tmOgi+0rEaJSvirQ0EJYquHUweH5nZW8LfhipxXML/iy4V1rrkSKmBPKsVtc2HJXkfZIWnXyw36/GVn",
-	"Kx/xLxu7j2kKfloofg3nX630KXe9L1IoClg3q013KJCy801fUInh0czVOm+Vp8oS3e1lO38DFZtdFBj6",
-	"FBxxCRoMevhHAVwi/bPpEJlT2JKQaCujHP9CPo0fD3+h2/ORS1hzPd1DmEe8o12j3MpS2+QPv1p+feZV",
-	"iefwNBkWNtw6D4t7yVdNOG7BPdzkblWPSoSww2Q8+lilXFt9GALsusNAL7k1gI5KclXs+N07bIzl7wLk",
-	"XAeiaVHM3eDBAzTMFcUc/vz+7QsvfDGeWk0rsNUQ1cwxm2ebgOI2wLABCF5W+9tWkdrXKuRyvDJXt0X1",
-	"R9FxdBKdUrm16FF7AcVbIu135Vl/jtq8FSStMub0jkL+dSFupKNC1TYvC28Ye3MWeKTsyIC0YR6eyAbg",
-	"COF4FQveTJ1KRjHGHADIciYBOxbHJ8AkPToRl8tCOdF953MLcL+uRzqnb1+ePxFXaukr4Puq+PhZW8BM",
-	"IFvT6JUB9YsH7395eBx99dXHP/zSj9YkMeHxL5Qr3pZy6F6xQJ74tLLen4i67k2mmO6slfeCUvOUrES4",
-	"9vzcK+nIK1q7CwUK5rEBqj6tbufWpKOSoeobRpXA53LhVFiS/0zA7otcucWMZPmZ6MrMWSHHhcp3Ek96",
-	"bSXE9ydit1II3Jry5bZAFdQatIW7Qv525CNMDdtX+gmo6J2IYStg0rwWuS6W72AGtEmXSuYqP18UbSpD",
-	"eGxz/TPC/kB8jW052whqDX2KEXEBv4jSaecWVHmGk9tfhkLtPSdkOtNmaDDNiUlFN07y2QHDFOkiSbaK",
-	"exFmUafkq4h/E2nEJUDntb0CUoqhXsVU6Xxo3n17fnB8+giQLFWAOhTn2DKRFKjIjo+pwishwzgPHPae",
-	"w/lGooBjHho1HqukQL9wbYQ1SLesSYU1nOqdJz3PbaKcE11M1HKl1NxVvTqhi6GByzXWntZzpR7JHWJ1",
-	"aV5mylugncjVeOHgE1+UBVsshTWU4h3hCCEPz6WCROCzOh8/cuZNMn5W6YDReNx58vYlTl8nShRKzlhk",
-	"rhi2iS6mi8vDxM4eJPmMm8Kfq9WuAxdoDXSQrCHwJ5zZPIfNVmwddb0y0EPnDcupiygu0EVDow5mUmfU",
-	"Q+WkeoaaTXeGpkgOA+Rkrxw+iDlNxZzjeNwZZUkYGl/T0J0J6vpMeFU/Yj3oio7zAKa/KBRFGKJuzR0O",
-	"zdD8y7+IJ9YAS4fCu5vKHIk4AwNgawQqaHv/PhAkZa5VZufq8P598Qwb5WqeIR8A4PTnd69fCbqeQxP/",
-	"QqQnEkh0IvT9jkRub2Bb5ETxPxEVm/oYiy4hEhE/42Gw1tjQHIiYusL6JbFbYIURSheEfceH4rVR1YQj",
-	"Ef/p2YV4wFasBxNVxBFM1ebAvQ6NEDPtnDYTXz5BOhE/w6582EQi57qQmXh2RpWB3FxlGXyhnQDAKIsP",
-	"AaSMZaIOcaI0Hy6nPuzEcLd4wiXDhW3QZAtvQe5d5Pw57BF9DdxD7etuPOz0ve0ifvP63YV4AOf+wCmT",
-	"AmqRdJO5PzwQO4a1loXdhTbXMtOp0Ga+KESXzhkfEfbgbyNh5AzWigYpXzIa9pvKx/FCoO98kaleREMc",
-	"wRALIwnJOpXy84fwvNxwPZkWjt+cwBtjCzG2C+Obnw47MR6RKqY2xdcyy+xN2d9j+CpdzDOdyELRw2N8",
-	"mMO9zPRMF/j01K+aMhrzxncRlcHuE/tqhMxu5NLhVjXbcr0MoVPxn//xf3pxFdWFkH/PifhfD5gnOnie",
-	"xlHpj46korDip4UtFFxwDJ8UE8tI3sJ4AfeR2UmPZ/3Qb0uuZLoUXYJm/PEznDRuybXUyF7SepiFq+4A",
-	"3EhEyNA5DOVLssRP3r4cvXv25O2zi9F3z/4W9+Bc59KRvrT8/p4rrWOi65QS9+8/5d/u/v0e0KK5xK2Q",
-	"uJEwJ7S/aVeiMCGNu1E57ixAdnDo3dhYcjMtRxwwuBXTWn8UvpvLpEAgF1fG3hhqRlfVoFTlwaUGQt14",
-	"FYiCYZAu0nHAfYL+LxdVDXREUrSDqbhUTqfk/nD+5nnkK6AYpXF0gCe8D2quZOHCWit0sxHJ4dUmaBNS",
-	"3L9P7M79+4fiG5sTDQ0OUBdiarMUmiJmRZjtSsMoNoLxpBEoGSM3IH19du+/K4NUG/ec0GkvEphfk/YV",
-	"/a9ZenMl9Ua41DN1KJ7J8HzQyEwrY0TNKNCLf36NGCDMaGu8yDyNMB7gr5VJMblUoYyDjuMPB/jpAfUb",
-	"iy6veG7xPsINtoAcmyxnDHCI/ZIOws+gS8i3V62N5k2taNcPxTeocQx3HLAi422aLncYCfUhUXOU8NkH",
-	"JrwobQtC/HHA86GdY0iFfqnWJutJYMOwRh1hX0c3OphW4YtflsQGS9TR7RJxH+gEbgKMOahH+5FGPQrD",
-	"A0nbHpH7k3+PSPHGMr9BTVyPYSwVskK4tf49PPFNp13+oF0BuL4RTK9TLDYEXTLOM0CBQKhNHZPOAWpG",
-	"4kPiOb69uHgjiPY3WQ4AMhOSfG2SbIFJD8O9jHCngn6G5rjfjzwaz5Xio4WNHoj790/6R/fvV6UYiRWt",
-	"eFgmY5FYGEREUcnm2tyz8UPTZXE9/uGHHw5A6AAeC/bOyxyAau7fPzl+7MeSPARMRqVUxrOiZsLmQyP9",
-	"hfWhAbAy0poLWY2B1nFrhR0XyohyJm9VkS8PzkHmJeCmy+7OBCH3FzAOYHZiJO7fP+0/vH+fePUa/an2",
-	"xosJ2g1NSa0i+mQNTUJINsrL2F6CYv3ZlVp6HdrQUBFGo2g+2Kk0AVdKfaWakDt5C3jZhsJbA+oFwNQg",
-	"X5l3/ZsJV+gs47pVRcjmosBFDAAVN2uSvKEJgZA6bCGABIAAXCf373tOTXlWk2kUTBr7T63iHcV6W+W3",
-	"pwAsnv3w53oOVC2uM2zF9J7jXl1EOUj9d0PjFwdiDaDGiibDtEry2YuEs2VRTA1ihZkQ57ecW1hiyaHQ",
-	"Jko3NIz0z2pXk9JohLRfera7ZP16cDuXvE/H/X6486hxxAtMSCORuDdzmTsFoqfMsmho2D2xDiLaec6y",
-	"EmIDXMCcPQx8M11G1eb6PYLjTQPWBdhJQhJ9uBtUkVVmY5vPVFpOGKHO5nxEeNEfhkhlaGotYQhq6kRh",
-	"Jwr5CcID4tGJ+E5/DTuGqA/TzP60QFEdiRhjPZUCpoY7e+TnZTyGEvEFF7w/eGYSCxgyPqvNu64WiT1o",
-	"deXQIOtlM5FMJXBgAWvx6vsXAm9aD3kahHOVikxfKSHFpWS5P6pQqi6mQ7MeI8KRX9p0Wb9ewAZEKF8S",
-	"r3GTY6bd5Rx3WDuRyXyCajzJVZIRX3aPxEv99Zk46sO/sCNDsyoz1WaOh+/hT6yeO5MkwpNIjYA7Iqw9",
-	"k0vUpYnTvocCJ+ZI2ryChYu1YjLsy0UODexYHPX7Q9Ot4UL24HRnAZsBzKFcsi0Br1vvzPPssFlFuJKh",
-	"OTl+LOKAehAwAev7n//xf1iEqREEZvUa9AWGBPoyNA3y0jXWn67NEZP5MyuBaiOB7AERRh6Tdol8j9fv",
-	"0nG/vtqAVZJ452sLB+I3AzzQShsdb4I2ruCsKyf9o4iZnBVdFUEtjgudM5ahDc8sLEYs5rDYDClhEY6m",
-	"0oALzpaeOFEtb1cMzfGJmNpF7gYkg3v9GuAqdHOGC86ErzwUnArykU7Iy4VTWFYRVTdDY8djnZDZSea5",
-	"Vrn/jPj+TJVIwRqFasW5SCwxa4EoCmMfivMSnwMT3wABoFGMvvOJvlbhFMMDovKSBFhDU7YgVFytCYU8",
-	"Q5krRWIBMGDhAF8gak29l7m/Dvfc0BT5AgtZ5sBEOmRHPmjg+LAhAqVaYi4MgKb4Xw++sfmNzFOVwl/x",
-	"mXj+5vpRlacakN3CoOpOPHh04oMhaQF4jxyKY6V4eDO1GRZZzSwmSIrE1N4gQwvQBwxWqExVJb/Oy4H+",
-	"MitTcSkzaRKV8yVs6GAp+NN5HevQnFQYhvkHxJoWPkKsJ7raiDmga4CFFqwHAGQSUhwMzRoMw6JkDc8Q",
-	"7i/pXIg9T44fD0119RArVxPVRowzPZkW6zDQQBzF1eVytCS8hjKNhqbkRNTMIu0Dkn3JJeHDXWdIcyhT",
-	"8CwubaqVY/RdMoGVPFGxCyhUVYzjJWVdSzLpMIs5CDPMiTKXShMlXvVSKYPzHeB/WYpLZJ5GoWY2Ej8t",
-	"dHKF9Vk9rCLFByY7dj1xKtzZ0OBr6qJZ0xVF7lKTGwU+b2Ol0p44gh7ETY6yHuv4WPCMSc0BZNGdrYIG",
-	"cYD0lJn3B+gTIx72Bc9mlU5Rzdi1hIouUAN9oIrAw9FUejMybzy8BSZJphEDBd+NAjgZshyKfGHKG/DG",
-	"umKSq3d/eUGqYtSMj4DA2EURl0YRPVNDA6dWP/JMjQsiAMaK8vMyMIjuIw4H/FeN2YDfcClLR3JRuiGW",
-	"q5lLvP1dOrdCYtJk7YTL7E0kMptcAbkc5/ZnZVDQW8DSk6m8RNVqoKmZqKIUJUg8W+FYo5JrITXi0HRj",
-	"bxZZmFJpSPcQZL2iNlkgE7LA61SbLqD7MxHgC+Lrw/OA22ozILiXMrk6FK9NthSS4JDdRxI7A3ZEF05l",
-	"Y/SSgBucixu5HJomEOC2pVXZYbxf0FuhzIDuN5DbidSm2gYn4Yjj56mazW2hTLI8+E4t48OGCOvFslVT",
-	"mPamsEQ6dTg056YO2Wg5RswjGkoa2cTc+NN5bAsH8fL8X0fPX42+efH8T99exJGw43EQs9MbVGpYGqEm",
-	"W95ITZiUzkmzKIFZSkN1oxOJnKmoZpgL5eHIq+/NKjwR9AxNCT6RaIeeEtGHKN4Xuo5EDphdZBKVDcz4",
-	"N7D9GXAPU2A8AA74XBlJB8fXhqaRFNTxGyE21N6uosze0MgkUXPMsylWgIPlnYE4EoUVx6enYp5rU6Bu",
-	"/fzdk+fPK+nHiyFDQzfynhPJ1FrSCFVK1++/f/40Qqiak/JSIaHCKR+K7xQQr7JkCDJClBWMxM0qhIWI",
-	"LkYIktsCq7q9dZddcPzjK7XsER+bK3Gl5oU4Phka5DAPxQ+e+YQbr2eqCnpErUt4gUrE3CUdQoQqhYgE",
-	"z6EpDUJ46Chw5yjn+skj8b5cFqTghD9aJK3ShEL7WWXvgYEntohWVR3lwRUHb9U8k0tU5ueon4WxGSQ8",
-	"XCFqYOpUX6gUqR6PVQ47GzAzlZ2sG/OYlfFr2GnAzbAzoL6xW4m29rRukvB9I66tqzRkIYBDv0bXOsz3",
-	"wd/QbYELy6dLyql8YQxdFuSuQfbFCEzWe3UD2YIHYbWLv/YIGThhvveoYYQDIAJdGnLJ18DbXnDjQjTP",
-	"aBr3GlVESKnhupM/jRSZxZOE7nggZE8qvSHjSRbPLlVxo/gNEQs/UT+9htq3hnc9MSknHlWyodeNkMIJ",
-	"pmjHQyMDTRTLIbjI8mmv1PbXjYFkgiWbYs8ryzyaRC340NzktlAVBBqiX+jhUeQahEXj0bUHybMKh3qh",
-	"swq1DcgtcSDd+KR/BGj55PgxgH1ovS3ht0d7Uc6DbFQEgHTjZAGIgWxLrHztSq+wveeE0xMEN3rXC+BC",
-	"mSRfzovwGnuWcGiatsXIgwuPUR4WXVgPgkBXA/sBN8b7CyDG8nep/8ZfCGVh3i9YGN2VTMkczWdnFVGu",
-	"3csrBfwGj1gKNTgPpIan/YdNPupQIOUSXmQXEu8nny6eGrEiqGqSZok7X+FE72KGYQ14J8oSGsnVJAdy",
-	"TzjaLooQ6SmGfcIbAAJMI9/ICaoHMOEvUMnnBokdLkQrJ+Lc3rgSxNkwaMc+8b6YySKZesF/rLMCBAQs",
-	"FFbITHRBtmdvJGDdrClNor1IxGgaJUeFROmsC2OJB77vkTXYMKarjK3LmcAPNqo2hKqjQ/GXSjZCLdMc",
-	"V9lj8BgaXtQfVtdTTeoP4ohuJw0LP7v9SMD/EQ5CK2DvcGjeaTPJ1AEro0NejiR1/gouTlxfWizkpSWt",
-	"R8gPc+D70CC58z4E1b2MvMVLZ8oUGRxsukhU6vkeM18UcJbsUMCiK9LzwLeGxZ74CRWdPLhYztVAyDnZ",
-	"57Q1D/7urIkPh+alwl1i82OukKs9cMo4XZDSJi01QjNsS81yBeMA5qxoYmVhGBpqSyYCiTaxucoK9g6h",
-	"JbLUszDGFhqWKCg3dWkbUeh1Q2ps5zk0/xtB78x7wcBu4muVEkySGVbygKjAJ5Wc97kFzj3P0cxu0nLb",
-	"4LYa2FfPFz86EZm6Vhlwx2qOEBceJzIyBu1xM5srxEMGhlU3vQFqChQweJWyooa+PRIojdDaMzXlpgJA",
-	"V0e9HJAtvz5pnDCPhOOXk44PxQt9pdCfnLVAKC3ZLB0aY3HOZGl2oks9R77byO90xFcJLhDzUjG60rI2",
-	"AE8goh1HTxLUqsGkejSdmjwNpIN8A9DbwnkC5XlCbB17//44Ghr4UTkK06BJZmEf/Q50j/pRv98PjO88",
-	"RqbkNSFTO1emN6AVa4cCDINtY4PDPWExXof6AHIJ6XoAeUVeP5FIpipB0y4fLp4pYniyfycWUBbrp9hB",
-	"tMJRNOCheFZ6fuE9GxrWYQ1IV4lR/B6qL5fe3mjHJcAqPZkW5VUFLtCkGgsKKAn8h5vavFCG3FUrR/4Y",
-	"tW6cdkQki6LEROSvQse0UChsRKUMUeocT4+OuSuQWhhbXagPRQk9+E1omXJetaDSSeAvyGarmv6n662W",
-	"0dCgxyn1U/Le9xzvjElpmlxBcFZhN3J3pL5pJcwowqn3hobLNDIwUhHEm4DaVvatV9+/EN3vv+j3+/3e",
-	"oXgrb3jhzLIjU0UdgET/+/H492N07LXXKkeRbmzzGWz575/0f3/+DXKThvxjbC6US+Qc7QJ5bicSOg6m",
-	"oQFt6hw6Hg4X6Xg8hs/j3/f73jg7XMDEYkbSlYlCtOHpFtc96Lp+IQjYhuhGO+wMRNtOoeORn2e4QYFk",
-	"HPeioWHqVuR6PvcWHwyiT5FU3LCVyIsYTqgPMikQoUsKm8EAB3FeAyU+Pjb4AgSj6h0wcHyGlhydok3G",
-	"zx1FZulE/PuHX9POsZbg97FvMwHRdcjukHQqkVAZ551tEwrP8Dr6DQVag4tNcwtrZVLo+agGmb+WlMvg",
-	"UDwnz36mxoRUiHN0HgRy1J0ynkEDj06dGOsCZBdOQffo5OBSk4AyUfmZqFgsjym4jCytHDEnenYAXwPg",
-	"EZCgNoAp3ft06QBHVUgMq8SVRFZ3NqgcGZCtikR8GKMWMz48jIVTE/Jl7sYPSndc9seNQ//cB4eH+LhX",
-	"SgKlPOZRFQqapElnDETl43z1lIKU+vwwEljnH/Xt0hS6QN17ql1SffPX8wt0sqHTQFgcGq5U7EQ31Cqb",
-	"xUzlOoH7yLoq2AtkyqQrkaC/I5fayHx5MM6sLIgLBIbEzzYvc89Ute5qlfS8ObHG4FTB8eKpn/PQBFH8",
-	"8RluwgHZVWGU1hD/LVlSzoYm6IWVsHBZEONIVgx4JdLPaGezFuDFl3hGYEA6W+bPkIZUGrwcuP6OFMZs",
-	"wpHZWMgbuSRB4GeVW9GVwenSWWKFXaxyPDTVqcLThzzW+hMurDjueTMvU+bCWrYRkULFDQ3NMLz3HtbI",
-	"C5s4L4Qz3sGqlIyPD7FjvBQ+1b94xWI4uqyRBFoq/AAHAnBfa6cvs1D/DpceNp0w4g+VfsdX2kY9CB9f",
-	"TqbIRKfKDYYmxpAUuH7KlSIkyC9nAjVb/MaLgqSdp8oSOA2Oc6lWhlw/fImGn7nMCzSRdFm81TnMpHcm",
-	"YqLJK/0z40bFBwjDloMNDY7WxUiIQZngBB1aOQ3fGdYYH1RD1WqOu96heNIIvBgajrzg6AhX84CEaTcC",
-	"K3BmfAr1iI7A2RENPRnMzEsxpFRB+ZHMfVmmyFIAfIJTgMinyKV6UocEzHvDW4OiShXDo1La+9JfCQgC",
-	"b+PlovDOT5eKAkwbW8nwlw9NtYtjVNEGglzMOWYG1PoVQHswvtdUNtcEJzo0XbSPZhHGrUTlNkRcvNNH",
-	"pUR0QFwTPGpsNnsIy0z1CPbY9h6UE1+WewisPW8HCg9VarKY3LVRAMFbFXYCXWaLGarMwpSNQHj870J+",
-	"oG7KJ4schB3g+RlSUfdBzCpsyNB4FF+bcDdMKwXCduRFV+8skIPA5K02bSZdwGiV7sOrjSo7r5CZvlJn",
-	"JY/BGplZ5YmBCh2hESQ5DmlofMkrIOO+JghS8GD6g0oHhode22yfJzIGbBl5Cwt5hlUXzrPoXf9FaXRF",
-	"OEArTBUUwyj1z3aB2lVm0EwRGOW9j7J3TybFGWtUdUb2P1b4S/F37im3N0PTvZlaFFhN6exOvkoUShnx",
-	"MqMyNJt0aL11Km+2e9bPTLgpiLca+UzqWJz22UztS+GHym5VYE03cufBNVzaD6ggHxomoqLLHR2fRILV",
-	"7TEnFPABPs7SgaMAxHkmCEB/WqiFSv3YwOhzEGxceSu8e1m5UZYaFQyWaeRSiWux7FRPZjHvkcXDcb45",
-	"f7ywEEpASFaQ3NvScd8PxRPcZ7SdeZfgMLqWORle+6P+mXfe8TOlKNUuheeiXl1w8pp6lK4gl2GcAnua",
-	"M2Aghbxhb7HM2Qbzdf8+gd/9+yxZspWoxFdTiWwK3Hsf6YlO2Wg2JNMy9vAAQCNm/w/yimWjSLLInWUb",
-	"WesmAHOLJ80uycTnY+QNY6FQPZmKOLWJewAk38Gzw1nK0XL37z/zcQh4ny6asQSepc8Fua0sLSObKrrA",
-	"zVWix95ZAx2jhyb+cFBGOLDdrcRThZyIuHzr2CBHc6wewyQZweEiydZ1M10iyiLlvueuA5komJjMMHMj",
-	"ITyJ8awUsgj94ZmD+Fx5B3KEBIdh1LDP2zKyi9FtDgxkM8yA/OiaUV6DVUPb0NSblBcINpli8cjAfHT8",
-	"lchUUaDKjQtF4mYdjA4HcVi1hK9B6UnG9+DhsZiqD9Kz29RFz5vJ0HeiHlbmhLz0ig6e89D4hWmv7zEN",
-	"cxcIBSD3Y3AG0w2WcvGOJ9JQbBsiQewhcCYbe489HwQlzsUPD5+IGLd5LnNlipj4R3qEfjfkkju1xi5y",
-	"lQ4Cj+myY/WBojjpo6hxEG4uDRI/bRYcq0Tsyz3+IgwsSargV1K6k+GE1G2ZkiBFo/s1yup2NkdHQVa4",
-	"TH7W81WP7ntOxOeIWCtna68K1YXoljp7/3aAHQEL8leZLwei+THc6a8Bd4F4ia5VMst8FFoVamFzPdHG",
-	"1V2Gedwu0pfKz+RMxPfjofEKWrNEXfaT12/fiXmuyE9PdOPXby6ev371zjvrvcYRvEWHpKGDJ+QeXsL9",
-	"S/QXaDhWx8f9k7gUjaWnxjg+qiL+9OzC90tuHB6reK/4hoN6VDd9wO+mT0c0NPHz8cEra9TBS+CLoFEj",
-	"ULMOik1IRHnO+KBB3mDgfwHS/dS9gRXb4sUN4+su6dzI14a0dT6DijfS4Yd8FuUoHInS3GSM9DgIzgHv",
-	"glOrC3t2ISe4BaGPd7QajcSrbvGriL1TgKzZxbygCJgxVXNEDagXssZb7ElUachCQMW6M5lfATh8OFCF",
-	"nDAFGdR9I1dLsCKmKkOOQ+fJHvn2toQaSnGj5BXvA0PWE5lMld/LgQ/ij4SxBwm8Qv2e1/vROhsQVMY/",
-	"ygLpXRfkLOBp7zcB/mH/BIR+8dKmmCQhhP5Lm7LHBfQBnwGFmFb5o+bZkvaS9+/GLrIUGEVh7A0jYKaV",
-	"ufLWf4BF1BoQ7y6FK2TGvZ2x3rUYGkf2Es7mwGEhFAiJ9JL6IPCThjeQUea7tjhYwJtf4xPX9IfDANko",
-	"JEVlNDBxTMAcxKKLDEmu0B0nQe7cpCovqXpowMcdNOzNKqYWRCrfG4iJcq4Pl3KW+V6rMKzSw4wdN2qf",
-	"oLWUvVvRluAo7uSMQqfgEqAzWBWDhneQOPJoJSYUiJSBD5C4+vnNVJFrXPCb3M5UMVULR76xTpV2BcDp",
-	"1RZ6q5BSFTddOsfovEQi/mvvA+pdBAA5pt4jGk7qT8qoXCeVO6mh+ToOqOHkI0H8G8Dpu6ffOR/ZBoQO",
-	"uWKbg9Tr0qsH8CmxsegtmF49mNgHST6LKbKQeEA/iRn6n+fKj+1N/9S3P68BizeBVXEul+gsjxMtE4g0",
-	"A4ejFukaUQirAjDYhOSMsA9odsCJdgjzAftXLHLTFt/sM0kMDWnWfMIFyirEaSQiiio5OX6MAHfaf9gT",
-	"zAhy+oflnF0xMdzDKztZCd313J03pmkj4Djf4UZ7Rv+vKge+WpsJnG6szdgeXtOzWIwtEXinZhLwvbgu",
-	"Ww+ET93kRC41Gz1m2gBG42ZRZb9GjIeZanJAqxX6gU8di4F/t7kfgbK5ZDpRxqkgRcvL5xcrWVkwbbNd",
-	"5Ik6tPnkAX/kHkDbj1Gn0EWG2V0WrrAzlYu3KqPLMdVz8Y5dU8/fPO9EHR69M+gcHR4d9jEPJd3wzqDz",
-	"8LB/+JCyfE8xT9ADEOKsQYntAbmZPPiFYOAjvJ9b15I16bVhB5Yq3R/SOzv2cBX7TuIqbDvM0c/kMAoi",
-	"Mj10wjahfj3mJ3HEyh6yL+XoM2FSnAHFUpe+B2x8gdEAdQ1NpguVy6w04NtcxL98JGQeJiNgG0aeS3Su",
-	"8zb3K7XkXDCstgz4bEAqOEGv69Il9ffvUTQ+a/ggkWdRZRUvPZD8LnZxsIhEdHSkYu08b4KgJOSuFzr7",
-	"bHVA8sYx73zE8lRKNq6Jqryu0aecPHcwUQBnVkBZ05R2HLh5Pi1ipf/mI7t/H4Qa76c4i2ousmdYOB13",
-	"rtqq4kYnKsJAYu+Kw226VbIYYj100eM8D15/XEKKCD2O/vM//m92YRyaMTqu68zTKWnKNI3VxzMljROx",
-	"TiPUtmHoVWEjt6BEE6H+NJJFIZMpBliMMzmJewPYkl/JX+5Xfw1+9Rsifh2aXw8ODsr/h7ZH+L6eZAl2",
-	"mbR8aU/8KnSKWWgAR1KEVsRZtNJIJBpgPVcTxFPYUb4kldm1LpYjwq2cb245Gtt8FgnOyR4x5uXORpdL",
-	"OKOxHREWisifkJYqZjpNM8U/Mlk+X+RZJFiNzn/QC9KGIsioCBNCgEA9otRHwHJPbL7Ej/yPSJR58P2f",
-	"kZATSi7Lf0WCNNUsXIycLlQ5X3oEzFDjUabNVfloUcxGiZzNpZ4Y+hW+malUL2bcikQr+lEo2Lr4/OnT",
-	"0S+wwo8xnqc4Fr9S5ip/UrjelZWIbswVW+IHcWoNqjEbB1EVSuC/yaU54svets+i680bvUhU9oDqbzoM",
-	"rvwTiUqLHQmqlCC6/QdHMBc5IQgVJ+LXIPUWrwpRFU0rEm6xCkUtZ0db0QYcO8yUbCvhfHFLKIR2BaCq",
-	"2Z+KX8VYG4lhfXVTjPO3qVyF6NaszT18OCqNz/x9pR4NGpKwpq0Z6VR0j4Q2iYUFHIMsCpQ7bNPYLdGd",
-	"SwyURMeB3tr7wAMT+NPfUTmHO+5vtWOPxK9ogXKDFUugHYdJ2FAUxPkTitXm2gLTAZsquv6rHu2v6JYy",
-	"B/zsVRayUQVQQSMOstxp7jhNggld8iQ+rdpPsEloJa9M4JG4lgXDbdslQt6WZ3LPrdgRe3zV+3AzMD1d",
-	"iJV3ug2i6wryGF6/vtIYR2iZf/nb5H9X4FE33gUtPBnwDyr6wA2QagSWvnYoIvhqQXlAtAhUElnIzE4W",
-	"gIgwGyk9r5MtOpeF0dXB/GQK0fU1rdmBAW4VHhOMyyMBLkIrF/VHkdDw31FJCwsL/1/9TpJIXMJ/PM3m",
-	"6x4cN/GfoVmOb9eW46lwEf9dP7PaN/VDrF/wtScZgE3z+BuIkY1bhBrqfIjH6G4ms2wEXMXIjkfAHkfE",
-	"JBOeBGD21kI7ZhOgCzCk6N5MFVznthtzM7W9yo5I2eR9eshlsD+KOC50QYhqNcnZbI6rOTw87HlrJGM7",
-	"Sq/QNH46ZVLf3M+YG5XmS+Lwf7QZAKC6eR+jsFszceKFHpoaaHsuzedxEVVSX+4Yt6nOq6G/FWKEVI21",
-	"USmxmaFzShfFCjaCe3dtti+zmQ6FkB55M1VOSzWXpp29lujsXOjx5PVW36DwAIx5YmeX2nurnb96GhjT",
-	"ycKJLjzMwFJ2IW9bd4s5iPzkZY68+opvP7PB3KFnhAG0gLsGZr2NE64unvhVHEfiJBKnkXgUieN+RIgg",
-	"EDGtqWtHCab5jjS/b/kWnVfwG2x+xKPAv/Ad3A1oxseEDfkWOG6+MkH+rEk73Io7z5m/dgNBCSJ7ZyKU",
-	"TYDK1px6eHGyUEd0usetO8QTwFgvB6g4lUs3YOb0cik8Z1kSdLSiA+FHk0hIraOShbqs2Cfh/Q8A3H1/",
-	"/BDnC23Z3k9PPXq5XBJ8Msalq3hWA1G8s/D78OXLQ/iNayYmpVrrcT84yqm8xpAuiok1Vfct9Qy5O4+k",
-	"SzwrAqruuXCFyiZYBX6E+I7OHOhemPGU6YJ06gBwkI8lwc8Uky34Bi4J+l5VUwxA1+Y+7d1Kztxm1xGn",
-	"2vDpQnAkxK1+JP611zgMc2yBRXcSH9DGzwgpdEtj4MNeIzyeUnkX/m6zlMaTIrP4h7lcomdSqqp0icQA",
-	"hFmAvXZ79V1pY0JtiXLBtSRUE9zOCmXIdMmYCHgwea1S4VThw5edKl96vO1pGnqVXS4pncuMlNxZRsFF",
-	"inECO/UK5lTGNuPwaW0u7QcQBiiM4KFIczkuXCRORJFLkOlOhZvLWSQekYModec5lpCfCbkdP1AIhOVH",
-	"uUr0HNWRljIJVklv2oG0cuYskzgxyieXnpsNWjvRxU0ZhKTuDM2UA/Tf8MiWjtm7SXIe7lBbZG/MGccv",
-	"DMJHhLa8mwpp1bwT5D3XOyyd91xM6nojc1R9Abk6FC/RNWpKD5rE0rtNYqwVotizsDunMootW0XFkZAz",
-	"yy7itJLS99TvzOHQXEzVCn/Mmj++v16iJBuox5M0X9xY76xKuDIil1NXueHRTq3ubFSGxJR76a1WNi8w",
-	"xSoB9dLr1jwbTCffjR21G9FrtGTwk1KcjUV/aKRLlMEskw/EkUiV/xmVV/eod+axM6ZmqPwnYp3GoZPZ",
-	"0ASisrPiRmZXlSf+pLTH+ZyyAOBXGs17BGuH4ikNOgCWD906KBq2i0NVs+uRSr40qDxPO4MOKcBfaFdQ",
-	"LClqx31of2fwY3spGERlWGTxg5zNM4XZ+zW8n8ti2om8sp92thPm8acyGGSqaSkJ8wiLwhxFxyfRaVtd",
-	"mI/Rthq+oVa6fsIUZI1pyADj0fnw4V8uCgT32qI6Oo2Q0KHUGJYGx7VieEq1WOaiO+HqagUPGkVQqvIn",
-	"o/dfdKPaz97937UV+Fitu0nYZo6xlhMVlZEfp/3+4Zp51tXjtemWdZdP+2EB51r15qNdDuUN8BBec0Zx",
-	"vVEzKmXd/NbP6iiYFHey78SeEHQUFk0pgA+66xBC74wua72gctuM63hjHQA8OtnhRON+LGSFT+Kj8AaX",
-	"eoPetpmUOGXtRm4sEbs6L0zks0kKIVY/4LFLRjoiTpvZZ2KY1y6gVnO6mvmeRU53mT0yuzvMeuN0q8L/",
-	"n3CupfDVrYvc5Q4igY1YamIKunaKn352GoP6mrKGpq1tEQKBd2RBuHconhc1pmVoNvFanBMd+BBdbOJO",
-	"4EZfa3VzVjnnax+AsI0XKjs5FM/Q5NctOaI/xL2hIcNY4BlSGs+6XngdbOge81+gYu+4zBwUeNnKpWPK",
-	"3HZ6fiI7UxUqWw30BP/t3W8tTb16sN94DwyQnaNAlPYyPMq8Z20y9KAuQZ8BA4J3aFAXoLnAySAQn31M",
-	"Tyg8B0qCQHQeGi87pxgIN96kCQIeOZCwoxURmzKSBOeAeRt05jU3HFSgi/Ung0qJ2rGEtJ1rh/94cPje",
-	"1wgP/97pSC6sP5BCBSdyVoEi6bswNTZea8xxH+PM4sMN8z7+rPN+0qKFOKs0f16GDX2jK03GJoyM4LMW",
-	"0WFF7zXXpLVE9+rMn3pdCFDajWNxbe9PiFmfVsqXLYNXNdM/4fBvtit3VsgRGTzWTZNZ5Xa01VIbbXVO",
-	"z7Zpjljf06pACkTOtZqAxorWLgU1WuvXsgtj92aLcmr9Uj6tjmrXJaMy7U6s7MVueq+VGZGDTLBBm/Ri",
-	"nPQVMcp6xPCheVn2XcsObE+obavJEVGpOCsTu69j7Dbymg1132ZU18TpAUOwEw5HJdIdlHrdjUth5WFn",
-	"jSLgIakC3u+Lt0p94OpF3zwd+u5uyOptqYPcgG82TqNSfd4N1bzbpgDdPI1Q67rXRN6Tnke54mubLn2F",
-	"PjjnwS+dZmYqeFZ1vamiJPLk2CNW/2uQCHJ5ZAU22hvrTo+HWAaThBIqDnnc7+8wN1YCUXlgjolaN1Pf",
-	"9sFz3/BjRGoMWORiNpP5ElhsVMt5z9E6CuhEnWtfqpdqx8Lsy0KznY7v8Ij+cPgXCFBYVpVYAgRl1GpX",
-	"3XV+/GXY0ekQEcNxVOZ4GXZe2byY3miTihcvngw70bCT6AIzWnbe6onEJ6XOCx+fGyPF1yqfDDsfo6Db",
-	"o7DbJ9YU1tl6hxcyy7QxW/p8j/U8C2tfSrN8o/I3vIUb95x1YK8NtL6w9oXMJ1RzlBwpSeNTP4lzr/AJ",
-	"1L+lmXcqr9XqcXRO+v1OdR6s7Bs03TWH8MYu8mEncAc+Kk+vX55e359ePzg9X5nXnx1B/I7XhP31227J",
-	"BSuTyXHU261LD3/YrZP+0boRytvz4Htf1+9nleJHx4+3f3RB58nRSViW9rT/cKfBfK5hqvNaHh+cdEoR",
-	"2Ksu2MBIlXpnlAkGP3agbed91Km7+cMcjupFjCk/nVdTe5Wur7rNLG2FHNmBFP7SxRIV3RPSurEnUodr",
-	"FXuP1E5ZAplcUpkWE3/CDSqv1A4VO2U3zU7UqfxSkcEvHVM7Uaf0TGX3+sjrDvxf/I64SliMLbAadOhO",
-	"CKNX/jrBr6qItK4KSsPi2EnV/4l7zuzWip9q+SxwVC2fBZ6qMOPAVZV/1t6Rs6pvyKicfhUqn8FZlxrF",
-	"Gp79GHWO24+ca1avnDltU+vqV46u8mP1P8iRFSEDa5avO5aa4jP0voKOSi1j5YgFoIFerB7K3wf8rrui",
-	"hfZvAdxu0QqUrevfNOnQGyz4ufJtAGF1r76wTXmZ6n59YRO6f4Fn39qtxhN9X9Ph0nYd7QcYfp14bRZG",
-	"F3i5NcLoTwiO17JYHQ+lZhzvZK/xgC/jfwL2rLD4n+BJknSiziX+t2JsARb3gLganPk6y/UzrX/XOOUG",
-	"Ell/1CFYrYBIBffwF2C80vUP8E3d9w+Wu+L2BzsB/1S7j5I8kK79zhpNWdU+7nNJGIHc5drz8munEviE",
-	"t2DxBkootWlIffdaem3FoY84vAs8wcOfrVRtHV2pXL2rH9CiGuYT7GBjP1ilSLzIbbajfS4l30FeoYj1",
-	"2bGTGQHCWeS+GcyHNd4wn0e3mU7gYB5C6257433K8QQrtrFEbYTLPGbzjuUleiPIaNuQan1oJ0Aurh6s",
-	"uY6ZfaFd8RbYY/ikTBFIkUHrA/OCrCeH9++Lp5xne0XjhmbdYrOLz9CUVT5lRtodDkyijKs+SxinIqnS",
-	"yce1oV5V5Q0xjcMF6sAwjZF2wtlxMVidX5mskjPII6KjdK66wMJHPs/90GCtYs4AYYTl1IwULc+5zckL",
-	"35c2l87XLKzSj0VVxqmhCdJNGeur3bipvUGLGirxqiqwU5VcAdfNBYP8SZFfciyMHRruYawNlzT1VfBR",
-	"aGennlYVLmUQok0w6obCT9XQ1DfkUDynyiYZu1bXrQeNQJgqe1RZIEM6Tmgs8yAkE2OrG7bMms+Xuyem",
-	"2mEQdCk7so2qLDBk2JkLzwx/L0yhM+HsTAHkEHeoOBVOl3cRvnlAft8INH/29jAvT5Zu5z5nWVzliiLo",
-	"ig/DatPxUbzG+Qc+pnuy6vnTJp5VTR4E6Ta+U8vO/uqf0s/mF8BlqEjYWdp9nrI8SeJu3b/o7hofvupb",
-	"lQ9PrUEiYmzxDdzxrR88oS1/5dt/Gvk+PorXifZRhxOoQP8tST7WDctfPWj7BGfw30lh8JQTx9XQbKAe",
-	"oItAargqUxUpDMrfXm7ajYIRZITUC41IjBnX07DzNHWB1zTXBqqTr1r2Q0o1gxmNseY2IrjLKo1lwR6k",
-	"IZnrVvmlqMLFSf8k7lGC0Ua+v6nyU6llApVFM/sfOmiX2ZdlA5uXKno5azoOlXMJMrb3Km9oJDqru4CO",
-	"JEjz5HyuJNUh8sX27jkR43a7eGi63u9y5Bc2k5gW1ddzbmYxpPQgvrvGy6GJn1HP6Fx6Ue2PXzqvdGzz",
-	"mYgzm8jsj6mdSW0OiyzIAuPmMlGuqoClnShyPZsprnWI2cEX5PdFbcOE37j8Kos2J81mV4CFoah9ygUm",
-	"MRn17jS7G2OLUfmF+wPXBMCWWGO0aVLIlr0ziouEPmqH7f23ffEi5rrw3cyicwjWM/LhQ9oRR8IJ+mi2",
-	"bOfTWE4CSP5Fs3sqwuLraTloL7NaSlGtkH5rXxW7otq0pxVb45oJEtAorm78SRNTT8Xs15NVBJPndN3/",
-	"q2ir801Bfq+rwMPAjPXG57oivJQmSOsfCqSDY3xClvJB5++H9mebuT8mZA049LQeMGINCa+fVPPGb56K",
-	"Hxj9rdvG3Z3QVuf2WXmMS5k+o0mHW/CK80zQNnjo7mLwHGekzJSssEJvq6miPdU/7tewM/AFE+AymHs+",
-	"gSzp1CeLTGKyPZgDMJfDzr//+O9/HA7d+y/+6P8YDg/9n78bdu5g6SjB6fX4nPKo7cBN1T9g7go4Bh8Z",
-	"ubWPV+rmeUpf3MLK91/M+F3UEBNipP9hBDcwgudpWmeu5KovziZcuMowvt+VIWQ4CznCiUJEwf80WPqV",
-	"9DyUlYejSLzcRwH8VZDuCrOIVjLWGkVDM88WTsSwjDgS8SS3izlnv8a/KVcObEEtQJiLrMzJq6AWGozJ",
-	"15jX4kQ7mHM9Ft226WD3rbtLbo26UDPHtX8bHCQWgG1j43oRFfghn6C4iq5HaxllaBsaz9ZCgyq/L8rp",
-	"N0bEb2jWkfDsHS3mnU20zF5RGXDH2XXPRakbatUJNVZcU8Pcv8+KmPv3RTeRc13ITDyLytK3lWfwVHKy",
-	"n4pF38Bt/EkV22J3noTT0mk9fgeJ6Fr/8fXxO3u7HW7jfMavrFGYbJHZnrsSWU/Ea2RWp2UCYU76ca18",
-	"JZWtFLVRmkiwJwQXHZKXSdm3Cfq8A12UebrqwNDwkOOQjPDK7OxUsmVSq04lvww93A07g108QZiRwedH",
-	"4luZX9pFLt4VuVIFuYqQ0RsbHPePHx0cHR30j0T/8aDfH4BMuM6dhCyB+Jgaka0QHzxzhTWaXFlqZviq",
-	"ec0aXz1m8wWs6oh/0pow610449HlsunIEg1Ds33VaWW9r54FRvzqYWnLrx4t8iz4Qcr2YWdwusmhBpaH",
-	"gADLgJOxRdBjzWQU7F9lpxkywFQPq2alqQv6Pi4f0BQwHwrtOvsHVF3hk6ofT4KqBvgkOAk0BuPvL7/s",
-	"Hx0/PDl99CW/mbiq3Yq3QfNV4HTQfBX4HgSbHLgg1J+2tSSHhMbXhKfqDwtVwtnHiPlwWEbpp3Vy2u9H",
-	"w0DEqa5WnfhVW+aZeYK7pvATemudnGJHO3V+TM+rzv8ujXYtvb8HQEP6WVtHf+91YCc41BcPvzwWj/p9",
-	"0e/z5Udahu9ylSikaTx0RfvD4R8FQ3lMxcMvnBoxj0DoJF8ovrWmDdCu5vPycR/6wKd2kptRwvjAn7C9",
-	"mtvw1zWjNP5ZzGpvZRH8vMobV368yLLGIwlYdLRc5M1HY5kEs5jbZFqMZBo0S3Wze3gSXFq6jdnocjGt",
-	"fl9Kc1V99rXMCp2Ir6W5orf6Cp/3T05Oj0+Pj09pHUF/Of190v+yf/zVUf9xv/zfESNvOLrRPNflnXiP",
-	"MEOsWnieDI1t4BRaNlcoT/nw9c82c+LPAMNt2Lh6sQNKxr54qyn3F03oy6PgEe3ZYqnyFYzJ8N7c/jqC",
-	"3oUkvimvHezbszZk8nnue50x/v/Ye9flNo5sTfRVMhAzIUC7CAEgKUtgOM6mJbmtsW4t0e3pdumwkqgE",
-	"Wc1CJlxVIAQ7FDE/z+/zZ7/B/D+vcPab7CeZyLVW3qoKIHiTZLc69g6LQCErryvX5Vvfgg58fP8R1JVr",
-	"GdKkUYdqzsut1exWnW0vAGx6+pKeAReY3VYNenaH6Eyt4m1AZ+4O9i43e1+pypCN/9EQnWYK2lKL15vd",
-	"ouKnV4vKkBfmiVaoA1N8u7BMi9bdlrCDFR7A1vRryVhaChdDQCOTbM9e5MzRtu8xIO7ddrKbvEE2xVRU",
-	"8DwxtWQS64a4+kVjqv/u4wpc+EAVJgzRj2VCuq82pImWf8UeayPbSrDgq+FAf+epjcG3o8e9WMIoSGkl",
-	"l0WTaNALYYVF7g4YZyc8DaAWjaqV4IzoswTXAPwmQ5aLU55bijaTPK+HOzLk/7RoBM3wUosgQBLOLjsR",
-	"UGqpWaCgJTcJPAUUUGuNpzCpwv2UlYaQFnMjuVyF7vBahbT1rEZdE6lhzUDNgXOAxZIqycHvM0lxpp5F",
-	"vARlDcN3T/0VwgQMRb4zRD/U+mRqSczzFUVUpEWmCGJLN46Ox7DVDUe6+FAFdceNa5yKQcCO0V8GRfrw",
-	"4JAP7dv1D4LL9CBgrmblGVRboBJ7SLxiqLYxHDVRF4YAJ2C1gRgoFm4Elny3xQ3FUmsnDmARsYRxGMyE",
-	"wZtq57IZyDV4payC6oeImasoDFcGcTgzbVBNssh4npXIKB5LQ8zhMhRntBPrMm9dYKwxpRs8VbcUEmuk",
-	"Pf0MdXj0ZWACepWiYTQkN8COzIw0N7uSYi1BRe0stxNsEFqP/F8nSuWCy+ukSHkYGXOnwGTh/QD/tCG3",
-	"Nm0NfGh4fziPIDDznGSAVMQ8z7E2uIZsNECLawg/85INxqgeB2kGY9SCdRuk8HbGqO7Cr1t62GacYgcD",
-	"OYt+OzI8dJvO7OhE2ujojJ3JAcuk3+xstk6kLTb6COy1TtTRm6zVDtHaS8sEWSMznCNnlELHDep63HBq",
-	"mZSQsXFWeTkhY+OYctuKLBaXnzEe+nDi8XDkILXj4dDhLcf7W+ugT/zzd9ehzadGA6g7Lp1qgO7SkGOz",
-	"7f6/1B9LEzPWNypUscSWM+m97HGQdLuCLP+ydyO3bOhb3mjpfOce1eq/kR7h3NRFCyE5PAiOknAvtt0h",
-	"rZP02Jsk2+7Yb7HtSLZJxKb55FnZ151FOJofa8FaNx/Pzad35sb2OnBlk/VW47eN+/NrFPeyKO6WNuI1",
-	"Q7Mg8re1CpF49DageqjhXh+qhz35gyH1KGB8B0g9Mpz7LIF1syrreYZhaJyurr3rI4Z6UYS0jSVWgY6o",
-	"Zijp4ET+tE4Vxja3g4hB/75ciJhj1L09gNh2CujoMqDYerLfzR0yr8f1XaPbDa/i2fPW8K51qjfY1wZc",
-	"jCbDpv1cBw9mQi9XxoP92/v/65fBzuNuj/V33t8HkhHv76+QsM8FCYMF/apLbKdL2Bv8s+LBnPNwO83D",
-	"81a2Kh8u9nm7eQL65tsBh64JoyYsOQKfJpanBg+ST/fUnfFM9gK2c1BXCnGRqYV1n8aS6fkGv/ScnQgQ",
-	"RNTEmsL8fZZ8z/NSJIyntt56yaaLQnddN+hX3oCicqZgMyR8tTlziT85I7WFSlV4fXRNak0MEu+IERJq",
-	"Q5jJME6/1ua9xQN8GrMDsZPe6tOb0p4MQWYNrx6UemUEnNcjqJaq3Uu9g47NsI8Jwi5cBUk9jiSTMjGH",
-	"oY3JC/Uk/V6jE+r16NmXGLZvv0KwllVBcZSWfYGbIlel8fbPeHEe6fcYLzAm3oHTnnq+Tj9z77pnZGMy",
-	"SLRpjfkSKCUtxRp4YDNpnNQblLm3tuHPrNFd2X9mxYTDAd7Ioxb5CAt9JRULyJLb7nKrz+Nda1U/leKp",
-	"6aqvWnljADwfBdD0YJhUBYPTek1tK0SgGH8VusA8vdaUBIfvS/aLB1WBt8ed99fVrgYNx8sdqUT/EIWq",
-	"q0VfaoS/bZJuVSlrET4NxYwQ3oPkq4ZmNbRQ09nW9wPzuuMW8waqGWZjr9fHnlBFLls+e87L0tblakXm",
-	"J1maoBoEF35pE9L78BVGzS2np5YK0AmsQg5yBPMBUSD2GTo7IpNeHzWiwqBm+GoHlQw39cGg1rpNjyMt",
-	"79CMBC5CfG83kaoSScQSin8k6CiB8C5kKsKochJckDeoT3e+OmBORZjk6AyqdHt8JhJG0egTgaV3e33K",
-	"VMAkiDrzJhmqED8wL9btmndD8aOuyamkar6gSKSFms/1Z6aoBtAAKDkRpn+sEDN1oecoz7X6whh1kWR0",
-	"KorswtQtT1ygTM+JjZAResODkyWgCVFBNBo/1oynlAoXr7DF8Esfd1EDWoAK5LI48H0GcuvnhhByoTTv",
-	"9jxwPeRYJwZmozTjr8zTpUk7DWqdeVsCNxOMSBA/LU4kBeINpAQ7bJEgmC9CiI3a6uNUbYVFaUOgjOAp",
-	"NzXdvcc9q2h7U7T3qGddoXTNuhoz9pVhQIoG5YahG9V/1WARB06Vd6gVVgethDwXxA1jVeZ6tB8FUd1O",
-	"BWvGVhVHiosVOwPvaMUU8AAr1JehSw34Da2ZGVLE+BR40MFotK17fCAIOtBNXikbJivDdJYd9gbFC829",
-	"+HXBbda7QSdJElacUQiHdZNh0sOjT1TtDr/E2Gs76840SP2NSg03YVJRi72mW5wBrg71SKSZz0pWCtoJ",
-	"3Bk2ammNGwB+BS8HphEWFGisWynJEN3MtM5p1GKcRNexTn6aE1XQ5/Qyw2TUPblaL/LrJqNNh2TuVuNz",
-	"Hlwggxp33oCANGQynTBYvmtUgs5FNo9OwP5BLiEQUWEP3oKoJ3mIIsSalVR5G35lKmMWQQzxdw8D4PMh",
-	"UozSZ72ijyzXycerRu5xDT9b5J7gWnDqbPIU3vBqynxA4FUD+HbtNobwh4NaDB9/doMw/uB6wd8/ukkD",
-	"PdfS8kg9aTmSUC0nS9mSl6T8XdHKrSBb3QYYjQo7MtX4kWjlJt1f5PmR+FAz2PWnFChEcQs71akVgXqi",
-	"H76m8U4offY332rX7YHxcqOBkdTfknfobrmDvtqhoR2KR8Wz6O7aDPUphMCS2x6lXgv3O/S54V7TF9yc",
-	"DMaW2AGkS1vkAhoSCotomQp6mPy9Bm7eb/iUQRzEcgPu4fLIQ9RKXmfiEfqNUy0CsEy3MdgkGIeZKHtg",
-	"RpalmJ3kxnTTtlpEDnnQmsFWwwIoWlVz1ubJiukX5sIS9+iRV2eFEMQ9wxwwYIclBhMJWl2u1LlI2WLe",
-	"gsc2d6X5QendeF0Y+96oZ1zdPE0tDyCoiVIsD1rQD+xUVCWVCAngdtg5z3hyMJCWm3xvF4r3wyWLnPWB",
-	"R6EXMZH7tg22bnIXuq4YYY/iCD70rIDK2Gt5iMY2RAP2qCE1AjqjOgNhuZa0qOezFrGW6TdJFWje4pyq",
-	"6jISp64Eawq3QtTC4dTr27QNryZjXdsPmB3GLHn17Ofj508TD1YdQlrAZ5gcPXvx7M0Pr189e5eYKlZU",
-	"BR5PNEt++V0/SJXnQUR8fE/W9rOXh89f4A+Z/R1JhVjSLwGw+/F9EpnNiVVMS6FtWrBrTP2tpQKrxZZ4",
-	"17MnBevShaIN+VjyouCrHugTuol2KwVG+gVETj4FsrqJS7kB1np7I8Kb4rs2IlpJF7w69ybd73oaWJDO",
-	"aLTKVe0LvTHda24E831HD1zPHtrbvSUD6DJxfKNhbsbgOooJL/1G/2nqRN0d0QQKRZef6sRfLdt8WM8g",
-	"945dLYUcDymlsqJIbMma3SIT9mMwd9/xQmyYP7WoWhSwTzZ5o/rkURayHb/+++YpvAZx9XnhT3Ud+CsE",
-	"6lI4daBAbg6zUSbS++3zboO7ByphBJYNFGhZx4X1pBbIakbTMlFu4PKujy0rY+uP8WyjMCXPUlMbN07t",
-	"dYCs6UVUdB1tiFg2iq43E4C3pJoyKCs0Y86FmJctir6pDugZPhtsGrAjKNmzBLx2W35o8t91346pW3EM",
-	"RlRWged8nvNMsskZL/hEq14YASBNz3TWlMFzPnltEPFTkbCuKQbuKuXja8Kq5AnrDvUWHA0G7lFtRkzO",
-	"lEK/vn6xfvSAJVoWOowPoGCh+hKvJhhTqU2ZVmpVxXOKP2mZmsCmYCyZiCzv6gbZAxb2qZf0IRp6CsFd",
-	"ZDEVEnikjKrLQNOF8f7s07RhSAVd+G1oe141oiSFqBaFhOiHvmfNaLHLJtSIU9U6f3qxslMJcY6uBbuV",
-	"VZbnuq0LnmfgauqNw/nLClu33czMt+ZF3+qFUwUbRPB/FkiHu8rrPyLmpOjfLDi0zkp4oYXFJWRnX2wF",
-	"+vU1+0e3WLN/dJ2a/Y6514qTpoQIaOM66jeV31n918M8b5xd6CBslFBYE4rCsbKVBt0pzTm465rzn5bZ",
-	"jnrtsoJ9tROkjxsXuukml16jK5I2jHbZtUsSDrcrSfiV08dx+gz3m5w+NePmKiw+1zKEPid9kH3lI2QR",
-	"xK+goTyT5yLNZINJ8Kyq5uX4wYPlctk3D/UnavYgkw/g7TsKF/Xjeyou+VkMm6gj2xJ3QDeh2sXXOGxb",
-	"GoG/4MCb5UjBXx6UJB05YAGoklQMP9GTmBywXUoGMurTNfo8Mn3e3VpA7Lbsv1GbgPienxTZOZ81JQRn",
-	"z/PfRJuAsJ9vKR94i3ww3HW+hLhF4bDLhnvj0aWEX+s4uaKvsvarrP08srZZyNcJn1ChZfxEXQg9cdfg",
-	"3g2bijtjYwJ6AASjX/8BCvH+2anewuK9m1LqfCfTdajenK0YuJpKOA4PSlFtXUnurY9rxt8zOjSeGh3Y",
-	"9X5qfiwRSlHz8LBu6DewoGNMYsvzngmj1xPbG4F1CD9L0fCBlYLSslxxuqCXUJ4ullifzqFVezbSnlWl",
-	"iSpCVTr0Xo8bk6BtrZRX3DKV4amE0CgrRVVl8rSswWP7LKHfUzAUlA4IfvCSJUbIJEwVsUwqkYvTgs8S",
-	"1s3VUhQ72jBNex4InVLH1DTLXV0YVQAMNhcHjLM5zwp2ml0AldYymwB6x4K/+8wWWuMGgFlfXb2Qsayt",
-	"5Jj5iE7WSDozc2T59rq8ZJmMZfKXZxD4dj5QyK5c5/fAt74TnzdAGo4d3u4gkJtuCS4l3zkRxak2vfHn",
-	"nbG9cCgwGvIFXDW4aWfoTuObG3F/df/WZkL2BuAvOJ6jW4H8oQAWVR3lZ7fm3UWgrKaxfyt6ht1BWsu4",
-	"zTuZzqU5ql/DRRsu8HeiWncP8uZ+b1znt1ZhL5BD7pq35UsfnM+zB7PV2qjS94t8muVQgMygWdzNea9k",
-	"P755zuY5l5avZi6KTKUswbruhZol/T7+UalkzE6UvhpSvtI/mOSLVKQRgz+pedMw5A/8pqQ4YPbnJsiB",
-	"mfwq5asolt6bDEYODfaUAwOn/fW9ks2UrM78Bk/EVBXC7y3u6ljSONSUzRS4SLlkuw8fQl8jE86Ane9l",
-	"+1DhEzMpITUoZJBgJsSE50KmvMAOIXKQp7NMYv4WVmIpZjulKC5Ewc7nmVYPfOIADAhh9RMxKwlwpP8N",
-	"H3LyS3N8Q76C/sSSim8QcH8mqiKbsKxiM8HLRSGIgJRPqgXPca/SM1jMlShOXF66HlMsIRIT0Hg6jk8T",
-	"YNSdHlO0zkI/jwGqB9X0dPtJb1wLIEaUSAZBkcgyvwZ77QBzoHh5Xh6nSoqgOawsa7pqtA1eltmpFFpx",
-	"iSBNXqQsBeZcv+FYMlgaiHpCcp5JbOnhO6Gc7jF1ynstBpugdnS50LpYwmemQ/Cb9oEEufrlYuZyrPDn",
-	"Jb41kxcqm4jyOCvLRct76fuWV5t6v/Yor+aYDUhTAAoXNs7Slv5t1bmJmonwvfAZuPHCKsMREx8mWq8E",
-	"TCwkqpyIailcvIx04HvI94w/N4WFo7YumspD3qbHOOGE55NFDj8gIUEHPJMAjVIFLq6CAz7G44SnE/pC",
-	"T1dqMTkTpTkO1hMIEsxrFQ6mhOAxGAe6H3j2/vM/KGiufxLLB+7ntCjwUjfVdBZbzp9PQaYbgDii/jFa",
-	"UmoBpEcwA1osmOaD85xJk7LfZ89QeRuz3WGdbi/T20Q3JXHCX08qdULSbBcSWV7pRQV/Aj9HCwverKZs",
-	"+I19vFJsuG8fjeXuUE/HcP/B7pD9m26I/hqwb9nuoM8Osev3Sr1Ep2CpaMGLM/KAxib1nE8wA0n3OJOn",
-	"jqx3OBgcQPJkptJj08gx/cAaH/xCFODdhRRAU2ALcagwo8fwQQLLCmJCT+hcjxZn05sakrhmus3J8SGi",
-	"saQvwb4Hr04E8ppOIH7HK6BZXph9qMeRc4RKQ81T3MoTONBd3KRmlgD7hkzKWs+AndfrMxpMpY6harYZ",
-	"/ubrMpaVcp9SVmfQUMvEusKmNLVoJkd2imNpi5hBZB8avEcnpetDZd3XhmNGP9Prszf4Mq1qIwDamxXk",
-	"cZlkM547jnHvRAA+Xq7a1gr+abkmkt/jzhkvj8/nWUyMxR8TTJE1eGaRl+IgBDiSatBmpVrN68d59nJ1",
-	"ZRv1x3n2lFfi+0LNOluEU+nxI3VLZcKeUn7/ZTyu9F7gcYX3fweKlu16YGTR3jLKmNXFruHmpKbizpih",
-	"M3uwszvUy0Jt0xO69bjDnL/7hqDQa4TLzudZg61P70y8UpYKZVDkHdAznk/1VjXy804hkW7Pg7UBNbK0",
-	"SgSFzLw5DKIG6Mq3S+C+Gu5jHac1gjjujB8P+lAIabNgWffgDbvlyXhy/NsYzCt9EUL5IgrboKIM38F1",
-	"g/GZHAIO+9g1vKDizngPS6fVh/BIDwFiTi7EBmpT4w2oQ/mveDgYDGpvefjQfNTyriF8ZyC4Ur3JuazH",
-	"WK298ol2FEpRjH4s1Us9+Q3YuDG/4LpYKhTU5QHqksJeuJBu5akfX9aZGOwMv7nBmXi4v+WZaH3wCzkT",
-	"u/XtOvo0p2J3sOFU7LtDcWvesR/fPN8QsPoj+a60OGg6ezw3ldVhrgBuRnWnxflUCT5b637SXZk2XFBl",
-	"xaekN6KzwzpcKO+xTQPHorpA35gVLBXariEzFJCPJ1rdrhTL+empVuu6yLIx97TMkxW5VRAwl2LoyRiH",
-	"kc/4h5Eg/UGezfR/EGdHaGkMadSdcEkUGpTWTghdbtYzBqNFvOyiFMUBK5Ula0TDpDRmJISayATOEFCL",
-	"XrvAGCY09Ts9vWNjfWYX6DupB6ZIh0a/1cG6p00tJ+bNOK3SmeC0LLRqaEAuzxStaiG0Wc6K7PSsYl33",
-	"gFHlw1bHllZqVor8AlknIaLonkGIMT3HK+/X90rcVQfgdvA7qxZVmaVUgqGcqDnGpdUU6S7dc7ViP+Ai",
-	"LJeCkip56WIUXrCxFxlnkd2PiUsW7BsK0aJMxixp2lngovM8W1mxwdrtGq8K2WTWXLRLRTonkrKQMe3j",
-	"gXt9duiYcFoWAVauNuGQ9V8fZULUR31ypLnRj4kT1X7CPGtZpLi7DtZNRq07bQY+HkrXFo0XhyWy0zND",
-	"PKQNWKDpPOOVMK4Bh5z3pqzPfoI97/wuXh8AZI4pn3DA3ur9XI6dUxLcAFII8qnifqeDCT28BwIOj0NU",
-	"mx74NZVm8n/oTaD/c9ad5twFmXXzUTDArGCFyiFf3NjMJ6o6w8aNA4rqU7WXptJbezfuJKz7w9HRGzaC",
-	"bfMzZsblK8TpU1ctIBmmwOXIGtnJkcgIMxpPMwr7s0LwUslYdhOpWqbLG24SscYz/tbyniSO/ljWty+E",
-	"wqNgkx5jx+ikqsolIoDLImgAciagjQQ8WsGY9O/VOXk6zMbUn84LsS4L2PcgHOnL89P5EBrg89eGyQ+v",
-	"ZIM7dxNw0LZdbW0zf+oCyPyoHYQeTOwNcOifzRfitpCeuRZGmc3nGLfqnRo5t2LnwzF0CET4k84MPH/Z",
-	"sSVMoB05WSDB8mtTwkdevuO5KE218rrC/80+KPxhq36P1HncQZN0qoqTLE1F3UwmZlvod6tnatfzTJkB",
-	"WgXLjQ1kLw5YizmvP5/eCaWkeGrfX3PK+XP97eiPs+f0RnGl3x/6WwTQt8zBatv2k/vs8l312Jqs7oXf",
-	"+C98wYuSvcryEsrL38IbHw7MPm6cKXXecmroAK7Z9JffXIQDo6NhTDW3S75zqsHXHbLlDtn3X3goJWff",
-	"AVin5XWN5fOql68Tcl/ydvxkQnwhz6VaynXC7bDdwBNswvMcjGww9MCds4Gdb29zLKI2UP+dj28JsAbT",
-	"vq0qQbbEH02J+OTH9fbE6zaGB27Z23RDgo5d/vmckWhjNJWmG7olwYaqOSZnqwcpX23gWgBoRFmLHEOU",
-	"vIl3YzW4G7gbUr5ixULKTJ6C/zGWsyyVZrvYf5sSx+0ewD69sgmMQ3pJC4+rFIDj8Ol1ADjCvrEtoG+x",
-	"bGLf2DPrNhKAmBKA5k4gDS6JGtixkIBiIQEZQZAitJFzcSFygzjIpFjbSBOA1l8DNasDzNqRWBb2pb+0",
-	"oK8I8wCYwaMd6I5Loo+QAqnhwYFS443uO4RaMmYcQGnIjSykM/0dKK3w/y4Q9o/uKXAge+OHWkA2iQGn",
-	"KisDIGUXp65niQjcnLW8FV2V+OI+O4SuQuV2nuYZlpbXvyLAZCaz8gy3jfu0rHhRWZcGgTaQLl0/3meJ",
-	"PnzpIhfpMe6NB9DFY/txYnB7OF778inP87IFMwfQPSzPr0+EkiJsGFCBpk0f7rfMqrO2hUeuhhDy13CT",
-	"mW71WaIuRJEuam+lD+2LzeYB6jeplr368BxMgaSdoxowEQaLqykWuTBM2bVgwmz1ALcaVDgCt7Xbcljq",
-	"CKSSnW4MjWBvkcb/ZHVcrea660BmJSut2ojCloSE1jyy+d39HoYuuNeqKnCs+mFYJppp+7N7JeKhDoyM",
-	"8E46HlMcr20RhhXhCieWp94tMYpKmOwmmpNmA4ejTz5PgWzSYIbVwpLb4Ck4URei34Lz3IjhbJccZoSI",
-	"yQw6jp+YNV/Mygawst+K+lwH52zDcnortbdH2w63IrYAkBs42uGE1TY86nwHLkgVdBfmzO8xwDWTcR31",
-	"aXZ9+ysNIvRMNFGhpm7FJlRo30FQCQyr/zhGgOzYglehmIDx5Jt2LU5VSVEe0PpQa+MQ90r0OmuvHwgj",
-	"JeLDXMjSdIX+CvqiFtWpMq/EaZuq4lRVlZDH9u5KLoFFe+lXhcrhpMBW6HI2zfmpN0RXvMGvFGFCqReC",
-	"ScUWEgU1HThonssV0GQ2JBasegV6A9RCMHw/oWIEAHer0+CTVgfpNe9R091avbX2e3W2Oj6fZzShlllw",
-	"TYjVlpsDKeqDhnHrIgGQ3tchO/u9kp3wUjAsNDdZbXTMv1w95avLuHe+91GX/lwZJifU4zYrgL2QaMaY",
-	"UKPBGhYXKm/Q4jenby6lm3nBN/caNcnegQ0b7j7cRwXYW/bkGt0+rtSVev5JffzrwI6XAh1vA+M43Bk+",
-	"bmAcPXjjaPDpPcttSLNDthTiPPKipJ8EeHa5M2L4cK0zYjRyzghsoulWO1IzXrI3oir4ojznJf6iZnng",
-	"j0ELiHWn446Wdfqf+mFQWvCRmnIcd8a7um9WqY074yH92mnM9JRVheihQC/1Xmt0U/qI1D3ytdA/484T",
-	"nucwMfWOeF1oe/HH9x/BKeIpTc3RW32oNht2aPiNbqmm+tyoLdAWaCEJXQbP+XqC/9PgIbrBw7/cb3T7",
-	"Lbd32F9v4obQoRVhClsgkujLxP17pNQLJU/X4STbbPWbyRZPuI8Go/2dwXBnMOz34WDof4/Astt9+A28",
-	"y5f3D7EOEZZlvFk+rhlpPSc35avPLDNGg/UyY9AqM9b5/S8VFru1LbNRWAxHdWnxTZu02Ksd2t0WaTFq",
-	"SovhFaTFIyct9tdLixEELGwrL4WADB6/oT3X0MibiiuLnVFNVOwNDUS03iR+P9pH8PRlImhYa5d+t027",
-	"beJoOBoM+vstQmnYEEruUSeads3L6/JptJV82nPdHq2XT1snBWxxTNYDoPe3TQp4OMJZuA0AtOnWbQGg",
-	"B/3dXR+YvAaSfAP0814D/Oz2xaaUgFuNO5B8/pNEHZ7ylRnR7UOhn/LVU/OzlsADiPe1oYcjcoyKoklk",
-	"k4XuXOPHjazRq+02ihiEZmYsM7ku/d78sFjIEqHSrZEKCDj0nM84ljd2GhuPMfnyoafJmCDP4INsdRAr",
-	"aeMZnme4VqbD+kQ8Ty7mUUqWpWXvwLgZs5KdqSWbcWm2wgyJfBDPuWO9v76jl9zLW/l3TV+19oR18/VB",
-	"zVfGJWsq7VNGqBus/piw6LrBs+z0TG+CtOccquSgyZcmPxk5aw13cXmmljJx49PjQmjs2Opz1rkNQHZk",
-	"3NabkGo8jbH8qCPy4TPLB7TBXWyLkyYsySQDfqNYqsLMehfxwtari8mkJePsRKlccKlb8HcOPu9tMFru",
-	"WDZx893wQa8kGm4qa5/iE1A31WP/SxBuW3NOYWYAZv1b1HNrq/qRS/xHcMov8yAd0cH8wj1GP9jTQ/uZ",
-	"OBkUbLWIAYf5EGmdbcd2B+3dCTZjO8Xz7iDkn/6SsKDGT3TC0xcwgsCyCQbH9GZRU1ZA7cGrm3JBYxsI",
-	"/4aDz+Aegk7Vy6gcQZ2wYJdELBjGt8M7tfpIa2xor3hFNnR+zxViTDJH5YT8q9auebaDLJQhHye24Joi",
-	"tdrJtVpv2ODxeGBZTj0h5rAoV6YuJYHlWrD8oO8EcVCo6ZToRQuoSmG+rYDH0lmOTbMVLph1c7T3+PEg",
-	"WmP7eZNE14M/T+AeWT9Rw0cMyEvbJyp87qH33FYMuq9UUZ0t9c324sWT2gzu4m/sDL5BFL8rVcYrnqvT",
-	"hahPJkwkgSyN+hd6POAOQc4jCMrSlH+B52Gw5jwMozZvwY0WejRgw8EWC43P7a5d6BscEj0Qxk+0sF57",
-	"VDYek+HXY3L1Y3JrZqu5Zf4MRuuRPpb3Sh/OQbrWrZuwpKHWzVjB8wenSqXldkVYoYgC8VgDviQDcyGB",
-	"Jo6ztEwcdJLnTreumXKAUT8AVFqGNf0LMRe8Yt3gBQC7AzgGQdXsNxXQqmljlKqippnta9KLYqkla8R+",
-	"XXBZZdUKw9l2k96zSb/2iV7E5kU2Qaa1vx0esYJXAm1n/VMYXyxtC5T3KxXTL9ZmxQGbqEKbS2RvTitR",
-	"LPUSUb1hLAbqzTcSsWrrTO/qE5VCgh7x5srUVvcAfjeYzXIxM3w1Pj0W2nfmoU20ubZ0lMecCz965cDN",
-	"Sa/PngN8gGUpEMURPw6lCvvMVC7SbieGdQnIHTEuMVPQPhUB462ejrTgS9kLCoyaWnNj5jonOYA70HsA",
-	"vEpZWq81mgzJB5EC3CEZJEwZuWBhL5X4AMBMyntsNeUEz/+iF+aWanVenqUHb3sqeP483frx52l5S7xA",
-	"trktbCD36gguqi3reN9VCfqQilYv3KVYf9jlu7dYaZ52OczMpaP7yX/4a3nzT14F0EknEL1I7kn7xt6p",
-	"gue3VtjcE/MbKwAemavFK5NNsnXj/QmFz5aiEFg52wI0Yjnnp5k87bM3tj1euIrkXrk+3fLYrzheP1PE",
-	"hVDGctNtcUAzaZ1lbiCY/W254PVEENmjeeZeyRJAU2o5Dlxw3V9lxf7zP+gu/s//YN3hYMD+6//5f+09",
-	"22MP2HAwiNiolxyw5II7UsC/HR7FEu5tn2LQoPgtblE3feBUFvi55/pzOgbwTWQpwoCBxMjqA3ZH9dlf",
-	"UYMAjJ/pZBmoEbgGyyKrKiG9NYhlmZ3KbJpNuKws+R3m3HeT0SCJWDLs78N/Rv39xOgo2DpA3qAxIhRM",
-	"hqP9/mDQTrVur7dtiszpS6nm2xsM1+V3wwbt1NnI/0AVx2B7NrPN2vb0HTKKv7+Ja65sIUG3FbVvUO9s",
-	"tB0L+i6WeAnMRf2BOWLwCTzhtHQ0xc94VrBnxakiMzUlE/2HHQz3/opxcIyLZhOMoBN3ljlsYNJGceeC",
-	"22cpaj8y4WivgI6rHLS7Pxhd0muTLVbr9lORZ1onDTvtdXjo9Xfvcf/x47C7rreus+Yx21XixFTTqT7y",
-	"xAwfakabdTDB8zsoQmzPwr9wrZe/NK/sjfrElYu8PA2kdV2lQMtxvaX+5IzLU1FadiU252UpUgr/WRiw",
-	"uecS0C+WZ9nkzFiPuZKnviEPFCtGE6ELf41xeeDKrVjzbkIdsgzJoFmAcenpFqEixF5hkWKes5eevtFn",
-	"hxXLBS8rsHCRk+VElFkqShgJ5mq4oB4g/fFm6rMftMo0wPQsxJ3n2bkAYxdtVfATxJ2BYVsmDiicwLhj",
-	"+b2gX1RKhUzkkqMvxG6L3pgl5tCP2SCxdXC41RP6uqee54LK4KpKJMDZwyeUtJCnYMOWffbUqAlw9QOE",
-	"0Bbx4ZIqPsRSaxyGXRdoSPmSr1B/+U0UinVRwzJ0xJ6rpFJsl5p0Cg3OqlZoKsVGPa31UXCqUorlvDC1",
-	"nxj6/vSql4uZ/61Z7EHcSUKnhvUyNLwatZIzdm8AiT4so01hwD1GfhlAKYBmWQh9vBYVlQuOpTsElG8Q",
-	"quqXaE8/zSmG+vnq1BiNi5Qys0JwCXbgc30b64uoMx7tbS33n4ZDvNNCM9fEp7e5BF4pdAzZrZEZxV3w",
-	"nLbkWnGFRZzEpd6DmmTSE2yF0+7t1bIhcXmkUIC3EARkKSVTG6V7c4iZ9hg4F8cI9/GDyShGd4FNX0CW",
-	"0o26rxbV6+lb0/ON6/raPfox6qAcTZtlPN15rx3zO42hfRqVdu96Ku03gxaV9jbDKzjBqZ37rzWDNiiC",
-	"eFBBE6nJiEtUwispgcaX4ymCWwVrPM8M3Ih1T1M3geaTnhaaEC8ouCz5RH87ZsSeBc53kEtwTVNFKQTo",
-	"nYGr6ahebDtx4cbksnhELCEgwS+pp69/Tf4oFpT9814bBjFimdjKqqBAxB3KszW3WdwxLiG4j6acoj+e",
-	"xsi0yOwjXs60wwEmmUPCZpCnO3AQOXiWpr+s+Gn44FA/SPwoieF6DfMkWVfrpPCvMNaCyDZbgrFRmsqv",
-	"MRIWVDyog+1Q5wrqKSEyr++8cpUfe+KGXEp2BxhzUbOsqkTaOyB1TDdo9a0weKZnkZ8iASOUTNophdaQ",
-	"jKp3yGg3YoQJvdjOR9e9LAKFm9v65XoYIozlEqo8VNBVVPt8hRtmMxX6vyCM9T9+lQacCM7Fps/vIJam",
-	"RIvxEHk9RVpQzqSSO+j5bKr4PvkHvm8YxZK6wAYRvXrQdxZEyBgy6LNWN2osr+NHvWWrwvNPNuyLTJSB",
-	"hRHLps90rYlhS3eCEh95ztp7JRkSlrIlMDdabAkplrCz75UYVGzV+W8pFngTdZ8iTL9YFU8rEh1f7x9E",
-	"vhKCtxKpIJ3IKiyor6DKARqHMREGWKDSSGxC1/jQEgs6He0M9zuRB07x4KhQkYOcwq/BZ6VViazQypUV",
-	"ip3x4yHcn5hSg95f+PzRMDKUUZ3x/pWsFlykOzVYTnhq2t8iXGq7AqjRd1WjSvQhszMSVqHxb4xQwl2q",
-	"69sWx0ySTUQlcSTz7x7Wde8oezdS+GnTvNrWI/mk9jz4uzHqf+lvX4nl87Rz/dzmp/4JCdcCvXmBODeH",
-	"BkSS+dA/ZJetBrTZH/a934ydVlELNNXf+pmssFpEe90UQYaEnSDauaRIuSvSh3bg7bHlnA36pu0x3em7",
-	"voHdeNOXUPo8uEu+GkyXRONvaheRKLC20O24wzHe3nSFX2K4bIqNe4XH++z+/UOtz4gim5DXGqtVaGUu",
-	"9DbHEjt4/z4U1A4NlJKvwLGs9b0osLRCwyByRksUmkKg2Vrrw+sEsN4j6AyYlzgo/RMu0UxgpYD0MVT0",
-	"OOpbcHuBRkhq6cAfzECrbj1TQTW0U1y7WlHXdgsxkS/5Shtvpqu86e43V2YupoaaJi3UfI5VALR40n3E",
-	"qLs19qQjvgvWhfjrzQ08mYh5ZUS0XOEbUX9EtzxMH1oydQ89UfUQDZmAKD6UTGCTXPCCysAeOEMIUAWB",
-	"JcQO6fZHNwxGKujf2nbx1hEsRHx4ppVwledqqfscI+6u14IcBGqooLQm6O7WOdBnT62qgKOJHPG17q2/",
-	"hDjBkzMxsexVAcwR7/bkAFhTwocrdSrAu4D8/ZUrVY2nzalEeBTIQtRyttW5wEMHxOW4x1iu9x0E28NM",
-	"4b2yvoG9SsG0AUJ7G87QQuai1GsYGO0kcvRwFGYZkkgiV03kJJLeJLDPXTJa2A+9ZcjBzSsDjrZEY1GD",
-	"y0vp6cjyWBZiigU+6STqRwAZRbDNYH4C1shDOHLBvjTyBNcSgajgYGd6kkShF8n4cmjCvAWC5X3DEYjk",
-	"kV6RPszzQvB0hSVaS5BL4LbFRNd/qoVW81ihlphZacgWpYolRR7XgkbJ9XxD3OgXEBVyASEtpjrjzs88",
-	"gyicZc/KTqVIkXGMT6qaVTa6ksX1CUJEf1bDaXA9mI/BxeaZPBfpW9zhtblpO7dTPwDGK4pymxNiRMCl",
-	"c+Rk7tiJJn0ct5Y3elX0NdOQkFm1RgDdbIa/eADxNsE+LFul/x1ojqWntV0xBsjXgycw8BV4v7t8S5WV",
-	"7q8bngovDrgFuvwrjPozRLqczXTHAGojeB/8rnf1x40IaooLtDFloneftVbls3XfAFMtUssGHctSFRVB",
-	"rQmzJF0pQeA0+HWRTc6xNFI30Rs8Yd/Wqo2RAh3LBI6CfgD+pf8xhF03iOD/TF0+jBbYzvd8bVyPoxyz",
-	"xzVFdzXXKvpwEHwcSzxo+qtR7RcTXolTVQBaeXcf+B5KQ/hQsq4NdliLs3fA9gYEAqPX7Q2961b/PQqx",
-	"cDUzIWJ7u8z0yPseqjDSA3uO2da8ZN995Iaz95DN+cqUJJzpT74xFWbBRCEKJVMXb+8R46d4Me3VZuK0",
-	"UIs58IcAr3dxAZticqayCZCiGEwY5pLV4EvPbA3Heo1FTGbjKWUt2dVs1R3Nl38Rl2Oyg60QoLMfEzR7",
-	"zqsz54SH22ATLFvIxawz/uVxNBxEo8fR7n60N4j2htHeKNrbjfb2or39aO9htPdNtPco2nv8/kvAal/L",
-	"+0uezSdwPdZg3sGsEnJICbzUxAfEym++YPWsBzQOBPkgLfIbo6NCCjjtFSTaMxLrl8f6BI8e6wO5N9DH",
-	"a2+kz8zenj4Few/1Ht97xPYev7+RZxjfFs7Ak4Y0uVu4+POncWc8HEZx59Xhy2cIjAFaLgJm4/d7/vfv",
-	"FnpPiIIQ0LfmtDX+jX9ZFPPf7H2pt6Y9Cf6VTp9l4vpIZtOsh2QmsX5Hecfm0kjMv5r5U1TdEa7yZmIu",
-	"+a1QDuirGTSbMaUol+b0RqQOQKZxLA1+tp5H3IQPRH7aMLp6IPu3kfobkTeFxoEx7iZQ1sv1Qr3MzIBz",
-	"sRpQlypiSfgalzVsHr9y5rD5YSN7OJaYPsyumj18WUZwLD9pSjAN8HOkBdOrv6YG3yg1mGbxcuvebOVH",
-	"X1OEv6YIuxRht3/slWg8Xbdm6Ya34bXThbe49hppw0jGABmOkDbsVbMnQ99V3diQMsG6wUuBmRIjYwC3",
-	"o0yc3jZJydRMmJisG6wf6TY0aOuFdODfiC5N+pIs5c13QXsO7e3L9U+S6Fqbm3/dZNfhdsmujygzwO14",
-	"/eEnTnhtTw7Yb0sOuGraKI3ra+roJ0wdvfyeubrh1RBY4XVzmdl1//6zD5WQZaZk//59ZhIKjLSwBYzW",
-	"4P4NisYaEsTqilZG3ZTYJhbfuJxC6wh9seWZWpZ1wH7oW6zV1tL3AxC1SVeGi0tTiYvNgGgqeJH3bdcw",
-	"LVtGLhMXySqo9Ybk89r8sMTJ+iKspSbwuqsz6OO+/oG5RWPpMA/ghPXw/nUQBK8adhzWHAwzCOq4DgzV",
-	"eSF/w8Nkpz4E0JjYf9SeyhCFpS5rkf9aqoGdhk3pBgcNJYgblSYk22pzNFCCcKowWYFgNlWPCnMeiw/z",
-	"rBCwf4Vk5CdoyZVYDyp35nqW9tn/QHjCmM1UusgF24uYwERbq69sND6/AAh6Ozi8TkVcy0tFrbEz7jx/",
-	"9bcdevBRpx38/c1we/hBMC13DUE4Aod3qDBRr+v4g0DEXBGCQE1uBiDssW4YI/nDgbdvF2/rH7OvmNvL",
-	"MbebdIyoI8xlbxQO8/fVtA4fm2uk70aTFgNpW6sVWng/MKURAoYse9/FssVxGek9I8rKMPOfrACVSFz8",
-	"WdpzNc4Mg1bAM6GmqG1USxUiJNpApQdYrdWCHCUvAJymXGY6DpRXIWSQ7vkg8+6epbhEKGlISh+mHD4w",
-	"DP1Nx3F2KvUZMeoF8F0BlJVaDao4SGG5+uk6xELDFzzPUuCIEMWMGmn8Eu5FYOu0q5qV1tg/WYEmpJaS",
-	"NXMerSoBpXsVoFWzMlQpDJ4t2CLejug39ou3R7SeMM1yfUOOMYmP5PhM29gY9gP38yUslsBzMVFF2o4M",
-	"J16BXptzITIecZBVffbUrwnLbfZrMDzdbQCGY6WHTerCtVwTf11kk3MS8Nt5JuAX23NX3rIj44Snz9M6",
-	"+o3V72TJTKD66lT8AWEyafx683tNXv/qbfHDvKJ9Z/Zh1yVYr4vF9P4o/pnGDm+D292+mwY9MqiGYnUm",
-	"o4gOBnsjS58dFpnaRY7umjuF9LO4M94PKNGfoxno8XrjUw+HIdH3cypBFnpmqN7csS01B3+11Zu7Gf85",
-	"MVcAhEc/FWRnUuPGHPQ4z5z0D6nFv4GfaP1AL/lxSH+mVYua4wl5BP6iDaltlczXhRYtb40+f3uKo4dT",
-	"/Zf1QNWOY/0ebeL6bssT5ZxQ4uJSvdBzP92/z7pejqFDpmF2BjTGpkKkps4UGfVecoBWIRDy3CUzfH9g",
-	"dM2FzC5EUfIcrudeM2Ri6cuWohCYsgNuiMjUR54silIVScRUnlodM3LlmOjdx0oi/G8uCjbhed5nh7HE",
-	"qnTsXIg5Kn2mOd0/IEAvxDxHXACgbMG3RJ4UKT5U0BQQMEB6DwxVWL0DJqdaGkQCZgDNMmgHouNnamkK",
-	"xgNFqShr1mssYcZzwS/I4RV4L+EN6IE540AMoLXTTDKcJ5xGqBceyyRVk/JBKiYZWBr9GUSFfjYcCmbg",
-	"4GcSIsWCWyUjP5bDC8AExxJe7dRNHOsZwDPLSu98JITr1rJEyGLkeYmTmCzFyZlS5zuUmgOqLn2m9TG9",
-	"PTJR9hCqAWWZuqYC2CWVm/AnUFVUApAUniONMxXoZsMENETq09aFLxGOStBE3SuRT8eUvEPdWunJnqiZ",
-	"ICMBirbzLD9RH7A3EWTLnNiTxdKs1DNjwK6MxhnLpSrORWHKuOkuU+8TPDEJ6w4bNe1HJgFgzxet+5gE",
-	"EMVyhMhR/eQedCxiDwfmnUHHzPQm6BxLWJdut8jARaNYzs9gywpsCYywUu/YiMreI+cX3Hzg8nOJCe5f",
-	"9E0soY/HJlEhou4RswQaCZHpqukcnmTr7GQJkuUksewm5F6MWELM/lBaTGvz+l+lkMDWMhNlyU8F+3Uh",
-	"FpB3RKfV+y6WU6G1wBQb0OucAOJY/8I2YDMVyaJ69/LoDe2VCPgPcYMcT3mWi+DV4NNkizkmZiYk3ZKx",
-	"gSHjQJhLyjOkeZF5gogPQToZaBE6htH9+ovScyjF8j15Sc0WghfSnIHIc0m5JEdA9qhSkLsUI9D4ixKq",
-	"Q4AVuoASgbXkSUL09QCda2QS1Gkxm52EAGK/RVmyYpELNAR5OsskuMfpEoH+6ONzJnjq99A/m5gbifIy",
-	"A2yVPhoUJUgpqI1mJJsJJDMxn8HMvJYC5DdAhkt7ZexHg8EgmBIHMJ7zEhcHxeUYLHC9RGDWsvI8m1MJ",
-	"ijzHXYoXCJ1savQEXAhW5JpGZ0SfOVPa6IdbnpW1u4adKrg8LLQNKJLwF1nJoIQNugXAG0MXnH79hC9O",
-	"zyq2mPfZIXVf/0LN+a8LcWAQsjWLm5JgyALGzQvTr98lWqle3oALx5U7RHy+8dFbgD5NBchwcOrM81XE",
-	"DFof9ipc2Mh7M2Rdg9c3gysEmebo9mgY5fCCbQi3j2r3PvKUi4tMLahfByb4oa9+LERJ1yJ6tPAuXFMR",
-	"EFsOau/N+IcXQp5WZ1Rw79KagHSm5pA+pveTrWEILEJ25w4GvXXdCPWg9lKAWP3P1ALcv7QWYKOfr9sE",
-	"ivAECpSYAbR3iwiBNItawcVhNFozIGxy47zOeaUNpc6483//Mth5/P7fuhH+t3f/v21TitEMpxSBFGzp",
-	"e63XKMWjhUlNbes/triu/6N6//nOb8cwAPxH+whuxbvzBDdsLfJCEsOefEPODzfa5TmMJC4xXkNtKSId",
-	"cLqlMydu5uOB3VejtFwa8Xt3IPvfY3q1X4/sMXkAmsXhwmJs27sjQJHFR6FYPRwEIj5HDY5Ka4MOR0XB",
-	"SHdyDgzcf/Ak7lP0RqBCgjXXyF/yC/kXoHbbCZ+cx533Hx2V+2MsT7ZugMPbG+AoHKDWOxuj29t6dL7T",
-	"6JdhNHqvz09MWxV++Y//+fcPL/7519WLfz7DadT3rCkU9/G6brpbcagcsjmlW5OotfgMc1AVO1VGUfiz",
-	"VGwLgeuG2NwwIsDAQ0eA50qxh/+Wom1wJ7/RggLcKqDvPECb4wrAnlkmkRynz57Cb0sP6aEt6DGCVw6f",
-	"Pj1O2ETli5lEJzuRO8QYKzFOiTwroRyJjYwtkZUB1kCkPSZVQXp5JtmEF2nZZ5TSjkYBadMmQ+csS1Mh",
-	"SRGFANo0kyEghZ/yTLITfQchzQoIiT4LswLadDT4PY778xM4bH0un6d3Cn2gKNTWYP52TP6hQQu16/Ra",
-	"bb4UmY8t7N4Kw/bdouq/og3QvQxbB1J+0hTchDynfdAFIxtwK0YilqKq9Jm9PZnokPUoDq+McwzE4TST",
-	"6EhtDAbymH1vWCy71s8x7DGTN8a6o0FvzBIoQ8+6udD6NFRWOM2I8zQ5TpwB9XD3wErRWDppC+L3d93K",
-	"xyRiC5n9uhBgjeE7KUnqcYhEiFhSZVUudPvoj4glFf8nPg5KQe0mlfhQJdqwJlMsYglayglBARKW/P3v",
-	"f//7zsuXO0+fAqkY1fUHSiCKh9+zLYLzRVQBIA9XBB+w9S8Z5SFym5rmZtgiG8G7eca1gTYTINsNV1Ig",
-	"4w0GL0sP2FQVseSeXxQd/2fc3E16rnpoKn7Iysp6DNYywsK3XwAej8xObRKQIVeKU4Pt0cvdGXfeuU/Q",
-	"QNPr29laAn7vhnq3F80CvxdN8n9vvbi/I3gFa9p6czz2bg76/TCgj3IaQ2wmLe5c90rZBTkzVcUJKCiX",
-	"3pYoW7RF/9nRc26jf73MNl5m+gL4fJeZB6dD2bltzFRfZWCq1LpdNu8tGxId9mxxEby1olgCkwU5u1Gv",
-	"5+FVRPYAXmT0oFbpD0jwmxtRX6hEF4kf3SsNi0ahcoGed62467vEkatEuk3qH8Qv+UysFc3beFqte9Bn",
-	"/8xKekfgQhtu7fQjJo1hNBq0sWTcikvsJQn9UMGmqbGgwPpyXwP6ZF0dBoV8KX0FjPtG3rL2pC4YwieA",
-	"Cu3WPVjWJ2SviCjGmxUZKfxPDRZI36+3TVGBa/gH95G07cm7k5jfW0HgSc3LGII32QCGPRjCvahMm3Pg",
-	"PCRBMhN8HMu1lKLPTdV6UMlXc8HKiq/GlpXPuUDMCVtIIK0A7VYLwG3dGl8KL6VTS1/y4lxUzOirV9NH",
-	"PwHt5B/DkfFlUeV91RVhk7wV1tSE3Y675QvxggQ299aC8J1wHgI9mjZlsoHF970gsSQ3COiTAb16A9Xc",
-	"khcapBliP5JYzvicKsCANCxZ11bhARd1D8kbCCbiiep7JSWAorNjzHgsMW7pnB1jW3bGuD3God+DWbfH",
-	"GPAR+khAMKZ3EMsES3wmpCvTLGHJBM8vgk+lblC6EftbL78EKw1RLgJeGgATs2Mz4gjGVcNB2MxDh9ih",
-	"2aDcBdTQnTI/Zj5wZ9tLBt03X8hVg+mJnoPEkZ6J2TxXK6H/2NPyla4gfXArnl0lKPa9G/bnSEBsX3yo",
-	"0+Rt9Us1f5yZvp2WsafTZHi0dbuUx/n1svpTXVbvBGFq20R6ExReg4Tf7X2VV6K4tSgmuv6wUbh/DhhH",
-	"qgDrScRawjKWmH6GzyKnnC9RLdxNMiW3k466oS8ktLj35wstwpLeTCWHJva+Bhf/aMHF8Fh/co0aJNSt",
-	"BBbDgaipj7aP2GigN8NorzcGRPc0kxlCpzOISaqTf4qJzZk2blXTmBMm7ZkuSP7FUAGGM4PAWBsR/N1P",
-	"fGOPRhGz+V0s7lxk87jzMelFfgUYCDCCdIUPCYrRziTifI5WzT9gTRGMeGQCbpXge4F6ApQTa52RmSyz",
-	"1BkKtXDgevn8BcTz3Mrqv1xJxNFHp8qOBtYB/dO8FHmOfvqreFDcaO9aa8V31SW2W3AvHGvJlmnXnqwu",
-	"VVzddI3Nr0iZN77qcjGfq4KSI+hFwFFyfR32Dxrl07PzNcy3bZjvM1wrQYQP7pWrhvj8Pq8R9YZZwZOr",
-	"PaC0qEcCh73Ii/+BgxqEbXe0Z/i3gogeCwN6sWyL6LEuN1OKTBglWxpuqgnPc49emMvVkq96NgaIl8n2",
-	"QUD9kitFAVsmrz0YqOXv1aOB0Wjv8wYEg/F9smCgHvadxAPhWrn7gOBegPge+BFB//KlPHtzGyGk26lM",
-	"j0YfbzccGCzmHzwqWN+YdxkRtFLBF7O3FhNEYB/xEgVauvW28nRlEvTawoXw+VrWQ0+9ViY5s1/nO18v",
-	"Dr8Ax2yo39aKgYfq7tVcFd97I/xMYcEvywnx1df65ZbO+txOC8nlRDyg/VleRcPEkn7ml/V85K5o0/kg",
-	"+ZgTRyvSdVqK9d4YDBIqn7EoCi1lsNT6GTKmZWDKYc2IyFTeAroMBw3rs5dhv3hBxAmop06K2Q5xJ8AA",
-	"dkyHJ4Ug/s4WkQmzdGgm6fPUK2pqP0dLVVuFuy3Tg0l6ARTqOy7P2bOf3mISGy0afGM+xOWKjcy1zYwa",
-	"zfz07mmzGfNh2MytKlDhFP7BNajGfjBihDbx7UkROGd0Jnw9CiXKtYikpSna1k2Q4jRTEhj6MHPCVHHr",
-	"jnpa6anM2sXSHOKE/mFKYZsCM75lgk+MqWpBXQImPa1F+ezDfAZNE6eLm+kTXgorpyJgLD42fybm8bB/",
-	"90r7g7GlCwiXDEvcYPkf/wVa+HmMyaaPYIsvyopqcGbVgdMSSV4arafBf+2XzIulzy39sBexhGoCGsJE",
-	"szTeOkDZnu7eN0S5FBYbrNN+O9rkTRWF4KpwejAQTlqaxlhSydq235gsgLCULBJEYzVteH3vwC9LvYmD",
-	"Opax/BnujEod1/aV0epgcwXr16MlRf4YnOj796uCy3IqilieiGop8B21s3r/PmAyzORCXDHYz8B5YtcB",
-	"9kDYswgZRh1juXltybqWihwx2T++ec4M2TVsOyxCH8vw4EU19nZvMYAkJtgihTCVtqeLEoiwwElfqePa",
-	"0Wg7VxUvToV/QCyTRCZPWZ6dC9zyrp1eG9U2Lwq+8iup25LD91iWlmNkt1IFESuZCaJ8H5h5UE4MqZie",
-	"6iZb975j6w75gpJIK3RqCc0LPjnboE58ASEGt3fgXu946wl0hdtyfHtbBr0phs37CjabNyd3arSZ/dN0",
-	"kQVSWLqK92ZDGu+ZvwsvryPuPTy2sjiqvW44Irn/07unJievLv9LrWfdyAr0ow6hD83s3zskD/1mMBgi",
-	"96M5dA0KdfP5nXZiFH0zGOzeqgLZlDNfLd9LmcfDivBEn2zl8fpr8i5VWgi7NHXZLajKw9HclLCcWMVv",
-	"nbA8lqbk9V0TlhsFuk2V3agrOwU7luaJA1Y3B+hmjtjI3NoHga4U2b+MpmJehqxdLa/rsyOrLZndFyr8",
-	"zb2odR5Dv80qpYBUcsXO+IVgUtVU0VJhcIx7iz1Rizxl0wwl/sxjSfc1yK8s6WtY0g/dNOkDAvNOBXBs",
-	"7lu4NVk3GCFcLG7Q6LSPO3Gn12cvjUQPKNhrzRm8yXoKdhIiXxnYXVUUZIq9EDdgYnc81gagZAsgGXk3",
-	"/MrGvr0rsbbZ/T3+CXyK36wh6hrse8Tru4Z33b889Oejb/oPsRCeuyMoZdN+BM3ipWETNIkHPeBuB0ek",
-	"tdbBG+lsorgz3ht6H2HaJ89FSS5Kc/9QsNhQJZMf01Inr3VyWhr4N7yoMp77LhrWJKr/lDzxPoV75K1b",
-	"K4PcYOSt23A0GPT3WxbOffEpVo4I7IO1ay7bbm3ZXnJtCa5bN+Pj/gz0/TQcuyxKih01nX6ZBPvWOPoX",
-	"Jth/GVgI29LsGxPnmiT78FIj251hcyZ4Xp39ttamOaQqurwELjfC8LJ5oYAfGeJnJfvh6OgNMMxbtGal",
-	"FpTDl/KKa6W/z14puhj19S9EKtJ+Q0cy/bmxAsLz7KIOfspbaUBv6xr+PSjpoc7jzsfbdC2YKc9KBmPr",
-	"464Sk0WRaf3kl/f+HnuhTzv2z0aPV2UlZrdnIv8AS4XbaMaz/EEpEADRHub560JAeqOlGZ9C3hDR1Fdn",
-	"hVqcnlmCetYex0HzZJLNeM6yFIxYHjwfMaL3LzJ52uszC+RDZazxPNOdLu3rsyqK5fKMV6bkQVZA4Hrs",
-	"06MDu/Wiwqx71zgV4gLzzhKGT7gEWmr9GvsWw/V9z/LKggHjdwvtanOagH8qYidCn0EM+hiDCkw+5NKs",
-	"2Vg2OQlgRN1Et993szkOX/gK6bMRXwRFT20lAC9k5iu2QTYpe+k15oXakfElljQbajZDI9yLvfMsr4fe",
-	"keHs8M1zQ0puhQRODGTPgmtkBnby/fvvFpjrACwzKl3dvw99+I6X4uGe7v1PR9/vPGKV+FCNibmey5QX",
-	"KeP5/IyfGCKyOU/TTJ5GWI7BloD46e2LnZJPhXtaf53J+cKri40/PWB5JgU7KQQ/LynrAOeAOqP7AJ3L",
-	"TqWCaNyhXKHtIPIyzNI1y1bi8JCcGAtNYWtJj7paghsnFVqmpfgO39TC4QMptKx4JvUhefXTCzY54wWf",
-	"VKLAwB39Ppb0QrSlMDYEvwsGpyg1A74sVO5aK1lXKoa+ylhm8p+owfXgktAW0YlAYx5fq1dM9/SHo5cv",
-	"In0kK32Ml0VWVULiZqifvljykiWzRV5l+s58wHMwaioolQBLydk855ncgbnQz7BUFNmFSG2iHryPdbU1",
-	"eVrw+VkZxdIbX4TY6KwSM/i31iohNlX2rGceWtCNU8QN5tkbFDgyTgRbzPUJHQ6iwQD+3+xMf8YQCwhq",
-	"hn2evcy+69EeP0zTQpSlKPv372MoEj9IWNe47yBaOyF/zQn8qxANEnNMPldTfSypyQiLNSS5mvD831M1",
-	"45nsV3mKmedPs3Ke8xV7xWeCxYvBYHdSfxA+FUnEDt89ef4cc4cgRDLnE1EeWPrC4WDACjHJ5pnh1sdC",
-	"NzjXtMv0WeDeVoMa/zYKU99sRpWkwfhou6kqZiH/v5dhRGUrWNcspqlbYwEC2GCvT3Pp9ZuqcgRb8wR2",
-	"5XwueKHHZQ8ALd+LTJ7j0oWB1KDWcuBnwy3nvYEcrqHnyRZAMeWZDUkXFFGoVW4mtgWskkBrFEboDUlu",
-	"VpUsdOWiNxIgBh/gYARuURS9wrgoY9kMpLMuueTIfdmsBM3rHSYSxzIccu+AnJeNcVs3OjmBQGmlngSj",
-	"ieVri44INofPbuzXHvJmCDaMq7NJ3YhlOMm9YOmyEpYT6zPUe4Psm+FwIqSFiKXYgYs6K71qDo6ngTbk",
-	"PWaPMusmlUooEKClgfmn3sM92kCYIEhNNw0QqKdFfk4A3KipUQNwX/g9Nb59C27x3c6s7nXOKkP9Fmy6",
-	"hb5mgsMQgZ7TQHLcKxt7BOgz3DTxmSI/nJ0TOoKvJSO9/f79+upgKRstp5ScCLO5E30ZJWyqcq3rdU0e",
-	"2YhWIJbwUigMZvcqLHQZBZqhkU1wNkmaIsdTCSooFuUpZzzPj/Uwj9X0WF8gpPPiqo/29/0Lw9QB0bcc",
-	"3Pg9fYCkWMYyeYkD23n+FMDkILInxaz/X//rf/87Fo3S77xXMpTgVnqbWdB3KzYBgQR7trDIkFdfSps8",
-	"Avcv94toWdbA0V5ElSmoyFFPzzbd7VAgC8JR4K/B5/qUtjTPV7gwUJI2oZVLIizOkcQdOLKEhcHQAGFA",
-	"IptraovBgSaZVZD8jz0nzQg0A3ue5vmK9op5DjBpwCh7WmjlmFEhLMM+i1osmhFhCaaSKVM4DYtyuQCS",
-	"V4yJdd8dHb49OnrxTp8z/R8OO3yanS4AH8AX+vhWwIKaOqyYrb6GBKi5Os20foVgW15VekKsdUMsuS+f",
-	"v3wGO0VfDfoJVfBixaY8yxeFAJic7lksk70PHxJT8IabnhqFMlVLlHLGPuHgJYADkEk2YrNMLipR9vD8",
-	"V0Wmtwxy4A8jNorYXsT+63/9b/Mc6xrtgEt2phYu6EvjKLVBMjWZoY+0codfREAgZM6sYdmfi2LGJXhL",
-	"ayNjyX4wMGvjOPNROgyhEfH+aqkCquwtVZFS0S9PhhDeCktq2XIHwJJZ6n39Tq8Oz01bZNKLkpVnJhap",
-	"FtWJ+uAQJkKmqA1ZHWCZTYQ2UrMcfrFixUIeeA+gODTugjQTKUsXkMPN7YR6C+N1E/ZIKDq0LbupZbcq",
-	"/iSZ2mOxzLSpU0D8Djre6zMDnmYVPxesWhSyHANWSh8uNfV8AvxcuJJXI5YutLy1ZwtvJLtwtPHDGoDs",
-	"RExVAXmD3lelmChpUGneWSJ/VkphI63jySpfmXqNpbLFEGe6QdcV1w8tZmJpirc1op5uKrm+KKZUuQrH",
-	"bkbaNZOBpxdMgVjuuffRfj9AYTCDAdpJRZofXmEM1P4mXQjS8e2r9eqUsADuypz1jCHoy/emrISAPonW",
-	"A61ArjHo9c2YQDEHKx21wKYTQjjrllipbuSdoFyXzwGKQ4SYmmeiVqQHgKD4BVR/g6Rv/cGKLkGt+x04",
-	"jwEZejUvge+G1GOtY/A6w1En6pxMJp1xhxeTs+xC/DufzETfYPaizgmMp/Pmh8Odk1H56MXu4U4n6sAv",
-	"MjlV/z7BaIH5RcRsxIFMOC4lDxpFLaATmeAChXw65AzojDtTub/zZtmJOs767Iw7/+QyK+vvQz8m6ry1",
-	"ZAXV1PM3xho3TJCdg39795e/lSd/eVQ+fzY/O5nlvz0/Wl5Mnu5922nDLjo1E8pYBWM8Gv1j9o//+fzb",
-	"+ij/hx4le/2bykuawNZx0yR+vILr9yVt9jtFO9JAnqD13AjNGwXVN8NLttbmvjRQD24rN3/jpiep6TS6",
-	"UZieXvS9KmZrB+d7xOoODK2Jgu9iu6GdTCZj2+7I5j0Tm6AqZs0XdKH5SNs56BXp3caAnxvn2rZL6vlV",
-	"thuqHukmP+CNRnHCU1II6ngRd9odXsSQ0UypPMalAzD+NC0oxpbZv+YKjztj07JWaeU9QjKRTXC6yDmk",
-	"OujZ1HZMTLX6fh9Gw0cf/9v1CwSYGcA7Ihy+8cDS2OmRrRZsrbf4Zv1U6epIqRdKntbxuuDqBGNnk4fz",
-	"JoulP9LLRJUfzXLlUIpQz9FwgP+70RCNOUA7sj5May0EkZNmaGS7VVobikEIuHnZTVlpRHYqn+B116yh",
-	"UbuFXYDJk/yb8D+t4sLereM2L93l77jxcJ8KnjfHip7H2xghqUdj5228y0FdC9c147m+hER6aPSXYDrq",
-	"4SEe3hZXv91RPKOssX74ojXyQEzB6Ji70czMsrLM5CnQrdbPqgU0W8JSevo2pNC80NZKtWJxBz8K27/+",
-	"iKR6a1y64YDcXLMzlacQFDWq6ZUXi3tAcLtaHgj8hkOofjr6/lHb+cPYpAn22bDklgoXLEflNQSBvVpD",
-	"N+j3In9itdvNnV8XQ73RQDY0ev1BockdDuevaIb78IuWjvvdvj4mhpBPoI6sUVT92TU6zw2UVav7XDdy",
-	"faP5rpR6wYtT0SaNtEwhHYm9zL67khyC8JFuuEAHz3Cw92j/m4cDdrKqxI27jPg2E0qqw4ELYd7pR263",
-	"Wo0xG478H0VBGJgXlh3qZpQmmGSwRmmrwWrCgKT1YKulvJSJ5VKt7ZYYWnA4hMRs1Lj2w3QtKCFM4uBV",
-	"Kw6dMiq21eOM12QMJuticnZ7So0dZIti2ohatw0zDD5fXTN1I/JfdRtjamqfh4yy1e9wtaxOagZG8NHP",
-	"Slf8V/KDf02B3EC0TvFLDF+Tv96DbYLz8/3WFZ9n82oFpQcQmAmUQuvhvTao6uKKBq9LQb3SRPW0roiB",
-	"E8S+VSXDl+q7CbHw1UEsHefED0dHb9j9+/uD3fv3IZAEG52zXPGUnfCcywnG01QxORNlVfBKnwYI+vgY",
-	"Y0CoqCkrVAXeTQq0m7Aw7CobFN4f7CY2WG3Cbi3A45aQA03VjR2t0E4oAN7CR39E5DH0vO/t86uRor1t",
-	"zsWRv8dqEeQWUadf61H7mh8u3IHSW4h2Iqh7uBU/t+h7pYhcM3Jl72k/bgRu6xnLPiFyu+Ll+aUUPcjJ",
-	"w/SzbfAlVmd4yQxQbA23C6AiS4GwajSbIwM30suZSZPoGqZYkkSyqGZArnkP+ByJDZKb8wzjyzAKgIA6",
-	"npvdfQh7xpKXZXYqhXDUMKzL5Ypg1gFvUI9t4IxBgBq1ViDeKl/yVVl/kKrWG4D6uRDzUt/6NpUQ5vxM",
-	"rExjKZKdWJZEGN1Q60NLVZxbrhRAbY1YqqQ4MEtnWB8YL+ELxHJIwaRasi6h7PTxRaR1NhMGdQb/puFj",
-	"K70+lj86LitemNxq+GCayaw8SzAj2iuNxH74YfzyZRLBsbBkL24m7pX4mt90jwD1pCedMoUBGe1jzO6V",
-	"vYOwB/5qSLU8qHUnK5maUykTIAlWBh0QS7+dPjuETHq8RTKo2NXU27oJJuCNdnYHbDgYDwZJxJLRnv5H",
-	"D7KtPWy8Q3Ta1FQvZ56wOU3Ffl3mPwK+Q9xoSzy1veV2rn0qSRjU08rK4zNVJWwIsBbACy6KU6GtKF6e",
-	"H0A9qkymojgmGA/M8bmYY5Ki+bY8iGWiJRl8XXcIdqsim820jogALiVFydJCzef6s0LMBa+oUSUnopXp",
-	"R4oldGltXW795RfAsdNOoUMbNGDS0TtqF/h07L5sfA8mAK4RVvpWQMfzhOc54ydqgftHTZFGBa+Sjv3T",
-	"kKqOhlvfdkd2Fu+6PMDTRr3vLY7k5WUB7FyG7uqw5W5dYPVuGtz7MWvywtL817LhgxsqvGwuHR216Ow/",
-	"4uOWwS3HuvodpXnJDSPQtKFfeeS32ySX2uc/ItLk9fQQJc/1YjaR4a1YYz+zbIu90WY9W6TT7cWn4Kh/",
-	"B7fOOzzVLSNOwVOZlQa8RulKxZZbHF/iOUBPhGnJEye3xR61Tc2Ka8WwbpWTyV4PX30Rl9Ix6bnyjA+Q",
-	"E9s7ILx6FWBabMGY5Iu79TxJG1UilvNKlBUek1g6TiRfs1vPjWQyEqyepkzaKIzecRtBWo1WQQ5Jo25Q",
-	"8lgDwqPhsQ4TYw+wbmL+CQ9ApVHMCbUUyfRqVP0L4RrWG9i0o6aAQdQKdQXgXIToes9ak6bwSJj0D+6V",
-	"LNVqWAUJDV1VGHVKf9mLXAqrVihwdWY2sQMMmsv4hLbmEGKOQiiWV+cQMrK67XIg8iBgKVrPHnRkVtmS",
-	"+7DN3D6hydBu/LCG7TN+9y65xPCJZTdsSC7y3DnnYNNRTqy5KbQdhPIayf7JEsTMPW3eJVoDd9o8KvER",
-	"G+ghHTDSzWuK+To1epviKU/8PeDXSEGlt61Kiqca1zVK/xqYqmLGKyyVAmimWSaz2WIGCnCjikq0tqqL",
-	"d6ohaZbnup9tHTNI2Bv14tNSL/2L8RV5Z/e2uIq2rAKzjzQtlvKlzfRC9hvjqyFGG89ZS4e1xmczCvhs",
-	"dLvI+WJFTsCxY+zBsTbrzWMoP1qe27XPFaJc5NV12Gq8y4uevjl/jXNnuM9QaMV6Q/kENzixRG9D/sPW",
-	"cKnrFYhvyHq9BsVYMDhX6MhCjE4W1S2gf25N4QXp9i/Mr7NeIrTotFdn0jky16BTcq9YK8gvDzTnZWlQ",
-	"ajalE675DcXwY+mq4fOyVTUkq9iyqmSFp+4deMQgCbzsFdItNsoL9ZnvaR4xFCuehjqmhODQbdxdWu5S",
-	"j26c8sTR6dxDv8fygA1ZIdRcSKizDInQueBFSfpk0PBBLPWEmXuLYoAZpF2R77zlV32WoKyzLkP8EygQ",
-	"xAcxWWDa6SU6XSH0FoCk1qxi3aZr2+ZBr1Hu6i7pRAvehKr9lwZNCkrdAbll9YPgTnbuaucP0KtjwxSF",
-	"wKWH6QBXSWvUAjzrnlFQVnwFDAf6GksiFzSJnAcYpgLVRA42RPLm9bsj5seOkr61idar0RMuWVllec5O",
-	"zNiMNm1Z7X1oInE4AAJTK9SufsGbYBNAyjLVl8tKbUvRrY1G47LIKmdQeBzumHq3dAG6CRxMcxpjmfyi",
-	"8hSYdt8nrAvK9DHXu0hO8kUq0t42Zb71pHwBRbagchYo4Lj5tb1/Wgjg99GSUisvUnyo2FIIbf97ZbhG",
-	"V/IRf4JyW38SP1p71bCXqEmEcVByymwGqMHx02v8tVbYn9VF9z1syohuzMi/kyDmhnJ9nRfvDuqGLcXJ",
-	"mVLnD1DgX7fauf4t8RQsTuzPmL0WtI5hU5JzdXqAJWDoAyRiW/KVVU8ia95m9oc2Wz2rthHbNDDs22eX",
-	"3MPtZfDzu80jpZt9S6EQCrmNP/gZJ9xFh74KlE9S2lovJ+OM9nt4AFuKENJzdy1M9Iml3PttyhAG8iQg",
-	"MDAUIhYS4Y0vlgm9EjVev6RCxPR9mRrG00bBbGSuL4+V1M9Z+Eks9wcO5r4/GPQw10NcgJs9gf/i2yy7",
-	"oOnETpYmByyRizxPTFkiUVZO0hHjSEJjSgzj+dTAiKF1ekgtqomaCVBcjQRMolgmSL6AxyLRL0jYA/zH",
-	"MX0FDZKSb9YEHqQOALSTvFiySx0GJ7VURNwz4TNBTyPsDe0CImSJHKqo4tpWouKOsh/LZ7LSK8+QcglS",
-	"D3YHLOWrkowAbS2lm0W22T2XeKqPavsh9FaP2l3Cbsfcpa/6DT8VtLwRotWGQfaE/t86p/UcEcSuL7Q3",
-	"4dWUQQteOv2/yzvW9opw97e/bH/gvW3/0jfd3POdq0ZmsiEAgsgfZw1v7t0R2Udxx5z1uDN+TNzpxqdL",
-	"LsU+qtjoVMVDHetXxB06vfCwPb6+N1n3G6qPD/SbdMedJzdd4Kk4npVxZ7y738bMTl7jIXiDHZH7wxv0",
-	"e1jrN0qTlk7vD3aDToM82R/stnR+ONrQeXRlG57zz6toHMJ9YW6ZXJ1u8MD+0YqK+qo3yvFPryX8HAj3",
-	"lfPAmgvqynVGrcZAoMjduIM3H/qdCpWLstengqSt+tEYXZxEfKTvyxI5lvC2r3neMDZPtHgYjE/wrzKh",
-	"CxAIH4ktj57Av8qEdQkhWTA1y6pKpGPG87zHKsWSRZHr+1waPWOu+497IIolhZxVkTp3ID43FUBT5Zxu",
-	"ExExhBkbxeedIUqmBShjWc7FJJuSJGalvpm7pBQHugz71r2K0Df2a333lxWfzUElMZ/qV/NqUQj92+Ri",
-	"GLlkDkflDBrIy8MnO+9+OBztPwQvbvK7e+/H/u+Nt3zs/36i0tXHxGPtLsWkgEKT52LVC4iIdXtW6LG4",
-	"8zvWePzY/x1X42PciVjcsa3rp95+/4Tt7u4+1l+kvOL6s9/dTIPjNJZQaRY+eYBABEAfNirKWpfxx48A",
-	"SEadavThg8nGGQ4oGacEKIa9IQ4Yr5NJG543YseD+ORmFr69WJ6pRVEyjszG4B/9//+/0YD9d/ZPvfWK",
-	"XkQbNssFyLgLKlBlXgYykEPteynKWC55BiATPfd6c/qnqNdnP8P1bNo546VhCNPHcbTHsDtIUudLHo8n",
-	"o55mAZWD8atj/CTpHTAh+UkOfoGK8VOul6RbU3TxaiMS6QQru46ZFlVJDwIHM1GalxmV29FKxhL8gqXr",
-	"DjyAyGc4th5nXqB7gh9cH2RwSpxV1bwcP3iAMA79F/xhcEuG9t1wER6Ai+RMr56BPp4g/KcQpcovgDuY",
-	"s3mRXQBfZ67U/IRPzpHXege4imxWNKRvSSV35ouTPJtYioCFzEVJJdtR89Y3XJ6rZYkRkZ+ffffD69c/",
-	"Hh++ePH652dPj189O/r59dsf3yW0X7hkz99cPAz5mCa80Lo6QHSev7nYs992Zxxh4KB0VNlJru2GgstS",
-	"76w0Yq8Ojx7uRexhpfYidqS3v4rY83eHR4dvILr0z0V6KtJYIgl92DgRs3eTX8bj4eib/qA/6A/fJ7iH",
-	"oWotkKDarxLiHLZErpNqwfN8xdKM58B0WLLJmZicI4csshGaexNHXwiE4pYWTzRVmP7MupztfviAeSqk",
-	"smL1aRBRuCOWZ6WYHLcJxNGeXt2He6zgMlUzTAo/MNdE5PGUxnIG+XVKChR4+AIPGoaSBm7FM1EIa5hR",
-	"CWmKkKw9NbTQmYTabkBzq6YMK9CQ6NUbNfH8Yzs/ilVyAFSRjoZXyEmxmlf+scYR3CtZ8uTty+N3z568",
-	"fXZ0/OOzvxNFLv2Q+j8FIs/Ga1illNmL5to2Rwo247lwaUZGK3WEs6CiJvUchMTozjYbwT/X+j7AWTZP",
-	"4F9asNeqCcfy4cDVE6aZNcOzCyWBgZKodkXa22AJfxGFhUF90TphZnpD4fL3dRX63UpOTC7Vs7dvtM2M",
-	"6lFn/MswGr2POosi74w7RjaCOmJ49/oTNXswKWadrbX5n/1Jutt4lSpOgCfyUtsEtdLXMl911pbpfYe7",
-	"6wRoE+4upRShPNr8sts37qAQejn98a+Pi0d/+fHvvxZHy3/+9Obpo+cv3vzjuRq94C/4uyUmoF4T4kV3",
-	"VCtx0SFLRVllEjVPkDL0OJOiWqricpaQRZGP2XAAUn2fyt/f5Fb8EhA/dZnjMrRh5b46wB+8Uu9gKkCe",
-	"hQn45jQxzn56+8LIH6eLk/72KY1c7Gto3m4E0m/yhiPIPtgeoWFa93vrCxG5gYH8d2yU4AQvTnRMB9WB",
-	"Gpo2oWfMp7wCDLLWbDJ5elxmciI8ygGykCrUYQVPwQI4EUIy+kmf4ZSQ6oQQdEJjs0P26yKbnFvHvFqW",
-	"2nz0R1xGLIHDCXYlOuy/ZcNNdychnT+T5G/iXF/L0F74BABXEP6LIgfJv/HSBccdXdaxua1jc/nrT2K6",
-	"zBBpSt7D9wAEdeEYqKIZKgFUmFHvv5jOUtypbTfP8el2nEORBtvOA5xCran0Er/ircno2nb80/gGnaBs",
-	"85B9WrnZdApWoqyuB0p4B+TrzqWmZeZq7oJ1fYycQboGT8boMnKxIa3sZ+lHbRAZf5pMnYVYNixE2vL+",
-	"5N0rY6mvJKmWFC1EhwtaSnMOVqoqrCw2RrbjbTElBSZqJkDeovFO1YsKkLP4vDZCG74l8oqZogFCQt2R",
-	"yvMIxzJXp/hLvZ8bBldk7MpzsbpXMq/Kx9hZiFShFPnuYwl+GSZVwXJ1WqKbxiHtxswLZ2rDefThA0Qb",
-	"oUZHL7KAVS0U9fpQdNJVAQcTUT+I1DGsuzxb6TlFl9MBwTL1A14owtndgYezFLIC6CP5qyALDczYLM9d",
-	"wMnmmtirZsPNcyTK6ivgxAec4Go3QX52H9s9PAJd/+6MIi8UZy6jK8fjoHJ0ICniDkTfd6cj/nhijKfP",
-	"HM868iSHgaXrze0k1lejYr1RAaxe4YQhy8onvA21HHmLWN/gTrxitkJwK16autDA78Wy6yUbGB3BZ+qx",
-	"ZVC8HE5Lrl1okxvyECDGFUsbMou82Bjllto314DqYYgw6VuLJpZTnpcC71IbRoHSHnrCrbu/OhMzd6Fi",
-	"ejGqBXoYK+EwOuDM1Ve15+VHP6O1mOrTdEDF8CBqgQkKMpaQBIEQc+MFhutyYoCS8OEBS4AXTRybh6Df",
-	"6OWFYmDg642lA8UwngMxldVLyBlt/tTX7ToXp+/M/Jh4Dk/0ThpH8ZJbT3GEcSi8hTdcel8AQh73hDlq",
-	"V7wEf/aH8UU6E69/nwRIcJ+qTB+OT+6E1K1/vCvLzHrOvF0N2bKLPO99vfI2XHl4M3xWIGndexbS7P3e",
-	"OdEStThcVGed8S/vtaxA0dwGDUQQz8QVa4OwrkjZyYolWryyYiGTjh+SGD94AL84U2U1fjR4NABxRMNt",
-	"gx46TClCTZEdX78MjUO86foOdQdeoSZW0Eu41/K9m4tTnmMcCeS9TK2XnCp2IjIzK9j8TEmo/gv0oyXF",
-	"KX9dZGVWibJfz9DPRNn6/rAcqJr6eV9ZrR14tq0ZzNskMysrPK+e93tMZGj++Knguf0xO1UqLW093xLL",
-	"yvHc7wj83daQmixmSFZd74bXt9oL/HbN71vafqmk0Mt6IeAJ71fTTHI5ES2/+RvmtYUu23ulpXUKp9f7",
-	"tKWtZ0gyCwW2/Yr7i1IU5b2Az9pvFChom629g4Oxo3fGQp8ML9Nz2qRk8jtpH2xp9UV2IaQplVoYNkw2",
-	"L9SJwIYDAll8zqeQ9XtOzJktey2YywlptVBJc77IcwBGMapYn1UInfLaxZhA25ygEuUUyebCUTyhUkZC",
-	"noiU/fT2hd9vKxsv6zlP04xIDUkPN9O2MvQq/nSIqsrkaVuzr41SVqKjgqQeOuJXis6VK6caYMCosiDo",
-	"vVgDM5aJJ8YJPgN9Q689KOepmmi1w8j+/iwFsNMkz/QGpRKxqJCWVb2eK8+BuRKC4VIILHM6iwy3o+G2",
-	"WLFUufV18ICwtXueZ4aWRo+HuoJqq1l6d1d9fP/x/wQAAP//",
+	"7P3rchs5ligKvwqCezpMulMyJcvuNhUdu1W2q8tTvo2t6prZRQ8TygRJtJIAK5GUzK72F/vXF+f3jhNx",
+	"3mC/yHmTeZIT64JMZDJ5lVzTE70npssUiUQCCwvrfvmlk9jZ3BplCtcZ/NJRn+Vsnin8fJHOtHHvTLaE",
+	"v9xiNpP5sjPoXBhh5yqXhbZG2LGQOC4SV0shjS2mKhe5zVQn6tzIbKHg4cSmqjPonPUfd6KOynObdwYd",
+	"a7IlPyxmcilSK4qpdp2oM5cT1Rn06YPDT7m9pQ+ukMXCdQY8TfmSTufLl6jzjUxfyEI1FixSWShRTGUh",
+	"UqucMLYQc5m79jX2gzX+vFD5EsbKmSpULoYdmGrYGQhX5NpMqvlmskimopgqMbb5TBbl0Lvu50/Wpu5V",
+	"6up7msC3I506oen9UiR2NpNHTsFqC5WKTLsCzken7oB9li9obNY8CPeaq8kik7lQn+e5cg4wYtj595/6",
+	"R88+/bYb0b+9h/90OBT6Hgzfz/WvcLKjwm7c7z2f7Qf180K5ormpsVZZSrsaS505cSMzneKF27qvnKYU",
+	"VzZdDnimYcfIGWLtPIerWyzLrwB9Zto5bSZ32sxzO5tLs3xri2/twqT1Hb2hF0QiVZkC1LS50OZGO32V",
+	"KZHYhSlUPpd5sWzd3lmwvXCwOOn3T/DIx/jOe1j/u/yFkhkci85VYxdvlUbiltDQkU6FsblIlczg80Tf",
+	"qO3HEzwcPKudyP0777YLU8ikeDe+IELMu6rvI6FB/F5PO/A7MVe5I6oeLLTryXoI/Acugh0Ya1Rvh137",
+	"Vw6EscItkmnLK4H6N7HhcFjAQW5ExzoWwlFsxT4YJB7fH9a9sMlipkyxzzr5ke1r5YHi9/e5XtOgwPDN",
+	"ucBBgE0nq8syiyyrVrXr690iSZQLGFfnBFfwCpDDyGxFJFkY9XmuEqAuTuU3KhdjucgK0U1VgTQUxQ1t",
+	"kIzziMxOIrEwqcqZmRHp1GkbRj+pYbTmdQj8QnSrZ8XZ1fjZ6fjxk9/97urxWSqfyseJenb6LO2rvjr7",
+	"3eOnvTsdgQfA/1C5/UcEAgkEb9Xtq8ZteWWcyguVBtgI+zHqVuj066Hl036fMPPdong3/iDNZEVGMYvZ",
+	"lcqRXEoxt04DI3/ghFvMIlFYKzKZT1C2ELpwxLO3klTJ08I+7QIFvRxePhByBiTUCWlSeIUTi7korHjW",
+	"+L/jZ88i8fNCmkIXWq0Zdfzs2bM7oesHldg8de/MezlRl9a+hq3WAZTTkJE1MLuQV/ZG4dHN5Gc9W8wO",
+	"EOXqU4Lgw8CaLUA0UkIWYmZdIQifD9/eD+ba2FuDMnp9V/gVyN4kx8lcIQ3mu5fIQmZ2slDn8O0UqLxm",
+	"/N1K2EvJfCDwo3j27PcRHFxF5Fdec7fb9qO6mlp73c6lLoRbXLkk1/NSIWRxQSbIzEs5YevObuk94uT0",
+	"XvjVl6gzVTJVOR7Ny0s5gX9TVS4WV3+r5LUo5KSUQHI1z5ai65QSsTZjexw8EUfiu8vL9yC83CgD37je",
+	"uXAKQF6IK5lcA+jjV+Ojt9aoozegOMTHsEVSrDuDzo+Php3rf317c2Q//vPvXv/5VXrxL/+CmkQpAQ6K",
+	"fKGijkumaiZhyXNZAKHtDDr/Dk//dHH0P+TRX/tHz0ZHn3477PxTJ+oUyzlMTooLMYpUzea2UKY4+qDm",
+	"mVySPFvf/kcQEKQTMbwyFrdTZUIgMA11hc1Vyt/hAQsl80yDps8k/1YXpCE5OVMiLl+eLI++V8t4PTiD",
+	"kb1zIa8crAjx51Y7BaCr4KDMYtYZ/NSBxXY+tW36gyry5dHFuFB522YTa+BCWnEr4bjU2OaKucTnorkX",
+	"2Ly9VgbwNxIS5kRqPZNmiXqZSoVcFFPAgwSVMxetzAknN5sXYpzbGQu4mUagpylozDXcONmEBDNtkBrC",
+	"KN448N+JyumO/vjj0UW1GtWC6tmtXDoRf6NkrvI4qs4sVxJEcMADvEaj8Ijq2EsPE8P/w7CjDaqmIwTU",
+	"sBOJlef/MOwsiEhGQn2ew96AHuTqxl6rVPCDG9G/ecxfgBIwscerjbQW5P1XLSgO39f2APJ71NHGc45O",
+	"hLowi/cjFBbWL4YsAAT8p0C8tpwLrY1l8db18W+1Nf5+/Rp5+FdZJ5uZ6gt83rArAU9DWqmY/wTMTBoQ",
+	"/mZyCcRCyUJ0rVGlzCOUTKai0DPVq2PV4/5J9Lh/2mnfcsnwNm54Jj+/VmZSTDuD034fuUVJNVcMUpsp",
+	"ZrL8Xi3beMW1Wvqt0zV+4EQytRbVtO4JUJbTJ0/EPNemkKCtXXx8/uqVSKYylwlga0S6r3RCih9+ePWi",
+	"NzQoHszktYLvcqBfJSe6zXUBFHWsBhVthTXUqW1It7QRp2dDM7WLHCRAd6vydhqO1iydu4LpQNzCLwYC",
+	"2UIEouTQ4GpcKa/IidTmvGVdUqR6PFY5ULlSI3AiHoLYNuzEx+KjUkOzhRkcD00NRZ5c9dXv5JPTo8cn",
+	"ydnRWfo7dfRMPnly1E8ep4/HvxufyGfK4w9x/QqBGtyosw5tnjzBa+L/PqnjkDj6/3367RrMGQO7R26/",
+	"ijaXUyVikD5i5J18BBUOianNUie6Nhfxw7h3TlxYF8IVOssETXalHJPqebaM8COdLoL2cf9MvLWFeGNT",
+	"PdYqjfEkQC2QaAjcUQJpB14oy6wD3QneuFXAsNX229zOVgHzLaCfSGWJj3OVa5uCtkpqa4mjflDMNtr4",
+	"gRMza4ppg46c9k+fHp2cHPVP1pASfB54caeVVsLPnQ37uLSru3gtt2zCwo8skCO7E/bWqPyBQ0oo/mqN",
+	"WrONkyebtlHYPTfxLwudXLNJsI0TPQ9Mb+ciriyAMXDsmLljjJh6ZYtpL7Rb1gWZteyrmrRzF26FW9nE",
+	"8Q9a/2aZ4NDVfgGu5ebWOPKrvbUfVZKrgnlMYg0QXfgo5/OMRclHf3Gwl7pHLlUyzXTTBAf0JZWFvJJO",
+	"iRSt0oUnDswSAPVKn90DJ8qJ2iw8oY/OqfxGJ0osjLyROgOeRqxo3QvhZXqm7qRUG8ugCWzvFvlLYs1Y",
+	"TxZ5q5ZcXznrkq7UvBsbYOvXVAJHE88/vBl9fPn8w8vL0fcv/w34uDJJvpwjDdK5cHhi7m7KaIVA/5Sr",
+	"cWfQ+W+PKu/rI/rVPXppblRm54qeWWUl9YXH9ZXHkXAWeEciDWz6Wqm58Go1b+IcrUyEDpZNIk4VAi25",
+	"qOo4tEWpGwWySOnqJRXuhwoT4l5Ux6wSGcbaaDf12Aev8xh33PkSdd7awnOqdnZJLPLWLrJUXJE2BXLk",
+	"7dQ6hbp6Q8MWcFnTcwCIZ3ctmn8b1HnYIxyDEL+09o00S3bNuT2vKOmFF3W1cPW+1pXAdm0SlU07Ltq9",
+	"SqfPAmTfopYOxGkf+JKYabMokEU1VnCn+4pMbXWPxOvU50SpFNSGwglQIESmZ7rYuqVqaDnFQDzpe4nS",
+	"4SYcavT4kRbxd3A/N24bbWHFHggwNIgBolugUGjEPJOJ8rLGWf8EhfPQ7EDv105kFjXsxTwSC5PBW3Qx",
+	"NMErVBryhwzkmNMzgarDuVhnr3kN23A9v5GhYXqknZhKA3d8AgQEsZHs2uWJda9sqpUTFsafiDf6mx4M",
+	"1YWQWWZvnZBAhBJ1PDRox2GbSxwYdWI+cncsYjy8mFWLYScuYRtyuvjzER72EY0mrSKgDQ2D0SYSEQ79",
+	"QsZfAKbN9V+Jju1BJthuUr80P2yzk7QaUE+CS7PYYYbD77mPE2hy5t3Wxk+LK7Ig/d3c13A9QTQEXJq1",
+	"wDwU+8RF8+LP4dYBjSBSZ8drSLiYqMKJs9NnQhtXKJmut6jyDW0wwTb74CZsXxnvUd5z/z0x/mrhlqs8",
+	"ohIdbqUumFzeTi055FFiEFdqqk0q3lz86+jV29G3r1/96btLshC7A+VXzy1LygR0NbcTOJGIbTCZLFAL",
+	"Pvy6/ENI6/d2DfcRItfj/gse4XqDodlh5xFc4IXJlUymAK7yFjNqPHACdq8wkCKXZmjKCwuP20VBIvPt",
+	"VDH7LeXqK7tAZ0O4twam6YLRfmha8F4bQZsl+1zAfgbiJO4dC5Q2cmmcTPgKOZHbDKjHlUyuo6FxtjTX",
+	"wY+3uS4KxUY7b5qbySXI2Oh3QZue6I7RU432vqhuaxyaFddO7w6suEIfpBHPMyVzOIYXOldJYfNWM8UF",
+	"O/hLI6bKUrgl/plzEZtFlsUiVzN7w3YzeqRbPiCuVGJnygk1mxdLJJYbtXqYkage2Z0bWn7U+Xw0sUf8",
+	"rR98/JY//IRTfgqHHenZ3OYFu/emnUFnoovp4uo4sbNHVs71EVzxiTKPyld/CR9313p+ZBEmMjuaW4zF",
+	"oNVV4WxImNNU06j3FPyn4X7TLpqArUXXScc+5DwVbgrymS7ORXzx4sXoF9C3vsRipmZXKncwBsS18k0E",
+	"Y3RuzYOX/tIBTL3RxXJEkFrx7UQdr5C0/jZhZtP+y4gEqpVz3HJ2X6IOMLiJzZetc/sf7zC9LtZMDfBe",
+	"99pcgYi+ja6iWRJoePXI6GrZrlbDqflrs3DAcKYWTg35Lt7Zqb0lquT4+66c60gQrkZiJnUWiePjY7ww",
+	"K0tWnykeaETcqWVTaM0dkWmt5edJbhfz9b8cfgJrHmwZaMZ25OwiT9pXCFrS+vXPdJpmav3v63+wRfsP",
+	"FB25epzxSSwyNZGZAAGtWEYiPo3FPNc3khR8Zw2aZMllfhKdfmrbro8HHgFoWheQq4mmBaz85OWCtT8d",
+	"fl6FnOzgiYRRrYhYyM/87voE2hiP/948j/ZfpwvlzgXwrtJzUkzVrH3ydaQLvhjtjGmLPGudBS7mHrPA",
+	"6LVotShmo0TO5lJPzPoBlRDf+vtMpXoxW/vzhssCPxdqDWLdTnUyHU2tKzZNQaMyba63j4JTXD/qS+g8",
+	"/qmDJn0EXMVzKqLLNLtE/4pURw0e1rxDFRrwcdXIcp3A1OhhnXqElIZwpcKM8NRLCsE0pEmE6+wr4HTh",
+	"HS2vcsBIPbcNSK+nz+X94nvaBv+28207zQaO1lCqhn51XA1wq6Jr9uovKik6lfjzXObpehFoLDOnmgJK",
+	"UglOm7iul6+Qh2McO5l1CjVz25/FBypS0pF5LnEuBQx295lewnCKsGybbT61Ru0+23sYvn62ilDuPOOH",
+	"8pF10zYupYd+CYlyE7X3B0DfcPoUEByk2OyBBs8PPNRXZr7ANczk51f03EngGS+B+fKAg26Z+0nL1O/l",
+	"ErRVjvje/Yi+RZEdZzgAb3Zc3Ir83wy/2KQPbIs3qKsBDd0GfhHdUkkUZ7/frvStVxRa3/Gcfwxfc/rs",
+	"oNewwrAVOoECsXXsinTeFK5StDlII/xIH8GrzUS4pStIINr6orqQXz+1aLNoX1/Sn+CX2qEdBM2GTL91",
+	"/TUZf+vyGzL/1vF+4IpoCzQLVbTSejJeZFmptMkW6X5z8NJaLaNxkdpWGeodKCjjjL+ODrL1gCqdZOvQ",
+	"miLSCAfGn0L0Oukfgl776SrbiVigRqyPzxEwKlz7QTeDdZBa6OTZ76ONSkl9TR8osgVT02DQIYtoKClb",
+	"z7ShtOw0vlJidhq+B7UIlZytg1uVnu3gb9WCdn2soRZte6whkrGWUSk1HhU2SF4/zFNZqF0lrwZR0WmM",
+	"Lm1ZiExJh3Ep5O4hq+IxIVQ40elWM+PXEzM2CoVt9uxVKeKgKX4VCeFrsvpDdr3GLPJfkf3/Gqz774bx",
+	"HnLWO7HVcwwVkwl7eWx2IKP9FfjmviGuDWNVO7klS8J+FPaimXrvPXw6F6RtR0IdoYJKOaQ20TITRhW3",
+	"Nr9uceq8vFerxft7tVp8xMW/5bXvPGvtsbZ5gzjm3Qy1/oG1ttoD/D1bvCk7r+1+nBqN4H6vuwwwsizi",
+	"QH5AKJoQf2w1sK93hnAe0cYfD3c6fDV/RpvpuRYIX0OO0iy9o3E43HgAozUGXrYSV4bu997A9tKb3Bp3",
+	"ZgPlIavPHcmPT3wWhZ0olPM4jSj0Rt8P1dnVhPb1DGB7CkxfWRbZQ6gIrl79PDECW6UikU4dwVkaGHmj",
+	"siWFkzjK4/ETBIEaont22jtnR3OBYeuY+mTU7SoDP0i3R7NJA91Cc9Lj/ZXmL5tuw+EG5/+a2LyFC24W",
+	"ov7PVfivfxVanDejzcKqvyQObYr73ZE3F69ef2wPbSmZCEuukc+4s3mKiQKmOBfApxmumE6icop7w9yv",
+	"Xe6GrzGD1w/Rpp3z0wWJOp+P8PWdweMvUeftyx9Hr16sicxRt43DeeCETluPpD30jNPV3qrbVy/CN598",
+	"iTqXL1+/fP/du7cvtwHPi/9fE3ZIX/aB3WkT0RiQtX1FHjs2oN5rTWT5rl5a/onEpI/qQIp/H5rJzmTa",
+	"l1+7qyIazLSjnLgwnFqxB2hmHDXdYmu3hczafmqsk8ZFNFPbwl5IN72yMk8vpbs+LEbgHnU/SkvGeGf4",
+	"fc3NaIx3haT40V3VRZ/Keph2lNraoVxZmylp9tIz1yp2eckONgSZ+eov2gjUynlJn3YP0WrTwzhGp9SP",
+	"UipUFEC4fjybNbcqW5j1LN5ZOwry0awG9/3bv/3bvx29eXP04oX47rvBmzeDjx/jLSnkqCA1Kl78cvbl",
+	"iD6cVh+E/zBY+fBPbdr4C7ksL8tBF0UrN0LBZjvJJWLBqOpGO5pEPi5mwaNjm09sUSgzKl+/x4u1ubE6",
+	"UW6knVvs++qZNWq5/UYu3+A4eGA5up7rbU98P9dvlmzZ1Xbrmt7TKDShumu3w3oucRybK3cY/4NrIbm8",
+	"OJ4kWjl8v5zm4a7C3AOy/SxLqLXfKQbufoiqPs+VcSHJoHpx5BTB30ZojWjnStokdtb+NP206WFgUaO1",
+	"MzRJFo1rzFufpFxyp7n4NRC79GiyB8SuKt/aTmILvONyOVfBbWlKKUB5R2sZPO+xwYWaP9sblaeLTSNg",
+	"Qekio6u9OoYn2LSOcobRrtJI84naXlfWFe60uaDGNqPyHNYc7Q9ub+Frd27eLs2sjbNtXaKSGVWeOsiS",
+	"SPWnyvJSWILZWw9BpQJKcyx+xPwpX0UqFl1pBHqIlQDc5YjwoSnrWPUiYWe6AI0oTnWYXxYnNlXw7zzX",
+	"CX742RTkr45vJHzKlSgkcGiu+BbOe14Gl+sCVmjNEaYf1d8SViWhmfEdHIeD5etOoqHhJQTvLqzoH9Nc",
+	"cMvqj/Qp9bnJoHf08/o5W4qt8C+Y2abyhFVCX7uT7BWlhlEpJxWJDPbeUl1HG85bwdwtN1cZpphrJ+Yy",
+	"L3w0P2Y/jWVClXS2u/48MrQG8dFhEXIdEM+yjykJjnB1DT8YXQj8rQnK+v9tAezPbef1L1Txdblx5i0T",
+	"38iWif98cUmFDipEiIQ2SbbA/CISXls3tfFtXzZRjb00+vKp996A18KEVgftK/KuyXzapHy1KFtr79v7",
+	"6o79Cjdp48X5mnlY632A/sqsQ/eV792ipfZYbhcm7f5sCvH//j+ElfChe9Lvi//4v/6X8PDviUcCMFSc",
+	"9loh3noT3m/F/i1CXlrTJEuQ1w846nCCx88oARJcAsyhxdH2GZ4bOfBdg7aioMLWpvitc9EHnJOckjtV",
+	"uWoJ6XrcvFjB/Vk1YGJd/tC0Lq5UZs0EON8BFDy8fX/njKwNIp50rTMg3z/7uiuLuiMj2oeZrL1o6y7H",
+	"Xbx6ZV3w/RhUq1n3vt1vdaPwFh89YycW+my65fe9XHVbZ/3Fb21ZljmuTHBx7TXt9Q2bRtGtw79+IN4G",
+	"pxwctXCFnNRiuM9ODgnibuVv9ILFDOvLYzOXBagzXimphNuDr+6vFvaOW2mGu58dFKr/9cLY26Oma6bi",
+	"KoQ6DMypkjrXmpzXUaavGmZNbQvKBkFmMVO5Tvg39fMCzsSK/oALGvMPCbee8J24nFM7BWzvSsn62ynZ",
+	"ng83yNF9U5mDSPMdSVMTtRsBsjCs5UruScG81xqJ2Obr0t+ZavXXI9BXJVNfP4y4v4Uc7fXkbtHBZTw1",
+	"mzR2l0MaD77EBII2Zbl14GEKc4tQ72d/4ASMwsKk2oj4Ty8vxaPy10e/wI9f4iDT7Fl00o9On0WPn0Rn",
+	"/ejsJDo7jc4eR2dn0dmT6OxpdPa76Oz30dmzT5suX31BPwI1LMJVUdnuViUZNRu35s5QIxo7xiJSbIak",
+	"B7yayFmXx/thAWuDzHl4CRvx4pDjogCWHRT4txdvXm63DmMYBw7duNL97Dz1/bXhre+h9p/t99/CuXZw",
+	"ynMlv93YFhUybBu/PeJAkaejXfd+4FC1bVRQkWR/70T7WcO273p7naG725mYg/zKdW9crdDKKhf7asVo",
+	"7q3oTKv7h/YReWwjk9RKnZRN8erttU92C8Xg1o612KXwPqzWTEFwt1IkphwHWJ/DJzdaoFsH3pcV+u/V",
+	"rhy2tdkNCf+PJfrXskTXOg59ZWu0b5R0B6PbPVrFDjBt3Qc33otdbl7S/im9exi4Kh55lzoM/syFWynI",
+	"cPbkDgaxO6uMd7FZ+T2t2K3Ovqrd6rwZIiiulj4M4B7j+0PmjTi76S4fxCbbOaNRrZUQByLlCEif8dyq",
+	"2WHU/kWV6N+weRvOHShrc3fjzCYy+2NqZ1Kb4yJL4wjbV89lolzvnHpk560JHyvVWc7q4Zn//sfh0H36",
+	"7R/9h+Hw2H9sjcIMEn72DG3DVIVd0ok8ZJrnTjO0nTAv6u+CVP96Doy7Q7R2k7aAl1Obv7KmWu7pcE1K",
+	"pyN/IjNp2nXFZuZnEfhpOcVk7Btk1HrNAzFrPao7p942lr35PObF8hubLveNUzNUZRp701DLnH/++O6t",
+	"yHShcplxuWqs+hT/8iWmwt4Lo29U7mQmMu0KjClzQhduaKrel16aowbIdGbY4nvAfd8oFs5XaQ6b8Akn",
+	"l1jWy1Jc2Ex+DvfRXwtZBkfU+XzETSyOCvUZjqTYsGoRLLqb2GwxMy4SY51xU0SsLjyXE20mvbZdRWHz",
+	"ZNjZgJrucsOfiHDH5uKXL+VJ/dnXyl/FQzoOmrpBqdvYfFm7fr9zrzoZ2XGzmxI1WCFEL1sJo3Vzpar9",
+	"cWc3mylXPbdGcJdy0Y2HHTxsuFTI2gBoAGOSE6htO8wGT42lzhYUjNE8+4Bzdft/++nk6MknzBnA//Ra",
+	"GRb3JFhZJNaHDxYZrgQQactKVrUwOVlzyNhNHLvTpBE5Pk9EF9ASWHcfYeK0mWTqiNqFB2X6j7ea7rlN",
+	"wsr2EqWzbm5vnXgk6l3Ie/H9vZ1aM6wKg/g+MZNFgjX/qdo93DG8OraQ2f2tobKCNUDABxtH3E2YKdtL",
+	"/Cy6QJ/Yhs+E+NFEFdwb0zeJCal/LxDsggb8vhkFzruaBQQECh46upG5kTM4rJ84F/ZjOQf9/ZJnCv56",
+	"Lue6kFnn05eg50Ybii0zK1Pq50ovPudOFXCrUgDxzHfRbvRCwGmPSF6Ijzvb6nCVBjG/b9a3ERU8PvJ1",
+	"8GtuZWI3+xu+qb9EPQcLhL5O1FnMWWdNVabIuKcMdSZOlL7hX4ApVJ+WI+px05q6lUylmWxP2flnuwC1",
+	"9jmPDpTvXbPhqGbhBpmnhW3cUMtfR819dUomr7/QWkRubzFrl0gad9070ql39vD2tXK9XRJ7MaEoXWQt",
+	"uPcGv0fKPRAnkTiNxFkknkTitB+J0zO4b0/7ols2/gsa9LvQfBSSFKQAu0uMqGOu9QyTBorsDU9IJCB4",
+	"F9PcLibTZjLxQYLdBqX4x6kVM5mq4P0N4ZJ6lt3lvXtYv/mCtFuwSzCWh11iZngmkb+D1QVZe7nfM0fc",
+	"R19Y5K6NW7+by58X6hz98Jiz4ERMYzHboOxyn8is3c+DN2aPshY3a1T/mc3bSHC+UIRG9B7qplWukNqQ",
+	"z7BNNW6bxoadl6UTiVxMpoVYzIMNlMmtTVWYthN5gPHC2o4Cyyl/rdSbii5UJd76G73Zm6COS30riSwW",
+	"usjURleT5wEo9q86dzzsPkW7XI4S6f19wNfzo2vhehebw68Bu63mUA/Lsriuh+Z9AbcO17WA3Ms2Ryjd",
+	"cjsrIKx6h1RBKl6qJxjwYFIRj2JikagjkjaIymnQWqiZznxx9D/k0V/7R89Gn345iZ4+bs9VxoXsFxa3",
+	"0w3cUgB4x2NvTT/HZ9eez5/LSJL2TazavUp9meNMcsE40+yXRZZpKVLM2QEBNkg7j3me3rmQZkkdxBRQ",
+	"0Foj/85KJzdcNHkD/+P//7/aG3XBi49XTQ5hYZtWKOx6otsyCdbJLLXmVzYvgxf2xIbd6Qv1J2sJggZ1",
+	"BVtBYkl+bnvMMUIyV9zYLN259EqNSG3pTFDFLm2dkZFzLelZE5f2LWqke17MVI21KV3hm5cG07+oxu9j",
+	"xGw9vOj07NMdE2CbbC7YznoQvajteR0BsEa9G3cGP+3gr1pxSX9qucBoLgjMdb5fWN2y5yVp2hh3CfQW",
+	"yNxTH0Kmlsv+uL9yT0/WwuEu3P5ueHMQOuwVtbuRbe+IJ3sy8WxN/j39sh/33BbX/VWu7VcInt4tovZb",
+	"baRJ1F3wkWM7W/VWrFwRRn/eZ3OSV1gcAu4m14Sg3PfQNf27g1qV3MWFt3vAxMEBELS/qi7sagsLKptB",
+	"zSsYNudVAj63Ti/sqDo6kIKw1sAO3S32yRdqCw+6mPnsenR9SKdEsshzZRL0XarPSbZw+ka98VAgs8XB",
+	"wQ9uMRv5F2xbzSxE2Afu6y5sj6iM8KxaZD2ZT1RRX/yA93NDnX5RHMbWuuODWloUdrQPHIuWFX11cK4L",
+	"XeH+UWS6DsnD0ztGrtwl9qQWOBocbhuV/k7JrJjuSZdXy4zZ6+1aNj/VtopX6a+mge7GvOq1Kw8MIjk0",
+	"PKBNJl7vaK+XitxX4HNJfrdIhvm0XmRok2BPY1mKbt1Mw1OxV0dmzDqRoYOB7dnpACVw6atnk1W7sMCx",
+	"WGvsxr8MURgadgZiiEUrrbPDDvbv/RL3oqHhKciHI5RMpn56TudDqV4XDjOipEkx44tbaeP0tsDpfxp2",
+	"bJbC3MOOUbfDzqcvcY8CCzaHEXyJOt/PNeij+7ukFm0ZCWWeDjtfvfoyz6QxKhWpXBLvbg2inSnpFm2W",
+	"5ljOqKTOmA0DQN8jwZXL4A8ED4kSoltj0z0sG4RPY37lrXZhrFrHB8jSK1qdYu05SVi6tVAzzr7w3CST",
+	"BfZ1t6aYltvH4myU0wmgoKCMmSpynbQa7mFQ+xtx3myJ03ijRK4SmSWLjFJ+bfDKSGB8M32dgMTfCnjf",
+	"E3/ElWNWX00HLh7Re8MaMxL26gqKjg7eVtxakapEz2Tm9i0505LL63GDYRN5FGxZ/Kd2NH+zb+DQO3SV",
+	"T6UbXc91LLo4qFd5MbCH9xRzJcX3718RaKh5f8vpr8aR8MztVT1xhlGpU+6kXPq73OrBgekKO9rFT1uV",
+	"MKw9NtqOJoCh8kblcqKEH12mIMAW4A8qLVDY+IFjQGF4CFwJ6lKRyiVgUDku9FjiHaKnGPQA9s0ItoYI",
+	"Bvi/Z2VHGn8HeMTB8cZ3uR0eh9bg/KWSs705+FzmxWwvxyG/6UX56NYC06hUli8ChaE1Kji21xS/cjtd",
+	"ijh4Asu0wRvayeee5wk3ee/dUhnO7fvEyXfcIY7dtLdNVT9dp/GyGow7rRDfgDfBaR6KQaO7VjNsZ02H",
+	"Xpb6wkor364MpDz0Q8GxLoPT/17P4yROgkwmTOn0g9ckdjZAX39dGYWxZd4DwjK+zgHulxrZOO4q5KM0",
+	"59bPPziZHbHgtXbFB3u7nxrxznh5uN2az+Z79VkmRbZk8RmVV5Wyf9ZRVDKsB/jH0FDoKv7Esa1ku8ao",
+	"i6m8UeipulKZvT2veXbLpxKZ50tR7WJovOYiG17MqPJh5sSJr5YrLsVeW4FLNhXsVFS9bjM6AAOrMLkd",
+	"3tVoULn9iSpvZfvYidp1zxN1px0XhUymiM/jTE4C80k/Ovm0ywxXSbLTQq847H7rQG8E32vw4RDYcfkH",
+	"RzX6Pp/b38Ax4TsMJIP9foBqPHQHgPmZdt8YP1A1Mt35mTuv0jOVnd9Ydcjc+ZHK9LjnI3ffXiE/8yQ7",
+	"v3pnghU+cPeVcsfNHd5atsTcdexdFrcHSla9DHYdO7racerAzbBT65Dde4xUOcq7jT+4h8nOBUh2GniH",
+	"gireXbjbuxrOxV3md9skkrV1F7YvZ0sRhR0qq5RB8VtftpJZvvWJesO37cNzO9t54Ggf+ejXKh3R6Dy9",
+	"dV3ajaa22A2Rau3wts48U87JidqV2De6520fX8bJ7K6nbZ3Ue863DyzLEGzPFit7Y29faFnfY7v1rtlI",
+	"e+s6ft6RAmzOyti+hz3EkaoH09ahbiazbASq68iOR140bwbcbJ9md8Hn7nWVSIPe6V2L2U5n0/Twb33A",
+	"RzBsXcEeYllhdxy2F4HcWci7m3C3MHq3I9lV+ttkq9kzsWf7u4rZKJGzudQTs/sD1hS76uYwfqZSvZjt",
+	"PHwPXgPDC7UjueLiQlsx/Haqk+loal2xz1LoqUyb6/2fchqkyF2f+rLeora79d2b4FqcXK9tIrM32iyK",
+	"Xbq6cWJsa7M36TgyyF2jic6JXBWL3AhdRLVOcEOz2gpOfFSJNSkHqaEh7lrNCzKQqc9yNgcIdU77p0+P",
+	"Tk6OTvvipD/o9w/vINctP/X++2piRkutACoqjGEH0qS49IFoAgKg0wIcAPQbqbMLstcdFjyg2wLvYxwd",
+	"D0SqHWBReo4J81iLFlMg0MfPpWltllEI/qrrNCC1bRXY5plc3kPX/rX5j5dTRcV/qNYEJlyTtX1qeUOc",
+	"iSl0sWMm6r5Jj+3Zjh4wDTBE/kTaLN7BUe8V6NxEkZbrCkPekGR8SGmdTUGGr1JOaMeCQjTQG9+D8kx4",
+	"lzlIgVOkWhs5nkQnv29PeWIDav3t3+k0VUYkdr4UuUr0XANoIpHUyx77irqVdHAOfxorpkqmFPkYSnXt",
+	"4ZZe/qsv4Rvp1NMz0XWFNKnMU7jMP3x4feTkWEViDmA2E2HnBOueh80Pl98e/V58d/nmNRb2aKtT3b6K",
+	"NjA833v/u+24bl7ckkmEgaWEZCKxJlG5cQfFWa+vdrRaWudczBbOV9fB0JtyyRTFcGWLKTKGMo5537jq",
+	"bf1Yvv4SAqH+HnGPZz2Ha5Bpo8RVruR1EzPO1ocerysw9sEjoi8wptowEqPwVguPoaTwVs6UGC76/cdJ",
+	"cwB+q+JW/A0yHx5v8+cHNK22mwrafOHXkeqPyhwY+bpLWa0Vir2SQLMuphSTKy4qd+BB4sIqqw8VwEa+",
+	"6qdf1mSpfrUOi8FyNrPUABb78dQQiG0MFX5/w1H0h3HTVpnoblkz6zNl2oty759Gc2DIwr27qTa6Bta6",
+	"Au6UfbOnSb0qINPoVftpB/P6Trk7O+Tk3L327yGpOl8t1eZ+q4Wvzwa5e52Wr6Bo1DJDahBt4E+IiC3F",
+	"x8NbHxCIqM4RPZGqUdp7KFG+tuB4jaLuT6tLWtxGrKnx86HN3XemHkFP5k3rfUfDyl7khU3l1mbqlzCI",
+	"H2lPGaJpqlW0Afmtun21RpLVZciUUbccRHWAqIpv8MfX9ha3+hpXy+/ftwpBmeV/ikN9yv8qGtTgvmfS",
+	"1NTemvYm2WXr+d2q/nochFW04equnbZ9l2xamV9G25m/LyN098T5kfdL7lblmwz0W8a2oC69ppqkdQ9T",
+	"aw6yXJRJUnVU/F4bRHdMaoq4sxdmdygcEomZvdKZioTNU5W39Edqc7n5bKqNkdAw6G170CxNsGH//2D1",
+	"h8vD+/qgrzGvLefwtvTCNkGBD3Io57kvBIQRp14FF/Fv44jrakfiKpfJtSpcJFLLJYNS6abKHYuPSubJ",
+	"VDlfepuMm1hcrzSe1bT0pvYb6mi//fTff+ofPev2xPHRp4dlQVP+u1V1w53+OiWZ7yGR8e+zJPN+CZab",
+	"izVvT78EwqCdLpTDmjVuzxSs6nGy52ZqIjNBYTKiG7N4nKpC6sxxEdOa+Y/yM3uryVcyzZUbjWWbAeuC",
+	"kt3ajZJrst5pvuUibyvCNdl3titprkfrSmmsjtbXbVY4c40lKhtvfHrWruqN2rMcv1OylMFsPpFGO6yi",
+	"ulJh/8maadcVqi3bJPPkUyXTnSYdL7JszWK/hfuCyZhI3zBG3eYzeAXa+91Uz3c7gEk2ulq0dMh9PtVq",
+	"7BVByV3itq1Ym7bbLz/P5VLlO5/R9XzewIb2YetO8uPU5sWe0Gnfz3VrS8c8x24YKZpYgx56W9ZrJ7kZ",
+	"UUHIXbZnryXJdNsHznccV8x2HHhDAaRb4TO3ybQYyTRvxfpiX2KARNmN5rmetbZs3rWdaN5ybB9VUWRU",
+	"dWOPM1s4NSprJ67Y6CYGE+GnKleDMpuFqTi5xBH/JCpbNWoNIgWV6sW5hTVUvsqbrS7zBbCbb4FVtJeH",
+	"2MCA7lQ3qMYt9uQGX4nc70PT96TU+9HgfajpdloJMgbKHG005k6S+38WGd6Rnv6jE8q9CeHOJO9O5CwG",
+	"ohOLGfbSKKbKUWFrT6Iq2nYs3s10Uah0IPgZL7lTVns1MqoqUYgYiVm8H5Wri+nlhdksgB+kN9UJ32Y6",
+	"t5msrSNjG+nWFjq1mS5tIEN3VOpK+rRTFLppfSPTkU2EYw2h2EYZ1pOCtXd//WVff7s33+Ztl3fNVd12",
+	"Nw+9I53aydWnpTOiE6kDkwHkN+3B4iFaHVaIeeGtiMILFEIoQPMaUpdIGt4euit4/AinOjDbbv1Hm2iZ",
+	"vVXFrc2v977yayIo3ud2rDNVNmizuZhKk2bq+G5u9mqVq4V4K7s8Dqqsopk21yrVJhKFytQkl7NIjGWi",
+	"rqy93l43gZz2/OIqMG4rKA+KU6vgWYsNOfv9lqqYNdAEjz7pNx9sL9V9/Nuj1nZ2zQI7+4NhL09YHRdb",
+	"vAsfFzOW7PYNWdE1O1bof9EGy0K1d3Ne583gn9Y8uMbXUT1Cr+0Eb28DJPpY9sQg5/TEbGi3wQPSMmh5",
+	"10CMv8+W6kEe45YY7sHHjxTG7cul7Jn3uGu3mruFYOwuXJQZaLU8/j0iI6o0og35PlUUiOCbn9Z9Czs1",
+	"jqUAEEFkOT6NV7qArgn/+BWbqTfMunRL1FeKueY4hNY26ivxDgEa1nG+PMK1QdwBMdg1vqHWe52RbEPU",
+	"A5Cofzy/Xp3wbExBCfJM9iIpzQfXBfFeYAjvfe6uoiylMN2PWi70TObXDqtS5hNsoMzMZEd61LStuGvs",
+	"KthuoNwi/ORqpk2q8tEMAdYikBIknbhSY5srLsIp80IUVtDT+J0M7n1ZeejJ6ZOna4oPrXTZK8+IIXcS",
+	"3TMpbJq5akHJAkbtZileG0fmQwswoSmoKvz4yb32w/YU9lfrg8001+97HTHbS15dFwQD318u5+owWTVt",
+	"7Z6NYT/+nl/DIcE4H3VYFY5sl3A3yL6pXfdzKf1uWwnAI11kKt1lOVVHpaaH2wRa3PVmNNzMZJlzerk7",
+	"taWs3Qk3vQ4H7rmzwl5iarw+0zBMJhQruYSUokhNW8cg5lrgDGmmibyEjWEPTRi8z5TBqC1hELaABe26",
+	"wep7d2KcBwkWewvXB3As12pC/oDfYxvizypZtLjP1/Yk2CB+n8aCEFAFyapdAF6m0LGOWGTsbS8SwKBy",
+	"ZecKSw/fF2c6x/7KMuEF2OxAXnVf7OeSAzjlJkH/7qXcg6jXw3jA3128JtPS9eGaP7g9+9z4B9blftZ+",
+	"v+/0YYVDCEOvlZojeurcB/ZGYqIKLB0MyOJ9zKvJRXsX7ozqpNqoQ2p0ch/xoEon5YTeuULn3Wux5jZT",
+	"uxz8Bxi3KU8KJ9pSj3NDAhW8482+nQmupFMb8j2wUnOZ31HLHhHdVx/fibPTE+rQs2ue2T8q+lzP9Sis",
+	"NJyruc2L9vw9GEslizeNuieEjDrAEUd/bZXEX128vajJqqUMhnwbS6yCvHKE31ciW65kSkGytzl6gWs1",
+	"Hl4uAAcffdATuaNPYvcLUm2mBY5rjyFqXIR19+uDzVobMaQzbWLhlPJ1Z+uVbfkKRSKeKpnGosDmib7s",
+	"ras62uk8QEkSKfFLe2siEc/U7ErlcfVd6B/HNXSiDrwBOwOgfb7NevkjdeA+qN96nR2vMVZWDG1jlmpV",
+	"fHB3g3Ot9lxbHQsskTGSxdcxk/v5cyW5ZFfT7bAMenmXJTvou6DhORezrrXeWHXbS51pMxk5bRLV9i7u",
+	"uIANoAW3GIHjF1dqIo0orIAp9tvinl0pW/FhRQMOyr7n2a7FOvKsU70lKvGvjgUliq0eTh0dmuCs8K/t",
+	"rvMVuahwfiUWGn7w3fNBpFKzObVotRTvQsyGoF4CqPIxOIVkh9rc4KYyRZZyZVJqs654X/SO6tNyBFup",
+	"rTyoelfmWP2uAX0sbfXzQvHPcP7VTl/w1PsShaKAfbPbcYemejvf9EWOAdWjmatN3mqPVHlu28Mr8Gr8",
+	"Ci4quygwdTg44hI1GPXwQ6Fcwf9sOkRWcLcUsdxqaIp/oZyAL8e/0O35wtWdbunQj2Ed8Y5xASUoS2+N",
+	"P/xq+/WV+4OpnybjwoZb53FxL9WqiccttIeH3K1TZkkQdliMJx+rnGtrDGBAXXd40RseDaijklwVOz73",
+	"EQdjy+SAONeRaFoUczd49AgDW4piDh9/+PDaSy9Mp1bL8mwN5Gj2JcizTUhxCDJsQII3FXyblRvwB+5v",
+	"jUhP/a0PJPUn0Wl0Fj2hFr3R0/am2wcS7Y/lWd+9l1+Ll6ecfVVLo9+oZI4uxK10YiZTLEHhm7UZe3se",
+	"RHTuKIC0UR5eyAbkCPF4lQreTp1KRrEXpwVX4rFjcXoGQtLTM3G1LJQT3Y++Ng/P63rks/nuzcVzca2W",
+	"QjsOcwUCl9JjbQmngTZMb68CkH776NMvj0+j3//+yx9+6Uen7Voyv/9SueJDaT7dK5fWM59W0fueuOve",
+	"bIr5zlozJf9+pFMu9iVce0+XlRY2Fa/dhQMF69iAVffrGzmYdayz7OF7xVwunCoFUa3cuQDoi1y5xYxM",
+	"0DPRlZmzQo4Lle+knvTWmf72Y2IH2bEP5ny5LdBzsoZsIVQoXp1ybGhg+07vgYveiRm2Iiata5HrYvkR",
+	"VsAWPCVzlV8sijaXG3xtc/1XxP2B+AbHcrUuqtTJJbrEJfxFnE47t6BuhWwruwqV2gdOoKlhaLBMmElF",
+	"N07y2RHjFNl/SLeKexF23qGC/Uh/E2nEFWDnjb0GVoqp0mjPGJqP310cnT55CkSWuoYeiwscmUhK9OfE",
+	"gdKSHeRJ4msfOFxvJAo45qFR47FKCsyr0kZYg3zLmlRYw2YaXvQ8t4lyTnSx0FlpHKdZndDF0MDlGmvP",
+	"67m7o+QJe+dCGt5myiDQTuRqvHDwiG/khyOWwhqqeop4hJiH51JhIshZnS9fuFo7BQ9VLSTQ7td5/uEN",
+	"Ll8nShRKzlhlrgS2iS6mi6vjxM4eJfmMh8LHlascphBp4IMUTQAf4czmOboNOLrI9cpESZ03Io9cRHn1",
+	"LhoadTSTOqMZqiSPc3TIuXMM5eE0em4QwOn3WAdfzDkP1p1TlaGh8X2w3bmgqc+Fd5Uj1YOp6DiPYPmL",
+	"QlGGPrqE3PHQDM1/+2/iuTUg0qHy7qYyRybOyADUGpEKxj58CAxJmRuV2bk6fvhQvGTD3jxDOQDQ6Z8/",
+	"vnsr6HoOTfwLsZ5IINOJMHcqErm9BbDIieJ/ImpQ+iUWXSIkIn7Jr8H+tENzJGKaCnvexW6BXenIXY5z",
+	"x8finVHVgiMR/+nlpXjEUSCPJqqII0G2TSfk0Agx085pM/GGSelE/BKn8mmHiZzrQmbi5Tl1k3RzlWXw",
+	"hHYCEKNsWAmYMpaJOsaF0npwnWSmt0bwgkuBC8dgyBP8CnrvIufHAUb0NFnog6e78bDT94b/+P27j5fi",
+	"EZz7I6dMCqRF0k3m+QQZpWGv8bBz1sdH2V0vtJkvCtGlc8aviHrws5EwcgZ7xYAOmcuZAlZpc245zBuB",
+	"ufNFps5B8AWCJvgAp1wZ+UaZFKuwFco4mD+uRwzEEcEWQeHkEtQMWQjtYGb1ea6SAgNLXBHkl+fyFt/a",
+	"i2hjJ7CxhZFE2p1K+fvH8H15zHoyLRz/cga/GFuIsV0YP/zJsBMjYqhialP8WWaZvS3newZPpYt5phNZ",
+	"kBvm7BS/zIEaZHqmC/z2iYc19d7g4+4iAYWNktBshMxu5RK3GjfHcmc3oVPxH//zf/fiKhcb79sDJ+J/",
+	"PWJJ7OhVGkdlFhkyqMKKnxe2UEBWsOiBmFhmLRbeF8g8mZ30eNWPPVhyJdOl6NIdwj/+CviFILmRGoVa",
+	"2g8LjtXNAzqAbAAmh1f55oHx8w9vRh9fPv/w8nL0/ct/i3uATXPpyEpbPv/AlcEfouuUEg8fvuC/3cOH",
+	"PeCAc4mgQDzBNWFwjHYl4RTSuFuVI2ThPgWH3o2NpeSQ8o0DRvJiWpuPim7kMinwaolrY28NDSMCYVCX",
+	"8+hSQ6FuvIpEwWuQG9NxwC2G+a8WRXmCSBoJgqm4Uk6n5Em6eP8q8r36jNL4dsAnvIVqrmThwq6ARE+Q",
+	"tCJBIWwTUjx8SELWw4fH4lubE+cODlAXYmqzFIYiPUec7UrDhD2C90kjUB9HGURy2Zgy60YGBbIeOKHT",
+	"XiSwEjzBFbOmWGd0pcyAeKln6li8lOH5oLuNdsbUhemAVzr9HrGsBxPL8SLznMl4hG8jRvjoEc0biy7v",
+	"eG7xPsINtkCSm4JuDHiI85Llw6+gSyS/V+2N1k2jCOrH4lu0c4YQB1rM3IKWyxNGQn1O1Lxg8tq8KG0b",
+	"QvpxxOshyDGmwrzUFZ6tMwAw7KZMNN/RjQ6WVfg27SWLQ8JOt0vEfeBOCAR456Ceo092/ChM6icbf0RB",
+	"y/53JIq3lqUcGuJ6jGOpkBXBrc3v8YlvOkH5s3YF0PpGCRydYltMmJJpngG+x0XWY149sttjknS+u7x8",
+	"L0jiaAo6gGQmFDS0SbIFlioOYRkhpIJ5hua03488Gc+V4qMFQA/Ew4dn/ZOHD6um4SQAV5Izs7FILAwS",
+	"oqgUrm3ulYeh6bKRIP7xxx+PQNUByQ5g5zUdIDUPH56dPvPvkvwKWIxKqeF8xc2EzYdG+gvrE/pgZ2Sr",
+	"F7J6B4aSWSvsuFBGlCv5oIp8eXQBmjYhN112dy6IuL+G9wBlJ/Hl4cMn/ccPH5KGUOM/FWy8cgJSQsmt",
+	"InpkDU9CTDbKa/Zeb2Or3bVaesvd0FC7cKNoPTipNIEsTHOlmog7hdZ5jYqKUgTcC5Cpwb4yH7A/E67Q",
+	"WcYdVotQuEY1jwQAitBosryhCZGQJmxhgISAgFxnDx96+VB5AZd5FCwa50+tYohiZ9jy2SeALF788Od6",
+	"AVwtrouJxfSB41ldRJXD/XND4zcHyhSQxoonw7JK9tmLhLNl+3YNygy3dCiWcwtbLCUUAqJ0Q8NE/7x2",
+	"Nan4Vcj7pRf2S9GvB7dzyXA67fdDyKOdEy8wEY1EImzmMncKFF6ZZdHQcFJBHUW085JlpToHtID1CRJ3",
+	"l1EFXA8jON40EF1AnCQi0Ye7gSgxk9nY5jOVlgtGrLM5HxFe9MchURma2kh4BQ11orAThfIE0QHx9Ex8",
+	"r78BiCHpw+LwPy/QQIBMjKmeSoFSw5098esynkKJ+DKXxo1VfvTSJBYoZHxeW3fdGBN71OrKoUHRy2Yi",
+	"mUqQwALR4u0PrwXetB7KNIjnKhWZvgb140qytSGqSKoupkOzniLCkV/ZdFm/XiAGRKjVkqxxm2N9/OUc",
+	"IaydyGQ+QeOhJKJE9LJ7It7ob87FSR/+BYgMzaqmVls5Hr7HP7F67sySiE4iNwLpiKj2TC7Rgiee9D0W",
+	"ODFH1ubNOvJG5ahjayOuFjkMsGNx0u8PTbdGCznvwp0HYgYIh3LJHgy8br1zL7MDsIpwJ0NzdvpMxAH3",
+	"IGQC0fc//uf/ZhWmxhBY1GvwF3gl8JehabCXrrH+dG2OlMyfWYlUGxlkD5gwypgEJcoYWg+l0359t4Go",
+	"JPHO1zYOzG8GdKCVNzoGQqDLnvVPIhZyVixkhLX4XpicqQwBPLOwGbGYw2Yz5IRF+DaVBlJwtvTMCbFU",
+	"umJoTs/E1C5yNyDN31v1gFZhchJccGZ85aHgUlCOdEJeLZzCBuBoMBoaOx7rhJxdMs+1yv1jJPdnqiQK",
+	"1ig0Zs5FYklYC1RRePexuCjpOQjxDRQAHsXkO5/oGxUuMTwgaoROiDU05QgixdWeUMkzVG9aJBYQAzYO",
+	"+AWq1tTnhvnr8MANTZEvsOV6DkKkQ3HkswaJj9r44D1ZYgUrwKb4X4++tfmtzFOVwqf4XLx6f/O06i4B",
+	"xG5h0GAoHj098yUMaAN4jxyqY6V6eDu1GYaFZhbLGkZiam9RoAXsAwErNOGqUl7n7cB8mZWpuJKZNInK",
+	"+RI2LL9UssF5y+7QnFUUhuUHpJoWHkKqJ7raiDmQa8CFFqoHCGQSMhwMzRoKw6pkjc4Q7S/5XEg9z06f",
+	"DU119ZAqVwvVRowzPZkW6yjQQJzE1eVytCW8hjKNhqaURNTMIu8Dln0FnF2lNagzpjnUKXgVVzbVyjH5",
+	"LoXASp+oxAVUqirB8YpqpSaZdNh7BJQZlkRZSqWFkqx6pTi8dMBBpkjWE5mnUWgPjsTPC51wmzLGVeT4",
+	"IGTHrieeCHc+NNTFDKdYGA0ILjN8hh6p7MdREGk3VirtiROYgcNbvWWRFc+YzBzAFt35KmqQBEjfsvD+",
+	"CCNxxOO+4NWs8ikgjxsYFV2gBvlAE4HHI2+kLAEPv4KQJNOIkYLvRgGSDPkrRb4w5Q14b10xydXHf3lN",
+	"Bmq0x4+AwdhFEYchwkMDp1Y/8kyNC2IAxory8TKdl+4jvg7kr5qwAX/DpSyzvEQZ/FjuZi7x9nfp3AqJ",
+	"weraCZfZ20hkNrkGdjnO7V+VQUVvAVtPpvIKTauBpQbzIFgdIPVsRWKNSqmFzIhD0429M2ZhSqMh3UPQ",
+	"9YraYiO0++J1qi0XyP25COgFyfXhecBtxS5v4kom18fincmWQhIectBKYmcgjujCqWyMsRlwg3NxK5dD",
+	"00QCBFuK6IRqEN4vmK1QZkD3G9jtRGpTgcFJOOL4Vapmc1sokyyPvlfL+Lihwnq1bNUBp70DLpFOHQ/N",
+	"haljNvqrkfKIhpFGNik3/uk8tYWDeHPxr6NXb0ffvn71p+8u40jY8TjItO0NKjMsvaGmW95KTZSUzkmz",
+	"KoG1xUNzoxMJJieE7sBQH46808Cs4hNhz9CU6BOJduwpCX1I4ue5nQAvjUQOlF1kEo0NLPg3qP152SYQ",
+	"8IDPlYl0cHxtZBpZQZ2+EWFD6+0qyewNjUwSNcfq2GIFOVjfGYgTUVhx+uSJmOfaFGhbv/j4/NWrSvvx",
+	"asjQ0I184EQytZYsQpXR9YcfXr2IEKvmZLxUyKhwycfiewXMq2z0FYThk7pZJSsQ08W8fgqWYFO39ylz",
+	"4I//+loteyTHcgtLcXo2NChhHosfvfAJN97nRGCpArS6hBeoJMxdsiFEaFKISPEcmtINhYeOCneOeq5f",
+	"PDLvq2VBBk740KJplS4UgmdVcw9ePLFFtGrqKA+uOPqg5plcojE/R/tsldFRtZ8E0sDcqb5RKVI9Hqsc",
+	"IBsIM5V3rhvzOyuX27DTwJthZ0Bz47QSPfxp3SXh50ZaWzdpyEKAhH6DAX1YpYufodsCF5ZPl4xT+cIY",
+	"uiwoXYPui3UT2O7VDXQLfgmbXcoMXgARLpjvPVoY4QCIQZfuY4pw8L4XBFxI5plMI6zRRIScGq47RfFI",
+	"kVk8SZiOX4TiSWU3ZDrJ6tmVKm4V/0LMwi/UL69h9q3RXc9MyoVHlW7obSNkcIIl2vHQyMASxXoIbrL8",
+	"tlda++vOQHL8kk+x541lnkyiFXxobnNbqFoDVGAaGFdS5BqURePJtUfJ84qGeqWzKpARsFuSQLrxWf8E",
+	"yPLZ6TNA+9BnXOJvj2BRroN8VISAdONkAYSBfEtsfO1Kb7B94ITTE0Q3+q0X4IUySb6cF+E19iLh0DR9",
+	"i5FHF35HeVh0YT0KAl8N/Ac8GO8voBjr36X9G/9CLAurdcLG6K5kSuboPjuvmHLtXl4rkDf4jaVSg+tA",
+	"bvik/7gpRx0L5FzCq+xC4v3k08VTI1EETU3SLBHyFU30gW2YTIF3omx8lVxPcmD3RKPtogiJnk/aIroB",
+	"KMA88r2coHkAy/QDl3xlkNnhRrRyIs7trStRnB2DduyzasVMFsnUK/5jnRWgIGB7z0Jmogu6PcdAYUqY",
+	"KV2ivUjE6Bql8IhE6awL7xKP/Nwja3BgTFcZR5crgT/YqdpQqk6Oxb9UuhFamea4yx6jx9Dwpv6wup9q",
+	"UX8QJ3Q76bXwZ7cfCfh/okHoBewdD81HbSaZOvIpcYEsR5o6PwUXJ65vLRbyypLVI5SHuVzN0CC78zEE",
+	"1b2MvMdLZ8oUGRxsukhU6uUeM18UcJYcUMCqK/LzIKKH1Z74ObVHP7pcztVAyDn557Q1j/7irImPh+YN",
+	"5tp592OuUKo9cso4XZDRJi0tQpSXR8Ny9ReK+KjWHngYhobGkotAok9srrKCY1Joi6z1LIyxhYYtCuoo",
+	"UfpGFMb6kBnbeQnN/42od+5jbwCa+LNKCSd9lAu9EA34ZJLzkb4guec5utlNWoINbqsBuHq5+OmZyNSN",
+	"ykA6VnPEuPA4UZAx6I+b2VwhHTLwWnXbG6ClQIGAVxkrauTbE4HSCa29UFMCFRC6OurlgHz59UXjgvlN",
+	"+P5y0fGxeK2vFUaxsxUItSWbpUNjLK6ZPM1OdGnmyE8beUhHfJXgArEsxZn5dInwBCKCOEaSoFUNFtWj",
+	"5dT0aWAdFBuA0RbOMygvE+Lo2GcVxNHQwB9VeDK9NMkswNFDoHvSj/r9fuB853dkSt4QMbVzZXoD2rF2",
+	"qMAw2jYAHMKE1Xgd2gMoJKTrEeQtRf1EIpmqBF27fLh4pkjhyf+dWCBZbJ/isNSKRtELj8XLMt4M79nQ",
+	"sA1rQLZKzGf2WH219P5GOy4RVunJtCivKkiBJtXYBkhJkD/c1OaFMhQkW6UPxGh142JhIlkUJSWieBU6",
+	"poVCZSMqdYjS5vjk5JSnAq2FqdWl+lyU2IPPhJ4p500LKp0EUYrstqrZf7reaxkNDca50jyl7M359vgK",
+	"XCb3/Z1V1I2CLGlu2gkLinDqvaHh5sqMjNS6+DbgtpV/6+0Pr0X3h9/2+/1+71h8kLe8cRbZUaiiCUCj",
+	"/814/JsxhhPbG5WjSje2+QxA/pvn/d9cfIvSpKH4GJsL5RI5R79AntuJhImDZWggmzqHiYfDRToej+Hx",
+	"+Df9vnfODhewsJiJdOWiEG10uiVgEKauXwhCtiEG7w47A9EGKQw88usMARRoxnEvGhrmbkWu53Pv8cGK",
+	"MymyCo4pLFUMJ9RnmRRI0CUl62BahbiooRIfHzt8AYPR9A4UOD5HT45O0Sfj144qs3Qi/s3jbwhybCX4",
+	"TezHTEB1HXIQJp1KJFTG1eLblMJzvI4eoMBrcLNpbmGvzAq9HNVg8zeSCv8ci1eUT8DcmIgKSY7Oo0CO",
+	"tlOmM+jg0akTY12A7sKFY5+eHV1pUlAmKj8XlYjlKQU3f6edI+XEyA6QawA9AhbUhjBleJ8uA+Cod5hh",
+	"k7iSKOrOBlUgA4pVkYiPY7RixsfHsXBqQhHU3fhRGQTMUcBxGBX86PgYv+6VmkCpj3lShYomWdKZAlHT",
+	"V9/zrCCjPn8ZiXlOlPHnhTSFLtD2nmqXVM/8+eISg2zoNBAXhyZViZ7JzIluaFU2i5nKdQL3kW1VAAsU",
+	"yqQriaC/I1fayHx5NM6sLEgKBIHErzYvK8atq2DC7sSagFOl5IsXfs1DE9QOiM+rihf0lkNKmJ0PTTAL",
+	"G2HhsiDFkWwY8EYkLLhRWAv4woAjZEA+WxabkoZMGrwduP6ODMbswpHZWMhbuSRF4K8qt6Irg9Ols8S+",
+	"+IBO0dBUpwrfPuZ3rT/hworTnnfzMmcurGUfERlU3NDQCsN773GNYr9J8kI8YwhWDeB8Vood46XwDXrE",
+	"W1bDMWSNNNDS4KepLoe40U5fZaH9HS49AJ0o4o+VfYefJTsIH19OrshEp8oNhmZt3Y9zX+gDf/GqIFnn",
+	"qR8ULoOza6qdodQPT6Ljp6wD0q0VAumdV5VAGvOz4EYtg4jCli8bGnxbF/MvBmU1MAxo5eK552ImdTao",
+	"XoV/e0i43rF43kj3GBrO9+CcDFeLgIRlN9I5cGV8CvU8kiDYER09GazMazFkVEH9kdx9WabIUwByglNA",
+	"yKcopXpWhwzMR8Nbg6pKWAOLYN9SBwut2xz8dKUorbUBSsa/fGgqKI7RRBsocjEXZBvQ6LeA7cH7vaWy",
+	"uSc40aHpon80izBbJirBEHHLbZ8LE9EBzZRzGM5RBzZHCMtM9Qj32PfuY1YRUzwMQbRncKDyUBUUjSlc",
+	"GxUQvFXhJDBltpihySwstAyMx/9dyM80TfnNIgdlB2R+xlQuh+Mj1obGk/jagrthJShQtiMRFHbiQwKh",
+	"m69wi0sXKFpl+/Bmo8rPK2Smr9V5KWOwRWZWRWKgQUdoREnOfhoa36gS2Ljv5IUcPFj+oLKB4aHXgO2r",
+	"O8dALSPvYaHIsOrCeRG9658ona6IB+iFqVJxmKT+s12gdZUFNFMETnkfo+zDk8lwxhZVnZH/jw3+UvyF",
+	"Z8rt7dB0b6cWFVZTBrtTrBIlcEa8zahMCCcbWm+dyZv9nvUzE24K6q1GOZMmFk/67KZmtK8Zu1WBnVgp",
+	"nAf3cGU/o4F8aJiJii5PdHoWCTa3x1zGwKcVOUsHjgoQV7cgBP15oRYq9e8GQZ9Tb+MqWuHjmyqMsrSo",
+	"YLJMo4JLXMugpy5wi3mPPB6Oq8T644WNUNlg8oLk3peOcD8WzxHO6DvzIcFhTi9LMrz3p/1zH7zjV0q5",
+	"sV1KCka7uuCSOfXcYEEhw7gEjjRnxEAOecvRYpmzDeHr4UNCv4cPWbNkL1FJr6YSxRS49z6/FIOy0W1I",
+	"rmWc4RGgRszxHxQVy06RZJE7yz6yViCAcIsnzSHJJOdj5g1TodA8mYo4tYl7BCzfwXfHs5Rz9B4+fOnz",
+	"EPA+XTZzCbxInwsKW1laJjZVdoGbq0SPfbAGBkYPTfz5qMxwYL9bSacKORFx+atjhxytsfoaFskEDjdJ",
+	"vq7b6RJJFhn3vXQd6ETBwmSG9ZaJ4EnMoqVESZgPzxzU5yo6kDMkOA2jRn0+lJldTG5zECCbaQYUR9fM",
+	"8hqsOtqGpj6kvEAAZC5Lhw7mk9Pfi0wVBZrcuL0zAutodDyIw15jfA3KSDK+B49PxVR9ll7cpil63k2G",
+	"sRP1tDIn5JU3dPCah8ZvTHt7j2m4u0ApAL0fkzOYb7CWi3c8kYZy25AI4gxBMNnYR+z5JChxIX58/FzE",
+	"COa5zJUpYpIf6SuMu6GQ3Kk1dpGrdBBETJcTq8+UO0oPRY2DcHNpkPlps+BcJRJfHvATYWJJUqXcktGd",
+	"HCdkbsuUBC0aw69RV7ezOQYKssFl8lc9X43ofuBEfIGEtQq29qZQXYhuabP3vw5wIhBB/izz5UA0H4Y7",
+	"/Q3QLlAvMbRKZpnPQqtSLWyuJ9q4esgwv7eL/KWKMzkX8cN4aLyB1izRlv383YePYp4ritMT3fjd+8tX",
+	"795+9MF67/AN3qND2tDRcwoPL/H+DcYLNAKr49P+WVyqxtJzY3w/miL+9PLSz0thHJ6q+Kj4RoB6VHd9",
+	"wN/NmI5oaOJX46O31qijNyAXwaBGomYdFZuYiPqc8UmDDGCQfwHT/dK9gxXH4sUN8+uu6Nwo1oasdb5u",
+	"i3fS4YN8FuVbOBOlCWTM9DgKzgHvglOrG3t5KScIgjDGO1rNRuJdt8RVxD4oQNb8Yl5RBMqYqjmSBrQL",
+	"WeM99qSqNHQh4GLdmcyvAR0+H6lCTpiDDOqxkauN05FSlYnOYfBkj2J7W1INpbhV8prhwJj1XCZT5WE5",
+	"8KUDImHsUQI/oX3P2/1onw0MKvMfZYH8rgt6Fsi0D5sI/7h/Bkq/eGNTLM0QYv+VTTniAuaAx4BDTKuq",
+	"VfNsSbBk+N3aRZaCoCiMvWUCzLwyV977D7iIVgOS3aVwhcx4tnO2uxZD48hfwjUkOC2EEiGRX9IchH7S",
+	"MACZZH5sy4MFuvkNfuOa8XCYIBuFrKjMBiaJCYSDWHRRIMkVhuMkKJ2bVOUlVw8d+AhBw9GsYmpBpfKz",
+	"gZoo5/p4KWeZn7VKwyojzDhwo/YIeks5uhV9CY7yTs4pdQouAQaDVTloeAdJIo9WckKBSRl4AJmrX99M",
+	"FbnGDb/P7UwVU7VwFBvrVOlXAJpegdB7hZSqpOkyOEbnJRHxT/sYUB8iAMQx9RHRcFJ/UkblOqnCSQ2t",
+	"13FCDZc8CfLfAE8/vvje+cw2YHQoFdsctF6XXj+CR0mMxWjB9PrRxD5K8llMmYUkA/pFzDD+PFf+3d71",
+	"T3P78xqwehN4FedyicHyuNCybEkzcThq0a6RhLApAJNNSM8I54BhR1zehygfiH/FIjdt+c2+fsXQkGXN",
+	"l3mgWkZcvCKirJKz02eIcE/6j3uCBUEuOrGccygmpnt4YycbobteuvPONG0EHOdHBLQX9P+scpCrtZnA",
+	"6cbajO3xDX0Xi7ElBu/UTAK9Fzfl6IHwBaOcyKVmp8dMG6BoPCyq/NdI8bA+Tg5ktSI/8KhjNfAvNvdv",
+	"oBoymU6UcSooDPPm1eVKLRjscWAXeaKObT55xA+5RzAWK0AXWJj5+cIVdqZy8UFldDmmei4+cmjqxftX",
+	"najDb+8MOifHJ8d9rH5JN7wz6Dw+7h8/pmrgU6xO9AiUOGtQY3tEYSaPfiEc+AK/z61rqdX0znAAS1Vk",
+	"EPmdHXu8iv0kcZW2HXbWYXYYBRmZHjsBTGhfj/mbOGJjD/mXcoyZMCmuIPUCf80n5aOCQ/cZiFpAOyck",
+	"lfhsU4c1D8oIrXpquS4GVSgnXE127sB36PTIdKFymZXxATYX8S9fYm9gx+fIEcC+6m4QNuooGcjhVL16",
+	"6GXDPbl6n9lFT9my5ZRdBlk0NAQyRxCLyhAitu7UIRNUmaD3oV3JWPwrwnASNKfi1nwWCr+gjMzNmYDX",
+	"fX6a+urjVQ2rP7DTKM8lRjP6IIdrteSSP2wnDhQboOK4PW9c1KW45X9HW8R5I+iLQrmqMIQy5MujbRdf",
+	"FpFNBCPX2B3CWCeoRYrrhdFVWyO+vDfSR3uxApuSU3GiqjB3DOKnUCmszMClLFC5N6XjDEidr35ZORz4",
+	"wB8+BC3SB4bOolpMMsh0DLkKVMWtTlSEmds+9onHdKuaQCTr6aLHhTW8wb68miIM8fqP//l/c8zo0Iwx",
+	"U0BnXjCQpqzGWT08U9I4Ees0QvMm5roVNnILquwRGqwjWRQymWJGyziTk7g3AJD8jQIU/+bpzt88QMTf",
+	"huZvR0dH5f9g7An+Xq+lBVAms2raE38TOo24rQGnxEVcLC2NRKLh8udqgowBJ8qXZKO80cVyRMyMywou",
+	"R2ObzyLBHWMiZnU82ehqCWc0tiMi+xEFcNJWxUynaab4j0yW3y/yLBLst+AP9AOZnxFlVIQVOHIjsxFV",
+	"uAIdZ2LzJT7k/4hE2aXHf4yEnFANYf4UCXINsDY3crpQ5XrpK5A+G19l2lyXXy2K2SiRs7nUE0N/hb/M",
+	"VKoXMx5Fuiz9USgAXXzx4sXoF9jhlxjPU5yKv1GBMn9SuN+VnYhuzI3t4kdxag3ajRsHUbVx4s8UQx7x",
+	"ZW+Ds+h6f1IvEpUDpvpMh8ENEiNRuQ0iQX2cRLf/6ATWIieEoeJM/C2osMa7QlJFy4qEW6xiUcvZESja",
+	"kGOHlZIzK1wvgoRyllcQqlr9E/E3MdZGYh5l3ffl/G0qdyG6Nfd+D78cVf1K6PnKHh0MJO1YWzPSqeie",
+	"CG0SCxs4xapcxqlwTANawHMxMxUjNXpr7wO/mNDfN4Twa7gjfCuIPRV/Q5efG6y4Xu04rLWHujeun0is",
+	"NjcWpDwAquj6p3oEX9EtlTz4s1e5JEcVQgWDOKt1p7XjMgkndCkE+up5PwOQMCyhijmIxI0sGG/bLhEq",
+	"E7ySB27Fcdvjq96Hm4FVCEOqvNNtEF1XUIj2+v2V3k8iy/yXv03+7wo96t7SYIRnA/6Lij/wAOQagWu1",
+	"HYsIv1pIHjAtQpVEFjKzkwUQIiw6S9/X2Rady8Lo6mB+NoXostnTxwHBrcJjgvfym4AWoVuR5qPUc/jv",
+	"qOSFhYX/VX8nSSSu4D+eZ/N1D46bBP7QD8q3a8vxVLSIP9fPrPZM/RDrF3ztSQZo0zz+BmFkbyKRhroc",
+	"4im6m8ksG4FUMbLjEcnNKP4TnQRk9u5ZO2afqwsopOjeThVc57Ybczu1vcpxS00DfBXQZQAfRRIXxnyE",
+	"kR5lnALu5vj4uOfdv0ztqJ5F09sMWoAf7lfMg0p/Mek8P9kMEFDdforRulDzKeOFHpoaanspzRfOEVXt",
+	"Zp4YwVSX1TDADSlCqsbaqJTEzDAaqItqBUcd+Ph4duizXxSVkB6Fj1VRYrUYsj06XWLAXRhi5g2F35J6",
+	"9PAhINeV9uGBF29fBNEL5FLGmCkWYKmckw9mcIv53OZc2gRl9ZVkChaDeUIvCANqgXQNwnqbJFxdPPE3",
+	"cRqJs0g8icTTSJz2IyIEgU5vTd0cTTjNd6T5fMuzGC2Ez+DwE34L/AvPwd2AYXxMOJBvgePhKwvkx5q8",
+	"w63ET537azcQVJGzdy5C3QS4bC2KijcnC3VCp3vaCiFeACbXOSDFqVy6AQunV0vhJcuSoWPYAjB+9EGF",
+	"3DoqRairSnwSPuAD0N3Px1/iemEsB1jQt568XC0JP5ni0lU8r6Fo2dj1+M2bY/gb90xCSrXX035wlFN5",
+	"gzl0lIRsqulb2j7zdJ5Il3RWBFzdS+EKrXuwC3wI6R2dOfC9sLAt8wXp1BHQIJ+8g48pZlvwDFwSDHar",
+	"lhigrs19ncGV0sjNqSOubeLrs+CbkLb6N/Ffe72HcY5d3hi/4zMI+TsiCt3S+/q416hHQBXbC3+3WUvj",
+	"RVEcwue5XGIoWKqq+pQkAITFnr07YfW30qmH1hLlgmtJpCa4nRXJkOmytAt1nbxRqXCq8PniTpU/errt",
+	"eRqG8V0tqX7OjLwKWUbZXIppAkdRC5ZUxjbjfHVtruxnUAYob+OxSHM5LlwkzkSRS9Dpngg3l7NIPKWI",
+	"XJrOSyyhPBNKO/5FIRKWD+Uq0XO0/1oq3VhVGWpH0ip6tqyaxSSfYqhuN5hJRReBMghZ3Tn6hQcYMOOJ",
+	"bdFs0Eg0sRaees62yEH4FZEtHxdEVjUfdfrA9Y7LaEkXk3/EyBxNX8CujsUbjEWb0hdNZunjVDG5DUns",
+	"eTidUxkl862S4kjImeWYfNpJGezrIXM8NJdTtSIfs+WP76/XKMnp7OkkrRcB66ODiVZGFOPram0Aa53/",
+	"PGSj0q5btfxjN6HNC6xpS0i99LY1LwbTyXdjR+NG9DO6jvibUp2NRX9opEuUwbKej8SJSJX/Myqv7knv",
+	"3FNnrIVRBazEOo3DqL6hCVRlZ8WtzK6r1IdJ6QD1RXwBwa81+lMJ147FC3rpAEQ+jKOh9OMuvqpaXY98",
+	"IKUH61XaGXTI4/Bau4KSd9Ed4S3YncFP7R1/kJTV2lSeRB0Nv89lMfU9KAfcnqITtmugbifkG2vp/PMU",
+	"e/+cRKdn0ZO29j9foi0NpWtW6foJU1Y71n0Dikfnw4d/tSgQ3eu9N3UaIaNDrbFUATq8VzTbV5tlKboT",
+	"7q7W16LR66bqcjP69NtuVPuz9/Cf2vq4rHYFJ2ozx+TWiYrKVJsn/f7xmnXWzeO15TL6dgZP+timhzqP",
+	"POG+5Rt6XjcX9h5kCG85o0TqqJkGtG5961d1EiyKJ9l3Yc8JOwqLnhigB911BKF3Tpe1ilJat+I63ViH",
+	"AE/PdjjRuB8LWdGT+CS8waXdoLdtJSVNWQvIjQ3sV9eFlZM2aSEk6gcydilIRyRps/hMAvPaDVSqUG3l",
+	"e7Zg32X1KOzusOqNy2W1637XWipf3brKXUIQGWzEWhNz0LVLvP/VacyibOoamkDbogSC7MiKcO9YvCpq",
+	"QsvQbJK1uAg9yCG62CSdwI2+0er2vMqG0D7jY5ssVE5yLF6iy69bSkR/iHtDQ46xIBSndJ51vfI62DA9",
+	"urPRsHdalmoKwprl0jFnbjs9v5CduUr3p/7RM+Qn+G/vYe+/78RKvvUhL6A7R4Eq7XV41HnP23ToQV2D",
+	"PgcBBO/QoK5Acx+bQaA++ySqUHkOjASB6jw0XndOMfNwvMkSBDJyoGFHKyo2BRgE54CFMnTmLTecxaGL",
+	"9SeDRonasYS8HYD/y9mXn46OP9Hn09rnnY7k0voDKVRwIucVKpK9C2uR47XGpgIxriw+3rDu06+67uct",
+	"VojzyvLnddgwGL2yZGyiyIg+awkdvGbdNTnBa7J15S+8LQQ47cZ3kTnlPinri8r4suXlpQnnPl//frtx",
+	"Z4UdkcNj3TJZVG4nWy0t8FbX9HKb5YjtPa0GpEDlXGsJaOxo7VbQorV+L7sIdu+3GKfWb+V+bVS7bhmN",
+	"aXcSZS93s3utrIgCZAIAbbKLcZVdpCjrCcPn5mXZdy87iD2hta2mR0Sl4ayspL9OsNsoazbMfZtJXZOm",
+	"BwLBTjQcjUh3MOp1N26FjYedNYaAx2QK+LQv3SrtgasXffNy6Lm7EasPpQ1yA73ZuIzK9Hk3UvNxmwF0",
+	"8zJCq+teC/lEdh7lim9suvSNGOGcB790mqXA4Ltq6k2NQ1EmxxmxyWODRVAMKBuwW8JAj7HbKSkl1AP0",
+	"tN/fYW1sBKIu0JyEtm6lfuyjV37gl4jMGLDJxWwm8yWI2GiW86G6dRLQiTo3viMztQiG1Zf9hDsdP+EJ",
+	"fXD4CRQo7J5LIgGiMlq1q+k6P/0y7Oh0iIThNCqL6gw7b21eTG+1ScXr18+HnWjYSXSBJUQ7H/RE4jel",
+	"zQu/vjBGim9UPhl2vkTBtCfhtM+tKayz9QkvZZZpY7bM+Qnbtlb2x1fGI1IFxPf1kF0qXYDnfgVjV8DY",
+	"Oev3OxUc7xjJK+4/kFf88qU83H55uH1/uP3gcH1/Zn+0CK7C2jfSLN+r/D1j3EYUZZPhOwOjL619LfMJ",
+	"deKluFMykNVhfuHtY4G1vPSKT+WN2gp2ht+gGd06hF/sIh92gnD1kzvA40u0K1XhfJI2onLJtneKs/Vu",
+	"/jIDBaB11j9Z94aS2Dz6wfed/KtK8aHTZ9sfuqTz5Ow5bNb8pP94p5f5WtjU/Ti4MhPsguOKlhQBkDtL",
+	"Mz2qUIOfOjC28ynq1NNQYA0n9dbeVD/RW/W9Bdz3omcNoOIlHG8Ln3SxRL/AhIyUHLjV4Q7ePoC3UzYG",
+	"pwheFl1InOMBVRBvh1oAc1RrJ+pUYbyoD5VxvJ2oUwbycvpH5E0t/hP/RkI4bMYW2CM9jL6Et1fhTcFf",
+	"VWt1XbVZh81xTK//iDBn6XQlrLf8LojrLb8LAnthxUFkL/9Z+41ie/1A5nz0V6HyGZx1aYCtsaUvUee0",
+	"/ci5k/vKmROYWne/cnRV2K//g+J+ETOwk/+6Y6nZicNgNZioNMpWcWuAGhj067H8U6AeuGvaaP8A5HaL",
+	"VqRs3f+mRYfBc8GfK88GGFYPggzHlJepHgYZDqH7FwRCrgU1nuinmsmbwHWyH2L4feK1WRhd4OXWiKM/",
+	"IzreyGL1fWhkwPed7fU+EGP5n0CaLSz+J/gmSTpR5wr/W+kBgIt7YFwNz3z38fqZ1p9rnHKDiKw/6hCt",
+	"VlCkwnv4BBSvjJQEelMPlYTtrkRJAiTgnwr6aPgA1rXfWaPnr4LjPpeECchdrj1vv3YqQQh9CxVvkITS",
+	"+Ijcd6+t13YchtTDb0HgfPhnK1dbx1eqyPjqDxhRveYeINiAB1tgSRY5BBztaynlDgqiRarPcbAsCBDN",
+	"omjXYD3sIID1PD1kOUE8foitu8HGh+DjCVZiY0naiJZ5yubj8EvyRpjRBpBqf+hWQSmunky8Tph9rV3x",
+	"AcRjeKQsYUmJVOsTR4OqPMcPH4oXXAd+xUCJXvBic0TU0JRdaGVGxjDO46KKwL6KHZfKqdodxLVXva3a",
+	"b2KZkUs0GWKZLe2Es2POAa09VBZT5Q4HSOio3LAusDGX78MwNNhLmyuUGGG5dChVc+Da+5S04Bv+S+d7",
+	"albl8aKqItrQBOXQjPXdmNzU3qIDEm2eVZfiqUquQermhlb+pCiMOxbGDg3PMNaGW+5ysUCycXAMVKvF",
+	"mypcERCMuqX0aDU0dYAci1fUeSfjSPS6s6WRN1RVNysbuEjHBbdlHqQMY+5/w/VbC5FzD8RUO0zSL3VH",
+	"dumVDbAMx77hmeHfC1PoTDg7U4A5JB0qLtXUZSjCM48oTB6R5p+9+9Drk2WUvq+pF1e1zAi74uOwG3p8",
+	"Eq+JlYKH6Z6sBkq1qWfVkEdBOZjv1bKzv7WsDEv6BWgZ2l121nZfpaxPkrpbD8e6u4GMr/pW48MLa5CJ",
+	"GFt8C3d86wPPCeRv/fj70e/jk3idah91uMAPzN9ShGbda/mpR22P4Ar+KxkMXnBhwxqZDcwDdBHIallV",
+	"UiODQfm315t242CEGSH3Qp8bU8b1POwiTV0QZM69q+rsq1adk0ohYcVt7AmPBO6qKrNacMBtyOa6Vf0z",
+	"6sBy1j+Le1QAt1GPcqr8UmqVamXRrE6J8exldXDZoOalR0POmnFW5VqCjgK9Kngcmc4qFDDuBnmenM+V",
+	"zH1ZBuR9D5yIEdwuHpquD1Md+Y3NJJbt9f3Gm1U2qXyNn67x49DEL2lmjMW9rODjt847Hdt8JuLMJjL7",
+	"Y2pnUpvjIguqFLm5TJSrOrRpJ4pcz2aKe3Fi9foFhcnR2LAgPW6/qvIuvfEYIycWhoocUK06icXSd+fZ",
+	"3RhHjMon3B+4ZwWOxB64TQ9MtuydUxopzFE7bB/u7ptrsdSFv80sxtJgvy2fbaUdSSRcQJJWy25Rje1O",
+	"gOVfNqenJkG+35uD8TKrlbzVCvm39l3bK65NMK3EGtesJ4ExBOrWnzQJ9Q+c0OkGtopo8oqu+38Wb3V+",
+	"KOjvdRN4mMey3ldfN4SX2gQ5SUKFdHCK31BgwaDzl2P7V5u5PybkPDn2vB4oYo0Ir19U88ZvXop/MYan",
+	"t713d0ZbndtXlTGuZPqSFh2C4C2X5SAweOzuYq4hV0zNlKyoQm9PD5FvRYHwGnYGvqEHXAbzwBc4Jpv6",
+	"ZJFJLAYJawDhctj595/+/Y/Dofv02z/6D8Phsf/4T8POnTw/jE7vxhdU528Haar+AEtXIDH4RNKtc7xV",
+	"t69SeuIAp+h/suB3WSNMSJH+jyC4QRC8SNO6cCVXQ5c20cJVgfHTrgIh41koEU4UEgr+pyHSr1QzoiJG",
+	"nHTj9T6qd1DlNP9/7P3bchtJsiYKv0oYbMYEaCUhACR1AK3sXyxJ1aUpSaWWWF3Tq1I/M4AMkNlMRKAz",
+	"E6LQZTKby329b+YN5n6/wl5vsp5kW7h7nDITB54kVbfa1kyJQCIyjh5++PzzhrIIUTLH27TIlyVL9DCS",
+	"iCVnhVouiJ0d/o3UQnoKgnxqKgK0QBBGkEkN5ICkaxEvEdQESFi3rTvQfOvsIgo0q8S8pNrUNQ0SChS3",
+	"qXG9CAmtEEKVODICiJYhg2AsjVqrH3D802CnX0qWvMFeR8yodziYd2qa8fw1lqkvif35mFnfUKtPqDbi",
+	"wA1z/z45Yu7fZ90pX2QVz9nzyJZmrlOE9SJPRd+gbfxJVNtSnZ763crSMN0JLtG1cPv16U5XRmlu03xm",
+	"r5UUQAZKas9NL1lziQfXbJZagmviSPkgTKWfrTdqrXQWI+AIFcXik6ltW3pt3uBe5EXaBDDUAIWUweIf",
+	"mZ0xOFs61cTg/B6bfRd3xrsAZ0iRgc+H7EdeTNSyYO+qQogKkTUY9IYHRoPRw73hcG8wZIMn48FgrG3C",
+	"degbjATCx/gQxgrhg+dlpWSGyJ8gDO8eD6Lx7mMKX+hRDelPHBOwMvo9Pp2s6rifKPbD9q5RF713n3lB",
+	"fPehjeW7j5ZF7v2Bzva4Mz7chD/Sw4ONoIehV0ZVXotByMibPxeniWnDuA/dYzbUpdse2Q+wC0Afg7NO",
+	"+ADXFHzi2jFXkHsAPvFWAoLB8PejR4PhaP/g8OEj+uasdM810Ab1rzzQQf0rD3vgTbIHQQg/bXsSAQm1",
+	"X6OcCj+shN1nnyLSw/UwLKzt4HAwiGLPxHFHK7z83JQZZR73Xd348cFtB4fQ0E6Nj/Bz1/jfuMzKltbf",
+	"640G92cwjsGVxwGNwKv+bf/RiD0cDNhgQIcf7jL4rhBTAXcavdrd/f7rH3qvMpKKXr8sxSnpCChOiqWg",
+	"UyvbNtrFYmE/Hug24FN1VsjTKckDs8LqYqH8vz6QSKM/q3nwLa+8Py+K2pGfLfO89hHXUvR0tSzqH834",
+	"1OvFQk3Pq1Oeeo+lWb15/Yl3aPE05qeT5bn7e8LlhfvZ9zyvsin7nssL/Da7gM8HBweHo8PR6BDH4bVX",
+	"4L8PBo8Go8fDwZOB/d+QhLdeutNFkdkz8R72DKpq/nrSbmzbTn5ks3Hz2A9//ofKS/Y/9B5uk8buix1E",
+	"MrRFU41UadihR0PvI5yz5UoUDYlJ+70+/aGA3uVKfGOPnZ63523C5G7Oe6gYQwc+vf8E6sq1DGnSqEM1",
+	"59XOanarznYQADY9fUnPgAvM7qoGPb9DdKZW8TagM/cHB9vN3teqMmT4fzREp5mCtkzs9Wa3qPjZ1aIy",
+	"5IV5qhXqwBTfLSzTonW35TdhBRKwNf1aR5bFw8UQ0Mgk27MXOXO07XsMiHu3newmb5B8MhUVPE/ENpnE",
+	"ujauvtaYiQwydTxcgQsfqMKEIfqxTEj31YY0lY1YsSfayLYSLPhqONDfeWpj8O3oSS+WMApSWsll0eRl",
+	"9EJYYRHGI8bZhKcB1KJRVRWcEX2W4BqA32TIcnHGc8toZ7gG9HBHpjgFLRpBM7xMLAiQhLPLJgJKgTUL",
+	"aLSkcoGngAJqrfEUJlW4n7LS8PdiKimXq9AdXqvgt54EqmsiNawZqDlyDrBYUqVD+H0mKc7Us4iXoOxm",
+	"+O6Zv0KYr6LId4boh1qfTK2TRb6iiIq0yBRBbP7G0fEEtrrh8Bcfq6AuvnGNU7ES2DH6y6CIJB4c8qF9",
+	"t/5BcJkeBUTfrDyHaiBUAhJ5akSKA8Bw1FR9MHxBAQkQxECxsChUcXBb3DBStXbiCBYRS2yHwUwYvKnG",
+	"L5uBXINXyiqozomYuYrCcGUQhzPTBtVOi4znWYmM97E0PCYuoXNOO7Eu89YFxhpTusFTdUshsUaW2K9Q",
+	"J0pfBiagVykaRkNyA+zIzEhzsysp1vJ51M5yOx8JofXI/zVRKhdcXiejzMPImDsFJgvvB/inDbm1aWvg",
+	"Q8P7w3kEgchokgFSEdNix9rgGrLRAC2uIfzMSzYYo3ocpBmMUQvWbZDC2xmjugu/bulhm3GKHQzkLPrt",
+	"yPDQbTqzoxNpo6MzdiYHLJN+s7PZOpG22OgjsNc6UUdvslY7RGsvLRNkjcxwjpxRCh03qOtxw6llUkLG",
+	"xlnl5YSMjWPKbSuyWFx+xnjow4nHw5GD1I6HQ4e3HB/urIM+9c/fXYc2nxkNoO64dKoBuktDStK2+3+r",
+	"P5YmZqxvVKiyii1n0nvZkyBHeQWkCGXvRm7Z0Le80dL53j2q1X8jPcK5qYsWQnJ4EBwl4V5su0NaJ+mJ",
+	"N0m23bHfYtuRbJOITfPJs7KvO4twND/VgrVuPl6YT+/Mje114Mom663Gbxv357co7rYo7o424jVDsyDy",
+	"d7UKkaf1NqB6qOFeH6qHPfmDIfUoYHwHSD0ynPssgXWzKutFhmFonK6uvesjhnpRhCyXJVYpj6imLeng",
+	"xJW1ThXGNneDiEH/vl6ImCMgvj2A2G4K6GgbUGw9N/LmDpnX4/qu0e2GV/HseWt41zrVG+xrAy5Gk2HT",
+	"fq6DBzOhlyvjwf7t/f/vt8Hek26P9ffe3wdOFu/vb5CwLwUJgwX9pkvspkvYG/yL4sGc83A3zcPzVrYq",
+	"Hy72ebt5Avrm2wOHrgmjJiw5AZ8mlk8HD5LPjtWd80z2AnJ4UFcK8SFTS+s+jSXT8w1+6QWbCBBE1IRH",
+	"Me07tvss+YHnpUgYT1N6My/ZbFnorusG/UIlUIPPFBSHhK82Zy7RTWektlBlD6+PrkmtiUHiHRFoQikN",
+	"MxnG6dfavLd4gE9jdiB20lt9ejPakyHIrOHVg1LEjIDzegTVpWr3Uu+hYzPsY4KwC1fhVI8jyaRMzGFo",
+	"Iz5DPUm/1+iEej169iWGHN2vYK1lVVBLpmVf4KbIVWm8/XNeXET6PcYLjIl34LSnnq/Tz9y77hnZmAwS",
+	"bVpjvgRKSctIBx7YTBon9QZl7q1t+AtrdFf2n1kx4XCAN/KoRT7CQl9JxRKy5Ha73OrzeNda1S+leGa6",
+	"6qtW3hgAz0cBND0YJlXB4LReU9sKESjGX4UuME+vNSXr4fuS/eZBVeDtcef9dbWrQcPxckcq0X+IQtXV",
+	"oq81wt82SbeqlLUIn4ZiRgjvQfJNQ7MaWqjp7Or7gXndc4t5A9UMs7HX62NPqYCZLe++4GVpy5i1IvOT",
+	"LE1QDYILv7QJ6X34CqPmlgJVSwXoBFbJBzmC+YAoEPsMnR2RSa+PGlFhUDN8tYNK2ptyapOVnx5HWt6x",
+	"GQlchPjebiJVJZKIJRT/SNBRAuFdyFSEUeUkuCBvUJ/ufHXEnIowzdEZVOn2+FwkjKLRE4GVint9ylTA",
+	"JIg6USkZqhA/MC/W7Zp3Q62orsmppOLHoEikhVos9GemBgnQACg5FaZ/rBBz9UHPUZ5r9YUx6iLJ6FQU",
+	"2QdTVz9xgTI9JzZCRugND06WgCZE9eNo/NDdBaVUuHhFIWaiEFJPpoe7qAEtQAVyWRz4PgO59XNDCLlQ",
+	"mnd7HrgeUtITYbVRmvFX5unSpJ0GpeG8LYGbCUYkiM4XJ5IC8QZSgh22SBDMFyHERm31cap2wqK0IVBG",
+	"8JSbmu7Bk55VtL0pOnjcs65QumZdSR77yjAgRYNyw9CN6r9qsIgjp8p7xdfroJWQ54K4YazKXI/2oyCq",
+	"26lgzdiq90hxsWLn4B2tmALaZIX6MnSpAb+hNTNDihifAW08GI22dY8PBEEHuskrZcNkZZjOssfeoHih",
+	"uRd/X3Kb9W7QSZKEFWcUwmHdZJj08OgTs73DLzH2s511Zxqk/kalhpswqajFXtMtzgFXh3oksvJnJStF",
+	"ZUrxW8NGXVrjBoBfwcuBaYQF9SzrVkoyRDczrXMatRgn0XWsk18WRBX0Jb3MMBl1T67Wi/wy02jTIfe9",
+	"1ficBxfIoMadNyAgDZlMJwyW7xuVoPMhW0QTsH+QSwhEVNiDtyDqSR6iCLFmJRUqh1+ZQqJFEEP83cMA",
+	"+HyIFKP0Wa/oI8t18umqkXtcwy8WuSe4Fpw6mzyFN7yaMR8QeNUAvl27jSH84aAWw8ef3SCMP7he8PeP",
+	"btJAz7W0PFFPW44kFBfKUnbJS1L+rs5CXAgXYDQq7IhRshUSrdyk+8s8PxEfawY78A9joBDFLexUp1YE",
+	"6ol++JrGO6H02V98q123B8bLjQZGUn9H3qG75Q76ZoeGdigeFc+iu2sz1KcQAktud5R6Ldzv0OeGe01f",
+	"cAsyGFtiB5AubZELaEgorDlmCg5i8vcauHm/4VMGcRDLDbiH7ZGHqJW8zsQj9BtnWgRgVXNjsEkwDjNR",
+	"9sCMLEsxn+TGdNO2WkQOedCawVbDejFaVXPW5mTF9AtzYYl79Mir80II4p5hDhiwxxKDiQStLlfqQqRs",
+	"uWjBY5u70vyg9G68Loz9YNQzrm6eppYHENREKS6PWtAP7ExUJVVUCeB22DnPeHIwkJab/GCfdc0lixT/",
+	"gUehFzGR+7YNtm5yF7qudmOP4gg+9KyAQuJreYjGNkQD9qghNQI6ozoDYbmWtKjnsxaxluk3SRVo3uKc",
+	"qmobiVNXgjWFWyFq4XDq9W3ahlfCsq7tB8wOY5a8fv7r6YtniQerDiEt4DNMTp6/fP7mx59fP3+XmKJf",
+	"VDQfTzRLfvtdP0iF+kFEfHpP1vbzV8cvXuIPmf0dSYVY0i8BsPvpfRKZzYlFX0uhbVqwa0y5sksFVout",
+	"iK9nTwrWpQtFG/Kx5EXBVz3QJ3QT7VYKjPQriJx8DmR1E5dyA6z17kaEN8V3bUS0ki64YRv5fU0NLEhn",
+	"NFrlqvaF3pjuNTeC+b6jB65nDx3s35IBtE0c32iYmzG4jmLCS7/Rf5qyWndHNIFC0eWnOvFXyzYf1jPI",
+	"vWNXSyHHQ0qprCgSW7Jmd8iE/RTM3fe8EBvmTy2rFgXss03eqD55lIVsx6//vnkKr0FcfVn4U10H/gaB",
+	"2gqnDhTIzWE2ykR6v3vebXD3QCWMwLKBAi3ruLCe1gJZzWhaJsoNXN71sWVlbP0xnm0UpuRZamrjxqm9",
+	"DpA1vYhq1KMNEctGjfpmAvCOVFMGZYVmzIUQi7JF0TfFFD3DZ4NNA3YEJXuWgNduyw9N/rvu2yl1K47B",
+	"iMoq8Jwvcp5JNj3nBZ9q1QsjAKTpmc6aqoHOJ68NIn4mEtY1tdMNsmKIGO4kLOKesO5Qb8HRYOAe1WbE",
+	"9Fwp9OvrF+tHj1iiZaHD+AAKFqov8WqKMZXalGmlVlU8p/iTlqkJbArGkqnI8q5ukD1gYZ96SR+ioWcQ",
+	"3EUWUyGBR8qougw0XRjvrz5NG4ZU0IXfhrbnVSNKUohqWUiIfuh71owWu2xCjThVrfOnFys7kxDn6Fqw",
+	"W1llea7b+sDzDFxNvXE4f1lhy9ybmfnOvOg7vXCqYIMI/s8C6XBXef1HxJwU/ZsFh9ZZCS+1sNhCdvbV",
+	"FuynemVApoc1uUyvRut7FK5ue98OB17nRlfvmF940oqTpoQIaOM66h8qv7Nyucd53ji70EHYKKGwJhSF",
+	"X+SO0J3SnIO7LtH/eZntqNcuK9hXO0H6uHGhm2669RpdkbRhtMuuXcFxuFsFx2+cPo7TZ3jY5PSpGTdX",
+	"YfG5liH0JemD7CsfI4sgfgUN5Zm8EGkmG0yC51W1KMcPHlxeXvbNQ/2pmj/I5AN4+57CRf30nmpxfhHD",
+	"JurItsQd0E2o1PM1DtuORuBvpghpPcwH/vKgguvIAQtAlUQ9jiV6EpMjtk/JQEZ9ukafR6bP+zsLiP2W",
+	"/TdqExA/8EmRXfB5U0Jw9iL/h2gTEPbzHeUDb5EPhrvOlxC3KBz22fBgPNpK+LWOkyv6Jmu/ydovI2ub",
+	"hXyd8AkVWsYn6oPQE3cN7t2wqbgzNiagB0Aw+vUfoBDvPzvVW1i8d1NKne9kug7Vm7MVA1dTCcfhQSmq",
+	"nSvJvfVxzfh7RofGU6MDu95PzY8lQilqHh7WDf0GFnSMSWx53jNh9HpieyOwDuFnKRo+sFJQWpYrThf0",
+	"EsrTxRLr0zm0as9G2qFuOEYVoSodeq/HjUnQtlbKK26ZyvBUYs3wUlRVJs/KGjy2zxL6PQVDQemA4Acv",
+	"WWKETMJUEcukErk4K/g8Yd1cXYpiTxumac8DoVPqmJpluasLowqAwebiiHG24FnBzrIPQKV1mU0BvWPB",
+	"331mC61xA8Csr65eyFjWVnLMfEQnaySdmTmyfHtdXrJMxjL503MIfDsfKGRXrvN74FvfiS8bIA3HDm93",
+	"EMhNtwSXku9NRHGmTW/8eWdsLxwKjIZ8AVcNbtoZutP45kbcX92/tZmQvQH4C47n6FYgfyiARVVH+dmt",
+	"eXcRKKtpHN6KnmF3kNYybvNOpnNpjuq3cNGGC/ydqNbdg7y53xvX+a1V2AvkkLvmbfnSBxeL7MF8tTaq",
+	"9MMyn2U5FCAzaBZ3c94r2U9vXrBFzqXlq1mIIlMpS7Cue6HmSb+Pf1QqGbOJ0ldDylf6B9N8mYo0YvAn",
+	"NW8ahvyBfygpjpj9uQlyYCa/SvkqiqX3JoORQ4M95cDAaX99r2RzJatzv8GJmKlC+L3FXR1LGoeasbkC",
+	"FymXbP/hQ+hrZMIZsPO9bB8qfGImJaQGhQwSzISY8lzIlBfYIUQO8nSeSczfwkosxXyvFMUHUbCLRabV",
+	"A584AANCWP1EzEsCHOl/w4ec/NIc35CvoD+xpOIbBNyfi6rIpiyr2FzwclkIIiDl02rJc9yr9AwWcyWK",
+	"E5eXrscUS4jEBDSejuPTBBh1p8cUrbPQz1OA6kE1Pd1+0hvXAogRJZJBUCSyzK/BXjvCHCheXpSnqZIi",
+	"aA4ry5quGm2Dl2V2JoVWXCJIkxcpS4E51284lgyWBqKekJxnElt6+E4op3tKnfJei8EmqB1dLrUulvC5",
+	"6RD8pn0gQa5+uZy7HCv8eYlvzeQHlU1FeZqV5bLlvfR9y6tNvV97lFcLzAakKQCFCxtnaUv/durcVM1F",
+	"+F74DNx4YZXhiImPU61XAiYWElUmoroULl5GOvA95HvGn5vCwlFbF03lIW/TY5xwyvPpMocfkJCgA55J",
+	"gEapAhdXwQEf43HC0wl9oacrtZyei9IcB+sJBAnmtQoHU0LwGIwD3Q88e//5vylorn8Sywfu57Qo8FI3",
+	"1XQWW86fT0GmG4A4ov4xWlJqCaRHMANaLJjmg/OcSZOy32fPUXkbs/1hnW4v09tENyVxwn+eVmpC0mwf",
+	"Elle60UFfwK/QAsL3qxmbPjIPl4pNjy0j8Zyf6inY3j4YH/I/k03RH8N2Hdsf9Bnx9j1e6VeojOwVLTg",
+	"xRl5QGOTes6nmIGke5zJM0fWOxwMjiB5MlPpqWnklH5gjQ/+QRTg3YUUQFNgC3GoMKOn8EECywpiQk/o",
+	"Qo8WZ9ObGpK4ZrrNyfEhorGkL8G+B69OBPKaTiB+xyugWV6afajHkXOESkPNU9zKUzjQXdykZpYA+4ZM",
+	"ylrPgJ3X6zMaTKVOoWq2Gf7m6zKWlXKfUlZn0FDLxLrCpjS1aCZHdopjaYuYQWQfGrxHJ6XrQ2Xd14Zj",
+	"Rj/T67M3+DKtaiMA2psV5HGZZnOeO45x70QAPl6u2tYK/mm5JpLf4845L08vFllMjMWfEkyRNXhmkZfi",
+	"KAQ4kmrQZqVazeunRfZqdWUb9adF9oxX4odCzTs7hFPp8RN1S2XCnlF+/zYeV3ov8LjC+78HRct2PTCy",
+	"aG8ZZczqYtdwc1JTcWfM0Jk92Nsf6mWhtukJ3XrcYc7ffUNQ6DXCZReLrMHWp3cmXimXCmVQ5B3Qc57P",
+	"9FY18vNOIZFuz4O1ATWytEoEhcy8OQyiBujKt0vgvhoeYh2nNYI47oyfDPpQCGmzYFn34A275cl4cvzb",
+	"GMxrfRFC+SIK26CiDN/BdYPxmRwCDofYNbyg4s74AEun1YfwWA8BYk4uxAZqU+MNqEP5r3g4GAxqb3n4",
+	"0HzU8q4hfGcguFK9ybmsx1itvfKZdhRKUYx+XKpXevIbsHFjfsF1calQUJdHqEsKe+FCupWnfnxdZ2Kw",
+	"N3x0gzPx8HDHM9H64FdyJvbr23X0eU7F/mDDqTh0h+LWvGM/vXmxIWD1R/JdaXHQdPZ4biqrw1wB3Izq",
+	"TovzqRJ8vtb9pLsya7igyorPSG9EZ4d1uFDeY5sGjkV1gb4xK1gqtF1DZiggHyda3a4Uy/nZmVbrusiy",
+	"sfC0zMmK3CoImEsx9GSMw8hn/MNIkP4gz+b6P4izI7Q0hjTqTrgkCg1KayeELjfrGYPRIl52WYriiJXK",
+	"kjWiYVIaMxJCTWQCZwioRa9dYAwTmvqdnt6xsT6zD+g7qQemSIdGv9XRuqdNLSfmzTit0rngtCy0amhA",
+	"Xp4rWtVCaLOcFdnZecW67gGjyoetji2t1LwU+QdknYSIonsGIcb0HK+8X98rcVcdgdvB76xaVmWWUgmG",
+	"cqoWGJdWM6S7dM/Viv2Ai7C8FJRUyUsXo/CCjb3IOIvsfkxcsmDfUIgWZTJmSdPOAhed59nKig3Wbtd4",
+	"Vcgms+aiXSrSOZGUhYxpHw/c67Njx4TTsgiwcrUJh6z/+igToj7qkyPNjX5MnKj2E+ZZyyLF3XW0bjJq",
+	"3Wkz8PFQurZovDgskZ2dG+IhbcACTec5r4RxDTjkvDdlffYL7Hnnd/H6ACBzTPmEA/ZW7+dy7JyS4AaQ",
+	"QpBPFfc7HUzo4T0QcHgcotr0wK+pNJP/Q28C/Z+z7iznLsism4+CAWYFK1QO+eLGZp6o6hwbNw4oqk/V",
+	"XppKb+39uJOw7o8nJ2/YCLbNr5gZl68Qp09dtYBkmAKXI2tkJ0ciI8xoPMso7M8KwUslY9lNpGqZLm+4",
+	"ScQaz/hby3uSOPpjWd++EAqPgk16ih2jk6oql4gALougAciZgDYS8GgFY9K/Vxfk6TAbU3+6KMS6LGDf",
+	"g3CiL8/P50NogM9/Nkx+eCUb3LmbgKO27Wprm/lTF0DmR+0g9GBib4BD/2K+ELeF9My1MMpsPse4Ve/U",
+	"yLkVOx+OoUMgwp90ZuD5bceWMIF25GSBBMuvTQkfefmO56I01crrCv+jQ1D4w1b9HqmLuIMm6UwVkyxN",
+	"Rd1MJmZb6HerZ2rf80yZAVoFy40NZC8OWIs5rz+f3wmlpHhm319zyvlz/d3oj7Pn9EZxpd8f+lsE0LfM",
+	"wWrb9pP7bPuuemJNVvfCR/4LX/KiZK+zvITy8rfwxocDs48bZ0pdtJwaOoBrNv32m4twYHQ0jKnmdsn3",
+	"TjX4tkN23CGH/guPpeTsewDrtLyusXxe9fJ1Qu5r3o6fTYgv5YVUl3KdcDtuN/AEm/I8ByMbDD1w52xg",
+	"5zvYHIuoDdR/55NbAqzBtO+qSpAt8UdTIj77cb098bqL4YFb9jbdkKBjl/98zki0MZpK0w3dkmBD1RyT",
+	"89WDlK82cC0ANKKsRY4hSt7Eu7Ea3A3cDSlfsWIpZSbPwP8Yy3mWSrNd7L9NieN2D2CfXtkExiG9pIXH",
+	"VQrAcfj0OgAcYd/YDtC3WDaxb+y5dRsJQEwJQHMnkAaXRA3sWEhAsZSAjCBIEdrIufggcoM4yKRY20gT",
+	"gNZfAzWrA8zakVgW9qW/tKCvCPMAmMGjHemOS6KPkAKp4cGBUuON7juEWjJmHEBpyI0spDP9HSit8P8u",
+	"EPaP7ilwIHvjh1pANokBpyorAyBlF6euZ4kI3Jy1vBVdlfjiPjuGrkLldp7mGZaW178iwGQms/Ict437",
+	"tKx4UVmXBoE2kC5dP95niT586TIX6SnujQfQxVP7cWJwezhe+/IZz/OyBTMH0D0sz69PhJIibBhQgaZN",
+	"H+53mVXnbQuPXA0h5K/hJjPd6rNEfRBFuqy9lT60LzabB6jfpLrs1YfnYAok7RzVgIkwWFxNscyFYcqu",
+	"BRPmqwe41aDCEbit3ZbDUkcglex0Y2gEe4s0/pPVabVa6K4DmZWstGojClsSElrzyOb3D3sYuuBeq6rA",
+	"seqHYZlopu3P7pWIhzoyMsI76XhMcby2RRhWhCucWJ56t8QoKmGym2hOmg0cjj75PAWySYMZVktLboOn",
+	"YKI+iH4LznMjhrNdcpgRIiYz6Dh+YtZ8OS8bwMp+K+pzHZyzDcvprdTBAW073IrYAkBu4GiHE1bb8Kjz",
+	"HbkgVdBdmDO/xwDXTMZ11KfZ9e2vNIjQc9FEhZq6FZtQoX0HQSUwrP7jFAGyYwtehWICxpNv2rU4VSVF",
+	"eUTrQ62NQ9wr0eusvX4gjJSIjwshS9MV+ivoi1pWZ8q8EqdtpoozVVVCntq7K9kCi/bSrwqVw0mBrdDl",
+	"bJbzM2+IrniDXynChFI/CCYVW0oU1HTgoHkuV0CT2ZBYsOoV6A1QC8Hw/YSKEQDcrU6DT1odpNe8R013",
+	"a/XW2u/V+er0YpHRhFpmwTUhVltuDqSoDxrGrYsEQHpfh+zs90o24aVgWGhuutromH+1esZX27h3fvBR",
+	"l/5cGSYn1OM2K4C9kGjGmFCjwRoWFypv0OI3p2+20s285Jt7jZpk78iGDfcfHqIC7C17co1un1bqSj3/",
+	"rD7+dWDHrUDH28A4DveGTxoYRw/eOBp8fs9yG9LsmF0KcRF5UdLPAjzb7owYPlzrjBiNnDMCm2i61U7U",
+	"nJfsjagKviwveIm/qFke+GPQAmLd6bijZZ3+p34YlBZ8pKYcx53xvu6bVWrjznhIv3YaMz1lVSF6KNBL",
+	"vdca3ZQ+InWPfC30z7jzlOc5TEy9I14X2l786f0ncIp4SlNz9FYfqs2GHRp+o1uqqT43agu0BVpIQpfB",
+	"c76e4P80eIhu8PAv9xvdfsvtHfbXm7ghdGhFmMIWiCT6MnH/nij1UsmzdTjJNlv9ZrLFE+6jwehwbzDc",
+	"Gwz7fTgY+t8jsOz2Hz6Cd/ny/iHWIcKyjDfLxzUjrefkpnz1hWXGaLBeZgxaZcY6v/9WYbFf2zIbhcVw",
+	"VJcWj9qkxUHt0O63SItRU1oMryAtHjtpcbheWowgYGFbeSUEZPD4DR24hkbeVFxZ7IxqouJgaCCi9Sbx",
+	"+9Ehgqe3iaBhrV363S7ttomj4Wgw6B+2CKVhQyi5R51o2jcvr8un0U7y6cB1e7RePu2cFLDDMVkPgD7c",
+	"NSng4Qhn4TYA0KZbtwWAHvT3931g8hpI8g3QzwcN8LPbF5tSAm417kDy+Z8k6vCMr8yIbh8K/Yyvnpmf",
+	"tQQeQLyvDT2ckGNUFE0imyx05xo/bmSNXm23UcQgNDNjmcl16ffmh8VSlgiVbo1UQMCh53zGsbyx09h4",
+	"jMmXDz1NxgR5Bh9kq4NYSRvP8DzDtTId1ifieXIxj1KyLC17R8bNmJXsXF2yOZdmK8yRyAfxnHvW++s7",
+	"esm9vJN/1/RVa09YN18f1HxlXLKm0j5lhLrB6o8Ji64bPM/OzvUmSHvOoUoOmvzS5CcjZ63hLi7P1aVM",
+	"3Pj0uBAaO7b6nHVuA5AdGbf1JqQaT2MsP+qIfPjc8gFtcBfb4qQJSzLJgN8olqows95FvLD16mIyack4",
+	"myiVCy51C/7Owee9DUbLHcsmbr4bPuiVRMNNZe1TfALqpnrsfwnCbWvOKcwMwKx/i3pubVU/ssV/BKd8",
+	"mwfphA7mV+4x+tGeHtrPxMmgYKtFDDjMh0jrbDu2P2jvTrAZ2yme9wch//TXhAU1fqIJT1/CCALLJhgc",
+	"05tFzVgBtQevbsoFjW0g/BsOvoB7CDpVL6NyAnXCgl0SsWAY3w3v1OojrbGhveIV2dD5PVeIMckclRPy",
+	"r1q75vkeslCGfJzYgmuK1Gon12q9YYMn44FlOfWEmMOiXJm6lASWa8Hyg74TxEGhZjOiFy2gKoX5tgIe",
+	"S2c5Ns1WuGDWzdHBkyeDaI3t500SXQ/+PIF7ZP1EDR8zIC9tn6jwuYfeczsx6L5WRXV+qW+2ly+f1mZw",
+	"H39jZ/ANovhdqTJe8VydLUV9MmEiCWRp1L/Q4wF3CHIeQVCWpvwrPA+DNedhGLV5C2600KMBGw52WGh8",
+	"bn/tQt/gkOiBMD7RwnrtUdl4TIbfjsnVj8mtma3mlvlnMFpP9LG8V/pwDtK1bt2EJQ21bsYKnj84Uyot",
+	"dyvCCkUUiMca8CUZmAsJNHGapWXioJM8d7p1zZQDjPoRoNIyrOlfiIXgFesGLwDYHcAxCKpmv6mAVk0b",
+	"o1QVNc1sX5NeFEstWSP29yWXVVatMJxtN+k9m/Rrn+hFbFFkU2Ra+8vxCSt4JdB21j+F8cXStkB5v1Ix",
+	"/WJtVhyxqSq0uUT25qwSxaVeIqo3jMVAvflGIlZtneldPVEpJOgRb65MbXUP4HeD2SyXc8NX49NjoX1n",
+	"HtpEm2tLR3nMufCj1w7cnPT67AXAB1iWAlEc8eNQqrDPTOUi7XZiWJeA3BHjEjMF7VMRMN7q6UgLfil7",
+	"QYFRU2tuzFznJAdwB3oPgFcpS+u1RpMh+SBSgDskg4QpIxcs7KUSHwGYSXmPraac4Pmf9MLcUq3O7Vl6",
+	"8LZngucv0p0ff5GWt8QLZJvbwQZyr47gotqxjvddlaAPqWj1wm3F+sMu37/FSvO0y2Fmto7uF//hb+XN",
+	"P3sVQCedQPQiuSftG3unCp7fWmFzT8xvrAB4Yq4Wr0w2ydaN9ycUPrsUhcDK2RagEcsFP8vkWZ+9se3x",
+	"wlUk98r16ZbHfsXx+pkiLoQylptuiyOaSesscwPB7G/LBa8ngsgezTP3SpYAmlLLceCC6/5dVuw//zfd",
+	"xf/5v1l3OBiw//q//m97z/bYAzYcDCI26iVHLPnAHSngX45PYgn3tk8xaFD8Freomz5yKgv83HP9OR0D",
+	"+CayFGHAQGJk9QG7o/rsz6hBAMbPdLIM1Ahcg8siqyohvTWIZZmdyWyWTbmsLPkd5tx3k9EgiVgy7B/C",
+	"f0b9w8ToKNg6QN6gMSIUTIajw/5g0E61bq+3XYrM6Uup5tsbDNfld8MG7dTZyP9AFcdgezazzdr29B0y",
+	"ir+/iWuubCFBtxW1b1DvbLQbC/o+lngJzEX9gTli8Ak84bR0NMXPeVaw58WZIjM1JRP9xz0M9/4d4+AY",
+	"F82mGEEn7ixz2MCkjeLOB26fpaj9yISjvQI6rnLQ/uFgtKXXJlus1u1nIs+0Thp22uvw0OvvwZP+kydh",
+	"d11vXWfNY7arxImpZjN95IkZPtSMNutggud3UITYnoV/4Vovf2pe2Rv1iSsXeXkWSOu6SoGW43pL/ek5",
+	"l2eitOxKbMHLUqQU/rMwYHPPJaBfXJ5n03NjPeZKnvmGPFCsGE2ELvw1xuWRK7dizbspdcgyJINmAcal",
+	"p1uEihB7jUWKec5eefpGnx1XLBe8rMDCRU6WiSizVJQwEszVcEE9QPrjzdRnP2qVaYDpWYg7z7MLAcYu",
+	"2qrgJ4g7A8O2TBxQOIFxx/J7Qb+olAqZyCVHX4jdFr0xS8yhH7NBYuvgcKsn9HVPPc8FlcFVlUiAs4dP",
+	"KWkhT8GGLfvsmVET4OoHCKEt4sMlVXyIpdY4DLsu0JDyS75C/eUfolCsixqWoSP2XCWVYvvUpFNocFa1",
+	"QlMpNupprY+CU5VSLOeFqf3E0PenV71czv1vzWIP4k4SOjWsl6Hh1aiVnLF7A0j0YRltCgPuMfLLAEoB",
+	"NMtC6OO1rKhccCzdIaB8g1BV36I9/bKgGOqXq1NjNC5SyswKwSXYgc/1bawvos54dLCz3H8WDvFOC81c",
+	"E5/e5hJ4rdAxZLdGZhR3wXPakmvFFRZxElu9BzXJpCfYCqf926tlQ+LyRKEAbyEIyFJKpjZK9+YQM+0x",
+	"cC6OEe7jB5NRjO4Dm76ALKUbdV8tq59nb03PN67rz+7RT1EH5WjaLOPpznvtmN9pDO3zqLQH11NpHw1a",
+	"VNrbDK/gBKd27r/VDNqgCOJBBU2kJiO2qIRXUgKNL8dTBHcK1nieGbgR656mbgLNJz0tNCFeUHBZ8qn+",
+	"dsyIPQuc7yCX4JqmilII0DsHV9NJvdh24sKNybZ4RCwhIMG31NPXvyZ/FAvK/nmvDYMYsUxsZVVQIOIO",
+	"5dma2yzuGJcQ3EczTtEfT2NkWmT2ES9n2uEAk8whYTPI0x04iBw8S9NfVvwsfHCoHyR+lMRwvYZ5kqyr",
+	"dVL4VxhrQWSbLcHYKE3l1xgJCyoe1cF2qHMF9ZQQmdd3XrnKjz1xQy4luwOMuah5VlUi7R2ROqYbtPpW",
+	"GDzTs8jPkIARSibtlUJrSEbVO2a0GzHChF5s56PrbotA4ea2frkehghjeQlVHiroKqp9vsINs5kK/V8Q",
+	"xvoff5cGnAjOxabP7yiWpkSL8RB5PUVaUM6kknvo+Wyq+D75B75vGMWSusAGEb160HcWRMgYMuizVjdq",
+	"LK/jR71lq8LzTzbsi0yUgYURy6bPdK2JYUt3ghIfec7aeyUZEpayJTA3WmwJKS5hZ98rMajYqvPfUizw",
+	"Juo+RZh+syqeViQ6vt4/iHwlBG8lUkE6kVVYUF9BlQM0DmMiDLBApZHYhK7xoSUWdDraGx52Ig+c4sFR",
+	"oSIHOYV/Bp+VViWyQitXVih2xk+GcH9iSg16f+Hzx8PIUEZ1xodXslpwke7UYJnw1LS/Q7jUdgVQo++q",
+	"RpXoY2ZnJKxC498YoYTbquvbFsdMkk1EJXEk8+8e1nXvKHs3Uvhp07ze1SP5tPY8+Lsx6r/1t6/F5Yu0",
+	"c/3c5mf+CQnXAr15gTg3hwZEkvnQP2TbVgPa7A/73m/GTquoBZrqb/1CVlgtor1uiiBDwk4Q7VxSpNwV",
+	"6UM78PbYcc4GfdP2mO70fd/Abrzpayh9Htwl3wymLdH4m9pFJAqsLXQ77nCMtzdd4VsMl02xca/weJ/d",
+	"v3+s9RlRZFPyWmO1Cq3Mhd7mWGIH79+HgtqhgVLyFTiWtb4XBZZWaBhEzmiJQlMINFtrfXidANZ7BJ0B",
+	"8xIHpX/KJZoJrBSQPoaKHkd9C24v0AhJLR34gxlo1a1nKqiGdoprVyvq2m4hJvJLvtLGm+kqb7r7zZWZ",
+	"i5mhpkkLtVhgFQAtnnQfMepujT3piO+CdSH+enMDT6diURkRLVf4RtQf0S0P04eWTN1DT1Q9REMmIIoP",
+	"JRPYNBe8oDKwR84QAlRBYAmxY7r90Q2DkQr6t7ZdvHUECxEfnmslXOW5utR9jhF312tBDgI1VFBaE3R3",
+	"6xzos2dWVcDRRI74WvfWX0Kc4Om5mFr2qgDmiHd7cgSsKeHDlToT4F1A/v7KlarG0+ZUIjwKZCFqOdvq",
+	"XOChA2I77jGW630HwfYwU3ivrG9gr1IwbYDQ3oYztJS5KPUaBkY7iRw9HIVZhiSSyFUTOYmkNwnsc5eM",
+	"FvZDbxlycPPKgKMt0VjU4PJSejqyPJaFmGGBTzqJ+hFARhFsM5ifgDXyGI5csC+NPMG1RCAqONiZniRR",
+	"6EUyvhyaMG+BYHnfcAQieaRXpA/zvBA8XWGJ1hLkErhtMdH1b2qp1TxWqEvMrDRki1LFkiKPa0Gj5Hq+",
+	"IW70K4gKuYCQFlOdcedXnkEUzrJnZWdSpMg4xqdVzSobXcni+gwhon9Ww2lwPZiPwcXmmbwQ6Vvc4bW5",
+	"aTu3Mz8AxiuKcpsTYkTA1jlyMnfsRJM+jjvLG70q+pppSMisWiOAbjbDXz2AeJdgH5at0v8ONMfS09qu",
+	"GAPk68ETGPgKvN9dvqPKSvfXDU+FFwfcAV3+DUb9BSJdzma6YwC1Ebyb8dP37z//WAlZZkr2799nzyFR",
+	"xAnt8CYYIywE/P0I9Fnw6tzLwFazWBIoxL7+d/041o8OqXCp/DcySLPkPih2ND2kil0I5GdGbaaH1QYT",
+	"4COITIBBf0Mk2a5OGRbSgmAHaUI+Q4DjR6CB9WnghcoFsEpTClKeR0DnvWZIWqkqMb4XSzeusEShVi//",
+	"vsymF5T6P1lBzTBUjPVQSkeFK4oP2C1TwRAoIDJJzVFvjwINj34bEMS2qlmmf4Rf/hIIlCbO9sTbERmR",
+	"kRD5R3WpGCSJ9m4CwB0ebEXgEsLgic9V9jSwhlYLqp+Ak24pvOiXgDRo/ym+uv7rfYCi3pr3zJvAP14C",
+	"Z9j/yM+w0NOLhwHOiS8q3S8AZU8izEhP8/cVMaPmhDxF12hdkOKx35iKEsqcgHKYxGZreVNbQBOSU6xQ",
+	"hAQHVVSUs0JSQbqarEAO44QL6yZ60yfsu5o4JE9ELBM4HvoB+Jf+xxCu70EE/2cKnGLY1Xa+57s1YFXG",
+	"7EnNY6DPSMSGg+DjWJoDELFR7RdTXokzWvT9QyDOKQ1zTsm6NmpsXXe9I3YwIDQtve5g6Nkt+u9RCCqu",
+	"+VsidrBvj6T3PZSzpQcOHEW4ecmh+8gN5+AhW/CVqe061588MqW6wddDXHSmwOjBY8bPUMM/qM3EWaGW",
+	"C5B9UCCBLoHpucqmwC5lwLWYlFvDgT63N029WC1mBfOUbg+7mhtvhz+J7cktwVYI0lyeUI6L1gtcNBNk",
+	"9qb8FiGX8874tyfRcBCNnkT7h9HBIDoYRgej6GA/OjiIDg6jg4fRwaPo4HF08OT915D0cq0LkEJET+ES",
+	"q+XLBLNKEEwl0DoQH/HS3myp1LQxez+ROf7IGPvApUF7BRlLjcT67Yk+waMn+kAeDPTxOhjpM3NwoE/B",
+	"wUO9xw8es4Mn728UYsO3hTPQvHHvNu/mxTN9cw+juPP6+NVzvLmB35AyXPD7A//7d0u9J0RBqSS3dn8b",
+	"R/G/bDrIX+x9qbemPQlrLvzrpoQECjDe7STW74jAwVwaiflXMxGVyuSimdFgOKAAAMoBfTWDiTgmrofS",
+	"nN6I1AGgbIilSUSoEzI0cViRz7+ANhTQKDQ4FCJyS9M4ECzUzDjwkmbRwDUz4GJVBh2rilgSUNHRL5jH",
+	"r0zBYH7YoGGIJfIwsKvSMGyjVojlZ+VWoAF+CX4FevU3joUbcSzQLG53k5qt/Pgb18I3rgXHteD2j70S",
+	"Tcjg1lyG4W14bd6FHa69Bv8CstpAqjjwLzg/gHEJuvJFG3LPWDd4KVD8IsQAcMuU0tjbhd2BmgkZHnSD",
+	"9SPdBqtvvZCO/BvR8U1soXvYfBe0kxHcvlz/LIwBtbn512UNGO7GGvCYUqzcjtcffmbmgPYsq8O2LKur",
+	"5t/TuL7l4H/GHPzt98zVDa+GwAqvm21mVy1GZTKzjLSwleDWJFAZOGI9/INWRt2U2AXU1LicQusIfbHl",
+	"ubos65lPoW+xVqRQ3w/AeCldPUMuTUlDNgfGvuBF3rddQ1lvqQ1NgDmroGgmVvHQ5odloNcXYS3Hi9dd",
+	"nUEfD/UPzC0aSwceAyeslzhVR5PxqmHHYfHWMBWrDpDDUJ6HnTKEdnbqQySiAVFF7TlhUVgzuAahquVs",
+	"2WnYlLd11FCCuFFpQtbCNkcDMS2kCrO+CK9Y9ajC8an4uMgKAftXSEZ+gpaks/XZOc5cz9I++x+I8xqz",
+	"uUqXuWAHERPIWGD1lY3G51eQy9OeZVPndK8l+KPW2Bl3Xrz+yx49+LjTnkXzaLg7jiuYlrvGcp2AwztU",
+	"mKjXdSBXIGKuiOWiJjcjuQ5YN4yR/OGyYG43ccE/Zt+SF7YnL2zSMW4tmusnORjpu9GkJezLrmqFFt4P",
+	"TI2ZgGrQ3nexbHFcRnrPiLIyJU4mK4B3U1GTLO25YpGGijAg7FEz1DaqSxVCzdrQ+UdY9tqixSUvAOWr",
+	"HMUHDpRXIfaa7vkghfme5QpGTH5Y3SPM3X5gSp00HcfZmdRnxKgXQBwIWB5qNSiHI4UtekLXoUUEZSmQ",
+	"7YhiTo00fgn3ItAe21XNSmvsT1agCalLyZrJ41aVgBroCmD/WRmqFAYYHGwRb0f0G/vF2yNaT5hlub4h",
+	"x5gNTXJ8rm1sDPuB+3kLHTAQBk1Vkban2BBBS6/NuRAZjzjIqj575hfX5pZGIBie7jZk2GDJnE3qwrVc",
+	"E39eZtMLEvC7eSbgF7uTAN+yI2PC0xdpHUbM6neyZCZQffWaJgHzPGn8evN7TV7/6m3xw7ymfWf2Ydcx",
+	"VayLxfT+KP6Zxg5vwy3fvpsGPTKohmKZO6OIDgYHI1uHIKzWt4/FDmruFNLP4s74MKgt8QLNQK9AAj71",
+	"cBhWTHhBtRxDzwwV7jy1NTvhr7bCnTcrJEEUQADh0U8Fae7UuDEHPfJIJ/3DGg2P4CdaP9BLfhrySGrV",
+	"ouZ4QkKWP2lDalcl8+dCi5a3Rp+/RcyeA/z/y3qgasexfo82AdK35YlyTijxYate6Lmf7t9nXS9Z2yHT",
+	"EM0LjbGZEKkp2EdGvZdlpVUIzB3pkhl+ODC65lJmH0RR8hyu514zZGJ5IC9FITD3EdwQkSk0P10WpSqS",
+	"iKk8tTpm5Ora0btPlUT430IUbMrzvM+OY4nlPdmFEAtU+kxzun9QSaIQixxxAZCuAL4l8qRI8bGCpoDJ",
+	"BvIkYajC6h0wOdWlQSRgKuU8g3YgOn6uLuEz3dxlkVWirFmvsYQZzwX/QA6vwHsJb0APzDkHhhWtnWaS",
+	"4TzhNB7pCyuWSaqm5YNUTDOwNPpziAr9ashozMDBzyREipULS0Z+LIcXgAmOJbzaqZs41nOAZ5aV3vnI",
+	"rNmtpduRxcjzEicxuRSTc6Uu9ijHEVRd+kzrY3p7ZACEh5s4m5u6fi68tq4EHv4EyjNLAJLCc6RxpgLd",
+	"bJjJiylPtHXhS8LoIzRR90rkszFlQVK3Vnqyp2ouyEjQz+sHJuoj9iaCtMOJPVkszUo9MzYDgMYZy0tV",
+	"XIjC1MPUXabeJ3hiEtYd+sICEKQjk0l14IvWQ8ymimI5QuSofvIAOhaxhwPzzqBjZnoTdI4lrEu3W2Tg",
+	"olEsF+ewZQW2BEZYqXdsBN2IiDwRbj5w+bkML/cv+iaW0MdTk/EVUfeIogeNhMh01XQOT7J1drIEWceS",
+	"WHYTci9GLKESKVCjUWvz+l+lkEB7NRdlyc8E+/tSLCGBk06r910sZ0JrgSk2oNc5AcSx/oVtwKZ8k0X1",
+	"7tXJG9orERDJ4gY5nfEsF8GrwafJlgvMcE9IuiVjA0PGgTCX3WzYRyPzBDHIgnQy0CJ0DKP79Tel51CK",
+	"y/fkJTVbCF5IcwYiz7EbkBwB2aNKQe5SjEDjL0oos0N5KfqqqmWhE6KvB+hcI5Mgl8FsdhICiP0WZcmK",
+	"ZS7QEOTpPJOYhYKXCPRHH59zwVO/h/7ZxCRzlJcZYKv00aAoQUpBbTQj2VwgK5T5DGbmZylAflNWi7ky",
+	"DqPBYBBMiQMYL3iJi4PicgwWuF4iMGtZeZEtvEQa/SBeIHSyqdEJuBCsyDWNzomHeK600Q+3PCtrdw07",
+	"U3B5WGgbcM3hL7KSQS0wdAuAN4YuOP36KV+enVdsueizY+q+/oVa8L8vxZFByNYsbsomJAsYNy9Mv36X",
+	"aOXMegMuHFc3FvH5xkdvAfo0FSDDwamzyFcRM2h92KtwYSOB2JB1DV7fDK4QZJqj26NhlMMLdqlccFK7",
+	"97Hgg/iQqSX168gEP/TVjxV96VpEjxbehWtKq2LLQRHTOf/4Usiz6pwql24trkpnagF5uHo/2WKwQMdm",
+	"d+5g0FvXjVAPaq+pimVUTVHVw61FVRv9/LlNoAhPoECtLkB7t4gQSLOoVa4dRqM1A8ImN87rglfaUOqM",
+	"O///3wZ7T97/WzfC//bu/7ddatqa4ZQikIItfa/1GqV4tDQ5/m39xxbX9X9U7z/f+8cpDAD/0T6CW/Hu",
+	"PMUNW4u8kMSwJ99UOYEbbXsyOIlLjNdQW4rYW5xu6cyJm/l4YPfV0u4ujfi9O5D97zG92i/s+IQ8AM0q",
+	"m2FVy93dEaDI4qOPopgOAlWQQA0OfkQ6HFVXJN3JOTBw/8GTuE/RG4EKCRavJH/Jb+RfgCKYEz69iDvv",
+	"P7maGE+wzuO6AQ5vb4CjcIBa72yM7mDn0flOo9+G0ei9Pj8xbVX45X/8z79+fPm3P69e/u05TqO+Z03F",
+	"zU/XddPdikPlmC2It4JErcVnmIOq2JkyisI/S+nLELhuKkQYahkYeOgI8Fwp9vDfUrQN7uQ3WlCAWwX0",
+	"nQdoc1wB2DPPJLKM9dkz+G3pIT20BU0Z6MfPnp0mbKry5Vyik51YcmKMlRinRJ6VUNfJRsYukd4G1kCk",
+	"PSZVQXp5JtmUF2nZZ8QNgkYBadMmQ+c8S1MhSRGFANoskyEghZ/xTLKJvoMojVwLiT4LswLadDT4PY77",
+	"yzPh7HwuX6R3Cn2gKNTOYP52TP6xQQu16/Rabd6KzMcW9m+lVMHdouq/oQ3QvQxbB1J+0hTchDynfdAF",
+	"IxtwK0YilqKq9Jm9xXxyi6xHcXhlnGMgDmeZREdqYzCQx+x7w2LZtX6OYY+ZvDHWHQ16Y+LPYN1caH0a",
+	"StScZUQenZwmzoB6uH9kpWgsnbQF8fu7buVTErGlzP6+FGCN4TspSepJiESIWFJlVW6IO8AeB2ykcXSa",
+	"FNRuUomPVaINazLFIpagpZwQFCBhyV//+te/7r16tffsGbAzTpTKBZfArUbx8HulT5FRiioA5OGK4AO2",
+	"kDCjPERuU9PcDFtkI3g3z7k20OYCZLshnQtkvMHgZekRm6kiltzzi6Lj/5ybu0nPVQ9NxY9ZWVmPwVpq",
+	"bfj2K8DjkdmpTQIy5EpxZrA9erk748479wkaaHp9OztLwB/cUO/2olni96JJUOKtF/d3BK9gTVtvjife",
+	"zUG/HwY8fE5jiM2kxZ3rXin7IGdmqpiAgrL1tkTZoi36L46ecxv922W28TLTF8CXu8w8OB3KzqvQSoGp",
+	"Uut22by3bEh02LNVmvDWimIJTBbk7Ea9nodXEdkDeJHRg1qlPyLBb25EfaES7y5+dK9s539qYW6i/hlK",
+	"mrWieRdPq3UP+jTKWUnvCFxow52dfsSkMYxGgzaWjFtxib0ioR8q2DQ1FhRYX+5rQJ+sq8OgkLfSV8C4",
+	"b+Qta0/qgiF8BqjQft2DZX1C9oqIYrxZkZHC/9RggfT9etsUFbiGf3AfSduevDuJ+YMVBJ7U3Ea1vskG",
+	"MDTsEO5FZdqcA+chCZKZ4ONYruVmflFRtB5U8tVCsLLiq7GlN3UuEHPClhJIKyrirtvZrfG1EPw6tfQV",
+	"Ly5ExYy+ejV99DPw9/4xHBlfF+foN10RNslbYU1N2O24W74SL0hgc+8sCN8J5yHQo2lTJhtYfN8LEkty",
+	"g4A+GdSpaKCaW/JCgzRDIh2N5ZwvqJQWMXl2bTkzcFH3kLyBYCKeqL5XUgIoOjvGjMcS45bO2TG29buM",
+	"22Mc+j2YdXuMAR+hjwQEY3pHsUywVnJCujLNEtae8fwi+FTqBqUbsb/18kuwZBvlIuClATAxOzYjjmBc",
+	"NRyEzTx0iB2aDcpdQA3dKfNj5gN3dr1k0H3zlVw1mJ7oOUgc6ZmYL3K1EvqPAy1f6QrSB7fi2VWCYj+4",
+	"YX+JBMT2xYeCd95W36r548z07bSMPZ0mw6Ot26U8zm+X1T/VZfVOEKa2TaQ3QeE1SPjd3ld5JYpbi2Ki",
+	"6w8bhfvniHGkCrCeRCzKLmOJ6Wf4LHLK+RLVwt0kU3I36agb+kpCiwf/fKHFHMnPb6KSQxMH34KLf7Tg",
+	"YnisP7tGDRLqVgKL4UDUzEfbR2w00JthdNAbA6J7lskModMZxCTV5G9ianOmjVvVNOaESXumC5J/MVSA",
+	"4cwgMNZGBH/3E9/Y41HEbH4XizsfskXc+ZT0Ir+UFgQYQbrChwTFaGcS8QoYGDX/iDVFMOKRCbhVgu8F",
+	"CrNQTqx1RmayzFJnKNTCgevl81cQz3Mrq/9ytWVHn5wqOxpYB/Qvi1LkOfrpr+JBcaO9a60V31WX2G7B",
+	"vXCsJVumXTtZbVVc3XSNza9ImTe+6nK5WKiCkiPoRcBRcn0d9g8a5dOz8y3Mt2uY7wtcK0GED+6Vq4b4",
+	"/D6vEfWGWcGTqz2gtKhHAoe9yIv/gYMahG13dGD4t4KIHgsDerFsrejS5WZKkQmjZJeGm2rK89yjF+Zy",
+	"dclXPRsDxMtk9yCgfsmVooAtk9ceDNTy9+rRwGh08GUDgsH4PlswUA/7TuKBcK3cfUDwIEB8B3Vm/MuX",
+	"8uzNbYSQbqcyPR59ut1wYLCYf/CoYH1j3mVE0EoFX8zeWkwQgX3ESxRo6dbbytOVSdBrCxfC52tZDz31",
+	"WpnkzH6d73y9OPwKHLOhfuvX7xxGNXX3aq6KH7wRfqGw4NflhPjma/16axB+aaeF5HIqHtD+LK+iYWJt",
+	"VPPLej5yV2yo4oegBaTrtBTrvTEYJFQ+Y1kUWsqAZnd5joxpGZhyWDMiMpW3gC7DQcP67FXYL14QcQLq",
+	"qdNivkfcCTCAPdPhaSGIv7NFZMIsHZtJ+moK9l2q2ircbZkeTNILoFDfc3nBnv/yFpPYaNHgG/MhLlds",
+	"ZK5tZtRo5pd3z5rNmA/DZm5VgQqn8A+uQTX2gxEjtIlvT4rAOaMz4etRKFGuRSQtTdG2boIUp5mSwNCH",
+	"mROmilt31NNKT2XWLpbmECf0D/hR1xWY8S0TUz8VqxbUJWDS01qUzz7M59A0cbq4mZ7wUlg5FQFj8an5",
+	"MzGPh/27V9ofjC1dQLhkWOIGy//4L9DCz2NMNn0EW3xZVlTMOKuOnJZI8tJoPQ3+a79kXix9bumHvYgl",
+	"VBPQECaapfHWAcr2dA8eEeVSWGywTvvtaJM3VRSCq8LpwUA4aWkaY0m1v9t+Y7IAwprcSBAtwUSF1/eO",
+	"/Pr+mzioYxnLX+HOqNRpbV8ZrQ42V7B+PVpS5I/Bib5/vyq4LGeiiOVEVJcC31E7q/fvAybDTC7EFYP9",
+	"DJwndh1gD4Q9i5Bh1DGWm9eWrGupyBGT/dObF8yQXcO209czYFWCgxfV2Nu9xQCSmGCLYPVbyQoxW5ZA",
+	"hAVO+kqd1o5G27mqeHEm/ANimSQyecby7ELglnft9NqotnlRcFsqWYpLV7v9HsvScozsVqogYiUzQZTv",
+	"AzMPyokhFdNT3WTrPnRs3SFfUBJphU5dYt1hPj3foE58BSEGt3fgXu946wl0hbtyfHtbBr0phs37Cjab",
+	"Nyd3arSZ/dN0kQVSWFrbzW5I4z3zd+FW55n/8NjK4qj2uuGI5P4v757Z6tw1+V9qPetGVqAfdQh9aGb/",
+	"3iF56KPBYIjcj+bQNSjUzed32olR9Ggw2L9VBbIpZ75ZvluZx/EAOKK1UB6vvybvUqWFsEtTl92Bqjwc",
+	"zU0Jy4lV/NYJy2NpSl7fNWG5UaDbVNmNurJTsGNpnjhidXOAbuaIjcytfRToSpH9y2gq5mXI2tXyuj47",
+	"sdqS2X2NYv51pwcvhKHfZpVSQCq5Yuf8g2BS1VTRUmFwjHuLPVXLPGWzDCX+3GNJ9zXIbyzpa1jSj900",
+	"6QMC804FcGzuW7g1WTcYIVwsbtDotI87cafXZ6+MRA8o2GvNGbzJegp2EiLfGNhdVRRkiv0gbsDE7nis",
+	"DUDJFkAy8m74jY19d1dibbP7e/wz+BQfrSHqGhx6xOv7hnfdvzz056NH/YdYCM/dEZSyaT+CZvHSsAma",
+	"xIMecLeDI9Ja6+CNdDZR3BkfDL2PMO2T56IkF6W5fyhYbKiSyY9pqZPXOjktDfwbXlQZz30XDWsS1X9O",
+	"nnifwj3y1q2VQW4w8tZtOBoM+octC+e++BwrRwT2wdo1l22/tmyvuLYE162b8XF/Afp+Go5dFiXFnprN",
+	"vk6CfWsc/QsT7L8KLIRdafaNiXNNkn14qZHtzrA5Fzyvzv+x1qY5piq6vAQuN8LwskWhgB8Z4mcl+/Hk",
+	"5A0wzFu0ZqWWlMOX8oprpb/PXiu6GPX1L0Qq0n5DRzL9ubECwvPsQx38lLfSgN7WNfx7UNJDXcSdT7fp",
+	"WjBTnpUMxtbHXSWmyyLT+slv7/099lKfduyfjR6vykrMb89E/hGWCrfRnGf59ULHANU2RhQmQhIPebmm",
+	"OCWRiBTL3Fmx0IzWZcYtRNoeSbdu3iAgd6fmNuzfGMj2u1wLJfXZD+TtHcfS1RZI9E/6vgNfzQzlFcwc",
+	"kL9HUFmUpWKazXlucPfAIt2LHMSdjDF7mVimLuLzT3iaFqIswUeflYuckzUTOXb1DyJhXR5LS/avpGC6",
+	"E9Z0G7u8pl6fWTikWQf9ZHVeqOXZuZ5wb0aiWF6e88qUjMgKCPxbknAlRQk6TGP4FDVQwA2u/3834Kxs",
+	"uEHulayLYTv91IM5VE19rUwxBIOUgJJmYloIn+29hhOAHUWTZpZeQmnOV8HmDOADsQzwAzzLd4EP6Oe+",
+	"PuxAY2b99fxM9Cq7a0q0UvANl5L/Ow2zP1Vz1Iy8Td/2+zuED/j75Q+JHgjFcZv89S4U/fAtggjc2XDq",
+	"iRUP6+EDf14KSJu35StmkI9K5U+MkKpqg6vhA9DthYI3S+FaqYk1RmVjtFBuSsTG8zUZma2Ri2O/7AZU",
+	"TVhWyObiGqcCjyBC7VU05RLKHejX+JIYrr57pbuQjsNuob/WaGnAaxixidC6HYIJjKMOXInI0Vzz3dmk",
+	"V4CnduuX2zh84Wssy4C4VSimHVw6xgvt7bKApWCdDEYlIJY0G2o+R+fuZpkM4p2ctJMV4T4C3SWJZRdC",
+	"77SHj1rK96hLufGywvUt0YV7//67JabhAQGaSlf378Ovv+eleHigJ+CXkx/2HrNKfKzGVFSFy5QXKeP5",
+	"4pxPDEfmgqdpJs8irBRkqxP98vblXslnwj2tv87kYll5EQD46RHLMynYpBD8oqSEOJxG6ozuA3QuO5MK",
+	"gCLHcoVuLZGXIYGEWfkSh4e8+VgDEVtLetTVEiIMqdDXR4rv8L2AOHyoVyArnkl9zl7/8pJNz3nBp5Uo",
+	"EFNCv48lvRDdfAhbgN8Fg1OUNQhfFip3rZWsKxXDMFosM/k3dC70wH6Z8xWbCPQz42v1iume/njy6mWk",
+	"T3WlJcFlkVWVoN1RP8Cx5CVL5su8yrRK+YDncP2i2gVLydki55ncg7nQz7BUFNkHkdoccngf6y54wc8K",
+	"vjgvo1h644swbSerxBz+LS8INlH2bNAYWtCNExgE5tkbFPjYJ4ItF/qQDwfRYAD/z+xMf8YQpg5XjX2e",
+	"vcq+N3v8GC9lUWq9HrAopISyroksAZBoStrrBP5ViEZ9DeRFUTN9sqnJCOsIJbma8vzfUzXnmexXeYqk",
+	"KM/wtmev+VyweDkY7E/rD8KnWv89fvf0xQtMa4Xo/YJPRXlkmXWHgwErxDRbZKbsC9Zgw7mmXabPAve2",
+	"GgMWWblmsxkvh1EvPSD4TBXzsDSNl/xKFZVY1yymKalmDQ5ssNenufT6TQWjgq05gV25WAhe6HHZA0DL",
+	"9zKTF7h0IcbH1X2sh4Bwy3lvoFhgGBSxtbnYQhSlkpY/Eur7hF8ZIiAs4ENrFILHDH+7tnbCKCMGygD9",
+	"9hEORhCxQ9ErTPQslk2MF+tStIgia/WoWgQumqDDxC9chkPuHVFcrTFuG+Gl+AT4U6gnwWhi+bMF7gWb",
+	"wyfe98vieTMEG8aVgKZuxDKc5F6wdFkJy4mlg+q9QasxHE6El14sxR7c9VnpFRpyFEK0Ie8xe5RZN6lU",
+	"QjFqLQ3MP/Ue7tEGwtx1arrpG4NSjxSCAyyomhlNAveF31MTdra4Sz8iyuoB0awyrKTBplvqayY4DBGo",
+	"Sg2Q4b2ysUdAOXDTxOeKQkR2TugI/iwZmUj379dXB6usaTml5FSYzZ3oyyhhM5VrdbFrUpxHtAKxtE6R",
+	"nt2rsNBlFCiXvulLthPRD5agxWK9uHLO8/xUD/NUzU71BUJqM6766PDQvzBMiSp9y8GN39MHSIrLWCav",
+	"cGB7L55BnhOI7Gkx7//X//o//471DPU775UMJbiV3mYW9N2KTUCM254trH/nlT7UtqfA/cv9+o6W0HZ0",
+	"EFHRJKq/19OzTXc71G4EpASEEvC5PmXULvIVLgxUS09o5ZII60YlcQeOLME0MWpN8MTI0iDYOqVAPJ1V",
+	"wEuDPSfNCDQDe54W+Yr2inkO4NJAdn5WaP2aUY1GQ4xufCHaEgmrA5ZMmZqeWC/SYRu8OoGs++7k+O3J",
+	"yct3+pzp/3DY4bPsbAnQNW23ClkBQXfqYMy2MChyc+fqLNP6FbrPeFXpCbEGEhG4v3rx6jnsFH016CdU",
+	"wYsVm/EsXxYCENy6Z7FMDj5+TEwtNm56ahTKVCvnWsoZE4eDAxsOQCbZiM0zuaxE2cPzXxWZ3jJYnmUY",
+	"sVHEDiL2X//r/5jnWNdoB1yyc7V0eCQaR6ltmpkhLXislTv8IgJuO3NmTQGYhSjmXEIgrzYylhwGA7Nm",
+	"krNApYO3GxHvr5YqoADspSpSqkfpyRCCAmO1R1uJBwicS72v3+nV4blpi7zNomTluYHJqGU1UR8d+FHI",
+	"FLUhqwNcZlOh7dwsh1+sWLGUR94DKA6NJzvNRMrSJbg5uZ1Qb2G8bsIeCUWHNoc3texWxZ8kUxYzlpk2",
+	"dQqAlkDHe312bD0f/EKwalnIcgwwXn241MxzK/AL4aoxjli61PLWni28kezC0cYPy9OyiZipAlLava9K",
+	"MVXSAKa9s0ShlpQQDVrHk1W+MqWES2Xr9M51g64rrh9azMTS1BVtAHLcVHJ9UcyoqCKO3Yy0ayYDTy+Y",
+	"ArE8cO+j/X6EwmAOA3TuJE61bQGeY3+TLgXp+PbVenVKWAB3Zc57xhD05XtTVgLWjETr0QY/rb4ZE/AI",
+	"W+moBTadEHLirXHivhOUhvkl8NoIXlaLTNTqx0GOAn4BMQ/gI9EfrOgS1LrfkfMYkKFX8xL4Hl9w8dXg",
+	"4Z3hqBN1JtNpZ9zhxfQ8+yD+nU/nom/g5FFnAuPpvPnxeG8yKh+/3D/e60Qd+EUmZ+rfpxjINr+ImHXR",
+	"kgkHjl2/UdQCOpGJexMaoUPOgM64M5OHe28uO1HHWZ+dcedvXGZl/X3ov0Wdt+YLV009fyMMZsME2Tn4",
+	"t3d/+ks5+dPj8sXzxflknv/jxcnlh+mzg+86bbB6p2ZChcVgjCej/5j/x/988V19lP9Dj5L9/A+VlzSB",
+	"reOmSfx0BZf3K9rsdwrEp4E8Reu5gRozCqpvhpdsrc29FUMGbis3f+OmJ6npNLoRgoxe9IMq5msH53vE",
+	"6g4MrYmC72K3oU2m07Ftd2QpOYjoVhXz5gu60Hyk7Rz0ivRuY8AvjHNt1yX1/Cq7DVWPdJMf8EajmPCU",
+	"FII6lNGddgdlNDxpM6rctHUAxp+mBcXYFp2pedPjzti0rFVaeY9AtmQTnC1zDll4eja1HRNTGdnfh9Hw",
+	"8af/dv3aNWYG8I4Ih288sDR2emSnBVvrLb5ZP1W6OlHqpZJn9VQScHWCsbPJw3mTxdIf6WWiosRmuXKo",
+	"kqvnaDjA/91oiMYcoB1ZH6a1FtrQCZ6fa7dVWhvNwewk87KbEqaJ7Ew+xeuuGZKu3cIuRuVJ/k3Q1FZx",
+	"Ye/WcZuXbvs7bjzcZ4LnzbGi5/E2Rkjq0dh5G+9yUNdCIMx5ri8hkR4b/SWYjnp4iIe3xdVvdxTPKGus",
+	"H75ojTwQiT065m40M/OsLDN5Bkzg9bNqc20slzY9fRtSaFFoa6VasbiDH4XtX39EUr01Lt1wQG6u2bnK",
+	"AUJkJvHqi8W9HCW7Wl5+0g2HUP1y8sPjtvOHsUkT7LNhyR0VLliOymsIAnu1hm7Q72X+1Gq3mzu/LoZ6",
+	"o4FsaPT6g0KTOxzOn9EM9xEcLR33u319uCahX0AdWaOo+rNrdJ4bKKtW97lu5PpG810p9ZIXZ6JNGmmZ",
+	"QjoSe5V9fyU5BOEj3XCBDp7h4ODx4aOHAzZZVeLGXUaMkwkl1TNVCmHe6Udud1qNMRuO/B9FQRiYF5a4",
+	"8GZsW5j/tkZpqyFzwoCk9WCrS7mVJGyr1nZL5GE4HEoSqA8nCNO1AI0wv5BXrSlSlOy3qx5nvCZjMFmX",
+	"0/PbU2rsIFsU00bUum2YYfD56pqpG5H/qtsYU1P7PGZEpHKHq2V1UjMwymz4okz6fyY/+Lfs/A01QCh+",
+	"ieFr8tfXAaDvdwV4Pp8vqhVUxUFsJ7Ddrc88sUFVF1c0qSQU1CtNVA/R61Ml0YOfVSXDl+q7CdO0qqNY",
+	"OjqkH09O3rD79w8H+/fvQyAJNjpnueIpm/CcyynG01QxPRdlVfBKnwYI+vjpL4BQUTNWqAq8mxRoN2Fh",
+	"2FU2KHw42E9ssNqE3VpyYlpCDjRVN3a0QjuhAHgLH/0Rk2Kg531vn1+Nr/Ntcy5O/D1WiyC3iDr9Wo91",
+	"3vxw6Q4UpB/gTgR1D7filxZ9rxXxPkc2wGr248acIj1j2WdMKqp4ebGVPQ7p4ph+tg2+xOrkY5kBiq2h",
+	"HQNUZCkQmY1mc2TgRno5M2k4GMLsf5JIFhgNyDXvAZ++t8G/dpFhfBlGARBQR8G2fwhhz1jysszOpPCx",
+	"xl0uV4TUDvKQemwDnRkC1Ki1AvFW+SVfNfD+LmkHZuZCiEWpb32b5Q5zfi5WprEUebgsgS+Mbqj1oUtV",
+	"XFgaL0BtjViqpDgyS2cIiRgv4QvEckjBpLpkXULZ6eMLaJ0qmwuDOoN/0/CxlV4fK/OdlhUvDO0HfDDL",
+	"ZFaeJ0jW4VXtYz/+OH71KongWFgesgD0Da/5h+5R12SPEYkFIKN9jNm9sncU9sBfDakuj2rdyUqmFlRl",
+	"C/jrlUEHxNJvp8+OgeQFb5EMikk29bZugrnho739ARsOxoNBErFkdKD/0YNcKg9e7xCdljXBo3MhbE5T",
+	"sV9HSoOA7xA32hJPbW+5vQwMVcsNSj1m5em5qhI2BFgL4AWXxZnQVhQvL46gVGImU1GcEowH5vhCLDB/",
+	"3nxbHsUy0ZIMvq47BLtVkc3nWkdEABekrqWFWiz0Z4VYCF5Ro0pORSsJnRSX0CUosdF2s+svvwL6t3Z2",
+	"N9qgAcmb3lH7QPVm92XjezABcI0gCUwqYIp7yvOc8Yla4v5RM2T4wqukY/80fN+j4c633YmdxbuuXPOM",
+	"OOEDC2rbkdxescbOZeiuDlvu1gWWlj71z8bv3vVuGvP7KWsymdOy1PhbgosrvIO2DppadGYhVZCQweXH",
+	"uvodpXnJDQPTtM9fe3Ttu9Ah2Oc/IQDl59kxCqTrhXIiw7S0xqxm2Q5bps2otgCo2wtbgQT4Hi6jd3jY",
+	"W0acggMzKw2mjbKYih13Pr7E84tOhGnJkzK3xXe4S5Wla4W2bpVF0N4a31wUWwkE9Vx5NgnIid39El6F",
+	"JbA4duD488Xdema/jZoSy3klygqPSSwdi5+v8K1n8zOJClZ9UyYhFUbv2Pgg20ZrJsekaDdI5Kxd4RHH",
+	"WT+KMRNYNzH/hAegNjYRLRhSf3o1WgSFcA3rDWzaUbMaHQMid71nraVTeLSB+gf3SuaRNHRVYbQs/WXP",
+	"42nQegauztzme4Cds40Bb2fWO+ZI72J5ddY7I6vbLgeiuwNevfV8dydmlS0dHdvMRhdaEu02EUtatIlk",
+	"iz0Uy27YkFzmufPZwaY75xAVNjeFNo9QXmN5GjIQMaFPW32JVsydko+6fcQGekhHjFT2mr6+TrvepdzX",
+	"U38P+FW9UBduq+vlacx1RdO/BmaqmPMKi3sByGmeyWy+nINe3Kj7Fa2tQ+adasil5bnuZ1vHDED2Rr34",
+	"vGSB/2IMe97ZvS12vR2ZNg6RWMySlLVZZMjXZlw4xMHm+XDpsNYY2EYBA5tuF7k4rMgJWOGMmTjW1r55",
+	"DOVHy3P79rlClMu8ug6/mnd50dM3Z1xzXg73GQqtWG8on5INJ5YI2cit2BpFdb0C8Q3JsNcgxQwG50rz",
+	"WeTRZFndAijo1hRekG7/woxw6yVCi057de63E3MNOiX3itXt/IJ2C16WBrxmMz3hmk88H3tNSMcSjDtt",
+	"3HZ52aoaklVs+VqywlP3jjzKkQRe9hoJghsF8frMd0CPGIoVT0MdU55w6E3uXlq2ba9ABqWPoy+6h36P",
+	"yyM2ZIVQCyFLlmFy+TQXvChJnwwaPoqlnjBzb1FoMINsLHKpt/yqzxKUddaTiH8CM4L4KKZLzEbdotMV",
+	"Qm8ByHXNKtZterxtevQa5a7uqU604NXtztUHmlKj1B2Rt1Y/CF5m58V2/gC9OjZ6UQhcepgOcJW0BjPA",
+	"4e4ZBWXFV0B8oK+xJHKxlMg5hmEqUE3kYEMQ3ZgXUkr61iZar0ZPuWRlleU5m5ixGW3a1mHxEYtE7QDA",
+	"TK1Qu4o7b4JNAJnMVBE1K7UtRbc2Go2XRVY5g8KrOoIZeZcubjeFg2lOYyyT31SeAjf8+4R1QZk+5XoX",
+	"yWm+TEUa1j9fUxhST8pXUBYSaj2CAo6bX9v7Z4UA5iAtKbXyIsXHil0Koe1/r3Dk6Equ489QIPKfxI/W",
+	"XufyFWoSYXiUnDKbcWtw/PQaf6tu+c/qovsBNmVEN2bk30kQikO5vs6LdweVLoEw8qpF1JEtFH1VWLNg",
+	"Cz0phDcLqEhexhIzwImgNKQTbbnxPA/ZLjyl81LkHzDllzxyxhlI37AutYfUP64Foq4pkdwOf9zzSExJ",
+	"o0uIPzQpVC6w9pdpwfjJYul9qG8ebQ/RPYw6w4wK3vYaPKRa8uk/IOoK0wF6EShjWWGnW9ssSHun5RrS",
+	"BElxCXFZj67UKhhjbOs1KCPeKxJXPt7xfyLhiU/++bOlwcNCPrayfBlLVAmIT4nqD27aFZ5rNfKpW3tt",
+	"t6/+mpxWXwdB6DFuHgNdM3ts1lDSP0N9gEO/Vmho4uvNCR/r3pLF7m3TWL/D/6zB2d9anfSR/8ITNecl",
+	"eyOqgi/LC16G78WJuembb5WRFLbvH5KJFMXeFgZSeOj27ohfSr8OPBEL73pL/HruI61cBHjMHF6IeZzQ",
+	"1gzCIAIZKOS4MTYKikr8KhU8t5+TftqrC2fWTeBySQDEVtIdQ1V26rdMok9KEkivK5NjJ7jrE/dZr/WC",
+	"8D9LYrnmguAos+Gegqsi0aboqTZFad5eHL8+RmmdSXI1wBhjqTW/PR8NdvzmBTq9SHgRsRNFfrRdrZcq",
+	"WB8YEgaGfDgXsun89OYFK8RCFRUrsrPzqmTJxSI7hbk6xS9oQPpjN1z7pR42UI5aD8ODi0X2oBJ8ngD6",
+	"F/ha6IIMK04lE14Kr1BWF+xENbMVaq2JG5bdxctOa+e5WeSx3iqXwA8OQtj8A0NAg3VX0ivxhS6kuWi9",
+	"joCO58o3z3UAzHd88dgdjoVEloVaiAdvszMO39Z3GF0T9E1zk8Wd8YznpX4g2DKuSsmtViXwy+T+Ea+Z",
+	"MDX+Du+VV2R9XIrJuVIXD9DddIWq2PNMlqDYA0+cqMj9Vi4n9mfMOqWyqnQ8Sbk6O8KSyfQBEkxf8pV1",
+	"jkY2uJbZH1oKrazaxWlEA8O+fXG/0XB3D9CLuyW3Ib/iji6J0MWy8Qe/4oQ7bNo3d8ZnEBq4vxlntN/D",
+	"A9gF5QtAikaW0HN34srwhIk+sUQItou2GsiTgFXN8BpanLY3vlgm9Eo0Zf0SpBHTF2tqKgQtpW6u5MhA",
+	"yroJaZinSqKyQZj4WB4OXO7t4WDQQ4VMfACQTwL/xbdZynPTib0sTY4YaZJUxluUlZN0pLglNKbEVAic",
+	"mdxGaJ0eUstqquagQlsJmESxTJARDo9Fol+QsAf4j1P6yq9oYtYEHqQOQL4ZxdCt6gsQGamITXTK54Ke",
+	"xlwcjEoQS2TkUh0qrm8s0GfPhezH8rms9Moz5IGFfOj9AUv5qqQQxFx9aIfHOJFtds8WnMxJbT+EWJlR",
+	"OyDF7Zi7RMq84WeCljfCFJphkNKt/7cOMrPAtEbXF9qb8Gqi9QGMgP7f9o61vSLc/e0vOxx4bzvc+qab",
+	"425y1aBLMqyk4AbjrKEP313hxyjumLMed8ZPqNagQZSQXdxHBz+6TfBQk3pNpxcetsfXx7LofsdAqaff",
+	"pDvucCTpEk/F6byMO+P9w7ZKhoRZGQIWxfmHHt6g38Nav1GatHT6cLAfdBrkyeFgv6Xzw9GGziOQxtQF",
+	"/LKKxjHcF+aWydXZBvzHH82q8FVvlOOfX0v4NRDuK+fXMhfUtszK9RoDZWrtG68NRr21GVz2+owyMtv0",
+	"ozECLIiNVd+XJRK/4m1fi/tTNTjk6kYocIJ/lQldgMBCTxTe9AT+VSasS2lbBVPzrKpEOmY8z3usUixZ",
+	"Frm+z6XRMxa6/7gHolgS4FUVqQvN4HMzAdy5LuQ/FRHD3Eej+Lwz1VtoAcpYlgsxzWYkiVmpb+YuKcWB",
+	"LsO+c68i7L/9Wt/9ZcXnC1BJzKf61bxaFkL/NvkwjFyGuasvAxrIq+One+9+PB4dPkSv0e/uvZ/6vzfe",
+	"8qn/+0Slq0+JV40IC6ndK9mFWPWC6ii6PSv0WNz5Xcgqq1af+r/janyKOxFDTwe0rp96+8NTtr+//0R/",
+	"kfKK689+dzMNsI1YgrsMPnmAsRpIicrqBdktYOXTJ8iSRJ1q9PGjoQgYDoghoAQguL0hjhivV7gx5NNE",
+	"2Q3oyM3U4AexPFfLomQcy60AOuP//X9GA/bf2d/01ivIp4fM2FzSGL2XgQzkFcTuRBnLS54BxF3Pvd6c",
+	"/inq9dmvcD2bds55aWiL9XEcHTDsDjJn+5LHI++r535rtZe+OsVPkt4RE5JPcvALVIyfcb0k3Zqii1cb",
+	"VbahsN6YaVGV9AC2NBeleZlRuR3XfSwBlVC67sADmI4Jx9Yj8g50T0Dh6IMMTonzqlqU4wcPEESu/4I/",
+	"TNaEKWdlCNKPwEVyrlfPJF5NMPmgEKXKP0BBE84WBcQMI5YrtZjw6QUW29kDAlVL1QScElLJvcVykmdT",
+	"y1u2lLkoqXYhat76hstzdVkiHuvX59//+PPPP50ev3z586/Pn52+fn7y689vf3qX0H7hkr148+FhSBI7",
+	"5YXW1SFB4MWbDwf22+6cY24qKB1VNsm13VBwWeqdlUbs9fHJw4OIPazUQcRO9PZXEXvx7vjk+A1g2/62",
+	"TM9EGksKYQeNU7WobvLbeDwcPeoP+oP+8H2Ce3i2LKkyg/0qoUIotrrEtFryPF+xNOM50K+XbHouphdY",
+	"2ALjFObexNEXAhMBS5vNMFPIycS6nO1//IjJ86Sy9vqxTFBE4Y64PC/F9LRNII4O9Oo+PGAFl6maI1PV",
+	"kbkmIq94QiznQPqhpECBhy/wElNQ0sCteC4KYQ0zvcAwRMBnrT01tNCZVrYLcIroDmLFZhK9eqMmnn9s",
+	"7yexSo6Av97VBhFyWqwWlX+scQT3SpY8ffvq9N3zp2+fn5z+9PyvFEihH1L/Z1BdoPEaVill9qK5ts2R",
+	"gs14IRz3gdFKXRUMUFGTemJ0YnRnmyLtn2t9H+AsmyfwLy3YLQ4O1YBYPhxEDO8ae1Oa4dmFAvCFqf8h",
+	"0t4GS/gryMQm9UXrhJnpDYF139dV6HcrOTUED8/fvtE2M6pHnfFvw2j0Puosi7wz7hjZCOpI36uX+WBa",
+	"zDs7a/O/+pN0t2g5VUyAvH6rbYJa6c8yX3VqaZ4ejxHurglwud1xmAjML7t94w4KoVezn/78pHj8p5/+",
+	"+vfi5PJvv7x59vjFyzf/8UKNXvKX/N0lBmWumWBCd1Qrm+oxS0VZZRI1T5Ay9DiTorpUxXbqwmWRj9lw",
+	"AFL9ECXujW7FryHfoC5zHG0UrNw3B/iD1+odTAXIs5AVzJwmxtkvb18a+eN0cdLfPqeRi30NzdurIPwC",
+	"bzim+Abbow6cCP3eWA8atk/FKzG22Da8ONExHVQ9bWjahJAwn/IKMiC1ZpPJs9Myk1Ph8aCRhVShDit4",
+	"ChbARAjJ6Cd99s6rei0xAZZyQQPwG+siGIB9F4y4tOAAbVeiw/47Ntx0d94OZO26kr+JWvtZhvbCZ0iv",
+	"A+G/LHIEA2y6dMFxR5d1bG7r2Fz++pOYLjPMcyPv4XvAEbhwDAAJQiWgiSjDktj+dvMcn27HuRy2YNt5",
+	"6W5QQzfd4le8NRld247/NL5BJyjbPGSfV242nYKVKKvrgRLeQUUo51LTMnO1cMG6PkbOIFmcJ2N0GbnY",
+	"kFb2s/STNoiMP02mzkIsGxYibXl/8u6VsdRXklSXFC1EhwtaSgsOVqoqrCw2RrYjkzR1zqZqLkDeovFO",
+	"JVULkLP4vDZCG74l8oqZSmZCVgbEmFp3R67O8Jd6PzcMrsjYlRdida9kXunBsbMQJdmHUIQrluCXYVIV",
+	"LFdnJbppXJ7PmHnhTG04jz5+hGgjFA7sRTZdTgtFh9y2NURjCSaifhD5LFn38nyl5xRdTkeE3wPYnwtF",
+	"OLs78HCWQlaQeEX+KuDAADMWENUm4GQz3e1Vs+HmORFl9Q1w4gNOcLWbKUZ2H9s9PAJd/+6MIi8UZy6j",
+	"K8fjDoZRTVLEHYi+789G/MnUGE9fOJ514kkOkxSrN7eTWN+MivVGBVANhxOG1I+f8TbUcuQtZhoGd+IV",
+	"c6WDW3Fr4nQDvxfLrpfqbHQEnz7U1mb0GGRsxR9KsulTjCuWNmQWebExAmTbN9fSZMMQYdK3Fk0sAVyK",
+	"d6kNo0C9QT3h1t1fnYu5u1CR3AjVAj2MlXAYHXDm6qva8/Kjn9FaTPVpOqIK3RC1wPRoGUtIwcYEV+MF",
+	"hutyaoCS8OERS4CsWZyah6Df6OXlJp+oH0sHimE8B7Zcq5eQM9r8qa/bdS5O35n5KfEcnuidNI7iS249",
+	"xRHGofAW3nDpfQX5ubgnzFG74iX4qz+Mr9KZeP37JMhD9fmT9eH47E5I3fqnu7LMrOfM29XA1bPM8963",
+	"K2/DlYc3wxcFkta9ZyH39++diZaoxfGyOu+Mf3uvZQWK5jZoIIJ4pq6CNIR1RcomK5Zo8cqKpUw6fkhi",
+	"/OAB/OJcldX48eDxAMQRDbcNeugwpQg1xZJd+mVoHOJN13eoO/AKNbGCHt2Xlu/dXJzxHONIIO9lar3k",
+	"yFlMGUBZwRbnSurbDmsilBSn/PsyK7NKlP06P1gmytb3+4TIoApMgy4F7cCzbc0ga4zLx3JePe/3mEbd",
+	"/PEzwXP7Y3amVFqyhSozdEJAcg3P/Y7A320NqelyjhV06t3w+lZ7gd+u+X1L26+UFHpZPwh4wvsVZTm1",
+	"/OYvyKoRumzvlZZUNpxe79OWtp5j5YsSmKUdM43JCvaL7PiNQl2MlvWqJTOayV+TWw6kZl6rmJTSbPYd",
+	"nLc9veGW+sB59DWzJs+sP3b7YEurL7MPQkLgHnY4Mf+zRaEmAhsOimXgc365DH9CqEpA+5S4JZqSsgzZ",
+	"6ItlngPeikFB3vk8qxCR5bWLoYa2OUHdzOmnzf1AYYpKGcE7ESn75e1Lv99W5G7rOU/TjAjcSb0307Yy",
+	"nJH+dIiqyuRZW7M/G12vRP8HCVP0768U7Rhb35wF0DKqog7qNNb7j2Xi3Q6EyoG+YTAAdP5UTbU2Y66U",
+	"/jwFDNU0z/S+N1mToOeWFYKKXAd4Diz9EGPHFEak3SQee0PYt2KpcuvrUAdha/c8hw8tjR4PdQW1YbP0",
+	"7gr89P7T/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

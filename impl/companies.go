@@ -489,118 +489,80 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 		return nil, err
 	}
 	in := req.Body
-	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
-		return nil, err
-	}
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		q := sqlFor(p)
-		var old companyRow
-		// FOR NO KEY UPDATE: the row is read and changed under one lock, while inserts of
-		// its phones, e-mails and contacts (whose foreign keys take KEY SHARE) go on.
-		err := tx.GetContext(ctx, &old, q.expand(`
-			SELECT name, person, first_name, middle_name, last_name, address, city, region, country, url, activity_type,
-			       property_form, info_source, note, tags, external_code, type_id, status_id, category_id, group_id,
-			       agent_id, user_id
-			  FROM companies c
-			 WHERE `+p.seesCompany(q.arg(in.Id))+`
-			   FOR NO KEY UPDATE`), q.args...)
-		if errors.Is(err, sql.ErrNoRows) {
-			return companyNotFound(in.Id)
-		}
-		if err != nil {
-			return fmt.Errorf("read counterparty %d: %w", in.Id, err)
-		}
-		changes := companyChanges(&old, in)
-		if len(changes) == 0 {
-			return nil // the passed values are the stored ones: nothing to write
-		}
-		u := newSQL()
-		set := make([]string, 0, len(changes)+1)
-		journal := make(map[string][2]any, len(changes))
-		for _, c := range changes {
-			set = append(set, c.column+" = "+u.arg(c.arg))
-			journal[c.column] = [2]any{c.old, c.new}
-		}
-		set = append(set, "updated_at = now()")
-		u.set("set", strings.Join(set, ", "))
-		if _, err := tx.ExecContext(ctx, u.expand(`UPDATE companies SET {set} WHERE account_id = `+u.arg(p.AccountID)+
-			` AND id = `+u.arg(in.Id)), u.args...); err != nil {
-			return fmt.Errorf("update counterparty %d: %w", in.Id, err)
-		}
-		return writeJournal(ctx, tx, p, []journalEntry{{ModuleCompanies, "company", in.Id, "update", journal}})
-	})
+	set, err := json.Marshal(companySet(in))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, fmt.Errorf("update counterparty %d: %w", in.Id, err)
+	}
+	var refused sql.NullString
+	// crm_company_update (db/functions/company_update.sql): the checks of the
+	// responsible user and the counterparty, the changed columns and the
+	// journal row of what changed in one call.
+	err = s.callWrite(ctx, &refused, `SELECT o_error FROM crm_company_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.UserId != nil && *in.UserId != 0,
+			in.Id, string(set))...)
+	if err != nil {
+		return nil, dbError(fmt.Errorf("update counterparty %d: %w", in.Id, err))
+	}
+	switch refused.String {
+	case "inactive":
+		return nil, badRequest("user_id: user %d is deactivated", *in.UserId)
+	case "company":
+		return nil, companyNotFound(in.Id)
 	}
 	return gen.CompanyUpdate200JSONResponse{Body: success("1")}, nil
 }
 
-// fieldChange is one column an update changes: its journal values and the
-// value stored.
-type fieldChange struct {
-	column   string
-	old, new any
-	arg      any
-}
-
-// companyChanges lists the passed fields of an update whose value differs from
-// the stored one, in a fixed order. Column names come only from here.
-func companyChanges(old *companyRow, in *gen.CompanyUpdateRequest) []fieldChange {
-	var out []fieldChange
-	text := func(column, stored string, passed *string) {
-		if passed != nil && *passed != stored {
-			out = append(out, fieldChange{column, stored, *passed, *passed})
+// companySet maps each field a counterparty update passes to its column
+// and new value, for crm_company_update; column names come only from here.
+// A directory reference passed as null clears it (JSON null).
+func companySet(in *gen.CompanyUpdateRequest) map[string]any {
+	out := map[string]any{}
+	text := func(column string, passed *string) {
+		if passed != nil {
+			out[column] = *passed
 		}
 	}
-	id := func(column string, stored int64, passed *int64) {
-		if passed != nil && *passed != stored {
-			out = append(out, fieldChange{column, stored, *passed, *passed})
+	id := func(column string, passed *int64) {
+		if passed != nil {
+			out[column] = *passed
 		}
 	}
-	// A clearable reference: null stores NULL.
-	ref := func(column string, stored *int64, passed gen.ClearableDirectoryId) {
+	ref := func(column string, passed gen.ClearableDirectoryId) {
 		if !passed.IsSpecified() {
 			return
 		}
-		var next *int64
-		if !passed.IsNull() {
-			v := passed.MustGet()
-			next = &v
-		}
-		if (stored == nil) != (next == nil) || (stored != nil && *stored != *next) {
-			out = append(out, fieldChange{column, stored, next, next})
+		if passed.IsNull() {
+			out[column] = nil
+		} else {
+			out[column] = passed.MustGet()
 		}
 	}
-	text("name", old.Name, in.Name)
-	if in.Person != nil && int(*in.Person) != old.Person {
-		out = append(out, fieldChange{"person", old.Person, int(*in.Person), int(*in.Person)})
+	text("name", in.Name)
+	if in.Person != nil {
+		out["person"] = int(*in.Person)
 	}
-	text("first_name", old.FirstName, in.FirstName)
-	text("middle_name", old.MiddleName, in.MiddleName)
-	text("last_name", old.LastName, in.LastName)
-	text("address", old.Address, in.Address)
-	text("city", old.City, in.City)
-	text("region", old.Region, in.Region)
-	text("country", old.Country, in.Country)
-	text("url", old.URL, in.Url)
-	text("activity_type", old.ActivityType, in.ActivityType)
-	text("property_form", old.PropertyForm, in.PropertyForm)
-	text("info_source", old.InfoSource, in.InfoSource)
-	text("note", old.Note, in.Note)
+	text("first_name", in.FirstName)
+	text("middle_name", in.MiddleName)
+	text("last_name", in.LastName)
+	text("address", in.Address)
+	text("city", in.City)
+	text("region", in.Region)
+	text("country", in.Country)
+	text("url", in.Url)
+	text("activity_type", in.ActivityType)
+	text("property_form", in.PropertyForm)
+	text("info_source", in.InfoSource)
+	text("note", in.Note)
 	if in.Tags != nil {
-		// Journalled as lists, as the insert journals them.
-		tags := splitTags(*in.Tags)
-		if !slices.Equal(old.Tags, tags) {
-			out = append(out, fieldChange{"tags", append(pq.StringArray{}, old.Tags...), tags, tags})
-		}
+		out["tags"] = []string(splitTags(*in.Tags)) // a list, as the insert journals it
 	}
-	text("external_code", old.ExternalCode, in.ExternalCode)
-	id("type_id", old.TypeID, in.TypeId)
-	ref("status_id", old.StatusID, in.StatusId)
-	ref("category_id", old.CategoryID, in.CategoryId)
-	ref("group_id", old.GroupID, in.GroupId)
-	ref("agent_id", old.AgentID, in.AgentId)
-	id("user_id", old.UserID, in.UserId)
+	text("external_code", in.ExternalCode)
+	id("type_id", in.TypeId)
+	ref("status_id", in.StatusId)
+	ref("category_id", in.CategoryId)
+	ref("group_id", in.GroupId)
+	ref("agent_id", in.AgentId)
+	id("user_id", in.UserId)
 	return out
 }
 

@@ -17,31 +17,6 @@
 -- (the one with the lowest id; o_dup_visible tells whether the caller may see
 -- its name; nothing is written), else o_id, the new counterparty.
 
--- crm_journal_append writes journal rows of one account (impl/journal.go,
--- writeJournal): the account's event counter moves by their number and stays
--- locked until the commit, and the rows take the positions it handed out, in
--- the order given. Its first argument is not p_account, so Citus does not
--- distribute it: it runs where its caller runs.
-CREATE OR REPLACE FUNCTION crm_journal_append(acc bigint, usr bigint, tok bigint, modules smallint[],
-	entities text[], records bigint[], actions text[], changes jsonb[])
-RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
-DECLARE
-	n int := coalesce(cardinality(entities), 0);
-	last_position bigint;
-BEGIN
-	IF n = 0 THEN
-		RETURN;
-	END IF;
-	INSERT INTO event_counters AS ec (account_id, last) VALUES (acc, n)
-	ON CONFLICT (account_id) DO UPDATE SET last = ec.last + excluded.last
-	RETURNING ec.last INTO last_position;
-	FOR i IN 1 .. n LOOP
-		INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes, position)
-		VALUES (acc, usr, tok, modules[i], entities[i], records[i], actions[i], changes[i], last_position - n + i);
-	END LOOP;
-END
-$fn$;
-
 CREATE OR REPLACE FUNCTION crm_company_insert(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_token bigint, p_lock_space integer, p_lock_keys text[], p_row jsonb, p_emails text[], p_lower text[],
 	p_numbers text[], p_descrs text[], p_check boolean, p_journal jsonb)

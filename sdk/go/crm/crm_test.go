@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -269,6 +270,26 @@ func TestFlow(t *testing.T) {
 		vals := must(c.DirectoryGet(ctx, 9))
 		if len(vals) == 0 || vals[0].NAME == "" {
 			t.Fatalf("directory 9: %+v", vals)
+		}
+	})
+
+	t.Run("discovery: who am I, users, mail accounts, directories", func(t *testing.T) {
+		defer catch(t)
+		me := must(c.UserMe(ctx))
+		if me.Id != d.AdminUserID || me.Role != "admin" || me.Name == "" || me.TimeZone == "" || me.BaseCurrency == "" {
+			t.Fatalf("user/me: %+v", me)
+		}
+		users := must(c.UserList(ctx))
+		if !slices.ContainsFunc(users, func(u gen.UserListItem) bool { return u.Id == me.Id && u.Active }) {
+			t.Fatalf("user/list lacks the token owner: %+v", users)
+		}
+		boxes := must(c.MailAccounts(ctx))
+		if !slices.ContainsFunc(boxes, func(b gen.MailAccountItem) bool { return b.Id == d.MailAccountID && b.UserId == me.Id }) {
+			t.Fatalf("mail/accounts lacks the owner's mail account %d: %+v", d.MailAccountID, boxes)
+		}
+		dirs := must(c.DirectoryList(ctx))
+		if len(dirs) != 14 || dirs[0].Code != 9 || dirs[0].Name != "Counterparty types" || dirs[0].Values == 0 {
+			t.Fatalf("directory/list: %+v", dirs)
 		}
 	})
 

@@ -43,6 +43,29 @@ func TestErrors(t *testing.T) {
 		}
 	})
 
+	t.Run("an operation the server does not have: HTTP 404 with the envelope", func(t *testing.T) {
+		pool := dbtest.New(t)
+		d, err := demo.Load(ctx, pool, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		handler, err := impl.NewHandler(impl.Config{DB: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A server that predates GET /user/me: its path is outside that server's contract.
+		older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.URL.Path = "/older" + r.URL.Path
+			handler.ServeHTTP(w, r)
+		}))
+		defer older.Close()
+		_, err = newClient(t, older.URL, d.Token).UserMe(ctx)
+		e := asError(t, err, "404", "no such operation: the path is not in the contract")
+		if e.HTTPStatus != http.StatusNotFound || e.Status != "error" || e.RequestID == "" {
+			t.Fatalf("404: %+v", e)
+		}
+	})
+
 	t.Run("a reply that is no envelope", func(t *testing.T) {
 		proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			w.WriteHeader(http.StatusBadGateway)

@@ -280,6 +280,24 @@ func (c *Client) DirectoryGetWithMeta(ctx context.Context, code gen.DirectoryGet
 	return v, meta, nil
 }
 
+// DirectoryList calls GET /directory/list: The directories, with their codes and names.
+// It returns the decoded value (schema DirectoryCatalog).
+func (c *Client) DirectoryList(ctx context.Context, opts ...gen.RequestEditorFn) (gen.DirectoryCatalog, error) {
+	v, _, err := c.DirectoryListWithMeta(ctx, opts...)
+	return v, err
+}
+
+// DirectoryListWithMeta is DirectoryList with the reply's counts: the records matching in total, pages and page.
+func (c *Client) DirectoryListWithMeta(ctx context.Context, opts ...gen.RequestEditorFn) (gen.DirectoryCatalog, Meta, error) {
+	resp, err := c.raw.DirectoryList(ctx, opts...)
+	var v gen.DirectoryCatalog
+	meta, err := decode(resp, err, &v)
+	if err != nil {
+		return nil, meta, err
+	}
+	return v, meta, nil
+}
+
 // DocumentGoodsInsert calls POST /document/goods/insert: Add catalogue goods to a document.
 // It returns the decoded value (schema Done).
 func (c *Client) DocumentGoodsInsert(ctx context.Context, documentId gen.GoodsDocumentId, goodsIds gen.GoodsIds, opts ...gen.RequestEditorFn) (gen.Done, error) {
@@ -524,6 +542,24 @@ func (c *Client) Healthz(ctx context.Context, opts ...gen.RequestEditorFn) (*gen
 	return &v, nil
 }
 
+// MailAccounts calls GET /mail/accounts: The mail accounts the token owner sees.
+// It returns the decoded value (schema MailAccountList).
+func (c *Client) MailAccounts(ctx context.Context, opts ...gen.RequestEditorFn) (gen.MailAccountList, error) {
+	v, _, err := c.MailAccountsWithMeta(ctx, opts...)
+	return v, err
+}
+
+// MailAccountsWithMeta is MailAccounts with the reply's counts: the records matching in total, pages and page.
+func (c *Client) MailAccountsWithMeta(ctx context.Context, opts ...gen.RequestEditorFn) (gen.MailAccountList, Meta, error) {
+	resp, err := c.raw.MailAccounts(ctx, opts...)
+	var v gen.MailAccountList
+	meta, err := decode(resp, err, &v)
+	if err != nil {
+		return nil, meta, err
+	}
+	return v, meta, nil
+}
+
 // MailSend calls POST /mail/send: Send an e-mail message.
 // It returns nil when the operation succeeded (its value is empty).
 func (c *Client) MailSend(ctx context.Context, body gen.MailSendJSONRequestBody, opts ...gen.RequestEditorFn) error {
@@ -580,6 +616,35 @@ func (c *Client) TaskUpdate(ctx context.Context, body gen.TaskUpdateJSONRequestB
 	var v gen.Done
 	_, err = decode(resp, err, &v)
 	return v, err
+}
+
+// UserList calls GET /user/list: The users the token owner sees.
+// It returns the decoded value (schema UserList).
+func (c *Client) UserList(ctx context.Context, opts ...gen.RequestEditorFn) (gen.UserList, error) {
+	v, _, err := c.UserListWithMeta(ctx, opts...)
+	return v, err
+}
+
+// UserListWithMeta is UserList with the reply's counts: the records matching in total, pages and page.
+func (c *Client) UserListWithMeta(ctx context.Context, opts ...gen.RequestEditorFn) (gen.UserList, Meta, error) {
+	resp, err := c.raw.UserList(ctx, opts...)
+	var v gen.UserList
+	meta, err := decode(resp, err, &v)
+	if err != nil {
+		return nil, meta, err
+	}
+	return v, meta, nil
+}
+
+// UserMe calls GET /user/me: The token owner.
+// It returns the decoded value (schema UserMe).
+func (c *Client) UserMe(ctx context.Context, opts ...gen.RequestEditorFn) (*gen.UserMe, error) {
+	resp, err := c.raw.UserMe(ctx, opts...)
+	var v gen.UserMe
+	if _, err := decode(resp, err, &v); err != nil {
+		return nil, err
+	}
+	return &v, nil
 }
 
 // WebhookDelete calls POST /webhook/delete: Delete a webhook subscription (admins).

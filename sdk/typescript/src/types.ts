@@ -366,6 +366,17 @@ export type DealUpdateRequest = {
   user_id?: number;
 };
 
+export type DirectoryCatalog = DirectoryCatalogEntry[];
+
+export type DirectoryCatalogEntry = {
+  /** The directory's code, as in `GET /directory/{code}`. */
+  code: 9 | 10 | 29 | 35 | 40 | 41 | 42 | 43 | 44 | 45 | 46 | 47 | 48 | 49;
+  /** What the directory holds. */
+  name: string;
+  /** The number of its active values in the account. */
+  values: number;
+};
+
 export type DirectoryEntry = {
   ID: number;
   NAME: string;
@@ -462,7 +473,10 @@ export type EmailRecord = {
   id_contact_man: number | null;
 };
 
-/** An empty body, the JSON literal `null`, or `{}`. */
+/**
+ * An empty body, the JSON literal `null`, or `{}`. The universal list takes its
+ * parameters in the query string only: a body with members is `"400"` saying so.
+ */
 export type EmptyBody = Record<string, never> | null;
 
 /** The empty string. */
@@ -782,8 +796,24 @@ export type ListRow = {
 
 export type ListRows = ListRow[];
 
-/** `YYYY-MM-DD HH:MM` in the token owner's time zone. */
+/**
+ * `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+ * owner's time zone. Seconds given are kept.
+ */
 export type LocalMinute = string;
+
+export type MailAccountItem = {
+  /** `false`: disabled; sends nothing and is not polled. */
+  active: boolean;
+  address: string;
+  display_name: string;
+  id: number;
+  /** The owner, the only user who sends through it. */
+  user_id: number;
+  user_name: string;
+};
+
+export type MailAccountList = MailAccountItem[];
 
 export type MailMessageInput = {
   /** Id of a mail account of the token owner, in decimal digits. */
@@ -1077,7 +1107,7 @@ export type TaskTypeCounter = {
 };
 
 export type TaskUpdateRequest = {
-  /** `YYYY-MM-DD HH:MM` in the token owner's time zone, or `""` for no deadline. */
+  /** `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, or `""` for no deadline. */
   date_finish?: string;
   date_start?: LocalMinute;
   id: number;
@@ -1099,6 +1129,39 @@ export type TodayTasks = {
   tasks: DashboardTask[];
   total: number;
 };
+
+export type UserList = UserListItem[];
+
+export type UserListItem = {
+  /** `false`: deactivated; keeps their records, gets no new ones. */
+  active: boolean;
+  /** The department's name, `""` for none. */
+  department: string;
+  /** `null` for a user in no department. */
+  department_id: number | null;
+  id: number;
+  name: string;
+  role: UserRole;
+};
+
+export type UserMe = {
+  /** The account's base currency (ISO 4217). */
+  base_currency: string;
+  /** The department's name, `""` for none. */
+  department: string;
+  /** `null` for a user in no department. */
+  department_id: number | null;
+  id: number;
+  kpi_departments_report: boolean;
+  kpi_users_report: boolean;
+  name: string;
+  role: UserRole;
+  /** IANA name of the time zone of every date-time the token reads and writes. */
+  time_zone: string;
+};
+
+/** `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own. */
+export type UserRole = "admin" | "head" | "member";
 
 export type Webhook = {
   actions: string[];
@@ -1437,6 +1500,12 @@ export interface Operations {
     body: never;
     value: DirectoryList;
   };
+  /** GET /directory/list: The directories, with their codes and names */
+  directoryList: {
+    params: Record<string, never>;
+    body: never;
+    value: DirectoryCatalog;
+  };
   /** POST /document/goods/insert: Add catalogue goods to a document */
   documentGoodsInsert: {
     params: {
@@ -1578,6 +1647,12 @@ export interface Operations {
     body: never;
     value: Health;
   };
+  /** GET /mail/accounts: The mail accounts the token owner sees */
+  mailAccounts: {
+    params: Record<string, never>;
+    body: never;
+    value: MailAccountList;
+  };
   /** POST /mail/send: Send an e-mail message */
   mailSend: {
     params: Record<string, never>;
@@ -1612,6 +1687,18 @@ export interface Operations {
     params: Record<string, never>;
     body: TaskUpdateRequest;
     value: Done;
+  };
+  /** GET /user/list: The users the token owner sees */
+  userList: {
+    params: Record<string, never>;
+    body: never;
+    value: UserList;
+  };
+  /** GET /user/me: The token owner */
+  userMe: {
+    params: Record<string, never>;
+    body: never;
+    value: UserMe;
   };
   /** POST /webhook/delete: Delete a webhook subscription (admins) */
   webhookDelete: {
