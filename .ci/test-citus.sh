@@ -23,11 +23,11 @@ log=.data/citus-cluster.log
 
 echo "--- test-citus: a coordinator and two workers under ./.data/citus"
 url=$(bin/crm-server db citus start --fresh crm_test 2>>"$log")
-echo "--- test-citus: the cluster's Citus (version, the local plan cache's regression of 13.2.1 and 13.2.2)"
-DATABASE_URL=$url bin/crm-server db citus check
-
 echo "--- test-citus: package tests in one shared database, migrated from empty (request statements on one shard each)"
 CRM_TEST_DB=shared DATABASE_URL=$url go test -count=1 -timeout 30m ./...
+
+echo "--- test-citus: the cluster's Citus (version, the local plan cache's regression of 13.2.1 and 13.2.2)"
+DATABASE_URL=$url bin/crm-server db citus check
 
 echo "--- test-citus: conformance, two server processes, every statement of a request on one shard"
 demo_url=$(bin/crm-server db citus start --fresh crm_conformance 2>>"$log")

@@ -102,11 +102,11 @@ func ProbeLocalPlanCache(ctx context.Context, coord *sqlx.DB, url string, addres
 		  FROM pg_dist_shard s
 		  JOIN pg_dist_placement p ON p.shardid = s.shardid
 		  JOIN pg_dist_node n ON n.groupid = p.groupid
-		 WHERE s.logicalrelid = 'accounts'::regclass AND n.isactive AND n.noderole = 'primary'
+		 WHERE s.logicalrelid = to_regclass('accounts') AND n.isactive AND n.noderole = 'primary'
 		 ORDER BY n.groupid, s.shardid
 		 LIMIT 1`)
 	if errors.Is(err, sql.ErrNoRows) {
-		return PlanCacheProbe{}, errors.New("no shard of accounts on any node (the database is not migrated)")
+		return PlanCacheProbe{}, errors.New("no shard of accounts on any node (is the database migrated?)")
 	}
 	if err != nil {
 		return PlanCacheProbe{}, fmt.Errorf("find a shard of accounts: %w", err)
