@@ -54,7 +54,7 @@ func TestDeadlines(t *testing.T) {
 		if n := e.count(t, `SELECT count(*) FROM companies WHERE id = $1 AND note = 'late'`, id); n != 0 {
 			t.Fatalf("the timed-out update was written")
 		}
-		if n := e.count(t, `SELECT count(*) FROM journal WHERE record_id = $1 AND action = 'update'`, id); n != 0 {
+		if n := e.count(t, `SELECT count(*) FROM journal WHERE account_id = $1 AND entity = 'company' AND record_id = $2 AND action = 'update'`, w.accountID, id); n != 0 {
 			t.Fatalf("the timed-out update was journaled")
 		}
 		// The lock gone, the same requests work.
