@@ -306,6 +306,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	}
 	defer generic.Close()
 	if cfg.migrate {
+		c.log.Info("migrating the schema (seconds on a new database)")
 		done, err := db.Migrate(ctx, pool)
 		if err != nil {
 			return err
