@@ -1,7 +1,9 @@
 // Command testprogress renders the output of `go test -json` for make test:
 // a line when each package ends, while packages run a line every few seconds
 // with what they have passed so far and which tests are running, the output
-// of each failed test as soon as it fails, and a summary line at the end.
+// of each failed test as soon as it fails, a line per reason why tests of a
+// package skipped (the first line the test logged), and a summary line at the
+// end.
 //
 //	go test -json ./... | go run ./tools/testprogress [-every 10s] [-title "make test"]
 //
@@ -16,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -76,8 +79,37 @@ type pkg struct {
 	passed, failed, skipped int
 	running                 []string                    // top-level tests running now, in start order
 	output                  map[string]*strings.Builder // by test, until it ends
+	skips                   []skipReason                // why tests skipped, in the order first seen
 	done                    bool
 }
+
+// skipReason is one reason tests of a package skipped, and how many did.
+type skipReason struct {
+	why string
+	n   int
+}
+
+// skippedBecause records why test skipped: the first line it logged, without
+// the file:line go test puts before it.
+func (p *pkg) skippedBecause(logged string) {
+	why := "no reason given"
+	for _, l := range strings.Split(testOutput(logged), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			why = fileLine.ReplaceAllString(l, "")
+			break
+		}
+	}
+	for i := range p.skips {
+		if p.skips[i].why == why {
+			p.skips[i].n++
+			return
+		}
+	}
+	p.skips = append(p.skips, skipReason{why, 1})
+}
+
+// fileLine is the position go test writes before a line a test logged.
+var fileLine = regexp.MustCompile(`^[\w.-]+\.go:[0-9]+: `)
 
 // report renders events; every method may run beside heartbeat.
 type report struct {
@@ -180,6 +212,11 @@ func (r *report) handle(ev event) {
 			p.passed++
 		case "skip":
 			p.skipped++
+			if b := p.output[ev.Test]; b != nil {
+				p.skippedBecause(b.String())
+			} else {
+				p.skippedBecause("")
+			}
 		case "fail":
 			p.failed++
 			// A parent fails with its subtests: it is printed only for what
@@ -226,6 +263,7 @@ func (r *report) packageEvent(p *pkg, ev event) {
 		p.done = true
 		r.idleSince = r.now()
 		fmt.Fprintf(r.out, "ok    %-28s %s  %v\n", p.name, p.counts(), took)
+		r.printSkips(p)
 	case "skip":
 		p.done = true
 		r.idleSince = r.now()
@@ -239,11 +277,19 @@ func (r *report) packageEvent(p *pkg, ev event) {
 			return
 		}
 		fmt.Fprintf(r.out, "FAIL  %-28s %s  %v\n", p.name, p.counts(), took)
+		r.printSkips(p)
 		if p.failed == 0 { // a panic or os.Exit outside any test: the package's own output says why
 			if b := p.output[""]; b != nil {
 				fmt.Fprint(r.out, indent(b.String()))
 			}
 		}
+	}
+}
+
+// printSkips says, a line per reason, why tests of p skipped.
+func (r *report) printSkips(p *pkg) {
+	for _, s := range p.skips {
+		fmt.Fprintf(r.out, "      %d skipped: %s\n", s.n, s.why)
 	}
 }
 

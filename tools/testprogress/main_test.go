@@ -25,7 +25,18 @@ const stream = `go: downloading example.com/x v1.0.0
 {"Action":"output","Package":"github.com/crmservice/crm/impl","Test":"TestB","Output":"--- FAIL: TestB (0.10s)\n"}
 {"Action":"fail","Package":"github.com/crmservice/crm/impl","Test":"TestB","Elapsed":0.1}
 {"Action":"run","Package":"github.com/crmservice/crm/impl","Test":"TestC"}
+{"Action":"output","Package":"github.com/crmservice/crm/impl","Test":"TestC","Output":"=== RUN   TestC\n"}
+{"Action":"output","Package":"github.com/crmservice/crm/impl","Test":"TestC","Output":"    c_test.go:7: skipped: no Redis answers at 127.0.0.1:6379\n"}
+{"Action":"output","Package":"github.com/crmservice/crm/impl","Test":"TestC","Output":"--- SKIP: TestC (0.00s)\n"}
 {"Action":"skip","Package":"github.com/crmservice/crm/impl","Test":"TestC"}
+{"Action":"run","Package":"github.com/crmservice/crm/db","Test":"TestD"}
+{"Action":"skip","Package":"github.com/crmservice/crm/db","Test":"TestD"}
+{"Action":"run","Package":"github.com/crmservice/crm/db","Test":"TestE"}
+{"Action":"output","Package":"github.com/crmservice/crm/db","Test":"TestE","Output":"    e_test.go:9: the database has no citus extension: make test-citus runs this test\n"}
+{"Action":"skip","Package":"github.com/crmservice/crm/db","Test":"TestE"}
+{"Action":"run","Package":"github.com/crmservice/crm/db","Test":"TestF"}
+{"Action":"output","Package":"github.com/crmservice/crm/db","Test":"TestF","Output":"    e_test.go:9: the database has no citus extension: make test-citus runs this test\n"}
+{"Action":"skip","Package":"github.com/crmservice/crm/db","Test":"TestF"}
 {"Action":"run","Package":"github.com/crmservice/crm/db","Test":"TestLong"}
 HEARTBEAT
 {"Action":"fail","Package":"github.com/crmservice/crm/impl","Elapsed":12.34}
@@ -63,14 +74,17 @@ go: downloading example.com/x v1.0.0
 --- FAIL: impl.TestB/sub (0.10s)
     b_test.go:12: want 2, got 3
 ...   impl                         1 passed, 1 skipped, 2 failed so far; finishing (10s)
-...   db                           0 passed so far; running TestLong (10s)
+...   db                           0 passed, 3 skipped so far; running TestLong (10s)
 FAIL  impl                         1 passed, 1 skipped, 2 failed  12.3s
-ok    db                           1 passed  20s
+      1 skipped: skipped: no Redis answers at 127.0.0.1:6379
+ok    db                           1 passed, 3 skipped  20s
+      1 skipped: no reason given
+      2 skipped: the database has no citus extension: make test-citus runs this test
 FAIL  broken [github.com/crmservice/crm/broken.test] does not build:
     broken/x.go:3:1: syntax error
 FAIL  broken                       build failed (broken [github.com/crmservice/crm/broken.test])
 -     gen                          no tests
-make test FAILED: 2 tests passed, 1 skipped, 2 failed in 4 packages (2 failed) in 25s
+make test FAILED: 2 tests passed, 4 skipped, 2 failed in 4 packages (2 failed) in 25s
     failed: impl.TestB/sub
     failed: impl.TestB
 `
