@@ -6,6 +6,10 @@
 // end.
 //
 //	go test -json ./... | go run ./tools/testprogress [-every 10s] [-title "make test"]
+//	go run ./tools/testprogress -run 'go test -json -race ./impl/...' -run 'go test -json ./db/...'
+//
+// With -run it runs the commands at once and merges what they report, so
+// that one suite runs while another is still being built.
 //
 // It exits with status 1 when a test or a build failed, and 2 when its input
 // was not what go test -json writes.
@@ -14,14 +18,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -29,6 +36,9 @@ func main() {
 	every := flag.Duration("every", 10*time.Second, "how often to report the packages still running (0: never)")
 	title := flag.String("title", "make test", "what the summary line calls the run")
 	module := flag.String("module", "github.com/crmservice/crm/", "prefix left out of package names")
+	var commands []string
+	flag.Func("run", "a command line (bash) whose output is go test -json; several run at once, each given by a -run of its own (none: read standard input)",
+		func(c string) error { commands = append(commands, c); return nil })
 	flag.Parse()
 	r := newReport(os.Stdout, *title, *module, time.Now)
 	stop := make(chan struct{})
@@ -47,16 +57,61 @@ func main() {
 			}
 		})
 	}
-	err := r.read(os.Stdin)
+	var err error
+	failed := false
+	if len(commands) == 0 {
+		err = r.read(os.Stdin)
+	} else {
+		failed, err = r.runAll(commands)
+	}
 	close(stop)
 	wg.Wait()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testprogress:", err)
 		os.Exit(2)
 	}
-	if !r.finish() {
+	if !r.finish() || failed {
 		os.Exit(1)
 	}
+}
+
+// runAll runs the commands at once, each through bash with its standard
+// output and error read as go test -json, and waits for them all; failed
+// tells whether one of them ended with a status other than 0, which is
+// reported too (a failing test does that, but so does a go test that could
+// not start).
+func (r *report) runAll(commands []string) (failed bool, err error) {
+	var wg sync.WaitGroup
+	var anyFailed atomic.Bool
+	errs := make([]error, len(commands))
+	for i, line := range commands {
+		cmd := exec.Command("bash", "-c", line)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return true, err
+		}
+		cmd.Stderr = cmd.Stdout // one stream: go's own messages pass through
+		if err := cmd.Start(); err != nil {
+			return true, fmt.Errorf("start %q: %w", line, err)
+		}
+		wg.Go(func() {
+			if errs[i] = r.read(out); errs[i] != nil {
+				_, _ = io.Copy(io.Discard, out) // let it end
+			}
+			if err := cmd.Wait(); err != nil {
+				anyFailed.Store(true)
+				r.mu.Lock()
+				shown := line
+				if len(shown) > 70 {
+					shown = shown[:70] + "…"
+				}
+				r.ended = append(r.ended, fmt.Sprintf("%s ended with %v", shown, err))
+				r.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return anyFailed.Load(), errors.Join(errs...)
 }
 
 // event is one line of go test -json (cmd/test2json's TestEvent, and the
@@ -124,6 +179,7 @@ type report struct {
 	builds   map[string]string // import path → build output
 	failures []string          // "pkg.TestX"
 	failedPk int
+	ended    []string // commands of -run that failed, and how
 	// idleSince is when the last package ended (or the run started): while no
 	// package runs, go test is building.
 	idleSince time.Time
@@ -347,6 +403,13 @@ func (r *report) finish() bool {
 		passed, failed, skipped = passed+p.passed, failed+p.failed, skipped+p.skipped
 	}
 	ok := failed == 0 && r.failedPk == 0
+	if len(r.ended) > 0 && ok {
+		// No test failed, yet a command did: it could not run them all.
+		ok = false
+		for _, e := range r.ended {
+			fmt.Fprintf(r.out, "FAIL  %s\n", e)
+		}
+	}
 	verdict := "passed"
 	if !ok {
 		verdict = "FAILED"
