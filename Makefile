@@ -15,8 +15,8 @@ run: apidocs
 ## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data: the race detector on the packages with
 ## concurrency, whose binary then runs the tests of the list and the contact list once more through their functions
 ## (CRM_FAST_PATH=both, impl/main_test.go), and the other packages without it, both go test runs at once (one runs tests
-## while the other still builds). tools/testprogress reports each package as it ends (with why tests skipped), the running
-## ones, or that the tests are being built, every 10 s, failures at once, and a summary.
+## while the other still builds). tools/testprogress reports each package as it ends (with why tests skipped), every 10 s
+## the running ones and the ones still being built, failures at once, and a summary.
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
 test: SHELL := /bin/bash
@@ -24,7 +24,7 @@ test: apidocs sdk-typescript-deps
 	@export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
 	$(GO) build -o bin/testprogress ./tools/testprogress && \
 	echo "test: building the tests, then running them (a line every 10 s says what is going on)" && \
-	bin/testprogress \
+	bin/testprogress -packages "$$($(GO) list ./...)" \
 	  -run 'CRM_FAST_PATH=both $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS)' \
 	  -run '$(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /impl -e /conformance)'
 

@@ -39,8 +39,10 @@ func main() {
 	var commands []string
 	flag.Func("run", "a command line (bash) whose output is go test -json; several run at once, each given by a -run of its own (none: read standard input)",
 		func(c string) error { commands = append(commands, c); return nil })
+	expect := flag.String("packages", "", "the packages the run will test, separated by blanks: the report names those not started yet (being built)")
 	flag.Parse()
 	r := newReport(os.Stdout, *title, *module, time.Now)
+	r.expected = strings.Fields(*expect)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	if *every > 0 {
@@ -180,6 +182,7 @@ type report struct {
 	failures []string          // "pkg.TestX"
 	failedPk int
 	ended    []string // commands of -run that failed, and how
+	expected []string // packages the run will test (-packages)
 	// idleSince is when the last package ended (or the run started): while no
 	// package runs, go test is building.
 	idleSince time.Time
@@ -371,9 +374,22 @@ func (r *report) heartbeat() {
 			running++
 		}
 	}
+	var waiting []string
+	for _, name := range r.expected {
+		if r.pkgs[name] == nil {
+			waiting = append(waiting, r.short(name))
+		}
+	}
 	if running == 0 {
+		if len(waiting) > 0 {
+			fmt.Fprintf(r.out, "...   building the tests of %s (%v since the last result)\n", names(waiting), r.now().Sub(r.idleSince).Round(time.Second))
+			return
+		}
 		fmt.Fprintf(r.out, "...   building the tests (%v since the last result)\n", r.now().Sub(r.idleSince).Round(time.Second))
 		return
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintf(r.out, "...   still to build: %s\n", names(waiting))
 	}
 	for _, name := range r.order {
 		p := r.pkgs[name]
@@ -392,6 +408,14 @@ func (r *report) heartbeat() {
 		}
 		fmt.Fprintf(r.out, "...   %-28s %s so far; %s (%v)\n", p.name, p.counts(), running, r.now().Sub(p.start).Round(time.Second))
 	}
+}
+
+// names lists packages: the first three and how many more.
+func names(pkgs []string) string {
+	if len(pkgs) <= 3 {
+		return strings.Join(pkgs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(pkgs[:3], ", "), len(pkgs)-3)
 }
 
 // finish prints the summary line and reports whether everything passed.

@@ -136,3 +136,30 @@ func TestRunAll(t *testing.T) {
 		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
 	}
 }
+
+// TestHeartbeatNamesWaitingPackages: with -packages, the heartbeat names the
+// packages that have not started, which go test is still building.
+func TestHeartbeatNamesWaitingPackages(t *testing.T) {
+	c := &clock{t: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)}
+	var out strings.Builder
+	r := newReport(&out, "make test", "github.com/crmservice/crm/", c.now)
+	for _, p := range []string{"impl", "db", "sdk", "tools", "docs"} {
+		r.expected = append(r.expected, "github.com/crmservice/crm/"+p)
+	}
+	c.t = c.t.Add(10 * time.Second)
+	r.heartbeat()
+	if err := r.read(strings.NewReader(`{"Action":"start","Package":"github.com/crmservice/crm/db"}
+{"Action":"run","Package":"github.com/crmservice/crm/db","Test":"TestX"}
+`)); err != nil {
+		t.Fatal(err)
+	}
+	c.t = c.t.Add(10 * time.Second)
+	r.heartbeat()
+	want := `...   building the tests of impl, db, sdk and 2 more (10s since the last result)
+...   still to build: impl, sdk, tools and 1 more
+...   db                           0 passed so far; running TestX (10s)
+`
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}
