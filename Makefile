@@ -12,21 +12,28 @@ export PORT
 run: apidocs
 	@GO=$(GO) tools/run.sh
 
-## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data: the race detector on the packages with
-## concurrency, whose binary then runs the tests of the list and the contact list once more through their functions
-## (CRM_FAST_PATH=both, impl/main_test.go), and the other packages without it, both go test runs at once (one runs tests
-## while the other still builds). tools/testprogress reports each package as it ends (with why tests skipped), every 10 s
-## the running ones and the ones still being built, failures at once, and a summary.
+## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data, in four go test runs at once (each runs
+## tests while another still builds): impl's tests in two processes (CRM_TEST_SHARD: they spend most of their time waiting
+## on PostgreSQL, one test at a time) and the rest of ./impl/... ./conformance/..., all three under the race detector, whose
+## binary also runs the tests of the list and the contact list once more through their functions (CRM_FAST_PATH=both,
+## impl/main_test.go); and the other packages without it. tools/testprogress reports each package as it ends (with why
+## tests skipped), every 10 s the running ones and the ones still being built, failures at once, and a summary.
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
+IMPL = github.com/crmservice/crm/impl
+GO_TEST = $(GO) test -json -count=1 -timeout 30m
 test: SHELL := /bin/bash
 test: apidocs sdk-typescript-deps
-	@export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
+	@export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1) GO=$(GO); \
 	$(GO) build -o bin/testprogress ./tools/testprogress && \
+	race_rest=$$($(GO) list $(RACE_PKGS) | grep -vx '$(IMPL)' | tr '\n' ' ') && \
+	plain=$$($(GO) list ./... | grep -v -e /impl -e /conformance | tr '\n' ' ') && \
 	echo "test: building the tests, then running them (a line every 10 s says what is going on)" && \
-	bin/testprogress -packages "$$($(GO) list ./...)" \
-	  -run 'CRM_FAST_PATH=both $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS)' \
-	  -run '$(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /impl -e /conformance)'
+	bin/testprogress -packages "$$($(GO) list ./... | grep -vx '$(IMPL)') $(IMPL)(1/2) $(IMPL)(2/2)" \
+	  -run "(1/2) tools/race-prebuild.sh ./impl && CRM_TEST_SHARD=1/2 CRM_FAST_PATH=both $(GO_TEST) -race ./impl" \
+	  -run "(2/2) tools/race-prebuild.sh ./impl && CRM_TEST_SHARD=2/2 CRM_FAST_PATH=both $(GO_TEST) -race ./impl" \
+	  -run "tools/race-prebuild.sh $$race_rest && $(GO_TEST) -race $$race_rest" \
+	  -run "$(GO_TEST) $$plain"
 
 ## test-faults: the fault suite (./faults): real crm-server processes killed with SIGKILL, a private PostgreSQL under ./.data/faults
 ## frozen with SIGSTOP, restarted and stopped for 20 s, slow clients, mail across a kill; envelopes within the deadlines and recovery by itself

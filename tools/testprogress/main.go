@@ -9,7 +9,9 @@
 //	go run ./tools/testprogress -run 'go test -json -race ./impl/...' -run 'go test -json ./db/...'
 //
 // With -run it runs the commands at once and merges what they report, so
-// that one suite runs while another is still being built.
+// that one suite runs while another is still being built; a label before a
+// command, "(1/2) CRM_TEST_SHARD=1/2 go test …", names its share of a package
+// that several commands test.
 //
 // It exits with status 1 when a test or a build failed, and 2 when its input
 // was not what go test -json writes.
@@ -37,7 +39,8 @@ func main() {
 	title := flag.String("title", "make test", "what the summary line calls the run")
 	module := flag.String("module", "github.com/crmservice/crm/", "prefix left out of package names")
 	var commands []string
-	flag.Func("run", "a command line (bash) whose output is go test -json; several run at once, each given by a -run of its own (none: read standard input)",
+	flag.Func("run", "a command line (bash) whose output is go test -json; several run at once, each given by a -run of its own (none: read standard input); "+
+		"a command that starts with a label in parentheses, \"(1/2) go test …\", has it added to its packages' names",
 		func(c string) error { commands = append(commands, c); return nil })
 	expect := flag.String("packages", "", "the packages the run will test, separated by blanks: the report names those not started yet (being built)")
 	flag.Parse()
@@ -87,6 +90,12 @@ func (r *report) runAll(commands []string) (failed bool, err error) {
 	var anyFailed atomic.Bool
 	errs := make([]error, len(commands))
 	for i, line := range commands {
+		label := ""
+		if strings.HasPrefix(line, "(") {
+			if end := strings.Index(line, ") "); end > 0 {
+				label, line = line[:end+1], line[end+2:]
+			}
+		}
 		cmd := exec.Command("bash", "-c", line)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
@@ -97,7 +106,7 @@ func (r *report) runAll(commands []string) (failed bool, err error) {
 			return true, fmt.Errorf("start %q: %w", line, err)
 		}
 		wg.Go(func() {
-			if errs[i] = r.read(out); errs[i] != nil {
+			if errs[i] = r.readAs(out, label); errs[i] != nil {
 				_, _ = io.Copy(io.Discard, out) // let it end
 			}
 			if err := cmd.Wait(); err != nil {
@@ -195,7 +204,11 @@ func newReport(out io.Writer, title, module string, now func() time.Time) *repor
 
 // read renders the events of in until it ends. Lines that are not JSON
 // (a go command's own messages) are passed through.
-func (r *report) read(in io.Reader) error {
+func (r *report) read(in io.Reader) error { return r.readAs(in, "") }
+
+// readAs reads as read does, with label after the name of every package
+// ("impl(1/2)"): two commands may then test one package, each a share of it.
+func (r *report) readAs(in io.Reader, label string) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -209,6 +222,14 @@ func (r *report) read(in io.Reader) error {
 		var ev event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return fmt.Errorf("not go test -json: %w: %.80s", err, line)
+		}
+		if label != "" {
+			if ev.Package != "" {
+				ev.Package += label
+			}
+			if ev.ImportPath != "" {
+				ev.ImportPath += label
+			}
 		}
 		r.handle(ev)
 	}

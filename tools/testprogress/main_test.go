@@ -120,7 +120,7 @@ func TestRunAll(t *testing.T) {
 	var out strings.Builder
 	r := newReport(&out, "make test", "github.com/crmservice/crm/", c.now)
 	failed, err := r.runAll([]string{
-		`sleep 0.2; printf '%s\n' '{"Action":"start","Package":"github.com/crmservice/crm/db"}' '{"Action":"run","Package":"github.com/crmservice/crm/db","Test":"TestX"}' '{"Action":"pass","Package":"github.com/crmservice/crm/db","Test":"TestX","Elapsed":1}' '{"Action":"pass","Package":"github.com/crmservice/crm/db","Elapsed":1}'`,
+		`(1/2) sleep 0.2; printf '%s\n' '{"Action":"start","Package":"github.com/crmservice/crm/db"}' '{"Action":"run","Package":"github.com/crmservice/crm/db","Test":"TestX"}' '{"Action":"pass","Package":"github.com/crmservice/crm/db","Test":"TestX","Elapsed":1}' '{"Action":"pass","Package":"github.com/crmservice/crm/db","Elapsed":1}'`,
 		`echo 'go: cannot find main module'; exit 3`,
 	})
 	if err != nil || !failed {
@@ -129,7 +129,7 @@ func TestRunAll(t *testing.T) {
 	if r.finish() {
 		t.Error("finish reports success")
 	}
-	want := "go: cannot find main module\nok    db                           1 passed  1s\n" +
+	want := "go: cannot find main module\nok    db(1/2)                      1 passed  1s\n" +
 		"FAIL  echo 'go: cannot find main module'; exit 3 ended with exit status 3\n" +
 		"make test FAILED: 1 tests passed, 0 skipped, 0 failed in 1 packages (0 failed) in 0s\n"
 	if out.String() != want {
