@@ -157,20 +157,21 @@ func ListTokens(ctx context.Context, db *sqlx.DB, f TokenFilter) ([]TokenRow, er
 		            WHEN t.expires_at IS NOT NULL AND t.expires_at <= now() THEN 'expired'
 		            ELSE 'valid' END AS state
 		  FROM tokens t`
-	const valid = ` AND ($2 OR (t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())))`
+	// $1: every state (--all), else only the valid tokens.
+	const valid = `($1 OR (t.revoked_at IS NULL AND (t.expires_at IS NULL OR t.expires_at > now())))`
 	out := []TokenRow{}
 	var err error
 	if f.AccountID == 0 {
 		// cross-account: the operator's audit of every account's tokens
 		err = db.SelectContext(ctx, &out, columns+`
 		  JOIN users u ON u.account_id = t.account_id AND u.id = t.user_id
-		 WHERE $1::bigint = 0`+valid+`
-		 ORDER BY t.id`, f.UserID, f.All)
+		 WHERE `+valid+`
+		 ORDER BY t.id`, f.All)
 	} else {
 		err = db.SelectContext(ctx, &out, columns+`
-		  JOIN users u ON u.account_id = $3 AND u.id = t.user_id
-		 WHERE t.account_id = $3 AND ($1::bigint = 0 OR t.user_id = $1)`+valid+`
-		 ORDER BY t.id`, f.UserID, f.All, f.AccountID)
+		  JOIN users u ON u.account_id = $2 AND u.id = t.user_id
+		 WHERE t.account_id = $2 AND ($3::bigint = 0 OR t.user_id = $3) AND `+valid+`
+		 ORDER BY t.id`, f.All, f.AccountID, f.UserID)
 	}
 	if err != nil {
 		return nil, adminDBError("list tokens", err, nil)

@@ -86,9 +86,9 @@ const (
 // every two seconds (on a terminal, a quiet admin command still prints it, so
 // that a first load does not look stuck); demo and serve --demo call it.
 func (c *cli) loadDemo(ctx context.Context, pool *sqlx.DB, label string) (*demo.Demo, error) {
-	quiet := !c.log.Enabled(ctx, slog.LevelInfo) && isTerminal(c.err)
+	plain := !c.log.Enabled(ctx, slog.LevelInfo) && isTerminal(c.err)
 	return demo.Load(ctx, pool, time.Now(), demo.ReplacingTokens(label), demo.WithProgress(2*time.Second, func(p demo.Progress) {
-		if quiet {
+		if plain {
 			if !p.Done && p.Rows > 0 {
 				fmt.Fprintf(c.err, "demo: loading the demo data set: %s, %d of %d rows, about %s left\n", p.Step, p.Rows, p.Total, p.Left.Round(time.Second))
 			}
