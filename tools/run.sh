@@ -14,8 +14,12 @@ bin=${CRM_RUN_BIN:-bin/crm-server} # where the server is built (tests build it e
 say() { printf 'run: %s\n' "$*"; }
 
 # The packages go build will compile (none it has in its cache): the progress
-# below counts the ones done.
-total=$("$GO" list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' ./cmd/crm-server 2>/dev/null | grep -c .)
+# below counts the ones done. On a machine without the modules, go list
+# downloads them first, naming each ("go: downloading …").
+if [[ -z "$("$GO" list -m -f '{{.Dir}}' github.com/spf13/cobra 2>/dev/null)" ]]; then
+  say "downloading the Go modules it needs (once)"
+fi
+total=$("$GO" list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' ./cmd/crm-server 2> >(grep '^go: downloading' >&2) | grep -c .)
 if [[ ${total:-0} -gt 50 ]]; then
   say "compiling crm-server into $(dirname "$bin")/: $total packages, the first time on this machine (2 to 4 minutes on 2 cores; seconds after that)"
 else
