@@ -5,23 +5,26 @@ GO      ?= go
 PORT    ?= 8080
 export PORT
 
-.PHONY: run test test-faults test-citus test-browser lint generate check-generated conformance bench bench-wrk bench-memory fuzz build apidocs sdk-typescript-deps db-stop clean
+.PHONY: run test test-faults test-citus test-browser lint generate sdk-typescript-dist check-generated conformance bench bench-wrk bench-memory fuzz build apidocs sdk-typescript-deps db-stop clean
 
 ## run: compile crm-server (saying so) and serve on :$(PORT) with the demo account (a private PostgreSQL under ./.data
 ## unless DATABASE_URL is set) and /metrics (METRICS_ADDR=main) until Ctrl-C, which ends it quietly with status 0
 run: apidocs
 	@GO=$(GO) tools/run.sh
 
-## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data, in four go test runs at once (each runs
+## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data, in five go test runs at once (each runs
 ## tests while another still builds): impl's tests in two processes (CRM_TEST_SHARD: they spend most of their time waiting
 ## on PostgreSQL, one test at a time) and the rest of ./impl/... ./conformance/..., all three under the race detector, whose
-## binary also runs the tests of the list and the contact list once more through their functions (CRM_FAST_PATH=both,
-## impl/main_test.go); and the other packages without it. tools/testprogress reports each package as it ends (with why
+## binary also runs the tests of the list, the contact list and the event feed once more through their functions
+## (CRM_FAST_PATH=both, impl/main_test.go); the other packages without it; and the Go SDK's own module (sdk/go: its
+## example; its tests against a server are in ./sdk). tools/testprogress reports each package as it ends (with why
 ## tests skipped), every 10 s the running ones and the ones still being built, failures at once, and a summary.
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
 IMPL = github.com/crmservice/crm/impl
 GO_TEST = $(GO) test -json -count=1 -timeout 30m
+# The Go SDK is a module of its own (go.mod's replace directive points the server's module at it).
+GO_SDK = sdk/go
 test: SHELL := /bin/bash
 test: apidocs sdk-typescript-deps
 	@export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1) GO=$(GO); \
@@ -29,11 +32,12 @@ test: apidocs sdk-typescript-deps
 	race_rest=$$($(GO) list $(RACE_PKGS) | grep -vx '$(IMPL)' | tr '\n' ' ') && \
 	plain=$$($(GO) list ./... | grep -v -e /impl -e /conformance | tr '\n' ' ') && \
 	echo "test: building the tests, then running them (a line every 10 s says what is going on)" && \
-	bin/testprogress -packages "$$($(GO) list ./... | grep -vx '$(IMPL)') $(IMPL)(1/2) $(IMPL)(2/2)" \
+	bin/testprogress -packages "$$($(GO) list ./... | grep -vx '$(IMPL)') $(IMPL)(1/2) $(IMPL)(2/2) $$(cd $(GO_SDK) && $(GO) list ./...)" \
 	  -run "(1/2) tools/race-prebuild.sh ./impl && CRM_TEST_SHARD=1/2 CRM_FAST_PATH=both $(GO_TEST) -race ./impl" \
 	  -run "(2/2) tools/race-prebuild.sh ./impl && CRM_TEST_SHARD=2/2 CRM_FAST_PATH=both $(GO_TEST) -race ./impl" \
 	  -run "tools/race-prebuild.sh $$race_rest && $(GO_TEST) -race $$race_rest" \
-	  -run "$(GO_TEST) $$plain"
+	  -run "$(GO_TEST) $$plain" \
+	  -run "cd $(GO_SDK) && $(GO_TEST) ./..."
 
 ## test-faults: the fault suite (./faults): real crm-server processes killed with SIGKILL, a private PostgreSQL under ./.data/faults
 ## frozen with SIGSTOP, restarted and stopped for 20 s, slow clients, mail across a kill; envelopes within the deadlines and recovery by itself
@@ -48,22 +52,35 @@ test-citus:
 test-browser:
 	.ci/test-browser.sh
 
-## lint: generated code up to date, gofmt, go vet, staticcheck, the OpenAPI document through Spectral and Redocly, and
-## the clients openapi-typescript and @hey-api/openapi-ts generate from it compiled under tsc --strict (.ci/lint-clients.sh);
-## the long steps say every 15 s that they are still running (tools/progress.sh)
+## lint: generated code up to date, gofmt, go vet, staticcheck (the server's module and the Go SDK's), the OpenAPI document through Spectral and Redocly,
+## the TypeScript SDK's package packed from a clean copy and judged by @arethetypeswrong/cli and publint (.ci/lint-sdk.sh), and
+## the clients that oapi-codegen, ogen, openapi-typescript (with openapi-fetch), @hey-api/openapi-ts and orval generate from it,
+## compiled (tsc --strict) and run against a server on the demo account (.ci/lint-clients.sh; the TypeScript ones where npm is);
+## go vet and staticcheck say every 15 s that they are still running (tools/progress.sh)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	@tools/progress.sh "lint: go vet" "every package" $(GO) vet ./...
-	@tools/progress.sh "lint: staticcheck" "compiled on first use, then every package checked (about 3 minutes the first time on 2 cores, under a minute once its cache is warm)" \
-		$(GO) run honnef.co/go/tools/cmd/staticcheck ./...
+	@tools/progress.sh "lint: go vet" "every package of the server's module and of the Go SDK's" \
+		sh -c '$(GO) vet ./... && cd $(GO_SDK) && $(GO) vet ./...'
+	@tools/progress.sh "lint: staticcheck" "compiled into bin/ first, then every package checked (about 3 minutes the first time on 2 cores, under a minute once its cache is warm)" \
+		sh -c '$(GO) build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck && bin/staticcheck ./... && cd $(GO_SDK) && ../../bin/staticcheck ./...'
 	.ci/lint-openapi.sh
+	.ci/lint-sdk.sh
 	.ci/lint-clients.sh
 
-## generate: rebuild gen/ from openapi.yaml with oapi-codegen, then the typed SDKs over it with tools/sdkgen
-## (sdk/go/crm/operations.gen.go; sdk/typescript/src/types.ts and operations.ts, and the package's version)
-GENERATED = gen sdk/go/crm/operations.gen.go sdk/typescript/src/types.ts sdk/typescript/src/operations.ts sdk/typescript/package.json sdk/typescript/package-lock.json
+## generate: rebuild gen/ from openapi.yaml with oapi-codegen, the Go SDK's models and plain client (sdk/go/crm/api), then the
+## typed SDKs over them with tools/sdkgen (sdk/go/crm/operations.gen.go; sdk/typescript/src/types.ts and operations.ts, and the
+## package's version), all from gen/generate.go; then the TypeScript SDK's built package (sdk-typescript-dist)
+GENERATED = gen sdk/go/crm/api/api.gen.go sdk/go/crm/operations.gen.go sdk/typescript/src/types.ts sdk/typescript/src/operations.ts sdk/typescript/package.json sdk/typescript/package-lock.json sdk/typescript/dist
 generate:
-	$(GO) generate ./gen/... ./sdk/go/...
+	$(GO) generate ./gen/...
+	@$(MAKE) -s sdk-typescript-dist
+
+## sdk-typescript-dist: the TypeScript SDK as it is installed, ESM and CommonJS with their types (sdk/typescript/dist, in git, so
+## that `npm install <the directory>` and `npm pack` need nothing else): compiled by the SDK's pinned tsc; without npm it is left as it is
+sdk-typescript-dist: sdk-typescript-deps
+	@if ! command -v npm >/dev/null 2>&1; then \
+		echo "sdk-typescript-dist: npm is not installed, so sdk/typescript/dist was not rebuilt (make check-generated needs npm)"; exit 0; fi; \
+	npm run --prefix sdk/typescript --silent build
 
 ## check-generated: fail when gen/ or the SDKs differ from what openapi.yaml generates
 check-generated: generate

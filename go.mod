@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/XSAM/otelsql v0.44.0
 	github.com/cespare/xxhash/v2 v2.3.0
+	github.com/crmservice/crm/sdk/go v0.0.0-00010101000000-000000000000
 	github.com/emersion/go-imap/v2 v2.0.0-beta.8
 	github.com/emersion/go-message v0.18.2
 	github.com/emersion/go-sasl v0.0.0-20241020182733-b788ff22d5a6
@@ -73,3 +74,7 @@ require (
 )
 
 ignore ./impl/apidocs/node_modules
+
+// The Go SDK is a module of its own (a client needs nothing of the server); this
+// module tests it as it is in the tree.
+replace github.com/crmservice/crm/sdk/go => ./sdk/go

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # make test-browser: the API reference page and CORS in a real browser.
 # Debian's chromium, driven headless by playwright-core (npm, under
-# .ci/browser), opens /docs of a server started here, finds an operation with
-# the page's search box, opens it, takes a screenshot
+# .ci/browser), opens /docs of a server started here (the page must say it is
+# loading while the renderer loads, then show each operation's success as its
+# first reply sample), finds an operation with the page's search box, opens it, takes a screenshot
 # (.data/browser/docs-operation.png), and checks that the page reached no other
 # host; then it calls the API from another origin, allowed and not.
 #

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"math/big"
 	"path"
@@ -37,6 +38,18 @@ type Case struct {
 	// and the conventions only, never with Contract.Check.
 	Unchecked       bool
 	UncheckedReason string
+	// Feature names a feature that a deployment may switch off (one of
+	// Features); when the runner is told it is off, the case is skipped.
+	Feature string
+	// After names earlier cases of the same file whose writes this case reads
+	// without a variable to show it; when one of them is skipped, so is this case.
+	After []string
+}
+
+// Features are the features a deployment may switch off, with what switches
+// them off. A case that needs one says so with feature: NAME.
+var Features = map[string]string{
+	"webhooks": "the webhook operations that keep a secret need the server's CRM_SECRET_KEY; without it they answer HTTP 503",
 }
 
 // Request is the request of a case. Every string in it may hold {{var}} placeholders.
@@ -113,6 +126,8 @@ type rawCase struct {
 	Save            map[string]string `yaml:"save"`
 	Unchecked       bool              `yaml:"unchecked"`
 	UncheckedReason string            `yaml:"unchecked_reason"`
+	Feature         string            `yaml:"feature"`
+	After           []string          `yaml:"after"`
 }
 
 type rawRequest struct {
@@ -195,6 +210,11 @@ func ParseSuite(file string, data []byte) (Suite, error) {
 		if seen[c.Name] {
 			return suite, fmt.Errorf("%s: case name %q is used twice", file, c.Name)
 		}
+		for _, a := range c.After {
+			if !seen[a] {
+				return suite, fmt.Errorf("%s: %s: after: %q is no earlier case of the file", file, c.Name, a)
+			}
+		}
 		seen[c.Name] = true
 		suite.Cases = append(suite.Cases, c)
 	}
@@ -206,7 +226,7 @@ var httpMethods = []string{"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPT
 // check turns a case as written into a Case, refusing incomplete or contradictory ones.
 func (rc rawCase) check() (Case, error) {
 	c := Case{Name: rc.Name, Description: rc.Description, Save: rc.Save,
-		Unchecked: rc.Unchecked, UncheckedReason: rc.UncheckedReason}
+		Unchecked: rc.Unchecked, UncheckedReason: rc.UncheckedReason, Feature: rc.Feature, After: rc.After}
 	if c.Name == "" {
 		return c, errors.New("name is required")
 	}
@@ -215,6 +235,9 @@ func (rc rawCase) check() (Case, error) {
 	}
 	if c.Unchecked && c.UncheckedReason == "" {
 		return c, errors.New("unchecked: true needs unchecked_reason")
+	}
+	if _, known := Features[c.Feature]; c.Feature != "" && !known {
+		return c, fmt.Errorf("feature %q is not one of %s", c.Feature, strings.Join(slices.Sorted(maps.Keys(Features)), ", "))
 	}
 
 	rq := rc.Request

@@ -46,6 +46,9 @@ func ParseContract(data []byte) (*Contract, error) {
 }
 
 func newContract(loader *openapi3.Loader, doc *openapi3.T) (*Contract, error) {
+	if err := resolveHeaderContent(doc); err != nil {
+		return nil, err
+	}
 	if err := doc.Validate(loader.Context); err != nil {
 		return nil, fmt.Errorf("the contract is not valid OpenAPI: %w", err)
 	}
@@ -69,6 +72,12 @@ func (c *Contract) Check(method, target string, status int, header http.Header, 
 	route, pathParams, err := c.router.FindRoute(req)
 	if err != nil {
 		return fmt.Errorf("%w: %s %s", ErrNoOperation, method, target)
+	}
+	// The default reply (any other status) documents what generators need
+	// (X-Value-Schema); an operation of this server answers only the statuses
+	// it lists.
+	if route.Operation.Responses.Status(status) == nil {
+		return fmt.Errorf("%s %s: reply %d is not a status the operation lists", method, route.Path, status)
 	}
 	in := &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route},
@@ -131,4 +140,76 @@ func DecodeValue(value string) (any, error) {
 		return "", nil
 	}
 	return decodeJSON([]byte(value), false)
+}
+
+// resolveHeaderContent resolves the schema references in the content of
+// response headers (X-Value-Schema of the default replies), which kin-openapi's
+// loader leaves unresolved: it follows a header's schema but not its content.
+func resolveHeaderContent(doc *openapi3.T) error {
+	resolve := func(headers openapi3.Headers) error {
+		for name, h := range headers {
+			if h == nil || h.Value == nil {
+				continue
+			}
+			for _, mt := range h.Value.Content {
+				if mt == nil || mt.Schema == nil || mt.Schema.Value != nil {
+					continue
+				}
+				target, ok := strings.CutPrefix(mt.Schema.Ref, "#/components/schemas/")
+				s := doc.Components.Schemas[target]
+				if !ok || s == nil || s.Value == nil {
+					return fmt.Errorf("header %s: unresolved reference %q", name, mt.Schema.Ref)
+				}
+				mt.Schema.Value = s.Value
+			}
+		}
+		return nil
+	}
+	for _, r := range doc.Components.Responses {
+		if r != nil && r.Value != nil {
+			if err := resolve(r.Value.Headers); err != nil {
+				return err
+			}
+		}
+	}
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			for _, r := range op.Responses.Map() {
+				if r != nil && r.Value != nil {
+					if err := resolve(r.Value.Headers); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// Writes reports whether a request may change what the server stores: its
+// operation takes an Idempotency-Key header (the contract's mark of every
+// operation that writes), or no operation matches it and its method is not
+// GET, HEAD or OPTIONS (counted as a write, to be safe).
+func (c *Contract) Writes(method, target string) bool {
+	route, _, err := c.router.FindRoute(httptest.NewRequest(method, target, nil))
+	if err != nil {
+		return method != http.MethodGet && method != http.MethodHead && method != http.MethodOptions
+	}
+	for _, p := range route.Operation.Parameters {
+		if p.Value != nil && p.Value.In == openapi3.ParameterInHeader && http.CanonicalHeaderKey(p.Value.Name) == "Idempotency-Key" {
+			return true
+		}
+	}
+	return false
+}
+
+// valueIsDone reports whether the operation's value is the count of Done
+// (such as the 1 of a goods insert), not the id of a new record.
+func (c *Contract) valueIsDone(method, target string) bool {
+	route, _, err := c.router.FindRoute(httptest.NewRequest(method, target, nil))
+	if err != nil {
+		return false
+	}
+	ref, _ := route.Operation.Extensions["x-value-schema"].(string)
+	return ref == "#/components/schemas/Done"
 }

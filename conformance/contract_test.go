@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -39,10 +40,11 @@ func TestContractDocumentsEveryOperation(t *testing.T) {
 				if (len(tags) != len(op.Tags)) != extension {
 					t.Errorf("the tag extensions and x-extension: true go together")
 				}
-				schema, _, err := c.ValueSchema(op)
+				schema, schemaName, err := c.ValueSchema(op)
 				if err != nil {
 					t.Fatal(err)
 				}
+				checkGeneratorsSeeValueSchema(t, op, schemaName)
 				if hasInput(op) && !hasRequestExample(op) {
 					t.Errorf("takes input but has no request example")
 				}
@@ -199,5 +201,86 @@ func TestExtensionsListed(t *testing.T) {
 	}
 	if seen != len(interfaceOperations) {
 		t.Errorf("%d of the %d operations of the interface are in the contract", seen, len(interfaceOperations))
+	}
+}
+
+// checkGeneratorsSeeValueSchema: the operation's default reply is the envelope
+// and declares the header X-Value-Schema whose content is JSON of the
+// x-value-schema's schema, the standard reference through which ogen, which
+// keeps only what the operations reference, generates the payload type with its
+// JSON decoder.
+func checkGeneratorsSeeValueSchema(t *testing.T, op *openapi3.Operation, schemaName string) {
+	t.Helper()
+	def := op.Responses.Default()
+	if def == nil || def.Value == nil {
+		t.Errorf("no default reply declaring X-Value-Schema (components/responses/Other%s)", schemaName)
+		return
+	}
+	if mt := def.Value.Content.Get("application/json"); mt == nil || mt.Schema == nil || mt.Schema.Ref != "#/components/schemas/Envelope" || len(def.Value.Content) != 1 {
+		t.Errorf("the default reply is not just the envelope")
+	}
+	h := def.Value.Headers["X-Value-Schema"]
+	if h == nil || h.Value == nil || h.Value.Required || h.Value.Schema != nil {
+		t.Errorf("the default reply does not declare an optional header X-Value-Schema by its content")
+		return
+	}
+	mt := h.Value.Content.Get("application/json")
+	if want := "#/components/schemas/" + schemaName; mt == nil || mt.Schema == nil || mt.Schema.Ref != want || len(h.Value.Content) != 1 {
+		t.Errorf("X-Value-Schema of the default reply is not application/json of %s", want)
+	}
+}
+
+// TestContractSuitsClientGenerators: every number of the component schemas is
+// format double (generic generators make a bare number a 32-bit float), and no
+// schema of a request body has a default (openapi-typescript makes such a
+// property required); make lint runs the generated clients themselves.
+func TestContractSuitsClientGenerators(t *testing.T) {
+	c := testContract(t)
+	requests := map[*openapi3.Schema]bool{}
+	for _, item := range c.Doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.RequestBody != nil && op.RequestBody.Value != nil {
+				for _, mt := range op.RequestBody.Value.Content {
+					if mt.Schema != nil && mt.Schema.Value != nil {
+						requests[mt.Schema.Value] = true
+					}
+				}
+			}
+		}
+	}
+	seen := map[*openapi3.Schema]bool{}
+	var walk func(path string, s *openapi3.SchemaRef, request bool)
+	walk = func(path string, s *openapi3.SchemaRef, request bool) {
+		if s == nil || s.Value == nil || seen[s.Value] {
+			return
+		}
+		v := s.Value
+		seen[v] = true
+		if v.Type.Is("number") && v.Format != "double" {
+			t.Errorf("%s: a number without format double", path)
+		}
+		for name, p := range v.Properties {
+			if request && p.Value != nil && p.Value.Default != nil {
+				t.Errorf("%s.%s: a property of a request body with a default (say it in the description)", path, name)
+			}
+			walk(path+"."+name, p, request)
+		}
+		walk(path+"[]", v.Items, request)
+		if v.AdditionalProperties.Schema != nil {
+			walk(path+"{}", v.AdditionalProperties.Schema, request)
+		}
+		for _, list := range []openapi3.SchemaRefs{v.AllOf, v.AnyOf, v.OneOf} {
+			for i, sub := range list {
+				walk(fmt.Sprintf("%s/%d", path, i), sub, request)
+			}
+		}
+	}
+	for name, s := range c.Doc.Components.Schemas {
+		if s.Value != nil && requests[s.Value] {
+			walk(name, s, true)
+		}
+	}
+	for name, s := range c.Doc.Components.Schemas {
+		walk(name, s, false)
 	}
 }

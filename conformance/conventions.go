@@ -29,7 +29,8 @@ var errorCodes = []string{"400", "401", "403", "404", "405", "409", "429", "500"
 
 // CheckConventions validates what the conventions of info.description state
 // about every reply but the schemas cannot express: error and code of a
-// success, the error codes and their HTTP statuses and headers, the capital
+// success, the error codes and their HTTP statuses and headers (404 and 405
+// only for requests outside the contract, which never answer 200), the capital
 // `Error`, the fixed text of code 500, and the value of a failure (x-error-value,
 // or the existing id of a duplicate). It also holds for replies that no operation
 // describes (an unknown path or method).
@@ -105,6 +106,18 @@ func (c *Contract) CheckConventions(method, target string, status int, header ht
 			bad("HTTP %d goes with code %q and only with it; got HTTP %d and code %s", p.http, p.code, status, code)
 		}
 	}
+	// Outside the contract: HTTP 404 for a path, 405 with Allow for a method;
+	// an operation's own "404" stays HTTP 200, and no operation answers "405".
+	switch {
+	case status == http.StatusNotFound && (op != nil || code != `"404"`):
+		bad(`HTTP 404 is only for a path outside the contract, with code "404"; got code %s from %s`, code, operationName(op, method, path))
+	case status == http.StatusMethodNotAllowed && (op != nil || code != `"405"` || header.Get("Allow") == ""):
+		bad(`HTTP 405 is only for a method its path does not have, with code "405" and the header Allow; got code %s, Allow %q`, code, header.Get("Allow"))
+	case op == nil && code == `"404"` && status != http.StatusNotFound:
+		bad(`a path outside the contract answers HTTP 404, not %d`, status)
+	case code == `"405"` && status != http.StatusMethodNotAllowed:
+		bad(`code "405" goes with HTTP 405, not %d`, status)
+	}
 	if status == http.StatusUnauthorized && !strings.HasPrefix(header.Get("WWW-Authenticate"), "Bearer") {
 		bad("HTTP 401 has the header WWW-Authenticate: Bearer…, not %q", header.Get("WWW-Authenticate"))
 	}
@@ -162,4 +175,12 @@ func quoteOrNull(s *string) string {
 		return "null"
 	}
 	return strconv.Quote(*s)
+}
+
+// operationName names op for a message: "GET /path", or "no operation".
+func operationName(op *openapi3.Operation, method, path string) string {
+	if op == nil {
+		return "no operation"
+	}
+	return method + " " + path
 }

@@ -56,8 +56,18 @@ type Runner struct {
 	Client   *http.Client // nil: a client with a 60 s timeout that does not follow redirects
 	// Progress, when not nil, is called with each result as soon as its case has run.
 	Progress func(Result)
+	// ReadOnly skips, saying so, every case whose request may write
+	// (Contract.Writes), so that the run changes nothing on the server.
+	ReadOnly bool
+	// Off names the features (of Features) that the deployment has switched
+	// off, each with the reason; the cases that need one are skipped.
+	Off map[string]string
+	// Unavailable names the variables that nothing set and discovery did not
+	// find, each with how to set it; the cases that use one are skipped.
+	Unavailable map[string]string
 
-	sent int // cases sent, to spread them over BaseURLs
+	sent     int     // cases sent, to spread them over BaseURLs
+	prepared []Write // what Prepare wrote, reported with the run's writes
 }
 
 // Result is the outcome of one case.
@@ -73,6 +83,22 @@ type Result struct {
 	Duration    time.Duration // of the exchange, retries included
 	Retries     int           // requests repeated after an unexpected HTTP 429
 	Unchecked   string        // the reason when the reply was not checked against an operation
+	// Skipped reports a case that was not sent, for the reason in SkipReason
+	// (read-only run, a feature switched off, a variable not available); it
+	// neither passes nor fails.
+	Skipped    bool
+	SkipReason string
+}
+
+// Status is "passed", "failed" or "skipped".
+func (r Result) Status() string {
+	switch {
+	case r.Skipped:
+		return "skipped"
+	case r.Pass:
+		return "passed"
+	}
+	return "failed"
 }
 
 // Name is the full name of the case: suite/case, as -run matches it.
@@ -88,21 +114,45 @@ type Report struct {
 	Duration time.Duration
 	// Interrupted reports that the context ended the run before its last case.
 	Interrupted bool
+	// Writes are the successful writes of the run, in order: the records it
+	// created and the records it changed.
+	Writes []Write
 }
 
-// Failed counts the failed cases.
-func (r Report) Failed() int {
+// Write is one successful write of a run: a case whose operation writes
+// (Contract.Writes) and whose reply was a success.
+type Write struct {
+	Operation string // such as "POST /company/insert"
+	Case      string // suite/case
+	// ID is the record created, when the operation inserts and its value names
+	// one (a money movement and its transfer: "12+13"), or the record deleted.
+	ID string
+	// Removed says how a created record was removed again ("" while it is
+	// kept): by a later case, or by Runner.Cleanup.
+	Removed string
+	// Sample marks a record that Prepare made for the cases to read, which
+	// Cleanup keeps for later runs to find.
+	Sample bool
+}
+
+func (r Report) count(status string) int {
 	n := 0
 	for _, res := range r.Results {
-		if !res.Pass {
+		if res.Status() == status {
 			n++
 		}
 	}
 	return n
 }
 
+// Failed counts the failed cases.
+func (r Report) Failed() int { return r.count("failed") }
+
 // Passed counts the passed cases.
-func (r Report) Passed() int { return len(r.Results) - r.Failed() }
+func (r Report) Passed() int { return r.count("passed") }
+
+// Skipped counts the skipped cases.
+func (r Report) Skipped() int { return r.count("skipped") }
 
 // Select keeps the cases whose full name (suite/case) matches re, together with
 // the earlier cases that save a variable they use (and so on), so that a
@@ -123,6 +173,14 @@ func Select(suites []Suite, re *regexp.Regexp) []Suite {
 			continue
 		}
 		keep[i] = true
+		for _, a := range c.After {
+			for j := i - 1; j >= 0; j-- {
+				if all[j].s == all[i].s && suites[all[j].s].Cases[all[j].c].Name == a {
+					keep[j] = true
+					break
+				}
+			}
+		}
 		for _, v := range c.Uses() {
 			for j := i - 1; j >= 0; j-- {
 				if _, saves := suites[all[j].s].Cases[all[j].c].Save[v]; saves {
@@ -160,7 +218,7 @@ func (r *Runner) Run(ctx context.Context, suites []Suite) Report {
 	if vars["run_id"] == "" {
 		vars["run_id"] = newRunID()
 	}
-	rep := Report{RunID: vars["run_id"]}
+	rep := Report{RunID: vars["run_id"], Writes: slices.Clone(r.prepared)}
 	savedBy := map[string]bool{} // variables some case of the run saves
 	for _, s := range suites {
 		for _, c := range s.Cases {
@@ -169,7 +227,9 @@ func (r *Runner) Run(ctx context.Context, suites []Suite) Report {
 			}
 		}
 	}
-	failedSaver := map[string]string{} // variable → the failed case that should have saved it
+	failedSaver := map[string]string{}      // variable → the failed case that should have saved it
+	skippedSaver := map[string]string{}     // variable → the skipped case that would have saved it
+	skipped := map[string]map[string]bool{} // suite → its skipped cases
 	explain := func(name string) string {
 		switch {
 		case failedSaver[name] != "":
@@ -187,11 +247,30 @@ func (r *Runner) Run(ctx context.Context, suites []Suite) Report {
 				rep.Duration = time.Since(start)
 				return rep
 			}
-			res := r.runCase(ctx, s.Name, &c, vars, explain)
+			var res Result
+			if reason := r.skipReason(&c, vars, skippedSaver, skipped[s.Name]); reason != "" {
+				res = Result{Suite: s.Name, Case: c.Name, Description: c.Description, Skipped: true, SkipReason: reason}
+			} else {
+				var w *Write
+				res, w = r.runCase(ctx, s.Name, &c, vars, explain)
+				if w != nil {
+					rep.noteWrite(*w)
+				}
+			}
+			if res.Skipped {
+				if skipped[s.Name] == nil {
+					skipped[s.Name] = map[string]bool{}
+				}
+				skipped[s.Name][c.Name] = true
+			}
 			if !res.Pass {
 				for v := range c.Save {
 					if _, set := vars[v]; !set {
-						failedSaver[v] = res.Name()
+						if res.Skipped {
+							skippedSaver[v] = res.Name()
+						} else {
+							failedSaver[v] = res.Name()
+						}
 					}
 				}
 			}
@@ -205,6 +284,120 @@ func (r *Runner) Run(ctx context.Context, suites []Suite) Report {
 	return rep
 }
 
+// skipReason says why case c is not to be sent, or "" when it is: a read-only
+// run and a request that may write, a feature the deployment has switched off,
+// a variable that is not available, or an earlier case of After that was
+// skipped (skipped holds the skipped cases of c's file).
+func (r *Runner) skipReason(c *Case, vars map[string]string, skippedSaver map[string]string, skipped map[string]bool) string {
+	if reason, off := r.Off[c.Feature]; off && c.Feature != "" {
+		return fmt.Sprintf("feature %s is switched off on this server: %s", c.Feature, reason)
+	}
+	if r.ReadOnly && r.Contract != nil && r.Contract.Writes(c.Request.Method, c.Target()) {
+		return fmt.Sprintf("read-only run: %s %s writes", c.Request.Method, c.Request.Path)
+	}
+	for _, a := range c.After {
+		if skipped[a] {
+			return fmt.Sprintf("it reads what case %s writes, which was skipped", a)
+		}
+	}
+	for _, v := range c.Uses() {
+		if _, set := vars[v]; set {
+			continue
+		}
+		if how, ok := r.Unavailable[v]; ok {
+			return fmt.Sprintf("variable %s is not available: %s", v, how)
+		}
+		if by := skippedSaver[v]; by != "" {
+			return fmt.Sprintf("variable %s is not set: case %s, which saves it, was skipped", v, by)
+		}
+	}
+	return ""
+}
+
+// Target is the case's request target (path and query) with every placeholder
+// replaced by 1: enough to find its operation before its variables are known.
+func (c *Case) Target() string {
+	p := placeholder.ReplaceAllString(c.Request.Path, "1")
+	q := url.Values{}
+	for k, v := range c.Request.Query {
+		q.Set(k, placeholder.ReplaceAllString(v, "1"))
+	}
+	return (&url.URL{Path: p, RawQuery: q.Encode()}).RequestURI()
+}
+
+// deleteOf maps an operation that inserts a record to the operation that
+// removes it again, for Runner.Cleanup.
+var deleteOf = map[string]string{
+	"POST /company/insert": "POST /company/delete",
+	"POST /webhook/insert": "POST /webhook/delete",
+	"POST /field/insert":   "POST /field/delete",
+	"POST /filter/insert":  "POST /filter/delete",
+}
+
+// noteWrite adds a write to the report; a delete marks the record it removes.
+func (rep *Report) noteWrite(w Write) {
+	for ins, del := range deleteOf {
+		if w.Operation != del || w.ID == "" {
+			continue
+		}
+		for i := range rep.Writes {
+			if rep.Writes[i].Operation == ins && rep.Writes[i].ID == w.ID && rep.Writes[i].Removed == "" {
+				rep.Writes[i].Removed = "by case " + w.Case
+			}
+		}
+		w.ID = "" // the id names the record deleted, not one created
+	}
+	rep.Writes = append(rep.Writes, w)
+}
+
+// Kept lists the records the run created that are still there.
+func (rep *Report) Kept() []Write {
+	var out []Write
+	for _, w := range rep.Writes {
+		if w.ID != "" && w.Removed == "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// Cleanup removes the records the run created and left, where the contract has
+// an operation that removes them (counterparties, webhooks, additional fields,
+// ready filters), and marks them in rep. It returns the problems met, one per
+// record it could not remove; the other records stay as they are.
+func (r *Runner) Cleanup(ctx context.Context, rep *Report) []string {
+	var problems []string
+	for i := range rep.Writes {
+		w := &rep.Writes[i]
+		del, ok := deleteOf[w.Operation]
+		if w.ID == "" || w.Removed != "" || w.Sample || !ok {
+			continue
+		}
+		if !integerText.MatchString(w.ID) {
+			continue
+		}
+		method, path, _ := strings.Cut(del, " ")
+		c := &Case{Name: "cleanup", Request: Request{Method: method, Path: path, Auth: AuthToken, HasBody: true,
+			Body: map[string]any{"id": json.Number(w.ID)}}, Expect: Expect{HTTPStatus: 200, Status: StatusSuccess}}
+		rc, err := resolve(c, r.nextBaseURL(), r.Token, nil)
+		if err == nil {
+			var status int
+			var body []byte
+			status, _, body, _, err = r.exchange(ctx, c, rc)
+			var env envelopeReply
+			if err == nil && (status != http.StatusOK || json.Unmarshal(body, &env) != nil || env.Status == nil || *env.Status != StatusSuccess) {
+				err = fmt.Errorf("HTTP %d %s", status, excerpt(body, 200))
+			}
+		}
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s %s: %v", del, w.ID, err))
+			continue
+		}
+		w.Removed = "by the cleanup (" + del + ")"
+	}
+	return problems
+}
+
 func newRunID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails (Go 1.24+)
@@ -214,14 +407,15 @@ func newRunID() string {
 // runCase sends the request of one case and checks the reply; on success it
 // saves the case's variables into vars. explain words the failure of a case
 // whose variable is not set.
-func (r *Runner) runCase(ctx context.Context, suite string, c *Case, vars map[string]string, explain func(string) string) Result {
+func (r *Runner) runCase(ctx context.Context, suite string, c *Case, vars map[string]string, explain func(string) string) (Result, *Write) {
 	res := Result{Suite: suite, Case: c.Name, Description: c.Description}
+	var w *Write
 	if c.Unchecked {
 		res.Unchecked = c.UncheckedReason
 	}
-	fail := func(format string, args ...any) Result {
+	fail := func(format string, args ...any) (Result, *Write) {
 		res.Problems = append(res.Problems, fmt.Sprintf(format, args...))
-		return res
+		return res, w
 	}
 	if r.Contract == nil {
 		return fail("Runner.Contract is nil: nothing to check the replies against")
@@ -244,11 +438,12 @@ func (r *Runner) runCase(ctx context.Context, suite string, c *Case, vars map[st
 		return fail("%v", err)
 	}
 	res.HTTPStatus, res.Body = status, excerpt(body, 600)
+	w = r.writeOf(c, rc, res.Name(), body)
 
 	value, problems := r.verify(c, rc, status, header, body)
 	res.Problems = problems
 	if len(problems) > 0 {
-		return res
+		return res, w
 	}
 	if c.Expect.WalkPages {
 		if err := r.walkPages(ctx, c, rc, body); err != nil {
@@ -267,7 +462,50 @@ func (r *Runner) runCase(ctx context.Context, suite string, c *Case, vars map[st
 		res.Problems = append(res.Problems, fmt.Sprintf("save %s from %q: %v", name, p, err))
 	}
 	res.Pass = len(res.Problems) == 0
-	return res
+	return res, w
+}
+
+// writeOf is the write a reply reports, or nil: a success of an operation
+// that writes. The id of an insert comes from the value (the value itself, or
+// its member id); the id of a delete from the request body's id.
+func (r *Runner) writeOf(c *Case, rc *resolvedCase, name string, body []byte) *Write {
+	if r.Contract == nil || !r.Contract.Writes(c.Request.Method, rc.target) {
+		return nil
+	}
+	var env envelopeReply
+	if json.Unmarshal(body, &env) != nil || env.Status == nil || *env.Status != StatusSuccess || env.Value == nil {
+		return nil
+	}
+	path, _, _ := strings.Cut(rc.target, "?")
+	w := &Write{Operation: c.Request.Method + " " + path, Case: name}
+	var from any
+	switch {
+	case strings.HasSuffix(path, "/insert") && !r.Contract.valueIsDone(c.Request.Method, rc.target):
+		from, _ = decodeJSON([]byte(*env.Value), true)
+	case strings.HasSuffix(path, "/delete"):
+		from, _ = decodeJSON(rc.body, true)
+	}
+	var ids []string
+	switch v := from.(type) {
+	case map[string]any: // {"id": …} of a webhook, {"NEW_ID": …} of a contact person, a delete's body
+		if v["id"] != nil {
+			from = v["id"]
+		} else {
+			from = v["NEW_ID"]
+		}
+	case []any: // the ids of a money movement and its transfer
+		for _, e := range v {
+			if id, err := varText(e); err == nil && integerText.MatchString(id) {
+				ids = append(ids, id)
+			}
+		}
+		w.ID = strings.Join(ids, "+")
+		return w
+	}
+	if id, err := varText(from); err == nil && integerText.MatchString(id) {
+		w.ID = id
+	}
+	return w
 }
 
 // walkPages requests pages 2, 3, ... of a paged list whose first page is first,

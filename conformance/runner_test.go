@@ -57,7 +57,7 @@ func (f *fakeServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.mu.Unlock()
 	h := f.routes[r.Method+" "+r.URL.Path]
 	if h == nil {
-		reply(w, 200, map[string]any{"status": "error", "error": "no such operation", "code": "404"})
+		reply(w, http.StatusNotFound, map[string]any{"status": "error", "error": "no such operation", "code": "404"})
 		return
 	}
 	r.Body = io.NopCloser(strings.NewReader(string(body)))
@@ -481,10 +481,10 @@ func TestRunAuthAndUnchecked(t *testing.T) {
   request: {method: GET, path: /no/such/path}
   unchecked: true
   unchecked_reason: an unknown path
-  expect: {status: error, code: "404", value: ""}
+  expect: {http_status: 404, status: error, code: "404", value: ""}
 - name: unknown path not marked
   request: {method: GET, path: /no/such/path}
-  expect: {status: error, code: "404"}
+  expect: {http_status: 404, status: error, code: "404"}
 `)
 	rep := runSuites(t, srv, nil, suites)
 	for _, res := range rep.Results[:4] {
@@ -495,6 +495,43 @@ func TestRunAuthAndUnchecked(t *testing.T) {
 	last := rep.Results[4]
 	if last.Pass || !strings.Contains(last.Reason(), "mark the case unchecked") {
 		t.Errorf("unmarked unknown path: pass %v, reason %q", last.Pass, last.Reason())
+	}
+}
+
+// TestRunUnknownPathStatus: a path outside the contract answered HTTP 200
+// (as this server did before) or an operation's "404" answered HTTP 404
+// fails the conventions, whatever the case expects.
+func TestRunUnknownPathStatus(t *testing.T) {
+	_, srv := startFake(t, map[string]http.HandlerFunc{
+		"GET /no/such/path": func(w http.ResponseWriter, r *http.Request) {
+			reply(w, 200, map[string]any{"status": "error", "error": "no such operation", "code": "404", "value": ""})
+		},
+		"GET /company/insert": func(w http.ResponseWriter, r *http.Request) {
+			reply(w, 405, map[string]any{"status": "error", "error": "method not allowed", "code": "405", "value": ""})
+		},
+		"GET /directory/9": func(w http.ResponseWriter, r *http.Request) {
+			reply(w, 404, map[string]any{"status": "error", "error": "not found", "code": "404", "value": ""})
+		},
+	})
+	rep := runSuites(t, srv, nil, parseSuites(t, `
+- name: unknown path with HTTP 200
+  request: {method: GET, path: /no/such/path}
+  unchecked: true
+  unchecked_reason: an unknown path
+  expect: {status: error, code: "404"}
+- name: wrong method without Allow
+  request: {method: GET, path: /company/insert}
+  unchecked: true
+  unchecked_reason: a wrong method
+  expect: {http_status: 405, status: error, code: "405"}
+- name: an operation's 404 as HTTP 404
+  request: {method: GET, path: /directory/9}
+  expect: {http_status: 404, status: error, code: "404"}
+`))
+	for i, want := range []string{"answers HTTP 404, not 200", "the header Allow", "HTTP 404 is only for a path outside the contract"} {
+		if res := rep.Results[i]; res.Pass || !strings.Contains(res.Reason(), want) {
+			t.Errorf("%s: pass %v, reason %q; want %q", res.Name(), res.Pass, res.Reason(), want)
+		}
 	}
 }
 
@@ -669,6 +706,9 @@ func TestParseSuiteRejects(t *testing.T) {
 		"not a list of cases":   `{name: a}`,
 		"slash in a case name":  `[{name: a/b, request: {method: GET, path: /healthz}}]`,
 		"binary in a JSON body": `[{name: a, request: {method: POST, path: /x, body: !!binary aGVsbG8=}}]`,
+		"unknown feature":       `[{name: a, request: {method: GET, path: /healthz}, feature: teleport}]`,
+		"after a later case":    `[{name: a, request: {method: GET, path: /healthz}, after: [b]}, {name: b, request: {method: GET, path: /readyz}}]`,
+		"after itself":          `[{name: a, request: {method: GET, path: /healthz}, after: [a]}]`,
 	}
 	for name, text := range tests {
 		if _, err := ParseSuite("bad.yaml", []byte(text)); err == nil {
@@ -767,5 +807,117 @@ func TestRunWalkPages(t *testing.T) {
 				t.Fatalf("pass %t, reason %q; want a failure mentioning %q", res.Pass, res.Reason(), tc.want)
 			}
 		})
+	}
+}
+
+func TestContractWrites(t *testing.T) {
+	c := testContract(t)
+	for _, tt := range []struct {
+		method, target string
+		writes         bool
+	}{
+		{"POST", "/company/insert", true},
+		{"POST", "/webhook/test", true},
+		{"POST", "/company/delete", true},
+		{"POST", "/common/list/paging/1?columns=id", false}, // a POST that reads
+		{"GET", "/company/get?id=1", false},
+		{"GET", "/no/such/path", false},
+		{"POST", "/no/such/path", true}, // outside the contract: counted as a write, to be safe
+		{"OPTIONS", "/company/insert", false},
+	} {
+		if got := c.Writes(tt.method, tt.target); got != tt.writes {
+			t.Errorf("Writes(%s %s) = %v, want %v", tt.method, tt.target, got, tt.writes)
+		}
+	}
+}
+
+// TestRunSkips: a case is skipped, with its reason and without a request, for
+// a feature switched off, a write in a read-only run, a variable not found, a
+// variable its skipped saver would have set, and an earlier case of after that
+// was skipped; skipped cases neither pass nor fail.
+func TestRunSkips(t *testing.T) {
+	fake, srv := startFake(t, companyRoutes())
+	suites := parseSuites(t, companySuite, `
+- name: gated
+  feature: webhooks
+  request: {method: GET, path: /directory/9}
+- name: member
+  request: {method: GET, path: /directory/9, headers: {Authorization: "Bearer {{member_token}}"}}
+- name: after a case that ran
+  after: [gated]
+  request: {method: GET, path: /directory/9}
+`)
+	r := &Runner{BaseURL: srv.URL, Token: "crm_test", Vars: map[string]string{"user_id": "5"}, Contract: testContract(t),
+		Client: srv.Client(), ReadOnly: true, Off: map[string]string{"webhooks": "no key"},
+		Unavailable: map[string]string{"member_token": "set -member-token TOKEN"}}
+	rep := r.Run(context.Background(), suites)
+	want := map[string]string{
+		"suite1/types":                 "",
+		"suite1/insert":                "read-only run: POST /company/insert writes",
+		"suite1/get":                   "variable company_id is not set: case suite1/insert, which saves it, was skipped",
+		"suite1/duplicate":             "read-only run: POST /company/insert writes",
+		"suite2/gated":                 "feature webhooks is switched off on this server: no key",
+		"suite2/member":                "variable member_token is not available: set -member-token TOKEN",
+		"suite2/after a case that ran": "it reads what case gated writes, which was skipped",
+	}
+	for name, reason := range want {
+		res := resultByName(t, rep, name)
+		if res.SkipReason != reason || res.Skipped != (reason != "") || res.Skipped && res.Pass {
+			t.Errorf("%s: %s, skip reason %q; want %q", name, res.Status(), res.SkipReason, reason)
+		}
+	}
+	if rep.Passed() != 1 || rep.Failed() != 0 || rep.Skipped() != 6 {
+		t.Errorf("passed %d, failed %d, skipped %d; want 1, 0, 6", rep.Passed(), rep.Failed(), rep.Skipped())
+	}
+	for _, seen := range fake.seen {
+		if strings.HasPrefix(seen, "POST") {
+			t.Errorf("a read-only run sent %s", seen)
+		}
+	}
+
+}
+
+// TestRunWritesAndCleanup: the successes of writing operations are recorded
+// with the ids they created, and Cleanup deletes what has a delete operation.
+func TestRunWritesAndCleanup(t *testing.T) {
+	routes := companyRoutes()
+	var deleted []string
+	routes["POST /company/delete"] = requireAuth(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		deleted = append(deleted, string(body))
+		reply(w, 200, map[string]any{"value": "1"})
+	})
+	_, srv := startFake(t, routes)
+	r := &Runner{BaseURL: srv.URL, Token: "crm_test", Vars: map[string]string{"user_id": "5", "run_id": "run1"},
+		Contract: testContract(t), Client: srv.Client()}
+	rep := r.Run(context.Background(), parseSuites(t, companySuite))
+	if len(rep.Writes) != 1 || rep.Writes[0] != (Write{Operation: "POST /company/insert", Case: "suite1/insert", ID: "1001"}) {
+		t.Fatalf("writes %+v; want the insert of 1001 alone (the 409 wrote nothing)", rep.Writes)
+	}
+	if problems := r.Cleanup(context.Background(), &rep); len(problems) > 0 {
+		t.Fatal(problems)
+	}
+	if !slices.Equal(deleted, []string{`{"id":1001}`}) || rep.Writes[0].Removed == "" || len(rep.Kept()) != 0 {
+		t.Errorf("deleted %v, writes %+v", deleted, rep.Writes)
+	}
+}
+
+func TestSelectKeepsAfter(t *testing.T) {
+	suites := parseSuites(t, `
+- name: insert
+  request: {method: POST, path: /company/insert, body: {name: x}}
+- name: other
+  request: {method: GET, path: /healthz}
+- name: list after it
+  after: [insert]
+  request: {method: GET, path: /directory/9}
+`)
+	got := Select(suites, regexp.MustCompile(`list after`))
+	var names []string
+	for _, c := range got[0].Cases {
+		names = append(names, c.Name)
+	}
+	if !slices.Equal(names, []string{"insert", "list after it"}) {
+		t.Errorf("Select kept %v", names)
 	}
 }

@@ -4,3 +4,9 @@
 package gen
 
 //go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config server.cfg.yaml ../openapi.yaml
+//
+// The SDKs, from here because the Go SDK's module (sdk/go) requires neither
+// oapi-codegen nor the generator: its models and plain client, then the typed
+// layers of both SDKs (tools/sdkgen).
+//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config ../sdk/go/crm/api/oapi.cfg.yaml ../openapi.yaml
+//go:generate go run ../tools/sdkgen -root ..

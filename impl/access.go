@@ -89,13 +89,23 @@ func (p *Principal) seesDepartment() bool {
 // head, themselves for a member. As an array, "user_id = ANY (...)" reads an
 // index led by (account_id, user_id) once per user.
 func (p *Principal) visibleUsers() string {
+	if p.Role != RoleAdmin && !p.seesDepartment() {
+		return `ARRAY[{me}::bigint]`
+	}
+	return `ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc} AND ` + p.seesUser("vu") + `)`
+}
+
+// seesUser is the condition that keeps the users u (an alias of users) whose
+// records p sees: every user of the account for an admin, the department's
+// users and themselves for a head, themselves for a member (GET /user/list).
+func (p *Principal) seesUser(u string) string {
 	switch {
 	case p.Role == RoleAdmin:
-		return `ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc})`
+		return "TRUE"
 	case p.seesDepartment():
-		return `ARRAY(SELECT vu.id FROM users vu WHERE vu.account_id = {acc} AND (vu.id = {me} OR vu.department_id = {dept}))`
+		return "(" + u + ".id = {me} OR " + u + ".department_id = {dept})"
 	default:
-		return `ARRAY[{me}::bigint]`
+		return u + ".id = {me}"
 	}
 }
 

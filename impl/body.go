@@ -111,6 +111,22 @@ func bodyValues(op *openapi3.Operation) int {
 	return n
 }
 
+// bodyInvalidText is the x-invalid-text of the schema of op's JSON body, or
+// "": the text of every way the body fails its schema, so also of one with
+// more values than it takes, which is refused before validation (the
+// universal list's parameters sent in the body).
+func bodyInvalidText(op *openapi3.Operation) string {
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return ""
+	}
+	content := op.RequestBody.Value.Content.Get("application/json")
+	if content == nil || content.Schema == nil || content.Schema.Value == nil {
+		return ""
+	}
+	text, _ := content.Schema.Value.Extensions["x-invalid-text"].(string)
+	return text
+}
+
 // schemaValues is the most values a value valid against ref can hold, or -1
 // when the schema sets no bound. allOf is counted as the sum of its parts, a
 // bound that is never too low.

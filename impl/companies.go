@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strconv"
@@ -89,20 +90,12 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 	var id int64
 	all := allEmails(in)
 	if len(deref(in.Contacts)) == 0 && in.Paymentdetails == nil && ambientTx(ctx) == nil {
-		// The common insert: the e-mails' locks, then everything else in one
-		// statement (the responsible user's check included), both prepared
-		// with generic plans (planning the statement costs more than running
-		// it, and no value changes its plan). Under an Idempotency-Key the
-		// write must join the key's transaction, which is on the other pool,
-		// so it takes the general path below.
-		err = s.generic(ctx).inTx(ctx, func(tx *sqlx.Tx) error {
-			if err := lockEmailsPrepared(ctx, s.generic(ctx), tx, p.AccountID, all); err != nil {
-				return err
-			}
-			var err error
-			id, err = insertCompanyAtOnce(ctx, s.generic(ctx), tx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
-			return err
-		})
+		// The common insert: one call of crm_company_insert, which is its own
+		// transaction (the e-mails' locks, the check of the responsible user,
+		// the duplicate check, the rows and their journal). Under an
+		// Idempotency-Key the write must join the key's transaction, which is
+		// on the other pool, so it takes the general path below.
+		id, err = insertCompanyAtOnce(ctx, s.generic(ctx), p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
 		if err != nil {
 			return nil, dbError(err)
 		}
@@ -171,19 +164,21 @@ func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, err
 }
 
 // insertCompanyAtOnce inserts a counterparty with its e-mails and phones and
-// writes their journal rows in one statement, after the duplicate check when
-// asked: the round trips of refuseInactiveUser, insertCompany,
-// insertEmailsAndPhones, findDuplicate and writeJournal in one, with the same
-// rows, journal (positions included), 400 for a deactivated responsible user
-// (before the 409) and 409. The caller holds the e-mails' locks (lockEmails), taken by a
-// statement of their own: a statement sees the rows committed before it began,
-// so the check must begin after the locks are granted, or it could miss the
-// e-mails of the transaction it waited for.
-func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *Principal, row companyRow,
+// writes their journal rows in one call of crm_company_insert
+// (db/functions/company_insert.sql), after the duplicate check when asked:
+// the work of lockEmails, refuseInactiveUser, insertCompany,
+// insertEmailsAndPhones, findDuplicate and writeJournal, with the same rows,
+// journal (positions included), 400 for a deactivated responsible user
+// (before the 409) and 409.
+func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, p *Principal, row companyRow,
 	emails []string, phones []phoneInput, checkDuplicates bool) (int64, error) {
 	journalRow, err := json.Marshal(row)
 	if err != nil {
 		return 0, fmt.Errorf("journal company: %w", err)
+	}
+	columns, err := json.Marshal(dbColumns(row))
+	if err != nil {
+		return 0, fmt.Errorf("insert company: %w", err)
 	}
 	lower := make([]string, len(emails))
 	for i, e := range emails {
@@ -194,71 +189,18 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 	for i, ph := range phones {
 		numbers[i], descrs[i] = ph.Phone, ph.Descr
 	}
-	q := sqlFor(p)
-	cols, values := q.columns(row)
-	q.set("cols", cols)
-	q.set("values", values)
-	q.set("check", strconv.FormatBool(checkDuplicates && len(emails) > 0))
-	q.set("visible", p.seesOwner("c.user_id"))
-	q.bind("lower", pq.Array(lower))
-	q.bind("emails", pq.Array(emails))
-	q.bind("numbers", pq.Array(numbers))
-	q.bind("descrs", pq.Array(descrs))
-	q.bind("journalRow", string(journalRow))
-	q.bind("user", sql.NullInt64{Int64: p.UserID, Valid: p.UserID != 0})
-	q.bind("token", sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0})
-	q.bind("responsible", row.UserID)
 	var out struct {
-		Inactive bool           `db:"inactive"`
-		ID       sql.NullInt64  `db:"id"`
-		DupID    sql.NullInt64  `db:"dup_id"`
-		DupName  sql.NullString `db:"dup_name"`
-		DupEmail sql.NullString `db:"dup_email"`
-		Visible  sql.NullBool   `db:"dup_visible"`
+		Inactive bool           `db:"o_inactive"`
+		ID       sql.NullInt64  `db:"o_id"`
+		DupID    sql.NullInt64  `db:"o_dup_id"`
+		DupName  sql.NullString `db:"o_dup_name"`
+		DupEmail sql.NullString `db:"o_dup_email"`
+		Visible  sql.NullBool   `db:"o_dup_visible"`
 	}
-	// Journal rows in the order of the other inserts: the counterparty, its
-	// e-mails, its phones, each in the order given (their ids grow so); the
-	// counter of the account's event feed moves by their number and stays locked
-	// until the commit (see writeJournal).
-	err = stmts.txGet(ctx, tx, &out, q.expand(`
-		WITH inactive AS (
-			SELECT id FROM users WHERE account_id = {acc} AND id = {responsible} AND NOT active),
-		dup AS (
-			SELECT c.id, c.name, e.email, {visible} AS visible
-			  FROM emails e
-			  JOIN companies c ON c.account_id = {acc} AND c.id = e.company_id
-			 WHERE {check} AND e.account_id = {acc} AND lower(e.email) = ANY ({lower}) AND c.deleted_at IS NULL
-			 ORDER BY c.id
-			 LIMIT 1),
-		co AS (
-			INSERT INTO companies ({cols}) SELECT {values} WHERE NOT EXISTS (SELECT FROM dup) AND NOT EXISTS (SELECT FROM inactive)
-			RETURNING id),
-		em AS (
-			INSERT INTO emails (account_id, company_id, contact_id, email)
-			SELECT {acc}, co.id, NULL, u.e FROM co, unnest({emails}::text[]) WITH ORDINALITY AS u (e, n) ORDER BY u.n
-			RETURNING id, company_id, email),
-		ph AS (
-			INSERT INTO phones (account_id, company_id, contact_id, phone, descr)
-			SELECT {acc}, co.id, NULL, u.p, u.d FROM co, unnest({numbers}::text[], {descrs}::text[]) WITH ORDINALITY AS u (p, d, n) ORDER BY u.n
-			RETURNING id, company_id, phone, descr),
-		entries AS (
-			SELECT 1 AS k, 'company' AS entity, co.id AS record, {journalRow}::jsonb AS changes FROM co
-			UNION ALL
-			SELECT 2, 'email', em.id, jsonb_build_object('company_id', em.company_id, 'contact_id', NULL, 'email', em.email) FROM em
-			UNION ALL
-			SELECT 3, 'phone', ph.id, jsonb_build_object('company_id', ph.company_id, 'contact_id', NULL, 'phone', ph.phone, 'descr', ph.descr) FROM ph),
-		counter AS (
-			INSERT INTO event_counters AS ec (account_id, last)
-			SELECT {acc}, count(*) FROM entries HAVING count(*) > 0
-			ON CONFLICT (account_id) DO UPDATE SET last = ec.last + excluded.last
-			RETURNING last),
-		journal AS (
-			INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes, position)
-			SELECT {acc}, {user}, {token}, `+strconv.Itoa(ModuleCompanies)+`, j.entity, j.record, 'insert', j.changes,
-			       counter.last - (SELECT count(*) FROM entries) + row_number() OVER (ORDER BY j.k, j.record)
-			  FROM counter, entries j)
-		SELECT EXISTS (SELECT FROM inactive) AS inactive, (SELECT id FROM co) AS id, dup.id AS dup_id, dup.name AS dup_name, dup.email AS dup_email, dup.visible AS dup_visible
-		  FROM (SELECT) AS one LEFT JOIN dup ON TRUE`), q.args...)
+	err = stmts.get(ctx, &out, `SELECT * FROM crm_company_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, emailLockSpace,
+			pq.Array(emailLockKeys(p.AccountID, emails)), string(columns), pq.Array(emails), pq.Array(lower),
+			pq.Array(numbers), pq.Array(descrs), checkDuplicates, string(journalRow))...)
 	if err != nil {
 		return 0, fmt.Errorf("insert company: %w", err)
 	}
@@ -274,6 +216,20 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, p *
 		return 0, &Error{Code: CodeConflict, Msg: msg, Value: &value}
 	}
 	return out.ID.Int64, nil
+}
+
+// dbColumns maps a row's columns (its fields' db tags) to their values, for
+// a function of db/functions that reads the row with jsonb_populate_record.
+func dbColumns(row any) map[string]any {
+	v := reflect.ValueOf(row)
+	t := v.Type()
+	out := make(map[string]any, t.NumField())
+	for i := range t.NumField() {
+		if name := t.Field(i).Tag.Get("db"); name != "" && name != "-" {
+			out[name] = v.Field(i).Interface()
+		}
+	}
+	return out
 }
 
 // allEmails lists every e-mail of a counterparty insert: its own and those of its
@@ -301,20 +257,6 @@ func lockEmails(ctx context.Context, tx *sqlx.Tx, accountID int64, emails []stri
 		return nil
 	}
 	if _, err := tx.ExecContext(ctx, lockEmailsSQL, emailLockSpace, pq.Array(keys), accountID); err != nil {
-		return fmt.Errorf("lock e-mails: %w", err)
-	}
-	return nil
-}
-
-// lockEmailsPrepared is lockEmails with its statement prepared in stmts, whose
-// pool tx belongs to.
-func lockEmailsPrepared(ctx context.Context, stmts *stmtCache, tx *sqlx.Tx, accountID int64, emails []string) error {
-	keys := emailLockKeys(accountID, emails)
-	if len(keys) == 0 {
-		return nil
-	}
-	var locked int
-	if err := stmts.txGet(ctx, tx, &locked, `SELECT count(*) FROM (`+lockEmailsSQL+`) AS l`, emailLockSpace, pq.Array(keys), accountID); err != nil {
 		return fmt.Errorf("lock e-mails: %w", err)
 	}
 	return nil
@@ -547,118 +489,80 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 		return nil, err
 	}
 	in := req.Body
-	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
-		return nil, err
-	}
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		q := sqlFor(p)
-		var old companyRow
-		// FOR NO KEY UPDATE: the row is read and changed under one lock, while inserts of
-		// its phones, e-mails and contacts (whose foreign keys take KEY SHARE) go on.
-		err := tx.GetContext(ctx, &old, q.expand(`
-			SELECT name, person, first_name, middle_name, last_name, address, city, region, country, url, activity_type,
-			       property_form, info_source, note, tags, external_code, type_id, status_id, category_id, group_id,
-			       agent_id, user_id
-			  FROM companies c
-			 WHERE `+p.seesCompany(q.arg(in.Id))+`
-			   FOR NO KEY UPDATE`), q.args...)
-		if errors.Is(err, sql.ErrNoRows) {
-			return companyNotFound(in.Id)
-		}
-		if err != nil {
-			return fmt.Errorf("read counterparty %d: %w", in.Id, err)
-		}
-		changes := companyChanges(&old, in)
-		if len(changes) == 0 {
-			return nil // the passed values are the stored ones: nothing to write
-		}
-		u := newSQL()
-		set := make([]string, 0, len(changes)+1)
-		journal := make(map[string][2]any, len(changes))
-		for _, c := range changes {
-			set = append(set, c.column+" = "+u.arg(c.arg))
-			journal[c.column] = [2]any{c.old, c.new}
-		}
-		set = append(set, "updated_at = now()")
-		u.set("set", strings.Join(set, ", "))
-		if _, err := tx.ExecContext(ctx, u.expand(`UPDATE companies SET {set} WHERE account_id = `+u.arg(p.AccountID)+
-			` AND id = `+u.arg(in.Id)), u.args...); err != nil {
-			return fmt.Errorf("update counterparty %d: %w", in.Id, err)
-		}
-		return writeJournal(ctx, tx, p, []journalEntry{{ModuleCompanies, "company", in.Id, "update", journal}})
-	})
+	set, err := json.Marshal(companySet(in))
 	if err != nil {
-		return nil, dbError(err)
+		return nil, fmt.Errorf("update counterparty %d: %w", in.Id, err)
+	}
+	var refused sql.NullString
+	// crm_company_update (db/functions/company_update.sql): the checks of the
+	// responsible user and the counterparty, the changed columns and the
+	// journal row of what changed in one call.
+	err = s.callWrite(ctx, &refused, `SELECT o_error FROM crm_company_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.UserId != nil && *in.UserId != 0,
+			in.Id, string(set))...)
+	if err != nil {
+		return nil, dbError(fmt.Errorf("update counterparty %d: %w", in.Id, err))
+	}
+	switch refused.String {
+	case "inactive":
+		return nil, badRequest("user_id: user %d is deactivated", *in.UserId)
+	case "company":
+		return nil, companyNotFound(in.Id)
 	}
 	return gen.CompanyUpdate200JSONResponse{Body: success("1")}, nil
 }
 
-// fieldChange is one column an update changes: its journal values and the
-// value stored.
-type fieldChange struct {
-	column   string
-	old, new any
-	arg      any
-}
-
-// companyChanges lists the passed fields of an update whose value differs from
-// the stored one, in a fixed order. Column names come only from here.
-func companyChanges(old *companyRow, in *gen.CompanyUpdateRequest) []fieldChange {
-	var out []fieldChange
-	text := func(column, stored string, passed *string) {
-		if passed != nil && *passed != stored {
-			out = append(out, fieldChange{column, stored, *passed, *passed})
+// companySet maps each field a counterparty update passes to its column
+// and new value, for crm_company_update; column names come only from here.
+// A directory reference passed as null clears it (JSON null).
+func companySet(in *gen.CompanyUpdateRequest) map[string]any {
+	out := map[string]any{}
+	text := func(column string, passed *string) {
+		if passed != nil {
+			out[column] = *passed
 		}
 	}
-	id := func(column string, stored int64, passed *int64) {
-		if passed != nil && *passed != stored {
-			out = append(out, fieldChange{column, stored, *passed, *passed})
+	id := func(column string, passed *int64) {
+		if passed != nil {
+			out[column] = *passed
 		}
 	}
-	// A clearable reference: null stores NULL.
-	ref := func(column string, stored *int64, passed gen.ClearableDirectoryId) {
+	ref := func(column string, passed gen.ClearableDirectoryId) {
 		if !passed.IsSpecified() {
 			return
 		}
-		var next *int64
-		if !passed.IsNull() {
-			v := passed.MustGet()
-			next = &v
-		}
-		if (stored == nil) != (next == nil) || (stored != nil && *stored != *next) {
-			out = append(out, fieldChange{column, stored, next, next})
+		if passed.IsNull() {
+			out[column] = nil
+		} else {
+			out[column] = passed.MustGet()
 		}
 	}
-	text("name", old.Name, in.Name)
-	if in.Person != nil && int(*in.Person) != old.Person {
-		out = append(out, fieldChange{"person", old.Person, int(*in.Person), int(*in.Person)})
+	text("name", in.Name)
+	if in.Person != nil {
+		out["person"] = int(*in.Person)
 	}
-	text("first_name", old.FirstName, in.FirstName)
-	text("middle_name", old.MiddleName, in.MiddleName)
-	text("last_name", old.LastName, in.LastName)
-	text("address", old.Address, in.Address)
-	text("city", old.City, in.City)
-	text("region", old.Region, in.Region)
-	text("country", old.Country, in.Country)
-	text("url", old.URL, in.Url)
-	text("activity_type", old.ActivityType, in.ActivityType)
-	text("property_form", old.PropertyForm, in.PropertyForm)
-	text("info_source", old.InfoSource, in.InfoSource)
-	text("note", old.Note, in.Note)
+	text("first_name", in.FirstName)
+	text("middle_name", in.MiddleName)
+	text("last_name", in.LastName)
+	text("address", in.Address)
+	text("city", in.City)
+	text("region", in.Region)
+	text("country", in.Country)
+	text("url", in.Url)
+	text("activity_type", in.ActivityType)
+	text("property_form", in.PropertyForm)
+	text("info_source", in.InfoSource)
+	text("note", in.Note)
 	if in.Tags != nil {
-		// Journalled as lists, as the insert journals them.
-		tags := splitTags(*in.Tags)
-		if !slices.Equal(old.Tags, tags) {
-			out = append(out, fieldChange{"tags", append(pq.StringArray{}, old.Tags...), tags, tags})
-		}
+		out["tags"] = []string(splitTags(*in.Tags)) // a list, as the insert journals it
 	}
-	text("external_code", old.ExternalCode, in.ExternalCode)
-	id("type_id", old.TypeID, in.TypeId)
-	ref("status_id", old.StatusID, in.StatusId)
-	ref("category_id", old.CategoryID, in.CategoryId)
-	ref("group_id", old.GroupID, in.GroupId)
-	ref("agent_id", old.AgentID, in.AgentId)
-	id("user_id", old.UserID, in.UserId)
+	text("external_code", in.ExternalCode)
+	id("type_id", in.TypeId)
+	ref("status_id", in.StatusId)
+	ref("category_id", in.CategoryId)
+	ref("group_id", in.GroupId)
+	ref("agent_id", in.AgentId)
+	id("user_id", in.UserId)
 	return out
 }
 

@@ -54,28 +54,54 @@ type journalRow struct {
 	Changes  map[string]any `json:"changes"`
 }
 
-// lastJournalID is the id of the newest journal row (0 when there is none).
-func (e *env) lastJournalID(t *testing.T) int64 {
+// journalMark is where each account's journal stood: its last position.
+// Positions, not ids: on Citus a journal row's id comes from the sequence
+// range of the node that ran the insert (each worker has its own), so ids do
+// not grow across accounts, while positions are dense and in commit order per
+// account (migration 0030).
+type journalMark map[int64]int64
+
+// lastJournalID marks the journal of every account (0 when there is none).
+func (e *env) lastJournalID(t *testing.T) journalMark {
 	t.Helper()
-	var id int64
-	if err := e.db.Get(&id, `SELECT coalesce(max(id), 0) FROM journal`); err != nil {
+	var rows []struct {
+		Account  int64 `db:"account_id"`
+		Position int64 `db:"position"`
+	}
+	if err := e.db.Select(&rows, `SELECT account_id, max(position) AS position FROM journal GROUP BY account_id`); err != nil {
 		t.Fatal(err)
 	}
-	return id
+	mark := journalMark{}
+	for _, r := range rows {
+		mark[r.Account] = r.Position
+	}
+	return mark
 }
 
-// journalSince returns the journal rows written after the row id, oldest
-// first, in the accounts of the test's worlds (all when it has none).
-func (e *env) journalSince(t *testing.T, id int64) []journalRow {
+// journalSince returns the journal rows written after the mark, in the
+// accounts of the test's worlds (all when it has none), by account and then
+// in commit order.
+func (e *env) journalSince(t *testing.T, mark journalMark) []journalRow {
 	t.Helper()
 	e.accounts.mu.Lock()
 	accounts := pq.Array(slices.Clone(e.accounts.ids))
 	e.accounts.mu.Unlock()
-	var rows []string
-	if err := e.db.Select(&rows, `SELECT jsonb_build_object('user_id', user_id, 'entity', entity, 'record_id', record_id,
-		'action', action, 'changes', changes)::text FROM journal
-		WHERE id > $1 AND (cardinality($2::bigint[]) = 0 OR account_id = ANY ($2)) ORDER BY id`, id, accounts); err != nil {
+	var found []struct {
+		Account  int64  `db:"account_id"`
+		Position int64  `db:"position"`
+		Row      string `db:"row"`
+	}
+	if err := e.db.Select(&found, `SELECT account_id, position, jsonb_build_object('user_id', user_id, 'entity', entity,
+		'record_id', record_id, 'action', action, 'changes', changes)::text AS row
+		  FROM journal WHERE cardinality($1::bigint[]) = 0 OR account_id = ANY ($1)
+		 ORDER BY account_id, position`, accounts); err != nil {
 		t.Fatal(err)
+	}
+	var rows []string
+	for _, f := range found {
+		if f.Position > mark[f.Account] {
+			rows = append(rows, f.Row)
+		}
 	}
 	out := make([]journalRow, len(rows))
 	for i, r := range rows {
@@ -85,7 +111,7 @@ func (e *env) journalSince(t *testing.T, id int64) []journalRow {
 }
 
 // expectJournal asserts the journal rows written after mark.
-func (e *env) expectJournal(t *testing.T, mark int64, want ...journalRow) {
+func (e *env) expectJournal(t *testing.T, mark journalMark, want ...journalRow) {
 	t.Helper()
 	got := e.journalSince(t, mark)
 	if len(got) == 0 && len(want) == 0 {

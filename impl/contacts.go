@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/jmoiron/sqlx"
+	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/gen"
 )
@@ -151,26 +152,33 @@ func (s *Server) ContactInsert(ctx context.Context, req gen.ContactInsertRequest
 		Position: str(in.Position), Note: str(in.Note), StatusID: in.StatusId,
 		Emails: emailsOf(in.Emails), Phones: phonesOf(in.Phones),
 	}
-	var created insertedContact
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := checkCompany(ctx, tx, p, in.CompanyId); err != nil {
-			return err
-		}
-		if err := lockEmails(ctx, tx, p.AccountID, fields.Emails); err != nil {
-			return err
-		}
-		var journal []journalEntry
-		var err error
-		if created, journal, err = insertContact(ctx, tx, p, in.CompanyId, fields); err != nil {
-			return err
-		}
-		return writeJournal(ctx, tx, p, journal)
-	})
+	numbers := make([]string, len(fields.Phones))
+	descrs := make([]string, len(fields.Phones))
+	for i, ph := range fields.Phones {
+		numbers[i], descrs[i] = ph.Phone, ph.Descr
+	}
+	var created struct {
+		Found    bool          `db:"o_found"`
+		ID       int64         `db:"o_id"`
+		EmailIDs pq.Int64Array `db:"o_email_ids"`
+		PhoneIDs pq.Int64Array `db:"o_phone_ids"`
+	}
+	// crm_contact_insert (db/functions/contact_insert.sql): the check of the
+	// counterparty, the e-mails' locks, the rows and their journal in one call.
+	err = s.callWrite(ctx, &created, `SELECT o_found, coalesce(o_id, 0) AS o_id, o_email_ids, o_phone_ids
+		  FROM crm_contact_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.CompanyId,
+			fields.FirstName, fields.MiddleName, fields.LastName, fields.Position, fields.StatusID, fields.Note,
+			emailLockSpace, pq.Array(emailLockKeys(p.AccountID, fields.Emails)), pq.Array(fields.Emails),
+			pq.Array(numbers), pq.Array(descrs))...)
 	if err != nil {
 		return nil, dbError(err)
 	}
+	if !created.Found {
+		return nil, companyNotFound(in.CompanyId)
+	}
 	// "TELEPHONES, EMAILS; the last two are null when no phones or e-mails were sent."
-	out := gen.ContactInsertResult{NewID: created.ID}
+	out := gen.ContactInserted{NewID: created.ID}
 	if len(fields.Phones) > 0 {
 		phones := make([]gen.InsertedPhone, len(fields.Phones))
 		for i, ph := range fields.Phones {

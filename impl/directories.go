@@ -2,6 +2,7 @@ package impl
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/jmoiron/sqlx"
@@ -27,6 +28,65 @@ const (
 	DirAgents            = 48
 	DirCompanyGroups     = 49
 )
+
+// directoryNames are the directories by code, with the names GET
+// /directory/list gives them, in the order of their codes.
+var directoryNames = []struct {
+	code int
+	name string
+}{
+	{DirCompanyTypes, "Counterparty types"},
+	{DirCompanyStatuses, "Counterparty statuses"},
+	{DirCompanyCategories, "Counterparty categories"},
+	{DirTaskKinds, "Kinds of tasks"},
+	{DirDealTypes, "Deal types"},
+	{DirDealStages, "Deal stages"},
+	{DirPositions, "Positions of contact persons"},
+	{DirContactStatuses, "Statuses of contact persons"},
+	{DirDocumentTypes, "Document types"},
+	{DirDocumentStatuses, "Document statuses"},
+	{DirPaymentForms, "Payment forms"},
+	{DirMoneyCategories, "Income and expense items"},
+	{DirAgents, "Agents"},
+	{DirCompanyGroups, "Counterparty groups"},
+}
+
+// DirectoryList implements GET /directory/list: every directory with its
+// code, its name and the number of its active values in the account.
+func (s *Server) DirectoryList(ctx context.Context, req gen.DirectoryListRequestObject) (gen.DirectoryListResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var counts []struct {
+		Code   int `db:"directory_code"`
+		Values int `db:"n"`
+	}
+	err = s.db(ctx).SelectContext(ctx, &counts, `
+		SELECT directory_code, count(*) AS n FROM directory_values
+		 WHERE account_id = $1 AND active GROUP BY directory_code`, p.AccountID)
+	if err != nil {
+		return nil, fmt.Errorf("count directory values: %w", err)
+	}
+	byCode := make(map[int]int, len(counts))
+	for _, c := range counts {
+		byCode[c.Code] = c.Values
+	}
+	type entry struct {
+		Code   int    `json:"code"`
+		Name   string `json:"name"`
+		Values int    `json:"values"`
+	}
+	out := make([]entry, len(directoryNames))
+	for i, d := range directoryNames {
+		out[i] = entry{Code: d.code, Name: d.name, Values: byCode[d.code]}
+	}
+	value, err := json.Marshal(out)
+	if err != nil {
+		return nil, fmt.Errorf("directory list: %w", err)
+	}
+	return gen.DirectoryList200JSONResponse(successList(string(value), len(out), 1, len(out))), nil
+}
 
 // DirectoryGet implements GET /directory/{code}.
 func (s *Server) DirectoryGet(ctx context.Context, req gen.DirectoryGetRequestObject) (gen.DirectoryGetResponseObject, error) {

@@ -97,12 +97,16 @@ func errBodyTooMany(max int) *Error {
 // positive), all before anything decodes it: decoding costs memory by the
 // nesting and by the number of values, tens of times a body's size. Anything
 // else that is wrong with the body is left to validation, which names it; so
-// is a body that is not JSON at all.
-func checkBodyText(body []byte, maxValues int) *Error {
+// is a body that is not JSON at all. tooMany, when not nil, is the error of
+// a body with too many values (operation.tooMany).
+func checkBodyText(body []byte, maxValues int, tooMany *Error) *Error {
 	switch where, problem := scanJSONBody(body, maxValues); problem {
 	case jsonTooDeep:
 		return errBodyTooDeep
 	case jsonTooMany:
+		if tooMany != nil {
+			return tooMany
+		}
 		return errBodyTooMany(maxValues)
 	case jsonBadText:
 		if where == "" {

@@ -38,7 +38,7 @@ func TestBodyScanMemory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			body := []byte(tc.body)
 			var got *Error
-			n := allocated(func() { got = checkBodyText(body, 0) })
+			n := allocated(func() { got = checkBodyText(body, 0, nil) })
 			switch {
 			case tc.want == nil && got != nil, tc.want != nil && (got == nil || got.Msg != tc.want.Msg):
 				t.Errorf("checkBodyText = %v, want %v", got, tc.want)
@@ -87,7 +87,7 @@ func TestBodyValueCount(t *testing.T) {
 	// without decoding, as cheaply as a deep one.
 	wide := []byte(`{"id":1,"note":[` + strings.Repeat("0,", 5<<20) + `0]}`)
 	var got *Error
-	if n := allocated(func() { got = checkBodyText(wide, 24) }); n > 64<<10 || got == nil || got.Msg != errBodyTooMany(24).Msg {
+	if n := allocated(func() { got = checkBodyText(wide, 24, nil) }); n > 64<<10 || got == nil || got.Msg != errBodyTooMany(24).Msg {
 		t.Errorf("a 10 MiB wide body: %v, %d bytes allocated", got, n)
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 // envelope builds the reply envelope; every reply of the server goes through it.
 func envelope(status gen.EnvelopeStatus, code *string, msg string, value string) gen.Envelope {
-	return gen.Envelope{Status: status, Error: &msg, Code: code, Value: value}
+	return gen.Envelope{Status: status, Error: msg, Code: code, Value: value}
 }
 
 // success is the envelope of a successful single-record operation.
@@ -90,7 +90,7 @@ func appendEnvelope(b []byte, env gen.Envelope) []byte {
 	b = append(b, `{"code":`...)
 	b = appendNullableString(b, env.Code)
 	b = append(b, `,"error":`...)
-	b = appendNullableString(b, env.Error)
+	b = appendJSONString(b, env.Error)
 	b = append(b, `,"page":`...)
 	b = strconv.AppendInt(b, int64(env.Page), 10)
 	b = append(b, `,"pages":`...)

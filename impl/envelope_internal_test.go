@@ -44,10 +44,7 @@ func TestAppendEnvelope(t *testing.T) {
 	for i, v := range values {
 		env := gen.Envelope{Status: gen.StatusSuccess, Value: v, Rows: i, Page: i % 7, Pages: i % 3}
 		if i%2 == 1 {
-			env.Code, env.Error, env.Status = &code, &msg, gen.StatusError
-		} else {
-			empty := ""
-			env.Error = &empty
+			env.Code, env.Error, env.Status = &code, msg, gen.StatusError
 		}
 		want := encodeAsGenerated(t, env)
 		if got := appendEnvelope(nil, env); !bytes.Equal(got, want) {

@@ -161,7 +161,7 @@ func describeValidation(err error) string {
 		if path := schemaErr.JSONPointer(); len(path) > 0 {
 			where += fmt.Sprintf(": field %q", fieldPath(path))
 		}
-		return where + ": " + shortReason(schemaErr.Reason)
+		return where + ": " + schemaReason(schemaErr)
 	}
 	var parseErr *openapi3filter.ParseError
 	if errors.As(reqErr.Err, &parseErr) {
@@ -228,6 +228,18 @@ func fieldPath(parts []string) string {
 
 // shortReason is a reason of kin-openapi's validation with the one name it
 // takes from the request, an unknown member's, shortened.
+// schemaReason is why a value failed its schema: the schema's own
+// x-invalid-text where it has one (openapi.yaml: what a date-time looks like
+// instead of its regular expression), else kin-openapi's reason.
+func schemaReason(e *openapi3.SchemaError) string {
+	if e.Schema != nil {
+		if text, ok := e.Schema.Extensions["x-invalid-text"].(string); ok && text != "" {
+			return text
+		}
+	}
+	return shortReason(e.Reason)
+}
+
 func shortReason(reason string) string {
 	if quoted, ok := strings.CutPrefix(reason, "property "); ok {
 		if quoted, ok = strings.CutSuffix(quoted, " is unsupported"); ok {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +139,14 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	if citus, err := crmdb.IsCitus(ctx, pool); err != nil {
+		t.Fatal(err)
+	} else if citus {
+		// The coordinator's auto_explain sees only the call it delegates to
+		// the account's worker. The statements are the same text on both
+		// engines; where they run on Citus is what every other test checks.
+		t.Skip("on Citus auto_explain sees only the delegated call: the statements' shape is checked on plain PostgreSQL")
+	}
 	acc, err := CreateAccount(ctx, pool, AccountInput{Name: "functions", BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
 	if err != nil {
 		t.Fatal(err)
@@ -160,6 +169,22 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 			DepartmentID: sql.NullInt64{Int64: dept, Valid: role != RoleAdmin}}
 	}
 	typeID := addType(t, pool, acc)
+	taskType, err := AddDirectoryValue(ctx, pool, DirectoryValueInput{AccountID: acc, Code: DirTaskKinds, Name: "Call"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dealType, err := AddDirectoryValue(ctx, pool, DirectoryValueInput{AccountID: acc, Code: DirDealTypes, Name: "Sale"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dealStage, err := AddDirectoryValue(ctx, pool, DirectoryValueInput{AccountID: acc, Code: DirDealStages, Name: "New"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var goodsID int64
+	if err := pool.GetContext(ctx, &goodsID, `INSERT INTO goods (account_id, name, code, price) VALUES ($1, 'Chair', 'CH', 12.5) RETURNING id`, acc); err != nil {
+		t.Fatal(err)
+	}
 	var company int64
 	for _, stmt := range []struct {
 		sql  string
@@ -192,6 +217,11 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		}
 	}
 
+	var deal int64
+	if err := pool.GetContext(ctx, &deal, `INSERT INTO deals (account_id, name, company_id, type_id, status_id, user_id, date_start, date_finish)
+		VALUES ($1, 'Deal', $2, $3, $4, $5, '2026-12-01', '2026-12-31') RETURNING id`, acc, company, dealType, dealStage, users[RoleMember].UserID); err != nil {
+		t.Fatal(err)
+	}
 	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}, fastPath: true}
 	str := func(s string) *string { return &s }
 	lists := []struct {
@@ -215,6 +245,44 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		calls := []functionCall{
 			{"crm_company_get", `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(company)},
 		}
+		calls = append(calls, functionCall{"crm_contact_insert",
+			`SELECT * FROM crm_contact_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+			p.callerArgs(nil, company, "Ann", "", "Person", "Buyer", nil, "", emailLockSpace,
+				pq.Array(emailLockKeys(acc, []string{"ann@x.example"})), pq.Array([]string{"ann@x.example"}),
+				pq.Array([]string{"+371 28888888"}), pq.Array([]string{"work"}))})
+		calls = append(calls, functionCall{"crm_task_insert",
+			`SELECT * FROM crm_task_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+			p.callerArgs(nil, true, users[RoleMember].UserID, company, nil, nil, "call", taskType, 1, "2026-12-01 10:00", nil,
+				false, nil, pq.Array([]string{"a"}), `{}`)})
+		null := sql.NullString{}
+		calls = append(calls, functionCall{"crm_deal_insert",
+			`SELECT * FROM crm_deal_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+			p.callerArgs(nil, "Deal", company, nil, dealType, dealStage, users[RoleMember].UserID, "2026-12-01", "2026-12-31", "100",
+				"", pq.StringArray{}, pq.Array([]sql.NullInt64{{Int64: goodsID, Valid: true}, {}}),
+				pq.Array([]sql.NullString{null, {String: "Service", Valid: true}}), pq.Array([]sql.NullString{null, null}),
+				pq.Array([]sql.NullString{null, {String: "2", Valid: true}}), pq.Array([]sql.NullString{null, {String: "10.5", Valid: true}}),
+				pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null}))})
+		calls = append(calls,
+			functionCall{"crm_company_update", `SELECT * FROM crm_company_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				p.callerArgs(nil, true, company, `{"name": "Co `+role+`", "city": "Riga", "tags": ["a"], "status_id": null, "user_id": `+
+					strconv.FormatInt(users[RoleMember].UserID, 10)+`}`)},
+			functionCall{"crm_deal_update", `SELECT * FROM crm_deal_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+				p.callerArgs(nil, false, deal, `{"name": "Deal `+role+`", "company_id": `+strconv.FormatInt(company, 10)+`, "sum": "12.50", "tags": ["x"]}`)})
+		calls = append(calls,
+			functionCall{"crm_event_list", `SELECT * FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				p.callerArgs(0, 5000, 100, nil, nil)},
+			functionCall{"crm_event_list, filtered", `SELECT * FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				p.callerArgs(0, 5000, 100, pq.Array([]int64{1, 20}), pq.Array([]string{"insert"}))})
+		// The insert twice: the second call finds the first's e-mail.
+		for _, name := range []string{"crm_company_insert", "crm_company_insert, a duplicate"} {
+			row := companyRow{AccountID: acc, Name: "New " + role, Person: 1, TypeID: typeID, UserID: p.UserID, CreatedVia: "api"}
+			emails := []string{role + "@new.example"}
+			columns, _ := json.Marshal(dbColumns(row))
+			calls = append(calls, functionCall{name,
+				`SELECT * FROM crm_company_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+				p.callerArgs(nil, emailLockSpace, pq.Array(emailLockKeys(acc, emails)), string(columns), pq.Array(emails),
+					pq.Array(emails), pq.Array([]string{"+371 29999999"}), pq.Array([]string{""}), true, `{}`)})
+		}
 		for _, l := range lists {
 			r, err := server.newListQuery(ctx, p, listModules[l.module], l.params)
 			if err != nil {
@@ -236,11 +304,23 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 					t.Fatal("no statement ran")
 				}
 				for _, pl := range plans {
+					// PostgreSQL's own foreign-key checks: on Citus they run
+					// inside the shard, beside the row they check.
+					if strings.HasPrefix(strings.TrimSpace(pl.Query), "SELECT 1 FROM ONLY ") {
+						continue
+					}
+					// INSERT ... VALUES that names the account first: Citus
+					// routes it by that value and keeps its plan.
+					if insertValues.MatchString(pl.Query) && !notFastPath.MatchString(pl.Query) {
+						continue
+					}
 					tables := planTables(pl.Plan)
 					if len(slices.Compact(slices.Sorted(slices.Values(tables)))) > 1 {
 						t.Errorf("reads %v, more than one table:\n%s", tables, pl.Query)
 					}
-					if len(tables) > 0 && !strings.Contains(planConditions(pl.Plan), "account_id") {
+					// accounts is distributed by its id, every other table by account_id.
+					if len(tables) > 0 && !strings.Contains(planConditions(pl.Plan), "account_id") &&
+						!(tables[0] == "accounts" && strings.Contains(planConditions(pl.Plan), "id = ")) {
 						t.Errorf("reads %v without a condition on account_id:\n%s", tables, pl.Query)
 					}
 					// Citus looks at the statement before PostgreSQL flattens it:
@@ -253,6 +333,11 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		}
 	}
 }
+
+// insertValues finds an INSERT by VALUES whose first column is the account;
+// with notFastPath it takes no SELECT anywhere (ON CONFLICT ... DO UPDATE and
+// RETURNING allowed).
+var insertValues = regexp.MustCompile(`(?is)^\s*INSERT INTO \w+( AS \w+)? \(account_id,[^)]*\)\s*VALUES\s*\(`)
 
 // notFastPath finds what keeps a statement from Citus's fast path in its text.
 var notFastPath = regexp.MustCompile(`(?is)\(\s*SELECT\b|^\s*WITH\b|\bUNION\b|\bINTERSECT\b|\bEXCEPT\b`)
@@ -272,4 +357,37 @@ func planConditions(n map[string]any) string {
 		}
 	}
 	return b.String()
+}
+
+// TestCompanyInsertFunctionColumns holds crm_company_insert's column list to
+// companyRow's: a column added to one and not the other would be dropped from
+// every counterparty inserted by the function.
+func TestCompanyInsertFunctionColumns(t *testing.T) {
+	files, err := crmdb.FunctionFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text string
+	for _, f := range files {
+		if f.Name == "company_insert.sql" {
+			text = f.SQL
+		}
+	}
+	m := regexp.MustCompile(`(?s)INSERT INTO companies \(([^)]*)\)`).FindStringSubmatch(text)
+	if m == nil {
+		t.Fatal("no INSERT INTO companies in company_insert.sql")
+	}
+	var got []string
+	for _, c := range strings.Split(m[1], ",") {
+		got = append(got, strings.TrimSpace(c))
+	}
+	var want []string
+	for name := range dbColumns(companyRow{}) {
+		want = append(want, name)
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("crm_company_insert writes %v,\ncompanyRow has %v", got, want)
+	}
 }

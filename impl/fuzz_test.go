@@ -35,7 +35,7 @@ func FuzzBodyText(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		err := checkBodyText(body, 0)
+		err := checkBodyText(body, 0, nil)
 		if err != nil {
 			if err.Code != CodeBadRequest || (!strings.Contains(err.Msg, textError) && err != errBodyTooDeep) {
 				t.Fatalf("checkBodyText(%q) = %v", body, err)

@@ -17,7 +17,6 @@ import (
 	"github.com/klauspost/compress/gzip"
 
 	"github.com/crmservice/crm"
-	"github.com/crmservice/crm/gen"
 	"github.com/crmservice/crm/impl/apidocs"
 )
 
@@ -279,11 +278,7 @@ func etagMatches(values []string, tag string) bool {
 // served here, CORS, ETags, the observation of every request and, outermost,
 // compression.
 func (s *Server) httpLayers(cfg Config, api http.Handler) (http.Handler, error) {
-	spec, err := gen.GetSpecJSON()
-	if err != nil {
-		return nil, fmt.Errorf("the embedded openapi document: %w", err)
-	}
-	docs, err := apidocs.New(crm.OpenAPI(), spec)
+	docs, err := apidocs.New(crm.OpenAPI())
 	if err != nil {
 		return nil, err
 	}

@@ -55,6 +55,19 @@ func TestTaskUpdate(t *testing.T) {
 		}
 	})
 
+	t.Run("OK date-times with seconds, as the task list returns them", func(t *testing.T) {
+		expectOK(t, e.post(t, w.member.token, "/task/update", map[string]any{"id": task, "date_start": "2026-12-01 09:00:00",
+			"date_finish": "2026-12-01 10:15:30"}))
+		var finish string
+		if err := e.db.Get(&finish, `SELECT to_char(date_finish AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') FROM tasks WHERE id = $1`, task); err != nil {
+			t.Fatal(err)
+		}
+		if got := state(); got != fmt.Sprintf("1|false|Agreed|%d|2026-12-01 07:00|2026-12-01 08:15", w.peer.id) || finish != "2026-12-01 08:15:30" {
+			t.Errorf("stored %s, finish %s", got, finish)
+		}
+		expectOK(t, e.post(t, w.member.token, "/task/update", map[string]any{"id": task, "date_finish": ""}))
+	})
+
 	t.Run("access levels", func(t *testing.T) {
 		// The task's assignee is now the peer, its assigner the member: both see it, and so does the head.
 		for _, c := range byRole(w, true, true, true, true, false) {
@@ -78,10 +91,12 @@ func TestTaskUpdate(t *testing.T) {
 		}{
 			"finish before start": {map[string]any{"id": task, "date_finish": "2026-11-30 10:00"}, "date_finish: must not be before date_start"},
 			"no such date":        {map[string]any{"id": task, "date_start": "2026-02-30 10:00"}, "date_start"},
-			"unknown kind":        {map[string]any{"id": task, "type_id": 999999999}, "type_id"},
-			"unknown user":        {map[string]any{"id": task, "user_id": beta.admin.id}, "user_id"},
-			"status 3":            {map[string]any{"id": task, "status_id": 3}, "status_id"},
-			"only id":             {map[string]any{"id": task}, "request body"},
+			"another date form": {map[string]any{"id": task, "date_finish": "2026-12-01T10:00:00"},
+				`request body: field "date_finish": not a date and time: YYYY-MM-DD HH:MM, YYYY-MM-DD HH:MM:SS or "" (no deadline)`},
+			"unknown kind": {map[string]any{"id": task, "type_id": 999999999}, "type_id"},
+			"unknown user": {map[string]any{"id": task, "user_id": beta.admin.id}, "user_id"},
+			"status 3":     {map[string]any{"id": task, "status_id": 3}, "status_id"},
+			"only id":      {map[string]any{"id": task}, "request body"},
 		} {
 			t.Run(name, func(t *testing.T) {
 				expectError(t, e.post(t, w.admin.token, "/task/update", c.body), "400", c.msg, "")

@@ -80,8 +80,14 @@ func (q *listQuery) prefilterCompanies(name, v string) {
 		q.fast.prefilter = `SELECT array_agg(DISTINCT e.company_id) AS ids FROM emails e
 			WHERE e.account_id = {acc} AND lower(e.email) = lower(` + q.arg(v) + `::text)`
 	case "phone":
+		// The ending's digits as a range of the index phones_digits_suffix as
+		// well as a LIKE: the statement is prepared, and a plan made for any
+		// pattern (Citus keeps such a plan on the shard) cannot turn LIKE into
+		// a range; every digit sorts below ':'.
+		suffix := q.arg(reverseString(onlyDigits(v)))
 		q.fast.prefilter = `SELECT array_agg(DISTINCT ph.company_id) AS ids FROM phones ph
-			WHERE ph.account_id = {acc} AND reverse(ph.phone_digits) LIKE ` + q.arg(reverseString(onlyDigits(v))) + `::text || '%'`
+			WHERE ph.account_id = {acc} AND reverse(ph.phone_digits) ~>=~ ` + suffix + `::text
+			  AND reverse(ph.phone_digits) ~<~ (` + suffix + `::text || ':') AND reverse(ph.phone_digits) LIKE ` + suffix + `::text || '%'`
 	case "name":
 		// company_names (db/migrations/0066_company_names.sql): the live
 		// counterparties' lower-cased names and owners.

@@ -10,12 +10,14 @@ import (
 
 	"github.com/jmoiron/sqlx"
 
+	"github.com/crmservice/crm/gen"
 	"github.com/crmservice/crm/impl/mailer"
 )
 
-// Mail accounts have no API operation ("the methods that list ... mail accounts:
-// not shown"): the server binary creates, lists and disables them. Like the
-// other admin operations they do not write the journal.
+// Mail accounts are created, listed with their state and disabled by the
+// server binary; the API lists them (GET /mail/accounts, an extension: "the
+// methods that list ... mail accounts: not shown") without their servers. Like
+// the other admin operations these do not write the journal.
 
 // MailServerInput is the SMTP or IMAP side of a new mail account.
 type MailServerInput struct {
@@ -194,4 +196,28 @@ func DisableMailAccount(ctx context.Context, db *sqlx.DB, id int64) error {
 		return conflict("mail account %d is already disabled", id)
 	}
 	return nil
+}
+
+// MailAccounts implements GET /mail/accounts: the mail accounts whose
+// messages the token owner sees (those of the users whose records they see),
+// without their servers or secrets, by address.
+func (s *Server) MailAccounts(ctx context.Context, req gen.MailAccountsRequestObject) (gen.MailAccountsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	q := sqlFor(p)
+	q.set("visible", p.seesOwner("mb.user_id"))
+	env, err := s.quickList(ctx, q, `
+		SELECT count(*) AS rows,
+		       coalesce(jsonb_agg(jsonb_build_object('id', mb.id, 'user_id', mb.user_id, 'user_name', u.name,
+		           'address', mb.address, 'display_name', mb.display_name, 'active', mb.active)
+		         ORDER BY mb.address, mb.id), '[]')::text AS value
+		  FROM mail_accounts mb
+		  JOIN users u ON u.account_id = {acc} AND u.id = mb.user_id
+		 WHERE mb.account_id = {acc} AND {visible}`)
+	if err != nil {
+		return nil, fmt.Errorf("list mail accounts: %w", err)
+	}
+	return gen.MailAccounts200JSONResponse(env), nil
 }

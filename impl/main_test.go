@@ -11,9 +11,10 @@ import (
 	"testing"
 )
 
-// fastPathTests are the tests that serve the universal list and the contact
-// list: CRM_FAST_PATH=both runs them a second time through their functions.
-const fastPathTests = "List|Contact"
+// fastPathTests are the tests that serve the universal list, the contact
+// list and the event feed: CRM_FAST_PATH=both runs them a second time through
+// their functions.
+const fastPathTests = "List|Contact|Event"
 
 // TestMain runs the tests, in two ways that make test uses:
 //
@@ -24,7 +25,8 @@ const fastPathTests = "List|Contact"
 //   - CRM_FAST_PATH=both runs them as on plain PostgreSQL, then once more in
 //     the same process, with the list's functions on (newEnv reads
 //     CRM_FAST_PATH=on, which plain PostgreSQL does not use by itself), those
-//     of the list and the contact list (fastPathTests) among the ones chosen.
+//     of the list, the contact list and the event feed (fastPathTests) among
+//     the ones chosen.
 //     One test binary, the race detector's, does both: make test used to
 //     compile and link impl's tests a second time, without -race, for a
 //     second process.
@@ -72,7 +74,7 @@ func TestMain(m *testing.M) {
 	}
 	setRun(again)
 	os.Setenv("CRM_FAST_PATH", "on")
-	fmt.Printf("impl: the tests of the list and the contact list once more with CRM_FAST_PATH=on (through the list's functions)\n")
+	fmt.Printf("impl: the tests of the list, the contact list and the event feed once more with CRM_FAST_PATH=on (through their functions)\n")
 	os.Exit(m.Run())
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/db/dbtest"
 	"github.com/crmservice/crm/impl"
+	"github.com/crmservice/crm/impl/apidocs"
 	"github.com/crmservice/crm/impl/mailer/mailertest"
 
 	"github.com/emersion/go-smtp"
@@ -711,6 +712,10 @@ func TestDocsServed(t *testing.T) {
 		}
 		if doc.OpenAPI != "3.0.3" || len(doc.Paths) != len(e.contract.Doc.Paths.Map()) || doc.Paths["/company/get"]["get"] == nil {
 			t.Errorf("/openapi.json: %s with %d paths", doc.OpenAPI, len(doc.Paths))
+		}
+		// In the document's order (apidocs.TestJSONKeepsTheDocumentsOrder).
+		if ordered, err := apidocs.JSON(crm.OpenAPI()); err != nil || !bytes.Equal(jsonReply.Body.Bytes(), ordered) {
+			t.Errorf("/openapi.json is not the document in its order (%v)", err)
 		}
 	})
 

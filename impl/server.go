@@ -329,6 +329,7 @@ type operation struct {
 	secured    bool
 	bodyLimit  int64
 	bodyValues int    // the most values a valid body holds (bodyValues); 0: no bound
+	tooMany    *Error // the error of a body with more values: its schema's x-invalid-text; nil: errBodyTooMany
 	errorValue string // the envelope's value on failure (x-error-value)
 	idempotent bool   // takes an Idempotency-Key (idempotency.go)
 	deadline   time.Duration
@@ -388,6 +389,9 @@ func newValidatingMux(s *Server, doc *openapi3.T, cfg Config) (*validatingMux, e
 				if param.Value != nil && param.Value.In == "header" && param.Value.Name == "Idempotency-Key" {
 					o.idempotent = true
 				}
+			}
+			if text := bodyInvalidText(op); text != "" {
+				o.tooMany = badRequest("request body: %s", text)
 			}
 			if v, ok := op.Extensions["x-error-value"].(string); ok {
 				o.errorValue = v
@@ -500,7 +504,7 @@ func (m *validatingMux) serveOperation(w http.ResponseWriter, r *http.Request, o
 		m.s.writeError(w, r, err)
 		return
 	}
-	if err := checkBodyText(body, op.bodyValues); err != nil {
+	if err := checkBodyText(body, op.bodyValues, op.tooMany); err != nil {
 		m.s.writeError(w, r, err)
 		return
 	}

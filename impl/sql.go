@@ -248,3 +248,17 @@ func (q *sqlText) columns(row any) (cols, placeholders string) {
 	}
 	return strings.Join(names, ", "), strings.Join(phs, ", ")
 }
+
+// callWrite runs a call of a writing function of db/functions, a statement
+// that is its own transaction, and scans its one row into dest: on the
+// request's node with the plan kept (stmtCache), or, under an
+// Idempotency-Key, inside the key's transaction (a savepoint of it, as
+// inTx).
+func (s *Server) callWrite(ctx context.Context, dest any, query string, args ...any) error {
+	if ambientTx(ctx) != nil {
+		return s.inTx(ctx, func(tx *sqlx.Tx) error {
+			return tx.GetContext(ctx, dest, query, args...)
+		})
+	}
+	return s.generic(ctx).get(ctx, dest, query, args...)
+}

@@ -3,9 +3,7 @@ package impl
 import (
 	"container/list"
 	"context"
-	"fmt"
 	"sync"
-	"time"
 
 	"github.com/jmoiron/sqlx"
 )
@@ -79,48 +77,3 @@ func (c *stmtCache) get(ctx context.Context, dest any, query string, args ...any
 	return err
 }
 
-// inTx runs fn in a transaction on the cache's pool, whose statements it can
-// then run with txGet, and commits when fn returns nil.
-func (c *stmtCache) inTx(ctx context.Context, fn func(tx *sqlx.Tx) error) error {
-	tx, err := c.db.BeginTxx(ctx, nil)
-	if err != nil {
-		return fmt.Errorf("begin: %w", err)
-	}
-	defer tx.Rollback()
-	if err := setStatementTimeout(ctx, tx); err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
-		return fmt.Errorf("commit: %w", err)
-	}
-	return nil
-}
-
-// txGet runs a cached statement in tx (of the cache's pool, see inTx) that returns one row into dest. A
-// statement not prepared yet runs unprepared this time and is prepared on the
-// pool meanwhile: preparing it there first would need a second connection
-// while tx holds one, which a full pool might never free.
-func (c *stmtCache) txGet(ctx context.Context, tx *sqlx.Tx, dest any, query string, args ...any) error {
-	c.mu.Lock()
-	e, ok := c.byQuery[query]
-	if ok {
-		c.order.MoveToFront(e)
-	}
-	c.mu.Unlock()
-	if !ok {
-		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			_, _ = c.prepared(ctx, query) // a failure leaves it unprepared: the next use tries again
-		}()
-		return tx.GetContext(ctx, dest, query, args...)
-	}
-	err := tx.StmtxContext(ctx, e.Value.(*cachedStmt).stmt).GetContext(ctx, dest, args...)
-	if err != nil && isClosedStmt(err) {
-		return tx.GetContext(ctx, dest, query, args...)
-	}
-	return err
-}

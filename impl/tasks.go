@@ -2,12 +2,12 @@ package impl
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
 
-	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	"github.com/crmservice/crm/gen"
@@ -44,9 +44,6 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 		return nil, err
 	}
 	in := req.Body
-	if err := s.refuseInactiveUser(ctx, p, "user_id", in.UserId); err != nil {
-		return nil, err
-	}
 	start, err := parseLocalMinute("date_start", in.DateStart)
 	if err != nil {
 		return nil, err
@@ -68,51 +65,55 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 	}
 	row.IsHot = in.IsHot != nil && *in.IsHot == gen.TaskInsertRequestIsHotN1
 
-	var id int64
-	err = s.inTx(ctx, func(tx *sqlx.Tx) error {
-		if err := checkCompany(ctx, tx, p, row.CompanyID); err != nil {
-			return err
-		}
-		if row.DealID != nil {
-			if err := checkDealOfCompany(ctx, tx, p, *row.DealID, row.CompanyID); err != nil {
-				return err
-			}
-		}
-		// A task inserted as done was done now: done_at is set exactly when status_id is 2.
-		// The stored times are read back over the inserted row, not in RETURNING:
-		// a distributed table (Citus) returns only immutable expressions of a row.
-		err := tx.QueryRowContext(ctx, `
-			WITH t AS (
-				INSERT INTO tasks (account_id, company_id, deal_id, contact_id, note, type_id, status_id, user_id, assigner_id,
-					date_start, date_finish, done_at, is_hot, reminder_minutes, tags)
-				VALUES ($1, $2, $3, $4, $5, $6, $7::smallint, $8, $9,
-					coalesce($10::timestamp AT TIME ZONE $11, now()), $12::timestamp AT TIME ZONE $11,
-					CASE WHEN $7::smallint = 2 THEN now() END, $13, $14, $15)
-				RETURNING id, date_start, date_finish, done_at)
-			SELECT id, to_json(date_start)::text, to_json(date_finish)::text, to_json(done_at)::text FROM t`,
-			p.AccountID, row.CompanyID, row.DealID, row.ContactID, row.Note, row.TypeID, row.StatusID, row.UserID,
-			row.AssignerID, start, p.TimeZone, finish, row.IsHot, row.ReminderMinutes, row.Tags,
-		).Scan(&id, (*rawJSON)(&row.DateStart), (*rawJSON)(&row.DateFinish), (*rawJSON)(&row.DoneAt))
-		if err != nil {
-			return fmt.Errorf("insert task: %w", err)
-		}
-		return writeJournal(ctx, tx, p, []journalEntry{{ModuleTasks, "task", id, "insert", row}})
-	})
+	journalRow, err := json.Marshal(row)
 	if err != nil {
-		return nil, dbError(err)
+		return nil, fmt.Errorf("journal task: %w", err)
 	}
+	var out struct {
+		Error      sql.NullString `db:"o_error"`
+		ID         sql.NullInt64  `db:"o_id"`
+		DateStart  rawJSON        `db:"o_date_start"`
+		DateFinish rawJSON        `db:"o_date_finish"`
+		DoneAt     rawJSON        `db:"o_done_at"`
+	}
+	// crm_task_insert (db/functions/task_insert.sql): the checks of the
+	// responsible user, the counterparty and the deal, the row and its journal
+	// in one call.
+	err = s.callWrite(ctx, &out, `SELECT * FROM crm_task_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.UserId != nil && *in.UserId != 0, row.UserID,
+			row.CompanyID, row.DealID, row.ContactID, row.Note, row.TypeID, row.StatusID, start, finish, row.IsHot,
+			row.ReminderMinutes, row.Tags, string(journalRow))...)
+	if err != nil {
+		return nil, dbError(fmt.Errorf("insert task: %w", err))
+	}
+	switch out.Error.String {
+	case "inactive":
+		return nil, badRequest("user_id: user %d is deactivated", row.UserID)
+	case "company":
+		return nil, companyNotFound(row.CompanyID)
+	case "deal":
+		return nil, badRequest("%s", constraintErrors["tasks_deal_fk"])
+	}
+	id := out.ID.Int64
 	return gen.TaskInsert200JSONResponse{Body: success(strconv.FormatInt(id, 10))}, nil
 }
 
-// parseLocalMinute checks an optional `YYYY-MM-DD HH:MM` of a request (the
-// schema's pattern lets 2026-13-45 25:99 through) and returns it for
-// $n::timestamp, or nil when omitted.
+// localSecond is the same with seconds, as the task lists return them.
+const localSecond = localMinute + ":05"
+
+// parseLocalMinute checks an optional `YYYY-MM-DD HH:MM` or `YYYY-MM-DD
+// HH:MM:SS` of a request (the schema's pattern lets 2026-13-45 25:99 through)
+// and returns it for $n::timestamp, or nil when omitted.
 func parseLocalMinute(field string, v *string) (*string, error) {
 	if v == nil {
 		return nil, nil
 	}
-	if _, err := time.Parse(localMinute, *v); err != nil {
-		return nil, badRequest("%s: not a valid date and time (YYYY-MM-DD HH:MM)", field)
+	layout := localMinute
+	if len(*v) == len(localSecond) {
+		layout = localSecond
+	}
+	if _, err := time.Parse(layout, *v); err != nil {
+		return nil, badRequest("%s: not a valid date and time (YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS)", field)
 	}
 	return v, nil
 }

@@ -85,6 +85,38 @@ func TestTaskInsert(t *testing.T) {
 		}
 	})
 
+	t.Run("OK date-times as the task list returns them", func(t *testing.T) {
+		id := parseID(t, expectOK(t, e.post(t, w.member.token, "/task/insert", map[string]any{
+			"company_id": company, "note": "Round trip", "type_id": w.dirs[35][0],
+			"date_start": "2026-11-20 10:00:00", "date_finish": "2026-11-20 11:30:45"})))
+		var start, finish string
+		if err := e.db.QueryRow(`SELECT to_char(date_start AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS'),
+				to_char(date_finish AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:MI:SS') FROM tasks WHERE account_id = $1 AND id = $2`,
+			w.accountID, id).Scan(&start, &finish); err != nil {
+			t.Fatal(err)
+		}
+		if start != "2026-11-20 08:00:00" || finish != "2026-11-20 09:30:45" {
+			t.Errorf("stored %s and %s UTC, want 2026-11-20 08:00:00 and 09:30:45 (Riga is UTC+2)", start, finish)
+		}
+		// What the list returns goes back in unchanged.
+		var listed []map[string]any
+		for _, task := range decode[[]map[string]any](t, expectQuick(t, e.get(t, w.member.token, fmt.Sprintf("/task/list?company_id=%d", company)))) {
+			if task["id"] == float64(id) {
+				listed = append(listed, task)
+			}
+		}
+		if len(listed) != 1 || listed[0]["date_start"] != "2026-11-20 10:00:00" || listed[0]["date_finish"] != "2026-11-20 11:30:45" {
+			t.Fatalf("listed %v", listed)
+		}
+		again := parseID(t, expectOK(t, e.post(t, w.member.token, "/task/insert", map[string]any{
+			"company_id": company, "note": "Copy", "type_id": w.dirs[35][0],
+			"date_start": listed[0]["date_start"], "date_finish": listed[0]["date_finish"]})))
+		if n := e.count(t, `SELECT count(*) FROM tasks a JOIN tasks b ON b.account_id = a.account_id AND b.id = $2
+			WHERE a.account_id = $3 AND a.id = $1 AND a.date_start = b.date_start AND a.date_finish = b.date_finish`, id, again, w.accountID); n != 1 {
+			t.Error("the copy's date-times differ from the listed ones")
+		}
+	})
+
 	t.Run("summer time and the user's own time zone", func(t *testing.T) {
 		if _, err := e.db.Exec(`UPDATE users SET time_zone = 'America/New_York' WHERE id = $1`, w.other.id); err != nil {
 			t.Fatal(err)
@@ -171,8 +203,12 @@ func TestTaskInsert(t *testing.T) {
 		{"status 3", body(func(b map[string]any) { b["status_id"] = 3 }), "400", `field "status_id"`},
 		{"is_hot 2", body(func(b map[string]any) { b["is_hot"] = 2 }), "400", `field "is_hot"`},
 		{"negative reminder", body(func(b map[string]any) { b["reminder_minutes"] = -1 }), "400", `field "reminder_minutes"`},
-		{"date in another format", body(func(b map[string]any) { b["date_start"] = "2026-11-20T10:00" }), "400", `field "date_start"`},
-		{"date with seconds", body(func(b map[string]any) { b["date_start"] = "2026-11-20 10:00:00" }), "400", `field "date_start"`},
+		{"date in another format", body(func(b map[string]any) { b["date_start"] = "2026-11-20T10:00" }), "400",
+			`request body: field "date_start": not a date and time: YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS`},
+		{"date with one digit of seconds", body(func(b map[string]any) { b["date_finish"] = "2026-11-20 10:00:0" }), "400",
+			`request body: field "date_finish": not a date and time: YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS`},
+		{"seconds that do not exist", body(func(b map[string]any) { b["date_start"] = "2026-11-20 10:00:60" }), "400",
+			"date_start: not a valid date and time (YYYY-MM-DD HH:MM or YYYY-MM-DD HH:MM:SS)"},
 		{"date that does not exist", body(func(b map[string]any) { b["date_start"] = "2026-02-30 10:00" }), "400", "date_start: not a valid date and time"},
 		{"hour 24", body(func(b map[string]any) { b["date_finish"] = "2026-11-20 24:00" }), "400", "date_finish: not a valid date and time"},
 		{"year 0", body(func(b map[string]any) { b["date_start"] = "0000-01-01 10:00" }), "400", "a date is out of range"},

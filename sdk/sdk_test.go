@@ -78,6 +78,7 @@ func TestTypeScriptTypes(t *testing.T) {
 	for _, want := range []string{
 		"misspelt.ts(8,", "TS2561", "'adress' does not exist in type 'CompanyInsertRequest'", // the misspelt field
 		"misspelt.ts(10,", "TS2322", "Type 'string' is not assignable to type 'number'", // the wrong parameter type
+		"misspelt.ts(14,", "TS2339", "Property 'nmae_zz' does not exist on type 'Company'", // a misspelt member of the card
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("tsc output lacks %q:\n%s", want, out)
@@ -116,13 +117,86 @@ func TestTypeScriptFlow(t *testing.T) {
 	t.Log(out)
 }
 
-// TestTypeScriptPackage packs the SDK as `npm pack` does for a release (prepack compiles it
-// into dist), installs the tarball into an empty project and imports it there; its README
+// cleanCopy copies the files of sdk/typescript that a clone has (tracked, or new and not
+// ignored: no node_modules, no .build) into a new directory, and returns it.
+func cleanCopy(t *testing.T) string {
+	t.Helper()
+	list, err := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", tsDir).Output()
+	if err != nil {
+		t.Skipf("git ls-files in sdk/typescript: %v (the package's test needs the repository's git)", err)
+	}
+	dir := filepath.Join(t.TempDir(), "crm-sdk")
+	n := 0
+	for _, f := range strings.Split(strings.TrimSuffix(string(list), "\x00"), "\x00") {
+		rel, err := filepath.Rel(tsDir, f) // git prints it relative to sdk/
+		if err != nil || strings.HasPrefix(rel, "..") {
+			t.Fatalf("git ls-files -- %s listed %s", tsDir, f)
+		}
+		data, err := os.ReadFile(filepath.Join(tsDir, rel))
+		if os.IsNotExist(err) {
+			continue // deleted in the work tree
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, rel), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n++
+	}
+	if _, err := os.Stat(filepath.Join(dir, "dist", "esm", "index.js")); err != nil || n < 10 {
+		t.Fatalf("the clean copy of sdk/typescript (%d files) has no dist/esm/index.js: %v", n, err)
+	}
+	return dir
+}
+
+// consumer is a project of its own that uses the SDK (installed by spec, with npm install)
+// from TypeScript under tsc --strict, as an ES module or a CommonJS one.
+const consumerMain = `import { createClient, CrmError, type CompanyCard } from "@crmservice/crm-sdk";
+
+declare const process: { argv: string[]; exitCode?: number };
+
+async function main(): Promise<void> {
+  const [url, token, id] = process.argv.slice(2);
+  const crm = createClient({ baseUrl: url!, token: token! });
+  const card: CompanyCard = await crm.companyGet({ id: Number(id) });
+  let missing = "";
+  try {
+    await crm.companyGet({ id: 999999999 });
+  } catch (e) {
+    if (e instanceof CrmError) missing = e.code;
+  }
+  console.log(JSON.stringify({ id: card.company.id, missing }));
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exitCode = 1;
+});
+`
+
+// TestTypeScriptPackage installs the SDK as its users do, from a copy of sdk/typescript that
+// holds only what a clone has (nothing installed or built there first): by `npm install
+// <directory>` and from the tarball of `npm pack`, each into an ES module project and a
+// CommonJS one, which compile a call under tsc --strict (with the types of their format),
+// resolve the package to its ESM or CommonJS build, and run against a server. Its README
 // opens with the five-line quick start, and its version is the contract's.
 func TestTypeScriptPackage(t *testing.T) {
 	tools(t)
+	tsc, err := filepath.Abs(filepath.Join(tsDir, "node_modules", ".bin", "tsc"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean := cleanCopy(t)
 	dest := t.TempDir()
-	out := run(t, nil, "npm", "pack", "--pack-destination", dest, "--loglevel=error")
+	pack := exec.Command("npm", "pack", "--pack-destination", dest, "--loglevel=error")
+	pack.Dir = clean
+	out, err := pack.CombinedOutput()
+	if err != nil {
+		t.Fatalf("npm pack in a clean copy: %v\n%s", err, out)
+	}
 	tarballs, _ := filepath.Glob(filepath.Join(dest, "*.tgz"))
 	if len(tarballs) != 1 {
 		t.Fatalf("npm pack made %v:\n%s", tarballs, out)
@@ -131,7 +205,8 @@ func TestTypeScriptPackage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tar: %v\n%s", err, listing)
 	}
-	for _, want := range []string{"package/README.md", "package/dist/index.js", "package/dist/index.d.ts", "package/dist/types.d.ts"} {
+	for _, want := range []string{"package/README.md", "package/dist/esm/index.js", "package/dist/esm/index.d.ts", "package/dist/esm/types.d.ts",
+		"package/dist/cjs/index.js", "package/dist/cjs/index.d.ts", "package/dist/cjs/package.json"} {
 		if !strings.Contains(string(listing), want+"\n") {
 			t.Errorf("the package lacks %s:\n%s", want, listing)
 		}
@@ -140,30 +215,72 @@ func TestTypeScriptPackage(t *testing.T) {
 		t.Errorf("the package holds sources or tests:\n%s", listing)
 	}
 
-	project := t.TempDir()
-	if err := os.WriteFile(filepath.Join(project, "package.json"), []byte(`{"name":"try-crm-sdk","version":"0.0.0","private":true,"type":"module"}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	install := exec.Command("npm", "install", "--no-audit", "--no-fund", "--loglevel=error", tarballs[0])
-	install.Dir = project
-	if out, err := install.CombinedOutput(); err != nil {
-		t.Fatalf("npm install of the tarball: %v\n%s", err, out)
-	}
-	imp := exec.Command("node", "--input-type=module", "-e",
-		`import { createClient, CrmError, operations, version } from "@crmservice/crm-sdk"; `+
-			`const c = createClient({ baseUrl: "http://127.0.0.1:1", token: "t" }); `+
-			`console.log(version, typeof c.companyGet, typeof CrmError, Object.keys(operations).length);`)
-	imp.Dir = project
-	got, err := imp.CombinedOutput()
-	if err != nil {
-		t.Fatalf("import the installed package: %v\n%s", err, got)
-	}
-	doc, err := gen.GetSpec()
+	pool := dbtest.New(t)
+	d, err := demo.Load(context.Background(), pool, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := doc.Info.Version + " function function "; !strings.HasPrefix(string(got), want) {
-		t.Errorf("the installed package says %q, want %q…", got, want)
+	handler, err := impl.NewHandler(impl.Config{DB: pool})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(handler)
+	defer srv.Close()
+	wantOut := `{"id":` + strconv.FormatInt(d.Samples.CompanyID, 10) + `,"missing":"404"}`
+
+	for _, from := range []struct{ name, spec string }{{"directory", clean}, {"tarball", tarballs[0]}} {
+		for _, format := range []struct{ typ, build, emitted string }{
+			{"module", "esm", `from "@crmservice/crm-sdk"`},
+			{"commonjs", "cjs", `require("@crmservice/crm-sdk")`},
+		} {
+			t.Run(from.name+"/"+format.typ, func(t *testing.T) {
+				project := t.TempDir()
+				write := func(name, text string) {
+					if err := os.WriteFile(filepath.Join(project, name), []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				write("package.json", `{"name":"try-crm-sdk","version":"0.0.0","private":true,"type":"`+format.typ+`"}`)
+				write("tsconfig.json", `{"compilerOptions":{"target":"ES2022","module":"NodeNext","moduleResolution":"NodeNext",`+
+					`"lib":["ES2022","DOM"],"strict":true,"types":[],"skipLibCheck":false},"files":["main.ts"]}`)
+				write("main.ts", consumerMain)
+				in := func(name string, args ...string) string {
+					t.Helper()
+					cmd := exec.Command(name, args...)
+					cmd.Dir = project
+					out, err := cmd.CombinedOutput()
+					if err != nil {
+						t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+					}
+					return strings.TrimSpace(string(out))
+				}
+				in("npm", "install", "--no-audit", "--no-fund", "--loglevel=error", from.spec)
+				in(tsc, "-p", ".")
+				if js, err := os.ReadFile(filepath.Join(project, "main.js")); err != nil || !strings.Contains(string(js), format.emitted) {
+					t.Errorf("tsc wrote no %s project (%v):\n%s", format.typ, err, js)
+				}
+				resolve := `console.log(require.resolve("@crmservice/crm-sdk"))`
+				if format.typ == "module" {
+					resolve = `console.log(import.meta.resolve("@crmservice/crm-sdk"))`
+				}
+				if got := in("node", "--input-type="+format.typ, "-e", resolve); !strings.HasSuffix(filepath.ToSlash(got), "dist/"+format.build+"/index.js") {
+					t.Errorf("the package resolves to %s, not its %s build", got, format.build)
+				}
+				if got := in("node", "main.js", srv.URL, d.Token, strconv.FormatInt(d.Samples.CompanyID, 10)); got != wantOut {
+					t.Errorf("the program printed %s, want %s", got, wantOut)
+				}
+				if from.name == "tarball" && format.typ == "module" {
+					got := in("node", "--input-type=module", "-e", `import { version } from "@crmservice/crm-sdk"; console.log(version);`)
+					doc, err := gen.GetSpec()
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got != doc.Info.Version {
+						t.Errorf("the installed package says version %q, want %q", got, doc.Info.Version)
+					}
+				}
+			})
+		}
 	}
 
 	readme, err := os.ReadFile(filepath.Join(tsDir, "README.md"))

@@ -18,6 +18,9 @@ func TestRun(t *testing.T) {
 			w.Write([]byte(`{"status":"success","error":"","code":null,"rows":0,"pages":0,"page":0,"value":"{\"status\":\"ok\"}"}`))
 			return
 		}
+		if fakeWhoAmI(w, r) {
+			return
+		}
 		w.Write([]byte(`{"status":"success","error":"","code":null,"rows":0,"pages":0,"page":0,"value":"{\"status\":\"down\"}"}`))
 	}))
 	defer srv.Close()
@@ -42,9 +45,9 @@ func TestRun(t *testing.T) {
 		contains []string
 	}{
 		{"one failure", []string{"-base-url", srv.URL, "-token", "t", "-cases", dir, "-contract", contract},
-			1, []string{"ok   system/healthz (", "FAIL system/readyz (", "reply: HTTP 200", "1 passed, 1 failed, 2 cases"}},
+			1, []string{"ok   system/healthz (", "FAIL system/readyz (", "reply: HTTP 200", "1 passed, 1 failed, 0 skipped, 2 cases"}},
 		{"filtered", []string{"-base-url", srv.URL, "-token", "t", "-cases", dir, "-run", "healthz", "-v"},
-			0, []string{"ok   system/healthz (", "request: GET /healthz", "1 passed, 0 failed, 1 cases"}},
+			0, []string{"ok   system/healthz (", "request: GET /healthz", "1 passed, 0 failed, 0 skipped, 1 cases"}},
 		{"missing base URL", []string{"-token", "t"}, 2, []string{"-base-url and -token"}},
 		{"bad variable", []string{"-base-url", srv.URL, "-token", "t", "-var", "novalue"}, 2, []string{"want name=value"}},
 	}
@@ -72,6 +75,9 @@ func TestRunTokenFromEnvironment(t *testing.T) {
 		seen = r.Header.Get("Authorization")
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("X-Request-Id", "fake-1")
+		if fakeWhoAmI(w, r) {
+			return
+		}
 		w.Write([]byte(`{"status":"success","error":"","code":null,"rows":2,"pages":1,"page":1,"value":"[{\"ID\":1,\"NAME\":\"a\"},{\"ID\":2,\"NAME\":\"b\"}]"}`))
 	}))
 	defer srv.Close()
@@ -82,4 +88,14 @@ func TestRunTokenFromEnvironment(t *testing.T) {
 	if seen != "Bearer from-env" {
 		t.Errorf("Authorization %q, want the token of $CRM_TOKEN", seen)
 	}
+}
+
+// fakeWhoAmI answers the request with which the command learns the token
+// owner before the first case, and reports whether it was that request.
+func fakeWhoAmI(w http.ResponseWriter, r *http.Request) bool {
+	if r.URL.Path != "/dashboard/my/day" && r.URL.Path != "/user/me" {
+		return false
+	}
+	w.Write([]byte(`{"status":"success","error":"","code":null,"rows":0,"pages":0,"page":0,"value":"{\"id\":1,\"user\":{\"id\":1}}"}`))
+	return true
 }

@@ -49,11 +49,16 @@ type Handler struct {
 }
 
 // New returns the handler of the page over the embedded files, serving the
-// contract's text as YAML (as written) and as JSON.
-func New(contractYAML, contractJSON []byte) (*Handler, error) {
+// contract's text as YAML (as written) and as JSON (the same document, its
+// keys in the order written: see JSON).
+func New(contractYAML []byte) (*Handler, error) {
 	sub, err := fs.Sub(embedded, "assets")
 	if err != nil {
 		return nil, fmt.Errorf("apidocs: %w", err)
+	}
+	contractJSON, err := JSON(contractYAML)
+	if err != nil {
+		return nil, err
 	}
 	return newHandler(sub, contractYAML, contractJSON)
 }

@@ -143,9 +143,12 @@ func TestFallback(t *testing.T) {
 // first and sets CRM_REQUIRE_APIDOCS=1, so that a missing renderer fails
 // there; a plain go test of a clean checkout checks the fallback page.
 func TestEmbedded(t *testing.T) {
-	h, err := New([]byte("openapi: 3.0.3\n"), []byte(`{}`))
+	h, err := New([]byte("openapi: 3.0.3\ninfo: {title: t}\n"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := serve(h, http.MethodGet, "/openapi.json", nil).Body.String(); got != `{"openapi":"3.0.3","info":{"title":"t"}}` {
+		t.Errorf("/openapi.json: %s", got)
 	}
 	page := serve(h, http.MethodGet, "/docs", nil).Body.String()
 	switch {

@@ -1,13 +1,13 @@
 // Command sdkgen writes the typed layers of the client SDKs from the contract:
 // the Go SDK's operations (sdk/go/crm/operations.gen.go), over the client that
-// oapi-codegen puts into package gen, and the TypeScript SDK's types and
+// oapi-codegen puts into the SDK's package api (sdk/go/crm/api), and the TypeScript SDK's types and
 // operation table (sdk/typescript/src/types.ts, operations.ts), with the
 // package's version taken from info.version. Everything it needs comes from
 // openapi.yaml (each operation's x-value-schema names its payload, the universal
-// list's x-list-modules its columns) and from gen/server.gen.go (the Go
+// list's x-list-modules its columns) and from sdk/go/crm/api/api.gen.go (the Go
 // client's signatures), so `make generate` follows any change of the contract.
 //
-// Usage (from the repository's root, as `make generate` runs it):
+// Usage (`make generate` runs it from gen/, after oapi-codegen, with -root ..):
 //
 //	go run ./tools/sdkgen
 package main
@@ -42,7 +42,7 @@ func run(root string) error {
 	if err != nil {
 		return err
 	}
-	goSrc, err := goSDK(filepath.Join(root, "gen", "server.gen.go"), doc, ops)
+	goSrc, err := goSDK(filepath.Join(root, "sdk", "go", "crm", "api", "api.gen.go"), doc, ops)
 	if err != nil {
 		return err
 	}

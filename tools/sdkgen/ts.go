@@ -24,7 +24,13 @@ type tsGen struct {
 	doc     *openapi3.T
 	input   map[string]bool // schemas reachable from a request body only
 	decimal map[string]int  // schema name → 0 unknown, 1 visiting, 2 no decimals, 3 decimals
+	err     error           // the first schema that cannot be typed
 }
+
+// additionalMembers is how a schema with declared properties says that its
+// other members are additional fields (its description names them so); they
+// are typed by that prefix, so that a misspelt declared member is a type error.
+const additionalMembers = "`ADD_{name}`"
 
 func tsSDK(dir string, doc *openapi3.T, ops []operation) error {
 	g := &tsGen{doc: doc, decimal: map[string]int{}}
@@ -343,7 +349,17 @@ func (g *tsGen) tsObject(s *openapi3.Schema, input bool, indent string) string {
 		}
 		fmt.Fprintf(&b, "%s[member: string]: %s;\n", inner, t)
 	case s.AdditionalProperties.Has != nil && *s.AdditionalProperties.Has:
-		fmt.Fprintf(&b, "%s[member: string]: unknown;\n", inner)
+		// Declared members and any other: the others are additional fields,
+		// named ADD_{name}. An index of every string would accept a misspelt
+		// declared member, so an open object that does not say how its other
+		// members are named cannot be typed.
+		if len(s.Properties) > 0 && !strings.Contains(s.Description, additionalMembers) {
+			if g.err == nil {
+				g.err = fmt.Errorf("an object with properties and additionalProperties: true whose description does not say its other members are %s: "+
+					"a TypeScript type would accept any misspelt member (%s)", additionalMembers, strings.Join(sortedKeys(s.Properties), ", "))
+			}
+		}
+		fmt.Fprintf(&b, "%s[member: `ADD_${string}`]: unknown;\n", inner)
 	}
 	b.WriteString(indent + "}")
 	if len(s.Properties) == 0 && s.AdditionalProperties.Schema == nil && (s.AdditionalProperties.Has == nil || *s.AdditionalProperties.Has) {
@@ -393,6 +409,9 @@ export type DecimalInput = Decimal | number;
 			b.WriteString(jsDoc(s.Description, ""))
 		}
 		fmt.Fprintf(&b, "export type %s = %s;\n\n", n, g.tsType(&openapi3.SchemaRef{Value: s}, g.input[n], ""))
+		if g.err != nil {
+			return nil, fmt.Errorf("schema %s: %w", n, g.err)
+		}
 	}
 
 	// The universal list's modules and columns (x-list-modules).

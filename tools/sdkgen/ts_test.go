@@ -40,6 +40,7 @@ components:
         lines: {type: array, items: {$ref: '#/components/schemas/Line'}}
     Line:
       type: object
+      description: A line; ` + "`ADD_{name}`" + ` members carry additional fields.
       additionalProperties: true
       properties:
         qnt: {type: number, nullable: true}
@@ -72,14 +73,14 @@ func TestTypeScriptTypes(t *testing.T) {
 	g := &tsGen{doc: doc, decimal: map[string]int{}}
 	g.input = g.inputOnly(ops)
 	types, err := g.typesFile(ops)
-	if err == nil {
-		t.Fatal("a contract without x-list-modules was accepted")
+	if err == nil || !strings.Contains(err.Error(), "x-list-modules") {
+		t.Fatalf("a contract without x-list-modules: %v", err)
 	}
 	_ = types
 	for name, want := range map[string]string{
 		"Thing":      "{\n  id: number;\n  kind?: \"a\" | \"b\";\n  lines?: Line[];\n  note?: string | null;\n  sum: Decimal;\n}",
 		"ThingInput": "{\n  sum: DecimalInput;\n}",
-		"Line":       "{\n  qnt?: Decimal | null;\n  [member: string]: unknown;\n}",
+		"Line":       "{\n  qnt?: Decimal | null;\n  [member: `ADD_${string}`]: unknown;\n}",
 	} {
 		got := g.tsType(&openapi3.SchemaRef{Value: doc.Components.Schemas[name].Value}, g.input[name], "")
 		if got != want {
@@ -119,5 +120,17 @@ func TestOperationsNeedValueSchema(t *testing.T) {
 	}
 	if _, err := operations(doc); err == nil || !strings.Contains(err.Error(), "/thing/insert") {
 		t.Fatalf("error %v, want one naming /thing/insert", err)
+	}
+}
+
+// TestTypeScriptOpenObject: an object with declared members whose description does not say
+// its other members are ADD_{name} is refused, since any misspelt member would type-check.
+func TestTypeScriptOpenObject(t *testing.T) {
+	doc, ops := loadTestDoc(t)
+	doc.Components.Schemas["Line"].Value.Description = "A line."
+	g := &tsGen{doc: doc, decimal: map[string]int{}}
+	g.input = g.inputOnly(ops)
+	if _, err := g.typesFile(ops); err == nil || !strings.Contains(err.Error(), "schema Line: an object with properties and additionalProperties: true") {
+		t.Fatalf("an open object of unnamed members: %v", err)
 	}
 }

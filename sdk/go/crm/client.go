@@ -8,12 +8,12 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/crmservice/crm/gen"
+	"github.com/crmservice/crm/sdk/go/crm/api"
 )
 
 // Client calls the API with one bearer token. It is safe for concurrent use.
 type Client struct {
-	raw   *gen.Client
+	raw   *api.Client
 	token string
 }
 
@@ -22,7 +22,7 @@ type Option func(*options)
 
 type options struct {
 	httpClient *http.Client
-	editors    []gen.RequestEditorFn
+	editors    []api.RequestEditorFn
 }
 
 // WithHTTPClient makes the Client send its requests through hc (timeouts,
@@ -32,7 +32,7 @@ func WithHTTPClient(hc *http.Client) Option {
 }
 
 // WithRequestEditor runs fn on every request before it is sent.
-func WithRequestEditor(fn gen.RequestEditorFn) Option {
+func WithRequestEditor(fn api.RequestEditorFn) Option {
 	return func(o *options) { o.editors = append(o.editors, fn) }
 }
 
@@ -44,11 +44,11 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 		opt(&o)
 	}
 	c := &Client{token: token}
-	copts := []gen.ClientOption{gen.WithHTTPClient(o.httpClient), gen.WithRequestEditorFn(c.authorize)}
+	copts := []api.ClientOption{api.WithHTTPClient(o.httpClient), api.WithRequestEditorFn(c.authorize)}
 	for _, ed := range o.editors {
-		copts = append(copts, gen.WithRequestEditorFn(ed))
+		copts = append(copts, api.WithRequestEditorFn(ed))
 	}
-	raw, err := gen.NewClient(strings.TrimSuffix(baseURL, "/"), copts...)
+	raw, err := api.NewClient(strings.TrimSuffix(baseURL, "/"), copts...)
 	if err != nil {
 		return nil, fmt.Errorf("crm: %w", err)
 	}
@@ -58,7 +58,7 @@ func New(baseURL, token string, opts ...Option) (*Client, error) {
 
 // Raw returns the oapi-codegen client the typed methods use, which returns
 // the plain *http.Response.
-func (c *Client) Raw() *gen.Client { return c.raw }
+func (c *Client) Raw() *api.Client { return c.raw }
 
 func (c *Client) authorize(_ context.Context, req *http.Request) error {
 	req.Header.Set("Authorization", "Bearer "+c.token)
@@ -68,7 +68,7 @@ func (c *Client) authorize(_ context.Context, req *http.Request) error {
 // WithHeader sets a header on one call, such as Idempotency-Key or X-Request-Id:
 //
 //	id, err := c.CompanyInsert(ctx, nil, body, crm.WithHeader("Idempotency-Key", key))
-func WithHeader(name, value string) gen.RequestEditorFn {
+func WithHeader(name, value string) api.RequestEditorFn {
 	return func(_ context.Context, req *http.Request) error {
 		req.Header.Set(name, value)
 		return nil
@@ -96,12 +96,12 @@ func decode(resp *http.Response, err error, out any) (Meta, error) {
 	if err != nil {
 		return Meta{}, fmt.Errorf("crm: read the reply: %w", err)
 	}
-	var env gen.Envelope
+	var env api.Envelope
 	if jerr := json.Unmarshal(data, &env); jerr != nil || env.Status == "" {
 		return Meta{}, unexpected(resp, data)
 	}
 	meta := Meta{Rows: env.Rows, Pages: env.Pages, Page: env.Page}
-	if env.Status != gen.StatusSuccess || resp.StatusCode != http.StatusOK {
+	if env.Status != api.StatusSuccess || resp.StatusCode != http.StatusOK {
 		return meta, envelopeError(resp, &env)
 	}
 	if out == nil || env.Value == "" {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/crmservice/crm/gen"
+	"github.com/crmservice/crm/sdk/go/crm/api"
 )
 
 // Error is every failure the API reports: an envelope whose status is "error"
@@ -47,7 +47,7 @@ func (e *Error) Error() string {
 	return "crm: " + e.Code + ": " + e.Message
 }
 
-func envelopeError(resp *http.Response, env *gen.Envelope) *Error {
+func envelopeError(resp *http.Response, env *api.Envelope) *Error {
 	e := &Error{HTTPStatus: resp.StatusCode, Status: string(env.Status), Value: env.Value, RequestID: resp.Header.Get("X-Request-Id")}
 	if env.Code != nil {
 		e.Code = *env.Code
@@ -55,9 +55,7 @@ func envelopeError(resp *http.Response, env *gen.Envelope) *Error {
 	if e.Code == "" {
 		e.Code = strconv.Itoa(resp.StatusCode)
 	}
-	if env.Error != nil {
-		e.Message = *env.Error
-	}
+	e.Message = env.Error
 	if s, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && s >= 0 {
 		e.RetryAfter = time.Duration(s) * time.Second
 	}

@@ -58,7 +58,7 @@ export type Company = {
   which_host_source: string;
   which_link_source: string;
   which_site_source: string;
-  [member: string]: unknown;
+  [member: `ADD_${string}`]: unknown;
 };
 
 export type CompanyCard = {
@@ -93,7 +93,7 @@ export type CompanyInsertRequest = {
   /** Company name, or the full name of a private person. */
   name: string;
   note?: string;
-  /** `1` legal entity, `2` private person. */
+  /** `1` legal entity, `2` private person; omitted: `1`. */
   person?: 1 | 2;
   property_form?: string;
   region?: string;
@@ -193,7 +193,7 @@ export type ContactInsertRequest = {
   status_id?: number;
 };
 
-export type ContactInsertResult = {
+export type ContactInserted = {
   /** The inserted e-mails, in the order sent; null when none were sent. */
   EMAILS: InsertedEmail[] | null;
   /** The new contact person's id. */
@@ -366,6 +366,17 @@ export type DealUpdateRequest = {
   user_id?: number;
 };
 
+export type DirectoryCatalog = DirectoryCatalogEntry[];
+
+export type DirectoryCatalogEntry = {
+  /** The directory's code, as in `GET /directory/{code}`. */
+  code: 9 | 10 | 29 | 35 | 40 | 41 | 42 | 43 | 44 | 45 | 46 | 47 | 48 | 49;
+  /** What the directory holds. */
+  name: string;
+  /** The number of its active values in the account. */
+  values: number;
+};
+
 export type DirectoryEntry = {
   ID: number;
   NAME: string;
@@ -462,7 +473,10 @@ export type EmailRecord = {
   id_contact_man: number | null;
 };
 
-/** An empty body, the JSON literal `null`, or `{}`. */
+/**
+ * An empty body, the JSON literal `null`, or `{}`. The universal list takes its
+ * parameters in the query string only: a body with members is `"400"` saying so.
+ */
 export type EmptyBody = Record<string, never> | null;
 
 /** The empty string. */
@@ -472,8 +486,8 @@ export type EmptyValue = string;
 export type Envelope = {
   /** `null` on success (`"0"` for mail sending); the error code on failure. */
   code: string | null;
-  /** `""` on success; the error text on failure. */
-  error: string | null;
+  /** `""` on success; the error text on failure; never `null`. */
+  error: string;
   /** The page served, from 1 (lists); 0 for single-record operations. */
   page: number;
   /** `ceil(rows / records_onpage)` (lists); 0 for single-record operations. */
@@ -523,6 +537,7 @@ export type FieldInsertRequest = {
   module: 1 | 20;
   name: FieldName;
   title?: string;
+  /** The field's kind; omitted: `text`. */
   type?: "text" | "number" | "date" | "boolean";
 };
 
@@ -777,13 +792,29 @@ export type ListRow = {
   which_host_source?: string | null;
   which_link_source?: string | null;
   which_site_source?: string | null;
-  [member: string]: unknown;
+  [member: `ADD_${string}`]: unknown;
 };
 
 export type ListRows = ListRow[];
 
-/** `YYYY-MM-DD HH:MM` in the token owner's time zone. */
+/**
+ * `YYYY-MM-DD HH:MM`, or `YYYY-MM-DD HH:MM:SS` as the task lists return it, in the token
+ * owner's time zone. Seconds given are kept.
+ */
 export type LocalMinute = string;
+
+export type MailAccountItem = {
+  /** `false`: disabled; sends nothing and is not polled. */
+  active: boolean;
+  address: string;
+  display_name: string;
+  id: number;
+  /** The owner, the only user who sends through it. */
+  user_id: number;
+  user_name: string;
+};
+
+export type MailAccountList = MailAccountItem[];
 
 export type MailMessageInput = {
   /** Id of a mail account of the token owner, in decimal digits. */
@@ -1047,13 +1078,13 @@ export type TaskInsertRequest = {
   date_start?: LocalMinute;
   /** A deal of the same counterparty. */
   deal_id?: number;
-  /** `1` marks an urgent task. */
+  /** `1` marks an urgent task; omitted: `0`. */
   is_hot?: 0 | 1;
   /** Task text. */
   note: string;
   /** Minutes before the start to remind the assignee. */
   reminder_minutes?: number;
-  /** `1` in work, `2` done. */
+  /** `1` in work, `2` done; omitted: `1`. */
   status_id?: 1 | 2;
   /** Comma-separated tags. */
   tags?: string;
@@ -1077,7 +1108,7 @@ export type TaskTypeCounter = {
 };
 
 export type TaskUpdateRequest = {
-  /** `YYYY-MM-DD HH:MM` in the token owner's time zone, or `""` for no deadline. */
+  /** `YYYY-MM-DD HH:MM` or `YYYY-MM-DD HH:MM:SS` in the token owner's time zone, or `""` for no deadline. */
   date_finish?: string;
   date_start?: LocalMinute;
   id: number;
@@ -1099,6 +1130,39 @@ export type TodayTasks = {
   tasks: DashboardTask[];
   total: number;
 };
+
+export type UserList = UserListItem[];
+
+export type UserListItem = {
+  /** `false`: deactivated; keeps their records, gets no new ones. */
+  active: boolean;
+  /** The department's name, `""` for none. */
+  department: string;
+  /** `null` for a user in no department. */
+  department_id: number | null;
+  id: number;
+  name: string;
+  role: UserRole;
+};
+
+export type UserMe = {
+  /** The account's base currency (ISO 4217). */
+  base_currency: string;
+  /** The department's name, `""` for none. */
+  department: string;
+  /** `null` for a user in no department. */
+  department_id: number | null;
+  id: number;
+  kpi_departments_report: boolean;
+  kpi_users_report: boolean;
+  name: string;
+  role: UserRole;
+  /** IANA name of the time zone of every date-time the token reads and writes. */
+  time_zone: string;
+};
+
+/** `admin` sees every record of the account, `head` those of the users of their department and their own, `member` their own. */
+export type UserRole = "admin" | "head" | "member";
 
 export type Webhook = {
   actions: string[];
@@ -1157,7 +1221,7 @@ export type WebhookSecret = {
 /** `whsec_` and the Base64 of 24 to 64 bytes (Standard Webhooks); the HMAC key is the decoded bytes. */
 export type WebhookSecretValue = string;
 
-export type WebhookTestResult = {
+export type WebhookTestOutcome = {
   delivered: boolean;
   duration_ms: number;
   error: string;
@@ -1321,7 +1385,7 @@ export interface Operations {
   contactInsert: {
     params: Record<string, never>;
     body: ContactInsertRequest;
-    value: ContactInsertResult;
+    value: ContactInserted;
   };
   /** GET /contact/list: Paged list of contact persons */
   contactList: {
@@ -1436,6 +1500,12 @@ export interface Operations {
     };
     body: never;
     value: DirectoryList;
+  };
+  /** GET /directory/list: The directories, with their codes and names */
+  directoryList: {
+    params: Record<string, never>;
+    body: never;
+    value: DirectoryCatalog;
   };
   /** POST /document/goods/insert: Add catalogue goods to a document */
   documentGoodsInsert: {
@@ -1578,6 +1648,12 @@ export interface Operations {
     body: never;
     value: Health;
   };
+  /** GET /mail/accounts: The mail accounts the token owner sees */
+  mailAccounts: {
+    params: Record<string, never>;
+    body: never;
+    value: MailAccountList;
+  };
   /** POST /mail/send: Send an e-mail message */
   mailSend: {
     params: Record<string, never>;
@@ -1613,6 +1689,18 @@ export interface Operations {
     body: TaskUpdateRequest;
     value: Done;
   };
+  /** GET /user/list: The users the token owner sees */
+  userList: {
+    params: Record<string, never>;
+    body: never;
+    value: UserList;
+  };
+  /** GET /user/me: The token owner */
+  userMe: {
+    params: Record<string, never>;
+    body: never;
+    value: UserMe;
+  };
   /** POST /webhook/delete: Delete a webhook subscription (admins) */
   webhookDelete: {
     params: Record<string, never>;
@@ -1647,7 +1735,7 @@ export interface Operations {
   webhookTest: {
     params: Record<string, never>;
     body: IdRequest;
-    value: WebhookTestResult;
+    value: WebhookTestOutcome;
   };
   /** POST /webhook/update: Change a webhook subscription (admins) */
   webhookUpdate: {

@@ -1,7 +1,7 @@
 // Type checks: compiled with the tests (tsc --strict); each @ts-expect-error line must fail to
 // type-check, or the compile fails with "Unused '@ts-expect-error' directive".
 
-import type { CompanyCard, Decimal, ListRowOf } from "../src/index.js";
+import type { CompanyCard, Decimal, ListRow, ListRowOf } from "../src/index.js";
 import { createClient } from "../src/index.js";
 
 export async function typeChecks(): Promise<void> {
@@ -24,6 +24,19 @@ export async function typeChecks(): Promise<void> {
   await c.commonListPaging({ module: 21, columns: ["id", "company_name"] });
   // @ts-expect-error: tasks have no additional fields
   await c.commonListPaging({ module: 2, columns: ["id", "ADD_region"] });
+
+  // The card's counterparty and a row of ListRow: their declared members, and additional
+  // fields by their ADD_ names; a misspelt member is an error.
+  const name: string = card.company.name;
+  const colour: unknown = card.company.ADD_colour;
+  // @ts-expect-error: a misspelt member of the card's counterparty
+  void card.company.nmae_zz;
+  const anyRow: ListRow = { id: 1, ADD_colour: "red" };
+  // @ts-expect-error: a misspelt member of a list row
+  void anyRow.nmae;
+  // @ts-expect-error: a list row with a misspelt member
+  const badRow: ListRow = { id: 1, nmae: "x" };
+  void name, colour, badRow;
 
   // @ts-expect-error: a misspelt field of the body
   await c.companyInsert({ name: "n", type_id: 1, user_id: 1, adress: "x" });

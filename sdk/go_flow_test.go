@@ -1,4 +1,4 @@
-package crm_test
+package sdk_test
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,10 +17,10 @@ import (
 	openapi_types "github.com/oapi-codegen/runtime/types"
 
 	"github.com/crmservice/crm/db/dbtest"
-	"github.com/crmservice/crm/gen"
 	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/demo"
 	"github.com/crmservice/crm/sdk/go/crm"
+	"github.com/crmservice/crm/sdk/go/crm/api"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -84,7 +85,7 @@ func catch(t *testing.T) {
 	}
 }
 
-func dirValue(t *testing.T, c *crm.Client, code gen.DirectoryGetParamsCode) int64 {
+func dirValue(t *testing.T, c *crm.Client, code api.DirectoryGetParamsCode) int64 {
 	t.Helper()
 	vals, err := c.DirectoryGet(context.Background(), code)
 	if err != nil {
@@ -96,9 +97,9 @@ func dirValue(t *testing.T, c *crm.Client, code gen.DirectoryGetParamsCode) int6
 	return vals[0].ID
 }
 
-// TestFlow goes through every operation of the interface with the typed
+// TestGoFlow goes through every operation of the interface with the typed
 // client and checks what each decodes to.
-func TestFlow(t *testing.T) {
+func TestGoFlow(t *testing.T) {
 	srv, d := newServer(t)
 	ctx := context.Background()
 	c := newClient(t, srv.URL, d.Token)
@@ -109,25 +110,25 @@ func TestFlow(t *testing.T) {
 
 	t.Run("counterparty with contacts, e-mails, phones and requisites", func(t *testing.T) {
 		defer catch(t)
-		id := must(c.CompanyInsert(ctx, &gen.CompanyInsertParams{CheckDuplicates: ptr(true)}, gen.CompanyInsertRequest{
+		id := must(c.CompanyInsert(ctx, &api.CompanyInsertParams{CheckDuplicates: ptr(true)}, api.CompanyInsertRequest{
 			Name: "Flow Widgets", City: ptr("Riga"), TypeId: companyType, UserId: d.AdminUserID, Note: ptr("first note"),
-			Emails:         &[]gen.EmailInput{{Email: "office@flow-widgets.example"}},
-			Phones:         &[]gen.PhoneInput{{Phone: "+371 2000 0001", Descr: ptr("reception")}},
-			Contacts:       &[]gen.ContactInput{{FirstName: ptr("Ilze"), LastName: ptr("Kalna"), Emails: &[]gen.EmailInput{{Email: "ilze@flow-widgets.example"}}}},
-			Paymentdetails: &gen.RequisitesFields{Inn: ptr("4000111222"), BankName: ptr("Flow Bank")},
+			Emails:         &[]api.EmailInput{{Email: "office@flow-widgets.example"}},
+			Phones:         &[]api.PhoneInput{{Phone: "+371 2000 0001", Descr: ptr("reception")}},
+			Contacts:       &[]api.ContactInput{{FirstName: ptr("Ilze"), LastName: ptr("Kalna"), Emails: &[]api.EmailInput{{Email: "ilze@flow-widgets.example"}}}},
+			Paymentdetails: &api.RequisitesFields{Inn: ptr("4000111222"), BankName: ptr("Flow Bank")},
 		}))
 		if id <= 0 {
 			t.Fatalf("new id %d", id)
 		}
 		companyID = id
-		emailID := must(c.CompanyEmailInsert(ctx, gen.CompanyEmailInsertJSONRequestBody{CompanyId: id, Email: "sales@flow-widgets.example"}))
-		phoneID := must(c.CompanyPhoneInsert(ctx, gen.CompanyPhoneInsertJSONRequestBody{CompanyId: id, Phone: "+371 2000 0002"}))
-		reqID := must(c.CompanyRequisitesInsert(ctx, gen.CompanyRequisitesInsertJSONRequestBody{IdCompany: id, Inn: ptr("4000111333")}))
+		emailID := must(c.CompanyEmailInsert(ctx, api.CompanyEmailInsertJSONRequestBody{CompanyId: id, Email: "sales@flow-widgets.example"}))
+		phoneID := must(c.CompanyPhoneInsert(ctx, api.CompanyPhoneInsertJSONRequestBody{CompanyId: id, Phone: "+371 2000 0002"}))
+		reqID := must(c.CompanyRequisitesInsert(ctx, api.CompanyRequisitesInsertJSONRequestBody{IdCompany: id, Inn: ptr("4000111333")}))
 		if emailID <= 0 || phoneID <= 0 || reqID <= 0 {
 			t.Fatalf("ids %d %d %d", emailID, phoneID, reqID)
 		}
-		res := must(c.ContactInsert(ctx, gen.ContactInsertRequest{CompanyId: id, FirstName: ptr("Juris"), LastName: ptr("Egle"),
-			Phones: &[]gen.PhoneInput{{Phone: "+371 2000 0003"}}}))
+		res := must(c.ContactInsert(ctx, api.ContactInsertRequest{CompanyId: id, FirstName: ptr("Juris"), LastName: ptr("Egle"),
+			Phones: &[]api.PhoneInput{{Phone: "+371 2000 0003"}}}))
 		if res.NewID <= 0 || res.TELEPHONES == nil || len(*res.TELEPHONES) != 1 {
 			t.Fatalf("contact insert result %+v", res)
 		}
@@ -136,8 +137,8 @@ func TestFlow(t *testing.T) {
 
 	t.Run("duplicate e-mail answers 409 with the existing id", func(t *testing.T) {
 		defer catch(t)
-		_, err := c.CompanyInsert(ctx, &gen.CompanyInsertParams{CheckDuplicates: ptr(true)}, gen.CompanyInsertRequest{
-			Name: "Flow Copy", TypeId: companyType, UserId: d.AdminUserID, Emails: &[]gen.EmailInput{{Email: "OFFICE@flow-widgets.example"}}})
+		_, err := c.CompanyInsert(ctx, &api.CompanyInsertParams{CheckDuplicates: ptr(true)}, api.CompanyInsertRequest{
+			Name: "Flow Copy", TypeId: companyType, UserId: d.AdminUserID, Emails: &[]api.EmailInput{{Email: "OFFICE@flow-widgets.example"}}})
 		e := asError(t, err, "409", "office@flow-widgets.example")
 		if e.ExistingID != companyID || e.HTTPStatus != http.StatusOK || e.Status != "error" {
 			t.Fatalf("duplicate: %+v, want existing id %d", e, companyID)
@@ -166,18 +167,18 @@ func TestFlow(t *testing.T) {
 	t.Run("update with null", func(t *testing.T) {
 		defer catch(t)
 		status := dirValue(t, c, 10)
-		done := must(c.CompanyUpdate(ctx, gen.CompanyUpdateRequest{Id: companyID, StatusId: nullable.NewNullableWithValue(status), Note: ptr("second note")}))
+		done := must(c.CompanyUpdate(ctx, api.CompanyUpdateRequest{Id: companyID, StatusId: nullable.NewNullableWithValue(status), Note: ptr("second note")}))
 		if done != 1 {
 			t.Fatalf("update value %d", done)
 		}
 		if card := must(c.CompanyGet(ctx, companyID)); card.Company.StatusId == nil || *card.Company.StatusId != status || card.Company.Note != "second note" {
 			t.Fatalf("after update: status %v note %q", card.Company.StatusId, card.Company.Note)
 		}
-		done = must(c.CompanyUpdate(ctx, gen.CompanyUpdateRequest{Id: companyID, StatusId: nullable.NewNullNullable[int64]()}))
+		done = must(c.CompanyUpdate(ctx, api.CompanyUpdateRequest{Id: companyID, StatusId: nullable.NewNullNullable[int64]()}))
 		if card := must(c.CompanyGet(ctx, companyID)); done != 1 || card.Company.StatusId != nil {
 			t.Fatalf("after null: done %d, status %v", done, card.Company.StatusId)
 		}
-		_, err := c.CompanyUpdate(ctx, gen.CompanyUpdateRequest{Id: companyID, StatusId: nullable.NewNullableWithValue[int64](999999999)})
+		_, err := c.CompanyUpdate(ctx, api.CompanyUpdateRequest{Id: companyID, StatusId: nullable.NewNullableWithValue[int64](999999999)})
 		e := asError(t, err, "400", "status_id")
 		if e.Value != "0" {
 			t.Fatalf("failed update value %q, want 0", e.Value)
@@ -186,7 +187,7 @@ func TestFlow(t *testing.T) {
 
 	t.Run("lists with filters, paging and sort", func(t *testing.T) {
 		defer catch(t)
-		rows, meta, err := c.CommonListPagingWithMeta(ctx, 1, &gen.CommonListPagingParams{
+		rows, meta, err := c.CommonListPagingWithMeta(ctx, 1, &api.CommonListPagingParams{
 			Columns: ptr("id,name,city"), Name: ptr("flow widgets"), RecordsOnpage: ptr(1)})
 		if err != nil {
 			t.Fatal(err)
@@ -194,27 +195,27 @@ func TestFlow(t *testing.T) {
 		if meta != (crm.Meta{Rows: 1, Pages: 1, Page: 1}) || len(rows) != 1 || rows[0].Id == nil || *rows[0].Id != companyID || *rows[0].Name != "Flow Widgets" || *rows[0].City != "Riga" {
 			t.Fatalf("list: %+v %+v", meta, rows)
 		}
-		all, meta, err := c.CommonListPagingWithMeta(ctx, 1, &gen.CommonListPagingParams{
-			Columns: ptr("id,name"), RecordsOnpage: ptr(2), Page: ptr(2), SortingColumn: ptr("name"), SortingDirection: ptr(gen.CommonListPagingParamsSortingDirection(0))})
+		all, meta, err := c.CommonListPagingWithMeta(ctx, 1, &api.CommonListPagingParams{
+			Columns: ptr("id,name"), RecordsOnpage: ptr(2), Page: ptr(2), SortingColumn: ptr("name"), SortingDirection: ptr(api.CommonListPagingParamsSortingDirection(0))})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if meta.Page != 2 || meta.Rows < 3 || meta.Pages != (meta.Rows+1)/2 || len(all) != 2 || *all[0].Name > *all[1].Name {
 			t.Fatalf("page 2 by name: %+v %+v", meta, all)
 		}
-		contacts := must(c.ContactList(ctx, &gen.ContactListParams{CompanyId: &companyID}))
+		contacts := must(c.ContactList(ctx, &api.ContactListParams{CompanyId: &companyID}))
 		if len(contacts) != 2 {
 			t.Fatalf("contacts %+v", contacts)
 		}
-		_, err = c.CommonListPaging(ctx, 1, &gen.CommonListPagingParams{Columns: ptr("id,colour")})
+		_, err = c.CommonListPaging(ctx, 1, &api.CommonListPagingParams{Columns: ptr("id,colour")})
 		asError(t, err, "400", "colour")
 	})
 
 	t.Run("tasks", func(t *testing.T) {
 		defer catch(t)
 		kind := dirValue(t, c, 35)
-		id := must(c.TaskInsert(ctx, gen.TaskInsertRequest{CompanyId: companyID, TypeId: kind, Note: "call Ilze", ContactId: &contactID}))
-		tasks := must(c.TaskList(ctx, &gen.TaskListParams{CompanyId: companyID}))
+		id := must(c.TaskInsert(ctx, api.TaskInsertRequest{CompanyId: companyID, TypeId: kind, Note: "call Ilze", ContactId: &contactID}))
+		tasks := must(c.TaskList(ctx, &api.TaskListParams{CompanyId: companyID}))
 		if len(tasks) != 1 || tasks[0].Id != id || tasks[0].Note != "call Ilze" {
 			t.Fatalf("tasks %+v", tasks)
 		}
@@ -223,36 +224,36 @@ func TestFlow(t *testing.T) {
 	t.Run("deals with goods, goods update", func(t *testing.T) {
 		defer catch(t)
 		today := openapi_types.Date{Time: time.Now()}
-		id := must(c.DealInsert(ctx, gen.DealInsertRequest{CompanyId: companyID, Name: "Flow deal", TypeId: dirValue(t, c, 40), StatusId: dirValue(t, c, 41),
+		id := must(c.DealInsert(ctx, api.DealInsertRequest{CompanyId: companyID, Name: "Flow deal", TypeId: dirValue(t, c, 40), StatusId: dirValue(t, c, 41),
 			UserId: d.AdminUserID, DateStart: today, DateFinish: today, Sum: ptr(json.Number("1234567890123456.78"))}))
 		dealID = id
-		rows := must(c.CommonListPaging(ctx, 20, &gen.CommonListPagingParams{Columns: ptr("id,sum"), Id: &id}))
+		rows := must(c.CommonListPaging(ctx, 20, &api.CommonListPagingParams{Columns: ptr("id,sum"), Id: &id}))
 		if len(rows) != 1 || rows[0].Sum == nil || rows[0].Sum.String() != "1234567890123456.78" {
 			t.Fatalf("deal sum keeps every digit: %+v", rows)
 		}
-		if done := must(c.DealGoodsInsert(ctx, id, gen.GoodsIds(itoa(d.Samples.GoodsID)))); done != 1 {
+		if done := must(c.DealGoodsInsert(ctx, id, api.GoodsIds(itoa(d.Samples.GoodsID)))); done != 1 {
 			t.Fatalf("goods insert %d", done)
 		}
 		goods := must(c.DealGoodsList(ctx, id))
 		if len(goods) != 1 || goods[0].GoodsId == nil || *goods[0].GoodsId != d.Samples.GoodsID {
 			t.Fatalf("deal goods %+v", goods)
 		}
-		pos := must(c.DealGoodsUpdate(ctx, gen.DealGoodsUpdateRequest{DealId: id, Id: goods[0].Id, Qnt: ptr(json.Number("2")), Price: ptr(json.Number("10.005"))}))
+		pos := must(c.DealGoodsUpdate(ctx, api.DealGoodsUpdateRequest{DealId: id, Id: goods[0].Id, Qnt: ptr(json.Number("2")), Price: ptr(json.Number("10.005"))}))
 		if pos.Qnt.String() != "2.000" && pos.Qnt.String() != "2" || pos.Price.String() != "10.01" || pos.Sum.String() != "20.02" {
 			t.Fatalf("updated position qnt %s price %s sum %s", pos.Qnt, pos.Price, pos.Sum)
 		}
-		if done := must(c.DealUpdate(ctx, gen.DealUpdateRequest{Id: id, Name: ptr("Flow deal 2")})); done != 1 {
+		if done := must(c.DealUpdate(ctx, api.DealUpdateRequest{Id: id, Name: ptr("Flow deal 2")})); done != 1 {
 			t.Fatalf("deal update %d", done)
 		}
 	})
 
 	t.Run("documents and money quick lists", func(t *testing.T) {
 		defer catch(t)
-		docs := must(c.DocumentList(ctx, &gen.DocumentListParams{CompanyId: &d.Samples.CompanyID}))
+		docs := must(c.DocumentList(ctx, &api.DocumentListParams{CompanyId: &d.Samples.CompanyID}))
 		if len(docs) == 0 || !containsDoc(docs, d.Samples.DocumentID) {
 			t.Fatalf("documents of the sample counterparty: %+v", docs)
 		}
-		money, meta, err := c.FinanceListWithMeta(ctx, &gen.FinanceListParams{DealId: &d.Samples.DealID})
+		money, meta, err := c.FinanceListWithMeta(ctx, &api.FinanceListParams{DealId: &d.Samples.DealID})
 		if err != nil || len(money) == 0 || meta.Rows != len(money) {
 			t.Fatalf("money of the sample deal: %v %+v %+v", err, meta, money)
 		}
@@ -272,14 +273,34 @@ func TestFlow(t *testing.T) {
 		}
 	})
 
+	t.Run("discovery: who am I, users, mail accounts, directories", func(t *testing.T) {
+		defer catch(t)
+		me := must(c.UserMe(ctx))
+		if me.Id != d.AdminUserID || me.Role != "admin" || me.Name == "" || me.TimeZone == "" || me.BaseCurrency == "" {
+			t.Fatalf("user/me: %+v", me)
+		}
+		users := must(c.UserList(ctx))
+		if !slices.ContainsFunc(users, func(u api.UserListItem) bool { return u.Id == me.Id && u.Active }) {
+			t.Fatalf("user/list lacks the token owner: %+v", users)
+		}
+		boxes := must(c.MailAccounts(ctx))
+		if !slices.ContainsFunc(boxes, func(b api.MailAccountItem) bool { return b.Id == d.MailAccountID && b.UserId == me.Id }) {
+			t.Fatalf("mail/accounts lacks the owner's mail account %d: %+v", d.MailAccountID, boxes)
+		}
+		dirs := must(c.DirectoryList(ctx))
+		if len(dirs) != 14 || dirs[0].Code != 9 || dirs[0].Name != "Counterparty types" || dirs[0].Values == 0 {
+			t.Fatalf("directory/list: %+v", dirs)
+		}
+	})
+
 	t.Run("mail send", func(t *testing.T) {
 		defer catch(t)
-		err := c.MailSend(ctx, gen.MailSendRequest{Mail: gen.MailMessageInput{AccountId: itoa(d.MailAccountID), ToAddress: "ilze@flow-widgets.example",
+		err := c.MailSend(ctx, api.MailSendRequest{Mail: api.MailMessageInput{AccountId: itoa(d.MailAccountID), ToAddress: "ilze@flow-widgets.example",
 			Subject: b64("Offer"), Body: b64("<p>Hello</p>"), CompanyId: &companyID, DealId: &dealID}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		rows := must(c.CommonListPaging(ctx, 24, &gen.CommonListPagingParams{Columns: ptr("id,subject,to_address"), CompanyId: &companyID}))
+		rows := must(c.CommonListPaging(ctx, 24, &api.CommonListPagingParams{Columns: ptr("id,subject,to_address"), CompanyId: &companyID}))
 		if len(rows) != 1 || *rows[0].Subject != "Offer" {
 			t.Fatalf("sent mail in the list: %+v", rows)
 		}
@@ -321,7 +342,7 @@ func TestFlow(t *testing.T) {
 	})
 }
 
-func containsDoc(docs gen.DocumentList, id int64) bool {
+func containsDoc(docs api.DocumentList, id int64) bool {
 	for _, d := range docs {
 		if d.Id == id {
 			return true

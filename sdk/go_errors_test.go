@@ -1,4 +1,4 @@
-package crm_test
+package sdk_test
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/crmservice/crm/sdk/go/crm"
 )
 
-// TestErrors checks the failures that the flow does not meet: the 429 of the rate
+// TestGoErrors checks the failures that the flow does not meet: the 429 of the rate
 // limit with its Retry-After, a header set per call, and a reply that is no envelope.
-func TestErrors(t *testing.T) {
+func TestGoErrors(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("429 with Retry-After, and a header of one call", func(t *testing.T) {
@@ -40,6 +40,29 @@ func TestErrors(t *testing.T) {
 		e := asError(t, err, "429", "rate limit")
 		if e.HTTPStatus != http.StatusTooManyRequests || e.RetryAfter < time.Second || e.RequestID != "sdk-429" {
 			t.Fatalf("429: %+v", e)
+		}
+	})
+
+	t.Run("an operation the server does not have: HTTP 404 with the envelope", func(t *testing.T) {
+		pool := dbtest.New(t)
+		d, err := demo.Load(ctx, pool, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		handler, err := impl.NewHandler(impl.Config{DB: pool})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A server that predates GET /user/me: its path is outside that server's contract.
+		older := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			r.URL.Path = "/older" + r.URL.Path
+			handler.ServeHTTP(w, r)
+		}))
+		defer older.Close()
+		_, err = newClient(t, older.URL, d.Token).UserMe(ctx)
+		e := asError(t, err, "404", "no such operation: the path is not in the contract")
+		if e.HTTPStatus != http.StatusNotFound || e.Status != "error" || e.RequestID == "" {
+			t.Fatalf("404: %+v", e)
 		}
 	})
 

@@ -1,3 +1,0 @@
-package crm
-
-//go:generate go run ../../../tools/sdkgen -root ../../..
