@@ -62,25 +62,9 @@ func EnsureLocalCitus(ctx context.Context, dir string, workers int, database str
 		if i > 0 {
 			name = fmt.Sprintf("worker%d", i)
 		}
-		node, err := newLocalCluster(filepath.Join(dir, name), log)
+		node, err := startCitusNode(ctx, dir, name, log)
 		if err != nil {
 			return nil, err
-		}
-		node.anyPort = true
-		// The nodes talk over loopback only: no TLS between them (and no client
-		// certificate looked up in the home directory of the user who started them).
-		node.settings = []string{"shared_preload_libraries=citus", "max_prepared_transactions=200", "citus.node_conninfo=sslmode=disable"}
-		if err := node.prepareDirs(); err != nil {
-			return nil, fmt.Errorf("citus node %s: %w", name, err)
-		}
-		unlock, err := node.lock(ctx)
-		if err != nil {
-			return nil, err
-		}
-		err = node.ensureRunning(ctx)
-		unlock()
-		if err != nil {
-			return nil, fmt.Errorf("citus node %s: %w", name, err)
 		}
 		if i == 0 {
 			cluster.Coordinator = node
@@ -113,6 +97,66 @@ func EnsureLocalCitus(ctx context.Context, dir string, workers int, database str
 		}
 	}
 	return cluster, nil
+}
+
+// citusNodeSettings are the settings of every node of the private cluster.
+var citusNodeSettings = []string{
+	"shared_preload_libraries=citus", "max_prepared_transactions=200",
+	// The nodes talk over loopback only: no TLS between them (and no client
+	// certificate looked up in the home directory of the user who started them).
+	"citus.node_conninfo=sslmode=disable",
+	// Shards move with logical replication while writes go on
+	// (citus_move_shard_placement, the rebalancer; TestCitusClusterChanges).
+	"wal_level=logical",
+	// Each line names its session's application: make test-citus reads the
+	// remote commands of the servers' sessions from the logs (CitusAudit).
+	"'log_line_prefix=" + citusLogPrefix + "'",
+}
+
+// citusLogPrefix is the log_line_prefix of the private cluster's nodes: the
+// time, the process and, in braces, the application_name of the session.
+const citusLogPrefix = "%m [%p] {%a} "
+
+// startCitusNode starts (creating when needed) the node called name of the
+// private cluster in dir.
+func startCitusNode(ctx context.Context, dir, name string, log *slog.Logger) (*LocalCluster, error) {
+	node, err := newLocalCluster(filepath.Join(dir, name), log)
+	if err != nil {
+		return nil, err
+	}
+	node.anyPort = true
+	node.settings = citusNodeSettings
+	if err := node.prepareDirs(); err != nil {
+		return nil, fmt.Errorf("citus node %s: %w", name, err)
+	}
+	unlock, err := node.lock(ctx)
+	if err != nil {
+		return nil, err
+	}
+	err = node.ensureRunning(ctx)
+	unlock()
+	if err != nil {
+		return nil, fmt.Errorf("citus node %s: %w", name, err)
+	}
+	return node, nil
+}
+
+// EnsureLocalCitusSpare starts a spare node beside the private cluster in dir
+// (EnsureLocalCitus first): a PostgreSQL with citus and database in it, not
+// registered with the coordinator, for a test that adds a worker
+// (citus_add_node) and takes it away again.
+func EnsureLocalCitusSpare(ctx context.Context, dir, database string, log *slog.Logger) (*LocalCluster, error) {
+	if !validDatabase(database) {
+		return nil, fmt.Errorf("database name %q: use lower-case letters, digits and _", database)
+	}
+	node, err := startCitusNode(ctx, dir, "spare", log)
+	if err != nil {
+		return nil, err
+	}
+	if err := createCitusDatabase(ctx, node, database); err != nil {
+		return nil, err
+	}
+	return node, nil
 }
 
 // createCitusDatabase creates database on one node, when missing, with the

@@ -25,6 +25,8 @@ var ownFlags = map[string][]string{
 	"db citus check":        nil,
 	"db citus start":        {"fresh"},
 	"db citus stop":         nil,
+	"db citus spare":        nil,
+	"db citus audit":        {"app", "account"},
 	"account":               nil,
 	"account create":        {"name", "currency", "tz", "output"},
 	"account list":          {"output"},

@@ -72,7 +72,7 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "crm-server:", err)
-		if errors.Is(err, errNoCitus) {
+		if errors.Is(err, errNoCitus) || errors.Is(err, errNoCitusDatabase) {
 			os.Exit(3) // told apart by make test-citus, which then skips
 		}
 		os.Exit(1)

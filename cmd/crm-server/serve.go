@@ -575,14 +575,30 @@ func citusDir() string { return filepath.Join(dataDir(), "citus") }
 // as "skip".
 var errNoCitus = errors.New("the citus extension is not installed beside the PostgreSQL server binaries")
 
+// errNoCitusDatabase is the error of `db citus check` on a database without
+// the extension (exit status 3 too).
+var errNoCitusDatabase = errors.New("the database of DATABASE_URL has no citus extension")
+
 // citusCommand manages the private Citus cluster of the tests and benchmarks:
 // a coordinator and two workers under .data/citus.
 func (c *cli) citusCommand() *cobra.Command {
 	check := &cobra.Command{
 		Use:   "check",
-		Short: "Print where the citus extension is installed; exit 3 when it is not",
-		Args:  noArgs,
+		Short: "Check the Citus of DATABASE_URL (its version, the local plan cache), or where the extension is installed; exit 3 without Citus",
+		Long: `With DATABASE_URL set: read the Citus release of that database (citus_version()) and
+probe a node that holds a shard of accounts for the local plan cache's regression
+of Citus 13.2.1 and 13.2.2 (a prepared fast-path statement executed 300 times in
+one session, its memory compared before and after); warn on standard error when
+the cluster has it. A build with upstream PR #8824's fix names itself 13.2.2 too:
+the probe tells it apart. Exit 3 when the database has no citus extension.
+
+Without DATABASE_URL: print where the citus extension is installed beside the
+PostgreSQL server binaries (the private cluster's), exit 3 when it is not.`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if url := os.Getenv("DATABASE_URL"); url != "" {
+				return c.checkCitus(cmd.Context(), url)
+			}
 			path, installed, err := db.CitusLibrary()
 			if err != nil {
 				return err
@@ -631,7 +647,132 @@ named, created on every node when missing (--fresh: dropped first).`,
 			return db.StopLocalCitus(cmd.Context(), citusDir())
 		},
 	}
-	return group("citus", "Check for Citus, start and stop the private Citus cluster (make test-citus, make bench)", check, start, stop)
+	spare := &cobra.Command{
+		Use:   "spare [DATABASE]",
+		Short: "Start a spare node beside the private Citus cluster and print its address",
+		Long: `Start a spare node beside the private Citus cluster under ./.data/citus (start the
+cluster first) with a database in it (crm, or the one named) and the citus
+extension, not registered with the coordinator, and print its address
+(host:port): a test adds it as a worker with citus_add_node and removes it again
+(TestCitusClusterChanges).`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := "crm"
+			if len(args) == 1 {
+				name = args[0]
+			}
+			node, err := db.EnsureLocalCitusSpare(cmd.Context(), citusDir(), name, c.log)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintf(c.out, "127.0.0.1:%d\n", node.Port)
+			return err
+		},
+	}
+	var app string
+	var accounts []int64
+	audit := &cobra.Command{
+		Use:   "audit",
+		Short: "Check that the requests of a run each stayed on their account's node (make test-citus)",
+		Long: `Read, from the logs of every node of the private Citus cluster whose coordinator
+is DATABASE_URL, the commands that one node sent another on behalf of sessions
+whose application_name is --app (servers connected with citus.log_remote_commands
+on and log_min_messages at notice), and fail on any two-phase commit and on any
+command a request sent to or from a node that holds none of its account
+(--account: the accounts of the run). The coordinator's reads for the
+background workers that cross accounts are allowed (docs/scale-out.md).`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			url := os.Getenv("DATABASE_URL")
+			if url == "" {
+				return errors.New("DATABASE_URL: the coordinator of the private Citus cluster is required")
+			}
+			ctx := cmd.Context()
+			pool, err := db.Open(ctx, url)
+			if err != nil {
+				return openError(err)
+			}
+			defer pool.Close()
+			a, err := db.AuditCitusRequests(ctx, pool, url, app, accounts)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.out, "remote commands of %s: %d (background reads %d, two-phase commit %d, not allowed %d); run on the node itself: %v\n",
+				app, a.Commands, a.Background, a.TwoPhase, len(a.Violations), a.Local)
+			for _, v := range a.Violations {
+				fmt.Fprintln(c.out, "  "+v)
+			}
+			if a.Commands == 0 && len(a.Local) == 0 {
+				return fmt.Errorf("no command of %s in the logs: its sessions did not log (application_name, citus.log_remote_commands=on, log_min_messages=notice)", app)
+			}
+			if len(a.Violations) > 0 {
+				return fmt.Errorf("%d remote commands of requests are not allowed: a request ran a two-phase commit or reached a node that holds none of its account", len(a.Violations))
+			}
+			return nil
+		},
+	}
+	audit.Flags().StringVar(&app, "app", "", "the application_name of the servers' sessions")
+	audit.Flags().Int64SliceVar(&accounts, "account", nil, "an account the run's requests served (repeat or separate by commas)")
+	required(audit, "app", "account")
+	return group("citus", "Check for Citus, start and stop the private Citus cluster (make test-citus, make bench)", check, start, stop, spare, audit)
+}
+
+// checkCitus reports the Citus of the database at url and warns when it has
+// the local plan cache's regression (docs/scale-out.md, "Citus versions").
+func (c *cli) checkCitus(ctx context.Context, url string) error {
+	pool, err := db.Open(ctx, url)
+	if err != nil {
+		return openError(err)
+	}
+	defer pool.Close()
+	citus, err := db.IsCitus(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if !citus {
+		return errNoCitusDatabase
+	}
+	var text string
+	if err := pool.GetContext(ctx, &text, `SELECT citus_version()`); err != nil {
+		return fmt.Errorf("read citus_version(): %w", err)
+	}
+	v, err := db.ParseCitusVersion(text)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "citus %s (%s)\n", v, text)
+	class := v.LocalPlanCacheRegression()
+	switch class {
+	case db.RegressionAffected:
+		fmt.Fprintf(c.out, "version: %s as released has the local plan cache's regression (fixed upstream by PR #8824)\n", v)
+	case db.RegressionAbsent:
+		fmt.Fprintf(c.out, "version: %s predates the local plan cache's regression of 13.2.1 and 13.2.2\n", v)
+	default:
+		fmt.Fprintf(c.out, "version: %s is newer than the releases known to have the local plan cache's regression (13.2.1, 13.2.2); the probe decides\n", v)
+	}
+	nodes, err := citusNodesFromEnv()
+	if err != nil {
+		return err
+	}
+	p, err := db.ProbeLocalPlanCache(ctx, pool, url, nodes, 300)
+	if err != nil {
+		fmt.Fprintf(c.out, "probe: not possible: %v\n", err)
+		if class == db.RegressionAffected {
+			fmt.Fprintf(c.err, "warning: Citus %s: every execution of a cached fast-path statement on a node that holds its shard plans it again and leaks about 57 KB (docs/scale-out.md, \"Citus versions\"); use a build with upstream PR #8824's fix or 13.2.0\n", v)
+		}
+		return nil
+	}
+	fmt.Fprintf(c.out, "probe: %d executions of a prepared fast-path statement on %s: %+.0f bytes of the session's memory and %s each\n",
+		p.Executions, p.Node, p.BytesPerExec, p.PerExec.Round(time.Microsecond))
+	switch {
+	case p.Leaks():
+		fmt.Fprintf(c.err, "warning: Citus %s has the local plan cache's regression: the session grew by %.0f KB per execution of a cached fast-path statement, which it plans again each time (docs/scale-out.md, \"Citus versions\"); use a build with upstream PR #8824's fix or 13.2.0\n", v, p.BytesPerExec/1024)
+	case class == db.RegressionAffected:
+		fmt.Fprintf(c.out, "local plan cache: sound (a %s build with the fix)\n", v)
+	default:
+		fmt.Fprintln(c.out, "local plan cache: sound")
+	}
+	return nil
 }
 
 // startIdempotencyPurge runs the purge of expired idempotency keys of every
