@@ -48,8 +48,7 @@ func TestClientGone(t *testing.T) {
 				e.handler.ServeHTTP(httptest.NewRecorder(), r)
 			}()
 			waitFor(t, func() bool {
-				return e.count(t, `SELECT count(*) FROM pg_stat_activity
-					WHERE state = 'active' AND query LIKE '%FOR NO KEY UPDATE%' AND pid <> pg_backend_pid()`) > 0
+				return e.sessionsWaiting(t, "%crm_company_update%") > 0
 			})
 			cancel() // as net/http does when the client's connection closes
 			<-done

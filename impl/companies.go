@@ -95,7 +95,7 @@ func (s *Server) CompanyInsert(ctx context.Context, req gen.CompanyInsertRequest
 		// the duplicate check, the rows and their journal). Under an
 		// Idempotency-Key the write must join the key's transaction, which is
 		// on the other pool, so it takes the general path below.
-		id, err = insertCompanyAtOnce(ctx, s.generic(ctx), p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
+		id, err = s.insertCompanyAtOnce(ctx, p, row, emailsOf(in.Emails), phonesOf(in.Phones), checkDuplicates)
 		if err != nil {
 			return nil, dbError(err)
 		}
@@ -170,7 +170,7 @@ func insertCompany(ctx context.Context, tx *sqlx.Tx, row companyRow) (int64, err
 // insertEmailsAndPhones, findDuplicate and writeJournal, with the same rows,
 // journal (positions included), 400 for a deactivated responsible user
 // (before the 409) and 409.
-func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, p *Principal, row companyRow,
+func (s *Server) insertCompanyAtOnce(ctx context.Context, p *Principal, row companyRow,
 	emails []string, phones []phoneInput, checkDuplicates bool) (int64, error) {
 	journalRow, err := json.Marshal(row)
 	if err != nil {
@@ -197,7 +197,7 @@ func insertCompanyAtOnce(ctx context.Context, stmts *stmtCache, p *Principal, ro
 		DupEmail sql.NullString `db:"o_dup_email"`
 		Visible  sql.NullBool   `db:"o_dup_visible"`
 	}
-	err = stmts.get(ctx, &out, `SELECT * FROM crm_company_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
+	err = s.callWrite(ctx, &out, "*", "crm_company_insert",
 		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, emailLockSpace,
 			pq.Array(emailLockKeys(p.AccountID, emails)), string(columns), pq.Array(emails), pq.Array(lower),
 			pq.Array(numbers), pq.Array(descrs), checkDuplicates, string(journalRow))...)
@@ -497,7 +497,7 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 	// crm_company_update (db/functions/company_update.sql): the checks of the
 	// responsible user and the counterparty, the changed columns and the
 	// journal row of what changed in one call.
-	err = s.callWrite(ctx, &refused, `SELECT o_error FROM crm_company_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	err = s.callWrite(ctx, &refused, "o_error", "crm_company_update",
 		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.UserId != nil && *in.UserId != 0,
 			in.Id, string(set))...)
 	if err != nil {

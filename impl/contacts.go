@@ -165,8 +165,7 @@ func (s *Server) ContactInsert(ctx context.Context, req gen.ContactInsertRequest
 	}
 	// crm_contact_insert (db/functions/contact_insert.sql): the check of the
 	// counterparty, the e-mails' locks, the rows and their journal in one call.
-	err = s.callWrite(ctx, &created, `SELECT o_found, coalesce(o_id, 0) AS o_id, o_email_ids, o_phone_ids
-		  FROM crm_contact_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
+	err = s.callWrite(ctx, &created, `o_found, coalesce(o_id, 0) AS o_id, o_email_ids, o_phone_ids`, "crm_contact_insert",
 		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.CompanyId,
 			fields.FirstName, fields.MiddleName, fields.LastName, fields.Position, fields.StatusID, fields.Note,
 			emailLockSpace, pq.Array(emailLockKeys(p.AccountID, fields.Emails)), pq.Array(fields.Emails),

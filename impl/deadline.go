@@ -94,6 +94,8 @@ func unavailable(err error) *Error {
 		switch code := string(pqErr.Code); {
 		case code == "57014": // query_canceled: statement_timeout, or our cancellation at the deadline
 			return errDeadline
+		case code == "55P03": // lock_not_available: the lock_timeout of a writing function's budget (callWrite)
+			return errDeadline
 		case code == "57P01", code == "57P02", code == "57P03", strings.HasPrefix(code, "08"):
 			// shutdown by the administrator, crash, cannot connect now, connection exceptions
 			return errUnreachable

@@ -49,8 +49,7 @@ func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject
 	// crm_deal_insert (db/functions/deal_insert.sql): the checks of the
 	// responsible user, the counterparty and the goods, the deal, its
 	// positions and their journal in one call.
-	err = s.callWrite(ctx, &out, `SELECT * FROM crm_deal_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15,
-		$16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
+	err = s.callWrite(ctx, &out, "*", "crm_deal_insert",
 		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.Name, in.CompanyId, in.ContactId, in.TypeId,
 			in.StatusId, in.UserId, in.DateStart.String(), in.DateFinish.String(), decimal(in.Sum), str(in.Note),
 			splitTags(str(in.Tags)), pq.Array(goods), pq.Array(descriptions), pq.Array(codes), pq.Array(numbers[0]),
@@ -133,7 +132,7 @@ func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject
 	// crm_deal_update (db/functions/deal_update.sql): the checks of the
 	// responsible user, the deal and a new counterparty, the row and the
 	// journal row of what changed in one call.
-	err = s.callWrite(ctx, &refused, `SELECT o_error FROM crm_deal_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+	err = s.callWrite(ctx, &refused, "o_error", "crm_deal_update",
 		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, userID != nil, in.Id, string(body))...)
 	if code, constraint := violation(err); code == "23503" && slices.Contains(dealLinkFKs, constraint) {
 		return nil, badRequest("company_id: the deal has tasks, documents, money movements or mail of its counterparty, so it cannot move to another")

@@ -246,28 +246,28 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 			{"crm_company_get", `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(company)},
 		}
 		calls = append(calls, functionCall{"crm_contact_insert",
-			`SELECT * FROM crm_contact_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)`,
-			p.callerArgs(nil, company, "Ann", "", "Person", "Buyer", nil, "", emailLockSpace,
+			`SELECT * FROM crm_contact_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)`,
+			budgetless(p.callerArgs(nil, company, "Ann", "", "Person", "Buyer", nil, "", emailLockSpace,
 				pq.Array(emailLockKeys(acc, []string{"ann@x.example"})), pq.Array([]string{"ann@x.example"}),
-				pq.Array([]string{"+371 28888888"}), pq.Array([]string{"work"}))})
+				pq.Array([]string{"+371 28888888"}), pq.Array([]string{"work"})))})
 		calls = append(calls, functionCall{"crm_task_insert",
-			`SELECT * FROM crm_task_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
-			p.callerArgs(nil, true, users[RoleMember].UserID, company, nil, nil, "call", taskType, 1, "2026-12-01 10:00", nil,
-				false, nil, pq.Array([]string{"a"}), `{}`)})
+			`SELECT * FROM crm_task_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21)`,
+			budgetless(p.callerArgs(nil, true, users[RoleMember].UserID, company, nil, nil, "call", taskType, 1, "2026-12-01 10:00", nil,
+				false, nil, pq.Array([]string{"a"}), `{}`))})
 		null := sql.NullString{}
 		calls = append(calls, functionCall{"crm_deal_insert",
-			`SELECT * FROM crm_deal_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25)`,
-			p.callerArgs(nil, "Deal", company, nil, dealType, dealStage, users[RoleMember].UserID, "2026-12-01", "2026-12-31", "100",
+			`SELECT * FROM crm_deal_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26)`,
+			budgetless(p.callerArgs(nil, "Deal", company, nil, dealType, dealStage, users[RoleMember].UserID, "2026-12-01", "2026-12-31", "100",
 				"", pq.StringArray{}, pq.Array([]sql.NullInt64{{Int64: goodsID, Valid: true}, {}}),
 				pq.Array([]sql.NullString{null, {String: "Service", Valid: true}}), pq.Array([]sql.NullString{null, null}),
 				pq.Array([]sql.NullString{null, {String: "2", Valid: true}}), pq.Array([]sql.NullString{null, {String: "10.5", Valid: true}}),
-				pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null}))})
+				pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null}), pq.Array([]sql.NullString{null, null})))})
 		calls = append(calls,
-			functionCall{"crm_company_update", `SELECT * FROM crm_company_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				p.callerArgs(nil, true, company, `{"name": "Co `+role+`", "city": "Riga", "tags": ["a"], "status_id": null, "user_id": `+
-					strconv.FormatInt(users[RoleMember].UserID, 10)+`}`)},
-			functionCall{"crm_deal_update", `SELECT * FROM crm_deal_update($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-				p.callerArgs(nil, false, deal, `{"name": "Deal `+role+`", "company_id": `+strconv.FormatInt(company, 10)+`, "sum": "12.50", "tags": ["x"]}`)})
+			functionCall{"crm_company_update", `SELECT * FROM crm_company_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				budgetless(p.callerArgs(nil, true, company, `{"name": "Co `+role+`", "city": "Riga", "tags": ["a"], "status_id": null, "user_id": `+
+					strconv.FormatInt(users[RoleMember].UserID, 10)+`}`))},
+			functionCall{"crm_deal_update", `SELECT * FROM crm_deal_update($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				budgetless(p.callerArgs(nil, false, deal, `{"name": "Deal `+role+`", "company_id": `+strconv.FormatInt(company, 10)+`, "sum": "12.50", "tags": ["x"]}`))})
 		calls = append(calls,
 			functionCall{"crm_event_list", `SELECT * FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 				p.callerArgs(0, 5000, 100, nil, nil)},
@@ -279,9 +279,9 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 			emails := []string{role + "@new.example"}
 			columns, _ := json.Marshal(dbColumns(row))
 			calls = append(calls, functionCall{name,
-				`SELECT * FROM crm_company_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-				p.callerArgs(nil, emailLockSpace, pq.Array(emailLockKeys(acc, emails)), string(columns), pq.Array(emails),
-					pq.Array(emails), pq.Array([]string{"+371 29999999"}), pq.Array([]string{""}), true, `{}`)})
+				`SELECT * FROM crm_company_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`,
+				budgetless(p.callerArgs(nil, emailLockSpace, pq.Array(emailLockKeys(acc, emails)), string(columns), pq.Array(emails),
+					pq.Array(emails), pq.Array([]string{"+371 29999999"}), pq.Array([]string{""}), true, `{}`))})
 		}
 		for _, l := range lists {
 			r, err := server.newListQuery(ctx, p, listModules[l.module], l.params)
@@ -391,3 +391,7 @@ func TestCompanyInsertFunctionColumns(t *testing.T) {
 		t.Errorf("crm_company_insert writes %v,\ncompanyRow has %v", got, want)
 	}
 }
+
+// budgetless appends a NULL budget (p_budget_ms) to the arguments of a call of
+// a writing function: the test sets no deadline.
+func budgetless(args []any) []any { return append(args, nil) }

@@ -382,3 +382,21 @@ func byRole[T any](w *world, admin, head, member, peer, other T) []expectation[T
 	rs := w.roles()
 	return []expectation[T]{{rs[0], admin}, {rs[1], head}, {rs[2], member}, {rs[3], peer}, {rs[4], other}}
 }
+
+// sessionsWaiting counts the other sessions that wait for a lock while
+// running a statement whose text matches like: on every node of a Citus
+// cluster (citus_stat_activity; a request runs on its account's worker), else
+// on the database.
+func (e *env) sessionsWaiting(t *testing.T, like string) int {
+	t.Helper()
+	view := "pg_stat_activity"
+	var citus bool
+	if err := e.db.Get(&citus, `SELECT to_regclass('citus_stat_activity') IS NOT NULL`); err != nil {
+		t.Fatal(err)
+	}
+	if citus {
+		view = "citus_stat_activity"
+	}
+	return e.count(t, `SELECT count(*) FROM `+view+`
+		WHERE state = 'active' AND wait_event_type = 'Lock' AND query LIKE $1 AND pid <> pg_backend_pid()`, like)
+}

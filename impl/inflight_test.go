@@ -35,11 +35,10 @@ func TestMaxInFlight(t *testing.T) {
 	go func() {
 		blocked <- e.post(t, w.admin.token, "/company/update", map[string]any{"id": id, "note": "after the lock"})
 	}()
-	// The update holds the slot once its statement runs (waiting for the row;
-	// on Citus the coordinator's session waits for a worker's).
+	// The update holds the slot once its call runs (waiting for the row, on
+	// the node that holds the account).
 	waitFor(t, func() bool {
-		return e.count(t, `SELECT count(*) FROM pg_stat_activity
-			WHERE state = 'active' AND query LIKE '%FOR NO KEY UPDATE%' AND pid <> pg_backend_pid()`) > 0
+		return e.sessionsWaiting(t, "%crm_company_update%") > 0
 	})
 
 	r := e.get(t, w.admin.token, fmt.Sprintf("/company/get?id=%d", other))

@@ -2,11 +2,13 @@ package impl
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -249,12 +251,30 @@ func (q *sqlText) columns(row any) (cols, placeholders string) {
 	return strings.Join(names, ", "), strings.Join(phs, ", ")
 }
 
-// callWrite runs a call of a writing function of db/functions, a statement
-// that is its own transaction, and scans its one row into dest: on the
-// request's node with the plan kept (stmtCache), or, under an
-// Idempotency-Key, inside the key's transaction (a savepoint of it, as
-// inTx).
-func (s *Server) callWrite(ctx context.Context, dest any, query string, args ...any) error {
+// callWrite calls fn, a writing function of db/functions, with args and the
+// request's remaining time in milliseconds as its last argument
+// (p_budget_ms, db/functions/budget.sql), and scans the columns of its one row
+// into dest. The call is a transaction by itself, on the request's node with
+// its plan kept (stmtCache), or, under an Idempotency-Key, a part of the
+// key's transaction (a savepoint of it, as inTx). The function holds the
+// deadline itself: it waits for no lock past it, and rolls back what it wrote
+// when the time ran out before it returns, because the server cannot take
+// back a commit that follows its giving up.
+func (s *Server) callWrite(ctx context.Context, dest any, columns, fn string, args ...any) error {
+	var budget sql.NullInt64
+	if deadline, ok := ctx.Deadline(); ok {
+		ms := time.Until(deadline).Milliseconds() - callWriteMargin.Milliseconds()
+		if ms < 1 {
+			return context.DeadlineExceeded
+		}
+		budget = sql.NullInt64{Int64: ms, Valid: true}
+	}
+	args = append(args, budget)
+	placeholders := make([]string, len(args))
+	for i := range args {
+		placeholders[i] = "$" + strconv.Itoa(i+1)
+	}
+	query := "SELECT " + columns + " FROM " + fn + "(" + strings.Join(placeholders, ", ") + ")"
 	if ambientTx(ctx) != nil {
 		return s.inTx(ctx, func(tx *sqlx.Tx) error {
 			return tx.GetContext(ctx, dest, query, args...)
@@ -262,3 +282,7 @@ func (s *Server) callWrite(ctx context.Context, dest any, query string, args ...
 	}
 	return s.generic(ctx).get(ctx, dest, query, args...)
 }
+
+// callWriteMargin is what callWrite keeps of the request's time for the
+// commit and the reply after the function's last check.
+const callWriteMargin = 50 * time.Millisecond

@@ -76,4 +76,3 @@ func (c *stmtCache) get(ctx context.Context, dest any, query string, args ...any
 	}
 	return err
 }
-

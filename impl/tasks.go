@@ -79,7 +79,7 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 	// crm_task_insert (db/functions/task_insert.sql): the checks of the
 	// responsible user, the counterparty and the deal, the row and its journal
 	// in one call.
-	err = s.callWrite(ctx, &out, `SELECT * FROM crm_task_insert($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`,
+	err = s.callWrite(ctx, &out, "*", "crm_task_insert",
 		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.UserId != nil && *in.UserId != 0, row.UserID,
 			row.CompanyID, row.DealID, row.ContactID, row.Note, row.TypeID, row.StatusID, start, finish, row.IsHot,
 			row.ReminderMinutes, row.Tags, string(journalRow))...)

@@ -17,12 +17,16 @@
 -- (the one with the lowest id; o_dup_visible tells whether the caller may see
 -- its name; nothing is written), else o_id, the new counterparty.
 
+-- The signature before the budget (p_budget_ms), never released.
+DROP FUNCTION IF EXISTS crm_company_insert(bigint, bigint, text, bigint, text, bigint, integer, text[], jsonb, text[], text[], text[], text[], boolean, jsonb);
+
 CREATE OR REPLACE FUNCTION crm_company_insert(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_token bigint, p_lock_space integer, p_lock_keys text[], p_row jsonb, p_emails text[], p_lower text[],
-	p_numbers text[], p_descrs text[], p_check boolean, p_journal jsonb)
+	p_numbers text[], p_descrs text[], p_check boolean, p_journal jsonb, p_budget_ms integer)
 RETURNS TABLE (o_inactive boolean, o_id bigint, o_dup_id bigint, o_dup_name text, o_dup_email text, o_dup_visible boolean)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
+	deadline timestamptz := crm_budget_start(p_budget_ms);
 	r companies;
 	inactive boolean;
 	candidates bigint[];
@@ -103,6 +107,7 @@ BEGIN
 
 	PERFORM crm_journal_append(p_account, p_user, p_token, array_fill(1::smallint, ARRAY[cardinality(entities)]),
 		entities, records, array_fill('insert'::text, ARRAY[cardinality(entities)]), changes);
+	PERFORM crm_budget_check(deadline);
 	o_id := new_id;
 	RETURN NEXT;
 END

@@ -15,11 +15,15 @@
 -- succeeds. FOR NO KEY UPDATE: the row is read and changed under one lock,
 -- while inserts of its phones, e-mails and contacts (whose foreign keys take
 -- KEY SHARE) go on.
+-- The signature before the budget (p_budget_ms), never released.
+DROP FUNCTION IF EXISTS crm_company_update(bigint, bigint, text, bigint, text, bigint, boolean, bigint, jsonb);
+
 CREATE OR REPLACE FUNCTION crm_company_update(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
-	p_token bigint, p_check_user boolean, p_id bigint, p_set jsonb)
+	p_token bigint, p_check_user boolean, p_id bigint, p_set jsonb, p_budget_ms integer)
 RETURNS TABLE (o_error text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
+	deadline timestamptz := crm_budget_start(p_budget_ms);
 	responsible_active boolean;
 	c companies;
 	stored jsonb;
@@ -63,6 +67,7 @@ BEGIN
 	 WHERE account_id = p_account AND id = p_id;
 	PERFORM crm_journal_append(p_account, p_user, p_token, ARRAY[1::smallint], ARRAY['company'], ARRAY[p_id],
 		ARRAY['update'], ARRAY[changed]);
+	PERFORM crm_budget_check(deadline);
 	RETURN NEXT;
 END
 $fn$;

@@ -10,12 +10,16 @@
 -- writes nothing. The e-mails' advisory locks follow (impl/companies.go,
 -- lockEmails), as in every writer of e-mails. A position given by name is
 -- found or added in directory 42 (impl/directories.go, positionID).
+-- The signature before the budget (p_budget_ms), never released.
+DROP FUNCTION IF EXISTS crm_contact_insert(bigint, bigint, text, bigint, text, bigint, bigint, text, text, text, text, bigint, text, integer, text[], text[], text[], text[]);
+
 CREATE OR REPLACE FUNCTION crm_contact_insert(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_token bigint, p_company bigint, p_first text, p_middle text, p_last text, p_position text, p_status bigint,
-	p_note text, p_lock_space integer, p_lock_keys text[], p_emails text[], p_numbers text[], p_descrs text[])
+	p_note text, p_lock_space integer, p_lock_keys text[], p_emails text[], p_numbers text[], p_descrs text[], p_budget_ms integer)
 RETURNS TABLE (o_found boolean, o_id bigint, o_email_ids bigint[], o_phone_ids bigint[])
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
+	deadline timestamptz := crm_budget_start(p_budget_ms);
 	owner bigint;
 	position_ref bigint;
 	new_id bigint;
@@ -76,6 +80,7 @@ BEGIN
 
 	PERFORM crm_journal_append(p_account, p_user, p_token, array_fill(1::smallint, ARRAY[cardinality(entities)]),
 		entities, records, array_fill('insert'::text, ARRAY[cardinality(entities)]), changes);
+	PERFORM crm_budget_check(deadline);
 	o_id := new_id;
 	RETURN NEXT;
 END

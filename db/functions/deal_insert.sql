@@ -17,14 +17,18 @@
 -- from the catalogue (impl/deals.go, dealInsertPositions); one without takes
 -- quantity 1, price, discount and VAT 0. The items come as parallel arrays,
 -- NULL where the request omits a field.
+-- The signature before the budget (p_budget_ms), never released.
+DROP FUNCTION IF EXISTS crm_deal_insert(bigint, bigint, text, bigint, text, bigint, text, bigint, bigint, bigint, bigint, bigint, date, date, numeric, text, text[], bigint[], text[], text[], numeric[], numeric[], numeric[], numeric[], text[]);
+
 CREATE OR REPLACE FUNCTION crm_deal_insert(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_token bigint, p_name text, p_company bigint, p_contact bigint, p_type bigint, p_status bigint,
 	p_responsible bigint, p_date_start date, p_date_finish date, p_sum numeric, p_note text, p_tags text[],
 	p_goods bigint[], p_descriptions text[], p_codes text[], p_qnts numeric[], p_prices numeric[],
-	p_discounts numeric[], p_vats numeric[], p_notes text[])
+	p_discounts numeric[], p_vats numeric[], p_notes text[], p_budget_ms integer)
 RETURNS TABLE (o_error text, o_index integer, o_id bigint)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
+	deadline timestamptz := crm_budget_start(p_budget_ms);
 	responsible_active boolean;
 	owner bigint;
 	catalogue jsonb; -- goods id -> {name, code, qnt, price, vat} of the active items among p_goods
@@ -95,6 +99,7 @@ BEGIN
 
 	PERFORM crm_journal_append(p_account, p_user, p_token, array_fill(20::smallint, ARRAY[cardinality(entities)]),
 		entities, records, array_fill('insert'::text, ARRAY[cardinality(entities)]), changes);
+	PERFORM crm_budget_check(deadline);
 	o_id := d.id;
 	RETURN NEXT;
 END

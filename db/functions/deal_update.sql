@@ -17,11 +17,15 @@
 -- passed: they belonged to the old one. The journal row maps each field that
 -- differs to [old, new], as impl/deals.go's dealChanges did; it is written
 -- even when nothing differs.
+-- The signature before the budget (p_budget_ms), never released.
+DROP FUNCTION IF EXISTS crm_deal_update(bigint, bigint, text, bigint, text, bigint, boolean, bigint, jsonb);
+
 CREATE OR REPLACE FUNCTION crm_deal_update(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
-	p_token bigint, p_check_user boolean, p_id bigint, p_set jsonb)
+	p_token bigint, p_check_user boolean, p_id bigint, p_set jsonb, p_budget_ms integer)
 RETURNS TABLE (o_error text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
+	deadline timestamptz := crm_budget_start(p_budget_ms);
 	responsible_active boolean;
 	d deals;
 	owner bigint;
@@ -87,6 +91,7 @@ BEGIN
 	 WHERE old_row -> n.key IS DISTINCT FROM n.value;
 	PERFORM crm_journal_append(p_account, p_user, p_token, ARRAY[20::smallint], ARRAY['deal'], ARRAY[p_id],
 		ARRAY['update'], ARRAY[changed]);
+	PERFORM crm_budget_check(deadline);
 	RETURN NEXT;
 END
 $fn$;

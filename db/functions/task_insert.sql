@@ -13,13 +13,17 @@
 --              or of another counterparty (impl/access.go, checkDealOfCompany).
 -- The dates are local times of the caller's time zone p_tz; a task inserted
 -- as done (status 2) was done now. The stored times come back as JSON texts.
+-- The signature before the budget (p_budget_ms), never released.
+DROP FUNCTION IF EXISTS crm_task_insert(bigint, bigint, text, bigint, text, bigint, boolean, bigint, bigint, bigint, bigint, text, bigint, smallint, timestamp, timestamp, boolean, integer, text[], jsonb);
+
 CREATE OR REPLACE FUNCTION crm_task_insert(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_token bigint, p_check_user boolean, p_responsible bigint, p_company bigint, p_deal bigint, p_contact bigint,
 	p_note text, p_type bigint, p_status smallint, p_start timestamp, p_finish timestamp, p_is_hot boolean,
-	p_reminder integer, p_tags text[], p_journal jsonb)
+	p_reminder integer, p_tags text[], p_journal jsonb, p_budget_ms integer)
 RETURNS TABLE (o_error text, o_id bigint, o_date_start text, o_date_finish text, o_done_at text)
 LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
+	deadline timestamptz := crm_budget_start(p_budget_ms);
 	responsible_active boolean;
 	owner bigint;
 	deal_company bigint;
@@ -65,6 +69,7 @@ BEGIN
 	PERFORM crm_journal_append(p_account, p_user, p_token, ARRAY[2::smallint], ARRAY['task'], ARRAY[new_id], ARRAY['insert'],
 		ARRAY[p_journal || jsonb_build_object('date_start', to_jsonb(started))
 		                || jsonb_strip_nulls(jsonb_build_object('date_finish', to_jsonb(finished), 'done_at', to_jsonb(done)))]);
+	PERFORM crm_budget_check(deadline);
 	RETURN NEXT;
 END
 $fn$;
