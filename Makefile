@@ -12,25 +12,32 @@ export PORT
 run: apidocs
 	@GO=$(GO) tools/run.sh
 
-## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data; the race detector on the packages with
-## concurrency; the tests of the list and the contact list once more through their functions (CRM_FAST_PATH=on); the
-## Go SDK's own module (sdk/go: its example; its tests against a server are in ./sdk). tools/testprogress reports each package as it ends, the running ones every 10 s, failures at once, and a summary.
+## test: every test, against DATABASE_URL or a private PostgreSQL under ./.data, in five go test runs at once (each runs
+## tests while another still builds): impl's tests in two processes (CRM_TEST_SHARD: they spend most of their time waiting
+## on PostgreSQL, one test at a time) and the rest of ./impl/... ./conformance/..., all three under the race detector, whose
+## binary also runs the tests of the list, the contact list and the event feed once more through their functions
+## (CRM_FAST_PATH=both, impl/main_test.go); the other packages without it; and the Go SDK's own module (sdk/go: its
+## example; its tests against a server are in ./sdk). tools/testprogress reports each package as it ends (with why
+## tests skipped), every 10 s the running ones and the ones still being built, failures at once, and a summary.
 ## Where npm is installed the reference page's renderer must be embedded (CRM_REQUIRE_APIDOCS).
 RACE_PKGS = ./impl/... ./conformance/...
+IMPL = github.com/crmservice/crm/impl
+GO_TEST = $(GO) test -json -count=1 -timeout 30m
 # The Go SDK is a module of its own (go.mod's replace directive points the server's module at it).
 GO_SDK = sdk/go
-# The tests of the list, the contact list and the event feed, run again with their functions (CRM_FAST_PATH=on),
-# which plain PostgreSQL does not use by itself (impl.Config.FastPath); make test-citus runs them there.
-FAST_PATH_TESTS = List|Contact|Event
 test: SHELL := /bin/bash
 test: apidocs sdk-typescript-deps
-	@set -o pipefail; export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1); \
+	@export CRM_REQUIRE_APIDOCS=$$(command -v npm >/dev/null 2>&1 && echo 1) GO=$(GO); \
 	$(GO) build -o bin/testprogress ./tools/testprogress && \
-	{ $(GO) test -json -count=1 -timeout 30m -race $(RACE_PKGS); r=$$?; \
-	  $(GO) test -json -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e '/impl' -e '/conformance'); r=$$((r | $$?)); \
-	  CRM_FAST_PATH=on $(GO) test -json -count=1 -timeout 30m -run '$(FAST_PATH_TESTS)' ./impl; r=$$((r | $$?)); \
-	  (cd $(GO_SDK) && $(GO) test -json -count=1 ./...); exit $$((r | $$?)); } 2>&1 \
-	| bin/testprogress
+	race_rest=$$($(GO) list $(RACE_PKGS) | grep -vx '$(IMPL)' | tr '\n' ' ') && \
+	plain=$$($(GO) list ./... | grep -v -e /impl -e /conformance | tr '\n' ' ') && \
+	echo "test: building the tests, then running them (a line every 10 s says what is going on)" && \
+	bin/testprogress -packages "$$($(GO) list ./... | grep -vx '$(IMPL)') $(IMPL)(1/2) $(IMPL)(2/2) $$(cd $(GO_SDK) && $(GO) list ./...)" \
+	  -run "(1/2) tools/race-prebuild.sh ./impl && CRM_TEST_SHARD=1/2 CRM_FAST_PATH=both $(GO_TEST) -race ./impl" \
+	  -run "(2/2) tools/race-prebuild.sh ./impl && CRM_TEST_SHARD=2/2 CRM_FAST_PATH=both $(GO_TEST) -race ./impl" \
+	  -run "tools/race-prebuild.sh $$race_rest && $(GO_TEST) -race $$race_rest" \
+	  -run "$(GO_TEST) $$plain" \
+	  -run "cd $(GO_SDK) && $(GO_TEST) ./..."
 
 ## test-faults: the fault suite (./faults): real crm-server processes killed with SIGKILL, a private PostgreSQL under ./.data/faults
 ## frozen with SIGSTOP, restarted and stopped for 20 s, slow clients, mail across a kill; envelopes within the deadlines and recovery by itself
@@ -48,14 +55,14 @@ test-browser:
 ## lint: generated code up to date, gofmt, go vet, staticcheck (the server's module and the Go SDK's), the OpenAPI document through Spectral and Redocly,
 ## the TypeScript SDK's package packed from a clean copy and judged by @arethetypeswrong/cli and publint (.ci/lint-sdk.sh), and
 ## the clients that oapi-codegen, ogen, openapi-typescript (with openapi-fetch), @hey-api/openapi-ts and orval generate from it,
-## compiled (tsc --strict) and run against a server on the demo account (.ci/lint-clients.sh; the TypeScript ones where npm is)
+## compiled (tsc --strict) and run against a server on the demo account (.ci/lint-clients.sh; the TypeScript ones where npm is);
+## go vet and staticcheck say every 15 s that they are still running (tools/progress.sh)
 lint: check-generated
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
-	$(GO) vet ./...
-	cd $(GO_SDK) && $(GO) vet ./...
-	$(GO) build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck
-	bin/staticcheck ./...
-	cd $(GO_SDK) && ../../bin/staticcheck ./...
+	@tools/progress.sh "lint: go vet" "every package of the server's module and of the Go SDK's" \
+		sh -c '$(GO) vet ./... && cd $(GO_SDK) && $(GO) vet ./...'
+	@tools/progress.sh "lint: staticcheck" "compiled into bin/ first, then every package checked (about 3 minutes the first time on 2 cores, under a minute once its cache is warm)" \
+		sh -c '$(GO) build -o bin/staticcheck honnef.co/go/tools/cmd/staticcheck && bin/staticcheck ./... && cd $(GO_SDK) && ../../bin/staticcheck ./...'
 	.ci/lint-openapi.sh
 	.ci/lint-sdk.sh
 	.ci/lint-clients.sh

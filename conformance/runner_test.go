@@ -14,14 +14,19 @@ import (
 	"testing"
 )
 
+// testContract is openapi.yaml, loaded once for all the tests: loading and
+// validating it takes a second or two under the race detector, and the
+// tests only read it (as impl's tests share theirs).
 func testContract(t *testing.T) *Contract {
 	t.Helper()
-	c, err := LoadContract("../openapi.yaml")
+	c, err := loadTestContract()
 	if err != nil {
 		t.Fatal(err)
 	}
 	return c
 }
+
+var loadTestContract = sync.OnceValues(func() (*Contract, error) { return LoadContract("../openapi.yaml") })
 
 // reply writes an envelope; rows, pages and page are 0.
 func reply(w http.ResponseWriter, status int, env map[string]any) {

@@ -440,6 +440,7 @@ func orphanIn(data string) (string, bool) {
 }
 
 func (c *LocalCluster) initdb(ctx context.Context) error {
+	c.log.Info("creating local postgres cluster with initdb (seconds; once)", "dir", c.dataDir())
 	if err := c.run(ctx, "initdb", "-D", c.dataDir(), "-U", "postgres", "--auth=trust", "-E", "UTF8", "--locale=C.UTF-8"); err != nil {
 		return err
 	}

@@ -141,6 +141,21 @@ func HashToken(token string) []byte {
 	return sum[:]
 }
 
+// tokenLastUsedEvery is how often a token's last_used_at is written: at most
+// once a minute per token and process, so that `crm-server token list` can
+// tell tokens in use from forgotten ones without a write per request.
+const tokenLastUsedEvery = time.Minute
+
+// touchToken records that a token authenticated a request. It is best
+// effort: a failure to record it does not refuse the request, whose own
+// statements tell of a database that is down.
+func (s *Server) touchToken(ctx context.Context, accountID, tokenID int64) {
+	_, _ = s.db(ctx).ExecContext(ctx, `
+		UPDATE tokens SET last_used_at = now()
+		 WHERE account_id = $1 AND id = $2 AND (last_used_at IS NULL OR last_used_at < now() - interval '1 minute')`,
+		accountID, tokenID)
+}
+
 // errBadToken is the 401 of a token that is unknown, expired or revoked, or
 // whose user is deactivated: the reply does not tell them apart.
 var errBadToken = &Error{Code: CodeUnauthorized, Msg: "unknown, expired or revoked token"}
@@ -187,10 +202,12 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 	ctx = withAccount(ctx, accountID)
 	var row struct {
 		Principal
-		Expires sql.NullTime `db:"expires_at"`
+		Expires  sql.NullTime `db:"expires_at"`
+		LastUsed sql.NullTime `db:"last_used_at"`
+		Now      time.Time    `db:"now"`
 	}
 	err := s.generic(ctx).get(ctx, &row, `
-		SELECT t.id AS token_id, t.account_id, t.expires_at, u.id AS user_id, u.name AS user_name, u.role, u.department_id,
+		SELECT t.id AS token_id, t.account_id, t.expires_at, t.last_used_at, now() AS now, u.id AS user_id, u.name AS user_name, u.role, u.department_id,
 		       u.kpi_users_report, u.kpi_departments_report,
 		       coalesce(u.time_zone, a.time_zone) AS time_zone, a.time_zone AS account_time_zone, a.base_currency
 		  FROM tokens t
@@ -206,6 +223,9 @@ func (s *Server) authenticate(r *http.Request) (*Principal, error) {
 	}
 	s.limits.authenticated(ctx, hash)
 	p := row.Principal
+	if !row.LastUsed.Valid || row.Now.Sub(row.LastUsed.Time) >= tokenLastUsedEvery {
+		s.touchToken(ctx, p.AccountID, p.TokenID)
+	}
 	s.tokens.put(hash, &p, row.Expires.Time, checked)
 	return &p, nil
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make run: compile crm-server, saying so while it takes, then serve the demo
-# account on :$PORT until Ctrl-C.
+# make run: compile crm-server, saying how far it is while it takes, then
+# serve the demo account on :$PORT until Ctrl-C.
 #
 # Job control (set -m) runs each step in a process group of its own, which
 # the terminal's Ctrl-C reaches alone: the compiler stops, or the server
@@ -13,19 +13,41 @@ GO=${GO:-go}
 bin=${CRM_RUN_BIN:-bin/crm-server} # where the server is built (tests build it elsewhere)
 say() { printf 'run: %s\n' "$*"; }
 
-say "compiling crm-server into $(dirname "$bin")/ (a minute or two on a machine that has not built it yet; seconds after that)"
+# The packages go build will compile (none it has in its cache): the progress
+# below counts the ones done. On a machine without the modules, go list
+# downloads them first, naming each ("go: downloading …").
+if [[ -z "$("$GO" list -m -f '{{.Dir}}' github.com/spf13/cobra 2>/dev/null)" ]]; then
+  say "downloading the Go modules it needs (once)"
+fi
+total=$("$GO" list -deps -f '{{if .Stale}}{{.ImportPath}}{{end}}' ./cmd/crm-server 2> >(grep '^go: downloading' >&2) | grep -c .)
+if [[ ${total:-0} -gt 50 ]]; then
+  say "compiling crm-server into $(dirname "$bin")/: $total packages, the first time on this machine (2 to 4 minutes on 2 cores; seconds after that)"
+else
+  say "compiling crm-server into $(dirname "$bin")/"
+fi
 start=$SECONDS
-( while sleep 15; do say "still compiling ($((SECONDS - start)) s)"; done ) &
+built=$(mktemp)
+trap 'rm -f "$built"' EXIT
+( while sleep 10; do
+    done_=$(grep -c '^[[:alnum:]][[:alnum:]._/-]*$' "$built" 2>/dev/null)
+    say "still compiling: ${done_:-0} of ${total:-?} packages ($((SECONDS - start)) s)"
+  done ) &
 ticker=$!
 disown "$ticker" # no "Terminated" notice when it is stopped
-"$GO" build -o "$bin" ./cmd/crm-server
+# -v names each package as it is compiled, into $built; what else the
+# compiler says (errors) is shown when it fails.
+"$GO" build -v -o "$bin" ./cmd/crm-server 2>"$built"
 rc=$?
 kill "$ticker" 2>/dev/null
 if [[ $rc -ge 128 ]]; then
   say "interrupted while compiling"
   exit 0
 elif [[ $rc -ne 0 ]]; then
+  grep -v '^[[:alnum:]][[:alnum:]._/-]*$' "$built" >&2
   exit "$rc"
+fi
+if [[ $((SECONDS - start)) -ge 10 ]]; then
+  say "compiled in $((SECONDS - start)) s"
 fi
 
 if [[ -n "${DATABASE_URL:-}" ]]; then

@@ -3,18 +3,23 @@ package tools
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/db/dbtest"
+	"github.com/crmservice/crm/impl"
 )
 
 // terminal runs a command line on a pseudo-terminal (script(1) of util-linux),
@@ -102,11 +107,12 @@ func (term *terminal) interrupt(t *testing.T) error {
 func TestMakeRunInterrupted(t *testing.T) {
 	t.Run("while compiling", func(t *testing.T) {
 		slow := filepath.Join(t.TempDir(), "go")
-		if err := os.WriteFile(slow, []byte("#!/bin/sh\necho \"compiler: $*\"\nexec sleep 120\n"), 0o755); err != nil {
+		// go list (what make run counts) answers at once; go build takes its time.
+		if err := os.WriteFile(slow, []byte("#!/bin/sh\n[ \"$1\" = list ] && exit 0\necho \"compiler: $*\"\nexec sleep 120\n"), 0o755); err != nil {
 			t.Fatal(err)
 		}
 		term := startTerminal(t, []string{"CRM_RUN_BIN=" + filepath.Join(t.TempDir(), "crm-server")}, "make -s run GO="+slow)
-		term.waitFor(t, "compiler: build -o", time.Minute)
+		term.waitFor(t, "compiler: build -v -o", time.Minute)
 		if err := term.interrupt(t); err != nil {
 			t.Errorf("make run ended with %v after Ctrl-C, want status 0:\n%s", err, term.output())
 		}
@@ -125,23 +131,59 @@ func TestMakeRunInterrupted(t *testing.T) {
 		}
 		port := ln.Addr().(*net.TCPAddr).Port
 		ln.Close()
-		term := startTerminal(t, []string{
-			"DATABASE_URL=" + dbtest.NewURL(t), "PORT=" + strconv.Itoa(port), "CRM_MAIL=off",
-			"CRM_RUN_BIN=" + filepath.Join(t.TempDir(), "crm-server"),
-		}, "make -s run")
-		term.waitFor(t, "msg=serving", 5*time.Minute)
-		if err := term.interrupt(t); err != nil {
-			t.Errorf("make run ended with %v after Ctrl-C, want status 0:\n%s", err, term.output())
-		}
-		out := term.output()
-		for _, want := range []string{"run: compiling crm-server", "run: starting crm-server on :" + strconv.Itoa(port) + " over DATABASE_URL",
-			"The demo account is ready", "/docs", `msg="shutting down"`} {
-			if !strings.Contains(out, want) {
-				t.Errorf("no %q in the output:\n%s", want, out)
+		url := dbtest.NewURL(t)
+		bin := filepath.Join(t.TempDir(), "crm-server")
+		// Twice: the second start finds the binary built and the demo loaded,
+		// and replaces the demo tokens of the first instead of adding two.
+		var tokens []string
+		for run := 1; run <= 2; run++ {
+			term := startTerminal(t, []string{
+				"DATABASE_URL=" + url, "PORT=" + strconv.Itoa(port), "CRM_MAIL=off", "CRM_RUN_BIN=" + bin,
+			}, "make -s run")
+			term.waitFor(t, "msg=serving", 5*time.Minute)
+			if err := term.interrupt(t); err != nil {
+				t.Errorf("make run ended with %v after Ctrl-C, want status 0:\n%s", err, term.output())
 			}
+			out := term.output()
+			for _, want := range []string{"run: compiling crm-server", "run: starting crm-server on :" + strconv.Itoa(port) + " over DATABASE_URL",
+				`msg="migrating the schema`, "The demo account is ready", "/docs", `msg="shutting down"`} {
+				if !strings.Contains(out, want) {
+					t.Errorf("run %d: no %q in the output:\n%s", run, want, out)
+				}
+			}
+			if strings.Contains(out, "make:") || strings.Contains(out, "level=ERROR") {
+				t.Errorf("run %d: output:\n%s", run, out)
+			}
+			m := regexp.MustCompile(`token \(valid 30 days\): (crm_\w+)`).FindStringSubmatch(out)
+			if m == nil {
+				t.Fatalf("run %d printed no token:\n%s", run, out)
+			}
+			tokens = append(tokens, m[1])
 		}
-		if strings.Contains(out, "make:") || strings.Contains(out, "level=ERROR") {
-			t.Errorf("output:\n%s", out)
+		pool, err := db.Open(context.Background(), url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pool.Close()
+		var states []string
+		if err := pool.Select(&states, `SELECT label || ' ' || CASE WHEN revoked_at IS NULL THEN 'valid' ELSE 'revoked' END
+			FROM tokens ORDER BY id`); err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"demo: serve --demo revoked", "demo: serve --demo revoked", "demo: serve --demo valid", "demo: serve --demo valid"}
+		if !slices.Equal(states, want) {
+			t.Errorf("tokens after two runs: %q, want %q", states, want)
+		}
+		var valid []bool
+		for _, token := range tokens {
+			var v bool
+			if err := pool.Get(&v, `SELECT revoked_at IS NULL FROM tokens WHERE hash = $1`, impl.HashToken(token)); err != nil {
+				t.Fatal(err)
+			}
+			valid = append(valid, v)
+		}
+		if !slices.Equal(valid, []bool{false, true}) {
+			t.Errorf("the tokens the runs printed are valid %v, want the second's alone", valid)
 		}
 	})
 }

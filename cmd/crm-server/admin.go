@@ -4,12 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log/slog"
+	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/impl"
@@ -43,14 +47,17 @@ func (c *cli) demoCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "demo",
 		Short: "Load the demo account (once) and print new tokens of its admin and a member",
-		Long: `Load the demo account (once) and print new tokens of its admin and a member.
+		Long: `Load the demo account (once) and print new tokens of its admin and a member
+(valid 30 days). The tokens an earlier crm-server demo printed are revoked, so that
+loading again leaves two valid demo tokens, not two more each time; the server of
+make run keeps its own pair the same way.
 
 It prints key=value lines: account_id, admin_user_id, admin_mail_account_id,
 created, token, member_token and the sample_* records the conformance cases read.`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return c.withDB(cmd.Context(), func(pool *sqlx.DB) error {
-				d, err := c.loadDemo(cmd.Context(), pool)
+				d, err := c.loadDemo(cmd.Context(), pool, demoCommandTokenLabel)
 				if err != nil {
 					return err
 				}
@@ -65,12 +72,36 @@ created, token, member_token and the sample_* records the conformance cases read
 	}
 }
 
-// loadDemo loads the demo account unless it exists and issues new tokens of
-// it, logging its progress every two seconds; demo and serve --demo call it.
-func (c *cli) loadDemo(ctx context.Context, pool *sqlx.DB) (*demo.Demo, error) {
-	return demo.Load(ctx, pool, time.Now(), demo.WithProgress(2*time.Second, func(p demo.Progress) {
+// Labels of the demo tokens that crm-server demo and serve --demo issue: each
+// revokes the tokens it issued before under its label (demo.ReplacingTokens),
+// so that a day of make run leaves two valid demo tokens of each, not two
+// more per start.
+const (
+	demoCommandTokenLabel = "demo: crm-server demo"
+	demoServeTokenLabel   = "demo: serve --demo"
+)
+
+// loadDemo loads the demo account unless it exists, revokes the tokens of
+// label that earlier loads issued and issues new ones, logging its progress
+// every two seconds (on a terminal, a quiet admin command still prints it, so
+// that a first load does not look stuck); demo and serve --demo call it.
+func (c *cli) loadDemo(ctx context.Context, pool *sqlx.DB, label string) (*demo.Demo, error) {
+	plain := !c.log.Enabled(ctx, slog.LevelInfo) && isTerminal(c.err)
+	return demo.Load(ctx, pool, time.Now(), demo.ReplacingTokens(label), demo.WithProgress(2*time.Second, func(p demo.Progress) {
+		if plain {
+			if !p.Done && p.Rows > 0 {
+				fmt.Fprintf(c.err, "demo: loading the demo data set: %s, %d of %d rows, about %s left\n", p.Step, p.Rows, p.Total, p.Left.Round(time.Second))
+			}
+			return
+		}
 		c.log.Info("loading the demo data set", "step", p.Step, "rows", p.Rows, "of", p.Total, "left", p.Left.Round(100*time.Millisecond))
 	}))
+}
+
+// isTerminal tells whether w is a terminal.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func (c *cli) accountCommand() *cobra.Command {
@@ -96,7 +127,7 @@ func (c *cli) accountCommand() *cobra.Command {
 			return c.printID(out, id)
 		})
 	}
-	return group("account", "Create accounts", create)
+	return group("account", "Create and list accounts", create, c.accountListCommand())
 }
 
 func (c *cli) departmentCommand() *cobra.Command {
@@ -122,7 +153,7 @@ func (c *cli) departmentCommand() *cobra.Command {
 			return c.printID(out, id)
 		})
 	}
-	return group("department", "Create departments", create)
+	return group("department", "Create and list departments", create, c.departmentListCommand())
 }
 
 func (c *cli) userCommand() *cobra.Command {
@@ -178,7 +209,7 @@ their department's users and their own, member their own.`,
 		required(cmd, "id")
 		return cmd
 	}
-	return group("user", "Create, deactivate and activate users", create,
+	return group("user", "Create, list, deactivate and activate users", create, c.userListCommand(),
 		setActive("deactivate", "Deactivate a user: their tokens stop working at once", false),
 		setActive("activate", "Activate a deactivated user again: their tokens work again", true))
 }
@@ -232,7 +263,7 @@ The token acts with its user's role and rights. It prints
 	}
 	revoke.Flags().Int64Var(&id, "id", 0, "`ID` of the token (token create prints it)")
 	required(revoke, "id")
-	return group("token", "Issue and revoke bearer tokens", create, revoke)
+	return group("token", "Issue, list and revoke bearer tokens", create, c.tokenListCommand(), revoke)
 }
 
 func (c *cli) directoryCommand() *cobra.Command {

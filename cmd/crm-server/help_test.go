@@ -14,7 +14,7 @@ import (
 // ownFlags are the flags each command takes, besides --help. Every command of
 // the tree must be listed, so that a new one gets its help tested.
 var ownFlags = map[string][]string{
-	"crm-server":            nil,
+	"crm-server":            {"verbose"},
 	"serve":                 {"addr", "migrate", "demo", "rate-limit", "rate-burst", "auth-failure-limit", "auth-failure-burst", "trusted-proxies", "redis-url", "mail", "webhooks", "metrics-addr", "cors-allowed-origins"},
 	"migrate":               nil,
 	"demo":                  nil,
@@ -29,14 +29,18 @@ var ownFlags = map[string][]string{
 	"db citus audit":        {"app", "account"},
 	"account":               nil,
 	"account create":        {"name", "currency", "tz", "output"},
+	"account list":          {"output"},
 	"department":            nil,
 	"department create":     {"account", "name", "output"},
+	"department list":       {"account", "output"},
 	"user":                  nil,
 	"user create":           {"account", "name", "login", "role", "department", "kpi-users", "kpi-departments", "tz", "output"},
+	"user list":             {"account", "output"},
 	"user deactivate":       {"id"},
 	"user activate":         {"id"},
 	"token":                 nil,
 	"token create":          {"user", "label", "ttl", "output"},
+	"token list":            {"account", "user", "all", "output"},
 	"token revoke":          {"id"},
 	"directory":             nil,
 	"directory add":         {"account", "code", "name", "sort", "controlled", "invoice", "output"},
@@ -109,7 +113,8 @@ func TestHelp(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s --help: %v", path, err)
 			}
-			// The Flags section lists exactly the command's own flags ...
+			// The Flags section lists exactly the command's own flags (the
+			// root's --verbose is every command's Global Flags) ...
 			section := out
 			if i := strings.Index(out, "\nFlags:\n"); i >= 0 {
 				section = out[i:]
@@ -132,7 +137,7 @@ func TestHelp(t *testing.T) {
 			// ... and nothing in the help names another command's flag
 			// (cobra's completion help names brew's --prefix).
 			for _, m := range anyFlag.FindAllStringSubmatch(strings.ReplaceAll(out, "brew --prefix", "brew"), -1) {
-				if !slices.Contains(want, m[1]) {
+				if !slices.Contains(want, m[1]) && m[1] != "verbose" {
 					t.Errorf("%s --help mentions --%s, a flag it does not take:\n%s", path, m[1], out)
 				}
 			}
@@ -151,7 +156,7 @@ func TestHelpCommand(t *testing.T) {
 	help, err1 := command(t, "help")
 	flag, err2 := command(t, "--help")
 	if err1 != nil || err2 != nil || help != flag || !strings.HasPrefix(help, "crm-server serves the HTTP API") ||
-		!strings.Contains(help, "\n  token          Issue and revoke bearer tokens\n") {
+		!strings.Contains(help, "\n  token          Issue, list and revoke bearer tokens\n") {
 		t.Errorf("help (%v) and --help (%v) printed\n%s\n---\n%s", err1, err2, help, flag)
 	}
 }
@@ -175,6 +180,9 @@ Flags:
   -o, --output text|json   text (a sentence with the id and the token) or json (default text)
       --ttl duration       lifetime, such as 720h (0: no expiry)
       --user ID            ID of the user (required)
+
+Global Flags:
+  -v, --verbose   log what an admin command does on standard error (as LOG_LEVEL does; serve always logs)
 `
 	if err != nil || out != want {
 		t.Errorf("token create -h (%v):\n%s\nwant\n%s", err, out, want)
@@ -201,7 +209,7 @@ func TestCompletion(t *testing.T) {
 			"companies_added\ntasks_done\ndeals_created\ndeal_sum\ninvoices_issued\ninvoice_sum\nincome\n:4\n"},
 		{[]string{"__complete", "user", "create", "--role", ""}, "admin\nhead\nmember\n:4\n"},
 		{[]string{"__complete", "token", "create", "-o", ""}, "text\njson\n:4\n"},
-		{[]string{"__complete", "tok"}, "token\tIssue and revoke bearer tokens\n:4\n"},
+		{[]string{"__complete", "tok"}, "token\tIssue, list and revoke bearer tokens\n:4\n"},
 	} {
 		out, err := command(t, tc.args...)
 		if i := strings.Index(out, "Completion ended"); i >= 0 {

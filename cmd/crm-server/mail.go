@@ -15,6 +15,7 @@ import (
 
 	"github.com/jmoiron/sqlx"
 	"github.com/spf13/cobra"
+	"golang.org/x/term"
 
 	"github.com/crmservice/crm/impl"
 	"github.com/crmservice/crm/impl/mailer"
@@ -28,8 +29,8 @@ func (c *cli) mailAccountCommand() *cobra.Command {
 		Short: "Create a mail account (a user's mailbox at a mail provider) and print its id",
 		Long: `Create a mail account (a user's mailbox at a mail provider) and print its id.
 
-Passwords are read from files ("-": a line of standard input, the SMTP one first),
-never from the command line, and stored encrypted with CRM_SECRET_KEY (Base64 of
+Passwords are read from files ("-": a line of standard input, the SMTP one first;
+on a terminal each is prompted for and not echoed), never from the command line, and stored encrypted with CRM_SECRET_KEY (Base64 of
 32 bytes). Without --smtp-host the account does not send; without --imap-host it
 is not polled.`,
 		Example: `  crm-server mail-account create --user "$ANNA" --address anna@acme.example --name "Anna Berg" \
@@ -50,18 +51,18 @@ is not polled.`,
 		f.IntVar(&side.srv.Port, side.name+"-port", 0, upper+" server port (default "+side.port+")")
 		f.StringVar(&side.srv.Security, side.name+"-security", "", "none, starttls or tls (default "+side.security+")")
 		f.StringVar(&side.srv.Login, side.name+"-login", "", upper+" login (default: the address, when a password is given)")
-		f.StringVar(side.file, side.name+"-password-file", "", "file holding the "+upper+" password (-: a line of standard input)")
+		f.StringVar(side.file, side.name+"-password-file", "", "file holding the "+upper+" password (-: a line of standard input, prompted for without echo on a terminal)")
 		completeWords(create, side.name+"-security", "none", "starttls", "tls")
 	}
 	required(create, "user", "address")
 	out := outputFlag(create, "the id")
 	create.RunE = func(cmd *cobra.Command, _ []string) error {
-		readLine := sync.OnceValue(func() *bufio.Reader { return bufio.NewReader(c.in) })
+		readLine := c.secretLines()
 		var err error
-		if in.SMTP.Password, err = readPassword(smtpFile, readLine); err != nil {
+		if in.SMTP.Password, err = readPassword(smtpFile, "SMTP password of "+in.Address, readLine); err != nil {
 			return err
 		}
-		if in.IMAP.Password, err = readPassword(imapFile, readLine); err != nil {
+		if in.IMAP.Password, err = readPassword(imapFile, "IMAP password of "+in.Address, readLine); err != nil {
 			return err
 		}
 		var box *mailer.SecretBox
@@ -163,17 +164,42 @@ func withPassword(server string, has bool) string {
 	return server
 }
 
-// readPassword reads a password from a file, or a line of standard input for
-// "-", without its line end.
-func readPassword(file string, stdin func() *bufio.Reader) (string, error) {
+// secretLines returns what reads the line of a secret given as "-": from a
+// terminal, a prompt on standard error and the line read without echo; from
+// anything else, the next line of standard input.
+func (c *cli) secretLines() func(prompt string) (string, error) {
+	if f, ok := c.in.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		return func(prompt string) (string, error) {
+			fmt.Fprintf(c.err, "%s: ", prompt)
+			b, err := term.ReadPassword(int(f.Fd()))
+			fmt.Fprintln(c.err) // the line end the terminal did not echo
+			if err != nil {
+				return "", fmt.Errorf("read the %s from the terminal: %w", prompt, err)
+			}
+			return string(b), nil
+		}
+	}
+	lines := sync.OnceValue(func() *bufio.Reader { return bufio.NewReader(c.in) })
+	return func(string) (string, error) {
+		line, err := lines().ReadString('\n')
+		if err != nil && (err != io.EOF || line == "") {
+			return "", errors.New("read a password from standard input: no line left")
+		}
+		return line, nil
+	}
+}
+
+// readPassword reads a password from a file, or for "-" a line of standard
+// input (prompted for as prompt on a terminal), without its line end.
+func readPassword(file, prompt string, stdin func(prompt string) (string, error)) (string, error) {
 	var text string
 	switch file {
 	case "":
 		return "", nil
 	case "-":
-		line, err := stdin().ReadString('\n')
-		if err != nil && (err != io.EOF || line == "") {
-			return "", errors.New("read a password from standard input: no line left")
+		line, err := stdin(prompt)
+		if err != nil {
+			return "", err
 		}
 		text = line
 	default:

@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/crmservice/crm/db"
 	"github.com/crmservice/crm/db/dbtest"
@@ -165,5 +167,83 @@ func TestStartMail(t *testing.T) {
 	stop()
 	if !strings.Contains(logs.String(), "mail worker started") || !strings.Contains(logs.String(), "mail worker stopped") {
 		t.Errorf("with a key: %s", logs.String())
+	}
+}
+
+// TestPasswordPrompt types the passwords of --smtp-password-file - and
+// --imap-password-file - into a pseudo-terminal (script(1) of util-linux):
+// each is prompted for on standard error and not echoed, and both are stored.
+func TestPasswordPrompt(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("script(1) is not installed: no pseudo-terminal to type into")
+	}
+	url := dbtest.NewURL(t)
+	t.Setenv("DATABASE_URL", url)
+	key := base64.StdEncoding.EncodeToString(bytes.Repeat([]byte{9}, 32))
+	t.Setenv(mailer.SecretKeyEnv, key)
+	account := mustCommand(t, "account", "create", "--name", "Acme", "--tz", "UTC")
+	user := mustCommand(t, "user", "create", "--account", account, "--name", "Mia", "--login", "mia@acme.example")
+
+	line := builtServer(t) + " mail-account create --user " + user + " --address mia@acme.example" +
+		" --smtp-host smtp.acme.example --smtp-password-file - --imap-host imap.acme.example --imap-password-file -"
+	cmd := exec.Command("script", "-qfec", line, "/dev/null")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url, mailer.SecretKeyEnv+"="+key)
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	keys, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor := func(text string) {
+		t.Helper()
+		deadline := time.Now().Add(time.Minute)
+		for !strings.Contains(out.String(), text) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q within a minute:\n%s", text, out.String())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("SMTP password of mia@acme.example: ")
+	_, _ = keys.Write([]byte("smtp-typed-pa55\r"))
+	waitFor("IMAP password of mia@acme.example: ")
+	_, _ = keys.Write([]byte("imap-typed-pa55\r"))
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("mail-account create on a terminal: %v\n%s", err, out.String())
+	}
+	printed := out.String()
+	if strings.Contains(printed, "pa55") {
+		t.Errorf("a typed password was echoed:\n%q", printed)
+	}
+	id := regexp.MustCompile(`(?m)^([0-9]+)\r?$`).FindStringSubmatch(printed)
+	if id == nil {
+		t.Fatalf("no id printed:\n%q", printed)
+	}
+	pool, err := db.Open(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	box, err := mailer.NewSecretBox(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row struct {
+		AccountID int64  `db:"account_id"`
+		SMTP      []byte `db:"smtp_secret"`
+		IMAP      []byte `db:"imap_secret"`
+	}
+	if err := pool.Get(&row, `SELECT account_id, smtp_secret, imap_secret FROM mail_accounts WHERE id = $1`, id[1]); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := box.Open(row.AccountID, "smtp", row.SMTP); err != nil || p != "smtp-typed-pa55" {
+		t.Errorf("the SMTP password opens to %q, %v", p, err)
+	}
+	if p, err := box.Open(row.AccountID, "imap", row.IMAP); err != nil || p != "imap-typed-pa55" {
+		t.Errorf("the IMAP password opens to %q, %v", p, err)
 	}
 }

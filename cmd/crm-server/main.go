@@ -11,6 +11,8 @@
 //	crm-server user deactivate --id ID | user activate --id ID
 //	crm-server token create --user ID [--label L] [--ttl 720h]
 //	crm-server token revoke --id ID
+//	crm-server token list [--account ID] [--user ID] [--all]
+//	crm-server account list | department list --account ID | user list --account ID
 //	crm-server directory add --account ID --code C --name N [--sort S] [--controlled] [--invoice]
 //	crm-server kpi set --user ID --month YYYY-MM --metric M --plan V [--name N]
 //	crm-server kpi remove --user ID --month YYYY-MM --metric M
@@ -29,7 +31,7 @@
 // one; each command takes only its own flags. A command that creates something
 // prints its id (token create: its id and the token, once); with -o json it
 // prints a JSON object instead ({"id": 12}; {"id": 12, "token": "crm_…"}), and
-// kpi list and mail-account list print a JSON array. A failure is one line on
+// the list commands print a table, or with -o json a JSON array. A failure is one line on
 // standard error and exit status 1 (3 for db citus check where Citus is not
 // installed).
 //
@@ -37,7 +39,8 @@
 // under ./.data (CRM_DATA_DIR) is started from the installed server binaries.
 // CRM_SECRET_KEY (Base64 of 32 bytes) encrypts the passwords of mail accounts;
 // serve runs the mail worker only when it is set. LOG_FORMAT (json, text) and
-// LOG_LEVEL (debug, info, warn, error) shape the log on standard error.
+// LOG_LEVEL (debug, info, warn, error) shape the log on standard error, which
+// the admin commands write only with --verbose or LOG_LEVEL set.
 package main
 
 import (
@@ -110,6 +113,17 @@ type streams struct {
 type cli struct {
 	log *slog.Logger
 	streams
+	verbose bool // --verbose: the admin commands log as serve does
+}
+
+// quietUnlessAsked silences the log of every command but serve, unless
+// --verbose or LOG_LEVEL asks for it: an admin command prints its result on
+// standard output and, when it fails, one line on standard error.
+func (c *cli) quietUnlessAsked(cmd *cobra.Command) {
+	if c.verbose || os.Getenv("LOG_LEVEL") != "" || cmd.Name() == "serve" && cmd.Parent() == cmd.Root() {
+		return
+	}
+	c.log = slog.New(slog.DiscardHandler)
 }
 
 // run executes the command named by args.
@@ -135,17 +149,25 @@ additional fields, ready filters and social networks of contact persons.
 The database is DATABASE_URL; when it is unset, a private PostgreSQL cluster under
 ./.data (CRM_DATA_DIR) is started from the installed server binaries.
 CRM_SECRET_KEY (Base64 of 32 bytes) encrypts the passwords of mail accounts.
-LOG_FORMAT (json, text) and LOG_LEVEL (debug, info, warn, error) shape the log.
+LOG_FORMAT (json, text) and LOG_LEVEL (debug, info, warn, error) shape the log,
+which serve writes on standard error; the admin commands log only with --verbose
+or LOG_LEVEL set, so that a failure is one line.
 
-A command that creates something prints its id; -o json prints a JSON object.`,
+A command that creates something prints its id; -o json prints a JSON object;
+the list commands print a table, or with -o json a JSON array.`,
 		Args:          cobra.ArbitraryArgs,
 		SilenceErrors: true, // main prints the one line
 		SilenceUsage:  true, // a failure is not a reason to print the help
 		RunE:          needsCommand,
 		// Runs before cobra's own check of required flags, whose message
 		// names neither the command nor its help.
-		PersistentPreRunE: checkRequired,
+		PersistentPreRunE: func(cmd *cobra.Command, args []string) error {
+			c.quietUnlessAsked(cmd)
+			return checkRequired(cmd, args)
+		},
 	}
+	root.PersistentFlags().BoolVarP(&c.verbose, "verbose", "v", false,
+		"log what an admin command does on standard error (as LOG_LEVEL does; serve always logs)")
 	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(
 		c.serveCommand(),

@@ -189,7 +189,7 @@ func TestAdminCommands(t *testing.T) {
 			{[]string{}, "name a command: account, completion, contact-social, db, demo, department, directory, field, filter, kpi, mail-account, migrate, money-account, serve, token, user (see crm-server --help)"},
 			{[]string{"frobnicate"}, `unknown command "frobnicate" for "crm-server"`},
 			{[]string{"toke", "create"}, `unknown command "toke" for "crm-server": did you mean "token"?`},
-			{[]string{"token"}, "token needs a command: create, revoke (see crm-server token --help)"},
+			{[]string{"token"}, "token needs a command: create, list, revoke (see crm-server token --help)"},
 			{[]string{"token", "frobnicate"}, `unknown command "frobnicate" for "crm-server token"`},
 		} {
 			failing(t, tc.want, tc.args...)

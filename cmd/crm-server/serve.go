@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -305,6 +306,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	}
 	defer generic.Close()
 	if cfg.migrate {
+		c.log.Info("migrating the schema (seconds on a new database)")
 		done, err := db.Migrate(ctx, pool)
 		if err != nil {
 			return err
@@ -362,7 +364,7 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 		return err
 	}
 	if cfg.demo {
-		d, err := c.loadDemo(ctx, pool)
+		d, err := c.loadDemo(ctx, pool, demoServeTokenLabel)
 		if err != nil {
 			return err
 		}
@@ -500,9 +502,33 @@ func openError(err error) error {
 // databaseURL is DATABASE_URL, or the URL of the database crm of the private cluster.
 func databaseURL(ctx context.Context, log *slog.Logger) (string, error) {
 	if url := os.Getenv("DATABASE_URL"); url != "" {
+		if err := checkDatabaseURL(url); err != nil {
+			return "", err
+		}
 		return url, nil
 	}
 	return localDatabase(ctx, log, "crm")
+}
+
+// exampleDatabaseURL is what a valid DATABASE_URL looks like.
+const exampleDatabaseURL = "postgres://USER:PASSWORD@HOST:5432/DATABASE?sslmode=verify-full"
+
+// checkDatabaseURL refuses a DATABASE_URL that is not a PostgreSQL URL before
+// the driver sees it, naming the variable and showing a valid one (the
+// driver's own words name neither). The value itself is never repeated: it
+// may hold a password.
+func checkDatabaseURL(raw string) error {
+	u, err := neturl.Parse(raw)
+	switch {
+	case err != nil || u.Scheme == "" || u.Opaque != "":
+		return fmt.Errorf("DATABASE_URL is not a URL: want %s", exampleDatabaseURL)
+	case u.Scheme != "postgres" && u.Scheme != "postgresql":
+		return fmt.Errorf("DATABASE_URL is a %q URL, not a PostgreSQL one: want %s", u.Scheme, exampleDatabaseURL)
+	}
+	if _, err := pq.NewConnector(raw); err != nil {
+		return fmt.Errorf("DATABASE_URL is not a valid PostgreSQL URL: want %s", exampleDatabaseURL)
+	}
+	return nil
 }
 
 // localDatabase starts the private cluster when needed, creates the database

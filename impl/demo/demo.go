@@ -67,7 +67,8 @@ type Samples struct {
 }
 
 // Load creates the demo account, unless it exists, and issues new tokens of
-// its admin user and of a member (valid 30 days, label "demo"). now anchors
+// its admin user and of a member (valid 30 days, label "demo", or the label of
+// ReplacingTokens, which also revokes the ones it issued before). now anchors
 // all dates. With WithProgress it reports how far it is while it runs.
 func Load(ctx context.Context, db *sqlx.DB, now time.Time, opts ...Option) (*Demo, error) {
 	var o options
@@ -81,7 +82,7 @@ func Load(ctx context.Context, db *sqlx.DB, now time.Time, opts ...Option) (*Dem
 	t := newTracker(o)
 	t.at("waiting for the lock", 0, createRows+tokenRows)
 	t.run()
-	demo, err := load(ctx, db, now, t, createRows)
+	demo, err := load(ctx, db, now, t, createRows, o)
 	t.stop(err == nil)
 	return demo, err
 }
@@ -89,7 +90,7 @@ func Load(ctx context.Context, db *sqlx.DB, now time.Time, opts ...Option) (*Dem
 // tokenRows are the rows of the tokens that every load issues.
 const tokenRows = 2
 
-func load(ctx context.Context, db *sqlx.DB, now time.Time, t *tracker, createRows int) (*Demo, error) {
+func load(ctx context.Context, db *sqlx.DB, now time.Time, t *tracker, createRows int, o options) (*Demo, error) {
 	tx, err := db.BeginTxx(ctx, nil)
 	if err != nil {
 		return nil, fmt.Errorf("demo: begin: %w", err)
@@ -111,16 +112,29 @@ func load(ctx context.Context, db *sqlx.DB, now time.Time, t *tracker, createRow
 		}
 	}
 	t.at("issuing tokens", tokenRows, 0)
-	if demo.Token, err = issueDemoToken(ctx, tx, demo.AccountID, demo.AdminUserID, now); err != nil {
-		return nil, err
-	}
-	t.add(1)
 	var memberID int64
 	if err := tx.GetContext(ctx, &memberID, `SELECT id FROM users WHERE account_id = $1 AND lower(login) = $2`,
 		demo.AccountID, demoMemberLogin); err != nil {
 		return nil, fmt.Errorf("demo: find the member %s: %w", demoMemberLogin, err)
 	}
-	if demo.MemberToken, err = issueDemoToken(ctx, tx, demo.AccountID, memberID, now); err != nil {
+	label := demoTokenLabel
+	if o.label != "" {
+		label = o.label
+	}
+	if o.revoke {
+		if _, err := tx.ExecContext(ctx, `
+			UPDATE tokens SET revoked_at = now()
+			 WHERE account_id = $1 AND user_id IN ($2, $3) AND label = $4
+			   AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
+			demo.AccountID, demo.AdminUserID, memberID, label); err != nil {
+			return nil, fmt.Errorf("demo: revoke the earlier tokens: %w", err)
+		}
+	}
+	if demo.Token, err = issueDemoToken(ctx, tx, demo.AccountID, demo.AdminUserID, label, now); err != nil {
+		return nil, err
+	}
+	t.add(1)
+	if demo.MemberToken, err = issueDemoToken(ctx, tx, demo.AccountID, memberID, label, now); err != nil {
 		return nil, err
 	}
 	t.add(1)
@@ -182,11 +196,11 @@ func findSamples(ctx context.Context, tx *sqlx.Tx, accountID int64) (Samples, er
 	return s, nil
 }
 
-func issueDemoToken(ctx context.Context, tx *sqlx.Tx, accountID, userID int64, now time.Time) (string, error) {
+func issueDemoToken(ctx context.Context, tx *sqlx.Tx, accountID, userID int64, label string, now time.Time) (string, error) {
 	token, hash := impl.NewToken(accountID)
 	_, err := tx.ExecContext(ctx, `
 		INSERT INTO tokens (account_id, user_id, hash, label, expires_at) VALUES ($1, $2, $3, $4, $5)`,
-		accountID, userID, hash, demoTokenLabel, now.Add(demoTokenTTL))
+		accountID, userID, hash, label, now.Add(demoTokenTTL))
 	if err != nil {
 		return "", fmt.Errorf("demo: issue token: %w", err)
 	}

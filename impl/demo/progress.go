@@ -31,6 +31,21 @@ type Option func(*options)
 type options struct {
 	every  time.Duration
 	report func(Progress)
+	label  string // of the tokens issued; "" for demoTokenLabel
+	revoke bool   // revoke the earlier valid tokens of the label
+}
+
+// ReplacingTokens makes Load label the tokens it issues with label and revoke
+// the valid tokens of the same label that earlier loads issued to the demo
+// admin and member, so that loading again (every make run, every crm-server
+// demo) leaves two valid tokens of the label, not two more each time. The
+// tokens of other labels, the ones people issued with token create included,
+// are left alone. Loads without it only add tokens (tests that share one
+// database load the demo concurrently and each keeps its own).
+func ReplacingTokens(label string) Option {
+	return func(o *options) {
+		o.label, o.revoke = label, true
+	}
 }
 
 // WithProgress makes Load call report when it starts, every interval (2s when

@@ -1,9 +1,17 @@
 // Command testprogress renders the output of `go test -json` for make test:
 // a line when each package ends, while packages run a line every few seconds
 // with what they have passed so far and which tests are running, the output
-// of each failed test as soon as it fails, and a summary line at the end.
+// of each failed test as soon as it fails, a line per reason why tests of a
+// package skipped (the first line the test logged), and a summary line at the
+// end.
 //
 //	go test -json ./... | go run ./tools/testprogress [-every 10s] [-title "make test"]
+//	go run ./tools/testprogress -run 'go test -json -race ./impl/...' -run 'go test -json ./db/...'
+//
+// With -run it runs the commands at once and merges what they report, so
+// that one suite runs while another is still being built; a label before a
+// command, "(1/2) CRM_TEST_SHARD=1/2 go test …", names its share of a package
+// that several commands test.
 //
 // It exits with status 1 when a test or a build failed, and 2 when its input
 // was not what go test -json writes.
@@ -12,13 +20,17 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -26,8 +38,14 @@ func main() {
 	every := flag.Duration("every", 10*time.Second, "how often to report the packages still running (0: never)")
 	title := flag.String("title", "make test", "what the summary line calls the run")
 	module := flag.String("module", "github.com/crmservice/crm/", "prefix left out of package names")
+	var commands []string
+	flag.Func("run", "a command line (bash) whose output is go test -json; several run at once, each given by a -run of its own (none: read standard input); "+
+		"a command that starts with a label in parentheses, \"(1/2) go test …\", has it added to its packages' names",
+		func(c string) error { commands = append(commands, c); return nil })
+	expect := flag.String("packages", "", "the packages the run will test, separated by blanks: the report names those not started yet (being built)")
 	flag.Parse()
 	r := newReport(os.Stdout, *title, *module, time.Now)
+	r.expected = strings.Fields(*expect)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	if *every > 0 {
@@ -44,16 +62,67 @@ func main() {
 			}
 		})
 	}
-	err := r.read(os.Stdin)
+	var err error
+	failed := false
+	if len(commands) == 0 {
+		err = r.read(os.Stdin)
+	} else {
+		failed, err = r.runAll(commands)
+	}
 	close(stop)
 	wg.Wait()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "testprogress:", err)
 		os.Exit(2)
 	}
-	if !r.finish() {
+	if !r.finish() || failed {
 		os.Exit(1)
 	}
+}
+
+// runAll runs the commands at once, each through bash with its standard
+// output and error read as go test -json, and waits for them all; failed
+// tells whether one of them ended with a status other than 0, which is
+// reported too (a failing test does that, but so does a go test that could
+// not start).
+func (r *report) runAll(commands []string) (failed bool, err error) {
+	var wg sync.WaitGroup
+	var anyFailed atomic.Bool
+	errs := make([]error, len(commands))
+	for i, line := range commands {
+		label := ""
+		if strings.HasPrefix(line, "(") {
+			if end := strings.Index(line, ") "); end > 0 {
+				label, line = line[:end+1], line[end+2:]
+			}
+		}
+		cmd := exec.Command("bash", "-c", line)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			return true, err
+		}
+		cmd.Stderr = cmd.Stdout // one stream: go's own messages pass through
+		if err := cmd.Start(); err != nil {
+			return true, fmt.Errorf("start %q: %w", line, err)
+		}
+		wg.Go(func() {
+			if errs[i] = r.readAs(out, label); errs[i] != nil {
+				_, _ = io.Copy(io.Discard, out) // let it end
+			}
+			if err := cmd.Wait(); err != nil {
+				anyFailed.Store(true)
+				r.mu.Lock()
+				shown := line
+				if len(shown) > 70 {
+					shown = shown[:70] + "…"
+				}
+				r.ended = append(r.ended, fmt.Sprintf("%s ended with %v", shown, err))
+				r.mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return anyFailed.Load(), errors.Join(errs...)
 }
 
 // event is one line of go test -json (cmd/test2json's TestEvent, and the
@@ -76,8 +145,37 @@ type pkg struct {
 	passed, failed, skipped int
 	running                 []string                    // top-level tests running now, in start order
 	output                  map[string]*strings.Builder // by test, until it ends
+	skips                   []skipReason                // why tests skipped, in the order first seen
 	done                    bool
 }
+
+// skipReason is one reason tests of a package skipped, and how many did.
+type skipReason struct {
+	why string
+	n   int
+}
+
+// skippedBecause records why test skipped: the first line it logged, without
+// the file:line go test puts before it.
+func (p *pkg) skippedBecause(logged string) {
+	why := "no reason given"
+	for _, l := range strings.Split(testOutput(logged), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			why = fileLine.ReplaceAllString(l, "")
+			break
+		}
+	}
+	for i := range p.skips {
+		if p.skips[i].why == why {
+			p.skips[i].n++
+			return
+		}
+	}
+	p.skips = append(p.skips, skipReason{why, 1})
+}
+
+// fileLine is the position go test writes before a line a test logged.
+var fileLine = regexp.MustCompile(`^[\w.-]+\.go:[0-9]+: `)
 
 // report renders events; every method may run beside heartbeat.
 type report struct {
@@ -92,6 +190,8 @@ type report struct {
 	builds   map[string]string // import path → build output
 	failures []string          // "pkg.TestX"
 	failedPk int
+	ended    []string // commands of -run that failed, and how
+	expected []string // packages the run will test (-packages)
 	// idleSince is when the last package ended (or the run started): while no
 	// package runs, go test is building.
 	idleSince time.Time
@@ -104,7 +204,11 @@ func newReport(out io.Writer, title, module string, now func() time.Time) *repor
 
 // read renders the events of in until it ends. Lines that are not JSON
 // (a go command's own messages) are passed through.
-func (r *report) read(in io.Reader) error {
+func (r *report) read(in io.Reader) error { return r.readAs(in, "") }
+
+// readAs reads as read does, with label after the name of every package
+// ("impl(1/2)"): two commands may then test one package, each a share of it.
+func (r *report) readAs(in io.Reader, label string) error {
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
 	for sc.Scan() {
@@ -118,6 +222,14 @@ func (r *report) read(in io.Reader) error {
 		var ev event
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return fmt.Errorf("not go test -json: %w: %.80s", err, line)
+		}
+		if label != "" {
+			if ev.Package != "" {
+				ev.Package += label
+			}
+			if ev.ImportPath != "" {
+				ev.ImportPath += label
+			}
 		}
 		r.handle(ev)
 	}
@@ -180,6 +292,11 @@ func (r *report) handle(ev event) {
 			p.passed++
 		case "skip":
 			p.skipped++
+			if b := p.output[ev.Test]; b != nil {
+				p.skippedBecause(b.String())
+			} else {
+				p.skippedBecause("")
+			}
 		case "fail":
 			p.failed++
 			// A parent fails with its subtests: it is printed only for what
@@ -226,6 +343,7 @@ func (r *report) packageEvent(p *pkg, ev event) {
 		p.done = true
 		r.idleSince = r.now()
 		fmt.Fprintf(r.out, "ok    %-28s %s  %v\n", p.name, p.counts(), took)
+		r.printSkips(p)
 	case "skip":
 		p.done = true
 		r.idleSince = r.now()
@@ -239,11 +357,19 @@ func (r *report) packageEvent(p *pkg, ev event) {
 			return
 		}
 		fmt.Fprintf(r.out, "FAIL  %-28s %s  %v\n", p.name, p.counts(), took)
+		r.printSkips(p)
 		if p.failed == 0 { // a panic or os.Exit outside any test: the package's own output says why
 			if b := p.output[""]; b != nil {
 				fmt.Fprint(r.out, indent(b.String()))
 			}
 		}
+	}
+}
+
+// printSkips says, a line per reason, why tests of p skipped.
+func (r *report) printSkips(p *pkg) {
+	for _, s := range p.skips {
+		fmt.Fprintf(r.out, "      %d skipped: %s\n", s.n, s.why)
 	}
 }
 
@@ -269,9 +395,22 @@ func (r *report) heartbeat() {
 			running++
 		}
 	}
+	var waiting []string
+	for _, name := range r.expected {
+		if r.pkgs[name] == nil {
+			waiting = append(waiting, r.short(name))
+		}
+	}
 	if running == 0 {
+		if len(waiting) > 0 {
+			fmt.Fprintf(r.out, "...   building the tests of %s (%v since the last result)\n", names(waiting), r.now().Sub(r.idleSince).Round(time.Second))
+			return
+		}
 		fmt.Fprintf(r.out, "...   building the tests (%v since the last result)\n", r.now().Sub(r.idleSince).Round(time.Second))
 		return
+	}
+	if len(waiting) > 0 {
+		fmt.Fprintf(r.out, "...   still to build: %s\n", names(waiting))
 	}
 	for _, name := range r.order {
 		p := r.pkgs[name]
@@ -292,6 +431,14 @@ func (r *report) heartbeat() {
 	}
 }
 
+// names lists packages: the first three and how many more.
+func names(pkgs []string) string {
+	if len(pkgs) <= 3 {
+		return strings.Join(pkgs, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(pkgs[:3], ", "), len(pkgs)-3)
+}
+
 // finish prints the summary line and reports whether everything passed.
 func (r *report) finish() bool {
 	r.mu.Lock()
@@ -301,6 +448,13 @@ func (r *report) finish() bool {
 		passed, failed, skipped = passed+p.passed, failed+p.failed, skipped+p.skipped
 	}
 	ok := failed == 0 && r.failedPk == 0
+	if len(r.ended) > 0 && ok {
+		// No test failed, yet a command did: it could not run them all.
+		ok = false
+		for _, e := range r.ended {
+			fmt.Fprintf(r.out, "FAIL  %s\n", e)
+		}
+	}
 	verdict := "passed"
 	if !ok {
 		verdict = "FAILED"
