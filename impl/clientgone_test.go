@@ -52,6 +52,11 @@ func TestClientGone(t *testing.T) {
 			})
 			cancel() // as net/http does when the client's connection closes
 			<-done
+			// The cancellation reaches the database: the call stops waiting.
+			// (Released before it did, the lock would let the call, a
+			// transaction by itself, finish and commit, as any write whose
+			// reply is lost.)
+			waitFor(t, func() bool { return e.sessionsWaiting(t, "%crm_company_update%") == 0 })
 			if err := tx.Rollback(); err != nil {
 				t.Fatal(err)
 			}
@@ -66,7 +71,7 @@ func TestClientGone(t *testing.T) {
 				t.Errorf("the access log line does not say 499:\n%s", logs)
 			}
 			if n := e.count(t, `SELECT count(*) FROM companies WHERE id = $1 AND note = 'never'`, id); n != 0 {
-				t.Error("the cancelled update was written")
+				t.Errorf("the cancelled update was written:\n%s", logs)
 			}
 			if n := e.count(t, `SELECT count(*) FROM idempotency_keys WHERE account_id = $1 AND key = 'gone'`, w.accountID); n != 0 {
 				t.Error("the cancelled request stored a reply")

@@ -73,7 +73,8 @@ func (s *Server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		// The operation failed because it was cancelled with its request: not
 		// an internal error, and no reply reaches anyone. Logged once: by the
 		// deadline's wrapper when it answered first, else by the operation.
-		if !lateWriter(w) {
+		info := infoFrom(r.Context())
+		if !lateWriter(w) && (info == nil || info.goneLogged == nil || !info.goneLogged.Swap(true)) {
 			s.log.InfoContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
 		}
 		setRequestCode(r.Context(), CodeClientGone)

@@ -398,5 +398,6 @@ func (e *env) sessionsWaiting(t *testing.T, like string) int {
 		view = "citus_stat_activity"
 	}
 	return e.count(t, `SELECT count(*) FROM `+view+`
-		WHERE state = 'active' AND wait_event_type = 'Lock' AND query LIKE $1 AND pid <> pg_backend_pid()`, like)
+		WHERE datname = current_database() AND state = 'active' AND wait_event_type = 'Lock' AND query LIKE $1
+		  AND pid <> pg_backend_pid()`, like)
 }

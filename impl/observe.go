@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -75,7 +76,7 @@ func (s *Server) observe(next http.Handler) http.Handler {
 			id = newRequestID()
 		}
 		w.Header().Set(RequestIDHeader, id)
-		info := &requestInfo{id: id}
+		info := &requestInfo{id: id, goneLogged: new(atomic.Bool)}
 		ctx := context.WithValue(r.Context(), infoKey, info)
 		var span trace.Span
 		if s.tracer != nil {

@@ -19,6 +19,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -239,6 +240,10 @@ type requestInfo struct {
 	// secretReply: the reply holds a secret, which an idempotent replay
 	// stores sealed (markSecretReply).
 	secretReply bool
+	// goneLogged: "client went away" is logged (writeError), once per request
+	// though the operation and the deadline's wrapper may both get there; a
+	// pointer, so that the copies of the deadline's wrapper share it.
+	goneLogged *atomic.Bool
 }
 
 type ctxKey int
@@ -292,7 +297,7 @@ func (s *Server) recoverAndLog(next http.Handler) http.Handler {
 		start := time.Now()
 		info := infoFrom(r.Context()) // made by observe
 		if info == nil {
-			info = &requestInfo{}
+			info = &requestInfo{goneLogged: new(atomic.Bool)}
 			r = r.WithContext(context.WithValue(r.Context(), infoKey, info))
 		}
 		sw := &statusWriter{ResponseWriter: w}
