@@ -81,10 +81,9 @@ var citusTarget = regexp.MustCompile(`^on server \S*@(\S+):(\d+) connectionId: \
 // notice or lower in those sessions).
 func ReadRemoteCommands(r io.Reader, from, app string) (cmds []RemoteCommand, local int, err error) {
 	type record struct {
-		pid          int
-		app, level   string
-		msg          strings.Builder
-		continuation bool
+		pid        int
+		app, level string
+		msg        strings.Builder
 	}
 	var out []RemoteCommand
 	pending := map[int]*RemoteCommand{} // an "issuing" record waiting for its DETAIL, by backend
