@@ -122,7 +122,8 @@ func TestHostileBodies(t *testing.T) {
 			suite.token, len(body), body)
 		waitFor(t, 10*time.Second, func() bool {
 			var n int
-			_ = suite.pool.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE '%FOR NO KEY UPDATE%' AND pid <> pg_backend_pid()`)
+			_ = suite.pool.Get(&n, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND state = 'active'
+				AND wait_event_type = 'Lock' AND query LIKE '%crm_company_update%' AND pid <> pg_backend_pid()`)
 			return n > 0
 		})
 		conn.Close()
