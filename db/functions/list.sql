@@ -59,15 +59,7 @@ CREATE OR REPLACE FUNCTION crm_list(p_account bigint, p_user bigint, p_role text
 	p_prefilter text, p_rows text, p_value text, p_total text, p_types text, p_args text[],
 	p_maps text[], p_sort_maps text[], p_by_prefilter boolean, p_desc boolean, p_limit bigint, p_offset bigint,
 	p_one_pass boolean, p_count_module smallint, p_count_kind smallint)
-RETURNS TABLE (total bigint, value text) LANGUAGE plpgsql VOLATILE
--- Custom plans: on Citus 13.2 (with the local plan cache's fix) a generic
--- plan of a statement prepared by PREPARE and run by EXECUTE on the node
--- that holds the shard cost 4-6x its custom plan (1.2-1.9 against 6.9-7.6 ms
--- per execution in one interleaved run on a loaded machine; crm_list of a tax
--- id 2.7-5.5 against 7.7-21 ms), and PostgreSQL's plan cache picks the
--- generic one after five executions, as Citus prices every plan at 0.
-SET plan_cache_mode = force_custom_plan
-AS $fn$
+RETURNS TABLE (total bigint, value text) LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
 	visible bigint[];             -- NULL: every user's records
 	prefiltered bigint[];
