@@ -726,6 +726,9 @@ func renderScaleOut(sides []*soSide, list []scenario, results [][]soResult, o op
 		} else {
 			b.WriteString(" – |")
 		}
+		if errs > 0 {
+			verdict = append(verdict, "ERRORS: not measured")
+		}
 		if len(verdict) == 0 {
 			verdict = append(verdict, "met")
 		}
