@@ -56,6 +56,17 @@ func (p *Principal) callerArgs(args ...any) []any {
 	return append([]any{p.AccountID, p.UserID, p.Role, p.DepartmentID, p.TimeZone}, args...)
 }
 
+// writerArgs is callerArgs for the writing functions of db/functions: the
+// caller's token (p_token, NULL for none) comes after the caller.
+func (p *Principal) writerArgs(args ...any) []any {
+	return p.callerArgs(append([]any{p.tokenArg()}, args...)...)
+}
+
+// tokenArg is the caller's token id as the journal records it (NULL for none).
+func (p *Principal) tokenArg() sql.NullInt64 {
+	return sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}
+}
+
 // seesCounterparty is the one rule for the counterparty columns (company_name,
 // company_tax_id, company_url, …) of a record the caller sees (a deal, task,
 // document, money movement, mail message): they show its counterparty only

@@ -198,7 +198,7 @@ func (s *Server) insertCompanyAtOnce(ctx context.Context, p *Principal, row comp
 		Visible  sql.NullBool   `db:"o_dup_visible"`
 	}
 	err = s.callWrite(ctx, &out, "*", "crm_company_insert",
-		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, emailLockSpace,
+		p.writerArgs(emailLockSpace,
 			pq.Array(emailLockKeys(p.AccountID, emails)), string(columns), pq.Array(emails), pq.Array(lower),
 			pq.Array(numbers), pq.Array(descrs), checkDuplicates, string(journalRow))...)
 	if err != nil {
@@ -498,7 +498,7 @@ func (s *Server) CompanyUpdate(ctx context.Context, req gen.CompanyUpdateRequest
 	// responsible user and the counterparty, the changed columns and the
 	// journal row of what changed in one call.
 	err = s.callWrite(ctx, &refused, "o_error", "crm_company_update",
-		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.UserId != nil && *in.UserId != 0,
+		p.writerArgs(in.UserId != nil && *in.UserId != 0,
 			in.Id, string(set))...)
 	if err != nil {
 		return nil, dbError(fmt.Errorf("update counterparty %d: %w", in.Id, err))

@@ -166,7 +166,7 @@ func (s *Server) ContactInsert(ctx context.Context, req gen.ContactInsertRequest
 	// crm_contact_insert (db/functions/contact_insert.sql): the check of the
 	// counterparty, the e-mails' locks, the rows and their journal in one call.
 	err = s.callWrite(ctx, &created, `o_found, coalesce(o_id, 0) AS o_id, o_email_ids, o_phone_ids`, "crm_contact_insert",
-		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.CompanyId,
+		p.writerArgs(in.CompanyId,
 			fields.FirstName, fields.MiddleName, fields.LastName, fields.Position, fields.StatusID, fields.Note,
 			emailLockSpace, pq.Array(emailLockKeys(p.AccountID, fields.Emails)), pq.Array(fields.Emails),
 			pq.Array(numbers), pq.Array(descrs))...)

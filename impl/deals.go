@@ -50,7 +50,7 @@ func (s *Server) DealInsert(ctx context.Context, req gen.DealInsertRequestObject
 	// responsible user, the counterparty and the goods, the deal, its
 	// positions and their journal in one call.
 	err = s.callWrite(ctx, &out, "*", "crm_deal_insert",
-		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.Name, in.CompanyId, in.ContactId, in.TypeId,
+		p.writerArgs(in.Name, in.CompanyId, in.ContactId, in.TypeId,
 			in.StatusId, in.UserId, in.DateStart.String(), in.DateFinish.String(), decimal(in.Sum), str(in.Note),
 			splitTags(str(in.Tags)), pq.Array(goods), pq.Array(descriptions), pq.Array(codes), pq.Array(numbers[0]),
 			pq.Array(numbers[1]), pq.Array(numbers[2]), pq.Array(numbers[3]), pq.Array(notes))...)
@@ -133,7 +133,7 @@ func (s *Server) DealUpdate(ctx context.Context, req gen.DealUpdateRequestObject
 	// responsible user, the deal and a new counterparty, the row and the
 	// journal row of what changed in one call.
 	err = s.callWrite(ctx, &refused, "o_error", "crm_deal_update",
-		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, userID != nil, in.Id, string(body))...)
+		p.writerArgs(userID != nil, in.Id, string(body))...)
 	if code, constraint := violation(err); code == "23503" && slices.Contains(dealLinkFKs, constraint) {
 		return nil, badRequest("company_id: the deal has tasks, documents, money movements or mail of its counterparty, so it cannot move to another")
 	}

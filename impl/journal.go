@@ -73,7 +73,7 @@ func writeJournal(ctx context.Context, tx *sqlx.Tx, p *Principal, entries []jour
 		INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes, position)
 		SELECT $1, $2, $3, m, e, r, a, x::jsonb, c.last - $9 + n
 		  FROM c, unnest($4::smallint[], $5::text[], $6::bigint[], $7::text[], $8::text[]) WITH ORDINALITY AS j (m, e, r, a, x, n)`,
-		p.AccountID, sql.NullInt64{Int64: p.UserID, Valid: p.UserID != 0}, sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0},
+		p.AccountID, sql.NullInt64{Int64: p.UserID, Valid: p.UserID != 0}, p.tokenArg(),
 		pq.Array(modules), pq.Array(entities), pq.Array(records), pq.Array(actions), pq.Array(changes), len(entries))
 	if err != nil {
 		return fmt.Errorf("write journal: %w", err)

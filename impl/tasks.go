@@ -80,7 +80,7 @@ func (s *Server) TaskInsert(ctx context.Context, req gen.TaskInsertRequestObject
 	// responsible user, the counterparty and the deal, the row and its journal
 	// in one call.
 	err = s.callWrite(ctx, &out, "*", "crm_task_insert",
-		p.callerArgs(sql.NullInt64{Int64: p.TokenID, Valid: p.TokenID != 0}, in.UserId != nil && *in.UserId != 0, row.UserID,
+		p.writerArgs(in.UserId != nil && *in.UserId != 0, row.UserID,
 			row.CompanyID, row.DealID, row.ContactID, row.Note, row.TypeID, row.StatusID, start, finish, row.IsHot,
 			row.ReminderMinutes, row.Tags, string(journalRow))...)
 	if err != nil {
