@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
@@ -61,8 +62,8 @@ type soSide struct {
 
 // soExtra are the ids the comparison's scenarios need besides benchEnv's.
 type soExtra struct {
-	bigCard, firstSmall, lastSmall int64 // counterparties with 1,000 and 20 contact persons
-	firstDeal, lastDeal            int64
+	bigCard, firstSmall, lastSmall int64   // counterparties with 1,000 and 20 contact persons
+	deals                          []int64 // the account's own: on Citus its ids interleave with other accounts'
 	goods                          []int64
 	dealType, dealStage, taskType  int64
 }
@@ -165,7 +166,7 @@ func soScenarios(e *benchEnv, x soExtra) []scenario {
 			return map[string]any{"id": plainCo(rng), "note": note(rng)}
 		})},
 		{name: "deal update", next: post("/deal/update", func(rng *rand.Rand) any {
-			return map[string]any{"id": x.firstDeal + rng.Int64N(x.lastDeal-x.firstDeal+1), "note": note(rng)}
+			return map[string]any{"id": x.deals[rng.IntN(len(x.deals))], "note": note(rng)}
 		})},
 		{name: "dashboard: my day", next: get(func(*rand.Rand) string { return "/dashboard/my/day" })},
 		{name: "dashboard: my tasks", next: get(func(*rand.Rand) string { return "/dashboard/my/tasks" })},
@@ -591,8 +592,11 @@ func scaleOutFixtures(ctx context.Context, pool *sqlx.DB, acc int64, x *soExtra)
 		ON CONFLICT (account_id, plan_id, metric) DO NOTHING`, acc, month); err != nil {
 		return fmt.Errorf("KPI plan items: %w", err)
 	}
-	if err := pool.QueryRowxContext(ctx, `SELECT min(id), max(id) FROM deals WHERE account_id = $1`, acc).Scan(&x.firstDeal, &x.lastDeal); err != nil {
+	if err := pool.SelectContext(ctx, &x.deals, `SELECT id FROM deals WHERE account_id = $1 ORDER BY id`, acc); err != nil {
 		return fmt.Errorf("deals: %w", err)
+	}
+	if len(x.deals) == 0 {
+		return errors.New("deals: the account has none")
 	}
 	for code, into := range map[int]*int64{40: &x.dealType, 41: &x.dealStage, 35: &x.taskType} {
 		if err := pool.GetContext(ctx, into, `SELECT min(id) FROM directory_values WHERE account_id = $1 AND directory_code = $2`, acc, code); err != nil {
