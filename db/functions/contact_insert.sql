@@ -44,14 +44,17 @@ BEGIN
 	  ORDER BY k.n;
 
 	IF p_position <> '' THEN
-		INSERT INTO directory_values (account_id, directory_code, name) VALUES (p_account, 42, p_position)
+		position_ref := nextval('directory_values_id_seq');
+		INSERT INTO directory_values (account_id, id, directory_code, name) OVERRIDING SYSTEM VALUE
+		VALUES (p_account, position_ref, 42, p_position)
 		ON CONFLICT (account_id, directory_code, lower(name)) DO UPDATE SET active = true
 		RETURNING id INTO position_ref;
 	END IF;
 
-	INSERT INTO contacts (account_id, company_id, first_name, middle_name, last_name, position_id, status_id, note, created_by)
-	VALUES (p_account, p_company, p_first, p_middle, p_last, position_ref, p_status, p_note, p_user)
-	RETURNING id INTO new_id;
+	new_id := nextval('contacts_id_seq');
+	INSERT INTO contacts (account_id, id, company_id, first_name, middle_name, last_name, position_id, status_id, note, created_by)
+	OVERRIDING SYSTEM VALUE
+	VALUES (p_account, new_id, p_company, p_first, p_middle, p_last, position_ref, p_status, p_note, p_user);
 	entities := ARRAY['contact'];
 	records := ARRAY[new_id];
 	changes := ARRAY[jsonb_build_object('company_id', p_company, 'first_name', p_first, 'middle_name', p_middle,
@@ -59,9 +62,9 @@ BEGIN
 
 	o_email_ids := '{}';
 	FOR i IN 1 .. coalesce(cardinality(p_emails), 0) LOOP
-		INSERT INTO emails (account_id, company_id, contact_id, email)
-		VALUES (p_account, p_company, new_id, p_emails[i])
-		RETURNING id INTO item_id;
+		item_id := nextval('emails_id_seq');
+		INSERT INTO emails (account_id, id, company_id, contact_id, email) OVERRIDING SYSTEM VALUE
+		VALUES (p_account, item_id, p_company, new_id, p_emails[i]);
 		o_email_ids := o_email_ids || item_id;
 		entities := entities || 'email'::text;
 		records := records || item_id;
@@ -69,9 +72,9 @@ BEGIN
 	END LOOP;
 	o_phone_ids := '{}';
 	FOR i IN 1 .. coalesce(cardinality(p_numbers), 0) LOOP
-		INSERT INTO phones (account_id, company_id, contact_id, phone, descr)
-		VALUES (p_account, p_company, new_id, p_numbers[i], p_descrs[i])
-		RETURNING id INTO item_id;
+		item_id := nextval('phones_id_seq');
+		INSERT INTO phones (account_id, id, company_id, contact_id, phone, descr) OVERRIDING SYSTEM VALUE
+		VALUES (p_account, item_id, p_company, new_id, p_numbers[i], p_descrs[i]);
 		o_phone_ids := o_phone_ids || item_id;
 		entities := entities || 'phone'::text;
 		records := records || item_id;

@@ -39,6 +39,7 @@ DECLARE
 	entities text[];
 	records bigint[];
 	changes jsonb[];
+	new_id bigint;
 BEGIN
 	SELECT u.active INTO responsible_active FROM users u WHERE u.account_id = p_account AND u.id = p_responsible;
 	IF responsible_active = false THEN
@@ -70,9 +71,11 @@ BEGIN
 		END LOOP;
 	END IF;
 
-	INSERT INTO deals (account_id, name, company_id, contact_id, type_id, status_id, user_id,
+	new_id := nextval('deals_id_seq');
+	INSERT INTO deals (account_id, id, name, company_id, contact_id, type_id, status_id, user_id,
 		date_start, date_finish, sum, note, tags, created_by)
-	VALUES (p_account, p_name, p_company, p_contact, p_type, p_status, p_responsible,
+	OVERRIDING SYSTEM VALUE
+	VALUES (p_account, new_id, p_name, p_company, p_contact, p_type, p_status, p_responsible,
 		p_date_start, p_date_finish, coalesce(p_sum, 0), p_note, p_tags, p_user)
 	RETURNING * INTO d;
 	entities := ARRAY['deal'];
@@ -84,8 +87,10 @@ BEGIN
 
 	FOR i IN 1 .. n LOOP
 		item := catalogue -> p_goods[i]::text; -- NULL without goods
-		INSERT INTO deal_goods (account_id, deal_id, goods_id, description, code, qnt, price, discount, vat, note)
-		VALUES (p_account, d.id, p_goods[i],
+		new_id := nextval('deal_goods_id_seq');
+		INSERT INTO deal_goods (account_id, id, deal_id, goods_id, description, code, qnt, price, discount, vat, note)
+		OVERRIDING SYSTEM VALUE
+		VALUES (p_account, new_id, d.id, p_goods[i],
 			coalesce(p_descriptions[i], item ->> 'name'), coalesce(p_codes[i], item ->> 'code', ''),
 			coalesce(p_qnts[i], (item ->> 'qnt')::numeric, 1), coalesce(p_prices[i], (item ->> 'price')::numeric, 0),
 			coalesce(p_discounts[i], 0), coalesce(p_vats[i], (item ->> 'vat')::numeric, 0), coalesce(p_notes[i], ''))

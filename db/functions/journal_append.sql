@@ -10,6 +10,7 @@ RETURNS void LANGUAGE plpgsql VOLATILE AS $fn$
 DECLARE
 	n int := coalesce(cardinality(entities), 0);
 	last_position bigint;
+	new_id bigint;
 BEGIN
 	IF n = 0 THEN
 		RETURN;
@@ -18,8 +19,10 @@ BEGIN
 	ON CONFLICT (account_id) DO UPDATE SET last = ec.last + excluded.last
 	RETURNING ec.last INTO last_position;
 	FOR i IN 1 .. n LOOP
-		INSERT INTO journal (account_id, user_id, token_id, module, entity, record_id, action, changes, position)
-		VALUES (acc, usr, tok, modules[i], entities[i], records[i], actions[i], changes[i], last_position - n + i);
+		new_id := nextval('journal_id_seq');
+		INSERT INTO journal (account_id, id, user_id, token_id, module, entity, record_id, action, changes, position)
+		OVERRIDING SYSTEM VALUE
+		VALUES (acc, new_id, usr, tok, modules[i], entities[i], records[i], actions[i], changes[i], last_position - n + i);
 	END LOOP;
 END
 $fn$;

@@ -55,12 +55,14 @@ BEGIN
 		END IF;
 	END IF;
 
-	INSERT INTO tasks (account_id, company_id, deal_id, contact_id, note, type_id, status_id, user_id, assigner_id,
+	new_id := nextval('tasks_id_seq');
+	INSERT INTO tasks (account_id, id, company_id, deal_id, contact_id, note, type_id, status_id, user_id, assigner_id,
 		date_start, date_finish, done_at, is_hot, reminder_minutes, tags)
-	VALUES (p_account, p_company, p_deal, p_contact, p_note, p_type, p_status, p_responsible, p_user,
+	OVERRIDING SYSTEM VALUE
+	VALUES (p_account, new_id, p_company, p_deal, p_contact, p_note, p_type, p_status, p_responsible, p_user,
 		coalesce(p_start AT TIME ZONE p_tz, now()), p_finish AT TIME ZONE p_tz,
 		CASE WHEN p_status = 2 THEN now() END, p_is_hot, p_reminder, p_tags)
-	RETURNING id, date_start, date_finish, done_at INTO new_id, started, finished, done;
+	RETURNING date_start, date_finish, done_at INTO started, finished, done;
 	o_id := new_id;
 	o_date_start := to_json(started)::text;
 	o_date_finish := to_json(finished)::text;
