@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	crmdb "github.com/crmservice/crm/db"
@@ -27,9 +28,57 @@ type nestedPlan struct {
 
 // explainNested calls a function of db/functions (query, a SELECT of one
 // call) on the database at url and returns the plans of the statements it
-// ran, caught with auto_explain as notices of the session. Scans of whole
-// tables are switched off, as in explainCost: the test's tables are small.
+// ran, caught with auto_explain as notices of the session.
 func explainNested(t *testing.T, url, query string, args ...any) []nestedPlan {
+	t.Helper()
+	plans := explainSession(t, url, func(ctx context.Context, conn *sqlx.Conn) error {
+		rows, err := conn.QueryxContext(ctx, query, args...)
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			if err := rows.MapScan(map[string]any{}); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	})
+	// The call's own plan is not one of its statements.
+	var nested []nestedPlan
+	for _, p := range plans {
+		if strings.TrimSpace(p.Query) != strings.TrimSpace(query) {
+			nested = append(nested, p)
+		}
+	}
+	return nested
+}
+
+// explainRun runs the statements of run on the database at url and returns
+// their plans.
+func explainRun(t *testing.T, url string, run func(context.Context, fastRunner) error) []nestedPlan {
+	t.Helper()
+	return explainSession(t, url, func(ctx context.Context, conn *sqlx.Conn) error {
+		return run(ctx, connRunner{conn})
+	})
+}
+
+// connRunner runs a fast list's statements on one session.
+type connRunner struct{ conn *sqlx.Conn }
+
+func (r connRunner) get(ctx context.Context, dest any, query string, args ...any) error {
+	return r.conn.GetContext(ctx, dest, query, args...)
+}
+
+func (r connRunner) sel(ctx context.Context, dest any, query string, args ...any) error {
+	return r.conn.SelectContext(ctx, dest, query, args...)
+}
+
+// explainSession runs do on a session of the database at url and returns the
+// plans of every statement it ran, nested ones included, caught with
+// auto_explain as notices of the session. Scans of whole tables are switched
+// off, as in explainCost: the test's tables are small.
+func explainSession(t *testing.T, url string, do func(context.Context, *sqlx.Conn) error) []nestedPlan {
 	t.Helper()
 	connector, err := pq.NewConnector(url)
 	if err != nil {
@@ -37,7 +86,7 @@ func explainNested(t *testing.T, url, query string, args ...any) []nestedPlan {
 	}
 	var mu sync.Mutex
 	var plans []nestedPlan
-	db := sql.OpenDB(pq.ConnectorWithNoticeHandler(connector, func(n *pq.Error) {
+	db := sqlx.NewDb(sql.OpenDB(pq.ConnectorWithNoticeHandler(connector, func(n *pq.Error) {
 		_, text, ok := strings.Cut(n.Message, "plan:\n")
 		if !ok {
 			return
@@ -50,10 +99,10 @@ func explainNested(t *testing.T, url, query string, args ...any) []nestedPlan {
 		mu.Lock()
 		defer mu.Unlock()
 		plans = append(plans, p)
-	}))
+	})), "postgres")
 	defer db.Close()
 	ctx := context.Background()
-	conn, err := db.Conn(ctx)
+	conn, err := db.Connx(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,34 +120,12 @@ func explainNested(t *testing.T, url, query string, args ...any) []nestedPlan {
 			t.Fatalf("%s: %v", stmt, err)
 		}
 	}
-	rows, err := conn.QueryContext(ctx, query, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", query, err)
+	if err := do(ctx, conn); err != nil {
+		t.Fatal(err)
 	}
-	cols, _ := rows.Columns()
-	for rows.Next() {
-		dest := make([]any, len(cols))
-		for i := range dest {
-			dest[i] = new(sql.RawBytes)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s: %v", query, err)
-	}
-	rows.Close()
 	mu.Lock()
 	defer mu.Unlock()
-	// The last plan is the call's own.
-	var nested []nestedPlan
-	for _, p := range plans {
-		if strings.TrimSpace(p.Query) != strings.TrimSpace(query) {
-			nested = append(nested, p)
-		}
-	}
-	return nested
+	return slices.Clone(plans)
 }
 
 // planTables returns the tables a plan reads.
@@ -121,6 +148,13 @@ type functionCall struct {
 	name  string
 	query string
 	args  []any
+}
+
+// requestRun is a request whose statements the server sends one by one
+// (the fast list), for TestFunctionStatementsReadOneTable.
+type requestRun struct {
+	name string
+	run  func(context.Context, fastRunner) error
 }
 
 // TestFunctionStatementsReadOneTable holds every statement that the functions
@@ -251,6 +285,7 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		{"goods", ModuleGoods, gen.CommonListPagingParams{Columns: str("id,name,price")}},
 	}
 	for role, p := range users {
+		var runs []requestRun
 		calls := []functionCall{
 			{"crm_company_get", `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(company)},
 		}
@@ -298,53 +333,68 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 				t.Fatalf("%s: %v", l.name, err)
 			}
 			if r.q.fast == nil {
-				t.Fatalf("%s: not served by crm_list", l.name)
+				t.Fatalf("%s: not served by the fast list", l.name)
 			}
-			query, args, err := r.fastCall()
+			plan, err := r.fastCall()
 			if err != nil {
 				t.Fatalf("%s: %v", l.name, err)
 			}
-			calls = append(calls, functionCall{"crm_list " + l.name, query, args})
+			runs = append(runs, requestRun{"fast list " + l.name, func(ctx context.Context, run fastRunner) error {
+				_, err := runFastList(ctx, run, p, plan)
+				return err
+			}})
 		}
 		for _, c := range calls {
 			t.Run(c.name+"/"+role, func(t *testing.T) {
-				plans := explainNested(t, url, c.query, c.args...)
-				if len(plans) == 0 {
-					t.Fatal("no statement ran")
-				}
-				for _, pl := range plans {
-					// PostgreSQL's own foreign-key checks: on Citus they run
-					// inside the shard, beside the row they check.
-					if strings.HasPrefix(strings.TrimSpace(pl.Query), "SELECT 1 FROM ONLY ") {
-						continue
-					}
-					// INSERT ... VALUES that names the account first: Citus
-					// routes it by that value and keeps its plan.
-					if m := insertValues.FindStringSubmatch(pl.Query); m != nil && !notFastPath.MatchString(pl.Query) {
-						if slices.Contains(identity, m[1]) && !strings.Contains(m[3], ", id,") {
-							t.Errorf("leaves the id of %s to its identity default (Citus plans it at every execution); draw it first with nextval:\n%s", m[1], pl.Query)
-						}
-						continue
-					}
-					if strings.Contains(pl.Query, "nextval(") {
-						t.Errorf("draws an id inside the statement (Citus plans it at every execution); draw it first:\n%s", pl.Query)
-					}
-					tables := planTables(pl.Plan)
-					if len(slices.Compact(slices.Sorted(slices.Values(tables)))) > 1 {
-						t.Errorf("reads %v, more than one table:\n%s", tables, pl.Query)
-					}
-					// accounts is distributed by its id, every other table by account_id.
-					if len(tables) > 0 && !strings.Contains(planConditions(pl.Plan), "account_id") &&
-						!(tables[0] == "accounts" && strings.Contains(planConditions(pl.Plan), "id = ")) {
-						t.Errorf("reads %v without a condition on account_id:\n%s", tables, pl.Query)
-					}
-					// Citus looks at the statement before PostgreSQL flattens it:
-					// a subquery, a CTE or a set operation is never fast-path.
-					if len(tables) > 0 && notFastPath.MatchString(pl.Query) {
-						t.Errorf("a subquery, CTE or set operation:\n%s", pl.Query)
-					}
-				}
+				checkFastPathPlans(t, explainNested(t, url, c.query, c.args...), identity)
 			})
+		}
+		for _, r := range runs {
+			t.Run(r.name+"/"+role, func(t *testing.T) {
+				checkFastPathPlans(t, explainRun(t, url, r.run), identity)
+			})
+		}
+	}
+}
+
+// checkFastPathPlans fails on a statement that Citus would not keep the plan
+// of or run on the account's node alone; identity are the tables whose id is
+// an identity column.
+func checkFastPathPlans(t *testing.T, plans []nestedPlan, identity []string) {
+	t.Helper()
+	if len(plans) == 0 {
+		t.Fatal("no statement ran")
+	}
+	for _, pl := range plans {
+		// PostgreSQL's own foreign-key checks: on Citus they run
+		// inside the shard, beside the row they check.
+		if strings.HasPrefix(strings.TrimSpace(pl.Query), "SELECT 1 FROM ONLY ") {
+			continue
+		}
+		// INSERT ... VALUES that names the account first: Citus
+		// routes it by that value and keeps its plan.
+		if m := insertValues.FindStringSubmatch(pl.Query); m != nil && !notFastPath.MatchString(pl.Query) {
+			if slices.Contains(identity, m[1]) && !strings.Contains(m[3], ", id,") {
+				t.Errorf("leaves the id of %s to its identity default (Citus plans it at every execution); draw it first with nextval:\n%s", m[1], pl.Query)
+			}
+			continue
+		}
+		if strings.Contains(pl.Query, "nextval(") {
+			t.Errorf("draws an id inside the statement (Citus plans it at every execution); draw it first:\n%s", pl.Query)
+		}
+		tables := planTables(pl.Plan)
+		if len(slices.Compact(slices.Sorted(slices.Values(tables)))) > 1 {
+			t.Errorf("reads %v, more than one table:\n%s", tables, pl.Query)
+		}
+		// accounts is distributed by its id, every other table by account_id.
+		if len(tables) > 0 && !strings.Contains(planConditions(pl.Plan), "account_id") &&
+			!(tables[0] == "accounts" && strings.Contains(planConditions(pl.Plan), "id = ")) {
+			t.Errorf("reads %v without a condition on account_id:\n%s", tables, pl.Query)
+		}
+		// Citus looks at the statement before PostgreSQL flattens it:
+		// a subquery, a CTE or a set operation is never fast-path.
+		if len(tables) > 0 && notFastPath.MatchString(pl.Query) {
+			t.Errorf("a subquery, CTE or set operation:\n%s", pl.Query)
 		}
 	}
 }

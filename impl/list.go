@@ -73,7 +73,7 @@ type listQuery struct {
 	owners    []int64         // user_ids, when given
 	fields    map[string]bool // names of the account's additional fields, read once when needed
 	contains  string          // the placeholder of the pattern of the last text filter (containsFilter)
-	fast      *fastList       // the request in crm_list's form (list_fast.go), or nil
+	fast      *fastList       // the request in the fast form (list_fast.go), or nil
 }
 
 // CommonListPaging implements POST /common/list/paging/{module}.
@@ -92,12 +92,12 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 	}
 	q, filters, sortExpr, dir, page, perPage := lq.q, lq.filters, lq.sortExpr, lq.dir, lq.page, lq.perPage
 	if q.fast != nil {
-		query, args, err := lq.fastCall()
+		plan, err := lq.fastCall()
 		if err != nil {
 			return nil, err
 		}
-		var out listResult
-		if err := s.generic(ctx).get(ctx, &out, query, args...); err != nil {
+		out, err := runFastList(ctx, s.generic(ctx), p, plan)
+		if err != nil {
 			return nil, fmt.Errorf("list module %d: %w", m.code, err)
 		}
 		return envelopeReply(successList(out.Value, out.Rows, page, perPage)), nil
@@ -149,7 +149,7 @@ type listRequest struct {
 }
 
 // newListQuery builds the conditions, columns and order of a request of
-// module m, in crm_list's form where list_fast.go serves it.
+// module m, in the fast form where list_fast.go serves it.
 func (s *Server) newListQuery(ctx context.Context, p *Principal, m *listModule, params gen.CommonListPagingParams) (*listRequest, error) {
 	perPage, page := 50, 1
 	if params.RecordsOnpage != nil {

@@ -1,6 +1,8 @@
 package impl
 
 import (
+	"context"
+	"database/sql"
 	"database/sql/driver"
 	"fmt"
 	"regexp"
@@ -11,11 +13,13 @@ import (
 	"github.com/lib/pq"
 )
 
-// The universal list in one call of crm_list (db/functions/list.sql): the
-// request's statements are each of one table, so that on Citus they run on
-// the account's node with their plans kept, as every hot request does
-// (docs/scale-out.md). What the general statements of list.go read through
-// joins, these read from maps of names that crm_list builds for the page's
+// The universal list as statements of one table each (runFastList), so that
+// on Citus they run on the account's node with their plans kept, as every
+// hot request does (docs/scale-out.md). The server sends them one by one as
+// prepared statements of that node: one call of a PL/pgSQL function that ran
+// them (crm_list) cost three times as much there, in the function's own
+// dynamic SQL. What the general statements of list.go read through
+// joins, these read from maps of names that runFastList reads for the page's
 // records alone: a column of a joined user, directory value, counterparty,
 // deal or money account becomes a lookup in the map of its kind, by the id
 // its join declares. A filter on another table (a counterparty's e-mail,
@@ -24,12 +28,12 @@ import (
 // a sort by the name of a counterparty, deal or money account, two
 // prefilters, the mail module's mailboxes) the general statements serve.
 
-// fastModules are the modules the function serves.
+// fastModules are the modules the fast list serves.
 var fastModules = map[int]bool{ModuleCompanies: true, ModuleTasks: true, ModuleDocuments: true,
 	ModuleFinance: true, ModuleDeals: true, ModuleGoods: true}
 
-// The parameters every statement of crm_list has before the request's own:
-// the function's values (db/functions/list.sql).
+// The parameters every statement of the fast list has before the request's
+// own, whose values runFastList gives (fastOwnTypes are their types).
 const (
 	fastAccount      = "$1"
 	fastVisible      = "$2"
@@ -45,7 +49,7 @@ const (
 )
 
 // mapOf names the map of names of each table a module joins, and the kind
-// crm_list knows it by; a join of another table is not served here.
+// runFastList knows it by; a join of another table is not served here.
 var mapOf = map[string]struct{ param, kind string }{
 	"users":            {fastMapUsers, "users"},
 	"directory_values": {fastMapDirs, "dirs"},
@@ -54,8 +58,8 @@ var mapOf = map[string]struct{ param, kind string }{
 	"money_accounts":   {fastMapMoney, "money_accounts"},
 }
 
-// newFastSQL starts a statement of crm_list for p: {acc} and {visibleUsers}
-// are crm_list's own parameters, the request's values follow them.
+// newFastSQL starts a statement of the fast list for p: {acc} and
+// {visibleUsers} are its own parameters, the request's values follow them.
 func newFastSQL(p *Principal) *sqlText {
 	q := sqlFor(p)
 	q.args = make([]any, fastOwnParams)
@@ -65,14 +69,14 @@ func newFastSQL(p *Principal) *sqlText {
 	return q
 }
 
-// fastList is a request of the list in crm_list's form, being built.
+// fastList is a request of the list in the fast form, being built.
 type fastList struct {
 	prefilter string // the statement of the prefilter, "" for none
 	byName    bool   // the prefilter is the counterparties' name, which keeps the live ones the caller sees
 }
 
 // prefilterCompanies makes the e-mail, phone and name filters of the
-// counterparties prefilters of crm_list.
+// counterparties prefilters of the fast list.
 func (q *listQuery) prefilterCompanies(name, v string) {
 	switch name {
 	case "email":
@@ -98,7 +102,7 @@ func (q *listQuery) prefilterCompanies(name, v string) {
 	}
 }
 
-// fastEligible reports whether crm_list serves a request of module m with
+// fastEligible reports whether the fast list serves a request of module m with
 // these filters and sort: a module of fastModules, at most one filter on
 // another table, and a sort by a column of the module's table, a user or a
 // directory value.
@@ -145,7 +149,7 @@ func (m *listModule) join(name string) listJoin {
 // aliasField finds alias.field in a column's expression.
 var aliasField = regexp.MustCompile(`\b([a-z]+)\.([a-z_]+)\b`)
 
-// fastExpr rewrites an expression of the general statements into crm_list's
+// fastExpr rewrites an expression of the general statements into the fast
 // form: a field of a join becomes a lookup in its map by the join's id
 // (itself rewritten when it is a field of another join, such as co.type_id).
 // A map of names gives the name of a user, directory value, counterparty or
@@ -181,12 +185,20 @@ func (m *listModule) fastExpr(expr string, used map[string]bool) string {
 	})
 }
 
-// fastListCall is the call of crm_list.
-const fastListCall = `SELECT total AS rows, value FROM crm_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
+// fastPlan is a request of the list as the statements runFastList runs.
+type fastPlan struct {
+	prefilter, rows, value, total string   // "" where not needed
+	types                         []string // the SQL types of the request's values ($11 on)
+	args                          []*string
+	maps, sortMaps                []string
+	byPrefilter, desc, onePass    bool
+	limit, offset                 int64
+	countModule, countKind        *int16
+}
 
-// fastCall is the call of crm_list that answers r, whose query was built in
-// crm_list's form (newFastSQL).
-func (r *listRequest) fastCall() (string, []any, error) {
+// fastCall turns r, whose query was built in the fast form (newFastSQL), into
+// the statements that answer it.
+func (r *listRequest) fastCall() (*fastPlan, error) {
 	q, fl, columns, sortExpr, dir := r.q, r.q.fast, r.columns, r.sortExpr, r.dir
 	m, p := q.m, q.p
 	// Filtered, for the total: other than by the prefilter alone.
@@ -233,8 +245,8 @@ func (r *listRequest) fastCall() (string, []any, error) {
 		array("companies") + " AS companies, " + array("deals") + " AS deals, " + array("money_accounts") + " AS money_accounts"
 
 	byPrefilter := fl.byName && sortExpr == "" && !filtered
-	// One pass: every name comes from a small table, whose map crm_list
-	// builds whole before the page; the page's statement then writes the rows.
+	// One pass: every name comes from a small table, whose map runFastList
+	// reads whole before the page; the page's statement then writes the rows.
 	onePass := !byPrefilter
 	for kind := range maps {
 		if kind != "users" && kind != "dirs" {
@@ -298,14 +310,15 @@ func (r *listRequest) fastCall() (string, []any, error) {
 	prefilter, rows, value, total := q.expand(fl.prefilter), q.expand(rows), q.expand(value), q.expand(total)
 	types, args, err := fastArgs(q.args[fastOwnParams:])
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	return fastListCall, []any{p.AccountID, p.UserID, p.Role, p.DepartmentID, p.TimeZone,
-		prefilter, rows, value, total, types, pq.Array(args), pq.Array(keys(maps)), pq.Array(sortMaps),
-		byPrefilter, dir == "DESC", r.perPage, int64(r.page-1) * int64(r.perPage), onePass, countModule, countKind}, nil
+	return &fastPlan{prefilter: prefilter, rows: rows, value: value, total: total, types: types, args: args,
+		maps: keys(maps), sortMaps: sortMaps, byPrefilter: byPrefilter, desc: dir == "DESC",
+		limit: int64(r.perPage), offset: int64(r.page-1) * int64(r.perPage), onePass: onePass,
+		countModule: countModule, countKind: countKind}, nil
 }
 
-// fastCount tells crm_list where the total of an unfiltered list of m is kept
+// fastCount tells runFastList where the total of an unfiltered list of m is kept
 // in list_counts (the module, and the kind, nil for any), with the owners p
 // sees; ok is false where the rows are counted (as the general statements'
 // count of m does).
@@ -334,20 +347,18 @@ func keys(m map[string]bool) []string {
 	return out
 }
 
-// fastArgs gives crm_list the request's values: their types, as the list of a
-// PREPARE after crm_list's own (", bigint, text"), and their text.
-func fastArgs(values []any) (string, []*string, error) {
-	var types strings.Builder
+// fastArgs gives the request's values as text, and their SQL types.
+func fastArgs(values []any) ([]string, []*string, error) {
+	types := make([]string, len(values))
 	texts := make([]*string, len(values))
 	for i, v := range values {
 		typ, text, err := typedText(v)
 		if err != nil {
-			return "", nil, fmt.Errorf("list parameter %d: %w", i+fastOwnParams+1, err)
+			return nil, nil, fmt.Errorf("list parameter %d: %w", i+fastOwnParams+1, err)
 		}
-		types.WriteString(", " + typ)
-		texts[i] = text
+		types[i], texts[i] = typ, text
 	}
-	return types.String(), texts, nil
+	return types, texts, nil
 }
 
 // typedText is the SQL type and the text of a value of the list's statements
@@ -392,4 +403,283 @@ func typedText(v any) (string, *string, error) {
 		}
 	}
 	return "", nil, fmt.Errorf("a value of type %T", v)
+}
+
+// fastRunner runs the statements of a fast list: the prepared statements of
+// the account's node (Server.generic), or in a test a session that explains
+// each one.
+type fastRunner interface {
+	get(ctx context.Context, dest any, query string, args ...any) error
+	sel(ctx context.Context, dest any, query string, args ...any) error
+}
+
+// fastOwnTypes are the SQL types of the parameters every statement of a fast
+// list has before the request's own ($1 to $10).
+var fastOwnTypes = [fastOwnParams]string{"bigint", "bigint[]", "bigint[]", "jsonb", "jsonb", "jsonb", "jsonb", "jsonb", "bigint[]", "jsonb"}
+
+// fastOwn are the values of a fast list's own parameters, in their order.
+type fastOwn [fastOwnParams]any
+
+// fastParam finds a parameter reference of a statement.
+var fastParam = regexp.MustCompile(`\$(\d+)`)
+
+// bind numbers the parameters that stmt uses from 1 in their order, each cast
+// to its type (a statement prepared by the driver has no declared types), and
+// returns their values.
+func (f *fastPlan) bind(stmt string, own *fastOwn) (string, []any) {
+	index := map[int]int{}
+	var args []any
+	out := fastParam.ReplaceAllStringFunc(stmt, func(ref string) string {
+		n, _ := strconv.Atoi(ref[1:])
+		k, ok := index[n]
+		if !ok {
+			if n < 1 || n > fastOwnParams+len(f.args) {
+				panic("impl: list statement refers to " + ref)
+			}
+			if n <= fastOwnParams {
+				args = append(args, own[n-1])
+			} else if t := f.args[n-fastOwnParams-1]; t != nil {
+				args = append(args, *t)
+			} else {
+				args = append(args, nil)
+			}
+			k = len(args)
+			index[n] = k
+		}
+		typ := ""
+		if n <= fastOwnParams {
+			typ = fastOwnTypes[n-1]
+		} else {
+			typ = f.types[n-fastOwnParams-1]
+		}
+		return "$" + strconv.Itoa(k) + "::" + typ
+	})
+	return out, args
+}
+
+// idList scans an array of ids, leaving out its NULLs (a record without the
+// user, counterparty or deal a column names).
+type idList []int64
+
+func (l *idList) Scan(src any) error {
+	var a []sql.NullInt64
+	if err := pq.Array(&a).Scan(src); err != nil {
+		return err
+	}
+	for _, v := range a {
+		if v.Valid {
+			*l = append(*l, v.Int64)
+		}
+	}
+	return nil
+}
+
+// jsonArg is a map of names as a parameter: NULL when it was not read.
+func jsonArg(m sql.NullString) any {
+	if !m.Valid {
+		return nil
+	}
+	return m.String
+}
+
+// runFastList answers the list request f of p: each statement reads one
+// table with the account first, so that on Citus each is a fast-path
+// statement whose plan the account's node keeps (docs/scale-out.md), and all
+// of them go to that node. The maps of names the page shows are read for the
+// page's records, or whole for the small tables that a sort or a one-pass
+// page needs, and given to the statement that writes the page.
+func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan) (listResult, error) {
+	var own fastOwn
+	own[0] = p.AccountID
+	// impl/access.go, seesOwner: an admin sees every user's records, a head
+	// those of the users of their department and their own, anyone else their
+	// own. NULL: every user's.
+	switch {
+	case p.Role == RoleAdmin:
+	case p.Role == RoleHead && p.DepartmentID.Valid:
+		var visible idList
+		if err := run.get(ctx, &visible, `SELECT array_agg(id) FROM users WHERE account_id = $1 AND (id = $2 OR department_id = $3)`,
+			p.AccountID, p.UserID, p.DepartmentID.Int64); err != nil {
+			return listResult{}, fmt.Errorf("the users a head sees: %w", err)
+		}
+		own[1] = pq.Int64Array(visible)
+	default:
+		own[1] = pq.Int64Array{p.UserID}
+	}
+	page := pq.Int64Array{}
+	own[2] = page
+
+	var prefiltered idList
+	if f.prefilter != "" {
+		stmt, args := f.bind(f.prefilter, &own)
+		if err := run.get(ctx, &prefiltered, stmt, args...); err != nil {
+			return listResult{}, fmt.Errorf("prefilter: %w", err)
+		}
+		if len(prefiltered) == 0 {
+			return listResult{Rows: 0, Value: "[]"}, nil
+		}
+		own[8] = pq.Int64Array(prefiltered)
+	}
+	if f.byPrefilter {
+		// The page is cut from the ids themselves.
+		ids := slices.Clone([]int64(prefiltered))
+		slices.Sort(ids)
+		if f.desc {
+			slices.Reverse(ids)
+		}
+		from, to := min(f.offset, int64(len(ids))), min(f.offset+f.limit, int64(len(ids)))
+		page = ids[from:to]
+		own[2] = page
+	}
+
+	var users, dirs, companies, deals, moneyAccounts, companyRows sql.NullString
+	if slices.Contains(f.sortMaps, "users") {
+		if err := run.get(ctx, &users, `SELECT jsonb_object_agg(id, name) FROM users WHERE account_id = $1`, p.AccountID); err != nil {
+			return listResult{}, fmt.Errorf("names of users: %w", err)
+		}
+		own[3] = jsonArg(users)
+	}
+	if slices.Contains(f.sortMaps, "dirs") {
+		if err := run.get(ctx, &dirs, `SELECT jsonb_object_agg(id, name) FROM directory_values WHERE account_id = $1`, p.AccountID); err != nil {
+			return listResult{}, fmt.Errorf("names of directory values: %w", err)
+		}
+		own[4] = jsonArg(dirs)
+	}
+
+	var value string
+	if f.onePass {
+		var objects []string
+		stmt, args := f.bind(f.rows, &own)
+		if err := run.sel(ctx, &objects, stmt, args...); err != nil {
+			return listResult{}, fmt.Errorf("page: %w", err)
+		}
+		value = "[" + strings.Join(objects, ",") + "]"
+	} else {
+		var rows []struct {
+			ID            sql.NullInt64 `db:"id"`
+			Users         idList        `db:"users"`
+			Dirs          idList        `db:"dirs"`
+			Companies     idList        `db:"companies"`
+			Deals         idList        `db:"deals"`
+			MoneyAccounts idList        `db:"money_accounts"`
+		}
+		stmt, args := f.bind(f.rows, &own)
+		if err := run.sel(ctx, &rows, stmt, args...); err != nil {
+			return listResult{}, fmt.Errorf("page: %w", err)
+		}
+		var userIDs, dirIDs, companyIDs, dealIDs, moneyIDs pq.Int64Array
+		for _, r := range rows {
+			if !f.byPrefilter {
+				page = append(page, r.ID.Int64)
+			}
+			userIDs = append(userIDs, r.Users...)
+			dirIDs = append(dirIDs, r.Dirs...)
+			companyIDs = append(companyIDs, r.Companies...)
+			dealIDs = append(dealIDs, r.Deals...)
+			moneyIDs = append(moneyIDs, r.MoneyAccounts...)
+		}
+		own[2] = page
+		needs := func(kind string) bool { return slices.Contains(f.maps, kind) }
+		if needs("users") && !slices.Contains(f.sortMaps, "users") {
+			if err := run.get(ctx, &users, `SELECT jsonb_object_agg(id, name) FROM users WHERE account_id = $1 AND id = ANY ($2)`,
+				p.AccountID, userIDs); err != nil {
+				return listResult{}, fmt.Errorf("names of users: %w", err)
+			}
+			own[3] = jsonArg(users)
+		}
+		// impl/access.go, seesCounterparty: a record shows its counterparty
+		// only to who may open it.
+		seen := ""
+		companyArgs := []any{p.AccountID, companyIDs}
+		if own[1] != nil {
+			seen = " AND user_id = ANY ($3)"
+			companyArgs = append(companyArgs, own[1])
+		}
+		switch {
+		case needs("company_rows"):
+			var out struct {
+				Names sql.NullString `db:"names"`
+				Rows  sql.NullString `db:"rows"`
+				Dirs  idList         `db:"dirs"`
+			}
+			if err := run.get(ctx, &out, `SELECT jsonb_object_agg(id, name) AS names,
+				jsonb_object_agg(id, jsonb_build_object('tax_id', tax_id, 'country', country, 'region', region,
+					'city', city, 'url', url, 'type_id', type_id, 'status_id', status_id, 'category_id', category_id)) AS rows,
+				array_agg(type_id) || array_agg(status_id) || array_agg(category_id) AS dirs
+				FROM companies WHERE account_id = $1 AND id = ANY ($2)`+seen, companyArgs...); err != nil {
+				return listResult{}, fmt.Errorf("counterparties of the page: %w", err)
+			}
+			companies, companyRows = out.Names, out.Rows
+			own[5], own[9] = jsonArg(companies), jsonArg(companyRows)
+			if needs("company_dirs") {
+				dirIDs = append(dirIDs, out.Dirs...)
+			}
+		case needs("companies"):
+			if err := run.get(ctx, &companies, `SELECT jsonb_object_agg(id, name) FROM companies WHERE account_id = $1 AND id = ANY ($2)`+seen,
+				companyArgs...); err != nil {
+				return listResult{}, fmt.Errorf("names of counterparties: %w", err)
+			}
+			own[5] = jsonArg(companies)
+		}
+		if (needs("dirs") || needs("company_dirs")) && !slices.Contains(f.sortMaps, "dirs") {
+			if err := run.get(ctx, &dirs, `SELECT jsonb_object_agg(id, name) FROM directory_values WHERE account_id = $1 AND id = ANY ($2)`,
+				p.AccountID, dirIDs); err != nil {
+				return listResult{}, fmt.Errorf("names of directory values: %w", err)
+			}
+			own[4] = jsonArg(dirs)
+		}
+		if needs("deals") {
+			if err := run.get(ctx, &deals, `SELECT jsonb_object_agg(id, name) FROM deals WHERE account_id = $1 AND id = ANY ($2)`,
+				p.AccountID, dealIDs); err != nil {
+				return listResult{}, fmt.Errorf("names of deals: %w", err)
+			}
+			own[6] = jsonArg(deals)
+		}
+		if needs("money_accounts") {
+			if err := run.get(ctx, &moneyAccounts, `SELECT jsonb_object_agg(id, jsonb_build_object('name', name, 'currency', currency))
+				FROM money_accounts WHERE account_id = $1 AND id = ANY ($2)`, p.AccountID, moneyIDs); err != nil {
+				return listResult{}, fmt.Errorf("money accounts of the page: %w", err)
+			}
+			own[7] = jsonArg(moneyAccounts)
+		}
+		value = "[]"
+		if len(page) > 0 {
+			var v sql.NullString
+			stmt, args := f.bind(f.value, &own)
+			if err := run.get(ctx, &v, stmt, args...); err != nil {
+				return listResult{}, fmt.Errorf("page: %w", err)
+			}
+			if v.Valid {
+				value = v.String
+			}
+		}
+	}
+
+	total := listResult{Value: value}
+	switch {
+	case f.byPrefilter:
+		total.Rows = len(prefiltered)
+	case f.countModule != nil:
+		// The maintained count of the module's records (list_counts) of the
+		// owners the caller sees.
+		stmt := `SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = $1 AND module = $2`
+		args := []any{p.AccountID, *f.countModule}
+		if f.countKind != nil {
+			args = append(args, *f.countKind)
+			stmt += " AND kind = $" + strconv.Itoa(len(args))
+		}
+		if own[1] != nil {
+			args = append(args, own[1])
+			stmt += " AND owner_id = ANY ($" + strconv.Itoa(len(args)) + ")"
+		}
+		if err := run.get(ctx, &total.Rows, stmt, args...); err != nil {
+			return listResult{}, fmt.Errorf("total: %w", err)
+		}
+	default:
+		stmt, args := f.bind(f.total, &own)
+		if err := run.get(ctx, &total.Rows, stmt, args...); err != nil {
+			return listResult{}, fmt.Errorf("total: %w", err)
+		}
+	}
+	return total, nil
 }

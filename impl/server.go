@@ -69,8 +69,9 @@ type Config struct {
 	// planning anew, which costs as much as running them. Nil: DB.
 	GenericDB *sqlx.DB
 	// FastPath, when set, chooses whether the universal list and the contact
-	// list run as the functions crm_list and crm_contact_list
-	// (db/functions), whose statements each read one table, or as single
+	// list run as statements that each read one table (the list's sent one by
+	// one, impl/list_fast.go; the contact list's in the function
+	// crm_contact_list of db/functions), or as single
 	// statements that join their tables; nil chooses the functions where the
 	// citus extension is installed. Citus keeps the plan only of a statement
 	// of one table, and plans every join again at each execution; on plain

@@ -76,3 +76,17 @@ func (c *stmtCache) get(ctx context.Context, dest any, query string, args ...any
 	}
 	return err
 }
+
+// sel runs a cached statement that returns rows into the slice dest, as get
+// does.
+func (c *stmtCache) sel(ctx context.Context, dest any, query string, args ...any) error {
+	st, err := c.prepared(ctx, query)
+	if err != nil {
+		return err
+	}
+	err = st.SelectContext(ctx, dest, args...)
+	if err != nil && isClosedStmt(err) {
+		return c.db.SelectContext(ctx, dest, query, args...)
+	}
+	return err
+}

@@ -1,3 +1,11 @@
+-- crm_list and crm_list_statement are no longer called: the server sends the
+-- universal list's single-table statements itself, as prepared statements of
+-- the account's node (impl/list_fast.go, runFastList), which on Citus cost a
+-- third of this function's work (docs/decisions.md, "Scale-out that pays on
+-- Citus"). They stay defined for one release, so that servers of the previous
+-- release still running during an upgrade keep them; the next release drops
+-- them.
+--
 -- POST /common/list/paging/{module} (impl/list.go, CommonListPaging, and
 -- impl/list_fast.go): a page of the universal list and its total, for the
 -- modules whose names come from small lookups (counterparties, tasks, deals,
