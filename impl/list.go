@@ -96,7 +96,9 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 		if err != nil {
 			return nil, err
 		}
-		out, err := runFastList(ctx, s.generic(ctx), p, plan)
+		// Planned for their values (a filter's value decides between the
+		// order's index and the filter's), generic where that costs no more.
+		out, err := runFastList(ctx, s.stmts(ctx), p, plan)
 		if err != nil {
 			return nil, fmt.Errorf("list module %d: %w", m.code, err)
 		}

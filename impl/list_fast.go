@@ -247,7 +247,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	byPrefilter := fl.byName && sortExpr == "" && !filtered
 	// One pass: every name comes from a small table, whose map runFastList
 	// reads whole before the page; the page's statement then writes the rows.
-	onePass := !byPrefilter
+	onePass := true
 	for kind := range maps {
 		if kind != "users" && kind != "dirs" {
 			onePass = false
@@ -281,6 +281,11 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	case onePass:
 		rows = "SELECT " + object + " AS j FROM " + m.from + " WHERE " + where +
 			" ORDER BY " + order + " LIMIT {limit} OFFSET {offset}"
+		if byPrefilter {
+			// The page is the prefilter's ids cut already, in their order.
+			rows = "SELECT " + object + " AS j FROM " + m.from + " WHERE " + m.alias + ".account_id = {acc} AND " +
+				m.alias + ".id = ANY (" + fastPage + "::bigint[]) ORDER BY array_position(" + fastPage + "::bigint[], " + m.alias + ".id)"
+		}
 		for kind := range maps {
 			if !slices.Contains(sortMaps, kind) {
 				sortMaps = append(sortMaps, kind)
@@ -406,7 +411,7 @@ func typedText(v any) (string, *string, error) {
 }
 
 // fastRunner runs the statements of a fast list: the prepared statements of
-// the account's node (Server.generic), or in a test a session that explains
+// the account's node (Server.stmts), or in a test a session that explains
 // each one.
 type fastRunner interface {
 	get(ctx context.Context, dest any, query string, args ...any) error
@@ -547,12 +552,16 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 	}
 
 	var value string
+	read := 0 // the records the page statement found
 	if f.onePass {
 		var objects []string
-		stmt, args := f.bind(f.rows, &own)
-		if err := run.sel(ctx, &objects, stmt, args...); err != nil {
-			return listResult{}, fmt.Errorf("page: %w", err)
+		if !f.byPrefilter || len(page) > 0 {
+			stmt, args := f.bind(f.rows, &own)
+			if err := run.sel(ctx, &objects, stmt, args...); err != nil {
+				return listResult{}, fmt.Errorf("page: %w", err)
+			}
 		}
+		read = len(objects)
 		value = "[" + strings.Join(objects, ",") + "]"
 	} else {
 		var rows []struct {
@@ -567,6 +576,7 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 		if err := run.sel(ctx, &rows, stmt, args...); err != nil {
 			return listResult{}, fmt.Errorf("page: %w", err)
 		}
+		read = len(rows)
 		var userIDs, dirIDs, companyIDs, dealIDs, moneyIDs pq.Int64Array
 		for _, r := range rows {
 			if !f.byPrefilter {
@@ -659,6 +669,10 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 	switch {
 	case f.byPrefilter:
 		total.Rows = len(prefiltered)
+	case int64(read) < f.limit && (read > 0 || f.offset == 0):
+		// A short page is the last: the records before it and its own are
+		// all there are, and counting them again would cost a round trip.
+		total.Rows = int(f.offset) + read
 	case f.countModule != nil:
 		// The maintained count of the module's records (list_counts) of the
 		// owners the caller sees.

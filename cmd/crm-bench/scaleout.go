@@ -592,16 +592,40 @@ func scaleOutFixtures(ctx context.Context, pool *sqlx.DB, acc int64, x *soExtra)
 		ON CONFLICT (account_id, plan_id, metric) DO NOTHING`, acc, month); err != nil {
 		return fmt.Errorf("KPI plan items: %w", err)
 	}
+	for code, into := range map[int]*int64{40: &x.dealType, 41: &x.dealStage, 35: &x.taskType} {
+		if err := pool.GetContext(ctx, into, `SELECT min(id) FROM directory_values WHERE account_id = $1 AND directory_code = $2`, acc, code); err != nil {
+			return fmt.Errorf("directory %d: %w", code, err)
+		}
+	}
+	// The deals the deal update changes: the data set may give the account
+	// none (the deal insert's own are removed at each run), so 200 of the
+	// bench's own, kept from run to run.
+	var benchDeals int
+	if err := pool.GetContext(ctx, &benchDeals, `SELECT count(*) FROM deals WHERE account_id = $1 AND note = 'crm-bench deal'`, acc); err != nil {
+		return fmt.Errorf("deals: %w", err)
+	}
+	if benchDeals == 0 {
+		var owners []struct {
+			ID     int64 `db:"id"`
+			UserID int64 `db:"user_id"`
+		}
+		if err := pool.SelectContext(ctx, &owners, `SELECT id, user_id FROM companies
+			WHERE account_id = $1 AND deleted_at IS NULL ORDER BY id LIMIT 200`, acc); err != nil {
+			return fmt.Errorf("deals: %w", err)
+		}
+		for i, c := range owners {
+			if _, err := pool.ExecContext(ctx, `INSERT INTO deals (account_id, name, company_id, type_id, status_id, user_id,
+				date_start, date_finish, sum, note) VALUES ($1, $2, $3, $4, $5, $6, current_date, current_date, 1000, 'crm-bench deal')`,
+				acc, fmt.Sprintf("Bench deal %d", i+1), c.ID, x.dealType, x.dealStage, c.UserID); err != nil {
+				return fmt.Errorf("deals: %w", err)
+			}
+		}
+	}
 	if err := pool.SelectContext(ctx, &x.deals, `SELECT id FROM deals WHERE account_id = $1 ORDER BY id`, acc); err != nil {
 		return fmt.Errorf("deals: %w", err)
 	}
 	if len(x.deals) == 0 {
 		return errors.New("deals: the account has none")
-	}
-	for code, into := range map[int]*int64{40: &x.dealType, 41: &x.dealStage, 35: &x.taskType} {
-		if err := pool.GetContext(ctx, into, `SELECT min(id) FROM directory_values WHERE account_id = $1 AND directory_code = $2`, acc, code); err != nil {
-			return fmt.Errorf("directory %d: %w", code, err)
-		}
 	}
 	// cross-account: maintenance of whole tables, in the benchmark's own database.
 	_, err := pool.ExecContext(ctx, `VACUUM ANALYZE deals, tasks, contacts, goods, kpi_plans, kpi_plan_items`)
