@@ -164,7 +164,13 @@ var companiesList = &listModule{
 			if v == "" {
 				return badRequest("tax_id: empty")
 			}
-			q.where = append(q.where, "c.tax_id = "+q.arg(v))
+			// The second condition, true of every value given (no text sorts
+			// below ''), tells a plan made for any value (Citus keeps only such
+			// plans of a node's statements) that few counterparties match:
+			// where most have no tax id, it would otherwise walk the account's
+			// counterparties in the page's order instead of the tax id's index
+			// (companies_tax_id), whose range it bounds.
+			q.where = append(q.where, "c.tax_id = "+q.arg(v)+" AND c.tax_id > ''")
 			return nil
 		},
 		"user_filter_ids": nil, // handled by applyReadyFilters
