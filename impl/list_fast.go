@@ -487,32 +487,62 @@ func jsonArg(m sql.NullString) any {
 	return m.String
 }
 
+// listMaps is what crm_list_maps returns (db/functions/list_maps.sql).
+type listMaps struct {
+	Users         sql.NullString `db:"o_users"`
+	Dirs          sql.NullString `db:"o_dirs"`
+	Companies     sql.NullString `db:"o_companies"`
+	CompanyRows   sql.NullString `db:"o_company_rows"`
+	Deals         sql.NullString `db:"o_deals"`
+	MoneyAccounts sql.NullString `db:"o_money_accounts"`
+	Total         sql.NullInt64  `db:"o_total"`
+}
+
+// listMapsCall is the call of crm_list_maps.
+const listMapsCall = `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+
 // runFastList answers the list request f of p: each statement reads one
 // table with the account first, so that on Citus each is a fast-path
 // statement whose plan the account's node keeps (docs/scale-out.md), and all
-// of them go to that node. The maps of names the page shows are read for the
-// page's records, or whole for the small tables that a sort or a one-pass
-// page needs, and given to the statement that writes the page.
+// of them go to that node. The page's statements, which depend on the
+// request, are sent one by one; the maps of names the page shows and its
+// maintained total come from one call of crm_list_maps, before the page where
+// they are read whole for the account (a sort by a name, a page written in one
+// pass), else after it for the page's records alone.
 func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan) (listResult, error) {
 	var own fastOwn
 	own[0] = p.AccountID
 	// impl/access.go, seesOwner: an admin sees every user's records, a head
 	// those of the users of their department and their own, anyone else their
 	// own. NULL: every user's.
+	var visible pq.Int64Array
 	switch {
 	case p.Role == RoleAdmin:
 	case p.Role == RoleHead && p.DepartmentID.Valid:
-		var visible idList
-		if err := run.get(ctx, &visible, `SELECT array_agg(id) FROM users WHERE account_id = $1 AND (id = $2 OR department_id = $3)`,
+		var ids idList
+		if err := run.get(ctx, &ids, `SELECT array_agg(id) FROM users WHERE account_id = $1 AND (id = $2 OR department_id = $3)`,
 			p.AccountID, p.UserID, p.DepartmentID.Int64); err != nil {
 			return listResult{}, fmt.Errorf("the users a head sees: %w", err)
 		}
-		own[1] = pq.Int64Array(visible)
+		visible = pq.Int64Array(ids)
 	default:
-		own[1] = pq.Int64Array{p.UserID}
+		visible = pq.Int64Array{p.UserID}
+	}
+	if visible != nil {
+		own[1] = visible
 	}
 	page := pq.Int64Array{}
 	own[2] = page
+	maps := func(whole, kinds []string, users, dirs, companies, deals, money pq.Int64Array, count bool) (listMaps, error) {
+		var out listMaps
+		module, kind := f.countModule, f.countKind
+		if !count {
+			module, kind = nil, nil
+		}
+		err := run.get(ctx, &out, listMapsCall, p.AccountID, own[1], pq.Array(whole), pq.Array(kinds),
+			users, dirs, companies, deals, money, module, kind)
+		return out, err
+	}
 
 	var prefiltered idList
 	if f.prefilter != "" {
@@ -537,18 +567,16 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 		own[2] = page
 	}
 
-	var users, dirs, companies, deals, moneyAccounts, companyRows sql.NullString
-	if slices.Contains(f.sortMaps, "users") {
-		if err := run.get(ctx, &users, `SELECT jsonb_object_agg(id, name) FROM users WHERE account_id = $1`, p.AccountID); err != nil {
-			return listResult{}, fmt.Errorf("names of users: %w", err)
+	// The maps read whole, and the maintained total of a page in one pass,
+	// before the page.
+	var total sql.NullInt64
+	countFirst := f.onePass && !f.byPrefilter && f.countModule != nil
+	if len(f.sortMaps) > 0 || countFirst {
+		m, err := maps(f.sortMaps, nil, nil, nil, nil, nil, nil, countFirst)
+		if err != nil {
+			return listResult{}, fmt.Errorf("names and total of the list: %w", err)
 		}
-		own[3] = jsonArg(users)
-	}
-	if slices.Contains(f.sortMaps, "dirs") {
-		if err := run.get(ctx, &dirs, `SELECT jsonb_object_agg(id, name) FROM directory_values WHERE account_id = $1`, p.AccountID); err != nil {
-			return listResult{}, fmt.Errorf("names of directory values: %w", err)
-		}
-		own[4] = jsonArg(dirs)
+		own[3], own[4], total = jsonArg(m.Users), jsonArg(m.Dirs), m.Total
 	}
 
 	var value string
@@ -589,68 +617,28 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 			moneyIDs = append(moneyIDs, r.MoneyAccounts...)
 		}
 		own[2] = page
-		needs := func(kind string) bool { return slices.Contains(f.maps, kind) }
-		if needs("users") && !slices.Contains(f.sortMaps, "users") {
-			if err := run.get(ctx, &users, `SELECT jsonb_object_agg(id, name) FROM users WHERE account_id = $1 AND id = ANY ($2)`,
-				p.AccountID, userIDs); err != nil {
-				return listResult{}, fmt.Errorf("names of users: %w", err)
+		// The maps of the page's records (those read whole are not read
+		// again), and the maintained total unless the page tells it.
+		var kinds []string
+		for _, k := range f.maps {
+			if !slices.Contains(f.sortMaps, k) {
+				kinds = append(kinds, k)
 			}
-			own[3] = jsonArg(users)
 		}
-		// impl/access.go, seesCounterparty: a record shows its counterparty
-		// only to who may open it.
-		seen := ""
-		companyArgs := []any{p.AccountID, companyIDs}
-		if own[1] != nil {
-			seen = " AND user_id = ANY ($3)"
-			companyArgs = append(companyArgs, own[1])
-		}
-		switch {
-		case needs("company_rows"):
-			var out struct {
-				Names sql.NullString `db:"names"`
-				Rows  sql.NullString `db:"rows"`
-				Dirs  idList         `db:"dirs"`
+		count := f.countModule != nil && !f.byPrefilter && !shortPage(read, f)
+		if len(kinds) > 0 || count {
+			m, err := maps(nil, kinds, userIDs, dirIDs, companyIDs, dealIDs, moneyIDs, count)
+			if err != nil {
+				return listResult{}, fmt.Errorf("names and total of the page: %w", err)
 			}
-			if err := run.get(ctx, &out, `SELECT jsonb_object_agg(id, name) AS names,
-				jsonb_object_agg(id, jsonb_build_object('tax_id', tax_id, 'country', country, 'region', region,
-					'city', city, 'url', url, 'type_id', type_id, 'status_id', status_id, 'category_id', category_id)) AS rows,
-				array_agg(type_id) || array_agg(status_id) || array_agg(category_id) AS dirs
-				FROM companies WHERE account_id = $1 AND id = ANY ($2)`+seen, companyArgs...); err != nil {
-				return listResult{}, fmt.Errorf("counterparties of the page: %w", err)
+			if !slices.Contains(f.sortMaps, "users") {
+				own[3] = jsonArg(m.Users)
 			}
-			companies, companyRows = out.Names, out.Rows
-			own[5], own[9] = jsonArg(companies), jsonArg(companyRows)
-			if needs("company_dirs") {
-				dirIDs = append(dirIDs, out.Dirs...)
+			if !slices.Contains(f.sortMaps, "dirs") {
+				own[4] = jsonArg(m.Dirs)
 			}
-		case needs("companies"):
-			if err := run.get(ctx, &companies, `SELECT jsonb_object_agg(id, name) FROM companies WHERE account_id = $1 AND id = ANY ($2)`+seen,
-				companyArgs...); err != nil {
-				return listResult{}, fmt.Errorf("names of counterparties: %w", err)
-			}
-			own[5] = jsonArg(companies)
-		}
-		if (needs("dirs") || needs("company_dirs")) && !slices.Contains(f.sortMaps, "dirs") {
-			if err := run.get(ctx, &dirs, `SELECT jsonb_object_agg(id, name) FROM directory_values WHERE account_id = $1 AND id = ANY ($2)`,
-				p.AccountID, dirIDs); err != nil {
-				return listResult{}, fmt.Errorf("names of directory values: %w", err)
-			}
-			own[4] = jsonArg(dirs)
-		}
-		if needs("deals") {
-			if err := run.get(ctx, &deals, `SELECT jsonb_object_agg(id, name) FROM deals WHERE account_id = $1 AND id = ANY ($2)`,
-				p.AccountID, dealIDs); err != nil {
-				return listResult{}, fmt.Errorf("names of deals: %w", err)
-			}
-			own[6] = jsonArg(deals)
-		}
-		if needs("money_accounts") {
-			if err := run.get(ctx, &moneyAccounts, `SELECT jsonb_object_agg(id, jsonb_build_object('name', name, 'currency', currency))
-				FROM money_accounts WHERE account_id = $1 AND id = ANY ($2)`, p.AccountID, moneyIDs); err != nil {
-				return listResult{}, fmt.Errorf("money accounts of the page: %w", err)
-			}
-			own[7] = jsonArg(moneyAccounts)
+			own[5], own[6], own[7], own[9] = jsonArg(m.Companies), jsonArg(m.Deals), jsonArg(m.MoneyAccounts), jsonArg(m.CompanyRows)
+			total = m.Total
 		}
 		value = "[]"
 		if len(page) > 0 {
@@ -665,35 +653,27 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 		}
 	}
 
-	total := listResult{Value: value}
+	out := listResult{Value: value}
 	switch {
 	case f.byPrefilter:
-		total.Rows = len(prefiltered)
-	case int64(read) < f.limit && (read > 0 || f.offset == 0):
+		out.Rows = len(prefiltered)
+	case shortPage(read, f):
 		// A short page is the last: the records before it and its own are
 		// all there are, and counting them again would cost a round trip.
-		total.Rows = int(f.offset) + read
-	case f.countModule != nil:
-		// The maintained count of the module's records (list_counts) of the
-		// owners the caller sees.
-		stmt := `SELECT coalesce(sum(n), 0) FROM list_counts WHERE account_id = $1 AND module = $2`
-		args := []any{p.AccountID, *f.countModule}
-		if f.countKind != nil {
-			args = append(args, *f.countKind)
-			stmt += " AND kind = $" + strconv.Itoa(len(args))
-		}
-		if own[1] != nil {
-			args = append(args, own[1])
-			stmt += " AND owner_id = ANY ($" + strconv.Itoa(len(args)) + ")"
-		}
-		if err := run.get(ctx, &total.Rows, stmt, args...); err != nil {
-			return listResult{}, fmt.Errorf("total: %w", err)
-		}
+		out.Rows = int(f.offset) + read
+	case total.Valid:
+		out.Rows = int(total.Int64)
 	default:
 		stmt, args := f.bind(f.total, &own)
-		if err := run.get(ctx, &total.Rows, stmt, args...); err != nil {
+		if err := run.get(ctx, &out.Rows, stmt, args...); err != nil {
 			return listResult{}, fmt.Errorf("total: %w", err)
 		}
 	}
-	return total, nil
+	return out, nil
+}
+
+// shortPage reports whether a page of f that found read records is the
+// list's last, which tells the total.
+func shortPage(read int, f *fastPlan) bool {
+	return int64(read) < f.limit && (read > 0 || f.offset == 0)
 }
