@@ -499,6 +499,23 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 	if err != nil {
 		return nil, err
 	}
+	if s.fastPath {
+		from, to, err := kpiDays(req.Params.DateFrom, req.Params.DateTo)
+		if err != nil {
+			return nil, err
+		}
+		var r kpiReply
+		err = s.stmts(ctx).get(ctx, &r, `SELECT date_from, date_to, NULL::text AS error, value
+			  FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), pq.Array(kpiMetrics))...)
+		if err != nil {
+			return nil, fmt.Errorf("own KPI: %w", err)
+		}
+		if !r.Value.Valid {
+			return nil, r.refused()
+		}
+		return gen.DashboardKpiMy200JSONResponse(success(r.Value.String)), nil
+	}
 	pd, err := s.kpiPeriod(ctx, p, req.Params.DateFrom, req.Params.DateTo)
 	if err != nil {
 		return nil, err
@@ -511,6 +528,49 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 	return gen.DashboardKpiMy200JSONResponse(success(value)), nil
 }
 
+// kpiDays are date_from and date_to of a KPI dashboard as far as the server
+// knows them without the database, as arguments of crm_kpi_my and
+// crm_kpi_team (db/functions): with date_to both days, checked (date_from
+// defaults to the first of date_to's month); without it, whose default is
+// today in the owner's time zone, date_from or NULL and NULL, which the
+// function fills and checks itself (kpiReply.refused).
+func kpiDays(dateFrom, dateTo *openapi_types.Date) (from, to any, err error) {
+	if dateTo == nil {
+		if dateFrom != nil {
+			from = dateFrom.Time.Format(time.DateOnly)
+		}
+		return from, nil, nil
+	}
+	pd := period{firstOfMonth(dateTo.Time), dateTo.Time}
+	if dateFrom != nil {
+		pd.from = dateFrom.Time
+	}
+	if err := checkPeriod(pd, "date_from", "date_to"); err != nil {
+		return nil, nil, err
+	}
+	return pd.from.Format(time.DateOnly), pd.to.Format(time.DateOnly), nil
+}
+
+// kpiReply is the row of crm_kpi_my and crm_kpi_team: the days they took,
+// what they refused (error: 'department', a department out of the caller's
+// scope) and the dashboard's JSON, NULL when they refused the days or error
+// is set.
+type kpiReply struct {
+	From  time.Time      `db:"date_from"`
+	To    time.Time      `db:"date_to"`
+	Error sql.NullString `db:"error"`
+	Value sql.NullString `db:"value"`
+}
+
+// refused is the error of a reply without a value that names no error: the
+// days the function took are out of checkPeriod's bounds.
+func (r *kpiReply) refused() error {
+	if err := checkPeriod(period{r.From, r.To}, "date_from", "date_to"); err != nil {
+		return err
+	}
+	return fmt.Errorf("KPI dashboard: no value for the period %s..%s", r.From.Format(time.DateOnly), r.To.Format(time.DateOnly))
+}
+
 // DashboardKpiTeam implements GET /dashboard/kpi/team.
 func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamRequestObject) (gen.DashboardKpiTeamResponseObject, error) {
 	p, err := principal(ctx)
@@ -519,15 +579,6 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 	}
 	if !p.KPIUsersReport && !p.KPIDepartmentsReport {
 		return nil, &Error{Code: CodeForbidden, Msg: "no rights to the KPI reports of users and departments"}
-	}
-	pd, err := s.kpiPeriod(ctx, p, req.Params.DateFrom, req.Params.DateTo)
-	if err != nil {
-		return nil, err
-	}
-	q := newDashQuery(p, pd)
-	scope, err := s.kpiTeamScope(ctx, q, req.Params.DepartmentId)
-	if err != nil {
-		return nil, err
 	}
 	usersAccess, deptsAccess := accessOK, accessOK
 	if !p.KPIUsersReport {
@@ -538,6 +589,34 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 		deptsAccess = accessDepartmentGiven
 	case !p.KPIDepartmentsReport:
 		deptsAccess = accessNoDepartmentRight
+	}
+	if s.fastPath {
+		from, to, err := kpiDays(req.Params.DateFrom, req.Params.DateTo)
+		if err != nil {
+			return nil, err
+		}
+		var r kpiReply
+		err = s.stmts(ctx).get(ctx, &r, `SELECT date_from, date_to, error, value
+			  FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), req.Params.DepartmentId, usersAccess, deptsAccess)...)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("team KPI: %w", err)
+		case r.Error.String == "department":
+			return nil, missingDepartment(*req.Params.DepartmentId)
+		case !r.Value.Valid:
+			return nil, r.refused()
+		}
+		return gen.DashboardKpiTeam200JSONResponse(success(r.Value.String)), nil
+	}
+	pd, err := s.kpiPeriod(ctx, p, req.Params.DateFrom, req.Params.DateTo)
+	if err != nil {
+		return nil, err
+	}
+	q := newDashQuery(p, pd)
+	scope, err := s.kpiTeamScope(ctx, q, req.Params.DepartmentId)
+	if err != nil {
+		return nil, err
 	}
 	query := kpiTeamSQL(q, scope, usersAccess, deptsAccess)
 	value, err := s.dashboardValue(ctx, q, query)
@@ -587,7 +666,7 @@ func kpiTeamSQL(q *dashQuery, scope, usersAccess, deptsAccess string) string {
 func (s *Server) kpiTeamScope(ctx context.Context, q *dashQuery, departmentID *int64) (string, error) {
 	p := q.p
 	if departmentID != nil {
-		missing := notFound("query parameter \"department_id\": department %d not found", *departmentID)
+		missing := missingDepartment(*departmentID)
 		if p.Role != RoleAdmin {
 			if !p.DepartmentID.Valid || p.DepartmentID.Int64 != *departmentID {
 				return "", missing
@@ -612,4 +691,10 @@ func (s *Server) kpiTeamScope(ctx context.Context, q *dashQuery, departmentID *i
 	default:
 		return q.sql("u.active AND u.id = {me}"), nil
 	}
+}
+
+// missingDepartment answers a department_id outside the caller's scope or
+// account as a missing department.
+func missingDepartment(id int64) error {
+	return notFound("query parameter \"department_id\": department %d not found", id)
 }

@@ -4,12 +4,14 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
@@ -265,6 +267,16 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 		VALUES ($1, 'Deal', $2, $3, $4, $5, '2026-12-01', '2026-12-31') RETURNING id`, acc, company, dealType, dealStage, users[RoleMember].UserID); err != nil {
 		t.Fatal(err)
 	}
+	// A KPI plan of every metric for each user, so that the KPI functions read
+	// every source of the actual.
+	for _, p := range users {
+		for _, metric := range kpiMetrics {
+			if _, err := SetKPIItem(ctx, pool, KPIItemInput{UserID: p.UserID, Month: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+				Metric: metric, Plan: "10"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}, fastPath: true}
 	str := func(s string) *string { return &s }
 	lists := []struct {
@@ -317,6 +329,23 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 				p.callerArgs(0, 5000, 100, nil, nil)},
 			functionCall{"crm_event_list, filtered", `SELECT * FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 				p.callerArgs(0, 5000, 100, pq.Array([]int64{1, 20}), pq.Array([]string{"insert"}))})
+		// The KPI dashboards over two months, counted from the records and read
+		// from kpi_daily, and with today's month by default; the team's with
+		// the caller's department named.
+		for _, rollup := range []bool{false, true} {
+			calls = append(calls,
+				functionCall{fmt.Sprintf("crm_kpi_my, rollup %t", rollup), `SELECT * FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+					p.callerArgs("2026-11-20", "2026-12-10", maxPeriodDays, rollup, pq.Array(kpiMetrics))},
+				functionCall{fmt.Sprintf("crm_kpi_team, rollup %t", rollup), `SELECT * FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+					p.callerArgs("2026-11-20", "2026-12-10", maxPeriodDays, rollup, nil, accessOK, accessOK)},
+				functionCall{fmt.Sprintf("crm_kpi_team of a department, rollup %t", rollup), `SELECT * FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+					p.callerArgs("2026-11-20", "2026-12-10", maxPeriodDays, rollup, dept, accessOK, accessDepartmentGiven)})
+		}
+		calls = append(calls,
+			functionCall{"crm_kpi_my, today", `SELECT * FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+				p.callerArgs(nil, nil, maxPeriodDays, false, pq.Array(kpiMetrics))},
+			functionCall{"crm_kpi_team, today", `SELECT * FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+				p.callerArgs(nil, nil, maxPeriodDays, false, nil, accessOK, accessOK)})
 		// The insert twice: the second call finds the first's e-mail.
 		for _, name := range []string{"crm_company_insert", "crm_company_insert, a duplicate"} {
 			row := companyRow{AccountID: acc, Name: "New " + role, Person: 1, TypeID: typeID, UserID: p.UserID, CreatedVia: "api"}

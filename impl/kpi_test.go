@@ -1,7 +1,10 @@
 package impl_test
 
 import (
+	"bytes"
 	"context"
+	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -105,4 +108,111 @@ func TestKPIPlans(t *testing.T) {
 			t.Errorf("%d items after refused sets, want %d", after, before)
 		}
 	})
+}
+
+// TestKPIFunctionsAnswerAsStatements holds the KPI dashboards' functions
+// (crm_kpi_my and crm_kpi_team, db/functions) to their joined statements
+// (impl/dashboards.go): on random records (kpiWriter) and plans, two servers
+// over the same database, one with each, must give the same bytes to every
+// caller (admins with and without a department, a head, members, a member
+// without a department) for periods of a day, of a month, over two months
+// and a quarter, with a default day (today) and refused ones, with and
+// without department_id, in the account's time zone (read from kpi_daily),
+// the same zone spelled otherwise and Tokyo's (counted from the records),
+// under each combination of the report rights.
+func TestKPIFunctionsAnswerAsStatements(t *testing.T) {
+	e := newEnv(t)
+	w := newDashWorld(t, e, "acme")
+	globex := newDashWorld(t, e, "globex")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	k := newKPIWriter(t, w, seed)
+	for range 600 {
+		k.step(t)
+	}
+	chief := newUser(t, e, w.world, "chief", impl.RoleAdmin, w.sales)
+	loner := newUser(t, e, w.world, "loner", impl.RoleMember, 0)
+	idle := newUser(t, e, w.world, "idle", impl.RoleMember, w.sales) // no plan at all
+	gone := newUser(t, e, w.world, "gone", impl.RoleMember, w.sales) // a plan, but inactive
+	users := []user{w.admin, w.head, w.member, w.peer, w.world.other, chief, loner, idle, gone}
+	metrics := impl.KPIMetrics()
+	for i, u := range users {
+		if u == idle {
+			continue
+		}
+		for m, month := range []string{"2026-10", "2026-11", "2026-12"} {
+			for j, metric := range metrics {
+				if (i+j+m)%3 != 0 {
+					w.kpi(t, u, month, metric, fmt.Sprintf("%s %s", metric, month), fmt.Sprint(3+(i*j+m)%11))
+				}
+			}
+		}
+	}
+	w.exec(t, `UPDATE users SET active = false WHERE id = $1`, gone.id)
+
+	// Each server as newEnv makes its own, over the same database.
+	servers := map[bool]*env{}
+	for _, fast := range []bool{false, true} {
+		other := *e
+		var err error
+		other.handler, err = impl.NewHandler(impl.Config{DB: e.server, TokenCacheTTL: -1, FastPath: &fast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[fast] = &other
+	}
+	periods := []string{"date_from=2026-11-01&date_to=2026-11-30", "date_from=2026-10-17&date_to=2026-11-15",
+		"date_from=2026-11-20&date_to=2026-11-20", "date_from=2026-10-31&date_to=2026-11-01",
+		"date_from=2026-10-01&date_to=2026-12-31", "date_from=2026-11-30&date_to=2026-12-01",
+		"date_from=2026-09-01&date_to=2026-09-30", "date_from=2025-12-01&date_to=2026-12-01",
+		"date_to=2026-11-15", "date_from=2026-11-10", "",
+		// Refused: the end before the start, more than 366 days, and so with
+		// date_to today by default.
+		"date_from=2026-11-02&date_to=2026-11-01", "date_from=2025-11-01&date_to=2026-11-02",
+		"date_from=2020-01-01", "date_from=2999-01-01"}
+	departments := []string{"", fmt.Sprint(w.sales), fmt.Sprint(w.support), fmt.Sprint(globex.sales), "987654321"}
+	same := func(t *testing.T, u user, target string) {
+		t.Helper()
+		replies := map[bool]reply{}
+		for fast, s := range servers {
+			replies[fast] = s.get(t, u.token, target)
+			if r := replies[fast]; r.HTTPStatus != http.StatusOK || r.code() == "500" {
+				t.Fatalf("%s (functions: %t): %d %s", target, fast, r.HTTPStatus, r.Raw)
+			}
+		}
+		if !bytes.Equal(replies[false].Raw, replies[true].Raw) {
+			t.Errorf("user %d, %s:\nstatements %s\nfunctions  %s", u.id, target, replies[false].Raw, replies[true].Raw)
+		}
+	}
+	for _, zone := range []any{nil, "europe/riga", "Asia/Tokyo"} {
+		t.Run(fmt.Sprint("time zone ", zone), func(t *testing.T) {
+			for _, u := range users[:len(users)-1] {
+				w.exec(t, `UPDATE users SET time_zone = $2 WHERE id = $1`, u.id, zone)
+				for _, rights := range [][2]bool{{true, true}, {true, false}, {false, true}} {
+					w.rights(t, u, rights[0], rights[1])
+					for _, p := range periods {
+						if rights == [2]bool{true, true} {
+							same(t, u, "/dashboard/kpi/my?"+p)
+						}
+						for _, d := range departments {
+							if d != "" && rights != [2]bool{true, true} && p != "" {
+								continue
+							}
+							target := "/dashboard/kpi/team?" + p
+							if d != "" {
+								target += "&department_id=" + d
+							}
+							same(t, u, target)
+						}
+					}
+				}
+			}
+		})
+	}
+	// The other account's admin sees none of acme's.
+	globex.rights(t, globex.admin, true, true)
+	for _, p := range periods[:3] {
+		same(t, globex.admin, "/dashboard/kpi/my?"+p)
+		same(t, globex.admin, "/dashboard/kpi/team?"+p)
+	}
 }
