@@ -12,9 +12,9 @@ import (
 )
 
 // fastPathTests are the tests that serve the universal list, the contact
-// list and the event feed: CRM_FAST_PATH=both runs them a second time through
-// their functions.
-const fastPathTests = "List|Contact|Event"
+// list, the event feed and the KPI dashboards: CRM_FAST_PATH=both runs them a
+// second time in their single-table form.
+const fastPathTests = "List|Contact|Event|Kpi|KPI"
 
 // TestMain runs the tests, in two ways that make test uses:
 //
