@@ -131,7 +131,11 @@ func main() {
 		t.Helper()
 		cmd := exec.Command("go", args...)
 		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOTOOLCHAIN=local")
+		// The module proxy as configured: go mod tidy reads the go.mod files
+		// of the SDK's dependencies' own test dependencies, which a fresh
+		// machine's module cache does not hold (GOPROXY=off passed only
+		// where an earlier build had fetched them).
+		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
