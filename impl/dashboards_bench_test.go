@@ -39,17 +39,32 @@ func BenchmarkDashboards(b *testing.B) {
 	start := time.Now()
 	tokens := buildBenchAccount(b, pool)
 	b.Logf("built the benchmark account in %s", time.Since(start).Round(time.Millisecond))
-	cfg := impl.Config{DB: pool}
 	// CRM_FAST_PATH=on (or off) measures the dashboards through the functions
 	// of db/functions (or their single statements) whatever the database is,
-	// as the tests' newEnv does.
-	if v := os.Getenv("CRM_FAST_PATH"); v != "" {
-		on := v == "on"
-		cfg.FastPath = &on
+	// as the tests' newEnv does. CRM_BENCH_BOTH_PATHS=1 measures each dashboard
+	// both ways in turn (sub-benchmarks .../statements and .../functions), so
+	// that the two see the same load of a busy machine. (CRM_FAST_PATH=both is
+	// TestMain's: two passes over the tests.)
+	handler := func(fast *bool) http.Handler {
+		h, err := impl.NewHandler(impl.Config{DB: pool, FastPath: fast})
+		if err != nil {
+			b.Fatal(err)
+		}
+		return h
 	}
-	handler, err := impl.NewHandler(cfg)
-	if err != nil {
-		b.Fatal(err)
+	on, off := true, false
+	type way struct {
+		name    string // the sub-benchmark's last element
+		handler http.Handler
+	}
+	ways := []way{{"", handler(nil)}}
+	switch {
+	case os.Getenv("CRM_BENCH_BOTH_PATHS") == "1":
+		ways = []way{{"/statements", handler(&off)}, {"/functions", handler(&on)}}
+	case os.Getenv("CRM_FAST_PATH") == "on":
+		ways = []way{{"", handler(&on)}}
+	case os.Getenv("CRM_FAST_PATH") == "off":
+		ways = []way{{"", handler(&off)}}
 	}
 	for _, bc := range []struct{ name, token, target string }{
 		{"day/admin", tokens["admin"], "/dashboard/my/day"},
@@ -64,29 +79,31 @@ func BenchmarkDashboards(b *testing.B) {
 		{"kpi_team/admin/quarter", tokens["admin"], "/dashboard/kpi/team?date_from=" + monthStart(-2) + "&date_to=" + monthEnd(0)},
 		{"kpi_team/head", tokens["head"], "/dashboard/kpi/team"},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			call := func() {
-				r := httptest.NewRequest(http.MethodGet, bc.target, nil)
-				r.Header.Set("Authorization", "Bearer "+bc.token)
-				w := httptest.NewRecorder()
-				handler.ServeHTTP(w, r)
-				var env struct{ Status string }
-				if err := json.Unmarshal(w.Body.Bytes(), &env); err != nil || w.Code != http.StatusOK || env.Status != "success" {
-					b.Fatalf("%s: %d %s", bc.target, w.Code, w.Body.String())
+		for _, w := range ways {
+			b.Run(bc.name+w.name, func(b *testing.B) {
+				call := func() {
+					r := httptest.NewRequest(http.MethodGet, bc.target, nil)
+					r.Header.Set("Authorization", "Bearer "+bc.token)
+					rec := httptest.NewRecorder()
+					w.handler.ServeHTTP(rec, r)
+					var env struct{ Status string }
+					if err := json.Unmarshal(rec.Body.Bytes(), &env); err != nil || rec.Code != http.StatusOK || env.Status != "success" {
+						b.Fatalf("%s: %d %s", bc.target, rec.Code, rec.Body.String())
+					}
 				}
-			}
-			call() // warm the connection and the plan cache
-			times := make([]time.Duration, 0, b.N)
-			b.ResetTimer()
-			for range b.N {
-				t0 := time.Now()
-				call()
-				times = append(times, time.Since(t0))
-			}
-			b.StopTimer()
-			slices.Sort(times)
-			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms/median")
-		})
+				call() // warm the connection and the plan cache
+				times := make([]time.Duration, 0, b.N)
+				b.ResetTimer()
+				for range b.N {
+					t0 := time.Now()
+					call()
+					times = append(times, time.Since(t0))
+				}
+				b.StopTimer()
+				slices.Sort(times)
+				b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "ms/median")
+			})
+		}
 	}
 }
 

@@ -17,17 +17,22 @@
 -- condition (docs/scale-out.md, "Functions of fast-path statements"): the
 -- plans, then their items, then per source of the actual (counterparties,
 -- tasks, deals, invoices, income; or kpi_daily) one grouped statement of the
--- users with items, whose rows (one per user, source and month) are gathered
--- in an array. The items are then computed from the arrays alone, by the
--- expressions of the joined statement, so that every number is the same to
--- the last decimal. Only the sources of the metrics planned are read. Its
--- first argument is not p_account, so Citus does not distribute it: it runs
--- where its caller runs.
+-- users with plans, whose rows (one per user, source and month) are gathered
+-- in an array; only the sources of the metrics planned are read. The items
+-- are then computed from the arrays alone, by the expressions of the joined
+-- statement, so that every number is the same to the last decimal.
+--
+-- Its statements keep generic plans (plan_cache_mode, for the call only;
+-- crm_kpi_my and crm_kpi_team set it too): with custom plans, which know the
+-- arrays' lengths, PostgreSQL priced those over arrays below their generic
+-- plans and planned them again at every call, which cost more than running
+-- them (measured: twice the time of a call). Its first argument is not
+-- p_account, so Citus does not distribute it: it runs where its caller runs.
 CREATE OR REPLACE FUNCTION crm_kpi_items(acc bigint, staff bigint[], tz text, period_from date, period_to date,
 	mtd_from date, rollup boolean)
 RETURNS TABLE (o_user bigint, o_metric text, o_name text, o_measure text, o_plan numeric, o_actual numeric,
 	o_progress numeric, o_mtd_plan numeric, o_mtd_actual numeric, o_mtd_progress numeric)
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
 	lo date := least(period_from, mtd_from); -- the records are read once for both periods
 	start_at timestamptz := period_from::timestamp AT TIME ZONE tz;
@@ -39,37 +44,38 @@ DECLARE
 	metric_names text[] := ARRAY['companies_added', 'tasks_done', 'deals_created', 'deal_sum', 'invoices_issued', 'invoice_sum', 'income'];
 	metric_sources smallint[] := '{1, 2, 3, 3, 4, 4, 5}';
 	metric_amounts boolean[] := '{f, f, f, t, f, t, t}';
-	plans jsonb;             -- plan id -> [user id, month]
+	-- The plans, one element each, and the users who have one.
 	plan_ids bigint[];
-	-- The plan items, one element each.
-	item_users bigint[];
-	item_months date[];
+	plan_users bigint[];
+	plan_months date[];
+	planned bigint[];
+	-- Their items, one element each, and the sources their metrics count.
+	item_plans bigint[];
 	item_metrics text[];
 	item_names text[];
 	item_measures text[];
 	item_values numeric[];
-	planned bigint[];        -- the users with items
-	sources smallint[];      -- the sources their metrics count
+	sources smallint[];
 	invoice_types bigint[] := '{}';
-	r record;
 	-- The actual per user, source and month: [user id, source, month, the
 	-- number and the sum of the records of the period, those of the month to
 	-- date]; JSON keeps each number as its statement counted it.
 	counted jsonb[] := '{}';
+	found_rows jsonb[];
 BEGIN
-	SELECT jsonb_object_agg(id, jsonb_build_array(user_id, month)), array_agg(id) INTO plans, plan_ids
+	SELECT array_agg(id), array_agg(user_id), array_agg(month), array_agg(DISTINCT user_id)
+	  INTO plan_ids, plan_users, plan_months, planned
 	  FROM kpi_plans
 	 WHERE account_id = acc AND user_id = ANY (staff) AND month BETWEEN date_trunc('month', lo::timestamp)::date AND period_to;
 	IF plan_ids IS NULL THEN
 		RETURN;
 	END IF;
-	SELECT array_agg((plans -> plan_id::text ->> 0)::bigint), array_agg((plans -> plan_id::text ->> 1)::date),
-	       array_agg(metric), array_agg(name), array_agg(measure), array_agg(plan_value),
-	       array_agg(DISTINCT (plans -> plan_id::text ->> 0)::bigint), array_agg(DISTINCT metric_sources[array_position(metric_names, metric)])
-	  INTO item_users, item_months, item_metrics, item_names, item_measures, item_values, planned, sources
+	SELECT array_agg(plan_id), array_agg(metric), array_agg(name), array_agg(measure), array_agg(plan_value),
+	       array_agg(DISTINCT metric_sources[array_position(metric_names, metric)])
+	  INTO item_plans, item_metrics, item_names, item_measures, item_values, sources
 	  FROM kpi_plan_items
 	 WHERE account_id = acc AND plan_id = ANY (plan_ids);
-	IF item_users IS NULL THEN
+	IF item_plans IS NULL THEN
 		RETURN;
 	END IF;
 	IF 4 = ANY (sources) THEN
@@ -78,94 +84,85 @@ BEGIN
 		SELECT coalesce(array_agg(id), '{}') INTO invoice_types
 		  FROM directory_values WHERE account_id = acc AND directory_code = 44 AND is_invoice;
 	END IF;
-	-- One statement per source, or kpi_daily for all of them at once. FOR
-	-- loops rather than a cursor: PostgreSQL plans an opened cursor for its
-	-- first rows, and these statements are read to the end.
+
+	-- One grouped statement per source, or kpi_daily for all of them at once.
+	-- A window over the groups gathers them all into each row, of which INTO
+	-- takes the first (no LIMIT: PostgreSQL would plan for the first group,
+	-- walking the index in the groups' order); with no group found_rows is
+	-- NULL, which adds nothing to counted.
 	IF rollup THEN
-		FOR r IN
-			SELECT jsonb_build_array(user_id, metric, date_trunc('month', day::timestamp)::date,
-			           coalesce(sum(n) FILTER (WHERE day >= period_from), 0), coalesce(sum(n) FILTER (WHERE day >= mtd_from), 0),
-			           coalesce(sum(amount) FILTER (WHERE day >= period_from), 0), coalesce(sum(amount) FILTER (WHERE day >= mtd_from), 0)) AS a
-			  FROM kpi_daily
-			 WHERE account_id = acc AND user_id = ANY (planned) AND metric = ANY (sources) AND day BETWEEN lo AND period_to
-			   AND (metric <> 4 OR type_id = ANY (invoice_types))
-			 GROUP BY user_id, metric, date_trunc('month', day::timestamp)
-		LOOP
-			counted := counted || r.a;
-		END LOOP;
+		SELECT array_agg(jsonb_build_array(user_id, metric, date_trunc('month', day::timestamp)::date,
+		           coalesce(sum(n) FILTER (WHERE day >= period_from), 0), coalesce(sum(n) FILTER (WHERE day >= mtd_from), 0),
+		           coalesce(sum(amount) FILTER (WHERE day >= period_from), 0), coalesce(sum(amount) FILTER (WHERE day >= mtd_from), 0))) OVER ()
+		  INTO found_rows
+		  FROM kpi_daily
+		 WHERE account_id = acc AND user_id = ANY (planned) AND metric = ANY (sources) AND day BETWEEN lo AND period_to
+		   AND (metric <> 4 OR type_id = ANY (invoice_types))
+		 GROUP BY user_id, metric, date_trunc('month', day::timestamp);
+		counted := counted || found_rows;
 		sources := '{}'; -- every source is read
 	END IF;
 	IF 1 = ANY (sources) THEN
-		FOR r IN
-			SELECT jsonb_build_array(user_id, 1, date_trunc('month', created_at AT TIME ZONE tz)::date,
-			           count(*) FILTER (WHERE created_at >= start_at), count(*) FILTER (WHERE created_at >= mtd_at), 0, 0) AS a
-			  FROM companies
-			 WHERE account_id = acc AND user_id = ANY (planned) AND deleted_at IS NULL AND created_at >= lo_at AND created_at < end_at
-			 GROUP BY user_id, date_trunc('month', created_at AT TIME ZONE tz)
-		LOOP
-			counted := counted || r.a;
-		END LOOP;
+		SELECT array_agg(jsonb_build_array(user_id, 1, date_trunc('month', created_at AT TIME ZONE tz)::date,
+		           count(*) FILTER (WHERE created_at >= start_at), count(*) FILTER (WHERE created_at >= mtd_at), 0, 0)) OVER ()
+		  INTO found_rows
+		  FROM companies
+		 WHERE account_id = acc AND user_id = ANY (planned) AND deleted_at IS NULL AND created_at >= lo_at AND created_at < end_at
+		 GROUP BY user_id, date_trunc('month', created_at AT TIME ZONE tz);
+		counted := counted || found_rows;
 	END IF;
 	IF 2 = ANY (sources) THEN
-		FOR r IN
-			SELECT jsonb_build_array(user_id, 2, date_trunc('month', done_at AT TIME ZONE tz)::date,
-			           count(*) FILTER (WHERE done_at >= start_at), count(*) FILTER (WHERE done_at >= mtd_at), 0, 0) AS a
-			  FROM tasks
-			 WHERE account_id = acc AND user_id = ANY (planned) AND done_at >= lo_at AND done_at < end_at
-			 GROUP BY user_id, date_trunc('month', done_at AT TIME ZONE tz)
-		LOOP
-			counted := counted || r.a;
-		END LOOP;
+		SELECT array_agg(jsonb_build_array(user_id, 2, date_trunc('month', done_at AT TIME ZONE tz)::date,
+		           count(*) FILTER (WHERE done_at >= start_at), count(*) FILTER (WHERE done_at >= mtd_at), 0, 0)) OVER ()
+		  INTO found_rows
+		  FROM tasks
+		 WHERE account_id = acc AND user_id = ANY (planned) AND done_at >= lo_at AND done_at < end_at
+		 GROUP BY user_id, date_trunc('month', done_at AT TIME ZONE tz);
+		counted := counted || found_rows;
 	END IF;
 	IF 3 = ANY (sources) THEN
-		FOR r IN
-			SELECT jsonb_build_array(d.user_id, 3, date_trunc('month', d.created_at AT TIME ZONE tz)::date,
-			           count(*) FILTER (WHERE d.created_at >= start_at), count(*) FILTER (WHERE d.created_at >= mtd_at),
-			           coalesce(sum(d.sum) FILTER (WHERE d.created_at >= start_at), 0),
-			           coalesce(sum(d.sum) FILTER (WHERE d.created_at >= mtd_at), 0)) AS a
-			  FROM deals d
-			 WHERE d.account_id = acc AND d.user_id = ANY (planned) AND d.created_at >= lo_at AND d.created_at < end_at
-			 GROUP BY d.user_id, date_trunc('month', d.created_at AT TIME ZONE tz)
-		LOOP
-			counted := counted || r.a;
-		END LOOP;
+		SELECT array_agg(jsonb_build_array(d.user_id, 3, date_trunc('month', d.created_at AT TIME ZONE tz)::date,
+		           count(*) FILTER (WHERE d.created_at >= start_at), count(*) FILTER (WHERE d.created_at >= mtd_at),
+		           coalesce(sum(d.sum) FILTER (WHERE d.created_at >= start_at), 0),
+		           coalesce(sum(d.sum) FILTER (WHERE d.created_at >= mtd_at), 0))) OVER ()
+		  INTO found_rows
+		  FROM deals d
+		 WHERE d.account_id = acc AND d.user_id = ANY (planned) AND d.created_at >= lo_at AND d.created_at < end_at
+		 GROUP BY d.user_id, date_trunc('month', d.created_at AT TIME ZONE tz);
+		counted := counted || found_rows;
 	END IF;
 	IF 4 = ANY (sources) THEN
-		FOR r IN
-			SELECT jsonb_build_array(d.user_id, 4, date_trunc('month', d.date)::date,
-			           count(*) FILTER (WHERE d.date >= period_from), count(*) FILTER (WHERE d.date >= mtd_from),
-			           coalesce(sum(d.sum) FILTER (WHERE d.date >= period_from), 0),
-			           coalesce(sum(d.sum) FILTER (WHERE d.date >= mtd_from), 0)) AS a
-			  FROM documents d
-			 WHERE d.account_id = acc AND d.user_id = ANY (planned) AND d.date BETWEEN lo AND period_to AND d.type_id = ANY (invoice_types)
-			 GROUP BY d.user_id, date_trunc('month', d.date)
-		LOOP
-			counted := counted || r.a;
-		END LOOP;
+		SELECT array_agg(jsonb_build_array(d.user_id, 4, date_trunc('month', d.date)::date,
+		           count(*) FILTER (WHERE d.date >= period_from), count(*) FILTER (WHERE d.date >= mtd_from),
+		           coalesce(sum(d.sum) FILTER (WHERE d.date >= period_from), 0),
+		           coalesce(sum(d.sum) FILTER (WHERE d.date >= mtd_from), 0))) OVER ()
+		  INTO found_rows
+		  FROM documents d
+		 WHERE d.account_id = acc AND d.user_id = ANY (planned) AND d.date BETWEEN lo AND period_to AND d.type_id = ANY (invoice_types)
+		 GROUP BY d.user_id, date_trunc('month', d.date);
+		counted := counted || found_rows;
 	END IF;
 	IF 5 = ANY (sources) THEN
-		FOR r IN
-			SELECT jsonb_build_array(m.user_id, 5, date_trunc('month', m.date)::date, 0, 0,
-			           coalesce(sum(m.sum) FILTER (WHERE m.date >= period_from), 0),
-			           coalesce(sum(m.sum) FILTER (WHERE m.date >= mtd_from), 0)) AS a
-			  FROM money_movements m
-			 WHERE m.account_id = acc AND m.user_id = ANY (planned) AND NOT m.is_transfer AND m.direction = 1
-			   AND m.date BETWEEN lo AND period_to
-			 GROUP BY m.user_id, date_trunc('month', m.date)
-		LOOP
-			counted := counted || r.a;
-		END LOOP;
+		SELECT array_agg(jsonb_build_array(m.user_id, 5, date_trunc('month', m.date)::date, 0, 0,
+		           coalesce(sum(m.sum) FILTER (WHERE m.date >= period_from), 0),
+		           coalesce(sum(m.sum) FILTER (WHERE m.date >= mtd_from), 0))) OVER ()
+		  INTO found_rows
+		  FROM money_movements m
+		 WHERE m.account_id = acc AND m.user_id = ANY (planned) AND NOT m.is_transfer AND m.direction = 1
+		   AND m.date BETWEEN lo AND period_to
+		 GROUP BY m.user_id, date_trunc('month', m.date);
+		counted := counted || found_rows;
 	END IF;
 
 	-- No table from here on: the joined statement's expressions over the arrays.
 	RETURN QUERY
 	WITH plan AS (
-		SELECT p.user_id, p.month, p.metric, p.name, p.measure, p.plan_value,
-		       (p.month + interval '1 month')::date - p.month AS days,
-		       greatest(0, least(period_to, (p.month + interval '1 month')::date - 1) - greatest(period_from, p.month) + 1) AS period_days,
-		       greatest(0, least(period_to, (p.month + interval '1 month')::date - 1) - greatest(mtd_from, p.month) + 1) AS mtd_days
-		  FROM unnest(item_users, item_months, item_metrics, item_names, item_measures, item_values)
-		       AS p (user_id, month, metric, name, measure, plan_value)
+		SELECT k.user_id, k.month, i.metric, i.name, i.measure, i.plan_value,
+		       (k.month + interval '1 month')::date - k.month AS days,
+		       greatest(0, least(period_to, (k.month + interval '1 month')::date - 1) - greatest(period_from, k.month) + 1) AS period_days,
+		       greatest(0, least(period_to, (k.month + interval '1 month')::date - 1) - greatest(mtd_from, k.month) + 1) AS mtd_days
+		  FROM unnest(item_plans, item_metrics, item_names, item_measures, item_values) AS i (plan_id, metric, name, measure, plan_value)
+		  JOIN unnest(plan_ids, plan_users, plan_months) AS k (id, user_id, month) ON k.id = i.plan_id
 	), actual AS (
 		SELECT (c.v ->> 0)::bigint AS user_id, (c.v ->> 2)::date AS month, x.metric,
 		       CASE WHEN x.amount THEN (c.v -> 5)::numeric ELSE (c.v -> 3)::numeric END AS period_value,

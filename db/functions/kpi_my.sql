@@ -12,11 +12,12 @@
 --
 -- Every statement that reads a table is one of crm_kpi_items, of one table
 -- with the account as its first condition (docs/scale-out.md, "Functions of
--- fast-path statements"); the object is built from its rows alone.
+-- fast-path statements"); the object is built from its rows alone. Generic
+-- plans, as in crm_kpi_items.
 CREATE OR REPLACE FUNCTION crm_kpi_my(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_from date, p_to date, p_max_days integer, p_rollup boolean, p_metrics text[],
 	OUT date_from date, OUT date_to date, OUT value text)
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
 	mtd date;
 BEGIN

@@ -17,12 +17,13 @@
 -- Every statement that reads a table reads one, with the account as its first
 -- condition (docs/scale-out.md, "Functions of fast-path statements"): the
 -- department asked for, the staff, their departments' names (into a map), and
--- those of crm_kpi_items; the object is built from variables alone.
+-- those of crm_kpi_items; the object is built from variables alone. Generic
+-- plans, as in crm_kpi_items.
 CREATE OR REPLACE FUNCTION crm_kpi_team(p_account bigint, p_user bigint, p_role text, p_dept bigint, p_tz text,
 	p_from date, p_to date, p_max_days integer, p_rollup boolean, p_department bigint,
 	p_users_access text, p_departments_access text,
 	OUT date_from date, OUT date_to date, OUT error text, OUT value text)
-LANGUAGE plpgsql STABLE AS $fn$
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
 DECLARE
 	scope_department bigint; -- NULL: any department
 	scope_user bigint;       -- NULL: any user
