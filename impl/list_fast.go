@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -185,6 +186,37 @@ func (m *listModule) fastExpr(expr string, used map[string]bool) string {
 	})
 }
 
+// nameOnly is a name column of a join (nameCol).
+var nameOnly = regexp.MustCompile(`^coalesce\(([a-z]+)\.name, ''\)$`)
+
+// ownColumn is a column of a module's own table as a join's id.
+var ownColumn = regexp.MustCompile(`^[a-z]+\.[a-z_]+$`)
+
+// nameMark gives, for a column that is the name of a user, directory value,
+// counterparty or deal joined by a column of the module's own table, and
+// whose map is not read whole, the kind of its map and a mark that stands
+// for the name in the page's objects: the kind and the id between the bytes
+// 0x01 and 0x02, 0x01 (spliceNames). No JSON text that to_json writes holds
+// those bytes: it writes a control character of a string as \u0001.
+func (m *listModule) nameMark(expr string, whole []string) (kind, mark string, ok bool) {
+	g := nameOnly.FindStringSubmatch(expr)
+	if g == nil {
+		return "", "", false
+	}
+	for _, j := range m.joins {
+		if j.name != g[1] {
+			continue
+		}
+		kind = mapOf[j.table].kind
+		if kind == "money_accounts" || slices.Contains(whole, kind) || !ownColumn.MatchString(j.idCol) ||
+			!strings.HasPrefix(j.idCol, m.alias+".") {
+			return "", "", false
+		}
+		return kind, "chr(1) || '" + kind + "' || chr(2) || coalesce((" + j.idCol + ")::text, '') || chr(1)", true
+	}
+	return "", "", false
+}
+
 // fastPlan is a request of the list as the statements runFastList runs.
 type fastPlan struct {
 	prefilter, rows, value, total string   // "" where not needed
@@ -192,6 +224,7 @@ type fastPlan struct {
 	args                          []*string
 	maps, sortMaps                []string
 	byPrefilter, desc, onePass    bool
+	splice                        bool // the page's objects hold name marks (nameMark) for maps
 	limit, offset                 int64
 	countModule, countKind        *int16
 }
@@ -262,19 +295,41 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	// without blanks: each member's value is its JSON text.
 	lookups := map[string]bool{}
 	members := make([]string, len(columns))
+	// The same object with a mark (nameMark) where a name column of a map
+	// read for the page's records alone will go: written after the page
+	// (spliceNames), it spares the statement that would write the page
+	// again with the maps.
+	spliceLookups, spliced := map[string]bool{}, map[string]bool{}
+	marked := make([]string, len(columns))
 	for i, c := range columns {
 		at := strings.LastIndex(c, ` AS "`)
 		sep := ","
 		if i == 0 {
 			sep = "{"
 		}
-		members[i] = "'" + sep + `"` + c[at+5:len(c)-1] + `":' || coalesce(to_json(` + m.fastExpr(c[:at], lookups) + ")::text, 'null')"
+		member := "'" + sep + `"` + c[at+5:len(c)-1] + `":' || `
+		members[i] = member + "coalesce(to_json(" + m.fastExpr(c[:at], lookups) + ")::text, 'null')"
+		if kind, mark, ok := m.nameMark(c[:at], sortMaps); ok {
+			marked[i], spliced[kind] = member+mark, true
+		} else {
+			marked[i] = member + "coalesce(to_json(" + m.fastExpr(c[:at], spliceLookups) + ")::text, 'null')"
+		}
 	}
 	object := strings.Join(members, " || ") + " || '}'"
 	order := m.fastExpr(q.order(sortExpr, dir), lookups)
 	if lookups["company_rows"] {
 		onePass = false
 		maps["company_rows"] = true
+	}
+	// Spliced: what is left in the statement reads only the maps read whole.
+	splice := !onePass && len(spliced) > 0
+	for kind := range spliceLookups {
+		if !slices.Contains(sortMaps, kind) {
+			splice = false
+		}
+	}
+	if splice {
+		object, onePass, maps = strings.Join(marked, " || ")+" || '}'", true, spliced
 	}
 	var rows string
 	switch {
@@ -286,12 +341,14 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 			rows = "SELECT " + object + " AS j FROM " + m.from + " WHERE " + m.alias + ".account_id = {acc} AND " +
 				m.alias + ".id = ANY (" + fastPage + "::bigint[]) ORDER BY array_position(" + fastPage + "::bigint[], " + m.alias + ".id)"
 		}
-		for kind := range maps {
-			if !slices.Contains(sortMaps, kind) {
-				sortMaps = append(sortMaps, kind)
+		if !splice {
+			for kind := range maps {
+				if !slices.Contains(sortMaps, kind) {
+					sortMaps = append(sortMaps, kind)
+				}
 			}
+			maps = map[string]bool{}
 		}
-		maps = map[string]bool{}
 	case byPrefilter:
 		rows = "SELECT " + refs + " FROM " + m.from + " WHERE " + m.alias + ".account_id = {acc} AND " +
 			m.alias + ".id = ANY (" + fastPage + "::bigint[])"
@@ -319,7 +376,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	}
 	return &fastPlan{prefilter: prefilter, rows: rows, value: value, total: total, types: types, args: args,
 		maps: keys(maps), sortMaps: sortMaps, byPrefilter: byPrefilter, desc: dir == "DESC",
-		limit: int64(r.perPage), offset: int64(r.page-1) * int64(r.perPage), onePass: onePass,
+		limit: int64(r.perPage), offset: int64(r.page-1) * int64(r.perPage), onePass: onePass, splice: splice,
 		countModule: countModule, countKind: countKind}, nil
 }
 
@@ -570,7 +627,7 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 	// The maps read whole, and the maintained total of a page in one pass,
 	// before the page.
 	var total sql.NullInt64
-	countFirst := f.onePass && !f.byPrefilter && f.countModule != nil
+	countFirst := f.onePass && !f.splice && !f.byPrefilter && f.countModule != nil
 	switch {
 	case countFirst:
 		m, err := maps(f.sortMaps, nil, nil, nil, nil, nil, nil, true)
@@ -605,6 +662,25 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 		}
 		read = len(objects)
 		value = "[" + strings.Join(objects, ",") + "]"
+		if f.splice {
+			// The names the marks stand for, and the maintained total
+			// unless the page tells it, in one call.
+			ids := markedIDs(value)
+			count := f.countModule != nil && !f.byPrefilter && !shortPage(read, f)
+			var m listMaps
+			if len(ids) > 0 || count {
+				var err error
+				if m, err = maps(nil, f.maps, ids["users"], ids["dirs"], ids["companies"], ids["deals"], nil, count); err != nil {
+					return listResult{}, fmt.Errorf("names and total of the page: %w", err)
+				}
+				total = m.Total
+			}
+			var err error
+			if value, err = spliceNames(value, map[string]sql.NullString{"users": m.Users, "dirs": m.Dirs,
+				"companies": m.Companies, "deals": m.Deals}); err != nil {
+				return listResult{}, fmt.Errorf("names of the page: %w", err)
+			}
+		}
 	} else {
 		var rows []struct {
 			ID            sql.NullInt64 `db:"id"`
@@ -690,4 +766,94 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 // list's last, which tells the total.
 func shortPage(read int, f *fastPlan) bool {
 	return int64(read) < f.limit && (read > 0 || f.offset == 0)
+}
+
+// markedIDs collects the ids of the name marks in a page (nameMark), by the
+// kind of their map; a mark without an id (a record without the user,
+// counterparty or deal) asks for none.
+func markedIDs(page string) map[string]pq.Int64Array {
+	ids := map[string]pq.Int64Array{}
+	for rest := page; ; {
+		start := strings.IndexByte(rest, 1)
+		if start < 0 {
+			return ids
+		}
+		end := strings.IndexByte(rest[start+1:], 1)
+		if end < 0 {
+			return ids // spliceNames refuses the page
+		}
+		kind, id, _ := strings.Cut(rest[start+1:start+1+end], "\x02")
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			ids[kind] = append(ids[kind], n)
+		}
+		rest = rest[start+end+2:]
+	}
+}
+
+// spliceNames writes each name mark of a page as the JSON string of the name
+// its map gives, the empty string where the map has none (nameCol coalesces
+// a missing name), as the statement would have written it.
+func spliceNames(page string, maps map[string]sql.NullString) (string, error) {
+	names := map[string]map[string]string{}
+	var out strings.Builder
+	out.Grow(len(page))
+	for rest := page; ; {
+		start := strings.IndexByte(rest, 1)
+		if start < 0 {
+			out.WriteString(rest)
+			return out.String(), nil
+		}
+		end := strings.IndexByte(rest[start+1:], 1)
+		if end < 0 {
+			return "", fmt.Errorf("a name mark without its end")
+		}
+		kind, id, ok := strings.Cut(rest[start+1:start+1+end], "\x02")
+		if !ok {
+			return "", fmt.Errorf("a name mark without its kind")
+		}
+		byID, read := names[kind]
+		if !read {
+			byID = map[string]string{}
+			if m := maps[kind]; m.Valid {
+				if err := json.Unmarshal([]byte(m.String), &byID); err != nil {
+					return "", fmt.Errorf("map of %s: %w", kind, err)
+				}
+			}
+			names[kind] = byID
+		}
+		out.WriteString(rest[:start])
+		writeJSONString(&out, byID[id])
+		rest = rest[start+end+2:]
+	}
+}
+
+// writeJSONString writes s as a JSON string, escaping only what JSON
+// requires (as PostgreSQL's to_json does).
+func writeJSONString(out *strings.Builder, s string) {
+	const hex = "0123456789abcdef"
+	out.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"' || c == '\\':
+			out.WriteByte('\\')
+			out.WriteByte(c)
+		case c == '\n':
+			out.WriteString(`\n`)
+		case c == '\r':
+			out.WriteString(`\r`)
+		case c == '\t':
+			out.WriteString(`\t`)
+		case c == '\b':
+			out.WriteString(`\b`)
+		case c == '\f':
+			out.WriteString(`\f`)
+		case c < 0x20:
+			out.WriteString(`\u00`)
+			out.WriteByte(hex[c>>4])
+			out.WriteByte(hex[c&0xf])
+		default:
+			out.WriteByte(c)
+		}
+	}
+	out.WriteByte('"')
 }

@@ -642,3 +642,58 @@ func TestListInjection(t *testing.T) {
 		t.Errorf("an injection attempt caused an internal error:\n%s", e.logText())
 	}
 }
+
+// TestListNamesOfThePage checks the names a page shows of joined users,
+// counterparties, deals and directory values, which the fast list writes
+// into the page after reading it (impl/list_fast.go, spliceNames): byte for
+// byte as the single statement writes them, with a name that JSON escapes,
+// the empty string for a counterparty the caller may not open or a deal a
+// record lacks, and a note that holds the control character the marks use.
+func TestListNamesOfThePage(t *testing.T) {
+	e := newEnv(t)
+	w := e.newWorld(t, "acme")
+	f := e.listFixture(t, w)
+	odd := "Beta \"Foods\" \\ 100%_off\n\t\x01\b\f Ω 😀"
+	e.exec(t, `UPDATE companies SET name = $2 WHERE id = $1`, f.beta, odd)
+	e.exec(t, `UPDATE users SET name = $2 WHERE id = $1`, w.peer.id, "Peer </b> & \"co\"")
+	e.exec(t, `UPDATE tasks SET note = $2 WHERE id = $1`, f.tasks["given"], "note \x01b\x02 7\x01")
+	oddJSON := `"Beta \"Foods\" \\ 100%_off\n\t\u0001\b\f Ω 😀"`
+	peerJSON := `"Peer </b> & \"co\""`
+
+	for _, tc := range []struct {
+		name, token, query string
+		module, rows       int
+		want               string
+	}{
+		{"tasks, member", w.member.token, "columns=id,note,user_name,company_name,type&sorting_column=id&sorting_direction=0", 2, 2,
+			fmt.Sprintf(`[{"id":%d,"note":"task own","user_name":"member of acme","company_name":"Alpha Dental","type":"%s"},`+
+				`{"id":%d,"note":"note \u0001b\u0002 7\u0001","user_name":%s,"company_name":"","type":"%s"}]`,
+				f.tasks["own"], e.dirName(t, w.dirs[35][0]), f.tasks["given"], peerJSON, e.dirName(t, w.dirs[35][0]))},
+		{"tasks of one page, admin", w.admin.token, "columns=company_name,user_name&sorting_column=id&sorting_direction=0&records_onpage=2&page=2", 2, 4,
+			fmt.Sprintf(`[{"company_name":"Gamma dental","user_name":"other of acme"},{"company_name":%s,"user_name":%s}]`, oddJSON, peerJSON)},
+		{"deals, admin", w.admin.token, "columns=id,name,company_name,user_name,status&sorting_column=id&sorting_direction=0", 20, 2,
+			fmt.Sprintf(`[{"id":%d,"name":"Chairs","company_name":"Alpha Dental","user_name":"member of acme","status":"%s"},`+
+				`{"id":%d,"name":"Desks","company_name":%s,"user_name":%s,"status":"%s"}]`,
+				f.dealA, e.dirName(t, w.dirs[41][0]), f.dealB, oddJSON, peerJSON, e.dirName(t, w.dirs[41][1]))},
+		{"documents' deal, admin", w.admin.token, "columns=number,deal,company_name&sorting_column=id&sorting_direction=0", 4, 3,
+			fmt.Sprintf(`[{"number":"N-inv","deal":"Chairs","company_name":"Alpha Dental"},{"number":"N-contract","deal":"","company_name":"Alpha Dental"},`+
+				`{"number":"N-peer","deal":"Desks","company_name":%s}]`, oddJSON)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := e.list(t, tc.token, tc.module, tc.query)
+			if r.Status != "success" || r.Value != tc.want || r.Rows != tc.rows {
+				t.Errorf("reply %s, rows %d\nwant value %s, rows %d", r.Raw, r.Rows, tc.want, tc.rows)
+			}
+		})
+	}
+}
+
+// dirName is the name of a directory value.
+func (e *env) dirName(t *testing.T, id int64) string {
+	t.Helper()
+	var name string
+	if err := e.db.Get(&name, `SELECT name FROM directory_values WHERE id = $1`, id); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}

@@ -1,0 +1,155 @@
+package impl
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lib/pq"
+
+	crmdb "github.com/crmservice/crm/db"
+	"github.com/crmservice/crm/db/dbtest"
+	"github.com/crmservice/crm/gen"
+)
+
+// TestFastListWritesNamesAfterThePage checks which pages of the fast list
+// leave marks for the names of their records' users, counterparties, deals
+// and directory values (two statements: the page, then its maps and total),
+// and which still write the page again with the maps (three).
+func TestFastListWritesNamesAfterThePage(t *testing.T) {
+	server := &Server{fastPath: true}
+	member := &Principal{AccountID: 1, UserID: 2, Role: RoleMember}
+	str := func(s string) *string { return &s }
+	for _, tc := range []struct {
+		name   string
+		module int
+		params gen.CommonListPagingParams
+		splice bool
+		maps   []string
+	}{
+		{"tasks", ModuleTasks, gen.CommonListPagingParams{Columns: str("id,note,status,date_start,user_name,company_name")}, true, []string{"companies", "users"}},
+		{"deals", ModuleDeals, gen.CommonListPagingParams{Columns: str("id,name,sum,status,company_name,user_name")}, true, []string{"companies", "dirs", "users"}},
+		{"deals sorted by owner", ModuleDeals, gen.CommonListPagingParams{Columns: str("id,company_name,user_name"), SortingColumn: str("user_name")}, true, []string{"companies"}},
+		{"documents' deal", ModuleDocuments, gen.CommonListPagingParams{Columns: str("id,deal")}, true, []string{"deals"}},
+		// The counterparty's type comes by the counterparty's row.
+		{"deals with the counterparty's type", ModuleDeals, gen.CommonListPagingParams{Columns: str("id,company_name,company_type")}, false, nil},
+		// A money account is an object of two fields.
+		{"money", ModuleFinance, gen.CommonListPagingParams{Columns: str("id,account,company_name")}, false, nil},
+		// Users and directory values alone are read whole before the page.
+		{"tasks without a counterparty", ModuleTasks, gen.CommonListPagingParams{Columns: str("id,user_name,type")}, false, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := server.newListQuery(context.Background(), member, listModules[tc.module], tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			plan, err := r.fastCall()
+			if err != nil {
+				t.Fatal(err)
+			}
+			maps := slices.Sorted(slices.Values(plan.maps))
+			if plan.splice != tc.splice || tc.splice && (plan.value != "" || !plan.onePass || !slices.Equal(maps, tc.maps)) {
+				t.Errorf("splice %t, one pass %t, maps %v, value statement %q; want splice %t, maps %v",
+					plan.splice, plan.onePass, maps, plan.value, tc.splice, tc.maps)
+			}
+		})
+	}
+}
+
+// TestSpliceNames checks the marks' reading and writing on their own: ids by
+// kind, a missing name as the empty string, and a page whose marks are cut.
+func TestSpliceNames(t *testing.T) {
+	page := "[{\"a\":\x01companies\x027\x01,\"b\":\x01users\x02\x01,\"c\":\x01companies\x028\x01}]"
+	ids := markedIDs(page)
+	if len(ids) != 1 || !slices.Equal(ids["companies"], pq.Int64Array{7, 8}) {
+		t.Errorf("ids %v", ids)
+	}
+	out, err := spliceNames(page, map[string]sql.NullString{"companies": {String: `{"7": "Se\u0000ven \"7\"", "9": "x"}`, Valid: true}})
+	if want := `[{"a":"Se\u0000ven \"7\"","b":"","c":""}]`; err != nil || out != want {
+		t.Errorf("spliced %s, %v; want %s", out, err, want)
+	}
+	for _, cut := range []string{"[\x01companies\x027]", "[\x01companies7\x01]"} {
+		if out, err := spliceNames(cut, nil); err == nil {
+			t.Errorf("%q spliced as %q", cut, out)
+		}
+	}
+}
+
+// countingRunner records the statements a fast list sends.
+type countingRunner struct {
+	fastRunner
+	sent []string
+}
+
+func (c *countingRunner) get(ctx context.Context, dest any, query string, args ...any) error {
+	c.sent = append(c.sent, query)
+	return c.fastRunner.get(ctx, dest, query, args...)
+}
+
+func (c *countingRunner) sel(ctx context.Context, dest any, query string, args ...any) error {
+	c.sent = append(c.sent, query)
+	return c.fastRunner.sel(ctx, dest, query, args...)
+}
+
+// TestFastListStatementsOfAPage counts the statements of a full first page
+// of tasks with their owners' and counterparties' names and the exact total:
+// the page, then one call for its names and the maintained total (the bench's
+// "first page of 50 tasks" on Citus).
+func TestFastListStatementsOfAPage(t *testing.T) {
+	ctx := context.Background()
+	pool, err := crmdb.Open(ctx, dbtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	acc, err := CreateAccount(ctx, pool, AccountInput{Name: "pages", BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin, err := CreateUser(ctx, pool, UserInput{AccountID: acc, Name: "Ann", Login: "ann@pages.example", Role: RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, err := AddDirectoryValue(ctx, pool, DirectoryValueInput{AccountID: acc, Code: DirTaskKinds, Name: "Call"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var company int64
+	if err := pool.Get(&company, `INSERT INTO companies (account_id, name, user_id, type_id) VALUES ($1, 'Co', $2, $3) RETURNING id`,
+		acc, admin, addType(t, pool, acc)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(`INSERT INTO tasks (account_id, company_id, note, user_id, assigner_id, date_start, type_id)
+		SELECT $1, $2, 'n', $3, $3, now(), $4 FROM generate_series(1, 60)`, acc, company, admin, kind); err != nil {
+		t.Fatal(err)
+	}
+	p := &Principal{AccountID: acc, UserID: admin, Role: RoleAdmin, TimeZone: "Europe/Riga"}
+	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}, fastPath: true}
+	columns, perPage := "id,note,status,date_start,user_name,company_name", 50
+	r, err := server.newListQuery(ctx, p, listModules[ModuleTasks], gen.CommonListPagingParams{Columns: &columns, RecordsOnpage: &perPage})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := r.fastCall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &countingRunner{fastRunner: server.stmts(ctx)}
+	out, err := runFastList(ctx, run, p, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(run.sent) != 2 || !strings.HasPrefix(run.sent[0], `SELECT '{"id":'`) || run.sent[1] != listMapsCall {
+		t.Errorf("statements %q, want the page and the call of crm_list_maps", run.sent)
+	}
+	var rows []map[string]any
+	if err := json.Unmarshal([]byte(out.Value), &rows); err != nil {
+		t.Fatal(err)
+	}
+	if out.Rows != 60 || len(rows) != 50 || rows[49]["company_name"] != "Co" || rows[49]["user_name"] != "Ann" {
+		t.Errorf("total %d, page of %d, last %v", out.Rows, len(rows), rows[len(rows)-1])
+	}
+}
