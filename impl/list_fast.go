@@ -23,9 +23,12 @@ import (
 // joins, these read from maps of names that runFastList reads for the page's
 // records alone: a column of a joined user, directory value, counterparty,
 // deal or money account becomes a lookup in the map of its kind, by the id
-// its join declares. A filter on another table (a counterparty's e-mail,
-// phone or name) becomes a prefilter: the ids of the records it keeps, read
-// first. What this form cannot express (a join the module needs for every row,
+// its join declares, or, where the column is the name alone, a mark in the
+// page's objects that runFastList replaces with the name once it has read the
+// maps of the page's records (spliceNames): the page is then read once. A
+// filter on another table (a counterparty's e-mail, phone or name) becomes a
+// prefilter: the ids of the records it keeps, read first, the e-mail's and
+// the phone's by crm_list_maps with the maps read whole. What this form cannot express (a join the module needs for every row,
 // a sort by the name of a counterparty, deal or money account, two
 // prefilters, the mail module's mailboxes) the general statements serve.
 
@@ -72,27 +75,28 @@ func newFastSQL(p *Principal) *sqlText {
 
 // fastList is a request of the list in the fast form, being built.
 type fastList struct {
-	prefilter string // the statement of the prefilter, "" for none
+	prefilter string // the statement of the prefilter, "" for none or one that crm_list_maps runs
 	byName    bool   // the prefilter is the counterparties' name, which keeps the live ones the caller sees
+	// The prefilter that crm_list_maps runs, with the maps read whole,
+	// before the page: "email" or "phone", and its value.
+	byCall, callValue string
 }
+
+// has reports whether the list has a prefilter.
+func (fl *fastList) has() bool { return fl.prefilter != "" || fl.byCall != "" }
 
 // prefilterCompanies makes the e-mail, phone and name filters of the
 // counterparties prefilters of the fast list.
 func (q *listQuery) prefilterCompanies(name, v string) {
 	switch name {
 	case "email":
-		// Of the counterparty or of its contact persons: both are rows of emails.
-		q.fast.prefilter = `SELECT array_agg(DISTINCT e.company_id) AS ids FROM emails e
-			WHERE e.account_id = {acc} AND lower(e.email) = lower(` + q.arg(v) + `::text)`
+		// Of the counterparty or of its contact persons: both are rows of
+		// emails (db/functions/list_maps.sql).
+		q.fast.byCall, q.fast.callValue = "email", v
 	case "phone":
-		// The ending's digits as a range of the index phones_digits_suffix as
-		// well as a LIKE: the statement is prepared, and a plan made for any
-		// pattern (Citus keeps such a plan on the shard) cannot turn LIKE into
-		// a range; every digit sorts below ':'.
-		suffix := q.arg(reverseString(onlyDigits(v)))
-		q.fast.prefilter = `SELECT array_agg(DISTINCT ph.company_id) AS ids FROM phones ph
-			WHERE ph.account_id = {acc} AND reverse(ph.phone_digits) ~>=~ ` + suffix + `::text
-			  AND reverse(ph.phone_digits) ~<~ (` + suffix + `::text || ':') AND reverse(ph.phone_digits) LIKE ` + suffix + `::text || '%'`
+		// The ending's digits, reversed, as the index phones_digits_suffix
+		// holds them (db/functions/list_maps.sql).
+		q.fast.byCall, q.fast.callValue = "phone", reverseString(onlyDigits(v))
 	case "name":
 		// company_names (db/migrations/0066_company_names.sql): the live
 		// counterparties' lower-cased names and owners.
@@ -220,6 +224,7 @@ func (m *listModule) nameMark(expr string, whole []string) (kind, mark string, o
 // fastPlan is a request of the list as the statements runFastList runs.
 type fastPlan struct {
 	prefilter, rows, value, total string   // "" where not needed
+	byCall, callValue             string   // fastList's
 	types                         []string // the SQL types of the request's values ($11 on)
 	args                          []*string
 	maps, sortMaps                []string
@@ -235,7 +240,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	q, fl, columns, sortExpr, dir := r.q, r.q.fast, r.columns, r.sortExpr, r.dir
 	m, p := q.m, q.p
 	// Filtered, for the total: other than by the prefilter alone.
-	filtered := len(r.filters) > 1 || len(r.filters) == 1 && fl.prefilter == ""
+	filtered := len(r.filters) > 1 || len(r.filters) == 1 && !fl.has()
 	used := map[string]bool{}
 	for j := range q.colJoins {
 		used[j] = true
@@ -287,7 +292,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 		}
 	}
 	where := strings.Join(q.where, " AND ")
-	if fl.prefilter != "" {
+	if fl.has() {
 		where += " AND " + m.alias + ".id = ANY (" + fastPrefiltered + "::bigint[])"
 	}
 	// A column is `expr AS "name"` (listQuery.columns). The object of a row
@@ -322,7 +327,10 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 		maps["company_rows"] = true
 	}
 	// Spliced: what is left in the statement reads only the maps read whole.
-	splice := !onePass && len(spliced) > 0
+	// A filtered page, which mostly holds a few records or none, splices the
+	// names it has rather than read the small tables whole before it, unless
+	// the call of its prefilter reads them.
+	splice := (!onePass || (filtered || fl.prefilter != "" && !byPrefilter) && fl.byCall == "") && len(spliced) > 0
 	for kind := range spliceLookups {
 		if !slices.Contains(sortMaps, kind) {
 			splice = false
@@ -364,7 +372,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	}
 	total := "SELECT count(*) FROM " + m.from + " WHERE " + where
 	var countModule, countKind *int16
-	if !filtered && fl.prefilter == "" {
+	if !filtered && !fl.has() {
 		if mod, kind, ok := fastCount(m, p); ok {
 			countModule, countKind, total = &mod, kind, ""
 		}
@@ -374,7 +382,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &fastPlan{prefilter: prefilter, rows: rows, value: value, total: total, types: types, args: args,
+	return &fastPlan{prefilter: prefilter, byCall: fl.byCall, callValue: fl.callValue, rows: rows, value: value, total: total, types: types, args: args,
 		maps: keys(maps), sortMaps: sortMaps, byPrefilter: byPrefilter, desc: dir == "DESC",
 		limit: int64(r.perPage), offset: int64(r.page-1) * int64(r.perPage), onePass: onePass, splice: splice,
 		countModule: countModule, countKind: countKind}, nil
@@ -553,10 +561,11 @@ type listMaps struct {
 	Deals         sql.NullString `db:"o_deals"`
 	MoneyAccounts sql.NullString `db:"o_money_accounts"`
 	Total         sql.NullInt64  `db:"o_total"`
+	IDs           idList         `db:"o_ids"`
 }
 
 // listMapsCall is the call of crm_list_maps.
-const listMapsCall = `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`
+const listMapsCall = `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
 
 // runFastList answers the list request f of p: each statement reads one
 // table with the account first, so that on Citus each is a fast-path
@@ -565,7 +574,9 @@ const listMapsCall = `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8
 // request, are sent one by one; the maps of names the page shows and its
 // maintained total come from one call of crm_list_maps, before the page where
 // they are read whole for the account (a sort by a name, a page written in one
-// pass), else after it for the page's records alone.
+// pass; with the prefilter of an e-mail or a phone), else after it for the
+// page's records alone. A full first page of tasks with their counterparties
+// is two statements; a counterparty found by e-mail, two.
 func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan) (listResult, error) {
 	var own fastOwn
 	own[0] = p.AccountID
@@ -590,6 +601,7 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 	}
 	page := pq.Int64Array{}
 	own[2] = page
+	var email, phone any // the prefilter of the call of crm_list_maps, nil for none
 	maps := func(whole, kinds []string, users, dirs, companies, deals, money pq.Int64Array, count bool) (listMaps, error) {
 		var out listMaps
 		module, kind := f.countModule, f.countKind
@@ -597,16 +609,34 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 			module, kind = nil, nil
 		}
 		err := run.get(ctx, &out, listMapsCall, p.AccountID, own[1], pq.Array(whole), pq.Array(kinds),
-			users, dirs, companies, deals, money, module, kind)
+			users, dirs, companies, deals, money, module, kind, email, phone)
 		return out, err
 	}
 
 	var prefiltered idList
-	if f.prefilter != "" {
+	wholeRead := false // the maps read whole are read
+	switch {
+	case f.byCall != "":
+		// The prefilter and the maps read whole in one call.
+		if f.byCall == "email" {
+			email = f.callValue
+		} else {
+			phone = f.callValue
+		}
+		m, err := maps(f.sortMaps, nil, nil, nil, nil, nil, nil, false)
+		if err != nil {
+			return listResult{}, fmt.Errorf("prefilter: %w", err)
+		}
+		email, phone = nil, nil
+		prefiltered, wholeRead = m.IDs, true
+		own[3], own[4] = jsonArg(m.Users), jsonArg(m.Dirs)
+	case f.prefilter != "":
 		stmt, args := f.bind(f.prefilter, &own)
 		if err := run.get(ctx, &prefiltered, stmt, args...); err != nil {
 			return listResult{}, fmt.Errorf("prefilter: %w", err)
 		}
+	}
+	if f.byCall != "" || f.prefilter != "" {
 		if len(prefiltered) == 0 {
 			return listResult{Rows: 0, Value: "[]"}, nil
 		}
@@ -629,6 +659,7 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 	var total sql.NullInt64
 	countFirst := f.onePass && !f.splice && !f.byPrefilter && f.countModule != nil
 	switch {
+	case wholeRead:
 	case countFirst:
 		m, err := maps(f.sortMaps, nil, nil, nil, nil, nil, nil, true)
 		if err != nil {
@@ -667,17 +698,25 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 			// unless the page tells it, in one call.
 			ids := markedIDs(value)
 			count := f.countModule != nil && !f.byPrefilter && !shortPage(read, f)
-			var m listMaps
-			if len(ids) > 0 || count {
-				var err error
-				if m, err = maps(nil, f.maps, ids["users"], ids["dirs"], ids["companies"], ids["deals"], nil, count); err != nil {
+			names := map[string]sql.NullString{}
+			switch kind, alone := oneNameMap(ids); {
+			case alone != "" && !count:
+				// A map alone costs less as a statement than as a call.
+				var m sql.NullString
+				if err := run.get(ctx, &m, alone, p.AccountID, ids[kind]); err != nil {
+					return listResult{}, fmt.Errorf("names of the page: %w", err)
+				}
+				names[kind] = m
+			case len(ids) > 0 || count:
+				m, err := maps(nil, f.maps, ids["users"], ids["dirs"], ids["companies"], ids["deals"], nil, count)
+				if err != nil {
 					return listResult{}, fmt.Errorf("names and total of the page: %w", err)
 				}
+				names = map[string]sql.NullString{"users": m.Users, "dirs": m.Dirs, "companies": m.Companies, "deals": m.Deals}
 				total = m.Total
 			}
 			var err error
-			if value, err = spliceNames(value, map[string]sql.NullString{"users": m.Users, "dirs": m.Dirs,
-				"companies": m.Companies, "deals": m.Deals}); err != nil {
+			if value, err = spliceNames(value, names); err != nil {
 				return listResult{}, fmt.Errorf("names of the page: %w", err)
 			}
 		}
@@ -766,6 +805,23 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 // list's last, which tells the total.
 func shortPage(read int, f *fastPlan) bool {
 	return int64(read) < f.limit && (read > 0 || f.offset == 0)
+}
+
+// oneNameMap gives the statement that reads the names of the page's marks
+// when they are of one kind, and that kind is one whose names any caller
+// sees (not the counterparties', which crm_list_maps reads for the caller).
+func oneNameMap(ids map[string]pq.Int64Array) (kind, stmt string) {
+	if len(ids) != 1 {
+		return "", ""
+	}
+	for kind := range ids {
+		table := map[string]string{"users": "users", "dirs": "directory_values", "deals": "deals"}[kind]
+		if table == "" {
+			return "", ""
+		}
+		return kind, `SELECT jsonb_object_agg(id, name) FROM ` + table + ` WHERE account_id = $1 AND id = ANY ($2::bigint[])`
+	}
+	return "", ""
 }
 
 // markedIDs collects the ids of the name marks in a page (nameMark), by the

@@ -20,16 +20,33 @@
 --                    as {name, currency});
 --   o_total          with p_count_module, the count of the module's records
 --                    (list_counts, of kind p_count_kind, any when NULL) of the
---                    owners p_visible.
+--                    owners p_visible;
+--   o_ids            the counterparties' prefilter, before the page: with
+--                    p_email, those with that e-mail or a contact person with
+--                    it; with p_phone, the reversed digits of a phone's
+--                    ending, those with a phone that ends so, their own or a
+--                    contact person's.
+DROP FUNCTION IF EXISTS crm_list_maps(bigint, bigint[], text[], text[], bigint[], bigint[], bigint[], bigint[], bigint[], smallint, smallint);
 CREATE OR REPLACE FUNCTION crm_list_maps(p_account bigint, p_visible bigint[], p_whole text[], p_maps text[],
 	p_users bigint[], p_dirs bigint[], p_companies bigint[], p_deals bigint[], p_money bigint[],
-	p_count_module smallint, p_count_kind smallint)
+	p_count_module smallint, p_count_kind smallint, p_email text, p_phone text)
 RETURNS TABLE (o_users jsonb, o_dirs jsonb, o_companies jsonb, o_company_rows jsonb, o_deals jsonb,
-	o_money_accounts jsonb, o_total bigint)
+	o_money_accounts jsonb, o_total bigint, o_ids bigint[])
 LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
 	company_dirs bigint[];
 BEGIN
+	IF p_email IS NOT NULL THEN
+		SELECT array_agg(DISTINCT company_id) INTO o_ids FROM emails
+		 WHERE account_id = p_account AND lower(email) = lower(p_email);
+	ELSIF p_phone IS NOT NULL THEN
+		-- The ending as a range of the index phones_digits_suffix as well as
+		-- a LIKE, which a generic plan cannot turn into one; every digit
+		-- sorts below ':'.
+		SELECT array_agg(DISTINCT company_id) INTO o_ids FROM phones
+		 WHERE account_id = p_account AND reverse(phone_digits) ~>=~ p_phone
+		   AND reverse(phone_digits) ~<~ (p_phone || ':') AND reverse(phone_digits) LIKE p_phone || '%';
+	END IF;
 	IF 'users' = ANY (p_whole) THEN
 		SELECT jsonb_object_agg(id, name) INTO o_users FROM users WHERE account_id = p_account;
 	ELSIF 'users' = ANY (p_maps) THEN
