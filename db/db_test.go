@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jmoiron/sqlx"
 
@@ -230,5 +231,30 @@ func TestLegacyTokensRouted(t *testing.T) {
 	// A token is unique within its account, no longer across the database.
 	if _, err := pool.ExecContext(ctx, `INSERT INTO tokens (account_id, user_id, hash) VALUES ($1, $2, $3)`, accountID, userID, hash); err == nil {
 		t.Fatal("the same hash twice in one account was accepted")
+	}
+}
+
+// TestMaxLifetime checks that WithMaxLifetime replaces a session once it is
+// that old: the next statement runs in another backend.
+func TestMaxLifetime(t *testing.T) {
+	ctx := context.Background()
+	pool, err := db.Open(ctx, dbtest.NewURL(t), db.WithMaxLifetime(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	pool.SetMaxOpenConns(1)
+	var first, again, later int
+	for _, pid := range []*int{&first, &again} {
+		if err := pool.Get(pid, `SELECT pg_backend_pid()`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if err := pool.Get(&later, `SELECT pg_backend_pid()`); err != nil {
+		t.Fatal(err)
+	}
+	if first != again || later == first || pool.Stats().MaxLifetimeClosed != 1 {
+		t.Errorf("backends %d, %d, then %d; closed for their age: %d", first, again, later, pool.Stats().MaxLifetimeClosed)
 	}
 }

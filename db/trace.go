@@ -22,6 +22,16 @@ type Option func(*options)
 type options struct {
 	tracer           trace.TracerProvider
 	statementTimeout time.Duration
+	maxLifetime      time.Duration
+}
+
+// WithMaxLifetime closes each session of the pool once it is d old (0: never),
+// when it is next idle: a new session starts in its place. On a Citus whose
+// sessions grow with every statement (13.2.1 and 13.2.2, docs/scale-out.md),
+// it bounds what one session can hold; the server sets it from
+// DB_CONN_MAX_LIFETIME.
+func WithMaxLifetime(d time.Duration) Option {
+	return func(o *options) { o.maxLifetime = d }
 }
 
 // WithStatementTimeout gives every session of the pool a statement_timeout of
@@ -64,6 +74,16 @@ func openPool(url string, opts []Option) (*sqlx.DB, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
+	db, err := openDriver(url, o)
+	if err != nil {
+		return nil, err
+	}
+	db.SetConnMaxLifetime(o.maxLifetime)
+	return db, nil
+}
+
+// openDriver opens the pool of openPool with its session settings.
+func openDriver(url string, o options) (*sqlx.DB, error) {
 	if o.statementTimeout > 0 {
 		ms := (o.statementTimeout + time.Millisecond - 1) / time.Millisecond
 		var err error

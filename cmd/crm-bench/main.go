@@ -61,13 +61,14 @@ type options struct {
 	baselineRounds int
 
 	// The Citus comparison (scaleout.go).
-	scaleOutOnly     bool
-	scaleOutBaseline string
-	scaleOutRounds   int
-	scaleOutDuration time.Duration
-	latency          time.Duration
-	citusStock       string
-	citusStockName   string
+	scaleOutOnly       bool
+	scaleOutBaseline   string
+	scaleOutRounds     int
+	scaleOutDuration   time.Duration
+	latency            time.Duration
+	citusStock         string
+	citusStockName     string
+	citusStockLifetime time.Duration
 
 	// Not flags: tests make them small, or keep the row triggers on in a
 	// load (rowTriggers) to compare with the bulk fill.
@@ -98,6 +99,7 @@ func run(ctx context.Context, log *slog.Logger, args []string) error {
 	flag.DurationVar(&o.latency, "latency", 250*time.Microsecond, "delay each way between server and PostgreSQL in the comparison's last phase (0: none)")
 	flag.StringVar(&o.citusStock, "citus-stock", "", "directory of other PostgreSQL server binaries, beside which another Citus build is installed: the comparison measures a cluster of those too")
 	flag.StringVar(&o.citusStockName, "citus-stock-name", "stock build", "how the report names the cluster of -citus-stock")
+	flag.DurationVar(&o.citusStockLifetime, "citus-stock-lifetime", 30*time.Second, "DB_CONN_MAX_LIFETIME of the server over the cluster of -citus-stock, whose sessions may grow by every statement (0: none)")
 	flag.StringVar(&o.only, "scenarios", "", "run only the scenarios whose name matches this regular expression")
 	flag.StringVar(&o.profile, "cpuprofile", "", "directory that gets a CPU profile of each scenario's HTTP load phase (go tool pprof), named after it")
 	if err := flag.Parse(args); err != nil {

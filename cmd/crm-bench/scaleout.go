@@ -257,9 +257,19 @@ func scaleOutReport(ctx context.Context, log *slog.Logger, plainURL string, o op
 	}
 	sides = append(sides, s)
 
-	clusters := []struct{ name, dir, bin string }{{"Citus", citusDir, ""}}
+	type cluster struct {
+		name, dir, bin string
+		env            []string // of its server
+	}
+	clusters := []cluster{{"Citus", citusDir, "", nil}}
 	if o.citusStock != "" {
-		clusters = append(clusters, struct{ name, dir, bin string }{"Citus, " + o.citusStockName, citusStockDir, o.citusStock})
+		// Its sessions grow by every statement (13.2.1, 13.2.2): the server
+		// replaces them as an operator would (docs/scale-out.md).
+		var env []string
+		if o.citusStockLifetime > 0 {
+			env = append(env, "DB_CONN_MAX_LIFETIME="+o.citusStockLifetime.String())
+		}
+		clusters = append(clusters, cluster{"Citus, " + o.citusStockName, citusStockDir, o.citusStock, env})
 	}
 	var versions []string
 	for _, cl := range clusters {
@@ -267,12 +277,16 @@ func scaleOutReport(ctx context.Context, log *slog.Logger, plainURL string, o op
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", cl.name, err)
 		}
-		versions = append(versions, cl.name+": Citus "+version)
+		v := cl.name + ": Citus " + version
+		for _, e := range cl.env {
+			v += ", its server with " + e
+		}
+		versions = append(versions, v)
 		data, err := prepareScaleOutData(ctx, log, urls[0], oc)
 		if err != nil {
 			return "", fmt.Errorf("data set on %s: %w", cl.name, err)
 		}
-		s, err := startSide(ctx, cl.name, bins.cur, urls[0], urls, data, bins.dir)
+		s, err := startSide(ctx, cl.name, bins.cur, urls[0], urls, data, bins.dir, cl.env...)
 		if err != nil {
 			return "", err
 		}
@@ -634,7 +648,7 @@ func scaleOutFixtures(ctx context.Context, pool *sqlx.DB, acc int64, x *soExtra)
 
 // startSide serves the database of d (nodes: the URLs of its nodes, the
 // first the one the server is given) with bin, through a proxy per node.
-func startSide(ctx context.Context, name, bin, url string, nodes []string, d *soData, dir string) (*soSide, error) {
+func startSide(ctx context.Context, name, bin, url string, nodes []string, d *soData, dir string, env ...string) (*soSide, error) {
 	s := &soSide{name: name, extra: d.extra}
 	ok := false
 	defer func() {
@@ -662,7 +676,6 @@ func startSide(ctx context.Context, name, bin, url string, nodes []string, d *so
 			mapping = append(mapping, hp+"="+p.addr())
 		}
 	}
-	env := []string{}
 	if len(mapping) > 0 {
 		env = append(env, "CITUS_NODES="+strings.Join(mapping, ","))
 	}

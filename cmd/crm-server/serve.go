@@ -63,6 +63,7 @@ type serveConfig struct {
 	secrets        *mailer.SecretBox // nil: no key, no mail or webhook worker, no webhook operations
 	hookNetworks   []netip.Prefix    // WEBHOOK_ALLOWED_NETWORKS
 	hookTimeout    time.Duration     // WEBHOOK_TIMEOUT
+	connLifetime   time.Duration     // DB_CONN_MAX_LIFETIME, 0: none
 	metricsAddr    string            // "off", "main" or a listen address (observe.go)
 	corsOrigins    []string
 	tracing        *tracingConfig    // nil: no traces
@@ -229,6 +230,13 @@ func (fl serveFlags) config(cmd *cobra.Command) (serveConfig, error) {
 		}
 		cfg.hookTimeout = d
 	}
+	if v := os.Getenv("DB_CONN_MAX_LIFETIME"); v != "" && v != "off" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < time.Second || d > 24*time.Hour {
+			return cfg, fmt.Errorf("DB_CONN_MAX_LIFETIME %q is not a duration from 1s to 24h (such as 10m), or off", v)
+		}
+		cfg.connLifetime = d
+	}
 	// The key serves the API (webhook secrets) whether or not the workers run.
 	box, err := mailer.NewSecretBox(os.Getenv(mailer.SecretKeyEnv))
 	if err != nil && !errors.Is(err, mailer.ErrNoSecretKey) {
@@ -294,13 +302,15 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	defer stopTracing()
 	// No statement outlives the longest request deadline, even one whose
 	// cancellation was lost (migrations lift it for themselves).
-	stmtTimeout := db.WithStatementTimeout(cfg.deadlines.Longest())
-	pool, err := db.Open(ctx, url, db.WithTracerProvider(tracer), stmtTimeout)
+	// Every pool's sessions end after DB_CONN_MAX_LIFETIME.
+	poolOpts := []db.Option{db.WithTracerProvider(tracer), db.WithStatementTimeout(cfg.deadlines.Longest()),
+		db.WithMaxLifetime(cfg.connLifetime)}
+	pool, err := db.Open(ctx, url, poolOpts...)
 	if err != nil {
 		return openError(err)
 	}
 	defer pool.Close()
-	generic, err := db.OpenGeneric(ctx, url, db.WithTracerProvider(tracer), stmtTimeout)
+	generic, err := db.OpenGeneric(ctx, url, poolOpts...)
 	if err != nil {
 		return openError(err)
 	}
@@ -321,10 +331,10 @@ func (c *cli) serveOn(ctx context.Context, ln, metricsLn net.Listener, cfg serve
 	var router *db.Router
 	if cfg.citusRouting {
 		open := func(ctx context.Context, u string) (*sqlx.DB, error) {
-			return db.Open(ctx, u, db.WithTracerProvider(tracer), stmtTimeout)
+			return db.Open(ctx, u, poolOpts...)
 		}
 		openGeneric := func(ctx context.Context, u string) (*sqlx.DB, error) {
-			return db.OpenGeneric(ctx, u, db.WithTracerProvider(tracer), stmtTimeout)
+			return db.OpenGeneric(ctx, u, poolOpts...)
 		}
 		router, err = db.NewRouter(ctx, url, &db.Node{DB: pool, Generic: generic},
 			db.RouterOptions{Open: open, OpenGeneric: openGeneric, Log: c.log, Addresses: cfg.citusNodes})
@@ -758,7 +768,7 @@ func (c *cli) checkCitus(ctx context.Context, url string) error {
 	if err != nil {
 		fmt.Fprintf(c.out, "probe: not possible: %v\n", err)
 		if class == db.RegressionAffected {
-			fmt.Fprintf(c.err, "warning: Citus %s: every execution of a cached fast-path statement on a node that holds its shard plans it again and leaks about 57 KB (docs/scale-out.md, \"Citus versions\"); use a build with upstream PR #8824's fix or 13.2.0\n", v)
+			fmt.Fprintf(c.err, "warning: Citus %s: every execution of a cached fast-path statement on a node that holds its shard plans it again and leaks about 57 KB (docs/scale-out.md, \"Citus versions\"); use a build with upstream PR #8824's fix or 13.2.0; until then DB_CONN_MAX_LIFETIME (such as 1m) bounds each session's growth\n", v)
 		}
 		return nil
 	}
@@ -766,7 +776,7 @@ func (c *cli) checkCitus(ctx context.Context, url string) error {
 		p.Executions, p.Node, p.BytesPerExec, p.PerExec.Round(time.Microsecond))
 	switch {
 	case p.Leaks():
-		fmt.Fprintf(c.err, "warning: Citus %s has the local plan cache's regression: the session grew by %.0f KB per execution of a cached fast-path statement, which it plans again each time (docs/scale-out.md, \"Citus versions\"); use a build with upstream PR #8824's fix or 13.2.0\n", v, p.BytesPerExec/1024)
+		fmt.Fprintf(c.err, "warning: Citus %s has the local plan cache's regression: the session grew by %.0f KB per execution of a cached fast-path statement, which it plans again each time (docs/scale-out.md, \"Citus versions\"); use a build with upstream PR #8824's fix or 13.2.0; until then DB_CONN_MAX_LIFETIME (such as 1m) bounds each session's growth\n", v, p.BytesPerExec/1024)
 	case class == db.RegressionAffected:
 		fmt.Fprintf(c.out, "local plan cache: sound (a %s build with the fix)\n", v)
 	default:

@@ -160,14 +160,15 @@ func TestServeConfiguration(t *testing.T) {
 	// The key encrypts webhook secrets for the API too, so a bad one stops serve even
 	// with the mail and webhook workers off; CRM_WEBHOOKS and WEBHOOK_* are checked.
 	for name, env := range map[string]map[string]string{
-		"CRM_SECRET_KEY: the key must be 32 bytes, it is 5":                        {"CRM_SECRET_KEY": "c2hvcnQ="},
-		`CRM_WEBHOOKS "maybe" is not on or off`:                                    {"CRM_WEBHOOKS": "maybe"},
-		`WEBHOOK_ALLOWED_NETWORKS: "10.0.0.0/33" is neither a CIDR nor an address`: {"WEBHOOK_ALLOWED_NETWORKS": "10.0.0.0/33"},
-		`WEBHOOK_TIMEOUT "1h" is not a duration from 100ms to 5m (such as 10s)`:    {"WEBHOOK_TIMEOUT": "1h"},
-		`DEADLINE_READ "soon" is not a duration from 100ms to 10m (such as 5s)`:    {"DEADLINE_READ": "soon"},
-		`DEADLINE_MAIL "1h" is not a duration from 100ms to 10m (such as 5s)`:      {"DEADLINE_MAIL": "1h"},
-		`LARGE_REQUESTS "0" is not a number from 1 to 10000, or off`:               {"LARGE_REQUESTS": "0"},
-		`MAX_IN_FLIGHT "many" is not a number from 1 to 100000, or off`:            {"MAX_IN_FLIGHT": "many"},
+		"CRM_SECRET_KEY: the key must be 32 bytes, it is 5":                                {"CRM_SECRET_KEY": "c2hvcnQ="},
+		`CRM_WEBHOOKS "maybe" is not on or off`:                                            {"CRM_WEBHOOKS": "maybe"},
+		`WEBHOOK_ALLOWED_NETWORKS: "10.0.0.0/33" is neither a CIDR nor an address`:         {"WEBHOOK_ALLOWED_NETWORKS": "10.0.0.0/33"},
+		`WEBHOOK_TIMEOUT "1h" is not a duration from 100ms to 5m (such as 10s)`:            {"WEBHOOK_TIMEOUT": "1h"},
+		`DEADLINE_READ "soon" is not a duration from 100ms to 10m (such as 5s)`:            {"DEADLINE_READ": "soon"},
+		`DEADLINE_MAIL "1h" is not a duration from 100ms to 10m (such as 5s)`:              {"DEADLINE_MAIL": "1h"},
+		`LARGE_REQUESTS "0" is not a number from 1 to 10000, or off`:                       {"LARGE_REQUESTS": "0"},
+		`MAX_IN_FLIGHT "many" is not a number from 1 to 100000, or off`:                    {"MAX_IN_FLIGHT": "many"},
+		`DB_CONN_MAX_LIFETIME "10" is not a duration from 1s to 24h (such as 10m), or off`: {"DB_CONN_MAX_LIFETIME": "10"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			for k, v := range env {
