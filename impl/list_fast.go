@@ -25,7 +25,7 @@ import (
 // deal or money account becomes a lookup in the map of its kind, by the id
 // its join declares, or, where the column is the name alone, a mark in the
 // page's objects that runFastList replaces with the name once it has read the
-// maps of the page's records (spliceNames): the page is then read once. A
+// maps of the page's records (pageMarks): the page is then read once. A
 // filter on another table (a counterparty's e-mail, phone or name) becomes a
 // prefilter: the ids of the records it keeps, read first, the e-mail's and
 // the phone's by crm_list_maps with the maps read whole. What this form cannot express (a join the module needs for every row,
@@ -202,7 +202,7 @@ var ownColumn = regexp.MustCompile(`^[a-z]+\.[a-z_]+$`)
 // counterparty or deal joined by a column of the module's own table, and
 // whose map is not read whole, the kind of its map and a mark that stands
 // for the name in the page's objects: the kind and the id between the bytes
-// 0x01 and 0x02, 0x01 (spliceNames). No JSON text that to_json writes holds
+// 0x01 and 0x02, 0x01 (pageMarks). No JSON text that to_json writes holds
 // those bytes: it writes a control character of a string as \u0001.
 func (m *listModule) nameMark(expr string, whole []string) (kind, mark string, ok bool) {
 	g := nameOnly.FindStringSubmatch(expr)
@@ -310,7 +310,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	members := make([]string, len(columns))
 	// The same object with a mark (nameMark) where a name column of a map
 	// read for the page's records alone will go: written after the page
-	// (spliceNames), it spares the statement that would write the page
+	// (pageMarks), it spares the statement that would write the page
 	// again with the maps.
 	spliceLookups, spliced := map[string]bool{}, map[string]bool{}
 	marked := make([]string, len(columns))
@@ -679,13 +679,13 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 	default:
 		// A map alone costs less as a statement than as a call.
 		for _, kind := range f.sortMaps {
-			table, into := "users", 3
+			into := 3
 			if kind == "dirs" {
-				table, into = "directory_values", 4
+				into = 4
 			}
 			var names sql.NullString
-			if err := run.get(ctx, &names, `SELECT jsonb_object_agg(id, name) FROM `+table+` WHERE account_id = $1`, p.AccountID); err != nil {
-				return listResult{}, fmt.Errorf("names of %s: %w", table, err)
+			if err := run.get(ctx, &names, `SELECT jsonb_object_agg(id, name) FROM `+nameTable[kind]+` WHERE account_id = $1`, p.AccountID); err != nil {
+				return listResult{}, fmt.Errorf("names of %s: %w", nameTable[kind], err)
 			}
 			own[into] = jsonArg(names)
 		}
@@ -706,7 +706,11 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 		if f.splice {
 			// The names the marks stand for, and the maintained total
 			// unless the page tells it, in one call.
-			ids := markedIDs(value)
+			marks, err := readMarks(value)
+			if err != nil {
+				return listResult{}, fmt.Errorf("names of the page: %w", err)
+			}
+			ids := marks.ids()
 			count := f.countModule != nil && !f.byPrefilter && !shortPage(read, f)
 			names := map[string]sql.NullString{}
 			switch kind, alone := oneNameMap(ids); {
@@ -725,8 +729,7 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 				names = map[string]sql.NullString{"users": m.Users, "dirs": m.Dirs, "companies": m.Companies, "deals": m.Deals}
 				total = m.Total
 			}
-			var err error
-			if value, err = spliceNames(value, names); err != nil {
+			if value, err = marks.write(names); err != nil {
 				return listResult{}, fmt.Errorf("names of the page: %w", err)
 			}
 		}
@@ -817,6 +820,10 @@ func shortPage(read int, f *fastPlan) bool {
 	return int64(read) < f.limit && (read > 0 || f.offset == 0)
 }
 
+// nameTable is the table of each kind of map of names that the page's
+// statements read by id alone.
+var nameTable = map[string]string{"users": "users", "dirs": "directory_values", "deals": "deals"}
+
 // oneNameMap gives the statement that reads the names of the page's marks
 // when they are of one kind, and that kind is one whose names any caller
 // sees (not the counterparties', which crm_list_maps reads for the caller).
@@ -825,72 +832,77 @@ func oneNameMap(ids map[string]pq.Int64Array) (kind, stmt string) {
 		return "", ""
 	}
 	for kind := range ids {
-		table := map[string]string{"users": "users", "dirs": "directory_values", "deals": "deals"}[kind]
-		if table == "" {
+		if nameTable[kind] == "" {
 			return "", ""
 		}
-		return kind, `SELECT jsonb_object_agg(id, name) FROM ` + table + ` WHERE account_id = $1 AND id = ANY ($2::bigint[])`
+		return kind, `SELECT jsonb_object_agg(id, name) FROM ` + nameTable[kind] + ` WHERE account_id = $1 AND id = ANY ($2::bigint[])`
 	}
 	return "", ""
 }
 
-// markedIDs collects the ids of the name marks in a page (nameMark), by the
-// kind of their map; a mark without an id (a record without the user,
-// counterparty or deal) asks for none.
-func markedIDs(page string) map[string]pq.Int64Array {
-	ids := map[string]pq.Int64Array{}
+// pageMarks is a page of objects cut at its name marks (nameMark): the text
+// before each mark and after the last, and each mark's kind and id ("" for
+// a record without the user, counterparty or deal).
+type pageMarks struct {
+	text     []string // one more than marks
+	kind, id []string
+}
+
+// readMarks cuts a page at its name marks.
+func readMarks(page string) (pageMarks, error) {
+	var m pageMarks
 	for rest := page; ; {
 		start := strings.IndexByte(rest, 1)
 		if start < 0 {
-			return ids
+			m.text = append(m.text, rest)
+			return m, nil
 		}
 		end := strings.IndexByte(rest[start+1:], 1)
 		if end < 0 {
-			return ids // spliceNames refuses the page
+			return pageMarks{}, fmt.Errorf("a name mark without its end")
 		}
-		kind, id, _ := strings.Cut(rest[start+1:start+1+end], "\x02")
-		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
-			ids[kind] = append(ids[kind], n)
+		kind, id, ok := strings.Cut(rest[start+1:start+1+end], "\x02")
+		if !ok {
+			return pageMarks{}, fmt.Errorf("a name mark without its kind")
 		}
+		m.text, m.kind, m.id = append(m.text, rest[:start]), append(m.kind, kind), append(m.id, id)
 		rest = rest[start+end+2:]
 	}
 }
 
-// spliceNames writes each name mark of a page as the JSON string of the name
-// its map gives, the empty string where the map has none (nameCol coalesces
-// a missing name), as the statement would have written it.
-func spliceNames(page string, maps map[string]sql.NullString) (string, error) {
+// ids are the ids the marks ask names for, by the kind of their map.
+func (m pageMarks) ids() map[string]pq.Int64Array {
+	ids := map[string]pq.Int64Array{}
+	for i, id := range m.id {
+		if n, err := strconv.ParseInt(id, 10, 64); err == nil {
+			ids[m.kind[i]] = append(ids[m.kind[i]], n)
+		}
+	}
+	return ids
+}
+
+// write writes the page with each mark as the JSON string of the name its
+// map gives, the empty string where the map has none (nameCol coalesces a
+// missing name), as the statement would have written it.
+func (m pageMarks) write(maps map[string]sql.NullString) (string, error) {
 	names := map[string]map[string]string{}
 	var out strings.Builder
-	out.Grow(len(page))
-	for rest := page; ; {
-		start := strings.IndexByte(rest, 1)
-		if start < 0 {
-			out.WriteString(rest)
-			return out.String(), nil
-		}
-		end := strings.IndexByte(rest[start+1:], 1)
-		if end < 0 {
-			return "", fmt.Errorf("a name mark without its end")
-		}
-		kind, id, ok := strings.Cut(rest[start+1:start+1+end], "\x02")
-		if !ok {
-			return "", fmt.Errorf("a name mark without its kind")
-		}
-		byID, read := names[kind]
+	for i, text := range m.text[:len(m.id)] {
+		byID, read := names[m.kind[i]]
 		if !read {
 			byID = map[string]string{}
-			if m := maps[kind]; m.Valid {
-				if err := json.Unmarshal([]byte(m.String), &byID); err != nil {
-					return "", fmt.Errorf("map of %s: %w", kind, err)
+			if js := maps[m.kind[i]]; js.Valid {
+				if err := json.Unmarshal([]byte(js.String), &byID); err != nil {
+					return "", fmt.Errorf("map of %s: %w", m.kind[i], err)
 				}
 			}
-			names[kind] = byID
+			names[m.kind[i]] = byID
 		}
-		out.WriteString(rest[:start])
-		writeJSONString(&out, byID[id])
-		rest = rest[start+end+2:]
+		out.WriteString(text)
+		writeJSONString(&out, byID[m.id[i]])
 	}
+	out.WriteString(m.text[len(m.id)])
+	return out.String(), nil
 }
 
 // writeJSONString writes s as a JSON string, escaping only what JSON

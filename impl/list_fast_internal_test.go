@@ -63,17 +63,21 @@ func TestFastListWritesNamesAfterThePage(t *testing.T) {
 // kind, a missing name as the empty string, and a page whose marks are cut.
 func TestSpliceNames(t *testing.T) {
 	page := "[{\"a\":\x01companies\x027\x01,\"b\":\x01users\x02\x01,\"c\":\x01companies\x028\x01}]"
-	ids := markedIDs(page)
+	marks, err := readMarks(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := marks.ids()
 	if len(ids) != 1 || !slices.Equal(ids["companies"], pq.Int64Array{7, 8}) {
 		t.Errorf("ids %v", ids)
 	}
-	out, err := spliceNames(page, map[string]sql.NullString{"companies": {String: `{"7": "Se\u0000ven \"7\"", "9": "x"}`, Valid: true}})
+	out, err := marks.write(map[string]sql.NullString{"companies": {String: `{"7": "Se\u0000ven \"7\"", "9": "x"}`, Valid: true}})
 	if want := `[{"a":"Se\u0000ven \"7\"","b":"","c":""}]`; err != nil || out != want {
 		t.Errorf("spliced %s, %v; want %s", out, err, want)
 	}
 	for _, cut := range []string{"[\x01companies\x027]", "[\x01companies7\x01]"} {
-		if out, err := spliceNames(cut, nil); err == nil {
-			t.Errorf("%q spliced as %q", cut, out)
+		if marks, err := readMarks(cut); err == nil {
+			t.Errorf("%q read as %v", cut, marks)
 		}
 	}
 }

@@ -645,7 +645,7 @@ func TestListInjection(t *testing.T) {
 
 // TestListNamesOfThePage checks the names a page shows of joined users,
 // counterparties, deals and directory values, which the fast list writes
-// into the page after reading it (impl/list_fast.go, spliceNames): byte for
+// into the page after reading it (impl/list_fast.go, pageMarks): byte for
 // byte as the single statement writes them, with a name that JSON escapes,
 // the empty string for a counterparty the caller may not open or a deal a
 // record lacks, and a note that holds the control character the marks use.
