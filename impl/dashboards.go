@@ -505,8 +505,8 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 			return nil, err
 		}
 		var r kpiReply
-		err = s.stmts(ctx).get(ctx, &r, `SELECT date_from, date_to, NULL::text AS error, value
-			  FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		err = s.stmts(ctx).get(ctx, &r, keptPlan(`SELECT date_from, date_to, NULL::text AS error, value
+			  FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, "value"),
 			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), pq.Array(kpiMetrics))...)
 		if err != nil {
 			return nil, fmt.Errorf("own KPI: %w", err)
@@ -596,8 +596,8 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 			return nil, err
 		}
 		var r kpiReply
-		err = s.stmts(ctx).get(ctx, &r, `SELECT date_from, date_to, error, value
-			  FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
+		err = s.stmts(ctx).get(ctx, &r, keptPlan(`SELECT date_from, date_to, error, value
+			  FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, "value"),
 			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), req.Params.DepartmentId, usersAccess, deptsAccess)...)
 		switch {
 		case err != nil:

@@ -573,8 +573,8 @@ type listMaps struct {
 	IDs           idList         `db:"o_ids"`
 }
 
-// listMapsCall is the call of crm_list_maps.
-const listMapsCall = `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+// listMapsCall is the call of crm_list_maps, planned once (keptPlan).
+var listMapsCall = keptPlan(`SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, "o_total")
 
 // runFastList answers the list request f of p: each statement reads one
 // table with the account first, so that on Citus each is a fast-path

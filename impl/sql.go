@@ -286,3 +286,17 @@ func (s *Server) callWrite(ctx context.Context, dest any, columns, fn string, ar
 // callWriteMargin is what callWrite keeps of the request's time for the
 // commit and the reply after the function's last check.
 const callWriteMargin = 50 * time.Millisecond
+
+// keptPlan returns call, a SELECT from a function of db/functions whose one
+// row has column, with a WHERE that holds for every row and that no planner
+// folds away. On Citus it lets a session planning for values (stmtCache) keep
+// the call's generic plan: Citus makes the generic plan of a bare call of a
+// distributed function with parameters cost too much to choose
+// (DissuadePlannerFromUsingPlan), so that it can try to delegate the call once
+// the values are known, and every execution plans the call again. A
+// statement with a WHERE is never delegated, and the request's node runs the
+// function itself, as it would anyway. Plain PostgreSQL only filters one row.
+// The sessions of generic plans (s.generic) need none of this.
+func keptPlan(call, column string) string {
+	return call + " WHERE " + column + " IS NULL OR " + column + " IS NOT NULL"
+}

@@ -1,0 +1,75 @@
+package impl
+
+import (
+	"context"
+	"testing"
+
+	"github.com/lib/pq"
+
+	crmdb "github.com/crmservice/crm/db"
+	"github.com/crmservice/crm/db/dbtest"
+)
+
+// TestKeptPlanIsGeneric holds keptPlan to its purpose: a call of a function
+// of db/functions in that form, prepared in a session that plans for values
+// (as stmtCache's), is given a generic plan once PostgreSQL has made its five
+// custom ones, on plain PostgreSQL and on Citus alike. On Citus the bare call
+// is planned again at every execution (Citus prices the generic plan of a
+// call of a distributed function with parameters too high to choose); the
+// test logs what the bare call got, so that a Citus that stops doing so shows
+// here.
+func TestKeptPlanIsGeneric(t *testing.T) {
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	pool, err := crmdb.Open(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	citus, err := crmdb.IsCitus(ctx, pool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pool.Connx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `SET plan_cache_mode = auto`); err != nil {
+		t.Fatal(err)
+	}
+
+	bare := `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	generic := func(query string) int64 {
+		t.Helper()
+		stmt, err := conn.PreparexContext(ctx, query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer stmt.Close()
+		for i := range 8 {
+			var out listMaps
+			err := stmt.GetContext(ctx, &out, int64(1_000_000+i), nil, pq.Array([]string{"users"}), nil,
+				nil, nil, nil, nil, nil, nil, nil, "someone@example.com", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if out.Users.Valid || out.IDs != nil || out.Total.Valid {
+				t.Fatalf("call for an account without rows: %+v", out)
+			}
+		}
+		var n int64
+		// cross-account: the session's own prepared statements.
+		if err := conn.GetContext(ctx, &n, `SELECT generic_plans FROM pg_prepared_statements WHERE statement = $1`, query); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if listMapsCall != keptPlan(bare, "o_total") {
+		t.Fatalf("listMapsCall = %q, want the kept-plan form of %q", listMapsCall, bare)
+	}
+	if n := generic(listMapsCall); n < 3 {
+		t.Errorf("the kept-plan call got %d generic plans in 8 executions, want 3 (after 5 custom ones)", n)
+	}
+	t.Logf("citus=%v: the bare call got %d generic plans in 8 executions", citus, generic(bare))
+}
