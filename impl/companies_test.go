@@ -189,9 +189,9 @@ func TestCompanyInsert(t *testing.T) {
 		{"null body", "null", "request body"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := e.count(t, `SELECT (SELECT count(*) FROM companies) + (SELECT count(*) FROM emails) + (SELECT count(*) FROM journal)`)
+			before := e.count(t, `SELECT (SELECT count(*) FROM companies WHERE account_id = $1) + (SELECT count(*) FROM emails WHERE account_id = $1) + (SELECT count(*) FROM journal WHERE account_id = $1)`, w.accountID)
 			expectError(t, e.post(t, w.member.token, "/company/insert", tc.body), "400", tc.want, "")
-			if after := e.count(t, `SELECT (SELECT count(*) FROM companies) + (SELECT count(*) FROM emails) + (SELECT count(*) FROM journal)`); after != before {
+			if after := e.count(t, `SELECT (SELECT count(*) FROM companies WHERE account_id = $1) + (SELECT count(*) FROM emails WHERE account_id = $1) + (SELECT count(*) FROM journal WHERE account_id = $1)`, w.accountID); after != before {
 				t.Errorf("a refused insert wrote %d rows", after-before)
 			}
 		})

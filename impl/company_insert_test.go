@@ -103,7 +103,7 @@ func TestCompanyInsertAtOnce(t *testing.T) {
 
 	t.Run("duplicate writes nothing", func(t *testing.T) {
 		first := insertCompany(t, e, w.member.token, body("Original", "dup@fast.example"))
-		before := e.count(t, `SELECT (SELECT count(*) FROM companies) + (SELECT count(*) FROM emails) + (SELECT count(*) FROM phones) + (SELECT count(*) FROM journal)`)
+		before := e.count(t, `SELECT (SELECT count(*) FROM companies WHERE account_id = $1) + (SELECT count(*) FROM emails WHERE account_id = $1) + (SELECT count(*) FROM phones WHERE account_id = $1) + (SELECT count(*) FROM journal WHERE account_id = $1)`, w.accountID)
 		cnt := counter()
 		r := e.post(t, w.other.token, "/company/insert?check_duplicates=true", body("Copy", "new@fast.example", "DUP@fast.example"))
 		// The other member does not see the original: no name in the message.
@@ -113,7 +113,7 @@ func TestCompanyInsertAtOnce(t *testing.T) {
 		}
 		r = e.post(t, w.admin.token, "/company/insert?check_duplicates=true", body("Copy", "dup@FAST.example"))
 		expectError(t, r, "409", fmt.Sprintf("counterparty %d \"Original\"", first), strconv.FormatInt(first, 10))
-		after := e.count(t, `SELECT (SELECT count(*) FROM companies) + (SELECT count(*) FROM emails) + (SELECT count(*) FROM phones) + (SELECT count(*) FROM journal)`)
+		after := e.count(t, `SELECT (SELECT count(*) FROM companies WHERE account_id = $1) + (SELECT count(*) FROM emails WHERE account_id = $1) + (SELECT count(*) FROM phones WHERE account_id = $1) + (SELECT count(*) FROM journal WHERE account_id = $1)`, w.accountID)
 		if after != before || counter() != cnt {
 			t.Fatalf("a refused duplicate wrote rows (%d -> %d) or moved the counter", before, after)
 		}

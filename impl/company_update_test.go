@@ -62,7 +62,7 @@ func TestCompanyUpdate(t *testing.T) {
 
 	t.Run("OK only the passed fields change", func(t *testing.T) {
 		before, beforeAt := e.storedCompany(t, id), e.updatedAt(t, id)
-		attached := e.count(t, `SELECT (SELECT count(*) FROM emails) + (SELECT count(*) FROM phones) + (SELECT count(*) FROM contacts) + (SELECT count(*) FROM requisites)`)
+		attached := e.count(t, `SELECT (SELECT count(*) FROM emails WHERE account_id = $1) + (SELECT count(*) FROM phones WHERE account_id = $1) + (SELECT count(*) FROM contacts WHERE account_id = $1) + (SELECT count(*) FROM requisites WHERE account_id = $1)`, w.accountID)
 		mark := e.lastJournalID(t)
 
 		update(t, w.member.token, map[string]any{"id": id, "note": "Prefers e-mail", "tags": "b2b, vip,b2b", "status_id": w.dirs[10][1], "city": ""})
@@ -73,7 +73,7 @@ func TestCompanyUpdate(t *testing.T) {
 		if at := e.updatedAt(t, id); !at.After(beforeAt) {
 			t.Errorf("updated_at %v not after %v", at, beforeAt)
 		}
-		if n := e.count(t, `SELECT (SELECT count(*) FROM emails) + (SELECT count(*) FROM phones) + (SELECT count(*) FROM contacts) + (SELECT count(*) FROM requisites)`); n != attached {
+		if n := e.count(t, `SELECT (SELECT count(*) FROM emails WHERE account_id = $1) + (SELECT count(*) FROM phones WHERE account_id = $1) + (SELECT count(*) FROM contacts WHERE account_id = $1) + (SELECT count(*) FROM requisites WHERE account_id = $1)`, w.accountID); n != attached {
 			t.Errorf("phones, e-mails, contacts or requisites changed: %d rows, want %d", n, attached)
 		}
 		e.expectJournal(t, mark, journalRow{UserID: w.member.id, Entity: "company", RecordID: id, Action: "update", Changes: map[string]any{
