@@ -323,6 +323,9 @@ func findDuplicate(ctx context.Context, tx *sqlx.Tx, p *Principal, emails []stri
 	return &Error{Code: CodeConflict, Msg: msg, Value: &value}
 }
 
+// companyGetCall is the call of crm_company_get (db/functions/company_get.sql).
+var companyGetCall = newCallStmt(`SELECT crm_company_get($1, $2, $3, $4, $5, $6)`)
+
 // CompanyGet implements GET /company/get: the whole card in one call of
 // crm_company_get (db/functions/company_get.sql).
 func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject) (gen.CompanyGetResponseObject, error) {
@@ -331,7 +334,7 @@ func (s *Server) CompanyGet(ctx context.Context, req gen.CompanyGetRequestObject
 		return nil, err
 	}
 	var card sql.NullString
-	err = s.generic(ctx).get(ctx, &card, `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(req.Params.Id)...)
+	err = s.generic(ctx).get(ctx, &card, s.call(companyGetCall), p.callerArgs(req.Params.Id)...)
 	if err != nil {
 		return nil, fmt.Errorf("read card of counterparty %d: %w", req.Params.Id, err)
 	}

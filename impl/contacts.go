@@ -232,7 +232,7 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 		if name != "" {
 			name = escapeLike(name)
 		}
-		err = s.generic(ctx).get(ctx, &out, contactListCall, p.callerArgs(name, nil, perPage, offset)...)
+		err = s.generic(ctx).get(ctx, &out, s.call(contactListCall), p.callerArgs(name, nil, perPage, offset)...)
 	} else {
 		query, args := contactListSQL(p, name, perPage, offset)
 		err = s.db(ctx).GetContext(ctx, &out, query, args...)
@@ -244,7 +244,7 @@ func (s *Server) ContactList(ctx context.Context, req gen.ContactListRequestObje
 }
 
 // contactListCall is the call of crm_contact_list (db/functions/contact_list.sql).
-const contactListCall = `SELECT rows, value FROM crm_contact_list($1, $2, $3, $4, $5, $6, $7, $8, $9)`
+var contactListCall = newCallStmt(`SELECT rows, value FROM crm_contact_list($1, $2, $3, $4, $5, $6, $7, $8, $9)`)
 
 // contactListSQL is the statement of GET /contact/list without company_id: the
 // total and one page of the contact persons p sees whose name contains name
@@ -286,7 +286,7 @@ func (s *Server) companyContacts(ctx context.Context, p *Principal, companyID in
 	var out listResult
 	var err error
 	if s.fastPath {
-		err = s.generic(ctx).get(ctx, &out, contactListCall, p.callerArgs("", companyID, 0, 0)...)
+		err = s.generic(ctx).get(ctx, &out, s.call(contactListCall), p.callerArgs("", companyID, 0, 0)...)
 	} else {
 		q := sqlFor(p)
 		setContact(q, contactsOfCompany)

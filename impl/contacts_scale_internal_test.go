@@ -186,11 +186,11 @@ func TestContactCostIgnoresOtherAccounts(t *testing.T) {
 	p := &Principal{AccountID: acc, UserID: admin, Role: RoleAdmin, TimeZone: "Europe/Riga"}
 	statements := map[string]func() (string, []any){
 		"card": func() (string, []any) {
-			return `SELECT crm_company_get($1, $2, $3, $4, $5, $6)`, p.callerArgs(card)
+			return companyGetCall.bare, p.callerArgs(card)
 		},
-		"contact list": func() (string, []any) { return contactListCall, p.callerArgs("", nil, 200, 0) },
+		"contact list": func() (string, []any) { return contactListCall.bare, p.callerArgs("", nil, 200, 0) },
 		"contact list by name": func() (string, []any) {
-			return contactListCall, p.callerArgs("person 1", nil, 200, 0)
+			return contactListCall.bare, p.callerArgs("person 1", nil, 200, 0)
 		},
 	}
 	cost := func(q string, args ...any) planCost {

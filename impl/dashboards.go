@@ -505,7 +505,7 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 			return nil, err
 		}
 		var r kpiReply
-		err = s.stmts(ctx).get(ctx, &r, kpiMyCall,
+		err = s.stmts(ctx).get(ctx, &r, s.call(kpiMyCall),
 			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), pq.Array(kpiMetrics))...)
 		if err != nil {
 			return nil, fmt.Errorf("own KPI: %w", err)
@@ -595,7 +595,7 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 			return nil, err
 		}
 		var r kpiReply
-		err = s.stmts(ctx).get(ctx, &r, kpiTeamCall,
+		err = s.stmts(ctx).get(ctx, &r, s.call(kpiTeamCall),
 			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), req.Params.DepartmentId, usersAccess, deptsAccess)...)
 		switch {
 		case err != nil:
@@ -697,11 +697,11 @@ func missingDepartment(id int64) error {
 	return notFound("query parameter \"department_id\": department %d not found", id)
 }
 
-// kpiMyCall and kpiTeamCall are the calls of crm_kpi_my and crm_kpi_team,
-// planned once per session (keptPlan).
+// kpiMyCall and kpiTeamCall are the calls of crm_kpi_my and crm_kpi_team
+// (callStmt).
 var (
-	kpiMyCall = keptPlan(`SELECT date_from, date_to, NULL::text AS error, value
-		FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, "value")
-	kpiTeamCall = keptPlan(`SELECT date_from, date_to, error, value
-		FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`, "value")
+	kpiMyCall = newCallStmt(`SELECT date_from, date_to, NULL::text AS error, value
+		FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
+	kpiTeamCall = newCallStmt(`SELECT date_from, date_to, error, value
+		FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`)
 )

@@ -92,6 +92,10 @@ type eventPage struct {
 	Events      string `db:"events"`
 }
 
+// eventListCall is the call of crm_event_list (db/functions/event_list.sql).
+var eventListCall = newCallStmt(`SELECT scanned, last_scanned, matched, last_matched, events
+	FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
+
 // EventList implements GET /event/list.
 func (s *Server) EventList(ctx context.Context, req gen.EventListRequestObject) (gen.EventListResponseObject, error) {
 	p, err := principal(ctx)
@@ -125,8 +129,7 @@ func (s *Server) EventList(ctx context.Context, req gen.EventListRequestObject) 
 		if actions != nil {
 			acts = pq.Array(actions)
 		}
-		err = s.generic(ctx).get(ctx, &page, `SELECT scanned, last_scanned, matched, last_matched, events
-			  FROM crm_event_list($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+		err = s.generic(ctx).get(ctx, &page, s.call(eventListCall),
 			p.callerArgs(after, eventScanLimit, limit, mods, acts)...)
 	} else {
 		page, err = s.eventPageSQL(ctx, p, after, limit, modules, actions)

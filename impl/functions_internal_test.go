@@ -369,7 +369,7 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 				t.Fatalf("%s: %v", l.name, err)
 			}
 			runs = append(runs, requestRun{"fast list " + l.name, func(ctx context.Context, run fastRunner) error {
-				_, err := runFastList(ctx, run, p, plan)
+				_, err := runFastList(ctx, run, p, plan, listMapsCall.kept)
 				return err
 			}})
 		}

@@ -98,7 +98,7 @@ func (s *Server) CommonListPaging(ctx context.Context, req gen.CommonListPagingR
 		}
 		// Planned for their values (a filter's value decides between the
 		// order's index and the filter's), generic where that costs no more.
-		out, err := runFastList(ctx, s.stmts(ctx), p, plan)
+		out, err := runFastList(ctx, s.stmts(ctx), p, plan, s.call(listMapsCall))
 		if err != nil {
 			return nil, fmt.Errorf("list module %d: %w", m.code, err)
 		}

@@ -4,12 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/lib/pq"
 )
@@ -161,8 +161,31 @@ var aliasField = regexp.MustCompile(`\b([a-z]+)\.([a-z_]+)\b`)
 // (itself rewritten when it is a field of another join, such as co.type_id).
 // A map of names gives the name of a user, directory value, counterparty or
 // deal; a counterparty's other fields come from the map of its rows, a money
-// account's from an object. used collects the maps the lookups read.
+// account's from an object. used collects the maps the lookups read. Each
+// expression of a module is rewritten once (fastExprs).
 func (m *listModule) fastExpr(expr string, used map[string]bool) string {
+	key := strconv.Itoa(m.code) + ":" + expr
+	r, ok := fastExprs.get(key)
+	if !ok {
+		reads := map[string]bool{}
+		r = fastRewrite{expr: m.rewriteFast(expr, reads), reads: keys(reads)}
+		fastExprs.put(key, r)
+	}
+	for _, k := range r.reads {
+		used[k] = true
+	}
+	return r.expr
+}
+
+// fastRewrite is an expression in the fast form and the maps it reads.
+type fastRewrite struct {
+	expr  string
+	reads []string
+}
+
+var fastExprs = newMemo[fastRewrite](2000)
+
+func (m *listModule) rewriteFast(expr string, used map[string]bool) string {
 	return aliasField.ReplaceAllStringFunc(expr, func(s string) string {
 		parts := aliasField.FindStringSubmatch(s)
 		alias, field := parts[1], parts[2]
@@ -173,7 +196,7 @@ func (m *listModule) fastExpr(expr string, used map[string]bool) string {
 			if j.name != alias {
 				continue
 			}
-			id := "(" + m.fastExpr(j.idCol, used) + ")::text"
+			id := "(" + m.rewriteFast(j.idCol, used) + ")::text"
 			mp := mapOf[j.table]
 			switch {
 			case j.table == "money_accounts":
@@ -205,6 +228,22 @@ var ownColumn = regexp.MustCompile(`^[a-z]+\.[a-z_]+$`)
 // 0x01 and 0x02, 0x01 (pageMarks). No JSON text that to_json writes holds
 // those bytes: it writes a control character of a string as \u0001.
 func (m *listModule) nameMark(expr string, whole []string) (kind, mark string, ok bool) {
+	key := strconv.Itoa(m.code) + ":" + strings.Join(whole, ",") + ":" + expr
+	r, seen := nameMarks.get(key)
+	if !seen {
+		r.kind, r.mark, r.ok = m.markOf(expr, whole)
+		nameMarks.put(key, r)
+	}
+	return r.kind, r.mark, r.ok
+}
+
+// nameMarks keeps what nameMark found for each column of a module.
+var nameMarks = newMemo[struct {
+	kind, mark string
+	ok         bool
+}](2000)
+
+func (m *listModule) markOf(expr string, whole []string) (kind, mark string, ok bool) {
 	g := nameOnly.FindStringSubmatch(expr)
 	if g == nil {
 		return "", "", false
@@ -504,36 +543,89 @@ var fastParam = regexp.MustCompile(`\$(\d+)`)
 
 // bind numbers the parameters that stmt uses from 1 in their order, each cast
 // to its type (a statement prepared by the driver has no declared types), and
-// returns their values.
+// returns their values. The numbering of a statement is worked out once
+// (boundStmts).
 func (f *fastPlan) bind(stmt string, own *fastOwn) (string, []any) {
+	b := boundOf(stmt, f.types)
+	args := make([]any, len(b.refs))
+	for i, n := range b.refs {
+		switch {
+		case n <= fastOwnParams:
+			args[i] = own[n-1]
+		case f.args[n-fastOwnParams-1] != nil:
+			args[i] = *f.args[n-fastOwnParams-1]
+		}
+	}
+	return b.text, args
+}
+
+// boundStmt is a statement of the fast list as bind sends it: its text, and
+// the number in the fast list's own numbering of each of its parameters.
+type boundStmt struct {
+	text string
+	refs []int
+}
+
+// boundStmts keeps the boundStmt of each statement and types seen: a
+// request's statements differ by their columns, filters and sort alone.
+var boundStmts = newMemo[boundStmt](2000)
+
+// boundOf numbers the parameters of stmt for bind.
+func boundOf(stmt string, types []string) boundStmt {
+	key := stmt + "\x00" + strings.Join(types, ",")
+	if b, ok := boundStmts.get(key); ok {
+		return b
+	}
+	var b boundStmt
 	index := map[int]int{}
-	var args []any
-	out := fastParam.ReplaceAllStringFunc(stmt, func(ref string) string {
+	b.text = fastParam.ReplaceAllStringFunc(stmt, func(ref string) string {
 		n, _ := strconv.Atoi(ref[1:])
 		k, ok := index[n]
 		if !ok {
-			if n < 1 || n > fastOwnParams+len(f.args) {
+			if n < 1 || n > fastOwnParams+len(types) {
 				panic("impl: list statement refers to " + ref)
 			}
-			if n <= fastOwnParams {
-				args = append(args, own[n-1])
-			} else if t := f.args[n-fastOwnParams-1]; t != nil {
-				args = append(args, *t)
-			} else {
-				args = append(args, nil)
-			}
-			k = len(args)
+			b.refs = append(b.refs, n)
+			k = len(b.refs)
 			index[n] = k
 		}
 		typ := ""
 		if n <= fastOwnParams {
 			typ = fastOwnTypes[n-1]
 		} else {
-			typ = f.types[n-fastOwnParams-1]
+			typ = types[n-fastOwnParams-1]
 		}
 		return "$" + strconv.Itoa(k) + "::" + typ
 	})
-	return out, args
+	boundStmts.put(key, b)
+	return b
+}
+
+// memo is a bounded map of what the fast list works out once for a text
+// (a statement, an expression): it starts over when it is full, since the
+// texts of requests are few but not bounded.
+type memo[V any] struct {
+	mu    sync.Mutex
+	max   int
+	byKey map[string]V
+}
+
+func newMemo[V any](max int) *memo[V] { return &memo[V]{max: max, byKey: map[string]V{}} }
+
+func (c *memo[V]) get(key string) (V, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v, ok := c.byKey[key]
+	return v, ok
+}
+
+func (c *memo[V]) put(key string, v V) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.byKey) >= c.max {
+		clear(c.byKey)
+	}
+	c.byKey[key] = v
 }
 
 // idList scans an array of ids, leaving out its NULLs (a record without the
@@ -573,8 +665,8 @@ type listMaps struct {
 	IDs           idList         `db:"o_ids"`
 }
 
-// listMapsCall is the call of crm_list_maps, planned once (keptPlan).
-var listMapsCall = keptPlan(`SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`, "o_total")
+// listMapsCall is the call of crm_list_maps (callStmt).
+var listMapsCall = newCallStmt(`SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
 
 // runFastList answers the list request f of p: each statement reads one
 // table with the account first, so that on Citus each is a fast-path
@@ -586,7 +678,10 @@ var listMapsCall = keptPlan(`SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6,
 // pass; with the prefilter of an e-mail or a phone), else after it for the
 // page's records alone. A full first page of tasks with their counterparties
 // is two statements; a counterparty found by e-mail, two.
-func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan) (listResult, error) {
+//
+// mapsCall is the call of crm_list_maps in the form of the request's node
+// (Server.call).
+func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan, mapsCall string) (listResult, error) {
 	var own fastOwn
 	own[0] = p.AccountID
 	// impl/access.go, seesOwner: an admin sees every user's records, a head
@@ -617,7 +712,7 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan)
 		if !count {
 			module, kind = nil, nil
 		}
-		err := run.get(ctx, &out, listMapsCall, p.AccountID, own[1], pq.Array(whole), pq.Array(kinds),
+		err := run.get(ctx, &out, mapsCall, p.AccountID, own[1], pq.Array(whole), pq.Array(kinds),
 			users, dirs, companies, deals, money, module, kind, email, phone)
 		return out, err
 	}
@@ -883,55 +978,105 @@ func (m pageMarks) ids() map[string]pq.Int64Array {
 
 // write writes the page with each mark as the JSON string of the name its
 // map gives, the empty string where the map has none (nameCol coalesces a
-// missing name), as the statement would have written it.
+// missing name), as the statement would have written it: the name's JSON
+// text in the map, which PostgreSQL escapes as to_json does, is copied as it
+// is (rawMembers).
 func (m pageMarks) write(maps map[string]sql.NullString) (string, error) {
 	names := map[string]map[string]string{}
 	var out strings.Builder
+	size := 0
+	for _, text := range m.text {
+		size += len(text)
+	}
+	out.Grow(size + 24*len(m.id))
 	for i, text := range m.text[:len(m.id)] {
 		byID, read := names[m.kind[i]]
 		if !read {
-			byID = map[string]string{}
 			if js := maps[m.kind[i]]; js.Valid {
-				if err := json.Unmarshal([]byte(js.String), &byID); err != nil {
+				var err error
+				if byID, err = rawMembers(js.String); err != nil {
 					return "", fmt.Errorf("map of %s: %w", m.kind[i], err)
 				}
 			}
 			names[m.kind[i]] = byID
 		}
 		out.WriteString(text)
-		writeJSONString(&out, byID[m.id[i]])
+		if name, ok := byID[m.id[i]]; ok {
+			out.WriteString(name)
+		} else {
+			out.WriteString(`""`)
+		}
 	}
 	out.WriteString(m.text[len(m.id)])
 	return out.String(), nil
 }
 
-// writeJSONString writes s as a JSON string, escaping only what JSON
-// requires (as PostgreSQL's to_json does).
-func writeJSONString(out *strings.Builder, s string) {
-	const hex = "0123456789abcdef"
-	out.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"' || c == '\\':
-			out.WriteByte('\\')
-			out.WriteByte(c)
-		case c == '\n':
-			out.WriteString(`\n`)
-		case c == '\r':
-			out.WriteString(`\r`)
-		case c == '\t':
-			out.WriteString(`\t`)
-		case c == '\b':
-			out.WriteString(`\b`)
-		case c == '\f':
-			out.WriteString(`\f`)
-		case c < 0x20:
-			out.WriteString(`\u00`)
-			out.WriteByte(hex[c>>4])
-			out.WriteByte(hex[c&0xf])
+// rawMembers reads a JSON object of names, as PostgreSQL writes a jsonb
+// object whose keys are ids and whose values are strings or null: each key
+// with its value's JSON text, a null value left out.
+func rawMembers(js string) (map[string]string, error) {
+	members := map[string]string{}
+	i := skipBlanks(js, 0)
+	if i == len(js) || js[i] != '{' {
+		return nil, fmt.Errorf("not an object")
+	}
+	if i = skipBlanks(js, i+1); i < len(js) && js[i] == '}' {
+		return members, nil
+	}
+	for {
+		key, next, err := jsonStringAt(js, i)
+		if err != nil {
+			return nil, err
+		}
+		if strings.IndexByte(key, '\\') >= 0 {
+			return nil, fmt.Errorf("a key with an escape")
+		}
+		if i = skipBlanks(js, next); i == len(js) || js[i] != ':' {
+			return nil, fmt.Errorf("a key without its value")
+		}
+		switch i = skipBlanks(js, i+1); {
+		case strings.HasPrefix(js[i:], "null"):
+			next = i + len("null")
 		default:
-			out.WriteByte(c)
+			var value string
+			if value, next, err = jsonStringAt(js, i); err != nil {
+				return nil, err
+			}
+			members[key[1:len(key)-1]] = value
+		}
+		switch i = skipBlanks(js, next); {
+		case i < len(js) && js[i] == '}':
+			return members, nil
+		case i < len(js) && js[i] == ',':
+			i = skipBlanks(js, i+1)
+		default:
+			return nil, fmt.Errorf("a member without a separator")
 		}
 	}
-	out.WriteByte('"')
+}
+
+// jsonStringAt returns the JSON string that starts at js[i], with its quotes,
+// and the index past it.
+func jsonStringAt(js string, i int) (string, int, error) {
+	if i >= len(js) || js[i] != '"' {
+		return "", 0, fmt.Errorf("a string expected at %d", i)
+	}
+	for j := i + 1; j < len(js); j++ {
+		switch js[j] {
+		case '\\':
+			j++
+		case '"':
+			return js[i : j+1], j + 1, nil
+		}
+	}
+	return "", 0, fmt.Errorf("a string without its end")
+}
+
+// skipBlanks returns the index of the first byte of js from i that is not a
+// blank of JSON.
+func skipBlanks(js string, i int) int {
+	for i < len(js) && (js[i] == ' ' || js[i] == '\n' || js[i] == '\t' || js[i] == '\r') {
+		i++
+	}
+	return i
 }

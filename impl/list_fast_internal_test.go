@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -75,6 +76,15 @@ func TestSpliceNames(t *testing.T) {
 	if want := `[{"a":"Se\u0000ven \"7\"","b":"","c":""}]`; err != nil || out != want {
 		t.Errorf("spliced %s, %v; want %s", out, err, want)
 	}
+	out, err = marks.write(map[string]sql.NullString{"companies": {String: `{"7": null, "8": "Eight"}`, Valid: true}})
+	if want := `[{"a":"","b":"","c":"Eight"}]`; err != nil || out != want {
+		t.Errorf("spliced %s, %v; want %s", out, err, want)
+	}
+	for _, bad := range []string{``, `[]`, `{"7": "x"`, `{"7" "x"}`, `{"7": 7}`, `{"7": "x" "8": "y"}`, `{"7": "x\"}`, `{"\u0037": "x"}`} {
+		if _, err := marks.write(map[string]sql.NullString{"companies": {String: bad, Valid: true}}); err == nil {
+			t.Errorf("a map %q was read", bad)
+		}
+	}
 	for _, cut := range []string{"[\x01companies\x027]", "[\x01companies7\x01]"} {
 		if marks, err := readMarks(cut); err == nil {
 			t.Errorf("%q read as %v", cut, marks)
@@ -142,11 +152,11 @@ func TestFastListStatementsOfAPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := &countingRunner{fastRunner: server.stmts(ctx)}
-	out, err := runFastList(ctx, run, p, plan)
+	out, err := runFastList(ctx, run, p, plan, listMapsCall.kept)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.sent) != 2 || !strings.HasPrefix(run.sent[0], `SELECT '{"id":'`) || run.sent[1] != listMapsCall {
+	if len(run.sent) != 2 || !strings.HasPrefix(run.sent[0], `SELECT '{"id":'`) || run.sent[1] != listMapsCall.kept {
 		t.Errorf("statements %q, want the page and the call of crm_list_maps", run.sent)
 	}
 	var rows []map[string]any
@@ -155,5 +165,34 @@ func TestFastListStatementsOfAPage(t *testing.T) {
 	}
 	if out.Rows != 60 || len(rows) != 50 || rows[49]["company_name"] != "Co" || rows[49]["user_name"] != "Ann" {
 		t.Errorf("total %d, page of %d, last %v", out.Rows, len(rows), rows[len(rows)-1])
+	}
+}
+
+// TestRawNamesAreToJSON holds rawMembers to what the page's statement would
+// write for a name: PostgreSQL's to_json of the text, for names with every
+// character JSON escapes and some it does not.
+func TestRawNamesAreToJSON(t *testing.T) {
+	db := dbtest.New(t)
+	var ctl []string
+	for c := 1; c < 0x20; c++ {
+		ctl = append(ctl, string(rune(c)))
+	}
+	names := []string{"plain", `quote " and backslash \ and slash /`, strings.Join(ctl, ""), "tab\tnew\nline", "ūnicode ✓ \u2028", ""}
+	var row struct {
+		Map    string         `db:"map"`
+		AsJSON pq.StringArray `db:"as_json"`
+	}
+	if err := db.Get(&row, `SELECT jsonb_object_agg(n, name)::text AS map, array_agg(to_json(name)::text ORDER BY n) AS as_json
+		FROM unnest($1::text[]) WITH ORDINALITY AS x (name, n)`, pq.Array(names)); err != nil {
+		t.Fatal(err)
+	}
+	members, err := rawMembers(row.Map)
+	if err != nil {
+		t.Fatalf("%s: %v", row.Map, err)
+	}
+	for i, want := range row.AsJSON {
+		if got := members[strconv.Itoa(i+1)]; got != want {
+			t.Errorf("name %q: %s, want %s", names[i], got, want)
+		}
 	}
 }

@@ -138,8 +138,11 @@ type Server struct {
 	log    *slog.Logger
 	limits *limits
 
-	scanOnce       int
-	fastPath       bool // Config.FastPath
+	scanOnce int
+	fastPath bool // Config.FastPath
+	// The calls of db/functions go bare to a Citus coordinator, which
+	// delegates them (s.call): on Citus without a Router.
+	delegateCalls  bool
 	deadlines      Deadlines
 	webhookTimeout time.Duration
 	large          *largeRequests // nil: no bound
@@ -179,21 +182,20 @@ func NewHandler(cfg Config) (http.Handler, error) {
 		cfg.TokenCacheTTL = maxTokenCacheTTL
 	}
 	cfg.Log = withRequestIDs(cfg.Log)
-	fastPath := false
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	citus, err := db.IsCitus(ctx, cfg.DB)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	fastPath := citus
 	if cfg.FastPath != nil {
 		fastPath = *cfg.FastPath
-	} else {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		citus, err := db.IsCitus(ctx, cfg.DB)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		fastPath = citus
 	}
 	s := &Server{log: cfg.Log, limits: newLimits(cfg), tokens: newTokenCache(cfg.TokenCacheTTL),
 		nodes:    nodes{router: cfg.Router, home: newDBNode(cfg.DB, cfg.GenericDB), byAddr: map[string]*dbNode{}},
-		scanOnce: cfg.ListScanOnce, fastPath: fastPath, secrets: cfg.Secrets, fault: cfg.Fault}
+		scanOnce: cfg.ListScanOnce, fastPath: fastPath, secrets: cfg.Secrets, fault: cfg.Fault,
+		delegateCalls: citus && cfg.Router == nil}
 	if cfg.WebhookTimeout <= 0 {
 		cfg.WebhookTimeout = 10 * time.Second
 	}

@@ -274,7 +274,7 @@ func (s *Server) callWrite(ctx context.Context, dest any, columns, fn string, ar
 	for i := range args {
 		placeholders[i] = "$" + strconv.Itoa(i+1)
 	}
-	query := "SELECT " + columns + " FROM " + fn + "(" + strings.Join(placeholders, ", ") + ")"
+	query := s.call(newCallStmt("SELECT " + columns + " FROM " + fn + "(" + strings.Join(placeholders, ", ") + ")"))
 	if ambientTx(ctx) != nil {
 		return s.inTx(ctx, func(tx *sqlx.Tx) error {
 			return tx.GetContext(ctx, dest, query, args...)
@@ -287,16 +287,34 @@ func (s *Server) callWrite(ctx context.Context, dest any, columns, fn string, ar
 // commit and the reply after the function's last check.
 const callWriteMargin = 50 * time.Millisecond
 
-// keptPlan returns call, a SELECT from a function of db/functions whose one
-// row has column, with a WHERE that holds for every row and that no planner
-// folds away. On Citus it lets a session planning for values (stmtCache) keep
-// the call's generic plan: Citus makes the generic plan of a bare call of a
-// distributed function with parameters cost too much to choose
+// keptPlan returns call, a SELECT of a function of db/functions, with a WHERE
+// that holds for every row and that no planner folds away. On Citus it lets a
+// session keep the call's generic plan: Citus makes the generic plan of a bare
+// call of a distributed function with parameters cost too much to choose
 // (DissuadePlannerFromUsingPlan), so that it can try to delegate the call once
-// the values are known, and every execution plans the call again. A
-// statement with a WHERE is never delegated, and the request's node runs the
-// function itself, as it would anyway. Plain PostgreSQL only filters one row.
-// The sessions of generic plans (s.generic) need none of this.
-func keptPlan(call, column string) string {
-	return call + " WHERE " + column + " IS NULL OR " + column + " IS NOT NULL"
+// the values are known, and every execution plans the call again, on the
+// worker a routed request reaches as on the coordinator. Every function Citus
+// created on the workers is distributed in that sense, those without a
+// distribution argument too. A statement with a WHERE is never delegated: the
+// node that gets it runs the function itself. Plain PostgreSQL only tests the
+// condition once per call. db/functions writes its own calls of functions
+// the same way (budget.sql).
+func keptPlan(call string) string {
+	return call + " WHERE pg_backend_pid() IS NOT NULL"
+}
+
+// callStmt is a call of a function of db/functions in its two forms: bare,
+// for a Citus coordinator that delegates it to the account's node
+// (CITUS_ROUTING=off), and with its plan kept (keptPlan) for the node that
+// runs it, which the server reaches everywhere else.
+type callStmt struct{ bare, kept string }
+
+func newCallStmt(call string) callStmt { return callStmt{bare: call, kept: keptPlan(call)} }
+
+// call gives c in the form the server's nodes take.
+func (s *Server) call(c callStmt) string {
+	if s.delegateCalls {
+		return c.bare
+	}
+	return c.kept
 }

@@ -9,7 +9,15 @@
 -- a call that wrote returns, cancels it (SQLSTATE 57014, which the server
 -- answers with its 503) when that moment has passed, so that the writes roll
 -- back. A NULL budget sets nothing. Their first arguments are not p_account:
--- Citus does not distribute them, they run where their caller runs.
+-- Citus does not distribute them by an argument, they run where their caller
+-- runs.
+--
+-- A function of these files calls another in a statement with a WHERE that
+-- holds always, `PERFORM crm_budget_check(deadline) WHERE pg_backend_pid() IS
+-- NOT NULL`: Citus counts every function it created on the workers as
+-- distributed and makes the generic plan of a bare call with parameters too
+-- dear to choose, so that each execution would plan the call again (20-100 us
+-- on a worker); a WHERE keeps Citus from looking (impl/sql.go, keptPlan).
 CREATE OR REPLACE FUNCTION crm_budget_start(ms integer)
 RETURNS timestamptz LANGUAGE plpgsql VOLATILE AS $fn$
 BEGIN

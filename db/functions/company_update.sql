@@ -66,8 +66,8 @@ BEGIN
 		updated_at = now()
 	 WHERE account_id = p_account AND id = p_id;
 	PERFORM crm_journal_append(p_account, p_user, p_token, ARRAY[1::smallint], ARRAY['company'], ARRAY[p_id],
-		ARRAY['update'], ARRAY[changed]);
-	PERFORM crm_budget_check(deadline);
+		ARRAY['update'], ARRAY[changed]) WHERE pg_backend_pid() IS NOT NULL;
+	PERFORM crm_budget_check(deadline) WHERE pg_backend_pid() IS NOT NULL; -- kept plan (budget.sql)
 	RETURN NEXT;
 END
 $fn$;

@@ -39,6 +39,7 @@ BEGIN
 	       END::text
 	  INTO value
 	  FROM crm_kpi_items(p_account, ARRAY[p_user], p_tz, date_from, date_to, mtd, p_rollup)
-	       AS i (user_id, metric, name, measure, plan, actual, progress, mtd_plan, mtd_actual, mtd_progress);
+	       AS i (user_id, metric, name, measure, plan, actual, progress, mtd_plan, mtd_actual, mtd_progress)
+	 WHERE pg_backend_pid() IS NOT NULL; -- kept plan (budget.sql)
 END
 $fn$;
