@@ -185,6 +185,7 @@ type fastRewrite struct {
 
 var fastExprs = newMemo[fastRewrite](2000)
 
+// rewriteFast does fastExpr's work, once per expression.
 func (m *listModule) rewriteFast(expr string, used map[string]bool) string {
 	return aliasField.ReplaceAllStringFunc(expr, func(s string) string {
 		parts := aliasField.FindStringSubmatch(s)
@@ -243,6 +244,7 @@ var nameMarks = newMemo[struct {
 	ok         bool
 }](2000)
 
+// markOf does nameMark's work, once per column and maps read whole.
 func (m *listModule) markOf(expr string, whole []string) (kind, mark string, ok bool) {
 	g := nameOnly.FindStringSubmatch(expr)
 	if g == nil {
