@@ -41,7 +41,7 @@ func TestKeptPlanIsGeneric(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	bare := `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`
+	bare := `SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`
 	generic := func(query string) int64 {
 		t.Helper()
 		stmt, err := conn.PreparexContext(ctx, query)
@@ -52,7 +52,7 @@ func TestKeptPlanIsGeneric(t *testing.T) {
 		for i := range 8 {
 			var out listMaps
 			err := stmt.GetContext(ctx, &out, int64(1_000_000+i), nil, pq.Array([]string{"users"}), nil,
-				nil, nil, nil, nil, nil, nil, nil, "someone@example.com", nil)
+				nil, nil, nil, nil, nil, nil, nil, "someone@example.com", nil, nil)
 			if err != nil {
 				t.Fatal(err)
 			}

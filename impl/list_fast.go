@@ -27,8 +27,8 @@ import (
 // page's objects that runFastList replaces with the name once it has read the
 // maps of the page's records (pageMarks): the page is then read once. A
 // filter on another table (a counterparty's e-mail, phone or name) becomes a
-// prefilter: the ids of the records it keeps, read first, the e-mail's and
-// the phone's by crm_list_maps with the maps read whole. What this form cannot express (a join the module needs for every row,
+// prefilter: the ids of the records it keeps, read first by crm_list_maps
+// with the maps read whole. What this form cannot express (a join the module needs for every row,
 // a sort by the name of a counterparty, deal or money account, two
 // prefilters, the mail module's mailboxes) the general statements serve.
 
@@ -77,15 +77,14 @@ func newFastSQL(p *Principal) *sqlText {
 
 // fastList is a request of the list in the fast form, being built.
 type fastList struct {
-	prefilter string // the statement of the prefilter, "" for none or one that crm_list_maps runs
-	byName    bool   // the prefilter is the counterparties' name, which keeps the live ones the caller sees
+	byName bool // the prefilter is the counterparties' name, which keeps the live ones the caller sees
 	// The prefilter that crm_list_maps runs, with the maps read whole,
-	// before the page: "email" or "phone", and its value.
+	// before the page: "email", "phone" or "name", and its value.
 	byCall, callValue string
 }
 
 // has reports whether the list has a prefilter.
-func (fl *fastList) has() bool { return fl.prefilter != "" || fl.byCall != "" }
+func (fl *fastList) has() bool { return fl.byCall != "" }
 
 // prefilterCompanies makes the e-mail, phone and name filters of the
 // counterparties prefilters of the fast list.
@@ -101,10 +100,9 @@ func (q *listQuery) prefilterCompanies(name, v string) {
 		q.fast.byCall, q.fast.callValue = "phone", reverseString(onlyDigits(v))
 	case "name":
 		// company_names (db/migrations/0066_company_names.sql): the live
-		// counterparties' lower-cased names and owners.
-		q.fast.prefilter = `SELECT array_agg(s.id) AS ids FROM company_names s
-			WHERE s.account_id = {acc} AND s.name_lc LIKE '%' || lower(` + q.arg(escapeLike(v)) + `::text) || '%' AND ` +
-			q.p.seesOwner("s.user_id")
+		// counterparties' lower-cased names and owners, read by the call
+		// with the maps read whole, which builds the pattern once.
+		q.fast.byCall, q.fast.callValue = "name", escapeLike(v)
 		q.fast.byName = true
 	}
 }
@@ -266,15 +264,15 @@ func (m *listModule) markOf(expr string, whole []string) (kind, mark string, ok 
 
 // fastPlan is a request of the list as the statements runFastList runs.
 type fastPlan struct {
-	prefilter, rows, value, total string   // "" where not needed
-	byCall, callValue             string   // fastList's
-	types                         []string // the SQL types of the request's values ($13 on)
-	args                          []*string
-	maps, sortMaps                []string
-	byPrefilter, desc, onePass    bool
-	splice                        bool // the page's objects hold name marks (nameMark) for maps
-	limit, offset                 int64
-	countModule, countKind        *int16
+	rows, value, total         string   // "" where not needed
+	byCall, callValue          string   // fastList's
+	types                      []string // the SQL types of the request's values ($13 on)
+	args                       []*string
+	maps, sortMaps             []string
+	byPrefilter, desc, onePass bool
+	splice                     bool // the page's objects hold name marks (nameMark) for maps
+	limit, offset              int64
+	countModule, countKind     *int16
 }
 
 // fastCall turns r, whose query was built in the fast form (newFastSQL), into
@@ -379,7 +377,7 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 	// A filtered page, which mostly holds a few records or none, splices the
 	// names it has rather than read the small tables whole before it, unless
 	// the call of its prefilter reads them.
-	splice := (!onePass || (filtered || fl.prefilter != "" && !byPrefilter) && fl.byCall == "") && len(spliced) > 0
+	splice := (!onePass || filtered && fl.byCall == "") && len(spliced) > 0
 	for kind := range spliceLookups {
 		if !slices.Contains(sortMaps, kind) {
 			splice = false
@@ -426,12 +424,12 @@ func (r *listRequest) fastCall() (*fastPlan, error) {
 			countModule, countKind, total = &mod, kind, ""
 		}
 	}
-	prefilter, rows, value, total := q.expand(fl.prefilter), q.expand(rows), q.expand(value), q.expand(total)
+	rows, value, total = q.expand(rows), q.expand(value), q.expand(total)
 	types, args, err := fastArgs(q.args[fastOwnParams:])
 	if err != nil {
 		return nil, err
 	}
-	return &fastPlan{prefilter: prefilter, byCall: fl.byCall, callValue: fl.callValue, rows: rows, value: value, total: total, types: types, args: args,
+	return &fastPlan{byCall: fl.byCall, callValue: fl.callValue, rows: rows, value: value, total: total, types: types, args: args,
 		maps: keys(maps), sortMaps: sortMaps, byPrefilter: byPrefilter, desc: dir == "DESC",
 		limit: int64(r.perPage), offset: int64(r.page-1) * int64(r.perPage), onePass: onePass, splice: splice,
 		countModule: countModule, countKind: countKind}, nil
@@ -668,7 +666,7 @@ type listMaps struct {
 }
 
 // listMapsCall is the call of crm_list_maps (callStmt).
-var listMapsCall = newCallStmt(`SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`)
+var listMapsCall = newCallStmt(`SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`)
 
 // runFastList answers the list request f of p: each statement reads one
 // table with the account first, so that on Citus each is a fast-path
@@ -677,7 +675,7 @@ var listMapsCall = newCallStmt(`SELECT * FROM crm_list_maps($1, $2, $3, $4, $5, 
 // request, are sent one by one; the maps of names the page shows and its
 // maintained total come from one call of crm_list_maps, before the page where
 // they are read whole for the account (a sort by a name, a page written in one
-// pass; with the prefilter of an e-mail or a phone), else after it for the
+// pass; with the prefilter of an e-mail, a phone or a name), else after it for the
 // page's records alone. A full first page of tasks with their counterparties
 // is two statements; a counterparty found by e-mail, two.
 //
@@ -707,7 +705,7 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan,
 	}
 	page := pq.Int64Array{}
 	own[2] = page
-	var email, phone any // the prefilter of the call of crm_list_maps, nil for none
+	var email, phone, name any // the prefilter of the call of crm_list_maps, nil for none
 	maps := func(whole, kinds []string, users, dirs, companies, deals, money pq.Int64Array, count bool) (listMaps, error) {
 		var out listMaps
 		module, kind := f.countModule, f.countKind
@@ -715,34 +713,29 @@ func runFastList(ctx context.Context, run fastRunner, p *Principal, f *fastPlan,
 			module, kind = nil, nil
 		}
 		err := run.get(ctx, &out, mapsCall, p.AccountID, own[1], pq.Array(whole), pq.Array(kinds),
-			users, dirs, companies, deals, money, module, kind, email, phone)
+			users, dirs, companies, deals, money, module, kind, email, phone, name)
 		return out, err
 	}
 
 	var prefiltered idList
 	wholeRead := false // the maps read whole are read
-	switch {
-	case f.byCall != "":
+	if f.byCall != "" {
 		// The prefilter and the maps read whole in one call.
-		if f.byCall == "email" {
+		switch f.byCall {
+		case "email":
 			email = f.callValue
-		} else {
+		case "phone":
 			phone = f.callValue
+		default:
+			name = f.callValue
 		}
 		m, err := maps(f.sortMaps, nil, nil, nil, nil, nil, nil, false)
 		if err != nil {
 			return listResult{}, fmt.Errorf("prefilter: %w", err)
 		}
-		email, phone = nil, nil
+		email, phone, name = nil, nil, nil
 		prefiltered, wholeRead = m.IDs, true
 		own[3], own[4] = jsonArg(m.Users), jsonArg(m.Dirs)
-	case f.prefilter != "":
-		stmt, args := f.bind(f.prefilter, &own)
-		if err := run.get(ctx, &prefiltered, stmt, args...); err != nil {
-			return listResult{}, fmt.Errorf("prefilter: %w", err)
-		}
-	}
-	if f.byCall != "" || f.prefilter != "" {
 		if len(prefiltered) == 0 {
 			return listResult{Rows: 0, Value: "[]"}, nil
 		}

@@ -196,3 +196,115 @@ func TestRawNamesAreToJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestFastListByName checks the counterparties' name filter of the fast list:
+// one call of crm_list_maps finds the ids (case-insensitively, LIKE's
+// wildcards in the term matching themselves, the owners the caller sees) with
+// the maps read whole, and the page follows: two statements. The previous
+// release's crm_list_maps of 13 arguments still answers.
+func TestFastListByName(t *testing.T) {
+	ctx := context.Background()
+	pool, err := crmdb.Open(ctx, dbtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	acc, err := CreateAccount(ctx, pool, AccountInput{Name: "names", BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ann, err := CreateUser(ctx, pool, UserInput{AccountID: acc, Name: "Ann", Login: "ann@names.example", Role: RoleAdmin})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bob, err := CreateUser(ctx, pool, UserInput{AccountID: acc, Name: "Bob", Login: "bob@names.example", Role: RoleMember})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := addType(t, pool, acc)
+	ids := map[string]int64{}
+	for _, c := range []struct {
+		name  string
+		owner int64
+	}{{"Zephyr One", ann}, {"zephyr two", bob}, {"Other", ann}, {"100% ZEPHYR", ann}, {"1000 Zephyrs", bob}} {
+		var id int64
+		if err := pool.Get(&id, `INSERT INTO companies (account_id, name, user_id, type_id) VALUES ($1, $2, $3, $4) RETURNING id`,
+			acc, c.name, c.owner, typ); err != nil {
+			t.Fatal(err)
+		}
+		ids[c.name] = id
+	}
+	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}, fastPath: true}
+	columns := "id,name,user_name"
+	for _, tc := range []struct {
+		who  *Principal
+		term string
+		want []string // in the order of the page: by id, descending
+	}{
+		{&Principal{AccountID: acc, UserID: ann, Role: RoleAdmin}, "ZePhYr", []string{"1000 Zephyrs", "100% ZEPHYR", "zephyr two", "Zephyr One"}},
+		{&Principal{AccountID: acc, UserID: bob, Role: RoleMember}, "zephyr", []string{"1000 Zephyrs", "zephyr two"}},
+		{&Principal{AccountID: acc, UserID: ann, Role: RoleAdmin}, "0% z", []string{"100% ZEPHYR"}},
+		{&Principal{AccountID: acc, UserID: ann, Role: RoleAdmin}, "0_ z", nil},
+		{&Principal{AccountID: acc, UserID: ann, Role: RoleAdmin}, "nothing", nil},
+	} {
+		name := tc.term
+		r, err := server.newListQuery(ctx, tc.who, listModules[ModuleCompanies], gen.CommonListPagingParams{Columns: &columns, Name: &name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan, err := r.fastCall()
+		if err != nil {
+			t.Fatal(err)
+		}
+		run := &countingRunner{fastRunner: server.stmts(ctx)}
+		out, err := runFastList(ctx, run, tc.who, plan, listMapsCall.kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantSent := 2
+		if len(tc.want) == 0 {
+			wantSent = 1
+		}
+		if len(run.sent) != wantSent || run.sent[0] != listMapsCall.kept || wantSent == 2 && !strings.HasPrefix(run.sent[1], `SELECT '{"id":'`) {
+			t.Errorf("%q as %s: statements %q, want the call of crm_list_maps and the page", tc.term, tc.who.Role, run.sent)
+		}
+		var rows []struct {
+			ID       int64  `json:"id"`
+			Name     string `json:"name"`
+			UserName string `json:"user_name"`
+		}
+		if err := json.Unmarshal([]byte(out.Value), &rows); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, row := range rows {
+			got = append(got, row.Name)
+			owner := "Ann"
+			if row.ID == ids["zephyr two"] || row.ID == ids["1000 Zephyrs"] {
+				owner = "Bob"
+			}
+			if row.ID != ids[row.Name] || row.UserName != owner {
+				t.Errorf("%q: row %+v, want id %d and owner %s", tc.term, row, ids[row.Name], owner)
+			}
+		}
+		if !slices.Equal(got, tc.want) || out.Rows != len(tc.want) {
+			t.Errorf("%q as %s: %d in all, page %q; want %q", tc.term, tc.who.Role, out.Rows, got, tc.want)
+		}
+	}
+
+	// The previous release's call, 13 arguments: the same as the new one
+	// without a name.
+	var old, cur struct {
+		IDs   idList         `db:"o_ids"`
+		Users sql.NullString `db:"o_users"`
+	}
+	if err := pool.Get(&old, `SELECT o_ids, o_users FROM crm_list_maps($1, NULL, '{users}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'nobody@names.example', NULL)`, acc); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.Get(&cur, `SELECT o_ids, o_users FROM crm_list_maps($1, NULL, '{users}', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 'nobody@names.example', NULL, NULL)`, acc); err != nil {
+		t.Fatal(err)
+	}
+	if old.IDs != nil || !old.Users.Valid || old.Users != cur.Users {
+		t.Errorf("crm_list_maps of 13 arguments: %+v, of 14: %+v", old, cur)
+	}
+}

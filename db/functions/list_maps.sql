@@ -25,16 +25,23 @@
 --                    p_email, those with that e-mail or a contact person with
 --                    it; with p_phone, the reversed digits of a phone's
 --                    ending, those with a phone that ends so, their own or a
---                    contact person's.
+--                    contact person's; with p_name, a part of a name whose
+--                    LIKE wildcards the server escaped, the live
+--                    counterparties of the owners p_visible whose lower-cased
+--                    name contains it (company_names, migration 0066).
+--
+-- crm_list_maps of 13 arguments (without p_name) is the previous release's,
+-- kept for its servers during an upgrade; drop it in the next release.
 DROP FUNCTION IF EXISTS crm_list_maps(bigint, bigint[], text[], text[], bigint[], bigint[], bigint[], bigint[], bigint[], smallint, smallint);
 CREATE OR REPLACE FUNCTION crm_list_maps(p_account bigint, p_visible bigint[], p_whole text[], p_maps text[],
 	p_users bigint[], p_dirs bigint[], p_companies bigint[], p_deals bigint[], p_money bigint[],
-	p_count_module smallint, p_count_kind smallint, p_email text, p_phone text)
+	p_count_module smallint, p_count_kind smallint, p_email text, p_phone text, p_name text)
 RETURNS TABLE (o_users jsonb, o_dirs jsonb, o_companies jsonb, o_company_rows jsonb, o_deals jsonb,
 	o_money_accounts jsonb, o_total bigint, o_ids bigint[])
 LANGUAGE plpgsql STABLE AS $fn$
 DECLARE
 	company_dirs bigint[];
+	pattern text;
 BEGIN
 	IF p_email IS NOT NULL THEN
 		SELECT array_agg(DISTINCT company_id) INTO o_ids FROM emails
@@ -46,6 +53,13 @@ BEGIN
 		SELECT array_agg(DISTINCT company_id) INTO o_ids FROM phones
 		 WHERE account_id = p_account AND reverse(phone_digits) ~>=~ p_phone
 		   AND reverse(phone_digits) ~<~ (p_phone || ':') AND reverse(phone_digits) LIKE p_phone || '%';
+	ELSIF p_name IS NOT NULL THEN
+		-- The pattern built once: written into the statement, a generic plan
+		-- would build it again for every row it reads (13,346 rows of an
+		-- account: 6.3 ms against 2.7 ms).
+		pattern := '%' || lower(p_name) || '%';
+		SELECT array_agg(id) INTO o_ids FROM company_names
+		 WHERE account_id = p_account AND name_lc LIKE pattern AND (p_visible IS NULL OR user_id = ANY (p_visible));
 	END IF;
 	IF 'users' = ANY (p_whole) THEN
 		SELECT jsonb_object_agg(id, name) INTO o_users FROM users WHERE account_id = p_account;
@@ -84,5 +98,17 @@ BEGIN
 		   AND (p_visible IS NULL OR owner_id = ANY (p_visible));
 	END IF;
 	RETURN NEXT;
+END
+$fn$;
+
+CREATE OR REPLACE FUNCTION crm_list_maps(p_account bigint, p_visible bigint[], p_whole text[], p_maps text[],
+	p_users bigint[], p_dirs bigint[], p_companies bigint[], p_deals bigint[], p_money bigint[],
+	p_count_module smallint, p_count_kind smallint, p_email text, p_phone text)
+RETURNS TABLE (o_users jsonb, o_dirs jsonb, o_companies jsonb, o_company_rows jsonb, o_deals jsonb,
+	o_money_accounts jsonb, o_total bigint, o_ids bigint[])
+LANGUAGE plpgsql STABLE AS $fn$
+BEGIN
+	RETURN QUERY SELECT * FROM crm_list_maps(p_account, p_visible, p_whole, p_maps, p_users, p_dirs, p_companies,
+		p_deals, p_money, p_count_module, p_count_kind, p_email, p_phone, NULL::text) WHERE pg_backend_pid() IS NOT NULL;
 END
 $fn$;
