@@ -2,6 +2,8 @@ package impl
 
 import (
 	"context"
+	"database/sql"
+	"fmt"
 	"testing"
 
 	"github.com/lib/pq"
@@ -100,4 +102,60 @@ func TestJournalCounts(t *testing.T) {
 		t.Fatal("a journal row with an unknown action was written")
 	}
 	check("after a failed call", map[int64]int64{users[0]: 3, 0: 2, users[1]: 4})
+}
+
+// TestJournalAppendRows checks the rows crm_journal_append writes for one to
+// nine entries, four to a statement and the rest in one: every entry once, in
+// the order given, with ids and positions rising, the positions the last of
+// the account's event counter, and counted_as 0 but on the last, n.
+func TestJournalAppendRows(t *testing.T) {
+	ctx := context.Background()
+	db := dbtest.New(t)
+	acc, err := CreateAccount(ctx, db, AccountInput{Name: "journal rows", BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := 1; n <= 9; n++ {
+		modules, entities, records, actions, changes := make([]int64, n), make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
+		for i := range n {
+			modules[i], entities[i], records[i], actions[i], changes[i] = int64(ModuleCompanies+i%2), fmt.Sprintf("e%d", i), int64(100*n+i),
+				[]string{"insert", "update"}[i%2], fmt.Sprintf(`{"i": %d}`, i)
+		}
+		if _, err := db.ExecContext(ctx, `SELECT crm_journal_append($1, NULL, NULL, $2::smallint[], $3, $4, $5, $6::jsonb[])`, acc,
+			pq.Array(modules), pq.Array(entities), pq.Array(records), pq.Array(actions), pq.Array(changes)); err != nil {
+			t.Fatal(err)
+		}
+		var rows []struct {
+			ID       int64         `db:"id"`
+			Module   int64         `db:"module"`
+			Entity   string        `db:"entity"`
+			Record   int64         `db:"record_id"`
+			Action   string        `db:"action"`
+			Changes  string        `db:"changes"`
+			Position int64         `db:"position"`
+			Counted  sql.NullInt64 `db:"counted_as"`
+		}
+		if err := db.SelectContext(ctx, &rows, `SELECT id, module, entity, record_id, action, changes::text AS changes, position, counted_as
+			FROM journal WHERE account_id = $1 AND record_id BETWEEN $2 AND $3 ORDER BY position`, acc, 100*n, 100*n+99); err != nil {
+			t.Fatal(err)
+		}
+		var last int64
+		if err := db.GetContext(ctx, &last, `SELECT last FROM event_counters WHERE account_id = $1`, acc); err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) != n || rows[n-1].Position != last {
+			t.Fatalf("%d entries: %d rows, the last at %d; the counter at %d", n, len(rows), rows[len(rows)-1].Position, last)
+		}
+		for i, r := range rows {
+			counted := int64(0)
+			if i == n-1 {
+				counted = int64(n)
+			}
+			if r.Module != modules[i] || r.Entity != entities[i] || r.Record != records[i] || r.Action != actions[i] ||
+				r.Changes != fmt.Sprintf(`{"i": %d}`, i) || r.Position != last-int64(n-1-i) || r.Counted.Int64 != counted || !r.Counted.Valid ||
+				i > 0 && r.ID <= rows[i-1].ID {
+				t.Errorf("%d entries, row %d: %+v", n, i, r)
+			}
+		}
+	}
 }
