@@ -326,17 +326,29 @@ func scaleOutReport(ctx context.Context, log *slog.Logger, plainURL string, o op
 		fmt.Println(line)
 	}
 	if o.latency > 0 {
+		// The plain sides scenario by scenario, side by side, the order of
+		// the sides turned at each scenario: a drift of the machine's speed
+		// during the phase falls on both alike.
+		var plainSides []int
 		for i, s := range sides {
-			if strings.HasPrefix(s.name, "Citus") {
-				continue
+			if !strings.HasPrefix(s.name, "Citus") {
+				plainSides = append(plainSides, i)
 			}
-			s.setDelay(o.latency)
-			for k := range lists[i] {
-				if err := measureLatency(ctx, s, lists[i][k], &results[i][k], oc); err != nil {
+		}
+		for k := range lists[0] {
+			order := slices.Clone(plainSides)
+			if k%2 == 1 {
+				slices.Reverse(order)
+			}
+			for _, i := range order {
+				s := sides[i]
+				s.setDelay(o.latency)
+				err := measureLatency(ctx, s, lists[i][k], &results[i][k], oc)
+				s.setDelay(0)
+				if err != nil {
 					return "", err
 				}
 			}
-			s.setDelay(0)
 		}
 	}
 	return renderScaleOut(sides, lists[0], results, oc, versions), nil
@@ -777,7 +789,7 @@ func renderScaleOut(sides []*soSide, list []scenario, results [][]soResult, o op
 	}
 	b.WriteString("\n")
 	if o.latency > 0 {
-		fmt.Fprintf(&b, "With %s added each way between each server and PostgreSQL (the proxy), p50 in ms:\n\n| scenario |", o.latency)
+		fmt.Fprintf(&b, "With %s added each way between each server and PostgreSQL (the proxy), p50 in ms (one run of each scenario per side, the sides one after the other for each scenario, in turns):\n\n| scenario |", o.latency)
 		var shown []int
 		for i, s := range sides {
 			if !strings.HasPrefix(s.name, "Citus") {
