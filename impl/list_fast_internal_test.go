@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jmoiron/sqlx"
 	"github.com/lib/pq"
 
 	crmdb "github.com/crmservice/crm/db"
@@ -108,25 +109,53 @@ func (c *countingRunner) sel(ctx context.Context, dest any, query string, args .
 	return c.fastRunner.sel(ctx, dest, query, args...)
 }
 
+// newFastListAccount opens a pool on a database of the test's own (closed
+// when the test ends) and creates an account there with an admin, Ann.
+func newFastListAccount(t *testing.T, name string) (pool *sqlx.DB, acc, ann int64) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := crmdb.Open(ctx, dbtest.NewURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pool.Close() })
+	if acc, err = CreateAccount(ctx, pool, AccountInput{Name: name, BaseCurrency: "EUR", TimeZone: "Europe/Riga"}); err != nil {
+		t.Fatal(err)
+	}
+	if ann, err = CreateUser(ctx, pool, UserInput{AccountID: acc, Name: "Ann", Login: "ann@" + name + ".example", Role: RoleAdmin}); err != nil {
+		t.Fatal(err)
+	}
+	return pool, acc, ann
+}
+
+// runFastPage answers a list request of module as p in the fast form,
+// counting the statements it sends.
+func runFastPage(t *testing.T, server *Server, p *Principal, module int, params gen.CommonListPagingParams) (listResult, *countingRunner) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := server.newListQuery(ctx, p, listModules[module], params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := r.fastCall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &countingRunner{fastRunner: server.stmts(ctx)}
+	out, err := runFastList(ctx, run, p, plan, listMapsCall.kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, run
+}
+
 // TestFastListStatementsOfAPage counts the statements of a full first page
 // of tasks with their owners' and counterparties' names and the exact total:
 // the page, then one call for its names and the maintained total (the bench's
 // "first page of 50 tasks" on Citus).
 func TestFastListStatementsOfAPage(t *testing.T) {
 	ctx := context.Background()
-	pool, err := crmdb.Open(ctx, dbtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	acc, err := CreateAccount(ctx, pool, AccountInput{Name: "pages", BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin, err := CreateUser(ctx, pool, UserInput{AccountID: acc, Name: "Ann", Login: "ann@pages.example", Role: RoleAdmin})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, acc, admin := newFastListAccount(t, "pages")
 	kind, err := AddDirectoryValue(ctx, pool, DirectoryValueInput{AccountID: acc, Code: DirTaskKinds, Name: "Call"})
 	if err != nil {
 		t.Fatal(err)
@@ -143,19 +172,7 @@ func TestFastListStatementsOfAPage(t *testing.T) {
 	p := &Principal{AccountID: acc, UserID: admin, Role: RoleAdmin, TimeZone: "Europe/Riga"}
 	server := &Server{nodes: nodes{home: newDBNode(pool, nil)}, fastPath: true}
 	columns, perPage := "id,note,status,date_start,user_name,company_name", 50
-	r, err := server.newListQuery(ctx, p, listModules[ModuleTasks], gen.CommonListPagingParams{Columns: &columns, RecordsOnpage: &perPage})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := r.fastCall()
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := &countingRunner{fastRunner: server.stmts(ctx)}
-	out, err := runFastList(ctx, run, p, plan, listMapsCall.kept)
-	if err != nil {
-		t.Fatal(err)
-	}
+	out, run := runFastPage(t, server, p, ModuleTasks, gen.CommonListPagingParams{Columns: &columns, RecordsOnpage: &perPage})
 	if len(run.sent) != 2 || !strings.HasPrefix(run.sent[0], `SELECT '{"id":'`) || run.sent[1] != listMapsCall.kept {
 		t.Errorf("statements %q, want the page and the call of crm_list_maps", run.sent)
 	}
@@ -204,19 +221,7 @@ func TestRawNamesAreToJSON(t *testing.T) {
 // release's crm_list_maps of 13 arguments still answers.
 func TestFastListByName(t *testing.T) {
 	ctx := context.Background()
-	pool, err := crmdb.Open(ctx, dbtest.NewURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	acc, err := CreateAccount(ctx, pool, AccountInput{Name: "names", BaseCurrency: "EUR", TimeZone: "Europe/Riga"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ann, err := CreateUser(ctx, pool, UserInput{AccountID: acc, Name: "Ann", Login: "ann@names.example", Role: RoleAdmin})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pool, acc, ann := newFastListAccount(t, "names")
 	bob, err := CreateUser(ctx, pool, UserInput{AccountID: acc, Name: "Bob", Login: "bob@names.example", Role: RoleMember})
 	if err != nil {
 		t.Fatal(err)
@@ -248,19 +253,7 @@ func TestFastListByName(t *testing.T) {
 		{&Principal{AccountID: acc, UserID: ann, Role: RoleAdmin}, "nothing", nil},
 	} {
 		name := tc.term
-		r, err := server.newListQuery(ctx, tc.who, listModules[ModuleCompanies], gen.CommonListPagingParams{Columns: &columns, Name: &name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan, err := r.fastCall()
-		if err != nil {
-			t.Fatal(err)
-		}
-		run := &countingRunner{fastRunner: server.stmts(ctx)}
-		out, err := runFastList(ctx, run, tc.who, plan, listMapsCall.kept)
-		if err != nil {
-			t.Fatal(err)
-		}
+		out, run := runFastPage(t, server, tc.who, ModuleCompanies, gen.CommonListPagingParams{Columns: &columns, Name: &name})
 		wantSent := 2
 		if len(tc.want) == 0 {
 			wantSent = 1
