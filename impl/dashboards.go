@@ -172,6 +172,22 @@ func (s *Server) DashboardMyDay(ctx context.Context, req gen.DashboardMyDayReque
 	if err != nil {
 		return nil, err
 	}
+	if s.fastPath {
+		from, to, err := dayDays(req.Params.Date, req.Params.DateTo)
+		if err != nil {
+			return nil, err
+		}
+		var r kpiReply
+		err = s.stmts(ctx).get(ctx, &r, s.call(dayCall),
+			p.callerArgs(p.UserName, from, to, maxPeriodDays, kpiRollup(p), pq.Array(kpiMetrics))...)
+		if err != nil {
+			return nil, fmt.Errorf("day dashboard: %w", err)
+		}
+		if !r.Value.Valid {
+			return nil, r.refused("date", "date_to")
+		}
+		return gen.DashboardMyDay200JSONResponse(success(r.Value.String)), nil
+	}
 	pd, err := s.dayPeriod(ctx, p, req.Params.Date, req.Params.DateTo)
 	if err != nil {
 		return nil, err
@@ -276,13 +292,27 @@ func (s *Server) DashboardMyTasks(ctx context.Context, req gen.DashboardMyTasksR
 	if err != nil {
 		return nil, err
 	}
-	pd, err := s.dayPeriod(ctx, p, req.Params.Date, nil)
-	if err != nil {
-		return nil, err
-	}
 	limit := 30
 	if req.Params.OverdueLimit != nil {
 		limit = *req.Params.OverdueLimit
+	}
+	if s.fastPath {
+		var date any
+		if req.Params.Date != nil {
+			date = req.Params.Date.Time.Format(time.DateOnly)
+		}
+		var value sql.NullString
+		if err := s.stmts(ctx).get(ctx, &value, s.call(myTasksCall), p.callerArgs(date, limit)...); err != nil {
+			return nil, fmt.Errorf("tasks dashboard: %w", err)
+		}
+		if !value.Valid {
+			return nil, errors.New("tasks dashboard: no value")
+		}
+		return gen.DashboardMyTasks200JSONResponse(success(value.String)), nil
+	}
+	pd, err := s.dayPeriod(ctx, p, req.Params.Date, nil)
+	if err != nil {
+		return nil, err
 	}
 	q := newDashQuery(p, pd)
 	query := myTasksSQL(q, limit)
@@ -511,7 +541,7 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 			return nil, fmt.Errorf("own KPI: %w", err)
 		}
 		if !r.Value.Valid {
-			return nil, r.refused()
+			return nil, r.refused("date_from", "date_to")
 		}
 		return gen.DashboardKpiMy200JSONResponse(success(r.Value.String)), nil
 	}
@@ -550,6 +580,28 @@ func kpiDays(dateFrom, dateTo *openapi_types.Date) (from, to any, err error) {
 	return pd.from.Format(time.DateOnly), pd.to.Format(time.DateOnly), nil
 }
 
+// dayDays are date and date_to of the day dashboard as far as the server
+// knows them without the database, as arguments of crm_dash_day
+// (db/functions): both days, checked, when date is given (date_to defaults to
+// it); otherwise NULL and date_to or NULL, which the function fills (date is
+// today in the owner's time zone) and checks itself (kpiReply.refused).
+func dayDays(date, dateTo *openapi_types.Date) (from, to any, err error) {
+	if date == nil {
+		if dateTo != nil {
+			to = dateTo.Time.Format(time.DateOnly)
+		}
+		return nil, to, nil
+	}
+	pd := period{date.Time, date.Time}
+	if dateTo != nil {
+		pd.to = dateTo.Time
+	}
+	if err := checkPeriod(pd, "date", "date_to"); err != nil {
+		return nil, nil, err
+	}
+	return pd.from.Format(time.DateOnly), pd.to.Format(time.DateOnly), nil
+}
+
 // kpiReply is the row of crm_kpi_my and crm_kpi_team: the days they took,
 // what they refused (error: 'department', a department out of the caller's
 // scope) and the dashboard's JSON, NULL when they refused the days or error
@@ -562,12 +614,13 @@ type kpiReply struct {
 }
 
 // refused is the error of a reply without a value that names no error: the
-// days the function took are out of checkPeriod's bounds.
-func (r *kpiReply) refused() error {
-	if err := checkPeriod(period{r.From, r.To}, "date_from", "date_to"); err != nil {
+// days the function took are out of checkPeriod's bounds; fromName and
+// toName are the parameters of the days.
+func (r *kpiReply) refused(fromName, toName string) error {
+	if err := checkPeriod(period{r.From, r.To}, fromName, toName); err != nil {
 		return err
 	}
-	return fmt.Errorf("KPI dashboard: no value for the period %s..%s", r.From.Format(time.DateOnly), r.To.Format(time.DateOnly))
+	return fmt.Errorf("dashboard: no value for the period %s..%s", r.From.Format(time.DateOnly), r.To.Format(time.DateOnly))
 }
 
 // DashboardKpiTeam implements GET /dashboard/kpi/team.
@@ -603,7 +656,7 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 		case r.Error.String == "department":
 			return nil, missingDepartment(*req.Params.DepartmentId)
 		case !r.Value.Valid:
-			return nil, r.refused()
+			return nil, r.refused("date_from", "date_to")
 		}
 		return gen.DashboardKpiTeam200JSONResponse(success(r.Value.String)), nil
 	}
@@ -697,10 +750,13 @@ func missingDepartment(id int64) error {
 	return notFound("query parameter \"department_id\": department %d not found", id)
 }
 
-// kpiMyCall and kpiTeamCall are the calls of crm_kpi_my and crm_kpi_team
-// (callStmt).
+// dayCall, myTasksCall, kpiMyCall and kpiTeamCall are the calls of
+// crm_dash_day, crm_dash_tasks, crm_kpi_my and crm_kpi_team (callStmt).
 var (
-	kpiMyCall = newCallStmt(`SELECT date_from, date_to, NULL::text AS error, value
+	dayCall = newCallStmt(`SELECT date_from, date_to, NULL::text AS error, value
+		FROM crm_dash_day($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`)
+	myTasksCall = newCallStmt(`SELECT value FROM crm_dash_tasks($1, $2, $3, $4, $5, $6, $7)`)
+	kpiMyCall   = newCallStmt(`SELECT date_from, date_to, NULL::text AS error, value
 		FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`)
 	kpiTeamCall = newCallStmt(`SELECT date_from, date_to, error, value
 		FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`)

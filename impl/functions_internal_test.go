@@ -341,6 +341,19 @@ func TestFunctionStatementsReadOneTable(t *testing.T) {
 				functionCall{fmt.Sprintf("crm_kpi_team of a department, rollup %t", rollup), `SELECT * FROM crm_kpi_team($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)`,
 					p.callerArgs("2026-11-20", "2026-12-10", maxPeriodDays, rollup, dept, accessOK, accessDepartmentGiven)})
 		}
+		// The day dashboards: the day of the task inserted above, the day
+		// after (the task overdue), a period over both months and today.
+		for _, rollup := range []bool{false, true} {
+			calls = append(calls, functionCall{fmt.Sprintf("crm_dash_day, rollup %t", rollup),
+				`SELECT * FROM crm_dash_day($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				p.callerArgs(role, "2026-11-20", "2026-12-10", maxPeriodDays, rollup, pq.Array(kpiMetrics))})
+		}
+		calls = append(calls,
+			functionCall{"crm_dash_day, today", `SELECT * FROM crm_dash_day($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
+				p.callerArgs(role, nil, nil, maxPeriodDays, false, pq.Array(kpiMetrics))},
+			functionCall{"crm_dash_tasks", `SELECT * FROM crm_dash_tasks($1, $2, $3, $4, $5, $6, $7)`, p.callerArgs("2026-12-01", 30)},
+			functionCall{"crm_dash_tasks, overdue", `SELECT * FROM crm_dash_tasks($1, $2, $3, $4, $5, $6, $7)`, p.callerArgs("2026-12-02", 30)},
+			functionCall{"crm_dash_tasks, today", `SELECT * FROM crm_dash_tasks($1, $2, $3, $4, $5, $6, $7)`, p.callerArgs(nil, 30)})
 		calls = append(calls,
 			functionCall{"crm_kpi_my, today", `SELECT * FROM crm_kpi_my($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
 				p.callerArgs(nil, nil, maxPeriodDays, false, pq.Array(kpiMetrics))},

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -150,17 +151,7 @@ func TestKPIFunctionsAnswerAsStatements(t *testing.T) {
 	}
 	w.exec(t, `UPDATE users SET active = false WHERE id = $1`, gone.id)
 
-	// Each server as newEnv makes its own, over the same database.
-	servers := map[bool]*env{}
-	for _, fast := range []bool{false, true} {
-		other := *e
-		var err error
-		other.handler, err = impl.NewHandler(impl.Config{DB: e.server, TokenCacheTTL: -1, FastPath: &fast})
-		if err != nil {
-			t.Fatal(err)
-		}
-		servers[fast] = &other
-	}
+	servers := statementsAndFunctions(t, e)
 	periods := []string{"date_from=2026-11-01&date_to=2026-11-30", "date_from=2026-10-17&date_to=2026-11-15",
 		"date_from=2026-11-20&date_to=2026-11-20", "date_from=2026-10-31&date_to=2026-11-01",
 		"date_from=2026-10-01&date_to=2026-12-31", "date_from=2026-11-30&date_to=2026-12-01",
@@ -173,16 +164,7 @@ func TestKPIFunctionsAnswerAsStatements(t *testing.T) {
 	departments := []string{"", fmt.Sprint(w.sales), fmt.Sprint(w.support), fmt.Sprint(globex.sales), "987654321"}
 	same := func(t *testing.T, u user, target string) {
 		t.Helper()
-		replies := map[bool]reply{}
-		for fast, s := range servers {
-			replies[fast] = s.get(t, u.token, target)
-			if r := replies[fast]; r.HTTPStatus != http.StatusOK || r.code() == "500" {
-				t.Fatalf("%s (functions: %t): %d %s", target, fast, r.HTTPStatus, r.Raw)
-			}
-		}
-		if !bytes.Equal(replies[false].Raw, replies[true].Raw) {
-			t.Errorf("user %d, %s:\nstatements %s\nfunctions  %s", u.id, target, replies[false].Raw, replies[true].Raw)
-		}
+		sameReplies(t, servers, u, target)
 	}
 	for _, zone := range []any{nil, "europe/riga", "Asia/Tokyo"} {
 		t.Run(fmt.Sprint("time zone ", zone), func(t *testing.T) {
@@ -214,5 +196,150 @@ func TestKPIFunctionsAnswerAsStatements(t *testing.T) {
 	for _, p := range periods[:3] {
 		same(t, globex.admin, "/dashboard/kpi/my?"+p)
 		same(t, globex.admin, "/dashboard/kpi/team?"+p)
+	}
+}
+
+// statementsAndFunctions returns two servers over e's database, as newEnv
+// makes them: one that answers the dashboards with their joined statements
+// (false) and one with their functions of db/functions (true).
+func statementsAndFunctions(t *testing.T, e *env) map[bool]*env {
+	t.Helper()
+	servers := map[bool]*env{}
+	for _, fast := range []bool{false, true} {
+		other := *e
+		var err error
+		other.handler, err = impl.NewHandler(impl.Config{DB: e.server, TokenCacheTTL: -1, FastPath: &fast})
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[fast] = &other
+	}
+	return servers
+}
+
+// sameReplies fails unless both servers of statementsAndFunctions give u the
+// same bytes for target, and neither a failure.
+func sameReplies(t *testing.T, servers map[bool]*env, u user, target string) {
+	t.Helper()
+	replies := map[bool]reply{}
+	for fast, s := range servers {
+		replies[fast] = s.get(t, u.token, target)
+		if r := replies[fast]; r.HTTPStatus != http.StatusOK || r.code() == "500" {
+			t.Fatalf("%s (functions: %t): %d %s", target, fast, r.HTTPStatus, r.Raw)
+		}
+	}
+	if !bytes.Equal(replies[false].Raw, replies[true].Raw) {
+		t.Errorf("user %d, %s:\nstatements %s\nfunctions  %s", u.id, target, replies[false].Raw, replies[true].Raw)
+	}
+}
+
+// TestDayDashboardsFunctionsAnswerAsStatements holds the day dashboards'
+// functions (crm_dash_day and crm_dash_tasks, db/functions) to their joined
+// statements (daySQL, myTasksSQL): on random records (kpiWriter) and random
+// tasks with and without a finish, of two kinds sorted against their names,
+// on live, deleted and uncontrolled counterparties, two servers over the same
+// database, one with each, must give the same bytes to every caller (admins
+// with and without a department, a head, members, a member without a
+// department, the other account's admin) for days and periods around the
+// records, with the default day (today) and refused periods, and for several
+// overdue limits, in the account's time zone, the same zone spelled otherwise
+// and Tokyo's.
+func TestDayDashboardsFunctionsAnswerAsStatements(t *testing.T) {
+	e := newEnv(t)
+	w := newDashWorld(t, e, "acme")
+	globex := newDashWorld(t, e, "globex")
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	k := newKPIWriter(t, w, seed)
+	for range 400 {
+		k.step(t)
+	}
+	chief := newUser(t, e, w.world, "chief", impl.RoleAdmin, w.sales)
+	loner := newUser(t, e, w.world, "loner", impl.RoleMember, 0)
+	users := []user{w.admin, w.head, w.member, w.peer, w.world.other, chief, loner}
+	// The meeting kind sorts before the call kind, whose name comes first.
+	w.exec(t, `UPDATE directory_values SET sort = -1 WHERE account_id = $1 AND id = $2`, w.accountID, w.meeting)
+	// Counterparties of the type that is not controlled, and deleted ones
+	// with tasks, whose names the tasks dashboard still shows.
+	companies := slices.Clone(k.anchors)
+	for i := range 6 {
+		typeID := w.other
+		if i%2 == 0 {
+			typeID = w.client
+		}
+		id := k.insertID(t, `INSERT INTO companies (account_id, name, type_id, user_id, created_at, deleted_at)
+			VALUES ($1, $2, $3, $4, $5, CASE WHEN $6 THEN now() END) RETURNING id`,
+			w.accountID, fmt.Sprint("Extra ", i), typeID, k.pick(append(slices.Clone(k.users), chief.id, loner.id)), k.moment(), i >= 4)
+		companies = append(companies, id)
+	}
+	everyone := append(slices.Clone(k.users), chief.id, loner.id)
+	for i := range 200 {
+		start := k.moment()
+		if i%8 == 0 { // on a boundary of the days in Riga
+			start = k.midnights[k.rng.IntN(len(k.midnights))]
+		}
+		var finish, done *time.Time
+		if k.rng.IntN(2) == 0 {
+			at := start.Add(time.Duration(k.rng.IntN(72)) * time.Hour)
+			finish = &at
+		}
+		status := 1
+		if k.rng.IntN(3) == 0 {
+			at := k.moment()
+			done, status = &at, 2
+		}
+		kind := w.call
+		if k.rng.IntN(2) == 0 {
+			kind = w.meeting
+		}
+		k.insertID(t, `INSERT INTO tasks (account_id, company_id, note, type_id, status_id, user_id, assigner_id, date_start, date_finish, done_at, result)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id`, w.accountID, k.pick(companies),
+			fmt.Sprint("Task ", k.rng.IntN(1000)), kind, status, k.pick(everyone), k.pick(everyone), start, finish, done,
+			[]string{"", "Called"}[k.rng.IntN(2)])
+	}
+
+	// A controlled counterparty whose one unfinished task is due at the end
+	// of 20 November in Riga: not forgotten on that day, forgotten on the next.
+	boundary := k.insertID(t, `INSERT INTO companies (account_id, name, type_id, user_id) VALUES ($1, 'Boundary', $2, $3) RETURNING id`,
+		w.accountID, w.client, w.member.id)
+	k.insertID(t, `INSERT INTO tasks (account_id, company_id, note, type_id, user_id, assigner_id, date_start)
+		VALUES ($1, $2, 'Due at midnight', $3, $4, $4, '2026-11-21 00:00 Europe/Riga') RETURNING id`, w.accountID, boundary, w.call, w.member.id)
+	// KPI plans of some metrics for some users, for my_kpi.
+	for i, u := range []user{w.head, w.member, chief} {
+		for m, month := range []string{"2026-10", "2026-11"} {
+			for j, metric := range impl.KPIMetrics() {
+				if (i+j+m)%2 == 0 {
+					w.kpi(t, u, month, metric, metric, fmt.Sprint(2+i+j))
+				}
+			}
+		}
+	}
+
+	servers := statementsAndFunctions(t, e)
+	periods := []string{"date=2026-11-20", "date=2026-11-01", "date=2026-10-31&date_to=2026-11-02",
+		"date=2026-11-19&date_to=2026-11-21", "date=2026-10-01&date_to=2026-12-31", "date=2026-09-01",
+		"date_to=2026-12-31", "",
+		// Refused: the end before the start, more than 366 days, and so with
+		// date today by default.
+		"date=2026-11-02&date_to=2026-11-01", "date=2025-11-01&date_to=2026-11-02", "date_to=2020-01-01", "date_to=2999-01-01"}
+	tasks := []string{"date=2026-11-20", "date=2026-11-01&overdue_limit=1", "date=2026-11-30&overdue_limit=3",
+		"date=2026-12-01&overdue_limit=100", "date=2026-10-30", "overdue_limit=5", ""}
+	for _, zone := range []any{nil, "europe/riga", "Asia/Tokyo"} {
+		t.Run(fmt.Sprint("time zone ", zone), func(t *testing.T) {
+			for _, u := range users {
+				w.exec(t, `UPDATE users SET time_zone = $2 WHERE id = $1`, u.id, zone)
+				for _, p := range periods {
+					sameReplies(t, servers, u, "/dashboard/my/day?"+p)
+				}
+				for _, p := range tasks {
+					sameReplies(t, servers, u, "/dashboard/my/tasks?"+p)
+				}
+			}
+		})
+	}
+	// The other account's admin sees none of acme's.
+	for _, p := range periods[:3] {
+		sameReplies(t, servers, globex.admin, "/dashboard/my/day?"+p)
+		sameReplies(t, servers, globex.admin, "/dashboard/my/tasks?"+p)
 	}
 }

@@ -12,9 +12,9 @@ import (
 )
 
 // fastPathTests are the tests that serve the universal list, the contact
-// list, the event feed and the KPI dashboards: CRM_FAST_PATH=both runs them a
+// list, the event feed and the dashboards: CRM_FAST_PATH=both runs them a
 // second time in their single-table form.
-const fastPathTests = "List|Contact|Event|Kpi|KPI"
+const fastPathTests = "List|Contact|Event|Kpi|KPI|Dashboard"
 
 // TestMain runs the tests, in two ways that make test uses:
 //
@@ -25,8 +25,8 @@ const fastPathTests = "List|Contact|Event|Kpi|KPI"
 //   - CRM_FAST_PATH=both runs them as on plain PostgreSQL, then once more in
 //     the same process, with the list's functions on (newEnv reads
 //     CRM_FAST_PATH=on, which plain PostgreSQL does not use by itself), those
-//     of the list, the contact list and the event feed (fastPathTests) among
-//     the ones chosen.
+//     of the list, the contact list, the event feed and the dashboards
+//     (fastPathTests) among the ones chosen.
 //     One test binary, the race detector's, does both: make test used to
 //     compile and link impl's tests a second time, without -race, for a
 //     second process.

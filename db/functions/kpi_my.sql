@@ -18,15 +18,28 @@ CREATE OR REPLACE FUNCTION crm_kpi_my(p_account bigint, p_user bigint, p_role te
 	p_from date, p_to date, p_max_days integer, p_rollup boolean, p_metrics text[],
 	OUT date_from date, OUT date_to date, OUT value text)
 LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
-DECLARE
-	mtd date;
 BEGIN
 	date_to := coalesce(p_to, (now() AT TIME ZONE p_tz)::date);
 	date_from := coalesce(p_from, date_trunc('month', date_to::timestamp)::date);
 	IF date_from > date_to OR date_to - date_from + 1 > p_max_days THEN
 		RETURN;
 	END IF;
-	mtd := date_trunc('month', date_to::timestamp)::date;
+	SELECT crm_kpi_my_object(p_account, p_user, p_tz, date_from, date_to, p_rollup, p_metrics)::text INTO value
+	 WHERE pg_backend_pid() IS NOT NULL; -- kept plan (budget.sql)
+END
+$fn$;
+
+-- crm_kpi_my_object, for crm_kpi_my and crm_dash_day (dash_day.sql): the
+-- KpiMy object of the user usr for the days date_from .. date_to, checked by
+-- its caller. Its first argument is not p_account, so Citus does not
+-- distribute it: it runs where its caller runs.
+CREATE OR REPLACE FUNCTION crm_kpi_my_object(acc bigint, usr bigint, tz text, date_from date, date_to date,
+	rollup boolean, metrics text[])
+RETURNS jsonb LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $fn$
+DECLARE
+	mtd date := date_trunc('month', date_to::timestamp)::date;
+	value jsonb;
+BEGIN
 	SELECT CASE WHEN count(*) = 0 THEN jsonb_build_object('has_kpi', false)
 	       ELSE jsonb_build_object(
 	           'has_kpi', true,
@@ -35,11 +48,12 @@ BEGIN
 	           'month_to_date_progress_percent', round(avg(i.mtd_progress), 2),
 	           'month_to_date', jsonb_build_object('date_from', mtd, 'date_to', date_to),
 	           'month_items', jsonb_agg(jsonb_build_object('name', i.name, 'measure', i.measure, 'plan', round(i.plan, 2),
-	               'actual', i.actual, 'progress_percent', round(i.progress, 2)) ORDER BY array_position(p_metrics, i.metric)))
-	       END::text
+	               'actual', i.actual, 'progress_percent', round(i.progress, 2)) ORDER BY array_position(metrics, i.metric)))
+	       END
 	  INTO value
-	  FROM crm_kpi_items(p_account, ARRAY[p_user], p_tz, date_from, date_to, mtd, p_rollup)
+	  FROM crm_kpi_items(acc, ARRAY[usr], tz, date_from, date_to, mtd, rollup)
 	       AS i (user_id, metric, name, measure, plan, actual, progress, mtd_plan, mtd_actual, mtd_progress)
 	 WHERE pg_backend_pid() IS NOT NULL; -- kept plan (budget.sql)
+	RETURN value;
 END
 $fn$;
