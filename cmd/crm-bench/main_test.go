@@ -116,3 +116,22 @@ func TestEnvelopeStatus(t *testing.T) {
 		}
 	}
 }
+
+// TestPairedRatio: the median of the rounds' own ratios, which a slow round
+// of both sides does not move, unlike the ratio of the medians.
+func TestPairedRatio(t *testing.T) {
+	for _, c := range []struct {
+		a, b []float64
+		want float64
+	}{
+		{[]float64{100, 50, 100}, []float64{100, 50, 100}, 1},   // the ratio of the medians: 1 too
+		{[]float64{96, 48, 110}, []float64{100, 50, 100}, 0.96}, // medians: 96/100
+		{[]float64{100, 60, 70}, []float64{100, 60, 80}, 1},     // medians: 70/80 = 0.875
+		{[]float64{90, 100}, []float64{100, 0}, 0.9},            // a round without b's figure is left out
+		{nil, []float64{1}, 0},
+	} {
+		if got := pairedRatio(c.a, c.b); got != c.want {
+			t.Errorf("pairedRatio(%v, %v) = %v, want %v", c.a, c.b, got, c.want)
+		}
+	}
+}
