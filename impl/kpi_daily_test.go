@@ -261,9 +261,56 @@ func expectRecount(t *testing.T, e *env, accounts ...int64) {
 	}
 }
 
+// listCountsRecount compares the list totals that the triggers keep
+// (list_counts) for the five tables of kpiWriter with a count of their rows,
+// and returns the counters where the two differ: counterparties while live by
+// owner (module 1), tasks by assignee and by an assigner who is not the
+// assignee (module 2, kinds 0 and 1), deals, documents and money movements
+// by owner (modules 20, 4, 5).
+// cross-account: the test's own accounts, in its own database.
+const listCountsRecount = `
+	WITH counted AS (
+		SELECT account_id, 1 AS module, 0 AS kind, user_id AS owner, count(*) AS n
+		  FROM companies WHERE account_id = ANY ($1) AND deleted_at IS NULL AND user_id IS NOT NULL GROUP BY 1, 4
+		UNION ALL
+		SELECT account_id, 2, 0, user_id, count(*) FROM tasks WHERE account_id = ANY ($1) GROUP BY 1, 4
+		UNION ALL
+		SELECT account_id, 2, 1, assigner_id, count(*) FROM tasks WHERE account_id = ANY ($1) AND assigner_id <> user_id GROUP BY 1, 4
+		UNION ALL
+		SELECT account_id, 20, 0, coalesce(user_id, 0), count(*) FROM deals WHERE account_id = ANY ($1) GROUP BY 1, 4
+		UNION ALL
+		SELECT account_id, 4, 0, coalesce(user_id, 0), count(*) FROM documents WHERE account_id = ANY ($1) GROUP BY 1, 4
+		UNION ALL
+		SELECT account_id, 5, 0, coalesce(user_id, 0), count(*) FROM money_movements WHERE account_id = ANY ($1) GROUP BY 1, 4
+	), kept AS (
+		SELECT account_id, module, kind, owner_id AS owner, sum(n) AS n
+		  FROM list_counts
+		 WHERE account_id = ANY ($1) AND module IN (1, 2, 4, 5, 20) AND NOT (module = 1 AND kind = 1)
+		 GROUP BY 1, 2, 3, 4
+		HAVING sum(n) <> 0
+	)
+	SELECT format('account %s module %s kind %s owner %s: kept %s, counted %s', account_id, module, kind, owner, k.n, c.n)
+	  FROM counted c FULL JOIN kept k USING (account_id, module, kind, owner)
+	 WHERE c.n IS DISTINCT FROM k.n
+	 ORDER BY 1`
+
+// expectListCounts fails the test where list_counts differs from the rows of
+// the accounts (listCountsRecount).
+func expectListCounts(t *testing.T, e *env, accounts ...int64) {
+	t.Helper()
+	var diff []string
+	if err := e.db.Select(&diff, listCountsRecount, pq.Array(accounts)); err != nil {
+		t.Fatal(err)
+	}
+	if len(diff) > 0 {
+		t.Errorf("list_counts differs from the rows in %d counters:\n%s", len(diff), strings.Join(diff, "\n"))
+	}
+}
+
 // TestKPIDailyRecount checks that the triggers of migration 0068 keep
 // kpi_daily equal to a count from the records through random inserts, updates
-// and deletes of the five tables, in two accounts of different time zones.
+// and deletes of the five tables, in two accounts of different time zones,
+// and those of list_counts (0009, 0079) the list totals of the same rows.
 func TestKPIDailyRecount(t *testing.T) {
 	e := newEnv(t)
 	acme := newDashWorld(t, e, "acme")
@@ -281,6 +328,7 @@ func TestKPIDailyRecount(t *testing.T) {
 				}
 			}
 			expectRecount(t, e, acme.accountID, globex.accountID)
+			expectListCounts(t, e, acme.accountID, globex.accountID)
 			if t.Failed() {
 				t.Fatalf("after round %d (seed %d)", round, seed)
 			}
@@ -313,6 +361,15 @@ func TestKPIDailyRecount(t *testing.T) {
 			writers[0].step(t)
 		}
 		expectRecount(t, e, acme.accountID, globex.accountID)
+	})
+
+	t.Run("the comparison of the list totals sees a difference", func(t *testing.T) {
+		acme.exec(t, `INSERT INTO list_counts (account_id, module, kind, owner_id, slot, n) VALUES ($1, 20, 0, $2, 9, 1)`,
+			acme.accountID, acme.admin.id)
+		var diff []string
+		if err := e.db.Select(&diff, listCountsRecount, pq.Array([]int64{acme.accountID})); err != nil || len(diff) != 1 {
+			t.Errorf("after one counter more: %d differences (%v), want 1", len(diff), err)
+		}
 	})
 
 	t.Run("the comparison sees a difference", func(t *testing.T) {
