@@ -308,6 +308,12 @@ func scaleOutReport(ctx context.Context, log *slog.Logger, plainURL string, o op
 	for i := range sides {
 		results[i] = make([]soResult, len(lists[0]))
 	}
+	var plainSides []int // the sides the delayed measurement runs on
+	for i, s := range sides {
+		if !strings.HasPrefix(s.name, "Citus") {
+			plainSides = append(plainSides, i)
+		}
+	}
 	eta := startETA(log, o.progressEvery, len(lists[0]), time.Duration(o.scaleOutRounds*len(sides))*2*(o.scaleOutDuration+o.warmup))
 	defer eta.stop()
 	for k := range lists[0] {
@@ -322,23 +328,13 @@ func scaleOutReport(ctx context.Context, log *slog.Logger, plainURL string, o op
 				}
 			}
 		}
-		line := fmt.Sprintf("%-44s", lists[0][k].name)
-		for i, s := range sides {
-			line += fmt.Sprintf(" | %s %.2f ms %.0f/s cpu %.2f", s.name, median(results[i][k].p50), median(results[i][k].rps), median(results[i][k].cpu))
-		}
-		fmt.Println(line)
-	}
-	if o.latency > 0 {
-		// The plain sides scenario by scenario, side by side, the order of
-		// the sides turned at each scenario: a drift of the machine's speed
-		// during the phase falls on both alike.
-		var plainSides []int
-		for i, s := range sides {
-			if !strings.HasPrefix(s.name, "Citus") {
-				plainSides = append(plainSides, i)
-			}
-		}
-		for k := range lists[0] {
+		if o.latency > 0 {
+			// The plain sides with the proxies' delay, right after the
+			// scenario's rounds, one after the other, the order turned at
+			// each scenario: a read is measured before the write scenarios
+			// have grown either side's data (a faster side inserts more rows
+			// in the same time), and a drift of the machine's speed falls on
+			// both alike.
 			order := slices.Clone(plainSides)
 			if k%2 == 1 {
 				slices.Reverse(order)
@@ -353,6 +349,11 @@ func scaleOutReport(ctx context.Context, log *slog.Logger, plainURL string, o op
 				}
 			}
 		}
+		line := fmt.Sprintf("%-44s", lists[0][k].name)
+		for i, s := range sides {
+			line += fmt.Sprintf(" | %s %.2f ms %.0f/s cpu %.2f", s.name, median(results[i][k].p50), median(results[i][k].rps), median(results[i][k].cpu))
+		}
+		fmt.Println(line)
 	}
 	return renderScaleOut(sides, lists[0], results, oc, versions), nil
 }
@@ -806,7 +807,7 @@ func renderScaleOut(sides []*soSide, list []scenario, results [][]soResult, o op
 	}
 	b.WriteString("\n")
 	if o.latency > 0 {
-		fmt.Fprintf(&b, "With %s added each way between each server and PostgreSQL (the proxy), p50 in ms (one run of each scenario per side, the sides one after the other for each scenario, in turns):\n\n| scenario |", o.latency)
+		fmt.Fprintf(&b, "With %s added each way between each server and PostgreSQL (the proxy), p50 in ms (one run of each scenario per side, right after the scenario's rounds, the sides one after the other, in turns):\n\n| scenario |", o.latency)
 		var shown []int
 		for i, s := range sides {
 			if !strings.HasPrefix(s.name, "Citus") {
