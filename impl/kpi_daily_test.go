@@ -389,13 +389,7 @@ func TestKPIDailyRecount(t *testing.T) {
 // the same days), which the server cannot tell is the account's.
 func TestKPIDailyReplies(t *testing.T) {
 	e := newEnv(t)
-	w := newDashWorld(t, e, "acme")
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	k := newKPIWriter(t, w, seed)
-	for range 800 {
-		k.step(t)
-	}
+	w, _ := randomDashWorld(t, e, "acme", 800)
 	metrics := []string{"companies_added", "tasks_done", "deals_created", "deal_sum", "invoices_issued", "invoice_sum", "income"}
 	users := []user{w.admin, w.head, w.member, w.peer, w.world.other}
 	for i, u := range users {
@@ -476,4 +470,18 @@ func TestKPIDailyReplies(t *testing.T) {
 			t.Errorf("the same reply from a changed kpi_daily and from the records: %s", rollup)
 		}
 	})
+}
+
+// randomDashWorld is a dashWorld with steps random changes of kpiWriter, of a
+// seed the test logs, and the writer.
+func randomDashWorld(t *testing.T, e *env, name string, steps int) (*dashWorld, *kpiWriter) {
+	t.Helper()
+	w := newDashWorld(t, e, name)
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	k := newKPIWriter(t, w, seed)
+	for range steps {
+		k.step(t)
+	}
+	return w, k
 }

@@ -123,14 +123,8 @@ func TestKPIPlans(t *testing.T) {
 // under each combination of the report rights.
 func TestKPIFunctionsAnswerAsStatements(t *testing.T) {
 	e := newEnv(t)
-	w := newDashWorld(t, e, "acme")
+	w, _ := randomDashWorld(t, e, "acme", 600)
 	globex := newDashWorld(t, e, "globex")
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	k := newKPIWriter(t, w, seed)
-	for range 600 {
-		k.step(t)
-	}
 	chief := newUser(t, e, w.world, "chief", impl.RoleAdmin, w.sales)
 	loner := newUser(t, e, w.world, "loner", impl.RoleMember, 0)
 	idle := newUser(t, e, w.world, "idle", impl.RoleMember, w.sales) // no plan at all
@@ -246,14 +240,8 @@ func sameReplies(t *testing.T, servers map[bool]*env, u user, target string) {
 // and Tokyo's.
 func TestDayDashboardsFunctionsAnswerAsStatements(t *testing.T) {
 	e := newEnv(t)
-	w := newDashWorld(t, e, "acme")
+	w, k := randomDashWorld(t, e, "acme", 400)
 	globex := newDashWorld(t, e, "globex")
-	seed := uint64(time.Now().UnixNano())
-	t.Logf("seed %d", seed)
-	k := newKPIWriter(t, w, seed)
-	for range 400 {
-		k.step(t)
-	}
 	chief := newUser(t, e, w.world, "chief", impl.RoleAdmin, w.sales)
 	loner := newUser(t, e, w.world, "loner", impl.RoleMember, 0)
 	users := []user{w.admin, w.head, w.member, w.peer, w.world.other, chief, loner}
