@@ -177,16 +177,12 @@ func (s *Server) DashboardMyDay(ctx context.Context, req gen.DashboardMyDayReque
 		if err != nil {
 			return nil, err
 		}
-		var r kpiReply
-		err = s.stmts(ctx).get(ctx, &r, s.call(dayCall),
+		value, err := s.periodValue(ctx, dayCall, "date", "date_to",
 			p.callerArgs(p.UserName, from, to, maxPeriodDays, kpiRollup(p), pq.Array(kpiMetrics))...)
 		if err != nil {
 			return nil, fmt.Errorf("day dashboard: %w", err)
 		}
-		if !r.Value.Valid {
-			return nil, r.refused("date", "date_to")
-		}
-		return gen.DashboardMyDay200JSONResponse(success(r.Value.String)), nil
+		return gen.DashboardMyDay200JSONResponse(success(value)), nil
 	}
 	pd, err := s.dayPeriod(ctx, p, req.Params.Date, req.Params.DateTo)
 	if err != nil {
@@ -534,16 +530,12 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 		if err != nil {
 			return nil, err
 		}
-		var r kpiReply
-		err = s.stmts(ctx).get(ctx, &r, s.call(kpiMyCall),
+		value, err := s.periodValue(ctx, kpiMyCall, "date_from", "date_to",
 			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), pq.Array(kpiMetrics))...)
 		if err != nil {
 			return nil, fmt.Errorf("own KPI: %w", err)
 		}
-		if !r.Value.Valid {
-			return nil, r.refused("date_from", "date_to")
-		}
-		return gen.DashboardKpiMy200JSONResponse(success(r.Value.String)), nil
+		return gen.DashboardKpiMy200JSONResponse(success(value)), nil
 	}
 	pd, err := s.kpiPeriod(ctx, p, req.Params.DateFrom, req.Params.DateTo)
 	if err != nil {
@@ -562,7 +554,7 @@ func (s *Server) DashboardKpiMy(ctx context.Context, req gen.DashboardKpiMyReque
 // crm_kpi_team (db/functions): with date_to both days, checked (date_from
 // defaults to the first of date_to's month); without it, whose default is
 // today in the owner's time zone, date_from or NULL and NULL, which the
-// function fills and checks itself (kpiReply.refused).
+// function fills and checks itself (periodReply.refused).
 func kpiDays(dateFrom, dateTo *openapi_types.Date) (from, to any, err error) {
 	if dateTo == nil {
 		if dateFrom != nil {
@@ -584,7 +576,7 @@ func kpiDays(dateFrom, dateTo *openapi_types.Date) (from, to any, err error) {
 // knows them without the database, as arguments of crm_dash_day
 // (db/functions): both days, checked, when date is given (date_to defaults to
 // it); otherwise NULL and date_to or NULL, which the function fills (date is
-// today in the owner's time zone) and checks itself (kpiReply.refused).
+// today in the owner's time zone) and checks itself (periodReply.refused).
 func dayDays(date, dateTo *openapi_types.Date) (from, to any, err error) {
 	if date == nil {
 		if dateTo != nil {
@@ -602,21 +594,35 @@ func dayDays(date, dateTo *openapi_types.Date) (from, to any, err error) {
 	return pd.from.Format(time.DateOnly), pd.to.Format(time.DateOnly), nil
 }
 
-// kpiReply is the row of crm_kpi_my and crm_kpi_team: the days they took,
-// what they refused (error: 'department', a department out of the caller's
+// periodReply is the row of crm_dash_day, crm_kpi_my and crm_kpi_team: the
+// days they took, what they refused (error: 'department', a department out of the caller's
 // scope) and the dashboard's JSON, NULL when they refused the days or error
 // is set.
-type kpiReply struct {
+type periodReply struct {
 	From  time.Time      `db:"date_from"`
 	To    time.Time      `db:"date_to"`
 	Error sql.NullString `db:"error"`
 	Value sql.NullString `db:"value"`
 }
 
+// periodValue runs call, a function of a dashboard over a period (a
+// periodReply), and returns its JSON, or the refusal of the days it took;
+// fromName and toName are the parameters of the days.
+func (s *Server) periodValue(ctx context.Context, call callStmt, fromName, toName string, args ...any) (string, error) {
+	var r periodReply
+	if err := s.stmts(ctx).get(ctx, &r, s.call(call), args...); err != nil {
+		return "", err
+	}
+	if !r.Value.Valid {
+		return "", r.refused(fromName, toName)
+	}
+	return r.Value.String, nil
+}
+
 // refused is the error of a reply without a value that names no error: the
 // days the function took are out of checkPeriod's bounds; fromName and
 // toName are the parameters of the days.
-func (r *kpiReply) refused(fromName, toName string) error {
+func (r *periodReply) refused(fromName, toName string) error {
 	if err := checkPeriod(period{r.From, r.To}, fromName, toName); err != nil {
 		return err
 	}
@@ -647,7 +653,7 @@ func (s *Server) DashboardKpiTeam(ctx context.Context, req gen.DashboardKpiTeamR
 		if err != nil {
 			return nil, err
 		}
-		var r kpiReply
+		var r periodReply
 		err = s.stmts(ctx).get(ctx, &r, s.call(kpiTeamCall),
 			p.callerArgs(from, to, maxPeriodDays, kpiRollup(p), req.Params.DepartmentId, usersAccess, deptsAccess)...)
 		switch {

@@ -10,9 +10,8 @@
 -- Every statement that reads a table reads one, with the account as its first
 -- condition (docs/scale-out.md, "Functions of fast-path statements"). On a
 -- Citus worker each statement with parameters besides the account is planned
--- again at every execution, for the values given, and an array given to it is
--- written out into the shard's statement first: 500 ids cost 0.3 ms a
--- statement there. So the statements take no long arrays and index ranges
+-- again at every execution, for the values given, at a cost that grows with
+-- an array's length: 500 ids cost 0.3 ms a statement there. So the statements take no long arrays and index ranges
 -- whose plans are cheap to make, and what combines their results (the
 -- forgotten counterparties) is done by the last statement, which reads no
 -- table. They read: the users a head sees (impl/access.go, visibleUsers; an
